@@ -1,0 +1,20 @@
+// Package a2a is the A2A v1.0.1 wire model: messages, parts, tasks, artifacts,
+// stream events, agent cards, push-notification configs, the JSON-RPC 2.0
+// envelope and error codes, the SSE codec, and A2A-Version / A2A-Extensions
+// negotiation.
+//
+// Writes are strict proto3 JSON: lowerCamelCase field names, enum value names
+// (TASK_STATE_COMPLETED, ROLE_USER), RFC 3339 UTC timestamps with millisecond
+// precision, and empty fields omitted. Reads are tolerant: [Unmarshal] accepts
+// snake_case field names as well, ignores unknown fields, maps unknown enum
+// values to the UNSPECIFIED value and accepts enum numbers and v0.3 spellings.
+//
+// The package depends on the standard library only, so agents, clients and
+// servers can share it without pulling in a transport.
+//
+//	msg := a2a.NewMessage(a2a.RoleUser, a2a.TextPart("hello"))
+//	body, _ := json.Marshal(a2a.SendMessageRequest{Message: msg})
+//	var task a2a.Task
+//	if err := a2a.Unmarshal(data, &task); err != nil { ... }
+//	if task.Status.State.Terminal() { ... }
+package a2a

@@ -1,0 +1,162 @@
+package a2a
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// JSON-RPC method names of A2A v1.0.
+const (
+	MethodSendMessage                      = "SendMessage"
+	MethodSendStreamingMessage             = "SendStreamingMessage"
+	MethodGetTask                          = "GetTask"
+	MethodListTasks                        = "ListTasks"
+	MethodCancelTask                       = "CancelTask"
+	MethodSubscribeToTask                  = "SubscribeToTask"
+	MethodCreateTaskPushNotificationConfig = "CreateTaskPushNotificationConfig"
+	MethodGetTaskPushNotificationConfig    = "GetTaskPushNotificationConfig"
+	MethodListTaskPushNotificationConfigs  = "ListTaskPushNotificationConfigs"
+	MethodDeleteTaskPushNotificationConfig = "DeleteTaskPushNotificationConfig"
+	MethodGetExtendedAgentCard             = "GetExtendedAgentCard"
+)
+
+// Request is a decoded JSON-RPC 2.0 request envelope. ID is kept verbatim
+// (string, number or null) so it is echoed byte for byte.
+type Request struct {
+	ID     json.RawMessage
+	Method string
+	Params json.RawMessage
+}
+
+var nullID = json.RawMessage("null")
+
+type requestWire struct {
+	JSONRPC *string         `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  *string         `json:"method"`
+	Params  json.RawMessage `json:"params"`
+}
+
+// DecodeRequest parses one JSON-RPC request. On failure it returns the id to
+// answer with (null when none could be read) and a protocol error: -32700 for
+// invalid JSON, -32600 for a batch or a malformed envelope.
+func DecodeRequest(body []byte) (*Request, *Error) {
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		if !json.Valid(trimmed) {
+			return &Request{ID: nullID}, NewError(CodeParseError, "invalid JSON")
+		}
+		return &Request{ID: nullID}, NewError(CodeInvalidRequest, "batch requests are not supported")
+	}
+	var w requestWire
+	if err := json.Unmarshal(body, &w); err != nil {
+		if !json.Valid(body) {
+			return &Request{ID: nullID}, NewError(CodeParseError, "invalid JSON")
+		}
+		// Valid JSON of the wrong shape (a string, a number, or an object
+		// whose members have the wrong types).
+		return &Request{ID: idOrNull(w.ID)}, NewError(CodeInvalidRequest, "request must be a JSON-RPC 2.0 object")
+	}
+	req := &Request{ID: idOrNull(w.ID), Params: w.Params}
+	if !validID(w.ID) {
+		req.ID = nullID
+		return req, NewError(CodeInvalidRequest, "id must be a string, a number or null")
+	}
+	if w.JSONRPC == nil || *w.JSONRPC != "2.0" {
+		return req, NewError(CodeInvalidRequest, `jsonrpc must be "2.0"`)
+	}
+	if w.Method == nil || *w.Method == "" {
+		return req, NewError(CodeInvalidRequest, "method must be a non-empty string")
+	}
+	req.Method = *w.Method
+	if p := bytes.TrimSpace(w.Params); len(p) > 0 && p[0] != '{' && string(p) != "null" {
+		return req, NewError(CodeInvalidParams, "params must be an object")
+	}
+	return req, nil
+}
+
+func idOrNull(id json.RawMessage) json.RawMessage {
+	if len(id) == 0 {
+		return nullID
+	}
+	return id
+}
+
+func validID(id json.RawMessage) bool {
+	if len(id) == 0 {
+		return true
+	}
+	switch id[0] {
+	case '"', 'n', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return true
+	}
+	return false
+}
+
+// DecodeParams reads a request's params into v tolerantly (see [Unmarshal]);
+// a failure is an invalid-params error that names the problem.
+func DecodeParams(params json.RawMessage, v any) *Error {
+	if len(params) == 0 || string(params) == "null" {
+		params = json.RawMessage("{}")
+	}
+	if err := Unmarshal(params, v); err != nil {
+		return NewError(CodeInvalidParams, "invalid params: %s", describeJSONError(err))
+	}
+	return nil
+}
+
+func describeJSONError(err error) string {
+	switch e := err.(type) {
+	case *json.UnmarshalTypeError:
+		if e.Field != "" {
+			return fmt.Sprintf("field %s: want %s", e.Field, e.Type)
+		}
+		return fmt.Sprintf("want %s", e.Type)
+	case *json.SyntaxError:
+		return "malformed JSON"
+	}
+	return err.Error()
+}
+
+// AppendResult appends a JSON-RPC success response carrying result, which is
+// already encoded JSON.
+func AppendResult(b []byte, id json.RawMessage, result []byte) []byte {
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, idOrNull(id)...)
+	b = append(b, `,"result":`...)
+	b = append(b, result...)
+	return append(b, '}')
+}
+
+// AppendErrorResponse appends a JSON-RPC error response.
+func AppendErrorResponse(b []byte, id json.RawMessage, e *Error) []byte {
+	enc, err := e.MarshalJSON()
+	if err != nil {
+		enc, _ = (&Error{Code: CodeInternalError}).MarshalJSON()
+	}
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, idOrNull(id)...)
+	b = append(b, `,"error":`...)
+	b = append(b, enc...)
+	return append(b, '}')
+}
+
+// Response is a decoded JSON-RPC response, as a client reads it.
+type Response struct {
+	ID     json.RawMessage `json:"id"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *Error          `json:"error,omitempty"`
+}
+
+// DecodeResponse parses a JSON-RPC response envelope.
+func DecodeResponse(body []byte) (*Response, error) {
+	var r Response
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, fmt.Errorf("a2a: decode response: %w", err)
+	}
+	if r.Error == nil && r.Result == nil {
+		return nil, fmt.Errorf("a2a: decode response: neither result nor error")
+	}
+	return &r, nil
+}

@@ -1,0 +1,3 @@
+module novaos.dev/novaos
+
+go 1.26
