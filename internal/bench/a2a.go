@@ -1,0 +1,161 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"novaos.dev/novaos/a2a"
+)
+
+// Names of the scenarios this package defines.
+const (
+	ScenarioSend     = "send"
+	ScenarioStream   = "stream"
+	ScenarioBaseline = "baseline"
+)
+
+// The request every A2A scenario sends, split around its message id so
+// each request carries a fresh one without re-encoding the rest.
+const (
+	sendPrefix   = `{"jsonrpc":"2.0","id":1,"method":"`
+	paramsPrefix = `","params":{"message":{"messageId":"`
+	bodySuffix   = `","role":"ROLE_USER","parts":[{"text":"hello from novaos bench"}]}}}`
+)
+
+func messageBody(method string) func([]byte) []byte {
+	return func(buf []byte) []byte {
+		buf = append(buf, sendPrefix...)
+		buf = append(buf, method...)
+		buf = append(buf, paramsPrefix...)
+		buf = append(buf, a2a.NewID()...)
+		return append(buf, bodySuffix...)
+	}
+}
+
+func a2aHeader(accept string) http.Header {
+	return http.Header{
+		"Content-Type":    {"application/json"},
+		"Accept":          {accept},
+		a2a.HeaderVersion: {a2a.ProtocolVersion},
+	}
+}
+
+// SendMessage is a SendMessage call with a fresh message id per request to
+// the A2A endpoint at url; a response fails the check unless it is a
+// JSON-RPC result holding a task or a message.
+func SendMessage(url string) Scenario {
+	return Scenario{
+		Name:   ScenarioSend,
+		URL:    url,
+		Header: a2aHeader("application/json"),
+		Body:   messageBody(a2a.MethodSendMessage),
+		Check:  checkSend,
+	}
+}
+
+func checkSend(_ http.Header, body []byte) error {
+	resp, err := a2a.DecodeResponse(body)
+	if err != nil {
+		return err
+	}
+	if resp.Error != nil {
+		return resp.Error
+	}
+	var r struct {
+		Task    json.RawMessage `json:"task"`
+		Message json.RawMessage `json:"message"`
+	}
+	if err := json.Unmarshal(resp.Result, &r); err != nil {
+		return fmt.Errorf("decode result: %w", err)
+	}
+	if r.Task == nil && r.Message == nil {
+		return errors.New("result holds neither task nor message")
+	}
+	return nil
+}
+
+// SendStreamingMessage is a SendStreamingMessage call to the A2A endpoint
+// at url, read to the end of its event stream; the check fails a stream
+// that carries a JSON-RPC error, or whose last frame does not end it (a
+// message, or a task or status in a final state).
+func SendStreamingMessage(url string) Scenario {
+	return Scenario{
+		Name:   ScenarioStream,
+		URL:    url,
+		Header: a2aHeader("text/event-stream"),
+		Body:   messageBody(a2a.MethodSendStreamingMessage),
+		Check:  checkStream,
+	}
+}
+
+func checkStream(h http.Header, body []byte) error {
+	if !strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
+		return checkSendError(body)
+	}
+	er := a2a.NewEventReader(bytes.NewReader(body), 0)
+	var last a2a.StreamResponse
+	frames := 0
+	for {
+		ev, err := er.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("read stream: %w", err)
+		}
+		resp, err := a2a.DecodeResponse(ev.Data)
+		if err != nil {
+			return err
+		}
+		if resp.Error != nil {
+			return resp.Error
+		}
+		last = a2a.StreamResponse{}
+		if err := a2a.Unmarshal(resp.Result, &last); err != nil {
+			return fmt.Errorf("decode frame: %w", err)
+		}
+		frames++
+	}
+	if frames == 0 {
+		return errors.New("stream carried no frame")
+	}
+	if !last.Final() {
+		return errors.New("stream ended before a final frame")
+	}
+	return nil
+}
+
+// checkSendError reports the JSON-RPC error a server answers a streaming
+// call with instead of opening a stream.
+func checkSendError(body []byte) error {
+	resp, err := a2a.DecodeResponse(body)
+	if err != nil {
+		return fmt.Errorf("not an event stream: %w", err)
+	}
+	if resp.Error != nil {
+		return resp.Error
+	}
+	return errors.New("not an event stream")
+}
+
+// Baseline posts the same body as SendMessage to an [EchoHandler] at url
+// and checks that valid JSON came back.
+func Baseline(url string) Scenario {
+	return Scenario{
+		Name:   ScenarioBaseline,
+		URL:    url,
+		Header: http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json"}},
+		Body:   messageBody(a2a.MethodSendMessage),
+		Check: func(_ http.Header, body []byte) error {
+			if !json.Valid(body) {
+				return errors.New("echo answered invalid JSON")
+			}
+			return nil
+		},
+	}
+}

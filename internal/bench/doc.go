@@ -1,0 +1,23 @@
+// Package bench is the load generator behind `novaos bench`: a fixed number
+// of keep-alive clients send one [Scenario]'s requests for a fixed duration
+// after a warm-up, every latency goes into a log-linear [Histogram], errors
+// are counted, and the process's resident memory is sampled while the load
+// runs.
+//
+// It also holds what a benchmark compares against: [EchoHandler], a bare
+// net/http JSON echo, and the A2A scenarios ([SendMessage],
+// [SendStreamingMessage]) with the matching [Baseline].
+//
+//	srv := httptest.NewServer(bench.EchoHandler())
+//	defer srv.Close()
+//	res, err := bench.Run(ctx, bench.Baseline(srv.URL), &bench.Options{
+//		Concurrency: 8, Duration: time.Second, Warmup: 200 * time.Millisecond,
+//	})
+//	if err != nil { ... }
+//	fmt.Println(res.Throughput, res.Latency.P99, res.Errors)
+//
+// The generator runs in the same process as the servers it measures, so the
+// memory figures are the whole process's; the throughput of every scenario
+// is limited by the same cores, which is what makes a ratio between
+// scenarios run back to back meaningful.
+package bench
