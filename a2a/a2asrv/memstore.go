@@ -1,0 +1,373 @@
+package a2asrv
+
+import (
+	"cmp"
+	"container/list"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/internal/keyset"
+)
+
+// MemoryOptions bounds the in-memory stores. Nil or zero fields mean the
+// defaults.
+type MemoryOptions struct {
+	// MaxTasks is how many tasks a MemoryTaskStore keeps (default 10000).
+	// Past it, the task written least recently is forgotten.
+	MaxTasks int
+	// MaxPushConfigs is how many configs a MemoryPushConfigStore keeps
+	// (default 10000), evicted the same way.
+	MaxPushConfigs int
+}
+
+const defaultMemoryLimit = 10000
+
+func (o *MemoryOptions) limits() (tasks, configs int) {
+	tasks, configs = defaultMemoryLimit, defaultMemoryLimit
+	if o != nil && o.MaxTasks > 0 {
+		tasks = o.MaxTasks
+	}
+	if o != nil && o.MaxPushConfigs > 0 {
+		configs = o.MaxPushConfigs
+	}
+	return tasks, configs
+}
+
+// errInvalidKey is returned when a task or config cannot be stored under the
+// ids it carries (empty, over-long, invalid UTF-8 or containing NUL); the
+// durable stores refuse the same values.
+var errInvalidKey = errors.New("a2asrv: invalid id")
+
+var (
+	_ TaskStore       = (*MemoryTaskStore)(nil)
+	_ PushConfigStore = (*MemoryPushConfigStore)(nil)
+)
+
+// MemoryTaskStore is a bounded TaskStore held in process memory, for tests,
+// examples and agents that need no durability. Tasks are kept as their JSON
+// encoding, exactly as the SQL stores keep them, so a task read back is a
+// deep copy and compares equal across every store (metadata numbers come back
+// as float64, timestamps with millisecond precision).
+//
+// Every Create and Update makes a task the most recently written; once more
+// than MaxTasks are held, the least recently written is evicted. A task that
+// is still being worked on is written often, so in practice eviction takes
+// finished tasks first.
+type MemoryTaskStore struct {
+	max int
+
+	mu   sync.RWMutex
+	byID map[string]*list.Element // of *memTask
+	lru  list.List                // front: most recently written
+}
+
+// memTask is a stored task: the fields List filters and sorts on, and the
+// encoded task, which is never modified once stored.
+type memTask struct {
+	id        string
+	scope     Scope
+	contextID string
+	state     a2a.TaskState
+	tsMs      int64
+	version   Version
+	body      []byte
+}
+
+// NewMemoryTaskStore returns an empty store; opts may be nil.
+func NewMemoryTaskStore(opts *MemoryOptions) *MemoryTaskStore {
+	max, _ := opts.limits()
+	return &MemoryTaskStore{max: max, byID: make(map[string]*list.Element)}
+}
+
+func encodeMemTask(scope Scope, task *a2a.Task, v Version) (*memTask, error) {
+	if task == nil || !keyset.ValidID(task.ID) {
+		return nil, errInvalidKey
+	}
+	body, err := json.Marshal(task)
+	if err != nil {
+		return nil, err
+	}
+	return &memTask{
+		id:        task.ID,
+		scope:     scope,
+		contextID: task.ContextID,
+		state:     task.Status.State,
+		tsMs:      task.Status.Timestamp.UnixMilli(),
+		version:   v,
+		body:      body,
+	}, nil
+}
+
+func (m *memTask) decode() (*a2a.Task, error) {
+	var t a2a.Task
+	if err := json.Unmarshal(m.body, &t); err != nil {
+		return nil, fmt.Errorf("a2asrv: memory: decode task %s: %w", m.id, err)
+	}
+	return &t, nil
+}
+
+// Len reports how many tasks the store holds.
+func (s *MemoryTaskStore) Len() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.byID)
+}
+
+// Create implements TaskStore.
+func (s *MemoryTaskStore) Create(ctx context.Context, scope Scope, task *a2a.Task) (Version, error) {
+	m, err := encodeMemTask(scope, task, 1)
+	if err != nil {
+		return 0, fmt.Errorf("a2asrv: memory: create task: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.byID[m.id]; ok {
+		return 0, fmt.Errorf("a2asrv: memory: create task %s: %w", m.id, ErrExists)
+	}
+	s.byID[m.id] = s.lru.PushFront(m)
+	for s.lru.Len() > s.max {
+		old := s.lru.Remove(s.lru.Back()).(*memTask)
+		delete(s.byID, old.id)
+	}
+	return m.version, nil
+}
+
+// Get implements TaskStore.
+func (s *MemoryTaskStore) Get(ctx context.Context, scope Scope, id string) (*a2a.Task, Version, error) {
+	s.mu.RLock()
+	e, ok := s.byID[id]
+	var m *memTask
+	if ok {
+		m = e.Value.(*memTask)
+	}
+	s.mu.RUnlock()
+	if m == nil || m.scope != scope {
+		return nil, 0, fmt.Errorf("a2asrv: memory: get task %s: %w", id, ErrNotFound)
+	}
+	t, err := m.decode()
+	if err != nil {
+		return nil, 0, err
+	}
+	return t, m.version, nil
+}
+
+// Update implements TaskStore.
+func (s *MemoryTaskStore) Update(ctx context.Context, scope Scope, task *a2a.Task, prev Version) (Version, error) {
+	m, err := encodeMemTask(scope, task, prev+1)
+	if err != nil {
+		if errors.Is(err, errInvalidKey) {
+			err = ErrNotFound
+		}
+		return 0, fmt.Errorf("a2asrv: memory: update task: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.byID[m.id]
+	if !ok || e.Value.(*memTask).scope != scope {
+		return 0, fmt.Errorf("a2asrv: memory: update task %s: %w", m.id, ErrNotFound)
+	}
+	if cur := e.Value.(*memTask).version; cur != prev {
+		return 0, fmt.Errorf("a2asrv: memory: update task %s at version %d (stored %d): %w", m.id, prev, cur, ErrConcurrentModification)
+	}
+	e.Value = m
+	s.lru.MoveToFront(e)
+	return m.version, nil
+}
+
+// Delete implements TaskStore.
+func (s *MemoryTaskStore) Delete(ctx context.Context, scope Scope, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.byID[id]; ok && e.Value.(*memTask).scope == scope {
+		s.lru.Remove(e)
+		delete(s.byID, id)
+	}
+	return nil
+}
+
+// List implements TaskStore. It scans every task in the store, which is
+// fine at the sizes the store is bounded to.
+func (s *MemoryTaskStore) List(ctx context.Context, scope Scope, q ListQuery) (*ListResult, error) {
+	var cur *keyset.Task
+	if q.PageToken != "" {
+		c, err := keyset.ParseTask(q.PageToken)
+		if err != nil {
+			return nil, fmt.Errorf("a2asrv: memory: list tasks: %w", ErrBadPageToken)
+		}
+		cur = &c
+	}
+	afterMs := int64(-1 << 63)
+	if !q.StatusAfter.IsZero() {
+		afterMs = keyset.CeilMillis(q.StatusAfter)
+	}
+	var match []*memTask
+	s.mu.RLock()
+	for _, e := range s.byID {
+		m := e.Value.(*memTask)
+		if m.scope == scope &&
+			(q.ContextID == "" || m.contextID == q.ContextID) &&
+			(q.State == a2a.TaskStateUnspecified || m.state == q.State) &&
+			m.tsMs >= afterMs {
+			match = append(match, m)
+		}
+	}
+	s.mu.RUnlock()
+	slices.SortFunc(match, func(a, b *memTask) int {
+		return cmp.Or(cmp.Compare(b.tsMs, a.tsMs), cmp.Compare(b.id, a.id))
+	})
+	res := &ListResult{TotalSize: len(match)}
+	page := match
+	if cur != nil {
+		// The first task strictly after the cursor in (ts desc, id desc)
+		// order; the cursor's own task may since have been deleted.
+		i, _ := slices.BinarySearchFunc(match, *cur, func(m *memTask, c keyset.Task) int {
+			return cmp.Or(cmp.Compare(c.TimeMs, m.tsMs), cmp.Compare(c.ID, m.id))
+		})
+		for i < len(match) && match[i].tsMs == cur.TimeMs && match[i].id == cur.ID {
+			i++
+		}
+		page = match[i:]
+	}
+	if n := keyset.Limit(q.PageSize); len(page) > n {
+		page = page[:n]
+		last := page[n-1]
+		res.NextPageToken = keyset.Task{TimeMs: last.tsMs, ID: last.id}.Token()
+	}
+	res.Tasks = make([]*a2a.Task, 0, len(page))
+	for _, m := range page {
+		t, err := m.decode()
+		if err != nil {
+			return nil, err
+		}
+		res.Tasks = append(res.Tasks, t)
+	}
+	return res, nil
+}
+
+// MemoryPushConfigStore is a bounded PushConfigStore held in process memory.
+// Configs are keyed by scope, task id and config id, so two scopes never see
+// or overwrite each other's configs. Past MaxPushConfigs, the config written
+// least recently is evicted.
+type MemoryPushConfigStore struct {
+	max int
+
+	mu     sync.RWMutex
+	byTask map[memTaskKey]map[string]*list.Element // of *memConfig
+	lru    list.List                               // front: most recently written
+}
+
+type memTaskKey struct {
+	scope  Scope
+	taskID string
+}
+
+type memConfig struct {
+	key memTaskKey
+	cfg a2a.TaskPushNotificationConfig // never modified once stored
+}
+
+// NewMemoryPushConfigStore returns an empty store; opts may be nil.
+func NewMemoryPushConfigStore(opts *MemoryOptions) *MemoryPushConfigStore {
+	_, max := opts.limits()
+	return &MemoryPushConfigStore{max: max, byTask: make(map[memTaskKey]map[string]*list.Element)}
+}
+
+func copyPushConfig(c *a2a.TaskPushNotificationConfig) *a2a.TaskPushNotificationConfig {
+	out := *c
+	if c.Authentication != nil {
+		auth := *c.Authentication
+		out.Authentication = &auth
+	}
+	return &out
+}
+
+// Put implements PushConfigStore.
+func (s *MemoryPushConfigStore) Put(ctx context.Context, scope Scope, cfg *a2a.TaskPushNotificationConfig) error {
+	if cfg == nil || !keyset.ValidID(cfg.TaskID) || !keyset.ValidID(cfg.ID) {
+		return fmt.Errorf("a2asrv: memory: put push config: %w", errInvalidKey)
+	}
+	m := &memConfig{key: memTaskKey{scope, cfg.TaskID}, cfg: *copyPushConfig(cfg)}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	byID := s.byTask[m.key]
+	if byID == nil {
+		byID = make(map[string]*list.Element)
+		s.byTask[m.key] = byID
+	}
+	if e, ok := byID[cfg.ID]; ok {
+		e.Value = m
+		s.lru.MoveToFront(e)
+		return nil
+	}
+	byID[cfg.ID] = s.lru.PushFront(m)
+	for s.lru.Len() > s.max {
+		s.removeLocked(s.lru.Back())
+	}
+	return nil
+}
+
+func (s *MemoryPushConfigStore) removeLocked(e *list.Element) {
+	m := s.lru.Remove(e).(*memConfig)
+	byID := s.byTask[m.key]
+	delete(byID, m.cfg.ID)
+	if len(byID) == 0 {
+		delete(s.byTask, m.key)
+	}
+}
+
+// Get implements PushConfigStore.
+func (s *MemoryPushConfigStore) Get(ctx context.Context, scope Scope, taskID, id string) (*a2a.TaskPushNotificationConfig, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e, ok := s.byTask[memTaskKey{scope, taskID}][id]
+	if !ok {
+		return nil, fmt.Errorf("a2asrv: memory: get push config %s/%s: %w", taskID, id, ErrNotFound)
+	}
+	return copyPushConfig(&e.Value.(*memConfig).cfg), nil
+}
+
+// List implements PushConfigStore.
+func (s *MemoryPushConfigStore) List(ctx context.Context, scope Scope, taskID string, pageSize int, pageToken string) ([]*a2a.TaskPushNotificationConfig, string, error) {
+	after := ""
+	if pageToken != "" {
+		id, err := keyset.ParseID(pageToken)
+		if err != nil {
+			return nil, "", fmt.Errorf("a2asrv: memory: list push configs: %w", ErrBadPageToken)
+		}
+		after = id
+	}
+	s.mu.RLock()
+	var match []*memConfig
+	for id, e := range s.byTask[memTaskKey{scope, taskID}] {
+		if id > after {
+			match = append(match, e.Value.(*memConfig))
+		}
+	}
+	s.mu.RUnlock()
+	slices.SortFunc(match, func(a, b *memConfig) int { return cmp.Compare(a.cfg.ID, b.cfg.ID) })
+	next := ""
+	if n := keyset.Limit(pageSize); len(match) > n {
+		match = match[:n]
+		next = keyset.IDToken(match[n-1].cfg.ID)
+	}
+	out := make([]*a2a.TaskPushNotificationConfig, len(match))
+	for i, m := range match {
+		out[i] = copyPushConfig(&m.cfg)
+	}
+	return out, next, nil
+}
+
+// Delete implements PushConfigStore.
+func (s *MemoryPushConfigStore) Delete(ctx context.Context, scope Scope, taskID, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.byTask[memTaskKey{scope, taskID}][id]; ok {
+		s.removeLocked(e)
+	}
+	return nil
+}
