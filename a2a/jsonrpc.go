@@ -55,8 +55,13 @@ func DecodeRequest(body []byte) (*Request, *Error) {
 			return &Request{ID: nullID}, NewError(CodeParseError, "invalid JSON")
 		}
 		// Valid JSON of the wrong shape (a string, a number, or an object
-		// whose members have the wrong types).
-		return &Request{ID: idOrNull(w.ID)}, NewError(CodeInvalidRequest, "request must be a JSON-RPC 2.0 object")
+		// whose members have the wrong types). The id is echoed only if it
+		// was read and is itself of a valid type.
+		id := nullID
+		if validID(w.ID) {
+			id = idOrNull(w.ID)
+		}
+		return &Request{ID: id}, NewError(CodeInvalidRequest, "request must be a JSON-RPC 2.0 object")
 	}
 	req := &Request{ID: idOrNull(w.ID), Params: w.Params}
 	if !validID(w.ID) {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 )
 
@@ -15,8 +14,9 @@ type Event struct {
 	Data  []byte
 }
 
-// AppendEvent appends ev in text/event-stream framing. Data containing
-// newlines is split over several data lines, as the format requires.
+// AppendEvent appends ev in text/event-stream framing. Data containing line
+// breaks is split over several data lines, as the format requires; CR LF and
+// a lone CR count as line breaks too, so a reader gets them back as LF.
 func AppendEvent(b []byte, ev Event) []byte {
 	if ev.ID != "" {
 		b = append(b, "id: "...)
@@ -30,14 +30,17 @@ func AppendEvent(b []byte, ev Event) []byte {
 	}
 	data := ev.Data
 	for {
-		i := bytes.IndexByte(data, '\n')
 		b = append(b, "data: "...)
+		i := bytes.IndexAny(data, "\r\n")
 		if i < 0 {
-			b = append(b, bytes.TrimSuffix(data, []byte{'\r'})...)
+			b = append(b, data...)
 			break
 		}
-		b = append(b, bytes.TrimSuffix(data[:i], []byte{'\r'})...)
+		b = append(b, data[:i]...)
 		b = append(b, '\n')
+		if data[i] == '\r' && i+1 < len(data) && data[i+1] == '\n' {
+			i++
+		}
 		data = data[i+1:]
 	}
 	return append(b, '\n', '\n')
@@ -66,13 +69,16 @@ const DefaultMaxEventSize = 10 << 20
 
 // EventReader reads server-sent events from a stream.
 type EventReader struct {
-	r      *bufio.Reader
-	max    int
-	lastID string
+	r       *bufio.Reader
+	max     int
+	lastID  string
+	line    []byte
+	started bool // the leading byte-order mark, if any, was dropped
+	skipLF  bool // the last line ended with CR: a following LF belongs to it
 }
 
-// NewEventReader reads events from r; maxSize bounds one event (0 means
-// DefaultMaxEventSize).
+// NewEventReader reads events from r; maxSize bounds one event, counting
+// every byte of its lines (0 means DefaultMaxEventSize).
 func NewEventReader(r io.Reader, maxSize int) *EventReader {
 	if maxSize <= 0 {
 		maxSize = DefaultMaxEventSize
@@ -80,9 +86,12 @@ func NewEventReader(r io.Reader, maxSize int) *EventReader {
 	return &EventReader{r: bufio.NewReaderSize(r, 16<<10), max: maxSize}
 }
 
-// Next returns the next event that carries data, skipping comments. It
-// returns io.EOF at the end of the stream; an event cut off by the end of the
-// stream is discarded, as the SSE format specifies.
+// Next returns the next event that carries data, skipping comments and
+// events without data. Lines may end with LF, CR LF or CR. It returns io.EOF
+// when the stream ends between events, and io.ErrUnexpectedEOF when it ends
+// inside one (the partial event is discarded, as the SSE format specifies,
+// but the caller learns that the stream was cut). An event larger than the
+// limit fails with ErrEventTooLarge; the reader is unusable afterwards.
 func (er *EventReader) Next() (Event, error) {
 	var ev Event
 	var data []byte
@@ -91,8 +100,8 @@ func (er *EventReader) Next() (Event, error) {
 	for {
 		line, err := er.readLine(&size)
 		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return Event{}, io.EOF
+			if errors.Is(err, io.EOF) && hasData {
+				return Event{}, io.ErrUnexpectedEOF
 			}
 			return Event{}, err
 		}
@@ -139,32 +148,53 @@ func (er *EventReader) Next() (Event, error) {
 // reconnecting client sends as Last-Event-ID.
 func (er *EventReader) LastID() string { return er.lastID }
 
+var bom = []byte("\xEF\xBB\xBF")
+
+// readLine returns the next line without its terminator; the slice is valid
+// until the next call. It returns io.EOF at a clean end of stream and
+// io.ErrUnexpectedEOF when the stream ends inside a line.
 func (er *EventReader) readLine(size *int) ([]byte, error) {
-	var line []byte
+	if !er.started {
+		er.started = true
+		if p, _ := er.r.Peek(len(bom)); bytes.Equal(p, bom) {
+			_, _ = er.r.Discard(len(bom))
+		}
+	}
+	if er.skipLF {
+		er.skipLF = false
+		if p, _ := er.r.Peek(1); len(p) == 1 && p[0] == '\n' {
+			_, _ = er.r.Discard(1)
+			*size++
+		}
+	}
+	er.line = er.line[:0]
 	for {
-		frag, err := er.r.ReadSlice('\n')
-		*size += len(frag)
-		if *size > er.max {
+		buf, err := er.r.Peek(1)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				if len(er.line) > 0 {
+					return nil, io.ErrUnexpectedEOF
+				}
+				return nil, io.EOF
+			}
+			return nil, err
+		}
+		buf, _ = er.r.Peek(er.r.Buffered())
+		i := bytes.IndexAny(buf, "\r\n")
+		n := len(buf)
+		if i >= 0 {
+			n = i + 1
+		}
+		if *size += n; *size > er.max {
 			return nil, ErrEventTooLarge
 		}
-		if err == nil {
-			if line == nil {
-				line = frag
-			} else {
-				line = append(line, frag...)
-			}
-			break
+		if i >= 0 {
+			er.line = append(er.line, buf[:i]...)
+			er.skipLF = buf[i] == '\r'
+			_, _ = er.r.Discard(n)
+			return er.line, nil
 		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			line = append(line, frag...)
-			continue
-		}
-		if errors.Is(err, io.EOF) && len(frag) > 0 {
-			return nil, fmt.Errorf("a2a: stream ended mid-event: %w", io.EOF)
-		}
-		return nil, err
+		er.line = append(er.line, buf...)
+		_, _ = er.r.Discard(n)
 	}
-	line = bytes.TrimSuffix(line, []byte{'\n'})
-	line = bytes.TrimSuffix(line, []byte{'\r'})
-	return line, nil
 }

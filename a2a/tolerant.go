@@ -3,6 +3,7 @@ package a2a
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 )
 
@@ -10,71 +11,226 @@ import (
 // may be lowerCamelCase or the proto's snake_case, unknown fields are
 // ignored. Keys inside free-form values (metadata, data parts, extension
 // params, signature headers) and the names in maps keyed by the user
-// (securitySchemes, scopes) are left untouched.
+// (securitySchemes, scopes) are left untouched. When a snake_case and a
+// lowerCamelCase spelling of one field both appear, the later one wins, as
+// for any duplicate key.
+//
+// Only object keys are rewritten, in place in a copy of data; every value is
+// passed on byte for byte, so numbers keep their precision and data parts
+// their exact text.
 func Unmarshal(data []byte, v any) error {
-	if bytes.IndexByte(data, '_') < 0 {
+	if bytes.IndexByte(data, '_') < 0 && !bytes.Contains(data, []byte(`\u005`)) {
 		return json.Unmarshal(data, v)
 	}
-	var tree any
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if err := dec.Decode(&tree); err != nil {
-		return json.Unmarshal(data, v) // report the decoder's own error
-	}
-	if !camelize(tree) {
-		return json.Unmarshal(data, v)
-	}
-	norm, err := json.Marshal(tree)
+	norm, err := camelizeKeys(data)
 	if err != nil {
-		return err
+		return json.Unmarshal(data, v) // let the decoder report the syntax error
 	}
 	return json.Unmarshal(norm, v)
 }
 
 // opaqueKeys hold values whose own keys belong to the user.
-var opaqueKeys = map[string]bool{"metadata": true, "data": true, "params": true, "header": true}
+var opaqueKeys = map[string]bool{"metadata": true, "data": true, "params": true, "header": true, "scopes": true}
 
 // mapKeys hold maps whose keys are user-chosen names but whose values are
 // schema objects.
 var mapKeys = map[string]bool{"securitySchemes": true, "schemes": true}
 
-// camelize rewrites snake_case keys in place; it reports whether anything
-// changed.
-func camelize(v any) bool {
-	changed := false
-	switch t := v.(type) {
-	case map[string]any:
-		for k, val := range t {
-			nk := k
-			if strings.IndexByte(k, '_') >= 0 {
-				nk = snakeToCamel(k)
+type keyMode int
+
+const (
+	modeSchema keyMode = iota // keys are field names: rewrite them
+	modeOpaque                // user data: copy verbatim
+	modeNames                 // keys are user names, values are schema objects
+)
+
+// maxNesting matches encoding/json's own nesting limit.
+const maxNesting = 10000
+
+var errSyntax = errors.New("a2a: malformed JSON")
+
+// keyRewriter copies its input, replacing snake_case object keys with their
+// lowerCamelCase form. out stays nil until the first replacement.
+type keyRewriter struct {
+	in   []byte
+	pos  int
+	out  []byte
+	last int // in[last:pos] is not yet copied to out
+}
+
+func camelizeKeys(data []byte) ([]byte, error) {
+	r := &keyRewriter{in: data}
+	if err := r.value(modeSchema, 0); err != nil {
+		return nil, err
+	}
+	if r.out == nil {
+		return data, nil
+	}
+	return append(r.out, data[r.last:]...), nil
+}
+
+func (r *keyRewriter) skipSpace() {
+	for r.pos < len(r.in) {
+		switch r.in[r.pos] {
+		case ' ', '\t', '\r', '\n':
+			r.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (r *keyRewriter) value(mode keyMode, depth int) error {
+	if depth > maxNesting {
+		return errSyntax
+	}
+	r.skipSpace()
+	if r.pos >= len(r.in) {
+		return errSyntax
+	}
+	switch r.in[r.pos] {
+	case '{':
+		return r.object(mode, depth)
+	case '[':
+		r.pos++
+		r.skipSpace()
+		if r.pos < len(r.in) && r.in[r.pos] == ']' {
+			r.pos++
+			return nil
+		}
+		for {
+			if err := r.value(mode, depth+1); err != nil {
+				return err
 			}
-			if nk != k {
-				if _, clash := t[nk]; !clash {
-					delete(t, k)
-					t[nk] = val
-					changed = true
+			r.skipSpace()
+			if r.pos >= len(r.in) {
+				return errSyntax
+			}
+			switch r.in[r.pos] {
+			case ',':
+				r.pos++
+			case ']':
+				r.pos++
+				return nil
+			default:
+				return errSyntax
+			}
+		}
+	case '"':
+		_, err := r.str()
+		return err
+	default:
+		start := r.pos
+		for r.pos < len(r.in) {
+			switch r.in[r.pos] {
+			case ',', ']', '}', ' ', '\t', '\r', '\n':
+				if r.pos == start {
+					return errSyntax
+				}
+				return nil
+			}
+			r.pos++
+		}
+		if r.pos == start {
+			return errSyntax
+		}
+		return nil
+	}
+}
+
+// str skips a string token and reports whether it holds an escape.
+func (r *keyRewriter) str() (escaped bool, err error) {
+	r.pos++ // opening quote
+	for r.pos < len(r.in) {
+		switch r.in[r.pos] {
+		case '\\':
+			escaped = true
+			r.pos += 2
+			continue
+		case '"':
+			r.pos++
+			return escaped, nil
+		}
+		r.pos++
+	}
+	return false, errSyntax
+}
+
+func (r *keyRewriter) object(mode keyMode, depth int) error {
+	r.pos++ // {
+	r.skipSpace()
+	if r.pos < len(r.in) && r.in[r.pos] == '}' {
+		r.pos++
+		return nil
+	}
+	for {
+		r.skipSpace()
+		if r.pos >= len(r.in) || r.in[r.pos] != '"' {
+			return errSyntax
+		}
+		start := r.pos
+		escaped, err := r.str()
+		if err != nil {
+			return err
+		}
+		child := modeOpaque
+		switch mode {
+		case modeSchema:
+			name := string(r.in[start+1 : r.pos-1])
+			if escaped {
+				if err := json.Unmarshal(r.in[start:r.pos], &name); err != nil {
+					return errSyntax
+				}
+			}
+			if strings.IndexByte(name, '_') >= 0 {
+				if camel := snakeToCamel(name); camel != name {
+					r.replace(start, camel)
+					name = camel
 				}
 			}
 			switch {
-			case opaqueKeys[nk]:
-			case mapKeys[nk]:
-				if m, ok := val.(map[string]any); ok {
-					for _, inner := range m {
-						changed = camelize(inner) || changed
-					}
-				}
-			case nk == "scopes":
+			case opaqueKeys[name]:
+				child = modeOpaque
+			case mapKeys[name]:
+				child = modeNames
 			default:
-				changed = camelize(val) || changed
+				child = modeSchema
 			}
+		case modeNames:
+			child = modeSchema
 		}
-	case []any:
-		for _, e := range t {
-			changed = camelize(e) || changed
+		r.skipSpace()
+		if r.pos >= len(r.in) || r.in[r.pos] != ':' {
+			return errSyntax
+		}
+		r.pos++
+		if err := r.value(child, depth+1); err != nil {
+			return err
+		}
+		r.skipSpace()
+		if r.pos >= len(r.in) {
+			return errSyntax
+		}
+		switch r.in[r.pos] {
+		case ',':
+			r.pos++
+		case '}':
+			r.pos++
+			return nil
+		default:
+			return errSyntax
 		}
 	}
-	return changed
+}
+
+// replace substitutes the key token in[start:pos] with name.
+func (r *keyRewriter) replace(start int, name string) {
+	if r.out == nil {
+		r.out = make([]byte, 0, len(r.in)+16)
+	}
+	r.out = append(r.out, r.in[r.last:start]...)
+	r.out = appendString(r.out, name)
+	r.last = r.pos
 }
 
 func snakeToCamel(s string) string {

@@ -261,18 +261,9 @@ func (p *Part) UnmarshalJSON(b []byte) error {
 	}
 	if w.Raw != nil {
 		n++
-		raw, err := base64.StdEncoding.DecodeString(*w.Raw)
+		raw, err := decodeBase64(*w.Raw)
 		if err != nil {
-			raw, err = base64.URLEncoding.DecodeString(*w.Raw)
-			if err != nil {
-				raw, err = base64.RawStdEncoding.DecodeString(*w.Raw)
-			}
-			if err != nil {
-				return fmt.Errorf("a2a: part raw is not base64: %w", err)
-			}
-		}
-		if raw == nil {
-			raw = []byte{}
+			return fmt.Errorf("a2a: part raw is not base64: %w", err)
 		}
 		p.Kind, p.Raw = PartRaw, raw
 	}
@@ -290,13 +281,33 @@ func (p *Part) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// decodeBase64 accepts what ProtoJSON readers accept for bytes: the standard
+// or URL-safe alphabet, with or without padding.
+func decodeBase64(s string) ([]byte, error) {
+	enc := base64.StdEncoding
+	if strings.ContainsAny(s, "-_") {
+		enc = base64.URLEncoding
+	}
+	if !strings.HasSuffix(s, "=") {
+		enc = enc.WithPadding(base64.NoPadding)
+	}
+	raw, err := enc.DecodeString(s)
+	if err != nil {
+		return nil, err
+	}
+	if raw == nil {
+		raw = []byte{}
+	}
+	return raw, nil
+}
+
 // Message is one turn of communication between a client and an agent.
 type Message struct {
 	MessageID        string         `json:"messageId"`
 	ContextID        string         `json:"contextId,omitempty"`
 	TaskID           string         `json:"taskId,omitempty"`
 	Role             Role           `json:"role"`
-	Parts            []Part         `json:"parts"`
+	Parts            []Part         `json:"parts,omitempty"`
 	Metadata         map[string]any `json:"metadata,omitempty"`
 	Extensions       []string       `json:"extensions,omitempty"`
 	ReferenceTaskIDs []string       `json:"referenceTaskIds,omitempty"`
@@ -355,7 +366,7 @@ type Artifact struct {
 	ArtifactID  string         `json:"artifactId"`
 	Name        string         `json:"name,omitempty"`
 	Description string         `json:"description,omitempty"`
-	Parts       []Part         `json:"parts"`
+	Parts       []Part         `json:"parts,omitempty"`
 	Metadata    map[string]any `json:"metadata,omitempty"`
 	Extensions  []string       `json:"extensions,omitempty"`
 }
@@ -387,13 +398,33 @@ func (s *TaskStatus) UnmarshalJSON(b []byte) error {
 	}
 	*s = TaskStatus{State: w.State, Message: w.Message}
 	if w.Timestamp != "" {
-		t, err := time.Parse(time.RFC3339Nano, w.Timestamp)
+		t, err := ParseTimestamp(w.Timestamp)
 		if err != nil {
 			return fmt.Errorf("a2a: status timestamp: %w", err)
 		}
-		s.Timestamp = t.UTC()
+		s.Timestamp = t
 	}
 	return nil
+}
+
+var (
+	minTimestamp = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxTimestamp = time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)
+)
+
+// ParseTimestamp reads an RFC 3339 timestamp (any offset, any fraction) and
+// returns it in UTC. Like google.protobuf.Timestamp it only admits years 1
+// to 9999 once converted to UTC, so every value read can be written back.
+func ParseTimestamp(v string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, err
+	}
+	t = t.UTC()
+	if t.Before(minTimestamp) || t.After(maxTimestamp) {
+		return time.Time{}, fmt.Errorf("timestamp %q outside 0001-01-01T00:00:00Z..9999-12-31T23:59:59Z", v)
+	}
+	return t, nil
 }
 
 // Task is the unit of work an agent performs for a caller.
