@@ -1,0 +1,174 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+
+	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/a2a/a2asrv"
+)
+
+// Context is everything a skill handler knows about one invocation. It is
+// a context.Context (the execution's: Done closes when the task is
+// cancelled, superseded or the server shuts down), so it can be passed to
+// anything that takes one. It is valid only until the handler returns.
+type Context struct {
+	context.Context
+
+	agent    *Agent
+	req      *a2asrv.RequestContext
+	skill    *Skill
+	up       *Updater
+	pc       PlatformContext
+	outModes []string
+
+	logOnce sync.Once
+	log     *slog.Logger
+}
+
+// Input returns the text of the caller's message (text parts joined by
+// newlines).
+func (c *Context) Input() string { return c.req.Message.Text() }
+
+// Message returns the caller's message. Treat it as read-only.
+func (c *Context) Message() *a2a.Message { return c.req.Message }
+
+// Request returns the server's view of the call: the stored task being
+// continued, referenced tasks, request metadata, configuration, scope.
+// Treat it as read-only.
+func (c *Context) Request() *a2asrv.RequestContext { return c.req }
+
+// Skill returns the id of the skill being run.
+func (c *Context) Skill() string { return c.skill.ID }
+
+// Streaming reports whether the caller asked for a stream
+// (SendStreamingMessage), for skills that chunk their output only then.
+func (c *Context) Streaming() bool { return c.req.Streaming }
+
+// TaskID returns the A2A task id. It correlates with RunID but is not the
+// same identifier.
+func (c *Context) TaskID() string { return c.req.TaskID }
+
+// ContextID returns the A2A context id grouping related tasks.
+func (c *Context) ContextID() string { return c.req.ContextID }
+
+// RunID returns the platform's run id, "" when no platform context came.
+// It is stable across retries and reused by a human-in-the-loop
+// continuation, so do not deduplicate on it; use IdempotencyKey.
+func (c *Context) RunID() string { return c.pc.RunID }
+
+// IdempotencyKey returns the platform's dedup key for this execution, ""
+// when none was sent. Execution is at-least-once: a skill with side effects
+// should record the key with the effect and skip a key it has handled.
+func (c *Context) IdempotencyKey() string { return c.pc.IdempotencyKey }
+
+// Tenant returns the tenant the request acts for: the server-verified
+// scope's tenant when there is one, else the platform context's.
+func (c *Context) Tenant() string {
+	if c.req.Scope.Tenant != "" {
+		return c.req.Scope.Tenant
+	}
+	return c.pc.TenantID
+}
+
+// User returns the caller: the server-verified scope's owner when there is
+// one, else the platform context's user id.
+func (c *Context) User() string {
+	if c.req.Scope.Owner != "" {
+		return c.req.Scope.Owner
+	}
+	return c.pc.UserID
+}
+
+// History returns the conversation's earlier turns, oldest first, as the
+// platform sent them; the current turn is Input. Empty does not mean first
+// turn: only runs that belong to a conversation thread carry history.
+func (c *Context) History() []ConversationTurn { return slices.Clone(c.pc.History) }
+
+// Platform returns the whole platform context (zero when none came).
+func (c *Context) Platform() PlatformContext { return c.pc }
+
+// Traceparent returns the inbound W3C traceparent header, falling back to
+// the platform context's; "" when neither is valid.
+func (c *Context) Traceparent() string {
+	if tp := c.header("traceparent"); tp != "" {
+		if _, ok := parseTraceparent(tp); ok {
+			return tp
+		}
+	}
+	if _, ok := parseTraceparent(c.pc.Traceparent); ok {
+		return c.pc.Traceparent
+	}
+	return ""
+}
+
+// TraceID returns the 32-hex-digit W3C trace id of Traceparent, falling
+// back to the platform context's trace_id; "" when none is known.
+func (c *Context) TraceID() string {
+	if id, ok := parseTraceparent(c.Traceparent()); ok {
+		return id
+	}
+	if len(c.pc.TraceID) == 32 && isLowerHex(c.pc.TraceID) && !allZero(c.pc.TraceID) {
+		return c.pc.TraceID
+	}
+	return ""
+}
+
+func (c *Context) header(name string) string {
+	if c.req.Header == nil {
+		return ""
+	}
+	return c.req.Header.Get(name)
+}
+
+// CustomHeaders returns a copy of the caller's custom headers, names
+// lower-cased: every request header except those IsSafeCustomHeader
+// refuses (credentials, X-NovaOS-*, A2A-*, trace context, hop-by-hop).
+// Values may carry credentials of the caller's own: do not log them.
+func (c *Context) CustomHeaders() map[string]string { return customHeaders(c.req.Header) }
+
+// Extensions returns the A2A extensions in force for this request and the
+// data published for them.
+func (c *Context) Extensions() Extensions {
+	var md1 map[string]any
+	if c.req.Message != nil {
+		md1 = c.req.Message.Metadata
+	}
+	return Extensions{active: c.req.Extensions, metadata: [2]map[string]any{c.req.Metadata, md1}}
+}
+
+// OutputModes returns the media types the skill may answer in: its own
+// output modes that the caller accepts, in the skill's order.
+func (c *Context) OutputModes() []string { return slices.Clone(c.outModes) }
+
+// Updater returns the task updater, for progress, artifacts and pauses
+// before the handler returns.
+func (c *Context) Updater() *Updater { return c.up }
+
+// IsCancelled reports whether CancelTask asked this execution to stop. A
+// skill blocked in I/O sees Done close; one in a tight loop polls this.
+func (c *Context) IsCancelled() bool {
+	return errors.Is(context.Cause(c.Context), a2asrv.ErrCanceled)
+}
+
+// Logger returns the agent's logger bound to this execution's run_id,
+// agent, tenant_id, task_id and skill. It masks PII like every agent log.
+func (c *Context) Logger() *slog.Logger {
+	c.logOnce.Do(func() {
+		agentID := c.pc.AgentID
+		if agentID == "" {
+			agentID = c.agent.name
+		}
+		c.log = c.agent.log.With(
+			slog.String("run_id", c.pc.RunID),
+			slog.String("agent_id", agentID),
+			slog.String("tenant_id", c.Tenant()),
+			slog.String("task_id", c.req.TaskID),
+			slog.String("skill", c.skill.ID),
+		)
+	})
+	return c.log
+}

@@ -1,0 +1,96 @@
+// Package agent builds A2A agents out of skills: the Go form of the
+// AgentBuilder SDK.
+//
+// An Agent is a named, versioned set of skills. Each Skill has card metadata
+// (id, name, description, tags, examples, input and output media types) and
+// a HandlerFunc. The Agent implements a2asrv.Executor, so it plugs straight
+// into an a2asrv.Handler, and it generates its own AgentCard from the
+// registered skills, so the card never advertises a skill the agent would
+// reject.
+//
+//	a := agent.New("greeter", "1.0.0", &agent.Options{Description: "Says hello"})
+//	a.MustRegister(agent.Skill{
+//		ID: "greet", Description: "Greets the caller",
+//		Handler: func(c *agent.Context) (agent.Result, error) {
+//			return agent.Result{Output: "Hello, " + c.Input()}, nil
+//		},
+//	})
+//	http.Handle("/agents/greeter/", http.StripPrefix("/agents/greeter", a.Handler(nil)))
+//
+// # Routing
+//
+// A caller picks a skill with the message metadata key "skillId"
+// (SkillIDMetadataKey); request metadata is read when the message has none,
+// and a follow-up message on an existing task reuses the skill the task's
+// first message named. An agent with a single skill runs it by default. A
+// message naming an unknown skill, or naming none when there are several,
+// gets a TASK_STATE_REJECTED task whose status message says why.
+//
+// # Context
+//
+// A handler receives a *Context. It is a context.Context: Done closes when
+// the task is cancelled (IsCancelled then reports true), superseded by a
+// newer message, or the server shuts down. Embedding the execution's
+// context in a per-call value is deliberate here: the Context lives exactly
+// as long as one handler call, and skills pass it to anything that takes a
+// context.
+//
+// The Context also carries the platform's execution context. The platform
+// sends it as a JSON object in SendMessage request metadata (or, for a
+// hand-built message, message metadata) under the key "novaos.dev/context"
+// (ContextMetadataKey); request metadata wins when both have one. Its fields
+// (PlatformContext) are snake_case: run_id, tenant_id, user_id, agent_id,
+// idempotency_key, trace_id, traceparent, history ([{role, content}],
+// oldest first), config. Tenant and User prefer the server-verified scope
+// over the platform's claims. TraceID and Traceparent come from the inbound
+// traceparent header first. CustomHeaders filters out credentials,
+// platform (X-NovaOS-*), protocol (A2A-*), trace-context and hop-by-hop
+// headers.
+//
+// Execution is at-least-once: a skill with side effects should deduplicate
+// on IdempotencyKey, never on RunID.
+//
+// # Results
+//
+// A handler returns a Result. Its Status speaks the skill vocabulary, mapped
+// exactly:
+//
+//	COMPLETED (or "")  TASK_STATE_COMPLETED
+//	FAILED, ERROR      TASK_STATE_FAILED
+//	WAITING_USER       TASK_STATE_INPUT_REQUIRED
+//	REJECTED           TASK_STATE_REJECTED
+//	AUTH_REQUIRED      TASK_STATE_AUTH_REQUIRED
+//	QUEUED             TASK_STATE_SUBMITTED (task left open)
+//	RUNNING, IN_PROGRESS TASK_STATE_WORKING (task left open)
+//
+// Any other status fails the task with a message naming the value. Output
+// becomes parts (string: text, []byte: raw, other values: JSON data);
+// Metadata becomes a data part tagged SkillMetadataMediaType; both go into
+// a "result" artifact and into the final status message. Error becomes a
+// text part plus a data part tagged PlatformMediaType under "skill_error".
+// A handler that returns an error or panics gives a FAILED task with the
+// error's text ("panic: …" for a panic); the process never crashes.
+//
+// A handler may report progress before returning through c.Updater():
+// StartWork, AddArtifact, AppendArtifact (chunked, with lastChunk),
+// RequiresInput, RequiresAuth, and the terminal Complete, Fail and Reject.
+// A terminal call made directly wins over the Result returned afterwards.
+// A skill registered with MayReply may answer with a message and no task
+// (Updater.Reply); for such skills the agent does not mark the task WORKING
+// before the handler runs.
+//
+// # Content types
+//
+// A message part whose media type the skill does not accept (Skill.InputModes,
+// else Options.DefaultInputModes) and a request whose acceptedOutputModes
+// share nothing with the skill's output modes are answered with the JSON-RPC
+// error ContentTypeNotSupported (-32005) before any task is written.
+// Context.OutputModes lists the negotiated modes.
+//
+// # PII
+//
+// Every log record the agent writes goes through pii.Handler. With
+// Options.MaskOutputPII, everything written to the task (results, messages,
+// artifacts, metadata) is masked too; it is off by default because agents
+// that confirm caller data would have it redacted.
+package agent

@@ -1,0 +1,184 @@
+package agent
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// Metadata keys the agent reads.
+const (
+	// ContextMetadataKey is where the platform puts its execution context
+	// (run id, tenant, history, idempotency key, …) in SendMessage request
+	// metadata, or in message metadata for a hand-built message. The value
+	// is a JSON object shaped like PlatformContext.
+	ContextMetadataKey = "novaos.dev/context"
+	// SkillIDMetadataKey names the skill to run, in message metadata (or,
+	// failing that, request metadata).
+	SkillIDMetadataKey = "skillId"
+)
+
+// PlatformContext is the execution context the platform sends with a
+// message under ContextMetadataKey. Field names are snake_case on the wire;
+// lowerCamelCase spellings are accepted too.
+type PlatformContext struct {
+	RunID      string `json:"run_id,omitempty"`
+	ThreadID   string `json:"thread_id,omitempty"`
+	SessionID  string `json:"session_id,omitempty"`
+	AgentID    string `json:"agent_id,omitempty"`
+	InstanceID string `json:"instance_id,omitempty"`
+	UserID     string `json:"user_id,omitempty"`
+	TenantID   string `json:"tenant_id,omitempty"`
+	// TraceID and Traceparent are the platform's W3C trace context, used
+	// when the request carried no traceparent header.
+	TraceID     string `json:"trace_id,omitempty"`
+	SpanID      string `json:"span_id,omitempty"`
+	Traceparent string `json:"traceparent,omitempty"`
+	// IdempotencyKey is stable across the platform's retries of one
+	// logical request: execution is at-least-once.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// History holds the conversation's earlier turns, oldest first.
+	History      []ConversationTurn `json:"history,omitempty"`
+	Config       map[string]any     `json:"config,omitempty"`
+	OutputSchema map[string]any     `json:"output_schema,omitempty"`
+}
+
+// ConversationTurn is one earlier turn of the conversation. Role is passed
+// through as the platform sent it ("user", "assistant" in practice).
+type ConversationTurn struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// ParsePlatformContext returns the platform context from the first of the
+// metadata maps that carries one under ContextMetadataKey; pass request
+// metadata before message metadata. ok is false when none does. Malformed
+// fields are skipped rather than failing the request: a turn that is not an
+// object with a string role is left out of History.
+func ParsePlatformContext(metadata ...map[string]any) (pc PlatformContext, ok bool) {
+	for _, md := range metadata {
+		v, found := md[ContextMetadataKey]
+		if !found || v == nil {
+			continue
+		}
+		switch x := v.(type) {
+		case PlatformContext:
+			return x, true
+		case *PlatformContext:
+			if x != nil {
+				return *x, true
+			}
+		case map[string]any:
+			return platformFromMap(x), true
+		case string:
+			var m map[string]any
+			if json.Unmarshal([]byte(x), &m) == nil {
+				return platformFromMap(m), true
+			}
+		case json.RawMessage:
+			var m map[string]any
+			if json.Unmarshal(x, &m) == nil {
+				return platformFromMap(m), true
+			}
+		}
+	}
+	return PlatformContext{}, false
+}
+
+func platformFromMap(m map[string]any) PlatformContext {
+	return PlatformContext{
+		RunID:          str(m, "run_id", "runId"),
+		ThreadID:       str(m, "thread_id", "threadId"),
+		SessionID:      str(m, "session_id", "sessionId"),
+		AgentID:        str(m, "agent_id", "agentId"),
+		InstanceID:     str(m, "instance_id", "instanceId"),
+		UserID:         str(m, "user_id", "userId"),
+		TenantID:       str(m, "tenant_id", "tenantId"),
+		TraceID:        str(m, "trace_id", "traceId"),
+		SpanID:         str(m, "span_id", "spanId"),
+		Traceparent:    str(m, "traceparent"),
+		IdempotencyKey: str(m, "idempotency_key", "idempotencyKey"),
+		History:        turns(m["history"]),
+		Config:         obj(m, "config"),
+		OutputSchema:   obj(m, "output_schema", "outputSchema"),
+	}
+}
+
+func str(m map[string]any, keys ...string) string {
+	for _, k := range keys {
+		if s, ok := m[k].(string); ok {
+			return s
+		}
+	}
+	return ""
+}
+
+func obj(m map[string]any, keys ...string) map[string]any {
+	for _, k := range keys {
+		if o, ok := m[k].(map[string]any); ok {
+			return o
+		}
+	}
+	return nil
+}
+
+func turns(v any) []ConversationTurn {
+	list, ok := v.([]any)
+	if !ok {
+		if ts, ok := v.([]ConversationTurn); ok {
+			return ts
+		}
+		return nil
+	}
+	out := make([]ConversationTurn, 0, len(list))
+	for _, e := range list {
+		m, ok := e.(map[string]any)
+		if !ok {
+			continue
+		}
+		role, ok := m["role"].(string)
+		if !ok {
+			continue
+		}
+		content, _ := m["content"].(string)
+		out = append(out, ConversationTurn{Role: role, Content: content})
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// parseTraceparent returns the trace id of a valid W3C traceparent
+// (version-traceid-parentid-flags, lower-case hex, ids not all zero).
+func parseTraceparent(tp string) (traceID string, ok bool) {
+	tp = strings.TrimSpace(tp)
+	parts := strings.Split(tp, "-")
+	if len(parts) < 4 || len(parts[0]) != 2 || parts[0] == "ff" ||
+		len(parts[1]) != 32 || len(parts[2]) != 16 || len(parts[3]) != 2 {
+		return "", false
+	}
+	if parts[0] == "00" && len(parts) != 4 {
+		return "", false
+	}
+	for _, p := range parts[:4] {
+		if !isLowerHex(p) {
+			return "", false
+		}
+	}
+	if allZero(parts[1]) || allZero(parts[2]) {
+		return "", false
+	}
+	return parts[1], true
+}
+
+func isLowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func allZero(s string) bool { return strings.Trim(s, "0") == "" }
