@@ -182,7 +182,9 @@ func TestHandlerFailures(t *testing.T) {
 		handler HandlerFunc
 		wantMsg string
 	}{
-		{"error", func(c *Context) (Result, error) { return Result{Output: "ignored"}, errors.New("db: connection refused") }, "db: connection refused"},
+		{"error", func(c *Context) (Result, error) {
+			return Result{Output: "ignored"}, errors.New("db: connection refused")
+		}, "db: connection refused"},
 		{"panic string", func(c *Context) (Result, error) { panic("boom") }, "panic: boom"},
 		{"panic runtime error", func(c *Context) (Result, error) { nilMap["x"] = 1; return Result{}, nil }, "panic: assignment to entry in nil map"},
 		{"panic error value", func(c *Context) (Result, error) { panic(errors.New("bad state")) }, "panic: bad state"},
