@@ -570,6 +570,16 @@ func validNumber(s string) bool {
 
 const hexDigits = "0123456789abcdef"
 
+// htmlSafe marks the bytes a JSON string may carry unescaped: printable
+// ASCII except ", \, <, > and &. Bytes of multi-byte UTF-8 sequences are
+// not marked; they take the validating path.
+var htmlSafe = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // appendString appends s as a JSON string with the same escaping rules as
 // encoding/json: HTML-safe, short escapes for \b \f \n \r \t, invalid UTF-8
 // replaced by U+FFFD, U+2028 and U+2029 escaped.
@@ -578,11 +588,11 @@ func appendString(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
+		if htmlSafe[c] {
+			i++
+			continue
+		}
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
 			b = append(b, s[start:i]...)
 			switch c {
 			case '"', '\\':

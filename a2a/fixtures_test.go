@@ -172,7 +172,7 @@ func smallTask() *Task {
 		Status: TaskStatus{
 			State:     TaskStateWorking,
 			Timestamp: fixtureTime,
-			Message: &Message{MessageID: "m-status", Role: RoleAgent, Parts: []Part{TextPart("Looking that up…")}},
+			Message:   &Message{MessageID: "m-status", Role: RoleAgent, Parts: []Part{TextPart("Looking that up…")}},
 		},
 	}
 }
@@ -190,7 +190,7 @@ func bigTask() *Task {
 		}
 		t.History = append(t.History, Message{
 			MessageID: fmt.Sprintf("m-%02d", i), ContextID: t.ContextID, TaskID: t.ID, Role: role,
-			Parts: []Part{TextPart(fmt.Sprintf("Turn %d: could you <summarise> the \"quarterly\" numbers & list the top three risks?", i))},
+			Parts:    []Part{TextPart(fmt.Sprintf("Turn %d: could you <summarise> the \"quarterly\" numbers & list the top three risks?", i))},
 			Metadata: map[string]any{"turn": float64(i), "lang": "en"},
 		})
 	}
