@@ -1,0 +1,118 @@
+// Serves an echo agent with the @a2a-js/sdk 1.3.0 server (Express 5,
+// JSON-RPC binding, in-memory stores) on 127.0.0.1 and an ephemeral port.
+// When listening it prints one JSON line, {"url": "http://127.0.0.1:PORT"},
+// and runs until killed. The Go tests in ../jsserver_test.go read its raw
+// output with our wire model.
+//
+// The agent behaves like the Go tests' agents: "message" replies with a
+// message, "slow" works until cancelled, anything else is echoed as an
+// artifact and completes with a "done" status message.
+//
+// As in client.mjs, events are written as wire JSON and converted with the
+// SDK's fromJSON codecs, because the SDK's objects are ts-proto shapes.
+
+import express from 'express';
+import { randomUUID } from 'node:crypto';
+import { AgentCard, Message, Task, TaskArtifactUpdateEvent, TaskStatusUpdateEvent } from '@a2a-js/sdk';
+import {
+  AgentEvent,
+  DefaultPushNotificationSender,
+  DefaultRequestHandler,
+  InMemoryPushNotificationStore,
+  InMemoryTaskStore,
+} from '@a2a-js/sdk/server';
+import { UserBuilder, agentCardHandler, jsonRpcHandler } from '@a2a-js/sdk/server/express';
+
+const now = () => new Date().toISOString();
+
+function textOf(message) {
+  return (message?.parts ?? [])
+    .map((p) => (p.content?.$case === 'text' ? p.content.value : ''))
+    .join('');
+}
+
+function statusUpdate(taskId, contextId, state, message) {
+  return AgentEvent.statusUpdate(TaskStatusUpdateEvent.fromJSON({
+    taskId, contextId, status: { state, timestamp: now(), ...(message ? { message } : {}) },
+  }));
+}
+
+class EchoExecutor {
+  // Resolvers of the "slow" executions waiting for cancelTask, by task id.
+  waiting = new Map();
+
+  async execute(ctx, bus) {
+    const text = textOf(ctx.userMessage);
+    const { taskId, contextId } = ctx;
+    if (text === 'message') {
+      bus.publish(AgentEvent.message(Message.fromJSON({
+        messageId: randomUUID(), contextId, role: 'ROLE_AGENT', parts: [{ text: 'echo: message' }],
+      })));
+      bus.finished();
+      return;
+    }
+    // The SDK requires a task (or message) as every execution's first event.
+    const task = ctx.task ? Task.toJSON(ctx.task) : {
+      id: taskId, contextId, status: { state: 'TASK_STATE_SUBMITTED', timestamp: now() },
+      history: [Message.toJSON(ctx.userMessage)],
+    };
+    bus.publish(AgentEvent.task(Task.fromJSON(task)));
+    bus.publish(statusUpdate(taskId, contextId, 'TASK_STATE_WORKING'));
+    if (text === 'slow') {
+      await new Promise((resolve) => this.waiting.set(taskId, { resolve, contextId }));
+      return;
+    }
+    bus.publish(AgentEvent.artifactUpdate(TaskArtifactUpdateEvent.fromJSON({
+      taskId, contextId, lastChunk: true,
+      artifact: { artifactId: randomUUID(), parts: [{ text: `echo: ${text}` }] },
+    })));
+    bus.publish(statusUpdate(taskId, contextId, 'TASK_STATE_COMPLETED', {
+      messageId: randomUUID(), taskId, contextId, role: 'ROLE_AGENT', parts: [{ text: 'done' }],
+    }));
+    bus.finished();
+  }
+
+  async cancelTask(taskId, bus) {
+    const w = this.waiting.get(taskId);
+    this.waiting.delete(taskId);
+    bus.publish(statusUpdate(taskId, w?.contextId ?? '', 'TASK_STATE_CANCELED'));
+    bus.finished();
+    w?.resolve();
+  }
+}
+
+const card = AgentCard.fromJSON({
+  name: 'a2a-js peer',
+  description: '@a2a-js/sdk 1.3.0 reference server',
+  version: '1.0.0',
+  supportedInterfaces: [{ url: 'http://127.0.0.1', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+  capabilities: { streaming: true, pushNotifications: true },
+  defaultInputModes: ['text/plain'],
+  defaultOutputModes: ['text/plain'],
+  skills: [{ id: 'echo', name: 'Echo', description: 'echoes', tags: ['echo'] }],
+});
+
+const pushStore = new InMemoryPushNotificationStore();
+const handler = new DefaultRequestHandler(
+  card, new InMemoryTaskStore(), new EchoExecutor(), undefined,
+  pushStore, new DefaultPushNotificationSender(pushStore),
+);
+
+const app = express();
+app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: handler }));
+app.use('/', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
+
+const server = app.listen(0, '127.0.0.1', () => {
+  const url = `http://127.0.0.1:${server.address().port}`;
+  // The card must name the address actually bound.
+  card.supportedInterfaces[0].url = url;
+  process.stdout.write(JSON.stringify({ url }) + '\n');
+});
+
+// Clients keep connections alive, so close them rather than wait.
+for (const sig of ['SIGTERM', 'SIGINT']) {
+  process.on(sig, () => {
+    server.closeAllConnections();
+    server.close(() => process.exit(0));
+  });
+}

@@ -1,0 +1,168 @@
+package interop
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"novaos.dev/novaos/a2a"
+)
+
+// The @a2a-js/sdk peers are Node scripts in js/: client.mjs drives a server
+// through the SDK's client and prints a JSON report of every step;
+// server.mjs serves an echo agent with the SDK's Express server.
+
+// jsReport is what js/client.mjs prints.
+type jsReport struct {
+	SDK             string   `json:"sdk"`
+	ProtocolVersion string   `json:"protocolVersion"`
+	Steps           []jsStep `json:"steps"`
+}
+
+type jsStep struct {
+	Name   string          `json:"name"`
+	OK     bool            `json:"ok"`
+	Result json.RawMessage `json:"result"`
+	Error  *jsError        `json:"error"`
+}
+
+type jsError struct {
+	Name    string `json:"name"`
+	Code    *int   `json:"code"`
+	Message string `json:"message"`
+}
+
+// jsPeer returns the node binary and the directory of the Node peer.
+// Node and interop/js/node_modules are required: interop/run installs them,
+// and CI runs that script, so a missing peer is a failure, not a skip.
+func jsPeer(t *testing.T) (node, dir string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node not found (the interop suite needs Node 20+): %v", err)
+	}
+	dir, err = filepath.Abs("js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@a2a-js", "sdk")); err != nil {
+		t.Fatalf("@a2a-js/sdk is not installed; run `npm ci` in interop/js (interop/run does): %v", err)
+	}
+	return node, dir
+}
+
+// runJSClient runs the Node client against baseURL and returns its report.
+func runJSClient(t *testing.T, baseURL string) *jsReport {
+	t.Helper()
+	node, dir := jsPeer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "client.mjs", baseURL)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node client.mjs: %v\nstderr:\n%s", err, stderr.String())
+	}
+	var rep jsReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("report: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	t.Logf("a2a-js report:\n%s", stdout.String())
+	return &rep
+}
+
+// step returns the named step; a missing step fails the test.
+func (r *jsReport) step(t *testing.T, name string) *jsStep {
+	t.Helper()
+	for i := range r.Steps {
+		if r.Steps[i].Name == name {
+			return &r.Steps[i]
+		}
+	}
+	t.Fatalf("a2a-js report has no step %q", name)
+	return nil
+}
+
+// result decodes a successful step's result with our wire model.
+func jsResult[T any](t *testing.T, s *jsStep) *T {
+	t.Helper()
+	if !s.OK {
+		t.Fatalf("step %s failed: %+v", s.Name, s.Error)
+	}
+	var v T
+	if err := a2a.Unmarshal(s.Result, &v); err != nil {
+		t.Fatalf("step %s: decode %T: %v; result %s", s.Name, v, err, s.Result)
+	}
+	return &v
+}
+
+// errCode returns the JSON-RPC code of a failed step.
+func (s *jsStep) errCode(t *testing.T) int {
+	t.Helper()
+	if s.OK {
+		t.Fatalf("step %s succeeded with %s, want an error", s.Name, s.Result)
+	}
+	if s.Error.Code == nil {
+		t.Fatalf("step %s failed without a JSON-RPC code: %+v", s.Name, s.Error)
+	}
+	return *s.Error.Code
+}
+
+// startJSPeer starts js/server.mjs and returns its base URL; the process is
+// stopped when the test ends.
+func startJSPeer(t *testing.T) string {
+	t.Helper()
+	node, dir := jsPeer(t)
+	cmd := exec.Command(node, "server.mjs")
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start node server.mjs: %v", err)
+	}
+	exited := make(chan struct{})
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+	})
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		if sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		io.Copy(io.Discard, stdout)
+		cmd.Wait()
+		close(exited)
+	}()
+	select {
+	case line, ok := <-lines:
+		var ready struct{ URL string }
+		if !ok || json.Unmarshal([]byte(line), &ready) != nil || ready.URL == "" {
+			t.Fatalf("server.mjs did not report its URL (got %q); stderr:\n%s", line, stderr.String())
+		}
+		return ready.URL
+	case <-time.After(testTimeout):
+		t.Fatalf("server.mjs did not start in %v; stderr:\n%s", testTimeout, stderr.String())
+	}
+	return ""
+}
