@@ -107,6 +107,9 @@ func (er *EventReader) Next() (Event, error) {
 		}
 		if len(line) == 0 {
 			if hasData {
+				if data == nil {
+					data = []byte{} // present but empty, unlike an event without data
+				}
 				ev.Data = data
 				if ev.ID == "" {
 					ev.ID = er.lastID
