@@ -43,24 +43,39 @@ func Mask(s string) string {
 	if strings.IndexByte(s, '@') >= 0 {
 		s = emailRE.ReplaceAllLiteralString(s, EmailMask)
 	}
-	if !strings.ContainsAny(s, "0123456789") {
-		return s
+	// Each pattern needs a minimum number of digits; counting them first
+	// spares the regular expressions on most text.
+	n := countDigits(s)
+	if n >= 4 && strings.IndexByte(s, '.') >= 0 {
+		s = ipv4RE.ReplaceAllLiteralString(s, IPMask)
+		n = countDigits(s)
 	}
-	s = ipv4RE.ReplaceAllLiteralString(s, IPMask)
-	s = cardRE.ReplaceAllLiteralString(s, CardMask)
-	s = ssnRE.ReplaceAllLiteralString(s, SSNMask)
-	s = phoneRE.ReplaceAllStringFunc(s, maskPhone)
+	if n >= 13 {
+		s = cardRE.ReplaceAllLiteralString(s, CardMask)
+		n = countDigits(s)
+	}
+	if n >= 9 {
+		s = ssnRE.ReplaceAllLiteralString(s, SSNMask)
+		n = countDigits(s)
+	}
+	if n >= 7 {
+		s = phoneRE.ReplaceAllStringFunc(s, maskPhone)
+	}
 	return s
 }
 
-func maskPhone(m string) string {
+func countDigits(s string) int {
 	n := 0
-	for i := 0; i < len(m); i++ {
-		if m[i] >= '0' && m[i] <= '9' {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= '0' && s[i] <= '9' {
 			n++
 		}
 	}
-	if n < 7 || n > 15 || dateRE.MatchString(m) {
+	return n
+}
+
+func maskPhone(m string) string {
+	if n := countDigits(m); n < 7 || n > 15 || dateRE.MatchString(m) {
 		return m
 	}
 	return PhoneMask
