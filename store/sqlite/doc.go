@@ -1,0 +1,23 @@
+// Package sqlite keeps NovaOS state in one SQLite file, with the pure-Go
+// driver modernc.org/sqlite (no cgo). It is the default store: zero setup,
+// durable across restarts.
+//
+// The database runs in WAL mode with synchronous=FULL, so a write that
+// returned has reached the disk. Every write goes through one dedicated
+// connection (SQLite allows one writer at a time; queueing in the process
+// is cheaper and fairer than retrying on SQLITE_BUSY), while reads use a
+// pool of read-only connections that WAL lets run beside the writer. The
+// schema is created and upgraded on Open from migrations embedded in the
+// binary and recorded in a schema_migrations table.
+//
+// Tasks are stored as their A2A JSON encoding next to indexed copies of the
+// fields that lookups and listings need.
+//
+//	db, err := sqlite.Open(ctx, "novaos-data/novaos.db", nil)
+//	if err != nil { ... }
+//	defer db.Close()
+//	h := a2asrv.NewHandler(card, exec, &a2asrv.Options{
+//		TaskStore:       db.TaskStore(),
+//		PushConfigStore: db.PushConfigStore(),
+//	})
+package sqlite

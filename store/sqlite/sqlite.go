@@ -1,0 +1,187 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"modernc.org/sqlite" // registers the "sqlite" driver
+
+	"novaos.dev/novaos/internal/sqlmigrate"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Options tunes Open. Nil means the defaults.
+type Options struct {
+	// BusyTimeout is how long a statement waits for a lock held by another
+	// process using the same file (default 5s).
+	BusyTimeout time.Duration
+	// MaxReadConns bounds concurrent read connections (default GOMAXPROCS,
+	// at least 4).
+	MaxReadConns int
+	// Logger receives migration progress (default: discarded).
+	Logger *slog.Logger
+}
+
+// DB is an open SQLite database. Its stores are safe for concurrent use; it
+// must be closed after the last use of any of them.
+type DB struct {
+	w   *sql.DB // exactly one connection: every write, in order
+	r   *sql.DB // read-only connections
+	log *slog.Logger
+}
+
+// Open opens or creates the database file at path (its directory must
+// exist) and brings its schema up to date.
+func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = 5 * time.Second
+	}
+	if o.MaxReadConns <= 0 {
+		o.MaxReadConns = max(4, runtime.GOMAXPROCS(0))
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if path == "" || path == ":memory:" {
+		// Separate reader and writer connections need a shared file.
+		return nil, errors.New("sqlite: open: a file path is required")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open: %w", err)
+	}
+
+	w, err := openPool(abs, o.BusyTimeout, true)
+	if err != nil {
+		return nil, err
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxIdleTime(0)
+	w.SetConnMaxLifetime(0)
+	db := &DB{w: w, log: o.Logger}
+	if err := db.migrate(ctx); err != nil {
+		w.Close()
+		return nil, err
+	}
+	// Readers open only once the writer has switched the file to WAL.
+	r, err := openPool(abs, o.BusyTimeout, false)
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	r.SetMaxOpenConns(o.MaxReadConns)
+	r.SetMaxIdleConns(o.MaxReadConns)
+	if err := r.PingContext(ctx); err != nil {
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	db.r = r
+	return db, nil
+}
+
+// openPool opens a pool whose every connection is set up by DSN pragmas, so
+// a connection the pool replaces later is set up the same way.
+func openPool(abs string, busy time.Duration, write bool) (*sql.DB, error) {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous(FULL)")
+	if write {
+		q.Add("_pragma", "journal_mode(WAL)")
+		// BEGIN IMMEDIATE takes the write lock up front: a transaction
+		// that reads first and upgrades later could fail with
+		// SQLITE_BUSY against another process instead of waiting.
+		q.Set("_txlock", "immediate")
+	} else {
+		q.Add("_pragma", "query_only(1)")
+	}
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}
+	c, err := sqlite.NewConnector(u.String())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
+	}
+	return sql.OpenDB(c), nil
+}
+
+// Close closes the database. Stores obtained from it must not be used
+// afterwards.
+func (db *DB) Close() error {
+	return errors.Join(db.r.Close(), db.w.Close())
+}
+
+func (db *DB) migrate(ctx context.Context) error {
+	all, err := sqlmigrate.Load(migrationFS, "migrations")
+	if err != nil {
+		return fmt.Errorf("sqlite: %w", err)
+	}
+	// The write lock taken by BEGIN IMMEDIATE keeps two processes opening
+	// the same file from migrating it at once.
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: migrate: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version       INTEGER NOT NULL PRIMARY KEY,
+		name          TEXT    NOT NULL,
+		applied_at_ms INTEGER NOT NULL
+	)`); err != nil {
+		return fmt.Errorf("sqlite: migrate: %w", err)
+	}
+	applied, err := appliedVersions(ctx, tx)
+	if err != nil {
+		return fmt.Errorf("sqlite: migrate: %w", err)
+	}
+	todo, err := sqlmigrate.Pending(all, applied)
+	if err != nil {
+		return fmt.Errorf("sqlite: migrate: %w", err)
+	}
+	for _, m := range todo {
+		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+			return fmt.Errorf("sqlite: migrate %s: %w", m.Name, err)
+		}
+		if _, err := tx.ExecContext(ctx,
+			`INSERT INTO schema_migrations (version, name, applied_at_ms) VALUES (?, ?, ?)`,
+			m.Version, m.Name, time.Now().UnixMilli()); err != nil {
+			return fmt.Errorf("sqlite: migrate %s: %w", m.Name, err)
+		}
+		db.log.InfoContext(ctx, "sqlite: applied migration", "name", m.Name)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: migrate: %w", err)
+	}
+	return nil
+}
+
+func appliedVersions(ctx context.Context, tx *sql.Tx) ([]int, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
