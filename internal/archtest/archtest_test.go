@@ -1,0 +1,255 @@
+package archtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+const module = "novaos.dev/novaos"
+
+// pkg is the part of `go list -json` output the rules need.
+type pkg struct {
+	ImportPath string
+	Dir        string
+	Name       string
+	Doc        string
+	Standard   bool
+	DepOnly    bool
+	GoFiles    []string
+	Imports    []string
+	Deps       []string
+	Module     *struct{ Path string }
+	Error      *struct{ Err string }
+}
+
+var (
+	graphOnce sync.Once
+	graph     map[string]*pkg
+	graphErr  error
+)
+
+// loadGraph lists every package of the module and everything they import.
+func loadGraph(t *testing.T) map[string]*pkg {
+	t.Helper()
+	graphOnce.Do(func() {
+		root, err := moduleRoot()
+		if err != nil {
+			graphErr = err
+			return
+		}
+		cmd := exec.Command("go", "list", "-e", "-deps", "-json", "./...")
+		cmd.Dir = root
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			graphErr = errors.New("go list: " + err.Error() + ": " + stderr.String())
+			return
+		}
+		graph = map[string]*pkg{}
+		dec := json.NewDecoder(bytes.NewReader(out))
+		for {
+			var p pkg
+			if err := dec.Decode(&p); err == io.EOF {
+				break
+			} else if err != nil {
+				graphErr = err
+				return
+			}
+			graph[p.ImportPath] = &p
+		}
+	})
+	if graphErr != nil {
+		t.Fatal(graphErr)
+	}
+	return graph
+}
+
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// modulePackages are the packages of this module (not dependencies), sorted.
+func modulePackages(g map[string]*pkg) []*pkg {
+	var out []*pkg
+	for _, p := range g {
+		if !p.DepOnly && p.Module != nil && p.Module.Path == module {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b *pkg) int { return strings.Compare(a.ImportPath, b.ImportPath) })
+	return out
+}
+
+func TestEveryPackageHasADocComment(t *testing.T) {
+	pkgs := modulePackages(loadGraph(t))
+	if len(pkgs) == 0 {
+		t.Fatal("go list found no packages in the module")
+	}
+	for _, p := range pkgs {
+		if len(p.GoFiles) == 0 {
+			continue // test-only directory: nothing to document
+		}
+		if strings.TrimSpace(p.Doc) == "" {
+			t.Errorf("%s has no package doc comment (add a doc.go)", p.ImportPath)
+		}
+	}
+}
+
+// rule forbids some imports, direct or transitive, in one package's
+// non-test build.
+type rule struct {
+	pkg    string
+	why    string
+	forbid func(dep *pkg) bool
+}
+
+var rules = []rule{
+	{
+		pkg: module + "/a2a",
+		why: "the wire model is shared by clients, servers and agents and must depend on the standard library only",
+		forbid: func(dep *pkg) bool {
+			return !dep.Standard
+		},
+	},
+	{
+		pkg: module + "/agent",
+		why: "the agent SDK must not drag database drivers or platform internals into users' binaries",
+		forbid: func(dep *pkg) bool {
+			return isDatabaseDriver(dep) || strings.HasPrefix(dep.ImportPath, module+"/internal/")
+		},
+	},
+}
+
+// driverModules are SQL driver modules we know by name; any other package
+// that implements database/sql/driver is caught by its imports.
+var driverModules = []string{
+	"modernc.org/sqlite",
+	"github.com/jackc/pgx",
+	"github.com/lib/pq",
+	"github.com/mattn/go-sqlite3",
+	"github.com/go-sql-driver/mysql",
+	"github.com/ncruces/go-sqlite3",
+	"zombiezen.com/go/sqlite",
+	"crawshaw.io/sqlite",
+	"github.com/microsoft/go-mssqldb",
+	"github.com/denisenkom/go-mssqldb",
+}
+
+func isDatabaseDriver(p *pkg) bool {
+	if p.Standard {
+		return false
+	}
+	for _, m := range driverModules {
+		if p.ImportPath == m || strings.HasPrefix(p.ImportPath, m+"/") {
+			return true
+		}
+	}
+	return slices.Contains(p.Imports, "database/sql/driver")
+}
+
+func TestImportRules(t *testing.T) {
+	g := loadGraph(t)
+	for _, r := range rules {
+		t.Run(strings.TrimPrefix(r.pkg, module+"/"), func(t *testing.T) {
+			p, ok := g[r.pkg]
+			if !ok || len(p.GoFiles) == 0 {
+				// The rule is about a package a later change adds; there
+				// is nothing to check until it exists.
+				t.Skipf("%s does not exist in this tree", r.pkg)
+			}
+			if p.Error != nil {
+				t.Fatalf("%s: %s", r.pkg, p.Error.Err)
+			}
+			for _, dep := range p.Deps {
+				d, ok := g[dep]
+				if !ok {
+					t.Errorf("%s: dependency %s missing from go list output", r.pkg, dep)
+					continue
+				}
+				if r.forbid(d) {
+					t.Errorf("%s imports %s (via %s): %s", r.pkg, dep, importChain(g, r.pkg, dep), r.why)
+				}
+			}
+		})
+	}
+}
+
+// importChain returns one import path from 'from' to 'to', for the failure
+// message.
+func importChain(g map[string]*pkg, from, to string) string {
+	prev := map[string]string{from: ""}
+	queue := []string{from}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		if cur == to {
+			var chain []string
+			for p := to; p != ""; p = prev[p] {
+				chain = append(chain, p)
+			}
+			slices.Reverse(chain)
+			return strings.Join(chain, " → ")
+		}
+		p, ok := g[cur]
+		if !ok {
+			continue
+		}
+		for _, imp := range p.Imports {
+			if _, seen := prev[imp]; !seen {
+				prev[imp] = cur
+				queue = append(queue, imp)
+			}
+		}
+	}
+	return "?"
+}
+
+// The rules must be able to fail: check them against synthetic packages.
+func TestRulesCatchViolations(t *testing.T) {
+	tests := []struct {
+		rule int
+		dep  pkg
+		want bool
+	}{
+		{0, pkg{ImportPath: "encoding/json", Standard: true}, false},
+		{0, pkg{ImportPath: "github.com/google/uuid"}, true},
+		{0, pkg{ImportPath: module + "/internal/x"}, true},
+		{1, pkg{ImportPath: "net/http", Standard: true}, false},
+		{1, pkg{ImportPath: "database/sql", Standard: true}, false},
+		{1, pkg{ImportPath: "modernc.org/sqlite"}, true},
+		{1, pkg{ImportPath: "modernc.org/sqlite/lib"}, true},
+		{1, pkg{ImportPath: "github.com/jackc/pgx/v5/stdlib"}, true},
+		{1, pkg{ImportPath: "example.com/somedriver", Imports: []string{"database/sql/driver"}}, true},
+		{1, pkg{ImportPath: module + "/internal/app"}, true},
+		{1, pkg{ImportPath: module + "/a2a"}, false},
+		{1, pkg{ImportPath: "github.com/google/uuid"}, false},
+	}
+	for _, tc := range tests {
+		if got := rules[tc.rule].forbid(&tc.dep); got != tc.want {
+			t.Errorf("rule %s forbids %s = %v, want %v", rules[tc.rule].pkg, tc.dep.ImportPath, got, tc.want)
+		}
+	}
+}
