@@ -28,7 +28,7 @@ var (
 	ssnRE = regexp.MustCompile(`\b\d{3}[ .\-]?\d{2}[ .\-]?\d{4}\b`)
 	// Optional country code, optional area code in parentheses, then two to
 	// five groups of digits; maskPhone keeps only 7 to 15 digits in total.
-	phoneRE = regexp.MustCompile(`(?:\+\d{1,3}[ .\-]?)?(?:\(\d{1,4}\)[ .\-]?)?\d{2,5}(?:[ .\-]\d{2,5}){1,4}\b|\+?\b\d{10,15}\b`)
+	phoneRE = regexp.MustCompile(`(?:\+\d{1,3}[ .\-]?(?:\(\d{1,4}\)[ .\-]?)?|\(\d{1,4}\)[ .\-]?|\b)\d{2,5}(?:[ .\-]\d{2,5}){1,4}\b|\+?\b\d{10,15}\b`)
 	// Dates and year ranges look like grouped digits too.
 	dateRE = regexp.MustCompile(`^\d{4}[\-./]\d{1,2}[\-./]\d{1,2}$|^\d{1,2}[\-./]\d{1,2}[\-./]\d{4}$|^(?:19|20)\d\d[\-/ ](?:19|20)\d\d$`)
 )

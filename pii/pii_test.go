@@ -188,3 +188,18 @@ func BenchmarkMaskDirty(b *testing.B) {
 		_ = Mask(s)
 	}
 }
+
+func FuzzMask(f *testing.F) {
+	for _, s := range []string{"", "jane@example.com", "call 555-123-4567", "4111 1111 1111 1111", "123-45-6789", "10.0.0.1", "2026-11-30"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		once := Mask(s)
+		if twice := Mask(once); twice != once {
+			t.Errorf("Mask is not idempotent: %q -> %q -> %q", s, once, twice)
+		}
+		if strings.Contains(once, "@") && emailRE.MatchString(once) {
+			t.Errorf("email left in %q", once)
+		}
+	})
+}
