@@ -41,6 +41,14 @@ func (c *Context) Message() *a2a.Message { return c.req.Message }
 // Treat it as read-only.
 func (c *Context) Request() *a2asrv.RequestContext { return c.req }
 
+// ReferencedTasks returns the tasks the message's referenceTaskIds name
+// that the server resolved in the caller's scope and context; read-only.
+func (c *Context) ReferencedTasks() []*a2a.Task { return slices.Clone(c.req.ReferencedTasks) }
+
+// UnresolvedReferences returns the referenceTaskIds that did not resolve:
+// unknown, not the caller's, or from another context.
+func (c *Context) UnresolvedReferences() []string { return slices.Clone(c.req.UnresolvedReferences) }
+
 // Skill returns the id of the skill being run.
 func (c *Context) Skill() string { return c.skill.ID }
 

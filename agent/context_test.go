@@ -120,7 +120,12 @@ func TestContextAccessors(t *testing.T) {
 		"history":         []any{map[string]any{"role": "user", "content": "earlier"}},
 	}}
 	req.Streaming = true
+	req.ReferencedTasks = []*a2a.Task{{ID: "ref-1"}}
+	req.UnresolvedReferences = []string{"ref-2"}
 	c := capture(t, New("acc", "1", nil), req)
+	if refs := c.ReferencedTasks(); len(refs) != 1 || refs[0].ID != "ref-1" || c.UnresolvedReferences()[0] != "ref-2" {
+		t.Errorf("references = %v, %v", refs, c.UnresolvedReferences())
+	}
 
 	got := map[string]any{
 		"Input": c.Input(), "RunID": c.RunID(), "TaskID": c.TaskID(), "ContextID": c.ContextID(),
