@@ -145,7 +145,11 @@ func (c *Context) Extensions() Extensions {
 	if c.req.Message != nil {
 		md1 = c.req.Message.Metadata
 	}
-	return Extensions{active: c.req.Extensions, metadata: [2]map[string]any{c.req.Metadata, md1}}
+	var requested []string
+	if c.req.Header != nil {
+		requested = a2a.ParseExtensions(c.req.Header.Values(a2a.HeaderExtensions))
+	}
+	return Extensions{active: c.req.Extensions, requested: requested, metadata: [2]map[string]any{c.req.Metadata, md1}}
 }
 
 // OutputModes returns the media types the skill may answer in: its own

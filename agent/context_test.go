@@ -262,12 +262,19 @@ func TestExtensions(t *testing.T) {
 	const other = "https://example.com/ext/other/v1"
 	req := request("x")
 	req.Extensions = []string{cost, trace}
+	req.Header = http.Header{a2a.HeaderExtensions: {cost + ", " + other, trace}}
 	req.Metadata = map[string]any{cost: map[string]any{"budget": 3.0}, other: "ignored"}
 	req.Message.Metadata = map[string]any{trace: "from-message", cost: "shadowed"}
 	c := capture(t, New("ext", "1", nil), req)
 	e := c.Extensions()
 	if diff := cmp.Diff([]string{cost, trace}, e.Active()); diff != "" {
 		t.Errorf("Active (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{cost, other, trace}, e.Requested()); diff != "" {
+		t.Errorf("Requested (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{other}, e.Ignored()); diff != "" {
+		t.Errorf("Ignored (-want +got):\n%s", diff)
 	}
 	tests := []struct {
 		uri    string
