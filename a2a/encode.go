@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"time"
 	"unicode/utf8"
 )
 
@@ -166,9 +167,11 @@ func appendTaskStatus(b []byte, s *TaskStatus) ([]byte, error) {
 			return nil, err
 		}
 	}
-	if !s.Timestamp.IsZero() {
+	// Written at millisecond precision; a time that rounds down to the zero
+	// time is absent, so what is written reads back as the same value.
+	if ts := s.Timestamp.UTC().Truncate(time.Millisecond); !ts.IsZero() {
 		b = append(b, `,"timestamp":"`...)
-		b = s.Timestamp.UTC().AppendFormat(b, TimestampLayout)
+		b = ts.AppendFormat(b, TimestampLayout)
 		b = append(b, '"')
 	}
 	return append(b, '}'), nil

@@ -123,8 +123,8 @@ func toRefMessage(m *Message) *refMessage {
 
 func toRefStatus(s TaskStatus) refStatus {
 	r := refStatus{State: s.State.String(), Message: toRefMessage(s.Message)}
-	if !s.Timestamp.IsZero() {
-		r.Timestamp = s.Timestamp.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	if ts := s.Timestamp.UTC().Truncate(time.Millisecond); !ts.IsZero() {
+		r.Timestamp = ts.Format("2006-01-02T15:04:05.000Z07:00")
 	}
 	return r
 }

@@ -288,6 +288,8 @@ func TestTaskStatusTimestamp(t *testing.T) {
 		{name: "past year 9999 in UTC", in: "9999-12-31T23:59:59-01:00", wantErr: true},
 		{name: "before year 1 in UTC", in: "0001-01-01T00:00:00+01:00", wantErr: true},
 		{name: "year 0", in: "0000-06-01T00:00:00Z", wantErr: true},
+		{name: "sub-millisecond after the zero time is written as absent", in: "0001-01-01T00:00:00.0001Z",
+			want: time.Date(1, 1, 1, 0, 0, 0, 100000, time.UTC), wantOut: ""},
 		{name: "last instant", in: "9999-12-31T23:59:59.999Z", want: time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC), wantOut: "9999-12-31T23:59:59.999Z"},
 	}
 	for _, tc := range tests {
