@@ -262,7 +262,9 @@ func TestExtensions(t *testing.T) {
 	const other = "https://example.com/ext/other/v1"
 	req := request("x")
 	req.Extensions = []string{cost, trace}
-	req.Header = http.Header{a2a.HeaderExtensions: {cost + ", " + other, trace}}
+	req.Header = http.Header{}
+	req.Header.Add(a2a.HeaderExtensions, cost+", "+other)
+	req.Header.Add(a2a.HeaderExtensions, trace)
 	req.Metadata = map[string]any{cost: map[string]any{"budget": 3.0}, other: "ignored"}
 	req.Message.Metadata = map[string]any{trace: "from-message", cost: "shadowed"}
 	c := capture(t, New("ext", "1", nil), req)
