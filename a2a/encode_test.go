@@ -88,9 +88,9 @@ func tasksForEncoding() map[string]*Task {
 		"no timestamp": {ID: "t", Status: TaskStatus{State: TaskStateSubmitted}},
 		"non-UTC timestamp with nanos": {ID: "t", Status: TaskStatus{State: TaskStateFailed,
 			Timestamp: time.Date(2026, 1, 2, 3, 4, 5, 999999999, time.FixedZone("X", -7*3600))}},
-		"year 1 timestamp":     {ID: "t", Status: TaskStatus{State: TaskStateCanceled, Timestamp: time.Date(1, 1, 1, 0, 0, 0, 1e6, time.UTC)}},
+		"year 1 timestamp":          {ID: "t", Status: TaskStatus{State: TaskStateCanceled, Timestamp: time.Date(1, 1, 1, 0, 0, 0, 1e6, time.UTC)}},
 		"sub-millisecond timestamp": {ID: "t", Status: TaskStatus{State: TaskStateWorking, Timestamp: time.Date(1, 1, 1, 0, 0, 0, 999999, time.UTC)}},
-		"empty artifact parts": {ID: "t", Artifacts: []Artifact{{ArtifactID: "a"}}, History: []Message{}},
+		"empty artifact parts":      {ID: "t", Artifacts: []Artifact{{ArtifactID: "a"}}, History: []Message{}},
 		"artifact every field": {ID: "t", Artifacts: []Artifact{{ArtifactID: "a", Name: "<n>", Description: "d&", Parts: []Part{TextPart("x")},
 			Metadata: map[string]any{"k": "v"}, Extensions: []string{"e"}}}},
 	}
