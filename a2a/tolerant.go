@@ -30,11 +30,28 @@ func Unmarshal(data []byte, v any) error {
 }
 
 // opaqueKeys hold values whose own keys belong to the user.
-var opaqueKeys = map[string]bool{"metadata": true, "data": true, "params": true, "header": true, "scopes": true}
+var opaqueKeys = []string{"metadata", "data", "params", "header", "scopes"}
 
 // mapKeys hold maps whose keys are user-chosen names but whose values are
 // schema objects.
-var mapKeys = map[string]bool{"securitySchemes": true, "schemes": true}
+var mapKeys = []string{"securitySchemes", "schemes"}
+
+// childMode classifies the value of field name. The comparison ignores case
+// because encoding/json matches field names that way ("Metadata" fills
+// Metadata too).
+func childMode(name string) keyMode {
+	for _, k := range opaqueKeys {
+		if strings.EqualFold(k, name) {
+			return modeOpaque
+		}
+	}
+	for _, k := range mapKeys {
+		if strings.EqualFold(k, name) {
+			return modeNames
+		}
+	}
+	return modeSchema
+}
 
 type keyMode int
 
@@ -188,14 +205,7 @@ func (r *keyRewriter) object(mode keyMode, depth int) error {
 					name = camel
 				}
 			}
-			switch {
-			case opaqueKeys[name]:
-				child = modeOpaque
-			case mapKeys[name]:
-				child = modeNames
-			default:
-				child = modeSchema
-			}
+			child = childMode(name)
 		case modeNames:
 			child = modeSchema
 		}

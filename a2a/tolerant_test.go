@@ -277,6 +277,7 @@ func TestCamelizeKeys(t *testing.T) {
 		{`{"security_schemes":{"my_key":{"api_key_security_scheme":{}}}}`, `{"securitySchemes":{"my_key":{"apiKeySecurityScheme":{}}}}`},
 		{`{"flows":{"client_credentials":{"token_url":"u","scopes":{"a_b":"c"}}}}`, `{"flows":{"clientCredentials":{"tokenUrl":"u","scopes":{"a_b":"c"}}}}`},
 		{`[{"a_b":1},2,"x_y",null]`, `[{"aB":1},2,"x_y",null]`},
+		{`{"Metadata":{"a_b":1},"DATA":{"c_d":2},"Security_Schemes":{"my_k":{"x_y":1}}}`, `{"Metadata":{"a_b":1},"DATA":{"c_d":2},"SecuritySchemes":{"my_k":{"xY":1}}}`},
 		{`{"x":"\"a_b\":"}`, `{"x":"\"a_b\":"}`},
 		{`{"a__b_c":1,"_lead":2,"trail_":3,"a_1":4}`, `{"aBC":1,"lead":2,"trail":3,"a1":4}`},
 	}
