@@ -1,0 +1,350 @@
+package a2asrv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"novaos.dev/novaos/a2a"
+)
+
+var execSeq atomic.Uint64
+
+// execution is one running Executor call.
+type execution struct {
+	id     uint64
+	cancel context.CancelCauseFunc
+	upd    *updater
+	done   chan struct{}
+}
+
+// updater is the Updater handed to one execution. Its state is guarded by
+// the hub's mutex, which every write takes, so revocation by CancelTask or a
+// superseding message is atomic with respect to the writes.
+type updater struct {
+	h   *Handler
+	hub *hub
+
+	taskID, contextID string
+	userMsg           *a2a.Message // appended to history by the first write
+	pushCfg           *a2a.TaskPushNotificationConfig
+
+	created bool // the task exists in the store
+	wrote   bool // this execution has written (or replied)
+	replied bool
+	// convertReply turns Reply into completion: the task was created before
+	// the executor ran (returnImmediately), so a message-only answer is no
+	// longer possible.
+	convertReply bool
+	revoked      bool
+}
+
+var _ Updater = (*updater)(nil)
+
+func (u *updater) TaskID() string    { return u.taskID }
+func (u *updater) ContextID() string { return u.contextID }
+
+func (u *updater) Task() *a2a.Task {
+	u.hub.mu.Lock()
+	defer u.hub.mu.Unlock()
+	if !u.created || u.hub.task == nil {
+		return nil
+	}
+	return u.hub.task.Clone()
+}
+
+func (u *updater) UpdateStatus(ctx context.Context, state a2a.TaskState, msg *a2a.Message, metadata map[string]any) error {
+	if state == a2a.TaskStateUnspecified {
+		return fmt.Errorf("a2asrv: update status: state is unspecified")
+	}
+	msg = u.agentMessage(msg)
+	return u.write(ctx, func(t *a2a.Task) (*a2a.StreamResponse, error) {
+		t.Status = a2a.TaskStatus{State: state, Message: msg, Timestamp: u.h.now()}
+		if msg != nil {
+			t.History = append(t.History, *msg)
+		}
+		return &a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{
+			TaskID: t.ID, ContextID: t.ContextID, Status: t.Status, Metadata: metadata,
+		}}, nil
+	})
+}
+
+func (u *updater) AddArtifact(ctx context.Context, art a2a.Artifact, appendChunk, lastChunk bool, metadata map[string]any) error {
+	if art.ArtifactID == "" {
+		art.ArtifactID = u.h.newID()
+	}
+	if len(art.Parts) == 0 {
+		return fmt.Errorf("a2asrv: add artifact %s: no parts", art.ArtifactID)
+	}
+	return u.write(ctx, func(t *a2a.Task) (*a2a.StreamResponse, error) {
+		mergeArtifact(t, art, appendChunk)
+		return &a2a.StreamResponse{ArtifactUpdate: &a2a.TaskArtifactUpdateEvent{
+			TaskID: t.ID, ContextID: t.ContextID, Artifact: art,
+			Append: appendChunk, LastChunk: lastChunk, Metadata: metadata,
+		}}, nil
+	})
+}
+
+func mergeArtifact(t *a2a.Task, art a2a.Artifact, appendChunk bool) {
+	for i := range t.Artifacts {
+		if t.Artifacts[i].ArtifactID != art.ArtifactID {
+			continue
+		}
+		if appendChunk {
+			t.Artifacts[i].Parts = append(t.Artifacts[i].Parts, art.Parts...)
+		} else {
+			t.Artifacts[i] = art
+		}
+		return
+	}
+	art.Parts = append([]a2a.Part(nil), art.Parts...)
+	t.Artifacts = append(t.Artifacts, art)
+}
+
+func (u *updater) Reply(ctx context.Context, msg *a2a.Message) error {
+	msg = u.agentMessage(msg)
+	if msg == nil {
+		return fmt.Errorf("a2asrv: reply: message is nil")
+	}
+	if !u.convertReply {
+		// No task is stored for a message-only answer, so the message must
+		// not point at one.
+		msg.TaskID = ""
+	}
+	u.hub.mu.Lock()
+	convert := u.convertReply
+	if !convert {
+		defer u.hub.mu.Unlock()
+		if u.revoked {
+			return ErrRevoked
+		}
+		if u.wrote || u.created {
+			return fmt.Errorf("a2asrv: reply: the task already has updates; use UpdateStatus")
+		}
+		u.wrote, u.replied, u.revoked = true, true, true
+		u.hub.publishLocked(frame{resp: &a2a.StreamResponse{Message: msg}})
+		return nil
+	}
+	u.hub.mu.Unlock()
+	return u.UpdateStatus(ctx, a2a.TaskStateCompleted, msg, nil)
+}
+
+// agentMessage fills in the ids and role of a message the executor wrote.
+func (u *updater) agentMessage(msg *a2a.Message) *a2a.Message {
+	if msg == nil {
+		return nil
+	}
+	m := *msg
+	if m.MessageID == "" {
+		m.MessageID = u.h.newID()
+	}
+	if m.Role == a2a.RoleUnspecified {
+		m.Role = a2a.RoleAgent
+	}
+	m.TaskID, m.ContextID = u.taskID, u.contextID
+	return &m
+}
+
+// write applies one change, creating the task on the first write.
+func (u *updater) write(ctx context.Context, mutate func(t *a2a.Task) (*a2a.StreamResponse, error)) error {
+	hb := u.hub
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	if u.revoked {
+		return ErrRevoked
+	}
+	// Store calls must finish even if the executor's context is cancelled
+	// right now: a half-applied write is worse than a late one.
+	sctx := context.WithoutCancel(ctx)
+	first := !u.wrote
+	u.wrote = true
+	if !u.created {
+		t := &a2a.Task{
+			ID: u.taskID, ContextID: u.contextID,
+			Status:  a2a.TaskStatus{State: a2a.TaskStateSubmitted, Timestamp: u.h.now()},
+			History: []a2a.Message{*u.userMsg},
+		}
+		if _, err := mutate(t); err != nil {
+			return err
+		}
+		if err := hb.createLocked(sctx, u.h.store, t); err != nil {
+			return fmt.Errorf("a2asrv: create task: %w", err)
+		}
+		u.created = true
+		u.savePushConfig(sctx)
+		return nil
+	}
+	_, err := hb.applyLocked(sctx, u.h.store, func(t *a2a.Task) (*a2a.StreamResponse, error) {
+		if t.Status.State.Terminal() {
+			u.revoked = true
+			return nil, ErrRevoked
+		}
+		if !first {
+			return mutate(t)
+		}
+		// The first write of a continuation is sent as the whole task, so a
+		// stream about it starts with a Task frame like a new task's does.
+		if u.userMsg != nil {
+			t.History = append(t.History, *u.userMsg)
+		}
+		if _, err := mutate(t); err != nil {
+			return nil, err
+		}
+		return &a2a.StreamResponse{Task: t}, nil
+	})
+	if err == nil {
+		if t := hb.task; t != nil && t.Status.State.Terminal() {
+			u.revoked = true
+		}
+	}
+	return err
+}
+
+func (u *updater) savePushConfig(ctx context.Context) {
+	if u.pushCfg == nil || u.h.opts.PushConfigStore == nil {
+		return
+	}
+	cfg := *u.pushCfg
+	cfg.TaskID = u.taskID
+	if cfg.ID == "" {
+		cfg.ID = u.h.newID()
+	}
+	if err := u.h.opts.PushConfigStore.Put(ctx, u.hub.scope, &cfg); err != nil {
+		u.h.log.ErrorContext(ctx, "a2asrv: save inline push config", "task_id", u.taskID, "err", err)
+	}
+}
+
+// run executes e and applies the end-of-execution rules. It owns the
+// execution's hub reference.
+func (h *Handler) run(ctx context.Context, e *execution, req *RequestContext) {
+	defer h.wg.Done()
+	defer h.hubs.release(e.upd.hub)
+	defer close(e.done)
+	err := h.callExecutor(ctx, req, e.upd)
+	h.finish(ctx, e, err)
+}
+
+type panicError struct {
+	value any
+}
+
+func (p *panicError) Error() string { return fmt.Sprintf("executor panicked: %v", p.value) }
+
+func (h *Handler) callExecutor(ctx context.Context, req *RequestContext, u *updater) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			h.log.ErrorContext(ctx, "a2asrv: executor panicked", "task_id", u.taskID, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = &panicError{value: r}
+		}
+	}()
+	return h.exec.Execute(ctx, req, u)
+}
+
+func (h *Handler) finish(ctx context.Context, e *execution, err error) {
+	u, hb := e.upd, e.upd.hub
+	cause := context.Cause(ctx)
+	e.cancel(nil)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	if hb.exec == e {
+		hb.exec = nil
+	}
+	revoked := u.revoked
+	u.revoked = true
+	defer hb.publishLocked(frame{endExec: e.id})
+
+	// Interrupted by CancelTask, a newer message or shutdown: whoever
+	// interrupted owns the outcome.
+	if errors.Is(cause, ErrCanceled) || errors.Is(cause, ErrSuperseded) || errors.Is(cause, ErrShutdown) {
+		return
+	}
+	if err == nil || revoked || u.replied {
+		if err == nil && !u.created && !u.replied && !revoked {
+			h.recordUntouched(sctx, u)
+		}
+		return
+	}
+	// Rule 2: the execution ended in a cancellation nobody asked for; the
+	// task keeps its last state.
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		if !u.created {
+			h.recordUntouched(sctx, u)
+		}
+		return
+	}
+	var protoErr *a2a.Error
+	if errors.As(err, &protoErr) && !u.wrote {
+		hb.publishLocked(frame{err: protoErr})
+		return
+	}
+	h.log.WarnContext(ctx, "a2asrv: execution failed", "task_id", u.taskID, "err", err)
+	msg := &a2a.Message{Role: a2a.RoleAgent, Parts: []a2a.Part{a2a.TextPart(describeFailure(err))}}
+	u.revoked = false
+	if werr := u.writeLockedFailed(sctx, msg); werr != nil && !errors.Is(werr, ErrRevoked) {
+		h.log.ErrorContext(ctx, "a2asrv: record failed task", "task_id", u.taskID, "err", werr)
+	}
+	u.revoked = true
+}
+
+func describeFailure(err error) string {
+	var p *panicError
+	if errors.As(err, &p) {
+		return "internal error: the agent panicked"
+	}
+	return "execution failed: " + err.Error()
+}
+
+// writeLockedFailed records FAILED; the caller holds the hub lock.
+func (u *updater) writeLockedFailed(ctx context.Context, msg *a2a.Message) error {
+	hb := u.hub
+	msg = u.agentMessage(msg)
+	mutate := func(t *a2a.Task) (*a2a.StreamResponse, error) {
+		t.Status = a2a.TaskStatus{State: a2a.TaskStateFailed, Message: msg, Timestamp: u.h.now()}
+		t.History = append(t.History, *msg)
+		return &a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{TaskID: t.ID, ContextID: t.ContextID, Status: t.Status}}, nil
+	}
+	if !u.created {
+		t := &a2a.Task{ID: u.taskID, ContextID: u.contextID, History: []a2a.Message{*u.userMsg}}
+		_, _ = mutate(t)
+		if err := hb.createLocked(ctx, u.h.store, t); err != nil {
+			return err
+		}
+		u.created = true
+		return nil
+	}
+	_, err := hb.applyLocked(ctx, u.h.store, func(t *a2a.Task) (*a2a.StreamResponse, error) {
+		if t.Status.State.Terminal() {
+			return nil, ErrRevoked
+		}
+		return mutate(t)
+	})
+	return err
+}
+
+// recordUntouched stores a task the executor never wrote, so the caller's
+// task id stays answerable; the caller holds the hub lock.
+func (h *Handler) recordUntouched(ctx context.Context, u *updater) {
+	if u.userMsg == nil || u.created {
+		return
+	}
+	t := &a2a.Task{
+		ID: u.taskID, ContextID: u.contextID,
+		Status:  a2a.TaskStatus{State: a2a.TaskStateSubmitted, Timestamp: h.now()},
+		History: []a2a.Message{*u.userMsg},
+	}
+	if err := u.hub.createLocked(ctx, h.store, t); err != nil {
+		h.log.ErrorContext(ctx, "a2asrv: record task", "task_id", u.taskID, "err", err)
+		return
+	}
+	u.created = true
+}
+
+// logger returns a discard logger when none is configured.
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -1,0 +1,391 @@
+package a2asrv
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"novaos.dev/novaos/a2a"
+)
+
+// DefaultMaxBodyBytes bounds a request body unless Options say otherwise.
+const DefaultMaxBodyBytes = 10 << 20
+
+// Options configure a Handler. The zero value (or nil) is usable: tasks are
+// kept in a bounded in-memory store, push configs are not supported and
+// every caller is anonymous.
+type Options struct {
+	// TaskStore keeps tasks; nil means NewMemoryTaskStore(nil).
+	TaskStore TaskStore
+	// PushConfigStore keeps push-notification configs; nil means the four
+	// push-config methods answer PushNotificationNotSupported.
+	PushConfigStore PushConfigStore
+	// ExtendedCard is served by GetExtendedAgentCard; nil answers
+	// ExtendedAgentCardNotConfigured.
+	ExtendedCard *a2a.AgentCard
+	// Identify says who a request acts for. An *a2a.Error it returns is sent
+	// as is; any other error is answered as unauthenticated. nil treats
+	// every caller as the same anonymous owner, with the tenant taken from
+	// the request's tenant field.
+	Identify func(r *http.Request) (Scope, error)
+	// MaxBodyBytes bounds a request body (default 10 MiB).
+	MaxBodyBytes int64
+	// KeepAlive is the interval of SSE keep-alive comments (default 15s).
+	KeepAlive time.Duration
+	// CardMaxAge is the Cache-Control max-age of the served card (default 5m).
+	CardMaxAge time.Duration
+	// DefaultHistoryLength caps the history returned when a request does not
+	// say (0 means the whole history).
+	DefaultHistoryLength int
+	Logger               *slog.Logger
+	// Now and NewID make responses reproducible in tests.
+	Now   func() time.Time
+	NewID func() string
+}
+
+// CodeUnauthenticated is the JSON-RPC code for a request whose caller could
+// not be identified. A2A leaves authentication errors to the implementation;
+// this is the code a2a-go uses.
+const CodeUnauthenticated = -31401
+
+// Handler serves one agent over the A2A JSON-RPC binding: POST to its root
+// runs a method, GET /.well-known/agent-card.json returns the card.
+type Handler struct {
+	card  *a2a.AgentCard
+	exec  Executor
+	opts  Options
+	store TaskStore
+	log   *slog.Logger
+
+	cardJSON []byte
+	cardETag string
+
+	hubs     hubs
+	wg       sync.WaitGroup
+	closing  atomic.Bool
+	bufs     sync.Pool
+	streamOK bool
+}
+
+// NewHandler returns a handler serving card and running exec for every
+// message.
+func NewHandler(card *a2a.AgentCard, exec Executor, opts *Options) *Handler {
+	h := &Handler{card: card, exec: exec}
+	if opts != nil {
+		h.opts = *opts
+	}
+	if h.opts.TaskStore == nil {
+		h.opts.TaskStore = NewMemoryTaskStore(nil)
+	}
+	if h.opts.MaxBodyBytes <= 0 {
+		h.opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if h.opts.KeepAlive <= 0 {
+		h.opts.KeepAlive = 15 * time.Second
+	}
+	if h.opts.CardMaxAge <= 0 {
+		h.opts.CardMaxAge = 5 * time.Minute
+	}
+	h.log = h.opts.Logger
+	if h.log == nil {
+		h.log = discardLogger()
+	}
+	h.store = h.opts.TaskStore
+	h.streamOK = card != nil && card.Capabilities.Streaming != nil && *card.Capabilities.Streaming
+	if card != nil {
+		b, err := json.Marshal(card)
+		if err != nil {
+			panic("a2asrv: agent card does not encode: " + err.Error())
+		}
+		h.cardJSON = b
+		sum := sha256.Sum256(b)
+		h.cardETag = `"` + hex.EncodeToString(sum[:16]) + `"`
+	}
+	return h
+}
+
+func (h *Handler) now() time.Time {
+	if h.opts.Now != nil {
+		return h.opts.Now().UTC().Truncate(time.Millisecond)
+	}
+	return time.Now().UTC().Truncate(time.Millisecond)
+}
+
+func (h *Handler) newID() string {
+	if h.opts.NewID != nil {
+		return h.opts.NewID()
+	}
+	return a2a.NewID()
+}
+
+// ServeHTTP routes a request relative to the agent's mount point.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := strings.TrimSuffix(r.URL.Path, "/")
+	switch {
+	case path == "":
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			http.Error(w, "A2A JSON-RPC endpoint: use POST", http.StatusMethodNotAllowed)
+			return
+		}
+		h.serveRPC(w, r)
+	case path == a2a.WellKnownCardPath:
+		h.serveCard(w, r)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (h *Handler) serveCard(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	if h.cardJSON == nil {
+		http.NotFound(w, r)
+		return
+	}
+	hd := w.Header()
+	hd.Set("ETag", h.cardETag)
+	hd.Set("Cache-Control", "public, max-age="+itoa(int(h.opts.CardMaxAge/time.Second)))
+	if match := r.Header.Get("If-None-Match"); match != "" && etagMatches(match, h.cardETag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	hd.Set("Content-Type", "application/json")
+	hd.Set("Content-Length", itoa(len(h.cardJSON)))
+	if r.Method == http.MethodHead {
+		return
+	}
+	_, _ = w.Write(h.cardJSON)
+}
+
+func etagMatches(header, etag string) bool {
+	for c := range strings.SplitSeq(header, ",") {
+		c = strings.TrimSpace(c)
+		if c == "*" || strings.TrimPrefix(c, "W/") == etag {
+			return true
+		}
+	}
+	return false
+}
+
+func itoa(n int) string { return string(appendInt(nil, int64(n))) }
+
+func appendInt(b []byte, n int64) []byte {
+	if n == 0 {
+		return append(b, '0')
+	}
+	var tmp [20]byte
+	i := len(tmp)
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	for n > 0 {
+		i--
+		tmp[i] = byte('0' + n%10)
+		n /= 10
+	}
+	if neg {
+		i--
+		tmp[i] = '-'
+	}
+	return append(b, tmp[i:]...)
+}
+
+// call is one JSON-RPC request in flight.
+type call struct {
+	w      http.ResponseWriter
+	r      *http.Request
+	id     json.RawMessage
+	scope  Scope
+	active []string
+}
+
+func (h *Handler) getBuf() *bytes.Buffer {
+	if b, ok := h.bufs.Get().(*bytes.Buffer); ok {
+		b.Reset()
+		return b
+	}
+	return new(bytes.Buffer)
+}
+
+func (h *Handler) putBuf(b *bytes.Buffer) {
+	if b.Cap() <= 64<<10 {
+		h.bufs.Put(b)
+	}
+}
+
+func (h *Handler) serveRPC(w http.ResponseWriter, r *http.Request) {
+	buf := h.getBuf()
+	defer h.putBuf(buf)
+	if r.ContentLength > h.opts.MaxBodyBytes {
+		h.writeBodyTooLarge(w)
+		return
+	}
+	_, err := buf.ReadFrom(io.LimitReader(r.Body, h.opts.MaxBodyBytes+1))
+	if err != nil {
+		h.writeError(w, nil, a2a.NewError(a2a.CodeParseError, "could not read request body"), http.StatusBadRequest)
+		return
+	}
+	if int64(buf.Len()) > h.opts.MaxBodyBytes {
+		h.writeBodyTooLarge(w)
+		return
+	}
+	req, perr := a2a.DecodeRequest(buf.Bytes())
+	if perr != nil {
+		h.writeError(w, req.ID, perr, http.StatusOK)
+		return
+	}
+	c := &call{w: w, r: r, id: req.ID}
+	if verr := a2a.CheckVersion(versionParam(r)); verr != nil {
+		h.writeError(w, c.id, verr, http.StatusOK)
+		return
+	}
+	var declared []a2a.AgentExtension
+	if h.card != nil {
+		declared = h.card.Capabilities.Extensions
+	}
+	active, eerr := a2a.NegotiateExtensions(a2a.ParseExtensions(r.Header.Values(a2a.HeaderExtensions)), declared)
+	if eerr != nil {
+		h.writeError(w, c.id, eerr, http.StatusOK)
+		return
+	}
+	c.active = active
+	if len(active) > 0 {
+		w.Header().Set(a2a.HeaderExtensions, strings.Join(active, ", "))
+	}
+	m, ok := methods[req.Method]
+	if !ok {
+		h.writeError(w, c.id, a2a.NewError(a2a.CodeMethodNotFound, "method %q not found", truncate(req.Method, 64)), http.StatusOK)
+		return
+	}
+	var tenant tenantOnly
+	if len(req.Params) > 0 {
+		// Only the tenant is needed here; the method decodes the rest.
+		_ = a2a.Unmarshal(req.Params, &tenant)
+	}
+	scope, serr := h.identify(r, tenant.Tenant)
+	if serr != nil {
+		h.writeError(w, c.id, serr, http.StatusUnauthorized)
+		return
+	}
+	c.scope = scope
+	m(h, c, req.Params)
+}
+
+type tenantOnly struct {
+	Tenant string `json:"tenant"`
+}
+
+func (h *Handler) identify(r *http.Request, tenant string) (Scope, *a2a.Error) {
+	if h.opts.Identify == nil {
+		return Scope{Tenant: tenant}, nil
+	}
+	s, err := h.opts.Identify(r)
+	if err != nil {
+		var e *a2a.Error
+		if errors.As(err, &e) {
+			return Scope{}, e
+		}
+		h.log.InfoContext(r.Context(), "a2asrv: caller not identified", "err", err)
+		return Scope{}, a2a.NewError(CodeUnauthenticated, "unauthenticated")
+	}
+	if s.Tenant == "" {
+		s.Tenant = tenant
+	}
+	return s, nil
+}
+
+// versionParam reads A2A-Version from the header or, as the spec allows, the
+// query string.
+func versionParam(r *http.Request) string {
+	if v := r.Header.Get(a2a.HeaderVersion); v != "" {
+		return v
+	}
+	if r.URL.RawQuery != "" {
+		return r.URL.Query().Get(a2a.HeaderVersion)
+	}
+	return ""
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+func (h *Handler) writeBodyTooLarge(w http.ResponseWriter) {
+	e := a2a.NewError(a2a.CodeInvalidRequest, "request body exceeds %d bytes", h.opts.MaxBodyBytes)
+	h.writeError(w, nil, e, http.StatusRequestEntityTooLarge)
+}
+
+func (h *Handler) writeError(w http.ResponseWriter, id json.RawMessage, e *a2a.Error, status int) {
+	body := a2a.AppendErrorResponse(nil, id, e)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+func (h *Handler) writeResult(c *call, result []byte) {
+	buf := h.getBuf()
+	defer h.putBuf(buf)
+	b := a2a.AppendResult(buf.AvailableBuffer(), c.id, result)
+	hd := c.w.Header()
+	hd.Set("Content-Type", "application/json")
+	hd.Set("Content-Length", itoa(len(b)))
+	_, _ = c.w.Write(b)
+}
+
+func (h *Handler) writeValue(c *call, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		h.log.ErrorContext(c.r.Context(), "a2asrv: encode result", "err", err)
+		h.writeError(c.w, c.id, a2a.NewError(a2a.CodeInternalError, "could not encode the result"), http.StatusOK)
+		return
+	}
+	h.writeResult(c, b)
+}
+
+// Shutdown stops accepting messages, waits for running executions until ctx
+// is done, then cancels the rest (their tasks keep their last state).
+func (h *Handler) Shutdown(ctx context.Context) error {
+	h.closing.Store(true)
+	done := make(chan struct{})
+	go func() {
+		h.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	for _, hb := range h.hubs.all() {
+		hb.mu.Lock()
+		if e := hb.exec; e != nil {
+			e.upd.revoked = true
+			e.cancel(ErrShutdown)
+		}
+		hb.mu.Unlock()
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+	}
+	return ctx.Err()
+}

@@ -1,0 +1,796 @@
+package a2asrv
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"time"
+
+	"novaos.dev/novaos/a2a"
+)
+
+type method func(h *Handler, c *call, params json.RawMessage)
+
+var methods map[string]method
+
+func init() {
+	// Assigned in init because the methods refer back to the table's type.
+	methods = map[string]method{
+		a2a.MethodSendMessage:                      (*Handler).sendMessage,
+		a2a.MethodSendStreamingMessage:             (*Handler).sendStreamingMessage,
+		a2a.MethodGetTask:                          (*Handler).getTask,
+		a2a.MethodListTasks:                        (*Handler).listTasks,
+		a2a.MethodCancelTask:                       (*Handler).cancelTask,
+		a2a.MethodSubscribeToTask:                  (*Handler).subscribeToTask,
+		a2a.MethodCreateTaskPushNotificationConfig: (*Handler).createPushConfig,
+		a2a.MethodGetTaskPushNotificationConfig:    (*Handler).getPushConfig,
+		a2a.MethodListTaskPushNotificationConfigs:  (*Handler).listPushConfigs,
+		a2a.MethodDeleteTaskPushNotificationConfig: (*Handler).deletePushConfig,
+		a2a.MethodGetExtendedAgentCard:             (*Handler).getExtendedCard,
+	}
+}
+
+func (h *Handler) fail(c *call, e *a2a.Error) { h.writeError(c.w, c.id, e, http.StatusOK) }
+
+// storeError maps a store failure to the protocol: not found stays not found
+// (which is also what another scope's task looks like); anything else is an
+// internal error whose detail is logged, not sent.
+func (h *Handler) storeError(c *call, op string, err error) *a2a.Error {
+	var e *a2a.Error
+	switch {
+	case errors.As(err, &e):
+		return e
+	case errors.Is(err, ErrNotFound):
+		return a2a.NewError(a2a.CodeTaskNotFound, "task not found")
+	case errors.Is(err, ErrBadPageToken):
+		return a2a.NewError(a2a.CodeInvalidParams, "invalid pageToken")
+	}
+	h.log.ErrorContext(c.r.Context(), "a2asrv: store", "op", op, "err", err)
+	return a2a.NewError(a2a.CodeInternalError, "internal error")
+}
+
+// trimHistory applies a historyLength: nil keeps the default, 0 drops the
+// history, n keeps the n most recent messages.
+func (h *Handler) trimHistory(t *a2a.Task, n *int32) *a2a.Task {
+	limit := h.opts.DefaultHistoryLength
+	if n != nil {
+		if *n == 0 {
+			if t.History == nil {
+				return t
+			}
+			c := *t
+			c.History = nil
+			return &c
+		}
+		limit = int(*n)
+	}
+	if limit <= 0 || len(t.History) <= limit {
+		return t
+	}
+	c := *t
+	c.History = t.History[len(t.History)-limit:]
+	return &c
+}
+
+func badHistoryLength(n *int32) bool { return n != nil && *n < 0 }
+
+// prepared is a validated SendMessage ready to run.
+type prepared struct {
+	req  a2a.SendMessageRequest
+	msg  *a2a.Message
+	task *a2a.Task // existing task, nil for a new one
+	rc   *RequestContext
+}
+
+func (h *Handler) prepareSend(c *call, params json.RawMessage, streaming bool) (*prepared, *a2a.Error) {
+	if h.closing.Load() {
+		return nil, a2a.NewError(a2a.CodeInternalError, "server is shutting down")
+	}
+	var p prepared
+	if e := a2a.DecodeParams(params, &p.req); e != nil {
+		return nil, e
+	}
+	m := p.req.Message
+	switch {
+	case m == nil:
+		return nil, a2a.NewError(a2a.CodeInvalidParams, "message is required")
+	case m.MessageID == "":
+		return nil, a2a.NewError(a2a.CodeInvalidParams, "message.messageId is required")
+	case len(m.Parts) == 0:
+		return nil, a2a.NewError(a2a.CodeInvalidParams, "message.parts must not be empty")
+	case m.Role == a2a.RoleUnspecified:
+		return nil, a2a.NewError(a2a.CodeInvalidParams, "message.role must be ROLE_USER or ROLE_AGENT")
+	}
+	if cfg := p.req.Configuration; cfg != nil {
+		if badHistoryLength(cfg.HistoryLength) {
+			return nil, a2a.NewError(a2a.CodeInvalidParams, "configuration.historyLength must not be negative")
+		}
+		if cfg.TaskPushNotificationConfig != nil {
+			if h.opts.PushConfigStore == nil {
+				return nil, a2a.NewError(a2a.CodePushNotificationNotSupported, "push notifications are not supported")
+			}
+			if e := validPushURL(cfg.TaskPushNotificationConfig.URL); e != nil {
+				return nil, e
+			}
+		}
+	}
+	ctx := c.r.Context()
+	msg := *m
+	if msg.TaskID != "" {
+		t, _, err := h.store.Get(ctx, c.scope, msg.TaskID)
+		if err != nil {
+			return nil, h.storeError(c, "get", err)
+		}
+		if t.Status.State.Terminal() {
+			return nil, a2a.NewError(a2a.CodeUnsupportedOperation, "task %s is in terminal state %s and accepts no more messages", t.ID, t.Status.State)
+		}
+		if msg.ContextID == "" {
+			msg.ContextID = t.ContextID
+		} else if msg.ContextID != t.ContextID {
+			return nil, a2a.NewError(a2a.CodeInvalidParams, "message.contextId does not match the task's contextId")
+		}
+		p.task = t
+	} else {
+		msg.TaskID = h.newID()
+		if msg.ContextID == "" {
+			msg.ContextID = h.newID()
+		}
+	}
+	p.msg = &msg
+	rc := &RequestContext{
+		TaskID: msg.TaskID, ContextID: msg.ContextID, Message: p.msg, Task: p.task,
+		Metadata: p.req.Metadata, Configuration: p.req.Configuration, Scope: c.scope,
+		Extensions: c.active, Header: c.r.Header, Streaming: streaming,
+	}
+	for _, ref := range msg.ReferenceTaskIDs {
+		t, _, err := h.store.Get(ctx, c.scope, ref)
+		if err == nil && t.ContextID == msg.ContextID {
+			rc.ReferencedTasks = append(rc.ReferencedTasks, t)
+			continue
+		}
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return nil, h.storeError(c, "get", err)
+		}
+		rc.UnresolvedReferences = append(rc.UnresolvedReferences, ref)
+	}
+	p.rc = rc
+	return &p, nil
+}
+
+// start launches the execution and subscribes sub to it before it can write
+// anything. When eager is set the task is stored before the executor runs.
+func (h *Handler) start(c *call, p *prepared, sub *subscriber, eager bool) (*execution, *a2a.Task, *a2a.Error) {
+	hb := h.hubs.acquire(p.msg.TaskID)
+	hb.mu.Lock()
+	hb.scope = c.scope
+	if hb.exec == nil {
+		// No writer in this process: the cache may be stale, re-read on the
+		// next write.
+		hb.task = nil
+	}
+	if old := hb.exec; old != nil {
+		// A new message on a live task supersedes the running execution.
+		old.upd.revoked = true
+		old.cancel(ErrSuperseded)
+		hb.exec = nil
+	}
+	u := &updater{h: h, hub: hb, taskID: p.msg.TaskID, contextID: p.msg.ContextID, userMsg: p.msg, created: p.task != nil}
+	if cfg := p.req.Configuration; cfg != nil && cfg.TaskPushNotificationConfig != nil {
+		u.pushCfg = cfg.TaskPushNotificationConfig
+	}
+	var snapshot *a2a.Task
+	ctx := context.WithoutCancel(c.r.Context())
+	if eager {
+		if p.task == nil {
+			t := &a2a.Task{
+				ID: u.taskID, ContextID: u.contextID,
+				Status:  a2a.TaskStatus{State: a2a.TaskStateSubmitted, Timestamp: h.now()},
+				History: []a2a.Message{*p.msg},
+			}
+			if err := hb.createLocked(ctx, h.store, t); err != nil {
+				hb.mu.Unlock()
+				h.hubs.release(hb)
+				return nil, nil, h.storeError(c, "create", err)
+			}
+			u.created = true
+			u.savePushConfig(ctx)
+			snapshot = t
+		} else {
+			t, err := hb.applyLocked(ctx, h.store, func(t *a2a.Task) (*a2a.StreamResponse, error) {
+				if t.Status.State.Terminal() {
+					return nil, a2a.NewError(a2a.CodeUnsupportedOperation, "task %s is in a terminal state", t.ID)
+				}
+				t.History = append(t.History, *p.msg)
+				return &a2a.StreamResponse{Task: t}, nil
+			})
+			if err != nil {
+				hb.mu.Unlock()
+				h.hubs.release(hb)
+				return nil, nil, h.storeError(c, "update", err)
+			}
+			snapshot = t
+		}
+		u.userMsg = nil
+		u.convertReply = true
+	}
+	execCtx, cancel := context.WithCancelCause(ctx)
+	e := &execution{id: execSeq.Add(1), cancel: cancel, upd: u, done: make(chan struct{})}
+	hb.exec = e
+	if sub != nil {
+		sub.execID = e.id
+		hb.subscribeLocked(sub)
+	}
+	h.wg.Add(1)
+	hb.mu.Unlock()
+	go h.run(execCtx, e, p.rc)
+	return e, snapshot, nil
+}
+
+func (h *Handler) sendMessage(c *call, params json.RawMessage) {
+	p, e := h.prepareSend(c, params, false)
+	if e != nil {
+		h.fail(c, e)
+		return
+	}
+	var histLen *int32
+	if cfg := p.req.Configuration; cfg != nil {
+		histLen = cfg.HistoryLength
+	}
+	if cfg := p.req.Configuration; cfg != nil && cfg.ReturnImmediately {
+		_, snap, e := h.start(c, p, nil, true)
+		if e != nil {
+			h.fail(c, e)
+			return
+		}
+		h.writeValue(c, a2a.SendMessageResponse{Task: h.trimHistory(snap, histLen)})
+		return
+	}
+	sub := newSubscriber(0)
+	ex, _, e := h.start(c, p, sub, false)
+	if e != nil {
+		h.fail(c, e)
+		return
+	}
+	hb := ex.upd.hub
+	h.hubs.acquire(hb.id) // the request's own reference, for the final read
+	defer h.hubs.release(hb)
+	defer hb.unsubscribe(sub)
+	var buf []frame
+	var dropped bool
+	for {
+		select {
+		case <-sub.notify:
+		case <-c.r.Context().Done():
+			return // the caller left; the execution runs on, detached
+		}
+		buf, dropped = sub.take(buf)
+		for i := range buf {
+			f := &buf[i]
+			switch {
+			case f.err != nil:
+				h.fail(c, f.err)
+				return
+			case f.resp != nil && f.resp.Message != nil:
+				h.writeValue(c, a2a.SendMessageResponse{Message: f.resp.Message})
+				return
+			case f.final() || f.endExec == ex.id:
+				h.respondTask(c, hb, histLen)
+				return
+			}
+		}
+		if dropped {
+			h.respondTask(c, hb, histLen)
+			return
+		}
+	}
+}
+
+// respondTask answers with the task as it stands now.
+func (h *Handler) respondTask(c *call, hb *hub, histLen *int32) {
+	hb.mu.Lock()
+	t := hb.task
+	hb.mu.Unlock()
+	if t == nil {
+		var err error
+		t, _, err = h.store.Get(c.r.Context(), c.scope, hb.id)
+		if err != nil {
+			h.fail(c, h.storeError(c, "get", err))
+			return
+		}
+	}
+	h.writeValue(c, a2a.SendMessageResponse{Task: h.trimHistory(t, histLen)})
+}
+
+func (h *Handler) requireStreaming(c *call) bool {
+	if !h.streamOK {
+		h.fail(c, a2a.NewError(a2a.CodeUnsupportedOperation, "this agent does not support streaming"))
+		return false
+	}
+	return true
+}
+
+func (h *Handler) sendStreamingMessage(c *call, params json.RawMessage) {
+	if !h.requireStreaming(c) {
+		return
+	}
+	p, e := h.prepareSend(c, params, true)
+	if e != nil {
+		h.fail(c, e)
+		return
+	}
+	sub := newSubscriber(0)
+	ex, _, e := h.start(c, p, sub, false)
+	if e != nil {
+		h.fail(c, e)
+		return
+	}
+	hb := ex.upd.hub
+	h.hubs.acquire(hb.id)
+	defer h.hubs.release(hb)
+	defer hb.unsubscribe(sub)
+	h.stream(c, sub, nil, ex.id)
+}
+
+func (h *Handler) subscribeToTask(c *call, params json.RawMessage) {
+	if !h.requireStreaming(c) {
+		return
+	}
+	var req a2a.SubscribeToTaskRequest
+	if e := a2a.DecodeParams(params, &req); e != nil {
+		h.fail(c, e)
+		return
+	}
+	if req.ID == "" {
+		h.fail(c, a2a.NewError(a2a.CodeInvalidParams, "id is required"))
+		return
+	}
+	ctx := c.r.Context()
+	// Check scope against the store before touching the hub, so another
+	// caller's task id reveals nothing.
+	if _, _, err := h.store.Get(ctx, c.scope, req.ID); err != nil {
+		h.fail(c, h.storeError(c, "get", err))
+		return
+	}
+	hb := h.hubs.acquire(req.ID)
+	defer h.hubs.release(hb)
+	hb.mu.Lock()
+	hb.scope = c.scope
+	hb.task = nil // re-read: another replica may have written since
+	if err := hb.loadLocked(ctx, h.store); err != nil {
+		hb.mu.Unlock()
+		h.fail(c, h.storeError(c, "get", err))
+		return
+	}
+	snap, seq := hb.task, hb.version
+	if snap.Status.State.Terminal() {
+		hb.mu.Unlock()
+		h.fail(c, a2a.NewError(a2a.CodeUnsupportedOperation, "task %s is in terminal state %s", snap.ID, snap.Status.State))
+		return
+	}
+	live := hb.exec != nil
+	sub := newSubscriber(0)
+	if live {
+		hb.subscribeLocked(sub)
+	}
+	hb.mu.Unlock()
+	defer hb.unsubscribe(sub)
+	first := &frame{seq: seq, resp: &a2a.StreamResponse{Task: snap}}
+	if !live {
+		// Nothing in this process will change the task: send the
+		// snapshot and close.
+		h.stream(c, nil, first, 0)
+		return
+	}
+	h.stream(c, sub, first, 0)
+}
+
+// stream writes frames as SSE until a final frame, the end of the followed
+// execution, or the caller leaving. An error frame before anything was sent
+// is answered as a plain JSON-RPC error.
+func (h *Handler) stream(c *call, sub *subscriber, first *frame, execID uint64) {
+	w := c.w
+	flusher, _ := w.(http.Flusher)
+	started := false
+	begin := func() {
+		if started {
+			return
+		}
+		started = true
+		hd := w.Header()
+		hd.Set("Content-Type", "text/event-stream")
+		hd.Set("Cache-Control", "no-cache")
+		hd.Set("X-Accel-Buffering", "no")
+		hd.Set("Connection", "keep-alive")
+		w.WriteHeader(http.StatusOK)
+	}
+	var out []byte
+	send := func(f *frame) bool {
+		begin()
+		body, err := json.Marshal(f.resp)
+		if err != nil {
+			h.log.ErrorContext(c.r.Context(), "a2asrv: encode frame", "err", err)
+			return false
+		}
+		out = out[:0]
+		ev := a2a.Event{Data: a2a.AppendResult(nil, c.id, body)}
+		if f.seq > 0 {
+			ev.ID = itoa(int(f.seq))
+		}
+		out = a2a.AppendEvent(out, ev)
+		if _, err := w.Write(out); err != nil {
+			return false
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return true
+	}
+	if first != nil {
+		if !send(first) || first.final() || sub == nil {
+			return
+		}
+	}
+	if sub == nil {
+		return
+	}
+	keepAlive := time.NewTicker(h.opts.KeepAlive)
+	defer keepAlive.Stop()
+	var buf []frame
+	var dropped bool
+	for {
+		select {
+		case <-sub.notify:
+		case <-keepAlive.C:
+			begin()
+			if _, err := w.Write(a2a.KeepAlive); err != nil {
+				return
+			}
+			if flusher != nil {
+				flusher.Flush()
+			}
+			continue
+		case <-c.r.Context().Done():
+			return
+		}
+		buf, dropped = sub.take(buf)
+		for i := range buf {
+			f := &buf[i]
+			switch {
+			case f.err != nil:
+				if !started {
+					h.fail(c, f.err)
+					return
+				}
+				begin()
+				_, _ = w.Write(a2a.AppendEvent(nil, a2a.Event{Data: a2a.AppendErrorResponse(nil, c.id, f.err)}))
+				return
+			case f.endExec != 0:
+				if f.endExec == execID || (execID == 0 && !h.hasLiveExec(sub)) {
+					begin()
+					return
+				}
+			case f.resp != nil:
+				if !send(f) || f.final() {
+					return
+				}
+			}
+		}
+		if dropped {
+			return
+		}
+	}
+}
+
+// hasLiveExec reports whether the task a task-following subscriber watches
+// still has an execution (a newer one may have superseded the one that
+// ended).
+func (h *Handler) hasLiveExec(sub *subscriber) bool {
+	hb := sub.hub
+	if hb == nil {
+		return false
+	}
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	return hb.exec != nil
+}
+
+func (h *Handler) getTask(c *call, params json.RawMessage) {
+	var req a2a.GetTaskRequest
+	if e := a2a.DecodeParams(params, &req); e != nil {
+		h.fail(c, e)
+		return
+	}
+	if req.ID == "" {
+		h.fail(c, a2a.NewError(a2a.CodeInvalidParams, "id is required"))
+		return
+	}
+	if badHistoryLength(req.HistoryLength) {
+		h.fail(c, a2a.NewError(a2a.CodeInvalidParams, "historyLength must not be negative"))
+		return
+	}
+	t, _, err := h.store.Get(c.r.Context(), c.scope, req.ID)
+	if err != nil {
+		h.fail(c, h.storeError(c, "get", err))
+		return
+	}
+	h.writeValue(c, h.trimHistory(t, req.HistoryLength))
+}
+
+const (
+	defaultPageSize = 50
+	maxPageSize     = 100
+)
+
+func (h *Handler) listTasks(c *call, params json.RawMessage) {
+	var req a2a.ListTasksRequest
+	if e := a2a.DecodeParams(params, &req); e != nil {
+		h.fail(c, e)
+		return
+	}
+	q := ListQuery{ContextID: req.ContextID, State: req.Status, PageToken: req.PageToken, PageSize: defaultPageSize}
+	if req.PageSize != nil {
+		if *req.PageSize < 0 || *req.PageSize > maxPageSize {
+			h.fail(c, a2a.NewError(a2a.CodeInvalidParams, "pageSize must be between 1 and %d", maxPageSize))
+			return
+		}
+		if *req.PageSize > 0 {
+			q.PageSize = int(*req.PageSize)
+		}
+	}
+	if badHistoryLength(req.HistoryLength) {
+		h.fail(c, a2a.NewError(a2a.CodeInvalidParams, "historyLength must not be negative"))
+		return
+	}
+	if req.StatusTimestampAfter != "" {
+		ts, err := time.Parse(time.RFC3339Nano, req.StatusTimestampAfter)
+		if err != nil {
+			h.fail(c, a2a.NewError(a2a.CodeInvalidParams, "statusTimestampAfter must be an RFC 3339 timestamp"))
+			return
+		}
+		q.StatusAfter = ts.UTC()
+	}
+	res, err := h.store.List(c.r.Context(), c.scope, q)
+	if err != nil {
+		h.fail(c, h.storeError(c, "list", err))
+		return
+	}
+	out := a2a.ListTasksResponse{Tasks: make([]a2a.Task, 0, len(res.Tasks)), NextPageToken: res.NextPageToken, PageSize: int32(q.PageSize), TotalSize: int32(res.TotalSize)}
+	for _, t := range res.Tasks {
+		t = h.trimHistory(t, req.HistoryLength)
+		if !req.IncludeArtifacts && t.Artifacts != nil {
+			cp := *t
+			cp.Artifacts = nil
+			t = &cp
+		}
+		out.Tasks = append(out.Tasks, *t)
+	}
+	h.writeValue(c, out)
+}
+
+func (h *Handler) cancelTask(c *call, params json.RawMessage) {
+	var req a2a.CancelTaskRequest
+	if e := a2a.DecodeParams(params, &req); e != nil {
+		h.fail(c, e)
+		return
+	}
+	if req.ID == "" {
+		h.fail(c, a2a.NewError(a2a.CodeInvalidParams, "id is required"))
+		return
+	}
+	ctx := context.WithoutCancel(c.r.Context())
+	if _, _, err := h.store.Get(ctx, c.scope, req.ID); err != nil {
+		h.fail(c, h.storeError(c, "get", err))
+		return
+	}
+	hb := h.hubs.acquire(req.ID)
+	defer h.hubs.release(hb)
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	hb.scope = c.scope
+	// CANCELED is written first; only then is the execution preempted, so
+	// whatever it does on its way out cannot overwrite the decision.
+	t, err := hb.applyLocked(ctx, h.store, func(t *a2a.Task) (*a2a.StreamResponse, error) {
+		if t.Status.State.Terminal() {
+			return nil, a2a.NewError(a2a.CodeTaskNotCancelable, "task %s is in terminal state %s", t.ID, t.Status.State)
+		}
+		t.Status = a2a.TaskStatus{State: a2a.TaskStateCanceled, Timestamp: h.now()}
+		if len(req.Metadata) > 0 {
+			if t.Metadata == nil {
+				t.Metadata = map[string]any{}
+			} else {
+				t.Metadata = cloneMap(t.Metadata)
+			}
+			for k, v := range req.Metadata {
+				t.Metadata[k] = v
+			}
+		}
+		return &a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{TaskID: t.ID, ContextID: t.ContextID, Status: t.Status}}, nil
+	})
+	if err != nil {
+		h.fail(c, h.storeError(c, "update", err))
+		return
+	}
+	if e := hb.exec; e != nil {
+		e.upd.revoked = true
+		e.cancel(ErrCanceled)
+	}
+	h.writeValue(c, t)
+}
+
+func cloneMap(m map[string]any) map[string]any {
+	c := make(map[string]any, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+func (h *Handler) pushStore(c *call) (PushConfigStore, bool) {
+	if h.opts.PushConfigStore == nil {
+		h.fail(c, a2a.NewError(a2a.CodePushNotificationNotSupported, "push notifications are not supported"))
+		return nil, false
+	}
+	return h.opts.PushConfigStore, true
+}
+
+// taskInScope answers TaskNotFound unless taskID is a task of the caller.
+func (h *Handler) taskInScope(c *call, taskID string) bool {
+	if taskID == "" {
+		h.fail(c, a2a.NewError(a2a.CodeInvalidParams, "taskId is required"))
+		return false
+	}
+	if _, _, err := h.store.Get(c.r.Context(), c.scope, taskID); err != nil {
+		h.fail(c, h.storeError(c, "get", err))
+		return false
+	}
+	return true
+}
+
+// redactPushConfig drops the webhook credentials from a config before it
+// is sent: they are write-only, so reading configs back never leaks a secret
+// (the concern of a2aproject/A2A#1988).
+func redactPushConfig(cfg *a2a.TaskPushNotificationConfig) *a2a.TaskPushNotificationConfig {
+	if cfg.Authentication == nil || cfg.Authentication.Credentials == "" {
+		return cfg
+	}
+	c := *cfg
+	auth := *cfg.Authentication
+	auth.Credentials = ""
+	c.Authentication = &auth
+	return &c
+}
+
+func validPushURL(raw string) *a2a.Error {
+	u, err := url.Parse(raw)
+	if raw == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return a2a.NewError(a2a.CodeInvalidParams, "push notification url must be an absolute http(s) URL")
+	}
+	return nil
+}
+
+func (h *Handler) createPushConfig(c *call, params json.RawMessage) {
+	ps, ok := h.pushStore(c)
+	if !ok {
+		return
+	}
+	var cfg a2a.TaskPushNotificationConfig
+	if e := a2a.DecodeParams(params, &cfg); e != nil {
+		h.fail(c, e)
+		return
+	}
+	if e := validPushURL(cfg.URL); e != nil {
+		h.fail(c, e)
+		return
+	}
+	if !h.taskInScope(c, cfg.TaskID) {
+		return
+	}
+	if cfg.ID == "" {
+		cfg.ID = h.newID()
+	}
+	cfg.Tenant = c.scope.Tenant
+	if err := ps.Put(c.r.Context(), c.scope, &cfg); err != nil {
+		h.fail(c, h.storeError(c, "put push config", err))
+		return
+	}
+	h.writeValue(c, redactPushConfig(&cfg))
+}
+
+func (h *Handler) getPushConfig(c *call, params json.RawMessage) {
+	ps, ok := h.pushStore(c)
+	if !ok {
+		return
+	}
+	var req a2a.GetTaskPushNotificationConfigRequest
+	if e := a2a.DecodeParams(params, &req); e != nil {
+		h.fail(c, e)
+		return
+	}
+	if req.ID == "" {
+		h.fail(c, a2a.NewError(a2a.CodeInvalidParams, "id is required"))
+		return
+	}
+	if !h.taskInScope(c, req.TaskID) {
+		return
+	}
+	cfg, err := ps.Get(c.r.Context(), c.scope, req.TaskID, req.ID)
+	if err != nil {
+		h.fail(c, h.storeError(c, "get push config", err))
+		return
+	}
+	h.writeValue(c, redactPushConfig(cfg))
+}
+
+func (h *Handler) listPushConfigs(c *call, params json.RawMessage) {
+	ps, ok := h.pushStore(c)
+	if !ok {
+		return
+	}
+	var req a2a.ListTaskPushNotificationConfigsRequest
+	if e := a2a.DecodeParams(params, &req); e != nil {
+		h.fail(c, e)
+		return
+	}
+	size := defaultPageSize
+	if req.PageSize != nil {
+		if *req.PageSize < 0 || *req.PageSize > maxPageSize {
+			h.fail(c, a2a.NewError(a2a.CodeInvalidParams, "pageSize must be between 1 and %d", maxPageSize))
+			return
+		}
+		if *req.PageSize > 0 {
+			size = int(*req.PageSize)
+		}
+	}
+	if !h.taskInScope(c, req.TaskID) {
+		return
+	}
+	cfgs, next, err := ps.List(c.r.Context(), c.scope, req.TaskID, size, req.PageToken)
+	if err != nil {
+		h.fail(c, h.storeError(c, "list push configs", err))
+		return
+	}
+	out := a2a.ListTaskPushNotificationConfigsResponse{Configs: make([]a2a.TaskPushNotificationConfig, 0, len(cfgs)), NextPageToken: next}
+	for _, cfg := range cfgs {
+		out.Configs = append(out.Configs, *redactPushConfig(cfg))
+	}
+	h.writeValue(c, out)
+}
+
+func (h *Handler) deletePushConfig(c *call, params json.RawMessage) {
+	ps, ok := h.pushStore(c)
+	if !ok {
+		return
+	}
+	var req a2a.DeleteTaskPushNotificationConfigRequest
+	if e := a2a.DecodeParams(params, &req); e != nil {
+		h.fail(c, e)
+		return
+	}
+	if req.ID == "" {
+		h.fail(c, a2a.NewError(a2a.CodeInvalidParams, "id is required"))
+		return
+	}
+	if !h.taskInScope(c, req.TaskID) {
+		return
+	}
+	if err := ps.Delete(c.r.Context(), c.scope, req.TaskID, req.ID); err != nil {
+		h.fail(c, h.storeError(c, "delete push config", err))
+		return
+	}
+	h.writeResult(c, []byte("null"))
+}
+
+func (h *Handler) getExtendedCard(c *call, params json.RawMessage) {
+	var req a2a.GetExtendedAgentCardRequest
+	if e := a2a.DecodeParams(params, &req); e != nil {
+		h.fail(c, e)
+		return
+	}
+	if h.opts.ExtendedCard == nil {
+		h.fail(c, a2a.NewError(a2a.CodeExtendedAgentCardNotConfigured, "no extended agent card is configured"))
+		return
+	}
+	h.writeValue(c, h.opts.ExtendedCard)
+}
