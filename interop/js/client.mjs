@@ -175,6 +175,9 @@ if (client) {
       for await (const ev of stream) {
         events.push(StreamResponse.toJSON(ev));
         if (events.length === 1) {
+          // Idle long enough for a server's keep-alive comments to arrive
+          // (the Go tests run ours with a 50 ms interval).
+          await new Promise((resolve) => setTimeout(resolve, 200));
           canceled = Task.toJSON(await client.cancelTask(CancelTaskRequest.fromJSON({ id: slow.task.id }), callOptions));
         }
         if (events.length >= 50) break;
