@@ -10,6 +10,7 @@ require (
 
 require (
 	github.com/google/uuid v1.6.0 // indirect
+	golang.org/x/mod v0.33.0 // indirect
 	golang.org/x/sync v0.19.0 // indirect
 )
 

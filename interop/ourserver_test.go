@@ -1,0 +1,82 @@
+package interop
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/a2a/a2asrv"
+)
+
+// echoExecutor is the agent behind our server in these tests, with the same
+// behaviours as goPeerExecutor so one scenario runs against both servers:
+// "message" replies with a message, "slow" works until cancelled, anything
+// else is echoed as an artifact and completes with a "done" message.
+type echoExecutor struct{}
+
+func (echoExecutor) Execute(ctx context.Context, req *a2asrv.RequestContext, u a2asrv.Updater) error {
+	text := req.Message.Text()
+	if text == "message" {
+		return u.Reply(ctx, a2a.NewMessage(a2a.RoleAgent, a2a.TextPart("echo: message")))
+	}
+	if err := u.UpdateStatus(ctx, a2a.TaskStateWorking, nil, nil); err != nil {
+		return err
+	}
+	if text == "slow" {
+		<-ctx.Done()
+		return context.Cause(ctx)
+	}
+	art := a2a.Artifact{ArtifactID: a2a.NewID(), Parts: []a2a.Part{a2a.TextPart("echo: " + text)}}
+	if err := u.AddArtifact(ctx, art, false, true, nil); err != nil {
+		return err
+	}
+	return u.UpdateStatus(ctx, a2a.TaskStateCompleted, a2a.NewMessage(a2a.RoleAgent, a2a.TextPart("done")), nil)
+}
+
+// keepAlive is our server's SSE keep-alive interval in these tests.
+const keepAlive = 50 * time.Millisecond
+
+// startOurServer serves a2asrv.Handler with echoExecutor and in-memory
+// stores, its card naming the test server's URL as the JSON-RPC endpoint.
+func startOurServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	// The card names the server's own URL, so listen before building it.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + l.Addr().String()
+	card := &a2a.AgentCard{
+		Name:        "NovaOS interop echo",
+		Description: "Echoes text as an artifact",
+		Version:     "1.0.0",
+		SupportedInterfaces: []a2a.AgentInterface{
+			{URL: url, ProtocolBinding: a2a.BindingJSONRPC, ProtocolVersion: a2a.ProtocolVersion},
+		},
+		Capabilities:       a2a.AgentCapabilities{Streaming: a2a.Bool(true), PushNotifications: a2a.Bool(true)},
+		DefaultInputModes:  []string{"text/plain"},
+		DefaultOutputModes: []string{"text/plain"},
+		Skills:             []a2a.AgentSkill{{ID: "echo", Name: "Echo", Description: "Echoes text", Tags: []string{"echo"}}},
+	}
+	h := a2asrv.NewHandler(card, echoExecutor{}, &a2asrv.Options{
+		PushConfigStore: a2asrv.NewMemoryPushConfigStore(nil),
+		// Frequent keep-alive comments, so every stream in the suite shows
+		// the peers some.
+		KeepAlive: keepAlive,
+	})
+	srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: h}}
+	srv.Start()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := h.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+		srv.Close()
+	})
+	return srv
+}
