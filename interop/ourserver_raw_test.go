@@ -102,7 +102,9 @@ func TestOurServer_KeepAlive(t *testing.T) {
 		Configuration: &a2a.SendMessageConfiguration{ReturnImmediately: true},
 	}))
 	// Shutdown waits for running executions, so end this one.
-	defer func() { decodeResult[a2a.Task](t, c.call(t, a2a.MethodCancelTask, a2a.CancelTaskRequest{ID: res.Task.ID})) }()
+	defer func() {
+		decodeResult[a2a.Task](t, c.call(t, a2a.MethodCancelTask, a2a.CancelTaskRequest{ID: res.Task.ID}))
+	}()
 	ctx := testCtx(t)
 	resp, _ := c.post(ctx, t, a2a.MethodSubscribeToTask, a2a.SubscribeToTaskRequest{ID: res.Task.ID}, "text/event-stream")
 	defer resp.Body.Close()
