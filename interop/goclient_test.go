@@ -220,6 +220,8 @@ func TestGoClient_GetTask(t *testing.T) {
 func TestGoClient_ListTasks(t *testing.T) {
 	c, _ := newGoClient(t)
 	first := goSendTask(t, c, &goa2a.SendMessageRequest{Message: goUserMessage("one")})
+	// Status timestamps have millisecond precision; keep the order unambiguous.
+	time.Sleep(5 * time.Millisecond)
 	m := goUserMessage("two")
 	m.ContextID = first.ContextID
 	second := goSendTask(t, c, &goa2a.SendMessageRequest{Message: m})

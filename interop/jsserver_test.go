@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -85,6 +86,9 @@ func TestJSServer(t *testing.T) {
 
 	t.Run("GetTaskAndList", func(t *testing.T) {
 		first := decodeResult[a2a.SendMessageResponse](t, c.call(t, a2a.MethodSendMessage, a2a.SendMessageRequest{Message: userMessage("one")})).Task
+		// Status timestamps have millisecond precision; keep the order
+		// unambiguous.
+		time.Sleep(5 * time.Millisecond)
 		m := userMessage("two")
 		m.ContextID = first.ContextID
 		second := decodeResult[a2a.SendMessageResponse](t, c.call(t, a2a.MethodSendMessage, a2a.SendMessageRequest{Message: m})).Task

@@ -127,7 +127,9 @@ if (client) {
     await step('listTasks', async () =>
       ListTasksResponse.toJSON(await client.listTasks(ListTasksRequest.fromJSON({ contextId: task.contextId, includeArtifacts: true }), callOptions)));
 
-    // A follow-up message in the same context, then list both.
+    // A follow-up message in the same context, then list both. The pause
+    // keeps the status timestamps (millisecond precision) apart.
+    await new Promise((resolve) => setTimeout(resolve, 5));
     await step('sendMessageSameContext', async () =>
       sendResult(await client.sendMessage(sendRequest('again', { contextId: task.contextId }), callOptions)));
     await step('listTasksContext', async () =>
