@@ -1,0 +1,63 @@
+package a2asrv_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/a2a/a2asrv"
+)
+
+// echoExecutor is the cheapest useful agent: one artifact, then completed.
+func echoExecutor(ctx context.Context, req *a2asrv.RequestContext, u a2asrv.Updater) error {
+	art := a2a.Artifact{ArtifactID: "echo", Parts: req.Message.Parts}
+	if err := u.AddArtifact(ctx, art, false, true, nil); err != nil {
+		return err
+	}
+	return u.UpdateStatus(ctx, a2a.TaskStateCompleted, nil, nil)
+}
+
+func benchRequest(method string, i int) *http.Request {
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{"message":{"messageId":"m-%d","role":"ROLE_USER","parts":[{"text":"hello benchmark world"}]}}}`, i, method, i)
+	r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader([]byte(body)))
+	r.Header.Set(a2a.HeaderVersion, a2a.ProtocolVersion)
+	return r
+}
+
+// BenchmarkSendMessage measures the handler's own cost of a blocking
+// SendMessage (decode, execute, two store writes, encode) without the
+// network, with the bounded in-memory store.
+func BenchmarkSendMessage(b *testing.B) {
+	h := a2asrv.NewHandler(testCard(), a2asrv.ExecutorFunc(echoExecutor), nil)
+	defer h.Shutdown(context.Background())
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, benchRequest(a2a.MethodSendMessage, i))
+		if w.Code != http.StatusOK || !bytes.Contains(w.Body.Bytes(), []byte("TASK_STATE_COMPLETED")) {
+			b.Fatalf("unexpected response %d: %s", w.Code, w.Body)
+		}
+	}
+}
+
+// BenchmarkSendStreamingMessage is the same through SSE.
+func BenchmarkSendStreamingMessage(b *testing.B) {
+	h := a2asrv.NewHandler(testCard(), a2asrv.ExecutorFunc(echoExecutor), nil)
+	defer h.Shutdown(context.Background())
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, benchRequest(a2a.MethodSendStreamingMessage, i))
+		if !bytes.Contains(w.Body.Bytes(), []byte("TASK_STATE_COMPLETED")) {
+			b.Fatalf("unexpected response %d: %s", w.Code, w.Body)
+		}
+	}
+}
