@@ -19,7 +19,7 @@ import (
 // passed on byte for byte, so numbers keep their precision and data parts
 // their exact text.
 func Unmarshal(data []byte, v any) error {
-	if bytes.IndexByte(data, '_') < 0 && !bytes.Contains(data, []byte(`\u005`)) {
+	if !snakeKeys(data) {
 		return json.Unmarshal(data, v)
 	}
 	norm, err := camelizeKeys(data)
@@ -260,4 +260,44 @@ func snakeToCamel(s string) string {
 		b.WriteByte(c)
 	}
 	return b.String()
+}
+
+// snakeKeys reports whether any object key in data may hold an underscore
+// (or an escape that could spell one). Values are not looked at: enum names
+// such as TASK_STATE_COMPLETED are everywhere in A2A JSON, and sending every
+// such document down the rewriting path would double the cost of a decode.
+// Malformed input answers true so the caller's slow path reports the error.
+func snakeKeys(data []byte) bool {
+	if bytes.IndexByte(data, '_') < 0 && !bytes.Contains(data, []byte(`\u005`)) {
+		return false
+	}
+	for i := 0; i < len(data); i++ {
+		if data[i] != '"' {
+			continue
+		}
+		suspicious := false
+		for i++; i < len(data) && data[i] != '"'; i++ {
+			switch data[i] {
+			case '_':
+				suspicious = true
+			case '\\':
+				suspicious = true
+				i++
+			}
+		}
+		if i >= len(data) {
+			return true
+		}
+		if !suspicious {
+			continue
+		}
+		j := i + 1
+		for j < len(data) && (data[j] == ' ' || data[j] == '\t' || data[j] == '\n' || data[j] == '\r') {
+			j++
+		}
+		if j < len(data) && data[j] == ':' {
+			return true
+		}
+	}
+	return false
 }
