@@ -71,6 +71,7 @@ type Handler struct {
 	cardETag string
 
 	hubs     hubs
+	workers  *workers
 	wg       sync.WaitGroup
 	closing  atomic.Bool
 	bufs     sync.Pool
@@ -80,7 +81,7 @@ type Handler struct {
 // NewHandler returns a handler serving card and running exec for every
 // message.
 func NewHandler(card *a2a.AgentCard, exec Executor, opts *Options) *Handler {
-	h := &Handler{card: card, exec: exec}
+	h := &Handler{card: card, exec: exec, workers: newWorkers()}
 	if opts != nil {
 		h.opts = *opts
 	}
@@ -365,6 +366,7 @@ func (h *Handler) writeValue(c *call, v any) {
 // is done, then cancels the rest (their tasks keep their last state).
 func (h *Handler) Shutdown(ctx context.Context) error {
 	h.closing.Store(true)
+	defer h.workers.stop()
 	done := make(chan struct{})
 	go func() {
 		h.wg.Wait()

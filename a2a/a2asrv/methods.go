@@ -224,7 +224,7 @@ func (h *Handler) start(c *call, p *prepared, sub *subscriber, eager bool) (*exe
 	}
 	h.wg.Add(1)
 	hb.mu.Unlock()
-	go h.run(execCtx, e, p.rc)
+	h.workers.run(func() { h.run(execCtx, e, p.rc) })
 	return e, snapshot, nil
 }
 
