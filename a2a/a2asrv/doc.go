@@ -1,0 +1,79 @@
+// Package a2asrv serves one agent over the A2A v1.0.1 JSON-RPC binding.
+//
+// A [Handler] is an http.Handler: POST to its root runs a JSON-RPC method,
+// GET /.well-known/agent-card.json returns the agent card (with ETag and
+// Cache-Control). Every method of the spec is served: SendMessage (blocking,
+// or returnImmediately), SendStreamingMessage, GetTask, ListTasks, CancelTask,
+// SubscribeToTask, the four TaskPushNotificationConfig methods and
+// GetExtendedAgentCard. The agent itself is an [Executor]; it reports
+// progress through an [Updater], and every update is persisted in the
+// [TaskStore] before it is streamed.
+//
+//	exec := a2asrv.ExecutorFunc(func(ctx context.Context, req *a2asrv.RequestContext, u a2asrv.Updater) error {
+//		art := a2a.Artifact{ArtifactID: "answer", Parts: []a2a.Part{a2a.TextPart("hi")}}
+//		if err := u.AddArtifact(ctx, art, false, true, nil); err != nil {
+//			return err
+//		}
+//		return u.UpdateStatus(ctx, a2a.TaskStateCompleted, nil, nil)
+//	})
+//	http.Handle("/agents/hello/", http.StripPrefix("/agents/hello", a2asrv.NewHandler(card, exec, nil)))
+//
+// # Interruptions
+//
+// Three things can cut an execution short, and the task store answers each
+// truthfully (seed 000's interruption policy):
+//
+//  1. CancelTask writes TASK_STATE_CANCELED first, then cancels the
+//     execution's context with cause [ErrCanceled]; whatever the execution
+//     writes afterwards is refused with [ErrRevoked].
+//  2. An execution that ends in a cancellation nobody asked for writes
+//     nothing: the task keeps its last state, a SendMessage answers with that
+//     non-terminal snapshot and a stream closes with no terminal frame.
+//  3. A caller that disconnects does not stop the execution: it runs on,
+//     detached, and SubscribeToTask re-attaches (snapshot first). A new
+//     message naming a task whose execution is live supersedes it (cause
+//     [ErrSuperseded]), so one task never has two writers.
+//
+// # Streams and sequence numbers
+//
+// Each SSE event carries an id: the task's store version after the write the
+// frame reports. Versions grow by one per write and survive restarts, so a
+// client that lost its stream knows exactly which frames it saw; it
+// resubscribes and receives a Task snapshot (whose id is the version it
+// reflects) followed by every later frame. Message-only answers carry no id.
+// Frames are fanned out in write order to every stream on the task. Idle
+// streams get ": keep-alive" comments; responses carry Cache-Control:
+// no-cache and X-Accel-Buffering: no.
+//
+// # Decisions where the spec is silent or inconsistent
+//
+//   - A2A-Version is required: absent or empty means 0.3 and is answered
+//     -32009, as is any version other than 1.0 (patch numbers are ignored).
+//     The version is checked before the method, after the envelope; v0.3
+//     method names (message/send) are -32601.
+//   - Blocking SendMessage waits for a terminal or interrupted state (the
+//     §3.2.2 wording, not §3.1.1's); streams close at either.
+//   - A task is stored at the executor's first write, so an executor may
+//     answer with a message (Updater.Reply) and leave no task behind. With
+//     returnImmediately the task is stored as SUBMITTED before the executor
+//     runs, and a Reply then completes it with that message.
+//   - The first frame of every task stream is the whole Task (§3.1.2), also
+//     when a message continues an existing task.
+//   - SubscribeToTask on a task with no execution running in this process
+//     sends the snapshot and closes: nothing here will change it. Terminal
+//     tasks are refused with -32004.
+//   - Errors use the v1.0.1 codes with a google.rpc.ErrorInfo detail and HTTP
+//     200, except a body over the limit (413, -32600) and a caller that
+//     Options.Identify rejects (401, -31401, the code a2a-go uses).
+//   - referenceTaskIds resolve only within the message's contextId; others
+//     are passed to the executor as unresolved, never leaked.
+//   - Push configs are stored and served (credentials are write-only and
+//     never returned); delivering webhooks is the platform's job, not this
+//     handler's. Without a PushConfigStore the four methods answer -32003.
+//   - Task ids of other callers (Options.Identify's Scope) are "not found"
+//     on every path, checked inside the store.
+//
+// Fan-out to streams is per process: with several replicas on one
+// PostgreSQL, a stream sees the writes of executions running in its own
+// process, while GetTask and ListTasks see every replica's writes.
+package a2asrv
