@@ -25,13 +25,26 @@ import (
 // decoder. These tests check that our wire model understands what the Go
 // reference SDK emits, and record where that SDK departs from the spec.
 
-// goPeerExecutor is the a2a-go agent behind the peer server. The message
-// text picks the behaviour: "message" answers with a message, "slow" works
-// until cancelled, anything else is echoed as an artifact and completes.
+// goPeerExecutor is the a2a-go agent behind the peer server, behaving like
+// echoExecutor: "message" answers with a message, "slow" works until
+// cancelled, a leading "parts" text part returns the other parts as an
+// artifact, anything else is echoed as an artifact and completes.
 type goPeerExecutor struct{}
 
 func (goPeerExecutor) Execute(ctx context.Context, ec *goa2asrv.ExecutorContext) iter.Seq2[goa2a.Event, error] {
 	return func(yield func(goa2a.Event, error) bool) {
+		if ps := ec.Message.Parts; len(ps) > 1 && ps[0].Text() == partsCommand {
+			if ec.StoredTask == nil {
+				if !yield(goa2a.NewSubmittedTask(ec, ec.Message), nil) {
+					return
+				}
+			}
+			if !yield(goa2a.NewArtifactEvent(ec, ps[1:]...), nil) {
+				return
+			}
+			yield(goa2a.NewStatusUpdateEvent(ec, goa2a.TaskStateCompleted, nil), nil)
+			return
+		}
 		text := goPeerText(ec.Message)
 		if text == "message" {
 			yield(goa2a.NewMessage(goa2a.MessageRoleAgent, goa2a.NewTextPart("echo: message")), nil)

@@ -59,13 +59,14 @@ func jsPeer(t *testing.T) (node, dir string) {
 	return node, dir
 }
 
-// runJSClient runs the Node client against baseURL and returns its report.
-func runJSClient(t *testing.T, baseURL string) *jsReport {
+// runJSClient runs the Node client against baseURL (with extra arguments
+// for client.mjs) and returns its report.
+func runJSClient(t *testing.T, baseURL string, args ...string) *jsReport {
 	t.Helper()
 	node, dir := jsPeer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "client.mjs", baseURL)
+	cmd := exec.CommandContext(ctx, node, append([]string{"client.mjs", baseURL}, args...)...)
 	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -13,12 +13,21 @@ import (
 )
 
 // echoExecutor is the agent behind our server in these tests, with the same
-// behaviours as goPeerExecutor so one scenario runs against both servers:
-// "message" replies with a message, "slow" works until cancelled, anything
-// else is echoed as an artifact and completes with a "done" message.
+// behaviours as goPeerExecutor and js/server.mjs so one scenario runs
+// against every server: "message" replies with a message, "slow" works
+// until cancelled, a message whose first part is the text "parts" gets its
+// other parts back verbatim as an artifact, anything else is echoed as an
+// artifact and completes with a "done" message.
 type echoExecutor struct{}
 
 func (echoExecutor) Execute(ctx context.Context, req *a2asrv.RequestContext, u a2asrv.Updater) error {
+	if parts := req.Message.Parts; len(parts) > 1 && parts[0].Kind == a2a.PartText && parts[0].Text == partsCommand {
+		art := a2a.Artifact{ArtifactID: a2a.NewID(), Parts: parts[1:]}
+		if err := u.AddArtifact(ctx, art, false, true, nil); err != nil {
+			return err
+		}
+		return u.UpdateStatus(ctx, a2a.TaskStateCompleted, nil, nil)
+	}
 	text := req.Message.Text()
 	if text == "message" {
 		return u.Reply(ctx, a2a.NewMessage(a2a.RoleAgent, a2a.TextPart("echo: message")))

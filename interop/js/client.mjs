@@ -3,6 +3,11 @@
 // to wire JSON (ProtoJSON) or the error the SDK raised.
 //
 //   node client.mjs http://127.0.0.1:PORT
+//   node client.mjs http://127.0.0.1:PORT '<JSON array of parts>'
+//
+// With a second argument it runs one step only, sendParts: a message whose
+// first part is the text "parts" followed by the given parts (wire JSON);
+// the agent returns those parts as an artifact.
 //
 // The server's agent must understand three message texts: "message" (reply
 // with a message), "slow" (work until cancelled), anything else (echo it as
@@ -34,7 +39,7 @@ import {
 } from '@a2a-js/sdk';
 import { randomUUID } from 'node:crypto';
 
-const baseUrl = process.argv[2];
+const [baseUrl, partsArg] = process.argv.slice(2);
 if (!baseUrl) {
   console.error('usage: node client.mjs <agent base URL>');
   process.exit(2);
@@ -109,7 +114,12 @@ const client = await new ClientFactory().createFromUrl(baseUrl).catch((err) => {
   return undefined;
 });
 
-if (client) {
+if (client && partsArg) {
+  await step('sendParts', async () => {
+    const message = { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'parts' }, ...JSON.parse(partsArg)] };
+    return sendResult(await client.sendMessage(SendMessageRequest.fromJSON({ message }), callOptions));
+  });
+} else if (client) {
   report.protocolVersion = client.protocolVersion;
   await step('agentCard', async () => AgentCard.toJSON(await client.getAgentCard(callOptions)));
 

@@ -5,8 +5,9 @@
 // output with our wire model.
 //
 // The agent behaves like the Go tests' agents: "message" replies with a
-// message, "slow" works until cancelled, anything else is echoed as an
-// artifact and completes with a "done" status message.
+// message, "slow" works until cancelled, a message whose first part is the
+// text "parts" gets its other parts back as an artifact, anything else is
+// echoed as an artifact and completes with a "done" status message.
 //
 // As in client.mjs, events are written as wire JSON and converted with the
 // SDK's fromJSON codecs, because the SDK's objects are ts-proto shapes.
@@ -44,6 +45,20 @@ class EchoExecutor {
   async execute(ctx, bus) {
     const text = textOf(ctx.userMessage);
     const { taskId, contextId } = ctx;
+    const parts = ctx.userMessage.parts;
+    if (parts.length > 1 && parts[0].content?.$case === 'text' && parts[0].content.value === 'parts') {
+      bus.publish(AgentEvent.task(Task.fromJSON({
+        id: taskId, contextId, status: { state: 'TASK_STATE_SUBMITTED', timestamp: now() },
+        history: [Message.toJSON(ctx.userMessage)],
+      })));
+      // The parts go back as the SDK holds them: no re-encoding by hand.
+      const update = TaskArtifactUpdateEvent.fromJSON({ taskId, contextId, lastChunk: true, artifact: { artifactId: randomUUID() } });
+      update.artifact.parts = parts.slice(1);
+      bus.publish(AgentEvent.artifactUpdate(update));
+      bus.publish(statusUpdate(taskId, contextId, 'TASK_STATE_COMPLETED'));
+      bus.finished();
+      return;
+    }
     if (text === 'message') {
       bus.publish(AgentEvent.message(Message.fromJSON({
         messageId: randomUUID(), contextId, role: 'ROLE_AGENT', parts: [{ text: 'echo: message' }],
