@@ -27,8 +27,9 @@ import (
 
 // goPeerExecutor is the a2a-go agent behind the peer server, behaving like
 // echoExecutor: "message" answers with a message, "slow" works until
-// cancelled, a leading "parts" text part returns the other parts as an
-// artifact, anything else is echoed as an artifact and completes.
+// cancelled, "ask" waits for input, a leading "parts" text part returns the
+// other parts as an artifact, anything else is echoed as an artifact and
+// completes.
 type goPeerExecutor struct{}
 
 func (goPeerExecutor) Execute(ctx context.Context, ec *goa2asrv.ExecutorContext) iter.Seq2[goa2a.Event, error] {
@@ -46,6 +47,21 @@ func (goPeerExecutor) Execute(ctx context.Context, ec *goa2asrv.ExecutorContext)
 			return
 		}
 		text := goPeerText(ec.Message)
+		if st := ec.StoredTask; st != nil && st.Status.State == goa2a.TaskStateInputRequired {
+			if !yield(goa2a.NewArtifactEvent(ec, goa2a.NewTextPart("answer: "+text)), nil) {
+				return
+			}
+			yield(goa2a.NewStatusUpdateEvent(ec, goa2a.TaskStateCompleted, nil), nil)
+			return
+		}
+		if text == "ask" {
+			if !yield(goa2a.NewSubmittedTask(ec, ec.Message), nil) {
+				return
+			}
+			q := goa2a.NewMessageForTask(goa2a.MessageRoleAgent, ec, goa2a.NewTextPart("what number?"))
+			yield(goa2a.NewStatusUpdateEvent(ec, goa2a.TaskStateInputRequired, q), nil)
+			return
+		}
 		if text == "message" {
 			yield(goa2a.NewMessage(goa2a.MessageRoleAgent, goa2a.NewTextPart("echo: message")), nil)
 			return

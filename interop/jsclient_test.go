@@ -146,6 +146,19 @@ func checkJSReport(t *testing.T, rep *jsReport, sendToTerminal, subscribeTermina
 		t.Errorf("deletePushConfig: %+v", s.Error)
 	}
 
+	asked := jsResult[a2a.SendMessageResponse](t, rep.step(t, "askInput"))
+	if asked.Task == nil || asked.Task.Status.State != a2a.TaskStateInputRequired || asked.Task.Status.Message.Text() != "what number?" {
+		t.Errorf("askInput = %+v, want INPUT_REQUIRED with the question", asked)
+	} else if answered := jsResult[a2a.SendMessageResponse](t, rep.step(t, "answerInput")); answered.Task == nil || answered.Task.ID != asked.Task.ID ||
+		answered.Task.Status.State != a2a.TaskStateCompleted || len(answered.Task.Artifacts) == 0 ||
+		a2a.PartsText(answered.Task.Artifacts[len(answered.Task.Artifacts)-1].Parts) != "answer: 42" {
+		t.Errorf("answerInput = %+v", answered)
+	}
+	if evs := *jsResult[[]a2a.StreamResponse](t, rep.step(t, "askInputStream")); len(evs) == 0 || !evs[len(evs)-1].Final() ||
+		!(kind(&evs[len(evs)-1]) == "status:TASK_STATE_INPUT_REQUIRED" || kind(&evs[len(evs)-1]) == "task:TASK_STATE_INPUT_REQUIRED") {
+		t.Errorf("askInputStream frames %v, want the stream to end at INPUT_REQUIRED", kindsOf(evs))
+	}
+
 	slow := jsResult[a2a.SendMessageResponse](t, rep.step(t, "sendSlowReturnImmediately"))
 	if slow.Task == nil || slow.Task.Status.State.Terminal() {
 		t.Fatalf("sendSlowReturnImmediately = %+v, want a live task", slow)

@@ -15,9 +15,11 @@ import (
 // echoExecutor is the agent behind our server in these tests, with the same
 // behaviours as goPeerExecutor and js/server.mjs so one scenario runs
 // against every server: "message" replies with a message, "slow" works
-// until cancelled, a message whose first part is the text "parts" gets its
-// other parts back verbatim as an artifact, anything else is echoed as an
-// artifact and completes with a "done" message.
+// until cancelled, "ask" stops in INPUT_REQUIRED and the next message on
+// that task completes it with "answer: <text>", a message whose first part
+// is the text "parts" gets its other parts back verbatim as an artifact,
+// anything else is echoed as an artifact and completes with a "done"
+// message.
 type echoExecutor struct{}
 
 func (echoExecutor) Execute(ctx context.Context, req *a2asrv.RequestContext, u a2asrv.Updater) error {
@@ -29,6 +31,16 @@ func (echoExecutor) Execute(ctx context.Context, req *a2asrv.RequestContext, u a
 		return u.UpdateStatus(ctx, a2a.TaskStateCompleted, nil, nil)
 	}
 	text := req.Message.Text()
+	if req.Task != nil && req.Task.Status.State == a2a.TaskStateInputRequired {
+		art := a2a.Artifact{ArtifactID: a2a.NewID(), Parts: []a2a.Part{a2a.TextPart("answer: " + text)}}
+		if err := u.AddArtifact(ctx, art, false, true, nil); err != nil {
+			return err
+		}
+		return u.UpdateStatus(ctx, a2a.TaskStateCompleted, nil, nil)
+	}
+	if text == "ask" {
+		return u.UpdateStatus(ctx, a2a.TaskStateInputRequired, a2a.NewMessage(a2a.RoleAgent, a2a.TextPart("what number?")), nil)
+	}
 	if text == "message" {
 		return u.Reply(ctx, a2a.NewMessage(a2a.RoleAgent, a2a.TextPart("echo: message")))
 	}

@@ -172,6 +172,14 @@ if (client && partsArg) {
     }
   }
 
+  // Multi-turn: the agent stops in INPUT_REQUIRED, the answer completes it.
+  const asked = await step('askInput', async () => sendResult(await client.sendMessage(sendRequest('ask'), callOptions)));
+  if (asked?.task) {
+    await step('answerInput', async () => sendResult(await client.sendMessage(
+      sendRequest('42', { taskId: asked.task.id, contextId: asked.task.contextId }), callOptions)));
+  }
+  await step('askInputStream', () => collect(client.sendMessageStream(sendRequest('ask'), callOptions)));
+
   await step('getUnknownTask', async () =>
     Task.toJSON(await client.getTask(GetTaskRequest.fromJSON({ id: 'no-such-task' }), callOptions)));
 

@@ -5,16 +5,18 @@
 // output with our wire model.
 //
 // The agent behaves like the Go tests' agents: "message" replies with a
-// message, "slow" works until cancelled, a message whose first part is the
-// text "parts" gets its other parts back as an artifact, anything else is
-// echoed as an artifact and completes with a "done" status message.
+// message, "slow" works until cancelled, "ask" waits for input (the next
+// message on the task completes it with "answer: <text>"), a message whose
+// first part is the text "parts" gets its other parts back as an artifact,
+// anything else is echoed as an artifact and completes with a "done" status
+// message.
 //
 // As in client.mjs, events are written as wire JSON and converted with the
 // SDK's fromJSON codecs, because the SDK's objects are ts-proto shapes.
 
 import express from 'express';
 import { randomUUID } from 'node:crypto';
-import { AgentCard, Message, Task, TaskArtifactUpdateEvent, TaskStatusUpdateEvent } from '@a2a-js/sdk';
+import { AgentCard, Message, Task, TaskArtifactUpdateEvent, TaskState, TaskStatusUpdateEvent } from '@a2a-js/sdk';
 import {
   AgentEvent,
   DefaultPushNotificationSender,
@@ -56,6 +58,27 @@ class EchoExecutor {
       update.artifact.parts = parts.slice(1);
       bus.publish(AgentEvent.artifactUpdate(update));
       bus.publish(statusUpdate(taskId, contextId, 'TASK_STATE_COMPLETED'));
+      bus.finished();
+      return;
+    }
+    if (ctx.task && ctx.task.status?.state === TaskState.TASK_STATE_INPUT_REQUIRED) {
+      bus.publish(AgentEvent.task(ctx.task));
+      bus.publish(AgentEvent.artifactUpdate(TaskArtifactUpdateEvent.fromJSON({
+        taskId, contextId, lastChunk: true,
+        artifact: { artifactId: randomUUID(), parts: [{ text: `answer: ${text}` }] },
+      })));
+      bus.publish(statusUpdate(taskId, contextId, 'TASK_STATE_COMPLETED'));
+      bus.finished();
+      return;
+    }
+    if (text === 'ask') {
+      bus.publish(AgentEvent.task(Task.fromJSON({
+        id: taskId, contextId, status: { state: 'TASK_STATE_SUBMITTED', timestamp: now() },
+        history: [Message.toJSON(ctx.userMessage)],
+      })));
+      bus.publish(statusUpdate(taskId, contextId, 'TASK_STATE_INPUT_REQUIRED', {
+        messageId: randomUUID(), taskId, contextId, role: 'ROLE_AGENT', parts: [{ text: 'what number?' }],
+      }));
       bus.finished();
       return;
     }
