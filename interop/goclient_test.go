@@ -122,6 +122,13 @@ func TestGoClient_SendMessage(t *testing.T) {
 			t.Errorf("result = %#v", res)
 		}
 	})
+	t.Run("historyLength 0", func(t *testing.T) {
+		zero := 0
+		task := goSendTask(t, c, &goa2a.SendMessageRequest{Message: goUserMessage("hello"), Config: &goa2a.SendMessageConfig{HistoryLength: &zero}})
+		if len(task.History) != 0 || task.Status.State != goa2a.TaskStateCompleted {
+			t.Errorf("history %d messages, state %s", len(task.History), task.Status.State)
+		}
+	})
 	t.Run("return immediately", func(t *testing.T) {
 		task := goSendTask(t, c, &goa2a.SendMessageRequest{Message: goUserMessage("slow"), Config: &goa2a.SendMessageConfig{ReturnImmediately: true}})
 		if task.Status.State.Terminal() {
@@ -244,6 +251,19 @@ func TestGoClient_ListTasks(t *testing.T) {
 	}
 	if got.TotalSize != 2 || got.NextPageToken != "" {
 		t.Errorf("totalSize %d nextPageToken %q", got.TotalSize, got.NextPageToken)
+	}
+
+	// statusTimestampAfter is inclusive; a2a-go sends it with nanoseconds.
+	after := second.Status.Timestamp
+	if after == nil {
+		t.Fatal("task has no status timestamp")
+	}
+	recent, err := c.ListTasks(testCtx(t), &goa2a.ListTasksRequest{ContextID: first.ContextID, StatusTimestampAfter: after})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recent.Tasks) != 1 || recent.Tasks[0].ID != second.ID {
+		t.Errorf("statusTimestampAfter %s: %d tasks", after, len(recent.Tasks))
 	}
 
 	page, err := c.ListTasks(testCtx(t), &goa2a.ListTasksRequest{PageSize: 1})
@@ -436,5 +456,48 @@ func TestGoClient_Deviation_StreamRefusalInvisible(t *testing.T) {
 				t.Errorf("events %d, err %v; the a2a-go client used to see nothing", len(evs), err)
 			}
 		})
+	}
+}
+
+// Two a2a-go clients on one task see the same events in the same order.
+func TestGoClient_ConcurrentSubscribers(t *testing.T) {
+	c, _ := newGoClient(t)
+	task := goSendTask(t, c, &goa2a.SendMessageRequest{Message: goUserMessage("slow"), Config: &goa2a.SendMessageConfig{ReturnImmediately: true}})
+	type result struct {
+		kinds []string
+		err   error
+	}
+	results := make(chan result, 2)
+	started := make(chan struct{}, 2)
+	for range 2 {
+		go func() {
+			var r result
+			for ev, err := range c.SubscribeToTask(testCtx(t), &goa2a.SubscribeToTaskRequest{ID: task.ID}) {
+				if err != nil {
+					r.err = err
+					break
+				}
+				if len(r.kinds) == 0 {
+					started <- struct{}{}
+				}
+				r.kinds = append(r.kinds, goKind(ev))
+			}
+			results <- r
+		}()
+	}
+	<-started
+	<-started
+	if _, err := c.CancelTask(testCtx(t), &goa2a.CancelTaskRequest{ID: task.ID}); err != nil {
+		t.Fatal(err)
+	}
+	a, b := <-results, <-results
+	if a.err != nil || b.err != nil {
+		t.Fatalf("subscriber errors: %v, %v", a.err, b.err)
+	}
+	if diff := cmp.Diff(a.kinds, b.kinds); diff != "" {
+		t.Errorf("subscribers saw different events (-one +other):\n%s", diff)
+	}
+	if len(a.kinds) == 0 || a.kinds[len(a.kinds)-1] != "status:TASK_STATE_CANCELED" {
+		t.Errorf("events %v, want a canceled status last", a.kinds)
 	}
 }
