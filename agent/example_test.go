@@ -102,3 +102,62 @@ func ExampleIsSafeCustomHeader() {
 	// X-NovaOS-Run-Id false
 	// traceparent false
 }
+
+// A skill that streams its answer as artifact chunks, read by a client of
+// SendStreamingMessage.
+func ExampleUpdater() {
+	a := agent.New("counter", "1.0.0", nil)
+	a.MustRegister(agent.Skill{ID: "count", Handler: func(c *agent.Context) (agent.Result, error) {
+		u := c.Updater()
+		for i, chunk := range []string{"one ", "two ", "three"} {
+			art := a2a.Artifact{ArtifactID: "count", Parts: []a2a.Part{a2a.TextPart(chunk)}}
+			if err := u.AppendArtifact(c, art, i == 2); err != nil {
+				return agent.Result{}, err
+			}
+		}
+		return agent.Result{}, nil // COMPLETED, nothing more to say
+	}})
+
+	srv := httptest.NewServer(nil)
+	defer srv.Close()
+	srv.Config.Handler = a.Handler(srv.URL, nil)
+
+	body := `{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":{
+		"messageId":"m1","role":"ROLE_USER","parts":[{"text":"count"}]}}}`
+	req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+	req.Header.Set(a2a.HeaderVersion, a2a.ProtocolVersion)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	events := a2a.NewEventReader(resp.Body, 0)
+	for {
+		ev, err := events.Next()
+		if err != nil {
+			break // io.EOF: the server closed the stream after the final frame
+		}
+		env, _ := a2a.DecodeResponse(ev.Data)
+		var frame a2a.StreamResponse
+		if err := a2a.Unmarshal(env.Result, &frame); err != nil {
+			fmt.Println(err)
+			return
+		}
+		switch {
+		case frame.Task != nil:
+			fmt.Println("task", frame.Task.Status.State)
+		case frame.ArtifactUpdate != nil:
+			u := frame.ArtifactUpdate
+			fmt.Printf("chunk %q append=%v last=%v\n", a2a.PartsText(u.Artifact.Parts), u.Append, u.LastChunk)
+		case frame.StatusUpdate != nil:
+			fmt.Println("status", frame.StatusUpdate.Status.State)
+		}
+	}
+	// Output:
+	// task TASK_STATE_WORKING
+	// chunk "one " append=false last=false
+	// chunk "two " append=true last=false
+	// chunk "three" append=true last=true
+	// status TASK_STATE_COMPLETED
+}
