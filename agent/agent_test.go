@@ -137,6 +137,23 @@ func TestResultContent(t *testing.T) {
 			},
 		},
 		{
+			name:      "part pointer output",
+			res:       Result{Output: &a2a.Part{Kind: a2a.PartText, Text: "ptr"}},
+			wantParts: []a2a.Part{a2a.TextPart("ptr")},
+			wantMsg:   []a2a.Part{a2a.TextPart("ptr")},
+		},
+		{
+			name:      "raw JSON output",
+			res:       Result{Output: json.RawMessage(`[1,2]`)},
+			wantParts: []a2a.Part{{Kind: a2a.PartData, Data: json.RawMessage(`[1,2]`), MediaType: "application/json"}},
+			wantMsg:   []a2a.Part{{Kind: a2a.PartData, Data: json.RawMessage(`[1,2]`), MediaType: "application/json"}},
+		},
+		{
+			name:    "empty string output with legacy working status",
+			res:     Result{Output: "", Status: "RUNNING"},
+			wantMsg: nil,
+		},
+		{
 			name: "empty result",
 			res:  Result{},
 		},
@@ -175,6 +192,10 @@ func TestResultContent(t *testing.T) {
 	}
 }
 
+type emptyError struct{}
+
+func (emptyError) Error() string { return "" }
+
 func TestHandlerFailures(t *testing.T) {
 	var nilMap map[string]int
 	tests := []struct {
@@ -190,6 +211,9 @@ func TestHandlerFailures(t *testing.T) {
 		{"panic error value", func(c *Context) (Result, error) { panic(errors.New("bad state")) }, "panic: bad state"},
 		{"deadline is a failure", func(c *Context) (Result, error) { return Result{}, context.DeadlineExceeded }, "context deadline exceeded"},
 		{"unencodable output", func(c *Context) (Result, error) { return Result{Output: make(chan int)}, nil }, "agent: output chan int"},
+		{"invalid raw JSON output", func(c *Context) (Result, error) { return Result{Output: json.RawMessage(`{`)}, nil }, "agent: output is not valid JSON"},
+		{"unencodable metadata", func(c *Context) (Result, error) { return Result{Metadata: map[string]any{"f": func() {}}}, nil }, "agent: result metadata"},
+		{"error with empty text", func(c *Context) (Result, error) { return Result{}, emptyError{} }, "agent.emptyError"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

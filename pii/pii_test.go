@@ -203,3 +203,39 @@ func FuzzMask(f *testing.F) {
 		}
 	})
 }
+
+func TestMaskValue(t *testing.T) {
+	type record struct {
+		Email string `json:"email_address"`
+		Note  string `json:"note"`
+	}
+	tests := []struct {
+		name string
+		in   any
+		want any
+	}{
+		{"string slice", []string{"a@example.com", "ok"}, []string{"[EMAIL]", "ok"}},
+		{"string map", map[string]string{"note": "555-123-4567", "token": "t"}, map[string]string{"note": "[PHONE]", "token": RedactedMask}},
+		{"raw JSON", json.RawMessage(`{"to":"a@example.com"}`), json.RawMessage(`{"to":"[EMAIL]"}`)},
+		{"number", 3.5, 3.5},
+		{"other types pass", record{Email: "x"}, record{Email: "x"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, MaskValue(tt.in)); diff != "" {
+				t.Errorf("MaskValue (-want +got):\n%s", diff)
+			}
+		})
+	}
+	// Log attributes of arbitrary types are masked through their JSON form.
+	var buf bytes.Buffer
+	slog.New(NewHandler(slog.NewJSONHandler(&buf, nil))).Info("m",
+		"rec", record{Email: "a@example.com", Note: "call 555-123-4567"},
+		"bytes", []byte("b@example.com"))
+	if strings.Contains(buf.String(), "example.com") || strings.Contains(buf.String(), "555-123") {
+		t.Errorf("PII leaked: %s", buf.String())
+	}
+	if !strings.Contains(buf.String(), `"email_address":"[REDACTED]"`) {
+		t.Errorf("struct attribute not masked by key: %s", buf.String())
+	}
+}
