@@ -15,6 +15,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/agent"
+	"novaos.dev/novaos/internal/schematest"
 )
 
 // server serves a on an httptest server through a2asrv.
@@ -78,6 +79,7 @@ func (r *rpc) send(msg *a2a.Message) *a2a.SendMessageResponse {
 	if e != nil {
 		r.t.Fatalf("SendMessage: %v", e)
 	}
+	schematest.Validate(r.t, "Send Message Response", res)
 	var out a2a.SendMessageResponse
 	if err := a2a.Unmarshal(res, &out); err != nil {
 		r.t.Fatalf("decode %s: %v", res, err)
@@ -109,6 +111,7 @@ func (r *rpc) stream(msg *a2a.Message) []a2a.StreamResponse {
 		if err != nil || env.Error != nil {
 			r.t.Fatalf("stream frame %s: %v %v", ev.Data, err, env.Error)
 		}
+		schematest.Validate(r.t, "Stream Response", env.Result)
 		var f a2a.StreamResponse
 		if err := a2a.Unmarshal(env.Result, &f); err != nil {
 			r.t.Fatalf("decode frame %s: %v", env.Result, err)
@@ -367,6 +370,31 @@ func TestScenarioOrder(t *testing.T) {
 				t.Errorf("%q is shadowed by the earlier %q", s.prefix, earlier.prefix)
 			}
 		}
+	}
+}
+
+func TestServedCards(t *testing.T) {
+	for _, a := range []*agent.Agent{Echo(), TCK()} {
+		t.Run(a.Name(), func(t *testing.T) {
+			c := server(t, a)
+			resp, err := http.Get(c.url + a2a.WellKnownCardPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			schematest.Validate(t, "Agent Card", body)
+			var card a2a.AgentCard
+			if err := a2a.Unmarshal(body, &card); err != nil {
+				t.Fatal(err)
+			}
+			if card.SupportedInterfaces[0].URL != c.url || card.Name != a.Name() {
+				t.Errorf("served card = %+v", card)
+			}
+		})
 	}
 }
 
