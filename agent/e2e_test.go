@@ -14,6 +14,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/agent"
+	"novaos.dev/novaos/internal/schematest"
 )
 
 // endpoint serves a through a2asrv on an httptest server.
@@ -64,6 +65,7 @@ func sendTask(t *testing.T, url string, req a2a.SendMessageRequest, header http.
 	if e != nil {
 		t.Fatalf("SendMessage: %v", e)
 	}
+	schematest.Validate(t, "Send Message Response", res)
 	var out a2a.SendMessageResponse
 	if err := a2a.Unmarshal(res, &out); err != nil || out.Task == nil {
 		t.Fatalf("SendMessage answered %s (%v), want a task", res, err)
