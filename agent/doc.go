@@ -15,7 +15,7 @@
 //			return agent.Result{Output: "Hello, " + c.Input()}, nil
 //		},
 //	})
-//	http.Handle("/agents/greeter/", http.StripPrefix("/agents/greeter", a.Handler(nil)))
+//	http.Handle("/agents/greeter/", http.StripPrefix("/agents/greeter", a.Handler("https://example.com/agents/greeter", nil)))
 //
 // # Routing
 //
@@ -86,6 +86,22 @@
 // share nothing with the skill's output modes are answered with the JSON-RPC
 // error ContentTypeNotSupported (-32005) before any task is written.
 // Context.OutputModes lists the negotiated modes.
+//
+// # Choices
+//
+//   - Options structs, not decorators: a skill is a value (Skill) with its
+//     handler, registered with Register; ids default to names and must be
+//     unique, so routing keys and card ids are the same strings.
+//   - A Result's output goes into both the "result" artifact and the final
+//     status message: clients that read artifacts and clients that read the
+//     status both find it.
+//   - A failed skill is described by its error's text (its type when the
+//     text is empty) rather than "<type>: <message>": Go errors carry their
+//     own context, and type names such as *errors.errorString say nothing.
+//   - Status spellings are matched exactly ("completed" is not COMPLETED),
+//     as the vocabulary table lists them; use the Status constants.
+//   - A skill whose last direct write was a pause and which returns an empty
+//     Result keeps the pause, so RequiresInput needs no matching Result.
 //
 // # PII
 //
