@@ -161,7 +161,10 @@ func DecodeResponse(body []byte) (*Response, error) {
 		return nil, fmt.Errorf("a2a: decode response: %w", err)
 	}
 	if r.Error == nil && r.Result == nil {
-		return nil, fmt.Errorf("a2a: decode response: neither result nor error")
+		// A peer answering an Empty result may leave "result" out
+		// altogether (a2a-go does, for DeleteTaskPushNotificationConfig);
+		// read that as null.
+		r.Result = json.RawMessage("null")
 	}
 	return &r, nil
 }

@@ -62,6 +62,10 @@
 //   - SubscribeToTask on a task with no execution running in this process
 //     sends the snapshot and closes: nothing here will change it. Terminal
 //     tasks are refused with -32004.
+//   - A streaming call refused before its stream starts is answered with one
+//     SSE error event when the caller accepts text/event-stream (a2a-go's
+//     client reads nothing else on a streaming call), otherwise with a plain
+//     JSON-RPC error response (what a2a-js and curl expect).
 //   - Errors use the v1.0.1 codes with a google.rpc.ErrorInfo detail and HTTP
 //     200, except a body over the limit (413, -32600) and a caller that
 //     Options.Identify rejects (401, -31401, the code a2a-go uses).

@@ -213,6 +213,42 @@ type call struct {
 	id     json.RawMessage
 	scope  Scope
 	active []string
+	// sse is set for a streaming method whose caller accepts an event
+	// stream: its errors are sent as one SSE error event, because some
+	// clients (a2a-go's) read nothing but SSE on a streaming call.
+	sse bool
+}
+
+func streamingMethod(m string) bool {
+	return m == a2a.MethodSendStreamingMessage || m == a2a.MethodSubscribeToTask
+}
+
+func acceptsEventStream(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept") {
+		if strings.Contains(v, "text/event-stream") {
+			return true
+		}
+	}
+	return false
+}
+
+// fail answers the call with a protocol error, as a JSON-RPC response or,
+// for a streaming call that accepts SSE, as a stream of one error event.
+func (h *Handler) fail(c *call, e *a2a.Error) {
+	if !c.sse {
+		h.writeError(c.w, c.id, e, http.StatusOK)
+		return
+	}
+	setStreamHeaders(c.w.Header())
+	c.w.WriteHeader(http.StatusOK)
+	_, _ = c.w.Write(a2a.AppendEvent(nil, a2a.Event{Data: a2a.AppendErrorResponse(nil, c.id, e)}))
+}
+
+func setStreamHeaders(hd http.Header) {
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("X-Accel-Buffering", "no")
+	hd.Set("Connection", "keep-alive")
 }
 
 func (h *Handler) getBuf() *bytes.Buffer {
@@ -250,9 +286,9 @@ func (h *Handler) serveRPC(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, req.ID, perr, http.StatusOK)
 		return
 	}
-	c := &call{w: w, r: r, id: req.ID}
+	c := &call{w: w, r: r, id: req.ID, sse: streamingMethod(req.Method) && acceptsEventStream(r)}
 	if verr := a2a.CheckVersion(versionParam(r)); verr != nil {
-		h.writeError(w, c.id, verr, http.StatusOK)
+		h.fail(c, verr)
 		return
 	}
 	var declared []a2a.AgentExtension
@@ -261,7 +297,7 @@ func (h *Handler) serveRPC(w http.ResponseWriter, r *http.Request) {
 	}
 	active, eerr := a2a.NegotiateExtensions(a2a.ParseExtensions(r.Header.Values(a2a.HeaderExtensions)), declared)
 	if eerr != nil {
-		h.writeError(w, c.id, eerr, http.StatusOK)
+		h.fail(c, eerr)
 		return
 	}
 	c.active = active
@@ -280,7 +316,11 @@ func (h *Handler) serveRPC(w http.ResponseWriter, r *http.Request) {
 	}
 	scope, serr := h.identify(r, tenant.Tenant)
 	if serr != nil {
-		h.writeError(w, c.id, serr, http.StatusUnauthorized)
+		if c.sse {
+			h.fail(c, serr)
+		} else {
+			h.writeError(w, c.id, serr, http.StatusUnauthorized)
+		}
 		return
 	}
 	c.scope = scope

@@ -39,8 +39,8 @@ func (o *MemoryOptions) limits() (tasks, configs int) {
 }
 
 // errInvalidKey is returned when a task or config cannot be stored under the
-// ids it carries (empty, over-long, invalid UTF-8 or containing NUL); the
-// durable stores refuse the same values.
+// ids and scope it carries (an empty or over-long id, invalid UTF-8 or a
+// NUL anywhere); the durable stores refuse the same values.
 var errInvalidKey = errors.New("a2asrv: invalid id")
 
 var (
@@ -85,7 +85,7 @@ func NewMemoryTaskStore(opts *MemoryOptions) *MemoryTaskStore {
 }
 
 func encodeMemTask(scope Scope, task *a2a.Task, v Version) (*memTask, error) {
-	if task == nil || !keyset.ValidID(task.ID) {
+	if task == nil || !keyset.ValidID(task.ID) || !keyset.ValidText(task.ContextID, scope.Tenant, scope.Owner) {
 		return nil, errInvalidKey
 	}
 	body, err := json.Marshal(task)
@@ -160,9 +160,6 @@ func (s *MemoryTaskStore) Get(ctx context.Context, scope Scope, id string) (*a2a
 func (s *MemoryTaskStore) Update(ctx context.Context, scope Scope, task *a2a.Task, prev Version) (Version, error) {
 	m, err := encodeMemTask(scope, task, prev+1)
 	if err != nil {
-		if errors.Is(err, errInvalidKey) {
-			err = ErrNotFound
-		}
 		return 0, fmt.Errorf("a2asrv: memory: update task: %w", err)
 	}
 	s.mu.Lock()
@@ -288,7 +285,7 @@ func copyPushConfig(c *a2a.TaskPushNotificationConfig) *a2a.TaskPushNotification
 
 // Put implements PushConfigStore.
 func (s *MemoryPushConfigStore) Put(ctx context.Context, scope Scope, cfg *a2a.TaskPushNotificationConfig) error {
-	if cfg == nil || !keyset.ValidID(cfg.TaskID) || !keyset.ValidID(cfg.ID) {
+	if cfg == nil || !keyset.ValidID(cfg.TaskID) || !keyset.ValidID(cfg.ID) || !keyset.ValidText(scope.Tenant, scope.Owner) {
 		return fmt.Errorf("a2asrv: memory: put push config: %w", errInvalidKey)
 	}
 	m := &memConfig{key: memTaskKey{scope, cfg.TaskID}, cfg: *copyPushConfig(cfg)}

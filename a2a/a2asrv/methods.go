@@ -32,8 +32,6 @@ func init() {
 	}
 }
 
-func (h *Handler) fail(c *call, e *a2a.Error) { h.writeError(c.w, c.id, e, http.StatusOK) }
-
 // storeError maps a store failure to the protocol: not found stays not found
 // (which is also what another scope's task looks like); anything else is an
 // internal error whose detail is logged, not sent.
@@ -398,11 +396,7 @@ func (h *Handler) stream(c *call, sub *subscriber, first *frame, execID uint64) 
 			return
 		}
 		started = true
-		hd := w.Header()
-		hd.Set("Content-Type", "text/event-stream")
-		hd.Set("Cache-Control", "no-cache")
-		hd.Set("X-Accel-Buffering", "no")
-		hd.Set("Connection", "keep-alive")
+		setStreamHeaders(w.Header())
 		w.WriteHeader(http.StatusOK)
 	}
 	var out []byte
