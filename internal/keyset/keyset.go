@@ -129,9 +129,14 @@ func ValidID(id string) bool {
 	return id != "" && len(id) <= MaxIDLen && ValidText(id)
 }
 
-// ValidText reports whether s can be stored as a key column by every store:
-// valid UTF-8 without NUL bytes, which PostgreSQL text refuses. A lookup by a
-// string that is not valid text can match nothing.
-func ValidText(s string) bool {
-	return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0
+// ValidText reports whether every s can be stored in a key column by every
+// store: valid UTF-8 without NUL bytes, which PostgreSQL text refuses. A
+// lookup by a string that is not valid text can match nothing.
+func ValidText(s ...string) bool {
+	for _, v := range s {
+		if !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -117,6 +117,9 @@ func TestValidText(t *testing.T) {
 		{"\xff", false, false},
 		{strings.Repeat("a", MaxIDLen+1), true, false},
 	}
+	if !ValidText() || !ValidText("a", "") || ValidText("a", "b\x00") {
+		t.Error("ValidText over several strings is wrong")
+	}
 	for _, tt := range tests {
 		if got := ValidText(tt.in); got != tt.text {
 			t.Errorf("ValidText(%q) = %v, want %v", tt.in, got, tt.text)

@@ -20,7 +20,7 @@ type pushConfigStore struct{ db *DB }
 
 var _ a2asrv.PushConfigStore = (*pushConfigStore)(nil)
 
-var errInvalidConfig = errors.New("config needs a task id and an id of 1 to 1024 bytes of valid UTF-8 without NUL")
+var errInvalidConfig = errors.New("config needs a task id and an id of 1 to 1024 bytes, and ids and scope of valid UTF-8 without NUL")
 
 func decodeConfig(body []byte) (*a2a.TaskPushNotificationConfig, error) {
 	var c a2a.TaskPushNotificationConfig
@@ -31,7 +31,7 @@ func decodeConfig(body []byte) (*a2a.TaskPushNotificationConfig, error) {
 }
 
 func (s *pushConfigStore) Put(ctx context.Context, scope a2asrv.Scope, cfg *a2a.TaskPushNotificationConfig) error {
-	if cfg == nil || !keyset.ValidID(cfg.TaskID) || !keyset.ValidID(cfg.ID) {
+	if cfg == nil || !keyset.ValidID(cfg.TaskID) || !keyset.ValidID(cfg.ID) || !keyset.ValidText(scope.Tenant, scope.Owner) {
 		return fmt.Errorf("sqlite: put push config: %w", errInvalidConfig)
 	}
 	body, err := json.Marshal(cfg)

@@ -21,10 +21,10 @@ type taskStore struct{ db *DB }
 var _ a2asrv.TaskStore = (*taskStore)(nil)
 
 // errInvalidTask is returned by Create for a task no store could hold.
-var errInvalidTask = errors.New("task needs an id of 1 to 1024 bytes of valid UTF-8 without NUL")
+var errInvalidTask = errors.New("task needs an id of 1 to 1024 bytes, and id, context id and scope of valid UTF-8 without NUL")
 
-func encodeTask(t *a2a.Task) ([]byte, error) {
-	if t == nil || !keyset.ValidID(t.ID) {
+func encodeTask(scope a2asrv.Scope, t *a2a.Task) ([]byte, error) {
+	if t == nil || !keyset.ValidID(t.ID) || !keyset.ValidText(t.ContextID, scope.Tenant, scope.Owner) {
 		return nil, errInvalidTask
 	}
 	return json.Marshal(t)
@@ -39,7 +39,7 @@ func decodeTask(body []byte) (*a2a.Task, error) {
 }
 
 func (s *taskStore) Create(ctx context.Context, scope a2asrv.Scope, t *a2a.Task) (a2asrv.Version, error) {
-	body, err := encodeTask(t)
+	body, err := encodeTask(scope, t)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: create task: %w", err)
 	}
@@ -87,12 +87,9 @@ func (s *taskStore) Get(ctx context.Context, scope a2asrv.Scope, id string) (*a2
 }
 
 func (s *taskStore) Update(ctx context.Context, scope a2asrv.Scope, t *a2a.Task, prev a2asrv.Version) (a2asrv.Version, error) {
-	body, err := encodeTask(t)
-	if errors.Is(err, errInvalidTask) {
-		return 0, fmt.Errorf("sqlite: update task: %w", a2asrv.ErrNotFound)
-	}
+	body, err := encodeTask(scope, t)
 	if err != nil {
-		return 0, fmt.Errorf("sqlite: update task %s: %w", t.ID, err)
+		return 0, fmt.Errorf("sqlite: update task: %w", err)
 	}
 	res, err := s.db.w.ExecContext(ctx, `
 		UPDATE a2a_tasks SET context_id = ?, state = ?, status_ts_ms = ?, version = version + 1, body = ?

@@ -148,6 +148,8 @@ func testCreateInvalid(t *testing.T, s a2asrv.TaskStore) {
 		{"nil task", nil},
 		{"empty id", task("", "c1", a2a.TaskStateSubmitted, 0)},
 		{"nul in id", task("a\x00b", "c1", a2a.TaskStateSubmitted, 0)},
+		{"invalid utf-8 in id", task("a\xffb", "c1", a2a.TaskStateSubmitted, 0)},
+		{"nul in context id", task("t1", "c\x00", a2a.TaskStateSubmitted, 0)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -160,6 +162,16 @@ func testCreateInvalid(t *testing.T, s a2asrv.TaskStore) {
 	if res, err := s.List(ctxT(t), alice, a2asrv.ListQuery{}); err != nil || res.TotalSize != 0 {
 		t.Errorf("List() after invalid creates = %+v, %v; want nothing stored", res, err)
 	}
+	t.Run("update with nul in context id", func(t *testing.T) {
+		ok := task("t1", "c1", a2a.TaskStateSubmitted, 0)
+		mustCreate(t, s, alice, ok)
+		bad := ok.Clone()
+		bad.ContextID = "c\x00"
+		if v, err := s.Update(ctxT(t), alice, bad, 1); err == nil {
+			t.Errorf("Update() = %d, nil; want an error", v)
+		}
+		wantTask(t, s, alice, ok, 1)
+	})
 }
 
 func testCreateExists(t *testing.T, s a2asrv.TaskStore) {
