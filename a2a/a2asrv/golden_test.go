@@ -223,7 +223,7 @@ func validatePayloads(t *testing.T, step string, request, response []byte) {
 //	fail         returns an error
 //	panic        panics
 //	giveup       ends in its own cancellation after marking the task working
-//	wait         works until cancelled
+//	wait         waits, without writing, until cancelled
 //	chunks       streams an artifact in three chunks, then completes
 //	unsupported  returns ContentTypeNotSupported before writing
 func newScriptedHandler(t *testing.T, opt map[string]string) *a2asrv.Handler {
@@ -304,6 +304,11 @@ func scripted(ctx context.Context, req *a2asrv.RequestContext, u a2asrv.Updater)
 		return fmt.Errorf("upstream service unavailable")
 	case "panic":
 		panic("scripted panic")
+	case "wait":
+		// No write before waiting, so what other requests observe does not
+		// depend on scheduling.
+		<-ctx.Done()
+		return context.Cause(ctx)
 	}
 	if err := u.UpdateStatus(ctx, a2a.TaskStateWorking, nil, nil); err != nil {
 		return err
@@ -317,9 +322,6 @@ func scripted(ctx context.Context, req *a2asrv.RequestContext, u a2asrv.Updater)
 		return u.UpdateStatus(ctx, a2a.TaskStateRejected, agentText(u, "reject", "I cannot do that."), nil)
 	case "giveup":
 		return context.Canceled
-	case "wait":
-		<-ctx.Done()
-		return context.Cause(ctx)
 	case "chunks":
 		for i, chunk := range []string{"one ", "two ", "three"} {
 			art := a2a.Artifact{ArtifactID: u.TaskID() + "-art", Name: "counting", Parts: []a2a.Part{a2a.TextPart(chunk)}}
