@@ -435,8 +435,10 @@ func TestGoClient_Errors(t *testing.T) {
 // stream starts (unknown or terminal task) with a plain JSON-RPC error, as
 // a2a-js's server does. a2a-go's client only parses SSE on streaming calls,
 // so it reports such a refusal as an empty stream with no error; a2a-js's
-// client surfaces it. The error is on the wire (see TestOurServer_*).
-func TestGoClient_Deviation_StreamRefusalInvisible(t *testing.T) {
+// A streaming call our server refuses before the stream starts reaches the
+// a2a-go client as a typed error: the refusal is sent as one SSE error event
+// because that client reads nothing but SSE on a streaming call.
+func TestGoClient_StreamRefusalsVisible(t *testing.T) {
 	c, _ := newGoClient(t)
 	done := goSendTask(t, c, &goa2a.SendMessageRequest{Message: goUserMessage("hello")})
 	followUp := goUserMessage("more")
@@ -444,16 +446,17 @@ func TestGoClient_Deviation_StreamRefusalInvisible(t *testing.T) {
 	tests := []struct {
 		name string
 		seq  iter.Seq2[goa2a.Event, error]
+		want error
 	}{
-		{name: "SubscribeToTask terminal task", seq: c.SubscribeToTask(testCtx(t), &goa2a.SubscribeToTaskRequest{ID: done.ID})},
-		{name: "SubscribeToTask unknown task", seq: c.SubscribeToTask(testCtx(t), &goa2a.SubscribeToTaskRequest{ID: "no-such-task"})},
-		{name: "SendStreamingMessage terminal task", seq: c.SendStreamingMessage(testCtx(t), &goa2a.SendMessageRequest{Message: followUp})},
+		{name: "SubscribeToTask terminal task", seq: c.SubscribeToTask(testCtx(t), &goa2a.SubscribeToTaskRequest{ID: done.ID}), want: goa2a.ErrUnsupportedOperation},
+		{name: "SubscribeToTask unknown task", seq: c.SubscribeToTask(testCtx(t), &goa2a.SubscribeToTaskRequest{ID: "no-such-task"}), want: goa2a.ErrTaskNotFound},
+		{name: "SendStreamingMessage terminal task", seq: c.SendStreamingMessage(testCtx(t), &goa2a.SendMessageRequest{Message: followUp}), want: goa2a.ErrUnsupportedOperation},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			evs, err := collectEvents(tc.seq)
-			if len(evs) != 0 || err != nil {
-				t.Errorf("events %d, err %v; the a2a-go client used to see nothing", len(evs), err)
+			if len(evs) != 0 || !errors.Is(err, tc.want) {
+				t.Errorf("events %d, err %v; want no events and %v", len(evs), err, tc.want)
 			}
 		})
 	}

@@ -391,6 +391,10 @@ func TestGoServer_PushConfigs(t *testing.T) {
 	if _, hasResult := envelope["result"]; hasResult || envelope["error"] != nil {
 		t.Errorf("delete body %s: the peer used to omit result", body)
 	}
+	// Our wire model reads the omission tolerantly, as result null.
+	if r, err := a2a.DecodeResponse(body); err != nil || r.Error != nil || string(r.Result) != "null" {
+		t.Errorf("DecodeResponse(%s) = %+v, %v; want result null", body, r, err)
+	}
 	list = decodeResult[a2a.ListTaskPushNotificationConfigsResponse](t, c.call(t, a2a.MethodListTaskPushNotificationConfigs, a2a.ListTaskPushNotificationConfigsRequest{TaskID: task.ID}))
 	if len(list.Configs) != 0 {
 		t.Errorf("list after delete = %+v", list.Configs)

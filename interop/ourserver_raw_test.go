@@ -55,12 +55,18 @@ func TestOurServer_DisputedCases(t *testing.T) {
 	}
 	for _, tc := range streams {
 		t.Run(tc.name, func(t *testing.T) {
-			// Refused before the stream opens, as plain JSON (a2a-js does
-			// the same; a2a-go's client cannot read it, see
-			// TestGoClient_Deviation_StreamRefusalInvisible).
+			// Refused before the stream opens. A caller that accepts
+			// text/event-stream gets one SSE error event (a2a-go's client
+			// reads nothing else, see TestGoClient_StreamRefusalsVisible);
+			// a caller that does not gets plain JSON, as a2a-js's server
+			// answers.
 			e, viaSSE := c.open(t, tc.method, tc.params).firstError()
-			if viaSSE || e.Code != tc.wantCode {
-				t.Errorf("error %d via SSE=%v, want %d as plain JSON", e.Code, viaSSE, tc.wantCode)
+			if !viaSSE || e.Code != tc.wantCode {
+				t.Errorf("error %d via SSE=%v, want %d as an SSE event", e.Code, viaSSE, tc.wantCode)
+			}
+			r := c.call(t, tc.method, tc.params)
+			if r.Error == nil || r.Error.Code != tc.wantCode {
+				t.Errorf("without Accept: text/event-stream: %+v, want error %d as plain JSON", r.Error, tc.wantCode)
 			}
 		})
 	}
