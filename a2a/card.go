@@ -137,3 +137,47 @@ type MutualTLSSecurityScheme struct {
 
 // Bool returns a pointer to v, for the optional card booleans.
 func Bool(v bool) *bool { return &v }
+
+// MarshalJSON writes the card with the lists the specification requires
+// (supportedInterfaces, defaultInputModes, defaultOutputModes, skills)
+// written as [] when empty: null would not validate against the A2A schema.
+func (c AgentCard) MarshalJSON() ([]byte, error) {
+	type plain AgentCard // no methods: no recursion
+	p := plain(c)
+	p.SupportedInterfaces = nonNil(p.SupportedInterfaces)
+	p.DefaultInputModes = nonNil(p.DefaultInputModes)
+	p.DefaultOutputModes = nonNil(p.DefaultOutputModes)
+	p.Skills = nonNil(p.Skills)
+	return json.Marshal(p)
+}
+
+// MarshalJSON writes the skill with tags written as [] when empty.
+func (s AgentSkill) MarshalJSON() ([]byte, error) {
+	type plain AgentSkill
+	p := plain(s)
+	p.Tags = nonNil(p.Tags)
+	return json.Marshal(p)
+}
+
+// MarshalJSON writes the list as [] when empty.
+func (l StringList) MarshalJSON() ([]byte, error) {
+	type plain StringList
+	return json.Marshal(plain{List: nonNil(l.List)})
+}
+
+// MarshalJSON writes the schemes as {} when empty.
+func (r SecurityRequirement) MarshalJSON() ([]byte, error) {
+	type plain SecurityRequirement
+	p := plain(r)
+	if p.Schemes == nil {
+		p.Schemes = map[string]StringList{}
+	}
+	return json.Marshal(p)
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
