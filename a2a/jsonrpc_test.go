@@ -233,7 +233,8 @@ func TestDecodeResponse(t *testing.T) {
 		{name: "error with ErrorInfo", body: `{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"nope","data":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"TASK_NOT_FOUND","domain":"a2a-protocol.org"}]}}`,
 			wantCode: CodeTaskNotFound, wantData: `[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"TASK_NOT_FOUND","domain":"a2a-protocol.org"}]`},
 		{name: "error with odd data", body: `{"jsonrpc":"2.0","id":null,"error":{"code":-31401,"message":"auth","data":{"x": 1}}}`, wantCode: -31401, wantData: `{"x": 1}`},
-		{name: "neither", body: `{"jsonrpc":"2.0","id":1}`, wantErr: true},
+		// a2a-go leaves "result" out for an Empty result.
+		{name: "neither reads as null result", body: `{"jsonrpc":"2.0","id":1}`, wantResult: `null`},
 		{name: "invalid", body: `{"jsonrpc":`, wantErr: true},
 		{name: "error not an object", body: `{"jsonrpc":"2.0","id":1,"error":"x"}`, wantErr: true},
 	}
