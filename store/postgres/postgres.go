@@ -1,0 +1,132 @@
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"novaos.dev/novaos/internal/sqlmigrate"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// migrationLock is the advisory-lock key that serializes migrations across
+// replicas ("novaos" in ASCII). Advisory locks are per database, so
+// unrelated databases on one server do not contend.
+const migrationLock int64 = 0x6e6f76616f73
+
+// Options tunes Open. Nil means the defaults.
+type Options struct {
+	// MaxConns bounds the pool (default: pgxpool's, the larger of 4 and
+	// the number of CPUs). A pool_max_conns parameter in the URL also works.
+	MaxConns int32
+	// Logger receives migration progress (default: discarded).
+	Logger *slog.Logger
+}
+
+// DB is an open PostgreSQL connection pool. Its stores are safe for
+// concurrent use; it must be closed after the last use of any of them.
+type DB struct {
+	pool *pgxpool.Pool
+	log  *slog.Logger
+}
+
+// Open connects to the database at url (a postgres:// URL or a
+// keyword/value string) and brings its schema up to date. Errors never
+// repeat the URL, which may hold a password.
+func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// pgx's message quotes the connection string; keep only that it
+		// failed to parse.
+		return nil, errors.New("postgres: open: cannot parse the connection string")
+	}
+	if o.MaxConns > 0 {
+		cfg.MaxConns = o.MaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: open: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: open: %w", err)
+	}
+	db := &DB{pool: pool, log: o.Logger}
+	if err := db.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Close closes every connection. Stores obtained from db must not be used
+// afterwards.
+func (db *DB) Close() error {
+	db.pool.Close()
+	return nil
+}
+
+// migrate applies pending migrations in one transaction. The transaction
+// holds pg_advisory_xact_lock, the transaction-scoped form of
+// pg_advisory_lock: it is released at commit or rollback, including when the
+// connection dies, so a crashed replica cannot leave it held.
+func (db *DB) migrate(ctx context.Context) error {
+	all, err := sqlmigrate.Load(migrationFS, "migrations")
+	if err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    integer     NOT NULL PRIMARY KEY,
+			name       text        NOT NULL,
+			applied_at timestamptz NOT NULL DEFAULT now()
+		)`); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT version FROM schema_migrations`)
+		if err != nil {
+			return err
+		}
+		applied, err := pgx.CollectRows(rows, pgx.RowTo[int])
+		if err != nil {
+			return err
+		}
+		todo, err := sqlmigrate.Pending(all, applied)
+		if err != nil {
+			return err
+		}
+		for _, m := range todo {
+			// Without arguments pgx uses the simple protocol, which runs
+			// a file of several statements.
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return fmt.Errorf("%s: %w", m.Name, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+				return fmt.Errorf("%s: %w", m.Name, err)
+			}
+			db.log.InfoContext(ctx, "postgres: applied migration", "name", m.Name)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,133 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/internal/keyset"
+)
+
+// PushConfigStore returns the database's push-notification config store.
+// Configs are keyed by scope, task id and config id.
+func (db *DB) PushConfigStore() a2asrv.PushConfigStore { return &pushConfigStore{db} }
+
+type pushConfigStore struct{ db *DB }
+
+var _ a2asrv.PushConfigStore = (*pushConfigStore)(nil)
+
+var errInvalidConfig = errors.New("config needs a task id and an id of 1 to 1024 bytes, and ids and scope of valid UTF-8 without NUL")
+
+func decodeConfig(body []byte) (*a2a.TaskPushNotificationConfig, error) {
+	var c a2a.TaskPushNotificationConfig
+	if err := a2a.Unmarshal(body, &c); err != nil {
+		return nil, fmt.Errorf("decode push config: %w", err)
+	}
+	return &c, nil
+}
+
+func (s *pushConfigStore) Put(ctx context.Context, scope a2asrv.Scope, cfg *a2a.TaskPushNotificationConfig) error {
+	if cfg == nil || !keyset.ValidID(cfg.TaskID) || !keyset.ValidID(cfg.ID) || !keyset.ValidText(scope.Tenant, scope.Owner) {
+		return fmt.Errorf("postgres: put push config: %w", errInvalidConfig)
+	}
+	body, err := json.Marshal(cfg)
+	if err != nil {
+		return fmt.Errorf("postgres: put push config %s/%s: %w", cfg.TaskID, cfg.ID, err)
+	}
+	_, err = s.db.pool.Exec(ctx, `
+		INSERT INTO a2a_push_configs (tenant, owner, task_id, id, body) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (tenant, owner, task_id, id) DO UPDATE SET body = EXCLUDED.body`,
+		scope.Tenant, scope.Owner, cfg.TaskID, cfg.ID, body)
+	if err != nil {
+		return fmt.Errorf("postgres: put push config %s/%s: %w", cfg.TaskID, cfg.ID, err)
+	}
+	return nil
+}
+
+func (s *pushConfigStore) Get(ctx context.Context, scope a2asrv.Scope, taskID, id string) (*a2a.TaskPushNotificationConfig, error) {
+	notFound := fmt.Errorf("postgres: get push config %s/%s: %w", taskID, id, a2asrv.ErrNotFound)
+	if !keyset.ValidText(scope.Tenant, scope.Owner, taskID, id) {
+		return nil, notFound
+	}
+	var body []byte
+	err := s.db.pool.QueryRow(ctx, `
+		SELECT body FROM a2a_push_configs WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id = $4`,
+		scope.Tenant, scope.Owner, taskID, id).Scan(&body)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, notFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: get push config %s/%s: %w", taskID, id, err)
+	}
+	c, err := decodeConfig(body)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: get push config %s/%s: %w", taskID, id, err)
+	}
+	return c, nil
+}
+
+func (s *pushConfigStore) List(ctx context.Context, scope a2asrv.Scope, taskID string, pageSize int, pageToken string) ([]*a2a.TaskPushNotificationConfig, string, error) {
+	after := ""
+	if pageToken != "" {
+		id, err := keyset.ParseID(pageToken)
+		if err != nil {
+			return nil, "", fmt.Errorf("postgres: list push configs: %w", a2asrv.ErrBadPageToken)
+		}
+		after = id
+	}
+	if !keyset.ValidText(scope.Tenant, scope.Owner, taskID) {
+		return nil, "", nil
+	}
+	limit := keyset.Limit(pageSize)
+	rows, err := s.db.pool.Query(ctx, `
+		SELECT id, body FROM a2a_push_configs
+		WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id > $4
+		ORDER BY id LIMIT $5`,
+		scope.Tenant, scope.Owner, taskID, after, limit+1)
+	if err != nil {
+		return nil, "", fmt.Errorf("postgres: list push configs: %w", err)
+	}
+	defer rows.Close()
+	var (
+		out  []*a2a.TaskPushNotificationConfig
+		next string
+		last string
+	)
+	for rows.Next() {
+		if len(out) == limit {
+			next = keyset.IDToken(last)
+			break
+		}
+		var body []byte
+		if err := rows.Scan(&last, &body); err != nil {
+			return nil, "", fmt.Errorf("postgres: list push configs: %w", err)
+		}
+		c, err := decodeConfig(body)
+		if err != nil {
+			return nil, "", fmt.Errorf("postgres: list push configs: %w", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("postgres: list push configs: %w", err)
+	}
+	return out, next, nil
+}
+
+func (s *pushConfigStore) Delete(ctx context.Context, scope a2asrv.Scope, taskID, id string) error {
+	if !keyset.ValidText(scope.Tenant, scope.Owner, taskID, id) {
+		return nil
+	}
+	_, err := s.db.pool.Exec(ctx,
+		`DELETE FROM a2a_push_configs WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id = $4`,
+		scope.Tenant, scope.Owner, taskID, id)
+	if err != nil {
+		return fmt.Errorf("postgres: delete push config %s/%s: %w", taskID, id, err)
+	}
+	return nil
+}
