@@ -86,6 +86,8 @@ func TestCheckSend(t *testing.T) {
 		{"JSON-RPC error", rpcErr, "version"},
 		{"empty result", `{"jsonrpc":"2.0","id":1,"result":{}}`, "neither task nor message"},
 		{"not JSON", `<html>`, "decode response"},
+		{"other member order", `{"id":1,"result":{"task":{"id":"t"}},"jsonrpc":"2.0"}`, ""},
+		{"error after a result-like prefix", `{"jsonrpc":"2.0","id":1,"result":{"status":1},"error":{"code":-32603,"message":"x"}}`, "x"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -108,6 +110,8 @@ func TestCheckStream(t *testing.T) {
 		{"cut off before a final frame", stream, sse(working), "before a final frame"},
 		{"no frames", stream, ": keep-alive\n\n", "no frame"},
 		{"error frame", stream, sse(working, rpcErr), "version"},
+		{"malformed last frame", stream, sse(working, `{"jsonrpc":"2.0","id":1,"result":{"statusUpdate":`), "decode response"},
+		{"other member order", stream, sse(`{"result":{"message":{"messageId":"m","role":"ROLE_AGENT","parts":[{"text":"hi"}]}},"id":1,"jsonrpc":"2.0"}`), ""},
 		{"error instead of a stream", plain, rpcErr, "version"},
 		{"JSON result instead of a stream", plain, okTask, "not an event stream"},
 	}

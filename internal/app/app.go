@@ -1,0 +1,159 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/internal/builtin"
+	"novaos.dev/novaos/store/postgres"
+	"novaos.dev/novaos/store/sqlite"
+)
+
+// Defaults for the zero Options.
+const (
+	DefaultAddr    = "127.0.0.1:8080"
+	DefaultDataDir = "./novaos-data"
+	// DatabaseFile is the SQLite file's name inside the data directory.
+	DatabaseFile = "novaos.db"
+)
+
+// Options configure a Server; the zero value (or nil) serves on
+// 127.0.0.1:8080 with SQLite in ./novaos-data.
+type Options struct {
+	// Addr is the TCP address to listen on; port 0 picks a free port,
+	// which Server.Addr and Server.URL then report.
+	Addr string
+	// PublicURL is the base URL clients reach the server at, when it is not
+	// the listen address (behind a proxy, or listening on 0.0.0.0). Agent
+	// cards name their endpoints under it.
+	PublicURL string
+	// DataDir holds the SQLite database; it is created if missing. Unused
+	// with PostgreSQL.
+	DataDir string
+	// DatabaseURL selects PostgreSQL (postgres:// or postgresql://). Empty
+	// means SQLite in DataDir.
+	DatabaseURL string
+	// TaskStore, when set, keeps tasks instead of a database, and no
+	// database is opened: DataDir and DatabaseURL are ignored.
+	TaskStore a2asrv.TaskStore
+	// PushConfigStore keeps push-notification configs when TaskStore is
+	// overridden; nil then means push configs are not supported.
+	PushConfigStore a2asrv.PushConfigStore
+	// Logger receives the server's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Server is a running NovaOS instance. Create it with New, then Start and
+// eventually Shutdown it.
+type Server struct {
+	opts  Options
+	log   *slog.Logger
+	db    database
+	tasks a2asrv.TaskStore
+	push  a2asrv.PushConfigStore
+
+	mu       sync.Mutex
+	started  bool
+	shutdown bool
+	ln       net.Listener
+	http     *http.Server
+	handlers []*a2asrv.Handler
+	agents   []hostedAgent
+	baseURL  string
+	done     chan struct{}
+	err      error
+}
+
+// Agent is what the server hosts at /agents/{name}: an executor and the
+// card that describes it.
+type Agent interface {
+	a2asrv.Executor
+	Card() *a2a.AgentCard
+}
+
+type hostedAgent struct {
+	name  string
+	agent Agent
+	card  *a2a.AgentCard // with the interface URL filled in
+}
+
+// database is what the server needs of store/sqlite and store/postgres.
+type database interface {
+	TaskStore() a2asrv.TaskStore
+	PushConfigStore() a2asrv.PushConfigStore
+	Close() error
+}
+
+// New opens the stores opts select and prepares the built-in agents; it
+// does not listen yet.
+func New(ctx context.Context, opts *Options) (*Server, error) {
+	s := &Server{done: make(chan struct{})}
+	if opts != nil {
+		s.opts = *opts
+	}
+	if s.opts.Addr == "" {
+		s.opts.Addr = DefaultAddr
+	}
+	if s.opts.DataDir == "" {
+		s.opts.DataDir = DefaultDataDir
+	}
+	if s.opts.PublicURL != "" {
+		u := strings.TrimSuffix(s.opts.PublicURL, "/")
+		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			return nil, fmt.Errorf("app: public URL %q: want an http:// or https:// URL", s.opts.PublicURL)
+		}
+		s.opts.PublicURL = u
+	}
+	s.log = s.opts.Logger
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if err := s.openStores(ctx); err != nil {
+		return nil, err
+	}
+	s.agents = []hostedAgent{
+		{name: "echo", agent: builtin.Echo()},
+		{name: "tck", agent: builtin.TCK()},
+	}
+	return s, nil
+}
+
+func (s *Server) openStores(ctx context.Context) error {
+	if s.opts.TaskStore != nil {
+		s.tasks, s.push = s.opts.TaskStore, s.opts.PushConfigStore
+		return nil
+	}
+	var err error
+	switch scheme, _, _ := strings.Cut(s.opts.DatabaseURL, "://"); {
+	case s.opts.DatabaseURL == "":
+		if err := os.MkdirAll(s.opts.DataDir, 0o700); err != nil {
+			return fmt.Errorf("app: data directory: %w", err)
+		}
+		path := filepath.Join(s.opts.DataDir, DatabaseFile)
+		s.db, err = sqlite.Open(ctx, path, &sqlite.Options{Logger: s.log})
+		if err != nil {
+			return fmt.Errorf("app: open sqlite %s: %w", path, err)
+		}
+	case scheme == "postgres" || scheme == "postgresql":
+		s.db, err = postgres.Open(ctx, s.opts.DatabaseURL, &postgres.Options{Logger: s.log})
+		if err != nil {
+			// The URL may hold a password: name only its scheme.
+			return fmt.Errorf("app: open postgres: %w", err)
+		}
+	default:
+		// Not echoed: a malformed URL may still hold a password.
+		return errors.New("app: database URL must start with postgres:// or postgresql://")
+	}
+	s.tasks, s.push = s.db.TaskStore(), s.db.PushConfigStore()
+	return nil
+}

@@ -1,0 +1,364 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/internal/app"
+)
+
+// start runs a server for the test and shuts it down at the end.
+func start(t *testing.T, opts *app.Options) *app.Server {
+	t.Helper()
+	if opts.Addr == "" {
+		opts.Addr = "127.0.0.1:0"
+	}
+	srv, err := app.New(t.Context(), opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if err := srv.Start(t.Context()); err != nil {
+		srv.Shutdown(context.Background())
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	})
+	return srv
+}
+
+func get(t *testing.T, url string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
+// rpc makes one JSON-RPC call the way any A2A client does on the wire.
+func rpc(t *testing.T, url, method string, params any) (json.RawMessage, *a2a.Error) {
+	t.Helper()
+	p, err := json.Marshal(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"jsonrpc":"2.0","id":"t-1","method":"` + method + `","params":` + string(p) + `}`
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(a2a.HeaderVersion, "1.0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s: %v", method, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s: status %d: %s", method, resp.StatusCode, b)
+	}
+	r, err := a2a.DecodeResponse(b)
+	if err != nil {
+		t.Fatalf("%s: %v in %s", method, err, b)
+	}
+	if string(r.ID) != `"t-1"` {
+		t.Errorf("%s: response id %s, want \"t-1\"", method, r.ID)
+	}
+	return r.Result, r.Error
+}
+
+func sendText(t *testing.T, url, text string) *a2a.Task {
+	t.Helper()
+	msg := a2a.NewMessage(a2a.RoleUser, a2a.TextPart(text))
+	res, rerr := rpc(t, url, a2a.MethodSendMessage, a2a.SendMessageRequest{Message: msg})
+	if rerr != nil {
+		t.Fatalf("SendMessage: %v", rerr)
+	}
+	var out a2a.SendMessageResponse
+	if err := a2a.Unmarshal(res, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Task == nil {
+		t.Fatalf("SendMessage answered without a task: %s", res)
+	}
+	return out.Task
+}
+
+func TestServeSQLite(t *testing.T) {
+	dir := t.TempDir()
+	srv := start(t, &app.Options{DataDir: filepath.Join(dir, "data")})
+
+	if strings.HasSuffix(srv.Addr(), ":0") || srv.URL() != "http://"+srv.Addr() {
+		t.Fatalf("Addr %q URL %q: want the real port", srv.Addr(), srv.URL())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", app.DatabaseFile)); err != nil {
+		t.Errorf("database file: %v", err)
+	}
+
+	t.Run("healthz", func(t *testing.T) {
+		code, body := get(t, srv.URL()+"/healthz")
+		if code != http.StatusOK {
+			t.Fatalf("status %d: %s", code, body)
+		}
+		var h app.Health
+		if err := json.Unmarshal(body, &h); err != nil {
+			t.Fatal(err)
+		}
+		want := app.Health{Status: "ok", Database: app.DatabaseHealth{Kind: "sqlite", OK: true}}
+		if diff := cmp.Diff(want, h); diff != "" {
+			t.Errorf("(-want +got)\n%s", diff)
+		}
+	})
+
+	for _, name := range []string{"echo", "tck"} {
+		t.Run("card "+name, func(t *testing.T) {
+			code, body := get(t, srv.URL()+"/agents/"+name+a2a.WellKnownCardPath)
+			if code != http.StatusOK {
+				t.Fatalf("status %d: %s", code, body)
+			}
+			var card a2a.AgentCard
+			if err := a2a.Unmarshal(body, &card); err != nil {
+				t.Fatal(err)
+			}
+			want := []a2a.AgentInterface{{URL: srv.URL() + "/agents/" + name, ProtocolBinding: a2a.BindingJSONRPC, ProtocolVersion: "1.0"}}
+			if diff := cmp.Diff(want, card.SupportedInterfaces); diff != "" {
+				t.Errorf("interfaces (-want +got)\n%s", diff)
+			}
+			if card.Name == "" || len(card.Skills) == 0 {
+				t.Errorf("card without name or skills: %s", body)
+			}
+		})
+	}
+
+	t.Run("SendMessage to echo", func(t *testing.T) {
+		task := sendText(t, srv.URL()+"/agents/echo", "hello, novaos")
+		if task.Status.State != a2a.TaskStateCompleted {
+			t.Fatalf("state %v, want completed", task.Status.State)
+		}
+		if b, _ := json.Marshal(task); !bytes.Contains(b, []byte("hello, novaos")) {
+			t.Errorf("echo did not echo: %s", b)
+		}
+	})
+
+	t.Run("missing A2A-Version is 0.3", func(t *testing.T) {
+		resp, err := http.Post(srv.URL()+"/agents/echo", "application/json",
+			strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		r, err := a2a.DecodeResponse(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !errors.Is(r.Error, a2a.ErrVersionNotSupported) {
+			t.Errorf("error %v, want VersionNotSupported", r.Error)
+		}
+	})
+
+	t.Run("index", func(t *testing.T) {
+		code, body := get(t, srv.URL()+"/")
+		if code != http.StatusOK {
+			t.Fatalf("status %d", code)
+		}
+		var idx struct {
+			Agents []app.Endpoint `json:"agents"`
+		}
+		if err := json.Unmarshal(body, &idx); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(srv.Endpoints(), idx.Agents); diff != "" || len(idx.Agents) != 2 {
+			t.Errorf("(-want +got)\n%s", diff)
+		}
+	})
+
+	t.Run("unknown paths", func(t *testing.T) {
+		for _, p := range []string{"/agents/nope", "/agents/echo/extra", "/agents/", "/nope"} {
+			if code, _ := get(t, srv.URL()+p); code != http.StatusNotFound {
+				t.Errorf("GET %s: status %d, want 404", p, code)
+			}
+		}
+	})
+}
+
+func TestPublicURL(t *testing.T) {
+	srv := start(t, &app.Options{
+		PublicURL: "https://agents.example.com/",
+		TaskStore: a2asrv.NewMemoryTaskStore(nil),
+	})
+	if srv.URL() != "https://agents.example.com" {
+		t.Errorf("URL %q", srv.URL())
+	}
+	_, body := get(t, "http://"+srv.Addr()+"/agents/echo"+a2a.WellKnownCardPath)
+	var card a2a.AgentCard
+	if err := a2a.Unmarshal(body, &card); err != nil {
+		t.Fatal(err)
+	}
+	if len(card.SupportedInterfaces) == 0 || card.SupportedInterfaces[0].URL != "https://agents.example.com/agents/echo" {
+		t.Errorf("interfaces %+v", card.SupportedInterfaces)
+	}
+}
+
+func TestUnspecifiedAddressAdvertisesLoopback(t *testing.T) {
+	srv := start(t, &app.Options{Addr: "0.0.0.0:0", TaskStore: a2asrv.NewMemoryTaskStore(nil)})
+	if !strings.HasPrefix(srv.URL(), "http://127.0.0.1:") {
+		t.Fatalf("URL %q, want loopback", srv.URL())
+	}
+	if code, _ := get(t, srv.URL()+"/healthz"); code != http.StatusOK {
+		t.Errorf("healthz through the advertised URL: %d", code)
+	}
+}
+
+func TestCustomTaskStore(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "unused")
+	store := a2asrv.NewMemoryTaskStore(nil)
+	srv := start(t, &app.Options{DataDir: dir, TaskStore: store})
+	code, body := get(t, srv.URL()+"/healthz")
+	if code != http.StatusOK || !strings.Contains(string(body), `"kind":"custom"`) {
+		t.Errorf("healthz %d %s", code, body)
+	}
+	sendText(t, srv.URL()+"/agents/echo", "into memory")
+	if store.Len() != 1 {
+		t.Errorf("store holds %d tasks, want 1", store.Len())
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("data directory created with a custom store: %v", err)
+	}
+}
+
+func TestNewErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		opts    app.Options
+		wantErr string
+	}{
+		{"unknown database scheme", app.Options{DatabaseURL: "mysql://root:hunter2@db/x"}, "postgres://"},
+		{"relative public URL", app.Options{PublicURL: "agents.example.com"}, "public URL"},
+		{"data dir is a file", app.Options{DataDir: "/dev/null/x"}, "data directory"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, err := app.New(t.Context(), &tc.opts)
+			if err == nil {
+				srv.Shutdown(context.Background())
+				t.Fatal("New succeeded")
+			}
+			if !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("error %q, want it to mention %q", err, tc.wantErr)
+			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("error leaks the password: %q", err)
+			}
+		})
+	}
+}
+
+func TestStartAndShutdown(t *testing.T) {
+	srv, err := app.New(t.Context(), &app.Options{Addr: "127.0.0.1:0", TaskStore: a2asrv.NewMemoryTaskStore(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if srv.URL() != "" || srv.Endpoints() != nil {
+		t.Errorf("URL %q before Start", srv.URL())
+	}
+	if err := srv.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(t.Context()); !errors.Is(err, app.ErrStarted) {
+		t.Errorf("second Start: %v, want ErrStarted", err)
+	}
+	url := srv.URL()
+	if err := srv.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-srv.Done():
+	default:
+		t.Error("Done not closed after Shutdown")
+	}
+	if srv.Err() != nil {
+		t.Errorf("Err after Shutdown: %v", srv.Err())
+	}
+	if _, err := http.Get(url + "/healthz"); err == nil {
+		t.Error("server still answers after Shutdown")
+	}
+	if err := srv.Shutdown(t.Context()); err != nil {
+		t.Errorf("second Shutdown: %v", err)
+	}
+}
+
+func TestAddressInUse(t *testing.T) {
+	first := start(t, &app.Options{TaskStore: a2asrv.NewMemoryTaskStore(nil)})
+	srv, err := app.New(t.Context(), &app.Options{Addr: first.Addr(), TaskStore: a2asrv.NewMemoryTaskStore(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown(context.Background())
+	if err := srv.Start(t.Context()); err == nil || !strings.Contains(err.Error(), "listen") {
+		t.Errorf("Start on a used port: %v", err)
+	}
+}
+
+func TestIPv6UnspecifiedAdvertisesIPv6Loopback(t *testing.T) {
+	srv, err := app.New(t.Context(), &app.Options{Addr: "[::]:0", TaskStore: a2asrv.NewMemoryTaskStore(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown(context.Background())
+	if err := srv.Start(t.Context()); err != nil {
+		t.Skipf("no IPv6 here: %v", err)
+	}
+	if !strings.HasPrefix(srv.URL(), "http://[::1]:") {
+		t.Fatalf("URL %q, want IPv6 loopback", srv.URL())
+	}
+}
+
+// failingStore is a task store whose backend is down.
+type failingStore struct{ a2asrv.TaskStore }
+
+func (failingStore) Get(context.Context, a2asrv.Scope, string) (*a2a.Task, a2asrv.Version, error) {
+	return nil, 0, errors.New("connection refused")
+}
+
+func TestHealthzReportsDeadStore(t *testing.T) {
+	srv := start(t, &app.Options{TaskStore: failingStore{a2asrv.NewMemoryTaskStore(nil)}})
+	code, body := get(t, srv.URL()+"/healthz")
+	if code != http.StatusServiceUnavailable {
+		t.Fatalf("status %d, want 503", code)
+	}
+	var h app.Health
+	if err := json.Unmarshal(body, &h); err != nil {
+		t.Fatal(err)
+	}
+	want := app.Health{Status: "unavailable", Database: app.DatabaseHealth{Kind: "custom", OK: false, Error: "ping failed"}}
+	if diff := cmp.Diff(want, h); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+}

@@ -1,0 +1,18 @@
+// Package app is the embeddable NovaOS server: one HTTP listener hosting
+// the built-in agents over A2A (each at /agents/{name}, with its card at
+// /agents/{name}/.well-known/agent-card.json) and /healthz, on a SQLite file
+// by default or PostgreSQL when a database URL says so.
+//
+// Everything `novaos serve` runs is started through this package, so tests
+// start the real server in-process:
+//
+//	srv, err := app.New(ctx, &app.Options{Addr: "127.0.0.1:0", DataDir: dir})
+//	if err != nil { ... }
+//	if err := srv.Start(ctx); err != nil { ... }
+//	defer srv.Shutdown(context.Background())
+//	resp, err := http.Get(srv.URL() + "/healthz")
+//
+// Options are read once by New; the server owns the database it opens and
+// closes it in Shutdown. A TaskStore given in Options is used instead of
+// the database (the benchmark runs that way, on the in-memory store).
+package app

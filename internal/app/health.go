@@ -1,0 +1,93 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"novaos.dev/novaos/a2a/a2asrv"
+)
+
+// healthTimeout bounds the database ping behind /healthz, so a stuck
+// database makes the check fail instead of hang.
+const healthTimeout = 2 * time.Second
+
+// Health is the body of /healthz.
+type Health struct {
+	// Status is "ok", or "unavailable" when the database does not answer
+	// (the response is then 503).
+	Status   string         `json:"status"`
+	Database DatabaseHealth `json:"database"`
+}
+
+// DatabaseHealth reports the store behind the server.
+type DatabaseHealth struct {
+	Kind string `json:"kind"` // sqlite, postgres, or custom (Options.TaskStore)
+	OK   bool   `json:"ok"`
+	// Error is a short reason when the ping failed; the detail is logged.
+	Error string `json:"error,omitempty"`
+}
+
+// healthProbeID is a task id no task has (ids are UUIDs), looked up to
+// check that the task store answers.
+const healthProbeID = "novaos-health-probe"
+
+// ping checks the database with its own Ping where it has one, and
+// otherwise, as for a custom store, with a lookup through the task store:
+// not-found means it answered.
+func (s *Server) ping(ctx context.Context) error {
+	if p, ok := s.db.(interface{ Ping(context.Context) error }); ok {
+		return p.Ping(ctx)
+	}
+	_, _, err := s.tasks.Get(ctx, a2asrv.Scope{}, healthProbeID)
+	if err == nil || errors.Is(err, a2asrv.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+func (s *Server) health(ctx context.Context) Health {
+	h := Health{Status: "ok", Database: DatabaseHealth{Kind: s.databaseKind(), OK: true}}
+	ctx, cancel := context.WithTimeout(ctx, healthTimeout)
+	defer cancel()
+	if err := s.ping(ctx); err != nil {
+		s.log.WarnContext(ctx, "app: health check: database ping failed", "err", err)
+		h.Status = "unavailable"
+		h.Database.OK = false
+		h.Database.Error = "ping failed"
+	}
+	return h
+}
+
+func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
+	h := s.health(r.Context())
+	status := http.StatusOK
+	if h.Status != "ok" {
+		status = http.StatusServiceUnavailable
+	}
+	writeJSON(w, status, h)
+}
+
+// serveIndex answers the root with what the server hosts, so a person
+// opening the address in a browser finds the endpoints.
+func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, struct {
+		Name   string     `json:"name"`
+		Agents []Endpoint `json:"agents"`
+		Health string     `json:"health"`
+	}{"NovaOS", s.Endpoints(), s.URL() + "/healthz"})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}

@@ -1,0 +1,234 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/a2a/a2asrv"
+)
+
+// ErrStarted is returned by Start on a server that was already started or
+// shut down.
+var ErrStarted = errors.New("app: server already started")
+
+// Start listens on Options.Addr and serves in the background until
+// Shutdown. ctx bounds only the start itself.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started || s.shutdown {
+		return ErrStarted
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.opts.Addr)
+	if err != nil {
+		return fmt.Errorf("app: listen: %w", err)
+	}
+	s.started = true
+	s.ln = ln
+	s.baseURL = s.opts.PublicURL
+	if s.baseURL == "" {
+		s.baseURL = listenURL(s.opts.Addr, ln.Addr())
+	}
+	mux := http.NewServeMux()
+	for i := range s.agents {
+		a := &s.agents[i]
+		a.card = cardAt(a.agent.Card(), s.baseURL+agentPath(a.name))
+		h := a2asrv.NewHandler(a.card, a.agent, &a2asrv.Options{
+			TaskStore:       s.tasks,
+			PushConfigStore: s.push,
+			Logger:          s.log.With("agent", a.name),
+		})
+		s.handlers = append(s.handlers, h)
+		// The handler routes relative to its mount point: "" is the
+		// JSON-RPC endpoint and /.well-known/agent-card.json the card.
+		mount := http.StripPrefix(agentPath(a.name), h)
+		mux.Handle(agentPath(a.name), mount)
+		mux.Handle(agentPath(a.name)+"/", mount)
+	}
+	mux.HandleFunc("GET /healthz", s.serveHealth)
+	mux.HandleFunc("GET /{$}", s.serveIndex)
+	s.http = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// No WriteTimeout: SSE streams stay open as long as their task runs.
+	}
+	go func() {
+		err := s.http.Serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		s.mu.Lock()
+		s.err = err
+		s.mu.Unlock()
+		if err != nil {
+			s.log.Error("app: server stopped", "err", err)
+		}
+		close(s.done)
+	}()
+	s.log.Info("app: serving", "addr", ln.Addr().String(), "url", s.baseURL, "database", s.databaseKind())
+	return nil
+}
+
+// listenURL is the base URL of a listener. An unspecified address
+// (0.0.0.0, ::, or none) is not one a client can dial, so it becomes
+// loopback, IPv4 unless the configured host was an IPv6 literal; remote
+// clients then need Options.PublicURL.
+func listenURL(configured string, addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok {
+		return "http://" + addr.String()
+	}
+	ip := tcp.IP
+	if ip == nil || ip.IsUnspecified() {
+		ip = net.IPv4(127, 0, 0, 1)
+		if host, _, err := net.SplitHostPort(configured); err == nil && strings.Contains(host, ":") {
+			ip = net.IPv6loopback
+		}
+	}
+	return "http://" + net.JoinHostPort(ip.String(), strconv.Itoa(tcp.Port))
+}
+
+func agentPath(name string) string { return "/agents/" + name }
+
+// cardAt returns a copy of card whose JSON-RPC interface is url. Other
+// bindings the card may declare are kept as they are.
+func cardAt(card *a2a.AgentCard, url string) *a2a.AgentCard {
+	c := *card
+	c.SupportedInterfaces = slices.DeleteFunc(slices.Clone(card.SupportedInterfaces), func(i a2a.AgentInterface) bool {
+		return i.ProtocolBinding == a2a.BindingJSONRPC
+	})
+	c.SupportedInterfaces = slices.Insert(c.SupportedInterfaces, 0, a2a.AgentInterface{
+		URL:             url,
+		ProtocolBinding: a2a.BindingJSONRPC,
+		ProtocolVersion: a2a.ProtocolVersion,
+	})
+	return &c
+}
+
+// Addr is the address the server listens on ("" before Start).
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return ""
+	}
+	return s.ln.Addr().String()
+}
+
+// URL is the base URL the server is reached at: Options.PublicURL, or the
+// listen address ("" before Start).
+func (s *Server) URL() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.baseURL
+}
+
+// Endpoint describes one hosted agent.
+type Endpoint struct {
+	Name    string `json:"name"`
+	URL     string `json:"url"`     // the A2A JSON-RPC endpoint
+	CardURL string `json:"cardUrl"` // its agent card
+}
+
+// Endpoints lists the hosted agents' URLs (nil before Start).
+func (s *Server) Endpoints() []Endpoint {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.baseURL == "" {
+		return nil
+	}
+	out := make([]Endpoint, len(s.agents))
+	for i, a := range s.agents {
+		u := s.baseURL + agentPath(a.name)
+		out[i] = Endpoint{Name: a.name, URL: u, CardURL: u + a2a.WellKnownCardPath}
+	}
+	return out
+}
+
+// Done is closed when the server has stopped serving: after Shutdown, or
+// when the listener failed (Err says why).
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+// Err is why the server stopped serving on its own; nil while it serves
+// and after a Shutdown.
+func (s *Server) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Shutdown stops accepting connections, lets running requests and agent
+// executions finish until ctx is done (then cuts them off), and closes the
+// database. It is safe to call more than once and on a server never
+// started.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if s.shutdown {
+		s.mu.Unlock()
+		return nil
+	}
+	s.shutdown = true
+	srv, handlers := s.http, s.handlers
+	s.mu.Unlock()
+
+	var errs []error
+	if srv != nil {
+		// The listener closes at once; in-flight requests, including
+		// streams, end when their executions do, which the handlers' own
+		// shutdown bounds, so both run together.
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		add := func(err error) {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}
+		wg.Go(func() {
+			if err := srv.Shutdown(ctx); err != nil {
+				add(fmt.Errorf("app: shutdown http: %w", err))
+				srv.Close() // cut off what did not finish in time
+			}
+		})
+		for _, h := range handlers {
+			wg.Go(func() {
+				if err := h.Shutdown(ctx); err != nil {
+					add(fmt.Errorf("app: shutdown agents: %w", err))
+				}
+			})
+		}
+		wg.Wait()
+		<-s.done
+	} else {
+		close(s.done)
+	}
+	if s.db != nil {
+		if err := s.db.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("app: close database: %w", err))
+		}
+	}
+	s.log.Info("app: stopped")
+	return errors.Join(errs...)
+}
+
+func (s *Server) databaseKind() string {
+	switch {
+	case s.db == nil:
+		return "custom"
+	case s.opts.DatabaseURL != "":
+		return "postgres"
+	}
+	return "sqlite"
+}

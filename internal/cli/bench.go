@@ -1,0 +1,238 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/internal/app"
+	"novaos.dev/novaos/internal/bench"
+)
+
+var benchScenarios = []string{bench.ScenarioSend, bench.ScenarioStream, bench.ScenarioBaseline}
+
+func runBench(ctx context.Context, args []string, e *env) int {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+			benchUsage(e.stderr)
+			return exitOK
+		}
+		fmt.Fprintln(e.stderr, "novaos bench: name a target")
+		benchUsage(e.stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "a2a":
+		return runBenchA2A(ctx, args[1:], e)
+	}
+	fmt.Fprintf(e.stderr, "novaos bench: unknown target %q\n", args[0])
+	benchUsage(e.stderr)
+	return exitUsage
+}
+
+func benchUsage(w io.Writer) {
+	fmt.Fprintln(w, "Usage: novaos bench <target> [flags]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Targets:")
+	fmt.Fprintln(w, "  a2a   A2A SendMessage and SendStreamingMessage to the echo agent, against a bare net/http JSON echo")
+}
+
+// benchReport is the --json output.
+type benchReport struct {
+	Target      string        `json:"target"`
+	Concurrency int           `json:"concurrency"`
+	Duration    string        `json:"duration"`
+	Warmup      string        `json:"warmup"`
+	GoVersion   string        `json:"goVersion"`
+	CPUs        int           `json:"cpus"`
+	Results     []benchResult `json:"results"`
+}
+
+type benchResult struct {
+	*bench.Result
+	// VsBaseline is this scenario's throughput over the baseline's; absent
+	// when the baseline did not run.
+	VsBaseline *float64 `json:"vsBaseline,omitempty"`
+}
+
+func runBenchA2A(ctx context.Context, args []string, e *env) int {
+	fs := newFlags("bench a2a", "bench a2a [flags]", e)
+	c := fs.Int("c", 32, "concurrent keep-alive clients")
+	d := fs.Duration("d", 20*time.Second, "measured `duration` of each scenario")
+	warm := fs.Duration("warmup", 2*time.Second, "unmeasured warm-up before each scenario")
+	only := fs.String("scenario", "", "run only this `scenario`: "+strings.Join(benchScenarios, ", "))
+	asJSON := fs.Bool("json", false, "print results as JSON")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (servers and load generator) to `file`")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if *c < 1 || *d <= 0 || *warm < 0 {
+		return usageError(fs, "--c must be at least 1, --d positive and --warmup not negative")
+	}
+	scenarios := benchScenarios
+	if *only != "" {
+		if !slices.Contains(benchScenarios, *only) {
+			return usageError(fs, "unknown scenario %q (want one of %s)", *only, strings.Join(benchScenarios, ", "))
+		}
+		scenarios = []string{*only}
+	}
+
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "novaos bench a2a: %v\n", err)
+			return exitFail
+		}
+		defer stop()
+	}
+	warmup := *warm
+	if warmup == 0 {
+		warmup = -1 // bench.Options reads 0 as its default
+	}
+	report, err := benchA2A(ctx, scenarios, &bench.Options{Concurrency: *c, Duration: *d, Warmup: warmup}, e)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "novaos bench a2a: %v\n", err)
+		return exitFail
+	}
+	report.Duration, report.Warmup = d.String(), warm.String()
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(report); err != nil {
+			fmt.Fprintf(e.stderr, "novaos bench a2a: %v\n", err)
+			return exitFail
+		}
+	} else {
+		printBenchTable(e.stdout, report)
+	}
+	for _, r := range report.Results {
+		if r.Errors > 0 {
+			fmt.Fprintf(e.stderr, "novaos bench a2a: %s: %d requests failed; first: %s\n", r.Scenario, r.Errors, r.FirstError)
+			return exitFail
+		}
+	}
+	return exitOK
+}
+
+// benchA2A starts the server under test and the baseline in this process,
+// both on loopback, and runs the scenarios one after the other.
+func benchA2A(ctx context.Context, scenarios []string, opts *bench.Options, e *env) (*benchReport, error) {
+	log := slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	srv, err := app.New(ctx, &app.Options{
+		Addr:      "127.0.0.1:0",
+		TaskStore: a2asrv.NewMemoryTaskStore(nil),
+		Logger:    log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Shutdown(context.Background())
+	if err := srv.Start(ctx); err != nil {
+		return nil, err
+	}
+
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("baseline: %w", err)
+	}
+	base := &http.Server{Handler: bench.EchoHandler(), ReadHeaderTimeout: 10 * time.Second}
+	go base.Serve(ln) // ends with base.Close below
+	defer base.Close()
+	baseURL := "http://" + ln.Addr().String()
+
+	echoURL := srv.URL() + "/agents/echo"
+	scenario := map[string]bench.Scenario{
+		bench.ScenarioSend:     bench.SendMessage(echoURL),
+		bench.ScenarioStream:   bench.SendStreamingMessage(echoURL),
+		bench.ScenarioBaseline: bench.Baseline(baseURL),
+	}
+	report := &benchReport{
+		Target: "a2a", Concurrency: opts.Concurrency,
+		GoVersion: runtime.Version(), CPUs: runtime.GOMAXPROCS(0),
+	}
+	for _, name := range scenarios {
+		fmt.Fprintf(e.stderr, "bench: %s: %d clients, %v warm-up + %v…\n", name, opts.Concurrency, max(opts.Warmup, 0), opts.Duration)
+		// Start every scenario from the same heap, so one's garbage does
+		// not count against the next one's memory.
+		runtime.GC()
+		debug.FreeOSMemory()
+		res, err := bench.Run(ctx, scenario[name], opts)
+		if err != nil {
+			return nil, err
+		}
+		report.Results = append(report.Results, benchResult{Result: res})
+	}
+	if i := slices.IndexFunc(report.Results, func(r benchResult) bool { return r.Scenario == bench.ScenarioBaseline }); i >= 0 {
+		baseTP := report.Results[i].Throughput
+		for j := range report.Results {
+			if baseTP > 0 {
+				ratio := report.Results[j].Throughput / baseTP
+				report.Results[j].VsBaseline = &ratio
+			}
+		}
+	}
+	if len(report.Results) == 0 {
+		return nil, errors.New("no scenario ran")
+	}
+	return report, nil
+}
+
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
+
+func printBenchTable(w io.Writer, r *benchReport) {
+	fmt.Fprintf(w, "novaos bench %s: %d clients, %s each after %s warm-up, %s, %d CPUs, loopback, in-memory task store\n\n",
+		r.Target, r.Concurrency, r.Duration, r.Warmup, r.GoVersion, r.CPUs)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\treq/s\tp50\tp99\tmax\terrors\tpeak RSS\tvs baseline\t")
+	for _, res := range r.Results {
+		ratio := "-"
+		if res.VsBaseline != nil {
+			ratio = fmt.Sprintf("%.2f", *res.VsBaseline)
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t%d\t%s\t%s\t\n",
+			res.Scenario, res.Throughput, ms(res.Latency.P50), ms(res.Latency.P99), ms(res.Latency.Max),
+			res.Errors, mib(res.Memory.Peak), ratio)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "send: SendMessage to /agents/echo; stream: SendStreamingMessage read to its end;")
+	fmt.Fprintln(w, "baseline: the same body through a bare net/http JSON echo. RSS is the whole process (servers and load generator).")
+}
+
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+}
+
+func mib(b uint64) string {
+	if b == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1fMiB", float64(b)/(1<<20))
+}

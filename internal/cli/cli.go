@@ -1,0 +1,137 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitFail  = 1
+	exitUsage = 2
+)
+
+// EnvDatabaseURL is read when serve gets no --db flag.
+const EnvDatabaseURL = "NOVAOS_DATABASE_URL"
+
+// Main runs the novaos command with args (without the program name) and
+// returns the process exit code. SIGINT and SIGTERM cancel what runs (serve
+// then shuts down gracefully); a second signal kills the process.
+func Main(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// Restore default signal handling once the first signal arrived, so
+	// a second one ends a shutdown that hangs.
+	context.AfterFunc(ctx, stop)
+	return run(ctx, args, &env{stdout: stdout, stderr: stderr, getenv: os.Getenv})
+}
+
+// env is what a command may touch of the outside world.
+type env struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, e *env) int
+}
+
+func commands() []command {
+	return []command{
+		{"serve", "run the NovaOS server (agents over A2A, /healthz)", runServe},
+		{"bench", "measure end-to-end throughput and latency on loopback (bench a2a)", runBench},
+		{"version", "print the version", runVersion},
+		{"help", "show this help", runHelp},
+	}
+}
+
+func run(ctx context.Context, args []string, e *env) int {
+	if len(args) == 0 {
+		usage(e.stderr)
+		return exitUsage
+	}
+	name := args[0]
+	switch name {
+	case "-h", "-help", "--help":
+		name = "help"
+	}
+	for _, c := range commands() {
+		if c.name == name {
+			return c.run(ctx, args[1:], e)
+		}
+	}
+	fmt.Fprintf(e.stderr, "novaos: unknown command %q\n\n", args[0])
+	usage(e.stderr)
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "Usage: novaos <command> [flags]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, `Run "novaos <command> -h" for a command's flags.`)
+}
+
+func runHelp(_ context.Context, args []string, e *env) int {
+	if len(args) > 0 {
+		// "help serve" is "serve -h".
+		for _, c := range commands() {
+			if c.name == args[0] && c.name != "help" {
+				return c.run(context.Background(), []string{"-h"}, e)
+			}
+		}
+		fmt.Fprintf(e.stderr, "novaos: unknown command %q\n\n", args[0])
+		usage(e.stderr)
+		return exitUsage
+	}
+	usage(e.stdout)
+	return exitOK
+}
+
+// newFlags returns a flag set that reports to stderr and does not exit.
+func newFlags(name, synopsis string, e *env) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(e.stderr, "Usage: novaos %s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses args; ok is false when the command should end with code.
+func parse(fs *flag.FlagSet, args []string) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK, false
+		}
+		return exitUsage, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "novaos %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		fs.Usage()
+		return exitUsage, false
+	}
+	return 0, true
+}
+
+// usageError reports a bad flag value the flag package cannot check, with
+// the command's usage, and returns exitUsage.
+func usageError(fs *flag.FlagSet, format string, args ...any) int {
+	fmt.Fprintf(fs.Output(), "novaos %s: %s\n", fs.Name(), fmt.Sprintf(format, args...))
+	fs.Usage()
+	return exitUsage
+}

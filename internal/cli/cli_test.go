@@ -1,0 +1,292 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"novaos.dev/novaos/internal/bench"
+)
+
+// syncBuffer lets a test read what a command running in another goroutine
+// has written so far.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func testEnv(vars map[string]string) (*env, *syncBuffer, *syncBuffer) {
+	var out, errOut syncBuffer
+	return &env{stdout: &out, stderr: &errOut, getenv: func(k string) string { return vars[k] }}, &out, &errOut
+}
+
+func TestUsageErrors(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantStderr string
+	}{
+		{"no command", nil, "Usage: novaos <command>"},
+		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
+		{"unknown flag", []string{"serve", "--nope"}, "flag provided but not defined"},
+		{"stray argument", []string{"serve", "extra"}, `unexpected argument "extra"`},
+		{"bad log level", []string{"serve", "--log-level", "loud"}, "--log-level"},
+		{"bench without target", []string{"bench"}, "name a target"},
+		{"unknown bench target", []string{"bench", "mcp"}, `unknown target "mcp"`},
+		{"unknown scenario", []string{"bench", "a2a", "--scenario", "grpc"}, `unknown scenario "grpc"`},
+		{"no clients", []string{"bench", "a2a", "--c", "0"}, "--c must be at least 1"},
+		{"help for unknown command", []string{"help", "nope"}, `unknown command "nope"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e, out, errOut := testEnv(nil)
+			if code := run(t.Context(), tc.args, e); code != exitUsage {
+				t.Errorf("exit code %d, want %d", code, exitUsage)
+			}
+			if !strings.Contains(errOut.String(), tc.wantStderr) {
+				t.Errorf("stderr %q, want it to contain %q", errOut, tc.wantStderr)
+			}
+			if !strings.Contains(errOut.String(), "Usage: novaos") {
+				t.Errorf("no usage on stderr: %q", errOut)
+			}
+			if out.String() != "" {
+				t.Errorf("stdout %q, want nothing", out)
+			}
+		})
+	}
+}
+
+func TestHelpAndVersion(t *testing.T) {
+	tests := []struct {
+		name                   string
+		args                   []string
+		wantStdout, wantStderr string
+	}{
+		{"help", []string{"help"}, "serve", ""},
+		{"--help", []string{"--help"}, "bench", ""},
+		{"help serve", []string{"help", "serve"}, "", "-shutdown-timeout"},
+		{"serve -h", []string{"serve", "-h"}, "", "NOVAOS_DATABASE_URL"},
+		{"bench a2a -h", []string{"bench", "a2a", "-h"}, "", "-warmup"},
+		{"version", []string{"version"}, "novaos ", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e, out, errOut := testEnv(nil)
+			if code := run(t.Context(), tc.args, e); code != exitOK {
+				t.Fatalf("exit code %d; stderr %s", code, errOut)
+			}
+			if !strings.Contains(out.String(), tc.wantStdout) || !strings.Contains(errOut.String(), tc.wantStderr) {
+				t.Errorf("stdout %q stderr %q, want %q and %q", out, errOut, tc.wantStdout, tc.wantStderr)
+			}
+		})
+	}
+}
+
+func TestVersionLine(t *testing.T) {
+	e, out, _ := testEnv(nil)
+	if code := run(t.Context(), []string{"version"}, e); code != exitOK {
+		t.Fatal(code)
+	}
+	if !regexp.MustCompile(`^novaos \S.* go1\.\S+ \w+/\w+\n$`).MatchString(out.String()) {
+		t.Errorf("version line %q", out)
+	}
+}
+
+var healthzLine = regexp.MustCompile(`health\s+(http://\S+/healthz)`)
+
+// waitForURL waits for serve to print where it listens.
+func waitForURL(t *testing.T, out *syncBuffer, done <-chan int) string {
+	t.Helper()
+	deadline := time.After(15 * time.Second)
+	for {
+		if m := healthzLine.FindStringSubmatch(out.String()); m != nil {
+			return m[1]
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited with %d before serving; stdout %q", code, out)
+		case <-deadline:
+			t.Fatalf("serve printed no URL; stdout %q", out)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func TestServeUntilCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	e, out, errOut := testEnv(nil)
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir()}, e) }()
+
+	health := waitForURL(t, out, done)
+	base := strings.TrimSuffix(health, "/healthz")
+	for _, want := range []string{base + "/agents/echo", base + "/agents/tck", base + "/agents/echo/.well-known/agent-card.json", base + "/agents/tck/.well-known/agent-card.json"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("stdout does not list %s:\n%s", want, out)
+		}
+	}
+	resp, err := http.Get(health)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("healthz status %d", resp.StatusCode)
+	}
+
+	cancel()
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Errorf("exit code %d; stderr %s", code, errOut)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not stop after its context was cancelled")
+	}
+	// Logs are JSON lines on stderr.
+	first, _, _ := strings.Cut(errOut.String(), "\n")
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(first), &rec); err != nil || rec["msg"] == nil {
+		t.Errorf("first stderr line is not a JSON log record: %q", first)
+	}
+	if _, err := http.Get(health); err == nil {
+		t.Error("server still answers after serve returned")
+	}
+}
+
+// Main itself, stopped the way an operator stops it.
+func TestMainServeStopsOnSIGINT(t *testing.T) {
+	t.Setenv(EnvDatabaseURL, "")
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- Main([]string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir()}, &out, &errOut) }()
+	// The URL is printed after the signal handler is installed, so the
+	// signal cannot reach the default handler and kill the test.
+	waitForURL(t, &out, done)
+	if err := syscall.Kill(syscall.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Errorf("exit code %d; stderr %s", code, errOut.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not stop on SIGINT")
+	}
+	if !strings.Contains(out.String(), "Shutting down") {
+		t.Errorf("stdout %q", out.String())
+	}
+}
+
+func TestServeReadsDatabaseURLFromEnv(t *testing.T) {
+	e, _, errOut := testEnv(map[string]string{EnvDatabaseURL: "mysql://root:hunter2@db.example.com/x"})
+	code := run(t.Context(), []string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir()}, e)
+	if code != exitFail {
+		t.Fatalf("exit code %d, want %d", code, exitFail)
+	}
+	if !strings.Contains(errOut.String(), "postgres://") || strings.Contains(errOut.String(), "hunter2") {
+		t.Errorf("stderr %q", errOut)
+	}
+}
+
+func TestServeAddressInUse(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	e, out, _ := testEnv(nil)
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir()}, e) }()
+	addr := strings.TrimPrefix(strings.TrimSuffix(waitForURL(t, out, done), "/healthz"), "http://")
+
+	e2, _, errOut2 := testEnv(nil)
+	if code := run(t.Context(), []string{"serve", "--addr", addr, "--data", t.TempDir()}, e2); code != exitFail {
+		t.Errorf("second serve on %s: exit code %d, want %d", addr, code, exitFail)
+	}
+	if !strings.Contains(errOut2.String(), "listen") {
+		t.Errorf("stderr %q", errOut2)
+	}
+	cancel()
+	<-done
+}
+
+func TestBenchA2AShort(t *testing.T) {
+	e, out, errOut := testEnv(nil)
+	code := run(t.Context(), []string{"bench", "a2a", "--c", "4", "--d", "300ms", "--warmup", "100ms", "--json"}, e)
+	if code != exitOK {
+		t.Fatalf("exit code %d; stderr %s", code, errOut)
+	}
+	var rep struct {
+		Concurrency int `json:"concurrency"`
+		Results     []struct {
+			bench.Result
+			VsBaseline *float64 `json:"vsBaseline"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
+		t.Fatalf("--json output: %v\n%s", err, out)
+	}
+	var names []string
+	for _, r := range rep.Results {
+		names = append(names, r.Scenario)
+		if r.Throughput <= 0 || r.Requests == 0 {
+			t.Errorf("%s: no throughput: %+v", r.Scenario, r.Result)
+		}
+		if r.Errors != 0 {
+			t.Errorf("%s: %d errors, first: %s", r.Scenario, r.Errors, r.FirstError)
+		}
+		if r.VsBaseline == nil || *r.VsBaseline <= 0 {
+			t.Errorf("%s: no ratio to the baseline", r.Scenario)
+		}
+		if r.Latency.P50 <= 0 || r.Latency.P99 < r.Latency.P50 {
+			t.Errorf("%s: latency %+v", r.Scenario, r.Latency)
+		}
+	}
+	if want := "send,stream,baseline"; strings.Join(names, ",") != want || rep.Concurrency != 4 {
+		t.Errorf("scenarios %v at c=%d, want %s at 4", names, rep.Concurrency, want)
+	}
+}
+
+func TestBenchTableOneScenario(t *testing.T) {
+	e, out, errOut := testEnv(nil)
+	code := run(t.Context(), []string{"bench", "a2a", "--c", "2", "--d", "200ms", "--warmup", "0", "--scenario", "send"}, e)
+	if code != exitOK {
+		t.Fatalf("exit code %d; stderr %s", code, errOut)
+	}
+	var row []string
+	for l := range strings.Lines(out.String()) {
+		switch f := strings.Fields(l); {
+		case len(f) == 0:
+		case f[0] == "send":
+			row = f
+		case f[0] == "stream" || f[0] == "baseline" && len(f) == 8:
+			t.Errorf("scenario not asked for ran: %q", l)
+		}
+	}
+	// scenario req/s p50 p99 max errors peak-RSS vs-baseline
+	if len(row) != 8 || row[5] != "0" || row[7] != "-" || row[1] == "0" {
+		t.Errorf("send row %q in\n%s", row, out)
+	}
+	if !strings.Contains(out.String(), "req/s") {
+		t.Errorf("no table header:\n%s", out)
+	}
+}

@@ -1,0 +1,24 @@
+package cli_test
+
+import (
+	"fmt"
+	"os"
+
+	"novaos.dev/novaos/internal/cli"
+)
+
+func ExampleMain() {
+	code := cli.Main([]string{"help"}, os.Stdout, os.Stderr)
+	fmt.Println("exit", code)
+	// Output:
+	// Usage: novaos <command> [flags]
+	//
+	// Commands:
+	//   serve    run the NovaOS server (agents over A2A, /healthz)
+	//   bench    measure end-to-end throughput and latency on loopback (bench a2a)
+	//   version  print the version
+	//   help     show this help
+	//
+	// Run "novaos <command> -h" for a command's flags.
+	// exit 0
+}
