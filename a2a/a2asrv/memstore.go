@@ -11,7 +11,7 @@ import (
 	"sync"
 
 	"novaos.dev/novaos/a2a"
-	"novaos.dev/novaos/internal/keyset"
+	"novaos.dev/novaos/store/keyset"
 )
 
 // MemoryOptions bounds the in-memory stores. Nil or zero fields mean the

@@ -3,7 +3,7 @@ package keyset_test
 import (
 	"fmt"
 
-	"novaos.dev/novaos/internal/keyset"
+	"novaos.dev/novaos/store/keyset"
 )
 
 func ExampleTask() {

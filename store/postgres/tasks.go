@@ -12,7 +12,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
-	"novaos.dev/novaos/internal/keyset"
+	"novaos.dev/novaos/store/keyset"
 )
 
 // TaskStore returns the database's task store.

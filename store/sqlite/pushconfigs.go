@@ -9,7 +9,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
-	"novaos.dev/novaos/internal/keyset"
+	"novaos.dev/novaos/store/keyset"
 )
 
 // PushConfigStore returns the database's push-notification config store.
