@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
@@ -49,6 +50,10 @@ type Options struct {
 	// PushConfigStore keeps push-notification configs when TaskStore is
 	// overridden; nil then means push configs are not supported.
 	PushConfigStore a2asrv.PushConfigStore
+	// TCKStreamingTimeout is the delay unit of the tck agent's slow
+	// scenarios; it must match the conformance kit's TCK_STREAMING_TIMEOUT
+	// (default builtin.DefaultStreamingTimeout, 2s).
+	TCKStreamingTimeout time.Duration
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -123,7 +128,7 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 	}
 	s.agents = []hostedAgent{
 		{name: "echo", agent: builtin.Echo()},
-		{name: "tck", agent: builtin.TCK()},
+		{name: "tck", agent: builtin.NewTCK(&builtin.TCKOptions{StreamingTimeout: s.opts.TCKStreamingTimeout})},
 	}
 	return s, nil
 }

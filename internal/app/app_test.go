@@ -362,3 +362,104 @@ func TestHealthzReportsDeadStore(t *testing.T) {
 		t.Errorf("(-want +got)\n%s", diff)
 	}
 }
+
+// openStream starts a SendStreamingMessage and returns its reader after
+// the first frame, so the execution is known to be running.
+func openStream(t *testing.T, url, messageID string) (*a2a.EventReader, func()) {
+	t.Helper()
+	msg := &a2a.Message{MessageID: messageID, Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("go")}}
+	p, _ := json.Marshal(a2a.SendMessageRequest{Message: msg})
+	body := `{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":` + string(p) + `}`
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set(a2a.HeaderVersion, "1.0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	er := a2a.NewEventReader(resp.Body, 0)
+	if _, err := er.Next(); err != nil {
+		resp.Body.Close()
+		t.Fatalf("first frame: %v", err)
+	}
+	return er, func() { resp.Body.Close() }
+}
+
+// lastState reads the stream to its end and returns the last state it
+// reported (unspecified if none).
+func lastState(er *a2a.EventReader) a2a.TaskState {
+	state := a2a.TaskStateUnspecified
+	for {
+		ev, err := er.Next()
+		if err != nil {
+			return state
+		}
+		r, err := a2a.DecodeResponse(ev.Data)
+		if err != nil || r.Error != nil {
+			return state
+		}
+		var f a2a.StreamResponse
+		if a2a.Unmarshal(r.Result, &f) != nil {
+			return state
+		}
+		switch {
+		case f.StatusUpdate != nil:
+			state = f.StatusUpdate.Status.State
+		case f.Task != nil:
+			state = f.Task.Status.State
+		}
+	}
+}
+
+func TestShutdownLetsRunningStreamsFinish(t *testing.T) {
+	srv, err := app.New(t.Context(), &app.Options{Addr: "127.0.0.1:0", DataDir: t.TempDir(), TCKStreamingTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// tck-delayed-complete works for one timeout, then completes.
+	er, closeStream := openStream(t, srv.URL()+"/agents/tck", "tck-delayed-complete-"+a2a.NewID())
+	defer closeStream()
+
+	shut := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		shut <- srv.Shutdown(ctx)
+	}()
+	if got := lastState(er); got != a2a.TaskStateCompleted {
+		t.Errorf("stream ended in %v, want completed", got)
+	}
+	if err := <-shut; err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+}
+
+func TestShutdownCutsOffAtItsDeadline(t *testing.T) {
+	srv, err := app.New(t.Context(), &app.Options{Addr: "127.0.0.1:0", DataDir: t.TempDir(), TCKStreamingTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// test-resubscribe-message-id works for two timeouts: two minutes here.
+	er, closeStream := openStream(t, srv.URL()+"/agents/tck", "test-resubscribe-message-id-"+a2a.NewID())
+	defer closeStream()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := srv.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Shutdown: %v, want the deadline exceeded", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("Shutdown took %v past a 300ms deadline", d)
+	}
+	if got := lastState(er); got.Terminal() {
+		t.Errorf("cut-off stream reported %v", got)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"novaos.dev/novaos/internal/app"
+	"novaos.dev/novaos/internal/builtin"
 )
 
 func runServe(ctx context.Context, args []string, e *env) int {
@@ -17,6 +18,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	public := fs.String("public-url", "", "base `URL` clients reach the server at, for agent cards (default: the listen address)")
 	grace := fs.Duration("shutdown-timeout", 10*time.Second, "how long running requests may finish after SIGINT/SIGTERM")
 	level := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
+	tckTimeout := fs.Duration("tck-timeout", builtin.DefaultStreamingTimeout, "delay unit of the tck agent's slow scenarios; match the kit's TCK_STREAMING_TIMEOUT")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -35,6 +37,8 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		DataDir:     *data,
 		DatabaseURL: *db,
 		Logger:      log,
+
+		TCKStreamingTimeout: *tckTimeout,
 	})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "novaos serve: %v\n", err)
