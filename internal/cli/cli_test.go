@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"novaos.dev/novaos/internal/bench"
+	"novaos.dev/novaos/internal/pgtest"
 )
 
 // syncBuffer lets a test read what a command running in another goroutine
@@ -288,5 +289,34 @@ func TestBenchTableOneScenario(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "req/s") {
 		t.Errorf("no table header:\n%s", out)
+	}
+}
+
+func TestServeDBFlagWinsOverEnv(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	e, out, errOut := testEnv(map[string]string{EnvDatabaseURL: "mysql://ignored.example.com/x"})
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--db", url}, e) }()
+	health := waitForURL(t, out, done)
+	resp, err := http.Get(health)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h struct {
+		Database struct{ Kind string } `json:"database"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&h)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Database.Kind != "postgres" {
+		t.Errorf("database kind %q, want postgres", h.Database.Kind)
+	}
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Errorf("exit code %d; stderr %s", code, errOut)
 	}
 }
