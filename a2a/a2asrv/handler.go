@@ -392,8 +392,21 @@ func (h *Handler) writeResult(c *call, result []byte) {
 	_, _ = c.w.Write(b)
 }
 
+// writeValue answers with v as the result. The hot results go through the
+// a2a package's append encoders; the rest through encoding/json.
 func (h *Handler) writeValue(c *call, v any) {
-	b, err := json.Marshal(v)
+	buf := h.getBuf()
+	defer h.putBuf(buf)
+	var b []byte
+	var err error
+	switch v := v.(type) {
+	case a2a.SendMessageResponse:
+		b, err = a2a.AppendSendMessageResponse(buf.AvailableBuffer(), &v)
+	case *a2a.Task:
+		b, err = a2a.AppendTask(buf.AvailableBuffer(), v)
+	default:
+		b, err = json.Marshal(v)
+	}
 	if err != nil {
 		h.log.ErrorContext(c.r.Context(), "a2asrv: encode result", "err", err)
 		h.writeError(c.w, c.id, a2a.NewError(a2a.CodeInternalError, "could not encode the result"), http.StatusOK)

@@ -88,7 +88,7 @@ func encodeMemTask(scope Scope, task *a2a.Task, v Version) (*memTask, error) {
 	if task == nil || !keyset.ValidID(task.ID) || !keyset.ValidText(task.ContextID, scope.Tenant, scope.Owner) {
 		return nil, errInvalidKey
 	}
-	body, err := json.Marshal(task)
+	body, err := a2a.AppendTask(nil, task)
 	if err != nil {
 		return nil, err
 	}

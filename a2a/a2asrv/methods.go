@@ -402,17 +402,11 @@ func (h *Handler) stream(c *call, sub *subscriber, first *frame, execID uint64) 
 	var out []byte
 	send := func(f *frame) bool {
 		begin()
-		body, err := json.Marshal(f.resp)
-		if err != nil {
+		var err error
+		if out, err = appendFrame(out[:0], c.id, f); err != nil {
 			h.log.ErrorContext(c.r.Context(), "a2asrv: encode frame", "err", err)
 			return false
 		}
-		out = out[:0]
-		ev := a2a.Event{Data: a2a.AppendResult(nil, c.id, body)}
-		if f.seq > 0 {
-			ev.ID = itoa(int(f.seq))
-		}
-		out = a2a.AppendEvent(out, ev)
 		if _, err := w.Write(out); err != nil {
 			return false
 		}
@@ -787,4 +781,22 @@ func (h *Handler) getExtendedCard(c *call, params json.RawMessage) {
 		return
 	}
 	h.writeValue(c, h.opts.ExtendedCard)
+}
+
+// appendFrame writes one SSE event holding the JSON-RPC response for f. The
+// encoded JSON has no raw newlines, so it goes on a single data line.
+func appendFrame(b []byte, id json.RawMessage, f *frame) ([]byte, error) {
+	if f.seq > 0 {
+		b = append(b, "id: "...)
+		b = appendInt(b, int64(f.seq))
+		b = append(b, '\n')
+	}
+	b = append(b, `data: {"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"result":`...)
+	b, err := a2a.AppendStreamResponse(b, f.resp)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, "}\n\n"...), nil
 }
