@@ -310,8 +310,9 @@ func (h *Handler) serveRPC(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var tenant tenantOnly
-	if len(req.Params) > 0 {
-		// Only the tenant is needed here; the method decodes the rest.
+	if bytes.Contains(req.Params, []byte(`"tenant"`)) {
+		// Only the tenant is needed here; the method decodes the rest. Most
+		// requests carry none, and this decode is skipped for them.
 		_ = a2a.Unmarshal(req.Params, &tenant)
 	}
 	scope, serr := h.identify(r, tenant.Tenant)

@@ -479,3 +479,26 @@ func TestConcurrentSends(t *testing.T) {
 		t.Errorf("listed %d tasks, want %d", list.TotalSize, n)
 	}
 }
+
+// A body over the limit is refused with a JSON-RPC error whether or not the
+// client announced its length.
+func TestBodyLimit(t *testing.T) {
+	h := a2asrv.NewHandler(testCard(), a2asrv.ExecutorFunc(scripted), &a2asrv.Options{MaxBodyBytes: 1024})
+	defer h.Shutdown(context.Background())
+	big := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"` + strings.Repeat("x", 2048) + `"}]}}}`
+	for _, chunked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("chunked=%v", chunked), func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(big))
+			if chunked {
+				r.ContentLength = -1
+			}
+			r.Header.Set(a2a.HeaderVersion, a2a.ProtocolVersion)
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			resp, err := a2a.DecodeResponse(w.Body.Bytes())
+			if w.Code != http.StatusRequestEntityTooLarge || err != nil || resp.Error == nil || resp.Error.Code != a2a.CodeInvalidRequest {
+				t.Errorf("got %d %s, want 413 with a -32600 error", w.Code, w.Body)
+			}
+		})
+	}
+}
