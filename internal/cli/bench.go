@@ -54,6 +54,7 @@ func benchUsage(w io.Writer) {
 // benchReport is the --json output.
 type benchReport struct {
 	Target      string        `json:"target"`
+	Store       string        `json:"store"`
 	Concurrency int           `json:"concurrency"`
 	Duration    string        `json:"duration"`
 	Warmup      string        `json:"warmup"`
@@ -76,12 +77,16 @@ func runBenchA2A(ctx context.Context, args []string, e *env) int {
 	warm := fs.Duration("warmup", 2*time.Second, "unmeasured warm-up before each scenario")
 	only := fs.String("scenario", "", "run only this `scenario`: "+strings.Join(benchScenarios, ", "))
 	asJSON := fs.Bool("json", false, "print results as JSON")
+	store := fs.String("store", "memory", "task `store` of the server under test: memory, or sqlite (a file in a temporary directory)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (servers and load generator) to `file`")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
 	if *c < 1 || *d <= 0 || *warm < 0 {
 		return usageError(fs, "--c must be at least 1, --d positive and --warmup not negative")
+	}
+	if *store != "memory" && *store != "sqlite" {
+		return usageError(fs, "unknown store %q (want memory or sqlite)", *store)
 	}
 	scenarios := benchScenarios
 	if *only != "" {
@@ -103,7 +108,7 @@ func runBenchA2A(ctx context.Context, args []string, e *env) int {
 	if warmup == 0 {
 		warmup = -1 // bench.Options reads 0 as its default
 	}
-	report, err := benchA2A(ctx, scenarios, &bench.Options{Concurrency: *c, Duration: *d, Warmup: warmup}, e)
+	report, err := benchA2A(ctx, scenarios, *store, &bench.Options{Concurrency: *c, Duration: *d, Warmup: warmup}, e)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "novaos bench a2a: %v\n", err)
 		return exitFail
@@ -130,13 +135,20 @@ func runBenchA2A(ctx context.Context, args []string, e *env) int {
 
 // benchA2A starts the server under test and the baseline in this process,
 // both on loopback, and runs the scenarios one after the other.
-func benchA2A(ctx context.Context, scenarios []string, opts *bench.Options, e *env) (*benchReport, error) {
+func benchA2A(ctx context.Context, scenarios []string, store string, opts *bench.Options, e *env) (*benchReport, error) {
 	log := slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv, err := app.New(ctx, &app.Options{
-		Addr:      "127.0.0.1:0",
-		TaskStore: a2asrv.NewMemoryTaskStore(nil),
-		Logger:    log,
-	})
+	appOpts := &app.Options{Addr: "127.0.0.1:0", Logger: log}
+	if store == "sqlite" {
+		dir, err := os.MkdirTemp("", "novaos-bench-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		appOpts.DataDir = dir
+	} else {
+		appOpts.TaskStore = a2asrv.NewMemoryTaskStore(nil)
+	}
+	srv, err := app.New(ctx, appOpts)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +173,7 @@ func benchA2A(ctx context.Context, scenarios []string, opts *bench.Options, e *e
 		bench.ScenarioBaseline: bench.Baseline(baseURL),
 	}
 	report := &benchReport{
-		Target: "a2a", Concurrency: opts.Concurrency,
+		Target: "a2a", Store: store, Concurrency: opts.Concurrency,
 		GoVersion: runtime.Version(), CPUs: runtime.GOMAXPROCS(0),
 	}
 	for _, name := range scenarios {
@@ -207,8 +219,8 @@ func startCPUProfile(path string) (stop func(), err error) {
 }
 
 func printBenchTable(w io.Writer, r *benchReport) {
-	fmt.Fprintf(w, "novaos bench %s: %d clients, %s each after %s warm-up, %s, %d CPUs, loopback, in-memory task store\n\n",
-		r.Target, r.Concurrency, r.Duration, r.Warmup, r.GoVersion, r.CPUs)
+	fmt.Fprintf(w, "novaos bench %s: %d clients, %s each after %s warm-up, %s, %d CPUs, loopback, %s task store\n\n",
+		r.Target, r.Concurrency, r.Duration, r.Warmup, r.GoVersion, r.CPUs, r.Store)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\treq/s\tp50\tp99\tmax\terrors\tpeak RSS\tvs baseline\t")
 	for _, res := range r.Results {

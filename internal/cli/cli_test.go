@@ -55,6 +55,7 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown bench target", []string{"bench", "mcp"}, `unknown target "mcp"`},
 		{"unknown scenario", []string{"bench", "a2a", "--scenario", "grpc"}, `unknown scenario "grpc"`},
 		{"no clients", []string{"bench", "a2a", "--c", "0"}, "--c must be at least 1"},
+		{"unknown store", []string{"bench", "a2a", "--store", "redis"}, `unknown store "redis"`},
 		{"help for unknown command", []string{"help", "nope"}, `unknown command "nope"`},
 	}
 	for _, tc := range tests {
@@ -269,7 +270,7 @@ func TestBenchA2AShort(t *testing.T) {
 
 func TestBenchTableOneScenario(t *testing.T) {
 	e, out, errOut := testEnv(nil)
-	code := run(t.Context(), []string{"bench", "a2a", "--c", "2", "--d", "200ms", "--warmup", "0", "--scenario", "send"}, e)
+	code := run(t.Context(), []string{"bench", "a2a", "--c", "2", "--d", "200ms", "--warmup", "0", "--scenario", "send", "--store", "sqlite"}, e)
 	if code != exitOK {
 		t.Fatalf("exit code %d; stderr %s", code, errOut)
 	}
@@ -287,8 +288,8 @@ func TestBenchTableOneScenario(t *testing.T) {
 	if len(row) != 8 || row[5] != "0" || row[7] != "-" || row[1] == "0" {
 		t.Errorf("send row %q in\n%s", row, out)
 	}
-	if !strings.Contains(out.String(), "req/s") {
-		t.Errorf("no table header:\n%s", out)
+	if !strings.Contains(out.String(), "req/s") || !strings.Contains(out.String(), "sqlite task store") {
+		t.Errorf("no table header or store:\n%s", out)
 	}
 }
 
