@@ -220,7 +220,7 @@ func startCPUProfile(path string) (stop func(), err error) {
 
 func printBenchTable(w io.Writer, r *benchReport) {
 	fmt.Fprintf(w, "novaos bench %s: %d clients, %s each after %s warm-up, %s, %d CPUs, loopback, %s task store\n\n",
-		r.Target, r.Concurrency, r.Duration, r.Warmup, r.GoVersion, r.CPUs, r.Store)
+		r.Target, r.Concurrency, r.Duration, r.Warmup, r.GoVersion, r.CPUs, storeLabel(r.Store))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\treq/s\tp50\tp99\tmax\terrors\tpeak RSS\tvs baseline\t")
 	for _, res := range r.Results {
@@ -236,6 +236,13 @@ func printBenchTable(w io.Writer, r *benchReport) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "send: SendMessage to /agents/echo; stream: SendStreamingMessage read to its end;")
 	fmt.Fprintln(w, "baseline: the same body through a bare net/http JSON echo. RSS is the whole process (servers and load generator).")
+}
+
+func storeLabel(store string) string {
+	if store == "memory" {
+		return "in-memory"
+	}
+	return store
 }
 
 func ms(d time.Duration) string {
