@@ -15,6 +15,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/agent"
 	"novaos.dev/novaos/internal/builtin"
 	"novaos.dev/novaos/store/postgres"
 	"novaos.dev/novaos/store/sqlite"
@@ -58,8 +59,9 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Server is a running NovaOS instance. Create it with New, then Start and
-// eventually Shutdown it.
+// Server is one NovaOS instance. Create it with New, then Start it and
+// eventually Shutdown it; a Server is not restarted after Shutdown (create
+// a new one on the same database instead).
 type Server struct {
 	opts  Options
 	log   *slog.Logger
@@ -98,6 +100,12 @@ type database interface {
 	PushConfigStore() a2asrv.PushConfigStore
 	Close() error
 }
+
+var (
+	_ database = (*sqlite.DB)(nil)
+	_ database = (*postgres.DB)(nil)
+	_ Agent    = (*agent.Agent)(nil)
+)
 
 // New opens the stores opts select and prepares the built-in agents; it
 // does not listen yet.
@@ -152,7 +160,8 @@ func (s *Server) openStores(ctx context.Context) error {
 	case scheme == "postgres" || scheme == "postgresql":
 		s.db, err = postgres.Open(ctx, s.opts.DatabaseURL, &postgres.Options{Logger: s.log})
 		if err != nil {
-			// The URL may hold a password: name only its scheme.
+			// Not the URL, which may hold a password; postgres.Open's
+			// errors never repeat it either.
 			return fmt.Errorf("app: open postgres: %w", err)
 		}
 	default:
