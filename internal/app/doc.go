@@ -15,4 +15,8 @@
 // Options are read once by New; the server owns the database it opens and
 // closes it in Shutdown. A TaskStore given in Options is used instead of
 // the database (the benchmark runs that way, on the in-memory store).
+//
+// The hosted agents share one task store with no tenant of their own:
+// tasks are keyed by id, so GetTask finds a task through any agent's
+// endpoint and ListTasks lists every agent's tasks.
 package app
