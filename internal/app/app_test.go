@@ -463,3 +463,21 @@ func TestShutdownCutsOffAtItsDeadline(t *testing.T) {
 		t.Errorf("cut-off stream reported %v", got)
 	}
 }
+
+// Documented in the package doc: the hosted agents have no tenant of their
+// own, so a task is found through any agent's endpoint.
+func TestAgentsShareTheTaskStore(t *testing.T) {
+	srv := start(t, &app.Options{TaskStore: a2asrv.NewMemoryTaskStore(nil)})
+	task := sendText(t, srv.URL()+"/agents/echo", "shared")
+	res, rerr := rpc(t, srv.URL()+"/agents/tck", a2a.MethodGetTask, a2a.GetTaskRequest{ID: task.ID})
+	if rerr != nil {
+		t.Fatalf("GetTask through tck: %v", rerr)
+	}
+	var got a2a.Task
+	if err := a2a.Unmarshal(res, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != task.ID || got.Status.State != a2a.TaskStateCompleted {
+		t.Errorf("got task %s in %v", got.ID, got.Status.State)
+	}
+}
