@@ -6,8 +6,10 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/url"
+	"os"
 	"path/filepath"
 	"runtime"
 	"time"
@@ -62,6 +64,14 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
+		return nil, fmt.Errorf("sqlite: open: %w", err)
+	}
+	// Tasks and push-config credentials are nobody else's business: create
+	// the file owner-only. SQLite gives its -wal and -shm files the same
+	// mode as the database file.
+	if f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		f.Close()
+	} else if !errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
 

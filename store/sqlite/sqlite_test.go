@@ -88,9 +88,23 @@ func TestReopenKeepsData(t *testing.T) {
 		if err != nil || gotCfg.URL != cfg.URL {
 			t.Errorf("reopen %d: push config = %+v, %v", i, gotCfg, err)
 		}
+		assertPrivate(t, path)
 		db.Close()
 	}
 	assertSchema(t, path)
+}
+
+// assertPrivate checks that the database and its WAL are owner-only.
+func assertPrivate(t *testing.T, path string) {
+	t.Helper()
+	for _, f := range []string{path, path + "-wal"} {
+		fi, err := os.Stat(f)
+		if err != nil {
+			t.Error(err)
+		} else if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s has mode %v, want 0600", filepath.Base(f), fi.Mode().Perm())
+		}
+	}
 }
 
 // rawOpen opens path with the bare driver, bypassing Open.
