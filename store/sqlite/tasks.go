@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -27,7 +26,7 @@ func encodeTask(scope a2asrv.Scope, t *a2a.Task) ([]byte, error) {
 	if t == nil || !keyset.ValidID(t.ID) || !keyset.ValidText(t.ContextID, scope.Tenant, scope.Owner) {
 		return nil, errInvalidTask
 	}
-	return json.Marshal(t)
+	return a2a.AppendTask(nil, t)
 }
 
 func decodeTask(body []byte) (*a2a.Task, error) {
