@@ -41,7 +41,7 @@ func (o *MemoryOptions) limits() (tasks, configs int) {
 // errInvalidKey is returned when a task or config cannot be stored under the
 // ids and scope it carries (an empty or over-long id, invalid UTF-8 or a
 // NUL anywhere); the durable stores refuse the same values.
-var errInvalidKey = errors.New("a2asrv: invalid id")
+var errInvalidKey = errors.New("a2asrv: ids must be 1 to 1024 bytes, and ids, context id and scope valid UTF-8 without NUL")
 
 var (
 	_ TaskStore       = (*MemoryTaskStore)(nil)
