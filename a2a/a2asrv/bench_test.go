@@ -28,36 +28,24 @@ func benchRequest(method string, i int) *http.Request {
 	return r
 }
 
-// BenchmarkSendMessage measures the handler's own cost of a blocking
-// SendMessage (decode, execute, two store writes, encode) without the
-// network, with the bounded in-memory store.
-func BenchmarkSendMessage(b *testing.B) {
-	h := a2asrv.NewHandler(testCard(), a2asrv.ExecutorFunc(echoExecutor), nil)
-	defer h.Shutdown(context.Background())
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		i++
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, benchRequest(a2a.MethodSendMessage, i))
-		if w.Code != http.StatusOK || !bytes.Contains(w.Body.Bytes(), []byte("TASK_STATE_COMPLETED")) {
-			b.Fatalf("unexpected response %d: %s", w.Code, w.Body)
-		}
-	}
-}
-
-// BenchmarkSendStreamingMessage is the same through SSE.
-func BenchmarkSendStreamingMessage(b *testing.B) {
-	h := a2asrv.NewHandler(testCard(), a2asrv.ExecutorFunc(echoExecutor), nil)
-	defer h.Shutdown(context.Background())
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		i++
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, benchRequest(a2a.MethodSendStreamingMessage, i))
-		if !bytes.Contains(w.Body.Bytes(), []byte("TASK_STATE_COMPLETED")) {
-			b.Fatalf("unexpected response %d: %s", w.Code, w.Body)
-		}
+// BenchmarkSend measures the handler's own cost of a blocking SendMessage
+// and of a SendStreamingMessage (decode, execute, two store writes, encode)
+// without the network, with the bounded in-memory store.
+func BenchmarkSend(b *testing.B) {
+	for _, method := range []string{a2a.MethodSendMessage, a2a.MethodSendStreamingMessage} {
+		b.Run(method, func(b *testing.B) {
+			h := a2asrv.NewHandler(testCard(), a2asrv.ExecutorFunc(echoExecutor), nil)
+			defer h.Shutdown(context.Background())
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, benchRequest(method, i))
+				if w.Code != http.StatusOK || !bytes.Contains(w.Body.Bytes(), []byte("TASK_STATE_COMPLETED")) {
+					b.Fatalf("unexpected response %d: %s", w.Code, w.Body)
+				}
+			}
+		})
 	}
 }
