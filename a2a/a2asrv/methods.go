@@ -390,32 +390,38 @@ func (h *Handler) stream(c *call, sub *subscriber, first *frame, execID uint64) 
 	w := c.w
 	flusher, _ := w.(http.Flusher)
 	started := false
-	begin := func() {
-		if started {
-			return
-		}
-		started = true
-		setStreamHeaders(w.Header())
-		w.WriteHeader(http.StatusOK)
-	}
+	// Frames queue up in out and go to the network in one write and flush
+	// per batch: when the executor is faster than the connection, a burst
+	// of chunks costs one syscall instead of one each.
 	var out []byte
-	send := func(f *frame) bool {
-		begin()
-		var err error
-		if out, err = appendFrame(out[:0], c.id, f); err != nil {
-			h.log.ErrorContext(c.r.Context(), "a2asrv: encode frame", "err", err)
-			return false
+	flush := func() bool {
+		if !started {
+			started = true
+			setStreamHeaders(w.Header())
+			w.WriteHeader(http.StatusOK)
 		}
-		if _, err := w.Write(out); err != nil {
-			return false
+		if len(out) > 0 {
+			_, err := w.Write(out)
+			out = out[:0]
+			if err != nil {
+				return false
+			}
 		}
 		if flusher != nil {
 			flusher.Flush()
 		}
 		return true
 	}
+	add := func(f *frame) bool {
+		var err error
+		if out, err = appendFrame(out, c.id, f); err != nil {
+			h.log.ErrorContext(c.r.Context(), "a2asrv: encode frame", "err", err)
+			return false
+		}
+		return true
+	}
 	if first != nil {
-		if !send(first) || first.final() || sub == nil {
+		if !add(first) || !flush() || first.final() || sub == nil {
 			return
 		}
 	}
@@ -430,12 +436,9 @@ func (h *Handler) stream(c *call, sub *subscriber, first *frame, execID uint64) 
 		select {
 		case <-sub.notify:
 		case <-keepAlive.C:
-			begin()
-			if _, err := w.Write(a2a.KeepAlive); err != nil {
+			out = append(out, a2a.KeepAlive...)
+			if !flush() {
 				return
-			}
-			if flusher != nil {
-				flusher.Flush()
 			}
 			continue
 		case <-c.r.Context().Done():
@@ -450,21 +453,26 @@ func (h *Handler) stream(c *call, sub *subscriber, first *frame, execID uint64) 
 					h.fail(c, f.err)
 					return
 				}
-				begin()
-				_, _ = w.Write(a2a.AppendEvent(nil, a2a.Event{Data: a2a.AppendErrorResponse(nil, c.id, f.err)}))
+				out = a2a.AppendEvent(out, a2a.Event{Data: a2a.AppendErrorResponse(nil, c.id, f.err)})
+				flush()
 				return
 			case f.endExec != 0:
 				if f.endExec == execID || (execID == 0 && !h.hasLiveExec(sub)) {
-					begin()
+					flush()
 					return
 				}
 			case f.resp != nil:
-				if !send(f) || f.final() {
+				if !add(f) {
+					flush()
+					return
+				}
+				if f.final() {
+					flush()
 					return
 				}
 			}
 		}
-		if dropped {
+		if !flush() || dropped {
 			return
 		}
 	}
