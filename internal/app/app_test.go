@@ -466,18 +466,27 @@ func TestShutdownCutsOffAtItsDeadline(t *testing.T) {
 
 // Documented in the package doc: the hosted agents have no tenant of their
 // own, so a task is found through any agent's endpoint.
-func TestAgentsShareTheTaskStore(t *testing.T) {
+func TestAgentsSeeOnlyTheirOwnTasks(t *testing.T) {
 	srv := start(t, &app.Options{TaskStore: a2asrv.NewMemoryTaskStore(nil)})
-	task := sendText(t, srv.URL()+"/agents/echo", "shared")
-	res, rerr := rpc(t, srv.URL()+"/agents/tck", a2a.MethodGetTask, a2a.GetTaskRequest{ID: task.ID})
-	if rerr != nil {
-		t.Fatalf("GetTask through tck: %v", rerr)
+	task := sendText(t, srv.URL()+"/agents/echo", "mine")
+	if _, rerr := rpc(t, srv.URL()+"/agents/echo", a2a.MethodGetTask, a2a.GetTaskRequest{ID: task.ID}); rerr != nil {
+		t.Fatalf("GetTask through echo: %v", rerr)
 	}
-	var got a2a.Task
-	if err := a2a.Unmarshal(res, &got); err != nil {
+	for _, method := range []string{a2a.MethodGetTask, a2a.MethodCancelTask} {
+		_, rerr := rpc(t, srv.URL()+"/agents/tck", method, a2a.GetTaskRequest{ID: task.ID})
+		if rerr == nil || rerr.Code != a2a.CodeTaskNotFound {
+			t.Errorf("%s through tck: %v, want TaskNotFound", method, rerr)
+		}
+	}
+	res, rerr := rpc(t, srv.URL()+"/agents/tck", a2a.MethodListTasks, a2a.ListTasksRequest{})
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	var list a2a.ListTasksResponse
+	if err := a2a.Unmarshal(res, &list); err != nil {
 		t.Fatal(err)
 	}
-	if got.ID != task.ID || got.Status.State != a2a.TaskStateCompleted {
-		t.Errorf("got task %s in %v", got.ID, got.Status.State)
+	if list.TotalSize != 0 {
+		t.Errorf("tck lists %d tasks, want echo's task to stay invisible", list.TotalSize)
 	}
 }

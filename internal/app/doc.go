@@ -16,7 +16,8 @@
 // closes it in Shutdown. A TaskStore given in Options is used instead of
 // the database (the benchmark runs that way, on the in-memory store).
 //
-// The hosted agents share one task store with no tenant of their own:
-// tasks are keyed by id, so GetTask finds a task through any agent's
-// endpoint and ListTasks lists every agent's tasks.
+// The hosted agents share one database, but each sees only its own tasks:
+// the agent's name partitions every scope (see partition.go), so a task id
+// from one agent is "not found" through another agent's endpoint and
+// ListTasks lists only that agent's tasks.
 package app

@@ -44,11 +44,14 @@ func (s *Server) Start(ctx context.Context) error {
 	for i := range s.agents {
 		a := &s.agents[i]
 		a.card = cardAt(a.agent.Card(), s.baseURL+agentPath(a.name))
-		h := a2asrv.NewHandler(a.card, a.agent, &a2asrv.Options{
-			TaskStore:       s.tasks,
-			PushConfigStore: s.push,
-			Logger:          s.log.With("agent", a.name),
-		})
+		opts := &a2asrv.Options{
+			TaskStore: agentTasks{store: s.tasks, agent: a.name},
+			Logger:    s.log.With("agent", a.name),
+		}
+		if s.push != nil {
+			opts.PushConfigStore = agentPushConfigs{store: s.push, agent: a.name}
+		}
+		h := a2asrv.NewHandler(a.card, a.agent, opts)
 		s.handlers = append(s.handlers, h)
 		// The handler routes relative to its mount point: "" is the
 		// JSON-RPC endpoint and /.well-known/agent-card.json the card.
