@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"container/list"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -37,11 +35,6 @@ func (o *MemoryOptions) limits() (tasks, configs int) {
 	}
 	return tasks, configs
 }
-
-// errInvalidKey is returned when a task or config cannot be stored under the
-// ids and scope it carries (an empty or over-long id, invalid UTF-8 or a
-// NUL anywhere); the durable stores refuse the same values.
-var errInvalidKey = errors.New("a2asrv: ids must be 1 to 1024 bytes, and ids, context id and scope valid UTF-8 without NUL")
 
 var (
 	_ TaskStore       = (*MemoryTaskStore)(nil)
@@ -85,10 +78,7 @@ func NewMemoryTaskStore(opts *MemoryOptions) *MemoryTaskStore {
 }
 
 func encodeMemTask(scope Scope, task *a2a.Task, v Version) (*memTask, error) {
-	if task == nil || !keyset.ValidID(task.ID) || !keyset.ValidText(task.ContextID, scope.Tenant, scope.Owner) {
-		return nil, errInvalidKey
-	}
-	body, err := a2a.AppendTask(nil, task)
+	body, err := keyset.EncodeTask(scope.Tenant, scope.Owner, task)
 	if err != nil {
 		return nil, err
 	}
@@ -104,11 +94,11 @@ func encodeMemTask(scope Scope, task *a2a.Task, v Version) (*memTask, error) {
 }
 
 func (m *memTask) decode() (*a2a.Task, error) {
-	var t a2a.Task
-	if err := json.Unmarshal(m.body, &t); err != nil {
-		return nil, fmt.Errorf("a2asrv: memory: decode task %s: %w", m.id, err)
+	t, err := keyset.DecodeTask(m.body)
+	if err != nil {
+		return nil, fmt.Errorf("a2asrv: memory: task %s: %w", m.id, err)
 	}
-	return &t, nil
+	return t, nil
 }
 
 // Len reports how many tasks the store holds.
@@ -285,8 +275,8 @@ func copyPushConfig(c *a2a.TaskPushNotificationConfig) *a2a.TaskPushNotification
 
 // Put implements PushConfigStore.
 func (s *MemoryPushConfigStore) Put(ctx context.Context, scope Scope, cfg *a2a.TaskPushNotificationConfig) error {
-	if cfg == nil || !keyset.ValidID(cfg.TaskID) || !keyset.ValidID(cfg.ID) || !keyset.ValidText(scope.Tenant, scope.Owner) {
-		return fmt.Errorf("a2asrv: memory: put push config: %w", errInvalidKey)
+	if err := keyset.ValidConfig(scope.Tenant, scope.Owner, cfg); err != nil {
+		return fmt.Errorf("a2asrv: memory: put push config: %w", err)
 	}
 	m := &memConfig{key: memTaskKey{scope, cfg.TaskID}, cfg: *copyPushConfig(cfg)}
 	s.mu.Lock()

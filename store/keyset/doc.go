@@ -4,7 +4,7 @@
 // in-memory store in a2asrv and the SQLite and PostgreSQL stores use it, so
 // they issue and accept the same tokens and page the same way; a store
 // written outside this module may use it too. It depends on the standard
-// library only, so the agent SDK can carry it.
+// library and the a2a wire model only, so the agent SDK can carry it.
 //
 // A cursor names the last row of a page; the next page starts strictly after
 // it, so rows inserted or deleted between two calls neither repeat nor shift

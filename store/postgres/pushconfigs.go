@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -21,23 +20,10 @@ type pushConfigStore struct{ db *DB }
 
 var _ a2asrv.PushConfigStore = (*pushConfigStore)(nil)
 
-var errInvalidConfig = errors.New("config needs a task id and an id of 1 to 1024 bytes, and ids and scope of valid UTF-8 without NUL")
-
-func decodeConfig(body []byte) (*a2a.TaskPushNotificationConfig, error) {
-	var c a2a.TaskPushNotificationConfig
-	if err := a2a.Unmarshal(body, &c); err != nil {
-		return nil, fmt.Errorf("decode push config: %w", err)
-	}
-	return &c, nil
-}
-
 func (s *pushConfigStore) Put(ctx context.Context, scope a2asrv.Scope, cfg *a2a.TaskPushNotificationConfig) error {
-	if cfg == nil || !keyset.ValidID(cfg.TaskID) || !keyset.ValidID(cfg.ID) || !keyset.ValidText(scope.Tenant, scope.Owner) {
-		return fmt.Errorf("postgres: put push config: %w", errInvalidConfig)
-	}
-	body, err := json.Marshal(cfg)
+	body, err := keyset.EncodeConfig(scope.Tenant, scope.Owner, cfg)
 	if err != nil {
-		return fmt.Errorf("postgres: put push config %s/%s: %w", cfg.TaskID, cfg.ID, err)
+		return fmt.Errorf("postgres: put push config: %w", err)
 	}
 	_, err = s.db.pool.Exec(ctx, `
 		INSERT INTO a2a_push_configs (tenant, owner, task_id, id, body) VALUES ($1, $2, $3, $4, $5)
@@ -64,7 +50,7 @@ func (s *pushConfigStore) Get(ctx context.Context, scope a2asrv.Scope, taskID, i
 	if err != nil {
 		return nil, fmt.Errorf("postgres: get push config %s/%s: %w", taskID, id, err)
 	}
-	c, err := decodeConfig(body)
+	c, err := keyset.DecodeConfig(body)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: get push config %s/%s: %w", taskID, id, err)
 	}
@@ -107,7 +93,7 @@ func (s *pushConfigStore) List(ctx context.Context, scope a2asrv.Scope, taskID s
 		if err := rows.Scan(&last, &body); err != nil {
 			return nil, "", fmt.Errorf("postgres: list push configs: %w", err)
 		}
-		c, err := decodeConfig(body)
+		c, err := keyset.DecodeConfig(body)
 		if err != nil {
 			return nil, "", fmt.Errorf("postgres: list push configs: %w", err)
 		}

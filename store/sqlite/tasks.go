@@ -19,26 +19,8 @@ type taskStore struct{ db *DB }
 
 var _ a2asrv.TaskStore = (*taskStore)(nil)
 
-// errInvalidTask is returned by Create for a task no store could hold.
-var errInvalidTask = errors.New("task needs an id of 1 to 1024 bytes, and id, context id and scope of valid UTF-8 without NUL")
-
-func encodeTask(scope a2asrv.Scope, t *a2a.Task) ([]byte, error) {
-	if t == nil || !keyset.ValidID(t.ID) || !keyset.ValidText(t.ContextID, scope.Tenant, scope.Owner) {
-		return nil, errInvalidTask
-	}
-	return a2a.AppendTask(nil, t)
-}
-
-func decodeTask(body []byte) (*a2a.Task, error) {
-	var t a2a.Task
-	if err := a2a.Unmarshal(body, &t); err != nil {
-		return nil, fmt.Errorf("decode task: %w", err)
-	}
-	return &t, nil
-}
-
 func (s *taskStore) Create(ctx context.Context, scope a2asrv.Scope, t *a2a.Task) (a2asrv.Version, error) {
-	body, err := encodeTask(scope, t)
+	body, err := keyset.EncodeTask(scope.Tenant, scope.Owner, t)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: create task: %w", err)
 	}
@@ -78,7 +60,7 @@ func (s *taskStore) Get(ctx context.Context, scope a2asrv.Scope, id string) (*a2
 	if err != nil {
 		return nil, 0, fmt.Errorf("sqlite: get task %s: %w", id, err)
 	}
-	t, err := decodeTask(body)
+	t, err := keyset.DecodeTask(body)
 	if err != nil {
 		return nil, 0, fmt.Errorf("sqlite: get task %s: %w", id, err)
 	}
@@ -86,7 +68,7 @@ func (s *taskStore) Get(ctx context.Context, scope a2asrv.Scope, id string) (*a2
 }
 
 func (s *taskStore) Update(ctx context.Context, scope a2asrv.Scope, t *a2a.Task, prev a2asrv.Version) (a2asrv.Version, error) {
-	body, err := encodeTask(scope, t)
+	body, err := keyset.EncodeTask(scope.Tenant, scope.Owner, t)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: update task: %w", err)
 	}
@@ -190,7 +172,7 @@ func (s *taskStore) List(ctx context.Context, scope a2asrv.Scope, q a2asrv.ListQ
 		if err := rows.Scan(&last.TimeMs, &last.ID, &body); err != nil {
 			return nil, fmt.Errorf("sqlite: list tasks: %w", err)
 		}
-		t, err := decodeTask(body)
+		t, err := keyset.DecodeTask(body)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: list tasks: %w", err)
 		}
