@@ -11,7 +11,7 @@ require (
 require (
 	github.com/google/uuid v1.6.0 // indirect
 	golang.org/x/mod v0.33.0 // indirect
-	golang.org/x/sync v0.19.0 // indirect
+	golang.org/x/sync v0.24.0 // indirect
 )
 
 replace novaos.dev/novaos => ../
