@@ -121,6 +121,9 @@ type MemoryProfile struct {
 	Peak  uint64 `json:"peakBytes"`
 	End   uint64 `json:"endBytes"`
 	HWM   uint64 `json:"hwmBytes"`
+	// Samples are the readings taken every SampleEvery, oldest first, so a
+	// long run shows whether memory settles or keeps growing.
+	Samples []uint64 `json:"samplesBytes,omitempty"`
 }
 
 // Run sends sc's requests from opts.Concurrency clients for opts.Warmup

@@ -47,8 +47,11 @@ func (s *sampler) sample() MemoryProfile {
 		// The kernel folds per-thread RSS counters into VmHWM lazily, so
 		// it can trail a sample we already took.
 		s.prof.End, s.prof.HWM = m.RSS, max(m.HWM, s.prof.Peak)
+		s.prof.Samples = append(s.prof.Samples, m.RSS)
 	}
-	return s.prof
+	p := s.prof
+	p.Samples = append([]uint64(nil), s.prof.Samples...)
+	return p
 }
 
 // stop takes a last sample and returns the profile; zero when memory
