@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"novaos.dev/novaos/a2a"
@@ -70,10 +69,14 @@ type Handler struct {
 	cardJSON []byte
 	cardETag string
 
-	hubs     hubs
-	workers  *workers
-	wg       sync.WaitGroup
-	closing  atomic.Bool
+	hubs    hubs
+	workers *workers
+	wg      sync.WaitGroup
+	// life orders starting executions against Shutdown: an execution is
+	// counted in wg under the read lock, so once Shutdown has set closing
+	// under the write lock, wg can only go down.
+	life     sync.RWMutex
+	closing  bool
 	bufs     sync.Pool
 	streamOK bool
 }
@@ -419,7 +422,9 @@ func (h *Handler) writeValue(c *call, v any) {
 // Shutdown stops accepting messages, waits for running executions until ctx
 // is done, then cancels the rest (their tasks keep their last state).
 func (h *Handler) Shutdown(ctx context.Context) error {
-	h.closing.Store(true)
+	h.life.Lock()
+	h.closing = true
+	h.life.Unlock()
 	defer h.workers.stop()
 	done := make(chan struct{})
 	go func() {

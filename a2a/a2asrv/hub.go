@@ -12,6 +12,9 @@ import (
 // the live execution (if any), the streams watching it, and every write. Its
 // mutex serialises writes with subscriptions, so a subscriber's snapshot and
 // the frames after it never overlap or leave a gap.
+//
+// Lock order: a hub's mu before hubs.mu (start takes the caller's hub
+// reference while holding the hub); nothing takes them the other way round.
 type hub struct {
 	id string
 

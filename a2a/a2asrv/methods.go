@@ -82,9 +82,6 @@ type prepared struct {
 }
 
 func (h *Handler) prepareSend(c *call, params json.RawMessage, streaming bool) (*prepared, *a2a.Error) {
-	if h.closing.Load() {
-		return nil, a2a.NewError(a2a.CodeInternalError, "server is shutting down")
-	}
 	var p prepared
 	if e := a2a.DecodeParams(params, &p.req); e != nil {
 		return nil, e
@@ -158,7 +155,16 @@ func (h *Handler) prepareSend(c *call, params json.RawMessage, streaming bool) (
 
 // start launches the execution and subscribes sub to it before it can write
 // anything. When eager is set the task is stored before the executor runs.
+//
+// With a subscriber, the caller also gets its own reference to the hub,
+// taken before the execution can finish and drop the hub; it must release
+// it with h.hubs.release(e.upd.hub).
 func (h *Handler) start(c *call, p *prepared, sub *subscriber, eager bool) (*execution, *a2a.Task, *a2a.Error) {
+	h.life.RLock()
+	defer h.life.RUnlock()
+	if h.closing {
+		return nil, nil, a2a.NewError(a2a.CodeInternalError, "server is shutting down")
+	}
 	hb := h.hubs.acquire(p.msg.TaskID)
 	hb.mu.Lock()
 	hb.scope = c.scope
@@ -218,6 +224,7 @@ func (h *Handler) start(c *call, p *prepared, sub *subscriber, eager bool) (*exe
 	if sub != nil {
 		sub.execID = e.id
 		hb.subscribeLocked(sub)
+		h.hubs.acquire(hb.id) // the caller's reference; the hub is ours, held above
 	}
 	h.wg.Add(1)
 	hb.mu.Unlock()
@@ -251,7 +258,6 @@ func (h *Handler) sendMessage(c *call, params json.RawMessage) {
 		return
 	}
 	hb := ex.upd.hub
-	h.hubs.acquire(hb.id) // the request's own reference, for the final read
 	defer h.hubs.release(hb)
 	defer hb.unsubscribe(sub)
 	var buf []frame
@@ -324,7 +330,6 @@ func (h *Handler) sendStreamingMessage(c *call, params json.RawMessage) {
 		return
 	}
 	hb := ex.upd.hub
-	h.hubs.acquire(hb.id)
 	defer h.hubs.release(hb)
 	defer hb.unsubscribe(sub)
 	h.stream(c, sub, nil, ex.id)
