@@ -217,6 +217,7 @@ func validatePayloads(t *testing.T, step string, request, response []byte) {
 //
 //	complete     completes with an artifact echoing the text
 //	reply        answers with a message (no task)
+//	refs         answers with the referenced tasks that resolved and did not
 //	input        asks for input; a follow-up message completes the task
 //	auth         asks for authorisation
 //	reject       rejects the task
@@ -304,6 +305,12 @@ func scripted(ctx context.Context, req *a2asrv.RequestContext, u a2asrv.Updater)
 		return fmt.Errorf("upstream service unavailable")
 	case "panic":
 		panic("scripted panic")
+	case "refs":
+		var resolved []string
+		for _, t := range req.ReferencedTasks {
+			resolved = append(resolved, t.ID)
+		}
+		return u.Reply(ctx, agentText(u, "refs", fmt.Sprintf("resolved %v unresolved %v", resolved, req.UnresolvedReferences)))
 	case "wait":
 		// No write before waiting, so what other requests observe does not
 		// depend on scheduling.
