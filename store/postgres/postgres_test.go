@@ -7,9 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 
 	"novaos.dev/novaos/a2a"
@@ -39,46 +37,14 @@ func TestPushConfigStoreContract(t *testing.T) {
 }
 
 func TestReopenKeepsData(t *testing.T) {
-	ctx := context.Background()
 	url := pgtest.URL(t)
-	scope := a2asrv.Scope{Tenant: "acme", Owner: "alice"}
-	task := &a2a.Task{ID: "t1", ContextID: "c1", Status: a2a.TaskStatus{
-		State: a2a.TaskStateCompleted, Timestamp: time.Date(2026, 3, 1, 12, 0, 0, 123_000_000, time.UTC),
-	}, Artifacts: []a2a.Artifact{{ArtifactID: "a1", Parts: []a2a.Part{a2a.TextPart("result")}}}}
-	cfg := &a2a.TaskPushNotificationConfig{ID: "p1", TaskID: "t1", URL: "https://hooks.example.com/"}
-
-	db, err := postgres.Open(ctx, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := db.TaskStore().Create(ctx, scope, task)
-	if err != nil {
-		t.Fatal(err)
-	}
-	task.Status.State = a2a.TaskStateWorking
-	if _, err := db.TaskStore().Update(ctx, scope, task, v); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.PushConfigStore().Put(ctx, scope, cfg); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-
-	for i := range 2 {
-		db := open(t, url)
-		got, v, err := db.TaskStore().Get(ctx, scope, "t1")
+	storetest.TestReopen(t, func(t *testing.T) storetest.Stores {
+		db, err := postgres.Open(context.Background(), url, nil)
 		if err != nil {
-			t.Fatalf("reopen %d: Get: %v", i, err)
+			t.Fatalf("Open: %v", err)
 		}
-		if diff := cmp.Diff(task, got); diff != "" || v != 2 {
-			t.Errorf("reopen %d: version %d, task (-want +got):\n%s", i, v, diff)
-		}
-		gotCfg, err := db.PushConfigStore().Get(ctx, scope, "t1", "p1")
-		if err != nil || gotCfg.URL != cfg.URL {
-			t.Errorf("reopen %d: push config = %+v, %v", i, gotCfg, err)
-		}
-		db.Close()
-	}
+		return storetest.Stores{Tasks: db.TaskStore(), PushConfigs: db.PushConfigStore(), Close: func() { db.Close() }}
+	})
 	assertMigratedOnce(t, url)
 }
 

@@ -10,9 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/google/go-cmp/cmp"
 	_ "modernc.org/sqlite"
 
 	"novaos.dev/novaos/a2a"
@@ -45,52 +43,20 @@ func TestPushConfigStoreContract(t *testing.T) {
 }
 
 func TestReopenKeepsData(t *testing.T) {
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "sub dir?#", "novaos.db") // characters a DSN must escape
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	scope := a2asrv.Scope{Tenant: "acme", Owner: "alice"}
-	task := &a2a.Task{ID: "t1", ContextID: "c1", Status: a2a.TaskStatus{
-		State: a2a.TaskStateCompleted, Timestamp: time.Date(2026, 3, 1, 12, 0, 0, 123_000_000, time.UTC),
-	}, Artifacts: []a2a.Artifact{{ArtifactID: "a1", Parts: []a2a.Part{a2a.TextPart("result")}}}}
-	cfg := &a2a.TaskPushNotificationConfig{ID: "p1", TaskID: "t1", URL: "https://hooks.example.com/"}
-
-	db, err := sqlite.Open(ctx, path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := db.TaskStore().Create(ctx, scope, task)
-	if err != nil {
-		t.Fatal(err)
-	}
-	task.Status.State = a2a.TaskStateWorking
-	if _, err := db.TaskStore().Update(ctx, scope, task, v); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.PushConfigStore().Put(ctx, scope, cfg); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	for i := range 2 { // the second reopen also checks migrations run once
-		db := open(t, path)
-		got, v, err := db.TaskStore().Get(ctx, scope, "t1")
+	storetest.TestReopen(t, func(t *testing.T) storetest.Stores {
+		db, err := sqlite.Open(context.Background(), path, nil)
 		if err != nil {
-			t.Fatalf("reopen %d: Get: %v", i, err)
+			t.Fatalf("Open(%s): %v", path, err)
 		}
-		if diff := cmp.Diff(task, got); diff != "" || v != 2 {
-			t.Errorf("reopen %d: version %d, task (-want +got):\n%s", i, v, diff)
-		}
-		gotCfg, err := db.PushConfigStore().Get(ctx, scope, "t1", "p1")
-		if err != nil || gotCfg.URL != cfg.URL {
-			t.Errorf("reopen %d: push config = %+v, %v", i, gotCfg, err)
-		}
-		assertPrivate(t, path)
-		db.Close()
-	}
+		return storetest.Stores{Tasks: db.TaskStore(), PushConfigs: db.PushConfigStore(), Close: func() {
+			assertPrivate(t, path)
+			db.Close()
+		}}
+	})
 	assertSchema(t, path)
 }
 
