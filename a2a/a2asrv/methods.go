@@ -251,15 +251,12 @@ func (h *Handler) sendMessage(c *call, params json.RawMessage) {
 		h.writeValue(c, a2a.SendMessageResponse{Task: h.trimHistory(snap, histLen)})
 		return
 	}
-	sub := newSubscriber(0)
-	ex, _, e := h.start(c, p, sub, false)
-	if e != nil {
-		h.fail(c, e)
+	ex, sub, stop := h.follow(c, p)
+	if ex == nil {
 		return
 	}
+	defer stop()
 	hb := ex.upd.hub
-	defer h.hubs.release(hb)
-	defer hb.unsubscribe(sub)
 	var buf []frame
 	var dropped bool
 	for {
@@ -323,16 +320,29 @@ func (h *Handler) sendStreamingMessage(c *call, params json.RawMessage) {
 		h.fail(c, e)
 		return
 	}
-	sub := newSubscriber(0)
+	ex, sub, stop := h.follow(c, p)
+	if ex == nil {
+		return
+	}
+	defer stop()
+	h.stream(c, sub, nil, ex.id)
+}
+
+// follow starts p's execution with the request subscribed to it; stop
+// unsubscribes and drops the request's hub reference. On failure it has
+// answered the call and returns a nil execution.
+func (h *Handler) follow(c *call, p *prepared) (ex *execution, sub *subscriber, stop func()) {
+	sub = newSubscriber(0)
 	ex, _, e := h.start(c, p, sub, false)
 	if e != nil {
 		h.fail(c, e)
-		return
+		return nil, nil, nil
 	}
 	hb := ex.upd.hub
-	defer h.hubs.release(hb)
-	defer hb.unsubscribe(sub)
-	h.stream(c, sub, nil, ex.id)
+	return ex, sub, func() {
+		hb.unsubscribe(sub)
+		h.hubs.release(hb)
+	}
 }
 
 func (h *Handler) subscribeToTask(c *call, params json.RawMessage) {
