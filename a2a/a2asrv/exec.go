@@ -19,7 +19,6 @@ type execution struct {
 	id     uint64
 	cancel context.CancelCauseFunc
 	upd    *updater
-	done   chan struct{}
 }
 
 // updater is the Updater handed to one execution. Its state is guarded by
@@ -223,7 +222,6 @@ func (u *updater) savePushConfig(ctx context.Context) {
 func (h *Handler) run(ctx context.Context, e *execution, req *RequestContext) {
 	defer h.wg.Done()
 	defer h.hubs.release(e.upd.hub)
-	defer close(e.done)
 	err := h.callExecutor(ctx, req, e.upd)
 	h.finish(ctx, e, err)
 }

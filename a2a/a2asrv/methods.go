@@ -219,7 +219,7 @@ func (h *Handler) start(c *call, p *prepared, sub *subscriber, eager bool) (*exe
 		u.convertReply = true
 	}
 	execCtx, cancel := context.WithCancelCause(ctx)
-	e := &execution{id: execSeq.Add(1), cancel: cancel, upd: u, done: make(chan struct{})}
+	e := &execution{id: execSeq.Add(1), cancel: cancel, upd: u}
 	hb.exec = e
 	if sub != nil {
 		sub.execID = e.id
