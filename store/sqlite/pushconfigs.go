@@ -24,10 +24,13 @@ func (s *pushConfigStore) Put(ctx context.Context, scope a2asrv.Scope, cfg *a2a.
 	if err != nil {
 		return fmt.Errorf("sqlite: put push config: %w", err)
 	}
-	_, err = s.db.w.ExecContext(ctx, `
-		INSERT INTO a2a_push_configs (tenant, owner, task_id, id, body) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (tenant, owner, task_id, id) DO UPDATE SET body = excluded.body`,
-		scope.Tenant, scope.Owner, cfg.TaskID, cfg.ID, body)
+	err = s.db.wr.do(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`
+			INSERT INTO a2a_push_configs (tenant, owner, task_id, id, body) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (tenant, owner, task_id, id) DO UPDATE SET body = excluded.body`,
+			scope.Tenant, scope.Owner, cfg.TaskID, cfg.ID, body)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("sqlite: put push config %s/%s: %w", cfg.TaskID, cfg.ID, err)
 	}
@@ -98,9 +101,11 @@ func (s *pushConfigStore) List(ctx context.Context, scope a2asrv.Scope, taskID s
 }
 
 func (s *pushConfigStore) Delete(ctx context.Context, scope a2asrv.Scope, taskID, id string) error {
-	_, err := s.db.w.ExecContext(ctx,
-		`DELETE FROM a2a_push_configs WHERE tenant = ? AND owner = ? AND task_id = ? AND id = ?`,
-		scope.Tenant, scope.Owner, taskID, id)
+	err := s.db.wr.do(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`DELETE FROM a2a_push_configs WHERE tenant = ? AND owner = ? AND task_id = ? AND id = ?`,
+			scope.Tenant, scope.Owner, taskID, id)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("sqlite: delete push config %s/%s: %w", taskID, id, err)
 	}

@@ -37,7 +37,8 @@ type Options struct {
 // DB is an open SQLite database. Its stores are safe for concurrent use; it
 // must be closed after the last use of any of them.
 type DB struct {
-	w   *sql.DB // exactly one connection: every write, in order
+	w   *sql.DB // exactly one connection, owned by wr once Open returns
+	wr  *writer // every write after migration, committed group-wise
 	r   *sql.DB // read-only connections
 	log *slog.Logger
 }
@@ -102,6 +103,7 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	db.r = r
+	db.wr = startWriter(w)
 	return db, nil
 }
 
@@ -132,6 +134,7 @@ func openPool(abs string, busy time.Duration, write bool) (*sql.DB, error) {
 // Close closes the database. Stores obtained from it must not be used
 // afterwards.
 func (db *DB) Close() error {
+	db.wr.close()
 	return errors.Join(db.r.Close(), db.w.Close())
 }
 

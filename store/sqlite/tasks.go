@@ -24,16 +24,22 @@ func (s *taskStore) Create(ctx context.Context, scope a2asrv.Scope, t *a2a.Task)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: create task: %w", err)
 	}
-	res, err := s.db.w.ExecContext(ctx, `
-		INSERT INTO a2a_tasks (id, tenant, owner, context_id, state, status_ts_ms, version, body)
-		VALUES (?, ?, ?, ?, ?, ?, 1, ?)
-		ON CONFLICT (id) DO NOTHING`,
-		t.ID, scope.Tenant, scope.Owner, t.ContextID, t.Status.State.String(), t.Status.Timestamp.UnixMilli(), body)
+	err = s.db.wr.do(ctx, func(tx *sql.Tx) error {
+		res, err := tx.Exec(`
+			INSERT INTO a2a_tasks (id, tenant, owner, context_id, state, status_ts_ms, version, body)
+			VALUES (?, ?, ?, ?, ?, ?, 1, ?)
+			ON CONFLICT (id) DO NOTHING`,
+			t.ID, scope.Tenant, scope.Owner, t.ContextID, t.Status.State.String(), t.Status.Timestamp.UnixMilli(), body)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return orSentinel(err, a2asrv.ErrExists)
+		}
+		return nil
+	})
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: create task %s: %w", t.ID, err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return 0, fmt.Errorf("sqlite: create task %s: %w", t.ID, orSentinel(err, a2asrv.ErrExists))
 	}
 	return 1, nil
 }
@@ -72,39 +78,42 @@ func (s *taskStore) Update(ctx context.Context, scope a2asrv.Scope, t *a2a.Task,
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: update task: %w", err)
 	}
-	res, err := s.db.w.ExecContext(ctx, `
-		UPDATE a2a_tasks SET context_id = ?, state = ?, status_ts_ms = ?, version = version + 1, body = ?
-		WHERE id = ? AND tenant = ? AND owner = ? AND version = ?`,
-		t.ContextID, t.Status.State.String(), t.Status.Timestamp.UnixMilli(), body,
-		t.ID, scope.Tenant, scope.Owner, prev)
+	err = s.db.wr.do(ctx, func(tx *sql.Tx) error {
+		res, err := tx.Exec(`
+			UPDATE a2a_tasks SET context_id = ?, state = ?, status_ts_ms = ?, version = version + 1, body = ?
+			WHERE id = ? AND tenant = ? AND owner = ? AND version = ?`,
+			t.ContextID, t.Status.State.String(), t.Status.Timestamp.UnixMilli(), body,
+			t.ID, scope.Tenant, scope.Owner, prev)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		// Nothing matched: tell a missing task from a stale version,
+		// inside the transaction so the answer is about the same data.
+		var one int
+		err = tx.QueryRow(`SELECT 1 FROM a2a_tasks WHERE id = ? AND tenant = ? AND owner = ?`,
+			t.ID, scope.Tenant, scope.Owner).Scan(&one)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return a2asrv.ErrNotFound
+		case err != nil:
+			return err
+		}
+		return fmt.Errorf("at version %d: %w", prev, a2asrv.ErrConcurrentModification)
+	})
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: update task %s: %w", t.ID, err)
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("sqlite: update task %s: %w", t.ID, err)
-	}
-	if n == 1 {
-		return prev + 1, nil
-	}
-	// Nothing matched: tell a missing task from a stale version.
-	var one int
-	err = s.db.r.QueryRowContext(ctx,
-		`SELECT 1 FROM a2a_tasks WHERE id = ? AND tenant = ? AND owner = ?`,
-		t.ID, scope.Tenant, scope.Owner).Scan(&one)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return 0, fmt.Errorf("sqlite: update task %s: %w", t.ID, a2asrv.ErrNotFound)
-	case err != nil:
-		return 0, fmt.Errorf("sqlite: update task %s: %w", t.ID, err)
-	}
-	return 0, fmt.Errorf("sqlite: update task %s at version %d: %w", t.ID, prev, a2asrv.ErrConcurrentModification)
+	return prev + 1, nil
 }
 
 func (s *taskStore) Delete(ctx context.Context, scope a2asrv.Scope, id string) error {
-	_, err := s.db.w.ExecContext(ctx,
-		`DELETE FROM a2a_tasks WHERE id = ? AND tenant = ? AND owner = ?`,
-		id, scope.Tenant, scope.Owner)
+	err := s.db.wr.do(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`DELETE FROM a2a_tasks WHERE id = ? AND tenant = ? AND owner = ?`, id, scope.Tenant, scope.Owner)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("sqlite: delete task %s: %w", id, err)
 	}

@@ -1,0 +1,116 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// SQLite allows one writer at a time, and with synchronous=FULL every
+// commit waits for the disk. Committing each write on its own caps a busy
+// server at a few hundred writes a second however many callers it has. The
+// writer therefore commits group-wise: one goroutine owns the write
+// connection, takes every write that is waiting, runs them in one
+// transaction and commits once. Each caller still returns only after the
+// commit that holds its write, so an answered write survives a crash, and a
+// lone caller waits no longer than before.
+type writer struct {
+	conn *sql.DB // the single write connection
+	ops  chan *writeOp
+	quit chan struct{}
+	done chan struct{}
+	stop sync.Once
+}
+
+// A writeOp is one store write. fn runs inside the batch's transaction and
+// must be one statement (plus reads): SQLite undoes a failed statement
+// without aborting the transaction, so one caller's constraint failure
+// does not cost the others their writes.
+type writeOp struct {
+	ctx context.Context
+	fn  func(tx *sql.Tx) error
+	err chan error
+}
+
+// maxBatch bounds one transaction, so a flood of writers still sees
+// commits at a steady pace.
+const maxBatch = 256
+
+var errClosed = errors.New("sqlite: database is closed")
+
+func startWriter(conn *sql.DB) *writer {
+	w := &writer{conn: conn, ops: make(chan *writeOp), quit: make(chan struct{}), done: make(chan struct{})}
+	go w.run()
+	return w
+}
+
+// do runs fn in the next group commit and returns once that commit is
+// done. Once fn has been handed over, do waits for the outcome even if ctx
+// ends: the write may already be durable, and saying otherwise would lie.
+func (w *writer) do(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	op := &writeOp{ctx: ctx, fn: fn, err: make(chan error, 1)}
+	select {
+	case w.ops <- op:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-w.quit:
+		return errClosed
+	}
+	return <-op.err
+}
+
+// close stops the writer after the batch in progress; closing twice is
+// harmless, as for the database.
+func (w *writer) close() {
+	w.stop.Do(func() { close(w.quit) })
+	<-w.done
+}
+
+func (w *writer) run() {
+	defer close(w.done)
+	batch := make([]*writeOp, 0, maxBatch)
+	for {
+		select {
+		case op := <-w.ops:
+			batch = append(batch[:0], op)
+		case <-w.quit:
+			return
+		}
+	fill:
+		for len(batch) < maxBatch {
+			select {
+			case op := <-w.ops:
+				batch = append(batch, op)
+			default:
+				break fill
+			}
+		}
+		w.commit(batch)
+	}
+}
+
+func (w *writer) commit(batch []*writeOp) {
+	// The batch is shared, so no single caller's context may interrupt
+	// it; a caller whose context ended before its turn is skipped.
+	ctx := context.Background()
+	errs := make([]error, len(batch))
+	tx, err := w.conn.BeginTx(ctx, nil)
+	if err == nil {
+		for i, op := range batch {
+			if errs[i] = op.ctx.Err(); errs[i] == nil {
+				errs[i] = op.fn(tx)
+			}
+		}
+		if cerr := tx.Commit(); cerr != nil {
+			err = fmt.Errorf("sqlite: commit: %w", cerr)
+		}
+	}
+	for i, op := range batch {
+		if err != nil && errs[i] == nil {
+			errs[i] = err
+		}
+		op.err <- errs[i]
+	}
+}
