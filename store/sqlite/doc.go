@@ -5,8 +5,11 @@
 // The database runs in WAL mode with synchronous=FULL, so a write that
 // returned has reached the disk. Every write goes through one dedicated
 // connection (SQLite allows one writer at a time; queueing in the process
-// is cheaper and fairer than retrying on SQLITE_BUSY), while reads use a
-// pool of read-only connections that WAL lets run beside the writer. The
+// is cheaper and fairer than retrying on SQLITE_BUSY), and writes that
+// queue up while a commit is on its way to the disk share the next commit
+// (group commit: one fsync for many callers, each answered only after it).
+// Reads use a pool of read-only connections that WAL lets run beside the
+// writer. The
 // schema is created and upgraded on Open from migrations embedded in the
 // binary and recorded in a schema_migrations table.
 //
