@@ -14,8 +14,8 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/ext/confidence"
-	"novaos.dev/novaos/ext/cost"
 	"novaos.dev/novaos/ext/conventions"
+	"novaos.dev/novaos/ext/cost"
 	"novaos.dev/novaos/ext/toolcall"
 	"novaos.dev/novaos/ext/worldstate"
 	"novaos.dev/novaos/internal/schematest"
