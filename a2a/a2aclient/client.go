@@ -1,0 +1,532 @@
+package a2aclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"novaos.dev/novaos/a2a"
+)
+
+// Defaults of Options.
+const (
+	DefaultTimeout          = 60 * time.Second
+	DefaultMaxResponseBytes = 10 << 20
+	DefaultResumeAttempts   = 5
+	DefaultResumeBackoff    = 100 * time.Millisecond
+	DefaultResumeMaxBackoff = 5 * time.Second
+)
+
+// Options configure a Client. The zero value (or nil) is usable.
+type Options struct {
+	// HTTPClient sends the requests (default: a client with no overall
+	// timeout; per-call timeouts come from Timeout and the context).
+	HTTPClient *http.Client
+	// Timeout bounds every unary call (default DefaultTimeout; negative
+	// means none). Streams are bounded by their context only. WithTimeout
+	// overrides it for one call.
+	Timeout time.Duration
+	// Tenant is sent on every call, overriding the selected interface's
+	// tenant.
+	Tenant string
+	// Header is added to every request.
+	Header http.Header
+	// Extensions are activated on every call (A2A-Extensions header).
+	Extensions []string
+	// Auth adds credentials to every call.
+	Auth AuthProvider
+	// Interceptors run around every call.
+	Interceptors []Interceptor
+	// MaxResponseBytes bounds a unary response body (default
+	// DefaultMaxResponseBytes); MaxEventBytes bounds one stream event
+	// (default a2a.DefaultMaxEventSize).
+	MaxResponseBytes int64
+	MaxEventBytes    int
+	// ResumeAttempts is how many times a dropped stream is resumed with
+	// SubscribeToTask (default DefaultResumeAttempts; negative disables).
+	// The wait between attempts starts at ResumeBackoff and doubles up to
+	// ResumeMaxBackoff; a successful resume resets the count.
+	ResumeAttempts   int
+	ResumeBackoff    time.Duration
+	ResumeMaxBackoff time.Duration
+	// Resolver fetches the card for NewFromURL (default: a new Resolver).
+	Resolver *Resolver
+	Logger   *slog.Logger
+}
+
+func (o *Options) withDefaults() Options {
+	var v Options
+	if o != nil {
+		v = *o
+	}
+	if v.HTTPClient == nil {
+		v.HTTPClient = &http.Client{}
+	}
+	if v.Timeout == 0 {
+		v.Timeout = DefaultTimeout
+	}
+	if v.MaxResponseBytes <= 0 {
+		v.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if v.MaxEventBytes <= 0 {
+		v.MaxEventBytes = a2a.DefaultMaxEventSize
+	}
+	if v.ResumeAttempts == 0 {
+		v.ResumeAttempts = DefaultResumeAttempts
+	}
+	if v.ResumeBackoff <= 0 {
+		v.ResumeBackoff = DefaultResumeBackoff
+	}
+	if v.ResumeMaxBackoff <= 0 {
+		v.ResumeMaxBackoff = DefaultResumeMaxBackoff
+	}
+	if v.Logger == nil {
+		v.Logger = slog.New(slog.DiscardHandler)
+	}
+	return v
+}
+
+// Client calls one agent over the A2A JSON-RPC binding. It is safe for
+// concurrent use.
+type Client struct {
+	card    *a2a.AgentCard
+	url     string
+	tenant  string
+	opts    Options
+	header  http.Header
+	nextID  atomic.Int64
+	extHead string
+}
+
+// New returns a client for the card's JSON-RPC interface. The card is
+// shared, not copied: do not change it afterwards.
+func New(card *a2a.AgentCard, opts *Options) (*Client, error) {
+	if card == nil {
+		return nil, errors.New("a2aclient: nil card")
+	}
+	iface, err := SelectInterface(card, a2a.BindingJSONRPC)
+	if err != nil {
+		return nil, err
+	}
+	return newClient(card, iface.URL, iface.Tenant, opts)
+}
+
+// NewForURL returns a client for the agent answering JSON-RPC at url, with
+// no card (the tenant comes from Options.Tenant only).
+func NewForURL(url string, opts *Options) (*Client, error) {
+	return newClient(nil, url, "", opts)
+}
+
+// NewFromURL fetches the agent card from baseURL's well-known path (through
+// Options.Resolver and its cache) and returns New's client for it.
+func NewFromURL(ctx context.Context, baseURL string, opts *Options) (*Client, error) {
+	r := (*Resolver)(nil)
+	if opts != nil {
+		r = opts.Resolver
+	}
+	if r == nil {
+		var hc *http.Client
+		if opts != nil {
+			hc = opts.HTTPClient
+		}
+		r = NewResolver(&ResolverOptions{HTTPClient: hc})
+	}
+	card, err := r.Resolve(ctx, baseURL)
+	if err != nil {
+		return nil, err
+	}
+	return New(card, opts)
+}
+
+func newClient(card *a2a.AgentCard, url, tenant string, opts *Options) (*Client, error) {
+	if url == "" {
+		return nil, errors.New("a2aclient: empty agent URL")
+	}
+	if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
+		return nil, fmt.Errorf("a2aclient: agent URL %q is not http(s)", url)
+	}
+	c := &Client{card: card, url: url, tenant: tenant, opts: opts.withDefaults()}
+	if c.opts.Tenant != "" {
+		c.tenant = c.opts.Tenant
+	}
+	c.header = c.opts.Header.Clone()
+	if len(c.opts.Extensions) > 0 {
+		c.extHead = strings.Join(a2a.ParseExtensions(c.opts.Extensions), ", ")
+	}
+	return c, nil
+}
+
+// Card returns the agent card the client was built with (nil for NewForURL).
+func (c *Client) Card() *a2a.AgentCard { return c.card }
+
+// URL is the endpoint the client posts to.
+func (c *Client) URL() string { return c.url }
+
+// Tenant is the tenant sent on every call ("" for none).
+func (c *Client) Tenant() string { return c.tenant }
+
+// CallOption changes one call.
+type CallOption func(*callConfig)
+
+type callConfig struct {
+	timeout    time.Duration
+	session    string
+	header     http.Header
+	extensions []string
+}
+
+// WithTimeout bounds this call (a unary call, or a stream as a whole);
+// negative means no timeout.
+func WithTimeout(d time.Duration) CallOption { return func(c *callConfig) { c.timeout = d } }
+
+// WithSession names the caller's session, which keys SessionAuth's
+// credential store and is visible to interceptors.
+func WithSession(id string) CallOption { return func(c *callConfig) { c.session = id } }
+
+// WithHeader adds a header to this call's request.
+func WithHeader(key, value string) CallOption {
+	return func(c *callConfig) {
+		if c.header == nil {
+			c.header = make(http.Header)
+		}
+		c.header.Add(key, value)
+	}
+}
+
+// WithExtensions activates extensions for this call, on top of
+// Options.Extensions.
+func WithExtensions(uris ...string) CallOption {
+	return func(c *callConfig) { c.extensions = append(c.extensions, uris...) }
+}
+
+func (c *Client) config(opts []CallOption, stream bool) callConfig {
+	cfg := callConfig{timeout: c.opts.Timeout}
+	if stream {
+		cfg.timeout = -1
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return cfg
+}
+
+// prepared is a call ready to send.
+type prepared struct {
+	call *Call
+	ctx  context.Context
+	body []byte
+}
+
+// prepare runs the interceptors' Before and the auth provider, and encodes
+// the request.
+func (c *Client) prepare(ctx context.Context, method string, params any, cfg *callConfig) (*prepared, error) {
+	call := &Call{Method: method, Params: params, Card: c.card, Header: c.header.Clone(), SessionID: cfg.session}
+	if call.Header == nil {
+		call.Header = make(http.Header)
+	}
+	for k, v := range cfg.header {
+		call.Header[k] = append(call.Header[k], v...)
+	}
+	var err error
+	for _, in := range c.opts.Interceptors {
+		if ctx, err = in.Before(ctx, call); err != nil {
+			return nil, fmt.Errorf("a2aclient: %s: interceptor: %w", method, err)
+		}
+	}
+	if c.opts.Auth != nil {
+		if err := c.opts.Auth.Authenticate(ctx, call); err != nil {
+			return nil, fmt.Errorf("a2aclient: %s: auth: %w", method, err)
+		}
+	}
+	ext := c.extHead
+	if len(cfg.extensions) > 0 {
+		ext = strings.Join(a2a.ParseExtensions(append(append([]string(nil), c.opts.Extensions...), cfg.extensions...)), ", ")
+	}
+	if ext != "" {
+		call.Header.Set(a2a.HeaderExtensions, ext)
+	}
+	call.Header.Set(a2a.HeaderVersion, a2a.ProtocolVersion)
+	call.Header.Set("Content-Type", "application/json")
+	p, err := json.Marshal(call.Params)
+	if err != nil {
+		return nil, fmt.Errorf("a2aclient: %s: encode params: %w", method, err)
+	}
+	id := c.nextID.Add(1)
+	body := make([]byte, 0, len(p)+64+len(method))
+	body = append(body, `{"jsonrpc":"2.0","id":`...)
+	body = strconv.AppendInt(body, id, 10)
+	body = append(body, `,"method":"`...)
+	body = append(body, method...)
+	body = append(body, `","params":`...)
+	body = append(body, p...)
+	body = append(body, '}')
+	return &prepared{call: call, ctx: ctx, body: body}, nil
+}
+
+// after runs the interceptors' After in reverse order.
+func (c *Client) after(ctx context.Context, call *Call, result any, err error) error {
+	for i := len(c.opts.Interceptors) - 1; i >= 0; i-- {
+		if e := c.opts.Interceptors[i].After(ctx, call, result, err); e != nil {
+			err = e
+		}
+	}
+	return err
+}
+
+// post sends the prepared request.
+func (c *Client) post(p *prepared, accept string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(p.ctx, http.MethodPost, c.url, bytes.NewReader(p.body))
+	if err != nil {
+		return nil, fmt.Errorf("a2aclient: %s: %w", p.call.Method, err)
+	}
+	req.Header = p.call.Header
+	req.Header.Set("Accept", accept)
+	resp, err := c.opts.HTTPClient.Do(req)
+	if err != nil {
+		return nil, c.wrapTransport(p.ctx, p.call.Method, err)
+	}
+	return resp, nil
+}
+
+func (c *Client) wrapTransport(ctx context.Context, method string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("a2aclient: %s: %w", method, context.Cause(ctx))
+	}
+	return &transportError{method: method, err: err}
+}
+
+// readBody reads at most limit bytes of body.
+func readBody(r io.Reader, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, ErrResponseTooLarge
+	}
+	return b, nil
+}
+
+func mediaType(h http.Header) string {
+	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+	return mt
+}
+
+// decodeResult reads a JSON-RPC response body into out; a JSON-RPC error
+// becomes a *CallError.
+func decodeResult(method string, status int, body []byte, out any) error {
+	resp, err := a2a.DecodeResponse(body)
+	if err != nil || (resp.Error == nil && status/100 != 2) {
+		if status/100 != 2 {
+			return &HTTPError{Method: method, StatusCode: status, Body: snippet(body)}
+		}
+		return fmt.Errorf("a2aclient: %s: %w: %v", method, ErrInvalidResponse, err)
+	}
+	if resp.Error != nil {
+		return &CallError{Method: method, Err: resp.Error}
+	}
+	if out == nil {
+		return nil
+	}
+	if err := a2a.Unmarshal(resp.Result, out); err != nil {
+		return fmt.Errorf("a2aclient: %s: %w: result: %v", method, ErrInvalidResponse, err)
+	}
+	return nil
+}
+
+func snippet(b []byte) string {
+	if len(b) > 512 {
+		b = b[:512]
+	}
+	return string(b)
+}
+
+// unary runs one request/response call.
+func (c *Client) unary(ctx context.Context, method string, params, out any, opts []CallOption) error {
+	cfg := c.config(opts, false)
+	if cfg.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.timeout)
+		defer cancel()
+	}
+	p, err := c.prepare(ctx, method, params, &cfg)
+	if err != nil {
+		return err
+	}
+	err = c.roundTrip(p, out)
+	if len(c.opts.Interceptors) > 0 {
+		var res any
+		if err == nil {
+			res = out
+		}
+		err = c.after(p.ctx, p.call, res, err)
+	}
+	return err
+}
+
+func (c *Client) roundTrip(p *prepared, out any) error {
+	resp, err := c.post(p, "application/json")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := readBody(resp.Body, c.opts.MaxResponseBytes)
+	if err != nil {
+		if errors.Is(err, ErrResponseTooLarge) {
+			return fmt.Errorf("a2aclient: %s: %w", p.call.Method, err)
+		}
+		return c.wrapTransport(p.ctx, p.call.Method, err)
+	}
+	return decodeResult(p.call.Method, resp.StatusCode, body, out)
+}
+
+// SendMessage sends a message and returns the task or message the agent
+// answers with (A2A SendMessage).
+func (c *Client) SendMessage(ctx context.Context, req *a2a.SendMessageRequest, opts ...CallOption) (*a2a.SendMessageResponse, error) {
+	r := *req
+	if r.Tenant == "" {
+		r.Tenant = c.tenant
+	}
+	var out a2a.SendMessageResponse
+	if err := c.unary(ctx, a2a.MethodSendMessage, &r, &out, opts); err != nil {
+		return nil, err
+	}
+	if (out.Task == nil) == (out.Message == nil) {
+		return nil, fmt.Errorf("a2aclient: %s: %w: result must hold exactly one of task or message", a2a.MethodSendMessage, ErrInvalidResponse)
+	}
+	return &out, nil
+}
+
+// SendText sends one user text message, continuing taskID and contextID
+// when they are not empty.
+func (c *Client) SendText(ctx context.Context, text, taskID, contextID string, opts ...CallOption) (*a2a.SendMessageResponse, error) {
+	return c.SendMessage(ctx, TextRequest(text, taskID, contextID), opts...)
+}
+
+// TextRequest builds a SendMessageRequest with one user text part and a
+// fresh message id.
+func TextRequest(text, taskID, contextID string) *a2a.SendMessageRequest {
+	m := a2a.NewMessage(a2a.RoleUser, a2a.TextPart(text))
+	m.TaskID, m.ContextID = taskID, contextID
+	return &a2a.SendMessageRequest{Message: m}
+}
+
+// SendMessageSafe is SendMessage with the error as a value: it never
+// returns a Go error, and Result.Unreachable tells an agent that was not
+// reached from one that answered with an error.
+func (c *Client) SendMessageSafe(ctx context.Context, req *a2a.SendMessageRequest, opts ...CallOption) Result {
+	out, err := c.SendMessage(ctx, req, opts...)
+	if err != nil {
+		return Result{Err: err}
+	}
+	return Result{Task: out.Task, Message: out.Message}
+}
+
+// GetTask returns a task (A2A GetTask).
+func (c *Client) GetTask(ctx context.Context, req *a2a.GetTaskRequest, opts ...CallOption) (*a2a.Task, error) {
+	r := *req
+	if r.Tenant == "" {
+		r.Tenant = c.tenant
+	}
+	var out a2a.Task
+	if err := c.unary(ctx, a2a.MethodGetTask, &r, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// CancelTask asks the agent to cancel a task and returns the task as it
+// stands afterwards (A2A CancelTask): read its state, the agent decides.
+func (c *Client) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest, opts ...CallOption) (*a2a.Task, error) {
+	r := *req
+	if r.Tenant == "" {
+		r.Tenant = c.tenant
+	}
+	var out a2a.Task
+	if err := c.unary(ctx, a2a.MethodCancelTask, &r, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ListTasks lists the caller's tasks (A2A ListTasks).
+func (c *Client) ListTasks(ctx context.Context, req *a2a.ListTasksRequest, opts ...CallOption) (*a2a.ListTasksResponse, error) {
+	r := *req
+	if r.Tenant == "" {
+		r.Tenant = c.tenant
+	}
+	var out a2a.ListTasksResponse
+	if err := c.unary(ctx, a2a.MethodListTasks, &r, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// CreateTaskPushNotificationConfig registers a webhook for a task.
+func (c *Client) CreateTaskPushNotificationConfig(ctx context.Context, req *a2a.TaskPushNotificationConfig, opts ...CallOption) (*a2a.TaskPushNotificationConfig, error) {
+	r := *req
+	if r.Tenant == "" {
+		r.Tenant = c.tenant
+	}
+	var out a2a.TaskPushNotificationConfig
+	if err := c.unary(ctx, a2a.MethodCreateTaskPushNotificationConfig, &r, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GetTaskPushNotificationConfig returns one webhook registration.
+func (c *Client) GetTaskPushNotificationConfig(ctx context.Context, req *a2a.GetTaskPushNotificationConfigRequest, opts ...CallOption) (*a2a.TaskPushNotificationConfig, error) {
+	r := *req
+	if r.Tenant == "" {
+		r.Tenant = c.tenant
+	}
+	var out a2a.TaskPushNotificationConfig
+	if err := c.unary(ctx, a2a.MethodGetTaskPushNotificationConfig, &r, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ListTaskPushNotificationConfigs lists a task's webhook registrations.
+func (c *Client) ListTaskPushNotificationConfigs(ctx context.Context, req *a2a.ListTaskPushNotificationConfigsRequest, opts ...CallOption) (*a2a.ListTaskPushNotificationConfigsResponse, error) {
+	r := *req
+	if r.Tenant == "" {
+		r.Tenant = c.tenant
+	}
+	var out a2a.ListTaskPushNotificationConfigsResponse
+	if err := c.unary(ctx, a2a.MethodListTaskPushNotificationConfigs, &r, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// DeleteTaskPushNotificationConfig removes one webhook registration.
+func (c *Client) DeleteTaskPushNotificationConfig(ctx context.Context, req *a2a.DeleteTaskPushNotificationConfigRequest, opts ...CallOption) error {
+	r := *req
+	if r.Tenant == "" {
+		r.Tenant = c.tenant
+	}
+	return c.unary(ctx, a2a.MethodDeleteTaskPushNotificationConfig, &r, nil, opts)
+}
+
+// GetExtendedAgentCard returns the agent's extended card (for an
+// authenticated caller).
+func (c *Client) GetExtendedAgentCard(ctx context.Context, opts ...CallOption) (*a2a.AgentCard, error) {
+	r := a2a.GetExtendedAgentCardRequest{Tenant: c.tenant}
+	var out a2a.AgentCard
+	if err := c.unary(ctx, a2a.MethodGetExtendedAgentCard, &r, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

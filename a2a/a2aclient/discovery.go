@@ -1,0 +1,267 @@
+package a2aclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"novaos.dev/novaos/a2a"
+)
+
+// DefaultMaxCardBytes bounds a fetched agent card.
+const DefaultMaxCardBytes = 1 << 20
+
+// ResolverOptions configure a Resolver. The zero value (or nil) is usable.
+type ResolverOptions struct {
+	HTTPClient *http.Client
+	// MaxCardBytes bounds a card (default DefaultMaxCardBytes).
+	MaxCardBytes int64
+	// Header is sent with every card request (e.g. Authorization).
+	Header http.Header
+	// Timeout bounds one fetch (default 30s; negative means none).
+	Timeout time.Duration
+	// Now is the clock of the cache (default time.Now).
+	Now func() time.Time
+}
+
+// Resolver fetches agent cards from `<base>/.well-known/agent-card.json`
+// and caches them by URL as HTTP says: a card is reused while its
+// Cache-Control max-age runs; after that (or with no-cache) it is
+// revalidated with If-None-Match when it had an ETag, and a 304 keeps it;
+// no-store (or neither max-age nor ETag) is never cached. Cards are shared
+// between callers: treat them as read-only. Safe for concurrent use.
+type Resolver struct {
+	opts  ResolverOptions
+	mu    sync.Mutex
+	cache map[string]*cardEntry
+}
+
+type cardEntry struct {
+	card    *a2a.AgentCard
+	etag    string
+	expires time.Time
+}
+
+// NewResolver returns a Resolver with an empty cache.
+func NewResolver(opts *ResolverOptions) *Resolver {
+	r := &Resolver{cache: make(map[string]*cardEntry)}
+	if opts != nil {
+		r.opts = *opts
+	}
+	if r.opts.HTTPClient == nil {
+		r.opts.HTTPClient = &http.Client{}
+	}
+	if r.opts.MaxCardBytes <= 0 {
+		r.opts.MaxCardBytes = DefaultMaxCardBytes
+	}
+	if r.opts.Timeout == 0 {
+		r.opts.Timeout = 30 * time.Second
+	}
+	if r.opts.Now == nil {
+		r.opts.Now = time.Now
+	}
+	return r
+}
+
+// CardURL is where the card of the agent at baseURL is published. A
+// baseURL that already ends in the well-known path is returned as is.
+func CardURL(baseURL string) string {
+	if strings.HasSuffix(baseURL, a2a.WellKnownCardPath) {
+		return baseURL
+	}
+	return strings.TrimSuffix(baseURL, "/") + a2a.WellKnownCardPath
+}
+
+// Resolve returns the card of the agent at baseURL, from the cache when it
+// is fresh.
+func (r *Resolver) Resolve(ctx context.Context, baseURL string) (*a2a.AgentCard, error) {
+	url := CardURL(baseURL)
+	now := r.opts.Now()
+	r.mu.Lock()
+	e := r.cache[url]
+	r.mu.Unlock()
+	if e != nil && now.Before(e.expires) {
+		return e.card, nil
+	}
+	if r.opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.opts.Timeout)
+		defer cancel()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("a2aclient: card: %w", err)
+	}
+	for k, v := range r.opts.Header {
+		req.Header[k] = append([]string(nil), v...)
+	}
+	req.Header.Set("Accept", "application/json")
+	if e != nil && e.etag != "" {
+		req.Header.Set("If-None-Match", e.etag)
+	}
+	resp, err := r.opts.HTTPClient.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("a2aclient: card %s: %w", url, context.Cause(ctx))
+		}
+		return nil, &transportError{method: "card " + url, err: err}
+	}
+	defer resp.Body.Close()
+	body, err := readBody(resp.Body, r.opts.MaxCardBytes)
+	if err != nil {
+		if errors.Is(err, ErrResponseTooLarge) {
+			return nil, fmt.Errorf("a2aclient: card %s: %w", url, err)
+		}
+		return nil, &transportError{method: "card " + url, err: err}
+	}
+	maxAge, store := cacheControl(resp.Header.Get("Cache-Control"))
+	if resp.StatusCode == http.StatusNotModified && e != nil {
+		r.remember(url, e.card, e.etag, resp.Header, now, maxAge, store)
+		return e.card, nil
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, &HTTPError{Method: "card " + url, StatusCode: resp.StatusCode, Body: snippet(body)}
+	}
+	card, err := ParseCard(body)
+	if err != nil {
+		return nil, fmt.Errorf("a2aclient: card %s: %w", url, err)
+	}
+	r.remember(url, card, "", resp.Header, now, maxAge, store)
+	return card, nil
+}
+
+func (r *Resolver) remember(url string, card *a2a.AgentCard, oldETag string, h http.Header, now time.Time, maxAge time.Duration, store bool) {
+	etag := h.Get("ETag")
+	if etag == "" {
+		etag = oldETag
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !store || (maxAge <= 0 && etag == "") {
+		delete(r.cache, url)
+		return
+	}
+	r.cache[url] = &cardEntry{card: card, etag: etag, expires: now.Add(maxAge)}
+}
+
+// Forget drops the cached card of baseURL.
+func (r *Resolver) Forget(baseURL string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.cache, CardURL(baseURL))
+}
+
+// cacheControl reads max-age (0 for no-cache or absent) and whether the
+// response may be stored at all.
+func cacheControl(v string) (maxAge time.Duration, store bool) {
+	store = true
+	noCache := false
+	for d := range strings.SplitSeq(v, ",") {
+		d = strings.ToLower(strings.TrimSpace(d))
+		switch {
+		case d == "no-store":
+			store = false
+		case d == "no-cache":
+			noCache = true
+		case strings.HasPrefix(d, "max-age="):
+			if n, err := strconv.ParseInt(strings.Trim(d[len("max-age="):], `"`), 10, 64); err == nil && n > 0 {
+				maxAge = time.Duration(min(n, int64(365*24*3600))) * time.Second
+			}
+		}
+	}
+	if noCache {
+		maxAge = 0
+	}
+	return maxAge, store
+}
+
+// ParseCard reads an agent card (tolerantly, as a2a.Unmarshal does) and
+// checks what a client needs: a name and at least one interface with a URL.
+func ParseCard(data []byte) (*a2a.AgentCard, error) {
+	var card a2a.AgentCard
+	if err := a2a.Unmarshal(data, &card); err != nil {
+		return nil, fmt.Errorf("%w: card: %v", ErrInvalidResponse, err)
+	}
+	if card.Name == "" {
+		return nil, fmt.Errorf("%w: card has no name", ErrInvalidResponse)
+	}
+	if len(card.SupportedInterfaces) == 0 {
+		return nil, fmt.Errorf("%w: card has no supportedInterfaces", ErrInvalidResponse)
+	}
+	for i, in := range card.SupportedInterfaces {
+		if in.URL == "" {
+			return nil, fmt.Errorf("%w: card interface %d has no url", ErrInvalidResponse, i)
+		}
+	}
+	return &card, nil
+}
+
+// SelectInterface returns the first interface of the card (the agent's
+// order of preference) whose protocol binding is one of bindings (default
+// JSONRPC) and whose protocol version is 1.x or unstated.
+func SelectInterface(card *a2a.AgentCard, bindings ...string) (*a2a.AgentInterface, error) {
+	if len(bindings) == 0 {
+		bindings = []string{a2a.BindingJSONRPC}
+	}
+	for i := range card.SupportedInterfaces {
+		in := &card.SupportedInterfaces[i]
+		if !slices.ContainsFunc(bindings, func(b string) bool { return strings.EqualFold(b, in.ProtocolBinding) }) {
+			continue
+		}
+		if in.ProtocolVersion != "" && !strings.HasPrefix(in.ProtocolVersion, "1.") && in.ProtocolVersion != "1" {
+			continue
+		}
+		return in, nil
+	}
+	return nil, fmt.Errorf("%w: want %s", ErrNoInterface, strings.Join(bindings, " or "))
+}
+
+// FindSkill returns the card's skill with id.
+func FindSkill(card *a2a.AgentCard, id string) (*a2a.AgentSkill, bool) {
+	for i := range card.Skills {
+		if card.Skills[i].ID == id {
+			return &card.Skills[i], true
+		}
+	}
+	return nil, false
+}
+
+// SkillsWithTag returns the card's skills tagged tag (case-insensitive).
+func SkillsWithTag(card *a2a.AgentCard, tag string) []*a2a.AgentSkill {
+	var out []*a2a.AgentSkill
+	for i := range card.Skills {
+		if slices.ContainsFunc(card.Skills[i].Tags, func(t string) bool { return strings.EqualFold(t, tag) }) {
+			out = append(out, &card.Skills[i])
+		}
+	}
+	return out
+}
+
+// FindExtension returns the card's declaration of the extension uri.
+func FindExtension(card *a2a.AgentCard, uri string) (*a2a.AgentExtension, bool) {
+	for i := range card.Capabilities.Extensions {
+		if card.Capabilities.Extensions[i].URI == uri {
+			return &card.Capabilities.Extensions[i], true
+		}
+	}
+	return nil, false
+}
+
+// RequiredExtensions lists the URIs of the extensions the card marks
+// required: a client must activate them (WithExtensions or
+// Options.Extensions) or the agent refuses its calls.
+func RequiredExtensions(card *a2a.AgentCard) []string {
+	var out []string
+	for _, e := range card.Capabilities.Extensions {
+		if e.Required {
+			out = append(out, e.URI)
+		}
+	}
+	return out
+}

@@ -1,0 +1,284 @@
+package a2aclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"net/http"
+	"strconv"
+	"time"
+
+	"novaos.dev/novaos/a2a"
+)
+
+// SendStreamingMessage sends a message and streams the agent's updates (A2A
+// SendStreamingMessage). The iterator yields each frame as it arrives and
+// ends after the frame that ends the task's run (a message, or a task or
+// status update in a terminal or interrupted state).
+//
+// A stream that closes before such a frame is resumed with SubscribeToTask
+// (Options.ResumeAttempts, capped exponential backoff). Frames carry the
+// task's sequence number as their SSE id; frames at or below the last
+// sequence seen are skipped on a resumed stream, and its opening Task
+// snapshot is yielded only when it is newer than the last frame seen (it
+// then carries whatever was missed). A task that ended while disconnected
+// (SubscribeToTask refused with UnsupportedOperation) is fetched with
+// GetTask and yielded as a final Task frame. When the stream cannot be
+// resumed the iterator yields an error matching ErrStreamIncomplete: a
+// stream is never a silent success.
+//
+// A JSON-RPC error, before the stream (plain JSON or one SSE error event)
+// or inside it, is yielded as a *CallError and ends the iteration.
+func (c *Client) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageRequest, opts ...CallOption) iter.Seq2[*a2a.StreamResponse, error] {
+	r := *req
+	if r.Tenant == "" {
+		r.Tenant = c.tenant
+	}
+	return c.stream(ctx, a2a.MethodSendStreamingMessage, &r, "", opts)
+}
+
+// SubscribeToTask follows a task's updates (A2A SubscribeToTask), starting
+// with its current state, with the same resumption and terminality rules as
+// SendStreamingMessage.
+func (c *Client) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTaskRequest, opts ...CallOption) iter.Seq2[*a2a.StreamResponse, error] {
+	r := *req
+	if r.Tenant == "" {
+		r.Tenant = c.tenant
+	}
+	return c.stream(ctx, a2a.MethodSubscribeToTask, &r, r.ID, opts)
+}
+
+// streamState is what a stream remembers across reconnections.
+type streamState struct {
+	taskID  string
+	lastSeq int64
+	done    bool // a final frame was yielded
+}
+
+func (c *Client) stream(ctx context.Context, method string, params any, taskID string, opts []CallOption) iter.Seq2[*a2a.StreamResponse, error] {
+	return func(yield func(*a2a.StreamResponse, error) bool) {
+		cfg := c.config(opts, true)
+		if cfg.timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, cfg.timeout)
+			defer cancel()
+		}
+		st := &streamState{taskID: taskID}
+		resumed := false
+		attempt := 0
+		backoff := c.opts.ResumeBackoff
+		for {
+			m, p := method, params
+			if resumed {
+				m, p = a2a.MethodSubscribeToTask, &a2a.SubscribeToTaskRequest{Tenant: c.tenant, ID: st.taskID}
+			}
+			progressed, stop, err := c.connect(ctx, m, p, &cfg, st, resumed, yield)
+			if stop {
+				return
+			}
+			if st.done {
+				return
+			}
+			if err == nil {
+				err = ErrStreamIncomplete
+			}
+			var ce *CallError
+			var perm permanent
+			retryable := !errors.As(err, &ce) && !errors.As(err, &perm) && !errors.Is(err, ErrResponseTooLarge) && !errors.Is(err, ErrInvalidResponse) && ctx.Err() == nil
+			if resumed && errors.As(err, &ce) && errors.Is(ce.Err, a2a.ErrUnsupportedOperation) {
+				// The task ended while we were away: its final state is
+				// what was missed.
+				c.finishFromTask(ctx, st, &cfg, yield)
+				return
+			}
+			if !retryable || st.taskID == "" || c.opts.ResumeAttempts < 0 {
+				if errors.As(err, &perm) {
+					err = perm.err
+				} else if !errors.Is(err, ErrStreamIncomplete) && !errors.As(err, &ce) && ctx.Err() == nil {
+					err = fmt.Errorf("%w: %w", ErrStreamIncomplete, err)
+				}
+				c.yieldErr(ctx, m, &cfg, err, yield)
+				return
+			}
+			if progressed {
+				attempt, backoff = 0, c.opts.ResumeBackoff
+			}
+			attempt++
+			if attempt > c.opts.ResumeAttempts {
+				c.yieldErr(ctx, m, &cfg, fmt.Errorf("%w after %d resume attempts: %w", ErrStreamIncomplete, c.opts.ResumeAttempts, err), yield)
+				return
+			}
+			c.opts.Logger.DebugContext(ctx, "a2aclient: resuming stream", "task", st.taskID, "attempt", attempt, "after", backoff, "err", err)
+			t := time.NewTimer(backoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				c.yieldErr(ctx, m, &cfg, fmt.Errorf("a2aclient: %s: %w", m, context.Cause(ctx)), yield)
+				return
+			case <-t.C:
+			}
+			backoff = min(backoff*2, c.opts.ResumeMaxBackoff)
+			resumed = true
+		}
+	}
+}
+
+// yieldErr reports a stream failure through the interceptors.
+func (c *Client) yieldErr(ctx context.Context, method string, cfg *callConfig, err error, yield func(*a2a.StreamResponse, error) bool) {
+	if len(c.opts.Interceptors) > 0 {
+		call := &Call{Method: method, Card: c.card, SessionID: cfg.session, Header: http.Header{}}
+		err = c.after(ctx, call, nil, err)
+	}
+	if err != nil {
+		yield(nil, err)
+	}
+}
+
+// finishFromTask yields the task's current state as the final frame.
+func (c *Client) finishFromTask(ctx context.Context, st *streamState, cfg *callConfig, yield func(*a2a.StreamResponse, error) bool) {
+	opts := []CallOption{WithSession(cfg.session)}
+	t, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: st.taskID}, opts...)
+	if err != nil {
+		yield(nil, fmt.Errorf("%w: %w", ErrStreamIncomplete, err))
+		return
+	}
+	f := &a2a.StreamResponse{Task: t}
+	if !f.Final() {
+		yield(nil, fmt.Errorf("%w: task %s is %v", ErrStreamIncomplete, t.ID, t.Status.State))
+		return
+	}
+	st.done = true
+	yield(f, nil)
+}
+
+// connect opens one stream and yields its frames. progressed reports
+// whether any new frame arrived; stop that the consumer stopped or a final
+// frame was yielded; err why the connection ended early (nil for a clean
+// close without a final frame).
+func (c *Client) connect(ctx context.Context, method string, params any, cfg *callConfig, st *streamState, resumed bool, yield func(*a2a.StreamResponse, error) bool) (progressed, stop bool, err error) {
+	p, err := c.prepare(ctx, method, params, cfg)
+	if err != nil {
+		return false, false, permanent{err}
+	}
+	resp, err := c.post(p, "text/event-stream")
+	if err != nil {
+		return false, false, err
+	}
+	defer resp.Body.Close()
+	emit := func(f *a2a.StreamResponse) bool {
+		if len(c.opts.Interceptors) > 0 {
+			if err := c.after(p.ctx, p.call, f, nil); err != nil {
+				yield(nil, err)
+				return false
+			}
+		}
+		if st.taskID == "" {
+			st.taskID = f.TaskID()
+		}
+		if f.Final() {
+			st.done = true
+		}
+		return yield(f, nil)
+	}
+	if mediaType(resp.Header) != "text/event-stream" {
+		// A refusal (or a whole answer) as plain JSON.
+		body, err := readBody(resp.Body, c.opts.MaxResponseBytes)
+		if err != nil {
+			if errors.Is(err, ErrResponseTooLarge) {
+				return false, false, fmt.Errorf("a2aclient: %s: %w", method, err)
+			}
+			return false, false, c.wrapTransport(p.ctx, method, err)
+		}
+		var f a2a.StreamResponse
+		if err := decodeResult(method, resp.StatusCode, body, &f); err != nil {
+			return false, false, err
+		}
+		if err := checkFrame(method, &f); err != nil {
+			return false, false, err
+		}
+		return true, !emit(&f) || st.done, nil
+	}
+	if resp.StatusCode/100 != 2 {
+		return false, false, &HTTPError{Method: method, StatusCode: resp.StatusCode}
+	}
+	floor := st.lastSeq
+	if !resumed {
+		floor = 0
+	}
+	er := a2a.NewEventReader(resp.Body, c.opts.MaxEventBytes)
+	frames := 0
+	for {
+		ev, err := er.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return progressed, false, nil
+			}
+			if errors.Is(err, a2a.ErrEventTooLarge) {
+				return progressed, false, fmt.Errorf("a2aclient: %s: %w", method, ErrResponseTooLarge)
+			}
+			return progressed, false, c.wrapTransport(p.ctx, method, err)
+		}
+		f, seq, err := decodeFrame(method, ev)
+		if err != nil {
+			return progressed, false, err
+		}
+		if seq > 0 {
+			if seq <= floor {
+				frames++
+				continue // seen before the reconnection
+			}
+			st.lastSeq = max(st.lastSeq, seq)
+		}
+		// The opening snapshot of a resumed stream is not progress: a
+		// server that drops every stream right after it must not keep the
+		// client resuming forever.
+		if !resumed || f.Task == nil || frames > 0 {
+			progressed = true
+		}
+		frames++
+		if !emit(f) || st.done {
+			return progressed, true, nil
+		}
+	}
+}
+
+// decodeFrame parses one SSE event of an A2A stream: a JSON-RPC response
+// whose result is a StreamResponse. seq is the event id when it is a
+// positive integer, else 0.
+func decodeFrame(method string, ev a2a.Event) (*a2a.StreamResponse, int64, error) {
+	var f a2a.StreamResponse
+	if err := decodeResult(method, http.StatusOK, ev.Data, &f); err != nil {
+		return nil, 0, err
+	}
+	if err := checkFrame(method, &f); err != nil {
+		return nil, 0, err
+	}
+	seq, err := strconv.ParseInt(ev.ID, 10, 64)
+	if err != nil || seq < 0 {
+		seq = 0
+	}
+	return &f, seq, nil
+}
+
+// checkFrame requires exactly one member.
+func checkFrame(method string, f *a2a.StreamResponse) error {
+	n := 0
+	for _, set := range []bool{f.Task != nil, f.Message != nil, f.StatusUpdate != nil, f.ArtifactUpdate != nil} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return fmt.Errorf("a2aclient: %s: %w: a stream frame must hold exactly one of task, message, statusUpdate, artifactUpdate (got %d)", method, ErrInvalidResponse, n)
+	}
+	return nil
+}
+
+// permanent marks an error a resumption cannot fix (an interceptor or auth
+// provider refused the call).
+type permanent struct{ err error }
+
+func (p permanent) Error() string { return p.err.Error() }
+func (p permanent) Unwrap() error { return p.err }
