@@ -1,0 +1,340 @@
+package registry
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/registry"
+)
+
+// Page sizes of List and Search.
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 200
+	scanBatch       = 500
+)
+
+// ErrBadQuery is wrapped by errors for a query the service cannot run
+// (no capabilities, an unknown mode, a threshold outside (0, 1], …).
+var ErrBadQuery = errors.New("registry: bad query")
+
+// Options tune New. Nil means the defaults.
+type Options struct {
+	// Policy is applied to the URL of every registration and update (nil:
+	// the zero registry.Policy, which refuses loopback and private hosts).
+	Policy *registry.Policy
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// NewID makes agent ids (default a2a.NewID, a random UUID).
+	NewID func() string
+	// Logger receives unexpected store errors (default: discarded).
+	Logger *slog.Logger
+}
+
+// Service is the agent registry: it validates and stores records and
+// answers listings, text searches and capability queries. It keeps no
+// state of its own, so several replicas may share one Store.
+type Service struct {
+	store Store
+	opts  Options
+}
+
+// New returns a Service over store.
+func New(store Store, opts *Options) *Service {
+	s := &Service{store: store}
+	if opts != nil {
+		s.opts = *opts
+	}
+	if s.opts.Now == nil {
+		s.opts.Now = time.Now
+	}
+	if s.opts.NewID == nil {
+		s.opts.NewID = a2a.NewID
+	}
+	if s.opts.Logger == nil {
+		s.opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return s
+}
+
+func (s *Service) now() time.Time { return s.opts.Now().UTC().Truncate(time.Millisecond) }
+
+// normalize fills defaults and drops what the server assigns.
+func normalize(a *registry.Agent) *registry.Agent {
+	c := a.Clone()
+	if c.Status == "" {
+		c.Status = registry.StatusActive
+	}
+	return c
+}
+
+// Register validates a against the policy, assigns an id and timestamps,
+// and stores it. The error wraps registry.ErrInvalid (a
+// *registry.ValidationError) or registry.ErrExists.
+func (s *Service) Register(ctx context.Context, a *registry.Agent) (*registry.Agent, error) {
+	if err := registry.Validate(a, s.opts.Policy); err != nil {
+		return nil, err
+	}
+	return s.create(ctx, a)
+}
+
+func (s *Service) create(ctx context.Context, a *registry.Agent) (*registry.Agent, error) {
+	rec := normalize(a)
+	rec.ID = s.opts.NewID()
+	rec.CreatedAt = s.now()
+	rec.UpdatedAt = rec.CreatedAt
+	if err := s.store.Create(ctx, rec); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// Update replaces the record with this id or name by a, keeping its id
+// and creation time; a.Name renames it unless empty. a.ID, a.CreatedAt
+// and a.UpdatedAt are ignored.
+func (s *Service) Update(ctx context.Context, ref string, a *registry.Agent) (*registry.Agent, error) {
+	old, err := s.Get(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	rec := normalize(a)
+	if rec.Name == "" {
+		rec.Name = old.Name
+	}
+	if err := registry.Validate(rec, s.opts.Policy); err != nil {
+		return nil, err
+	}
+	return s.replace(ctx, old, rec)
+}
+
+func (s *Service) replace(ctx context.Context, old, rec *registry.Agent) (*registry.Agent, error) {
+	rec.ID, rec.CreatedAt, rec.UpdatedAt = old.ID, old.CreatedAt, s.now()
+	if err := s.store.Update(ctx, rec); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// Put registers a, or replaces the record of the same name, without the
+// policy: for records the platform itself vouches for (the agents it
+// hosts, at their loopback URLs). a must still pass registry.Validate's
+// field rules.
+func (s *Service) Put(ctx context.Context, a *registry.Agent) (*registry.Agent, error) {
+	if err := registry.Validate(a, &registry.Policy{AllowLoopback: true, AllowPrivate: true}); err != nil {
+		return nil, err
+	}
+	old, err := s.store.GetByName(ctx, a.Name)
+	if errors.Is(err, registry.ErrNotFound) {
+		return s.create(ctx, a)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.replace(ctx, old, normalize(a))
+}
+
+// Delete removes the record with this id or name.
+func (s *Service) Delete(ctx context.Context, ref string) error {
+	a, err := s.Get(ctx, ref)
+	if err != nil {
+		return err
+	}
+	return s.store.Delete(ctx, a.ID)
+}
+
+// Get returns the record with this id (when ref has the shape of one) or
+// name.
+func (s *Service) Get(ctx context.Context, ref string) (*registry.Agent, error) {
+	if registry.IsID(ref) {
+		return s.store.Get(ctx, ref)
+	}
+	if !registry.ValidName(ref) {
+		return nil, fmt.Errorf("registry: get %q: %w", ref, registry.ErrNotFound)
+	}
+	return s.store.GetByName(ctx, ref)
+}
+
+// List returns one page of the records q's filters keep, in name order.
+func (s *Service) List(ctx context.Context, q registry.ListQuery) (*registry.Page, error) {
+	return s.page(ctx, q, filter(q, nil))
+}
+
+// Search is List restricted to records matching text: every
+// white-space separated word of it, without case, must occur in the
+// name, description, a capability (as given or normalized), a tag or a
+// domain.
+func (s *Service) Search(ctx context.Context, text string, q registry.ListQuery) (*registry.Page, error) {
+	words := strings.Fields(strings.ToLower(text))
+	if len(words) == 0 {
+		return nil, fmt.Errorf("registry: search: %w: empty search text", ErrBadQuery)
+	}
+	return s.page(ctx, q, filter(q, words))
+}
+
+func filter(q registry.ListQuery, words []string) func(*registry.Agent) bool {
+	name := strings.ToLower(q.Name)
+	return func(a *registry.Agent) bool {
+		if q.Status != "" && a.Status != q.Status {
+			return false
+		}
+		if q.Tag != "" && !slices.Contains(a.AllTags(), q.Tag) {
+			return false
+		}
+		if q.Domain != "" && !slices.Contains(a.AllDomains(), q.Domain) {
+			return false
+		}
+		if name != "" && !strings.Contains(a.Name, name) {
+			return false
+		}
+		if len(words) == 0 {
+			return true
+		}
+		hay := haystack(a)
+		for _, w := range words {
+			if !strings.Contains(hay, w) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+func haystack(a *registry.Agent) string {
+	var b strings.Builder
+	add := func(s string) {
+		b.WriteString(strings.ToLower(s))
+		b.WriteByte('\n')
+	}
+	add(a.Name)
+	add(a.Description)
+	for _, c := range a.AllCapabilities() {
+		add(c)
+		add(registry.NormalizeCapability(c))
+	}
+	for _, t := range a.AllTags() {
+		add(t)
+	}
+	for _, d := range a.AllDomains() {
+		add(d)
+	}
+	return b.String()
+}
+
+// Page tokens are the base64url name of the last record of a page.
+func pageToken(name string) string { return base64.RawURLEncoding.EncodeToString([]byte(name)) }
+
+func parsePageToken(tok string) (string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil || !registry.ValidName(string(b)) {
+		return "", fmt.Errorf("registry: page token %q: %w", tok, registry.ErrBadPageToken)
+	}
+	return string(b), nil
+}
+
+func (s *Service) page(ctx context.Context, q registry.ListQuery, keep func(*registry.Agent) bool) (*registry.Page, error) {
+	size := q.PageSize
+	switch {
+	case size < 0:
+		return nil, fmt.Errorf("registry: %w: negative page size", ErrBadQuery)
+	case size == 0:
+		size = DefaultPageSize
+	case size > MaxPageSize:
+		size = MaxPageSize
+	}
+	after := ""
+	if q.PageToken != "" {
+		var err error
+		if after, err = parsePageToken(q.PageToken); err != nil {
+			return nil, err
+		}
+	}
+	p := &registry.Page{Agents: []*registry.Agent{}}
+	for {
+		batch, err := s.store.List(ctx, after, scanBatch)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range batch {
+			if !keep(a) {
+				continue
+			}
+			if len(p.Agents) == size {
+				p.NextPageToken = pageToken(p.Agents[size-1].Name)
+				return p, nil
+			}
+			p.Agents = append(p.Agents, a)
+		}
+		if len(batch) < scanBatch {
+			return p, nil
+		}
+		after = batch[len(batch)-1].Name
+	}
+}
+
+// all returns every record q's status filter keeps.
+func (s *Service) all(ctx context.Context, status string) ([]*registry.Agent, error) {
+	var out []*registry.Agent
+	after := ""
+	for {
+		batch, err := s.store.List(ctx, after, scanBatch)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range batch {
+			if status == "" || a.Status == status {
+				out = append(out, a)
+			}
+		}
+		if len(batch) < scanBatch {
+			return out, nil
+		}
+		after = batch[len(batch)-1].Name
+	}
+}
+
+// Find returns the records matching q's capabilities, best score first
+// (ties in name order). Without Fuzzy a capability matches an equal name
+// after registry.NormalizeCapability; with it, a registry.Similarity of at
+// least q.Threshold (default 0.8).
+func (s *Service) Find(ctx context.Context, q registry.FindQuery) ([]registry.MatchResult, error) {
+	if len(q.Capabilities) == 0 {
+		return nil, fmt.Errorf("registry: find: %w: name at least one capability", ErrBadQuery)
+	}
+	if len(q.Capabilities) > registry.MaxListItems {
+		return nil, fmt.Errorf("registry: find: %w: more than %d capabilities", ErrBadQuery, registry.MaxListItems)
+	}
+	mode := q.Mode
+	switch mode {
+	case "":
+		mode = registry.MatchAll
+	case registry.MatchAll, registry.MatchAny:
+	default:
+		return nil, fmt.Errorf("registry: find: %w: mode must be %q or %q", ErrBadQuery, registry.MatchAll, registry.MatchAny)
+	}
+	if q.Threshold < 0 || q.Threshold > 1 {
+		return nil, fmt.Errorf("registry: find: %w: threshold must be in (0, 1]", ErrBadQuery)
+	}
+	threshold := 1.0
+	if q.Fuzzy {
+		threshold = q.Threshold
+		if threshold == 0 {
+			threshold = registry.DefaultThreshold
+		}
+	}
+	agents, err := s.all(ctx, q.Status)
+	if err != nil {
+		return nil, err
+	}
+	res := registry.NewIndex(agents).Match(q.Capabilities, mode, threshold)
+	if res == nil {
+		res = []registry.MatchResult{}
+	}
+	return res, nil
+}

@@ -1,0 +1,135 @@
+package registry
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"novaos.dev/novaos/registry"
+)
+
+// Store keeps agent records. Names and ids are each unique. Methods return
+// errors wrapping registry.ErrNotFound and registry.ErrExists as described;
+// records passed in and returned are never shared with the store.
+// store/storetest.TestRegistryStore is its contract.
+type Store interface {
+	// Create adds a record; ErrExists if its id or name is taken.
+	Create(ctx context.Context, a *registry.Agent) error
+	// Update replaces the record with a.ID; ErrNotFound if there is none,
+	// ErrExists if a.Name is another record's name.
+	Update(ctx context.Context, a *registry.Agent) error
+	// Delete removes the record with this id; ErrNotFound if there is none.
+	Delete(ctx context.Context, id string) error
+	// Get returns the record with this id; ErrNotFound if there is none.
+	Get(ctx context.Context, id string) (*registry.Agent, error)
+	// GetByName returns the record with this name; ErrNotFound if there is
+	// none.
+	GetByName(ctx context.Context, name string) (*registry.Agent, error)
+	// List returns up to limit records whose names sort after after (byte
+	// order), in name order.
+	List(ctx context.Context, after string, limit int) ([]*registry.Agent, error)
+}
+
+// MemoryStore is a Store in process memory, for tests and for servers
+// without a database.
+type MemoryStore struct {
+	mu     sync.RWMutex
+	byID   map[string]*registry.Agent
+	byName map[string]string // name -> id
+	names  []string          // sorted
+}
+
+var _ Store = (*MemoryStore)(nil)
+
+// NewMemoryStore returns an empty MemoryStore.
+func NewMemoryStore() *MemoryStore {
+	return &MemoryStore{byID: map[string]*registry.Agent{}, byName: map[string]string{}}
+}
+
+func (m *MemoryStore) Create(_ context.Context, a *registry.Agent) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.byID[a.ID]; ok {
+		return fmt.Errorf("registry: create id %s: %w", a.ID, registry.ErrExists)
+	}
+	if _, ok := m.byName[a.Name]; ok {
+		return fmt.Errorf("registry: create %s: %w", a.Name, registry.ErrExists)
+	}
+	m.byID[a.ID] = a.Clone()
+	m.byName[a.Name] = a.ID
+	i, _ := slices.BinarySearch(m.names, a.Name)
+	m.names = slices.Insert(m.names, i, a.Name)
+	return nil
+}
+
+func (m *MemoryStore) Update(_ context.Context, a *registry.Agent) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old, ok := m.byID[a.ID]
+	if !ok {
+		return fmt.Errorf("registry: update %s: %w", a.ID, registry.ErrNotFound)
+	}
+	if old.Name != a.Name {
+		if _, taken := m.byName[a.Name]; taken {
+			return fmt.Errorf("registry: update %s: name %s: %w", a.ID, a.Name, registry.ErrExists)
+		}
+		delete(m.byName, old.Name)
+		i, _ := slices.BinarySearch(m.names, old.Name)
+		m.names = slices.Delete(m.names, i, i+1)
+		m.byName[a.Name] = a.ID
+		j, _ := slices.BinarySearch(m.names, a.Name)
+		m.names = slices.Insert(m.names, j, a.Name)
+	}
+	m.byID[a.ID] = a.Clone()
+	return nil
+}
+
+func (m *MemoryStore) Delete(_ context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old, ok := m.byID[id]
+	if !ok {
+		return fmt.Errorf("registry: delete %s: %w", id, registry.ErrNotFound)
+	}
+	delete(m.byID, id)
+	delete(m.byName, old.Name)
+	i, _ := slices.BinarySearch(m.names, old.Name)
+	m.names = slices.Delete(m.names, i, i+1)
+	return nil
+}
+
+func (m *MemoryStore) Get(_ context.Context, id string) (*registry.Agent, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	a, ok := m.byID[id]
+	if !ok {
+		return nil, fmt.Errorf("registry: get %s: %w", id, registry.ErrNotFound)
+	}
+	return a.Clone(), nil
+}
+
+func (m *MemoryStore) GetByName(_ context.Context, name string) (*registry.Agent, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	id, ok := m.byName[name]
+	if !ok {
+		return nil, fmt.Errorf("registry: get %s: %w", name, registry.ErrNotFound)
+	}
+	return m.byID[id].Clone(), nil
+}
+
+func (m *MemoryStore) List(_ context.Context, after string, limit int) ([]*registry.Agent, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	i, found := slices.BinarySearchFunc(m.names, after, cmp.Compare[string])
+	if found {
+		i++
+	}
+	var out []*registry.Agent
+	for ; i < len(m.names) && len(out) < limit; i++ {
+		out = append(out, m.byID[m.byName[m.names[i]]].Clone())
+	}
+	return out, nil
+}

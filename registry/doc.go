@@ -1,0 +1,32 @@
+// Package registry is the client side of the NovaOS agent registry (the
+// "agent DNS" of the reference SDK): the Agent record, the rules a record
+// must meet, the URL Policy that keeps callers from being sent to hosts
+// they never named, fuzzy capability matching, and a Client for the
+// registry API a NovaOS server serves under /api/v1/agents.
+//
+//	c, _ := registry.NewClient("http://127.0.0.1:8080", &registry.ClientOptions{
+//		Policy: &registry.Policy{AllowedHostSuffixes: []string{".agents.example.com"}},
+//	})
+//	a, _ := c.Register(ctx, &registry.Agent{Name: "weather", URL: "https://weather.agents.example.com/a2a",
+//		Capabilities: []string{"Weather Forecast"}})
+//	matches, _ := c.Find(ctx, registry.FindQuery{Capabilities: []string{"weather_forecast"}})
+//	rec, _ := c.Resolve(ctx, "weather") // looked up and its URL checked against the Policy
+//
+// # Capability matching
+//
+// Names are compared after NormalizeCapability ("Web Scraping",
+// "web_scraping" and "web-scraping" are one name). Fuzzy matching scores
+// pairs with Similarity (Ratcliff/Obershelp, with a floor of 0.6 when one
+// name's words appear in a row in the other) and keeps scores at or above
+// a threshold, 0.8 by default. The reference SDK documents no synonyms and
+// no prefix rules, so there are none.
+//
+// # URL policy
+//
+// An agent URL must be an absolute http or https URL without user
+// information or fragment. A Policy may restrict hosts to suffixes; it
+// refuses loopback and private addresses unless told otherwise. Host
+// names are checked as written (ASCII; IDNA A-labels for international
+// names) and IP literals by range; names are not resolved, so a public
+// name that resolves to a private address is not caught here.
+package registry

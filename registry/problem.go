@@ -1,0 +1,80 @@
+package registry
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Problem type URIs of the registry API (RFC 9457 "type"). They are
+// stable: clients may branch on them.
+const (
+	ProblemAgentNotFound     = "https://novaos.dev/problems/agent-not-found"        // 404
+	ProblemAgentExists       = "https://novaos.dev/problems/agent-exists"           // 409
+	ProblemInvalidAgent      = "https://novaos.dev/problems/invalid-agent"          // 422
+	ProblemURLNotAllowed     = "https://novaos.dev/problems/agent-url-not-allowed"  // 422
+	ProblemMalformedJSON     = "https://novaos.dev/problems/malformed-json"         // 400
+	ProblemInvalidQuery      = "https://novaos.dev/problems/invalid-query"          // 400
+	ProblemInvalidPageToken  = "https://novaos.dev/problems/invalid-page-token"     // 400
+	ProblemBodyTooLarge      = "https://novaos.dev/problems/body-too-large"         // 413
+	ProblemUnsupportedMedia  = "https://novaos.dev/problems/unsupported-media-type" // 415
+	ProblemNotFound          = "https://novaos.dev/problems/not-found"              // 404, no such route
+	ProblemMethodNotAllowed  = "https://novaos.dev/problems/method-not-allowed"     // 405
+	ProblemInternal          = "https://novaos.dev/problems/internal"               // 500
+	ProblemContentTypeHeader = "application/problem+json"
+)
+
+// Problem is an RFC 9457 problem details object, as the registry API sends
+// it with every error status. The Client returns it as the error of a
+// failed call; errors.Is matches it against ErrNotFound, ErrExists,
+// ErrInvalid, ErrURLNotAllowed and ErrBadPageToken by its type, or by its
+// status when the type is unknown.
+type Problem struct {
+	Type     string `json:"type"`
+	Title    string `json:"title"`
+	Status   int    `json:"status"`
+	Detail   string `json:"detail,omitempty"`
+	Instance string `json:"instance,omitempty"`
+	// Errors lists the broken rules of an invalid agent.
+	Errors []FieldError `json:"errors,omitempty"`
+}
+
+func (p *Problem) Error() string {
+	msg := fmt.Sprintf("registry: %d %s", p.Status, p.Title)
+	if p.Detail != "" {
+		msg += ": " + p.Detail
+	}
+	return msg
+}
+
+// Unwrap returns the sentinel errors the problem stands for.
+func (p *Problem) Unwrap() []error {
+	switch p.Type {
+	case ProblemAgentNotFound:
+		return []error{ErrNotFound}
+	case ProblemAgentExists:
+		return []error{ErrExists}
+	case ProblemInvalidAgent:
+		return []error{ErrInvalid}
+	case ProblemURLNotAllowed:
+		return []error{ErrInvalid, ErrURLNotAllowed}
+	case ProblemInvalidPageToken:
+		return []error{ErrBadPageToken}
+	}
+	switch p.Status {
+	case http.StatusNotFound:
+		return []error{ErrNotFound}
+	case http.StatusConflict:
+		return []error{ErrExists}
+	case http.StatusUnprocessableEntity:
+		return []error{ErrInvalid}
+	}
+	return nil
+}
+
+// AsProblem returns the Problem inside err, if any.
+func AsProblem(err error) (*Problem, bool) {
+	var p *Problem
+	ok := errors.As(err, &p)
+	return p, ok
+}

@@ -1,0 +1,138 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"novaos.dev/novaos/registry"
+	"novaos.dev/novaos/store/keyset"
+)
+
+// RegistryStore returns the database's agent-registry store: the records
+// of internal/registry, keyed by id with unique names.
+func (db *DB) RegistryStore() *RegistryStore { return &RegistryStore{db} }
+
+// RegistryStore keeps agent-registry records in the database.
+type RegistryStore struct{ db *DB }
+
+// uniqueViolation is PostgreSQL's SQLSTATE for a unique constraint.
+const uniqueViolation = "23505"
+
+func isUniqueViolation(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == uniqueViolation
+}
+
+func (s *RegistryStore) Create(ctx context.Context, a *registry.Agent) error {
+	body, err := json.Marshal(a)
+	if err != nil {
+		return fmt.Errorf("postgres: create agent %s: %w", a.Name, err)
+	}
+	if !keyset.ValidText(a.ID, a.Name) {
+		return fmt.Errorf("postgres: create agent: id or name is not valid text: %w", registry.ErrInvalid)
+	}
+	_, err = s.db.pool.Exec(ctx, `INSERT INTO registry_agents (id, name, body) VALUES ($1, $2, $3)`, a.ID, a.Name, body)
+	if isUniqueViolation(err) {
+		return fmt.Errorf("postgres: create agent %s: %w", a.Name, registry.ErrExists)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: create agent %s: %w", a.Name, err)
+	}
+	return nil
+}
+
+func (s *RegistryStore) Update(ctx context.Context, a *registry.Agent) error {
+	body, err := json.Marshal(a)
+	if err != nil {
+		return fmt.Errorf("postgres: update agent %s: %w", a.ID, err)
+	}
+	if !keyset.ValidText(a.ID, a.Name) {
+		return fmt.Errorf("postgres: update agent %s: %w", a.ID, registry.ErrNotFound)
+	}
+	tag, err := s.db.pool.Exec(ctx, `UPDATE registry_agents SET name = $2, body = $3 WHERE id = $1`, a.ID, a.Name, body)
+	if isUniqueViolation(err) {
+		return fmt.Errorf("postgres: update agent %s: name %s: %w", a.ID, a.Name, registry.ErrExists)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: update agent %s: %w", a.ID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("postgres: update agent %s: %w", a.ID, registry.ErrNotFound)
+	}
+	return nil
+}
+
+func (s *RegistryStore) Delete(ctx context.Context, id string) error {
+	if !keyset.ValidText(id) {
+		return fmt.Errorf("postgres: delete agent %s: %w", id, registry.ErrNotFound)
+	}
+	tag, err := s.db.pool.Exec(ctx, `DELETE FROM registry_agents WHERE id = $1`, id)
+	if err != nil {
+		return fmt.Errorf("postgres: delete agent %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("postgres: delete agent %s: %w", id, registry.ErrNotFound)
+	}
+	return nil
+}
+
+func (s *RegistryStore) Get(ctx context.Context, id string) (*registry.Agent, error) {
+	return s.getBy(ctx, "id", id)
+}
+
+func (s *RegistryStore) GetByName(ctx context.Context, name string) (*registry.Agent, error) {
+	return s.getBy(ctx, "name", name)
+}
+
+func (s *RegistryStore) getBy(ctx context.Context, col, key string) (*registry.Agent, error) {
+	notFound := fmt.Errorf("postgres: get agent %s: %w", key, registry.ErrNotFound)
+	if !keyset.ValidText(key) {
+		return nil, notFound
+	}
+	var body []byte
+	err := s.db.pool.QueryRow(ctx, `SELECT body FROM registry_agents WHERE `+col+` = $1`, key).Scan(&body)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, notFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: get agent %s: %w", key, err)
+	}
+	var a registry.Agent
+	if err := json.Unmarshal(body, &a); err != nil {
+		return nil, fmt.Errorf("postgres: get agent %s: %w", key, err)
+	}
+	return &a, nil
+}
+
+func (s *RegistryStore) List(ctx context.Context, after string, limit int) ([]*registry.Agent, error) {
+	if !keyset.ValidText(after) {
+		return nil, fmt.Errorf("postgres: list agents: %w", registry.ErrBadPageToken)
+	}
+	rows, err := s.db.pool.Query(ctx,
+		`SELECT body FROM registry_agents WHERE name > $1 ORDER BY name LIMIT $2`, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list agents: %w", err)
+	}
+	defer rows.Close()
+	var out []*registry.Agent
+	for rows.Next() {
+		var body []byte
+		if err := rows.Scan(&body); err != nil {
+			return nil, fmt.Errorf("postgres: list agents: %w", err)
+		}
+		a := new(registry.Agent)
+		if err := json.Unmarshal(body, a); err != nil {
+			return nil, fmt.Errorf("postgres: list agents: %w", err)
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: list agents: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,13 @@
+package postgres_test
+
+import (
+	"testing"
+
+	"novaos.dev/novaos/internal/pgtest"
+	iregistry "novaos.dev/novaos/internal/registry"
+	"novaos.dev/novaos/store/storetest"
+)
+
+func TestRegistryStoreContract(t *testing.T) {
+	storetest.TestRegistryStore(t, func(t *testing.T) iregistry.Store { return open(t, pgtest.URL(t)).RegistryStore() })
+}
