@@ -29,6 +29,12 @@ type Options struct {
 	// Extensions are the A2A extensions the agent understands; they are
 	// declared on the card and negotiated per request by the server.
 	Extensions []a2a.AgentExtension
+	// RequireExtensionActivation emits extension data (tool-call-v1,
+	// cost-v1, confidence-v1, worldstate-delta-v1) only to a request whose
+	// A2A-Extensions header activated that extension. Off by default: the
+	// conventions' consumers read the data whenever the card declares the
+	// extension, without activating it.
+	RequireExtensionActivation bool
 	// DefaultInputModes and DefaultOutputModes are the media types of a
 	// skill that declares none, both on the card and when a request is
 	// checked (DefaultInputModes/DefaultOutputModes when nil).

@@ -27,6 +27,8 @@ type Context struct {
 
 	logOnce sync.Once
 	log     *slog.Logger
+
+	tel telemetry // extension data reported for the result (conventions.go)
 }
 
 // Input returns the text of the caller's message (text parts joined by

@@ -195,6 +195,7 @@ func (a *Agent) finish(c *Context, res Result, herr error) error {
 		msg, art, _ = resultContent(Result{Error: err.Error()}, a2a.TaskStateFailed)
 		state = a2a.TaskStateFailed
 	}
+	art = c.withTelemetry(art, msg)
 	if art != nil {
 		if err := up.AddArtifact(ctx, *art); err != nil {
 			return err
