@@ -15,6 +15,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/a2a/cardsig"
 	"novaos.dev/novaos/agent"
 	"novaos.dev/novaos/internal/builtin"
 	"novaos.dev/novaos/store/postgres"
@@ -57,6 +58,10 @@ type Options struct {
 	TCKStreamingTimeout time.Duration
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
+	// CardKey, a private key, signs every agent card the server serves
+	// (cardsig.Sign), and its public half is served as a JWKS at
+	// /.well-known/jwks.json. Nil serves unsigned cards.
+	CardKey *cardsig.Key
 }
 
 // Server is one NovaOS instance. Create it with New, then Start it and
@@ -126,6 +131,9 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 			return nil, fmt.Errorf("app: public URL %q: want an http:// or https:// URL", s.opts.PublicURL)
 		}
 		s.opts.PublicURL = u
+	}
+	if k := s.opts.CardKey; k != nil && !k.IsPrivate() {
+		return nil, errors.New("app: card key: want a private key")
 	}
 	s.log = s.opts.Logger
 	if s.log == nil {

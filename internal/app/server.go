@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/a2a/cardsig"
 )
 
 // ErrStarted is returned by Start on a server that was already started or
@@ -44,6 +46,13 @@ func (s *Server) Start(ctx context.Context) error {
 	for i := range s.agents {
 		a := &s.agents[i]
 		a.card = cardAt(a.agent.Card(), s.baseURL+agentPath(a.name))
+		if s.opts.CardKey != nil {
+			// The handler precomputes the card's bytes: sign first.
+			if a.card, err = cardsig.Sign(a.card, s.opts.CardKey, nil); err != nil {
+				ln.Close()
+				return fmt.Errorf("app: sign %s card: %w", a.name, err)
+			}
+		}
 		opts := &a2asrv.Options{
 			TaskStore: agentTasks{store: s.tasks, agent: a.name},
 			Logger:    s.log.With("agent", a.name),
@@ -58,6 +67,18 @@ func (s *Server) Start(ctx context.Context) error {
 		mount := http.StripPrefix(agentPath(a.name), h)
 		mux.Handle(agentPath(a.name), mount)
 		mux.Handle(agentPath(a.name)+"/", mount)
+	}
+	if s.opts.CardKey != nil {
+		jwks, err := json.Marshal(cardsig.NewKeySet(s.opts.CardKey))
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("app: card key: %w", err)
+		}
+		mux.HandleFunc("GET "+JWKSPath, func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/jwk-set+json")
+			w.Header().Set("Cache-Control", "max-age=300")
+			w.Write(jwks)
+		})
 	}
 	mux.HandleFunc("GET /healthz", s.serveHealth)
 	mux.HandleFunc("GET /{$}", s.serveIndex)
@@ -105,6 +126,10 @@ func listenURL(configured string, addr net.Addr) string {
 }
 
 func agentPath(name string) string { return "/agents/" + name }
+
+// JWKSPath is where a server with Options.CardKey publishes the public key
+// its agent cards are signed with.
+const JWKSPath = "/.well-known/jwks.json"
 
 // cardAt returns a copy of card whose JSON-RPC interface is url. Other
 // bindings the card may declare are kept as they are.

@@ -48,6 +48,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"serve", "run the NovaOS server (agents over A2A, /healthz)", runServe},
+		{"card", "get, verify and sign agent cards (card get|verify|sign|keygen)", runCard},
 		{"send", "send a message to an agent and print the frames it answers with", runSend},
 		{"bench", "measure end-to-end throughput and latency on loopback (bench a2a)", runBench},
 		{"version", "print the version", runVersion},

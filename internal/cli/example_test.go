@@ -15,6 +15,8 @@ func ExampleMain() {
 	//
 	// Commands:
 	//   serve    run the NovaOS server (agents over A2A, /healthz)
+	//   card     get, verify and sign agent cards (card get|verify|sign|keygen)
+	//   send     send a message to an agent and print the frames it answers with
 	//   bench    measure end-to-end throughput and latency on loopback (bench a2a)
 	//   version  print the version
 	//   help     show this help

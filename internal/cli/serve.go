@@ -18,6 +18,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	public := fs.String("public-url", "", "base `URL` clients reach the server at, for agent cards (default: the listen address)")
 	grace := fs.Duration("shutdown-timeout", 10*time.Second, "how long running requests may finish after SIGINT/SIGTERM")
 	level := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
+	cardKey := fs.String("card-key", "", "private JWK `file` to sign agent cards with (see novaos card keygen); its public key is served at "+app.JWKSPath)
 	tckTimeout := fs.Duration("tck-timeout", builtin.DefaultStreamingTimeout, "delay unit of the tck agent's slow scenarios; match the kit's TCK_STREAMING_TIMEOUT")
 	if code, ok := parse(fs, args); !ok {
 		return code
@@ -30,6 +31,11 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		*db = e.getenv(EnvDatabaseURL)
 	}
 	log := slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: lvl}))
+	key, err := readCardKey(*cardKey)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "novaos serve: %v\n", err)
+		return exitFail
+	}
 
 	srv, err := app.New(ctx, &app.Options{
 		Addr:        *addr,
@@ -37,6 +43,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		DataDir:     *data,
 		DatabaseURL: *db,
 		Logger:      log,
+		CardKey:     key,
 
 		TCKStreamingTimeout: *tckTimeout,
 	})
