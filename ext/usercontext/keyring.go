@@ -171,6 +171,9 @@ func (r *KeyRing) Reload() error {
 			continue
 		}
 		k, fi, err := readKeyFile(filepath.Join(r.dir, ent.Name()), kid)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed meanwhile, or a dangling symlink: not a key
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -10,16 +10,16 @@ const Redacted = "[REDACTED]"
 
 // Secret is an opened secret value. It never shows its value: String,
 // GoString, every fmt verb, JSON, text marshalling and slog all render
-// Redacted, and the value sits behind a pointer so that even a Secret
-// printed as a field of another struct shows an address, not the value.
-// Reveal is the one way to the plaintext. The zero Secret is empty.
+// Redacted. The value is held by a closure, which fmt and reflection
+// cannot look into, so even a Secret printed as an unexported field of
+// another struct shows an address, not the value. Reveal is the one way
+// to the plaintext. The zero Secret is empty. Secrets are not comparable
+// with ==; compare the revealed values where that is really needed.
 type Secret struct {
-	v *secretValue
+	v func() string
 }
 
-type secretValue struct{ s string }
-
-func newSecret(s string) Secret { return Secret{v: &secretValue{s: s}} }
+func newSecret(s string) Secret { return Secret{v: func() string { return s }} }
 
 // NewSecret wraps a value the caller already holds, such as one read on
 // the sealing side before it is sealed.
@@ -31,11 +31,11 @@ func (s Secret) Reveal() string {
 	if s.v == nil {
 		return ""
 	}
-	return s.v.s
+	return s.v()
 }
 
 // IsZero reports whether the secret is empty.
-func (s Secret) IsZero() bool { return s.v == nil || s.v.s == "" }
+func (s Secret) IsZero() bool { return s.Reveal() == "" }
 
 // String returns Redacted.
 func (s Secret) String() string { return Redacted }

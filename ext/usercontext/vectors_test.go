@@ -10,6 +10,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -186,7 +187,7 @@ func generateVectors(t *testing.T) vectorFile {
 		{"padded base64", r1, good.Delivery, func(m map[string]any) { m["iv"] = m["iv"].(string) + "=" }, "format"},
 		{"standard base64 alphabet", r1, good.Delivery, func(m map[string]any) {
 			m["epk"] = b64.EncodeToString(bytes.Repeat([]byte{0xfb}, 32))
-			m["epk"] = replaceAll(m["epk"].(string), "-", "+")
+			m["epk"] = strings.ReplaceAll(m["epk"].(string), "-", "+")
 		}, "format"},
 		{"short iv", r1, good.Delivery, func(m map[string]any) { m["iv"] = b64.EncodeToString(make([]byte, 8)) }, "format"},
 		{"ciphertext shorter than a tag", r1, good.Delivery, func(m map[string]any) { m["ct"] = b64.EncodeToString(make([]byte, 15)) }, "format"},
@@ -198,10 +199,6 @@ func generateVectors(t *testing.T) vectorFile {
 		})
 	}
 	return f
-}
-
-func replaceAll(s, old, new string) string {
-	return string(bytes.ReplaceAll([]byte(s), []byte(old), []byte(new)))
 }
 
 func intermediates(t *testing.T, eph *ecdh.PrivateKey, k *PrivateKey) (shared, key []byte) {
