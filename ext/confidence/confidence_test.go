@@ -47,24 +47,16 @@ func TestParse(t *testing.T) {
 	})
 }
 
-var sink any
+var benchPayload = confidence.Payload{Confidence: 0.92, Explanation: "high coverage"}
 
 func BenchmarkMetadata(b *testing.B) {
-	p := confidence.Payload{Confidence: 0.92, Explanation: "high coverage"}
-	b.ReportAllocs()
-	for b.Loop() {
-		sink = confidence.Metadata(p)
-	}
+	exttest.BenchMetadata(b, func() map[string]any { return confidence.Metadata(benchPayload) })
 }
 
 func BenchmarkParse(b *testing.B) {
-	md := map[string]any{confidence.URI: map[string]any{"confidence": 0.92, "explanation": "high coverage"}}
-	b.ReportAllocs()
-	for b.Loop() {
-		p, _, err := confidence.Parse(md)
-		if err != nil {
-			b.Fatal(err)
-		}
-		sink = p
-	}
+	exttest.BenchParse(b, confidence.Metadata(benchPayload), confidence.Parse)
+}
+
+func BenchmarkParseNaive(b *testing.B) {
+	exttest.BenchNaiveParse[confidence.Payload](b, confidence.Metadata(benchPayload), confidence.URI)
 }

@@ -77,7 +77,7 @@ func read(r *extmeta.Reader) Payload {
 	p.Usage.OutputTokens, _ = u.Int("output_tokens", true)
 	p.Usage.CacheCreationInputTokens = u.OptInt("cache_creation_input_tokens")
 	p.Usage.CacheReadInputTokens = u.OptInt("cache_read_input_tokens")
-	r.Merge(u)
+	r.Merge(&u)
 	p.DurationMs = r.OptInt("durationMs")
 	p.CostUSD = r.OptFloat("costUsd")
 	p.Success = r.OptBool("success")

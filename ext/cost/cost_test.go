@@ -87,28 +87,16 @@ func TestValidate(t *testing.T) {
 
 func nan() float64 { var z float64; return z / z }
 
-var sink any
+var benchPayload = cost.Payload{Usage: cost.Usage{InputTokens: 1500, OutputTokens: 420}, DurationMs: new(int64(900)), CostUSD: new(0.01), Success: new(true)}
 
 func BenchmarkMetadata(b *testing.B) {
-	p := cost.Payload{Usage: cost.Usage{InputTokens: 1500, OutputTokens: 420}, DurationMs: new(int64(900)), CostUSD: new(0.01), Success: new(true)}
-	b.ReportAllocs()
-	for b.Loop() {
-		sink = cost.Metadata(p)
-	}
+	exttest.BenchMetadata(b, func() map[string]any { return cost.Metadata(benchPayload) })
 }
 
 func BenchmarkParse(b *testing.B) {
-	var md map[string]any
-	raw, _ := json.Marshal(cost.Metadata(cost.Payload{Usage: cost.Usage{InputTokens: 1500, OutputTokens: 420}, DurationMs: new(int64(900)), CostUSD: new(0.01), Success: new(true)}))
-	if err := json.Unmarshal(raw, &md); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		p, _, err := cost.Parse(md)
-		if err != nil {
-			b.Fatal(err)
-		}
-		sink = p
-	}
+	exttest.BenchParse(b, cost.Metadata(benchPayload), cost.Parse)
+}
+
+func BenchmarkParseNaive(b *testing.B) {
+	exttest.BenchNaiveParse[cost.Payload](b, cost.Metadata(benchPayload), cost.URI)
 }

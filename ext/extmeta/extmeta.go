@@ -279,9 +279,9 @@ func (r *Reader) OptBool(key string) *bool {
 // Object returns a reader over the object at key; a missing or non-object
 // value is recorded as a problem of this reader (when required) and the
 // returned reader reads nothing.
-func (r *Reader) Object(key string, required bool) *Reader {
+func (r *Reader) Object(key string, required bool) Reader {
 	v, ok := r.lookup(key, required)
-	sub := &Reader{uri: r.uri, prefix: r.path(key), err: r.err}
+	sub := Reader{uri: r.uri, prefix: r.path(key), err: r.err}
 	if !ok {
 		return sub
 	}
@@ -310,9 +310,9 @@ func (r *Reader) Array(key string, required bool) []any {
 
 // Elem returns a reader over element i of the array read from key, which
 // must be an object.
-func (r *Reader) Elem(key string, i int, v any) *Reader {
+func (r *Reader) Elem(key string, i int, v any) Reader {
 	field := key + "[" + strconv.Itoa(i) + "]"
-	sub := &Reader{uri: r.uri, prefix: r.path(field), err: r.err}
+	sub := Reader{uri: r.uri, prefix: r.path(field), err: r.err}
 	if r.err != nil {
 		return sub
 	}

@@ -46,24 +46,16 @@ func TestParse(t *testing.T) {
 	})
 }
 
-var sink any
+var benchPayload = toolcall.Payload{ToolCallID: "call_1", Name: "file_bug", Phase: toolcall.PhaseCompleted, Result: "BUG-12"}
 
 func BenchmarkMetadata(b *testing.B) {
-	p := toolcall.Payload{ToolCallID: "call_1", Name: "file_bug", Phase: toolcall.PhaseCompleted, Result: "BUG-12"}
-	b.ReportAllocs()
-	for b.Loop() {
-		sink = toolcall.Metadata(p)
-	}
+	exttest.BenchMetadata(b, func() map[string]any { return toolcall.Metadata(benchPayload) })
 }
 
 func BenchmarkParse(b *testing.B) {
-	md := map[string]any{toolcall.URI: map[string]any{"toolCallId": "call_1", "name": "file_bug", "phase": "completed", "result": "BUG-12"}}
-	b.ReportAllocs()
-	for b.Loop() {
-		p, _, err := toolcall.Parse(md)
-		if err != nil {
-			b.Fatal(err)
-		}
-		sink = p
-	}
+	exttest.BenchParse(b, toolcall.Metadata(benchPayload), toolcall.Parse)
+}
+
+func BenchmarkParseNaive(b *testing.B) {
+	exttest.BenchNaiveParse[toolcall.Payload](b, toolcall.Metadata(benchPayload), toolcall.URI)
 }

@@ -95,7 +95,7 @@ func read(r *extmeta.Reader) Payload {
 		} else {
 			e.Fail("value", "is required")
 		}
-		r.Merge(e)
+		r.Merge(&e)
 		p.Deltas = append(p.Deltas, d)
 	}
 	return p

@@ -73,26 +73,16 @@ func TestErrorNamesTheDelta(t *testing.T) {
 	}
 }
 
-var sink any
+var benchPayload = worldstate.Payload{Deltas: []worldstate.Delta{{Domain: "board", Path: "data.backlog", Op: worldstate.OpInc, Value: 1}}}
 
 func BenchmarkMetadata(b *testing.B) {
-	p := worldstate.Payload{Deltas: []worldstate.Delta{{Domain: "board", Path: "data.backlog", Op: worldstate.OpInc, Value: 1}}}
-	b.ReportAllocs()
-	for b.Loop() {
-		sink = worldstate.Metadata(p)
-	}
+	exttest.BenchMetadata(b, func() map[string]any { return worldstate.Metadata(benchPayload) })
 }
 
 func BenchmarkParse(b *testing.B) {
-	md := map[string]any{worldstate.URI: map[string]any{"deltas": []any{
-		map[string]any{"domain": "board", "path": "data.backlog", "op": "inc", "value": 1.0},
-	}}}
-	b.ReportAllocs()
-	for b.Loop() {
-		p, _, err := worldstate.Parse(md)
-		if err != nil {
-			b.Fatal(err)
-		}
-		sink = p
-	}
+	exttest.BenchParse(b, worldstate.Metadata(benchPayload), worldstate.Parse)
+}
+
+func BenchmarkParseNaive(b *testing.B) {
+	exttest.BenchNaiveParse[worldstate.Payload](b, worldstate.Metadata(benchPayload), worldstate.URI)
 }

@@ -104,3 +104,59 @@ func Golden(t *testing.T, frag map[string]any, uri, want string) {
 		t.Errorf("fragment\n got %s\nwant %s", got, compact.String())
 	}
 }
+
+var sink any
+
+// BenchMetadata measures building one fragment.
+func BenchMetadata(b *testing.B, metadata func() map[string]any) {
+	b.ReportAllocs()
+	for b.Loop() {
+		sink = metadata()
+	}
+}
+
+// wire returns frag as a client's JSON decoder sees it.
+func wire(b *testing.B, frag map[string]any) map[string]any {
+	raw, err := json.Marshal(frag)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var md map[string]any
+	if err := json.Unmarshal(raw, &md); err != nil {
+		b.Fatal(err)
+	}
+	return md
+}
+
+// BenchParse measures Parse on frag after a trip over the wire (a decoded
+// map[string]any, what a client holds).
+func BenchParse[P any](b *testing.B, frag map[string]any, parse ParseFunc[P]) {
+	md := wire(b, frag)
+	b.ReportAllocs()
+	for b.Loop() {
+		p, ok, err := parse(md)
+		if !ok || err != nil {
+			b.Fatal(ok, err)
+		}
+		sink = p
+	}
+}
+
+// BenchNaiveParse is the baseline for BenchParse: what a reader without
+// the field reader would do, re-encode the decoded value and unmarshal it
+// into the payload type (no validation, no field-level errors).
+func BenchNaiveParse[P any](b *testing.B, frag map[string]any, uri string) {
+	md := wire(b, frag)
+	b.ReportAllocs()
+	for b.Loop() {
+		raw, err := json.Marshal(md[uri])
+		if err != nil {
+			b.Fatal(err)
+		}
+		var p P
+		if err := json.Unmarshal(raw, &p); err != nil {
+			b.Fatal(err)
+		}
+		sink = p
+	}
+}
