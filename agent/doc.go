@@ -79,6 +79,20 @@
 // (Updater.Reply); for such skills the agent does not mark the task WORKING
 // before the handler runs.
 //
+// # Extension data
+//
+// A skill reports the conventions-layer extensions (packages ext/toolcall,
+// ext/cost, ext/confidence, ext/worldstate) through its Context:
+// StartToolCall, then Complete or Fail on the call, emits tool-call-v1
+// events at once, each on a WORKING status update's message metadata;
+// ReportCost, ReportConfidence and ReportWorldstate are written into the
+// metadata of the result artifact when the handler returns. Payloads are
+// validated when reported. The agent must declare an extension
+// (Options.Extensions, e.g. conventions.Declarations(nil)) to emit it, so
+// the card always lists what the agent emits; a report for an undeclared
+// one returns ErrNotDeclared. With Options.RequireExtensionActivation the
+// data goes only to callers that activated the extension in A2A-Extensions.
+//
 // # Content types
 //
 // A message part whose media type the skill does not accept (Skill.InputModes,
@@ -109,4 +123,15 @@
 // Options.MaskOutputPII, everything written to the task (results, messages,
 // artifacts, metadata) is masked too; it is off by default because agents
 // that confirm caller data would have it redacted.
+//
+// # Secrets
+//
+// The platform delivers a run's secrets sealed to the agent's recipient
+// key (user-context/v1, package ext/usercontext). Give the agent its key
+// ring in Options.KeyRing (usercontext.NewKeyRing over the mounted key
+// directory); the card then declares the extension, and a skill calls
+// c.GetSecret("SMTP_PASSWORD"). Each envelope must be bound to this
+// request's tenant (verified scope first), instance_id, run_id and the
+// secret's name, or it does not open. The value is a usercontext.Secret,
+// redacted everywhere except Reveal. c.SecretNames lists what arrived.
 package agent
