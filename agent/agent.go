@@ -9,6 +9,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/ext/usercontext"
 	"novaos.dev/novaos/pii"
 )
 
@@ -55,6 +56,11 @@ type Options struct {
 	// Logger receives the agent's logs, always through a PII-masking
 	// handler; nil discards them.
 	Logger *slog.Logger
+	// KeyRing holds the recipient keys that open the secrets the platform
+	// seals for this agent (user-context/v1, package ext/usercontext);
+	// Context.GetSecret uses it. When set, the card declares the extension
+	// (not required) unless Extensions already declares its URI.
+	KeyRing *usercontext.KeyRing
 }
 
 // Agent is a set of skills served over A2A. It implements a2asrv.Executor:
@@ -90,6 +96,10 @@ func New(name, version string, opts *Options) *Agent {
 	}
 	if a.opts.DefaultOutputModes == nil {
 		a.opts.DefaultOutputModes = DefaultOutputModes
+	}
+	if a.opts.KeyRing != nil && !slices.ContainsFunc(a.opts.Extensions,
+		func(e a2a.AgentExtension) bool { return e.URI == usercontext.URI }) {
+		a.opts.Extensions = append(slices.Clone(a.opts.Extensions), usercontext.Declaration(false))
 	}
 	if a.opts.Logger != nil {
 		a.log = slog.New(pii.NewHandler(a.opts.Logger.Handler()))
