@@ -18,6 +18,7 @@ import (
 	"novaos.dev/novaos/a2a/cardsig"
 	"novaos.dev/novaos/agent"
 	"novaos.dev/novaos/internal/builtin"
+	"novaos.dev/novaos/registry"
 	"novaos.dev/novaos/store/postgres"
 	"novaos.dev/novaos/store/sqlite"
 )
@@ -62,6 +63,10 @@ type Options struct {
 	// (cardsig.Sign), and its public half is served as a JWKS at
 	// /.well-known/jwks.json. Nil serves unsigned cards.
 	CardKey *cardsig.Key
+	// RegistryPolicy decides which agent URLs /api/v1/agents accepts. Nil
+	// means any public host, plus loopback hosts when the server's own
+	// URL is on loopback; hosted agents are recorded whatever it says.
+	RegistryPolicy *registry.Policy
 }
 
 // Server is one NovaOS instance. Create it with New, then Start it and

@@ -80,6 +80,10 @@ func (s *Server) Start(ctx context.Context) error {
 			w.Write(jwks)
 		})
 	}
+	if err := s.startRegistry(ctx, mux); err != nil {
+		ln.Close()
+		return err
+	}
 	mux.HandleFunc("GET /healthz", s.serveHealth)
 	mux.HandleFunc("GET /{$}", s.serveIndex)
 	s.http = &http.Server{

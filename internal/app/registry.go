@@ -1,0 +1,94 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+
+	iregistry "novaos.dev/novaos/internal/registry"
+	"novaos.dev/novaos/registry"
+	"novaos.dev/novaos/store/postgres"
+	"novaos.dev/novaos/store/sqlite"
+)
+
+var (
+	_ iregistry.Store = (*sqlite.RegistryStore)(nil)
+	_ iregistry.Store = (*postgres.RegistryStore)(nil)
+)
+
+// registryStore is the database's registry store, or one in memory when
+// the server runs without a database (Options.TaskStore).
+func (s *Server) registryStore() iregistry.Store {
+	switch db := s.db.(type) {
+	case *sqlite.DB:
+		return db.RegistryStore()
+	case *postgres.DB:
+		return db.RegistryStore()
+	}
+	return iregistry.NewMemoryStore()
+}
+
+// registryPolicy is Options.RegistryPolicy, or by default: any public
+// host, and loopback hosts too when the server itself is reached on
+// loopback (a developer's machine).
+func (s *Server) registryPolicy() *registry.Policy {
+	if s.opts.RegistryPolicy != nil {
+		return s.opts.RegistryPolicy
+	}
+	p := &registry.Policy{}
+	if u, err := url.Parse(s.baseURL); err == nil {
+		host := u.Hostname()
+		ip := net.ParseIP(host)
+		p.AllowLoopback = host == "localhost" || (ip != nil && ip.IsLoopback())
+	}
+	return p
+}
+
+// startRegistry mounts the agent registry API on mux and records every
+// hosted agent in it at its URL under the server's base URL (replacing the
+// record a previous run left under the same name).
+func (s *Server) startRegistry(ctx context.Context, mux *http.ServeMux) error {
+	svc := iregistry.New(s.registryStore(), &iregistry.Options{Policy: s.registryPolicy(), Logger: s.log})
+	h := svc.Handler()
+	mux.Handle(registry.APIPath, h)
+	mux.Handle(registry.APIPath+"/", h)
+	for _, a := range s.agents {
+		if _, err := svc.Put(ctx, hostedRecord(a, s.baseURL)); err != nil {
+			return fmt.Errorf("app: register agent %s: %w", a.name, err)
+		}
+	}
+	return nil
+}
+
+// hostedRecord describes a hosted agent from its card: its skills' ids
+// and names are its capabilities, their tags its tags.
+func hostedRecord(a hostedAgent, baseURL string) *registry.Agent {
+	card := a.agent.Card()
+	u := baseURL + agentPath(a.name)
+	rec := &registry.Agent{
+		Name:        a.name,
+		URL:         u,
+		Description: card.Description,
+		Status:      registry.StatusActive,
+		Metadata: map[string]any{
+			"hosted":  true,
+			"version": card.Version,
+			"cardUrl": u + "/.well-known/agent-card.json",
+		},
+	}
+	for _, sk := range card.Skills {
+		rec.Capabilities = append(rec.Capabilities, sk.ID)
+		if sk.Name != "" && registry.NormalizeCapability(sk.Name) != registry.NormalizeCapability(sk.ID) {
+			rec.Capabilities = append(rec.Capabilities, sk.Name)
+		}
+		for _, t := range sk.Tags {
+			if !slices.Contains(rec.Tags, t) {
+				rec.Tags = append(rec.Tags, t)
+			}
+		}
+	}
+	return rec
+}
