@@ -51,6 +51,7 @@ func commands() []command {
 		{"card", "get, verify and sign agent cards (card get|verify|sign|keygen)", runCard},
 		{"send", "send a message to an agent and print the frames it answers with", runSend},
 		{"bench", "measure end-to-end throughput and latency on loopback (bench a2a)", runBench},
+		{"agents", "list, search, find and register agents in a server's registry", runAgents},
 		{"version", "print the version", runVersion},
 		{"help", "show this help", runHelp},
 	}

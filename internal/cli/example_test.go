@@ -18,6 +18,7 @@ func ExampleMain() {
 	//   card     get, verify and sign agent cards (card get|verify|sign|keygen)
 	//   send     send a message to an agent and print the frames it answers with
 	//   bench    measure end-to-end throughput and latency on loopback (bench a2a)
+	//   agents   list, search, find and register agents in a server's registry
 	//   version  print the version
 	//   help     show this help
 	//

@@ -1,0 +1,204 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"novaos.dev/novaos/registry"
+)
+
+const agentsSynopsis = `agents list|search <text>|find <capability>…|register --name N --url U [flags]`
+
+// listFlag collects a repeated flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func runAgents(ctx context.Context, args []string, e *env) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
+		w, code := e.stderr, exitUsage
+		if len(args) > 0 {
+			w, code = e.stdout, exitOK
+		}
+		fmt.Fprintf(w, "Usage: novaos %s\n\n", agentsSynopsis)
+		fmt.Fprintln(w, "  list                       every agent in the registry, by name")
+		fmt.Fprintln(w, "  search <text>              agents whose name, description, capabilities, tags or domains hold every word")
+		fmt.Fprintln(w, "  find <capability>…         agents offering the capabilities (--any, --fuzzy)")
+		fmt.Fprintln(w, "  register --name N --url U  add an agent (--description, --capability, --tag, --domain, --status)")
+		fmt.Fprintln(w, "\nRun \"novaos agents <subcommand> -h\" for its flags.")
+		return code
+	}
+	sub, args := args[0], args[1:]
+	fs := newFlags("agents "+sub, agentsSynopsis, e)
+	server := fs.String("server", DefaultServer, "NovaOS server `URL` whose registry (/api/v1/agents) to use")
+	asJSON := fs.Bool("json", false, "print each agent (or match) as one line of JSON")
+	var (
+		name, url, desc, status *string
+		caps, tags, domains     listFlag
+		anyOf, fuzzy            *bool
+		threshold               *float64
+	)
+	minArgs, maxArgs := 0, 0
+	switch sub {
+	case "list":
+		status = fs.String("status", "", "only agents with this `status` (active, inactive, …)")
+		fs.Var(&tags, "tag", "only agents with this `tag`")
+	case "search":
+		minArgs, maxArgs = 1, -1
+		status = fs.String("status", "", "only agents with this `status`")
+	case "find":
+		minArgs, maxArgs = 1, -1
+		anyOf = fs.Bool("any", false, "agents offering any of the capabilities (default: all of them)")
+		fuzzy = fs.Bool("fuzzy", false, "match capability names by similarity instead of equal normalized names")
+		threshold = fs.Float64("threshold", registry.DefaultThreshold, "least similarity that matches, with --fuzzy (0 to 1]")
+		status = fs.String("status", "", "only agents with this `status`")
+	case "register":
+		name = fs.String("name", "", "the agent's unique `name` (a-z, 0-9, '-', '_', '.')")
+		url = fs.String("url", "", "the agent's A2A endpoint `URL` (http or https)")
+		desc = fs.String("description", "", "what the agent does")
+		status = fs.String("status", "", "its `status` (default active)")
+		fs.Var(&caps, "capability", "a `capability` it offers (repeatable)")
+		fs.Var(&tags, "tag", "a `tag` (repeatable)")
+		fs.Var(&domains, "domain", "a `domain` it serves (repeatable)")
+	default:
+		fmt.Fprintf(e.stderr, "novaos agents: unknown subcommand %q\n\n", sub)
+		fmt.Fprintf(e.stderr, "Usage: novaos %s\n", agentsSynopsis)
+		return exitUsage
+	}
+	// Flags may follow the arguments: novaos agents search weather --json.
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return exitOK
+			}
+			return exitUsage
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	switch {
+	case len(pos) < minArgs:
+		return usageError(fs, "want %s", map[string]string{"search": "the search text", "find": "at least one capability"}[sub])
+	case maxArgs >= 0 && len(pos) > maxArgs:
+		return usageError(fs, "unexpected argument %q", pos[maxArgs])
+	}
+	// The server applies its own policy to what is registered; the CLI
+	// only checks the URL's shape, so local agents can be registered.
+	c, err := registry.NewClient(*server, &registry.ClientOptions{Policy: &registry.Policy{AllowLoopback: true, AllowPrivate: true}})
+	if err != nil {
+		return usageError(fs, "--server: %v", err)
+	}
+	out := agentPrinter{w: e.stdout, json: *asJSON}
+	fail := func(err error) int {
+		fmt.Fprintf(e.stderr, "novaos agents %s: %v\n", sub, err)
+		if p, ok := registry.AsProblem(err); ok {
+			for _, f := range p.Errors {
+				fmt.Fprintf(e.stderr, "  %s: %s\n", f.Field, f.Message)
+			}
+		}
+		return exitFail
+	}
+	switch sub {
+	case "list", "search":
+		q := &registry.ListQuery{Status: *status}
+		if len(tags) > 0 {
+			q.Tag = tags[len(tags)-1]
+		}
+		var agents []*registry.Agent
+		for a, err := range c.All(ctx, strings.Join(pos, " "), q) {
+			if err != nil {
+				return fail(err)
+			}
+			agents = append(agents, a)
+		}
+		out.agents(agents)
+	case "find":
+		q := registry.FindQuery{Capabilities: pos, Mode: registry.MatchAll, Fuzzy: *fuzzy, Status: *status}
+		if *anyOf {
+			q.Mode = registry.MatchAny
+		}
+		if *fuzzy {
+			q.Threshold = *threshold
+		}
+		res, err := c.Find(ctx, q)
+		if err != nil {
+			return fail(err)
+		}
+		out.matches(res)
+	case "register":
+		if *name == "" || *url == "" {
+			return usageError(fs, "--name and --url are required")
+		}
+		a, err := c.Register(ctx, &registry.Agent{Name: *name, URL: *url, Description: *desc, Status: *status,
+			Capabilities: caps, Tags: tags, Domains: domains})
+		if err != nil {
+			return fail(err)
+		}
+		if out.json {
+			out.agents([]*registry.Agent{a})
+		} else {
+			fmt.Fprintf(e.stdout, "registered %s (id %s) at %s\n", a.Name, a.ID, a.URL)
+		}
+	}
+	return exitOK
+}
+
+type agentPrinter struct {
+	w    io.Writer
+	json bool
+}
+
+func (p agentPrinter) line(v any) {
+	b, _ := json.Marshal(v)
+	fmt.Fprintf(p.w, "%s\n", b)
+}
+
+func (p agentPrinter) agents(agents []*registry.Agent) {
+	if p.json {
+		for _, a := range agents {
+			p.line(a)
+		}
+		return
+	}
+	if len(agents) == 0 {
+		fmt.Fprintln(p.w, "no agents")
+		return
+	}
+	tw := tabwriter.NewWriter(p.w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSTATUS\tURL\tCAPABILITIES\tDESCRIPTION")
+	for _, a := range agents {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.Name, a.Status, a.URL, strings.Join(a.AllCapabilities(), ", "), oneLine(a.Description))
+	}
+	tw.Flush()
+}
+
+func (p agentPrinter) matches(res []registry.MatchResult) {
+	if p.json {
+		for _, m := range res {
+			p.line(m)
+		}
+		return
+	}
+	if len(res) == 0 {
+		fmt.Fprintln(p.w, "no agents")
+		return
+	}
+	tw := tabwriter.NewWriter(p.w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSCORE\tURL\tMATCHED\tMISSING")
+	for _, m := range res {
+		fmt.Fprintf(tw, "%s\t%.2f\t%s\t%s\t%s\n", m.Agent.Name, m.Score, m.Agent.URL,
+			strings.Join(m.MatchedCapabilities, ", "), strings.Join(m.MissingCapabilities, ", "))
+	}
+	tw.Flush()
+}
