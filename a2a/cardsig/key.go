@@ -227,11 +227,19 @@ func ParseKeySet(data []byte) (*KeySet, error) {
 }
 
 // Len is the number of keys in the set.
-func (s *KeySet) Len() int { return len(s.keys) }
+func (s *KeySet) Len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.keys)
+}
 
 // MarshalJSON writes the set as a JWKS of public keys.
 func (s *KeySet) MarshalJSON() ([]byte, error) {
-	keys := s.keys
+	var keys []*Key
+	if s != nil {
+		keys = s.keys
+	}
 	if keys == nil {
 		keys = []*Key{}
 	}
@@ -242,6 +250,9 @@ func (s *KeySet) MarshalJSON() ([]byte, error) {
 
 // lookup returns the keys with id kid that serve alg.
 func (s *KeySet) lookup(kid, alg string) (keys []*Key, known bool) {
+	if s == nil {
+		return nil, false
+	}
 	for _, k := range s.keys {
 		if k.jwk.KeyID != kid {
 			continue

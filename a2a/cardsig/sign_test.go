@@ -141,6 +141,7 @@ func TestVerifyFailures(t *testing.T) {
 		}, NewKeySet(key), nil, false},
 		{"key outside the set", func() *a2a.AgentCard { return signed }, NewKeySet(other), nil, true},
 		{"empty key set", func() *a2a.AgentCard { return signed }, NewKeySet(), nil, true},
+		{"nil key set", func() *a2a.AgentCard { return signed }, nil, nil, true},
 		{"other key under the same kid", func() *a2a.AgentCard { return signed }, NewKeySet(other.WithKeyID(key.KeyID())), nil, false},
 		{"algorithm not allowed", func() *a2a.AgentCard { return signed }, NewKeySet(key), &VerifyOptions{Algorithms: []string{ES256}}, false},
 		{"garbage signature", func() *a2a.AgentCard {

@@ -57,6 +57,9 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		return exitFail
 	}
 	printEndpoints(e, srv)
+	if key != nil {
+		fmt.Fprintf(e.stdout, "Agent cards are signed by key %q; its JWKS is %s%s\n", key.KeyID(), srv.URL(), app.JWKSPath)
+	}
 
 	select {
 	case <-ctx.Done():
