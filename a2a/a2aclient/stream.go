@@ -36,7 +36,7 @@ func (c *Client) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageR
 	if r.Tenant == "" {
 		r.Tenant = c.tenant
 	}
-	return c.stream(ctx, a2a.MethodSendStreamingMessage, &r, "", opts)
+	return c.stream(ctx, a2a.MethodSendStreamingMessage, &r, "", r.Tenant, opts)
 }
 
 // SubscribeToTask follows a task's updates (A2A SubscribeToTask), starting
@@ -47,7 +47,7 @@ func (c *Client) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTaskRe
 	if r.Tenant == "" {
 		r.Tenant = c.tenant
 	}
-	return c.stream(ctx, a2a.MethodSubscribeToTask, &r, r.ID, opts)
+	return c.stream(ctx, a2a.MethodSubscribeToTask, &r, r.ID, r.Tenant, opts)
 }
 
 // streamState is what a stream remembers across reconnections.
@@ -57,7 +57,7 @@ type streamState struct {
 	done    bool // a final frame was yielded
 }
 
-func (c *Client) stream(ctx context.Context, method string, params any, taskID string, opts []CallOption) iter.Seq2[*a2a.StreamResponse, error] {
+func (c *Client) stream(ctx context.Context, method string, params any, taskID, tenant string, opts []CallOption) iter.Seq2[*a2a.StreamResponse, error] {
 	return func(yield func(*a2a.StreamResponse, error) bool) {
 		cfg := c.config(opts, true)
 		if cfg.timeout > 0 {
@@ -72,7 +72,7 @@ func (c *Client) stream(ctx context.Context, method string, params any, taskID s
 		for {
 			m, p := method, params
 			if resumed {
-				m, p = a2a.MethodSubscribeToTask, &a2a.SubscribeToTaskRequest{Tenant: c.tenant, ID: st.taskID}
+				m, p = a2a.MethodSubscribeToTask, &a2a.SubscribeToTaskRequest{Tenant: tenant, ID: st.taskID}
 			}
 			progressed, stop, err := c.connect(ctx, m, p, &cfg, st, resumed, yield)
 			if stop {
@@ -90,7 +90,7 @@ func (c *Client) stream(ctx context.Context, method string, params any, taskID s
 			if resumed && errors.As(err, &ce) && errors.Is(ce.Err, a2a.ErrUnsupportedOperation) {
 				// The task ended while we were away: its final state is
 				// what was missed.
-				c.finishFromTask(ctx, st, &cfg, yield)
+				c.finishFromTask(ctx, st, tenant, &cfg, yield)
 				return
 			}
 			if !retryable || st.taskID == "" || c.opts.ResumeAttempts < 0 {
@@ -137,9 +137,9 @@ func (c *Client) yieldErr(ctx context.Context, method string, cfg *callConfig, e
 }
 
 // finishFromTask yields the task's current state as the final frame.
-func (c *Client) finishFromTask(ctx context.Context, st *streamState, cfg *callConfig, yield func(*a2a.StreamResponse, error) bool) {
-	opts := []CallOption{WithSession(cfg.session)}
-	t, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: st.taskID}, opts...)
+func (c *Client) finishFromTask(ctx context.Context, st *streamState, tenant string, cfg *callConfig, yield func(*a2a.StreamResponse, error) bool) {
+	opts := []CallOption{WithSession(cfg.session), func(o *callConfig) { o.header, o.extensions = cfg.header, cfg.extensions }}
+	t, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: st.taskID, Tenant: tenant}, opts...)
 	if err != nil {
 		yield(nil, fmt.Errorf("%w: %w", ErrStreamIncomplete, err))
 		return

@@ -2,6 +2,7 @@ package a2aclient_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -281,4 +282,49 @@ func newHTTPServer(t *testing.T, h http.Handler) *httpServer {
 	s := httptest.NewServer(h)
 	t.Cleanup(s.Close)
 	return &httpServer{URL: s.URL}
+}
+
+// A task that ends while the client is disconnected: SubscribeToTask is
+// refused (UnsupportedOperation on a terminal task), so the client fetches
+// the task and yields it as the final frame.
+func TestStreamResumeAfterTaskEnded(t *testing.T) {
+	// The cutter's release channel is its own: the interceptor below
+	// releases the agent.
+	ct := &cutter{n: 2, release: make(chan struct{})}
+	a := newAgent(t, &agentOptions{wrap: ct.wrap})
+	plain, err := a2aclient.New(a.card, nil)
+	must(t, err)
+	var methods []string
+	waitDone := a2aclient.InterceptorFuncs{BeforeFunc: func(ctx context.Context, call *a2aclient.Call) (context.Context, error) {
+		methods = append(methods, call.Method)
+		if call.Method != a2a.MethodSubscribeToTask {
+			return ctx, nil
+		}
+		close(a.release)
+		id := call.Params.(*a2a.SubscribeToTaskRequest).ID
+		for {
+			task, err := plain.GetTask(ctx, &a2a.GetTaskRequest{ID: id})
+			if err != nil {
+				return ctx, err
+			}
+			if task.Status.State.Terminal() {
+				return ctx, nil
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}}
+	c, err := a2aclient.New(a.card, &a2aclient.Options{ResumeBackoff: time.Millisecond, Interceptors: []a2aclient.Interceptor{waitDone}})
+	must(t, err)
+	got, err := collect(t, c.SendStreamingMessage(t.Context(), msgReq("m-1", "hold 3")))
+	must(t, err)
+	if k := frameKinds(got); k != "task artifact task " {
+		t.Fatalf("frames %q, want the two frames before the cut and the fetched task", k)
+	}
+	last := got[2].Task
+	if last.Status.State != a2a.TaskStateCompleted || a2a.PartsText(last.Artifacts[0].Parts) != "chunk 0;\nchunk 1;\nchunk 2;" {
+		t.Errorf("final task = %+v", last)
+	}
+	if d := cmp.Diff([]string{"SendStreamingMessage", "SubscribeToTask", "GetTask"}, methods); d != "" {
+		t.Errorf("calls (-want +got):\n%s", d)
+	}
 }
