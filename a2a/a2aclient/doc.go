@@ -21,7 +21,9 @@
 // unwraps to the *a2a.Error, so errors.Is(err, a2a.ErrTaskNotFound) works;
 // codes without a sentinel match ErrClassA2A, ErrClassJSONRPC or
 // ErrClassApplication by range. A transport failure or an HTTP 404 matches
-// ErrUnreachable. SendMessageSafe returns a Result instead of an error.
+// ErrUnreachable; HTTP 401 (or code -31401), 403 and 429 match
+// ErrUnauthenticated, ErrForbidden and ErrRateLimited. SendMessageSafe
+// returns a Result instead of an error.
 //
 // Streams are iter.Seq2 iterators with two guarantees the reference SDKs
 // lack. A stream that closes before a terminal or interrupted state (or a

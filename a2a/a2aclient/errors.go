@@ -26,7 +26,17 @@ var (
 	// ErrUnreachable matches transport failures (connection refused, reset,
 	// DNS) and an HTTP 404 from the agent URL: the agent was not reached.
 	ErrUnreachable = errors.New("a2aclient: agent unreachable")
+	// ErrUnauthenticated matches HTTP 401 and the JSON-RPC code -31401
+	// (NovaOS's and a2a-go's "unauthenticated"); ErrForbidden matches HTTP
+	// 403; ErrRateLimited matches HTTP 429.
+	ErrUnauthenticated = errors.New("a2aclient: unauthenticated")
+	ErrForbidden       = errors.New("a2aclient: forbidden")
+	ErrRateLimited     = errors.New("a2aclient: rate limited")
 )
+
+// codeUnauthenticated is the JSON-RPC code servers use for a missing or
+// invalid credential (a2asrv.CodeUnauthenticated, a2a-go's -31401).
+const codeUnauthenticated = -31401
 
 // Error classes of JSON-RPC codes, for errors.Is on a *CallError whose code
 // is not one of the a2a sentinels. Codes are classified by range:
@@ -51,8 +61,11 @@ func (e *CallError) Error() string { return fmt.Sprintf("a2aclient: %s: %v", e.M
 // Unwrap returns the agent's error.
 func (e *CallError) Unwrap() error { return e.Err }
 
-// Is matches the class of the error's code.
-func (e *CallError) Is(target error) bool { return target == Class(e.Err.Code) }
+// Is matches the class of the error's code, and ErrUnauthenticated for
+// -31401.
+func (e *CallError) Is(target error) bool {
+	return target == Class(e.Err.Code) || (target == ErrUnauthenticated && e.Err.Code == codeUnauthenticated)
+}
 
 // Class returns ErrClassA2A, ErrClassJSONRPC or ErrClassApplication for a
 // JSON-RPC error code.
@@ -78,9 +91,21 @@ func (e *HTTPError) Error() string {
 	return fmt.Sprintf("a2aclient: %s: HTTP %d %s", e.Method, e.StatusCode, http.StatusText(e.StatusCode))
 }
 
-// Is matches ErrUnreachable for 404 (no agent at that URL).
+// Is matches ErrUnreachable for 404 (no agent at that URL),
+// ErrUnauthenticated for 401, ErrForbidden for 403 and ErrRateLimited for
+// 429.
 func (e *HTTPError) Is(target error) bool {
-	return target == ErrUnreachable && e.StatusCode == http.StatusNotFound
+	switch target {
+	case ErrUnreachable:
+		return e.StatusCode == http.StatusNotFound
+	case ErrUnauthenticated:
+		return e.StatusCode == http.StatusUnauthorized
+	case ErrForbidden:
+		return e.StatusCode == http.StatusForbidden
+	case ErrRateLimited:
+		return e.StatusCode == http.StatusTooManyRequests
+	}
+	return false
 }
 
 // transportError wraps a failure below HTTP; it matches ErrUnreachable.
