@@ -314,9 +314,9 @@ func TestKeysNeverPrinted(t *testing.T) {
 		}
 		_, err = Sign(testCard(), key.Public(), nil)
 		outputs = append(outputs, fmt.Sprint(err))
-		for _, out := range outputs {
+		for i, out := range outputs {
 			if strings.Contains(out, secret) {
-				t.Errorf("%s: private material in %q", alg, out[:min(len(out), 40)])
+				t.Errorf("%s: private material in output %d", alg, i) // not printed
 			}
 		}
 		back, err := ParseKey(priv)
