@@ -144,6 +144,9 @@ func mergeStrings(field []string, meta any) []string {
 }
 
 func dedupe(in []string, key func(string) string) []string {
+	if len(in) < 2 {
+		return in
+	}
 	seen := make(map[string]bool, len(in))
 	out := in[:0]
 	for _, s := range in {

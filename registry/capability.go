@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // NormalizeCapability returns the form capability names are compared in
@@ -15,6 +16,20 @@ import (
 // "web_scraping", " Web-Scraping " and "web  scraping" all become
 // "web-scraping".
 func NormalizeCapability(name string) string {
+	ascii := true
+	for i := 0; i < len(name); i++ {
+		if name[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return normalizeASCII(name)
+	}
+	return normalizeUnicode(name)
+}
+
+func normalizeUnicode(name string) string {
 	var b strings.Builder
 	b.Grow(len(name))
 	sep := false
@@ -31,6 +46,53 @@ func NormalizeCapability(name string) string {
 		}
 	}
 	return b.String()
+}
+
+// normalizeASCII is NormalizeCapability for ASCII names, without an
+// allocation when name is already normalized.
+func normalizeASCII(name string) string {
+	if isNormalized(name) {
+		return name
+	}
+	b := make([]byte, 0, len(name))
+	sep := false
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c == '_' || c == '-' || c == ' ' || c >= '\t' && c <= '\r':
+			sep = len(b) > 0
+			continue
+		case c >= 'A' && c <= 'Z':
+			c += 'a' - 'A'
+		case c >= 'a' && c <= 'z' || c >= '0' && c <= '9':
+		default:
+			continue
+		}
+		if sep {
+			b = append(b, '-')
+			sep = false
+		}
+		b = append(b, c)
+	}
+	return string(b)
+}
+
+// isNormalized reports whether an ASCII name is its own normal form:
+// lower-case letters and digits in words joined by single hyphens.
+func isNormalized(name string) bool {
+	if name == "" || name[0] == '-' || name[len(name)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z' || c >= '0' && c <= '9':
+		case c == '-' && name[i-1] != '-':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // Similarity scores how alike two capability names are, from 0 to 1,
@@ -52,44 +114,85 @@ func Similarity(a, b string) float64 {
 }
 
 func similarity(a, b string) float64 {
+	var sc scorer
+	return sc.similarity(a, b)
+}
+
+// scorer computes similarities, reusing its buffers between calls. The
+// zero value is ready to use; it is not safe for concurrent use.
+type scorer struct {
+	ra, rb    []rune
+	prev, cur []int
+}
+
+// similarity is Similarity of two normalized names.
+func (sc *scorer) similarity(a, b string) float64 {
 	if a == "" || b == "" {
 		return 0
 	}
 	if a == b {
 		return 1
 	}
-	ra, rb := []rune(a), []rune(b)
-	score := 2 * float64(matching(ra, rb)) / float64(len(ra)+len(rb))
+	sc.ra = append(sc.ra[:0], []rune(a)...)
+	sc.rb = append(sc.rb[:0], []rune(b)...)
+	score := 2 * float64(sc.matching(sc.ra, sc.rb)) / float64(len(sc.ra)+len(sc.rb))
 	if score < containmentMinScore && (containsWords(a, b) || containsWords(b, a)) {
 		score = containmentMinScore
 	}
 	return score
 }
 
+// maxSimilarity bounds the similarity of names of la and lb characters:
+// the ratio cannot exceed 2·min/(la+lb), and word containment adds at
+// most the 0.6 floor.
+func maxSimilarity(la, lb int) float64 {
+	return max(2*float64(min(la, lb))/float64(la+lb), containmentMinScore)
+}
+
 // containsWords reports whether the words of small appear consecutively
 // among the words of big.
 func containsWords(big, small string) bool {
-	return strings.Contains("-"+big+"-", "-"+small+"-")
+	if len(small) > len(big) {
+		return false
+	}
+	i := strings.Index(big, small)
+	for i >= 0 {
+		end := i + len(small)
+		if (i == 0 || big[i-1] == '-') && (end == len(big) || big[end] == '-') {
+			return true
+		}
+		j := strings.Index(big[i+1:], small)
+		if j < 0 {
+			return false
+		}
+		i += 1 + j
+	}
+	return false
 }
 
 // matching counts the characters of a and b matched by Ratcliff/Obershelp.
-func matching(a, b []rune) int {
+func (sc *scorer) matching(a, b []rune) int {
 	if len(a) == 0 || len(b) == 0 {
 		return 0
 	}
-	i, j, n := longestCommon(a, b)
+	i, j, n := sc.longestCommon(a, b)
 	if n == 0 {
 		return 0
 	}
-	return n + matching(a[:i], b[:j]) + matching(a[i+n:], b[j+n:])
+	return n + sc.matching(a[:i], b[:j]) + sc.matching(a[i+n:], b[j+n:])
 }
 
 // longestCommon finds the longest common substring of a and b: the one
 // starting earliest in a, then earliest in b, like difflib.
-func longestCommon(a, b []rune) (ai, bj, size int) {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
+func (sc *scorer) longestCommon(a, b []rune) (ai, bj, size int) {
+	if cap(sc.prev) < len(b)+1 {
+		sc.prev = make([]int, len(b)+1)
+		sc.cur = make([]int, len(b)+1)
+	}
+	prev, cur := sc.prev[:len(b)+1], sc.cur[:len(b)+1]
+	clear(prev)
 	for i := range a {
+		cur[0] = 0
 		for j := range b {
 			if a[i] == b[j] {
 				cur[j+1] = prev[j] + 1
@@ -112,8 +215,9 @@ func longestCommon(a, b []rune) (ai, bj, size int) {
 func MatchCapability(required string, available []string, threshold float64) (match string, score float64, ok bool) {
 	r := NormalizeCapability(required)
 	best := -1.0
+	var sc scorer
 	for _, c := range available {
-		s := similarity(r, NormalizeCapability(c))
+		s := sc.similarity(r, NormalizeCapability(c))
 		if s > best {
 			match, best = c, s
 			if s == 1 {
@@ -155,6 +259,7 @@ type MatchResult struct {
 type Index struct {
 	agents []*Agent
 	keys   []string         // distinct capability keys
+	klen   []int            // their lengths in characters
 	byKey  map[string][]int // key -> agent positions
 	norm   func(string) string
 }
@@ -166,7 +271,11 @@ func NewIndex(agents []*Agent) *Index { return newIndex(agents, NormalizeCapabil
 func newIndex(agents []*Agent, norm func(string) string) *Index {
 	x := &Index{agents: agents, byKey: map[string][]int{}, norm: norm}
 	for i, a := range agents {
-		for _, c := range a.AllCapabilities() {
+		names := a.Capabilities
+		if a.Metadata != nil {
+			names = a.AllCapabilities()
+		}
+		for _, c := range names {
 			k := norm(c)
 			if k == "" {
 				continue
@@ -177,6 +286,7 @@ func newIndex(agents []*Agent, norm func(string) string) *Index {
 			}
 			if len(pos) == 0 {
 				x.keys = append(x.keys, k)
+				x.klen = append(x.klen, utf8.RuneCountInString(k))
 			}
 			x.byKey[k] = append(pos, i)
 		}
@@ -241,6 +351,7 @@ func (x *Index) match(required []string, mode MatchMode, threshold float64) []in
 	}
 	// best[r][agent] is the best score of required name r for the agent.
 	best := make([]map[int]float64, len(required))
+	var sc scorer
 	for ri, r := range required {
 		nr := x.norm(r)
 		m := map[int]float64{}
@@ -254,10 +365,14 @@ func (x *Index) match(required []string, mode MatchMode, threshold float64) []in
 			}
 			continue
 		}
-		for _, k := range x.keys {
+		lr := utf8.RuneCountInString(nr)
+		for ki, k := range x.keys {
+			if maxSimilarity(lr, x.klen[ki]) < threshold {
+				continue // cannot reach it: skip the comparison
+			}
 			s := 1.0
 			if k != nr {
-				s = similarity(nr, k)
+				s = sc.similarity(nr, k)
 			}
 			if s < threshold || s <= 0 {
 				continue

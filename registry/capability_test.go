@@ -225,3 +225,19 @@ func TestAgentCapabilityHelpers(t *testing.T) {
 		t.Error("Available: want active (or empty) only")
 	}
 }
+
+// The ASCII fast path agrees with the general one.
+func FuzzNormalizeCapability(f *testing.F) {
+	for _, s := range []string{"Web Scraping", "a--b", "-x-", "web_scraping", " A\tB\n", "c++", "a-b", "", "-", "Ab-9_z"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := NormalizeCapability(s)
+		if want := normalizeUnicode(s); got != want {
+			t.Fatalf("NormalizeCapability(%q) = %q, general path %q", s, got, want)
+		}
+		if NormalizeCapability(got) != got {
+			t.Fatalf("NormalizeCapability(%q) = %q is not a fixed point", s, got)
+		}
+	})
+}

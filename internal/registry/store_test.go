@@ -10,3 +10,7 @@ import (
 func TestMemoryStoreContract(t *testing.T) {
 	storetest.TestRegistryStore(t, func(t *testing.T) iregistry.Store { return iregistry.NewMemoryStore() })
 }
+
+func BenchmarkRegistryFind(b *testing.B) {
+	storetest.BenchmarkRegistryFind(b, iregistry.NewMemoryStore())
+}

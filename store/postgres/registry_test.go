@@ -11,3 +11,7 @@ import (
 func TestRegistryStoreContract(t *testing.T) {
 	storetest.TestRegistryStore(t, func(t *testing.T) iregistry.Store { return open(t, pgtest.URL(t)).RegistryStore() })
 }
+
+func BenchmarkRegistryFind(b *testing.B) {
+	storetest.BenchmarkRegistryFind(b, open(b, pgtest.URL(b)).RegistryStore())
+}

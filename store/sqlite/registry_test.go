@@ -10,3 +10,7 @@ import (
 func TestRegistryStoreContract(t *testing.T) {
 	storetest.TestRegistryStore(t, func(t *testing.T) iregistry.Store { return tempDB(t).RegistryStore() })
 }
+
+func BenchmarkRegistryFind(b *testing.B) {
+	storetest.BenchmarkRegistryFind(b, tempDB(b).RegistryStore())
+}

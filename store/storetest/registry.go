@@ -260,3 +260,37 @@ func testAgentConcurrentCreate(t *testing.T, s iregistry.Store) {
 		t.Errorf("List = %v, want [contested]", got)
 	}
 }
+
+// BenchmarkRegistryFind registers 1,000 agents with five capabilities each
+// (500 distinct names) in s, through the registry service, then measures
+// a two-capability Find, exact and fuzzy: what GET /api/v1/agents/find
+// costs apart from HTTP.
+func BenchmarkRegistryFind(b *testing.B, s iregistry.Store) {
+	ctx := context.Background()
+	svc := iregistry.New(s, nil)
+	areas := []string{"web", "data", "image", "text", "code", "speech", "video", "api", "report", "search",
+		"fraud", "risk", "price", "route", "stock", "email", "chat", "doc", "log", "metric"}
+	tasks := []string{"scraping", "analysis", "generation", "translation", "review", "synthesis", "summary",
+		"integration", "forecast", "detection", "ranking", "planning", "extraction", "classification", "monitoring",
+		"tagging", "cleaning", "indexing", "routing", "scoring", "auditing", "labelling", "parsing", "rendering", "tuning"}
+	for i := range 1000 {
+		a := &registry.Agent{Name: fmt.Sprintf("agent-%04d", i), URL: fmt.Sprintf("https://a%d.example.com/", i)}
+		for k := range 5 {
+			j := (i*5 + k*37) % 500
+			a.Capabilities = append(a.Capabilities, areas[j%len(areas)]+" "+tasks[j/len(areas)])
+		}
+		if _, err := svc.Register(ctx, a); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, fuzzy := range []bool{false, true} {
+		name := map[bool]string{false: "exact", true: "fuzzy"}[fuzzy]
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := svc.Find(ctx, registry.FindQuery{Capabilities: []string{"web scraping", "data analytics"}, Fuzzy: fuzzy}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
