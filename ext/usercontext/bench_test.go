@@ -73,3 +73,16 @@ func decodedEnvelope(b *testing.B, k *PrivateKey) map[string]any {
 	}
 	return m
 }
+
+// BenchmarkBaselineECDH is the floor under Open: one X25519 agreement,
+// the operation no implementation of the suite can skip.
+func BenchmarkBaselineECDH(b *testing.B) {
+	k := fixedKey(b, "bench")
+	peer := fixedKey(b, "peer").Recipient().Public
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := k.priv.ECDH(peer); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

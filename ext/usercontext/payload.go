@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"novaos.dev/novaos/a2a"
 )
@@ -145,7 +146,7 @@ func (s *Sealed) Open(ring *KeyRing, run Run, name string) (Secret, error) {
 		env, ok = s.entries[name]
 	}
 	if !ok {
-		return Secret{}, fmt.Errorf("%w: %q", ErrNotDelivered, name)
+		return Secret{}, fmt.Errorf("%w: %q (delivered: %s)", ErrNotDelivered, name, strings.Join(s.Names(), ", "))
 	}
 	sec, err := ring.Open(env, run.Delivery(name))
 	if err != nil {

@@ -3,10 +3,13 @@ package usercontext
 import (
 	"fmt"
 	"log/slog"
+
+	"novaos.dev/novaos/pii"
 )
 
-// Redacted is what a Secret renders as everywhere except Reveal.
-const Redacted = "[REDACTED]"
+// Redacted is what a Secret renders as everywhere except Reveal: the
+// same mask the PII-masking log handler writes.
+const Redacted = pii.RedactedMask
 
 // Secret is an opened secret value. It never shows its value: String,
 // GoString, every fmt verb, JSON, text marshalling and slog all render
