@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"testing"
+	"time"
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2aclient"
@@ -52,6 +53,63 @@ func BenchmarkSendMessage(b *testing.B) {
 					b.Fatalf("%d %s", resp.StatusCode, out)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkSendMessageRatio interleaves one client SendMessage and one raw
+// POST of the same body per iteration, so load on the machine affects both
+// alike, and reports raw-ns/call ÷ client-ns/call as "ratio" (1 means no
+// client overhead; the goal is at least 0.8).
+func BenchmarkSendMessageRatio(b *testing.B) {
+	for _, text := range []string{"reply hi", "hello"} {
+		a := newAgent(b, nil)
+		hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+		c, err := a2aclient.New(a.card, &a2aclient.Options{HTTPClient: hc})
+		if err != nil {
+			b.Fatal(err)
+		}
+		req := msgReq("m-1", text)
+		body := []byte(`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"` + text + `"}]}}}`)
+		name := map[string]string{"reply hi": "message", "hello": "task"}[text]
+		b.Run(name, func(b *testing.B) {
+			var clientT, rawT time.Duration
+			client := func() {
+				t0 := time.Now()
+				if _, err := c.SendMessage(b.Context(), req); err != nil {
+					b.Fatal(err)
+				}
+				clientT += time.Since(t0)
+			}
+			raw := func() {
+				t0 := time.Now()
+				r, _ := http.NewRequestWithContext(b.Context(), http.MethodPost, a.srv.URL, bytes.NewReader(body))
+				r.Header.Set("Content-Type", "application/json")
+				r.Header.Set(a2a.HeaderVersion, a2a.ProtocolVersion)
+				resp, err := hc.Do(r)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				rawT += time.Since(t0)
+			}
+			i := 0
+			for b.Loop() {
+				// Alternate the order: work the server does after
+				// answering lands on whichever call comes next.
+				if i%2 == 0 {
+					client()
+					raw()
+				} else {
+					raw()
+					client()
+				}
+				i++
+			}
+			b.ReportMetric(float64(clientT.Nanoseconds())/float64(b.N), "client-ns/call")
+			b.ReportMetric(float64(rawT.Nanoseconds())/float64(b.N), "raw-ns/call")
+			b.ReportMetric(float64(rawT)/float64(clientT), "ratio")
 		})
 	}
 }

@@ -322,24 +322,29 @@ func mediaType(h http.Header) string {
 	return mt
 }
 
+// rpcEnvelope reads a JSON-RPC response in one pass: Result holds a pointer
+// to the caller's value, which encoding/json fills in place.
+type rpcEnvelope struct {
+	Result any        `json:"result"`
+	Error  *a2a.Error `json:"error"`
+}
+
 // decodeResult reads a JSON-RPC response body into out; a JSON-RPC error
-// becomes a *CallError.
+// becomes a *CallError. A response without a result member (a2a-go's
+// answer to DeleteTaskPushNotificationConfig) leaves out unchanged.
 func decodeResult(method string, status int, body []byte, out any) error {
-	resp, err := a2a.DecodeResponse(body)
-	if err != nil || (resp.Error == nil && status/100 != 2) {
-		if status/100 != 2 {
-			return &HTTPError{Method: method, StatusCode: status, Body: snippet(body)}
-		}
-		return fmt.Errorf("a2aclient: %s: %w: %v", method, ErrInvalidResponse, err)
-	}
-	if resp.Error != nil {
-		return &CallError{Method: method, Err: resp.Error}
-	}
 	if out == nil {
-		return nil
+		out = new(json.RawMessage)
 	}
-	if err := a2a.Unmarshal(resp.Result, out); err != nil {
-		return fmt.Errorf("a2aclient: %s: %w: result: %v", method, ErrInvalidResponse, err)
+	env := rpcEnvelope{Result: out}
+	err := a2a.Unmarshal(body, &env)
+	switch {
+	case err == nil && env.Error != nil:
+		return &CallError{Method: method, Err: env.Error}
+	case status/100 != 2:
+		return &HTTPError{Method: method, StatusCode: status, Body: snippet(body)}
+	case err != nil:
+		return fmt.Errorf("a2aclient: %s: %w: %v", method, ErrInvalidResponse, err)
 	}
 	return nil
 }
