@@ -64,7 +64,9 @@
 //
 // # Errors
 //
-// Every failure to open matches ErrOpen. A well-formed envelope that does
+// An opener checks, in this order: the envelope's shape (ErrFormat), its
+// kid (ErrKeyUnavailable), then the AEAD (ErrOpen). Every failure to open
+// matches ErrOpen. A well-formed envelope that does
 // not authenticate (wrong key, tampered member, other delivery) is ErrOpen
 // itself, with no detail: distinguishing the causes would be a decryption
 // oracle. ErrFormat (malformed envelope or payload, unknown version or
@@ -112,5 +114,8 @@
 // member order is free), opening it yields the plaintext, and every
 // invalid envelope fails with the named class. The file is written by
 // `go test ./ext/usercontext -run TestVectors -update` from fixed inputs,
-// so rewriting it reproduces the same bytes.
+// so rewriting it reproduces the same bytes. testdata/crosscheck.mjs
+// (Node's built-in crypto, run by the tests when node is installed) and
+// testdata/crosscheck.py (pyca/cryptography, run by hand) re-derive every
+// vector independently.
 package usercontext

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -329,4 +330,20 @@ func errorClass(err error) string {
 		return "open"
 	}
 	return "other"
+}
+
+// TestVectorsNode checks the vector file with Node's built-in crypto, an
+// independent implementation in the runtime of a TypeScript sealing side.
+func TestVectorsNode(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed; the cross-implementation check needs it (scripts/test installs it for interop)")
+	}
+	out, err := exec.Command(node, "testdata/crosscheck.mjs").CombinedOutput()
+	if err != nil {
+		t.Fatalf("node crosscheck: %v\n%s", err, out)
+	}
+	if n := bytes.Count(out, []byte("ok   ")); n < 20 {
+		t.Fatalf("node crosscheck ran %d checks:\n%s", n, out)
+	}
 }
