@@ -53,6 +53,13 @@
 //	               || u32be(len(name))     || name
 //	ct     = AES-256-GCM-Seal(key, iv, UTF-8 value, aad)
 //
+// The seed contract this follows names the primitives and the envelope's
+// members but leaves the byte layout to a platform document not available
+// here; the suite string, the HKDF salt and info and the AAD layout above
+// are this package's choices, pinned by the test vectors. The AAD
+// length-prefixes every identifier so that no two deliveries share one;
+// the HKDF info carries both public keys, as HPKE's key schedule does.
+//
 // The additional data binds the envelope to one delivery (Delivery): the
 // tenant, the user-agent instance, the run and the name the secret is
 // filed under, each non-empty UTF-8. It is never transmitted; the opener
