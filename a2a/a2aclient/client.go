@@ -59,6 +59,12 @@ type Options struct {
 	ResumeAttempts   int
 	ResumeBackoff    time.Duration
 	ResumeMaxBackoff time.Duration
+	// StreamIdleTimeout drops a stream connection on which nothing (no
+	// frame, no keep-alive comment) arrived for this long, and resumes the
+	// stream: it detects half-open connections a proxy or NAT silently
+	// dropped. Zero disables it; set it above the server's keep-alive
+	// interval (NovaOS sends one every 15 s).
+	StreamIdleTimeout time.Duration
 	// Resolver fetches the card for NewFromURL (default: a new Resolver).
 	Resolver *Resolver
 	Logger   *slog.Logger

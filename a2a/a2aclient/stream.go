@@ -158,6 +158,17 @@ func (c *Client) finishFromTask(ctx context.Context, st *streamState, tenant str
 // frame was yielded; err why the connection ended early (nil for a clean
 // close without a final frame).
 func (c *Client) connect(ctx context.Context, method string, params any, cfg *callConfig, st *streamState, resumed bool, yield func(*a2a.StreamResponse, error) bool) (progressed, stop bool, err error) {
+	var body func(io.Reader) io.Reader = func(r io.Reader) io.Reader { return r }
+	if c.opts.StreamIdleTimeout > 0 {
+		// A connection that stays silent (no frame, no keep-alive) for
+		// the idle timeout is dropped, and the stream resumed.
+		connCtx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		t := time.AfterFunc(c.opts.StreamIdleTimeout, func() { cancel(errIdle) })
+		defer t.Stop()
+		ctx = connCtx
+		body = func(r io.Reader) io.Reader { return &idleReader{r: r, t: t, d: c.opts.StreamIdleTimeout} }
+	}
 	p, err := c.prepare(ctx, method, params, cfg)
 	if err != nil {
 		return false, false, permanent{err}
@@ -167,6 +178,7 @@ func (c *Client) connect(ctx context.Context, method string, params any, cfg *ca
 		return false, false, err
 	}
 	defer resp.Body.Close()
+	respBody := body(resp.Body)
 	emit := func(f *a2a.StreamResponse) bool {
 		if len(c.opts.Interceptors) > 0 {
 			if err := c.after(p.ctx, p.call, f, nil); err != nil {
@@ -184,7 +196,7 @@ func (c *Client) connect(ctx context.Context, method string, params any, cfg *ca
 	}
 	if mediaType(resp.Header) != "text/event-stream" {
 		// A refusal (or a whole answer) as plain JSON.
-		body, err := readBody(resp.Body, c.opts.MaxResponseBytes)
+		body, err := readBody(respBody, c.opts.MaxResponseBytes)
 		if err != nil {
 			if errors.Is(err, ErrResponseTooLarge) {
 				return false, false, fmt.Errorf("a2aclient: %s: %w", method, err)
@@ -207,7 +219,7 @@ func (c *Client) connect(ctx context.Context, method string, params any, cfg *ca
 	if !resumed {
 		floor = 0
 	}
-	er := a2a.NewEventReader(resp.Body, c.opts.MaxEventBytes)
+	er := a2a.NewEventReader(respBody, c.opts.MaxEventBytes)
 	frames := 0
 	for {
 		ev, err := er.Next()
@@ -282,3 +294,21 @@ type permanent struct{ err error }
 
 func (p permanent) Error() string { return p.err.Error() }
 func (p permanent) Unwrap() error { return p.err }
+
+// errIdle ends a stream connection that stayed silent too long.
+var errIdle = errors.New("a2aclient: stream idle timeout")
+
+// idleReader pushes the idle timer back whenever bytes arrive.
+type idleReader struct {
+	r io.Reader
+	t *time.Timer
+	d time.Duration
+}
+
+func (r *idleReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if n > 0 {
+		r.t.Reset(r.d)
+	}
+	return n, err
+}

@@ -328,3 +328,31 @@ func TestStreamResumeAfterTaskEnded(t *testing.T) {
 		t.Errorf("calls (-want +got):\n%s", d)
 	}
 }
+
+// A connection that goes silent (half-open) is dropped after
+// StreamIdleTimeout and the stream resumed.
+func TestStreamIdleTimeout(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		if bytes.Contains(b, []byte("SubscribeToTask")) {
+			io.WriteString(w, "id: 2\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"task\":{\"id\":\"t1\",\"contextId\":\"c1\",\"status\":{\"state\":\"TASK_STATE_COMPLETED\"}}}}\n\n")
+			return
+		}
+		io.WriteString(w, "id: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"task\":{\"id\":\"t1\",\"contextId\":\"c1\",\"status\":{\"state\":\"TASK_STATE_WORKING\"}}}}\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // silent until the client gives up
+	}))
+	defer srv.Close()
+	c, err := a2aclient.NewForURL(srv.URL, &a2aclient.Options{StreamIdleTimeout: 50 * time.Millisecond, ResumeBackoff: time.Millisecond})
+	must(t, err)
+	start := time.Now()
+	got, err := collect(t, c.SendStreamingMessage(t.Context(), msgReq("m", "x")))
+	must(t, err)
+	if k := frameKinds(got); k != "task task " || got[1].Task.Status.State != a2a.TaskStateCompleted {
+		t.Errorf("frames %q, want the working task then the completed snapshot", k)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %v", d)
+	}
+}
