@@ -2,6 +2,8 @@ package registry
 
 import (
 	"errors"
+	"net/netip"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -156,4 +158,25 @@ func TestValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Check never panics, and what it accepts is an http(s) URL with a host.
+func FuzzPolicyCheck(f *testing.F) {
+	for _, s := range []string{"https://a.example.com/", "http://127.0.0.1:8080/", "http://[::1]/", "http://0x7f.1/",
+		"https://user@a.example.com/", "javascript:x", "http://a..b/", "http://%41/"} {
+		f.Add(s, false, false)
+	}
+	f.Fuzz(func(t *testing.T, raw string, loop, priv bool) {
+		p := &Policy{AllowLoopback: loop, AllowPrivate: priv, AllowedHostSuffixes: []string{"example.com", ".localhost"}}
+		if p.Check(raw) != nil {
+			return
+		}
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil {
+			t.Fatalf("Check accepted %q", raw)
+		}
+		if ip, err := netip.ParseAddr(strings.TrimSuffix(u.Hostname(), ".")); err == nil && ip.Unmap().IsLoopback() && !loop {
+			t.Fatalf("Check accepted loopback %q", raw)
+		}
+	})
 }
