@@ -347,6 +347,27 @@ func ExtractTask(t *a2a.Task) []Found {
 	return out
 }
 
+// FromFrame reads the conventions a stream frame carries: a status
+// update's message, an artifact update's parts, a message, or a task's
+// status message (a task's history and artifacts: use ExtractTask).
+func FromFrame(fr *a2a.StreamResponse) Found {
+	var f Found
+	switch {
+	case fr == nil:
+	case fr.StatusUpdate != nil:
+		f = Extract(fr.StatusUpdate.Status.Message)
+	case fr.ArtifactUpdate != nil:
+		for _, p := range fr.ArtifactUpdate.Artifact.Parts {
+			extractPart(&f, p)
+		}
+	case fr.Message != nil:
+		f = Extract(fr.Message)
+	case fr.Task != nil:
+		f = Extract(fr.Task.Status.Message)
+	}
+	return f
+}
+
 func extractPart(f *Found, p a2a.Part) {
 	if p.Kind != a2a.PartData {
 		return

@@ -204,3 +204,24 @@ func FuzzExtractValidate(f *testing.F) {
 		}
 	})
 }
+
+func TestFromFrame(t *testing.T) {
+	ask := hitl.NewMessage("Send?", &hitl.WriteConfirmation{CallID: "c", ToolName: "send_email"})
+	prog := hitl.Part(&hitl.Progress{Status: hitl.ProgressInProgress, Message: "half"})
+	for _, tc := range []struct {
+		name string
+		f    *a2a.StreamResponse
+		ok   func(hitl.Found) bool
+	}{
+		{"status", &a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{Status: a2a.TaskStatus{State: a2a.TaskStateInputRequired, Message: ask}}}, func(f hitl.Found) bool { return f.WriteConfirmation != nil && f.Paused() }},
+		{"artifact", &a2a.StreamResponse{ArtifactUpdate: &a2a.TaskArtifactUpdateEvent{Artifact: a2a.Artifact{Parts: []a2a.Part{prog}}}}, func(f hitl.Found) bool { return f.Progress != nil }},
+		{"message", &a2a.StreamResponse{Message: ask}, func(f hitl.Found) bool { return f.WriteConfirmation != nil }},
+		{"task", &a2a.StreamResponse{Task: &a2a.Task{Status: a2a.TaskStatus{Message: ask}}}, func(f hitl.Found) bool { return f.WriteConfirmation != nil }},
+		{"nothing", &a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{}}, hitl.Found.Empty},
+		{"nil", nil, hitl.Found.Empty},
+	} {
+		if got := hitl.FromFrame(tc.f); !tc.ok(got) {
+			t.Errorf("%s: FromFrame = %+v", tc.name, got)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2aclient"
+	"novaos.dev/novaos/a2a/hitl"
 )
 
 // DefaultServer is where `novaos send <name>` looks for a hosted agent.
@@ -127,6 +128,41 @@ func describe(f *a2a.StreamResponse) string {
 			b.WriteString(" (last)")
 		}
 		fmt.Fprintf(&b, ": %s", oneLine(a2a.PartsText(u.Artifact.Parts)))
+	}
+	b.WriteString(conventions(hitl.FromFrame(f)))
+	return b.String()
+}
+
+// conventions summarises the NovaOS message conventions a frame carries
+// (a2a/hitl), so a pause says what it waits for.
+func conventions(f hitl.Found) string {
+	var b strings.Builder
+	if h := f.HITL; h != nil {
+		fmt.Fprintf(&b, " [%s", h.Type)
+		for i, a := range h.Actions {
+			sep := "|"
+			if i == 0 {
+				sep = ": "
+			}
+			fmt.Fprintf(&b, "%s%s", sep, a.ID)
+		}
+		b.WriteString("]")
+	}
+	if p := f.Progress; p != nil {
+		fmt.Fprintf(&b, " [progress %s", p.Status)
+		if p.Progress.Percent != nil {
+			fmt.Fprintf(&b, " %g%%", *p.Progress.Percent)
+		}
+		b.WriteString("]")
+	}
+	if e := f.Error; e != nil {
+		fmt.Fprintf(&b, " [error %s: %s]", e.Type, oneLine(e.Message))
+	}
+	if o := f.OAuthRequired; o != nil {
+		fmt.Fprintf(&b, " [authorize %s at %s]", o.Connector, o.AuthURL)
+	}
+	if w := f.WriteConfirmation; w != nil {
+		fmt.Fprintf(&b, " [confirm %s (call %s)]", w.ToolName, w.CallID)
 	}
 	return b.String()
 }

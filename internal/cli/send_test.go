@@ -10,6 +10,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/a2a/hitl"
 )
 
 // sendServer hosts an agent at /agents/shout that works, streams its
@@ -22,6 +23,10 @@ func sendServer(t *testing.T) string {
 	card := &a2a.AgentCard{Name: "shout", Version: "1", Capabilities: a2a.AgentCapabilities{Streaming: a2a.Bool(true)},
 		SupportedInterfaces: []a2a.AgentInterface{{URL: srv.URL + "/agents/shout", ProtocolBinding: a2a.BindingJSONRPC, ProtocolVersion: a2a.ProtocolVersion}}}
 	h := a2asrv.NewHandler(card, a2asrv.ExecutorFunc(func(ctx context.Context, req *a2asrv.RequestContext, u a2asrv.Updater) error {
+		if req.Message.Text() == "confirm" {
+			return u.UpdateStatus(ctx, a2a.TaskStateInputRequired, hitl.NewMessage("Send the email?", &hitl.WriteConfirmation{CallID: "call-1", ToolName: "send_email"},
+				hitl.PlanConfirmation("Send the email?", map[string]any{"to": "bob"}, []hitl.Action{{ID: "yes", Label: "Yes"}, {ID: "no", Label: "No"}})), nil)
+		}
 		if req.Message.Text() == "ask" {
 			return u.UpdateStatus(ctx, a2a.TaskStateInputRequired, a2a.NewMessage(a2a.RoleAgent, a2a.TextPart("which\none?")), nil)
 		}
@@ -54,6 +59,8 @@ func TestSend(t *testing.T) {
 			`^task ` + id + ` working \(context ` + id + `\)\nartifact ` + id + ` a \(last\): HI THERE\nstatus ` + id + ` completed\n$`},
 		{"interrupted, multi-line message on one line", []string{"shout", "ask", "--server", base, "--stream"}, 0,
 			`^task ` + id + ` input_required \(context ` + id + `\) \| which\\none\?\n$`},
+		{"conventions", []string{"shout", "confirm", "--server", base}, 0,
+			`^task ` + id + ` input_required \(context ` + id + `\) \| Send the email\? \[plan_confirmation: yes\|no\] \[confirm send_email \(call call-1\)\]\n$`},
 		{"json", []string{"shout", "hello", "--server", base, "--json", "--stream"}, 0,
 			`^\{"task":\{"id":.*\n\{"artifactUpdate":.*\n\{"statusUpdate":.*"TASK_STATE_COMPLETED".*\n$`},
 	}
