@@ -182,7 +182,7 @@ func (e *decoded) open(key *PrivateKey, d Delivery) (Secret, error) {
 		return Secret{}, err
 	}
 	if key == nil || key.kid != e.kid {
-		return Secret{}, fmt.Errorf("%w %q", ErrKeyUnavailable, e.kid)
+		return Secret{}, keyUnavailable(e.kid)
 	}
 	pub, err := ecdh.X25519().NewPublicKey(e.epk)
 	if err != nil {

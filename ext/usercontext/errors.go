@@ -40,3 +40,13 @@ var (
 )
 
 func formatErr(what string) error { return fmt.Errorf("%w: %s", ErrFormat, what) }
+
+// keyUnavailable names the kid, which comes off the wire: quoted, and cut
+// short so that a forged envelope cannot flood a log line.
+func keyUnavailable(kid string) error {
+	const limit = 64
+	if len(kid) > limit {
+		kid = kid[:limit] + "…"
+	}
+	return fmt.Errorf("%w %q", ErrKeyUnavailable, kid)
+}

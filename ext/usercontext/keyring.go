@@ -107,25 +107,25 @@ func (r *KeyRing) Open(env any, d Delivery) (Secret, error) {
 // names a key file that exists but does not parse, never its content.
 func (r *KeyRing) Key(kid string) (*PrivateKey, error) {
 	if r == nil {
-		return nil, fmt.Errorf("%w %q: no key ring", ErrKeyUnavailable, kid)
+		return nil, fmt.Errorf("%w: no key ring", keyUnavailable(kid))
 	}
 	if r.static || r.dir == "" {
 		r.mu.RLock()
 		c := r.keys[kid]
 		r.mu.RUnlock()
 		if c == nil {
-			return nil, fmt.Errorf("%w %q", ErrKeyUnavailable, kid)
+			return nil, keyUnavailable(kid)
 		}
 		return c.key, nil
 	}
 	if !validKID(kid) {
-		return nil, fmt.Errorf("%w %q", ErrKeyUnavailable, kid)
+		return nil, keyUnavailable(kid)
 	}
 	path := filepath.Join(r.dir, kid+keyFileExt)
 	fi, err := os.Stat(path)
 	if err != nil || !fi.Mode().IsRegular() {
 		r.forget(kid)
-		return nil, fmt.Errorf("%w %q", ErrKeyUnavailable, kid)
+		return nil, keyUnavailable(kid)
 	}
 	r.mu.RLock()
 	c := r.keys[kid]
@@ -136,7 +136,7 @@ func (r *KeyRing) Key(kid string) (*PrivateKey, error) {
 	k, fi, err := readKeyFile(path, kid)
 	if err != nil {
 		r.forget(kid)
-		return nil, fmt.Errorf("%w %q: %w", ErrKeyUnavailable, kid, err)
+		return nil, fmt.Errorf("%w: %w", keyUnavailable(kid), err)
 	}
 	r.mu.Lock()
 	r.keys[kid] = &ringKey{key: k, file: fi}

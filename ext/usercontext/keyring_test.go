@@ -262,6 +262,9 @@ func TestKeyRingRefusesUnsafeKIDs(t *testing.T) {
 			t.Errorf("Key(%q) = %v, want ErrKeyUnavailable", kid, err)
 		}
 	}
+	if _, err := r.Key(strings.Repeat("k", 10000)); len(err.Error()) > 200 {
+		t.Errorf("a forged kid makes a %d-byte error", len(err.Error()))
+	}
 	if _, err := NewKeyRing(filepath.Join(dir, "missing")).Key(k.KID()); !errors.Is(err, ErrKeyUnavailable) {
 		t.Errorf("missing directory: %v", err)
 	}
