@@ -33,7 +33,7 @@ func (c *Context) GetSecret(name string) (usercontext.Secret, error) {
 	s, err := sealed.Open(c.agent.opts.KeyRing, c.secretRun(), name)
 	if err != nil && !errors.Is(err, usercontext.ErrNotDelivered) {
 		c.Logger().WarnContext(c, "agent: delivered secret did not open",
-			"name", name, "delivered", sealed.Names(), "error", err.Error())
+			"name", name, "delivered", sealed.String(), "error", err.Error())
 	}
 	return s, err
 }

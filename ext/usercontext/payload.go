@@ -131,8 +131,26 @@ func (s *Sealed) Names() []string {
 	return slices.Sorted(maps.Keys(s.entries))
 }
 
-// String renders the names only.
-func (s *Sealed) String() string { return fmt.Sprintf("usercontext.Sealed%v", s.Names()) }
+// String renders the names only, at most 20 of them, each cut short: they
+// come off the wire.
+func (s *Sealed) String() string { return "usercontext.Sealed[" + boundedNames(s.Names()) + "]" }
+
+// boundedNames joins names for a message, bounded in count and length.
+func boundedNames(names []string) string {
+	const maxNames, maxLen = 20, 64
+	out := make([]string, 0, min(len(names), maxNames)+1)
+	for i, n := range names {
+		if i == maxNames {
+			out = append(out, fmt.Sprintf("… %d more", len(names)-maxNames))
+			break
+		}
+		if len(n) > maxLen {
+			n = n[:maxLen] + "…"
+		}
+		out = append(out, fmt.Sprintf("%q", n))
+	}
+	return strings.Join(out, " ")
+}
 
 // Open opens the secret delivered under name with ring, bound to run and
 // name. The name is both the lookup key and part of the binding, so an
@@ -146,7 +164,7 @@ func (s *Sealed) Open(ring *KeyRing, run Run, name string) (Secret, error) {
 		env, ok = s.entries[name]
 	}
 	if !ok {
-		return Secret{}, fmt.Errorf("%w: %q (delivered: %s)", ErrNotDelivered, name, strings.Join(s.Names(), ", "))
+		return Secret{}, fmt.Errorf("%w: %q (delivered: %s)", ErrNotDelivered, name, boundedNames(s.Names()))
 	}
 	sec, err := ring.Open(env, run.Delivery(name))
 	if err != nil {

@@ -122,6 +122,26 @@ func TestPayloadBindings(t *testing.T) {
 	}
 }
 
+func TestNamesInMessagesAreBounded(t *testing.T) {
+	secrets := map[string]any{}
+	for i := range 500 {
+		secrets[fmt.Sprintf("%04d_%s", i, strings.Repeat("N", 1000))] = map[string]any{}
+	}
+	s, err := ParsePayload(map[string]any{"secrets": secrets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Open(nil, testRun, "MISSING")
+	for _, out := range []string{s.String(), err.Error()} {
+		if len(out) > 2000 {
+			t.Errorf("%d-byte rendering of 500 long names", len(out))
+		}
+		if !strings.Contains(out, "480 more") {
+			t.Errorf("rendering does not say how many names it left out: %.200s", out)
+		}
+	}
+}
+
 func TestDeclaration(t *testing.T) {
 	d := Declaration(true)
 	if d.URI != URI || !d.Required || d.Params["suite"] != Suite {
