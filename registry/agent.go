@@ -187,6 +187,9 @@ var (
 	ErrURLNotAllowed = errors.New("registry: agent URL not allowed")
 	// ErrBadPageToken: a page token this registry did not issue.
 	ErrBadPageToken = errors.New("registry: invalid page token")
+	// ErrReadOnly: the record belongs to the platform (an agent the
+	// server hosts) and cannot be changed or deleted through the API.
+	ErrReadOnly = errors.New("registry: agent is read-only")
 )
 
 // FieldError is one broken rule.

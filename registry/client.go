@@ -96,8 +96,11 @@ type FindQuery struct {
 	// equal normalized names.
 	Fuzzy     bool
 	Threshold float64
-	// Status keeps only agents with this status.
+	// Status, Tag, Domain and Name filter as in ListQuery.
 	Status string
+	Tag    string
+	Domain string
+	Name   string
 }
 
 func (q *ListQuery) values(v url.Values) url.Values {
@@ -193,8 +196,10 @@ func (c *Client) Find(ctx context.Context, q FindQuery) ([]MatchResult, error) {
 	if q.Threshold > 0 {
 		v.Set("threshold", strconv.FormatFloat(q.Threshold, 'g', -1, 64))
 	}
-	if q.Status != "" {
-		v.Set("status", q.Status)
+	for k, s := range map[string]string{"status": q.Status, "tag": q.Tag, "domain": q.Domain, "name": q.Name} {
+		if s != "" {
+			v.Set(k, s)
+		}
 	}
 	var out struct {
 		Matches []MatchResult `json:"matches"`

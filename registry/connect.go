@@ -25,6 +25,16 @@ func (c *Client) Connect(ctx context.Context, ref string, opts *a2aclient.Option
 	if err != nil {
 		return nil, err
 	}
+	return c.ConnectAgent(ctx, a, opts)
+}
+
+// ConnectAgent is Connect for a record already in hand (from List, Search
+// or Find): it checks the record's URL against the Policy and connects.
+func (c *Client) ConnectAgent(ctx context.Context, a *Agent, opts *a2aclient.Options) (*a2aclient.Client, error) {
+	ref := a.Name
+	if err := c.policy.Check(a.URL); err != nil {
+		return nil, fmt.Errorf("registry: agent %s: %w", ref, err)
+	}
 	var o a2aclient.Options
 	if opts != nil {
 		o = *opts

@@ -60,6 +60,20 @@ func TestConnect(t *testing.T) {
 		t.Errorf("echo answered %q", got)
 	}
 
+	// A record from a listing connects directly, under the same checks.
+	p, err := c.Search(ctx, "echo", nil)
+	if err != nil || len(p.Agents) != 1 {
+		t.Fatalf("Search = %+v, %v", p, err)
+	}
+	if _, err := c.ConnectAgent(ctx, p.Agents[0], nil); err != nil {
+		t.Errorf("ConnectAgent: %v", err)
+	}
+	forged := *p.Agents[0]
+	forged.URL = "http://10.0.0.1/agents/echo"
+	if _, err := c.ConnectAgent(ctx, &forged, nil); !errors.Is(err, registry.ErrURLNotAllowed) {
+		t.Errorf("ConnectAgent(private URL) = %v, want ErrURLNotAllowed", err)
+	}
+
 	tests := []struct {
 		name   string
 		policy *registry.Policy

@@ -11,6 +11,7 @@ import (
 const (
 	ProblemAgentNotFound     = "https://novaos.dev/problems/agent-not-found"        // 404
 	ProblemAgentExists       = "https://novaos.dev/problems/agent-exists"           // 409
+	ProblemAgentReadOnly     = "https://novaos.dev/problems/agent-read-only"        // 403
 	ProblemInvalidAgent      = "https://novaos.dev/problems/invalid-agent"          // 422
 	ProblemURLNotAllowed     = "https://novaos.dev/problems/agent-url-not-allowed"  // 422
 	ProblemMalformedJSON     = "https://novaos.dev/problems/malformed-json"         // 400
@@ -27,7 +28,7 @@ const (
 // Problem is an RFC 9457 problem details object, as the registry API sends
 // it with every error status. The Client returns it as the error of a
 // failed call; errors.Is matches it against ErrNotFound, ErrExists,
-// ErrInvalid, ErrURLNotAllowed and ErrBadPageToken by its type, or by its
+// ErrInvalid, ErrURLNotAllowed, ErrBadPageToken and ErrReadOnly by its type, or by its
 // status when the type is unknown.
 type Problem struct {
 	Type     string `json:"type"`
@@ -60,6 +61,8 @@ func (p *Problem) Unwrap() []error {
 		return []error{ErrInvalid, ErrURLNotAllowed}
 	case ProblemInvalidPageToken:
 		return []error{ErrBadPageToken}
+	case ProblemAgentReadOnly:
+		return []error{ErrReadOnly}
 	}
 	switch p.Status {
 	case http.StatusNotFound:

@@ -51,7 +51,11 @@ func (s *Server) registryPolicy() *registry.Policy {
 // hosted agent in it at its URL under the server's base URL (replacing the
 // record a previous run left under the same name).
 func (s *Server) startRegistry(ctx context.Context, mux *http.ServeMux) error {
-	svc := iregistry.New(s.registryStore(), &iregistry.Options{Policy: s.registryPolicy(), Logger: s.log})
+	hosted := make([]string, len(s.agents))
+	for i, a := range s.agents {
+		hosted[i] = a.name
+	}
+	svc := iregistry.New(s.registryStore(), &iregistry.Options{Policy: s.registryPolicy(), Logger: s.log, ReadOnly: hosted})
 	h := svc.Handler()
 	mux.Handle(registry.APIPath, h)
 	mux.Handle(registry.APIPath+"/", h)

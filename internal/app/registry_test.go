@@ -129,4 +129,11 @@ func TestRegistryPolicy(t *testing.T) {
 	if _, err := c.Register(ctx, &registry.Agent{Name: "ok", URL: "https://ok.agents.example.com/"}); err != nil {
 		t.Errorf("Register inside the suffixes: %v", err)
 	}
+	// The hosted agents' records are the server's own.
+	if _, err := c.Update(ctx, "echo", &registry.Agent{URL: "https://evil.agents.example.com/"}); !errors.Is(err, registry.ErrReadOnly) {
+		t.Errorf("Update(echo) = %v, want ErrReadOnly", err)
+	}
+	if err := c.Delete(ctx, "tck"); !errors.Is(err, registry.ErrReadOnly) {
+		t.Errorf("Delete(tck) = %v, want ErrReadOnly", err)
+	}
 }

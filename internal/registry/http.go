@@ -23,7 +23,7 @@ const MaxBodyBytes = 64 << 10
 //	GET    /api/v1/agents                 list (pageSize, pageToken, status, tag, domain, name)
 //	POST   /api/v1/agents                 register (201, Location)
 //	GET    /api/v1/agents/search?q=text   text search (and the list filters)
-//	GET    /api/v1/agents/find?capability=…&mode=all|any&fuzzy=true&threshold=0.8&status=…
+//	GET    /api/v1/agents/find?capability=…&mode=all|any&fuzzy=true&threshold=0.8 (and the list filters)
 //	GET    /api/v1/agents/{id-or-name}    get
 //	PUT    /api/v1/agents/{id-or-name}    replace
 //	DELETE /api/v1/agents/{id-or-name}    delete (204)
@@ -108,7 +108,8 @@ func (h handler) search(w http.ResponseWriter, r *http.Request) {
 
 func (h handler) find(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
-	q := registry.FindQuery{Capabilities: v["capability"], Mode: registry.MatchMode(v.Get("mode")), Status: v.Get("status")}
+	q := registry.FindQuery{Capabilities: v["capability"], Mode: registry.MatchMode(v.Get("mode")),
+		Status: v.Get("status"), Tag: v.Get("tag"), Domain: v.Get("domain"), Name: v.Get("name")}
 	var err error
 	if s := v.Get("fuzzy"); s != "" {
 		if q.Fuzzy, err = strconv.ParseBool(s); err != nil {
@@ -245,6 +246,9 @@ func problemFor(err error) *registry.Problem {
 	case errors.Is(err, registry.ErrExists):
 		return &registry.Problem{Type: registry.ProblemAgentExists, Status: http.StatusConflict, Title: "Agent Exists",
 			Detail: "another agent has this name"}
+	case errors.Is(err, registry.ErrReadOnly):
+		return &registry.Problem{Type: registry.ProblemAgentReadOnly, Status: http.StatusForbidden, Title: "Agent Read-Only",
+			Detail: "the server hosts this agent and keeps its record"}
 	case errors.Is(err, registry.ErrBadPageToken):
 		return &registry.Problem{Type: registry.ProblemInvalidPageToken, Status: http.StatusBadRequest, Title: "Invalid Page Token"}
 	case errors.Is(err, ErrBadQuery):

@@ -321,10 +321,39 @@ func TestListSearchFind(t *testing.T) {
 		{"capability=web+scraping&capability=api+integration", []string{"scraper 1.000"}},
 		{"capability=reporting", []string{"zeta 1.000"}},
 		{"capability=cooking&fuzzy=true", []string{}},
+		{"capability=web+scraping&fuzzy=true&domain=finance", []string{"analyst 0.818"}},
+		{"capability=web+scraping&capability=translation&mode=any&tag=web", []string{"scraper 0.500", "writer 0.500"}},
+		{"capability=web+scraping&fuzzy=true&name=scr", []string{"scraper 1.000"}},
 	}
 	for _, tc := range findTests {
 		if diff := cmp.Diff(tc.want, find(tc.query)); diff != "" {
 			t.Errorf("find %s (-want +got):\n%s", tc.query, diff)
 		}
+	}
+}
+
+func TestReadOnly(t *testing.T) {
+	ctx := t.Context()
+	svc := iregistry.New(iregistry.NewMemoryStore(), &iregistry.Options{ReadOnly: []string{"echo"}})
+	srv := httptest.NewServer(svc.Handler())
+	defer srv.Close()
+	hosted, err := svc.Put(ctx, &registry.Agent{Name: "echo", URL: "http://127.0.0.1:8080/agents/echo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Register(ctx, &registry.Agent{Name: "mine", URL: "https://mine.example.com/"}); err != nil {
+		t.Fatal(err)
+	}
+	problem(t, call(t, srv, "PUT", "/api/v1/agents/echo", jsonCT, `{"url":"https://evil.example.com/"}`), 403, registry.ProblemAgentReadOnly)
+	problem(t, call(t, srv, "PUT", "/api/v1/agents/"+hosted.ID, jsonCT, `{"url":"https://evil.example.com/"}`), 403, registry.ProblemAgentReadOnly)
+	problem(t, call(t, srv, "DELETE", "/api/v1/agents/echo", "", ""), 403, registry.ProblemAgentReadOnly)
+	problem(t, call(t, srv, "POST", "/api/v1/agents", jsonCT, `{"name":"echo","url":"https://evil.example.com/"}`), 409, registry.ProblemAgentExists)
+	problem(t, call(t, srv, "PUT", "/api/v1/agents/mine", jsonCT, `{"name":"echo","url":"https://evil.example.com/"}`), 409, registry.ProblemAgentExists)
+	if got := decodeAgent(t, call(t, srv, "GET", "/api/v1/agents/echo", "", ""), 200); got.URL != hosted.URL {
+		t.Errorf("read-only record changed: %+v", got)
+	}
+	// Put, the platform's own path, still updates it.
+	if a, err := svc.Put(ctx, &registry.Agent{Name: "echo", URL: "http://127.0.0.1:9090/agents/echo"}); err != nil || a.ID != hosted.ID {
+		t.Errorf("Put = %+v, %v", a, err)
 	}
 }

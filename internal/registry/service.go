@@ -36,6 +36,10 @@ type Options struct {
 	NewID func() string
 	// Logger receives unexpected store errors (default: discarded).
 	Logger *slog.Logger
+	// ReadOnly names records that Update and Delete refuse with
+	// registry.ErrReadOnly (and that Register cannot take, as they
+	// exist): the agents the platform hosts, which Put keeps current.
+	ReadOnly []string
 }
 
 // Service is the agent registry: it validates and stores records and
@@ -100,7 +104,7 @@ func (s *Service) create(ctx context.Context, a *registry.Agent) (*registry.Agen
 // and creation time; a.Name renames it unless empty. a.ID, a.CreatedAt
 // and a.UpdatedAt are ignored.
 func (s *Service) Update(ctx context.Context, ref string, a *registry.Agent) (*registry.Agent, error) {
-	old, err := s.Get(ctx, ref)
+	old, err := s.writable(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -142,11 +146,23 @@ func (s *Service) Put(ctx context.Context, a *registry.Agent) (*registry.Agent, 
 
 // Delete removes the record with this id or name.
 func (s *Service) Delete(ctx context.Context, ref string) error {
-	a, err := s.Get(ctx, ref)
+	a, err := s.writable(ctx, ref)
 	if err != nil {
 		return err
 	}
 	return s.store.Delete(ctx, a.ID)
+}
+
+// writable returns the record ref names unless it is read-only.
+func (s *Service) writable(ctx context.Context, ref string) (*registry.Agent, error) {
+	a, err := s.Get(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if slices.Contains(s.opts.ReadOnly, a.Name) {
+		return nil, fmt.Errorf("registry: %s: %w", a.Name, registry.ErrReadOnly)
+	}
+	return a, nil
 }
 
 // Get returns the record with this id (when ref has the shape of one) or
@@ -278,8 +294,8 @@ func (s *Service) page(ctx context.Context, q registry.ListQuery, keep func(*reg
 	}
 }
 
-// all returns every record q's status filter keeps.
-func (s *Service) all(ctx context.Context, status string) ([]*registry.Agent, error) {
+// all returns every record keep keeps, in name order.
+func (s *Service) all(ctx context.Context, keep func(*registry.Agent) bool) ([]*registry.Agent, error) {
 	var out []*registry.Agent
 	after := ""
 	for {
@@ -288,7 +304,7 @@ func (s *Service) all(ctx context.Context, status string) ([]*registry.Agent, er
 			return nil, err
 		}
 		for _, a := range batch {
-			if status == "" || a.Status == status {
+			if keep(a) {
 				out = append(out, a)
 			}
 		}
@@ -328,7 +344,7 @@ func (s *Service) Find(ctx context.Context, q registry.FindQuery) ([]registry.Ma
 			threshold = registry.DefaultThreshold
 		}
 	}
-	agents, err := s.all(ctx, q.Status)
+	agents, err := s.all(ctx, filter(registry.ListQuery{Status: q.Status, Tag: q.Tag, Domain: q.Domain, Name: q.Name}, nil))
 	if err != nil {
 		return nil, err
 	}
