@@ -357,3 +357,24 @@ func TestReadOnly(t *testing.T) {
 		t.Errorf("Put = %+v, %v", a, err)
 	}
 }
+
+// Replicas starting together on one database all record the hosted agents.
+func TestPutConcurrently(t *testing.T) {
+	svc := iregistry.New(iregistry.NewMemoryStore(), nil)
+	errs := make(chan error, 8)
+	for i := range 8 {
+		go func() {
+			_, err := svc.Put(t.Context(), &registry.Agent{Name: "echo", URL: fmt.Sprintf("http://127.0.0.1:%d/agents/echo", 8000+i)})
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	p, err := svc.List(t.Context(), registry.ListQuery{})
+	if err != nil || len(p.Agents) != 1 {
+		t.Errorf("List = %+v, %v; want one echo", p, err)
+	}
+}

@@ -134,14 +134,26 @@ func (s *Service) Put(ctx context.Context, a *registry.Agent) (*registry.Agent, 
 	if err := registry.Validate(a, &registry.Policy{AllowLoopback: true, AllowPrivate: true}); err != nil {
 		return nil, err
 	}
-	old, err := s.store.GetByName(ctx, a.Name)
-	if errors.Is(err, registry.ErrNotFound) {
-		return s.create(ctx, a)
+	for attempt := 0; ; attempt++ {
+		old, err := s.store.GetByName(ctx, a.Name)
+		if errors.Is(err, registry.ErrNotFound) {
+			rec, err := s.create(ctx, a)
+			// Another replica starting on the same database may have
+			// created it meanwhile: replace that one instead.
+			if errors.Is(err, registry.ErrExists) && attempt < 3 {
+				continue
+			}
+			return rec, err
+		}
+		if err != nil {
+			return nil, err
+		}
+		rec, err := s.replace(ctx, old, normalize(a))
+		if errors.Is(err, registry.ErrNotFound) && attempt < 3 {
+			continue // deleted meanwhile: create it
+		}
+		return rec, err
 	}
-	if err != nil {
-		return nil, err
-	}
-	return s.replace(ctx, old, normalize(a))
 }
 
 // Delete removes the record with this id or name.
