@@ -1,8 +1,12 @@
 package registry_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"net/http/httptest"
 
+	iregistry "novaos.dev/novaos/internal/registry"
 	"novaos.dev/novaos/registry"
 )
 
@@ -25,4 +29,35 @@ func ExamplePolicy_Check() {
 	// <nil>
 	// registry: host weather.example.net is outside the allowed host suffixes: registry: agent URL not allowed
 	// registry: host 127.0.0.1 is a loopback address: registry: agent URL not allowed
+}
+
+func ExampleClient() {
+	ctx := context.Background()
+	// A registry service in this process; a NovaOS server serves the same
+	// API at http://127.0.0.1:8080/api/v1/agents.
+	srv := httptest.NewServer(iregistry.New(iregistry.NewMemoryStore(), nil).Handler())
+	defer srv.Close()
+
+	c, _ := registry.NewClient(srv.URL, &registry.ClientOptions{
+		Policy: &registry.Policy{AllowedHostSuffixes: []string{".agents.example.com"}},
+	})
+	for _, a := range []*registry.Agent{
+		{Name: "scraper", URL: "https://scraper.agents.example.com/", Capabilities: []string{"Web Scraping"}},
+		{Name: "analyst", URL: "https://analyst.agents.example.com/", Capabilities: []string{"Data Analysis", "web scrape"}},
+	} {
+		if _, err := c.Register(ctx, a); err != nil {
+			fmt.Println(err)
+		}
+	}
+	_, err := c.Register(ctx, &registry.Agent{Name: "stray", URL: "https://stray.example.net/"})
+	fmt.Println(errors.Is(err, registry.ErrURLNotAllowed))
+
+	matches, _ := c.Find(ctx, registry.FindQuery{Capabilities: []string{"web_scraping"}, Fuzzy: true})
+	for _, m := range matches {
+		fmt.Printf("%s %.2f\n", m.Agent.Name, m.Score)
+	}
+	// Output:
+	// true
+	// scraper 1.00
+	// analyst 0.82
 }
