@@ -86,7 +86,9 @@ func (c *Client) stream(ctx context.Context, method string, params any, taskID, 
 			}
 			var ce *CallError
 			var perm permanent
-			retryable := !errors.As(err, &ce) && !errors.As(err, &perm) && !errors.Is(err, ErrResponseTooLarge) && !errors.Is(err, ErrInvalidResponse) && ctx.Err() == nil
+			var he *HTTPError
+			refused := errors.As(err, &he) && he.StatusCode/100 == 4 // 401, 404, 429…: resuming will not help
+			retryable := !errors.As(err, &ce) && !errors.As(err, &perm) && !refused && !errors.Is(err, ErrResponseTooLarge) && !errors.Is(err, ErrInvalidResponse) && ctx.Err() == nil
 			if resumed && errors.As(err, &ce) && errors.Is(ce.Err, a2a.ErrUnsupportedOperation) {
 				// The task ended while we were away: its final state is
 				// what was missed.

@@ -222,10 +222,15 @@ func TestStreamTerminality(t *testing.T) {
 		{"completed", "text/event-stream", working + `data: {"jsonrpc":"2.0","id":1,"result":{"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_COMPLETED"}}}}` + "\n\n", 2, nil},
 		{"interrupted", "text/event-stream", `data: {"jsonrpc":"2.0","id":1,"result":{"task":{"id":"t1","contextId":"c1","status":{"state":"TASK_STATE_INPUT_REQUIRED"}}}}` + "\n\n", 1, nil},
 		{"message", "text/event-stream", `data: {"jsonrpc":"2.0","id":1,"result":{"message":{"messageId":"m","role":"ROLE_AGENT","parts":[{"text":"hi"}]}}}` + "\n\n", 1, nil},
+		{"HTTP 401 before the stream", "text/plain", "no", 0, a2aclient.ErrUnauthenticated},
 		{"whole answer as plain JSON", "application/json", `{"jsonrpc":"2.0","id":1,"result":{"message":{"messageId":"m","role":"ROLE_AGENT","parts":[{"text":"hi"}]}}}`, 1, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := sseServer(t, 200, tc.ct, tc.body)
+			status := 200
+			if tc.ct == "text/plain" {
+				status = 401
+			}
+			c := sseServer(t, status, tc.ct, tc.body)
 			got, err := collect(t, c.SendStreamingMessage(t.Context(), msgReq("m", "x")))
 			if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
 				t.Errorf("err = %v, want %v", err, tc.want)
@@ -354,5 +359,35 @@ func TestStreamIdleTimeout(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("took %v", d)
+	}
+}
+
+// A resumption refused with an HTTP 4xx is not retried.
+func TestStreamResumeRefused(t *testing.T) {
+	var mu sync.Mutex
+	subscribes := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if bytes.Contains(b, []byte("SubscribeToTask")) {
+			mu.Lock()
+			subscribes++
+			mu.Unlock()
+			http.Error(w, "gone", http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, `data: {"jsonrpc":"2.0","id":1,"result":{"task":{"id":"t1","contextId":"c1","status":{"state":"TASK_STATE_WORKING"}}}}`+"\n\n")
+	}))
+	defer srv.Close()
+	c, err := a2aclient.NewForURL(srv.URL, &a2aclient.Options{ResumeBackoff: time.Millisecond})
+	must(t, err)
+	_, err = collect(t, c.SendStreamingMessage(t.Context(), msgReq("m", "x")))
+	if !errors.Is(err, a2aclient.ErrStreamIncomplete) || !errors.Is(err, a2aclient.ErrUnreachable) {
+		t.Errorf("err = %v, want ErrStreamIncomplete and ErrUnreachable", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if subscribes != 1 {
+		t.Errorf("%d subscribe attempts, want 1", subscribes)
 	}
 }
