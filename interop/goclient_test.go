@@ -466,6 +466,9 @@ func TestGoClient_StreamRefusalsVisible(t *testing.T) {
 func TestGoClient_ConcurrentSubscribers(t *testing.T) {
 	c, _ := newGoClient(t)
 	task := goSendTask(t, c, &goa2a.SendMessageRequest{Message: goUserMessage("slow"), Config: &goa2a.SendMessageConfig{ReturnImmediately: true}})
+	// Subscribe once the task is working: a subscriber that arrives earlier
+	// legitimately sees one more frame (its snapshot says SUBMITTED).
+	waitGoState(t, c, task.ID, goa2a.TaskStateWorking)
 	type result struct {
 		kinds []string
 		err   error
@@ -502,5 +505,24 @@ func TestGoClient_ConcurrentSubscribers(t *testing.T) {
 	}
 	if len(a.kinds) == 0 || a.kinds[len(a.kinds)-1] != "status:TASK_STATE_CANCELED" {
 		t.Errorf("events %v, want a canceled status last", a.kinds)
+	}
+}
+
+// waitGoState polls GetTask until the task reaches state.
+func waitGoState(t *testing.T, c *a2aclient.Client, id goa2a.TaskID, state goa2a.TaskState) {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for {
+		task, err := c.GetTask(testCtx(t), &goa2a.GetTaskRequest{ID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if task.Status.State == state {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s still %s, want %s", id, task.Status.State, state)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -182,14 +182,14 @@ func (u *updater) write(ctx context.Context, mutate func(t *a2a.Task) (*a2a.Stre
 			u.revoked = true
 			return nil, ErrRevoked
 		}
-		if !first {
+		if !first || u.userMsg == nil {
+			// userMsg is nil when the task was stored before the executor
+			// ran (returnImmediately): its Task frame is already out.
 			return mutate(t)
 		}
 		// The first write of a continuation is sent as the whole task, so a
 		// stream about it starts with a Task frame like a new task's does.
-		if u.userMsg != nil {
-			t.History = append(t.History, *u.userMsg)
-		}
+		t.History = append(t.History, *u.userMsg)
 		if _, err := mutate(t); err != nil {
 			return nil, err
 		}
