@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"novaos.dev/novaos/a2a/a2aclient"
@@ -17,14 +18,14 @@ func FuzzStream(f *testing.F) {
 	f.Add([]byte("data: {\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32001}}\n\n"))
 	f.Add([]byte(": keep-alive\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"message\":{\"messageId\":\"m\"}}}\r\n\r\n"))
 	f.Add([]byte(`{"name":"x","supportedInterfaces":[{"url":"http://x","protocolBinding":"JSONRPC"}]}`))
-	var body []byte
+	var body atomic.Pointer[[]byte]
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {
-			w.Write(body)
+			w.Write(*body.Load())
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
-		w.Write(body)
+		w.Write(*body.Load())
 	}))
 	defer srv.Close()
 	c, err := a2aclient.NewForURL(srv.URL, &a2aclient.Options{ResumeAttempts: -1})
@@ -32,7 +33,7 @@ func FuzzStream(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		body = data
+		body.Store(&data)
 		_, _ = a2aclient.ParseCard(data)
 		_, _ = a2aclient.NewResolver(nil).Resolve(t.Context(), srv.URL)
 		final := false
