@@ -39,6 +39,16 @@ func (r Role) MarshalJSON() ([]byte, error) { return []byte(`"` + r.String() + `
 // UnmarshalJSON accepts the value name, the enum number and v0.3's bare
 // "user"/"agent"; anything else reads as RoleUnspecified.
 func (r *Role) UnmarshalJSON(b []byte) error {
+	if name, ok := plainString(b); ok {
+		switch string(name) { // no allocation: the compiler compares in place
+		case "ROLE_USER":
+			*r = RoleUser
+			return nil
+		case "ROLE_AGENT":
+			*r = RoleAgent
+			return nil
+		}
+	}
 	v, err := enumToken(b)
 	if err != nil {
 		return fmt.Errorf("a2a: role: %w", err)
@@ -139,12 +149,37 @@ func (s TaskState) MarshalJSON() ([]byte, error) { return []byte(`"` + s.String(
 
 // UnmarshalJSON is tolerant: unknown values read as TaskStateUnspecified.
 func (s *TaskState) UnmarshalJSON(b []byte) error {
+	if name, ok := plainString(b); ok {
+		if v, ok := taskStateByName[string(name)]; ok { // no allocation for a map index
+			*s = v
+			return nil
+		}
+	}
 	v, err := enumToken(b)
 	if err != nil {
 		return fmt.Errorf("a2a: task state: %w", err)
 	}
 	*s, _ = ParseTaskState(v)
 	return nil
+}
+
+// taskStateByName maps the canonical names, the spelling every conforming
+// peer sends, for the decoder's fast path.
+var taskStateByName = func() map[string]TaskState {
+	m := make(map[string]TaskState, len(taskStateNames))
+	for i, n := range taskStateNames {
+		m[n] = TaskState(i)
+	}
+	return m
+}()
+
+// plainString returns the content of a JSON string without escapes; ok is
+// false for anything else, which takes the slow path.
+func plainString(b []byte) ([]byte, bool) {
+	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' || bytes.IndexByte(b[1:len(b)-1], '\\') >= 0 {
+		return nil, false
+	}
+	return b[1 : len(b)-1], true
 }
 
 // enumToken returns a JSON string's content or a JSON number's text.
