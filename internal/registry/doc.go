@@ -9,8 +9,11 @@
 //	mux.Handle(pub.APIPath+"/", svc.Handler())
 //	svc.Put(ctx, &pub.Agent{Name: "echo", URL: "http://127.0.0.1:8080/agents/echo"}) // trusted, no policy
 //
-// Listing, search and capability queries read the records through the
-// Store in name order; the service keeps no state of its own, so replicas
-// sharing a database agree. An update reads the record and then replaces
-// it: of two concurrent updates of one agent, the last one wins.
+// Listing and search read the records through the Store in name order.
+// Capability queries match against a snapshot of every record and its
+// capability index, rebuilt when the Store's version (a change counter
+// kept in the database) moves, so replicas sharing a database agree: each
+// sees the others' writes at its next query. An update reads the record
+// and then replaces it: of two concurrent updates of one agent, the last
+// one wins.
 package registry

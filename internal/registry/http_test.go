@@ -378,3 +378,51 @@ func TestPutConcurrently(t *testing.T) {
 		t.Errorf("List = %+v, %v; want one echo", p, err)
 	}
 }
+
+// Two services on one store (two replicas on one database) see each
+// other's writes in Find at once, although each keeps a snapshot.
+func TestFindSeesOtherReplicasWrites(t *testing.T) {
+	ctx := t.Context()
+	store := iregistry.NewMemoryStore()
+	a, b := iregistry.New(store, nil), iregistry.New(store, nil)
+	find := func(svc *iregistry.Service) []string {
+		t.Helper()
+		res, err := svc.Find(ctx, registry.FindQuery{Capabilities: []string{"web scraping"}, Fuzzy: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := []string{}
+		for _, m := range res {
+			out = append(out, m.Agent.Name+" "+m.Agent.Description)
+		}
+		return out
+	}
+	if got := find(b); len(got) != 0 {
+		t.Fatalf("empty registry: %v", got)
+	}
+	rec, err := a.Register(ctx, &registry.Agent{Name: "s", URL: "https://s.example.com/", Capabilities: []string{"Web Scraping"}, Description: "v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := find(b); !cmp.Equal(got, []string{"s v1"}) {
+		t.Errorf("after a's Register, b finds %v", got)
+	}
+	// Results are copies: changing one does not change the snapshot.
+	res, _ := b.Find(ctx, registry.FindQuery{Capabilities: []string{"web scraping"}})
+	res[0].Agent.Description = "mutated"
+	if got := find(b); !cmp.Equal(got, []string{"s v1"}) {
+		t.Errorf("after changing a result, b finds %v", got)
+	}
+	if _, err := a.Update(ctx, rec.ID, &registry.Agent{URL: rec.URL, Capabilities: []string{"Web Scraping"}, Description: "v2"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := find(b); !cmp.Equal(got, []string{"s v2"}) {
+		t.Errorf("after a's Update, b finds %v", got)
+	}
+	if err := a.Delete(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if got := find(b); len(got) != 0 {
+		t.Errorf("after a's Delete, b finds %v", got)
+	}
+}

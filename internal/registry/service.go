@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"novaos.dev/novaos/a2a"
@@ -43,11 +44,23 @@ type Options struct {
 }
 
 // Service is the agent registry: it validates and stores records and
-// answers listings, text searches and capability queries. It keeps no
-// state of its own, so several replicas may share one Store.
+// answers listings, text searches and capability queries. Its only state
+// is a snapshot for capability queries, checked against the Store's
+// version at every query, so several replicas may share one Store.
 type Service struct {
 	store Store
 	opts  Options
+
+	mu   sync.Mutex
+	snap *snapshot // the records as of a store version, for Find
+}
+
+// snapshot is every record at one store version, indexed by capability.
+// It is shared by concurrent queries and never changed.
+type snapshot struct {
+	version int64
+	agents  []*registry.Agent
+	index   *registry.Index
 }
 
 // New returns a Service over store.
@@ -356,13 +369,47 @@ func (s *Service) Find(ctx context.Context, q registry.FindQuery) ([]registry.Ma
 			threshold = registry.DefaultThreshold
 		}
 	}
-	agents, err := s.all(ctx, filter(registry.ListQuery{Status: q.Status, Tag: q.Tag, Domain: q.Domain, Name: q.Name}, nil))
+	snap, err := s.snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
-	res := registry.NewIndex(agents).Match(q.Capabilities, mode, threshold)
-	if res == nil {
-		res = []registry.MatchResult{}
+	keep := filter(registry.ListQuery{Status: q.Status, Tag: q.Tag, Domain: q.Domain, Name: q.Name}, nil)
+	res := []registry.MatchResult{}
+	for _, m := range snap.index.Match(q.Capabilities, mode, threshold) {
+		if keep(m.Agent) {
+			m.Agent = m.Agent.Clone() // the snapshot's records stay unshared
+			res = append(res, m)
+		}
 	}
 	return res, nil
+}
+
+// snapshot returns every record and their capability index as of the
+// store's current version, reading the records again only when the
+// version moved. Reading the version before the records means a snapshot
+// is never older than the version it is filed under; with several
+// replicas on one database, each sees the others' writes at its next
+// query.
+func (s *Service) snapshot(ctx context.Context) (*snapshot, error) {
+	v, err := s.store.Version(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	cur := s.snap
+	s.mu.Unlock()
+	if cur != nil && cur.version == v {
+		return cur, nil
+	}
+	agents, err := s.all(ctx, func(*registry.Agent) bool { return true })
+	if err != nil {
+		return nil, err
+	}
+	snap := &snapshot{version: v, agents: agents, index: registry.NewIndex(agents)}
+	s.mu.Lock()
+	if s.snap == nil || s.snap.version < v {
+		s.snap = snap
+	}
+	s.mu.Unlock()
+	return snap, nil
 }

@@ -30,6 +30,9 @@ type Store interface {
 	// List returns up to limit records whose names sort after after (byte
 	// order), in name order.
 	List(ctx context.Context, after string, limit int) ([]*registry.Agent, error)
+	// Version is a number that changes (grows) with every committed
+	// Create, Update and Delete, across every process sharing the store.
+	Version(ctx context.Context) (int64, error)
 }
 
 // MemoryStore is a Store in process memory, for tests and for servers
@@ -39,6 +42,7 @@ type MemoryStore struct {
 	byID   map[string]*registry.Agent
 	byName map[string]string // name -> id
 	names  []string          // sorted
+	ver    int64
 }
 
 var _ Store = (*MemoryStore)(nil)
@@ -61,6 +65,7 @@ func (m *MemoryStore) Create(_ context.Context, a *registry.Agent) error {
 	m.byName[a.Name] = a.ID
 	i, _ := slices.BinarySearch(m.names, a.Name)
 	m.names = slices.Insert(m.names, i, a.Name)
+	m.ver++
 	return nil
 }
 
@@ -83,6 +88,7 @@ func (m *MemoryStore) Update(_ context.Context, a *registry.Agent) error {
 		m.names = slices.Insert(m.names, j, a.Name)
 	}
 	m.byID[a.ID] = a.Clone()
+	m.ver++
 	return nil
 }
 
@@ -97,6 +103,7 @@ func (m *MemoryStore) Delete(_ context.Context, id string) error {
 	delete(m.byName, old.Name)
 	i, _ := slices.BinarySearch(m.names, old.Name)
 	m.names = slices.Delete(m.names, i, i+1)
+	m.ver++
 	return nil
 }
 
@@ -132,4 +139,10 @@ func (m *MemoryStore) List(_ context.Context, after string, limit int) ([]*regis
 		out = append(out, m.byID[m.byName[m.names[i]]].Clone())
 	}
 	return out, nil
+}
+
+func (m *MemoryStore) Version(context.Context) (int64, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.ver, nil
 }

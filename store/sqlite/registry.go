@@ -137,3 +137,11 @@ func (s *RegistryStore) List(ctx context.Context, after string, limit int) ([]*r
 	}
 	return out, nil
 }
+
+func (s *RegistryStore) Version(ctx context.Context) (int64, error) {
+	var v int64
+	if err := s.db.r.QueryRowContext(ctx, `SELECT version FROM registry_version WHERE id = 1`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("sqlite: registry version: %w", err)
+	}
+	return v, nil
+}

@@ -26,6 +26,44 @@ func TestRegistryStore(t *testing.T, newStore func(t *testing.T) iregistry.Store
 	t.Run("List", func(t *testing.T) { testAgentList(t, newStore(t)) })
 	t.Run("ReturnsCopies", func(t *testing.T) { testAgentCopies(t, newStore(t)) })
 	t.Run("ConcurrentCreate", func(t *testing.T) { testAgentConcurrentCreate(t, newStore(t)) })
+	t.Run("Version", func(t *testing.T) { testAgentVersion(t, newStore(t)) })
+}
+
+func testAgentVersion(t *testing.T, s iregistry.Store) {
+	ctx := ctxT(t)
+	version := func() int64 {
+		t.Helper()
+		v, err := s.Version(ctx)
+		if err != nil {
+			t.Fatalf("Version: %v", err)
+		}
+		return v
+	}
+	last := version()
+	step := func(what string, write func() error) {
+		t.Helper()
+		if err := write(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if v := version(); v <= last {
+			t.Errorf("after %s the version is %d, want more than %d", what, v, last)
+		} else {
+			last = v
+		}
+	}
+	step("Create", func() error { return s.Create(ctx, testAgent(agentID(1), "alpha")) })
+	step("Create", func() error { return s.Create(ctx, testAgent(agentID(2), "beta")) })
+	step("Update", func() error { return s.Update(ctx, testAgent(agentID(1), "gamma")) })
+	if _, err := s.Get(ctx, agentID(1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.List(ctx, "", 10); err != nil {
+		t.Fatal(err)
+	}
+	if v := version(); v != last {
+		t.Errorf("reads moved the version from %d to %d", last, v)
+	}
+	step("Delete", func() error { return s.Delete(ctx, agentID(2)) })
 }
 
 var agentTime = time.Date(2026, 3, 1, 12, 0, 0, 123_000_000, time.UTC)
