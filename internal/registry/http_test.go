@@ -419,6 +419,11 @@ func TestFindSeesOtherReplicasWrites(t *testing.T) {
 	if got := find(b); !cmp.Equal(got, []string{"s v2"}) {
 		t.Errorf("after a's Update, b finds %v", got)
 	}
+	if p, err := b.Search(ctx, "v2", registry.ListQuery{}); err != nil || len(p.Agents) != 1 {
+		t.Errorf("after a's Update, b's search = %+v, %v", p, err)
+	} else if p.Agents[0].Description = "mutated"; find(b)[0] != "s v2" {
+		t.Error("a search result shares the snapshot's record")
+	}
 	if err := a.Delete(ctx, "s"); err != nil {
 		t.Fatal(err)
 	}

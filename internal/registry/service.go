@@ -204,10 +204,11 @@ func (s *Service) Get(ctx context.Context, ref string) (*registry.Agent, error) 
 
 // List returns one page of the records q's filters keep, in name order.
 func (s *Service) List(ctx context.Context, q registry.ListQuery) (*registry.Page, error) {
-	return s.page(ctx, q, filter(q, nil))
+	return s.page(ctx, q, filter(q, nil), s.store.List)
 }
 
-// Search is List restricted to records matching text: every
+// Search is List restricted to records matching text (read from the
+// snapshot Find uses): every
 // white-space separated word of it, without case, must occur in the
 // name, description, a capability (as given or normalized), a tag or a
 // domain.
@@ -216,7 +217,18 @@ func (s *Service) Search(ctx context.Context, text string, q registry.ListQuery)
 	if len(words) == 0 {
 		return nil, fmt.Errorf("registry: search: %w: empty search text", ErrBadQuery)
 	}
-	return s.page(ctx, q, filter(q, words))
+	snap, err := s.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.page(ctx, q, filter(q, words), snap.list)
+	if err != nil {
+		return nil, err
+	}
+	for i, a := range p.Agents {
+		p.Agents[i] = a.Clone() // the snapshot's records stay unshared
+	}
+	return p, nil
 }
 
 func filter(q registry.ListQuery, words []string) func(*registry.Agent) bool {
@@ -279,7 +291,10 @@ func parsePageToken(tok string) (string, error) {
 	return string(b), nil
 }
 
-func (s *Service) page(ctx context.Context, q registry.ListQuery, keep func(*registry.Agent) bool) (*registry.Page, error) {
+// page collects one page of the records keep keeps, reading them in name
+// order from list.
+func (s *Service) page(ctx context.Context, q registry.ListQuery, keep func(*registry.Agent) bool,
+	list func(ctx context.Context, after string, limit int) ([]*registry.Agent, error)) (*registry.Page, error) {
 	size := q.PageSize
 	switch {
 	case size < 0:
@@ -298,7 +313,7 @@ func (s *Service) page(ctx context.Context, q registry.ListQuery, keep func(*reg
 	}
 	p := &registry.Page{Agents: []*registry.Agent{}}
 	for {
-		batch, err := s.store.List(ctx, after, scanBatch)
+		batch, err := list(ctx, after, scanBatch)
 		if err != nil {
 			return nil, err
 		}
@@ -382,6 +397,17 @@ func (s *Service) Find(ctx context.Context, q registry.FindQuery) ([]registry.Ma
 		}
 	}
 	return res, nil
+}
+
+// list is Store.List over the snapshot.
+func (sn *snapshot) list(_ context.Context, after string, limit int) ([]*registry.Agent, error) {
+	i, found := slices.BinarySearchFunc(sn.agents, after, func(a *registry.Agent, name string) int {
+		return strings.Compare(a.Name, name)
+	})
+	if found {
+		i++
+	}
+	return sn.agents[i:min(i+limit, len(sn.agents))], nil
 }
 
 // snapshot returns every record and their capability index as of the
