@@ -301,8 +301,8 @@ func testAgentConcurrentCreate(t *testing.T, s iregistry.Store) {
 
 // BenchmarkRegistryFind registers 1,000 agents with five capabilities each
 // (500 distinct names) in s, through the registry service, then measures
-// a two-capability Find, exact and fuzzy: what GET /api/v1/agents/find
-// costs apart from HTTP.
+// a two-capability Find, exact and fuzzy (with the service's snapshot
+// current, and cold): what GET /api/v1/agents/find costs apart from HTTP.
 func BenchmarkRegistryFind(b *testing.B, s iregistry.Store) {
 	ctx := context.Background()
 	svc := iregistry.New(s, nil)
@@ -321,6 +321,15 @@ func BenchmarkRegistryFind(b *testing.B, s iregistry.Store) {
 			b.Fatal(err)
 		}
 	}
+	// Cold: a service with no snapshot yet reads every record first, as
+	// after any write.
+	b.Run("fuzzy-cold", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := iregistry.New(s, nil).Find(ctx, registry.FindQuery{Capabilities: []string{"web scraping", "data analytics"}, Fuzzy: true}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	for _, fuzzy := range []bool{false, true} {
 		name := map[bool]string{false: "exact", true: "fuzzy"}[fuzzy]
 		b.Run(name, func(b *testing.B) {
