@@ -37,7 +37,7 @@ func runAgents(ctx context.Context, args []string, e *env) int {
 	}
 	sub, args := args[0], args[1:]
 	fs := newFlags("agents "+sub, agentsSynopsis, e)
-	server := fs.String("server", DefaultServer, "NovaOS server `URL` whose registry (/api/v1/agents) to use")
+	server := serverFlag(fs)
 	asJSON := fs.Bool("json", false, "print each agent (or match) as one line of JSON")
 	var (
 		name, url, desc, status *string

@@ -15,7 +15,6 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/cardsig"
-	"novaos.dev/novaos/internal/app"
 )
 
 // maxCardBytes bounds a fetched or read agent card.
@@ -78,19 +77,18 @@ func parseTarget(fs *flag.FlagSet, args []string) (target string, code int, ok b
 
 // cardURL is where target's card is: a URL as given (with the well-known
 // path added unless it names a .json document), or a hosted agent's name
-// on server.
-func cardURL(target, server string) string {
-	if strings.Contains(target, "://") {
-		if strings.HasSuffix(target, ".json") {
-			return target
-		}
-		return strings.TrimSuffix(target, "/") + a2a.WellKnownCardPath
+// cardURL reads a card command's target: a URL names the card itself when
+// it ends in .json, and otherwise the agent, whose well-known card path is
+// added; a bare name is resolved through the server's registry.
+func cardURL(ctx context.Context, target, server string) (string, error) {
+	if strings.Contains(target, "://") && strings.HasSuffix(target, ".json") {
+		return target, nil
 	}
-	return strings.TrimSuffix(server, "/") + "/agents/" + target + a2a.WellKnownCardPath
-}
-
-func serverFlag(fs *flag.FlagSet) *string {
-	return fs.String("server", "http://"+app.DefaultAddr, "NovaOS server `URL` an agent name is looked up on")
+	base, err := agentEndpoint(ctx, target, server)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(base, "/") + a2a.WellKnownCardPath, nil
 }
 
 // httpGet fetches url with a timeout and a size limit.
@@ -120,7 +118,11 @@ func httpGet(ctx context.Context, url string, limit int64) ([]byte, error) {
 }
 
 func fetchCard(ctx context.Context, target, server string) ([]byte, *a2a.AgentCard, error) {
-	data, err := httpGet(ctx, cardURL(target, server), maxCardBytes)
+	u, err := cardURL(ctx, target, server)
+	if err != nil {
+		return nil, nil, err
+	}
+	data, err := httpGet(ctx, u, maxCardBytes)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -14,15 +14,12 @@ import (
 	"novaos.dev/novaos/a2a/hitl"
 )
 
-// DefaultServer is where `novaos send <name>` looks for a hosted agent.
-const DefaultServer = "http://127.0.0.1:8080"
-
 func runSend(ctx context.Context, args []string, e *env) int {
 	fs := newFlags("send", `send <url-or-agent-name> "text" [flags]`, e)
 	stream := fs.Bool("stream", false, "stream the agent's updates (SendStreamingMessage) and print each frame as it arrives")
 	taskID := fs.String("task", "", "continue the task with this `id` (e.g. one waiting in INPUT_REQUIRED)")
 	contextID := fs.String("context", "", "send within this context `id`")
-	server := fs.String("server", DefaultServer, "NovaOS server `URL` a bare agent name is looked up on (<server>/agents/<name>)")
+	server := serverFlag(fs)
 	asJSON := fs.Bool("json", false, "print each frame (or the result) as one line of raw JSON")
 	timeout := fs.Duration("timeout", a2aclient.DefaultTimeout, "bound a non-streaming call (streams run until the task stops or Ctrl-C)")
 	// Flags may follow the arguments: novaos send echo "hi" --stream.
@@ -43,7 +40,11 @@ func runSend(ctx context.Context, args []string, e *env) int {
 	if len(pos) != 2 {
 		return usageError(fs, "want an agent URL or name and the message text, got %d arguments", len(pos))
 	}
-	target := agentURL(pos[0], *server)
+	target, err := agentEndpoint(ctx, pos[0], *server)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "novaos send: %v\n", err)
+		return exitFail
+	}
 	c, err := a2aclient.NewFromURL(ctx, target, &a2aclient.Options{Timeout: *timeout})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "novaos send: %v\n", err)
@@ -68,15 +69,6 @@ func runSend(ctx context.Context, args []string, e *env) int {
 		p.frame(f)
 	}
 	return exitOK
-}
-
-// agentURL reads a send target: a URL as is, a bare name as a hosted agent
-// of server.
-func agentURL(target, server string) string {
-	if strings.Contains(target, "://") {
-		return target
-	}
-	return strings.TrimSuffix(server, "/") + "/agents/" + target
 }
 
 // printer writes frames, one line each.

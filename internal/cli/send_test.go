@@ -11,6 +11,8 @@ import (
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/a2a/hitl"
+	registryservice "novaos.dev/novaos/internal/registry"
+	"novaos.dev/novaos/registry"
 )
 
 // sendServer hosts an agent at /agents/shout that works, streams its
@@ -41,6 +43,13 @@ func sendServer(t *testing.T) string {
 	mux.Handle("/agents/shout/", http.StripPrefix("/agents/shout", h))
 	mux.Handle("/agents/shout", http.StripPrefix("/agents/shout", h))
 	t.Cleanup(func() { _ = h.Shutdown(context.Background()) })
+	// The registry is where a bare agent name is resolved.
+	reg := registryservice.New(registryservice.NewMemoryStore(), &registryservice.Options{Policy: &registry.Policy{AllowLoopback: true}})
+	if _, err := reg.Register(context.Background(), &registry.Agent{Name: "shout", URL: srv.URL + "/agents/shout"}); err != nil {
+		t.Fatal(err)
+	}
+	mux.Handle(registry.APIPath, reg.Handler())
+	mux.Handle(registry.APIPath+"/", reg.Handler())
 	return srv.URL
 }
 
@@ -86,7 +95,7 @@ func TestSendErrors(t *testing.T) {
 		want string
 	}{
 		{"no text", []string{"shout"}, exitUsage, "want an agent URL or name and the message text"},
-		{"unknown agent", []string{"nope", "hi", "--server", base}, exitFail, "HTTP 404"},
+		{"unknown agent", []string{"nope", "hi", "--server", base}, exitFail, `agent "nope"`},
 		{"unknown task", []string{"shout", "hi", "--server", base, "--task", "missing"}, exitFail, "-32001"},
 		{"unknown task, streamed", []string{"shout", "hi", "--server", base, "--task", "missing", "--stream"}, exitFail, "-32001"},
 	} {
@@ -99,8 +108,5 @@ func TestSendErrors(t *testing.T) {
 				t.Errorf("stderr %q does not contain %q", errOut, tc.want)
 			}
 		})
-	}
-	if got := agentURL("echo", "http://h:1/"); got != "http://h:1/agents/echo" {
-		t.Errorf("agentURL = %s", got)
 	}
 }
