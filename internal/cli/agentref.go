@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"strings"
@@ -33,4 +34,23 @@ func agentEndpoint(ctx context.Context, target, server string) (string, error) {
 		return "", fmt.Errorf("agent %q on %s: %w", target, server, err)
 	}
 	return a.URL, nil
+}
+
+// parseArgs parses fs and returns the positional arguments, which may come
+// before, between or after the flags (novaos send echo "hi" --stream). On
+// -h it returns exitOK and ok false; on a bad flag exitUsage.
+func parseArgs(fs *flag.FlagSet, args []string) (pos []string, code int, ok bool) {
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, exitOK, false
+			}
+			return nil, exitUsage, false
+		}
+		if fs.NArg() == 0 {
+			return pos, 0, true
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
 }

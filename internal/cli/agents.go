@@ -3,8 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -73,19 +71,9 @@ func runAgents(ctx context.Context, args []string, e *env) int {
 		return exitUsage
 	}
 	// Flags may follow the arguments: novaos agents search weather --json.
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return exitOK
-			}
-			return exitUsage
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
+	pos, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
 	}
 	switch {
 	case len(pos) < minArgs:

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -53,30 +52,18 @@ func runCard(ctx context.Context, args []string, e *env) int {
 // parseTarget parses args that name one target (a URL or agent name)
 // before or after the flags.
 func parseTarget(fs *flag.FlagSet, args []string) (target string, code int, ok bool) {
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		target, args = args[0], args[1:]
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return "", exitOK, false
-		}
-		return "", exitUsage, false
-	}
-	if target == "" && fs.NArg() > 0 {
-		target = fs.Arg(0)
-		fs.Parse(fs.Args()[1:])
-	}
-	if fs.NArg() > 0 {
-		return "", usageError(fs, "unexpected argument %q", fs.Arg(0)), false
-	}
-	if target == "" {
+	pos, code, ok := parseArgs(fs, args)
+	switch {
+	case !ok:
+		return "", code, false
+	case len(pos) > 1:
+		return "", usageError(fs, "unexpected argument %q", pos[1]), false
+	case len(pos) == 0:
 		return "", usageError(fs, "name an agent card URL or agent name"), false
 	}
-	return target, 0, true
+	return pos[0], 0, true
 }
 
-// cardURL is where target's card is: a URL as given (with the well-known
-// path added unless it names a .json document), or a hosted agent's name
 // cardURL reads a card command's target: a URL names the card itself when
 // it ends in .json, and otherwise the agent, whose well-known card path is
 // added; a bare name is resolved through the server's registry.

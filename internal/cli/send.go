@@ -3,8 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -23,19 +21,9 @@ func runSend(ctx context.Context, args []string, e *env) int {
 	asJSON := fs.Bool("json", false, "print each frame (or the result) as one line of raw JSON")
 	timeout := fs.Duration("timeout", a2aclient.DefaultTimeout, "bound a non-streaming call (streams run until the task stops or Ctrl-C)")
 	// Flags may follow the arguments: novaos send echo "hi" --stream.
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return exitOK
-			}
-			return exitUsage
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
+	pos, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
 	}
 	if len(pos) != 2 {
 		return usageError(fs, "want an agent URL or name and the message text, got %d arguments", len(pos))
