@@ -22,6 +22,7 @@ type agent struct {
 	h       *a2asrv.Handler
 	card    *a2a.AgentCard
 	release chan struct{} // "hold" executions wait for it
+	chunked chan struct{} // a "hold" execution has written its chunks (buffered: one per execution)
 	headers chan http.Header
 }
 
@@ -39,7 +40,7 @@ func newAgent(t testing.TB, o *agentOptions) *agent {
 	if o == nil {
 		o = &agentOptions{}
 	}
-	a := &agent{release: make(chan struct{}), headers: make(chan http.Header, 100)}
+	a := &agent{release: make(chan struct{}), chunked: make(chan struct{}, 16), headers: make(chan http.Header, 100)}
 	var handler atomic.Pointer[http.Handler]
 	a.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -131,6 +132,10 @@ func (a *agent) execute(ctx context.Context, req *a2asrv.RequestContext, u a2asr
 			}
 		}
 		if word == "hold" {
+			select {
+			case a.chunked <- struct{}{}:
+			default:
+			}
 			select {
 			case <-a.release:
 			case <-ctx.Done():

@@ -22,11 +22,13 @@ import (
 // frames, and releases the agent's "hold" once a resumed subscription has
 // written its snapshot.
 type cutter struct {
-	n       int
-	release chan struct{}
-	once    sync.Once
-	mu      sync.Mutex
-	cut     bool
+	n           int
+	release     chan struct{}
+	chunked     chan struct{}
+	once        sync.Once
+	waitChunked sync.Once
+	mu          sync.Mutex
+	cut         bool
 }
 
 func (c *cutter) wrap(next http.Handler) http.Handler {
@@ -44,6 +46,9 @@ func (c *cutter) wrap(next http.Handler) http.Handler {
 				return
 			}
 		case bytes.Contains(body, []byte(`"SubscribeToTask"`)):
+			// Resume only once every chunk is written, so the snapshot
+			// deterministically carries the ones the cut lost.
+			c.waitChunked.Do(func() { <-c.chunked })
 			next.ServeHTTP(&firstWrite{ResponseWriter: w, fn: func() { c.once.Do(func() { close(c.release) }) }}, r)
 			return
 		}
@@ -148,7 +153,7 @@ func TestStreamResumesAfterCut(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ct := &cutter{n: tc.cut}
 			a := newAgent(t, &agentOptions{wrap: ct.wrap})
-			ct.release = a.release
+			ct.release, ct.chunked = a.release, a.chunked
 			c, err := a2aclient.New(a.card, &a2aclient.Options{ResumeBackoff: time.Millisecond})
 			must(t, err)
 			got, err := collect(t, c.SendStreamingMessage(t.Context(), msgReq("m-1", "hold 5")))
