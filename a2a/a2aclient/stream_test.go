@@ -48,7 +48,9 @@ func (c *cutter) wrap(next http.Handler) http.Handler {
 		case bytes.Contains(body, []byte(`"SubscribeToTask"`)):
 			// Resume only once every chunk is written, so the snapshot
 			// deterministically carries the ones the cut lost.
-			c.waitChunked.Do(func() { <-c.chunked })
+			if c.chunked != nil {
+				c.waitChunked.Do(func() { <-c.chunked })
+			}
 			next.ServeHTTP(&firstWrite{ResponseWriter: w, fn: func() { c.once.Do(func() { close(c.release) }) }}, r)
 			return
 		}
