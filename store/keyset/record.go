@@ -58,3 +58,28 @@ func DecodeConfig(body []byte) (*a2a.TaskPushNotificationConfig, error) {
 	}
 	return &c, nil
 }
+
+// Rows is what database/sql's and pgx's result sets have in common.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// ScanBodies reads a result set of one encoded-record column, decoding
+// each row with decode.
+func ScanBodies[T any](rows Rows, decode func([]byte) (T, error)) ([]T, error) {
+	var out []T
+	for rows.Next() {
+		var body []byte
+		if err := rows.Scan(&body); err != nil {
+			return nil, err
+		}
+		v, err := decode(body)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}

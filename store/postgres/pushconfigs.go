@@ -71,7 +71,7 @@ func (s *pushConfigStore) List(ctx context.Context, scope a2asrv.Scope, taskID s
 	}
 	limit := keyset.Limit(pageSize)
 	rows, err := s.db.pool.Query(ctx, `
-		SELECT id, body FROM a2a_push_configs
+		SELECT body FROM a2a_push_configs
 		WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id > $4
 		ORDER BY id LIMIT $5`,
 		scope.Tenant, scope.Owner, taskID, after, limit+1)
@@ -79,28 +79,16 @@ func (s *pushConfigStore) List(ctx context.Context, scope a2asrv.Scope, taskID s
 		return nil, "", fmt.Errorf("postgres: list push configs: %w", err)
 	}
 	defer rows.Close()
-	var (
-		out  []*a2a.TaskPushNotificationConfig
-		next string
-		last string
-	)
-	for rows.Next() {
-		if len(out) == limit {
-			next = keyset.IDToken(last)
-			break
-		}
-		var body []byte
-		if err := rows.Scan(&last, &body); err != nil {
-			return nil, "", fmt.Errorf("postgres: list push configs: %w", err)
-		}
-		c, err := keyset.DecodeConfig(body)
-		if err != nil {
-			return nil, "", fmt.Errorf("postgres: list push configs: %w", err)
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := keyset.ScanBodies(rows, keyset.DecodeConfig)
+	if err != nil {
 		return nil, "", fmt.Errorf("postgres: list push configs: %w", err)
+	}
+	// One row more than the page was asked for: its presence says there
+	// is a next page, which starts after the last config kept.
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		next = keyset.IDToken(out[limit-1].ID)
 	}
 	return out, next, nil
 }

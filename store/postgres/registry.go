@@ -102,11 +102,11 @@ func (s *RegistryStore) getBy(ctx context.Context, col, key string) (*registry.A
 	if err != nil {
 		return nil, fmt.Errorf("postgres: get agent %s: %w", key, err)
 	}
-	var a registry.Agent
-	if err := json.Unmarshal(body, &a); err != nil {
+	a, err := decodeAgent(body)
+	if err != nil {
 		return nil, fmt.Errorf("postgres: get agent %s: %w", key, err)
 	}
-	return &a, nil
+	return a, nil
 }
 
 func (s *RegistryStore) List(ctx context.Context, after string, limit int) ([]*registry.Agent, error) {
@@ -119,19 +119,8 @@ func (s *RegistryStore) List(ctx context.Context, after string, limit int) ([]*r
 		return nil, fmt.Errorf("postgres: list agents: %w", err)
 	}
 	defer rows.Close()
-	var out []*registry.Agent
-	for rows.Next() {
-		var body []byte
-		if err := rows.Scan(&body); err != nil {
-			return nil, fmt.Errorf("postgres: list agents: %w", err)
-		}
-		a := new(registry.Agent)
-		if err := json.Unmarshal(body, a); err != nil {
-			return nil, fmt.Errorf("postgres: list agents: %w", err)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := keyset.ScanBodies(rows, decodeAgent)
+	if err != nil {
 		return nil, fmt.Errorf("postgres: list agents: %w", err)
 	}
 	return out, nil
@@ -143,4 +132,12 @@ func (s *RegistryStore) Version(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("postgres: registry version: %w", err)
 	}
 	return v, nil
+}
+
+func decodeAgent(body []byte) (*registry.Agent, error) {
+	a := new(registry.Agent)
+	if err := json.Unmarshal(body, a); err != nil {
+		return nil, err
+	}
+	return a, nil
 }
