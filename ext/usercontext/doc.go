@@ -4,7 +4,15 @@
 //
 // The platform seals (SealPayload, Seal) with the recipient's public key
 // and puts the Payload at metadata[URI] of the SendMessage request,
-// activating URI with the A2A-Extensions header. The agent opens one
+// activating URI with the A2A-Extensions header. SealRequest (or Attach,
+// for a payload in hand) does all of it for an a2aclient call, and names
+// the run in the platform context the agent reads:
+//
+//	req := a2aclient.TextRequest("send the report", "", "")
+//	activate, err := usercontext.SealRequest(req, recipient, run, secrets)
+//	res, err := client.SendMessage(ctx, req, activate)
+//
+// The agent opens one
 // secret at a time (ParsePayload, Sealed.Open, or agent.Context.GetSecret,
 // which does both) with a KeyRing over its key directory:
 //
@@ -91,7 +99,7 @@
 // key works at once; a kid it has is re-checked with one stat per use, so a
 // removed (revoked) key file stops working in a running process. See
 // KeyRing. GenerateKey and WriteKeyFile provision a key; PublicJWK is what
-// the sealing side stores.
+// the sealing side stores and ParsePublicJWK reads.
 //
 // # Test vectors
 //
