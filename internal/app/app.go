@@ -19,6 +19,7 @@ import (
 	"novaos.dev/novaos/agent"
 	"novaos.dev/novaos/internal/builtin"
 	"novaos.dev/novaos/registry"
+	"novaos.dev/novaos/secret"
 	"novaos.dev/novaos/store/postgres"
 	"novaos.dev/novaos/store/sqlite"
 )
@@ -67,6 +68,14 @@ type Options struct {
 	// means any public host, plus loopback hosts when the server's own
 	// URL is on loopback; hosted agents are recorded whatever it says.
 	RegistryPolicy *registry.Policy
+	// RegistryLoopbackIfLocal makes a RegistryPolicy accept loopback
+	// hosts too when the server's own URL is on loopback (a developer's
+	// machine), as the nil RegistryPolicy does.
+	RegistryLoopbackIfLocal bool
+	// AdminToken, when set, is the bearer token writes to /api/v1/agents
+	// (register, update, delete) must present; without it they are
+	// accepted from loopback peers only. Reads are open either way.
+	AdminToken secret.Value
 }
 
 // Server is one NovaOS instance. Create it with New, then Start it and

@@ -33,16 +33,21 @@ func (s *Server) registryStore() iregistry.Store {
 
 // registryPolicy is Options.RegistryPolicy, or by default: any public
 // host, and loopback hosts too when the server itself is reached on
-// loopback (a developer's machine).
+// loopback (a developer's machine), which Options.RegistryLoopbackIfLocal
+// adds to a RegistryPolicy as well.
 func (s *Server) registryPolicy() *registry.Policy {
-	if s.opts.RegistryPolicy != nil {
-		return s.opts.RegistryPolicy
-	}
 	p := &registry.Policy{}
+	if s.opts.RegistryPolicy != nil {
+		if !s.opts.RegistryLoopbackIfLocal {
+			return s.opts.RegistryPolicy
+		}
+		*p = *s.opts.RegistryPolicy
+		p.AllowedHostSuffixes = slices.Clone(p.AllowedHostSuffixes)
+	}
 	if u, err := url.Parse(s.baseURL); err == nil {
 		host := u.Hostname()
 		ip := net.ParseIP(host)
-		p.AllowLoopback = host == "localhost" || (ip != nil && ip.IsLoopback())
+		p.AllowLoopback = p.AllowLoopback || host == "localhost" || (ip != nil && ip.IsLoopback())
 	}
 	return p
 }
@@ -55,7 +60,9 @@ func (s *Server) startRegistry(ctx context.Context, mux *http.ServeMux) error {
 	for i, a := range s.agents {
 		hosted[i] = a.name
 	}
-	svc := iregistry.New(s.registryStore(), &iregistry.Options{Policy: s.registryPolicy(), Logger: s.log, ReadOnly: hosted})
+	policy := s.registryPolicy()
+	svc := iregistry.New(s.registryStore(), &iregistry.Options{Policy: policy, Logger: s.log, ReadOnly: hosted,
+		AdminToken: s.opts.AdminToken})
 	h := svc.Handler()
 	mux.Handle(registry.APIPath, h)
 	mux.Handle(registry.APIPath+"/", h)
@@ -63,6 +70,13 @@ func (s *Server) startRegistry(ctx context.Context, mux *http.ServeMux) error {
 		if _, err := svc.Put(ctx, hostedRecord(a, s.baseURL)); err != nil {
 			return fmt.Errorf("app: register agent %s: %w", a.name, err)
 		}
+	}
+	attrs := []any{"writes", svc.WriteMode().String(), "allowedHostSuffixes", policy.AllowedHostSuffixes,
+		"allowLoopback", policy.AllowLoopback, "allowPrivate", policy.AllowPrivate}
+	if svc.WriteMode() == iregistry.WritesNeedToken {
+		s.log.Info("app: registry writes need the admin token", attrs...)
+	} else {
+		s.log.Info("app: registry writes are accepted from loopback peers only (no admin token configured)", attrs...)
 	}
 	return nil
 }

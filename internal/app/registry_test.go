@@ -1,8 +1,13 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,7 +15,9 @@ import (
 
 	"novaos.dev/novaos/internal/app"
 	"novaos.dev/novaos/internal/pgtest"
+	iregistry "novaos.dev/novaos/internal/registry"
 	"novaos.dev/novaos/registry"
+	"novaos.dev/novaos/secret"
 )
 
 func TestRegistryRestartSQLite(t *testing.T) {
@@ -136,4 +143,141 @@ func TestRegistryPolicy(t *testing.T) {
 	if err := c.Delete(ctx, "tck"); !errors.Is(err, registry.ErrReadOnly) {
 		t.Errorf("Delete(tck) = %v, want ErrReadOnly", err)
 	}
+}
+
+// Options.RegistryLoopbackIfLocal adds loopback hosts to a policy when the
+// server is on loopback; without it the policy is taken as it is.
+func TestRegistryLoopbackIfLocal(t *testing.T) {
+	tests := []struct {
+		name   string
+		policy *registry.Policy
+		local  bool
+		want   map[string]bool // URL: accepted
+	}{
+		{"default policy", nil, false,
+			map[string]bool{"http://127.0.0.1:9/": true, "http://10.0.0.1/": false, "https://a.example.net/": true}},
+		{"private, loopback if local", &registry.Policy{AllowPrivate: true}, true,
+			map[string]bool{"http://127.0.0.1:9/": true, "http://10.0.0.1/": true, "https://a.example.net/": true}},
+		{"private only", &registry.Policy{AllowPrivate: true}, false,
+			map[string]bool{"http://127.0.0.1:9/": false, "http://10.0.0.1/": true}},
+		{"suffixes, loopback if local", &registry.Policy{AllowedHostSuffixes: []string{"localhost", ".agents.example.com"}}, true,
+			map[string]bool{"http://localhost:9/": true, "http://127.0.0.1:9/": false, "https://a.agents.example.com/": true, "https://a.example.net/": false}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := start(t, &app.Options{DataDir: t.TempDir(), RegistryPolicy: tc.policy, RegistryLoopbackIfLocal: tc.local})
+			loose, _ := registry.NewClient(srv.URL(), &registry.ClientOptions{Policy: &registry.Policy{AllowLoopback: true, AllowPrivate: true}})
+			for u, ok := range tc.want {
+				_, err := loose.Register(t.Context(), &registry.Agent{Name: "x", URL: u})
+				if ok && err != nil || !ok && !errors.Is(err, registry.ErrURLNotAllowed) {
+					t.Errorf("Register(%s) = %v, want accepted %v", u, err, ok)
+				}
+				if err == nil {
+					if err := loose.Delete(t.Context(), "x"); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+	if tests[1].policy.AllowLoopback {
+		t.Error("the server changed the caller's policy")
+	}
+}
+
+// lockedBuffer collects the server's logs.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// The admin token guards the registry's writes through the real server,
+// and the startup log says which rule is in effect without showing it.
+func TestRegistryAdminToken(t *testing.T) {
+	const token = "adm-3d1f0c9b8a7e6d5c"
+	for _, tc := range []struct {
+		name  string
+		token secret.Value
+		log   string
+	}{
+		{"token", secret.New(token), `"msg":"app: registry writes need the admin token","writes":"admin-token"`},
+		{"no token", secret.Value{}, `"msg":"app: registry writes are accepted from loopback peers only (no admin token configured)","writes":"loopback-only"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs lockedBuffer
+			srv := start(t, &app.Options{DataDir: t.TempDir(), AdminToken: tc.token,
+				Logger:         slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+				RegistryPolicy: &registry.Policy{AllowedHostSuffixes: []string{".agents.example.com"}}})
+			client := func(authorization string) *registry.Client {
+				h := http.Header{}
+				if authorization != "" {
+					h.Set("Authorization", authorization)
+				}
+				c, err := registry.NewClient(srv.URL(), &registry.ClientOptions{Header: h})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return c
+			}
+			anon, wrong, right := client(""), client("Bearer "+token[:len(token)-1]+"0"), client("Bearer "+token)
+			if n := strings.Count(logs.String(), tc.log); n != 1 {
+				t.Errorf("startup logged the write rule %d times, want once:\n%s", n, logs.String())
+			}
+			ctx := t.Context()
+			agent := &registry.Agent{Name: "w", URL: "https://w.agents.example.com/"}
+			if tc.token.IsZero() {
+				// Loopback peers write without a token.
+				if _, err := anon.Register(ctx, agent); err != nil {
+					t.Fatalf("Register from loopback without a token: %v", err)
+				}
+				return
+			}
+			for name, c := range map[string]*registry.Client{"no token": anon, "wrong token": wrong} {
+				_, err := c.Register(ctx, agent)
+				if p, ok := registry.AsProblem(err); !ok || p.Status != http.StatusUnauthorized || p.Type != iregistry.ProblemUnauthorized {
+					t.Errorf("Register with %s: got a %T, want a 401 problem", name, err)
+				}
+				if err := c.Delete(ctx, "nobody"); !isStatus(err, http.StatusUnauthorized) {
+					t.Errorf("Delete with %s: got a %T, want a 401 problem", name, err)
+				}
+			}
+			// Reads stay open.
+			if _, err := anon.Get(ctx, "echo"); err != nil {
+				t.Errorf("Get without a token: %v", err)
+			}
+			// The policy still applies to an authorized write.
+			if _, err := right.Register(ctx, &registry.Agent{Name: "x", URL: "https://x.example.net/"}); !errors.Is(err, registry.ErrURLNotAllowed) {
+				t.Errorf("Register outside the suffixes with the token = %v, want ErrURLNotAllowed", err)
+			}
+			if _, err := right.Register(ctx, agent); err != nil {
+				t.Errorf("Register with the token: %v", err)
+			}
+			if _, err := right.Update(ctx, "w", &registry.Agent{URL: "https://w2.agents.example.com/"}); err != nil {
+				t.Errorf("Update with the token: %v", err)
+			}
+			if err := right.Delete(ctx, "w"); err != nil {
+				t.Errorf("Delete with the token: %v", err)
+			}
+			if strings.Contains(logs.String(), token[4:]) {
+				t.Error("the server's logs show the admin token")
+			}
+		})
+	}
+}
+
+func isStatus(err error, status int) bool {
+	p, ok := registry.AsProblem(err)
+	return ok && p.Status == status
 }

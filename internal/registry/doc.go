@@ -16,4 +16,23 @@
 // sees the others' writes at its next query. An update reads the record
 // and then replaces it: of two concurrent updates of one agent, the last
 // one wins.
+//
+// # Who may write
+//
+// Reads (GET, HEAD, OPTIONS) are open to every peer that reaches the
+// server. Writes (POST, PUT, PATCH, DELETE: every other method) follow one
+// of two rules, chosen by Options.AdminToken (Service.WriteMode says which):
+//
+//   - With an admin token, a write must carry "Authorization: Bearer
+//     <token>", from any peer. The token is compared in constant time;
+//     without it, or with another one, the answer is 401 with
+//     "WWW-Authenticate: Bearer" and a ProblemUnauthorized problem.
+//   - Without one, the secure default: writes are accepted only from
+//     loopback peers (a RemoteAddr on 127.0.0.0/8 or ::1), so a developer
+//     can register agents on their own machine and nobody else can. Other
+//     peers get 403 and a ProblemWriteForbidden problem saying how to
+//     configure a token. Behind a reverse proxy on the same machine every
+//     peer looks local: configure a token there.
+//
+// The token never appears in logs, errors or problem details.
 package registry

@@ -28,12 +28,17 @@ const MaxBodyBytes = 64 << 10
 //	PUT    /api/v1/agents/{id-or-name}    replace
 //	DELETE /api/v1/agents/{id-or-name}    delete (204)
 //
-// Errors are RFC 9457 problem+json with the registry.Problem* types.
+// Errors are RFC 9457 problem+json with the registry.Problem* types, and
+// ProblemUnauthorized and ProblemWriteForbidden for writes the access
+// rules refuse (see the package doc). Reads are open to every peer.
 func (s *Service) Handler() http.Handler { return handler{s} }
 
 type handler struct{ s *Service }
 
 func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.authorize(w, r) {
+		return
+	}
 	rest, ok := strings.CutPrefix(r.URL.Path, registry.APIPath)
 	if !ok || (rest != "" && rest[0] != '/') {
 		h.problem(w, r, &registry.Problem{Type: registry.ProblemNotFound, Status: http.StatusNotFound, Title: "Not Found"})

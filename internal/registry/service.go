@@ -13,6 +13,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/registry"
+	"novaos.dev/novaos/secret"
 )
 
 // Page sizes of List and Search.
@@ -41,6 +42,10 @@ type Options struct {
 	// registry.ErrReadOnly (and that Register cannot take, as they
 	// exist): the agents the platform hosts, which Put keeps current.
 	ReadOnly []string
+	// AdminToken, when set, is the bearer token every write through the
+	// Handler must present. When it is empty, the Handler accepts writes
+	// from loopback peers only. Reads are open either way.
+	AdminToken secret.Value
 }
 
 // Service is the agent registry: it validates and stores records and
