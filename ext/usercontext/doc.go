@@ -99,7 +99,10 @@
 // key works at once; a kid it has is re-checked with one stat per use, so a
 // removed (revoked) key file stops working in a running process. See
 // KeyRing. GenerateKey and WriteKeyFile provision a key; PublicJWK is what
-// the sealing side stores and ParsePublicJWK reads.
+// the sealing side stores and ParsePublicJWK reads. From a shell,
+// `novaos keys generate --dir DIR` writes DIR/{kid}.jwk and prints the
+// public JWK, and `novaos send AGENT TEXT --secret NAME --recipient-key
+// FILE --instance ID` seals the environment variable NAME and sends it.
 //
 // # Test vectors
 //

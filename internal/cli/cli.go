@@ -52,6 +52,7 @@ func commands() []command {
 		{"send", "send a message to an agent and print the frames it answers with", runSend},
 		{"bench", "measure end-to-end throughput and latency on loopback (bench a2a)", runBench},
 		{"agents", "list, search, find and register agents in a server's registry", runAgents},
+		{"keys", "make agents' recipient keys for sealed secrets (keys generate|public)", runKeys},
 		{"version", "print the version", runVersion},
 		{"help", "show this help", runHelp},
 	}

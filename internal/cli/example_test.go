@@ -19,6 +19,7 @@ func ExampleMain() {
 	//   send     send a message to an agent and print the frames it answers with
 	//   bench    measure end-to-end throughput and latency on loopback (bench a2a)
 	//   agents   list, search, find and register agents in a server's registry
+	//   keys     make agents' recipient keys for sealed secrets (keys generate|public)
 	//   version  print the version
 	//   help     show this help
 	//

@@ -3,13 +3,18 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"os"
+	"slices"
 	"strings"
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2aclient"
 	"novaos.dev/novaos/a2a/hitl"
+	"novaos.dev/novaos/ext/usercontext"
 )
 
 func runSend(ctx context.Context, args []string, e *env) int {
@@ -20,6 +25,7 @@ func runSend(ctx context.Context, args []string, e *env) int {
 	server := serverFlag(fs)
 	asJSON := fs.Bool("json", false, "print each frame (or the result) as one line of raw JSON")
 	timeout := fs.Duration("timeout", a2aclient.DefaultTimeout, "bound a non-streaming call (streams run until the task stops or Ctrl-C)")
+	sf := secretFlags(fs)
 	// Flags may follow the arguments: novaos send echo "hi" --stream.
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
@@ -27,6 +33,15 @@ func runSend(ctx context.Context, args []string, e *env) int {
 	}
 	if len(pos) != 2 {
 		return usageError(fs, "want an agent URL or name and the message text, got %d arguments", len(pos))
+	}
+	if msg := sf.check(); msg != "" {
+		return usageError(fs, "%s", msg)
+	}
+	// Read every value and the key before anything goes on the wire.
+	sealing, err := sf.load(e)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "novaos send: %v\n", err)
+		return exitFail
 	}
 	target, err := agentEndpoint(ctx, pos[0], *server)
 	if err != nil {
@@ -39,9 +54,18 @@ func runSend(ctx context.Context, args []string, e *env) int {
 		return exitFail
 	}
 	req := a2aclient.TextRequest(pos[1], *taskID, *contextID)
+	var opts []a2aclient.CallOption
+	if sealing != nil {
+		opt, err := sealing.into(req, c, e)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "novaos send: %v\n", err)
+			return exitFail
+		}
+		opts = append(opts, opt)
+	}
 	p := &printer{w: e.stdout, json: *asJSON}
 	if !*stream {
-		res, err := c.SendMessage(ctx, req)
+		res, err := c.SendMessage(ctx, req, opts...)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "novaos send: %v\n", err)
 			return exitFail
@@ -49,7 +73,7 @@ func runSend(ctx context.Context, args []string, e *env) int {
 		p.frame(&a2a.StreamResponse{Task: res.Task, Message: res.Message})
 		return exitOK
 	}
-	for f, err := range c.SendStreamingMessage(ctx, req) {
+	for f, err := range c.SendStreamingMessage(ctx, req, opts...) {
 		if err != nil {
 			fmt.Fprintf(e.stderr, "novaos send: %v\n", err)
 			return exitFail
@@ -158,4 +182,198 @@ func roleName(r a2a.Role) string {
 // oneLine keeps a frame on one line.
 func oneLine(s string) string {
 	return strings.NewReplacer("\r\n", `\n`, "\n", `\n`, "\r", `\n`).Replace(s)
+}
+
+// sendSecrets are send's flags for sealed secrets (user-context/v1).
+type sendSecrets struct {
+	specs        secretSpecs
+	recipientKey *string
+	instance     *string
+	run          *string
+	tenant       *string
+}
+
+func secretFlags(fs *flag.FlagSet) *sendSecrets {
+	s := &sendSecrets{}
+	fs.Var(&s.specs, "secret", "seal the secret `NAME` into the request for the agent (user-context/v1; repeatable). "+
+		"The value is read from the environment variable NAME, or with NAME=@path from a file (one trailing newline is trimmed). "+
+		"A value on the command line is refused: other users see it in ps, and it stays in shell history")
+	s.recipientKey = fs.String("recipient-key", "", "the agent's public recipient JWK `file` that --secret seals to (see novaos keys generate); a private key file is read for its public half only")
+	s.instance = fs.String("instance", "", "user-agent instance `id` the secrets are bound to (required with --secret)")
+	s.run = fs.String("run", "", "run `id` the secrets are bound to (default: a fresh id, printed to standard error)")
+	s.tenant = fs.String("tenant", "", "tenant `id` the secrets are bound to: the tenant the server verifies for you when it authenticates callers (default: the agent interface's tenant, else \"default\")")
+	return s
+}
+
+// secretSpec is one --secret: a name and where its value is read from.
+type secretSpec struct {
+	name     string
+	fromFile bool // else from the environment variable name
+	file     string
+}
+
+// secretSpecs collects --secret flags. Set never fails: the flag package
+// would echo the argument, and an inline value must not reach the
+// terminal; check reports refused forms by name only.
+type secretSpecs struct {
+	list   []secretSpec
+	inline []string // names given with an inline value
+}
+
+func (s *secretSpecs) String() string {
+	if s == nil {
+		return ""
+	}
+	names := make([]string, len(s.list))
+	for i, sp := range s.list {
+		names[i] = sp.name
+	}
+	return strings.Join(names, ",")
+}
+
+func (s *secretSpecs) Set(v string) error {
+	name, rest, hasValue := strings.Cut(v, "=")
+	path, isFile := strings.CutPrefix(rest, "@")
+	switch {
+	case !hasValue:
+		s.list = append(s.list, secretSpec{name: name})
+	case isFile:
+		s.list = append(s.list, secretSpec{name: name, fromFile: true, file: path})
+	default:
+		s.inline = append(s.inline, name)
+	}
+	return nil
+}
+
+// check returns a usage problem with the secret flags, "" for none.
+func (s *sendSecrets) check() string {
+	if len(s.specs.inline) > 0 {
+		n := s.specs.inline[0]
+		return fmt.Sprintf("--secret %s=…: a value on the command line is refused (other users see it in ps, and it stays in shell history); "+
+			"export it as the environment variable %s and pass --secret %s, or pass --secret %s=@file", n, n, n, n)
+	}
+	seen := map[string]bool{}
+	for _, sp := range s.specs.list {
+		switch {
+		case sp.name == "":
+			return "--secret needs a NAME"
+		case sp.fromFile && sp.file == "":
+			return fmt.Sprintf("--secret %s=@ needs a file after the @", sp.name)
+		case seen[sp.name]:
+			return fmt.Sprintf("--secret %s is given twice", sp.name)
+		}
+		seen[sp.name] = true
+	}
+	if len(s.specs.list) == 0 {
+		if *s.recipientKey != "" || *s.instance != "" || *s.run != "" || *s.tenant != "" {
+			return "--recipient-key, --instance, --run and --tenant go with --secret"
+		}
+		return ""
+	}
+	if *s.recipientKey == "" {
+		return "--secret needs --recipient-key, the agent's public JWK file"
+	}
+	if *s.instance == "" {
+		return "--secret needs --instance, the user-agent instance the secrets are bound to"
+	}
+	return ""
+}
+
+// sealing is what send seals: the recipient and the values, read before
+// the request is built.
+type sealing struct {
+	to     usercontext.Recipient
+	values map[string]usercontext.Secret
+	flags  *sendSecrets
+}
+
+// load reads the recipient key and every secret value; nil when no
+// secret is sent. Errors name a secret, a variable or a file, never a
+// value.
+func (s *sendSecrets) load(e *env) (*sealing, error) {
+	if len(s.specs.list) == 0 {
+		return nil, nil
+	}
+	to, err := readRecipient(*s.recipientKey)
+	if err != nil {
+		return nil, fmt.Errorf("--recipient-key %w", err)
+	}
+	out := &sealing{to: to, values: make(map[string]usercontext.Secret, len(s.specs.list)), flags: s}
+	for _, sp := range s.specs.list {
+		var v string
+		if !sp.fromFile {
+			if v = e.getenv(sp.name); v == "" {
+				return nil, fmt.Errorf("--secret %s: the environment variable %s is not set or empty", sp.name, sp.name)
+			}
+		} else if v, err = readSecretFile(sp.file); err != nil {
+			return nil, fmt.Errorf("--secret %s: %w", sp.name, err)
+		}
+		out.values[sp.name] = usercontext.NewSecret(v)
+	}
+	return out, nil
+}
+
+// readRecipient reads a public X25519 JWK, or the public half of a
+// private one.
+func readRecipient(path string) (usercontext.Recipient, error) {
+	b, err := readKeyFile(path)
+	defer clear(b)
+	if err != nil {
+		return usercontext.Recipient{}, err
+	}
+	to, err := usercontext.ParsePublicJWK(b)
+	if err != nil {
+		// A private JWK without its optional x member.
+		k, perr := usercontext.ParsePrivateJWK(b)
+		if perr != nil {
+			return usercontext.Recipient{}, fmt.Errorf("%s: %w", path, err)
+		}
+		to = k.Recipient()
+	}
+	return to, nil
+}
+
+// readSecretFile reads a secret value from a file, trimming one trailing
+// newline (an editor's or echo's).
+func readSecretFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, usercontext.MaxSecretSize+3))
+	defer clear(b)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	v := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+	if len(b) > usercontext.MaxSecretSize+2 || len(v) > usercontext.MaxSecretSize {
+		return "", fmt.Errorf("%s: larger than %d bytes", path, usercontext.MaxSecretSize)
+	}
+	if v == "" {
+		return "", fmt.Errorf("%s is empty", path)
+	}
+	return v, nil
+}
+
+// into seals the values into req for the agent c calls and reports, on
+// stderr, what was sealed for which run.
+func (s *sealing) into(req *a2a.SendMessageRequest, c *a2aclient.Client, e *env) (a2aclient.CallOption, error) {
+	run := usercontext.Run{TenantID: *s.flags.tenant, InstanceID: *s.flags.instance, RunID: *s.flags.run}
+	if run.TenantID == "" {
+		run.TenantID = c.Tenant()
+	}
+	if run.TenantID == "" {
+		run.TenantID = "default"
+	}
+	if run.RunID == "" {
+		run.RunID = a2a.NewID()
+	}
+	opt, err := usercontext.SealRequest(req, s.to, run, s.values)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(e.stderr, "novaos send: sealed %s to kid %s for tenant %s, instance %s, run %s\n",
+		strings.Join(slices.Sorted(maps.Keys(s.values)), ", "), s.to.KID, run.TenantID, run.InstanceID, run.RunID)
+	return opt, nil
 }

@@ -2,15 +2,26 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/a2a/hitl"
+	"novaos.dev/novaos/agent"
+	"novaos.dev/novaos/ext/usercontext"
 	registryservice "novaos.dev/novaos/internal/registry"
 	"novaos.dev/novaos/registry"
 )
@@ -106,6 +117,223 @@ func TestSendErrors(t *testing.T) {
 			}
 			if !strings.Contains(errOut.String(), tc.want) {
 				t.Errorf("stderr %q does not contain %q", errOut, tc.want)
+			}
+		})
+	}
+}
+
+// vaultServer hosts an agent whose key ring reads keyDir. Its skill opens
+// every delivered secret and answers with each one's SHA-256 (or the
+// class of the error that kept it shut) and the run it saw, never a
+// value. calls counts the requests that reached it.
+func vaultServer(t *testing.T, keyDir string, logs *syncBuffer) (url string, calls *atomic.Int64) {
+	t.Helper()
+	a := agent.New("vault", "1", &agent.Options{
+		KeyRing: usercontext.NewKeyRing(keyDir),
+		Logger:  slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	a.MustRegister(agent.Skill{ID: "read", Handler: func(c *agent.Context) (agent.Result, error) {
+		var b strings.Builder
+		fmt.Fprintf(&b, "tenant %s instance %s run %s:", c.Tenant(), c.Platform().InstanceID, c.RunID())
+		for _, name := range c.SecretNames() {
+			s, err := c.GetSecret(name)
+			switch {
+			case errors.Is(err, usercontext.ErrKeyUnavailable):
+				fmt.Fprintf(&b, " %s=key_unavailable", name)
+			case errors.Is(err, usercontext.ErrOpen):
+				fmt.Fprintf(&b, " %s=open", name)
+			case err != nil:
+				fmt.Fprintf(&b, " %s=%v", name, err)
+			default:
+				fmt.Fprintf(&b, " %s=sha256:%x", name, sha256.Sum256([]byte(s.Reveal())))
+			}
+		}
+		return agent.Result{Output: b.String()}, nil
+	}})
+	calls = new(atomic.Int64)
+	srv := httptest.NewServer(nil)
+	t.Cleanup(srv.Close)
+	h := a.Handler(srv.URL, nil)
+	t.Cleanup(func() { _ = h.Shutdown(context.Background()) })
+	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			calls.Add(1)
+		}
+		h.ServeHTTP(w, r)
+	})
+	return srv.URL, calls
+}
+
+func sha256Hex(s string) string { return fmt.Sprintf("%x", sha256.Sum256([]byte(s))) }
+
+// The sealed-secrets walk-through: keys generate, an agent over the key
+// directory, novaos send --secret through Main with the value in the
+// environment.
+func TestSendSecretThroughMain(t *testing.T) {
+	const value = "main-test-secret-3f9a"
+	dir := t.TempDir()
+	keyDir := filepath.Join(dir, "agent-keys")
+	pubFile := filepath.Join(dir, "vault.pub.jwk")
+	if code, _, errOut := runCmd(t, "keys", "generate", "--dir", keyDir, "--public", pubFile); code != exitOK {
+		t.Fatalf("keys generate: %s", errOut)
+	}
+	var logs syncBuffer
+	url, _ := vaultServer(t, keyDir, &logs)
+	t.Setenv("SMTP_PASSWORD", value)
+	var out, errOut syncBuffer
+	code := Main([]string{"send", url, "read", "--secret", "SMTP_PASSWORD", "--recipient-key", pubFile, "--instance", "vault-1"}, &out, &errOut)
+	if code != exitOK {
+		t.Fatalf("exit %d; stderr: %s", code, errOut.String())
+	}
+	m := regexp.MustCompile(`novaos send: sealed SMTP_PASSWORD to kid \S+ for tenant default, instance vault-1, run ([0-9a-f-]{36})\n`).FindStringSubmatch(errOut.String())
+	if m == nil {
+		t.Fatalf("stderr %q does not name the run", errOut.String())
+	}
+	want := "tenant default instance vault-1 run " + m[1] + ": SMTP_PASSWORD=sha256:" + sha256Hex(value)
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("stdout %q, want the agent to have opened the value: %q", out.String(), want)
+	}
+	for name, s := range map[string]string{"stdout": out.String(), "stderr": errOut.String(), "agent log": logs.String()} {
+		if strings.Contains(s, value) {
+			t.Errorf("%s shows the value", name)
+		}
+	}
+}
+
+func TestSendSecrets(t *testing.T) {
+	const value, fileValue = "env-test-secret-81c2", "file secret\nsecond line"
+	dir := t.TempDir()
+	keyDir := filepath.Join(dir, "agent-keys")
+	kid, public := generateKey(t, keyDir)
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	pubFile := write("vault.pub.jwk", public)
+	secretFile := write("secret.txt", fileValue+"\r\n")
+	// Another agent's key, and a forgery: this agent's kid on another key.
+	otherPub := write("other.pub.jwk", func() string { _, p := generateKey(t, filepath.Join(dir, "other-keys")); return p }())
+	var forged map[string]any
+	if err := json.Unmarshal([]byte(mustRead(t, otherPub)), &forged); err != nil {
+		t.Fatal(err)
+	}
+	forged["kid"] = kid
+	forgedJSON, _ := json.Marshal(forged)
+	forgedPub := write("forged.pub.jwk", string(forgedJSON))
+
+	var logs syncBuffer
+	url, _ := vaultServer(t, keyDir, &logs)
+	vars := map[string]string{"API_KEY": value, "SMTP_PASSWORD": value + "-smtp"}
+	base := []string{"send", url, "read", "--instance", "vault-1", "--run", "run-7"}
+	opened := "tenant default instance vault-1 run run-7: API_KEY=sha256:" + sha256Hex(value)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string // in stdout
+	}{
+		{"from the environment", []string{"--secret", "API_KEY", "--recipient-key", pubFile}, opened},
+		{"tenant given", []string{"--secret", "API_KEY", "--recipient-key", pubFile, "--tenant", "acme"},
+			"tenant acme instance vault-1 run run-7: API_KEY=sha256:" + sha256Hex(value)},
+		{"from a file, one newline trimmed", []string{"--secret", "CERT=@" + secretFile, "--recipient-key", pubFile},
+			"run-7: CERT=sha256:" + sha256Hex(fileValue)},
+		{"several, streamed", []string{"--stream", "--secret", "SMTP_PASSWORD", "--secret", "API_KEY", "--secret", "CERT=@" + secretFile, "--recipient-key", pubFile},
+			"run-7: API_KEY=sha256:" + sha256Hex(value) + " CERT=sha256:" + sha256Hex(fileValue) + " SMTP_PASSWORD=sha256:" + sha256Hex(value+"-smtp")},
+		{"the private key file as recipient", []string{"--secret", "API_KEY", "--recipient-key", filepath.Join(keyDir, kid+".jwk")}, opened},
+		{"another agent's key", []string{"--secret", "API_KEY", "--recipient-key", otherPub}, "run-7: API_KEY=key_unavailable"},
+		{"this agent's kid on another key", []string{"--secret", "API_KEY", "--recipient-key", forgedPub}, "run-7: API_KEY=open"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, out, errOut := testEnv(vars)
+			if code := run(t.Context(), append(slices.Clone(base), tc.args...), e); code != exitOK {
+				t.Fatalf("exit %d; stderr: %s", code, errOut)
+			}
+			if !strings.Contains(out.String(), tc.want) {
+				t.Errorf("stdout %q, want %q", out, tc.want)
+			}
+			if !strings.Contains(errOut.String(), "novaos send: sealed ") {
+				t.Errorf("stderr %q does not say what was sealed", errOut)
+			}
+			for _, v := range []string{value, fileValue, "file secret"} {
+				if strings.Contains(out.String()+errOut.String(), v) {
+					t.Errorf("output shows a value: stdout %q stderr %q", out, errOut)
+				}
+			}
+		})
+	}
+	for _, v := range []string{value, "file secret"} {
+		if strings.Contains(logs.String(), v) {
+			t.Errorf("the agent logged a value")
+		}
+	}
+	if !strings.Contains(logs.String(), "delivered secret did not open") {
+		t.Errorf("the agent did not log the failed opens: %s", logs.String())
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestSendSecretErrors(t *testing.T) {
+	const value = "error-test-secret-c04d"
+	dir := t.TempDir()
+	_, public := generateKey(t, filepath.Join(dir, "keys"))
+	pubFile := filepath.Join(dir, "vault.pub.jwk")
+	empty := filepath.Join(dir, "empty.txt")
+	for p, c := range map[string]string{pubFile: public, empty: "\n", filepath.Join(dir, "junk.jwk"): "{}"} {
+		if err := os.WriteFile(p, []byte(c), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var logs syncBuffer
+	url, calls := vaultServer(t, filepath.Join(dir, "keys"), &logs)
+	vars := map[string]string{"API_KEY": value}
+	key := []string{"--recipient-key", pubFile, "--instance", "vault-1"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"variable not set", append([]string{"--secret", "MISSING"}, key...), exitFail,
+			"novaos send: --secret MISSING: the environment variable MISSING is not set or empty"},
+		{"value inline", append([]string{"--secret", "API_KEY=" + value}, key...), exitUsage,
+			"--secret API_KEY=…: a value on the command line is refused"},
+		{"inline after a good one", append([]string{"--secret", "API_KEY", "--secret", "X=" + value}, key...), exitUsage, "--secret X=…"},
+		{"no name", append([]string{"--secret", "=@" + empty}, key...), exitUsage, "--secret needs a NAME"},
+		{"no file after @", append([]string{"--secret", "CERT=@"}, key...), exitUsage, "--secret CERT=@ needs a file"},
+		{"twice", append([]string{"--secret", "API_KEY", "--secret", "API_KEY"}, key...), exitUsage, "--secret API_KEY is given twice"},
+		{"no recipient key", []string{"--secret", "API_KEY", "--instance", "vault-1"}, exitUsage, "--secret needs --recipient-key"},
+		{"no instance", []string{"--secret", "API_KEY", "--recipient-key", pubFile}, exitUsage, "--secret needs --instance"},
+		{"binding flags without --secret", []string{"--run", "r"}, exitUsage, "go with --secret"},
+		{"missing file", append([]string{"--secret", "CERT=@" + filepath.Join(dir, "nope")}, key...), exitFail, "--secret CERT: open "},
+		{"empty file", append([]string{"--secret", "CERT=@" + empty}, key...), exitFail, "empty.txt is empty"},
+		{"recipient key not a key", []string{"--secret", "API_KEY", "--recipient-key", filepath.Join(dir, "junk.jwk"), "--instance", "i"}, exitFail,
+			"--recipient-key " + filepath.Join(dir, "junk.jwk") + ": usercontext: invalid key"},
+		{"recipient key missing", []string{"--secret", "API_KEY", "--recipient-key", filepath.Join(dir, "nope.jwk"), "--instance", "i"}, exitFail, "no such file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := calls.Load()
+			e, out, errOut := testEnv(vars)
+			if code := run(t.Context(), append([]string{"send", url, "read"}, tc.args...), e); code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr: %s", code, tc.code, errOut)
+			}
+			if !strings.Contains(errOut.String(), tc.want) {
+				t.Errorf("stderr %q does not contain %q", errOut, tc.want)
+			}
+			if strings.Contains(out.String()+errOut.String(), value) {
+				t.Errorf("output shows the value: stdout %q stderr %q", out, errOut)
+			}
+			if n := calls.Load() - before; n != 0 {
+				t.Errorf("%d requests reached the agent", n)
 			}
 		})
 	}
