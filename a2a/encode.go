@@ -102,6 +102,39 @@ func AppendSendMessageResponse(b []byte, r *SendMessageResponse) ([]byte, error)
 	return append(b, '}'), nil
 }
 
+// AppendSendMessageRequest appends the JSON encoding of r, the params of
+// SendMessage, to b. A nil r encodes as null. The configuration, small and
+// rarely set, goes through encoding/json.
+func AppendSendMessageRequest(b []byte, r *SendMessageRequest) ([]byte, error) {
+	if r == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	b = append(b, '{')
+	if r.Tenant != "" {
+		b = append(b, `"tenant":`...)
+		b = appendString(b, r.Tenant)
+		b = append(b, ',')
+	}
+	b = append(b, `"message":`...)
+	if b, err = AppendMessage(b, r.Message); err != nil {
+		return nil, err
+	}
+	if r.Configuration != nil {
+		b = append(b, `,"configuration":`...)
+		if b, err = appendMarshal(b, r.Configuration); err != nil {
+			return nil, err
+		}
+	}
+	if len(r.Metadata) > 0 {
+		b = append(b, `,"metadata":`...)
+		if b, err = appendMap(b, r.Metadata, 0); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, '}'), nil
+}
+
 // appendKey appends `,"key":` (without the comma for the first member). key
 // must need no escaping.
 func appendKey(b []byte, comma bool, key string) []byte {

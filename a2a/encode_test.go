@@ -219,6 +219,41 @@ func TestAppendSendMessageResponseMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
+func TestAppendSendMessageRequestMatchesEncodingJSON(t *testing.T) {
+	hist := int32(3)
+	reqs := map[string]*SendMessageRequest{
+		"minimal":     {Message: &Message{MessageID: "m", Role: RoleUser, Parts: []Part{TextPart("hi")}}},
+		"nil message": {},
+		"every field": {
+			Tenant:  "t<&>",
+			Message: messagesForEncoding()["every field"],
+			Configuration: &SendMessageConfiguration{
+				AcceptedOutputModes: []string{"text/plain"}, HistoryLength: &hist, ReturnImmediately: true,
+				TaskPushNotificationConfig: &TaskPushNotificationConfig{URL: "https://hook", Token: "tok"},
+			},
+			Metadata: map[string]any{"z": 1.0, "a": []any{"x", nil}},
+		},
+		"empty metadata": {Message: &Message{MessageID: "m"}, Metadata: map[string]any{}},
+	}
+	for name, r := range reqs {
+		t.Run(name, func(t *testing.T) {
+			ref := struct {
+				Tenant        string                    `json:"tenant,omitempty"`
+				Message       *refMessage               `json:"message"`
+				Configuration *SendMessageConfiguration `json:"configuration,omitempty"`
+				Metadata      map[string]any            `json:"metadata,omitempty"`
+			}{r.Tenant, toRefMessage(r.Message), r.Configuration, r.Metadata}
+			want, wantErr := json.Marshal(ref)
+			got := checkSame(t, want, wantErr,
+				func(b []byte) ([]byte, error) { return AppendSendMessageRequest(b, r) },
+				func() ([]byte, error) { return json.Marshal(r) })
+			if got != nil && r.Message != nil {
+				schematest.Validate(t, "Send Message Request", got)
+			}
+		})
+	}
+}
+
 func TestAppendNil(t *testing.T) {
 	tests := []struct {
 		name string
@@ -228,6 +263,7 @@ func TestAppendNil(t *testing.T) {
 		{"message", func() ([]byte, error) { return AppendMessage(nil, nil) }},
 		{"stream response", func() ([]byte, error) { return AppendStreamResponse(nil, nil) }},
 		{"send message response", func() ([]byte, error) { return AppendSendMessageResponse(nil, nil) }},
+		{"send message request", func() ([]byte, error) { return AppendSendMessageRequest(nil, nil) }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

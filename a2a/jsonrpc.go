@@ -147,6 +147,38 @@ func AppendErrorResponse(b []byte, id json.RawMessage, e *Error) []byte {
 	return append(b, '}')
 }
 
+// DecodeResult reads a JSON-RPC response body the way a client uses it: a
+// JSON-RPC error is returned as rpcErr; otherwise the result member is
+// decoded into out with [Unmarshal]. A missing or null result leaves out
+// unchanged (a2a-go leaves the result of an Empty answer out altogether).
+func DecodeResult(body []byte, out any) (rpcErr *Error, err error) {
+	result, errObj, ok := splitResponse(body)
+	if !ok {
+		var w struct {
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if err := json.Unmarshal(body, &w); err != nil {
+			return nil, fmt.Errorf("a2a: decode response: %w", err)
+		}
+		result, errObj = w.Result, w.Error
+	}
+	if len(errObj) > 0 && string(errObj) != "null" {
+		rpcErr = new(Error)
+		if err := json.Unmarshal(errObj, rpcErr); err != nil {
+			return nil, fmt.Errorf("a2a: decode response error: %w", err)
+		}
+		return rpcErr, nil
+	}
+	if len(result) == 0 || string(result) == "null" || out == nil {
+		return nil, nil
+	}
+	if err := Unmarshal(result, out); err != nil {
+		return nil, fmt.Errorf("a2a: decode result: %w", err)
+	}
+	return nil, nil
+}
+
 // Response is a decoded JSON-RPC response, as a client reads it.
 type Response struct {
 	ID     json.RawMessage `json:"id"`

@@ -19,6 +19,15 @@ import (
 // passed on byte for byte, so numbers keep their precision and data parts
 // their exact text.
 func Unmarshal(data []byte, v any) error {
+	if fastUnmarshal(data, v) {
+		return nil
+	}
+	return unmarshalGeneral(data, v)
+}
+
+// unmarshalGeneral is Unmarshal without the fast path: it defines the
+// result, which the fast path only reproduces sooner.
+func unmarshalGeneral(data []byte, v any) error {
 	if !snakeKeys(data) {
 		return json.Unmarshal(data, v)
 	}

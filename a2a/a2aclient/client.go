@@ -263,20 +263,28 @@ func (c *Client) prepare(ctx context.Context, method string, params any, cfg *ca
 	}
 	call.Header.Set(a2a.HeaderVersion, a2a.ProtocolVersion)
 	call.Header.Set("Content-Type", "application/json")
-	p, err := json.Marshal(call.Params)
-	if err != nil {
-		return nil, fmt.Errorf("a2aclient: %s: encode params: %w", method, err)
-	}
 	id := c.nextID.Add(1)
-	body := make([]byte, 0, len(p)+64+len(method))
+	body := make([]byte, 0, 512)
 	body = append(body, `{"jsonrpc":"2.0","id":`...)
 	body = strconv.AppendInt(body, id, 10)
 	body = append(body, `,"method":"`...)
 	body = append(body, method...)
 	body = append(body, `","params":`...)
-	body = append(body, p...)
+	if body, err = appendParams(body, call.Params); err != nil {
+		return nil, fmt.Errorf("a2aclient: %s: encode params: %w", method, err)
+	}
 	body = append(body, '}')
 	return &prepared{call: call, ctx: ctx, body: body}, nil
+}
+
+// appendParams encodes params, through the a2a package's encoder for the
+// messages every call to an agent carries.
+func appendParams(b []byte, params any) ([]byte, error) {
+	if r, ok := params.(*a2a.SendMessageRequest); ok {
+		return a2a.AppendSendMessageRequest(b, r)
+	}
+	p, err := json.Marshal(params)
+	return append(b, p...), err
 }
 
 // after runs the interceptors' After in reverse order.
@@ -328,13 +336,6 @@ func mediaType(h http.Header) string {
 	return mt
 }
 
-// rpcEnvelope reads a JSON-RPC response in one pass: Result holds a pointer
-// to the caller's value, which encoding/json fills in place.
-type rpcEnvelope struct {
-	Result any        `json:"result"`
-	Error  *a2a.Error `json:"error"`
-}
-
 // decodeResult reads a JSON-RPC response body into out; a JSON-RPC error
 // becomes a *CallError. A response without a result member (a2a-go's
 // answer to DeleteTaskPushNotificationConfig) leaves out unchanged.
@@ -342,11 +343,10 @@ func decodeResult(method string, status int, body []byte, out any) error {
 	if out == nil {
 		out = new(json.RawMessage)
 	}
-	env := rpcEnvelope{Result: out}
-	err := a2a.Unmarshal(body, &env)
+	rpcErr, err := a2a.DecodeResult(body, out)
 	switch {
-	case err == nil && env.Error != nil:
-		return &CallError{Method: method, Err: env.Error}
+	case rpcErr != nil:
+		return &CallError{Method: method, Err: rpcErr}
 	case status/100 != 2:
 		return &HTTPError{Method: method, StatusCode: status, Body: snippet(body)}
 	case err != nil:
