@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
+	neturl "net/url"
 	"strings"
 	"text/tabwriter"
 
@@ -29,7 +32,8 @@ func runAgents(ctx context.Context, args []string, e *env) int {
 		fmt.Fprintln(w, "  list                       every agent in the registry, by name")
 		fmt.Fprintln(w, "  search <text>              agents whose name, description, capabilities, tags or domains hold every word")
 		fmt.Fprintln(w, "  find <capability>…         agents offering the capabilities (--any, --fuzzy)")
-		fmt.Fprintln(w, "  register --name N --url U  add an agent (--description, --capability, --tag, --domain, --status)")
+		fmt.Fprintln(w, "  register --name N --url U  add an agent (--description, --capability, --tag, --domain, --status);")
+		fmt.Fprintln(w, "                             sends the server's admin token from $"+EnvAdminToken+" or --admin-token-file")
 		fmt.Fprintln(w, "\nRun \"novaos agents <subcommand> -h\" for its flags.")
 		return code
 	}
@@ -41,6 +45,7 @@ func runAgents(ctx context.Context, args []string, e *env) int {
 		name, url, desc, status *string
 		caps, tags, domains     listFlag
 		anyOf, fuzzy            *bool
+		tokenFile               *string
 		threshold               *float64
 	)
 	minArgs, maxArgs := 0, 0
@@ -65,6 +70,7 @@ func runAgents(ctx context.Context, args []string, e *env) int {
 		fs.Var(&caps, "capability", "a `capability` it offers (repeatable)")
 		fs.Var(&tags, "tag", "a `tag` (repeatable)")
 		fs.Var(&domains, "domain", "a `domain` it serves (repeatable)")
+		tokenFile = fs.String("admin-token-file", "", "`file` holding the server's admin token, sent as a bearer token (default $"+EnvAdminToken+")")
 	default:
 		fmt.Fprintf(e.stderr, "novaos agents: unknown subcommand %q\n\n", sub)
 		fmt.Fprintf(e.stderr, "Usage: novaos %s\n", agentsSynopsis)
@@ -83,7 +89,25 @@ func runAgents(ctx context.Context, args []string, e *env) int {
 	}
 	// The server applies its own policy to what is registered; the CLI
 	// only checks the URL's shape, so local agents can be registered.
-	c, err := registry.NewClient(*server, &registry.ClientOptions{Policy: &registry.Policy{AllowLoopback: true, AllowPrivate: true}})
+	copts := &registry.ClientOptions{Policy: &registry.Policy{AllowLoopback: true, AllowPrivate: true}}
+	// Only writes send the admin token: reads are open, and a token is
+	// not handed to every server a listing is asked of.
+	sentToken := false
+	if tokenFile != nil {
+		tok, err := adminToken(*tokenFile, e)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "novaos agents %s: %v\n", sub, err)
+			return exitFail
+		}
+		if !tok.IsZero() {
+			sentToken = true
+			copts.Header = http.Header{"Authorization": {"Bearer " + tok.Reveal()}}
+			if u, err := neturl.Parse(*server); err == nil && u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
+				fmt.Fprintf(e.stderr, "novaos agents %s: warning: sending the admin token to %s over plain http\n", sub, u.Host)
+			}
+		}
+	}
+	c, err := registry.NewClient(*server, copts)
 	if err != nil {
 		return usageError(fs, "--server: %v", err)
 	}
@@ -93,6 +117,12 @@ func runAgents(ctx context.Context, args []string, e *env) int {
 		if p, ok := registry.AsProblem(err); ok {
 			for _, f := range p.Errors {
 				fmt.Fprintf(e.stderr, "  %s: %s\n", f.Field, f.Message)
+			}
+			switch {
+			case p.Status == http.StatusUnauthorized && sentToken:
+				fmt.Fprintln(e.stderr, "  the server refused the admin token sent: check $"+EnvAdminToken+" or --admin-token-file")
+			case p.Status == http.StatusUnauthorized:
+				fmt.Fprintln(e.stderr, "  the server needs its admin token: set $"+EnvAdminToken+" or pass --admin-token-file FILE")
 			}
 		}
 		return exitFail
@@ -189,4 +219,14 @@ func (p agentPrinter) matches(res []registry.MatchResult) {
 			strings.Join(m.MatchedCapabilities, ", "), strings.Join(m.MissingCapabilities, ", "))
 	}
 	tw.Flush()
+}
+
+// isLoopbackHost reports whether host (a URL's Hostname) names this
+// machine.
+func isLoopbackHost(host string) bool {
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"novaos.dev/novaos/internal/app"
 	"novaos.dev/novaos/internal/builtin"
+	"novaos.dev/novaos/registry"
 )
 
 func runServe(ctx context.Context, args []string, e *env) int {
@@ -20,8 +22,19 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	level := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
 	cardKey := fs.String("card-key", "", "private JWK `file` to sign agent cards with (see novaos card keygen); its public key is served at "+app.JWKSPath)
 	tckTimeout := fs.Duration("tck-timeout", builtin.DefaultStreamingTimeout, "delay unit of the tck agent's slow scenarios; match the kit's TCK_STREAMING_TIMEOUT")
+	var allowHosts listFlag
+	var allowLoopback optBool
+	fs.Var(&allowHosts, "registry-allow-host", "registry: accept agent URLs only on hosts under this `suffix` (repeatable; \".example.com\" matches the hosts below it, \"example.com\" also itself); default any public host")
+	fs.Var(&allowLoopback, "registry-allow-loopback", "registry: accept loopback agent URLs (localhost, 127.0.0.0/8, ::1) (default true when the server's own URL, --public-url or else the listen address, is on loopback, as with the default --addr; else false)")
+	allowPrivate := fs.Bool("registry-allow-private", false, "registry: accept agent URLs on private, shared and link-local addresses (10/8, 172.16/12, 192.168/16, fc00::/7, 100.64/10, …)")
+	tokenFile := fs.String("admin-token-file", "", "`file` holding the admin token that writes to the registry (POST/PUT/DELETE "+registry.APIPath+") must send as \"Authorization: Bearer <token>\"; default $"+EnvAdminToken+", else only clients on this machine may write")
 	if code, ok := parse(fs, args); !ok {
 		return code
+	}
+	for _, h := range allowHosts {
+		if !validHostSuffix(h) {
+			return usageError(fs, "--registry-allow-host: want a host name suffix such as .example.com, not %q", h)
+		}
 	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
@@ -36,6 +49,11 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		fmt.Fprintf(e.stderr, "novaos serve: %v\n", err)
 		return exitFail
 	}
+	token, err := serverAdminToken(*tokenFile, e)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "novaos serve: %v\n", err)
+		return exitFail
+	}
 
 	srv, err := app.New(ctx, &app.Options{
 		Addr:        *addr,
@@ -44,8 +62,12 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		DatabaseURL: *db,
 		Logger:      log,
 		CardKey:     key,
+		AdminToken:  token,
 
-		TCKStreamingTimeout: *tckTimeout,
+		RegistryPolicy: &registry.Policy{AllowedHostSuffixes: allowHosts, AllowPrivate: *allowPrivate,
+			AllowLoopback: allowLoopback.set && allowLoopback.v},
+		RegistryLoopbackIfLocal: !allowLoopback.set,
+		TCKStreamingTimeout:     *tckTimeout,
 	})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "novaos serve: %v\n", err)
@@ -56,7 +78,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		shutdown(srv, *grace, e)
 		return exitFail
 	}
-	printEndpoints(e, srv)
+	printEndpoints(e, srv, !token.IsZero())
 	if key != nil {
 		fmt.Fprintf(e.stdout, "Agent cards are signed by key %q; its JWKS is %s%s\n", key.KeyID(), srv.URL(), app.JWKSPath)
 	}
@@ -85,13 +107,33 @@ func shutdown(srv *app.Server, grace time.Duration, e *env) error {
 	return err
 }
 
-func printEndpoints(e *env, srv *app.Server) {
+func printEndpoints(e *env, srv *app.Server, token bool) {
 	w := e.stdout
 	fmt.Fprintf(w, "NovaOS is serving on %s\n\n", srv.URL())
 	for _, ep := range srv.Endpoints() {
 		fmt.Fprintf(w, "  agent %-6s %s\n", ep.Name, ep.URL)
 		fmt.Fprintf(w, "  card  %-6s %s\n", ep.Name, ep.CardURL)
 	}
+	writes := "writes from this machine only; set --admin-token-file to allow others"
+	if token {
+		writes = "writes need the admin token"
+	}
+	fmt.Fprintf(w, "  registry     %s%s (%s)\n", srv.URL(), registry.APIPath, writes)
 	fmt.Fprintf(w, "  health       %s/healthz\n\n", srv.URL())
 	fmt.Fprintln(w, "Press Ctrl-C to stop.")
+}
+
+// validHostSuffix accepts what registry.Policy can match: a host name,
+// optionally with a leading dot ("example.com", ".example.com").
+func validHostSuffix(s string) bool {
+	s = strings.TrimSuffix(strings.TrimPrefix(s, "."), ".")
+	if s == "" {
+		return false
+	}
+	for _, label := range strings.Split(s, ".") {
+		if label == "" || strings.Trim(label, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != "" {
+			return false
+		}
+	}
+	return true
 }
