@@ -18,6 +18,11 @@ import (
 // Only object keys are rewritten, in place in a copy of data; every value is
 // passed on byte for byte, so numbers keep their precision and data parts
 // their exact text.
+//
+// Tasks, messages, stream frames and the SendMessage request and response
+// take a hand-written fast path with the same result (see decode.go); the
+// strings it decodes share one copy of data, so holding any of them keeps
+// that copy alive. data itself is never retained.
 func Unmarshal(data []byte, v any) error {
 	if fastUnmarshal(data, v) {
 		return nil
