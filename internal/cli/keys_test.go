@@ -85,6 +85,21 @@ func TestKeysGenerate(t *testing.T) {
 	}
 }
 
+func TestKeysGenerateWarnsOfAnOpenDirectory(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCmd(t, "keys", "generate", "--dir", dir)
+	if code != exitOK || !strings.Contains(errOut, "warning: "+dir+" is accessible to other users (mode 0755)") {
+		t.Errorf("exit %d, stderr %q; want a warning", code, errOut)
+	}
+	code, _, errOut = runCmd(t, "keys", "generate", "--dir", filepath.Join(dir, "own"))
+	if code != exitOK || strings.Contains(errOut, "warning") {
+		t.Errorf("exit %d, stderr %q; want no warning", code, errOut)
+	}
+}
+
 func TestKeysGeneratePublicFile(t *testing.T) {
 	dir := t.TempDir()
 	pubFile := filepath.Join(dir, "public.jwk")

@@ -373,6 +373,11 @@ func (s *sealing) into(req *a2a.SendMessageRequest, c *a2aclient.Client, e *env)
 	if err != nil {
 		return nil, err
 	}
+	if card := c.Card(); card != nil {
+		if _, ok := a2aclient.FindExtension(card, usercontext.URI); !ok {
+			fmt.Fprintf(e.stderr, "novaos send: warning: the agent's card does not declare %s; the agent will not see the secrets\n", usercontext.URI)
+		}
+	}
 	fmt.Fprintf(e.stderr, "novaos send: sealed %s to kid %s for tenant %s, instance %s, run %s\n",
 		strings.Join(slices.Sorted(maps.Keys(s.values)), ", "), s.to.KID, run.TenantID, run.InstanceID, run.RunID)
 	return opt, nil

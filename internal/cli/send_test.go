@@ -253,8 +253,8 @@ func TestSendSecrets(t *testing.T) {
 			if !strings.Contains(out.String(), tc.want) {
 				t.Errorf("stdout %q, want %q", out, tc.want)
 			}
-			if !strings.Contains(errOut.String(), "novaos send: sealed ") {
-				t.Errorf("stderr %q does not say what was sealed", errOut)
+			if !strings.Contains(errOut.String(), "novaos send: sealed ") || strings.Contains(errOut.String(), "warning") {
+				t.Errorf("stderr %q: want what was sealed, and no warning", errOut)
 			}
 			for _, v := range []string{value, fileValue, "file secret"} {
 				if strings.Contains(out.String()+errOut.String(), v) {
@@ -336,5 +336,23 @@ func TestSendSecretErrors(t *testing.T) {
 				t.Errorf("%d requests reached the agent", n)
 			}
 		})
+	}
+}
+
+func TestSendSecretToAnAgentWithoutTheExtension(t *testing.T) {
+	base := sendServer(t)
+	dir := t.TempDir()
+	_, public := generateKey(t, filepath.Join(dir, "keys"))
+	pubFile := filepath.Join(dir, "pub.jwk")
+	if err := os.WriteFile(pubFile, []byte(public), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e, out, errOut := testEnv(map[string]string{"API_KEY": "unused-secret-value"})
+	code := run(t.Context(), []string{"send", "shout", "hi", "--server", base, "--secret", "API_KEY", "--recipient-key", pubFile, "--instance", "i"}, e)
+	if code != exitOK || !strings.Contains(out.String(), "HI") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if want := "warning: the agent's card does not declare " + usercontext.URI; !strings.Contains(errOut.String(), want) {
+		t.Errorf("stderr %q, want %q", errOut, want)
 	}
 }
