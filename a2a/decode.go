@@ -97,6 +97,9 @@ type fastDecoder struct {
 	s     string // one copy of b, made at the first string decoded
 	i     int
 	depth int
+	// own makes each string its own copy instead of a part of s, for
+	// callers that decode a few short strings out of a large input.
+	own bool
 }
 
 // root decodes one value that must fill the whole input.
@@ -253,7 +256,7 @@ func (d *fastDecoder) str() (string, error) {
 	if d.peek() != '"' {
 		return "", errDecline
 	}
-	if d.s == "" {
+	if d.s == "" && !d.own {
 		d.s = string(d.b)
 	}
 	d.i++
@@ -263,7 +266,12 @@ func (d *fastDecoder) str() (string, error) {
 		c := d.b[d.i]
 		switch {
 		case c == '"':
-			s := d.s[start:d.i]
+			var s string
+			if d.own {
+				s = string(d.b[start:d.i])
+			} else {
+				s = d.s[start:d.i]
+			}
 			d.i++
 			if !ascii && !utf8.ValidString(s) {
 				return "", errDecline // encoding/json would substitute U+FFFD
@@ -1041,4 +1049,45 @@ func splitResponse(body []byte) (result, errObj []byte, ok bool) {
 		})
 	})
 	return result, errObj, err == nil
+}
+
+// splitRequest reads a JSON-RPC request envelope, leaving params undecoded:
+// Params is part of body, ID a copy; ok is false when the envelope needs
+// the general path.
+func splitRequest(body []byte) (w requestWire, ok bool) {
+	d := fastDecoder{b: body, own: true}
+	var seen fields
+	err := d.root(func() error {
+		return d.object(func(key []byte) error {
+			var err error
+			switch string(key) {
+			case "jsonrpc":
+				if err = seen.see(0); err == nil {
+					var v string
+					v, err = d.str()
+					w.JSONRPC = &v
+				}
+			case "id":
+				if err = seen.see(1); err == nil {
+					var raw []byte
+					raw, err = d.skip()
+					w.ID = append(json.RawMessage(nil), raw...)
+				}
+			case "method":
+				if err = seen.see(2); err == nil {
+					var v string
+					v, err = d.str()
+					w.Method = &v
+				}
+			case "params":
+				if err = seen.see(3); err == nil {
+					w.Params, err = d.skip()
+				}
+			default:
+				err = d.unknown(key, "jsonrpc", "id", "method", "params")
+			}
+			return err
+		})
+	})
+	return w, err == nil
 }

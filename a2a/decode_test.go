@@ -37,6 +37,24 @@ func checkFastMatchesGeneral(t *testing.T, data []byte) {
 			t.Fatalf("%s: paths differ on %q\nfast:    %#v\ngeneral: %#v", target.name, data, fast, general)
 		}
 	}
+	if fast, ok := splitRequest(data); ok {
+		var general requestWire
+		if err := json.Unmarshal(data, &general); err != nil {
+			t.Fatalf("request envelope: fast path accepted %q, encoding/json failed: %v", data, err)
+		}
+		if !reflect.DeepEqual(fast, general) {
+			t.Fatalf("request envelope: paths differ on %q\nfast:    %#v\ngeneral: %#v", data, fast, general)
+		}
+	}
+	if result, errObj, ok := splitResponse(data); ok {
+		var general struct{ Result, Error json.RawMessage }
+		if err := json.Unmarshal(data, &general); err != nil {
+			t.Fatalf("response envelope: fast path accepted %q, encoding/json failed: %v", data, err)
+		}
+		if string(result) != string(general.Result) || string(errObj) != string(general.Error) {
+			t.Fatalf("response envelope: paths differ on %q: result %q/%q, error %q/%q", data, result, general.Result, errObj, general.Error)
+		}
+	}
 }
 
 // fastSeeds are documents the fast path must agree on, including ones it
@@ -59,6 +77,11 @@ var fastSeeds = []string{
 	`{"messageId":"m","parts":[{"data":null}]}`, `{"messageId":"m","parts":[{"data": {"a" : 1} }]}`,
 	`{"metadata":{"n":1e400}}`, `{"metadata":{"n":01}}`, `{"metadata":{"n":-}}`, `{"metadata":{"a":1,"a":2}}`,
 	`{"id":"t"} x`, ` {"id":"t"} `, `{"id":"t",}`, `{}`, `[]`, `null`, ``,
+	`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{}}}`,
+	`{"jsonrpc":"2.0","id":"a\"b","method":"GetTask","params":null}`, `{"jsonrpc":null,"id":null,"method":"x"}`,
+	`{"jsonrpc":"2.0","id":1.5e3,"method":"M","Method":"N"}`, `{"jsonrpc":"2.0","id":{},"method":1}`,
+	`{"jsonrpc":"2.0","id":1,"result":{"task":{"id":"t"}}}`, `{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"x"}}`,
+	`{"jsonrpc":"2.0","id":1,"result":null,"result":{}}`, `{"result" : [1,2] , "error":null}`,
 	`{"x_y":1}`, `{"unknown":{"deep":[1,{"a":"\u0041"}]},"id":"t"}`, `{"ünknown":1}`,
 }
 

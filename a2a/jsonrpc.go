@@ -40,7 +40,8 @@ type requestWire struct {
 
 // DecodeRequest parses one JSON-RPC request. On failure it returns the id to
 // answer with (null when none could be read) and a protocol error: -32700 for
-// invalid JSON, -32600 for a batch or a malformed envelope.
+// invalid JSON, -32600 for a batch or a malformed envelope. The request's
+// Params are part of body, so body must not change while they are in use.
 func DecodeRequest(body []byte) (*Request, *Error) {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) > 0 && trimmed[0] == '[' {
@@ -49,19 +50,11 @@ func DecodeRequest(body []byte) (*Request, *Error) {
 		}
 		return &Request{ID: nullID}, NewError(CodeInvalidRequest, "batch requests are not supported")
 	}
-	var w requestWire
-	if err := json.Unmarshal(body, &w); err != nil {
-		if !json.Valid(body) {
-			return &Request{ID: nullID}, NewError(CodeParseError, "invalid JSON")
+	w, ok := splitRequest(body)
+	if !ok {
+		if err := json.Unmarshal(body, &w); err != nil {
+			return malformedRequest(body, w.ID)
 		}
-		// Valid JSON of the wrong shape (a string, a number, or an object
-		// whose members have the wrong types). The id is echoed only if it
-		// was read and is itself of a valid type.
-		id := nullID
-		if validID(w.ID) {
-			id = idOrNull(w.ID)
-		}
-		return &Request{ID: id}, NewError(CodeInvalidRequest, "request must be a JSON-RPC 2.0 object")
 	}
 	req := &Request{ID: idOrNull(w.ID), Params: w.Params}
 	if !validID(w.ID) {
@@ -79,6 +72,20 @@ func DecodeRequest(body []byte) (*Request, *Error) {
 		return req, NewError(CodeInvalidParams, "params must be an object")
 	}
 	return req, nil
+}
+
+// malformedRequest is the answer to a body that is not a request object:
+// -32700 for invalid JSON, else -32600, with the id echoed only if it was
+// read and is itself of a valid type.
+func malformedRequest(body []byte, id json.RawMessage) (*Request, *Error) {
+	if !json.Valid(body) {
+		return &Request{ID: nullID}, NewError(CodeParseError, "invalid JSON")
+	}
+	echo := nullID
+	if validID(id) {
+		echo = idOrNull(id)
+	}
+	return &Request{ID: echo}, NewError(CodeInvalidRequest, "request must be a JSON-RPC 2.0 object")
 }
 
 func idOrNull(id json.RawMessage) json.RawMessage {
