@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math/bits"
 	"reflect"
 	"strconv"
 	"strings"
@@ -41,56 +42,33 @@ const fastMaxDepth = 256
 // holds its zero value (encoding/json merges into a non-zero value, which
 // the fast path does not imitate). It reports whether it did.
 func fastUnmarshal(data []byte, v any) bool {
-	d := fastDecoder{b: data}
-	var err error
 	switch v := v.(type) {
 	case *Task:
-		if !zero(v) {
-			return false
-		}
-		var t Task
-		if err = d.root(func() error { return d.task(&t) }); err == nil {
-			*v = t
-		}
+		return fastInto(data, v, taskFields)
 	case *Message:
-		if !zero(v) {
-			return false
-		}
-		var m Message
-		if err = d.root(func() error { return d.message(&m) }); err == nil {
-			*v = m
-		}
+		return fastInto(data, v, messageFields)
 	case *StreamResponse:
-		if *v != (StreamResponse{}) {
-			return false
-		}
-		var r StreamResponse
-		if err = d.root(func() error { return d.streamResponse(&r) }); err == nil {
-			*v = r
-		}
+		return fastInto(data, v, streamResponseFields)
 	case *SendMessageResponse:
-		if *v != (SendMessageResponse{}) {
-			return false
-		}
-		var r SendMessageResponse
-		if err = d.root(func() error { return d.sendMessageResponse(&r) }); err == nil {
-			*v = r
-		}
+		return fastInto(data, v, sendMessageResponseFields)
 	case *SendMessageRequest:
-		if !zero(v) {
-			return false
-		}
-		var r SendMessageRequest
-		if err = d.root(func() error { return d.sendMessageRequest(&r) }); err == nil {
-			*v = r
-		}
-	default:
-		return false
+		return fastInto(data, v, sendMessageRequestFields)
 	}
-	return err == nil
+	return false
 }
 
-func zero[T any](v *T) bool { return reflect.ValueOf(v).Elem().IsZero() }
+func fastInto[T any](data []byte, v *T, fields []fieldDecoder[T]) bool {
+	if !reflect.ValueOf(v).Elem().IsZero() {
+		return false
+	}
+	d := &fastDecoder{b: data}
+	if d.root(func() error { return decodeObject(d, v, fields) }) != nil {
+		var zero T
+		*v = zero // for the general path, which would merge into a partial value
+		return false
+	}
+	return true
+}
 
 type fastDecoder struct {
 	b     []byte
@@ -140,18 +118,6 @@ func (d *fastDecoder) consume(c byte) bool {
 		return true
 	}
 	return false
-}
-
-// fields is a set of an object's keys already seen, by field number.
-type fields uint32
-
-func (f *fields) see(n int) error {
-	bit := fields(1) << n
-	if *f&bit != 0 {
-		return errDecline // duplicate: encoding/json would merge
-	}
-	*f |= bit
-	return nil
 }
 
 // object calls member for each key of an object in turn; member decodes
@@ -231,24 +197,6 @@ func (d *fastDecoder) array(elem func() error) (n int, err error) {
 			return n, errDecline
 		}
 	}
-}
-
-// unknown skips the value of a key that is not one of names, the struct's
-// field names. A key encoding/json would match to a field regardless of
-// case, or that the general path would rewrite from snake_case, declines.
-func (d *fastDecoder) unknown(key []byte, names ...string) error {
-	for _, c := range key {
-		if c >= utf8.RuneSelf || c == '_' {
-			return errDecline
-		}
-	}
-	for _, n := range names {
-		if strings.EqualFold(n, string(key)) {
-			return errDecline
-		}
-	}
-	_, err := d.skip()
-	return err
 }
 
 // str decodes a JSON string; null declines.
@@ -598,14 +546,14 @@ func (d *fastDecoder) metadata() (map[string]any, error) {
 	return d.anyObject()
 }
 
-// viaJSON decodes the next value into v with the general path: the types
+// viaGeneral decodes the next value into v with the general path: the types
 // that are rare on the hot path keep a single definition.
-func (d *fastDecoder) viaJSON(v any) error {
+func (d *fastDecoder) viaGeneral(v any) error {
 	raw, err := d.skip()
 	if err != nil {
 		return err
 	}
-	if Unmarshal(raw, v) != nil {
+	if unmarshalGeneral(raw, v) != nil {
 		return errDecline
 	}
 	return nil
@@ -646,380 +594,228 @@ func (d *fastDecoder) state(s *TaskState) error {
 	return nil
 }
 
-func (d *fastDecoder) part(p *Part) error {
-	var seen fields
-	var content int
-	err := d.object(func(key []byte) error {
-		var err error
-		switch string(key) {
-		case "text":
-			if err = seen.see(0); err == nil {
-				p.Kind, content = PartText, content+1
-				p.Text, err = d.str()
+// fieldDecoder decodes the value of one member of a T.
+type fieldDecoder[T any] struct {
+	name   string
+	decode func(d *fastDecoder, v *T) error
+}
+
+// decodeFields decodes an object into v through its members' decoders and
+// returns the set of members seen, by their index in fields (at most 32).
+func decodeFields[T any](d *fastDecoder, v *T, fields []fieldDecoder[T]) (seen uint32, err error) {
+	err = d.object(func(key []byte) error {
+		for i := range fields {
+			if string(key) != fields[i].name {
+				continue
 			}
-		case "raw":
-			if err = seen.see(1); err == nil {
-				p.Kind, content = PartRaw, content+1
-				var s string
-				if s, err = d.str(); err == nil {
-					if p.Raw, err = decodeBase64(s); err != nil {
-						err = errDecline
-					}
-				}
+			bit := uint32(1) << i
+			if seen&bit != 0 {
+				return errDecline // duplicate: encoding/json would merge
 			}
-		case "url":
-			if err = seen.see(2); err == nil {
-				p.Kind, content = PartURL, content+1
-				p.URL, err = d.str()
-			}
-		case "data":
-			if err = seen.see(3); err == nil {
-				p.Kind, content = PartData, content+1
-				var raw []byte
-				if raw, err = d.skip(); err == nil {
-					p.Data = append(json.RawMessage(nil), raw...)
-				}
-			}
-		case "filename":
-			if err = seen.see(4); err == nil {
-				p.Filename, err = d.str()
-			}
-		case "mediaType":
-			if err = seen.see(5); err == nil {
-				p.MediaType, err = d.str()
-			}
-		case "metadata":
-			if err = seen.see(6); err == nil {
-				p.Metadata, err = d.metadata()
-			}
-		default:
-			err = d.unknown(key, "text", "raw", "url", "data", "filename", "mediaType", "metadata")
+			seen |= bit
+			return fields[i].decode(d, v)
 		}
+		// A key encoding/json would match to a field regardless of case,
+		// or that the general path would rewrite from snake_case,
+		// declines; any other is skipped.
+		for _, c := range key {
+			if c >= utf8.RuneSelf || c == '_' {
+				return errDecline
+			}
+		}
+		for i := range fields {
+			if strings.EqualFold(fields[i].name, string(key)) {
+				return errDecline
+			}
+		}
+		_, err := d.skip()
 		return err
 	})
-	if err == nil && content != 1 {
-		return errDecline
-	}
+	return seen, err
+}
+
+func decodeObject[T any](d *fastDecoder, v *T, fields []fieldDecoder[T]) error {
+	_, err := decodeFields(d, v, fields)
 	return err
 }
 
-func (d *fastDecoder) parts() ([]Part, error) {
-	out := []Part{}
+// newObject decodes an object into a fresh T; null declines.
+func newObject[T any](d *fastDecoder, fields []fieldDecoder[T]) (*T, error) {
+	v := new(T)
+	return v, decodeObject(d, v, fields)
+}
+
+// objects decodes an array of objects; [] is an empty, non-nil slice.
+func objects[T any](d *fastDecoder, fields []fieldDecoder[T]) ([]T, error) {
+	out := []T{}
 	_, err := d.array(func() error {
-		out = append(out, Part{})
-		return d.part(&out[len(out)-1])
+		var zero T
+		out = append(out, zero)
+		return decodeObject(d, &out[len(out)-1], fields)
 	})
 	return out, err
 }
 
-func (d *fastDecoder) message(m *Message) error {
-	var seen fields
-	return d.object(func(key []byte) error {
-		var err error
-		switch string(key) {
-		case "messageId":
-			if err = seen.see(0); err == nil {
-				m.MessageID, err = d.str()
-			}
-		case "contextId":
-			if err = seen.see(1); err == nil {
-				m.ContextID, err = d.str()
-			}
-		case "taskId":
-			if err = seen.see(2); err == nil {
-				m.TaskID, err = d.str()
-			}
-		case "role":
-			if err = seen.see(3); err == nil {
-				err = d.role(&m.Role)
-			}
-		case "parts":
-			if err = seen.see(4); err == nil {
-				m.Parts, err = d.parts()
-			}
-		case "metadata":
-			if err = seen.see(5); err == nil {
-				m.Metadata, err = d.metadata()
-			}
-		case "extensions":
-			if err = seen.see(6); err == nil {
-				m.Extensions, err = d.strings()
-			}
-		case "referenceTaskIds":
-			if err = seen.see(7); err == nil {
-				m.ReferenceTaskIDs, err = d.strings()
-			}
-		default:
-			err = d.unknown(key, "messageId", "contextId", "taskId", "role", "parts", "metadata", "extensions", "referenceTaskIds")
+// partContent is the set of Part's content members in partFields.
+const partContent = 1<<0 | 1<<1 | 1<<2 | 1<<3
+
+var partFields = []fieldDecoder[Part]{
+	{"text", func(d *fastDecoder, p *Part) (err error) { p.Kind = PartText; p.Text, err = d.str(); return }},
+	{"raw", func(d *fastDecoder, p *Part) error {
+		p.Kind = PartRaw
+		s, err := d.str()
+		if err != nil {
+			return err
+		}
+		if p.Raw, err = decodeBase64(s); err != nil {
+			return errDecline
+		}
+		return nil
+	}},
+	{"url", func(d *fastDecoder, p *Part) (err error) { p.Kind = PartURL; p.URL, err = d.str(); return }},
+	{"data", func(d *fastDecoder, p *Part) error {
+		p.Kind = PartData
+		raw, err := d.skip()
+		p.Data = append(json.RawMessage(nil), raw...)
+		return err
+	}},
+	{"filename", func(d *fastDecoder, p *Part) (err error) { p.Filename, err = d.str(); return }},
+	{"mediaType", func(d *fastDecoder, p *Part) (err error) { p.MediaType, err = d.str(); return }},
+	{"metadata", func(d *fastDecoder, p *Part) (err error) { p.Metadata, err = d.metadata(); return }},
+}
+
+// parts decodes a list of parts, each with exactly one content member.
+func (d *fastDecoder) parts() ([]Part, error) {
+	out := []Part{}
+	_, err := d.array(func() error {
+		out = append(out, Part{})
+		seen, err := decodeFields(d, &out[len(out)-1], partFields)
+		if err == nil && bits.OnesCount32(seen&partContent) != 1 {
+			return errDecline
 		}
 		return err
 	})
+	return out, err
 }
 
-// messagePtr decodes a message into a fresh pointer; null declines.
-func (d *fastDecoder) messagePtr() (*Message, error) {
-	m := new(Message)
-	return m, d.message(m)
+var messageFields = []fieldDecoder[Message]{
+	{"messageId", func(d *fastDecoder, m *Message) (err error) { m.MessageID, err = d.str(); return }},
+	{"contextId", func(d *fastDecoder, m *Message) (err error) { m.ContextID, err = d.str(); return }},
+	{"taskId", func(d *fastDecoder, m *Message) (err error) { m.TaskID, err = d.str(); return }},
+	{"role", func(d *fastDecoder, m *Message) error { return d.role(&m.Role) }},
+	{"parts", func(d *fastDecoder, m *Message) (err error) { m.Parts, err = d.parts(); return }},
+	{"metadata", func(d *fastDecoder, m *Message) (err error) { m.Metadata, err = d.metadata(); return }},
+	{"extensions", func(d *fastDecoder, m *Message) (err error) { m.Extensions, err = d.strings(); return }},
+	{"referenceTaskIds", func(d *fastDecoder, m *Message) (err error) { m.ReferenceTaskIDs, err = d.strings(); return }},
 }
 
-func (d *fastDecoder) status(s *TaskStatus) error {
-	var seen fields
-	return d.object(func(key []byte) error {
-		var err error
-		switch string(key) {
-		case "state":
-			if err = seen.see(0); err == nil {
-				err = d.state(&s.State)
-			}
-		case "message":
-			if err = seen.see(1); err == nil {
-				s.Message, err = d.messagePtr()
-			}
-		case "timestamp":
-			if err = seen.see(2); err == nil {
-				var ts string
-				if ts, err = d.str(); err == nil && ts != "" {
-					if s.Timestamp, err = ParseTimestamp(ts); err != nil {
-						err = errDecline
-					}
-				}
-			}
-		default:
-			err = d.unknown(key, "state", "message", "timestamp")
+var statusFields = []fieldDecoder[TaskStatus]{
+	{"state", func(d *fastDecoder, s *TaskStatus) error { return d.state(&s.State) }},
+	{"message", func(d *fastDecoder, s *TaskStatus) (err error) { s.Message, err = newObject(d, messageFields); return }},
+	{"timestamp", func(d *fastDecoder, s *TaskStatus) error {
+		ts, err := d.str()
+		if err != nil || ts == "" {
+			return err
 		}
-		return err
-	})
-}
-
-func (d *fastDecoder) artifact(a *Artifact) error {
-	var seen fields
-	return d.object(func(key []byte) error {
-		var err error
-		switch string(key) {
-		case "artifactId":
-			if err = seen.see(0); err == nil {
-				a.ArtifactID, err = d.str()
-			}
-		case "name":
-			if err = seen.see(1); err == nil {
-				a.Name, err = d.str()
-			}
-		case "description":
-			if err = seen.see(2); err == nil {
-				a.Description, err = d.str()
-			}
-		case "parts":
-			if err = seen.see(3); err == nil {
-				a.Parts, err = d.parts()
-			}
-		case "metadata":
-			if err = seen.see(4); err == nil {
-				a.Metadata, err = d.metadata()
-			}
-		case "extensions":
-			if err = seen.see(5); err == nil {
-				a.Extensions, err = d.strings()
-			}
-		default:
-			err = d.unknown(key, "artifactId", "name", "description", "parts", "metadata", "extensions")
+		if s.Timestamp, err = ParseTimestamp(ts); err != nil {
+			return errDecline
 		}
-		return err
-	})
+		return nil
+	}},
 }
 
-func (d *fastDecoder) task(t *Task) error {
-	var seen fields
-	return d.object(func(key []byte) error {
-		var err error
-		switch string(key) {
-		case "id":
-			if err = seen.see(0); err == nil {
-				t.ID, err = d.str()
-			}
-		case "contextId":
-			if err = seen.see(1); err == nil {
-				t.ContextID, err = d.str()
-			}
-		case "status":
-			if err = seen.see(2); err == nil {
-				err = d.status(&t.Status)
-			}
-		case "artifacts":
-			if err = seen.see(3); err == nil {
-				t.Artifacts = []Artifact{}
-				_, err = d.array(func() error {
-					t.Artifacts = append(t.Artifacts, Artifact{})
-					return d.artifact(&t.Artifacts[len(t.Artifacts)-1])
-				})
-			}
-		case "history":
-			if err = seen.see(4); err == nil {
-				t.History = []Message{}
-				_, err = d.array(func() error {
-					t.History = append(t.History, Message{})
-					return d.message(&t.History[len(t.History)-1])
-				})
-			}
-		case "metadata":
-			if err = seen.see(5); err == nil {
-				t.Metadata, err = d.metadata()
-			}
-		default:
-			err = d.unknown(key, "id", "contextId", "status", "artifacts", "history", "metadata")
+var artifactFields = []fieldDecoder[Artifact]{
+	{"artifactId", func(d *fastDecoder, a *Artifact) (err error) { a.ArtifactID, err = d.str(); return }},
+	{"name", func(d *fastDecoder, a *Artifact) (err error) { a.Name, err = d.str(); return }},
+	{"description", func(d *fastDecoder, a *Artifact) (err error) { a.Description, err = d.str(); return }},
+	{"parts", func(d *fastDecoder, a *Artifact) (err error) { a.Parts, err = d.parts(); return }},
+	{"metadata", func(d *fastDecoder, a *Artifact) (err error) { a.Metadata, err = d.metadata(); return }},
+	{"extensions", func(d *fastDecoder, a *Artifact) (err error) { a.Extensions, err = d.strings(); return }},
+}
+
+var taskFields = []fieldDecoder[Task]{
+	{"id", func(d *fastDecoder, t *Task) (err error) { t.ID, err = d.str(); return }},
+	{"contextId", func(d *fastDecoder, t *Task) (err error) { t.ContextID, err = d.str(); return }},
+	{"status", func(d *fastDecoder, t *Task) error { return decodeObject(d, &t.Status, statusFields) }},
+	{"artifacts", func(d *fastDecoder, t *Task) (err error) { t.Artifacts, err = objects(d, artifactFields); return }},
+	{"history", func(d *fastDecoder, t *Task) (err error) { t.History, err = objects(d, messageFields); return }},
+	{"metadata", func(d *fastDecoder, t *Task) (err error) { t.Metadata, err = d.metadata(); return }},
+}
+
+var statusUpdateFields = []fieldDecoder[TaskStatusUpdateEvent]{
+	{"taskId", func(d *fastDecoder, e *TaskStatusUpdateEvent) (err error) { e.TaskID, err = d.str(); return }},
+	{"contextId", func(d *fastDecoder, e *TaskStatusUpdateEvent) (err error) { e.ContextID, err = d.str(); return }},
+	{"status", func(d *fastDecoder, e *TaskStatusUpdateEvent) error { return decodeObject(d, &e.Status, statusFields) }},
+	{"metadata", func(d *fastDecoder, e *TaskStatusUpdateEvent) (err error) { e.Metadata, err = d.metadata(); return }},
+}
+
+var artifactUpdateFields = []fieldDecoder[TaskArtifactUpdateEvent]{
+	{"taskId", func(d *fastDecoder, e *TaskArtifactUpdateEvent) (err error) { e.TaskID, err = d.str(); return }},
+	{"contextId", func(d *fastDecoder, e *TaskArtifactUpdateEvent) (err error) { e.ContextID, err = d.str(); return }},
+	{"artifact", func(d *fastDecoder, e *TaskArtifactUpdateEvent) error {
+		return decodeObject(d, &e.Artifact, artifactFields)
+	}},
+	{"append", func(d *fastDecoder, e *TaskArtifactUpdateEvent) (err error) { e.Append, err = d.boolean(); return }},
+	{"lastChunk", func(d *fastDecoder, e *TaskArtifactUpdateEvent) (err error) { e.LastChunk, err = d.boolean(); return }},
+	{"metadata", func(d *fastDecoder, e *TaskArtifactUpdateEvent) (err error) { e.Metadata, err = d.metadata(); return }},
+}
+
+var streamResponseFields = []fieldDecoder[StreamResponse]{
+	{"task", func(d *fastDecoder, r *StreamResponse) (err error) { r.Task, err = newObject(d, taskFields); return }},
+	{"message", func(d *fastDecoder, r *StreamResponse) (err error) {
+		r.Message, err = newObject(d, messageFields)
+		return
+	}},
+	{"statusUpdate", func(d *fastDecoder, r *StreamResponse) (err error) {
+		r.StatusUpdate, err = newObject(d, statusUpdateFields)
+		return
+	}},
+	{"artifactUpdate", func(d *fastDecoder, r *StreamResponse) (err error) {
+		r.ArtifactUpdate, err = newObject(d, artifactUpdateFields)
+		return
+	}},
+}
+
+var sendMessageResponseFields = []fieldDecoder[SendMessageResponse]{
+	{"task", func(d *fastDecoder, r *SendMessageResponse) (err error) {
+		r.Task, err = newObject(d, taskFields)
+		return
+	}},
+	{"message", func(d *fastDecoder, r *SendMessageResponse) (err error) {
+		r.Message, err = newObject(d, messageFields)
+		return
+	}},
+}
+
+var sendMessageRequestFields = []fieldDecoder[SendMessageRequest]{
+	{"tenant", func(d *fastDecoder, r *SendMessageRequest) (err error) { r.Tenant, err = d.str(); return }},
+	{"message", func(d *fastDecoder, r *SendMessageRequest) (err error) {
+		r.Message, err = newObject(d, messageFields)
+		return
+	}},
+	{"configuration", func(d *fastDecoder, r *SendMessageRequest) error {
+		if d.peek() != '{' {
+			return errDecline
 		}
-		return err
-	})
+		r.Configuration = new(SendMessageConfiguration)
+		return d.viaGeneral(r.Configuration)
+	}},
+	{"metadata", func(d *fastDecoder, r *SendMessageRequest) (err error) { r.Metadata, err = d.metadata(); return }},
 }
 
-func (d *fastDecoder) statusUpdate(e *TaskStatusUpdateEvent) error {
-	var seen fields
-	return d.object(func(key []byte) error {
-		var err error
-		switch string(key) {
-		case "taskId":
-			if err = seen.see(0); err == nil {
-				e.TaskID, err = d.str()
-			}
-		case "contextId":
-			if err = seen.see(1); err == nil {
-				e.ContextID, err = d.str()
-			}
-		case "status":
-			if err = seen.see(2); err == nil {
-				err = d.status(&e.Status)
-			}
-		case "metadata":
-			if err = seen.see(3); err == nil {
-				e.Metadata, err = d.metadata()
-			}
-		default:
-			err = d.unknown(key, "taskId", "contextId", "status", "metadata")
-		}
-		return err
-	})
+// responseParts are the members of a JSON-RPC response a client reads.
+type responseParts struct{ result, errObj []byte }
+
+func skipMember[T any](d *fastDecoder, _ *T) error {
+	_, err := d.skip()
+	return err
 }
 
-func (d *fastDecoder) artifactUpdate(e *TaskArtifactUpdateEvent) error {
-	var seen fields
-	return d.object(func(key []byte) error {
-		var err error
-		switch string(key) {
-		case "taskId":
-			if err = seen.see(0); err == nil {
-				e.TaskID, err = d.str()
-			}
-		case "contextId":
-			if err = seen.see(1); err == nil {
-				e.ContextID, err = d.str()
-			}
-		case "artifact":
-			if err = seen.see(2); err == nil {
-				err = d.artifact(&e.Artifact)
-			}
-		case "append":
-			if err = seen.see(3); err == nil {
-				e.Append, err = d.boolean()
-			}
-		case "lastChunk":
-			if err = seen.see(4); err == nil {
-				e.LastChunk, err = d.boolean()
-			}
-		case "metadata":
-			if err = seen.see(5); err == nil {
-				e.Metadata, err = d.metadata()
-			}
-		default:
-			err = d.unknown(key, "taskId", "contextId", "artifact", "append", "lastChunk", "metadata")
-		}
-		return err
-	})
-}
-
-func (d *fastDecoder) taskPtr() (*Task, error) {
-	t := new(Task)
-	return t, d.task(t)
-}
-
-func (d *fastDecoder) streamResponse(r *StreamResponse) error {
-	var seen fields
-	return d.object(func(key []byte) error {
-		var err error
-		switch string(key) {
-		case "task":
-			if err = seen.see(0); err == nil {
-				r.Task, err = d.taskPtr()
-			}
-		case "message":
-			if err = seen.see(1); err == nil {
-				r.Message, err = d.messagePtr()
-			}
-		case "statusUpdate":
-			if err = seen.see(2); err == nil {
-				r.StatusUpdate = new(TaskStatusUpdateEvent)
-				err = d.statusUpdate(r.StatusUpdate)
-			}
-		case "artifactUpdate":
-			if err = seen.see(3); err == nil {
-				r.ArtifactUpdate = new(TaskArtifactUpdateEvent)
-				err = d.artifactUpdate(r.ArtifactUpdate)
-			}
-		default:
-			err = d.unknown(key, "task", "message", "statusUpdate", "artifactUpdate")
-		}
-		return err
-	})
-}
-
-func (d *fastDecoder) sendMessageResponse(r *SendMessageResponse) error {
-	var seen fields
-	return d.object(func(key []byte) error {
-		var err error
-		switch string(key) {
-		case "task":
-			if err = seen.see(0); err == nil {
-				r.Task, err = d.taskPtr()
-			}
-		case "message":
-			if err = seen.see(1); err == nil {
-				r.Message, err = d.messagePtr()
-			}
-		default:
-			err = d.unknown(key, "task", "message")
-		}
-		return err
-	})
-}
-
-func (d *fastDecoder) sendMessageRequest(r *SendMessageRequest) error {
-	var seen fields
-	return d.object(func(key []byte) error {
-		var err error
-		switch string(key) {
-		case "tenant":
-			if err = seen.see(0); err == nil {
-				r.Tenant, err = d.str()
-			}
-		case "message":
-			if err = seen.see(1); err == nil {
-				r.Message, err = d.messagePtr()
-			}
-		case "configuration":
-			if err = seen.see(2); err == nil {
-				if d.peek() != '{' {
-					return errDecline
-				}
-				r.Configuration = new(SendMessageConfiguration)
-				err = d.viaJSON(r.Configuration)
-			}
-		case "metadata":
-			if err = seen.see(3); err == nil {
-				r.Metadata, err = d.metadata()
-			}
-		default:
-			err = d.unknown(key, "tenant", "message", "configuration", "metadata")
-		}
-		return err
-	})
+var responseFields = []fieldDecoder[responseParts]{
+	{"result", func(d *fastDecoder, r *responseParts) (err error) { r.result, err = d.skip(); return }},
+	{"error", func(d *fastDecoder, r *responseParts) (err error) { r.errObj, err = d.skip(); return }},
+	{"jsonrpc", skipMember[responseParts]},
+	{"id", skipMember[responseParts]},
 }
 
 // splitResponse finds the result and error members of a JSON-RPC response
@@ -1027,28 +823,28 @@ func (d *fastDecoder) sendMessageRequest(r *SendMessageRequest) error {
 // path.
 func splitResponse(body []byte) (result, errObj []byte, ok bool) {
 	d := fastDecoder{b: body}
-	var seen fields
-	err := d.root(func() error {
-		return d.object(func(key []byte) error {
-			var err error
-			switch string(key) {
-			case "result":
-				if err = seen.see(0); err == nil {
-					result, err = d.skip()
-				}
-			case "error":
-				if err = seen.see(1); err == nil {
-					errObj, err = d.skip()
-				}
-			case "jsonrpc", "id":
-				_, err = d.skip()
-			default:
-				err = d.unknown(key, "result", "error")
-			}
-			return err
-		})
-	})
-	return result, errObj, err == nil
+	var r responseParts
+	err := d.root(func() error { return decodeObject(&d, &r, responseFields) })
+	return r.result, r.errObj, err == nil
+}
+
+var requestFields = []fieldDecoder[requestWire]{
+	{"jsonrpc", func(d *fastDecoder, w *requestWire) error {
+		v, err := d.str()
+		w.JSONRPC = &v
+		return err
+	}},
+	{"id", func(d *fastDecoder, w *requestWire) error {
+		raw, err := d.skip()
+		w.ID = append(json.RawMessage(nil), raw...)
+		return err
+	}},
+	{"method", func(d *fastDecoder, w *requestWire) error {
+		v, err := d.str()
+		w.Method = &v
+		return err
+	}},
+	{"params", func(d *fastDecoder, w *requestWire) (err error) { w.Params, err = d.skip(); return }},
 }
 
 // splitRequest reads a JSON-RPC request envelope, leaving params undecoded:
@@ -1056,38 +852,6 @@ func splitResponse(body []byte) (result, errObj []byte, ok bool) {
 // the general path.
 func splitRequest(body []byte) (w requestWire, ok bool) {
 	d := fastDecoder{b: body, own: true}
-	var seen fields
-	err := d.root(func() error {
-		return d.object(func(key []byte) error {
-			var err error
-			switch string(key) {
-			case "jsonrpc":
-				if err = seen.see(0); err == nil {
-					var v string
-					v, err = d.str()
-					w.JSONRPC = &v
-				}
-			case "id":
-				if err = seen.see(1); err == nil {
-					var raw []byte
-					raw, err = d.skip()
-					w.ID = append(json.RawMessage(nil), raw...)
-				}
-			case "method":
-				if err = seen.see(2); err == nil {
-					var v string
-					v, err = d.str()
-					w.Method = &v
-				}
-			case "params":
-				if err = seen.see(3); err == nil {
-					w.Params, err = d.skip()
-				}
-			default:
-				err = d.unknown(key, "jsonrpc", "id", "method", "params")
-			}
-			return err
-		})
-	})
+	err := d.root(func() error { return decodeObject(&d, &w, requestFields) })
 	return w, err == nil
 }
