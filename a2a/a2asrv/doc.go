@@ -59,6 +59,11 @@
 //     runs, and a Reply then completes it with that message.
 //   - The first frame of every task stream is the whole Task (§3.1.2), also
 //     when a message continues an existing task.
+//   - A message that continues an INPUT_REQUIRED or AUTH_REQUIRED task is
+//     the input it waited for: the task is WORKING again from that message
+//     on (unless the executor's first write sets another state), so a
+//     blocking call or a stream about the continuation runs to the agent's
+//     answer instead of ending on the stale interrupted state.
 //   - SubscribeToTask on a task with no execution running in this process
 //     sends the snapshot and closes: nothing here will change it. Terminal
 //     tasks are refused with -32004.

@@ -189,7 +189,7 @@ func (u *updater) write(ctx context.Context, mutate func(t *a2a.Task) (*a2a.Stre
 		}
 		// The first write of a continuation is sent as the whole task, so a
 		// stream about it starts with a Task frame like a new task's does.
-		t.History = append(t.History, *u.userMsg)
+		continueTask(t, u.userMsg, u.h.now())
 		if _, err := mutate(t); err != nil {
 			return nil, err
 		}
@@ -201,6 +201,17 @@ func (u *updater) write(ctx context.Context, mutate func(t *a2a.Task) (*a2a.Stre
 		}
 	}
 	return err
+}
+
+// continueTask records msg, the next message of a live task. A task that
+// was waiting for input or authorization has got it and is working again:
+// left interrupted, its first frame would read as final, and a blocking
+// call or a stream would end before the agent answered.
+func continueTask(t *a2a.Task, msg *a2a.Message, now time.Time) {
+	t.History = append(t.History, *msg)
+	if t.Status.State.Interrupted() {
+		t.Status = a2a.TaskStatus{State: a2a.TaskStateWorking, Timestamp: now}
+	}
 }
 
 func (u *updater) savePushConfig(ctx context.Context) {

@@ -502,3 +502,93 @@ func TestBodyLimit(t *testing.T) {
 		})
 	}
 }
+
+// asker asks for input on a task's first turn; on the next it writes an
+// artifact, reports it on written and completes once the test releases it.
+type asker struct {
+	written chan struct{}
+	release chan struct{}
+}
+
+func (a *asker) Execute(ctx context.Context, req *a2asrv.RequestContext, u a2asrv.Updater) error {
+	if req.Task == nil {
+		q := &a2a.Message{MessageID: a2a.NewID(), Role: a2a.RoleAgent, Parts: []a2a.Part{a2a.TextPart("what number?")}}
+		return u.UpdateStatus(ctx, a2a.TaskStateInputRequired, q, nil)
+	}
+	art := a2a.Artifact{ArtifactID: "answer", Parts: []a2a.Part{a2a.TextPart("answer: " + req.Message.Text())}}
+	if err := u.AddArtifact(ctx, art, false, true, nil); err != nil {
+		return err
+	}
+	a.written <- struct{}{}
+	<-a.release
+	return u.UpdateStatus(ctx, a2a.TaskStateCompleted, nil, nil)
+}
+
+// A message answering an interrupted task puts it back to WORKING, so a
+// blocking call or a stream about the continuation waits for the agent
+// instead of ending at the first write on the stale INPUT_REQUIRED.
+func TestContinuationOfInterruptedTaskRunsToTheEnd(t *testing.T) {
+	ask := func(t *testing.T) (*client, *asker, string) {
+		a := &asker{written: make(chan struct{}, 1), release: make(chan struct{})}
+		c, _ := newServer(t, a, nil)
+		var first a2a.SendMessageResponse
+		if err := c.call(a2a.MethodSendMessage, userMessage("ask"), &first); err != nil {
+			t.Fatal(err)
+		}
+		if first.Task == nil || first.Task.Status.State != a2a.TaskStateInputRequired {
+			t.Fatalf("first turn = %+v, want INPUT_REQUIRED", first)
+		}
+		return c, a, first.Task.ID
+	}
+	t.Run("blocking", func(t *testing.T) {
+		c, a, id := ask(t)
+		done := make(chan *a2a.SendMessageResponse, 1)
+		go func() {
+			var resp a2a.SendMessageResponse
+			if err := c.call(a2a.MethodSendMessage, continuation(id, "42"), &resp); err != nil {
+				t.Error(err)
+			}
+			done <- &resp
+		}()
+		<-a.written
+		select {
+		case resp := <-done:
+			t.Fatalf("the call answered before the agent finished: %+v", resp.Task.Status)
+		case <-time.After(100 * time.Millisecond):
+		}
+		close(a.release)
+		resp := <-done
+		if resp.Task == nil || resp.Task.Status.State != a2a.TaskStateCompleted || len(resp.Task.Artifacts) != 1 {
+			t.Fatalf("continuation = %+v, want COMPLETED with the answer", resp.Task)
+		}
+	})
+	t.Run("stream", func(t *testing.T) {
+		c, a, id := ask(t)
+		frames := c.stream(t.Context(), a2a.MethodSendStreamingMessage, continuation(id, "42"))
+		first := next(t, frames)
+		if first.Task == nil || first.Task.Status.State != a2a.TaskStateWorking || len(first.Task.Artifacts) != 1 {
+			t.Fatalf("first frame = %+v, want the task WORKING with the new artifact", first)
+		}
+		<-a.written
+		close(a.release)
+		last := next(t, frames)
+		if last.StatusUpdate == nil || last.StatusUpdate.Status.State != a2a.TaskStateCompleted {
+			t.Fatalf("next frame = %+v, want the COMPLETED status", last)
+		}
+		closed(t, frames)
+	})
+	t.Run("returnImmediately", func(t *testing.T) {
+		c, a, id := ask(t)
+		params := continuation(id, "42")
+		params["configuration"] = map[string]any{"returnImmediately": true}
+		var resp a2a.SendMessageResponse
+		if err := c.call(a2a.MethodSendMessage, params, &resp); err != nil {
+			t.Fatal(err)
+		}
+		if resp.Task == nil || resp.Task.Status.State != a2a.TaskStateWorking {
+			t.Fatalf("continuation = %+v, want WORKING", resp.Task)
+		}
+		<-a.written
+		close(a.release)
+	})
+}

@@ -205,7 +205,7 @@ func (h *Handler) start(c *call, p *prepared, sub *subscriber, eager bool) (*exe
 				if t.Status.State.Terminal() {
 					return nil, a2a.NewError(a2a.CodeUnsupportedOperation, "task %s is in a terminal state", t.ID)
 				}
-				t.History = append(t.History, *p.msg)
+				continueTask(t, p.msg, h.now())
 				return &a2a.StreamResponse{Task: t}, nil
 			})
 			if err != nil {
