@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"math"
 	"unicode/utf8"
+
+	"novaos.dev/novaos/secret"
 )
 
 // Wire constants of sealed envelope v1.
@@ -205,7 +207,7 @@ func (e *decoded) open(key *PrivateKey, d Delivery) (Secret, error) {
 	if !utf8.Valid(pt) {
 		return Secret{}, formatErr("value is not UTF-8")
 	}
-	return newSecret(string(pt)), nil
+	return secret.New(string(pt)), nil
 }
 
 var b64 = base64.RawURLEncoding.Strict()
