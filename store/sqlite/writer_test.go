@@ -29,14 +29,17 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	}
 
 	release := make(chan struct{})
+	holding := make(chan struct{})
 	first := make(chan error, 1)
 	go func() {
 		first <- db.wr.do(ctx, func(tx *sql.Tx) error {
+			close(holding)
 			<-release // hold this batch open while the others queue up
 			_, err := tx.Exec(`INSERT INTO t VALUES ('first')`)
 			return err
 		})
 	}()
+	<-holding // the others must queue behind it, not overtake it
 
 	const n = 20
 	errs := make([]error, n)
