@@ -27,26 +27,7 @@ var cardCommands = []command{
 }
 
 func runCard(ctx context.Context, args []string, e *env) int {
-	if len(args) > 0 {
-		for _, c := range cardCommands {
-			if c.name == args[0] {
-				return c.run(ctx, args[1:], e)
-			}
-		}
-	}
-	w, code := e.stderr, exitUsage
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
-		w, code = e.stdout, exitOK
-	} else if len(args) > 0 {
-		fmt.Fprintf(w, "novaos card: unknown subcommand %q\n\n", args[0])
-	}
-	fmt.Fprintln(w, "Usage: novaos card <subcommand> [flags]")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Subcommands:")
-	for _, c := range cardCommands {
-		fmt.Fprintf(w, "  %-7s %s\n", c.name, c.summary)
-	}
-	return code
+	return runSubcommand(ctx, "card", cardCommands, args, e)
 }
 
 // parseTarget parses args that name one target (a URL or agent name)

@@ -139,3 +139,27 @@ func usageError(fs *flag.FlagSet, format string, args ...any) int {
 	fs.Usage()
 	return exitUsage
 }
+
+// runSubcommand runs the subcommand of group named by args[0], or prints
+// the group's usage (to stdout for -h, else to stderr with exitUsage).
+func runSubcommand(ctx context.Context, group string, cmds []command, args []string, e *env) int {
+	if len(args) > 0 {
+		for _, c := range cmds {
+			if c.name == args[0] {
+				return c.run(ctx, args[1:], e)
+			}
+		}
+	}
+	w, code := e.stderr, exitUsage
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		w, code = e.stdout, exitOK
+	} else if len(args) > 0 {
+		fmt.Fprintf(w, "novaos %s: unknown subcommand %q\n\n", group, args[0])
+	}
+	fmt.Fprintf(w, "Usage: novaos %s <subcommand> [flags]\n\n", group)
+	fmt.Fprintln(w, "Subcommands:")
+	for _, c := range cmds {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+	}
+	return code
+}

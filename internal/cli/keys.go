@@ -26,30 +26,6 @@ func runKeys(ctx context.Context, args []string, e *env) int {
 	return runSubcommand(ctx, "keys", keysCommands, args, e)
 }
 
-// runSubcommand runs the subcommand of group named by args[0], or prints
-// the group's usage (to stdout for -h, else to stderr with exitUsage).
-func runSubcommand(ctx context.Context, group string, cmds []command, args []string, e *env) int {
-	if len(args) > 0 {
-		for _, c := range cmds {
-			if c.name == args[0] {
-				return c.run(ctx, args[1:], e)
-			}
-		}
-	}
-	w, code := e.stderr, exitUsage
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
-		w, code = e.stdout, exitOK
-	} else if len(args) > 0 {
-		fmt.Fprintf(w, "novaos %s: unknown subcommand %q\n\n", group, args[0])
-	}
-	fmt.Fprintf(w, "Usage: novaos %s <subcommand> [flags]\n\n", group)
-	fmt.Fprintln(w, "Subcommands:")
-	for _, c := range cmds {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
-	}
-	return code
-}
-
 func runKeysGenerate(_ context.Context, args []string, e *env) int {
 	fs := newFlags("keys generate", "keys generate --dir <key-dir> [--public <file>]", e)
 	dir := fs.String("dir", "", "the agent's key `directory`: the private JWK is written there as {kid}.jwk, mode 0600, never overwritten (the directory is created with mode 0700 if missing)")
