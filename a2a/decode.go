@@ -167,34 +167,32 @@ func (d *fastDecoder) object(member func(key []byte) error) error {
 	}
 }
 
-// array calls elem for each element of an array; it reports whether the
-// array was empty through n.
-func (d *fastDecoder) array(elem func() error) (n int, err error) {
+// array calls elem for each element of an array.
+func (d *fastDecoder) array(elem func() error) error {
 	if !d.consume('[') {
-		return 0, errDecline
+		return errDecline
 	}
 	d.depth++
 	if d.depth > fastMaxDepth {
-		return 0, errDecline
+		return errDecline
 	}
 	if d.consume(']') {
 		d.depth--
-		return 0, nil
+		return nil
 	}
 	for {
 		if err := elem(); err != nil {
-			return n, err
+			return err
 		}
-		n++
 		switch d.peek() {
 		case ',':
 			d.i++
 		case ']':
 			d.i++
 			d.depth--
-			return n, nil
+			return nil
 		default:
-			return n, errDecline
+			return errDecline
 		}
 	}
 }
@@ -341,7 +339,7 @@ func (d *fastDecoder) boolean() (bool, error) {
 // encoding/json makes it.
 func (d *fastDecoder) strings() ([]string, error) {
 	out := []string{}
-	_, err := d.array(func() error {
+	err := d.array(func() error {
 		s, err := d.str()
 		out = append(out, s)
 		return err
@@ -361,7 +359,7 @@ func (d *fastDecoder) skip() ([]byte, error) {
 	case c == '{':
 		err = d.object(func([]byte) error { _, err := d.skip(); return err })
 	case c == '[':
-		_, err = d.array(func() error { _, err := d.skip(); return err })
+		err = d.array(func() error { _, err := d.skip(); return err })
 	case c == '"':
 		err = d.skipStr()
 	case c == 't' || c == 'f':
@@ -470,7 +468,7 @@ func (d *fastDecoder) anyValue() (any, error) {
 		return d.anyObject()
 	case '[':
 		out := []any{}
-		_, err := d.array(func() error {
+		err := d.array(func() error {
 			v, err := d.anyValue()
 			out = append(out, v)
 			return err
@@ -648,7 +646,7 @@ func newObject[T any](d *fastDecoder, fields []fieldDecoder[T]) (*T, error) {
 // objects decodes an array of objects; [] is an empty, non-nil slice.
 func objects[T any](d *fastDecoder, fields []fieldDecoder[T]) ([]T, error) {
 	out := []T{}
-	_, err := d.array(func() error {
+	err := d.array(func() error {
 		var zero T
 		out = append(out, zero)
 		return decodeObject(d, &out[len(out)-1], fields)
@@ -687,7 +685,7 @@ var partFields = []fieldDecoder[Part]{
 // parts decodes a list of parts, each with exactly one content member.
 func (d *fastDecoder) parts() ([]Part, error) {
 	out := []Part{}
-	_, err := d.array(func() error {
+	err := d.array(func() error {
 		out = append(out, Part{})
 		seen, err := decodeFields(d, &out[len(out)-1], partFields)
 		if err == nil && bits.OnesCount32(seen&partContent) != 1 {
