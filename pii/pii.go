@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
+
+	"novaos.dev/novaos/secret"
 )
 
 // Replacements written in place of what was found.
@@ -13,7 +15,7 @@ const (
 	SSNMask      = "[SSN]"
 	CardMask     = "[CARD]"
 	IPMask       = "[IP]"
-	RedactedMask = "[REDACTED]"
+	RedactedMask = secret.Redacted
 )
 
 // The patterns are deliberately broad: masking something that was not PII

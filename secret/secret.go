@@ -5,13 +5,11 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"log/slog"
-
-	"novaos.dev/novaos/pii"
 )
 
-// Redacted is what a Value renders as everywhere except Reveal: the same
-// mask the PII-masking log handler writes.
-const Redacted = pii.RedactedMask
+// Redacted is what a Value renders as everywhere except Reveal; the
+// PII-masking log handler (package pii) writes the same mask.
+const Redacted = "[REDACTED]"
 
 // Value is a secret string. The value is held by a closure, which fmt and
 // reflection cannot look into, so even a Value printed as an unexported

@@ -5,29 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"novaos.dev/novaos/secret"
 )
 
-// Secret is a credential value. Its String, GoString, Format and MarshalJSON
-// redact it, so it cannot leak through a log line or an error message; use
-// Reveal to read it.
-type Secret string
-
-const redacted = "[REDACTED]"
-
-// Reveal returns the secret value.
-func (s Secret) Reveal() string { return string(s) }
-
-// String redacts the value.
-func (s Secret) String() string { return redacted }
-
-// GoString redacts the value.
-func (s Secret) GoString() string { return redacted }
-
-// Format redacts the value for every verb.
-func (s Secret) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(redacted)) }
-
-// MarshalJSON redacts the value.
-func (s Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + redacted + `"`), nil }
+// Secret is a credential value, a secret.Value: String, GoString, every fmt
+// verb, JSON and slog redact it, even as an unexported field of another
+// struct, so it cannot leak through a log line or an error message. Make
+// one with secret.New; Reveal reads it.
+type Secret = secret.Value
 
 // AuthProvider adds credentials to a call. It runs after the interceptors'
 // Before, on every call, so a credential that rotates is read afresh.

@@ -16,6 +16,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2aclient"
+	"novaos.dev/novaos/secret"
 )
 
 func TestMethods(t *testing.T) {
@@ -254,8 +255,8 @@ func TestInterceptorsAndAuth(t *testing.T) {
 		}
 	}
 	store := &a2aclient.MemoryCredentials{}
-	store.Set("alice", a2aclient.Credential{Scheme: "bearer", Value: "alice-token"})
-	store.Set("bob", a2aclient.Credential{Scheme: "apiKey", Value: "bob-key"})
+	store.Set("alice", a2aclient.Credential{Scheme: "bearer", Value: secret.New("alice-token")})
+	store.Set("bob", a2aclient.Credential{Scheme: "apiKey", Value: secret.New("bob-key")})
 	c, err := a2aclient.New(a.card, &a2aclient.Options{
 		Interceptors: []a2aclient.Interceptor{mk("one"), mk("two")},
 		Auth:         a2aclient.SessionAuth(store, true),
@@ -335,7 +336,7 @@ func TestInterceptorsAndAuth(t *testing.T) {
 }
 
 func TestSecretRedacted(t *testing.T) {
-	s := a2aclient.Secret("hunter2")
+	s := secret.New("hunter2")
 	c := a2aclient.Credential{Scheme: "bearer", Value: s}
 	b, _ := json.Marshal(c)
 	for _, out := range []string{fmt.Sprint(s), fmt.Sprintf("%v %+v %#v %s %q %x", s, c, c, s, s, s), string(b)} {

@@ -19,6 +19,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2aclient"
+	"novaos.dev/novaos/secret"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden exchanges in testdata/golden")
@@ -142,7 +143,7 @@ func TestGolden(t *testing.T) {
 			rec := &recorder{base: http.DefaultTransport, host: a.srv.URL}
 			c, err := a2aclient.NewFromURL(t.Context(), a.srv.URL, &a2aclient.Options{
 				HTTPClient: &http.Client{Transport: rec},
-				Auth:       a2aclient.Bearer("t0ken"),
+				Auth:       a2aclient.Bearer(secret.New("t0ken")),
 				Extensions: []string{"https://example.com/ext/trace/v1"},
 			})
 			must(t, err)
