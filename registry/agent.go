@@ -31,7 +31,9 @@ const (
 	MaxDomainLen        = 253
 	MaxMetadataBytes    = 16 << 10 // the metadata object, JSON-encoded
 	MaxStatusLen        = 32
-	DefaultThreshold    = 0.8 // fuzzy capability matching
+	MaxRecipientKeys    = 8    // public JWKs in RecipientKeys
+	MaxRecipientKeyLen  = 1024 // bytes of one JWK
+	DefaultThreshold    = 0.8  // fuzzy capability matching
 	containmentMinScore = 0.6
 )
 
@@ -57,9 +59,17 @@ type Agent struct {
 	// Metadata is free-form JSON (at most 16 KiB encoded). The reference
 	// SDK reads "capabilities" (names or {name, description, metadata}
 	// objects), "domains" and "tags" from it; so do the methods below.
-	Metadata  map[string]any `json:"metadata,omitempty"`
-	CreatedAt time.Time      `json:"createdAt,omitzero"`
-	UpdatedAt time.Time      `json:"updatedAt,omitzero"`
+	Metadata map[string]any `json:"metadata,omitempty"`
+	// RecipientKeys are the agent's public X25519 recipient keys for
+	// sealed secrets (ext/usercontext), each a public JWK with kty "OKP",
+	// crv "X25519", x and a kid equal to its RFC 7638 thumbprint; never a
+	// private member ("d"). At most MaxRecipientKeys, with distinct kids.
+	// The registry is where a caller finds the key to seal to (see
+	// Agent.Recipient); the private halves stay in the agent's key
+	// directory. A key from usercontext: key.PublicJWK().
+	RecipientKeys []json.RawMessage `json:"recipientKeys,omitempty"`
+	CreatedAt     time.Time         `json:"createdAt,omitzero"`
+	UpdatedAt     time.Time         `json:"updatedAt,omitzero"`
 }
 
 // Capability is a capability described in an agent's metadata.
@@ -78,6 +88,12 @@ func (a *Agent) Clone() *Agent {
 	c.Capabilities = slices.Clone(a.Capabilities)
 	c.Domains = slices.Clone(a.Domains)
 	c.Tags = slices.Clone(a.Tags)
+	if a.RecipientKeys != nil {
+		c.RecipientKeys = make([]json.RawMessage, len(a.RecipientKeys))
+		for i, k := range a.RecipientKeys {
+			c.RecipientKeys[i] = slices.Clone(k)
+		}
+	}
 	if a.Metadata != nil {
 		// Metadata is plain JSON; a round trip is the simplest deep copy.
 		b, err := json.Marshal(a.Metadata)
@@ -190,6 +206,12 @@ var (
 	// ErrReadOnly: the record belongs to the platform (an agent the
 	// server hosts) and cannot be changed or deleted through the API.
 	ErrReadOnly = errors.New("registry: agent is read-only")
+	// ErrUnauthorized: the server needs its admin token for writes and
+	// the request did not present it (or presented another one).
+	ErrUnauthorized = errors.New("registry: admin token required")
+	// ErrForbidden: the server has no admin token and accepts writes from
+	// its own machine only.
+	ErrForbidden = errors.New("registry: write forbidden")
 )
 
 // FieldError is one broken rule.
@@ -255,8 +277,9 @@ func ValidStatus(s string) bool {
 
 // Validate checks a record against the rules on its fields and the size
 // limits, and its URL against policy (nil: no host restriction, but
-// loopback and private addresses refused). It returns a *ValidationError
-// or nil. The ID and timestamps are not checked: the registry sets them.
+// loopback and private addresses refused). Recipient keys must be public
+// X25519 JWKs whose kid is their RFC 7638 thumbprint; a private key is
+// refused without repeating it. It returns a *ValidationError or nil. The ID and timestamps are not checked: the registry sets them.
 func Validate(a *Agent, policy *Policy) error {
 	var v ValidationError
 	switch {
@@ -291,6 +314,7 @@ func Validate(a *Agent, policy *Policy) error {
 			v.add("metadata", "is larger than %d bytes encoded", MaxMetadataBytes)
 		}
 	}
+	checkRecipientKeys(&v, a.RecipientKeys)
 	if len(v.Fields) > 0 {
 		return &v
 	}

@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"novaos.dev/novaos/secret"
 )
 
 // APIPath is where a NovaOS server serves the registry.
@@ -24,8 +26,14 @@ const maxResponseBytes = 16 << 20
 type ClientOptions struct {
 	// HTTPClient sends the requests (default http.DefaultClient).
 	HTTPClient *http.Client
-	// Header is added to every request (for example Authorization).
+	// Header is added to every request.
 	Header http.Header
+	// AdminToken, when set, is the server's admin token, sent as
+	// "Authorization: Bearer <token>" with writes (Register, Update,
+	// Delete) and never with reads: reads are open, and a token is not
+	// handed to every server a listing is asked of. It never appears in an
+	// error. It replaces an Authorization in Header for writes.
+	AdminToken secret.Value
 	// Policy is applied to the URL of every record the Client registers
 	// or updates and of every record it connects to. Nil means the zero
 	// Policy: any public host, no loopback or private address.
@@ -38,6 +46,7 @@ type Client struct {
 	base   string // server base URL + APIPath
 	http   *http.Client
 	header http.Header
+	token  secret.Value
 	policy *Policy
 }
 
@@ -60,6 +69,7 @@ func NewClient(serverURL string, opts *ClientOptions) (*Client, error) {
 		base:   strings.TrimSuffix(serverURL, "/") + APIPath,
 		http:   o.HTTPClient,
 		header: o.Header.Clone(),
+		token:  o.AdminToken,
 		policy: o.Policy,
 	}, nil
 }
@@ -302,6 +312,9 @@ func (c *Client) do(ctx context.Context, method, u string, in, out any) error {
 	req.Header.Set("Accept", "application/json, "+ProblemContentTypeHeader)
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if !c.token.IsZero() && method != http.MethodGet && method != http.MethodHead {
+		req.Header.Set("Authorization", "Bearer "+c.token.Reveal())
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -9,27 +9,30 @@ import (
 // Problem type URIs of the registry API (RFC 9457 "type"). They are
 // stable: clients may branch on them.
 const (
-	ProblemAgentNotFound     = "https://novaos.dev/problems/agent-not-found"        // 404
-	ProblemAgentExists       = "https://novaos.dev/problems/agent-exists"           // 409
-	ProblemAgentReadOnly     = "https://novaos.dev/problems/agent-read-only"        // 403
-	ProblemInvalidAgent      = "https://novaos.dev/problems/invalid-agent"          // 422
-	ProblemURLNotAllowed     = "https://novaos.dev/problems/agent-url-not-allowed"  // 422
-	ProblemMalformedJSON     = "https://novaos.dev/problems/malformed-json"         // 400
-	ProblemInvalidQuery      = "https://novaos.dev/problems/invalid-query"          // 400
-	ProblemInvalidPageToken  = "https://novaos.dev/problems/invalid-page-token"     // 400
-	ProblemBodyTooLarge      = "https://novaos.dev/problems/body-too-large"         // 413
-	ProblemUnsupportedMedia  = "https://novaos.dev/problems/unsupported-media-type" // 415
-	ProblemNotFound          = "https://novaos.dev/problems/not-found"              // 404, no such route
-	ProblemMethodNotAllowed  = "https://novaos.dev/problems/method-not-allowed"     // 405
-	ProblemInternal          = "https://novaos.dev/problems/internal"               // 500
+	ProblemAgentNotFound     = "https://novaos.dev/problems/agent-not-found"          // 404
+	ProblemAgentExists       = "https://novaos.dev/problems/agent-exists"             // 409
+	ProblemAgentReadOnly     = "https://novaos.dev/problems/agent-read-only"          // 403
+	ProblemInvalidAgent      = "https://novaos.dev/problems/invalid-agent"            // 422
+	ProblemURLNotAllowed     = "https://novaos.dev/problems/agent-url-not-allowed"    // 422
+	ProblemMalformedJSON     = "https://novaos.dev/problems/malformed-json"           // 400
+	ProblemInvalidQuery      = "https://novaos.dev/problems/invalid-query"            // 400
+	ProblemInvalidPageToken  = "https://novaos.dev/problems/invalid-page-token"       // 400
+	ProblemBodyTooLarge      = "https://novaos.dev/problems/body-too-large"           // 413
+	ProblemUnsupportedMedia  = "https://novaos.dev/problems/unsupported-media-type"   // 415
+	ProblemNotFound          = "https://novaos.dev/problems/not-found"                // 404, no such route
+	ProblemMethodNotAllowed  = "https://novaos.dev/problems/method-not-allowed"       // 405
+	ProblemInternal          = "https://novaos.dev/problems/internal"                 // 500
+	ProblemUnauthorized      = "https://novaos.dev/problems/unauthorized"             // 401, a write without the admin token
+	ProblemWriteForbidden    = "https://novaos.dev/problems/registry-write-forbidden" // 403, a write from another machine to a server without one
 	ProblemContentTypeHeader = "application/problem+json"
 )
 
 // Problem is an RFC 9457 problem details object, as the registry API sends
 // it with every error status. The Client returns it as the error of a
 // failed call; errors.Is matches it against ErrNotFound, ErrExists,
-// ErrInvalid, ErrURLNotAllowed, ErrBadPageToken and ErrReadOnly by its type, or by its
-// status when the type is unknown.
+// ErrInvalid, ErrURLNotAllowed, ErrBadPageToken, ErrReadOnly, ErrUnauthorized
+// and ErrForbidden by its type, or by its status (404, 409, 422, 401, 403)
+// when the type is unknown.
 type Problem struct {
 	Type     string `json:"type"`
 	Title    string `json:"title"`
@@ -63,6 +66,10 @@ func (p *Problem) Unwrap() []error {
 		return []error{ErrBadPageToken}
 	case ProblemAgentReadOnly:
 		return []error{ErrReadOnly}
+	case ProblemUnauthorized:
+		return []error{ErrUnauthorized}
+	case ProblemWriteForbidden:
+		return []error{ErrForbidden}
 	}
 	switch p.Status {
 	case http.StatusNotFound:
@@ -71,6 +78,10 @@ func (p *Problem) Unwrap() []error {
 		return []error{ErrExists}
 	case http.StatusUnprocessableEntity:
 		return []error{ErrInvalid}
+	case http.StatusUnauthorized:
+		return []error{ErrUnauthorized}
+	case http.StatusForbidden:
+		return []error{ErrForbidden}
 	}
 	return nil
 }

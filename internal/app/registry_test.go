@@ -15,7 +15,6 @@ import (
 
 	"novaos.dev/novaos/internal/app"
 	"novaos.dev/novaos/internal/pgtest"
-	iregistry "novaos.dev/novaos/internal/registry"
 	"novaos.dev/novaos/registry"
 	"novaos.dev/novaos/secret"
 )
@@ -246,7 +245,7 @@ func TestRegistryAdminToken(t *testing.T) {
 			}
 			for name, c := range map[string]*registry.Client{"no token": anon, "wrong token": wrong} {
 				_, err := c.Register(ctx, agent)
-				if p, ok := registry.AsProblem(err); !ok || p.Status != http.StatusUnauthorized || p.Type != iregistry.ProblemUnauthorized {
+				if p, ok := registry.AsProblem(err); !ok || p.Status != http.StatusUnauthorized || p.Type != registry.ProblemUnauthorized {
 					t.Errorf("Register with %s: got a %T, want a 401 problem", name, err)
 				}
 				if err := c.Delete(ctx, "nobody"); !isStatus(err, http.StatusUnauthorized) {

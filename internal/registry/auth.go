@@ -8,17 +8,6 @@ import (
 	"novaos.dev/novaos/registry"
 )
 
-// Problem type URIs of the registry's write access control, next to the
-// registry.Problem* ones.
-const (
-	// ProblemUnauthorized (401): the server has an admin token and the
-	// request did not present it.
-	ProblemUnauthorized = "https://novaos.dev/problems/unauthorized"
-	// ProblemWriteForbidden (403): the server has no admin token and the
-	// request does not come from loopback.
-	ProblemWriteForbidden = "https://novaos.dev/problems/registry-write-forbidden"
-)
-
 // WriteMode says who may change the registry through the API.
 type WriteMode int
 
@@ -70,7 +59,7 @@ func (h handler) authorize(w http.ResponseWriter, r *http.Request) bool {
 		log.DebugContext(r.Context(), "registry: write without the admin token refused",
 			"method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="novaos-registry"`)
-		h.problem(w, r, &registry.Problem{Type: ProblemUnauthorized, Status: http.StatusUnauthorized, Title: "Unauthorized",
+		h.problem(w, r, &registry.Problem{Type: registry.ProblemUnauthorized, Status: http.StatusUnauthorized, Title: "Unauthorized",
 			Detail: "changing the registry needs the server's admin token: send it as Authorization: Bearer <token>"})
 		return false
 	}
@@ -79,7 +68,7 @@ func (h handler) authorize(w http.ResponseWriter, r *http.Request) bool {
 	}
 	log.DebugContext(r.Context(), "registry: write from a remote peer refused (no admin token configured)",
 		"method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
-	h.problem(w, r, &registry.Problem{Type: ProblemWriteForbidden, Status: http.StatusForbidden, Title: "Registry Write Forbidden",
+	h.problem(w, r, &registry.Problem{Type: registry.ProblemWriteForbidden, Status: http.StatusForbidden, Title: "Registry Write Forbidden",
 		Detail: "this server has no admin token, so it accepts registry changes from its own machine only; " +
 			"give it one (novaos serve --admin-token-file FILE, or NOVAOS_ADMIN_TOKEN) and send it as Authorization: Bearer <token>"})
 	return false

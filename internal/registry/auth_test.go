@@ -113,7 +113,7 @@ func TestWritesNeedTheAdminToken(t *testing.T) {
 						t.Errorf("%s: status %d, want %d", name, rec.Code, w.ok)
 					}
 				} else {
-					checkProblem(t, name, rec, http.StatusUnauthorized, iregistry.ProblemUnauthorized)
+					checkProblem(t, name, rec, http.StatusUnauthorized, registry.ProblemUnauthorized)
 				}
 				for _, s := range []string{rec.Body.String(), fmt.Sprint(rec.Header()), logs.String()} {
 					if strings.Contains(s, adminToken[4:]) || strings.Contains(s, nearMiss[4:]) {
@@ -161,7 +161,7 @@ func TestWritesWithoutATokenAreLoopbackOnly(t *testing.T) {
 				}
 				continue
 			}
-			checkProblem(t, name, rec, http.StatusForbidden, iregistry.ProblemWriteForbidden)
+			checkProblem(t, name, rec, http.StatusForbidden, registry.ProblemWriteForbidden)
 			if !strings.Contains(rec.Body.String(), "admin-token-file") {
 				t.Errorf("%s: the problem does not say how to configure a token: %s", name, rec.Body)
 			}

@@ -26,11 +26,11 @@
 //   - With an admin token, a write must carry "Authorization: Bearer
 //     <token>", from any peer. The token is compared in constant time;
 //     without it, or with another one, the answer is 401 with
-//     "WWW-Authenticate: Bearer" and a ProblemUnauthorized problem.
+//     "WWW-Authenticate: Bearer" and a registry.ProblemUnauthorized problem.
 //   - Without one, the secure default: writes are accepted only from
 //     loopback peers (a RemoteAddr on 127.0.0.0/8 or ::1), so a developer
 //     can register agents on their own machine and nobody else can. Other
-//     peers get 403 and a ProblemWriteForbidden problem saying how to
+//     peers get 403 and a registry.ProblemWriteForbidden problem saying how to
 //     configure a token. Behind a reverse proxy on the same machine every
 //     peer looks local: configure a token there.
 //

@@ -29,7 +29,7 @@ const MaxBodyBytes = 64 << 10
 //	DELETE /api/v1/agents/{id-or-name}    delete (204)
 //
 // Errors are RFC 9457 problem+json with the registry.Problem* types, and
-// ProblemUnauthorized and ProblemWriteForbidden for writes the access
+// registry.ProblemUnauthorized and registry.ProblemWriteForbidden for writes the access
 // rules refuse (see the package doc). Reads are open to every peer.
 func (s *Service) Handler() http.Handler { return handler{s} }
 

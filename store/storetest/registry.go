@@ -1,7 +1,10 @@
 package storetest
 
 import (
+	"bytes"
 	"context"
+	"crypto/ecdh"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -10,6 +13,7 @@ import (
 
 	gocmp "github.com/google/go-cmp/cmp"
 
+	"novaos.dev/novaos/ext/usercontext"
 	iregistry "novaos.dev/novaos/internal/registry"
 	"novaos.dev/novaos/registry"
 )
@@ -27,6 +31,7 @@ func TestRegistryStore(t *testing.T, newStore func(t *testing.T) iregistry.Store
 	t.Run("ReturnsCopies", func(t *testing.T) { testAgentCopies(t, newStore(t)) })
 	t.Run("ConcurrentCreate", func(t *testing.T) { testAgentConcurrentCreate(t, newStore(t)) })
 	t.Run("Version", func(t *testing.T) { testAgentVersion(t, newStore(t)) })
+	t.Run("RecipientKeys", func(t *testing.T) { testAgentRecipientKeys(t, newStore(t)) })
 }
 
 func testAgentVersion(t *testing.T, s iregistry.Store) {
@@ -85,8 +90,52 @@ func testAgent(id, name string) *registry.Agent {
 			"weight":       1.5,
 			"nested":       map[string]any{"ok": true, "list": []any{1.0, "two", nil}},
 		},
-		CreatedAt: agentTime,
-		UpdatedAt: agentTime.Add(time.Second),
+		RecipientKeys: []json.RawMessage{recipientJWK(1)},
+		CreatedAt:     agentTime,
+		UpdatedAt:     agentTime.Add(time.Second),
+	}
+}
+
+// recipientJWK is the public JWK of a fixed X25519 key, as the registry
+// keeps an agent's recipient keys.
+func recipientJWK(n byte) json.RawMessage {
+	priv, err := ecdh.X25519().NewPrivateKey(bytes.Repeat([]byte{n}, 32))
+	if err != nil {
+		panic(err)
+	}
+	k, err := usercontext.NewPrivateKey("", priv)
+	if err != nil {
+		panic(err)
+	}
+	b, err := k.PublicJWK()
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// testAgentRecipientKeys: a key rotation (one key, then two, then the new
+// one alone) and the removal of every key survive the store.
+func testAgentRecipientKeys(t *testing.T, s iregistry.Store) {
+	a := testAgent(agentID(1), "mailer")
+	mustCreateAgents(t, s, a)
+	wantAgent(t, s, a)
+	for _, keys := range [][]json.RawMessage{
+		{recipientJWK(1), recipientJWK(2)},
+		{recipientJWK(2)},
+		nil,
+	} {
+		a = a.Clone()
+		a.RecipientKeys = keys
+		a.UpdatedAt = a.UpdatedAt.Add(time.Minute)
+		if err := s.Update(ctxT(t), a); err != nil {
+			t.Fatalf("Update with %d keys: %v", len(keys), err)
+		}
+		wantAgent(t, s, a)
+	}
+	list, err := s.List(ctxT(t), "", 10)
+	if err != nil || len(list) != 1 || len(list[0].RecipientKeys) != 0 {
+		t.Errorf("List after removing the keys: %v, %v", list, err)
 	}
 }
 
@@ -263,6 +312,7 @@ func testAgentCopies(t *testing.T, s iregistry.Store) {
 	mustCreateAgents(t, s, in)
 	in.Tags[0] = "mutated"
 	in.Metadata["owner"] = "mutated"
+	in.RecipientKeys[0][0] = '['
 	got, err := s.Get(ctxT(t), agentID(1))
 	if err != nil {
 		t.Fatal(err)
