@@ -21,19 +21,26 @@ func serverFlag(fs *flag.FlagSet) *string {
 // bare name is looked up in the agent registry of the server, so every
 // registered agent can be named, the hosted ones and any other.
 func agentEndpoint(ctx context.Context, target, server string) (string, error) {
+	url, _, err := agentRecord(ctx, target, server)
+	return url, err
+}
+
+// agentRecord is agentEndpoint that also returns the registry record a
+// bare name was resolved through (nil for a URL).
+func agentRecord(ctx context.Context, target, server string) (string, *registry.Agent, error) {
 	if strings.Contains(target, "://") {
-		return target, nil
+		return target, nil, nil
 	}
 	// The server vets what is registered; the CLI only needs the record.
 	c, err := registry.NewClient(server, &registry.ClientOptions{Policy: &registry.Policy{AllowLoopback: true, AllowPrivate: true}})
 	if err != nil {
-		return "", fmt.Errorf("--server: %w", err)
+		return "", nil, fmt.Errorf("--server: %w", err)
 	}
 	a, err := c.Get(ctx, target)
 	if err != nil {
-		return "", fmt.Errorf("agent %q on %s: %w", target, server, err)
+		return "", nil, fmt.Errorf("agent %q on %s: %w", target, server, err)
 	}
-	return a.URL, nil
+	return a.URL, a, nil
 }
 
 // parseArgs parses fs and returns the positional arguments, which may come

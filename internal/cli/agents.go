@@ -3,18 +3,19 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	neturl "net/url"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"novaos.dev/novaos/registry"
 )
 
-const agentsSynopsis = `agents list|search <text>|find <capability>…|register --name N --url U [flags]`
+const agentsSynopsis = `agents list|search <text>|find <capability>…|register --name N --url U [flags]|update <name> [flags]`
 
 // listFlag collects a repeated flag.
 type listFlag []string
@@ -32,8 +33,11 @@ func runAgents(ctx context.Context, args []string, e *env) int {
 		fmt.Fprintln(w, "  list                       every agent in the registry, by name")
 		fmt.Fprintln(w, "  search <text>              agents whose name, description, capabilities, tags or domains hold every word")
 		fmt.Fprintln(w, "  find <capability>…         agents offering the capabilities (--any, --fuzzy)")
-		fmt.Fprintln(w, "  register --name N --url U  add an agent (--description, --capability, --tag, --domain, --status);")
-		fmt.Fprintln(w, "                             sends the server's admin token from $"+EnvAdminToken+" or --admin-token-file")
+		fmt.Fprintln(w, "  register --name N --url U  add an agent (--description, --capability, --tag, --domain, --status,")
+		fmt.Fprintln(w, "                             --recipient-key FILE: its public key for sealed secrets, repeatable)")
+		fmt.Fprintln(w, "  update <name>              add (--recipient-key FILE) or remove (--remove-recipient-key KID) recipient")
+		fmt.Fprintln(w, "                             keys, change --url, --description, --status")
+		fmt.Fprintln(w, "  register and update send the server's admin token from $"+EnvAdminToken+" or --admin-token-file")
 		fmt.Fprintln(w, "\nRun \"novaos agents <subcommand> -h\" for its flags.")
 		return code
 	}
@@ -44,6 +48,7 @@ func runAgents(ctx context.Context, args []string, e *env) int {
 	var (
 		name, url, desc, status *string
 		caps, tags, domains     listFlag
+		keyFiles, removeKIDs    listFlag
 		anyOf, fuzzy            *bool
 		tokenFile               *string
 		threshold               *float64
@@ -70,6 +75,15 @@ func runAgents(ctx context.Context, args []string, e *env) int {
 		fs.Var(&caps, "capability", "a `capability` it offers (repeatable)")
 		fs.Var(&tags, "tag", "a `tag` (repeatable)")
 		fs.Var(&domains, "domain", "a `domain` it serves (repeatable)")
+		fs.Var(&keyFiles, "recipient-key", "the agent's recipient key `file` for sealed secrets (see novaos keys generate): a public JWK, or a private one read for its public half only (repeatable)")
+		tokenFile = fs.String("admin-token-file", "", "`file` holding the server's admin token, sent as a bearer token (default $"+EnvAdminToken+")")
+	case "update":
+		minArgs, maxArgs = 1, 1
+		url = fs.String("url", "", "a new A2A endpoint `URL`")
+		desc = fs.String("description", "", "a new description")
+		status = fs.String("status", "", "a new `status`")
+		fs.Var(&keyFiles, "recipient-key", "add this recipient key `file` (public JWK, or a private one read for its public half only; repeatable)")
+		fs.Var(&removeKIDs, "remove-recipient-key", "remove the recipient key with this `kid` (repeatable)")
 		tokenFile = fs.String("admin-token-file", "", "`file` holding the server's admin token, sent as a bearer token (default $"+EnvAdminToken+")")
 	default:
 		fmt.Fprintf(e.stderr, "novaos agents: unknown subcommand %q\n\n", sub)
@@ -83,15 +97,16 @@ func runAgents(ctx context.Context, args []string, e *env) int {
 	}
 	switch {
 	case len(pos) < minArgs:
-		return usageError(fs, "want %s", map[string]string{"search": "the search text", "find": "at least one capability"}[sub])
+		return usageError(fs, "want %s", map[string]string{"search": "the search text", "find": "at least one capability", "update": "the agent's name"}[sub])
 	case maxArgs >= 0 && len(pos) > maxArgs:
 		return usageError(fs, "unexpected argument %q", pos[maxArgs])
 	}
 	// The server applies its own policy to what is registered; the CLI
 	// only checks the URL's shape, so local agents can be registered.
 	copts := &registry.ClientOptions{Policy: &registry.Policy{AllowLoopback: true, AllowPrivate: true}}
-	// Only writes send the admin token: reads are open, and a token is
-	// not handed to every server a listing is asked of.
+	// Only writes send the admin token (the Client sends it with writes
+	// only, too): reads are open, and a token is not handed to every
+	// server a listing is asked of.
 	sentToken := false
 	if tokenFile != nil {
 		tok, err := adminToken(*tokenFile, e)
@@ -101,7 +116,7 @@ func runAgents(ctx context.Context, args []string, e *env) int {
 		}
 		if !tok.IsZero() {
 			sentToken = true
-			copts.Header = http.Header{"Authorization": {"Bearer " + tok.Reveal()}}
+			copts.AdminToken = tok
 			if u, err := neturl.Parse(*server); err == nil && u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
 				fmt.Fprintf(e.stderr, "novaos agents %s: warning: sending the admin token to %s over plain http\n", sub, u.Host)
 			}
@@ -119,9 +134,9 @@ func runAgents(ctx context.Context, args []string, e *env) int {
 				fmt.Fprintf(e.stderr, "  %s: %s\n", f.Field, f.Message)
 			}
 			switch {
-			case p.Status == http.StatusUnauthorized && sentToken:
+			case errors.Is(p, registry.ErrUnauthorized) && sentToken:
 				fmt.Fprintln(e.stderr, "  the server refused the admin token sent: check $"+EnvAdminToken+" or --admin-token-file")
-			case p.Status == http.StatusUnauthorized:
+			case errors.Is(p, registry.ErrUnauthorized):
 				fmt.Fprintln(e.stderr, "  the server needs its admin token: set $"+EnvAdminToken+" or pass --admin-token-file FILE")
 			}
 		}
@@ -158,18 +173,98 @@ func runAgents(ctx context.Context, args []string, e *env) int {
 		if *name == "" || *url == "" {
 			return usageError(fs, "--name and --url are required")
 		}
-		a, err := c.Register(ctx, &registry.Agent{Name: *name, URL: *url, Description: *desc, Status: *status,
-			Capabilities: caps, Tags: tags, Domains: domains})
+		a := &registry.Agent{Name: *name, URL: *url, Description: *desc, Status: *status,
+			Capabilities: caps, Tags: tags, Domains: domains}
+		for _, f := range keyFiles {
+			pub, _, err := readRecipientKey(f)
+			if err != nil {
+				return fail(fmt.Errorf("--recipient-key %w", err))
+			}
+			a.RecipientKeys = append(a.RecipientKeys, pub)
+		}
+		a, err := c.Register(ctx, a)
 		if err != nil {
 			return fail(err)
 		}
 		if out.json {
 			out.agents([]*registry.Agent{a})
 		} else {
-			fmt.Fprintf(e.stdout, "registered %s (id %s) at %s\n", a.Name, a.ID, a.URL)
+			fmt.Fprintf(e.stdout, "registered %s (id %s) at %s%s\n", a.Name, a.ID, a.URL, withKeys(a))
+		}
+	case "update":
+		if len(keyFiles) == 0 && len(removeKIDs) == 0 && *url == "" && *desc == "" && *status == "" {
+			return usageError(fs, "nothing to change: give --recipient-key, --remove-recipient-key, --url, --description or --status")
+		}
+		a, err := updateAgent(ctx, c, pos[0], *url, *desc, *status, keyFiles, removeKIDs)
+		if err != nil {
+			return fail(err)
+		}
+		if out.json {
+			out.agents([]*registry.Agent{a})
+		} else {
+			fmt.Fprintf(e.stdout, "updated %s (id %s) at %s%s\n", a.Name, a.ID, a.URL, withKeys(a))
 		}
 	}
 	return exitOK
+}
+
+// updateAgent reads the record of name, changes what is given and writes
+// it back. Of two concurrent updates of one agent, the last one wins.
+func updateAgent(ctx context.Context, c *registry.Client, name, url, desc, status string, keyFiles, removeKIDs []string) (*registry.Agent, error) {
+	// Read every key file before asking the server anything.
+	var add []json.RawMessage
+	var addKIDs []string
+	for _, f := range keyFiles {
+		pub, to, err := readRecipientKey(f)
+		if err != nil {
+			return nil, fmt.Errorf("--recipient-key %w", err)
+		}
+		add, addKIDs = append(add, pub), append(addKIDs, to.KID)
+	}
+	a, err := c.Get(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if url != "" {
+		a.URL = url
+	}
+	if desc != "" {
+		a.Description = desc
+	}
+	if status != "" {
+		a.Status = status
+	}
+	for _, kid := range removeKIDs {
+		i := slices.Index(a.RecipientKIDs(), kid)
+		if i < 0 {
+			return nil, fmt.Errorf("--remove-recipient-key: agent %s has no recipient key %q (it has %s)", a.Name, kid, kidList(a))
+		}
+		a.RecipientKeys = slices.Delete(a.RecipientKeys, i, i+1)
+	}
+	for i, pub := range add {
+		if slices.Contains(a.RecipientKIDs(), addKIDs[i]) {
+			continue // registered already: adding it again changes nothing
+		}
+		a.RecipientKeys = append(a.RecipientKeys, pub)
+	}
+	return c.Update(ctx, a.ID, a)
+}
+
+// withKeys describes an agent's recipient keys for a one-line report.
+func withKeys(a *registry.Agent) string {
+	if len(a.RecipientKeys) == 0 {
+		return ""
+	}
+	return ", recipient keys " + kidList(a)
+}
+
+// kidList is the kids of an agent's recipient keys, "-" for none: what
+// the human listing shows of them.
+func kidList(a *registry.Agent) string {
+	if len(a.RecipientKeys) == 0 {
+		return "-"
+	}
+	return strings.Join(a.RecipientKIDs(), ", ")
 }
 
 type agentPrinter struct {
@@ -194,9 +289,9 @@ func (p agentPrinter) agents(agents []*registry.Agent) {
 		return
 	}
 	tw := tabwriter.NewWriter(p.w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATUS\tURL\tCAPABILITIES\tDESCRIPTION")
+	fmt.Fprintln(tw, "NAME\tSTATUS\tURL\tCAPABILITIES\tRECIPIENT KEYS\tDESCRIPTION")
 	for _, a := range agents {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.Name, a.Status, a.URL, strings.Join(a.AllCapabilities(), ", "), oneLine(a.Description))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Name, a.Status, a.URL, strings.Join(a.AllCapabilities(), ", "), kidList(a), oneLine(a.Description))
 	}
 	tw.Flush()
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -76,8 +77,10 @@ func runKeysGenerate(_ context.Context, args []string, e *env) int {
 	if dest == "" {
 		dest = "<public.jwk>"
 	}
-	fmt.Fprintf(e.stderr, "Wrote the private key %s (kid %s). The agent opens secrets with usercontext.NewKeyRing(%q);\nthe public JWK is for the sealing side: novaos send <agent> \"text\" --secret NAME --recipient-key %s --instance <id>\n",
-		path, key.KID(), *dir, dest)
+	fmt.Fprintf(e.stderr, "Wrote the private key %s (kid %s). The agent opens secrets with usercontext.NewKeyRing(%q).\n"+
+		"Publish the public JWK in the registry: novaos agents register --name <agent> --url <url> --recipient-key %s\n"+
+		"(or novaos agents update <agent> --recipient-key %s); then novaos send <agent> \"text\" --secret NAME --instance <id> seals to it.\n",
+		path, key.KID(), *dir, dest, dest)
 	return exitOK
 }
 
@@ -147,6 +150,41 @@ func readPrivateKeyFile(path string) (*usercontext.PrivateKey, error) {
 		return nil, fmt.Errorf("%s: its kid member %q is not its file name, so a key ring refuses it", path, k.KID())
 	}
 	return k, nil
+}
+
+// readRecipientKey reads a recipient key file for the sealing side: a
+// public X25519 JWK, or a private one read for its public half only. It
+// returns the public JWK (compact, with its kid, never d) and the
+// Recipient. send --recipient-key and agents register/update
+// --recipient-key read keys with it. Errors name the file, never key
+// material.
+func readRecipientKey(path string) (json.RawMessage, usercontext.Recipient, error) {
+	b, err := readKeyFile(path)
+	defer clear(b)
+	if err != nil {
+		return nil, usercontext.Recipient{}, err
+	}
+	k, privErr := usercontext.ParsePrivateJWK(b)
+	if privErr == nil {
+		pub, err := k.PublicJWK()
+		return pub, k.Recipient(), err
+	}
+	var members map[string]json.RawMessage
+	if json.Unmarshal(b, &members) == nil {
+		if _, private := members["d"]; private {
+			// A private key that does not parse: its x alone is not to be trusted.
+			return nil, usercontext.Recipient{}, fmt.Errorf("%s: %w", path, privErr)
+		}
+	}
+	to, err := usercontext.ParsePublicJWK(b)
+	if err != nil {
+		return nil, usercontext.Recipient{}, fmt.Errorf("%s: %w", path, err)
+	}
+	var pub bytes.Buffer
+	if err := json.Compact(&pub, b); err != nil {
+		return nil, usercontext.Recipient{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return pub.Bytes(), to, nil
 }
 
 // readKeyFile reads a JWK file of at most maxKeyFileBytes.

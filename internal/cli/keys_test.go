@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -219,4 +220,80 @@ func TestKeysHelp(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "keys     make agents' recipient keys") {
 		t.Errorf("help: exit %d, stdout %q", code, out)
 	}
+}
+
+// The sealed-secrets walk-through with the registry as the key store:
+// keys generate, agents register --recipient-key, then send <name>
+// --secret with no key file, sealed to the key the registry holds and
+// opened by the agent's key ring.
+func TestSealedSecretsThroughTheRegistry(t *testing.T) {
+	const value = "registry-walk-secret-6d1e"
+	dir := t.TempDir()
+	keyDir := filepath.Join(dir, "agent-keys")
+	pubFile := filepath.Join(dir, "vault.pub.jwk")
+	if code, _, errOut := runCmd(t, "keys", "generate", "--dir", keyDir, "--public", pubFile); code != exitOK {
+		t.Fatalf("keys generate: %s", errOut)
+	} else if !strings.Contains(errOut, "novaos agents register --name <agent> --url <url> --recipient-key "+pubFile) {
+		t.Errorf("keys generate does not say how to register the key: %q", errOut)
+	}
+	kid := recipientKIDOfFile(t, pubFile)
+	var logs syncBuffer
+	vaultURL, calls := vaultServer(t, keyDir, &logs)
+	base := agentsServer(t)
+
+	// An agent registered without a key: send says how to register one,
+	// and nothing reaches the agent.
+	vars := map[string]string{"API_KEY": value}
+	runOK := func(args ...string) (stdout, stderr string) {
+		t.Helper()
+		e, out, errOut := testEnv(vars)
+		if code := run(t.Context(), args, e); code != exitOK {
+			t.Fatalf("%s: exit %d; stderr: %s", strings.Join(args[:2], " "), code, errOut)
+		}
+		return out.String(), errOut.String()
+	}
+	runOK("agents", "register", "--server", base, "--name", "vault", "--url", vaultURL)
+	send := []string{"send", "vault", "read", "--server", base, "--secret", "API_KEY", "--instance", "vault-1", "--run", "run-9"}
+	e, out, errOut := testEnv(vars)
+	if code := run(t.Context(), send, e); code != exitFail {
+		t.Fatalf("send to an agent without a registered key: exit %d, stdout %q", code, out)
+	}
+	if want := `agent "vault" has no recipient key in the registry of ` + base; !strings.Contains(errOut.String(), want) ||
+		!strings.Contains(errOut.String(), "register one with novaos agents register … --recipient-key") {
+		t.Errorf("stderr %q, want %q and how to register a key", errOut, want)
+	}
+	if calls.Load() != 0 {
+		t.Errorf("%d requests reached the agent", calls.Load())
+	}
+
+	// The key is registered; a second agent gets it at registration.
+	stdout, _ := runOK("agents", "update", "vault", "--server", base, "--recipient-key", pubFile)
+	if want := "updated vault (id "; !strings.HasPrefix(stdout, want) || !strings.HasSuffix(stdout, "recipient keys "+kid+"\n") {
+		t.Errorf("agents update: stdout %q", stdout)
+	}
+	runOK("agents", "register", "--server", base, "--name", "vault-2", "--url", vaultURL, "--recipient-key", pubFile)
+
+	for _, name := range []string{"vault", "vault-2"} {
+		args := slices.Clone(send)
+		args[1] = name
+		stdout, stderr := runOK(args...)
+		if want := "tenant default instance vault-1 run run-9: API_KEY=sha256:" + sha256Hex(value); !strings.Contains(stdout, want) {
+			t.Errorf("send %s: stdout %q, want the agent to have opened the value: %q", name, stdout, want)
+		}
+		if want := "sealed API_KEY to kid " + kid + " for tenant default"; !strings.Contains(stderr, want) {
+			t.Errorf("send %s: stderr %q, want %q", name, stderr, want)
+		}
+		if strings.Contains(stdout+stderr+logs.String(), value) {
+			t.Errorf("send %s: the output or the agent's log shows the value", name)
+		}
+	}
+}
+
+func recipientKIDOfFile(t *testing.T, path string) string {
+	t.Helper()
+	to, err := usercontext.ParsePublicJWK([]byte(mustRead(t, path)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return to.KID
 }

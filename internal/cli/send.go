@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"novaos.dev/novaos/a2a/a2aclient"
 	"novaos.dev/novaos/a2a/hitl"
 	"novaos.dev/novaos/ext/usercontext"
+	"novaos.dev/novaos/registry"
 )
 
 func runSend(ctx context.Context, args []string, e *env) int {
@@ -34,7 +36,7 @@ func runSend(ctx context.Context, args []string, e *env) int {
 	if len(pos) != 2 {
 		return usageError(fs, "want an agent URL or name and the message text, got %d arguments", len(pos))
 	}
-	if msg := sf.check(); msg != "" {
+	if msg := sf.check(pos[0]); msg != "" {
 		return usageError(fs, "%s", msg)
 	}
 	// Read every value and the key before anything goes on the wire.
@@ -43,7 +45,10 @@ func runSend(ctx context.Context, args []string, e *env) int {
 		fmt.Fprintf(e.stderr, "novaos send: %v\n", err)
 		return exitFail
 	}
-	target, err := agentEndpoint(ctx, pos[0], *server)
+	target, rec, err := agentRecord(ctx, pos[0], *server)
+	if err == nil && sealing != nil && *sf.recipientKey == "" {
+		sealing.to, err = registryRecipient(rec, *sf.recipientKID, *server)
+	}
 	if err != nil {
 		fmt.Fprintf(e.stderr, "novaos send: %v\n", err)
 		return exitFail
@@ -188,6 +193,7 @@ func oneLine(s string) string {
 type sendSecrets struct {
 	specs        secretSpecs
 	recipientKey *string
+	recipientKID *string
 	instance     *string
 	run          *string
 	tenant       *string
@@ -198,7 +204,9 @@ func secretFlags(fs *flag.FlagSet) *sendSecrets {
 	fs.Var(&s.specs, "secret", "seal the secret `NAME` into the request for the agent (user-context/v1; repeatable). "+
 		"The value is read from the environment variable NAME, or with NAME=@path from a file (one trailing newline is trimmed). "+
 		"A value on the command line is refused: other users see it in ps, and it stays in shell history")
-	s.recipientKey = fs.String("recipient-key", "", "the agent's public recipient JWK `file` that --secret seals to (see novaos keys generate); a private key file is read for its public half only")
+	s.recipientKey = fs.String("recipient-key", "", "the agent's public recipient JWK `file` that --secret seals to (see novaos keys generate); a private key file is read for its public half only. "+
+		"Default, for an agent named rather than given by URL: the first recipient key of its registry record")
+	s.recipientKID = fs.String("recipient-kid", "", "seal to the registry record's recipient key with this `kid` instead of its first one")
 	s.instance = fs.String("instance", "", "user-agent instance `id` the secrets are bound to (required with --secret)")
 	s.run = fs.String("run", "", "run `id` the secrets are bound to (default: a fresh id, printed to standard error)")
 	s.tenant = fs.String("tenant", "", "tenant `id` the secrets are bound to: the tenant the server verifies for you when it authenticates callers (default: the agent interface's tenant, else \"default\")")
@@ -246,7 +254,9 @@ func (s *secretSpecs) Set(v string) error {
 }
 
 // check returns a usage problem with the secret flags, "" for none.
-func (s *sendSecrets) check() string {
+// target is the agent argument: a URL, or a name whose registry record
+// may hold the recipient key.
+func (s *sendSecrets) check(target string) string {
 	if len(s.specs.inline) > 0 {
 		n := s.specs.inline[0]
 		return fmt.Sprintf("--secret %s=…: a value on the command line is refused (other users see it in ps, and it stays in shell history); "+
@@ -265,12 +275,18 @@ func (s *sendSecrets) check() string {
 		seen[sp.name] = true
 	}
 	if len(s.specs.list) == 0 {
-		if *s.recipientKey != "" || *s.instance != "" || *s.run != "" || *s.tenant != "" {
-			return "--recipient-key, --instance, --run and --tenant go with --secret"
+		if *s.recipientKey != "" || *s.recipientKID != "" || *s.instance != "" || *s.run != "" || *s.tenant != "" {
+			return "--recipient-key, --recipient-kid, --instance, --run and --tenant go with --secret"
 		}
 		return ""
 	}
-	if *s.recipientKey == "" {
+	byURL := strings.Contains(target, "://")
+	switch {
+	case *s.recipientKID != "" && *s.recipientKey != "":
+		return "--recipient-kid picks one of the registry record's keys; it does not go with --recipient-key"
+	case *s.recipientKID != "" && byURL:
+		return "--recipient-kid picks one of the registry record's keys: name the agent instead of giving its URL"
+	case *s.recipientKey == "" && byURL:
 		return "--secret needs --recipient-key, the agent's public JWK file"
 	}
 	if *s.instance == "" {
@@ -287,20 +303,27 @@ type sealing struct {
 	flags  *sendSecrets
 }
 
-// load reads the recipient key and every secret value; nil when no
-// secret is sent. Errors name a secret, a variable or a file, never a
-// value.
+// load reads the recipient key file, if any, and every secret value; nil
+// when no secret is sent. Errors name a secret, a variable or a file,
+// never a value. Without --recipient-key the recipient is left for
+// registryRecipient.
 func (s *sendSecrets) load(e *env) (*sealing, error) {
 	if len(s.specs.list) == 0 {
 		return nil, nil
 	}
-	to, err := readRecipient(*s.recipientKey)
-	if err != nil {
-		return nil, fmt.Errorf("--recipient-key %w", err)
+	out := &sealing{values: make(map[string]usercontext.Secret, len(s.specs.list)), flags: s}
+	if *s.recipientKey != "" {
+		_, to, err := readRecipientKey(*s.recipientKey)
+		if err != nil {
+			return nil, fmt.Errorf("--recipient-key %w", err)
+		}
+		out.to = to
 	}
-	out := &sealing{to: to, values: make(map[string]usercontext.Secret, len(s.specs.list)), flags: s}
 	for _, sp := range s.specs.list {
-		var v string
+		var (
+			v   string
+			err error
+		)
 		if !sp.fromFile {
 			if v = e.getenv(sp.name); v == "" {
 				return nil, fmt.Errorf("--secret %s: the environment variable %s is not set or empty", sp.name, sp.name)
@@ -313,24 +336,21 @@ func (s *sendSecrets) load(e *env) (*sealing, error) {
 	return out, nil
 }
 
-// readRecipient reads a public X25519 JWK, or the public half of a
-// private one.
-func readRecipient(path string) (usercontext.Recipient, error) {
-	b, err := readKeyFile(path)
-	defer clear(b)
-	if err != nil {
-		return usercontext.Recipient{}, err
+// registryRecipient is the recipient key of an agent's registry record:
+// the one with kid, else the first. The error says how to register one.
+func registryRecipient(rec *registry.Agent, kid, server string) (usercontext.Recipient, error) {
+	to, err := rec.Recipient(kid)
+	switch {
+	case err == nil:
+		return to, nil
+	case errors.Is(err, registry.ErrNoRecipientKey) && kid == "":
+		return to, fmt.Errorf("agent %q has no recipient key in the registry of %s, so --secret has nothing to seal to: "+
+			"register one with novaos agents register … --recipient-key FILE (or novaos agents update %s --recipient-key FILE), "+
+			"or pass --recipient-key FILE", rec.Name, server, rec.Name)
+	case errors.Is(err, registry.ErrNoRecipientKey):
+		return to, fmt.Errorf("--recipient-kid: %w", err)
 	}
-	to, err := usercontext.ParsePublicJWK(b)
-	if err != nil {
-		// A private JWK without its optional x member.
-		k, perr := usercontext.ParsePrivateJWK(b)
-		if perr != nil {
-			return usercontext.Recipient{}, fmt.Errorf("%s: %w", path, err)
-		}
-		to = k.Recipient()
-	}
-	return to, nil
+	return to, err
 }
 
 // readSecretFile reads a secret value from a file, trimming one trailing

@@ -356,3 +356,59 @@ func TestSendSecretToAnAgentWithoutTheExtension(t *testing.T) {
 		t.Errorf("stderr %q, want %q", errOut, want)
 	}
 }
+
+// send <name> --secret seals to a key of the agent's registry record: the
+// first one, or the one --recipient-kid names.
+func TestSendSecretRecipientKID(t *testing.T) {
+	const value = "kid-test-secret-9b37"
+	dir := t.TempDir()
+	keyDir := filepath.Join(dir, "agent-keys")
+	kid1, _ := generateKey(t, keyDir)
+	kid2, _ := generateKey(t, keyDir)
+	var logs syncBuffer
+	url, calls := vaultServer(t, keyDir, &logs)
+	base := agentsServer(t)
+	e, _, errOut := testEnv(nil)
+	if code := run(t.Context(), []string{"agents", "register", "--server", base, "--name", "vault", "--url", url,
+		"--recipient-key", filepath.Join(keyDir, kid1+".jwk"), "--recipient-key", filepath.Join(keyDir, kid2+".jwk")}, e); code != exitOK {
+		t.Fatalf("agents register: %s", errOut)
+	}
+	pubFile := filepath.Join(dir, "pub.jwk")
+	if err := os.WriteFile(pubFile, []byte(mustRead(t, filepath.Join(keyDir, kid1+".jwk"))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opened := "run-3: API_KEY=sha256:" + sha256Hex(value)
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"the first key", []string{"vault"}, exitOK, opened, "sealed API_KEY to kid " + kid1 + " "},
+		{"the key named", []string{"vault", "--recipient-kid", kid2}, exitOK, opened, "sealed API_KEY to kid " + kid2 + " "},
+		{"a kid the record lacks", []string{"vault", "--recipient-kid", "nope"}, exitFail, "",
+			`--recipient-kid: registry: no recipient key: agent vault has none with kid "nope" (it has ` + kid1 + ", " + kid2 + ")"},
+		{"a kid with a URL", []string{url, "--recipient-kid", kid1}, exitUsage, "", "name the agent instead of giving its URL"},
+		{"a kid with a key file", []string{"vault", "--recipient-kid", kid1, "--recipient-key", pubFile}, exitUsage, "", "it does not go with --recipient-key"},
+		{"an unknown agent", []string{"nobody"}, exitFail, "", `agent "nobody" on ` + base},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := calls.Load()
+			args := append([]string{"send", tc.args[0], "read", "--server", base, "--secret", "API_KEY", "--instance", "vault-1", "--run", "run-3"}, tc.args[1:]...)
+			e, out, errOut := testEnv(map[string]string{"API_KEY": value})
+			if code := run(t.Context(), args, e); code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr: %s", code, tc.code, errOut)
+			}
+			if !strings.Contains(out.String(), tc.stdout) || !strings.Contains(errOut.String(), tc.stderr) {
+				t.Errorf("stdout %q, stderr %q; want %q and %q", out, errOut, tc.stdout, tc.stderr)
+			}
+			if tc.code != exitOK && calls.Load() != before {
+				t.Error("a refused send reached the agent")
+			}
+			if strings.Contains(out.String()+errOut.String(), value) {
+				t.Error("the output shows the value")
+			}
+		})
+	}
+}
