@@ -9,6 +9,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	ours "novaos.dev/novaos/a2a/a2aclient"
+	"novaos.dev/novaos/secret"
 )
 
 // Our client (a2a/a2aclient) against the two reference servers: a2a-go
@@ -22,7 +23,7 @@ func TestOurClient_GoServer(t *testing.T) {
 	srv := startGoPeer(t)
 	// a2a-go refuses ListTasks without an authenticated user (D4); its
 	// test interceptor makes any bearer token one.
-	runOurClient(t, srv.URL, ours.Bearer("alice"))
+	runOurClient(t, srv.URL, ours.Bearer(secret.New("alice")))
 }
 
 func TestOurClient_JSServer(t *testing.T) {
@@ -216,7 +217,7 @@ func TestOurClient_SubscribeTerminalTask(t *testing.T) {
 		url  func(t *testing.T) string
 		auth ours.AuthProvider
 	}{
-		{"a2a-go", func(t *testing.T) string { return startGoPeer(t).URL }, ours.Bearer("alice")},
+		{"a2a-go", func(t *testing.T) string { return startGoPeer(t).URL }, ours.Bearer(secret.New("alice"))},
 		{"a2a-js", startJSPeer, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
