@@ -29,4 +29,20 @@
 // names are checked as written (ASCII; IDNA A-labels for international
 // names) and IP literals by range; names are not resolved, so a public
 // name that resolves to a private address is not caught here.
+//
+// # Recipient keys
+//
+// The registry is the control plane's key store for sealed secrets
+// (ext/usercontext): Agent.RecipientKeys holds an agent's public X25519
+// JWKs, each with its RFC 7638 thumbprint as kid, and Agent.Recipient
+// picks the one to seal to. Validate refuses a JWK with a private member
+// without repeating it. The private halves never leave the agent's key
+// directory. A key is rotated by registering the new one next to the old,
+// then removing the old once no sender uses it.
+//
+//	pub, _ := key.PublicJWK() // a *usercontext.PrivateKey made by usercontext.GenerateKey
+//	a.RecipientKeys = append(a.RecipientKeys, pub)
+//	c.Update(ctx, a.ID, a)     // a write: ClientOptions.AdminToken goes with it
+//	to, _ := rec.Recipient("") // the first key of a resolved record
+//	activate, err := usercontext.SealRequest(req, to, run, secrets)
 package registry

@@ -2,10 +2,12 @@ package registry_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http/httptest"
 
+	"novaos.dev/novaos/ext/usercontext"
 	iregistry "novaos.dev/novaos/internal/registry"
 	"novaos.dev/novaos/registry"
 )
@@ -60,4 +62,22 @@ func ExampleClient() {
 	// true
 	// scraper 1.00
 	// analyst 0.82
+}
+
+func ExampleAgent_Recipient() {
+	key, _ := usercontext.GenerateKey() // the agent's; its private half stays in its key directory
+	pub, _ := key.PublicJWK()
+	a := &registry.Agent{Name: "mailer", URL: "https://mailer.agents.example.com/a2a", RecipientKeys: []json.RawMessage{pub}}
+	fmt.Println(registry.Validate(a, nil))
+
+	to, _ := a.Recipient("") // what a sender seals to
+	fmt.Println(to.KID == key.KID())
+
+	private, _ := key.PrivateJWK()
+	a.RecipientKeys = []json.RawMessage{private}
+	fmt.Println(registry.Validate(a, nil))
+	// Output:
+	// <nil>
+	// true
+	// registry: invalid agent: recipientKeys[0]: holds a private key (member "d"): register the public JWK only (novaos keys public prints it)
 }

@@ -17,6 +17,11 @@
 // and then replaces it: of two concurrent updates of one agent, the last
 // one wins.
 //
+// A record carries the agent's public recipient keys for sealed secrets
+// (pub.Agent.RecipientKeys), so the registry is the key store a sender
+// seals to; they are stored in the record's body like its other fields.
+// The agents the platform hosts have none.
+//
 // # Who may write
 //
 // Reads (GET, HEAD, OPTIONS) are open to every peer that reaches the

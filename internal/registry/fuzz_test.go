@@ -17,6 +17,7 @@ func FuzzRegisterBody(f *testing.F) {
 		`{"name":"a","url":"https://a.example.com/"}`,
 		`{"name":"a","url":"https://a.example.com/","metadata":{"capabilities":[{"name":"x"},1,null]}}`,
 		`{"name":"a","url":"http://127.0.0.1/","tags":[""]}`,
+		`{"name":"a","url":"https://a.example.com/","recipientKeys":[{"kty":"OKP","crv":"X25519","kid":"k","x":"AAAA"},null,"x",{"d":"AA"}]}`,
 		`{"name":`, `[]`, `null`, `{"name":"a"}{}`, `{"colour":1}`, "\x00", `{"name":"\ud800"}`,
 	} {
 		f.Add([]byte(s))
