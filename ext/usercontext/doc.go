@@ -103,6 +103,10 @@
 // `novaos keys generate --dir DIR` writes DIR/{kid}.jwk and prints the
 // public JWK, and `novaos send AGENT TEXT --secret NAME --recipient-key
 // FILE --instance ID` seals the environment variable NAME and sends it.
+// The platform's agent registry keeps each agent's public recipient keys
+// (registry.Agent.RecipientKeys, `novaos agents register --recipient-key`),
+// so `novaos send NAME … --secret` seals to the registered key without a
+// key file.
 //
 // # Test vectors
 //
