@@ -120,21 +120,44 @@ func (d *fastDecoder) consume(c byte) bool {
 	return false
 }
 
-// object calls member for each key of an object in turn; member decodes
-// the value. Keys are returned raw and must not hold escapes.
-func (d *fastDecoder) object(member func(key []byte) error) error {
-	if !d.consume('{') {
+// seq walks a container from open to close, calling item for each
+// comma-separated item.
+func (d *fastDecoder) seq(open, close byte, item func() error) error {
+	if !d.consume(open) {
 		return errDecline
 	}
 	d.depth++
 	if d.depth > fastMaxDepth {
 		return errDecline
 	}
-	if d.consume('}') {
+	if d.consume(close) {
 		d.depth--
 		return nil
 	}
 	for {
+		if err := item(); err != nil {
+			return err
+		}
+		switch d.peek() {
+		case ',':
+			d.i++
+		case close:
+			d.i++
+			d.depth--
+			return nil
+		default:
+			return errDecline
+		}
+	}
+}
+
+// array calls elem for each element of an array.
+func (d *fastDecoder) array(elem func() error) error { return d.seq('[', ']', elem) }
+
+// object calls member for each key of an object in turn; member decodes
+// the value. Keys are returned raw and must not hold escapes.
+func (d *fastDecoder) object(member func(key []byte) error) error {
+	return d.seq('{', '}', func() error {
 		if d.peek() != '"' {
 			return errDecline
 		}
@@ -151,50 +174,8 @@ func (d *fastDecoder) object(member func(key []byte) error) error {
 		if !d.consume(':') {
 			return errDecline
 		}
-		if err := member(key); err != nil {
-			return err
-		}
-		switch d.peek() {
-		case ',':
-			d.i++
-		case '}':
-			d.i++
-			d.depth--
-			return nil
-		default:
-			return errDecline
-		}
-	}
-}
-
-// array calls elem for each element of an array.
-func (d *fastDecoder) array(elem func() error) error {
-	if !d.consume('[') {
-		return errDecline
-	}
-	d.depth++
-	if d.depth > fastMaxDepth {
-		return errDecline
-	}
-	if d.consume(']') {
-		d.depth--
-		return nil
-	}
-	for {
-		if err := elem(); err != nil {
-			return err
-		}
-		switch d.peek() {
-		case ',':
-			d.i++
-		case ']':
-			d.i++
-			d.depth--
-			return nil
-		default:
-			return errDecline
-		}
-	}
+		return member(key)
+	})
 }
 
 // str decodes a JSON string; null declines.
@@ -497,42 +478,20 @@ func (d *fastDecoder) anyValue() (any, error) {
 // anyObject decodes an object of free-form values; keys may hold escapes
 // here, and a repeated key keeps its last value, as in encoding/json.
 func (d *fastDecoder) anyObject() (map[string]any, error) {
-	if !d.consume('{') {
-		return nil, errDecline
-	}
-	d.depth++
-	if d.depth > fastMaxDepth {
-		return nil, errDecline
-	}
 	m := map[string]any{}
-	if d.consume('}') {
-		d.depth--
-		return m, nil
-	}
-	for {
+	err := d.seq('{', '}', func() error {
 		k, err := d.str()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if !d.consume(':') {
-			return nil, errDecline
+			return errDecline
 		}
 		v, err := d.anyValue()
-		if err != nil {
-			return nil, err
-		}
 		m[k] = v
-		switch d.peek() {
-		case ',':
-			d.i++
-		case '}':
-			d.i++
-			d.depth--
-			return m, nil
-		default:
-			return nil, errDecline
-		}
-	}
+		return err
+	})
+	return m, err
 }
 
 // metadata decodes a metadata map; null declines (it would set nil, but
