@@ -1,6 +1,7 @@
 package hitl_test
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"novaos.dev/novaos/a2a/hitl"
@@ -23,4 +24,14 @@ func Example() {
 	// true
 	// true plan_confirmation approve
 	// ROLE_USER approve
+}
+
+// The wire form of a pause: the payload under its key, and the NovaOS
+// marker in the part's own metadata.
+func ExamplePart() {
+	p := hitl.Part(&hitl.WriteConfirmation{CallID: "call-7", ToolName: "send_email"})
+	b, _ := json.Marshal(p)
+	fmt.Println(string(b))
+	// Output:
+	// {"data":{"write_confirmation":{"call_id":"call-7","tool_name":"send_email"}},"metadata":{"mediaType":"application/vnd.novaos.metadata+json"}}
 }

@@ -1,7 +1,6 @@
 package hitl
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"regexp"
@@ -11,14 +10,18 @@ import (
 	"novaos.dev/novaos/a2a"
 )
 
-// Keys of the data-part objects that carry each convention.
+// Keys of the control-data object a tagged part carries: each names one
+// convention, and its value is that convention's payload. A part may carry
+// several. Seed 000 reads HITL, errors, progress and responses under
+// these keys (MessageParser.extract_all) and the pauses under
+// NOVAOS_PAUSE_OAUTH_KEY and NOVAOS_PAUSE_WRITE_CONFIRMATION_KEY.
 const (
-	KeyHITL              = "novaos.dev/hitl"
-	KeyHITLResponse      = "novaos.dev/hitl-response"
-	KeyProgress          = "novaos.dev/progress"
-	KeyError             = "novaos.dev/error"
-	KeyOAuthRequired     = "novaos.dev/pause/oauth"
-	KeyWriteConfirmation = "novaos.dev/pause/write-confirmation"
+	KeyHITL              = "hitl"
+	KeyHITLResponse      = "hitl_response"
+	KeyProgress          = "progress"
+	KeyError             = "error"
+	KeyOAuthRequired     = "oauth"
+	KeyWriteConfirmation = "write_confirmation"
 )
 
 // Type is the kind of a HITL message.
@@ -69,21 +72,24 @@ type Action struct {
 // input; the agent still validates what it receives.
 type InputValidation struct {
 	Required       bool     `json:"required"`
-	MinLength      *int     `json:"minLength,omitempty"`
-	MaxLength      *int     `json:"maxLength,omitempty"`
-	MinValue       *float64 `json:"minValue,omitempty"`
-	MaxValue       *float64 `json:"maxValue,omitempty"`
+	MinLength      *int     `json:"min_length,omitempty"`
+	MaxLength      *int     `json:"max_length,omitempty"`
+	MinValue       *float64 `json:"min_value,omitempty"`
+	MaxValue       *float64 `json:"max_value,omitempty"`
 	Pattern        string   `json:"pattern,omitempty"`
-	PatternMessage string   `json:"patternMessage,omitempty"`
-	// Options are the allowed values of a select input.
-	Options []string `json:"options,omitempty"`
+	PatternMessage string   `json:"pattern_message,omitempty"`
+	Placeholder    string   `json:"placeholder,omitempty"`
+	DefaultValue   string   `json:"default_value,omitempty"`
+	// Options are the choices of a select input, each an object such as
+	// {"value": "eu", "label": "Europe"}; Check compares "value".
+	Options []map[string]string `json:"options,omitempty"`
 }
 
 // InputField is one field of a batch input request.
 type InputField struct {
 	Name        string           `json:"name"`
 	Label       string           `json:"label"`
-	InputType   InputType        `json:"inputType,omitempty"`
+	InputType   InputType        `json:"input_type,omitempty"`
 	Validation  *InputValidation `json:"validation,omitempty"`
 	Description string           `json:"description,omitempty"`
 }
@@ -94,37 +100,46 @@ type ProgressData struct {
 	// Percent is 0 to 100.
 	Percent    *float64 `json:"percent,omitempty"`
 	Step       int      `json:"step,omitempty"`
-	TotalSteps int      `json:"totalSteps,omitempty"`
+	TotalSteps int      `json:"total_steps,omitempty"`
 	Stage      string   `json:"stage,omitempty"`
 }
 
 // HITL asks the user for something, or tells them something.
+//
+// On the wire it has seed 000's HITLMessage fields only: hitl_type,
+// content, requires_user_action, session_id, actions and metadata. What a
+// particular kind of request adds (InputType, Validation, Fields, Plan,
+// Result, Progress, ErrorType, RecoverySuggestions) travels inside
+// metadata under its snake_case name ("input_type", "validation",
+// "fields", "plan", "result", "progress", "error_type",
+// "recovery_suggestions"), where seed 000's factories put it; Metadata
+// holds the rest.
 type HITL struct {
-	Type                Type             `json:"type"`
-	Content             string           `json:"content"`
-	RequiresUserAction  bool             `json:"requiresUserAction"`
-	SessionID           string           `json:"sessionId,omitempty"`
-	Actions             []Action         `json:"actions,omitempty"`
-	InputType           InputType        `json:"inputType,omitempty"`
-	Validation          *InputValidation `json:"validation,omitempty"`
-	Fields              []InputField     `json:"fields,omitempty"`
-	Plan                map[string]any   `json:"plan,omitempty"`
-	Result              map[string]any   `json:"result,omitempty"`
-	Progress            *ProgressData    `json:"progress,omitempty"`
-	ErrorType           string           `json:"errorType,omitempty"`
-	RecoverySuggestions []string         `json:"recoverySuggestions,omitempty"`
-	Metadata            map[string]any   `json:"metadata,omitempty"`
+	Type                Type
+	Content             string
+	RequiresUserAction  bool
+	SessionID           string
+	Actions             []Action
+	InputType           InputType
+	Validation          *InputValidation
+	Fields              []InputField
+	Plan                map[string]any
+	Result              map[string]any
+	Progress            *ProgressData
+	ErrorType           string
+	RecoverySuggestions []string
+	Metadata            map[string]any
 }
 
-// Response is the user's answer to a HITL message.
+// Response is the user's answer to a HITL message. A batch input
+// request's answers go in Metadata["values"], an object keyed by field
+// name.
 type Response struct {
-	ActionID  string `json:"actionId"`
-	SessionID string `json:"sessionId"`
-	// InputValue is the text entered for an input request; a batch input
-	// request's values are in Values, keyed by field name.
-	InputValue *string           `json:"inputValue,omitempty"`
-	Values     map[string]string `json:"values,omitempty"`
-	Metadata   map[string]any    `json:"metadata,omitempty"`
+	ActionID  string `json:"action_id"`
+	SessionID string `json:"session_id"`
+	// InputValue is the text entered for an input request.
+	InputValue *string        `json:"input_value,omitempty"`
+	Metadata   map[string]any `json:"metadata,omitempty"`
 }
 
 // ProgressStatus is the state a progress report announces.
@@ -145,7 +160,7 @@ var knownProgress = map[ProgressStatus]bool{ProgressStarted: true, ProgressInPro
 type Progress struct {
 	Status    ProgressStatus `json:"status"`
 	Message   string         `json:"message"`
-	SessionID string         `json:"sessionId,omitempty"`
+	SessionID string         `json:"session_id,omitempty"`
 	Progress  ProgressData   `json:"progress"`
 	Metadata  map[string]any `json:"metadata,omitempty"`
 }
@@ -167,29 +182,32 @@ const (
 
 // Error is a structured error a user (or a calling agent) can act on.
 type Error struct {
-	Type                ErrorType      `json:"type"`
+	Type                ErrorType      `json:"error_type"`
 	Message             string         `json:"message"`
-	SessionID           string         `json:"sessionId,omitempty"`
+	SessionID           string         `json:"session_id,omitempty"`
 	Details             map[string]any `json:"details,omitempty"`
-	RecoverySuggestions []string       `json:"recoverySuggestions,omitempty"`
+	RecoverySuggestions []string       `json:"recovery_suggestions,omitempty"`
 	Retryable           bool           `json:"retryable"`
 }
 
-// OAuthRequired pauses a run until the user authorizes a connector.
+// OAuthRequired pauses a run until the user authorizes a connector. Extra
+// fields are merged into the payload beside connector and auth_url, as
+// seed 000's create_oauth_required_message merges its metadata.
 type OAuthRequired struct {
-	Connector string         `json:"connector"`
-	AuthURL   string         `json:"authUrl"`
-	SessionID string         `json:"sessionId,omitempty"`
-	Extra     map[string]any `json:"extra,omitempty"`
+	Connector string
+	AuthURL   string
+	SessionID string
+	Extra     map[string]any
 }
 
 // WriteConfirmation pauses a run until the user confirms a tool call that
-// writes (sends, deletes, pays).
+// writes (sends, deletes, pays). Extra fields are merged into the payload
+// beside call_id and tool_name.
 type WriteConfirmation struct {
-	CallID    string         `json:"callId"`
-	ToolName  string         `json:"toolName"`
-	SessionID string         `json:"sessionId,omitempty"`
-	Extra     map[string]any `json:"extra,omitempty"`
+	CallID    string
+	ToolName  string
+	SessionID string
+	Extra     map[string]any
 }
 
 // Payload is one of *HITL, *Response, *Progress, *Error, *OAuthRequired or
@@ -203,9 +221,10 @@ func (*Error) key() string             { return KeyError }
 func (*OAuthRequired) key() string     { return KeyOAuthRequired }
 func (*WriteConfirmation) key() string { return KeyWriteConfirmation }
 
-// Part returns the data part that carries p.
+// Part returns the data part that carries p: {"<key>": payload}, tagged
+// MetadataMediaType in its metadata.
 func Part(p Payload) a2a.Part {
-	part, err := a2a.DataPart(map[string]any{p.key(): p})
+	part, err := TaggedDataPart(map[string]any{p.key(): p}, MetadataMediaType)
 	if err != nil {
 		// Every payload type marshals; only a caller-supplied map with an
 		// unencodable value (a channel, a func) gets here.
@@ -286,127 +305,6 @@ func ExecutionProgress(content string, p ProgressData) *HITL {
 	return &HITL{Type: TypeExecutionProgress, Content: content, Progress: &p}
 }
 
-// Found is what Extract read from a message: each field is set when the
-// message carries that convention (the first one, when it carries several).
-type Found struct {
-	HITL              *HITL
-	Response          *Response
-	Progress          *Progress
-	Error             *Error
-	OAuthRequired     *OAuthRequired
-	WriteConfirmation *WriteConfirmation
-}
-
-// Empty reports whether nothing was found.
-func (f Found) Empty() bool { return f == Found{} }
-
-// Paused reports whether the message asks the user to act before the run
-// goes on: a HITL message that requires action, or either pause.
-func (f Found) Paused() bool {
-	return (f.HITL != nil && f.HITL.RequiresUserAction) || f.OAuthRequired != nil || f.WriteConfirmation != nil
-}
-
-// Extract reads the conventions a message carries. A data part that is not
-// a convention, or whose payload does not decode, is skipped (Validate
-// reports the latter). A nil message yields nothing.
-func Extract(m *a2a.Message) Found {
-	var f Found
-	if m == nil {
-		return f
-	}
-	for _, p := range m.Parts {
-		extractPart(&f, p)
-	}
-	return f
-}
-
-// ExtractTask reads the conventions of a task's status message, history
-// and artifacts, in that order, one Found per message or artifact that
-// carries any.
-func ExtractTask(t *a2a.Task) []Found {
-	var out []Found
-	add := func(f Found) {
-		if !f.Empty() {
-			out = append(out, f)
-		}
-	}
-	if t == nil {
-		return nil
-	}
-	add(Extract(t.Status.Message))
-	for i := range t.History {
-		add(Extract(&t.History[i]))
-	}
-	for _, a := range t.Artifacts {
-		var f Found
-		for _, p := range a.Parts {
-			extractPart(&f, p)
-		}
-		add(f)
-	}
-	return out
-}
-
-// FromFrame reads the conventions a stream frame carries: a status
-// update's message, an artifact update's parts, a message, or a task's
-// status message (a task's history and artifacts: use ExtractTask).
-func FromFrame(fr *a2a.StreamResponse) Found {
-	var f Found
-	switch {
-	case fr == nil:
-	case fr.StatusUpdate != nil:
-		f = Extract(fr.StatusUpdate.Status.Message)
-	case fr.ArtifactUpdate != nil:
-		for _, p := range fr.ArtifactUpdate.Artifact.Parts {
-			extractPart(&f, p)
-		}
-	case fr.Message != nil:
-		f = Extract(fr.Message)
-	case fr.Task != nil:
-		f = Extract(fr.Task.Status.Message)
-	}
-	return f
-}
-
-func extractPart(f *Found, p a2a.Part) {
-	if p.Kind != a2a.PartData {
-		return
-	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(p.Data, &obj) != nil {
-		return
-	}
-	for k, raw := range obj {
-		switch k {
-		case KeyHITL:
-			decodeInto(&f.HITL, raw)
-		case KeyHITLResponse:
-			decodeInto(&f.Response, raw)
-		case KeyProgress:
-			decodeInto(&f.Progress, raw)
-		case KeyError:
-			decodeInto(&f.Error, raw)
-		case KeyOAuthRequired:
-			decodeInto(&f.OAuthRequired, raw)
-		case KeyWriteConfirmation:
-			decodeInto(&f.WriteConfirmation, raw)
-		}
-	}
-}
-
-// decodeInto sets *dst from raw unless it is already set or raw is not an
-// object of the right shape.
-func decodeInto[T any](dst **T, raw json.RawMessage) {
-	if *dst != nil {
-		return
-	}
-	var v T
-	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &v) != nil {
-		return
-	}
-	*dst = &v
-}
-
 // Check applies the rules to a value the user entered for an input of type
 // t; nil means the value passes.
 func (v *InputValidation) Check(t InputType, value string) error {
@@ -452,7 +350,7 @@ func (v *InputValidation) Check(t InputType, value string) error {
 	}
 	if len(v.Options) > 0 {
 		for _, o := range v.Options {
-			if o == value {
+			if o["value"] == value {
 				return nil
 			}
 		}

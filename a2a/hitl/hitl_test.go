@@ -115,7 +115,7 @@ func TestExtractTask(t *testing.T) {
 
 func TestValidateProblems(t *testing.T) {
 	data := func(key, payload string) a2a.Part {
-		return a2a.Part{Kind: a2a.PartData, Data: json.RawMessage(`{"` + key + `":` + payload + `}`)}
+		return hitl.Tag(a2a.Part{Kind: a2a.PartData, Data: json.RawMessage(`{"` + key + `":` + payload + `}`)}, hitl.MetadataMediaType)
 	}
 	tests := []struct {
 		name string
@@ -123,14 +123,14 @@ func TestValidateProblems(t *testing.T) {
 		want []string
 	}{
 		{"envelope", &a2a.Message{}, []string{"messageId is required", "role must be", "at least one part"}},
-		{"hitl type and content", &a2a.Message{MessageID: "m", Role: a2a.RoleAgent, Parts: []a2a.Part{data(hitl.KeyHITL, `{"type":"shout"}`)}},
-			[]string{`part 0 novaos.dev/hitl: unknown type "shout"`, "content is required"}},
-		{"hitl wrong type", &a2a.Message{MessageID: "m", Role: a2a.RoleAgent, Parts: []a2a.Part{data(hitl.KeyHITL, `{"type":"info","content":7}`)}},
+		{"hitl type and content", &a2a.Message{MessageID: "m", Role: a2a.RoleAgent, Parts: []a2a.Part{data(hitl.KeyHITL, `{"hitl_type":"shout"}`)}},
+			[]string{`part 0 hitl: unknown hitl_type "shout"`, "content is required"}},
+		{"hitl wrong type", &a2a.Message{MessageID: "m", Role: a2a.RoleAgent, Parts: []a2a.Part{data(hitl.KeyHITL, `{"hitl_type":"info","content":7}`)}},
 			[]string{"field content has the wrong type"}},
 		{"not an object", &a2a.Message{MessageID: "m", Role: a2a.RoleAgent, Parts: []a2a.Part{data(hitl.KeyError, `"boom"`)}},
 			[]string{"payload must be a JSON object"}},
 		{"input validation", &a2a.Message{MessageID: "m", Role: a2a.RoleAgent, Parts: []a2a.Part{hitl.Part(hitl.InputRequest("q", "colour", &hitl.InputValidation{MinLength: ptr(5), MaxLength: ptr(2), Pattern: "("}, ""))}},
-			[]string{`unknown inputType "colour"`, "minLength exceeds maxLength", "pattern does not compile"}},
+			[]string{`unknown input_type "colour"`, "min_length exceeds max_length", "pattern does not compile"}},
 		{"batch", &a2a.Message{MessageID: "m", Role: a2a.RoleAgent, Parts: []a2a.Part{hitl.Part(hitl.BatchInputRequest("q", []hitl.InputField{{Name: "a"}, {Name: "a"}}, ""))}},
 			[]string{`field name "a" repeated`}},
 		{"plan", &a2a.Message{MessageID: "m", Role: a2a.RoleAgent, Parts: []a2a.Part{hitl.Part(hitl.PlanConfirmation("q", nil, nil))}},
@@ -138,13 +138,13 @@ func TestValidateProblems(t *testing.T) {
 		{"progress", &a2a.Message{MessageID: "m", Role: a2a.RoleAgent, Parts: []a2a.Part{hitl.Part(&hitl.Progress{Status: "sleeping", Progress: hitl.ProgressData{Percent: ptr(150.0), Step: 5, TotalSteps: 2}})}},
 			[]string{`unknown status "sleeping"`, "message is required", "percent must be within 0..100", "step must be within"}},
 		{"response", &a2a.Message{MessageID: "m", Role: a2a.RoleUser, Parts: []a2a.Part{hitl.Part(&hitl.Response{})}},
-			[]string{"actionId is required", "sessionId is required"}},
+			[]string{"action_id is required", "session_id is required"}},
 		{"oauth", &a2a.Message{MessageID: "m", Role: a2a.RoleAgent, Parts: []a2a.Part{hitl.Part(&hitl.OAuthRequired{AuthURL: "javascript:alert(1)"})}},
-			[]string{"connector is required", "authUrl must be an absolute http(s) URL"}},
+			[]string{"connector is required", "auth_url must be an absolute http(s) URL"}},
 		{"write confirmation", &a2a.Message{MessageID: "m", Role: a2a.RoleAgent, Parts: []a2a.Part{hitl.Part(&hitl.WriteConfirmation{})}},
-			[]string{"callId is required", "toolName is required"}},
+			[]string{"call_id is required", "tool_name is required"}},
 		{"error", &a2a.Message{MessageID: "m", Role: a2a.RoleAgent, Parts: []a2a.Part{hitl.Part(&hitl.Error{})}},
-			[]string{"type is required", "message is required"}},
+			[]string{"error_type is required", "message is required"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -182,21 +182,27 @@ func TestInputValidationCheck(t *testing.T) {
 			t.Errorf("Check(%q) = %v, want %q", value, err, want)
 		}
 	}
-	sel := &hitl.InputValidation{Options: []string{"red", "blue"}}
+	sel := &hitl.InputValidation{Options: []map[string]string{{"value": "red"}, {"value": "blue", "label": "Blue"}}}
 	if sel.Check(hitl.InputSelect, "green") == nil || sel.Check(hitl.InputSelect, "red") != nil {
 		t.Error("select options")
 	}
 }
 
 func FuzzExtractValidate(f *testing.F) {
-	f.Add([]byte(`{"novaos.dev/hitl":{"type":"input_request","content":"q","validation":{"pattern":"(a+)+$","minLength":-1}}}`))
-	f.Add([]byte(`{"novaos.dev/pause/oauth":{"connector":"c","authUrl":"https://x"},"novaos.dev/error":[]}`))
-	f.Add([]byte(`{"novaos.dev/progress":{"status":"started","message":"m","progress":{"percent":1e309}}}`))
+	f.Add([]byte(`{"hitl":{"hitl_type":"input_request","content":"q","metadata":{"validation":{"pattern":"(a+)+$","min_length":-1}}}}`))
+	f.Add([]byte(`{"oauth":{"connector":"c","auth_url":"https://x","extra":1},"error":[]}`))
+	f.Add([]byte(`{"progress":{"status":"started","message":"m","progress":{"percent":1e309}}}`))
+	f.Add([]byte(`"{\"write_confirmation\":{\"call_id\":7}}"`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if !json.Valid(data) {
 			return
 		}
-		m := &a2a.Message{MessageID: "m", Role: a2a.RoleAgent, Parts: []a2a.Part{{Kind: a2a.PartData, Data: data}}}
+		var md map[string]any
+		_ = json.Unmarshal(data, &md) // the legacy form: the same object as message metadata
+		m := &a2a.Message{MessageID: "m", Role: a2a.RoleAgent, Metadata: md, Parts: []a2a.Part{
+			hitl.Tag(a2a.Part{Kind: a2a.PartData, Data: data}, hitl.MetadataMediaType),
+			{Kind: a2a.PartText, Text: string(data), MediaType: hitl.MetadataMediaType},
+		}}
 		found := hitl.Extract(m)
 		err := hitl.Validate(m)
 		if err == nil && found.HITL != nil && found.HITL.Validation != nil {

@@ -22,8 +22,9 @@ func (e *ValidationError) Error() string {
 }
 
 // Validate checks m's A2A envelope (messageId, role, at least one part)
-// and every convention payload it carries, including ones Extract would
-// skip because they do not decode. It returns nil or a *ValidationError.
+// and every convention payload it carries, in every form Extract reads,
+// including ones Extract would skip because they do not decode. It
+// returns nil or a *ValidationError.
 func Validate(m *a2a.Message) error {
 	if m == nil {
 		return &ValidationError{Problems: []string{"nil message"}}
@@ -39,20 +40,11 @@ func Validate(m *a2a.Message) error {
 	if len(m.Parts) == 0 {
 		add("at least one part is required")
 	}
-	for i, p := range m.Parts {
-		if p.Kind != a2a.PartData {
-			continue
+	each(m, func(where, key string, raw json.RawMessage) {
+		for _, pr := range ValidatePayload(key, raw) {
+			add("%s %s: %s", where, key, pr)
 		}
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(p.Data, &obj) != nil {
-			continue // not an object: not a convention
-		}
-		for k, raw := range obj {
-			for _, pr := range ValidatePayload(k, raw) {
-				add("part %d %s: %s", i, k, pr)
-			}
-		}
-	}
+	})
 	if probs != nil {
 		return &ValidationError{Problems: probs}
 	}
@@ -90,10 +82,10 @@ func ValidatePayload(key string, raw json.RawMessage) []string {
 		var r Response
 		if decode(&r) {
 			if r.ActionID == "" {
-				add("actionId is required")
+				add("action_id is required")
 			}
 			if r.SessionID == "" {
-				add("sessionId is required")
+				add("session_id is required")
 			}
 		}
 	case KeyProgress:
@@ -111,7 +103,7 @@ func ValidatePayload(key string, raw json.RawMessage) []string {
 		var e Error
 		if decode(&e) {
 			if e.Type == "" {
-				add("type is required")
+				add("error_type is required")
 			}
 			if e.Message == "" {
 				add("message is required")
@@ -124,17 +116,17 @@ func ValidatePayload(key string, raw json.RawMessage) []string {
 				add("connector is required")
 			}
 			if u, err := url.Parse(o.AuthURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-				add("authUrl must be an absolute http(s) URL")
+				add("auth_url must be an absolute http(s) URL")
 			}
 		}
 	case KeyWriteConfirmation:
 		var w WriteConfirmation
 		if decode(&w) {
 			if w.CallID == "" {
-				add("callId is required")
+				add("call_id is required")
 			}
 			if w.ToolName == "" {
-				add("toolName is required")
+				add("tool_name is required")
 			}
 		}
 	}
@@ -145,7 +137,7 @@ func (h *HITL) problems() []string {
 	var probs []string
 	add := func(format string, args ...any) { probs = append(probs, fmt.Sprintf(format, args...)) }
 	if !knownTypes[h.Type] {
-		add("unknown type %q", h.Type)
+		add("unknown hitl_type %q", h.Type)
 	}
 	if h.Content == "" {
 		add("content is required")
@@ -163,7 +155,7 @@ func (h *HITL) problems() []string {
 	switch h.Type {
 	case TypeInputRequest:
 		if h.InputType != "" && !knownInputTypes[h.InputType] {
-			add("unknown inputType %q", h.InputType)
+			add("unknown input_type %q", h.InputType)
 		}
 		probs = append(probs, h.Validation.problems("validation")...)
 	case TypeBatchInputRequest:
@@ -180,7 +172,7 @@ func (h *HITL) problems() []string {
 			}
 			names[f.Name] = true
 			if f.InputType != "" && !knownInputTypes[f.InputType] {
-				add("field %q: unknown inputType %q", f.Name, f.InputType)
+				add("field %q: unknown input_type %q", f.Name, f.InputType)
 			}
 			probs = append(probs, f.Validation.problems("field "+f.Name+" validation")...)
 		}
@@ -207,13 +199,13 @@ func (v *InputValidation) problems(where string) []string {
 	}
 	var probs []string
 	if v.MinLength != nil && *v.MinLength < 0 {
-		probs = append(probs, where+": minLength is negative")
+		probs = append(probs, where+": min_length is negative")
 	}
 	if v.MinLength != nil && v.MaxLength != nil && *v.MinLength > *v.MaxLength {
-		probs = append(probs, where+": minLength exceeds maxLength")
+		probs = append(probs, where+": min_length exceeds max_length")
 	}
 	if v.MinValue != nil && v.MaxValue != nil && *v.MinValue > *v.MaxValue {
-		probs = append(probs, where+": minValue exceeds maxValue")
+		probs = append(probs, where+": min_value exceeds max_value")
 	}
 	if v.Pattern != "" {
 		if _, err := regexp.Compile(v.Pattern); err != nil {
@@ -229,7 +221,7 @@ func (p ProgressData) problems() []string {
 		probs = append(probs, "progress.percent must be within 0..100")
 	}
 	if p.Step < 0 || p.TotalSteps < 0 || (p.TotalSteps > 0 && p.Step > p.TotalSteps) {
-		probs = append(probs, "progress.step must be within 0..totalSteps")
+		probs = append(probs, "progress.step must be within 0..total_steps")
 	}
 	return probs
 }
