@@ -121,11 +121,11 @@ func TestResultContent(t *testing.T) {
 			res:  Result{Output: []a2a.Part{a2a.URLPart("https://example.com/x", "x", "text/plain")}, Metadata: map[string]any{"k": "v"}},
 			wantParts: []a2a.Part{
 				a2a.URLPart("https://example.com/x", "x", "text/plain"),
-				{Kind: a2a.PartData, Data: json.RawMessage(`{"k":"v"}`), MediaType: SkillMetadataMediaType},
+				{Kind: a2a.PartData, Data: json.RawMessage(`{"k":"v"}`), Metadata: map[string]any{"mediaType": "application/vnd.novaos.skill-metadata+json"}},
 			},
 			wantMsg: []a2a.Part{
 				a2a.URLPart("https://example.com/x", "x", "text/plain"),
-				{Kind: a2a.PartData, Data: json.RawMessage(`{"k":"v"}`), MediaType: SkillMetadataMediaType},
+				{Kind: a2a.PartData, Data: json.RawMessage(`{"k":"v"}`), Metadata: map[string]any{"mediaType": "application/vnd.novaos.skill-metadata+json"}},
 			},
 		},
 		{
@@ -133,7 +133,7 @@ func TestResultContent(t *testing.T) {
 			res:  Result{Status: StatusFailed, Error: "upstream down"},
 			wantMsg: []a2a.Part{
 				a2a.TextPart("upstream down"),
-				{Kind: a2a.PartData, Data: json.RawMessage(`{"skill_error":"upstream down"}`), MediaType: PlatformMediaType},
+				{Kind: a2a.PartData, Data: json.RawMessage(`{"skill_error":"upstream down"}`), Metadata: map[string]any{"mediaType": "application/vnd.novaos.metadata+json"}},
 			},
 		},
 		{

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/a2a/hitl"
 	"novaos.dev/novaos/ext/confidence"
 	"novaos.dev/novaos/ext/cost"
 	"novaos.dev/novaos/ext/extmeta"
@@ -132,7 +133,7 @@ func (c *Context) withTelemetry(art *a2a.Artifact, msg *a2a.Message) *a2a.Artifa
 			parts = slices.Clone(msg.Parts)
 		}
 		if len(parts) == 0 {
-			parts = []a2a.Part{{Kind: a2a.PartData, Data: []byte("{}"), MediaType: PlatformMediaType}}
+			parts = []a2a.Part{hitl.Tag(a2a.Part{Kind: a2a.PartData, Data: []byte("{}")}, PlatformMediaType)}
 		}
 		art = &a2a.Artifact{ArtifactID: a2a.NewID(), Name: "result", Parts: parts}
 	}

@@ -68,6 +68,12 @@
 // Metadata becomes a data part tagged SkillMetadataMediaType; both go into
 // a "result" artifact and into the final status message. Error becomes a
 // text part plus a data part tagged PlatformMediaType under "skill_error".
+// Both markers are written as seed 000's AgentBuilder writes them, in the
+// part's metadata ({"mediaType": "application/vnd.novaos.metadata+json"}
+// for platform data, "application/vnd.novaos.skill-metadata+json" for
+// skill metadata); PlatformMediaType is the marker package a2a/hitl uses
+// for HITL requests, pauses, progress and errors, so one reader finds all
+// NovaOS control data.
 // A handler that returns an error or panics gives a FAILED task with the
 // error's text ("panic: …" for a panic); the process never crashes.
 //

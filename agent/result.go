@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/a2a/hitl"
 )
 
 // Result statuses. A skill speaks this vocabulary, not A2A task states; the
@@ -17,16 +18,24 @@ const (
 	StatusAuthRequired = "AUTH_REQUIRED" // TASK_STATE_AUTH_REQUIRED
 )
 
-// Media types that mark the data parts the agent adds to a result message.
+// Markers of the data parts the agent adds to a result message, written
+// as seed 000's AgentBuilder writes them: in the part's own metadata under
+// hitl.PartKey ("mediaType"), the part's mediaType field left empty.
 const (
 	// SkillMetadataMediaType tags the data part carrying Result.Metadata;
-	// it is ordinary caller-visible data.
-	SkillMetadataMediaType = "application/vnd.novaos.skill-metadata+json"
+	// it is ordinary caller-visible data (seed 000's
+	// NOVAOS_SKILL_METADATA_CONTENT_TYPE).
+	SkillMetadataMediaType = hitl.SkillMetadataMediaType
 	// PlatformMediaType tags the data part carrying platform fields, such
 	// as the skill's error under SkillErrorKey; platforms read it for
-	// themselves and do not show it as run data.
-	PlatformMediaType = "application/vnd.novaos.platform+json"
-	SkillErrorKey     = "skill_error"
+	// themselves and do not show it as run data. It is the marker of all
+	// NovaOS control data (seed 000's NOVAOS_METADATA_CONTENT_TYPE), so
+	// package hitl reads HITL requests and pauses from the same kind of
+	// part.
+	PlatformMediaType = hitl.MetadataMediaType
+	// SkillErrorKey is where the platform part carries a failed skill's
+	// error text (seed 000's NOVAOS_SKILL_ERROR_KEY).
+	SkillErrorKey = "skill_error"
 )
 
 // Result is what a skill returns: its output and how the task ends.
@@ -43,7 +52,7 @@ type Result struct {
 	// Error explains a failure or rejection to the caller.
 	Error string
 	// Metadata is returned to the caller as a data part tagged
-	// SkillMetadataMediaType.
+	// SkillMetadataMediaType in its metadata.
 	Metadata map[string]any
 }
 
@@ -110,19 +119,16 @@ func outputParts(out any) ([]a2a.Part, error) {
 
 // metadataPart is Result.Metadata as a tagged data part.
 func metadataPart(md map[string]any) (a2a.Part, error) {
-	p, err := a2a.DataPart(md)
+	p, err := hitl.TaggedDataPart(md, SkillMetadataMediaType)
 	if err != nil {
 		return a2a.Part{}, fmt.Errorf("agent: result metadata: %w", err)
 	}
-	p.MediaType = SkillMetadataMediaType
 	return p, nil
 }
 
 // errorParts are the human-readable error and its platform-tagged copy.
 func errorParts(msg string) []a2a.Part {
-	data, _ := json.Marshal(map[string]string{SkillErrorKey: msg})
-	return []a2a.Part{
-		a2a.TextPart(msg),
-		{Kind: a2a.PartData, Data: data, MediaType: PlatformMediaType},
-	}
+	// A map of strings always encodes.
+	p, _ := hitl.TaggedDataPart(map[string]string{SkillErrorKey: msg}, PlatformMediaType)
+	return []a2a.Part{a2a.TextPart(msg), p}
 }
