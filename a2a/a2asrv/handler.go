@@ -50,6 +50,16 @@ type Options struct {
 	// Now and NewID make responses reproducible in tests.
 	Now   func() time.Time
 	NewID func() string
+	// NewTaskID, when set, proposes the id of the task a SendMessage
+	// creates (one whose message names no task), such as the platform's
+	// run id (package agent sets it so). A fresh NewID is used instead
+	// when it proposes "", an id outside 1..128 letters, digits and
+	// "-_.:", or an id in use: a task of the caller's scope, or a task
+	// live in this process in any scope (reserved until the request ends,
+	// so two concurrent requests never share one). A stored task of
+	// another scope is never read or changed: the store refuses to create
+	// a second task with its id (ErrExists) and the request fails.
+	NewTaskID func(req *a2a.SendMessageRequest) string
 }
 
 // CodeUnauthenticated is the JSON-RPC code for a request whose caller could

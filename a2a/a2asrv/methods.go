@@ -127,7 +127,7 @@ func (h *Handler) prepareSend(c *call, params json.RawMessage, streaming bool) (
 		}
 		p.task = t
 	} else {
-		msg.TaskID = h.newID()
+		msg.TaskID = h.newTaskID(ctx, c.scope, &p.req)
 		if msg.ContextID == "" {
 			msg.ContextID = h.newID()
 		}

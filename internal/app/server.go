@@ -60,6 +60,11 @@ func (s *Server) Start(ctx context.Context) error {
 		if s.push != nil {
 			opts.PushConfigStore = agentPushConfigs{store: s.push, agent: a.name}
 		}
+		if seeder, ok := a.agent.(interface {
+			NewTaskID(*a2a.SendMessageRequest) string
+		}); ok {
+			opts.NewTaskID = seeder.NewTaskID // an SDK agent's tasks take the platform's run id
+		}
 		h := a2asrv.NewHandler(a.card, a.agent, opts)
 		s.handlers = append(s.handlers, h)
 		// The handler routes relative to its mount point: "" is the

@@ -1,0 +1,70 @@
+package a2asrv
+
+import (
+	"context"
+	"errors"
+
+	"novaos.dev/novaos/a2a"
+)
+
+// maxProposedTaskID bounds an id Options.NewTaskID proposes; run ids are
+// UUID-sized, so this leaves room without letting a caller store a large
+// key.
+const maxProposedTaskID = 128
+
+// newTaskID is the id of a task req creates: Options.NewTaskID's proposal
+// when it is usable and free, a fresh id otherwise. A proposed id comes
+// from the caller's metadata, so it must never let one caller reach
+// another's task: a free id is reserved (its hub held) until ctx, the
+// request's context, ends, by which time the execution holds the hub or
+// the task is stored.
+func (h *Handler) newTaskID(ctx context.Context, scope Scope, req *a2a.SendMessageRequest) string {
+	if h.opts.NewTaskID == nil {
+		return h.newID()
+	}
+	id := h.opts.NewTaskID(req)
+	if !proposableTaskID(id) {
+		return h.newID()
+	}
+	hb, ok := h.hubs.reserve(id)
+	if !ok {
+		return h.newID()
+	}
+	if _, _, err := h.store.Get(ctx, scope, id); !errors.Is(err, ErrNotFound) {
+		// The caller's own task (a platform retry of the same run gets a
+		// new task), or a store that could not say: not this id.
+		h.hubs.release(hb)
+		return h.newID()
+	}
+	context.AfterFunc(ctx, func() { h.hubs.release(hb) })
+	return id
+}
+
+func proposableTaskID(id string) bool {
+	if id == "" || len(id) > maxProposedTaskID {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
+			return false
+		}
+	}
+	return true
+}
+
+// reserve acquires the hub of id only when nobody holds it: a task live
+// in this process, in any scope, keeps its id.
+func (hs *hubs) reserve(id string) (*hub, bool) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if hs.m[id] != nil {
+		return nil, false
+	}
+	if hs.m == nil {
+		hs.m = make(map[string]*hub)
+	}
+	h := &hub{id: id, refs: 1}
+	hs.m[id] = h
+	return h, true
+}
