@@ -50,6 +50,14 @@
 // Execution is at-least-once: a skill with side effects should deduplicate
 // on IdempotencyKey, never on RunID.
 //
+// A new task's id is the run id, as in seed 000 (Agent.NewTaskID, which
+// Handler installs as a2asrv.Options.NewTaskID): a platform run and its
+// task share one id. When the message names no task and the run id is
+// unusable as an id (over 128 bytes, or a character outside letters,
+// digits and "-_.:") or already names a task (a retry of the run, or any
+// task live in the process), the task gets a fresh id instead; TaskID and
+// RunID then differ, and nothing of the other task is read or changed.
+//
 // # Results
 //
 // A handler returns a Result. Its Status speaks the skill vocabulary, mapped
