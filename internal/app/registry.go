@@ -66,6 +66,7 @@ func (s *Server) startRegistry(ctx context.Context, mux *http.ServeMux) error {
 	h := svc.Handler()
 	mux.Handle(registry.APIPath, h)
 	mux.Handle(registry.APIPath+"/", h)
+	mux.Handle(iregistry.DNSPath+"/", svc.DNSHandler()) // seed 000's AgentDNSClient shape
 	for _, a := range s.agents {
 		if _, err := svc.Put(ctx, hostedRecord(a, s.baseURL)); err != nil {
 			return fmt.Errorf("app: register agent %s: %w", a.name, err)

@@ -40,4 +40,15 @@
 //     peer looks local: configure a token there.
 //
 // The token never appears in logs, errors or problem details.
+//
+// # Seed 000's Agent-DNS shape
+//
+// DNSHandler serves the same records read-only in the shape seed 000's
+// AgentDNSClient calls, under DNSPath (/api/v1/dns): GET /agents (a JSON
+// array of every record), POST /agents/search (a JSON body of query,
+// name, domain, tag and status) and GET /agents/{name}, each record with
+// the seed's AgentDNSRecord fields (snake_case timestamps, every field
+// present). A seed client takes the server's URL plus DNSPath as its
+// base_url. The base is not the bare /agents of the seed because the
+// server hosts A2A agents at /agents/{name}.
 package registry
