@@ -19,9 +19,9 @@ import (
 // Lock order: a hub's mu before hubs.mu (start takes the caller's hub
 // reference while holding the hub); nothing takes them the other way round.
 type hub struct {
-	id  string
-	hs  *hubs
-	mu  sync.Mutex
+	id string
+	hs *hubs
+	mu sync.Mutex
 	// Everything below is guarded by mu.
 	scope Scope
 	// task is the task as this process last wrote or read it, including
