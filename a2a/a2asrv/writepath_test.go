@@ -313,4 +313,3 @@ func BenchmarkStreamChunks(b *testing.B) {
 		})
 	}
 }
-
