@@ -209,7 +209,8 @@ func (a *Agent) finish(c *Context, res Result, herr error) error {
 
 // resultContent builds the final status message and result artifact: the
 // output parts and the tagged metadata part go into both, so a caller that
-// reads either finds the result; the error goes into the message.
+// reads either finds the result, unless the result has a Message of its own
+// to say instead; the error goes into the message.
 func resultContent(res Result, state a2a.TaskState) (*a2a.Message, *a2a.Artifact, error) {
 	parts, err := outputParts(res.Output)
 	if err != nil {
@@ -236,6 +237,9 @@ func resultContent(res Result, state a2a.TaskState) (*a2a.Message, *a2a.Artifact
 		}
 	}
 	msgParts := append([]a2a.Part(nil), parts...)
+	if res.Message != "" {
+		msgParts = []a2a.Part{a2a.TextPart(res.Message)}
+	}
 	if errText != "" {
 		msgParts = append(msgParts, errorParts(errText)...)
 	}

@@ -51,13 +51,19 @@ type Result struct {
 	Status string
 	// Error explains a failure or rejection to the caller.
 	Error string
+	// Message, when set, is the text of the final status message: what the
+	// agent says about reaching the state. By default that message carries
+	// a copy of Output, so a caller reading either the status or the
+	// artifact finds the result; a skill whose output is large sets Message
+	// to keep the output in the artifact only.
+	Message string
 	// Metadata is returned to the caller as a data part tagged
 	// SkillMetadataMediaType in its metadata.
 	Metadata map[string]any
 }
 
 func (r *Result) isZero() bool {
-	return r.Output == nil && r.Status == "" && r.Error == "" && r.Metadata == nil
+	return r.Output == nil && r.Status == "" && r.Error == "" && r.Metadata == nil && r.Message == ""
 }
 
 // StatusState maps a Result status to the task state it ends in, following

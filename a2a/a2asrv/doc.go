@@ -45,6 +45,43 @@
 // streams get ": keep-alive" comments; responses carry Cache-Control:
 // no-cache and X-Accel-Buffering: no.
 //
+// # Write path
+//
+// Every write reaches the [TaskStore] as cheaply as its visibility allows:
+//
+//   - A status update is stored before it is streamed, as an appended event
+//     ([TaskStore.Append]): the store keeps the event, not a rewrite of the
+//     task, so its cost is the event's size.
+//   - Artifact updates (a stream of chunks) are streamed at once and stored
+//     as appended events in batches: with the next status update, after
+//     Options.ArtifactFlushInterval (default 50ms), or every 512 chunks,
+//     whichever comes first, and always before the execution's end is
+//     announced. A crash can lose at most the last interval of chunks of a
+//     task that was not final; such a task is settled as failed when the
+//     server starts again, so no answered task loses output. GetTask and
+//     ListTasks may lag a stream by up to the interval; a stream and
+//     SubscribeToTask in this process never do.
+//   - A blocking SendMessage that starts a new task keeps the task in
+//     memory until it is final or interrupted and then stores it once,
+//     whole: before the answer nobody but the caller can know the task's
+//     id, so no reader can tell. A task still running after a second is
+//     stored as it stands, so long executions show up in listings.
+//   - Whole-task writes (CancelTask, the first write of a continuation, the
+//     final write of a task with many stored events) replace the stored
+//     body and the events with it.
+//
+// Work is linear in the output: the server applies events to its cached
+// task in place and never copies the task per write (readers get copies),
+// and no write re-encodes what was stored before it.
+//
+// What each copy in a stored task is for: the caller's messages are in the
+// history; the agent's latest status message is in status.message only,
+// and moves into the history when a later status replaces it, so the
+// history reads as the conversation; outputs are in artifacts. An agent
+// that puts its output in both an artifact and its status message (the
+// agent SDK's default, so a caller reading either finds it) stores it
+// twice; agent.Result.Message avoids that.
+//
 // # Decisions where the spec is silent or inconsistent
 //
 //   - A2A-Version is required: absent or empty means 0.3 and is answered

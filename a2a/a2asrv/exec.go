@@ -39,7 +39,10 @@ type updater struct {
 	// the executor ran (returnImmediately), so a message-only answer is no
 	// longer possible.
 	convertReply bool
-	revoked      bool
+	// deferCreate keeps a new task in the hub until it is final: nobody
+	// but the blocking caller can know its id before the answer.
+	deferCreate bool
+	revoked     bool
 }
 
 var _ Updater = (*updater)(nil)
@@ -50,10 +53,10 @@ func (u *updater) ContextID() string { return u.contextID }
 func (u *updater) Task() *a2a.Task {
 	u.hub.mu.Lock()
 	defer u.hub.mu.Unlock()
-	if !u.created || u.hub.task == nil {
+	if !u.created {
 		return nil
 	}
-	return u.hub.task.Clone()
+	return u.hub.snapshotLocked()
 }
 
 func (u *updater) UpdateStatus(ctx context.Context, state a2a.TaskState, msg *a2a.Message, metadata map[string]any) error {
@@ -61,15 +64,11 @@ func (u *updater) UpdateStatus(ctx context.Context, state a2a.TaskState, msg *a2
 		return fmt.Errorf("a2asrv: update status: state is unspecified")
 	}
 	msg = u.agentMessage(msg)
-	return u.write(ctx, func(t *a2a.Task) (*a2a.StreamResponse, error) {
-		t.Status = a2a.TaskStatus{State: state, Message: msg, Timestamp: u.h.now()}
-		if msg != nil {
-			t.History = append(t.History, *msg)
-		}
-		return &a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{
-			TaskID: t.ID, ContextID: t.ContextID, Status: t.Status, Metadata: metadata,
-		}}, nil
-	})
+	return u.write(ctx, &a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{
+		TaskID: u.taskID, ContextID: u.contextID,
+		Status:   a2a.TaskStatus{State: state, Message: msg, Timestamp: u.h.now()},
+		Metadata: metadata,
+	}})
 }
 
 func (u *updater) AddArtifact(ctx context.Context, art a2a.Artifact, appendChunk, lastChunk bool, metadata map[string]any) error {
@@ -79,29 +78,10 @@ func (u *updater) AddArtifact(ctx context.Context, art a2a.Artifact, appendChunk
 	if len(art.Parts) == 0 {
 		return fmt.Errorf("a2asrv: add artifact %s: no parts", art.ArtifactID)
 	}
-	return u.write(ctx, func(t *a2a.Task) (*a2a.StreamResponse, error) {
-		mergeArtifact(t, art, appendChunk)
-		return &a2a.StreamResponse{ArtifactUpdate: &a2a.TaskArtifactUpdateEvent{
-			TaskID: t.ID, ContextID: t.ContextID, Artifact: art,
-			Append: appendChunk, LastChunk: lastChunk, Metadata: metadata,
-		}}, nil
-	})
-}
-
-func mergeArtifact(t *a2a.Task, art a2a.Artifact, appendChunk bool) {
-	for i := range t.Artifacts {
-		if t.Artifacts[i].ArtifactID != art.ArtifactID {
-			continue
-		}
-		if appendChunk {
-			t.Artifacts[i].Parts = append(t.Artifacts[i].Parts, art.Parts...)
-		} else {
-			t.Artifacts[i] = art
-		}
-		return
-	}
-	art.Parts = append([]a2a.Part(nil), art.Parts...)
-	t.Artifacts = append(t.Artifacts, art)
+	return u.write(ctx, &a2a.StreamResponse{ArtifactUpdate: &a2a.TaskArtifactUpdateEvent{
+		TaskID: u.taskID, ContextID: u.contextID, Artifact: art,
+		Append: appendChunk, LastChunk: lastChunk, Metadata: metadata,
+	}})
 }
 
 func (u *updater) Reply(ctx context.Context, msg *a2a.Message) error {
@@ -148,11 +128,19 @@ func (u *updater) agentMessage(msg *a2a.Message) *a2a.Message {
 	return &m
 }
 
-// write applies one change, creating the task on the first write.
-func (u *updater) write(ctx context.Context, mutate func(t *a2a.Task) (*a2a.StreamResponse, error)) error {
+// write applies one event (a status or artifact update), creating the
+// task on the first write. Status updates are stored before they are
+// published; artifact updates are published at once and stored within the
+// flush interval, or with the next status update, whichever comes first.
+func (u *updater) write(ctx context.Context, ev *a2a.StreamResponse) error {
+	u.hub.mu.Lock()
+	defer u.hub.mu.Unlock()
+	return u.writeLocked(ctx, ev)
+}
+
+// writeLocked is write with the hub lock held.
+func (u *updater) writeLocked(ctx context.Context, ev *a2a.StreamResponse) error {
 	hb := u.hub
-	hb.mu.Lock()
-	defer hb.mu.Unlock()
 	if u.revoked {
 		return ErrRevoked
 	}
@@ -167,40 +155,84 @@ func (u *updater) write(ctx context.Context, mutate func(t *a2a.Task) (*a2a.Stre
 			Status:  a2a.TaskStatus{State: a2a.TaskStateSubmitted, Timestamp: u.h.now()},
 			History: []a2a.Message{*u.userMsg},
 		}
-		if _, err := mutate(t); err != nil {
+		if err := ApplyEvent(t, ev); err != nil {
 			return err
 		}
-		if err := hb.createLocked(sctx, u.h.store, t); err != nil {
+		u.created = true
+		if u.deferCreate && !t.Status.State.Final() {
+			hb.holdLocked(t)
+			hb.publishLocked(frame{resp: ev})
+			return nil
+		}
+		if err := hb.createLocked(sctx, t); err != nil {
+			u.created = false
 			return fmt.Errorf("a2asrv: create task: %w", err)
 		}
-		u.created = true
 		u.savePushConfig(sctx)
+		u.revokeIfTerminalLocked()
 		return nil
 	}
-	_, err := hb.applyLocked(sctx, u.h.store, func(t *a2a.Task) (*a2a.StreamResponse, error) {
-		if t.Status.State.Terminal() {
-			u.revoked = true
-			return nil, ErrRevoked
+	if hb.heldLocked() {
+		if err := hb.appendLocked(sctx, ev, false); err != nil {
+			return err
 		}
-		if !first || u.userMsg == nil {
-			// userMsg is nil when the task was stored before the executor
-			// ran (returnImmediately): its Task frame is already out.
-			return mutate(t)
+		if !hb.task.Status.State.Final() && time.Since(hb.heldSince) < maxHold {
+			return nil
 		}
-		// The first write of a continuation is sent as the whole task, so a
-		// stream about it starts with a Task frame like a new task's does.
-		continueTask(t, u.userMsg, u.h.now())
-		if _, err := mutate(t); err != nil {
-			return nil, err
+		if err := hb.releaseHeldLocked(sctx); err != nil {
+			return fmt.Errorf("a2asrv: create task: %w", err)
 		}
-		return &a2a.StreamResponse{Task: t}, nil
-	})
-	if err == nil {
-		if t := hb.task; t != nil && t.Status.State.Terminal() {
-			u.revoked = true
-		}
+		u.savePushConfig(sctx)
+		u.revokeIfTerminalLocked()
+		return nil
 	}
-	return err
+	if first && u.userMsg != nil {
+		// The first write of a continuation is sent as the whole task, so
+		// a stream about it starts with a Task frame like a new task's
+		// does. userMsg is nil when the task was stored before the
+		// executor ran (returnImmediately): its Task frame is already out.
+		_, err := hb.applyLocked(sctx, func(t *a2a.Task) (*a2a.StreamResponse, error) {
+			if t.Status.State.Terminal() {
+				u.revoked = true
+				return nil, ErrRevoked
+			}
+			continueTask(t, u.userMsg, u.h.now())
+			if err := ApplyEvent(t, ev); err != nil {
+				return nil, err
+			}
+			return &a2a.StreamResponse{Task: t}, nil
+		})
+		if err == nil {
+			u.revokeIfTerminalLocked()
+		}
+		return err
+	}
+	durable := ev.ArtifactUpdate == nil
+	for i := 0; ; i++ {
+		if err := hb.loadLocked(sctx); err != nil {
+			return err
+		}
+		if hb.task.Status.State.Terminal() {
+			// Another process (CancelTask on a replica) ended the task.
+			u.revoked = true
+			return ErrRevoked
+		}
+		err := hb.appendLocked(sctx, ev, durable)
+		if errors.Is(err, ErrConcurrentModification) && i < conflictRetries {
+			continue // the cache was dropped: re-read and try again
+		}
+		if err == nil {
+			u.revokeIfTerminalLocked()
+		}
+		return err
+	}
+}
+
+// revokeIfTerminalLocked ends the updater's writes once the task is final.
+func (u *updater) revokeIfTerminalLocked() {
+	if t := u.hub.task; t != nil && t.Status.State.Terminal() {
+		u.revoked = true
+	}
 }
 
 // continueTask records msg, the next message of a live task. A task that
@@ -208,6 +240,7 @@ func (u *updater) write(ctx context.Context, mutate func(t *a2a.Task) (*a2a.Stre
 // left interrupted, its first frame would read as final, and a blocking
 // call or a stream would end before the agent answered.
 func continueTask(t *a2a.Task, msg *a2a.Message, now time.Time) {
+	retireStatusMessage(t)
 	t.History = append(t.History, *msg)
 	if t.Status.State.Interrupted() {
 		t.Status = a2a.TaskStatus{State: a2a.TaskStateWorking, Timestamp: now}
@@ -268,6 +301,10 @@ func (h *Handler) finish(ctx context.Context, e *execution, err error) {
 	revoked := u.revoked
 	u.revoked = true
 	defer hb.publishLocked(frame{endExec: e.id})
+	// Before the end is announced, whatever the execution wrote is in
+	// the store: pending artifact updates, or a task held back by a
+	// deferred create.
+	defer h.settleWritesLocked(sctx, u)
 
 	// Interrupted by CancelTask, a newer message or shutdown: whoever
 	// interrupted owns the outcome.
@@ -312,29 +349,28 @@ func describeFailure(err error) string {
 
 // writeLockedFailed records FAILED; the caller holds the hub lock.
 func (u *updater) writeLockedFailed(ctx context.Context, msg *a2a.Message) error {
-	hb := u.hub
 	msg = u.agentMessage(msg)
-	mutate := func(t *a2a.Task) (*a2a.StreamResponse, error) {
-		t.Status = a2a.TaskStatus{State: a2a.TaskStateFailed, Message: msg, Timestamp: u.h.now()}
-		t.History = append(t.History, *msg)
-		return &a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{TaskID: t.ID, ContextID: t.ContextID, Status: t.Status}}, nil
-	}
-	if !u.created {
-		t := &a2a.Task{ID: u.taskID, ContextID: u.contextID, History: []a2a.Message{*u.userMsg}}
-		_, _ = mutate(t)
-		if err := hb.createLocked(ctx, u.h.store, t); err != nil {
-			return err
+	return u.writeLocked(ctx, &a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{
+		TaskID: u.taskID, ContextID: u.contextID,
+		Status: a2a.TaskStatus{State: a2a.TaskStateFailed, Message: msg, Timestamp: u.h.now()},
+	}})
+}
+
+// settleWritesLocked stores what an ending execution left in the hub only;
+// the caller holds the hub lock.
+func (h *Handler) settleWritesLocked(ctx context.Context, u *updater) {
+	hb := u.hub
+	var err error
+	if hb.heldLocked() {
+		if err = hb.releaseHeldLocked(ctx); err == nil {
+			u.savePushConfig(ctx)
 		}
-		u.created = true
-		return nil
+	} else {
+		err = hb.flushLocked(ctx)
 	}
-	_, err := hb.applyLocked(ctx, u.h.store, func(t *a2a.Task) (*a2a.StreamResponse, error) {
-		if t.Status.State.Terminal() {
-			return nil, ErrRevoked
-		}
-		return mutate(t)
-	})
-	return err
+	if err != nil {
+		h.log.ErrorContext(ctx, "a2asrv: store the execution's last writes", "task_id", u.taskID, "err", err)
+	}
 }
 
 // recordUntouched stores a task the executor never wrote, so the caller's
@@ -348,7 +384,7 @@ func (h *Handler) recordUntouched(ctx context.Context, u *updater) {
 		Status:  a2a.TaskStatus{State: a2a.TaskStateSubmitted, Timestamp: h.now()},
 		History: []a2a.Message{*u.userMsg},
 	}
-	if err := u.hub.createLocked(ctx, h.store, t); err != nil {
+	if err := u.hub.createLocked(ctx, t); err != nil {
 		h.log.ErrorContext(ctx, "a2asrv: record task", "task_id", u.taskID, "err", err)
 		return
 	}

@@ -73,10 +73,11 @@ type RequestContext struct {
 	Streaming bool
 }
 
-// Updater is how an executor writes its task. Every call persists the change
-// before returning and publishes it to every stream on the task. After the
-// task reaches a terminal state, or after the updater is revoked, writes
-// fail with ErrRevoked or an *a2a.Error.
+// Updater is how an executor writes its task. Every call publishes the change
+// to every stream on the task; a status update is stored before it returns,
+// an artifact update within Options.ArtifactFlushInterval (see the package
+// doc, Write path). After the task reaches a terminal state, or after the
+// updater is revoked, writes fail with ErrRevoked or an *a2a.Error.
 type Updater interface {
 	TaskID() string
 	ContextID() string
@@ -84,7 +85,7 @@ type Updater interface {
 	// write of a new task).
 	Task() *a2a.Task
 	// UpdateStatus sets the task's state with an optional message; the
-	// message is also appended to the history.
+	// message it replaces moves into the history.
 	UpdateStatus(ctx context.Context, state a2a.TaskState, msg *a2a.Message, metadata map[string]any) error
 	// AddArtifact adds an artifact, or with appendChunk appends its parts to
 	// the artifact of the same id; lastChunk marks the artifact complete.

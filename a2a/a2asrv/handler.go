@@ -17,8 +17,14 @@ import (
 	"novaos.dev/novaos/a2a"
 )
 
-// DefaultMaxBodyBytes bounds a request body unless Options say otherwise.
-const DefaultMaxBodyBytes = 10 << 20
+// Defaults for the zero Options.
+const (
+	// DefaultMaxBodyBytes bounds a request body.
+	DefaultMaxBodyBytes = 10 << 20
+	// DefaultArtifactFlushInterval bounds how long an artifact update may
+	// wait for the store.
+	DefaultArtifactFlushInterval = 50 * time.Millisecond
+)
 
 // Options configure a Handler. The zero value (or nil) is usable: tasks are
 // kept in a bounded in-memory store, push configs are not supported and
@@ -39,6 +45,10 @@ type Options struct {
 	Identify func(r *http.Request) (Scope, error)
 	// MaxBodyBytes bounds a request body (default 10 MiB).
 	MaxBodyBytes int64
+	// ArtifactFlushInterval bounds how long an artifact update may be
+	// streamed before it is stored (default 50ms); see the package doc,
+	// Write path.
+	ArtifactFlushInterval time.Duration
 	// KeepAlive is the interval of SSE keep-alive comments (default 15s).
 	KeepAlive time.Duration
 	// CardMaxAge is the Cache-Control max-age of the served card (default 5m).
@@ -115,6 +125,10 @@ func NewHandler(card *a2a.AgentCard, exec Executor, opts *Options) *Handler {
 		h.log = discardLogger()
 	}
 	h.store = h.opts.TaskStore
+	if h.opts.ArtifactFlushInterval <= 0 {
+		h.opts.ArtifactFlushInterval = DefaultArtifactFlushInterval
+	}
+	h.hubs = hubs{store: h.store, log: h.log, flushEvery: h.opts.ArtifactFlushInterval}
 	h.streamOK = card != nil && card.Capabilities.Streaming != nil && *card.Capabilities.Streaming
 	if card != nil {
 		b, err := json.Marshal(card)

@@ -3,7 +3,10 @@ package a2asrv
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"sync"
+	"time"
 
 	"novaos.dev/novaos/a2a"
 )
@@ -17,18 +20,41 @@ import (
 // reference while holding the hub); nothing takes them the other way round.
 type hub struct {
 	id string
-
-	mu      sync.Mutex
-	scope   Scope
-	task    *a2a.Task // cache of the stored task; nil until read or written
-	version Version
-	exec    *execution
-	subs    map[*subscriber]struct{}
+	hs *hubs
+	mu sync.Mutex
+	// Everything below is guarded by mu.
+	scope Scope
+	// task is the task as this process last wrote or read it, including
+	// pending events; nil until read or written. The hub applies writes
+	// to it in place, so it is never handed out: readers get clones.
+	task    *a2a.Task
+	version Version // of task
+	// stored is the version the store holds: version minus the pending
+	// events, or 0 while the task exists only here (a deferred create).
+	stored Version
+	// pending are artifact updates applied to task and published, not yet
+	// in the store; flushTimer writes them within the flush interval.
+	pending    []*a2a.StreamResponse
+	flushTimer *time.Timer
+	// appended counts the events stored since the task's body was last
+	// written whole, to decide when to compact.
+	appended int
+	// heldSince is when a deferred create began.
+	heldSince time.Time
+	exec      *execution
+	subs      map[*subscriber]struct{}
 
 	refs int // guarded by hubs.mu
 }
 
+// hubs are a Handler's hubs, by task id.
 type hubs struct {
+	store TaskStore
+	log   *slog.Logger
+	// flushEvery bounds how long an artifact update may wait for the
+	// store (Options.ArtifactFlushInterval).
+	flushEvery time.Duration
+
 	mu sync.Mutex
 	m  map[string]*hub
 }
@@ -43,7 +69,7 @@ func (hs *hubs) acquire(id string) *hub {
 	}
 	h := hs.m[id]
 	if h == nil {
-		h = &hub{id: id}
+		h = &hub{id: id, hs: hs}
 		hs.m[id] = h
 	}
 	h.refs++
@@ -147,30 +173,181 @@ func (h *hub) unsubscribe(s *subscriber) {
 	h.mu.Unlock()
 }
 
-// errTaskFinished is returned by a mutation applied to a task that is
-// already terminal.
-var errTaskFinished = errors.New("a2asrv: task is in a terminal state")
+// Limits of the write path.
+const (
+	// compactAfter is how many stored events a task may carry before its
+	// final write stores it whole again, so reading a finished task does
+	// not replay a long stream chunk by chunk.
+	compactAfter = 32
+	// maxPending bounds the artifact updates held for one flush: past it
+	// the writer waits for the store, which is the back-pressure a fast
+	// executor meets.
+	maxPending = 512
+	// maxHold is how long a deferred create may keep a running task out of
+	// the store, so long executions still show up in listings.
+	maxHold = time.Second
+	// conflictRetries bounds re-reads after another process wrote the task.
+	conflictRetries = 5
+)
 
 // loadLocked fills the cache from the store. Callers hold h.mu.
-func (h *hub) loadLocked(ctx context.Context, store TaskStore) error {
+func (h *hub) loadLocked(ctx context.Context) error {
 	if h.task != nil {
 		return nil
 	}
-	t, v, err := store.Get(ctx, h.scope, h.id)
+	t, v, err := h.hs.store.Get(ctx, h.scope, h.id)
 	if err != nil {
 		return err
 	}
-	h.task, h.version = t, v
+	h.task, h.version, h.stored, h.appended = t, v, v, 0
 	return nil
 }
 
-// applyLocked changes the task through mutate, stores it with an optimistic
-// version check (re-reading and re-applying on a conflict with another
-// replica) and publishes the frame mutate returns. Callers hold h.mu.
-func (h *hub) applyLocked(ctx context.Context, store TaskStore, mutate func(t *a2a.Task) (*a2a.StreamResponse, error)) (*a2a.Task, error) {
-	const attempts = 5
+// dropLocked forgets the cache after a failed write: what the store holds
+// is read again on the next write. Pending events are lost with it; their
+// frames were sent, so a stream may have seen updates the store never got.
+func (h *hub) dropLocked(ctx context.Context, err error) {
+	if n := len(h.pending); n > 0 {
+		h.hs.log.ErrorContext(ctx, "a2asrv: artifact updates not stored", "task_id", h.id, "count", n, "err", err)
+	}
+	h.stopFlushLocked()
+	h.task, h.pending = nil, nil
+}
+
+func (h *hub) stopFlushLocked() {
+	if h.flushTimer != nil {
+		h.flushTimer.Stop()
+		h.flushTimer = nil
+	}
+}
+
+// snapshotLocked returns a copy of the task a reader may keep; nil when
+// the task is not cached. Callers hold h.mu.
+func (h *hub) snapshotLocked() *a2a.Task { return h.task.Clone() }
+
+// createLocked stores a new task and publishes it as a Task frame.
+func (h *hub) createLocked(ctx context.Context, t *a2a.Task) error {
+	v, err := h.hs.store.Create(ctx, h.scope, t)
+	if err != nil {
+		return err
+	}
+	h.task, h.version, h.stored, h.appended = t, v, v, 0
+	h.publishLocked(frame{seq: v, resp: &a2a.StreamResponse{Task: t.Clone()}})
+	return nil
+}
+
+// holdLocked keeps a new task in the hub only: a deferred create, for a
+// task nobody else can name yet (a blocking SendMessage's new task, whose
+// id the caller learns from the answer). Its writes cost no store round
+// trip until it reaches a state the caller is answered with; see
+// [Handler] (Write path).
+func (h *hub) holdLocked(t *a2a.Task) {
+	h.task, h.version, h.stored, h.appended = t, 1, 0, 0
+	h.heldSince = time.Now()
+}
+
+// held reports a deferred create in progress.
+func (h *hub) heldLocked() bool { return h.task != nil && h.stored == 0 }
+
+// releaseHeldLocked stores a held task as it stands.
+func (h *hub) releaseHeldLocked(ctx context.Context) error {
+	t := h.task
+	h.task = nil
+	if err := h.createLocked(ctx, t); err != nil {
+		return err
+	}
+	return nil
+}
+
+// appendLocked applies ev (a status or artifact update) to the task,
+// publishes it, and stores it: at once, with the pending events before it,
+// when durable; otherwise within the flush interval. Callers hold h.mu
+// and have loaded the task.
+func (h *hub) appendLocked(ctx context.Context, ev *a2a.StreamResponse, durable bool) error {
+	if err := ApplyEvent(h.task, ev); err != nil {
+		return err
+	}
+	h.version++
+	if h.heldLocked() {
+		h.publishLocked(frame{resp: ev})
+		return nil
+	}
+	if !durable {
+		h.pending = append(h.pending, ev)
+		h.publishLocked(frame{seq: h.version, resp: ev})
+		switch {
+		case len(h.pending) >= maxPending:
+			return h.flushLocked(ctx)
+		case h.flushTimer == nil:
+			h.flushTimer = time.AfterFunc(h.hs.flushEvery, h.timedFlush)
+		}
+		return nil
+	}
+	batch := append(h.pending, ev)
+	var compact *a2a.Task
+	if st, _ := eventState(ev); st.State.Terminal() && h.appended+len(batch) > compactAfter {
+		compact = h.task
+	}
+	v, err := h.hs.store.Append(ctx, h.scope, h.id, h.stored, batch, compact)
+	if err != nil {
+		h.dropLocked(ctx, err)
+		return err
+	}
+	h.stopFlushLocked()
+	h.pending = nil
+	h.version, h.stored = v, v
+	if compact != nil {
+		h.appended = 0
+	} else {
+		h.appended += len(batch)
+	}
+	h.publishLocked(frame{seq: v, resp: ev})
+	return nil
+}
+
+// flushLocked stores the pending events. Callers hold h.mu.
+func (h *hub) flushLocked(ctx context.Context) error {
+	h.stopFlushLocked()
+	if len(h.pending) == 0 {
+		return nil
+	}
+	v, err := h.hs.store.Append(ctx, h.scope, h.id, h.stored, h.pending, nil)
+	if err != nil {
+		h.dropLocked(ctx, err)
+		return fmt.Errorf("a2asrv: store artifact updates: %w", err)
+	}
+	h.appended += len(h.pending)
+	h.pending = nil
+	h.stored = v
+	return nil
+}
+
+// timedFlush is the flush timer's: it stores what the executor left
+// pending when it went quiet.
+func (h *hub) timedFlush() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.flushTimer = nil
+	_ = h.flushLocked(context.Background())
+}
+
+// applyLocked changes the whole task through mutate and stores it with an
+// optimistic version check (re-reading and re-applying on a conflict with
+// another replica), then publishes the frame mutate returns. It is the
+// write path of the rare whole-task changes (CancelTask, a continuation's
+// first write); it returns a snapshot the caller may keep. Callers hold
+// h.mu.
+func (h *hub) applyLocked(ctx context.Context, mutate func(t *a2a.Task) (*a2a.StreamResponse, error)) (*a2a.Task, error) {
+	if h.heldLocked() {
+		if err := h.releaseHeldLocked(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := h.flushLocked(ctx); err != nil {
+		return nil, err
+	}
 	for i := 0; ; i++ {
-		if err := h.loadLocked(ctx, store); err != nil {
+		if err := h.loadLocked(ctx); err != nil {
 			return nil, err
 		}
 		next := h.task.Clone()
@@ -178,8 +355,8 @@ func (h *hub) applyLocked(ctx context.Context, store TaskStore, mutate func(t *a
 		if err != nil {
 			return nil, err
 		}
-		v, err := store.Update(ctx, h.scope, next, h.version)
-		if errors.Is(err, ErrConcurrentModification) && i < attempts {
+		v, err := h.hs.store.Update(ctx, h.scope, next, h.stored)
+		if errors.Is(err, ErrConcurrentModification) && i < conflictRetries {
 			h.task = nil
 			continue
 		}
@@ -187,19 +364,11 @@ func (h *hub) applyLocked(ctx context.Context, store TaskStore, mutate func(t *a
 			h.task = nil
 			return nil, err
 		}
-		h.task, h.version = next, v
+		h.task, h.version, h.stored, h.appended = next, v, v, 0
+		if resp.Task != nil {
+			resp = &a2a.StreamResponse{Task: next.Clone()}
+		}
 		h.publishLocked(frame{seq: v, resp: resp})
-		return next, nil
+		return next.Clone(), nil
 	}
-}
-
-// createLocked stores a new task and publishes it as a Task frame.
-func (h *hub) createLocked(ctx context.Context, store TaskStore, t *a2a.Task) error {
-	v, err := store.Create(ctx, h.scope, t)
-	if err != nil {
-		return err
-	}
-	h.task, h.version = t, v
-	h.publishLocked(frame{seq: v, resp: &a2a.StreamResponse{Task: t}})
-	return nil
 }

@@ -47,7 +47,7 @@ var (
 // deep copy and compares equal across every store (metadata numbers come back
 // as float64, timestamps with millisecond precision).
 //
-// Every Create and Update makes a task the most recently written; once more
+// Every Create, Update and Append makes a task the most recently written; once more
 // than MaxTasks are held, the least recently written is evicted. A task that
 // is still being worked on is written often, so in practice eviction takes
 // finished tasks first.
@@ -69,6 +69,9 @@ type memTask struct {
 	tsMs      int64
 	version   Version
 	body      []byte
+	// events were appended after body. A later Append may add to the
+	// backing array beyond len(events), which this memTask never reads.
+	events [][]byte
 }
 
 // NewMemoryTaskStore returns an empty store; opts may be nil.
@@ -95,6 +98,9 @@ func encodeMemTask(scope Scope, task *a2a.Task, v Version) (*memTask, error) {
 
 func (m *memTask) decode() (*a2a.Task, error) {
 	t, err := keyset.DecodeTask(m.body)
+	if err == nil {
+		err = ApplyEncodedEvents(t, m.events)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("a2asrv: memory: task %s: %w", m.id, err)
 	}
@@ -164,6 +170,54 @@ func (s *MemoryTaskStore) Update(ctx context.Context, scope Scope, task *a2a.Tas
 	e.Value = m
 	s.lru.MoveToFront(e)
 	return m.version, nil
+}
+
+// Append implements TaskStore.
+func (s *MemoryTaskStore) Append(ctx context.Context, scope Scope, id string, prev Version, events []*a2a.StreamResponse, compact *a2a.Task) (Version, error) {
+	var (
+		body   []byte
+		bodies [][]byte
+		err    error
+	)
+	if compact != nil {
+		if compact.ID != id {
+			return 0, fmt.Errorf("a2asrv: memory: append to task %s: compacted task has id %s", id, compact.ID)
+		}
+		body, err = keyset.EncodeTask(scope.Tenant, scope.Owner, compact)
+	} else {
+		bodies = make([][]byte, len(events))
+		for i, ev := range events {
+			if bodies[i], err = keyset.EncodeEvent(ev); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		return 0, fmt.Errorf("a2asrv: memory: append to task %s: %w", id, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.byID[id]
+	if !ok || e.Value.(*memTask).scope != scope {
+		return 0, fmt.Errorf("a2asrv: memory: append to task %s: %w", id, ErrNotFound)
+	}
+	cur := e.Value.(*memTask)
+	if cur.version != prev {
+		return 0, fmt.Errorf("a2asrv: memory: append to task %s at version %d (stored %d): %w", id, prev, cur.version, ErrConcurrentModification)
+	}
+	next := *cur
+	next.version = prev + Version(len(events))
+	if compact != nil {
+		next.body, next.events = body, nil
+	} else {
+		next.events = append(cur.events, bodies...)
+	}
+	if st, ok := LastStatus(events); ok {
+		next.state, next.tsMs = st.State, st.Timestamp.UnixMilli()
+	}
+	e.Value = &next
+	s.lru.MoveToFront(e)
+	return next.version, nil
 }
 
 // Delete implements TaskStore.

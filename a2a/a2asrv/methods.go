@@ -180,6 +180,9 @@ func (h *Handler) start(c *call, p *prepared, sub *subscriber, eager bool) (*exe
 		hb.exec = nil
 	}
 	u := &updater{h: h, hub: hb, taskID: p.msg.TaskID, contextID: p.msg.ContextID, userMsg: p.msg, created: p.task != nil}
+	// A blocking SendMessage's new task is named to nobody before the
+	// answer, so it may stay out of the store until it is final.
+	u.deferCreate = !eager && p.task == nil && sub != nil && !p.rc.Streaming
 	if cfg := p.req.Configuration; cfg != nil && cfg.TaskPushNotificationConfig != nil {
 		u.pushCfg = cfg.TaskPushNotificationConfig
 	}
@@ -192,16 +195,16 @@ func (h *Handler) start(c *call, p *prepared, sub *subscriber, eager bool) (*exe
 				Status:  a2a.TaskStatus{State: a2a.TaskStateSubmitted, Timestamp: h.now()},
 				History: []a2a.Message{*p.msg},
 			}
-			if err := hb.createLocked(ctx, h.store, t); err != nil {
+			if err := hb.createLocked(ctx, t); err != nil {
 				hb.mu.Unlock()
 				h.hubs.release(hb)
 				return nil, nil, h.storeError(c, "create", err)
 			}
 			u.created = true
 			u.savePushConfig(ctx)
-			snapshot = t
+			snapshot = t.Clone()
 		} else {
-			t, err := hb.applyLocked(ctx, h.store, func(t *a2a.Task) (*a2a.StreamResponse, error) {
+			t, err := hb.applyLocked(ctx, func(t *a2a.Task) (*a2a.StreamResponse, error) {
 				if t.Status.State.Terminal() {
 					return nil, a2a.NewError(a2a.CodeUnsupportedOperation, "task %s is in a terminal state", t.ID)
 				}
@@ -290,7 +293,7 @@ func (h *Handler) sendMessage(c *call, params json.RawMessage) {
 // respondTask answers with the task as it stands now.
 func (h *Handler) respondTask(c *call, hb *hub, histLen *int32) {
 	hb.mu.Lock()
-	t := hb.task
+	t := hb.snapshotLocked()
 	hb.mu.Unlock()
 	if t == nil {
 		var err error
@@ -369,13 +372,15 @@ func (h *Handler) subscribeToTask(c *call, params json.RawMessage) {
 	defer h.hubs.release(hb)
 	hb.mu.Lock()
 	hb.scope = c.scope
-	hb.task = nil // re-read: another replica may have written since
-	if err := hb.loadLocked(ctx, h.store); err != nil {
+	if hb.exec == nil {
+		hb.task = nil // re-read: another replica may have written since
+	}
+	if err := hb.loadLocked(ctx); err != nil {
 		hb.mu.Unlock()
 		h.fail(c, h.storeError(c, "get", err))
 		return
 	}
-	snap, seq := hb.task, hb.version
+	snap, seq := hb.snapshotLocked(), hb.version
 	if snap.Status.State.Terminal() {
 		hb.mu.Unlock()
 		h.fail(c, a2a.NewError(a2a.CodeUnsupportedOperation, "task %s is in terminal state %s", snap.ID, snap.Status.State))

@@ -37,10 +37,24 @@ type TaskStore interface {
 	Create(ctx context.Context, scope Scope, task *a2a.Task) (Version, error)
 	// Get returns the task and its version, or ErrNotFound.
 	Get(ctx context.Context, scope Scope, id string) (*a2a.Task, Version, error)
-	// Update replaces the task if its stored version is prev, returning the
-	// new version; ErrConcurrentModification otherwise, ErrNotFound when
-	// there is no such task in scope.
+	// Update replaces the task (and any events appended to it) if its
+	// stored version is prev, returning the new version, prev+1;
+	// ErrConcurrentModification otherwise, ErrNotFound when there is no
+	// such task in scope.
 	Update(ctx context.Context, scope Scope, task *a2a.Task, prev Version) (Version, error)
+	// Append records events written after version prev, each a write of its
+	// own: the stored version becomes prev+len(events). Events are status
+	// and artifact updates (the frames the writes produced); Get and List
+	// return the task with them applied by [ApplyEvent], in order, and List
+	// filters on the state and timestamp the last status update set. An
+	// append must cost what its events weigh, not what the task weighs:
+	// this is how a stream of many chunks stays linear in its output.
+	//
+	// compact, when not nil, is the task as it stands after the events
+	// (the caller has applied them); the store keeps it as the task's body
+	// in place of every event recorded so far, like Update does, but at
+	// version prev+len(events). Errors are those of Update.
+	Append(ctx context.Context, scope Scope, id string, prev Version, events []*a2a.StreamResponse, compact *a2a.Task) (Version, error)
 	// List returns tasks in scope matching q, newest status first.
 	List(ctx context.Context, scope Scope, q ListQuery) (*ListResult, error)
 	// Delete removes a task; deleting a missing task is not an error.

@@ -131,7 +131,7 @@ func (h *Handler) cancelTask(c *call, params json.RawMessage) (any, *a2a.Error) 
 	hb.scope = c.scope
 	// CANCELED is written first; only then is the execution preempted, so
 	// whatever it does on its way out cannot overwrite the decision.
-	t, err := hb.applyLocked(ctx, h.store, func(t *a2a.Task) (*a2a.StreamResponse, error) {
+	t, err := hb.applyLocked(ctx, func(t *a2a.Task) (*a2a.StreamResponse, error) {
 		if t.Status.State.Terminal() {
 			return nil, a2a.NewError(a2a.CodeTaskNotCancelable, "task %s is in terminal state %s", t.ID, t.Status.State)
 		}

@@ -36,6 +36,10 @@ func (p agentTasks) Update(ctx context.Context, s a2asrv.Scope, t *a2a.Task, pre
 	return p.store.Update(ctx, agentScope(p.agent, s), t, prev)
 }
 
+func (p agentTasks) Append(ctx context.Context, s a2asrv.Scope, id string, prev a2asrv.Version, events []*a2a.StreamResponse, compact *a2a.Task) (a2asrv.Version, error) {
+	return p.store.Append(ctx, agentScope(p.agent, s), id, prev, events, compact)
+}
+
 func (p agentTasks) List(ctx context.Context, s a2asrv.Scope, q a2asrv.ListQuery) (*a2asrv.ListResult, error) {
 	return p.store.List(ctx, agentScope(p.agent, s), q)
 }

@@ -195,7 +195,7 @@ func TestEcho(t *testing.T) {
 		t.Fatalf("SendMessage answered %+v, want a task", res)
 	}
 	task := res.Task
-	if task.Status.State != a2a.TaskStateCompleted || task.Status.Message.Text() != "hello  brave\tnew world" {
+	if task.Status.State != a2a.TaskStateCompleted || task.Status.Message.Text() != "echoed 22 bytes" {
 		t.Errorf("task status = %v %q", task.Status.State, task.Status.Message.Text())
 	}
 	if len(task.Artifacts) != 1 || a2a.PartsText(task.Artifacts[0].Parts) != "hello  brave\tnew world" {
@@ -221,6 +221,29 @@ func TestEcho(t *testing.T) {
 	card := Echo().CardAt("http://x")
 	if len(card.Skills) != 1 || card.Skills[0].ID != "echo" || !*card.Capabilities.Streaming {
 		t.Errorf("echo card = %+v", card)
+	}
+}
+
+// TestEchoOnce pins how often a large message's text is in the answer:
+// once as the caller's message in the history, once as the result artifact.
+// The status message says what happened instead of repeating the text, and
+// it is not also in the history (it would be, once replaced).
+func TestEchoOnce(t *testing.T) {
+	c := server(t, Echo())
+	text := strings.Repeat("large ", 200_000) // 1.2 MB
+	res := c.send(userMessage("m1", text))
+	if res.Task == nil {
+		t.Fatalf("SendMessage answered %+v, want a task", res)
+	}
+	body, err := json.Marshal(res.Task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(body), text); n != 2 {
+		t.Errorf("the text is %d times in the answer, want 2 (the caller's message and the artifact)", n)
+	}
+	if len(body) > 2*len(text)+4096 {
+		t.Errorf("answer is %d bytes for a %d-byte message", len(body), len(text))
 	}
 }
 

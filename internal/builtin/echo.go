@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"strconv"
 	"unicode"
 
 	"novaos.dev/novaos/a2a"
@@ -11,9 +12,11 @@ import (
 const Version = "1.0.0"
 
 // Echo returns the echo agent. Its one skill, "echo", completes with the
-// caller's text. When the caller streams, the text arrives as one artifact
-// sent word by word (append, then lastChunk on the final word) before the
-// task completes.
+// caller's text in its result artifact, once: the final status message says
+// how much was echoed rather than repeating it, so a large message costs
+// one copy in the answer besides the caller's own. When the caller streams,
+// the text arrives as one artifact sent word by word (append, then
+// lastChunk on the final word) before the task completes.
 func Echo() *agent.Agent {
 	a := agent.New("echo", Version, &agent.Options{
 		Description:        "Answers with the text it receives; streams it word by word.",
@@ -35,7 +38,7 @@ func echo(c *agent.Context) (agent.Result, error) {
 	text := c.Input()
 	words := splitWords(text)
 	if !c.Streaming() || len(words) < 2 {
-		return agent.Result{Output: text}, nil
+		return agent.Result{Output: text, Message: echoed(len(text))}, nil
 	}
 	u := c.Updater()
 	id := a2a.NewID()
@@ -45,8 +48,10 @@ func echo(c *agent.Context) (agent.Result, error) {
 			return agent.Result{}, err
 		}
 	}
-	return agent.Result{}, nil
+	return agent.Result{Message: echoed(len(text))}, nil
 }
+
+func echoed(n int) string { return "echoed " + strconv.Itoa(n) + " bytes" }
 
 // splitWords cuts s into words, each keeping the whitespace that follows
 // it (leading whitespace stays with the first word), so that joining the

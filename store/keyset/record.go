@@ -33,6 +33,24 @@ func DecodeTask(body []byte) (*a2a.Task, error) {
 	return &t, nil
 }
 
+// EncodeEvent returns the bytes stores keep for one event appended to a
+// task (a2asrv.TaskStore.Append): a status or artifact update frame.
+func EncodeEvent(ev *a2a.StreamResponse) ([]byte, error) {
+	if ev == nil || (ev.StatusUpdate == nil && ev.ArtifactUpdate == nil) {
+		return nil, errors.New("an appended event is a status or artifact update")
+	}
+	return a2a.AppendStreamResponse(nil, ev)
+}
+
+// DecodeEvent reads an event written by EncodeEvent.
+func DecodeEvent(body []byte) (*a2a.StreamResponse, error) {
+	var ev a2a.StreamResponse
+	if err := a2a.Unmarshal(body, &ev); err != nil {
+		return nil, fmt.Errorf("decode event: %w", err)
+	}
+	return &ev, nil
+}
+
 // ValidConfig checks that a push config can be stored under the scope.
 func ValidConfig(tenant, owner string, cfg *a2a.TaskPushNotificationConfig) error {
 	if cfg == nil || !ValidID(cfg.TaskID) || !ValidID(cfg.ID) || !ValidText(tenant, owner) {

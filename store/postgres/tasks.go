@@ -46,23 +46,43 @@ func (s *taskStore) Get(ctx context.Context, scope a2asrv.Scope, id string) (*a2
 		return nil, 0, notFound // PostgreSQL would reject the text
 	}
 	var (
-		v    a2asrv.Version
-		body []byte
+		v      a2asrv.Version
+		body   []byte
+		events [][]byte
 	)
+	// The body and its appended events come from one statement, and so
+	// from one snapshot.
 	err := s.db.pool.QueryRow(ctx,
-		`SELECT version, body FROM a2a_tasks WHERE id = $1 AND tenant = $2 AND owner = $3`,
-		id, scope.Tenant, scope.Owner).Scan(&v, &body)
+		`SELECT version, body, `+eventsColumn+` FROM a2a_tasks t WHERE id = $1 AND tenant = $2 AND owner = $3`,
+		id, scope.Tenant, scope.Owner).Scan(&v, &body, &events)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, 0, notFound
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("postgres: get task %s: %w", id, err)
 	}
-	t, err := keyset.DecodeTask(body)
+	t, err := decodeTask(body, events)
 	if err != nil {
 		return nil, 0, fmt.Errorf("postgres: get task %s: %w", id, err)
 	}
 	return t, v, nil
+}
+
+// eventsColumn selects the events appended to task row t, in order, or
+// NULL when it has none.
+const eventsColumn = `CASE WHEN t.events > 0 THEN (
+	SELECT array_agg(e.body ORDER BY e.version) FROM a2a_task_events e
+	WHERE e.task_id = t.id AND e.version <= t.version) END`
+
+func decodeTask(body []byte, events [][]byte) (*a2a.Task, error) {
+	t, err := keyset.DecodeTask(body)
+	if err != nil {
+		return nil, err
+	}
+	if err := a2asrv.ApplyEncodedEvents(t, events); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 func (s *taskStore) Update(ctx context.Context, scope a2asrv.Scope, t *a2a.Task, prev a2asrv.Version) (a2asrv.Version, error) {
@@ -70,41 +90,114 @@ func (s *taskStore) Update(ctx context.Context, scope a2asrv.Scope, t *a2a.Task,
 	if err != nil {
 		return 0, fmt.Errorf("postgres: update task: %w", err)
 	}
-	// One round trip answers both questions: did the conditional update
-	// happen, and if not, does the task exist in this scope at all.
-	var (
-		next   *int64
-		exists bool
-	)
-	err = s.db.pool.QueryRow(ctx, `
+	if err := s.rewrite(ctx, scope, t, body, prev, prev+1); err != nil {
+		return 0, fmt.Errorf("postgres: update task %s: %w", t.ID, err)
+	}
+	return prev + 1, nil
+}
+
+// rewrite stores t whole at version next, dropping its events, if its
+// version is prev. One round trip answers both questions: did the
+// conditional update happen, and if not, does the task exist in this scope
+// at all.
+func (s *taskStore) rewrite(ctx context.Context, scope a2asrv.Scope, t *a2a.Task, body []byte, prev, next a2asrv.Version) error {
+	var updated, exists bool
+	err := s.db.pool.QueryRow(ctx, `
 		WITH upd AS (
 			UPDATE a2a_tasks
-			SET context_id = $5, state = $6, status_ts_ms = $7, body = $8, version = version + 1
+			SET context_id = $5, state = $6, status_ts_ms = $7, body = $8, version = $9, events = 0
 			WHERE id = $1 AND tenant = $2 AND owner = $3 AND version = $4
-			RETURNING version
+			RETURNING events
+		), del AS (
+			DELETE FROM a2a_task_events WHERE task_id = $1 AND EXISTS (SELECT 1 FROM upd)
 		)
-		SELECT (SELECT version FROM upd),
+		SELECT EXISTS (SELECT 1 FROM upd),
 			EXISTS (SELECT 1 FROM a2a_tasks WHERE id = $1 AND tenant = $2 AND owner = $3)`,
 		t.ID, scope.Tenant, scope.Owner, int64(prev),
-		t.ContextID, t.Status.State.String(), t.Status.Timestamp.UnixMilli(), body,
-	).Scan(&next, &exists)
+		t.ContextID, t.Status.State.String(), t.Status.Timestamp.UnixMilli(), body, int64(next),
+	).Scan(&updated, &exists)
+	return versionedResult(err, updated, exists, prev)
+}
+
+// versionedResult maps the outcome of a versioned write to the store
+// errors.
+func versionedResult(err error, updated, exists bool, prev a2asrv.Version) error {
 	switch {
 	case err != nil:
-		return 0, fmt.Errorf("postgres: update task %s: %w", t.ID, err)
-	case next != nil:
-		return a2asrv.Version(*next), nil
+		return err
+	case updated:
+		return nil
 	case !exists:
-		return 0, fmt.Errorf("postgres: update task %s: %w", t.ID, a2asrv.ErrNotFound)
+		return a2asrv.ErrNotFound
 	}
-	return 0, fmt.Errorf("postgres: update task %s at version %d: %w", t.ID, prev, a2asrv.ErrConcurrentModification)
+	return fmt.Errorf("at version %d: %w", prev, a2asrv.ErrConcurrentModification)
+}
+
+func (s *taskStore) Append(ctx context.Context, scope a2asrv.Scope, id string, prev a2asrv.Version, events []*a2a.StreamResponse, compact *a2a.Task) (a2asrv.Version, error) {
+	next := prev + a2asrv.Version(len(events))
+	if compact != nil {
+		if compact.ID != id {
+			return 0, fmt.Errorf("postgres: append to task %s: compacted task has id %s", id, compact.ID)
+		}
+		body, err := keyset.EncodeTask(scope.Tenant, scope.Owner, compact)
+		if err == nil {
+			err = s.rewrite(ctx, scope, compact, body, prev, next)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("postgres: append to task %s: %w", id, err)
+		}
+		return next, nil
+	}
+	bodies := make([][]byte, len(events))
+	for i, ev := range events {
+		var err error
+		if bodies[i], err = keyset.EncodeEvent(ev); err != nil {
+			return 0, fmt.Errorf("postgres: append to task %s: %w", id, err)
+		}
+	}
+	if !keyset.ValidText(id, scope.Tenant, scope.Owner) {
+		return 0, fmt.Errorf("postgres: append to task %s: %w", id, a2asrv.ErrNotFound)
+	}
+	var (
+		state *string
+		tsMs  *int64
+	)
+	if st, ok := a2asrv.LastStatus(events); ok {
+		name, ms := st.State.String(), st.Timestamp.UnixMilli()
+		state, tsMs = &name, &ms
+	}
+	var updated, exists bool
+	err := s.db.pool.QueryRow(ctx, `
+		WITH upd AS (
+			UPDATE a2a_tasks
+			SET version = $5, events = events + $6,
+				state = COALESCE($7, state), status_ts_ms = COALESCE($8, status_ts_ms)
+			WHERE id = $1 AND tenant = $2 AND owner = $3 AND version = $4
+			RETURNING id
+		), ins AS (
+			INSERT INTO a2a_task_events (task_id, version, body)
+			SELECT $1, $4 + u.ord, u.body FROM unnest($9::bytea[]) WITH ORDINALITY AS u(body, ord)
+			WHERE EXISTS (SELECT 1 FROM upd)
+		)
+		SELECT EXISTS (SELECT 1 FROM upd),
+			EXISTS (SELECT 1 FROM a2a_tasks WHERE id = $1 AND tenant = $2 AND owner = $3)`,
+		id, scope.Tenant, scope.Owner, int64(prev), int64(next), len(events), state, tsMs, bodies,
+	).Scan(&updated, &exists)
+	if err := versionedResult(err, updated, exists, prev); err != nil {
+		return 0, fmt.Errorf("postgres: append to task %s: %w", id, err)
+	}
+	return next, nil
 }
 
 func (s *taskStore) Delete(ctx context.Context, scope a2asrv.Scope, id string) error {
 	if !keyset.ValidText(id, scope.Tenant, scope.Owner) {
 		return nil
 	}
-	_, err := s.db.pool.Exec(ctx,
-		`DELETE FROM a2a_tasks WHERE id = $1 AND tenant = $2 AND owner = $3`,
+	_, err := s.db.pool.Exec(ctx, `
+		WITH del AS (
+			DELETE FROM a2a_tasks WHERE id = $1 AND tenant = $2 AND owner = $3 RETURNING id
+		)
+		DELETE FROM a2a_task_events WHERE task_id IN (SELECT id FROM del)`,
 		id, scope.Tenant, scope.Owner)
 	if err != nil {
 		return fmt.Errorf("postgres: delete task %s: %w", id, err)
@@ -156,10 +249,10 @@ func (s *taskStore) List(ctx context.Context, scope a2asrv.Scope, q a2asrv.ListQ
 	// The count and the page come from one statement, and so from one
 	// snapshot; an empty page still yields one row carrying the count.
 	rows, err := s.db.pool.Query(ctx, `
-		SELECT c.n, t.status_ts_ms, t.id, t.body
+		SELECT c.n, t.status_ts_ms, t.id, t.body, t.events
 		FROM (SELECT count(*) AS n FROM a2a_tasks WHERE `+where.String()+`) c
 		LEFT JOIN LATERAL (
-			SELECT status_ts_ms, id, body FROM a2a_tasks WHERE `+pageWhere+`
+			SELECT status_ts_ms, id, body, `+eventsColumn+` AS events FROM a2a_tasks t WHERE `+pageWhere+`
 			ORDER BY status_ts_ms DESC, id DESC LIMIT `+p.add(limit+1)+`
 		) t ON true
 		ORDER BY t.status_ts_ms DESC, t.id DESC`, p...)
@@ -171,12 +264,13 @@ func (s *taskStore) List(ctx context.Context, scope a2asrv.Scope, q a2asrv.ListQ
 	var last keyset.Task
 	for rows.Next() {
 		var (
-			n    int
-			ts   *int64
-			id   *string
-			body []byte
+			n      int
+			ts     *int64
+			id     *string
+			body   []byte
+			events [][]byte
 		)
-		if err := rows.Scan(&n, &ts, &id, &body); err != nil {
+		if err := rows.Scan(&n, &ts, &id, &body, &events); err != nil {
 			return nil, fmt.Errorf("postgres: list tasks: %w", err)
 		}
 		res.TotalSize = n
@@ -187,7 +281,7 @@ func (s *taskStore) List(ctx context.Context, scope a2asrv.Scope, q a2asrv.ListQ
 			res.NextPageToken = last.Token()
 			break
 		}
-		t, err := keyset.DecodeTask(body)
+		t, err := decodeTask(body, events)
 		if err != nil {
 			return nil, fmt.Errorf("postgres: list tasks: %w", err)
 		}

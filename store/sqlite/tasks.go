@@ -53,24 +53,76 @@ func orSentinel(err, sentinel error) error {
 }
 
 func (s *taskStore) Get(ctx context.Context, scope a2asrv.Scope, id string) (*a2a.Task, a2asrv.Version, error) {
-	var (
-		v    a2asrv.Version
-		body []byte
-	)
-	err := s.db.r.QueryRowContext(ctx,
-		`SELECT version, body FROM a2a_tasks WHERE id = ? AND tenant = ? AND owner = ?`,
-		id, scope.Tenant, scope.Owner).Scan(&v, &body)
+	t, v, err := s.get(ctx, s.db.r, scope, id)
+	if errors.Is(err, errHasEvents) {
+		// The body and its events must come from one snapshot: read both
+		// in a transaction.
+		err = func() error {
+			tx, err := s.db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+			if err != nil {
+				return err
+			}
+			defer tx.Rollback()
+			if t, v, err = s.get(ctx, tx, scope, id); !errors.Is(err, errHasEvents) {
+				return err
+			}
+			return applyEvents(ctx, tx, t, v)
+		}()
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, 0, fmt.Errorf("sqlite: get task %s: %w", id, a2asrv.ErrNotFound)
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("sqlite: get task %s: %w", id, err)
 	}
+	return t, v, nil
+}
+
+// errHasEvents says the task read has appended events still to apply.
+var errHasEvents = errors.New("task has appended events")
+
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// get reads a task's body; errHasEvents (with the task) when events must
+// still be applied.
+func (s *taskStore) get(ctx context.Context, q queryer, scope a2asrv.Scope, id string) (*a2a.Task, a2asrv.Version, error) {
+	var (
+		v      a2asrv.Version
+		events int
+		body   []byte
+	)
+	err := q.QueryRowContext(ctx,
+		`SELECT version, events, body FROM a2a_tasks WHERE id = ? AND tenant = ? AND owner = ?`,
+		id, scope.Tenant, scope.Owner).Scan(&v, &events, &body)
+	if err != nil {
+		return nil, 0, err
+	}
 	t, err := keyset.DecodeTask(body)
 	if err != nil {
-		return nil, 0, fmt.Errorf("sqlite: get task %s: %w", id, err)
+		return nil, 0, err
+	}
+	if events > 0 {
+		return t, v, errHasEvents
 	}
 	return t, v, nil
+}
+
+// applyEvents applies the events stored for t up to version v.
+func applyEvents(ctx context.Context, q queryer, t *a2a.Task, v a2asrv.Version) error {
+	rows, err := q.QueryContext(ctx,
+		`SELECT body FROM a2a_task_events WHERE task_id = ? AND version <= ? ORDER BY version`, t.ID, v)
+	if err != nil {
+		return err
+	}
+	bodies, err := keyset.ScanBodies(rows, func(b []byte) ([]byte, error) { return b, nil })
+	rows.Close()
+	if err != nil {
+		return err
+	}
+	return a2asrv.ApplyEncodedEvents(t, bodies)
 }
 
 func (s *taskStore) Update(ctx context.Context, scope a2asrv.Scope, t *a2a.Task, prev a2asrv.Version) (a2asrv.Version, error) {
@@ -79,29 +131,7 @@ func (s *taskStore) Update(ctx context.Context, scope a2asrv.Scope, t *a2a.Task,
 		return 0, fmt.Errorf("sqlite: update task: %w", err)
 	}
 	err = s.db.wr.do(ctx, func(tx *sql.Tx) error {
-		res, err := tx.Exec(`
-			UPDATE a2a_tasks SET context_id = ?, state = ?, status_ts_ms = ?, version = version + 1, body = ?
-			WHERE id = ? AND tenant = ? AND owner = ? AND version = ?`,
-			t.ContextID, t.Status.State.String(), t.Status.Timestamp.UnixMilli(), body,
-			t.ID, scope.Tenant, scope.Owner, prev)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 1 {
-			return err
-		}
-		// Nothing matched: tell a missing task from a stale version,
-		// inside the transaction so the answer is about the same data.
-		var one int
-		err = tx.QueryRow(`SELECT 1 FROM a2a_tasks WHERE id = ? AND tenant = ? AND owner = ?`,
-			t.ID, scope.Tenant, scope.Owner).Scan(&one)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return a2asrv.ErrNotFound
-		case err != nil:
-			return err
-		}
-		return fmt.Errorf("at version %d: %w", prev, a2asrv.ErrConcurrentModification)
+		return rewrite(tx, scope, t, body, prev, prev+1)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: update task %s: %w", t.ID, err)
@@ -109,9 +139,111 @@ func (s *taskStore) Update(ctx context.Context, scope a2asrv.Scope, t *a2a.Task,
 	return prev + 1, nil
 }
 
+// rewrite stores t whole at version next, dropping its events, if its
+// version is prev.
+func rewrite(tx *sql.Tx, scope a2asrv.Scope, t *a2a.Task, body []byte, prev, next a2asrv.Version) error {
+	res, err := tx.Exec(`
+		UPDATE a2a_tasks SET context_id = ?, state = ?, status_ts_ms = ?, version = ?, body = ?, events = 0
+		WHERE id = ? AND tenant = ? AND owner = ? AND version = ?`,
+		t.ContextID, t.Status.State.String(), t.Status.Timestamp.UnixMilli(), next, body,
+		t.ID, scope.Tenant, scope.Owner, prev)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return orSentinel(err, notUpdated(tx, scope, t.ID, prev))
+	}
+	// A lookup in the events' primary key: nearly free when there are none.
+	_, err = tx.Exec(`DELETE FROM a2a_task_events WHERE task_id = ?`, t.ID)
+	return err
+}
+
+// notUpdated tells a missing task from a stale version after a versioned
+// write matched nothing, inside the transaction so the answer is about the
+// same data.
+func notUpdated(tx *sql.Tx, scope a2asrv.Scope, id string, prev a2asrv.Version) error {
+	var one int
+	err := tx.QueryRow(`SELECT 1 FROM a2a_tasks WHERE id = ? AND tenant = ? AND owner = ?`,
+		id, scope.Tenant, scope.Owner).Scan(&one)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return a2asrv.ErrNotFound
+	case err != nil:
+		return err
+	}
+	return fmt.Errorf("at version %d: %w", prev, a2asrv.ErrConcurrentModification)
+}
+
+func (s *taskStore) Append(ctx context.Context, scope a2asrv.Scope, id string, prev a2asrv.Version, events []*a2a.StreamResponse, compact *a2a.Task) (a2asrv.Version, error) {
+	next := prev + a2asrv.Version(len(events))
+	var (
+		body   []byte
+		bodies [][]byte
+		err    error
+	)
+	if compact != nil {
+		if compact.ID != id {
+			return 0, fmt.Errorf("sqlite: append to task %s: compacted task has id %s", id, compact.ID)
+		}
+		body, err = keyset.EncodeTask(scope.Tenant, scope.Owner, compact)
+	} else {
+		bodies = make([][]byte, len(events))
+		for i, ev := range events {
+			if bodies[i], err = keyset.EncodeEvent(ev); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: append to task %s: %w", id, err)
+	}
+	err = s.db.wr.do(ctx, func(tx *sql.Tx) error {
+		if compact != nil {
+			return rewrite(tx, scope, compact, body, prev, next)
+		}
+		var res sql.Result
+		var err error
+		if st, ok := a2asrv.LastStatus(events); ok {
+			res, err = tx.Exec(`
+				UPDATE a2a_tasks SET state = ?, status_ts_ms = ?, version = ?, events = events + ?
+				WHERE id = ? AND tenant = ? AND owner = ? AND version = ?`,
+				st.State.String(), st.Timestamp.UnixMilli(), next, len(events), id, scope.Tenant, scope.Owner, prev)
+		} else {
+			res, err = tx.Exec(`
+				UPDATE a2a_tasks SET version = ?, events = events + ?
+				WHERE id = ? AND tenant = ? AND owner = ? AND version = ?`,
+				next, len(events), id, scope.Tenant, scope.Owner, prev)
+		}
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return orSentinel(err, notUpdated(tx, scope, id, prev))
+		}
+		for i, b := range bodies {
+			if _, err := tx.Exec(`INSERT INTO a2a_task_events (task_id, version, body) VALUES (?, ?, ?)`,
+				id, prev+a2asrv.Version(i+1), b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: append to task %s: %w", id, err)
+	}
+	return next, nil
+}
+
 func (s *taskStore) Delete(ctx context.Context, scope a2asrv.Scope, id string) error {
 	err := s.db.wr.do(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`DELETE FROM a2a_tasks WHERE id = ? AND tenant = ? AND owner = ?`, id, scope.Tenant, scope.Owner)
+		res, err := tx.Exec(`DELETE FROM a2a_tasks WHERE id = ? AND tenant = ? AND owner = ?`, id, scope.Tenant, scope.Owner)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		_, err = tx.Exec(`DELETE FROM a2a_task_events WHERE task_id = ?`, id)
 		return err
 	})
 	if err != nil {
@@ -164,31 +296,49 @@ func (s *taskStore) List(ctx context.Context, scope a2asrv.Scope, q a2asrv.ListQ
 		return nil, fmt.Errorf("sqlite: list tasks: %w", err)
 	}
 	rows, err := tx.QueryContext(ctx,
-		`SELECT status_ts_ms, id, body FROM a2a_tasks WHERE `+pageWhere+
+		`SELECT status_ts_ms, id, version, events, body FROM a2a_tasks WHERE `+pageWhere+
 			` ORDER BY status_ts_ms DESC, id DESC LIMIT ?`,
 		append(pageArgs, limit+1)...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list tasks: %w", err)
 	}
 	defer rows.Close()
-	var last keyset.Task
+	var (
+		last       keyset.Task
+		withEvents []int
+		versions   []a2asrv.Version
+	)
 	for rows.Next() {
 		if len(res.Tasks) == limit {
 			res.NextPageToken = last.Token()
 			break
 		}
-		var body []byte
-		if err := rows.Scan(&last.TimeMs, &last.ID, &body); err != nil {
+		var (
+			body   []byte
+			v      a2asrv.Version
+			events int
+		)
+		if err := rows.Scan(&last.TimeMs, &last.ID, &v, &events, &body); err != nil {
 			return nil, fmt.Errorf("sqlite: list tasks: %w", err)
 		}
 		t, err := keyset.DecodeTask(body)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: list tasks: %w", err)
 		}
+		if events > 0 {
+			withEvents = append(withEvents, len(res.Tasks))
+			versions = append(versions, v)
+		}
 		res.Tasks = append(res.Tasks, t)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: list tasks: %w", err)
+	}
+	rows.Close()
+	for i, n := range withEvents {
+		if err := applyEvents(ctx, tx, res.Tasks[n], versions[i]); err != nil {
+			return nil, fmt.Errorf("sqlite: list tasks: %w", err)
+		}
 	}
 	return res, nil
 }

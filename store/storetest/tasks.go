@@ -132,6 +132,7 @@ func TestTaskStore(t *testing.T, newStore func(t *testing.T) a2asrv.TaskStore) {
 	t.Run("ListBadPageToken", func(t *testing.T) { testListBadToken(t, newStore(t)) })
 	t.Run("ReturnsCopies", func(t *testing.T) { testTaskCopies(t, newStore(t)) })
 	t.Run("RoundTrip", func(t *testing.T) { testRoundTrip(t, newStore(t)) })
+	t.Run("Append", func(t *testing.T) { TestAppend(t, newStore) })
 }
 
 func testCreateGet(t *testing.T, s a2asrv.TaskStore) {
