@@ -64,7 +64,7 @@ func (hs *hubs) reserve(id string) (*hub, bool) {
 	if hs.m == nil {
 		hs.m = make(map[string]*hub)
 	}
-	h := &hub{id: id, refs: 1}
+	h := &hub{id: id, hs: hs, refs: 1}
 	hs.m[id] = h
 	return h, true
 }
