@@ -13,12 +13,27 @@ import (
 )
 
 // ErrMalformed is wrapped by errors about a URL or host that is unusable
-// as written, whatever the Policy.
+// as written, whatever the Policy; errors.As with *MalformedError gives
+// the reason.
 var ErrMalformed = errors.New("netguard: malformed destination")
 
 // ErrRefused is wrapped by errors about a destination the Policy does not
 // allow; errors.As with *RefusedError gives the host and its class.
 var ErrRefused = errors.New("netguard: destination refused")
+
+// MalformedError says why a URL or host is unusable.
+type MalformedError struct {
+	Reason string // never the whole URL, which may carry a token
+}
+
+func (e *MalformedError) Error() string { return "netguard: " + e.Reason }
+
+// Unwrap makes errors.Is(err, ErrMalformed) hold.
+func (e *MalformedError) Unwrap() error { return ErrMalformed }
+
+func malformed(format string, args ...any) error {
+	return &MalformedError{Reason: fmt.Sprintf(format, args...)}
+}
 
 // RefusedError says which host a Policy refused and why.
 type RefusedError struct {
@@ -98,24 +113,24 @@ func ParseURL(raw string) (*url.URL, string, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		// url.Parse's error repeats the URL, which may carry a token.
-		return nil, "", fmt.Errorf("netguard: URL does not parse: %w", ErrMalformed)
+		return nil, "", malformed("URL does not parse")
 	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, "", fmt.Errorf("netguard: want an absolute http:// or https:// URL: %w", ErrMalformed)
+		return nil, "", malformed("want an absolute http:// or https:// URL")
 	case u.Opaque != "" || u.Host == "":
-		return nil, "", fmt.Errorf("netguard: URL has no host: %w", ErrMalformed)
+		return nil, "", malformed("URL has no host")
 	case u.User != nil:
-		return nil, "", fmt.Errorf("netguard: URL must not carry user information: %w", ErrMalformed)
+		return nil, "", malformed("URL must not carry user information")
 	case u.Fragment != "" || strings.Contains(raw, "#"):
-		return nil, "", fmt.Errorf("netguard: URL must not have a fragment: %w", ErrMalformed)
+		return nil, "", malformed("URL must not have a fragment")
 	}
 	if port := u.Port(); port != "" {
 		if err := checkPort(port); err != nil {
 			return nil, "", err
 		}
 	} else if strings.HasSuffix(u.Host, ":") {
-		return nil, "", fmt.Errorf("netguard: URL has an empty port: %w", ErrMalformed)
+		return nil, "", malformed("URL has an empty port")
 	}
 	host, err := CanonicalHost(u.Hostname())
 	if err != nil {
@@ -127,7 +142,7 @@ func ParseURL(raw string) (*url.URL, string, error) {
 func checkPort(port string) error {
 	n, err := strconv.Atoi(port)
 	if err != nil || n < 1 || n > 65535 {
-		return fmt.Errorf("netguard: port %.8q is outside 1-65535: %w", port, ErrMalformed)
+		return malformed("port %.8q is outside 1-65535", port)
 	}
 	return nil
 }
@@ -141,18 +156,18 @@ func checkPort(port string) error {
 func CanonicalHost(host string) (string, error) {
 	host = strings.TrimSuffix(strings.ToLower(host), ".")
 	if host == "" {
-		return "", fmt.Errorf("netguard: empty host: %w", ErrMalformed)
+		return "", malformed("empty host")
 	}
 	if len(host) > 253 {
-		return "", fmt.Errorf("netguard: host is longer than 253 bytes: %w", ErrMalformed)
+		return "", malformed("host is longer than 253 bytes")
 	}
 	if strings.Contains(host, ":") {
 		a, err := netip.ParseAddr(host)
 		if err != nil || !a.Is6() {
-			return "", fmt.Errorf("netguard: host %q is not an IPv6 address: %w", host, ErrMalformed)
+			return "", malformed("host %q is not an IPv6 address", host)
 		}
 		if a.Zone() != "" {
-			return "", fmt.Errorf("netguard: host must not carry an IPv6 zone: %w", ErrMalformed)
+			return "", malformed("host must not carry an IPv6 zone")
 		}
 		return host, nil
 	}
@@ -163,13 +178,13 @@ func CanonicalHost(host string) (string, error) {
 	}
 	for _, label := range strings.Split(host, ".") {
 		if !validLabel(label) {
-			return "", fmt.Errorf("netguard: host %q is not a valid ASCII host name: %w", host, ErrMalformed)
+			return "", malformed("host %q is not a valid ASCII host name", host)
 		}
 	}
 	// No top-level domain starts with a digit; a name whose last label
 	// does is an IPv4 address in a spelling some resolver will read.
 	if last := host[strings.LastIndexByte(host, '.')+1:]; last[0] >= '0' && last[0] <= '9' {
-		return "", fmt.Errorf("netguard: host %q looks like a numeric address in a non-standard form: %w", host, ErrMalformed)
+		return "", malformed("host %q looks like a numeric address in a non-standard form", host)
 	}
 	return host, nil
 }
@@ -231,7 +246,7 @@ func (p *Policy) Control(network, address string, _ syscall.RawConn) error {
 		return fmt.Errorf("netguard: dial %s %.64q: not an IP address and port: %w", network, address, ErrRefused)
 	}
 	if ap.Port() == 0 {
-		return fmt.Errorf("netguard: dial %s: port 0: %w", network, ErrMalformed)
+		return malformed("dial %s: port 0", network)
 	}
 	if err := p.CheckAddr(ap.Addr()); err != nil {
 		return fmt.Errorf("netguard: dial %s: %w", network, err)
