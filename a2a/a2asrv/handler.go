@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/netguard"
 )
 
 // DefaultMaxBodyBytes bounds a request body unless Options say otherwise.
@@ -50,6 +51,13 @@ type Options struct {
 	// Now and NewID make responses reproducible in tests.
 	Now   func() time.Time
 	NewID func() string
+
+	// PushURLPolicy decides which webhook URLs push-notification configs
+	// may name, checked when a config is stored (CreateTaskPushNotification
+	// Config, and inline in SendMessage). Nil means public hosts only: no
+	// loopback, private, link-local or metadata address. A sender must
+	// check the address it dials again (netguard.Policy.Dialer).
+	PushURLPolicy *netguard.Policy
 }
 
 // CodeUnauthenticated is the JSON-RPC code for a request whose caller could
