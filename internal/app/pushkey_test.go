@@ -19,7 +19,9 @@ type rowStore struct {
 	rows map[string]a2a.TaskPushNotificationConfig // tenant/task/id -> body
 }
 
-func (r *rowStore) key(s a2asrv.Scope, task, id string) string { return s.Tenant + "\x00" + task + "\x00" + id }
+func (r *rowStore) key(s a2asrv.Scope, task, id string) string {
+	return s.Tenant + "\x00" + task + "\x00" + id
+}
 
 func (r *rowStore) Put(_ context.Context, s a2asrv.Scope, cfg *a2a.TaskPushNotificationConfig) error {
 	c := *cfg
