@@ -59,13 +59,17 @@ func TestPushSecretsAtRestPostgres(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer conn.Close(context.Background())
-		rows, err := conn.Query(t.Context(), "SELECT body::text FROM a2a_push_configs")
+		rows, err := conn.Query(t.Context(), "SELECT body FROM a2a_push_configs")
 		if err != nil {
 			t.Fatal(err)
 		}
-		bodies, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		raw, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
 		if err != nil {
 			t.Fatal(err)
+		}
+		var bodies []string
+		for _, b := range raw {
+			bodies = append(bodies, string(b))
 		}
 		return bodies
 	})
