@@ -4,15 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
+	"novaos.dev/novaos/netguard"
 	"novaos.dev/novaos/secret"
 )
 
@@ -35,8 +40,10 @@ type ClientOptions struct {
 	// error. It replaces an Authorization in Header for writes.
 	AdminToken secret.Value
 	// Policy is applied to the URL of every record the Client registers
-	// or updates and of every record it connects to. Nil means the zero
-	// Policy: any public host, no loopback or private address.
+	// or updates and of every record it connects to, and again to the
+	// address each connection to an agent is dialled at (so a public name
+	// that resolves to 127.0.0.1 is refused; see Connect). Nil means the
+	// zero Policy: any public host, no loopback or private address.
 	Policy *Policy
 }
 
@@ -48,6 +55,12 @@ type Client struct {
 	header http.Header
 	token  secret.Value
 	policy *Policy
+
+	// dialGuardOnce builds dialGuard, the default transport for agent
+	// connections with the Policy checked at dial time, shared by every
+	// Connect that brings no transport of its own.
+	dialGuardOnce sync.Once
+	dialGuard     *http.Transport
 }
 
 // NewClient returns a client for the registry of the NovaOS server at
@@ -361,3 +374,97 @@ func problemFrom(resp *http.Response, data []byte) error {
 }
 
 var _ error = (*Problem)(nil)
+
+// guardTransport returns rt (nil: http.DefaultTransport) with the Policy's
+// address classes checked when a connection to an agent is dialled, where
+// the URL check cannot see: what a name resolves to, now. An
+// *http.Transport is cloned: its own DialContext or DialTLSContext, if
+// set, dials and the connection's remote address is checked before
+// anything is sent on it; otherwise a net.Dialer refuses the address
+// before connecting. Connections to the transport's proxy are exempt (the
+// operator chose it; the proxy resolves the target, and only the URL
+// check applies). Any other RoundTripper is returned as it is: it dials
+// its own way, and only the URL and redirect checks apply.
+func (c *Client) guardTransport(rt http.RoundTripper) http.RoundTripper {
+	if rt == nil || rt == http.DefaultTransport {
+		c.dialGuardOnce.Do(func() {
+			if t, ok := http.DefaultTransport.(*http.Transport); ok {
+				c.dialGuard = guardedTransport(t, c.policy.Guard())
+			}
+		})
+		if c.dialGuard == nil {
+			return rt
+		}
+		return c.dialGuard
+	}
+	t, ok := rt.(*http.Transport)
+	if !ok {
+		return rt
+	}
+	return guardedTransport(t, c.policy.Guard())
+}
+
+func guardedTransport(t *http.Transport, g *netguard.Policy) *http.Transport {
+	t = t.Clone()
+	var proxies sync.Map // "host:port" of every proxy the transport has chosen
+	if proxy := t.Proxy; proxy != nil {
+		t.Proxy = func(r *http.Request) (*url.URL, error) {
+			u, err := proxy(r)
+			if u != nil {
+				proxies.Store(proxyAddr(u), true)
+			}
+			return u, err
+		}
+	}
+	isProxy := func(addr string) bool { _, ok := proxies.Load(addr); return ok }
+	type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
+	checked := func(dial dialFunc) dialFunc {
+		return func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := dial(ctx, network, addr)
+			if err != nil || isProxy(addr) {
+				return conn, err
+			}
+			if err := g.CheckConn(conn); err != nil {
+				conn.Close()
+				return nil, fmt.Errorf("registry: %w: %w", ErrURLNotAllowed, err)
+			}
+			return conn, nil
+		}
+	}
+	if t.DialContext != nil {
+		t.DialContext = checked(t.DialContext)
+	} else {
+		// The dialer http.DefaultTransport uses.
+		plain := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+		guarded := g.Dialer(plain)
+		t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if isProxy(addr) {
+				return plain.DialContext(ctx, network, addr)
+			}
+			conn, err := guarded.DialContext(ctx, network, addr)
+			if errors.Is(err, netguard.ErrRefused) {
+				err = fmt.Errorf("registry: %w: %w", ErrURLNotAllowed, err)
+			}
+			return conn, err
+		}
+	}
+	if t.DialTLSContext != nil {
+		t.DialTLSContext = checked(t.DialTLSContext)
+	}
+	return t
+}
+
+// proxyAddr is the address a transport dials for proxy u.
+func proxyAddr(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	port := "80"
+	switch u.Scheme {
+	case "https":
+		port = "443"
+	case "socks5", "socks5h":
+		port = "1080"
+	}
+	return net.JoinHostPort(u.Hostname(), port)
+}

@@ -54,12 +54,14 @@ func (c *Client) ConnectAgent(ctx context.Context, a *Agent, opts *a2aclient.Opt
 }
 
 // guarded returns a copy of hc (nil: a default client) whose redirects must
-// pass the client's Policy.
+// pass the client's Policy and whose transport checks it again at dial
+// time (guardTransport).
 func (c *Client) guarded(hc *http.Client) *http.Client {
 	var g http.Client
 	if hc != nil {
 		g = *hc
 	}
+	g.Transport = c.guardTransport(g.Transport)
 	next := g.CheckRedirect
 	g.CheckRedirect = func(req *http.Request, via []*http.Request) error {
 		if err := c.policy.Check(req.URL.String()); err != nil {

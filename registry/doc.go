@@ -24,11 +24,16 @@
 // # URL policy
 //
 // An agent URL must be an absolute http or https URL without user
-// information or fragment. A Policy may restrict hosts to suffixes; it
-// refuses loopback and private addresses unless told otherwise. Host
-// names are checked as written (ASCII; IDNA A-labels for international
-// names) and IP literals by range; names are not resolved, so a public
-// name that resolves to a private address is not caught here.
+// information or fragment, with a port from 1 to 65535 if any. A Policy
+// may restrict hosts to suffixes; it refuses loopback and private
+// addresses unless told otherwise, and metadata endpoints always. Hosts
+// are classified by novaos.dev/novaos/netguard, which also looks through
+// IPv6 forms carrying an IPv4 address (NAT64, 6to4, Teredo, …) and
+// refuses numeric spellings such as 0177.0.0.1 or 127.1. Host names are
+// checked as written (ASCII; IDNA A-labels for international names) and
+// not resolved; a public name that resolves to a private address is
+// caught when Connect dials it instead: the Client checks every agent
+// connection's address against the Policy (see ClientOptions.Policy).
 //
 // # Recipient keys
 //

@@ -116,6 +116,17 @@
 //   - Push configs are stored and served (credentials are write-only and
 //     never returned); delivering webhooks is the platform's job, not this
 //     handler's. Without a PushConfigStore the four methods answer -32003.
+//   - A webhook URL is checked when it is stored, by CreateTaskPushNotification
+//     Config and inline in SendMessage's configuration, against
+//     Options.PushURLPolicy (a netguard.Policy): an absolute http(s) URL of
+//     at most 2048 bytes, standard host spelling, port 1-65535, and by
+//     default a public host only, so loopback, private, link-local and
+//     metadata addresses (also inside IPv6 forms such as NAT64 or 6to4) are
+//     refused with -32602. nil is the strict default because the handler
+//     cannot know where it listens; a server on loopback may pass
+//     AllowLoopback. Names are not resolved here: whatever delivers the
+//     webhooks dials through netguard.Policy.Dialer, which checks the
+//     resolved address.
 //   - Task ids of other callers (Options.Identify's Scope) are "not found"
 //     on every path, checked inside the store.
 //

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/netguard"
 )
 
 // Defaults for the zero Options.
@@ -70,6 +71,13 @@ type Options struct {
 	// another scope is never read or changed: the store refuses to create
 	// a second task with its id (ErrExists) and the request fails.
 	NewTaskID func(req *a2a.SendMessageRequest) string
+
+	// PushURLPolicy decides which webhook URLs push-notification configs
+	// may name, checked when a config is stored (CreateTaskPushNotification
+	// Config, and inline in SendMessage). Nil means public hosts only: no
+	// loopback, private, link-local or metadata address. A sender must
+	// check the address it dials again (netguard.Policy.Dialer).
+	PushURLPolicy *netguard.Policy
 }
 
 // CodeUnauthenticated is the JSON-RPC code for a request whose caller could

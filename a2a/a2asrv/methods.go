@@ -105,7 +105,7 @@ func (h *Handler) prepareSend(c *call, params json.RawMessage, streaming bool) (
 			if h.opts.PushConfigStore == nil {
 				return nil, a2a.NewError(a2a.CodePushNotificationNotSupported, "push notifications are not supported")
 			}
-			if e := validPushURL(cfg.TaskPushNotificationConfig.URL); e != nil {
+			if e := h.validPushURL(cfg.TaskPushNotificationConfig.URL); e != nil {
 				return nil, e
 			}
 		}

@@ -3,10 +3,11 @@ package a2asrv
 import (
 	"context"
 	"encoding/json"
-	"net/url"
+	"errors"
 	"time"
 
 	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/netguard"
 )
 
 // A unaryMethod answers with one result or one error.
@@ -188,12 +189,27 @@ func redactPushConfig(cfg *a2a.TaskPushNotificationConfig) *a2a.TaskPushNotifica
 	return &c
 }
 
-func validPushURL(raw string) *a2a.Error {
-	u, err := url.Parse(raw)
-	if raw == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return invalid("push notification url must be an absolute http(s) URL")
+// maxPushURLLen bounds a push-notification webhook URL.
+const maxPushURLLen = 2048
+
+// validPushURL checks a webhook URL against Options.PushURLPolicy. The
+// error names the reason, never the URL, which may carry a token.
+func (h *Handler) validPushURL(raw string) *a2a.Error {
+	if len(raw) > maxPushURLLen {
+		return invalid("push notification url is longer than %d bytes", maxPushURLLen)
 	}
-	return nil
+	err := h.opts.PushURLPolicy.CheckURL(raw)
+	var re *netguard.RefusedError
+	var me *netguard.MalformedError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &re):
+		return invalid("push notification url: host %s is a %s address, which this server does not send to", re.Host, re.Class)
+	case errors.As(err, &me):
+		return invalid("push notification url must be an absolute http(s) URL: %s", me.Reason)
+	}
+	return invalid("push notification url must be an absolute http(s) URL")
 }
 
 func (h *Handler) createPushConfig(c *call, params json.RawMessage) (any, *a2a.Error) {
@@ -204,7 +220,7 @@ func (h *Handler) createPushConfig(c *call, params json.RawMessage) (any, *a2a.E
 	if e != nil {
 		return nil, e
 	}
-	if e := validPushURL(cfg.URL); e != nil {
+	if e := h.validPushURL(cfg.URL); e != nil {
 		return nil, e
 	}
 	ps, e := h.pushConfigs(c, cfg.TaskID)

@@ -18,6 +18,7 @@ import (
 	"novaos.dev/novaos/a2a/cardsig"
 	"novaos.dev/novaos/agent"
 	"novaos.dev/novaos/internal/builtin"
+	"novaos.dev/novaos/netguard"
 	"novaos.dev/novaos/registry"
 	"novaos.dev/novaos/secret"
 	"novaos.dev/novaos/store/postgres"
@@ -76,6 +77,22 @@ type Options struct {
 	// (register, update, delete) must present; without it they are
 	// accepted from loopback peers only. Reads are open either way.
 	AdminToken secret.Value
+	// PushURLPolicy decides which webhook URLs push-notification configs
+	// may name, checked when they are stored. Nil means public hosts, plus
+	// loopback hosts when the server's own URL is on loopback (a
+	// developer's machine, where a local webhook receiver is the norm and a
+	// loopback-only server has no one else to be tricked by);
+	// PushLoopbackIfLocal adds that to a PushURLPolicy too. Metadata
+	// addresses are refused whatever it says.
+	PushURLPolicy       *netguard.Policy
+	PushLoopbackIfLocal bool
+	// PushKeyFile holds the key push-config secrets (webhook credentials
+	// and tokens) are sealed with at rest: 32 bytes in base64. Default
+	// DataDir/push.key, created owner-only the first time a secret is
+	// stored, also with PostgreSQL, where every replica must be given the
+	// same file. With TaskStore set and no PushKeyFile, secrets are stored
+	// as the given PushConfigStore keeps them.
+	PushKeyFile string
 }
 
 // Server is one NovaOS instance. Create it with New, then Start it and

@@ -20,4 +20,14 @@
 // the agent's name partitions every scope (see partition.go), so a task id
 // from one agent is "not found" through another agent's endpoint and
 // ListTasks lists only that agent's tasks.
+//
+// Push-config secrets (webhook credentials and tokens) are sealed on their
+// way into the store by the same partition layer (pushkey.go), so the
+// stores stay plain: AES-256-GCM under the key in Options.PushKeyFile
+// (default DataDir/push.key), bound to tenant, task, config id, URL and
+// field. Reads through the A2A methods get the token, never the
+// credentials; agentPushConfigs.Open is the read for webhook delivery,
+// which must dial through a netguard.Policy Dialer (the policy the
+// handlers check URLs with, pushURLPolicy) so that a name resolving to a
+// forbidden address is refused at connect time.
 package app

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
@@ -48,25 +49,101 @@ func (p agentTasks) Delete(ctx context.Context, s a2asrv.Scope, id string) error
 	return p.store.Delete(ctx, agentScope(p.agent, s), id)
 }
 
+// agentPushConfigs partitions push configs like tasks, and seals their
+// secrets (pushkey.go) when seal is set: the stores keep only sealed
+// values, Get and List return the token opened and the credentials never
+// (they are write-only; a2asrv redacts them as well), and Open returns a
+// config whole for the one caller that needs the credentials: delivery.
 type agentPushConfigs struct {
 	store a2asrv.PushConfigStore
 	agent string
+	seal  *pushSealer
 }
 
 var _ a2asrv.PushConfigStore = agentPushConfigs{}
 
 func (p agentPushConfigs) Put(ctx context.Context, s a2asrv.Scope, cfg *a2a.TaskPushNotificationConfig) error {
-	return p.store.Put(ctx, agentScope(p.agent, s), cfg)
+	s = agentScope(p.agent, s)
+	if p.seal != nil {
+		// The caller keeps its cfg: a2asrv answers with it.
+		c := *cfg
+		tenant := s.Tenant
+		var err error
+		if c.Token, err = p.seal.seal(c.Token, pushAAD(tenant, c.TaskID, c.ID, c.URL, "token")); err != nil {
+			return err
+		}
+		if cfg.Authentication != nil {
+			auth := *cfg.Authentication
+			if auth.Credentials, err = p.seal.seal(auth.Credentials, pushAAD(tenant, c.TaskID, c.ID, c.URL, "credentials")); err != nil {
+				return err
+			}
+			c.Authentication = &auth
+		}
+		cfg = &c
+	}
+	return p.store.Put(ctx, s, cfg)
 }
 
 func (p agentPushConfigs) Get(ctx context.Context, s a2asrv.Scope, taskID, id string) (*a2a.TaskPushNotificationConfig, error) {
-	return p.store.Get(ctx, agentScope(p.agent, s), taskID, id)
+	s = agentScope(p.agent, s)
+	cfg, err := p.store.Get(ctx, s, taskID, id)
+	if err != nil || p.seal == nil {
+		return cfg, err
+	}
+	return p.readable(s, taskID, id, cfg, false)
 }
 
 func (p agentPushConfigs) List(ctx context.Context, s a2asrv.Scope, taskID string, pageSize int, pageToken string) ([]*a2a.TaskPushNotificationConfig, string, error) {
-	return p.store.List(ctx, agentScope(p.agent, s), taskID, pageSize, pageToken)
+	s = agentScope(p.agent, s)
+	cfgs, next, err := p.store.List(ctx, s, taskID, pageSize, pageToken)
+	if err != nil || p.seal == nil {
+		return cfgs, next, err
+	}
+	for i, cfg := range cfgs {
+		if cfgs[i], err = p.readable(s, taskID, cfg.ID, cfg, false); err != nil {
+			return nil, "", err
+		}
+	}
+	return cfgs, next, nil
 }
 
 func (p agentPushConfigs) Delete(ctx context.Context, s a2asrv.Scope, taskID, id string) error {
 	return p.store.Delete(ctx, agentScope(p.agent, s), taskID, id)
+}
+
+// Open returns one config with its token and credentials opened: what a
+// webhook delivery sends. It fails closed when a sealed value does not
+// open (another key, or a row moved to another task or URL).
+func (p agentPushConfigs) Open(ctx context.Context, s a2asrv.Scope, taskID, id string) (*a2a.TaskPushNotificationConfig, error) {
+	s = agentScope(p.agent, s)
+	cfg, err := p.store.Get(ctx, s, taskID, id)
+	if err != nil || p.seal == nil {
+		return cfg, err
+	}
+	return p.readable(s, taskID, id, cfg, true)
+}
+
+// readable opens cfg's token, and its credentials when withCredentials,
+// else drops them. s, taskID and id are where the config was looked up,
+// which the sealed values are bound to: a row copied elsewhere keeps its
+// body, and must not open there.
+func (p agentPushConfigs) readable(s a2asrv.Scope, taskID, id string, cfg *a2a.TaskPushNotificationConfig, withCredentials bool) (*a2a.TaskPushNotificationConfig, error) {
+	if cfg.TaskID != taskID || cfg.ID != id {
+		return nil, fmt.Errorf("app: push config %s: %w: stored under another task or id", id, errPushKey)
+	}
+	c := *cfg
+	var err error
+	if c.Token, err = p.seal.open(c.Token, pushAAD(s.Tenant, taskID, id, c.URL, "token")); err != nil {
+		return nil, fmt.Errorf("app: push config %s: %w", id, err)
+	}
+	if cfg.Authentication != nil {
+		auth := *cfg.Authentication
+		if !withCredentials {
+			auth.Credentials = ""
+		} else if auth.Credentials, err = p.seal.open(auth.Credentials, pushAAD(s.Tenant, taskID, id, c.URL, "credentials")); err != nil {
+			return nil, fmt.Errorf("app: push config %s: %w", id, err)
+		}
+		c.Authentication = &auth
+	}
+	return &c, nil
 }

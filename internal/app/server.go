@@ -43,6 +43,11 @@ func (s *Server) Start(ctx context.Context) error {
 		s.baseURL = listenURL(s.opts.Addr, ln.Addr())
 	}
 	mux := http.NewServeMux()
+	seal, err := s.pushSealer()
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	for i := range s.agents {
 		a := &s.agents[i]
 		a.card = cardAt(a.agent.Card(), s.baseURL+agentPath(a.name))
@@ -54,11 +59,12 @@ func (s *Server) Start(ctx context.Context) error {
 			}
 		}
 		opts := &a2asrv.Options{
-			TaskStore: agentTasks{store: s.tasks, agent: a.name},
-			Logger:    s.log.With("agent", a.name),
+			TaskStore:     agentTasks{store: s.tasks, agent: a.name},
+			Logger:        s.log.With("agent", a.name),
+			PushURLPolicy: s.pushURLPolicy(),
 		}
 		if s.push != nil {
-			opts.PushConfigStore = agentPushConfigs{store: s.push, agent: a.name}
+			opts.PushConfigStore = agentPushConfigs{store: s.push, agent: a.name, seal: seal}
 		}
 		if seeder, ok := a.agent.(interface {
 			NewTaskID(*a2a.SendMessageRequest) string

@@ -141,6 +141,13 @@ var rules = []rule{
 			return isDatabaseDriver(dep) || strings.HasPrefix(dep.ImportPath, module+"/internal/")
 		},
 	},
+	{
+		pkg: module + "/netguard",
+		why: "the SSRF guard sits on the first floor so every package that stores or dials a URL can import it; it must depend on the standard library only",
+		forbid: func(dep *pkg) bool {
+			return !dep.Standard
+		},
+	},
 }
 
 // driverModules are SQL driver modules we know by name; any other package
@@ -246,6 +253,8 @@ func TestRulesCatchViolations(t *testing.T) {
 		{1, pkg{ImportPath: module + "/internal/app"}, true},
 		{1, pkg{ImportPath: module + "/a2a"}, false},
 		{1, pkg{ImportPath: "github.com/google/uuid"}, false},
+		{2, pkg{ImportPath: "net/http", Standard: true}, false},
+		{2, pkg{ImportPath: module + "/secret"}, true},
 	}
 	for _, tc := range tests {
 		if got := rules[tc.rule].forbid(&tc.dep); got != tc.want {

@@ -9,6 +9,7 @@ import (
 
 	"novaos.dev/novaos/internal/app"
 	"novaos.dev/novaos/internal/builtin"
+	"novaos.dev/novaos/netguard"
 	"novaos.dev/novaos/registry"
 )
 
@@ -27,6 +28,10 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	fs.Var(&allowHosts, "registry-allow-host", "registry: accept agent URLs only on hosts under this `suffix` (repeatable; \".example.com\" matches the hosts below it, \"example.com\" also itself); default any public host")
 	fs.Var(&allowLoopback, "registry-allow-loopback", "registry: accept loopback agent URLs (localhost, 127.0.0.0/8, ::1) (default true when the server's own URL, --public-url or else the listen address, is on loopback, as with the default --addr; else false)")
 	allowPrivate := fs.Bool("registry-allow-private", false, "registry: accept agent URLs on private, shared and link-local addresses (10/8, 172.16/12, 192.168/16, fc00::/7, 100.64/10, …)")
+	var pushLoopback optBool
+	fs.Var(&pushLoopback, "push-allow-loopback", "push: accept webhook URLs on loopback (localhost, 127.0.0.0/8, ::1) (default true when the server's own URL is on loopback, as with the default --addr; else false)")
+	pushPrivate := fs.Bool("push-allow-private", false, "push: accept webhook URLs on private, shared and link-local addresses (10/8, 172.16/12, 192.168/16, fc00::/7, 100.64/10, …); metadata addresses are refused regardless")
+	pushKeyFile := fs.String("push-key-file", "", "`file` with the key push credentials are sealed with at rest (32 bytes, base64); created owner-only when missing (default <--data>/"+app.PushKeyFile+"; with PostgreSQL give every replica the same file)")
 	tokenFile := fs.String("admin-token-file", "", "`file` holding the admin token that writes to the registry (POST/PUT/DELETE "+registry.APIPath+") must send as \"Authorization: Bearer <token>\"; default $"+EnvAdminToken+", else only clients on this machine may write")
 	if code, ok := parse(fs, args); !ok {
 		return code
@@ -68,6 +73,10 @@ func runServe(ctx context.Context, args []string, e *env) int {
 			AllowLoopback: allowLoopback.set && allowLoopback.v},
 		RegistryLoopbackIfLocal: !allowLoopback.set,
 		TCKStreamingTimeout:     *tckTimeout,
+
+		PushURLPolicy:       &netguard.Policy{AllowPrivate: *pushPrivate, AllowLoopback: pushLoopback.set && pushLoopback.v},
+		PushLoopbackIfLocal: !pushLoopback.set,
+		PushKeyFile:         *pushKeyFile,
 	})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "novaos serve: %v\n", err)

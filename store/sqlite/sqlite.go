@@ -74,6 +74,8 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 		f.Close()
 	} else if !errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("sqlite: open: %w", err)
+	} else {
+		tightenModes(abs, o.Logger)
 	}
 
 	w, err := openPool(abs, o.BusyTimeout, true)
@@ -197,4 +199,29 @@ func appliedVersions(ctx context.Context, tx *sql.Tx) ([]int, error) {
 		out = append(out, v)
 	}
 	return out, rows.Err()
+}
+
+// tightenModes makes an existing database file and its -wal, -shm and
+// -journal files owner-only: a file left readable by group or others (an
+// older version, a copy, a umask) would hand every task and push config to
+// other users of the machine, and new -wal and -shm files take the
+// database file's mode. A file this process cannot change is left as it
+// is, with a warning: refusing to start would not make it private either.
+func tightenModes(db string, log *slog.Logger) {
+	if runtime.GOOS == "windows" {
+		return // modes do not carry ACLs there
+	}
+	for _, p := range []string{db, db + "-wal", db + "-shm", db + "-journal"} {
+		fi, err := os.Stat(p)
+		if err != nil || fi.Mode().Perm()&0o077 == 0 {
+			continue
+		}
+		if err := os.Chmod(p, fi.Mode().Perm()&0o700); err != nil {
+			log.Warn("sqlite: database file is readable or writable by other users and its mode could not be tightened",
+				"file", p, "mode", fi.Mode().Perm().String(), "err", err)
+			continue
+		}
+		log.Info("sqlite: tightened a database file's mode to owner-only", "file", p,
+			"was", fi.Mode().Perm().String(), "now", (fi.Mode().Perm() & 0o700).String())
+	}
 }
