@@ -1,6 +1,7 @@
 // Package schematest validates JSON payloads in tests against the A2A v1.0
-// JSON Schema that lives beside the repository at
-// ../shared/a2a/a2a-v1.0.0.schema.json.
+// JSON Schema. The schema is the A2A project's own bundle, embedded from
+// testdata/a2a-v1.0.0.schema.json (testdata/README.md gives its source,
+// version and licence), so the tests need no file outside the repository.
 //
 // Definitions are named as in the schema's "definitions" object ("Task",
 // "Stream Response", "Agent Card", …):
@@ -10,7 +11,10 @@
 //		schematest.Validate(t, "Task", body)
 //	}
 //
-// The schema is read and compiled once per test binary. When it cannot be
-// found the calling test fails: the schema is part of the repository's
-// checkout layout, not an optional extra.
+// ValidateRequest and ValidateResponse check whole JSON-RPC exchanges, as
+// recorded in golden files: a request's params against the method's request
+// definition, and each result (one JSON object, or every event of a
+// server-sent event stream) against the method's result definition.
+//
+// The schema is compiled once per test binary.
 package schematest

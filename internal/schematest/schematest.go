@@ -2,10 +2,8 @@ package schematest
 
 import (
 	"bytes"
-	"errors"
+	_ "embed"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -14,8 +12,15 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// SchemaPath is where the schema sits relative to the module root.
-const SchemaPath = "../shared/a2a/a2a-v1.0.0.schema.json"
+// schemaJSON is the A2A project's schema bundle, kept in the repository so
+// the tests need nothing beside it; testdata/README.md says where it comes
+// from and under which licence.
+//
+//go:embed testdata/a2a-v1.0.0.schema.json
+var schemaJSON []byte
+
+// SchemaFile names the embedded schema in messages.
+const SchemaFile = "internal/schematest/testdata/a2a-v1.0.0.schema.json"
 
 // base is the URL every definition is registered under. The schema was
 // generated from one file per proto message, so its $refs name sibling files
@@ -42,13 +47,7 @@ var (
 // loaded or definition does not exist.
 func Validate(t testing.TB, definition string, payload []byte) {
 	t.Helper()
-	if err := check(definition, payload); err != nil {
-		var setup *setupError
-		if errors.As(err, &setup) {
-			t.Fatalf("schematest: %v", err)
-		}
-		t.Errorf("schematest: %s: %v\npayload: %s", definition, err, abbreviate(payload, 2000))
-	}
+	report(t, definition, check(definition, payload), payload)
 }
 
 // Check is Validate without a testing.TB, for fuzz targets and helpers that
@@ -89,17 +88,8 @@ func check(definition string, payload []byte) error {
 
 func load() {
 	state.err = func() error {
-		root, err := ModuleRoot()
-		if err != nil {
-			return err
-		}
-		path := filepath.Join(root, filepath.FromSlash(SchemaPath))
-		f, err := os.Open(path)
-		if err != nil {
-			return fmt.Errorf("open schema (expected beside the repository): %w", err)
-		}
-		defer f.Close()
-		doc, err := jsonschema.UnmarshalJSON(f)
+		path := SchemaFile
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schemaJSON))
 		if err != nil {
 			return fmt.Errorf("parse %s: %w", path, err)
 		}
@@ -148,25 +138,6 @@ type noLoader struct{}
 
 func (noLoader) Load(url string) (any, error) {
 	return nil, fmt.Errorf("unresolved $ref %s (no such definition)", url)
-}
-
-// ModuleRoot walks up from the working directory to the directory holding
-// go.mod.
-func ModuleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("module root: %w", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("module root: no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }
 
 func abbreviate(b []byte, n int) string {

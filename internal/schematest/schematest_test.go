@@ -1,7 +1,11 @@
 package schematest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -91,5 +95,23 @@ func TestValidateReports(t *testing.T) {
 				t.Fatalf("fatal = %v, want %v", r.fatal, tc.wantFatal)
 			}
 		})
+	}
+}
+
+// The embedded schema is the file testdata/README.md describes; a change to
+// it must come with a new provenance note.
+func TestSchemaIsTheRecordedFile(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("testdata", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(schemaJSON)
+	if got := hex.EncodeToString(sum[:]); !strings.Contains(string(readme), got) {
+		t.Fatalf("testdata/README.md does not record the schema's SHA-256 %s", got)
+	}
+	for _, want := range []string{"github.com/a2aproject/A2A", "Apache License 2.0", "v1.0.0"} {
+		if !strings.Contains(string(readme), want) {
+			t.Errorf("testdata/README.md does not name %q", want)
+		}
 	}
 }
