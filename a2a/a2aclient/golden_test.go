@@ -19,6 +19,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2aclient"
+	"novaos.dev/novaos/internal/schematest"
 	"novaos.dev/novaos/secret"
 )
 
@@ -165,6 +166,77 @@ func TestGolden(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGoldenMatchesSchema validates every exchange in testdata/golden
+// against the A2A JSON Schema: the client's requests (params against the
+// method's request definition) as well as the recorded answers, so a
+// golden file rewritten with -update cannot enshrine an invalid payload.
+func TestGoldenMatchesSchema(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "golden", "*.txtar"))
+	must(t, err)
+	if len(files) != len(goldenScenarios) {
+		t.Fatalf("%d golden files for %d scenarios: %v", len(files), len(goldenScenarios), files)
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			ar, err := txtar.ParseFile(file)
+			must(t, err)
+			if len(ar.Files) == 0 || len(ar.Files)%2 != 0 {
+				t.Fatalf("%d sections, want request/response pairs", len(ar.Files))
+			}
+			for i := 0; i < len(ar.Files); i += 2 {
+				req, resp := ar.Files[i], ar.Files[i+1]
+				if n := strings.TrimSuffix(req.Name, ".request"); n == req.Name || resp.Name != n+".response" {
+					t.Fatalf("sections %q, %q are not a request and its response", req.Name, resp.Name)
+				}
+				validateExchange(t, req.Name, req.Data, resp.Data)
+			}
+		})
+	}
+}
+
+// validateExchange checks one recorded request and its response, in the
+// recorder's format: a start line, headers, a blank line, the body.
+func validateExchange(t *testing.T, name string, request, response []byte) {
+	t.Helper()
+	reqHead, reqBody := splitMessage(t, name, request)
+	respHead, respBody := splitMessage(t, name, response)
+	contentType := respHead["Content-Type"]
+	switch {
+	case reqHead[""] == "GET /.well-known/agent-card.json":
+		if respHead[""] != "200" || contentType != "application/json" {
+			t.Fatalf("%s: card answered %q with %q", name, respHead[""], contentType)
+		}
+		schematest.Validate(t, "Agent Card", respBody)
+	case strings.HasPrefix(reqHead[""], "POST "):
+		method := schematest.ValidateRequest(t, reqBody)
+		if respHead[""] != "200" {
+			t.Fatalf("%s: HTTP %s to a JSON-RPC request", name, respHead[""])
+		}
+		schematest.ValidateResponse(t, method, contentType, respBody)
+	default:
+		t.Fatalf("%s: no schema check for %q", name, reqHead[""])
+	}
+}
+
+// splitMessage returns a recorded message's start line (under "") and
+// headers, and its body.
+func splitMessage(t *testing.T, name string, msg []byte) (map[string]string, []byte) {
+	t.Helper()
+	// The recorder trims trailing newlines, so a message without a body
+	// has no blank line.
+	head, body, _ := bytes.Cut(msg, []byte("\n\n"))
+	lines := strings.Split(strings.TrimRight(string(head), "\n"), "\n")
+	h := map[string]string{"": lines[0]}
+	for _, l := range lines[1:] {
+		k, v, ok := strings.Cut(l, ": ")
+		if !ok {
+			t.Fatalf("%s: header line %q", name, l)
+		}
+		h[k] = v
+	}
+	return h, body
 }
 
 func must(t testing.TB, err error) {
