@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"sync"
 	"testing"
 	"time"
 
@@ -473,30 +474,57 @@ func TestGoClient_ConcurrentSubscribers(t *testing.T) {
 		kinds []string
 		err   error
 	}
-	results := make(chan result, 2)
-	started := make(chan struct{}, 2)
-	for range 2 {
+	// Each subscriber closes ready at its first event, or when it ends
+	// without one, so one that fails at once is reported at once instead
+	// of leaving the test waiting for an event that will never come.
+	type subscriber struct {
+		ready chan struct{}
+		done  chan result
+	}
+	subs := make([]subscriber, 2)
+	for i := range subs {
+		s := subscriber{ready: make(chan struct{}), done: make(chan result, 1)}
+		subs[i] = s
 		go func() {
 			var r result
+			var once sync.Once
+			signal := func() { once.Do(func() { close(s.ready) }) }
+			defer signal()
 			for ev, err := range c.SubscribeToTask(testCtx(t), &goa2a.SubscribeToTaskRequest{ID: task.ID}) {
 				if err != nil {
 					r.err = err
 					break
 				}
-				if len(r.kinds) == 0 {
-					started <- struct{}{}
-				}
 				r.kinds = append(r.kinds, goKind(ev))
+				signal()
 			}
-			results <- r
+			s.done <- r
 		}()
 	}
-	<-started
-	<-started
+	results := make([]result, len(subs))
+	for i, s := range subs {
+		select {
+		case <-s.ready:
+		case <-time.After(testTimeout):
+			t.Fatalf("subscriber %d saw no event in %v", i, testTimeout)
+		}
+		select {
+		case r := <-s.done:
+			t.Fatalf("subscriber %d ended before the task was canceled: events %v, err %v", i, r.kinds, r.err)
+		default:
+		}
+	}
 	if _, err := c.CancelTask(testCtx(t), &goa2a.CancelTaskRequest{ID: task.ID}); err != nil {
 		t.Fatal(err)
 	}
-	a, b := <-results, <-results
+	for i, s := range subs {
+		select {
+		case results[i] = <-s.done:
+		case <-time.After(testTimeout):
+			t.Fatalf("subscriber %d did not end in %v after the cancel", i, testTimeout)
+		}
+	}
+	a, b := results[0], results[1]
 	if a.err != nil || b.err != nil {
 		t.Fatalf("subscriber errors: %v, %v", a.err, b.err)
 	}
