@@ -170,7 +170,7 @@ func runOurClient(t *testing.T, baseURL string, auth ours.AuthProvider) {
 				}
 			}
 		}
-		if ks[len(ks)-1] != "status:TASK_STATE_CANCELED" {
+		if len(ks) < 2 || ks[len(ks)-1] != "status:TASK_STATE_CANCELED" {
 			t.Errorf("frames %v, want the stream to end canceled", ks)
 		}
 	})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -69,7 +70,7 @@ func TestMethods(t *testing.T) {
 		}
 		kinds = append(kinds, frameKinds([]*a2a.StreamResponse{f}))
 	}
-	if kinds[0] != "task " || kinds[len(kinds)-1] != "status:TASK_STATE_COMPLETED " {
+	if len(kinds) < 2 || kinds[0] != "task " || kinds[len(kinds)-1] != "status:TASK_STATE_COMPLETED " {
 		t.Errorf("SubscribeToTask frames = %v", kinds)
 	}
 
@@ -316,10 +317,8 @@ func TestInterceptorsAndAuth(t *testing.T) {
 	if _, err := c2.GetTask(t.Context(), &a2a.GetTaskRequest{ID: "x"}); !errors.Is(err, deny) {
 		t.Errorf("before error: %v", err)
 	}
-	for _, err := range c2.SendStreamingMessage(t.Context(), msgReq("m", "hi")) {
-		if !errors.Is(err, deny) {
-			t.Errorf("stream before error: %v", err)
-		}
+	if err := onlyError(c2.SendStreamingMessage(t.Context(), msgReq("m", "hi"))); !errors.Is(err, deny) {
+		t.Errorf("stream before error: %v", err)
 	}
 	c3, _ := a2aclient.New(a.card, &a2aclient.Options{Auth: a2aclient.SessionAuth(store, false)})
 	if _, err := c3.GetTask(t.Context(), &a2a.GetTaskRequest{ID: "x"}, a2aclient.WithSession("carol")); !errors.Is(err, a2aclient.ErrNoCredential) {
@@ -359,4 +358,28 @@ func TestNewRefusals(t *testing.T) {
 	if _, err := a2aclient.NewForURL("ftp://x", nil); err == nil {
 		t.Error("ftp URL accepted")
 	}
+}
+
+// onlyError drains a stream that must fail before its first frame: it
+// returns the one error the stream yields, or an error saying what the
+// stream did instead (frames, more errors, or nothing at all, which a plain
+// range loop would let pass).
+func onlyError(seq iter.Seq2[*a2a.StreamResponse, error]) error {
+	var frames, errs int
+	var first error
+	for _, err := range seq {
+		switch {
+		case err == nil:
+			frames++
+		case first == nil:
+			first = err
+			fallthrough
+		default:
+			errs++
+		}
+	}
+	if frames != 0 || errs != 1 {
+		return fmt.Errorf("stream yielded %d frames and %d errors (first %v), want one error and no frame", frames, errs, first)
+	}
+	return first
 }

@@ -3,6 +3,7 @@ package a2aclient_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -104,10 +105,8 @@ var goldenScenarios = map[string]func(ctx context.Context, t *testing.T, c *a2ac
 			must(t, err)
 			id = f.TaskID()
 		}
-		for _, err := range c.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: id}) {
-			if err == nil {
-				t.Fatal("subscribe to a completed task succeeded")
-			}
+		if err := onlyError(c.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: id})); !errors.Is(err, a2a.ErrUnsupportedOperation) {
+			t.Fatalf("subscribe to a completed task: %v, want ErrUnsupportedOperation", err)
 		}
 		if _, err := c.CancelTask(ctx, &a2a.CancelTaskRequest{ID: id}); err == nil {
 			t.Fatal("cancel of a completed task succeeded")
