@@ -40,8 +40,14 @@ const maxBatch = 256
 
 var errClosed = errors.New("sqlite: database is closed")
 
-func startWriter(conn *sql.DB) *writer {
-	w := &writer{conn: conn, ops: make(chan *writeOp), quit: make(chan struct{}), done: make(chan struct{})}
+func startWriter(conn *sql.DB) *writer { return newWriter(conn, 0) }
+
+// newWriter starts a writer whose queue holds up to queued writes not yet
+// taken. The store's is unbuffered (a write is handed over only when the
+// writer takes it); a test uses a buffer to see the queue fill before it
+// lets the writer take it.
+func newWriter(conn *sql.DB, queued int) *writer {
+	w := &writer{conn: conn, ops: make(chan *writeOp, queued), quit: make(chan struct{}), done: make(chan struct{})}
 	go w.run()
 	return w
 }
