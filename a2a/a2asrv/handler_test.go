@@ -123,7 +123,11 @@ func (c *client) call(method string, params any, out any, header ...string) *a2a
 }
 
 // stream opens a streaming method and returns a channel of frames; the
-// channel closes when the server ends the stream.
+// channel closes when the stream ends. How it ended is kept for next and
+// closed: an error frame, a frame that does not decode or a broken
+// connection fails the test there, and, should the test never look (a
+// range loop), when the test ends. A stream the test's own ctx ended is a
+// clean end.
 func (c *client) stream(ctx context.Context, method string, params any) <-chan *a2a.StreamResponse {
 	c.t.Helper()
 	resp, err := c.post(ctx, method, params)
@@ -135,21 +139,45 @@ func (c *client) stream(ctx context.Context, method string, params any) <-chan *
 		c.t.Fatalf("%s: content type %q: %s", method, ct, body)
 	}
 	out := make(chan *a2a.StreamResponse, 64)
+	end := &streamEnd{done: make(chan struct{})}
+	streamEnds.Store((<-chan *a2a.StreamResponse)(out), end)
+	// Runs before newServer's cleanup (cleanups run last first), so a
+	// stream still open here is not judged by the server's shutdown.
+	c.t.Cleanup(func() {
+		streamEnds.Delete((<-chan *a2a.StreamResponse)(out))
+		select {
+		case <-end.done:
+			if end.err != nil && !end.seen.Load() {
+				c.t.Errorf("%s: stream ended with an error the test never saw: %v", method, end.err)
+			}
+		default:
+		}
+	})
 	go func() {
 		defer close(out)
+		defer close(end.done)
 		defer resp.Body.Close()
 		er := a2a.NewEventReader(resp.Body, 0)
-		for {
+		for n := 1; ; n++ {
 			ev, err := er.Next()
 			if err != nil {
+				if !errors.Is(err, io.EOF) && ctx.Err() == nil {
+					end.err = fmt.Errorf("after %d frames: read: %w", n-1, err)
+				}
 				return
 			}
 			r, err := a2a.DecodeResponse(ev.Data)
-			if err != nil || r.Error != nil {
+			if err != nil {
+				end.err = fmt.Errorf("frame %d: %w: %s", n, err, ev.Data)
+				return
+			}
+			if r.Error != nil {
+				end.err = fmt.Errorf("frame %d is an error: %w", n, r.Error)
 				return
 			}
 			var sr a2a.StreamResponse
 			if err := a2a.Unmarshal(r.Result, &sr); err != nil {
+				end.err = fmt.Errorf("frame %d: %w: %s", n, err, ev.Data)
 				return
 			}
 			out <- &sr
@@ -158,11 +186,37 @@ func (c *client) stream(ctx context.Context, method string, params any) <-chan *
 	return out
 }
 
+// streamEnd is how a stream opened by client.stream ended; err is set
+// before done and the frame channel are closed.
+type streamEnd struct {
+	done chan struct{}
+	err  error
+	seen atomic.Bool // a helper reported err
+}
+
+// streamEnds maps each channel client.stream returned to its streamEnd.
+var streamEnds sync.Map
+
+// endOf returns the error a closed stream ended with, and marks it seen.
+func endOf(ch <-chan *a2a.StreamResponse) error {
+	v, ok := streamEnds.Load(ch)
+	if !ok {
+		return nil
+	}
+	end := v.(*streamEnd)
+	<-end.done
+	end.seen.Store(true)
+	return end.err
+}
+
 func next(t *testing.T, ch <-chan *a2a.StreamResponse) *a2a.StreamResponse {
 	t.Helper()
 	select {
 	case f, ok := <-ch:
 		if !ok {
+			if err := endOf(ch); err != nil {
+				t.Fatalf("stream closed early: %v", err)
+			}
 			t.Fatal("stream closed early")
 		}
 		return f
@@ -172,12 +226,17 @@ func next(t *testing.T, ch <-chan *a2a.StreamResponse) *a2a.StreamResponse {
 	return nil
 }
 
+// closed waits for the stream to end cleanly: no further frame, and no
+// error frame or broken connection at its end.
 func closed(t *testing.T, ch <-chan *a2a.StreamResponse) {
 	t.Helper()
 	select {
 	case f, ok := <-ch:
 		if ok {
 			t.Fatalf("want the stream closed, got a frame %+v", f)
+		}
+		if err := endOf(ch); err != nil {
+			t.Fatalf("want the stream closed cleanly, it ended with %v", err)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("stream still open after 5s")
