@@ -135,7 +135,10 @@ type keyRewriter struct {
 	out  []byte
 	last int // in[last:pos] is not yet copied to out
 	keys keyStack
-	path []pathElem // where the walk is, for error messages
+	// path is where the walk is, kept only by the second walk over a
+	// document found to repeat a key, to say where.
+	path      []pathElem
+	trackPath bool
 }
 
 // pathElem is one step of a path: a member's key, or an index when key is
@@ -147,7 +150,12 @@ type pathElem struct {
 
 func normalizeKeys(data []byte) ([]byte, error) {
 	r := &keyRewriter{in: data}
-	if err := r.value(modeSchema, 0); err != nil {
+	err := r.value(modeSchema, 0)
+	if _, ok := err.(*DuplicateKeyError); ok {
+		r = &keyRewriter{in: data, trackPath: true}
+		err = r.value(modeSchema, 0)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if r.out == nil {
@@ -185,9 +193,13 @@ func (r *keyRewriter) value(mode keyMode, depth int) error {
 			r.pos++
 			return nil
 		}
-		r.path = append(r.path, pathElem{})
+		if r.trackPath {
+			r.path = append(r.path, pathElem{})
+		}
 		for i := 0; ; i++ {
-			r.path[len(r.path)-1].idx = i
+			if r.trackPath {
+				r.path[len(r.path)-1].idx = i
+			}
 			if err := r.value(mode, depth+1); err != nil {
 				return err
 			}
@@ -200,7 +212,9 @@ func (r *keyRewriter) value(mode keyMode, depth int) error {
 				r.pos++
 			case ']':
 				r.pos++
-				r.path = r.path[:len(r.path)-1]
+				if r.trackPath {
+					r.path = r.path[:len(r.path)-1]
+				}
 				return nil
 			default:
 				return errSyntax
@@ -312,11 +326,15 @@ func (r *keyRewriter) object(mode keyMode, depth int) error {
 			return errSyntax
 		}
 		r.pos++
-		r.path = append(r.path, pathElem{key: name})
+		if r.trackPath {
+			r.path = append(r.path, pathElem{key: name})
+		}
 		if err := r.value(child, depth+1); err != nil {
 			return err
 		}
-		r.path = r.path[:len(r.path)-1]
+		if r.trackPath {
+			r.path = r.path[:len(r.path)-1]
+		}
 		r.skipSpace()
 		if r.pos >= len(r.in) {
 			return errSyntax
@@ -412,6 +430,9 @@ func (s *keyStack) add(o *objectKeys, key []byte) bool {
 		if string(k) == string(key) {
 			return true
 		}
+	}
+	if s.keys == nil {
+		s.keys = make([][]byte, 0, smallObject/2)
 	}
 	s.keys = append(s.keys, key)
 	if len(s.keys)-o.start > smallObject {
