@@ -123,3 +123,21 @@ func BenchmarkDecodeStreamResponse(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) { benchDecode[StreamResponse](b, data) })
 	}
 }
+
+// BenchmarkDecodeSendMessage is the server's read of a SendMessage: the
+// envelope, then params with a text part, a data part and metadata.
+func BenchmarkDecodeSendMessage(b *testing.B) {
+	body := []byte(`{"jsonrpc":"2.0","id":"req-1","method":"SendMessage","params":{"message":{"messageId":"9f1c2d3e-0000-4000-8000-000000000001","contextId":"ctx-1","role":"ROLE_USER","parts":[{"text":"please summarise the attached figures for the board"},{"data":{"quarter":"Q3","revenue":[1200.5,1310.25,998],"region":{"name":"EMEA","code":"eu"}},"mediaType":"application/json"}],"metadata":{"trace":"abc","priority":2}},"configuration":{"acceptedOutputModes":["text/plain"]}}}`)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		req, e := DecodeRequest(body)
+		if e != nil {
+			b.Fatal(e)
+		}
+		var p SendMessageRequest
+		if e := DecodeParams(req.Params, &p); e != nil {
+			b.Fatal(e)
+		}
+	}
+}

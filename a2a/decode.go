@@ -7,7 +7,6 @@ import (
 	"math/bits"
 	"reflect"
 	"strconv"
-	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -18,13 +17,17 @@ import (
 //
 // It is a fast path, not a second definition of the format. It accepts a
 // document only when it can decode it exactly as encoding/json (after the
-// snake_case rewrite) would, and declines everything else: a schema key
-// that is not an exact field name (snake_case, other case, escaped), a
-// duplicate key, a null where a schema value belongs, a lone surrogate,
-// invalid UTF-8, nesting deeper than fastMaxDepth, anything malformed.
-// A declined document goes to the general path, which also writes every
-// error message, so the two paths differ only in speed; FuzzFastDecode
-// checks that.
+// snake_case rewrite and the neutralizing of case variants) would, and
+// declines everything else: a snake_case or escaped key, a duplicate key
+// anywhere (the general path names it in its error), a null where a schema
+// value belongs, a lone surrogate, invalid UTF-8, nesting deeper than
+// fastMaxDepth, anything malformed. A key that is not a field of the
+// object's type is skipped, as the general path ignores it whether or not
+// it folds to a field name; the value skipped must hold no snake_case key,
+// because the general path compares such keys in their lowerCamelCase
+// form. A declined document goes to the general path, which also writes
+// every error message, so the two paths differ only in speed;
+// FuzzFastDecode checks that.
 //
 // Decoded strings are substrings of one copy of the input, made once per
 // call: a decoded Task costs one allocation for all its strings rather
@@ -78,6 +81,13 @@ type fastDecoder struct {
 	// own makes each string its own copy instead of a part of s, for
 	// callers that decode a few short strings out of a large input.
 	own bool
+	// lax skips values without looking for duplicate keys in them: the
+	// JSON-RPC envelopes leave their params and result to a later decode
+	// that checks them.
+	lax bool
+	// noSnake declines a snake_case key in the value being skipped.
+	noSnake bool
+	keys    keyStack
 }
 
 // root decodes one value that must fill the whole input.
@@ -337,8 +347,18 @@ func (d *fastDecoder) skip() ([]byte, error) {
 	}
 	var err error
 	switch c := d.b[d.i]; {
-	case c == '{':
+	case c == '{' && d.lax:
 		err = d.object(func([]byte) error { _, err := d.skip(); return err })
+	case c == '{':
+		keys := d.keys.open()
+		err = d.object(func(key []byte) error {
+			if d.noSnake && bytes.IndexByte(key, '_') >= 0 || !utf8.Valid(key) || d.keys.add(&keys, key) {
+				return errDecline
+			}
+			_, err := d.skip()
+			return err
+		})
+		d.keys.close(keys)
 	case c == '[':
 		err = d.array(func() error { _, err := d.skip(); return err })
 	case c == '"':
@@ -476,7 +496,7 @@ func (d *fastDecoder) anyValue() (any, error) {
 }
 
 // anyObject decodes an object of free-form values; keys may hold escapes
-// here, and a repeated key keeps its last value, as in encoding/json.
+// here, and a repeated key declines.
 func (d *fastDecoder) anyObject() (map[string]any, error) {
 	m := map[string]any{}
 	err := d.seq('{', '}', func() error {
@@ -484,7 +504,7 @@ func (d *fastDecoder) anyObject() (map[string]any, error) {
 		if err != nil {
 			return err
 		}
-		if !d.consume(':') {
+		if _, dup := m[k]; dup || !d.consume(':') {
 			return errDecline
 		}
 		v, err := d.anyValue()
@@ -560,6 +580,7 @@ type fieldDecoder[T any] struct {
 // decodeFields decodes an object into v through its members' decoders and
 // returns the set of members seen, by their index in fields (at most 32).
 func decodeFields[T any](d *fastDecoder, v *T, fields []fieldDecoder[T]) (seen uint32, err error) {
+	others := d.keys.open() // keys that are not fields
 	err = d.object(func(key []byte) error {
 		for i := range fields {
 			if string(key) != fields[i].name {
@@ -572,22 +593,25 @@ func decodeFields[T any](d *fastDecoder, v *T, fields []fieldDecoder[T]) (seen u
 			seen |= bit
 			return fields[i].decode(d, v)
 		}
-		// A key encoding/json would match to a field regardless of case,
-		// or that the general path would rewrite from snake_case,
-		// declines; any other is skipped.
+		// A key the general path would rewrite from snake_case may name
+		// a field, and a key that is not ASCII folds by Unicode's rules:
+		// both decline. Any other key fills no field, even one that
+		// differs from a field name only by case, and is skipped.
 		for _, c := range key {
 			if c >= utf8.RuneSelf || c == '_' {
 				return errDecline
 			}
 		}
-		for i := range fields {
-			if strings.EqualFold(fields[i].name, string(key)) {
-				return errDecline
-			}
+		if d.keys.add(&others, key) {
+			return errDecline
 		}
+		outer := d.noSnake
+		d.noSnake = true
 		_, err := d.skip()
+		d.noSnake = outer
 		return err
 	})
+	d.keys.close(others)
 	return seen, err
 }
 
@@ -779,7 +803,7 @@ var responseFields = []fieldDecoder[responseParts]{
 // without decoding them; ok is false when the envelope needs the general
 // path.
 func splitResponse(body []byte) (result, errObj []byte, ok bool) {
-	d := fastDecoder{b: body}
+	d := fastDecoder{b: body, lax: true}
 	var r responseParts
 	err := d.root(func() error { return decodeObject(&d, &r, responseFields) })
 	return r.result, r.errObj, err == nil
@@ -808,7 +832,7 @@ var requestFields = []fieldDecoder[requestWire]{
 // Params is part of body, ID a copy; ok is false when the envelope needs
 // the general path.
 func splitRequest(body []byte) (w requestWire, ok bool) {
-	d := fastDecoder{b: body, own: true}
+	d := fastDecoder{b: body, own: true, lax: true}
 	err := d.root(func() error { return decodeObject(&d, &w, requestFields) })
 	return w, err == nil
 }

@@ -38,21 +38,21 @@ func checkFastMatchesGeneral(t *testing.T, data []byte) {
 		}
 	}
 	if fast, ok := splitRequest(data); ok {
-		var general requestWire
-		if err := json.Unmarshal(data, &general); err != nil {
-			t.Fatalf("request envelope: fast path accepted %q, encoding/json failed: %v", data, err)
+		general, err := readRequest(data)
+		if err != nil {
+			t.Fatalf("request envelope: fast path accepted %q, general path failed: %v", data, err)
 		}
 		if !reflect.DeepEqual(fast, general) {
 			t.Fatalf("request envelope: paths differ on %q\nfast:    %#v\ngeneral: %#v", data, fast, general)
 		}
 	}
 	if result, errObj, ok := splitResponse(data); ok {
-		var general struct{ Result, Error json.RawMessage }
-		if err := json.Unmarshal(data, &general); err != nil {
-			t.Fatalf("response envelope: fast path accepted %q, encoding/json failed: %v", data, err)
+		general, err := topMembers(data, "result", "error")
+		if err != nil {
+			t.Fatalf("response envelope: fast path accepted %q, general path failed: %v", data, err)
 		}
-		if string(result) != string(general.Result) || string(errObj) != string(general.Error) {
-			t.Fatalf("response envelope: paths differ on %q: result %q/%q, error %q/%q", data, result, general.Result, errObj, general.Error)
+		if string(result) != string(general[0]) || string(errObj) != string(general[1]) {
+			t.Fatalf("response envelope: paths differ on %q: result %q/%q, error %q/%q", data, result, general[0], errObj, general[1])
 		}
 	}
 }

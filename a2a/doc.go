@@ -5,9 +5,16 @@
 //
 // Writes are strict proto3 JSON: lowerCamelCase field names, enum value names
 // (TASK_STATE_COMPLETED, ROLE_USER), RFC 3339 UTC timestamps with millisecond
-// precision, and empty fields omitted. Reads are tolerant: [Unmarshal] accepts
-// snake_case field names as well, ignores unknown fields, maps unknown enum
-// values to the UNSPECIFIED value and accepts enum numbers and v0.3 spellings.
+// precision, and empty fields omitted. Reads are tolerant where that is
+// unambiguous: [Unmarshal] accepts snake_case field names as well, ignores
+// unknown fields, maps unknown enum values to the UNSPECIFIED value and
+// accepts enum numbers and v0.3 spellings. They are strict where tolerance
+// would let two readers see different documents: field names are matched
+// exactly (a key in another case, "METHOD" or "Metadata", is an unknown key
+// and ignored, where encoding/json alone would fill the field with it), and
+// a key repeated in any object, free-form metadata and data parts included,
+// is refused with a [*DuplicateKeyError] ([DecodeRequest] answers -32600
+// for the envelope, [DecodeParams] -32602 for params, both naming the key).
 //
 // The package depends on the standard library only, so agents, clients and
 // servers can share it without pulling in a transport.

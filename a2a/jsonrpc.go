@@ -3,6 +3,7 @@ package a2a
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -27,6 +28,10 @@ type Request struct {
 	ID     json.RawMessage
 	Method string
 	Params json.RawMessage
+	// Notification is set when the request has no id member at all: JSON-RPC
+	// 2.0 gives a notification no response, not even an error. "id": null
+	// is a request like any other (answered with a null id).
+	Notification bool
 }
 
 var nullID = json.RawMessage("null")
@@ -40,8 +45,12 @@ type requestWire struct {
 
 // DecodeRequest parses one JSON-RPC request. On failure it returns the id to
 // answer with (null when none could be read) and a protocol error: -32700 for
-// invalid JSON, -32600 for a batch or a malformed envelope. The request's
-// Params are part of body, so body must not change while they are in use.
+// invalid JSON, -32600 for a batch or a malformed envelope, including one
+// with a repeated member (the error names it; the id is not echoed when it is
+// the one repeated). Member names are matched exactly: "METHOD" is an
+// unknown member, not the method. Params are not looked into; [DecodeParams]
+// checks them. The request's Params may be part of body, so body must not
+// change while they are in use.
 func DecodeRequest(body []byte) (*Request, *Error) {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) > 0 && trimmed[0] == '[' {
@@ -52,11 +61,22 @@ func DecodeRequest(body []byte) (*Request, *Error) {
 	}
 	w, ok := splitRequest(body)
 	if !ok {
-		if err := json.Unmarshal(body, &w); err != nil {
+		if !json.Valid(body) {
+			return &Request{ID: nullID}, NewError(CodeParseError, "invalid JSON")
+		}
+		var err error
+		if w, err = readRequest(body); err != nil {
+			if dup, ok := errors.AsType[*DuplicateKeyError](err); ok {
+				echo := nullID
+				if dup.Key != "id" && validID(w.ID) {
+					echo = idOrNull(w.ID)
+				}
+				return &Request{ID: echo}, NewError(CodeInvalidRequest, "invalid request: %s", dup)
+			}
 			return malformedRequest(body, w.ID)
 		}
 	}
-	req := &Request{ID: idOrNull(w.ID), Params: w.Params}
+	req := &Request{ID: idOrNull(w.ID), Params: w.Params, Notification: w.ID == nil}
 	if !validID(w.ID) {
 		req.ID = nullID
 		return req, NewError(CodeInvalidRequest, "id must be a string, a number or null")
@@ -72,6 +92,65 @@ func DecodeRequest(body []byte) (*Request, *Error) {
 		return req, NewError(CodeInvalidParams, "params must be an object")
 	}
 	return req, nil
+}
+
+// readRequest is the general path of DecodeRequest, for a valid JSON body:
+// the members are matched exactly and a repeated one is refused, where
+// encoding/json would match "METHOD" to method and keep the last of two.
+func readRequest(body []byte) (requestWire, error) {
+	var w requestWire
+	vals, err := topMembers(body, "jsonrpc", "id", "method", "params")
+	w.ID = vals[1]
+	if err != nil {
+		return w, err
+	}
+	w.Params = vals[3]
+	for i, dst := range []**string{&w.JSONRPC, nil, &w.Method} {
+		if dst == nil || vals[i] == nil || string(vals[i]) == "null" {
+			continue
+		}
+		var s string
+		if err := json.Unmarshal(vals[i], &s); err != nil {
+			return w, err
+		}
+		*dst = &s
+	}
+	return w, nil
+}
+
+// topMembers reads the members of the JSON object in body (which must be
+// valid JSON) that are named in names, returning their values in that
+// order (nil for a missing one), each a copy. Keys are matched exactly;
+// other members are passed over unread, and a key given twice is a
+// *DuplicateKeyError. vals always has len(names) entries.
+func topMembers(body []byte, names ...string) (vals []json.RawMessage, err error) {
+	vals = make([]json.RawMessage, len(names))
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return vals, errSyntax
+	}
+	seen := make(map[string]struct{}, len(names))
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return vals, errSyntax
+		}
+		key, _ := tok.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return vals, errSyntax
+		}
+		if _, dup := seen[key]; dup {
+			return vals, &DuplicateKeyError{Key: key}
+		}
+		seen[key] = struct{}{}
+		for i, n := range names {
+			if key == n {
+				vals[i] = raw
+			}
+		}
+	}
+	return vals, nil
 }
 
 // malformedRequest is the answer to a body that is not a request object:
@@ -161,18 +240,18 @@ func AppendErrorResponse(b []byte, id json.RawMessage, e *Error) []byte {
 func DecodeResult(body []byte, out any) (rpcErr *Error, err error) {
 	result, errObj, ok := splitResponse(body)
 	if !ok {
-		var w struct {
-			Result json.RawMessage `json:"result"`
-			Error  json.RawMessage `json:"error"`
+		if !json.Valid(body) {
+			return nil, fmt.Errorf("a2a: decode response: %w", errSyntax)
 		}
-		if err := json.Unmarshal(body, &w); err != nil {
+		vals, err := topMembers(body, "result", "error")
+		if err != nil {
 			return nil, fmt.Errorf("a2a: decode response: %w", err)
 		}
-		result, errObj = w.Result, w.Error
+		result, errObj = vals[0], vals[1]
 	}
 	if len(errObj) > 0 && string(errObj) != "null" {
 		rpcErr = new(Error)
-		if err := json.Unmarshal(errObj, rpcErr); err != nil {
+		if err := unmarshalGeneral(errObj, rpcErr); err != nil {
 			return nil, fmt.Errorf("a2a: decode response error: %w", err)
 		}
 		return rpcErr, nil
@@ -196,7 +275,7 @@ type Response struct {
 // DecodeResponse parses a JSON-RPC response envelope.
 func DecodeResponse(body []byte) (*Response, error) {
 	var r Response
-	if err := json.Unmarshal(body, &r); err != nil {
+	if err := unmarshalGeneral(body, &r); err != nil {
 		return nil, fmt.Errorf("a2a: decode response: %w", err)
 	}
 	if r.Error == nil && r.Result == nil {

@@ -49,18 +49,53 @@ func truncate(s string, n int) string {
 }
 
 // ParseExtensions reads every A2A-Extensions header line (each may hold a
-// comma-separated list) into a list of distinct URIs, in order.
+// comma-separated list) into a list of distinct URIs, in order, in time
+// linear in the size of values. A server reading a peer's header should
+// bound it with [ParseExtensionsLimit].
 func ParseExtensions(values []string) []string {
+	out, _ := ParseExtensionsLimit(values, 0, 0)
+	return out
+}
+
+// ParseExtensionsLimit is [ParseExtensions] with bounds on what a peer may
+// ask for: more than maxURIs distinct URIs, or a URI longer than
+// maxURIBytes, is answered with an InvalidRequest error (-32600) naming the
+// bound; 0 means no bound. It stops reading at the first entry past a
+// bound. ExtensionSupportRequired (-32008) would be wrong here: it says
+// the agent requires an extension the client did not ask for.
+func ParseExtensionsLimit(values []string, maxURIs, maxURIBytes int) ([]string, *Error) {
 	var out []string
+	var seen map[string]struct{} // once out is too long to scan
 	for _, line := range values {
 		for uri := range strings.SplitSeq(line, ",") {
 			uri = strings.TrimSpace(uri)
-			if uri != "" && !slices.Contains(out, uri) {
-				out = append(out, uri)
+			if uri == "" {
+				continue
+			}
+			if maxURIBytes > 0 && len(uri) > maxURIBytes {
+				return nil, NewError(CodeInvalidRequest, "%s: an extension URI is longer than %d bytes", HeaderExtensions, maxURIBytes)
+			}
+			if seen != nil {
+				if _, dup := seen[uri]; dup {
+					continue
+				}
+				seen[uri] = struct{}{}
+			} else if slices.Contains(out, uri) {
+				continue
+			}
+			if maxURIs > 0 && len(out) >= maxURIs {
+				return nil, NewError(CodeInvalidRequest, "%s: more than %d extensions requested", HeaderExtensions, maxURIs)
+			}
+			out = append(out, uri)
+			if seen == nil && len(out) > 8 {
+				seen = make(map[string]struct{}, 2*len(out))
+				for _, u := range out {
+					seen[u] = struct{}{}
+				}
 			}
 		}
 	}
-	return out
+	return out, nil
 }
 
 // NegotiateExtensions returns the requested extensions the agent declares

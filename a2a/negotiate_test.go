@@ -1,8 +1,11 @@
 package a2a
 
 import (
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -126,4 +129,98 @@ func TestNegotiateFromHeaders(t *testing.T) {
 	if diff := cmp.Diff([]string{"urn:optional", "urn:required"}, got); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)
 	}
+}
+
+func TestParseExtensionsLimit(t *testing.T) {
+	many := func(n int) string {
+		uris := make([]string, n)
+		for i := range uris {
+			uris[i] = "https://x.example/ext/" + strings.Repeat("a", i%7) + string(rune('a'+i%26)) + strings.Repeat("z", i/26)
+		}
+		return strings.Join(uris, ",")
+	}
+	tests := []struct {
+		name     string
+		values   []string
+		max, len int
+		want     int    // URIs read
+		wantErr  string // part of the error message
+	}{
+		{name: "within bounds", values: []string{many(64)}, max: 64, len: 256, want: 64},
+		{name: "repeats count once", values: []string{strings.Repeat("https://a,", 100_000), "https://b"}, max: 2, want: 2},
+		{name: "one too many", values: []string{many(64), "https://one-more"}, max: 64, wantErr: "more than 64 extensions"},
+		{name: "URI too long", values: []string{"https://a/" + strings.Repeat("x", 300)}, len: 256, wantErr: "longer than 256 bytes"},
+		{name: "unbounded", values: []string{many(1000)}, want: 1000},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, e := ParseExtensionsLimit(tc.values, tc.max, tc.len)
+			if tc.wantErr != "" {
+				if e == nil || e.Code != CodeInvalidRequest || !strings.Contains(e.Message, tc.wantErr) {
+					t.Fatalf("error %v, want -32600 containing %q", e, tc.wantErr)
+				}
+				return
+			}
+			if e != nil || len(got) != tc.want {
+				t.Fatalf("%d URIs, error %v; want %d", len(got), e, tc.want)
+			}
+		})
+	}
+}
+
+// TestParseExtensionsLinear: a header of a megabyte of distinct URIs used
+// to take seconds (each URI was compared with every earlier one).
+func TestParseExtensionsLinear(t *testing.T) {
+	var b strings.Builder
+	for i := 0; b.Len() < 1<<20; i++ {
+		b.WriteString("https://e.example/")
+		b.WriteString(strings.Repeat("q", i%5))
+		b.WriteString(itoaTest(i))
+		b.WriteByte(',')
+	}
+	start := time.Now()
+	got := ParseExtensions([]string{b.String()})
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("%d URIs in %v", len(got), d)
+	}
+	start = time.Now()
+	if _, e := ParseExtensionsLimit([]string{b.String()}, 64, 1024); e == nil {
+		t.Fatal("a megabyte of URIs passed the default bounds")
+	}
+	if d := time.Since(start); d > 200*time.Millisecond {
+		t.Fatalf("refusing took %v", d)
+	}
+}
+
+func itoaTest(i int) string { return strconv.Itoa(i) }
+
+func FuzzParseExtensions(f *testing.F) {
+	f.Add("https://a, https://b,https://a", 2, 16)
+	f.Add(",,  ,", 0, 0)
+	f.Fuzz(func(t *testing.T, header string, maxURIs, maxLen int) {
+		maxURIs, maxLen = maxURIs%100, maxLen%300
+		got, e := ParseExtensionsLimit([]string{header, header}, maxURIs, maxLen)
+		if e != nil {
+			if e.Code != CodeInvalidRequest {
+				t.Fatalf("code %d", e.Code)
+			}
+			return
+		}
+		seen := map[string]bool{}
+		for _, u := range got {
+			if u == "" || u != strings.TrimSpace(u) || strings.Contains(u, ",") || seen[u] {
+				t.Fatalf("bad entry %q in %q", u, got)
+			}
+			if maxLen > 0 && len(u) > maxLen {
+				t.Fatalf("entry of %d bytes passed a bound of %d", len(u), maxLen)
+			}
+			seen[u] = true
+		}
+		if maxURIs > 0 && len(got) > maxURIs {
+			t.Fatalf("%d entries passed a bound of %d", len(got), maxURIs)
+		}
+		if want := ParseExtensions([]string{header}); !slices.Equal(want, got) {
+			t.Fatalf("bounded %q, unbounded %q", got, want)
+		}
+	})
 }

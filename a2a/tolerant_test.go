@@ -131,12 +131,6 @@ func TestUnmarshalSnakeCaseRequests(t *testing.T) {
 			want: &Task{ID: "t", ContextID: "c"},
 		},
 		{
-			name: "duplicate spellings: later wins",
-			in:   `{"id":"t","contextId":"camel","context_id":"snake"}`,
-			into: func() any { return new(Task) },
-			want: &Task{ID: "t", ContextID: "snake"},
-		},
-		{
 			name: "unknown fields at every level",
 			in:   `{"id":"t","kind":"task","x_y":[{"a_b":1}],"status":{"state":"TASK_STATE_WORKING","extra_thing":{}},"history":[{"message_id":"m","kind":"message","parts":[{"text":"x","kind":"text"}]}]}`,
 			into: func() any { return new(Task) },
@@ -277,23 +271,25 @@ func TestCamelizeKeys(t *testing.T) {
 		{`{"security_schemes":{"my_key":{"api_key_security_scheme":{}}}}`, `{"securitySchemes":{"my_key":{"apiKeySecurityScheme":{}}}}`},
 		{`{"flows":{"client_credentials":{"token_url":"u","scopes":{"a_b":"c"}}}}`, `{"flows":{"clientCredentials":{"tokenUrl":"u","scopes":{"a_b":"c"}}}}`},
 		{`[{"a_b":1},2,"x_y",null]`, `[{"aB":1},2,"x_y",null]`},
-		{`{"Metadata":{"a_b":1},"DATA":{"c_d":2},"Security_Schemes":{"my_k":{"x_y":1}}}`, `{"Metadata":{"a_b":1},"DATA":{"c_d":2},"SecuritySchemes":{"my_k":{"xY":1}}}`},
+		// Case variants of field names are neutralized, their values left alone.
+		{`{"Metadata":{"a_b":1},"DATA":{"c_d":2},"Security_Schemes":{"my_k":{"x_y":1}}}`, `{"":{"a_b":1},"":{"c_d":2},"":{"my_k":{"x_y":1}}}`},
+		{`{"ID":"x","id":"y","\u017Ftate":1}`, `{"":"x","id":"y","":1}`},
 		{`{"x":"\"a_b\":"}`, `{"x":"\"a_b\":"}`},
 		{`{"a__b_c":1,"_lead":2,"trail_":3,"a_1":4}`, `{"aBC":1,"lead":2,"trail":3,"a1":4}`},
 	}
 	for _, tc := range tests {
-		got, err := camelizeKeys([]byte(tc.in))
+		got, err := normalizeKeys([]byte(tc.in))
 		if err != nil {
-			t.Errorf("camelizeKeys(%s): %v", tc.in, err)
+			t.Errorf("normalizeKeys(%s): %v", tc.in, err)
 			continue
 		}
 		if string(got) != tc.want {
-			t.Errorf("camelizeKeys(%s)\n got %s\nwant %s", tc.in, got, tc.want)
+			t.Errorf("normalizeKeys(%s)\n got %s\nwant %s", tc.in, got, tc.want)
 		}
 	}
 	for _, bad := range []string{``, `{`, `{"a_b"`, `{"a_b":}`, `[1,`, `{"a":1,}`, `"abc`, `{"a_b":1 "c":2}`, `{"a\`, `[`, `{1:2}`} {
-		if _, err := camelizeKeys([]byte(bad)); err == nil {
-			t.Errorf("camelizeKeys(%q) succeeded", bad)
+		if _, err := normalizeKeys([]byte(bad)); err == nil {
+			t.Errorf("normalizeKeys(%q) succeeded", bad)
 		}
 	}
 }

@@ -41,6 +41,7 @@ func ExampleContext_StartToolCall() {
 	body := `{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":{
 		"messageId":"m1","role":"ROLE_USER","parts":[{"text":"login page crashes"}]}}}`
 	req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(a2a.HeaderVersion, a2a.ProtocolVersion)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -36,6 +36,7 @@ func stream(t *testing.T, url string, req a2a.SendMessageRequest, header http.He
 	for k, v := range header {
 		hreq.Header[k] = v
 	}
+	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set(a2a.HeaderVersion, a2a.ProtocolVersion)
 	resp, err := http.DefaultClient.Do(hreq)
 	if err != nil {

@@ -24,6 +24,7 @@ func echoExecutor(ctx context.Context, req *a2asrv.RequestContext, u a2asrv.Upda
 func benchRequest(method string, i int) *http.Request {
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{"message":{"messageId":"m-%d","role":"ROLE_USER","parts":[{"text":"hello benchmark world"}]}}}`, i, method, i)
 	r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader([]byte(body)))
+	r.Header.Set("Content-Type", "application/json")
 	r.Header.Set(a2a.HeaderVersion, a2a.ProtocolVersion)
 	return r
 }

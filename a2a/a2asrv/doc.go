@@ -87,7 +87,41 @@
 //   - A2A-Version is required: absent or empty means 0.3 and is answered
 //     -32009, as is any version other than 1.0 (patch numbers are ignored).
 //     The version is checked before the method, after the envelope; v0.3
-//     method names (message/send) are -32601.
+//     method names (message/send) are -32601. It is read from the header
+//     only: the JSON-RPC binding carries service parameters in headers
+//     (§9.2); the ?A2A-Version= query parameter of §3 serves bindings that
+//     have no body, and taking it here would let a page on another origin
+//     run methods with a request it may send without a CORS preflight.
+//   - A POST whose Content-Type is not a JSON type (application/json,
+//     application/a2a+json or any application/*+json, charset UTF-8 if
+//     given) is answered HTTP 415 with a -32600 error and a null id,
+//     before its body is read. A missing Content-Type is refused too: the
+//     requests a browser sends cross-site without a preflight are
+//     text/plain, form-encoded, multipart or typeless, and none may run a
+//     method. The spec names application/json (§9.1) but no error for
+//     another type.
+//   - The envelope and params are read strictly (see the a2a package):
+//     keys match exactly, so "METHOD" is an unknown member, not the method;
+//     a key repeated in the envelope is -32600 and one repeated anywhere in
+//     params, free-form metadata and data parts included, is -32602, both
+//     naming the key (and, in params, where it is).
+//   - A request without an id member is a notification (JSON-RPC 2.0 §4.1):
+//     it is answered HTTP 204 with no body and not executed, whatever its
+//     method. A2A defines no notifications, and a SendMessage whose answer
+//     nobody can read would only do unasked work. "id": null is a request
+//     (JSON-RPC discourages it but does not make it a notification) and is
+//     answered with a null id. A malformed envelope without an id is still
+//     answered with its error, as JSON-RPC 2.0 §5 asks.
+//   - Identifiers (message, task, context and push-config ids,
+//     referenceTaskIds, the tenant) holding a control character (C0, DEL
+//     or C1) or longer than Options.MaxIDBytes (default 256 bytes) are
+//     -32602 naming the field (also in the ErrorInfo metadata "field"); a
+//     JSON-RPC id longer than that, as written, is -32600 with a null id.
+//   - A2A-Extensions may list at most Options.MaxExtensions distinct URIs
+//     (default 64) of at most Options.MaxExtensionURIBytes (default 1024);
+//     beyond is -32600 (an invalid request, not ExtensionSupportRequired,
+//     which says the agent requires an extension the client did not ask
+//     for). The header is read in time linear in its size.
 //   - Blocking SendMessage waits for a terminal or interrupted state (the
 //     §3.2.2 wording, not §3.1.1's); streams close at either.
 //   - A task is stored at the executor's first write, so an executor may
@@ -109,7 +143,8 @@
 //     client reads nothing else on a streaming call), otherwise with a plain
 //     JSON-RPC error response (what a2a-js and curl expect).
 //   - Errors use the v1.0.1 codes with a google.rpc.ErrorInfo detail and HTTP
-//     200, except a body over the limit (413, -32600) and a caller that
+//     200, except a body over the limit (413, -32600), a body that is not
+//     JSON by its Content-Type (415, -32600) and a caller that
 //     Options.Identify rejects (401, -31401, the code a2a-go uses).
 //   - referenceTaskIds resolve only within the message's contextId; others
 //     are passed to the executor as unresolved, never leaked.

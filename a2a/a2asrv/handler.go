@@ -50,6 +50,17 @@ type Options struct {
 	// streamed before it is stored (default 50ms); see the package doc,
 	// Write path.
 	ArtifactFlushInterval time.Duration
+	// MaxIDBytes bounds every identifier a request carries: task, message,
+	// context and push-config ids, referenceTaskIds and the tenant (longer
+	// is -32602), and the JSON-RPC id as written (longer is -32600).
+	// Default DefaultMaxIDBytes.
+	MaxIDBytes int
+	// MaxExtensions bounds the distinct URIs a request may list in
+	// A2A-Extensions (more is -32600); default DefaultMaxExtensions.
+	MaxExtensions int
+	// MaxExtensionURIBytes bounds one URI in A2A-Extensions (longer is
+	// -32600); default DefaultMaxExtensionURIBytes.
+	MaxExtensionURIBytes int
 	// KeepAlive is the interval of SSE keep-alive comments (default 15s).
 	KeepAlive time.Duration
 	// CardMaxAge is the Cache-Control max-age of the served card (default 5m).
@@ -121,6 +132,15 @@ func NewHandler(card *a2a.AgentCard, exec Executor, opts *Options) *Handler {
 	}
 	if h.opts.MaxBodyBytes <= 0 {
 		h.opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if h.opts.MaxIDBytes <= 0 {
+		h.opts.MaxIDBytes = DefaultMaxIDBytes
+	}
+	if h.opts.MaxExtensions <= 0 {
+		h.opts.MaxExtensions = DefaultMaxExtensions
+	}
+	if h.opts.MaxExtensionURIBytes <= 0 {
+		h.opts.MaxExtensionURIBytes = DefaultMaxExtensionURIBytes
 	}
 	if h.opts.KeepAlive <= 0 {
 		h.opts.KeepAlive = 15 * time.Second
@@ -248,6 +268,12 @@ type call struct {
 	id     json.RawMessage
 	scope  Scope
 	active []string
+	// maxID is Options.MaxIDBytes.
+	maxID int
+	// tenant is the tenant read from params before the method ran (""
+	// when params hold no plain "tenant" key); the method's own decode
+	// must read the same, or the scope was taken from the wrong one.
+	tenant string
 	// sse is set for a streaming method whose caller accepts an event
 	// stream: its errors are sent as one SSE error event, because some
 	// clients (a2a-go's) read nothing but SSE on a streaming call.
@@ -301,6 +327,10 @@ func (h *Handler) putBuf(b *bytes.Buffer) {
 }
 
 func (h *Handler) serveRPC(w http.ResponseWriter, r *http.Request) {
+	if e := checkContentType(r.Header); e != nil {
+		h.writeError(w, nil, e, http.StatusUnsupportedMediaType)
+		return
+	}
 	buf := h.getBuf()
 	defer h.putBuf(buf)
 	if r.ContentLength > h.opts.MaxBodyBytes {
@@ -321,8 +351,19 @@ func (h *Handler) serveRPC(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, req.ID, perr, http.StatusOK)
 		return
 	}
-	c := &call{w: w, r: r, id: req.ID, sse: streamingMethod(req.Method) && acceptsEventStream(r)}
-	if verr := a2a.CheckVersion(versionParam(r)); verr != nil {
+	if len(req.ID) > h.opts.MaxIDBytes {
+		h.writeError(w, nil, a2a.NewError(a2a.CodeInvalidRequest, "the JSON-RPC id is longer than %d bytes", h.opts.MaxIDBytes), http.StatusOK)
+		return
+	}
+	if req.Notification {
+		// JSON-RPC 2.0 sends nothing back for a notification, and A2A
+		// defines none: running a method whose answer nobody can read
+		// (a SendMessage) would only do unasked work.
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	c := &call{w: w, r: r, id: req.ID, maxID: h.opts.MaxIDBytes, sse: streamingMethod(req.Method) && acceptsEventStream(r)}
+	if verr := a2a.CheckVersion(r.Header.Get(a2a.HeaderVersion)); verr != nil {
 		h.fail(c, verr)
 		return
 	}
@@ -330,7 +371,12 @@ func (h *Handler) serveRPC(w http.ResponseWriter, r *http.Request) {
 	if h.card != nil {
 		declared = h.card.Capabilities.Extensions
 	}
-	active, eerr := a2a.NegotiateExtensions(a2a.ParseExtensions(r.Header.Values(a2a.HeaderExtensions)), declared)
+	requested, eerr := a2a.ParseExtensionsLimit(r.Header.Values(a2a.HeaderExtensions), h.opts.MaxExtensions, h.opts.MaxExtensionURIBytes)
+	if eerr != nil {
+		h.fail(c, eerr)
+		return
+	}
+	active, eerr := a2a.NegotiateExtensions(requested, declared)
 	if eerr != nil {
 		h.fail(c, eerr)
 		return
@@ -344,13 +390,21 @@ func (h *Handler) serveRPC(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, c.id, a2a.NewError(a2a.CodeMethodNotFound, "method %q not found", truncate(req.Method, 64)), http.StatusOK)
 		return
 	}
-	var tenant tenantOnly
 	if bytes.Contains(req.Params, []byte(`"tenant"`)) {
 		// Only the tenant is needed here; the method decodes the rest. Most
 		// requests carry none, and this decode is skipped for them.
-		_ = a2a.Unmarshal(req.Params, &tenant)
+		var tenant tenantOnly
+		if e := a2a.DecodeParams(req.Params, &tenant); e != nil {
+			h.fail(c, e)
+			return
+		}
+		if e := checkID("tenant", tenant.Tenant, c.maxID); e != nil {
+			h.fail(c, e)
+			return
+		}
+		c.tenant = tenant.Tenant
 	}
-	scope, serr := h.identify(r, tenant.Tenant)
+	scope, serr := h.identify(r, c.tenant)
 	if serr != nil {
 		if c.sse {
 			h.fail(c, serr)
@@ -384,18 +438,6 @@ func (h *Handler) identify(r *http.Request, tenant string) (Scope, *a2a.Error) {
 		s.Tenant = tenant
 	}
 	return s, nil
-}
-
-// versionParam reads A2A-Version from the header or, as the spec allows, the
-// query string.
-func versionParam(r *http.Request) string {
-	if v := r.Header.Get(a2a.HeaderVersion); v != "" {
-		return v
-	}
-	if r.URL.RawQuery != "" {
-		return r.URL.Query().Get(a2a.HeaderVersion)
-	}
-	return ""
 }
 
 func truncate(s string, n int) string {

@@ -91,6 +91,7 @@ func (c *client) post(ctx context.Context, method string, params any, header ...
 	if err != nil {
 		c.t.Fatal(err)
 	}
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(a2a.HeaderVersion, a2a.ProtocolVersion)
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
@@ -551,6 +552,7 @@ func TestBodyLimit(t *testing.T) {
 			if chunked {
 				r.ContentLength = -1
 			}
+			r.Header.Set("Content-Type", "application/json")
 			r.Header.Set(a2a.HeaderVersion, a2a.ProtocolVersion)
 			w := httptest.NewRecorder()
 			h.ServeHTTP(w, r)

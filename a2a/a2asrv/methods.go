@@ -86,6 +86,9 @@ func (h *Handler) prepareSend(c *call, params json.RawMessage, streaming bool) (
 	if e := a2a.DecodeParams(params, &p.req); e != nil {
 		return nil, e
 	}
+	if e := checkParams(c, &p.req); e != nil {
+		return nil, e
+	}
 	m := p.req.Message
 	switch {
 	case m == nil:
@@ -354,6 +357,10 @@ func (h *Handler) subscribeToTask(c *call, params json.RawMessage) {
 	}
 	var req a2a.SubscribeToTaskRequest
 	if e := a2a.DecodeParams(params, &req); e != nil {
+		h.fail(c, e)
+		return
+	}
+	if e := checkParams(c, &req); e != nil {
 		h.fail(c, e)
 		return
 	}

@@ -30,13 +30,13 @@ func unary(m unaryMethod) method {
 	}
 }
 
-// decode reads params into a fresh T.
-func decode[T any](params json.RawMessage) (*T, *a2a.Error) {
+// decode reads params into a fresh T and checks its identifiers.
+func decode[T any](c *call, params json.RawMessage) (*T, *a2a.Error) {
 	v := new(T)
 	if e := a2a.DecodeParams(params, v); e != nil {
 		return nil, e
 	}
-	return v, nil
+	return v, checkParams(c, v)
 }
 
 func invalid(format string, args ...any) *a2a.Error {
@@ -61,7 +61,7 @@ func pageSize(n *int32) (int, *a2a.Error) {
 }
 
 func (h *Handler) getTask(c *call, params json.RawMessage) (any, *a2a.Error) {
-	req, e := decode[a2a.GetTaskRequest](params)
+	req, e := decode[a2a.GetTaskRequest](c, params)
 	switch {
 	case e != nil:
 		return nil, e
@@ -78,7 +78,7 @@ func (h *Handler) getTask(c *call, params json.RawMessage) (any, *a2a.Error) {
 }
 
 func (h *Handler) listTasks(c *call, params json.RawMessage) (any, *a2a.Error) {
-	req, e := decode[a2a.ListTasksRequest](params)
+	req, e := decode[a2a.ListTasksRequest](c, params)
 	if e != nil {
 		return nil, e
 	}
@@ -114,7 +114,7 @@ func (h *Handler) listTasks(c *call, params json.RawMessage) (any, *a2a.Error) {
 }
 
 func (h *Handler) cancelTask(c *call, params json.RawMessage) (any, *a2a.Error) {
-	req, e := decode[a2a.CancelTaskRequest](params)
+	req, e := decode[a2a.CancelTaskRequest](c, params)
 	if e != nil {
 		return nil, e
 	}
@@ -216,7 +216,7 @@ func (h *Handler) createPushConfig(c *call, params json.RawMessage) (any, *a2a.E
 	if h.opts.PushConfigStore == nil {
 		return nil, a2a.NewError(a2a.CodePushNotificationNotSupported, "push notifications are not supported")
 	}
-	cfg, e := decode[a2a.TaskPushNotificationConfig](params)
+	cfg, e := decode[a2a.TaskPushNotificationConfig](c, params)
 	if e != nil {
 		return nil, e
 	}
@@ -242,7 +242,7 @@ func (h *Handler) pushConfigRef(c *call, params json.RawMessage) (PushConfigStor
 	if h.opts.PushConfigStore == nil {
 		return nil, nil, a2a.NewError(a2a.CodePushNotificationNotSupported, "push notifications are not supported")
 	}
-	req, e := decode[a2a.GetTaskPushNotificationConfigRequest](params)
+	req, e := decode[a2a.GetTaskPushNotificationConfigRequest](c, params)
 	if e != nil {
 		return nil, nil, e
 	}
@@ -280,7 +280,7 @@ func (h *Handler) listPushConfigs(c *call, params json.RawMessage) (any, *a2a.Er
 	if h.opts.PushConfigStore == nil {
 		return nil, a2a.NewError(a2a.CodePushNotificationNotSupported, "push notifications are not supported")
 	}
-	req, e := decode[a2a.ListTaskPushNotificationConfigsRequest](params)
+	req, e := decode[a2a.ListTaskPushNotificationConfigsRequest](c, params)
 	if e != nil {
 		return nil, e
 	}
@@ -304,7 +304,7 @@ func (h *Handler) listPushConfigs(c *call, params json.RawMessage) (any, *a2a.Er
 }
 
 func (h *Handler) getExtendedCard(c *call, params json.RawMessage) (any, *a2a.Error) {
-	if _, e := decode[a2a.GetExtendedAgentCardRequest](params); e != nil {
+	if _, e := decode[a2a.GetExtendedAgentCardRequest](c, params); e != nil {
 		return nil, e
 	}
 	if h.opts.ExtendedCard == nil {

@@ -100,6 +100,7 @@ func call(t *testing.T, url, method string, params, out any) {
 	t.Helper()
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
 	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(a2a.HeaderVersion, a2a.ProtocolVersion)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -25,6 +25,7 @@ func BenchmarkEchoSendMessage(b *testing.B) {
 		body := []byte(`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m` +
 			strconv.Itoa(i) + `","role":"ROLE_USER","parts":[{"text":"hello world"}]}}}`)
 		req, _ := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set(a2a.HeaderVersion, a2a.ProtocolVersion)
 		resp, err := client.Do(req)
 		if err != nil {
