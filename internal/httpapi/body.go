@@ -72,20 +72,22 @@ type body struct {
 	deadline time.Time
 	n        int64
 
-	budget  *budget // chunked bodies only
-	held    int64
-	tripped bool
+	budget *budget // chunked bodies only
+	held   int64
+	// tripped is read by the writer, which a handler may use from another
+	// goroutine than the one reading the body.
+	tripped atomic.Bool
 }
 
 func (b *body) Read(p []byte) (int, error) {
-	if b.tripped {
+	if b.tripped.Load() {
 		return 0, ErrOverloaded
 	}
 	n, err := b.rc.Read(p)
 	b.n += int64(n)
 	if b.budget != nil && n > 0 {
 		if !b.budget.acquire(int64(n)) {
-			b.tripped = true
+			b.tripped.Store(true)
 			return 0, ErrOverloaded
 		}
 		b.held += int64(n)
@@ -143,7 +145,7 @@ type budgetWriter struct {
 }
 
 func (w *budgetWriter) WriteHeader(code int) {
-	if w.b.tripped && !w.wrote {
+	if w.b.tripped.Load() && !w.wrote {
 		w.dropped = true
 		return
 	}
@@ -152,7 +154,7 @@ func (w *budgetWriter) WriteHeader(code int) {
 }
 
 func (w *budgetWriter) Write(p []byte) (int, error) {
-	if w.b.tripped && !w.wrote {
+	if w.b.tripped.Load() && !w.wrote {
 		w.dropped = true
 		return len(p), nil
 	}
@@ -161,7 +163,7 @@ func (w *budgetWriter) Write(p []byte) (int, error) {
 }
 
 func (w *budgetWriter) Flush() {
-	if w.b.tripped && !w.wrote {
+	if w.b.tripped.Load() && !w.wrote {
 		return
 	}
 	w.wrote = true

@@ -206,7 +206,7 @@ func (g *Guard) serveBody(w http.ResponseWriter, r *http.Request, next http.Hand
 	bw := &budgetWriter{ResponseWriter: w, b: b}
 	defer func() { g.budget.release(b.held) }()
 	next.ServeHTTP(bw, r)
-	if b.tripped && !bw.wrote {
+	if b.tripped.Load() && !bw.wrote {
 		w.Header().Set("Connection", "close")
 		g.refuse(w, r, refuseBytes)
 	}

@@ -35,7 +35,8 @@ const RetryAfter = "1"
 // MaxHeaderBytes cannot be turned off (net/http always has one).
 type Limits struct {
 	// HeaderTimeout bounds reading a request line and its headers. On a
-	// reserve connection (see ConnReserve) it bounds the whole exchange.
+	// reserve connection (see ConnReserve) it bounds the whole exchange
+	// (DefaultHeaderTimeout there when off).
 	HeaderTimeout time.Duration
 	// BodyTimeout is how long any request body may take to arrive. Past
 	// it, the body must have arrived at BodyMinRate on average since its
