@@ -18,6 +18,7 @@ import (
 	"novaos.dev/novaos/a2a/cardsig"
 	"novaos.dev/novaos/agent"
 	"novaos.dev/novaos/internal/builtin"
+	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/netguard"
 	"novaos.dev/novaos/registry"
 	"novaos.dev/novaos/secret"
@@ -93,6 +94,25 @@ type Options struct {
 	// same file. With TaskStore set and no PushKeyFile, secrets are stored
 	// as the given PushConfigStore keeps them.
 	PushKeyFile string
+
+	// Limits bound connections, request bodies and the body bytes in
+	// flight across the server (see httpapi.Limits; zero fields mean its
+	// defaults, negative ones turn a limit off). /healthz is served on the
+	// connections reserved past the cap.
+	Limits httpapi.Limits
+	// MaxBodyBytes bounds one request body of a hosted agent's endpoint
+	// (default a2asrv.DefaultMaxBodyBytes, 10 MiB); a larger one gets 413.
+	MaxBodyBytes int64
+	// AllowHosts are more names writes may carry in Host, for a local
+	// proxy: "name" on any port or "name:port". When the server is
+	// loopback-only (listens on loopback, no PublicURL elsewhere), a write
+	// whose Host is not one of its names gets 421; setting AllowHosts
+	// checks Host whatever the listen address.
+	AllowHosts []string
+	// CORSOrigins are the browser origins (scheme://host[:port]) given
+	// CORS access; none by default. Writes carrying any other Origin than
+	// these and the server's own get 403.
+	CORSOrigins []string
 }
 
 // Server is one NovaOS instance. Create it with New, then Start it and
@@ -162,6 +182,19 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 			return nil, fmt.Errorf("app: public URL %q: want an http:// or https:// URL", s.opts.PublicURL)
 		}
 		s.opts.PublicURL = u
+	}
+	if s.opts.MaxBodyBytes <= 0 {
+		s.opts.MaxBodyBytes = a2asrv.DefaultMaxBodyBytes
+	}
+	if s.opts.Limits.MaxInflightBytes == 0 && httpapi.DefaultInflightBytes() < s.opts.MaxBodyBytes {
+		// The default budget, derived from a small GOMEMLIMIT, still admits
+		// the largest body.
+		s.opts.Limits.MaxInflightBytes = s.opts.MaxBodyBytes
+	}
+	// The listen address is known at Start; the rest is checked now, before
+	// a database is opened.
+	if _, err := s.guardOptions(nil); err != nil {
+		return nil, err
 	}
 	if k := s.opts.CardKey; k != nil && !k.IsPrivate() {
 		return nil, errors.New("app: card key: want a private key")

@@ -12,11 +12,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/a2a/cardsig"
+	"novaos.dev/novaos/internal/httpapi"
 )
 
 // ErrStarted is returned by Start on a server that was already started or
@@ -35,6 +35,11 @@ func (s *Server) Start(ctx context.Context) error {
 	ln, err := lc.Listen(ctx, "tcp", s.opts.Addr)
 	if err != nil {
 		return fmt.Errorf("app: listen: %w", err)
+	}
+	guard, err := s.guardOptions(ln.Addr())
+	if err != nil {
+		ln.Close()
+		return err
 	}
 	s.started = true
 	s.ln = ln
@@ -62,6 +67,7 @@ func (s *Server) Start(ctx context.Context) error {
 			TaskStore:     agentTasks{store: s.tasks, agent: a.name},
 			Logger:        s.log.With("agent", a.name),
 			PushURLPolicy: s.pushURLPolicy(),
+			MaxBodyBytes:  s.opts.MaxBodyBytes,
 		}
 		if s.push != nil {
 			opts.PushConfigStore = agentPushConfigs{store: s.push, agent: a.name, seal: seal}
@@ -95,17 +101,14 @@ func (s *Server) Start(ctx context.Context) error {
 		ln.Close()
 		return err
 	}
-	mux.HandleFunc("GET /healthz", s.serveHealth)
+	mux.HandleFunc("GET "+healthPath, s.serveHealth)
 	mux.HandleFunc("GET /{$}", s.serveIndex)
-	s.http = &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		// No WriteTimeout: SSE streams stay open as long as their task runs.
-	}
+	// No WriteTimeout: SSE streams stay open as long as their task runs.
+	s.http = guard.Server(mux)
+	s.http.ErrorLog = slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
+	served := guard.Listener(ln)
 	go func() {
-		err := s.http.Serve(ln)
+		err := s.http.Serve(served)
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil
 		}
@@ -118,7 +121,38 @@ func (s *Server) Start(ctx context.Context) error {
 		close(s.done)
 	}()
 	s.log.Info("app: serving", "addr", ln.Addr().String(), "url", s.baseURL, "database", s.databaseKind())
+	l := guard.Limits()
+	s.log.Info("app: limits", "maxConns", l.MaxConns, "connReserve", l.ConnReserve, "maxInflightBytes", l.MaxInflightBytes,
+		"maxBodyBytes", s.opts.MaxBodyBytes, "bodyTimeout", l.BodyTimeout.String(), "bodyMinRate", l.BodyMinRate,
+		"headerTimeout", l.HeaderTimeout.String(), "idleTimeout", l.IdleTimeout.String(), "maxHeaderBytes", l.MaxHeaderBytes,
+		"hostCheck", guard.ChecksHost(), "corsOrigins", s.opts.CORSOrigins)
 	return nil
+}
+
+// guardOptions builds the Guard in front of every handler for a server
+// listening at addr (nil: only check the options).
+func (s *Server) guardOptions(addr net.Addr) (*httpapi.Guard, error) {
+	g, err := httpapi.NewGuard(&httpapi.Options{
+		Limits:      s.opts.Limits,
+		Addr:        addr,
+		PublicURL:   s.opts.PublicURL,
+		AllowHosts:  s.opts.AllowHosts,
+		CORSOrigins: s.opts.CORSOrigins,
+		Exempt:      func(r *http.Request) bool { return r.URL.Path == healthPath },
+		// The agents' endpoints answer JSON-RPC; a refusal there is a
+		// JSON-RPC error, so an A2A client reads it as one.
+		JSONRPC: func(r *http.Request) bool {
+			return r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, agentsPrefix)
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	if l := g.Limits(); l.MaxInflightBytes > 0 && l.MaxInflightBytes < s.opts.MaxBodyBytes {
+		return nil, fmt.Errorf("app: the in-flight byte budget (%d) is below the largest agent request body (%d), which it could never admit",
+			l.MaxInflightBytes, s.opts.MaxBodyBytes)
+	}
+	return g, nil
 }
 
 // listenURL is the base URL of a listener. An unspecified address
@@ -140,7 +174,12 @@ func listenURL(configured string, addr net.Addr) string {
 	return "http://" + net.JoinHostPort(ip.String(), strconv.Itoa(tcp.Port))
 }
 
-func agentPath(name string) string { return "/agents/" + name }
+const (
+	agentsPrefix = "/agents/"
+	healthPath   = "/healthz"
+)
+
+func agentPath(name string) string { return agentsPrefix + name }
 
 // JWKSPath is where a server with Options.CardKey publishes the public key
 // its agent cards are signed with.

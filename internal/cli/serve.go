@@ -2,13 +2,19 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
+	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/internal/app"
 	"novaos.dev/novaos/internal/builtin"
+	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/netguard"
 	"novaos.dev/novaos/registry"
 )
@@ -33,6 +39,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	pushPrivate := fs.Bool("push-allow-private", false, "push: accept webhook URLs on private, shared and link-local addresses (10/8, 172.16/12, 192.168/16, fc00::/7, 100.64/10, …); metadata addresses are refused regardless")
 	pushKeyFile := fs.String("push-key-file", "", "`file` with the key push credentials are sealed with at rest (32 bytes, base64); created owner-only when missing (default <--data>/"+app.PushKeyFile+"; with PostgreSQL give every replica the same file)")
 	tokenFile := fs.String("admin-token-file", "", "`file` holding the admin token that writes to the registry (POST/PUT/DELETE "+registry.APIPath+") must send as \"Authorization: Bearer <token>\"; default $"+EnvAdminToken+", else only clients on this machine may write")
+	lim := limitFlags(fs)
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -40,6 +47,9 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		if !validHostSuffix(h) {
 			return usageError(fs, "--registry-allow-host: want a host name suffix such as .example.com, not %q", h)
 		}
+	}
+	if msg := lim.check(); msg != "" {
+		return usageError(fs, "%s", msg)
 	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
@@ -77,6 +87,10 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		PushURLPolicy:       &netguard.Policy{AllowPrivate: *pushPrivate, AllowLoopback: pushLoopback.set && pushLoopback.v},
 		PushLoopbackIfLocal: !pushLoopback.set,
 		PushKeyFile:         *pushKeyFile,
+		Limits:              lim.limits(),
+		MaxBodyBytes:        lim.maxBody.n,
+		AllowHosts:          lim.allowHosts,
+		CORSOrigins:         lim.corsOrigins,
 	})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "novaos serve: %v\n", err)
@@ -145,4 +159,121 @@ func validHostSuffix(s string) bool {
 		}
 	}
 	return true
+}
+
+// serveLimits are serve's connection, body and cross-site flags
+// (README: Configuration and Limits).
+type serveLimits struct {
+	headerTimeout, bodyTimeout, idleTimeout *time.Duration
+	bodyMinRate                             *int64
+	maxConns, connReserve                   *int
+	maxHeader, maxInflight, maxBody         byteSize
+	allowHosts, corsOrigins                 listFlag
+}
+
+func limitFlags(fs *flag.FlagSet) *serveLimits {
+	l := &serveLimits{
+		maxHeader:   byteSize{n: httpapi.DefaultMaxHeaderBytes},
+		maxInflight: byteSize{n: httpapi.DefaultInflightBytes(), off: true},
+		maxBody:     byteSize{n: a2asrv.DefaultMaxBodyBytes},
+	}
+	l.headerTimeout = fs.Duration("header-timeout", httpapi.DefaultHeaderTimeout, "time a client has to send a request's headers (negative: no limit)")
+	l.bodyTimeout = fs.Duration("body-timeout", httpapi.DefaultBodyTimeout, "time any request body may take to arrive; past it, a body must have averaged --body-min-rate or its connection is cut (negative: no limit)")
+	l.bodyMinRate = fs.Int64("body-min-rate", httpapi.DefaultBodyMinRate, "`bytes` per second a body slower than --body-timeout must average since its request began (negative: none, --body-timeout bounds every body)")
+	l.idleTimeout = fs.Duration("idle-timeout", httpapi.DefaultIdleTimeout, "close a keep-alive connection idle this long (negative: never)")
+	fs.Var(&l.maxHeader, "max-header-bytes", "`size` of the request line and headers beyond which a request gets 431 (bytes, or with KiB, MiB, KB, MB)")
+	l.maxConns = fs.Int("max-conns", 0, fmt.Sprintf("open connections beyond which only /healthz is served, on --conn-reserve more (0: three quarters of the open-file limit, at most 32768: %d here; negative: no cap)", httpapi.DefaultMaxConns()))
+	l.connReserve = fs.Int("conn-reserve", httpapi.DefaultConnReserve, "connections accepted past --max-conns to serve /healthz and answer others 503 (negative: none)")
+	fs.Var(&l.maxInflight, "max-inflight-bytes", "`size` of the request bodies admitted at once; a request beyond it gets 503 with Retry-After (negative: no budget)")
+	fs.Var(&l.maxBody, "max-body-bytes", "largest request body `size` of an agent endpoint; a larger one gets 413")
+	fs.Var(&l.allowHosts, "allow-host", "`name` (or name:port) that writes may carry in Host besides the server's own (localhost, 127.0.0.1, [::1], the listen and --public-url hosts), for a local proxy; repeatable; setting one checks Host on every listen address. Not --registry-allow-host, which is about agent URLs")
+	fs.Var(&l.corsOrigins, "cors-origin", "browser `origin` (https://app.example.com) given CORS access; repeatable; default none. Writes from pages of other origins get 403")
+	return l
+}
+
+// check says what is wrong with the flags, or "".
+func (l *serveLimits) check() string {
+	if l.maxBody.n <= 0 {
+		return "--max-body-bytes: want a positive size"
+	}
+	if l.maxInflight.n >= 0 && l.maxInflight.n < l.maxBody.n {
+		return fmt.Sprintf("--max-inflight-bytes (%s) is below --max-body-bytes (%s): the largest body could never be admitted", &l.maxInflight, &l.maxBody)
+	}
+	return ""
+}
+
+// limits are the flags as httpapi.Limits. Zero values in the flags (a
+// zero duration, rate or cap) mean the default there; negative ones, off.
+func (l *serveLimits) limits() httpapi.Limits {
+	return httpapi.Limits{
+		HeaderTimeout:    *l.headerTimeout,
+		BodyTimeout:      *l.bodyTimeout,
+		BodyMinRate:      *l.bodyMinRate,
+		IdleTimeout:      *l.idleTimeout,
+		MaxHeaderBytes:   int(l.maxHeader.n),
+		MaxConns:         *l.maxConns,
+		ConnReserve:      *l.connReserve,
+		MaxInflightBytes: l.maxInflight.n,
+	}
+}
+
+// byteSize is a flag holding a size in bytes, written as a number with an
+// optional unit: B, KiB, MiB, GiB (powers of 1024) or KB, MB, GB (of
+// 1000). off allows a negative number, which means no limit.
+type byteSize struct {
+	n   int64
+	off bool
+}
+
+var sizeUnits = []struct {
+	suffix string
+	mult   int64
+}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1}}
+
+func (b *byteSize) String() string {
+	if b == nil {
+		return ""
+	}
+	if b.n > 0 {
+		for _, u := range sizeUnits[:3] {
+			if b.n%u.mult == 0 {
+				return strconv.FormatInt(b.n/u.mult, 10) + u.suffix
+			}
+		}
+	}
+	return strconv.FormatInt(b.n, 10)
+}
+
+func (b *byteSize) Set(s string) error {
+	n, err := parseSize(s, b.off)
+	if err != nil {
+		return err
+	}
+	b.n = n
+	return nil
+}
+
+// parseSize reads "256MiB", "64KiB", "10MB", "4096" (bytes), and, when
+// negative is true, a negative number (no limit).
+func parseSize(s string, negative bool) (int64, error) {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range sizeUnits {
+		if len(t) > len(u.suffix) && strings.EqualFold(t[len(t)-len(u.suffix):], u.suffix) {
+			t, mult = strings.TrimSpace(t[:len(t)-len(u.suffix)]), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("want a size such as 4096, 64KiB or 256MiB, not %q", s)
+	case n < 0 && !negative:
+		return 0, errors.New("want a size of at least 0")
+	case n < 0:
+		return -1, nil
+	case n > math.MaxInt64/mult:
+		return 0, fmt.Errorf("size %q too large", s)
+	}
+	return n * mult, nil
 }

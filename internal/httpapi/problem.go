@@ -1,0 +1,110 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+)
+
+// ProblemContentType is the media type of an RFC 9457 problem.
+const ProblemContentType = "application/problem+json"
+
+// Problem types of the answers the Guard gives instead of a handler's.
+const (
+	// ProblemOverloaded: 503, a connection or in-flight byte limit.
+	ProblemOverloaded = "https://novaos.dev/problems/overloaded"
+	// ProblemMisdirected: 421, a write whose Host is not one of the
+	// server's names (the DNS-rebinding shape).
+	ProblemMisdirected = "https://novaos.dev/problems/misdirected-request"
+	// ProblemCrossOrigin: 403, a write from a browser page of another
+	// origin, or a CORS preflight from an origin not listed.
+	ProblemCrossOrigin = "https://novaos.dev/problems/cross-origin-request"
+)
+
+// Problem is an RFC 9457 problem detail.
+type Problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// WriteProblem answers with p as application/problem+json.
+func WriteProblem(w http.ResponseWriter, p *Problem) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		// A Problem is strings and an int: it always encodes.
+		panic("httpapi: problem does not encode: " + err.Error())
+	}
+	h := w.Header()
+	h.Set("Content-Type", ProblemContentType)
+	h.Set("Content-Length", strconv.Itoa(len(b)+1))
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(p.Status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// RPCCode is the JSON-RPC error code of a refusal with HTTP status s:
+// -31000 - s, the convention a2asrv.CodeUnauthenticated (-31401) follows,
+// so -31503 is overload, -31421 a misdirected request and -31403 a
+// cross-origin write.
+func RPCCode(status int) int { return -31000 - status }
+
+// refusal is one of the Guard's own answers, encoded once in both shapes.
+type refusal struct {
+	status     int
+	problem    []byte // application/problem+json
+	rpc        []byte // a JSON-RPC 2.0 error response with id null
+	retryAfter bool
+}
+
+func newRefusal(p Problem, retryAfter bool) *refusal {
+	pb, err := json.Marshal(p)
+	if err != nil {
+		panic("httpapi: problem does not encode: " + err.Error())
+	}
+	type rpcError struct {
+		Code    int     `json:"code"`
+		Message string  `json:"message"`
+		Data    Problem `json:"data"`
+	}
+	rb, err := json.Marshal(struct {
+		JSONRPC string   `json:"jsonrpc"`
+		ID      *int     `json:"id"`
+		Error   rpcError `json:"error"`
+	}{"2.0", nil, rpcError{RPCCode(p.Status), p.Title + ": " + p.Detail, p}})
+	if err != nil {
+		panic("httpapi: refusal does not encode: " + err.Error())
+	}
+	return &refusal{status: p.Status, problem: append(pb, '\n'), rpc: append(rb, '\n'), retryAfter: retryAfter}
+}
+
+func (f *refusal) write(w http.ResponseWriter, rpc bool) {
+	h := w.Header()
+	body, ct := f.problem, ProblemContentType
+	if rpc {
+		body, ct = f.rpc, "application/json"
+	}
+	h.Set("Content-Type", ct)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("Cache-Control", "no-store")
+	h.Del("Content-Encoding")
+	if f.retryAfter {
+		h.Set("Retry-After", RetryAfter)
+	}
+	w.WriteHeader(f.status)
+	_, _ = w.Write(body)
+}
+
+var (
+	refuseConns = newRefusal(Problem{Type: ProblemOverloaded, Title: "Service Unavailable", Status: http.StatusServiceUnavailable,
+		Detail: "the server is at its connection limit; retry after the number of seconds in Retry-After"}, true)
+	refuseBytes = newRefusal(Problem{Type: ProblemOverloaded, Title: "Service Unavailable", Status: http.StatusServiceUnavailable,
+		Detail: "the server holds as many request bytes as it admits at once; retry after the number of seconds in Retry-After"}, true)
+	refuseHost = newRefusal(Problem{Type: ProblemMisdirected, Title: "Misdirected Request", Status: http.StatusMisdirectedRequest,
+		Detail: "the Host header does not name this server; it accepts writes only for localhost, 127.0.0.1, [::1], its listen address and its configured public URL and allowed hosts"}, false)
+	refuseOrigin = newRefusal(Problem{Type: ProblemCrossOrigin, Title: "Forbidden", Status: http.StatusForbidden,
+		Detail: "cross-origin write refused: the Origin is neither this server's nor one of its configured CORS origins"}, false)
+	refusePreflight = newRefusal(Problem{Type: ProblemCrossOrigin, Title: "Forbidden", Status: http.StatusForbidden,
+		Detail: "CORS preflight refused: the Origin is not one of this server's configured CORS origins"}, false)
+)
