@@ -488,7 +488,13 @@ func TestCrossOriginWrites(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			url := srv.URL() + "/agents/echo"
 			var body io.Reader
+			// A refused write is the browser's "simple" request (text/plain,
+			// no preflight); an accepted one carries the JSON type the A2A
+			// endpoint requires.
 			hdr := map[string]string{"Content-Type": "text/plain", a2a.HeaderVersion: "1.0"}
+			if tt.wantStatus == 200 {
+				hdr["Content-Type"] = "application/json"
+			}
 			if tt.method == "POST" {
 				body = strings.NewReader(send)
 			}
