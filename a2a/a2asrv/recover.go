@@ -292,7 +292,7 @@ func (h *Handler) settleCut(ctx context.Context, e *execution) {
 	if !u.created || u.replied {
 		return
 	}
-	_, err := hb.applyLocked(ctx, h.store, func(t *a2a.Task) (*a2a.StreamResponse, error) {
+	_, err := hb.applyLocked(ctx, func(t *a2a.Task) (*a2a.StreamResponse, error) {
 		if t.Status.State.Final() {
 			return nil, errAlreadyFinal
 		}
