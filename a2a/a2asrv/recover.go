@@ -145,7 +145,7 @@ func settleAll(ctx context.Context, r Recoverer, orphans []Orphan, o *RecoverOpt
 			switch {
 			case err == nil:
 				settled++
-				o.Logger.InfoContext(ctx, "a2asrv: settled a task left running by a dead process",
+				o.Logger.DebugContext(ctx, "a2asrv: settled a task left running by a dead process",
 					"task_id", t.ID, "version", orph.Version+RecoveryVersionGap)
 			case errors.Is(err, ErrConcurrentModification) || errors.Is(err, ErrNotFound):
 				// Another process got there first, or the task moved on.
