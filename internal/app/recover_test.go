@@ -145,6 +145,21 @@ func TestShutdownAnswersBlockingCaller(t *testing.T) {
 	}
 	tck := srv.URL() + "/agents/tck"
 
+	// A blocking call's new task is stored only when it is final, so the
+	// call continues a stored task instead: one waiting for input, which
+	// then works for an hour.
+	res, rerr := rpc(t, tck, a2a.MethodSendMessage, map[string]any{"message": map[string]any{
+		"messageId": "tck-input-required-" + a2a.NewID(), "role": "ROLE_USER", "parts": []any{map[string]any{"text": "start"}},
+	}})
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	var first a2a.SendMessageResponse
+	if err := a2a.Unmarshal(res, &first); err != nil || first.Task == nil || first.Task.Status.State != a2a.TaskStateInputRequired {
+		t.Fatalf("first message: %s (%v), want an INPUT_REQUIRED task", res, err)
+	}
+	taskID := first.Task.ID
+
 	type answer struct {
 		body []byte
 		err  error
@@ -152,7 +167,7 @@ func TestShutdownAnswersBlockingCaller(t *testing.T) {
 	answered := make(chan answer, 1)
 	go func() {
 		body := `{"jsonrpc":"2.0","id":7,"method":"SendMessage","params":{"message":{"messageId":"tck-delayed-complete-` + a2a.NewID() +
-			`","role":"ROLE_USER","parts":[{"text":"take your time"}]}}}`
+			`","taskId":"` + taskID + `","role":"ROLE_USER","parts":[{"text":"take your time"}]}}}`
 		req, _ := http.NewRequest(http.MethodPost, tck, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set(a2a.HeaderVersion, a2a.ProtocolVersion)
@@ -166,24 +181,19 @@ func TestShutdownAnswersBlockingCaller(t *testing.T) {
 		answered <- answer{b, err}
 	}()
 	// Wait until the task is WORKING, so the call is blocked on it.
-	var taskID string
 	deadline := time.Now().Add(10 * time.Second)
-	for taskID == "" {
-		res, rerr := rpc(t, tck, a2a.MethodListTasks, a2a.ListTasksRequest{Status: a2a.TaskStateWorking})
+	for {
+		task, rerr := getTask(t, tck, taskID)
 		if rerr != nil {
 			t.Fatal(rerr)
 		}
-		var list a2a.ListTasksResponse
-		if err := a2a.Unmarshal(res, &list); err != nil {
-			t.Fatal(err)
+		if task.Status.State == a2a.TaskStateWorking {
+			break
 		}
-		if len(list.Tasks) == 1 {
-			taskID = list.Tasks[0].ID
-		} else if time.Now().After(deadline) {
-			t.Fatal("the task did not start within 10s")
-		} else {
-			time.Sleep(10 * time.Millisecond)
+		if time.Now().After(deadline) {
+			t.Fatalf("the task is %s, not WORKING, after 10s", task.Status.State)
 		}
+		time.Sleep(10 * time.Millisecond)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
