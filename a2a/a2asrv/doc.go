@@ -34,13 +34,38 @@
 //     message naming a task whose execution is live supersedes it (cause
 //     [ErrSuperseded]), so one task never has two writers.
 //
+// # Crash and shutdown recovery
+//
+// A task whose execution was running when its process died would stay
+// SUBMITTED or WORKING forever. A durable store that implements [Recoverer]
+// (store/sqlite and store/postgres do) leases each process's claim on the
+// tasks it writes; [Recover] settles the tasks of processes whose lease has
+// lapsed: FAILED, with an agent status message ([RestartedText]) also
+// appended to the history, at the stored version plus [RecoveryVersionGap].
+// Orphans are not re-run: the executor may have had side effects before the
+// crash, and nothing tells whether repeating them is safe. INPUT_REQUIRED and
+// AUTH_REQUIRED tasks wait for their user, not for a process, and are left
+// as they are. The memory store loses everything in a crash, so it needs no
+// recovery.
+//
+// Handler.Shutdown does the same for what it cuts off at the end of its
+// grace period, right away: each execution still running is cancelled
+// (cause [ErrShutdown]) and its task settled FAILED with [ShutdownText],
+// through the ordinary versioned write; a blocking SendMessage or a stream
+// still waiting on it is answered with a JSON-RPC error
+// ([CodeShuttingDown], -32603, "server shutting down; the task was left in
+// state …", the task id and state in the ErrorInfo metadata), as an SSE
+// error event on a stream, before Shutdown returns.
+//
 // # Streams and sequence numbers
 //
 // Each SSE event carries an id: the task's store version after the write the
 // frame reports. Versions grow by one per write and survive restarts, so a
 // client that lost its stream knows exactly which frames it saw; it
 // resubscribes and receives a Task snapshot (whose id is the version it
-// reflects) followed by every later frame. Message-only answers carry no id.
+// reflects) followed by every later frame. A task settled by crash recovery
+// jumps [RecoveryVersionGap] versions instead of one. Message-only answers
+// carry no id.
 // Frames are fanned out in write order to every stream on the task. Idle
 // streams get ": keep-alive" comments; responses carry Cache-Control:
 // no-cache and X-Accel-Buffering: no.

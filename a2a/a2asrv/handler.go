@@ -118,6 +118,7 @@ type Handler struct {
 	closing  bool
 	bufs     sync.Pool
 	streamOK bool
+	shut     cutoff // the calls waiting when Shutdown's grace ends (recover.go)
 }
 
 // NewHandler returns a handler serving card and running exec for every
@@ -494,7 +495,12 @@ func (h *Handler) writeValue(c *call, v any) {
 }
 
 // Shutdown stops accepting messages, waits for running executions until ctx
-// is done, then cancels the rest (their tasks keep their last state).
+// is done, then cuts off the rest: their tasks are settled FAILED with
+// ShutdownText (interrupted and final tasks keep their state), and every
+// call still waiting on one (a blocking SendMessage, a stream) is answered
+// with a CodeShuttingDown error naming the task and its state before
+// Shutdown returns. Close the HTTP server only after Shutdown returns, or
+// those answers may be cut off.
 func (h *Handler) Shutdown(ctx context.Context) error {
 	h.life.Lock()
 	h.closing = true
@@ -510,14 +516,7 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 	}
-	for _, hb := range h.hubs.all() {
-		hb.mu.Lock()
-		if e := hb.exec; e != nil {
-			e.upd.revoked = true
-			e.cancel(ErrShutdown)
-		}
-		hb.mu.Unlock()
-	}
+	h.cutExecutions()
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):

@@ -263,13 +263,20 @@ func (h *Handler) sendMessage(c *call, params json.RawMessage) {
 	}
 	defer stop()
 	hb := ex.upd.hub
+	leave := h.shut.enter()
+	defer leave()
 	var buf []frame
 	var dropped bool
 	for {
 		select {
 		case <-sub.notify:
+		case <-h.shut.cutC():
 		case <-c.r.Context().Done():
 			return // the caller left; the execution runs on, detached
+		}
+		if h.shut.isCut() {
+			h.failFlushed(c, h.cutError(hb))
+			return
 		}
 		buf, dropped = sub.take(buf)
 		for i := range buf {
@@ -455,6 +462,8 @@ func (h *Handler) stream(c *call, sub *subscriber, first *frame, execID uint64) 
 	if sub == nil {
 		return
 	}
+	leave := h.shut.enter()
+	defer leave()
 	keepAlive := time.NewTicker(h.opts.KeepAlive)
 	defer keepAlive.Stop()
 	var buf []frame
@@ -462,6 +471,7 @@ func (h *Handler) stream(c *call, sub *subscriber, first *frame, execID uint64) 
 	for {
 		select {
 		case <-sub.notify:
+		case <-h.shut.cutC():
 		case <-keepAlive.C:
 			out = append(out, a2a.KeepAlive...)
 			if !flush() {
@@ -469,6 +479,17 @@ func (h *Handler) stream(c *call, sub *subscriber, first *frame, execID uint64) 
 			}
 			continue
 		case <-c.r.Context().Done():
+			return
+		}
+		if h.shut.isCut() {
+			// Shutdown cut the stream off: end it with an error event.
+			e := h.cutError(sub.hub)
+			if !started {
+				h.failFlushed(c, e)
+				return
+			}
+			out = a2a.AppendEvent(out, a2a.Event{Data: a2a.AppendErrorResponse(nil, c.id, e)})
+			flush()
 			return
 		}
 		buf, dropped = sub.take(buf)

@@ -45,11 +45,11 @@ func TestAnsweredTasksSurviveKill(t *testing.T) {
 	}
 }
 
-// serve starts the binary on a free port and returns the echo agent's URL
-// and a function that stops the process with a signal.
-func serve(t *testing.T, bin, data string) (string, func(os.Signal)) {
+// serve starts the binary on a free port, with any extra flags, and returns
+// the echo agent's URL and a function that stops the process with a signal.
+func serve(t *testing.T, bin, data string, flags ...string) (string, func(os.Signal)) {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data", data)
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data}, flags...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

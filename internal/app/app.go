@@ -74,6 +74,14 @@ type Options struct {
 	// hosts too when the server's own URL is on loopback (a developer's
 	// machine), as the nil RegistryPolicy does.
 	RegistryLoopbackIfLocal bool
+	// LeaseHeartbeat and LeaseExpiry time the server's lease on the tasks
+	// it writes (store/lease): it is renewed every LeaseHeartbeat (default
+	// 5s) and lapses LeaseExpiry (default 30s, at least twice the
+	// heartbeat) after the last renewal; then another server on the same
+	// database settles the tasks this one left running. The server sweeps
+	// for such tasks at Start and every LeaseHeartbeat.
+	LeaseHeartbeat time.Duration
+	LeaseExpiry    time.Duration
 	// AdminToken, when set, is the bearer token writes to /api/v1/agents
 	// (register, update, delete) must present; without it they are
 	// accepted from loopback peers only. Reads are open either way.
@@ -135,6 +143,9 @@ type Server struct {
 	baseURL  string
 	done     chan struct{}
 	err      error
+
+	sweeperStop context.CancelFunc // recover.go
+	sweeperDone chan struct{}
 }
 
 // Agent is what the server hosts at /agents/{name}: an executor and the
@@ -199,6 +210,9 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 	if k := s.opts.CardKey; k != nil && !k.IsPrivate() {
 		return nil, errors.New("app: card key: want a private key")
 	}
+	if _, err := s.leaseOptions().Resolve(); err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
 	s.log = s.opts.Logger
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -225,12 +239,12 @@ func (s *Server) openStores(ctx context.Context) error {
 			return fmt.Errorf("app: data directory: %w", err)
 		}
 		path := filepath.Join(s.opts.DataDir, DatabaseFile)
-		s.db, err = sqlite.Open(ctx, path, &sqlite.Options{Logger: s.log})
+		s.db, err = sqlite.Open(ctx, path, &sqlite.Options{Logger: s.log, Lease: s.leaseOptions()})
 		if err != nil {
 			return fmt.Errorf("app: open sqlite %s: %w", path, err)
 		}
 	case scheme == "postgres" || scheme == "postgresql":
-		s.db, err = postgres.Open(ctx, s.opts.DatabaseURL, &postgres.Options{Logger: s.log})
+		s.db, err = postgres.Open(ctx, s.opts.DatabaseURL, &postgres.Options{Logger: s.log, Lease: s.leaseOptions()})
 		if err != nil {
 			// Not the URL, which may hold a password; postgres.Open's
 			// errors never repeat it either.

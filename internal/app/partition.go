@@ -12,7 +12,10 @@ import (
 // agent that ran it: GetTask, ListTasks or CancelTask through another
 // agent's endpoint must not see it. The partition prefixes the tenant of
 // every scope with the agent's name, so the stores' own scope checks keep
-// the agents apart without a column of their own.
+// the agents apart without a column of their own. Crash recovery settles
+// stored rows under the scope they were stored with, already partitioned,
+// so it goes to the database's store directly, not through this wrapper
+// (recover.go).
 func agentScope(agent string, s a2asrv.Scope) a2asrv.Scope {
 	s.Tenant = agent + "/" + s.Tenant
 	return s

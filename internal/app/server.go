@@ -101,6 +101,7 @@ func (s *Server) Start(ctx context.Context) error {
 		ln.Close()
 		return err
 	}
+	s.startSweeper(ctx) // settle what a dead process left running, before serving
 	mux.HandleFunc("GET "+healthPath, s.serveHealth)
 	mux.HandleFunc("GET /{$}", s.serveIndex)
 	// No WriteTimeout: SSE streams stay open as long as their task runs.
@@ -266,32 +267,34 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	srv, handlers := s.http, s.handlers
 	s.mu.Unlock()
 
+	s.stopSweeper()
 	var errs []error
 	if srv != nil {
 		// The listener closes at once; in-flight requests, including
 		// streams, end when their executions do, which the handlers' own
 		// shutdown bounds, so both run together.
-		var wg sync.WaitGroup
+		var agents sync.WaitGroup
 		var mu sync.Mutex
 		add := func(err error) {
 			mu.Lock()
 			errs = append(errs, err)
 			mu.Unlock()
 		}
-		wg.Go(func() {
-			if err := srv.Shutdown(ctx); err != nil {
-				add(fmt.Errorf("app: shutdown http: %w", err))
-				srv.Close() // cut off what did not finish in time
-			}
-		})
 		for _, h := range handlers {
-			wg.Go(func() {
+			agents.Go(func() {
 				if err := h.Shutdown(ctx); err != nil {
 					add(fmt.Errorf("app: shutdown agents: %w", err))
 				}
 			})
 		}
-		wg.Wait()
+		if err := srv.Shutdown(ctx); err != nil {
+			add(fmt.Errorf("app: shutdown http: %w", err))
+			// The handlers answer the calls they cut off with an error;
+			// only once that is written may the connections be cut.
+			agents.Wait()
+			srv.Close()
+		}
+		agents.Wait()
 		<-s.done
 	} else {
 		close(s.done)

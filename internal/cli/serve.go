@@ -17,6 +17,7 @@ import (
 	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/netguard"
 	"novaos.dev/novaos/registry"
+	"novaos.dev/novaos/store/lease"
 )
 
 func runServe(ctx context.Context, args []string, e *env) int {
@@ -28,6 +29,8 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	grace := fs.Duration("shutdown-timeout", 10*time.Second, "how long running requests may finish after SIGINT/SIGTERM")
 	level := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
 	cardKey := fs.String("card-key", "", "private JWK `file` to sign agent cards with (see novaos card keygen); its public key is served at "+app.JWKSPath)
+	leaseBeat := fs.Duration("lease-heartbeat", lease.DefaultHeartbeat, "how often this server renews its lease on the tasks it runs (crash recovery)")
+	leaseExpiry := fs.Duration("lease-expiry", lease.DefaultExpiry, "how long after its last renewal a server's lease lapses and the tasks it left running are settled FAILED (at least twice --lease-heartbeat)")
 	tckTimeout := fs.Duration("tck-timeout", builtin.DefaultStreamingTimeout, "delay unit of the tck agent's slow scenarios; match the kit's TCK_STREAMING_TIMEOUT")
 	var allowHosts listFlag
 	var allowLoopback optBool
@@ -50,6 +53,9 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	}
 	if msg := lim.check(); msg != "" {
 		return usageError(fs, "%s", msg)
+	}
+	if _, err := (&lease.Options{Heartbeat: *leaseBeat, Expiry: *leaseExpiry}).Resolve(); err != nil || *leaseBeat < 0 || *leaseExpiry < 0 {
+		return usageError(fs, "--lease-expiry must be at least twice --lease-heartbeat, both positive")
 	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
@@ -91,6 +97,8 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		MaxBodyBytes:        lim.maxBody.n,
 		AllowHosts:          lim.allowHosts,
 		CORSOrigins:         lim.corsOrigins,
+		LeaseHeartbeat:      *leaseBeat,
+		LeaseExpiry:         *leaseExpiry,
 	})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "novaos serve: %v\n", err)

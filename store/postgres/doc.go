@@ -10,6 +10,11 @@
 // update names the version it read, and loses (ErrConcurrentModification)
 // if another replica wrote first.
 //
+// Each open DB is an instance with a lease (store/lease) renewed in the
+// background until Close, and every task write records its instance, so
+// Recoverer can find the tasks a dead replica left SUBMITTED or WORKING
+// for a2asrv.Recover; Options.Lease times it.
+//
 //	db, err := postgres.Open(ctx, "postgres://novaos@db.internal/novaos", nil)
 //	if err != nil { ... }
 //	defer db.Close()

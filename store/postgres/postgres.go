@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"novaos.dev/novaos/internal/sqlmigrate"
+	"novaos.dev/novaos/store/lease"
 )
 
 //go:embed migrations/*.sql
@@ -28,6 +30,9 @@ type Options struct {
 	MaxConns int32
 	// Logger receives migration progress (default: discarded).
 	Logger *slog.Logger
+	// Lease times this handle's instance lease (see Recoverer); nil means
+	// store/lease's defaults.
+	Lease *lease.Options
 }
 
 // DB is an open PostgreSQL connection pool. Its stores are safe for
@@ -35,6 +40,10 @@ type Options struct {
 type DB struct {
 	pool *pgxpool.Pool
 	log  *slog.Logger
+
+	instance  string        // this handle's lease id, recorded on every task write
+	lease     *lease.Keeper // renews it (leases.go)
+	closeOnce sync.Once
 }
 
 // Open connects to the database at url (a postgres:// URL or a
@@ -47,6 +56,10 @@ func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	lo, err := o.Lease.Resolve()
+	if err != nil {
+		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -70,12 +83,17 @@ func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 		pool.Close()
 		return nil, err
 	}
+	if err := db.startLease(ctx, lo); err != nil {
+		pool.Close()
+		return nil, err
+	}
 	return db, nil
 }
 
 // Close closes every connection. Stores obtained from db must not be used
 // afterwards.
 func (db *DB) Close() error {
+	db.closeOnce.Do(db.stopLease)
 	db.pool.Close()
 	return nil
 }

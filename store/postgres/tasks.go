@@ -27,10 +27,11 @@ func (s *taskStore) Create(ctx context.Context, scope a2asrv.Scope, t *a2a.Task)
 		return 0, fmt.Errorf("postgres: create task: %w", err)
 	}
 	tag, err := s.db.pool.Exec(ctx, `
-		INSERT INTO a2a_tasks (id, tenant, owner, context_id, state, status_ts_ms, version, body)
-		VALUES ($1, $2, $3, $4, $5, $6, 1, $7)
+		INSERT INTO a2a_tasks (id, tenant, owner, context_id, state, status_ts_ms, version, body, instance_id)
+		VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8)
 		ON CONFLICT (id) DO NOTHING`,
-		t.ID, scope.Tenant, scope.Owner, t.ContextID, t.Status.State.String(), t.Status.Timestamp.UnixMilli(), body)
+		t.ID, scope.Tenant, scope.Owner, t.ContextID, t.Status.State.String(), t.Status.Timestamp.UnixMilli(), body,
+		s.db.instance)
 	if err != nil {
 		return 0, fmt.Errorf("postgres: create task %s: %w", t.ID, err)
 	}
@@ -90,23 +91,26 @@ func (s *taskStore) Update(ctx context.Context, scope a2asrv.Scope, t *a2a.Task,
 	if err != nil {
 		return 0, fmt.Errorf("postgres: update task: %w", err)
 	}
-	if err := s.rewrite(ctx, scope, t, body, prev, prev+1); err != nil {
+	if err := s.rewrite(ctx, scope, t, body, prev, prev+1, ""); err != nil {
 		return 0, fmt.Errorf("postgres: update task %s: %w", t.ID, err)
 	}
 	return prev + 1, nil
 }
 
 // rewrite stores t whole at version next, dropping its events, if its
-// version is prev. One round trip answers both questions: did the
-// conditional update happen, and if not, does the task exist in this scope
-// at all.
-func (s *taskStore) rewrite(ctx context.Context, scope a2asrv.Scope, t *a2a.Task, body []byte, prev, next a2asrv.Version) error {
+// version is prev (and guard, an extra condition on the row t, holds). One
+// round trip answers both questions: did the conditional update happen,
+// and if not, does the task exist in this scope at all.
+func (s *taskStore) rewrite(ctx context.Context, scope a2asrv.Scope, t *a2a.Task, body []byte, prev, next a2asrv.Version, guard string) error {
+	if guard != "" {
+		guard = " AND " + guard
+	}
 	var updated, exists bool
 	err := s.db.pool.QueryRow(ctx, `
 		WITH upd AS (
-			UPDATE a2a_tasks
-			SET context_id = $5, state = $6, status_ts_ms = $7, body = $8, version = $9, events = 0
-			WHERE id = $1 AND tenant = $2 AND owner = $3 AND version = $4
+			UPDATE a2a_tasks t
+			SET context_id = $5, state = $6, status_ts_ms = $7, body = $8, version = $9, events = 0, instance_id = $10
+			WHERE id = $1 AND tenant = $2 AND owner = $3 AND version = $4`+guard+`
 			RETURNING events
 		), del AS (
 			DELETE FROM a2a_task_events WHERE task_id = $1 AND EXISTS (SELECT 1 FROM upd)
@@ -114,7 +118,7 @@ func (s *taskStore) rewrite(ctx context.Context, scope a2asrv.Scope, t *a2a.Task
 		SELECT EXISTS (SELECT 1 FROM upd),
 			EXISTS (SELECT 1 FROM a2a_tasks WHERE id = $1 AND tenant = $2 AND owner = $3)`,
 		t.ID, scope.Tenant, scope.Owner, int64(prev),
-		t.ContextID, t.Status.State.String(), t.Status.Timestamp.UnixMilli(), body, int64(next),
+		t.ContextID, t.Status.State.String(), t.Status.Timestamp.UnixMilli(), body, int64(next), s.db.instance,
 	).Scan(&updated, &exists)
 	return versionedResult(err, updated, exists, prev)
 }
@@ -141,7 +145,7 @@ func (s *taskStore) Append(ctx context.Context, scope a2asrv.Scope, id string, p
 		}
 		body, err := keyset.EncodeTask(scope.Tenant, scope.Owner, compact)
 		if err == nil {
-			err = s.rewrite(ctx, scope, compact, body, prev, next)
+			err = s.rewrite(ctx, scope, compact, body, prev, next, "")
 		}
 		if err != nil {
 			return 0, fmt.Errorf("postgres: append to task %s: %w", id, err)
@@ -170,7 +174,7 @@ func (s *taskStore) Append(ctx context.Context, scope a2asrv.Scope, id string, p
 	err := s.db.pool.QueryRow(ctx, `
 		WITH upd AS (
 			UPDATE a2a_tasks
-			SET version = $5, events = events + $6,
+			SET version = $5, events = events + $6, instance_id = $10,
 				state = COALESCE($7, state), status_ts_ms = COALESCE($8, status_ts_ms)
 			WHERE id = $1 AND tenant = $2 AND owner = $3 AND version = $4
 			RETURNING id
@@ -181,7 +185,7 @@ func (s *taskStore) Append(ctx context.Context, scope a2asrv.Scope, id string, p
 		)
 		SELECT EXISTS (SELECT 1 FROM upd),
 			EXISTS (SELECT 1 FROM a2a_tasks WHERE id = $1 AND tenant = $2 AND owner = $3)`,
-		id, scope.Tenant, scope.Owner, int64(prev), int64(next), len(events), state, tsMs, bodies,
+		id, scope.Tenant, scope.Owner, int64(prev), int64(next), len(events), state, tsMs, bodies, s.db.instance,
 	).Scan(&updated, &exists)
 	if err := versionedResult(err, updated, exists, prev); err != nil {
 		return 0, fmt.Errorf("postgres: append to task %s: %w", id, err)

@@ -16,6 +16,11 @@
 // Tasks are stored as their A2A JSON encoding next to indexed copies of the
 // fields that lookups and listings need.
 //
+// Each open DB is an instance with a lease (store/lease) renewed in the
+// background until Close, and every task write records its instance, so
+// Recoverer can find the tasks a dead process left SUBMITTED or WORKING
+// for a2asrv.Recover; Options.Lease times it.
+//
 //	db, err := sqlite.Open(ctx, "novaos-data/novaos.db", nil)
 //	if err != nil { ... }
 //	defer db.Close()

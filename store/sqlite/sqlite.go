@@ -17,6 +17,7 @@ import (
 	"modernc.org/sqlite" // registers the "sqlite" driver
 
 	"novaos.dev/novaos/internal/sqlmigrate"
+	"novaos.dev/novaos/store/lease"
 )
 
 //go:embed migrations/*.sql
@@ -32,6 +33,9 @@ type Options struct {
 	MaxReadConns int
 	// Logger receives migration progress (default: discarded).
 	Logger *slog.Logger
+	// Lease times this handle's instance lease (see Recoverer); nil means
+	// store/lease's defaults.
+	Lease *lease.Options
 }
 
 // DB is an open SQLite database. Its stores are safe for concurrent use; it
@@ -41,6 +45,9 @@ type DB struct {
 	wr  *writer // every write after migration, committed group-wise
 	r   *sql.DB // read-only connections
 	log *slog.Logger
+
+	instance string        // this handle's lease id, recorded on every task write
+	lease    *lease.Keeper // renews it (leases.go)
 }
 
 // Open opens or creates the database file at path (its directory must
@@ -58,6 +65,10 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	lo, err := o.Lease.Resolve()
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
 	if path == "" || path == ":memory:" {
 		// Separate reader and writer connections need a shared file.
@@ -106,6 +117,10 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 	}
 	db.r = r
 	db.wr = startWriter(w)
+	if err := db.startLease(ctx, lo); err != nil {
+		db.Close()
+		return nil, err
+	}
 	return db, nil
 }
 
@@ -136,6 +151,7 @@ func openPool(abs string, busy time.Duration, write bool) (*sql.DB, error) {
 // Close closes the database. Stores obtained from it must not be used
 // afterwards.
 func (db *DB) Close() error {
+	db.stopLease()
 	db.wr.close()
 	return errors.Join(db.r.Close(), db.w.Close())
 }

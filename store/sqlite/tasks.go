@@ -26,10 +26,11 @@ func (s *taskStore) Create(ctx context.Context, scope a2asrv.Scope, t *a2a.Task)
 	}
 	err = s.db.wr.do(ctx, func(tx *sql.Tx) error {
 		res, err := tx.Exec(`
-			INSERT INTO a2a_tasks (id, tenant, owner, context_id, state, status_ts_ms, version, body)
-			VALUES (?, ?, ?, ?, ?, ?, 1, ?)
+			INSERT INTO a2a_tasks (id, tenant, owner, context_id, state, status_ts_ms, version, body, instance_id)
+			VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)
 			ON CONFLICT (id) DO NOTHING`,
-			t.ID, scope.Tenant, scope.Owner, t.ContextID, t.Status.State.String(), t.Status.Timestamp.UnixMilli(), body)
+			t.ID, scope.Tenant, scope.Owner, t.ContextID, t.Status.State.String(), t.Status.Timestamp.UnixMilli(), body,
+			s.db.instance)
 		if err != nil {
 			return err
 		}
@@ -131,7 +132,7 @@ func (s *taskStore) Update(ctx context.Context, scope a2asrv.Scope, t *a2a.Task,
 		return 0, fmt.Errorf("sqlite: update task: %w", err)
 	}
 	err = s.db.wr.do(ctx, func(tx *sql.Tx) error {
-		return rewrite(tx, scope, t, body, prev, prev+1)
+		return rewrite(tx, scope, t, body, prev, prev+1, s.db.instance)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: update task %s: %w", t.ID, err)
@@ -140,12 +141,13 @@ func (s *taskStore) Update(ctx context.Context, scope a2asrv.Scope, t *a2a.Task,
 }
 
 // rewrite stores t whole at version next, dropping its events, if its
-// version is prev.
-func rewrite(tx *sql.Tx, scope a2asrv.Scope, t *a2a.Task, body []byte, prev, next a2asrv.Version) error {
+// version is prev; instance is the writer (leases.go).
+func rewrite(tx *sql.Tx, scope a2asrv.Scope, t *a2a.Task, body []byte, prev, next a2asrv.Version, instance string) error {
 	res, err := tx.Exec(`
-		UPDATE a2a_tasks SET context_id = ?, state = ?, status_ts_ms = ?, version = ?, body = ?, events = 0
+		UPDATE a2a_tasks SET context_id = ?, state = ?, status_ts_ms = ?, version = ?, body = ?, events = 0,
+			instance_id = ?
 		WHERE id = ? AND tenant = ? AND owner = ? AND version = ?`,
-		t.ContextID, t.Status.State.String(), t.Status.Timestamp.UnixMilli(), next, body,
+		t.ContextID, t.Status.State.String(), t.Status.Timestamp.UnixMilli(), next, body, instance,
 		t.ID, scope.Tenant, scope.Owner, prev)
 	if err != nil {
 		return err
@@ -199,20 +201,20 @@ func (s *taskStore) Append(ctx context.Context, scope a2asrv.Scope, id string, p
 	}
 	err = s.db.wr.do(ctx, func(tx *sql.Tx) error {
 		if compact != nil {
-			return rewrite(tx, scope, compact, body, prev, next)
+			return rewrite(tx, scope, compact, body, prev, next, s.db.instance)
 		}
 		var res sql.Result
 		var err error
 		if st, ok := a2asrv.LastStatus(events); ok {
 			res, err = tx.Exec(`
-				UPDATE a2a_tasks SET state = ?, status_ts_ms = ?, version = ?, events = events + ?
+				UPDATE a2a_tasks SET state = ?, status_ts_ms = ?, version = ?, events = events + ?, instance_id = ?
 				WHERE id = ? AND tenant = ? AND owner = ? AND version = ?`,
-				st.State.String(), st.Timestamp.UnixMilli(), next, len(events), id, scope.Tenant, scope.Owner, prev)
+				st.State.String(), st.Timestamp.UnixMilli(), next, len(events), s.db.instance, id, scope.Tenant, scope.Owner, prev)
 		} else {
 			res, err = tx.Exec(`
-				UPDATE a2a_tasks SET version = ?, events = events + ?
+				UPDATE a2a_tasks SET version = ?, events = events + ?, instance_id = ?
 				WHERE id = ? AND tenant = ? AND owner = ? AND version = ?`,
-				next, len(events), id, scope.Tenant, scope.Owner, prev)
+				next, len(events), s.db.instance, id, scope.Tenant, scope.Owner, prev)
 		}
 		if err != nil {
 			return err

@@ -7,6 +7,10 @@
 // tenant and owner isolation on every method, listing order, filters, paging
 // and page tokens, deletion, that stored and returned tasks are independent
 // copies, and that a task with every kind of content survives a round trip.
+// TestRecoverer holds a durable store's a2asrv.Recoverer to its contract
+// with several instances on one database: only a dead instance's waiting
+// tasks are orphans, a settled task jumps a2asrv.RecoveryVersionGap
+// versions, and of two instances settling one task exactly one succeeds.
 //
 //	func TestTaskStore(t *testing.T) {
 //		storetest.TestTaskStore(t, func(t *testing.T) a2asrv.TaskStore {

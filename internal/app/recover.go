@@ -1,0 +1,113 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/store/lease"
+	"novaos.dev/novaos/store/postgres"
+	"novaos.dev/novaos/store/sqlite"
+)
+
+// Crash recovery. A task whose process died while it ran stays SUBMITTED or
+// WORKING in the database, and nothing would ever move it on. The server
+// therefore sweeps: once at Start, before it serves, and then every lease
+// heartbeat for as long as it runs (with several replicas on one
+// PostgreSQL, another one may die at any time; a SQLite file shared by two
+// processes is treated the same way). Each sweep settles the tasks whose
+// writer's lease has lapsed FAILED, through a2asrv.Recover.
+//
+// The sweep works on the database's own store, below the per-agent
+// partition (partition.go): every stored row already carries its agent's
+// partitioned scope, which the settling write keeps, so a settled task
+// stays visible through its own agent only, and a task of an agent this
+// server no longer hosts is settled too.
+
+// recoverable is what a database offers for crash recovery.
+type recoverable interface {
+	Recoverer() a2asrv.Recoverer
+}
+
+var (
+	_ recoverable = (*sqlite.DB)(nil)
+	_ recoverable = (*postgres.DB)(nil)
+)
+
+// sweepTimeout bounds one sweep, so a stuck database cannot hold Start or
+// the sweeper forever.
+const sweepTimeout = 2 * time.Minute
+
+// recoverer is the server's Recoverer: the database's, or a custom
+// TaskStore's when it implements one; nil when there is nothing to recover
+// (the in-memory store keeps nothing across a crash).
+func (s *Server) recoverer() a2asrv.Recoverer {
+	if r, ok := s.db.(recoverable); ok {
+		return r.Recoverer()
+	}
+	if r, ok := s.tasks.(a2asrv.Recoverer); ok {
+		return r
+	}
+	return nil
+}
+
+// leaseOptions are the lease times Options ask for.
+func (s *Server) leaseOptions() *lease.Options {
+	return &lease.Options{Heartbeat: s.opts.LeaseHeartbeat, Expiry: s.opts.LeaseExpiry}
+}
+
+// sweep settles what dead processes left running and logs how many.
+func (s *Server) sweep(ctx context.Context, r a2asrv.Recoverer) {
+	ctx, cancel := context.WithTimeout(ctx, sweepTimeout)
+	defer cancel()
+	n, err := a2asrv.Recover(ctx, r, &a2asrv.RecoverOptions{Logger: s.log})
+	if n > 0 {
+		s.log.Warn("app: settled tasks left running by a dead process", "tasks", n, "state", "TASK_STATE_FAILED")
+	}
+	if err != nil {
+		s.log.Error("app: settle orphaned tasks", "err", err)
+	}
+}
+
+// startSweeper sweeps once, then every interval in the background until
+// stopSweeper. The caller holds s.mu.
+func (s *Server) startSweeper(ctx context.Context) {
+	r := s.recoverer()
+	if r == nil {
+		return
+	}
+	s.sweep(ctx, r)
+	lo, err := s.leaseOptions().Resolve()
+	if err != nil { // New checked the options
+		lo = lease.Options{Heartbeat: lease.DefaultHeartbeat}
+	}
+	bg, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	s.sweeperStop, s.sweeperDone = stop, done
+	go func() {
+		defer close(done)
+		t := time.NewTicker(lo.Heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-bg.Done():
+				return
+			case <-t.C:
+				s.sweep(bg, r)
+			}
+		}
+	}()
+}
+
+// stopSweeper ends the background sweeps, cutting one in progress short.
+func (s *Server) stopSweeper() {
+	s.mu.Lock()
+	stop, done := s.sweeperStop, s.sweeperDone
+	s.sweeperStop = nil
+	s.mu.Unlock()
+	if stop == nil {
+		return
+	}
+	stop()
+	<-done
+}

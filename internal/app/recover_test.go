@@ -1,0 +1,223 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/internal/app"
+	"novaos.dev/novaos/store/sqlite"
+)
+
+// leftBehind writes tasks into the database at dir as a server that then
+// went away would have left them: under the partitioned scope of the echo
+// agent, by a handle that is closed afterwards. Closing gives the handle's
+// lease up, so its tasks are orphans at once (a killed process's lease
+// lapses instead; cmd/novaos tests that).
+func leftBehind(t *testing.T, dir string, tasks ...*a2a.Task) {
+	t.Helper()
+	db, err := sqlite.Open(t.Context(), filepath.Join(dir, app.DatabaseFile), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, task := range tasks {
+		if _, err := db.TaskStore().Create(t.Context(), a2asrv.Scope{Tenant: "echo/"}, task); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func orphanTask(id string, state a2a.TaskState) *a2a.Task {
+	return &a2a.Task{ID: id, ContextID: "ctx-" + id,
+		Status:  a2a.TaskStatus{State: state, Timestamp: time.Now().UTC().Truncate(time.Millisecond)},
+		History: []a2a.Message{*a2a.NewMessage(a2a.RoleUser, a2a.TextPart("work on "+id))},
+	}
+}
+
+func getTask(t *testing.T, url, id string) (*a2a.Task, *a2a.Error) {
+	t.Helper()
+	res, rerr := rpc(t, url, a2a.MethodGetTask, a2a.GetTaskRequest{ID: id})
+	if rerr != nil {
+		return nil, rerr
+	}
+	var task a2a.Task
+	if err := a2a.Unmarshal(res, &task); err != nil {
+		t.Fatal(err)
+	}
+	return &task, nil
+}
+
+func wantSettled(t *testing.T, task *a2a.Task, text string) {
+	t.Helper()
+	st := task.Status
+	if st.State != a2a.TaskStateFailed || st.Message == nil || st.Message.Text() != text || st.Message.Role != a2a.RoleAgent {
+		t.Errorf("task %s: %s %+v; want FAILED with agent message %q", task.ID, st.State, st.Message, text)
+		return
+	}
+	if h := task.History; len(h) == 0 || h[len(h)-1].MessageID != st.Message.MessageID {
+		t.Errorf("task %s: the status message is not the last history entry", task.ID)
+	}
+}
+
+// At start, the server settles what a dead process left SUBMITTED or
+// WORKING, keeps what waits for a user, and each settled task stays its own
+// agent's.
+func TestStartSettlesOrphans(t *testing.T) {
+	dir := t.TempDir()
+	start(t, &app.Options{DataDir: dir}).Shutdown(t.Context()) // creates the database
+	leftBehind(t, dir,
+		orphanTask("submitted", a2a.TaskStateSubmitted),
+		orphanTask("working", a2a.TaskStateWorking),
+		orphanTask("input", a2a.TaskStateInputRequired),
+		orphanTask("done", a2a.TaskStateCompleted),
+	)
+	srv := start(t, &app.Options{DataDir: dir})
+	echo := srv.URL() + "/agents/echo"
+	for _, id := range []string{"submitted", "working"} {
+		task, rerr := getTask(t, echo, id)
+		if rerr != nil {
+			t.Fatalf("GetTask %s: %v", id, rerr)
+		}
+		wantSettled(t, task, a2asrv.RestartedText)
+		if _, rerr := getTask(t, srv.URL()+"/agents/tck", id); !errors.Is(rerr, a2a.ErrTaskNotFound) {
+			t.Errorf("settled task %s through another agent: %v, want not found", id, rerr)
+		}
+	}
+	for id, want := range map[string]a2a.TaskState{"input": a2a.TaskStateInputRequired, "done": a2a.TaskStateCompleted} {
+		if task, rerr := getTask(t, echo, id); rerr != nil || task.Status.State != want {
+			t.Errorf("task %s: %v %v, want %s kept", id, task, rerr, want)
+		}
+	}
+}
+
+// While the server runs, it keeps sweeping: a task another process leaves
+// behind later is settled within a heartbeat or two.
+func TestSweeperSettlesLaterOrphans(t *testing.T) {
+	dir := t.TempDir()
+	srv := start(t, &app.Options{DataDir: dir, LeaseHeartbeat: 50 * time.Millisecond, LeaseExpiry: time.Second})
+	leftBehind(t, dir, orphanTask("later", a2a.TaskStateWorking))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		task, rerr := getTask(t, srv.URL()+"/agents/echo", "later")
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		if task.Status.State == a2a.TaskStateFailed {
+			wantSettled(t, task, a2asrv.RestartedText)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task still %s after 10s", task.Status.State)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestNewRefusesAShortLease(t *testing.T) {
+	_, err := app.New(t.Context(), &app.Options{DataDir: t.TempDir(), LeaseHeartbeat: time.Second, LeaseExpiry: time.Second})
+	if err == nil {
+		t.Fatal("New accepted a lease expiry shorter than twice the heartbeat")
+	}
+}
+
+// A blocking SendMessage still running when the shutdown grace ends gets a
+// JSON-RPC error body, not a cut connection, and its task is FAILED when
+// the server comes back.
+func TestShutdownAnswersBlockingCaller(t *testing.T) {
+	dir := t.TempDir()
+	opts := func() *app.Options {
+		return &app.Options{Addr: "127.0.0.1:0", DataDir: dir, TCKStreamingTimeout: time.Hour}
+	}
+	srv, err := app.New(t.Context(), opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	tck := srv.URL() + "/agents/tck"
+
+	// A blocking call's new task is stored only when it is final, so the
+	// call continues a stored task instead: one waiting for input, which
+	// then works for an hour.
+	res, rerr := rpc(t, tck, a2a.MethodSendMessage, map[string]any{"message": map[string]any{
+		"messageId": "tck-input-required-" + a2a.NewID(), "role": "ROLE_USER", "parts": []any{map[string]any{"text": "start"}},
+	}})
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	var first a2a.SendMessageResponse
+	if err := a2a.Unmarshal(res, &first); err != nil || first.Task == nil || first.Task.Status.State != a2a.TaskStateInputRequired {
+		t.Fatalf("first message: %s (%v), want an INPUT_REQUIRED task", res, err)
+	}
+	taskID := first.Task.ID
+
+	type answer struct {
+		body []byte
+		err  error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		body := `{"jsonrpc":"2.0","id":7,"method":"SendMessage","params":{"message":{"messageId":"tck-delayed-complete-` + a2a.NewID() +
+			`","taskId":"` + taskID + `","role":"ROLE_USER","parts":[{"text":"take your time"}]}}}`
+		req, _ := http.NewRequest(http.MethodPost, tck, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(a2a.HeaderVersion, a2a.ProtocolVersion)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answered <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		answered <- answer{b, err}
+	}()
+	// Wait until the task is WORKING, so the call is blocked on it.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		task, rerr := getTask(t, tck, taskID)
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		if task.Status.State == a2a.TaskStateWorking {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the task is %s, not WORKING, after 10s", task.Status.State)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := srv.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Shutdown = %v, want the grace period exceeded", err)
+	}
+	a := <-answered
+	if a.err != nil {
+		t.Fatalf("blocking call: %v (the connection was cut before an answer)", a.err)
+	}
+	r, err := a2a.DecodeResponse(a.body)
+	if err != nil || r.Error == nil {
+		t.Fatalf("blocking call answered %q (%v), want a JSON-RPC error", a.body, err)
+	}
+	if r.Error.Code != a2a.CodeInternalError || !strings.Contains(r.Error.Message, "server shutting down; the task was left in state TASK_STATE_FAILED") ||
+		!strings.Contains(string(a.body), `"taskId":"`+taskID+`"`) {
+		t.Errorf("error body: %s", a.body)
+	}
+
+	again := start(t, opts())
+	task, rerr := getTask(t, again.URL()+"/agents/tck", taskID)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	wantSettled(t, task, a2asrv.ShutdownText)
+}
