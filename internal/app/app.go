@@ -111,6 +111,13 @@ type Options struct {
 	// MaxBodyBytes bounds one request body of a hosted agent's endpoint
 	// (default a2asrv.DefaultMaxBodyBytes, 10 MiB); a larger one gets 413.
 	MaxBodyBytes int64
+	// MaxIDBytes and MaxExtensions bound the identifiers and the
+	// A2A-Extensions entries of an agent request (a2asrv.Options);
+	// ArtifactFlushInterval bounds how long a streamed chunk waits for the
+	// store. Zero means a2asrv's defaults.
+	MaxIDBytes            int
+	MaxExtensions         int
+	ArtifactFlushInterval time.Duration
 	// AllowHosts are more names writes may carry in Host, for a local
 	// proxy: "name" on any port or "name:port". When the server is
 	// loopback-only (listens on loopback, no PublicURL elsewhere), a write

@@ -64,10 +64,13 @@ func (s *Server) Start(ctx context.Context) error {
 			}
 		}
 		opts := &a2asrv.Options{
-			TaskStore:     agentTasks{store: s.tasks, agent: a.name},
-			Logger:        s.log.With("agent", a.name),
-			PushURLPolicy: s.pushURLPolicy(),
-			MaxBodyBytes:  s.opts.MaxBodyBytes,
+			TaskStore:             agentTasks{store: s.tasks, agent: a.name},
+			Logger:                s.log.With("agent", a.name),
+			PushURLPolicy:         s.pushURLPolicy(),
+			MaxBodyBytes:          s.opts.MaxBodyBytes,
+			MaxIDBytes:            s.opts.MaxIDBytes,
+			MaxExtensions:         s.opts.MaxExtensions,
+			ArtifactFlushInterval: s.opts.ArtifactFlushInterval,
 		}
 		if s.push != nil {
 			opts.PushConfigStore = agentPushConfigs{store: s.push, agent: a.name, seal: seal}

@@ -90,15 +90,18 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		RegistryLoopbackIfLocal: !allowLoopback.set,
 		TCKStreamingTimeout:     *tckTimeout,
 
-		PushURLPolicy:       &netguard.Policy{AllowPrivate: *pushPrivate, AllowLoopback: pushLoopback.set && pushLoopback.v},
-		PushLoopbackIfLocal: !pushLoopback.set,
-		PushKeyFile:         *pushKeyFile,
-		Limits:              lim.limits(),
-		MaxBodyBytes:        lim.maxBody.n,
-		AllowHosts:          lim.allowHosts,
-		CORSOrigins:         lim.corsOrigins,
-		LeaseHeartbeat:      *leaseBeat,
-		LeaseExpiry:         *leaseExpiry,
+		PushURLPolicy:         &netguard.Policy{AllowPrivate: *pushPrivate, AllowLoopback: pushLoopback.set && pushLoopback.v},
+		PushLoopbackIfLocal:   !pushLoopback.set,
+		PushKeyFile:           *pushKeyFile,
+		Limits:                lim.limits(),
+		MaxBodyBytes:          lim.maxBody.n,
+		MaxIDBytes:            *lim.maxIDBytes,
+		MaxExtensions:         *lim.maxExtensions,
+		ArtifactFlushInterval: *lim.flushEvery,
+		AllowHosts:            lim.allowHosts,
+		CORSOrigins:           lim.corsOrigins,
+		LeaseHeartbeat:        *leaseBeat,
+		LeaseExpiry:           *leaseExpiry,
 	})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "novaos serve: %v\n", err)
@@ -175,6 +178,8 @@ type serveLimits struct {
 	headerTimeout, bodyTimeout, idleTimeout *time.Duration
 	bodyMinRate                             *int64
 	maxConns, connReserve                   *int
+	maxIDBytes, maxExtensions               *int
+	flushEvery                              *time.Duration
 	maxHeader, maxInflight, maxBody         byteSize
 	allowHosts, corsOrigins                 listFlag
 }
@@ -194,6 +199,9 @@ func limitFlags(fs *flag.FlagSet) *serveLimits {
 	l.connReserve = fs.Int("conn-reserve", httpapi.DefaultConnReserve, "connections accepted past --max-conns to serve /healthz and answer others 503 (negative: none)")
 	fs.Var(&l.maxInflight, "max-inflight-bytes", "`size` of the request bodies admitted at once; a request beyond it gets 503 with Retry-After (negative: no budget)")
 	fs.Var(&l.maxBody, "max-body-bytes", "largest request body `size` of an agent endpoint; a larger one gets 413")
+	l.maxIDBytes = fs.Int("max-id-bytes", a2asrv.DefaultMaxIDBytes, "longest identifier (task, message, context, push-config id, tenant) a request may carry, in `bytes`; longer is -32602")
+	l.maxExtensions = fs.Int("max-extensions", a2asrv.DefaultMaxExtensions, "most distinct URIs a request may list in A2A-Extensions; more is -32600")
+	l.flushEvery = fs.Duration("artifact-flush-interval", a2asrv.DefaultArtifactFlushInterval, "longest a streamed artifact chunk waits before it is stored; what a crash can lose of a task not yet final")
 	fs.Var(&l.allowHosts, "allow-host", "`name` (or name:port) that writes may carry in Host besides the server's own (localhost, 127.0.0.1, [::1], the listen and --public-url hosts), for a local proxy; repeatable; setting one checks Host on every listen address. Not --registry-allow-host, which is about agent URLs")
 	fs.Var(&l.corsOrigins, "cors-origin", "browser `origin` (https://app.example.com) given CORS access; repeatable; default none. Writes from pages of other origins get 403")
 	return l
@@ -203,6 +211,9 @@ func limitFlags(fs *flag.FlagSet) *serveLimits {
 func (l *serveLimits) check() string {
 	if l.maxBody.n <= 0 {
 		return "--max-body-bytes: want a positive size"
+	}
+	if *l.maxIDBytes <= 0 || *l.maxExtensions <= 0 || *l.flushEvery <= 0 {
+		return "--max-id-bytes, --max-extensions and --artifact-flush-interval must be positive"
 	}
 	if l.maxInflight.n >= 0 && l.maxInflight.n < l.maxBody.n {
 		return fmt.Sprintf("--max-inflight-bytes (%s) is below --max-body-bytes (%s): the largest body could never be admitted", &l.maxInflight, &l.maxBody)
