@@ -138,14 +138,27 @@ func testOrphans(t *testing.T, open func() Instance) {
 
 func testSettle(t *testing.T, open func() Instance) {
 	a, b := open(), open()
-	mustCreate(t, a.Tasks, alice, task("a1", "c", a2a.TaskStateSubmitted, 0))
-	working := task("a1", "c", a2a.TaskStateWorking, time.Second)
-	if _, err := a.Tasks.Update(ctxT(t), alice, working, 1); err != nil {
-		t.Fatal(err)
+	// a1 is written by b, then streamed to by a (appended events, which
+	// make a its writer): the orphan and the settled task carry them.
+	submitted := task("a1", "c", a2a.TaskStateSubmitted, 0)
+	mustCreate(t, b.Tasks, alice, submitted)
+	evs := []*a2a.StreamResponse{
+		statusEvent("a1", a2a.TaskStateWorking, time.Second, "on it"),
+		chunkEvent("a1", "art", "one ", false),
+		chunkEvent("a1", "art", "two", true),
 	}
+	mustAppend(t, a.Tasks, alice, "a1", 1, nil, evs...)
+	working := applied(t, stored(submitted), evs...)
 	mustCreate(t, b.Tasks, alice, task("b1", "c", a2a.TaskStateWorking, 0))
 	a.Crash()
 	awaitOrphans(t, b.Recoverer, []string{"a1"})
+	found, err := b.Recoverer.Orphans(ctxT(t), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := gocmp.Diff(working, found[0].Task); diff != "" || found[0].Version != 4 {
+		t.Errorf("orphan at version %d (want 4), with its events applied (-want +got):\n%s", found[0].Version, diff)
+	}
 
 	now := base.Add(time.Hour)
 	n, err := a2asrv.Recover(ctxT(t), b.Recoverer, &a2asrv.RecoverOptions{
@@ -158,18 +171,18 @@ func testSettle(t *testing.T, open func() Instance) {
 	want := stored(working)
 	want.Status = a2a.TaskStatus{State: a2a.TaskStateFailed, Message: &msg, Timestamp: now}
 	want.History = append(slices.Clone(want.History), msg)
-	settledV := 2 + a2asrv.RecoveryVersionGap
+	settledV := 4 + a2asrv.RecoveryVersionGap
 	wantTask(t, b.Tasks, alice, want, settledV)
 	// The live instance's running task is untouched.
 	wantTask(t, b.Tasks, alice, task("b1", "c", a2a.TaskStateWorking, 0), 1)
 	if got := orphanIDs(t, b.Recoverer); len(got) != 0 {
 		t.Errorf("orphans after Recover: %v", got)
 	}
-	// Versions go on from the settled one.
-	want.Metadata = map[string]any{"n": 2.0}
-	if v, err := b.Tasks.Update(ctxT(t), alice, want, settledV); err != nil || v != settledV+1 {
-		t.Errorf("Update after settling = %d, %v; want version %d", v, err, settledV+1)
-	}
+	// Versions go on from the settled one, and the settled body stands
+	// alone: events appended after it apply to it, not to old ones.
+	more := chunkEvent("a1", "art2", "late", false)
+	mustAppend(t, b.Tasks, alice, "a1", settledV, nil, more)
+	wantTask(t, b.Tasks, alice, applied(t, want, more), settledV+1)
 }
 
 func testSettleConflicts(t *testing.T, open func() Instance) {
