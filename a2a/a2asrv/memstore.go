@@ -174,24 +174,7 @@ func (s *MemoryTaskStore) Update(ctx context.Context, scope Scope, task *a2a.Tas
 
 // Append implements TaskStore.
 func (s *MemoryTaskStore) Append(ctx context.Context, scope Scope, id string, prev Version, events []*a2a.StreamResponse, compact *a2a.Task) (Version, error) {
-	var (
-		body   []byte
-		bodies [][]byte
-		err    error
-	)
-	if compact != nil {
-		if compact.ID != id {
-			return 0, fmt.Errorf("a2asrv: memory: append to task %s: compacted task has id %s", id, compact.ID)
-		}
-		body, err = keyset.EncodeTask(scope.Tenant, scope.Owner, compact)
-	} else {
-		bodies = make([][]byte, len(events))
-		for i, ev := range events {
-			if bodies[i], err = keyset.EncodeEvent(ev); err != nil {
-				break
-			}
-		}
-	}
+	body, bodies, err := keyset.EncodeAppend(scope.Tenant, scope.Owner, id, events, compact)
 	if err != nil {
 		return 0, fmt.Errorf("a2asrv: memory: append to task %s: %w", id, err)
 	}

@@ -117,6 +117,7 @@ type Options struct {
 	// store. Zero means a2asrv's defaults.
 	MaxIDBytes            int
 	MaxExtensions         int
+	MaxExtensionURIBytes  int
 	ArtifactFlushInterval time.Duration
 	// AllowHosts are more names writes may carry in Host, for a local
 	// proxy: "name" on any port or "name:port". When the server is

@@ -70,6 +70,7 @@ func (s *Server) Start(ctx context.Context) error {
 			MaxBodyBytes:          s.opts.MaxBodyBytes,
 			MaxIDBytes:            s.opts.MaxIDBytes,
 			MaxExtensions:         s.opts.MaxExtensions,
+			MaxExtensionURIBytes:  s.opts.MaxExtensionURIBytes,
 			ArtifactFlushInterval: s.opts.ArtifactFlushInterval,
 		}
 		if s.push != nil {

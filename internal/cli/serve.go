@@ -97,6 +97,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		MaxBodyBytes:          lim.maxBody.n,
 		MaxIDBytes:            *lim.maxIDBytes,
 		MaxExtensions:         *lim.maxExtensions,
+		MaxExtensionURIBytes:  *lim.maxExtURI,
 		ArtifactFlushInterval: *lim.flushEvery,
 		AllowHosts:            lim.allowHosts,
 		CORSOrigins:           lim.corsOrigins,
@@ -178,7 +179,7 @@ type serveLimits struct {
 	headerTimeout, bodyTimeout, idleTimeout *time.Duration
 	bodyMinRate                             *int64
 	maxConns, connReserve                   *int
-	maxIDBytes, maxExtensions               *int
+	maxIDBytes, maxExtensions, maxExtURI    *int
 	flushEvery                              *time.Duration
 	maxHeader, maxInflight, maxBody         byteSize
 	allowHosts, corsOrigins                 listFlag
@@ -201,6 +202,7 @@ func limitFlags(fs *flag.FlagSet) *serveLimits {
 	fs.Var(&l.maxBody, "max-body-bytes", "largest request body `size` of an agent endpoint; a larger one gets 413")
 	l.maxIDBytes = fs.Int("max-id-bytes", a2asrv.DefaultMaxIDBytes, "longest identifier (task, message, context, push-config id, tenant) a request may carry, in `bytes`; longer is -32602")
 	l.maxExtensions = fs.Int("max-extensions", a2asrv.DefaultMaxExtensions, "most distinct URIs a request may list in A2A-Extensions; more is -32600")
+	l.maxExtURI = fs.Int("max-extension-uri-bytes", a2asrv.DefaultMaxExtensionURIBytes, "longest URI in A2A-Extensions, in `bytes`; longer is -32600")
 	l.flushEvery = fs.Duration("artifact-flush-interval", a2asrv.DefaultArtifactFlushInterval, "longest a streamed artifact chunk waits before it is stored; what a crash can lose of a task not yet final")
 	fs.Var(&l.allowHosts, "allow-host", "`name` (or name:port) that writes may carry in Host besides the server's own (localhost, 127.0.0.1, [::1], the listen and --public-url hosts), for a local proxy; repeatable; setting one checks Host on every listen address. Not --registry-allow-host, which is about agent URLs")
 	fs.Var(&l.corsOrigins, "cors-origin", "browser `origin` (https://app.example.com) given CORS access; repeatable; default none. Writes from pages of other origins get 403")
@@ -212,8 +214,8 @@ func (l *serveLimits) check() string {
 	if l.maxBody.n <= 0 {
 		return "--max-body-bytes: want a positive size"
 	}
-	if *l.maxIDBytes <= 0 || *l.maxExtensions <= 0 || *l.flushEvery <= 0 {
-		return "--max-id-bytes, --max-extensions and --artifact-flush-interval must be positive"
+	if *l.maxIDBytes <= 0 || *l.maxExtensions <= 0 || *l.maxExtURI <= 0 || *l.flushEvery <= 0 {
+		return "--max-id-bytes, --max-extensions, --max-extension-uri-bytes and --artifact-flush-interval must be positive"
 	}
 	if l.maxInflight.n >= 0 && l.maxInflight.n < l.maxBody.n {
 		return fmt.Sprintf("--max-inflight-bytes (%s) is below --max-body-bytes (%s): the largest body could never be admitted", &l.maxInflight, &l.maxBody)

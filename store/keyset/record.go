@@ -42,6 +42,26 @@ func EncodeEvent(ev *a2a.StreamResponse) ([]byte, error) {
 	return a2a.AppendStreamResponse(nil, ev)
 }
 
+// EncodeAppend returns what a store keeps for an append to task id: the
+// compacted task's body when compact is set (it must be task id), else one
+// body per event.
+func EncodeAppend(tenant, owner, id string, events []*a2a.StreamResponse, compact *a2a.Task) (body []byte, bodies [][]byte, err error) {
+	if compact != nil {
+		if compact.ID != id {
+			return nil, nil, fmt.Errorf("compacted task has id %s", compact.ID)
+		}
+		body, err = EncodeTask(tenant, owner, compact)
+		return body, nil, err
+	}
+	bodies = make([][]byte, len(events))
+	for i, ev := range events {
+		if bodies[i], err = EncodeEvent(ev); err != nil {
+			return nil, nil, err
+		}
+	}
+	return nil, bodies, nil
+}
+
 // DecodeEvent reads an event written by EncodeEvent.
 func DecodeEvent(body []byte) (*a2a.StreamResponse, error) {
 	var ev a2a.StreamResponse

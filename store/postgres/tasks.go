@@ -139,25 +139,15 @@ func versionedResult(err error, updated, exists bool, prev a2asrv.Version) error
 
 func (s *taskStore) Append(ctx context.Context, scope a2asrv.Scope, id string, prev a2asrv.Version, events []*a2a.StreamResponse, compact *a2a.Task) (a2asrv.Version, error) {
 	next := prev + a2asrv.Version(len(events))
-	if compact != nil {
-		if compact.ID != id {
-			return 0, fmt.Errorf("postgres: append to task %s: compacted task has id %s", id, compact.ID)
-		}
-		body, err := keyset.EncodeTask(scope.Tenant, scope.Owner, compact)
-		if err == nil {
-			err = s.rewrite(ctx, scope, compact, body, prev, next, "")
-		}
-		if err != nil {
-			return 0, fmt.Errorf("postgres: append to task %s: %w", id, err)
-		}
-		return next, nil
+	body, bodies, err := keyset.EncodeAppend(scope.Tenant, scope.Owner, id, events, compact)
+	if err == nil && compact != nil {
+		err = s.rewrite(ctx, scope, compact, body, prev, next, "")
 	}
-	bodies := make([][]byte, len(events))
-	for i, ev := range events {
-		var err error
-		if bodies[i], err = keyset.EncodeEvent(ev); err != nil {
-			return 0, fmt.Errorf("postgres: append to task %s: %w", id, err)
-		}
+	if err != nil {
+		return 0, fmt.Errorf("postgres: append to task %s: %w", id, err)
+	}
+	if compact != nil {
+		return next, nil
 	}
 	if !keyset.ValidText(id, scope.Tenant, scope.Owner) {
 		return 0, fmt.Errorf("postgres: append to task %s: %w", id, a2asrv.ErrNotFound)
@@ -171,7 +161,7 @@ func (s *taskStore) Append(ctx context.Context, scope a2asrv.Scope, id string, p
 		state, tsMs = &name, &ms
 	}
 	var updated, exists bool
-	err := s.db.pool.QueryRow(ctx, `
+	err = s.db.pool.QueryRow(ctx, `
 		WITH upd AS (
 			UPDATE a2a_tasks
 			SET version = $5, events = events + $6, instance_id = $10,

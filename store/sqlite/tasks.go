@@ -178,24 +178,7 @@ func notUpdated(tx *sql.Tx, scope a2asrv.Scope, id string, prev a2asrv.Version) 
 
 func (s *taskStore) Append(ctx context.Context, scope a2asrv.Scope, id string, prev a2asrv.Version, events []*a2a.StreamResponse, compact *a2a.Task) (a2asrv.Version, error) {
 	next := prev + a2asrv.Version(len(events))
-	var (
-		body   []byte
-		bodies [][]byte
-		err    error
-	)
-	if compact != nil {
-		if compact.ID != id {
-			return 0, fmt.Errorf("sqlite: append to task %s: compacted task has id %s", id, compact.ID)
-		}
-		body, err = keyset.EncodeTask(scope.Tenant, scope.Owner, compact)
-	} else {
-		bodies = make([][]byte, len(events))
-		for i, ev := range events {
-			if bodies[i], err = keyset.EncodeEvent(ev); err != nil {
-				break
-			}
-		}
-	}
+	body, bodies, err := keyset.EncodeAppend(scope.Tenant, scope.Owner, id, events, compact)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: append to task %s: %w", id, err)
 	}
