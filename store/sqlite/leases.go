@@ -140,7 +140,7 @@ func (r recoverer) Settle(ctx context.Context, scope a2asrv.Scope, t *a2a.Task, 
 		return 0, fmt.Errorf("sqlite: settle task: %w", err)
 	}
 	next := prev + a2asrv.RecoveryVersionGap
-	err = r.db.wr.do(ctx, func(tx *sql.Tx) error {
+	err = r.db.wr.doAtomic(ctx, func(tx *sql.Tx) error {
 		// The writer's transaction holds the file's write lock from its
 		// start, so no lease is renewed between this check and the write.
 		var live bool

@@ -131,7 +131,7 @@ func (s *taskStore) Update(ctx context.Context, scope a2asrv.Scope, t *a2a.Task,
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: update task: %w", err)
 	}
-	err = s.db.wr.do(ctx, func(tx *sql.Tx) error {
+	err = s.db.wr.doAtomic(ctx, func(tx *sql.Tx) error {
 		return rewrite(tx, scope, t, body, prev, prev+1, s.db.instance)
 	})
 	if err != nil {
@@ -182,7 +182,7 @@ func (s *taskStore) Append(ctx context.Context, scope a2asrv.Scope, id string, p
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: append to task %s: %w", id, err)
 	}
-	err = s.db.wr.do(ctx, func(tx *sql.Tx) error {
+	err = s.db.wr.doAtomic(ctx, func(tx *sql.Tx) error {
 		if compact != nil {
 			return rewrite(tx, scope, compact, body, prev, next, s.db.instance)
 		}
@@ -220,7 +220,7 @@ func (s *taskStore) Append(ctx context.Context, scope a2asrv.Scope, id string, p
 }
 
 func (s *taskStore) Delete(ctx context.Context, scope a2asrv.Scope, id string) error {
-	err := s.db.wr.do(ctx, func(tx *sql.Tx) error {
+	err := s.db.wr.doAtomic(ctx, func(tx *sql.Tx) error {
 		res, err := tx.Exec(`DELETE FROM a2a_tasks WHERE id = ? AND tenant = ? AND owner = ?`, id, scope.Tenant, scope.Owner)
 		if err != nil {
 			return err

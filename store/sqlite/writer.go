@@ -24,14 +24,16 @@ type writer struct {
 	stop sync.Once
 }
 
-// A writeOp is one store write. fn runs inside the batch's transaction and
-// must be one statement (plus reads): SQLite undoes a failed statement
-// without aborting the transaction, so one caller's constraint failure
-// does not cost the others their writes.
+// A writeOp is one store write. fn runs inside the batch's transaction.
+// SQLite undoes a failed statement without aborting the transaction, so
+// one caller's constraint failure does not cost the others their writes;
+// a write of several statements (atomic) runs inside a savepoint, so that
+// when one of its statements fails the ones before it are undone too.
 type writeOp struct {
-	ctx context.Context
-	fn  func(tx *sql.Tx) error
-	err chan error
+	ctx    context.Context
+	fn     func(tx *sql.Tx) error
+	atomic bool
+	err    chan error
 }
 
 // maxBatch bounds one transaction, so a flood of writers still sees
@@ -56,7 +58,17 @@ func newWriter(conn *sql.DB, queued int) *writer {
 // done. Once fn has been handed over, do waits for the outcome even if ctx
 // ends: the write may already be durable, and saying otherwise would lie.
 func (w *writer) do(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	op := &writeOp{ctx: ctx, fn: fn, err: make(chan error, 1)}
+	return w.submit(&writeOp{ctx: ctx, fn: fn, err: make(chan error, 1)})
+}
+
+// doAtomic is do for a write of several statements: they take effect all
+// together or, when fn fails, not at all.
+func (w *writer) doAtomic(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return w.submit(&writeOp{ctx: ctx, fn: fn, atomic: true, err: make(chan error, 1)})
+}
+
+func (w *writer) submit(op *writeOp) error {
+	ctx := op.ctx
 	select {
 	case w.ops <- op:
 	case <-ctx.Done():
@@ -105,11 +117,23 @@ func (w *writer) commit(batch []*writeOp) {
 	tx, err := w.conn.BeginTx(ctx, nil)
 	if err == nil {
 		for i, op := range batch {
-			if errs[i] = op.ctx.Err(); errs[i] == nil {
+			if errs[i] = op.ctx.Err(); errs[i] != nil {
+				continue
+			}
+			if !op.atomic {
 				errs[i] = op.fn(tx)
+				continue
+			}
+			var undoErr error
+			if errs[i], undoErr = inSavepoint(tx, op.fn); undoErr != nil {
+				// The transaction is in a state nobody can vouch for.
+				err = undoErr
+				break
 			}
 		}
-		if cerr := tx.Commit(); cerr != nil {
+		if err != nil {
+			tx.Rollback()
+		} else if cerr := tx.Commit(); cerr != nil {
 			err = fmt.Errorf("sqlite: commit: %w", cerr)
 		}
 	}
@@ -119,4 +143,22 @@ func (w *writer) commit(batch []*writeOp) {
 		}
 		op.err <- errs[i]
 	}
+}
+
+// inSavepoint runs fn so that a failure undoes all its statements. err is
+// fn's; undoErr says the savepoint itself could not be taken back, which
+// leaves the batch's transaction unusable.
+func inSavepoint(tx *sql.Tx, fn func(tx *sql.Tx) error) (err, undoErr error) {
+	if _, err := tx.Exec(`SAVEPOINT write_op`); err != nil {
+		return err, nil
+	}
+	if err = fn(tx); err != nil {
+		if _, rerr := tx.Exec(`ROLLBACK TO write_op`); rerr != nil {
+			return err, fmt.Errorf("sqlite: undo a failed write: %w", rerr)
+		}
+	}
+	if _, rerr := tx.Exec(`RELEASE write_op`); rerr != nil {
+		return err, fmt.Errorf("sqlite: release a write: %w", rerr)
+	}
+	return err, nil
 }

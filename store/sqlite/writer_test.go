@@ -224,6 +224,57 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	}
 }
 
+// A write of several statements takes effect whole or not at all, even in
+// a batch with other writes: its first statement is undone when a later one
+// fails, and its batch-mates commit.
+func TestAtomicWriteUndoesItsStatements(t *testing.T) {
+	db := openTestDB(t)
+	const n = 6
+	release := holdWriter(t, db, n)
+	var b batches
+	var answered atomic.Int64
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			defer answered.Add(1)
+			errs[i] = db.wr.doAtomic(context.Background(), func(tx *sql.Tx) error {
+				b.ran(tx)
+				if _, err := tx.Exec(`INSERT INTO t VALUES (?)`, fmt.Sprint("first-", i)); err != nil {
+					return err
+				}
+				second := fmt.Sprint("second-", i)
+				if i == 2 {
+					second = "held" // violates the primary key
+				}
+				_, err := tx.Exec(`INSERT INTO t VALUES (?)`, second)
+				return err
+			})
+		})
+	}
+	waitQueued(t, db, &answered, n)
+	release()
+	wg.Wait()
+	for i, err := range errs {
+		if (err != nil) != (i == 2) {
+			t.Errorf("write %d: %v", i, err)
+		}
+	}
+	if got, want := b.sizes(), []int{n}; !slices.Equal(got, want) {
+		t.Errorf("batch sizes %v, want %v: the writes must share a transaction for this test to mean anything", got, want)
+	}
+	var firstOfFailed int
+	if err := db.r.QueryRow(`SELECT count(*) FROM t WHERE k = 'first-2'`).Scan(&firstOfFailed); err != nil {
+		t.Fatal(err)
+	}
+	if firstOfFailed != 0 {
+		t.Error("the failed write's first statement was committed")
+	}
+	if got, want := countRows(t, db), 1+2*(n-1); got != want {
+		t.Errorf("%d rows committed, want %d", got, want)
+	}
+}
+
 func TestWriteAfterCloseFails(t *testing.T) {
 	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "w.db"), nil)
 	if err != nil {
