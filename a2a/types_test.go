@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -428,12 +429,17 @@ func TestStreamResponseAccessors(t *testing.T) {
 }
 
 func TestNewID(t *testing.T) {
-	uuid4 := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	uuid7 := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 	seen := map[string]bool{}
+	before := time.Now().UnixMilli()
 	for range 100 {
 		id := NewID()
-		if !uuid4.MatchString(id) {
-			t.Fatalf("NewID() = %q, not a v4 UUID", id)
+		if !uuid7.MatchString(id) {
+			t.Fatalf("NewID() = %q, not a v7 UUID", id)
+		}
+		ms, err := strconv.ParseInt(strings.ReplaceAll(id[:13], "-", ""), 16, 64)
+		if err != nil || ms < before || ms > time.Now().UnixMilli() {
+			t.Fatalf("NewID() = %q: timestamp %d (%v) not the time it was made", id, ms, err)
 		}
 		if seen[id] {
 			t.Fatalf("NewID() repeated %q", id)

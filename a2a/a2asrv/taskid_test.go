@@ -13,7 +13,7 @@ import (
 	"novaos.dev/novaos/a2a/a2asrv"
 )
 
-var uuidShape = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+var uuidShape = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 
 // runIDOptions proposes the request metadata's "run" as the task id and
 // scopes callers by X-User.

@@ -154,7 +154,7 @@ func (r recoverer) Settle(ctx context.Context, scope a2asrv.Scope, t *a2a.Task, 
 		case live:
 			return fmt.Errorf("its writer is alive: %w", a2asrv.ErrConcurrentModification)
 		}
-		return rewrite(tx, scope, t, body, prev, next, r.db.instance)
+		return rewrite(r.db.wr, tx, scope, t, body, prev, next, r.db.instance)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: settle task %s: %w", t.ID, err)

@@ -116,7 +116,11 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	db.r = r
-	db.wr = startWriter(w)
+	if db.wr, err = startWriter(ctx, w, preparedWrites); err != nil {
+		w.Close()
+		r.Close()
+		return nil, err
+	}
 	if err := db.startLease(ctx, lo); err != nil {
 		db.Close()
 		return nil, err

@@ -12,6 +12,23 @@ import (
 	"novaos.dev/novaos/store/keyset"
 )
 
+// The task writes every SendMessage or stream makes, prepared once on the
+// write connection (writer.exec) instead of compiled again per write.
+const (
+	insertTaskSQL = `INSERT INTO a2a_tasks (id, tenant, owner, context_id, state, status_ts_ms, version, body, instance_id)
+		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?) ON CONFLICT (id) DO NOTHING`
+	rewriteTaskSQL = `UPDATE a2a_tasks SET context_id = ?, state = ?, status_ts_ms = ?, version = ?, body = ?, events = 0,
+		instance_id = ? WHERE id = ? AND tenant = ? AND owner = ? AND version = ?`
+	appendStatusSQL = `UPDATE a2a_tasks SET state = ?, status_ts_ms = ?, version = ?, events = events + ?, instance_id = ?
+		WHERE id = ? AND tenant = ? AND owner = ? AND version = ?`
+	appendSQL = `UPDATE a2a_tasks SET version = ?, events = events + ?, instance_id = ?
+		WHERE id = ? AND tenant = ? AND owner = ? AND version = ?`
+	insertEventSQL  = `INSERT INTO a2a_task_events (task_id, version, body) VALUES (?, ?, ?)`
+	deleteEventsSQL = `DELETE FROM a2a_task_events WHERE task_id = ?`
+)
+
+var preparedWrites = []string{insertTaskSQL, rewriteTaskSQL, appendStatusSQL, appendSQL, insertEventSQL, deleteEventsSQL}
+
 // TaskStore returns the database's task store.
 func (db *DB) TaskStore() a2asrv.TaskStore { return &taskStore{db} }
 
@@ -25,10 +42,7 @@ func (s *taskStore) Create(ctx context.Context, scope a2asrv.Scope, t *a2a.Task)
 		return 0, fmt.Errorf("sqlite: create task: %w", err)
 	}
 	err = s.db.wr.do(ctx, func(tx *sql.Tx) error {
-		res, err := tx.Exec(`
-			INSERT INTO a2a_tasks (id, tenant, owner, context_id, state, status_ts_ms, version, body, instance_id)
-			VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)
-			ON CONFLICT (id) DO NOTHING`,
+		res, err := s.db.wr.exec(tx, insertTaskSQL,
 			t.ID, scope.Tenant, scope.Owner, t.ContextID, t.Status.State.String(), t.Status.Timestamp.UnixMilli(), body,
 			s.db.instance)
 		if err != nil {
@@ -132,7 +146,7 @@ func (s *taskStore) Update(ctx context.Context, scope a2asrv.Scope, t *a2a.Task,
 		return 0, fmt.Errorf("sqlite: update task: %w", err)
 	}
 	err = s.db.wr.doAtomic(ctx, func(tx *sql.Tx) error {
-		return rewrite(tx, scope, t, body, prev, prev+1, s.db.instance)
+		return rewrite(s.db.wr, tx, scope, t, body, prev, prev+1, s.db.instance)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: update task %s: %w", t.ID, err)
@@ -142,11 +156,8 @@ func (s *taskStore) Update(ctx context.Context, scope a2asrv.Scope, t *a2a.Task,
 
 // rewrite stores t whole at version next, dropping its events, if its
 // version is prev; instance is the writer (leases.go).
-func rewrite(tx *sql.Tx, scope a2asrv.Scope, t *a2a.Task, body []byte, prev, next a2asrv.Version, instance string) error {
-	res, err := tx.Exec(`
-		UPDATE a2a_tasks SET context_id = ?, state = ?, status_ts_ms = ?, version = ?, body = ?, events = 0,
-			instance_id = ?
-		WHERE id = ? AND tenant = ? AND owner = ? AND version = ?`,
+func rewrite(w *writer, tx *sql.Tx, scope a2asrv.Scope, t *a2a.Task, body []byte, prev, next a2asrv.Version, instance string) error {
+	res, err := w.exec(tx, rewriteTaskSQL,
 		t.ContextID, t.Status.State.String(), t.Status.Timestamp.UnixMilli(), next, body, instance,
 		t.ID, scope.Tenant, scope.Owner, prev)
 	if err != nil {
@@ -156,7 +167,7 @@ func rewrite(tx *sql.Tx, scope a2asrv.Scope, t *a2a.Task, body []byte, prev, nex
 		return orSentinel(err, notUpdated(tx, scope, t.ID, prev))
 	}
 	// A lookup in the events' primary key: nearly free when there are none.
-	_, err = tx.Exec(`DELETE FROM a2a_task_events WHERE task_id = ?`, t.ID)
+	_, err = w.exec(tx, deleteEventsSQL, t.ID)
 	return err
 }
 
@@ -184,19 +195,15 @@ func (s *taskStore) Append(ctx context.Context, scope a2asrv.Scope, id string, p
 	}
 	err = s.db.wr.doAtomic(ctx, func(tx *sql.Tx) error {
 		if compact != nil {
-			return rewrite(tx, scope, compact, body, prev, next, s.db.instance)
+			return rewrite(s.db.wr, tx, scope, compact, body, prev, next, s.db.instance)
 		}
 		var res sql.Result
 		var err error
 		if st, ok := a2asrv.LastStatus(events); ok {
-			res, err = tx.Exec(`
-				UPDATE a2a_tasks SET state = ?, status_ts_ms = ?, version = ?, events = events + ?, instance_id = ?
-				WHERE id = ? AND tenant = ? AND owner = ? AND version = ?`,
+			res, err = s.db.wr.exec(tx, appendStatusSQL,
 				st.State.String(), st.Timestamp.UnixMilli(), next, len(events), s.db.instance, id, scope.Tenant, scope.Owner, prev)
 		} else {
-			res, err = tx.Exec(`
-				UPDATE a2a_tasks SET version = ?, events = events + ?, instance_id = ?
-				WHERE id = ? AND tenant = ? AND owner = ? AND version = ?`,
+			res, err = s.db.wr.exec(tx, appendSQL,
 				next, len(events), s.db.instance, id, scope.Tenant, scope.Owner, prev)
 		}
 		if err != nil {
@@ -206,7 +213,7 @@ func (s *taskStore) Append(ctx context.Context, scope a2asrv.Scope, id string, p
 			return orSentinel(err, notUpdated(tx, scope, id, prev))
 		}
 		for i, b := range bodies {
-			if _, err := tx.Exec(`INSERT INTO a2a_task_events (task_id, version, body) VALUES (?, ?, ?)`,
+			if _, err := s.db.wr.exec(tx, insertEventSQL,
 				id, prev+a2asrv.Version(i+1), b); err != nil {
 				return err
 			}

@@ -18,10 +18,14 @@ import (
 // lone caller waits no longer than before.
 type writer struct {
 	conn *sql.DB // the single write connection
-	ops  chan *writeOp
-	quit chan struct{}
-	done chan struct{}
-	stop sync.Once
+	// prepared are statements compiled once on conn; a transaction on conn
+	// runs them without compiling them again. Filled before the writer
+	// starts, read-only after.
+	prepared map[string]*sql.Stmt
+	ops      chan *writeOp
+	quit     chan struct{}
+	done     chan struct{}
+	stop     sync.Once
 }
 
 // A writeOp is one store write. fn runs inside the batch's transaction.
@@ -42,7 +46,34 @@ const maxBatch = 256
 
 var errClosed = errors.New("sqlite: database is closed")
 
-func startWriter(conn *sql.DB) *writer { return newWriter(conn, 0) }
+// startWriter starts the writer of conn with the statements in prepare
+// compiled once (see exec).
+func startWriter(ctx context.Context, conn *sql.DB, prepare []string) (*writer, error) {
+	prepared := make(map[string]*sql.Stmt, len(prepare))
+	for _, q := range prepare {
+		st, err := conn.PrepareContext(ctx, q)
+		if err != nil {
+			for _, st := range prepared {
+				st.Close()
+			}
+			return nil, fmt.Errorf("sqlite: prepare: %w", err)
+		}
+		prepared[q] = st
+	}
+	w := newWriter(conn, 0)
+	w.prepared = prepared
+	return w, nil
+}
+
+// exec runs query in tx, through its prepared statement when it has one.
+// Statements are prepared on the one write connection, which every batch
+// transaction runs on, so database/sql reuses them as they are.
+func (w *writer) exec(tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	if st := w.prepared[query]; st != nil {
+		return tx.Stmt(st).Exec(args...)
+	}
+	return tx.Exec(query, args...)
+}
 
 // newWriter starts a writer whose queue holds up to queued writes not yet
 // taken. The store's is unbuffered (a write is handed over only when the
@@ -84,6 +115,9 @@ func (w *writer) submit(op *writeOp) error {
 func (w *writer) close() {
 	w.stop.Do(func() { close(w.quit) })
 	<-w.done
+	for _, st := range w.prepared {
+		st.Close()
+	}
 }
 
 func (w *writer) run() {
