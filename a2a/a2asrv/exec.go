@@ -166,6 +166,13 @@ func (u *updater) writeLocked(ctx context.Context, ev *a2a.StreamResponse) error
 		}
 		if err := hb.createLocked(sctx, t); err != nil {
 			u.created = false
+			if errors.Is(err, ErrExists) {
+				// Another scope's task has the id proposed for this run
+				// (Options.NewTaskID). Nothing was written: the caller is
+				// answered with this error, not a task.
+				u.wrote = !first
+				return taskIDTaken()
+			}
 			return fmt.Errorf("a2asrv: create task: %w", err)
 		}
 		u.savePushConfig(sctx)

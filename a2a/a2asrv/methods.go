@@ -43,6 +43,8 @@ func (h *Handler) storeError(c *call, op string, err error) *a2a.Error {
 		return a2a.NewError(a2a.CodeTaskNotFound, "task not found")
 	case errors.Is(err, ErrBadPageToken):
 		return a2a.NewError(a2a.CodeInvalidParams, "invalid pageToken")
+	case errors.Is(err, ErrExists):
+		return taskIDTaken()
 	}
 	h.log.ErrorContext(c.r.Context(), "a2asrv: store", "op", op, "err", err)
 	return a2a.NewError(a2a.CodeInternalError, "internal error")
@@ -79,6 +81,9 @@ type prepared struct {
 	msg  *a2a.Message
 	task *a2a.Task // existing task, nil for a new one
 	rc   *RequestContext
+	// proposed says the new task's id came from Options.NewTaskID, so
+	// another scope may hold it: only the store's create can tell.
+	proposed bool
 }
 
 func (h *Handler) prepareSend(c *call, params json.RawMessage, streaming bool) (*prepared, *a2a.Error) {
@@ -130,7 +135,7 @@ func (h *Handler) prepareSend(c *call, params json.RawMessage, streaming bool) (
 		}
 		p.task = t
 	} else {
-		msg.TaskID = h.newTaskID(ctx, c.scope, &p.req)
+		msg.TaskID, p.proposed = h.newTaskID(ctx, c.scope, &p.req)
 		if msg.ContextID == "" {
 			msg.ContextID = h.newID()
 		}
@@ -184,8 +189,10 @@ func (h *Handler) start(c *call, p *prepared, sub *subscriber, eager bool) (*exe
 	}
 	u := &updater{h: h, hub: hb, taskID: p.msg.TaskID, contextID: p.msg.ContextID, userMsg: p.msg, created: p.task != nil}
 	// A blocking SendMessage's new task is named to nobody before the
-	// answer, so it may stay out of the store until it is final.
-	u.deferCreate = !eager && p.task == nil && sub != nil && !p.rc.Streaming
+	// answer, so it may stay out of the store until it is final, unless
+	// its id was proposed: then the create at the executor's first write
+	// is what finds the id taken, before the executor goes on to act.
+	u.deferCreate = !eager && p.task == nil && sub != nil && !p.rc.Streaming && !p.proposed
 	if cfg := p.req.Configuration; cfg != nil && cfg.TaskPushNotificationConfig != nil {
 		u.pushCfg = cfg.TaskPushNotificationConfig
 	}

@@ -13,31 +13,31 @@ import (
 const maxProposedTaskID = 128
 
 // newTaskID is the id of a task req creates: Options.NewTaskID's proposal
-// when it is usable and free, a fresh id otherwise. A proposed id comes
+// when it is usable and free (proposed is then true), a fresh id otherwise. A proposed id comes
 // from the caller's metadata, so it must never let one caller reach
 // another's task: a free id is reserved (its hub held) until ctx, the
 // request's context, ends, by which time the execution holds the hub or
 // the task is stored.
-func (h *Handler) newTaskID(ctx context.Context, scope Scope, req *a2a.SendMessageRequest) string {
+func (h *Handler) newTaskID(ctx context.Context, scope Scope, req *a2a.SendMessageRequest) (id string, proposed bool) {
 	if h.opts.NewTaskID == nil {
-		return h.newID()
+		return h.newID(), false
 	}
-	id := h.opts.NewTaskID(req)
+	id = h.opts.NewTaskID(req)
 	if !proposableTaskID(id) {
-		return h.newID()
+		return h.newID(), false
 	}
 	hb, ok := h.hubs.reserve(id)
 	if !ok {
-		return h.newID()
+		return h.newID(), false
 	}
 	if _, _, err := h.store.Get(ctx, scope, id); !errors.Is(err, ErrNotFound) {
 		// The caller's own task (a platform retry of the same run gets a
 		// new task), or a store that could not say: not this id.
 		h.hubs.release(hb)
-		return h.newID()
+		return h.newID(), false
 	}
 	context.AfterFunc(ctx, func() { h.hubs.release(hb) })
-	return id
+	return id, true
 }
 
 func proposableTaskID(id string) bool {
@@ -67,4 +67,11 @@ func (hs *hubs) reserve(id string) (*hub, bool) {
 	h := &hub{id: id, hs: hs, refs: 1}
 	hs.m[id] = h
 	return h, true
+}
+
+// taskIDTaken answers a create that found its id in use: only an id
+// proposed for a run (Options.NewTaskID) can be, by a task of another
+// scope, which the proposer must not learn more of.
+func taskIDTaken() *a2a.Error {
+	return a2a.NewError(a2a.CodeInvalidParams, "the task id proposed for this run is taken")
 }

@@ -130,13 +130,32 @@ func TestNewTaskIDCollisions(t *testing.T) {
 	<-exec.started
 	exec.ch(again.ID) <- "again"
 	var resp a2a.SendMessageResponse
+	// The id is only found taken when the store creates the task, at the
+	// executor's first write (never deferred for a proposed id), so the
+	// executor stops there and mallory is answered with an error.
 	e := c.call(a2a.MethodSendMessage, withRun(userMessage("work"), "run-1", true), &resp, "X-User", "mallory")
-	if e == nil && resp.Task != nil && resp.Task.ID == "run-1" {
-		t.Fatalf("mallory got alice's task id: %+v", resp.Task)
+	if e == nil || e.Code != a2a.CodeInvalidParams || resp.Task != nil {
+		t.Fatalf("mallory proposing a taken run id: %v, task %+v; want InvalidParams and no task", e, resp.Task)
 	}
-	if resp.Task != nil && resp.Task.ID != "run-1" {
-		<-exec.started
-		exec.ch(resp.Task.ID) <- "mallory's"
+	// A blocking call would defer its create to the end; with a proposed
+	// id it does not, and the executor never gets past its first write.
+	answered := make(chan *a2a.Error, 1)
+	go func() {
+		var resp a2a.SendMessageResponse
+		e := c.call(a2a.MethodSendMessage, withRun(userMessage("work"), "run-1", false), &resp, "X-User", "mallory")
+		if e == nil && resp.Task != nil {
+			e = a2a.NewError(0, "answered with task %s", resp.Task.ID)
+		}
+		answered <- e
+	}()
+	select {
+	case id := <-exec.started:
+		exec.ch(id) <- "mallory's"
+		t.Fatalf("an execution got past its first write with a taken id (%s)", id)
+	case e := <-answered:
+		if e == nil || e.Code != a2a.CodeInvalidParams {
+			t.Fatalf("mallory's blocking call with a taken run id: %v; want InvalidParams and no task", e)
+		}
 	}
 	var task a2a.Task
 	if err := c.call(a2a.MethodGetTask, map[string]any{"id": "run-1"}, &task, "X-User", "alice"); err != nil {
