@@ -49,9 +49,11 @@ func unmarshalGeneral(data []byte, v any) error {
 		if errors.As(err, &dup) {
 			return err
 		}
-		// Let the decoder report the syntax error; should it accept what
-		// the key walk did not, the document is still refused.
-		if jerr := json.Unmarshal(data, v); jerr != nil {
+		// Let the decoder report the syntax error, decoding into a scratch
+		// value so v is left as it was; should it accept what the key walk
+		// did not, the document is still refused.
+		var scratch any
+		if jerr := json.Unmarshal(data, &scratch); jerr != nil {
 			return jerr
 		}
 		return err
