@@ -90,14 +90,19 @@ type idField struct {
 // and that the method read the tenant the scope was built from.
 func checkParams(c *call, params any) *a2a.Error {
 	var tenant string
-	var ids []idField
+	// Every request passes here: the fields go on the stack, and a
+	// reference's name is spelled out only when it is refused.
+	var fields [7]idField
+	ids := fields[:0]
 	switch p := params.(type) {
 	case *a2a.SendMessageRequest:
 		tenant = p.Tenant
 		if m := p.Message; m != nil {
 			ids = append(ids, idField{"message.messageId", m.MessageID}, idField{"message.taskId", m.TaskID}, idField{"message.contextId", m.ContextID})
 			for i, ref := range m.ReferenceTaskIDs {
-				ids = append(ids, idField{"message.referenceTaskIds[" + strconv.Itoa(i) + "]", ref})
+				if checkID("reference", ref, c.maxID) != nil {
+					return checkID("message.referenceTaskIds["+strconv.Itoa(i)+"]", ref, c.maxID)
+				}
 			}
 		}
 		if cfg := p.Configuration; cfg != nil && cfg.TaskPushNotificationConfig != nil {
@@ -107,19 +112,19 @@ func checkParams(c *call, params any) *a2a.Error {
 				idField{"configuration.taskPushNotificationConfig.tenant", pc.Tenant})
 		}
 	case *a2a.GetTaskRequest:
-		tenant, ids = p.Tenant, []idField{{"id", p.ID}}
+		tenant, ids = p.Tenant, append(ids, idField{"id", p.ID})
 	case *a2a.ListTasksRequest:
-		tenant, ids = p.Tenant, []idField{{"contextId", p.ContextID}}
+		tenant, ids = p.Tenant, append(ids, idField{"contextId", p.ContextID})
 	case *a2a.CancelTaskRequest:
-		tenant, ids = p.Tenant, []idField{{"id", p.ID}}
+		tenant, ids = p.Tenant, append(ids, idField{"id", p.ID})
 	case *a2a.SubscribeToTaskRequest:
-		tenant, ids = p.Tenant, []idField{{"id", p.ID}}
+		tenant, ids = p.Tenant, append(ids, idField{"id", p.ID})
 	case *a2a.TaskPushNotificationConfig:
-		tenant, ids = p.Tenant, []idField{{"id", p.ID}, {"taskId", p.TaskID}}
+		tenant, ids = p.Tenant, append(ids, idField{"id", p.ID}, idField{"taskId", p.TaskID})
 	case *a2a.GetTaskPushNotificationConfigRequest:
-		tenant, ids = p.Tenant, []idField{{"id", p.ID}, {"taskId", p.TaskID}}
+		tenant, ids = p.Tenant, append(ids, idField{"id", p.ID}, idField{"taskId", p.TaskID})
 	case *a2a.ListTaskPushNotificationConfigsRequest:
-		tenant, ids = p.Tenant, []idField{{"taskId", p.TaskID}}
+		tenant, ids = p.Tenant, append(ids, idField{"taskId", p.TaskID})
 	case *a2a.GetExtendedAgentCardRequest:
 		tenant = p.Tenant
 	}
