@@ -33,13 +33,16 @@ var chunks = a2asrv.ExecutorFunc(func(ctx context.Context, req *a2asrv.RequestCo
 	return u.UpdateStatus(ctx, a2a.TaskStateCompleted, nil, nil)
 })
 
+// benchClient keeps a connection per concurrent caller.
+var benchClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+
 func call(tb testing.TB, url, method, text string) *http.Response {
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":%q,"params":{"message":{"messageId":%q,"role":"ROLE_USER","parts":[{"text":%q}]}}}`,
 		method, a2a.NewID(), text)
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(a2a.HeaderVersion, "1.0")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := benchClient.Do(req)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -56,7 +59,6 @@ func BenchmarkStreamVsSend(b *testing.B) {
 	h := a2asrv.NewHandler(card, chunks, &a2asrv.Options{TaskStore: db.TaskStore()})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	http.DefaultTransport.(*http.Transport).MaxIdleConnsPerHost = 64
 	for range b.N {
 		const n = 100_000
 		start := time.Now()
