@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,13 +20,7 @@ import (
 
 // orphanStates is the SQL list of a2asrv.OrphanStates; the partial index of
 // migration 0005 names the same states.
-var orphanStates = func() string {
-	var names []string
-	for _, s := range a2asrv.OrphanStates() {
-		names = append(names, "'"+s.String()+"'")
-	}
-	return "(" + strings.Join(names, ", ") + ")"
-}()
+var orphanStates = keyset.StateList(a2asrv.OrphanStates())
 
 // leaseLive is the condition "the instance that wrote task row t holds a
 // live lease".

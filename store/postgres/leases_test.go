@@ -2,10 +2,14 @@ package postgres_test
 
 import (
 	"context"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 
+	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/internal/pgtest"
+	"novaos.dev/novaos/store/keyset"
 	"novaos.dev/novaos/store/postgres"
 	"novaos.dev/novaos/store/storetest"
 )
@@ -30,4 +34,16 @@ func TestRecovererContract(t *testing.T) {
 			}
 		}
 	})
+}
+
+// The partial index that finds unsettled tasks must name the states the
+// orphan query asks for, or the query cannot use it.
+func TestUnsettledIndexNamesTheOrphanStates(t *testing.T) {
+	b, err := os.ReadFile("migrations/0005_task_leases.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "WHERE state IN " + keyset.StateList(a2asrv.OrphanStates()); !strings.Contains(string(b), want) {
+		t.Errorf("migration 0005 does not contain %q", want)
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"novaos.dev/novaos/a2a"
@@ -21,13 +20,7 @@ import (
 
 // orphanStates is the SQL list of a2asrv.OrphanStates; the partial index of
 // migration 0005 names the same states.
-var orphanStates = func() string {
-	var names []string
-	for _, s := range a2asrv.OrphanStates() {
-		names = append(names, "'"+s.String()+"'")
-	}
-	return "(" + strings.Join(names, ", ") + ")"
-}()
+var orphanStates = keyset.StateList(a2asrv.OrphanStates())
 
 func nowMs() int64 { return time.Now().UnixMilli() }
 

@@ -2,10 +2,14 @@ package sqlite_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
+	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/store/keyset"
 	"novaos.dev/novaos/store/sqlite"
 	"novaos.dev/novaos/store/storetest"
 )
@@ -39,5 +43,17 @@ func TestOpenRefusesAShortLease(t *testing.T) {
 	if db, err := sqlite.Open(context.Background(), path, &sqlite.Options{Lease: &o}); err == nil {
 		db.Close()
 		t.Fatal("Open accepted a lease expiry no longer than its heartbeat")
+	}
+}
+
+// The partial index that finds unsettled tasks must name the states the
+// orphan query asks for, or the query cannot use it.
+func TestUnsettledIndexNamesTheOrphanStates(t *testing.T) {
+	b, err := os.ReadFile("migrations/0005_task_leases.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "WHERE state IN " + keyset.StateList(a2asrv.OrphanStates()); !strings.Contains(string(b), want) {
+		t.Errorf("migration 0005 does not contain %q", want)
 	}
 }
