@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/store/keyset"
@@ -72,40 +70,65 @@ func (db *DB) stopLease() {
 
 // Recoverer returns the database's side of crash recovery: the tasks other
 // replicas left SUBMITTED or WORKING when they died, for a2asrv.Recover.
-func (db *DB) Recoverer() a2asrv.Recoverer { return recoverer{db} }
+// A row it cannot read is logged once per Recoverer, at its first sweep.
+func (db *DB) Recoverer() a2asrv.Recoverer { return recoverer{db, new(lease.Noted)} }
 
-type recoverer struct{ db *DB }
+type recoverer struct {
+	db         *DB
+	unreadable *lease.Noted
+}
 
 var _ a2asrv.Recoverer = recoverer{}
 
-func (r recoverer) Orphans(ctx context.Context, limit int) ([]a2asrv.Orphan, error) {
+func (r recoverer) Orphans(ctx context.Context, after string, limit int) ([]a2asrv.Orphan, string, error) {
 	// A replica never settles its own tasks: while it runs, their
 	// executions are alive, even if its lease lapsed. Reading takes no
 	// lock: Settle's version check is what claims an orphan.
 	rows, err := r.db.pool.Query(ctx, `
-		SELECT t.tenant, t.owner, t.version, t.body, `+eventsColumn+` FROM a2a_tasks t
-		WHERE t.state IN `+orphanStates+` AND t.instance_id <> $1 AND NOT `+leaseLive+`
-		LIMIT $2`, r.db.instance, limit)
+		SELECT t.id, t.tenant, t.owner, t.version, t.body, `+eventsColumn+` FROM a2a_tasks t
+		WHERE t.state IN `+orphanStates+` AND t.instance_id <> $1 AND t.id > $2 AND NOT `+leaseLive+`
+		ORDER BY t.id LIMIT $3`, r.db.instance, after, limit)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: find orphans: %w", err)
+		return nil, "", fmt.Errorf("postgres: find orphans: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (a2asrv.Orphan, error) {
+	defer rows.Close()
+	var (
+		out  []a2asrv.Orphan
+		seen int
+		id   string
+	)
+	for rows.Next() {
 		var (
 			o      a2asrv.Orphan
 			body   []byte
 			events [][]byte
 		)
-		if err := row.Scan(&o.Scope.Tenant, &o.Scope.Owner, &o.Version, &body, &events); err != nil {
-			return o, err
+		if err := rows.Scan(&id, &o.Scope.Tenant, &o.Scope.Owner, &o.Version, &body, &events); err != nil {
+			return nil, "", fmt.Errorf("postgres: find orphans: %w", err)
 		}
+		seen++
 		t, err := decodeTask(body, events)
+		if err == nil && t.ID != id {
+			err = fmt.Errorf("its body names task %q", t.ID)
+		}
+		if err != nil {
+			// Passed over, not fatal: one bad row must not keep every
+			// other orphan from being settled.
+			if r.unreadable.First(id) {
+				r.db.log.Warn("postgres: an orphaned task cannot be read; it is left as it is", "task_id", id, "err", err)
+			}
+			continue
+		}
 		o.Task = t
-		return o, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("postgres: find orphans: %w", err)
+		out = append(out, o)
 	}
-	return out, nil
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("postgres: find orphans: %w", err)
+	}
+	if seen < limit {
+		id = ""
+	}
+	return out, id, nil
 }
 
 func (r recoverer) Settle(ctx context.Context, scope a2asrv.Scope, t *a2a.Task, prev a2asrv.Version) (a2asrv.Version, error) {

@@ -7,6 +7,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
+	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/internal/pgtest"
 	"novaos.dev/novaos/store/keyset"
@@ -31,6 +34,9 @@ func TestRecovererContract(t *testing.T) {
 				Tasks: db.TaskStore(), Recoverer: db.Recoverer(),
 				Crash: end(func() { postgres.Crash(db) }),
 				Close: end(func() { db.Close() }),
+				WriteRaw: func(t *testing.T, scope a2asrv.Scope, id string, state a2a.TaskState, body []byte) {
+					writeRaw(t, url, scope, id, state, body)
+				},
 			}
 		}
 	})
@@ -45,5 +51,21 @@ func TestUnsettledIndexNamesTheOrphanStates(t *testing.T) {
 	}
 	if want := "WHERE state IN " + keyset.StateList(a2asrv.OrphanStates()); !strings.Contains(string(b), want) {
 		t.Errorf("migration 0005 does not contain %q", want)
+	}
+}
+
+// writeRaw inserts a task row with a connection of its own, past the
+// store's encoding.
+func writeRaw(t *testing.T, url string, scope a2asrv.Scope, id string, state a2a.TaskState, body []byte) {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(t.Context(), `INSERT INTO a2a_tasks (id, tenant, owner, context_id, state, status_ts_ms, version, body)
+		VALUES ($1, $2, $3, 'c', $4, 0, 1, $5)`, id, scope.Tenant, scope.Owner, state.String(), body)
+	if err != nil {
+		t.Fatalf("write raw row %s: %v", id, err)
 	}
 }

@@ -2,12 +2,14 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
+	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/store/keyset"
 	"novaos.dev/novaos/store/sqlite"
@@ -31,6 +33,9 @@ func TestRecovererContract(t *testing.T) {
 				Tasks: db.TaskStore(), Recoverer: db.Recoverer(),
 				Crash: end(func() { sqlite.Crash(db) }),
 				Close: end(func() { db.Close() }),
+				WriteRaw: func(t *testing.T, scope a2asrv.Scope, id string, state a2a.TaskState, body []byte) {
+					writeRaw(t, path, scope, id, state, body)
+				},
 			}
 		}
 	})
@@ -55,5 +60,21 @@ func TestUnsettledIndexNamesTheOrphanStates(t *testing.T) {
 	}
 	if want := "WHERE state IN " + keyset.StateList(a2asrv.OrphanStates()); !strings.Contains(string(b), want) {
 		t.Errorf("migration 0005 does not contain %q", want)
+	}
+}
+
+// writeRaw inserts a task row with a connection of its own, past the
+// store's encoding.
+func writeRaw(t *testing.T, path string, scope a2asrv.Scope, id string, state a2a.TaskState, body []byte) {
+	t.Helper()
+	raw, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	_, err = raw.ExecContext(t.Context(), `INSERT INTO a2a_tasks (id, tenant, owner, context_id, state, status_ts_ms, version, body)
+		VALUES (?, ?, ?, 'c', ?, 0, 1, ?)`, id, scope.Tenant, scope.Owner, state.String(), body)
+	if err != nil {
+		t.Fatalf("write raw row %s: %v", id, err)
 	}
 }
