@@ -13,10 +13,13 @@ import (
 // Crash recovery. A task whose process died while it ran stays SUBMITTED or
 // WORKING in the database, and nothing would ever move it on. The server
 // therefore sweeps: once at Start, before it serves, and then every lease
-// heartbeat for as long as it runs (with several replicas on one
-// PostgreSQL, another one may die at any time; a SQLite file shared by two
-// processes is treated the same way). Each sweep settles the tasks whose
-// writer's lease has lapsed FAILED, through a2asrv.Recover.
+// Expiry for as long as it runs (with several replicas on one PostgreSQL,
+// another one may die at any time; a SQLite file shared by two processes is
+// treated the same way). Each sweep settles the tasks whose writer's lease
+// has lapsed FAILED, through a2asrv.Recover. Sweeping more often would buy
+// nothing: a process that dies leaves orphans only once its lease lapses,
+// Expiry after its last renewal, so a sweep every Expiry settles them at
+// most one Expiry later, while each sweep reads every unsettled row.
 //
 // The sweep works on the database's own store, below the per-agent
 // partition (partition.go): every stored row already carries its agent's
@@ -122,13 +125,13 @@ func (s *Server) firstSweep(ctx context.Context) (func(serving bool), error) {
 	}, nil
 }
 
-// sweepInterval is the lease heartbeat.
+// sweepInterval is the lease Expiry: see the comment at the top.
 func (s *Server) sweepInterval() time.Duration {
 	lo, err := s.leaseOptions().Resolve()
 	if err != nil { // New checked the options
-		return lease.DefaultHeartbeat
+		return lease.DefaultExpiry
 	}
-	return lo.Heartbeat
+	return lo.Expiry
 }
 
 // stopSweeper ends the background sweeps, cutting one in progress short.

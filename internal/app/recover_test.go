@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -313,5 +314,34 @@ func TestFirstSweepHoldsNoLock(t *testing.T) {
 				resp.Body.Close()
 			}
 		})
+	}
+}
+
+// countingStore counts the sweeps that read it.
+type countingStore struct {
+	a2asrv.TaskStore
+	sweeps *atomic.Int32
+}
+
+func (c countingStore) Orphans(context.Context, string, int) ([]a2asrv.Orphan, string, error) {
+	c.sweeps.Add(1)
+	return nil, "", nil
+}
+
+func (c countingStore) Settle(context.Context, a2asrv.Scope, *a2a.Task, a2asrv.Version) (a2asrv.Version, error) {
+	return 0, a2asrv.ErrNotFound
+}
+
+// Orphans appear only as leases lapse, so the server sweeps every lease
+// expiry, not every heartbeat.
+func TestSweepsEveryExpiry(t *testing.T) {
+	store := countingStore{a2asrv.NewMemoryTaskStore(nil), new(atomic.Int32)}
+	const beat, expiry = 20 * time.Millisecond, 400 * time.Millisecond
+	start(t, &app.Options{TaskStore: store, LeaseHeartbeat: beat, LeaseExpiry: expiry})
+	time.Sleep(expiry + expiry/2)
+	// The first sweep at Start, one after an expiry: 2; every heartbeat
+	// would make it about 30.
+	if n := store.sweeps.Load(); n < 2 || n > 3 {
+		t.Errorf("%d sweeps in 1.5 lease expiries, want 2 (one at start, one per expiry)", n)
 	}
 }
