@@ -29,8 +29,13 @@ const leaseLive = `EXISTS (SELECT 1 FROM a2a_instances i WHERE i.id = t.instance
 func (db *DB) startLease(ctx context.Context, o lease.Options) error {
 	db.instance = lease.NewID()
 	expiry := o.Expiry.Milliseconds()
+	// One statement per heartbeat: the renewal, and the purge of lapsed
+	// leases, which decide nothing that a missing one does not and so are
+	// dropped rather than kept forever. The purge spares this instance's
+	// row, which a statement may not change twice.
 	renew := func(ctx context.Context) error {
 		_, err := db.pool.Exec(ctx, `
+			WITH purged AS (DELETE FROM a2a_instances WHERE expires_at < clock_timestamp() AND id <> $1)
 			INSERT INTO a2a_instances (id, heartbeat_at, expires_at)
 			VALUES ($1, clock_timestamp(), clock_timestamp() + $2 * interval '1 millisecond')
 			ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, expires_at = excluded.expires_at`,
@@ -40,15 +45,7 @@ func (db *DB) startLease(ctx context.Context, o lease.Options) error {
 	if err := renew(ctx); err != nil {
 		return fmt.Errorf("postgres: register instance: %w", err)
 	}
-	db.lease = lease.Start(o, func(ctx context.Context) error {
-		if err := renew(ctx); err != nil {
-			return err
-		}
-		// Lapsed leases decide nothing that a missing one does not, so
-		// they are dropped rather than kept forever.
-		_, err := db.pool.Exec(ctx, `DELETE FROM a2a_instances WHERE expires_at < clock_timestamp()`)
-		return err
-	}, func(err error) {
+	db.lease = lease.Start(o, renew, func(err error) {
 		db.log.Warn("postgres: renew instance lease", "instance", db.instance, "err", err)
 	})
 	return nil

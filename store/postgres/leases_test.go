@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -67,5 +68,39 @@ func writeRaw(t *testing.T, url string, scope a2asrv.Scope, id string, state a2a
 		VALUES ($1, $2, $3, 'c', $4, 0, 1, $5)`, id, scope.Tenant, scope.Owner, state.String(), body)
 	if err != nil {
 		t.Fatalf("write raw row %s: %v", id, err)
+	}
+}
+
+// A heartbeat renews the replica's own lease and drops lapsed ones, in one
+// statement.
+func TestHeartbeatPurgesLapsedLeases(t *testing.T) {
+	url := pgtest.URL(t)
+	db, err := postgres.Open(context.Background(), url, &postgres.Options{Lease: &storetest.LeaseOptions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(t.Context(), `INSERT INTO a2a_instances (id, heartbeat_at, expires_at) VALUES ('lapsed', now() - interval '1 hour', now() - interval '1 hour')`); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * storetest.LeaseOptions.Expiry)
+	for {
+		var lapsed, live int
+		err := conn.QueryRow(t.Context(), `SELECT count(*) FILTER (WHERE id = 'lapsed'), count(*) FILTER (WHERE expires_at > clock_timestamp()) FROM a2a_instances`).Scan(&lapsed, &live)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lapsed == 0 && live == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after heartbeats: %d lapsed leases kept, %d live, want 0 and 1", lapsed, live)
+		}
+		time.Sleep(storetest.LeaseOptions.Heartbeat / 2)
 	}
 }

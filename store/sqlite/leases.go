@@ -28,6 +28,9 @@ func nowMs() int64 { return time.Now().UnixMilli() }
 // first renewal happens here, so the lease exists before any task write.
 func (db *DB) startLease(ctx context.Context, o lease.Options) error {
 	db.instance = lease.NewID()
+	// One write per heartbeat: the renewal, and the purge of lapsed leases,
+	// which decide nothing that a missing one does not and so are dropped
+	// rather than kept forever.
 	renew := func(ctx context.Context) error {
 		now := nowMs()
 		return db.wr.do(ctx, func(tx *sql.Tx) error {
@@ -35,23 +38,17 @@ func (db *DB) startLease(ctx context.Context, o lease.Options) error {
 				INSERT INTO a2a_instances (id, heartbeat_ms, expires_ms) VALUES (?, ?, ?)
 				ON CONFLICT (id) DO UPDATE SET heartbeat_ms = excluded.heartbeat_ms, expires_ms = excluded.expires_ms`,
 				db.instance, now, now+o.Expiry.Milliseconds())
+			if err != nil {
+				return err
+			}
+			_, err = tx.Exec(`DELETE FROM a2a_instances WHERE expires_ms < ?`, now)
 			return err
 		})
 	}
 	if err := renew(ctx); err != nil {
 		return fmt.Errorf("sqlite: register instance: %w", err)
 	}
-	db.lease = lease.Start(o, func(ctx context.Context) error {
-		if err := renew(ctx); err != nil {
-			return err
-		}
-		// Lapsed leases decide nothing that a missing one does not, so
-		// they are dropped rather than kept forever.
-		return db.wr.do(ctx, func(tx *sql.Tx) error {
-			_, err := tx.Exec(`DELETE FROM a2a_instances WHERE expires_ms < ?`, nowMs())
-			return err
-		})
-	}, func(err error) {
+	db.lease = lease.Start(o, renew, func(err error) {
 		db.log.Warn("sqlite: renew instance lease", "instance", db.instance, "err", err)
 	})
 	return nil

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
@@ -76,5 +77,40 @@ func writeRaw(t *testing.T, path string, scope a2asrv.Scope, id string, state a2
 		VALUES (?, ?, ?, 'c', ?, 0, 1, ?)`, id, scope.Tenant, scope.Owner, state.String(), body)
 	if err != nil {
 		t.Fatalf("write raw row %s: %v", id, err)
+	}
+}
+
+// A heartbeat renews the instance's own lease and drops lapsed ones, in
+// one write.
+func TestHeartbeatPurgesLapsedLeases(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "novaos.db")
+	db, err := sqlite.Open(context.Background(), path, &sqlite.Options{Lease: &storetest.LeaseOptions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	raw, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Exec(`INSERT INTO a2a_instances (id, heartbeat_ms, expires_ms) VALUES ('lapsed', 0, 1)`); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * storetest.LeaseOptions.Expiry)
+	for {
+		var lapsed, live int
+		err := raw.QueryRow(`SELECT count(*) FILTER (WHERE id = 'lapsed'), count(*) FILTER (WHERE expires_ms > ?) FROM a2a_instances`,
+			time.Now().UnixMilli()).Scan(&lapsed, &live)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lapsed == 0 && live == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after heartbeats: %d lapsed leases kept, %d live, want 0 and 1", lapsed, live)
+		}
+		time.Sleep(storetest.LeaseOptions.Heartbeat / 2)
 	}
 }
