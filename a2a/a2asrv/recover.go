@@ -49,10 +49,15 @@ type Orphan struct {
 // what dead processes left running. Implementations must be safe for
 // concurrent use by several processes on one database.
 type Recoverer interface {
-	// Orphans returns up to limit tasks in one of OrphanStates whose last
-	// writer's lease has expired or who has none (written before leases,
-	// or by a process that shut down).
-	Orphans(ctx context.Context, limit int) ([]Orphan, error)
+	// Orphans returns the tasks in one of OrphanStates whose last writer's
+	// lease has expired or who has none (written before leases, or by a
+	// process that shut down), among the first limit such rows whose ids
+	// sort after after (byte order; "" starts at the beginning), in id
+	// order. A row the store cannot read back is left out, logged by the
+	// store, and still counted, so a page of such rows never hides those
+	// behind it. next is the id to pass as after for the following page,
+	// or "" when no row is left.
+	Orphans(ctx context.Context, after string, limit int) (found []Orphan, next string, err error)
 	// Settle replaces an orphan with t, at version prev+RecoveryVersionGap,
 	// recording the calling process as its writer, if the task is still at
 	// prev and its writer's lease is still expired. Otherwise it changes
@@ -81,7 +86,10 @@ type RecoverOptions struct {
 // RecoveryVersionGap past the stored one. Orphans are not re-run: an
 // executor may have had side effects before the crash, and only the agent
 // could say whether repeating them is safe. An orphan another process settles
-// or writes first is skipped. Recover returns how many tasks it settled.
+// or writes first is skipped. Recover walks every orphan once: one that
+// cannot be settled is logged and passed over (the first such error is
+// returned after the walk), and only a failing Orphans read or the end of
+// ctx stops it early. Recover returns how many tasks it settled.
 func Recover(ctx context.Context, r Recoverer, opts *RecoverOptions) (int, error) {
 	var o RecoverOptions
 	if opts != nil {
@@ -102,26 +110,28 @@ func Recover(ctx context.Context, r Recoverer, opts *RecoverOptions) (int, error
 	if o.NewID == nil {
 		o.NewID = a2a.NewID
 	}
-	total := 0
+	// One walk in id order visits every orphan once: an orphan that
+	// cannot be settled is passed over, not read again, so however many
+	// there are, they never stand between Recover and the ones behind.
+	total, after := 0, ""
+	var firstErr error
 	for {
-		orphans, err := r.Orphans(ctx, o.BatchSize)
+		orphans, next, err := r.Orphans(ctx, after, o.BatchSize)
 		if err != nil {
 			return total, fmt.Errorf("a2asrv: recover: %w", err)
 		}
-		if len(orphans) == 0 {
-			return total, nil
-		}
 		n, err := settleAll(ctx, r, orphans, &o)
 		total += n
-		if err != nil {
-			return total, err
+		if firstErr == nil {
+			firstErr = err
 		}
-		if n == 0 {
-			// Every orphan of the batch went to someone else; whatever
-			// still looks orphaned is left for the next pass rather than
-			// read again at once.
-			return total, nil
+		if ctx.Err() != nil {
+			return total, fmt.Errorf("a2asrv: recover: %w", context.Cause(ctx))
 		}
+		if next == "" {
+			return total, firstErr
+		}
+		after = next
 	}
 }
 
@@ -149,8 +159,16 @@ func settleAll(ctx context.Context, r Recoverer, orphans []Orphan, o *RecoverOpt
 					"task_id", t.ID, "version", orph.Version+RecoveryVersionGap)
 			case errors.Is(err, ErrConcurrentModification) || errors.Is(err, ErrNotFound):
 				// Another process got there first, or the task moved on.
-			case firstErr == nil:
-				firstErr = fmt.Errorf("a2asrv: recover task %s: %w", t.ID, err)
+			case ctx.Err() != nil:
+				// The sweep was cut short; Recover says so once.
+			default:
+				// Passed over until the next sweep; Recover reports the
+				// first such failure once it has walked every orphan.
+				o.Logger.WarnContext(ctx, "a2asrv: could not settle a task left running by a dead process",
+					"task_id", t.ID, "err", err)
+				if firstErr == nil {
+					firstErr = fmt.Errorf("a2asrv: recover task %s: %w", t.ID, err)
+				}
 			}
 		})
 	}

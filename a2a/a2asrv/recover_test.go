@@ -1,43 +1,55 @@
 package a2asrv_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
 )
 
 // fakeRecoverer keeps orphans in memory; conflict makes Settle of the
-// named tasks fail as if another process had settled them first.
+// named tasks fail as if another process had settled them first, and stuck
+// makes it fail with err (ErrNotFound when nil) every time.
 type fakeRecoverer struct {
 	mu       sync.Mutex
 	tasks    map[string]*a2asrv.Orphan
 	conflict map[string]bool
+	stuck    map[string]error
 	settled  map[string]a2asrv.Version
 }
 
-func (f *fakeRecoverer) Orphans(_ context.Context, limit int) ([]a2asrv.Orphan, error) {
+func (f *fakeRecoverer) Orphans(_ context.Context, after string, limit int) ([]a2asrv.Orphan, string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []a2asrv.Orphan
-	for _, o := range f.tasks {
-		if len(out) == limit {
-			break
-		}
-		if !o.Task.Status.State.Final() {
-			out = append(out, a2asrv.Orphan{Scope: o.Scope, Task: o.Task.Clone(), Version: o.Version})
+	var ids []string
+	for id, o := range f.tasks {
+		if id > after && !o.Task.Status.State.Final() {
+			ids = append(ids, id)
 		}
 	}
-	return out, nil
+	slices.Sort(ids)
+	next := ""
+	if len(ids) > limit {
+		ids = ids[:limit]
+		next = ids[limit-1]
+	}
+	var out []a2asrv.Orphan
+	for _, id := range ids {
+		o := f.tasks[id]
+		out = append(out, a2asrv.Orphan{Scope: o.Scope, Task: o.Task.Clone(), Version: o.Version})
+	}
+	return out, next, nil
 }
 
 func (f *fakeRecoverer) Settle(_ context.Context, scope a2asrv.Scope, t *a2a.Task, prev a2asrv.Version) (a2asrv.Version, error) {
@@ -49,6 +61,9 @@ func (f *fakeRecoverer) Settle(_ context.Context, scope a2asrv.Scope, t *a2a.Tas
 		return 0, a2asrv.ErrNotFound
 	case f.conflict[t.ID] || o.Version != prev:
 		return 0, a2asrv.ErrConcurrentModification
+	}
+	if err, ok := f.stuck[t.ID]; ok {
+		return 0, cmp.Or(err, a2asrv.ErrNotFound)
 	}
 	o.Task, o.Version = t.Clone(), prev+a2asrv.RecoveryVersionGap
 	f.settled[t.ID] = o.Version
@@ -82,11 +97,53 @@ func TestRecoverSettlesOrphans(t *testing.T) {
 		Status:  a2a.TaskStatus{State: a2a.TaskStateFailed, Message: &msg, Timestamp: now},
 		History: []a2a.Message{user, msg},
 	}
-	if diff := cmp.Diff(want, f.tasks["t042"].Task); diff != "" {
+	if diff := gocmp.Diff(want, f.tasks["t042"].Task); diff != "" {
 		t.Errorf("settled task (-want +got):\n%s", diff)
 	}
 	if got, want := f.settled["t042"], a2asrv.Version(42%7+1)+a2asrv.RecoveryVersionGap; got != want {
 		t.Errorf("settled at version %d, want %d (stored + gap)", got, want)
+	}
+}
+
+// Orphans that can never be settled, filling whole batches at the head of
+// the id order, are passed over: the orphans behind them are settled in
+// the same Recover, and a failure other than a lost race is reported once
+// the walk is done.
+func TestRecoverPassesOverStuckOrphans(t *testing.T) {
+	scope := a2asrv.Scope{Tenant: "echo/"}
+	broken := errors.New("disk on fire")
+	tests := []struct {
+		name    string
+		stuck   error
+		wantErr error
+	}{
+		{"not found", nil, nil},
+		{"failing", broken, broken},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeRecoverer{tasks: map[string]*a2asrv.Orphan{}, stuck: map[string]error{}, settled: map[string]a2asrv.Version{}}
+			add := func(id string) {
+				f.tasks[id] = &a2asrv.Orphan{Scope: scope, Version: 1, Task: &a2a.Task{ID: id, Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}}
+			}
+			for i := range 25 {
+				id := fmt.Sprintf("0-stuck-%02d", i)
+				add(id)
+				f.stuck[id] = tt.stuck
+			}
+			for i := range 7 {
+				add(fmt.Sprintf("1-good-%d", i))
+			}
+			n, err := a2asrv.Recover(context.Background(), f, &a2asrv.RecoverOptions{BatchSize: 5})
+			if n != 7 || !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
+				t.Errorf("Recover = %d, %v; want 7 settled, error %v", n, err, tt.wantErr)
+			}
+			for i := range 7 {
+				if id := fmt.Sprintf("1-good-%d", i); f.settled[id] == 0 {
+					t.Errorf("%s behind the stuck orphans was not settled", id)
+				}
+			}
+		})
 	}
 }
 

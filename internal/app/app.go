@@ -79,7 +79,7 @@ type Options struct {
 	// 5s) and lapses LeaseExpiry (default 30s, at least twice the
 	// heartbeat) after the last renewal; then another server on the same
 	// database settles the tasks this one left running. The server sweeps
-	// for such tasks at Start and every LeaseHeartbeat.
+	// for such tasks at Start and every LeaseExpiry.
 	LeaseHeartbeat time.Duration
 	LeaseExpiry    time.Duration
 	// AdminToken, when set, is the bearer token writes to /api/v1/agents

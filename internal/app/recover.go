@@ -13,10 +13,13 @@ import (
 // Crash recovery. A task whose process died while it ran stays SUBMITTED or
 // WORKING in the database, and nothing would ever move it on. The server
 // therefore sweeps: once at Start, before it serves, and then every lease
-// heartbeat for as long as it runs (with several replicas on one
-// PostgreSQL, another one may die at any time; a SQLite file shared by two
-// processes is treated the same way). Each sweep settles the tasks whose
-// writer's lease has lapsed FAILED, through a2asrv.Recover.
+// Expiry for as long as it runs (with several replicas on one PostgreSQL,
+// another one may die at any time; a SQLite file shared by two processes is
+// treated the same way). Each sweep settles the tasks whose writer's lease
+// has lapsed FAILED, through a2asrv.Recover. Sweeping more often would buy
+// nothing: a process that dies leaves orphans only once its lease lapses,
+// Expiry after its last renewal, so a sweep every Expiry settles them at
+// most one Expiry later, while each sweep reads every unsettled row.
 //
 // The sweep works on the database's own store, below the per-agent
 // partition (partition.go): every stored row already carries its agent's
@@ -69,34 +72,66 @@ func (s *Server) sweep(ctx context.Context, r a2asrv.Recoverer) {
 	}
 }
 
-// startSweeper sweeps once, then every interval in the background until
-// stopSweeper. The caller holds s.mu.
-func (s *Server) startSweeper(ctx context.Context) {
-	r := s.recoverer()
-	if r == nil {
-		return
-	}
-	s.sweep(ctx, r)
-	lo, err := s.leaseOptions().Resolve()
-	if err != nil { // New checked the options
-		lo = lease.Options{Heartbeat: lease.DefaultHeartbeat}
+// firstSweep claims the sweeper for one Start and runs its first sweep,
+// bounded by ctx and cut short by Shutdown. The caller does not hold s.mu:
+// a slow database must not stall Addr, URL or Shutdown meanwhile. It
+// returns ErrStarted if the server was started, shut down or is starting.
+//
+// The caller calls the returned func once, holding s.mu: with serving set
+// it starts the background sweeps, else it releases the sweeper (the start
+// failed, or Shutdown came first).
+func (s *Server) firstSweep(ctx context.Context) (func(serving bool), error) {
+	s.mu.Lock()
+	if s.started || s.shutdown || s.sweeperStop != nil {
+		s.mu.Unlock()
+		return nil, ErrStarted
 	}
 	bg, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	s.sweeperStop, s.sweeperDone = stop, done
-	go func() {
-		defer close(done)
-		t := time.NewTicker(lo.Heartbeat)
-		defer t.Stop()
-		for {
-			select {
-			case <-bg.Done():
-				return
-			case <-t.C:
-				s.sweep(bg, r)
+	s.mu.Unlock()
+
+	r := s.recoverer()
+	if r != nil {
+		first, cancel := context.WithCancel(ctx)
+		unlink := context.AfterFunc(bg, cancel) // Shutdown cuts it short
+		s.sweep(first, r)
+		unlink()
+		cancel()
+	}
+	return func(serving bool) {
+		if !serving || r == nil {
+			stop()
+			close(done)
+			if s.sweeperDone == done {
+				s.sweeperStop, s.sweeperDone = nil, nil
 			}
+			return
 		}
-	}()
+		every := s.sweepInterval()
+		go func() {
+			defer close(done)
+			t := time.NewTicker(every)
+			defer t.Stop()
+			for {
+				select {
+				case <-bg.Done():
+					return
+				case <-t.C:
+					s.sweep(bg, r)
+				}
+			}
+		}()
+	}, nil
+}
+
+// sweepInterval is the lease Expiry: see the comment at the top.
+func (s *Server) sweepInterval() time.Duration {
+	lo, err := s.leaseOptions().Resolve()
+	if err != nil { // New checked the options
+		return lease.DefaultExpiry
+	}
+	return lo.Expiry
 }
 
 // stopSweeper ends the background sweeps, cutting one in progress short.

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -220,4 +222,126 @@ func TestShutdownAnswersBlockingCaller(t *testing.T) {
 		t.Fatal(rerr)
 	}
 	wantSettled(t, task, a2asrv.ShutdownText)
+}
+
+// blockingStore is a task store whose first sweep blocks until release is
+// closed or the sweep's context ends, as on a database that stalls.
+type blockingStore struct {
+	a2asrv.TaskStore
+	entered chan struct{}
+	release chan struct{}
+	once    *sync.Once
+}
+
+func newBlockingStore() blockingStore {
+	return blockingStore{a2asrv.NewMemoryTaskStore(nil), make(chan struct{}), make(chan struct{}), new(sync.Once)}
+}
+
+func (b blockingStore) Orphans(ctx context.Context, _ string, _ int) ([]a2asrv.Orphan, string, error) {
+	b.once.Do(func() { close(b.entered) })
+	select {
+	case <-b.release:
+		return nil, "", nil
+	case <-ctx.Done():
+		return nil, "", ctx.Err()
+	}
+}
+
+func (b blockingStore) Settle(context.Context, a2asrv.Scope, *a2a.Task, a2asrv.Version) (a2asrv.Version, error) {
+	return 0, a2asrv.ErrNotFound
+}
+
+// within fails t unless f returns within d.
+func within(t *testing.T, d time.Duration, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("%s blocked for %v while the first sweep waits on the database", what, d)
+	}
+}
+
+// The first sweep runs before the server serves, but without the server's
+// lock: while it waits on a slow database, Addr, URL and Endpoints answer
+// at once, and Shutdown cuts the sweep short.
+func TestFirstSweepHoldsNoLock(t *testing.T) {
+	tests := []struct {
+		name     string
+		shutdown bool // else the sweep is let through
+		wantErr  error
+	}{
+		{"sweep ends", false, nil},
+		{"shutdown during sweep", true, app.ErrStarted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := newBlockingStore()
+			srv, err := app.New(t.Context(), &app.Options{Addr: "127.0.0.1:0", TaskStore: store})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { srv.Shutdown(context.Background()) })
+			started := make(chan error, 1)
+			go func() { started <- srv.Start(context.Background()) }()
+			<-store.entered
+			within(t, 2*time.Second, "Addr, URL and Endpoints", func() {
+				if srv.Addr() != "" || srv.URL() != "" || srv.Endpoints() != nil {
+					t.Errorf("the server has an address before its first sweep ended")
+				}
+			})
+			if tt.shutdown {
+				within(t, 5*time.Second, "Shutdown", func() {
+					if err := srv.Shutdown(context.Background()); err != nil {
+						t.Errorf("Shutdown: %v", err)
+					}
+				})
+			} else {
+				close(store.release)
+			}
+			if err := <-started; !errors.Is(err, tt.wantErr) || (err == nil) != (tt.wantErr == nil) {
+				t.Fatalf("Start = %v, want %v", err, tt.wantErr)
+			}
+			if !tt.shutdown {
+				if srv.Addr() == "" {
+					t.Error("no address after Start")
+				}
+				resp, err := http.Get(srv.URL() + "/healthz")
+				if err != nil {
+					t.Fatalf("not serving after Start: %v", err)
+				}
+				resp.Body.Close()
+			}
+		})
+	}
+}
+
+// countingStore counts the sweeps that read it.
+type countingStore struct {
+	a2asrv.TaskStore
+	sweeps *atomic.Int32
+}
+
+func (c countingStore) Orphans(context.Context, string, int) ([]a2asrv.Orphan, string, error) {
+	c.sweeps.Add(1)
+	return nil, "", nil
+}
+
+func (c countingStore) Settle(context.Context, a2asrv.Scope, *a2a.Task, a2asrv.Version) (a2asrv.Version, error) {
+	return 0, a2asrv.ErrNotFound
+}
+
+// Orphans appear only as leases lapse, so the server sweeps every lease
+// expiry, not every heartbeat.
+func TestSweepsEveryExpiry(t *testing.T) {
+	store := countingStore{a2asrv.NewMemoryTaskStore(nil), new(atomic.Int32)}
+	const beat, expiry = 20 * time.Millisecond, 400 * time.Millisecond
+	start(t, &app.Options{TaskStore: store, LeaseHeartbeat: beat, LeaseExpiry: expiry})
+	time.Sleep(expiry + expiry/2)
+	// The first sweep at Start, one after an expiry: 2; every heartbeat
+	// would make it about 30.
+	if n := store.sweeps.Load(); n < 2 || n > 3 {
+		t.Errorf("%d sweeps in 1.5 lease expiries, want 2 (one at start, one per expiry)", n)
+	}
 }

@@ -25,9 +25,16 @@ var ErrStarted = errors.New("app: server already started")
 
 // Start listens on Options.Addr and serves in the background until
 // Shutdown. ctx bounds only the start itself.
-func (s *Server) Start(ctx context.Context) error {
+func (s *Server) Start(ctx context.Context) (err error) {
+	// Settle what a dead process left running before serving, without
+	// s.mu held (recover.go).
+	sweeping, err := s.firstSweep(ctx)
+	if err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer func() { sweeping(err == nil) }()
 	if s.started || s.shutdown {
 		return ErrStarted
 	}
@@ -105,7 +112,6 @@ func (s *Server) Start(ctx context.Context) error {
 		ln.Close()
 		return err
 	}
-	s.startSweeper(ctx) // settle what a dead process left running, before serving
 	mux.HandleFunc("GET "+healthPath, s.serveHealth)
 	mux.HandleFunc("GET /{$}", s.serveIndex)
 	// No WriteTimeout: SSE streams stay open as long as their task runs.

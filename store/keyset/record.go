@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"novaos.dev/novaos/a2a"
 )
@@ -120,4 +121,16 @@ func ScanBodies[T any](rows Rows, decode func([]byte) (T, error)) ([]T, error) {
 		out = append(out, v)
 	}
 	return out, rows.Err()
+}
+
+// StateList returns states as an SQL list of string literals, "('A', 'B')",
+// the form both SQL stores keep states in, for an IN condition. State names
+// are fixed identifiers without quotes, so no escaping is needed; a state
+// list in a partial index must name the same states.
+func StateList(states []a2a.TaskState) string {
+	names := make([]string, len(states))
+	for i, s := range states {
+		names[i] = "'" + s.String() + "'"
+	}
+	return "(" + strings.Join(names, ", ") + ")"
 }

@@ -91,3 +91,30 @@ func (k *Keeper) Stop() {
 	k.once.Do(func() { close(k.quit) })
 	<-k.done
 }
+
+// maxNoted bounds the ids a Noted remembers.
+const maxNoted = 10_000
+
+// Noted remembers which task rows a process has already reported as
+// unreadable, so a row that no sweep can ever settle is logged once, not
+// at every sweep. It remembers at most 10,000 ids; rows beyond those are
+// still passed over, but no longer logged one by one. The zero value is
+// ready to use.
+type Noted struct {
+	mu   sync.Mutex
+	seen map[string]struct{}
+}
+
+// First reports whether id is noted for the first time.
+func (n *Noted) First(id string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, ok := n.seen[id]; ok || len(n.seen) >= maxNoted {
+		return false
+	}
+	if n.seen == nil {
+		n.seen = make(map[string]struct{})
+	}
+	n.seen[id] = struct{}{}
+	return true
+}

@@ -70,3 +70,22 @@ func TestKeeperRenewsUntilStopped(t *testing.T) {
 		t.Errorf("renewed after Stop: %d then %d", stopped, n.Load())
 	}
 }
+
+func TestNotedOnce(t *testing.T) {
+	var n Noted
+	tests := []struct {
+		id   string
+		want bool
+	}{{"a", true}, {"b", true}, {"a", false}, {"b", false}}
+	for _, tt := range tests {
+		if got := n.First(tt.id); got != tt.want {
+			t.Errorf("First(%q) = %v, want %v", tt.id, got, tt.want)
+		}
+	}
+	for i := range maxNoted {
+		n.First(string(rune(i + 'c')))
+	}
+	if n.First("past the bound") {
+		t.Error("Noted remembers more ids than its bound")
+	}
+}

@@ -3,10 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
@@ -21,13 +18,7 @@ import (
 
 // orphanStates is the SQL list of a2asrv.OrphanStates; the partial index of
 // migration 0005 names the same states.
-var orphanStates = func() string {
-	var names []string
-	for _, s := range a2asrv.OrphanStates() {
-		names = append(names, "'"+s.String()+"'")
-	}
-	return "(" + strings.Join(names, ", ") + ")"
-}()
+var orphanStates = keyset.StateList(a2asrv.OrphanStates())
 
 // leaseLive is the condition "the instance that wrote task row t holds a
 // live lease".
@@ -38,8 +29,13 @@ const leaseLive = `EXISTS (SELECT 1 FROM a2a_instances i WHERE i.id = t.instance
 func (db *DB) startLease(ctx context.Context, o lease.Options) error {
 	db.instance = lease.NewID()
 	expiry := o.Expiry.Milliseconds()
+	// One statement per heartbeat: the renewal, and the purge of lapsed
+	// leases, which decide nothing that a missing one does not and so are
+	// dropped rather than kept forever. The purge spares this instance's
+	// row, which a statement may not change twice.
 	renew := func(ctx context.Context) error {
 		_, err := db.pool.Exec(ctx, `
+			WITH purged AS (DELETE FROM a2a_instances WHERE expires_at < clock_timestamp() AND id <> $1)
 			INSERT INTO a2a_instances (id, heartbeat_at, expires_at)
 			VALUES ($1, clock_timestamp(), clock_timestamp() + $2 * interval '1 millisecond')
 			ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, expires_at = excluded.expires_at`,
@@ -49,15 +45,7 @@ func (db *DB) startLease(ctx context.Context, o lease.Options) error {
 	if err := renew(ctx); err != nil {
 		return fmt.Errorf("postgres: register instance: %w", err)
 	}
-	db.lease = lease.Start(o, func(ctx context.Context) error {
-		if err := renew(ctx); err != nil {
-			return err
-		}
-		// Lapsed leases decide nothing that a missing one does not, so
-		// they are dropped rather than kept forever.
-		_, err := db.pool.Exec(ctx, `DELETE FROM a2a_instances WHERE expires_at < clock_timestamp()`)
-		return err
-	}, func(err error) {
+	db.lease = lease.Start(o, renew, func(err error) {
 		db.log.Warn("postgres: renew instance lease", "instance", db.instance, "err", err)
 	})
 	return nil
@@ -79,40 +67,65 @@ func (db *DB) stopLease() {
 
 // Recoverer returns the database's side of crash recovery: the tasks other
 // replicas left SUBMITTED or WORKING when they died, for a2asrv.Recover.
-func (db *DB) Recoverer() a2asrv.Recoverer { return recoverer{db} }
+// A row it cannot read is logged once per Recoverer, at its first sweep.
+func (db *DB) Recoverer() a2asrv.Recoverer { return recoverer{db, new(lease.Noted)} }
 
-type recoverer struct{ db *DB }
+type recoverer struct {
+	db         *DB
+	unreadable *lease.Noted
+}
 
 var _ a2asrv.Recoverer = recoverer{}
 
-func (r recoverer) Orphans(ctx context.Context, limit int) ([]a2asrv.Orphan, error) {
+func (r recoverer) Orphans(ctx context.Context, after string, limit int) ([]a2asrv.Orphan, string, error) {
 	// A replica never settles its own tasks: while it runs, their
 	// executions are alive, even if its lease lapsed. Reading takes no
 	// lock: Settle's version check is what claims an orphan.
 	rows, err := r.db.pool.Query(ctx, `
-		SELECT t.tenant, t.owner, t.version, t.body, `+eventsColumn+` FROM a2a_tasks t
-		WHERE t.state IN `+orphanStates+` AND t.instance_id <> $1 AND NOT `+leaseLive+`
-		LIMIT $2`, r.db.instance, limit)
+		SELECT t.id, t.tenant, t.owner, t.version, t.body, `+eventsColumn+` FROM a2a_tasks t
+		WHERE t.state IN `+orphanStates+` AND t.instance_id <> $1 AND t.id > $2 AND NOT `+leaseLive+`
+		ORDER BY t.id LIMIT $3`, r.db.instance, after, limit)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: find orphans: %w", err)
+		return nil, "", fmt.Errorf("postgres: find orphans: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (a2asrv.Orphan, error) {
+	defer rows.Close()
+	var (
+		out  []a2asrv.Orphan
+		seen int
+		id   string
+	)
+	for rows.Next() {
 		var (
 			o      a2asrv.Orphan
 			body   []byte
 			events [][]byte
 		)
-		if err := row.Scan(&o.Scope.Tenant, &o.Scope.Owner, &o.Version, &body, &events); err != nil {
-			return o, err
+		if err := rows.Scan(&id, &o.Scope.Tenant, &o.Scope.Owner, &o.Version, &body, &events); err != nil {
+			return nil, "", fmt.Errorf("postgres: find orphans: %w", err)
 		}
+		seen++
 		t, err := decodeTask(body, events)
+		if err == nil && t.ID != id {
+			err = fmt.Errorf("its body names task %q", t.ID)
+		}
+		if err != nil {
+			// Passed over, not fatal: one bad row must not keep every
+			// other orphan from being settled.
+			if r.unreadable.First(id) {
+				r.db.log.Warn("postgres: an orphaned task cannot be read; it is left as it is", "task_id", id, "err", err)
+			}
+			continue
+		}
 		o.Task = t
-		return o, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("postgres: find orphans: %w", err)
+		out = append(out, o)
 	}
-	return out, nil
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("postgres: find orphans: %w", err)
+	}
+	if seen < limit {
+		id = ""
+	}
+	return out, id, nil
 }
 
 func (r recoverer) Settle(ctx context.Context, scope a2asrv.Scope, t *a2a.Task, prev a2asrv.Version) (a2asrv.Version, error) {

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"novaos.dev/novaos/a2a"
@@ -21,13 +20,7 @@ import (
 
 // orphanStates is the SQL list of a2asrv.OrphanStates; the partial index of
 // migration 0005 names the same states.
-var orphanStates = func() string {
-	var names []string
-	for _, s := range a2asrv.OrphanStates() {
-		names = append(names, "'"+s.String()+"'")
-	}
-	return "(" + strings.Join(names, ", ") + ")"
-}()
+var orphanStates = keyset.StateList(a2asrv.OrphanStates())
 
 func nowMs() int64 { return time.Now().UnixMilli() }
 
@@ -35,6 +28,9 @@ func nowMs() int64 { return time.Now().UnixMilli() }
 // first renewal happens here, so the lease exists before any task write.
 func (db *DB) startLease(ctx context.Context, o lease.Options) error {
 	db.instance = lease.NewID()
+	// One write per heartbeat: the renewal, and the purge of lapsed leases,
+	// which decide nothing that a missing one does not and so are dropped
+	// rather than kept forever.
 	renew := func(ctx context.Context) error {
 		now := nowMs()
 		return db.wr.do(ctx, func(tx *sql.Tx) error {
@@ -42,23 +38,17 @@ func (db *DB) startLease(ctx context.Context, o lease.Options) error {
 				INSERT INTO a2a_instances (id, heartbeat_ms, expires_ms) VALUES (?, ?, ?)
 				ON CONFLICT (id) DO UPDATE SET heartbeat_ms = excluded.heartbeat_ms, expires_ms = excluded.expires_ms`,
 				db.instance, now, now+o.Expiry.Milliseconds())
+			if err != nil {
+				return err
+			}
+			_, err = tx.Exec(`DELETE FROM a2a_instances WHERE expires_ms < ?`, now)
 			return err
 		})
 	}
 	if err := renew(ctx); err != nil {
 		return fmt.Errorf("sqlite: register instance: %w", err)
 	}
-	db.lease = lease.Start(o, func(ctx context.Context) error {
-		if err := renew(ctx); err != nil {
-			return err
-		}
-		// Lapsed leases decide nothing that a missing one does not, so
-		// they are dropped rather than kept forever.
-		return db.wr.do(ctx, func(tx *sql.Tx) error {
-			_, err := tx.Exec(`DELETE FROM a2a_instances WHERE expires_ms < ?`, nowMs())
-			return err
-		})
-	}, func(err error) {
+	db.lease = lease.Start(o, renew, func(err error) {
 		db.log.Warn("sqlite: renew instance lease", "instance", db.instance, "err", err)
 	})
 	return nil
@@ -84,22 +74,28 @@ func (db *DB) stopLease() {
 
 // Recoverer returns the database's side of crash recovery: the tasks other
 // instances left SUBMITTED or WORKING when they died, for a2asrv.Recover.
-func (db *DB) Recoverer() a2asrv.Recoverer { return recoverer{db} }
+// A row it cannot read is logged once per Recoverer, at its first sweep.
+func (db *DB) Recoverer() a2asrv.Recoverer { return recoverer{db, new(lease.Noted)} }
 
-type recoverer struct{ db *DB }
+type recoverer struct {
+	db         *DB
+	unreadable *lease.Noted
+}
 
 var _ a2asrv.Recoverer = recoverer{}
 
-func (r recoverer) Orphans(ctx context.Context, limit int) ([]a2asrv.Orphan, error) {
+func (r recoverer) Orphans(ctx context.Context, after string, limit int) ([]a2asrv.Orphan, string, error) {
 	// An instance never settles its own tasks: while it runs, their
 	// executions are alive, even if its lease lapsed (a suspended laptop).
+	// The partial index holds only unsettled rows, few next to the table;
+	// sorting those beats walking the whole primary key in id order.
 	rows, err := r.db.r.QueryContext(ctx, `
-		SELECT t.tenant, t.owner, t.id FROM a2a_tasks t
-		WHERE t.state IN `+orphanStates+` AND t.instance_id <> ?
+		SELECT t.tenant, t.owner, t.id FROM a2a_tasks t INDEXED BY a2a_tasks_unsettled
+		WHERE t.state IN `+orphanStates+` AND t.instance_id <> ? AND t.id > ?
 		AND NOT EXISTS (SELECT 1 FROM a2a_instances i WHERE i.id = t.instance_id AND i.expires_ms >= ?)
-		LIMIT ?`, r.db.instance, nowMs(), limit)
+		ORDER BY t.id LIMIT ?`, r.db.instance, after, nowMs(), limit)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: find orphans: %w", err)
+		return nil, "", fmt.Errorf("sqlite: find orphans: %w", err)
 	}
 	type key struct {
 		scope a2asrv.Scope
@@ -110,13 +106,17 @@ func (r recoverer) Orphans(ctx context.Context, limit int) ([]a2asrv.Orphan, err
 		var k key
 		if err := rows.Scan(&k.scope.Tenant, &k.scope.Owner, &k.id); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("sqlite: find orphans: %w", err)
+			return nil, "", fmt.Errorf("sqlite: find orphans: %w", err)
 		}
 		keys = append(keys, k)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: find orphans: %w", err)
+		return nil, "", fmt.Errorf("sqlite: find orphans: %w", err)
+	}
+	next := ""
+	if len(keys) == limit {
+		next = keys[len(keys)-1].id
 	}
 	// Each orphan is read as Get reads it, with its appended events.
 	tasks := taskStore{r.db}
@@ -126,12 +126,22 @@ func (r recoverer) Orphans(ctx context.Context, limit int) ([]a2asrv.Orphan, err
 		switch {
 		case errors.Is(err, a2asrv.ErrNotFound):
 			continue // deleted since
-		case err != nil:
-			return nil, fmt.Errorf("sqlite: find orphans: %w", err)
+		case ctx.Err() != nil:
+			return nil, "", fmt.Errorf("sqlite: find orphans: %w", context.Cause(ctx))
+		case err == nil && t.ID != k.id:
+			err = fmt.Errorf("its body names task %q", t.ID)
+		}
+		if err != nil {
+			// Passed over, not fatal: one bad row must not keep every
+			// other orphan from being settled.
+			if r.unreadable.First(k.id) {
+				r.db.log.Warn("sqlite: an orphaned task cannot be read; it is left as it is", "task_id", k.id, "err", err)
+			}
+			continue
 		}
 		out = append(out, a2asrv.Orphan{Scope: k.scope, Task: t, Version: v})
 	}
-	return out, nil
+	return out, next, nil
 }
 
 func (r recoverer) Settle(ctx context.Context, scope a2asrv.Scope, t *a2a.Task, prev a2asrv.Version) (a2asrv.Version, error) {

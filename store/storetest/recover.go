@@ -13,6 +13,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/store/keyset"
 	"novaos.dev/novaos/store/lease"
 )
 
@@ -25,6 +26,11 @@ type Instance struct {
 	Crash func()
 	// Close ends the handle gracefully, giving its lease up.
 	Close func()
+	// WriteRaw stores a task row as written by a process that is gone
+	// (no lease), bypassing the store's encoding: id, scope and state in
+	// their columns, version 1, and body as it is. The contract uses it
+	// for rows the store cannot read back.
+	WriteRaw func(t *testing.T, scope a2asrv.Scope, id string, state a2a.TaskState, body []byte)
 }
 
 // LeaseOptions are the lease times TestRecoverer's instances must use: short,
@@ -43,6 +49,7 @@ func TestRecoverer(t *testing.T, newDB func(t *testing.T) func() Instance) {
 	t.Run("SettleConflicts", func(t *testing.T) { testSettleConflicts(t, newDB(t)) })
 	t.Run("ClosedInstanceLeavesOrphansAtOnce", func(t *testing.T) { testClosedInstance(t, newDB(t)) })
 	t.Run("ConcurrentRecoverSettlesEachOnce", func(t *testing.T) { testConcurrentRecover(t, newDB(t)) })
+	t.Run("UnreadableRowsBlockNothing", func(t *testing.T) { testUnreadable(t, newDB(t)) })
 }
 
 var allStates = []a2a.TaskState{
@@ -53,9 +60,9 @@ var allStates = []a2a.TaskState{
 
 func orphanIDs(t *testing.T, r a2asrv.Recoverer) []string {
 	t.Helper()
-	found, err := r.Orphans(ctxT(t), 1000)
-	if err != nil {
-		t.Fatalf("Orphans: %v", err)
+	found, next, err := r.Orphans(ctxT(t), "", 1000)
+	if err != nil || next != "" {
+		t.Fatalf("Orphans = next %q, %v; want all at once", next, err)
 	}
 	var out []string
 	for _, o := range found {
@@ -112,7 +119,7 @@ func testOrphans(t *testing.T, open func() Instance) {
 
 	a.Crash()
 	awaitOrphans(t, b.Recoverer, want)
-	found, err := b.Recoverer.Orphans(ctxT(t), 1000)
+	found, _, err := b.Recoverer.Orphans(ctxT(t), "", 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,8 +138,23 @@ func testOrphans(t *testing.T, open func() Instance) {
 			t.Errorf("orphan %s (-want +got):\n%s", o.Task.ID, diff)
 		}
 	}
-	if got, err := b.Recoverer.Orphans(ctxT(t), 2); err != nil || len(got) != 2 {
-		t.Errorf("Orphans(limit 2) = %d orphans, %v", len(got), err)
+	// Pages of two walk every orphan once, in id order.
+	var paged []string
+	after := ""
+	for range len(want) {
+		got, next, err := b.Recoverer.Orphans(ctxT(t), after, 2)
+		if err != nil || len(got) > 2 {
+			t.Fatalf("Orphans(after %q, limit 2) = %d orphans, %v", after, len(got), err)
+		}
+		for _, o := range got {
+			paged = append(paged, o.Task.ID)
+		}
+		if after = next; after == "" {
+			break
+		}
+	}
+	if !slices.Equal(paged, want) || after != "" {
+		t.Errorf("paged orphans = %v (next %q), want %v in order", paged, after, want)
 	}
 }
 
@@ -152,7 +174,7 @@ func testSettle(t *testing.T, open func() Instance) {
 	mustCreate(t, b.Tasks, alice, task("b1", "c", a2a.TaskStateWorking, 0))
 	a.Crash()
 	awaitOrphans(t, b.Recoverer, []string{"a1"})
-	found, err := b.Recoverer.Orphans(ctxT(t), 10)
+	found, _, err := b.Recoverer.Orphans(ctxT(t), "", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,6 +303,43 @@ func testConcurrentRecover(t *testing.T, open func() Instance) {
 		}
 		if got.Status.State != a2a.TaskStateFailed || v != 1+a2asrv.RecoveryVersionGap || restarts != 1 {
 			t.Errorf("%s: %s at version %d with %d restart messages; want FAILED at %d with one", id, got.Status.State, v, restarts, 1+a2asrv.RecoveryVersionGap)
+		}
+	}
+}
+
+// testUnreadable: rows a store cannot read, ahead of readable orphans in id
+// order and filling whole batches, are passed over, and every orphan behind
+// them is settled in one Recover.
+func testUnreadable(t *testing.T, open func() Instance) {
+	a, b := open(), open()
+	if b.WriteRaw == nil {
+		t.Fatal("Instance.WriteRaw is nil; the contract needs it")
+	}
+	// A body that names another task would make Settle write a row other
+	// than the one found; the store must not report it either.
+	other, err := keyset.EncodeTask(alice.Tenant, alice.Owner, task("elsewhere", "c", a2a.TaskStateWorking, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bodies := [][]byte{[]byte("{not json"), []byte(`{"id":`), other, []byte("null"), {0xff, 0x00}}
+	for i, body := range bodies {
+		b.WriteRaw(t, alice, fmt.Sprintf("0-bad-%d", i), a2a.TaskStateWorking, body)
+	}
+	var want []string
+	for i := range 5 {
+		id := fmt.Sprintf("1-good-%d", i)
+		mustCreate(t, a.Tasks, alice, task(id, "c", a2a.TaskStateWorking, 0))
+		want = append(want, id)
+	}
+	a.Crash()
+	awaitOrphans(t, b.Recoverer, want)
+	n, err := a2asrv.Recover(ctxT(t), b.Recoverer, &a2asrv.RecoverOptions{BatchSize: 2})
+	if err != nil || n != len(want) {
+		t.Fatalf("Recover = %d, %v; want %d settled", n, err, len(want))
+	}
+	for _, id := range want {
+		if got, _ := mustGet(t, b.Tasks, alice, id); got.Status.State != a2a.TaskStateFailed {
+			t.Errorf("%s behind unreadable rows: %s, want FAILED", id, got.Status.State)
 		}
 	}
 }
