@@ -316,11 +316,17 @@ func waitFor(t *testing.T, cond func() bool) {
 func TestInflightBudget(t *testing.T) {
 	release := make(chan struct{})
 	entered := make(chan struct{}, 4)
-	hold := readBody(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// The first body is left unread, so its share stays held until the
+	// handler returns; the chunked one is read, and trips the budget.
+	hold := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength < 0 {
+			readBody(okHandler).ServeHTTP(w, r)
+			return
+		}
 		entered <- struct{}{}
 		<-release
 		io.WriteString(w, "ok")
-	}))
+	})
 	opts := &Options{
 		Limits:  Limits{MaxInflightBytes: 1000},
 		JSONRPC: func(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/rpc") },
@@ -401,6 +407,82 @@ func TestInflightBudget(t *testing.T) {
 		t.Errorf("admitted request: status %d, want 200", firstStatus)
 	}
 	waitFor(t, func() bool { return g.Stats().InflightBytes == 0 })
+}
+
+// A body's share of the budget is given back once the body is read to its
+// end or closed, not when the handler returns: a stream that outlives its
+// body does not keep other writes out. It is given back once only.
+func TestInflightFreedWhenBodyDone(t *testing.T) {
+	tests := []struct {
+		name    string
+		chunked bool
+		use     func(io.ReadCloser) // what the streaming handler does with its body
+		want    int64               // held while the stream runs
+	}{
+		{name: "read to end", use: func(b io.ReadCloser) { io.Copy(io.Discard, b) }},
+		{name: "read exactly its length", use: func(b io.ReadCloser) { io.ReadFull(b, make([]byte, 600)) }},
+		{name: "closed unread", use: func(b io.ReadCloser) { b.Close() }},
+		{name: "read in part", use: func(b io.ReadCloser) { io.ReadFull(b, make([]byte, 300)) }, want: 600},
+		{name: "chunked read to end", chunked: true, use: func(b io.ReadCloser) { io.Copy(io.Discard, b) }},
+		{name: "chunked closed", chunked: true, use: func(b io.ReadCloser) { io.ReadFull(b, make([]byte, 200)); b.Close() }},
+		{name: "chunked read in part", chunked: true, use: func(b io.ReadCloser) { io.ReadFull(b, make([]byte, 300)) }, want: 300},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			release := make(chan struct{})
+			entered := make(chan struct{}, 1)
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/stream" {
+					readBody(okHandler).ServeHTTP(w, r)
+					return
+				}
+				tt.use(r.Body)
+				entered <- struct{}{}
+				<-release
+				io.WriteString(w, "data: end\n\n")
+			})
+			g, addr := serveGuard(t, &Options{Limits: Limits{MaxInflightBytes: 1000}}, h)
+			base := "http://" + addr
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			wg.Go(func() {
+				var body io.Reader = strings.NewReader(strings.Repeat("x", 600))
+				if tt.chunked {
+					body = io.MultiReader(body) // no length: sent chunked
+				}
+				resp, err := http.Post(base+"/stream", "application/json", body)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			})
+			<-entered
+			if got := g.Stats().InflightBytes; got != tt.want {
+				t.Errorf("while streaming: InflightBytes = %d, want %d", got, tt.want)
+			}
+			resp, err := http.Post(base+"/", "application/json", strings.NewReader(strings.Repeat("y", 600)))
+			if err != nil {
+				close(release)
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			wantStatus := http.StatusOK
+			if tt.want+600 > 1000 {
+				wantStatus = http.StatusServiceUnavailable
+			}
+			if resp.StatusCode != wantStatus {
+				t.Errorf("a write beside the stream: status %d, want %d", resp.StatusCode, wantStatus)
+			}
+			close(release)
+			wg.Wait()
+			waitFor(t, func() bool { return g.Stats().InflightBytes <= 0 })
+			if got := g.Stats().InflightBytes; got != 0 {
+				t.Errorf("after the stream: InflightBytes = %d, want 0 (given back more than once?)", got)
+			}
+		})
+	}
 }
 
 func TestHostAndOriginRules(t *testing.T) {
