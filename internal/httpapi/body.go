@@ -95,19 +95,27 @@ type trip struct {
 	refusal *refusal
 }
 
-// overloaded: the budget is full.
-var overloaded = &trip{err: ErrOverloaded, refusal: refuseBytes}
+// overloaded: the budget is full. tooLarge: the body alone is bigger than
+// the whole budget, so retrying cannot help.
+var (
+	overloaded = &trip{err: ErrOverloaded, refusal: refuseBytes}
+	tooLarge   = &trip{refusal: refuseTooLarge}
+)
 
 func (b *body) Read(p []byte) (int, error) {
 	if t := b.tripped.Load(); t != nil {
-		return 0, t.err
+		return 0, t.readErr(b.budget)
 	}
 	n, err := b.rc.Read(p)
 	b.n += int64(n)
 	if b.counted && n > 0 {
-		if !b.budget.acquire(int64(n)) {
-			b.tripped.Store(overloaded)
-			return 0, ErrOverloaded
+		t := overloaded
+		if int64(n) > b.budget.max-b.held.Load() {
+			t = tooLarge
+		}
+		if t == tooLarge || !b.budget.acquire(int64(n)) {
+			b.tripped.Store(t)
+			return 0, t.readErr(b.budget)
 		}
 		b.held.Add(int64(n))
 		if b.freed.Load() {
@@ -125,6 +133,15 @@ func (b *body) Read(p []byte) (int, error) {
 		b.extend()
 	}
 	return n, err
+}
+
+// readErr is what a read of a tripped body returns: a too-large body says
+// so as net/http's MaxBytesError, which handlers already answer as 413.
+func (t *trip) readErr(b *budget) error {
+	if t.err != nil {
+		return t.err
+	}
+	return &http.MaxBytesError{Limit: b.max}
 }
 
 func (b *body) Close() error {
@@ -173,7 +190,7 @@ func (b *body) lift() {
 // budgetWriter stands between a handler and the connection while a
 // chunked body is read against the budget: once the budget trips, and if
 // the handler has written nothing before that, what it writes is dropped so
-// the Guard can answer 503 instead.
+// the Guard can answer 503 (or 413) instead.
 type budgetWriter struct {
 	http.ResponseWriter
 	b       *body

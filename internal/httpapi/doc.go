@@ -34,7 +34,8 @@
 //     read so far) does not fit in MaxInflightBytes with the bodies
 //     already admitted gets 503 with Retry-After. A body's share is given
 //     back once it is read to its end or closed (or its handler returns),
-//     so a stream does not hold it while it runs.
+//     so a stream does not hold it while it runs. A body larger than the
+//     whole budget gets 413, without Retry-After: no retry can fit it.
 //   - In loopback-only mode (listening on loopback, no public URL
 //     elsewhere), or when AllowHosts are set, a write (any method but GET,
 //     HEAD, OPTIONS) whose Host is not one of the server's names gets 421:

@@ -180,10 +180,18 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 // body under its deadline.
 func (g *Guard) serveBody(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	if g.budget != nil && r.ContentLength > 0 {
-		if !g.budget.acquire(r.ContentLength) {
+		f := refuseBytes
+		switch {
+		case r.ContentLength > g.budget.max:
+			// It would never fit: 503 would have the client retry forever.
+			f = refuseTooLarge
+		case g.budget.acquire(r.ContentLength):
+			f = nil
+		}
+		if f != nil {
 			// Not reading the body: the connection closes after the answer.
 			w.Header().Set("Connection", "close")
-			g.refuse(w, r, refuseBytes)
+			g.refuse(w, r, f)
 			return
 		}
 	}

@@ -485,6 +485,70 @@ func TestInflightFreedWhenBodyDone(t *testing.T) {
 	}
 }
 
+// A body bigger than the whole budget can never be admitted: it gets 413,
+// not 503 with Retry-After, which would have its client retry forever.
+func TestBodyLargerThanBudget(t *testing.T) {
+	opts := &Options{
+		Limits:  Limits{MaxInflightBytes: 1000},
+		JSONRPC: func(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/rpc") },
+	}
+	called := make(chan struct{}, 4)
+	g, addr := serveGuard(t, opts, readBody(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		called <- struct{}{}
+		io.WriteString(w, "ok")
+	})))
+	tests := []struct {
+		name    string
+		path    string
+		chunked bool
+		wantRPC bool
+	}{
+		{name: "content-length", path: "/"},
+		{name: "json-rpc", path: "/rpc", wantRPC: true},
+		{name: "chunked", path: "/", chunked: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var body io.Reader = strings.NewReader(strings.Repeat("x", 2000))
+			if tt.chunked {
+				body = io.MultiReader(body)
+			}
+			resp, err := http.Post("http://"+addr+tt.path, "application/json", body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusRequestEntityTooLarge || resp.Header.Get("Retry-After") != "" {
+				t.Fatalf("status %d Retry-After %q, want 413 and none: %s", resp.StatusCode, resp.Header.Get("Retry-After"), b)
+			}
+			var p Problem
+			if tt.wantRPC {
+				var e struct {
+					Error struct {
+						Code int     `json:"code"`
+						Data Problem `json:"data"`
+					} `json:"error"`
+				}
+				err = json.Unmarshal(b, &e)
+				if e.Error.Code != RPCCode(http.StatusRequestEntityTooLarge) {
+					t.Errorf("JSON-RPC code %d", e.Error.Code)
+				}
+				p = e.Error.Data
+			} else {
+				err = json.Unmarshal(b, &p)
+			}
+			if err != nil || p.Type != ProblemBodyTooLarge || p.Status != http.StatusRequestEntityTooLarge {
+				t.Errorf("refusal %s (%v)", b, err)
+			}
+		})
+	}
+	if len(called) != 0 {
+		t.Errorf("the handler answered %d too-large requests", len(called))
+	}
+	waitFor(t, func() bool { return g.Stats().InflightBytes == 0 })
+}
+
 func TestHostAndOriginRules(t *testing.T) {
 	tests := []struct {
 		name   string
