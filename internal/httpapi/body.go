@@ -221,6 +221,12 @@ func (w *budgetWriter) Flush() {
 		return
 	}
 	w.wrote = true
+	// net/http's own writer is a Flusher; the controller only for a
+	// wrapper that reaches one through Unwrap.
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+		return
+	}
 	_ = http.NewResponseController(w.ResponseWriter).Flush()
 }
 

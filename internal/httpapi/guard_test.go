@@ -691,3 +691,45 @@ func TestDefaultLimits(t *testing.T) {
 		}
 	}
 }
+
+// flushRecorder is a ResponseWriter that flushes, as net/http's does.
+type flushRecorder struct {
+	http.ResponseWriter
+	flushes int
+}
+
+func (w *flushRecorder) Flush() { w.flushes++ }
+
+// unwrapper hides a Flusher behind Unwrap, as middleware does.
+type unwrapper struct{ w http.ResponseWriter }
+
+func (u *unwrapper) Header() http.Header         { return u.w.Header() }
+func (u *unwrapper) Write(p []byte) (int, error) { return u.w.Write(p) }
+func (u *unwrapper) WriteHeader(code int)        { u.w.WriteHeader(code) }
+func (u *unwrapper) Unwrap() http.ResponseWriter { return u.w }
+
+// A stream flushes once per event: budgetWriter's Flush reaches the
+// connection's directly when it can, and through Unwrap when it must.
+func TestBudgetWriterFlush(t *testing.T) {
+	tests := []struct {
+		name       string
+		wrap       func(*flushRecorder) http.ResponseWriter
+		wantAllocs float64 // -1: not checked
+	}{
+		{name: "flusher", wrap: func(f *flushRecorder) http.ResponseWriter { return f }, wantAllocs: 0},
+		{name: "behind unwrap", wrap: func(f *flushRecorder) http.ResponseWriter { return &unwrapper{f} }, wantAllocs: -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			under := &flushRecorder{ResponseWriter: httptest.NewRecorder()}
+			bw := &budgetWriter{ResponseWriter: tt.wrap(under), b: &body{}}
+			allocs := testing.AllocsPerRun(100, bw.Flush)
+			if tt.wantAllocs >= 0 && allocs != tt.wantAllocs {
+				t.Errorf("Flush allocates %v times per call, want %v", allocs, tt.wantAllocs)
+			}
+			if under.flushes == 0 || !bw.wrote {
+				t.Errorf("Flush did not reach the connection: %d flushes, wrote %v", under.flushes, bw.wrote)
+			}
+		})
+	}
+}

@@ -33,21 +33,6 @@ type Problem struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// WriteProblem answers with p as application/problem+json.
-func WriteProblem(w http.ResponseWriter, p *Problem) {
-	b, err := json.Marshal(p)
-	if err != nil {
-		// A Problem is strings and an int: it always encodes.
-		panic("httpapi: problem does not encode: " + err.Error())
-	}
-	h := w.Header()
-	h.Set("Content-Type", ProblemContentType)
-	h.Set("Content-Length", strconv.Itoa(len(b)+1))
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(p.Status)
-	_, _ = w.Write(append(b, '\n'))
-}
-
 // RPCCode is the JSON-RPC error code of a refusal with HTTP status s:
 // -31000 - s, the convention a2asrv.CodeUnauthenticated (-31401) follows,
 // so -31503 is overload, -31421 a misdirected request and -31403 a
