@@ -12,10 +12,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"weak"
 
 	"novaos.dev/novaos/netguard"
 	"novaos.dev/novaos/secret"
@@ -61,6 +63,12 @@ type Client struct {
 	// Connect that brings no transport of its own.
 	dialGuardOnce sync.Once
 	dialGuard     *http.Transport
+
+	// guardedMu guards guardedTr: the guarded clone of each caller's
+	// *http.Transport, so the Connects that bring one share one pool of
+	// connections instead of leaving a clone's idle ones behind each.
+	guardedMu sync.Mutex
+	guardedTr map[weak.Pointer[http.Transport]]*http.Transport
 }
 
 // NewClient returns a client for the registry of the NovaOS server at
@@ -377,18 +385,24 @@ var _ error = (*Problem)(nil)
 
 // guardTransport returns rt (nil: http.DefaultTransport) with the Policy's
 // address classes checked when a connection to an agent is dialled, where
-// the URL check cannot see: what a name resolves to, now. An
-// *http.Transport is cloned: its own DialContext or DialTLSContext, if
-// set, dials and the connection's remote address is checked before
-// anything is sent on it; otherwise a net.Dialer refuses the address
-// before connecting. Connections to the transport's proxy are exempt (the
-// operator chose it; the proxy resolves the target, and only the URL
-// check applies). Any other RoundTripper is returned as it is: it dials
-// its own way, and only the URL and redirect checks apply.
+// the URL check cannot see: what a name resolves to, now. The default
+// transport is cloned with its dial function replaced by a net.Dialer
+// with the same timeouts that refuses the address before connecting (its
+// own dial function would connect first: a TCP handshake with
+// 169.254.169.254 is already a request). A caller's *http.Transport is
+// cloned once per Client: its own DialContext or DialTLSContext, if set,
+// dials and the connection's remote address is checked before anything is
+// sent on it; otherwise the refusing net.Dialer dials. Connections to the
+// transport's proxy are exempt (the operator chose it; the proxy resolves
+// the target, and only the URL check applies). Any other RoundTripper is
+// returned as it is: it dials its own way, and only the URL and redirect
+// checks apply.
 func (c *Client) guardTransport(rt http.RoundTripper) http.RoundTripper {
 	if rt == nil || rt == http.DefaultTransport {
 		c.dialGuardOnce.Do(func() {
 			if t, ok := http.DefaultTransport.(*http.Transport); ok {
+				t = t.Clone()
+				t.DialContext = nil // guardedTransport's refusing dialer
 				c.dialGuard = guardedTransport(t, c.policy.Guard())
 			}
 		})
@@ -401,7 +415,32 @@ func (c *Client) guardTransport(rt http.RoundTripper) http.RoundTripper {
 	if !ok {
 		return rt
 	}
-	return guardedTransport(t, c.policy.Guard())
+	key := weak.Make(t)
+	c.guardedMu.Lock()
+	defer c.guardedMu.Unlock()
+	if g, ok := c.guardedTr[key]; ok {
+		return g
+	}
+	g := guardedTransport(t, c.policy.Guard())
+	if c.guardedTr == nil {
+		c.guardedTr = make(map[weak.Pointer[http.Transport]]*http.Transport)
+	}
+	c.guardedTr[key] = g
+	// Keyed weakly, so a caller's transport dropped after use takes its
+	// clone (and the clone's idle connections) with it.
+	runtime.AddCleanup(t, c.dropGuarded, key)
+	return g
+}
+
+// dropGuarded forgets the guarded clone of a transport that is gone.
+func (c *Client) dropGuarded(key weak.Pointer[http.Transport]) {
+	c.guardedMu.Lock()
+	g := c.guardedTr[key]
+	delete(c.guardedTr, key)
+	c.guardedMu.Unlock()
+	if g != nil {
+		g.CloseIdleConnections()
+	}
 }
 
 func guardedTransport(t *http.Transport, g *netguard.Policy) *http.Transport {

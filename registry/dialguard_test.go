@@ -10,12 +10,16 @@ import (
 	"net/url"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"novaos.dev/novaos/netguard"
 )
 
-// The default dialer refuses a forbidden address before connecting: the
-// listener never sees the connection.
+// The dialer refuses a forbidden address before connecting, on the path
+// Connect takes with no HTTP client of the caller's (the default
+// transport, whose own dial function would connect first) and with a
+// caller's transport that has no dial function: the listener never sees
+// the connection.
 func TestGuardedTransportRefusesBeforeConnecting(t *testing.T) {
 	var hits, accepted atomic.Int32
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { hits.Add(1) }))
@@ -27,26 +31,76 @@ func TestGuardedTransportRefusesBeforeConnecting(t *testing.T) {
 	srv.Start()
 	defer srv.Close()
 
-	tr := guardedTransport(&http.Transport{}, (*Policy)(nil).Guard())
-	defer tr.CloseIdleConnections()
-	req, _ := http.NewRequest("GET", srv.URL, nil)
-	_, err := tr.RoundTrip(req)
-	if !errors.Is(err, ErrURLNotAllowed) || !errors.Is(err, netguard.ErrRefused) {
-		t.Fatalf("RoundTrip to %s = %v, want ErrURLNotAllowed and netguard.ErrRefused", srv.URL, err)
+	tests := []struct {
+		name string
+		hc   *http.Client // what the caller passes to Connect
+	}{
+		{name: "no client", hc: nil},
+		{name: "default transport", hc: &http.Client{Transport: http.DefaultTransport}},
+		{name: "own transport", hc: &http.Client{Transport: &http.Transport{}}},
 	}
-	if n := accepted.Load(); n != 0 {
-		t.Errorf("the server saw %d connections, want none", n)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := NewClient("http://registry.example.com", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hc := c.guarded(tt.hc) // what ConnectAgent dials with
+			defer hc.CloseIdleConnections()
+			_, err = hc.Get(srv.URL)
+			if !errors.Is(err, ErrURLNotAllowed) || !errors.Is(err, netguard.ErrRefused) {
+				t.Fatalf("GET %s = %v, want ErrURLNotAllowed and netguard.ErrRefused", srv.URL, err)
+			}
+			// A connection made and closed at once may reach Accept after
+			// the refusal returns: give it the time to show up.
+			for range 20 {
+				if accepted.Load() != 0 {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if n := accepted.Swap(0); n != 0 {
+				t.Errorf("the server saw %d connections, want none", n)
+			}
+		})
 	}
 
-	ok := guardedTransport(&http.Transport{}, (&Policy{AllowLoopback: true}).Guard())
-	defer ok.CloseIdleConnections()
-	resp, err := ok.RoundTrip(req)
+	ok, err := NewClient("http://registry.example.com", &ClientOptions{Policy: &Policy{AllowLoopback: true}})
 	if err != nil {
-		t.Fatalf("RoundTrip with loopback allowed: %v", err)
+		t.Fatal(err)
+	}
+	hc := ok.guarded(nil)
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Get(srv.URL)
+	if err != nil {
+		t.Fatalf("GET with loopback allowed: %v", err)
 	}
 	resp.Body.Close()
 	if hits.Load() != 1 {
 		t.Errorf("handler ran %d times, want 1", hits.Load())
+	}
+}
+
+// Connects that bring the same transport share one guarded clone of it,
+// and with it one pool of idle connections.
+func TestGuardedTransportSharedPerSource(t *testing.T) {
+	c, err := NewClient("http://registry.example.com", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, other := &http.Transport{}, &http.Transport{}
+	first, second := c.guardTransport(mine), c.guardTransport(mine)
+	if first != second {
+		t.Errorf("two Connects with one transport got two clones")
+	}
+	if first == http.RoundTripper(mine) {
+		t.Errorf("the caller's transport was used unguarded")
+	}
+	if c.guardTransport(other) == first {
+		t.Errorf("two transports share one clone")
+	}
+	if c.guardTransport(nil) != c.guardTransport(http.DefaultTransport) {
+		t.Errorf("the default transport has two clones")
 	}
 }
 

@@ -105,6 +105,14 @@ func (s *pushSealer) read() ([]byte, error) {
 		return nil, fmt.Errorf("%w: read key file: %w", errPushKey, err)
 	}
 	text := strings.TrimSpace(string(b))
+	if text == "" {
+		// Keys are linked into place whole, so an empty file is not a
+		// creator still writing: it holds no key (a crash while a version
+		// that wrote the file in place created it), and nothing was
+		// sealed with it. Not replaced here: the operator may have meant
+		// to put a key there.
+		return nil, fmt.Errorf("%w: key file %s is empty; remove it to have a new key created, or write the key into it", errPushKey, s.path)
+	}
 	var raw []byte
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
 		if raw, err = enc.DecodeString(text); err == nil {
@@ -127,20 +135,23 @@ func (s *pushSealer) read() ([]byte, error) {
 }
 
 // create writes a new random key, owner-only, in an owner-only directory.
-// Two processes racing to create it both end up with the one that won.
+// The key is written and synced under a temporary name and then linked to
+// its own, which fails if the name exists: a reader never sees a partial
+// file, a crash leaves at most a stray temporary file, and two processes
+// racing to create it both end up with the one that was linked first.
 func (s *pushSealer) create() ([]byte, error) {
-	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
+	dir := filepath.Dir(s.path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("%w: key directory: %w", errPushKey, err)
 	}
 	raw := make([]byte, 32)
 	rand.Read(raw)
-	f, err := os.OpenFile(s.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		return s.read()
-	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(s.path)+".*.tmp") // 0600
 	if err != nil {
 		return nil, fmt.Errorf("%w: create key file: %w", errPushKey, err)
 	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // once linked, the key lives on under its own name
 	_, err = f.WriteString(base64.StdEncoding.EncodeToString(raw) + "\n")
 	if err == nil {
 		err = f.Sync()
@@ -149,15 +160,31 @@ func (s *pushSealer) create() ([]byte, error) {
 		err = cerr
 	}
 	if err != nil {
-		os.Remove(s.path)
 		return nil, fmt.Errorf("%w: write key file: %w", errPushKey, err)
 	}
+	if err := os.Link(tmp, s.path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return s.read()
+		}
+		return nil, fmt.Errorf("%w: link key file into place: %w", errPushKey, err)
+	}
+	syncDir(dir)
 	if s.shared {
 		s.log.Warn("app: created a new push credential key; every replica on this database must use this same key file (--push-key-file), or it cannot deliver the others' webhooks", "file", s.path)
 	} else {
 		s.log.Info("app: created the push credential key", "file", s.path)
 	}
 	return raw, nil
+}
+
+// syncDir makes a new name in dir durable where the system allows it
+// (not on Windows, where a directory does not open for syncing); a key
+// lost to a crash just after is made again, and nothing was sealed yet.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
 }
 
 // pushAAD is the additional data a secret is sealed under: every field

@@ -6,7 +6,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"novaos.dev/novaos/a2a"
@@ -295,5 +297,74 @@ func TestPushKeyFile(t *testing.T) {
 	sealed, err := s.seal("x", nil)
 	if err != nil || !strings.HasPrefix(sealed, sealedPrefix+s.kid+":") {
 		t.Errorf("seal = %q, %v", sealed, err)
+	}
+}
+
+// Sealers racing to create the key (replicas or restarts sharing a data
+// directory) all end with the one key, and none reads a file still being
+// written.
+func TestPushKeyCreatedAtomically(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	for round := range 30 {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "keys", PushKeyFile)
+		const racers = 8
+		kids := make([]string, racers)
+		errs := make([]error, racers)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range racers {
+			wg.Go(func() {
+				s := &pushSealer{path: path, log: log}
+				<-start
+				if _, errs[i] = s.seal("secret", nil); errs[i] == nil {
+					kids[i] = s.kid
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		for i := range racers {
+			if errs[i] != nil {
+				t.Fatalf("round %d: sealer %d: %v", round, i, errs[i])
+			}
+			if kids[i] != kids[0] {
+				t.Fatalf("round %d: sealer %d has key %s, sealer 0 %s", round, i, kids[i], kids[0])
+			}
+		}
+		entries, err := os.ReadDir(filepath.Dir(path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) != 1 || entries[0].Name() != PushKeyFile {
+			var names []string
+			for _, e := range entries {
+				names = append(names, e.Name())
+			}
+			t.Fatalf("round %d: the key directory holds %v, want only %s", round, names, PushKeyFile)
+		}
+		if fi, err := os.Stat(path); err != nil || (fi.Mode().Perm() != 0o600 && runtime.GOOS != "windows") {
+			t.Fatalf("round %d: key file %v, %v, want mode 0600", round, fi, err)
+		}
+	}
+}
+
+// An empty key file (left by a crash between creating and writing it) is
+// refused with an error naming the file, and is not replaced by a new key.
+func TestPushKeyFileEmpty(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	path := filepath.Join(t.TempDir(), PushKeyFile)
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newPushSealer(path, false, log); !errors.Is(err, errPushKey) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "empty") {
+		t.Fatalf("newPushSealer with an empty key file: %v, want errPushKey naming %s as empty", err, path)
+	}
+	s := &pushSealer{path: path, log: log}
+	if _, err := s.seal("secret", nil); !errors.Is(err, errPushKey) {
+		t.Fatalf("seal with an empty key file: %v, want errPushKey", err)
+	}
+	if b, err := os.ReadFile(path); err != nil || len(b) != 0 {
+		t.Errorf("the empty key file was replaced: %d bytes, %v", len(b), err)
 	}
 }

@@ -62,7 +62,9 @@ const deadlineStep = time.Second
 // the start of the request plus the longer of the body timeout and the
 // time the bytes read so far may take at the minimum rate, lifts the
 // deadline once the body is read (so a response stream is not cut), and
-// for a chunked body counts what it reads against the budget.
+// holds the body's share of the budget until the body is read to its end
+// or closed: after that its bytes are the handler's to keep or drop, and a
+// stream that outlives its body must not keep other writes out.
 type body struct {
 	rc       io.ReadCloser
 	ctl      deadlineSetter // nil: no deadlines
@@ -72,25 +74,57 @@ type body struct {
 	deadline time.Time
 	n        int64
 
-	budget *budget // chunked bodies only
-	held   int64
+	budget *budget // nil: no budget
+	length int64   // Content-Length; 0 for a chunked body
+	// counted: a chunked body, each read admitted against the budget.
+	counted bool
+	// held is what the body holds of the budget: its Content-Length from
+	// the start, or what a chunked body has read. Close may run on another
+	// goroutine than Read, hence atomics.
+	held  atomic.Int64
+	freed atomic.Bool
 	// tripped is read by the writer, which a handler may use from another
 	// goroutine than the one reading the body.
-	tripped atomic.Bool
+	tripped atomic.Pointer[trip]
 }
 
+// trip is why a chunked body stopped being read: what Read returns, and
+// what the Guard answers in place of the handler.
+type trip struct {
+	err     error
+	refusal *refusal
+}
+
+// overloaded: the budget is full. tooLarge: the body alone is bigger than
+// the whole budget, so retrying cannot help.
+var (
+	overloaded = &trip{err: ErrOverloaded, refusal: refuseBytes}
+	tooLarge   = &trip{refusal: refuseTooLarge}
+)
+
 func (b *body) Read(p []byte) (int, error) {
-	if b.tripped.Load() {
-		return 0, ErrOverloaded
+	if t := b.tripped.Load(); t != nil {
+		return 0, t.readErr(b.budget)
 	}
 	n, err := b.rc.Read(p)
 	b.n += int64(n)
-	if b.budget != nil && n > 0 {
-		if !b.budget.acquire(int64(n)) {
-			b.tripped.Store(true)
-			return 0, ErrOverloaded
+	if b.counted && n > 0 {
+		t := overloaded
+		if int64(n) > b.budget.max-b.held.Load() {
+			t = tooLarge
 		}
-		b.held += int64(n)
+		if t == tooLarge || !b.budget.acquire(int64(n)) {
+			b.tripped.Store(t)
+			return 0, t.readErr(b.budget)
+		}
+		b.held.Add(int64(n))
+		if b.freed.Load() {
+			// Closed while this read was under way: give back what it took.
+			b.budget.release(b.held.Swap(0))
+		}
+	}
+	if err == io.EOF || (b.length > 0 && b.n >= b.length) {
+		b.free()
 	}
 	switch {
 	case err == io.EOF:
@@ -101,7 +135,27 @@ func (b *body) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (b *body) Close() error { return b.rc.Close() }
+// readErr is what a read of a tripped body returns: a too-large body says
+// so as net/http's MaxBytesError, which handlers already answer as 413.
+func (t *trip) readErr(b *budget) error {
+	if t.err != nil {
+		return t.err
+	}
+	return &http.MaxBytesError{Limit: b.max}
+}
+
+func (b *body) Close() error {
+	b.free()
+	return b.rc.Close()
+}
+
+// free gives the body's share of the budget back, once: at the body's end,
+// its Close, or its handler's return, whichever comes first.
+func (b *body) free() {
+	if b.budget != nil && b.freed.CompareAndSwap(false, true) {
+		b.budget.release(b.held.Swap(0))
+	}
+}
 
 // extend moves the deadline to what the minimum rate allows for the bytes
 // read so far, when that is well past the current one.
@@ -136,7 +190,7 @@ func (b *body) lift() {
 // budgetWriter stands between a handler and the connection while a
 // chunked body is read against the budget: once the budget trips, and if
 // the handler has written nothing before that, what it writes is dropped so
-// the Guard can answer 503 instead.
+// the Guard can answer 503 (or 413) instead.
 type budgetWriter struct {
 	http.ResponseWriter
 	b       *body
@@ -145,7 +199,7 @@ type budgetWriter struct {
 }
 
 func (w *budgetWriter) WriteHeader(code int) {
-	if w.b.tripped.Load() && !w.wrote {
+	if w.b.tripped.Load() != nil && !w.wrote {
 		w.dropped = true
 		return
 	}
@@ -154,7 +208,7 @@ func (w *budgetWriter) WriteHeader(code int) {
 }
 
 func (w *budgetWriter) Write(p []byte) (int, error) {
-	if w.b.tripped.Load() && !w.wrote {
+	if w.b.tripped.Load() != nil && !w.wrote {
 		w.dropped = true
 		return len(p), nil
 	}
@@ -163,10 +217,16 @@ func (w *budgetWriter) Write(p []byte) (int, error) {
 }
 
 func (w *budgetWriter) Flush() {
-	if w.b.tripped.Load() && !w.wrote {
+	if w.b.tripped.Load() != nil && !w.wrote {
 		return
 	}
 	w.wrote = true
+	// net/http's own writer is a Flusher; the controller only for a
+	// wrapper that reaches one through Unwrap.
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+		return
+	}
 	_ = http.NewResponseController(w.ResponseWriter).Flush()
 }
 

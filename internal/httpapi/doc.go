@@ -32,7 +32,10 @@
 //     Past the reserve, a connection is closed as soon as it is accepted.
 //   - A request whose body (Content-Length, or what a chunked body has
 //     read so far) does not fit in MaxInflightBytes with the bodies
-//     already admitted gets 503 with Retry-After.
+//     already admitted gets 503 with Retry-After. A body's share is given
+//     back once it is read to its end or closed (or its handler returns),
+//     so a stream does not hold it while it runs. A body larger than the
+//     whole budget gets 413, without Retry-After: no retry can fit it.
 //   - In loopback-only mode (listening on loopback, no public URL
 //     elsewhere), or when AllowHosts are set, a write (any method but GET,
 //     HEAD, OPTIONS) whose Host is not one of the server's names gets 421:

@@ -47,10 +47,10 @@ func ExampleGuard() {
 		fmt.Println(what, resp.StatusCode)
 	}
 	post("own host:", ln.Addr().String(), 10)
-	post("rebound host:", "evil.attacker.test", 10) // a page re-pointing its name at 127.0.0.1
-	post("over budget:", ln.Addr().String(), 2<<20)
+	post("rebound host:", "evil.attacker.test", 10)                  // a page re-pointing its name at 127.0.0.1
+	post("larger than the whole budget:", ln.Addr().String(), 2<<20) // never fits: no Retry-After
 	// Output:
 	// own host: 201
 	// rebound host: 421
-	// over budget: 503 Retry-After: 1
+	// larger than the whole budget: 413
 }

@@ -180,13 +180,20 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 // body under its deadline.
 func (g *Guard) serveBody(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	if g.budget != nil && r.ContentLength > 0 {
-		if !g.budget.acquire(r.ContentLength) {
+		f := refuseBytes
+		switch {
+		case r.ContentLength > g.budget.max:
+			// It would never fit: 503 would have the client retry forever.
+			f = refuseTooLarge
+		case g.budget.acquire(r.ContentLength):
+			f = nil
+		}
+		if f != nil {
 			// Not reading the body: the connection closes after the answer.
 			w.Header().Set("Connection", "close")
-			g.refuse(w, r, refuseBytes)
+			g.refuse(w, r, f)
 			return
 		}
-		defer g.budget.release(r.ContentLength)
 	}
 	b := &body{rc: r.Body, start: time.Now(), timeout: g.limits.BodyTimeout, rate: g.limits.BodyMinRate}
 	if b.timeout > 0 {
@@ -198,17 +205,26 @@ func (g *Guard) serveBody(w http.ResponseWriter, r *http.Request, next http.Hand
 		}
 	}
 	r.Body = b
-	if g.budget == nil || r.ContentLength > 0 {
+	if g.budget == nil {
 		next.ServeHTTP(w, r)
 		return
 	}
 	b.budget = g.budget
+	// net/http closes the body it made, not this wrapper, so a handler that
+	// neither reads to the end nor closes gives the share back here.
+	defer b.free()
+	if r.ContentLength > 0 {
+		b.length = r.ContentLength
+		b.held.Store(r.ContentLength)
+		next.ServeHTTP(w, r)
+		return
+	}
+	b.counted = true
 	bw := &budgetWriter{ResponseWriter: w, b: b}
-	defer func() { g.budget.release(b.held) }()
 	next.ServeHTTP(bw, r)
-	if b.tripped.Load() && !bw.wrote {
+	if t := b.tripped.Load(); t != nil && !bw.wrote {
 		w.Header().Set("Connection", "close")
-		g.refuse(w, r, refuseBytes)
+		g.refuse(w, r, t.refusal)
 	}
 }
 

@@ -316,11 +316,17 @@ func waitFor(t *testing.T, cond func() bool) {
 func TestInflightBudget(t *testing.T) {
 	release := make(chan struct{})
 	entered := make(chan struct{}, 4)
-	hold := readBody(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// The first body is left unread, so its share stays held until the
+	// handler returns; the chunked one is read, and trips the budget.
+	hold := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength < 0 {
+			readBody(okHandler).ServeHTTP(w, r)
+			return
+		}
 		entered <- struct{}{}
 		<-release
 		io.WriteString(w, "ok")
-	}))
+	})
 	opts := &Options{
 		Limits:  Limits{MaxInflightBytes: 1000},
 		JSONRPC: func(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/rpc") },
@@ -399,6 +405,146 @@ func TestInflightBudget(t *testing.T) {
 	wg.Wait()
 	if firstStatus != http.StatusOK {
 		t.Errorf("admitted request: status %d, want 200", firstStatus)
+	}
+	waitFor(t, func() bool { return g.Stats().InflightBytes == 0 })
+}
+
+// A body's share of the budget is given back once the body is read to its
+// end or closed, not when the handler returns: a stream that outlives its
+// body does not keep other writes out. It is given back once only.
+func TestInflightFreedWhenBodyDone(t *testing.T) {
+	tests := []struct {
+		name    string
+		chunked bool
+		use     func(io.ReadCloser) // what the streaming handler does with its body
+		want    int64               // held while the stream runs
+	}{
+		{name: "read to end", use: func(b io.ReadCloser) { io.Copy(io.Discard, b) }},
+		{name: "read exactly its length", use: func(b io.ReadCloser) { io.ReadFull(b, make([]byte, 600)) }},
+		{name: "closed unread", use: func(b io.ReadCloser) { b.Close() }},
+		{name: "read in part", use: func(b io.ReadCloser) { io.ReadFull(b, make([]byte, 300)) }, want: 600},
+		{name: "chunked read to end", chunked: true, use: func(b io.ReadCloser) { io.Copy(io.Discard, b) }},
+		{name: "chunked closed", chunked: true, use: func(b io.ReadCloser) { io.ReadFull(b, make([]byte, 200)); b.Close() }},
+		{name: "chunked read in part", chunked: true, use: func(b io.ReadCloser) { io.ReadFull(b, make([]byte, 300)) }, want: 300},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			release := make(chan struct{})
+			entered := make(chan struct{}, 1)
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/stream" {
+					readBody(okHandler).ServeHTTP(w, r)
+					return
+				}
+				tt.use(r.Body)
+				entered <- struct{}{}
+				<-release
+				io.WriteString(w, "data: end\n\n")
+			})
+			g, addr := serveGuard(t, &Options{Limits: Limits{MaxInflightBytes: 1000}}, h)
+			base := "http://" + addr
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			wg.Go(func() {
+				var body io.Reader = strings.NewReader(strings.Repeat("x", 600))
+				if tt.chunked {
+					body = io.MultiReader(body) // no length: sent chunked
+				}
+				resp, err := http.Post(base+"/stream", "application/json", body)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			})
+			<-entered
+			if got := g.Stats().InflightBytes; got != tt.want {
+				t.Errorf("while streaming: InflightBytes = %d, want %d", got, tt.want)
+			}
+			resp, err := http.Post(base+"/", "application/json", strings.NewReader(strings.Repeat("y", 600)))
+			if err != nil {
+				close(release)
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			wantStatus := http.StatusOK
+			if tt.want+600 > 1000 {
+				wantStatus = http.StatusServiceUnavailable
+			}
+			if resp.StatusCode != wantStatus {
+				t.Errorf("a write beside the stream: status %d, want %d", resp.StatusCode, wantStatus)
+			}
+			close(release)
+			wg.Wait()
+			waitFor(t, func() bool { return g.Stats().InflightBytes <= 0 })
+			if got := g.Stats().InflightBytes; got != 0 {
+				t.Errorf("after the stream: InflightBytes = %d, want 0 (given back more than once?)", got)
+			}
+		})
+	}
+}
+
+// A body bigger than the whole budget can never be admitted: it gets 413,
+// not 503 with Retry-After, which would have its client retry forever.
+func TestBodyLargerThanBudget(t *testing.T) {
+	opts := &Options{
+		Limits:  Limits{MaxInflightBytes: 1000},
+		JSONRPC: func(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/rpc") },
+	}
+	called := make(chan struct{}, 4)
+	g, addr := serveGuard(t, opts, readBody(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		called <- struct{}{}
+		io.WriteString(w, "ok")
+	})))
+	tests := []struct {
+		name    string
+		path    string
+		chunked bool
+		wantRPC bool
+	}{
+		{name: "content-length", path: "/"},
+		{name: "json-rpc", path: "/rpc", wantRPC: true},
+		{name: "chunked", path: "/", chunked: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var body io.Reader = strings.NewReader(strings.Repeat("x", 2000))
+			if tt.chunked {
+				body = io.MultiReader(body)
+			}
+			resp, err := http.Post("http://"+addr+tt.path, "application/json", body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusRequestEntityTooLarge || resp.Header.Get("Retry-After") != "" {
+				t.Fatalf("status %d Retry-After %q, want 413 and none: %s", resp.StatusCode, resp.Header.Get("Retry-After"), b)
+			}
+			var p Problem
+			if tt.wantRPC {
+				var e struct {
+					Error struct {
+						Code int     `json:"code"`
+						Data Problem `json:"data"`
+					} `json:"error"`
+				}
+				err = json.Unmarshal(b, &e)
+				if e.Error.Code != RPCCode(http.StatusRequestEntityTooLarge) {
+					t.Errorf("JSON-RPC code %d", e.Error.Code)
+				}
+				p = e.Error.Data
+			} else {
+				err = json.Unmarshal(b, &p)
+			}
+			if err != nil || p.Type != ProblemBodyTooLarge || p.Status != http.StatusRequestEntityTooLarge {
+				t.Errorf("refusal %s (%v)", b, err)
+			}
+		})
+	}
+	if len(called) != 0 {
+		t.Errorf("the handler answered %d too-large requests", len(called))
 	}
 	waitFor(t, func() bool { return g.Stats().InflightBytes == 0 })
 }
@@ -543,5 +689,47 @@ func TestDefaultLimits(t *testing.T) {
 		if got := capFraction(tt.files); got != tt.want {
 			t.Errorf("capFraction(%d) = %d, want %d", tt.files, got, tt.want)
 		}
+	}
+}
+
+// flushRecorder is a ResponseWriter that flushes, as net/http's does.
+type flushRecorder struct {
+	http.ResponseWriter
+	flushes int
+}
+
+func (w *flushRecorder) Flush() { w.flushes++ }
+
+// unwrapper hides a Flusher behind Unwrap, as middleware does.
+type unwrapper struct{ w http.ResponseWriter }
+
+func (u *unwrapper) Header() http.Header         { return u.w.Header() }
+func (u *unwrapper) Write(p []byte) (int, error) { return u.w.Write(p) }
+func (u *unwrapper) WriteHeader(code int)        { u.w.WriteHeader(code) }
+func (u *unwrapper) Unwrap() http.ResponseWriter { return u.w }
+
+// A stream flushes once per event: budgetWriter's Flush reaches the
+// connection's directly when it can, and through Unwrap when it must.
+func TestBudgetWriterFlush(t *testing.T) {
+	tests := []struct {
+		name       string
+		wrap       func(*flushRecorder) http.ResponseWriter
+		wantAllocs float64 // -1: not checked
+	}{
+		{name: "flusher", wrap: func(f *flushRecorder) http.ResponseWriter { return f }, wantAllocs: 0},
+		{name: "behind unwrap", wrap: func(f *flushRecorder) http.ResponseWriter { return &unwrapper{f} }, wantAllocs: -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			under := &flushRecorder{ResponseWriter: httptest.NewRecorder()}
+			bw := &budgetWriter{ResponseWriter: tt.wrap(under), b: &body{}}
+			allocs := testing.AllocsPerRun(100, bw.Flush)
+			if tt.wantAllocs >= 0 && allocs != tt.wantAllocs {
+				t.Errorf("Flush allocates %v times per call, want %v", allocs, tt.wantAllocs)
+			}
+			if under.flushes == 0 || !bw.wrote {
+				t.Errorf("Flush did not reach the connection: %d flushes, wrote %v", under.flushes, bw.wrote)
+			}
+		})
 	}
 }

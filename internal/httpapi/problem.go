@@ -13,6 +13,10 @@ const ProblemContentType = "application/problem+json"
 const (
 	// ProblemOverloaded: 503, a connection or in-flight byte limit.
 	ProblemOverloaded = "https://novaos.dev/problems/overloaded"
+	// ProblemBodyTooLarge: 413, a request body larger than the whole
+	// in-flight budget, which no retry can fit. The same type as the
+	// registry's body-too-large problem.
+	ProblemBodyTooLarge = "https://novaos.dev/problems/body-too-large"
 	// ProblemMisdirected: 421, a write whose Host is not one of the
 	// server's names (the DNS-rebinding shape).
 	ProblemMisdirected = "https://novaos.dev/problems/misdirected-request"
@@ -27,21 +31,6 @@ type Problem struct {
 	Title  string `json:"title"`
 	Status int    `json:"status"`
 	Detail string `json:"detail,omitempty"`
-}
-
-// WriteProblem answers with p as application/problem+json.
-func WriteProblem(w http.ResponseWriter, p *Problem) {
-	b, err := json.Marshal(p)
-	if err != nil {
-		// A Problem is strings and an int: it always encodes.
-		panic("httpapi: problem does not encode: " + err.Error())
-	}
-	h := w.Header()
-	h.Set("Content-Type", ProblemContentType)
-	h.Set("Content-Length", strconv.Itoa(len(b)+1))
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(p.Status)
-	_, _ = w.Write(append(b, '\n'))
 }
 
 // RPCCode is the JSON-RPC error code of a refusal with HTTP status s:
@@ -101,6 +90,8 @@ var (
 		Detail: "the server is at its connection limit; retry after the number of seconds in Retry-After"}, true)
 	refuseBytes = newRefusal(Problem{Type: ProblemOverloaded, Title: "Service Unavailable", Status: http.StatusServiceUnavailable,
 		Detail: "the server holds as many request bytes as it admits at once; retry after the number of seconds in Retry-After"}, true)
+	refuseTooLarge = newRefusal(Problem{Type: ProblemBodyTooLarge, Title: "Content Too Large", Status: http.StatusRequestEntityTooLarge,
+		Detail: "the request body is larger than all the request bytes the server admits at once"}, false)
 	refuseHost = newRefusal(Problem{Type: ProblemMisdirected, Title: "Misdirected Request", Status: http.StatusMisdirectedRequest,
 		Detail: "the Host header does not name this server; it accepts writes only for localhost, 127.0.0.1, [::1], its listen address and its configured public URL and allowed hosts"}, false)
 	refuseOrigin = newRefusal(Problem{Type: ProblemCrossOrigin, Title: "Forbidden", Status: http.StatusForbidden,
