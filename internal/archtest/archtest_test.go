@@ -142,6 +142,13 @@ var rules = []rule{
 		},
 	},
 	{
+		pkg: module + "/resilience",
+		why: "every service client (memory, gate, …) shares the retry rules, so they must depend on the standard library only",
+		forbid: func(dep *pkg) bool {
+			return !dep.Standard
+		},
+	},
+	{
 		pkg: module + "/netguard",
 		why: "the SSRF guard sits on the first floor so every package that stores or dials a URL can import it; it must depend on the standard library only",
 		forbid: func(dep *pkg) bool {
