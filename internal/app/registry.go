@@ -13,14 +13,9 @@ import (
 	"novaos.dev/novaos/store/sqlite"
 )
 
-var (
-	_ iregistry.Store = (*sqlite.RegistryStore)(nil)
-	_ iregistry.Store = (*postgres.RegistryStore)(nil)
-)
-
 // registryStore is the database's registry store, or one in memory when
 // the server runs without a database (Options.TaskStore).
-func (s *Server) registryStore() iregistry.Store {
+func (s *Server) registryStore() registry.Store {
 	switch db := s.db.(type) {
 	case *sqlite.DB:
 		return db.RegistryStore()

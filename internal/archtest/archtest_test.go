@@ -148,6 +148,13 @@ var rules = []rule{
 			return !dep.Standard
 		},
 	},
+	{
+		pkg: module + "/store/storetest",
+		why: "a store written outside this module runs the contract suites, so they may use public contracts only",
+		forbid: func(dep *pkg) bool {
+			return strings.HasPrefix(dep.ImportPath, module+"/internal/")
+		},
+	},
 }
 
 // driverModules are SQL driver modules we know by name; any other package
@@ -255,6 +262,9 @@ func TestRulesCatchViolations(t *testing.T) {
 		{1, pkg{ImportPath: "github.com/google/uuid"}, false},
 		{2, pkg{ImportPath: "net/http", Standard: true}, false},
 		{2, pkg{ImportPath: module + "/secret"}, true},
+		{3, pkg{ImportPath: module + "/internal/registry"}, true},
+		{3, pkg{ImportPath: module + "/registry"}, false},
+		{3, pkg{ImportPath: module + "/a2a/a2asrv"}, false},
 	}
 	for _, tc := range tests {
 		if got := rules[tc.rule].forbid(&tc.dep); got != tc.want {

@@ -13,12 +13,14 @@ import (
 	"novaos.dev/novaos/store/keyset"
 )
 
-// RegistryStore returns the database's agent-registry store: the records
-// of internal/registry, keyed by id with unique names.
+// RegistryStore returns the database's agent-registry store (a registry.Store):
+// the records of the registry service, keyed by id with unique names.
 func (db *DB) RegistryStore() *RegistryStore { return &RegistryStore{db} }
 
 // RegistryStore keeps agent-registry records in the database.
 type RegistryStore struct{ db *DB }
+
+var _ registry.Store = (*RegistryStore)(nil)
 
 // uniqueViolation is PostgreSQL's SQLSTATE for a unique constraint.
 const uniqueViolation = "23505"

@@ -11,12 +11,14 @@ import (
 	"novaos.dev/novaos/store/keyset"
 )
 
-// RegistryStore returns the database's agent-registry store: the records
-// of internal/registry, keyed by id with unique names.
+// RegistryStore returns the database's agent-registry store (a registry.Store):
+// the records of the registry service, keyed by id with unique names.
 func (db *DB) RegistryStore() *RegistryStore { return &RegistryStore{db} }
 
 // RegistryStore keeps agent-registry records in the database.
 type RegistryStore struct{ db *DB }
+
+var _ registry.Store = (*RegistryStore)(nil)
 
 func (s *RegistryStore) Create(ctx context.Context, a *registry.Agent) error {
 	body, err := json.Marshal(a)
