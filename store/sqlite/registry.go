@@ -8,7 +8,7 @@ import (
 	"fmt"
 
 	"novaos.dev/novaos/registry"
-	"novaos.dev/novaos/store/keyset"
+	"novaos.dev/novaos/store/internal/sqlstore"
 )
 
 // RegistryStore returns the database's agent-registry store (a registry.Store):
@@ -123,7 +123,7 @@ func (s *RegistryStore) List(ctx context.Context, after string, limit int) ([]*r
 		return nil, fmt.Errorf("sqlite: list agents: %w", err)
 	}
 	defer rows.Close()
-	out, err := keyset.ScanBodies(rows, decodeAgent)
+	out, err := sqlstore.ScanBodies(rows, decodeAgent)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list agents: %w", err)
 	}
