@@ -14,8 +14,8 @@ const (
 	// ProblemOverloaded: 503, a connection or in-flight byte limit.
 	ProblemOverloaded = "https://novaos.dev/problems/overloaded"
 	// ProblemBodyTooLarge: 413, a request body larger than the whole
-	// in-flight budget, which no retry can fit. The same type as the
-	// registry's body-too-large problem.
+	// in-flight budget, which no retry can fit, or than the limit of the
+	// service's own (DecodeJSON).
 	ProblemBodyTooLarge = "https://novaos.dev/problems/body-too-large"
 	// ProblemMisdirected: 421, a write whose Host is not one of the
 	// server's names (the DNS-rebinding shape).
