@@ -300,7 +300,7 @@ func pageToken(name string) string { return httpapi.PageToken(name) }
 func parsePageToken(tok string) (string, error) {
 	name, err := httpapi.ParsePageToken(tok, registry.ValidName)
 	if err != nil {
-		return "", fmt.Errorf("registry: %w: %w", registry.ErrBadPageToken, err)
+		return "", fmt.Errorf("registry: page token %q: %w", tok, registry.ErrBadPageToken)
 	}
 	return name, nil
 }
