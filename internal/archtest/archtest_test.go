@@ -142,13 +142,6 @@ var rules = []rule{
 		},
 	},
 	{
-		pkg: module + "/resilience",
-		why: "every service client (memory, gate, …) shares the retry rules, so they must depend on the standard library only",
-		forbid: func(dep *pkg) bool {
-			return !dep.Standard
-		},
-	},
-	{
 		pkg: module + "/netguard",
 		why: "the SSRF guard sits on the first floor so every package that stores or dials a URL can import it; it must depend on the standard library only",
 		forbid: func(dep *pkg) bool {
@@ -195,6 +188,13 @@ var rules = []rule{
 		why: "the registry SDK (types, client, store contract) sits below the stores and the service",
 		forbid: func(dep *pkg) bool {
 			return underAny(dep.ImportPath, "store", "internal")
+		},
+	},
+	{
+		pkg: module + "/resilience",
+		why: "every service client (memory, gate, …) shares the retry rules, so they must depend on the standard library only",
+		forbid: func(dep *pkg) bool {
+			return !dep.Standard
 		},
 	},
 }
@@ -332,6 +332,8 @@ func TestRulesCatchViolations(t *testing.T) {
 		{7, pkg{ImportPath: module + "/internal/registry"}, true},
 		{8, pkg{ImportPath: module + "/store/sqlite"}, true},
 		{8, pkg{ImportPath: module + "/netguard"}, false},
+		{9, pkg{ImportPath: "time", Standard: true}, false},
+		{9, pkg{ImportPath: module + "/secret"}, true},
 	}
 	for _, tc := range tests {
 		if got := rules[tc.rule].forbid(&tc.dep); got != tc.want {
