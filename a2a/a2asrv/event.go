@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"novaos.dev/novaos/a2a"
-	"novaos.dev/novaos/store/keyset"
+	"novaos.dev/novaos/a2a/a2astore"
 )
 
 // ApplyEvent changes t the way one appended write does: a status update
@@ -89,11 +89,11 @@ func LastStatus(events []*a2a.StreamResponse) (status a2a.TaskStatus, ok bool) {
 	return a2a.TaskStatus{}, false
 }
 
-// ApplyEncodedEvents applies events a store kept (keyset.EncodeEvent's
+// ApplyEncodedEvents applies events a store kept (a2astore.EncodeEvent's
 // bytes), in order, to the task they were appended to.
 func ApplyEncodedEvents(t *a2a.Task, bodies [][]byte) error {
 	for _, b := range bodies {
-		ev, err := keyset.DecodeEvent(b)
+		ev, err := a2astore.DecodeEvent(b)
 		if err != nil {
 			return err
 		}

@@ -9,7 +9,7 @@ import (
 	"sync"
 
 	"novaos.dev/novaos/a2a"
-	"novaos.dev/novaos/store/keyset"
+	"novaos.dev/novaos/a2a/a2astore"
 )
 
 // MemoryOptions bounds the in-memory stores. Nil or zero fields mean the
@@ -81,7 +81,7 @@ func NewMemoryTaskStore(opts *MemoryOptions) *MemoryTaskStore {
 }
 
 func encodeMemTask(scope Scope, task *a2a.Task, v Version) (*memTask, error) {
-	body, err := keyset.EncodeTask(scope.Tenant, scope.Owner, task)
+	body, err := a2astore.EncodeTask(scope.Tenant, scope.Owner, task)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +97,7 @@ func encodeMemTask(scope Scope, task *a2a.Task, v Version) (*memTask, error) {
 }
 
 func (m *memTask) decode() (*a2a.Task, error) {
-	t, err := keyset.DecodeTask(m.body)
+	t, err := a2astore.DecodeTask(m.body)
 	if err == nil {
 		err = ApplyEncodedEvents(t, m.events)
 	}
@@ -174,7 +174,7 @@ func (s *MemoryTaskStore) Update(ctx context.Context, scope Scope, task *a2a.Tas
 
 // Append implements TaskStore.
 func (s *MemoryTaskStore) Append(ctx context.Context, scope Scope, id string, prev Version, events []*a2a.StreamResponse, compact *a2a.Task) (Version, error) {
-	body, bodies, err := keyset.EncodeAppend(scope.Tenant, scope.Owner, id, events, compact)
+	body, bodies, err := a2astore.EncodeAppend(scope.Tenant, scope.Owner, id, events, compact)
 	if err != nil {
 		return 0, fmt.Errorf("a2asrv: memory: append to task %s: %w", id, err)
 	}
@@ -217,9 +217,9 @@ func (s *MemoryTaskStore) Delete(ctx context.Context, scope Scope, id string) er
 // List implements TaskStore. It scans every task in the store, which is
 // fine at the sizes the store is bounded to.
 func (s *MemoryTaskStore) List(ctx context.Context, scope Scope, q ListQuery) (*ListResult, error) {
-	var cur *keyset.Task
+	var cur *a2astore.Task
 	if q.PageToken != "" {
-		c, err := keyset.ParseTask(q.PageToken)
+		c, err := a2astore.ParseTask(q.PageToken)
 		if err != nil {
 			return nil, fmt.Errorf("a2asrv: memory: list tasks: %w", ErrBadPageToken)
 		}
@@ -227,7 +227,7 @@ func (s *MemoryTaskStore) List(ctx context.Context, scope Scope, q ListQuery) (*
 	}
 	afterMs := int64(-1 << 63)
 	if !q.StatusAfter.IsZero() {
-		afterMs = keyset.CeilMillis(q.StatusAfter)
+		afterMs = a2astore.CeilMillis(q.StatusAfter)
 	}
 	var match []*memTask
 	s.mu.RLock()
@@ -249,7 +249,7 @@ func (s *MemoryTaskStore) List(ctx context.Context, scope Scope, q ListQuery) (*
 	if cur != nil {
 		// The first task strictly after the cursor in (ts desc, id desc)
 		// order; the cursor's own task may since have been deleted.
-		i, _ := slices.BinarySearchFunc(match, *cur, func(m *memTask, c keyset.Task) int {
+		i, _ := slices.BinarySearchFunc(match, *cur, func(m *memTask, c a2astore.Task) int {
 			return cmp.Or(cmp.Compare(c.TimeMs, m.tsMs), cmp.Compare(c.ID, m.id))
 		})
 		for i < len(match) && match[i].tsMs == cur.TimeMs && match[i].id == cur.ID {
@@ -257,10 +257,10 @@ func (s *MemoryTaskStore) List(ctx context.Context, scope Scope, q ListQuery) (*
 		}
 		page = match[i:]
 	}
-	if n := keyset.Limit(q.PageSize); len(page) > n {
+	if n := a2astore.Limit(q.PageSize); len(page) > n {
 		page = page[:n]
 		last := page[n-1]
-		res.NextPageToken = keyset.Task{TimeMs: last.tsMs, ID: last.id}.Token()
+		res.NextPageToken = a2astore.Task{TimeMs: last.tsMs, ID: last.id}.Token()
 	}
 	res.Tasks = make([]*a2a.Task, 0, len(page))
 	for _, m := range page {
@@ -312,7 +312,7 @@ func copyPushConfig(c *a2a.TaskPushNotificationConfig) *a2a.TaskPushNotification
 
 // Put implements PushConfigStore.
 func (s *MemoryPushConfigStore) Put(ctx context.Context, scope Scope, cfg *a2a.TaskPushNotificationConfig) error {
-	if err := keyset.ValidConfig(scope.Tenant, scope.Owner, cfg); err != nil {
+	if err := a2astore.ValidConfig(scope.Tenant, scope.Owner, cfg); err != nil {
 		return fmt.Errorf("a2asrv: memory: put push config: %w", err)
 	}
 	m := &memConfig{key: memTaskKey{scope, cfg.TaskID}, cfg: *copyPushConfig(cfg)}
@@ -359,7 +359,7 @@ func (s *MemoryPushConfigStore) Get(ctx context.Context, scope Scope, taskID, id
 func (s *MemoryPushConfigStore) List(ctx context.Context, scope Scope, taskID string, pageSize int, pageToken string) ([]*a2a.TaskPushNotificationConfig, string, error) {
 	after := ""
 	if pageToken != "" {
-		id, err := keyset.ParseID(pageToken)
+		id, err := a2astore.ParseID(pageToken)
 		if err != nil {
 			return nil, "", fmt.Errorf("a2asrv: memory: list push configs: %w", ErrBadPageToken)
 		}
@@ -375,9 +375,9 @@ func (s *MemoryPushConfigStore) List(ctx context.Context, scope Scope, taskID st
 	s.mu.RUnlock()
 	slices.SortFunc(match, func(a, b *memConfig) int { return cmp.Compare(a.cfg.ID, b.cfg.ID) })
 	next := ""
-	if n := keyset.Limit(pageSize); len(match) > n {
+	if n := a2astore.Limit(pageSize); len(match) > n {
 		match = match[:n]
-		next = keyset.IDToken(match[n-1].cfg.ID)
+		next = a2astore.IDToken(match[n-1].cfg.ID)
 	}
 	out := make([]*a2a.TaskPushNotificationConfig, len(match))
 	for i, m := range match {

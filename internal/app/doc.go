@@ -12,6 +12,14 @@
 //	defer srv.Shutdown(context.Background())
 //	resp, err := http.Get(srv.URL() + "/healthz")
 //
+// Start mounts the server's services from one list (server.go, services):
+// each is a name, its mux patterns and a handler; the hosted agents, the
+// card key's JWKS, the agent registry and its seed 000 Agent-DNS shape,
+// /healthz and the index are entries. A new platform service builds its
+// handler on internal/httpapi's API (problems, callers, bodies, paging) and
+// adds one entry; the Guard in front of the mux applies the server-wide
+// limits and Host and Origin rules to all of them.
+//
 // Options are read once by New; the server owns the database it opens and
 // closes it in Shutdown. A TaskStore given in Options is used instead of
 // the database (the benchmark runs that way, on the in-memory store).

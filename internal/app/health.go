@@ -2,12 +2,12 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
 
 	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/internal/httpapi"
 )
 
 // healthTimeout bounds the database ping behind /healthz, so a stuck
@@ -67,27 +67,21 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	if h.Status != "ok" {
 		status = http.StatusServiceUnavailable
 	}
-	writeJSON(w, status, h)
+	writeJSON(w, r, status, h)
 }
 
 // serveIndex answers the root with what the server hosts, so a person
 // opening the address in a browser finds the endpoints.
 func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, struct {
+	writeJSON(w, r, http.StatusOK, struct {
 		Name   string     `json:"name"`
 		Agents []Endpoint `json:"agents"`
 		Health string     `json:"health"`
 	}{"NovaOS", s.Endpoints(), s.URL() + "/healthz"})
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		http.Error(w, "internal error", http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
+// writeJSON answers with v, never cached: health and the index are live.
+func writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	httpapi.WriteJSON(w, r, status, v)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"slices"
 
@@ -14,14 +13,9 @@ import (
 	"novaos.dev/novaos/store/sqlite"
 )
 
-var (
-	_ iregistry.Store = (*sqlite.RegistryStore)(nil)
-	_ iregistry.Store = (*postgres.RegistryStore)(nil)
-)
-
 // registryStore is the database's registry store, or one in memory when
 // the server runs without a database (Options.TaskStore).
-func (s *Server) registryStore() iregistry.Store {
+func (s *Server) registryStore() registry.Store {
 	switch db := s.db.(type) {
 	case *sqlite.DB:
 		return db.RegistryStore()
@@ -52,10 +46,11 @@ func (s *Server) registryPolicy() *registry.Policy {
 	return p
 }
 
-// startRegistry mounts the agent registry API on mux and records every
-// hosted agent in it at its URL under the server's base URL (replacing the
-// record a previous run left under the same name).
-func (s *Server) startRegistry(ctx context.Context, mux *http.ServeMux) error {
+// registryServices records every hosted agent in the agent registry at its
+// URL under the server's base URL (replacing the record a previous run
+// left under the same name), and returns the registry API and its seed 000
+// Agent-DNS shape.
+func (s *Server) registryServices(ctx context.Context) ([]service, error) {
 	hosted := make([]string, len(s.agents))
 	for i, a := range s.agents {
 		hosted[i] = a.name
@@ -63,13 +58,9 @@ func (s *Server) startRegistry(ctx context.Context, mux *http.ServeMux) error {
 	policy := s.registryPolicy()
 	svc := iregistry.New(s.registryStore(), &iregistry.Options{Policy: policy, Logger: s.log, ReadOnly: hosted,
 		AdminToken: s.opts.AdminToken})
-	h := svc.Handler()
-	mux.Handle(registry.APIPath, h)
-	mux.Handle(registry.APIPath+"/", h)
-	mux.Handle(iregistry.DNSPath+"/", svc.DNSHandler()) // seed 000's AgentDNSClient shape
 	for _, a := range s.agents {
 		if _, err := svc.Put(ctx, hostedRecord(a, s.baseURL)); err != nil {
-			return fmt.Errorf("app: register agent %s: %w", a.name, err)
+			return nil, fmt.Errorf("app: register agent %s: %w", a.name, err)
 		}
 	}
 	attrs := []any{"writes", svc.WriteMode().String(), "allowedHostSuffixes", policy.AllowedHostSuffixes,
@@ -79,7 +70,10 @@ func (s *Server) startRegistry(ctx context.Context, mux *http.ServeMux) error {
 	} else {
 		s.log.Info("app: registry writes are accepted from loopback peers only (no admin token configured)", attrs...)
 	}
-	return nil
+	return []service{
+		{name: "registry", patterns: []string{registry.APIPath, registry.APIPath + "/"}, handler: svc.Handler()},
+		{name: "agent-dns", patterns: []string{iregistry.DNSPath + "/"}, handler: svc.DNSHandler()}, // seed 000's AgentDNSClient shape
+	}, nil
 }
 
 // hostedRecord describes a hosted agent from its card: its skills' ids

@@ -54,66 +54,17 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if s.baseURL == "" {
 		s.baseURL = listenURL(s.opts.Addr, ln.Addr())
 	}
-	mux := http.NewServeMux()
-	seal, err := s.pushSealer()
+	services, err := s.services(ctx)
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	for i := range s.agents {
-		a := &s.agents[i]
-		a.card = cardAt(a.agent.Card(), s.baseURL+agentPath(a.name))
-		if s.opts.CardKey != nil {
-			// The handler precomputes the card's bytes: sign first.
-			if a.card, err = cardsig.Sign(a.card, s.opts.CardKey, nil); err != nil {
-				ln.Close()
-				return fmt.Errorf("app: sign %s card: %w", a.name, err)
-			}
+	mux := http.NewServeMux()
+	for _, svc := range services {
+		for _, p := range svc.patterns {
+			mux.Handle(p, svc.handler)
 		}
-		opts := &a2asrv.Options{
-			TaskStore:             agentTasks{store: s.tasks, agent: a.name},
-			Logger:                s.log.With("agent", a.name),
-			PushURLPolicy:         s.pushURLPolicy(),
-			MaxBodyBytes:          s.opts.MaxBodyBytes,
-			MaxIDBytes:            s.opts.MaxIDBytes,
-			MaxExtensions:         s.opts.MaxExtensions,
-			MaxExtensionURIBytes:  s.opts.MaxExtensionURIBytes,
-			ArtifactFlushInterval: s.opts.ArtifactFlushInterval,
-		}
-		if s.push != nil {
-			opts.PushConfigStore = agentPushConfigs{store: s.push, agent: a.name, seal: seal}
-		}
-		if seeder, ok := a.agent.(interface {
-			NewTaskID(*a2a.SendMessageRequest) string
-		}); ok {
-			opts.NewTaskID = seeder.NewTaskID // an SDK agent's tasks take the platform's run id
-		}
-		h := a2asrv.NewHandler(a.card, a.agent, opts)
-		s.handlers = append(s.handlers, h)
-		// The handler routes relative to its mount point: "" is the
-		// JSON-RPC endpoint and /.well-known/agent-card.json the card.
-		mount := http.StripPrefix(agentPath(a.name), h)
-		mux.Handle(agentPath(a.name), mount)
-		mux.Handle(agentPath(a.name)+"/", mount)
 	}
-	if s.opts.CardKey != nil {
-		jwks, err := json.Marshal(cardsig.NewKeySet(s.opts.CardKey))
-		if err != nil {
-			ln.Close()
-			return fmt.Errorf("app: card key: %w", err)
-		}
-		mux.HandleFunc("GET "+JWKSPath, func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", "application/jwk-set+json")
-			w.Header().Set("Cache-Control", "max-age=300")
-			w.Write(jwks)
-		})
-	}
-	if err := s.startRegistry(ctx, mux); err != nil {
-		ln.Close()
-		return err
-	}
-	mux.HandleFunc("GET "+healthPath, s.serveHealth)
-	mux.HandleFunc("GET /{$}", s.serveIndex)
 	// No WriteTimeout: SSE streams stay open as long as their task runs.
 	s.http = guard.Server(mux)
 	s.http.ErrorLog = slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
@@ -138,6 +89,99 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		"headerTimeout", l.HeaderTimeout.String(), "idleTimeout", l.IdleTimeout.String(), "maxHeaderBytes", l.MaxHeaderBytes,
 		"hostCheck", guard.ChecksHost(), "corsOrigins", s.opts.CORSOrigins)
 	return nil
+}
+
+// service is one HTTP surface of the server: what a new platform service
+// adds to the list services returns, and all Start needs to mount it. The
+// Guard's limits, Host and Origin rules apply to every one; a service's
+// own callers and problems are its httpapi.API's business.
+type service struct {
+	name     string
+	patterns []string // http.ServeMux patterns
+	handler  http.Handler
+}
+
+// services lists what the server mounts: the hosted agents, the JWKS of
+// the card key, the agent registry and its seed 000 shape, health and the
+// index. It runs under s.mu with s.baseURL set.
+func (s *Server) services(ctx context.Context) ([]service, error) {
+	out, err := s.agentServices()
+	if err != nil {
+		return nil, err
+	}
+	if s.opts.CardKey != nil {
+		jwks, err := s.jwksService()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, jwks)
+	}
+	reg, err := s.registryServices(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, reg...)
+	return append(out,
+		service{name: "health", patterns: []string{"GET " + healthPath}, handler: http.HandlerFunc(s.serveHealth)},
+		service{name: "index", patterns: []string{"GET /{$}"}, handler: http.HandlerFunc(s.serveIndex)},
+	), nil
+}
+
+// agentServices builds the A2A handler of every hosted agent, at
+// /agents/{name}: the handler routes relative to its mount point, "" being
+// the JSON-RPC endpoint and /.well-known/agent-card.json the card.
+func (s *Server) agentServices() ([]service, error) {
+	seal, err := s.pushSealer()
+	if err != nil {
+		return nil, err
+	}
+	var out []service
+	for i := range s.agents {
+		a := &s.agents[i]
+		a.card = cardAt(a.agent.Card(), s.baseURL+agentPath(a.name))
+		if s.opts.CardKey != nil {
+			// The handler precomputes the card's bytes: sign first.
+			if a.card, err = cardsig.Sign(a.card, s.opts.CardKey, nil); err != nil {
+				return nil, fmt.Errorf("app: sign %s card: %w", a.name, err)
+			}
+		}
+		opts := &a2asrv.Options{
+			TaskStore:             agentTasks{store: s.tasks, agent: a.name},
+			Logger:                s.log.With("agent", a.name),
+			PushURLPolicy:         s.pushURLPolicy(),
+			MaxBodyBytes:          s.opts.MaxBodyBytes,
+			MaxIDBytes:            s.opts.MaxIDBytes,
+			MaxExtensions:         s.opts.MaxExtensions,
+			MaxExtensionURIBytes:  s.opts.MaxExtensionURIBytes,
+			ArtifactFlushInterval: s.opts.ArtifactFlushInterval,
+		}
+		if s.push != nil {
+			opts.PushConfigStore = agentPushConfigs{store: s.push, agent: a.name, seal: seal}
+		}
+		if seeder, ok := a.agent.(interface {
+			NewTaskID(*a2a.SendMessageRequest) string
+		}); ok {
+			opts.NewTaskID = seeder.NewTaskID // an SDK agent's tasks take the platform's run id
+		}
+		h := a2asrv.NewHandler(a.card, a.agent, opts)
+		s.handlers = append(s.handlers, h)
+		out = append(out, service{name: "agent " + a.name, patterns: []string{agentPath(a.name), agentPath(a.name) + "/"},
+			handler: http.StripPrefix(agentPath(a.name), h)})
+	}
+	return out, nil
+}
+
+// jwksService publishes the card key's public half.
+func (s *Server) jwksService() (service, error) {
+	jwks, err := json.Marshal(cardsig.NewKeySet(s.opts.CardKey))
+	if err != nil {
+		return service{}, fmt.Errorf("app: card key: %w", err)
+	}
+	return service{name: "jwks", patterns: []string{"GET " + JWKSPath}, handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/jwk-set+json")
+		w.Header().Set("Cache-Control", "max-age=300")
+		w.Write(jwks)
+	})}, nil
 }
 
 // guardOptions builds the Guard in front of every handler for a server

@@ -142,19 +142,73 @@ var rules = []rule{
 		},
 	},
 	{
-		pkg: module + "/resilience",
-		why: "every service client (memory, gate, …) shares the retry rules, so they must depend on the standard library only",
-		forbid: func(dep *pkg) bool {
-			return !dep.Standard
-		},
-	},
-	{
 		pkg: module + "/netguard",
 		why: "the SSRF guard sits on the first floor so every package that stores or dials a URL can import it; it must depend on the standard library only",
 		forbid: func(dep *pkg) bool {
 			return !dep.Standard
 		},
 	},
+	{
+		pkg: module + "/store/storetest",
+		why: "a store written outside this module runs the contract suites, so they may use public contracts only",
+		forbid: func(dep *pkg) bool {
+			return strings.HasPrefix(dep.ImportPath, module+"/internal/")
+		},
+	},
+	{
+		pkg: module + "/a2a/a2asrv",
+		why: "a protocol package sits below the stores and the platform: what it shares with stores lives at its floor (a2a/a2astore)",
+		forbid: func(dep *pkg) bool {
+			return underAny(dep.ImportPath, "store", "internal", "agent", "registry")
+		},
+	},
+	{
+		pkg: module + "/a2a/a2astore",
+		why: "the records every A2A store shares are read by a2asrv and the stores alike, so they depend on the wire model and the standard library only",
+		forbid: func(dep *pkg) bool {
+			return !dep.Standard && dep.ImportPath != module+"/a2a"
+		},
+	},
+	{
+		pkg: module + "/store/sqlite",
+		why: "a durable store implements public contracts and is usable outside the platform, so it imports no platform internals",
+		forbid: func(dep *pkg) bool {
+			return underAny(dep.ImportPath, "internal")
+		},
+	},
+	{
+		pkg: module + "/store/postgres",
+		why: "a durable store implements public contracts and is usable outside the platform, so it imports no platform internals",
+		forbid: func(dep *pkg) bool {
+			return underAny(dep.ImportPath, "internal")
+		},
+	},
+	{
+		pkg: module + "/registry",
+		why: "the registry SDK (types, client, store contract) sits below the stores and the service",
+		forbid: func(dep *pkg) bool {
+			return underAny(dep.ImportPath, "store", "internal")
+		},
+	},
+	{
+		pkg: module + "/resilience",
+		why: "every service client (memory, gate, …) shares the retry rules, so they must depend on the standard library only",
+		forbid: func(dep *pkg) bool {
+			return !dep.Standard
+		},
+	},
+}
+
+// underAny reports whether path is a package of the module under one of
+// the top-level directories dirs (module/internal/... for "internal"; not
+// module/store/internal/...).
+func underAny(path string, dirs ...string) bool {
+	for _, d := range dirs {
+		if p := module + "/" + d; path == p || strings.HasPrefix(path, p+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // driverModules are SQL driver modules we know by name; any other package
@@ -262,6 +316,24 @@ func TestRulesCatchViolations(t *testing.T) {
 		{1, pkg{ImportPath: "github.com/google/uuid"}, false},
 		{2, pkg{ImportPath: "net/http", Standard: true}, false},
 		{2, pkg{ImportPath: module + "/secret"}, true},
+		{3, pkg{ImportPath: module + "/internal/registry"}, true},
+		{3, pkg{ImportPath: module + "/registry"}, false},
+		{3, pkg{ImportPath: module + "/a2a/a2asrv"}, false},
+		{4, pkg{ImportPath: module + "/store/keyset"}, true},
+		{4, pkg{ImportPath: module + "/internal/httpapi"}, true},
+		{4, pkg{ImportPath: module + "/registry"}, true},
+		{4, pkg{ImportPath: module + "/a2a/a2astore"}, false},
+		{4, pkg{ImportPath: module + "/netguard"}, false},
+		{5, pkg{ImportPath: module + "/a2a"}, false},
+		{5, pkg{ImportPath: "strings", Standard: true}, false},
+		{5, pkg{ImportPath: module + "/netguard"}, true},
+		{6, pkg{ImportPath: module + "/internal/sqlmigrate"}, true},
+		{6, pkg{ImportPath: module + "/store/internal/sqlmigrate"}, false},
+		{7, pkg{ImportPath: module + "/internal/registry"}, true},
+		{8, pkg{ImportPath: module + "/store/sqlite"}, true},
+		{8, pkg{ImportPath: module + "/netguard"}, false},
+		{9, pkg{ImportPath: "time", Standard: true}, false},
+		{9, pkg{ImportPath: module + "/secret"}, true},
 	}
 	for _, tc := range tests {
 		if got := rules[tc.rule].forbid(&tc.dep); got != tc.want {

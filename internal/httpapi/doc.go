@@ -1,7 +1,8 @@
 // Package httpapi is the HTTP plumbing every NovaOS service shares, so a
 // service never re-solves it: the limits that keep hostile and careless
-// clients from holding the server, and the Host and Origin rules that keep
-// browsers from being turned against it.
+// clients from holding the server, the Host and Origin rules that keep
+// browsers from being turned against it, and the pieces of a REST API
+// (problems, callers, bodies, paging).
 //
 // A Guard wraps one listener and the handler behind it:
 //
@@ -55,4 +56,29 @@
 // Limits are per server, not per client: a Guard does not tell one client
 // from another (behind a proxy they all look alike), so a per-client quota
 // belongs in front of it.
+//
+// # REST services
+//
+// The Guard is server-wide; an API is one service's share, so the registry,
+// the memory service and the gate answer alike:
+//
+//   - Errors are RFC 9457 problems (Problem, WriteProblem). The service
+//     maps its own errors in one function, API.ProblemFor; the plumbing's
+//     come as *Problem values; anything else is a logged 500 whose detail
+//     is never sent.
+//   - Callers come from an Authenticator, applied by API.Handler to the
+//     requests API.Protect selects; the Caller lands in the request's
+//     context (CallerFrom). AdminRule is the operator's rule: the admin
+//     token (constant-time compare) or, without one, loopback peers only.
+//     The platform's execution tokens are another Authenticator, whose
+//     verified claims ride in Caller.Claims. A refusal is 401 with a
+//     Bearer challenge (ErrUnauthenticated) or 403 (ErrForbidden); neither
+//     logs nor answers with what the request presented.
+//   - Bodies are read by API.Decode (DecodeJSON): application/json only
+//     (415), one JSON value within a size limit (413), unknown fields
+//     refused unless the Body allows them (400 malformed-json).
+//   - Listings page with opaque tokens (PageToken, ParsePageToken: the
+//     key of the last record, one spelling each) and a Paging clamp.
+//   - API.Route dispatches on the method (405 with Allow otherwise) and
+//     API.NotFound answers a path no route serves.
 package httpapi

@@ -14,8 +14,8 @@ const (
 	// ProblemOverloaded: 503, a connection or in-flight byte limit.
 	ProblemOverloaded = "https://novaos.dev/problems/overloaded"
 	// ProblemBodyTooLarge: 413, a request body larger than the whole
-	// in-flight budget, which no retry can fit. The same type as the
-	// registry's body-too-large problem.
+	// in-flight budget, which no retry can fit, or than the limit of the
+	// service's own (DecodeJSON).
 	ProblemBodyTooLarge = "https://novaos.dev/problems/body-too-large"
 	// ProblemMisdirected: 421, a write whose Host is not one of the
 	// server's names (the DNS-rebinding shape).
@@ -25,12 +25,93 @@ const (
 	ProblemCrossOrigin = "https://novaos.dev/problems/cross-origin-request"
 )
 
-// Problem is an RFC 9457 problem detail.
+// Problem types every REST service answers with for the plumbing it gets
+// from API. Services add their own for their domain's errors.
+const (
+	// ProblemMalformedJSON: 400, a body that is not one JSON value of the
+	// expected shape (or has unknown fields where they are refused).
+	ProblemMalformedJSON = "https://novaos.dev/problems/malformed-json"
+	// ProblemInvalidQuery: 400, a query parameter the service cannot use.
+	ProblemInvalidQuery = "https://novaos.dev/problems/invalid-query"
+	// ProblemInvalidPageToken: 400, a page token the service did not issue.
+	ProblemInvalidPageToken = "https://novaos.dev/problems/invalid-page-token"
+	// ProblemUnsupportedMedia: 415, a body that is not application/json.
+	ProblemUnsupportedMedia = "https://novaos.dev/problems/unsupported-media-type"
+	// ProblemNotFound: 404, a path no route of the service serves.
+	ProblemNotFound = "https://novaos.dev/problems/not-found"
+	// ProblemMethodNotAllowed: 405, with Allow.
+	ProblemMethodNotAllowed = "https://novaos.dev/problems/method-not-allowed"
+	// ProblemUnauthorized: 401, with a Bearer challenge: no credentials, or
+	// ones the Authenticator refused.
+	ProblemUnauthorized = "https://novaos.dev/problems/unauthorized"
+	// ProblemForbidden: 403, a caller the Authenticator knows but refuses.
+	ProblemForbidden = "https://novaos.dev/problems/forbidden"
+	// ProblemInternal: 500, an error the service did not expect; the
+	// detail is logged, never sent.
+	ProblemInternal = "https://novaos.dev/problems/internal"
+)
+
+// Problem is an RFC 9457 problem detail. It is also an error, so the
+// plumbing (DecodeJSON, an Authenticator) can hand a finished answer to
+// API.Fail.
 type Problem struct {
 	Type   string `json:"type"`
 	Title  string `json:"title"`
 	Status int    `json:"status"`
 	Detail string `json:"detail,omitempty"`
+	// Instance is the request's path; WriteProblem fills it in.
+	Instance string `json:"instance,omitempty"`
+	// Errors names each field of a request body that breaks a rule.
+	Errors []FieldError `json:"errors,omitempty"`
+}
+
+// FieldError is one broken rule of a request body: the field's name (a
+// JSON path such as "recipientKeys[0].x") and the rule, in words.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+func (p *Problem) Error() string {
+	msg := "httpapi: " + strconv.Itoa(p.Status) + " " + p.Title
+	if p.Detail != "" {
+		msg += ": " + p.Detail
+	}
+	return msg
+}
+
+// WriteProblem answers r with p as application/problem+json, p.Instance
+// set to r's path when empty.
+func WriteProblem(w http.ResponseWriter, r *http.Request, p *Problem) {
+	if p.Instance == "" {
+		p.Instance = r.URL.Path
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		// Every field is a string, an int or a list of strings.
+		panic("httpapi: problem does not encode: " + err.Error())
+	}
+	h := w.Header()
+	h.Set("Content-Type", ProblemContentType)
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(p.Status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// WriteJSON answers with v as application/json and status. v is encoded
+// before anything is written, so a value that does not encode gets a 500
+// problem instead of half a body.
+func WriteJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		WriteProblem(w, r, &Problem{Type: ProblemInternal, Title: "Internal Server Error", Status: http.StatusInternalServerError})
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
 }
 
 // RPCCode is the JSON-RPC error code of a refusal with HTTP status s:

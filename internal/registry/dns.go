@@ -1,15 +1,11 @@
 package registry
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"mime"
 	"net/http"
 	"strings"
 	"time"
 
+	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/registry"
 )
 
@@ -37,28 +33,30 @@ const DNSPath = "/api/v1/dns"
 // carry fields this API does not know; they are ignored. Errors are the
 // registry's problem+json (404 for an unknown agent, which the seed client
 // reads as "not found"). The API changes nothing, so it needs no token.
-func (s *Service) DNSHandler() http.Handler { return dnsHandler{handler{s}} }
+//
+// It is not behind the API's Handler: nothing here writes, so the admin
+// rule has nothing to guard (a search is a POST only in its method).
+func (s *Service) DNSHandler() http.Handler { return dnsHandler{s} }
 
-type dnsHandler struct{ h handler }
+type dnsHandler struct{ s *Service }
 
 func (d dnsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h := d.h
+	api := d.s.api
 	rest, ok := strings.CutPrefix(r.URL.Path, DNSPath+"/agents")
 	switch {
 	case ok && rest == "":
-		h.route(w, r, map[string]func(http.ResponseWriter, *http.Request){http.MethodGet: d.list})
+		api.Route(w, r, httpapi.Methods{http.MethodGet: d.list})
 	case ok && rest == "/search":
 		// No agent is named "search" (registry.ValidName), so GET has
 		// nothing to find here.
-		h.route(w, r, map[string]func(http.ResponseWriter, *http.Request){http.MethodPost: d.search})
+		api.Route(w, r, httpapi.Methods{http.MethodPost: d.search})
 	case ok && len(rest) > 1 && rest[0] == '/' && !strings.Contains(rest[1:], "/"):
 		name := rest[1:]
-		h.route(w, r, map[string]func(http.ResponseWriter, *http.Request){
+		api.Route(w, r, httpapi.Methods{
 			http.MethodGet: func(w http.ResponseWriter, r *http.Request) { d.get(w, r, name) },
 		})
 	default:
-		h.problem(w, r, &registry.Problem{Type: registry.ProblemNotFound, Status: http.StatusNotFound, Title: "Not Found",
-			Detail: "no such Agent-DNS resource: GET " + DNSPath + "/agents, POST " + DNSPath + "/agents/search, GET " + DNSPath + "/agents/{name}"})
+		api.NotFound(w, r, "no such Agent-DNS resource: GET "+DNSPath+"/agents, POST "+DNSPath+"/agents/search, GET "+DNSPath+"/agents/{name}")
 	}
 }
 
@@ -78,7 +76,10 @@ func (d dnsHandler) list(w http.ResponseWriter, r *http.Request) {
 
 func (d dnsHandler) search(w http.ResponseWriter, r *http.Request) {
 	var in dnsSearch
-	if !d.decode(w, r, &in) {
+	// Unknown fields are allowed, unlike the registry's own API: the
+	// seed's client may send filters this API does not apply. No body is
+	// no filter.
+	if !d.s.api.Decode(w, r, &in, httpapi.Body{What: "the search", AllowUnknown: true, AllowEmpty: true}) {
 		return
 	}
 	d.answer(w, r, registry.ListQuery{Status: in.Status, Tag: in.Tag, Domain: in.Domain, Name: in.Name}, in.Query)
@@ -86,9 +87,9 @@ func (d dnsHandler) search(w http.ResponseWriter, r *http.Request) {
 
 // answer writes every record q and the words of text keep, in name order.
 func (d dnsHandler) answer(w http.ResponseWriter, r *http.Request, q registry.ListQuery, text string) {
-	snap, err := d.h.s.snapshot(r.Context())
+	snap, err := d.s.snapshot(r.Context())
 	if err != nil {
-		d.h.fail(w, r, err)
+		d.s.api.Fail(w, r, err)
 		return
 	}
 	keep := filter(q, strings.Fields(strings.ToLower(text)))
@@ -98,46 +99,16 @@ func (d dnsHandler) answer(w http.ResponseWriter, r *http.Request, q registry.Li
 			out = append(out, toDNS(a))
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpapi.WriteJSON(w, r, http.StatusOK, out)
 }
 
 func (d dnsHandler) get(w http.ResponseWriter, r *http.Request, ref string) {
-	a, err := d.h.s.Get(r.Context(), ref)
+	a, err := d.s.Get(r.Context(), ref)
 	if err != nil {
-		d.h.fail(w, r, err)
+		d.s.api.Fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toDNS(a))
-}
-
-// decode reads a search body: one JSON object of at most MaxBodyBytes.
-// Unknown fields are allowed, unlike the registry's own API: the seed's
-// client may send filters this API does not apply.
-func (d dnsHandler) decode(w http.ResponseWriter, r *http.Request, v *dnsSearch) bool {
-	h := d.h
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		w.Header().Set("Accept", "application/json")
-		h.problem(w, r, &registry.Problem{Type: registry.ProblemUnsupportedMedia, Status: http.StatusUnsupportedMediaType,
-			Title: "Unsupported Media Type", Detail: "send the search as application/json"})
-		return false
-	}
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-	if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
-		h.problem(w, r, &registry.Problem{Type: registry.ProblemBodyTooLarge, Status: http.StatusRequestEntityTooLarge,
-			Title: "Content Too Large", Detail: fmt.Sprintf("the body is larger than %d bytes", MaxBodyBytes)})
-		return false
-	}
-	if err == nil {
-		if len(strings.TrimSpace(string(b))) == 0 {
-			return true // no body: no filter
-		}
-		if err = json.Unmarshal(b, v); err == nil {
-			return true
-		}
-	}
-	h.problem(w, r, &registry.Problem{Type: registry.ProblemMalformedJSON, Status: http.StatusBadRequest,
-		Title: "Malformed JSON", Detail: strings.TrimPrefix(err.Error(), "json: ")})
-	return false
+	httpapi.WriteJSON(w, r, http.StatusOK, toDNS(a))
 }
 
 // dnsRecord is seed 000's AgentDNSRecord. Every field is written, null or

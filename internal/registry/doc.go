@@ -22,11 +22,16 @@
 // seals to; they are stored in the record's body like its other fields.
 // The agents the platform hosts have none.
 //
+// The HTTP plumbing (problems, the write rule, body limits and strict
+// decoding, page tokens) is internal/httpapi's API; this package adds its
+// routes and problemFor, the one place its errors become statuses.
+//
 // # Who may write
 //
 // Reads (GET, HEAD, OPTIONS) are open to every peer that reaches the
 // server. Writes (POST, PUT, PATCH, DELETE: every other method) follow one
-// of two rules, chosen by Options.AdminToken (Service.WriteMode says which):
+// of the two rules of httpapi.AdminRule, chosen by Options.AdminToken
+// (Service.WriteMode says which):
 //
 //   - With an admin token, a write must carry "Authorization: Bearer
 //     <token>", from any peer. The token is compared in constant time;

@@ -2,16 +2,17 @@ package registry
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/registry"
 	"novaos.dev/novaos/secret"
 )
@@ -55,6 +56,7 @@ type Options struct {
 type Service struct {
 	store Store
 	opts  Options
+	api   *httpapi.API // the REST plumbing of Handler and DNSHandler
 
 	mu   sync.Mutex
 	snap *snapshot // the records as of a store version, for Find
@@ -83,6 +85,10 @@ func New(store Store, opts *Options) *Service {
 	if s.opts.Logger == nil {
 		s.opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	s.api = &httpapi.API{Name: "registry", Logger: s.opts.Logger, MaxBodyBytes: MaxBodyBytes,
+		Auth:       httpapi.AdminRule{Token: s.opts.AdminToken},
+		Protect:    func(r *http.Request) bool { return httpapi.IsWrite(r.Method) },
+		ProblemFor: problemFor}
 	return s
 }
 
@@ -285,30 +291,28 @@ func haystack(a *registry.Agent) string {
 	return b.String()
 }
 
-// Page tokens are the base64url name of the last record of a page.
-func pageToken(name string) string { return base64.RawURLEncoding.EncodeToString([]byte(name)) }
+// paging is the page-size rule of List and Search.
+var paging = httpapi.Paging{Default: DefaultPageSize, Max: MaxPageSize}
+
+// A page token carries the name of the last record of a page.
+func pageToken(name string) string { return httpapi.PageToken(name) }
 
 func parsePageToken(tok string) (string, error) {
-	b, err := base64.RawURLEncoding.DecodeString(tok)
-	if err != nil || !registry.ValidName(string(b)) {
+	name, err := httpapi.ParsePageToken(tok, registry.ValidName)
+	if err != nil {
 		return "", fmt.Errorf("registry: page token %q: %w", tok, registry.ErrBadPageToken)
 	}
-	return string(b), nil
+	return name, nil
 }
 
 // page collects one page of the records keep keeps, reading them in name
 // order from list.
 func (s *Service) page(ctx context.Context, q registry.ListQuery, keep func(*registry.Agent) bool,
 	list func(ctx context.Context, after string, limit int) ([]*registry.Agent, error)) (*registry.Page, error) {
-	size := q.PageSize
-	switch {
-	case size < 0:
+	if q.PageSize < 0 {
 		return nil, fmt.Errorf("registry: %w: negative page size", ErrBadQuery)
-	case size == 0:
-		size = DefaultPageSize
-	case size > MaxPageSize:
-		size = MaxPageSize
 	}
+	size := paging.Clamp(q.PageSize)
 	after := ""
 	if q.PageToken != "" {
 		var err error

@@ -10,30 +10,9 @@ import (
 	"novaos.dev/novaos/registry"
 )
 
-// Store keeps agent records. Names and ids are each unique. Methods return
-// errors wrapping registry.ErrNotFound and registry.ErrExists as described;
-// records passed in and returned are never shared with the store.
-// store/storetest.TestRegistryStore is its contract.
-type Store interface {
-	// Create adds a record; ErrExists if its id or name is taken.
-	Create(ctx context.Context, a *registry.Agent) error
-	// Update replaces the record with a.ID; ErrNotFound if there is none,
-	// ErrExists if a.Name is another record's name.
-	Update(ctx context.Context, a *registry.Agent) error
-	// Delete removes the record with this id; ErrNotFound if there is none.
-	Delete(ctx context.Context, id string) error
-	// Get returns the record with this id; ErrNotFound if there is none.
-	Get(ctx context.Context, id string) (*registry.Agent, error)
-	// GetByName returns the record with this name; ErrNotFound if there is
-	// none.
-	GetByName(ctx context.Context, name string) (*registry.Agent, error)
-	// List returns up to limit records whose names sort after after (byte
-	// order), in name order.
-	List(ctx context.Context, after string, limit int) ([]*registry.Agent, error)
-	// Version is a number that changes (grows) with every committed
-	// Create, Update and Delete, across every process sharing the store.
-	Version(ctx context.Context) (int64, error)
-}
+// Store keeps agent records: the public contract registry.Store, named
+// here for the service's callers.
+type Store = registry.Store
 
 // MemoryStore is a Store in process memory, for tests and for servers
 // without a database.

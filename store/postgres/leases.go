@@ -7,7 +7,8 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
-	"novaos.dev/novaos/store/keyset"
+	"novaos.dev/novaos/a2a/a2astore"
+	"novaos.dev/novaos/store/internal/sqlstore"
 	"novaos.dev/novaos/store/lease"
 )
 
@@ -18,7 +19,7 @@ import (
 
 // orphanStates is the SQL list of a2asrv.OrphanStates; the partial index of
 // migration 0005 names the same states.
-var orphanStates = keyset.StateList(a2asrv.OrphanStates())
+var orphanStates = sqlstore.StateList(a2asrv.OrphanStates())
 
 // leaseLive is the condition "the instance that wrote task row t holds a
 // live lease".
@@ -129,10 +130,10 @@ func (r recoverer) Orphans(ctx context.Context, after string, limit int) ([]a2as
 }
 
 func (r recoverer) Settle(ctx context.Context, scope a2asrv.Scope, t *a2a.Task, prev a2asrv.Version) (a2asrv.Version, error) {
-	if !keyset.ValidText(t.ID, scope.Tenant, scope.Owner) {
+	if !a2astore.ValidText(t.ID, scope.Tenant, scope.Owner) {
 		return 0, fmt.Errorf("postgres: settle task %s: %w", t.ID, a2asrv.ErrNotFound)
 	}
-	body, err := keyset.EncodeTask(scope.Tenant, scope.Owner, t)
+	body, err := a2astore.EncodeTask(scope.Tenant, scope.Owner, t)
 	if err != nil {
 		return 0, fmt.Errorf("postgres: settle task: %w", err)
 	}

@@ -13,7 +13,7 @@ import (
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/internal/pgtest"
-	"novaos.dev/novaos/store/keyset"
+	"novaos.dev/novaos/store/internal/sqlstore"
 	"novaos.dev/novaos/store/postgres"
 	"novaos.dev/novaos/store/storetest"
 )
@@ -50,7 +50,7 @@ func TestUnsettledIndexNamesTheOrphanStates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "WHERE state IN " + keyset.StateList(a2asrv.OrphanStates()); !strings.Contains(string(b), want) {
+	if want := "WHERE state IN " + sqlstore.StateList(a2asrv.OrphanStates()); !strings.Contains(string(b), want) {
 		t.Errorf("migration 0005 does not contain %q", want)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"novaos.dev/novaos/internal/sqlmigrate"
+	"novaos.dev/novaos/store/internal/sqlmigrate"
 	"novaos.dev/novaos/store/lease"
 )
 

@@ -9,7 +9,8 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
-	"novaos.dev/novaos/store/keyset"
+	"novaos.dev/novaos/a2a/a2astore"
+	"novaos.dev/novaos/store/internal/sqlstore"
 )
 
 // PushConfigStore returns the database's push-notification config store.
@@ -21,7 +22,7 @@ type pushConfigStore struct{ db *DB }
 var _ a2asrv.PushConfigStore = (*pushConfigStore)(nil)
 
 func (s *pushConfigStore) Put(ctx context.Context, scope a2asrv.Scope, cfg *a2a.TaskPushNotificationConfig) error {
-	body, err := keyset.EncodeConfig(scope.Tenant, scope.Owner, cfg)
+	body, err := a2astore.EncodeConfig(scope.Tenant, scope.Owner, cfg)
 	if err != nil {
 		return fmt.Errorf("postgres: put push config: %w", err)
 	}
@@ -37,7 +38,7 @@ func (s *pushConfigStore) Put(ctx context.Context, scope a2asrv.Scope, cfg *a2a.
 
 func (s *pushConfigStore) Get(ctx context.Context, scope a2asrv.Scope, taskID, id string) (*a2a.TaskPushNotificationConfig, error) {
 	notFound := fmt.Errorf("postgres: get push config %s/%s: %w", taskID, id, a2asrv.ErrNotFound)
-	if !keyset.ValidText(scope.Tenant, scope.Owner, taskID, id) {
+	if !a2astore.ValidText(scope.Tenant, scope.Owner, taskID, id) {
 		return nil, notFound
 	}
 	var body []byte
@@ -50,7 +51,7 @@ func (s *pushConfigStore) Get(ctx context.Context, scope a2asrv.Scope, taskID, i
 	if err != nil {
 		return nil, fmt.Errorf("postgres: get push config %s/%s: %w", taskID, id, err)
 	}
-	c, err := keyset.DecodeConfig(body)
+	c, err := a2astore.DecodeConfig(body)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: get push config %s/%s: %w", taskID, id, err)
 	}
@@ -60,16 +61,16 @@ func (s *pushConfigStore) Get(ctx context.Context, scope a2asrv.Scope, taskID, i
 func (s *pushConfigStore) List(ctx context.Context, scope a2asrv.Scope, taskID string, pageSize int, pageToken string) ([]*a2a.TaskPushNotificationConfig, string, error) {
 	after := ""
 	if pageToken != "" {
-		id, err := keyset.ParseID(pageToken)
+		id, err := a2astore.ParseID(pageToken)
 		if err != nil {
 			return nil, "", fmt.Errorf("postgres: list push configs: %w", a2asrv.ErrBadPageToken)
 		}
 		after = id
 	}
-	if !keyset.ValidText(scope.Tenant, scope.Owner, taskID) {
+	if !a2astore.ValidText(scope.Tenant, scope.Owner, taskID) {
 		return nil, "", nil
 	}
-	limit := keyset.Limit(pageSize)
+	limit := a2astore.Limit(pageSize)
 	rows, err := s.db.pool.Query(ctx, `
 		SELECT body FROM a2a_push_configs
 		WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id > $4
@@ -79,7 +80,7 @@ func (s *pushConfigStore) List(ctx context.Context, scope a2asrv.Scope, taskID s
 		return nil, "", fmt.Errorf("postgres: list push configs: %w", err)
 	}
 	defer rows.Close()
-	out, err := keyset.ScanBodies(rows, keyset.DecodeConfig)
+	out, err := sqlstore.ScanBodies(rows, a2astore.DecodeConfig)
 	if err != nil {
 		return nil, "", fmt.Errorf("postgres: list push configs: %w", err)
 	}
@@ -88,13 +89,13 @@ func (s *pushConfigStore) List(ctx context.Context, scope a2asrv.Scope, taskID s
 	next := ""
 	if len(out) > limit {
 		out = out[:limit]
-		next = keyset.IDToken(out[limit-1].ID)
+		next = a2astore.IDToken(out[limit-1].ID)
 	}
 	return out, next, nil
 }
 
 func (s *pushConfigStore) Delete(ctx context.Context, scope a2asrv.Scope, taskID, id string) error {
-	if !keyset.ValidText(scope.Tenant, scope.Owner, taskID, id) {
+	if !a2astore.ValidText(scope.Tenant, scope.Owner, taskID, id) {
 		return nil
 	}
 	_, err := s.db.pool.Exec(ctx,

@@ -9,16 +9,19 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"novaos.dev/novaos/a2a/a2astore"
 	"novaos.dev/novaos/registry"
-	"novaos.dev/novaos/store/keyset"
+	"novaos.dev/novaos/store/internal/sqlstore"
 )
 
-// RegistryStore returns the database's agent-registry store: the records
-// of internal/registry, keyed by id with unique names.
+// RegistryStore returns the database's agent-registry store (a registry.Store):
+// the records of the registry service, keyed by id with unique names.
 func (db *DB) RegistryStore() *RegistryStore { return &RegistryStore{db} }
 
 // RegistryStore keeps agent-registry records in the database.
 type RegistryStore struct{ db *DB }
+
+var _ registry.Store = (*RegistryStore)(nil)
 
 // uniqueViolation is PostgreSQL's SQLSTATE for a unique constraint.
 const uniqueViolation = "23505"
@@ -33,7 +36,7 @@ func (s *RegistryStore) Create(ctx context.Context, a *registry.Agent) error {
 	if err != nil {
 		return fmt.Errorf("postgres: create agent %s: %w", a.Name, err)
 	}
-	if !keyset.ValidText(a.ID, a.Name) {
+	if !a2astore.ValidText(a.ID, a.Name) {
 		return fmt.Errorf("postgres: create agent: id or name is not valid text: %w", registry.ErrInvalid)
 	}
 	_, err = s.db.pool.Exec(ctx, `INSERT INTO registry_agents (id, name, body) VALUES ($1, $2, $3)`, a.ID, a.Name, body)
@@ -51,7 +54,7 @@ func (s *RegistryStore) Update(ctx context.Context, a *registry.Agent) error {
 	if err != nil {
 		return fmt.Errorf("postgres: update agent %s: %w", a.ID, err)
 	}
-	if !keyset.ValidText(a.ID, a.Name) {
+	if !a2astore.ValidText(a.ID, a.Name) {
 		return fmt.Errorf("postgres: update agent %s: %w", a.ID, registry.ErrNotFound)
 	}
 	tag, err := s.db.pool.Exec(ctx, `UPDATE registry_agents SET name = $2, body = $3 WHERE id = $1`, a.ID, a.Name, body)
@@ -68,7 +71,7 @@ func (s *RegistryStore) Update(ctx context.Context, a *registry.Agent) error {
 }
 
 func (s *RegistryStore) Delete(ctx context.Context, id string) error {
-	if !keyset.ValidText(id) {
+	if !a2astore.ValidText(id) {
 		return fmt.Errorf("postgres: delete agent %s: %w", id, registry.ErrNotFound)
 	}
 	tag, err := s.db.pool.Exec(ctx, `DELETE FROM registry_agents WHERE id = $1`, id)
@@ -91,7 +94,7 @@ func (s *RegistryStore) GetByName(ctx context.Context, name string) (*registry.A
 
 func (s *RegistryStore) getBy(ctx context.Context, col, key string) (*registry.Agent, error) {
 	notFound := fmt.Errorf("postgres: get agent %s: %w", key, registry.ErrNotFound)
-	if !keyset.ValidText(key) {
+	if !a2astore.ValidText(key) {
 		return nil, notFound
 	}
 	var body []byte
@@ -110,7 +113,7 @@ func (s *RegistryStore) getBy(ctx context.Context, col, key string) (*registry.A
 }
 
 func (s *RegistryStore) List(ctx context.Context, after string, limit int) ([]*registry.Agent, error) {
-	if !keyset.ValidText(after) {
+	if !a2astore.ValidText(after) {
 		return nil, fmt.Errorf("postgres: list agents: %w", registry.ErrBadPageToken)
 	}
 	rows, err := s.db.pool.Query(ctx,
@@ -119,7 +122,7 @@ func (s *RegistryStore) List(ctx context.Context, after string, limit int) ([]*r
 		return nil, fmt.Errorf("postgres: list agents: %w", err)
 	}
 	defer rows.Close()
-	out, err := keyset.ScanBodies(rows, decodeAgent)
+	out, err := sqlstore.ScanBodies(rows, decodeAgent)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list agents: %w", err)
 	}

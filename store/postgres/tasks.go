@@ -11,7 +11,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
-	"novaos.dev/novaos/store/keyset"
+	"novaos.dev/novaos/a2a/a2astore"
 )
 
 // TaskStore returns the database's task store.
@@ -22,7 +22,7 @@ type taskStore struct{ db *DB }
 var _ a2asrv.TaskStore = (*taskStore)(nil)
 
 func (s *taskStore) Create(ctx context.Context, scope a2asrv.Scope, t *a2a.Task) (a2asrv.Version, error) {
-	body, err := keyset.EncodeTask(scope.Tenant, scope.Owner, t)
+	body, err := a2astore.EncodeTask(scope.Tenant, scope.Owner, t)
 	if err != nil {
 		return 0, fmt.Errorf("postgres: create task: %w", err)
 	}
@@ -43,7 +43,7 @@ func (s *taskStore) Create(ctx context.Context, scope a2asrv.Scope, t *a2a.Task)
 
 func (s *taskStore) Get(ctx context.Context, scope a2asrv.Scope, id string) (*a2a.Task, a2asrv.Version, error) {
 	notFound := fmt.Errorf("postgres: get task %s: %w", id, a2asrv.ErrNotFound)
-	if !keyset.ValidText(id, scope.Tenant, scope.Owner) {
+	if !a2astore.ValidText(id, scope.Tenant, scope.Owner) {
 		return nil, 0, notFound // PostgreSQL would reject the text
 	}
 	var (
@@ -76,7 +76,7 @@ const eventsColumn = `CASE WHEN t.events > 0 THEN (
 	WHERE e.task_id = t.id AND e.version <= t.version) END`
 
 func decodeTask(body []byte, events [][]byte) (*a2a.Task, error) {
-	t, err := keyset.DecodeTask(body)
+	t, err := a2astore.DecodeTask(body)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +87,7 @@ func decodeTask(body []byte, events [][]byte) (*a2a.Task, error) {
 }
 
 func (s *taskStore) Update(ctx context.Context, scope a2asrv.Scope, t *a2a.Task, prev a2asrv.Version) (a2asrv.Version, error) {
-	body, err := keyset.EncodeTask(scope.Tenant, scope.Owner, t)
+	body, err := a2astore.EncodeTask(scope.Tenant, scope.Owner, t)
 	if err != nil {
 		return 0, fmt.Errorf("postgres: update task: %w", err)
 	}
@@ -139,7 +139,7 @@ func versionedResult(err error, updated, exists bool, prev a2asrv.Version) error
 
 func (s *taskStore) Append(ctx context.Context, scope a2asrv.Scope, id string, prev a2asrv.Version, events []*a2a.StreamResponse, compact *a2a.Task) (a2asrv.Version, error) {
 	next := prev + a2asrv.Version(len(events))
-	body, bodies, err := keyset.EncodeAppend(scope.Tenant, scope.Owner, id, events, compact)
+	body, bodies, err := a2astore.EncodeAppend(scope.Tenant, scope.Owner, id, events, compact)
 	if err == nil && compact != nil {
 		err = s.rewrite(ctx, scope, compact, body, prev, next, "")
 	}
@@ -149,7 +149,7 @@ func (s *taskStore) Append(ctx context.Context, scope a2asrv.Scope, id string, p
 	if compact != nil {
 		return next, nil
 	}
-	if !keyset.ValidText(id, scope.Tenant, scope.Owner) {
+	if !a2astore.ValidText(id, scope.Tenant, scope.Owner) {
 		return 0, fmt.Errorf("postgres: append to task %s: %w", id, a2asrv.ErrNotFound)
 	}
 	var (
@@ -184,7 +184,7 @@ func (s *taskStore) Append(ctx context.Context, scope a2asrv.Scope, id string, p
 }
 
 func (s *taskStore) Delete(ctx context.Context, scope a2asrv.Scope, id string) error {
-	if !keyset.ValidText(id, scope.Tenant, scope.Owner) {
+	if !a2astore.ValidText(id, scope.Tenant, scope.Owner) {
 		return nil
 	}
 	_, err := s.db.pool.Exec(ctx, `
@@ -208,15 +208,15 @@ func (p *params) add(v any) string {
 }
 
 func (s *taskStore) List(ctx context.Context, scope a2asrv.Scope, q a2asrv.ListQuery) (*a2asrv.ListResult, error) {
-	var cur *keyset.Task
+	var cur *a2astore.Task
 	if q.PageToken != "" {
-		c, err := keyset.ParseTask(q.PageToken)
+		c, err := a2astore.ParseTask(q.PageToken)
 		if err != nil {
 			return nil, fmt.Errorf("postgres: list tasks: %w", a2asrv.ErrBadPageToken)
 		}
 		cur = &c
 	}
-	if !keyset.ValidText(scope.Tenant, scope.Owner, q.ContextID) {
+	if !a2astore.ValidText(scope.Tenant, scope.Owner, q.ContextID) {
 		return &a2asrv.ListResult{}, nil
 	}
 	// Only the filters in use go into the query, so the planner can pick
@@ -233,13 +233,13 @@ func (s *taskStore) List(ctx context.Context, scope a2asrv.Scope, q a2asrv.ListQ
 		fmt.Fprintf(&where, ` AND state = %s`, p.add(q.State.String()))
 	}
 	if !q.StatusAfter.IsZero() {
-		fmt.Fprintf(&where, ` AND status_ts_ms >= %s`, p.add(keyset.CeilMillis(q.StatusAfter)))
+		fmt.Fprintf(&where, ` AND status_ts_ms >= %s`, p.add(a2astore.CeilMillis(q.StatusAfter)))
 	}
 	pageWhere := where.String()
 	if cur != nil {
 		pageWhere += fmt.Sprintf(` AND (status_ts_ms, id) < (%s, %s)`, p.add(cur.TimeMs), p.add(cur.ID))
 	}
-	limit := keyset.Limit(q.PageSize)
+	limit := a2astore.Limit(q.PageSize)
 	// The count and the page come from one statement, and so from one
 	// snapshot; an empty page still yields one row carrying the count.
 	rows, err := s.db.pool.Query(ctx, `
@@ -255,7 +255,7 @@ func (s *taskStore) List(ctx context.Context, scope a2asrv.Scope, q a2asrv.ListQ
 	}
 	defer rows.Close()
 	res := &a2asrv.ListResult{}
-	var last keyset.Task
+	var last a2astore.Task
 	for rows.Next() {
 		var (
 			n      int
@@ -280,7 +280,7 @@ func (s *taskStore) List(ctx context.Context, scope a2asrv.Scope, q a2asrv.ListQ
 			return nil, fmt.Errorf("postgres: list tasks: %w", err)
 		}
 		res.Tasks = append(res.Tasks, t)
-		last = keyset.Task{TimeMs: *ts, ID: *id}
+		last = a2astore.Task{TimeMs: *ts, ID: *id}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("postgres: list tasks: %w", err)

@@ -9,7 +9,8 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
-	"novaos.dev/novaos/store/keyset"
+	"novaos.dev/novaos/a2a/a2astore"
+	"novaos.dev/novaos/store/internal/sqlstore"
 	"novaos.dev/novaos/store/lease"
 )
 
@@ -20,7 +21,7 @@ import (
 
 // orphanStates is the SQL list of a2asrv.OrphanStates; the partial index of
 // migration 0005 names the same states.
-var orphanStates = keyset.StateList(a2asrv.OrphanStates())
+var orphanStates = sqlstore.StateList(a2asrv.OrphanStates())
 
 func nowMs() int64 { return time.Now().UnixMilli() }
 
@@ -145,7 +146,7 @@ func (r recoverer) Orphans(ctx context.Context, after string, limit int) ([]a2as
 }
 
 func (r recoverer) Settle(ctx context.Context, scope a2asrv.Scope, t *a2a.Task, prev a2asrv.Version) (a2asrv.Version, error) {
-	body, err := keyset.EncodeTask(scope.Tenant, scope.Owner, t)
+	body, err := a2astore.EncodeTask(scope.Tenant, scope.Owner, t)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: settle task: %w", err)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
-	"novaos.dev/novaos/store/keyset"
+	"novaos.dev/novaos/store/internal/sqlstore"
 	"novaos.dev/novaos/store/sqlite"
 	"novaos.dev/novaos/store/storetest"
 )
@@ -59,7 +59,7 @@ func TestUnsettledIndexNamesTheOrphanStates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "WHERE state IN " + keyset.StateList(a2asrv.OrphanStates()); !strings.Contains(string(b), want) {
+	if want := "WHERE state IN " + sqlstore.StateList(a2asrv.OrphanStates()); !strings.Contains(string(b), want) {
 		t.Errorf("migration 0005 does not contain %q", want)
 	}
 }

@@ -8,7 +8,8 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
-	"novaos.dev/novaos/store/keyset"
+	"novaos.dev/novaos/a2a/a2astore"
+	"novaos.dev/novaos/store/internal/sqlstore"
 )
 
 // PushConfigStore returns the database's push-notification config store.
@@ -20,7 +21,7 @@ type pushConfigStore struct{ db *DB }
 var _ a2asrv.PushConfigStore = (*pushConfigStore)(nil)
 
 func (s *pushConfigStore) Put(ctx context.Context, scope a2asrv.Scope, cfg *a2a.TaskPushNotificationConfig) error {
-	body, err := keyset.EncodeConfig(scope.Tenant, scope.Owner, cfg)
+	body, err := a2astore.EncodeConfig(scope.Tenant, scope.Owner, cfg)
 	if err != nil {
 		return fmt.Errorf("sqlite: put push config: %w", err)
 	}
@@ -48,7 +49,7 @@ func (s *pushConfigStore) Get(ctx context.Context, scope a2asrv.Scope, taskID, i
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: get push config %s/%s: %w", taskID, id, err)
 	}
-	c, err := keyset.DecodeConfig(body)
+	c, err := a2astore.DecodeConfig(body)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: get push config %s/%s: %w", taskID, id, err)
 	}
@@ -58,13 +59,13 @@ func (s *pushConfigStore) Get(ctx context.Context, scope a2asrv.Scope, taskID, i
 func (s *pushConfigStore) List(ctx context.Context, scope a2asrv.Scope, taskID string, pageSize int, pageToken string) ([]*a2a.TaskPushNotificationConfig, string, error) {
 	after := ""
 	if pageToken != "" {
-		id, err := keyset.ParseID(pageToken)
+		id, err := a2astore.ParseID(pageToken)
 		if err != nil {
 			return nil, "", fmt.Errorf("sqlite: list push configs: %w", a2asrv.ErrBadPageToken)
 		}
 		after = id
 	}
-	limit := keyset.Limit(pageSize)
+	limit := a2astore.Limit(pageSize)
 	rows, err := s.db.r.QueryContext(ctx, `
 		SELECT body FROM a2a_push_configs
 		WHERE tenant = ? AND owner = ? AND task_id = ? AND id > ?
@@ -74,7 +75,7 @@ func (s *pushConfigStore) List(ctx context.Context, scope a2asrv.Scope, taskID s
 		return nil, "", fmt.Errorf("sqlite: list push configs: %w", err)
 	}
 	defer rows.Close()
-	out, err := keyset.ScanBodies(rows, keyset.DecodeConfig)
+	out, err := sqlstore.ScanBodies(rows, a2astore.DecodeConfig)
 	if err != nil {
 		return nil, "", fmt.Errorf("sqlite: list push configs: %w", err)
 	}
@@ -83,7 +84,7 @@ func (s *pushConfigStore) List(ctx context.Context, scope a2asrv.Scope, taskID s
 	next := ""
 	if len(out) > limit {
 		out = out[:limit]
-		next = keyset.IDToken(out[limit-1].ID)
+		next = a2astore.IDToken(out[limit-1].ID)
 	}
 	return out, next, nil
 }

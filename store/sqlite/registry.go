@@ -8,15 +8,17 @@ import (
 	"fmt"
 
 	"novaos.dev/novaos/registry"
-	"novaos.dev/novaos/store/keyset"
+	"novaos.dev/novaos/store/internal/sqlstore"
 )
 
-// RegistryStore returns the database's agent-registry store: the records
-// of internal/registry, keyed by id with unique names.
+// RegistryStore returns the database's agent-registry store (a registry.Store):
+// the records of the registry service, keyed by id with unique names.
 func (db *DB) RegistryStore() *RegistryStore { return &RegistryStore{db} }
 
 // RegistryStore keeps agent-registry records in the database.
 type RegistryStore struct{ db *DB }
+
+var _ registry.Store = (*RegistryStore)(nil)
 
 func (s *RegistryStore) Create(ctx context.Context, a *registry.Agent) error {
 	body, err := json.Marshal(a)
@@ -121,7 +123,7 @@ func (s *RegistryStore) List(ctx context.Context, after string, limit int) ([]*r
 		return nil, fmt.Errorf("sqlite: list agents: %w", err)
 	}
 	defer rows.Close()
-	out, err := keyset.ScanBodies(rows, decodeAgent)
+	out, err := sqlstore.ScanBodies(rows, decodeAgent)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list agents: %w", err)
 	}

@@ -16,7 +16,7 @@ import (
 
 	"modernc.org/sqlite" // registers the "sqlite" driver
 
-	"novaos.dev/novaos/internal/sqlmigrate"
+	"novaos.dev/novaos/store/internal/sqlmigrate"
 	"novaos.dev/novaos/store/lease"
 )
 

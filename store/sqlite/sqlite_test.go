@@ -15,7 +15,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
-	"novaos.dev/novaos/internal/sqlmigrate"
+	"novaos.dev/novaos/store/internal/sqlmigrate"
 	"novaos.dev/novaos/store/sqlite"
 	"novaos.dev/novaos/store/storetest"
 )

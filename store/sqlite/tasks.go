@@ -9,7 +9,8 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
-	"novaos.dev/novaos/store/keyset"
+	"novaos.dev/novaos/a2a/a2astore"
+	"novaos.dev/novaos/store/internal/sqlstore"
 )
 
 // The task writes every SendMessage or stream makes, prepared once on the
@@ -37,7 +38,7 @@ type taskStore struct{ db *DB }
 var _ a2asrv.TaskStore = (*taskStore)(nil)
 
 func (s *taskStore) Create(ctx context.Context, scope a2asrv.Scope, t *a2a.Task) (a2asrv.Version, error) {
-	body, err := keyset.EncodeTask(scope.Tenant, scope.Owner, t)
+	body, err := a2astore.EncodeTask(scope.Tenant, scope.Owner, t)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: create task: %w", err)
 	}
@@ -115,7 +116,7 @@ func (s *taskStore) get(ctx context.Context, q queryer, scope a2asrv.Scope, id s
 	if err != nil {
 		return nil, 0, err
 	}
-	t, err := keyset.DecodeTask(body)
+	t, err := a2astore.DecodeTask(body)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -132,7 +133,7 @@ func applyEvents(ctx context.Context, q queryer, t *a2a.Task, v a2asrv.Version) 
 	if err != nil {
 		return err
 	}
-	bodies, err := keyset.ScanBodies(rows, func(b []byte) ([]byte, error) { return b, nil })
+	bodies, err := sqlstore.ScanBodies(rows, func(b []byte) ([]byte, error) { return b, nil })
 	rows.Close()
 	if err != nil {
 		return err
@@ -141,7 +142,7 @@ func applyEvents(ctx context.Context, q queryer, t *a2a.Task, v a2asrv.Version) 
 }
 
 func (s *taskStore) Update(ctx context.Context, scope a2asrv.Scope, t *a2a.Task, prev a2asrv.Version) (a2asrv.Version, error) {
-	body, err := keyset.EncodeTask(scope.Tenant, scope.Owner, t)
+	body, err := a2astore.EncodeTask(scope.Tenant, scope.Owner, t)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: update task: %w", err)
 	}
@@ -189,7 +190,7 @@ func notUpdated(tx *sql.Tx, scope a2asrv.Scope, id string, prev a2asrv.Version) 
 
 func (s *taskStore) Append(ctx context.Context, scope a2asrv.Scope, id string, prev a2asrv.Version, events []*a2a.StreamResponse, compact *a2a.Task) (a2asrv.Version, error) {
 	next := prev + a2asrv.Version(len(events))
-	body, bodies, err := keyset.EncodeAppend(scope.Tenant, scope.Owner, id, events, compact)
+	body, bodies, err := a2astore.EncodeAppend(scope.Tenant, scope.Owner, id, events, compact)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: append to task %s: %w", id, err)
 	}
@@ -245,9 +246,9 @@ func (s *taskStore) Delete(ctx context.Context, scope a2asrv.Scope, id string) e
 }
 
 func (s *taskStore) List(ctx context.Context, scope a2asrv.Scope, q a2asrv.ListQuery) (*a2asrv.ListResult, error) {
-	var cur *keyset.Task
+	var cur *a2astore.Task
 	if q.PageToken != "" {
-		c, err := keyset.ParseTask(q.PageToken)
+		c, err := a2astore.ParseTask(q.PageToken)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: list tasks: %w", a2asrv.ErrBadPageToken)
 		}
@@ -268,9 +269,9 @@ func (s *taskStore) List(ctx context.Context, scope a2asrv.Scope, q a2asrv.ListQ
 	}
 	if !q.StatusAfter.IsZero() {
 		where.WriteString(` AND status_ts_ms >= ?`)
-		args = append(args, keyset.CeilMillis(q.StatusAfter))
+		args = append(args, a2astore.CeilMillis(q.StatusAfter))
 	}
-	limit := keyset.Limit(q.PageSize)
+	limit := a2astore.Limit(q.PageSize)
 	pageWhere, pageArgs := where.String(), args
 	if cur != nil {
 		pageWhere += ` AND (status_ts_ms, id) < (?, ?)`
@@ -296,7 +297,7 @@ func (s *taskStore) List(ctx context.Context, scope a2asrv.Scope, q a2asrv.ListQ
 	}
 	defer rows.Close()
 	var (
-		last       keyset.Task
+		last       a2astore.Task
 		withEvents []int
 		versions   []a2asrv.Version
 	)
@@ -313,7 +314,7 @@ func (s *taskStore) List(ctx context.Context, scope a2asrv.Scope, q a2asrv.ListQ
 		if err := rows.Scan(&last.TimeMs, &last.ID, &v, &events, &body); err != nil {
 			return nil, fmt.Errorf("sqlite: list tasks: %w", err)
 		}
-		t, err := keyset.DecodeTask(body)
+		t, err := a2astore.DecodeTask(body)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: list tasks: %w", err)
 		}

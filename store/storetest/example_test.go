@@ -1,9 +1,12 @@
 package storetest_test
 
 import (
+	"path/filepath"
 	"testing"
 
 	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/registry"
+	"novaos.dev/novaos/store/sqlite"
 	"novaos.dev/novaos/store/storetest"
 )
 
@@ -16,6 +19,22 @@ func ExampleTestTaskStore() {
 		})
 		storetest.TestPushConfigStore(t, func(t *testing.T) a2asrv.PushConfigStore {
 			return a2asrv.NewMemoryPushConfigStore(nil)
+		})
+	}
+}
+
+// A store of agent-registry records runs the registry contract the same
+// way, through the public registry.Store; the SQLite store stands in here
+// for one written outside the module.
+func ExampleTestRegistryStore() {
+	_ = func(t *testing.T) {
+		storetest.TestRegistryStore(t, func(t *testing.T) registry.Store {
+			db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "registry.db"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			return db.RegistryStore()
 		})
 	}
 }

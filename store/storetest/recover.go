@@ -13,7 +13,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
-	"novaos.dev/novaos/store/keyset"
+	"novaos.dev/novaos/a2a/a2astore"
 	"novaos.dev/novaos/store/lease"
 )
 
@@ -317,7 +317,7 @@ func testUnreadable(t *testing.T, open func() Instance) {
 	}
 	// A body that names another task would make Settle write a row other
 	// than the one found; the store must not report it either.
-	other, err := keyset.EncodeTask(alice.Tenant, alice.Owner, task("elsewhere", "c", a2a.TaskStateWorking, 0))
+	other, err := a2astore.EncodeTask(alice.Tenant, alice.Owner, task("elsewhere", "c", a2a.TaskStateWorking, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,13 +14,12 @@ import (
 	gocmp "github.com/google/go-cmp/cmp"
 
 	"novaos.dev/novaos/ext/usercontext"
-	iregistry "novaos.dev/novaos/internal/registry"
 	"novaos.dev/novaos/registry"
 )
 
 // TestRegistryStore runs the agent-registry Store contract. newStore must
 // return a new, empty store each time it is called.
-func TestRegistryStore(t *testing.T, newStore func(t *testing.T) iregistry.Store) {
+func TestRegistryStore(t *testing.T, newStore func(t *testing.T) registry.Store) {
 	t.Run("CreateGet", func(t *testing.T) { testAgentCreateGet(t, newStore(t)) })
 	t.Run("CreateDuplicate", func(t *testing.T) { testAgentDuplicate(t, newStore(t)) })
 	t.Run("GetMissing", func(t *testing.T) { testAgentMissing(t, newStore(t)) })
@@ -34,7 +33,7 @@ func TestRegistryStore(t *testing.T, newStore func(t *testing.T) iregistry.Store
 	t.Run("RecipientKeys", func(t *testing.T) { testAgentRecipientKeys(t, newStore(t)) })
 }
 
-func testAgentVersion(t *testing.T, s iregistry.Store) {
+func testAgentVersion(t *testing.T, s registry.Store) {
 	ctx := ctxT(t)
 	version := func() int64 {
 		t.Helper()
@@ -116,7 +115,7 @@ func recipientJWK(n byte) json.RawMessage {
 
 // testAgentRecipientKeys: a key rotation (one key, then two, then the new
 // one alone) and the removal of every key survive the store.
-func testAgentRecipientKeys(t *testing.T, s iregistry.Store) {
+func testAgentRecipientKeys(t *testing.T, s registry.Store) {
 	a := testAgent(agentID(1), "mailer")
 	mustCreateAgents(t, s, a)
 	wantAgent(t, s, a)
@@ -141,7 +140,7 @@ func testAgentRecipientKeys(t *testing.T, s iregistry.Store) {
 
 func agentID(n int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", n) }
 
-func mustCreateAgents(t *testing.T, s iregistry.Store, agents ...*registry.Agent) {
+func mustCreateAgents(t *testing.T, s registry.Store, agents ...*registry.Agent) {
 	t.Helper()
 	for _, a := range agents {
 		if err := s.Create(ctxT(t), a); err != nil {
@@ -150,7 +149,7 @@ func mustCreateAgents(t *testing.T, s iregistry.Store, agents ...*registry.Agent
 	}
 }
 
-func wantAgent(t *testing.T, s iregistry.Store, want *registry.Agent) {
+func wantAgent(t *testing.T, s registry.Store, want *registry.Agent) {
 	t.Helper()
 	got, err := s.Get(ctxT(t), want.ID)
 	if err != nil {
@@ -168,7 +167,7 @@ func wantAgent(t *testing.T, s iregistry.Store, want *registry.Agent) {
 	}
 }
 
-func testAgentCreateGet(t *testing.T, s iregistry.Store) {
+func testAgentCreateGet(t *testing.T, s registry.Store) {
 	full := testAgent(agentID(1), "alpha")
 	bare := &registry.Agent{ID: agentID(2), Name: "bare", URL: "http://127.0.0.1:9/"}
 	mustCreateAgents(t, s, full, bare)
@@ -176,7 +175,7 @@ func testAgentCreateGet(t *testing.T, s iregistry.Store) {
 	wantAgent(t, s, &registry.Agent{ID: agentID(2), Name: "bare", URL: "http://127.0.0.1:9/"})
 }
 
-func testAgentDuplicate(t *testing.T, s iregistry.Store) {
+func testAgentDuplicate(t *testing.T, s registry.Store) {
 	mustCreateAgents(t, s, testAgent(agentID(1), "alpha"))
 	for _, a := range []*registry.Agent{testAgent(agentID(2), "alpha"), testAgent(agentID(1), "beta")} {
 		if err := s.Create(ctxT(t), a); !errors.Is(err, registry.ErrExists) {
@@ -189,7 +188,7 @@ func testAgentDuplicate(t *testing.T, s iregistry.Store) {
 	}
 }
 
-func testAgentMissing(t *testing.T, s iregistry.Store) {
+func testAgentMissing(t *testing.T, s registry.Store) {
 	mustCreateAgents(t, s, testAgent(agentID(1), "alpha"))
 	ctx := ctxT(t)
 	if _, err := s.Get(ctx, agentID(9)); !errors.Is(err, registry.ErrNotFound) {
@@ -209,7 +208,7 @@ func testAgentMissing(t *testing.T, s iregistry.Store) {
 	}
 }
 
-func testAgentUpdate(t *testing.T, s iregistry.Store) {
+func testAgentUpdate(t *testing.T, s registry.Store) {
 	mustCreateAgents(t, s, testAgent(agentID(1), "alpha"))
 	repl := &registry.Agent{ID: agentID(1), Name: "alpha", URL: "https://new.example.com/", Status: registry.StatusInactive,
 		CreatedAt: agentTime, UpdatedAt: agentTime.Add(time.Hour)}
@@ -220,7 +219,7 @@ func testAgentUpdate(t *testing.T, s iregistry.Store) {
 		CreatedAt: agentTime, UpdatedAt: agentTime.Add(time.Hour)})
 }
 
-func testAgentRename(t *testing.T, s iregistry.Store) {
+func testAgentRename(t *testing.T, s registry.Store) {
 	mustCreateAgents(t, s, testAgent(agentID(1), "alpha"), testAgent(agentID(2), "beta"))
 	ctx := ctxT(t)
 	clash := testAgent(agentID(1), "beta")
@@ -242,7 +241,7 @@ func testAgentRename(t *testing.T, s iregistry.Store) {
 	}
 }
 
-func testAgentDelete(t *testing.T, s iregistry.Store) {
+func testAgentDelete(t *testing.T, s registry.Store) {
 	mustCreateAgents(t, s, testAgent(agentID(1), "alpha"), testAgent(agentID(2), "beta"))
 	ctx := ctxT(t)
 	if err := s.Delete(ctx, agentID(1)); err != nil {
@@ -259,7 +258,7 @@ func testAgentDelete(t *testing.T, s iregistry.Store) {
 	wantAgent(t, s, testAgent(agentID(1), "alpha"))
 }
 
-func listNames(t *testing.T, s iregistry.Store, after string, limit int) []string {
+func listNames(t *testing.T, s registry.Store, after string, limit int) []string {
 	t.Helper()
 	got, err := s.List(ctxT(t), after, limit)
 	if err != nil {
@@ -272,7 +271,7 @@ func listNames(t *testing.T, s iregistry.Store, after string, limit int) []strin
 	return names
 }
 
-func testAgentList(t *testing.T, s iregistry.Store) {
+func testAgentList(t *testing.T, s registry.Store) {
 	if got := listNames(t, s, "", 10); len(got) != 0 {
 		t.Fatalf("List(empty store) = %v", got)
 	}
@@ -307,7 +306,7 @@ func testAgentList(t *testing.T, s iregistry.Store) {
 	}
 }
 
-func testAgentCopies(t *testing.T, s iregistry.Store) {
+func testAgentCopies(t *testing.T, s registry.Store) {
 	in := testAgent(agentID(1), "alpha")
 	mustCreateAgents(t, s, in)
 	in.Tags[0] = "mutated"
@@ -322,7 +321,7 @@ func testAgentCopies(t *testing.T, s iregistry.Store) {
 	wantAgent(t, s, testAgent(agentID(1), "alpha"))
 }
 
-func testAgentConcurrentCreate(t *testing.T, s iregistry.Store) {
+func testAgentConcurrentCreate(t *testing.T, s registry.Store) {
 	const n = 16
 	var wg sync.WaitGroup
 	errs := make([]error, n)
@@ -349,44 +348,64 @@ func testAgentConcurrentCreate(t *testing.T, s iregistry.Store) {
 	}
 }
 
-// BenchmarkRegistryFind registers 1,000 agents with five capabilities each
-// (500 distinct names) in s, through the registry service, then measures
-// a two-capability Find, exact and fuzzy (with the service's snapshot
-// current, and cold): what GET /api/v1/agents/find costs apart from HTTP.
-func BenchmarkRegistryFind(b *testing.B, s iregistry.Store) {
+// BenchmarkRegistryFind stores 1,000 agents with five capabilities each
+// (500 distinct names) in s, then measures what a two-capability find
+// (GET /api/v1/agents/find) costs apart from HTTP: "cold" is the first
+// find after a write, which reads every record through s (Version, then
+// List in batches) and indexes them before matching; "exact" and "fuzzy"
+// match against the index a current snapshot keeps.
+func BenchmarkRegistryFind(b *testing.B, s registry.Store) {
 	ctx := context.Background()
-	svc := iregistry.New(s, nil)
 	areas := []string{"web", "data", "image", "text", "code", "speech", "video", "api", "report", "search",
 		"fraud", "risk", "price", "route", "stock", "email", "chat", "doc", "log", "metric"}
 	tasks := []string{"scraping", "analysis", "generation", "translation", "review", "synthesis", "summary",
 		"integration", "forecast", "detection", "ranking", "planning", "extraction", "classification", "monitoring",
 		"tagging", "cleaning", "indexing", "routing", "scoring", "auditing", "labelling", "parsing", "rendering", "tuning"}
+	now := time.Now().UTC().Truncate(time.Millisecond)
 	for i := range 1000 {
-		a := &registry.Agent{Name: fmt.Sprintf("agent-%04d", i), URL: fmt.Sprintf("https://a%d.example.com/", i)}
+		a := &registry.Agent{ID: agentID(i + 1), Name: fmt.Sprintf("agent-%04d", i), URL: fmt.Sprintf("https://a%d.example.com/", i),
+			Status: registry.StatusActive, CreatedAt: now, UpdatedAt: now}
 		for k := range 5 {
 			j := (i*5 + k*37) % 500
 			a.Capabilities = append(a.Capabilities, areas[j%len(areas)]+" "+tasks[j/len(areas)])
 		}
-		if _, err := svc.Register(ctx, a); err != nil {
+		if err := s.Create(ctx, a); err != nil {
 			b.Fatal(err)
 		}
 	}
-	// Cold: a service with no snapshot yet reads every record first, as
-	// after any write.
-	b.Run("fuzzy-cold", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := iregistry.New(s, nil).Find(ctx, registry.FindQuery{Capabilities: []string{"web scraping", "data analytics"}, Fuzzy: true}); err != nil {
+	want := []string{"web scraping", "data analytics"}
+	// index reads every record as the registry service does after a write.
+	index := func() *registry.Index {
+		if _, err := s.Version(ctx); err != nil {
+			b.Fatal(err)
+		}
+		var all []*registry.Agent
+		for after := ""; ; {
+			batch, err := s.List(ctx, after, 500)
+			if err != nil {
 				b.Fatal(err)
 			}
+			all = append(all, batch...)
+			if len(batch) < 500 {
+				return registry.NewIndex(all)
+			}
+			after = batch[len(batch)-1].Name
+		}
+	}
+	b.Run("fuzzy-cold", func(b *testing.B) {
+		for b.Loop() {
+			index().Match(want, registry.MatchAll, registry.DefaultThreshold)
 		}
 	})
+	ix := index()
 	for _, fuzzy := range []bool{false, true} {
-		name := map[bool]string{false: "exact", true: "fuzzy"}[fuzzy]
+		name, threshold := "exact", 1.0
+		if fuzzy {
+			name, threshold = "fuzzy", registry.DefaultThreshold
+		}
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
-				if _, err := svc.Find(ctx, registry.FindQuery{Capabilities: []string{"web scraping", "data analytics"}, Fuzzy: fuzzy}); err != nil {
-					b.Fatal(err)
-				}
+				ix.Match(want, registry.MatchAll, threshold)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package keyset
+package a2astore
 
 import (
 	"encoding/base64"
@@ -11,7 +11,7 @@ import (
 
 // ErrBadToken reports a page token this package did not issue. Stores wrap
 // it together with their own sentinel (a2asrv.ErrBadPageToken).
-var ErrBadToken = errors.New("keyset: malformed page token")
+var ErrBadToken = errors.New("a2astore: malformed page token")
 
 // Page sizes: A2A lets callers ask for 1..100 and defaults to 50.
 const (

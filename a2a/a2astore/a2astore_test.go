@@ -1,4 +1,4 @@
-package keyset
+package a2astore
 
 import (
 	"errors"
@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"novaos.dev/novaos/a2a"
 )
 
 func TestTaskTokenRoundTrip(t *testing.T) {
@@ -155,23 +153,4 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("ParseID(%q): unexpected error %v", tok, err)
 		}
 	})
-}
-
-func TestStateList(t *testing.T) {
-	tests := []struct {
-		name string
-		in   []a2a.TaskState
-		want string
-	}{
-		{"one", []a2a.TaskState{a2a.TaskStateWorking}, "('TASK_STATE_WORKING')"},
-		{"several", []a2a.TaskState{a2a.TaskStateUnspecified, a2a.TaskStateSubmitted},
-			"('TASK_STATE_UNSPECIFIED', 'TASK_STATE_SUBMITTED')"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := StateList(tt.in); got != tt.want {
-				t.Errorf("StateList = %s, want %s", got, tt.want)
-			}
-		})
-	}
 }

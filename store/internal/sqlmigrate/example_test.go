@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing/fstest"
 
-	"novaos.dev/novaos/internal/sqlmigrate"
+	"novaos.dev/novaos/store/internal/sqlmigrate"
 )
 
 func ExamplePending() {

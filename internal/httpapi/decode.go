@@ -1,0 +1,80 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+)
+
+// DefaultMaxBodyBytes bounds a REST request body when API.MaxBodyBytes is
+// zero: REST bodies are records and queries, not payloads.
+const DefaultMaxBodyBytes = 64 << 10
+
+// Body says how DecodeJSON reads one request body.
+type Body struct {
+	// MaxBytes bounds the body (default DefaultMaxBodyBytes); a larger
+	// one gets 413.
+	MaxBytes int64
+	// What names the body in the 415 answer ("send the agent as
+	// application/json"); default "the body".
+	What string
+	// AllowUnknown accepts fields v does not have, for a body shape the
+	// service shares with clients that send more (a seed's SDK);
+	// otherwise an unknown field is malformed.
+	AllowUnknown bool
+	// AllowEmpty accepts an empty (or white-space) body, leaving v as it
+	// was.
+	AllowEmpty bool
+}
+
+// DecodeJSON reads r's body into v: an application/json body holding
+// exactly one JSON value, within b.MaxBytes. Its error is a *Problem
+// (415 with an Accept header set on w, 413, or 400 malformed-json), ready
+// for API.Fail or WriteProblem.
+func DecodeJSON(w http.ResponseWriter, r *http.Request, v any, b Body) error {
+	if b.MaxBytes <= 0 {
+		b.MaxBytes = DefaultMaxBodyBytes
+	}
+	if b.What == "" {
+		b.What = "the body"
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		w.Header().Set("Accept", "application/json")
+		return &Problem{Type: ProblemUnsupportedMedia, Status: http.StatusUnsupportedMediaType,
+			Title: "Unsupported Media Type", Detail: "send " + b.What + " as application/json"}
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, b.MaxBytes))
+	if !b.AllowUnknown {
+		dec.DisallowUnknownFields()
+	}
+	err := dec.Decode(v)
+	switch {
+	case err == nil:
+		// Exactly one value: anything but white space after it is an error.
+		if _, terr := dec.Token(); terr != io.EOF {
+			err = errors.New("unexpected data after the JSON value")
+			if mbe := (*http.MaxBytesError)(nil); errors.As(terr, &mbe) {
+				err = terr
+			}
+		}
+	case err == io.EOF && b.AllowEmpty:
+		return nil
+	}
+	if err == nil {
+		return nil
+	}
+	if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+		return &Problem{Type: ProblemBodyTooLarge, Status: http.StatusRequestEntityTooLarge,
+			Title: "Content Too Large", Detail: fmt.Sprintf("the body is larger than %d bytes", b.MaxBytes)}
+	}
+	detail := err.Error()
+	if errors.Is(err, io.EOF) {
+		detail = "empty body"
+	}
+	return &Problem{Type: ProblemMalformedJSON, Status: http.StatusBadRequest,
+		Title: "Malformed JSON", Detail: strings.TrimPrefix(detail, "json: ")}
+}

@@ -1,0 +1,296 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"novaos.dev/novaos/secret"
+)
+
+func decodeProblem(t *testing.T, rec *httptest.ResponseRecorder) Problem {
+	t.Helper()
+	var p Problem
+	if ct := rec.Header().Get("Content-Type"); ct != ProblemContentType {
+		t.Fatalf("Content-Type %q, want %s; body %s", ct, ProblemContentType, rec.Body)
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
+		t.Fatalf("problem %s: %v", rec.Body, err)
+	}
+	if p.Status != rec.Code {
+		t.Errorf("problem status %d, response %d", p.Status, rec.Code)
+	}
+	return p
+}
+
+func TestDecodeJSON(t *testing.T) {
+	type note struct {
+		Text string `json:"text"`
+	}
+	tests := []struct {
+		name, ctype, body string
+		b                 Body
+		want              string // problem type, "" when decoded
+		text              string // the decoded text
+	}{
+		{"one object", "application/json", `{"text":"hi"}`, Body{}, "", "hi"},
+		{"trailing white space", "application/json; charset=utf-8", "{\"text\":\"hi\"}\n\t ", Body{}, "", "hi"},
+		{"no content type", "", `{"text":"hi"}`, Body{}, ProblemUnsupportedMedia, ""},
+		{"text/plain", "text/plain", `{"text":"hi"}`, Body{}, ProblemUnsupportedMedia, ""},
+		{"unknown field", "application/json", `{"text":"hi","colour":1}`, Body{}, ProblemMalformedJSON, ""},
+		{"unknown field allowed", "application/json", `{"text":"hi","colour":1}`, Body{AllowUnknown: true}, "", "hi"},
+		{"two values", "application/json", `{"text":"a"}{"text":"b"}`, Body{}, ProblemMalformedJSON, ""},
+		{"truncated", "application/json", `{"text":`, Body{}, ProblemMalformedJSON, ""},
+		{"empty", "application/json", ``, Body{}, ProblemMalformedJSON, ""},
+		{"empty allowed", "application/json", " \n", Body{AllowEmpty: true}, "", ""},
+		{"wrong type", "application/json", `{"text":1}`, Body{}, ProblemMalformedJSON, ""},
+		{"too large", "application/json", `{"text":"` + strings.Repeat("x", 100) + `"}`, Body{MaxBytes: 64}, ProblemBodyTooLarge, ""},
+		{"too large after the value", "application/json", `{"text":"x"}` + strings.Repeat(" ", 100) + "x", Body{MaxBytes: 64}, ProblemBodyTooLarge, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, "/notes", strings.NewReader(tc.body))
+			if tc.ctype != "" {
+				r.Header.Set("Content-Type", tc.ctype)
+			}
+			w := httptest.NewRecorder()
+			var n note
+			err := DecodeJSON(w, r, &n, tc.b)
+			if tc.want == "" {
+				if err != nil || n.Text != tc.text {
+					t.Fatalf("DecodeJSON = %v, text %q; want nil, %q", err, n.Text, tc.text)
+				}
+				return
+			}
+			var p *Problem
+			if !errors.As(err, &p) || p.Type != tc.want || p.Detail == "" {
+				t.Fatalf("DecodeJSON = %v, want a %s problem with a detail", err, tc.want)
+			}
+			if (tc.want == ProblemUnsupportedMedia) != (w.Header().Get("Accept") == "application/json") {
+				t.Errorf("Accept %q on a %s problem", w.Header().Get("Accept"), tc.want)
+			}
+		})
+	}
+}
+
+func TestAdminRule(t *testing.T) {
+	const token = "adm-0123456789abcdef"
+	tests := []struct {
+		name, token, remote, auth string
+		want                      error // nil: admitted
+		scheme                    string
+	}{
+		{"token", token, "203.0.113.9:1", "Bearer " + token, nil, SchemeAdminToken},
+		{"token, lower-case scheme", token, "203.0.113.9:1", "bearer " + token, nil, SchemeAdminToken},
+		{"token needed from loopback too", token, "127.0.0.1:1", "", ErrUnauthenticated, ""},
+		{"near miss", token, "127.0.0.1:1", "Bearer " + token[:len(token)-1] + "0", ErrUnauthenticated, ""},
+		{"basic scheme", token, "127.0.0.1:1", "Basic " + token, ErrUnauthenticated, ""},
+		{"loopback, no token configured", "", "127.0.0.1:1", "", nil, SchemeLoopback},
+		{"mapped loopback", "", "[::ffff:127.0.0.1]:1", "", nil, SchemeLoopback},
+		{"v6 loopback", "", "[::1]:1", "Bearer whatever", nil, SchemeLoopback},
+		{"remote, no token configured", "", "10.0.0.8:1", "Bearer " + token, ErrForbidden, ""},
+		{"a name is not an address", "", "localhost:1", "", ErrForbidden, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, "/x", nil)
+			r.RemoteAddr = tc.remote
+			if tc.auth != "" {
+				r.Header.Set("Authorization", tc.auth)
+			}
+			rule := AdminRule{Token: secret.New(tc.token)}
+			c, err := rule.Authenticate(r)
+			if tc.want != nil {
+				if !errors.Is(err, tc.want) || c != nil {
+					t.Fatalf("Authenticate = %v, %v; want %v", c, err, tc.want)
+				}
+				if strings.Contains(err.Error(), token[4:]) {
+					t.Errorf("the error repeats the token: %v", err)
+				}
+				return
+			}
+			if err != nil || c == nil || c.Scheme != tc.scheme || !c.Admin {
+				t.Fatalf("Authenticate = %+v, %v; want an admin caller by %s", c, err, tc.scheme)
+			}
+		})
+	}
+}
+
+var errNoNote = errors.New("notes: no such note")
+
+// notes is a tiny service on API: reads open, writes need the AdminRule.
+func notes(token string, logs *bytes.Buffer) http.Handler {
+	api := &API{Name: "notes", Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Auth:    AdminRule{Token: secret.New(token)},
+		Protect: func(r *http.Request) bool { return IsWrite(r.Method) },
+		ProblemFor: func(err error) *Problem {
+			if errors.Is(err, errNoNote) {
+				return &Problem{Type: "https://novaos.dev/problems/note-not-found", Status: http.StatusNotFound, Title: "Note Not Found"}
+			}
+			return nil
+		}}
+	return api.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		api.Route(w, r, Methods{
+			http.MethodGet: func(w http.ResponseWriter, r *http.Request) {
+				switch r.URL.Query().Get("case") {
+				case "missing":
+					api.Fail(w, r, fmt.Errorf("get 7: %w", errNoNote))
+				case "broken":
+					api.Fail(w, r, errors.New("disk on fire"))
+				case "size":
+					n, err := PageSize(r.URL.Query())
+					if err != nil {
+						api.Fail(w, r, err)
+						return
+					}
+					WriteJSON(w, r, http.StatusOK, n)
+				default:
+					WriteJSON(w, r, http.StatusOK, []string{"a"})
+				}
+			},
+			http.MethodPost: func(w http.ResponseWriter, r *http.Request) {
+				var in struct{ Text string }
+				if !api.Decode(w, r, &in, Body{What: "the note"}) {
+					return
+				}
+				c, _ := CallerFrom(r.Context())
+				WriteJSON(w, r, http.StatusCreated, c.Scheme)
+			},
+		})
+	}))
+}
+
+func TestAPI(t *testing.T) {
+	const token = "tok-0123456789abcdef"
+	tests := []struct {
+		name, method, target, remote, auth, body string
+		status                                   int
+		problem                                  string // type, "" for a success
+	}{
+		{"read from anywhere", "GET", "/notes", "203.0.113.9:1", "", "", 200, ""},
+		{"head is get", "HEAD", "/notes", "203.0.113.9:1", "", "", 200, ""},
+		{"write with the token", "POST", "/notes", "203.0.113.9:1", "Bearer " + token, `{"Text":"x"}`, 201, ""},
+		{"write without it", "POST", "/notes", "127.0.0.1:1", "", `{"Text":"x"}`, 401, ProblemUnauthorized},
+		{"write with another", "POST", "/notes", "127.0.0.1:1", "Bearer nope", `{"Text":"x"}`, 401, ProblemUnauthorized},
+		{"guarded before routing", "PATCH", "/notes", "127.0.0.1:1", "", "", 401, ProblemUnauthorized},
+		{"no such method", "PATCH", "/notes", "127.0.0.1:1", "Bearer " + token, "", 405, ProblemMethodNotAllowed},
+		{"malformed body", "POST", "/notes", "127.0.0.1:1", "Bearer " + token, `{"Text":`, 400, ProblemMalformedJSON},
+		{"service error", "GET", "/notes?case=missing", "127.0.0.1:1", "", "", 404, "https://novaos.dev/problems/note-not-found"},
+		{"unexpected error", "GET", "/notes?case=broken", "127.0.0.1:1", "", "", 500, ProblemInternal},
+		{"bad page size", "GET", "/notes?case=size&pageSize=-1", "127.0.0.1:1", "", "", 400, ProblemInvalidQuery},
+		{"page size", "GET", "/notes?case=size&pageSize=7", "127.0.0.1:1", "", "", 200, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			r := httptest.NewRequest(tc.method, tc.target, strings.NewReader(tc.body))
+			r.RemoteAddr = tc.remote
+			r.Header.Set("Content-Type", "application/json")
+			if tc.auth != "" {
+				r.Header.Set("Authorization", tc.auth)
+			}
+			rec := httptest.NewRecorder()
+			notes(token, &logs).ServeHTTP(rec, r)
+			if rec.Code != tc.status {
+				t.Fatalf("status %d, want %d: %s", rec.Code, tc.status, rec.Body)
+			}
+			if strings.Contains(rec.Body.String()+fmt.Sprint(rec.Header())+logs.String(), token[4:]) {
+				t.Error("the token shows in the response or the logs")
+			}
+			if tc.problem == "" {
+				if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+					t.Errorf("Content-Type %q", ct)
+				}
+				return
+			}
+			p := decodeProblem(t, rec)
+			if p.Type != tc.problem || p.Instance != "/notes" {
+				t.Errorf("problem %+v, want type %s at /notes", p, tc.problem)
+			}
+			switch tc.status {
+			case 401:
+				if got := rec.Header().Get("WWW-Authenticate"); got != `Bearer realm="novaos-notes"` {
+					t.Errorf("WWW-Authenticate %q", got)
+				}
+			case 405:
+				if got := rec.Header().Get("Allow"); got != "GET, POST" {
+					t.Errorf("Allow %q, want GET, POST", got)
+				}
+			case 500:
+				if strings.Contains(rec.Body.String(), "fire") || !strings.Contains(logs.String(), "fire") {
+					t.Errorf("an unexpected error must be logged, not sent: body %s", rec.Body)
+				}
+			}
+		})
+	}
+}
+
+func TestPageToken(t *testing.T) {
+	valid := func(k string) bool { return k != "" && !strings.Contains(k, "/") }
+	for _, key := range []string{"a", "agent-0042", "ünïcode", strings.Repeat("k", maxPageKey)} {
+		got, err := ParsePageToken(PageToken(key), nil)
+		if err != nil || got != key {
+			t.Errorf("ParsePageToken(PageToken(%q)) = %q, %v", key, got, err)
+		}
+	}
+	for _, tok := range []string{"!!", "a=", PageToken("a/b"), PageToken(""), PageToken(strings.Repeat("k", maxPageKey+1))} {
+		if _, err := ParsePageToken(tok, valid); !errors.Is(err, ErrBadPageToken) {
+			t.Errorf("ParsePageToken(%q) = %v, want ErrBadPageToken", tok, err)
+		}
+	}
+	p := Paging{Default: 50, Max: 200}
+	for n, want := range map[int]int{-1: 50, 0: 50, 1: 1, 200: 200, 201: 200} {
+		if got := p.Clamp(n); got != want {
+			t.Errorf("Clamp(%d) = %d, want %d", n, got, want)
+		}
+	}
+}
+
+// Any body gets a value or a problem of the body's own statuses, never a
+// panic or another error.
+func FuzzDecodeJSON(f *testing.F) {
+	for _, s := range []string{`{"text":"hi"}`, `{"text":`, `[]`, `null`, `{"a":1}{}`, "\x00", `{"text":"\ud800"}`, " "} {
+		f.Add([]byte(s), false, false)
+	}
+	f.Fuzz(func(t *testing.T, body []byte, unknown, empty bool) {
+		r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		var v struct {
+			Text string   `json:"text"`
+			N    *float64 `json:"n"`
+		}
+		err := DecodeJSON(httptest.NewRecorder(), r, &v, Body{MaxBytes: 256, AllowUnknown: unknown, AllowEmpty: empty})
+		if err == nil {
+			return
+		}
+		var p *Problem
+		if !errors.As(err, &p) || (p.Status != 400 && p.Status != 413) || p.Detail == "" {
+			t.Fatalf("DecodeJSON(%q) = %v", body, err)
+		}
+	})
+}
+
+// Any token parses to a key whose token it is, or is refused.
+func FuzzParsePageToken(f *testing.F) {
+	for _, s := range []string{PageToken("agent"), "", "!!", "YQ", "YQ=", "YQo", "00", "\r", "Y\nQ"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, tok string) {
+		key, err := ParsePageToken(tok, nil)
+		if err != nil {
+			if !errors.Is(err, ErrBadPageToken) {
+				t.Fatalf("ParsePageToken(%q) = %v", tok, err)
+			}
+			return
+		}
+		if PageToken(key) != tok {
+			t.Fatalf("ParsePageToken(%q) = %q, whose token is %q", tok, key, PageToken(key))
+		}
+	})
+}
