@@ -269,6 +269,14 @@ type Memories interface {
 	// SearchVector ranks f's memories that have a vector of q's model by
 	// cosine similarity to q.Vector (exact), best first, at most limit.
 	SearchVector(ctx context.Context, tenant string, f Filter, q Embedding, limit int) ([]Hit, error)
+	// TermStats returns how many memories partition p holds and, for each
+	// of terms that any holds, how many hold it (expired memories not yet
+	// swept may count: these are weights, not answers).
+	TermStats(ctx context.Context, tenant string, p Partition, terms []string) (docs int, df map[string]int, err error)
+	// Adjacent returns, for each of ids that has a conversation id, the
+	// memories of f written just before and just after it in that
+	// conversation (by CreatedAt, then write order), keyed by id.
+	Adjacent(ctx context.Context, tenant string, f Filter, ids []string) (map[string][]Memory, error)
 }
 
 // Proposals stores agent-scope write proposals.

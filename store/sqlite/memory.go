@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strings"
 	"time"
 
@@ -482,4 +483,78 @@ func scanHits(rows *sql.Rows, ranked bool) ([]memory.Hit, error) {
 		out = append(out, memory.Hit{Memory: *m, Score: -rank})
 	}
 	return out, rows.Err()
+}
+
+func (s *MemoryStore) TermStats(ctx context.Context, tenant string, p memory.Partition, terms []string) (int, map[string]int, error) {
+	var docs int
+	if err := s.db.r.QueryRowContext(ctx, `SELECT count(*) FROM memories WHERE tenant = ? AND scope = ? AND owner = ?`,
+		tenant, string(p.Scope), p.Owner).Scan(&docs); err != nil {
+		return 0, nil, fmt.Errorf("sqlite: term statistics: %w", err)
+	}
+	df := map[string]int{}
+	part := partToken(tenant, p)
+	for _, t := range terms {
+		if _, done := df[t]; done || len(df) == maxQueryTerms {
+			continue
+		}
+		var n int
+		// The count is of index entries of the partition token, which
+		// may (rarely) be shared with another partition of the tenant:
+		// a weight, never an answer.
+		if err := s.db.r.QueryRowContext(ctx, `SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?`,
+			ftsQuery(part, []string{t})).Scan(&n); err != nil {
+			return 0, nil, fmt.Errorf("sqlite: term statistics: %w", err)
+		}
+		df[t] = n
+	}
+	return docs, df, nil
+}
+
+func (s *MemoryStore) Adjacent(ctx context.Context, tenant string, f memory.Filter, ids []string) (map[string][]memory.Memory, error) {
+	out := map[string][]memory.Memory{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	args := []any{tenant, string(f.Partition.Scope), f.Partition.Owner}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	rows, err := s.db.r.QueryContext(ctx, `SELECT id, seq, created_ms, conversation_id FROM memories
+		WHERE tenant = ? AND scope = ? AND owner = ? AND conversation_id <> '' AND id IN (`+strings.Repeat(",?", len(ids))[1:]+`)`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: adjacent memories: %w", err)
+	}
+	type anchor struct {
+		id, conv     string
+		seq, created int64
+	}
+	var anchors []anchor
+	for rows.Next() {
+		var a anchor
+		if err := rows.Scan(&a.id, &a.seq, &a.created, &a.conv); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("sqlite: adjacent memories: %w", err)
+		}
+		anchors = append(anchors, a)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: adjacent memories: %w", err)
+	}
+	where, fargs := filterSQL(tenant, f)
+	for _, a := range anchors {
+		for _, dir := range []string{`(m.created_ms, m.seq) < (?, ?) ORDER BY m.created_ms DESC, m.seq DESC`,
+			`(m.created_ms, m.seq) > (?, ?) ORDER BY m.created_ms, m.seq`} {
+			m, _, err := scanMemory(s.db.r.QueryRowContext(ctx, `SELECT `+memCols+` FROM memories m WHERE `+where+
+				` AND m.conversation_id = ? AND `+dir+` LIMIT 1`, slices.Concat(fargs, []any{a.conv, a.created, a.seq})...))
+			if errors.Is(err, sql.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("sqlite: adjacent memories: %w", err)
+			}
+			out[a.id] = append(out[a.id], *m)
+		}
+	}
+	return out, nil
 }

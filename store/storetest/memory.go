@@ -28,6 +28,9 @@ func TestMemoryStore(t *testing.T, newStore func(t *testing.T) memory.Store) {
 	t.Run("Filters", func(t *testing.T) { testMemFilters(t, newStore(t)) })
 	t.Run("KeywordSearch", func(t *testing.T) { testMemKeyword(t, newStore(t)) })
 	t.Run("VectorSearch", func(t *testing.T) { testMemVector(t, newStore(t)) })
+	t.Run("TermStats", func(t *testing.T) { testMemTermStats(t, newStore(t)) })
+	t.Run("Adjacent", func(t *testing.T) { testMemAdjacent(t, newStore(t)) })
+	t.Run("Retrieve", func(t *testing.T) { testMemRetrieve(t, newStore(t)) })
 	t.Run("CrossTenantRandomised", func(t *testing.T) { testMemCrossTenant(t, newStore(t)) })
 	t.Run("Proposals", func(t *testing.T) { testMemProposals(t, newStore(t)) })
 	t.Run("Hints", func(t *testing.T) { testMemHints(t, newStore(t)) })
@@ -920,5 +923,124 @@ func TestMemoryReopen(t *testing.T, open func(t *testing.T) (memory.Store, func(
 	}
 	if msgs, _ := s.RecentMessages(ctx, "acme", "c", 10); len(msgs) != 1 {
 		t.Errorf("messages after reopen: %d", len(msgs))
+	}
+}
+
+func testMemTermStats(t *testing.T, s memory.Store) {
+	ctx := ctxT(t)
+	mustPutMem(t, s, "acme",
+		newMemory("m1", agentA, "Caroline went to the support group", memT0),
+		newMemory("m2", agentA, "Caroline paints sunsets", memT0),
+		newMemory("m3", agentA, "Melanie paints too", memT0),
+		newMemory("m4", agentB, "Caroline Caroline Caroline", memT0),
+	)
+	mustPutMem(t, s, "globex", newMemory("m1", agentA, "Caroline Caroline", memT0))
+	docs, df, err := s.TermStats(ctx, "acme", agentA, memory.Terms("Caroline paints a support group with nobody"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"carolin": 2, "paint": 2, "support": 1, "group": 1, "nobodi": 0}
+	if docs != 3 {
+		t.Errorf("docs = %d, want 3", docs)
+	}
+	for term, n := range want {
+		if df[term] != n {
+			t.Errorf("df[%s] = %d, want %d (all %v)", term, df[term], n, df)
+		}
+	}
+	if docs, df, err := s.TermStats(ctx, "initech", agentA, []string{"carolin"}); err != nil || docs != 0 || df["carolin"] != 0 {
+		t.Errorf("another tenant: %d %v %v", docs, df, err)
+	}
+}
+
+func testMemAdjacent(t *testing.T, s memory.Store) {
+	ctx := ctxT(t)
+	conv := func(id, c string, at time.Duration, typ memory.Type) *memory.Memory {
+		m := newMemory(id, agentA, "turn "+id, memT0.Add(at))
+		m.ConversationID, m.Type = c, typ
+		return m
+	}
+	// Written out of order; c2 interleaves with c1; same-time turns keep
+	// their write order.
+	mustPutMem(t, s, "acme",
+		conv("a3", "c1", 3*time.Second, ""), conv("a1", "c1", time.Second, ""), conv("b1", "c2", 2*time.Second, ""),
+		conv("a2", "c1", 2*time.Second, memory.TypeEpisodic), conv("a4", "c1", 3*time.Second, ""),
+		newMemory("lone", agentA, "no conversation", memT0),
+	)
+	mustPutMem(t, s, "globex", conv("a5", "c1", 4*time.Second, ""))
+	f := memory.Filter{Partition: agentA, Now: memT0}
+	adj, err := s.Adjacent(ctx, "acme", f, []string{"a1", "a2", "a4", "b1", "lone", "missing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for id, ms := range adj {
+		got[id] = memIDs(ms)
+		slices.Sort(got[id])
+	}
+	want := map[string][]string{"a1": {"a2"}, "a2": {"a1", "a3"}, "a4": {"a3"}}
+	if d := gocmp.Diff(want, got); d != "" {
+		t.Errorf("Adjacent (-want +got):\n%s", d)
+	}
+	// The filter applies to the neighbours too.
+	f.Type = memory.TypeEpisodic
+	if adj, _ := s.Adjacent(ctx, "acme", f, []string{"a1", "a3"}); len(adj["a1"]) != 1 || adj["a1"][0].ID != "a2" || len(adj["a3"]) != 1 {
+		t.Errorf("Adjacent with a type filter = %v", adj)
+	}
+	if adj, _ := s.Adjacent(ctx, "acme", memory.Filter{Partition: agentB, Now: memT0}, []string{"a1"}); len(adj) != 0 {
+		t.Errorf("Adjacent from another partition = %v", adj)
+	}
+}
+
+// testMemRetrieve runs the default stack end to end on the store: the
+// memory answering a question is found even when it shares no word with
+// it, through its neighbour in the conversation.
+func testMemRetrieve(t *testing.T, s memory.Store) {
+	ctx := ctxT(t)
+	turns := []string{
+		"Maya: I finally adopted a rescue greyhound last weekend",
+		"Tom: What did you name her?",
+		"Maya: Pepper, she loves long walks by the river",
+		"Tom: I am learning to play the cello at the community school",
+		"Maya: My new job as a pharmacist starts in Leeds",
+	}
+	for i, c := range turns {
+		m := newMemory(fmt.Sprintf("t%d", i), agentA, c, memT0.Add(time.Duration(i)*time.Second))
+		m.ConversationID = "conv"
+		mustPutMem(t, s, "acme", m)
+	}
+	mustPutMem(t, s, "acme", newMemory("other", agentB, "Tom: What did you name her? Pepper", memT0))
+	f := memory.Filter{Partition: agentA, Now: memT0}
+	emb := memEmbedder
+	tests := []struct {
+		q    string
+		want string
+		top  int
+	}{
+		{"Which instrument is Tom learning?", "t3", 1},
+		{"Where does Maya work as a pharmacist?", "t4", 1},
+		{"What did Maya name her greyhound?", "t2", 3},
+	}
+	for _, tt := range tests {
+		got, err := memory.Retrieve(ctx, s, emb, "acme", f, tt.q, 10, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, r := range got {
+			ids = append(ids, r.Memory.ID)
+			if r.Score < 0 || r.Score > 1 {
+				t.Errorf("%q: score %v outside 0..1", tt.q, r.Score)
+			}
+		}
+		if i := slices.Index(ids, tt.want); i < 0 || i >= tt.top {
+			t.Errorf("%q: %v, want %s in the first %d", tt.q, ids, tt.want, tt.top)
+		}
+		if slices.Contains(ids, "other") {
+			t.Errorf("%q: returned another partition's memory", tt.q)
+		}
+	}
+	if got, err := memory.Retrieve(ctx, s, nil, "acme", f, "cello", 1, &memory.RetrieveOptions{Neighbours: -1}); err != nil || len(got) != 1 || got[0].Memory.ID != "t3" {
+		t.Errorf("keyword-only Retrieve = %v, %v", got, err)
 	}
 }

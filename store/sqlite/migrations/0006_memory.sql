@@ -31,6 +31,7 @@ CREATE TABLE memories (
 
 -- One partition (tenant, scope, owner) is what every read ranges over.
 CREATE INDEX memories_partition ON memories (tenant, scope, owner, created_ms);
+CREATE INDEX memories_conversation ON memories (tenant, conversation_id, created_ms, seq) WHERE conversation_id <> '';
 CREATE INDEX memories_expiry ON memories (expires_ms) WHERE expires_ms > 0;
 
 -- part holds one token naming the row's partition, so a search matches
