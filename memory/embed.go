@@ -79,13 +79,27 @@ func (e *HashEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, 
 }
 
 // Vector embeds one text.
-func (e *HashEmbedder) Vector(text string) []float32 {
+func (e *HashEmbedder) Vector(text string) []float32 { return e.QueryVector(text, nil) }
+
+// QueryVector embeds a query with each word's features (the word, its
+// pairs, its n-grams) scaled by idf(term), its term's inverse document
+// frequency in the collection searched. Stored vectors stay unweighted,
+// so they need no corpus statistics and never go stale; weighting the
+// query alone makes a match on a rare word count for more than one on a
+// word every memory holds, as in BM25. A nil idf weighs all words 1.
+func (e *HashEmbedder) QueryVector(text string, idf func(term string) float64) []float32 {
 	counts := map[string]float64{}
 	terms := Terms(text)
+	wt := func(t string) float64 {
+		if idf == nil {
+			return 1
+		}
+		return idf(t)
+	}
 	for i, t := range terms {
-		counts["w\x00"+t] += hashWordWeight
+		counts["w\x00"+t] += hashWordWeight * wt(t)
 		if i > 0 {
-			counts["p\x00"+terms[i-1]+"\x00"+t] += hashPairWeight
+			counts["p\x00"+terms[i-1]+"\x00"+t] += hashPairWeight * min(wt(terms[i-1]), wt(t))
 		}
 	}
 	forEachWord(text, func(w string) {
@@ -93,9 +107,10 @@ func (e *HashEmbedder) Vector(text string) []float32 {
 			return
 		}
 		g := "<" + w + ">"
+		x := hashGramWeight * wt(Stem(w))
 		for n := hashGramMin; n <= hashGramMax; n++ {
 			for i := 0; i+n <= len(g); i++ {
-				counts["g\x00"+g[i:i+n]] += hashGramWeight
+				counts["g\x00"+g[i:i+n]] += x
 			}
 		}
 	})

@@ -171,3 +171,45 @@ func TestTags(t *testing.T) {
 		}
 	}
 }
+
+func TestSmooth(t *testing.T) {
+	fused := memory.Fuse([]string{"name"}, []memory.Hit{hit("q", 3, "what did you name her"), hit("x", 1, "name tag")}, nil, memory.FuseOptions{K: 5, KeywordWeight: 1})
+	adj := map[string][]memory.Memory{"q": {{ID: "answer", Content: "Pepper"}, {ID: "x", Content: "name tag"}}}
+	got := memory.Smooth([]string{"name"}, fused, adj, 0.3)
+	if !slices.Equal(ids(got), []string{"x", "q", "answer"}) { // x gains enough to pass q
+		t.Fatalf("order %v", ids(got))
+	}
+	// q lends 0.3 of its 1/6 to each neighbour: x (1/7) gets 0.05 more.
+	if d := got[0].RRF - (1.0/7 + 0.3/6); math.Abs(d) > 1e-9 {
+		t.Errorf("x scores %v", got[0].RRF)
+	}
+	if d := got[2].RRF - 0.3/6; math.Abs(d) > 1e-9 || got[2].KeywordRank != 0 {
+		t.Errorf("the neighbour joined as %+v", got[2])
+	}
+	if got := memory.Smooth(nil, fused, nil, 0.3); !slices.Equal(ids(got), ids(fused)) {
+		t.Errorf("no neighbours changed the order: %v", ids(got))
+	}
+}
+
+func TestQueryVectorWeighsRareWords(t *testing.T) {
+	e := memory.NewHashEmbedder(0)
+	q := "Caroline adopted a greyhound"
+	common, rare := "Caroline Caroline went out", "a greyhound adopted"
+	plain := e.Vector(q)
+	if memory.Cosine(plain, e.Vector(common)) < memory.Cosine(e.QueryVector(q, func(string) float64 { return 1 }), e.Vector(common))-1e-6 {
+		t.Error("a weight of 1 for every word is not the plain vector")
+	}
+	idf := func(term string) float64 {
+		if term == "carolin" {
+			return memory.QueryIDF(100, 90)
+		}
+		return memory.QueryIDF(100, 2)
+	}
+	w := e.QueryVector(q, idf)
+	if memory.Cosine(w, e.Vector(rare)) <= memory.Cosine(plain, e.Vector(rare)) {
+		t.Error("weighting did not favour the memory holding the rare words")
+	}
+	if memory.QueryIDF(100, 99) >= memory.QueryIDF(100, 1) {
+		t.Error("QueryIDF does not fall with document frequency")
+	}
+}

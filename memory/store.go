@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 )
@@ -268,6 +269,14 @@ type Memories interface {
 	// SearchVector ranks f's memories that have a vector of q's model by
 	// cosine similarity to q.Vector (exact), best first, at most limit.
 	SearchVector(ctx context.Context, tenant string, f Filter, q Embedding, limit int) ([]Hit, error)
+	// TermStats returns how many memories partition p holds and, for each
+	// of terms that any holds, how many hold it (expired memories not yet
+	// swept may count: these are weights, not answers).
+	TermStats(ctx context.Context, tenant string, p Partition, terms []string) (docs int, df map[string]int, err error)
+	// Adjacent returns, for each of ids that has a conversation id, the
+	// memories of f written just before and just after it in that
+	// conversation (by CreatedAt, then write order), keyed by id.
+	Adjacent(ctx context.Context, tenant string, f Filter, ids []string) (map[string][]Memory, error)
 }
 
 // Proposals stores agent-scope write proposals.
@@ -332,3 +341,41 @@ func SplitTags(s string) []string {
 
 // TagPattern is what a store searches for to find tag t in a JoinTags list.
 func TagPattern(t string) string { return string(TagSep) + t + string(TagSep) }
+
+// EncodeMemory is how stores keep a memory that is not (yet) a row of its
+// own, such as a proposal's: JSON of Memory.
+func EncodeMemory(m *Memory) ([]byte, error) { return json.Marshal(m) }
+
+// DecodeMemory reads EncodeMemory's bytes, refusing a record whose scope
+// or type is not one of the known ones.
+func DecodeMemory(b []byte) (*Memory, error) {
+	m := new(Memory)
+	if err := json.Unmarshal(b, m); err != nil {
+		return nil, fmt.Errorf("memory: stored record: %w", err)
+	}
+	if !m.Partition.Scope.Valid() || !m.Type.Valid() {
+		return nil, errors.New("memory: stored record: unknown scope or type")
+	}
+	return m, nil
+}
+
+// Apply applies c to m, steps its version and reports whether its
+// indexed text (content or tags) changed. Stores use it so that an update
+// means the same on each.
+func (m *Memory) Apply(c Change) (reindex bool) {
+	if c.Content != nil {
+		m.Content, reindex = *c.Content, true
+	}
+	if c.Tags != nil {
+		m.Tags, reindex = *c.Tags, true
+	}
+	if c.Confidence != nil {
+		m.Confidence = c.Confidence
+	}
+	if c.Custom != nil {
+		m.Custom = c.Custom
+	}
+	m.Version++
+	m.UpdatedAt = c.Now
+	return reindex
+}

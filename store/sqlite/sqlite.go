@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"time"
 
 	"modernc.org/sqlite" // registers the "sqlite" driver
@@ -116,7 +117,7 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	db.r = r
-	if db.wr, err = startWriter(ctx, w, preparedWrites); err != nil {
+	if db.wr, err = startWriter(ctx, w, slices.Concat(preparedWrites, memoryWrites)); err != nil {
 		w.Close()
 		r.Close()
 		return nil, err
