@@ -22,11 +22,6 @@ const (
 	SourceRun   = "run_data"
 )
 
-// candidates is how many hits each search contributes to fusion: more
-// than top_k, so a memory ranked low by one list and high by the other
-// still meets its second vote.
-func candidates(topK int) int { return max(50, 5*topK) }
-
 // Query searches one scope. Durable scopes (agent, user, tenant) are
 // ranked by hybrid retrieval with a 0..1 score; run and task are read
 // newest first with a null score. Partial is true only when a store
@@ -98,70 +93,25 @@ func tokenBudget(n *int, b *mem.Budget) int {
 	return *n
 }
 
-// retrieve ranks f's memories for query by keyword and vector search run
-// side by side and fused. A search that fails or misses ctx's deadline is
-// left out, and partial says so; the other still answers.
+// retrieve ranks f's memories for query with the default retrieval stack
+// (memory.Retrieve: keyword and vector search fused, conversation
+// neighbours), the one the benchmarks measure. A store failure or a missed
+// deadline leaves the result empty and partial.
 func (s *Service) retrieve(ctx context.Context, tenant string, f mem.Filter, query string, topK int) (items []mem.Item, queried []string, partial bool) {
-	terms := mem.Terms(query)
-	n := candidates(topK)
-	type result struct {
-		store string
-		hits  []mem.Hit
-		err   error
+	queried = []string{StoreKeyword, StoreVector}
+	fused, err := mem.Retrieve(ctx, s.store, s.embedder, tenant, f, query, topK, nil)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("memory: search failed", "err", err)
+		}
+		return []mem.Item{}, queried, true
 	}
-	out := make(chan result, 2)
-	go func() {
-		var hits []mem.Hit
-		var err error
-		if len(terms) > 0 {
-			hits, err = s.store.SearchKeyword(ctx, tenant, f, terms, n)
-		}
-		out <- result{StoreKeyword, hits, err}
-	}()
-	go func() {
-		var hits []mem.Hit
-		vecs, err := s.embedder.Embed(ctx, []string{query})
-		if err == nil && len(vecs) == 1 {
-			hits, err = s.store.SearchVector(ctx, tenant, f, mem.Embedding{Model: s.embedder.ModelID(), Vector: vecs[0]}, n)
-		}
-		out <- result{StoreVector, hits, err}
-	}()
-	var kw, vec []mem.Hit
-	for range 2 {
-		var r result
-		select {
-		case r = <-out:
-		case <-ctx.Done():
-			// The budget ran out: what has answered is the result.
-			return s.fuse(terms, kw, vec, topK), queried, true
-		}
-		queried = append(queried, r.store)
-		if r.err != nil {
-			s.log.Warn("memory: search failed", "store", r.store, "err", r.err)
-			partial = true
-			continue
-		}
-		if r.store == StoreKeyword {
-			kw = r.hits
-		} else {
-			vec = r.hits
-		}
-	}
-	slices.Sort(queried)
-	return s.fuse(terms, kw, vec, topK), queried, partial
-}
-
-func (s *Service) fuse(terms []string, kw, vec []mem.Hit, topK int) []mem.Item {
-	fused := mem.Fuse(terms, kw, vec, mem.FuseOptions{})
-	items := make([]mem.Item, 0, min(topK, len(fused)))
+	items = make([]mem.Item, len(fused))
 	for i := range fused {
-		if len(items) == topK {
-			break
-		}
 		score := fused[i].Score
-		items = append(items, fused[i].Memory.Item(&score))
+		items[i] = fused[i].Memory.Item(&score)
 	}
-	return items
+	return items, queried, false
 }
 
 // estimateTokens is the rough size of text in model tokens: about four
