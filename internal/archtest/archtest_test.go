@@ -148,6 +148,13 @@ var rules = []rule{
 			return !dep.Standard
 		},
 	},
+	{
+		pkg: module + "/identity",
+		why: "the public token verifier is imported by agents written outside the platform; it must not drag database drivers or platform internals in",
+		forbid: func(dep *pkg) bool {
+			return isDatabaseDriver(dep) || strings.HasPrefix(dep.ImportPath, module+"/internal/")
+		},
+	},
 }
 
 // driverModules are SQL driver modules we know by name; any other package
@@ -255,6 +262,9 @@ func TestRulesCatchViolations(t *testing.T) {
 		{1, pkg{ImportPath: "github.com/google/uuid"}, false},
 		{2, pkg{ImportPath: "net/http", Standard: true}, false},
 		{2, pkg{ImportPath: module + "/secret"}, true},
+		{3, pkg{ImportPath: module + "/internal/auth"}, true},
+		{3, pkg{ImportPath: "github.com/jackc/pgx/v5"}, true},
+		{3, pkg{ImportPath: "github.com/go-jose/go-jose/v4"}, false},
 	}
 	for _, tc := range tests {
 		if got := rules[tc.rule].forbid(&tc.dep); got != tc.want {
