@@ -11,9 +11,6 @@ import (
 	"novaos.dev/novaos/secret"
 )
 
-// EnvToken is read when a memory command gets no --token.
-const EnvToken = "NOVAOS_TOKEN"
-
 func runMemory(ctx context.Context, args []string, e *env) int {
 	return runSubcommand(ctx, "memory", []command{
 		{"write", "store a memory (--scope run|task|agent --content TEXT)", runMemoryWrite},
