@@ -299,6 +299,10 @@ func (s *MemoryStore) Sweep(ctx context.Context, now time.Time, limit int) (memo
 		}
 		if len(seqs) > 0 {
 			ph := strings.Repeat(",?", len(seqs))[1:]
+			if _, err := tx.Exec(`UPDATE memory_partitions SET changed = changed + 1 WHERE (tenant, scope, owner) IN
+				(SELECT tenant, scope, owner FROM memories WHERE seq IN (`+ph+`))`, seqs...); err != nil {
+				return err
+			}
 			if _, err := tx.Exec(`DELETE FROM memory_fts WHERE rowid IN (`+ph+`)`, seqs...); err != nil {
 				return err
 			}

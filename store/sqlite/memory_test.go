@@ -56,3 +56,12 @@ func TestMemoryAuditIsAppendOnly(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkMemoryWrite(b *testing.B) {
+	db := tempDB(b)
+	storetest.BenchmarkMemoryWrite(b, db.MemoryStore(), db.TaskStore())
+}
+
+func BenchmarkMemoryQuery(b *testing.B) {
+	storetest.BenchmarkMemoryQuery(b, tempDB(b).MemoryStore(), 10_000)
+}
