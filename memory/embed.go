@@ -166,6 +166,26 @@ func Cosine(a, b []float32) float64 {
 	return float64(dot) / math.Sqrt(float64(na)*float64(nb))
 }
 
+// Dot is the dot product of two vectors of one length (the shorter
+// length otherwise), unrolled so an exact scan of a partition stays in
+// the low milliseconds.
+func Dot(a, b []float32) float32 {
+	n := min(len(a), len(b))
+	a, b = a[:n], b[:n]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < n; i++ {
+		s0 += a[i] * b[i]
+	}
+	return s0 + s1 + s2 + s3
+}
+
 // EncodeVector is how stores keep a vector: little-endian float32s.
 func EncodeVector(v []float32) []byte {
 	b := make([]byte, 4*len(v))

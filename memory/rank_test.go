@@ -213,3 +213,27 @@ func TestQueryVectorWeighsRareWords(t *testing.T) {
 		t.Error("QueryIDF does not fall with document frequency")
 	}
 }
+
+func FuzzDecodeMemory(f *testing.F) {
+	conf := 0.5
+	b, _ := memory.EncodeMemory(&memory.Memory{ID: "m1", Partition: memory.Partition{Scope: memory.ScopeAgent, Owner: "a"},
+		Content: "x", Type: memory.TypeSemantic, Tags: []string{"t"}, Confidence: &conf, Custom: []byte(`{"k":1}`), Version: 1})
+	f.Add(b)
+	f.Add([]byte(`{"partition":{"Scope":"platform"}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := memory.DecodeMemory(b)
+		if err != nil {
+			return
+		}
+		if !m.Partition.Scope.Valid() || !m.Type.Valid() {
+			t.Fatalf("accepted %+v", m)
+		}
+		again, err := memory.EncodeMemory(m)
+		if err != nil {
+			t.Fatalf("re-encode: %v", err)
+		}
+		if _, err := memory.DecodeMemory(again); err != nil {
+			t.Fatalf("re-decode: %v", err)
+		}
+	})
+}

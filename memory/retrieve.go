@@ -76,7 +76,11 @@ func Retrieve(ctx context.Context, s Memories, emb Embedder, tenant string, f Fi
 		o.NeighbourDepth = 50
 	}
 	terms := Terms(query)
-	kw, err := s.SearchKeyword(ctx, tenant, f, terms, o.Candidates)
+	docs, df, err := s.TermStats(ctx, tenant, f.Partition, terms)
+	if err != nil {
+		return nil, fmt.Errorf("memory: term statistics: %w", err)
+	}
+	kw, err := s.SearchKeyword(ctx, tenant, f, KeywordTerms(terms, docs, df), o.Candidates)
 	if err != nil {
 		return nil, fmt.Errorf("memory: keyword search: %w", err)
 	}
@@ -84,10 +88,6 @@ func Retrieve(ctx context.Context, s Memories, emb Embedder, tenant string, f Fi
 	if emb != nil {
 		var qv []float32
 		if qe, ok := emb.(QueryEmbedder); ok {
-			docs, df, err := s.TermStats(ctx, tenant, f.Partition, terms)
-			if err != nil {
-				return nil, fmt.Errorf("memory: term statistics: %w", err)
-			}
 			qv = qe.QueryVector(query, func(t string) float64 { return QueryIDF(docs, df[t]) })
 		} else {
 			vs, err := emb.Embed(ctx, []string{query})
@@ -144,5 +144,23 @@ func Smooth(queryTerms []string, fused []Fused, adj map[string][]Memory, share f
 		out[i].RRF += bonus[i]
 	}
 	slices.SortStableFunc(out, func(a, b Fused) int { return cmp.Compare(b.RRF, a.RRF) })
+	return out
+}
+
+// KeywordTerms leaves out of a keyword search the terms more than half of
+// the partition's docs memories hold (df from TermStats), unless that
+// would leave none. BM25 gives such a term next to no weight, yet the
+// index must score every memory holding it: a query with one everyday
+// word would rank the whole partition.
+func KeywordTerms(terms []string, docs int, df map[string]int) []string {
+	var out []string
+	for _, t := range terms {
+		if 2*df[t] <= docs {
+			out = append(out, t)
+		}
+	}
+	if len(out) == 0 {
+		return terms
+	}
 	return out
 }

@@ -1,10 +1,12 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -378,4 +380,44 @@ func (m *Memory) Apply(c Change) (reindex bool) {
 	m.Version++
 	m.UpdatedAt = c.Now
 	return reindex
+}
+
+// PriorityRank orders hint priorities for the stores (high 2, normal or
+// unset 1, low 0); PriorityName reads it back.
+func PriorityRank(p string) int {
+	switch p {
+	case PriorityLow:
+		return 0
+	case PriorityHigh:
+		return 2
+	}
+	return 1
+}
+
+// PriorityName is the priority of a PriorityRank.
+func PriorityName(r int) string {
+	switch r {
+	case 0:
+		return PriorityLow
+	case 2:
+		return PriorityHigh
+	}
+	return PriorityNormal
+}
+
+// SortHints puts claimed hints in claim order: highest priority first,
+// then oldest, then by tenant and id.
+func SortHints(hs []Hint) {
+	slices.SortStableFunc(hs, func(a, b Hint) int {
+		if c := cmp.Compare(PriorityRank(b.Priority), PriorityRank(a.Priority)); c != 0 {
+			return c
+		}
+		if c := a.SubmittedAt.Compare(b.SubmittedAt); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Tenant, b.Tenant); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
 }

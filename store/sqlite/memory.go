@@ -24,12 +24,16 @@ const (
 	deleteFTSSQL = `DELETE FROM memory_fts WHERE rowid = ?`
 	findKeySQL   = `SELECT result_id, scope, event_id, count, durable, created_ms FROM memory_keys
 		WHERE tenant = ? AND kind = ? AND key = ? AND created_ms > ?`
+	appendedSQL = `INSERT INTO memory_partitions (tenant, scope, owner, appended) VALUES (?, ?, ?, 1)
+		ON CONFLICT (tenant, scope, owner) DO UPDATE SET appended = appended + 1`
+	changedSQL = `INSERT INTO memory_partitions (tenant, scope, owner, changed) VALUES (?, ?, ?, 1)
+		ON CONFLICT (tenant, scope, owner) DO UPDATE SET changed = changed + 1`
 	putKeySQL = `INSERT OR REPLACE INTO memory_keys (tenant, kind, key, result_id, scope, event_id, count, durable, created_ms)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
 // memoryWrites are the statements Open prepares for the memory store.
-var memoryWrites = []string{insertMemorySQL, insertFTSSQL, deleteFTSSQL, putKeySQL}
+var memoryWrites = []string{insertMemorySQL, insertFTSSQL, deleteFTSSQL, putKeySQL, appendedSQL, changedSQL}
 
 // memCols are the columns scanMemory reads, in its order.
 const memCols = `m.seq, m.id, m.scope, m.owner, m.content, m.type, m.tags, m.source, m.conversation_id, m.classification,
@@ -126,7 +130,10 @@ func (s *MemoryStore) insert(tx *sql.Tx, tenant string, m *memory.Memory) error 
 	if err != nil {
 		return err
 	}
-	_, err = s.db.wr.exec(tx, insertFTSSQL, seq, partToken(tenant, m.Partition), indexTerms(m))
+	if _, err = s.db.wr.exec(tx, insertFTSSQL, seq, partToken(tenant, m.Partition), indexTerms(m)); err != nil {
+		return err
+	}
+	_, err = s.db.wr.exec(tx, appendedSQL, tenant, string(m.Partition.Scope), m.Partition.Owner)
 	return err
 }
 
@@ -207,6 +214,11 @@ func (s *MemoryStore) Update(ctx context.Context, tenant string, p memory.Partit
 			c.Embedding != nil, model, c.Embedding != nil, vec, seq); err != nil {
 			return err
 		}
+		if c.Embedding != nil {
+			if _, err := s.db.wr.exec(tx, changedSQL, tenant, string(p.Scope), p.Owner); err != nil {
+				return err
+			}
+		}
 		if reindex {
 			if _, err := s.db.wr.exec(tx, deleteFTSSQL, seq); err != nil {
 				return err
@@ -253,6 +265,9 @@ func (s *MemoryStore) Forget(ctx context.Context, tenant string, p memory.Partit
 			if _, err := s.db.wr.exec(tx, deleteFTSSQL, seq); err != nil {
 				return err
 			}
+			if _, err := s.db.wr.exec(tx, changedSQL, tenant, string(p.Scope), p.Owner); err != nil {
+				return err
+			}
 			if _, err := tx.Exec(`INSERT INTO memory_audit (tenant, event_id, action, memory_id, scope, owner, actor, reason, at_ms)
 				VALUES (?, ?, 'forget', ?, ?, ?, ?, ?, ?)`,
 				tenant, a.EventID, id, string(p.Scope), p.Owner, a.Actor, a.Reason, ms(a.At)); err != nil {
@@ -277,7 +292,10 @@ func (s *MemoryStore) Forget(ctx context.Context, tenant string, p memory.Partit
 // alias m) and its arguments.
 func filterSQL(tenant string, f memory.Filter) (string, []any) {
 	var b strings.Builder
-	b.WriteString(`m.tenant = ? AND m.scope = ? AND m.owner = ? AND (m.expires_ms = 0 OR m.expires_ms > ?)`)
+	// The unary + keeps the planner from answering the OR with the
+	// expiry index (a union of two searches, then a sort), which turned
+	// a neighbour lookup into a sort of the whole partition.
+	b.WriteString(`m.tenant = ? AND m.scope = ? AND m.owner = ? AND (+m.expires_ms = 0 OR +m.expires_ms > ?)`)
 	args := []any{tenant, string(f.Partition.Scope), f.Partition.Owner, ms(f.Now)}
 	if f.Type != "" {
 		b.WriteString(` AND m.type = ?`)
@@ -350,13 +368,39 @@ func (s *MemoryStore) SearchKeyword(ctx context.Context, tenant string, f memory
 		return nil, nil
 	}
 	where, args := filterSQL(tenant, f)
+	match := ftsQuery(partToken(tenant, f.Partition), terms)
 	// bm25's weights zero the partition column: every candidate holds
 	// its token, which says nothing about relevance.
+	if plainFilter(f) {
+		// Rank inside the index first and join only the best: a common
+		// word matches most of a partition, and joining every match to
+		// its row costs more than ranking it. Only expiry can drop a
+		// ranked row here; a short page (few matches, or expired ones
+		// among the best) runs the query whole below, which is cheap
+		// when there are few matches.
+		inner := limit*2 + 16
+		q := `SELECT ` + memCols + `, r.rank FROM (SELECT rowid, bm25(memory_fts, 0.0, 1.0) AS rank FROM memory_fts
+			WHERE memory_fts MATCH ? ORDER BY rank LIMIT ?) r JOIN memories m ON m.seq = r.rowid
+			WHERE ` + where + ` ORDER BY r.rank, m.seq LIMIT ?`
+		hits, err := s.keywordQuery(ctx, q, slices.Concat([]any{match, inner}, args, []any{limit}))
+		if err != nil || len(hits) == limit {
+			return hits, err
+		}
+	}
 	q := `SELECT ` + memCols + `, bm25(memory_fts, 0.0, 1.0) AS rank FROM memory_fts
 		JOIN memories m ON m.seq = memory_fts.rowid
 		WHERE memory_fts MATCH ? AND ` + where + ` ORDER BY rank, m.seq LIMIT ?`
-	args = append([]any{ftsQuery(partToken(tenant, f.Partition), terms)}, args...)
-	rows, err := s.db.r.QueryContext(ctx, q, append(args, limit)...)
+	return s.keywordQuery(ctx, q, slices.Concat([]any{match}, args, []any{limit}))
+}
+
+// plainFilter reports whether f selects a whole partition (but for
+// expiry).
+func plainFilter(f memory.Filter) bool {
+	return f.Type == "" && f.ConversationID == "" && len(f.Tags) == 0 && f.After.IsZero() && f.Before.IsZero() && f.Classification == ""
+}
+
+func (s *MemoryStore) keywordQuery(ctx context.Context, q string, args []any) ([]memory.Hit, error) {
+	rows, err := s.db.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: keyword search: %w", err)
 	}
@@ -371,13 +415,19 @@ func (s *MemoryStore) SearchVector(ctx context.Context, tenant string, f memory.
 	if limit <= 0 || len(q.Vector) == 0 {
 		return nil, nil
 	}
+	top := memory.NewTopK[int64](limit)
+	if plainFilter(f) {
+		if err := s.db.vecs.search(ctx, s.db, tenant, f, q, top); err != nil {
+			return nil, fmt.Errorf("sqlite: vector search: %w", err)
+		}
+		return s.topHits(ctx, top)
+	}
 	where, args := filterSQL(tenant, f)
 	rows, err := s.db.r.QueryContext(ctx, `SELECT m.seq, m.vec FROM memories m WHERE `+where+` AND m.model = ?`,
 		append(args, q.Model)...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: vector search: %w", err)
 	}
-	top := memory.NewTopK[int64](limit)
 	err = func() error {
 		defer rows.Close()
 		for rows.Next() {
@@ -398,6 +448,11 @@ func (s *MemoryStore) SearchVector(ctx context.Context, tenant string, f memory.
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: vector search: %w", err)
 	}
+	return s.topHits(ctx, top)
+}
+
+// topHits reads the memories top kept, best first.
+func (s *MemoryStore) topHits(ctx context.Context, top *memory.TopK[int64]) ([]memory.Hit, error) {
 	seqs, scores := top.Sorted()
 	if len(seqs) == 0 {
 		return nil, nil
@@ -515,45 +570,57 @@ func (s *MemoryStore) Adjacent(ctx context.Context, tenant string, f memory.Filt
 	if len(ids) == 0 {
 		return out, nil
 	}
-	args := []any{tenant, string(f.Partition.Scope), f.Partition.Owner}
+	// One statement finds both neighbours of every anchor (two index
+	// seeks each); a second reads them. Compiling a statement per anchor
+	// would cost more than the seeks.
+	where, fargs := filterSQL(tenant, f)
+	near := func(cmp, order string) string {
+		return `(SELECT m.seq FROM memories m INDEXED BY memories_conversation WHERE ` + where + `
+			AND m.conversation_id <> '' AND m.conversation_id = a.conversation_id
+			AND (m.created_ms, m.seq) ` + cmp + ` (a.created_ms, a.seq) ORDER BY m.created_ms ` + order + `, m.seq ` + order + ` LIMIT 1)`
+	}
+	args := slices.Concat(fargs, fargs, []any{tenant, string(f.Partition.Scope), f.Partition.Owner})
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	rows, err := s.db.r.QueryContext(ctx, `SELECT id, seq, created_ms, conversation_id FROM memories
-		WHERE tenant = ? AND scope = ? AND owner = ? AND conversation_id <> '' AND id IN (`+strings.Repeat(",?", len(ids))[1:]+`)`, args...)
+	rows, err := s.db.r.QueryContext(ctx, `SELECT a.id, `+near("<", "DESC")+`, `+near(">", "ASC")+` FROM memories a
+		WHERE a.tenant = ? AND a.scope = ? AND a.owner = ? AND a.conversation_id <> '' AND a.id IN (`+
+		strings.Repeat(",?", len(ids))[1:]+`)`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: adjacent memories: %w", err)
 	}
-	type anchor struct {
-		id, conv     string
-		seq, created int64
-	}
-	var anchors []anchor
+	pairs := map[string][2]sql.NullInt64{}
+	var seqs []int64
 	for rows.Next() {
-		var a anchor
-		if err := rows.Scan(&a.id, &a.seq, &a.created, &a.conv); err != nil {
+		var id string
+		var p [2]sql.NullInt64
+		if err := rows.Scan(&id, &p[0], &p[1]); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("sqlite: adjacent memories: %w", err)
 		}
-		anchors = append(anchors, a)
+		pairs[id] = p
+		for _, n := range p {
+			if n.Valid {
+				seqs = append(seqs, n.Int64)
+			}
+		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: adjacent memories: %w", err)
 	}
-	where, fargs := filterSQL(tenant, f)
-	for _, a := range anchors {
-		for _, dir := range []string{`(m.created_ms, m.seq) < (?, ?) ORDER BY m.created_ms DESC, m.seq DESC`,
-			`(m.created_ms, m.seq) > (?, ?) ORDER BY m.created_ms, m.seq`} {
-			m, _, err := scanMemory(s.db.r.QueryRowContext(ctx, `SELECT `+memCols+` FROM memories m WHERE `+where+
-				` AND m.conversation_id = ? AND `+dir+` LIMIT 1`, slices.Concat(fargs, []any{a.conv, a.created, a.seq})...))
-			if errors.Is(err, sql.ErrNoRows) {
-				continue
+	if len(seqs) == 0 {
+		return out, nil
+	}
+	byseq, err := s.bySeq(ctx, seqs)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: adjacent memories: %w", err)
+	}
+	for id, p := range pairs {
+		for _, n := range p {
+			if m, ok := byseq[n.Int64]; n.Valid && ok {
+				out[id] = append(out[id], *m)
 			}
-			if err != nil {
-				return nil, fmt.Errorf("sqlite: adjacent memories: %w", err)
-			}
-			out[a.id] = append(out[a.id], *m)
 		}
 	}
 	return out, nil

@@ -135,31 +135,11 @@ func (s *MemoryStore) ResolveProposal(ctx context.Context, tenant, id string, co
 	return nil
 }
 
-func priorityRank(p string) int {
-	switch p {
-	case memory.PriorityLow:
-		return 0
-	case memory.PriorityHigh:
-		return 2
-	}
-	return 1
-}
-
-func priorityName(r int) string {
-	switch r {
-	case 0:
-		return memory.PriorityLow
-	case 2:
-		return memory.PriorityHigh
-	}
-	return memory.PriorityNormal
-}
-
 func (s *MemoryStore) EnqueueHint(ctx context.Context, tenant string, h *memory.Hint) error {
 	err := s.db.wr.do(ctx, func(tx *sql.Tx) error {
 		r, err := tx.Exec(`INSERT INTO memory_hints (tenant, id, agent, user_id, conversation_id, text, priority, tags, context,
 			status, submitted_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?) ON CONFLICT (tenant, id) DO NOTHING`,
-			tenant, h.ID, h.Agent, h.User, h.ConversationID, h.Text, priorityRank(h.Priority), memory.JoinTags(h.Tags),
+			tenant, h.ID, h.Agent, h.User, h.ConversationID, h.Text, memory.PriorityRank(h.Priority), memory.JoinTags(h.Tags),
 			h.Context, ms(h.SubmittedAt))
 		if err != nil {
 			return err
@@ -186,7 +166,7 @@ func scanHint(r scanner) (*memory.Hint, error) {
 		&status, &h.Attempts, &sms, &rms); err != nil {
 		return nil, err
 	}
-	h.Priority, h.Tags, h.Status = priorityName(prio), memory.SplitTags(tags), memory.HintState(status)
+	h.Priority, h.Tags, h.Status = memory.PriorityName(prio), memory.SplitTags(tags), memory.HintState(status)
 	h.SubmittedAt, h.ResolvedAt = fromMS(sms), fromMS(rms)
 	return &h, nil
 }
@@ -216,29 +196,8 @@ func (s *MemoryStore) ClaimHints(ctx context.Context, now time.Time, lease time.
 		return nil, fmt.Errorf("sqlite: claim hints: %w", err)
 	}
 	// RETURNING gives rows in no promised order.
-	sortHints(out)
+	memory.SortHints(out)
 	return out, nil
-}
-
-func sortHints(hs []memory.Hint) {
-	for i := 1; i < len(hs); i++ {
-		for j := i; j > 0 && hintBefore(&hs[j], &hs[j-1]); j-- {
-			hs[j], hs[j-1] = hs[j-1], hs[j]
-		}
-	}
-}
-
-func hintBefore(a, b *memory.Hint) bool {
-	if pa, pb := priorityRank(a.Priority), priorityRank(b.Priority); pa != pb {
-		return pa > pb
-	}
-	if !a.SubmittedAt.Equal(b.SubmittedAt) {
-		return a.SubmittedAt.Before(b.SubmittedAt)
-	}
-	if a.Tenant != b.Tenant {
-		return a.Tenant < b.Tenant
-	}
-	return a.ID < b.ID
 }
 
 func (s *MemoryStore) ResolveHint(ctx context.Context, tenant, id string, state memory.HintState, now time.Time) error {
@@ -340,6 +299,10 @@ func (s *MemoryStore) Sweep(ctx context.Context, now time.Time, limit int) (memo
 		}
 		if len(seqs) > 0 {
 			ph := strings.Repeat(",?", len(seqs))[1:]
+			if _, err := tx.Exec(`UPDATE memory_partitions SET changed = changed + 1 WHERE (tenant, scope, owner) IN
+				(SELECT tenant, scope, owner FROM memories WHERE seq IN (`+ph+`))`, seqs...); err != nil {
+				return err
+			}
 			if _, err := tx.Exec(`DELETE FROM memory_fts WHERE rowid IN (`+ph+`)`, seqs...); err != nil {
 				return err
 			}

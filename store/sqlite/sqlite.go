@@ -49,6 +49,8 @@ type DB struct {
 
 	instance string        // this handle's lease id, recorded on every task write
 	lease    *lease.Keeper // renews it (leases.go)
+
+	vecs vectorCache // memory vectors by partition (memory_vectors.go)
 }
 
 // Open opens or creates the database file at path (its directory must
