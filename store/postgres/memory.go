@@ -10,8 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"novaos.dev/novaos/a2a/a2astore"
 	"novaos.dev/novaos/memory"
-	"novaos.dev/novaos/store/keyset"
 )
 
 // MemoryStore returns the database's memory store.
@@ -71,7 +71,7 @@ func tsQuery(terms []string) string {
 }
 
 func memText(m *memory.Memory) bool {
-	return keyset.ValidText(m.ID, m.Partition.Owner, m.Content, m.Source, m.ConversationID, m.Classification,
+	return a2astore.ValidText(m.ID, m.Partition.Owner, m.Content, m.Source, m.ConversationID, m.Classification,
 		m.WriteEventID, memory.JoinTags(m.Tags))
 }
 
@@ -135,7 +135,7 @@ func (s *MemoryStore) Put(ctx context.Context, tenant string, m *memory.Memory, 
 	if m.UpdatedAt.IsZero() {
 		m.UpdatedAt = m.CreatedAt
 	}
-	if !memText(m) || !keyset.ValidText(tenant, key) {
+	if !memText(m) || !a2astore.ValidText(tenant, key) {
 		return memory.WriteResult{}, false, fmt.Errorf("postgres: put memory: %w", errBadText)
 	}
 	var res memory.WriteResult
@@ -184,7 +184,7 @@ func scanMemory(r scanner, extra ...any) (*memory.Memory, int64, error) {
 }
 
 func (s *MemoryStore) Get(ctx context.Context, tenant, id string, now time.Time) (*memory.Memory, error) {
-	if !keyset.ValidText(tenant, id) {
+	if !a2astore.ValidText(tenant, id) {
 		return nil, fmt.Errorf("postgres: get memory %s: %w", id, memory.ErrNotFound)
 	}
 	m, _, err := scanMemory(s.db.pool.QueryRow(ctx, `SELECT `+memCols+` FROM memories m WHERE m.tenant = $1 AND m.id = $2
@@ -199,7 +199,7 @@ func (s *MemoryStore) Get(ctx context.Context, tenant, id string, now time.Time)
 }
 
 func (s *MemoryStore) Update(ctx context.Context, tenant string, p memory.Partition, id string, version int64, c memory.Change) (*memory.Memory, error) {
-	if !keyset.ValidText(tenant, id, p.Owner) {
+	if !a2astore.ValidText(tenant, id, p.Owner) {
 		return nil, fmt.Errorf("postgres: update memory %s: %w", id, memory.ErrNotFound)
 	}
 	var out *memory.Memory
@@ -245,10 +245,10 @@ func (s *MemoryStore) Update(ctx context.Context, tenant string, p memory.Partit
 }
 
 func (s *MemoryStore) Forget(ctx context.Context, tenant string, p memory.Partition, id string, a memory.Audit) (memory.ForgetResult, bool, error) {
-	if !keyset.ValidText(tenant, id, p.Owner, a.IdempotencyKey) {
+	if !a2astore.ValidText(tenant, id, p.Owner, a.IdempotencyKey) {
 		return memory.ForgetResult{}, false, nil // names nothing stored
 	}
-	if !keyset.ValidText(a.EventID, a.Actor, a.Reason) {
+	if !a2astore.ValidText(a.EventID, a.Actor, a.Reason) {
 		return memory.ForgetResult{}, false, fmt.Errorf("postgres: forget memory %s: %w", id, errBadText)
 	}
 	var res memory.ForgetResult
@@ -327,7 +327,7 @@ func filterSQL(tenant string, f memory.Filter, next int) (string, []any) {
 }
 
 func filterText(tenant string, f memory.Filter) bool {
-	return keyset.ValidText(append([]string{tenant, f.Partition.Owner, f.ConversationID, f.Classification}, f.Tags...)...)
+	return a2astore.ValidText(append([]string{tenant, f.Partition.Owner, f.ConversationID, f.Classification}, f.Tags...)...)
 }
 
 func (s *MemoryStore) List(ctx context.Context, tenant string, f memory.Filter, limit int) ([]memory.Memory, error) {
@@ -385,7 +385,7 @@ func (s *MemoryStore) SearchKeyword(ctx context.Context, tenant string, f memory
 }
 
 func (s *MemoryStore) SearchVector(ctx context.Context, tenant string, f memory.Filter, q memory.Embedding, limit int) ([]memory.Hit, error) {
-	if limit <= 0 || len(q.Vector) == 0 || !filterText(tenant, f) || !keyset.ValidText(q.Model) {
+	if limit <= 0 || len(q.Vector) == 0 || !filterText(tenant, f) || !a2astore.ValidText(q.Model) {
 		return nil, nil
 	}
 	where, args := filterSQL(tenant, f, 1)
@@ -444,7 +444,7 @@ func (s *MemoryStore) SearchVector(ctx context.Context, tenant string, f memory.
 
 func (s *MemoryStore) TermStats(ctx context.Context, tenant string, p memory.Partition, terms []string) (int, map[string]int, error) {
 	df := map[string]int{}
-	if !keyset.ValidText(tenant, p.Owner) {
+	if !a2astore.ValidText(tenant, p.Owner) {
 		return 0, df, nil
 	}
 	var docs int
@@ -485,7 +485,7 @@ func (s *MemoryStore) TermStats(ctx context.Context, tenant string, p memory.Par
 
 func (s *MemoryStore) Adjacent(ctx context.Context, tenant string, f memory.Filter, ids []string) (map[string][]memory.Memory, error) {
 	out := map[string][]memory.Memory{}
-	if len(ids) == 0 || !filterText(tenant, f) || !keyset.ValidText(ids...) {
+	if len(ids) == 0 || !filterText(tenant, f) || !a2astore.ValidText(ids...) {
 		return out, nil
 	}
 	where, args := filterSQL(tenant, f, 2)

@@ -8,15 +8,15 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"novaos.dev/novaos/a2a/a2astore"
 	"novaos.dev/novaos/memory"
-	"novaos.dev/novaos/store/keyset"
 )
 
 // Proposals, the hint queue, conversation messages and the sweep of the
 // memory store.
 
 func (s *MemoryStore) PutProposal(ctx context.Context, tenant string, p *memory.Proposal, key string) (memory.WriteResult, bool, error) {
-	if !keyset.ValidText(tenant, p.ID, key) {
+	if !a2astore.ValidText(tenant, p.ID, key) {
 		return memory.WriteResult{}, false, fmt.Errorf("postgres: put proposal: %w", errBadText)
 	}
 	body, err := memory.EncodeMemory(&p.Memory)
@@ -74,7 +74,7 @@ func scanProposal(r scanner) (*memory.Proposal, error) {
 }
 
 func (s *MemoryStore) Proposal(ctx context.Context, tenant, id string) (*memory.Proposal, error) {
-	if !keyset.ValidText(tenant, id) {
+	if !a2astore.ValidText(tenant, id) {
 		return nil, fmt.Errorf("postgres: get proposal %s: %w", id, memory.ErrNotFound)
 	}
 	p, err := scanProposal(s.db.pool.QueryRow(ctx, `SELECT `+proposalCols+` FROM memory_proposals WHERE tenant = $1 AND id = $2`, tenant, id))
@@ -109,10 +109,10 @@ func (s *MemoryStore) PendingProposals(ctx context.Context, limit int) ([]memory
 }
 
 func (s *MemoryStore) ResolveProposal(ctx context.Context, tenant, id string, commit *memory.Memory, reason string, now time.Time) error {
-	if !keyset.ValidText(tenant, id) {
+	if !a2astore.ValidText(tenant, id) {
 		return fmt.Errorf("postgres: resolve proposal %s: %w", id, memory.ErrNotFound)
 	}
-	if !keyset.ValidText(reason) || commit != nil && !memText(commit) {
+	if !a2astore.ValidText(reason) || commit != nil && !memText(commit) {
 		return fmt.Errorf("postgres: resolve proposal %s: %w", id, errBadText)
 	}
 	err := pgx.BeginFunc(ctx, s.db.pool, func(tx pgx.Tx) error {
@@ -145,7 +145,7 @@ func (s *MemoryStore) ResolveProposal(ctx context.Context, tenant, id string, co
 }
 
 func (s *MemoryStore) EnqueueHint(ctx context.Context, tenant string, h *memory.Hint) error {
-	if !keyset.ValidText(tenant, h.ID, h.Agent, h.User, h.ConversationID, h.Text, h.Context, memory.JoinTags(h.Tags)) {
+	if !a2astore.ValidText(tenant, h.ID, h.Agent, h.User, h.ConversationID, h.Text, h.Context, memory.JoinTags(h.Tags)) {
 		return fmt.Errorf("postgres: enqueue hint: %w", errBadText)
 	}
 	tag, err := s.db.pool.Exec(ctx, `INSERT INTO memory_hints (tenant, id, agent, user_id, conversation_id, text, priority, tags,
@@ -209,7 +209,7 @@ func (s *MemoryStore) ResolveHint(ctx context.Context, tenant, id string, state 
 	if state != memory.HintConsolidated && state != memory.HintDeadLettered {
 		return fmt.Errorf("postgres: resolve hint %s: state %q is not final: %w", id, state, memory.ErrInvalid)
 	}
-	if !keyset.ValidText(tenant, id) {
+	if !a2astore.ValidText(tenant, id) {
 		return fmt.Errorf("postgres: resolve hint %s: %w", id, memory.ErrNotFound)
 	}
 	err := pgx.BeginFunc(ctx, s.db.pool, func(tx pgx.Tx) error {
@@ -235,7 +235,7 @@ func (s *MemoryStore) ResolveHint(ctx context.Context, tenant, id string, state 
 }
 
 func (s *MemoryStore) Hint(ctx context.Context, tenant, id string) (*memory.Hint, error) {
-	if !keyset.ValidText(tenant, id) {
+	if !a2astore.ValidText(tenant, id) {
 		return nil, fmt.Errorf("postgres: get hint %s: %w", id, memory.ErrNotFound)
 	}
 	h, err := scanHint(s.db.pool.QueryRow(ctx, `SELECT `+hintCols+` FROM memory_hints WHERE tenant = $1 AND id = $2`, tenant, id))
@@ -249,7 +249,7 @@ func (s *MemoryStore) Hint(ctx context.Context, tenant, id string) (*memory.Hint
 }
 
 func (s *MemoryStore) AppendMessage(ctx context.Context, tenant, conversation string, m memory.LiveMessage) error {
-	if !keyset.ValidText(tenant, conversation, m.MessageID, m.Role, m.Content) {
+	if !a2astore.ValidText(tenant, conversation, m.MessageID, m.Role, m.Content) {
 		return fmt.Errorf("postgres: append message: %w", errBadText)
 	}
 	if _, err := s.db.pool.Exec(ctx, `INSERT INTO memory_messages (tenant, conversation_id, message_id, role, content, at_ms)
@@ -260,7 +260,7 @@ func (s *MemoryStore) AppendMessage(ctx context.Context, tenant, conversation st
 }
 
 func (s *MemoryStore) RecentMessages(ctx context.Context, tenant, conversation string, n int) ([]memory.LiveMessage, error) {
-	if !keyset.ValidText(tenant, conversation) {
+	if !a2astore.ValidText(tenant, conversation) {
 		return nil, nil
 	}
 	rows, err := s.db.pool.Query(ctx, `SELECT message_id, role, content, at_ms FROM (SELECT seq, message_id, role, content, at_ms
