@@ -186,7 +186,7 @@ func call[R any](ctx context.Context, c *Client, tool string, args any, validate
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("memory: %s: %w", tool, err)
+		return nil, fmt.Errorf("%s: %w", tool, err)
 	}
 	return out, nil
 }

@@ -3,10 +3,12 @@ package memory
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
 
+	"novaos.dev/novaos/internal/modelapi"
 	mem "novaos.dev/novaos/memory"
 )
 
@@ -176,4 +178,21 @@ func (s *Service) resolveHint(ctx context.Context, h *mem.Hint, state mem.HintSt
 
 func utf8Text(s string) bool {
 	return strings.TrimSpace(s) != "" && len(s) <= mem.MaxContentBytes
+}
+
+// ModelExtractor extracts facts with a language model behind an
+// OpenAI-compatible chat completions endpoint.
+type ModelExtractor struct{ Model *modelapi.Extractor }
+
+// Extract asks the model for the facts of h (its text and context).
+func (m ModelExtractor) Extract(ctx context.Context, h *mem.Hint) ([]Fact, error) {
+	facts, err := m.Model.Extract(ctx, h.Text, h.Context)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Fact, len(facts))
+	for i, f := range facts {
+		out[i] = Fact{Content: f.Content, Type: mem.Type(f.Type), Tags: append(slices.Clone(h.Tags), f.Tags...)}
+	}
+	return out, nil
 }
