@@ -2,6 +2,7 @@ package memory
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -55,6 +56,17 @@ type Client struct {
 	retry    *resilience.Policy
 	header   http.Header
 	nextID   atomic.Int64
+	// exec, when set, is the agent execution the client is bound to
+	// (From): it fills in idempotency keys and ids a request leaves out.
+	exec execution
+}
+
+// execution is what a bound client reads of the agent execution.
+type execution interface {
+	WriteKey() string
+	ContextID() string
+	RunID() string
+	TraceID() string
 }
 
 // NewClient returns a client of the service at baseURL (the server's
@@ -95,6 +107,11 @@ func NewClient(baseURL string, token secret.Value, o *ClientOptions) (*Client, e
 // whose MemoryID has the ProposalPrefix is a proposal: Durable is false
 // and PollProposal tells what became of it.
 func (c *Client) Write(ctx context.Context, r *WriteRequest) (*WriteResult, error) {
+	if c.exec != nil && r.IdempotencyKey == "" {
+		cp := *r
+		cp.IdempotencyKey = c.exec.WriteKey()
+		r = &cp
+	}
 	return call[WriteResult](ctx, c, "novaos.memory.write", r, r.Validate)
 }
 
@@ -111,17 +128,33 @@ func (c *Client) Update(ctx context.Context, r *UpdateRequest) (*UpdateResult, e
 
 // Forget deletes one memory.
 func (c *Client) Forget(ctx context.Context, r *ForgetRequest) (*ForgetResult, error) {
+	if c.exec != nil && r.IdempotencyKey == "" {
+		cp := *r
+		cp.IdempotencyKey = c.exec.WriteKey()
+		r = &cp
+	}
 	return call[ForgetResult](ctx, c, "novaos.memory.forget", r, r.Validate)
 }
 
 // Hint submits an observation for consolidation into user memory; a hint
 // without a conversation id is refused before any request.
 func (c *Client) Hint(ctx context.Context, r *HintRequest) (*HintResult, error) {
+	if c.exec != nil && r.ConversationID == "" {
+		cp := *r
+		cp.ConversationID = c.exec.ContextID()
+		r = &cp
+	}
 	return call[HintResult](ctx, c, "novaos.memory.hint", r, r.Validate)
 }
 
 // Assemble gathers context from every source the token can read.
 func (c *Client) Assemble(ctx context.Context, r *AssembleRequest) (*AssembleResult, error) {
+	if c.exec != nil && (r.RequestID == "" || r.TraceID == "") {
+		cp := *r
+		cp.RequestID = cmp.Or(cp.RequestID, c.exec.RunID())
+		cp.TraceID = cmp.Or(cp.TraceID, c.exec.TraceID())
+		r = &cp
+	}
 	return call[AssembleResult](ctx, c, "novaos.memory.assemble", r, r.Validate)
 }
 
