@@ -132,11 +132,11 @@ func Open(path string, opts Options) (*Issuer, error) {
 	if opts.Audience == "" {
 		opts.Audience = identity.DefaultAudience
 	}
-	if opts.DefaultTTL <= 0 {
-		opts.DefaultTTL = DefaultTTL
-	}
 	if opts.MaxTTL <= 0 {
 		opts.MaxTTL = DefaultMaxTTL
+	}
+	if opts.DefaultTTL <= 0 {
+		opts.DefaultTTL = min(DefaultTTL, opts.MaxTTL)
 	}
 	if opts.DefaultTTL > opts.MaxTTL {
 		return nil, fmt.Errorf("auth: default token TTL %s is beyond the maximum %s", opts.DefaultTTL, opts.MaxTTL)
