@@ -125,6 +125,8 @@ var _ identity.KeySource = (*Issuer)(nil)
 // Open loads the key ring at path, creating it with a new key when it
 // does not exist. A ring file that is empty, open to other users or not
 // a ring is an error: it is never replaced behind the operator's back.
+// An empty path keeps the ring in memory only (tests, and a server with
+// no data directory): its tokens stop verifying when the process ends.
 func Open(path string, opts Options) (*Issuer, error) {
 	if opts.Issuer == "" {
 		return nil, errors.New("auth: Options.Issuer is required")
@@ -154,8 +156,11 @@ func Open(path string, opts Options) (*Issuer, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	i := &Issuer{path: path, opts: opts}
-	r, err := i.load()
-	if errors.Is(err, fs.ErrNotExist) {
+	var r *ring
+	var err error
+	if path == "" {
+		r, err = i.create()
+	} else if r, err = i.load(); errors.Is(err, fs.ErrNotExist) {
 		r, err = i.create()
 	}
 	if err != nil {
@@ -179,7 +184,11 @@ func (i *Issuer) create() (*ring, error) {
 		return nil, fmt.Errorf("auth: %w", err)
 	}
 	priv, _ := key.PrivateJWK()
-	data, err := json.MarshalIndent(ringFile{Active: activeKey{Key: priv, Created: i.opts.Now().UTC()}}, "", "  ")
+	f := ringFile{Active: activeKey{Key: priv, Created: i.opts.Now().UTC()}}
+	if i.path == "" {
+		return i.parse(f, fileStamp{})
+	}
+	data, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
 		return nil, err
 	}
@@ -208,6 +217,11 @@ func (i *Issuer) load() (*ring, error) {
 		// Not the error's text: it could quote the key.
 		return nil, fmt.Errorf("auth: token key ring %s is not a key ring (JSON with an active key)", i.path)
 	}
+	return i.parse(f, stampOf(fi))
+}
+
+// parse makes a ring of a ring file's content.
+func (i *Issuer) parse(f ringFile, stamp fileStamp) (*ring, error) {
 	active, err := cardsig.ParseKey(f.Active.Key)
 	if err != nil || !active.IsPrivate() || active.Algorithm() != cardsig.EdDSA {
 		return nil, fmt.Errorf("auth: token key ring %s: the active key is not a private Ed25519 JWK", i.path)
@@ -221,7 +235,7 @@ func (i *Issuer) load() (*ring, error) {
 	if err != nil {
 		return nil, fmt.Errorf("auth: token signer: %w", err)
 	}
-	r := &ring{file: f, active: active, signer: signer, created: f.Active.Created, stamp: stampOf(fi)}
+	r := &ring{file: f, active: active, signer: signer, created: f.Active.Created, stamp: stamp}
 	for _, rk := range f.Retired {
 		k, err := cardsig.ParseKey(rk.Key)
 		if err != nil {
@@ -242,7 +256,7 @@ func (i *Issuer) current(force bool) *ring {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	now := i.opts.Now()
-	if !force && now.Sub(i.checkedAt) < reloadEvery {
+	if i.path == "" || (!force && now.Sub(i.checkedAt) < reloadEvery) {
 		return i.ring
 	}
 	i.checkedAt = now
@@ -324,9 +338,12 @@ func (i *Issuer) Rotate(ctx context.Context) (string, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	// Start from the file, not memory: another process may have rotated.
-	r, err := i.load()
-	if err != nil {
-		return "", err
+	r := i.ring
+	if i.path != "" {
+		var err error
+		if r, err = i.load(); err != nil {
+			return "", err
+		}
 	}
 	now := i.opts.Now().UTC()
 	key, err := cardsig.GenerateKey(cardsig.EdDSA)
@@ -342,16 +359,22 @@ func (i *Issuer) Rotate(ctx context.Context) (string, error) {
 			f.Retired = append(f.Retired, rk)
 		}
 	}
-	data, err := json.MarshalIndent(f, "", "  ")
-	if err != nil {
-		return "", err
-	}
-	if err := keyfile.Replace(i.path, data); err != nil {
-		return "", fmt.Errorf("auth: %w", err)
-	}
-	nr, err := i.load()
-	if err != nil {
-		return "", err
+	var nr *ring
+	if i.path == "" {
+		if nr, err = i.parse(f, fileStamp{}); err != nil {
+			return "", err
+		}
+	} else {
+		data, err := json.MarshalIndent(f, "", "  ")
+		if err != nil {
+			return "", err
+		}
+		if err := keyfile.Replace(i.path, data); err != nil {
+			return "", fmt.Errorf("auth: %w", err)
+		}
+		if nr, err = i.load(); err != nil {
+			return "", err
+		}
 	}
 	i.ring, i.checkedAt = nr, i.opts.Now()
 	i.opts.Logger.Info("auth: rotated the token signing key", "file", i.path, "kid", key.KeyID(), "retired_kid", r.active.KeyID())

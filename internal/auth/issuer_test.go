@@ -393,3 +393,32 @@ func kidOf(tok string) string {
 	json.Unmarshal(h, &hdr)
 	return hdr.Kid
 }
+
+func TestInMemoryRing(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
+	dir := t.TempDir()
+	wd, _ := os.Getwd()
+	os.Chdir(dir)
+	defer os.Chdir(wd)
+	iss := open(t, "", clk)
+	ctx := context.Background()
+	old, err := iss.Mint(ctx, claims, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := iss.Rotate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fresh, _ := iss.Mint(ctx, claims, time.Minute)
+	for _, tok := range []string{old, fresh} {
+		if _, err := iss.Verify(ctx, tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if kidOf(old) == kidOf(fresh) || len(jwksKids(t, iss.JWKSHandler())) != 2 {
+		t.Fatal("rotation in memory did not make a second key")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("an in-memory ring wrote %v", entries)
+	}
+}
