@@ -397,9 +397,7 @@ func kidOf(tok string) string {
 func TestInMemoryRing(t *testing.T) {
 	clk := &clock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
 	dir := t.TempDir()
-	wd, _ := os.Getwd()
-	os.Chdir(dir)
-	defer os.Chdir(wd)
+	t.Chdir(dir)
 	iss := open(t, "", clk)
 	ctx := context.Background()
 	old, err := iss.Mint(ctx, claims, time.Minute)
