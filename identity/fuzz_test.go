@@ -1,10 +1,15 @@
 package identity_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
+	"novaos.dev/novaos/a2a/cardsig"
 	"novaos.dev/novaos/identity"
 )
 
@@ -67,6 +72,45 @@ func FuzzClaims(f *testing.F) {
 		twice, _ := back.MarshalJSON()
 		if string(once) != string(twice) {
 			t.Fatalf("%s re-encodes as %s", once, twice)
+		}
+	})
+}
+
+// bodyTransport answers every request with one body, so a fuzz target can
+// feed a JWKS fetch without a network.
+type bodyTransport []byte
+
+func (b bodyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(bytes.NewReader(b)), Header: http.Header{}, Request: r}, nil
+}
+
+// FuzzJWKS feeds arbitrary key-set documents to a JWKS: no panic, and a
+// key it returns is the one asked for, public, of an allowed algorithm.
+func FuzzJWKS(f *testing.F) {
+	ed := newTestKey(f, identity.EdDSA)
+	es := newTestKey(f, identity.ES256)
+	set, _ := json.Marshal(cardsig.NewKeySet(ed.Key, es.Key))
+	f.Add(set, ed.KeyID())
+	f.Add([]byte(`{"keys":[{"kty":"oct","k":"AAAA","kid":"h"},{"kty":"RSA","n":"AQAB","e":"AQAB","kid":"r"}]}`), "h")
+	f.Add([]byte(`{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}`), "x")
+	f.Add([]byte(`{"keys":null}`), "")
+	f.Fuzz(func(t *testing.T, body []byte, kid string) {
+		src, err := identity.NewJWKS("https://novaos.example.com/.well-known/jwks.json",
+			&identity.JWKSOptions{Client: &http.Client{Transport: bodyTransport(body)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := src.Key(context.Background(), kid)
+		if err != nil {
+			return
+		}
+		if k.KeyID() != kid || k.IsPrivate() {
+			t.Fatalf("asked for %q, got %v", kid, k)
+		}
+		switch k.Algorithm() {
+		case identity.EdDSA, identity.ES256, identity.RS256:
+		default:
+			t.Fatalf("key of algorithm %q", k.Algorithm())
 		}
 	})
 }
