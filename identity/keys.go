@@ -194,7 +194,10 @@ func (j *JWKS) Key(ctx context.Context, kid string) (*cardsig.Key, error) {
 		j.inflight, j.triedAt = done, now
 		j.mu.Unlock()
 
-		keys, err := j.fetch(ctx)
+		// The fetch serves every waiter, so one caller giving up must not
+		// fail it for the rest (and throttle them for an interval): it
+		// runs to its own timeout.
+		keys, err := j.fetch(context.WithoutCancel(ctx))
 
 		j.mu.Lock()
 		j.inflight = nil
