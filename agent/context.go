@@ -9,6 +9,8 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/identity"
+	"novaos.dev/novaos/secret"
 )
 
 // Context is everything a skill handler knows about one invocation. It is
@@ -23,6 +25,7 @@ type Context struct {
 	skill    *Skill
 	up       *Updater
 	pc       PlatformContext
+	token    secret.Value // the platform context's execution_token
 	outModes []string
 
 	logOnce sync.Once
@@ -97,6 +100,51 @@ func (c *Context) User() string {
 // platform sent them; the current turn is Input. Empty does not mean first
 // turn: only runs that belong to a conversation thread carry history.
 func (c *Context) History() []ConversationTurn { return slices.Clone(c.pc.History) }
+
+// Execution returns the execution context the skill calls platform
+// services with, as itself (seed 000's ExecutionContext):
+//
+//	e := c.Execution()
+//	e.Authorize(req.Header) // Authorization: Bearer <execution token>
+//
+// It comes from, in order:
+//
+//  1. a token verified in front of the agent (identity.Middleware around
+//     the agent's handler): the token and its claims, Verified true;
+//  2. the platform context (the "execution_token", tenant_id, user_id,
+//     run_id, agent_id, instance_id and conversation_id of
+//     ContextMetadataKey);
+//  3. the seed's auth-proxy headers (X-NovaOS-Execution-Token,
+//     X-NovaOS-Tenant-Id, …), for each field the platform context left
+//     empty.
+//
+// In cases 2 and 3 the ids are what the request said (Verified false);
+// the service the token is sent to verifies it. The token is a
+// secret.Value; the maps AuthHeaders and ContextHeaders return hold it in
+// the clear and must not be logged. A service client reaches a skill as
+// a helper over this (memory.From(c)), not as a method of Context.
+func (c *Context) Execution() identity.Execution {
+	if e, ok := identity.ExecutionFromContext(c.Context); ok {
+		return e
+	}
+	e := identity.ExecutionFromHeaders(c.req.Header)
+	if !c.token.IsZero() {
+		e.Token = c.token
+	}
+	for _, f := range []struct {
+		dst *string
+		v   string
+	}{
+		{&e.TenantID, c.pc.TenantID}, {&e.UserID, c.pc.UserID}, {&e.RunID, c.pc.RunID},
+		{&e.AgentID, c.pc.AgentID}, {&e.InstanceID, c.pc.InstanceID},
+		{&e.ConversationID, c.pc.ConversationID},
+	} {
+		if f.v != "" {
+			*f.dst = f.v
+		}
+	}
+	return e
+}
 
 // Platform returns the whole platform context (zero when none came).
 func (c *Context) Platform() PlatformContext { return c.pc }

@@ -40,12 +40,21 @@
 // hand-built message, message metadata) under the key "novaos.dev/context"
 // (ContextMetadataKey); request metadata wins when both have one. Its fields
 // (PlatformContext) are snake_case: run_id, tenant_id, user_id, agent_id,
-// idempotency_key, trace_id, traceparent, history ([{role, content}],
-// oldest first), config. Tenant and User prefer the server-verified scope
+// idempotency_key, conversation_id, gateway_url, trace_id, traceparent,
+// history ([{role, content}], oldest first), config. Tenant and User prefer the server-verified scope
 // over the platform's claims. TraceID and Traceparent come from the inbound
 // traceparent header first. CustomHeaders filters out credentials,
 // platform (X-NovaOS-*), protocol (A2A-*), trace-context and hop-by-hop
 // headers.
+//
+// Context.Execution is seed 000's ExecutionContext: the execution token
+// (the platform context's execution_token, else the auth proxy's
+// X-NovaOS-Execution-Token header) and the ids, with AuthHeaders (the
+// seed's to_auth_headers) for calling platform services as the agent. An
+// agent that checks tokens itself serves its handler behind
+// identity.Middleware; Execution then holds the verified claims. The
+// token is a secret.Value: printing or logging the Context, its
+// PlatformContext or the Execution never shows it.
 //
 // Execution is at-least-once: a skill with side effects should deduplicate
 // on IdempotencyKey, never on RunID.

@@ -9,6 +9,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/secret"
 )
 
 // PanicError is the error a panicking skill handler is turned into.
@@ -63,8 +64,9 @@ func (a *Agent) Execute(ctx context.Context, req *a2asrv.RequestContext, u a2asr
 		return e
 	}
 
-	pc, _ := ParsePlatformContext(req.Metadata, messageMetadata(req.Message))
-	c := &Context{Context: ctx, agent: a, req: req, skill: skill, up: up, pc: pc, outModes: outModes}
+	pc, raw, _ := findPlatformContext([]map[string]any{req.Metadata, messageMetadata(req.Message)})
+	c := &Context{Context: ctx, agent: a, req: req, skill: skill, up: up, pc: pc, outModes: outModes,
+		token: secret.New(str(raw, "execution_token", "executionToken"))}
 	if !skill.MayReply {
 		if err := up.StartWork(ctx, nil); err != nil {
 			return err

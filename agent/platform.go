@@ -19,7 +19,10 @@ const (
 
 // PlatformContext is the execution context the platform sends with a
 // message under ContextMetadataKey. Field names are snake_case on the wire;
-// lowerCamelCase spellings are accepted too.
+// lowerCamelCase spellings are accepted too. The execution token sent in
+// the same object ("execution_token") is not a field: it is read into
+// Context.Execution, as a secret.Value, so printing or logging a
+// PlatformContext can never show it.
 type PlatformContext struct {
 	RunID      string `json:"run_id,omitempty"`
 	ThreadID   string `json:"thread_id,omitempty"`
@@ -36,6 +39,12 @@ type PlatformContext struct {
 	// IdempotencyKey is stable across the platform's retries of one
 	// logical request: execution is at-least-once.
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// ConversationID is the conversation the run belongs to; memory
+	// recall and hints use it.
+	ConversationID string `json:"conversation_id,omitempty"`
+	// GatewayURL is the platform's base URL, where the agent calls its
+	// services (memory, tools) with Context.Execution's token.
+	GatewayURL string `json:"gateway_url,omitempty"`
 	// History holds the conversation's earlier turns, oldest first.
 	History      []ConversationTurn `json:"history,omitempty"`
 	Config       map[string]any     `json:"config,omitempty"`
@@ -55,6 +64,14 @@ type ConversationTurn struct {
 // fields are skipped rather than failing the request: a turn that is not an
 // object with a string role is left out of History.
 func ParsePlatformContext(metadata ...map[string]any) (pc PlatformContext, ok bool) {
+	pc, _, ok = findPlatformContext(metadata)
+	return pc, ok
+}
+
+// findPlatformContext is ParsePlatformContext, also returning the object
+// as a map when it arrived as one (or as JSON), for the members that are
+// not PlatformContext fields.
+func findPlatformContext(metadata []map[string]any) (PlatformContext, map[string]any, bool) {
 	for _, md := range metadata {
 		v, found := md[ContextMetadataKey]
 		if !found || v == nil {
@@ -62,26 +79,26 @@ func ParsePlatformContext(metadata ...map[string]any) (pc PlatformContext, ok bo
 		}
 		switch x := v.(type) {
 		case PlatformContext:
-			return x, true
+			return x, nil, true
 		case *PlatformContext:
 			if x != nil {
-				return *x, true
+				return *x, nil, true
 			}
 		case map[string]any:
-			return platformFromMap(x), true
+			return platformFromMap(x), x, true
 		case string:
 			var m map[string]any
 			if json.Unmarshal([]byte(x), &m) == nil {
-				return platformFromMap(m), true
+				return platformFromMap(m), m, true
 			}
 		case json.RawMessage:
 			var m map[string]any
 			if json.Unmarshal(x, &m) == nil {
-				return platformFromMap(m), true
+				return platformFromMap(m), m, true
 			}
 		}
 	}
-	return PlatformContext{}, false
+	return PlatformContext{}, nil, false
 }
 
 func platformFromMap(m map[string]any) PlatformContext {
@@ -97,6 +114,8 @@ func platformFromMap(m map[string]any) PlatformContext {
 		SpanID:         str(m, "span_id", "spanId"),
 		Traceparent:    str(m, "traceparent"),
 		IdempotencyKey: str(m, "idempotency_key", "idempotencyKey"),
+		ConversationID: str(m, "conversation_id", "conversationId"),
+		GatewayURL:     str(m, "gateway_url", "gatewayUrl"),
 		History:        turns(m["history"]),
 		Config:         obj(m, "config"),
 		OutputSchema:   obj(m, "output_schema", "outputSchema"),

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
@@ -149,6 +150,10 @@ func (k *Key) WithKeyID(kid string) *Key {
 	return &c
 }
 
+// PublicKey returns the key's public half as a crypto key:
+// ed25519.PublicKey, *ecdsa.PublicKey or *rsa.PublicKey.
+func (k *Key) PublicKey() crypto.PublicKey { return k.Public().jwk.Key }
+
 // Public returns the public half of the key (the key itself if public).
 func (k *Key) Public() *Key {
 	if !k.IsPrivate() {
@@ -224,6 +229,14 @@ func ParseKeySet(data []byte) (*KeySet, error) {
 		s.keys = append(s.keys, k.Public())
 	}
 	return s, nil
+}
+
+// Keys returns the set's keys, public halves only.
+func (s *KeySet) Keys() []*Key {
+	if s == nil {
+		return nil
+	}
+	return slices.Clone(s.keys)
 }
 
 // Len is the number of keys in the set.

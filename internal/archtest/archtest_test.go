@@ -197,6 +197,13 @@ var rules = []rule{
 			return !dep.Standard
 		},
 	},
+	{
+		pkg: module + "/identity",
+		why: "the public token verifier is imported by agents written outside the platform; it must not drag stores, database drivers or platform internals in",
+		forbid: func(dep *pkg) bool {
+			return isDatabaseDriver(dep) || underAny(dep.ImportPath, "internal", "store")
+		},
+	},
 }
 
 // underAny reports whether path is a package of the module under one of
@@ -334,6 +341,10 @@ func TestRulesCatchViolations(t *testing.T) {
 		{8, pkg{ImportPath: module + "/netguard"}, false},
 		{9, pkg{ImportPath: "time", Standard: true}, false},
 		{9, pkg{ImportPath: module + "/secret"}, true},
+		{10, pkg{ImportPath: module + "/internal/auth"}, true},
+		{10, pkg{ImportPath: "github.com/jackc/pgx/v5"}, true},
+		{10, pkg{ImportPath: module + "/store/sqlite"}, true},
+		{10, pkg{ImportPath: "github.com/go-jose/go-jose/v4"}, false},
 	}
 	for _, tc := range tests {
 		if got := rules[tc.rule].forbid(&tc.dep); got != tc.want {

@@ -53,6 +53,7 @@ func commands() []command {
 		{"bench", "measure end-to-end throughput and latency on loopback (bench a2a)", runBench},
 		{"agents", "list, search, find and register agents in a server's registry", runAgents},
 		{"keys", "make agents' recipient keys for sealed secrets (keys generate|public)", runKeys},
+		{"token", "mint, verify and rotate execution tokens (token mint|verify|rotate)", runToken},
 		{"version", "print the version", runVersion},
 		{"help", "show this help", runHelp},
 	}

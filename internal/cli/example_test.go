@@ -20,6 +20,7 @@ func ExampleMain() {
 	//   bench    measure end-to-end throughput and latency on loopback (bench a2a)
 	//   agents   list, search, find and register agents in a server's registry
 	//   keys     make agents' recipient keys for sealed secrets (keys generate|public)
+	//   token    mint, verify and rotate execution tokens (token mint|verify|rotate)
 	//   version  print the version
 	//   help     show this help
 	//

@@ -1,0 +1,268 @@
+package identity
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// Claim names. The seed's token verifier names user_id, tenant_id, run_id,
+// instance_id, agent_id, agent_name and scopes; it names no conversation
+// claim, so conversation_id follows the same pattern (the memory service
+// scopes live conversation messages by it).
+const (
+	ClaimTenantID       = "tenant_id"
+	ClaimUserID         = "user_id"
+	ClaimRunID          = "run_id"
+	ClaimInstanceID     = "instance_id"
+	ClaimAgentID        = "agent_id"
+	ClaimAgentName      = "agent_name"
+	ClaimConversationID = "conversation_id"
+	ClaimScopes         = "scopes"
+)
+
+// Claims are the verified contents of an execution token: who acts (the
+// agent, its instance), for whom (tenant, user), in which run and
+// conversation, with which scopes, and for how long.
+type Claims struct {
+	Issuer    string    // iss
+	Subject   string    // sub; the platform's tokens carry the agent id
+	Audience  []string  // aud
+	Expiry    time.Time // exp
+	NotBefore time.Time // nbf; zero when absent
+	IssuedAt  time.Time // iat; zero when absent
+	ID        string    // jti
+
+	TenantID       string
+	UserID         string
+	RunID          string
+	InstanceID     string
+	AgentID        string
+	AgentName      string
+	ConversationID string
+	Scopes         []string
+}
+
+// HasScope reports whether any scope of the token grants required (see
+// ScopeMatches for the grammar).
+func (c *Claims) HasScope(required string) bool {
+	return c != nil && AnyScopeMatches(c.Scopes, required)
+}
+
+// MarshalJSON writes the JWT claims set: registered claims by their RFC
+// 7519 names, dates as whole seconds, an audience of one as a string,
+// empty claims left out.
+func (c Claims) MarshalJSON() ([]byte, error) {
+	type wire struct {
+		Iss            string   `json:"iss,omitempty"`
+		Sub            string   `json:"sub,omitempty"`
+		Aud            any      `json:"aud,omitempty"`
+		Exp            *int64   `json:"exp,omitempty"`
+		Nbf            *int64   `json:"nbf,omitempty"`
+		Iat            *int64   `json:"iat,omitempty"`
+		Jti            string   `json:"jti,omitempty"`
+		TenantID       string   `json:"tenant_id,omitempty"`
+		UserID         string   `json:"user_id,omitempty"`
+		RunID          string   `json:"run_id,omitempty"`
+		InstanceID     string   `json:"instance_id,omitempty"`
+		AgentID        string   `json:"agent_id,omitempty"`
+		AgentName      string   `json:"agent_name,omitempty"`
+		ConversationID string   `json:"conversation_id,omitempty"`
+		Scopes         []string `json:"scopes,omitempty"`
+	}
+	w := wire{
+		Iss: c.Issuer, Sub: c.Subject, Jti: c.ID,
+		Exp: unix(c.Expiry), Nbf: unix(c.NotBefore), Iat: unix(c.IssuedAt),
+		TenantID: c.TenantID, UserID: c.UserID, RunID: c.RunID, InstanceID: c.InstanceID,
+		AgentID: c.AgentID, AgentName: c.AgentName, ConversationID: c.ConversationID,
+		Scopes: c.Scopes,
+	}
+	switch len(c.Audience) {
+	case 0:
+	case 1:
+		w.Aud = c.Audience[0]
+	default:
+		w.Aud = c.Audience
+	}
+	return json.Marshal(w)
+}
+
+func unix(t time.Time) *int64 {
+	if t.IsZero() {
+		return nil
+	}
+	s := t.Unix()
+	return &s
+}
+
+// UnmarshalJSON reads a claims set strictly: an object whose members are
+// each present at most once, registered and platform claims of the right
+// JSON type (aud a string or an array of strings; dates numbers of
+// seconds; scopes an array of strings or one space-separated string, each
+// a valid scope). Claims it does not know are ignored.
+func (c *Claims) UnmarshalJSON(data []byte) error {
+	parsed, err := parseClaims(data)
+	if err != nil {
+		return err
+	}
+	*c = *parsed
+	return nil
+}
+
+// parseClaims is UnmarshalJSON's work; its errors are ErrMalformed ones
+// that name the claim, never its value.
+func parseClaims(data []byte) (*Claims, error) {
+	c := &Claims{}
+	err := eachMember(data, func(name string, raw json.RawMessage) error {
+		var dst *string
+		switch name {
+		case "iss":
+			dst = &c.Issuer
+		case "sub":
+			dst = &c.Subject
+		case "jti":
+			dst = &c.ID
+		case ClaimTenantID:
+			dst = &c.TenantID
+		case ClaimUserID:
+			dst = &c.UserID
+		case ClaimRunID:
+			dst = &c.RunID
+		case ClaimInstanceID:
+			dst = &c.InstanceID
+		case ClaimAgentID:
+			dst = &c.AgentID
+		case ClaimAgentName:
+			dst = &c.AgentName
+		case ClaimConversationID:
+			dst = &c.ConversationID
+		case "exp":
+			return decodeDate(raw, name, &c.Expiry)
+		case "nbf":
+			return decodeDate(raw, name, &c.NotBefore)
+		case "iat":
+			return decodeDate(raw, name, &c.IssuedAt)
+		case "aud":
+			return decodeStrings(raw, name, &c.Audience, false)
+		case ClaimScopes:
+			if err := decodeStrings(raw, name, &c.Scopes, true); err != nil {
+				return err
+			}
+			for _, s := range c.Scopes {
+				if !ValidScope(s) {
+					return fmt.Errorf("claim %q holds an invalid scope", name)
+				}
+			}
+			return nil
+		default:
+			return nil
+		}
+		if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, dst) != nil {
+			return fmt.Errorf("claim %q is not a string", name)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, invalid(ErrMalformed, "claims: %s", err)
+	}
+	return c, nil
+}
+
+// eachMember reads one JSON object, refusing duplicate members and
+// anything after the object, and hands each member's value to fn in the
+// order the object's members sorted by name. Its errors say where the
+// document went wrong, not what it held.
+func eachMember(data []byte, fn func(name string, raw json.RawMessage) error) error {
+	var m map[string]json.RawMessage
+	if len(bytes.TrimSpace(data)) == 0 || bytes.TrimSpace(data)[0] != '{' {
+		return errors.New("not a JSON object")
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return errors.New("not valid JSON")
+	}
+	if n := topLevelKeys(data); n != len(m) {
+		return errors.New("a member appears twice")
+	}
+	for name, raw := range m {
+		if err := fn(name, raw); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// topLevelKeys counts the member names of the object data holds, which
+// json.Unmarshal has already found well-formed: every string at depth one
+// that is followed by a colon. Linear, and allocation-free.
+func topLevelKeys(data []byte) int {
+	n, depth := 0, 0
+	for i := 0; i < len(data); i++ {
+		switch data[i] {
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		case '"':
+			j := i + 1
+			for ; j < len(data) && data[j] != '"'; j++ {
+				if data[j] == '\\' {
+					j++
+				}
+			}
+			if depth == 1 {
+				k := j + 1
+				for k < len(data) && (data[k] == ' ' || data[k] == '\t' || data[k] == '\n' || data[k] == '\r') {
+					k++
+				}
+				if k < len(data) && data[k] == ':' {
+					n++
+				}
+			}
+			i = j
+		}
+	}
+	return n
+}
+
+// maxDate is 9999-12-31T23:59:59Z: a later date is no date anyone meant.
+const maxDate = 253402300799
+
+func decodeDate(raw json.RawMessage, name string, dst *time.Time) error {
+	var f float64
+	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) || json.Unmarshal(raw, &f) != nil {
+		return fmt.Errorf("claim %q is not a number", name)
+	}
+	if f < 0 || f > maxDate || math.IsNaN(f) {
+		return fmt.Errorf("claim %q is out of range", name)
+	}
+	sec, frac := math.Modf(f)
+	*dst = time.Unix(int64(sec), int64(frac*1e9)).UTC()
+	return nil
+}
+
+// decodeStrings reads a string or an array of strings; a string is split
+// on spaces when split is set (OAuth's space-delimited scope form).
+func decodeStrings(raw json.RawMessage, name string, dst *[]string, split bool) error {
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return fmt.Errorf("claim %q is not a string", name)
+		}
+		if split {
+			*dst = strings.Fields(s)
+		} else {
+			*dst = []string{s}
+		}
+		return nil
+	}
+	var list []string
+	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &list) != nil {
+		return fmt.Errorf("claim %q is not a string or an array of strings", name)
+	}
+	*dst = list
+	return nil
+}

@@ -1,0 +1,24 @@
+// Package auth is the platform's token issuer: it signs execution tokens
+// with an Ed25519 key kept in the data directory, publishes the public
+// keys as a JWKS, rotates, and verifies its own tokens for the platform's
+// services.
+//
+// The key ring is one owner-only file (KeyFile, "token.key" in the data
+// directory), created on first use with keyfile.Create and rewritten
+// whole with keyfile.Replace. It holds the active private key, and the
+// public halves of retired keys with the time until which they stay
+// published: a rotated-out key keeps verifying until the last token it
+// can have signed has expired (its retirement plus MaxTTL plus the
+// verifiers' leeway), then drops out. Every kid is the key's RFC 7638 thumbprint.
+//
+//	iss, err := auth.Open(filepath.Join(dataDir, auth.KeyFile), auth.Options{Issuer: "http://127.0.0.1:8080"})
+//	token, err := iss.Mint(ctx, identity.Claims{TenantID: "acme", AgentID: "mailer",
+//		Scopes: []string{"memory:read:*", "memory:write:agent"}}, 15*time.Minute)
+//	mux.Handle("GET /.well-known/jwks.json", iss.JWKSHandler(cardKey))
+//	mux.Handle("POST /api/v1/mcp", iss.Middleware(memoryService))
+//
+// A process that did not rotate the ring itself (a server while `novaos
+// token rotate` runs beside it) notices that the file changed the next
+// time it mints, verifies or serves the JWKS: it looks at the file (one
+// stat) at most once a second.
+package auth

@@ -1,0 +1,7 @@
+//go:build !unix
+
+package auth
+
+import "io/fs"
+
+func inode(fs.FileInfo) any { return nil }

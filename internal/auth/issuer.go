@@ -1,0 +1,462 @@
+package auth
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"novaos.dev/novaos/a2a/cardsig"
+	"novaos.dev/novaos/identity"
+	"novaos.dev/novaos/internal/keyfile"
+)
+
+// KeyFile is the key ring's name in the data directory.
+const KeyFile = "token.key"
+
+// Defaults of Options.
+const (
+	DefaultTTL    = 15 * time.Minute
+	DefaultMaxTTL = 24 * time.Hour
+	// DefaultJWKSMaxAge is the JWKS's Cache-Control max-age. A verifier
+	// that meets a new kid before its cache expires fetches anyway (see
+	// identity.JWKS), so this bounds only how long a dropped key lingers.
+	DefaultJWKSMaxAge = 5 * time.Minute
+	// reloadEvery bounds how often the ring file is checked for a change
+	// made by another process.
+	reloadEvery = time.Second
+)
+
+// ErrClaims is matched by Mint's error for claims or a ttl it will not
+// sign: no tenant, an invalid scope, a ttl beyond MaxTTL.
+var ErrClaims = errors.New("auth: claims refused")
+
+// Options configure an Issuer. Issuer is required.
+type Options struct {
+	// Issuer is the iss of every token, and what the platform's verifier
+	// expects: the server's public base URL by convention.
+	Issuer string
+	// Audience is the aud of a token minted without one, and what the
+	// platform's verifier expects (identity.DefaultAudience).
+	Audience string
+	// DefaultTTL is the lifetime of a token minted with ttl 0 (DefaultTTL).
+	DefaultTTL time.Duration
+	// MaxTTL is the longest lifetime Mint signs (DefaultMaxTTL); a
+	// retired key stays published this long (plus Leeway) after it
+	// stopped signing.
+	MaxTTL time.Duration
+	// Leeway is the clock skew the platform's verifier allows
+	// (identity.DefaultLeeway).
+	Leeway time.Duration
+	// KeyLifetime, when positive, rotates the signing key at the first
+	// Mint after it is this old. Zero: rotate only when Rotate is called.
+	KeyLifetime time.Duration
+	// JWKSMaxAge is the JWKS's Cache-Control max-age (DefaultJWKSMaxAge).
+	JWKSMaxAge time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Logger receives key creation and rotation; nil discards.
+	Logger *slog.Logger
+}
+
+// ringFile is the key ring as stored.
+type ringFile struct {
+	Active  activeKey    `json:"active"`
+	Retired []retiredKey `json:"retired,omitempty"`
+}
+
+type activeKey struct {
+	Key     json.RawMessage `json:"key"` // private JWK
+	Created time.Time       `json:"created"`
+}
+
+type retiredKey struct {
+	Key     json.RawMessage `json:"key"` // public JWK
+	Retired time.Time       `json:"retired"`
+	Until   time.Time       `json:"until"` // published until then
+}
+
+// ring is a loaded key ring.
+type ring struct {
+	file    ringFile
+	active  *cardsig.Key // private
+	signer  jose.Signer
+	created time.Time
+	retired []published
+	stamp   fileStamp
+}
+
+type published struct {
+	key   *cardsig.Key // public
+	until time.Time
+}
+
+// fileStamp tells whether the file changed since it was read.
+type fileStamp struct {
+	size    int64
+	modTime time.Time
+	ino     any
+}
+
+// Issuer mints and verifies the platform's execution tokens. It is safe
+// for concurrent use, and implements identity.KeySource over its own
+// published keys.
+type Issuer struct {
+	path string
+	opts Options
+	ver  *identity.Verifier
+
+	mu        sync.Mutex
+	ring      *ring
+	checkedAt time.Time
+}
+
+var _ identity.KeySource = (*Issuer)(nil)
+
+// Open loads the key ring at path, creating it with a new key when it
+// does not exist. A ring file that is empty, open to other users or not
+// a ring is an error: it is never replaced behind the operator's back.
+// An empty path keeps the ring in memory only (tests, and a server with
+// no data directory): its tokens stop verifying when the process ends.
+func Open(path string, opts Options) (*Issuer, error) {
+	if opts.Issuer == "" {
+		return nil, errors.New("auth: Options.Issuer is required")
+	}
+	if opts.Audience == "" {
+		opts.Audience = identity.DefaultAudience
+	}
+	if opts.MaxTTL <= 0 {
+		opts.MaxTTL = DefaultMaxTTL
+	}
+	if opts.DefaultTTL <= 0 {
+		opts.DefaultTTL = min(DefaultTTL, opts.MaxTTL)
+	}
+	if opts.DefaultTTL > opts.MaxTTL {
+		return nil, fmt.Errorf("auth: default token TTL %s is beyond the maximum %s", opts.DefaultTTL, opts.MaxTTL)
+	}
+	if opts.Leeway == 0 {
+		opts.Leeway = identity.DefaultLeeway
+	}
+	if opts.JWKSMaxAge <= 0 {
+		opts.JWKSMaxAge = DefaultJWKSMaxAge
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	i := &Issuer{path: path, opts: opts}
+	var r *ring
+	var err error
+	if path == "" {
+		r, err = i.create()
+	} else if r, err = i.load(); errors.Is(err, fs.ErrNotExist) {
+		r, err = i.create()
+	}
+	if err != nil {
+		return nil, err
+	}
+	i.ring, i.checkedAt = r, opts.Now()
+	i.ver, err = identity.New(i, identity.Options{
+		Issuer: opts.Issuer, Audience: opts.Audience, Leeway: opts.Leeway, Now: opts.Now,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return i, nil
+}
+
+// create makes the ring file with a new key; when another process made it
+// first, its ring is loaded instead.
+func (i *Issuer) create() (*ring, error) {
+	key, err := cardsig.GenerateKey(cardsig.EdDSA)
+	if err != nil {
+		return nil, fmt.Errorf("auth: %w", err)
+	}
+	priv, _ := key.PrivateJWK()
+	f := ringFile{Active: activeKey{Key: priv, Created: i.opts.Now().UTC()}}
+	if i.path == "" {
+		return i.parse(f, fileStamp{})
+	}
+	data, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := keyfile.Create(i.path, data); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return i.load()
+		}
+		return nil, fmt.Errorf("auth: %w", err)
+	}
+	i.opts.Logger.Info("auth: created the token signing key", "file", i.path, "kid", key.KeyID())
+	return i.load()
+}
+
+// load reads and parses the ring file.
+func (i *Issuer) load() (*ring, error) {
+	fi, err := os.Stat(i.path)
+	if err != nil {
+		return nil, err
+	}
+	data, err := keyfile.Read(i.path)
+	if err != nil {
+		return nil, fmt.Errorf("auth: token key ring: %w", err)
+	}
+	var f ringFile
+	if err := json.Unmarshal(data, &f); err != nil {
+		// Not the error's text: it could quote the key.
+		return nil, fmt.Errorf("auth: token key ring %s is not a key ring (JSON with an active key)", i.path)
+	}
+	return i.parse(f, stampOf(fi))
+}
+
+// parse makes a ring of a ring file's content.
+func (i *Issuer) parse(f ringFile, stamp fileStamp) (*ring, error) {
+	active, err := cardsig.ParseKey(f.Active.Key)
+	if err != nil || !active.IsPrivate() || active.Algorithm() != cardsig.EdDSA {
+		return nil, fmt.Errorf("auth: token key ring %s: the active key is not a private Ed25519 JWK", i.path)
+	}
+	var jwk jose.JSONWebKey
+	if err := jwk.UnmarshalJSON(f.Active.Key); err != nil {
+		return nil, fmt.Errorf("auth: token key ring %s: the active key does not parse", i.path)
+	}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.EdDSA, Key: jose.JSONWebKey{Key: jwk.Key, KeyID: active.KeyID()}},
+		(&jose.SignerOptions{}).WithType("JWT"))
+	if err != nil {
+		return nil, fmt.Errorf("auth: token signer: %w", err)
+	}
+	r := &ring{file: f, active: active, signer: signer, created: f.Active.Created, stamp: stamp}
+	for _, rk := range f.Retired {
+		k, err := cardsig.ParseKey(rk.Key)
+		if err != nil {
+			return nil, fmt.Errorf("auth: token key ring %s: a retired key does not parse: %w", i.path, err)
+		}
+		r.retired = append(r.retired, published{key: k.Public(), until: rk.Until})
+	}
+	return r, nil
+}
+
+func stampOf(fi fs.FileInfo) fileStamp {
+	return fileStamp{size: fi.Size(), modTime: fi.ModTime(), ino: inode(fi)}
+}
+
+// current returns the ring, reloaded first when the file changed since it
+// was read and it was last checked more than reloadEvery ago (or force).
+func (i *Issuer) current(force bool) *ring {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	now := i.opts.Now()
+	if i.path == "" || (!force && now.Sub(i.checkedAt) < reloadEvery) {
+		return i.ring
+	}
+	i.checkedAt = now
+	fi, err := os.Stat(i.path)
+	if err != nil || stampOf(fi) == i.ring.stamp {
+		return i.ring
+	}
+	r, err := i.load()
+	if err != nil {
+		// Keep signing and verifying with what was loaded; a broken file
+		// is the operator's to fix, and is said once per check.
+		i.opts.Logger.Error("auth: the token key ring changed and cannot be read; keeping the keys loaded before", "file", i.path, "err", err)
+		return i.ring
+	}
+	i.ring = r
+	return r
+}
+
+// Mint signs a token of c valid for ttl (0: Options.DefaultTTL, at most
+// Options.MaxTTL). The issuer sets iss, iat, nbf, exp and a random jti;
+// aud defaults to Options.Audience and sub to the agent id. c must carry
+// a tenant, and every scope must follow the scope grammar.
+func (i *Issuer) Mint(ctx context.Context, c identity.Claims, ttl time.Duration) (string, error) {
+	if ttl == 0 {
+		ttl = i.opts.DefaultTTL
+	}
+	if ttl < 0 || ttl > i.opts.MaxTTL {
+		return "", fmt.Errorf("%w: ttl %s is not within (0, %s]", ErrClaims, ttl, i.opts.MaxTTL)
+	}
+	if c.TenantID == "" {
+		return "", fmt.Errorf("%w: no tenant", ErrClaims)
+	}
+	for _, s := range c.Scopes {
+		if !identity.ValidScope(s) {
+			return "", fmt.Errorf("%w: scope %q does not follow the scope grammar (segments of a-z, 0-9, -, _, . or *, joined by :)", ErrClaims, s)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	if i.opts.KeyLifetime > 0 {
+		if r := i.current(false); i.opts.Now().Sub(r.created) >= i.opts.KeyLifetime {
+			if _, err := i.Rotate(ctx); err != nil {
+				return "", err
+			}
+		}
+	}
+	r := i.current(false)
+	now := i.opts.Now().Truncate(time.Second)
+	c.Issuer = i.opts.Issuer
+	if len(c.Audience) == 0 {
+		c.Audience = []string{i.opts.Audience}
+	}
+	if c.Subject == "" {
+		c.Subject = c.AgentID
+	}
+	c.IssuedAt, c.NotBefore, c.Expiry = now, now, now.Add(ttl)
+	jti := make([]byte, 16)
+	rand.Read(jti)
+	c.ID = base64.RawURLEncoding.EncodeToString(jti)
+	payload, err := c.MarshalJSON()
+	if err != nil {
+		return "", fmt.Errorf("auth: %w", err)
+	}
+	jws, err := r.signer.Sign(payload)
+	if err != nil {
+		return "", fmt.Errorf("auth: sign: %w", err)
+	}
+	return jws.CompactSerialize()
+}
+
+// Rotate makes a new signing key and retires the active one, which stays
+// published until the last token it can have signed has expired. It
+// returns the new key's kid.
+func (i *Issuer) Rotate(ctx context.Context) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	// Start from the file, not memory: another process may have rotated.
+	r := i.ring
+	if i.path != "" {
+		var err error
+		if r, err = i.load(); err != nil {
+			return "", err
+		}
+	}
+	now := i.opts.Now().UTC()
+	key, err := cardsig.GenerateKey(cardsig.EdDSA)
+	if err != nil {
+		return "", fmt.Errorf("auth: %w", err)
+	}
+	priv, _ := key.PrivateJWK()
+	pub, _ := json.Marshal(r.active) // the public JWK
+	f := ringFile{Active: activeKey{Key: priv, Created: now}}
+	f.Retired = append(f.Retired, retiredKey{Key: pub, Retired: now, Until: now.Add(i.opts.MaxTTL + i.opts.Leeway)})
+	for _, rk := range r.file.Retired {
+		if rk.Until.After(now) {
+			f.Retired = append(f.Retired, rk)
+		}
+	}
+	var nr *ring
+	if i.path == "" {
+		if nr, err = i.parse(f, fileStamp{}); err != nil {
+			return "", err
+		}
+	} else {
+		data, err := json.MarshalIndent(f, "", "  ")
+		if err != nil {
+			return "", err
+		}
+		if err := keyfile.Replace(i.path, data); err != nil {
+			return "", fmt.Errorf("auth: %w", err)
+		}
+		if nr, err = i.load(); err != nil {
+			return "", err
+		}
+	}
+	i.ring, i.checkedAt = nr, i.opts.Now()
+	i.opts.Logger.Info("auth: rotated the token signing key", "file", i.path, "kid", key.KeyID(), "retired_kid", r.active.KeyID())
+	return key.KeyID(), nil
+}
+
+// PublicKeys returns the keys a verifier of the platform's tokens needs:
+// the active key's public half first, then every retired key still
+// published.
+func (i *Issuer) PublicKeys() []*cardsig.Key {
+	r := i.current(false)
+	now := i.opts.Now()
+	keys := []*cardsig.Key{r.active.Public()}
+	for _, p := range r.retired {
+		if p.until.After(now) {
+			keys = append(keys, p.key)
+		}
+	}
+	return keys
+}
+
+// KeyID is the active signing key's kid.
+func (i *Issuer) KeyID() string { return i.current(false).active.KeyID() }
+
+// Key implements identity.KeySource over PublicKeys. Like every use of
+// the ring it looks at the file again when it was last checked more than
+// a second ago, so a key another process rotated in is found.
+func (i *Issuer) Key(_ context.Context, kid string) (*cardsig.Key, error) {
+	r := i.current(false)
+	if r.active.KeyID() == kid {
+		return r.active.Public(), nil
+	}
+	now := i.opts.Now()
+	for _, p := range r.retired {
+		if p.key.KeyID() == kid && p.until.After(now) {
+			return p.key, nil
+		}
+	}
+	return nil, &identity.Error{Kind: identity.ErrUnknownKey, Reason: "no published platform key with the token's kid"}
+}
+
+// Verifier is the platform's own verifier: tokens of this issuer and
+// audience, signed by a key the ring publishes.
+func (i *Issuer) Verifier() *identity.Verifier { return i.ver }
+
+// Verify verifies a token with Verifier.
+func (i *Issuer) Verify(ctx context.Context, token string) (*identity.Claims, error) {
+	return i.ver.Verify(ctx, token)
+}
+
+// Middleware lets a request through to next only with a valid platform
+// token, its claims in the request context (identity.FromContext); see
+// identity.Middleware for the answers otherwise (401 with
+// WWW-Authenticate: Bearer error="invalid_token").
+func (i *Issuer) Middleware(next http.Handler) http.Handler {
+	return identity.Middleware(i.ver, next)
+}
+
+// JWKSHandler serves the JWKS of PublicKeys followed by the public halves
+// of extra (the agent-card signing key), for /.well-known/jwks.json, with
+// Cache-Control max-age Options.JWKSMaxAge.
+func (i *Issuer) JWKSHandler(extra ...*cardsig.Key) http.Handler {
+	maxAge := fmt.Sprintf("public, max-age=%d", int(i.opts.JWKSMaxAge/time.Second))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		keys := i.PublicKeys()
+		for _, k := range extra {
+			if k != nil {
+				keys = append(keys, k)
+			}
+		}
+		body, err := json.Marshal(cardsig.NewKeySet(keys...))
+		if err != nil {
+			http.Error(w, "key set unavailable", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/jwk-set+json")
+		w.Header().Set("Cache-Control", maxAge)
+		w.Write(body)
+	})
+}
