@@ -29,6 +29,26 @@ func BearerToken(h http.Header) (token string, ok bool) {
 	return tok, true
 }
 
+// ErrNoCredentials is VerifyRequest's error for a request without one
+// Bearer token (RFC 6750: answer 401 without an error code).
+var ErrNoCredentials = errors.New("identity: no bearer token")
+
+// VerifyRequest verifies r's bearer token, for a service that answers
+// failures itself (an authenticator in a service framework) instead of
+// through Middleware. It returns ErrNoCredentials, an error matching
+// ErrInvalid, or ErrKeysUnavailable.
+func (v *Verifier) VerifyRequest(r *http.Request) (*Claims, secret.Value, error) {
+	tok, ok := BearerToken(r.Header)
+	if !ok {
+		return nil, secret.Value{}, ErrNoCredentials
+	}
+	c, err := v.Verify(r.Context(), tok)
+	if err != nil {
+		return nil, secret.Value{}, err
+	}
+	return c, secret.New(tok), nil
+}
+
 // Problem types of Middleware's answers.
 const (
 	ProblemInvalidToken      = "https://novaos.dev/problems/invalid-token"
@@ -50,13 +70,12 @@ const (
 // request, so nothing behind it mistakes them for the proxy's.
 func Middleware(v *Verifier, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok, ok := BearerToken(r.Header)
-		if !ok {
+		c, tok, err := v.VerifyRequest(r)
+		if errors.Is(err, ErrNoCredentials) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="novaos"`)
 			writeProblem(w, http.StatusUnauthorized, ProblemInvalidToken, "a bearer token is required")
 			return
 		}
-		c, err := v.Verify(r.Context(), tok)
 		if err != nil {
 			if errors.Is(err, ErrKeysUnavailable) {
 				w.Header().Set("Retry-After", "5")
@@ -67,7 +86,7 @@ func Middleware(v *Verifier, next http.Handler) http.Handler {
 			writeProblem(w, http.StatusUnauthorized, ProblemInvalidToken, rejection(err))
 			return
 		}
-		r2 := r.Clone(NewContext(r.Context(), c, secret.New(tok)))
+		r2 := r.Clone(NewContext(r.Context(), c, tok))
 		for name := range r2.Header {
 			if strings.HasPrefix(strings.ToLower(name), "x-novaos-") {
 				r2.Header.Del(name)

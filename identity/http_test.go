@@ -2,6 +2,7 @@ package identity_test
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -125,5 +126,24 @@ func TestMiddlewareKeysUnavailable(t *testing.T) {
 	identity.Middleware(v, http.NotFoundHandler()).ServeHTTP(w, r)
 	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
 		t.Fatalf("status %d, Retry-After %q", w.Code, w.Header().Get("Retry-After"))
+	}
+}
+
+func TestVerifyRequest(t *testing.T) {
+	ed := newTestKey(t, identity.EdDSA)
+	v := newVerifier(t, ed)
+	good := sign(t, ed, "EdDSA", mustJSON(t, header("EdDSA", ed.KeyID())), mustJSON(t, validClaims(now)))
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	if _, _, err := v.VerifyRequest(r); err != identity.ErrNoCredentials {
+		t.Fatalf("no token: %v", err)
+	}
+	r.Header.Set("Authorization", "Bearer "+good[:len(good)-8]+"AAAAAAAA")
+	if _, _, err := v.VerifyRequest(r); !errors.Is(err, identity.ErrBadSignature) {
+		t.Fatalf("bad token: %v", err)
+	}
+	r.Header.Set("Authorization", "Bearer "+good)
+	c, tok, err := v.VerifyRequest(r)
+	if err != nil || c.TenantID != "acme" || tok.Reveal() != good {
+		t.Fatalf("good token: %v %v", c, err)
 	}
 }

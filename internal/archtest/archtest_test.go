@@ -199,9 +199,9 @@ var rules = []rule{
 	},
 	{
 		pkg: module + "/identity",
-		why: "the public token verifier is imported by agents written outside the platform; it must not drag database drivers or platform internals in",
+		why: "the public token verifier is imported by agents written outside the platform; it must not drag stores, database drivers or platform internals in",
 		forbid: func(dep *pkg) bool {
-			return isDatabaseDriver(dep) || strings.HasPrefix(dep.ImportPath, module+"/internal/")
+			return isDatabaseDriver(dep) || underAny(dep.ImportPath, "internal", "store")
 		},
 	},
 }
@@ -343,6 +343,7 @@ func TestRulesCatchViolations(t *testing.T) {
 		{9, pkg{ImportPath: module + "/secret"}, true},
 		{10, pkg{ImportPath: module + "/internal/auth"}, true},
 		{10, pkg{ImportPath: "github.com/jackc/pgx/v5"}, true},
+		{10, pkg{ImportPath: module + "/store/sqlite"}, true},
 		{10, pkg{ImportPath: "github.com/go-jose/go-jose/v4"}, false},
 	}
 	for _, tc := range tests {

@@ -40,7 +40,7 @@ func runToken(ctx context.Context, args []string, e *env) int {
 
 // issuerFlags are the flags every token subcommand shares.
 type issuerFlags struct {
-	data, issuer, audience *string
+	data, keyFile, issuer, audience *string
 }
 
 // addIssuerFlags adds --data, and --issuer and --audience unless the
@@ -48,6 +48,7 @@ type issuerFlags struct {
 func addIssuerFlags(fs *flag.FlagSet, claims bool) issuerFlags {
 	f := issuerFlags{
 		data:     fs.String("data", app.DefaultDataDir, "data `directory` whose "+auth.KeyFile+" signs tokens (created, owner-only, when missing); the server's --data"),
+		keyFile:  fs.String("key-file", "", "the signing key ring `file`, when the server has a --token-key-file (default <--data>/"+auth.KeyFile+")"),
 		issuer:   new(string),
 		audience: new(string),
 	}
@@ -60,7 +61,11 @@ func addIssuerFlags(fs *flag.FlagSet, claims bool) issuerFlags {
 }
 
 func (f issuerFlags) open(e *env, maxTTL time.Duration) (*auth.Issuer, error) {
-	return auth.Open(filepath.Join(*f.data, auth.KeyFile), auth.Options{
+	path := *f.keyFile
+	if path == "" {
+		path = filepath.Join(*f.data, auth.KeyFile)
+	}
+	return auth.Open(path, auth.Options{
 		Issuer: *f.issuer, Audience: *f.audience, MaxTTL: maxTTL,
 		Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{
 			// Only what the operator should know: a key was made.

@@ -91,6 +91,21 @@ func TestTokenRotateKeepsOldTokens(t *testing.T) {
 	}
 }
 
+func TestTokenKeyFile(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "keys", "ring.key")
+	code, out, errOut := runCmd(t, "token", "mint", "--key-file", keyFile, "--tenant", "acme", "--agent", "a", "--scopes", "memory:write:agent")
+	if code != exitOK {
+		t.Fatalf("mint: %s", errOut)
+	}
+	iss, err := auth.Open(keyFile, auth.Options{Issuer: defaultIssuer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := iss.Verify(context.Background(), strings.TrimSpace(out)); err != nil {
+		t.Fatalf("a token minted with --key-file: %v", err)
+	}
+}
+
 func TestTokenMintUsage(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	tests := []struct {
