@@ -211,3 +211,4 @@ func SeedMemories(ctx context.Context, s memory.Store, emb memory.Embedder, tena
 	close(errs)
 	return <-errs
 }
+

@@ -164,6 +164,12 @@ func benchMemoryLoad(ctx context.Context, report *memoryBenchReport, opts *bench
 			return err
 		}
 	}
+	// The write gate commits the proposals of write-agent in the
+	// background; let it finish, so the queries measure reads, not reads
+	// racing a flood of commits into the partition they read.
+	if err := drainProposals(ctx, store, 5*time.Minute); err != nil {
+		return err
+	}
 	// The query corpus: agent memories of the caller's partition, grown to
 	// each size in turn. The writes above added some already.
 	p := memory.Partition{Scope: memory.ScopeAgent, Owner: caller.Agent}
@@ -201,6 +207,24 @@ func benchMemoryLoad(ctx context.Context, report *memoryBenchReport, opts *bench
 		}
 	}
 	return nil
+}
+
+// drainProposals waits until no proposal is pending.
+func drainProposals(ctx context.Context, s memory.Store, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		p, err := s.PendingProposals(ctx, 1)
+		if err != nil {
+			return err
+		}
+		if len(p) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the write gate left proposals pending after %v", limit)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // serveLoopback serves h on a free loopback port.
