@@ -211,4 +211,3 @@ func SeedMemories(ctx context.Context, s memory.Store, emb memory.Embedder, tena
 	close(errs)
 	return <-errs
 }
-
