@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	memsvc "novaos.dev/novaos/internal/memory"
 	"strconv"
 	"strings"
 	"time"
@@ -165,6 +166,8 @@ func printEndpoints(e *env, srv *app.Server, token bool) {
 		writes = "writes need the admin token"
 	}
 	fmt.Fprintf(w, "  registry     %s%s (%s)\n", srv.URL(), registry.APIPath, writes)
+	fmt.Fprintf(w, "  memory       %s%s (MCP; an execution token from novaos token mint)\n", srv.URL(), memsvc.Path)
+	fmt.Fprintf(w, "  keys         %s%s\n", srv.URL(), app.JWKSPath)
 	fmt.Fprintf(w, "  health       %s/healthz\n\n", srv.URL())
 	fmt.Fprintln(w, "Press Ctrl-C to stop.")
 }
