@@ -118,19 +118,25 @@ func runBenchA2A(ctx context.Context, args []string, e *env) int {
 		return exitFail
 	}
 	report.Duration, report.Warmup = d.String(), warm.String()
-	if *asJSON {
+	return reportBench(e, "a2a", *asJSON, report, report.Results, func(w io.Writer) { printBenchTable(w, report) })
+}
+
+// reportBench prints a bench's report, as JSON or with table, and fails
+// when any request of results failed.
+func reportBench(e *env, target string, asJSON bool, report any, results []benchResult, table func(io.Writer)) int {
+	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(report); err != nil {
-			fmt.Fprintf(e.stderr, "novaos bench a2a: %v\n", err)
+			fmt.Fprintf(e.stderr, "novaos bench %s: %v\n", target, err)
 			return exitFail
 		}
 	} else {
-		printBenchTable(e.stdout, report)
+		table(e.stdout)
 	}
-	for _, r := range report.Results {
+	for _, r := range results {
 		if r.Errors > 0 {
-			fmt.Fprintf(e.stderr, "novaos bench a2a: %s: %d requests failed; first: %s\n", r.Scenario, r.Errors, r.FirstError)
+			fmt.Fprintf(e.stderr, "novaos bench %s: %s: %d requests failed; first: %s\n", target, r.Scenario, r.Errors, r.FirstError)
 			return exitFail
 		}
 	}

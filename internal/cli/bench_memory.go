@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -85,20 +84,7 @@ func runBenchMemory(ctx context.Context, args []string, e *env) int {
 		}
 		report.LoCoMo = rep
 	}
-	if *asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(report)
-	} else {
-		printMemoryBench(e.stdout, report)
-	}
-	for _, r := range report.Results {
-		if r.Errors > 0 {
-			fmt.Fprintf(e.stderr, "novaos bench memory: %s: %d requests failed; first: %s\n", r.Scenario, r.Errors, r.FirstError)
-			return exitFail
-		}
-	}
-	return exitOK
+	return reportBench(e, "memory", *asJSON, report, report.Results, func(w io.Writer) { printMemoryBench(w, report) })
 }
 
 // benchToken is the bearer token the bench's requests carry.
