@@ -9,8 +9,10 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -327,11 +329,14 @@ func closed(s *jsonschema.Schema) bool {
 }
 
 func join(path, key string) string {
+	if len(key) > 64 {
+		key = strings.ToValidUTF8(key[:64], "") + "…"
+	}
+	if key == "" || strings.ContainsAny(key, ".[]\" \t\n") || !utf8.ValidString(key) {
+		return path + "[" + strconv.Quote(key) + "]"
+	}
 	if path == "" {
 		return key
-	}
-	if strings.ContainsAny(key, ".[] ") {
-		return path + "[" + fmt.Sprintf("%q", key) + "]"
 	}
 	return path + "." + key
 }
