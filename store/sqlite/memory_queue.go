@@ -326,6 +326,13 @@ func (s *MemoryStore) Sweep(ctx context.Context, now time.Time, limit int) (memo
 			{&sw.Proposals, `DELETE FROM memory_proposals WHERE rowid IN (SELECT rowid FROM memory_proposals
 				WHERE status <> 'pending' AND resolved_ms <= ? LIMIT ?)`, []any{ms(now.Add(-memory.StatusRetention)), limit}},
 		}
+		// Memories arrive one small transaction at a time, each adding
+		// a segment to the full-text index; the sweep merges some, so a
+		// search reads few segments (an unmerged 10k-memory index
+		// searched 2x slower) without charging each write for merging.
+		if _, err := tx.Exec(`INSERT INTO memory_fts (memory_fts, rank) VALUES ('merge', ?)`, 16*limit); err != nil {
+			return err
+		}
 		for _, st := range steps {
 			r, err := tx.Exec(st.sql, st.args...)
 			if err != nil {

@@ -53,11 +53,6 @@ CREATE TABLE memory_partitions (
 -- tenant's matches afterwards; terms holds memory.Terms of the content
 -- and tags. The join on memories re-checks the tenant and partition.
 CREATE VIRTUAL TABLE memory_fts USING fts5(part, terms, tokenize = 'unicode61 remove_diacritics 0');
--- Memories arrive one small transaction at a time, each adding a segment
--- to the index; merging as soon as two segments share a level keeps a
--- search reading few segments (the default, 4, left 10k memories 2.5x
--- slower to search than a merged index).
-INSERT INTO memory_fts (memory_fts, rank) VALUES ('automerge', 2);
 
 CREATE TABLE memory_keys (
     tenant     TEXT    NOT NULL,
