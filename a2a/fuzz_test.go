@@ -202,3 +202,70 @@ func FuzzEventReader(f *testing.F) {
 		t.Fatal("reader returned more events than the stream has bytes")
 	})
 }
+
+// FuzzCheckKeys holds CheckKeys to a slow reference built on the standard
+// decoder's token stream: they agree on whether a document is valid JSON
+// and whether any object repeats a key.
+func FuzzCheckKeys(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":1,"a":2}`, `[{"a":{"b":1}},{"a":{"b":1,"b":2}}]`, `{"\u0061":1,"a":2}`, `"x"`, `{"a":[1,2,{"c":null}]}`, `{"a":1}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		err := CheckKeys(data)
+		valid := json.Valid(data)
+		dup := valid && referenceHasDuplicate(t, data)
+		_, isDup := errors.AsType[*DuplicateKeyError](err)
+		switch {
+		case !valid && err == nil:
+			t.Fatalf("CheckKeys accepted invalid JSON %q", data)
+		case valid && dup != isDup:
+			t.Fatalf("CheckKeys(%q) = %v, reference duplicate = %v", data, err, dup)
+		case valid && !dup && err != nil:
+			t.Fatalf("CheckKeys(%q) = %v on a clean document", data, err)
+		}
+	})
+}
+
+func referenceHasDuplicate(t *testing.T, data []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	type frame struct {
+		object bool
+		keys   map[string]bool
+		expect bool // the next string token is a key
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return false
+		}
+		if err != nil {
+			t.Fatalf("reference decoder failed on valid JSON %q: %v", data, err)
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if k, ok := tok.(string); ok && top != nil && top.object && top.expect {
+			if top.keys[k] {
+				return true
+			}
+			top.keys[k] = true
+			top.expect = false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{object: true, keys: map[string]bool{}, expect: true})
+			continue
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		if len(stack) > 0 && stack[len(stack)-1].object {
+			stack[len(stack)-1].expect = true
+		}
+	}
+}

@@ -300,3 +300,41 @@ func TestFieldNamesFoldApart(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckKeys(t *testing.T) {
+	tests := []struct {
+		name, in  string
+		key, path string // "" key: no duplicate
+		syntax    bool
+	}{
+		{name: "clean", in: `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x","arguments":{"a":1,"b":[{"a":1},{"a":2}]}}}`},
+		{name: "top level", in: `{"method":"a","method":"b"}`, key: "method"},
+		{name: "deep", in: `{"params":{"arguments":{"scope":"agent","scope":"user"}}}`, key: "scope", path: "params.arguments"},
+		{name: "in an array", in: `[{"a":1},{"b":1,"b":2}]`, key: "b", path: "[1]"},
+		{name: "escaped spelling", in: `{"id":1,"\u0069d":2}`, key: "id"},
+		{name: "case variants are different keys", in: `{"Method":"a","method":"b"}`},
+		{name: "snake and camel are different keys here", in: `{"context_id":"a","contextId":"b"}`},
+		{name: "scalar", in: `3`},
+		{name: "trailing garbage", in: `{"a":1} x`, syntax: true},
+		{name: "truncated", in: `{"a":`, syntax: true},
+		{name: "bad literal", in: `{"a":tru}`, syntax: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckKeys([]byte(tc.in))
+			dup, isDup := errors.AsType[*DuplicateKeyError](err)
+			switch {
+			case tc.syntax:
+				if _, ok := errors.AsType[*json.SyntaxError](err); !ok {
+					t.Fatalf("err = %v, want a *json.SyntaxError", err)
+				}
+			case tc.key == "":
+				if err != nil {
+					t.Fatalf("err = %v, want nil", err)
+				}
+			case !isDup || dup.Key != tc.key || dup.Path != tc.path:
+				t.Fatalf("err = %v, want duplicate %q at %q", err, tc.key, tc.path)
+			}
+		})
+	}
+}

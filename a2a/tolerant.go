@@ -151,12 +151,7 @@ type pathElem struct {
 }
 
 func normalizeKeys(data []byte) ([]byte, error) {
-	r := &keyRewriter{in: data}
-	err := r.value(modeSchema, 0)
-	if _, ok := err.(*DuplicateKeyError); ok {
-		r = &keyRewriter{in: data, trackPath: true}
-		err = r.value(modeSchema, 0)
-	}
+	r, err := walkKeys(data, modeSchema)
 	if err != nil {
 		return nil, err
 	}
@@ -164,6 +159,33 @@ func normalizeKeys(data []byte) ([]byte, error) {
 		return data, nil
 	}
 	return append(r.out, data[r.last:]...), nil
+}
+
+// walkKeys walks data's keys in mode; a walk that meets a repeated key is
+// done again keeping the path, which only the error needs.
+func walkKeys(data []byte, mode keyMode) (*keyRewriter, error) {
+	r := &keyRewriter{in: data}
+	err := r.value(mode, 0)
+	if _, ok := err.(*DuplicateKeyError); ok {
+		r = &keyRewriter{in: data, trackPath: true}
+		err = r.value(mode, 0)
+	}
+	return r, err
+}
+
+// CheckKeys refuses a JSON document that repeats a key within one object,
+// at any depth, with a *DuplicateKeyError saying where; malformed JSON gets
+// encoding/json's syntax error. It is for JSON that is not A2A's own (MCP
+// requests, service bodies), which encoding/json would read last-wins while
+// another reader keeps the first value. Keys are compared exactly, after
+// unescaping. The cost is linear in len(data).
+func CheckKeys(data []byte) error {
+	if !json.Valid(data) {
+		var scratch any
+		return json.Unmarshal(data, &scratch)
+	}
+	_, err := walkKeys(data, modeOpaque)
+	return err
 }
 
 func (r *keyRewriter) skipSpace() {

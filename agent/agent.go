@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,6 +49,13 @@ type Options struct {
 	PushNotifications    bool
 	SecuritySchemes      map[string]a2a.SecurityScheme
 	SecurityRequirements []a2a.SecurityRequirement
+	// BeforeSkill runs, in order, before every skill handler, outside it:
+	// a retried or resumed turn runs them again, a skill never runs them
+	// twice. A hook prepares what the skill will read (memory's pre-fetch
+	// is one: memory.Prefetch) and returns the context the handler gets
+	// (derive it from c with context.WithValue), or nil to leave it. A
+	// hook that fails logs and returns nil: the skill runs regardless.
+	BeforeSkill []func(c *Context) context.Context
 	// MaskOutputPII masks emails, phone numbers, SSNs, card numbers and IP
 	// addresses (package pii) in everything the agent writes to a task:
 	// results, messages, artifacts and metadata. Off by default because an

@@ -1,9 +1,15 @@
 package agent
 
 import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+
 	"context"
 	"errors"
 	"log/slog"
+	"novaos.dev/novaos/a2a/hitl"
 	"slices"
 	"sync"
 
@@ -32,6 +38,61 @@ type Context struct {
 	log     *slog.Logger
 
 	tel telemetry // extension data reported for the result (conventions.go)
+
+	writes   atomic.Int64 // WriteKey's ordinal
+	eventsMu sync.Mutex
+	events   []map[string]any // platform events held for the final message
+}
+
+// WriteKey returns the idempotency key of this execution's next platform
+// write: "<IdempotencyKey>:<n>", n counting 1, 2, … per execution, so a
+// retried execution that makes the same writes in the same order sends the
+// same keys, which the platform deduplicates, and no two writes of one
+// execution collide. "" when the platform gave no idempotency key.
+func (c *Context) WriteKey() string {
+	n := c.writes.Add(1)
+	if c.pc.IdempotencyKey == "" {
+		return ""
+	}
+	return c.pc.IdempotencyKey + ":" + strconv.FormatInt(n, 10)
+}
+
+// PlatformEvent reports a platform event (such as memory.assembled) to the
+// caller: on a streaming request at once, as a WORKING status update whose
+// message carries it in a platform part (tagged PlatformMediaType) under
+// "events"; otherwise it is held and folded into the final message's
+// platform part. fields must encode as JSON; "event" is set to name.
+func (c *Context) PlatformEvent(name string, fields map[string]any) error {
+	ev := make(map[string]any, len(fields)+1)
+	for k, v := range fields {
+		ev[k] = v
+	}
+	ev["event"] = name
+	if _, err := json.Marshal(ev); err != nil {
+		return fmt.Errorf("agent: platform event %s: %w", name, err)
+	}
+	if c.Streaming() && !c.up.Closed() {
+		msg := a2a.NewMessage(a2a.RoleAgent, eventsPart([]map[string]any{ev}))
+		msg.TaskID, msg.ContextID = c.up.TaskID(), c.up.ContextID()
+		return c.up.UpdateStatus(c.Context, a2a.TaskStateWorking, msg)
+	}
+	c.eventsMu.Lock()
+	c.events = append(c.events, ev)
+	c.eventsMu.Unlock()
+	return nil
+}
+
+func (c *Context) heldEvents() []map[string]any {
+	c.eventsMu.Lock()
+	defer c.eventsMu.Unlock()
+	return c.events
+}
+
+// eventsPart is the platform part carrying events.
+func eventsPart(events []map[string]any) a2a.Part {
+	// PlatformEvent checked that every event encodes.
+	p, _ := hitl.TaggedDataPart(map[string]any{"events": events}, PlatformMediaType)
+	return p
 }
 
 // Input returns the text of the caller's message (text parts joined by

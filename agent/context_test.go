@@ -332,3 +332,29 @@ func TestLoggerBinding(t *testing.T) {
 func slogJSON(w *bytes.Buffer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, nil))
 }
+
+func TestMemoryBudgetParsing(t *testing.T) {
+	tests := []struct {
+		name string
+		in   any
+		want *MemoryBudget
+	}{
+		{"absent", nil, nil},
+		{"given", map[string]any{"token_budget": 2000.0, "latency_budget_ms": 300.0}, &MemoryBudget{2000, 300}},
+		{"empty object takes the defaults", map[string]any{}, &MemoryBudget{DefaultMemoryTokenBudget, DefaultMemoryLatencyBudgetMS}},
+		{"bad values take the defaults", map[string]any{"token_budget": -5.0, "latency_budget_ms": 1.5}, &MemoryBudget{DefaultMemoryTokenBudget, DefaultMemoryLatencyBudgetMS}},
+		{"strings are not numbers", map[string]any{"token_budget": "100"}, &MemoryBudget{DefaultMemoryTokenBudget, DefaultMemoryLatencyBudgetMS}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := map[string]any{"run_id": "r"}
+			if tt.in != nil {
+				m["memory_budget"] = tt.in
+			}
+			pc, _ := ParsePlatformContext(map[string]any{ContextMetadataKey: m})
+			if (pc.MemoryBudget == nil) != (tt.want == nil) || pc.MemoryBudget != nil && *pc.MemoryBudget != *tt.want {
+				t.Fatalf("MemoryBudget = %+v, want %+v", pc.MemoryBudget, tt.want)
+			}
+		})
+	}
+}

@@ -72,6 +72,11 @@ func (a *Agent) Execute(ctx context.Context, req *a2asrv.RequestContext, u a2asr
 			return err
 		}
 	}
+	for _, hook := range a.opts.BeforeSkill {
+		if hctx := hook(c); hctx != nil {
+			c.Context = hctx
+		}
+	}
 	res, err := a.call(c)
 	return a.finish(c, res, err)
 }
@@ -198,6 +203,14 @@ func (a *Agent) finish(c *Context, res Result, herr error) error {
 		state = a2a.TaskStateFailed
 	}
 	art = c.withTelemetry(art, msg)
+	if events := c.heldEvents(); len(events) > 0 {
+		// A non-streaming caller gets the platform events the execution
+		// raised in the final message's platform part.
+		if msg == nil {
+			msg = a2a.NewMessage(a2a.RoleAgent)
+		}
+		msg.Parts = append(msg.Parts, eventsPart(events))
+	}
 	if art != nil {
 		if err := up.AddArtifact(ctx, *art); err != nil {
 			return err

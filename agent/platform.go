@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 )
 
@@ -45,6 +46,10 @@ type PlatformContext struct {
 	// GatewayURL is the platform's base URL, where the agent calls its
 	// services (memory, tools) with Context.Execution's token.
 	GatewayURL string `json:"gateway_url,omitempty"`
+	// MemoryBudget is the memory pre-fetch budget the platform attaches to
+	// the requests of an agent that declared the memory capability (seed
+	// 000's memory_budget); nil when it did not.
+	MemoryBudget *MemoryBudget `json:"memory_budget,omitempty"`
 	// History holds the conversation's earlier turns, oldest first.
 	History      []ConversationTurn `json:"history,omitempty"`
 	Config       map[string]any     `json:"config,omitempty"`
@@ -116,6 +121,7 @@ func platformFromMap(m map[string]any) PlatformContext {
 		IdempotencyKey: str(m, "idempotency_key", "idempotencyKey"),
 		ConversationID: str(m, "conversation_id", "conversationId"),
 		GatewayURL:     str(m, "gateway_url", "gatewayUrl"),
+		MemoryBudget:   memoryBudget(obj(m, "memory_budget", "memoryBudget")),
 		History:        turns(m["history"]),
 		Config:         obj(m, "config"),
 		OutputSchema:   obj(m, "output_schema", "outputSchema"),
@@ -201,3 +207,42 @@ func isLowerHex(s string) bool {
 }
 
 func allZero(s string) bool { return strings.Trim(s, "0") == "" }
+
+// MemoryBudget bounds the memory pre-fetch: the assembled context's size
+// in tokens and the time the memory service may take.
+type MemoryBudget struct {
+	TokenBudget     int `json:"token_budget"`
+	LatencyBudgetMS int `json:"latency_budget_ms"`
+}
+
+// Defaults of a memory budget whose fields are missing (seed 002).
+const (
+	DefaultMemoryTokenBudget     = 4000
+	DefaultMemoryLatencyBudgetMS = 800
+)
+
+// memoryBudget reads a memory_budget object: missing or non-positive
+// fields take the defaults; no object is no budget.
+func memoryBudget(m map[string]any) *MemoryBudget {
+	if m == nil {
+		return nil
+	}
+	b := &MemoryBudget{TokenBudget: DefaultMemoryTokenBudget, LatencyBudgetMS: DefaultMemoryLatencyBudgetMS}
+	if n, ok := positiveInt(m["token_budget"]); ok {
+		b.TokenBudget = n
+	}
+	if n, ok := positiveInt(m["latency_budget_ms"]); ok {
+		b.LatencyBudgetMS = n
+	}
+	return b
+}
+
+// positiveInt reads a JSON number that is a positive whole number small
+// enough for an int32.
+func positiveInt(v any) (int, bool) {
+	f, ok := v.(float64)
+	if !ok || f < 1 || f > math.MaxInt32 || f != math.Trunc(f) {
+		return 0, false
+	}
+	return int(f), true
+}

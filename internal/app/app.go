@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"novaos.dev/novaos/internal/auth"
+	memsvc "novaos.dev/novaos/internal/memory"
 	"os"
 	"path/filepath"
 	"strings"
@@ -125,6 +127,10 @@ type Options struct {
 	// whose Host is not one of its names gets 421; setting AllowHosts
 	// checks Host whatever the listen address.
 	AllowHosts []string
+	// Token configures the execution tokens the server signs and accepts.
+	Token TokenOptions
+	// Memory configures the memory service at /api/v1/mcp.
+	Memory MemoryOptions
 	// CORSOrigins are the browser origins (scheme://host[:port]) given
 	// CORS access; none by default. Writes carrying any other Origin than
 	// these and the server's own get 403.
@@ -154,6 +160,11 @@ type Server struct {
 
 	sweeperStop context.CancelFunc // recover.go
 	sweeperDone chan struct{}
+
+	issuer     *auth.Issuer    // memory.go
+	memory     *memsvc.Service // nil when no memory store
+	memoryStop context.CancelFunc
+	memoryDone chan struct{}
 }
 
 // Agent is what the server hosts at /agents/{name}: an executor and the

@@ -13,9 +13,9 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/url"
+	"novaos.dev/novaos/internal/keyfile"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 
@@ -97,22 +97,31 @@ func (s *pushSealer) key(create bool) (cipher.AEAD, error) {
 // line. A file open to group or others is made owner-only, or a warning
 // says it could not be.
 func (s *pushSealer) read() ([]byte, error) {
-	b, err := os.ReadFile(s.path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, err
+	b, err := keyfile.Read(s.path)
+	if modeErr, ok := errors.AsType[*keyfile.ModeError](err); ok {
+		if cerr := os.Chmod(s.path, 0o600); cerr != nil {
+			s.log.Warn("app: the push key file is readable by other users and its mode could not be tightened",
+				"file", s.path, "mode", modeErr.Mode.Perm().String(), "err", cerr)
+		} else {
+			s.log.Info("app: tightened the push key file's mode to 0600", "file", s.path, "was", modeErr.Mode.Perm().String())
 		}
+		b, err = keyfile.Read(s.path)
+		if _, still := errors.AsType[*keyfile.ModeError](err); still {
+			b, err = readLoose(s.path)
+		}
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, err
+	case errors.Is(err, keyfile.ErrEmpty):
+		// Keys are linked into place whole, so an empty file holds no
+		// key and nothing was sealed with it. Not replaced here: the
+		// operator may have meant to put a key there.
+		return nil, fmt.Errorf("%w: key file %s is empty; remove it to have a new key created, or write the key into it", errPushKey, s.path)
+	case err != nil:
 		return nil, fmt.Errorf("%w: read key file: %w", errPushKey, err)
 	}
 	text := strings.TrimSpace(string(b))
-	if text == "" {
-		// Keys are linked into place whole, so an empty file is not a
-		// creator still writing: it holds no key (a crash while a version
-		// that wrote the file in place created it), and nothing was
-		// sealed with it. Not replaced here: the operator may have meant
-		// to put a key there.
-		return nil, fmt.Errorf("%w: key file %s is empty; remove it to have a new key created, or write the key into it", errPushKey, s.path)
-	}
 	var raw []byte
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
 		if raw, err = enc.DecodeString(text); err == nil {
@@ -123,68 +132,38 @@ func (s *pushSealer) read() ([]byte, error) {
 		// Neither the bytes nor their length: the file is a secret.
 		return nil, fmt.Errorf("%w: key file %s: want 32 bytes in base64 on one line (openssl rand -base64 32)", errPushKey, s.path)
 	}
-	if fi, err := os.Stat(s.path); err == nil && fi.Mode().Perm()&0o077 != 0 && runtime.GOOS != "windows" {
-		if err := os.Chmod(s.path, 0o600); err != nil {
-			s.log.Warn("app: the push key file is readable by other users and its mode could not be tightened",
-				"file", s.path, "mode", fi.Mode().Perm().String(), "err", err)
-		} else {
-			s.log.Info("app: tightened the push key file's mode to 0600", "file", s.path, "was", fi.Mode().Perm().String())
-		}
-	}
 	return raw, nil
 }
 
-// create writes a new random key, owner-only, in an owner-only directory.
-// The key is written and synced under a temporary name and then linked to
-// its own, which fails if the name exists: a reader never sees a partial
-// file, a crash leaves at most a stray temporary file, and two processes
-// racing to create it both end up with the one that was linked first.
-func (s *pushSealer) create() ([]byte, error) {
-	dir := filepath.Dir(s.path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("%w: key directory: %w", errPushKey, err)
+// readLoose reads a key file whose mode could not be tightened (the
+// warning above says so): the key is still the key.
+func readLoose(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err == nil && strings.TrimSpace(string(b)) == "" {
+		return nil, keyfile.ErrEmpty
 	}
+	return b, err
+}
+
+// create writes a new random key, owner-only, in an owner-only directory,
+// linked into place whole (keyfile.Create): a reader never sees a partial
+// file, and of two processes racing to create it both end up with the one
+// linked first.
+func (s *pushSealer) create() ([]byte, error) {
 	raw := make([]byte, 32)
 	rand.Read(raw)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(s.path)+".*.tmp") // 0600
-	if err != nil {
-		return nil, fmt.Errorf("%w: create key file: %w", errPushKey, err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // once linked, the key lives on under its own name
-	_, err = f.WriteString(base64.StdEncoding.EncodeToString(raw) + "\n")
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: write key file: %w", errPushKey, err)
-	}
-	if err := os.Link(tmp, s.path); err != nil {
+	if err := keyfile.Create(s.path, []byte(base64.StdEncoding.EncodeToString(raw)+"\n")); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return s.read()
 		}
-		return nil, fmt.Errorf("%w: link key file into place: %w", errPushKey, err)
+		return nil, fmt.Errorf("%w: create key file: %w", errPushKey, err)
 	}
-	syncDir(dir)
 	if s.shared {
 		s.log.Warn("app: created a new push credential key; every replica on this database must use this same key file (--push-key-file), or it cannot deliver the others' webhooks", "file", s.path)
 	} else {
 		s.log.Info("app: created the push credential key", "file", s.path)
 	}
 	return raw, nil
-}
-
-// syncDir makes a new name in dir durable where the system allows it
-// (not on Windows, where a directory does not open for syncing); a key
-// lost to a crash just after is made again, and nothing was sealed yet.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
 }
 
 // pushAAD is the additional data a secret is sealed under: every field

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -102,19 +101,19 @@ type service struct {
 }
 
 // services lists what the server mounts: the hosted agents, the JWKS of
-// the card key, the agent registry and its seed 000 shape, health and the
-// index. It runs under s.mu with s.baseURL set.
+// the token and card keys, the memory service, the agent registry and its
+// seed 000 shape, health and the index. It runs under s.mu with s.baseURL set.
 func (s *Server) services(ctx context.Context) ([]service, error) {
 	out, err := s.agentServices()
 	if err != nil {
 		return nil, err
 	}
-	if s.opts.CardKey != nil {
-		jwks, err := s.jwksService()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, jwks)
+	if err := s.openIssuer(); err != nil {
+		return nil, fmt.Errorf("app: token keys: %w", err)
+	}
+	out = append(out, s.jwksService())
+	if mem, ok := s.memoryService(); ok {
+		out = append(out, mem)
 	}
 	reg, err := s.registryServices(ctx)
 	if err != nil {
@@ -169,19 +168,6 @@ func (s *Server) agentServices() ([]service, error) {
 			handler: http.StripPrefix(agentPath(a.name), h)})
 	}
 	return out, nil
-}
-
-// jwksService publishes the card key's public half.
-func (s *Server) jwksService() (service, error) {
-	jwks, err := json.Marshal(cardsig.NewKeySet(s.opts.CardKey))
-	if err != nil {
-		return service{}, fmt.Errorf("app: card key: %w", err)
-	}
-	return service{name: "jwks", patterns: []string{"GET " + JWKSPath}, handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/jwk-set+json")
-		w.Header().Set("Cache-Control", "max-age=300")
-		w.Write(jwks)
-	})}, nil
 }
 
 // guardOptions builds the Guard in front of every handler for a server
@@ -353,6 +339,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	} else {
 		close(s.done)
 	}
+	// After the requests it serves, before the database it writes closes.
+	s.stopMemory()
 	if s.db != nil {
 		if err := s.db.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("app: close database: %w", err))

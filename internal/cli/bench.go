@@ -38,6 +38,8 @@ func runBench(ctx context.Context, args []string, e *env) int {
 	switch args[0] {
 	case "a2a":
 		return runBenchA2A(ctx, args[1:], e)
+	case "memory":
+		return runBenchMemory(ctx, args[1:], e)
 	}
 	fmt.Fprintf(e.stderr, "novaos bench: unknown target %q\n", args[0])
 	benchUsage(e.stderr)
@@ -48,7 +50,9 @@ func benchUsage(w io.Writer) {
 	fmt.Fprintln(w, "Usage: novaos bench <target> [flags]")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Targets:")
-	fmt.Fprintln(w, "  a2a   A2A SendMessage and SendStreamingMessage to the echo agent, against a bare net/http JSON echo")
+	fmt.Fprintln(w, "  a2a     A2A SendMessage and SendStreamingMessage to the echo agent, against a bare net/http JSON echo")
+	fmt.Fprintln(w, "  memory  memory writes, queries and assembles over MCP on SQLite at growing corpus sizes, against the same echo;")
+	fmt.Fprintln(w, "          --locomo FILE scores retrieval quality on LoCoMo")
 }
 
 // benchReport is the --json output.
@@ -114,19 +118,25 @@ func runBenchA2A(ctx context.Context, args []string, e *env) int {
 		return exitFail
 	}
 	report.Duration, report.Warmup = d.String(), warm.String()
-	if *asJSON {
+	return reportBench(e, "a2a", *asJSON, report, report.Results, func(w io.Writer) { printBenchTable(w, report) })
+}
+
+// reportBench prints a bench's report, as JSON or with table, and fails
+// when any request of results failed.
+func reportBench(e *env, target string, asJSON bool, report any, results []benchResult, table func(io.Writer)) int {
+	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(report); err != nil {
-			fmt.Fprintf(e.stderr, "novaos bench a2a: %v\n", err)
+			fmt.Fprintf(e.stderr, "novaos bench %s: %v\n", target, err)
 			return exitFail
 		}
 	} else {
-		printBenchTable(e.stdout, report)
+		table(e.stdout)
 	}
-	for _, r := range report.Results {
+	for _, r := range results {
 		if r.Errors > 0 {
-			fmt.Fprintf(e.stderr, "novaos bench a2a: %s: %d requests failed; first: %s\n", r.Scenario, r.Errors, r.FirstError)
+			fmt.Fprintf(e.stderr, "novaos bench %s: %s: %d requests failed; first: %s\n", target, r.Scenario, r.Errors, r.FirstError)
 			return exitFail
 		}
 	}
@@ -219,7 +229,7 @@ func startCPUProfile(path string) (stop func(), err error) {
 }
 
 func printBenchTable(w io.Writer, r *benchReport) {
-	fmt.Fprintf(w, "novaos bench %s: %d clients, %s each after %s warm-up, %s, %d CPUs, loopback, %s task store\n\n",
+	fmt.Fprintf(w, "novaos bench %s: %d clients, %s each after %s warm-up, %s, %d CPUs, loopback, %s store\n\n",
 		r.Target, r.Concurrency, r.Duration, r.Warmup, r.GoVersion, r.CPUs, storeLabel(r.Store))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\treq/s\tp50\tp99\tmax\terrors\tpeak RSS\tvs baseline\t")
@@ -234,7 +244,9 @@ func printBenchTable(w io.Writer, r *benchReport) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "send: SendMessage to /agents/echo; stream: SendStreamingMessage read to its end;")
+	if r.Target == "a2a" {
+		fmt.Fprintln(w, "send: SendMessage to /agents/echo; stream: SendStreamingMessage read to its end;")
+	}
 	fmt.Fprintln(w, "baseline: the same body through a bare net/http JSON echo. RSS is the whole process (servers and load generator).")
 }
 

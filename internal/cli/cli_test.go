@@ -288,7 +288,7 @@ func TestBenchTableOneScenario(t *testing.T) {
 	if len(row) != 8 || row[5] != "0" || row[7] != "-" || row[1] == "0" {
 		t.Errorf("send row %q in\n%s", row, out)
 	}
-	if !strings.Contains(out.String(), "req/s") || !strings.Contains(out.String(), "sqlite task store") {
+	if !strings.Contains(out.String(), "req/s") || !strings.Contains(out.String(), "sqlite store") {
 		t.Errorf("no table header or store:\n%s", out)
 	}
 }

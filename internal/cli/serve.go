@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	memsvc "novaos.dev/novaos/internal/memory"
 	"strconv"
 	"strings"
 	"time"
@@ -43,8 +44,12 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	pushKeyFile := fs.String("push-key-file", "", "`file` with the key push credentials are sealed with at rest (32 bytes, base64); created owner-only when missing (default <--data>/"+app.PushKeyFile+"; with PostgreSQL give every replica the same file)")
 	tokenFile := fs.String("admin-token-file", "", "`file` holding the admin token that writes to the registry (POST/PUT/DELETE "+registry.APIPath+") must send as \"Authorization: Bearer <token>\"; default $"+EnvAdminToken+", else only clients on this machine may write")
 	lim := limitFlags(fs)
+	plat := platformFlags(fs)
 	if code, ok := parse(fs, args); !ok {
 		return code
+	}
+	if msg := plat.check(); msg != "" {
+		return usageError(fs, "%s", msg)
 	}
 	for _, h := range allowHosts {
 		if !validHostSuffix(h) {
@@ -71,6 +76,11 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		return exitFail
 	}
 	token, err := serverAdminToken(*tokenFile, e)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "novaos serve: %v\n", err)
+		return exitFail
+	}
+	memOpts, err := plat.memory()
 	if err != nil {
 		fmt.Fprintf(e.stderr, "novaos serve: %v\n", err)
 		return exitFail
@@ -103,6 +113,8 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		CORSOrigins:           lim.corsOrigins,
 		LeaseHeartbeat:        *leaseBeat,
 		LeaseExpiry:           *leaseExpiry,
+		Token:                 plat.token(),
+		Memory:                memOpts,
 	})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "novaos serve: %v\n", err)
@@ -154,6 +166,8 @@ func printEndpoints(e *env, srv *app.Server, token bool) {
 		writes = "writes need the admin token"
 	}
 	fmt.Fprintf(w, "  registry     %s%s (%s)\n", srv.URL(), registry.APIPath, writes)
+	fmt.Fprintf(w, "  memory       %s%s (MCP; an execution token from novaos token mint)\n", srv.URL(), memsvc.Path)
+	fmt.Fprintf(w, "  keys         %s%s\n", srv.URL(), app.JWKSPath)
 	fmt.Fprintf(w, "  health       %s/healthz\n\n", srv.URL())
 	fmt.Fprintln(w, "Press Ctrl-C to stop.")
 }

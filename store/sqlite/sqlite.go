@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"time"
 
 	"modernc.org/sqlite" // registers the "sqlite" driver
@@ -48,6 +49,8 @@ type DB struct {
 
 	instance string        // this handle's lease id, recorded on every task write
 	lease    *lease.Keeper // renews it (leases.go)
+
+	vecs vectorCache // memory vectors by partition (memory_vectors.go)
 }
 
 // Open opens or creates the database file at path (its directory must
@@ -116,7 +119,7 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	db.r = r
-	if db.wr, err = startWriter(ctx, w, preparedWrites); err != nil {
+	if db.wr, err = startWriter(ctx, w, slices.Concat(preparedWrites, memoryWrites)); err != nil {
 		w.Close()
 		r.Close()
 		return nil, err

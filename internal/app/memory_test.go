@@ -1,0 +1,103 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"novaos.dev/novaos/a2a/cardsig"
+	"novaos.dev/novaos/identity"
+	"novaos.dev/novaos/internal/app"
+	"novaos.dev/novaos/internal/auth"
+	"novaos.dev/novaos/memory"
+	"novaos.dev/novaos/resilience"
+	"novaos.dev/novaos/secret"
+)
+
+// The server verifies the tokens it signs at the memory service, and
+// publishes their keys beside the card key.
+func TestMemoryServiceBehindTokens(t *testing.T) {
+	cardKey, err := cardsig.GenerateKey("EdDSA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := start(t, &app.Options{DataDir: t.TempDir(), CardKey: cardKey})
+	ctx := context.Background()
+
+	// JWKS: the token key and the card key, cacheable.
+	resp, err := http.Get(srv.URL() + app.JWKSPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var set struct {
+		Keys []struct {
+			Kid string `json:"kid"`
+			D   string `json:"d"`
+		} `json:"keys"`
+	}
+	json.NewDecoder(resp.Body).Decode(&set)
+	resp.Body.Close()
+	kids := map[string]bool{}
+	for _, k := range set.Keys {
+		kids[k.Kid] = true
+		if k.D != "" {
+			t.Fatal("the JWKS publishes a private key")
+		}
+	}
+	if !kids[srv.Issuer().KeyID()] || !kids[cardKey.KeyID()] || !strings.Contains(resp.Header.Get("Cache-Control"), "max-age") {
+		t.Fatalf("JWKS kids %v (Cache-Control %q): want the token key %s and the card key %s", kids, resp.Header.Get("Cache-Control"), srv.Issuer().KeyID(), cardKey.KeyID())
+	}
+
+	// No token, another issuer's token: 401. The server's own: served.
+	anon, _ := memory.NewClient(srv.URL(), secret.New("not-a-jwt"), &memory.ClientOptions{Retry: &resilience.Policy{}})
+	if _, err := anon.Query(ctx, &memory.QueryRequest{Scope: memory.ScopeRun, Query: "x"}); status(err) != http.StatusUnauthorized {
+		t.Fatalf("malformed token: %v, want 401", err)
+	}
+	other, err := auth.Open("", auth.Options{Issuer: "https://elsewhere.example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := identity.Claims{TenantID: "acme", AgentID: "support", UserID: "u1", RunID: "r1",
+		Scopes: []string{"memory:read:*", "memory:write:run"}}
+	foreign, _ := other.Mint(ctx, claims, time.Minute)
+	fc, _ := memory.NewClient(srv.URL(), secret.New(foreign), &memory.ClientOptions{Retry: &resilience.Policy{}})
+	if _, err := fc.Query(ctx, &memory.QueryRequest{Scope: memory.ScopeRun, Query: "x"}); status(err) != http.StatusUnauthorized {
+		t.Fatalf("another issuer's token: %v, want 401", err)
+	}
+	own, err := srv.Issuer().Mint(ctx, claims, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := memory.NewClient(srv.URL(), secret.New(own), &memory.ClientOptions{Retry: &resilience.Policy{}})
+	w, err := c.Write(ctx, &memory.WriteRequest{Scope: memory.ScopeRun, Content: "The deploy is at noon."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := c.Query(ctx, &memory.QueryRequest{Scope: memory.ScopeRun, Query: "deploy"})
+	if err != nil || len(q.Items) != 1 || q.Items[0].MemoryID != w.MemoryID {
+		t.Fatalf("query = %+v, %v", q, err)
+	}
+	// The same agent and run in another tenant sees nothing.
+	claims.TenantID = "globex"
+	tok2, _ := srv.Issuer().Mint(ctx, claims, time.Minute)
+	c2, _ := memory.NewClient(srv.URL(), secret.New(tok2), &memory.ClientOptions{Retry: &resilience.Policy{}})
+	if q, err := c2.Query(ctx, &memory.QueryRequest{Scope: memory.ScopeRun, Query: "deploy"}); err != nil || len(q.Items) != 0 {
+		t.Fatalf("another tenant read %+v, %v", q, err)
+	}
+	// A scope the token lacks is 403.
+	if _, err := c.Write(ctx, &memory.WriteRequest{Scope: memory.ScopeAgent, Content: "x y z"}); status(err) != http.StatusForbidden {
+		t.Fatalf("write without memory:write:agent: %v, want 403", err)
+	}
+}
+
+func status(err error) int {
+	var e *memory.Error
+	if errors.As(err, &e) {
+		return e.Status
+	}
+	return 0
+}

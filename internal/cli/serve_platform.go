@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"novaos.dev/novaos/identity"
+	"novaos.dev/novaos/internal/app"
+	"novaos.dev/novaos/internal/auth"
+	"novaos.dev/novaos/internal/keyfile"
+	memsvc "novaos.dev/novaos/internal/memory"
+	"novaos.dev/novaos/internal/modelapi"
+	"novaos.dev/novaos/secret"
+)
+
+// platformFlagSet holds serve's flags for the platform services:
+// execution tokens and the memory service.
+type platformFlagSet struct {
+	tokenIssuer, tokenAudience, tokenKeyFile             *string
+	tokenTTL, tokenMaxTTL, tokenLeeway, tokenKeyLifetime *time.Duration
+
+	memMaxBody                           byteSize
+	scratchTTL, maxScratchTTL            *time.Duration
+	consolidateEvery                     *time.Duration
+	hintAttempts                         *int
+	embedURL, embedModel, embedKeyFile   *string
+	embedDims                            *int
+	extractURL, extractModel, extractKey *string
+	modelTimeout                         *time.Duration
+}
+
+func platformFlags(fs *flag.FlagSet) *platformFlagSet {
+	p := &platformFlagSet{memMaxBody: byteSize{n: memsvc.DefaultMaxBodyBytes}}
+	p.tokenIssuer = fs.String("token-issuer", "", "`iss` of the execution tokens the server signs and accepts (default: the server's base URL, --public-url or else the listen address)")
+	p.tokenAudience = fs.String("token-audience", identity.DefaultAudience, "`aud` of the tokens the server signs and accepts")
+	p.tokenTTL = fs.Duration("token-ttl", auth.DefaultTTL, "lifetime of a token the platform mints without one asked")
+	p.tokenMaxTTL = fs.Duration("token-max-ttl", auth.DefaultMaxTTL, "longest token lifetime signed; a rotated-out key stays published this long (plus --token-leeway)")
+	p.tokenLeeway = fs.Duration("token-leeway", identity.DefaultLeeway, "clock skew allowed on a token's exp, nbf and iat")
+	p.tokenKeyFile = fs.String("token-key-file", "", "`file` of the token signing key ring (Ed25519, owner-only, created when missing; default <--data>/"+app.TokenKeyFile+"); replicas that verify each other's tokens share one")
+	p.tokenKeyLifetime = fs.Duration("token-key-lifetime", 0, "age at which the server rotates its signing key itself (0: only on novaos token rotate)")
+
+	fs.Var(&p.memMaxBody, "memory-max-body-bytes", "largest request body `size` of the memory service ("+"/api/v1/mcp); a larger one gets 413")
+	p.scratchTTL = fs.Duration("memory-scratch-ttl", memsvc.DefaultScratchTTL, "lifetime of a run or task memory written without ttl_seconds")
+	p.maxScratchTTL = fs.Duration("memory-max-scratch-ttl", memsvc.DefaultMaxScratchTTL, "longest ttl_seconds a run or task memory may ask for")
+	p.consolidateEvery = fs.Duration("memory-consolidate-every", memsvc.DefaultConsolidateEvery, "how often the consolidation worker turns pending hints into user memories")
+	p.hintAttempts = fs.Int("memory-hint-attempts", memsvc.DefaultHintAttempts, "failed extractions after which a hint is dead-lettered")
+	p.embedURL = fs.String("embedding-url", "", "base `URL` of an OpenAI-compatible embeddings API (https://api.openai.com/v1, http://127.0.0.1:11434/v1); default: the built-in lexical embedder, no model")
+	p.embedModel = fs.String("embedding-model", "", "embedding `model` name (with --embedding-url)")
+	p.embedKeyFile = fs.String("embedding-key-file", "", "`file` holding the embeddings API key (owner-only)")
+	p.embedDims = fs.Int("embedding-dims", 0, "ask the embedding model for vectors of this width (0: the model's own)")
+	p.extractURL = fs.String("extractor-url", "", "base `URL` of an OpenAI-compatible chat completions API that turns hints into facts; default: the built-in sentence splitter, no model")
+	p.extractModel = fs.String("extractor-model", "", "chat `model` name (with --extractor-url)")
+	p.extractKey = fs.String("extractor-key-file", "", "`file` holding the chat API key (owner-only)")
+	p.modelTimeout = fs.Duration("model-timeout", modelapi.DefaultTimeout, "time one call to an embedding or chat model may take")
+	return p
+}
+
+// check reports a flag combination that cannot work.
+func (p *platformFlagSet) check() string {
+	switch {
+	case *p.tokenTTL <= 0 || *p.tokenMaxTTL <= 0 || *p.tokenTTL > *p.tokenMaxTTL:
+		return "--token-ttl and --token-max-ttl must be positive, --token-ttl at most --token-max-ttl"
+	case *p.tokenLeeway < 0 || *p.tokenKeyLifetime < 0:
+		return "--token-leeway and --token-key-lifetime must not be negative"
+	case p.memMaxBody.n <= 0:
+		return "--memory-max-body-bytes must be positive"
+	case *p.scratchTTL < memsvc.MinTTL || *p.maxScratchTTL < *p.scratchTTL:
+		return "--memory-scratch-ttl must be at least 1s and at most --memory-max-scratch-ttl"
+	case *p.consolidateEvery <= 0 || *p.hintAttempts < 1 || *p.modelTimeout <= 0:
+		return "--memory-consolidate-every and --model-timeout must be positive, --memory-hint-attempts at least 1"
+	case (*p.embedURL == "") != (*p.embedModel == ""):
+		return "--embedding-url and --embedding-model go together"
+	case (*p.extractURL == "") != (*p.extractModel == ""):
+		return "--extractor-url and --extractor-model go together"
+	case *p.embedDims < 0:
+		return "--embedding-dims must not be negative"
+	}
+	for _, u := range []string{*p.embedURL, *p.extractURL} {
+		if u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			return "--embedding-url and --extractor-url must be http:// or https:// URLs"
+		}
+	}
+	return ""
+}
+
+func (p *platformFlagSet) token() app.TokenOptions {
+	return app.TokenOptions{Issuer: *p.tokenIssuer, Audience: *p.tokenAudience, TTL: *p.tokenTTL, MaxTTL: *p.tokenMaxTTL,
+		Leeway: *p.tokenLeeway, KeyFile: *p.tokenKeyFile, KeyLifetime: *p.tokenKeyLifetime}
+}
+
+// memory builds the memory service's options, reading the model API keys.
+func (p *platformFlagSet) memory() (app.MemoryOptions, error) {
+	o := app.MemoryOptions{MaxBodyBytes: p.memMaxBody.n, Service: memsvc.Options{
+		ScratchTTL: *p.scratchTTL, MaxScratchTTL: *p.maxScratchTTL, ConsolidateEvery: *p.consolidateEvery, HintAttempts: *p.hintAttempts,
+	}}
+	mo := modelapi.Options{Timeout: *p.modelTimeout}
+	if *p.embedURL != "" {
+		key, err := readAPIKey(*p.embedKeyFile, "--embedding-key-file")
+		if err != nil {
+			return o, err
+		}
+		o.Service.Embedder = modelapi.NewEmbedder(*p.embedURL, *p.embedModel, key, &modelapi.EmbedderOptions{Options: mo, Dims: *p.embedDims})
+	}
+	if *p.extractURL != "" {
+		key, err := readAPIKey(*p.extractKey, "--extractor-key-file")
+		if err != nil {
+			return o, err
+		}
+		o.Service.Extractor = memsvc.ModelExtractor{Model: modelapi.NewExtractor(*p.extractURL, *p.extractModel, key, &mo)}
+	}
+	return o, nil
+}
+
+// readAPIKey reads a model API key from an owner-only file; no file means
+// no key (a local model server).
+func readAPIKey(path, flagName string) (secret.Value, error) {
+	if path == "" {
+		return secret.Value{}, nil
+	}
+	b, err := keyfile.Read(path)
+	if err != nil {
+		return secret.Value{}, fmt.Errorf("%s: %w", flagName, err)
+	}
+	return secret.New(strings.TrimSpace(string(b))), nil
+}

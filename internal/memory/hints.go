@@ -1,0 +1,198 @@
+package memory
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"novaos.dev/novaos/internal/modelapi"
+	mem "novaos.dev/novaos/memory"
+)
+
+// A Fact is one memory an Extractor draws from a hint.
+type Fact struct {
+	Content string
+	Type    mem.Type
+	Tags    []string
+}
+
+// An Extractor turns a consolidation hint into user facts. It may find
+// none (nothing worth remembering); an error means try again later.
+type Extractor interface {
+	Extract(ctx context.Context, h *mem.Hint) ([]Fact, error)
+}
+
+// Sentences is the default Extractor, which needs no model: each sentence
+// of the hint with at least three words becomes a semantic fact, tagged
+// with the hint's tags. It understands nothing: "User mentioned they are
+// based in Lisbon." is stored as that sentence, and a hint that only
+// chats is stored too. Configure a model extractor (the OpenAI-compatible
+// one) to keep facts only.
+type Sentences struct{}
+
+// maxFacts bounds what one hint can add.
+const maxFacts = 10
+
+// Extract splits h's text into sentences.
+func (Sentences) Extract(_ context.Context, h *mem.Hint) ([]Fact, error) {
+	var facts []Fact
+	for _, s := range splitSentences(h.Text) {
+		if len(strings.Fields(s)) < 3 {
+			continue
+		}
+		facts = append(facts, Fact{Content: s, Type: mem.TypeSemantic, Tags: h.Tags})
+		if len(facts) == maxFacts {
+			break
+		}
+	}
+	return facts, nil
+}
+
+// splitSentences cuts text after '.', '!' or '?' followed by a space, and
+// at line breaks. "e.g. this" is cut too; a fact that loses its start
+// still reads well enough to be found.
+func splitSentences(text string) []string {
+	var out []string
+	start := 0
+	flush := func(end int) {
+		if s := strings.TrimSpace(text[start:end]); s != "" {
+			out = append(out, s)
+		}
+		start = end
+	}
+	for i, r := range text {
+		switch {
+		case r == '\n':
+			flush(i)
+		case (r == '.' || r == '!' || r == '?') && i+1 < len(text) && unicode.IsSpace(rune(text[i+1])):
+			flush(i + 1)
+		}
+	}
+	flush(len(text))
+	return out
+}
+
+// Hint enqueues an observation for consolidation into the user's memory.
+// "accepted" means durably enqueued, not that a fact will result.
+func (s *Service) Hint(ctx context.Context, c *Caller, r *mem.HintRequest) (mem.HintResult, error) {
+	if err := r.Validate(); err != nil {
+		return mem.HintResult{}, mem.ErrorFor(err)
+	}
+	if !c.grants(ScopeHint) {
+		return mem.HintResult{}, forbidden(ScopeHint)
+	}
+	if c.User == "" {
+		return mem.HintResult{}, policy("hint", "the token names no user whose memory the hint is for")
+	}
+	prio := r.Priority
+	if prio == "" {
+		prio = mem.PriorityNormal
+	}
+	h := &mem.Hint{ID: newID(), Agent: c.Agent, User: c.User, ConversationID: r.ConversationID, Text: r.Hint,
+		Priority: prio, Tags: r.Tags, Context: r.Context, Status: mem.HintPending, SubmittedAt: s.now()}
+	if err := s.store.EnqueueHint(ctx, c.Tenant, h); err != nil {
+		return mem.HintResult{}, s.storeErr("hint", err)
+	}
+	return mem.HintResult{HintID: h.ID, Status: mem.HintAccepted, Message: "durably enqueued for consolidation"}, nil
+}
+
+// HintStatus reports a hint's outcome to the agent that submitted it.
+func (s *Service) HintStatus(ctx context.Context, c *Caller, id string) (mem.HintStatus, error) {
+	if id == "" || len(id) > mem.MaxIDBytes {
+		return mem.HintStatus{}, refuse(http.StatusUnprocessableEntity, mem.CodeInvalid, "hint_id", "must be a hint id returned by hint")
+	}
+	if !c.grants(ScopeHint) {
+		return mem.HintStatus{}, forbidden(ScopeHint)
+	}
+	h, err := s.store.Hint(ctx, c.Tenant, id)
+	if err != nil {
+		return mem.HintStatus{}, s.storeErr("hint status", err)
+	}
+	if h.Agent != c.Agent {
+		return mem.HintStatus{}, mem.ErrorFor(mem.ErrNotFound)
+	}
+	return h.StatusResult(), nil
+}
+
+// consolidate claims pending hints and turns each into user memories. A
+// hint whose extraction fails is retried when its lease lapses, and
+// dead-lettered after HintAttempts tries; the facts of one hint are
+// written under keys derived from the hint, so a retry after a crash
+// writes none of them twice.
+func (s *Service) consolidate(ctx context.Context) {
+	for ctx.Err() == nil {
+		hints, err := s.store.ClaimHints(ctx, s.now(), 4*s.consEvery, 50)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("memory: claiming hints failed", "err", err)
+			}
+			return
+		}
+		for i := range hints {
+			s.consolidateOne(ctx, &hints[i])
+		}
+		if len(hints) < 50 {
+			return
+		}
+	}
+}
+
+func (s *Service) consolidateOne(ctx context.Context, h *mem.Hint) {
+	facts, err := s.extractor.Extract(ctx, h)
+	if err != nil {
+		s.log.Warn("memory: extraction failed", "hint", h.ID, "attempt", h.Attempts, "err", err)
+		if h.Attempts >= s.attempts {
+			s.resolveHint(ctx, h, mem.HintDeadLettered)
+		}
+		return
+	}
+	for i, f := range facts {
+		if screen(f.Content, f.Tags, nil) != nil || !utf8Text(f.Content) {
+			continue // a fact that may not be stored is dropped, not the hint
+		}
+		now := s.now()
+		m := &mem.Memory{ID: newID(), Partition: mem.Partition{Scope: mem.ScopeUser, Owner: h.User},
+			Content: f.Content, Type: f.Type, Tags: f.Tags, Source: "consolidation", ConversationID: h.ConversationID,
+			Classification: mem.ClassInferred, Version: 1, CreatedAt: now, UpdatedAt: now, WriteEventID: newID()}
+		if err := s.embed(ctx, m); err != nil {
+			return // the lease lapses and the hint is tried again
+		}
+		if _, _, err := s.store.Put(ctx, h.Tenant, m, "hint:"+h.ID+":"+strconv.Itoa(i)); err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("memory: storing a consolidated fact failed", "hint", h.ID, "err", err)
+			}
+			return
+		}
+	}
+	s.resolveHint(ctx, h, mem.HintConsolidated)
+}
+
+func (s *Service) resolveHint(ctx context.Context, h *mem.Hint, state mem.HintState) {
+	if err := s.store.ResolveHint(ctx, h.Tenant, h.ID, state, s.now()); err != nil && ctx.Err() == nil {
+		s.log.Warn("memory: resolving a hint failed", "hint", h.ID, "state", state, "err", err)
+	}
+}
+
+func utf8Text(s string) bool {
+	return strings.TrimSpace(s) != "" && len(s) <= mem.MaxContentBytes
+}
+
+// ModelExtractor extracts facts with a language model behind an
+// OpenAI-compatible chat completions endpoint.
+type ModelExtractor struct{ Model *modelapi.Extractor }
+
+// Extract asks the model for the facts of h (its text and context).
+func (m ModelExtractor) Extract(ctx context.Context, h *mem.Hint) ([]Fact, error) {
+	facts, err := m.Model.Extract(ctx, h.Text, h.Context)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Fact, len(facts))
+	for i, f := range facts {
+		out[i] = Fact{Content: f.Content, Type: mem.Type(f.Type), Tags: append(slices.Clone(h.Tags), f.Tags...)}
+	}
+	return out, nil
+}

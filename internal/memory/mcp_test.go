@@ -1,0 +1,252 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	mem "novaos.dev/novaos/memory"
+	"novaos.dev/novaos/resilience"
+	"novaos.dev/novaos/secret"
+)
+
+// serveMCP serves s with a stand-in for the platform's token middleware:
+// "Bearer good" is the agent caller, anything else is nobody.
+func serveMCP(t *testing.T, s *Service) (*httptest.Server, *Caller) {
+	t.Helper()
+	c := agentCaller("t1", "a1")
+	h := s.Handler(func(r *http.Request) (*Caller, bool) {
+		if r.Header.Get("Authorization") == "Bearer good" {
+			return c, true
+		}
+		return nil, false
+	}, &HandlerOptions{MaxBodyBytes: 64 << 10})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv, c
+}
+
+// bearer adds a token to every request of an http.Client.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// TestOfficialMCPClient lists and calls the tools with the MCP go-sdk's
+// own client, as any MCP client would.
+func TestOfficialMCPClient(t *testing.T) {
+	s, _ := newService(t, nil)
+	srv, _ := serveMCP(t, s)
+	ctx := context.Background()
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, nil)
+	sess, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL,
+		HTTPClient: &http.Client{Transport: bearer{"good", http.DefaultTransport}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	tools, err := sess.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+		if tool.InputSchema == nil || tool.OutputSchema == nil {
+			t.Errorf("%s lacks a schema", tool.Name)
+		}
+	}
+	slices.Sort(names)
+	want := []string{ToolAssemble, ToolForget, ToolHint, ToolHintStatus, ToolProposalStatus, ToolQuery, ToolUpdate, ToolWrite}
+	if !slices.Equal(names, want) {
+		t.Fatalf("tools = %v, want %v", names, want)
+	}
+	res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: ToolWrite, Arguments: map[string]any{"scope": "run", "content": "Customer chose the annual plan."}})
+	if err != nil || res.IsError {
+		t.Fatalf("write: %+v, %v", res, err)
+	}
+	var w mem.WriteResult
+	remarshal(t, res.StructuredContent, &w)
+	if w.MemoryID == "" || !w.Durable {
+		t.Fatalf("write result = %+v", w)
+	}
+	res, err = sess.CallTool(ctx, &mcp.CallToolParams{Name: ToolQuery, Arguments: map[string]any{"scope": "run", "query": "plan"}})
+	if err != nil || res.IsError {
+		t.Fatalf("query: %+v, %v", res, err)
+	}
+	var q mem.QueryResult
+	remarshal(t, res.StructuredContent, &q)
+	if len(q.Items) != 1 || q.Items[0].MemoryID != w.MemoryID {
+		t.Fatalf("query result = %+v", q)
+	}
+	// A refused call is a tool error carrying the status, code, field and
+	// rule.
+	res, err = sess.CallTool(ctx, &mcp.CallToolParams{Name: ToolWrite, Arguments: map[string]any{"scope": "user", "content": "x y z"}})
+	if err != nil || !res.IsError {
+		t.Fatalf("user write: %+v, %v; want a tool error", res, err)
+	}
+	var body struct{ Error mem.Error }
+	if err := json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &body); err != nil || body.Error.Status != http.StatusForbidden || body.Error.Code != mem.CodeScope {
+		t.Fatalf("tool error %q: want 403 insufficient_scope", res.Content[0].(*mcp.TextContent).Text)
+	}
+}
+
+func remarshal(t *testing.T, in any, out any) {
+	t.Helper()
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+}
+
+func rawCall(t *testing.T, url, auth, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestHandlerRefusesBadRequests(t *testing.T) {
+	s, _ := newService(t, nil)
+	srv, _ := serveMCP(t, s)
+	call := func(args string) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"novaos.memory.write","arguments":` + args + `}}`
+	}
+	tests := []struct {
+		name, auth, body string
+		status           int
+		contains         string
+	}{
+		{"no token", "", call(`{"scope":"run","content":"a b c"}`), http.StatusUnauthorized, ""},
+		{"duplicate key", "Bearer good", call(`{"scope":"run","scope":"agent","content":"a b c"}`), http.StatusBadRequest, "duplicate key"},
+		{"malformed", "Bearer good", `{"jsonrpc":`, http.StatusBadRequest, "-32700"},
+		{"too large", "Bearer good", call(`{"scope":"run","content":"` + strings.Repeat("x", 70<<10) + `"}`), http.StatusRequestEntityTooLarge, ""},
+		{"case variant key", "Bearer good", call(`{"Scope":"run","content":"a b c"}`), http.StatusOK, `is not a field of this tool`},
+		{"wrong type", "Bearer good", call(`{"scope":"run","content":5}`), http.StatusOK, `must be a JSON string`},
+		{"unknown type", "Bearer good", call(`{"scope":"run","content":"a b c","memory_type":"opinion"}`), http.StatusOK, `memory_type`},
+		{"tenant in body is not a field", "Bearer good", call(`{"scope":"run","content":"a b c","tenant_id":"t2"}`), http.StatusOK, `tenant_id`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body := rawCall(t, srv.URL, tt.auth, tt.body)
+			if code != tt.status || !strings.Contains(body, tt.contains) {
+				t.Fatalf("%d %s; want %d containing %q", code, body, tt.status, tt.contains)
+			}
+			if code == http.StatusOK && !strings.Contains(body, `"isError":true`) {
+				t.Fatalf("accepted: %s", body)
+			}
+		})
+	}
+	// GET is not served.
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("GET: %d, want 405", resp.StatusCode)
+	}
+}
+
+// TestGoClient drives the service through memory.Client: typed results,
+// typed errors, validation before any request.
+func TestGoClient(t *testing.T) {
+	s, _ := newService(t, nil)
+	srv, _ := serveMCP(t, s)
+	ctx := context.Background()
+	cl, err := mem.NewClient(srv.URL, secret.New("good"), &mem.ClientOptions{Retry: &resilience.Policy{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := cl.Write(ctx, &mem.WriteRequest{Scope: mem.ScopeAgent, Content: "Prefer the staging cluster for trials."})
+	if err != nil || w.Durable {
+		t.Fatalf("write = %+v, %v", w, err)
+	}
+	go s.judgeProposals(ctx)
+	pollCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	st, err := cl.PollProposal(pollCtx, w.MemoryID, 10*time.Millisecond)
+	if err != nil || st.Status != mem.ProposalCommitted {
+		t.Fatalf("poll = %+v, %v", st, err)
+	}
+	q, err := cl.Query(ctx, &mem.QueryRequest{Scope: mem.ScopeAgent, Query: "which cluster for trials"})
+	if err != nil || len(q.Items) != 1 {
+		t.Fatalf("query = %+v, %v", q, err)
+	}
+	_, err = cl.Update(ctx, &mem.UpdateRequest{Scope: mem.ScopeAgent, MemoryID: q.Items[0].MemoryID, Version: 7, Content: ptr("x y z")})
+	if !errors.Is(err, mem.ErrConflict) {
+		t.Fatalf("stale update: %v, want ErrConflict", err)
+	}
+	var me *mem.Error
+	if !errors.As(err, &me) || me.Status != http.StatusConflict || me.Field != "version" {
+		t.Fatalf("stale update error = %#v", err)
+	}
+	// Refused before any request: the server would count it otherwise.
+	if _, err := cl.Hint(ctx, &mem.HintRequest{Hint: "User likes tea."}); !errors.Is(err, mem.ErrInvalid) {
+		t.Fatalf("hint without conversation: %v, want ErrInvalid", err)
+	}
+	if _, err := cl.Forget(ctx, &mem.ForgetRequest{Scope: mem.ScopeRun, MemoryID: "m1", Reason: strings.Repeat("r", 501)}); !errors.Is(err, mem.ErrInvalid) {
+		t.Fatalf("long reason: %v", err)
+	}
+	if _, err := cl.Write(ctx, &mem.WriteRequest{Scope: mem.ScopeRun, Content: "x", MemoryType: "opinion"}); !errors.Is(err, mem.ErrInvalid) {
+		t.Fatalf("unknown type: %v", err)
+	}
+	// A bad token is a 401 Error, not retried.
+	bad, _ := mem.NewClient(srv.URL, secret.New("wrong"), nil)
+	_, err = bad.Query(ctx, &mem.QueryRequest{Scope: mem.ScopeRun, Query: "x"})
+	if !errors.As(err, &me) || me.Status != http.StatusUnauthorized {
+		t.Fatalf("bad token: %v", err)
+	}
+	if strings.Contains(err.Error(), "wrong") {
+		t.Errorf("the token leaked into %q", err)
+	}
+}
+
+// TestGoClientRetries: 503s are retried, then the breaker opens.
+func TestGoClientRetries(t *testing.T) {
+	calls := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls++
+		w.Header().Set("Retry-After", "0")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	breaker := resilience.NewBreaker(&resilience.BreakerOptions{Threshold: 4})
+	cl, _ := mem.NewClient(srv.URL, secret.New("t"), &mem.ClientOptions{Retry: &resilience.Policy{Attempts: 3, Base: time.Millisecond, Breaker: breaker}})
+	_, err := cl.Query(context.Background(), &mem.QueryRequest{Scope: mem.ScopeRun, Query: "x"})
+	var me *mem.Error
+	if calls != 3 || !errors.As(err, &me) || me.Status != http.StatusServiceUnavailable {
+		t.Fatalf("calls %d err %v; want 3 attempts ending in 503", calls, err)
+	}
+	_, err = cl.Query(context.Background(), &mem.QueryRequest{Scope: mem.ScopeRun, Query: "x"})
+	if !errors.Is(err, resilience.ErrOpen) || calls != 4 {
+		t.Fatalf("calls %d err %v; want the breaker open after 4 failures", calls, err)
+	}
+}

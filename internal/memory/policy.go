@@ -1,0 +1,81 @@
+package memory
+
+import (
+	mem "novaos.dev/novaos/memory"
+)
+
+// The scope policy of seed 002, in one place:
+//
+//	scope   read needs           write needs            who owns it
+//	run     memory:read:run      memory:write:run       the token's run
+//	task    memory:read:task     memory:write:task      the token's run (tokens name no task)
+//	agent   memory:read:agent    memory:write:agent     the token's agent; writes are proposals
+//	user    memory:read:user     never (422): hints     the token's user
+//	tenant  memory:read:tenant   memory:write:tenant    the tenant; writes by memory:admin only
+//	                             and memory:admin
+//
+// A missing token scope is 403; the service's own refusal, even with the
+// scope, is 422. Update is for agent scope only; forget for run, task and
+// agent (and tenant for an administrator).
+
+// partition is the part of scope c owns.
+func (c *Caller) partition(scope mem.Scope) (mem.Partition, error) {
+	p := mem.Partition{Scope: scope}
+	switch scope {
+	case mem.ScopeRun, mem.ScopeTask:
+		p.Owner = c.Run
+	case mem.ScopeAgent:
+		p.Owner = c.Agent
+	case mem.ScopeUser:
+		p.Owner = c.User
+	case mem.ScopeTenant:
+		return p, nil
+	}
+	if p.Owner == "" {
+		return p, policy("scope", "the token names no "+ownerClaim(scope)+" for "+string(scope)+" memory")
+	}
+	return p, nil
+}
+
+func ownerClaim(scope mem.Scope) string {
+	switch scope {
+	case mem.ScopeAgent:
+		return "agent"
+	case mem.ScopeUser:
+		return "user"
+	}
+	return "run"
+}
+
+// readable is the partition of scope c may read.
+func (c *Caller) readable(scope mem.Scope) (mem.Partition, error) {
+	if need := ScopeReadPrefix + string(scope); !c.grants(need) {
+		return mem.Partition{}, forbidden(need)
+	}
+	return c.partition(scope)
+}
+
+// op is what a write-side call does to a scope.
+type op int
+
+const (
+	opWrite op = iota
+	opUpdate
+	opForget
+)
+
+// writable is the partition of scope c may change with o.
+func (c *Caller) writable(scope mem.Scope, o op) (mem.Partition, error) {
+	if need := ScopeWritePrefix + string(scope); !c.grants(need) {
+		return mem.Partition{}, forbidden(need)
+	}
+	switch {
+	case scope == mem.ScopeUser:
+		return mem.Partition{}, policy("scope", "user memory is written by consolidation only: submit a hint")
+	case scope == mem.ScopeTenant && !c.grants(ScopeAdmin):
+		return mem.Partition{}, policy("scope", "tenant memory is changed by administrators only")
+	case o == opUpdate && scope != mem.ScopeAgent && scope != mem.ScopeTenant:
+		return mem.Partition{}, policy("scope", "only agent memory is updated in place; forget a scratch memory and write a new one")
+	}
+	return c.partition(scope)
+}

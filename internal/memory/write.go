@@ -1,0 +1,280 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	mem "novaos.dev/novaos/memory"
+	"novaos.dev/novaos/pii"
+)
+
+// Write stores a memory (run, task), proposes one to the write gate
+// (agent: the answer is a prop_ id with durable false) or, for an
+// administrator, stores a screened tenant memory. A write with an
+// idempotency key seen in the tenant within 24 hours returns the first
+// write's result and stores nothing.
+func (s *Service) Write(ctx context.Context, c *Caller, r *mem.WriteRequest) (mem.WriteResult, error) {
+	if err := r.Validate(); err != nil {
+		return mem.WriteResult{}, mem.ErrorFor(err)
+	}
+	p, err := c.writable(r.Scope, opWrite)
+	if err != nil {
+		return mem.WriteResult{}, err
+	}
+	ttl, err := s.ttl(r.Scope, r.TTLSeconds)
+	if err != nil {
+		return mem.WriteResult{}, err
+	}
+	now := s.now()
+	m := &mem.Memory{
+		ID: newID(), Partition: p, Content: r.Content, Type: r.Type(),
+		ConversationID: r.ConversationID, Classification: r.Classification,
+		Version: 1, CreatedAt: now, UpdatedAt: now, WriteEventID: newID(),
+	}
+	if ttl > 0 {
+		m.ExpiresAt = now.Add(ttl)
+	}
+	if md := r.Metadata; md != nil {
+		m.Tags = md.Tags
+		if md.Source != nil {
+			m.Source = *md.Source
+		}
+		m.Confidence = md.Confidence
+		if m.Custom, err = marshalCustom(md.Custom); err != nil {
+			return mem.WriteResult{}, err
+		}
+	}
+	switch r.Scope {
+	case mem.ScopeAgent:
+		prop := &mem.Proposal{ID: mem.ProposalPrefix + newID(), Memory: *m, Status: mem.ProposalPending, CreatedAt: now}
+		res, _, err := s.store.PutProposal(ctx, c.Tenant, prop, r.IdempotencyKey)
+		if err != nil {
+			return mem.WriteResult{}, s.storeErr("propose", err)
+		}
+		s.kickGate()
+		return res, nil
+	case mem.ScopeTenant:
+		if err := screen(m.Content, m.Tags, m.Custom); err != nil {
+			return mem.WriteResult{}, err
+		}
+		if err := s.embed(ctx, m); err != nil {
+			return mem.WriteResult{}, err
+		}
+	}
+	res, _, err := s.store.Put(ctx, c.Tenant, m, r.IdempotencyKey)
+	if err != nil {
+		return mem.WriteResult{}, s.storeErr("write", err)
+	}
+	return res, nil
+}
+
+// ttl is how long a write to scope lives: run and task default to the
+// scratch TTL; every ttl_seconds must lie between MinTTL and the scope's
+// maximum.
+func (s *Service) ttl(scope mem.Scope, seconds *int64) (time.Duration, error) {
+	limit := s.maxDurable
+	if !scope.Durable() {
+		limit = s.maxScratch
+	}
+	if seconds == nil {
+		if scope.Durable() {
+			return 0, nil
+		}
+		return s.scratchTTL, nil
+	}
+	if *seconds < int64(MinTTL/time.Second) || *seconds > int64(limit/time.Second) {
+		return 0, refuse(http.StatusUnprocessableEntity, mem.CodeInvalid, "ttl_seconds",
+			"must be "+durationSeconds(MinTTL)+" to "+durationSeconds(limit)+" seconds for "+string(scope)+" memory")
+	}
+	return time.Duration(*seconds) * time.Second, nil
+}
+
+func durationSeconds(d time.Duration) string {
+	return jsonNumber(int64(d / time.Second))
+}
+
+func jsonNumber(n int64) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+func marshalCustom(custom map[string]any) (json.RawMessage, error) {
+	if len(custom) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(custom)
+	if err != nil {
+		return nil, refuse(http.StatusUnprocessableEntity, mem.CodeInvalid, "metadata.custom", "must be a JSON object")
+	}
+	return b, nil
+}
+
+// screen refuses text that holds personal data or a credential: memories
+// are retrieved into other prompts later, so what must not leak must not
+// be stored. The error names the kinds found, never the text.
+func screen(content string, tags []string, custom json.RawMessage) error {
+	for _, f := range []struct {
+		field, text string
+	}{{"content", content}, {"metadata.tags", strings.Join(tags, "\n")}, {"metadata.custom", string(custom)}} {
+		if kinds := pii.Scan(f.text); len(kinds) > 0 {
+			names := make([]string, len(kinds))
+			for i, k := range kinds {
+				names[i] = string(k)
+			}
+			return refuse(http.StatusUnprocessableEntity, mem.CodeScreened, f.field,
+				"holds "+strings.Join(names, ", ")+"; memories may not store personal data or credentials")
+		}
+	}
+	return nil
+}
+
+// embed sets m's vector. A failing embedder makes the write fail as
+// unavailable: a durable memory without a vector would be invisible to
+// half of every search.
+func (s *Service) embed(ctx context.Context, m *mem.Memory) error {
+	vecs, err := s.embedder.Embed(ctx, []string{m.Content})
+	if err != nil || len(vecs) != 1 {
+		s.log.Warn("memory: embedding failed", "model", s.embedder.ModelID(), "err", err)
+		return &mem.Error{Status: http.StatusServiceUnavailable, Code: mem.CodeUnavailable, Message: "the embedding model is unavailable; retry"}
+	}
+	m.Embedding = &mem.Embedding{Model: s.embedder.ModelID(), Vector: vecs[0]}
+	return nil
+}
+
+// Update changes an agent-scope memory in place if r.Version is still its
+// version (409 otherwise), screening new content as a write is screened.
+func (s *Service) Update(ctx context.Context, c *Caller, r *mem.UpdateRequest) (mem.UpdateResult, error) {
+	if err := r.Validate(); err != nil {
+		return mem.UpdateResult{}, mem.ErrorFor(err)
+	}
+	p, err := c.writable(r.Scope, opUpdate)
+	if err != nil {
+		return mem.UpdateResult{}, err
+	}
+	ch := mem.Change{EventID: newID(), Now: s.now()}
+	var content string
+	var tags []string
+	if r.Content != nil {
+		ch.Content, content = r.Content, *r.Content
+	}
+	if md := r.Metadata; md != nil {
+		if md.Tags != nil {
+			ch.Tags, tags = &md.Tags, md.Tags
+		}
+		ch.Confidence = md.Confidence
+		if ch.Custom, err = marshalCustom(md.Custom); err != nil {
+			return mem.UpdateResult{}, err
+		}
+	}
+	if err := screen(content, tags, ch.Custom); err != nil {
+		return mem.UpdateResult{}, err
+	}
+	if r.Content != nil {
+		tmp := mem.Memory{Content: content}
+		if err := s.embed(ctx, &tmp); err != nil {
+			return mem.UpdateResult{}, err
+		}
+		ch.Embedding = tmp.Embedding
+	}
+	m, err := s.store.Update(ctx, c.Tenant, p, r.MemoryID, r.Version, ch)
+	if err != nil {
+		return mem.UpdateResult{}, s.storeErr("update", err)
+	}
+	return mem.UpdateResult{MemoryID: m.ID, Scope: r.Scope, Version: m.Version, UpdateEventID: ch.EventID, UpdatedAt: m.UpdatedAt}, nil
+}
+
+// Forget deletes one memory and records why in the audit trail.
+// deleted_count is 0 when there was no such memory.
+func (s *Service) Forget(ctx context.Context, c *Caller, r *mem.ForgetRequest) (mem.ForgetResult, error) {
+	if err := r.Validate(); err != nil {
+		return mem.ForgetResult{}, mem.ErrorFor(err)
+	}
+	p, err := c.writable(r.Scope, opForget)
+	if err != nil {
+		return mem.ForgetResult{}, err
+	}
+	res, _, err := s.store.Forget(ctx, c.Tenant, p, r.MemoryID, mem.Audit{
+		EventID: newID(), Actor: c.Agent, Reason: r.Reason, IdempotencyKey: r.IdempotencyKey, At: s.now(),
+	})
+	if err != nil {
+		return mem.ForgetResult{}, s.storeErr("forget", err)
+	}
+	return res, nil
+}
+
+// ProposalStatus reports what the write gate decided on an agent-scope
+// proposal of the caller's tenant.
+func (s *Service) ProposalStatus(ctx context.Context, c *Caller, id string) (mem.ProposalStatus, error) {
+	if !strings.HasPrefix(id, mem.ProposalPrefix) || len(id) > mem.MaxIDBytes {
+		return mem.ProposalStatus{}, refuse(http.StatusUnprocessableEntity, mem.CodeInvalid, "proposal_id", "must be a prop_ id returned by write")
+	}
+	if need := ScopeWritePrefix + string(mem.ScopeAgent); !c.grants(need) {
+		return mem.ProposalStatus{}, forbidden(need)
+	}
+	p, err := s.store.Proposal(ctx, c.Tenant, id)
+	if err != nil {
+		return mem.ProposalStatus{}, s.storeErr("proposal status", err)
+	}
+	if p.Memory.Partition.Owner != c.Agent {
+		// Another agent's proposal is as good as absent.
+		return mem.ProposalStatus{}, mem.ErrorFor(mem.ErrNotFound)
+	}
+	return p.StatusResult(), nil
+}
+
+func (s *Service) kickGate() {
+	select {
+	case s.gateKick <- struct{}{}:
+	default:
+	}
+}
+
+// judgeProposals is the agent write gate: each pending proposal is
+// screened and then committed under a new memory id, or rejected with the
+// reason. A proposal it cannot decide now (the embedder is down) stays
+// pending for the next pass.
+func (s *Service) judgeProposals(ctx context.Context) {
+	for ctx.Err() == nil {
+		props, err := s.store.PendingProposals(ctx, 100)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("memory: reading proposals failed", "err", err)
+			}
+			return
+		}
+		decided := 0
+		for i := range props {
+			if s.judge(ctx, &props[i]) {
+				decided++
+			}
+		}
+		if len(props) < 100 || decided == 0 {
+			return
+		}
+	}
+}
+
+func (s *Service) judge(ctx context.Context, p *mem.Proposal) bool {
+	now := s.now()
+	if err := screen(p.Memory.Content, p.Memory.Tags, p.Memory.Custom); err != nil {
+		reason := err.(*mem.Error).Field + " " + err.(*mem.Error).Rule
+		if rerr := s.store.ResolveProposal(ctx, p.Tenant, p.ID, nil, reason, now); rerr != nil && ctx.Err() == nil {
+			s.log.Warn("memory: rejecting a proposal failed", "proposal", p.ID, "err", rerr)
+			return false
+		}
+		return true
+	}
+	m := p.Memory
+	m.ID, m.CreatedAt, m.UpdatedAt, m.Version = newID(), now, now, 1
+	if err := s.embed(ctx, &m); err != nil {
+		return false
+	}
+	if err := s.store.ResolveProposal(ctx, p.Tenant, p.ID, &m, "", now); err != nil && ctx.Err() == nil {
+		s.log.Warn("memory: committing a proposal failed", "proposal", p.ID, "err", err)
+		return false
+	}
+	return true
+}

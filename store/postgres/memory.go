@@ -1,0 +1,515 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"novaos.dev/novaos/a2a/a2astore"
+	"novaos.dev/novaos/memory"
+)
+
+// MemoryStore returns the database's memory store.
+func (db *DB) MemoryStore() *MemoryStore { return &MemoryStore{db} }
+
+// MemoryStore keeps the memory service's data in the database (see
+// memory.Store). Keyword search is PostgreSQL full text over memory.Terms
+// ('simple' configuration, ranked by ts_rank_cd, which has no BM25-style
+// document-frequency weighting). Vectors are stored as bytes and scored in
+// the process with an exact scan of the partition (pgvector is not used).
+type MemoryStore struct{ db *DB }
+
+var _ memory.Store = (*MemoryStore)(nil)
+
+// memCols are the columns scanMemory reads, in its order.
+const memCols = `m.seq, m.id, m.scope, m.owner, m.content, m.type, m.tags, m.source, m.conversation_id, m.classification,
+	m.confidence, m.custom, m.version, m.created_ms, m.updated_ms, m.expires_ms, m.write_event_id`
+
+// maxQueryTerms bounds the terms of one keyword search.
+const maxQueryTerms = 64
+
+// errBadText: PostgreSQL text holds neither NUL nor invalid UTF-8, so such
+// a value can name nothing stored and cannot be stored.
+var errBadText = fmt.Errorf("text with NUL or invalid UTF-8: %w", memory.ErrInvalid)
+
+func ms(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func fromMS(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v).UTC()
+}
+
+func indexTerms(m *memory.Memory) string {
+	return strings.Join(memory.Terms(memory.EmbedText(m.Content, m.Tags)), " ")
+}
+
+// tsQuery is the tsquery text of any of terms: each quoted as a literal
+// (terms are letters and digits, so quoting is all they need).
+func tsQuery(terms []string) string {
+	seen := map[string]bool{}
+	var parts []string
+	for _, t := range terms {
+		if seen[t] || len(seen) == maxQueryTerms {
+			continue
+		}
+		seen[t] = true
+		parts = append(parts, "'"+t+"'")
+	}
+	return strings.Join(parts, " | ")
+}
+
+func memText(m *memory.Memory) bool {
+	return a2astore.ValidText(m.ID, m.Partition.Owner, m.Content, m.Source, m.ConversationID, m.Classification,
+		m.WriteEventID, memory.JoinTags(m.Tags))
+}
+
+// claimKey takes an idempotency key for this transaction: true when the
+// caller now owns it (new, or its previous use is past the window), false
+// when a use inside the window holds it (a concurrent first use is waited
+// for by the unique index).
+func claimKey(ctx context.Context, tx pgx.Tx, tenant, kind, key string, r memory.WriteResult, count int, now time.Time) (bool, error) {
+	tag, err := tx.Exec(ctx, `INSERT INTO memory_keys (tenant, kind, key, result_id, scope, event_id, count, durable, created_ms)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+		ON CONFLICT (tenant, kind, key) DO UPDATE SET result_id = EXCLUDED.result_id, scope = EXCLUDED.scope,
+			event_id = EXCLUDED.event_id, count = EXCLUDED.count, durable = EXCLUDED.durable, created_ms = EXCLUDED.created_ms
+		WHERE memory_keys.created_ms <= $10`,
+		tenant, kind, key, r.MemoryID, string(r.Scope), r.WriteEventID, count, r.Durable, ms(now), ms(now.Add(-memory.IdempotencyWindow)))
+	if err != nil {
+		return false, err
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+func firstResult(ctx context.Context, tx pgx.Tx, tenant, kind, key string) (r memory.WriteResult, count int, err error) {
+	var scope string
+	var cms int64
+	err = tx.QueryRow(ctx, `SELECT result_id, scope, event_id, count, durable, created_ms FROM memory_keys
+		WHERE tenant = $1 AND kind = $2 AND key = $3`, tenant, kind, key).
+		Scan(&r.MemoryID, &scope, &r.WriteEventID, &count, &r.Durable, &cms)
+	r.Scope, r.CreatedAt = memory.Scope(scope), fromMS(cms)
+	return r, count, err
+}
+
+func insertMemory(ctx context.Context, tx pgx.Tx, tenant string, m *memory.Memory) error {
+	var model string
+	var vec []byte
+	if m.Embedding != nil {
+		model, vec = m.Embedding.Model, memory.EncodeVector(m.Embedding.Vector)
+	}
+	var custom []byte
+	if len(m.Custom) > 0 {
+		custom = m.Custom
+	}
+	tag, err := tx.Exec(ctx, `INSERT INTO memories (tenant, id, scope, owner, content, type, tags, source, conversation_id,
+		classification, confidence, custom, version, created_ms, updated_ms, expires_ms, write_event_id, model, vec, terms)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, to_tsvector('simple', $20))
+		ON CONFLICT (tenant, id) DO NOTHING`,
+		tenant, m.ID, string(m.Partition.Scope), m.Partition.Owner, m.Content, string(m.Type), memory.JoinTags(m.Tags),
+		m.Source, m.ConversationID, m.Classification, m.Confidence, custom, m.Version, ms(m.CreatedAt), ms(m.UpdatedAt),
+		ms(m.ExpiresAt), m.WriteEventID, model, vec, indexTerms(m))
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return memory.ErrExists
+	}
+	return nil
+}
+
+func (s *MemoryStore) Put(ctx context.Context, tenant string, m *memory.Memory, key string) (memory.WriteResult, bool, error) {
+	if m.Version == 0 {
+		m.Version = 1
+	}
+	if m.UpdatedAt.IsZero() {
+		m.UpdatedAt = m.CreatedAt
+	}
+	if !memText(m) || !a2astore.ValidText(tenant, key) {
+		return memory.WriteResult{}, false, fmt.Errorf("postgres: put memory: %w", errBadText)
+	}
+	var res memory.WriteResult
+	var replayed bool
+	err := pgx.BeginFunc(ctx, s.db.pool, func(tx pgx.Tx) error {
+		res, replayed = m.Result(), false
+		if key != "" {
+			own, err := claimKey(ctx, tx, tenant, "write", key, res, 0, m.CreatedAt)
+			if err != nil {
+				return err
+			}
+			if !own {
+				res, _, err = firstResult(ctx, tx, tenant, "write", key)
+				replayed = true
+				return err
+			}
+		}
+		return insertMemory(ctx, tx, tenant, m)
+	})
+	if err != nil {
+		return memory.WriteResult{}, false, fmt.Errorf("postgres: put memory %s: %w", m.ID, err)
+	}
+	return res, replayed, nil
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanMemory(r scanner, extra ...any) (*memory.Memory, int64, error) {
+	var (
+		m                           memory.Memory
+		seq, version, cms, ums, ems int64
+		scope, typ, tags            string
+		custom                      []byte
+	)
+	dest := []any{&seq, &m.ID, &scope, &m.Partition.Owner, &m.Content, &typ, &tags, &m.Source, &m.ConversationID,
+		&m.Classification, &m.Confidence, &custom, &version, &cms, &ums, &ems, &m.WriteEventID}
+	if err := r.Scan(append(dest, extra...)...); err != nil {
+		return nil, 0, err
+	}
+	m.Partition.Scope, m.Type, m.Tags = memory.Scope(scope), memory.Type(typ), memory.SplitTags(tags)
+	if len(custom) > 0 {
+		m.Custom = custom
+	}
+	m.Version, m.CreatedAt, m.UpdatedAt, m.ExpiresAt = version, fromMS(cms), fromMS(ums), fromMS(ems)
+	return &m, seq, nil
+}
+
+func (s *MemoryStore) Get(ctx context.Context, tenant, id string, now time.Time) (*memory.Memory, error) {
+	if !a2astore.ValidText(tenant, id) {
+		return nil, fmt.Errorf("postgres: get memory %s: %w", id, memory.ErrNotFound)
+	}
+	m, _, err := scanMemory(s.db.pool.QueryRow(ctx, `SELECT `+memCols+` FROM memories m WHERE m.tenant = $1 AND m.id = $2
+		AND (m.expires_ms = 0 OR m.expires_ms > $3)`, tenant, id, ms(now)))
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = memory.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: get memory %s: %w", id, err)
+	}
+	return m, nil
+}
+
+func (s *MemoryStore) Update(ctx context.Context, tenant string, p memory.Partition, id string, version int64, c memory.Change) (*memory.Memory, error) {
+	if !a2astore.ValidText(tenant, id, p.Owner) {
+		return nil, fmt.Errorf("postgres: update memory %s: %w", id, memory.ErrNotFound)
+	}
+	var out *memory.Memory
+	err := pgx.BeginFunc(ctx, s.db.pool, func(tx pgx.Tx) error {
+		m, seq, err := scanMemory(tx.QueryRow(ctx, `SELECT `+memCols+` FROM memories m WHERE m.tenant = $1 AND m.id = $2
+			AND m.scope = $3 AND m.owner = $4 AND (m.expires_ms = 0 OR m.expires_ms > $5) FOR UPDATE`,
+			tenant, id, string(p.Scope), p.Owner, ms(c.Now)))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return memory.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if m.Version != version {
+			return fmt.Errorf("version %d is not the current %d: %w", version, m.Version, memory.ErrConflict)
+		}
+		m.Apply(c)
+		if !memText(m) {
+			return errBadText
+		}
+		var model string
+		var vec []byte
+		if c.Embedding != nil {
+			model, vec = c.Embedding.Model, memory.EncodeVector(c.Embedding.Vector)
+		}
+		var custom []byte
+		if len(m.Custom) > 0 {
+			custom = m.Custom
+		}
+		_, err = tx.Exec(ctx, `UPDATE memories SET content = $1, tags = $2, confidence = $3, custom = $4, version = $5,
+			updated_ms = $6, terms = to_tsvector('simple', $7),
+			model = CASE WHEN $8 THEN $9 ELSE model END, vec = CASE WHEN $8 THEN $10 ELSE vec END
+			WHERE seq = $11`,
+			m.Content, memory.JoinTags(m.Tags), m.Confidence, custom, m.Version, ms(m.UpdatedAt), indexTerms(m),
+			c.Embedding != nil, model, vec, seq)
+		out = m
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: update memory %s: %w", id, err)
+	}
+	return out, nil
+}
+
+func (s *MemoryStore) Forget(ctx context.Context, tenant string, p memory.Partition, id string, a memory.Audit) (memory.ForgetResult, bool, error) {
+	if !a2astore.ValidText(tenant, id, p.Owner, a.IdempotencyKey) {
+		return memory.ForgetResult{}, false, nil // names nothing stored
+	}
+	if !a2astore.ValidText(a.EventID, a.Actor, a.Reason) {
+		return memory.ForgetResult{}, false, fmt.Errorf("postgres: forget memory %s: %w", id, errBadText)
+	}
+	var res memory.ForgetResult
+	var replayed bool
+	err := pgx.BeginFunc(ctx, s.db.pool, func(tx pgx.Tx) error {
+		res, replayed = memory.ForgetResult{}, false
+		if a.IdempotencyKey != "" {
+			own, err := claimKey(ctx, tx, tenant, "forget", a.IdempotencyKey,
+				memory.WriteResult{MemoryID: id, Scope: p.Scope, Durable: true}, 0, a.At)
+			if err != nil {
+				return err
+			}
+			if !own {
+				first, count, err := firstResult(ctx, tx, tenant, "forget", a.IdempotencyKey)
+				res, replayed = memory.ForgetResult{DeletedCount: count, DeleteEventID: first.WriteEventID}, true
+				return err
+			}
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM memories WHERE tenant = $1 AND id = $2 AND scope = $3 AND owner = $4`,
+			tenant, id, string(p.Scope), p.Owner)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 1 {
+			if _, err := tx.Exec(ctx, `INSERT INTO memory_audit (tenant, event_id, action, memory_id, scope, owner, actor, reason, at_ms)
+				VALUES ($1, $2, 'forget', $3, $4, $5, $6, $7, $8)`,
+				tenant, a.EventID, id, string(p.Scope), p.Owner, a.Actor, a.Reason, ms(a.At)); err != nil {
+				return err
+			}
+			res = memory.ForgetResult{DeletedCount: 1, DeleteEventID: a.EventID}
+		}
+		if a.IdempotencyKey == "" {
+			return nil
+		}
+		_, err = tx.Exec(ctx, `UPDATE memory_keys SET count = $4, event_id = $5 WHERE tenant = $1 AND kind = 'forget' AND key = $2
+			AND result_id = $3`, tenant, a.IdempotencyKey, id, res.DeletedCount, res.DeleteEventID)
+		return err
+	})
+	if err != nil {
+		return memory.ForgetResult{}, false, fmt.Errorf("postgres: forget memory %s: %w", id, err)
+	}
+	return res, replayed, nil
+}
+
+// filterSQL is the WHERE clause selecting f's memories of tenant (on alias
+// m), its placeholders numbered from next, and its arguments.
+func filterSQL(tenant string, f memory.Filter, next int) (string, []any) {
+	var b strings.Builder
+	args := []any{}
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(next+len(args)-1)
+	}
+	b.WriteString(`m.tenant = ` + arg(tenant) + ` AND m.scope = ` + arg(string(f.Partition.Scope)) +
+		` AND m.owner = ` + arg(f.Partition.Owner))
+	b.WriteString(` AND (m.expires_ms = 0 OR m.expires_ms > ` + arg(ms(f.Now)) + `)`)
+	if f.Type != "" {
+		b.WriteString(` AND m.type = ` + arg(string(f.Type)))
+	}
+	if f.ConversationID != "" {
+		b.WriteString(` AND m.conversation_id = ` + arg(f.ConversationID))
+	}
+	for _, t := range f.Tags {
+		b.WriteString(` AND strpos(m.tags, ` + arg(memory.TagPattern(t)) + `) > 0`)
+	}
+	if !f.After.IsZero() {
+		b.WriteString(` AND m.created_ms > ` + arg(ms(f.After)))
+	}
+	if !f.Before.IsZero() {
+		b.WriteString(` AND m.created_ms < ` + arg(ms(f.Before)))
+	}
+	if f.Classification != "" {
+		b.WriteString(` AND m.classification = ` + arg(f.Classification))
+	}
+	return b.String(), args
+}
+
+func filterText(tenant string, f memory.Filter) bool {
+	return a2astore.ValidText(append([]string{tenant, f.Partition.Owner, f.ConversationID, f.Classification}, f.Tags...)...)
+}
+
+func (s *MemoryStore) List(ctx context.Context, tenant string, f memory.Filter, limit int) ([]memory.Memory, error) {
+	if !filterText(tenant, f) {
+		return nil, nil
+	}
+	where, args := filterSQL(tenant, f, 1)
+	rows, err := s.db.pool.Query(ctx, `SELECT `+memCols+` FROM memories m WHERE `+where+
+		` ORDER BY m.created_ms DESC, m.seq DESC LIMIT $`+strconv.Itoa(len(args)+1), append(args, limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list memories: %w", err)
+	}
+	defer rows.Close()
+	var out []memory.Memory
+	for rows.Next() {
+		m, _, err := scanMemory(rows)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: list memories: %w", err)
+		}
+		out = append(out, *m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: list memories: %w", err)
+	}
+	return out, nil
+}
+
+func (s *MemoryStore) SearchKeyword(ctx context.Context, tenant string, f memory.Filter, terms []string, limit int) ([]memory.Hit, error) {
+	if len(terms) == 0 || limit <= 0 || !filterText(tenant, f) {
+		return nil, nil
+	}
+	where, args := filterSQL(tenant, f, 2)
+	// ts_rank_cd's normalization 1 divides by 1 + log(length), so a long
+	// memory does not win by repeating itself.
+	q := `SELECT ` + memCols + `, ts_rank_cd(m.terms, q, 1) AS rank FROM memories m, to_tsquery('simple', $1) q
+		WHERE m.terms @@ q AND ` + where + ` ORDER BY rank DESC, m.seq LIMIT $` + strconv.Itoa(len(args)+2)
+	rows, err := s.db.pool.Query(ctx, q, append(append([]any{tsQuery(terms)}, args...), limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: keyword search: %w", err)
+	}
+	defer rows.Close()
+	var out []memory.Hit
+	for rows.Next() {
+		var rank float64
+		m, _, err := scanMemory(rows, &rank)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: keyword search: %w", err)
+		}
+		out = append(out, memory.Hit{Memory: *m, Score: rank})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: keyword search: %w", err)
+	}
+	return out, nil
+}
+
+func (s *MemoryStore) SearchVector(ctx context.Context, tenant string, f memory.Filter, q memory.Embedding, limit int) ([]memory.Hit, error) {
+	if limit <= 0 || len(q.Vector) == 0 || !filterText(tenant, f) || !a2astore.ValidText(q.Model) {
+		return nil, nil
+	}
+	where, args := filterSQL(tenant, f, 1)
+	rows, err := s.db.pool.Query(ctx, `SELECT m.seq, m.vec FROM memories m WHERE `+where+` AND m.model = $`+strconv.Itoa(len(args)+1),
+		append(args, q.Model)...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: vector search: %w", err)
+	}
+	top := memory.NewTopK[int64](limit)
+	for rows.Next() {
+		var seq int64
+		var b []byte
+		if err := rows.Scan(&seq, &b); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("postgres: vector search: %w", err)
+		}
+		v, err := memory.DecodeVector(b)
+		if err != nil {
+			s.db.log.WarnContext(ctx, "postgres: a memory's vector is damaged; it is left out of vector search", "seq", seq)
+			continue
+		}
+		top.Offer(seq, memory.Cosine(q.Vector, v))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: vector search: %w", err)
+	}
+	seqs, scores := top.Sorted()
+	if len(seqs) == 0 {
+		return nil, nil
+	}
+	mrows, err := s.db.pool.Query(ctx, `SELECT `+memCols+` FROM memories m WHERE m.seq = ANY($1)`, seqs)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: vector search: %w", err)
+	}
+	defer mrows.Close()
+	byseq := map[int64]*memory.Memory{}
+	for mrows.Next() {
+		m, seq, err := scanMemory(mrows)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: vector search: %w", err)
+		}
+		byseq[seq] = m
+	}
+	if err := mrows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: vector search: %w", err)
+	}
+	out := make([]memory.Hit, 0, len(seqs))
+	for i, seq := range seqs {
+		if m, ok := byseq[seq]; ok {
+			out = append(out, memory.Hit{Memory: *m, Score: scores[i]})
+		}
+	}
+	return out, nil
+}
+
+func (s *MemoryStore) TermStats(ctx context.Context, tenant string, p memory.Partition, terms []string) (int, map[string]int, error) {
+	df := map[string]int{}
+	if !a2astore.ValidText(tenant, p.Owner) {
+		return 0, df, nil
+	}
+	var docs int
+	if err := s.db.pool.QueryRow(ctx, `SELECT count(*) FROM memories WHERE tenant = $1 AND scope = $2 AND owner = $3`,
+		tenant, string(p.Scope), p.Owner).Scan(&docs); err != nil {
+		return 0, nil, fmt.Errorf("postgres: term statistics: %w", err)
+	}
+	var uniq []string
+	for _, t := range terms {
+		if _, ok := df[t]; !ok && len(uniq) < maxQueryTerms {
+			df[t] = 0
+			uniq = append(uniq, t)
+		}
+	}
+	if len(uniq) == 0 {
+		return docs, df, nil
+	}
+	rows, err := s.db.pool.Query(ctx, `SELECT t, (SELECT count(*) FROM memories m WHERE m.tenant = $1 AND m.scope = $2
+		AND m.owner = $3 AND m.terms @@ to_tsquery('simple', quote_literal(t))) FROM unnest($4::text[]) t`,
+		tenant, string(p.Scope), p.Owner, uniq)
+	if err != nil {
+		return 0, nil, fmt.Errorf("postgres: term statistics: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var t string
+		var n int
+		if err := rows.Scan(&t, &n); err != nil {
+			return 0, nil, fmt.Errorf("postgres: term statistics: %w", err)
+		}
+		df[t] = n
+	}
+	if err := rows.Err(); err != nil {
+		return 0, nil, fmt.Errorf("postgres: term statistics: %w", err)
+	}
+	return docs, df, nil
+}
+
+func (s *MemoryStore) Adjacent(ctx context.Context, tenant string, f memory.Filter, ids []string) (map[string][]memory.Memory, error) {
+	out := map[string][]memory.Memory{}
+	if len(ids) == 0 || !filterText(tenant, f) || !a2astore.ValidText(ids...) {
+		return out, nil
+	}
+	where, args := filterSQL(tenant, f, 2)
+	near := func(cmp, order string) string {
+		return `(SELECT ` + memCols + ` FROM memories m WHERE ` + where + ` AND m.conversation_id = a.conversation_id
+			AND (m.created_ms, m.seq) ` + cmp + ` (a.created_ms, a.seq) ORDER BY m.created_ms ` + order + `, m.seq ` + order + ` LIMIT 1)`
+	}
+	rows, err := s.db.pool.Query(ctx, `SELECT n.*, a.id FROM memories a, LATERAL (`+near("<", "DESC")+` UNION ALL `+near(">", "ASC")+`) n
+		WHERE a.tenant = $2 AND a.scope = $3 AND a.owner = $4 AND a.conversation_id <> '' AND a.id = ANY($1)`,
+		append([]any{ids}, args...)...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: adjacent memories: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var anchor string
+		m, _, err := scanMemory(rows, &anchor)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: adjacent memories: %w", err)
+		}
+		out[anchor] = append(out[anchor], *m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: adjacent memories: %w", err)
+	}
+	return out, nil
+}
