@@ -150,7 +150,7 @@ func (s *Service) consolidateOne(ctx context.Context, h *mem.Hint) {
 		return
 	}
 	for i, f := range facts {
-		if screen(f.Content, f.Tags, nil) != nil || !utf8Text(f.Content) {
+		if screen(f.Content, f.Tags, nil) != nil || !storableFact(f.Content) {
 			continue // a fact that may not be stored is dropped, not the hint
 		}
 		now := s.now()
@@ -176,7 +176,8 @@ func (s *Service) resolveHint(ctx context.Context, h *mem.Hint, state mem.HintSt
 	}
 }
 
-func utf8Text(s string) bool {
+// storableFact reports whether a fact has text and fits a memory.
+func storableFact(s string) bool {
 	return strings.TrimSpace(s) != "" && len(s) <= mem.MaxContentBytes
 }
 

@@ -326,7 +326,7 @@ func (failingExtractor) Extract(context.Context, *mem.Hint) ([]Fact, error) {
 }
 
 func TestHintsAndConsolidation(t *testing.T) {
-	s, clk := newService(t, nil)
+	s, _ := newService(t, nil)
 	ctx := context.Background()
 	c := agentCaller("t1", "a1")
 	if _, err := s.Hint(ctx, c, &mem.HintRequest{Hint: "User prefers dark mode."}); status(err) != http.StatusUnprocessableEntity {
@@ -369,7 +369,6 @@ func TestHintsAndConsolidation(t *testing.T) {
 	if st, _ := f.HintStatus(ctx, c, h.HintID); st.Status != mem.HintDeadLettered {
 		t.Fatalf("after 2 failed extractions: %+v, want dead_lettered", st)
 	}
-	_ = clk
 }
 
 func TestCrossTenantIsolation(t *testing.T) {
