@@ -26,12 +26,18 @@ var (
 // the race detector.
 func testSize() int {
 	if raceEnabled {
-		return 4000
+		return 2000
 	}
 	return 20000
 }
 
-const numQueries = 200
+// numQueries is how many held-out queries a recall figure averages.
+var numQueries = func() int {
+	if raceEnabled {
+		return 50
+	}
+	return 200
+}()
 
 func clusteredFixture(dims int) *fixture {
 	fixturesMu.Lock()
@@ -79,7 +85,7 @@ func TestRecallUniform(t *testing.T) {
 	const dims = 256
 	n := 5000
 	if raceEnabled {
-		n = 2000
+		n = 1000
 	}
 	all := uniform(rand.New(rand.NewPCG(7, 7)), n+numQueries, dims)
 	data, queries := all[:n], all[n:]
