@@ -52,7 +52,7 @@ func BenchmarkSearchFiltered(b *testing.B) {
 	for _, n := range []int{10_000, 100_000} {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
 			f := benchFixture(b, n)
-			accept := func(id uint32) bool { return id%2 == 0 }
+			accept := keepOne(2)
 			rc := recall(f.g, f.data, f.queries, 10, 0, accept)
 			b.ResetTimer()
 			i := 0
@@ -79,14 +79,16 @@ func BenchmarkExactScan(b *testing.B) {
 }
 
 func BenchmarkBuild(b *testing.B) {
-	for _, n := range []int{10_000, 100_000} {
-		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
-			data := clustered(rand.New(rand.NewPCG(uint64(n), 3)), n, benchDims, n/200, 1)
+	for _, tc := range []struct{ n, efC int }{
+		{10_000, 64}, {10_000, 100}, {100_000, 64},
+	} {
+		b.Run(fmt.Sprintf("n=%d/efConstruction=%d", tc.n, tc.efC), func(b *testing.B) {
+			data := clustered(rand.New(rand.NewPCG(uint64(tc.n), 3)), tc.n, benchDims, tc.n/200, 1)
 			b.ResetTimer()
 			for b.Loop() {
-				build(data, nil)
+				build(data, &Options{EfConstruction: tc.efC})
 			}
-			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "inserts/s")
+			b.ReportMetric(float64(tc.n)*float64(b.N)/b.Elapsed().Seconds(), "inserts/s")
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package hnsw
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 )
@@ -121,13 +122,10 @@ func (g *Graph) searchLayer(s *scratch, q []float32, entries []Neighbor, ef, l i
 // deterministic.
 func sortBestFirst(ns []Neighbor) {
 	slices.SortFunc(ns, func(a, b Neighbor) int {
-		switch {
-		case a.Score > b.Score:
-			return -1
-		case a.Score < b.Score:
-			return 1
+		if c := cmp.Compare(b.Score, a.Score); c != 0 {
+			return c
 		}
-		return int(a.ID) - int(b.ID)
+		return cmp.Compare(a.ID, b.ID)
 	})
 }
 
