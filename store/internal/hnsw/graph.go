@@ -70,7 +70,8 @@ type Graph struct {
 	stride0, strU int // lengths of one neighbour list: a count, then the ids
 }
 
-// New returns an empty graph of dims-dimensional vectors.
+// New returns an empty graph of dims-dimensional vectors; it panics if dims
+// is not positive.
 func New(dims int, opts *Options) *Graph {
 	if dims <= 0 {
 		panic(fmt.Sprintf("hnsw: New with %d dims", dims))
@@ -82,7 +83,7 @@ func New(dims int, opts *Options) *Graph {
 	if o.M <= 0 {
 		o.M = DefaultM
 	}
-	o.M = max(o.M, 2) // ln(1) is 0: M 1 would put every node on every layer
+	o.M = max(o.M, 2) // ln(1) is 0: with M 1 every level draw would hit the cap
 	if o.EfConstruction <= 0 {
 		o.EfConstruction = DefaultEfConstruction
 	}

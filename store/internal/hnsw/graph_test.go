@@ -239,6 +239,7 @@ func TestPanics(t *testing.T) {
 		{"Add wrong dims", func(g *Graph) { g.Add(1, make([]float32, 3)) }, "3-dimensional vector to a 4-dimensional graph"},
 		{"Search wrong dims", func(g *Graph) { g.Search(make([]float32, 5), 1, 0, nil) }, "5-dimensional query in a 4-dimensional graph"},
 		{"id added twice", func(g *Graph) { g.Add(0, []float32{0, 1, 0, 0}) }, "id 0 added twice"},
+		{"New with no dims", func(*Graph) { New(0, nil) }, "New with 0 dims"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
