@@ -38,16 +38,38 @@
 // read the graph and take their scratch space (heaps and a visited set
 // reset by a generation counter) from a sync.Pool.
 //
-// # Measured (clustered 256-dimensional data, clusters of ~200, 2 cores)
+// # Measured
 //
-// See BenchmarkSearch and TestRecall*. TODO figures.
+// Clustered 256-dimensional data (clusters of about 200 points, cosine
+// about 0.5 within a cluster), defaults, one query at a time on a shared
+// 2-core machine; BenchmarkSearch, BenchmarkExactScan and BenchmarkBuild
+// in one run:
+//
+//	n      exact scan  EfSearch 32          EfSearch 64
+//	10k    1.39 ms     103 µs (13×) r 0.99  124 µs (11×) r 0.9995
+//	100k   12.8 ms     264 µs (48×) r 0.96  298 µs (43×) r 0.999
+//
+// (r: recall@10 against the exact scan). With half the ids rejected by
+// accept, recall stays 0.999 at 140 µs (10k) and 450 µs (100k). Building
+// takes 1.3 s per 10k and 43 s per 100k (2,300 inserts/s at 100k; 4,800
+// at 10k with EfConstruction 100 against 7,500 with 64). By construction
+// the graph itself holds about 165 bytes per node at M 16 (links, offsets
+// and the slice header of the caller's vector, which it does not copy:
+// 1 KiB at 256 dimensions).
 //
 // # Limits
 //
 // Recall depends on the data. Clustered data, which real embeddings
-// resemble, reaches recall@10 above 0.99 at the default EfSearch 64;
-// vectors spread uniformly over a 256-dimensional sphere have no
-// structure to exploit and need EfSearch of about 512 for 0.9.
+// resemble, reaches recall@10 above 0.99 at the default EfSearch 64.
+// Vectors spread uniformly over a 256-dimensional sphere have no structure
+// to exploit: at 20k nodes M 16 (EfConstruction 100) gives 0.34 at
+// EfSearch 64 and 0.88 at 512; M 32 gives 0.92 at EfSearch 256 and 0.98
+// at 512 for a build three times as long, while EfConstruction 200
+// instead of 100 gains only 0.01. At 5k nodes the defaults reach 0.9
+// at EfSearch 256 (TestRecallUniform). A filter that rejects whole regions
+// (every other cluster) leaves queries there with only far, scattered
+// answers and recall near 0.9 (TestFilteredSearch).
+//
 // Hundreds of exact copies of one vector tie with each other and can
 // crowd one another out of neighbour lists, so a search for that vector
 // may miss some copies (tens of copies are found; TestDuplicateVectors).
