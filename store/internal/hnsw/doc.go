@@ -66,9 +66,22 @@
 // EfSearch 64 and 0.88 at 512; M 32 gives 0.92 at EfSearch 256 and 0.98
 // at 512 for a build three times as long, while EfConstruction 200
 // instead of 100 gains only 0.01. At 5k nodes the defaults reach 0.9
-// at EfSearch 256 (TestRecallUniform). A filter that rejects whole regions
-// (every other cluster) leaves queries there with only far, scattered
-// answers and recall near 0.9 (TestFilteredSearch).
+// at EfSearch 256 (TestRecallUniform); at 20k they need EfSearch about
+// 640, where the graph is no faster than the exact scan.
+//
+// The memory service's default HashEmbedder (hashed words and word pairs)
+// sits in between: on 20k synthetic texts of 300 topics (half topic words,
+// half Zipf-distributed common words; a one-off measurement, not a test,
+// as this package may import only the standard library) the defaults gave
+// recall@10 0.80 at EfSearch 64, 0.88 at 128 and 0.93 at 256 (2.4× faster
+// than the exact scan); M 32 gave 0.86, 0.91 and 0.96. So the caller
+// should measure recall on its own vectors with Graph.Recall and choose
+// EfSearch (or keep the exact scan) from that.
+//
+// A filter that rejects whole regions (every other cluster) leaves
+// queries there with only far, scattered answers and recall near 0.9
+// (TestFilteredSearch); one that rejects ids spread over the data, as
+// expiry and deletion do, costs no recall.
 //
 // Hundreds of exact copies of one vector tie with each other and can
 // crowd one another out of neighbour lists, so a search for that vector

@@ -359,3 +359,39 @@ func TestOptionsDefaults(t *testing.T) {
 		})
 	}
 }
+
+// Recall must agree with the tests' own brute-force measure, which
+// shares no code with it but dot and the heap.
+func TestRecallMethod(t *testing.T) {
+	f := clusteredFixture(64)
+	tests := []struct {
+		name   string
+		ef     int
+		accept func(uint32) bool
+	}{
+		{"ef 4", 4, nil},
+		{"default ef", 0, nil},
+		{"half rejected", 8, keepOne(2)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			want := recall(f.g, f.data, f.queries, 10, tc.ef, tc.accept)
+			got := f.g.Recall(f.queries, 10, tc.ef, tc.accept)
+			if got != want {
+				t.Errorf("Recall = %v, brute force says %v", got, want)
+			}
+		})
+	}
+	t.Run("sparse ids, nothing to find", func(t *testing.T) {
+		g := New(2, nil)
+		g.Add(5, []float32{1, 0})
+		g.Add(9, []float32{0, 1})
+		qs := [][]float32{{0.6, 0.8}}
+		if got := g.Recall(qs, 2, 0, nil); got != 1 {
+			t.Errorf("Recall = %v on a two-node graph, want 1", got)
+		}
+		if got := g.Recall(qs, 2, 0, func(uint32) bool { return false }); got != 1 {
+			t.Errorf("Recall = %v with every node rejected, want 1", got)
+		}
+	})
+}
