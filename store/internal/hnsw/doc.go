@@ -69,10 +69,11 @@
 // at EfSearch 256 (TestRecallUniform); at 20k they need EfSearch about
 // 640, where the graph is no faster than the exact scan.
 //
-// The memory service's default HashEmbedder (hashed words and word pairs)
-// sits in between: on 20k synthetic texts of 300 topics (half topic words,
-// half Zipf-distributed common words; a one-off measurement, not a test,
-// as this package may import only the standard library) the defaults gave
+// The memory service's default HashEmbedder (hashed words, word pairs and
+// character n-grams) sits in between: on 20k synthetic texts of 300
+// topics (half topic words, half Zipf-distributed common words; a one-off
+// measurement, not a test, as this package may import only the standard
+// library) the defaults gave
 // recall@10 0.80 at EfSearch 64, 0.88 at 128 and 0.93 at 256 (2.4× faster
 // than the exact scan); M 32 gave 0.86, 0.91 and 0.96. So the caller
 // should measure recall on its own vectors with Graph.Recall and choose
