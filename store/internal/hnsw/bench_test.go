@@ -47,7 +47,7 @@ func BenchmarkSearch(b *testing.B) {
 }
 
 // BenchmarkSearchFiltered rejects half the ids, as expired or deleted
-// slots would be.
+// slots would be, at the default EfSearch.
 func BenchmarkSearchFiltered(b *testing.B) {
 	for _, n := range []int{10_000, 100_000} {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {

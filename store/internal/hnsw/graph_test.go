@@ -62,6 +62,8 @@ func TestRecallClustered(t *testing.T) {
 	}{
 		{dims: 64, want: 0.95},
 		{dims: 256, want: 0.95},
+		{dims: 64, ef: 64, want: 0.95},
+		{dims: 256, ef: 64, want: 0.95},
 		{dims: 64, ef: 16, want: 0.9},
 		{dims: 256, ef: 16, want: 0.9},
 	}
