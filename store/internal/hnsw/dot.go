@@ -1,12 +1,12 @@
 package hnsw
 
-// dot is the dot product of two vectors of one length. Go does not
-// vectorise loops, so eight independent accumulators let the CPU overlap
-// the multiply-adds instead of waiting on one running sum; reslicing each
-// block to a fixed length lets the compiler drop the bounds checks. The
-// benchmarks in dot_test.go compare it with the plain loop and a 4-way
-// unroll.
-func dot(a, b []float32) float32 {
+// dotGo is the dot product of two vectors of one length, in Go for CPUs
+// without AVX2 and FMA. Go does not vectorise loops, so eight independent
+// accumulators let the CPU overlap the multiply-adds instead of waiting
+// on one running sum; reslicing each block to a fixed length lets the
+// compiler drop the bounds checks. The benchmarks in dot_test.go compare
+// it with the plain loop, a 4-way unroll and the AVX2 version.
+func dotGo(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3, s4, s5, s6, s7 float32
 	for len(a) >= 8 {

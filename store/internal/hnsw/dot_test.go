@@ -36,7 +36,7 @@ func dot4(a, b []float32) float32 {
 
 func TestDot(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	for _, n := range []int{0, 1, 3, 7, 8, 9, 15, 16, 17, 64, 255, 256, 1536} {
+	for _, n := range []int{0, 1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 40, 64, 255, 256, 1536} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			a, b := make([]float32, n), make([]float32, n)
 			var want float64
@@ -44,10 +44,16 @@ func TestDot(t *testing.T) {
 				a[i], b[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
 				want += float64(a[i]) * float64(b[i])
 			}
-			got := dot(a, b)
-			// float32 sums in another order differ in the last bits only.
-			if tol := 1e-5 * float64(n+1); math.Abs(float64(got)-want) > tol {
-				t.Errorf("dot = %v, want %v (±%v)", got, want, tol)
+			impls := map[string]func(a, b []float32) float32{"dot": dot, "dotGo": dotGo}
+			if haveAVX2 {
+				impls["dotAVX2"] = dotAVX2
+			}
+			for name, fn := range impls {
+				got := fn(a, b)
+				// float32 sums in another order differ in the last bits only.
+				if tol := 1e-5 * float64(n+1); math.Abs(float64(got)-want) > tol {
+					t.Errorf("%s = %v, want %v (±%v)", name, got, want, tol)
+				}
 			}
 		})
 	}
@@ -63,7 +69,10 @@ func BenchmarkDot(b *testing.B) {
 		for _, f := range []struct {
 			name string
 			fn   func(a, b []float32) float32
-		}{{"plain", dotPlain}, {"unroll4", dot4}, {"unroll8", dot}} {
+		}{{"plain", dotPlain}, {"unroll4", dot4}, {"unroll8", dotGo}, {"avx2", dotAVX2}} {
+			if f.name == "avx2" && !haveAVX2 {
+				continue // not a skip of a feature: this CPU has no AVX2
+			}
 			b.Run(fmt.Sprintf("%s/dims=%d", f.name, dims), func(b *testing.B) {
 				var s float32
 				for b.Loop() {
