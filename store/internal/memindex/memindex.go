@@ -1,0 +1,271 @@
+package memindex
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"novaos.dev/novaos/memory"
+)
+
+// DefaultMaxBytes bounds the cache when Options.MaxBytes is zero: about
+// 200k memories with 256-wide vectors.
+const DefaultMaxBytes = 256 << 20
+
+// MaxQueryTerms bounds the distinct terms of one keyword search: a pasted
+// document as a query would otherwise rank by thousands of terms.
+const MaxQueryTerms = 64
+
+// Key names a partition: the tenant and the partition inside it.
+type Key struct{ Tenant, Scope, Owner string }
+
+// KeyOf is the Key of partition p of tenant.
+func KeyOf(tenant string, p memory.Partition) Key {
+	return Key{tenant, string(p.Scope), p.Owner}
+}
+
+// Counters are a partition's write counters as the database holds them.
+type Counters struct{ Appended, Changed int64 }
+
+// Doc is one stored memory: its row number in the store, ascending in
+// write order, and the memory with its embedding, if any.
+type Doc struct {
+	Seq    int64
+	Memory memory.Memory
+}
+
+// Source reads partitions from a store's database.
+type Source interface {
+	// Counters returns the partition's counters; ok is false when nothing
+	// was ever written to it.
+	Counters(ctx context.Context, k Key) (c Counters, ok bool, err error)
+	// Load calls add with every memory of the partition whose Seq is
+	// above after, in Seq order. add keeps the Memory's slices and
+	// embedding, which the Source must not reuse.
+	Load(ctx context.Context, k Key, after int64, add func(*Doc)) error
+}
+
+// Options tune a Cache; the zero value means the defaults.
+type Options struct {
+	// MaxBytes bounds the memory the entries hold, estimated (default
+	// DefaultMaxBytes).
+	MaxBytes int64
+	// Logger receives cache loads at debug level (default: discarded).
+	Logger *slog.Logger
+}
+
+// Cache holds the entries of recently searched partitions. It is safe for
+// concurrent use.
+type Cache struct {
+	src  Source
+	max  int64
+	log  *slog.Logger
+	mu   sync.Mutex
+	m    map[Key]*entry
+	size int64
+	tick uint64
+}
+
+// New returns an empty cache reading partitions from src.
+func New(src Source, opts *Options) *Cache {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultMaxBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Cache{src: src, max: o.MaxBytes, log: o.Logger, m: map[Key]*entry{}}
+}
+
+// entry is one partition's cache slot; idx is replaced whole on a reload
+// and grown in place on an append, both under mu's write lock.
+type entry struct {
+	mu     sync.RWMutex
+	c      Counters
+	idx    *index
+	loaded bool
+	size   int64 // as last accounted in Cache.size
+	used   uint64
+}
+
+func (c *Cache) entry(k Key) *entry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.m[k]
+	if e == nil {
+		e = &entry{}
+		c.m[k] = e
+	}
+	c.tick++
+	e.used = c.tick
+	return e
+}
+
+// account records e's new size and drops the least recently used other
+// entries while the cache is over its bound.
+func (c *Cache) account(k Key, e *entry, size int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m[k] != e { // dropped while loading: counts for nothing
+		return
+	}
+	c.size += size - e.size
+	e.size = size
+	for c.size > c.max {
+		var victim Key
+		var ve *entry
+		for k2, e2 := range c.m {
+			if k2 != k && (ve == nil || e2.used < ve.used) {
+				victim, ve = k2, e2
+			}
+		}
+		if ve == nil {
+			return // this one alone is over the bound: kept while searched
+		}
+		delete(c.m, victim)
+		c.size -= ve.size
+	}
+}
+
+// Size is the estimated bytes the cache holds.
+func (c *Cache) Size() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.size
+}
+
+// view runs fn with k's index brought up to date, under the entry's read
+// lock; idx is nil when nothing was ever written to the partition.
+func (c *Cache) view(ctx context.Context, k Key, fn func(idx *index) error) error {
+	cur, ok, err := c.src.Counters(ctx, k)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fn(nil)
+	}
+	e := c.entry(k)
+	for {
+		e.mu.RLock()
+		if e.loaded && e.c == cur {
+			defer e.mu.RUnlock()
+			return fn(e.idx)
+		}
+		e.mu.RUnlock()
+		if err := c.refresh(ctx, k, e, cur); err != nil {
+			return err
+		}
+	}
+}
+
+// refresh brings e up to at least the counters cur.
+func (c *Cache) refresh(ctx context.Context, k Key, e *entry, cur Counters) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.loaded && e.c == cur {
+		return nil // another search did it
+	}
+	start := time.Now()
+	full := !e.loaded || e.c.Changed != cur.Changed
+	idx, after := e.idx, int64(0)
+	if full {
+		idx = newIndex()
+	} else {
+		after = idx.maxSeq
+	}
+	n := idx.len()
+	if err := c.src.Load(ctx, k, after, idx.add); err != nil {
+		e.loaded = false // a partial load must not serve
+		return err
+	}
+	// Rows loaded may be newer than cur; the next refresh then loads
+	// past maxSeq, which holds no row twice.
+	e.idx, e.c, e.loaded = idx, cur, true
+	c.log.DebugContext(ctx, "memindex: partition loaded", "full", full, "added", idx.len()-n, "memories", idx.len(),
+		"took", time.Since(start))
+	c.account(k, e, idx.bytes)
+	return nil
+}
+
+// Keyword ranks f's memories of partition k that hold any of terms by
+// BM25 and returns the best limit of them.
+func (c *Cache) Keyword(ctx context.Context, k Key, f memory.Filter, terms []string, limit int) ([]memory.Hit, error) {
+	if len(terms) == 0 || limit <= 0 {
+		return nil, nil
+	}
+	var out []memory.Hit
+	err := c.view(ctx, k, func(idx *index) error {
+		if idx != nil {
+			out = idx.keyword(&f, terms, limit)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Vector returns the limit memories of f in partition k whose vectors of
+// q's model and width are closest to q by cosine similarity.
+func (c *Cache) Vector(ctx context.Context, k Key, f memory.Filter, q memory.Embedding, limit int) ([]memory.Hit, error) {
+	if limit <= 0 || len(q.Vector) == 0 {
+		return nil, nil
+	}
+	qn := math.Sqrt(float64(memory.Dot(q.Vector, q.Vector)))
+	if qn == 0 || math.IsNaN(qn) || math.IsInf(qn, 0) {
+		return nil, nil
+	}
+	var out []memory.Hit
+	err := c.view(ctx, k, func(idx *index) error {
+		if idx != nil {
+			out = idx.vector(&f, q, float32(qn), limit)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// TermStats returns how many memories partition k holds (expired ones
+// not yet swept included) and how many of them hold each of terms (the
+// first MaxQueryTerms distinct ones).
+func (c *Cache) TermStats(ctx context.Context, k Key, terms []string) (int, map[string]int, error) {
+	docs, df := 0, map[string]int{}
+	err := c.view(ctx, k, func(idx *index) error {
+		for _, t := range terms {
+			if _, done := df[t]; done || len(df) == MaxQueryTerms {
+				continue
+			}
+			df[t] = 0
+			if idx != nil {
+				df[t] = len(idx.postings[t])
+			}
+		}
+		if idx != nil {
+			docs = idx.len()
+		}
+		return nil
+	})
+	return docs, df, err
+}
+
+// Adjacent returns, for each of ids that is a memory of partition k with
+// a conversation id, the memories of f just before and just after it in
+// its conversation (by creation time, then Seq). The map holds no entry
+// for an id with neither.
+func (c *Cache) Adjacent(ctx context.Context, k Key, f memory.Filter, ids []string) (map[string][]memory.Memory, error) {
+	out := map[string][]memory.Memory{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	err := c.view(ctx, k, func(idx *index) error {
+		if idx != nil {
+			idx.adjacent(&f, ids, out)
+		}
+		return nil
+	})
+	return out, err
+}

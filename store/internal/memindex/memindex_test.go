@@ -1,0 +1,430 @@
+package memindex_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"novaos.dev/novaos/memory"
+	"novaos.dev/novaos/store/internal/memindex"
+)
+
+// source is an in-memory Source: a store's table and counters.
+type source struct {
+	mu    sync.Mutex
+	docs  map[memindex.Key][]memindex.Doc
+	c     map[memindex.Key]memindex.Counters
+	seq   int64
+	loads int
+	fail  error
+}
+
+func newSource() *source {
+	return &source{docs: map[memindex.Key][]memindex.Doc{}, c: map[memindex.Key]memindex.Counters{}}
+}
+
+func (s *source) put(k memindex.Key, m memory.Memory) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	s.docs[k] = append(s.docs[k], memindex.Doc{Seq: s.seq, Memory: m})
+	c := s.c[k]
+	c.Appended++
+	s.c[k] = c
+	return s.seq
+}
+
+func (s *source) remove(k memindex.Key, id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.docs[k] = slices.DeleteFunc(s.docs[k], func(d memindex.Doc) bool { return d.Memory.ID == id })
+	c := s.c[k]
+	c.Changed++
+	s.c[k] = c
+}
+
+func (s *source) Counters(_ context.Context, k memindex.Key) (memindex.Counters, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.c[k]
+	return c, ok, nil
+}
+
+func (s *source) Load(_ context.Context, k memindex.Key, after int64, add func(*memindex.Doc)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.loads++
+	if s.fail != nil {
+		return s.fail
+	}
+	for _, d := range s.docs[k] {
+		if d.Seq > after {
+			if e := d.Memory.Embedding; e != nil { // the index owns what it is given
+				d.Memory.Embedding = &memory.Embedding{Model: e.Model, Vector: slices.Clone(e.Vector)}
+			}
+			add(&d)
+		}
+	}
+	return nil
+}
+
+var (
+	ctx  = context.Background()
+	acme = memindex.Key{Tenant: "acme", Scope: "agent", Owner: "a"}
+	t0   = time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
+)
+
+func ids(hs []memory.Hit) []string {
+	var out []string
+	for _, h := range hs {
+		out = append(out, h.Memory.ID)
+	}
+	return out
+}
+
+// bm25 is FTS5's formula written out for one document, the reference the
+// index must match: dl and avgdl count one token more for the partition
+// column the SQL index had.
+func bm25(n int, df map[string]int, avgdl float64, doc []string, query []string) float64 {
+	var s float64
+	for _, q := range query {
+		tf := 0
+		for _, t := range doc {
+			if t == q {
+				tf++
+			}
+		}
+		if tf == 0 {
+			continue
+		}
+		idf := math.Log((float64(n) - float64(df[q]) + 0.5) / (float64(df[q]) + 0.5))
+		if idf <= 0 {
+			idf = 1e-6
+		}
+		s += idf * float64(tf) * 2.2 / (float64(tf) + 1.2*(0.25+0.75*float64(len(doc)+1)/avgdl))
+	}
+	return s
+}
+
+func TestKeywordMatchesBM25(t *testing.T) {
+	src := newSource()
+	r := rand.New(rand.NewPCG(1, 2))
+	words := []string{"apple", "banana", "cherry", "date", "elder", "fig", "grape", "honeydew", "kiwi", "lemon"}
+	var texts []string
+	for i := range 300 {
+		var w []string
+		for range 1 + r.IntN(12) {
+			w = append(w, words[r.IntN(len(words))])
+		}
+		text := fmt.Sprint(w)
+		texts = append(texts, text)
+		src.put(acme, memory.Memory{ID: fmt.Sprint("m", i), Content: text, CreatedAt: t0})
+	}
+	c := memindex.New(src, nil)
+	n, df, total := len(texts), map[string]int{}, 0
+	terms := make([][]string, n)
+	for i, text := range texts {
+		terms[i] = memory.Terms(text)
+		total += len(terms[i]) + 1
+		seen := map[string]bool{}
+		for _, t := range terms[i] {
+			if !seen[t] {
+				df[t]++
+				seen[t] = true
+			}
+		}
+	}
+	for _, q := range []string{"apple", "cherry grape", "kiwi lemon fig apple", "durian", "apple apple"} {
+		qt := memory.Terms(q)
+		got, err := c.Keyword(ctx, acme, memory.Filter{}, qt, 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		uq := slices.Compact(slices.Sorted(slices.Values(qt)))
+		type ref struct {
+			seq   int64
+			score float64
+		}
+		var want []ref
+		for i := range texts {
+			if s := bm25(n, df, float64(total)/float64(n), terms[i], uq); s > 0 {
+				want = append(want, ref{int64(i + 1), s})
+			}
+		}
+		slices.SortStableFunc(want, func(a, b ref) int {
+			if a.score != b.score {
+				if a.score > b.score {
+					return -1
+				}
+				return 1
+			}
+			return 0
+		})
+		want = want[:min(20, len(want))]
+		if len(got) != len(want) {
+			t.Fatalf("%q: %d hits, want %d", q, len(got), len(want))
+		}
+		for i := range got {
+			if got[i].Memory.ID != fmt.Sprint("m", want[i].seq-1) || math.Abs(got[i].Score-want[i].score) > 1e-9 {
+				t.Errorf("%q: hit %d = %+v, want %+v", q, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+func TestFilters(t *testing.T) {
+	src := newSource()
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	docs := []memory.Memory{
+		{ID: "plain", Content: "tea kettle", CreatedAt: at(0)},
+		{ID: "typed", Content: "tea kettle", CreatedAt: at(time.Minute), Type: "semantic"},
+		{ID: "tagged", Content: "tea kettle", CreatedAt: at(2 * time.Minute), Tags: []string{"kitchen", "home"}},
+		{ID: "conv", Content: "tea kettle", CreatedAt: at(3 * time.Minute), ConversationID: "c1"},
+		{ID: "secret", Content: "tea kettle", CreatedAt: at(4 * time.Minute), Classification: "confidential"},
+		{ID: "expiring", Content: "tea kettle", CreatedAt: at(5 * time.Minute), ExpiresAt: at(time.Hour)},
+	}
+	for _, d := range docs {
+		src.put(acme, d)
+	}
+	c := memindex.New(src, nil)
+	// Equal scores go to the older memory; tags are indexed with the
+	// content, so the tagged memory is longer and ranks last.
+	all := []string{"plain", "typed", "conv", "secret", "expiring", "tagged"}
+	tests := []struct {
+		name string
+		f    memory.Filter
+		want []string
+	}{
+		{"all before expiry", memory.Filter{Now: t0}, all},
+		{"zero now hides nothing", memory.Filter{}, all},
+		{"expired at its time", memory.Filter{Now: t0.Add(time.Hour)}, slices.Delete(slices.Clone(all), 4, 5)},
+		{"type", memory.Filter{Type: "semantic"}, []string{"typed"}},
+		{"unknown type", memory.Filter{Type: "episodic"}, nil},
+		{"one tag", memory.Filter{Tags: []string{"home"}}, []string{"tagged"}},
+		{"every tag", memory.Filter{Tags: []string{"home", "kitchen"}}, []string{"tagged"}},
+		{"a tag not held", memory.Filter{Tags: []string{"home", "garden"}}, nil},
+		{"conversation", memory.Filter{ConversationID: "c1"}, []string{"conv"}},
+		{"classification", memory.Filter{Classification: "confidential"}, []string{"secret"}},
+		{"after is exclusive", memory.Filter{After: t0.Add(4 * time.Minute)}, []string{"expiring"}},
+		{"before is exclusive", memory.Filter{Before: t0.Add(time.Minute)}, []string{"plain"}},
+		{"between", memory.Filter{After: t0, Before: t0.Add(3 * time.Minute)}, []string{"typed", "tagged"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hs, err := c.Keyword(ctx, acme, tt.f, []string{"tea"}, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, ids(hs)); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestFollowsWrites(t *testing.T) {
+	src := newSource()
+	c := memindex.New(src, nil)
+	search := func() []string {
+		t.Helper()
+		hs, err := c.Keyword(ctx, acme, memory.Filter{}, []string{"otter"}, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids(hs)
+	}
+	if got := search(); got != nil {
+		t.Fatalf("empty partition: %v", got)
+	}
+	src.put(acme, memory.Memory{ID: "a", Content: "otter"})
+	src.put(acme, memory.Memory{ID: "b", Content: "sea otter"})
+	if got := search(); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("after two puts: %v", got)
+	}
+	loads := src.loads
+	if search(); src.loads != loads {
+		t.Errorf("a search with no write between loaded again")
+	}
+	src.put(acme, memory.Memory{ID: "d", Content: "otter otter"})
+	if got := search(); !slices.Equal(got, []string{"d", "a", "b"}) {
+		t.Errorf("after an append: %v", got)
+	}
+	src.remove(acme, "a")
+	if got := search(); !slices.Equal(got, []string{"d", "b"}) {
+		t.Errorf("after a change: %v", got)
+	}
+	docs, df, err := c.TermStats(ctx, acme, []string{"otter", "sea", "otter", "whale"})
+	if err != nil || docs != 2 || !maps(df, map[string]int{"otter": 2, "sea": 1, "whale": 0}) {
+		t.Errorf("TermStats = %d %v %v", docs, df, err)
+	}
+	// A failed load serves nothing stale and is retried.
+	src.fail = errors.New("disk gone")
+	src.put(acme, memory.Memory{ID: "e", Content: "otter"})
+	if _, err := c.Keyword(ctx, acme, memory.Filter{}, []string{"otter"}, 10); err == nil {
+		t.Error("search after a failed load succeeded")
+	}
+	src.fail = nil
+	if got := search(); len(got) != 3 {
+		t.Errorf("after the failure cleared: %v", got)
+	}
+}
+
+func maps(a, b map[string]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestVector(t *testing.T) {
+	src := newSource()
+	put := func(id, model string, v ...float32) {
+		var e *memory.Embedding
+		if model != "" {
+			e = &memory.Embedding{Model: model, Vector: v}
+		}
+		src.put(acme, memory.Memory{ID: id, Embedding: e})
+	}
+	put("x", "m1", 1, 0, 0)
+	put("y", "m1", 0, 2, 0)
+	put("xy", "m1", 1, 1, 0)
+	put("other-model", "m2", 1, 0, 0)
+	put("other-width", "m1", 1, 0)
+	put("zero", "m1", 0, 0, 0)
+	put("none", "")
+	c := memindex.New(src, nil)
+	tests := []struct {
+		name string
+		q    memory.Embedding
+		want []string
+	}{
+		{"nearest first", memory.Embedding{Model: "m1", Vector: []float32{3, 0.1, 0}}, []string{"x", "xy", "y"}},
+		{"scale does not matter", memory.Embedding{Model: "m1", Vector: []float32{0, 0.001, 0}}, []string{"y", "xy", "x"}},
+		{"unknown model", memory.Embedding{Model: "m3", Vector: []float32{1, 0, 0}}, nil},
+		{"zero query", memory.Embedding{Model: "m1", Vector: []float32{0, 0, 0}}, nil},
+		{"non-finite query", memory.Embedding{Model: "m1", Vector: []float32{float32(math.Inf(1)), 0, 0}}, nil},
+	}
+	for _, tt := range tests {
+		hs, err := c.Vector(ctx, acme, memory.Filter{}, tt.q, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(hs); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	hs, _ := c.Vector(ctx, acme, memory.Filter{}, memory.Embedding{Model: "m1", Vector: []float32{1, 1, 0}}, 1)
+	if len(hs) != 1 || hs[0].Memory.ID != "xy" || math.Abs(hs[0].Score-1) > 1e-6 || hs[0].Memory.Embedding != nil {
+		t.Errorf("identical direction: %+v, want xy with cosine 1 (and no embedding)", hs)
+	}
+}
+
+func TestAdjacent(t *testing.T) {
+	src := newSource()
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	// Written out of creation order: neighbours follow creation time.
+	src.put(acme, memory.Memory{ID: "3", ConversationID: "c", CreatedAt: at(3)})
+	src.put(acme, memory.Memory{ID: "1", ConversationID: "c", CreatedAt: at(1)})
+	src.put(acme, memory.Memory{ID: "2", ConversationID: "c", CreatedAt: at(2), Type: "episodic"})
+	src.put(acme, memory.Memory{ID: "4", ConversationID: "c", CreatedAt: at(3)}) // same time as 3: after it by Seq
+	src.put(acme, memory.Memory{ID: "lone", ConversationID: "d", CreatedAt: at(1)})
+	src.put(acme, memory.Memory{ID: "none", CreatedAt: at(1)})
+	c := memindex.New(src, nil)
+	tests := []struct {
+		name string
+		f    memory.Filter
+		ids  []string
+		want map[string][]string
+	}{
+		{"both sides", memory.Filter{}, []string{"2", "3"}, map[string][]string{"2": {"1", "3"}, "3": {"2", "4"}}},
+		{"ends", memory.Filter{}, []string{"1", "4"}, map[string][]string{"1": {"2"}, "4": {"3"}}},
+		{"alone, without conversation, unknown", memory.Filter{}, []string{"lone", "none", "nope"}, map[string][]string{}},
+		{"filter skips to the next match", memory.Filter{Type: "episodic"}, []string{"1", "3"}, map[string][]string{"1": {"2"}, "3": {"2"}}},
+	}
+	for _, tt := range tests {
+		near, err := c.Adjacent(ctx, acme, tt.f, tt.ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string][]string{}
+		for id, ms := range near {
+			for _, m := range ms {
+				got[id] = append(got[id], m.ID)
+			}
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%s (-want +got)\n%s", tt.name, diff)
+		}
+	}
+}
+
+func TestPartitionsAndBound(t *testing.T) {
+	src := newSource()
+	keys := []memindex.Key{acme, {Tenant: "acme", Scope: "agent", Owner: "b"}, {Tenant: "umbrella", Scope: "agent", Owner: "a"}}
+	for i, k := range keys {
+		for j := range 50 {
+			src.put(k, memory.Memory{ID: fmt.Sprint(i, "-", j), Content: "shared words in every tenant"})
+		}
+	}
+	c := memindex.New(src, &memindex.Options{MaxBytes: 1}) // holds one partition at a time
+	for range 2 {
+		for i, k := range keys {
+			hs, err := c.Keyword(ctx, k, memory.Filter{}, memory.Terms("shared"), 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(hs) != 50 {
+				t.Fatalf("%v: %d hits, want its own 50", k, len(hs))
+			}
+			for _, h := range hs {
+				if want := fmt.Sprint(i, "-"); !strings.HasPrefix(h.Memory.ID, want) {
+					t.Fatalf("%v: hit %s is not one of its memories", k, h.Memory.ID)
+				}
+			}
+		}
+	}
+	if src.loads != 6 {
+		t.Errorf("loads = %d, want 6: a bound of one partition evicts the others", src.loads)
+	}
+	if c.Size() <= 0 {
+		t.Errorf("Size = %d", c.Size())
+	}
+}
+
+func TestConcurrentSearchesAndWrites(t *testing.T) {
+	src := newSource()
+	c := memindex.New(src, nil)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 200 {
+				src.put(acme, memory.Memory{ID: fmt.Sprint(w, "-", i), Content: "heron"})
+				if i%50 == 0 {
+					src.remove(acme, fmt.Sprint(w, "-", i))
+				}
+				if _, err := c.Keyword(ctx, acme, memory.Filter{}, []string{"heron"}, 5); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	docs, _, err := c.TermStats(ctx, acme, nil)
+	if err != nil || docs != 4*200-4*4 {
+		t.Errorf("docs = %d, %v; want %d", docs, err, 4*200-4*4)
+	}
+}
