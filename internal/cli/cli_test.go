@@ -299,7 +299,8 @@ func TestServeDBFlagWinsOverEnv(t *testing.T) {
 	defer cancel()
 	e, out, errOut := testEnv(map[string]string{EnvDatabaseURL: "mysql://ignored.example.com/x"})
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--db", url}, e) }()
+	// --data still names where the key files live (token.key).
+	go func() { done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--db", url, "--data", t.TempDir()}, e) }()
 	health := waitForURL(t, out, done)
 	resp, err := http.Get(health)
 	if err != nil {
