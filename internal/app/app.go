@@ -258,7 +258,8 @@ func (s *Server) openStores(ctx context.Context) error {
 			return fmt.Errorf("app: data directory: %w", err)
 		}
 		path := filepath.Join(s.opts.DataDir, DatabaseFile)
-		s.db, err = sqlite.Open(ctx, path, &sqlite.Options{Logger: s.log, Lease: s.leaseOptions()})
+		s.db, err = sqlite.Open(ctx, path, &sqlite.Options{Logger: s.log, Lease: s.leaseOptions(),
+			MemoryIndexBytes: s.opts.Memory.IndexBytes})
 		if err != nil {
 			return fmt.Errorf("app: open sqlite %s: %w", path, err)
 		}

@@ -39,9 +39,14 @@ type Options struct {
 	// store/lease's defaults.
 	Lease *lease.Options
 	// MemoryIndexBytes bounds the in-process memory search index (see
-	// MemoryStore; default memindex.DefaultMaxBytes, 256 MiB).
+	// MemoryStore; default DefaultMemoryIndexBytes).
 	MemoryIndexBytes int64
 }
+
+// DefaultMemoryIndexBytes bounds the memory search index when
+// Options.MemoryIndexBytes is zero: 256 MiB, about 200k memories with
+// 256-wide vectors.
+const DefaultMemoryIndexBytes = memindex.DefaultMaxBytes
 
 // DB is an open SQLite database. Its stores are safe for concurrent use; it
 // must be closed after the last use of any of them.

@@ -428,3 +428,28 @@ func TestConcurrentSearchesAndWrites(t *testing.T) {
 		t.Errorf("docs = %d, %v; want %d", docs, err, 4*200-4*4)
 	}
 }
+
+// BenchmarkLoad builds the index of a partition of 10k memories with
+// 256-wide vectors from an in-memory source: the cost a search pays after
+// a change to the partition (the store's read of the rows comes on top).
+func BenchmarkLoad(b *testing.B) {
+	src := newSource()
+	emb := memory.NewHashEmbedder(0)
+	r := rand.New(rand.NewPCG(5, 6))
+	words := []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet",
+		"kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango"}
+	for i := range 10_000 {
+		var text string
+		for range 12 + r.IntN(20) {
+			text += words[r.IntN(len(words))] + fmt.Sprint(r.IntN(50)) + " "
+		}
+		src.put(acme, memory.Memory{ID: fmt.Sprint("m", i), Content: text, ConversationID: fmt.Sprint("c", i/100),
+			CreatedAt: t0.Add(time.Duration(i) * time.Second), Embedding: &memory.Embedding{Model: emb.ModelID(), Vector: emb.Vector(text)}})
+	}
+	for b.Loop() {
+		c := memindex.New(src, nil)
+		if _, _, err := c.TermStats(ctx, acme, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
