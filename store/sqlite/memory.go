@@ -3,10 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"strings"
 	"time"
 
@@ -20,8 +18,6 @@ const (
 	insertMemorySQL = `INSERT INTO memories (tenant, id, scope, owner, content, type, tags, source, conversation_id,
 		classification, confidence, custom, version, created_ms, updated_ms, expires_ms, write_event_id, model, vec)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, id) DO NOTHING`
-	insertFTSSQL = `INSERT INTO memory_fts (rowid, part, terms) VALUES (?, ?, ?)`
-	deleteFTSSQL = `DELETE FROM memory_fts WHERE rowid = ?`
 	findKeySQL   = `SELECT result_id, scope, event_id, count, durable, created_ms FROM memory_keys
 		WHERE tenant = ? AND kind = ? AND key = ? AND created_ms > ?`
 	appendedSQL = `INSERT INTO memory_partitions (tenant, scope, owner, appended) VALUES (?, ?, ?, 1)
@@ -33,7 +29,7 @@ const (
 )
 
 // memoryWrites are the statements Open prepares for the memory store.
-var memoryWrites = []string{insertMemorySQL, insertFTSSQL, deleteFTSSQL, putKeySQL, appendedSQL, changedSQL}
+var memoryWrites = []string{insertMemorySQL, putKeySQL, appendedSQL, changedSQL}
 
 // memCols are the columns scanMemory reads, in its order.
 const memCols = `m.seq, m.id, m.scope, m.owner, m.content, m.type, m.tags, m.source, m.conversation_id, m.classification,
@@ -48,24 +44,6 @@ func (db *DB) MemoryStore() *MemoryStore { return &MemoryStore{db} }
 type MemoryStore struct{ db *DB }
 
 var _ memory.Store = (*MemoryStore)(nil)
-
-// partToken names a partition inside the full-text index: a hash, since a
-// token must be one word whatever the tenant and owner ids hold. Two
-// partitions sharing a token would only share candidates; the join on
-// memories re-checks the real columns.
-func partToken(tenant string, p memory.Partition) string {
-	h := fnv.New128a()
-	h.Write([]byte(tenant))
-	h.Write([]byte{0})
-	h.Write([]byte(p.Scope))
-	h.Write([]byte{0})
-	h.Write([]byte(p.Owner))
-	return "p" + hex.EncodeToString(h.Sum(nil))
-}
-
-func indexTerms(m *memory.Memory) string {
-	return strings.Join(memory.Terms(memory.EmbedText(m.Content, m.Tags)), " ")
-}
 
 func ms(t time.Time) int64 {
 	if t.IsZero() {
@@ -121,13 +99,6 @@ func (s *MemoryStore) insert(tx *sql.Tx, tenant string, m *memory.Memory) error 
 	}
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
 		return orSentinel(err, memory.ErrExists)
-	}
-	seq, err := res.LastInsertId()
-	if err != nil {
-		return err
-	}
-	if _, err = s.db.wr.exec(tx, insertFTSSQL, seq, partToken(tenant, m.Partition), indexTerms(m)); err != nil {
-		return err
 	}
 	_, err = s.db.wr.exec(tx, appendedSQL, tenant, string(m.Partition.Scope), m.Partition.Owner)
 	return err
@@ -197,7 +168,7 @@ func (s *MemoryStore) Update(ctx context.Context, tenant string, p memory.Partit
 		if m.Version != version {
 			return fmt.Errorf("version %d is not the current %d: %w", version, m.Version, memory.ErrConflict)
 		}
-		reindex := m.Apply(c)
+		m.Apply(c)
 		var model string
 		var vec []byte
 		if c.Embedding != nil {
@@ -210,18 +181,10 @@ func (s *MemoryStore) Update(ctx context.Context, tenant string, p memory.Partit
 			c.Embedding != nil, model, c.Embedding != nil, vec, seq); err != nil {
 			return err
 		}
-		if c.Embedding != nil {
-			if _, err := s.db.wr.exec(tx, changedSQL, tenant, string(p.Scope), p.Owner); err != nil {
-				return err
-			}
-		}
-		if reindex {
-			if _, err := s.db.wr.exec(tx, deleteFTSSQL, seq); err != nil {
-				return err
-			}
-			if _, err := s.db.wr.exec(tx, insertFTSSQL, seq, partToken(tenant, m.Partition), indexTerms(m)); err != nil {
-				return err
-			}
+		// Searches return the stored memory from the index: any change
+		// to it must reach the index, not only a new vector.
+		if _, err := s.db.wr.exec(tx, changedSQL, tenant, string(p.Scope), p.Owner); err != nil {
+			return err
 		}
 		out = m
 		return nil
@@ -256,9 +219,6 @@ func (s *MemoryStore) Forget(ctx context.Context, tenant string, p memory.Partit
 			return err
 		default:
 			if _, err := tx.Exec(`DELETE FROM memories WHERE seq = ?`, seq); err != nil {
-				return err
-			}
-			if _, err := s.db.wr.exec(tx, deleteFTSSQL, seq); err != nil {
 				return err
 			}
 			if _, err := s.db.wr.exec(tx, changedSQL, tenant, string(p.Scope), p.Owner); err != nil {
