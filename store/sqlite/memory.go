@@ -18,7 +18,7 @@ const (
 	insertMemorySQL = `INSERT INTO memories (tenant, id, scope, owner, content, type, tags, source, conversation_id,
 		classification, confidence, custom, version, created_ms, updated_ms, expires_ms, write_event_id, model, vec)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, id) DO NOTHING`
-	findKeySQL   = `SELECT result_id, scope, event_id, count, durable, created_ms FROM memory_keys
+	findKeySQL = `SELECT result_id, scope, event_id, count, durable, created_ms FROM memory_keys
 		WHERE tenant = ? AND kind = ? AND key = ? AND created_ms > ?`
 	appendedSQL = `INSERT INTO memory_partitions (tenant, scope, owner, appended) VALUES (?, ?, ?, 1)
 		ON CONFLICT (tenant, scope, owner) DO UPDATE SET appended = appended + 1`
