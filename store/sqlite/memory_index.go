@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"strings"
 
 	"novaos.dev/novaos/memory"
 	"novaos.dev/novaos/store/internal/memindex"
@@ -24,8 +25,48 @@ func (s indexSource) Counters(ctx context.Context, k memindex.Key) (memindex.Cou
 }
 
 func (s indexSource) Load(ctx context.Context, k memindex.Key, after int64, add func(*memindex.Doc)) error {
+	return s.load(ctx, `m.seq > ? ORDER BY m.seq`, []any{k.Tenant, k.Scope, k.Owner, after}, add)
+}
+
+func (s indexSource) LoadSeqs(ctx context.Context, k memindex.Key, seqs []int64, add func(*memindex.Doc)) error {
+	const batch = 500 // well under SQLite's bound on parameters
+	for len(seqs) > 0 {
+		n := min(len(seqs), batch)
+		args := []any{k.Tenant, k.Scope, k.Owner}
+		for _, seq := range seqs[:n] {
+			args = append(args, seq)
+		}
+		if err := s.load(ctx, `m.seq IN (`+strings.Repeat(",?", n)[1:]+`) ORDER BY m.seq`, args, add); err != nil {
+			return err
+		}
+		seqs = seqs[n:]
+	}
+	return nil
+}
+
+func (s indexSource) Versions(ctx context.Context, k memindex.Key, fn func(seq int64, id string, version int64)) error {
+	rows, err := s.db.r.QueryContext(ctx, `SELECT seq, id, version FROM memories WHERE tenant = ? AND scope = ? AND owner = ?`,
+		k.Tenant, k.Scope, k.Owner)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var seq, version int64
+		var id string
+		if err := rows.Scan(&seq, &id, &version); err != nil {
+			return err
+		}
+		fn(seq, id, version)
+	}
+	return rows.Err()
+}
+
+// load reads the partition's memories that cond (after the partition's
+// three arguments) selects.
+func (s indexSource) load(ctx context.Context, cond string, args []any, add func(*memindex.Doc)) error {
 	rows, err := s.db.r.QueryContext(ctx, `SELECT `+memCols+`, m.model, m.vec FROM memories m
-		WHERE m.tenant = ? AND m.scope = ? AND m.owner = ? AND m.seq > ? ORDER BY m.seq`, k.Tenant, k.Scope, k.Owner, after)
+		WHERE m.tenant = ? AND m.scope = ? AND m.owner = ? AND `+cond, args...)
 	if err != nil {
 		return err
 	}

@@ -13,11 +13,13 @@
 // A partition's entry is exact, never stale: the store keeps two counters
 // per partition in the database, bumped in the transaction of every write
 // (appended for new memories, changed for updates, forgets and sweeps).
-// Every search reads them first: a newer appended count loads only the
+// Every search reads them first. A newer appended count loads only the
 // rows added since (their sequence numbers are above the entry's
-// highest), a newer changed count loads the partition again. The counters
-// are in the database, so writes by another process sharing it are seen
-// too.
+// highest). A newer changed count reads the partition's (seq, id,
+// version) triples, marks the slots of deleted and changed memories dead
+// and loads the changed ones again; when more than a quarter of the entry
+// would be dead, it is rebuilt instead. The counters are in the database,
+// so writes by another process sharing it are seen too.
 //
 // The ranking matches what the stores' SQL gave: BM25 with k1 1.2 and b
 // 0.75 over memory.Terms of the content and tags (FTS5's bm25), except

@@ -17,23 +17,33 @@ const (
 )
 
 // index is one partition's search structures. Memories are numbered by
-// slot in load order, which is Seq order; a reload builds a new index, so
-// slots never move.
+// slot in load order; slots never move. A memory changed or deleted since
+// it was loaded leaves a dead slot behind (its changed self is loaded
+// again into a new one) until the partition is rebuilt.
 type index struct {
 	maxSeq int64
 	seqs   []int64
+	dead   []bool
+	// ndead counts dead slots; live, the others.
+	ndead, live int
+	// slotOf is the live slot of each Seq.
+	slotOf map[int64]uint32
 	// mems are the memories without their embeddings, which live in
 	// groups.
 	mems    []memory.Memory
 	created []int64 // mems' times in Unix ms, for the filters
 	expires []int64
 	// dl is a memory's length in terms plus one: FTS5 counted the
-	// partition token of its other column too.
+	// partition token of its other column too. liveLen sums it over the
+	// live slots.
 	dl       []uint32
-	totalLen int64
+	liveLen  int64
 	postings map[string][]posting
+	// deadDF counts the dead slots among a term's postings, so document
+	// frequencies stay exact without rewriting the lists.
+	deadDF map[string]int
 	byID     map[string]uint32
-	// convs lists each conversation's slots by creation time, then Seq.
+	// convs lists each conversation's slots in the order before gives.
 	convs  map[string][]uint32
 	groups map[vecKey]*vecGroup
 	bytes  int64
@@ -53,11 +63,12 @@ type vecGroup struct {
 }
 
 func newIndex() *index {
-	return &index{postings: map[string][]posting{}, byID: map[string]uint32{},
-		convs: map[string][]uint32{}, groups: map[vecKey]*vecGroup{}}
+	return &index{slotOf: map[int64]uint32{}, postings: map[string][]posting{}, deadDF: map[string]int{},
+		byID: map[string]uint32{}, convs: map[string][]uint32{}, groups: map[vecKey]*vecGroup{}}
 }
 
-func (x *index) len() int { return len(x.seqs) }
+// df is how many live memories hold term t.
+func (x *index) df(t string) int { return len(x.postings[t]) - x.deadDF[t] }
 
 // Rough sizes for Options.MaxBytes: a memory's struct, slice headers and
 // map entries; a posting; a term's map entry; a vector's headers.
@@ -76,6 +87,9 @@ func (x *index) add(d *Doc) {
 	m.Embedding = nil
 	x.maxSeq = max(x.maxSeq, d.Seq)
 	x.seqs = append(x.seqs, d.Seq)
+	x.dead = append(x.dead, false)
+	x.live++
+	x.slotOf[d.Seq] = slot
 	x.mems = append(x.mems, m)
 	x.byID[m.ID] = slot
 	x.created = append(x.created, unixMS(m.CreatedAt))
@@ -87,7 +101,7 @@ func (x *index) add(d *Doc) {
 
 	terms := memory.Terms(memory.EmbedText(m.Content, m.Tags))
 	x.dl = append(x.dl, uint32(len(terms))+1)
-	x.totalLen += int64(len(terms)) + 1
+	x.liveLen += int64(len(terms)) + 1
 	slices.Sort(terms)
 	for i := 0; i < len(terms); {
 		j := i + 1
@@ -133,12 +147,40 @@ func (x *index) add(d *Doc) {
 	}
 }
 
-// before orders slots in a conversation: by creation time, then Seq.
+// kill marks slot s dead: searches skip it and the statistics leave it
+// out.
+func (x *index) kill(s uint32) {
+	if x.dead[s] {
+		return
+	}
+	x.dead[s] = true
+	x.ndead++
+	x.live--
+	x.liveLen -= int64(x.dl[s])
+	m := &x.mems[s]
+	terms := memory.Terms(memory.EmbedText(m.Content, m.Tags))
+	slices.Sort(terms)
+	for _, t := range slices.Compact(terms) {
+		x.deadDF[t]++
+	}
+	if x.byID[m.ID] == s {
+		delete(x.byID, m.ID)
+	}
+	if x.slotOf[x.seqs[s]] == s {
+		delete(x.slotOf, x.seqs[s])
+	}
+}
+
+// before orders slots in a conversation: by creation time, then Seq, then
+// slot (a memory's dead and live slots share the first two).
 func (x *index) before(a, b uint32) bool {
 	if c := cmp.Compare(x.created[a], x.created[b]); c != 0 {
 		return c < 0
 	}
-	return x.seqs[a] < x.seqs[b]
+	if c := cmp.Compare(x.seqs[a], x.seqs[b]); c != 0 {
+		return c < 0
+	}
+	return a < b
 }
 
 // matcher applies a memory.Filter to slots.
@@ -156,6 +198,9 @@ func (x *index) matcher(f *memory.Filter) matcher {
 
 func (m *matcher) match(s uint32) bool {
 	x, f := m.x, m.f
+	if x.dead[s] {
+		return false
+	}
 	if e := x.expires[s]; e != 0 && e <= m.now {
 		return false
 	}
@@ -189,34 +234,36 @@ var scoreBuf = sync.Pool{New: func() any { return new([]float64) }}
 
 func (x *index) keyword(f *memory.Filter, terms []string, limit int) []memory.Hit {
 	m := x.matcher(f)
-	n := len(x.seqs)
+	n := x.live
 	if n == 0 {
 		return nil
 	}
 	bufp := scoreBuf.Get().(*[]float64)
 	defer scoreBuf.Put(bufp)
-	if cap(*bufp) < n {
-		*bufp = make([]float64, n)
+	if cap(*bufp) < len(x.seqs) {
+		*bufp = make([]float64, len(x.seqs))
 	}
-	scores := (*bufp)[:n]
+	scores := (*bufp)[:len(x.seqs)]
 	var touched []uint32
-	avgdl := float64(x.totalLen) / float64(n)
+	avgdl := float64(x.liveLen) / float64(n)
 	seen := map[string]bool{}
 	for _, t := range terms {
 		if seen[t] || len(seen) == MaxQueryTerms {
 			continue
 		}
 		seen[t] = true
-		ps := x.postings[t]
-		if len(ps) == 0 {
+		df := float64(x.df(t))
+		if df == 0 {
 			continue
 		}
-		df := float64(len(ps))
 		idf := math.Log((float64(n) - df + 0.5) / (df + 0.5))
 		if idf <= 0 {
 			idf = 1e-6 // as FTS5: a term in most memories still counts a little
 		}
-		for _, p := range ps {
+		for _, p := range x.postings[t] {
+			if x.dead[p.slot] {
+				continue
+			}
 			tf := float64(p.tf)
 			s := idf * tf * (bm25K1 + 1) / (tf + bm25K1*(1-bm25B+bm25B*float64(x.dl[p.slot])/avgdl))
 			if scores[p.slot] == 0 {
@@ -225,26 +272,12 @@ func (x *index) keyword(f *memory.Filter, terms []string, limit int) []memory.Hi
 			scores[p.slot] += s
 		}
 	}
-	// Offer in slot order, so ties go to the older memory (TopK keeps the
-	// first offered); sorting a long list costs more than one pass.
-	top := memory.NewTopK[uint32](limit)
-	offer := func(s uint32) {
+	top := newTop(limit)
+	for _, s := range touched {
 		if m.match(s) {
-			top.Offer(s, scores[s])
+			top.offer(s, x.seqs[s], scores[s])
 		}
 		scores[s] = 0
-	}
-	if len(touched) > n/8 {
-		for s := range scores {
-			if scores[s] != 0 {
-				offer(uint32(s))
-			}
-		}
-	} else {
-		slices.Sort(touched)
-		for _, s := range touched {
-			offer(s)
-		}
 	}
 	return x.hits(top)
 }
@@ -259,10 +292,10 @@ func (x *index) vector(f *memory.Filter, q memory.Embedding, qn float32, limit i
 	for i, v := range q.Vector {
 		unit[i] = v / qn
 	}
-	top := memory.NewTopK[uint32](limit)
+	top := newTop(limit)
 	for i, v := range g.vecs {
 		if s := g.slots[i]; m.match(s) {
-			top.Offer(s, float64(memory.Dot(unit, v)))
+			top.offer(s, x.seqs[s], float64(memory.Dot(unit, v)))
 		}
 	}
 	return x.hits(top)
@@ -304,14 +337,14 @@ func (x *index) adjacent(f *memory.Filter, ids []string, out map[string][]memory
 	}
 }
 
-func (x *index) hits(top *memory.TopK[uint32]) []memory.Hit {
-	slots, scores := top.Sorted()
-	if len(slots) == 0 {
+func (x *index) hits(top *topSlots) []memory.Hit {
+	best := top.sorted()
+	if len(best) == 0 {
 		return nil
 	}
-	out := make([]memory.Hit, len(slots))
-	for i, s := range slots {
-		out[i] = memory.Hit{Memory: x.memory(s), Score: scores[i]}
+	out := make([]memory.Hit, len(best))
+	for i, r := range best {
+		out[i] = memory.Hit{Memory: x.memory(r.slot), Score: r.score}
 	}
 	return out
 }

@@ -45,6 +45,13 @@ type Source interface {
 	// above after, in Seq order. add keeps the Memory's slices and
 	// embedding, which the Source must not reuse.
 	Load(ctx context.Context, k Key, after int64, add func(*Doc)) error
+	// LoadSeqs calls add, as Load does, with those of seqs that are still
+	// memories of the partition.
+	LoadSeqs(ctx context.Context, k Key, seqs []int64, add func(*Doc)) error
+	// Versions calls fn with the Seq, id and version of every memory of
+	// the partition, in any order. A changed counter makes the cache
+	// compare them with what it holds and load only what differs.
+	Versions(ctx context.Context, k Key, fn func(seq int64, id string, version int64)) error
 }
 
 // Options tune a Cache; the zero value means the defaults.
@@ -172,25 +179,89 @@ func (c *Cache) refresh(ctx context.Context, k Key, e *entry, cur Counters) erro
 		return nil // another search did it
 	}
 	start := time.Now()
-	full := !e.loaded || e.c.Changed != cur.Changed
-	idx, after := e.idx, int64(0)
-	if full {
-		idx = newIndex()
-	} else {
-		after = idx.maxSeq
+	// The entry is altered in place from here on: until the end, a
+	// failure leaves it unloaded, and the next search rebuilds it.
+	idx, how := e.idx, "append"
+	loaded := e.loaded
+	e.loaded = false
+	switch {
+	case !loaded || idx == nil:
+		idx, how = newIndex(), "full"
+	case e.c.Changed != cur.Changed:
+		how = "changes"
+		ok, err := c.applyChanges(ctx, k, idx)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			idx, how = newIndex(), "full"
+		}
 	}
-	n := idx.len()
-	if err := c.src.Load(ctx, k, after, idx.add); err != nil {
-		e.loaded = false // a partial load must not serve
+	n := idx.live
+	if err := c.src.Load(ctx, k, idx.maxSeq, idx.add); err != nil {
 		return err
 	}
 	// Rows loaded may be newer than cur; the next refresh then loads
 	// past maxSeq, which holds no row twice.
 	e.idx, e.c, e.loaded = idx, cur, true
-	c.log.DebugContext(ctx, "memindex: partition loaded", "full", full, "added", idx.len()-n, "memories", idx.len(),
+	c.log.DebugContext(ctx, "memindex: partition refreshed", "how", how, "added", idx.live-n, "memories", idx.live,
 		"took", time.Since(start))
 	c.account(k, e, idx.bytes)
 	return nil
+}
+
+// applyChanges brings x up to the partition's memories up to its maxSeq:
+// the deleted ones die, the changed ones die and are loaded again into new
+// slots. It reports false, having changed nothing, when so much of x would
+// be dead that a rebuild is cheaper to search.
+func (c *Cache) applyChanges(ctx context.Context, k Key, x *index) (bool, error) {
+	seen := make([]bool, len(x.seqs))
+	var stale []int64
+	err := c.src.Versions(ctx, k, func(seq int64, id string, version int64) {
+		if seq > x.maxSeq {
+			return // appended since: Load reads it
+		}
+		s, ok := x.slotOf[seq]
+		if ok {
+			seen[s] = true
+		}
+		// The id too: SQLite gives a new row the Seq of a deleted last one.
+		if !ok || x.mems[s].ID != id || x.mems[s].Version != version {
+			stale = append(stale, seq)
+		}
+	})
+	if err != nil {
+		return false, err
+	}
+	var gone []uint32
+	for s, dead := range x.dead {
+		if !dead && !seen[s] {
+			gone = append(gone, uint32(s))
+		}
+	}
+	if x.ndead+len(gone)+len(stale) > x.live/4+16 {
+		return false, nil
+	}
+	for _, s := range gone {
+		x.kill(s)
+	}
+	for _, seq := range stale {
+		if s, ok := x.slotOf[seq]; ok {
+			x.kill(s)
+		}
+	}
+	if len(stale) > 0 {
+		if err := c.src.LoadSeqs(ctx, k, stale, x.add); err != nil {
+			return false, err
+		}
+	}
+	// Load goes on from the highest live Seq: past a deleted last row,
+	// SQLite may hand its Seq to the next one.
+	x.maxSeq = 0
+	for seq := range x.slotOf {
+		x.maxSeq = max(x.maxSeq, seq)
+	}
+	return true, nil
 }
 
 // Keyword ranks f's memories of partition k that hold any of terms by
@@ -241,11 +312,11 @@ func (c *Cache) TermStats(ctx context.Context, k Key, terms []string) (int, map[
 			}
 			df[t] = 0
 			if idx != nil {
-				df[t] = len(idx.postings[t])
+				df[t] = idx.df(t)
 			}
 		}
 		if idx != nil {
-			docs = idx.len()
+			docs = idx.live
 		}
 		return nil
 	})

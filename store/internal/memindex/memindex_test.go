@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -42,6 +44,35 @@ func (s *source) put(k memindex.Key, m memory.Memory) int64 {
 	return s.seq
 }
 
+// update replaces memory id's content and steps its version, as a store's
+// Update does (same Seq).
+func (s *source) update(k memindex.Key, id, content string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.docs[k] {
+		if m := &s.docs[k][i].Memory; m.ID == id {
+			m.Content = content
+			m.Version++
+		}
+	}
+	c := s.c[k]
+	c.Changed++
+	s.c[k] = c
+}
+
+// reuse deletes the partition's last memory and writes m under its Seq,
+// as SQLite does with the rowid of a deleted last row.
+func (s *source) reuse(k memindex.Key, m memory.Memory) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	last := &s.docs[k][len(s.docs[k])-1]
+	last.Memory = m
+	c := s.c[k]
+	c.Changed++
+	c.Appended++
+	s.c[k] = c
+}
+
 func (s *source) remove(k memindex.Key, id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -59,6 +90,26 @@ func (s *source) Counters(_ context.Context, k memindex.Key) (memindex.Counters,
 }
 
 func (s *source) Load(_ context.Context, k memindex.Key, after int64, add func(*memindex.Doc)) error {
+	return s.load(k, func(d *memindex.Doc) bool { return d.Seq > after }, add)
+}
+
+func (s *source) LoadSeqs(_ context.Context, k memindex.Key, seqs []int64, add func(*memindex.Doc)) error {
+	return s.load(k, func(d *memindex.Doc) bool { return slices.Contains(seqs, d.Seq) }, add)
+}
+
+func (s *source) Versions(_ context.Context, k memindex.Key, fn func(int64, string, int64)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail != nil {
+		return s.fail
+	}
+	for _, d := range s.docs[k] {
+		fn(d.Seq, d.Memory.ID, d.Memory.Version)
+	}
+	return nil
+}
+
+func (s *source) load(k memindex.Key, want func(*memindex.Doc) bool, add func(*memindex.Doc)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.loads++
@@ -66,7 +117,7 @@ func (s *source) Load(_ context.Context, k memindex.Key, after int64, add func(*
 		return s.fail
 	}
 	for _, d := range s.docs[k] {
-		if d.Seq > after {
+		if want(&d) {
 			if e := d.Memory.Embedding; e != nil { // the index owns what it is given
 				d.Memory.Embedding = &memory.Embedding{Model: e.Model, Vector: slices.Clone(e.Vector)}
 			}
@@ -452,4 +503,120 @@ func BenchmarkLoad(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// An entry kept up to date through appends, changes, deletions and reused
+// Seqs answers exactly as one built afresh from the same rows.
+func TestIncrementalEqualsFresh(t *testing.T) {
+	src := newSource()
+	emb := memory.NewHashEmbedder(32)
+	r := rand.New(rand.NewPCG(11, 12))
+	words := []string{"river", "stone", "maple", "harbor", "lantern", "copper", "meadow", "falcon", "ember", "quartz", "willow", "summit"}
+	text := func() string {
+		var b []byte
+		for range 2 + r.IntN(8) {
+			b = append(b, words[r.IntN(len(words))]...)
+			b = append(b, ' ')
+		}
+		return string(b)
+	}
+	n := 0
+	newMem := func() memory.Memory {
+		n++
+		c := text()
+		return memory.Memory{ID: fmt.Sprint("m", n), Content: c, Version: 1, ConversationID: fmt.Sprint("c", r.IntN(4)),
+			CreatedAt: t0.Add(time.Duration(r.IntN(1000)) * time.Second),
+			Embedding: &memory.Embedding{Model: emb.ModelID(), Vector: emb.Vector(c)}}
+	}
+	for range 200 {
+		src.put(acme, newMem())
+	}
+	var logs strings.Builder
+	var logMu sync.Mutex
+	live := memindex.New(src, &memindex.Options{Logger: slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs},
+		&slog.HandlerOptions{Level: slog.LevelDebug}))})
+	check := func(step int) {
+		t.Helper()
+		fresh := memindex.New(src, nil)
+		for q := range 6 {
+			terms := memory.Terms(text())
+			f := memory.Filter{}
+			if q%2 == 1 {
+				f.ConversationID = "c1"
+			}
+			a, err1 := live.Keyword(ctx, acme, f, terms, 15)
+			b, err2 := fresh.Keyword(ctx, acme, f, terms, 15)
+			if err1 != nil || err2 != nil {
+				t.Fatal(err1, err2)
+			}
+			if diff := cmp.Diff(b, a); diff != "" {
+				t.Fatalf("step %d: keyword %v (-fresh +incremental):\n%s", step, terms, diff)
+			}
+			qv := memory.Embedding{Model: emb.ModelID(), Vector: emb.Vector(text())}
+			a, _ = live.Vector(ctx, acme, f, qv, 15)
+			b, _ = fresh.Vector(ctx, acme, f, qv, 15)
+			if diff := cmp.Diff(b, a); diff != "" {
+				t.Fatalf("step %d: vector (-fresh +incremental):\n%s", step, diff)
+			}
+			da, dfa, _ := live.TermStats(ctx, acme, terms)
+			db, dfb, _ := fresh.TermStats(ctx, acme, terms)
+			if da != db || !maps(dfa, dfb) {
+				t.Fatalf("step %d: TermStats %d %v, fresh %d %v", step, da, dfa, db, dfb)
+			}
+			ids := []string{fmt.Sprint("m", 1+r.IntN(n)), fmt.Sprint("m", 1+r.IntN(n))}
+			aa, _ := live.Adjacent(ctx, acme, f, ids)
+			ab, _ := fresh.Adjacent(ctx, acme, f, ids)
+			if diff := cmp.Diff(ab, aa); diff != "" {
+				t.Fatalf("step %d: adjacent %v (-fresh +incremental):\n%s", step, ids, diff)
+			}
+		}
+	}
+	check(0)
+	for step := 1; step <= 60; step++ {
+		for range 1 + r.IntN(3) {
+			docs := src.docs[acme]
+			switch op := r.IntN(5); {
+			case op == 0:
+				src.put(acme, newMem())
+			case op == 1 && len(docs) > 0:
+				src.remove(acme, docs[r.IntN(len(docs))].Memory.ID)
+			case op == 2 && len(docs) > 0:
+				src.update(acme, docs[r.IntN(len(docs))].Memory.ID, text())
+			case op == 3 && len(docs) > 0:
+				src.reuse(acme, newMem())
+			default:
+				src.put(acme, newMem())
+			}
+		}
+		check(step)
+	}
+	loads := src.loads
+	// A rebuild after most of the partition changed, not a pile of dead
+	// slots.
+	for _, d := range slices.Clone(src.docs[acme]) {
+		src.update(acme, d.Memory.ID, text())
+	}
+	check(61)
+	if src.loads == loads {
+		t.Error("no load after every memory changed")
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	if c := strings.Count(logs.String(), "how=changes"); c < 30 {
+		t.Errorf("%d refreshes applied changes in place; want most of the 60 steps", c)
+	}
+	if !strings.Contains(logs.String(), "how=full") {
+		t.Error("no rebuild logged")
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
