@@ -46,6 +46,7 @@ func runBenchMemory(ctx context.Context, args []string, e *env) int {
 	locomo := fs.String("locomo", "", "also score retrieval on a LoCoMo `file` (e.g. locomo10.json): turn-level hit@k and MRR, default stack against BM25")
 	onlyLoCoMo := fs.Bool("locomo-only", false, "with --locomo, skip the load scenarios")
 	asJSON := fs.Bool("json", false, "print results as JSON")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (servers and load generator) to `file`")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -62,6 +63,14 @@ func runBenchMemory(ctx context.Context, args []string, e *env) int {
 	}
 	if *onlyLoCoMo && *locomo == "" {
 		return usageError(fs, "--locomo-only needs --locomo FILE")
+	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "novaos bench memory: %v\n", err)
+			return exitFail
+		}
+		defer stop()
 	}
 	warmup := *warm
 	if warmup == 0 {
