@@ -204,6 +204,13 @@ var rules = []rule{
 			return isDatabaseDriver(dep) || underAny(dep.ImportPath, "internal", "store")
 		},
 	},
+	{
+		pkg: module + "/store/internal/hnsw",
+		why: "the vector index is a data structure under every store's search path; it must depend on the standard library only",
+		forbid: func(dep *pkg) bool {
+			return !dep.Standard
+		},
+	},
 }
 
 // underAny reports whether path is a package of the module under one of
@@ -345,6 +352,8 @@ func TestRulesCatchViolations(t *testing.T) {
 		{10, pkg{ImportPath: "github.com/jackc/pgx/v5"}, true},
 		{10, pkg{ImportPath: module + "/store/sqlite"}, true},
 		{10, pkg{ImportPath: "github.com/go-jose/go-jose/v4"}, false},
+		{11, pkg{ImportPath: "math/rand/v2", Standard: true}, false},
+		{11, pkg{ImportPath: module + "/memory"}, true},
 	}
 	for _, tc := range tests {
 		if got := rules[tc.rule].forbid(&tc.dep); got != tc.want {
