@@ -5,9 +5,11 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"novaos.dev/novaos/memory"
+	"novaos.dev/novaos/store/internal/hnsw"
 )
 
 // BM25 parameters: FTS5's, which the SQL search used before this index.
@@ -42,7 +44,7 @@ type index struct {
 	// deadDF counts the dead slots among a term's postings, so document
 	// frequencies stay exact without rewriting the lists.
 	deadDF map[string]int
-	byID     map[string]uint32
+	byID   map[string]uint32
 	// convs lists each conversation's slots in the order before gives.
 	convs  map[string][]uint32
 	groups map[vecKey]*vecGroup
@@ -56,10 +58,13 @@ type vecKey struct {
 	dims  int
 }
 
-// vecGroup holds the unit vectors of one model and width.
+// vecGroup holds the unit vectors of one model and width. Its graph,
+// once built, holds every one of them under its position in vecs.
 type vecGroup struct {
-	slots []uint32
-	vecs  [][]float32
+	slots    []uint32
+	vecs     [][]float32
+	graph    *hnsw.Graph
+	building atomic.Bool
 }
 
 func newIndex() *index {
@@ -77,6 +82,7 @@ const (
 	postingBytes = 8
 	termBytes    = 64
 	vectorBytes  = 48
+	graphBytes   = 140 // a node's links at hnsw's default M
 )
 
 // add appends d as the next slot (Source.Load's callback).
@@ -142,6 +148,10 @@ func (x *index) add(d *Doc) {
 			}
 			g.slots = append(g.slots, slot)
 			g.vecs = append(g.vecs, v)
+			if g.graph != nil {
+				g.graph.Add(uint32(len(g.vecs)-1), v)
+				x.bytes += graphBytes
+			}
 			x.bytes += 4*int64(len(v)) + vectorBytes
 		}
 	}
@@ -282,23 +292,34 @@ func (x *index) keyword(f *memory.Filter, terms []string, limit int) []memory.Hi
 	return x.hits(top)
 }
 
-func (x *index) vector(f *memory.Filter, q memory.Embedding, qn float32, limit int) []memory.Hit {
-	g := x.groups[vecKey{q.Model, len(q.Vector)}]
-	if g == nil {
-		return nil
-	}
+func (x *index) vector(f *memory.Filter, g *vecGroup, q memory.Embedding, qn float32, limit, ef int) []memory.Hit {
 	m := x.matcher(f)
 	unit := make([]float32, len(q.Vector))
 	for i, v := range q.Vector {
 		unit[i] = v / qn
 	}
 	top := newTop(limit)
+	if g.graph != nil && wholePartition(f) {
+		found := g.graph.Search(unit, limit, max(ef, limit), func(id uint32) bool { return m.match(g.slots[id]) })
+		for _, n := range found {
+			s := g.slots[n.ID]
+			top.offer(s, x.seqs[s], float64(n.Score))
+		}
+		return x.hits(top)
+	}
 	for i, v := range g.vecs {
 		if s := g.slots[i]; m.match(s) {
 			top.offer(s, x.seqs[s], float64(memory.Dot(unit, v)))
 		}
 	}
 	return x.hits(top)
+}
+
+// wholePartition reports whether f selects the whole partition but for
+// expiry: the searches the graph serves. A narrower filter may accept so
+// few nodes that a walk of the graph would miss them.
+func wholePartition(f *memory.Filter) bool {
+	return f.Type == "" && f.ConversationID == "" && len(f.Tags) == 0 && f.After.IsZero() && f.Before.IsZero() && f.Classification == ""
 }
 
 func (x *index) adjacent(f *memory.Filter, ids []string, out map[string][]memory.Memory) {

@@ -8,11 +8,15 @@ import (
 	"time"
 
 	"novaos.dev/novaos/memory"
+	"novaos.dev/novaos/store/internal/hnsw"
 )
 
 // DefaultMaxBytes bounds the cache when Options.MaxBytes is zero: about
 // 200k memories with 256-wide vectors.
 const DefaultMaxBytes = 256 << 20
+
+// DefaultApproxAbove is Options.ApproxAbove's default.
+const DefaultApproxAbove = 20_000
 
 // MaxQueryTerms bounds the distinct terms of one keyword search: a pasted
 // document as a query would otherwise rank by thousands of terms.
@@ -61,18 +65,33 @@ type Options struct {
 	MaxBytes int64
 	// Logger receives cache loads at debug level (default: discarded).
 	Logger *slog.Logger
+	// ApproxAbove is how many vectors of one model and width a partition
+	// must hold before a vector search over the whole partition walks an
+	// HNSW graph (store/internal/hnsw) instead of scanning every vector
+	// (default DefaultApproxAbove; negative: never). Approximate: its
+	// recall against the scan is measured by BenchmarkVectorSearch. The
+	// graph is built in the background, one partition at a time, while
+	// the scan serves; a filtered search (type, tags, conversation, dates,
+	// classification) always scans.
+	ApproxAbove int
+	// EfSearch is the HNSW search width (default hnsw.DefaultEfSearch; at
+	// least the number of results asked for).
+	EfSearch int
 }
 
 // Cache holds the entries of recently searched partitions. It is safe for
 // concurrent use.
 type Cache struct {
-	src  Source
-	max  int64
-	log  *slog.Logger
-	mu   sync.Mutex
-	m    map[Key]*entry
-	size int64
-	tick uint64
+	src    Source
+	max    int64
+	log    *slog.Logger
+	approx int
+	ef     int
+	builds chan struct{} // one graph build at a time
+	mu     sync.Mutex
+	m      map[Key]*entry
+	size   int64
+	tick   uint64
 }
 
 // New returns an empty cache reading partitions from src.
@@ -87,7 +106,17 @@ func New(src Source, opts *Options) *Cache {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Cache{src: src, max: o.MaxBytes, log: o.Logger, m: map[Key]*entry{}}
+	switch {
+	case o.ApproxAbove == 0:
+		o.ApproxAbove = DefaultApproxAbove
+	case o.ApproxAbove < 0:
+		o.ApproxAbove = math.MaxInt
+	}
+	if o.EfSearch <= 0 {
+		o.EfSearch = hnsw.DefaultEfSearch
+	}
+	return &Cache{src: src, max: o.MaxBytes, log: o.Logger, approx: o.ApproxAbove, ef: o.EfSearch,
+		builds: make(chan struct{}, 1), m: map[Key]*entry{}}
 }
 
 // entry is one partition's cache slot; idx is replaced whole on a reload
@@ -292,12 +321,51 @@ func (c *Cache) Vector(ctx context.Context, k Key, f memory.Filter, q memory.Emb
 	}
 	var out []memory.Hit
 	err := c.view(ctx, k, func(idx *index) error {
-		if idx != nil {
-			out = idx.vector(&f, q, float32(qn), limit)
+		if idx == nil {
+			return nil
 		}
+		g := idx.groups[vecKey{q.Model, len(q.Vector)}]
+		if g == nil {
+			return nil
+		}
+		if g.graph == nil && len(g.vecs) >= c.approx && g.building.CompareAndSwap(false, true) {
+			go c.build(k, idx, g, g.vecs[:len(g.vecs):len(g.vecs)])
+		}
+		out = idx.vector(&f, g, q, float32(qn), limit, c.ef)
 		return nil
 	})
 	return out, err
+}
+
+// build makes an HNSW graph of the vectors vecs of group g of index x
+// and, if the partition's entry still holds x, gives it to g with the
+// vectors added since.
+func (c *Cache) build(k Key, x *index, g *vecGroup, vecs [][]float32) {
+	c.builds <- struct{}{}
+	defer func() { <-c.builds }()
+	start := time.Now()
+	gr := hnsw.New(len(vecs[0]), &hnsw.Options{EfSearch: c.ef})
+	for i, v := range vecs {
+		gr.Add(uint32(i), v)
+	}
+	c.mu.Lock()
+	e := c.m[k]
+	c.mu.Unlock()
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.idx != x {
+		return // rebuilt or dropped meanwhile: this graph is of old slots
+	}
+	for i := len(vecs); i < len(g.vecs); i++ {
+		gr.Add(uint32(i), g.vecs[i])
+	}
+	g.graph = gr
+	x.bytes += graphBytes * int64(len(g.vecs))
+	c.log.Debug("memindex: vector graph built", "vectors", len(g.vecs), "took", time.Since(start))
+	c.account(k, e, x.bytes)
 }
 
 // TermStats returns how many memories partition k holds (expired ones

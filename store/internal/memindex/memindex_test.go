@@ -620,3 +620,99 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// awaitLog waits until the cache's log holds want.
+func awaitLog(t *testing.T, mu *sync.Mutex, logs *strings.Builder, want string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		ok := strings.Contains(logs.String(), want)
+		mu.Unlock()
+		if ok {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("log never said %q", want)
+}
+
+// Above ApproxAbove a whole-partition search walks the graph once it is
+// built, finds what the scan finds on easy data, skips what is dead or
+// expired, and follows appends; filtered searches keep scanning.
+func TestVectorGraph(t *testing.T) {
+	src := newSource()
+	r := rand.New(rand.NewPCG(21, 22))
+	const dims = 16
+	vec := func() []float32 {
+		v := make([]float32, dims)
+		for i := range v {
+			v[i] = float32(r.NormFloat64())
+		}
+		return v
+	}
+	var vecs [][]float32
+	for i := range 400 {
+		v := vec()
+		vecs = append(vecs, v)
+		m := memory.Memory{ID: fmt.Sprint("v", i), Version: 1, Embedding: &memory.Embedding{Model: "m", Vector: slices.Clone(v)}}
+		if i%2 == 1 {
+			m.ConversationID = "odd"
+		}
+		if i == 7 {
+			m.ExpiresAt = t0
+		}
+		src.put(acme, m)
+	}
+	var logs strings.Builder
+	var mu sync.Mutex
+	c := memindex.New(src, &memindex.Options{ApproxAbove: 100, Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs},
+		&slog.HandlerOptions{Level: slog.LevelDebug}))})
+	exact := memindex.New(src, &memindex.Options{ApproxAbove: -1})
+	search := func(c *memindex.Cache, f memory.Filter, q []float32) []string {
+		t.Helper()
+		hs, err := c.Vector(ctx, acme, f, memory.Embedding{Model: "m", Vector: q}, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids(hs)
+	}
+	search(c, memory.Filter{}, vecs[0]) // starts the build
+	awaitLog(t, &mu, &logs, "vector graph built")
+	recall := func(f memory.Filter) float64 {
+		found, total := 0, 0
+		for i := range 40 {
+			q := vecs[i*9%len(vecs)]
+			want := search(exact, f, q)
+			got := search(c, f, q)
+			total += len(want)
+			for _, id := range got {
+				if slices.Contains(want, id) {
+					found++
+				}
+			}
+		}
+		return float64(found) / float64(total)
+	}
+	if got := recall(memory.Filter{Now: t0}); got < 0.95 {
+		t.Errorf("recall@10 through the graph = %.2f, want at least 0.95", got)
+	}
+	if got := search(c, memory.Filter{Now: t0}, vecs[7]); slices.Contains(got, "v7") {
+		t.Errorf("an expired memory was found through the graph: %v", got)
+	}
+	if got := search(c, memory.Filter{}, vecs[7]); len(got) == 0 || got[0] != "v7" {
+		t.Errorf("search for v7 before its expiry = %v", got)
+	}
+	if got := recall(memory.Filter{ConversationID: "odd"}); got != 1 {
+		t.Errorf("a filtered search has recall %.2f, want the scan's 1", got)
+	}
+	src.remove(acme, "v3")
+	if got := search(c, memory.Filter{}, vecs[3]); slices.Contains(got, "v3") {
+		t.Errorf("a forgotten memory was found through the graph: %v", got)
+	}
+	v := vec()
+	src.put(acme, memory.Memory{ID: "late", Version: 1, Embedding: &memory.Embedding{Model: "m", Vector: slices.Clone(v)}})
+	if got := search(c, memory.Filter{}, v); len(got) == 0 || got[0] != "late" {
+		t.Errorf("a memory added after the build = %v, want it first", got)
+	}
+}
