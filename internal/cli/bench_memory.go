@@ -106,6 +106,9 @@ func benchCaller() *memsvc.Caller {
 		Grants: func(scope string) bool { return strings.HasPrefix(scope, "memory:") }}
 }
 
+// benchLogLevel is the level of the bench servers' logs on stderr.
+var benchLogLevel = slog.LevelWarn
+
 // benchMemoryLoad serves the memory service on loopback over a SQLite file
 // in a temporary directory and runs the scenarios against it and against
 // the bare echo baseline.
@@ -115,13 +118,13 @@ func benchMemoryLoad(ctx context.Context, report *memoryBenchReport, opts *bench
 		return err
 	}
 	defer os.RemoveAll(dir)
-	db, err := sqlite.Open(ctx, filepath.Join(dir, "novaos.db"), nil)
+	log := slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: benchLogLevel}))
+	db, err := sqlite.Open(ctx, filepath.Join(dir, "novaos.db"), &sqlite.Options{Logger: log})
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	store := db.MemoryStore()
-	log := slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	svc := memsvc.New(store, &memsvc.Options{Logger: log})
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()

@@ -194,11 +194,29 @@ func (c *Cache) view(ctx context.Context, k Key, fn func(idx *index) error) erro
 			return fn(e.idx)
 		}
 		e.mu.RUnlock()
-		if err := c.refresh(ctx, k, e, cur); err != nil {
-			return err
+		// The load goes on when the search that started it gives up: a
+		// large partition may take longer to load than one request may
+		// wait, and a load cut off each time would never finish.
+		done := make(chan error, 1)
+		go func() {
+			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), maxLoad)
+			defer cancel()
+			done <- c.refresh(lctx, k, e, cur)
+		}()
+		select {
+		case err := <-done:
+			if err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 }
+
+// maxLoad bounds one load of a partition, which outlives the search that
+// started it.
+const maxLoad = 5 * time.Minute
 
 // refresh brings e up to at least the counters cur.
 func (c *Cache) refresh(ctx context.Context, k Key, e *entry, cur Counters) error {

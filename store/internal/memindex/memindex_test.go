@@ -716,3 +716,37 @@ func TestVectorGraph(t *testing.T) {
 		t.Errorf("a memory added after the build = %v, want it first", got)
 	}
 }
+
+// slowSource makes every load take a while.
+type slowSource struct {
+	*source
+	delay time.Duration
+}
+
+func (s slowSource) Load(ctx context.Context, k memindex.Key, after int64, add func(*memindex.Doc)) error {
+	select {
+	case <-time.After(s.delay):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return s.source.Load(ctx, k, after, add)
+}
+
+// A load longer than a search may wait finishes anyway, for the next
+// search.
+func TestLoadOutlivesItsSearch(t *testing.T) {
+	src := newSource()
+	src.put(acme, memory.Memory{ID: "a", Content: "otter"})
+	c := memindex.New(slowSource{src, 300 * time.Millisecond}, nil)
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if _, err := c.Keyword(short, acme, memory.Filter{}, []string{"otter"}, 10); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("search shorter than the load = %v, want its deadline", err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	short2, cancel2 := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel2()
+	if hs, err := c.Keyword(short2, acme, memory.Filter{}, []string{"otter"}, 10); err != nil || len(hs) != 1 {
+		t.Fatalf("search after the load = %v, %v", ids(hs), err)
+	}
+}
