@@ -291,7 +291,7 @@ func (s *MemoryStore) searchPGVector(ctx context.Context, tenant string, f memor
 		// limit is met, still in distance order. SET LOCAL ends with the
 		// transaction.
 		if s.db.vector.hnsw {
-			ef := min(max(40, 2*limit), 1000)
+			ef := min(max(100, 2*limit), 1000)
 			if _, err := tx.Exec(ctx, `SET LOCAL hnsw.ef_search = `+strconv.Itoa(ef)); err != nil {
 				return err
 			}
