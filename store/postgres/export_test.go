@@ -1,6 +1,10 @@
 package postgres
 
 import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
 	"novaos.dev/novaos/memory"
 )
 
@@ -29,3 +33,20 @@ func SearchVectorSQL(tenant string, f memory.Filter, q memory.Embedding, limit i
 
 // VectorIndexName is the HNSW index of vectors of dims dimensions.
 func VectorIndexName(dims int) string { return vectorIndexName(dims) }
+
+// PutMany stores ms in one transaction, as Put would one by one, for
+// benchmarks that load tens of thousands of memories.
+func PutMany(ctx context.Context, db *DB, tenant string, ms []*memory.Memory) error {
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		for _, m := range ms {
+			if err := insertMemory(ctx, tx, tenant, m, db.vector.on); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil && len(ms) > 0 {
+		db.afterVectorWrite(ctx, ms[0].Embedding)
+	}
+	return err
+}

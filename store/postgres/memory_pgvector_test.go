@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -127,7 +128,8 @@ func TestMemoryWithoutPGVector(t *testing.T) {
 	}
 }
 
-// vecData is a partition of random unit vectors and queries.
+// vecData is a partition of random vectors, every other one episodic (so
+// a filtered search has half the partition to choose from), and queries.
 type vecData struct {
 	p       memory.Partition
 	model   string
@@ -154,24 +156,25 @@ func randomVectors(n, queries, dims int, seed uint64) vecData {
 	return d
 }
 
-func loadVectors(tb testing.TB, s memory.Store, d vecData, from int) {
-	tb.Helper()
-	ctx := context.Background()
-	now := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
-	for i := from; i < len(d.vecs); i++ {
-		m := &memory.Memory{ID: fmt.Sprintf("v%d", i), Partition: d.p, Content: "vector " + fmt.Sprint(i),
-			CreatedAt: now, Embedding: &memory.Embedding{Model: d.model, Vector: d.vecs[i]}}
-		if _, _, err := s.Put(ctx, "acme", m, ""); err != nil {
-			tb.Fatal(err)
-		}
+var vecT0 = time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
+
+func (d vecData) memory(i int) *memory.Memory {
+	typ := memory.TypeSemantic
+	if i%2 == 1 {
+		typ = memory.TypeEpisodic
 	}
+	return &memory.Memory{ID: fmt.Sprintf("v%d", i), Partition: d.p, Content: "vector " + fmt.Sprint(i), Type: typ,
+		CreatedAt: vecT0, Embedding: &memory.Embedding{Model: d.model, Vector: d.vecs[i]}}
 }
 
-// exactTop is the ids of the k vectors nearest q by exact cosine.
-func exactTop(d vecData, q []float32, k int) []string {
+// exactTop is the ids of the k vectors of type typ ("": any) nearest q by
+// exact cosine.
+func exactTop(d vecData, q []float32, typ memory.Type, k int) []string {
 	top := memory.NewTopK[int](k)
-	for i, v := range d.vecs {
-		top.Offer(i, memory.Cosine(q, v))
+	for i := range d.vecs {
+		if typ == "" || d.memory(i).Type == typ {
+			top.Offer(i, memory.Cosine(q, d.vecs[i]))
+		}
 	}
 	ids, _ := top.Sorted()
 	out := make([]string, len(ids))
@@ -182,56 +185,153 @@ func exactTop(d vecData, q []float32, k int) []string {
 }
 
 // The pgvector path uses the HNSW index of the vectors' dimension on a
-// partition of thousands, and finds nearly what an exact scan finds.
+// partition of thousands, filtered or not, and finds nearly what an exact
+// scan finds.
 func TestPGVectorRecall(t *testing.T) {
-	const n, queries, dims, k = 2000, 50, 64, 10
+	const n, queries, dims, k = 2000, 40, 64, 10
 	url := pgvectorURL(t)
 	db := openPGVector(t, url)
 	s := db.MemoryStore()
 	ctx := context.Background()
 	d := randomVectors(n, queries, dims, 7)
 	start := time.Now()
-	loadVectors(t, s, d, 0)
+	for i := range d.vecs {
+		if _, _, err := s.Put(ctx, "acme", d.memory(i), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
 	t.Logf("stored %d vectors in %v", n, time.Since(start).Round(time.Millisecond))
-
 	// PGlite has no autovacuum to gather the statistics the planner
 	// weighs the index against the partition's btree with.
 	analyze(t, url)
-	f := memory.Filter{Partition: d.p, Now: time.Date(2026, 5, 2, 0, 0, 0, 0, time.UTC)}
-	plan := explain(t, url, f, memory.Embedding{Model: d.model, Vector: d.queries[0]}, k)
-	if !strings.Contains(plan, postgres.VectorIndexName(dims)) {
-		t.Errorf("the plan does not use %s:\n%s", postgres.VectorIndexName(dims), plan)
-	}
 
-	before := postgres.PGVectorSearches(db)
-	found, want := 0, 0
-	for _, q := range d.queries {
-		hs, err := s.SearchVector(ctx, "acme", f, memory.Embedding{Model: d.model, Vector: q}, k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		exact := exactTop(d, q, k)
-		want += len(exact)
-		for _, h := range hs {
-			for _, id := range exact {
-				if h.Memory.ID == id {
-					found++
+	for _, typ := range []memory.Type{"", memory.TypeEpisodic} {
+		t.Run("type="+string(typ), func(t *testing.T) {
+			f := memory.Filter{Partition: d.p, Type: typ, Now: vecT0.Add(time.Hour)}
+			plan := explain(t, url, f, memory.Embedding{Model: d.model, Vector: d.queries[0]}, k)
+			if !strings.Contains(plan, postgres.VectorIndexName(dims)) {
+				t.Errorf("the plan does not use %s:\n%s", postgres.VectorIndexName(dims), plan)
+			}
+			before := postgres.PGVectorSearches(db)
+			found, want := 0, 0
+			for _, q := range d.queries {
+				hs, err := s.SearchVector(ctx, "acme", f, memory.Embedding{Model: d.model, Vector: q}, k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				exact := exactTop(d, q, typ, k)
+				if len(hs) != len(exact) {
+					t.Fatalf("%d hits, want %d", len(hs), len(exact))
+				}
+				want += len(exact)
+				for i, h := range hs {
+					if typ != "" && h.Memory.Type != typ {
+						t.Fatalf("hit %s is %s, outside the filter", h.Memory.ID, h.Memory.Type)
+					}
+					if i > 0 && h.Score > hs[i-1].Score {
+						t.Fatalf("hits out of order: %v then %v", hs[i-1].Score, h.Score)
+					}
+					if slices.Contains(exact, h.Memory.ID) {
+						found++
+					}
 				}
 			}
-		}
-		for i := 1; i < len(hs); i++ {
-			if hs[i].Score > hs[i-1].Score {
-				t.Fatalf("hits out of order: %v then %v", hs[i-1].Score, hs[i].Score)
+			if got := postgres.PGVectorSearches(db) - before; got != queries {
+				t.Errorf("%d of %d searches went through pgvector", got, queries)
 			}
+			recall := float64(found) / float64(want)
+			t.Logf("recall@%d of pgvector (HNSW) against exact cosine: %.3f (%d vectors, %d dimensions, %d queries, filter type %q)",
+				k, recall, n, dims, queries, typ)
+			if recall < 0.95 {
+				t.Errorf("recall@%d = %.3f, want at least 0.95", k, recall)
+			}
+		})
+	}
+}
+
+// Vectors stored before pgvector was used get their pgvector copy when a
+// handle with pgvector opens the database.
+func TestPGVectorBackfill(t *testing.T) {
+	url := pgvectorURL(t)
+	ctx := context.Background()
+	d := randomVectors(30, 1, 8, 3)
+	old, err := postgres.Open(ctx, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	postgres.SetPGVector(old, false) // writes as a server without pgvector would
+	for i := range d.vecs {
+		if _, _, err := old.MemoryStore().Put(ctx, "acme", d.memory(i), ""); err != nil {
+			t.Fatal(err)
 		}
 	}
-	if got := postgres.PGVectorSearches(db) - before; got != queries {
-		t.Errorf("%d of %d searches went through pgvector", got, queries)
+	old.Close()
+
+	db := openPGVector(t, url)
+	f := memory.Filter{Partition: d.p, Now: vecT0}
+	hs, err := db.MemoryStore().SearchVector(ctx, "acme", f, memory.Embedding{Model: d.model, Vector: d.queries[0]}, 5)
+	if err != nil {
+		t.Fatal(err)
 	}
-	recall := float64(found) / float64(want)
-	t.Logf("recall@%d of pgvector (HNSW) against exact cosine: %.3f (%d vectors, %d dimensions, %d queries)", k, recall, n, dims, queries)
-	if recall < 0.9 {
-		t.Errorf("recall@%d = %.3f, want at least 0.9", k, recall)
+	if got, want := hitIDs(hs), exactTop(d, d.queries[0], "", 5); !slices.Equal(got, want) {
+		t.Errorf("after the backfill: %v, want %v", got, want)
+	}
+	if postgres.PGVectorSearches(db) != 1 {
+		t.Error("the search did not go through pgvector")
+	}
+}
+
+func hitIDs(hs []memory.Hit) []string {
+	var out []string
+	for _, h := range hs {
+		out = append(out, h.Memory.ID)
+	}
+	return out
+}
+
+// BenchmarkSearchVectorPGVector compares, on one PGlite server, a search
+// through pgvector's HNSW index with the in-process scan of the same
+// partition (256 dimensions, top 10).
+func BenchmarkSearchVectorPGVector(b *testing.B) {
+	for _, n := range []int{10_000, 50_000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			url := pgvectorURL(b)
+			db := openPGVector(b, url)
+			d := randomVectors(n, 64, 256, 11)
+			ctx := context.Background()
+			start := time.Now()
+			const batch = 500
+			for i := 0; i < n; i += batch {
+				var ms []*memory.Memory
+				for j := i; j < min(i+batch, n); j++ {
+					ms = append(ms, d.memory(j))
+				}
+				if err := postgres.PutMany(ctx, db, "acme", ms); err != nil {
+					b.Fatal(err)
+				}
+			}
+			analyze(b, url)
+			b.Logf("stored %d vectors in %v", n, time.Since(start).Round(time.Second))
+			s := db.MemoryStore()
+			f := memory.Filter{Partition: d.p, Now: vecT0}
+			for _, path := range []struct {
+				name string
+				on   bool
+			}{{"pgvector", true}, {"scan", false}} {
+				b.Run(path.name, func(b *testing.B) {
+					postgres.SetPGVector(db, path.on)
+					defer postgres.SetPGVector(db, true)
+					i := 0
+					for b.Loop() {
+						hs, err := s.SearchVector(ctx, "acme", f, memory.Embedding{Model: d.model, Vector: d.queries[i%len(d.queries)]}, 10)
+						if err != nil || len(hs) != 10 {
+							b.Fatalf("%d hits, %v", len(hs), err)
+						}
+						i++
+					}
+				})
+			}
+		})
 	}
 }
 
