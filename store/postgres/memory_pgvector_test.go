@@ -132,6 +132,7 @@ func TestMemoryWithoutPGVector(t *testing.T) {
 // a filtered search has half the partition to choose from), and queries.
 type vecData struct {
 	p       memory.Partition
+	prefix  string // of the memories' ids
 	model   string
 	vecs    [][]float32
 	queries [][]float32
@@ -146,7 +147,7 @@ func randomVectors(n, queries, dims int, seed uint64) vecData {
 		}
 		return v
 	}
-	d := vecData{p: memory.Partition{Scope: memory.ScopeAgent, Owner: "agent-v"}, model: fmt.Sprintf("rand-%d", dims)}
+	d := vecData{p: memory.Partition{Scope: memory.ScopeAgent, Owner: "agent-v"}, prefix: "v", model: fmt.Sprintf("rand-%d", dims)}
 	for range n {
 		d.vecs = append(d.vecs, gen())
 	}
@@ -163,7 +164,7 @@ func (d vecData) memory(i int) *memory.Memory {
 	if i%2 == 1 {
 		typ = memory.TypeEpisodic
 	}
-	return &memory.Memory{ID: fmt.Sprintf("v%d", i), Partition: d.p, Content: "vector " + fmt.Sprint(i), Type: typ,
+	return &memory.Memory{ID: d.prefix + fmt.Sprint(i), Partition: d.p, Content: "vector " + fmt.Sprint(i), Type: typ,
 		CreatedAt: vecT0, Embedding: &memory.Embedding{Model: d.model, Vector: d.vecs[i]}}
 }
 
@@ -179,7 +180,7 @@ func exactTop(d vecData, q []float32, typ memory.Type, k int) []string {
 	ids, _ := top.Sorted()
 	out := make([]string, len(ids))
 	for i, id := range ids {
-		out[i] = fmt.Sprintf("v%d", id)
+		out[i] = d.prefix + fmt.Sprint(id)
 	}
 	return out
 }
@@ -201,10 +202,35 @@ func TestPGVectorRecall(t *testing.T) {
 		}
 	}
 	t.Logf("stored %d vectors in %v", n, time.Since(start).Round(time.Millisecond))
+	small := randomVectors(20, 5, dims, 8)
+	small.p.Owner, small.prefix = "agent-small", "s"
+	for i := range small.vecs {
+		if _, _, err := s.Put(ctx, "acme", small.memory(i), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// PGlite has no autovacuum to gather the statistics the planner
 	// weighs the index against the partition's btree with.
 	analyze(t, url)
 
+	// A small partition is sorted exactly, found through the partition's
+	// btree: the HNSW scan would wade through the other partitions' vectors.
+	t.Run("small partition", func(t *testing.T) {
+		f := memory.Filter{Partition: small.p, Now: vecT0.Add(time.Hour)}
+		plan := explain(t, url, f, memory.Embedding{Model: small.model, Vector: small.queries[0]}, k)
+		if strings.Contains(plan, postgres.VectorIndexName(dims)) || !strings.Contains(plan, "memories_partition") {
+			t.Errorf("the plan does not sort the partition exactly:\n%s", plan)
+		}
+		for _, q := range small.queries {
+			hs, err := s.SearchVector(ctx, "acme", f, memory.Embedding{Model: small.model, Vector: q}, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := hitIDs(hs), exactTop(small, q, "", k); !slices.Equal(got, want) {
+				t.Errorf("small partition: %v, want %v", got, want)
+			}
+		}
+	})
 	for _, typ := range []memory.Type{"", memory.TypeEpisodic} {
 		t.Run("type="+string(typ), func(t *testing.T) {
 			f := memory.Filter{Partition: d.p, Type: typ, Now: vecT0.Add(time.Hour)}
