@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -126,6 +127,72 @@ func TestMemoryWithoutPGVector(t *testing.T) {
 	if got := postgres.PGVectorSearches(db); on != (got == 1) {
 		t.Errorf("pgvector on: %v, searches through it: %d", on, got)
 	}
+}
+
+// A role that may not create the extension leaves the store scoring in
+// the process: Open succeeds and says so at info.
+func TestPGVectorNotPermitted(t *testing.T) {
+	url := pgvectorURL(t)
+	ctx := context.Background()
+	// PGlite serves every connection from one session, so the role set
+	// here is the role of the store's connections too.
+	setRole := func(sql string) {
+		t.Helper()
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	setRole(`DROP ROLE IF EXISTS novaos_limited; CREATE ROLE novaos_limited NOSUPERUSER;
+		GRANT ALL ON SCHEMA public TO novaos_limited; SET ROLE novaos_limited`)
+	t.Cleanup(func() {
+		setRole(`RESET ROLE; DROP SCHEMA public CASCADE; CREATE SCHEMA public; DROP ROLE novaos_limited`)
+	})
+	var logs strings.Builder
+	var mu sync.Mutex
+	db, err := postgres.Open(ctx, url, &postgres.Options{Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))})
+	if err != nil {
+		t.Fatalf("Open as a role that may not create the extension: %v", err)
+	}
+	defer db.Close()
+	if on, _ := postgres.UsesPGVector(db); on {
+		t.Fatal("pgvector in use without the extension")
+	}
+	mu.Lock()
+	out := logs.String()
+	mu.Unlock()
+	if !strings.Contains(out, "level=INFO") || !strings.Contains(out, "cannot be created") || strings.Contains(out, "level=ERROR") {
+		t.Errorf("log:\n%s", out)
+	}
+	d := randomVectors(10, 1, 8, 5)
+	s := db.MemoryStore()
+	for i := range d.vecs {
+		if _, _, err := s.Put(ctx, "acme", d.memory(i), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hs, err := s.SearchVector(ctx, "acme", memory.Filter{Partition: d.p, Now: vecT0}, memory.Embedding{Model: d.model, Vector: d.queries[0]}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := hitIDs(hs), exactTop(d, d.queries[0], "", 3); !slices.Equal(got, want) || postgres.PGVectorSearches(db) != 0 {
+		t.Errorf("in-process search: %v, want %v (through pgvector: %d)", got, want, postgres.PGVectorSearches(db))
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *strings.Builder
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // vecData is a partition of random vectors, every other one episodic (so
