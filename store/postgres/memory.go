@@ -20,8 +20,9 @@ func (db *DB) MemoryStore() *MemoryStore { return &MemoryStore{db} }
 // MemoryStore keeps the memory service's data in the database (see
 // memory.Store). Keyword search is PostgreSQL full text over memory.Terms
 // ('simple' configuration, ranked by ts_rank_cd, which has no BM25-style
-// document-frequency weighting). Vectors are stored as bytes and scored in
-// the process with an exact scan of the partition (pgvector is not used).
+// document-frequency weighting). Vector search goes through pgvector when
+// the server has it (memory_vector.go); without it, vectors are stored as
+// bytes and scored in the process with an exact scan of the partition.
 type MemoryStore struct{ db *DB }
 
 var _ memory.Store = (*MemoryStore)(nil)
@@ -102,7 +103,9 @@ func firstResult(ctx context.Context, tx pgx.Tx, tenant, kind, key string) (r me
 	return r, count, err
 }
 
-func insertMemory(ctx context.Context, tx pgx.Tx, tenant string, m *memory.Memory) error {
+// insertMemory inserts m; withEmbedding says memories.embedding exists
+// (pgvector) and is written too.
+func insertMemory(ctx context.Context, tx pgx.Tx, tenant string, m *memory.Memory, withEmbedding bool) error {
 	var model string
 	var vec []byte
 	if m.Embedding != nil {
@@ -112,13 +115,18 @@ func insertMemory(ctx context.Context, tx pgx.Tx, tenant string, m *memory.Memor
 	if len(m.Custom) > 0 {
 		custom = m.Custom
 	}
-	tag, err := tx.Exec(ctx, `INSERT INTO memories (tenant, id, scope, owner, content, type, tags, source, conversation_id,
-		classification, confidence, custom, version, created_ms, updated_ms, expires_ms, write_event_id, model, vec, terms)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, to_tsvector('simple', $20))
-		ON CONFLICT (tenant, id) DO NOTHING`,
-		tenant, m.ID, string(m.Partition.Scope), m.Partition.Owner, m.Content, string(m.Type), memory.JoinTags(m.Tags),
+	cols, vals := "", ""
+	args := []any{tenant, m.ID, string(m.Partition.Scope), m.Partition.Owner, m.Content, string(m.Type), memory.JoinTags(m.Tags),
 		m.Source, m.ConversationID, m.Classification, m.Confidence, custom, m.Version, ms(m.CreatedAt), ms(m.UpdatedAt),
-		ms(m.ExpiresAt), m.WriteEventID, model, vec, indexTerms(m))
+		ms(m.ExpiresAt), m.WriteEventID, model, vec, indexTerms(m)}
+	if withEmbedding {
+		cols, vals = ", embedding", ", $21::text::vector"
+		args = append(args, embeddingArg(m.Embedding))
+	}
+	tag, err := tx.Exec(ctx, `INSERT INTO memories (tenant, id, scope, owner, content, type, tags, source, conversation_id,
+		classification, confidence, custom, version, created_ms, updated_ms, expires_ms, write_event_id, model, vec, terms`+cols+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, to_tsvector('simple', $20)`+vals+`)
+		ON CONFLICT (tenant, id) DO NOTHING`, args...)
 	if err != nil {
 		return err
 	}
@@ -153,10 +161,13 @@ func (s *MemoryStore) Put(ctx context.Context, tenant string, m *memory.Memory, 
 				return err
 			}
 		}
-		return insertMemory(ctx, tx, tenant, m)
+		return insertMemory(ctx, tx, tenant, m, s.db.vector.on)
 	})
 	if err != nil {
 		return memory.WriteResult{}, false, fmt.Errorf("postgres: put memory %s: %w", m.ID, err)
+	}
+	if !replayed {
+		s.db.afterVectorWrite(ctx, m.Embedding)
 	}
 	return res, replayed, nil
 }
@@ -229,18 +240,24 @@ func (s *MemoryStore) Update(ctx context.Context, tenant string, p memory.Partit
 		if len(m.Custom) > 0 {
 			custom = m.Custom
 		}
+		set := ""
+		args := []any{m.Content, memory.JoinTags(m.Tags), m.Confidence, custom, m.Version, ms(m.UpdatedAt), indexTerms(m),
+			c.Embedding != nil, model, vec, seq}
+		if s.db.vector.on {
+			set = `, embedding = CASE WHEN $8 THEN $12::text::vector ELSE embedding END`
+			args = append(args, embeddingArg(c.Embedding))
+		}
 		_, err = tx.Exec(ctx, `UPDATE memories SET content = $1, tags = $2, confidence = $3, custom = $4, version = $5,
 			updated_ms = $6, terms = to_tsvector('simple', $7),
-			model = CASE WHEN $8 THEN $9 ELSE model END, vec = CASE WHEN $8 THEN $10 ELSE vec END
-			WHERE seq = $11`,
-			m.Content, memory.JoinTags(m.Tags), m.Confidence, custom, m.Version, ms(m.UpdatedAt), indexTerms(m),
-			c.Embedding != nil, model, vec, seq)
+			model = CASE WHEN $8 THEN $9 ELSE model END, vec = CASE WHEN $8 THEN $10 ELSE vec END`+set+`
+			WHERE seq = $11`, args...)
 		out = m
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("postgres: update memory %s: %w", id, err)
 	}
+	s.db.afterVectorWrite(ctx, c.Embedding)
 	return out, nil
 }
 
@@ -387,6 +404,9 @@ func (s *MemoryStore) SearchKeyword(ctx context.Context, tenant string, f memory
 func (s *MemoryStore) SearchVector(ctx context.Context, tenant string, f memory.Filter, q memory.Embedding, limit int) ([]memory.Hit, error) {
 	if limit <= 0 || len(q.Vector) == 0 || !filterText(tenant, f) || !a2astore.ValidText(q.Model) {
 		return nil, nil
+	}
+	if s.db.usePGVector(q.Vector) {
+		return s.searchPGVector(ctx, tenant, f, q, limit)
 	}
 	where, args := filterSQL(tenant, f, 1)
 	rows, err := s.db.pool.Query(ctx, `SELECT m.seq, m.vec FROM memories m WHERE `+where+` AND m.model = $`+strconv.Itoa(len(args)+1),

@@ -129,7 +129,7 @@ func (s *MemoryStore) ResolveProposal(ctx context.Context, tenant, id string, co
 		}
 		newStatus, memID := memory.ProposalRejected, ""
 		if commit != nil {
-			if err := insertMemory(ctx, tx, tenant, commit); err != nil {
+			if err := insertMemory(ctx, tx, tenant, commit, s.db.vector.on); err != nil {
 				return err
 			}
 			newStatus, memID, reason = memory.ProposalCommitted, commit.ID, ""
@@ -140,6 +140,9 @@ func (s *MemoryStore) ResolveProposal(ctx context.Context, tenant, id string, co
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: resolve proposal %s: %w", id, err)
+	}
+	if commit != nil {
+		s.db.afterVectorWrite(ctx, commit.Embedding)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -44,6 +45,9 @@ type DB struct {
 	instance  string        // this handle's lease id, recorded on every task write
 	lease     *lease.Keeper // renews it (leases.go)
 	closeOnce sync.Once
+
+	vector         vectorIndex  // pgvector, when used (memory_vector.go)
+	vectorSearches atomic.Int64 // searches pgvector answered, for tests
 }
 
 // Open connects to the database at url (a postgres:// URL or a
@@ -80,6 +84,10 @@ func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 	}
 	db := &DB{pool: pool, log: o.Logger}
 	if err := db.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if err := db.setupVector(ctx); err != nil {
 		pool.Close()
 		return nil, err
 	}
