@@ -264,7 +264,8 @@ func (s *Server) openStores(ctx context.Context) error {
 			return fmt.Errorf("app: open sqlite %s: %w", path, err)
 		}
 	case scheme == "postgres" || scheme == "postgresql":
-		s.db, err = postgres.Open(ctx, s.opts.DatabaseURL, &postgres.Options{Logger: s.log, Lease: s.leaseOptions()})
+		s.db, err = postgres.Open(ctx, s.opts.DatabaseURL, &postgres.Options{Logger: s.log, Lease: s.leaseOptions(),
+			MemoryIndexBytes: s.opts.Memory.IndexBytes})
 		if err != nil {
 			// Not the URL, which may hold a password; postgres.Open's
 			// errors never repeat it either.
