@@ -38,12 +38,14 @@
 // built with random levels) with a filter keeping half the partition (2,000 random 64-dimension vectors; TestPGVectorRecall).
 // Scores are cosine similarity, 1 − cosine distance. A stored vector whose
 // length differs from the query's is not a candidate (the in-process scan
-// scores it 0). Without pgvector every vector of the partition is read and
-// scored in the process: exact, and linear in the partition's size. On
-// PGlite (PostgreSQL in WebAssembly, serving one connection at a time, so
-// only the ratio means anything) a top-10 search over 256-dimension
-// vectors through pgvector took 1/12 of the in-process scan's time at 10k
-// vectors and 1/28 at 50k (BenchmarkSearchVectorPGVector).
+// scores it 0). Without pgvector the vectors are kept and scored by the
+// process's memory index (store/internal/memindex), as on SQLite: exact
+// below its HNSW threshold, each process holding the partition's vectors.
+// On PGlite (PostgreSQL in WebAssembly, serving one connection at a time,
+// so only the ratio means anything) a top-10 search over 256-dimension
+// vectors through pgvector took 1/12 of the time of reading and scoring
+// every vector of the partition from the database at 10k vectors and 1/28
+// at 50k (BenchmarkSearchVectorPGVector; the index now spares that read).
 //
 //	db, err := postgres.Open(ctx, "postgres://novaos@db.internal/novaos", nil)
 //	if err != nil { ... }

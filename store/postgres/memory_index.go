@@ -55,11 +55,9 @@ func (s indexSource) Versions(ctx context.Context, k memindex.Key, fn func(seq i
 // load reads the partition's memories that cond (after the partition's
 // three arguments) selects.
 func (s indexSource) load(ctx context.Context, cond string, args []any, add func(*memindex.Doc)) error {
-	vec := `m.vec`
-	if s.db.vector.on {
-		vec = `NULL::bytea` // searched by pgvector, not the index
-	}
-	rows, err := s.db.pool.Query(ctx, `SELECT `+memCols+`, m.model, `+vec+` FROM memories m
+	// The vectors are loaded with pgvector too: a query it cannot take is
+	// scored by the index.
+	rows, err := s.db.pool.Query(ctx, `SELECT `+memCols+`, m.model, m.vec FROM memories m
 		WHERE m.tenant = $1 AND m.scope = $2 AND m.owner = $3 AND `+cond, args...)
 	if err != nil {
 		return err

@@ -383,8 +383,8 @@ func hitIDs(hs []memory.Hit) []string {
 }
 
 // BenchmarkSearchVectorPGVector compares, on one PGlite server, a search
-// through pgvector's HNSW index with the in-process scan of the same
-// partition (256 dimensions, top 10).
+// through pgvector's HNSW index with the in-process memory index's scan of
+// the same partition (256 dimensions, top 10).
 func BenchmarkSearchVectorPGVector(b *testing.B) {
 	for _, n := range []int{10_000, 50_000} {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
