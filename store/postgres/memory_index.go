@@ -6,7 +6,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"novaos.dev/novaos/memory"
 	"novaos.dev/novaos/store/internal/memindex"
 )
 
@@ -41,15 +40,7 @@ func (s indexSource) Versions(ctx context.Context, k memindex.Key, fn func(seq i
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var seq, version int64
-		var id string
-		if err := rows.Scan(&seq, &id, &version); err != nil {
-			return err
-		}
-		fn(seq, id, version)
-	}
-	return rows.Err()
+	return memindex.ScanVersions(rows, fn)
 }
 
 // load reads the partition's memories that cond (after the partition's
@@ -70,13 +61,7 @@ func (s indexSource) load(ctx context.Context, cond string, args []any, add func
 		if err != nil {
 			return err
 		}
-		if model != "" && b != nil {
-			if v, err := memory.DecodeVector(b); err == nil {
-				m.Embedding = &memory.Embedding{Model: model, Vector: v}
-			} else {
-				s.db.log.WarnContext(ctx, "postgres: a memory's vector is damaged; it is left out of vector search", "seq", seq)
-			}
-		}
+		memindex.Vector(ctx, s.db.log, seq, m, model, b)
 		add(&memindex.Doc{Seq: seq, Memory: *m})
 	}
 	return rows.Err()

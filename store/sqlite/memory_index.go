@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"strings"
 
-	"novaos.dev/novaos/memory"
 	"novaos.dev/novaos/store/internal/memindex"
 )
 
@@ -51,15 +50,7 @@ func (s indexSource) Versions(ctx context.Context, k memindex.Key, fn func(seq i
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var seq, version int64
-		var id string
-		if err := rows.Scan(&seq, &id, &version); err != nil {
-			return err
-		}
-		fn(seq, id, version)
-	}
-	return rows.Err()
+	return memindex.ScanVersions(rows, fn)
 }
 
 // load reads the partition's memories that cond (after the partition's
@@ -78,13 +69,7 @@ func (s indexSource) load(ctx context.Context, cond string, args []any, add func
 		if err != nil {
 			return err
 		}
-		if model != "" {
-			if v, err := memory.DecodeVector(vec); err == nil {
-				m.Embedding = &memory.Embedding{Model: model, Vector: v}
-			} else {
-				s.db.log.WarnContext(ctx, "sqlite: a memory's vector is damaged; it is left out of vector search", "seq", seq)
-			}
-		}
+		memindex.Vector(ctx, s.db.log, seq, m, model, vec)
 		add(&memindex.Doc{Seq: seq, Memory: *m})
 	}
 	return rows.Err()

@@ -426,3 +426,39 @@ func (c *Cache) Adjacent(ctx context.Context, k Key, f memory.Filter, ids []stri
 	})
 	return out, err
 }
+
+// Rows is what a Source reads rows with: *sql.Rows and pgx.Rows both are.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// ScanVersions calls fn with each (seq, id, version) row of rows, for a
+// Source's Versions.
+func ScanVersions(rows Rows, fn func(seq int64, id string, version int64)) error {
+	for rows.Next() {
+		var seq, version int64
+		var id string
+		if err := rows.Scan(&seq, &id, &version); err != nil {
+			return err
+		}
+		fn(seq, id, version)
+	}
+	return rows.Err()
+}
+
+// Vector gives m the stored vector vec of model, for a Source's loads: a
+// memory without a model has none, and a damaged one is left out of
+// vector search with a warning (the memory is still found by keyword).
+func Vector(ctx context.Context, log *slog.Logger, seq int64, m *memory.Memory, model string, vec []byte) {
+	if model == "" || vec == nil {
+		return
+	}
+	v, err := memory.DecodeVector(vec)
+	if err != nil {
+		log.WarnContext(ctx, "memindex: a memory's vector is damaged; it is left out of vector search", "seq", seq)
+		return
+	}
+	m.Embedding = &memory.Embedding{Model: model, Vector: v}
+}
