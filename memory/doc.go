@@ -17,11 +17,12 @@
 // Durable memories are found by two searches whose rankings Fuse merges with
 // reciprocal-rank fusion:
 //
-//   - keyword: the stores' full-text index (SQLite FTS5 with BM25,
-//     PostgreSQL tsvector with ts_rank_cd) over the Terms of each memory:
-//     lower-cased words, English stop words left out, light stemming;
-//   - vector: exact cosine similarity over the partition's vectors of the
-//     query's Embedder model. The default HashEmbedder needs no model and is
+//   - keyword: BM25 (k1 1.2, b 0.75, the partition's own statistics) over
+//     the Terms of each memory: lower-cased words, English stop words left
+//     out, light stemming;
+//   - vector: cosine similarity over the partition's vectors of the
+//     query's Embedder model (exact, or through an approximate index above
+//     a store's size threshold). The default HashEmbedder needs no model and is
 //     lexical, not semantic (see its doc); vectors of different models are
 //     never compared.
 //

@@ -167,11 +167,21 @@ func Cosine(a, b []float32) float64 {
 }
 
 // Dot is the dot product of two vectors of one length (the shorter
-// length otherwise), unrolled so an exact scan of a partition stays in
-// the low milliseconds.
+// length otherwise). On amd64 with AVX2 and FMA it runs eight products an
+// instruction (dot_amd64.s): an exact scan of 100k vectors of 256 is then
+// a few milliseconds instead of tens.
 func Dot(a, b []float32) float32 {
 	n := min(len(a), len(b))
 	a, b = a[:n], b[:n]
+	if n >= 16 && haveSIMDDot {
+		return dotSIMD(a, b)
+	}
+	return dotGo(a, b)
+}
+
+// dotGo is Dot in Go, unrolled four ways.
+func dotGo(a, b []float32) float32 {
+	n := len(a)
 	var s0, s1, s2, s3 float32
 	i := 0
 	for ; i+4 <= n; i += 4 {

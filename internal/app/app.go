@@ -258,12 +258,14 @@ func (s *Server) openStores(ctx context.Context) error {
 			return fmt.Errorf("app: data directory: %w", err)
 		}
 		path := filepath.Join(s.opts.DataDir, DatabaseFile)
-		s.db, err = sqlite.Open(ctx, path, &sqlite.Options{Logger: s.log, Lease: s.leaseOptions()})
+		s.db, err = sqlite.Open(ctx, path, &sqlite.Options{Logger: s.log, Lease: s.leaseOptions(),
+			MemoryIndexBytes: s.opts.Memory.IndexBytes})
 		if err != nil {
 			return fmt.Errorf("app: open sqlite %s: %w", path, err)
 		}
 	case scheme == "postgres" || scheme == "postgresql":
-		s.db, err = postgres.Open(ctx, s.opts.DatabaseURL, &postgres.Options{Logger: s.log, Lease: s.leaseOptions()})
+		s.db, err = postgres.Open(ctx, s.opts.DatabaseURL, &postgres.Options{Logger: s.log, Lease: s.leaseOptions(),
+			MemoryIndexBytes: s.opts.Memory.IndexBytes})
 		if err != nil {
 			// Not the URL, which may hold a password; postgres.Open's
 			// errors never repeat it either.

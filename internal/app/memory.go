@@ -45,6 +45,9 @@ type MemoryOptions struct {
 	Service memsvc.Options
 	// MaxBodyBytes bounds one request (default memsvc.DefaultMaxBodyBytes).
 	MaxBodyBytes int64
+	// IndexBytes bounds the database's in-process search index of memory
+	// partitions (default sqlite.DefaultMemoryIndexBytes).
+	IndexBytes int64
 }
 
 // openIssuer opens the token key ring. It runs at Start, when the base

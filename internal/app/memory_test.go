@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/cardsig"
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/app"
@@ -100,4 +103,67 @@ func status(err error) int {
 		return e.Status
 	}
 	return 0
+}
+
+// The turns of a conversation with a hosted agent, sent with an
+// execution token, reach assemble's live messages under the token's
+// tenant and conversation.
+func TestConversationTurnsRecorded(t *testing.T) {
+	srv := start(t, &app.Options{DataDir: t.TempDir()})
+	ctx := t.Context()
+	claims := identity.Claims{TenantID: "acme", AgentID: "support", UserID: "u1", RunID: "r1", ConversationID: "conv-1",
+		Scopes: []string{"memory:read:*"}}
+	tok, err := srv.Issuer().Mint(ctx, claims, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(method, text, token string) {
+		t.Helper()
+		msg := a2a.NewMessage(a2a.RoleUser, a2a.TextPart(text))
+		p, _ := json.Marshal(a2a.SendMessageRequest{Message: msg})
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL()+"/agents/echo",
+			strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":`+string(p)+`}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(a2a.HeaderVersion, "1.0")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if _, err := io.ReadAll(resp.Body); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %v", method, resp.StatusCode, err)
+		}
+	}
+	send(a2a.MethodSendMessage, "where is the deploy log", tok)
+	send(a2a.MethodSendStreamingMessage, "and the rollback plan", tok)
+	send(a2a.MethodSendMessage, "sent without a token", "")
+	other, _ := srv.Issuer().Mint(ctx, identity.Claims{TenantID: "globex", AgentID: "support", ConversationID: "conv-1",
+		Scopes: []string{"memory:read:*"}}, time.Minute)
+	send(a2a.MethodSendMessage, "another tenant's turn", other)
+
+	assemble := func(token string) []memory.LiveMessage {
+		t.Helper()
+		c, _ := memory.NewClient(srv.URL(), secret.New(token), &memory.ClientOptions{Retry: &resilience.Policy{}})
+		res, err := c.Assemble(ctx, &memory.AssembleRequest{Query: "deploy"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.LiveMessages
+	}
+	var got []string
+	for _, m := range assemble(tok) {
+		got = append(got, m.Role+": "+m.Content)
+	}
+	// The echo agent's answer is a task: its status message, then its
+	// artifact's text.
+	want := []string{"user: where is the deploy log", "assistant: echoed 23 bytes\nwhere is the deploy log", "user: and the rollback plan"}
+	if !slices.Equal(got, want) {
+		t.Errorf("live messages = %q, want %q", got, want)
+	}
+	if got := assemble(other); len(got) != 2 || got[0].Content != "another tenant's turn" {
+		t.Errorf("the other tenant's live messages = %+v", got)
+	}
 }

@@ -24,11 +24,18 @@ func TestRestartSQLite(t *testing.T) {
 
 func TestRestartPostgres(t *testing.T) {
 	url := pgtest.URL(t)
-	// DataDir must stay unused with PostgreSQL.
-	dir := filepath.Join(t.TempDir(), "unused")
+	// With PostgreSQL the data directory holds key files only, never a
+	// database: replicas are given the same key files.
+	dir := filepath.Join(t.TempDir(), "keys")
 	testRestart(t, "postgres", func() *app.Options { return &app.Options{DatabaseURL: url, DataDir: dir} })
-	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("data directory created with PostgreSQL: %v", err)
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() != app.TokenKeyFile && e.Name() != app.PushKeyFile {
+			t.Errorf("data directory holds %s with PostgreSQL; want key files only", e.Name())
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
@@ -104,12 +105,12 @@ type service struct {
 // the token and card keys, the memory service, the agent registry and its
 // seed 000 shape, health and the index. It runs under s.mu with s.baseURL set.
 func (s *Server) services(ctx context.Context) ([]service, error) {
+	if err := s.openIssuer(); err != nil {
+		return nil, fmt.Errorf("app: token keys: %w", err)
+	}
 	out, err := s.agentServices()
 	if err != nil {
 		return nil, err
-	}
-	if err := s.openIssuer(); err != nil {
-		return nil, fmt.Errorf("app: token keys: %w", err)
 	}
 	out = append(out, s.jwksService())
 	if mem, ok := s.memoryService(); ok {
@@ -135,6 +136,14 @@ func (s *Server) agentServices() ([]service, error) {
 		return nil, err
 	}
 	var out []service
+	var turns *turnRecorder
+	if store := s.memoryStore(); store != nil {
+		now := s.opts.Memory.Service.Now
+		if now == nil {
+			now = time.Now
+		}
+		turns = &turnRecorder{store: store, issuer: s.issuer, log: s.log, now: now}
+	}
 	for i := range s.agents {
 		a := &s.agents[i]
 		a.card = cardAt(a.agent.Card(), s.baseURL+agentPath(a.name))
@@ -164,8 +173,12 @@ func (s *Server) agentServices() ([]service, error) {
 		}
 		h := a2asrv.NewHandler(a.card, a.agent, opts)
 		s.handlers = append(s.handlers, h)
+		var served http.Handler = h
+		if turns != nil {
+			served = turns.wrap(h)
+		}
 		out = append(out, service{name: "agent " + a.name, patterns: []string{agentPath(a.name), agentPath(a.name) + "/"},
-			handler: http.StripPrefix(agentPath(a.name), h)})
+			handler: http.StripPrefix(agentPath(a.name), served)})
 	}
 	return out, nil
 }

@@ -425,6 +425,13 @@ func (i *Issuer) Verify(ctx context.Context, token string) (*identity.Claims, er
 	return i.ver.Verify(ctx, token)
 }
 
+// VerifyRequest verifies r's bearer token (identity.Verifier.VerifyRequest)
+// for a handler that serves callers without one too.
+func (i *Issuer) VerifyRequest(r *http.Request) (*identity.Claims, error) {
+	c, _, err := i.ver.VerifyRequest(r)
+	return c, err
+}
+
 // Middleware lets a request through to next only with a valid platform
 // token, its claims in the request context (identity.FromContext); see
 // identity.Middleware for the answers otherwise (401 with

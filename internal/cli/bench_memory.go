@@ -46,6 +46,7 @@ func runBenchMemory(ctx context.Context, args []string, e *env) int {
 	locomo := fs.String("locomo", "", "also score retrieval on a LoCoMo `file` (e.g. locomo10.json): turn-level hit@k and MRR, default stack against BM25")
 	onlyLoCoMo := fs.Bool("locomo-only", false, "with --locomo, skip the load scenarios")
 	asJSON := fs.Bool("json", false, "print results as JSON")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (servers and load generator) to `file`")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -62,6 +63,14 @@ func runBenchMemory(ctx context.Context, args []string, e *env) int {
 	}
 	if *onlyLoCoMo && *locomo == "" {
 		return usageError(fs, "--locomo-only needs --locomo FILE")
+	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "novaos bench memory: %v\n", err)
+			return exitFail
+		}
+		defer stop()
 	}
 	warmup := *warm
 	if warmup == 0 {
@@ -97,6 +106,9 @@ func benchCaller() *memsvc.Caller {
 		Grants: func(scope string) bool { return strings.HasPrefix(scope, "memory:") }}
 }
 
+// benchLogLevel is the level of the bench servers' logs on stderr.
+var benchLogLevel = slog.LevelWarn
+
 // benchMemoryLoad serves the memory service on loopback over a SQLite file
 // in a temporary directory and runs the scenarios against it and against
 // the bare echo baseline.
@@ -106,13 +118,13 @@ func benchMemoryLoad(ctx context.Context, report *memoryBenchReport, opts *bench
 		return err
 	}
 	defer os.RemoveAll(dir)
-	db, err := sqlite.Open(ctx, filepath.Join(dir, "novaos.db"), nil)
+	log := slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: benchLogLevel}))
+	db, err := sqlite.Open(ctx, filepath.Join(dir, "novaos.db"), &sqlite.Options{Logger: log})
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	store := db.MemoryStore()
-	log := slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	svc := memsvc.New(store, &memsvc.Options{Logger: log})
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()

@@ -51,6 +51,10 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown flag", []string{"serve", "--nope"}, "flag provided but not defined"},
 		{"stray argument", []string{"serve", "extra"}, `unexpected argument "extra"`},
 		{"bad log level", []string{"serve", "--log-level", "loud"}, "--log-level"},
+		{"zero memory index", []string{"serve", "--memory-index-bytes", "0"}, "--memory-index-bytes must be positive"},
+		{"memory index not a size", []string{"serve", "--memory-index-bytes", "lots"}, "memory-index-bytes"},
+		{"token ttl past max", []string{"serve", "--token-ttl", "48h"}, "--token-ttl at most --token-max-ttl"},
+		{"embedding url alone", []string{"serve", "--embedding-url", "http://127.0.0.1:1/v1"}, "go together"},
 		{"bench without target", []string{"bench"}, "name a target"},
 		{"unknown bench target", []string{"bench", "mcp"}, `unknown target "mcp"`},
 		{"unknown scenario", []string{"bench", "a2a", "--scenario", "grpc"}, `unknown scenario "grpc"`},
@@ -299,7 +303,9 @@ func TestServeDBFlagWinsOverEnv(t *testing.T) {
 	defer cancel()
 	e, out, errOut := testEnv(map[string]string{EnvDatabaseURL: "mysql://ignored.example.com/x"})
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--db", url}, e) }()
+	// --data still names where the key files live (token.key).
+	args := []string{"serve", "--addr", "127.0.0.1:0", "--db", url, "--data", t.TempDir()}
+	go func() { done <- run(ctx, args, e) }()
 	health := waitForURL(t, out, done)
 	resp, err := http.Get(health)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	memsvc "novaos.dev/novaos/internal/memory"
 	"novaos.dev/novaos/internal/modelapi"
 	"novaos.dev/novaos/secret"
+	"novaos.dev/novaos/store/sqlite"
 )
 
 // platformFlagSet holds serve's flags for the platform services:
@@ -21,7 +22,7 @@ type platformFlagSet struct {
 	tokenIssuer, tokenAudience, tokenKeyFile             *string
 	tokenTTL, tokenMaxTTL, tokenLeeway, tokenKeyLifetime *time.Duration
 
-	memMaxBody                           byteSize
+	memMaxBody, memIndex                 byteSize
 	scratchTTL, maxScratchTTL            *time.Duration
 	consolidateEvery                     *time.Duration
 	hintAttempts                         *int
@@ -32,7 +33,7 @@ type platformFlagSet struct {
 }
 
 func platformFlags(fs *flag.FlagSet) *platformFlagSet {
-	p := &platformFlagSet{memMaxBody: byteSize{n: memsvc.DefaultMaxBodyBytes}}
+	p := &platformFlagSet{memMaxBody: byteSize{n: memsvc.DefaultMaxBodyBytes}, memIndex: byteSize{n: sqlite.DefaultMemoryIndexBytes}}
 	p.tokenIssuer = fs.String("token-issuer", "", "`iss` of the execution tokens the server signs and accepts (default: the server's base URL, --public-url or else the listen address)")
 	p.tokenAudience = fs.String("token-audience", identity.DefaultAudience, "`aud` of the tokens the server signs and accepts")
 	p.tokenTTL = fs.Duration("token-ttl", auth.DefaultTTL, "lifetime of a token the platform mints without one asked")
@@ -42,6 +43,7 @@ func platformFlags(fs *flag.FlagSet) *platformFlagSet {
 	p.tokenKeyLifetime = fs.Duration("token-key-lifetime", 0, "age at which the server rotates its signing key itself (0: only on novaos token rotate)")
 
 	fs.Var(&p.memMaxBody, "memory-max-body-bytes", "largest request body `size` of the memory service ("+"/api/v1/mcp); a larger one gets 413")
+	fs.Var(&p.memIndex, "memory-index-bytes", "memory `size` of the in-process search index of memory partitions; past it the least recently searched partitions are dropped and reloaded when next searched")
 	p.scratchTTL = fs.Duration("memory-scratch-ttl", memsvc.DefaultScratchTTL, "lifetime of a run or task memory written without ttl_seconds")
 	p.maxScratchTTL = fs.Duration("memory-max-scratch-ttl", memsvc.DefaultMaxScratchTTL, "longest ttl_seconds a run or task memory may ask for")
 	p.consolidateEvery = fs.Duration("memory-consolidate-every", memsvc.DefaultConsolidateEvery, "how often the consolidation worker turns pending hints into user memories")
@@ -64,8 +66,8 @@ func (p *platformFlagSet) check() string {
 		return "--token-ttl and --token-max-ttl must be positive, --token-ttl at most --token-max-ttl"
 	case *p.tokenLeeway < 0 || *p.tokenKeyLifetime < 0:
 		return "--token-leeway and --token-key-lifetime must not be negative"
-	case p.memMaxBody.n <= 0:
-		return "--memory-max-body-bytes must be positive"
+	case p.memMaxBody.n <= 0 || p.memIndex.n <= 0:
+		return "--memory-max-body-bytes and --memory-index-bytes must be positive"
 	case *p.scratchTTL < memsvc.MinTTL || *p.maxScratchTTL < *p.scratchTTL:
 		return "--memory-scratch-ttl must be at least 1s and at most --memory-max-scratch-ttl"
 	case *p.consolidateEvery <= 0 || *p.hintAttempts < 1 || *p.modelTimeout <= 0:
@@ -92,7 +94,7 @@ func (p *platformFlagSet) token() app.TokenOptions {
 
 // memory builds the memory service's options, reading the model API keys.
 func (p *platformFlagSet) memory() (app.MemoryOptions, error) {
-	o := app.MemoryOptions{MaxBodyBytes: p.memMaxBody.n, Service: memsvc.Options{
+	o := app.MemoryOptions{MaxBodyBytes: p.memMaxBody.n, IndexBytes: p.memIndex.n, Service: memsvc.Options{
 		ScratchTTL: *p.scratchTTL, MaxScratchTTL: *p.maxScratchTTL, ConsolidateEvery: *p.consolidateEvery, HintAttempts: *p.hintAttempts,
 	}}
 	mo := modelapi.Options{Timeout: *p.modelTimeout}

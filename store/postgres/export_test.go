@@ -1,8 +1,52 @@
 package postgres
 
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"novaos.dev/novaos/memory"
+)
+
 // Crash closes db as kill -9 would end its replica: the heartbeat stops,
 // the lease is not given up, and the connections close.
 func Crash(db *DB) {
 	db.closeOnce.Do(db.lease.Stop)
 	db.Close()
+}
+
+// UsesPGVector reports whether db found pgvector at Open, and its version.
+func UsesPGVector(db *DB) (bool, string) { return db.vector.on, db.vector.version }
+
+// PGVectorSearches counts the vector searches pgvector answered.
+func PGVectorSearches(db *DB) int64 { return db.vectorSearches.Load() }
+
+// SetPGVector turns pgvector search on or off for db's searches and
+// writes, so one database can be searched both ways.
+func SetPGVector(db *DB, on bool) { db.vector.on = on }
+
+// SearchVectorSQL is the statement and arguments of a pgvector search.
+func SearchVectorSQL(tenant string, f memory.Filter, q memory.Embedding, limit int) (string, []any) {
+	t, _ := vectorText(q.Vector)
+	return searchVectorSQL(tenant, f, q.Model, len(q.Vector), t, limit)
+}
+
+// VectorIndexName is the HNSW index of vectors of dims dimensions.
+func VectorIndexName(dims int) string { return vectorIndexName(dims) }
+
+// PutMany stores ms in one transaction, as Put would one by one, for
+// benchmarks that load tens of thousands of memories.
+func PutMany(ctx context.Context, db *DB, tenant string, ms []*memory.Memory) error {
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		for _, m := range ms {
+			if err := insertMemory(ctx, tx, tenant, m, db.vector.on); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil && len(ms) > 0 {
+		db.afterVectorWrite(ctx, ms[0].Embedding)
+	}
+	return err
 }

@@ -12,16 +12,19 @@ import (
 
 	"novaos.dev/novaos/a2a/a2astore"
 	"novaos.dev/novaos/memory"
+	"novaos.dev/novaos/store/internal/memindex"
 )
 
 // MemoryStore returns the database's memory store.
 func (db *DB) MemoryStore() *MemoryStore { return &MemoryStore{db} }
 
 // MemoryStore keeps the memory service's data in the database (see
-// memory.Store). Keyword search is PostgreSQL full text over memory.Terms
-// ('simple' configuration, ranked by ts_rank_cd, which has no BM25-style
-// document-frequency weighting). Vectors are stored as bytes and scored in
-// the process with an exact scan of the partition (pgvector is not used).
+// memory.Store). Keyword search, term statistics and conversation
+// neighbours come from the in-process partition index
+// (store/internal/memindex, kept exact by the memory_partitions counters),
+// as in the SQLite store. Vector search goes through pgvector when the
+// server has it (memory_vector.go); without it, the index scores the
+// partition's vectors in the process.
 type MemoryStore struct{ db *DB }
 
 var _ memory.Store = (*MemoryStore)(nil)
@@ -29,9 +32,6 @@ var _ memory.Store = (*MemoryStore)(nil)
 // memCols are the columns scanMemory reads, in its order.
 const memCols = `m.seq, m.id, m.scope, m.owner, m.content, m.type, m.tags, m.source, m.conversation_id, m.classification,
 	m.confidence, m.custom, m.version, m.created_ms, m.updated_ms, m.expires_ms, m.write_event_id`
-
-// maxQueryTerms bounds the terms of one keyword search.
-const maxQueryTerms = 64
 
 // errBadText: PostgreSQL text holds neither NUL nor invalid UTF-8, so such
 // a value can name nothing stored and cannot be stored.
@@ -49,25 +49,6 @@ func fromMS(v int64) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(v).UTC()
-}
-
-func indexTerms(m *memory.Memory) string {
-	return strings.Join(memory.Terms(memory.EmbedText(m.Content, m.Tags)), " ")
-}
-
-// tsQuery is the tsquery text of any of terms: each quoted as a literal
-// (terms are letters and digits, so quoting is all they need).
-func tsQuery(terms []string) string {
-	seen := map[string]bool{}
-	var parts []string
-	for _, t := range terms {
-		if seen[t] || len(seen) == maxQueryTerms {
-			continue
-		}
-		seen[t] = true
-		parts = append(parts, "'"+t+"'")
-	}
-	return strings.Join(parts, " | ")
 }
 
 func memText(m *memory.Memory) bool {
@@ -102,7 +83,9 @@ func firstResult(ctx context.Context, tx pgx.Tx, tenant, kind, key string) (r me
 	return r, count, err
 }
 
-func insertMemory(ctx context.Context, tx pgx.Tx, tenant string, m *memory.Memory) error {
+// insertMemory inserts m; withEmbedding says memories.embedding exists
+// (pgvector) and is written too.
+func insertMemory(ctx context.Context, tx pgx.Tx, tenant string, m *memory.Memory, withEmbedding bool) error {
 	var model string
 	var vec []byte
 	if m.Embedding != nil {
@@ -112,13 +95,26 @@ func insertMemory(ctx context.Context, tx pgx.Tx, tenant string, m *memory.Memor
 	if len(m.Custom) > 0 {
 		custom = m.Custom
 	}
-	tag, err := tx.Exec(ctx, `INSERT INTO memories (tenant, id, scope, owner, content, type, tags, source, conversation_id,
-		classification, confidence, custom, version, created_ms, updated_ms, expires_ms, write_event_id, model, vec, terms)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, to_tsvector('simple', $20))
-		ON CONFLICT (tenant, id) DO NOTHING`,
-		tenant, m.ID, string(m.Partition.Scope), m.Partition.Owner, m.Content, string(m.Type), memory.JoinTags(m.Tags),
+	// The counter first: its row lock, held to commit, makes the
+	// partition's appends take their seqs in commit order, which the
+	// memory index relies on to load only what is new.
+	if _, err := tx.Exec(ctx, `INSERT INTO memory_partitions (tenant, scope, owner, appended) VALUES ($1, $2, $3, 1)
+		ON CONFLICT (tenant, scope, owner) DO UPDATE SET appended = memory_partitions.appended + 1`,
+		tenant, string(m.Partition.Scope), m.Partition.Owner); err != nil {
+		return err
+	}
+	cols, vals := "", ""
+	args := []any{tenant, m.ID, string(m.Partition.Scope), m.Partition.Owner, m.Content, string(m.Type), memory.JoinTags(m.Tags),
 		m.Source, m.ConversationID, m.Classification, m.Confidence, custom, m.Version, ms(m.CreatedAt), ms(m.UpdatedAt),
-		ms(m.ExpiresAt), m.WriteEventID, model, vec, indexTerms(m))
+		ms(m.ExpiresAt), m.WriteEventID, model, vec}
+	if withEmbedding {
+		cols, vals = ", embedding", ", $20::text::vector"
+		args = append(args, embeddingArg(m.Embedding))
+	}
+	tag, err := tx.Exec(ctx, `INSERT INTO memories (tenant, id, scope, owner, content, type, tags, source, conversation_id,
+		classification, confidence, custom, version, created_ms, updated_ms, expires_ms, write_event_id, model, vec`+cols+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19`+vals+`)
+		ON CONFLICT (tenant, id) DO NOTHING`, args...)
 	if err != nil {
 		return err
 	}
@@ -153,10 +149,13 @@ func (s *MemoryStore) Put(ctx context.Context, tenant string, m *memory.Memory, 
 				return err
 			}
 		}
-		return insertMemory(ctx, tx, tenant, m)
+		return insertMemory(ctx, tx, tenant, m, s.db.vector.on)
 	})
 	if err != nil {
 		return memory.WriteResult{}, false, fmt.Errorf("postgres: put memory %s: %w", m.ID, err)
+	}
+	if !replayed {
+		s.db.afterVectorWrite(ctx, m.Embedding)
 	}
 	return res, replayed, nil
 }
@@ -229,18 +228,25 @@ func (s *MemoryStore) Update(ctx context.Context, tenant string, p memory.Partit
 		if len(m.Custom) > 0 {
 			custom = m.Custom
 		}
-		_, err = tx.Exec(ctx, `UPDATE memories SET content = $1, tags = $2, confidence = $3, custom = $4, version = $5,
-			updated_ms = $6, terms = to_tsvector('simple', $7),
-			model = CASE WHEN $8 THEN $9 ELSE model END, vec = CASE WHEN $8 THEN $10 ELSE vec END
-			WHERE seq = $11`,
-			m.Content, memory.JoinTags(m.Tags), m.Confidence, custom, m.Version, ms(m.UpdatedAt), indexTerms(m),
-			c.Embedding != nil, model, vec, seq)
+		set := ""
+		args := []any{m.Content, memory.JoinTags(m.Tags), m.Confidence, custom, m.Version, ms(m.UpdatedAt),
+			c.Embedding != nil, model, vec, seq}
+		if s.db.vector.on {
+			set = `, embedding = CASE WHEN $7 THEN $11::text::vector ELSE embedding END`
+			args = append(args, embeddingArg(c.Embedding))
+		}
+		if _, err = tx.Exec(ctx, `UPDATE memories SET content = $1, tags = $2, confidence = $3, custom = $4, version = $5,
+			updated_ms = $6, model = CASE WHEN $7 THEN $8 ELSE model END, vec = CASE WHEN $7 THEN $9 ELSE vec END`+set+`
+			WHERE seq = $10`, args...); err != nil {
+			return err
+		}
 		out = m
-		return err
+		return bumpChanged(ctx, tx, tenant, p)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("postgres: update memory %s: %w", id, err)
 	}
+	s.db.afterVectorWrite(ctx, c.Embedding)
 	return out, nil
 }
 
@@ -276,6 +282,9 @@ func (s *MemoryStore) Forget(ctx context.Context, tenant string, p memory.Partit
 			if _, err := tx.Exec(ctx, `INSERT INTO memory_audit (tenant, event_id, action, memory_id, scope, owner, actor, reason, at_ms)
 				VALUES ($1, $2, 'forget', $3, $4, $5, $6, $7, $8)`,
 				tenant, a.EventID, id, string(p.Scope), p.Owner, a.Actor, a.Reason, ms(a.At)); err != nil {
+				return err
+			}
+			if err := bumpChanged(ctx, tx, tenant, p); err != nil {
 				return err
 			}
 			res = memory.ForgetResult{DeletedCount: 1, DeleteEventID: a.EventID}
@@ -359,157 +368,53 @@ func (s *MemoryStore) SearchKeyword(ctx context.Context, tenant string, f memory
 	if len(terms) == 0 || limit <= 0 || !filterText(tenant, f) {
 		return nil, nil
 	}
-	where, args := filterSQL(tenant, f, 2)
-	// ts_rank_cd's normalization 1 divides by 1 + log(length), so a long
-	// memory does not win by repeating itself.
-	q := `SELECT ` + memCols + `, ts_rank_cd(m.terms, q, 1) AS rank FROM memories m, to_tsquery('simple', $1) q
-		WHERE m.terms @@ q AND ` + where + ` ORDER BY rank DESC, m.seq LIMIT $` + strconv.Itoa(len(args)+2)
-	rows, err := s.db.pool.Query(ctx, q, append(append([]any{tsQuery(terms)}, args...), limit)...)
+	hits, err := s.db.index.Keyword(ctx, memindex.KeyOf(tenant, f.Partition), f, terms, limit)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: keyword search: %w", err)
 	}
-	defer rows.Close()
-	var out []memory.Hit
-	for rows.Next() {
-		var rank float64
-		m, _, err := scanMemory(rows, &rank)
-		if err != nil {
-			return nil, fmt.Errorf("postgres: keyword search: %w", err)
-		}
-		out = append(out, memory.Hit{Memory: *m, Score: rank})
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: keyword search: %w", err)
-	}
-	return out, nil
+	return hits, nil
 }
 
 func (s *MemoryStore) SearchVector(ctx context.Context, tenant string, f memory.Filter, q memory.Embedding, limit int) ([]memory.Hit, error) {
 	if limit <= 0 || len(q.Vector) == 0 || !filterText(tenant, f) || !a2astore.ValidText(q.Model) {
 		return nil, nil
 	}
-	where, args := filterSQL(tenant, f, 1)
-	rows, err := s.db.pool.Query(ctx, `SELECT m.seq, m.vec FROM memories m WHERE `+where+` AND m.model = $`+strconv.Itoa(len(args)+1),
-		append(args, q.Model)...)
+	if s.db.usePGVector(q.Vector) {
+		return s.searchPGVector(ctx, tenant, f, q, limit)
+	}
+	hits, err := s.db.index.Vector(ctx, memindex.KeyOf(tenant, f.Partition), f, q, limit)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: vector search: %w", err)
 	}
-	top := memory.NewTopK[int64](limit)
-	for rows.Next() {
-		var seq int64
-		var b []byte
-		if err := rows.Scan(&seq, &b); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("postgres: vector search: %w", err)
-		}
-		v, err := memory.DecodeVector(b)
-		if err != nil {
-			s.db.log.WarnContext(ctx, "postgres: a memory's vector is damaged; it is left out of vector search", "seq", seq)
-			continue
-		}
-		top.Offer(seq, memory.Cosine(q.Vector, v))
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: vector search: %w", err)
-	}
-	seqs, scores := top.Sorted()
-	if len(seqs) == 0 {
-		return nil, nil
-	}
-	mrows, err := s.db.pool.Query(ctx, `SELECT `+memCols+` FROM memories m WHERE m.seq = ANY($1)`, seqs)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: vector search: %w", err)
-	}
-	defer mrows.Close()
-	byseq := map[int64]*memory.Memory{}
-	for mrows.Next() {
-		m, seq, err := scanMemory(mrows)
-		if err != nil {
-			return nil, fmt.Errorf("postgres: vector search: %w", err)
-		}
-		byseq[seq] = m
-	}
-	if err := mrows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: vector search: %w", err)
-	}
-	out := make([]memory.Hit, 0, len(seqs))
-	for i, seq := range seqs {
-		if m, ok := byseq[seq]; ok {
-			out = append(out, memory.Hit{Memory: *m, Score: scores[i]})
-		}
-	}
-	return out, nil
+	return hits, nil
 }
 
 func (s *MemoryStore) TermStats(ctx context.Context, tenant string, p memory.Partition, terms []string) (int, map[string]int, error) {
-	df := map[string]int{}
 	if !a2astore.ValidText(tenant, p.Owner) {
-		return 0, df, nil
+		return 0, map[string]int{}, nil
 	}
-	var docs int
-	if err := s.db.pool.QueryRow(ctx, `SELECT count(*) FROM memories WHERE tenant = $1 AND scope = $2 AND owner = $3`,
-		tenant, string(p.Scope), p.Owner).Scan(&docs); err != nil {
-		return 0, nil, fmt.Errorf("postgres: term statistics: %w", err)
-	}
-	var uniq []string
-	for _, t := range terms {
-		if _, ok := df[t]; !ok && len(uniq) < maxQueryTerms {
-			df[t] = 0
-			uniq = append(uniq, t)
-		}
-	}
-	if len(uniq) == 0 {
-		return docs, df, nil
-	}
-	rows, err := s.db.pool.Query(ctx, `SELECT t, (SELECT count(*) FROM memories m WHERE m.tenant = $1 AND m.scope = $2
-		AND m.owner = $3 AND m.terms @@ to_tsquery('simple', quote_literal(t))) FROM unnest($4::text[]) t`,
-		tenant, string(p.Scope), p.Owner, uniq)
+	docs, df, err := s.db.index.TermStats(ctx, memindex.KeyOf(tenant, p), terms)
 	if err != nil {
-		return 0, nil, fmt.Errorf("postgres: term statistics: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var t string
-		var n int
-		if err := rows.Scan(&t, &n); err != nil {
-			return 0, nil, fmt.Errorf("postgres: term statistics: %w", err)
-		}
-		df[t] = n
-	}
-	if err := rows.Err(); err != nil {
 		return 0, nil, fmt.Errorf("postgres: term statistics: %w", err)
 	}
 	return docs, df, nil
 }
 
 func (s *MemoryStore) Adjacent(ctx context.Context, tenant string, f memory.Filter, ids []string) (map[string][]memory.Memory, error) {
-	out := map[string][]memory.Memory{}
-	if len(ids) == 0 || !filterText(tenant, f) || !a2astore.ValidText(ids...) {
-		return out, nil
+	if len(ids) == 0 || !filterText(tenant, f) {
+		return map[string][]memory.Memory{}, nil
 	}
-	where, args := filterSQL(tenant, f, 2)
-	near := func(cmp, order string) string {
-		return `(SELECT ` + memCols + ` FROM memories m WHERE ` + where + ` AND m.conversation_id = a.conversation_id
-			AND (m.created_ms, m.seq) ` + cmp + ` (a.created_ms, a.seq) ORDER BY m.created_ms ` + order + `, m.seq ` + order + ` LIMIT 1)`
-	}
-	rows, err := s.db.pool.Query(ctx, `SELECT n.*, a.id FROM memories a, LATERAL (`+near("<", "DESC")+` UNION ALL `+near(">", "ASC")+`) n
-		WHERE a.tenant = $2 AND a.scope = $3 AND a.owner = $4 AND a.conversation_id <> '' AND a.id = ANY($1)`,
-		append([]any{ids}, args...)...)
+	near, err := s.db.index.Adjacent(ctx, memindex.KeyOf(tenant, f.Partition), f, ids)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: adjacent memories: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var anchor string
-		m, _, err := scanMemory(rows, &anchor)
-		if err != nil {
-			return nil, fmt.Errorf("postgres: adjacent memories: %w", err)
-		}
-		out[anchor] = append(out[anchor], *m)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: adjacent memories: %w", err)
-	}
-	return out, nil
+	return near, nil
+}
+
+// bumpChanged tells every process's memory index that a memory of
+// partition p changed or went.
+func bumpChanged(ctx context.Context, tx pgx.Tx, tenant string, p memory.Partition) error {
+	_, err := tx.Exec(ctx, `INSERT INTO memory_partitions (tenant, scope, owner, changed) VALUES ($1, $2, $3, 1)
+		ON CONFLICT (tenant, scope, owner) DO UPDATE SET changed = memory_partitions.changed + 1`, tenant, string(p.Scope), p.Owner)
+	return err
 }

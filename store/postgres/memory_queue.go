@@ -1,15 +1,19 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"novaos.dev/novaos/a2a/a2astore"
 	"novaos.dev/novaos/memory"
+	"novaos.dev/novaos/store/internal/memindex"
 )
 
 // Proposals, the hint queue, conversation messages and the sweep of the
@@ -129,7 +133,7 @@ func (s *MemoryStore) ResolveProposal(ctx context.Context, tenant, id string, co
 		}
 		newStatus, memID := memory.ProposalRejected, ""
 		if commit != nil {
-			if err := insertMemory(ctx, tx, tenant, commit); err != nil {
+			if err := insertMemory(ctx, tx, tenant, commit, s.db.vector.on); err != nil {
 				return err
 			}
 			newStatus, memID, reason = memory.ProposalCommitted, commit.ID, ""
@@ -140,6 +144,9 @@ func (s *MemoryStore) ResolveProposal(ctx context.Context, tenant, id string, co
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: resolve proposal %s: %w", id, err)
+	}
+	if commit != nil {
+		s.db.afterVectorWrite(ctx, commit.Embedding)
 	}
 	return nil
 }
@@ -293,8 +300,6 @@ func (s *MemoryStore) Sweep(ctx context.Context, now time.Time, limit int) (memo
 		sql  string
 		args []any
 	}{
-		{&sw.Memories, `DELETE FROM memories WHERE seq IN (SELECT seq FROM memories WHERE expires_ms > 0 AND expires_ms <= $1
-			ORDER BY expires_ms LIMIT $2)`, []any{ms(now), limit}},
 		{&sw.Keys, `DELETE FROM memory_keys WHERE ctid IN (SELECT ctid FROM memory_keys WHERE created_ms <= $1 LIMIT $2)`,
 			[]any{ms(now.Add(-memory.IdempotencyWindow)), limit}},
 		{&sw.HintsExpired, `UPDATE memory_hints SET status = 'expired', resolved_ms = $1 WHERE ctid IN (SELECT ctid FROM memory_hints
@@ -306,6 +311,10 @@ func (s *MemoryStore) Sweep(ctx context.Context, now time.Time, limit int) (memo
 			AND resolved_ms <= $1 LIMIT $2)`, []any{ms(now.Add(-memory.StatusRetention)), limit}},
 	}
 	err := pgx.BeginFunc(ctx, s.db.pool, func(tx pgx.Tx) error {
+		var err error
+		if sw.Memories, err = sweepMemories(ctx, tx, now, limit); err != nil {
+			return err
+		}
 		for _, st := range steps {
 			tag, err := tx.Exec(ctx, st.sql, st.args...)
 			if err != nil {
@@ -319,4 +328,39 @@ func (s *MemoryStore) Sweep(ctx context.Context, now time.Time, limit int) (memo
 		return memory.Swept{}, fmt.Errorf("postgres: sweep memory: %w", err)
 	}
 	return sw, nil
+}
+
+// sweepMemories deletes up to limit memories expired at now and bumps the
+// changed counter of each partition they were in, in partition order so
+// that two sweeps never wait on each other in a circle.
+func sweepMemories(ctx context.Context, tx pgx.Tx, now time.Time, limit int) (int, error) {
+	rows, err := tx.Query(ctx, `DELETE FROM memories WHERE seq IN (SELECT seq FROM memories WHERE expires_ms > 0 AND expires_ms <= $1
+		ORDER BY expires_ms LIMIT $2) RETURNING tenant, scope, owner`, ms(now), limit)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	parts := map[memindex.Key]bool{}
+	for rows.Next() {
+		var k memindex.Key
+		if err := rows.Scan(&k.Tenant, &k.Scope, &k.Owner); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		parts[k] = true
+		n++
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	keys := slices.SortedFunc(maps.Keys(parts), func(a, b memindex.Key) int {
+		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Scope, b.Scope), cmp.Compare(a.Owner, b.Owner))
+	})
+	for _, k := range keys {
+		if err := bumpChanged(ctx, tx, k.Tenant, memory.Partition{Scope: memory.Scope(k.Scope), Owner: k.Owner}); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
 }

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"novaos.dev/novaos/store/internal/memindex"
 	"novaos.dev/novaos/store/internal/sqlmigrate"
 	"novaos.dev/novaos/store/lease"
 )
@@ -33,7 +35,14 @@ type Options struct {
 	// Lease times this handle's instance lease (see Recoverer); nil means
 	// store/lease's defaults.
 	Lease *lease.Options
+	// MemoryIndexBytes bounds the in-process memory search index (see
+	// MemoryStore; default DefaultMemoryIndexBytes).
+	MemoryIndexBytes int64
 }
+
+// DefaultMemoryIndexBytes bounds the memory search index when
+// Options.MemoryIndexBytes is zero: 256 MiB.
+const DefaultMemoryIndexBytes = memindex.DefaultMaxBytes
 
 // DB is an open PostgreSQL connection pool. Its stores are safe for
 // concurrent use; it must be closed after the last use of any of them.
@@ -44,6 +53,10 @@ type DB struct {
 	instance  string        // this handle's lease id, recorded on every task write
 	lease     *lease.Keeper // renews it (leases.go)
 	closeOnce sync.Once
+
+	index          *memindex.Cache // memory search structures by partition (memory_index.go)
+	vector         vectorIndex     // pgvector, when used (memory_vector.go)
+	vectorSearches atomic.Int64    // searches pgvector answered, for tests
 }
 
 // Open connects to the database at url (a postgres:// URL or a
@@ -79,7 +92,12 @@ func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
 	db := &DB{pool: pool, log: o.Logger}
+	db.index = memindex.New(indexSource{db}, &memindex.Options{MaxBytes: o.MemoryIndexBytes, Logger: o.Logger})
 	if err := db.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if err := db.setupVector(ctx); err != nil {
 		pool.Close()
 		return nil, err
 	}

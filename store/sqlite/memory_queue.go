@@ -303,9 +303,6 @@ func (s *MemoryStore) Sweep(ctx context.Context, now time.Time, limit int) (memo
 				(SELECT tenant, scope, owner FROM memories WHERE seq IN (`+ph+`))`, seqs...); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(`DELETE FROM memory_fts WHERE rowid IN (`+ph+`)`, seqs...); err != nil {
-				return err
-			}
 			if _, err := tx.Exec(`DELETE FROM memories WHERE seq IN (`+ph+`)`, seqs...); err != nil {
 				return err
 			}
@@ -325,13 +322,6 @@ func (s *MemoryStore) Sweep(ctx context.Context, now time.Time, limit int) (memo
 				WHERE status <> 'pending' AND resolved_ms <= ? LIMIT ?)`, []any{ms(now.Add(-memory.StatusRetention)), limit}},
 			{&sw.Proposals, `DELETE FROM memory_proposals WHERE rowid IN (SELECT rowid FROM memory_proposals
 				WHERE status <> 'pending' AND resolved_ms <= ? LIMIT ?)`, []any{ms(now.Add(-memory.StatusRetention)), limit}},
-		}
-		// Memories arrive one small transaction at a time, each adding
-		// a segment to the full-text index; the sweep merges some, so a
-		// search reads few segments (an unmerged 10k-memory index
-		// searched 2x slower) without charging each write for merging.
-		if _, err := tx.Exec(`INSERT INTO memory_fts (memory_fts, rank) VALUES ('merge', ?)`, 16*limit); err != nil {
-			return err
 		}
 		for _, st := range steps {
 			r, err := tx.Exec(st.sql, st.args...)

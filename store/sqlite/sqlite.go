@@ -17,6 +17,7 @@ import (
 
 	"modernc.org/sqlite" // registers the "sqlite" driver
 
+	"novaos.dev/novaos/store/internal/memindex"
 	"novaos.dev/novaos/store/internal/sqlmigrate"
 	"novaos.dev/novaos/store/lease"
 )
@@ -37,7 +38,15 @@ type Options struct {
 	// Lease times this handle's instance lease (see Recoverer); nil means
 	// store/lease's defaults.
 	Lease *lease.Options
+	// MemoryIndexBytes bounds the in-process memory search index (see
+	// MemoryStore; default DefaultMemoryIndexBytes).
+	MemoryIndexBytes int64
 }
+
+// DefaultMemoryIndexBytes bounds the memory search index when
+// Options.MemoryIndexBytes is zero: 256 MiB, about 200k memories with
+// 256-wide vectors.
+const DefaultMemoryIndexBytes = memindex.DefaultMaxBytes
 
 // DB is an open SQLite database. Its stores are safe for concurrent use; it
 // must be closed after the last use of any of them.
@@ -50,7 +59,7 @@ type DB struct {
 	instance string        // this handle's lease id, recorded on every task write
 	lease    *lease.Keeper // renews it (leases.go)
 
-	vecs vectorCache // memory vectors by partition (memory_vectors.go)
+	index *memindex.Cache // memory search structures by partition (memory_index.go)
 }
 
 // Open opens or creates the database file at path (its directory must
@@ -101,6 +110,7 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 	w.SetConnMaxIdleTime(0)
 	w.SetConnMaxLifetime(0)
 	db := &DB{w: w, log: o.Logger}
+	db.index = memindex.New(indexSource{db}, &memindex.Options{MaxBytes: o.MemoryIndexBytes, Logger: o.Logger})
 	if err := db.migrate(ctx); err != nil {
 		w.Close()
 		return nil, err

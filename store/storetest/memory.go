@@ -250,6 +250,11 @@ func testMemUpdate(t *testing.T, s memory.Store) {
 	if m, err := s.Update(ctx, "acme", agentA, "m1", 2, memory.Change{Confidence: &conf2, Now: at}); err != nil || m.Version != 3 || m.Content != content || !slices.Equal(m.Tags, tags) {
 		t.Errorf("Update of confidence = %+v, %v", m, err)
 	}
+	// A search returns the memory as it now is, whatever changed.
+	if hs, err := s.SearchKeyword(ctx, "acme", f, memory.Terms("green"), 10); err != nil || len(hs) != 1 ||
+		hs[0].Memory.Version != 3 || hs[0].Memory.Confidence == nil || *hs[0].Memory.Confidence != conf2 {
+		t.Errorf("search after the confidence update = %+v, %v; want version 3, confidence %v", hs, err, conf2)
+	}
 	for _, c := range []struct {
 		tenant string
 		p      memory.Partition

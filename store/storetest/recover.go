@@ -34,9 +34,11 @@ type Instance struct {
 }
 
 // LeaseOptions are the lease times TestRecoverer's instances must use: short,
-// so a crashed instance's lease lapses within the test, yet ten heartbeats
-// long, so a live instance on a loaded machine never looks dead.
-var LeaseOptions = lease.Options{Heartbeat: 100 * time.Millisecond, Expiry: time.Second}
+// so a crashed instance's lease lapses within the test, yet twenty
+// heartbeats long, so a live instance on a loaded machine never looks dead
+// (at ten, a renewal queued behind other tests' commits under -race once
+// came too late).
+var LeaseOptions = lease.Options{Heartbeat: 100 * time.Millisecond, Expiry: 2 * time.Second}
 
 // TestRecoverer runs the a2asrv.Recoverer contract: only tasks waiting for a
 // process (a2asrv.OrphanStates) whose writer is dead are orphans, settling
