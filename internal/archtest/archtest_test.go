@@ -206,7 +206,14 @@ var rules = []rule{
 	},
 	{
 		pkg: module + "/store/internal/hnsw",
-		why: "the vector index is a data structure under every store's search path; it must depend on the standard library only",
+		why: "the vector index is a data structure under every store's search path; it must depend on the standard library and the shared dot product only",
+		forbid: func(dep *pkg) bool {
+			return !dep.Standard && dep.ImportPath != module+"/internal/vecdot"
+		},
+	},
+	{
+		pkg: module + "/internal/vecdot",
+		why: "the dot product sits under the public memory package and the vector index alike; it must depend on the standard library only",
 		forbid: func(dep *pkg) bool {
 			return !dep.Standard
 		},
@@ -354,6 +361,9 @@ func TestRulesCatchViolations(t *testing.T) {
 		{10, pkg{ImportPath: "github.com/go-jose/go-jose/v4"}, false},
 		{11, pkg{ImportPath: "math/rand/v2", Standard: true}, false},
 		{11, pkg{ImportPath: module + "/memory"}, true},
+		{11, pkg{ImportPath: module + "/internal/vecdot"}, false},
+		{12, pkg{ImportPath: "math", Standard: true}, false},
+		{12, pkg{ImportPath: "golang.org/x/sys/cpu"}, true},
 	}
 	for _, tc := range tests {
 		if got := rules[tc.rule].forbid(&tc.dep); got != tc.want {

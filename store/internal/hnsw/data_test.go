@@ -1,6 +1,8 @@
 package hnsw
 
 import (
+	"novaos.dev/novaos/internal/vecdot"
+
 	"math"
 	"math/rand/v2"
 )
@@ -78,7 +80,7 @@ func exact(data [][]float32, q []float32, k int, accept func(uint32) bool) []Nei
 		if accept != nil && !accept(uint32(i)) {
 			continue
 		}
-		d := dot(q, v)
+		d := vecdot.Dot(q, v)
 		if len(h) < k {
 			h.push(Neighbor{uint32(i), d})
 		} else if d > h[0].Score {

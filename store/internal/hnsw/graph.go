@@ -1,6 +1,8 @@
 package hnsw
 
 import (
+	"novaos.dev/novaos/internal/vecdot"
+
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -213,7 +215,7 @@ func (g *Graph) Add(id uint32, vec []float32) {
 
 	s := g.getScratch()
 	defer g.scratchPool.Put(s)
-	ep := Neighbor{g.entry, dot(vec, g.vecs[g.entry])}
+	ep := Neighbor{g.entry, vecdot.Dot(vec, g.vecs[g.entry])}
 	for l := g.top; l > level; l-- {
 		ep = g.greedy(vec, ep, l)
 	}
@@ -247,7 +249,7 @@ func (g *Graph) link(s *scratch, from, to uint32, score float32, l, maxLinks int
 	base := g.vecs[from]
 	cands := append(s.prune[:0], Neighbor{to, score})
 	for _, id := range g.links(from, l) {
-		cands = append(cands, Neighbor{id, dot(base, g.vecs[id])})
+		cands = append(cands, Neighbor{id, vecdot.Dot(base, g.vecs[id])})
 	}
 	sortBestFirst(cands)
 	s.prune = cands
@@ -273,7 +275,7 @@ func (g *Graph) selectNeighbors(dst, cands []Neighbor, m int) []Neighbor {
 		v := g.vecs[c.ID]
 		keep := true
 		for _, r := range dst[start:] {
-			if dot(v, g.vecs[r.ID]) > c.Score {
+			if vecdot.Dot(v, g.vecs[r.ID]) > c.Score {
 				keep = false
 				break
 			}
@@ -291,7 +293,7 @@ func (g *Graph) greedy(q []float32, ep Neighbor, l int) Neighbor {
 	for moved := true; moved; {
 		moved = false
 		for _, id := range g.links(ep.ID, l) {
-			if d := dot(q, g.vecs[id]); d > ep.Score {
+			if d := vecdot.Dot(q, g.vecs[id]); d > ep.Score {
 				ep, moved = Neighbor{id, d}, true
 			}
 		}

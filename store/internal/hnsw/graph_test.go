@@ -1,6 +1,8 @@
 package hnsw
 
 import (
+	"novaos.dev/novaos/internal/vecdot"
+
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -166,7 +168,7 @@ func checkResults(t *testing.T, data map[uint32][]float32, q []float32, got []Ne
 			t.Errorf("id %d returned twice", n.ID)
 		}
 		seen[n.ID] = true
-		if want := dot(q, data[n.ID]); n.Score != want {
+		if want := vecdot.Dot(q, data[n.ID]); n.Score != want {
 			t.Errorf("id %d has score %v, want %v", n.ID, n.Score, want)
 		}
 		if i > 0 && got[i-1].Score < n.Score {
@@ -225,8 +227,8 @@ func TestSearchEdgeCases(t *testing.T) {
 			}
 			// Everything added is reachable in so small a graph: the
 			// answer is the exact one.
-			if tc.k > 0 && len(got) > 0 && got[0].Score < dot(q, q)-1e-6 {
-				t.Errorf("best score %v, want the query itself (%v)", got[0].Score, dot(q, q))
+			if tc.k > 0 && len(got) > 0 && got[0].Score < vecdot.Dot(q, q)-1e-6 {
+				t.Errorf("best score %v, want the query itself (%v)", got[0].Score, vecdot.Dot(q, q))
 			}
 		})
 	}

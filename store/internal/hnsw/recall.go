@@ -1,5 +1,7 @@
 package hnsw
 
+import "novaos.dev/novaos/internal/vecdot"
+
 // Recall measures Search against an exact scan of the graph's own
 // vectors: the mean fraction of each query's exact k nearest (among
 // accepted nodes, accept as in Search) that Search with ef returns. It
@@ -44,7 +46,7 @@ func (g *Graph) exact(h minHeap, q []float32, k int, accept func(uint32) bool) m
 		if v == nil || accept != nil && !accept(id) {
 			continue
 		}
-		d := dot(q, v)
+		d := vecdot.Dot(q, v)
 		if len(h) < k {
 			h.push(Neighbor{id, d})
 		} else if d > h[0].Score {

@@ -1,6 +1,8 @@
 package hnsw
 
 import (
+	"novaos.dev/novaos/internal/vecdot"
+
 	"cmp"
 	"fmt"
 	"slices"
@@ -64,7 +66,7 @@ func (g *Graph) Search(q []float32, k, ef int, accept func(id uint32) bool) []Ne
 	ef = max(ef, k)
 	s := g.getScratch()
 	defer g.scratchPool.Put(s)
-	ep := Neighbor{g.entry, dot(q, g.vecs[g.entry])}
+	ep := Neighbor{g.entry, vecdot.Dot(q, g.vecs[g.entry])}
 	for l := g.top; l > 0; l-- {
 		ep = g.greedy(q, ep, l)
 	}
@@ -104,7 +106,7 @@ func (g *Graph) searchLayer(s *scratch, q []float32, entries []Neighbor, ef, l i
 				continue
 			}
 			s.visited[id] = s.gen
-			d := dot(q, g.vecs[id])
+			d := vecdot.Dot(q, g.vecs[id])
 			if len(s.res) < ef || d > s.res[0].Score {
 				s.cand.push(Neighbor{id, d})
 				if accept == nil || accept(id) {

@@ -1,8 +1,9 @@
-package hnsw
+package vecdot
 
 // haveAVX2 reports whether the CPU and the OS support AVX2 and FMA: the
-// package may import only the standard library, which does not export
-// its CPU feature flags, so it asks CPUID itself.
+// package imports only the standard library (it sits under the memory
+// package and the HNSW graph alike), which does not export its CPU
+// feature flags, so it asks CPUID itself.
 var haveAVX2 = detectAVX2()
 
 func detectAVX2() bool {
@@ -25,11 +26,11 @@ func detectAVX2() bool {
 	return ebx7&avx2 != 0
 }
 
-// dot is the dot product of two unit vectors of one length, the hot loop
-// of every search and insert.
-func dot(a, b []float32) float32 {
+// Dot is the dot product of a and b, over the shorter one's length.
+func Dot(a, b []float32) float32 {
+	n := min(len(a), len(b))
+	a, b = a[:n], b[:n] // the assembly reads len(a) elements of both
 	if haveAVX2 {
-		b = b[:len(a)] // the assembly reads len(a) elements of both
 		return dotAVX2(a, b)
 	}
 	return dotGo(a, b)

@@ -1,4 +1,4 @@
-package hnsw
+package vecdot
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ func dotPlain(a, b []float32) float32 {
 	return s
 }
 
-// dot4 is a 4-way unroll like memory.Dot, timed against the 8-way one.
+// dot4 is a 4-way unroll, timed against the 8-way one.
 func dot4(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
@@ -44,7 +44,7 @@ func TestDot(t *testing.T) {
 				a[i], b[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
 				want += float64(a[i]) * float64(b[i])
 			}
-			impls := map[string]func(a, b []float32) float32{"dot": dot, "dotGo": dotGo}
+			impls := map[string]func(a, b []float32) float32{"Dot": Dot, "dotGo": dotGo}
 			if haveAVX2 {
 				impls["dotAVX2"] = dotAVX2
 			}
@@ -85,3 +85,14 @@ func BenchmarkDot(b *testing.B) {
 }
 
 var sink float32
+
+// Dot takes the shorter length when the two differ.
+func TestDotUnequalLengths(t *testing.T) {
+	a := []float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}
+	if got := Dot(a, a[:3]); got != 14 {
+		t.Errorf("Dot(17, 3 elements) = %v, want 14", got)
+	}
+	if got := Dot(nil, a); got != 0 {
+		t.Errorf("Dot(nil, a) = %v, want 0", got)
+	}
+}

@@ -1,4 +1,4 @@
-package hnsw
+package vecdot
 
 // dotGo is the dot product of two vectors of one length, in Go for CPUs
 // without AVX2 and FMA. Go does not vectorise loops, so eight independent
