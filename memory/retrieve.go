@@ -100,7 +100,7 @@ func Retrieve(ctx context.Context, s Memories, emb Embedder, tenant string, f Fi
 			return nil, fmt.Errorf("memory: vector search: %w", err)
 		}
 	}
-	fused := Fuse(terms, kw, vec, o.Fuse)
+	fused := fuseRanks(kw, vec, o.Fuse)
 	if o.Neighbours > 0 && len(fused) > 0 {
 		top := fused[:min(len(fused), o.NeighbourDepth)]
 		ids := make([]string, len(top))
@@ -111,9 +111,11 @@ func Retrieve(ctx context.Context, s Memories, emb Embedder, tenant string, f Fi
 		if err != nil {
 			return nil, fmt.Errorf("memory: conversation neighbours: %w", err)
 		}
-		fused = Smooth(terms, fused, adj, o.Neighbours)
+		fused = smooth(fused, adj, o.Neighbours)
 	}
-	return fused[:min(len(fused), limit)], nil
+	page := fused[:min(len(fused), limit)]
+	score(terms, page)
+	return page, nil
 }
 
 // Smooth lends each fused memory's score to its conversation neighbours:
@@ -121,20 +123,26 @@ func Retrieve(ctx context.Context, s Memories, emb Embedder, tenant string, f Fi
 // was not joins the list). adj maps a memory id to its neighbours (what
 // Memories.Adjacent returns). The result is sorted by the new score.
 func Smooth(queryTerms []string, fused []Fused, adj map[string][]Memory, share float64) []Fused {
+	out := smooth(fused, adj, share)
+	score(queryTerms, out)
+	return out
+}
+
+// smooth is Smooth without the scores.
+func smooth(fused []Fused, adj map[string][]Memory, share float64) []Fused {
 	byID := make(map[string]int, len(fused))
 	out := slices.Clone(fused)
 	for i := range out {
 		byID[out[i].Memory.ID] = i
 	}
 	bonus := make([]float64, len(out))
-	qset := termSet(queryTerms)
 	for i := range fused {
 		for _, n := range adj[fused[i].Memory.ID] {
 			j, ok := byID[n.ID]
 			if !ok {
 				j = len(out)
 				byID[n.ID] = j
-				out = append(out, Fused{Memory: n, Score: similarity(qset, Terms(EmbedText(n.Content, n.Tags)), 0)})
+				out = append(out, Fused{Memory: n})
 				bonus = append(bonus, 0)
 			}
 			bonus[j] += share * fused[i].RRF

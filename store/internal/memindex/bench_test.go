@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"novaos.dev/novaos/memory"
 	"novaos.dev/novaos/store/internal/memindex"
@@ -62,8 +63,7 @@ func BenchmarkVectorSearch(b *testing.B) {
 	if _, err := approx.Vector(ctx, acme, memory.Filter{}, queries[0], 1); err != nil {
 		b.Fatal(err)
 	}
-	t := &testing.T{}
-	awaitLog(t, &mu, &logs, "vector graph built")
+	awaitLog(b, &mu, &logs, "vector graph built", 10*time.Minute)
 	mu.Lock()
 	b.Logf("graph build: %s", logs.String()[strings.Index(logs.String(), "vector graph built"):])
 	mu.Unlock()

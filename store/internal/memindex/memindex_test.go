@@ -622,9 +622,9 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 }
 
 // awaitLog waits until the cache's log holds want.
-func awaitLog(t *testing.T, mu *sync.Mutex, logs *strings.Builder, want string) {
+func awaitLog(t testing.TB, mu *sync.Mutex, logs *strings.Builder, want string, limit time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
 		mu.Lock()
 		ok := strings.Contains(logs.String(), want)
@@ -678,7 +678,7 @@ func TestVectorGraph(t *testing.T) {
 		return ids(hs)
 	}
 	search(c, memory.Filter{}, vecs[0]) // starts the build
-	awaitLog(t, &mu, &logs, "vector graph built")
+	awaitLog(t, &mu, &logs, "vector graph built", 20*time.Second)
 	recall := func(f memory.Filter) float64 {
 		found, total := 0, 0
 		for i := range 40 {
