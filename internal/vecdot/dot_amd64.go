@@ -44,3 +44,8 @@ func dotAVX2(a, b []float32) float32
 func cpuid(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
 
 func xgetbv() (eax, edx uint32)
+
+// dotInt8AVX2 is DotInt8 with AVX2; len(a) == len(b).
+//
+//go:noescape
+func dotInt8AVX2(a, b []int8) int32

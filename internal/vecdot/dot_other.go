@@ -11,3 +11,5 @@ func Dot(a, b []float32) float32 {
 }
 
 func dotAVX2(a, b []float32) float32 { return dotGo(a, b) }
+
+func dotInt8AVX2(a, b []int8) int32 { return dotInt8Go(a, b) }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"novaos.dev/novaos/internal/vecdot"
 	"novaos.dev/novaos/memory"
 	"novaos.dev/novaos/store/internal/hnsw"
 )
@@ -60,11 +61,37 @@ type vecKey struct {
 
 // vecGroup holds the unit vectors of one model and width. Its graph,
 // once built, holds every one of them under its position in vecs.
+//
+// An exact search first ranks the group by an int8 copy of each vector
+// (codes, dims bytes each, in one array; vector i is about scales[i] times
+// its codes): a scan of a large partition waits on memory, and the copy
+// is a quarter of the bytes. The best few times the results asked for are
+// then scored with the float32 vectors, so the ranking and the scores are
+// the float32 ones unless the int8 error pushes a result out of that much
+// larger set (BenchmarkVectorSearch measures how often).
 type vecGroup struct {
+	dims     int
 	slots    []uint32
 	vecs     [][]float32
+	codes    []int8
+	scales   []float32
 	graph    *hnsw.Graph
 	building atomic.Bool
+}
+
+// quantize returns v as int8 codes, v ≈ scale·codes.
+func quantize(v []float32, codes []int8) ([]int8, float32) {
+	var m float32
+	for _, x := range v {
+		m = max(m, x, -x)
+	}
+	if m == 0 {
+		return append(codes, make([]int8, len(v))...), 0
+	}
+	for _, x := range v {
+		codes = append(codes, int8(math.Round(float64(x/m*127))))
+	}
+	return codes, m / 127
 }
 
 func newIndex() *index {
@@ -143,11 +170,15 @@ func (x *index) add(d *Doc) {
 			k := vecKey{emb.Model, len(v)}
 			g := x.groups[k]
 			if g == nil {
-				g = &vecGroup{}
+				g = &vecGroup{dims: len(v)}
 				x.groups[k] = g
 			}
 			g.slots = append(g.slots, slot)
 			g.vecs = append(g.vecs, v)
+			var scale float32
+			g.codes, scale = quantize(v, g.codes)
+			g.scales = append(g.scales, scale)
+			x.bytes += int64(len(v)) + 4
 			if g.graph != nil {
 				g.graph.Add(uint32(len(g.vecs)-1), v)
 				x.bytes += graphBytes
@@ -307,13 +338,25 @@ func (x *index) vector(f *memory.Filter, g *vecGroup, q memory.Embedding, qn flo
 		}
 		return x.hits(top)
 	}
-	for i, v := range g.vecs {
-		if s := g.slots[i]; m.match(s) {
-			top.offer(s, x.seqs[s], float64(memory.Dot(unit, v)))
+	qc, qs := quantize(unit, nil)
+	// ranked.slot holds the group position here.
+	cands := newTop(rescored(limit))
+	for i, s := range g.slots {
+		if m.match(s) {
+			d := g.dims
+			cands.offer(uint32(i), x.seqs[s], float64(qs*g.scales[i]*float32(vecdot.DotInt8(qc, g.codes[i*d:i*d+d]))))
 		}
+	}
+	for _, c := range cands.h {
+		s := g.slots[c.slot]
+		top.offer(s, x.seqs[s], float64(memory.Dot(unit, g.vecs[c.slot])))
 	}
 	return x.hits(top)
 }
+
+// rescored is how many int8-ranked candidates an exact vector search
+// scores with the float32 vectors to return limit.
+func rescored(limit int) int { return 4*limit + 32 }
 
 // wholePartition reports whether f selects the whole partition but for
 // expiry: the searches the graph serves. A narrower filter may accept so

@@ -750,3 +750,72 @@ func TestLoadOutlivesItsSearch(t *testing.T) {
 		t.Fatalf("search after the load = %v, %v", ids(hs), err)
 	}
 }
+
+// The exact scan ranks by an int8 copy, then scores the best candidates
+// with the float32 vectors: what it returns is what a float32 scan returns.
+func TestExactScanMatchesFloat(t *testing.T) {
+	src := newSource()
+	r := rand.New(rand.NewPCG(41, 42))
+	const n, dims = 3000, 64
+	var vecs [][]float32
+	for i := range n {
+		v := make([]float32, dims)
+		for j := range v {
+			v[j] = float32(r.NormFloat64())
+		}
+		vecs = append(vecs, v)
+		src.put(acme, memory.Memory{ID: fmt.Sprint("v", i), Version: 1, Embedding: &memory.Embedding{Model: "m", Vector: slices.Clone(v)}})
+	}
+	c := memindex.New(src, &memindex.Options{ApproxAbove: -1})
+	cos := func(a, b []float32) float64 {
+		return float64(memory.Dot(a, b)) / math.Sqrt(float64(memory.Dot(a, a))*float64(memory.Dot(b, b)))
+	}
+	found, total := 0, 0
+	for qi := range 50 {
+		q := make([]float32, dims)
+		for j := range q {
+			q[j] = float32(r.NormFloat64())
+		}
+		type scored struct {
+			id string
+			s  float64
+		}
+		var all []scored
+		for i, v := range vecs {
+			all = append(all, scored{fmt.Sprint("v", i), cos(q, v)})
+		}
+		slices.SortStableFunc(all, func(a, b scored) int {
+			switch {
+			case a.s > b.s:
+				return -1
+			case a.s < b.s:
+				return 1
+			}
+			return 0
+		})
+		hs, err := c.Vector(ctx, acme, memory.Filter{}, memory.Embedding{Model: "m", Vector: q}, 10)
+		if err != nil || len(hs) != 10 {
+			t.Fatalf("query %d: %d hits, %v", qi, len(hs), err)
+		}
+		for i, h := range hs {
+			if math.Abs(h.Score-cos(q, vecs[indexOf(h.Memory.ID)])) > 1e-5 {
+				t.Fatalf("query %d: hit %d scored %v, its cosine is %v", qi, i, h.Score, cos(q, vecs[indexOf(h.Memory.ID)]))
+			}
+			for _, w := range all[:10] {
+				if w.id == h.Memory.ID {
+					found++
+				}
+			}
+		}
+		total += 10
+	}
+	if recall := float64(found) / float64(total); recall < 0.99 {
+		t.Errorf("recall@10 against a float32 scan = %.3f, want at least 0.99", recall)
+	}
+}
+
+func indexOf(id string) int {
+	var i int
+	fmt.Sscanf(id, "v%d", &i)
+	return i
+}
