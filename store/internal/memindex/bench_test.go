@@ -62,6 +62,9 @@ func BenchmarkVectorSearch(b *testing.B) {
 	exact := memindex.New(src, &memindex.Options{ApproxAbove: -1})
 	var logs strings.Builder
 	var mu sync.Mutex
+	if _, err := exact.Vector(ctx, acme, memory.Filter{}, queries[0], 1); err != nil { // loads it
+		b.Fatal(err)
+	}
 	approx := memindex.New(src, &memindex.Options{ApproxAbove: 1, EfSearch: *benchEf, Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs},
 		&slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if _, err := approx.Vector(ctx, acme, memory.Filter{}, queries[0], 1); err != nil {
