@@ -44,7 +44,7 @@ type Options struct {
 }
 
 // DefaultMemoryIndexBytes bounds the memory search index when
-// Options.MemoryIndexBytes is zero: 256 MiB, about 200k memories with
+// Options.MemoryIndexBytes is zero: 256 MiB, about 130k memories with
 // 256-wide vectors.
 const DefaultMemoryIndexBytes = memindex.DefaultMaxBytes
 

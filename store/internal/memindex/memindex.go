@@ -12,7 +12,7 @@ import (
 )
 
 // DefaultMaxBytes bounds the cache when Options.MaxBytes is zero: about
-// 200k memories with 256-wide vectors.
+// 130k memories with 256-wide vectors.
 const DefaultMaxBytes = 256 << 20
 
 // DefaultApproxAbove is Options.ApproxAbove's default: 64M numbers, about
@@ -123,8 +123,9 @@ func New(src Source, opts *Options) *Cache {
 		builds: make(chan struct{}, 1), m: map[Key]*entry{}}
 }
 
-// entry is one partition's cache slot; idx is replaced whole on a reload
-// and grown in place on an append, both under mu's write lock.
+// entry is one partition's cache slot; idx is replaced whole on a rebuild
+// and changed in place on an append or a change, all under mu's write
+// lock.
 type entry struct {
 	mu     sync.RWMutex
 	c      Counters
