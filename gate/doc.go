@@ -1,0 +1,83 @@
+// Package gate is the public side of the NovaOS governance gate (seed 004,
+// issue 9): the wire model an agent's gated writes travel in, the errors a
+// stopped write returns, and the session an agent run is governed under.
+//
+// The gate sits in the path of an agent's irreversible writes. Read tools
+// run freely and are kept as Evidence; a write is the gated moment, sent as
+// an Action with the write's Context, the buffered reads and the agent's
+// stated reasoning. The judge answers with a Verdict: pass (the write
+// runs), hold (a person decides on the operator page) or kill (the write
+// never runs). Every uncertainty fails closed.
+//
+//	ctx = gate.WithSession(ctx, gate.Session{TenantID: "acme", TeamID: "support", AgentID: "refund-bot"})
+//	_ = gate.SetReasoning(ctx, "Customer reported a double charge; verified in CRM.")
+//	if err := gate.ValidateWrite(ctx, ""); err != nil { ... } // [fail_closed_config] …
+//	var kill *gate.KillError
+//	if errors.As(err, &kill) { log(kill.Reason, kill.RuleIDCited, kill.Rationale) }
+//
+// # What this package holds now, and what comes next
+//
+// Now: the wire types (Action, Evidence, Provenance, the GenericContext,
+// APContext and CSContext contexts, Verdict, HoldStatus, Claim, Ack, the
+// session messages), strict decoders for everything the SDK reads from the
+// gate and the service reads from a caller, the errors (KillError,
+// PausedError, AlreadyExecutedError), Session in a context.Context with
+// the configuration checks seed 004 refuses before any request, and Config
+// from the environment. Later steps add the client that talks to
+// /api/v1/gate/…, the generic read and write tool wrappers that buffer
+// evidence and turn verdicts into these errors, and the tool-seam adapter.
+//
+// # Errors
+//
+// Agent code catches one error type, *KillError, for every way a write
+// can be stopped: a kill, an operator's deny, an expired hold, a resume
+// refusal, execution_unconfirmed, and every fail-closed case, each with a
+// stable Reason that the message shows as a bracketed prefix
+// ("[fail_closed_judge_timeout] gate: write failed closed …"). A session
+// that declared it can park gets *PausedError for a hold instead of
+// blocking, and a resume presenting an executed work item gets
+// *AlreadyExecutedError with the acknowledgement time. No error message
+// includes the token.
+//
+// # Choices where seed 004 is silent
+//
+// Seed 004 is the Python SDK's documentation; it names fields and values
+// but shows no request or response bodies. Where it is silent, this
+// package chooses:
+//
+//   - JSON names are the seed's snake_case names where it gives them
+//     (action_id, action_type, session_id, tenant_id, team_id, agent_id,
+//     verdict, rule_id_cited, rationale, max_hold_s, resumable, attach,
+//     resume, record_id, summary, amount, open_dispute_count) and ours
+//     elsewhere (context_type, evidence, provenance, reasoning, reason).
+//   - An Action names its context's vertical in context_type: "generic",
+//     "ap" or "cs", after the seed's modules verticals.generic, .ap, .cs.
+//   - Adopting the deployment's hold window is sent as
+//     "adopt_deployment_window": true with no max_hold_s; a session that
+//     declares nothing sends max_hold_s 300 (the seed's 5-minute default)
+//     explicitly, so the server never guesses. max_hold_s may be
+//     fractional, as a Python float may.
+//   - The seed's fail-closed cases (judge error, judge timeout, operator
+//     timeout, restart past the grace window, configuration) each get a
+//     fail_closed_* Reason, and so do the further faults issue 9 lists
+//     (malformed or refusing judge, rule load and evaluation failures,
+//     context builder, unreachable or malformed gate, store); a denied
+//     hold is operator_denied; the four resume refusals keep the seed's
+//     names. Resume refusals, denials and execution_unconfirmed are
+//     KillErrors, since the seed has agents catch one error for every stop.
+//   - The typed AP and CS contexts refuse unknown fields (the seed calls
+//     them stricter); GenericContext keeps unknown members as Extra, as
+//     the seed's extra keyword fields. Counts and optional amounts are
+//     pointers, so an unknown signal is absent, never zero.
+//   - Everything decoded from the other side (Verdict, HoldStatus, Claim,
+//     Ack, SessionInfo, and Action and SessionRequest on the service)
+//     is decoded strictly: a duplicate member name at any depth, an
+//     unknown field, trailing data or an out-of-enum value is refused.
+//     encoding/json alone keeps the last duplicate, which would turn
+//     {"verdict":"kill","verdict":"pass"} into a pass.
+//   - Config reads NOVAOS_GATE_URL and NOVAOS_TOKEN (the token every
+//     NovaOS client reads), falling back to the seed's NOVARCH_SERVER_URL
+//     and NOVARCH_SDK_KEY; ours win when both are set.
+//   - Attaching requires the caller's own session id; Suspend requires a
+//     resumable session. The seed implies both but does not state them.
+package gate
