@@ -1,0 +1,80 @@
+package gate
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+// Accepted documents must be valid and stable: decode → encode → decode
+// gives the same encoding, so what the SDK acts on is what it would send.
+func FuzzDecodeVerdict(f *testing.F) {
+	for _, s := range []string{
+		`{"action_id":"a","session_id":"s","verdict":"pass"}`,
+		`{"action_id":"a","session_id":"s","verdict":"kill","rule_id_cited":"AP-1","rationale":"r","signals":["x"]}`,
+		`{"action_id":"a","session_id":"s","verdict":"hold","rule_id_cited":"R","hold":{"action_id":"a","state":"pending","window_s":0,"indefinite":true}}`,
+		`{"action_id":"a","session_id":"s","verdict":"kill","reason":"fail_closed_judge_timeout"}`,
+		`{"action_id":"a","session_id":"s","verdict":"kill","rule_id_cited":"R","verdict":"pass"}`,
+		`{"action_id":"a","session_id":"s","verdict":"pass"} {}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := DecodeVerdict(data)
+		if err != nil {
+			return
+		}
+		if err := v.Validate(); err != nil {
+			t.Fatalf("accepted an invalid verdict: %v", err)
+		}
+		if v.Verdict == Pass && v.Reason != "" {
+			t.Fatalf("accepted a pass with reason %q", v.Reason)
+		}
+		if checkDuplicates(data) != nil {
+			t.Fatal("accepted a document with duplicate members")
+		}
+		b1, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v2, err := DecodeVerdict(b1)
+		if err != nil {
+			t.Fatalf("re-decoding our own encoding %s: %v", b1, err)
+		}
+		b2, _ := json.Marshal(v2)
+		if !bytes.Equal(b1, b2) {
+			t.Fatalf("unstable encoding:\n%s\n%s", b1, b2)
+		}
+	})
+}
+
+func FuzzDecodeAction(f *testing.F) {
+	for _, s := range []string{
+		`{"action_id":"a","action_type":"t","tenant_id":"x","team_id":"y","agent_id":"z","session_id":"s","context_type":"generic","context":{"record_id":"r","amount":1.5,"n":12345678901234567890},"evidence":[]}`,
+		`{"action_id":"a","action_type":"t","tenant_id":"x","team_id":"y","agent_id":"z","session_id":"s","context_type":"ap","context":{"vendor_id":"v","amount":3,"bank_details_changed_at":"2026-08-31T09:30:00+02:00"},"evidence":[{"tool":"q","result":{"k":[1,2]},"provenance":{"seq":1,"observed_at":"2026-09-03T02:00:01Z"}}],"resume":true}`,
+		`{"action_id":"a","action_type":"t","tenant_id":"x","team_id":"y","agent_id":"z","session_id":"s","context_type":"cs","context":{"customer_id":"c","refunds_last_7d":3},"evidence":[],"reasoning":"r"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		a, err := DecodeAction(data)
+		if err != nil {
+			return
+		}
+		if err := a.Validate(); err != nil {
+			t.Fatalf("accepted an invalid action: %v", err)
+		}
+		b1, err := json.Marshal(a)
+		if err != nil {
+			t.Fatalf("cannot encode an accepted action: %v", err)
+		}
+		a2, err := DecodeAction(b1)
+		if err != nil {
+			t.Fatalf("re-decoding our own encoding %s: %v", b1, err)
+		}
+		b2, _ := json.Marshal(a2)
+		if !bytes.Equal(b1, b2) {
+			t.Fatalf("unstable encoding:\n%s\n%s", b1, b2)
+		}
+	})
+}
