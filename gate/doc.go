@@ -74,7 +74,10 @@
 //     is decoded strictly: a duplicate member name at any depth, an
 //     unknown field, trailing data or an out-of-enum value is refused.
 //     encoding/json alone keeps the last duplicate, which would turn
-//     {"verdict":"kill","verdict":"pass"} into a pass.
+//     {"verdict":"kill","verdict":"pass"} into a pass; since it also
+//     matches names case-insensitively, names that differ only in case
+//     ("verdict", "Verdict") count as duplicates too. A single member in
+//     another case is accepted, as encoding/json accepts it.
 //   - Config reads NOVAOS_GATE_URL and NOVAOS_TOKEN (the token every
 //     NovaOS client reads), falling back to the seed's NOVARCH_SERVER_URL
 //     and NOVARCH_SDK_KEY; ours win when both are set.

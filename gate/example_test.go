@@ -2,8 +2,10 @@ package gate_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"novaos.dev/novaos/gate"
 )
@@ -39,4 +41,60 @@ func ExampleDecodeVerdict() {
 	// Output:
 	// gate: write blocked: bank details changed 3 days ago (verdict=kill rule=AP-1 action=a1 session=s1) <nil>
 	// gate: decode verdict: duplicate member "verdict"
+}
+
+// The action a gated write submits: the context the rules see (here with
+// an extra field a rule keys off), the buffered reads with their
+// provenance, and the agent's reasoning.
+func ExampleAction() {
+	a := gate.Action{
+		ActionID: "act-1", ActionType: "issue_refund",
+		TenantID: "acme", TeamID: "support", AgentID: "refund-bot", SessionID: "s-1",
+		Context: gate.GenericContext{
+			RecordID: "cust-4821", Summary: "Refund $240.00 to cust-4821", Amount: new(240.0),
+			Extra: map[string]any{"open_dispute_count": 2},
+		},
+		Evidence: []gate.Evidence{{
+			Tool: "lookup_customer", Arguments: json.RawMessage(`{"customer_id":"cust-4821"}`),
+			Result:     json.RawMessage(`{"disputes":2}`),
+			Provenance: gate.Provenance{Sequence: 1, ObservedAt: time.Date(2026, 9, 3, 2, 0, 1, 0, time.UTC)},
+		}},
+		Reasoning: "Customer reported a double charge; verified in CRM.",
+	}
+	fmt.Println(a.Validate())
+	b, _ := json.MarshalIndent(a, "", "  ")
+	fmt.Println(string(b))
+	// Output:
+	// <nil>
+	// {
+	//   "action_id": "act-1",
+	//   "action_type": "issue_refund",
+	//   "tenant_id": "acme",
+	//   "team_id": "support",
+	//   "agent_id": "refund-bot",
+	//   "session_id": "s-1",
+	//   "context_type": "generic",
+	//   "context": {
+	//     "amount": 240,
+	//     "open_dispute_count": 2,
+	//     "record_id": "cust-4821",
+	//     "summary": "Refund $240.00 to cust-4821"
+	//   },
+	//   "evidence": [
+	//     {
+	//       "tool": "lookup_customer",
+	//       "arguments": {
+	//         "customer_id": "cust-4821"
+	//       },
+	//       "result": {
+	//         "disputes": 2
+	//       },
+	//       "provenance": {
+	//         "seq": 1,
+	//         "observed_at": "2026-09-03T02:00:01Z"
+	//       }
+	//     }
+	//   ],
+	//   "reasoning": "Customer reported a double charge; verified in CRM."
+	// }
 }

@@ -62,8 +62,8 @@ func (s Session) Validate() error {
 	if s.Attach && s.ID == "" {
 		problems = append(problems, "attach requires a session id")
 	}
-	if s.MaxHold < 0 && s.MaxHold != AdoptDeploymentWindow {
-		problems = append(problems, "max_hold must be positive, 0 for the default, or AdoptDeploymentWindow")
+	if (s.MaxHold < 0 && s.MaxHold != AdoptDeploymentWindow) || s.MaxHold.Seconds() > math.MaxInt32 {
+		problems = append(problems, "max_hold must be positive (at most 2^31-1 s), 0 for the default, or AdoptDeploymentWindow")
 	}
 	if len(problems) == 0 {
 		return nil

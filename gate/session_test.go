@@ -32,6 +32,7 @@ func TestSessionValidate(t *testing.T) {
 		{"no tenant", with(func(s *Session) { s.TenantID = "" }), "tenant_id is required"},
 		{"no team and agent", with(func(s *Session) { s.TeamID, s.AgentID = "", "" }), "team_id is required; agent_id is required"},
 		{"negative hold", with(func(s *Session) { s.MaxHold = -2 * time.Second }), "max_hold must be positive"},
+		{"hold beyond the wire's range", with(func(s *Session) { s.MaxHold = 1 << 62 }), "max_hold must be positive"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

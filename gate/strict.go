@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+	"unicode"
 )
 
 // MaxDocumentSize bounds what the strict decoders read: a verdict or an
@@ -16,7 +18,9 @@ const MaxDocumentSize = 4 << 20
 // names at any depth, unknown fields, and anything after the value.
 // encoding/json alone keeps the last of two duplicate members, so
 // {"verdict":"kill","verdict":"pass"} would decode as a pass; the token
-// pass below is what closes that.
+// pass below is what closes that. encoding/json also matches member names
+// to fields case-insensitively, so {"verdict":"kill","Verdict":"pass"} is
+// the same duplicate: names are compared case-folded.
 func decodeStrict(data []byte, v any) error {
 	if len(data) > MaxDocumentSize {
 		return fmt.Errorf("document of %d bytes exceeds %d", len(data), MaxDocumentSize)
@@ -68,10 +72,11 @@ func walkObject(dec *json.Decoder, depth int) error {
 		if !ok {
 			return errors.New("object key is not a string")
 		}
-		if seen[key] {
+		folded := foldKey(key)
+		if seen[folded] {
 			return fmt.Errorf("duplicate member %q", key)
 		}
-		seen[key] = true
+		seen[folded] = true
 		if err := walkValue(dec, depth); err != nil {
 			return err
 		}
@@ -105,4 +110,20 @@ func walkValue(dec *json.Decoder, depth int) error {
 		return err
 	}
 	return fmt.Errorf("unexpected %v", d)
+}
+
+// foldKey maps a member name to one representative of its case-folding
+// class, the way encoding/json matches names to fields: each rune becomes
+// the smallest rune of its simple-fold orbit, so "K", "k" and the Kelvin
+// sign all fold together.
+func foldKey(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		b.WriteRune(least)
+	}
+	return b.String()
 }

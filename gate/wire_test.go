@@ -3,6 +3,7 @@ package gate
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -191,6 +192,8 @@ func TestContextValidate(t *testing.T) {
 	}{
 		{"generic ok", GenericContext{RecordID: "r", Amount: new(1.5)}, ""},
 		{"generic no record", GenericContext{}, "record_id: required"},
+		{"generic NaN amount", GenericContext{RecordID: "r", Amount: new(math.NaN())}, "amount: must be finite"},
+		{"generic empty extra name", GenericContext{RecordID: "r", Extra: map[string]any{"": 1}}, "empty field name"},
 		{"ap ok", APContext{VendorID: "v", Amount: 10, Currency: "USD"}, ""},
 		{"ap zero amount", APContext{VendorID: "v"}, "amount: must be positive"},
 		{"ap bad currency", APContext{VendorID: "v", Amount: 1, Currency: "usd"}, "not an ISO 4217 code"},
@@ -237,6 +240,8 @@ func TestDecodeVerdict(t *testing.T) {
 		{name: "shadow", doc: `{"action_id":"a","session_id":"s","verdict":"pass","shadow":true}`,
 			want: Verdict{ActionID: "a", SessionID: "s", Verdict: Pass, Shadow: true}},
 		{name: "duplicate verdict", doc: `{"action_id":"a","session_id":"s","verdict":"kill","rule_id_cited":"R","verdict":"pass"}`, wantErr: `duplicate member "verdict"`},
+		{name: "duplicate differing in case", doc: `{"action_id":"a","session_id":"s","verdict":"kill","rule_id_cited":"R","Verdict":"pass"}`, wantErr: `duplicate member "Verdict"`},
+		{name: "duplicate through the Kelvin sign", doc: "{\"action_id\":\"a\",\"session_id\":\"s\",\"verdict\":\"kill\",\"rule_id_cited\":\"R\",\"\u212Aind\":1,\"kind\":2}", wantErr: `duplicate member "kind"`},
 		{name: "duplicate nested", doc: `{"action_id":"a","session_id":"s","verdict":"hold","rule_id_cited":"R","hold":{"action_id":"a","state":"denied","state":"approved","window_s":1}}`, wantErr: `duplicate member "state"`},
 		{name: "unknown field", doc: `{"action_id":"a","session_id":"s","verdict":"pass","override":true}`, wantErr: `unknown field "override"`},
 		{name: "out of enum", doc: `{"action_id":"a","session_id":"s","verdict":"approve"}`, wantErr: `"approve" is not pass`},
