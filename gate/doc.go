@@ -78,6 +78,12 @@
 //     matches names case-insensitively, names that differ only in case
 //     ("verdict", "Verdict") count as duplicates too. A single member in
 //     another case is accepted, as encoding/json accepts it.
+//   - The seed reports execution_unconfirmed as a verdict value; a resume
+//     of an executed work item is reported the same way, as the verdict
+//     already_executed with acknowledged_at. A claim (the compare-and-set
+//     for the right to execute) answers granted with a fencing token, or
+//     already_executed / execution_unconfirmed, since two runs can both
+//     hold a pass and only one may execute.
 //   - Config reads NOVAOS_GATE_URL and NOVAOS_TOKEN (the token every
 //     NovaOS client reads), falling back to the seed's NOVARCH_SERVER_URL
 //     and NOVARCH_SDK_KEY; ours win when both are set.

@@ -100,6 +100,12 @@ type PausedError struct {
 	Hold *HoldStatus
 }
 
+// NewPausedError returns the error for a hold verdict in a session that
+// parks.
+func NewPausedError(v Verdict) *PausedError {
+	return &PausedError{SessionID: v.SessionID, ActionID: v.ActionID, RuleIDCited: v.RuleIDCited, Rationale: v.Rationale, Hold: v.Hold}
+}
+
 func (e *PausedError) Error() string {
 	var b strings.Builder
 	b.WriteString("gate: write paused for an operator")

@@ -31,6 +31,8 @@ func TestErrorMessages(t *testing.T) {
 			"[resume_fingerprint_mismatch] gate: write refused on resume (verdict=kill action=po-1 session=n1)"},
 		{"execution unconfirmed", NewKillError(Verdict{ActionID: "po-1", SessionID: "n1", Verdict: ExecutionUnconfirmed}),
 			"gate: write unconfirmed: an earlier claim was never acknowledged; an operator must settle it (verdict=execution_unconfirmed action=po-1 session=n1)"},
+		{"paused from a verdict", NewPausedError(Verdict{ActionID: "po-1", SessionID: "n1", Verdict: Hold, RuleIDCited: "AP-2", Rationale: "new vendor"}),
+			"gate: write paused for an operator: new vendor (verdict=hold rule=AP-2 action=po-1 session=n1)"},
 		{"paused", &PausedError{SessionID: "n1", ActionID: "po-1", RuleIDCited: "AP-2", Rationale: "new vendor"},
 			"gate: write paused for an operator: new vendor (verdict=hold rule=AP-2 action=po-1 session=n1)"},
 		{"already executed, time in UTC", &AlreadyExecutedError{SessionID: "n1", ActionID: "po-1", AcknowledgedAt: acked},

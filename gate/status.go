@@ -83,17 +83,38 @@ type ClaimRequest struct {
 	ActionID  string `json:"action_id"`
 }
 
-// Claim is the granted right to execute: the fencing token must be
-// presented with the acknowledgement, so a stale claimant cannot
-// acknowledge over a newer one.
+// ClaimStatus is the gate's answer to a claim.
+type ClaimStatus string
+
+const (
+	// ClaimGranted: this caller holds the right to execute, fenced by
+	// FencingToken.
+	ClaimGranted ClaimStatus = "granted"
+	// ClaimAlreadyExecuted: another run executed and acknowledged the
+	// write at AcknowledgedAt.
+	ClaimAlreadyExecuted ClaimStatus = "already_executed"
+	// ClaimExecutionUnconfirmed: another claim was taken and never
+	// acknowledged; an operator must settle it.
+	ClaimExecutionUnconfirmed ClaimStatus = "execution_unconfirmed"
+)
+
+// Claim is the answer to a ClaimRequest. A granted claim is the right to
+// execute: its fencing token must be presented with the acknowledgement,
+// so a stale claimant cannot acknowledge over a newer one. A claim is a
+// compare-and-set on the server: exactly one caller is granted it.
 type Claim struct {
-	SessionID    string    `json:"session_id"`
-	ActionID     string    `json:"action_id"`
-	FencingToken uint64    `json:"fencing_token"`
-	ClaimedAt    time.Time `json:"claimed_at"`
+	SessionID    string      `json:"session_id"`
+	ActionID     string      `json:"action_id"`
+	Status       ClaimStatus `json:"status"`
+	FencingToken uint64      `json:"fencing_token,omitempty"`
+	ClaimedAt    *time.Time  `json:"claimed_at,omitempty"`
+	// AcknowledgedAt is set with already_executed.
+	AcknowledgedAt *time.Time `json:"acknowledged_at,omitempty"`
 }
 
-// Validate checks a claim read from the gate.
+// Validate checks a claim read from the gate: a granted claim has a
+// fencing token and a time, an already-executed one its acknowledgement
+// time, and nothing else is mixed in.
 func (c *Claim) Validate() error {
 	var errs []error
 	if c.SessionID == "" {
@@ -102,11 +123,20 @@ func (c *Claim) Validate() error {
 	if c.ActionID == "" {
 		errs = append(errs, errors.New("action_id: required"))
 	}
-	if c.FencingToken == 0 {
-		errs = append(errs, errors.New("fencing_token: required"))
+	granted := c.Status == ClaimGranted
+	switch c.Status {
+	case ClaimGranted, ClaimAlreadyExecuted, ClaimExecutionUnconfirmed:
+	default:
+		errs = append(errs, fmt.Errorf("status: %q is not granted, already_executed or execution_unconfirmed", c.Status))
 	}
-	if c.ClaimedAt.IsZero() {
-		errs = append(errs, errors.New("claimed_at: required"))
+	if granted != (c.FencingToken != 0) {
+		errs = append(errs, errors.New("fencing_token: required with granted and only then"))
+	}
+	if granted != (c.ClaimedAt != nil) {
+		errs = append(errs, errors.New("claimed_at: required with granted and only then"))
+	}
+	if (c.Status == ClaimAlreadyExecuted) != (c.AcknowledgedAt != nil) {
+		errs = append(errs, errors.New("acknowledged_at: required with already_executed and only then"))
 	}
 	return errors.Join(errs...)
 }

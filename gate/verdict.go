@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Outcome is a verdict's decision, in seed 004's words.
@@ -20,12 +21,15 @@ const (
 	// the write and never acknowledged it: the gate cannot know whether the
 	// write landed, so it refuses until an operator settles it.
 	ExecutionUnconfirmed Outcome = "execution_unconfirmed"
+	// AlreadyExecuted is what a resume gets when the work item's write was
+	// executed and acknowledged by an earlier run; it is not run again.
+	AlreadyExecuted Outcome = "already_executed"
 )
 
-// Valid reports whether o is one of the four outcomes.
+// Valid reports whether o is one of the five outcomes.
 func (o Outcome) Valid() bool {
 	switch o {
-	case Pass, Hold, Kill, ExecutionUnconfirmed:
+	case Pass, Hold, Kill, ExecutionUnconfirmed, AlreadyExecuted:
 		return true
 	}
 	return false
@@ -115,6 +119,9 @@ type Verdict struct {
 	Shadow bool `json:"shadow,omitempty"`
 	// Hold is set with a hold verdict: how long the hold may wait.
 	Hold *HoldStatus `json:"hold,omitempty"`
+	// AcknowledgedAt is set with already_executed: when the earlier run's
+	// write was acknowledged.
+	AcknowledgedAt *time.Time `json:"acknowledged_at,omitempty"`
 }
 
 // Validate checks the rules a verdict must meet before the SDK acts on it.
@@ -129,7 +136,7 @@ func (v *Verdict) Validate() error {
 		errs = append(errs, errors.New("session_id: required"))
 	}
 	if !v.Verdict.Valid() {
-		errs = append(errs, fmt.Errorf("verdict: %q is not pass, hold, kill or execution_unconfirmed", v.Verdict))
+		errs = append(errs, fmt.Errorf("verdict: %q is not pass, hold, kill, execution_unconfirmed or already_executed", v.Verdict))
 	}
 	if v.Reason != "" && !v.Reason.Known() {
 		errs = append(errs, fmt.Errorf("reason: unknown code %q", v.Reason))
@@ -143,6 +150,9 @@ func (v *Verdict) Validate() error {
 		if v.RuleIDCited == "" && v.Reason == "" {
 			errs = append(errs, fmt.Errorf("rule_id_cited: required for %s without a reason", v.Verdict))
 		}
+	}
+	if (v.Verdict == AlreadyExecuted) != (v.AcknowledgedAt != nil) {
+		errs = append(errs, errors.New("acknowledged_at: set with already_executed and only then"))
 	}
 	if v.Verdict == Hold && v.Hold == nil {
 		errs = append(errs, errors.New("hold: required with a hold verdict"))

@@ -235,6 +235,11 @@ func TestDecodeVerdict(t *testing.T) {
 			want: Verdict{ActionID: "a", SessionID: "s", Verdict: Kill, Reason: ReasonJudgeTimeout}},
 		{name: "execution unconfirmed", doc: `{"action_id":"a","session_id":"s","verdict":"execution_unconfirmed"}`,
 			want: Verdict{ActionID: "a", SessionID: "s", Verdict: ExecutionUnconfirmed}},
+		{name: "already executed", doc: `{"action_id":"po-1","session_id":"s","verdict":"already_executed","acknowledged_at":"2026-09-03T02:05:00Z"}`,
+			want: Verdict{ActionID: "po-1", SessionID: "s", Verdict: AlreadyExecuted, AcknowledgedAt: &expires}},
+		{name: "already executed without time", doc: `{"action_id":"a","session_id":"s","verdict":"already_executed"}`, wantErr: "acknowledged_at"},
+		{name: "ack time on a pass", doc: `{"action_id":"a","session_id":"s","verdict":"pass","acknowledged_at":"2026-09-03T02:05:00Z"}`, wantErr: "acknowledged_at"},
+		{name: "unknown field in hold", doc: `{"action_id":"a","session_id":"s","verdict":"hold","rule_id_cited":"R","hold":{"action_id":"a","state":"pending","window_s":1,"approved":true}}`, wantErr: `unknown field "approved"`},
 		{name: "resume refusal", doc: `{"action_id":"a","session_id":"s","verdict":"kill","reason":"resume_fingerprint_mismatch"}`,
 			want: Verdict{ActionID: "a", SessionID: "s", Verdict: Kill, Reason: ResumeFingerprintMismatch}},
 		{name: "shadow", doc: `{"action_id":"a","session_id":"s","verdict":"pass","shadow":true}`,
@@ -285,48 +290,64 @@ func TestDecodeVerdict(t *testing.T) {
 }
 
 func TestClaimAndAck(t *testing.T) {
-	claimed := time.Date(2026, 9, 3, 8, 1, 0, 0, time.UTC)
-	c, err := DecodeClaim([]byte(`{"session_id":"s","action_id":"po-1","fencing_token":7,"claimed_at":"2026-09-03T08:01:00Z"}`))
-	if err != nil {
-		t.Fatal(err)
+	at := time.Date(2026, 9, 3, 8, 1, 0, 0, time.UTC)
+	claims := []struct {
+		name, doc string
+		want      Claim
+		wantErr   string
+	}{
+		{name: "granted", doc: `{"session_id":"s","action_id":"po-1","status":"granted","fencing_token":7,"claimed_at":"2026-09-03T08:01:00Z"}`,
+			want: Claim{SessionID: "s", ActionID: "po-1", Status: ClaimGranted, FencingToken: 7, ClaimedAt: &at}},
+		{name: "already executed", doc: `{"session_id":"s","action_id":"po-1","status":"already_executed","acknowledged_at":"2026-09-03T08:01:00Z"}`,
+			want: Claim{SessionID: "s", ActionID: "po-1", Status: ClaimAlreadyExecuted, AcknowledgedAt: &at}},
+		{name: "unconfirmed", doc: `{"session_id":"s","action_id":"po-1","status":"execution_unconfirmed"}`,
+			want: Claim{SessionID: "s", ActionID: "po-1", Status: ClaimExecutionUnconfirmed}},
+		{name: "granted without token", doc: `{"session_id":"s","action_id":"a","status":"granted","claimed_at":"2026-09-03T08:01:00Z"}`, wantErr: "fencing_token: required"},
+		{name: "granted without time", doc: `{"session_id":"s","action_id":"a","status":"granted","fencing_token":1}`, wantErr: "claimed_at: required"},
+		{name: "token on a refusal", doc: `{"session_id":"s","action_id":"a","status":"execution_unconfirmed","fencing_token":3}`, wantErr: "fencing_token"},
+		{name: "already executed without time", doc: `{"session_id":"s","action_id":"a","status":"already_executed"}`, wantErr: "acknowledged_at: required"},
+		{name: "negative token", doc: `{"session_id":"s","action_id":"a","status":"granted","fencing_token":-1,"claimed_at":"2026-09-03T08:01:00Z"}`, wantErr: "cannot unmarshal"},
+		{name: "duplicate token", doc: `{"session_id":"s","action_id":"a","status":"granted","fencing_token":1,"fencing_token":2,"claimed_at":"2026-09-03T08:01:00Z"}`, wantErr: "duplicate member"},
+		{name: "unknown status", doc: `{"session_id":"s","action_id":"a","status":"ok"}`, wantErr: `"ok" is not granted`},
 	}
-	if d := cmp.Diff(Claim{SessionID: "s", ActionID: "po-1", FencingToken: 7, ClaimedAt: claimed}, c); d != "" {
-		t.Fatalf("(-want +got):\n%s", d)
+	for _, tt := range claims {
+		t.Run("claim "+tt.name, func(t *testing.T) {
+			got, err := DecodeClaim([]byte(tt.doc))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Fatalf("(-want +got):\n%s", d)
+			}
+			if b, _ := json.Marshal(got); string(b) != tt.doc {
+				t.Fatalf("re-encoded %s", b)
+			}
+		})
 	}
+
 	a, err := DecodeAck([]byte(`{"session_id":"s","action_id":"po-1","acknowledged_at":"2026-09-03T08:01:00Z"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := cmp.Diff(Ack{SessionID: "s", ActionID: "po-1", AcknowledgedAt: claimed}, a); d != "" {
+	if d := cmp.Diff(Ack{SessionID: "s", ActionID: "po-1", AcknowledgedAt: at}, a); d != "" {
 		t.Fatalf("(-want +got):\n%s", d)
 	}
-	b, _ := json.Marshal(AckRequest{SessionID: "s", ActionID: "po-1", FencingToken: 7, ExecutedAt: claimed})
+	if _, err := DecodeAck([]byte(`{"session_id":"s","action_id":"a"}`)); err == nil || !strings.Contains(err.Error(), "acknowledged_at: required") {
+		t.Fatalf("ack without time: %v", err)
+	}
+	b, _ := json.Marshal(AckRequest{SessionID: "s", ActionID: "po-1", FencingToken: 7, ExecutedAt: at})
 	if want := `{"session_id":"s","action_id":"po-1","fencing_token":7,"executed_at":"2026-09-03T08:01:00Z"}`; string(b) != want {
 		t.Fatalf("ack request %s, want %s", b, want)
 	}
 	b, _ = json.Marshal(ClaimRequest{SessionID: "s", ActionID: "po-1"})
 	if want := `{"session_id":"s","action_id":"po-1"}`; string(b) != want {
 		t.Fatalf("claim request %s, want %s", b, want)
-	}
-
-	refused := []struct{ name, doc, want string }{
-		{"claim without token", `{"session_id":"s","action_id":"a","fencing_token":0,"claimed_at":"2026-09-03T08:01:00Z"}`, "fencing_token: required"},
-		{"claim negative token", `{"session_id":"s","action_id":"a","fencing_token":-1,"claimed_at":"2026-09-03T08:01:00Z"}`, "cannot unmarshal"},
-		{"claim duplicate token", `{"session_id":"s","action_id":"a","fencing_token":1,"fencing_token":2,"claimed_at":"2026-09-03T08:01:00Z"}`, "duplicate member"},
-		{"ack without time", `{"session_id":"s","action_id":"a"}`, "acknowledged_at: required"},
-	}
-	for _, tt := range refused {
-		t.Run(tt.name, func(t *testing.T) {
-			var err error
-			if strings.HasPrefix(tt.name, "claim") {
-				_, err = DecodeClaim([]byte(tt.doc))
-			} else {
-				_, err = DecodeAck([]byte(tt.doc))
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("err = %v, want %q", err, tt.want)
-			}
-		})
 	}
 }
 
