@@ -78,3 +78,44 @@ func FuzzDecodeAction(f *testing.F) {
 		}
 	})
 }
+
+// The smaller decoders share one target: whatever one accepts must
+// re-encode to a document it accepts again, unchanged.
+func FuzzDecodeOthers(f *testing.F) {
+	for _, s := range []string{
+		`{"action_id":"a","state":"pending","window_s":300,"expires_at":"2026-09-03T02:05:00Z"}`,
+		`{"session_id":"s","action_id":"a","status":"granted","fencing_token":7,"claimed_at":"2026-09-03T08:01:00Z"}`,
+		`{"session_id":"s","action_id":"a","status":"already_executed","acknowledged_at":"2026-09-03T08:01:00Z"}`,
+		`{"session_id":"s","action_id":"a","acknowledged_at":"2026-09-03T08:01:00+02:00"}`,
+		`{"session_id":"s","hold_window_s":0,"hold_indefinite":true}`,
+		`{"tenant_id":"t","team_id":"t","agent_id":"a","session_id":"s","attach":true,"resume":true,"adopt_deployment_window":true}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		stable(t, data, DecodeHoldStatus)
+		stable(t, data, DecodeClaim)
+		stable(t, data, DecodeAck)
+		stable(t, data, DecodeSessionInfo)
+		stable(t, data, DecodeSessionRequest)
+	})
+}
+
+func stable[T any](t *testing.T, data []byte, decode func([]byte) (T, error)) {
+	t.Helper()
+	v, err := decode(data)
+	if err != nil {
+		return
+	}
+	b1, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("cannot encode an accepted %T: %v", v, err)
+	}
+	v2, err := decode(b1)
+	if err != nil {
+		t.Fatalf("re-decoding our own encoding %s: %v", b1, err)
+	}
+	if b2, _ := json.Marshal(v2); !bytes.Equal(b1, b2) {
+		t.Fatalf("unstable encoding of %T:\n%s\n%s", v, b1, b2)
+	}
+}
