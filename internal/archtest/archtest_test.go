@@ -212,6 +212,13 @@ var rules = []rule{
 		},
 	},
 	{
+		pkg: module + "/gate",
+		why: "the governance SDK is imported by agents written outside the platform; it must not drag stores, database drivers or platform internals in",
+		forbid: func(dep *pkg) bool {
+			return isDatabaseDriver(dep) || platformInternal(dep.ImportPath) || underAny(dep.ImportPath, "store")
+		},
+	},
+	{
 		pkg: module + "/internal/vecdot",
 		why: "the dot product sits under the public memory package and the vector index alike; it must depend on the standard library only",
 		forbid: func(dep *pkg) bool {
@@ -370,11 +377,13 @@ func TestRulesCatchViolations(t *testing.T) {
 		{11, pkg{ImportPath: "math/rand/v2", Standard: true}, false},
 		{11, pkg{ImportPath: module + "/memory"}, true},
 		{11, pkg{ImportPath: module + "/internal/vecdot"}, false},
-		{12, pkg{ImportPath: "math", Standard: true}, false},
+		{13, pkg{ImportPath: "math", Standard: true}, false},
+		{12, pkg{ImportPath: module + "/internal/auth"}, true},
+		{12, pkg{ImportPath: module + "/secret"}, false},
 		{6, pkg{ImportPath: module + "/internal/vecdot"}, false},
 		{6, pkg{ImportPath: module + "/internal/auth"}, true},
 		{3, pkg{ImportPath: module + "/internal/vecdot"}, false},
-		{12, pkg{ImportPath: "golang.org/x/sys/cpu"}, true},
+		{13, pkg{ImportPath: "golang.org/x/sys/cpu"}, true},
 	}
 	for _, tc := range tests {
 		if got := rules[tc.rule].forbid(&tc.dep); got != tc.want {
