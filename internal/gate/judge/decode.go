@@ -34,7 +34,7 @@ type Reason string
 
 // Reasons a verdict is rejected.
 const (
-	ReasonSyntax      Reason = "syntax"       // not one JSON object
+	ReasonSyntax      Reason = "syntax"        // not one JSON object
 	ReasonDuplicate   Reason = "duplicate_key" // a key twice in one object, at any depth
 	ReasonUnknown     Reason = "unknown_field"
 	ReasonTrailing    Reason = "trailing_data"
