@@ -25,8 +25,13 @@
 // runtime error, and runtime errors fail closed (below). Mixed int/double
 // comparisons work (agg.refunds_168h >= 3).
 //
-// Evaluation is bounded: every program has a CEL cost limit
-// (Options.CostLimit) and is interrupted when the context ends. The exact
+// Evaluation is bounded twice. At load, each condition's worst-case cost
+// is estimated assuming no list, map or string is larger than
+// Options.SizeHint (default 256), and a condition above
+// Options.MaxEstimatedCost (default 10 × the cost limit) is a compile
+// error — a triple loop over the evidence never loads. At run time every
+// program has a CEL cost limit (Options.CostLimit, default 100,000 units)
+// and is interrupted when the context ends. The exact
 // fail-closed choice: a rule whose evaluation errors for any reason —
 // missing field, type error, cost limit exceeded, context cancelled — is
 // reported as matched with Verdict Kill and its Error set, whatever its

@@ -1,11 +1,13 @@
 package rules
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 
 	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/cost"
 )
 
 // Verdict is a rule's effect; the zero value is Pass.
@@ -71,10 +73,35 @@ const (
 	DefaultInterruptEvery = 100
 )
 
+// DefaultSizeHint is the assumed largest size of any list, map or string
+// a condition reads, for the load-time cost estimate.
+const DefaultSizeHint = 256
+
 // Options tune compilation; nil or zero fields mean the defaults.
 type Options struct {
-	// CostLimit bounds one rule's evaluation in CEL cost units.
+	// CostLimit bounds one rule's evaluation in CEL cost units
+	// (default DefaultCostLimit); past it the rule fails closed.
 	CostLimit uint64
+	// SizeHint is the assumed largest size of any list, map or string in
+	// the activation (default DefaultSizeHint).
+	SizeHint uint64
+	// MaxEstimatedCost rejects at load a condition whose worst-case cost,
+	// estimated with SizeHint, is above it (default 10 × CostLimit), so
+	// that a rule that could never finish inside the limit on ordinary
+	// inputs is a load error rather than a kill on every write.
+	MaxEstimatedCost uint64
+}
+
+// sizeHint tells the cost estimator how large any value may be; CEL
+// cannot know, since action, ctx and evidence are dyn.
+type sizeHint uint64
+
+func (h sizeHint) EstimateSize(cost.AstNode) *cost.SizeEstimate {
+	return &cost.SizeEstimate{Min: 0, Max: uint64(h)}
+}
+
+func (sizeHint) EstimateCallCost(string, string, *cost.AstNode, []cost.AstNode) *cost.CallEstimate {
+	return nil
 }
 
 // Compiled is a Set whose conditions all compiled; safe for concurrent use.
@@ -112,10 +139,12 @@ func newEnv() (*cel.Env, error) {
 // error: the caller must refuse every gated write rather than run a
 // partial set.
 func Compile(s Set, o *Options) (*Compiled, error) {
-	limit := uint64(DefaultCostLimit)
-	if o != nil && o.CostLimit > 0 {
-		limit = o.CostLimit
+	if o == nil {
+		o = &Options{}
 	}
+	limit := cmp.Or(o.CostLimit, DefaultCostLimit)
+	hint := sizeHint(cmp.Or(o.SizeHint, DefaultSizeHint))
+	maxEst := cmp.Or(o.MaxEstimatedCost, 10*limit)
 	env, err := newEnv()
 	if err != nil {
 		return nil, fmt.Errorf("rules: environment: %w", err)
@@ -143,6 +172,13 @@ func Compile(s Set, o *Options) (*Compiled, error) {
 		}
 		if !ast.OutputType().IsExactType(cel.BoolType) {
 			return nil, &CompileError{RuleID: r.ID, Err: fmt.Errorf("condition is %v, not bool", ast.OutputType())}
+		}
+		est, err := env.EstimateCost(ast, hint)
+		if err != nil {
+			return nil, &CompileError{RuleID: r.ID, Err: fmt.Errorf("cost estimate: %w", err)}
+		}
+		if est.Max > maxEst {
+			return nil, &CompileError{RuleID: r.ID, Err: fmt.Errorf("estimated cost up to %d exceeds %d", est.Max, maxEst)}
 		}
 		prg, err := env.Program(ast,
 			cel.CostLimit(limit),
@@ -217,27 +253,19 @@ func (c *Compiled) Evaluate(ctx context.Context, act Activation) Result {
 // widenAgg turns integer aggregates into doubles, as agg is declared
 // map(string, double); it copies rather than edits the caller's map.
 func widenAgg(act Activation) Activation {
-	agg, ok := act["agg"].(map[string]any)
-	if !ok {
-		return act
-	}
-	w := make(map[string]any, len(agg))
-	for k, v := range agg {
-		switch n := v.(type) {
-		case int:
-			v = float64(n)
-		case int64:
-			v = float64(n)
-		case int32:
-			v = float64(n)
-		case uint:
-			v = float64(n)
-		case uint64:
-			v = float64(n)
-		case float32:
-			v = float64(n)
+	var w map[string]any
+	switch agg := act["agg"].(type) {
+	case map[string]any:
+		w = make(map[string]any, len(agg))
+		for k, v := range agg {
+			w[k] = widen(v)
 		}
-		w[k] = v
+	case map[string]int:
+		w = widenAll(agg)
+	case map[string]int64:
+		w = widenAll(agg)
+	default:
+		return act // map[string]float64 is already right; others fail closed
 	}
 	out := make(Activation, len(act))
 	for k, v := range act {
@@ -245,4 +273,32 @@ func widenAgg(act Activation) Activation {
 	}
 	out["agg"] = w
 	return out
+}
+
+func widenAll[T int | int64](m map[string]T) map[string]any {
+	w := make(map[string]any, len(m))
+	for k, v := range m {
+		w[k] = float64(v)
+	}
+	return w
+}
+
+func widen(v any) any {
+	switch n := v.(type) {
+	case int:
+		return float64(n)
+	case int64:
+		return float64(n)
+	case int32:
+		return float64(n)
+	case uint:
+		return float64(n)
+	case uint64:
+		return float64(n)
+	case uint32:
+		return float64(n)
+	case float32:
+		return float64(n)
+	}
+	return v
 }

@@ -29,6 +29,7 @@ func TestEvaluate(t *testing.T) {
 		would   Verdict
 		matched []string
 		errs    []string // rule ids whose match must carry an error
+		errHas  string   // text every such error must contain
 	}{
 		{name: "matching hold",
 			rules:   []Rule{{ID: "r1", When: `action.type == "refund" && action.args.amount > 500 && ctx.open_disputes > 0`, Verdict: Hold}},
@@ -43,6 +44,10 @@ func TestEvaluate(t *testing.T) {
 		{name: "aggregate int widened",
 			rules:   []Rule{{ID: "fourth", When: `action.type == "refund" && agg.refunds_168h >= 3`, Verdict: Hold}},
 			act:     func(a Activation) { a["agg"] = map[string]any{"refunds_168h": int64(3)} },
+			verdict: Hold, would: Hold, matched: []string{"fourth"}},
+		{name: "typed aggregate map",
+			rules:   []Rule{{ID: "fourth", When: `agg.refunds_168h >= 3`, Verdict: Hold}},
+			act:     func(a Activation) { a["agg"] = map[string]int64{"refunds_168h": 4} },
 			verdict: Hold, would: Hold, matched: []string{"fourth"}},
 		{name: "most severe wins",
 			rules: []Rule{
@@ -73,16 +78,18 @@ func TestEvaluate(t *testing.T) {
 			verdict: Kill, would: Kill, matched: []string{"nv"}, errs: []string{"nv"}},
 		{name: "cost limit exceeded fails closed",
 			rules: []Rule{{ID: "cost",
-				When:    `evidence.all(e, evidence.all(f, evidence.all(g, e.ok == f.ok && f.ok == g.ok)))`,
+				When:    `evidence.all(e, e.ok == true)`,
 				Verdict: Hold}},
 			act: func(a Activation) {
-				ev := make([]any, 100)
+				// Far more items than the size hint the load-time estimate
+				// assumed, so only the run-time limit can stop it.
+				ev := make([]any, 50_000)
 				for i := range ev {
 					ev[i] = map[string]any{"ok": true}
 				}
 				a["evidence"] = ev
 			},
-			verdict: Kill, would: Kill, matched: []string{"cost"}, errs: []string{"cost"}},
+			verdict: Kill, would: Kill, matched: []string{"cost"}, errs: []string{"cost"}, errHas: "cost limit exceeded"},
 		{name: "shadow records would-have, enforces pass",
 			shadow: true,
 			rules: []Rule{
@@ -114,6 +121,9 @@ func TestEvaluate(t *testing.T) {
 				ids = append(ids, m.RuleID)
 				if m.Err != nil {
 					errIDs = append(errIDs, m.RuleID)
+					if !strings.Contains(m.Err.Error(), tt.errHas) {
+						t.Errorf("rule %s failed with %v, want %q", m.RuleID, m.Err, tt.errHas)
+					}
 					if m.Verdict != Kill {
 						t.Errorf("failed rule %s has verdict %v, want kill", m.RuleID, m.Verdict)
 					}
@@ -130,7 +140,7 @@ func TestEvaluate(t *testing.T) {
 }
 
 func TestCostLimitError(t *testing.T) {
-	c, err := Compile(Set{Rules: []Rule{{ID: "loop", When: `evidence.exists(e, evidence.exists(f, e.ok != f.ok))`, Verdict: Hold}}}, &Options{CostLimit: 50})
+	c, err := Compile(Set{Rules: []Rule{{ID: "loop", When: `evidence.exists(e, evidence.exists(f, e.ok != f.ok))`, Verdict: Hold}}}, &Options{CostLimit: 50, MaxEstimatedCost: 1 << 40})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,6 +182,7 @@ func TestCompileErrors(t *testing.T) {
 		{"static type error", []Rule{{ID: "a", When: `agg.x == "three"`, Verdict: Hold}}, true},
 		{"unknown function", []Rule{{ID: "a", When: `exec("rm")`, Verdict: Hold}}, true},
 		{"one bad rule spoils the set", []Rule{{ID: "ok", When: `true`, Verdict: Hold}, {ID: "bad", When: `)(`, Verdict: Kill}}, true},
+		{"estimated cost too high", []Rule{{ID: "a", When: `evidence.all(e, evidence.all(f, evidence.all(g, e.ok == f.ok && f.ok == g.ok)))`, Verdict: Hold}}, true},
 		{"no id", []Rule{{When: `true`, Verdict: Hold}}, false},
 		{"duplicate id", []Rule{{ID: "a", Verdict: Hold}, {ID: "a", Verdict: Kill}}, false},
 		{"pass verdict", []Rule{{ID: "a", When: `true`, Verdict: Pass}}, false},
