@@ -40,7 +40,7 @@ func ExampleDecodeVerdict() {
 	fmt.Println(err)
 	// Output:
 	// gate: write blocked: bank details changed 3 days ago (verdict=kill rule=AP-1 action=a1 session=s1) <nil>
-	// gate: decode verdict: duplicate member "verdict"
+	// gate: decode verdict: duplicate member "verdict" at $.verdict
 }
 
 // The action a gated write submits: the context the rules see (here with

@@ -25,7 +25,7 @@ func decodeStrict(data []byte, v any) error {
 	if len(data) > MaxDocumentSize {
 		return fmt.Errorf("document of %d bytes exceeds %d", len(data), MaxDocumentSize)
 	}
-	if err := checkDuplicates(data); err != nil {
+	if err := CheckStructure(data); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -39,56 +39,95 @@ func decodeStrict(data []byte, v any) error {
 	return nil
 }
 
-// checkDuplicates walks the token stream and reports the first object
-// that names a member twice. It also refuses a document that is not a
-// single object.
-func checkDuplicates(data []byte) error {
+// A StructureError is why CheckStructure refused a document.
+type StructureError struct {
+	// Problem is one of "not_object", "duplicate", "depth", "trailing"
+	// and "syntax".
+	Problem string
+	// Path locates the offending member ($ is the document, $.a.b[2]
+	// inside it); Key is the duplicated member name as written.
+	Path, Key string
+	Err       error // the underlying syntax error
+}
+
+func (e *StructureError) Error() string {
+	switch e.Problem {
+	case "not_object":
+		return "expected a JSON object"
+	case "duplicate":
+		return fmt.Sprintf("duplicate member %q at %s", e.Key, e.Path)
+	case "depth":
+		return fmt.Sprintf("nesting deeper than %d at %s", maxDepth, e.Path)
+	case "trailing":
+		return "trailing data after the JSON value"
+	}
+	return fmt.Sprintf("malformed JSON at %s: %v", e.Path, e.Err)
+}
+
+func (e *StructureError) Unwrap() error { return e.Err }
+
+// CheckStructure walks data's tokens and refuses, as a *StructureError,
+// anything but one JSON object with no member named twice at any depth
+// (names compared as encoding/json matches them to fields:
+// case-insensitively), nested at most 64 deep, and nothing after it but
+// white space. The strict decoders here and the platform's judge-verdict
+// decoder share it.
+func CheckStructure(data []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	t, err := dec.Token()
 	if err != nil {
-		return err
+		return &StructureError{Problem: "syntax", Path: "$", Err: err}
 	}
 	if d, ok := t.(json.Delim); !ok || d != '{' {
-		return errors.New("expected a JSON object")
+		return &StructureError{Problem: "not_object", Path: "$"}
 	}
-	return walkObject(dec, 1)
+	if err := walkObject(dec, "$", 1); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return &StructureError{Problem: "trailing", Path: "$"}
+	}
+	return nil
 }
 
 // maxDepth bounds nesting so a hostile document cannot exhaust the stack.
 const maxDepth = 64
 
-func walkObject(dec *json.Decoder, depth int) error {
+func walkObject(dec *json.Decoder, path string, depth int) error {
 	if depth > maxDepth {
-		return fmt.Errorf("nesting deeper than %d", maxDepth)
+		return &StructureError{Problem: "depth", Path: path}
 	}
 	seen := map[string]bool{}
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
-			return err
+			return &StructureError{Problem: "syntax", Path: path, Err: err}
 		}
 		key, ok := t.(string)
 		if !ok {
-			return errors.New("object key is not a string")
+			return &StructureError{Problem: "syntax", Path: path, Err: errors.New("object key is not a string")}
 		}
+		field := path + "." + key
 		folded := foldKey(key)
 		if seen[folded] {
-			return fmt.Errorf("duplicate member %q", key)
+			return &StructureError{Problem: "duplicate", Path: field, Key: key}
 		}
 		seen[folded] = true
-		if err := walkValue(dec, depth); err != nil {
+		if err := walkValue(dec, field, depth); err != nil {
 			return err
 		}
 	}
-	_, err := dec.Token() // the closing brace
-	return err
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return &StructureError{Problem: "syntax", Path: path, Err: err}
+	}
+	return nil
 }
 
-func walkValue(dec *json.Decoder, depth int) error {
+func walkValue(dec *json.Decoder, path string, depth int) error {
 	t, err := dec.Token()
 	if err != nil {
-		return err
+		return &StructureError{Problem: "syntax", Path: path, Err: err}
 	}
 	d, ok := t.(json.Delim)
 	if !ok {
@@ -96,20 +135,22 @@ func walkValue(dec *json.Decoder, depth int) error {
 	}
 	switch d {
 	case '{':
-		return walkObject(dec, depth+1)
+		return walkObject(dec, path, depth+1)
 	case '[':
 		if depth+1 > maxDepth {
-			return fmt.Errorf("nesting deeper than %d", maxDepth)
+			return &StructureError{Problem: "depth", Path: path}
 		}
-		for dec.More() {
-			if err := walkValue(dec, depth+1); err != nil {
+		for i := 0; dec.More(); i++ {
+			if err := walkValue(dec, fmt.Sprintf("%s[%d]", path, i), depth+1); err != nil {
 				return err
 			}
 		}
-		_, err := dec.Token()
-		return err
+		if _, err := dec.Token(); err != nil {
+			return &StructureError{Problem: "syntax", Path: path, Err: err}
+		}
+		return nil
 	}
-	return fmt.Errorf("unexpected %v", d)
+	return &StructureError{Problem: "syntax", Path: path, Err: fmt.Errorf("unexpected %v", d)}
 }
 
 // foldKey maps a member name to one representative of its case-folding

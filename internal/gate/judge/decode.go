@@ -1,11 +1,11 @@
 package judge
 
 import (
-	"bytes"
+	"novaos.dev/novaos/gate"
+
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"unicode/utf8"
 )
@@ -225,79 +225,24 @@ func kind(raw json.RawMessage) string {
 	return "a number"
 }
 
-// maxDepth bounds nesting so a hostile output cannot exhaust the stack.
-const maxDepth = 32
-
-// checkStructure walks the tokens of data: one JSON value, an object at
-// the top, no duplicate member names at any depth (encoding/json would
-// silently keep the last, which is how {"verdict":"kill",…,"verdict":"pass"}
-// becomes a pass), nothing after it but white space.
+// checkStructure refuses anything but one JSON object with no member
+// named twice at any depth (encoding/json would silently keep the last,
+// which is how {"verdict":"kill",…,"verdict":"pass"} becomes a pass) and
+// nothing after it (gate.CheckStructure, shared with the SDK's decoders).
 func checkStructure(data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	tok, err := dec.Token()
-	if err != nil {
+	var se *gate.StructureError
+	if err := gate.CheckStructure(data); !errors.As(err, &se) {
 		return err
 	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
+	switch se.Problem {
+	case "not_object":
 		return &DecodeError{Reason: ReasonType, Field: "$", Detail: "want an object"}
-	}
-	if err := walkObject(dec, "$", 1); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
+	case "duplicate":
+		return &DecodeError{Reason: ReasonDuplicate, Field: se.Path}
+	case "depth":
+		return &DecodeError{Reason: ReasonTooLarge, Field: se.Path, Detail: "nested too deep"}
+	case "trailing":
 		return &DecodeError{Reason: ReasonTrailing, Detail: "data after the object"}
 	}
-	return nil
-}
-
-func walkObject(dec *json.Decoder, path string, depth int) error {
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		key, ok := tok.(string)
-		if !ok {
-			return fmt.Errorf("object key is not a string")
-		}
-		field := path + "." + key
-		if seen[key] {
-			return &DecodeError{Reason: ReasonDuplicate, Field: field}
-		}
-		seen[key] = true
-		if err := walkValue(dec, field, depth); err != nil {
-			return err
-		}
-	}
-	_, err := dec.Token() // '}'
-	return err
-}
-
-func walkValue(dec *json.Decoder, path string, depth int) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	d, ok := tok.(json.Delim)
-	if !ok {
-		return nil
-	}
-	if depth >= maxDepth {
-		return &DecodeError{Reason: ReasonTooLarge, Field: path, Detail: "nested too deep"}
-	}
-	switch d {
-	case '{':
-		return walkObject(dec, path, depth+1)
-	case '[':
-		for i := 0; dec.More(); i++ {
-			if err := walkValue(dec, fmt.Sprintf("%s[%d]", path, i), depth+1); err != nil {
-				return err
-			}
-		}
-		_, err := dec.Token() // ']'
-		return err
-	}
-	return fmt.Errorf("unexpected %v", d)
+	return se
 }

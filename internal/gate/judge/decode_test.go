@@ -73,7 +73,7 @@ func TestDecodeRejects(t *testing.T) {
 		{"unknown listed rule", `{"verdict":"hold","rule_id_cited":"bank-change","rule_ids":["bank-change","nope"],"rationale":"r"}`, ReasonUnknownRule, "$.rule_ids[1]"},
 		{"rationale too long", `{"verdict":"pass","rationale":"` + long + `"}`, ReasonTooLarge, "$.rationale"},
 		{"too large", `{"verdict":"pass","rationale":"` + strings.Repeat("y", MaxVerdictBytes) + `"}`, ReasonTooLarge, ""},
-		{"too deep", `{"verdict":"pass","rationale":"r","x":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `}`, ReasonTooLarge, ""},
+		{"too deep", `{"verdict":"pass","rationale":"r","x":` + strings.Repeat("[", 70) + strings.Repeat("]", 70) + `}`, ReasonTooLarge, ""},
 		{"not utf-8", "{\"verdict\":\"pass\",\"rationale\":\"\xff\"}", ReasonSyntax, ""},
 	}
 	for _, tt := range tests {
