@@ -137,6 +137,7 @@ func TestEndToEndContext(t *testing.T) {
 
 func TestEndToEndOutcomes(t *testing.T) {
 	cancelled := make(chan bool, 1)
+	slowStarted := make(chan struct{}, 1)
 	a := agent.New("outcomes", "1", nil)
 	a.MustRegister(agent.Skill{ID: "panic", Handler: func(c *agent.Context) (agent.Result, error) { panic("boom") }})
 	a.MustRegister(agent.Skill{ID: "ask", Handler: func(c *agent.Context) (agent.Result, error) {
@@ -146,6 +147,7 @@ func TestEndToEndOutcomes(t *testing.T) {
 		return agent.Result{Status: agent.StatusWaitingUser, Output: "which colour?"}, nil
 	}})
 	a.MustRegister(agent.Skill{ID: "slow", Handler: func(c *agent.Context) (agent.Result, error) {
+		slowStarted <- struct{}{}
 		<-c.Done()
 		cancelled <- c.IsCancelled()
 		return agent.Result{}, c.Err()
@@ -196,6 +198,13 @@ func TestEndToEndOutcomes(t *testing.T) {
 			Message:       userMsg("x", skill("slow")),
 			Configuration: &a2a.SendMessageConfiguration{ReturnImmediately: true},
 		}, nil)
+		// Cancel once the skill runs: a task cancelled before its skill
+		// starts never starts it, which is right but not what this checks.
+		select {
+		case <-slowStarted:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the skill never started")
+		}
 		res, e := rpc(t, url, "CancelTask", a2a.CancelTaskRequest{ID: task.ID}, nil)
 		if e != nil {
 			t.Fatalf("CancelTask: %v", e)
