@@ -28,15 +28,10 @@ func decodeStrict(data []byte, v any) error {
 	if err := CheckStructure(data); err != nil {
 		return err
 	}
+	// CheckStructure refused anything after the object already.
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return errors.New("trailing data after the JSON value")
-	}
-	return nil
+	return dec.Decode(v)
 }
 
 // A StructureError is why CheckStructure refused a document.

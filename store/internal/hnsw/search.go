@@ -134,45 +134,18 @@ func sortBestFirst(ns []Neighbor) {
 // The heaps are written out rather than built on container/heap, whose
 // interface calls cost more than the comparisons on this hot path.
 
-// maxHeap pops the highest score first.
-type maxHeap []Neighbor
+// maxHeap pops the highest score first: a minHeap of negated scores.
+type maxHeap minHeap
 
 func (h *maxHeap) push(n Neighbor) {
-	*h = append(*h, n)
-	a := *h
-	i := len(a) - 1
-	for i > 0 {
-		p := (i - 1) / 2
-		if a[p].Score >= a[i].Score {
-			break
-		}
-		a[p], a[i] = a[i], a[p]
-		i = p
-	}
+	n.Score = -n.Score
+	(*minHeap)(h).push(n)
 }
 
 func (h *maxHeap) pop() Neighbor {
-	a := *h
-	top := a[0]
-	last := len(a) - 1
-	a[0] = a[last]
-	a = a[:last]
-	for i := 0; ; {
-		c := 2*i + 1
-		if c >= len(a) {
-			break
-		}
-		if c+1 < len(a) && a[c+1].Score > a[c].Score {
-			c++
-		}
-		if a[i].Score >= a[c].Score {
-			break
-		}
-		a[i], a[c] = a[c], a[i]
-		i = c
-	}
-	*h = a
-	return top
+	n := (*minHeap)(h).pop()
+	n.Score = -n.Score
+	return n
 }
 
 // minHeap pops the lowest score first: the worst of a result set.

@@ -178,12 +178,11 @@ func (x *index) add(d *Doc) {
 			var scale float32
 			g.codes, scale = quantize(v, g.codes)
 			g.scales = append(g.scales, scale)
-			x.bytes += int64(len(v)) + 4
+			x.bytes += 5*int64(len(v)) + 4 + vectorBytes // the float32 vector and its int8 copy
 			if g.graph != nil {
 				g.graph.Add(uint32(len(g.vecs)-1), v)
 				x.bytes += graphBytes
 			}
-			x.bytes += 4*int64(len(v)) + vectorBytes
 		}
 	}
 }
@@ -233,8 +232,7 @@ type matcher struct {
 }
 
 func (x *index) matcher(f *memory.Filter) matcher {
-	m := matcher{x: x, f: f, now: unixMS(f.Now), after: unixMS(f.After), before: unixMS(f.Before)}
-	return m
+	return matcher{x: x, f: f, now: unixMS(f.Now), after: unixMS(f.After), before: unixMS(f.Before)}
 }
 
 func (m *matcher) match(s uint32) bool {
