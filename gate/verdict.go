@@ -122,6 +122,9 @@ type Verdict struct {
 	// AcknowledgedAt is set with already_executed: when the earlier run's
 	// write was acknowledged.
 	AcknowledgedAt *time.Time `json:"acknowledged_at,omitempty"`
+	// Claim is the claim granted with a pass when the submit asked for
+	// one (?claim=1), saving a round trip.
+	Claim *Claim `json:"claim,omitempty"`
 }
 
 // Validate checks the rules a verdict must meet before the SDK acts on it.
@@ -156,6 +159,13 @@ func (v *Verdict) Validate() error {
 	}
 	if v.Verdict == Hold && v.Hold == nil {
 		errs = append(errs, errors.New("hold: required with a hold verdict"))
+	}
+	if v.Claim != nil {
+		if v.Verdict != Pass {
+			errs = append(errs, errors.New("claim: only with a pass"))
+		} else if err := v.Claim.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("claim: %w", err))
+		}
 	}
 	if v.Hold != nil {
 		if err := v.Hold.Validate(); err != nil {
