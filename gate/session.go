@@ -214,6 +214,23 @@ type sessionState struct {
 	mu        sync.Mutex
 	reasoning string
 	suspended bool
+
+	// Set by Client.Begin: the gate's answer, and the evidence bounds of
+	// the client that opened the session.
+	opened bool
+	info   SessionInfo
+	limits EvidenceLimits
+	// park ends the session suspended although Suspend was not called: a
+	// resume met resume_no_standing_verdict (seed 004: the session parks
+	// on the way out so the retry can attach).
+	park bool
+	// calls counts the session's tool calls (reads and writes) for
+	// Provenance.Sequence; evidence is the buffer of reads, evBytes its
+	// size and dropped how many reads the bounds pushed out.
+	calls    int
+	evidence []Evidence
+	evBytes  int
+	dropped  int
 }
 
 // WithSession returns a context carrying s. Everything run under it is
@@ -282,8 +299,8 @@ func Suspend(ctx context.Context) error {
 	return nil
 }
 
-// EndState returns how ctx's session should end: suspended after Suspend,
-// completed otherwise.
+// EndState returns how ctx's session should end: suspended after Suspend
+// or after a resume met resume_no_standing_verdict, completed otherwise.
 func EndState(ctx context.Context) SessionEndState {
 	st, err := stateFrom(ctx, "EndState")
 	if err != nil {
@@ -291,7 +308,7 @@ func EndState(ctx context.Context) SessionEndState {
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.suspended {
+	if st.suspended || st.park {
 		return SessionSuspended
 	}
 	return SessionCompleted
