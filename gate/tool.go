@@ -26,7 +26,8 @@ type EvidenceLimits struct {
 	MaxBytes int
 	// MaxItemBytes bounds one read's arguments and, separately, its
 	// result and error text (0: 32 KiB). A longer one is cut and kept as
-	// a JSON string of its first MaxItemBytes bytes, with
+	// a JSON string of at most MaxItemBytes bytes holding its first
+	// bytes, with
 	// Provenance.Truncated set and OriginalBytes the size of the
 	// arguments and result before cutting.
 	MaxItemBytes int
@@ -124,8 +125,16 @@ func evidenceJSON(v any, limit int) (json.RawMessage, int, bool) {
 	if len(b) <= limit {
 		return b, len(b), false
 	}
-	cut, _ := json.Marshal(clip(string(b), limit))
-	return cut, len(b), true
+	// Escaping can lengthen the cut text; shorten it until the JSON
+	// string fits.
+	n := limit - 2
+	for {
+		cut, _ := json.Marshal(clip(string(b), max(n, 0)))
+		if len(cut) <= limit || n <= 0 {
+			return cut, len(b), true
+		}
+		n -= len(cut) - limit
+	}
 }
 
 // evidenceSnapshot copies the buffered reads for an Action, and counts
