@@ -1,6 +1,8 @@
 // Package gate is the public side of the NovaOS governance gate (seed 004,
-// issue 9): the wire model an agent's gated writes travel in, the errors a
-// stopped write returns, and the session an agent run is governed under.
+// issue 9): the Go SDK that gates an agent's writes (a client, sessions,
+// read and write tool wrappers, adapters for tool seams and agent
+// skills), the wire model those writes travel in, and the errors a
+// stopped write returns.
 //
 // The gate sits in the path of an agent's irreversible writes. Read tools
 // run freely and are kept as Evidence; a write is the gated moment, sent as
@@ -9,23 +11,52 @@
 // runs), hold (a person decides on the operator page) or kill (the write
 // never runs). Every uncertainty fails closed.
 //
-//	ctx = gate.WithSession(ctx, gate.Session{TenantID: "acme", TeamID: "support", AgentID: "refund-bot"})
 //	_ = gate.SetReasoning(ctx, "Customer reported a double charge; verified in CRM.")
-//	if err := gate.ValidateWrite(ctx, ""); err != nil { ... } // [fail_closed_config] …
+//	_, err := refund(ctx, Refund{Customer: "cust-4821", Amount: 240})
 //	var kill *gate.KillError
 //	if errors.As(err, &kill) { log(kill.Reason, kill.RuleIDCited, kill.Rationale) }
 //
-// # What this package holds now, and what comes next
+// # What this package holds
 //
-// Now: the wire types (Action, Evidence, Provenance, the GenericContext,
+// The wire types (Action, Evidence, Provenance, the GenericContext,
 // APContext and CSContext contexts, Verdict, HoldStatus, Claim, Ack, the
-// session messages), strict decoders for everything the SDK reads from the
-// gate and the service reads from a caller, the errors (KillError,
+// session messages), strict decoders for everything the SDK reads from
+// the gate and the service reads from a caller, the errors (KillError,
 // PausedError, AlreadyExecutedError), Session in a context.Context with
-// the configuration checks seed 004 refuses before any request, and Config
-// from the environment. Later steps add the client that talks to
-// /api/v1/gate/…, the generic read and write tool wrappers that buffer
-// evidence and turn verdicts into these errors, and the tool-seam adapter.
+// the configuration checks seed 004 refuses before any request, and
+// Config from the environment; the Store contract the service keeps its
+// records in. And the SDK itself:
+//
+//   - Client talks to /api/v1/gate/…: Run (seed 004's @augur.session)
+//     opens a session, runs a function under it and ends it; Begin and
+//     End are the two halves.
+//
+//   - Read and Write wrap plain Go functions, generic over their argument
+//     and result types (seed 004's @augur.tool): reads are buffered as
+//     evidence, a write runs only once the gate granted it the claim to
+//     execute, and is acknowledged with the claim's fencing token.
+//
+//   - ToolGate is the tool-seam adapter (seed 004's NovarchToolGate):
+//     tools classified once as read or write, writes described by
+//     WriteSpecJSON over the call's raw JSON arguments; KillSafe keeps a
+//     framework's tool-error handler from swallowing a halt.
+//
+//   - From, AgentRead, AgentWrite and ToolGate.AgentSeam bind all of it to
+//     a skill of package agent, reporting each call as tool-call-v1.
+//
+//   - ListActions, Action, Decide, PutRules, Rules, Audit and VerifyAudit
+//     are the operator and admin calls.
+//
+//     c, _ := gate.NewClient(cfg, nil)
+//     lookup := gate.Read("lookup_customer", crmLookup)
+//     refund := gate.Write(c, gate.WriteSpec[Refund]{ActionType: "issue_refund", Context: refundContext}, issueRefund)
+//     err := c.Run(ctx, gate.Session{TenantID: "acme", TeamID: "support", AgentID: "refund-bot"}, func(ctx context.Context) error {
+//     lookup(ctx, id)
+//     _, err := refund(ctx, Refund{Customer: id, Amount: 240})
+//     return err
+//     })
+//
+// The service (internal/gate) and the operator page come in later steps.
 //
 // # Errors
 //
@@ -89,4 +120,39 @@
 //     and NOVARCH_SDK_KEY; ours win when both are set.
 //   - Attaching requires the caller's own session id; Suspend requires a
 //     resumable session. The seed implies both but does not state them.
+//
+// # Choices of the client
+//
+//   - A write submits with ?claim=1, so a pass comes back already claimed
+//     and runs after one round trip; a pass without a claim (a resumed
+//     standing verdict, an approval) is claimed with POST /claims. The
+//     function runs only when a claim was granted.
+//   - Every call of the write path (submit, wait, claim, ack) and the
+//     session calls are retried on 429, 502, 503, 504 and connection
+//     faults: the gate keys actions by (session, action id), so a replayed
+//     submit gets the recorded verdict, and a replayed claim can at worst
+//     be refused, never run a write twice. Decide and PutRules are not
+//     retried. What still fails maps to a KillError: a problem's own
+//     known reason; 401 and 403 as fail_closed_config; other 4xx and
+//     malformed or mismatched answers as fail_closed_protocol; 5xx, 429,
+//     transport faults and timeouts as fail_closed_server_unavailable.
+//   - A session without an id gets a UUIDv7 made by the client, so a
+//     retried open presents the same session.
+//   - A hold blocks in long-polls of POST /actions/wait, asked again at
+//     once when one ends pending. The client gives up on its own after
+//     the hold's granted window plus ClientOptions.HoldMargin, with
+//     fail_closed_operator_timeout, even if the gate never answers; a
+//     caller's context that ends first does the same. A session parks
+//     (PausedError, no wait) when it is Resumable and the gate granted it
+//     an indefinite window, seed 004's two declarations.
+//   - A session ends suspended after Suspend, and after a resume met
+//     resume_no_standing_verdict; a paused write alone does not park it:
+//     call Suspend, as in the seed's nightly example.
+//   - An acknowledgement that still fails after its retries does not undo
+//     the write: the result is returned, the failure logged, and the
+//     action shows as execution_unconfirmed until an operator confirms
+//     it. A write function that returns an error is not acknowledged,
+//     since whether its effect landed is an operator's call.
+//   - At the tool seam, an unknown tool name fails closed: it may be a
+//     write, and an ungated write is what the gate exists to stop.
 package gate

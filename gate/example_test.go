@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"time"
 
 	"novaos.dev/novaos/gate"
+	"novaos.dev/novaos/secret"
 )
 
 // A resumed session must bring each write's own action id; the write is
@@ -97,4 +100,76 @@ func ExampleAction() {
 	//   ],
 	//   "reasoning": "Customer reported a double charge; verified in CRM."
 	// }
+}
+
+// A read runs freely and is kept as evidence; the write is the gated
+// moment. The gate here is a stand-in that passes every write; against a
+// NovaOS server, Config comes from ConfigFromEnv.
+func ExampleWrite() {
+	srv := exampleGate()
+	defer srv.Close()
+	c, err := gate.NewClient(gate.Config{URL: srv.URL, Token: secret.New("example-token")}, nil)
+	if err != nil {
+		panic(err)
+	}
+	lookup := gate.Read("lookup_customer", func(ctx context.Context, id string) (map[string]any, error) {
+		return map[string]any{"id": id, "open_disputes": 0}, nil
+	})
+	type refund struct {
+		Customer string
+		Amount   float64
+	}
+	issueRefund := gate.Write(c, gate.WriteSpec[refund]{
+		ActionType: "issue_refund",
+		Context: func(r refund) (gate.Context, error) {
+			return gate.GenericContext{RecordID: r.Customer, Summary: fmt.Sprintf("Refund $%.2f to %s", r.Amount, r.Customer), Amount: &r.Amount}, nil
+		},
+	}, func(ctx context.Context, r refund) (string, error) {
+		return fmt.Sprintf("refunded %.2f to %s", r.Amount, r.Customer), nil
+	})
+
+	s := gate.Session{TenantID: "acme", TeamID: "support", AgentID: "refund-bot"}
+	err = c.Run(context.Background(), s, func(ctx context.Context) error {
+		if _, err := lookup(ctx, "cust-4821"); err != nil {
+			return err
+		}
+		_ = gate.SetReasoning(ctx, "Customer reported a double charge; verified in CRM.")
+		res, err := issueRefund(ctx, refund{Customer: "cust-4821", Amount: 240})
+		var kill *gate.KillError
+		if errors.As(err, &kill) {
+			fmt.Println("stopped at the gate:", kill.Reason, kill.RuleIDCited)
+			return nil
+		}
+		fmt.Println(res, err)
+		return err
+	})
+	fmt.Println(err)
+	// Output:
+	// refunded 240.00 to cust-4821 <nil>
+	// <nil>
+}
+
+// exampleGate answers the calls of a passing write: the session, a pass
+// claimed in the same step, the acknowledgement.
+func exampleGate() *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req map[string]any
+		json.NewDecoder(r.Body).Decode(&req)
+		sid, aid := req["session_id"], req["action_id"]
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case gate.APIPath + "/sessions":
+			w.WriteHeader(http.StatusCreated)
+			json.NewEncoder(w).Encode(map[string]any{"session_id": sid, "hold_window_s": 300})
+		case gate.APIPath + "/actions":
+			json.NewEncoder(w).Encode(map[string]any{"session_id": sid, "action_id": aid, "verdict": "pass",
+				"claim": map[string]any{"session_id": sid, "action_id": aid, "status": "granted", "fencing_token": 1, "claimed_at": time.Now()}})
+		case gate.APIPath + "/acks":
+			json.NewEncoder(w).Encode(map[string]any{"session_id": sid, "action_id": aid, "acknowledged_at": time.Now()})
+		case gate.APIPath + "/sessions/end":
+			w.WriteHeader(http.StatusNoContent)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
 }

@@ -91,8 +91,8 @@ func TestOperatorCalls(t *testing.T) {
 // a decision is not replayed on a transient fault.
 func TestOperatorErrors(t *testing.T) {
 	f := newFake(t, map[string]handler{
-		"GET /actions/*": raw(200, `{"session_id":"s","session_id":"t"}`),
-		"GET /rules":     problem(404, ""),
+		"GET /actions/*":             raw(200, `{"session_id":"s","session_id":"t"}`),
+		"GET /rules":                 problem(404, ""),
 		"POST /actions/s/a/decision": problem(503, ""),
 		"GET /audit":                 problem(503, ""),
 	})

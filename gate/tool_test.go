@@ -88,7 +88,7 @@ func TestWriteVerdictPaths(t *testing.T) {
 				Hold: &gate.HoldStatus{State: gate.HoldDenied, WindowS: 60}}),
 		}, want{kill: true, reason: gate.ReasonOperatorDenied, verdict: gate.Hold}},
 		{"hold that the client times out (the server never answers)", fresh, map[string]handler{
-			"POST /actions": verdict(gate.Verdict{Verdict: gate.Hold, RuleIDCited: "AP-2", Hold: pending(0.2)}),
+			"POST /actions":      verdict(gate.Verdict{Verdict: gate.Hold, RuleIDCited: "AP-2", Hold: pending(0.2)}),
 			"POST /actions/wait": hang,
 		}, want{kill: true, reason: gate.ReasonOperatorTimeout}},
 		{"hold that the client times out (the server keeps it pending)", fresh, map[string]handler{
@@ -541,7 +541,10 @@ func TestWaitWakesOnApproval(t *testing.T) {
 	c, _ := f.client(&gate.ClientOptions{WaitPoll: 300 * time.Millisecond})
 	var ranAt atomic.Int64
 	write := gate.Write(c, gate.WriteSpec[refund]{ActionType: "issue_refund", Context: refundContext},
-		func(ctx context.Context, a refund) (string, error) { ranAt.Store(time.Now().UnixNano()); return "", nil })
+		func(ctx context.Context, a refund) (string, error) {
+			ranAt.Store(time.Now().UnixNano())
+			return "", nil
+		})
 	go func() {
 		time.Sleep(700 * time.Millisecond)
 		approvedAt.Store(time.Now().UnixNano())
