@@ -176,6 +176,9 @@ func TestWriteVerdictPaths(t *testing.T) {
 				t.Fatalf("Run: %v", err)
 			}
 			check(t, tt.want, werr, ran.Load(), f, logs)
+			if tt.want.paused && f.count("POST /actions/wait") != 0 {
+				t.Fatal("a session that parks waited on the hold")
+			}
 			if tt.want.ran && res != "refunded cust-4821" {
 				t.Fatalf("result %q", res)
 			}
