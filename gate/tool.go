@@ -368,13 +368,16 @@ const waitRounds = 5
 func (c *Client) wait(ctx context.Context, st *sessionState, v Verdict) (Verdict, error) {
 	sid, aid := v.SessionID, v.ActionID
 	window, finite := holdWindow(v.Hold, st.info)
-	wctx := ctx
+	// The client's own deadline cancels the wait rather than expiring it:
+	// giving up on a hold is not an outage, and the shared breaker must
+	// not count it as one (a cancellation says nothing to it).
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var deadline time.Time
 	if finite {
 		deadline = time.Now().Add(window + c.holdMargin)
-		var cancel context.CancelFunc
-		wctx, cancel = context.WithDeadline(ctx, deadline)
-		defer cancel()
+		stop := time.AfterFunc(time.Until(deadline), cancel)
+		defer stop.Stop()
 	}
 	timedOut := func(cause error) (Verdict, error) {
 		k := NewKillError(v)

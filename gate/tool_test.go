@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"novaos.dev/novaos/gate"
+	"novaos.dev/novaos/resilience"
 )
 
 type refund struct {
@@ -588,5 +589,49 @@ func TestWaitCancelled(t *testing.T) {
 	// The session was ended although the run's context had ended.
 	if f.count("POST /sessions/end") != 1 {
 		t.Fatal("the session was not ended")
+	}
+}
+
+// Holds the client gave up on are not an outage: they must not open the
+// breaker shared by the client's calls, or a few slow operators would
+// stop every other write.
+func TestClientHoldTimeoutsDoNotOpenTheBreaker(t *testing.T) {
+	f := newFake(t, map[string]handler{
+		"POST /actions": func(n int, r *http.Request, body []byte) reply {
+			if a := action(t, body); a.ActionID != "last" {
+				return verdict(gate.Verdict{Verdict: gate.Hold, RuleIDCited: "AP-2", Hold: pending(0.05)})(n, r, body)
+			}
+			return passClaimed(1)(n, r, body)
+		},
+		"POST /actions/wait": hang,
+		"POST /acks":         ackOK,
+	})
+	c, _ := f.client(&gate.ClientOptions{Retry: &resilience.Policy{Attempts: 3, Base: time.Millisecond, NoJitter: true,
+		Breaker: resilience.NewBreaker(&resilience.BreakerOptions{Threshold: 2})}})
+	write := gate.Write(c, gate.WriteSpec[refund]{ActionType: "x", Context: refundContext,
+		ActionID: func(a refund) (string, error) { return a.PO, nil }},
+		func(ctx context.Context, a refund) (string, error) { return "ran", nil })
+	err := c.Run(context.Background(), fresh, func(ctx context.Context) error {
+		errs := make(chan error, 4)
+		for i := range 4 {
+			go func() {
+				_, err := write(ctx, refund{Customer: "c", Amount: 1, PO: fmt.Sprint("held-", i)})
+				errs <- err
+			}()
+		}
+		for range 4 {
+			var k *gate.KillError
+			if err := <-errs; !errors.As(err, &k) || k.Reason != gate.ReasonOperatorTimeout {
+				t.Errorf("held write: %v", err)
+			}
+		}
+		res, err := write(ctx, refund{Customer: "c", Amount: 1, PO: "last"})
+		if err != nil || res != "ran" {
+			t.Errorf("the write after the timed-out holds: %q, %v", res, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
