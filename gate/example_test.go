@@ -173,3 +173,54 @@ func exampleGate() *httptest.Server {
 		}
 	}))
 }
+
+// At a framework's tool seam, tools are classified once and every call
+// passes through Call; a denied write would come back Blocked, with text
+// for the model, while a kill halts the run.
+func ExampleToolGate() {
+	srv := exampleGate()
+	defer srv.Close()
+	c, _ := gate.NewClient(gate.Config{URL: srv.URL, Token: secret.New("example-token")}, nil)
+	g := &gate.ToolGate{
+		Client: c,
+		Kinds:  map[string]gate.ToolKind{"lookup_customer": gate.ToolRead, "issue_refund": gate.ToolWrite},
+		Writes: map[string]gate.WriteSpecJSON{"issue_refund": {
+			ActionType: "issue_refund",
+			Context: func(args json.RawMessage) (gate.Context, error) {
+				var a struct {
+					CustomerID string  `json:"customer_id"`
+					Amount     float64 `json:"amount"`
+				}
+				err := json.Unmarshal(args, &a)
+				return gate.GenericContext{RecordID: a.CustomerID, Amount: &a.Amount}, err
+			},
+		}},
+	}
+	tool := func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage(`{"status":"done"}`), nil
+	}
+	onToolError := gate.KillSafe(func(err error) string { return "the tool failed: " + err.Error() })
+	s := gate.Session{TenantID: "acme", TeamID: "support", AgentID: "refund-bot", ID: "ticket-4821"}
+	err := c.Run(context.Background(), s, func(ctx context.Context) error {
+		for _, call := range []struct{ name, args string }{
+			{"lookup_customer", `{"customer_id":"cust-4821"}`},
+			{"issue_refund", `{"customer_id":"cust-4821","amount":240}`},
+			{"delete_account", `{"customer_id":"cust-4821"}`},
+		} {
+			res, err := g.Call(ctx, call.name, json.RawMessage(call.args), tool)
+			if err != nil {
+				if _, err := onToolError(err); err != nil {
+					return err // a halt: the run stops here
+				}
+				continue
+			}
+			fmt.Println(call.name, res.Blocked, res.Content)
+		}
+		return nil
+	})
+	fmt.Println(err)
+	// Output:
+	// lookup_customer false {"status":"done"}
+	// issue_refund false {"status":"done"}
+	// [fail_closed_config] gate: write failed closed: tool "delete_account" is not classified as read or write; the seam runs no unclassified tool (verdict=kill session=ticket-4821)
+}

@@ -382,9 +382,14 @@ func (c *Client) wait(ctx context.Context, st *sessionState, v Verdict) (Verdict
 	timedOut := func(cause error) (Verdict, error) {
 		k := NewKillError(v)
 		k.Verdict, k.Reason, k.Err = Kill, ReasonOperatorTimeout, cause
-		if k.Rationale == "" {
-			k.Rationale = "no operator decided within the hold window"
+		why := "no operator decided within the hold window"
+		if cause != nil {
+			why = "the caller stopped waiting for an operator"
 		}
+		if k.Rationale != "" {
+			why += " (held: " + k.Rationale + ")"
+		}
+		k.Rationale = why
 		return Verdict{}, k
 	}
 	failures := 0
