@@ -317,7 +317,17 @@ func stopped(v Verdict, def Reason) *KillError {
 // Retrying it is safe: the gate keys actions by (session, action id) and
 // answers a replay with the recorded verdict.
 func (c *Client) submit(ctx context.Context, a Action) (Verdict, error) {
-	data, err := c.call(ctx, request{method: http.MethodPost, path: "/actions", query: url.Values{"claim": {"1"}}, body: a, idempotent: true})
+	body, err := json.Marshal(a)
+	if err != nil {
+		return Verdict{}, &KillError{Verdict: Kill, Reason: ReasonContextBuilder, Rationale: "the action does not encode as JSON",
+			ActionID: a.ActionID, SessionID: a.SessionID, Err: err}
+	}
+	if len(body) > MaxDocumentSize {
+		// The gate refuses it unread; saying so here names the cause.
+		return Verdict{}, configError(a.SessionID, a.ActionID, fmt.Sprintf(
+			"the action is %d bytes, over the gate's %d: shorten the reasoning or the context, or lower EvidenceLimits", len(body), MaxDocumentSize))
+	}
+	data, err := c.call(ctx, request{method: http.MethodPost, path: "/actions", query: url.Values{"claim": {"1"}}, body: json.RawMessage(body), idempotent: true})
 	if err != nil {
 		return Verdict{}, failClosed(err, a.ActionID, a.SessionID)
 	}

@@ -451,6 +451,13 @@ func TestConfigRefusedBeforeAnyRequest(t *testing.T) {
 			return writeIn(c, resumed, gate.Write(c, gate.WriteSpec[refund]{ActionType: "x", Context: refundContext,
 				ActionID: func(refund) (string, error) { return "", nil }}, noop))
 		}},
+		{"an action over the gate's document limit", func() error {
+			return c.Run(context.Background(), fresh, func(ctx context.Context) error {
+				gate.SetReasoning(ctx, strings.Repeat("because ", gate.MaxDocumentSize/8+1))
+				_, err := gate.Write(c, spec, noop)(ctx, refund{Customer: "c", Amount: 1})
+				return err
+			})
+		}},
 		{"Suspend in a session that cannot park", func() error {
 			return c.Run(context.Background(), fresh, func(ctx context.Context) error { return gate.Suspend(ctx) })
 		}},
@@ -469,8 +476,8 @@ func TestConfigRefusedBeforeAnyRequest(t *testing.T) {
 		})
 	}
 	// The session refusals sent nothing at all.
-	if n := f.count("POST /sessions"); n != 5 {
-		t.Fatalf("%d session opens, want the 5 of the cases that validly open one", n)
+	if n := f.count("POST /sessions"); n != 6 {
+		t.Fatalf("%d session opens, want the 6 of the cases that validly open one", n)
 	}
 	if _, err := gate.NewClient(gate.Config{URL: "ftp://x"}, nil); err == nil {
 		t.Fatal("NewClient accepted an unusable config")
