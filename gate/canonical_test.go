@@ -446,6 +446,11 @@ func (o *refObject) hasDuplicate() bool {
 }
 
 func decimal(n json.Number) *big.Float {
+	// Zero may carry any exponent, even one big.ParseFloat cannot hold.
+	mantissa, _, _ := strings.Cut(strings.ToLower(string(n)), "e")
+	if strings.Trim(mantissa, "-0.") == "" {
+		return new(big.Float)
+	}
 	f, _, err := big.ParseFloat(string(n), 10, 4096, big.ToNearestEven)
 	if err != nil {
 		return nil
@@ -535,6 +540,7 @@ func FuzzCanonicalize(f *testing.F) {
 		"{\"a\":\"\xff\"}",
 		`{"record_id":"r-1","amount":12.5,"nested":{"list":[true,null,{"k":"v"}]}}`,
 		` [ ] `,
+		`[0.000e11111111111111111111111111111,-0E-99999999999999999999]`,
 		`{} x`,
 	} {
 		f.Add([]byte(s))
