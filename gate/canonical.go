@@ -52,7 +52,7 @@ const maxSafeInteger = 1<<53 - 1
 // The work is linear in the input apart from sorting each object's member
 // names.
 func Canonicalize(data []byte) ([]byte, error) {
-	c := canonicalizer{in: data, out: make([]byte, 0, len(data)), strict: true}
+	c := newCanonicalizer(data, true, len(data))
 	if err := c.document(); err != nil {
 		return nil, fmt.Errorf("gate: canonicalize: %w", err)
 	}
@@ -74,6 +74,16 @@ type canonicalizer struct {
 	names   []byte   // decoded names of the members of the open objects
 	members []member // the members of the open objects
 	scratch []byte   // a decoded string value, or an object's body while it is reordered
+}
+
+// newCanonicalizer sizes the shared buffers for a typical context (a
+// dozen members with short names), so that one rarely grows them.
+func newCanonicalizer(in []byte, strict bool, outCap int) *canonicalizer {
+	buf := make([]byte, 0, 512)
+	return &canonicalizer{
+		in: in, strict: strict, out: make([]byte, 0, outCap),
+		names: buf[:0:256], scratch: buf[256:256:512], members: make([]member, 0, 16),
+	}
 }
 
 type member struct {

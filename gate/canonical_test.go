@@ -23,7 +23,7 @@ import (
 // jcsOnly canonicalizes without Canonicalize's number policy: plain RFC
 // 8785, which the RFC's own examples need.
 func jcsOnly(data []byte) ([]byte, error) {
-	c := canonicalizer{in: data}
+	c := newCanonicalizer(data, false, len(data))
 	if err := c.document(); err != nil {
 		return nil, err
 	}

@@ -41,8 +41,7 @@ func FingerprintJSON(actionType, contextType string, context []byte) (string, er
 	}
 	// The envelope's names are fixed and already in JCS order, so the
 	// canonical document is written around the context in one buffer.
-	c := canonicalizer{in: context, strict: true}
-	c.out = make([]byte, 0, len(context)+len(actionType)+len(contextType)+48)
+	c := newCanonicalizer(context, true, len(context)+len(actionType)+len(contextType)+48)
 	c.out = append(c.out, `{"action_type":`...)
 	c.out = appendCanonicalString(c.out, []byte(actionType))
 	c.out = append(c.out, `,"context":`...)
@@ -57,7 +56,9 @@ func FingerprintJSON(actionType, contextType string, context []byte) (string, er
 	c.out = appendCanonicalString(c.out, []byte(contextType))
 	c.out = append(c.out, '}')
 	sum := sha256.Sum256(c.out)
-	return hex.EncodeToString(sum[:]), nil
+	var text [2 * sha256.Size]byte
+	hex.Encode(text[:], sum[:])
+	return string(text[:]), nil
 }
 
 // Fingerprint is FingerprintJSON of a typed context, encoded as the SDK
