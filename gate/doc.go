@@ -120,6 +120,18 @@
 //     and NOVARCH_SDK_KEY; ours win when both are set.
 //   - Attaching requires the caller's own session id; Suspend requires a
 //     resumable session. The seed implies both but does not state them.
+//   - A standing verdict is bound to a fingerprint of what it approved
+//     (FingerprintScheme "sha256-jcs-1"): the hex SHA-256 of the RFC 8785
+//     canonical JSON of {"action_type", "context", "context_type"}. The
+//     service fingerprints the raw context it received, the SDK the typed
+//     context it sends; a resume whose fingerprint differs is refused
+//     (resume_fingerprint_mismatch), while member order, white space,
+//     escapes and number spellings (1, 1.0, 1e0) never matter. So that
+//     two different amounts can never share a fingerprint, Canonicalize
+//     refuses numbers whose decimal value is not exactly a double's
+//     shortest form (0.30000000000000001) and magnitudes beyond 2^53-1:
+//     such values travel as strings. Strings are compared as written, so
+//     a timestamp re-spelt in another zone is a different context.
 //
 // # Choices of the client
 //

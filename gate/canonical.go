@@ -1,0 +1,709 @@
+package gate
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// A CanonicalError is why Canonicalize refused its input.
+type CanonicalError struct {
+	// Problem is one of "syntax", "utf8" (invalid UTF-8 in a string),
+	// "surrogate" (a \u escape naming half a surrogate pair), "duplicate",
+	// "number_range" (beyond float64), "number_precision" (a number whose
+	// decimal value no double writes back), "number_unsafe" (magnitude
+	// beyond 2^53-1), "depth" and "trailing".
+	Problem string
+	// Offset is the byte offset in the input where the problem was found.
+	Offset int
+	// Detail says more; it quotes at most a short member name, never a
+	// string value.
+	Detail string
+}
+
+func (e *CanonicalError) Error() string {
+	return fmt.Sprintf("%s at byte %d: %s", e.Problem, e.Offset, e.Detail)
+}
+
+// maxSafeInteger is 2^53-1, the largest magnitude below which every
+// integer is a double (I-JSON, RFC 7493 section 2.2).
+const maxSafeInteger = 1<<53 - 1
+
+// Canonicalize returns the RFC 8785 (JSON Canonicalization Scheme) form of
+// the one JSON value in data: no white space, object members sorted by
+// the UTF-16 code units of their names, strings with JCS's minimal
+// escaping and numbers written as ECMAScript writes the double they
+// denote.
+//
+// Beyond what JCS refuses (invalid JSON or UTF-8, lone surrogates,
+// duplicate member names, numbers beyond float64), Canonicalize refuses
+// numbers that two different amounts could share a canonical form
+// through: a number whose decimal value is not exactly the value JCS
+// writes back for it (0.30000000000000001 is the double 0.3, and would
+// fingerprint as 0.3), and any magnitude beyond 2^53-1, where neighbouring
+// integers fall on one double. Such values belong in strings. Equal
+// values spelled differently (1, 1.0, 1e0, 10e-1) are all accepted and
+// all canonicalize to 1. Nesting is limited to 64 levels, and nothing but
+// white space may follow the value.
+//
+// The work is linear in the input apart from sorting each object's member
+// names.
+func Canonicalize(data []byte) ([]byte, error) {
+	c := newCanonicalizer(data, true, len(data))
+	if err := c.document(); err != nil {
+		return nil, fmt.Errorf("gate: canonicalize: %w", err)
+	}
+	return c.out, nil
+}
+
+// canonicalizer writes the canonical form of in to out in one pass. An
+// object's members are written in input order, each as "name":value, and
+// reordered in place once the object closes; names, members and scratch
+// are stacks and buffers shared by every object so that nothing is
+// allocated per member.
+type canonicalizer struct {
+	in  []byte
+	pos int
+	out []byte
+	// strict adds the number policy Canonicalize documents to plain JCS.
+	strict bool
+
+	names   []byte   // decoded names of the members of the open objects
+	members []member // the members of the open objects
+	scratch []byte   // a decoded string value, or an object's body while it is reordered
+}
+
+// newCanonicalizer sizes the shared buffers for a typical context (a
+// dozen members with short names), so that one rarely grows them.
+func newCanonicalizer(in []byte, strict bool, outCap int) *canonicalizer {
+	buf := make([]byte, 0, 512)
+	return &canonicalizer{
+		in: in, strict: strict, out: make([]byte, 0, outCap),
+		names: buf[:0:256], scratch: buf[256:256:512], members: make([]member, 0, 16),
+	}
+}
+
+type member struct {
+	name       [2]int // decoded name: names[name[0]:name[1]]
+	start, end int    // canonical "name":value in out
+}
+
+func (c *canonicalizer) fail(problem string, at int, format string, args ...any) error {
+	return &CanonicalError{Problem: problem, Offset: at, Detail: fmt.Sprintf(format, args...)}
+}
+
+func (c *canonicalizer) document() error {
+	c.space()
+	if c.pos == len(c.in) {
+		return c.fail("syntax", c.pos, "no JSON value")
+	}
+	if err := c.value(0); err != nil {
+		return err
+	}
+	c.space()
+	if c.pos != len(c.in) {
+		return c.fail("trailing", c.pos, "data after the JSON value")
+	}
+	return nil
+}
+
+func (c *canonicalizer) space() {
+	for c.pos < len(c.in) {
+		switch c.in[c.pos] {
+		case ' ', '\t', '\n', '\r':
+			c.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (c *canonicalizer) value(depth int) error {
+	if c.pos == len(c.in) {
+		return c.fail("syntax", c.pos, "unexpected end of input")
+	}
+	switch b := c.in[c.pos]; {
+	case b == '{':
+		return c.object(depth + 1)
+	case b == '[':
+		return c.array(depth + 1)
+	case b == '"':
+		start := len(c.scratch)
+		s, err := c.str(c.scratch[:start])
+		if err != nil {
+			return err
+		}
+		c.scratch = s
+		c.out = appendCanonicalString(c.out, s[start:])
+		c.scratch = c.scratch[:start]
+		return nil
+	case b == 't':
+		return c.literal("true")
+	case b == 'f':
+		return c.literal("false")
+	case b == 'n':
+		return c.literal("null")
+	case b == '-' || '0' <= b && b <= '9':
+		return c.number()
+	}
+	return c.fail("syntax", c.pos, "unexpected %q", c.in[c.pos])
+}
+
+func (c *canonicalizer) literal(word string) error {
+	if !bytes.HasPrefix(c.in[c.pos:], []byte(word)) {
+		return c.fail("syntax", c.pos, "invalid literal")
+	}
+	c.pos += len(word)
+	c.out = append(c.out, word...)
+	return nil
+}
+
+func (c *canonicalizer) array(depth int) error {
+	if depth > maxDepth {
+		return c.fail("depth", c.pos, "nesting deeper than %d", maxDepth)
+	}
+	c.pos++ // [
+	c.out = append(c.out, '[')
+	c.space()
+	if c.pos < len(c.in) && c.in[c.pos] == ']' {
+		c.pos++
+		c.out = append(c.out, ']')
+		return nil
+	}
+	for {
+		c.space()
+		if err := c.value(depth); err != nil {
+			return err
+		}
+		c.space()
+		if c.pos == len(c.in) {
+			return c.fail("syntax", c.pos, "unterminated array")
+		}
+		switch c.in[c.pos] {
+		case ',':
+			c.pos++
+			c.out = append(c.out, ',')
+		case ']':
+			c.pos++
+			c.out = append(c.out, ']')
+			return nil
+		default:
+			return c.fail("syntax", c.pos, "expected , or ] in array")
+		}
+	}
+}
+
+func (c *canonicalizer) object(depth int) error {
+	if depth > maxDepth {
+		return c.fail("depth", c.pos, "nesting deeper than %d", maxDepth)
+	}
+	open := c.pos
+	c.pos++ // {
+	c.out = append(c.out, '{')
+	body := len(c.out)
+	namesBase, membersBase := len(c.names), len(c.members)
+	defer func() { c.names, c.members = c.names[:namesBase], c.members[:membersBase] }()
+
+	c.space()
+	if c.pos < len(c.in) && c.in[c.pos] == '}' {
+		c.pos++
+		c.out = append(c.out, '}')
+		return nil
+	}
+	for {
+		c.space()
+		if c.pos == len(c.in) || c.in[c.pos] != '"' {
+			return c.fail("syntax", c.pos, "expected a member name")
+		}
+		nameStart := len(c.names)
+		names, err := c.str(c.names)
+		if err != nil {
+			return err
+		}
+		c.names = names
+		m := member{name: [2]int{nameStart, len(c.names)}, start: len(c.out)}
+		c.out = appendCanonicalString(c.out, c.names[nameStart:])
+		c.space()
+		if c.pos == len(c.in) || c.in[c.pos] != ':' {
+			return c.fail("syntax", c.pos, "expected : after a member name")
+		}
+		c.pos++
+		c.out = append(c.out, ':')
+		c.space()
+		if err := c.value(depth); err != nil {
+			return err
+		}
+		m.end = len(c.out)
+		c.members = append(c.members, m)
+		c.space()
+		if c.pos == len(c.in) {
+			return c.fail("syntax", c.pos, "unterminated object")
+		}
+		if c.in[c.pos] == ',' {
+			c.pos++
+			c.out = append(c.out, ',')
+			continue
+		}
+		if c.in[c.pos] != '}' {
+			return c.fail("syntax", c.pos, "expected , or } in object")
+		}
+		c.pos++
+		break
+	}
+	return c.order(open, body, c.members[membersBase:])
+}
+
+// order puts an object's members, written in input order from body on,
+// into JCS order and closes the object. Input already in order (as
+// encoding/json writes maps) is left where it is.
+func (c *canonicalizer) order(open, body int, ms []member) error {
+	name := func(m member) []byte { return c.names[m.name[0]:m.name[1]] }
+	sorted := true
+	for i := 1; i < len(ms); i++ {
+		if compareUTF16(name(ms[i-1]), name(ms[i])) >= 0 {
+			sorted = false
+			break
+		}
+	}
+	if !sorted {
+		slices.SortFunc(ms, func(a, b member) int { return compareUTF16(name(a), name(b)) })
+		for i := 1; i < len(ms); i++ {
+			if bytes.Equal(name(ms[i-1]), name(ms[i])) {
+				return c.fail("duplicate", open, "object has member %s twice", quoteShort(name(ms[i])))
+			}
+		}
+		c.scratch = append(c.scratch[:0], c.out[body:]...)
+		c.out = c.out[:body]
+		for i, m := range ms {
+			if i > 0 {
+				c.out = append(c.out, ',')
+			}
+			c.out = append(c.out, c.scratch[m.start-body:m.end-body]...)
+		}
+		c.scratch = c.scratch[:0]
+	}
+	c.out = append(c.out, '}')
+	return nil
+}
+
+// quoteShort quotes a member name for an error, cut to 40 bytes.
+func quoteShort(name []byte) string {
+	if len(name) > 40 {
+		cut := 40
+		for cut > 0 && !utf8.RuneStart(name[cut]) {
+			cut--
+		}
+		return strconv.Quote(string(name[:cut])) + "…"
+	}
+	return strconv.Quote(string(name))
+}
+
+// compareUTF16 orders two valid UTF-8 strings as JCS orders member names:
+// by their UTF-16 code units. That differs from code point order only
+// where a character beyond U+FFFF (a surrogate pair, D800–DBFF first)
+// meets one in U+E000–U+FFFF.
+func compareUTF16(a, b []byte) int {
+	for len(a) > 0 && len(b) > 0 {
+		ra, na := rune(a[0]), 1
+		if ra >= utf8.RuneSelf {
+			ra, na = utf8.DecodeRune(a)
+		}
+		rb, nb := rune(b[0]), 1
+		if rb >= utf8.RuneSelf {
+			rb, nb = utf8.DecodeRune(b)
+		}
+		if ra != rb {
+			if ka, kb := utf16Rank(ra), utf16Rank(rb); ka < kb {
+				return -1
+			}
+			return 1
+		}
+		a, b = a[na:], b[nb:]
+	}
+	return len(a) - len(b)
+}
+
+// utf16Rank maps a rune to a key whose order is its UTF-16 order: the
+// supplementary planes slot in where the surrogates are, before U+E000.
+func utf16Rank(r rune) rune {
+	switch {
+	case r < 0xD800:
+		return r
+	case r >= 0x10000:
+		return 0xD800 + (r - 0x10000)
+	}
+	return r + 0x100000
+}
+
+// str reads the string at c.pos and appends its decoded, validated UTF-8
+// to dst.
+func (c *canonicalizer) str(dst []byte) ([]byte, error) {
+	open := c.pos
+	c.pos++ // "
+	for {
+		start := c.pos
+		for c.pos < len(c.in) {
+			b := c.in[c.pos]
+			if b < 0x20 || b == '"' || b == '\\' || b >= utf8.RuneSelf {
+				break
+			}
+			c.pos++
+		}
+		dst = append(dst, c.in[start:c.pos]...)
+		if c.pos == len(c.in) {
+			return nil, c.fail("syntax", open, "unterminated string")
+		}
+		switch b := c.in[c.pos]; {
+		case b == '"':
+			c.pos++
+			return dst, nil
+		case b < 0x20:
+			return nil, c.fail("syntax", c.pos, "control character U+%04X in a string", b)
+		case b >= utf8.RuneSelf:
+			r, n := utf8.DecodeRune(c.in[c.pos:])
+			if r == utf8.RuneError && n == 1 {
+				return nil, c.fail("utf8", c.pos, "invalid UTF-8 in a string")
+			}
+			dst = append(dst, c.in[c.pos:c.pos+n]...)
+			c.pos += n
+		default: // backslash
+			var err error
+			if dst, err = c.escape(dst); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+func (c *canonicalizer) escape(dst []byte) ([]byte, error) {
+	at := c.pos
+	if c.pos+1 >= len(c.in) {
+		return nil, c.fail("syntax", at, "unterminated escape")
+	}
+	e := c.in[c.pos+1]
+	c.pos += 2
+	switch e {
+	case '"', '\\', '/':
+		return append(dst, e), nil
+	case 'b':
+		return append(dst, '\b'), nil
+	case 'f':
+		return append(dst, '\f'), nil
+	case 'n':
+		return append(dst, '\n'), nil
+	case 'r':
+		return append(dst, '\r'), nil
+	case 't':
+		return append(dst, '\t'), nil
+	case 'u':
+	default:
+		return nil, c.fail("syntax", at, "invalid escape \\%c", e)
+	}
+	r, ok := c.hex4()
+	if !ok {
+		return nil, c.fail("syntax", at, "invalid \\u escape")
+	}
+	switch {
+	case 0xDC00 <= r && r < 0xE000:
+		return nil, c.fail("surrogate", at, "lone low surrogate \\u%04x", r)
+	case 0xD800 <= r && r < 0xDC00:
+		if c.pos+1 >= len(c.in) || c.in[c.pos] != '\\' || c.in[c.pos+1] != 'u' {
+			return nil, c.fail("surrogate", at, "high surrogate \\u%04x without its low half", r)
+		}
+		c.pos += 2
+		lo, ok := c.hex4()
+		if !ok {
+			return nil, c.fail("syntax", c.pos-2, "invalid \\u escape")
+		}
+		if lo < 0xDC00 || lo >= 0xE000 {
+			return nil, c.fail("surrogate", at, "high surrogate \\u%04x followed by \\u%04x", r, lo)
+		}
+		r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
+	}
+	return utf8.AppendRune(dst, r), nil
+}
+
+func (c *canonicalizer) hex4() (rune, bool) {
+	if c.pos+4 > len(c.in) {
+		return 0, false
+	}
+	var r rune
+	for _, b := range c.in[c.pos : c.pos+4] {
+		switch {
+		case '0' <= b && b <= '9':
+			r = r<<4 | rune(b-'0')
+		case 'a' <= b && b <= 'f':
+			r = r<<4 | rune(b-'a'+10)
+		case 'A' <= b && b <= 'F':
+			r = r<<4 | rune(b-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	c.pos += 4
+	return r, true
+}
+
+const lowerHex = "0123456789abcdef"
+
+// appendCanonicalString writes valid UTF-8 s as a JCS string: only the
+// quote, the backslash and the C0 controls are escaped, the five with
+// short forms by those, the rest as \u00xx.
+func appendCanonicalString(dst, s []byte) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i, b := range s {
+		if b >= 0x20 && b != '"' && b != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		start = i + 1
+		switch b {
+		case '"', '\\':
+			dst = append(dst, '\\', b)
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', lowerHex[b>>4], lowerHex[b&0xF])
+		}
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+func isDigit(b byte) bool { return '0' <= b && b <= '9' }
+
+// number reads a number, checks it against the policy and writes it as
+// ECMAScript would write the double it denotes.
+func (c *canonicalizer) number() error {
+	start := c.pos
+	if c.in[c.pos] == '-' {
+		c.pos++
+	}
+	intStart := c.pos
+	switch {
+	case c.pos == len(c.in) || !isDigit(c.in[c.pos]):
+		return c.fail("syntax", start, "invalid number")
+	case c.in[c.pos] == '0':
+		c.pos++
+	default:
+		for c.pos < len(c.in) && isDigit(c.in[c.pos]) {
+			c.pos++
+		}
+	}
+	intEnd := c.pos
+	fracStart, fracEnd := c.pos, c.pos
+	if c.pos < len(c.in) && c.in[c.pos] == '.' {
+		c.pos++
+		fracStart = c.pos
+		for c.pos < len(c.in) && isDigit(c.in[c.pos]) {
+			c.pos++
+		}
+		if c.pos == fracStart {
+			return c.fail("syntax", start, "invalid number: no digits after the point")
+		}
+		fracEnd = c.pos
+	}
+	var exp int64
+	if c.pos < len(c.in) && (c.in[c.pos] == 'e' || c.in[c.pos] == 'E') {
+		c.pos++
+		neg := false
+		if c.pos < len(c.in) && (c.in[c.pos] == '+' || c.in[c.pos] == '-') {
+			neg = c.in[c.pos] == '-'
+			c.pos++
+		}
+		expStart := c.pos
+		for c.pos < len(c.in) && isDigit(c.in[c.pos]) {
+			// Saturate: any exponent this large puts a non-zero value
+			// far outside float64, and the checks below see that.
+			if exp < 1e12 {
+				exp = exp*10 + int64(c.in[c.pos]-'0')
+			}
+			c.pos++
+		}
+		if c.pos == expStart {
+			return c.fail("syntax", start, "invalid number: no digits in the exponent")
+		}
+		if neg {
+			exp = -exp
+		}
+	}
+	neg := c.in[start] == '-'
+	sig, point := significand(c.in[intStart:intEnd], c.in[fracStart:fracEnd])
+	// The value is 0.sig × 10^e. strconv.ParseFloat gets it in that
+	// normal form: it saturates long exponents, so a text like 0.(a
+	// million zeros)1e1000001 would reach it as a different number.
+	e := point + exp
+	var f float64
+	switch {
+	case sig.len() == 0:
+	case e > 400:
+		return c.fail("number_range", start, "number beyond float64")
+	case e < -400: // below the smallest denormal, 5e-324
+	default:
+		text := make([]byte, 0, 32)
+		text = append(text, "0."...)
+		text = sig.appendTo(text)
+		text = append(text, 'e')
+		text = strconv.AppendInt(text, e, 10)
+		var err error
+		if f, err = strconv.ParseFloat(string(text), 64); err != nil {
+			return c.fail("number_range", start, "number beyond float64")
+		}
+	}
+	if neg {
+		f = -f
+	}
+	var buf [32]byte
+	digits, n := shortestDigits(buf[:0], f)
+	if c.strict {
+		if math.Abs(f) > maxSafeInteger {
+			return c.fail("number_unsafe", start, "magnitude beyond 2^53-1; send it as a string")
+		}
+		if int64(n) != e && len(digits) > 0 || !sig.equal(digits) {
+			return c.fail("number_precision", start, "decimal value is not exactly a double's shortest form (too many digits, or underflow)")
+		}
+	}
+	c.out = appendDigits(c.out, math.Signbit(f) && f != 0, digits, n)
+	return nil
+}
+
+// shortestDigits returns the shortest decimal digits that round-trip to
+// |f| and the exponent n with |f| ≈ 0.digits × 10^n (ECMAScript's k
+// digits and n). Zero is no digits.
+func shortestDigits(buf []byte, f float64) ([]byte, int) {
+	if f == 0 {
+		return buf[:0], 0
+	}
+	// 'e' with precision -1 is d.ddddde±xx with the shortest digits,
+	// the nearest to f when several are as short, as ECMAScript picks.
+	s := strconv.AppendFloat(buf[:0], math.Abs(f), 'e', -1, 64)
+	e := bytes.IndexByte(s, 'e')
+	x := 0
+	for _, d := range s[e+2:] { // past the sign, which 'e' always writes
+		x = x*10 + int(d-'0')
+	}
+	if s[e+1] == '-' {
+		x = -x
+	}
+	digits := s[:1]
+	if e > 1 {
+		digits = append(digits, s[2:e]...) // overwrites the point in place
+	}
+	return digits, x + 1
+}
+
+// digitRun is the significant digits of a number's text: the digits of
+// its integer and fraction parts, read as one run, from first to last
+// (both excluded from the zeros around them).
+type digitRun struct {
+	intPart, frac []byte
+	first, last   int
+}
+
+func (d digitRun) at(i int) byte {
+	if i < len(d.intPart) {
+		return d.intPart[i]
+	}
+	return d.frac[i-len(d.intPart)]
+}
+
+func (d digitRun) len() int { return d.last - d.first }
+
+func (d digitRun) appendTo(dst []byte) []byte {
+	for i := d.first; i < d.last; i++ {
+		dst = append(dst, d.at(i))
+	}
+	return dst
+}
+
+func (d digitRun) equal(digits []byte) bool {
+	if d.len() != len(digits) {
+		return false
+	}
+	for i, b := range digits {
+		if d.at(d.first+i) != b {
+			return false
+		}
+	}
+	return true
+}
+
+// significand finds the significant digits of intPart.frac and the
+// position of the point relative to them: intPart.frac = 0.digits ×
+// 10^point.
+func significand(intPart, frac []byte) (digitRun, int64) {
+	d := digitRun{intPart: intPart, frac: frac, first: -1}
+	for i := range len(intPart) + len(frac) {
+		if d.at(i) != '0' {
+			if d.first < 0 {
+				d.first = i
+			}
+			d.last = i + 1
+		}
+	}
+	if d.first < 0 {
+		return digitRun{}, 0
+	}
+	return d, int64(len(intPart) - d.first)
+}
+
+// appendNumber writes f as ECMAScript's Number.prototype.toString does;
+// f must be finite.
+func appendNumber(dst []byte, f float64) []byte {
+	var buf [32]byte
+	digits, n := shortestDigits(buf[:0], f)
+	return appendDigits(dst, f < 0, digits, n)
+}
+
+// appendDigits writes ±0.digits × 10^n in ECMAScript's notation: plain
+// digits from 1e-6 up to (not including) 1e21, exponent form outside.
+func appendDigits(dst []byte, neg bool, digits []byte, n int) []byte {
+	k := len(digits)
+	if k == 0 {
+		return append(dst, '0')
+	}
+	if neg {
+		dst = append(dst, '-')
+	}
+	switch {
+	case k <= n && n <= 21:
+		dst = append(dst, digits...)
+		for range n - k {
+			dst = append(dst, '0')
+		}
+	case 0 < n && n <= 21:
+		dst = append(dst, digits[:n]...)
+		dst = append(dst, '.')
+		dst = append(dst, digits[n:]...)
+	case -6 < n && n <= 0:
+		dst = append(dst, '0', '.')
+		for range -n {
+			dst = append(dst, '0')
+		}
+		dst = append(dst, digits...)
+	default:
+		dst = append(dst, digits[0])
+		if k > 1 {
+			dst = append(dst, '.')
+			dst = append(dst, digits[1:]...)
+		}
+		dst = append(dst, 'e')
+		if n-1 >= 0 {
+			dst = append(dst, '+')
+		}
+		dst = strconv.AppendInt(dst, int64(n-1), 10)
+	}
+	return dst
+}
