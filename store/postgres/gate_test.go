@@ -11,3 +11,7 @@ import (
 func TestGateStoreContract(t *testing.T) {
 	storetest.TestGateStore(t, func(t *testing.T) gate.Store { return open(t, pgtest.URL(t)).GateStore() })
 }
+
+func BenchmarkGateStore(b *testing.B) {
+	storetest.BenchmarkGateStore(b, open(b, pgtest.URL(b)).GateStore())
+}
