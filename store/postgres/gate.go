@@ -443,17 +443,23 @@ func (g *GateStore) ExpiringHolds(ctx context.Context, before time.Time, limit i
 	return out, nil
 }
 
-func (g *GateStore) Aggregate(ctx context.Context, q gate.LedgerQuery) (gate.LedgerTotal, error) {
-	if !a2astore.ValidText(q.TenantID, q.ActionType, q.Subject) {
-		return gate.LedgerTotal{}, nil // such text names nothing stored
-	}
-	// Each form has its covering index (see the migration).
+// aggregateSQL is the statement totalling q. Each form has its covering
+// index (see the migration).
+func aggregateSQL(q gate.LedgerQuery) (string, []any) {
 	query := `SELECT count(*), coalesce(sum(amount), 0) FROM gate_ledger WHERE tenant = $1 AND action_type = $2 AND at_us >= $3`
 	args := []any{q.TenantID, q.ActionType, us(q.Since)}
 	if q.Subject != "" {
 		query += ` AND subject = $4`
 		args = append(args, q.Subject)
 	}
+	return query, args
+}
+
+func (g *GateStore) Aggregate(ctx context.Context, q gate.LedgerQuery) (gate.LedgerTotal, error) {
+	if !a2astore.ValidText(q.TenantID, q.ActionType, q.Subject) {
+		return gate.LedgerTotal{}, nil // such text names nothing stored
+	}
+	query, args := aggregateSQL(q)
 	var t gate.LedgerTotal
 	if err := g.db.pool.QueryRow(ctx, query, args...).Scan(&t.Count, &t.Sum); err != nil {
 		return gate.LedgerTotal{}, fmt.Errorf("postgres: aggregate gate ledger: %w", err)

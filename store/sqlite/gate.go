@@ -374,15 +374,20 @@ func (g *GateStore) ExpiringHolds(ctx context.Context, before time.Time, limit i
 	return out, nil
 }
 
-func (g *GateStore) Aggregate(ctx context.Context, q gate.LedgerQuery) (gate.LedgerTotal, error) {
-	// Each form has its covering index (see the migration); total() is
-	// 0.0, not NULL, over no rows.
+// aggregateSQL is the statement totalling q. Each form has its covering
+// index (see the migration); total() is 0.0, not NULL, over no rows.
+func aggregateSQL(q gate.LedgerQuery) (string, []any) {
 	query := `SELECT count(*), total(amount) FROM gate_ledger WHERE tenant = ? AND action_type = ? AND at_us >= ?`
 	args := []any{q.TenantID, q.ActionType, us(q.Since)}
 	if q.Subject != "" {
 		query += ` AND subject = ?`
 		args = append(args, q.Subject)
 	}
+	return query, args
+}
+
+func (g *GateStore) Aggregate(ctx context.Context, q gate.LedgerQuery) (gate.LedgerTotal, error) {
+	query, args := aggregateSQL(q)
 	var t gate.LedgerTotal
 	if err := g.db.r.QueryRowContext(ctx, query, args...).Scan(&t.Count, &t.Sum); err != nil {
 		return gate.LedgerTotal{}, fmt.Errorf("sqlite: aggregate gate ledger: %w", err)
