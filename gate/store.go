@@ -153,7 +153,9 @@ type ActionWrite struct {
 }
 
 // ActionFilter selects actions for the operator's lists. Results are in
-// (CreatedAt, SessionID, ActionID) order, oldest first.
+// (CreatedAt, SessionID, ActionID, TenantID) order, oldest first; the
+// tenant comes last so that a listing of every tenant pages correctly
+// past two tenants' actions with the same ids and time.
 type ActionFilter struct {
 	TenantID string // empty: every tenant (operators with the admin token)
 	States   []ActionState
@@ -162,6 +164,7 @@ type ActionFilter struct {
 	AfterCreated   time.Time
 	AfterSessionID string
 	AfterActionID  string
+	AfterTenantID  string
 	Limit          int // default and maximum 500
 }
 
@@ -208,6 +211,8 @@ type RuleSetRecord struct {
 // AuditEntry is one record of the hash-chained audit log. Kind, the ids
 // and Body are given by the caller; the store assigns Seq (1, 2, … with no
 // gap), At, PrevHash and Hash (ChainHash) in the appending transaction.
+// At is the caller's when set and otherwise the write's time (the
+// ActionWrite's Now, or the store's clock), in UTC truncated to AuditTime.
 type AuditEntry struct {
 	Seq       int64           `json:"seq"`
 	At        time.Time       `json:"at"`

@@ -10,6 +10,20 @@
 // update names the version it read, and loses (ErrConcurrentModification)
 // if another replica wrote first.
 //
+// GateStore keeps the governance gate's records (gate.Store): sessions,
+// gated actions, the trajectory ledger, versioned rule sets, the
+// hash-chained audit log and the service's heartbeat. An action write is
+// a compare-and-set on the row's version in one transaction with the
+// audit and ledger entries it carries. Audit appends lock the chain's head
+// row (SELECT … FOR UPDATE) until they commit, so replicas append one
+// after another and the chain never forks; the price is that audited
+// writes commit one at a time. Rule set versions are taken the same way
+// from a per-tenant head row. Times are kept to the microsecond
+// (gate.AuditTime); actions, decisions, rule sets and audit bodies are
+// bytea, not jsonb, so they come back byte for byte, as the chain's hashes
+// need. A ledger total reads a covering index over (tenant, action type,
+// subject, time), or (tenant, action type, time) for any subject.
+//
 // Each open DB is an instance with a lease (store/lease) renewed in the
 // background until Close, and every task write records its instance, so
 // Recoverer can find the tasks a dead replica left SUBMITTED or WORKING

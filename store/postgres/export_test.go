@@ -5,6 +5,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"novaos.dev/novaos/gate"
+
 	"novaos.dev/novaos/memory"
 )
 
@@ -50,3 +52,6 @@ func PutMany(ctx context.Context, db *DB, tenant string, ms []*memory.Memory) er
 	}
 	return err
 }
+
+// AggregateSQL is the statement and arguments GateStore.Aggregate runs.
+func AggregateSQL(q gate.LedgerQuery) (string, []any) { return aggregateSQL(q) }

@@ -16,6 +16,18 @@
 // Tasks are stored as their A2A JSON encoding next to indexed copies of the
 // fields that lookups and listings need.
 //
+// GateStore keeps the governance gate's records (gate.Store): sessions,
+// gated actions, the trajectory ledger, versioned rule sets, the
+// hash-chained audit log and the service's heartbeat. The single writer
+// makes every action write's compare-and-set, and every audit append with
+// its chain's head, one step that no other write interleaves; an action
+// write and the audit and ledger entries it carries commit together or
+// not at all. Times are kept to the microsecond (gate.AuditTime), and
+// audit bodies byte for byte, as the chain's hashes need. A ledger total
+// reads a covering index over (tenant, action type, subject, time), or
+// (tenant, action type, time) for any subject, so its cost follows the
+// entries it counts, not the ledger's size.
+//
 // Each open DB is an instance with a lease (store/lease) renewed in the
 // background until Close, and every task write records its instance, so
 // Recoverer can find the tasks a dead process left SUBMITTED or WORKING

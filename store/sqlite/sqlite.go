@@ -129,7 +129,7 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	db.r = r
-	if db.wr, err = startWriter(ctx, w, slices.Concat(preparedWrites, memoryWrites)); err != nil {
+	if db.wr, err = startWriter(ctx, w, slices.Concat(preparedWrites, memoryWrites, gateWrites)); err != nil {
 		w.Close()
 		r.Close()
 		return nil, err

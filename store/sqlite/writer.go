@@ -75,6 +75,14 @@ func (w *writer) exec(tx *sql.Tx, query string, args ...any) (sql.Result, error)
 	return tx.Exec(query, args...)
 }
 
+// queryRow is exec for a query of one row.
+func (w *writer) queryRow(tx *sql.Tx, query string, args ...any) *sql.Row {
+	if st := w.prepared[query]; st != nil {
+		return tx.Stmt(st).QueryRow(args...)
+	}
+	return tx.QueryRow(query, args...)
+}
+
 // newWriter starts a writer whose queue holds up to queued writes not yet
 // taken. The store's is unbuffered (a write is handed over only when the
 // writer takes it); a test uses a buffer to see the queue fill before it

@@ -15,6 +15,18 @@
 //     a2asrv.RecoveryVersionGap versions, and of two instances settling one
 //     task exactly one succeeds.
 //   - TestRegistryStore: registry.Store, the agent registry's records.
+//   - TestGateStore: gate.Store, the governance gate's records. It checks
+//     that an action's compare-and-set is granted to exactly one of many
+//     concurrent writers (how a claim is granted once), that the audit and
+//     ledger entries of a write are recorded with it or not at all, the
+//     audit chain under concurrent appends (no gap or fork; every entry
+//     verifies with gate.NewAuditVerifier; bodies kept byte for byte),
+//     ledger totals at their time boundary, rule set versions under
+//     concurrent puts, listing order and keyset paging, tenant isolation,
+//     and that every time (to the microsecond, in UTC), duration and JSON
+//     field survives a round trip. BenchmarkGateStore measures action
+//     writes and shows whether a ledger total's cost depends on the
+//     ledger's size.
 //
 // The contracts are public (a2asrv's store interfaces, registry.Store) and
 // this package imports no internal package of the module, so an outside

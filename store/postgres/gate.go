@@ -1,0 +1,638 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"novaos.dev/novaos/a2a/a2astore"
+	"novaos.dev/novaos/gate"
+)
+
+// GateStore returns the database's store of the governance gate (a
+// gate.Store): sessions, gated actions, the trajectory ledger, rule sets,
+// the hash-chained audit log and the service's heartbeat. Any number of
+// replicas may share it: an action write is a compare-and-set in one
+// transaction, and every audit append, alone or inside an action write,
+// locks the chain's head row until it commits, so the chain never forks.
+func (db *DB) GateStore() *GateStore { return &GateStore{db} }
+
+// GateStore keeps the governance gate's records in the database (see
+// gate.Store).
+type GateStore struct{ db *DB }
+
+var _ gate.Store = (*GateStore)(nil)
+
+// errGateText: PostgreSQL text holds neither NUL nor invalid UTF-8, so a
+// record with such text cannot be stored, and a key with it names nothing.
+var errGateText = errors.New("text with NUL or invalid UTF-8")
+
+// us is t in microseconds since the Unix epoch, 0 for the zero time.
+func us(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
+}
+
+func fromUS(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(v).UTC()
+}
+
+// usTime is t as the store returns it once stored.
+func usTime(t time.Time) time.Time { return fromUS(us(t)) }
+
+func rawOrNil(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+// limitOr is limit when it is in (0, most], else most.
+func limitOr(limit, most int) int {
+	if limit <= 0 || limit > most {
+		return most
+	}
+	return limit
+}
+
+const sessionCols = `tenant, id, team_id, agent_id, resumable, hold_window_ns, hold_indefinite, state, version, created_us, updated_us`
+
+func scanSession(r scanner) (gate.SessionRecord, error) {
+	var s gate.SessionRecord
+	var window, cus, uus int64
+	var state string
+	err := r.Scan(&s.TenantID, &s.ID, &s.TeamID, &s.AgentID, &s.Resumable, &window, &s.HoldIndefinite, &state,
+		&s.Version, &cus, &uus)
+	s.HoldWindow, s.State, s.CreatedAt, s.UpdatedAt = time.Duration(window), gate.SessionState(state), fromUS(cus), fromUS(uus)
+	return s, err
+}
+
+func sessionText(s *gate.SessionRecord) bool {
+	return a2astore.ValidText(s.TenantID, s.ID, s.TeamID, s.AgentID, string(s.State))
+}
+
+func (g *GateStore) CreateSession(ctx context.Context, s gate.SessionRecord) (gate.SessionRecord, error) {
+	what := "postgres: create gate session " + s.ID
+	if !sessionText(&s) {
+		return gate.SessionRecord{}, fmt.Errorf("%s: %w", what, errGateText)
+	}
+	if s.CreatedAt.IsZero() {
+		s.CreatedAt = time.Now()
+	}
+	if s.UpdatedAt.IsZero() {
+		s.UpdatedAt = s.CreatedAt
+	}
+	s.CreatedAt, s.UpdatedAt, s.Version = usTime(s.CreatedAt), usTime(s.UpdatedAt), 1
+	tag, err := g.db.pool.Exec(ctx, `INSERT INTO gate_sessions (`+sessionCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+		ON CONFLICT (tenant, id) DO NOTHING`,
+		s.TenantID, s.ID, s.TeamID, s.AgentID, s.Resumable, int64(s.HoldWindow), s.HoldIndefinite, string(s.State),
+		s.Version, us(s.CreatedAt), us(s.UpdatedAt))
+	if err != nil {
+		return gate.SessionRecord{}, fmt.Errorf("%s: %w", what, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return s, nil
+	}
+	// ON CONFLICT waited for the session's writer to commit, so this
+	// statement's snapshot sees it.
+	stored, err := scanSession(g.db.pool.QueryRow(ctx, `SELECT `+sessionCols+` FROM gate_sessions WHERE tenant = $1 AND id = $2`,
+		s.TenantID, s.ID))
+	if err != nil {
+		return gate.SessionRecord{}, fmt.Errorf("%s: %w", what, err)
+	}
+	return stored, fmt.Errorf("%s: %w", what, gate.ErrExists)
+}
+
+func (g *GateStore) GetSession(ctx context.Context, tenantID, sessionID string) (gate.SessionRecord, error) {
+	what := "postgres: get gate session " + sessionID
+	if !a2astore.ValidText(tenantID, sessionID) {
+		return gate.SessionRecord{}, fmt.Errorf("%s: %w", what, gate.ErrNotFound)
+	}
+	s, err := scanSession(g.db.pool.QueryRow(ctx, `SELECT `+sessionCols+` FROM gate_sessions WHERE tenant = $1 AND id = $2`,
+		tenantID, sessionID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = gate.ErrNotFound
+	}
+	if err != nil {
+		return gate.SessionRecord{}, fmt.Errorf("%s: %w", what, err)
+	}
+	return s, nil
+}
+
+func (g *GateStore) UpdateSession(ctx context.Context, s gate.SessionRecord) (gate.SessionRecord, error) {
+	what := "postgres: update gate session " + s.ID
+	if !sessionText(&s) {
+		return gate.SessionRecord{}, fmt.Errorf("%s: %w", what, errGateText)
+	}
+	// The creation time is the stored one: an update replaces what the
+	// session is, not when it began.
+	out, err := scanSession(g.db.pool.QueryRow(ctx, `UPDATE gate_sessions SET team_id = $1, agent_id = $2, resumable = $3,
+		hold_window_ns = $4, hold_indefinite = $5, state = $6, version = version + 1, updated_us = $7
+		WHERE tenant = $8 AND id = $9 AND version = $10 RETURNING `+sessionCols,
+		s.TeamID, s.AgentID, s.Resumable, int64(s.HoldWindow), s.HoldIndefinite, string(s.State), us(s.UpdatedAt),
+		s.TenantID, s.ID, s.Version))
+	if err == nil {
+		return out, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return gate.SessionRecord{}, fmt.Errorf("%s: %w", what, err)
+	}
+	var v int64
+	err = g.db.pool.QueryRow(ctx, `SELECT version FROM gate_sessions WHERE tenant = $1 AND id = $2`, s.TenantID, s.ID).Scan(&v)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		err = gate.ErrNotFound
+	case err == nil:
+		err = fmt.Errorf("version %d is not the current %d: %w", s.Version, v, gate.ErrConflict)
+	}
+	return gate.SessionRecord{}, fmt.Errorf("%s: %w", what, err)
+}
+
+const actionCols = `tenant, session_id, action_id, action_type, team_id, agent_id, action, fingerprint, fingerprint_scheme,
+	commitment_version, state, verdict, rule_id_cited, rationale, reason, decision, hold_window_ns, hold_indefinite,
+	hold_expires_us, decided_by, decided_us, fencing_token, claimed_us, acknowledged_us, version, created_us, updated_us`
+
+// actionParams are the placeholders of actionCols.
+var actionParams = func() string {
+	p := make([]string, 27)
+	for i := range p {
+		p[i] = "$" + strconv.Itoa(i+1)
+	}
+	return strings.Join(p, ", ")
+}()
+
+// updateActionSQL sets every column but the key and the creation time
+// from updateArgs, if the version is still $27.
+const updateActionSQL = `UPDATE gate_actions SET (action_type, team_id, agent_id, action, fingerprint, fingerprint_scheme,
+	commitment_version, state, verdict, rule_id_cited, rationale, reason, decision, hold_window_ns, hold_indefinite,
+	hold_expires_us, decided_by, decided_us, fencing_token, claimed_us, acknowledged_us, version, updated_us) =
+	($4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)
+	WHERE tenant = $1 AND session_id = $2 AND action_id = $3 AND version = $27
+	RETURNING created_us`
+
+// updateArgs are updateActionSQL's arguments.
+func updateArgs(r *gate.ActionRecord, expect int64) []any {
+	return append(actionArgs(r)[:25], us(r.UpdatedAt), expect)
+}
+
+// actionArgs are r's values in actionCols' order.
+func actionArgs(r *gate.ActionRecord) []any {
+	return []any{r.TenantID, r.SessionID, r.ActionID, r.ActionType, r.TeamID, r.AgentID, rawOrNil(r.Action), r.Fingerprint,
+		r.FingerprintScheme, r.CommitmentVersion, string(r.State), string(r.Verdict), r.RuleIDCited, r.Rationale,
+		string(r.Reason), rawOrNil(r.Decision), int64(r.HoldWindow), r.HoldIndefinite, us(r.HoldExpiresAt), r.DecidedBy,
+		us(r.DecidedAt), int64(r.FencingToken), us(r.ClaimedAt), us(r.AcknowledgedAt), r.Version, us(r.CreatedAt),
+		us(r.UpdatedAt)}
+}
+
+func actionText(r *gate.ActionRecord) bool {
+	return a2astore.ValidText(r.TenantID, r.SessionID, r.ActionID, r.ActionType, r.TeamID, r.AgentID, r.Fingerprint,
+		r.FingerprintScheme, r.CommitmentVersion, string(r.State), string(r.Verdict), r.RuleIDCited, r.Rationale,
+		string(r.Reason), r.DecidedBy)
+}
+
+func scanAction(r scanner) (gate.ActionRecord, error) {
+	var (
+		a                                               gate.ActionRecord
+		state, verdict, reason                          string
+		action, decision                                []byte
+		window, expires, decided, token, claimed, acked int64
+		cus, uus                                        int64
+	)
+	err := r.Scan(&a.TenantID, &a.SessionID, &a.ActionID, &a.ActionType, &a.TeamID, &a.AgentID, &action, &a.Fingerprint,
+		&a.FingerprintScheme, &a.CommitmentVersion, &state, &verdict, &a.RuleIDCited, &a.Rationale, &reason, &decision,
+		&window, &a.HoldIndefinite, &expires, &a.DecidedBy, &decided, &token, &claimed, &acked, &a.Version, &cus, &uus)
+	a.Action, a.Decision = rawOrNil(action), rawOrNil(decision)
+	a.State, a.Verdict, a.Reason = gate.ActionState(state), gate.Outcome(verdict), gate.Reason(reason)
+	a.HoldWindow, a.HoldExpiresAt, a.DecidedAt = time.Duration(window), fromUS(expires), fromUS(decided)
+	a.FencingToken, a.ClaimedAt, a.AcknowledgedAt = uint64(token), fromUS(claimed), fromUS(acked)
+	a.CreatedAt, a.UpdatedAt = fromUS(cus), fromUS(uus)
+	return a, err
+}
+
+// prepareWrite fills in what the store assigns to w's record, ledger
+// entries and audit entry, apart from the creation time of an update
+// (the stored one) and the audit chain's fields.
+func prepareWrite(w *gate.ActionWrite) {
+	if w.Now.IsZero() {
+		w.Now = time.Now()
+	}
+	r := &w.Record
+	r.Version, r.UpdatedAt = w.ExpectVersion+1, w.Now
+	if w.ExpectVersion == 0 {
+		r.CreatedAt = w.Now
+	}
+	r.HoldExpiresAt, r.DecidedAt = usTime(r.HoldExpiresAt), usTime(r.DecidedAt)
+	r.ClaimedAt, r.AcknowledgedAt = usTime(r.ClaimedAt), usTime(r.AcknowledgedAt)
+	r.CreatedAt, r.UpdatedAt = usTime(r.CreatedAt), usTime(r.UpdatedAt)
+	ledger := make([]gate.LedgerEntry, len(w.Ledger))
+	for i, e := range w.Ledger {
+		if e.TenantID == "" {
+			e.TenantID = r.TenantID
+		}
+		if e.SessionID == "" && e.ActionID == "" {
+			e.SessionID, e.ActionID = r.SessionID, r.ActionID
+		}
+		if e.At.IsZero() {
+			e.At = w.Now
+		}
+		ledger[i] = e
+	}
+	w.Ledger = ledger
+	if w.Audit != nil {
+		e := *w.Audit
+		if e.At.IsZero() {
+			e.At = w.Now
+		}
+		w.Audit = &e
+	}
+}
+
+func writeText(w *gate.ActionWrite) bool {
+	if !actionText(&w.Record) || (w.Audit != nil && !auditText(w.Audit)) {
+		return false
+	}
+	for _, e := range w.Ledger {
+		if !a2astore.ValidText(e.TenantID, e.ActionType, e.Subject, e.SessionID, e.ActionID) {
+			return false
+		}
+	}
+	return true
+}
+
+func (g *GateStore) WriteAction(ctx context.Context, w gate.ActionWrite) (gate.ActionRecord, error) {
+	prepareWrite(&w)
+	r := w.Record
+	what := fmt.Sprintf("postgres: write gate action %s/%s", r.SessionID, r.ActionID)
+	if !writeText(&w) {
+		return gate.ActionRecord{}, fmt.Errorf("%s: %w", what, errGateText)
+	}
+	var current gate.ActionRecord
+	getCurrent := func(tx pgx.Tx) error {
+		var err error
+		current, err = scanAction(tx.QueryRow(ctx, `SELECT `+actionCols+` FROM gate_actions
+			WHERE tenant = $1 AND session_id = $2 AND action_id = $3`, r.TenantID, r.SessionID, r.ActionID))
+		return err
+	}
+	err := pgx.BeginFunc(ctx, g.db.pool, func(tx pgx.Tx) error {
+		if w.ExpectVersion == 0 {
+			tag, err := tx.Exec(ctx, `INSERT INTO gate_actions (`+actionCols+`) VALUES (`+actionParams+`)
+				ON CONFLICT (tenant, session_id, action_id) DO NOTHING`, actionArgs(&r)...)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 0 {
+				// ON CONFLICT waited for the other creation to commit;
+				// this statement's snapshot sees it.
+				if err := getCurrent(tx); err != nil {
+					return err
+				}
+				return gate.ErrExists
+			}
+		} else {
+			// The row lock taken here orders concurrent writers; a
+			// writer that waited re-checks the version against the
+			// winner's row and updates nothing.
+			var cus int64
+			err := tx.QueryRow(ctx, updateActionSQL, updateArgs(&r, w.ExpectVersion)...).Scan(&cus)
+			if errors.Is(err, pgx.ErrNoRows) {
+				if err := getCurrent(tx); errors.Is(err, pgx.ErrNoRows) {
+					return gate.ErrNotFound
+				} else if err != nil {
+					return err
+				}
+				return fmt.Errorf("version %d is not the current %d: %w", w.ExpectVersion, current.Version, gate.ErrConflict)
+			}
+			if err != nil {
+				return err
+			}
+			r.CreatedAt = fromUS(cus)
+		}
+		if err := insertLedger(ctx, tx, w.Ledger); err != nil {
+			return err
+		}
+		if w.Audit == nil {
+			return nil
+		}
+		_, err := appendAudit(ctx, tx, *w.Audit)
+		return err
+	})
+	switch {
+	case errors.Is(err, gate.ErrExists) || errors.Is(err, gate.ErrConflict):
+		return current, fmt.Errorf("%s: %w", what, err)
+	case err != nil:
+		return gate.ActionRecord{}, fmt.Errorf("%s: %w", what, err)
+	}
+	return r, nil
+}
+
+// insertLedger appends es in one statement.
+func insertLedger(ctx context.Context, tx pgx.Tx, es []gate.LedgerEntry) error {
+	if len(es) == 0 {
+		return nil
+	}
+	var tenants, types, subjects, sessions, actions []string
+	var amounts []float64
+	var ats []int64
+	for _, e := range es {
+		tenants, types, subjects = append(tenants, e.TenantID), append(types, e.ActionType), append(subjects, e.Subject)
+		sessions, actions = append(sessions, e.SessionID), append(actions, e.ActionID)
+		amounts, ats = append(amounts, e.Amount), append(ats, us(e.At))
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO gate_ledger (tenant, action_type, subject, amount, at_us, session_id, action_id)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::int8[], $6::text[], $7::text[])`,
+		tenants, types, subjects, amounts, ats, sessions, actions)
+	return err
+}
+
+func (g *GateStore) GetAction(ctx context.Context, tenantID, sessionID, actionID string) (gate.ActionRecord, error) {
+	what := fmt.Sprintf("postgres: get gate action %s/%s", sessionID, actionID)
+	if !a2astore.ValidText(tenantID, sessionID, actionID) {
+		return gate.ActionRecord{}, fmt.Errorf("%s: %w", what, gate.ErrNotFound)
+	}
+	a, err := scanAction(g.db.pool.QueryRow(ctx, `SELECT `+actionCols+` FROM gate_actions
+		WHERE tenant = $1 AND session_id = $2 AND action_id = $3`, tenantID, sessionID, actionID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = gate.ErrNotFound
+	}
+	if err != nil {
+		return gate.ActionRecord{}, fmt.Errorf("%s: %w", what, err)
+	}
+	return a, nil
+}
+
+func scanActions(rows pgx.Rows) ([]gate.ActionRecord, error) {
+	defer rows.Close()
+	out := []gate.ActionRecord{}
+	for rows.Next() {
+		a, err := scanAction(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// maxActionPage is ActionFilter.Limit's default and maximum.
+const maxActionPage = 500
+
+func (g *GateStore) ListActions(ctx context.Context, f gate.ActionFilter) ([]gate.ActionRecord, error) {
+	states := make([]string, len(f.States))
+	for i, s := range f.States {
+		states[i] = string(s)
+	}
+	if !a2astore.ValidText(append(states, f.TenantID, f.AfterSessionID, f.AfterActionID, f.AfterTenantID)...) {
+		return []gate.ActionRecord{}, nil // such text names nothing stored
+	}
+	var where []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if f.TenantID != "" {
+		where = append(where, `tenant = `+arg(f.TenantID))
+	}
+	if len(states) > 0 {
+		where = append(where, `state = ANY(`+arg(states)+`)`)
+	}
+	// Ids order byte-wise (COLLATE "C"), as in the SQLite store and the
+	// indexes, whatever the database's collation.
+	if !f.AfterCreated.IsZero() || f.AfterSessionID != "" || f.AfterActionID != "" || f.AfterTenantID != "" {
+		where = append(where, `(created_us, session_id COLLATE "C", action_id COLLATE "C", tenant COLLATE "C") > (`+
+			arg(us(f.AfterCreated))+`, `+arg(f.AfterSessionID)+`, `+arg(f.AfterActionID)+`, `+arg(f.AfterTenantID)+`)`)
+	}
+	q := `SELECT ` + actionCols + ` FROM gate_actions`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, ` AND `)
+	}
+	q += ` ORDER BY created_us, session_id COLLATE "C", action_id COLLATE "C", tenant COLLATE "C" LIMIT ` + arg(limitOr(f.Limit, maxActionPage))
+	rows, err := g.db.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list gate actions: %w", err)
+	}
+	out, err := scanActions(rows)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list gate actions: %w", err)
+	}
+	return out, nil
+}
+
+func (g *GateStore) ExpiringHolds(ctx context.Context, before time.Time, limit int) ([]gate.ActionRecord, error) {
+	rows, err := g.db.pool.Query(ctx, `SELECT `+actionCols+` FROM gate_actions
+		WHERE state = 'held' AND hold_expires_us <> 0 AND hold_expires_us <= $1
+		ORDER BY hold_expires_us, tenant COLLATE "C", session_id COLLATE "C", action_id COLLATE "C" LIMIT $2`,
+		us(before), limitOr(limit, maxActionPage))
+	if err != nil {
+		return nil, fmt.Errorf("postgres: expiring gate holds: %w", err)
+	}
+	out, err := scanActions(rows)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: expiring gate holds: %w", err)
+	}
+	return out, nil
+}
+
+// aggregateSQL is the statement totalling q. Each form has its covering
+// index (see the migration).
+func aggregateSQL(q gate.LedgerQuery) (string, []any) {
+	query := `SELECT count(*), coalesce(sum(amount), 0) FROM gate_ledger WHERE tenant = $1 AND action_type = $2 AND at_us >= $3`
+	args := []any{q.TenantID, q.ActionType, us(q.Since)}
+	if q.Subject != "" {
+		query += ` AND subject = $4`
+		args = append(args, q.Subject)
+	}
+	return query, args
+}
+
+func (g *GateStore) Aggregate(ctx context.Context, q gate.LedgerQuery) (gate.LedgerTotal, error) {
+	if !a2astore.ValidText(q.TenantID, q.ActionType, q.Subject) {
+		return gate.LedgerTotal{}, nil // such text names nothing stored
+	}
+	query, args := aggregateSQL(q)
+	var t gate.LedgerTotal
+	if err := g.db.pool.QueryRow(ctx, query, args...).Scan(&t.Count, &t.Sum); err != nil {
+		return gate.LedgerTotal{}, fmt.Errorf("postgres: aggregate gate ledger: %w", err)
+	}
+	return t, nil
+}
+
+func (g *GateStore) PutRuleSet(ctx context.Context, r gate.RuleSetRecord) (gate.RuleSetRecord, error) {
+	what := "postgres: put gate rule set of " + r.TenantID
+	if !a2astore.ValidText(r.TenantID, r.Hash, r.CreatedBy) {
+		return gate.RuleSetRecord{}, fmt.Errorf("%s: %w", what, errGateText)
+	}
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = time.Now()
+	}
+	r.CreatedAt = usTime(r.CreatedAt)
+	body := []byte(r.Body)
+	if body == nil {
+		body = []byte{}
+	}
+	err := pgx.BeginFunc(ctx, g.db.pool, func(tx pgx.Tx) error {
+		// The head row's lock, held to commit, makes concurrent puts of
+		// a tenant take successive versions.
+		if err := tx.QueryRow(ctx, `INSERT INTO gate_rule_set_heads (tenant, version) VALUES ($1, 1)
+			ON CONFLICT (tenant) DO UPDATE SET version = gate_rule_set_heads.version + 1 RETURNING version`,
+			r.TenantID).Scan(&r.Version); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO gate_rule_sets (tenant, version, body, hash, created_by, created_us)
+			VALUES ($1, $2, $3, $4, $5, $6)`, r.TenantID, r.Version, body, r.Hash, r.CreatedBy, us(r.CreatedAt))
+		return err
+	})
+	if err != nil {
+		return gate.RuleSetRecord{}, fmt.Errorf("%s: %w", what, err)
+	}
+	return r, nil
+}
+
+func (g *GateStore) RuleSet(ctx context.Context, tenantID string, version int64) (gate.RuleSetRecord, error) {
+	what := fmt.Sprintf("postgres: gate rule set %d of %s", version, tenantID)
+	if !a2astore.ValidText(tenantID) {
+		return gate.RuleSetRecord{}, fmt.Errorf("%s: %w", what, gate.ErrNotFound)
+	}
+	q := `SELECT tenant, version, body, hash, created_by, created_us FROM gate_rule_sets WHERE tenant = $1`
+	args := []any{tenantID}
+	if version == 0 {
+		q += ` ORDER BY version DESC LIMIT 1`
+	} else {
+		q += ` AND version = $2`
+		args = append(args, version)
+	}
+	var r gate.RuleSetRecord
+	var body []byte
+	var cus int64
+	err := g.db.pool.QueryRow(ctx, q, args...).Scan(&r.TenantID, &r.Version, &body, &r.Hash, &r.CreatedBy, &cus)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = gate.ErrNotFound
+	}
+	if err != nil {
+		return gate.RuleSetRecord{}, fmt.Errorf("%s: %w", what, err)
+	}
+	r.Body, r.CreatedAt = rawOrNil(body), fromUS(cus)
+	return r, nil
+}
+
+func (g *GateStore) RuleSetTenants(ctx context.Context) ([]string, error) {
+	rows, err := g.db.pool.Query(ctx, `SELECT tenant FROM gate_rule_set_heads ORDER BY tenant COLLATE "C"`)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: gate rule set tenants: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("postgres: gate rule set tenants: %w", err)
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out, nil
+}
+
+func auditText(e *gate.AuditEntry) bool {
+	return a2astore.ValidText(e.Kind, e.TenantID, e.SessionID, e.ActionID, e.Actor)
+}
+
+// appendAudit chains e after the head in tx. The head row's lock, held
+// to commit, serializes appends across every connection and replica.
+func appendAudit(ctx context.Context, tx pgx.Tx, e gate.AuditEntry) (gate.AuditEntry, error) {
+	if err := tx.QueryRow(ctx, `SELECT seq, hash FROM gate_audit_head WHERE id = 1 FOR UPDATE`).Scan(&e.Seq, &e.PrevHash); err != nil {
+		return gate.AuditEntry{}, err
+	}
+	e.Seq++
+	e.At = e.At.UTC().Truncate(gate.AuditTime)
+	e.Hash = gate.ChainHash(e.PrevHash, e)
+	// One round trip for the entry and the head's move.
+	var b pgx.Batch
+	b.Queue(`INSERT INTO gate_audit (seq, at_us, kind, tenant, session_id, action_id, actor, body, prev_hash, hash)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		e.Seq, e.At.UnixMicro(), e.Kind, e.TenantID, e.SessionID, e.ActionID, e.Actor, rawOrNil(e.Body), e.PrevHash, e.Hash)
+	b.Queue(`UPDATE gate_audit_head SET seq = $1, hash = $2 WHERE id = 1`, e.Seq, e.Hash)
+	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+		return gate.AuditEntry{}, err
+	}
+	return e, nil
+}
+
+func (g *GateStore) AppendAudit(ctx context.Context, e gate.AuditEntry) (gate.AuditEntry, error) {
+	if !auditText(&e) {
+		return gate.AuditEntry{}, fmt.Errorf("postgres: append gate audit: %w", errGateText)
+	}
+	if e.At.IsZero() {
+		e.At = time.Now()
+	}
+	var out gate.AuditEntry
+	err := pgx.BeginFunc(ctx, g.db.pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = appendAudit(ctx, tx, e)
+		return err
+	})
+	if err != nil {
+		return gate.AuditEntry{}, fmt.Errorf("postgres: append gate audit: %w", err)
+	}
+	return out, nil
+}
+
+// maxAuditPage is Audit's default and maximum limit.
+const maxAuditPage = 1000
+
+func (g *GateStore) Audit(ctx context.Context, afterSeq int64, limit int) ([]gate.AuditEntry, error) {
+	rows, err := g.db.pool.Query(ctx, `SELECT seq, at_us, kind, tenant, session_id, action_id, actor, body, prev_hash, hash
+		FROM gate_audit WHERE seq > $1 ORDER BY seq LIMIT $2`, afterSeq, limitOr(limit, maxAuditPage))
+	if err != nil {
+		return nil, fmt.Errorf("postgres: read gate audit: %w", err)
+	}
+	defer rows.Close()
+	out := []gate.AuditEntry{}
+	for rows.Next() {
+		var e gate.AuditEntry
+		var at int64
+		var body []byte
+		if err := rows.Scan(&e.Seq, &at, &e.Kind, &e.TenantID, &e.SessionID, &e.ActionID, &e.Actor, &body,
+			&e.PrevHash, &e.Hash); err != nil {
+			return nil, fmt.Errorf("postgres: read gate audit: %w", err)
+		}
+		// The instant 0 is a real time here: the store always sets At.
+		e.At, e.Body = time.UnixMicro(at).UTC(), rawOrNil(body)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: read gate audit: %w", err)
+	}
+	return out, nil
+}
+
+func (g *GateStore) AuditHead(ctx context.Context) (int64, string, error) {
+	var seq int64
+	var hash string
+	if err := g.db.pool.QueryRow(ctx, `SELECT seq, hash FROM gate_audit_head WHERE id = 1`).Scan(&seq, &hash); err != nil {
+		return 0, "", fmt.Errorf("postgres: gate audit head: %w", err)
+	}
+	return seq, hash, nil
+}
+
+func (g *GateStore) Heartbeat(ctx context.Context, now time.Time) (time.Time, error) {
+	var prev int64
+	err := pgx.BeginFunc(ctx, g.db.pool, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `SELECT at_us FROM gate_heartbeat WHERE id = 1 FOR UPDATE`).Scan(&prev); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE gate_heartbeat SET at_us = $1 WHERE id = 1`, us(now))
+		return err
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("postgres: gate heartbeat: %w", err)
+	}
+	return fromUS(prev), nil
+}
