@@ -30,7 +30,7 @@ func jcsOnly(data []byte) ([]byte, error) {
 	return c.out, nil
 }
 
-func problemOf(err error) string {
+func canonProblem(err error) string {
 	var ce *CanonicalError
 	if errors.As(err, &ce) {
 		return ce.Problem
@@ -77,7 +77,7 @@ func TestCanonicalizeRFC8785Numbers(t *testing.T) {
 		got, err := Canonicalize([]byte(want))
 		switch {
 		case math.Abs(v) > maxSafeInteger:
-			if problemOf(err) != "number_unsafe" {
+			if canonProblem(err) != "number_unsafe" {
 				t.Errorf("Canonicalize(%s) = %s, %v; want number_unsafe", want, got, err)
 			}
 		case err != nil || string(got) != want:
@@ -115,7 +115,7 @@ func TestCanonicalizeRFC8785Examples(t *testing.T) {
 	if got, err := jcsOnly(in); err != nil || !bytes.Equal(got, want) {
 		t.Errorf("example, plain JCS:\n got %s, %v\nwant %s", got, err, want)
 	}
-	if _, err := Canonicalize(in); problemOf(err) != "number_precision" {
+	if _, err := Canonicalize(in); canonProblem(err) != "number_precision" {
 		t.Errorf("Canonicalize(example) error = %v, want number_precision", err)
 	}
 }
@@ -216,7 +216,7 @@ func TestCanonicalize(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := Canonicalize([]byte(tc.in))
 			if tc.problem != "" {
-				if problemOf(err) != tc.problem {
+				if canonProblem(err) != tc.problem {
 					t.Fatalf("Canonicalize(%q) = %q, %v; want problem %s", tc.in, got, err, tc.problem)
 				}
 				return

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"novaos.dev/novaos/internal/auth"
+	gatesvc "novaos.dev/novaos/internal/gate"
 	memsvc "novaos.dev/novaos/internal/memory"
 	"os"
 	"path/filepath"
@@ -131,6 +132,8 @@ type Options struct {
 	Token TokenOptions
 	// Memory configures the memory service at /api/v1/mcp.
 	Memory MemoryOptions
+	// Gate configures the governance gate at /api/v1/gate and /ui/gate.
+	Gate GateOptions
 	// CORSOrigins are the browser origins (scheme://host[:port]) given
 	// CORS access; none by default. Writes carrying any other Origin than
 	// these and the server's own get 403.
@@ -161,10 +164,12 @@ type Server struct {
 	sweeperStop context.CancelFunc // recover.go
 	sweeperDone chan struct{}
 
-	issuer     *auth.Issuer    // memory.go
-	memory     *memsvc.Service // nil when no memory store
-	memoryStop context.CancelFunc
-	memoryDone chan struct{}
+	issuer *auth.Issuer     // memory.go
+	memory *memsvc.Service  // nil when no memory store
+	gate   *gatesvc.Service // gate.go; nil when no gate store
+
+	// workers stop the services' background loops, in start order.
+	workers []func()
 }
 
 // Agent is what the server hosts at /agents/{name}: an executor and the

@@ -109,12 +109,7 @@ func (s *Server) memoryService() (service, bool) {
 	o := s.opts.Memory.Service
 	o.Logger = s.log.With("service", "memory")
 	s.memory = memsvc.New(store, &o)
-	ctx, stop := context.WithCancel(context.Background())
-	s.memoryStop, s.memoryDone = stop, make(chan struct{})
-	go func() {
-		defer close(s.memoryDone)
-		s.memory.Run(ctx)
-	}()
+	s.startWorker(s.memory.Run)
 	h := s.memory.Handler(callerOf, &memsvc.HandlerOptions{MaxBodyBytes: s.opts.Memory.MaxBodyBytes})
 	return service{name: "memory", patterns: []string{memsvc.Path}, handler: s.issuer.Middleware(h)}, true
 }
@@ -134,10 +129,21 @@ func callerOf(r *http.Request) (*memsvc.Caller, bool) {
 		Conversation: c.ConversationID, Grants: c.HasScope}, true
 }
 
-// stopMemory stops the memory workers, if they run.
-func (s *Server) stopMemory() {
-	if s.memoryStop != nil {
-		s.memoryStop()
-		<-s.memoryDone
+// startWorker runs a service's background loop until Shutdown.
+func (s *Server) startWorker(run func(context.Context)) {
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		run(ctx)
+	}()
+	s.workers = append(s.workers, func() { stop(); <-done })
+}
+
+// stopWorkers stops the services' background loops, last started first.
+func (s *Server) stopWorkers() {
+	for i := len(s.workers) - 1; i >= 0; i-- {
+		s.workers[i]()
 	}
+	s.workers = nil
 }

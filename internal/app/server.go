@@ -116,6 +116,11 @@ func (s *Server) services(ctx context.Context) ([]service, error) {
 	if mem, ok := s.memoryService(); ok {
 		out = append(out, mem)
 	}
+	gate, err := s.gateServices(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, gate...)
 	reg, err := s.registryServices(ctx)
 	if err != nil {
 		return nil, err
@@ -353,7 +358,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		close(s.done)
 	}
 	// After the requests it serves, before the database it writes closes.
-	s.stopMemory()
+	s.stopWorkers()
 	if s.db != nil {
 		if err := s.db.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("app: close database: %w", err))

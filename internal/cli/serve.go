@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/gate"
 	"novaos.dev/novaos/internal/app"
 	"novaos.dev/novaos/internal/builtin"
 	"novaos.dev/novaos/internal/httpapi"
@@ -45,10 +46,14 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	tokenFile := fs.String("admin-token-file", "", "`file` holding the admin token that writes to the registry (POST/PUT/DELETE "+registry.APIPath+") must send as \"Authorization: Bearer <token>\"; default $"+EnvAdminToken+", else only clients on this machine may write")
 	lim := limitFlags(fs)
 	plat := platformFlags(fs)
+	gateFl := gateFlags(fs)
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
 	if msg := plat.check(); msg != "" {
+		return usageError(fs, "%s", msg)
+	}
+	if msg := gateFl.check(); msg != "" {
 		return usageError(fs, "%s", msg)
 	}
 	for _, h := range allowHosts {
@@ -85,6 +90,11 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		fmt.Fprintf(e.stderr, "novaos serve: %v\n", err)
 		return exitFail
 	}
+	gateOpts, err := gateFl.options()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "novaos serve: %v\n", err)
+		return exitFail
+	}
 
 	srv, err := app.New(ctx, &app.Options{
 		Addr:        *addr,
@@ -115,6 +125,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		LeaseExpiry:           *leaseExpiry,
 		Token:                 plat.token(),
 		Memory:                memOpts,
+		Gate:                  gateOpts,
 	})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "novaos serve: %v\n", err)
@@ -167,6 +178,7 @@ func printEndpoints(e *env, srv *app.Server, token bool) {
 	}
 	fmt.Fprintf(w, "  registry     %s%s (%s)\n", srv.URL(), registry.APIPath, writes)
 	fmt.Fprintf(w, "  memory       %s%s (MCP; an execution token from novaos token mint)\n", srv.URL(), memsvc.Path)
+	fmt.Fprintf(w, "  gate         %s%s (a token with gate:submit; operators: %s/ui/gate, novaos gate)\n", srv.URL(), gate.APIPath, srv.URL())
 	fmt.Fprintf(w, "  keys         %s%s\n", srv.URL(), app.JWKSPath)
 	fmt.Fprintf(w, "  health       %s/healthz\n\n", srv.URL())
 	fmt.Fprintln(w, "Press Ctrl-C to stop.")

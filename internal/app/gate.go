@@ -1,0 +1,86 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	pubgate "novaos.dev/novaos/gate"
+	gatesvc "novaos.dev/novaos/internal/gate"
+	"novaos.dev/novaos/internal/httpapi"
+	"novaos.dev/novaos/store/postgres"
+	"novaos.dev/novaos/store/sqlite"
+)
+
+// GateOptions configure the governance gate at /api/v1/gate.
+type GateOptions struct {
+	// Store replaces the database's gate store (tests); with
+	// Options.TaskStore set and no Store, the gate is not served.
+	Store pubgate.Store
+	// Service tunes the gate (hold window, restart grace, judge); its
+	// Logger and Now are the server's when unset.
+	Service gatesvc.Options
+	// MaxBodyBytes bounds one request (default gatesvc.DefaultMaxBodyBytes).
+	MaxBodyBytes int64
+}
+
+// gateStore is the gate store of the server's database, nil when there
+// is none.
+func (s *Server) gateStore() pubgate.Store {
+	if s.opts.Gate.Store != nil {
+		return s.opts.Gate.Store
+	}
+	switch db := s.db.(type) {
+	case *sqlite.DB:
+		return db.GateStore()
+	case *postgres.DB:
+		return db.GateStore()
+	}
+	return nil
+}
+
+// gateServices starts the gate (settling holds a restart left behind)
+// and mounts its API.
+func (s *Server) gateServices(ctx context.Context) ([]service, error) {
+	store := s.gateStore()
+	if store == nil {
+		return nil, nil
+	}
+	o := s.opts.Gate.Service
+	if o.Logger == nil {
+		o.Logger = s.log.With("service", "gate")
+	}
+	s.gate = gatesvc.New(store, &o)
+	if err := s.gate.Start(ctx); err != nil {
+		return nil, fmt.Errorf("app: start gate: %w", err)
+	}
+	s.startWorker(s.gate.Run)
+	h := s.gate.Handler(s.gateAuth(), &gatesvc.HandlerOptions{MaxBodyBytes: s.opts.Gate.MaxBodyBytes})
+	return []service{{name: "gate", patterns: []string{pubgate.APIPath + "/"}, handler: h}}, nil
+}
+
+// Gate is the server's gate service (nil before Start or without a gate
+// store): tests and the bench drive it directly.
+func (s *Server) Gate() *gatesvc.Service {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gate
+}
+
+// gateAuth establishes the gate's callers: the server's admin token (or,
+// when none is configured, a peer on this machine, as for the registry),
+// else a platform token whose scopes the service checks.
+func (s *Server) gateAuth() httpapi.Authenticator {
+	admin := httpapi.AdminRule{Token: s.opts.AdminToken}
+	tokens := s.issuer.Authenticator()
+	return httpapi.AuthenticatorFunc(func(r *http.Request) (*httpapi.Caller, error) {
+		tok, ok := httpapi.BearerToken(r)
+		if !ok {
+			return admin.Authenticate(r)
+		}
+		if !s.opts.AdminToken.IsZero() && s.opts.AdminToken.Equal(tok) {
+			return admin.Authenticate(r)
+		}
+		return tokens.Authenticate(r)
+	})
+}

@@ -1,0 +1,242 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	pub "novaos.dev/novaos/gate"
+)
+
+// Caller is who calls the service, as the platform established it.
+type Caller struct {
+	// Tenant is the token's tenant; empty for the server's admin.
+	Tenant string
+	// Actor names the caller in the audit (a token subject, "admin").
+	Actor string
+	// Admin is the server's admin token (or a loopback operator when the
+	// server has none): every tenant, every scope.
+	Admin bool
+	// Grants reports whether the caller's token carries a scope.
+	Grants func(scope string) bool
+}
+
+func (c *Caller) has(scope string) bool {
+	return c.Admin || (c.Grants != nil && c.Grants(scope))
+}
+
+// tenantOK checks that the caller acts within its own tenant.
+func (c *Caller) tenantOK(tenant string) error {
+	if c.Admin || (c.Tenant != "" && c.Tenant == tenant) {
+		return nil
+	}
+	return fmt.Errorf("%w: tenant %q is not the token's", ErrForbidden, tenant)
+}
+
+// Claim grants the right to execute a passed or approved action once: a
+// compare-and-set that issues the next fencing token.
+func (s *Service) Claim(ctx context.Context, c *Caller, req pub.ClaimRequest) (pub.Claim, error) {
+	rec, err := s.store.GetAction(ctx, c.Tenant, req.SessionID, req.ActionID)
+	if err != nil {
+		return pub.Claim{}, fmt.Errorf("gate: claim: %w", err)
+	}
+	cl, _, err := s.claim(ctx, c, rec)
+	return cl, err
+}
+
+// claim grants a claim on rec (re-reading on a conflict), or answers why
+// it cannot be granted. It returns the record as it now stands.
+func (s *Service) claim(ctx context.Context, c *Caller, rec pub.ActionRecord) (pub.Claim, pub.ActionRecord, error) {
+	for range 16 {
+		switch rec.State {
+		case pub.ActionPassed, pub.ActionApproved:
+			now := s.o.Now()
+			next := rec
+			next.State, next.FencingToken, next.ClaimedAt = pub.ActionClaimed, rec.FencingToken+1, now
+			var stored struct {
+				ContextType string         `json:"context_type"`
+				Context     map[string]any `json:"context"`
+			}
+			_ = json.Unmarshal(rec.Action, &stored)      // our own record; a missing subject files under ""
+			set, _ := s.rules.current(ctx, rec.TenantID) // the ledger files under the current set's subject; default when unavailable
+			out, err := s.write(ctx, rec, next, "claim", c.Actor, map[string]any{"fencing_token": next.FencingToken},
+				s.ledgerFor(set, rec, stored.ContextType, stored.Context, now)...)
+			if errors.Is(err, pub.ErrConflict) {
+				rec = out
+				continue
+			}
+			if err != nil {
+				return pub.Claim{}, rec, err
+			}
+			return *claimOf(out), out, nil
+		case pub.ActionClaimed:
+			out, err := s.markUnconfirmed(ctx, rec, "claimed again without an acknowledgement")
+			if errors.Is(err, pub.ErrConflict) {
+				rec = out
+				continue
+			}
+			if err != nil {
+				return pub.Claim{}, rec, err
+			}
+			rec = out
+			fallthrough
+		case pub.ActionUnconfirmed:
+			return pub.Claim{SessionID: rec.SessionID, ActionID: rec.ActionID, Status: pub.ClaimExecutionUnconfirmed}, rec, nil
+		case pub.ActionExecuted:
+			at := rec.AcknowledgedAt
+			return pub.Claim{SessionID: rec.SessionID, ActionID: rec.ActionID, Status: pub.ClaimAlreadyExecuted, AcknowledgedAt: &at}, rec, nil
+		default:
+			return pub.Claim{}, rec, fmt.Errorf("%w: the action is %s", ErrNotClaimable, rec.State)
+		}
+	}
+	return pub.Claim{}, rec, fmt.Errorf("gate: claim: %w: too much contention", pub.ErrConflict)
+}
+
+// Ack records that a claimed write ran. It must present the latest
+// claim's fencing token; a repeated acknowledgement answers as the first.
+func (s *Service) Ack(ctx context.Context, c *Caller, req pub.AckRequest) (pub.Ack, error) {
+	rec, err := s.store.GetAction(ctx, c.Tenant, req.SessionID, req.ActionID)
+	if err != nil {
+		return pub.Ack{}, fmt.Errorf("gate: ack: %w", err)
+	}
+	for range 16 {
+		if req.FencingToken == 0 || req.FencingToken != rec.FencingToken {
+			return pub.Ack{}, fmt.Errorf("%w: fencing token %d is not the latest claim's", ErrNotClaimable, req.FencingToken)
+		}
+		switch rec.State {
+		case pub.ActionExecuted:
+			return pub.Ack{SessionID: rec.SessionID, ActionID: rec.ActionID, AcknowledgedAt: rec.AcknowledgedAt}, nil
+		case pub.ActionClaimed, pub.ActionUnconfirmed:
+		default:
+			return pub.Ack{}, fmt.Errorf("%w: the action is %s", ErrNotClaimable, rec.State)
+		}
+		next := rec
+		next.State, next.AcknowledgedAt = pub.ActionExecuted, s.o.Now()
+		body := map[string]any{"fencing_token": req.FencingToken}
+		if !req.ExecutedAt.IsZero() {
+			body["executed_at"] = req.ExecutedAt
+		}
+		out, err := s.write(ctx, rec, next, "ack", c.Actor, body)
+		if errors.Is(err, pub.ErrConflict) {
+			rec = out
+			continue
+		}
+		if err != nil {
+			return pub.Ack{}, err
+		}
+		s.waiters.wake(keyOf(out))
+		return pub.Ack{SessionID: out.SessionID, ActionID: out.ActionID, AcknowledgedAt: out.AcknowledgedAt}, nil
+	}
+	return pub.Ack{}, fmt.Errorf("gate: ack: %w: too much contention", pub.ErrConflict)
+}
+
+// Wait answers a held action's verdict once it is decided, or the hold
+// still pending when timeout (capped at MaxWait) passes. An expired
+// window is settled here, so a waiter never depends on the sweeper.
+func (s *Service) Wait(ctx context.Context, c *Caller, req pub.WaitRequest) (pub.Verdict, error) {
+	timeout := s.o.MaxWait
+	if req.TimeoutS > 0 && time.Duration(req.TimeoutS*float64(time.Second)) < timeout {
+		timeout = time.Duration(req.TimeoutS * float64(time.Second))
+	}
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	key := actionKey{c.Tenant, req.SessionID, req.ActionID}
+	for {
+		wake := s.waiters.add(key)
+		rec, err := s.store.GetAction(ctx, c.Tenant, req.SessionID, req.ActionID)
+		if err != nil {
+			s.waiters.remove(key, wake)
+			return pub.Verdict{}, fmt.Errorf("gate: wait: %w", err)
+		}
+		if rec.State != pub.ActionHeld {
+			s.waiters.remove(key, wake)
+			return verdictOf(rec), nil
+		}
+		// A decision made on another replica wakes no channel here; the
+		// re-read every second bounds how late it is seen.
+		recheck := time.Second
+		if !rec.HoldExpiresAt.IsZero() {
+			left := rec.HoldExpiresAt.Sub(s.o.Now())
+			if left <= 0 {
+				s.waiters.remove(key, wake)
+				out, err := s.expireHold(ctx, rec, pub.ReasonOperatorTimeout)
+				if err != nil && !errors.Is(err, pub.ErrConflict) {
+					return pub.Verdict{}, err
+				}
+				return verdictOf(out), nil
+			}
+			recheck = min(recheck, left)
+		}
+		done, err := s.waitOnce(ctx, wake, recheck, deadline.C)
+		s.waiters.remove(key, wake)
+		if err != nil {
+			return pub.Verdict{}, err
+		}
+		if done {
+			return verdictOf(rec), nil
+		}
+	}
+}
+
+// waitOnce waits for a wake-up or the recheck interval (false), or the
+// wait's deadline (true).
+func (s *Service) waitOnce(ctx context.Context, wake <-chan struct{}, recheck time.Duration, deadline <-chan time.Time) (bool, error) {
+	t := time.NewTimer(recheck)
+	defer t.Stop()
+	select {
+	case <-wake:
+	case <-t.C:
+	case <-deadline:
+		return true, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	return false, nil
+}
+
+// waiters wakes the long-polls waiting on an action when this process
+// changes it.
+type waiters struct {
+	mu sync.Mutex
+	m  map[actionKey]map[chan struct{}]struct{}
+}
+
+func (w *waiters) init() { w.m = map[actionKey]map[chan struct{}]struct{}{} }
+
+func (w *waiters) add(k actionKey) chan struct{} {
+	ch := make(chan struct{}, 1)
+	w.mu.Lock()
+	set := w.m[k]
+	if set == nil {
+		set = map[chan struct{}]struct{}{}
+		w.m[k] = set
+	}
+	set[ch] = struct{}{}
+	w.mu.Unlock()
+	return ch
+}
+
+func (w *waiters) remove(k actionKey, ch chan struct{}) {
+	w.mu.Lock()
+	if set := w.m[k]; set != nil {
+		delete(set, ch)
+		if len(set) == 0 {
+			delete(w.m, k)
+		}
+	}
+	w.mu.Unlock()
+}
+
+func (w *waiters) wake(k actionKey) {
+	w.mu.Lock()
+	for ch := range w.m[k] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	w.mu.Unlock()
+}

@@ -1,0 +1,484 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	pub "novaos.dev/novaos/gate"
+	"novaos.dev/novaos/internal/gate/judge"
+	"novaos.dev/novaos/internal/gate/rules"
+)
+
+// Errors of the service a handler maps to statuses.
+var (
+	// ErrBadRequest: the body or a parameter is malformed (400).
+	ErrBadRequest = errors.New("gate: bad request")
+	// ErrForbidden: the caller may not act on that tenant or lacks the
+	// scope (403).
+	ErrForbidden = errors.New("gate: forbidden")
+	// ErrSessionState: the session is missing, not open, or exists when a
+	// new one was asked for (409).
+	ErrSessionState = errors.New("gate: session state")
+	// ErrNotClaimable: a claim or acknowledgement does not fit the
+	// action's state (409).
+	ErrNotClaimable = errors.New("gate: action not claimable")
+)
+
+// inflight is an action being judged for the first time in this
+// process; a duplicate submit waits for it instead of judging twice.
+type inflight struct{ done chan struct{} }
+
+// Submit judges an action (the raw JSON an agent sent) or answers from
+// its standing record. With claim set, a pass is claimed in the same step.
+func (s *Service) Submit(ctx context.Context, c *Caller, raw []byte, claim bool) (pub.Verdict, error) {
+	start := s.o.Now()
+	act, err := pub.DecodeAction(raw)
+	if err != nil {
+		return pub.Verdict{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	if err := c.tenantOK(act.TenantID); err != nil {
+		return pub.Verdict{}, err
+	}
+	var wire struct {
+		Context json.RawMessage `json:"context"`
+	}
+	if err := json.Unmarshal(raw, &wire); err != nil {
+		return pub.Verdict{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	ctxType := act.Context.ContextType()
+	fp, err := pub.FingerprintJSON(act.ActionType, ctxType, wire.Context)
+	if err != nil {
+		return pub.Verdict{}, fmt.Errorf("%w: context: %w", ErrBadRequest, err)
+	}
+	sess, err := s.store.GetSession(ctx, act.TenantID, act.SessionID)
+	switch {
+	case errors.Is(err, pub.ErrNotFound):
+		return pub.Verdict{}, fmt.Errorf("%w: session %q is not open: open it first (POST %s/sessions)", ErrSessionState, act.SessionID, pub.APIPath)
+	case err != nil:
+		return s.failStore(act, err), nil
+	case sess.State != pub.SessionStateOpen:
+		return pub.Verdict{}, fmt.Errorf("%w: session %q is %s: attach to re-open it", ErrSessionState, act.SessionID, sess.State)
+	}
+	key := actionKey{act.TenantID, act.SessionID, act.ActionID}
+	for {
+		rec, err := s.store.GetAction(ctx, act.TenantID, act.SessionID, act.ActionID)
+		if err == nil {
+			return s.answerStanding(ctx, c, rec, &act, fp, claim)
+		}
+		if !errors.Is(err, pub.ErrNotFound) {
+			return s.failStore(act, err), nil
+		}
+		s.inflightMu.Lock()
+		f := s.inflight[key]
+		if f == nil {
+			f = &inflight{done: make(chan struct{})}
+			s.inflight[key] = f
+			s.inflightMu.Unlock()
+			v, err := s.judgeFresh(ctx, c, sess, &act, raw, wire.Context, fp, claim, start)
+			s.inflightMu.Lock()
+			delete(s.inflight, key)
+			s.inflightMu.Unlock()
+			close(f.done)
+			return v, err
+		}
+		s.inflightMu.Unlock()
+		if act.Resume {
+			// Seed 004: nothing decided yet, or the first attempt is still
+			// in front of the judge; the caller retries, never re-mints.
+			return refusal(&act, pub.ResumeNoStandingVerdict, "the action is still being judged; retry the resume"), nil
+		}
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return pub.Verdict{}, ctx.Err()
+		}
+	}
+}
+
+// answerStanding answers a submit of an action that has a record: a
+// resume, or a retried submit. The content must be the commitment's.
+func (s *Service) answerStanding(ctx context.Context, c *Caller, rec pub.ActionRecord, act *pub.Action, fp string, claim bool) (pub.Verdict, error) {
+	var reason pub.Reason
+	switch {
+	case rec.Fingerprint == "":
+		reason = pub.ResumeCommitmentUnversioned
+	case rec.CommitmentVersion != s.o.CommitmentVersion:
+		reason = pub.ResumeCommitmentVersionChanged
+	case rec.Fingerprint != fp || rec.FingerprintScheme != pub.FingerprintScheme:
+		reason = pub.ResumeFingerprintMismatch
+	case rec.State == pub.ActionHeld && act.Resume:
+		reason = pub.ResumeNoStandingVerdict
+	}
+	if reason != "" {
+		if _, err := s.store.AppendAudit(ctx, pub.AuditEntry{Kind: "resume_refused", TenantID: rec.TenantID,
+			SessionID: rec.SessionID, ActionID: rec.ActionID, Actor: c.Actor,
+			Body: mustJSON(map[string]any{"reason": reason, "fingerprint": fp, "standing_fingerprint": rec.Fingerprint,
+				"commitment_version": s.o.CommitmentVersion, "standing_commitment_version": rec.CommitmentVersion})}); err != nil {
+			return s.failStore(*act, err), nil
+		}
+		v := refusal(act, reason, resumeText[reason])
+		if reason == pub.ResumeNoStandingVerdict {
+			v.Hold = holdStatus(rec)
+		}
+		return v, nil
+	}
+	switch rec.State {
+	case pub.ActionPassed, pub.ActionApproved:
+		if !claim {
+			return verdictOf(rec), nil
+		}
+		cl, rec2, err := s.claim(ctx, c, rec)
+		if err != nil {
+			return pub.Verdict{}, err
+		}
+		if cl.Status != pub.ClaimGranted {
+			return verdictOf(rec2), nil
+		}
+		v := verdictOf(rec)
+		v.Claim = &cl
+		return v, nil
+	case pub.ActionClaimed:
+		rec2, err := s.markUnconfirmed(ctx, rec, "claimed again without an acknowledgement")
+		if err != nil && !errors.Is(err, pub.ErrConflict) {
+			return s.failStore(*act, err), nil
+		}
+		return verdictOf(rec2), nil
+	}
+	return verdictOf(rec), nil
+}
+
+var resumeText = map[pub.Reason]string{
+	pub.ResumeFingerprintMismatch:      "the action's content does not match the commitment under this action id; present a new action id",
+	pub.ResumeCommitmentUnversioned:    "the standing verdict predates fingerprints; present a new action id",
+	pub.ResumeCommitmentVersionChanged: "a release changed what a commitment means; approvals under the old meaning are void; present a new action id",
+	pub.ResumeNoStandingVerdict:        "nothing has been decided yet; retry the resume later with the same ids",
+}
+
+func refusal(act *pub.Action, reason pub.Reason, text string) pub.Verdict {
+	return pub.Verdict{ActionID: act.ActionID, SessionID: act.SessionID, Verdict: pub.Kill, Reason: reason, Rationale: text}
+}
+
+// failStore answers a write the gate could not record: it fails closed.
+func (s *Service) failStore(act pub.Action, err error) pub.Verdict {
+	s.log.Error("gate: store", "tenant", act.TenantID, "session", act.SessionID, "action", act.ActionID, "err", err)
+	return pub.Verdict{ActionID: act.ActionID, SessionID: act.SessionID, Verdict: pub.Kill, Reason: pub.ReasonStore,
+		Rationale: "the gate could not read or record its decision"}
+}
+
+// judgeFresh runs the layers on an action never seen before and records
+// the decision.
+func (s *Service) judgeFresh(ctx context.Context, c *Caller, sess pub.SessionRecord, act *pub.Action, raw, ctxRaw json.RawMessage, fp string, claim bool, start time.Time) (pub.Verdict, error) {
+	now := s.o.Now()
+	d := pub.Decision{FingerprintScheme: pub.FingerprintScheme, CommitmentVersion: s.o.CommitmentVersion}
+	out := outcome{verdict: pub.Pass}
+	set, err := s.rules.current(ctx, act.TenantID)
+	ctxMap := map[string]any{}
+	if err == nil {
+		if err = json.Unmarshal(ctxRaw, &ctxMap); err != nil {
+			err = fmt.Errorf("context: %w", err)
+		}
+	}
+	if err != nil {
+		s.log.Error("gate: rule set unavailable; refusing the write", "tenant", act.TenantID, "err", err)
+		out = outcome{verdict: pub.Kill, reason: pub.ReasonRulesUnavailable, rationale: "the tenant's rule set could not be loaded"}
+	} else {
+		t0 := time.Now()
+		out, err = s.applyRules(ctx, set, sess, act, ctxMap, now, &d)
+		d.RulesMicros = time.Since(t0).Microseconds()
+		if err != nil {
+			return s.failStore(*act, err), nil
+		}
+		if s.o.Judge != nil && (out.verdict != pub.Kill || d.Shadow) && d.Would != pub.Kill {
+			t1 := time.Now()
+			out = s.applyJudge(ctx, set, act, out, &d)
+			d.JudgeMicros = time.Since(t1).Microseconds()
+		}
+	}
+	d.TotalMicros = s.o.Now().Sub(start).Microseconds()
+
+	rec := pub.ActionRecord{TenantID: act.TenantID, SessionID: act.SessionID, ActionID: act.ActionID,
+		ActionType: act.ActionType, TeamID: act.TeamID, AgentID: act.AgentID, Action: raw,
+		Fingerprint: fp, FingerprintScheme: pub.FingerprintScheme, CommitmentVersion: s.o.CommitmentVersion,
+		Verdict: out.verdict, RuleIDCited: out.rule, Rationale: out.rationale, Reason: out.reason, Decision: mustJSON(d)}
+	var ledger []pub.LedgerEntry
+	switch out.verdict {
+	case pub.Pass:
+		rec.State = pub.ActionPassed
+		if claim {
+			rec.State, rec.FencingToken, rec.ClaimedAt = pub.ActionClaimed, 1, now
+			ledger = s.ledgerFor(set, rec, act.Context.ContextType(), ctxMap, now)
+		}
+	case pub.Hold:
+		rec.State = pub.ActionHeld
+		rec.HoldWindow, rec.HoldIndefinite = sess.HoldWindow, sess.HoldIndefinite
+		if !sess.HoldIndefinite {
+			rec.HoldExpiresAt = now.Add(sess.HoldWindow)
+		}
+	default:
+		rec.State = pub.ActionKilled
+	}
+	kind := "decision"
+	if d.Shadow {
+		kind = "shadow_decision"
+	}
+	body := map[string]any{"verdict": rec.Verdict, "reason": rec.Reason, "rule_id_cited": rec.RuleIDCited,
+		"rationale": rec.Rationale, "fingerprint": fp, "decision": d}
+	if rec.State == pub.ActionClaimed {
+		body["fencing_token"] = rec.FencingToken
+	}
+	e := &pub.AuditEntry{Kind: kind, TenantID: rec.TenantID, SessionID: rec.SessionID, ActionID: rec.ActionID,
+		Actor: c.Actor, Body: mustJSON(body)}
+	stored, err := s.store.WriteAction(ctx, pub.ActionWrite{Record: rec, Now: now, Audit: e, Ledger: ledger})
+	switch {
+	case errors.Is(err, pub.ErrExists):
+		// Another replica judged it first: its decision stands.
+		return s.answerStanding(ctx, c, stored, act, fp, claim)
+	case err != nil:
+		return s.failStore(*act, err), nil
+	}
+	v := verdictOf(stored)
+	if stored.State == pub.ActionClaimed {
+		v.Verdict, v.Claim = pub.Pass, claimOf(stored)
+	}
+	v.Shadow = d.Shadow
+	return v, nil
+}
+
+// outcome is a verdict with its citation.
+type outcome struct {
+	verdict   pub.Outcome
+	rule      string
+	rationale string
+	reason    pub.Reason
+}
+
+var severity = map[pub.Outcome]int{pub.Pass: 0, pub.Hold: 1, pub.Kill: 2}
+
+// applyRules computes the aggregates and evaluates the tenant's rules.
+// Its error is a store failure reading the ledger.
+func (s *Service) applyRules(ctx context.Context, set *ruleSet, sess pub.SessionRecord, act *pub.Action, ctxMap map[string]any, now time.Time, d *pub.Decision) (outcome, error) {
+	if set == nil {
+		d.Rules = pub.Pass
+		return outcome{verdict: pub.Pass}, nil
+	}
+	d.RuleSetVersion, d.RuleSetHash, d.Shadow = set.version, set.hash, set.doc.Shadow
+	agg := map[string]float64{}
+	for _, a := range set.doc.Aggregates {
+		q := pub.LedgerQuery{TenantID: act.TenantID, ActionType: a.ActionType, Since: now.Add(-time.Duration(a.Window))}
+		if a.Scope != "tenant" {
+			subject, ok := subjectOf(ctxMap, set.subjectField(a.ActionType, act.Context.ContextType()))
+			if !ok {
+				continue // absent: a rule that reads it fails closed
+			}
+			q.Subject = subject
+		}
+		total, err := s.store.Aggregate(ctx, q)
+		if err != nil {
+			return outcome{}, fmt.Errorf("aggregate %s: %w", a.Name, err)
+		}
+		if a.Measure == "sum" {
+			agg[a.Name] = total.Sum
+		} else {
+			agg[a.Name] = float64(total.Count)
+		}
+	}
+	d.Aggregates = agg
+	res := set.compiled.Evaluate(ctx, rules.Activation{
+		"action":   map[string]any{"type": act.ActionType, "id": act.ActionID, "context_type": act.Context.ContextType(), "reasoning": act.Reasoning, "resume": act.Resume},
+		"ctx":      ctxMap,
+		"evidence": evidenceList(act.Evidence),
+		"agg":      agg,
+		"session":  map[string]string{"tenant": act.TenantID, "team": act.TeamID, "agent": act.AgentID, "id": act.SessionID},
+		"now":      now,
+	})
+	texts := map[string]string{}
+	for _, r := range set.doc.Rules {
+		texts[r.ID] = r.Text
+	}
+	var cited *rules.Match
+	for i, m := range res.Matched {
+		rm := pub.RuleMatch{RuleID: m.RuleID, Text: texts[m.RuleID], Verdict: pub.Outcome(m.Verdict.String())}
+		if m.Err != nil {
+			rm.Error = m.Err.Error()
+		}
+		d.Matched = append(d.Matched, rm)
+		if cited == nil || m.Verdict > cited.Verdict {
+			cited = &res.Matched[i]
+		}
+	}
+	d.Rules = pub.Outcome(res.Verdict.String())
+	d.Would = pub.Outcome(res.Would.String())
+	if !set.doc.Shadow {
+		d.Would = ""
+	}
+	out := outcome{verdict: d.Rules}
+	if cited != nil && !set.doc.Shadow {
+		out.rule, out.rationale = cited.RuleID, texts[cited.RuleID]
+		if cited.Err != nil {
+			out.reason = pub.ReasonRuleError
+			out.rationale = "rule " + cited.RuleID + " could not be evaluated: " + cited.Err.Error()
+		}
+	}
+	return out, nil
+}
+
+// applyJudge asks the LLM judge and combines: it may escalate, never
+// lower. A failed judgement fails closed. Under a shadow set the judge's
+// verdict, like the rules', is only what would have happened.
+func (s *Service) applyJudge(ctx context.Context, set *ruleSet, act *pub.Action, out outcome, d *pub.Decision) outcome {
+	req := judge.Request{Reasoning: act.Reasoning}
+	req.Action = string(mustJSON(map[string]any{"action_type": act.ActionType, "context_type": act.Context.ContextType(), "context": act.Context}))
+	for _, e := range act.Evidence {
+		content := string(e.Result)
+		if e.Error != "" {
+			content = "error: " + e.Error
+		}
+		req.Evidence = append(req.Evidence, judge.Evidence{Source: e.Tool + " #" + strconv.Itoa(e.Provenance.Sequence), Content: content})
+	}
+	if set != nil {
+		for _, r := range set.doc.Rules {
+			req.Rules = append(req.Rules, judge.Rule{ID: r.ID, Text: r.Text})
+		}
+	}
+	jd := &pub.JudgeDecision{Model: s.o.JudgeModel, PromptVersion: JudgePromptVersion}
+	d.Judge = jd
+	v, err := s.o.Judge.Judge(ctx, req)
+	var got outcome
+	if err != nil {
+		reason := pub.ReasonJudgeError
+		var je *judge.Error
+		if errors.As(err, &je) {
+			switch je.Failure {
+			case judge.Malformed:
+				reason = pub.ReasonJudgeMalformed
+			case judge.Refused:
+				reason = pub.ReasonJudgeRefused
+			}
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			reason = pub.ReasonJudgeTimeout
+		}
+		jd.Failure = string(reason)
+		got = outcome{verdict: pub.Kill, reason: reason, rationale: "the judge gave no usable verdict: " + err.Error()}
+	} else {
+		jd.Verdict, jd.RuleIDCited, jd.Rationale, jd.Signals = pub.Outcome(v.Verdict), v.RuleIDCited, v.Rationale, v.Signals
+		got = outcome{verdict: pub.Outcome(v.Verdict), rule: v.RuleIDCited, rationale: v.Rationale}
+	}
+	if d.Shadow {
+		if severity[got.verdict] > severity[d.Would] {
+			d.Would = got.verdict
+		}
+		return out
+	}
+	if severity[got.verdict] > severity[out.verdict] {
+		return got
+	}
+	return out
+}
+
+// subjectOf reads the subject field of a context as text.
+func subjectOf(ctx map[string]any, field string) (string, bool) {
+	switch v := ctx[field].(type) {
+	case string:
+		return v, v != ""
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64), true
+	case bool:
+		return strconv.FormatBool(v), true
+	}
+	return "", false
+}
+
+// ledgerFor is the ledger entry a granted claim files: the write is now
+// committed, and later aggregates count it.
+func (s *Service) ledgerFor(set *ruleSet, rec pub.ActionRecord, contextType string, ctxMap map[string]any, at time.Time) []pub.LedgerEntry {
+	subject, _ := subjectOf(ctxMap, set.subjectField(rec.ActionType, contextType))
+	amount, _ := ctxMap["amount"].(float64)
+	return []pub.LedgerEntry{{TenantID: rec.TenantID, ActionType: rec.ActionType, Subject: subject, Amount: amount,
+		At: at, SessionID: rec.SessionID, ActionID: rec.ActionID}}
+}
+
+// evidenceList renders the buffered reads for rule conditions.
+func evidenceList(ev []pub.Evidence) []any {
+	out := make([]any, 0, len(ev))
+	for _, e := range ev {
+		m := map[string]any{"tool": e.Tool, "seq": int64(e.Provenance.Sequence), "error": e.Error, "truncated": e.Provenance.Truncated}
+		var v any
+		if len(e.Result) > 0 && json.Unmarshal(e.Result, &v) == nil {
+			m["result"] = v
+		}
+		if len(e.Arguments) > 0 && json.Unmarshal(e.Arguments, &v) == nil {
+			m["arguments"] = v
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// verdictOf is the verdict an action's record stands for.
+func verdictOf(r pub.ActionRecord) pub.Verdict {
+	v := pub.Verdict{ActionID: r.ActionID, SessionID: r.SessionID, RuleIDCited: r.RuleIDCited, Rationale: r.Rationale}
+	switch r.State {
+	case pub.ActionPassed, pub.ActionClaimed:
+		v.Verdict = pub.Pass
+	case pub.ActionApproved:
+		v.Verdict = pub.Pass
+		v.Hold = holdStatus(r)
+	case pub.ActionHeld:
+		v.Verdict = pub.Hold
+		v.Hold = holdStatus(r)
+	case pub.ActionDenied, pub.ActionExpired:
+		v.Verdict, v.Reason = pub.Kill, r.Reason
+		v.Hold = holdStatus(r)
+	case pub.ActionUnconfirmed:
+		v.Verdict = pub.ExecutionUnconfirmed
+		v.Rationale = "a claim was granted and never acknowledged; an operator must confirm whether the write ran"
+	case pub.ActionExecuted:
+		v.Verdict = pub.AlreadyExecuted
+		at := r.AcknowledgedAt
+		v.AcknowledgedAt = &at
+	default:
+		v.Verdict, v.Reason = pub.Kill, r.Reason
+	}
+	if v.Verdict == pub.Kill && v.RuleIDCited == "" && v.Reason == "" {
+		v.Reason = pub.ReasonStore // a kill must say why; never reached by records this service writes
+	}
+	return v
+}
+
+// holdStatus renders a record's hold (nil when it was never held).
+func holdStatus(r pub.ActionRecord) *pub.HoldStatus {
+	if r.Verdict != pub.Hold {
+		return nil
+	}
+	h := &pub.HoldStatus{ActionID: r.ActionID, Indefinite: r.HoldIndefinite, DecidedBy: r.DecidedBy}
+	switch r.State {
+	case pub.ActionHeld:
+		h.State = pub.HoldPending
+	case pub.ActionDenied:
+		h.State = pub.HoldDenied
+	case pub.ActionExpired:
+		h.State = pub.HoldExpired
+	default:
+		h.State = pub.HoldApproved
+	}
+	if !r.HoldIndefinite {
+		h.WindowS = r.HoldWindow.Seconds()
+		at := r.HoldExpiresAt
+		h.ExpiresAt = &at
+	}
+	if !r.DecidedAt.IsZero() {
+		at := r.DecidedAt
+		h.DecidedAt = &at
+	}
+	return h
+}
+
+func claimOf(r pub.ActionRecord) *pub.Claim {
+	at := r.ClaimedAt
+	return &pub.Claim{SessionID: r.SessionID, ActionID: r.ActionID, Status: pub.ClaimGranted, FencingToken: r.FencingToken, ClaimedAt: &at}
+}

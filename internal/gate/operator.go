@@ -1,0 +1,250 @@
+package gate
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	pub "novaos.dev/novaos/gate"
+)
+
+// OpenSession creates a session or, with attach, re-enters an existing
+// one (re-opening it when it was suspended or completed). The granted hold
+// window is the smaller of the deployment's and the declared one.
+func (s *Service) OpenSession(ctx context.Context, c *Caller, req pub.SessionRequest) (pub.SessionInfo, bool, error) {
+	if err := c.tenantOK(req.TenantID); err != nil {
+		return pub.SessionInfo{}, false, err
+	}
+	if req.SessionID == "" {
+		req.SessionID = newID()
+	}
+	window, indefinite := s.grantWindow(req)
+	now := s.o.Now()
+	rec := pub.SessionRecord{TenantID: req.TenantID, ID: req.SessionID, TeamID: req.TeamID, AgentID: req.AgentID,
+		Resumable: req.Resumable, HoldWindow: window, HoldIndefinite: indefinite, State: pub.SessionStateOpen,
+		CreatedAt: now, UpdatedAt: now}
+	stored, err := s.store.CreateSession(ctx, rec)
+	switch {
+	case err == nil:
+		return sessionInfo(stored, false), true, nil
+	case !errors.Is(err, pub.ErrExists):
+		return pub.SessionInfo{}, false, fmt.Errorf("gate: open session: %w", err)
+	case !req.Attach:
+		return pub.SessionInfo{}, false, fmt.Errorf("%w: session %q exists; attach to re-enter it", ErrSessionState, req.SessionID)
+	case stored.TeamID != req.TeamID || stored.AgentID != req.AgentID:
+		return pub.SessionInfo{}, false, fmt.Errorf("%w: session %q belongs to team %q, agent %q", ErrSessionState, req.SessionID, stored.TeamID, stored.AgentID)
+	}
+	for range 16 {
+		next := stored
+		next.State, next.Resumable, next.HoldWindow, next.HoldIndefinite, next.UpdatedAt = pub.SessionStateOpen, req.Resumable, window, indefinite, now
+		out, err := s.store.UpdateSession(ctx, next)
+		if errors.Is(err, pub.ErrConflict) {
+			if stored, err = s.store.GetSession(ctx, req.TenantID, req.SessionID); err != nil {
+				return pub.SessionInfo{}, false, fmt.Errorf("gate: attach session: %w", err)
+			}
+			continue
+		}
+		if err != nil {
+			return pub.SessionInfo{}, false, fmt.Errorf("gate: attach session: %w", err)
+		}
+		return sessionInfo(out, true), false, nil
+	}
+	return pub.SessionInfo{}, false, fmt.Errorf("gate: attach session: %w", pub.ErrConflict)
+}
+
+// grantWindow is the smaller of the deployment's window and the
+// session's declaration (adopting the deployment's when it says so).
+func (s *Service) grantWindow(req pub.SessionRequest) (time.Duration, bool) {
+	if req.AdoptDeploymentWindow {
+		if s.o.HoldIndefinite {
+			return 0, true
+		}
+		return s.o.HoldWindow, false
+	}
+	declared := time.Duration(math.Round(req.MaxHoldS * float64(time.Second)))
+	if !s.o.HoldIndefinite && s.o.HoldWindow < declared {
+		return s.o.HoldWindow, false
+	}
+	return declared, false
+}
+
+func sessionInfo(r pub.SessionRecord, attached bool) pub.SessionInfo {
+	return pub.SessionInfo{SessionID: r.ID, HoldWindowS: r.HoldWindow.Seconds(), HoldIndefinite: r.HoldIndefinite, Attached: attached}
+}
+
+// EndSession completes a session or parks it for a later run. Any
+// session may be parked: the SDK parks one whose resume met
+// resume_no_standing_verdict so the retry can attach, resumable or not.
+func (s *Service) EndSession(ctx context.Context, c *Caller, end pub.SessionEnd) error {
+	state := pub.SessionState(end.State)
+	if state != pub.SessionStateCompleted && state != pub.SessionStateSuspended {
+		return fmt.Errorf("%w: state: %q is not completed or suspended", ErrBadRequest, end.State)
+	}
+	for range 16 {
+		rec, err := s.store.GetSession(ctx, c.Tenant, end.SessionID)
+		if err != nil {
+			return fmt.Errorf("gate: end session: %w", err)
+		}
+		rec.State, rec.UpdatedAt = state, s.o.Now()
+		if _, err = s.store.UpdateSession(ctx, rec); errors.Is(err, pub.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("gate: end session: %w", err)
+		}
+		return nil
+	}
+	return fmt.Errorf("gate: end session: %w", pub.ErrConflict)
+}
+
+// operatorStates are the states an operator acts on.
+var operatorStates = []pub.ActionState{pub.ActionHeld, pub.ActionUnconfirmed}
+
+// List returns a page of tenant's actions in states (default: held and
+// unconfirmed); tenant "" lists every tenant. after is the Next of the
+// previous page.
+func (s *Service) List(ctx context.Context, tenant string, states []pub.ActionState, after string, limit int) (pub.ActionList, error) {
+	if len(states) == 0 {
+		states = operatorStates
+	}
+	if limit <= 0 || limit > 500 {
+		limit = 100
+	}
+	f := pub.ActionFilter{TenantID: tenant, States: states, Limit: limit + 1}
+	if after != "" {
+		created, key, err := parseCursor(after)
+		if err != nil {
+			return pub.ActionList{}, err
+		}
+		f.AfterCreated, f.AfterSessionID, f.AfterActionID, f.AfterTenantID = created, key.session, key.action, key.tenant
+	}
+	recs, err := s.store.ListActions(ctx, f)
+	if err != nil {
+		return pub.ActionList{}, fmt.Errorf("gate: list: %w", err)
+	}
+	out := pub.ActionList{Actions: recs}
+	if len(recs) > limit {
+		out.Actions = recs[:limit]
+		last := recs[limit-1]
+		out.Next = cursor(last)
+	}
+	if out.Actions == nil {
+		out.Actions = []pub.ActionRecord{}
+	}
+	return out, nil
+}
+
+// cursor encodes a listing position: the creation time and the key, as
+// JSON in URL-safe base64 so ids with any characters survive a query.
+func cursor(r pub.ActionRecord) string {
+	b := mustJSON([]string{r.CreatedAt.UTC().Format(time.RFC3339Nano), r.SessionID, r.ActionID, r.TenantID})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func parseCursor(c string) (time.Time, actionKey, error) {
+	bad := fmt.Errorf("%w: after: not a listing cursor", ErrBadRequest)
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	var parts []string
+	if err != nil || json.Unmarshal(b, &parts) != nil || len(parts) != 4 {
+		return time.Time{}, actionKey{}, bad
+	}
+	t, err := time.Parse(time.RFC3339Nano, parts[0])
+	if err != nil {
+		return time.Time{}, actionKey{}, bad
+	}
+	return t, actionKey{tenant: parts[3], session: parts[1], action: parts[2]}, nil
+}
+
+// Get returns one action; tenant "" finds it in any tenant (admin).
+func (s *Service) Get(ctx context.Context, tenant, sessionID, actionID string) (pub.ActionRecord, error) {
+	if tenant != "" {
+		rec, err := s.store.GetAction(ctx, tenant, sessionID, actionID)
+		if err != nil {
+			return pub.ActionRecord{}, fmt.Errorf("gate: action: %w", err)
+		}
+		return rec, nil
+	}
+	return pub.ActionRecord{}, fmt.Errorf("%w: name the tenant (?tenant=)", ErrBadRequest)
+}
+
+// Decide applies an operator's decision: approve or deny a held action,
+// or settle an unconfirmed one. actor is recorded in the action and the
+// audit.
+func (s *Service) Decide(ctx context.Context, tenant, sessionID, actionID string, d pub.OperatorDecision, actor string) (pub.ActionRecord, error) {
+	if !d.Decision.Valid() {
+		return pub.ActionRecord{}, fmt.Errorf("%w: decision %q", ErrBadRequest, d.Decision)
+	}
+	rec, err := s.Get(ctx, tenant, sessionID, actionID)
+	if err != nil {
+		return pub.ActionRecord{}, err
+	}
+	for range 16 {
+		next := rec
+		now := s.o.Now()
+		switch d.Decision {
+		case pub.DecisionApprove, pub.DecisionDeny:
+			if rec.State != pub.ActionHeld {
+				return rec, fmt.Errorf("%w: the action is %s, not held", pub.ErrConflict, rec.State)
+			}
+			if !rec.HoldExpiresAt.IsZero() && !now.Before(rec.HoldExpiresAt) {
+				out, err := s.expireHold(ctx, rec, pub.ReasonOperatorTimeout)
+				if err != nil && !errors.Is(err, pub.ErrConflict) {
+					return out, err
+				}
+				return out, fmt.Errorf("%w: the hold's window had passed; it failed closed", pub.ErrConflict)
+			}
+			next.State, next.DecidedBy, next.DecidedAt = pub.ActionApproved, actor, now
+			if d.Decision == pub.DecisionDeny {
+				next.State, next.Reason = pub.ActionDenied, pub.ReasonOperatorDenied
+				if d.Note != "" {
+					next.Rationale = "denied by an operator: " + d.Note
+				}
+			}
+		case pub.DecisionConfirmExecuted, pub.DecisionConfirmNotExecuted:
+			if rec.State != pub.ActionUnconfirmed && rec.State != pub.ActionClaimed {
+				return rec, fmt.Errorf("%w: the action is %s, not unconfirmed", pub.ErrConflict, rec.State)
+			}
+			if d.Decision == pub.DecisionConfirmExecuted {
+				next.State, next.AcknowledgedAt = pub.ActionExecuted, now
+			} else {
+				// The claim is void; a later run may claim again and gets
+				// the next fencing token, so the old one can never ack.
+				next.State, next.ClaimedAt = pub.ActionPassed, time.Time{}
+				if rec.Verdict == pub.Hold {
+					next.State = pub.ActionApproved
+				}
+			}
+		}
+		out, err := s.write(ctx, rec, next, "operator_"+string(d.Decision), actor, map[string]any{"note": d.Note, "from": rec.State})
+		if errors.Is(err, pub.ErrConflict) {
+			rec = out
+			continue
+		}
+		if err != nil {
+			return rec, err
+		}
+		s.waiters.wake(keyOf(out))
+		return out, nil
+	}
+	return rec, fmt.Errorf("gate: decide: %w", pub.ErrConflict)
+}
+
+// Audit returns a page of the audit chain with its head.
+func (s *Service) Audit(ctx context.Context, after int64, limit int) (pub.AuditPage, error) {
+	entries, err := s.store.Audit(ctx, after, limit)
+	if err != nil {
+		return pub.AuditPage{}, fmt.Errorf("gate: audit: %w", err)
+	}
+	seq, hash, err := s.store.AuditHead(ctx)
+	if err != nil {
+		return pub.AuditPage{}, fmt.Errorf("gate: audit head: %w", err)
+	}
+	if entries == nil {
+		entries = []pub.AuditEntry{}
+	}
+	return pub.AuditPage{Entries: entries, HeadSeq: seq, HeadHash: hash}, nil
+}
