@@ -232,7 +232,7 @@ func crossSite(r *http.Request) string {
 // sameOrigin reports whether origin (scheme://host[:port]) names the host
 // and port the request was sent to. The scheme is not compared: behind a
 // proxy that terminates TLS the page cannot tell which one the browser
-// used. A Host without a port names the scheme's default port.
+// used.
 func sameOrigin(origin, host string) bool {
 	scheme, rest, ok := strings.Cut(origin, "://")
 	if !ok || (scheme != "http" && scheme != "https") || rest == "" || strings.ContainsAny(rest, "/?#@") {
@@ -246,7 +246,11 @@ func sameOrigin(origin, host string) bool {
 	if hh == "" || !strings.EqualFold(oh, hh) {
 		return false
 	}
-	return hp == "" || hp == op
+	if hp == "" {
+		// A Host without a port came to port 80 or 443.
+		return op == "80" || op == "443"
+	}
+	return hp == op
 }
 
 func splitHostPort(hp string) (host, port string) {
