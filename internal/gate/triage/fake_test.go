@@ -235,7 +235,7 @@ func heldAction(tenant, session, action string, created time.Time) gate.ActionRe
 	}
 	d := gate.Decision{
 		RuleSetVersion: 7, RuleSetHash: "sha256:rules7",
-		Rules:          gate.Hold,
+		Rules: gate.Hold,
 		Matched: []gate.RuleMatch{
 			{RuleID: "ap-bank-change", Text: "Hold payments within 7 days of a bank detail change.", Verdict: gate.Hold},
 			{RuleID: "ap-velocity", Text: "Kill a third payment to one vendor in a day.", Verdict: gate.Kill, Error: "no such field: agg.vendor_day"},
@@ -371,7 +371,9 @@ func (b *browser) do(method, target string, form url.Values, hdr map[string]stri
 	return w
 }
 
-func (b *browser) get(target string) *httptest.ResponseRecorder { return b.do(http.MethodGet, target, nil, nil) }
+func (b *browser) get(target string) *httptest.ResponseRecorder {
+	return b.do(http.MethodGet, target, nil, nil)
+}
 
 func (b *browser) post(target string, form url.Values) *httptest.ResponseRecorder {
 	return b.do(http.MethodPost, target, form, nil)

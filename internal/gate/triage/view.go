@@ -14,10 +14,10 @@ import (
 
 // listView is one page of the list.
 type listView struct {
-	Rows     []listRow
-	Admin    bool   // show the tenant column
-	Next     string // the next page's path, "" on the last
-	First    string // the first page's path, when this is not it
+	Rows  []listRow
+	Admin bool   // show the tenant column
+	Next  string // the next page's path, "" on the last
+	First string // the first page's path, when this is not it
 }
 
 type listRow struct {
