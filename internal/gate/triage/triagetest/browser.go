@@ -161,6 +161,24 @@ func (b *Browser) Logout() {
 	)
 }
 
+// ExpectSignedOut opens the list and requires the login form instead.
+func (b *Browser) ExpectSignedOut() {
+	b.t.Helper()
+	b.do("open the list signed out", chromedp.Navigate(b.Base), chromedp.WaitVisible(chromedp.CSS("#token")))
+}
+
+// Title returns the title of the page open now.
+func (b *Browser) Title() string {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, b.Timeout)
+	defer cancel()
+	title, err := chromedp.Run(ctx, chromedp.Title())
+	if err != nil {
+		b.t.Fatalf("browser: read the title: %v", err)
+	}
+	return title
+}
+
 // List opens the list's first page.
 func (b *Browser) List() {
 	b.t.Helper()
@@ -277,7 +295,7 @@ func (b *Browser) Screenshot(path string) {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, b.Timeout)
 	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		b.t.Fatalf("browser: screenshot: %v", err)
 	}
