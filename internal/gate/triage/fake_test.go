@@ -166,6 +166,7 @@ const (
 	tokenNoScope = "tok-no-scope"
 	tokenBroken  = "tok-checker-fails"
 	tokenNoTen   = "tok-no-tenant"
+	tokenQuoted  = "tok-quoted-by-the-checker"
 )
 
 // revoked tokens are refused from then on, as an expired token would be.
@@ -201,6 +202,9 @@ func (a *fakeAuth) check(_ context.Context, tok string) (triage.Principal, error
 		return triage.Principal{}, fmt.Errorf("fake: scope gate:operate missing: %w", httpapi.ErrForbidden)
 	case tokenBroken:
 		return triage.Principal{}, errors.New("fake: identity store unavailable")
+	case tokenQuoted:
+		// A careless checker that quotes what it was given.
+		return triage.Principal{}, fmt.Errorf("fake: token %q is malformed: %w", tok, httpapi.ErrUnauthenticated)
 	case tokenNoTen:
 		return triage.Principal{Actor: "nobody"}, nil
 	}

@@ -46,7 +46,7 @@ func (h *handler) withSession(w http.ResponseWriter, r *http.Request, next func(
 		h.toLogin(w, r)
 		return
 	case err != nil:
-		h.log.ErrorContext(r.Context(), "triage: checking an operator token failed", "err", err)
+		h.log.ErrorContext(r.Context(), "triage: checking an operator token failed", "err", redact(err, token))
 		h.plain(w, http.StatusServiceUnavailable, "The operator token could not be checked just now; try again.")
 		return
 	case !valid(p):
@@ -68,6 +68,12 @@ func (h *handler) withSession(w http.ResponseWriter, r *http.Request, next func(
 		}
 	}
 	next(w, r, s)
+}
+
+// redact keeps the token out of the log should a checker's error quote
+// it.
+func redact(err error, token string) string {
+	return strings.ReplaceAll(err.Error(), token, "[token]")
 }
 
 // valid: a non-admin principal must name its tenant, since the empty
@@ -104,11 +110,11 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 	case err != nil && refused(err):
 		// The reason stays in the log: it may say which check a near miss
 		// failed. Neither says anything about the token itself.
-		h.log.InfoContext(r.Context(), "triage: operator token refused at login", "err", err)
+		h.log.InfoContext(r.Context(), "triage: operator token refused at login", "err", redact(err, token))
 		h.loginForm(w, r, http.StatusUnauthorized, "Refused: that token is not an operator token (scope gate:operate) or the admin token, or it has expired.")
 		return
 	case err != nil:
-		h.log.ErrorContext(r.Context(), "triage: checking an operator token failed", "err", err)
+		h.log.ErrorContext(r.Context(), "triage: checking an operator token failed", "err", redact(err, token))
 		h.loginForm(w, r, http.StatusServiceUnavailable, "The token could not be checked just now; try again.")
 		return
 	case !valid(p):

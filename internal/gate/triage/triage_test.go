@@ -86,6 +86,7 @@ func TestAuthRefusal(t *testing.T) {
 	}{
 		{"unknown token", "tok-wrong", http.StatusUnauthorized, "Refused: that token is not an operator token"},
 		{"token without the scope", tokenNoScope, http.StatusUnauthorized, "Refused: that token is not an operator token"},
+		{"checker quotes the token", tokenQuoted, http.StatusUnauthorized, "Refused: that token is not an operator token"},
 		{"checker fails", tokenBroken, http.StatusServiceUnavailable, "could not be checked"},
 		{"principal without a tenant", tokenNoTen, http.StatusForbidden, "names no tenant"},
 		{"empty", "  ", http.StatusBadRequest, "Paste an operator token"},
@@ -100,8 +101,13 @@ func TestAuthRefusal(t *testing.T) {
 			if len(b.cookies) != 0 {
 				t.Errorf("cookies set on a refused login: %v", b.cookies)
 			}
-			if strings.Contains(w.Body.String(), tc.token) && strings.TrimSpace(tc.token) != "" {
-				t.Error("the refusal repeats the token")
+			if strings.TrimSpace(tc.token) != "" {
+				if strings.Contains(w.Body.String(), tc.token) {
+					t.Error("the refusal repeats the token")
+				}
+				if strings.Contains(hs.logs.String(), tc.token) {
+					t.Errorf("the log shows the token:\n%s", hs.logs)
+				}
 			}
 			if len(hs.op.decideCalls()) != 0 || len(hs.op.lists) != 0 {
 				t.Error("the service was called for a refused login")
