@@ -4,7 +4,9 @@
 // everything a reviewer needs to decide one (context, evidence with its
 // provenance, the agent's reasoning, matched rules and aggregates, the
 // judge's answer, fingerprint, hold and claim), and forms that approve,
-// deny, confirm executed or confirm not executed.
+// deny, confirm executed or confirm not executed. The list reloads itself
+// every 30 seconds; the detail page does not, so a note being typed is
+// not lost.
 //
 // The page needs no JavaScript and no build step: html/template pages and
 // one stylesheet, embedded. It talks to the gate service through Operator
@@ -29,9 +31,10 @@
 // once. The token is never rendered or logged.
 //
 // Every POST (login, logout, decisions) must come from the page itself:
-// its Origin, when the browser sends one, must be the request's own
-// scheme-less host and port, Sec-Fetch-Site must not say cross-site or
-// same-site, and, once logged in, the form must carry a CSRF token: an
+// its Origin, when the browser sends one, must name the host and port
+// the request was sent to (the scheme is not compared: behind a proxy
+// that terminates TLS the page cannot know it), Sec-Fetch-Site must not
+// say cross-site or same-site, and, once logged in, the form must carry a CSRF token: an
 // HMAC, under a key of the handler's, of a random value drawn at login and
 // of the session token. The platform's httpapi.Guard stands in front of
 // the page as in front of every service (Host checks against DNS

@@ -12,6 +12,9 @@ import (
 	"novaos.dev/novaos/gate"
 )
 
+// listRefresh is how often the list reloads itself, in seconds.
+const listRefresh = 30
+
 // listed are the states an operator acts on.
 var listed = []gate.ActionState{gate.ActionHeld, gate.ActionUnconfirmed}
 
@@ -20,6 +23,9 @@ type pageData struct {
 	Title string
 	Base  string // the page's path, for links and form actions
 	Error string // the login form's message
+	// Refresh reloads the page after this many seconds (the list, so new
+	// holds show and the time left stays true without script).
+	Refresh int
 	// Set on pages behind the login.
 	Operator *Principal
 	CSRF     string
@@ -51,6 +57,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, s *session) {
 		d.Flash = &f
 	}
 	d.List = h.listView(l, after != "", s.Admin)
+	d.Refresh = listRefresh
 	h.render(w, r, http.StatusOK, "list.html", d)
 }
 

@@ -267,6 +267,7 @@ func TestList(t *testing.T) {
 			`<td class="left">1m0s</td>`, // 5-minute hold submitted 4 minutes ago
 			"<code>ap-bank-change</code>",
 			`href="/ui/gate/actions/s-1/a-held"`,
+			`<meta http-equiv="refresh" content="30">`,
 		)
 		if strings.Contains(body, "g-held") || strings.Contains(body, "<th>Tenant</th>") {
 			t.Error("a tenant operator sees another tenant's action or the tenant column")

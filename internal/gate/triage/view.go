@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"novaos.dev/novaos/gate"
@@ -58,7 +59,7 @@ func stateLabel(s gate.ActionState) string {
 	case gate.ActionKilled:
 		return "BLOCKED"
 	}
-	return string(s)
+	return strings.ToUpper(string(s))
 }
 
 // timeLeft is what remains of a hold's window.
