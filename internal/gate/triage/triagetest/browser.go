@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -82,11 +83,25 @@ func NewBrowser(t testing.TB, base string) *Browser {
 		chromedp.WindowSize(1280, 900),
 		chromedp.UserDataDir(t.TempDir()),
 	)
+	// chromedp may log from its goroutines after the test has ended,
+	// when t.Logf would panic; the log is cut off at cleanup.
+	var mu sync.Mutex
+	open := true
+	logf := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		if open {
+			t.Logf("chromium: "+format, args...)
+		}
+	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelCtx := chromedp.NewContext(allocCtx, chromedp.WithLogf(t.Logf))
+	ctx, cancelCtx := chromedp.NewContext(allocCtx, chromedp.WithLogf(logf), chromedp.WithErrorf(logf))
 	t.Cleanup(func() {
 		cancelCtx()
 		cancelAlloc()
+		mu.Lock()
+		open = false
+		mu.Unlock()
 	})
 	// The first Run starts the browser and ties it to ctx, so it runs
 	// without a timeout; each later step gets its own.
