@@ -1,0 +1,80 @@
+package triage
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"novaos.dev/novaos/gate"
+)
+
+type noOperator struct{ Operator }
+
+// TestRenderError: a template that fails is a logged 500 with a plain
+// message, not half a page and not a panic.
+func TestRenderError(t *testing.T) {
+	var logs bytes.Buffer
+	h := New(noOperator{}, func(context.Context, string) (Principal, error) { return Principal{}, nil },
+		&Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}).(*handler)
+	for _, name := range []string{"missing.html", "detail.html"} {
+		w := httptest.NewRecorder()
+		// detail.html with a record whose Decision cannot be shown: a nil
+		// Operator in pageData makes {{if $.Operator.Admin}} fail.
+		d := pageData{Title: "x", Base: h.path, Detail: h.detailView(gate.ActionRecord{State: gate.ActionHeld})}
+		h.render(w, httptest.NewRequest(http.MethodGet, "/ui/gate", nil), http.StatusOK, name, d)
+		if w.Code != http.StatusInternalServerError || w.Header().Get("Content-Type") != "text/plain; charset=utf-8" {
+			t.Errorf("%s: %d %q, want a plain 500", name, w.Code, w.Header().Get("Content-Type"))
+		}
+		if strings.Contains(w.Body.String(), "<") {
+			t.Errorf("%s: half a page was sent: %q", name, w.Body)
+		}
+	}
+	if !strings.Contains(logs.String(), "rendering a page failed") {
+		t.Errorf("the failure is not logged:\n%s", logs.String())
+	}
+}
+
+func TestSameOrigin(t *testing.T) {
+	for _, tc := range []struct {
+		origin, host string
+		want         bool
+	}{
+		{"http://a.test", "a.test", true},
+		{"https://a.test", "a.test", true},
+		{"http://a.test:8080", "a.test:8080", true},
+		{"http://A.test:8080", "a.test:8080", true},
+		{"http://a.test", "a.test:80", true},
+		{"https://a.test", "a.test:443", true},
+		{"https://a.test", "a.test:80", false},
+		{"http://a.test:8081", "a.test:8080", false},
+		{"http://b.test", "a.test", false},
+		{"http://[::1]:8080", "[::1]:8080", true},
+		{"http://[::1]:8080", "[::2]:8080", false},
+		{"ftp://a.test", "a.test", false},
+		{"null", "a.test", false},
+		{"http://user@a.test", "a.test", false},
+		{"http://a.test", "", false},
+	} {
+		if got := sameOrigin(tc.origin, tc.host); got != tc.want {
+			t.Errorf("sameOrigin(%q, %q) = %v, want %v", tc.origin, tc.host, got, tc.want)
+		}
+	}
+}
+
+func TestPretty(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"a":"\u003cb\u003e \u0026 \u003C"}`, "{\n  \"a\": \"<b> & <\"\n}"},
+		{`"\\u003c"`, `"\\u003c"`},
+		{`"\\\u003c"`, `"\\<"`},
+		{`"\u00e9\n"`, `"\u00e9\n"`},
+		{`not json <`, `not json <`},
+	} {
+		if got := pretty([]byte(tc.in)); got != tc.want {
+			t.Errorf("pretty(%s) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,17 @@
+// Package triagetest drives the gate's operator page (package triage) in
+// headless Chromium, as an operator would: sign in with a token, find a
+// held action on the list, open it, approve or deny it, read the message.
+// The page's own browser test uses it with a fake service; end-to-end
+// tests use it with the real one while an SDK write waits.
+//
+//	b := triagetest.NewBrowser(t, srv.URL+"/ui/gate")
+//	b.Login(operatorToken)
+//	b.WaitForAction(sessionID, actionID)
+//	b.Open(sessionID, actionID)
+//	msg := b.Decide(gate.DecisionApprove, "checked the invoice")
+//
+// The browser is Debian's chromium (or the binary NOVAOS_TEST_CHROMIUM
+// names). Without one, NewBrowser fails the test; it skips only when
+// NOVAOS_TEST_ALLOW_NO_CHROMIUM=1, for a developer's machine. scripts/test
+// installs chromium when run as root.
+package triagetest
