@@ -2,11 +2,15 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	pubgate "novaos.dev/novaos/gate"
+	"novaos.dev/novaos/identity"
 	gatesvc "novaos.dev/novaos/internal/gate"
+	"novaos.dev/novaos/internal/gate/triage"
 	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/store/postgres"
 	"novaos.dev/novaos/store/sqlite"
@@ -56,7 +60,39 @@ func (s *Server) gateServices(ctx context.Context) ([]service, error) {
 	}
 	s.startWorker(s.gate.Run)
 	h := s.gate.Handler(s.gateAuth(), &gatesvc.HandlerOptions{MaxBodyBytes: s.opts.Gate.MaxBodyBytes})
-	return []service{{name: "gate", patterns: []string{pubgate.APIPath + "/"}, handler: h}}, nil
+	page := triage.New(s.gate, s.operatorAuth, &triage.Options{Logger: s.log.With("service", "gate-ui"),
+		Secure: strings.HasPrefix(s.baseURL, "https://")})
+	return []service{
+		{name: "gate", patterns: []string{pubgate.APIPath + "/"}, handler: h},
+		{name: "gate-ui", patterns: []string{TriagePath, TriagePath + "/"}, handler: page},
+	}, nil
+}
+
+// TriagePath is the gate's operator triage page.
+const TriagePath = "/ui/gate"
+
+// operatorAuth checks a token pasted into the triage page: the server's
+// admin token (every tenant), or a platform token with gate:operate.
+func (s *Server) operatorAuth(ctx context.Context, token string) (triage.Principal, error) {
+	if !s.opts.AdminToken.IsZero() && s.opts.AdminToken.Equal(token) {
+		return triage.Principal{Actor: "admin", Admin: true}, nil
+	}
+	c, err := s.issuer.Verify(ctx, token)
+	switch {
+	case errors.Is(err, identity.ErrInvalid):
+		return triage.Principal{}, fmt.Errorf("%w: %w", httpapi.ErrUnauthenticated, err)
+	case err != nil:
+		return triage.Principal{}, err
+	case !c.HasScope(pubgate.ScopeOperate):
+		return triage.Principal{}, fmt.Errorf("%w: the token lacks the scope %s", httpapi.ErrForbidden, pubgate.ScopeOperate)
+	case c.TenantID == "":
+		return triage.Principal{}, fmt.Errorf("%w: the token names no tenant", httpapi.ErrForbidden)
+	}
+	actor := c.Subject
+	if actor == "" {
+		actor = c.AgentID
+	}
+	return triage.Principal{Tenant: c.TenantID, Actor: actor}, nil
 }
 
 // Gate is the server's gate service (nil before Start or without a gate
