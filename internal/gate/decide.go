@@ -232,6 +232,16 @@ func (s *Service) judgeFresh(ctx context.Context, c *Caller, sess pub.SessionRec
 	}
 	e := &pub.AuditEntry{Kind: kind, TenantID: rec.TenantID, SessionID: rec.SessionID, ActionID: rec.ActionID,
 		Actor: c.Actor, Body: mustJSON(body)}
+	if rec.Reason.FailClosed() {
+		// The gate could not decide (a judge or rule set fault): the kill
+		// is audited but leaves no standing verdict, so a retry of the same
+		// work item is judged afresh rather than killed for good.
+		e.Kind = "decision_failed_closed"
+		if _, err := s.store.AppendAudit(ctx, *e); err != nil {
+			return s.failStore(*act, err), nil
+		}
+		return verdictOf(rec), nil
+	}
 	stored, err := s.store.WriteAction(ctx, pub.ActionWrite{Record: rec, Now: now, Audit: e, Ledger: ledger})
 	switch {
 	case errors.Is(err, pub.ErrExists):

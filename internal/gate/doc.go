@@ -46,9 +46,12 @@
 //
 //   - An unknown action id in a resumed session is judged fresh: a resumed
 //     batch may carry new work items.
-//   - Every decision is persisted, kills included (fail-closed ones too),
-//     so a retry of the same action id gets the same answer; a store
-//     failure is the exception ([fail_closed_store]: nothing was recorded).
+//   - A decision is a standing verdict, kept with the action so a retry
+//     of the same action id gets the same answer — except when the gate
+//     could not decide (a fail_closed_* kill: judge or rule set faults, a
+//     store failure). That kill is audited (kind decision_failed_closed)
+//     but leaves no record, so a later retry of the work item is judged
+//     afresh; the write never ran either way.
 //   - A shadow (log-only) rule set records what the rules and the judge
 //     would have decided (Decision.Would, audit kind shadow_decision) and
 //     enforces pass, including for judge failures; a set that fails to
