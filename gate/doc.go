@@ -47,16 +47,19 @@
 //   - ListActions, Action, Decide, PutRules, Rules, Audit and VerifyAudit
 //     are the operator and admin calls.
 //
-//     c, _ := gate.NewClient(cfg, nil)
-//     lookup := gate.Read("lookup_customer", crmLookup)
-//     refund := gate.Write(c, gate.WriteSpec[Refund]{ActionType: "issue_refund", Context: refundContext}, issueRefund)
-//     err := c.Run(ctx, gate.Session{TenantID: "acme", TeamID: "support", AgentID: "refund-bot"}, func(ctx context.Context) error {
-//     lookup(ctx, id)
-//     _, err := refund(ctx, Refund{Customer: id, Amount: 240})
-//     return err
-//     })
+// Put together:
 //
-// The service (internal/gate) and the operator page come in later steps.
+//	c, _ := gate.NewClient(cfg, nil)
+//	lookup := gate.Read("lookup_customer", crmLookup)
+//	refund := gate.Write(c, gate.WriteSpec[Refund]{ActionType: "issue_refund", Context: refundContext}, issueRefund)
+//	err := c.Run(ctx, gate.Session{TenantID: "acme", TeamID: "support", AgentID: "refund-bot"}, func(ctx context.Context) error {
+//		lookup(ctx, id)
+//		_, err := refund(ctx, Refund{Customer: id, Amount: 240})
+//		return err
+//	})
+//
+// The server side is `novaos serve` (internal/gate, with the operator
+// page at /ui/gate); the README's "Governance gate" section is the guide.
 //
 // # Errors
 //
