@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -35,11 +36,19 @@ func (s *Service) Handler(auth httpapi.Authenticator, o *HandlerOptions) http.Ha
 	mux := http.NewServeMux()
 	p := pub.APIPath
 	mux.HandleFunc("POST "+p+"/sessions", h.openSession)
-	mux.HandleFunc("POST "+p+"/sessions/end", h.endSession)
+	mux.HandleFunc("POST "+p+"/sessions/end", jsonCall(h, http.StatusNoContent, func(ctx context.Context, c *Caller, end pub.SessionEnd) (any, error) {
+		return nil, s.EndSession(ctx, c, end)
+	}))
 	mux.HandleFunc("POST "+p+"/actions", h.submit)
-	mux.HandleFunc("POST "+p+"/actions/wait", h.wait)
-	mux.HandleFunc("POST "+p+"/claims", h.claim)
-	mux.HandleFunc("POST "+p+"/acks", h.ack)
+	mux.HandleFunc("POST "+p+"/actions/wait", jsonCall(h, http.StatusOK, func(ctx context.Context, c *Caller, req pub.WaitRequest) (any, error) {
+		return s.Wait(ctx, c, req)
+	}))
+	mux.HandleFunc("POST "+p+"/claims", jsonCall(h, http.StatusOK, func(ctx context.Context, c *Caller, req pub.ClaimRequest) (any, error) {
+		return s.Claim(ctx, c, req)
+	}))
+	mux.HandleFunc("POST "+p+"/acks", jsonCall(h, http.StatusOK, func(ctx context.Context, c *Caller, req pub.AckRequest) (any, error) {
+		return s.Ack(ctx, c, req)
+	}))
 	mux.HandleFunc("GET "+p+"/actions", h.list)
 	mux.HandleFunc("GET "+p+"/actions/{session}/{action}", h.show)
 	mux.HandleFunc("POST "+p+"/actions/{session}/{action}/decision", h.decide)
@@ -114,6 +123,32 @@ func (h *handler) body(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	return raw, true
 }
 
+// jsonCall serves one agent call of the write path: a gate:submit caller
+// acting in its token's tenant (or an admin naming one), a strictly
+// decoded body, and the answer as JSON with status (no body with 204).
+func jsonCall[Req any](h *handler, status int, call func(ctx context.Context, c *Caller, req Req) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		c, ok := h.caller(w, r, pub.ScopeSubmit, true)
+		if !ok {
+			return
+		}
+		var req Req
+		if !decodeInto(h, w, r, &req) {
+			return
+		}
+		out, err := call(r.Context(), c, req)
+		if err != nil {
+			h.api.Fail(w, r, err)
+			return
+		}
+		if status == http.StatusNoContent {
+			w.WriteHeader(status)
+			return
+		}
+		httpapi.WriteJSON(w, r, status, out)
+	}
+}
+
 func decodeInto[T any](h *handler, w http.ResponseWriter, r *http.Request, v *T) bool {
 	raw, ok := h.body(w, r)
 	if !ok {
@@ -166,22 +201,6 @@ func (h *handler) openSession(w http.ResponseWriter, r *http.Request) {
 	httpapi.WriteJSON(w, r, status, info)
 }
 
-func (h *handler) endSession(w http.ResponseWriter, r *http.Request) {
-	c, ok := h.caller(w, r, pub.ScopeSubmit, true)
-	if !ok {
-		return
-	}
-	var end pub.SessionEnd
-	if !decodeInto(h, w, r, &end) {
-		return
-	}
-	if err := h.s.EndSession(r.Context(), c, end); err != nil {
-		h.api.Fail(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
 func (h *handler) submit(w http.ResponseWriter, r *http.Request) {
 	c, ok := h.caller(w, r, pub.ScopeSubmit, false)
 	if !ok {
@@ -206,57 +225,6 @@ func (h *handler) submit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpapi.WriteJSON(w, r, http.StatusOK, v)
-}
-
-func (h *handler) wait(w http.ResponseWriter, r *http.Request) {
-	c, ok := h.caller(w, r, pub.ScopeSubmit, true)
-	if !ok {
-		return
-	}
-	var req pub.WaitRequest
-	if !decodeInto(h, w, r, &req) {
-		return
-	}
-	v, err := h.s.Wait(r.Context(), c, req)
-	if err != nil {
-		h.api.Fail(w, r, err)
-		return
-	}
-	httpapi.WriteJSON(w, r, http.StatusOK, v)
-}
-
-func (h *handler) claim(w http.ResponseWriter, r *http.Request) {
-	c, ok := h.caller(w, r, pub.ScopeSubmit, true)
-	if !ok {
-		return
-	}
-	var req pub.ClaimRequest
-	if !decodeInto(h, w, r, &req) {
-		return
-	}
-	cl, err := h.s.Claim(r.Context(), c, req)
-	if err != nil {
-		h.api.Fail(w, r, err)
-		return
-	}
-	httpapi.WriteJSON(w, r, http.StatusOK, cl)
-}
-
-func (h *handler) ack(w http.ResponseWriter, r *http.Request) {
-	c, ok := h.caller(w, r, pub.ScopeSubmit, true)
-	if !ok {
-		return
-	}
-	var req pub.AckRequest
-	if !decodeInto(h, w, r, &req) {
-		return
-	}
-	a, err := h.s.Ack(r.Context(), c, req)
-	if err != nil {
-		h.api.Fail(w, r, err)
-		return
-	}
-	httpapi.WriteJSON(w, r, http.StatusOK, a)
 }
 
 func (h *handler) list(w http.ResponseWriter, r *http.Request) {
