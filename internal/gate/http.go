@@ -1,10 +1,10 @@
 package gate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -35,11 +35,11 @@ func (s *Service) Handler(auth httpapi.Authenticator, o *HandlerOptions) http.Ha
 	h.api = &httpapi.API{Name: "gate", Logger: s.log, MaxBodyBytes: max, Auth: auth, ProblemFor: problemFor}
 	mux := http.NewServeMux()
 	p := pub.APIPath
-	mux.HandleFunc("POST "+p+"/sessions", h.openSession)
+	mux.HandleFunc("POST "+p+"/sessions", h.route(pub.ScopeSubmit, false, h.openSession))
 	mux.HandleFunc("POST "+p+"/sessions/end", jsonCall(h, http.StatusNoContent, func(ctx context.Context, c *Caller, end pub.SessionEnd) (any, error) {
 		return nil, s.EndSession(ctx, c, end)
 	}))
-	mux.HandleFunc("POST "+p+"/actions", h.submit)
+	mux.HandleFunc("POST "+p+"/actions", h.route(pub.ScopeSubmit, false, h.submit))
 	mux.HandleFunc("POST "+p+"/actions/wait", jsonCall(h, http.StatusOK, func(ctx context.Context, c *Caller, req pub.WaitRequest) (any, error) {
 		return s.Wait(ctx, c, req)
 	}))
@@ -49,12 +49,15 @@ func (s *Service) Handler(auth httpapi.Authenticator, o *HandlerOptions) http.Ha
 	mux.HandleFunc("POST "+p+"/acks", jsonCall(h, http.StatusOK, func(ctx context.Context, c *Caller, req pub.AckRequest) (any, error) {
 		return s.Ack(ctx, c, req)
 	}))
-	mux.HandleFunc("GET "+p+"/actions", h.list)
-	mux.HandleFunc("GET "+p+"/actions/{session}/{action}", h.show)
-	mux.HandleFunc("POST "+p+"/actions/{session}/{action}/decision", h.decide)
-	mux.HandleFunc("PUT "+p+"/rules", h.putRules)
-	mux.HandleFunc("GET "+p+"/rules", h.getRules)
-	mux.HandleFunc("GET "+p+"/audit", h.audit)
+	mux.HandleFunc("GET "+p+"/actions", h.route(pub.ScopeOperate, false, h.list))
+	mux.HandleFunc("GET "+p+"/actions/{session}/{action}", h.route(pub.ScopeOperate, true, func(w http.ResponseWriter, r *http.Request, c *Caller) (int, any, error) {
+		rec, err := s.Get(r.Context(), c.Tenant, r.PathValue("session"), r.PathValue("action"))
+		return http.StatusOK, rec, err
+	}))
+	mux.HandleFunc("POST "+p+"/actions/{session}/{action}/decision", h.route(pub.ScopeOperate, true, h.decide))
+	mux.HandleFunc("PUT "+p+"/rules", h.route(pub.ScopeAdmin, true, h.putRules))
+	mux.HandleFunc("GET "+p+"/rules", h.route(pub.ScopeAdmin, true, h.getRules))
+	mux.HandleFunc("GET "+p+"/audit", h.route(pub.ScopeAdmin, false, h.audit))
 	mux.HandleFunc(p+"/", func(w http.ResponseWriter, r *http.Request) {
 		h.api.NotFound(w, r, "no such gate endpoint or method")
 	})
@@ -113,125 +116,101 @@ func (h *handler) caller(w http.ResponseWriter, r *http.Request, scope string, n
 	return c, true
 }
 
-// body reads a request body within the size limit; the strict decoders
-// of package gate then check it.
-func (h *handler) body(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	var raw json.RawMessage
-	if !h.api.Decode(w, r, &raw, httpapi.Body{MaxBytes: h.max}) {
-		return nil, false
-	}
-	return raw, true
-}
-
 // jsonCall serves one agent call of the write path: a gate:submit caller
-// acting in its token's tenant (or an admin naming one), a strictly
-// decoded body, and the answer as JSON with status (no body with 204).
+// acting in its token's tenant (or an admin naming one), a body decoded
+// strictly (duplicate keys at any depth, unknown fields and trailing data
+// refused), and the answer as JSON with status (no body with 204).
 func jsonCall[Req any](h *handler, status int, call func(ctx context.Context, c *Caller, req Req) (any, error)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		c, ok := h.caller(w, r, pub.ScopeSubmit, true)
-		if !ok {
-			return
+	return h.route(pub.ScopeSubmit, true, func(w http.ResponseWriter, r *http.Request, c *Caller) (int, any, error) {
+		raw, err := h.readBody(w, r)
+		if err != nil {
+			return 0, nil, err
 		}
 		var req Req
-		if !decodeInto(h, w, r, &req) {
-			return
+		if err := pub.CheckStructure(raw); err != nil {
+			return 0, nil, badRequest(err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			return 0, nil, badRequest(err)
 		}
 		out, err := call(r.Context(), c, req)
-		if err != nil {
-			h.api.Fail(w, r, err)
-			return
-		}
-		if status == http.StatusNoContent {
-			w.WriteHeader(status)
-			return
-		}
-		httpapi.WriteJSON(w, r, status, out)
-	}
-}
-
-func decodeInto[T any](h *handler, w http.ResponseWriter, r *http.Request, v *T) bool {
-	raw, ok := h.body(w, r)
-	if !ok {
-		return false
-	}
-	if err := pub.CheckStructure(raw); err != nil {
-		h.api.Fail(w, r, badRequest(err))
-		return false
-	}
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		h.api.Fail(w, r, badRequest(err))
-		return false
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		h.api.Fail(w, r, badRequest(errors.New("data after the JSON value")))
-		return false
-	}
-	return true
+		return status, out, err
+	})
 }
 
 func badRequest(err error) *httpapi.Problem {
 	return &httpapi.Problem{Status: http.StatusBadRequest, Title: "Bad Request", Detail: err.Error()}
 }
 
-func (h *handler) openSession(w http.ResponseWriter, r *http.Request) {
-	c, ok := h.caller(w, r, pub.ScopeSubmit, false)
-	if !ok {
-		return
+// routed is one endpoint's work: it answers a status and a value to
+// write as JSON (none with 204), or an error for API.Fail.
+type routed func(w http.ResponseWriter, r *http.Request, c *Caller) (int, any, error)
+
+// route checks the caller (see caller) and writes what fn answers.
+func (h *handler) route(scope string, needTenant bool, fn routed) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		c, ok := h.caller(w, r, scope, needTenant)
+		if !ok {
+			return
+		}
+		status, out, err := fn(w, r, c)
+		switch {
+		case err != nil:
+			h.api.Fail(w, r, err)
+		case status == http.StatusNoContent:
+			w.WriteHeader(status)
+		default:
+			httpapi.WriteJSON(w, r, status, out)
+		}
 	}
-	raw, ok := h.body(w, r)
-	if !ok {
-		return
+}
+
+// readBody reads a request body within the size limit for the strict
+// decoders of package gate, as an error API.Fail answers.
+func (h *handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	var raw json.RawMessage
+	if err := httpapi.DecodeJSON(w, r, &raw, httpapi.Body{MaxBytes: h.max}); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+func (h *handler) openSession(w http.ResponseWriter, r *http.Request, c *Caller) (int, any, error) {
+	raw, err := h.readBody(w, r)
+	if err != nil {
+		return 0, nil, err
 	}
 	req, err := pub.DecodeSessionRequest(raw)
 	if err != nil {
-		h.api.Fail(w, r, badRequest(err))
-		return
+		return 0, nil, badRequest(err)
 	}
 	info, created, err := h.s.OpenSession(r.Context(), c, req)
-	if err != nil {
-		h.api.Fail(w, r, err)
-		return
-	}
-	status := http.StatusOK
 	if created {
-		status = http.StatusCreated
+		return http.StatusCreated, info, err
 	}
-	httpapi.WriteJSON(w, r, status, info)
+	return http.StatusOK, info, err
 }
 
-func (h *handler) submit(w http.ResponseWriter, r *http.Request) {
-	c, ok := h.caller(w, r, pub.ScopeSubmit, false)
-	if !ok {
-		return
-	}
-	raw, ok := h.body(w, r)
-	if !ok {
-		return
-	}
+func (h *handler) submit(w http.ResponseWriter, r *http.Request, c *Caller) (int, any, error) {
 	claim := false
 	if v := r.URL.Query().Get("claim"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			h.api.Fail(w, r, httpapi.BadQuery("claim: want 1 or 0"))
-			return
+			return 0, nil, httpapi.BadQuery("claim: want 1 or 0")
 		}
 		claim = b
 	}
-	v, err := h.s.Submit(r.Context(), c, raw, claim)
+	raw, err := h.readBody(w, r)
 	if err != nil {
-		h.api.Fail(w, r, err)
-		return
+		return 0, nil, err
 	}
-	httpapi.WriteJSON(w, r, http.StatusOK, v)
+	v, err := h.s.Submit(r.Context(), c, raw, claim)
+	return http.StatusOK, v, err
 }
 
-func (h *handler) list(w http.ResponseWriter, r *http.Request) {
-	c, ok := h.caller(w, r, pub.ScopeOperate, false)
-	if !ok {
-		return
-	}
+func (h *handler) list(w http.ResponseWriter, r *http.Request, c *Caller) (int, any, error) {
 	q := r.URL.Query()
 	var states []pub.ActionState
 	if v := q.Get("state"); v != "" {
@@ -241,109 +220,59 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 	}
 	limit, err := httpapi.PageSize(q)
 	if err != nil {
-		h.api.Fail(w, r, err)
-		return
+		return 0, nil, err
 	}
 	list, err := h.s.List(r.Context(), c.Tenant, states, q.Get("after"), limit)
-	if err != nil {
-		h.api.Fail(w, r, err)
-		return
-	}
-	httpapi.WriteJSON(w, r, http.StatusOK, list)
+	return http.StatusOK, list, err
 }
 
-func (h *handler) show(w http.ResponseWriter, r *http.Request) {
-	c, ok := h.caller(w, r, pub.ScopeOperate, true)
-	if !ok {
-		return
-	}
-	rec, err := h.s.Get(r.Context(), c.Tenant, r.PathValue("session"), r.PathValue("action"))
+func (h *handler) decide(w http.ResponseWriter, r *http.Request, c *Caller) (int, any, error) {
+	raw, err := h.readBody(w, r)
 	if err != nil {
-		h.api.Fail(w, r, err)
-		return
-	}
-	httpapi.WriteJSON(w, r, http.StatusOK, rec)
-}
-
-func (h *handler) decide(w http.ResponseWriter, r *http.Request) {
-	c, ok := h.caller(w, r, pub.ScopeOperate, true)
-	if !ok {
-		return
-	}
-	raw, ok := h.body(w, r)
-	if !ok {
-		return
+		return 0, nil, err
 	}
 	d, err := pub.DecodeOperatorDecision(raw)
 	if err != nil {
-		h.api.Fail(w, r, badRequest(err))
-		return
+		return 0, nil, badRequest(err)
 	}
 	rec, err := h.s.Decide(r.Context(), c.Tenant, r.PathValue("session"), r.PathValue("action"), d, c.Actor)
-	if err != nil {
-		h.api.Fail(w, r, err)
-		return
-	}
-	httpapi.WriteJSON(w, r, http.StatusOK, rec)
+	return http.StatusOK, rec, err
 }
 
-func (h *handler) putRules(w http.ResponseWriter, r *http.Request) {
-	c, ok := h.caller(w, r, pub.ScopeAdmin, true)
-	if !ok {
-		return
-	}
-	raw, ok := h.body(w, r)
-	if !ok {
-		return
+func (h *handler) putRules(w http.ResponseWriter, r *http.Request, c *Caller) (int, any, error) {
+	raw, err := h.readBody(w, r)
+	if err != nil {
+		return 0, nil, err
 	}
 	info, err := h.s.PutRules(r.Context(), c.Tenant, c.Actor, raw)
-	if err != nil {
-		h.api.Fail(w, r, err)
-		return
-	}
-	httpapi.WriteJSON(w, r, http.StatusOK, info)
+	return http.StatusOK, info, err
 }
 
-func (h *handler) getRules(w http.ResponseWriter, r *http.Request) {
-	c, ok := h.caller(w, r, pub.ScopeAdmin, true)
-	if !ok {
-		return
-	}
+func (h *handler) getRules(w http.ResponseWriter, r *http.Request, c *Caller) (int, any, error) {
 	var version int64
 	if v := r.URL.Query().Get("version"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 1 {
-			h.api.Fail(w, r, httpapi.BadQuery("version: a positive integer"))
-			return
+			return 0, nil, httpapi.BadQuery("version: a positive integer")
 		}
 		version = n
 	}
 	info, err := h.s.Rules(r.Context(), c.Tenant, version)
-	if err != nil {
-		h.api.Fail(w, r, err)
-		return
-	}
-	httpapi.WriteJSON(w, r, http.StatusOK, info)
+	return http.StatusOK, info, err
 }
 
 // audit serves the chain to the server's admin only: it spans tenants.
-func (h *handler) audit(w http.ResponseWriter, r *http.Request) {
-	c, ok := h.caller(w, r, pub.ScopeAdmin, false)
-	if !ok {
-		return
-	}
+func (h *handler) audit(w http.ResponseWriter, r *http.Request, c *Caller) (int, any, error) {
 	if !c.Admin {
-		h.api.Fail(w, r, &httpapi.Problem{Status: http.StatusForbidden, Title: "Forbidden",
-			Detail: "the audit chain spans tenants: it needs the server's admin token"})
-		return
+		return 0, nil, &httpapi.Problem{Status: http.StatusForbidden, Title: "Forbidden",
+			Detail: "the audit chain spans tenants: it needs the server's admin token"}
 	}
 	q := r.URL.Query()
 	var after int64
 	if v := q.Get("after"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			h.api.Fail(w, r, httpapi.BadQuery("after: a sequence number"))
-			return
+			return 0, nil, httpapi.BadQuery("after: a sequence number")
 		}
 		after = n
 	}
@@ -351,17 +280,12 @@ func (h *handler) audit(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 1000 {
-			h.api.Fail(w, r, httpapi.BadQuery("limit: 1 to 1000"))
-			return
+			return 0, nil, httpapi.BadQuery("limit: 1 to 1000")
 		}
 		limit = n
 	}
 	page, err := h.s.Audit(r.Context(), after, limit)
-	if err != nil {
-		h.api.Fail(w, r, err)
-		return
-	}
-	httpapi.WriteJSON(w, r, http.StatusOK, page)
+	return http.StatusOK, page, err
 }
 
 // problemFor maps the service's errors to statuses.
