@@ -510,9 +510,10 @@ func describeDecision(w io.Writer, d *gate.Decision) {
 	if d.RuleSetHash != "" {
 		fmt.Fprintf(w, ", hash %s", d.RuleSetHash)
 	}
-	fmt.Fprintf(w, "; %dµs in all, rules %dµs", d.TotalMicros, d.RulesMicros)
+	us := func(n int64) time.Duration { return time.Duration(n) * time.Microsecond }
+	fmt.Fprintf(w, "; took %s, rules %s", us(d.TotalMicros), us(d.RulesMicros))
 	if d.Judge != nil {
-		fmt.Fprintf(w, ", judge %dµs", d.JudgeMicros)
+		fmt.Fprintf(w, ", judge %s", us(d.JudgeMicros))
 	}
 	fmt.Fprintln(w, "):")
 	if d.Shadow {
@@ -533,7 +534,11 @@ func describeDecision(w io.Writer, d *gate.Decision) {
 		}
 	}
 	if j := d.Judge; j != nil {
-		fmt.Fprintf(w, "  judge: %s (prompt %s): %s", j.Model, j.PromptVersion, orDash(string(j.Verdict)))
+		verdict := string(j.Verdict)
+		if verdict == "" {
+			verdict = "no verdict"
+		}
+		fmt.Fprintf(w, "  judge: %s (prompt %s): %s", j.Model, j.PromptVersion, verdict)
 		if j.RuleIDCited != "" {
 			fmt.Fprintf(w, ", citing rule %s", j.RuleIDCited)
 		}

@@ -34,10 +34,10 @@ const gateRules = `{"rules": [
   {"id": "explain", "text": "A refund must cite the order it refunds."}
 ]}`
 
-func newGateFixture(t *testing.T) *gateFixture {
+func newGateFixture(t *testing.T, serveArgs ...string) *gateFixture {
 	t.Helper()
 	f := &gateFixture{data: t.TempDir()}
-	f.base, _, _ = serveFor(t, map[string]string{EnvAdminToken: testToken}, "--data", f.data)
+	f.base, _, _ = serveFor(t, map[string]string{EnvAdminToken: testToken}, append([]string{"--data", f.data}, serveArgs...)...)
 	code, tok, stderr := runCmd(t, "token", "mint", "--data", f.data, "--issuer", f.base, "--tenant", "t1", "--agent", "op",
 		"--scopes", strings.Join([]string{gate.ScopeSubmit, gate.ScopeOperate, gate.ScopeAdmin}, ","))
 	if code != exitOK {
@@ -321,6 +321,17 @@ func TestGateRules(t *testing.T) {
 		})
 	}
 
+	// Under the shadow set a write passes, and show says what the set
+	// would have done.
+	if v := f.submit(t, "s1", "shadowed", 5); v.Verdict != gate.Pass || !v.Shadow {
+		t.Fatalf("submit under a shadow set: %+v", v)
+	}
+	code, out, _ := f.run(t, nil, append([]string{"gate", "show", "s1", "shadowed"}, plat...)...)
+	if code != exitOK || !strings.Contains(out, "shadow (log-only) rule set: it would have decided hold; pass was enforced") ||
+		!strings.Contains(out, "matched all → hold: Hold everything.") {
+		t.Errorf("show a shadowed write: %d\n%s", code, out)
+	}
+
 	// What rules get prints, rules put takes back, from standard input.
 	code, doc, _ := f.run(t, nil, append([]string{"gate", "rules", "get", "--version", "1"}, plat...)...)
 	if code != exitOK {
@@ -339,6 +350,21 @@ func TestGateRules(t *testing.T) {
 		t.Errorf("rules put -: %d %q %q", code, out, errOut)
 	}
 	f.noGateToken(t)
+}
+
+// show gives the judge's part of a decision, here a judge that cannot be
+// reached, so the write failed closed.
+func TestGateShowJudgeFailure(t *testing.T) {
+	f := newGateFixture(t, "--gate-judge-url", "http://127.0.0.1:1", "--gate-judge-model", "judge-m", "--gate-judge-timeout", "2s")
+	if v := f.submit(t, "s1", "a1", 5); v.Verdict != gate.Kill {
+		t.Fatalf("submit with the judge down: %+v, want kill", v)
+	}
+	code, out, errOut := f.run(t, nil, "gate", "show", "s1", "a1", "--url", f.base, "--token-file", f.tokenFile)
+	for _, want := range []string{"KILLED", "[fail_closed_judge_", "judge: judge-m (prompt ", "failure: ", "(the verdict failed closed)"} {
+		if code != exitOK || !strings.Contains(out, want) {
+			t.Errorf("show: %d, stdout lacks %q:\n%s%s", code, want, out, errOut)
+		}
+	}
 }
 
 func TestGateAuditVerify(t *testing.T) {
