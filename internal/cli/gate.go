@@ -165,7 +165,7 @@ func (g *gateCmdFlags) client(need gateNeed) (*gate.Client, credential, int, boo
 	case cred == credLoopback && !isLoopbackHost(u.Hostname()):
 		return usage("no token: set $%s or --token-file (a platform token with %s), or $%s or --admin-token-file", EnvToken, gate.ScopeOperate, EnvAdminToken)
 	case cred != credPlatform && need.tenant && *g.tenant == "":
-		return usage("the admin token acts for every tenant: name one with --tenant")
+		return usage("the server's admin acts for every tenant: name one with --tenant")
 	}
 	if cred != credLoopback && u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
 		fmt.Fprintf(e.stderr, "novaos %s: warning: sending a token to %s over plain http\n", g.fs.Name(), u.Host)
@@ -254,7 +254,7 @@ func gateError(err error) string {
 	if errors.As(err, &ce) {
 		return strings.TrimPrefix(ce.Error(), "gate: ")
 	}
-	return err.Error()
+	return strings.TrimPrefix(err.Error(), "gate: ")
 }
 
 // problemDetail drops the service's sentinel texts from a detail: the
@@ -593,7 +593,7 @@ func runGateDecide(ctx context.Context, sub string, args []string, e *env) int {
 		synopsis = "SESSION ACTION --executed|--not-executed [--note TEXT]"
 	}
 	g := newGateFlags(sub, synopsis, e)
-	note := g.fs.String("note", "", "why, for the audit log (at most 4 KiB)")
+	note := g.fs.String("note", "", "`text` saying why, kept in the action and the audit log (at most 4 KiB)")
 	var executed, notExecuted *bool
 	if sub == "confirm" {
 		executed = g.fs.Bool("executed", false, "the write did land: the action is executed")
