@@ -54,6 +54,7 @@ func commands() []command {
 		{"agents", "list, search, find and register agents in a server's registry", runAgents},
 		{"keys", "make agents' recipient keys for sealed secrets (keys generate|public)", runKeys},
 		{"memory", "write, query, update, forget, hint and assemble memories on a server (memory <subcommand>)", runMemory},
+		{"gate", "operate the governance gate: list, show, approve, deny and confirm actions; rules; audit (gate <subcommand>)", runGate},
 		{"token", "mint, verify and rotate execution tokens (token mint|verify|rotate)", runToken},
 		{"version", "print the version", runVersion},
 		{"help", "show this help", runHelp},

@@ -21,6 +21,7 @@ func ExampleMain() {
 	//   agents   list, search, find and register agents in a server's registry
 	//   keys     make agents' recipient keys for sealed secrets (keys generate|public)
 	//   memory   write, query, update, forget, hint and assemble memories on a server (memory <subcommand>)
+	//   gate     operate the governance gate: list, show, approve, deny and confirm actions; rules; audit (gate <subcommand>)
 	//   token    mint, verify and rotate execution tokens (token mint|verify|rotate)
 	//   version  print the version
 	//   help     show this help
