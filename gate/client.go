@@ -67,6 +67,10 @@ type ClientOptions struct {
 	// Evidence bounds each session's buffer of reads (zero fields: the
 	// defaults of EvidenceLimits).
 	Evidence EvidenceLimits
+	// NoToken sends no Authorization at all: for an operator on the
+	// server's own machine when the server has no admin token (it takes a
+	// tokenless loopback caller as its admin). Config.Token is ignored.
+	NoToken bool
 }
 
 // Client talks to the gate's HTTP API (gate/api.go): it opens and ends
@@ -91,11 +95,17 @@ type Client struct {
 // nothing can be let through by a client that was never able to ask.
 // o may be nil.
 func NewClient(cfg Config, o *ClientOptions) (*Client, error) {
+	if o == nil {
+		o = &ClientOptions{}
+	}
+	if o.NoToken && cfg.Token.IsZero() {
+		cfg.Token = secret.New("-") // only to pass Validate; never sent
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if o == nil {
-		o = &ClientOptions{}
+	if o.NoToken {
+		cfg.Token = secret.Value{}
 	}
 	u, _ := url.Parse(cfg.URL) // Validate parsed it
 	base := strings.TrimSuffix(u.String(), "/")
@@ -237,7 +247,9 @@ func (c *Client) attempt(ctx context.Context, r request, body []byte) ([]byte, e
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json, application/problem+json")
-	req.Header.Set("Authorization", "Bearer "+c.token.Reveal())
+	if !c.token.IsZero() {
+		req.Header.Set("Authorization", "Bearer "+c.token.Reveal())
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, err

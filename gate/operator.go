@@ -126,18 +126,19 @@ const auditPageSize = 1000
 // an AuditVerifier: an altered, removed or reordered entry is a
 // *ChainError. The last page's head (AuditPage.HeadSeq, HeadHash, read
 // with it) must be the last verified entry, so entries cut from the end
-// of the chain are caught too. It returns how many entries verified.
-func (c *Client) VerifyAudit(ctx context.Context) (verified int64, err error) {
+// of the chain are caught too. It returns how many entries verified and
+// the hash of the last (AuditGenesis for an empty chain).
+func (c *Client) VerifyAudit(ctx context.Context) (verified int64, head string, err error) {
 	ver := NewAuditVerifier()
 	var after int64
 	for {
 		page, err := c.Audit(ctx, after, auditPageSize)
 		if err != nil {
-			return ver.Verified(), err
+			return ver.Verified(), ver.Head(), err
 		}
 		for _, e := range page.Entries {
 			if err := ver.Add(e); err != nil {
-				return ver.Verified(), err
+				return ver.Verified(), ver.Head(), err
 			}
 		}
 		after = ver.Verified()
@@ -146,13 +147,13 @@ func (c *Client) VerifyAudit(ctx context.Context) (verified int64, err error) {
 		}
 		switch {
 		case after < page.HeadSeq:
-			return after, &ChainError{Seq: after + 1, Detail: fmt.Sprintf("the head is at seq %d but the chain ends at %d (entries removed)", page.HeadSeq, after)}
+			return after, ver.Head(), &ChainError{Seq: after + 1, Detail: fmt.Sprintf("the head is at seq %d but the chain ends at %d (entries removed)", page.HeadSeq, after)}
 		case after > page.HeadSeq:
-			return after, &ChainError{Seq: page.HeadSeq, Detail: fmt.Sprintf("the chain runs to seq %d past its head at %d", after, page.HeadSeq)}
+			return after, ver.Head(), &ChainError{Seq: page.HeadSeq, Detail: fmt.Sprintf("the chain runs to seq %d past its head at %d", after, page.HeadSeq)}
 		case ver.Head() != page.HeadHash:
-			return after, &ChainError{Seq: after, Detail: "the head hash does not name the last entry"}
+			return after, ver.Head(), &ChainError{Seq: after, Detail: "the head hash does not name the last entry"}
 		}
-		return after, nil
+		return after, ver.Head(), nil
 	}
 }
 

@@ -182,13 +182,20 @@ func TestVerifyAudit(t *testing.T) {
 				return jsonReply(200, page)
 			}})
 			c, _ := f.client(nil)
-			got, err := c.VerifyAudit(context.Background())
+			got, gotHead, err := c.VerifyAudit(context.Background())
 			var ce *gate.ChainError
 			if tt.broken != errors.As(err, &ce) || (!tt.broken && err != nil) {
 				t.Fatalf("err = %v, want broken=%v", err, tt.broken)
 			}
 			if got != tt.want {
 				t.Fatalf("verified %d, want %d", got, tt.want)
+			}
+			wantHead := gate.AuditGenesis
+			if got > 0 {
+				wantHead = entries[got-1].Hash
+			}
+			if gotHead != wantHead {
+				t.Fatalf("head %s, want the hash of entry %d", gotHead, got)
 			}
 		})
 	}

@@ -353,14 +353,23 @@ func TestGateRules(t *testing.T) {
 }
 
 // show gives the judge's part of a decision, here a judge that cannot be
-// reached, so the write failed closed.
+// reached under a log-only rule set: the write passed, and show says it
+// would have failed closed. (Under an enforcing set such a kill leaves no
+// record to show: the gate could not decide, so a retry is judged afresh.)
 func TestGateShowJudgeFailure(t *testing.T) {
 	f := newGateFixture(t, "--gate-judge-url", "http://127.0.0.1:1", "--gate-judge-model", "judge-m", "--gate-judge-timeout", "2s")
-	if v := f.submit(t, "s1", "a1", 5); v.Verdict != gate.Kill {
-		t.Fatalf("submit with the judge down: %+v, want kill", v)
+	rules := filepath.Join(t.TempDir(), "rules.json")
+	if err := os.WriteFile(rules, []byte(`{"shadow":true,"rules":[{"id":"r1","text":"Refunds need a receipt."}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := f.run(t, nil, "gate", "rules", "put", rules, "--url", f.base, "--token-file", f.tokenFile); code != exitOK {
+		t.Fatalf("rules put: %s", errOut)
+	}
+	if v := f.submit(t, "s1", "a1", 5); v.Verdict != gate.Pass || !v.Shadow {
+		t.Fatalf("submit with the judge down under a shadow set: %+v, want a shadow pass", v)
 	}
 	code, out, errOut := f.run(t, nil, "gate", "show", "s1", "a1", "--url", f.base, "--token-file", f.tokenFile)
-	for _, want := range []string{"KILLED", "[fail_closed_judge_", "judge: judge-m (prompt ", "failure: ", "(the verdict failed closed)"} {
+	for _, want := range []string{"judge: judge-m (prompt ", "failure: fail_closed_judge_", "(it would have failed closed; the rule set is log-only)"} {
 		if code != exitOK || !strings.Contains(out, want) {
 			t.Errorf("show: %d, stdout lacks %q:\n%s%s", code, want, out, errOut)
 		}

@@ -218,9 +218,13 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, c *Caller) (int, 
 			states = append(states, pub.ActionState(strings.TrimSpace(st)))
 		}
 	}
-	limit, err := httpapi.PageSize(q)
-	if err != nil {
-		return 0, nil, err
+	var limit int
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 500 {
+			return 0, nil, httpapi.BadQuery("limit: 1 to 500")
+		}
+		limit = n
 	}
 	list, err := h.s.List(r.Context(), c.Tenant, states, q.Get("after"), limit)
 	return http.StatusOK, list, err

@@ -50,6 +50,8 @@ func TestHTTPRefusals(t *testing.T) {
 		{"stale fencing token", "POST", "/acks", "acme gate:submit", `{"session_id":"s1","action_id":"held","fencing_token":7,"executed_at":"2026-12-02T09:00:00Z"}`, 409, "fencing"},
 		{"claim of an unknown action", "POST", "/claims", "acme gate:submit", `{"session_id":"s1","action_id":"ghost"}`, 404, ""},
 		{"operator list", "GET", "/actions?state=passed", "acme gate:operate", "", 200, `"action_id":"held"`},
+		{"operator list page", "GET", "/actions?state=passed,claimed&limit=1", "acme gate:operate", "", 200, `"next":`},
+		{"operator list bad limit", "GET", "/actions?limit=0", "acme gate:operate", "", 400, "limit"},
 		{"operator list without scope", "GET", "/actions", "acme gate:submit", "", 403, "gate:operate"},
 		{"admin must name a tenant", "GET", "/actions/s1/held", "admin", "", 400, "?tenant="},
 		{"admin names one", "GET", "/actions/s1/held?tenant=acme", "admin", "", 200, `"state":"passed"`},
