@@ -340,3 +340,43 @@ func TestGateParkAndResumeAcrossProcesses(t *testing.T) {
 		t.Fatalf("effects %q, want exactly one, made by a child process", lines)
 	}
 }
+
+// A server restarted within the restart grace keeps a pending hold, and
+// the write waiting on it does not hold the shutdown up: its long-poll
+// ends when shutdown begins, it reconnects to the restarted server, and an
+// approval there runs it once.
+func TestGateHoldSurvivesRestart(t *testing.T) {
+	e := startGate(t, gatesvc.Options{HoldWindow: 30 * time.Second})
+	const tenant = "restart"
+	e.rules(tenant, holdOver...)
+	// Long-polls longer than the whole test: only the shutdown can end one.
+	c := e.client(tenant, gate.ScopeSubmit, nil, &gate.ClientOptions{WaitPoll: time.Minute})
+	var eff effects
+	done := make(chan error, 1)
+	go func() {
+		done <- runOne(context.Background(), c, session(tenant, "s1"), refundSpec, eff.fn, refund{ID: "a1", Record: "c1", Amount: 500})
+	}()
+	f := &fault{t: t, tenant: tenant, sid: "s1"}
+	f.waitHeld(e, "a1")
+	time.Sleep(100 * time.Millisecond) // the write is in its long-poll
+	start := time.Now()
+	e.stop()
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("shutdown took %v with a write waiting on a hold", took)
+	}
+	e.start()
+	if _, err := decideWhenHeld(t.Context(), e.operator(tenant), "s1", "a1", gate.DecisionApprove); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the waiting write never ran after the approval")
+	}
+	if n := eff.n.Load(); n != 1 {
+		t.Fatalf("ran %d times", n)
+	}
+}

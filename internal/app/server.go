@@ -68,6 +68,10 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	// No WriteTimeout: SSE streams stay open as long as their task runs.
 	s.http = guard.Server(mux)
 	s.http.ErrorLog = slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
+	if s.gate != nil {
+		// Agents long-polling on holds must not hold the shutdown up.
+		s.http.RegisterOnShutdown(s.gate.Close)
+	}
 	served := guard.Listener(ln)
 	go func() {
 		err := s.http.Serve(served)

@@ -182,7 +182,7 @@ func (s *Service) Wait(ctx context.Context, c *Caller, req pub.WaitRequest) (pub
 }
 
 // waitOnce waits for a wake-up or the recheck interval (false), or the
-// wait's deadline (true).
+// wait's deadline or Close (true).
 func (s *Service) waitOnce(ctx context.Context, wake <-chan struct{}, recheck time.Duration, deadline <-chan time.Time) (bool, error) {
 	t := time.NewTimer(recheck)
 	defer t.Stop()
@@ -190,6 +190,8 @@ func (s *Service) waitOnce(ctx context.Context, wake <-chan struct{}, recheck ti
 	case <-wake:
 	case <-t.C:
 	case <-deadline:
+		return true, nil
+	case <-s.closing:
 		return true, nil
 	case <-ctx.Done():
 		return false, ctx.Err()

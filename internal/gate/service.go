@@ -82,6 +82,9 @@ type Service struct {
 
 	inflightMu sync.Mutex
 	inflight   map[actionKey]*inflight
+
+	closing   chan struct{} // closed by Close
+	closeOnce sync.Once
 }
 
 // actionKey names an action across tenants.
@@ -120,7 +123,7 @@ func New(store pub.Store, o *Options) *Service {
 	if opts.SweepEvery <= 0 {
 		opts.SweepEvery = DefaultSweepEvery
 	}
-	s := &Service{store: store, o: opts, log: opts.Logger, inflight: map[actionKey]*inflight{}}
+	s := &Service{store: store, o: opts, log: opts.Logger, inflight: map[actionKey]*inflight{}, closing: make(chan struct{})}
 	s.rules.init(store, opts.RuleRefresh, opts.Rules, opts.Now)
 	s.waiters.init()
 	return s
@@ -147,6 +150,16 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	return s.failHolds(ctx, pub.ReasonRestartPastGrace, func(pub.ActionRecord) bool { return true })
 }
+
+// Close ends the long-polls in flight at once, and makes later ones
+// answer at once, each with its action as it stands: a pending hold stays
+// pending, its window running on. Call it when the server begins to shut
+// down: otherwise an agent waiting on a hold keeps its request open for up
+// to MaxWait and holds the shutdown up past any reasonable deadline. The
+// SDK asks again and reaches the server that takes over (within the
+// restart grace, the hold is kept). Records are untouched. Safe to call
+// more than once.
+func (s *Service) Close() { s.closeOnce.Do(func() { close(s.closing) }) }
 
 // Run keeps the heartbeat and settles expired holds and stale claims
 // until ctx ends.
