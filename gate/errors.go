@@ -11,9 +11,11 @@ import (
 // catches this one error type has covered all of them (seed 004's
 // NovarchKillError). A write that returned a KillError never ran.
 type KillError struct {
-	// Verdict is kill for a block or a fail-closed stop, hold for a hold
-	// that an operator denied or that expired, and execution_unconfirmed
-	// when an earlier claim was never acknowledged.
+	// Verdict is kill for a block, a fail-closed stop, a resume refusal
+	// and a hold that an operator denied or that expired (the hold's final
+	// verdict, as the gate records it; RuleIDCited is still the rule that
+	// held it), and execution_unconfirmed when an earlier claim was never
+	// acknowledged.
 	Verdict     Outcome
 	RuleIDCited string
 	Rationale   string
