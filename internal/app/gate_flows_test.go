@@ -380,3 +380,81 @@ func TestGateHoldSurvivesRestart(t *testing.T) {
 		t.Fatalf("ran %d times", n)
 	}
 }
+
+// Runs that resume the same approved work item at the same moment, each
+// with its own client, execute it once between them: one wins the claim,
+// the others are told it already ran or, if they caught the winner
+// between its claim and its acknowledgement, that it is unconfirmed.
+func TestGateConcurrentResumesExecuteOnce(t *testing.T) {
+	e := startGate(t, gatesvc.Options{HoldIndefinite: true})
+	const tenant, sid = "race", "batch-1"
+	e.rules(tenant, holdOver...)
+	s := session(tenant, sid)
+	s.Resumable, s.MaxHold = true, gate.AdoptDeploymentWindow
+	r := refund{ID: "inv-7", Record: "vendor-1", Amount: 500}
+	var first effects
+	err := runOne(t.Context(), e.agent(tenant, nil), s, refundSpec, first.fn, r)
+	var pe *gate.PausedError
+	if !errors.As(err, &pe) || first.n.Load() != 0 {
+		t.Fatalf("first run: %v, want paused", err)
+	}
+	if _, err := e.operator(tenant).Decide(t.Context(), sid, r.ID, gate.OperatorDecision{Decision: gate.DecisionApprove}); err != nil {
+		t.Fatal(err)
+	}
+
+	const runs = 6
+	var eff effects
+	errs := make(chan error, runs)
+	start := make(chan struct{})
+	s.Attach, s.Resume = true, true
+	for range runs {
+		c := e.agent(tenant, nil)
+		go func() {
+			<-start
+			errs <- runOne(t.Context(), c, s, refundSpec, eff.fn, r)
+		}()
+	}
+	close(start)
+	executed := 0
+	for range runs {
+		err := <-errs
+		var ae *gate.AlreadyExecutedError
+		var k *gate.KillError
+		switch {
+		case err == nil:
+			executed++
+		case errors.As(err, &ae):
+		case errors.As(err, &k) && k.Verdict == gate.ExecutionUnconfirmed:
+		default:
+			t.Errorf("a concurrent resume: %v", err)
+		}
+	}
+	if n := eff.n.Load(); n != 1 || executed != 1 {
+		t.Fatalf("the write ran %d times, %d runs reported executing it; want exactly once", n, executed)
+	}
+	rec, err := e.operator(tenant).Action(t.Context(), sid, r.ID)
+	if err != nil || rec.State != gate.ActionExecuted {
+		t.Fatalf("record %+v, %v; want executed (the winner's acknowledgement settles it)", rec, err)
+	}
+}
+
+// A log-only rule set records what it would have decided and lets the
+// write through.
+func TestGateShadowRules(t *testing.T) {
+	e := startGate(t, gatesvc.Options{})
+	const tenant = "shadow"
+	if _, err := e.admin(tenant).PutRules(t.Context(), gate.RuleSetDocument{Shadow: true, Rules: holdOver}); err != nil {
+		t.Fatal(err)
+	}
+	var eff effects
+	if err := runOne(t.Context(), e.agent(tenant, nil), session(tenant, "s1"), refundSpec, eff.fn, refund{ID: "a1", Record: "c1", Amount: 5000}); err != nil {
+		t.Fatal(err)
+	}
+	if n := eff.n.Load(); n != 1 {
+		t.Fatalf("ran %d times", n)
+	}
+	rec, err := e.operator(tenant).Action(t.Context(), "s1", "a1")
+	if err != nil || rec.State != gate.ActionExecuted || !strings.Contains(string(rec.Decision), `"would":"kill"`) {
+		t.Fatalf("record %+v, %v; want executed with the would-have kill recorded", rec, err)
+	}
+}
