@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -460,5 +461,55 @@ func TestGateShadowRules(t *testing.T) {
 	rec, err := e.operator(tenant).Action(t.Context(), "s1", "a1")
 	if err != nil || rec.State != gate.ActionExecuted || !strings.Contains(string(rec.Decision), `"would":"kill"`) {
 		t.Fatalf("record %+v, %v; want executed with the would-have kill recorded", rec, err)
+	}
+}
+
+// execution_unconfirmed is never retried on its own: after a crash between
+// claim and acknowledgement every resume is refused until an operator
+// says the write did not land; then one resume runs it, once.
+func TestGateOperatorSettlesUnconfirmed(t *testing.T) {
+	e := startGate(t, gatesvc.Options{})
+	const tenant, sid = "settle", "s1"
+	r := refund{ID: "po-5", Record: "c1", Amount: 5}
+	tok := e.token(tenant, gate.ScopeSubmit)
+	s := session(tenant, sid)
+	postGate(t, e, tok, "/sessions", s.Request(), http.StatusCreated)
+	cx, _ := refundContext(r)
+	postGate(t, e, tok, "/actions?claim=1", gate.Action{ActionID: r.ID, ActionType: refundSpec.ActionType, TenantID: tenant,
+		TeamID: "support", AgentID: "refund-bot", SessionID: sid, Context: cx}, http.StatusOK)
+	// The claimant died here, before its acknowledgement.
+
+	c := e.agent(tenant, nil)
+	s.Attach, s.Resume = true, true
+	var eff effects
+	for range 2 {
+		err := runOne(t.Context(), c, s, refundSpec, eff.fn, r)
+		if k := wantKill(t, err, ""); k.Verdict != gate.ExecutionUnconfirmed {
+			t.Fatalf("resume before the operator: %v, want execution_unconfirmed", k)
+		}
+	}
+	if n := eff.n.Load(); n != 0 {
+		t.Fatalf("an unconfirmed write was retried %d times", n)
+	}
+	list, err := e.operator(tenant).ListActions(t.Context(), nil)
+	if err != nil || len(list.Actions) != 1 || list.Actions[0].State != gate.ActionUnconfirmed {
+		t.Fatalf("operator list %+v, %v; want the unconfirmed action", list, err)
+	}
+	if _, err := e.operator(tenant).Decide(t.Context(), sid, r.ID, gate.OperatorDecision{Decision: gate.DecisionConfirmNotExecuted, Note: "not in the ledger"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := runOne(t.Context(), c, s, refundSpec, eff.fn, r); err != nil {
+		t.Fatal(err)
+	}
+	var ae *gate.AlreadyExecutedError
+	if err := runOne(t.Context(), c, s, refundSpec, eff.fn, r); !errors.As(err, &ae) {
+		t.Fatalf("resume after execution: %v, want AlreadyExecutedError", err)
+	}
+	if n := eff.n.Load(); n != 1 {
+		t.Fatalf("ran %d times, want once after the operator's decision", n)
+	}
+	rec, err := e.operator(tenant).Action(t.Context(), sid, r.ID)
+	if err != nil || rec.State != gate.ActionExecuted || rec.FencingToken != 2 {
+		t.Fatalf("record %+v, %v; want executed under the second claim's token", rec, err)
 	}
 }
