@@ -257,12 +257,22 @@ func helperMain() int {
 }
 
 // runHelper runs the test binary again as an agent process and returns
-// its RESULT line.
-func runHelper(t *testing.T, e *gateEnv, sid, effects string) string {
+// its RESULT line. The gate's URL and token reach it in our variables, or
+// with seedNames in seed 004's.
+func runHelper(t *testing.T, e *gateEnv, sid, effects string, seedNames bool) string {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestGateHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), helperEnv+"=1", helperSession+"="+sid, helperEffects+"="+effects,
-		"NOVAOS_GATE_URL="+e.url(), "NOVAOS_TOKEN="+e.token("park", gate.ScopeSubmit).Reveal())
+	urlVar, tokenVar := "NOVAOS_GATE_URL", "NOVAOS_TOKEN"
+	if seedNames {
+		urlVar, tokenVar = "NOVARCH_SERVER_URL", "NOVARCH_SDK_KEY"
+	}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "NOVAOS_GATE_URL=") && !strings.HasPrefix(kv, "NOVAOS_TOKEN=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, helperEnv+"=1", helperSession+"="+sid, helperEffects+"="+effects,
+		urlVar+"="+e.url(), tokenVar+"="+e.token("park", gate.ScopeSubmit).Reveal())
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("helper process: %v\n%s", err, out)
@@ -280,7 +290,8 @@ func runHelper(t *testing.T, e *gateEnv, sid, effects string) string {
 // parks on a hold (PausedError) and suspends. Separate OS processes then
 // attach with resume: before a decision one is told there is no standing
 // verdict; after an operator's approval one executes the write, exactly
-// once; a third is told it was already executed.
+// once; a third (configured with seed 004's variable names) is told it
+// was already executed.
 func TestGateParkAndResumeAcrossProcesses(t *testing.T) {
 	e := startGate(t, gatesvc.Options{HoldIndefinite: true})
 	const tenant, sid = "park", "nightly-2026-12-02"
@@ -309,14 +320,14 @@ func TestGateParkAndResumeAcrossProcesses(t *testing.T) {
 		t.Fatalf("first run: %v, %v (ran %d); want a PausedError on an indefinite hold", werr, err, ran)
 	}
 
-	if got := runHelper(t, e, sid, effects); got != "kill "+string(gate.ResumeNoStandingVerdict) {
+	if got := runHelper(t, e, sid, effects, false); got != "kill "+string(gate.ResumeNoStandingVerdict) {
 		t.Fatalf("a resume before any decision: %q, want resume_no_standing_verdict", got)
 	}
 	op := e.operator(tenant)
 	if _, err := op.Decide(ctx, sid, "inv-42", gate.OperatorDecision{Decision: gate.DecisionApprove, Note: "invoice checked"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := runHelper(t, e, sid, effects); got != "executed" {
+	if got := runHelper(t, e, sid, effects, false); got != "executed" {
 		t.Fatalf("the resume after approval: %q, want executed", got)
 	}
 	rec, err := op.Action(ctx, sid, "inv-42")
@@ -324,7 +335,7 @@ func TestGateParkAndResumeAcrossProcesses(t *testing.T) {
 		t.Fatalf("record %+v, %v; want executed", rec, err)
 	}
 	want := "already_executed " + rec.AcknowledgedAt.UTC().Format(time.RFC3339Nano)
-	if got := runHelper(t, e, sid, effects); got != want {
+	if got := runHelper(t, e, sid, effects, true); got != want {
 		t.Fatalf("a third process: %q, want %q", got, want)
 	}
 
