@@ -29,7 +29,6 @@ import (
 type fault struct {
 	t          *testing.T
 	main, aux  *gateEnv
-	judge      *fakeJudge
 	tenant     string
 	sid        string
 	eff        effects
@@ -336,7 +335,7 @@ func TestGateFailClosedFaults(t *testing.T) {
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := &fault{t: t, main: main, aux: aux, judge: fj, tenant: fmt.Sprintf("fault-%02d", i), sid: fmt.Sprintf("s-%02d", i)}
+			f := &fault{t: t, main: main, aux: aux, tenant: fmt.Sprintf("fault-%02d", i), sid: fmt.Sprintf("s-%02d", i)}
 			start := time.Now()
 			err := tc.run(t, f)
 			k := wantKill(t, err, tc.reason)
