@@ -372,9 +372,9 @@ func TestGateFailClosedFaults(t *testing.T) {
 
 	// The chain holds every decision, refusal and restart the faults made.
 	for _, e := range []*gateEnv{main, aux} {
-		n, err := e.serverAdmin().VerifyAudit(t.Context())
-		if err != nil || n < 5 {
-			t.Fatalf("VerifyAudit: %d entries, %v", n, err)
+		n, head, err := e.serverAdmin().VerifyAudit(t.Context())
+		if err != nil || n < 5 || head == gate.AuditGenesis {
+			t.Fatalf("VerifyAudit: %d entries, head %s, %v", n, head, err)
 		}
 	}
 	tamperAudit(t, main)
@@ -405,7 +405,7 @@ func tamperAudit(t *testing.T, e *gateEnv) {
 	}
 	db.Close()
 	e.start()
-	n, err := e.serverAdmin().VerifyAudit(t.Context())
+	n, _, err := e.serverAdmin().VerifyAudit(t.Context())
 	var ce *gate.ChainError
 	if !errors.As(err, &ce) || ce.Seq != seq {
 		t.Fatalf("VerifyAudit after altering seq %d: %d verified, %v; want a ChainError at %d", seq, n, err, seq)
