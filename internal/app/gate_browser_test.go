@@ -78,8 +78,10 @@ func TestGateTriagePageDrivesWaitingWrites(t *testing.T) {
 		b.Decide(tc.kind, "checked the ledger")
 		select {
 		case err := <-results[tc.id]:
-			if took := time.Since(decided); took > time.Second {
-				t.Errorf("%s: the write answered %v after the decision, want within 1s", tc.id, took)
+			// The 1 s wake-up is pinned by TestGateHappyPaths; here the
+			// bound includes the browser's form post and redirect.
+			if took := time.Since(decided); took > 5*time.Second {
+				t.Errorf("%s: the write answered %v after the decision", tc.id, took)
 			}
 			var kill *gate.KillError
 			switch {
