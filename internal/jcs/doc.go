@@ -15,7 +15,7 @@
 //	b = jcs.AppendString(b, name) // also takes a []byte, without copying
 //	b = append(b, ':')
 //	b = jcs.AppendNumber(b, 1e21) // 1e+21
-//	slices.SortFunc(names, jcs.Compare[string])
+//	slices.SortFunc(names, jcs.Compare)
 //
 // It is not a general JSON encoder: the a2a wire encoder escapes as
 // encoding/json does (<, >, &, U+2028 and U+2029 as \u escapes, invalid
