@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"unicode/utf8"
+
+	"novaos.dev/novaos/internal/jcs"
 )
 
 // A CanonicalError is why Canonicalize refused its input.
@@ -137,7 +139,7 @@ func (c *canonicalizer) value(depth int) error {
 			return err
 		}
 		c.scratch = s
-		c.out = appendCanonicalString(c.out, s[start:])
+		c.out = jcs.AppendString(c.out, s[start:])
 		c.scratch = c.scratch[:start]
 		return nil
 	case b == 't':
@@ -225,7 +227,7 @@ func (c *canonicalizer) object(depth int) error {
 		}
 		c.names = names
 		m := member{name: [2]int{nameStart, len(c.names)}, start: len(c.out)}
-		c.out = appendCanonicalString(c.out, c.names[nameStart:])
+		c.out = jcs.AppendString(c.out, c.names[nameStart:])
 		c.space()
 		if c.pos == len(c.in) || c.in[c.pos] != ':' {
 			return c.fail("syntax", c.pos, "expected : after a member name")
@@ -263,13 +265,13 @@ func (c *canonicalizer) order(open, body int, ms []member) error {
 	name := func(m member) []byte { return c.names[m.name[0]:m.name[1]] }
 	sorted := true
 	for i := 1; i < len(ms); i++ {
-		if compareUTF16(name(ms[i-1]), name(ms[i])) >= 0 {
+		if jcs.Compare(name(ms[i-1]), name(ms[i])) >= 0 {
 			sorted = false
 			break
 		}
 	}
 	if !sorted {
-		slices.SortFunc(ms, func(a, b member) int { return compareUTF16(name(a), name(b)) })
+		slices.SortFunc(ms, func(a, b member) int { return jcs.Compare(name(a), name(b)) })
 		for i := 1; i < len(ms); i++ {
 			if bytes.Equal(name(ms[i-1]), name(ms[i])) {
 				return c.fail("duplicate", open, "object has member %s twice", quoteShort(name(ms[i])))
@@ -299,43 +301,6 @@ func quoteShort(name []byte) string {
 		return strconv.Quote(string(name[:cut])) + "…"
 	}
 	return strconv.Quote(string(name))
-}
-
-// compareUTF16 orders two valid UTF-8 strings as JCS orders member names:
-// by their UTF-16 code units. That differs from code point order only
-// where a character beyond U+FFFF (a surrogate pair, D800–DBFF first)
-// meets one in U+E000–U+FFFF.
-func compareUTF16(a, b []byte) int {
-	for len(a) > 0 && len(b) > 0 {
-		ra, na := rune(a[0]), 1
-		if ra >= utf8.RuneSelf {
-			ra, na = utf8.DecodeRune(a)
-		}
-		rb, nb := rune(b[0]), 1
-		if rb >= utf8.RuneSelf {
-			rb, nb = utf8.DecodeRune(b)
-		}
-		if ra != rb {
-			if ka, kb := utf16Rank(ra), utf16Rank(rb); ka < kb {
-				return -1
-			}
-			return 1
-		}
-		a, b = a[na:], b[nb:]
-	}
-	return len(a) - len(b)
-}
-
-// utf16Rank maps a rune to a key whose order is its UTF-16 order: the
-// supplementary planes slot in where the surrogates are, before U+E000.
-func utf16Rank(r rune) rune {
-	switch {
-	case r < 0xD800:
-		return r
-	case r >= 0x10000:
-		return 0xD800 + (r - 0x10000)
-	}
-	return r + 0x100000
 }
 
 // str reads the string at c.pos and appends its decoded, validated UTF-8
@@ -447,41 +412,6 @@ func (c *canonicalizer) hex4() (rune, bool) {
 	return r, true
 }
 
-const lowerHex = "0123456789abcdef"
-
-// appendCanonicalString writes valid UTF-8 s as a JCS string: only the
-// quote, the backslash and the C0 controls are escaped, the five with
-// short forms by those, the rest as \u00xx.
-func appendCanonicalString(dst, s []byte) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i, b := range s {
-		if b >= 0x20 && b != '"' && b != '\\' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		start = i + 1
-		switch b {
-		case '"', '\\':
-			dst = append(dst, '\\', b)
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', lowerHex[b>>4], lowerHex[b&0xF])
-		}
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
-
 func isDigit(b byte) bool { return '0' <= b && b <= '9' }
 
 // number reads a number, checks it against the policy and writes it as
@@ -566,7 +496,7 @@ func (c *canonicalizer) number() error {
 		f = -f
 	}
 	var buf [32]byte
-	digits, n := shortestDigits(buf[:0], f)
+	digits, n := jcs.ShortestDigits(buf[:0], f)
 	if c.strict {
 		if math.Abs(f) > maxSafeInteger {
 			return c.fail("number_unsafe", start, "magnitude beyond 2^53-1; send it as a string")
@@ -575,33 +505,8 @@ func (c *canonicalizer) number() error {
 			return c.fail("number_precision", start, "decimal value is not exactly a double's shortest form (too many digits, or underflow)")
 		}
 	}
-	c.out = appendDigits(c.out, math.Signbit(f) && f != 0, digits, n)
+	c.out = jcs.AppendDigits(c.out, math.Signbit(f) && f != 0, digits, n)
 	return nil
-}
-
-// shortestDigits returns the shortest decimal digits that round-trip to
-// |f| and the exponent n with |f| ≈ 0.digits × 10^n (ECMAScript's k
-// digits and n). Zero is no digits.
-func shortestDigits(buf []byte, f float64) ([]byte, int) {
-	if f == 0 {
-		return buf[:0], 0
-	}
-	// 'e' with precision -1 is d.ddddde±xx with the shortest digits,
-	// the nearest to f when several are as short, as ECMAScript picks.
-	s := strconv.AppendFloat(buf[:0], math.Abs(f), 'e', -1, 64)
-	e := bytes.IndexByte(s, 'e')
-	x := 0
-	for _, d := range s[e+2:] { // past the sign, which 'e' always writes
-		x = x*10 + int(d-'0')
-	}
-	if s[e+1] == '-' {
-		x = -x
-	}
-	digits := s[:1]
-	if e > 1 {
-		digits = append(digits, s[2:e]...) // overwrites the point in place
-	}
-	return digits, x + 1
 }
 
 // digitRun is the significant digits of a number's text: the digits of
@@ -657,53 +562,4 @@ func significand(intPart, frac []byte) (digitRun, int64) {
 		return digitRun{}, 0
 	}
 	return d, int64(len(intPart) - d.first)
-}
-
-// appendNumber writes f as ECMAScript's Number.prototype.toString does;
-// f must be finite.
-func appendNumber(dst []byte, f float64) []byte {
-	var buf [32]byte
-	digits, n := shortestDigits(buf[:0], f)
-	return appendDigits(dst, f < 0, digits, n)
-}
-
-// appendDigits writes ±0.digits × 10^n in ECMAScript's notation: plain
-// digits from 1e-6 up to (not including) 1e21, exponent form outside.
-func appendDigits(dst []byte, neg bool, digits []byte, n int) []byte {
-	k := len(digits)
-	if k == 0 {
-		return append(dst, '0')
-	}
-	if neg {
-		dst = append(dst, '-')
-	}
-	switch {
-	case k <= n && n <= 21:
-		dst = append(dst, digits...)
-		for range n - k {
-			dst = append(dst, '0')
-		}
-	case 0 < n && n <= 21:
-		dst = append(dst, digits[:n]...)
-		dst = append(dst, '.')
-		dst = append(dst, digits[n:]...)
-	case -6 < n && n <= 0:
-		dst = append(dst, '0', '.')
-		for range -n {
-			dst = append(dst, '0')
-		}
-		dst = append(dst, digits...)
-	default:
-		dst = append(dst, digits[0])
-		if k > 1 {
-			dst = append(dst, '.')
-			dst = append(dst, digits[1:]...)
-		}
-		dst = append(dst, 'e')
-		if n-1 >= 0 {
-			dst = append(dst, '+')
-		}
-		dst = strconv.AppendInt(dst, int64(n-1), 10)
-	}
-	return dst
 }

@@ -9,15 +9,15 @@ import (
 	"io"
 	"math"
 	"math/big"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf16"
 	"unicode/utf8"
+
+	"novaos.dev/novaos/internal/jcs"
 )
 
 // jcsOnly canonicalizes without Canonicalize's number policy: plain RFC
@@ -64,7 +64,7 @@ func TestCanonicalizeRFC8785Numbers(t *testing.T) {
 			}
 			continue
 		}
-		if got := string(appendNumber(nil, v)); got != want {
+		if got := string(jcs.AppendNumber(nil, v)); got != want {
 			t.Errorf("%s (%v): got %s, want %s", hexBits, v, got, want)
 		}
 		// The serialization reads back as itself, and Go's own spelling
@@ -245,34 +245,6 @@ func TestCanonicalizeError(t *testing.T) {
 	long := `{"` + strings.Repeat("é", 100) + `":1,"` + strings.Repeat("é", 100) + `":1}`
 	if _, err := Canonicalize([]byte(long)); err == nil || len(err.Error()) > 120 || !utf8.ValidString(err.Error()) {
 		t.Fatalf("long duplicate name: %v", err)
-	}
-}
-
-func TestCompareUTF16(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	runes := []rune{'a', 'z', 0x7f, 0x80, 0x7ff, 0x800, 0xd7ff, 0xe000, 0xfb33, 0xffff, 0x10000, 0x1f600, 0x10ffff}
-	gen := func() string {
-		var b strings.Builder
-		for range rng.IntN(4) {
-			b.WriteRune(runes[rng.IntN(len(runes))])
-		}
-		return b.String()
-	}
-	ref := func(a, b string) int {
-		ua, ub := utf16.Encode([]rune(a)), utf16.Encode([]rune(b))
-		for i := 0; i < len(ua) && i < len(ub); i++ {
-			if ua[i] != ub[i] {
-				return int(ua[i]) - int(ub[i])
-			}
-		}
-		return len(ua) - len(ub)
-	}
-	sign := func(x int) int { return min(max(x, -1), 1) }
-	for range 20000 {
-		a, b := gen(), gen()
-		if got, want := sign(compareUTF16([]byte(a), []byte(b))), sign(ref(a, b)); got != want {
-			t.Fatalf("compareUTF16(%+q, %+q) = %d, want %d", a, b, got, want)
-		}
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"unicode/utf8"
+
+	"novaos.dev/novaos/internal/jcs"
 )
 
 // FingerprintScheme names how Fingerprint and FingerprintJSON compute a
@@ -43,7 +45,7 @@ func FingerprintJSON(actionType, contextType string, context []byte) (string, er
 	// canonical document is written around the context in one buffer.
 	c := newCanonicalizer(context, true, len(context)+len(actionType)+len(contextType)+48)
 	c.out = append(c.out, `{"action_type":`...)
-	c.out = appendCanonicalString(c.out, []byte(actionType))
+	c.out = jcs.AppendString(c.out, actionType)
 	c.out = append(c.out, `,"context":`...)
 	ctxStart := len(c.out)
 	if err := c.document(); err != nil {
@@ -53,7 +55,7 @@ func FingerprintJSON(actionType, contextType string, context []byte) (string, er
 		return "", errors.New("gate: fingerprint: context: not a JSON object")
 	}
 	c.out = append(c.out, `,"context_type":`...)
-	c.out = appendCanonicalString(c.out, []byte(contextType))
+	c.out = jcs.AppendString(c.out, contextType)
 	c.out = append(c.out, '}')
 	sum := sha256.Sum256(c.out)
 	var text [2 * sha256.Size]byte

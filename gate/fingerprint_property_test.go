@@ -10,6 +10,8 @@ import (
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"novaos.dev/novaos/internal/jcs"
 )
 
 // The property tests generate contexts as trees of these nodes, so that
@@ -242,7 +244,7 @@ func (e *encoder) number(x float64) {
 		return
 	}
 	var buf [32]byte
-	digits, n := shortestDigits(buf[:0], x)
+	digits, n := jcs.ShortestDigits(buf[:0], x)
 	if len(digits) == 0 {
 		e.sb.WriteString([]string{"0", "-0", "0.0", "0e5", "-0.000E-3", "0.00"}[e.rng.IntN(6)])
 		return

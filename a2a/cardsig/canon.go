@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/internal/jcs"
 )
 
 // Canonicalize returns the bytes a card signature covers: the card without
@@ -173,9 +171,9 @@ func appendJCS(b []byte, v any) []byte {
 	case bool:
 		return strconv.AppendBool(b, v)
 	case float64:
-		return appendNumber(b, v)
+		return jcs.AppendNumber(b, v)
 	case string:
-		return appendString(b, v)
+		return jcs.AppendString(b, v)
 	case []any:
 		b = append(b, '[')
 		for i, e := range v {
@@ -190,13 +188,13 @@ func appendJCS(b []byte, v any) []byte {
 		for k := range v {
 			keys = append(keys, k)
 		}
-		slices.SortFunc(keys, compareUTF16)
+		slices.SortFunc(keys, jcs.Compare)
 		b = append(b, '{')
 		for i, k := range keys {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, k)
+			b = jcs.AppendString(b, k)
 			b = append(b, ':')
 			b = appendJCS(b, v[k])
 		}
@@ -204,96 +202,4 @@ func appendJCS(b []byte, v any) []byte {
 	}
 	// encoding/json decodes into the types above only.
 	panic(fmt.Sprintf("cardsig: unexpected %T in decoded JSON", v))
-}
-
-// appendNumber writes f as ECMAScript's Number.prototype.toString does
-// (RFC 8785 §3.2.2.3): the shortest round-tripping digits, plain notation
-// from 1e-6 up to 1e21, exponent notation outside it.
-func appendNumber(b []byte, f float64) []byte {
-	if f == 0 {
-		return append(b, '0') // also -0
-	}
-	abs := math.Abs(f)
-	if abs >= 1e-6 && abs < 1e21 {
-		return strconv.AppendFloat(b, f, 'f', -1, 64)
-	}
-	n := len(b)
-	b = strconv.AppendFloat(b, f, 'e', -1, 64)
-	// Go writes e-07 and e+07; ECMAScript writes e-7 and e+7.
-	if i := bytes.IndexByte(b[n:], 'e'); i >= 0 {
-		i += n + 2
-		if i < len(b)-1 && b[i] == '0' {
-			b = append(b[:i], b[i+1:]...)
-		}
-	}
-	return b
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString writes s as a JSON string escaping only what RFC 8785
-// requires: the quote, the backslash and control characters, with the
-// short forms where JSON has them. s is valid UTF-8 (encoding/json
-// produced it).
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\b':
-			b = append(b, '\\', 'b')
-		case '\f':
-			b = append(b, '\\', 'f')
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		start = i + 1
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-// compareUTF16 orders strings by their UTF-16 code units, as RFC 8785
-// sorts object keys. UTF-8 byte order agrees except when a character
-// above U+FFFF meets one in U+E000–U+FFFF.
-func compareUTF16(a, b string) int {
-	for a != "" && b != "" {
-		ra, na := utf8.DecodeRuneInString(a)
-		rb, nb := utf8.DecodeRuneInString(b)
-		if ra != rb {
-			return cmpUnits(ra, rb)
-		}
-		a, b = a[na:], b[nb:]
-	}
-	return len(a) - len(b)
-}
-
-// cmpUnits compares the first UTF-16 code units of two different runes.
-func cmpUnits(a, b rune) int {
-	ua, ub := a, b
-	if a > 0xffff {
-		ua, _ = utf16.EncodeRune(a)
-	}
-	if b > 0xffff {
-		ub, _ = utf16.EncodeRune(b)
-	}
-	if ua != ub {
-		return int(ua) - int(ub)
-	}
-	// Same high surrogate: the rest of the code point decides, and it
-	// orders as the code point does.
-	return int(a) - int(b)
 }

@@ -2,7 +2,6 @@ package cardsig
 
 import (
 	"encoding/json"
-	"math"
 	"os"
 	"testing"
 
@@ -121,38 +120,6 @@ func TestCanonicalizeTypedCards(t *testing.T) {
 				t.Errorf("Canonicalize modified the card:\n%s\n%s", before, after)
 			}
 		})
-	}
-}
-
-// TestNumbers checks the ECMAScript number form RFC 8785 §3.2.2.3 asks
-// for, on values from its Appendix B.
-func TestNumbers(t *testing.T) {
-	tests := []struct {
-		in   float64
-		want string
-	}{
-		{0, "0"},
-		{math.Copysign(0, -1), "0"},
-		{1, "1"},
-		{-1.5, "-1.5"},
-		{5e-324, "5e-324"},
-		{1.7976931348623157e308, "1.7976931348623157e+308"},
-		{9007199254740992, "9007199254740992"},
-		{9007199254740994, "9007199254740994"},
-		{295147905179352830000, "295147905179352830000"},
-		{1e21, "1e+21"},
-		{1e20, "100000000000000000000"},
-		{1e-6, "0.000001"},
-		{1e-7, "1e-7"},
-		{0.30000000000000004, "0.30000000000000004"},
-		{-5e-7, "-5e-7"},
-		{333333333.3333332, "333333333.3333332"},
-		{1.5e300, "1.5e+300"},
-	}
-	for _, tc := range tests {
-		if got := string(appendNumber(nil, tc.in)); got != tc.want {
-			t.Errorf("appendNumber(%v) = %s, want %s", tc.in, got, tc.want)
-		}
 	}
 }
 

@@ -225,14 +225,23 @@ var rules = []rule{
 			return !dep.Standard
 		},
 	},
+	{
+		pkg: module + "/internal/jcs",
+		why: "the RFC 8785 leaves sit under the public gate and a2a/cardsig packages; they must depend on the standard library only",
+		forbid: func(dep *pkg) bool {
+			return !dep.Standard
+		},
+	},
 }
 
 // platformInternal reports whether path is one of the module's internal
-// packages that know the platform. internal/vecdot is not: a dot product
-// with no imports of the module, under the public memory package (Go lets
-// memory import it for any user of memory).
+// packages that know the platform. internal/vecdot and internal/jcs are
+// not: leaves with no imports of the module (a dot product under the
+// public memory package; RFC 8785 strings, numbers and member order under
+// the public gate and a2a/cardsig), which Go lets those packages import
+// for any of their users.
 func platformInternal(path string) bool {
-	return underAny(path, "internal") && path != module+"/internal/vecdot"
+	return underAny(path, "internal") && path != module+"/internal/vecdot" && path != module+"/internal/jcs"
 }
 
 // underAny reports whether path is a package of the module under one of
@@ -384,6 +393,10 @@ func TestRulesCatchViolations(t *testing.T) {
 		{6, pkg{ImportPath: module + "/internal/auth"}, true},
 		{3, pkg{ImportPath: module + "/internal/vecdot"}, false},
 		{13, pkg{ImportPath: "golang.org/x/sys/cpu"}, true},
+		{12, pkg{ImportPath: module + "/internal/jcs"}, false},
+		{1, pkg{ImportPath: module + "/internal/jcs"}, false},
+		{14, pkg{ImportPath: "strconv", Standard: true}, false},
+		{14, pkg{ImportPath: module + "/a2a"}, true},
 	}
 	for _, tc := range tests {
 		if got := rules[tc.rule].forbid(&tc.dep); got != tc.want {
