@@ -123,20 +123,21 @@ func (g *GateStore) WriteAction(ctx context.Context, w gate.ActionWrite) (gate.A
 	err := g.db.wr.doAtomic(ctx, func(tx *sql.Tx) error {
 		var err error
 		current, err = sqlstore.ScanAction(g.db.wr.queryRow(tx, getActionSQL, r.TenantID, r.SessionID, r.ActionID))
+		exists := err == nil
+		if !exists && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		// The single writer runs this read and the write below with no
+		// other write in between: the compare and the set are one step.
 		switch {
-		case w.ExpectVersion == 0 && err == nil:
+		case w.ExpectVersion == 0 && exists:
 			return gate.ErrExists
-		case w.ExpectVersion != 0 && errors.Is(err, sql.ErrNoRows):
-			return gate.ErrNotFound
 		case w.ExpectVersion == 0:
-			if !errors.Is(err, sql.ErrNoRows) {
-				return err
-			}
 			if _, err := g.db.wr.exec(tx, insertActionSQL, sqlstore.ActionArgs(&r)...); err != nil {
 				return err
 			}
-		case err != nil:
-			return err
+		case !exists:
+			return gate.ErrNotFound
 		case current.Version != w.ExpectVersion:
 			return fmt.Errorf("version %d is not the current %d: %w", w.ExpectVersion, current.Version, gate.ErrConflict)
 		default:
