@@ -12,6 +12,7 @@ import (
 
 	"novaos.dev/novaos/a2a/a2astore"
 	"novaos.dev/novaos/gate"
+	"novaos.dev/novaos/store/internal/sqlstore"
 )
 
 // GateStore returns the database's store of the governance gate (a
@@ -32,51 +33,6 @@ var _ gate.Store = (*GateStore)(nil)
 // record with such text cannot be stored, and a key with it names nothing.
 var errGateText = errors.New("text with NUL or invalid UTF-8")
 
-// us is t in microseconds since the Unix epoch, 0 for the zero time.
-func us(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMicro()
-}
-
-func fromUS(v int64) time.Time {
-	if v == 0 {
-		return time.Time{}
-	}
-	return time.UnixMicro(v).UTC()
-}
-
-// usTime is t as the store returns it once stored.
-func usTime(t time.Time) time.Time { return fromUS(us(t)) }
-
-func rawOrNil(b []byte) []byte {
-	if len(b) == 0 {
-		return nil
-	}
-	return b
-}
-
-// limitOr is limit when it is in (0, most], else most.
-func limitOr(limit, most int) int {
-	if limit <= 0 || limit > most {
-		return most
-	}
-	return limit
-}
-
-const sessionCols = `tenant, id, team_id, agent_id, resumable, hold_window_ns, hold_indefinite, state, version, created_us, updated_us`
-
-func scanSession(r scanner) (gate.SessionRecord, error) {
-	var s gate.SessionRecord
-	var window, cus, uus int64
-	var state string
-	err := r.Scan(&s.TenantID, &s.ID, &s.TeamID, &s.AgentID, &s.Resumable, &window, &s.HoldIndefinite, &state,
-		&s.Version, &cus, &uus)
-	s.HoldWindow, s.State, s.CreatedAt, s.UpdatedAt = time.Duration(window), gate.SessionState(state), fromUS(cus), fromUS(uus)
-	return s, err
-}
-
 func sessionText(s *gate.SessionRecord) bool {
 	return a2astore.ValidText(s.TenantID, s.ID, s.TeamID, s.AgentID, string(s.State))
 }
@@ -86,17 +42,10 @@ func (g *GateStore) CreateSession(ctx context.Context, s gate.SessionRecord) (ga
 	if !sessionText(&s) {
 		return gate.SessionRecord{}, fmt.Errorf("%s: %w", what, errGateText)
 	}
-	if s.CreatedAt.IsZero() {
-		s.CreatedAt = time.Now()
-	}
-	if s.UpdatedAt.IsZero() {
-		s.UpdatedAt = s.CreatedAt
-	}
-	s.CreatedAt, s.UpdatedAt, s.Version = usTime(s.CreatedAt), usTime(s.UpdatedAt), 1
-	tag, err := g.db.pool.Exec(ctx, `INSERT INTO gate_sessions (`+sessionCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+	sqlstore.PrepareSession(&s)
+	tag, err := g.db.pool.Exec(ctx, `INSERT INTO gate_sessions (`+sqlstore.SessionCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 		ON CONFLICT (tenant, id) DO NOTHING`,
-		s.TenantID, s.ID, s.TeamID, s.AgentID, s.Resumable, int64(s.HoldWindow), s.HoldIndefinite, string(s.State),
-		s.Version, us(s.CreatedAt), us(s.UpdatedAt))
+		sqlstore.SessionArgs(&s)...)
 	if err != nil {
 		return gate.SessionRecord{}, fmt.Errorf("%s: %w", what, err)
 	}
@@ -105,7 +54,7 @@ func (g *GateStore) CreateSession(ctx context.Context, s gate.SessionRecord) (ga
 	}
 	// ON CONFLICT waited for the session's writer to commit, so this
 	// statement's snapshot sees it.
-	stored, err := scanSession(g.db.pool.QueryRow(ctx, `SELECT `+sessionCols+` FROM gate_sessions WHERE tenant = $1 AND id = $2`,
+	stored, err := sqlstore.ScanSession(g.db.pool.QueryRow(ctx, `SELECT `+sqlstore.SessionCols+` FROM gate_sessions WHERE tenant = $1 AND id = $2`,
 		s.TenantID, s.ID))
 	if err != nil {
 		return gate.SessionRecord{}, fmt.Errorf("%s: %w", what, err)
@@ -118,7 +67,7 @@ func (g *GateStore) GetSession(ctx context.Context, tenantID, sessionID string) 
 	if !a2astore.ValidText(tenantID, sessionID) {
 		return gate.SessionRecord{}, fmt.Errorf("%s: %w", what, gate.ErrNotFound)
 	}
-	s, err := scanSession(g.db.pool.QueryRow(ctx, `SELECT `+sessionCols+` FROM gate_sessions WHERE tenant = $1 AND id = $2`,
+	s, err := sqlstore.ScanSession(g.db.pool.QueryRow(ctx, `SELECT `+sqlstore.SessionCols+` FROM gate_sessions WHERE tenant = $1 AND id = $2`,
 		tenantID, sessionID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = gate.ErrNotFound
@@ -136,10 +85,10 @@ func (g *GateStore) UpdateSession(ctx context.Context, s gate.SessionRecord) (ga
 	}
 	// The creation time is the stored one: an update replaces what the
 	// session is, not when it began.
-	out, err := scanSession(g.db.pool.QueryRow(ctx, `UPDATE gate_sessions SET team_id = $1, agent_id = $2, resumable = $3,
+	out, err := sqlstore.ScanSession(g.db.pool.QueryRow(ctx, `UPDATE gate_sessions SET team_id = $1, agent_id = $2, resumable = $3,
 		hold_window_ns = $4, hold_indefinite = $5, state = $6, version = version + 1, updated_us = $7
-		WHERE tenant = $8 AND id = $9 AND version = $10 RETURNING `+sessionCols,
-		s.TeamID, s.AgentID, s.Resumable, int64(s.HoldWindow), s.HoldIndefinite, string(s.State), us(s.UpdatedAt),
+		WHERE tenant = $8 AND id = $9 AND version = $10 RETURNING `+sqlstore.SessionCols,
+		s.TeamID, s.AgentID, s.Resumable, int64(s.HoldWindow), s.HoldIndefinite, string(s.State), sqlstore.Micros(s.UpdatedAt),
 		s.TenantID, s.ID, s.Version))
 	if err == nil {
 		return out, nil
@@ -158,11 +107,7 @@ func (g *GateStore) UpdateSession(ctx context.Context, s gate.SessionRecord) (ga
 	return gate.SessionRecord{}, fmt.Errorf("%s: %w", what, err)
 }
 
-const actionCols = `tenant, session_id, action_id, action_type, team_id, agent_id, action, fingerprint, fingerprint_scheme,
-	commitment_version, state, verdict, rule_id_cited, rationale, reason, decision, hold_window_ns, hold_indefinite,
-	hold_expires_us, decided_by, decided_us, fencing_token, claimed_us, acknowledged_us, version, created_us, updated_us`
-
-// actionParams are the placeholders of actionCols.
+// actionParams are the placeholders of sqlstore.ActionCols.
 var actionParams = func() string {
 	p := make([]string, 27)
 	for i := range p {
@@ -182,79 +127,13 @@ const updateActionSQL = `UPDATE gate_actions SET (action_type, team_id, agent_id
 
 // updateArgs are updateActionSQL's arguments.
 func updateArgs(r *gate.ActionRecord, expect int64) []any {
-	return append(actionArgs(r)[:25], us(r.UpdatedAt), expect)
-}
-
-// actionArgs are r's values in actionCols' order.
-func actionArgs(r *gate.ActionRecord) []any {
-	return []any{r.TenantID, r.SessionID, r.ActionID, r.ActionType, r.TeamID, r.AgentID, rawOrNil(r.Action), r.Fingerprint,
-		r.FingerprintScheme, r.CommitmentVersion, string(r.State), string(r.Verdict), r.RuleIDCited, r.Rationale,
-		string(r.Reason), rawOrNil(r.Decision), int64(r.HoldWindow), r.HoldIndefinite, us(r.HoldExpiresAt), r.DecidedBy,
-		us(r.DecidedAt), int64(r.FencingToken), us(r.ClaimedAt), us(r.AcknowledgedAt), r.Version, us(r.CreatedAt),
-		us(r.UpdatedAt)}
+	return append(sqlstore.ActionArgs(r)[:25], sqlstore.Micros(r.UpdatedAt), expect)
 }
 
 func actionText(r *gate.ActionRecord) bool {
 	return a2astore.ValidText(r.TenantID, r.SessionID, r.ActionID, r.ActionType, r.TeamID, r.AgentID, r.Fingerprint,
 		r.FingerprintScheme, r.CommitmentVersion, string(r.State), string(r.Verdict), r.RuleIDCited, r.Rationale,
 		string(r.Reason), r.DecidedBy)
-}
-
-func scanAction(r scanner) (gate.ActionRecord, error) {
-	var (
-		a                                               gate.ActionRecord
-		state, verdict, reason                          string
-		action, decision                                []byte
-		window, expires, decided, token, claimed, acked int64
-		cus, uus                                        int64
-	)
-	err := r.Scan(&a.TenantID, &a.SessionID, &a.ActionID, &a.ActionType, &a.TeamID, &a.AgentID, &action, &a.Fingerprint,
-		&a.FingerprintScheme, &a.CommitmentVersion, &state, &verdict, &a.RuleIDCited, &a.Rationale, &reason, &decision,
-		&window, &a.HoldIndefinite, &expires, &a.DecidedBy, &decided, &token, &claimed, &acked, &a.Version, &cus, &uus)
-	a.Action, a.Decision = rawOrNil(action), rawOrNil(decision)
-	a.State, a.Verdict, a.Reason = gate.ActionState(state), gate.Outcome(verdict), gate.Reason(reason)
-	a.HoldWindow, a.HoldExpiresAt, a.DecidedAt = time.Duration(window), fromUS(expires), fromUS(decided)
-	a.FencingToken, a.ClaimedAt, a.AcknowledgedAt = uint64(token), fromUS(claimed), fromUS(acked)
-	a.CreatedAt, a.UpdatedAt = fromUS(cus), fromUS(uus)
-	return a, err
-}
-
-// prepareWrite fills in what the store assigns to w's record, ledger
-// entries and audit entry, apart from the creation time of an update
-// (the stored one) and the audit chain's fields.
-func prepareWrite(w *gate.ActionWrite) {
-	if w.Now.IsZero() {
-		w.Now = time.Now()
-	}
-	r := &w.Record
-	r.Version, r.UpdatedAt = w.ExpectVersion+1, w.Now
-	if w.ExpectVersion == 0 {
-		r.CreatedAt = w.Now
-	}
-	r.HoldExpiresAt, r.DecidedAt = usTime(r.HoldExpiresAt), usTime(r.DecidedAt)
-	r.ClaimedAt, r.AcknowledgedAt = usTime(r.ClaimedAt), usTime(r.AcknowledgedAt)
-	r.CreatedAt, r.UpdatedAt = usTime(r.CreatedAt), usTime(r.UpdatedAt)
-	ledger := make([]gate.LedgerEntry, len(w.Ledger))
-	for i, e := range w.Ledger {
-		if e.TenantID == "" {
-			e.TenantID = r.TenantID
-		}
-		if e.SessionID == "" && e.ActionID == "" {
-			e.SessionID, e.ActionID = r.SessionID, r.ActionID
-		}
-		if e.At.IsZero() {
-			e.At = w.Now
-		}
-		ledger[i] = e
-	}
-	w.Ledger = ledger
-	if w.Audit != nil {
-		e := *w.Audit
-		if e.At.IsZero() {
-			e.At = w.Now
-		}
-		w.Audit = &e
-	}
 }
 
 func writeText(w *gate.ActionWrite) bool {
@@ -270,7 +149,7 @@ func writeText(w *gate.ActionWrite) bool {
 }
 
 func (g *GateStore) WriteAction(ctx context.Context, w gate.ActionWrite) (gate.ActionRecord, error) {
-	prepareWrite(&w)
+	sqlstore.PrepareActionWrite(&w)
 	r := w.Record
 	what := fmt.Sprintf("postgres: write gate action %s/%s", r.SessionID, r.ActionID)
 	if !writeText(&w) {
@@ -279,14 +158,14 @@ func (g *GateStore) WriteAction(ctx context.Context, w gate.ActionWrite) (gate.A
 	var current gate.ActionRecord
 	getCurrent := func(tx pgx.Tx) error {
 		var err error
-		current, err = scanAction(tx.QueryRow(ctx, `SELECT `+actionCols+` FROM gate_actions
+		current, err = sqlstore.ScanAction(tx.QueryRow(ctx, `SELECT `+sqlstore.ActionCols+` FROM gate_actions
 			WHERE tenant = $1 AND session_id = $2 AND action_id = $3`, r.TenantID, r.SessionID, r.ActionID))
 		return err
 	}
 	err := pgx.BeginFunc(ctx, g.db.pool, func(tx pgx.Tx) error {
 		if w.ExpectVersion == 0 {
-			tag, err := tx.Exec(ctx, `INSERT INTO gate_actions (`+actionCols+`) VALUES (`+actionParams+`)
-				ON CONFLICT (tenant, session_id, action_id) DO NOTHING`, actionArgs(&r)...)
+			tag, err := tx.Exec(ctx, `INSERT INTO gate_actions (`+sqlstore.ActionCols+`) VALUES (`+actionParams+`)
+				ON CONFLICT (tenant, session_id, action_id) DO NOTHING`, sqlstore.ActionArgs(&r)...)
 			if err != nil {
 				return err
 			}
@@ -315,7 +194,7 @@ func (g *GateStore) WriteAction(ctx context.Context, w gate.ActionWrite) (gate.A
 			if err != nil {
 				return err
 			}
-			r.CreatedAt = fromUS(cus)
+			r.CreatedAt = sqlstore.FromMicros(cus)
 		}
 		if err := insertLedger(ctx, tx, w.Ledger); err != nil {
 			return err
@@ -346,7 +225,7 @@ func insertLedger(ctx context.Context, tx pgx.Tx, es []gate.LedgerEntry) error {
 	for _, e := range es {
 		tenants, types, subjects = append(tenants, e.TenantID), append(types, e.ActionType), append(subjects, e.Subject)
 		sessions, actions = append(sessions, e.SessionID), append(actions, e.ActionID)
-		amounts, ats = append(amounts, e.Amount), append(ats, us(e.At))
+		amounts, ats = append(amounts, e.Amount), append(ats, sqlstore.Micros(e.At))
 	}
 	_, err := tx.Exec(ctx, `INSERT INTO gate_ledger (tenant, action_type, subject, amount, at_us, session_id, action_id)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::int8[], $6::text[], $7::text[])`,
@@ -359,7 +238,7 @@ func (g *GateStore) GetAction(ctx context.Context, tenantID, sessionID, actionID
 	if !a2astore.ValidText(tenantID, sessionID, actionID) {
 		return gate.ActionRecord{}, fmt.Errorf("%s: %w", what, gate.ErrNotFound)
 	}
-	a, err := scanAction(g.db.pool.QueryRow(ctx, `SELECT `+actionCols+` FROM gate_actions
+	a, err := sqlstore.ScanAction(g.db.pool.QueryRow(ctx, `SELECT `+sqlstore.ActionCols+` FROM gate_actions
 		WHERE tenant = $1 AND session_id = $2 AND action_id = $3`, tenantID, sessionID, actionID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = gate.ErrNotFound
@@ -374,7 +253,7 @@ func scanActions(rows pgx.Rows) ([]gate.ActionRecord, error) {
 	defer rows.Close()
 	out := []gate.ActionRecord{}
 	for rows.Next() {
-		a, err := scanAction(rows)
+		a, err := sqlstore.ScanAction(rows)
 		if err != nil {
 			return nil, err
 		}
@@ -382,9 +261,6 @@ func scanActions(rows pgx.Rows) ([]gate.ActionRecord, error) {
 	}
 	return out, rows.Err()
 }
-
-// maxActionPage is ActionFilter.Limit's default and maximum.
-const maxActionPage = 500
 
 func (g *GateStore) ListActions(ctx context.Context, f gate.ActionFilter) ([]gate.ActionRecord, error) {
 	states := make([]string, len(f.States))
@@ -410,13 +286,13 @@ func (g *GateStore) ListActions(ctx context.Context, f gate.ActionFilter) ([]gat
 	// indexes, whatever the database's collation.
 	if !f.AfterCreated.IsZero() || f.AfterSessionID != "" || f.AfterActionID != "" || f.AfterTenantID != "" {
 		where = append(where, `(created_us, session_id COLLATE "C", action_id COLLATE "C", tenant COLLATE "C") > (`+
-			arg(us(f.AfterCreated))+`, `+arg(f.AfterSessionID)+`, `+arg(f.AfterActionID)+`, `+arg(f.AfterTenantID)+`)`)
+			arg(sqlstore.Micros(f.AfterCreated))+`, `+arg(f.AfterSessionID)+`, `+arg(f.AfterActionID)+`, `+arg(f.AfterTenantID)+`)`)
 	}
-	q := `SELECT ` + actionCols + ` FROM gate_actions`
+	q := `SELECT ` + sqlstore.ActionCols + ` FROM gate_actions`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, ` AND `)
 	}
-	q += ` ORDER BY created_us, session_id COLLATE "C", action_id COLLATE "C", tenant COLLATE "C" LIMIT ` + arg(limitOr(f.Limit, maxActionPage))
+	q += ` ORDER BY created_us, session_id COLLATE "C", action_id COLLATE "C", tenant COLLATE "C" LIMIT ` + arg(sqlstore.Limit(f.Limit, sqlstore.MaxActionPage))
 	rows, err := g.db.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list gate actions: %w", err)
@@ -429,10 +305,10 @@ func (g *GateStore) ListActions(ctx context.Context, f gate.ActionFilter) ([]gat
 }
 
 func (g *GateStore) ExpiringHolds(ctx context.Context, before time.Time, limit int) ([]gate.ActionRecord, error) {
-	rows, err := g.db.pool.Query(ctx, `SELECT `+actionCols+` FROM gate_actions
+	rows, err := g.db.pool.Query(ctx, `SELECT `+sqlstore.ActionCols+` FROM gate_actions
 		WHERE state = 'held' AND hold_expires_us <> 0 AND hold_expires_us <= $1
 		ORDER BY hold_expires_us, tenant COLLATE "C", session_id COLLATE "C", action_id COLLATE "C" LIMIT $2`,
-		us(before), limitOr(limit, maxActionPage))
+		sqlstore.Micros(before), sqlstore.Limit(limit, sqlstore.MaxActionPage))
 	if err != nil {
 		return nil, fmt.Errorf("postgres: expiring gate holds: %w", err)
 	}
@@ -447,7 +323,7 @@ func (g *GateStore) ExpiringHolds(ctx context.Context, before time.Time, limit i
 // index (see the migration).
 func aggregateSQL(q gate.LedgerQuery) (string, []any) {
 	query := `SELECT count(*), coalesce(sum(amount), 0) FROM gate_ledger WHERE tenant = $1 AND action_type = $2 AND at_us >= $3`
-	args := []any{q.TenantID, q.ActionType, us(q.Since)}
+	args := []any{q.TenantID, q.ActionType, sqlstore.Micros(q.Since)}
 	if q.Subject != "" {
 		query += ` AND subject = $4`
 		args = append(args, q.Subject)
@@ -475,7 +351,7 @@ func (g *GateStore) PutRuleSet(ctx context.Context, r gate.RuleSetRecord) (gate.
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = time.Now()
 	}
-	r.CreatedAt = usTime(r.CreatedAt)
+	r.CreatedAt = sqlstore.Stored(r.CreatedAt)
 	body := []byte(r.Body)
 	if body == nil {
 		body = []byte{}
@@ -489,7 +365,7 @@ func (g *GateStore) PutRuleSet(ctx context.Context, r gate.RuleSetRecord) (gate.
 			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO gate_rule_sets (tenant, version, body, hash, created_by, created_us)
-			VALUES ($1, $2, $3, $4, $5, $6)`, r.TenantID, r.Version, body, r.Hash, r.CreatedBy, us(r.CreatedAt))
+			VALUES ($1, $2, $3, $4, $5, $6)`, r.TenantID, r.Version, body, r.Hash, r.CreatedBy, sqlstore.Micros(r.CreatedAt))
 		return err
 	})
 	if err != nil {
@@ -521,7 +397,7 @@ func (g *GateStore) RuleSet(ctx context.Context, tenantID string, version int64)
 	if err != nil {
 		return gate.RuleSetRecord{}, fmt.Errorf("%s: %w", what, err)
 	}
-	r.Body, r.CreatedAt = rawOrNil(body), fromUS(cus)
+	r.Body, r.CreatedAt = sqlstore.Raw(body), sqlstore.FromMicros(cus)
 	return r, nil
 }
 
@@ -547,17 +423,17 @@ func auditText(e *gate.AuditEntry) bool {
 // appendAudit chains e after the head in tx. The head row's lock, held
 // to commit, serializes appends across every connection and replica.
 func appendAudit(ctx context.Context, tx pgx.Tx, e gate.AuditEntry) (gate.AuditEntry, error) {
-	if err := tx.QueryRow(ctx, `SELECT seq, hash FROM gate_audit_head WHERE id = 1 FOR UPDATE`).Scan(&e.Seq, &e.PrevHash); err != nil {
+	var seq int64
+	var prev string
+	if err := tx.QueryRow(ctx, `SELECT seq, hash FROM gate_audit_head WHERE id = 1 FOR UPDATE`).Scan(&seq, &prev); err != nil {
 		return gate.AuditEntry{}, err
 	}
-	e.Seq++
-	e.At = e.At.UTC().Truncate(gate.AuditTime)
-	e.Hash = gate.ChainHash(e.PrevHash, e)
+	sqlstore.Chain(&e, seq, prev)
 	// One round trip for the entry and the head's move.
 	var b pgx.Batch
 	b.Queue(`INSERT INTO gate_audit (seq, at_us, kind, tenant, session_id, action_id, actor, body, prev_hash, hash)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		e.Seq, e.At.UnixMicro(), e.Kind, e.TenantID, e.SessionID, e.ActionID, e.Actor, rawOrNil(e.Body), e.PrevHash, e.Hash)
+		e.Seq, e.At.UnixMicro(), e.Kind, e.TenantID, e.SessionID, e.ActionID, e.Actor, sqlstore.Raw(e.Body), e.PrevHash, e.Hash)
 	b.Queue(`UPDATE gate_audit_head SET seq = $1, hash = $2 WHERE id = 1`, e.Seq, e.Hash)
 	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 		return gate.AuditEntry{}, err
@@ -584,12 +460,9 @@ func (g *GateStore) AppendAudit(ctx context.Context, e gate.AuditEntry) (gate.Au
 	return out, nil
 }
 
-// maxAuditPage is Audit's default and maximum limit.
-const maxAuditPage = 1000
-
 func (g *GateStore) Audit(ctx context.Context, afterSeq int64, limit int) ([]gate.AuditEntry, error) {
 	rows, err := g.db.pool.Query(ctx, `SELECT seq, at_us, kind, tenant, session_id, action_id, actor, body, prev_hash, hash
-		FROM gate_audit WHERE seq > $1 ORDER BY seq LIMIT $2`, afterSeq, limitOr(limit, maxAuditPage))
+		FROM gate_audit WHERE seq > $1 ORDER BY seq LIMIT $2`, afterSeq, sqlstore.Limit(limit, sqlstore.MaxAuditPage))
 	if err != nil {
 		return nil, fmt.Errorf("postgres: read gate audit: %w", err)
 	}
@@ -604,7 +477,7 @@ func (g *GateStore) Audit(ctx context.Context, afterSeq int64, limit int) ([]gat
 			return nil, fmt.Errorf("postgres: read gate audit: %w", err)
 		}
 		// The instant 0 is a real time here: the store always sets At.
-		e.At, e.Body = time.UnixMicro(at).UTC(), rawOrNil(body)
+		e.At, e.Body = time.UnixMicro(at).UTC(), sqlstore.Raw(body)
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
@@ -628,11 +501,11 @@ func (g *GateStore) Heartbeat(ctx context.Context, now time.Time) (time.Time, er
 		if err := tx.QueryRow(ctx, `SELECT at_us FROM gate_heartbeat WHERE id = 1 FOR UPDATE`).Scan(&prev); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `UPDATE gate_heartbeat SET at_us = $1 WHERE id = 1`, us(now))
+		_, err := tx.Exec(ctx, `UPDATE gate_heartbeat SET at_us = $1 WHERE id = 1`, sqlstore.Micros(now))
 		return err
 	})
 	if err != nil {
 		return time.Time{}, fmt.Errorf("postgres: gate heartbeat: %w", err)
 	}
-	return fromUS(prev), nil
+	return sqlstore.FromMicros(prev), nil
 }

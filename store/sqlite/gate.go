@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"novaos.dev/novaos/gate"
+	"novaos.dev/novaos/store/internal/sqlstore"
 )
 
 // GateStore returns the database's store of the governance gate (a
@@ -25,79 +26,20 @@ type GateStore struct{ db *DB }
 
 var _ gate.Store = (*GateStore)(nil)
 
-// us is t in microseconds since the Unix epoch, 0 for the zero time.
-func us(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMicro()
-}
-
-func fromUS(v int64) time.Time {
-	if v == 0 {
-		return time.Time{}
-	}
-	return time.UnixMicro(v).UTC()
-}
-
-// usTime is t as the store returns it once stored.
-func usTime(t time.Time) time.Time { return fromUS(us(t)) }
-
-func nullRaw(b []byte) any {
-	if len(b) == 0 {
-		return nil
-	}
-	return b
-}
-
-func rawOrNil(b []byte) []byte {
-	if len(b) == 0 {
-		return nil
-	}
-	return b
-}
-
-// limitOr is limit when it is in (0, most], else most.
-func limitOr(limit, most int) int {
-	if limit <= 0 || limit > most {
-		return most
-	}
-	return limit
-}
-
-const sessionCols = `tenant, id, team_id, agent_id, resumable, hold_window_ns, hold_indefinite, state, version, created_us, updated_us`
-
-func scanSession(r scanner) (gate.SessionRecord, error) {
-	var s gate.SessionRecord
-	var window, cus, uus int64
-	var state string
-	err := r.Scan(&s.TenantID, &s.ID, &s.TeamID, &s.AgentID, &s.Resumable, &window, &s.HoldIndefinite, &state,
-		&s.Version, &cus, &uus)
-	s.HoldWindow, s.State, s.CreatedAt, s.UpdatedAt = time.Duration(window), gate.SessionState(state), fromUS(cus), fromUS(uus)
-	return s, err
-}
-
 func (g *GateStore) CreateSession(ctx context.Context, s gate.SessionRecord) (gate.SessionRecord, error) {
-	if s.CreatedAt.IsZero() {
-		s.CreatedAt = time.Now()
-	}
-	if s.UpdatedAt.IsZero() {
-		s.UpdatedAt = s.CreatedAt
-	}
-	s.CreatedAt, s.UpdatedAt, s.Version = usTime(s.CreatedAt), usTime(s.UpdatedAt), 1
+	sqlstore.PrepareSession(&s)
 	var stored gate.SessionRecord
 	err := g.db.wr.do(ctx, func(tx *sql.Tx) error {
-		res, err := tx.Exec(`INSERT INTO gate_sessions (`+sessionCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		res, err := tx.Exec(`INSERT INTO gate_sessions (`+sqlstore.SessionCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (tenant, id) DO NOTHING`,
-			s.TenantID, s.ID, s.TeamID, s.AgentID, s.Resumable, int64(s.HoldWindow), s.HoldIndefinite, string(s.State),
-			s.Version, us(s.CreatedAt), us(s.UpdatedAt))
+			sqlstore.SessionArgs(&s)...)
 		if err != nil {
 			return err
 		}
 		if n, err := res.RowsAffected(); err != nil || n == 1 {
 			return err
 		}
-		if stored, err = scanSession(tx.QueryRow(`SELECT `+sessionCols+` FROM gate_sessions WHERE tenant = ? AND id = ?`,
+		if stored, err = sqlstore.ScanSession(tx.QueryRow(`SELECT `+sqlstore.SessionCols+` FROM gate_sessions WHERE tenant = ? AND id = ?`,
 			s.TenantID, s.ID)); err != nil {
 			return err
 		}
@@ -113,7 +55,7 @@ func (g *GateStore) CreateSession(ctx context.Context, s gate.SessionRecord) (ga
 }
 
 func (g *GateStore) GetSession(ctx context.Context, tenantID, sessionID string) (gate.SessionRecord, error) {
-	s, err := scanSession(g.db.r.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM gate_sessions WHERE tenant = ? AND id = ?`,
+	s, err := sqlstore.ScanSession(g.db.r.QueryRowContext(ctx, `SELECT `+sqlstore.SessionCols+` FROM gate_sessions WHERE tenant = ? AND id = ?`,
 		tenantID, sessionID))
 	if errors.Is(err, sql.ErrNoRows) {
 		err = gate.ErrNotFound
@@ -130,10 +72,10 @@ func (g *GateStore) UpdateSession(ctx context.Context, s gate.SessionRecord) (ga
 		var err error
 		// The creation time is the stored one: an update replaces what
 		// the session is, not when it began.
-		out, err = scanSession(tx.QueryRow(`UPDATE gate_sessions SET team_id = ?, agent_id = ?, resumable = ?,
+		out, err = sqlstore.ScanSession(tx.QueryRow(`UPDATE gate_sessions SET team_id = ?, agent_id = ?, resumable = ?,
 			hold_window_ns = ?, hold_indefinite = ?, state = ?, version = version + 1, updated_us = ?
-			WHERE tenant = ? AND id = ? AND version = ? RETURNING `+sessionCols,
-			s.TeamID, s.AgentID, s.Resumable, int64(s.HoldWindow), s.HoldIndefinite, string(s.State), us(s.UpdatedAt),
+			WHERE tenant = ? AND id = ? AND version = ? RETURNING `+sqlstore.SessionCols,
+			s.TeamID, s.AgentID, s.Resumable, int64(s.HoldWindow), s.HoldIndefinite, string(s.State), sqlstore.Micros(s.UpdatedAt),
 			s.TenantID, s.ID, s.Version))
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -154,17 +96,13 @@ func (g *GateStore) UpdateSession(ctx context.Context, s gate.SessionRecord) (ga
 	return out, nil
 }
 
-const actionCols = `tenant, session_id, action_id, action_type, team_id, agent_id, action, fingerprint, fingerprint_scheme,
-	commitment_version, state, verdict, rule_id_cited, rationale, reason, decision, hold_window_ns, hold_indefinite,
-	hold_expires_us, decided_by, decided_us, fencing_token, claimed_us, acknowledged_us, version, created_us, updated_us`
-
 // The statements of every action write, prepared once on the write
 // connection (writer.exec, writer.queryRow).
 const (
-	getActionSQL    = `SELECT ` + actionCols + ` FROM gate_actions WHERE tenant = ? AND session_id = ? AND action_id = ?`
-	insertActionSQL = `INSERT INTO gate_actions (` + actionCols + `)
+	getActionSQL    = `SELECT ` + sqlstore.ActionCols + ` FROM gate_actions WHERE tenant = ? AND session_id = ? AND action_id = ?`
+	insertActionSQL = `INSERT INTO gate_actions (` + sqlstore.ActionCols + `)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	updateActionSQL = `UPDATE gate_actions SET (` + actionCols + `) =
+	updateActionSQL = `UPDATE gate_actions SET (` + sqlstore.ActionCols + `) =
 		(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		WHERE tenant = ? AND session_id = ? AND action_id = ?`
 	insertLedgerSQL = `INSERT INTO gate_ledger (tenant, action_type, subject, amount, at_us, session_id, action_id)
@@ -178,109 +116,39 @@ const (
 // gateWrites are the statements Open prepares for the gate store.
 var gateWrites = []string{getActionSQL, insertActionSQL, updateActionSQL, insertLedgerSQL, auditHeadSQL, insertAuditSQL, moveAuditHeadSQL}
 
-// actionArgs are r's values in actionCols' order.
-func actionArgs(r *gate.ActionRecord) []any {
-	return []any{r.TenantID, r.SessionID, r.ActionID, r.ActionType, r.TeamID, r.AgentID, nullRaw(r.Action), r.Fingerprint,
-		r.FingerprintScheme, r.CommitmentVersion, string(r.State), string(r.Verdict), r.RuleIDCited, r.Rationale,
-		string(r.Reason), nullRaw(r.Decision), int64(r.HoldWindow), r.HoldIndefinite, us(r.HoldExpiresAt), r.DecidedBy,
-		us(r.DecidedAt), int64(r.FencingToken), us(r.ClaimedAt), us(r.AcknowledgedAt), r.Version, us(r.CreatedAt),
-		us(r.UpdatedAt)}
-}
-
-func scanAction(r scanner) (gate.ActionRecord, error) {
-	var (
-		a                                               gate.ActionRecord
-		state, verdict, reason                          string
-		action, decision                                []byte
-		window, expires, decided, token, claimed, acked int64
-		cus, uus                                        int64
-	)
-	err := r.Scan(&a.TenantID, &a.SessionID, &a.ActionID, &a.ActionType, &a.TeamID, &a.AgentID, &action, &a.Fingerprint,
-		&a.FingerprintScheme, &a.CommitmentVersion, &state, &verdict, &a.RuleIDCited, &a.Rationale, &reason, &decision,
-		&window, &a.HoldIndefinite, &expires, &a.DecidedBy, &decided, &token, &claimed, &acked, &a.Version, &cus, &uus)
-	a.Action, a.Decision = rawOrNil(action), rawOrNil(decision)
-	a.State, a.Verdict, a.Reason = gate.ActionState(state), gate.Outcome(verdict), gate.Reason(reason)
-	a.HoldWindow, a.HoldExpiresAt, a.DecidedAt = time.Duration(window), fromUS(expires), fromUS(decided)
-	a.FencingToken, a.ClaimedAt, a.AcknowledgedAt = uint64(token), fromUS(claimed), fromUS(acked)
-	a.CreatedAt, a.UpdatedAt = fromUS(cus), fromUS(uus)
-	return a, err
-}
-
-// normalizeAction brings r's times to what the store keeps.
-func normalizeAction(r *gate.ActionRecord) {
-	r.HoldExpiresAt, r.DecidedAt = usTime(r.HoldExpiresAt), usTime(r.DecidedAt)
-	r.ClaimedAt, r.AcknowledgedAt = usTime(r.ClaimedAt), usTime(r.AcknowledgedAt)
-	r.CreatedAt, r.UpdatedAt = usTime(r.CreatedAt), usTime(r.UpdatedAt)
-}
-
-// prepareWrite fills in what the store assigns to w's record, ledger
-// entries and audit entry, apart from the creation time of an update
-// (the stored one) and the audit chain's fields.
-func prepareWrite(w *gate.ActionWrite) {
-	if w.Now.IsZero() {
-		w.Now = time.Now()
-	}
-	r := &w.Record
-	r.Version, r.UpdatedAt = w.ExpectVersion+1, w.Now
-	if w.ExpectVersion == 0 {
-		r.CreatedAt = w.Now
-	}
-	normalizeAction(r)
-	ledger := make([]gate.LedgerEntry, len(w.Ledger))
-	for i, e := range w.Ledger {
-		if e.TenantID == "" {
-			e.TenantID = r.TenantID
-		}
-		if e.SessionID == "" && e.ActionID == "" {
-			e.SessionID, e.ActionID = r.SessionID, r.ActionID
-		}
-		if e.At.IsZero() {
-			e.At = w.Now
-		}
-		ledger[i] = e
-	}
-	w.Ledger = ledger
-	if w.Audit != nil {
-		e := *w.Audit
-		if e.At.IsZero() {
-			e.At = w.Now
-		}
-		w.Audit = &e
-	}
-}
-
 func (g *GateStore) WriteAction(ctx context.Context, w gate.ActionWrite) (gate.ActionRecord, error) {
-	prepareWrite(&w)
+	sqlstore.PrepareActionWrite(&w)
 	r := w.Record
 	var current gate.ActionRecord
 	err := g.db.wr.doAtomic(ctx, func(tx *sql.Tx) error {
 		var err error
-		current, err = scanAction(g.db.wr.queryRow(tx, getActionSQL, r.TenantID, r.SessionID, r.ActionID))
-		switch {
-		case w.ExpectVersion == 0 && err == nil:
-			return gate.ErrExists
-		case w.ExpectVersion != 0 && errors.Is(err, sql.ErrNoRows):
-			return gate.ErrNotFound
-		case w.ExpectVersion == 0:
-			if !errors.Is(err, sql.ErrNoRows) {
-				return err
-			}
-			if _, err := g.db.wr.exec(tx, insertActionSQL, actionArgs(&r)...); err != nil {
-				return err
-			}
-		case err != nil:
+		current, err = sqlstore.ScanAction(g.db.wr.queryRow(tx, getActionSQL, r.TenantID, r.SessionID, r.ActionID))
+		exists := err == nil
+		if !exists && !errors.Is(err, sql.ErrNoRows) {
 			return err
+		}
+		// The single writer runs this read and the write below with no
+		// other write in between: the compare and the set are one step.
+		switch {
+		case w.ExpectVersion == 0 && exists:
+			return gate.ErrExists
+		case w.ExpectVersion == 0:
+			if _, err := g.db.wr.exec(tx, insertActionSQL, sqlstore.ActionArgs(&r)...); err != nil {
+				return err
+			}
+		case !exists:
+			return gate.ErrNotFound
 		case current.Version != w.ExpectVersion:
 			return fmt.Errorf("version %d is not the current %d: %w", w.ExpectVersion, current.Version, gate.ErrConflict)
 		default:
 			r.CreatedAt = current.CreatedAt
-			args := actionArgs(&r)
+			args := sqlstore.ActionArgs(&r)
 			if _, err := g.db.wr.exec(tx, updateActionSQL, append(args, r.TenantID, r.SessionID, r.ActionID)...); err != nil {
 				return err
 			}
 		}
 		for _, e := range w.Ledger {
-			if _, err := g.db.wr.exec(tx, insertLedgerSQL, e.TenantID, e.ActionType, e.Subject, e.Amount, us(e.At), e.SessionID, e.ActionID); err != nil {
+			if _, err := g.db.wr.exec(tx, insertLedgerSQL, e.TenantID, e.ActionType, e.Subject, e.Amount, sqlstore.Micros(e.At), e.SessionID, e.ActionID); err != nil {
 				return err
 			}
 		}
@@ -301,7 +169,7 @@ func (g *GateStore) WriteAction(ctx context.Context, w gate.ActionWrite) (gate.A
 }
 
 func (g *GateStore) GetAction(ctx context.Context, tenantID, sessionID, actionID string) (gate.ActionRecord, error) {
-	a, err := scanAction(g.db.r.QueryRowContext(ctx, `SELECT `+actionCols+` FROM gate_actions
+	a, err := sqlstore.ScanAction(g.db.r.QueryRowContext(ctx, `SELECT `+sqlstore.ActionCols+` FROM gate_actions
 		WHERE tenant = ? AND session_id = ? AND action_id = ?`, tenantID, sessionID, actionID))
 	if errors.Is(err, sql.ErrNoRows) {
 		err = gate.ErrNotFound
@@ -316,7 +184,7 @@ func scanActions(rows *sql.Rows) ([]gate.ActionRecord, error) {
 	defer rows.Close()
 	out := []gate.ActionRecord{}
 	for rows.Next() {
-		a, err := scanAction(rows)
+		a, err := sqlstore.ScanAction(rows)
 		if err != nil {
 			return nil, err
 		}
@@ -324,9 +192,6 @@ func scanActions(rows *sql.Rows) ([]gate.ActionRecord, error) {
 	}
 	return out, rows.Err()
 }
-
-// maxActionPage is ActionFilter.Limit's default and maximum.
-const maxActionPage = 500
 
 func (g *GateStore) ListActions(ctx context.Context, f gate.ActionFilter) ([]gate.ActionRecord, error) {
 	var where []string
@@ -342,14 +207,14 @@ func (g *GateStore) ListActions(ctx context.Context, f gate.ActionFilter) ([]gat
 	}
 	if !f.AfterCreated.IsZero() || f.AfterSessionID != "" || f.AfterActionID != "" || f.AfterTenantID != "" {
 		where = append(where, `(created_us, session_id, action_id, tenant) > (?, ?, ?, ?)`)
-		args = append(args, us(f.AfterCreated), f.AfterSessionID, f.AfterActionID, f.AfterTenantID)
+		args = append(args, sqlstore.Micros(f.AfterCreated), f.AfterSessionID, f.AfterActionID, f.AfterTenantID)
 	}
-	q := `SELECT ` + actionCols + ` FROM gate_actions`
+	q := `SELECT ` + sqlstore.ActionCols + ` FROM gate_actions`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, ` AND `)
 	}
 	q += ` ORDER BY created_us, session_id, action_id, tenant LIMIT ?`
-	rows, err := g.db.r.QueryContext(ctx, q, append(args, limitOr(f.Limit, maxActionPage))...)
+	rows, err := g.db.r.QueryContext(ctx, q, append(args, sqlstore.Limit(f.Limit, sqlstore.MaxActionPage))...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list gate actions: %w", err)
 	}
@@ -361,9 +226,9 @@ func (g *GateStore) ListActions(ctx context.Context, f gate.ActionFilter) ([]gat
 }
 
 func (g *GateStore) ExpiringHolds(ctx context.Context, before time.Time, limit int) ([]gate.ActionRecord, error) {
-	rows, err := g.db.r.QueryContext(ctx, `SELECT `+actionCols+` FROM gate_actions
+	rows, err := g.db.r.QueryContext(ctx, `SELECT `+sqlstore.ActionCols+` FROM gate_actions
 		WHERE state = 'held' AND hold_expires_us <> 0 AND hold_expires_us <= ?
-		ORDER BY hold_expires_us, tenant, session_id, action_id LIMIT ?`, us(before), limitOr(limit, maxActionPage))
+		ORDER BY hold_expires_us, tenant, session_id, action_id LIMIT ?`, sqlstore.Micros(before), sqlstore.Limit(limit, sqlstore.MaxActionPage))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: expiring gate holds: %w", err)
 	}
@@ -378,7 +243,7 @@ func (g *GateStore) ExpiringHolds(ctx context.Context, before time.Time, limit i
 // index (see the migration); total() is 0.0, not NULL, over no rows.
 func aggregateSQL(q gate.LedgerQuery) (string, []any) {
 	query := `SELECT count(*), total(amount) FROM gate_ledger WHERE tenant = ? AND action_type = ? AND at_us >= ?`
-	args := []any{q.TenantID, q.ActionType, us(q.Since)}
+	args := []any{q.TenantID, q.ActionType, sqlstore.Micros(q.Since)}
 	if q.Subject != "" {
 		query += ` AND subject = ?`
 		args = append(args, q.Subject)
@@ -399,7 +264,7 @@ func (g *GateStore) PutRuleSet(ctx context.Context, r gate.RuleSetRecord) (gate.
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = time.Now()
 	}
-	r.CreatedAt = usTime(r.CreatedAt)
+	r.CreatedAt = sqlstore.Stored(r.CreatedAt)
 	err := g.db.wr.do(ctx, func(tx *sql.Tx) error {
 		// The single writer makes reading the current version and
 		// inserting the next one atomic.
@@ -412,7 +277,7 @@ func (g *GateStore) PutRuleSet(ctx context.Context, r gate.RuleSetRecord) (gate.
 			body = []byte{}
 		}
 		_, err := tx.Exec(`INSERT INTO gate_rule_sets (tenant, version, body, hash, created_by, created_us)
-			VALUES (?, ?, ?, ?, ?, ?)`, r.TenantID, r.Version, []byte(body), r.Hash, r.CreatedBy, us(r.CreatedAt))
+			VALUES (?, ?, ?, ?, ?, ?)`, r.TenantID, r.Version, []byte(body), r.Hash, r.CreatedBy, sqlstore.Micros(r.CreatedAt))
 		return err
 	})
 	if err != nil {
@@ -440,7 +305,7 @@ func (g *GateStore) RuleSet(ctx context.Context, tenantID string, version int64)
 	if err != nil {
 		return gate.RuleSetRecord{}, fmt.Errorf("sqlite: gate rule set %d of %s: %w", version, tenantID, err)
 	}
-	r.Body, r.CreatedAt = rawOrNil(body), fromUS(cus)
+	r.Body, r.CreatedAt = sqlstore.Raw(body), sqlstore.FromMicros(cus)
 	return r, nil
 }
 
@@ -467,13 +332,13 @@ func (g *GateStore) RuleSetTenants(ctx context.Context) ([]string, error) {
 // appendAudit chains e after the head in tx. Every append runs on the
 // single writer, one at a time, so no two read the same head.
 func (g *GateStore) appendAudit(tx *sql.Tx, e gate.AuditEntry) (gate.AuditEntry, error) {
-	if err := g.db.wr.queryRow(tx, auditHeadSQL).Scan(&e.Seq, &e.PrevHash); err != nil {
+	var seq int64
+	var prev string
+	if err := g.db.wr.queryRow(tx, auditHeadSQL).Scan(&seq, &prev); err != nil {
 		return gate.AuditEntry{}, err
 	}
-	e.Seq++
-	e.At = e.At.UTC().Truncate(gate.AuditTime)
-	e.Hash = gate.ChainHash(e.PrevHash, e)
-	if _, err := g.db.wr.exec(tx, insertAuditSQL, e.Seq, e.At.UnixMicro(), e.Kind, e.TenantID, e.SessionID, e.ActionID, e.Actor, nullRaw(e.Body), e.PrevHash, e.Hash); err != nil {
+	sqlstore.Chain(&e, seq, prev)
+	if _, err := g.db.wr.exec(tx, insertAuditSQL, e.Seq, e.At.UnixMicro(), e.Kind, e.TenantID, e.SessionID, e.ActionID, e.Actor, sqlstore.Raw(e.Body), e.PrevHash, e.Hash); err != nil {
 		return gate.AuditEntry{}, err
 	}
 	if _, err := g.db.wr.exec(tx, moveAuditHeadSQL, e.Seq, e.Hash); err != nil {
@@ -498,12 +363,9 @@ func (g *GateStore) AppendAudit(ctx context.Context, e gate.AuditEntry) (gate.Au
 	return out, nil
 }
 
-// maxAuditPage is Audit's default and maximum limit.
-const maxAuditPage = 1000
-
 func (g *GateStore) Audit(ctx context.Context, afterSeq int64, limit int) ([]gate.AuditEntry, error) {
 	rows, err := g.db.r.QueryContext(ctx, `SELECT seq, at_us, kind, tenant, session_id, action_id, actor, body, prev_hash, hash
-		FROM gate_audit WHERE seq > ? ORDER BY seq LIMIT ?`, afterSeq, limitOr(limit, maxAuditPage))
+		FROM gate_audit WHERE seq > ? ORDER BY seq LIMIT ?`, afterSeq, sqlstore.Limit(limit, sqlstore.MaxAuditPage))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: read gate audit: %w", err)
 	}
@@ -518,7 +380,7 @@ func (g *GateStore) Audit(ctx context.Context, afterSeq int64, limit int) ([]gat
 			return nil, fmt.Errorf("sqlite: read gate audit: %w", err)
 		}
 		// The instant 0 is a real time here: the store always sets At.
-		e.At, e.Body = time.UnixMicro(at).UTC(), rawOrNil(body)
+		e.At, e.Body = time.UnixMicro(at).UTC(), sqlstore.Raw(body)
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
@@ -542,11 +404,11 @@ func (g *GateStore) Heartbeat(ctx context.Context, now time.Time) (time.Time, er
 		if err := tx.QueryRow(`SELECT at_us FROM gate_heartbeat WHERE id = 1`).Scan(&prev); err != nil {
 			return err
 		}
-		_, err := tx.Exec(`UPDATE gate_heartbeat SET at_us = ? WHERE id = 1`, us(now))
+		_, err := tx.Exec(`UPDATE gate_heartbeat SET at_us = ? WHERE id = 1`, sqlstore.Micros(now))
 		return err
 	})
 	if err != nil {
 		return time.Time{}, fmt.Errorf("sqlite: gate heartbeat: %w", err)
 	}
-	return fromUS(prev), nil
+	return sqlstore.FromMicros(prev), nil
 }

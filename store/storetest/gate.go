@@ -27,6 +27,7 @@ func TestGateStore(t *testing.T, newStore func(t *testing.T) gate.Store) {
 	t.Run("ActionWriteAtomic", func(t *testing.T) { testGateWriteAtomic(t, newStore(t)) })
 	t.Run("ActionRoundTrip", func(t *testing.T) { testGateActionRoundTrip(t, newStore(t)) })
 	t.Run("ListActions", func(t *testing.T) { testGateListActions(t, newStore(t)) })
+	t.Run("ListActionsLimit", func(t *testing.T) { testGateListLimit(t, newStore(t)) })
 	t.Run("ExpiringHolds", func(t *testing.T) { testGateExpiringHolds(t, newStore(t)) })
 	t.Run("Aggregate", func(t *testing.T) { testGateAggregate(t, newStore(t)) })
 	t.Run("RuleSets", func(t *testing.T) { testGateRuleSets(t, newStore(t)) })
@@ -698,6 +699,36 @@ func testGateListActions(t *testing.T, s gate.Store) {
 	got, _ := s.ListActions(ctx, gate.ActionFilter{TenantID: "acme", Limit: 1})
 	if read, _ := s.GetAction(ctx, "acme", "s1", "a1"); len(got) != 1 || !gocmp.Equal(read, got[0], sameJSON) {
 		t.Errorf("listed record %+v, want %+v", got, read)
+	}
+}
+
+// testGateListLimit: a page holds at most 500 actions, whatever the
+// limit asked.
+func testGateListLimit(t *testing.T, s gate.Store) {
+	ctx := ctxT(t)
+	const n = 503
+	var wg sync.WaitGroup
+	jobs := make(chan int)
+	for range 8 {
+		wg.Go(func() {
+			for i := range jobs {
+				r := gateAction("acme", "s1", fmt.Sprintf("a%03d", i))
+				if _, err := s.WriteAction(ctx, gate.ActionWrite{Record: r, Now: gateAt(time.Duration(i) * time.Millisecond)}); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	for i := range n {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	for _, limit := range []int{0, -1, 501, 10_000} {
+		got, err := s.ListActions(ctx, gate.ActionFilter{TenantID: "acme", Limit: limit})
+		if err != nil || len(got) != 500 || got[499].ActionID != "a499" {
+			t.Errorf("ListActions with Limit %d = %d actions, %v; want the first 500", limit, len(got), err)
+		}
 	}
 }
 

@@ -2,7 +2,11 @@
 // store/postgres, share beyond their migrations (store/internal/sqlmigrate):
 // reading a result set of encoded records (ScanBodies over the Rows that
 // database/sql and pgx have in common) and the SQL list of task states an
-// IN condition and a partial index both name (StateList). It holds what is
+// IN condition and a partial index both name (StateList); and the gate
+// store's column layout (SessionCols, ActionCols with their Args and Scan
+// functions, times as Micros) with what a store assigns before it writes
+// (PrepareSession, PrepareActionWrite) and how an audit entry takes its
+// place in the chain (Chain). It holds what is
 // SQL but not one dialect's, so it stays out of the public a2a/a2astore,
 // whose encodings any store may use; it is internal to store/ because no
 // one else writes SQL.
