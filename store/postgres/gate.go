@@ -251,15 +251,7 @@ func (g *GateStore) GetAction(ctx context.Context, tenantID, sessionID, actionID
 
 func scanActions(rows pgx.Rows) ([]gate.ActionRecord, error) {
 	defer rows.Close()
-	out := []gate.ActionRecord{}
-	for rows.Next() {
-		a, err := sqlstore.ScanAction(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return sqlstore.Collect(rows, sqlstore.ScanAction)
 }
 
 func (g *GateStore) ListActions(ctx context.Context, f gate.ActionFilter) ([]gate.ActionRecord, error) {
@@ -461,26 +453,14 @@ func (g *GateStore) AppendAudit(ctx context.Context, e gate.AuditEntry) (gate.Au
 }
 
 func (g *GateStore) Audit(ctx context.Context, afterSeq int64, limit int) ([]gate.AuditEntry, error) {
-	rows, err := g.db.pool.Query(ctx, `SELECT seq, at_us, kind, tenant, session_id, action_id, actor, body, prev_hash, hash
+	rows, err := g.db.pool.Query(ctx, `SELECT `+sqlstore.AuditCols+`
 		FROM gate_audit WHERE seq > $1 ORDER BY seq LIMIT $2`, afterSeq, sqlstore.Limit(limit, sqlstore.MaxAuditPage))
 	if err != nil {
 		return nil, fmt.Errorf("postgres: read gate audit: %w", err)
 	}
 	defer rows.Close()
-	out := []gate.AuditEntry{}
-	for rows.Next() {
-		var e gate.AuditEntry
-		var at int64
-		var body []byte
-		if err := rows.Scan(&e.Seq, &at, &e.Kind, &e.TenantID, &e.SessionID, &e.ActionID, &e.Actor, &body,
-			&e.PrevHash, &e.Hash); err != nil {
-			return nil, fmt.Errorf("postgres: read gate audit: %w", err)
-		}
-		// The instant 0 is a real time here: the store always sets At.
-		e.At, e.Body = time.UnixMicro(at).UTC(), sqlstore.Raw(body)
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := sqlstore.Collect(rows, sqlstore.ScanAudit)
+	if err != nil {
 		return nil, fmt.Errorf("postgres: read gate audit: %w", err)
 	}
 	return out, nil

@@ -182,15 +182,7 @@ func (g *GateStore) GetAction(ctx context.Context, tenantID, sessionID, actionID
 
 func scanActions(rows *sql.Rows) ([]gate.ActionRecord, error) {
 	defer rows.Close()
-	out := []gate.ActionRecord{}
-	for rows.Next() {
-		a, err := sqlstore.ScanAction(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return sqlstore.Collect(rows, sqlstore.ScanAction)
 }
 
 func (g *GateStore) ListActions(ctx context.Context, f gate.ActionFilter) ([]gate.ActionRecord, error) {
@@ -315,15 +307,8 @@ func (g *GateStore) RuleSetTenants(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("sqlite: gate rule set tenants: %w", err)
 	}
 	defer rows.Close()
-	out := []string{}
-	for rows.Next() {
-		var t string
-		if err := rows.Scan(&t); err != nil {
-			return nil, fmt.Errorf("sqlite: gate rule set tenants: %w", err)
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := sqlstore.Collect(rows, sqlstore.ScanText)
+	if err != nil {
 		return nil, fmt.Errorf("sqlite: gate rule set tenants: %w", err)
 	}
 	return out, nil
@@ -364,26 +349,14 @@ func (g *GateStore) AppendAudit(ctx context.Context, e gate.AuditEntry) (gate.Au
 }
 
 func (g *GateStore) Audit(ctx context.Context, afterSeq int64, limit int) ([]gate.AuditEntry, error) {
-	rows, err := g.db.r.QueryContext(ctx, `SELECT seq, at_us, kind, tenant, session_id, action_id, actor, body, prev_hash, hash
+	rows, err := g.db.r.QueryContext(ctx, `SELECT `+sqlstore.AuditCols+`
 		FROM gate_audit WHERE seq > ? ORDER BY seq LIMIT ?`, afterSeq, sqlstore.Limit(limit, sqlstore.MaxAuditPage))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: read gate audit: %w", err)
 	}
 	defer rows.Close()
-	out := []gate.AuditEntry{}
-	for rows.Next() {
-		var e gate.AuditEntry
-		var at int64
-		var body []byte
-		if err := rows.Scan(&e.Seq, &at, &e.Kind, &e.TenantID, &e.SessionID, &e.ActionID, &e.Actor, &body,
-			&e.PrevHash, &e.Hash); err != nil {
-			return nil, fmt.Errorf("sqlite: read gate audit: %w", err)
-		}
-		// The instant 0 is a real time here: the store always sets At.
-		e.At, e.Body = time.UnixMicro(at).UTC(), sqlstore.Raw(body)
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := sqlstore.Collect(rows, sqlstore.ScanAudit)
+	if err != nil {
 		return nil, fmt.Errorf("sqlite: read gate audit: %w", err)
 	}
 	return out, nil

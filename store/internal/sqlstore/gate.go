@@ -172,3 +172,39 @@ func Chain(e *gate.AuditEntry, seq int64, prev string) {
 	e.At = e.At.UTC().Truncate(gate.AuditTime)
 	e.Hash = gate.ChainHash(e.PrevHash, *e)
 }
+
+// Collect scans every row of rows with scan (the caller closes rows).
+func Collect[T any](rows Rows, scan func(Scanner) (T, error)) ([]T, error) {
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// AuditCols are the columns of gate_audit, in ScanAudit's order.
+const AuditCols = `seq, at_us, kind, tenant, session_id, action_id, actor, body, prev_hash, hash`
+
+// ScanAudit reads a row of AuditCols.
+func ScanAudit(r Scanner) (gate.AuditEntry, error) {
+	var e gate.AuditEntry
+	var at int64
+	var body []byte
+	if err := r.Scan(&e.Seq, &at, &e.Kind, &e.TenantID, &e.SessionID, &e.ActionID, &e.Actor, &body, &e.PrevHash, &e.Hash); err != nil {
+		return gate.AuditEntry{}, err
+	}
+	// The instant 0 is a real time here: the store always sets At.
+	e.At, e.Body = time.UnixMicro(at).UTC(), Raw(body)
+	return e, nil
+}
+
+// ScanText reads a row of one text column.
+func ScanText(r Scanner) (string, error) {
+	var s string
+	err := r.Scan(&s)
+	return s, err
+}
