@@ -63,6 +63,9 @@ func TestBenchGateShort(t *testing.T) {
 			t.Errorf("%s: server stats %+v", s.Scenario, s)
 		}
 	}
+	if j := rep.Server[1].Judge; j == nil || j.P50 < 5_000_000 || rep.Server[0].Judge != nil {
+		t.Errorf("judge layer times: gated %+v, gated-judge %+v", rep.Server[0].Judge, j)
+	}
 	if rep.Rules != 21 || rep.Aggregates != 5 || rep.JudgeOverhead == nil || rep.P99VsHealthz <= 0 || rep.P99VsCall <= 0 {
 		t.Errorf("report %+v", rep)
 	}
