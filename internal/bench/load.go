@@ -101,6 +101,14 @@ type Result struct {
 	Memory MemoryProfile `json:"memory"`
 	// FirstError describes the first failed request, "" if none failed.
 	FirstError string `json:"firstError,omitempty"`
+	// ErrorsByKind counts failed operations by kind ([RunOp] only).
+	ErrorsByKind map[string]uint64 `json:"errorsByKind,omitempty"`
+	// TargetRate is the paced rate asked of [RunOp], 0 for a closed loop.
+	TargetRate float64 `json:"targetRate,omitempty"`
+	// Lag is how late paced operations started against their schedule
+	// ([RunOp] with a rate only): a p99 far above zero means the clients
+	// could not keep up and Latency no longer shows the waiting.
+	Lag *Latency `json:"lag,omitempty"`
 }
 
 // Latency summarises a run's latencies.

@@ -40,6 +40,8 @@ func runBench(ctx context.Context, args []string, e *env) int {
 		return runBenchA2A(ctx, args[1:], e)
 	case "memory":
 		return runBenchMemory(ctx, args[1:], e)
+	case "gate":
+		return runBenchGate(ctx, args[1:], e)
 	}
 	fmt.Fprintf(e.stderr, "novaos bench: unknown target %q\n", args[0])
 	benchUsage(e.stderr)
@@ -53,6 +55,8 @@ func benchUsage(w io.Writer) {
 	fmt.Fprintln(w, "  a2a     A2A SendMessage and SendStreamingMessage to the echo agent, against a bare net/http JSON echo")
 	fmt.Fprintln(w, "  memory  memory writes, queries and assembles over MCP on SQLite at growing corpus sizes, against the same echo;")
 	fmt.Fprintln(w, "          --locomo FILE scores retrieval quality on LoCoMo")
+	fmt.Fprintln(w, "  gate    gated writes through the SDK (rules only, 500 sessions, 1000/s) against the same function ungated and a bare")
+	fmt.Fprintln(w, "          loopback round trip pair; --judge fake adds the judge path's overhead")
 }
 
 // benchReport is the --json output.

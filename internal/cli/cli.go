@@ -50,7 +50,7 @@ func commands() []command {
 		{"serve", "run the NovaOS server (agents over A2A, /healthz)", runServe},
 		{"card", "get, verify and sign agent cards (card get|verify|sign|keygen)", runCard},
 		{"send", "send a message to an agent and print the frames it answers with", runSend},
-		{"bench", "measure end-to-end throughput and latency on loopback (bench a2a|memory)", runBench},
+		{"bench", "measure end-to-end throughput and latency on loopback (bench a2a|memory|gate)", runBench},
 		{"agents", "list, search, find and register agents in a server's registry", runAgents},
 		{"keys", "make agents' recipient keys for sealed secrets (keys generate|public)", runKeys},
 		{"memory", "write, query, update, forget, hint and assemble memories on a server (memory <subcommand>)", runMemory},
