@@ -40,7 +40,8 @@ const maxAnswerBytes = 16 << 20
 type ClientOptions struct {
 	// HTTPClient sends the calls; nil uses a client without a global
 	// timeout (each attempt gets its own deadline: DefaultTimeout, or the
-	// long-poll's wait plus a margin).
+	// long-poll's wait plus a margin) keeping DefaultIdleConns
+	// keep-alive connections.
 	HTTPClient *http.Client
 	// Retry is the retry policy of idempotent calls (every call of the
 	// write path, the session calls and the operator reads); nil retries
@@ -94,6 +95,10 @@ type Client struct {
 // first: an unusable configuration is a [fail_closed_config] KillError, so
 // nothing can be let through by a client that was never able to ask.
 // o may be nil.
+// DefaultIdleConns is how many keep-alive connections to the gate the
+// default HTTP client keeps (ClientOptions.HTTPClient unset).
+const DefaultIdleConns = 64
+
 func NewClient(cfg Config, o *ClientOptions) (*Client, error) {
 	if o == nil {
 		o = &ClientOptions{}
@@ -118,7 +123,11 @@ func NewClient(cfg Config, o *ClientOptions) (*Client, error) {
 		evidence: o.Evidence.withDefaults(),
 	}
 	if c.http == nil {
-		c.http = &http.Client{}
+		// Go's default transport keeps 2 idle connections per host: an
+		// agent with many writes in flight would reconnect for most.
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = DefaultIdleConns
+		c.http = &http.Client{Transport: t}
 	}
 	if c.retry == nil {
 		c.retry = resilience.DefaultPolicy()

@@ -55,7 +55,7 @@ func (g *GateStore) CreateSession(ctx context.Context, s gate.SessionRecord) (ga
 }
 
 func (g *GateStore) GetSession(ctx context.Context, tenantID, sessionID string) (gate.SessionRecord, error) {
-	s, err := sqlstore.ScanSession(g.db.r.QueryRowContext(ctx, `SELECT `+sqlstore.SessionCols+` FROM gate_sessions WHERE tenant = ? AND id = ?`,
+	s, err := sqlstore.ScanSession(g.db.queryRow(ctx, `SELECT `+sqlstore.SessionCols+` FROM gate_sessions WHERE tenant = ? AND id = ?`,
 		tenantID, sessionID))
 	if errors.Is(err, sql.ErrNoRows) {
 		err = gate.ErrNotFound
@@ -169,7 +169,7 @@ func (g *GateStore) WriteAction(ctx context.Context, w gate.ActionWrite) (gate.A
 }
 
 func (g *GateStore) GetAction(ctx context.Context, tenantID, sessionID, actionID string) (gate.ActionRecord, error) {
-	a, err := sqlstore.ScanAction(g.db.r.QueryRowContext(ctx, `SELECT `+sqlstore.ActionCols+` FROM gate_actions
+	a, err := sqlstore.ScanAction(g.db.queryRow(ctx, `SELECT `+sqlstore.ActionCols+` FROM gate_actions
 		WHERE tenant = ? AND session_id = ? AND action_id = ?`, tenantID, sessionID, actionID))
 	if errors.Is(err, sql.ErrNoRows) {
 		err = gate.ErrNotFound
@@ -246,7 +246,7 @@ func aggregateSQL(q gate.LedgerQuery) (string, []any) {
 func (g *GateStore) Aggregate(ctx context.Context, q gate.LedgerQuery) (gate.LedgerTotal, error) {
 	query, args := aggregateSQL(q)
 	var t gate.LedgerTotal
-	if err := g.db.r.QueryRowContext(ctx, query, args...).Scan(&t.Count, &t.Sum); err != nil {
+	if err := g.db.queryRow(ctx, query, args...).Scan(&t.Count, &t.Sum); err != nil {
 		return gate.LedgerTotal{}, fmt.Errorf("sqlite: aggregate gate ledger: %w", err)
 	}
 	return t, nil

@@ -60,6 +60,7 @@ type DB struct {
 	lease    *lease.Keeper // renews it (leases.go)
 
 	index *memindex.Cache // memory search structures by partition (memory_index.go)
+	reads readStmts       // prepared hot reads (stmts.go)
 }
 
 // Open opens or creates the database file at path (its directory must
@@ -170,6 +171,7 @@ func openPool(abs string, busy time.Duration, write bool) (*sql.DB, error) {
 func (db *DB) Close() error {
 	db.stopLease()
 	db.wr.close()
+	db.closeStmts()
 	return errors.Join(db.r.Close(), db.w.Close())
 }
 
