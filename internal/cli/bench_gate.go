@@ -404,7 +404,7 @@ func (t *gateTarget) serverStats(ctx context.Context, scenario string, from, to 
 	st := gateServerStats{Scenario: scenario}
 	var total, rules, judged bench.Histogram
 	q := &pub.ListQuery{States: []pub.ActionState{pub.ActionExecuted, pub.ActionClaimed, pub.ActionPassed,
-		pub.ActionHeld, pub.ActionKilled, pub.ActionUnconfirmed}, Limit: 1000}
+		pub.ActionHeld, pub.ActionKilled, pub.ActionUnconfirmed}, Limit: 500}
 	for {
 		page, err := t.admin.ListActions(ctx, q)
 		if err != nil {

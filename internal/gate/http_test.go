@@ -1,6 +1,8 @@
 package gate
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -82,5 +84,37 @@ func TestHTTPRefusals(t *testing.T) {
 				t.Fatalf("%s %s = %d %s, want %d containing %q", tc.method, tc.path, resp.StatusCode, body, tc.want, tc.detail)
 			}
 		})
+	}
+}
+
+// Paging walks every action once, also with the largest page.
+func TestListPages(t *testing.T) {
+	f := newFixture(t, nil)
+	f.open("s1", 300, false)
+	for i := range 1003 {
+		f.submit(action("s1", fmt.Sprint("a", i), "refund", 10, "c1", false), false)
+	}
+	for _, limit := range []int{500, 7} {
+		seen := map[string]bool{}
+		after := ""
+		for {
+			page, err := f.svc.List(context.Background(), "acme", []pub.ActionState{pub.ActionPassed}, after, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range page.Actions {
+				if seen[a.ActionID] {
+					t.Fatalf("limit %d: %s twice", limit, a.ActionID)
+				}
+				seen[a.ActionID] = true
+			}
+			if page.Next == "" {
+				break
+			}
+			after = page.Next
+		}
+		if len(seen) != 1003 {
+			t.Fatalf("limit %d: %d actions listed, want 1003", limit, len(seen))
+		}
 	}
 }

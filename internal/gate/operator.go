@@ -106,7 +106,7 @@ var operatorStates = []pub.ActionState{pub.ActionHeld, pub.ActionUnconfirmed}
 
 // List returns a page of tenant's actions in states (default: held and
 // unconfirmed); tenant "" lists every tenant. after is the Next of the
-// previous page.
+// previous page; limit is at most 500 (default 100).
 func (s *Service) List(ctx context.Context, tenant string, states []pub.ActionState, after string, limit int) (pub.ActionList, error) {
 	if len(states) == 0 {
 		states = operatorStates
@@ -114,7 +114,7 @@ func (s *Service) List(ctx context.Context, tenant string, states []pub.ActionSt
 	if limit <= 0 || limit > 500 {
 		limit = 100
 	}
-	f := pub.ActionFilter{TenantID: tenant, States: states, Limit: limit + 1}
+	f := pub.ActionFilter{TenantID: tenant, States: states, Limit: limit}
 	if after != "" {
 		created, key, err := parseCursor(after)
 		if err != nil {
@@ -127,10 +127,10 @@ func (s *Service) List(ctx context.Context, tenant string, states []pub.ActionSt
 		return pub.ActionList{}, fmt.Errorf("gate: list: %w", err)
 	}
 	out := pub.ActionList{Actions: recs}
-	if len(recs) > limit {
-		out.Actions = recs[:limit]
-		last := recs[limit-1]
-		out.Next = cursor(last)
+	// A full page may be the last one: the next is then empty. (Asking the
+	// store for one more would pass its 500-row page limit.)
+	if len(recs) == limit {
+		out.Next = cursor(recs[limit-1])
 	}
 	if out.Actions == nil {
 		out.Actions = []pub.ActionRecord{}
