@@ -433,7 +433,7 @@ func (c *Client) wait(ctx context.Context, st *sessionState, v Verdict) (Verdict
 			if !retry || failures >= waitRounds {
 				return Verdict{}, failClosed(err, aid, sid)
 			}
-			_ = pause(wctx, c.retry.Delay(failures)) // the loop's checks report a deadline
+			_ = resilience.Sleep(wctx, c.retry.Delay(failures)) // the loop's checks report a deadline
 			continue
 		}
 		failures = 0
@@ -446,23 +446,12 @@ func (c *Client) wait(ctx context.Context, st *sessionState, v Verdict) (Verdict
 			// timeout would turn this loop into a busy one; a short pause
 			// bounds that and still wakes well within a second.
 			if time.Since(start) < poll/2 {
-				_ = pause(wctx, 200*time.Millisecond)
+				_ = resilience.Sleep(wctx, 200*time.Millisecond)
 			}
 			v = nv
 			continue
 		}
 		return nv, nil
-	}
-}
-
-func pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 

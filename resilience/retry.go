@@ -108,7 +108,7 @@ func (p *Policy) Do(ctx context.Context, op func(ctx context.Context) error) err
 		}
 		wait := p.Wait
 		if wait == nil {
-			wait = sleep
+			wait = Sleep
 		}
 		if werr := wait(ctx, d); werr != nil {
 			return errors.Join(err, werr)
@@ -116,7 +116,9 @@ func (p *Policy) Do(ctx context.Context, op func(ctx context.Context) error) err
 	}
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
+// Sleep waits d, or until ctx ends (then it returns ctx's error): the
+// wait a Policy uses when its Wait is nil.
+func Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
