@@ -17,7 +17,7 @@ func ExampleMain() {
 	//   serve    run the NovaOS server (agents over A2A, /healthz)
 	//   card     get, verify and sign agent cards (card get|verify|sign|keygen)
 	//   send     send a message to an agent and print the frames it answers with
-	//   bench    measure end-to-end throughput and latency on loopback (bench a2a|memory)
+	//   bench    measure end-to-end throughput and latency on loopback (bench a2a|memory|gate)
 	//   agents   list, search, find and register agents in a server's registry
 	//   keys     make agents' recipient keys for sealed secrets (keys generate|public)
 	//   memory   write, query, update, forget, hint and assemble memories on a server (memory <subcommand>)
