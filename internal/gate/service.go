@@ -148,7 +148,9 @@ func (s *Service) Start(ctx context.Context) error {
 		Body: mustJSON(map[string]any{"down_s": down.Seconds(), "grace_s": s.o.RestartGrace.Seconds()})}); err != nil {
 		return fmt.Errorf("gate: audit restart: %w", err)
 	}
-	return s.failHolds(ctx, pub.ReasonRestartPastGrace, func(pub.ActionRecord) bool { return true })
+	return s.failHolds(ctx, pub.ReasonRestartPastGrace, func() ([]pub.ActionRecord, error) {
+		return s.store.ListActions(ctx, pub.ActionFilter{States: []pub.ActionState{pub.ActionHeld}, Limit: holdPage})
+	})
 }
 
 // Close ends the long-polls in flight at once, and makes later ones
@@ -189,44 +191,35 @@ func (s *Service) Run(ctx context.Context) {
 // the claim timeout unconfirmed. Run calls it; tests call it directly.
 func (s *Service) Sweep(ctx context.Context) error {
 	now := s.o.Now()
-	if err := s.failHolds(ctx, pub.ReasonOperatorTimeout, func(r pub.ActionRecord) bool {
-		return !r.HoldExpiresAt.IsZero() && !r.HoldExpiresAt.After(now)
+	if err := s.failHolds(ctx, pub.ReasonOperatorTimeout, func() ([]pub.ActionRecord, error) {
+		return s.store.ExpiringHolds(ctx, now, holdPage)
 	}); err != nil {
 		return err
 	}
 	return s.markStaleClaims(ctx, now)
 }
 
-// failHolds expires every held action that match selects, with reason.
-func (s *Service) failHolds(ctx context.Context, reason pub.Reason, match func(pub.ActionRecord) bool) error {
-	var list func() ([]pub.ActionRecord, error)
-	if reason == pub.ReasonOperatorTimeout {
-		list = func() ([]pub.ActionRecord, error) { return s.store.ExpiringHolds(ctx, s.o.Now(), 500) }
-	} else {
-		list = func() ([]pub.ActionRecord, error) {
-			return s.store.ListActions(ctx, pub.ActionFilter{States: []pub.ActionState{pub.ActionHeld}, Limit: 500})
-		}
-	}
+// failHolds expires, with reason, every hold list returns (pages of up
+// to holdPage, read again until one comes back short).
+func (s *Service) failHolds(ctx context.Context, reason pub.Reason, list func() ([]pub.ActionRecord, error)) error {
 	for {
 		recs, err := list()
 		if err != nil {
 			return fmt.Errorf("gate: list holds: %w", err)
 		}
-		changed := 0
 		for _, r := range recs {
-			if !match(r) {
-				continue
-			}
 			if _, err := s.expireHold(ctx, r, reason); err != nil && !errors.Is(err, pub.ErrConflict) {
 				return err
 			}
-			changed++
 		}
-		if len(recs) < 500 || changed == 0 {
+		if len(recs) < holdPage {
 			return nil
 		}
 	}
 }
+
+// holdPage is how many holds failHolds settles per read.
+const holdPage = 500
 
 // expireHold fails one hold closed and wakes its waiters. On a conflict
 // (decided meanwhile) it returns the current record with the error.

@@ -480,3 +480,38 @@ func verifyAudit(t *testing.T, store pub.Store) {
 		t.Fatalf("head %d %s, verified %d %s (%v)", seq, hash, v.Verified(), v.Head(), err)
 	}
 }
+
+// The sweeper settles what no waiter did: holds past their window fail
+// closed, and claims unacknowledged past the claim timeout go to an
+// operator as unconfirmed. Younger ones are left alone.
+func TestSweep(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, &Options{ClaimTimeout: time.Minute})
+	f.rules(refundRules)
+	f.open("s1", 60, false)
+	f.submit(action("s1", "old-hold", "refund", 900, "c1", false), false)
+	f.submit(action("s1", "old-claim", "refund", 10, "c2", false), true)
+	f.clk.add(30 * time.Second)
+	f.submit(action("s1", "new-hold", "refund", 900, "c3", false), false)
+	f.submit(action("s1", "new-claim", "refund", 10, "c4", false), true)
+	f.clk.add(40 * time.Second)
+	if err := f.svc.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]pub.ActionState{
+		"old-hold": pub.ActionExpired, "old-claim": pub.ActionUnconfirmed,
+		"new-hold": pub.ActionHeld, "new-claim": pub.ActionClaimed,
+	} {
+		rec, err := f.store.GetAction(ctx, "acme", "s1", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.State != want {
+			t.Errorf("%s: %s, want %s", id, rec.State, want)
+		}
+		if id == "old-hold" && rec.Reason != pub.ReasonOperatorTimeout {
+			t.Errorf("old-hold: reason %q", rec.Reason)
+		}
+	}
+	verifyAudit(t, f.store)
+}
