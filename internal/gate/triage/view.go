@@ -140,15 +140,10 @@ type detailView struct {
 	CanConfirm bool // confirm executed / not executed
 }
 
-// looseAction reads a submitted action without gate.Action's checks, so
-// the page shows what was sent even when it does not validate.
+// looseAction reads the parts of a submitted action the page shows
+// besides the record's own fields, without gate.Action's checks, so the
+// page shows what was sent even when it does not validate.
 type looseAction struct {
-	ActionID    string          `json:"action_id"`
-	ActionType  string          `json:"action_type"`
-	TenantID    string          `json:"tenant_id"`
-	TeamID      string          `json:"team_id"`
-	AgentID     string          `json:"agent_id"`
-	SessionID   string          `json:"session_id"`
 	ContextType string          `json:"context_type"`
 	Context     json.RawMessage `json:"context"`
 	Evidence    []gate.Evidence `json:"evidence"`
