@@ -146,19 +146,7 @@ func TestDecodeSessionInfo(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := DecodeSessionInfo([]byte(tt.doc))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := cmp.Diff(tt.want, got); d != "" {
-				t.Fatalf("(-want +got):\n%s", d)
-			}
+			decoded(t, DecodeSessionInfo, tt.doc, tt.want, tt.wantErr)
 		})
 	}
 }

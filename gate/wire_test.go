@@ -265,18 +265,9 @@ func TestDecodeVerdict(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := DecodeVerdict([]byte(tt.doc))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
-				}
+			got, ok := decoded(t, DecodeVerdict, tt.doc, tt.want, tt.wantErr)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := cmp.Diff(tt.want, got); d != "" {
-				t.Fatalf("(-want +got):\n%s", d)
 			}
 			b, err := json.Marshal(got)
 			if err != nil {
@@ -312,18 +303,9 @@ func TestClaimAndAck(t *testing.T) {
 	}
 	for _, tt := range claims {
 		t.Run("claim "+tt.name, func(t *testing.T) {
-			got, err := DecodeClaim([]byte(tt.doc))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tt.wantErr)
-				}
+			got, ok := decoded(t, DecodeClaim, tt.doc, tt.want, tt.wantErr)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := cmp.Diff(tt.want, got); d != "" {
-				t.Fatalf("(-want +got):\n%s", d)
 			}
 			if b, _ := json.Marshal(got); string(b) != tt.doc {
 				t.Fatalf("re-encoded %s", b)
@@ -363,4 +345,25 @@ func TestDecodeHoldStatus(t *testing.T) {
 	if _, err := DecodeHoldStatus([]byte(`{"action_id":"a","state":"maybe","window_s":1}`)); err == nil || !strings.Contains(err.Error(), `"maybe"`) {
 		t.Fatalf("err = %v", err)
 	}
+}
+
+// decoded runs one case of a strict decoder: with wantErr, the error must
+// contain it; otherwise the document must decode to want. It returns what
+// was decoded and whether the case goes on (no error was expected).
+func decoded[T any](t *testing.T, decode func([]byte) (T, error), doc string, want T, wantErr string) (T, bool) {
+	t.Helper()
+	got, err := decode([]byte(doc))
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("err = %v, want one containing %q", err, wantErr)
+		}
+		return got, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("(-want +got):\n%s", d)
+	}
+	return got, true
 }
