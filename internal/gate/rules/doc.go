@@ -30,8 +30,14 @@
 // Options.SizeHint (default 256), and a condition above
 // Options.MaxEstimatedCost (default 10 × the cost limit) is a compile
 // error — a triple loop over the evidence never loads. At run time every
-// program has a CEL cost limit (Options.CostLimit, default 100,000 units)
-// and is interrupted when the context ends. The exact
+// program has a CEL cost limit (Options.CostLimit, default 100,000 units),
+// and a rule not yet run when the context ends fails closed. Tracking the
+// cost at run time costs more than most conditions themselves, so a
+// condition runs untracked when the load-time estimate proves it inside
+// the limit for the activation at hand: Compile finds, per condition, the
+// largest value size for which the estimate stays within the limit, and
+// Evaluate measures the largest list, map or string of the activation
+// once. A larger activation runs tracked. The exact
 // fail-closed choice: a rule whose evaluation errors for any reason —
 // missing field, type error, cost limit exceeded, context cancelled — is
 // reported as matched with Verdict Kill and its Error set, whatever its

@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"time"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/cost"
+	"cel.dev/cel-go/common/types/ref"
 )
 
 // Verdict is a rule's effect; the zero value is Pass.
@@ -68,9 +71,6 @@ type Activation map[string]any
 // Defaults of Options.
 const (
 	DefaultCostLimit = 100_000
-	// DefaultInterruptEvery is how many comprehension iterations run
-	// between checks of the context.
-	DefaultInterruptEvery = 100
 )
 
 // DefaultSizeHint is the assumed largest size of any list, map or string
@@ -107,7 +107,50 @@ func (sizeHint) EstimateCallCost(string, string, *cost.AstNode, []cost.AstNode) 
 // Compiled is a Set whose conditions all compiled; safe for concurrent use.
 type Compiled struct {
 	set   Set
-	progs []cel.Program // parallel to set.Rules; nil for judge-only rules
+	progs []program // parallel to set.Rules; zero for judge-only rules
+}
+
+// program is one condition planned twice. Tracking the cost of an
+// evaluation is most of its CPU (it measured 2.3× the evaluation itself),
+// so untracked runs when the condition provably stays inside the limit:
+// CEL's estimator bounds a condition's cost from the sizes of the lists,
+// maps and strings it reads, and safeSize is the largest size for which
+// that bound is within the limit. An activation none of whose values is
+// larger runs untracked; any other runs tracked, under the limit.
+type program struct {
+	tracked, untracked cel.Program
+	safeSize           uint64
+}
+
+// maxSafeSize caps the sizes tried for a condition's safe size; a
+// condition whose bound at it is within the limit reads nothing whose
+// size matters.
+const maxSafeSize = 1 << 40
+
+// safeSize is the largest power of two s (up to maxSafeSize; 0 when none)
+// for which the condition's estimated cost, with no value larger than s,
+// is within limit.
+func safeSize(env *cel.Env, ast *cel.Ast, limit uint64) (uint64, error) {
+	within := func(s uint64) (bool, error) {
+		est, err := env.EstimateCost(ast, sizeHint(s))
+		return err == nil && est.Max <= limit, err
+	}
+	lo, hi := 0, 40 // exponents: 2^lo is within (or lo is 0 and unknown), 2^hi is the cap
+	if ok, err := within(1 << hi); err != nil || ok {
+		return 1 << hi, err
+	}
+	if ok, _ := within(1); !ok {
+		return 0, nil
+	}
+	for hi-lo > 1 { // 2^lo within, 2^hi not
+		mid := (lo + hi) / 2
+		if ok, _ := within(1 << mid); ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return 1 << lo, nil
 }
 
 // CompileError names the rule that failed to compile.
@@ -149,7 +192,7 @@ func Compile(s Set, o *Options) (*Compiled, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rules: environment: %w", err)
 	}
-	c := &Compiled{set: s, progs: make([]cel.Program, len(s.Rules))}
+	c := &Compiled{set: s, progs: make([]program, len(s.Rules))}
 	c.set.Rules = append([]Rule(nil), s.Rules...)
 	seen := make(map[string]bool, len(s.Rules))
 	for i, r := range c.set.Rules {
@@ -180,15 +223,17 @@ func Compile(s Set, o *Options) (*Compiled, error) {
 		if est.Max > maxEst {
 			return nil, &CompileError{RuleID: r.ID, Err: fmt.Errorf("estimated cost up to %d exceeds %d", est.Max, maxEst)}
 		}
-		prg, err := env.Program(ast,
-			cel.CostLimit(limit),
-			cel.InterruptCheckFrequency(DefaultInterruptEvery),
-			cel.EvalOptions(cel.OptOptimize),
-		)
-		if err != nil {
+		p := program{}
+		if p.safeSize, err = safeSize(env, ast, limit); err != nil {
+			return nil, &CompileError{RuleID: r.ID, Err: fmt.Errorf("cost estimate: %w", err)}
+		}
+		if p.tracked, err = env.Program(ast, cel.CostLimit(limit), cel.EvalOptions(cel.OptOptimize)); err != nil {
 			return nil, &CompileError{RuleID: r.ID, Err: err}
 		}
-		c.progs[i] = prg
+		if p.untracked, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize)); err != nil {
+			return nil, &CompileError{RuleID: r.ID, Err: err}
+		}
+		c.progs[i] = p
 	}
 	return c, nil
 }
@@ -217,18 +262,27 @@ type Result struct {
 // Evaluate runs every condition against act. It never returns an error:
 // failures are kill matches (see the package doc).
 func (c *Compiled) Evaluate(ctx context.Context, act Activation) Result {
-	act = widenAgg(act)
+	vars := map[string]any(widenAgg(act))
+	largest := largestSize(vars)
 	res := Result{Shadow: c.set.Shadow}
-	for i, prg := range c.progs {
-		if prg == nil {
+	for i, p := range c.progs {
+		if p.tracked == nil {
 			continue
 		}
+		prg := p.tracked
+		if largest <= p.safeSize {
+			prg = p.untracked
+		}
 		r := c.set.Rules[i]
-		out, _, err := prg.ContextEval(ctx, map[string]any(act))
-		if err == nil {
-			if err = ctx.Err(); err != nil {
-				err = fmt.Errorf("interrupted: %w", err)
-			}
+		// The cost limit bounds each program, so the context is checked
+		// between rules rather than inside them: ContextEval's per-call
+		// cancellable context was a third of the evaluation's CPU.
+		var out ref.Val
+		err := ctx.Err()
+		if err != nil {
+			err = fmt.Errorf("interrupted: %w", err)
+		} else {
+			out, _, err = prg.Eval(vars)
 		}
 		var m *Match
 		switch {
@@ -248,6 +302,50 @@ func (c *Compiled) Evaluate(ctx context.Context, act Activation) Result {
 		res.Verdict = res.Would
 	}
 	return res
+}
+
+// largestSize is the size of the largest list, map or string (in bytes,
+// which is at least its length in code points, CEL's size) anywhere in
+// v, map keys included.
+func largestSize(v any) uint64 {
+	var n uint64
+	switch x := v.(type) {
+	case string:
+		return uint64(len(x))
+	case []byte:
+		return uint64(len(x))
+	case map[string]any:
+		n = uint64(len(x))
+		for k, e := range x {
+			n = max(n, uint64(len(k)), largestSize(e))
+		}
+	case map[string]string:
+		n = uint64(len(x))
+		for k, e := range x {
+			n = max(n, uint64(len(k)), uint64(len(e)))
+		}
+	case map[string]float64:
+		n = uint64(len(x))
+		for k := range x {
+			n = max(n, uint64(len(k)))
+		}
+	case []any:
+		n = uint64(len(x))
+		for _, e := range x {
+			n = max(n, largestSize(e))
+		}
+	case []map[string]any:
+		n = uint64(len(x))
+		for _, e := range x {
+			n = max(n, largestSize(e))
+		}
+	case nil, bool, int, int32, int64, uint, uint32, uint64, float32, float64, time.Time, time.Duration:
+	default:
+		// A value of another shape is measured as unbounded, so the
+		// condition that reads it runs tracked.
+		return math.MaxUint64
+	}
+	return n
 }
 
 // widenAgg turns integer aggregates into doubles, as agg is declared

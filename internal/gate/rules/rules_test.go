@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"cel.dev/cel-go/common/types"
 )
 
 func baseAct() Activation {
@@ -214,18 +216,94 @@ func TestParseVerdict(t *testing.T) {
 	}
 }
 
-func FuzzCompileEvaluate(f *testing.F) {
-	for _, s := range []string{`true`, `action.type == "refund"`, `agg.x > 3`, `evidence.all(e, e.ok)`, `)(`, `now > timestamp("2026-01-01T00:00:00Z")`, `"a" + 1`, `size(ctx) > 2`} {
-		f.Add(s)
+func TestSafeSize(t *testing.T) {
+	tests := []struct {
+		when     string
+		min, max uint64
+	}{
+		{`action.type == "refund" && agg.refunds_168h > 3.0`, 1 << 20, maxSafeSize},
+		{`ctx.note.contains("vip-")`, 1 << 10, maxSafeSize - 1},
+		{`evidence.exists(e, evidence.exists(f, e.ok != f.ok))`, 1, 1 << 10},
 	}
-	f.Fuzz(func(t *testing.T, when string) {
-		c, err := Compile(Set{Rules: []Rule{{ID: "f", Text: when, When: when, Verdict: Hold}}}, &Options{CostLimit: 10_000})
+	for _, tt := range tests {
+		c, err := Compile(Set{Rules: []Rule{{ID: "r", When: tt.when, Verdict: Hold}}}, &Options{MaxEstimatedCost: 1 << 40})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.progs[0].safeSize; got < tt.min || got > tt.max {
+			t.Errorf("%s: safe size %d, want within [%d, %d]", tt.when, got, tt.min, tt.max)
+		}
+	}
+}
+
+// checkUntrackedSound asserts what the untracked programs rely on: on an
+// activation within a condition's safe size, the tracked program stays
+// inside the cost limit and agrees with the untracked one.
+func checkUntrackedSound(t *testing.T, c *Compiled, act Activation, limit uint64) {
+	t.Helper()
+	vars := map[string]any(widenAgg(act))
+	largest := largestSize(vars)
+	for i, p := range c.progs {
+		if p.tracked == nil || largest > p.safeSize {
+			continue
+		}
+		tracked, det, terr := p.tracked.Eval(vars)
+		untracked, _, uerr := p.untracked.Eval(vars)
+		if terr != nil && strings.Contains(terr.Error(), "cost limit") {
+			t.Fatalf("rule %q: safe size %d, largest value %d, but the tracked run exceeded the limit", c.set.Rules[i].When, p.safeSize, largest)
+		}
+		if det != nil && det.ActualCost() != nil && *det.ActualCost() > limit {
+			t.Fatalf("rule %q: actual cost %d over the limit %d within the safe size", c.set.Rules[i].When, *det.ActualCost(), limit)
+		}
+		if (terr == nil) != (uerr == nil) || (terr == nil && tracked.Equal(untracked) != types.True) {
+			t.Fatalf("rule %q: tracked %v, %v; untracked %v, %v", c.set.Rules[i].When, tracked, terr, untracked, uerr)
+		}
+	}
+}
+
+func TestUntrackedWithinSafeSize(t *testing.T) {
+	const limit = 50
+	c, err := Compile(Set{Rules: []Rule{{ID: "loop", When: `evidence.exists(e, evidence.exists(f, e.ok != f.ok))`, Verdict: Hold}}}, &Options{CostLimit: limit, MaxEstimatedCost: 1 << 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := range 24 {
+		act := baseAct()
+		ev := make([]any, n)
+		for i := range ev {
+			ev[i] = map[string]any{"ok": true} // exists never stops early
+		}
+		act["evidence"] = ev
+		checkUntrackedSound(t, c, act, limit)
+		res := c.Evaluate(context.Background(), act)
+		if n == 23 && (len(res.Matched) != 1 || res.Matched[0].Err == nil) {
+			t.Fatalf("%d entries, past the safe size %d: %+v, want the tracked run's cost-limit kill", n, c.progs[0].safeSize, res.Matched)
+		}
+	}
+}
+
+func FuzzCompileEvaluate(f *testing.F) {
+	for _, s := range []string{`true`, `action.type == "refund"`, `agg.x > 3`, `evidence.all(e, e.ok)`, `)(`, `now > timestamp("2026-01-01T00:00:00Z")`, `"a" + 1`, `size(ctx) > 2`,
+		`ctx.note.matches("^a+$")`, `evidence.exists(e, evidence.exists(f, e.ok != f.ok))`, `ctx.note + ctx.note == ctx.country`} {
+		f.Add(s, "aaaa", uint8(3))
+	}
+	const limit = 10_000
+	f.Fuzz(func(t *testing.T, when, note string, entries uint8) {
+		c, err := Compile(Set{Rules: []Rule{{ID: "f", Text: when, When: when, Verdict: Hold}}}, &Options{CostLimit: limit})
 		if err != nil {
 			return
 		}
+		act := baseAct()
+		act["ctx"].(map[string]any)["note"] = note
+		ev := make([]any, entries)
+		for i := range ev {
+			ev[i] = map[string]any{"tool": note, "ok": i%3 == 0}
+		}
+		act["evidence"] = ev
+		checkUntrackedSound(t, c, act, limit)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		res := c.Evaluate(ctx, baseAct())
+		res := c.Evaluate(ctx, act)
 		for _, m := range res.Matched {
 			if m.Err != nil && m.Verdict != Kill {
 				t.Fatalf("failed rule not fail-closed: %+v", m)
