@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"cel.dev/cel-go/cel"
+	celast "cel.dev/cel-go/common/ast"
 	"cel.dev/cel-go/common/cost"
+	"cel.dev/cel-go/common/operators"
 	"cel.dev/cel-go/common/types/ref"
 )
 
@@ -108,6 +111,88 @@ func (sizeHint) EstimateCallCost(string, string, *cost.AstNode, []cost.AstNode) 
 type Compiled struct {
 	set   Set
 	progs []program // parallel to set.Rules; zero for judge-only rules
+	reads map[string]fieldReads
+}
+
+// fieldReads is what the conditions read of one map variable.
+type fieldReads struct {
+	fields map[string]bool
+	all    bool // some condition reads the map otherwise than by a constant key
+}
+
+// Reads reports which fields of the map variable the conditions read: all
+// is true when some condition uses the map otherwise than through a
+// constant key (agg.x, agg["x"], has(agg.x)), as in size(agg) or a macro
+// over it. A caller that computes fields at a cost (the gate's ledger
+// aggregates) computes only these.
+func (c *Compiled) Reads(variable string) (fields []string, all bool) {
+	r := c.reads[variable]
+	for f := range r.fields {
+		fields = append(fields, f)
+	}
+	slices.Sort(fields)
+	return fields, r.all
+}
+
+// collectReads records in reads the uses of every variable in e.
+func collectReads(e celast.Expr, reads map[string]fieldReads) {
+	note := func(variable, field string) {
+		r := reads[variable]
+		if r.fields == nil {
+			r.fields = map[string]bool{}
+		}
+		if field == "" {
+			r.all = true
+		} else {
+			r.fields[field] = true
+		}
+		reads[variable] = r
+	}
+	switch e.Kind() {
+	case celast.IdentKind:
+		note(e.AsIdent(), "")
+	case celast.SelectKind:
+		sel := e.AsSelect()
+		if sel.Operand().Kind() == celast.IdentKind {
+			note(sel.Operand().AsIdent(), sel.FieldName())
+			return
+		}
+		collectReads(sel.Operand(), reads)
+	case celast.CallKind:
+		call := e.AsCall()
+		args := call.Args()
+		if fn := call.FunctionName(); (fn == operators.Index || fn == operators.OptIndex) && len(args) == 2 &&
+			args[0].Kind() == celast.IdentKind && args[1].Kind() == celast.LiteralKind {
+			if key, ok := args[1].AsLiteral().Value().(string); ok {
+				note(args[0].AsIdent(), key)
+				return
+			}
+		}
+		if call.IsMemberFunction() {
+			collectReads(call.Target(), reads)
+		}
+		for _, a := range args {
+			collectReads(a, reads)
+		}
+	case celast.ComprehensionKind:
+		c := e.AsComprehension()
+		for _, x := range []celast.Expr{c.IterRange(), c.AccuInit(), c.LoopCondition(), c.LoopStep(), c.Result()} {
+			collectReads(x, reads)
+		}
+	case celast.ListKind:
+		for _, x := range e.AsList().Elements() {
+			collectReads(x, reads)
+		}
+	case celast.MapKind:
+		for _, en := range e.AsMap().Entries() {
+			collectReads(en.AsMapEntry().Key(), reads)
+			collectReads(en.AsMapEntry().Value(), reads)
+		}
+	case celast.StructKind:
+		for _, en := range e.AsStruct().Fields() {
+			collectReads(en.AsStructField().Value(), reads)
+		}
+	}
 }
 
 // program is one condition planned twice. Tracking the cost of an
@@ -192,7 +277,7 @@ func Compile(s Set, o *Options) (*Compiled, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rules: environment: %w", err)
 	}
-	c := &Compiled{set: s, progs: make([]program, len(s.Rules))}
+	c := &Compiled{set: s, progs: make([]program, len(s.Rules)), reads: map[string]fieldReads{}}
 	c.set.Rules = append([]Rule(nil), s.Rules...)
 	seen := make(map[string]bool, len(s.Rules))
 	for i, r := range c.set.Rules {
@@ -223,6 +308,7 @@ func Compile(s Set, o *Options) (*Compiled, error) {
 		if est.Max > maxEst {
 			return nil, &CompileError{RuleID: r.ID, Err: fmt.Errorf("estimated cost up to %d exceeds %d", est.Max, maxEst)}
 		}
+		collectReads(ast.NativeRep().Expr(), c.reads)
 		p := program{}
 		if p.safeSize, err = safeSize(env, ast, limit); err != nil {
 			return nil, &CompileError{RuleID: r.ID, Err: fmt.Errorf("cost estimate: %w", err)}

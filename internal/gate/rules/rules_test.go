@@ -3,6 +3,8 @@ package rules
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -310,4 +312,34 @@ func FuzzCompileEvaluate(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestReads(t *testing.T) {
+	tests := []struct {
+		when   []string
+		fields []string
+		all    bool
+	}{
+		{[]string{`action.type == "refund"`}, nil, false},
+		{[]string{`agg.refunds_1h > 3.0`, `has(agg.sum_24h) && agg["sum_24h"] > 1.0`}, []string{"refunds_1h", "sum_24h"}, false},
+		{[]string{`evidence.exists(e, e.tool == "x" && agg.inner > 1.0)`}, []string{"inner"}, false},
+		{[]string{`agg.a > 1.0`, `size(agg) > 2`}, []string{"a"}, true},
+		{[]string{`agg.exists(k, k == "a")`}, nil, true},
+		{[]string{`agg[action.type] > 1.0`}, nil, true},
+		{[]string{`[agg.a, 2.0].exists(x, x > 1.0)`, `{"k": agg.b}.k > 0.0`}, []string{"a", "b"}, false},
+	}
+	for _, tt := range tests {
+		var rs []Rule
+		for i, w := range tt.when {
+			rs = append(rs, Rule{ID: fmt.Sprint(i), When: w, Verdict: Hold})
+		}
+		c, err := Compile(Set{Rules: rs}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fields, all := c.Reads("agg")
+		if !slices.Equal(fields, tt.fields) || all != tt.all {
+			t.Errorf("%q: reads %v (all %v), want %v (all %v)", tt.when, fields, all, tt.fields, tt.all)
+		}
+	}
 }
