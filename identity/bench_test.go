@@ -6,23 +6,39 @@ import (
 	"encoding/base64"
 	"strings"
 	"testing"
+	"time"
 
 	"novaos.dev/novaos/identity"
 )
 
-// BenchmarkVerify is one whole verification of an EdDSA execution token;
+// BenchmarkVerify is one whole verification of an EdDSA execution token:
+// signature checked (cache off), and remembered (the same token again);
 // BenchmarkEd25519Baseline is the bare signature check on the same bytes,
-// the floor any verifier pays. Compare the two from one run.
+// the floor any verifier without a cache pays. Compare them from one run.
 func BenchmarkVerify(b *testing.B) {
 	ed := newTestKey(b, identity.EdDSA)
-	v := newVerifier(b, ed)
 	tok := sign(b, ed, "EdDSA", mustJSON(b, header("EdDSA", ed.KeyID())), mustJSON(b, validClaims(now)))
+	src, err := identity.NewStaticKeys(ed.Key)
+	if err != nil {
+		b.Fatal(err)
+	}
 	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := v.Verify(ctx, tok); err != nil {
-			b.Fatal(err)
-		}
+	for _, mode := range []struct {
+		name  string
+		cache int
+	}{{"signature", -1}, {"remembered", 0}} {
+		b.Run(mode.name, func(b *testing.B) {
+			v, err := identity.New(src, identity.Options{Issuer: testIssuer, Now: func() time.Time { return now }, CacheSize: mode.cache})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := v.Verify(ctx, tok); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

@@ -12,7 +12,10 @@
 // never defaulted), the audience, exp/nbf/iat within Options.Leeway, and a
 // tenant. Errors match ErrInvalid and one kind (ErrExpired,
 // ErrBadSignature, ErrUnknownKey, ErrIssuer, ErrAudience, ErrMalformed, …)
-// and never include the token.
+// and never include the token. A token whose signature verified is
+// remembered by its SHA-256 (Options.CacheSize, default 4096) and not
+// verified again while its key source returns the same key; its claims are
+// checked on every call.
 //
 //	v, err := identity.NewJWKSVerifier("https://novaos.example.com", "https://novaos.example.com", nil, nil)
 //	claims, err := v.Verify(ctx, token)

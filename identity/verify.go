@@ -2,12 +2,14 @@ package identity
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
@@ -31,6 +33,8 @@ const (
 	DefaultLeeway = 30 * time.Second
 	// DefaultMaxTokenBytes bounds a token before any of it is decoded.
 	DefaultMaxTokenBytes = 8 << 10
+	// DefaultCacheSize is how many verified tokens a Verifier remembers.
+	DefaultCacheSize = 4096
 )
 
 // Options configure a Verifier. Issuer is required; zero fields mean the
@@ -52,16 +56,36 @@ type Options struct {
 	MaxTokenBytes int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// CacheSize bounds the tokens whose verified signature is remembered
+	// (DefaultCacheSize); negative disables the cache. See Verifier.
+	CacheSize int
 }
 
 // Verifier checks execution tokens: a compact JWS whose header names an
 // allowed alg and a kid its KeySource knows, whose signature verifies,
 // and whose claims carry the expected issuer and audience, an expiry not
 // past and a tenant. It is safe for concurrent use.
+//
+// A client sends the same token with every call, and checking its
+// signature is most of a small request's CPU, so the Verifier remembers
+// the claims of tokens whose signature verified, by the token's SHA-256
+// (the token itself is not kept). A remembered token is accepted only
+// while its key source still returns the very key that verified it, and
+// its claims are checked again (expiry included) on every call.
 type Verifier struct {
 	keys   KeySource
 	opts   Options
 	joseAl map[string][]jose.SignatureAlgorithm
+
+	mu       sync.Mutex
+	verified map[[sha256.Size]byte]verifiedToken
+}
+
+// verifiedToken is a token whose signature verified under key.
+type verifiedToken struct {
+	kid    string
+	key    *cardsig.Key
+	claims Claims
 }
 
 // New returns a Verifier taking keys from keys.
@@ -98,6 +122,12 @@ func New(keys KeySource, opts Options) (*Verifier, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.CacheSize == 0 {
+		opts.CacheSize = DefaultCacheSize
+	}
+	if opts.CacheSize > 0 {
+		v.verified = make(map[[sha256.Size]byte]verifiedToken)
 	}
 	v.opts = opts
 	return v, nil
@@ -139,6 +169,18 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
 	if len(token) > v.opts.MaxTokenBytes {
 		return nil, invalid(ErrMalformed, "larger than %d bytes", v.opts.MaxTokenBytes)
 	}
+	var sum [sha256.Size]byte
+	if v.verified != nil {
+		sum = sha256.Sum256([]byte(token))
+		v.mu.Lock()
+		t, ok := v.verified[sum]
+		v.mu.Unlock()
+		if ok {
+			if key, err := v.keys.Key(ctx, t.kid); err == nil && key == t.key {
+				return v.checked(t.claims)
+			}
+		}
+	}
 	h, err := parseHeader(token)
 	if err != nil {
 		return nil, err
@@ -174,7 +216,35 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
 	if err := v.check(c); err != nil {
 		return nil, err
 	}
+	if v.verified != nil {
+		v.remember(sum, verifiedToken{kid: h.kid, key: key, claims: *c})
+	}
 	return c, nil
+}
+
+// remember adds a verified token, first dropping an arbitrary one when
+// the cache is full (map iteration order is random).
+func (v *Verifier) remember(sum [sha256.Size]byte, t verifiedToken) {
+	t.claims.Audience, t.claims.Scopes = slices.Clone(t.claims.Audience), slices.Clone(t.claims.Scopes)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.verified) >= v.opts.CacheSize {
+		for k := range v.verified {
+			delete(v.verified, k)
+			break
+		}
+	}
+	v.verified[sum] = t
+}
+
+// checked applies the claim rules to remembered claims and returns a copy
+// the caller may change.
+func (v *Verifier) checked(c Claims) (*Claims, error) {
+	c.Audience, c.Scopes = slices.Clone(c.Audience), slices.Clone(c.Scopes)
+	if err := v.check(&c); err != nil {
+		return nil, err
+	}
+	return &c, nil
 }
 
 // check applies the claim rules to a verified claims set.

@@ -1,0 +1,125 @@
+package identity_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"novaos.dev/novaos/a2a/cardsig"
+	"novaos.dev/novaos/identity"
+)
+
+// swapKeys is a key source whose keys a test replaces, as a JWKS refresh
+// after a rotation would.
+type swapKeys struct {
+	mu   sync.Mutex
+	byID map[string]*cardsig.Key
+}
+
+func (s *swapKeys) Key(_ context.Context, kid string) (*cardsig.Key, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k, ok := s.byID[kid]
+	if !ok {
+		return nil, identity.ErrUnknownKey
+	}
+	return k, nil
+}
+
+func (s *swapKeys) set(kid string, k *cardsig.Key) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if k == nil {
+		delete(s.byID, kid)
+		return
+	}
+	s.byID[kid] = k
+}
+
+// TestRememberedTokens: a token verified once is still checked in full
+// on every later call, except for its signature under the same key.
+func TestRememberedTokens(t *testing.T) {
+	ed := newTestKey(t, identity.EdDSA)
+	keys := &swapKeys{byID: map[string]*cardsig.Key{ed.KeyID(): ed.Key}}
+	clock := now
+	v, err := identity.New(keys, identity.Options{Issuer: testIssuer, Now: func() time.Time { return clock }, CacheSize: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	tok := sign(t, ed, "EdDSA", mustJSON(t, header("EdDSA", ed.KeyID())), mustJSON(t, validClaims(now)))
+	verify := func(want error) *identity.Claims {
+		t.Helper()
+		c, err := v.Verify(ctx, tok)
+		if !errors.Is(err, want) {
+			t.Fatalf("Verify: %v, want %v", err, want)
+		}
+		return c
+	}
+
+	c := verify(nil)
+	c.Scopes[0], c.TenantID = "admin", "other" // the caller's copy
+	if c := verify(nil); c.Scopes[0] != "memory:read:*" || c.TenantID != "acme" {
+		t.Fatalf("a caller's change to its claims reached the next call: %+v", c)
+	}
+
+	clock = now.Add(time.Hour) // past exp and the leeway
+	verify(identity.ErrExpired)
+	clock = now
+
+	// A key replaced under the same kid: the remembered signature no
+	// longer counts, and the token fails as a bad signature.
+	other := newTestKey(t, identity.EdDSA)
+	keys.set(ed.KeyID(), other.Key)
+	verify(identity.ErrBadSignature)
+	keys.set(ed.KeyID(), nil)
+	verify(identity.ErrUnknownKey)
+	keys.set(ed.KeyID(), ed.Key)
+	verify(nil)
+
+	// A token one byte different is not the remembered one.
+	swap := "A"
+	if tok[len(tok)-2] == 'A' {
+		swap = "B"
+	}
+	forged := tok[:len(tok)-2] + swap + tok[len(tok)-1:]
+	if _, err := v.Verify(ctx, forged); err == nil {
+		t.Fatal("a changed signature verified")
+	}
+
+	// Many tokens: the cache stays bounded and every token still verifies.
+	for i := range 40 {
+		cl := validClaims(now)
+		cl["run_id"] = "run-" + strconv.Itoa(i)
+		tok := sign(t, ed, "EdDSA", mustJSON(t, header("EdDSA", ed.KeyID())), mustJSON(t, cl))
+		for range 2 {
+			if c, err := v.Verify(ctx, tok); err != nil || c.RunID != cl["run_id"] {
+				t.Fatalf("token %d: %+v, %v", i, c, err)
+			}
+		}
+	}
+	if n := identity.RememberedTokens(v); n > 8 {
+		t.Fatalf("%d tokens remembered, want at most CacheSize 8", n)
+	}
+}
+
+func TestCacheDisabled(t *testing.T) {
+	ed := newTestKey(t, identity.EdDSA)
+	keys := &swapKeys{byID: map[string]*cardsig.Key{ed.KeyID(): ed.Key}}
+	v, err := identity.New(keys, identity.Options{Issuer: testIssuer, Now: func() time.Time { return now }, CacheSize: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := sign(t, ed, "EdDSA", mustJSON(t, header("EdDSA", ed.KeyID())), mustJSON(t, validClaims(now)))
+	for range 2 {
+		if _, err := v.Verify(context.Background(), tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := identity.RememberedTokens(v); n != 0 {
+		t.Fatalf("%d tokens remembered with the cache off", n)
+	}
+}
