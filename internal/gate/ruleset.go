@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -126,6 +127,28 @@ func ParseRuleSet(tenant string, version int64, data []byte, o *rules.Options) (
 	return &ruleSet{version: version, hash: hex.EncodeToString(sum[:]), doc: doc, compiled: compiled, subject: subject}, nil
 }
 
+// checkAggregatesDeclared refuses conditions that read an aggregate the
+// set does not declare: such a read is a typo that would otherwise kill
+// every write reaching it at run time. Only a set being stored is
+// checked; one stored before the check still loads.
+func (r *ruleSet) checkAggregatesDeclared() error {
+	declared := map[string]bool{}
+	for _, a := range r.doc.Aggregates {
+		declared[a.Name] = true
+	}
+	read, _ := r.compiled.Reads("agg")
+	var missing []string
+	for _, name := range read {
+		if !declared[name] {
+			missing = append(missing, "agg."+name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: conditions read %s, which no aggregate declares", ErrInvalidRuleSet, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
 // subjectField is the context field an action type's ledger entries
 // are filed under: the rule set's, else the context vertical's natural key.
 func (r *ruleSet) subjectField(actionType, contextType string) string {
@@ -217,6 +240,9 @@ func (c *ruleCache) forget(tenant string) {
 func (s *Service) PutRules(ctx context.Context, tenant, actor string, data []byte) (pub.RuleSetInfo, error) {
 	set, err := ParseRuleSet(tenant, 0, data, s.o.Rules)
 	if err != nil {
+		return pub.RuleSetInfo{}, err
+	}
+	if err := set.checkAggregatesDeclared(); err != nil {
 		return pub.RuleSetInfo{}, err
 	}
 	rec, err := s.store.PutRuleSet(ctx, pub.RuleSetRecord{TenantID: tenant, Body: data, Hash: set.hash,

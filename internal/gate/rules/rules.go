@@ -123,8 +123,8 @@ type fieldReads struct {
 // Reads reports which fields of the map variable the conditions read: all
 // is true when some condition uses the map otherwise than through a
 // constant key (agg.x, agg["x"], has(agg.x)), as in size(agg) or a macro
-// over it. A caller that computes fields at a cost (the gate's ledger
-// aggregates) computes only these.
+// over it. The gate uses it to refuse a rule set that reads an aggregate
+// it does not declare.
 func (c *Compiled) Reads(variable string) (fields []string, all bool) {
 	r := c.reads[variable]
 	for f := range r.fields {
