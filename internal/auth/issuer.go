@@ -87,8 +87,11 @@ type retiredKey struct {
 
 // ring is a loaded key ring.
 type ring struct {
-	file    ringFile
-	active  *cardsig.Key // private
+	file   ringFile
+	active *cardsig.Key // private
+	// public is active's public half, made once: the verifier remembers
+	// a verified token only while its key source returns the same key.
+	public  *cardsig.Key
 	signer  jose.Signer
 	created time.Time
 	retired []published
@@ -235,7 +238,7 @@ func (i *Issuer) parse(f ringFile, stamp fileStamp) (*ring, error) {
 	if err != nil {
 		return nil, fmt.Errorf("auth: token signer: %w", err)
 	}
-	r := &ring{file: f, active: active, signer: signer, created: f.Active.Created, stamp: stamp}
+	r := &ring{file: f, active: active, public: active.Public(), signer: signer, created: f.Active.Created, stamp: stamp}
 	for _, rk := range f.Retired {
 		k, err := cardsig.ParseKey(rk.Key)
 		if err != nil {
@@ -387,7 +390,7 @@ func (i *Issuer) Rotate(ctx context.Context) (string, error) {
 func (i *Issuer) PublicKeys() []*cardsig.Key {
 	r := i.current(false)
 	now := i.opts.Now()
-	keys := []*cardsig.Key{r.active.Public()}
+	keys := []*cardsig.Key{r.public}
 	for _, p := range r.retired {
 		if p.until.After(now) {
 			keys = append(keys, p.key)
@@ -405,7 +408,7 @@ func (i *Issuer) KeyID() string { return i.current(false).active.KeyID() }
 func (i *Issuer) Key(_ context.Context, kid string) (*cardsig.Key, error) {
 	r := i.current(false)
 	if r.active.KeyID() == kid {
-		return r.active.Public(), nil
+		return r.public, nil
 	}
 	now := i.opts.Now()
 	for _, p := range r.retired {

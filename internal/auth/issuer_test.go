@@ -420,3 +420,56 @@ func TestInMemoryRing(t *testing.T) {
 		t.Fatalf("an in-memory ring wrote %v", entries)
 	}
 }
+
+// The verifier remembers a verified token only while the key source
+// returns the same key, so Key must not make a new one per call, also
+// across the ring's periodic look at its file.
+func TestKeyIsStable(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
+	iss := open(t, filepath.Join(t.TempDir(), auth.KeyFile), clk)
+	ctx := context.Background()
+	first, err := iss.Key(ctx, iss.KeyID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(5 * time.Second)
+	again, err := iss.Key(ctx, iss.KeyID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first != again || first.IsPrivate() {
+		t.Fatalf("Key gave %p then %p (private %v); want the same public key", first, again, first.IsPrivate())
+	}
+	if pub := iss.PublicKeys(); pub[0] != first {
+		t.Fatal("PublicKeys()[0] is not the key Key returns")
+	}
+}
+
+// BenchmarkVerify is the platform verifier on a token it saw before (what
+// every request of a session costs) against minting, whose signature is
+// about what a first sight costs.
+func BenchmarkVerify(b *testing.B) {
+	iss, err := auth.Open(filepath.Join(b.TempDir(), auth.KeyFile), auth.Options{Issuer: issuer})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	tok, err := iss.Mint(ctx, claims, time.Hour)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("repeated", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := iss.Verify(ctx, tok); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("mint", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := iss.Mint(ctx, claims, time.Hour); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
