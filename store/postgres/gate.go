@@ -196,14 +196,7 @@ func (g *GateStore) WriteAction(ctx context.Context, w gate.ActionWrite) (gate.A
 			}
 			r.CreatedAt = sqlstore.FromMicros(cus)
 		}
-		if err := insertLedger(ctx, tx, w.Ledger); err != nil {
-			return err
-		}
-		if w.Audit == nil {
-			return nil
-		}
-		_, err := appendAudit(ctx, tx, *w.Audit)
-		return err
+		return fileAndAppend(ctx, tx, w.Ledger, w.Audit)
 	})
 	switch {
 	case errors.Is(err, gate.ErrExists) || errors.Is(err, gate.ErrConflict):
@@ -214,23 +207,139 @@ func (g *GateStore) WriteAction(ctx context.Context, w gate.ActionWrite) (gate.A
 	return r, nil
 }
 
-// insertLedger appends es in one statement.
-func insertLedger(ctx context.Context, tx pgx.Tx, es []gate.LedgerEntry) error {
-	if len(es) == 0 {
+// Locking the heads of a write's ledger series. Each statement creates
+// the heads it lacks and locks every one (a no-op update) in the order of
+// its input, which LedgerSeries sorts; subjects' heads go before action
+// types' and both before the audit chain's head. Every writer taking its
+// locks in that one order, no two can wait for each other.
+const (
+	lockSubjectHeadsSQL = `INSERT INTO gate_ledger_subject_heads AS h (tenant, action_type, subject, n, hi, lo, at_us)
+		SELECT t, a, s, 0, 0, 0, 0 FROM unnest($1::text[], $2::text[], $3::text[]) AS k(t, a, s)
+		ON CONFLICT (tenant, action_type, subject) DO UPDATE SET n = h.n
+		RETURNING tenant, action_type, subject, n, hi, lo, at_us`
+	lockWideHeadsSQL = `INSERT INTO gate_ledger_wide_heads AS h (tenant, action_type, n, hi, lo, at_us)
+		SELECT t, a, 0, 0, 0, 0 FROM unnest($1::text[], $2::text[]) AS k(t, a)
+		ON CONFLICT (tenant, action_type) DO UPDATE SET n = h.n
+		RETURNING tenant, action_type, n, hi, lo, at_us`
+	lockAuditHeadSQL = `SELECT seq, hash FROM gate_audit_head WHERE id = 1 FOR UPDATE`
+)
+
+// fileAndAppend files the ledger entries es after their series' heads
+// and appends the audit entry e (when set) to the chain, in tx, in two
+// round trips: one takes every head's lock and reads it, the next writes
+// the entries and moves the heads. The locks, held to commit, serialize
+// the writers of a series (and of the chain) across connections and
+// replicas.
+func fileAndAppend(ctx context.Context, tx pgx.Tx, es []gate.LedgerEntry, e *gate.AuditEntry) error {
+	if len(es) == 0 && e == nil {
 		return nil
 	}
-	var tenants, types, subjects, sessions, actions []string
-	var amounts []float64
-	var ats []int64
-	for _, e := range es {
-		tenants, types, subjects = append(tenants, e.TenantID), append(types, e.ActionType), append(subjects, e.Subject)
-		sessions, actions = append(sessions, e.SessionID), append(actions, e.ActionID)
-		amounts, ats = append(amounts, e.Amount), append(ats, sqlstore.Micros(e.At))
+	subjects, wides := sqlstore.LedgerSeries(es)
+	var locks pgx.Batch
+	heads := sqlstore.NewLedgerHeads()
+	if len(es) > 0 {
+		var ts, as, ss []string
+		for _, k := range subjects {
+			ts, as, ss = append(ts, k.TenantID), append(as, k.ActionType), append(ss, k.Subject)
+		}
+		locks.Queue(lockSubjectHeadsSQL, ts, as, ss).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var k sqlstore.SubjectSeries
+				var h sqlstore.LedgerHead
+				if err := rows.Scan(&k.TenantID, &k.ActionType, &k.Subject, &h.N, &h.Hi, &h.Lo, &h.AtUS); err != nil {
+					return err
+				}
+				heads.Subject[k] = h
+			}
+			return rows.Err()
+		})
+		// New slices: a batch encodes its arguments when it is sent.
+		var wts, was []string
+		for _, k := range wides {
+			wts, was = append(wts, k.TenantID), append(was, k.ActionType)
+		}
+		locks.Queue(lockWideHeadsSQL, wts, was).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var k sqlstore.WideSeries
+				var h sqlstore.LedgerHead
+				if err := rows.Scan(&k.TenantID, &k.ActionType, &h.N, &h.Hi, &h.Lo, &h.AtUS); err != nil {
+					return err
+				}
+				heads.Wide[k] = h
+			}
+			return rows.Err()
+		})
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO gate_ledger (tenant, action_type, subject, amount, at_us, session_id, action_id)
-		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::int8[], $6::text[], $7::text[])`,
-		tenants, types, subjects, amounts, ats, sessions, actions)
-	return err
+	var seq int64
+	var prev string
+	if e != nil {
+		locks.Queue(lockAuditHeadSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&seq, &prev) })
+	}
+	if err := tx.SendBatch(ctx, &locks).Close(); err != nil {
+		return err
+	}
+	var writes pgx.Batch
+	if len(es) > 0 {
+		filed, err := heads.File(es)
+		if err != nil {
+			return err
+		}
+		queueLedger(&writes, filed, subjects, wides, heads)
+	}
+	if e != nil {
+		queueAudit(&writes, e, seq, prev)
+	}
+	return tx.SendBatch(ctx, &writes).Close()
+}
+
+// queueLedger queues the filed entries' insert and the heads' moves, one
+// statement each. Every statement has its own argument slices: a batch
+// encodes them only when it is sent.
+func queueLedger(b *pgx.Batch, filed []sqlstore.FiledEntry, subjects []sqlstore.SubjectSeries, wides []sqlstore.WideSeries, heads sqlstore.LedgerHeads) {
+	var tenants, types, subjs, sessions, actions []string
+	var amounts, shi, slo, whi, wlo []float64
+	var ats, sn, wn []int64
+	for _, f := range filed {
+		tenants, types, subjs = append(tenants, f.TenantID), append(types, f.ActionType), append(subjs, f.Subject)
+		sessions, actions = append(sessions, f.SessionID), append(actions, f.ActionID)
+		amounts, ats = append(amounts, f.Amount), append(ats, f.AtUS)
+		sn, shi, slo = append(sn, f.SubjectTotal.N), append(shi, f.SubjectTotal.Hi), append(slo, f.SubjectTotal.Lo)
+		wn, whi, wlo = append(wn, f.WideTotal.N), append(whi, f.WideTotal.Hi), append(wlo, f.WideTotal.Lo)
+	}
+	b.Queue(`INSERT INTO gate_ledger (tenant, action_type, subject, amount, at_us, session_id, action_id,
+		subject_n, subject_hi, subject_lo, wide_n, wide_hi, wide_lo)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::int8[], $6::text[], $7::text[],
+			$8::int8[], $9::float8[], $10::float8[], $11::int8[], $12::float8[], $13::float8[])`,
+		tenants, types, subjs, amounts, ats, sessions, actions, sn, shi, slo, wn, whi, wlo)
+
+	var hs headArgs
+	for _, k := range subjects {
+		hs.add(k.TenantID, k.ActionType, k.Subject, heads.Subject[k])
+	}
+	b.Queue(`UPDATE gate_ledger_subject_heads h SET n = u.n, hi = u.hi, lo = u.lo, at_us = u.at_us
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::float8[], $6::float8[], $7::int8[]) AS u(t, a, s, n, hi, lo, at_us)
+		WHERE h.tenant = u.t AND h.action_type = u.a AND h.subject = u.s`,
+		hs.tenants, hs.types, hs.subjects, hs.n, hs.hi, hs.lo, hs.at)
+	var hw headArgs
+	for _, k := range wides {
+		hw.add(k.TenantID, k.ActionType, "", heads.Wide[k])
+	}
+	b.Queue(`UPDATE gate_ledger_wide_heads h SET n = u.n, hi = u.hi, lo = u.lo, at_us = u.at_us
+		FROM unnest($1::text[], $2::text[], $3::int8[], $4::float8[], $5::float8[], $6::int8[]) AS u(t, a, n, hi, lo, at_us)
+		WHERE h.tenant = u.t AND h.action_type = u.a`,
+		hw.tenants, hw.types, hw.n, hw.hi, hw.lo, hw.at)
+}
+
+// headArgs are heads' moves as the columns of an unnest.
+type headArgs struct {
+	tenants, types, subjects []string
+	n, at                    []int64
+	hi, lo                   []float64
+}
+
+func (a *headArgs) add(tenant, typ, subject string, h sqlstore.LedgerHead) {
+	a.tenants, a.types, a.subjects = append(a.tenants, tenant), append(a.types, typ), append(a.subjects, subject)
+	a.n, a.hi, a.lo, a.at = append(a.n, h.N), append(a.hi, h.Hi), append(a.lo, h.Lo), append(a.at, h.AtUS)
 }
 
 func (g *GateStore) GetAction(ctx context.Context, tenantID, sessionID, actionID string) (gate.ActionRecord, error) {
@@ -311,28 +420,72 @@ func (g *GateStore) ExpiringHolds(ctx context.Context, before time.Time, limit i
 	return out, nil
 }
 
-// aggregateSQL is the statement totalling q. Each form has its covering
-// index (see the migration).
-func aggregateSQL(q gate.LedgerQuery) (string, []any) {
-	query := `SELECT count(*), coalesce(sum(amount), 0) FROM gate_ledger WHERE tenant = $1 AND action_type = $2 AND at_us >= $3`
-	args := []any{q.TenantID, q.ActionType, sqlstore.Micros(q.Since)}
-	if q.Subject != "" {
-		query += ` AND subject = $4`
-		args = append(args, q.Subject)
+// aggregateSQL totals every query of the arrays $1 (tenants), $2
+// (action types), $3 (subjects, "" for any) and $4 (since, µs) in one
+// statement, so one snapshot: for each, its index (from 0), its series'
+// head and the series' last entry before since (the greatest time, then
+// the greatest n: a backward range of the series' index, one entry read),
+// zeros for either when there is none. Each LATERAL's branches are gated
+// on the query's kind, so one index is probed per lookup.
+const aggregateSQL = `SELECT q.i - 1, coalesce(h.n, 0), coalesce(h.hi, 0), coalesce(h.lo, 0),
+		coalesce(b.n, 0), coalesce(b.hi, 0), coalesce(b.lo, 0)
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[]) WITH ORDINALITY AS q(tenant, action_type, subject, since, i)
+	LEFT JOIN LATERAL (
+		SELECT n, hi, lo FROM gate_ledger_subject_heads
+		WHERE q.subject <> '' AND tenant = q.tenant AND action_type = q.action_type AND subject = q.subject
+		UNION ALL
+		SELECT n, hi, lo FROM gate_ledger_wide_heads
+		WHERE q.subject = '' AND tenant = q.tenant AND action_type = q.action_type
+	) h ON true
+	LEFT JOIN LATERAL (
+		(SELECT subject_n, subject_hi, subject_lo FROM gate_ledger
+		WHERE q.subject <> '' AND tenant = q.tenant AND action_type = q.action_type AND subject = q.subject AND at_us < q.since
+		ORDER BY at_us DESC, subject_n DESC LIMIT 1)
+		UNION ALL
+		(SELECT wide_n, wide_hi, wide_lo FROM gate_ledger
+		WHERE q.subject = '' AND tenant = q.tenant AND action_type = q.action_type AND at_us < q.since
+		ORDER BY at_us DESC, wide_n DESC LIMIT 1)
+	) b(n, hi, lo) ON true`
+
+// aggregateArgs are aggregateSQL's arguments for qs.
+func aggregateArgs(qs []gate.LedgerQuery) []any {
+	tenants, types, subjects, since := make([]string, len(qs)), make([]string, len(qs)), make([]string, len(qs)), make([]int64, len(qs))
+	for i, q := range qs {
+		tenants[i], types[i], subjects[i], since[i] = q.TenantID, q.ActionType, q.Subject, sqlstore.Micros(q.Since)
 	}
-	return query, args
+	return []any{tenants, types, subjects, since}
 }
 
-func (g *GateStore) Aggregate(ctx context.Context, q gate.LedgerQuery) (gate.LedgerTotal, error) {
-	if !a2astore.ValidText(q.TenantID, q.ActionType, q.Subject) {
-		return gate.LedgerTotal{}, nil // such text names nothing stored
+func (g *GateStore) Aggregate(ctx context.Context, qs []gate.LedgerQuery) ([]gate.LedgerTotal, error) {
+	if len(qs) == 0 {
+		return nil, nil
 	}
-	query, args := aggregateSQL(q)
-	var t gate.LedgerTotal
-	if err := g.db.pool.QueryRow(ctx, query, args...).Scan(&t.Count, &t.Sum); err != nil {
-		return gate.LedgerTotal{}, fmt.Errorf("postgres: aggregate gate ledger: %w", err)
+	out := make([]gate.LedgerTotal, len(qs))
+	// A query with text PostgreSQL cannot hold names nothing stored: its
+	// total stays zero, and it is left out of the statement.
+	var valid []gate.LedgerQuery
+	var at []int // valid[k] is qs[at[k]]
+	for i, q := range qs {
+		if a2astore.ValidText(q.TenantID, q.ActionType, q.Subject) {
+			valid, at = append(valid, q), append(at, i)
+		}
 	}
-	return t, nil
+	if len(valid) == 0 {
+		return out, nil
+	}
+	totals := make([]gate.LedgerTotal, len(valid))
+	rows, err := g.db.pool.Query(ctx, aggregateSQL, aggregateArgs(valid)...)
+	if err == nil {
+		err = sqlstore.ReadLedgerTotals(rows, totals)
+		rows.Close()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: aggregate gate ledger: %w", err)
+	}
+	for k, i := range at {
+		out[i] = totals[k]
+	}
+	return out, nil
 }
 
 func (g *GateStore) PutRuleSet(ctx context.Context, r gate.RuleSetRecord) (gate.RuleSetRecord, error) {
@@ -412,25 +565,14 @@ func auditText(e *gate.AuditEntry) bool {
 	return a2astore.ValidText(e.Kind, e.TenantID, e.SessionID, e.ActionID, e.Actor)
 }
 
-// appendAudit chains e after the head in tx. The head row's lock, held
-// to commit, serializes appends across every connection and replica.
-func appendAudit(ctx context.Context, tx pgx.Tx, e gate.AuditEntry) (gate.AuditEntry, error) {
-	var seq int64
-	var prev string
-	if err := tx.QueryRow(ctx, `SELECT seq, hash FROM gate_audit_head WHERE id = 1 FOR UPDATE`).Scan(&seq, &prev); err != nil {
-		return gate.AuditEntry{}, err
-	}
-	sqlstore.Chain(&e, seq, prev)
-	// One round trip for the entry and the head's move.
-	var b pgx.Batch
+// queueAudit chains e after the head (seq, prev), which the transaction
+// holds locked, and queues its insert and the head's move.
+func queueAudit(b *pgx.Batch, e *gate.AuditEntry, seq int64, prev string) {
+	sqlstore.Chain(e, seq, prev)
 	b.Queue(`INSERT INTO gate_audit (seq, at_us, kind, tenant, session_id, action_id, actor, body, prev_hash, hash)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 		e.Seq, e.At.UnixMicro(), e.Kind, e.TenantID, e.SessionID, e.ActionID, e.Actor, sqlstore.Raw(e.Body), e.PrevHash, e.Hash)
 	b.Queue(`UPDATE gate_audit_head SET seq = $1, hash = $2 WHERE id = 1`, e.Seq, e.Hash)
-	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
-		return gate.AuditEntry{}, err
-	}
-	return e, nil
 }
 
 func (g *GateStore) AppendAudit(ctx context.Context, e gate.AuditEntry) (gate.AuditEntry, error) {
@@ -440,16 +582,13 @@ func (g *GateStore) AppendAudit(ctx context.Context, e gate.AuditEntry) (gate.Au
 	if e.At.IsZero() {
 		e.At = time.Now()
 	}
-	var out gate.AuditEntry
-	err := pgx.BeginFunc(ctx, g.db.pool, func(tx pgx.Tx) error {
-		var err error
-		out, err = appendAudit(ctx, tx, e)
-		return err
-	})
+	// The head row's lock, held to commit, serializes appends across
+	// every connection and replica.
+	err := pgx.BeginFunc(ctx, g.db.pool, func(tx pgx.Tx) error { return fileAndAppend(ctx, tx, nil, &e) })
 	if err != nil {
 		return gate.AuditEntry{}, fmt.Errorf("postgres: append gate audit: %w", err)
 	}
-	return out, nil
+	return e, nil
 }
 
 func (g *GateStore) Audit(ctx context.Context, afterSeq int64, limit int) ([]gate.AuditEntry, error) {
