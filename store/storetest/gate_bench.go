@@ -92,8 +92,8 @@ func BenchmarkGateStore(b *testing.B, s gate.Store) {
 // BenchmarkGateLedger measures gate.Store.Aggregate over a ledger of 1,000
 // entries and again over one of 100,000, each filed oldest first as a
 // gate files them: a tenant's refunds to 1,000 customers (three in five
-// entries; 60 per customer at 100k), its payments and another tenant's refunds, spread evenly over
-// the 8 days before the run. Each size has its own tenant, so its windows
+// entries; 60 per customer at 100k), its payments and another tenant's
+// refunds, spread evenly over the 8 days before the run. Each size has its own tenant, so its windows
 // hold only its own entries while the table holds every entry filed so
 // far. The queries, at each size:
 //
