@@ -57,7 +57,9 @@ func PutMany(ctx context.Context, db *DB, tenant string, ms []*memory.Memory) er
 
 // AggregateSQL is the statement and arguments GateStore.Aggregate runs
 // for qs.
-func AggregateSQL(qs []gate.LedgerQuery) (string, []any) { return aggregateSQL, aggregateArgs(qs) }
+func AggregateSQL(qs []gate.LedgerQuery) (string, []any) {
+	return aggregateSQL(len(qs)), aggregateArgs(qs)
+}
 
 // MigrateTo creates or upgrades the database at url to schema version v
 // and no further, as a release that knew only v would leave it.

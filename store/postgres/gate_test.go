@@ -50,11 +50,12 @@ func BenchmarkGateLedger(b *testing.B) {
 	storetest.BenchmarkGateLedger(b, s, &storetest.GateLedgerOptions{
 		Recount: func(ctx context.Context, q gate.LedgerQuery) (gate.LedgerTotal, error) {
 			var t gate.LedgerTotal
-			row := pool.QueryRow(ctx, recount, q.TenantID, q.ActionType, q.Since.UnixMicro())
+			var err error
 			if q.Subject != "" {
-				row = pool.QueryRow(ctx, recount+` AND subject = $4`, q.TenantID, q.ActionType, q.Since.UnixMicro(), q.Subject)
+				err = pool.QueryRow(ctx, recount+` AND subject = $4`, q.TenantID, q.ActionType, q.Since.UnixMicro(), q.Subject).Scan(&t.Count, &t.Sum)
+			} else {
+				err = pool.QueryRow(ctx, recount, q.TenantID, q.ActionType, q.Since.UnixMicro()).Scan(&t.Count, &t.Sum)
 			}
-			err := row.Scan(&t.Count, &t.Sum)
 			return t, err
 		},
 		Settle: func(ctx context.Context) error {
@@ -115,7 +116,7 @@ func TestGateAggregatePlan(t *testing.T) {
 			t.Errorf("plan:\n%s\nwant a backward range of %s", plan, index)
 		}
 	}
-	if !strings.Contains(plan, "(at_us < q.since)") || strings.Contains(plan, "Seq Scan on gate_ledger ") || strings.Contains(plan, "Sort") {
+	if !strings.Contains(plan, "AND (at_us < ") || strings.Contains(plan, "Seq Scan on gate_ledger ") || strings.Contains(plan, "Sort") {
 		t.Errorf("plan:\n%s\nwant the time in the index condition, no sequential scan of the ledger and no sort", plan)
 	}
 }

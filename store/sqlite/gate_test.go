@@ -50,11 +50,12 @@ func BenchmarkGateLedger(b *testing.B) {
 	storetest.BenchmarkGateLedger(b, s, &storetest.GateLedgerOptions{
 		Recount: func(ctx context.Context, q gate.LedgerQuery) (gate.LedgerTotal, error) {
 			var t gate.LedgerTotal
-			row := wide.QueryRowContext(ctx, q.TenantID, q.ActionType, q.Since.UnixMicro())
+			var err error
 			if q.Subject != "" {
-				row = subject.QueryRowContext(ctx, q.TenantID, q.ActionType, q.Since.UnixMicro(), q.Subject)
+				err = subject.QueryRowContext(ctx, q.TenantID, q.ActionType, q.Since.UnixMicro(), q.Subject).Scan(&t.Count, &t.Sum)
+			} else {
+				err = wide.QueryRowContext(ctx, q.TenantID, q.ActionType, q.Since.UnixMicro()).Scan(&t.Count, &t.Sum)
 			}
-			err := row.Scan(&t.Count, &t.Sum)
 			return t, err
 		},
 	})

@@ -124,11 +124,12 @@ func BenchmarkGateLedger(b *testing.B, s gate.Store, opts *GateLedgerOptions) {
 	for _, size := range []int{1_000, 100_000} {
 		tenant := fmt.Sprintf("%s-%dk", run, size/1000)
 		es := make([]gate.LedgerEntry, size-filled)
+		step := span / time.Duration(len(es))
 		for k := range es {
 			// Five consecutive entries share a customer, so every
 			// customer has refunds.
 			e := gate.LedgerEntry{TenantID: tenant, ActionType: "refund", Subject: fmt.Sprintf("c-%d", (k/5*7919)%customers),
-				Amount: float64(1+(k*31)%50000) / 100, At: now.Add(-span + time.Duration(k)*span/time.Duration(len(es)))}
+				Amount: float64(1+(k*31)%50000) / 100, At: now.Add(-span + time.Duration(k)*step)}
 			switch k % 5 {
 			case 3:
 				e.ActionType = "payment"
