@@ -207,21 +207,30 @@ func (g *GateStore) WriteAction(ctx context.Context, w gate.ActionWrite) (gate.A
 	return r, nil
 }
 
-// Locking the heads of a write's ledger series. Each statement creates
-// the heads it lacks and locks every one (a no-op update) in the order of
-// its input, which LedgerSeries sorts; subjects' heads go before action
-// types' and both before the audit chain's head. Every writer taking its
-// locks in that one order, no two can wait for each other.
+// The statements of a write's ledger and audit entries. Each is queued
+// once per row into a batch, rather than once per write over arrays: a
+// statement over arrays of unknown length never settles on a cached
+// generic plan (see aggregateSQL), and planning it afresh at every write
+// cost more than the rest of the write's work.
+//
+// The lock statements create a head that is missing and lock it (a no-op
+// update) in the order they are queued: subjects' heads in LedgerSeries'
+// sorted order, then action types', then the audit chain's head. Every
+// writer taking its locks in that one order, no two can wait for each
+// other.
 const (
-	lockSubjectHeadsSQL = `INSERT INTO gate_ledger_subject_heads AS h (tenant, action_type, subject, n, hi, lo, at_us)
-		SELECT t, a, s, 0, 0, 0, 0 FROM unnest($1::text[], $2::text[], $3::text[]) AS k(t, a, s)
-		ON CONFLICT (tenant, action_type, subject) DO UPDATE SET n = h.n
-		RETURNING tenant, action_type, subject, n, hi, lo, at_us`
-	lockWideHeadsSQL = `INSERT INTO gate_ledger_wide_heads AS h (tenant, action_type, n, hi, lo, at_us)
-		SELECT t, a, 0, 0, 0, 0 FROM unnest($1::text[], $2::text[]) AS k(t, a)
-		ON CONFLICT (tenant, action_type) DO UPDATE SET n = h.n
-		RETURNING tenant, action_type, n, hi, lo, at_us`
+	lockSubjectHeadSQL = `INSERT INTO gate_ledger_subject_heads AS h (tenant, action_type, subject, n, hi, lo, at_us)
+		VALUES ($1, $2, $3, 0, 0, 0, 0) ON CONFLICT (tenant, action_type, subject) DO UPDATE SET n = h.n
+		RETURNING n, hi, lo, at_us`
+	lockWideHeadSQL = `INSERT INTO gate_ledger_wide_heads AS h (tenant, action_type, n, hi, lo, at_us)
+		VALUES ($1, $2, 0, 0, 0, 0) ON CONFLICT (tenant, action_type) DO UPDATE SET n = h.n
+		RETURNING n, hi, lo, at_us`
 	lockAuditHeadSQL = `SELECT seq, hash FROM gate_audit_head WHERE id = 1 FOR UPDATE`
+	insertLedgerSQL  = `INSERT INTO gate_ledger (tenant, action_type, subject, amount, at_us, session_id, action_id,
+		subject_n, subject_hi, subject_lo, wide_n, wide_hi, wide_lo) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
+	moveSubjectHeadSQL = `UPDATE gate_ledger_subject_heads SET n = $4, hi = $5, lo = $6, at_us = $7
+		WHERE tenant = $1 AND action_type = $2 AND subject = $3`
+	moveWideHeadSQL = `UPDATE gate_ledger_wide_heads SET n = $3, hi = $4, lo = $5, at_us = $6 WHERE tenant = $1 AND action_type = $2`
 )
 
 // fileAndAppend files the ledger entries es after their series' heads
@@ -235,39 +244,22 @@ func fileAndAppend(ctx context.Context, tx pgx.Tx, es []gate.LedgerEntry, e *gat
 		return nil
 	}
 	subjects, wides := sqlstore.LedgerSeries(es)
-	var locks pgx.Batch
 	heads := sqlstore.NewLedgerHeads()
-	if len(es) > 0 {
-		var ts, as, ss []string
-		for _, k := range subjects {
-			ts, as, ss = append(ts, k.TenantID), append(as, k.ActionType), append(ss, k.Subject)
-		}
-		locks.Queue(lockSubjectHeadsSQL, ts, as, ss).Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var k sqlstore.SubjectSeries
-				var h sqlstore.LedgerHead
-				if err := rows.Scan(&k.TenantID, &k.ActionType, &k.Subject, &h.N, &h.Hi, &h.Lo, &h.AtUS); err != nil {
-					return err
-				}
-				heads.Subject[k] = h
-			}
-			return rows.Err()
+	var locks pgx.Batch
+	for _, k := range subjects {
+		locks.Queue(lockSubjectHeadSQL, k.TenantID, k.ActionType, k.Subject).QueryRow(func(row pgx.Row) error {
+			var h sqlstore.LedgerHead
+			err := row.Scan(&h.N, &h.Hi, &h.Lo, &h.AtUS)
+			heads.Subject[k] = h
+			return err
 		})
-		// New slices: a batch encodes its arguments when it is sent.
-		var wts, was []string
-		for _, k := range wides {
-			wts, was = append(wts, k.TenantID), append(was, k.ActionType)
-		}
-		locks.Queue(lockWideHeadsSQL, wts, was).Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var k sqlstore.WideSeries
-				var h sqlstore.LedgerHead
-				if err := rows.Scan(&k.TenantID, &k.ActionType, &h.N, &h.Hi, &h.Lo, &h.AtUS); err != nil {
-					return err
-				}
-				heads.Wide[k] = h
-			}
-			return rows.Err()
+	}
+	for _, k := range wides {
+		locks.Queue(lockWideHeadSQL, k.TenantID, k.ActionType).QueryRow(func(row pgx.Row) error {
+			var h sqlstore.LedgerHead
+			err := row.Scan(&h.N, &h.Hi, &h.Lo, &h.AtUS)
+			heads.Wide[k] = h
+			return err
 		})
 	}
 	var seq int64
@@ -284,62 +276,23 @@ func fileAndAppend(ctx context.Context, tx pgx.Tx, es []gate.LedgerEntry, e *gat
 		if err != nil {
 			return err
 		}
-		queueLedger(&writes, filed, subjects, wides, heads)
+		for _, f := range filed {
+			writes.Queue(insertLedgerSQL, f.TenantID, f.ActionType, f.Subject, f.Amount, f.AtUS, f.SessionID, f.ActionID,
+				f.SubjectTotal.N, f.SubjectTotal.Hi, f.SubjectTotal.Lo, f.WideTotal.N, f.WideTotal.Hi, f.WideTotal.Lo)
+		}
+		for _, k := range subjects {
+			h := heads.Subject[k]
+			writes.Queue(moveSubjectHeadSQL, k.TenantID, k.ActionType, k.Subject, h.N, h.Hi, h.Lo, h.AtUS)
+		}
+		for _, k := range wides {
+			h := heads.Wide[k]
+			writes.Queue(moveWideHeadSQL, k.TenantID, k.ActionType, h.N, h.Hi, h.Lo, h.AtUS)
+		}
 	}
 	if e != nil {
 		queueAudit(&writes, e, seq, prev)
 	}
 	return tx.SendBatch(ctx, &writes).Close()
-}
-
-// queueLedger queues the filed entries' insert and the heads' moves, one
-// statement each. Every statement has its own argument slices: a batch
-// encodes them only when it is sent.
-func queueLedger(b *pgx.Batch, filed []sqlstore.FiledEntry, subjects []sqlstore.SubjectSeries, wides []sqlstore.WideSeries, heads sqlstore.LedgerHeads) {
-	var tenants, types, subjs, sessions, actions []string
-	var amounts, shi, slo, whi, wlo []float64
-	var ats, sn, wn []int64
-	for _, f := range filed {
-		tenants, types, subjs = append(tenants, f.TenantID), append(types, f.ActionType), append(subjs, f.Subject)
-		sessions, actions = append(sessions, f.SessionID), append(actions, f.ActionID)
-		amounts, ats = append(amounts, f.Amount), append(ats, f.AtUS)
-		sn, shi, slo = append(sn, f.SubjectTotal.N), append(shi, f.SubjectTotal.Hi), append(slo, f.SubjectTotal.Lo)
-		wn, whi, wlo = append(wn, f.WideTotal.N), append(whi, f.WideTotal.Hi), append(wlo, f.WideTotal.Lo)
-	}
-	b.Queue(`INSERT INTO gate_ledger (tenant, action_type, subject, amount, at_us, session_id, action_id,
-		subject_n, subject_hi, subject_lo, wide_n, wide_hi, wide_lo)
-		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::int8[], $6::text[], $7::text[],
-			$8::int8[], $9::float8[], $10::float8[], $11::int8[], $12::float8[], $13::float8[])`,
-		tenants, types, subjs, amounts, ats, sessions, actions, sn, shi, slo, wn, whi, wlo)
-
-	var hs headArgs
-	for _, k := range subjects {
-		hs.add(k.TenantID, k.ActionType, k.Subject, heads.Subject[k])
-	}
-	b.Queue(`UPDATE gate_ledger_subject_heads h SET n = u.n, hi = u.hi, lo = u.lo, at_us = u.at_us
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::float8[], $6::float8[], $7::int8[]) AS u(t, a, s, n, hi, lo, at_us)
-		WHERE h.tenant = u.t AND h.action_type = u.a AND h.subject = u.s`,
-		hs.tenants, hs.types, hs.subjects, hs.n, hs.hi, hs.lo, hs.at)
-	var hw headArgs
-	for _, k := range wides {
-		hw.add(k.TenantID, k.ActionType, "", heads.Wide[k])
-	}
-	b.Queue(`UPDATE gate_ledger_wide_heads h SET n = u.n, hi = u.hi, lo = u.lo, at_us = u.at_us
-		FROM unnest($1::text[], $2::text[], $3::int8[], $4::float8[], $5::float8[], $6::int8[]) AS u(t, a, n, hi, lo, at_us)
-		WHERE h.tenant = u.t AND h.action_type = u.a`,
-		hw.tenants, hw.types, hw.n, hw.hi, hw.lo, hw.at)
-}
-
-// headArgs are heads' moves as the columns of an unnest.
-type headArgs struct {
-	tenants, types, subjects []string
-	n, at                    []int64
-	hi, lo                   []float64
-}
-
-func (a *headArgs) add(tenant, typ, subject string, h sqlstore.LedgerHead) {
-	a.tenants, a.types, a.subjects = append(a.tenants, tenant), append(a.types, typ), append(a.subjects, subject)
-	a.n, a.hi, a.lo, a.at = append(a.n, h.N), append(a.hi, h.Hi), append(a.lo, h.Lo), append(a.at, h.AtUS)
 }
 
 func (g *GateStore) GetAction(ctx context.Context, tenantID, sessionID, actionID string) (gate.ActionRecord, error) {
