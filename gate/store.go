@@ -21,7 +21,7 @@ var (
 	// ErrLedgerAmount: a ledger entry's amount is not finite (NaN or
 	// ±Inf), or it takes a series' running sum past float64's range. The
 	// write that carries it is refused whole.
-	ErrLedgerAmount = errors.New("gate: ledger amount not finite")
+	ErrLedgerAmount = errors.New("gate: ledger amount or sum not finite")
 )
 
 // SessionState is where a session is in its life.
