@@ -18,6 +18,10 @@ var (
 	ErrConflict = errors.New("gate: version conflict")
 	// ErrExists: a session or action with that key exists already.
 	ErrExists = errors.New("gate: already exists")
+	// ErrLedgerAmount: a ledger entry's amount is not finite (NaN or
+	// ±Inf), or it takes a series' running sum past float64's range. The
+	// write that carries it is refused whole.
+	ErrLedgerAmount = errors.New("gate: ledger amount or sum not finite")
 )
 
 // SessionState is where a session is in its life.
@@ -171,6 +175,15 @@ type ActionFilter struct {
 // LedgerEntry is one committed write in the time-indexed trajectory
 // ledger that rule aggregates read. Subject is what the write concerns
 // (a customer, vendor, or record id) as the rule set's aggregate names it.
+//
+// An entry belongs to two series, its subject's (TenantID, ActionType,
+// Subject) and its action type's (TenantID, ActionType), and a store files
+// it at the later of At and the latest time in either series, so that
+// each series stays in time order and a window's total is a difference of
+// running totals (see Store.Aggregate). An entry dated before its series'
+// latest (from a replica whose clock is behind, or a caller's backdated
+// At) is therefore counted from that latest time, not its own: a window
+// may count it later than At says, never drop it.
 type LedgerEntry struct {
 	TenantID   string    `json:"tenant_id"`
 	ActionType string    `json:"action_type"`
@@ -182,8 +195,8 @@ type LedgerEntry struct {
 }
 
 // LedgerQuery asks for the count and sum of amounts of a tenant's entries
-// of one action type about one subject ("" for any subject) at or after
-// Since.
+// of one action type about one subject ("" for any subject) filed at or
+// after Since (see LedgerEntry for the time an entry is filed at).
 type LedgerQuery struct {
 	TenantID   string
 	ActionType string
@@ -250,9 +263,14 @@ type Store interface {
 	// HoldExpiresAt is set and not after before, oldest first.
 	ExpiringHolds(ctx context.Context, before time.Time, limit int) ([]ActionRecord, error)
 
-	// Aggregate totals the ledger (see LedgerQuery). Its cost grows with
-	// the matching entries, not with the ledger.
-	Aggregate(ctx context.Context, q LedgerQuery) (LedgerTotal, error)
+	// Aggregate totals the ledger for each of qs (see LedgerQuery) and
+	// returns the totals in the order of qs, all read from one snapshot
+	// (one statement), so no write lands between two of them. Empty qs
+	// returns nil. Each query costs two index lookups, its series' head
+	// and the series' last entry before Since, whatever the window's or
+	// the ledger's size. Sums are kept compensated, so a window's sum
+	// keeps its cents after a lifetime in the trillions.
+	Aggregate(ctx context.Context, qs []LedgerQuery) ([]LedgerTotal, error)
 
 	// PutRuleSet stores the next version of a tenant's rule set (the
 	// current version + 1, or 1) and returns it.

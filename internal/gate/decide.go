@@ -277,7 +277,9 @@ func (s *Service) applyRules(ctx context.Context, set *ruleSet, sess pub.Session
 	}
 	d.RuleSetVersion, d.RuleSetHash, d.Shadow = set.version, set.hash, set.doc.Shadow
 	agg := map[string]float64{}
-	for _, a := range set.doc.Aggregates {
+	var qs []pub.LedgerQuery
+	var asked []int // qs[i] is set.doc.Aggregates[asked[i]]
+	for i, a := range set.doc.Aggregates {
 		q := pub.LedgerQuery{TenantID: act.TenantID, ActionType: a.ActionType, Since: now.Add(-time.Duration(a.Window))}
 		if a.Scope != "tenant" {
 			subject, ok := subjectOf(ctxMap, set.subjectField(a.ActionType, act.Context.ContextType()))
@@ -286,10 +288,15 @@ func (s *Service) applyRules(ctx context.Context, set *ruleSet, sess pub.Session
 			}
 			q.Subject = subject
 		}
-		total, err := s.store.Aggregate(ctx, q)
-		if err != nil {
-			return outcome{}, fmt.Errorf("aggregate %s: %w", a.Name, err)
-		}
+		qs, asked = append(qs, q), append(asked, i)
+	}
+	// One call, one snapshot of the ledger for every aggregate.
+	totals, err := s.store.Aggregate(ctx, qs)
+	if err != nil {
+		return outcome{}, fmt.Errorf("aggregates: %w", err)
+	}
+	for i, total := range totals {
+		a := set.doc.Aggregates[asked[i]]
 		if a.Measure == "sum" {
 			agg[a.Name] = total.Sum
 		} else {

@@ -21,8 +21,21 @@
 // from a per-tenant head row. Times are kept to the microsecond
 // (gate.AuditTime); actions, decisions, rule sets and audit bodies are
 // bytea, not jsonb, so they come back byte for byte, as the chain's hashes
-// need. A ledger total reads a covering index over (tenant, action type,
-// subject, time), or (tenant, action type, time) for any subject.
+// need.
+//
+// The ledger keeps running totals, as in store/sqlite: each entry carries
+// its subject series' and its action type's count and compensated sum up
+// to itself, and a window's total is the series' head minus its last
+// entry before the window, two index lookups per aggregate in one
+// statement for a rule set's batch (so one snapshot), whatever the
+// window or the ledger holds. A write locks the heads of its entries'
+// series (INSERT … ON CONFLICT DO UPDATE, in one sorted order, subjects'
+// before action types' and both before the audit chain's head, all in one
+// round trip), so concurrent writers of a series, on any replica, file
+// one after another and cannot deadlock; writers of other series do not
+// wait for each other there. An entry is filed no earlier than the latest
+// time in its series, so a replica whose clock is behind is counted from
+// that time (see gate.LedgerEntry).
 //
 // Each open DB is an instance with a lease (store/lease) renewed in the
 // background until Close, and every task write records its instance, so

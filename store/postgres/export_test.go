@@ -2,8 +2,10 @@ package postgres
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"novaos.dev/novaos/gate"
 
@@ -53,5 +55,19 @@ func PutMany(ctx context.Context, db *DB, tenant string, ms []*memory.Memory) er
 	return err
 }
 
-// AggregateSQL is the statement and arguments GateStore.Aggregate runs.
-func AggregateSQL(q gate.LedgerQuery) (string, []any) { return aggregateSQL(q) }
+// AggregateSQL is the statement and arguments GateStore.Aggregate runs
+// for qs.
+func AggregateSQL(qs []gate.LedgerQuery) (string, []any) {
+	return aggregateSQL(len(qs)), aggregateArgs(qs)
+}
+
+// MigrateTo creates or upgrades the database at url to schema version v
+// and no further, as a release that knew only v would leave it.
+func MigrateTo(ctx context.Context, url string, v int) error {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	return (&DB{pool: pool, log: slog.New(slog.DiscardHandler)}).migrateTo(ctx, v)
+}

@@ -196,14 +196,7 @@ func (g *GateStore) WriteAction(ctx context.Context, w gate.ActionWrite) (gate.A
 			}
 			r.CreatedAt = sqlstore.FromMicros(cus)
 		}
-		if err := insertLedger(ctx, tx, w.Ledger); err != nil {
-			return err
-		}
-		if w.Audit == nil {
-			return nil
-		}
-		_, err := appendAudit(ctx, tx, *w.Audit)
-		return err
+		return fileAndAppend(ctx, tx, w.Ledger, w.Audit)
 	})
 	switch {
 	case errors.Is(err, gate.ErrExists) || errors.Is(err, gate.ErrConflict):
@@ -214,23 +207,92 @@ func (g *GateStore) WriteAction(ctx context.Context, w gate.ActionWrite) (gate.A
 	return r, nil
 }
 
-// insertLedger appends es in one statement.
-func insertLedger(ctx context.Context, tx pgx.Tx, es []gate.LedgerEntry) error {
-	if len(es) == 0 {
+// The statements of a write's ledger and audit entries. Each is queued
+// once per row into a batch, rather than once per write over arrays: a
+// statement over arrays of unknown length never settles on a cached
+// generic plan (see aggregateSQL), and planning it afresh at every write
+// cost more than the rest of the write's work.
+//
+// The lock statements create a head that is missing and lock it (a no-op
+// update) in the order they are queued: subjects' heads in LedgerSeries'
+// sorted order, then action types', then the audit chain's head. Every
+// writer taking its locks in that one order, no two can wait for each
+// other.
+const (
+	lockSubjectHeadSQL = `INSERT INTO gate_ledger_subject_heads AS h (tenant, action_type, subject, n, hi, lo, at_us)
+		VALUES ($1, $2, $3, 0, 0, 0, 0) ON CONFLICT (tenant, action_type, subject) DO UPDATE SET n = h.n
+		RETURNING n, hi, lo, at_us`
+	lockWideHeadSQL = `INSERT INTO gate_ledger_wide_heads AS h (tenant, action_type, n, hi, lo, at_us)
+		VALUES ($1, $2, 0, 0, 0, 0) ON CONFLICT (tenant, action_type) DO UPDATE SET n = h.n
+		RETURNING n, hi, lo, at_us`
+	lockAuditHeadSQL = `SELECT seq, hash FROM gate_audit_head WHERE id = 1 FOR UPDATE`
+	insertLedgerSQL  = `INSERT INTO gate_ledger (tenant, action_type, subject, amount, at_us, session_id, action_id,
+		subject_n, subject_hi, subject_lo, wide_n, wide_hi, wide_lo) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
+	moveSubjectHeadSQL = `UPDATE gate_ledger_subject_heads SET n = $4, hi = $5, lo = $6, at_us = $7
+		WHERE tenant = $1 AND action_type = $2 AND subject = $3`
+	moveWideHeadSQL = `UPDATE gate_ledger_wide_heads SET n = $3, hi = $4, lo = $5, at_us = $6 WHERE tenant = $1 AND action_type = $2`
+)
+
+// fileAndAppend files the ledger entries es after their series' heads
+// and appends the audit entry e (when set) to the chain, in tx, in two
+// round trips: one takes every head's lock and reads it, the next writes
+// the entries and moves the heads. The locks, held to commit, serialize
+// the writers of a series (and of the chain) across connections and
+// replicas.
+func fileAndAppend(ctx context.Context, tx pgx.Tx, es []gate.LedgerEntry, e *gate.AuditEntry) error {
+	if len(es) == 0 && e == nil {
 		return nil
 	}
-	var tenants, types, subjects, sessions, actions []string
-	var amounts []float64
-	var ats []int64
-	for _, e := range es {
-		tenants, types, subjects = append(tenants, e.TenantID), append(types, e.ActionType), append(subjects, e.Subject)
-		sessions, actions = append(sessions, e.SessionID), append(actions, e.ActionID)
-		amounts, ats = append(amounts, e.Amount), append(ats, sqlstore.Micros(e.At))
+	subjects, wides := sqlstore.LedgerSeries(es)
+	heads := sqlstore.NewLedgerHeads()
+	var locks pgx.Batch
+	for _, k := range subjects {
+		locks.Queue(lockSubjectHeadSQL, k.TenantID, k.ActionType, k.Subject).QueryRow(func(row pgx.Row) error {
+			var h sqlstore.LedgerHead
+			err := row.Scan(&h.N, &h.Hi, &h.Lo, &h.AtUS)
+			heads.Subject[k] = h
+			return err
+		})
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO gate_ledger (tenant, action_type, subject, amount, at_us, session_id, action_id)
-		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::int8[], $6::text[], $7::text[])`,
-		tenants, types, subjects, amounts, ats, sessions, actions)
-	return err
+	for _, k := range wides {
+		locks.Queue(lockWideHeadSQL, k.TenantID, k.ActionType).QueryRow(func(row pgx.Row) error {
+			var h sqlstore.LedgerHead
+			err := row.Scan(&h.N, &h.Hi, &h.Lo, &h.AtUS)
+			heads.Wide[k] = h
+			return err
+		})
+	}
+	var seq int64
+	var prev string
+	if e != nil {
+		locks.Queue(lockAuditHeadSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&seq, &prev) })
+	}
+	if err := tx.SendBatch(ctx, &locks).Close(); err != nil {
+		return err
+	}
+	var writes pgx.Batch
+	if len(es) > 0 {
+		filed, err := heads.File(es)
+		if err != nil {
+			return err
+		}
+		for _, f := range filed {
+			writes.Queue(insertLedgerSQL, f.TenantID, f.ActionType, f.Subject, f.Amount, f.AtUS, f.SessionID, f.ActionID,
+				f.SubjectTotal.N, f.SubjectTotal.Hi, f.SubjectTotal.Lo, f.WideTotal.N, f.WideTotal.Hi, f.WideTotal.Lo)
+		}
+		for _, k := range subjects {
+			h := heads.Subject[k]
+			writes.Queue(moveSubjectHeadSQL, k.TenantID, k.ActionType, k.Subject, h.N, h.Hi, h.Lo, h.AtUS)
+		}
+		for _, k := range wides {
+			h := heads.Wide[k]
+			writes.Queue(moveWideHeadSQL, k.TenantID, k.ActionType, h.N, h.Hi, h.Lo, h.AtUS)
+		}
+	}
+	if e != nil {
+		queueAudit(&writes, e, seq, prev)
+	}
+	return tx.SendBatch(ctx, &writes).Close()
 }
 
 func (g *GateStore) GetAction(ctx context.Context, tenantID, sessionID, actionID string) (gate.ActionRecord, error) {
@@ -311,28 +373,114 @@ func (g *GateStore) ExpiringHolds(ctx context.Context, before time.Time, limit i
 	return out, nil
 }
 
-// aggregateSQL is the statement totalling q. Each form has its covering
-// index (see the migration).
-func aggregateSQL(q gate.LedgerQuery) (string, []any) {
-	query := `SELECT count(*), coalesce(sum(amount), 0) FROM gate_ledger WHERE tenant = $1 AND action_type = $2 AND at_us >= $3`
-	args := []any{q.TenantID, q.ActionType, sqlstore.Micros(q.Since)}
-	if q.Subject != "" {
-		query += ` AND subject = $4`
-		args = append(args, q.Subject)
+// aggregateSQL totals n queries in one statement, so from one snapshot:
+// for each, from the VALUES list of its index, tenant, action type,
+// subject ("" for any) and since (µs), its series' head and the series'
+// last entry before since (the greatest time, then the greatest n: a
+// backward range of the series' index, one entry read), zeros for either
+// when there is none. Each LATERAL's branches are gated on the query's
+// kind, so one index is probed per lookup.
+//
+// A VALUES list rather than unnest of arrays: the planner knows its
+// length, so after a few executions of the prepared statement it settles
+// on the generic plan; with arrays of unknown length the generic plan
+// looks ten times dearer and every execution was planned afresh, which
+// doubled its time.
+func aggregateSQL(n int) string {
+	var b strings.Builder
+	b.WriteString(`SELECT q.i, coalesce(h.n, 0), coalesce(h.hi, 0), coalesce(h.lo, 0),
+		coalesce(b.n, 0), coalesce(b.hi, 0), coalesce(b.lo, 0)
+	FROM (VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "(%d, $%d::text, $%d::text, $%d::text, $%d::int8)", i, 4*i+1, 4*i+2, 4*i+3, 4*i+4)
 	}
-	return query, args
+	b.WriteString(`) AS q(i, tenant, action_type, subject, since)
+	LEFT JOIN LATERAL (
+		SELECT n, hi, lo FROM gate_ledger_subject_heads
+		WHERE q.subject <> '' AND tenant = q.tenant AND action_type = q.action_type AND subject = q.subject
+		UNION ALL
+		SELECT n, hi, lo FROM gate_ledger_wide_heads
+		WHERE q.subject = '' AND tenant = q.tenant AND action_type = q.action_type
+	) h ON true
+	LEFT JOIN LATERAL (
+		(SELECT subject_n, subject_hi, subject_lo FROM gate_ledger
+		WHERE q.subject <> '' AND tenant = q.tenant AND action_type = q.action_type AND subject = q.subject AND at_us < q.since
+		ORDER BY at_us DESC, subject_n DESC LIMIT 1)
+		UNION ALL
+		(SELECT wide_n, wide_hi, wide_lo FROM gate_ledger
+		WHERE q.subject = '' AND tenant = q.tenant AND action_type = q.action_type AND at_us < q.since
+		ORDER BY at_us DESC, wide_n DESC LIMIT 1)
+	) b(n, hi, lo) ON true`)
+	return b.String()
 }
 
-func (g *GateStore) Aggregate(ctx context.Context, q gate.LedgerQuery) (gate.LedgerTotal, error) {
-	if !a2astore.ValidText(q.TenantID, q.ActionType, q.Subject) {
-		return gate.LedgerTotal{}, nil // such text names nothing stored
+// aggregateArgs are aggregateSQL's arguments for qs.
+func aggregateArgs(qs []gate.LedgerQuery) []any {
+	args := make([]any, 0, 4*len(qs))
+	for _, q := range qs {
+		args = append(args, q.TenantID, q.ActionType, q.Subject, sqlstore.Micros(q.Since))
 	}
-	query, args := aggregateSQL(q)
-	var t gate.LedgerTotal
-	if err := g.db.pool.QueryRow(ctx, query, args...).Scan(&t.Count, &t.Sum); err != nil {
-		return gate.LedgerTotal{}, fmt.Errorf("postgres: aggregate gate ledger: %w", err)
+	return args
+}
+
+// maxTotalsPerStatement bounds the queries of one statement, whose
+// parameters PostgreSQL numbers up to 65,535; a rule set has at most 64
+// aggregates. A longer batch takes several statements in one read-only
+// repeatable-read transaction, so one snapshot still.
+const maxTotalsPerStatement = 1000
+
+func (g *GateStore) Aggregate(ctx context.Context, qs []gate.LedgerQuery) ([]gate.LedgerTotal, error) {
+	if len(qs) == 0 {
+		return nil, nil
 	}
-	return t, nil
+	out := make([]gate.LedgerTotal, len(qs))
+	// A query with text PostgreSQL cannot hold names nothing stored: its
+	// total stays zero, and it is left out of the statement.
+	var valid []gate.LedgerQuery
+	var at []int // valid[k] is qs[at[k]]
+	for i, q := range qs {
+		if a2astore.ValidText(q.TenantID, q.ActionType, q.Subject) {
+			valid, at = append(valid, q), append(at, i)
+		}
+	}
+	if len(valid) == 0 {
+		return out, nil
+	}
+	totals := make([]gate.LedgerTotal, len(valid))
+	read := func(q interface {
+		Query(context.Context, string, ...any) (pgx.Rows, error)
+	}) error {
+		for first := 0; first < len(valid); first += maxTotalsPerStatement {
+			chunk := valid[first:min(first+maxTotalsPerStatement, len(valid))]
+			rows, err := q.Query(ctx, aggregateSQL(len(chunk)), aggregateArgs(chunk)...)
+			if err != nil {
+				return err
+			}
+			err = sqlstore.ReadLedgerTotals(rows, totals[first:first+len(chunk)])
+			rows.Close()
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var err error
+	if len(valid) <= maxTotalsPerStatement {
+		err = read(g.db.pool)
+	} else {
+		err = pgx.BeginTxFunc(ctx, g.db.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
+			func(tx pgx.Tx) error { return read(tx) })
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: aggregate gate ledger: %w", err)
+	}
+	for k, i := range at {
+		out[i] = totals[k]
+	}
+	return out, nil
 }
 
 func (g *GateStore) PutRuleSet(ctx context.Context, r gate.RuleSetRecord) (gate.RuleSetRecord, error) {
@@ -412,25 +560,14 @@ func auditText(e *gate.AuditEntry) bool {
 	return a2astore.ValidText(e.Kind, e.TenantID, e.SessionID, e.ActionID, e.Actor)
 }
 
-// appendAudit chains e after the head in tx. The head row's lock, held
-// to commit, serializes appends across every connection and replica.
-func appendAudit(ctx context.Context, tx pgx.Tx, e gate.AuditEntry) (gate.AuditEntry, error) {
-	var seq int64
-	var prev string
-	if err := tx.QueryRow(ctx, `SELECT seq, hash FROM gate_audit_head WHERE id = 1 FOR UPDATE`).Scan(&seq, &prev); err != nil {
-		return gate.AuditEntry{}, err
-	}
-	sqlstore.Chain(&e, seq, prev)
-	// One round trip for the entry and the head's move.
-	var b pgx.Batch
+// queueAudit chains e after the head (seq, prev), which the transaction
+// holds locked, and queues its insert and the head's move.
+func queueAudit(b *pgx.Batch, e *gate.AuditEntry, seq int64, prev string) {
+	sqlstore.Chain(e, seq, prev)
 	b.Queue(`INSERT INTO gate_audit (seq, at_us, kind, tenant, session_id, action_id, actor, body, prev_hash, hash)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 		e.Seq, e.At.UnixMicro(), e.Kind, e.TenantID, e.SessionID, e.ActionID, e.Actor, sqlstore.Raw(e.Body), e.PrevHash, e.Hash)
 	b.Queue(`UPDATE gate_audit_head SET seq = $1, hash = $2 WHERE id = 1`, e.Seq, e.Hash)
-	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
-		return gate.AuditEntry{}, err
-	}
-	return e, nil
 }
 
 func (g *GateStore) AppendAudit(ctx context.Context, e gate.AuditEntry) (gate.AuditEntry, error) {
@@ -440,16 +577,13 @@ func (g *GateStore) AppendAudit(ctx context.Context, e gate.AuditEntry) (gate.Au
 	if e.At.IsZero() {
 		e.At = time.Now()
 	}
-	var out gate.AuditEntry
-	err := pgx.BeginFunc(ctx, g.db.pool, func(tx pgx.Tx) error {
-		var err error
-		out, err = appendAudit(ctx, tx, e)
-		return err
-	})
+	// The head row's lock, held to commit, serializes appends across
+	// every connection and replica.
+	err := pgx.BeginFunc(ctx, g.db.pool, func(tx pgx.Tx) error { return fileAndAppend(ctx, tx, nil, &e) })
 	if err != nil {
 		return gate.AuditEntry{}, fmt.Errorf("postgres: append gate audit: %w", err)
 	}
-	return out, nil
+	return e, nil
 }
 
 func (g *GateStore) Audit(ctx context.Context, afterSeq int64, limit int) ([]gate.AuditEntry, error) {

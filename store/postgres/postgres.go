@@ -120,10 +120,18 @@ func (db *DB) Close() error {
 // holds pg_advisory_xact_lock, the transaction-scoped form of
 // pg_advisory_lock: it is released at commit or rollback, including when the
 // connection dies, so a crashed replica cannot leave it held.
-func (db *DB) migrate(ctx context.Context) error {
+func (db *DB) migrate(ctx context.Context) error { return db.migrateTo(ctx, 0) }
+
+// migrateTo applies the pending migrations up to version to, or every one
+// when to is 0; a test stops at an older version to check what a later
+// migration does to the data it finds.
+func (db *DB) migrateTo(ctx context.Context, to int) error {
 	all, err := sqlmigrate.Load(migrationFS, "migrations")
 	if err != nil {
 		return fmt.Errorf("postgres: %w", err)
+	}
+	if to > 0 && to < len(all) {
+		all = all[:to]
 	}
 	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {

@@ -23,10 +23,18 @@
 // its chain's head, one step that no other write interleaves; an action
 // write and the audit and ledger entries it carries commit together or
 // not at all. Times are kept to the microsecond (gate.AuditTime), and
-// audit bodies byte for byte, as the chain's hashes need. A ledger total
-// reads a covering index over (tenant, action type, subject, time), or
-// (tenant, action type, time) for any subject, so its cost follows the
-// entries it counts, not the ledger's size.
+// audit bodies byte for byte, as the chain's hashes need.
+//
+// The ledger keeps running totals: each entry is filed with its subject
+// series' and its action type's count and sum up to and including itself
+// (the sum compensated, so a window keeps its cents after a lifetime in
+// the trillions), and a head row per series moves in the same write. A
+// window's total is its series' head minus the series' last entry before
+// the window, read from a covering index: two lookups whatever the window
+// or the ledger holds, and a rule set's aggregates are one statement on a
+// read connection. An entry is filed no earlier than the latest time in
+// its series (see gate.LedgerEntry). A NaN or infinite amount, or a sum
+// past float64's range, refuses the write (gate.ErrLedgerAmount).
 //
 // Each open DB is an instance with a lease (store/lease) renewed in the
 // background until Close, and every task write records its instance, so

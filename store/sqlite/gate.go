@@ -105,8 +105,16 @@ const (
 	updateActionSQL = `UPDATE gate_actions SET (` + sqlstore.ActionCols + `) =
 		(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		WHERE tenant = ? AND session_id = ? AND action_id = ?`
-	insertLedgerSQL = `INSERT INTO gate_ledger (tenant, action_type, subject, amount, at_us, session_id, action_id)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`
+	subjectHeadSQL  = `SELECT n, hi, lo, at_us FROM gate_ledger_subject_heads WHERE tenant = ? AND action_type = ? AND subject = ?`
+	wideHeadSQL     = `SELECT n, hi, lo, at_us FROM gate_ledger_wide_heads WHERE tenant = ? AND action_type = ?`
+	insertLedgerSQL = `INSERT INTO gate_ledger (tenant, action_type, subject, amount, at_us, session_id, action_id,
+		subject_n, subject_hi, subject_lo, wide_n, wide_hi, wide_lo) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	putSubjectHeadSQL = `INSERT INTO gate_ledger_subject_heads (tenant, action_type, subject, n, hi, lo, at_us)
+		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, action_type, subject)
+		DO UPDATE SET n = excluded.n, hi = excluded.hi, lo = excluded.lo, at_us = excluded.at_us`
+	putWideHeadSQL = `INSERT INTO gate_ledger_wide_heads (tenant, action_type, n, hi, lo, at_us)
+		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, action_type)
+		DO UPDATE SET n = excluded.n, hi = excluded.hi, lo = excluded.lo, at_us = excluded.at_us`
 	auditHeadSQL   = `SELECT seq, hash FROM gate_audit_head WHERE id = 1`
 	insertAuditSQL = `INSERT INTO gate_audit (seq, at_us, kind, tenant, session_id, action_id, actor, body, prev_hash, hash)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
@@ -114,7 +122,58 @@ const (
 )
 
 // gateWrites are the statements Open prepares for the gate store.
-var gateWrites = []string{getActionSQL, insertActionSQL, updateActionSQL, insertLedgerSQL, auditHeadSQL, insertAuditSQL, moveAuditHeadSQL}
+var gateWrites = []string{getActionSQL, insertActionSQL, updateActionSQL, subjectHeadSQL, wideHeadSQL, insertLedgerSQL,
+	putSubjectHeadSQL, putWideHeadSQL, auditHeadSQL, insertAuditSQL, moveAuditHeadSQL}
+
+// fileLedger files es after their series' heads and moves the heads, in
+// tx. The single writer runs one write at a time, so the heads it reads
+// are still the heads when it moves them; no lock is needed.
+func (g *GateStore) fileLedger(tx *sql.Tx, es []gate.LedgerEntry) error {
+	if len(es) == 0 {
+		return nil
+	}
+	subjects, wides := sqlstore.LedgerSeries(es)
+	heads := sqlstore.NewLedgerHeads()
+	for _, k := range subjects {
+		var h sqlstore.LedgerHead
+		err := g.db.wr.queryRow(tx, subjectHeadSQL, k.TenantID, k.ActionType, k.Subject).Scan(&h.N, &h.Hi, &h.Lo, &h.AtUS)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		heads.Subject[k] = h
+	}
+	for _, k := range wides {
+		var h sqlstore.LedgerHead
+		err := g.db.wr.queryRow(tx, wideHeadSQL, k.TenantID, k.ActionType).Scan(&h.N, &h.Hi, &h.Lo, &h.AtUS)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		heads.Wide[k] = h
+	}
+	filed, err := heads.File(es)
+	if err != nil {
+		return err
+	}
+	for _, f := range filed {
+		if _, err := g.db.wr.exec(tx, insertLedgerSQL, f.TenantID, f.ActionType, f.Subject, f.Amount, f.AtUS, f.SessionID, f.ActionID,
+			f.SubjectTotal.N, f.SubjectTotal.Hi, f.SubjectTotal.Lo, f.WideTotal.N, f.WideTotal.Hi, f.WideTotal.Lo); err != nil {
+			return err
+		}
+	}
+	for _, k := range subjects {
+		h := heads.Subject[k]
+		if _, err := g.db.wr.exec(tx, putSubjectHeadSQL, k.TenantID, k.ActionType, k.Subject, h.N, h.Hi, h.Lo, h.AtUS); err != nil {
+			return err
+		}
+	}
+	for _, k := range wides {
+		h := heads.Wide[k]
+		if _, err := g.db.wr.exec(tx, putWideHeadSQL, k.TenantID, k.ActionType, h.N, h.Hi, h.Lo, h.AtUS); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 func (g *GateStore) WriteAction(ctx context.Context, w gate.ActionWrite) (gate.ActionRecord, error) {
 	sqlstore.PrepareActionWrite(&w)
@@ -147,10 +206,8 @@ func (g *GateStore) WriteAction(ctx context.Context, w gate.ActionWrite) (gate.A
 				return err
 			}
 		}
-		for _, e := range w.Ledger {
-			if _, err := g.db.wr.exec(tx, insertLedgerSQL, e.TenantID, e.ActionType, e.Subject, e.Amount, sqlstore.Micros(e.At), e.SessionID, e.ActionID); err != nil {
-				return err
-			}
+		if err := g.fileLedger(tx, w.Ledger); err != nil {
+			return err
 		}
 		if w.Audit == nil {
 			return nil
@@ -231,25 +288,92 @@ func (g *GateStore) ExpiringHolds(ctx context.Context, before time.Time, limit i
 	return out, nil
 }
 
-// aggregateSQL is the statement totalling q. Each form has its covering
-// index (see the migration); total() is 0.0, not NULL, over no rows.
-func aggregateSQL(q gate.LedgerQuery) (string, []any) {
-	query := `SELECT count(*), total(amount) FROM gate_ledger WHERE tenant = ? AND action_type = ? AND at_us >= ?`
-	args := []any{q.TenantID, q.ActionType, sqlstore.Micros(q.Since)}
-	if q.Subject != "" {
-		query += ` AND subject = ?`
-		args = append(args, q.Subject)
+// Each query's part of Aggregate's statement: its index, its series'
+// head and the series' last entry before Since (the greatest time, then
+// the greatest n, of the covering index's range), zeros for either when
+// there is none.
+const (
+	subjectTotalSQL = `SELECT ?, coalesce(h.n, 0), coalesce(h.hi, 0), coalesce(h.lo, 0),
+		coalesce(b.subject_n, 0), coalesce(b.subject_hi, 0), coalesce(b.subject_lo, 0)
+	FROM (SELECT 1)
+	LEFT JOIN gate_ledger_subject_heads h ON h.tenant = ? AND h.action_type = ? AND h.subject = ?
+	LEFT JOIN (SELECT subject_n, subject_hi, subject_lo FROM gate_ledger
+		WHERE tenant = ? AND action_type = ? AND subject = ? AND at_us < ?
+		ORDER BY at_us DESC, subject_n DESC LIMIT 1) b ON 1`
+	wideTotalSQL = `SELECT ?, coalesce(h.n, 0), coalesce(h.hi, 0), coalesce(h.lo, 0),
+		coalesce(b.wide_n, 0), coalesce(b.wide_hi, 0), coalesce(b.wide_lo, 0)
+	FROM (SELECT 1)
+	LEFT JOIN gate_ledger_wide_heads h ON h.tenant = ? AND h.action_type = ?
+	LEFT JOIN (SELECT wide_n, wide_hi, wide_lo FROM gate_ledger
+		WHERE tenant = ? AND action_type = ? AND at_us < ?
+		ORDER BY at_us DESC, wide_n DESC LIMIT 1) b ON 1`
+)
+
+// maxTotalsPerStatement bounds the queries of one statement, below
+// SQLite's 500 terms of a compound SELECT. A rule set has at most 64
+// aggregates; a longer batch takes several statements in one read
+// transaction.
+const maxTotalsPerStatement = 128
+
+// aggregateSQL is one statement totalling qs (at most
+// maxTotalsPerStatement), the index of each row being first + its place in
+// qs: the queries' parts joined by UNION ALL, subjects' first, so that
+// its text depends only on how many of each kind there are and a rule
+// set's batch prepares once.
+func aggregateSQL(qs []gate.LedgerQuery, first int) (string, []any) {
+	var parts []string
+	var args []any
+	for _, subject := range []bool{true, false} {
+		for i, q := range qs {
+			since := sqlstore.Micros(q.Since)
+			switch {
+			case subject && q.Subject != "":
+				parts = append(parts, subjectTotalSQL)
+				args = append(args, first+i, q.TenantID, q.ActionType, q.Subject, q.TenantID, q.ActionType, q.Subject, since)
+			case !subject && q.Subject == "":
+				parts = append(parts, wideTotalSQL)
+				args = append(args, first+i, q.TenantID, q.ActionType, q.TenantID, q.ActionType, since)
+			}
+		}
 	}
-	return query, args
+	return strings.Join(parts, "\n\tUNION ALL\n\t"), args
 }
 
-func (g *GateStore) Aggregate(ctx context.Context, q gate.LedgerQuery) (gate.LedgerTotal, error) {
-	query, args := aggregateSQL(q)
-	var t gate.LedgerTotal
-	if err := g.db.queryRow(ctx, query, args...).Scan(&t.Count, &t.Sum); err != nil {
-		return gate.LedgerTotal{}, fmt.Errorf("sqlite: aggregate gate ledger: %w", err)
+func (g *GateStore) Aggregate(ctx context.Context, qs []gate.LedgerQuery) ([]gate.LedgerTotal, error) {
+	if len(qs) == 0 {
+		return nil, nil
 	}
-	return t, nil
+	out := make([]gate.LedgerTotal, len(qs))
+	if len(qs) <= maxTotalsPerStatement {
+		query, args := aggregateSQL(qs, 0)
+		rows, err := g.db.query(ctx, query, args...)
+		if err == nil {
+			defer rows.Close()
+			err = sqlstore.ReadLedgerTotals(rows, out)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: aggregate gate ledger: %w", err)
+		}
+		return out, nil
+	}
+	// One read transaction: its statements read one snapshot.
+	tx, err := g.db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: aggregate gate ledger: %w", err)
+	}
+	defer tx.Rollback()
+	for first := 0; first < len(qs); first += maxTotalsPerStatement {
+		query, args := aggregateSQL(qs[first:min(first+maxTotalsPerStatement, len(qs))], first)
+		rows, err := tx.QueryContext(ctx, query, args...)
+		if err == nil {
+			err = sqlstore.ReadLedgerTotals(rows, out)
+			rows.Close()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: aggregate gate ledger: %w", err)
+		}
+	}
+	return out, nil
 }
 
 func (g *GateStore) PutRuleSet(ctx context.Context, r gate.RuleSetRecord) (gate.RuleSetRecord, error) {

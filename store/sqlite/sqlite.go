@@ -175,10 +175,18 @@ func (db *DB) Close() error {
 	return errors.Join(db.r.Close(), db.w.Close())
 }
 
-func (db *DB) migrate(ctx context.Context) error {
+func (db *DB) migrate(ctx context.Context) error { return db.migrateTo(ctx, 0) }
+
+// migrateTo applies the pending migrations up to version to, or every one
+// when to is 0; a test stops at an older version to check what a later
+// migration does to the data it finds.
+func (db *DB) migrateTo(ctx context.Context, to int) error {
 	all, err := sqlmigrate.Load(migrationFS, "migrations")
 	if err != nil {
 		return fmt.Errorf("sqlite: %w", err)
+	}
+	if to > 0 && to < len(all) {
+		all = all[:to]
 	}
 	// The write lock taken by BEGIN IMMEDIATE keeps two processes opening
 	// the same file from migrating it at once.

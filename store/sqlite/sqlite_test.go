@@ -74,7 +74,7 @@ func assertPrivate(t *testing.T, path string) {
 }
 
 // rawOpen opens path with the bare driver, bypassing Open.
-func rawOpen(t *testing.T, path string) *sql.DB {
+func rawOpen(t testing.TB, path string) *sql.DB {
 	t.Helper()
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path)}
 	raw, err := sql.Open("sqlite", u.String())

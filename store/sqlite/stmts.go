@@ -43,6 +43,15 @@ func (db *DB) queryRow(ctx context.Context, query string, args ...any) *sql.Row 
 	return s.QueryRowContext(ctx, args...)
 }
 
+// query runs a prepared read returning rows.
+func (db *DB) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	s, err := db.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return s.QueryContext(ctx, args...)
+}
+
 // closeStmts closes the prepared reads before the pool.
 func (db *DB) closeStmts() {
 	db.reads.mu.Lock()

@@ -21,12 +21,17 @@
 //     ledger entries of a write are recorded with it or not at all, the
 //     audit chain under concurrent appends (no gap or fork; every entry
 //     verifies with gate.NewAuditVerifier; bodies kept byte for byte),
-//     ledger totals at their time boundary, rule set versions under
-//     concurrent puts, listing order and keyset paging, tenant isolation,
-//     and that every time (to the microsecond, in UTC), duration and JSON
-//     field survives a round trip. BenchmarkGateStore measures action
-//     writes and shows whether a ledger total's cost depends on the
-//     ledger's size.
+//     ledger totals at their time boundary and against a brute-force
+//     recount of random entries and windows (batches of any length, one
+//     snapshot under concurrent writers, cents after a lifetime of 10^12,
+//     late entries filed at their series' latest time, non-finite amounts
+//     refused whole), rule set versions under concurrent puts, listing
+//     order and keyset paging, tenant isolation, and that every time (to
+//     the microsecond, in UTC), duration and JSON field survives a round
+//     trip. TestGateLedgerBackfill checks the migration to running
+//     totals on a store's older schema. BenchmarkGateStore measures
+//     action writes, BenchmarkGateLedger ledger totals at two ledger
+//     sizes against the old count and sum.
 //
 // The contracts are public (a2asrv's store interfaces, registry.Store) and
 // this package imports no internal package of the module, so an outside

@@ -30,6 +30,11 @@ func TestGateStore(t *testing.T, newStore func(t *testing.T) gate.Store) {
 	t.Run("ListActionsLimit", func(t *testing.T) { testGateListLimit(t, newStore(t)) })
 	t.Run("ExpiringHolds", func(t *testing.T) { testGateExpiringHolds(t, newStore(t)) })
 	t.Run("Aggregate", func(t *testing.T) { testGateAggregate(t, newStore(t)) })
+	t.Run("LedgerRecount", func(t *testing.T) { testGateLedgerRecount(t, newStore(t)) })
+	t.Run("LedgerPrecision", func(t *testing.T) { testGateLedgerPrecision(t, newStore(t)) })
+	t.Run("LedgerTimeOrder", func(t *testing.T) { testGateLedgerTimeOrder(t, newStore(t)) })
+	t.Run("LedgerRefused", func(t *testing.T) { testGateLedgerRefused(t, newStore(t)) })
+	t.Run("LedgerConcurrent", func(t *testing.T) { testGateLedgerConcurrent(t, newStore(t)) })
 	t.Run("RuleSets", func(t *testing.T) { testGateRuleSets(t, newStore(t)) })
 	t.Run("RuleSetsConcurrent", func(t *testing.T) { testGateRuleSetsConcurrent(t, newStore(t)) })
 	t.Run("AuditChain", func(t *testing.T) { testGateAuditChain(t, newStore(t)) })
@@ -398,9 +403,8 @@ func testGateClaimOnce(t *testing.T, s gate.Store) {
 	if len(entries) != rounds {
 		t.Fatalf("%d audit entries, want one per granted claim (%d)", len(entries), rounds)
 	}
-	total, err := s.Aggregate(ctx, gate.LedgerQuery{TenantID: "acme", ActionType: "refund", Subject: "c-9"})
-	if err != nil || total.Count != rounds || total.Sum != rounds {
-		t.Errorf("ledger = %+v, %v; want %d entries, one per granted claim", total, err, rounds)
+	if got := total(t, s, gate.LedgerQuery{TenantID: "acme", ActionType: "refund", Subject: "c-9"}); got.Count != rounds || got.Sum != rounds {
+		t.Errorf("ledger = %+v; want %d entries, one per granted claim", got, rounds)
 	}
 	if other.Version != rounds+1 {
 		t.Errorf("globex's action at version %d, want %d", other.Version, rounds+1)
@@ -458,13 +462,14 @@ func auditHead(t *testing.T, s gate.Store) (int64, string) {
 	return seq, hash
 }
 
+// total is q's total, asked alone.
 func total(t *testing.T, s gate.Store, q gate.LedgerQuery) gate.LedgerTotal {
 	t.Helper()
-	tot, err := s.Aggregate(ctxT(t), q)
-	if err != nil {
-		t.Fatalf("Aggregate(%+v): %v", q, err)
+	tot, err := s.Aggregate(ctxT(t), []gate.LedgerQuery{q})
+	if err != nil || len(tot) != 1 {
+		t.Fatalf("Aggregate(%+v) = %v, %v; want one total", q, tot, err)
 	}
-	return tot
+	return tot[0]
 }
 
 // testGateWriteAtomic: the audit entry and ledger entries of an action
@@ -832,14 +837,27 @@ func testGateAggregate(t *testing.T, s gate.Store) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := s.Aggregate(ctx, tt.q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != tt.want {
+			if got := total(t, s, tt.q); got != tt.want {
 				t.Errorf("Aggregate = %+v, want %+v", got, tt.want)
 			}
 		})
+	}
+	// Asked together, each query has its own total, in the order asked,
+	// whatever the mix of subject and action-type queries.
+	var qs []gate.LedgerQuery
+	var want []gate.LedgerTotal
+	for _, i := range []int{5, 0, 13, 6, 2, 10, 2, 7, 11, 1, 3, 4, 8, 9, 12} {
+		qs, want = append(qs, tests[i].q), append(want, tests[i].want)
+	}
+	got, err := s.Aggregate(ctx, qs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := gocmp.Diff(want, got); d != "" {
+		t.Errorf("Aggregate of a batch (-want +got):\n%s", d)
+	}
+	if got, err := s.Aggregate(ctx, nil); got != nil || err != nil {
+		t.Errorf("Aggregate of no queries = %v, %v; want nil, nil", got, err)
 	}
 }
 

@@ -5,8 +5,10 @@
 // IN condition and a partial index both name (StateList); and the gate
 // store's column layout (SessionCols, ActionCols with their Args and Scan
 // functions, times as Micros) with what a store assigns before it writes
-// (PrepareSession, PrepareActionWrite) and how an audit entry takes its
-// place in the chain (Chain). It holds what is
+// (PrepareSession, PrepareActionWrite), how an audit entry takes its
+// place in the chain (Chain), and how a ledger entry is filed with its
+// series' running totals (RunningTotal, LedgerSeries, LedgerHeads.File,
+// ReadLedgerTotals). It holds what is
 // SQL but not one dialect's, so it stays out of the public a2a/a2astore,
 // whose encodings any store may use; it is internal to store/ because no
 // one else writes SQL.
