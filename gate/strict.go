@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // MaxDocumentSize bounds what the strict decoders read: a verdict or an
@@ -77,7 +79,8 @@ func CheckStructure(data []byte) error {
 	if d, ok := t.(json.Delim); !ok || d != '{' {
 		return &StructureError{Problem: "not_object", Path: "$"}
 	}
-	if err := walkObject(dec, "$", 1); err != nil {
+	w := walker{dec: dec}
+	if err := w.object(1); err != nil {
 		return err
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
@@ -89,40 +92,77 @@ func CheckStructure(data []byte) error {
 // maxDepth bounds nesting so a hostile document cannot exhaust the stack.
 const maxDepth = 64
 
-func walkObject(dec *json.Decoder, path string, depth int) error {
-	if depth > maxDepth {
-		return &StructureError{Problem: "depth", Path: path}
+// walker checks one document's tokens. The path to the current value is
+// kept as steps and spelled out only for an error: most documents have
+// none, and building every member's path cost more than the walk.
+type walker struct {
+	dec   *json.Decoder
+	steps []pathStep
+}
+
+// pathStep is one step of a path: a member name, or an array index when
+// the name is unset.
+type pathStep struct {
+	key   string
+	index int
+	isKey bool
+}
+
+func (w *walker) path() string {
+	b := []byte("$")
+	for _, st := range w.steps {
+		if st.isKey {
+			b = append(append(b, '.'), st.key...)
+		} else {
+			b = append(strconv.AppendInt(append(b, '['), int64(st.index), 10), ']')
+		}
 	}
-	seen := map[string]bool{}
-	for dec.More() {
-		t, err := dec.Token()
+	return string(b)
+}
+
+func (w *walker) fail(problem string, err error) error {
+	return &StructureError{Problem: problem, Path: w.path(), Err: err}
+}
+
+func (w *walker) object(depth int) error {
+	if depth > maxDepth {
+		return w.fail("depth", nil)
+	}
+	var seen map[string]struct{}
+	for w.dec.More() {
+		t, err := w.dec.Token()
 		if err != nil {
-			return &StructureError{Problem: "syntax", Path: path, Err: err}
+			return w.fail("syntax", err)
 		}
 		key, ok := t.(string)
 		if !ok {
-			return &StructureError{Problem: "syntax", Path: path, Err: errors.New("object key is not a string")}
+			return w.fail("syntax", errors.New("object key is not a string"))
 		}
-		field := path + "." + key
 		folded := foldKey(key)
-		if seen[folded] {
-			return &StructureError{Problem: "duplicate", Path: field, Key: key}
+		if _, dup := seen[folded]; dup {
+			w.steps = append(w.steps, pathStep{key: key, isKey: true})
+			return &StructureError{Problem: "duplicate", Path: w.path(), Key: key}
 		}
-		seen[folded] = true
-		if err := walkValue(dec, field, depth); err != nil {
+		if seen == nil {
+			seen = make(map[string]struct{}, 8)
+		}
+		seen[folded] = struct{}{}
+		w.steps = append(w.steps, pathStep{key: key, isKey: true})
+		if err := w.value(depth); err != nil {
 			return err
 		}
+		w.steps = w.steps[:len(w.steps)-1]
 	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		return &StructureError{Problem: "syntax", Path: path, Err: err}
+	if _, err := w.dec.Token(); err != nil { // the closing brace
+		return w.fail("syntax", err)
 	}
 	return nil
 }
 
-func walkValue(dec *json.Decoder, path string, depth int) error {
-	t, err := dec.Token()
+func (w *walker) value(depth int) error {
+	t, err := w.dec.Token()
 	if err != nil {
-		return &StructureError{Problem: "syntax", Path: path, Err: err}
+		return w.fail("syntax", err)
 	}
 	d, ok := t.(json.Delim)
 	if !ok {
@@ -130,22 +170,24 @@ func walkValue(dec *json.Decoder, path string, depth int) error {
 	}
 	switch d {
 	case '{':
-		return walkObject(dec, path, depth+1)
+		return w.object(depth + 1)
 	case '[':
 		if depth+1 > maxDepth {
-			return &StructureError{Problem: "depth", Path: path}
+			return w.fail("depth", nil)
 		}
-		for i := 0; dec.More(); i++ {
-			if err := walkValue(dec, fmt.Sprintf("%s[%d]", path, i), depth+1); err != nil {
+		for i := 0; w.dec.More(); i++ {
+			w.steps = append(w.steps, pathStep{index: i})
+			if err := w.value(depth + 1); err != nil {
 				return err
 			}
+			w.steps = w.steps[:len(w.steps)-1]
 		}
-		if _, err := dec.Token(); err != nil {
-			return &StructureError{Problem: "syntax", Path: path, Err: err}
+		if _, err := w.dec.Token(); err != nil {
+			return w.fail("syntax", err)
 		}
 		return nil
 	}
-	return &StructureError{Problem: "syntax", Path: path, Err: fmt.Errorf("unexpected %v", d)}
+	return w.fail("syntax", fmt.Errorf("unexpected %v", d))
 }
 
 // foldKey maps a member name to one representative of its case-folding
@@ -153,6 +195,34 @@ func walkValue(dec *json.Decoder, path string, depth int) error {
 // the smallest rune of its simple-fold orbit, so "K", "k" and the Kelvin
 // sign all fold together.
 func foldKey(s string) string {
+	// ASCII first: a letter's orbit is its two cases, plus a non-ASCII
+	// rune for K and S, so its least member is the upper case.
+	ascii, lower := true, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+		lower = lower || ('a' <= c && c <= 'z')
+	}
+	if ascii {
+		if !lower {
+			return s
+		}
+		b := []byte(s)
+		for i, c := range b {
+			if 'a' <= c && c <= 'z' {
+				b[i] = c - 'a' + 'A'
+			}
+		}
+		return string(b)
+	}
+	return foldRunes(s)
+}
+
+// foldRunes is foldKey rune by rune, for any text.
+func foldRunes(s string) string {
 	var b strings.Builder
 	for _, r := range s {
 		least := r
