@@ -1,0 +1,236 @@
+package gate
+
+// quickClean is CheckStructure's fast path: it reports true only when
+// data is certainly one well-formed JSON object, nested at most maxDepth
+// deep, with nothing after it but white space, whose members' names are
+// ASCII without escapes and never repeat in one object under foldKey.
+// Anything else (a syntax error, an escape or a non-ASCII byte in a name,
+// a duplicate) makes it answer false, and CheckStructure walks the
+// document token by token, which also says what is wrong and where. The
+// walk through encoding/json's tokens costs about three full decodes;
+// this scan, which allocates only for objects' name sets, costs a
+// fraction of one.
+func quickClean(data []byte) bool {
+	s := scanner{in: data}
+	s.space()
+	if s.i >= len(s.in) || s.in[s.i] != '{' {
+		return false
+	}
+	if !s.value(1) {
+		return false
+	}
+	s.space()
+	return s.i == len(s.in)
+}
+
+type scanner struct {
+	in []byte
+	i  int
+}
+
+func (s *scanner) space() {
+	for s.i < len(s.in) {
+		switch s.in[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// value scans one value at s.i; depth counts the containers it is in,
+// itself included when it is one.
+func (s *scanner) value(depth int) bool {
+	if s.i >= len(s.in) {
+		return false
+	}
+	switch c := s.in[s.i]; {
+	case c == '{':
+		return depth <= maxDepth && s.object(depth)
+	case c == '[':
+		return depth <= maxDepth && s.array(depth)
+	case c == '"':
+		_, ok := s.str()
+		return ok
+	case c == 't':
+		return s.word("true")
+	case c == 'f':
+		return s.word("false")
+	case c == 'n':
+		return s.word("null")
+	case c == '-' || isDigit(c):
+		return s.number()
+	}
+	return false
+}
+
+func (s *scanner) word(w string) bool {
+	if len(s.in)-s.i < len(w) || string(s.in[s.i:s.i+len(w)]) != w {
+		return false
+	}
+	s.i += len(w)
+	return true
+}
+
+func (s *scanner) object(depth int) bool {
+	s.i++ // {
+	s.space()
+	if s.i < len(s.in) && s.in[s.i] == '}' {
+		s.i++
+		return true
+	}
+	var seen map[string]struct{}
+	for {
+		if s.i >= len(s.in) || s.in[s.i] != '"' {
+			return false
+		}
+		name, simple := s.str()
+		if !simple {
+			return false
+		}
+		for _, c := range name {
+			if c == '\\' || c >= 0x80 {
+				return false
+			}
+		}
+		key := foldKey(string(name))
+		if _, dup := seen[key]; dup {
+			return false
+		}
+		if seen == nil {
+			seen = make(map[string]struct{}, 8)
+		}
+		seen[key] = struct{}{}
+		s.space()
+		if s.i >= len(s.in) || s.in[s.i] != ':' {
+			return false
+		}
+		s.i++
+		s.space()
+		if !s.value(depth + 1) {
+			return false
+		}
+		s.space()
+		if s.i >= len(s.in) {
+			return false
+		}
+		switch s.in[s.i] {
+		case ',':
+			s.i++
+			s.space()
+		case '}':
+			s.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+func (s *scanner) array(depth int) bool {
+	s.i++ // [
+	s.space()
+	if s.i < len(s.in) && s.in[s.i] == ']' {
+		s.i++
+		return true
+	}
+	for {
+		if !s.value(depth + 1) {
+			return false
+		}
+		s.space()
+		if s.i >= len(s.in) {
+			return false
+		}
+		switch s.in[s.i] {
+		case ',':
+			s.i++
+			s.space()
+		case ']':
+			s.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// str scans a string at s.i and returns its raw contents (escapes left
+// as written). ok is false for a malformed string: an unterminated one, a
+// control character, or an escape JSON does not have.
+func (s *scanner) str() (raw []byte, ok bool) {
+	start := s.i + 1
+	for j := start; j < len(s.in); j++ {
+		switch c := s.in[j]; {
+		case c == '"':
+			s.i = j + 1
+			return s.in[start:j], true
+		case c < 0x20:
+			return nil, false
+		case c == '\\':
+			j++
+			if j >= len(s.in) {
+				return nil, false
+			}
+			switch s.in[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if j+4 >= len(s.in) {
+					return nil, false
+				}
+				for _, h := range s.in[j+1 : j+5] {
+					if !isHex(h) {
+						return nil, false
+					}
+				}
+				j += 4
+			default:
+				return nil, false
+			}
+		}
+	}
+	return nil, false
+}
+
+func isHex(c byte) bool { return isDigit(c) || ('a' <= c && c <= 'f') || ('A' <= c && c <= 'F') }
+
+// number scans JSON's number grammar: -?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?
+func (s *scanner) number() bool {
+	if s.in[s.i] == '-' {
+		s.i++
+	}
+	switch {
+	case s.i < len(s.in) && s.in[s.i] == '0':
+		s.i++
+	case s.i < len(s.in) && isDigit(s.in[s.i]):
+		s.digits()
+	default:
+		return false
+	}
+	if s.i < len(s.in) && s.in[s.i] == '.' {
+		s.i++
+		if !s.digits() {
+			return false
+		}
+	}
+	if s.i < len(s.in) && (s.in[s.i] == 'e' || s.in[s.i] == 'E') {
+		s.i++
+		if s.i < len(s.in) && (s.in[s.i] == '+' || s.in[s.i] == '-') {
+			s.i++
+		}
+		if !s.digits() {
+			return false
+		}
+	}
+	return true
+}
+
+// digits scans one or more digits.
+func (s *scanner) digits() bool {
+	start := s.i
+	for s.i < len(s.in) && isDigit(s.in[s.i]) {
+		s.i++
+	}
+	return s.i > start
+}
