@@ -112,15 +112,20 @@ func (c *canonicalizer) document() error {
 	return nil
 }
 
-func (c *canonicalizer) space() {
-	for c.pos < len(c.in) {
-		switch c.in[c.pos] {
+func (c *canonicalizer) space() { c.pos = skipSpace(c.in, c.pos) }
+
+// skipSpace returns the index of the first byte at or after i in in that
+// is not JSON white space.
+func skipSpace(in []byte, i int) int {
+	for i < len(in) {
+		switch in[i] {
 		case ' ', '\t', '\n', '\r':
-			c.pos++
+			i++
 		default:
-			return
+			return i
 		}
 	}
+	return i
 }
 
 func (c *canonicalizer) value(depth int) error {

@@ -28,16 +28,7 @@ type scanner struct {
 	i  int
 }
 
-func (s *scanner) space() {
-	for s.i < len(s.in) {
-		switch s.in[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
+func (s *scanner) space() { s.i = skipSpace(s.in, s.i) }
 
 // value scans one value at s.i; depth counts the containers it is in,
 // itself included when it is one.
@@ -111,21 +102,29 @@ func (s *scanner) object(depth int) bool {
 		if !s.value(depth + 1) {
 			return false
 		}
-		s.space()
-		if s.i >= len(s.in) {
-			return false
-		}
-		switch s.in[s.i] {
-		case ',':
-			s.i++
-			s.space()
-		case '}':
-			s.i++
-			return true
-		default:
-			return false
+		if more, ok := s.separator('}'); !more {
+			return ok
 		}
 	}
+}
+
+// separator scans what follows a container's member: a comma (more is
+// true) or the closing byte (more is false, ok true).
+func (s *scanner) separator(closing byte) (more, ok bool) {
+	s.space()
+	if s.i >= len(s.in) {
+		return false, false
+	}
+	switch s.in[s.i] {
+	case ',':
+		s.i++
+		s.space()
+		return true, true
+	case closing:
+		s.i++
+		return false, true
+	}
+	return false, false
 }
 
 func (s *scanner) array(depth int) bool {
@@ -139,19 +138,8 @@ func (s *scanner) array(depth int) bool {
 		if !s.value(depth + 1) {
 			return false
 		}
-		s.space()
-		if s.i >= len(s.in) {
-			return false
-		}
-		switch s.in[s.i] {
-		case ',':
-			s.i++
-			s.space()
-		case ']':
-			s.i++
-			return true
-		default:
-			return false
+		if more, ok := s.separator(']'); !more {
+			return ok
 		}
 	}
 }
