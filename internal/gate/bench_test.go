@@ -143,37 +143,18 @@ func BenchmarkRules20(b *testing.B) {
 			if err := json.Unmarshal(wire.Context, &ctxMap); err != nil {
 				b.Fatal(err)
 			}
-			// aggregates runs the rule set's ledger queries whose scope
+			// aggregatesOf runs the rule set's ledger queries whose scope
 			// scope selects ("" for all of them).
-			aggregates := func(scope string) map[string]float64 {
-				now := time.Now()
-				agg := map[string]float64{}
-				var qs []pub.LedgerQuery
-				var names, measures []string
-				for _, a := range set.doc.Aggregates {
-					if scope != "" && (scope == "tenant") != (a.Scope == "tenant") {
-						continue
-					}
-					q := pub.LedgerQuery{TenantID: "acme", ActionType: a.ActionType, Since: now.Add(-time.Duration(a.Window))}
-					if a.Scope != "tenant" {
-						q.Subject = bench.GateCustomer(n)
-					}
-					qs, names, measures = append(qs, q), append(names, a.Name), append(measures, a.Measure)
-				}
-				totals, err := f.store.Aggregate(ctx, qs)
+			aggregatesOf := func(scope string) map[string]float64 {
+				agg, err := aggregates(ctx, f.store, set, "acme", time.Now(), func(a pub.AggregateSpec) (string, bool) {
+					return bench.GateCustomer(n), scope == "" || (scope == "tenant") == (a.Scope == "tenant")
+				})
 				if err != nil {
 					b.Fatal(err)
 				}
-				for i, t := range totals {
-					if measures[i] == "sum" {
-						agg[names[i]] = t.Sum
-					} else {
-						agg[names[i]] = float64(t.Count)
-					}
-				}
 				return agg
 			}
-			agg := aggregates("")
+			agg := aggregatesOf("")
 			if agg["tenant_refund_sum_24h"] == 0 || agg["refunds_168h"] == 0 {
 				b.Fatalf("aggregates %v do not see the seeded ledger", agg)
 			}
@@ -203,7 +184,7 @@ func BenchmarkRules20(b *testing.B) {
 				b.Run(name, func(b *testing.B) {
 					b.ReportAllocs()
 					for b.Loop() {
-						aggregates(scope)
+						aggregatesOf(scope)
 					}
 				})
 			}

@@ -276,32 +276,15 @@ func (s *Service) applyRules(ctx context.Context, set *ruleSet, sess pub.Session
 		return outcome{verdict: pub.Pass}, nil
 	}
 	d.RuleSetVersion, d.RuleSetHash, d.Shadow = set.version, set.hash, set.doc.Shadow
-	agg := map[string]float64{}
-	var qs []pub.LedgerQuery
-	var asked []int // qs[i] is set.doc.Aggregates[asked[i]]
-	for i, a := range set.doc.Aggregates {
-		q := pub.LedgerQuery{TenantID: act.TenantID, ActionType: a.ActionType, Since: now.Add(-time.Duration(a.Window))}
-		if a.Scope != "tenant" {
-			subject, ok := subjectOf(ctxMap, set.subjectField(a.ActionType, act.Context.ContextType()))
-			if !ok {
-				continue // absent: a rule that reads it fails closed
-			}
-			q.Subject = subject
+	ctxType := act.Context.ContextType()
+	agg, err := aggregates(ctx, s.store, set, act.TenantID, now, func(a pub.AggregateSpec) (string, bool) {
+		if a.Scope == "tenant" {
+			return "", true
 		}
-		qs, asked = append(qs, q), append(asked, i)
-	}
-	// One call, one snapshot of the ledger for every aggregate.
-	totals, err := s.store.Aggregate(ctx, qs)
+		return subjectOf(ctxMap, set.subjectField(a.ActionType, ctxType)) // absent: a rule that reads it fails closed
+	})
 	if err != nil {
-		return outcome{}, fmt.Errorf("aggregates: %w", err)
-	}
-	for i, total := range totals {
-		a := set.doc.Aggregates[asked[i]]
-		if a.Measure == "sum" {
-			agg[a.Name] = total.Sum
-		} else {
-			agg[a.Name] = float64(total.Count)
-		}
+		return outcome{}, err
 	}
 	d.Aggregates = agg
 	res := set.compiled.Evaluate(ctx, rules.Activation{
@@ -341,6 +324,40 @@ func (s *Service) applyRules(ctx context.Context, set *ruleSet, sess pub.Session
 		}
 	}
 	return out, nil
+}
+
+// aggregates totals the set's aggregates that subject selects, in one
+// store call and so from one snapshot of the ledger. subject is asked of
+// every aggregate: false leaves it out, and the name it gives is what a
+// subject-scoped one is about (tenant-wide ones ignore it).
+func aggregates(ctx context.Context, store pub.Store, set *ruleSet, tenant string, now time.Time, subject func(pub.AggregateSpec) (string, bool)) (map[string]float64, error) {
+	var qs []pub.LedgerQuery
+	var asked []int // qs[i] is set.doc.Aggregates[asked[i]]
+	for i, a := range set.doc.Aggregates {
+		about, ok := subject(a)
+		if !ok {
+			continue
+		}
+		q := pub.LedgerQuery{TenantID: tenant, ActionType: a.ActionType, Since: now.Add(-time.Duration(a.Window))}
+		if a.Scope != "tenant" {
+			q.Subject = about
+		}
+		qs, asked = append(qs, q), append(asked, i)
+	}
+	totals, err := store.Aggregate(ctx, qs)
+	if err != nil {
+		return nil, fmt.Errorf("aggregates: %w", err)
+	}
+	agg := make(map[string]float64, len(totals))
+	for i, total := range totals {
+		a := set.doc.Aggregates[asked[i]]
+		if a.Measure == "sum" {
+			agg[a.Name] = total.Sum
+		} else {
+			agg[a.Name] = float64(total.Count)
+		}
+	}
+	return agg, nil
 }
 
 // applyJudge asks the LLM judge and combines: it may escalate, never
