@@ -96,7 +96,7 @@ type Options struct {
 // CodeUnauthenticated is the JSON-RPC code for a request whose caller could
 // not be identified. A2A leaves authentication errors to the implementation;
 // this is the code a2a-go uses.
-const CodeUnauthenticated = -31401
+const CodeUnauthenticated = a2a.CodeUnauthenticated
 
 // Handler serves one agent over the A2A JSON-RPC binding: POST to its root
 // runs a method, GET /.well-known/agent-card.json returns the card.
@@ -187,7 +187,10 @@ func (h *Handler) newID() string {
 	return a2a.NewID()
 }
 
-// ServeHTTP routes a request relative to the agent's mount point.
+// ServeHTTP routes a request relative to the agent's mount point: a POST
+// to the root is JSON-RPC, the card is at a2a.WellKnownCardPath, and the
+// HTTP+JSON binding's resources (/message:send, /tasks/…, with or without
+// a /{tenant} prefix) are beside them, so one URL serves both bindings.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	switch {
@@ -201,7 +204,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case path == a2a.WellKnownCardPath:
 		h.serveCard(w, r)
 	default:
-		http.NotFound(w, r)
+		if !h.serveREST(w, r) {
+			http.NotFound(w, r)
+		}
 	}
 }
 
