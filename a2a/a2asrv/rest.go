@@ -25,8 +25,22 @@ type restRoute struct {
 	config string // push-config id
 }
 
-// restContentType is what the binding answers with (spec §11.1).
+// restContentType is what the binding answers with (spec §11.1), unless
+// the caller's Accept names application/json and not it: a2a-go's client
+// asks for application/json and reads an error body only under that type.
 const restContentType = "application/a2a+json"
+
+// answerType is the media type of a JSON answer to r: application/a2a+json
+// when the caller asks for it or for anything, else application/json (a
+// caller that asks for application/json, or for an event stream and is
+// answered with an error instead).
+func answerType(r *http.Request) string {
+	accept := strings.Join(r.Header.Values("Accept"), ",")
+	if accept == "" || strings.Contains(accept, restContentType) || strings.Contains(accept, "*/*") {
+		return restContentType
+	}
+	return "application/json"
+}
 
 // parseRESTPath maps a verb and a path relative to the agent's root to a
 // method. The path is matched first as it is, then with its first segment
@@ -158,6 +172,14 @@ func init() {
 				queryString("contextId", &req.ContextID), queryState("status", &req.Status),
 				queryInt("pageSize", &req.PageSize), queryString("pageToken", &req.PageToken),
 				queryInt("historyLength", &req.HistoryLength), queryString("statusTimestampAfter", &req.StatusTimestampAfter),
+				// a2a-go v2.3.1's client sends the filter under this
+				// name; the spec's name wins when both are given.
+				queryParam{"lastUpdatedAfter", func(v string) *a2a.Error {
+					if req.StatusTimestampAfter == "" {
+						req.StatusTimestampAfter = v
+					}
+					return nil
+				}},
 				queryBool("includeArtifacts", &req.IncludeArtifacts))
 		}, (*Handler).listTasks),
 		a2a.MethodCancelTask: restUnary(func(h *Handler, rc *restCall) (*a2a.CancelTaskRequest, *a2a.Error) {
@@ -329,7 +351,7 @@ func restUnary[Req, Resp any](read func(*Handler, *restCall) (*Req, *a2a.Error),
 			return
 		}
 		hd := rc.w.Header()
-		hd.Set("Content-Type", restContentType)
+		hd.Set("Content-Type", answerType(rc.r))
 		hd.Set("Content-Length", itoa(len(b)))
 		_, _ = rc.w.Write(b)
 	}
@@ -422,7 +444,7 @@ func (h *Handler) serveREST(w http.ResponseWriter, r *http.Request) (ok bool) {
 			return false
 		}
 		w.Header().Set("Allow", strings.Join(sortedVerbs(allowed), ", "))
-		writeRESTError(w, a2a.NewError(a2a.CodeMethodNotFound, "%s is not allowed here", r.Method), http.StatusMethodNotAllowed)
+		writeRESTError(w, r, a2a.NewError(a2a.CodeMethodNotFound, "%s is not allowed here", r.Method), http.StatusMethodNotAllowed)
 		return true
 	}
 	leave := h.shut.enter()
@@ -458,16 +480,16 @@ func (h *Handler) restFail(rc *restCall, e *a2a.Error) {
 	if status == 0 {
 		status = e.HTTPStatus()
 	}
-	writeRESTError(rc.w, e, status)
+	writeRESTError(rc.w, rc.r, e, status)
 }
 
-func writeRESTError(w http.ResponseWriter, e *a2a.Error, status int) {
+func writeRESTError(w http.ResponseWriter, r *http.Request, e *a2a.Error, status int) {
 	body, err := e.MarshalStatusAs(status)
 	if err != nil {
 		body = []byte(`{"error":{"code":500,"status":"INTERNAL","message":"internal error","details":[]}}`)
 		status = http.StatusInternalServerError
 	}
-	w.Header().Set("Content-Type", restContentType)
+	w.Header().Set("Content-Type", answerType(r))
 	w.Header().Set("Content-Length", itoa(len(body)))
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
