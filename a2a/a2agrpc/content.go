@@ -20,7 +20,7 @@ func partToPB(p *a2a.Part) (*a2apb.Part, error) {
 	case a2a.PartURL:
 		out.Content = &a2apb.Part_Url{Url: validString(p.URL)}
 	case a2a.PartData:
-		v, err := jsonToPB(p.Data)
+		v, err := jsonToPB(p.Data, 0)
 		if err != nil {
 			return nil, at("data", err)
 		}

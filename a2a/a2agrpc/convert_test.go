@@ -287,6 +287,7 @@ func TestFromPBRefuses(t *testing.T) {
 		{"timestamp nanos out of range", &a2apb.ListTasksRequest{StatusTimestampAfter: &timestamppb.Timestamp{Nanos: 1e9}}, nil, "statusTimestampAfter"},
 		{"artifact part without content", &a2apb.StreamResponse{Payload: &a2apb.StreamResponse_ArtifactUpdate{ArtifactUpdate: &a2apb.TaskArtifactUpdateEvent{Artifact: &a2apb.Artifact{Parts: []*a2apb.Part{{}}}}}}, a2a.ErrPartContent, "artifactUpdate.artifact.parts[0]"},
 		{"list of tasks", &a2apb.ListTasksResponse{Tasks: []*a2apb.Task{{}, {Status: &a2apb.TaskStatus{State: 10}}}}, a2agrpc.ErrEnumValue, "tasks[1].status.state"},
+		{"struct that contains itself", &a2apb.CancelTaskRequest{Metadata: cyclicStruct()}, a2agrpc.ErrDepth, `metadata."self"."self"`},
 		{"card extension params", &a2apb.AgentCard{Capabilities: &a2apb.AgentCapabilities{Extensions: []*a2apb.AgentExtension{{Params: &structpb.Struct{Fields: map[string]*structpb.Value{"p": {}}}}}}}, a2agrpc.ErrNoValue, `capabilities.extensions[0].params."p"`},
 	}
 	for _, tt := range tests {
@@ -296,8 +297,8 @@ func TestFromPBRefuses(t *testing.T) {
 				t.Fatal("converted; want an error")
 			}
 			var fe *a2agrpc.FieldError
-			if !errors.As(err, &fe) || fe.Path != tt.path {
-				t.Errorf("error %v: want a *FieldError at %q", err, tt.path)
+			if !errors.As(err, &fe) || !strings.HasPrefix(fe.Path, tt.path) || len(fe.Path) > len(tt.path) && tt.want != a2agrpc.ErrDepth {
+				t.Errorf("error %.300v: want a *FieldError at %q", err, tt.path)
 			}
 			if tt.want != nil && !errors.Is(err, tt.want) {
 				t.Errorf("error %v: want one that matches %v", err, tt.want)
@@ -340,6 +341,8 @@ func TestToPBRefuses(t *testing.T) {
 		{"two stream members", &a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{}, ArtifactUpdate: &a2a.TaskArtifactUpdateEvent{}}, a2agrpc.ErrOneof, ""},
 		{"timestamp after 9999", &a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{Status: a2a.TaskStatus{Timestamp: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}}}, nil, "statusUpdate.status.timestamp"},
 		{"statusTimestampAfter not RFC 3339", &a2a.ListTasksRequest{StatusTimestampAfter: "yesterday"}, nil, "statusTimestampAfter"},
+		{"map that contains itself", &a2a.CancelTaskRequest{Metadata: cyclicMap()}, a2agrpc.ErrDepth, `metadata."self"."self"`},
+		{"data nested deeper than protobuf reads", &a2a.StreamResponse{Message: &a2a.Message{Parts: []a2a.Part{{Kind: a2a.PartData, Data: nested(3001)}}}}, a2agrpc.ErrDepth, `message.parts[0].data."a"`},
 		{"two security scheme members", &a2a.AgentCard{SecuritySchemes: map[string]a2a.SecurityScheme{"s": {MTLS: &a2a.MutualTLSSecurityScheme{}, HTTPAuth: &a2a.HTTPAuthSecurityScheme{}}}}, a2agrpc.ErrOneof, `securitySchemes."s"`},
 		{"OAuth flows of the wrong shape", &a2a.AgentCard{SecuritySchemes: map[string]a2a.SecurityScheme{"o": {OAuth2: &a2a.OAuth2SecurityScheme{Flows: json.RawMessage(`{"clientCredentials":{"tokenUrl":5}}`)}}}}, nil, `securitySchemes."o".oauth2SecurityScheme.flows`},
 	}
@@ -350,8 +353,8 @@ func TestToPBRefuses(t *testing.T) {
 				t.Fatal("converted; want an error")
 			}
 			var fe *a2agrpc.FieldError
-			if !errors.As(err, &fe) || fe.Path != tt.path {
-				t.Errorf("error %v: want a *FieldError at %q", err, tt.path)
+			if !errors.As(err, &fe) || !strings.HasPrefix(fe.Path, tt.path) || len(fe.Path) > len(tt.path) && tt.want != a2agrpc.ErrDepth {
+				t.Errorf("error %.300v: want a *FieldError at %q", err, tt.path)
 			}
 			if tt.want != nil && !errors.Is(err, tt.want) {
 				t.Errorf("error %v: want one that matches %v", err, tt.want)
@@ -360,5 +363,46 @@ func TestToPBRefuses(t *testing.T) {
 				t.Errorf("error %q does not say where it comes from", err)
 			}
 		})
+	}
+}
+
+func cyclicMap() map[string]any {
+	m := map[string]any{}
+	m["self"] = m
+	return m
+}
+
+func cyclicStruct() *structpb.Struct {
+	s := &structpb.Struct{Fields: map[string]*structpb.Value{}}
+	s.Fields["self"] = structpb.NewStructValue(s)
+	return s
+}
+
+// nested returns a JSON object n levels deep.
+func nested(n int) json.RawMessage {
+	return json.RawMessage(strings.Repeat(`{"a":`, n) + "1" + strings.Repeat("}", n))
+}
+
+// TestDeepValues: the deepest value ToPB writes is one protobuf reads.
+func TestDeepValues(t *testing.T) {
+	in := &a2a.Task{ID: "t", History: []a2a.Message{{MessageID: "m", Parts: []a2a.Part{{Kind: a2a.PartData, Data: nested(3000)}}}}}
+	pb, err := a2agrpc.TaskToPB(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wire, err := proto.Marshal(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var read a2apb.Task
+	if err := proto.Unmarshal(wire, &read); err != nil {
+		t.Fatalf("protobuf cannot read the deepest value ToPB writes: %v", err)
+	}
+	back, err := a2agrpc.TaskFromPB(&read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(in, back, modelOpts); d != "" {
+		t.Errorf("(-want +got):\n%.2000s", d)
 	}
 }

@@ -22,7 +22,9 @@
 // (ErrEnumValue), where the JSON reader maps an unknown enum name to
 // UNSPECIFIED. Writing (ToPB) fails only where the JSON encoders fail (a
 // data part that is not JSON, a NaN in metadata) or where protobuf cannot
-// carry the value (two members of a oneof); strings that are not UTF-8
+// carry the value (two members of a oneof, a metadata or data value
+// nested deeper than 3,000 levels, which protobuf readers, stopping at
+// 10,000 messages, could not read back); strings that are not UTF-8
 // get U+FFFD for each bad byte, as the JSON encoders write them.
 //
 // Where the two models differ in shape:

@@ -48,11 +48,20 @@ var (
 	ErrNoValue = errors.New("value has no kind set")
 	// ErrNumber is NaN or an infinity, which JSON cannot hold.
 	ErrNumber = errors.New("number is NaN or infinite")
+	// ErrDepth is a JSON value nested deeper than maxDepth, or a cycle.
+	ErrDepth = fmt.Errorf("value nested deeper than %d levels", maxDepth)
 	// ErrOneof is a wire-model value with more than one member of a
 	// proto oneof set (a SendMessageResponse with both a task and a
 	// message), which protobuf cannot carry.
 	ErrOneof = errors.New("more than one member of a oneof is set")
 )
+
+// maxDepth bounds the nesting of free-form values (metadata, data parts).
+// Each JSON level is three protobuf messages deep (Value, Struct, map
+// entry), and protobuf readers stop at 10,000, so a value much deeper
+// than this could be written but not read; the bound also stops a cycle
+// in a map built in memory.
+const maxDepth = 3000
 
 // at puts err under the field name: the path grows from the leaf up, and
 // only when a conversion fails.
@@ -142,13 +151,16 @@ func structToPB(m map[string]any) (*structpb.Struct, error) {
 	if len(m) == 0 {
 		return nil, nil
 	}
-	return mapToPB(m)
+	return mapToPB(m, 0)
 }
 
-func mapToPB(m map[string]any) (*structpb.Struct, error) {
+func mapToPB(m map[string]any, depth int) (*structpb.Struct, error) {
+	if depth >= maxDepth {
+		return nil, ErrDepth
+	}
 	s := &structpb.Struct{Fields: make(map[string]*structpb.Value, len(m))}
 	for k, v := range m {
-		pv, err := valueToPB(v)
+		pv, err := valueToPB(v, depth+1)
 		if err != nil {
 			return nil, at(strconv.Quote(k), err)
 		}
@@ -160,7 +172,7 @@ func mapToPB(m map[string]any) (*structpb.Struct, error) {
 // valueToPB converts what encoding/json decodes into an interface, Go's
 // other scalars, json.Number and json.RawMessage; any other value goes
 // through encoding/json first, as the a2a encoders do with it.
-func valueToPB(v any) (*structpb.Value, error) {
+func valueToPB(v any, depth int) (*structpb.Value, error) {
 	switch v := v.(type) {
 	case nil:
 		return structpb.NewNullValue(), nil
@@ -187,17 +199,20 @@ func valueToPB(v any) (*structpb.Value, error) {
 		}
 		return numberToPB(f)
 	case json.RawMessage:
-		return jsonToPB(v)
+		return jsonToPB(v, depth)
 	case map[string]any:
-		s, err := mapToPB(v)
+		s, err := mapToPB(v, depth)
 		if err != nil {
 			return nil, err
 		}
 		return structpb.NewStructValue(s), nil
 	case []any:
+		if depth >= maxDepth {
+			return nil, ErrDepth
+		}
 		l := &structpb.ListValue{Values: make([]*structpb.Value, len(v))}
 		for i, e := range v {
-			pv, err := valueToPB(e)
+			pv, err := valueToPB(e, depth+1)
 			if err != nil {
 				return nil, atIndex("", i, err)
 			}
@@ -209,7 +224,7 @@ func valueToPB(v any) (*structpb.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	return jsonToPB(b)
+	return jsonToPB(b, depth)
 }
 
 func numberToPB(f float64) (*structpb.Value, error) {
@@ -221,7 +236,7 @@ func numberToPB(f float64) (*structpb.Value, error) {
 
 // jsonToPB converts an encoded JSON value; empty input is null, as the
 // encoders write an empty data part.
-func jsonToPB(raw []byte) (*structpb.Value, error) {
+func jsonToPB(raw []byte, depth int) (*structpb.Value, error) {
 	if len(raw) == 0 {
 		return structpb.NewNullValue(), nil
 	}
@@ -229,7 +244,7 @@ func jsonToPB(raw []byte) (*structpb.Value, error) {
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return nil, fmt.Errorf("invalid JSON value: %w", err)
 	}
-	return valueToPB(v)
+	return valueToPB(v, depth)
 }
 
 // structFromPB converts metadata; an empty struct reads as absent.
@@ -237,13 +252,16 @@ func structFromPB(s *structpb.Struct) (map[string]any, error) {
 	if len(s.GetFields()) == 0 {
 		return nil, nil
 	}
-	return mapFromPB(s)
+	return mapFromPB(s, 0)
 }
 
-func mapFromPB(s *structpb.Struct) (map[string]any, error) {
+func mapFromPB(s *structpb.Struct, depth int) (map[string]any, error) {
+	if depth >= maxDepth {
+		return nil, ErrDepth
+	}
 	m := make(map[string]any, len(s.GetFields()))
 	for k, v := range s.GetFields() {
-		x, err := valueFromPB(v)
+		x, err := valueFromPB(v, depth+1)
 		if err != nil {
 			return nil, at(strconv.Quote(k), err)
 		}
@@ -254,7 +272,7 @@ func mapFromPB(s *structpb.Struct) (map[string]any, error) {
 
 // valueFromPB returns what encoding/json would decode from the value's
 // JSON form: nil, bool, float64, string, []any or map[string]any.
-func valueFromPB(v *structpb.Value) (any, error) {
+func valueFromPB(v *structpb.Value, depth int) (any, error) {
 	switch k := v.GetKind().(type) {
 	case *structpb.Value_NullValue:
 		return nil, nil
@@ -268,12 +286,15 @@ func valueFromPB(v *structpb.Value) (any, error) {
 	case *structpb.Value_StringValue:
 		return k.StringValue, nil
 	case *structpb.Value_StructValue:
-		return mapFromPB(k.StructValue)
+		return mapFromPB(k.StructValue, depth)
 	case *structpb.Value_ListValue:
+		if depth >= maxDepth {
+			return nil, ErrDepth
+		}
 		vals := k.ListValue.GetValues()
 		out := make([]any, len(vals))
 		for i, e := range vals {
-			x, err := valueFromPB(e)
+			x, err := valueFromPB(e, depth+1)
 			if err != nil {
 				return nil, atIndex("", i, err)
 			}
@@ -286,7 +307,7 @@ func valueFromPB(v *structpb.Value) (any, error) {
 
 // jsonFromPB encodes a value as a data part holds it.
 func jsonFromPB(v *structpb.Value) (json.RawMessage, error) {
-	x, err := valueFromPB(v)
+	x, err := valueFromPB(v, 0)
 	if err != nil {
 		return nil, err
 	}
