@@ -170,6 +170,21 @@ var rules = []rule{
 		},
 	},
 	{
+		pkg: module + "/a2a/a2apb",
+		why: "the generated gRPC messages are the wire contract only: protobuf, gRPC and the standard library",
+		forbid: func(dep *pkg) bool {
+			return !dep.Standard && !protoModule(dep.ImportPath)
+		},
+	},
+	{
+		pkg: module + "/a2a/a2agrpc",
+		why: "the gRPC wire layer sits under both the server binding and the client transport, so it knows only the wire model, the generated messages, protobuf and gRPC",
+		forbid: func(dep *pkg) bool {
+			return !dep.Standard && !protoModule(dep.ImportPath) &&
+				dep.ImportPath != module+"/a2a" && dep.ImportPath != module+"/a2a/a2apb"
+		},
+	},
+	{
 		pkg: module + "/store/sqlite",
 		why: "a durable store implements public contracts and is usable outside the platform, so it imports no platform internals",
 		forbid: func(dep *pkg) bool {
@@ -242,6 +257,18 @@ var rules = []rule{
 // for any of their users.
 func platformInternal(path string) bool {
 	return underAny(path, "internal") && path != module+"/internal/vecdot" && path != module+"/internal/jcs"
+}
+
+// protoModule reports whether path belongs to protobuf, gRPC or what gRPC
+// itself imports (golang.org/x/net's HTTP/2, x/sys, x/text, the
+// google.rpc messages).
+func protoModule(path string) bool {
+	for _, m := range []string{"google.golang.org/protobuf", "google.golang.org/grpc", "google.golang.org/genproto/googleapis/rpc", "golang.org/x/net", "golang.org/x/sys", "golang.org/x/text"} {
+		if path == m || strings.HasPrefix(path, m+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // underAny reports whether path is a package of the module under one of
