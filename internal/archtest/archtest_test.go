@@ -170,21 +170,6 @@ var rules = []rule{
 		},
 	},
 	{
-		pkg: module + "/a2a/a2apb",
-		why: "the generated gRPC messages are the wire contract only: protobuf, gRPC and the standard library",
-		forbid: func(dep *pkg) bool {
-			return !dep.Standard && !protoModule(dep.ImportPath)
-		},
-	},
-	{
-		pkg: module + "/a2a/a2agrpc",
-		why: "the gRPC wire layer sits under both the server binding and the client transport, so it knows only the wire model, the generated messages, protobuf and gRPC",
-		forbid: func(dep *pkg) bool {
-			return !dep.Standard && !protoModule(dep.ImportPath) &&
-				dep.ImportPath != module+"/a2a" && dep.ImportPath != module+"/a2a/a2apb"
-		},
-	},
-	{
 		pkg: module + "/store/sqlite",
 		why: "a durable store implements public contracts and is usable outside the platform, so it imports no platform internals",
 		forbid: func(dep *pkg) bool {
@@ -245,6 +230,28 @@ var rules = []rule{
 		why: "the RFC 8785 leaves sit under the public gate and a2a/cardsig packages; they must depend on the standard library only",
 		forbid: func(dep *pkg) bool {
 			return !dep.Standard
+		},
+	},
+	{
+		pkg: module + "/a2a/a2apb",
+		why: "the generated gRPC messages are the wire contract only: protobuf, gRPC and the standard library",
+		forbid: func(dep *pkg) bool {
+			return !dep.Standard && !protoModule(dep.ImportPath)
+		},
+	},
+	{
+		pkg: module + "/a2a/a2agrpc",
+		why: "the gRPC wire layer sits under both the server binding and the client transport, so it knows only the wire model, the generated messages, protobuf and gRPC",
+		forbid: func(dep *pkg) bool {
+			return !dep.Standard && !protoModule(dep.ImportPath) &&
+				dep.ImportPath != module+"/a2a" && dep.ImportPath != module+"/a2a/a2apb"
+		},
+	},
+	{
+		pkg: module + "/a2a/a2agrpc/grpcsrv",
+		why: "the gRPC server binding is a protocol package like a2asrv, under the stores and the platform, usable outside NovaOS",
+		forbid: func(dep *pkg) bool {
+			return underAny(dep.ImportPath, "store", "internal", "agent", "registry")
 		},
 	},
 }
@@ -424,6 +431,12 @@ func TestRulesCatchViolations(t *testing.T) {
 		{1, pkg{ImportPath: module + "/internal/jcs"}, false},
 		{14, pkg{ImportPath: "strconv", Standard: true}, false},
 		{14, pkg{ImportPath: module + "/a2a"}, true},
+		{len(rules) - 3, pkg{ImportPath: "google.golang.org/protobuf/proto"}, false},
+		{len(rules) - 3, pkg{ImportPath: module + "/a2a"}, true},
+		{len(rules) - 2, pkg{ImportPath: module + "/a2a/a2apb"}, false},
+		{len(rules) - 2, pkg{ImportPath: module + "/a2a/a2asrv"}, true},
+		{len(rules) - 1, pkg{ImportPath: module + "/a2a/a2asrv"}, false},
+		{len(rules) - 1, pkg{ImportPath: module + "/internal/auth"}, true},
 	}
 	for _, tc := range tests {
 		if got := rules[tc.rule].forbid(&tc.dep); got != tc.want {
