@@ -295,9 +295,11 @@ func ListTasksResponseToPB(r *a2a.ListTasksResponse) (*a2apb.ListTasksResponse, 
 
 // ListTasksResponseFromPB converts a ListTasks result.
 func ListTasksResponseFromPB(r *a2apb.ListTasksResponse) (*a2a.ListTasksResponse, error) {
-	out := &a2a.ListTasksResponse{NextPageToken: r.GetNextPageToken(), PageSize: r.GetPageSize(), TotalSize: r.GetTotalSize()}
-	if n := len(r.GetTasks()); n > 0 {
-		out.Tasks = make([]a2a.Task, n)
+	// tasks is a required member: an empty page is [] in the model's JSON,
+	// as the server's own answer writes it.
+	out := &a2a.ListTasksResponse{NextPageToken: r.GetNextPageToken(), PageSize: r.GetPageSize(), TotalSize: r.GetTotalSize(),
+		Tasks: make([]a2a.Task, len(r.GetTasks()))}
+	if len(r.GetTasks()) > 0 {
 		for i, t := range r.GetTasks() {
 			task, err := taskFromPB(orEmpty(t))
 			if err != nil {
@@ -457,9 +459,9 @@ func ListTaskPushNotificationConfigsResponseToPB(r *a2a.ListTaskPushNotification
 // ListTaskPushNotificationConfigsResponseFromPB converts a
 // ListTaskPushNotificationConfigs result.
 func ListTaskPushNotificationConfigsResponseFromPB(r *a2apb.ListTaskPushNotificationConfigsResponse) *a2a.ListTaskPushNotificationConfigsResponse {
-	out := &a2a.ListTaskPushNotificationConfigsResponse{NextPageToken: r.GetNextPageToken()}
-	if n := len(r.GetConfigs()); n > 0 {
-		out.Configs = make([]a2a.TaskPushNotificationConfig, n)
+	out := &a2a.ListTaskPushNotificationConfigsResponse{NextPageToken: r.GetNextPageToken(),
+		Configs: make([]a2a.TaskPushNotificationConfig, len(r.GetConfigs()))}
+	if len(r.GetConfigs()) > 0 {
 		for i, c := range r.GetConfigs() {
 			out.Configs[i] = *pushConfigFromPB(c)
 		}

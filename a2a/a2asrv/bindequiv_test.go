@@ -19,10 +19,10 @@ import (
 )
 
 // TestBindingEquivalence replays every golden JSON-RPC exchange over the
-// HTTP+JSON binding too (TCK BIND-EQUIV): each step whose request the
-// other binding can express is sent to a second, identically set up
-// handler, and both must give the same outcome: the same result, the same
-// A2A error code, the same stream of frames.
+// HTTP+JSON and gRPC bindings too (TCK BIND-EQUIV): each step whose
+// request another binding can express is sent to a handler set up
+// identically for that binding, and all must give the same outcome: the
+// same result, the same A2A error code, the same stream of frames.
 func TestBindingEquivalence(t *testing.T) {
 	files, err := filepath.Glob("testdata/golden/*.txtar")
 	if err != nil || len(files) == 0 {
@@ -37,13 +37,22 @@ func TestBindingEquivalence(t *testing.T) {
 			opts := goldenOptions(ar.Comment)
 			rpc := startScripted(t, opts)
 			rest := startScripted(t, opts)
-			compared := 0
+			grpcClient := startGRPC(t, opts)
+			compared, comparedGRPC := 0, 0
 			for _, f := range ar.Files {
 				if !strings.HasSuffix(f.Name, ".request") {
 					continue
 				}
 				step := strings.TrimSuffix(f.Name, ".request")
 				rpcResp := doRequest(t, rpc, f.Data)
+				if st, ok := grpcEquivalent(f.Data, opts); ok {
+					if got, ok := runGRPC(t, grpcClient, st); ok {
+						comparedGRPC++
+						if want := rpcOutcome(t, rpcResp); !reflect.DeepEqual(want, got) {
+							t.Errorf("step %s: JSON-RPC and gRPC differ\n--- JSON-RPC\n%s\n--- gRPC\n%s", step, want, got)
+						}
+					}
+				}
 				req, ok := restEquivalent(t, f.Data)
 				if !ok {
 					continue
@@ -55,7 +64,7 @@ func TestBindingEquivalence(t *testing.T) {
 					t.Errorf("step %s: JSON-RPC and HTTP+JSON differ\n--- JSON-RPC\n%s\n--- HTTP+JSON\n%s\n--- HTTP+JSON request\n%s", step, want, got, req)
 				}
 			}
-			t.Logf("%d steps compared", compared)
+			t.Logf("%d steps compared over HTTP+JSON, %d over gRPC", compared, comparedGRPC)
 		})
 	}
 }

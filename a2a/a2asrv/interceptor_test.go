@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"sync"
 	"testing"
 
+	"google.golang.org/grpc/metadata"
 	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/a2a/a2agrpc"
+	"novaos.dev/novaos/a2a/a2apb"
 	"novaos.dev/novaos/a2a/a2asrv"
 )
 
@@ -143,6 +148,72 @@ func TestInterceptorsSeeStreams(t *testing.T) {
 	r, ok := got.resp.(*a2asrv.StreamResult)
 	if !ok || got.err != nil || r.Frames != frames || frames < 2 {
 		t.Fatalf("After of a stream of %d frames saw %#v, %v", frames, got.resp, got.err)
+	}
+}
+
+// Interceptors see, and may refuse, calls on every binding alike.
+func TestInterceptorsOnEveryBinding(t *testing.T) {
+	var log []string
+	rec := &recorder{name: "rec", log: &log, refuse: func(call *a2asrv.Call, req any) error {
+		if r, ok := req.(*a2a.GetTaskRequest); ok && r.ID == "forbidden" {
+			return a2a.NewError(a2a.CodeUnsupportedOperation, "not for you")
+		}
+		return nil
+	}}
+	h := a2asrv.NewHandler(testCard(), a2asrv.ExecutorFunc(scripted), &a2asrv.Options{Interceptors: []a2asrv.Interceptor{rec},
+		Identify: func(_ context.Context, call *a2asrv.Call) (a2asrv.Scope, error) {
+			return a2asrv.Scope{Owner: call.Header.Get("X-User")}, nil
+		}})
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() { h.Shutdown(context.Background()); srv.Close() })
+	grpcClient := serveGRPC(t, h)
+
+	calls := map[string]func(id string) int{
+		a2a.BindingJSONRPC: func(id string) int {
+			c := &client{t: t, url: srv.URL}
+			if e := c.call(a2a.MethodGetTask, map[string]any{"id": id}, nil, "X-User", "ada"); e != nil {
+				return e.Code
+			}
+			return 0
+		},
+		a2a.BindingHTTPJSON: func(id string) int {
+			req, _ := http.NewRequest(http.MethodGet, srv.URL+"/tasks/"+id, nil)
+			req.Header.Set(a2a.HeaderVersion, a2a.ProtocolVersion)
+			req.Header.Set("X-User", "ada")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode == http.StatusOK {
+				return 0
+			}
+			return restErrorCode(t, fmt.Sprint(resp.StatusCode), body)
+		},
+		a2a.BindingGRPC: func(id string) int {
+			ctx := metadata.NewOutgoingContext(context.Background(), metadata.Pairs("a2a-version", a2a.ProtocolVersion, "x-user", "ada"))
+			_, err := grpcClient.GetTask(ctx, &a2apb.GetTaskRequest{Id: id})
+			if err == nil {
+				return 0
+			}
+			return a2agrpc.Error(err).Code
+		},
+	}
+	for _, binding := range []string{a2a.BindingJSONRPC, a2a.BindingHTTPJSON, a2a.BindingGRPC} {
+		t.Run(binding, func(t *testing.T) {
+			if code := calls[binding]("forbidden"); code != a2a.CodeUnsupportedOperation {
+				t.Errorf("refused call answered %d, want the interceptor's -32004", code)
+			}
+			if code := calls[binding]("missing"); code != a2a.CodeTaskNotFound {
+				t.Errorf("admitted call answered %d, want -32001", code)
+			}
+			got := rec.last()
+			var e *a2a.Error
+			if got.binding != binding || got.scope.Owner != "ada" || !errors.As(got.err, &e) || e.Code != a2a.CodeTaskNotFound {
+				t.Errorf("After saw %+v", got)
+			}
+		})
 	}
 }
 
