@@ -90,7 +90,7 @@ func TestErrorUnknownCodes(t *testing.T) {
 		{-32099, "A2A_ERROR"},
 		{-32000, "A2A_ERROR"},
 		{-32650, "JSONRPC_ERROR"},
-		{-31401, "UNKNOWN"},
+		{-31402, "UNKNOWN"},
 		{7, "UNKNOWN"},
 	}
 	for _, tc := range tests {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -14,28 +15,15 @@ import (
 	"novaos.dev/novaos/a2a"
 )
 
-// codeUnauthenticated is a2asrv.CodeUnauthenticated (a2a-go's -31401),
-// spelled here because a binding must not import the server.
-const codeUnauthenticated = -31401
-
-// grpcCode is the one mapping from A2A error codes to gRPC codes (A2A
-// v1.0.1 §5.4, with the standard JSON-RPC codes after their meaning).
-// Codes it does not know are INTERNAL.
-func grpcCode(code int) codes.Code {
-	switch code {
-	case a2a.CodeTaskNotFound:
-		return codes.NotFound
-	case a2a.CodeTaskNotCancelable, a2a.CodePushNotificationNotSupported, a2a.CodeUnsupportedOperation,
-		a2a.CodeExtendedAgentCardNotConfigured, a2a.CodeExtensionSupportRequired, a2a.CodeVersionNotSupported:
-		return codes.FailedPrecondition
-	case a2a.CodeContentTypeNotSupported, a2a.CodeInvalidParams, a2a.CodeParseError, a2a.CodeInvalidRequest:
-		return codes.InvalidArgument
-	case a2a.CodeMethodNotFound:
-		return codes.Unimplemented
-	case codeUnauthenticated:
-		return codes.Unauthenticated
+// grpcCode is the gRPC code of an A2A error: package a2a's one table
+// (A2A v1.0.1 §5.4) names it, and codes.Code reads the name. A name it
+// cannot read is INTERNAL.
+func grpcCode(e *a2a.Error) codes.Code {
+	var c codes.Code
+	if err := c.UnmarshalJSON([]byte(strconv.Quote(e.StatusName()))); err != nil {
+		return codes.Internal
 	}
-	return codes.Internal
+	return c
 }
 
 // a2aCode reads a gRPC code back when a status carries no ErrorInfo that
@@ -54,7 +42,7 @@ func a2aCode(c codes.Code) int {
 	case codes.Unimplemented:
 		return a2a.CodeMethodNotFound
 	case codes.Unauthenticated:
-		return codeUnauthenticated
+		return a2a.CodeUnauthenticated
 	}
 	return a2a.CodeInternalError
 }
@@ -84,8 +72,8 @@ func Status(err error) *status.Status {
 		}
 		e = a2a.AsError(err)
 	}
-	st := status.New(grpcCode(e.Code), validString(e.Text()))
-	info := &errdetails.ErrorInfo{Reason: reason(e), Domain: a2a.ErrorDomain}
+	st := status.New(grpcCode(e), validString(e.Text()))
+	info := &errdetails.ErrorInfo{Reason: e.Reason(), Domain: a2a.ErrorDomain}
 	if len(e.Metadata) > 0 {
 		info.Metadata = make(map[string]string, len(e.Metadata))
 		for k, v := range e.Metadata {
@@ -124,7 +112,7 @@ func Error(err error) *a2a.Error {
 		if !ok || info.GetDomain() != a2a.ErrorDomain {
 			continue
 		}
-		if code, ok := codeForReason(info.GetReason()); ok {
+		if code, ok := a2a.CodeForReason(info.GetReason()); ok {
 			out.Code = code
 		}
 		if len(info.GetMetadata()) > 0 {
@@ -166,22 +154,4 @@ func detailsJSON(st *status.Status) []byte {
 	}
 	b.WriteByte(']')
 	return b.Bytes()
-}
-
-// reasonUnauthenticated is the ErrorInfo reason of codeUnauthenticated,
-// which package a2a does not register yet.
-const reasonUnauthenticated = "UNAUTHENTICATED"
-
-func reason(e *a2a.Error) string {
-	if e.Code == codeUnauthenticated {
-		return reasonUnauthenticated
-	}
-	return e.Reason()
-}
-
-func codeForReason(r string) (int, bool) {
-	if r == reasonUnauthenticated {
-		return codeUnauthenticated, true
-	}
-	return a2a.CodeForReason(r)
 }

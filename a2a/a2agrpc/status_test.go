@@ -54,7 +54,7 @@ func TestStatus(t *testing.T) {
 		{a2a.CodeMethodNotFound, codes.Unimplemented, "METHOD_NOT_FOUND", 0},
 		{a2a.CodeInvalidParams, codes.InvalidArgument, "INVALID_PARAMS", 0},
 		{a2a.CodeInternalError, codes.Internal, "INTERNAL_ERROR", 0},
-		{-31401, codes.Unauthenticated, "UNAUTHENTICATED", 0},
+		{a2a.CodeUnauthenticated, codes.Unauthenticated, "UNAUTHENTICATED", 0},
 		{-32050, codes.Internal, "A2A_ERROR", a2a.CodeInternalError},
 	}
 	for _, tt := range tests {
@@ -159,14 +159,14 @@ func TestError(t *testing.T) {
 	}{
 		{"reason over a shared code", withInfo(codes.FailedPrecondition, "m", "TASK_NOT_CANCELABLE", "a2a-protocol.org"), a2a.CodeTaskNotCancelable},
 		{"reason over a contradicting code", withInfo(codes.Internal, "m", "VERSION_NOT_SUPPORTED", "a2a-protocol.org"), a2a.CodeVersionNotSupported},
-		{"reason of an unauthenticated call", withInfo(codes.Unauthenticated, "m", "UNAUTHENTICATED", "a2a-protocol.org"), -31401},
+		{"reason of an unauthenticated call", withInfo(codes.Unauthenticated, "m", "UNAUTHENTICATED", "a2a-protocol.org"), a2a.CodeUnauthenticated},
 		{"reason from another domain is ignored", withInfo(codes.FailedPrecondition, "m", "TASK_NOT_FOUND", "example.com"), a2a.CodeUnsupportedOperation},
 		{"unknown reason keeps the code", withInfo(codes.NotFound, "m", "SOMETHING_NEW", "a2a-protocol.org"), a2a.CodeTaskNotFound},
 		{"NOT_FOUND alone", status.Error(codes.NotFound, "m"), a2a.CodeTaskNotFound},
 		{"FAILED_PRECONDITION alone", status.Error(codes.FailedPrecondition, "m"), a2a.CodeUnsupportedOperation},
 		{"INVALID_ARGUMENT alone", status.Error(codes.InvalidArgument, "m"), a2a.CodeInvalidParams},
 		{"UNIMPLEMENTED alone", status.Error(codes.Unimplemented, "m"), a2a.CodeMethodNotFound},
-		{"UNAUTHENTICATED alone", status.Error(codes.Unauthenticated, "m"), -31401},
+		{"UNAUTHENTICATED alone", status.Error(codes.Unauthenticated, "m"), a2a.CodeUnauthenticated},
 		{"UNAVAILABLE", status.Error(codes.Unavailable, "m"), a2a.CodeInternalError},
 		{"not a status", errors.New("m"), a2a.CodeInternalError},
 		{"an *a2a.Error is itself", fmt.Errorf("x: %w", a2a.NewError(a2a.CodeTaskNotFound, "m")), a2a.CodeTaskNotFound},
