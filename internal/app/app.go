@@ -7,14 +7,16 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"novaos.dev/novaos/internal/auth"
-	gatesvc "novaos.dev/novaos/internal/gate"
-	memsvc "novaos.dev/novaos/internal/memory"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"novaos.dev/novaos/internal/auth"
+	gatesvc "novaos.dev/novaos/internal/gate"
+	memsvc "novaos.dev/novaos/internal/memory"
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
@@ -124,10 +126,19 @@ type Options struct {
 	ArtifactFlushInterval time.Duration
 	// Bindings are the A2A protocol bindings the agents' cards list, in
 	// the operator's order of preference (a2a.BindingJSONRPC,
-	// a2a.BindingHTTPJSON); nil means DefaultBindings. Every agent
-	// serves both HTTP bindings at its URL either way: the card says which
-	// a client should pick first.
+	// a2a.BindingHTTPJSON, a2a.BindingGRPC); nil means DefaultBindings,
+	// then gRPC when GRPCAddr is set. Every agent serves both HTTP
+	// bindings at its URL either way: the card says which a client should
+	// pick first.
 	Bindings []string
+	// GRPCAddr, when set, is the address the A2A gRPC binding listens on
+	// (its own listener; port 0 picks one). Every hosted agent is served
+	// there, addressed by its name as the request's tenant ("echo", or
+	// "echo/<tenant>"), and its card lists that interface.
+	GRPCAddr string
+	// GRPCPublicAddr is the host:port cards name for the gRPC interface;
+	// "" means the listen address (an unspecified host becoming loopback).
+	GRPCPublicAddr string
 	// AllowHosts are more names writes may carry in Host, for a local
 	// proxy: "name" on any port or "name:port". When the server is
 	// loopback-only (listens on loopback, no PublicURL elsewhere), a write
@@ -163,6 +174,7 @@ type Server struct {
 	http     *http.Server
 	handlers []*a2asrv.Handler
 	agents   []hostedAgent
+	grpc     grpcServing // grpc.go
 	baseURL  string
 	done     chan struct{}
 	err      error
@@ -225,11 +237,17 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 		s.opts.PublicURL = u
 	}
 	if s.opts.Bindings == nil {
-		s.opts.Bindings = DefaultBindings
+		s.opts.Bindings = slices.Clone(DefaultBindings)
+		if s.opts.GRPCAddr != "" {
+			s.opts.Bindings = append(s.opts.Bindings, a2a.BindingGRPC)
+		}
 	}
 	for _, b := range s.opts.Bindings {
-		if b != a2a.BindingJSONRPC && b != a2a.BindingHTTPJSON {
-			return nil, fmt.Errorf("app: binding %q: this server serves %s and %s", b, a2a.BindingJSONRPC, a2a.BindingHTTPJSON)
+		switch {
+		case b == a2a.BindingGRPC && s.opts.GRPCAddr == "":
+			return nil, fmt.Errorf("app: binding %s needs a gRPC listen address", b)
+		case b != a2a.BindingJSONRPC && b != a2a.BindingHTTPJSON && b != a2a.BindingGRPC:
+			return nil, fmt.Errorf("app: binding %q: this server serves %s, %s and %s", b, a2a.BindingJSONRPC, a2a.BindingHTTPJSON, a2a.BindingGRPC)
 		}
 	}
 	if s.opts.MaxBodyBytes <= 0 {

@@ -14,7 +14,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	grpcstatus "google.golang.org/grpc/status"
 	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/a2a/a2agrpc"
+	"novaos.dev/novaos/a2a/a2apb"
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/internal/app"
 )
@@ -529,5 +536,55 @@ func TestAgentsSeeOnlyTheirOwnTasks(t *testing.T) {
 	}
 	if list.TotalSize != 0 {
 		t.Errorf("tck lists %d tasks, want echo's task to stay invisible", list.TotalSize)
+	}
+}
+
+// With a gRPC address the agents are served over gRPC too, addressed by
+// name as the tenant, and their cards list that interface.
+func TestServeGRPC(t *testing.T) {
+	srv := start(t, &app.Options{DataDir: t.TempDir(), GRPCAddr: "127.0.0.1:0"})
+	code, body := get(t, srv.URL()+"/agents/echo"+a2a.WellKnownCardPath)
+	var card a2a.AgentCard
+	if err := a2a.Unmarshal(body, &card); code != http.StatusOK || err != nil {
+		t.Fatalf("card: %d %v", code, err)
+	}
+	want := []a2a.AgentInterface{
+		{URL: srv.URL() + "/agents/echo", ProtocolBinding: a2a.BindingJSONRPC, ProtocolVersion: "1.0"},
+		{URL: srv.URL() + "/agents/echo", ProtocolBinding: a2a.BindingHTTPJSON, ProtocolVersion: "1.0"},
+		{URL: srv.GRPCAddr(), ProtocolBinding: a2a.BindingGRPC, ProtocolVersion: "1.0", Tenant: "echo"},
+	}
+	if diff := cmp.Diff(want, card.SupportedInterfaces); diff != "" {
+		t.Fatalf("interfaces (-want +got)\n%s", diff)
+	}
+
+	conn, err := grpc.NewClient(srv.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := a2apb.NewA2AServiceClient(conn)
+	ctx := metadata.AppendToOutgoingContext(t.Context(), "a2a-version", a2a.ProtocolVersion)
+	req, err := a2agrpc.SendMessageRequestToPB(&a2a.SendMessageRequest{Tenant: "echo", Message: a2a.NewMessage(a2a.RoleUser, a2a.TextPart("over grpc"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.SendMessage(ctx, req)
+	if err != nil {
+		t.Fatalf("SendMessage over gRPC: %v", err)
+	}
+	id := resp.GetTask().GetId()
+	// The same task over JSON-RPC: one store behind every binding.
+	if res, rerr := rpc(t, srv.URL()+"/agents/echo", a2a.MethodGetTask, a2a.GetTaskRequest{ID: id}); rerr != nil || !bytes.Contains(res, []byte("over grpc")) {
+		t.Fatalf("JSON-RPC GetTask of the gRPC task: %v %s", rerr, res)
+	}
+	// Agents keep their own tasks apart on gRPC as on HTTP.
+	if _, err := c.GetTask(ctx, &a2apb.GetTaskRequest{Tenant: "tck", Id: id}); grpcstatus.Code(err) != codes.NotFound {
+		t.Fatalf("the tck agent reading echo's task: %v", err)
+	}
+	// A message over the limit is refused by gRPC itself.
+	big, _ := a2agrpc.SendMessageRequestToPB(&a2a.SendMessageRequest{Tenant: "echo",
+		Message: a2a.NewMessage(a2a.RoleUser, a2a.TextPart(strings.Repeat("x", a2asrv.DefaultMaxBodyBytes+1)))})
+	if _, err := c.SendMessage(ctx, big); grpcstatus.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("oversize message: %v", err)
 	}
 }

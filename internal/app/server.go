@@ -54,9 +54,15 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if s.baseURL == "" {
 		s.baseURL = listenURL(s.opts.Addr, ln.Addr())
 	}
+	// The gRPC listener comes before the services: the cards name it.
+	if err := s.listenGRPC(ctx); err != nil {
+		ln.Close()
+		return err
+	}
 	services, err := s.services(ctx)
 	if err != nil {
 		ln.Close()
+		s.grpc.close()
 		return err
 	}
 	mux := http.NewServeMux()
@@ -86,6 +92,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		}
 		close(s.done)
 	}()
+	s.serveGRPC(guard.Limits())
 	s.log.Info("app: serving", "addr", ln.Addr().String(), "url", s.baseURL, "database", s.databaseKind())
 	l := guard.Limits()
 	s.log.Info("app: limits", "maxConns", l.MaxConns, "connReserve", l.ConnReserve, "maxInflightBytes", l.MaxInflightBytes,
@@ -155,7 +162,7 @@ func (s *Server) agentServices() ([]service, error) {
 	}
 	for i := range s.agents {
 		a := &s.agents[i]
-		a.card = cardAt(a.agent.Card(), s.baseURL+agentPath(a.name), s.opts.Bindings)
+		a.card = cardAt(a.agent.Card(), s.agentInterfaces(a.name))
 		if s.opts.CardKey != nil {
 			// The handler precomputes the card's bytes: sign first.
 			if a.card, err = cardsig.Sign(a.card, s.opts.CardKey, nil); err != nil {
@@ -182,6 +189,7 @@ func (s *Server) agentServices() ([]service, error) {
 		}
 		h := a2asrv.NewHandler(a.card, a.agent, opts)
 		s.handlers = append(s.handlers, h)
+		s.grpc.handlers[a.name] = h
 		var served http.Handler = h
 		if turns != nil {
 			served = turns.wrap(h)
@@ -254,18 +262,30 @@ const JWKSPath = "/.well-known/jwks.json"
 // otherwise: JSON-RPC, which every A2A SDK speaks, first.
 var DefaultBindings = []string{a2a.BindingJSONRPC, a2a.BindingHTTPJSON}
 
-// cardAt returns a copy of card whose interfaces are the bindings this
-// server serves at url, in the order given, first. Other bindings the card
-// may declare are kept after them as they are.
-func cardAt(card *a2a.AgentCard, url string, bindings []string) *a2a.AgentCard {
-	c := *card
-	served := make([]a2a.AgentInterface, 0, len(bindings)+len(card.SupportedInterfaces))
-	for _, b := range bindings {
-		served = append(served, a2a.AgentInterface{URL: url, ProtocolBinding: b, ProtocolVersion: a2a.ProtocolVersion})
+// agentInterfaces are the interfaces this server serves agent name at, in
+// the order of Options.Bindings: the HTTP bindings at the agent's URL, gRPC
+// at the gRPC address with the agent's name as the tenant.
+func (s *Server) agentInterfaces(name string) []a2a.AgentInterface {
+	out := make([]a2a.AgentInterface, 0, len(s.opts.Bindings))
+	for _, b := range s.opts.Bindings {
+		in := a2a.AgentInterface{URL: s.baseURL + agentPath(name), ProtocolBinding: b, ProtocolVersion: a2a.ProtocolVersion}
+		if b == a2a.BindingGRPC {
+			in.URL, in.Tenant = s.grpc.target, name
+		}
+		out = append(out, in)
 	}
-	c.SupportedInterfaces = append(served, slices.DeleteFunc(slices.Clone(card.SupportedInterfaces), func(i a2a.AgentInterface) bool {
-		return slices.Contains(bindings, i.ProtocolBinding)
-	})...)
+	return out
+}
+
+// cardAt returns a copy of card whose interfaces are served first, in
+// their order. Interfaces of other bindings the card may declare are kept
+// after them as they are.
+func cardAt(card *a2a.AgentCard, served []a2a.AgentInterface) *a2a.AgentCard {
+	c := *card
+	bound := func(i a2a.AgentInterface) bool {
+		return slices.ContainsFunc(served, func(s a2a.AgentInterface) bool { return s.ProtocolBinding == i.ProtocolBinding })
+	}
+	c.SupportedInterfaces = append(slices.Clone(served), slices.DeleteFunc(slices.Clone(card.SupportedInterfaces), bound)...)
 	return &c
 }
 
@@ -355,6 +375,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 				}
 			})
 		}
+		agents.Go(func() { s.stopGRPC(ctx) })
 		if err := srv.Shutdown(ctx); err != nil {
 			add(fmt.Errorf("app: shutdown http: %w", err))
 			// The handlers answer the calls they cut off with an error;

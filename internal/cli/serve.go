@@ -36,7 +36,9 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	cardKey := fs.String("card-key", "", "private JWK `file` to sign agent cards with (see novaos card keygen); its public key is served at "+app.JWKSPath)
 	leaseBeat := fs.Duration("lease-heartbeat", lease.DefaultHeartbeat, "how often this server renews its lease on the tasks it runs (crash recovery)")
 	leaseExpiry := fs.Duration("lease-expiry", lease.DefaultExpiry, "how long after its last renewal a server's lease lapses and the tasks it left running are settled FAILED (at least twice --lease-heartbeat)")
-	bindings := fs.String("bindings", "jsonrpc,http+json", "A2A `bindings` the agent cards list, in order of preference (comma-separated: jsonrpc, http+json or rest); every agent serves both at its URL")
+	bindings := fs.String("bindings", "", "A2A `bindings` the agent cards list, in order of preference (comma-separated: jsonrpc, http+json or rest, grpc); every agent serves both HTTP bindings at its URL (default jsonrpc,http+json, then grpc with --grpc-addr)")
+	grpcAddr := fs.String("grpc-addr", "", "`address` the A2A gRPC binding listens on, on its own listener (port 0 picks one); agents are addressed by name as the request's tenant; default off")
+	grpcPublic := fs.String("grpc-public-addr", "", "`host:port` agent cards name for the gRPC interface (default the --grpc-addr listen address)")
 	tckTimeout := fs.Duration("tck-timeout", builtin.DefaultStreamingTimeout, "delay unit of the tck agent's slow scenarios; match the kit's TCK_STREAMING_TIMEOUT")
 	var allowHosts listFlag
 	var allowLoopback optBool
@@ -68,9 +70,15 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	if msg := lim.check(); msg != "" {
 		return usageError(fs, "%s", msg)
 	}
-	cardBindings, err := parseBindings(*bindings)
-	if err != nil {
-		return usageError(fs, "--bindings: %v", err)
+	var cardBindings []string
+	if *bindings != "" {
+		var err error
+		if cardBindings, err = parseBindings(*bindings); err != nil {
+			return usageError(fs, "--bindings: %v", err)
+		}
+		if slices.Contains(cardBindings, a2a.BindingGRPC) && *grpcAddr == "" {
+			return usageError(fs, "--bindings lists grpc: give --grpc-addr")
+		}
 	}
 	if _, err := (&lease.Options{Heartbeat: *leaseBeat, Expiry: *leaseExpiry}).Resolve(); err != nil || *leaseBeat < 0 || *leaseExpiry < 0 {
 		return usageError(fs, "--lease-expiry must be at least twice --lease-heartbeat, both positive")
@@ -128,6 +136,8 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		MaxExtensionURIBytes:  *lim.maxExtURI,
 		ArtifactFlushInterval: *lim.flushEvery,
 		Bindings:              cardBindings,
+		GRPCAddr:              *grpcAddr,
+		GRPCPublicAddr:        *grpcPublic,
 		AllowHosts:            lim.allowHosts,
 		CORSOrigins:           lim.corsOrigins,
 		LeaseHeartbeat:        *leaseBeat,
@@ -188,6 +198,9 @@ func printEndpoints(e *env, srv *app.Server, token bool) {
 	fmt.Fprintf(w, "  registry     %s%s (%s)\n", srv.URL(), registry.APIPath, writes)
 	fmt.Fprintf(w, "  memory       %s%s (MCP; an execution token from novaos token mint)\n", srv.URL(), memsvc.Path)
 	fmt.Fprintf(w, "  gate         %s%s (a token with gate:submit; operators: %s/ui/gate, novaos gate)\n", srv.URL(), gate.APIPath, srv.URL())
+	if addr := srv.GRPCAddr(); addr != "" {
+		fmt.Fprintf(w, "  gRPC         %s (A2A gRPC binding; an agent's name is the request's tenant)\n", addr)
+	}
 	fmt.Fprintf(w, "  keys         %s%s\n", srv.URL(), app.JWKSPath)
 	fmt.Fprintf(w, "  health       %s/healthz\n\n", srv.URL())
 	fmt.Fprintln(w, "Press Ctrl-C to stop.")
@@ -344,8 +357,10 @@ func parseBindings(s string) ([]string, error) {
 			b = a2a.BindingJSONRPC
 		case "http+json", "rest":
 			b = a2a.BindingHTTPJSON
+		case "grpc":
+			b = a2a.BindingGRPC
 		default:
-			return nil, fmt.Errorf("unknown binding %q (want jsonrpc or http+json)", strings.TrimSpace(name))
+			return nil, fmt.Errorf("unknown binding %q (want jsonrpc, http+json or grpc)", strings.TrimSpace(name))
 		}
 		if slices.Contains(out, b) {
 			return nil, fmt.Errorf("%s is listed twice", b)

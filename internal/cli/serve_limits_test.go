@@ -114,6 +114,7 @@ func TestServeLimitFlagErrors(t *testing.T) {
 		{"allowed host URL", []string{"--allow-host", "http://proxy.test"}, exitFail, "allowed host"},
 		{"unknown binding", []string{"--bindings", "jsonrpc,soap"}, exitUsage, `unknown binding "soap"`},
 		{"binding twice", []string{"--bindings", "rest,http+json"}, exitUsage, "HTTP+JSON is listed twice"},
+		{"grpc without its address", []string{"--bindings", "grpc,jsonrpc"}, exitUsage, "give --grpc-addr"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
