@@ -18,6 +18,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/internal/app"
 	"novaos.dev/novaos/internal/bench"
@@ -29,6 +31,7 @@ var benchScenarios = []string{bench.ScenarioSend, bench.ScenarioStream, bench.Sc
 const (
 	benchBindingJSONRPC = "jsonrpc"
 	benchBindingREST    = "rest"
+	benchBindingGRPC    = "grpc"
 )
 
 func runBench(ctx context.Context, args []string, e *env) int {
@@ -90,7 +93,7 @@ func runBenchA2A(ctx context.Context, args []string, e *env) int {
 	d := fs.Duration("d", 20*time.Second, "measured `duration` of each scenario")
 	warm := fs.Duration("warmup", 2*time.Second, "unmeasured warm-up before each scenario")
 	only := fs.String("scenario", "", "run only this `scenario`: "+strings.Join(benchScenarios, ", "))
-	bindings := fs.String("binding", "jsonrpc,rest", "A2A `bindings` to run send and stream over, comma-separated: jsonrpc, rest")
+	bindings := fs.String("binding", "jsonrpc,rest,grpc", "A2A `bindings` to run send and stream over, comma-separated: jsonrpc, rest, grpc")
 	asJSON := fs.Bool("json", false, "print results as JSON")
 	store := fs.String("store", "memory", "task `store` of the server under test: memory, or sqlite (a file in a temporary directory)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (servers and load generator) to `file`")
@@ -106,8 +109,8 @@ func runBenchA2A(ctx context.Context, args []string, e *env) int {
 	var binds []string
 	for b := range strings.SplitSeq(*bindings, ",") {
 		b = strings.TrimSpace(b)
-		if b != benchBindingJSONRPC && b != benchBindingREST {
-			return usageError(fs, "unknown binding %q (want jsonrpc or rest)", b)
+		if b != benchBindingJSONRPC && b != benchBindingREST && b != benchBindingGRPC {
+			return usageError(fs, "unknown binding %q (want jsonrpc, rest or grpc)", b)
 		}
 		if !slices.Contains(binds, b) {
 			binds = append(binds, b)
@@ -169,6 +172,9 @@ func reportBench(e *env, target string, asJSON bool, report any, results []bench
 func benchA2A(ctx context.Context, scenarios, bindings []string, store string, opts *bench.Options, e *env) (*benchReport, error) {
 	log := slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	appOpts := &app.Options{Addr: "127.0.0.1:0", Logger: log}
+	if slices.Contains(bindings, benchBindingGRPC) {
+		appOpts.GRPCAddr = "127.0.0.1:0"
+	}
 	if store == "sqlite" {
 		dir, err := os.MkdirTemp("", "novaos-bench-")
 		if err != nil {
@@ -198,33 +204,59 @@ func benchA2A(ctx context.Context, scenarios, bindings []string, store string, o
 	baseURL := "http://" + ln.Addr().String()
 
 	echoURL := srv.URL() + "/agents/echo"
-	byBinding := map[string]map[string]bench.Scenario{
-		benchBindingJSONRPC: {bench.ScenarioSend: bench.SendMessage(echoURL), bench.ScenarioStream: bench.SendStreamingMessage(echoURL)},
-		benchBindingREST:    {bench.ScenarioSend: bench.SendMessageREST(echoURL), bench.ScenarioStream: bench.SendStreamingMessageREST(echoURL)},
+	// Each run is an HTTP scenario or, for gRPC, an operation of the
+	// generated client: one connection, which HTTP/2 multiplexes.
+	type run struct {
+		name string
+		http *bench.Scenario
+		op   *bench.Op
 	}
-	var runs []bench.Scenario
+	byBinding := map[string]map[string]run{
+		benchBindingJSONRPC: {bench.ScenarioSend: {http: ptr(bench.SendMessage(echoURL))}, bench.ScenarioStream: {http: ptr(bench.SendStreamingMessage(echoURL))}},
+		benchBindingREST:    {bench.ScenarioSend: {http: ptr(bench.SendMessageREST(echoURL))}, bench.ScenarioStream: {http: ptr(bench.SendStreamingMessageREST(echoURL))}},
+	}
+	if addr := srv.GRPCAddr(); addr != "" {
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return nil, fmt.Errorf("gRPC: %w", err)
+		}
+		defer conn.Close()
+		byBinding[benchBindingGRPC] = map[string]run{
+			bench.ScenarioSend:   {op: ptr(bench.GRPCSendMessage(conn, "echo"))},
+			bench.ScenarioStream: {op: ptr(bench.GRPCSendStreamingMessage(conn, "echo"))},
+		}
+	}
+	var runs []run
 	for _, name := range scenarios {
 		if name == bench.ScenarioBaseline {
-			runs = append(runs, bench.Baseline(baseURL))
+			runs = append(runs, run{name: name, http: ptr(bench.Baseline(baseURL))})
 			continue
 		}
 		for _, b := range bindings {
-			sc := byBinding[b][name]
-			sc.Name = name + "/" + b
-			runs = append(runs, sc)
+			r := byBinding[b][name]
+			r.name = name + "/" + b
+			runs = append(runs, r)
 		}
 	}
 	report := &benchReport{
 		Target: "a2a", Store: store, Concurrency: opts.Concurrency,
 		GoVersion: runtime.Version(), CPUs: runtime.GOMAXPROCS(0),
 	}
-	for _, sc := range runs {
-		fmt.Fprintf(e.stderr, "bench: %s: %d clients, %v warm-up + %v…\n", sc.Name, opts.Concurrency, max(opts.Warmup, 0), opts.Duration)
+	for _, r := range runs {
+		fmt.Fprintf(e.stderr, "bench: %s: %d clients, %v warm-up + %v…\n", r.name, opts.Concurrency, max(opts.Warmup, 0), opts.Duration)
 		// Start every scenario from the same heap, so one's garbage does
 		// not count against the next one's memory.
 		runtime.GC()
 		debug.FreeOSMemory()
-		res, err := bench.Run(ctx, sc, opts)
+		var res *bench.Result
+		var err error
+		if r.http != nil {
+			r.http.Name = r.name
+			res, err = bench.Run(ctx, *r.http, opts)
+		} else {
+			r.op.Name = r.name
+			res, err = bench.RunOp(ctx, *r.op, &bench.PaceOptions{Options: *opts})
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -244,6 +276,8 @@ func benchA2A(ctx context.Context, scenarios, bindings []string, store string, o
 	}
 	return report, nil
 }
+
+func ptr[T any](v T) *T { return &v }
 
 func startCPUProfile(path string) (stop func(), err error) {
 	f, err := os.Create(path)
@@ -278,7 +312,8 @@ func printBenchTable(w io.Writer, r *benchReport) {
 	fmt.Fprintln(w)
 	if r.Target == "a2a" {
 		fmt.Fprintln(w, "send: SendMessage to /agents/echo; stream: SendStreamingMessage read to its end; /jsonrpc and /rest name the")
-		fmt.Fprintln(w, "binding (JSON-RPC at the agent's URL, HTTP+JSON at /message:send and /message:stream below it);")
+		fmt.Fprintln(w, "binding (JSON-RPC at the agent's URL, HTTP+JSON at /message:send and /message:stream below it, gRPC on its own")
+		fmt.Fprintln(w, "listener over one HTTP/2 connection);")
 	}
 	fmt.Fprintln(w, "baseline: the same body through a bare net/http JSON echo. RSS is the whole process (servers and load generator).")
 }

@@ -267,7 +267,7 @@ func TestBenchA2AShort(t *testing.T) {
 			t.Errorf("%s: latency %+v", r.Scenario, r.Latency)
 		}
 	}
-	if want := "send/jsonrpc,send/rest,stream/jsonrpc,stream/rest,baseline"; strings.Join(names, ",") != want || rep.Concurrency != 4 {
+	if want := "send/jsonrpc,send/rest,send/grpc,stream/jsonrpc,stream/rest,stream/grpc,baseline"; strings.Join(names, ",") != want || rep.Concurrency != 4 {
 		t.Errorf("scenarios %v at c=%d, want %s at 4", names, rep.Concurrency, want)
 	}
 }
