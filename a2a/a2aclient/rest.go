@@ -66,13 +66,14 @@ type restRoute struct {
 // in the path (tenant, task id, config id) are left out of the body.
 func route(call *Call) (restRoute, error) {
 	var (
-		r      restRoute
-		tenant string
-		err    error
+		r       restRoute
+		tenant  string
+		err     error
+		missing string
 	)
 	need := func(name, v string) {
-		if v == "" && err == nil {
-			err = fmt.Errorf("a2aclient: %s: %s is required (the HTTP+JSON binding puts it in the path)", call.Method, name)
+		if v == "" && missing == "" {
+			missing = name
 		}
 	}
 	seg := url.PathEscape
@@ -140,8 +141,11 @@ func route(call *Call) (restRoute, error) {
 	default:
 		return r, fmt.Errorf("a2aclient: %s: the HTTP+JSON binding has no route for params of type %T", call.Method, call.Params)
 	}
+	if missing != "" {
+		return r, fmt.Errorf("a2aclient: %s: %s is required (the HTTP+JSON binding puts it in the path)", call.Method, missing)
+	}
 	if err != nil {
-		return r, err
+		return r, fmt.Errorf("a2aclient: %s: encode request: %w", call.Method, err)
 	}
 	if tenant != "" {
 		r.path = "/" + seg(tenant) + r.path
@@ -360,10 +364,11 @@ func (s *restStatus) callError(method string, httpStatus int) error {
 		if a2a.Unmarshal(d, &info) != nil || info.Type != a2a.ErrorInfoType || info.Domain != a2a.ErrorDomain {
 			continue
 		}
+		e.Metadata = info.Metadata
 		if c, ok := reasonCodes[info.Reason]; ok {
-			e.Code, e.Metadata, found = c, info.Metadata, true
-			break
+			e.Code, found = c, true
 		}
+		break
 	}
 	if !found {
 		c, ok := statusCodes[httpStatus]
