@@ -131,7 +131,9 @@ func TestRESTWire(t *testing.T) {
 		summary string
 	}{
 		{"SendMessage", nil, 200, restJSON, `{"task":` + taskJSON + `}`,
-			func(ctx context.Context, c *a2aclient.Client) (any, error) { return c.SendMessage(ctx, msgReq("m-1", "hi")) },
+			func(ctx context.Context, c *a2aclient.Client) (any, error) {
+				return c.SendMessage(ctx, msgReq("m-1", "hi"))
+			},
 			wireRecord{"POST /agents/x/message:send", restJSON, restAccepts, "1.0", `{"message":{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"hi"}]}}`},
 			"task t-1"},
 		{"SendMessage with the request's tenant in the path, not the body", nil, 200, "application/json", `{"message":{"messageId":"r-1","role":"ROLE_AGENT","parts":[{"text":"yo"}]}}`,
@@ -144,7 +146,9 @@ func TestRESTWire(t *testing.T) {
 			wireRecord{"POST /agents/x/acme/message:send", restJSON, restAccepts, "1.0", `{"message":{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"hi"}]},"configuration":{"returnImmediately":true}}`},
 			"message r-1"},
 		{"SendMessage with Options.Tenant", &a2aclient.Options{Tenant: "globex"}, 200, restJSON, `{"task":` + taskJSON + `}`,
-			func(ctx context.Context, c *a2aclient.Client) (any, error) { return c.SendMessage(ctx, msgReq("m-1", "hi")) },
+			func(ctx context.Context, c *a2aclient.Client) (any, error) {
+				return c.SendMessage(ctx, msgReq("m-1", "hi"))
+			},
 			wireRecord{"POST /agents/x/globex/message:send", restJSON, restAccepts, "1.0", `{"message":{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"hi"}]}}`},
 			"task t-1"},
 		{"GetTask with historyLength", nil, 200, restJSON, taskJSON,
@@ -167,7 +171,9 @@ func TestRESTWire(t *testing.T) {
 			wireRecord{"GET /agents/x/tasks?contextId=c+1&historyLength=2&includeArtifacts=true&pageSize=10&pageToken=p%26q&status=TASK_STATE_WORKING&statusTimestampAfter=2026-11-30T09%3A00%3A00.000Z", "", restAccepts, "1.0", ""},
 			`1 tasks, next "n2"`},
 		{"ListTasks without filters", nil, 200, restJSON, `{"tasks":[],"nextPageToken":""}`,
-			func(ctx context.Context, c *a2aclient.Client) (any, error) { return c.ListTasks(ctx, &a2a.ListTasksRequest{}) },
+			func(ctx context.Context, c *a2aclient.Client) (any, error) {
+				return c.ListTasks(ctx, &a2a.ListTasksRequest{})
+			},
 			wireRecord{"GET /agents/x/tasks", "", restAccepts, "1.0", ""},
 			`0 tasks, next ""`},
 		{"CancelTask", nil, 200, restJSON, taskJSON,
