@@ -58,8 +58,22 @@ func NewRESTTransport(cfg *TransportConfig) (Transport, error) {
 type restRoute struct {
 	verb  string
 	path  string // escaped, from the tenant prefix on
-	query url.Values
+	query query
 	body  []byte // nil: no body
+}
+
+// query is a query string built in the order parameters are added.
+type query []byte
+
+// add appends name=value, escaped as RFC 3986 says (a space is %20: "+"
+// means a plus sign to a server that does not read forms).
+func (q *query) add(name, value string) {
+	if len(*q) > 0 {
+		*q = append(*q, '&')
+	}
+	*q = append(*q, name...)
+	*q = append(*q, '=')
+	*q = append(*q, strings.ReplaceAll(url.QueryEscape(value), "+", "%20")...)
 }
 
 // route maps a call onto its verb, path, query and body. Fields that travel
@@ -92,7 +106,7 @@ func route(call *Call) (restRoute, error) {
 		need("id", p.ID)
 		r.verb, r.path = http.MethodGet, "/tasks/"+seg(p.ID)
 		if p.HistoryLength != nil {
-			r.query = url.Values{"historyLength": {strconv.Itoa(int(*p.HistoryLength))}}
+			r.query.add("historyLength", strconv.Itoa(int(*p.HistoryLength)))
 		}
 	case *a2a.ListTasksRequest:
 		tenant = p.Tenant
@@ -128,12 +142,11 @@ func route(call *Call) (restRoute, error) {
 		tenant = p.Tenant
 		need("taskId", p.TaskID)
 		r.verb, r.path = http.MethodGet, "/tasks/"+seg(p.TaskID)+"/pushNotificationConfigs"
-		r.query = url.Values{}
 		if p.PageSize != nil {
-			r.query.Set("pageSize", strconv.Itoa(int(*p.PageSize)))
+			r.query.add("pageSize", strconv.Itoa(int(*p.PageSize)))
 		}
 		if p.PageToken != "" {
-			r.query.Set("pageToken", p.PageToken)
+			r.query.add("pageToken", p.PageToken)
 		}
 	case *a2a.GetExtendedAgentCardRequest:
 		tenant = p.Tenant
@@ -155,28 +168,28 @@ func route(call *Call) (restRoute, error) {
 
 // listTasksQuery spells ListTasks' filters as query parameters (§11.5:
 // camelCase names, enums by name, booleans in lower case).
-func listTasksQuery(p *a2a.ListTasksRequest) url.Values {
-	q := url.Values{}
+func listTasksQuery(p *a2a.ListTasksRequest) query {
+	var q query
 	if p.ContextID != "" {
-		q.Set("contextId", p.ContextID)
+		q.add("contextId", p.ContextID)
 	}
 	if p.Status != a2a.TaskStateUnspecified {
-		q.Set("status", p.Status.String())
+		q.add("status", p.Status.String())
 	}
 	if p.PageSize != nil {
-		q.Set("pageSize", strconv.Itoa(int(*p.PageSize)))
+		q.add("pageSize", strconv.Itoa(int(*p.PageSize)))
 	}
 	if p.PageToken != "" {
-		q.Set("pageToken", p.PageToken)
+		q.add("pageToken", p.PageToken)
 	}
 	if p.HistoryLength != nil {
-		q.Set("historyLength", strconv.Itoa(int(*p.HistoryLength)))
+		q.add("historyLength", strconv.Itoa(int(*p.HistoryLength)))
 	}
 	if p.StatusTimestampAfter != "" {
-		q.Set("statusTimestampAfter", p.StatusTimestampAfter)
+		q.add("statusTimestampAfter", p.StatusTimestampAfter)
 	}
 	if p.IncludeArtifacts {
-		q.Set("includeArtifacts", "true")
+		q.add("includeArtifacts", "true")
 	}
 	return q
 }
@@ -187,7 +200,7 @@ func jsonBody(v any) ([]byte, error) { return json.Marshal(v) }
 func (t *restTransport) url(r *restRoute) string {
 	u := t.base + r.path
 	if len(r.query) > 0 {
-		u += "?" + r.query.Encode()
+		u += "?" + string(r.query)
 	}
 	return u
 }

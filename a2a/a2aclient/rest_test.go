@@ -165,10 +165,10 @@ func TestRESTWire(t *testing.T) {
 			"task t-1 TASK_STATE_COMPLETED"},
 		{"ListTasks with every filter", nil, 200, restJSON, `{"tasks":[` + taskJSON + `],"nextPageToken":"n2","pageSize":1,"totalSize":3}`,
 			func(ctx context.Context, c *a2aclient.Client) (any, error) {
-				return c.ListTasks(ctx, &a2a.ListTasksRequest{ContextID: "c 1", Status: a2a.TaskStateWorking, PageSize: i32(10), PageToken: "p&q",
+				return c.ListTasks(ctx, &a2a.ListTasksRequest{ContextID: "c 1", Status: a2a.TaskStateWorking, PageSize: i32(10), PageToken: "p+&q",
 					HistoryLength: i32(2), StatusTimestampAfter: "2026-11-30T09:00:00.000Z", IncludeArtifacts: true})
 			},
-			wireRecord{"GET /agents/x/tasks?contextId=c+1&historyLength=2&includeArtifacts=true&pageSize=10&pageToken=p%26q&status=TASK_STATE_WORKING&statusTimestampAfter=2026-11-30T09%3A00%3A00.000Z", "", restAccepts, "1.0", ""},
+			wireRecord{"GET /agents/x/tasks?contextId=c%201&status=TASK_STATE_WORKING&pageSize=10&pageToken=p%2B%26q&historyLength=2&statusTimestampAfter=2026-11-30T09%3A00%3A00.000Z&includeArtifacts=true", "", restAccepts, "1.0", ""},
 			`1 tasks, next "n2"`},
 		{"ListTasks without filters", nil, 200, restJSON, `{"tasks":[],"nextPageToken":""}`,
 			func(ctx context.Context, c *a2aclient.Client) (any, error) {
