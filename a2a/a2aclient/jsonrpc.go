@@ -109,7 +109,7 @@ func (t *jsonrpcTransport) Stream(ctx context.Context, call *Call, activity func
 
 // decodeRPCFrame parses one SSE event of a JSON-RPC stream: a JSON-RPC
 // response whose result is a StreamResponse.
-func decodeRPCFrame(method string, ev *a2a.Event) (*a2a.StreamResponse, error) {
+func decodeRPCFrame(method string, ev a2a.Event) (*a2a.StreamResponse, error) {
 	var f a2a.StreamResponse
 	if err := decodeResult(method, http.StatusOK, ev.Data, &f); err != nil {
 		return nil, err

@@ -285,7 +285,7 @@ func (t *restTransport) Stream(ctx context.Context, call *Call, activity func())
 // decodeRESTFrame parses one SSE event of an HTTP+JSON stream: a
 // StreamResponse, or the agent's error as a google.rpc.Status body (a2a-js
 // names such an event "error"; a2a-go does not name it).
-func decodeRESTFrame(method string, ev *a2a.Event) (*a2a.StreamResponse, error) {
+func decodeRESTFrame(method string, ev a2a.Event) (*a2a.StreamResponse, error) {
 	var f a2a.StreamResponse
 	if ev.Event != "error" {
 		if err := a2a.Unmarshal(ev.Data, &f); err != nil {

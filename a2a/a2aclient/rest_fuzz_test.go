@@ -53,7 +53,7 @@ func FuzzRESTResponse(f *testing.F) {
 	f.Add("", []byte(`{"tasks":[{"id":"t"}],"nextPageToken":""}`))
 	f.Add("", []byte(`{"configs":[{"id":"c","url":"https://x"}]}`))
 	f.Fuzz(func(t *testing.T, event string, data []byte) {
-		fr, err := decodeRESTFrame("SendStreamingMessage", &a2a.Event{Event: event, Data: data})
+		fr, err := decodeRESTFrame("SendStreamingMessage", a2a.Event{Event: event, Data: data})
 		if err == nil {
 			if cerr := checkFrame("SendStreamingMessage", fr); cerr == nil && event == "error" {
 				t.Fatal("an error event decoded as a frame")

@@ -186,10 +186,10 @@ type sseStream struct {
 	method string
 	body   io.Closer
 	er     *a2a.EventReader
-	decode func(method string, ev *a2a.Event) (*a2a.StreamResponse, error)
+	decode func(method string, ev a2a.Event) (*a2a.StreamResponse, error)
 }
 
-func newSSEStream(ctx context.Context, method string, resp *http.Response, maxEvent int, activity func(), decode func(string, *a2a.Event) (*a2a.StreamResponse, error)) *sseStream {
+func newSSEStream(ctx context.Context, method string, resp *http.Response, maxEvent int, activity func(), decode func(string, a2a.Event) (*a2a.StreamResponse, error)) *sseStream {
 	var r io.Reader = resp.Body
 	if activity != nil {
 		r = &activityReader{r: r, fn: activity}
@@ -208,7 +208,7 @@ func (s *sseStream) Next() (*a2a.StreamResponse, int64, error) {
 		}
 		return nil, 0, transportErr(s.ctx, s.method, err)
 	}
-	f, err := s.decode(s.method, &ev)
+	f, err := s.decode(s.method, ev)
 	if err != nil {
 		return nil, 0, err
 	}
