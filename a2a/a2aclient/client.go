@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"mime"
 	"net/http"
 	"strings"
 	"time"
@@ -295,30 +293,6 @@ func (c *Client) after(ctx context.Context, call *Call, result any, err error) e
 		}
 	}
 	return err
-}
-
-// readBody reads at most limit bytes of body.
-func readBody(r io.Reader, limit int64) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, ErrResponseTooLarge
-	}
-	return b, nil
-}
-
-func mediaType(h http.Header) string {
-	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
-	return mt
-}
-
-func snippet(b []byte) string {
-	if len(b) > 512 {
-		b = b[:512]
-	}
-	return string(b)
 }
 
 // unary runs one request/response call.

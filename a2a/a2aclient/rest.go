@@ -116,7 +116,7 @@ func route(call *Call) (restRoute, error) {
 		tenant = p.Tenant
 		need("id", p.ID)
 		r.verb, r.path = http.MethodPost, "/tasks/"+seg(p.ID)+":cancel"
-		r.body, err = jsonBody(struct {
+		r.body, err = json.Marshal(struct {
 			Metadata map[string]any `json:"metadata,omitempty"`
 		}{p.Metadata})
 	case *a2a.SubscribeToTaskRequest:
@@ -129,7 +129,7 @@ func route(call *Call) (restRoute, error) {
 		r.verb, r.path = http.MethodPost, "/tasks/"+seg(p.TaskID)+"/pushNotificationConfigs"
 		q := *p
 		q.Tenant, q.TaskID = "", ""
-		r.body, err = jsonBody(&q)
+		r.body, err = json.Marshal(&q)
 	case *a2a.GetTaskPushNotificationConfigRequest: // and Delete: the same type
 		tenant = p.Tenant
 		need("taskId", p.TaskID)
@@ -193,8 +193,6 @@ func listTasksQuery(p *a2a.ListTasksRequest) query {
 	}
 	return q
 }
-
-func jsonBody(v any) ([]byte, error) { return json.Marshal(v) }
 
 // url is the request URL of a route.
 func (t *restTransport) url(r *restRoute) string {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -163,6 +164,30 @@ func (w *httpWire) read(ctx context.Context, method string, resp *http.Response)
 		return nil, transportErr(ctx, method, err)
 	}
 	return body, nil
+}
+
+// readBody reads at most limit bytes of body.
+func readBody(r io.Reader, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, ErrResponseTooLarge
+	}
+	return b, nil
+}
+
+func mediaType(h http.Header) string {
+	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+	return mt
+}
+
+func snippet(b []byte) string {
+	if len(b) > 512 {
+		b = b[:512]
+	}
+	return string(b)
 }
 
 // activityReader reports every read that returned bytes.
