@@ -1,6 +1,7 @@
 package a2a
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +25,11 @@ const (
 	CodeExtendedAgentCardNotConfigured = -32007
 	CodeExtensionSupportRequired       = -32008
 	CodeVersionNotSupported            = -32009
+
+	// CodeUnauthenticated answers a request whose caller could not be
+	// identified. A2A leaves authentication errors to the implementation;
+	// this is the code a2a-go uses.
+	CodeUnauthenticated = -31401
 )
 
 // ErrorInfoType is the @type of the google.rpc.ErrorInfo detail every A2A
@@ -37,23 +43,27 @@ type codeInfo struct {
 	reason  string
 	message string
 	http    int
+	// status is the gRPC status the code maps to (A2A v1.0.1 §5.4), by
+	// its canonical name: the REST error body's "status" too.
+	status string
 }
 
 var codes = map[int]codeInfo{
-	CodeParseError:                     {"PARSE_ERROR", "Invalid JSON payload", 400},
-	CodeInvalidRequest:                 {"INVALID_REQUEST", "Request payload validation error", 400},
-	CodeMethodNotFound:                 {"METHOD_NOT_FOUND", "Method not found", 404},
-	CodeInvalidParams:                  {"INVALID_PARAMS", "Invalid parameters", 400},
-	CodeInternalError:                  {"INTERNAL_ERROR", "Internal error", 500},
-	CodeTaskNotFound:                   {"TASK_NOT_FOUND", "Task not found", 404},
-	CodeTaskNotCancelable:              {"TASK_NOT_CANCELABLE", "Task cannot be canceled", 400},
-	CodePushNotificationNotSupported:   {"PUSH_NOTIFICATION_NOT_SUPPORTED", "Push Notification is not supported", 400},
-	CodeUnsupportedOperation:           {"UNSUPPORTED_OPERATION", "This operation is not supported", 400},
-	CodeContentTypeNotSupported:        {"CONTENT_TYPE_NOT_SUPPORTED", "Incompatible content types", 400},
-	CodeInvalidAgentResponse:           {"INVALID_AGENT_RESPONSE", "Invalid agent response", 500},
-	CodeExtendedAgentCardNotConfigured: {"EXTENDED_AGENT_CARD_NOT_CONFIGURED", "Extended agent card is not configured", 400},
-	CodeExtensionSupportRequired:       {"EXTENSION_SUPPORT_REQUIRED", "A required extension is not supported by the client", 400},
-	CodeVersionNotSupported:            {"VERSION_NOT_SUPPORTED", "The requested A2A protocol version is not supported", 400},
+	CodeParseError:                     {"PARSE_ERROR", "Invalid JSON payload", 400, "INVALID_ARGUMENT"},
+	CodeInvalidRequest:                 {"INVALID_REQUEST", "Request payload validation error", 400, "INVALID_ARGUMENT"},
+	CodeMethodNotFound:                 {"METHOD_NOT_FOUND", "Method not found", 404, "UNIMPLEMENTED"},
+	CodeInvalidParams:                  {"INVALID_PARAMS", "Invalid parameters", 400, "INVALID_ARGUMENT"},
+	CodeInternalError:                  {"INTERNAL_ERROR", "Internal error", 500, "INTERNAL"},
+	CodeTaskNotFound:                   {"TASK_NOT_FOUND", "Task not found", 404, "NOT_FOUND"},
+	CodeTaskNotCancelable:              {"TASK_NOT_CANCELABLE", "Task cannot be canceled", 400, "FAILED_PRECONDITION"},
+	CodePushNotificationNotSupported:   {"PUSH_NOTIFICATION_NOT_SUPPORTED", "Push Notification is not supported", 400, "FAILED_PRECONDITION"},
+	CodeUnsupportedOperation:           {"UNSUPPORTED_OPERATION", "This operation is not supported", 400, "FAILED_PRECONDITION"},
+	CodeContentTypeNotSupported:        {"CONTENT_TYPE_NOT_SUPPORTED", "Incompatible content types", 400, "INVALID_ARGUMENT"},
+	CodeInvalidAgentResponse:           {"INVALID_AGENT_RESPONSE", "Invalid agent response", 500, "INTERNAL"},
+	CodeExtendedAgentCardNotConfigured: {"EXTENDED_AGENT_CARD_NOT_CONFIGURED", "Extended agent card is not configured", 400, "FAILED_PRECONDITION"},
+	CodeExtensionSupportRequired:       {"EXTENSION_SUPPORT_REQUIRED", "A required extension is not supported by the client", 400, "FAILED_PRECONDITION"},
+	CodeVersionNotSupported:            {"VERSION_NOT_SUPPORTED", "The requested A2A protocol version is not supported", 400, "FAILED_PRECONDITION"},
+	CodeUnauthenticated:                {"UNAUTHENTICATED", "Unauthenticated", 401, "UNAUTHENTICATED"},
 }
 
 // Sentinel errors, one per code, for errors.Is. An *Error with the same code
@@ -134,6 +144,16 @@ func (e *Error) HTTPStatus() int {
 	return 500
 }
 
+// StatusName is the canonical name of the gRPC status the code maps to
+// (NOT_FOUND, FAILED_PRECONDITION, …; A2A v1.0.1 §5.4), also the "status"
+// of the HTTP+JSON binding's error body. Unknown codes are INTERNAL.
+func (e *Error) StatusName() string {
+	if c, ok := codes[e.Code]; ok {
+		return c.status
+	}
+	return "INTERNAL"
+}
+
 // Text is the message to send: Message, or the code's standard text.
 func (e *Error) Text() string {
 	if e.Message != "" {
@@ -190,4 +210,38 @@ func AsError(err error) *Error {
 		return e
 	}
 	return &Error{Code: CodeInternalError}
+}
+
+type statusWire struct {
+	Error statusBody `json:"error"`
+}
+
+type statusBody struct {
+	Code    int             `json:"code"`
+	Status  string          `json:"status"`
+	Message string          `json:"message"`
+	Details json.RawMessage `json:"details"`
+}
+
+// MarshalStatus writes e as the HTTP+JSON binding's error body, the
+// google.rpc.Status shape (spec §11.6): {"error":{"code":<HTTP status>,
+// "status":<gRPC status name>,"message":…,"details":[ErrorInfo]}}. A peer's
+// data (Error.Data) is sent as the details when it is an array, as the
+// details must be.
+func (e *Error) MarshalStatus() ([]byte, error) {
+	return e.MarshalStatusAs(e.HTTPStatus())
+}
+
+// MarshalStatusAs is MarshalStatus for an answer sent with another HTTP
+// status than the code's own (413 for a body over the limit, say).
+func (e *Error) MarshalStatusAs(httpStatus int) ([]byte, error) {
+	details := e.Data
+	if t := bytes.TrimLeft(details, " \t\r\n"); len(t) == 0 || t[0] != '[' {
+		d, err := json.Marshal([]errorInfo{{Type: ErrorInfoType, Reason: e.Reason(), Domain: ErrorDomain, Metadata: e.Metadata}})
+		if err != nil {
+			return nil, err
+		}
+		details = d
+	}
+	return json.Marshal(statusWire{statusBody{Code: httpStatus, Status: e.StatusName(), Message: e.Text(), Details: details}})
 }

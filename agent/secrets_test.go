@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -42,7 +43,7 @@ func (b *lockedBuffer) String() string {
 // secretAgent serves an agent whose skill opens SMTP_PASSWORD, logs it
 // carelessly, and reports what it got. identify, when set, is the
 // server's verified scope.
-func secretAgent(t *testing.T, ring *usercontext.KeyRing, identify func(*http.Request) (a2asrv.Scope, error)) (string, *lockedBuffer) {
+func secretAgent(t *testing.T, ring *usercontext.KeyRing, identify func(context.Context, *a2asrv.Call) (a2asrv.Scope, error)) (string, *lockedBuffer) {
 	t.Helper()
 	logs := &lockedBuffer{}
 	a := agent.New("mailer", "1.0.0", &agent.Options{
@@ -107,14 +108,16 @@ func TestGetSecret(t *testing.T) {
 	}
 	ring := usercontext.NewKeyRing(dir)
 	run := usercontext.Run{TenantID: "acme", InstanceID: "inst-7", RunID: "run-9"}
-	verified := func(r *http.Request) (a2asrv.Scope, error) { return a2asrv.Scope{Tenant: "acme-verified"}, nil }
+	verified := func(context.Context, *a2asrv.Call) (a2asrv.Scope, error) {
+		return a2asrv.Scope{Tenant: "acme-verified"}, nil
+	}
 	verifiedRun := run
 	verifiedRun.TenantID = "acme-verified"
 	other := func(f func(r *usercontext.Run)) usercontext.Run { r := run; f(&r); return r }
 
 	tests := []struct {
 		name     string
-		identify func(*http.Request) (a2asrv.Scope, error)
+		identify func(context.Context, *a2asrv.Call) (a2asrv.Scope, error)
 		sc       secretCase
 		state    a2a.TaskState
 		text     string // in the final status message

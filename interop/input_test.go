@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	goa2a "github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
 	"novaos.dev/novaos/a2a"
 )
@@ -13,25 +14,26 @@ import (
 // and the next message on the same task completes it.
 
 func TestInputRequired_GoClient(t *testing.T) {
-	c, _ := newGoClient(t)
-	task := goSendTask(t, c, &goa2a.SendMessageRequest{Message: goUserMessage("ask")})
-	if task.Status.State != goa2a.TaskStateInputRequired || task.Status.Message == nil || goText(task.Status.Message.Parts) != "what number?" {
-		t.Fatalf("blocking send returned state %s, status message %+v", task.Status.State, task.Status.Message)
-	}
-	answer := goUserMessage("42")
-	answer.TaskID, answer.ContextID = task.ID, task.ContextID
-	done := goSendTask(t, c, &goa2a.SendMessageRequest{Message: answer})
-	if done.ID != task.ID || done.Status.State != goa2a.TaskStateCompleted || artifactText(done) != "answer: 42" {
-		t.Errorf("follow-up = task %s state %s artifacts %q", done.ID, done.Status.State, artifactText(done))
-	}
+	eachGoBinding(t, func(t *testing.T, c *a2aclient.Client) {
+		task := goSendTask(t, c, &goa2a.SendMessageRequest{Message: goUserMessage("ask")})
+		if task.Status.State != goa2a.TaskStateInputRequired || task.Status.Message == nil || goText(task.Status.Message.Parts) != "what number?" {
+			t.Fatalf("blocking send returned state %s, status message %+v", task.Status.State, task.Status.Message)
+		}
+		answer := goUserMessage("42")
+		answer.TaskID, answer.ContextID = task.ID, task.ContextID
+		done := goSendTask(t, c, &goa2a.SendMessageRequest{Message: answer})
+		if done.ID != task.ID || done.Status.State != goa2a.TaskStateCompleted || artifactText(done) != "answer: 42" {
+			t.Errorf("follow-up = task %s state %s artifacts %q", done.ID, done.Status.State, artifactText(done))
+		}
 
-	evs, err := collectEvents(c.SendStreamingMessage(testCtx(t), &goa2a.SendMessageRequest{Message: goUserMessage("ask")}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(evs) == 0 || goKind(evs[len(evs)-1]) != "status:TASK_STATE_INPUT_REQUIRED" && goKind(evs[len(evs)-1]) != "task:TASK_STATE_INPUT_REQUIRED" {
-		t.Errorf("stream did not end at INPUT_REQUIRED: %v", evs)
-	}
+		evs, err := collectEvents(c.SendStreamingMessage(testCtx(t), &goa2a.SendMessageRequest{Message: goUserMessage("ask")}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) == 0 || goKind(evs[len(evs)-1]) != "status:TASK_STATE_INPUT_REQUIRED" && goKind(evs[len(evs)-1]) != "task:TASK_STATE_INPUT_REQUIRED" {
+			t.Errorf("stream did not end at INPUT_REQUIRED: %v", evs)
+		}
+	})
 }
 
 // The same exchange on the wire against all three servers.

@@ -47,6 +47,19 @@ func TestJSClient(t *testing.T) {
 	}
 }
 
+// TestJSClientHTTPJSON runs the same scenario with the a2a-js client
+// preferring HTTP+JSON, and checks that every call our server saw came over
+// that binding.
+func TestJSClientHTTPJSON(t *testing.T) {
+	srv := startOurServer(t)
+	rep := runJSClientOver(t, a2a.BindingHTTPJSON, srv.URL)
+	checkJSReport(t, rep, a2a.CodeUnsupportedOperation, a2a.CodeUnsupportedOperation)
+	seen, _ := servedBindings.Load(srv.URL)
+	if only, got := seen.(*bindingsSeen).only(a2a.BindingHTTPJSON); !only {
+		t.Errorf("calls came over %v, want HTTP+JSON only", got)
+	}
+}
+
 func checkJSReport(t *testing.T, rep *jsReport, sendToTerminal, subscribeTerminal int) {
 	t.Helper()
 	if rep.ProtocolVersion != "1.0" {

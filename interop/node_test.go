@@ -63,11 +63,21 @@ func jsPeer(t *testing.T) (node, dir string) {
 // for client.mjs) and returns its report.
 func runJSClient(t *testing.T, baseURL string, args ...string) *jsReport {
 	t.Helper()
+	return runJSClientOver(t, "", baseURL, args...)
+}
+
+// runJSClientOver is runJSClient with the client preferring transport
+// (a card binding name; "" lets the card's order decide).
+func runJSClientOver(t *testing.T, transport, baseURL string, args ...string) *jsReport {
+	t.Helper()
 	node, dir := jsPeer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, append([]string{"client.mjs", baseURL}, args...)...)
 	cmd.Dir = dir
+	if transport != "" {
+		cmd.Env = append(os.Environ(), "A2A_TRANSPORT="+transport)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

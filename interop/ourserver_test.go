@@ -2,9 +2,11 @@ package interop
 
 import (
 	"context"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,6 +63,36 @@ func (echoExecutor) Execute(ctx context.Context, req *a2asrv.RequestContext, u a
 // keepAlive is our server's SSE keep-alive interval in these tests.
 const keepAlive = 50 * time.Millisecond
 
+// servedBindings maps the URL of each server startOurServer started to the
+// bindings its calls came over, so a test can tell which binding a peer's
+// client really used.
+var servedBindings sync.Map // string -> *bindingsSeen
+
+// bindingsSeen is an interceptor recording every call's binding.
+type bindingsSeen struct {
+	mu  sync.Mutex
+	set map[string]int
+}
+
+func (b *bindingsSeen) Before(ctx context.Context, c *a2asrv.Call, _ any) (context.Context, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.set == nil {
+		b.set = map[string]int{}
+	}
+	b.set[c.Binding]++
+	return ctx, nil
+}
+
+func (*bindingsSeen) After(context.Context, *a2asrv.Call, any, error) {}
+
+// only reports whether every call came over binding, and how many came.
+func (b *bindingsSeen) only(binding string) (bool, map[string]int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.set) == 1 && b.set[binding] > 0, maps.Clone(b.set)
+}
+
 // startOurServer serves a2asrv.Handler with echoExecutor and in-memory
 // stores, its card naming the test server's URL as the JSON-RPC endpoint.
 func startOurServer(t *testing.T) *httptest.Server {
@@ -77,13 +109,17 @@ func startOurServer(t *testing.T) *httptest.Server {
 		Version:     "1.0.0",
 		SupportedInterfaces: []a2a.AgentInterface{
 			{URL: url, ProtocolBinding: a2a.BindingJSONRPC, ProtocolVersion: a2a.ProtocolVersion},
+			{URL: url, ProtocolBinding: a2a.BindingHTTPJSON, ProtocolVersion: a2a.ProtocolVersion},
 		},
 		Capabilities:       a2a.AgentCapabilities{Streaming: a2a.Bool(true), PushNotifications: a2a.Bool(true)},
 		DefaultInputModes:  []string{"text/plain"},
 		DefaultOutputModes: []string{"text/plain"},
 		Skills:             []a2a.AgentSkill{{ID: "echo", Name: "Echo", Description: "Echoes text", Tags: []string{"echo"}}},
 	}
+	seen := &bindingsSeen{}
+	servedBindings.Store(url, seen)
 	h := a2asrv.NewHandler(card, echoExecutor{}, &a2asrv.Options{
+		Interceptors:    []a2asrv.Interceptor{seen},
 		PushConfigStore: a2asrv.NewMemoryPushConfigStore(nil),
 		// Frequent keep-alive comments, so every stream in the suite shows
 		// the peers some.

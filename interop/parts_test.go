@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	goa2a "github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/google/go-cmp/cmp"
 
 	"novaos.dev/novaos/a2a"
@@ -68,28 +69,29 @@ func checkParts(t *testing.T, got []a2a.Part) {
 // decoding the sample with a2a-go's decoder) and decodes our answer; the
 // result is read back through our model for the comparison.
 func TestParts_GoClient(t *testing.T) {
-	c, _ := newGoClient(t)
-	var goParts []*goa2a.Part
-	if err := json.Unmarshal([]byte(sampleParts), &goParts); err != nil {
-		t.Fatalf("a2a-go decodes the sample: %v", err)
-	}
-	msg := goa2a.NewMessage(goa2a.MessageRoleUser, append([]*goa2a.Part{goa2a.NewTextPart(partsCommand)}, goParts...)...)
-	task := goSendTask(t, c, &goa2a.SendMessageRequest{Message: msg})
-	if len(task.Artifacts) != 1 {
-		t.Fatalf("artifacts = %+v", task.Artifacts)
-	}
-	enc, err := json.Marshal(task.Artifacts[0].Parts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []a2a.Part
-	if err := a2a.Unmarshal(enc, &got); err != nil {
-		t.Fatalf("decode %s: %v", enc, err)
-	}
-	checkParts(t, got)
-	if raw := task.Artifacts[0].Parts[1].Raw(); !bytes.Equal(raw, []byte{0, 1, 2, 255}) {
-		t.Errorf("a2a-go sees raw bytes %v", raw)
-	}
+	eachGoBinding(t, func(t *testing.T, c *a2aclient.Client) {
+		var goParts []*goa2a.Part
+		if err := json.Unmarshal([]byte(sampleParts), &goParts); err != nil {
+			t.Fatalf("a2a-go decodes the sample: %v", err)
+		}
+		msg := goa2a.NewMessage(goa2a.MessageRoleUser, append([]*goa2a.Part{goa2a.NewTextPart(partsCommand)}, goParts...)...)
+		task := goSendTask(t, c, &goa2a.SendMessageRequest{Message: msg})
+		if len(task.Artifacts) != 1 {
+			t.Fatalf("artifacts = %+v", task.Artifacts)
+		}
+		enc, err := json.Marshal(task.Artifacts[0].Parts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []a2a.Part
+		if err := a2a.Unmarshal(enc, &got); err != nil {
+			t.Fatalf("decode %s: %v", enc, err)
+		}
+		checkParts(t, got)
+		if raw := task.Artifacts[0].Parts[1].Raw(); !bytes.Equal(raw, []byte{0, 1, 2, 255}) {
+			t.Errorf("a2a-go sees raw bytes %v", raw)
+		}
+	})
 }
 
 func TestParts_GoServer(t *testing.T) {

@@ -1,8 +1,11 @@
-// Package a2asrv serves one agent over the A2A v1.0.1 JSON-RPC binding.
+// Package a2asrv serves one agent over A2A v1.0.1.
 //
-// A [Handler] is an http.Handler: POST to its root runs a JSON-RPC method,
-// GET /.well-known/agent-card.json returns the agent card (with ETag and
-// Cache-Control). Every method of the spec is served: SendMessage (blocking,
+// A [Handler] is an http.Handler serving two bindings at one URL: a POST to
+// its root runs a JSON-RPC method, the HTTP+JSON binding's resources
+// (POST /message:send, GET /tasks/{id}, …, each also under a /{tenant}
+// prefix) sit beside it, and GET /.well-known/agent-card.json returns the
+// agent card (with ETag and Cache-Control). Every method of the spec is
+// served: SendMessage (blocking,
 // or returnImmediately), SendStreamingMessage, GetTask, ListTasks, CancelTask,
 // SubscribeToTask, the four TaskPushNotificationConfig methods and
 // GetExtendedAgentCard. The agent itself is an [Executor]; it reports
@@ -17,6 +20,32 @@
 //		return u.UpdateStatus(ctx, a2a.TaskStateCompleted, nil, nil)
 //	})
 //	http.Handle("/agents/hello/", http.StripPrefix("/agents/hello", a2asrv.NewHandler(card, exec, nil)))
+//
+// # One core, several bindings
+//
+// The eleven methods are implemented once, against typed requests (the
+// a2a package's request types) and, for the two streaming methods, a
+// [StreamSink]; nothing in them knows HTTP. A binding only turns its wire
+// form into a [Call] and a typed request and writes back what the core
+// answers: the JSON-RPC and HTTP+JSON bindings are in this package; the
+// gRPC binding (package a2agrpc) calls the exported methods
+// ([Handler.SendMessage], [Handler.GetTask], …), which take the same path.
+// That path, for every call on every binding, is:
+//
+//  1. the binding decodes the request (its envelope, body, path, query);
+//  2. A2A-Version is checked and A2A-Extensions negotiated (from the HTTP
+//     headers or the gRPC metadata);
+//  3. identifiers are checked (see below) and the tenant taken from the
+//     request;
+//  4. Options.Identify says who the call acts for ([Call.Scope]);
+//  5. the Before of each [Interceptor], in the order of
+//     Options.Interceptors; a refusal stops here;
+//  6. the method;
+//  7. the After of each interceptor that admitted the call, in reverse
+//     order, with the response or the error (for a stream, once it ended).
+//
+// Identity, metering, audit and the governance gate plug in at 4 and 5:
+// they see every call whatever its binding.
 //
 // # Interruptions
 //
@@ -171,6 +200,28 @@
 //     200, except a body over the limit (413, -32600), a body that is not
 //     JSON by its Content-Type (415, -32600) and a caller that
 //     Options.Identify rejects (401, -31401, the code a2a-go uses).
+//   - HTTP+JSON errors are the google.rpc.Status body of spec §11.6,
+//     {"error":{"code","status","message","details":[ErrorInfo]}}, with
+//     the v1.0.1 HTTP status of the code (§5.4); 413 and 415 as above;
+//     -31401 is 401 UNAUTHENTICATED. Answers are application/a2a+json;
+//     DeleteTaskPushNotificationConfig answers {} (google.protobuf.Empty).
+//   - HTTP+JSON paths are matched as they are first and only then with
+//     their first segment taken as the tenant, so a tenant named like a
+//     resource ("tasks", "message:send") cannot be addressed by prefix;
+//     the request body's tenant, when given, must match the prefix. Path
+//     segments are unescaped one by one, so a task id may hold a "/"
+//     written %2F; a ":" in an id is part of it unless the segment ends in
+//     :cancel or :subscribe.
+//   - SubscribeToTask over HTTP+JSON takes POST (the spec's text) and GET
+//     (its proto). GET methods take their parameters from the query, with
+//     the spec's camelCase names; unknown parameters are ignored and a
+//     known one given twice is -32602. A GET may carry A2A-Version in the
+//     query (§3.2.6) when it has no header; requests with a body may not,
+//     for the cross-site reason above.
+//   - A streaming call refused before its stream starts gets a plain error
+//     response on HTTP+JSON (a client checks the status first); an error
+//     after the stream started is an SSE event named "error" whose data is
+//     the error body.
 //   - referenceTaskIds resolve only within the message's contextId; others
 //     are passed to the executor as unresolved, never leaked.
 //   - Push configs are stored and served (credentials are write-only and

@@ -175,6 +175,10 @@ func validatePayloads(t *testing.T, step string, request, response []byte) {
 		schematest.Validate(t, "Agent Card", body)
 		return
 	}
+	if line, _, _ := bytes.Cut(request, []byte("\n")); !bytes.HasPrefix(line, []byte("POST / ")) && string(line) != "POST /" {
+		validateREST(t, step, string(line), response)
+		return
+	}
 	var payloads [][]byte
 	if bytes.Contains(response, []byte("Content-Type: text/event-stream")) {
 		er := a2a.NewEventReader(bytes.NewReader(body), 0)
@@ -343,4 +347,65 @@ func scripted(ctx context.Context, req *a2asrv.RequestContext, u a2asrv.Updater)
 		}
 	}
 	return u.UpdateStatus(ctx, a2a.TaskStateCompleted, agentText(u, "done", "Done."), nil)
+}
+
+// validateREST checks an HTTP+JSON answer: errors in the google.rpc.Status
+// shape with an ErrorInfo detail, results (and stream frames) against the
+// schema of the method the request line names.
+func validateREST(t *testing.T, step, line string, response []byte) {
+	t.Helper()
+	status, stream, body := splitResponse(response)
+	method := restMethodOf(line)
+	check := func(b []byte) {
+		if bytes.HasPrefix(b, []byte(`{"error":`)) {
+			restErrorCode(t, "", b)
+			return
+		}
+		def := resultDefinitions[method]
+		if def == "" || string(b) == "{}" {
+			return
+		}
+		schematest.Validate(t, def, b)
+	}
+	switch {
+	case stream:
+		for _, ev := range events(body) {
+			check(ev.Data)
+		}
+	case status == "200", strings.Contains(string(response), "application/a2a+json"):
+		check(bytes.TrimSpace(body))
+	}
+}
+
+// restMethodOf names the method an HTTP+JSON request line calls.
+func restMethodOf(line string) string {
+	verb, path, _ := strings.Cut(line, " ")
+	path, _, _ = strings.Cut(path, "?")
+	switch {
+	case strings.HasSuffix(path, "/message:send"):
+		return a2a.MethodSendMessage
+	case strings.HasSuffix(path, "/message:stream"):
+		return a2a.MethodSendStreamingMessage
+	case strings.HasSuffix(path, ":cancel"):
+		return a2a.MethodCancelTask
+	case strings.HasSuffix(path, ":subscribe"):
+		return a2a.MethodSubscribeToTask
+	case strings.HasSuffix(path, "/extendedAgentCard"):
+		return a2a.MethodGetExtendedAgentCard
+	case strings.HasSuffix(path, "/pushNotificationConfigs"):
+		if verb == "POST" {
+			return a2a.MethodCreateTaskPushNotificationConfig
+		}
+		return a2a.MethodListTaskPushNotificationConfigs
+	case strings.Contains(path, "/pushNotificationConfigs/"):
+		if verb == "DELETE" {
+			return a2a.MethodDeleteTaskPushNotificationConfig
+		}
+		return a2a.MethodGetTaskPushNotificationConfig
+	case strings.HasSuffix(path, "/tasks"):
+		return a2a.MethodListTasks
+	case strings.Contains(path, "/tasks/"):
+		return a2a.MethodGetTask
+	}
+	return ""
 }

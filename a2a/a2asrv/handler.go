@@ -1,13 +1,10 @@
 package a2asrv
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -39,11 +36,16 @@ type Options struct {
 	// ExtendedCard is served by GetExtendedAgentCard; nil answers
 	// ExtendedAgentCardNotConfigured.
 	ExtendedCard *a2a.AgentCard
-	// Identify says who a request acts for. An *a2a.Error it returns is sent
-	// as is; any other error is answered as unauthenticated. nil treats
-	// every caller as the same anonymous owner, with the tenant taken from
-	// the request's tenant field.
-	Identify func(r *http.Request) (Scope, error)
+	// Identify says who a call acts for, from its service parameters
+	// (Call.Header: the HTTP headers, or the gRPC metadata) and its tenant
+	// (Call.Tenant). An *a2a.Error it returns is sent as is; any other
+	// error is answered as unauthenticated. A Scope with an empty Tenant
+	// takes the request's. nil treats every caller as the same anonymous
+	// owner, with the tenant taken from the request.
+	Identify func(ctx context.Context, c *Call) (Scope, error)
+	// Interceptors see every call on every binding, in this order; see
+	// Interceptor.
+	Interceptors []Interceptor
 	// MaxBodyBytes bounds a request body (default 10 MiB).
 	MaxBodyBytes int64
 	// ArtifactFlushInterval bounds how long an artifact update may be
@@ -94,7 +96,7 @@ type Options struct {
 // CodeUnauthenticated is the JSON-RPC code for a request whose caller could
 // not be identified. A2A leaves authentication errors to the implementation;
 // this is the code a2a-go uses.
-const CodeUnauthenticated = -31401
+const CodeUnauthenticated = a2a.CodeUnauthenticated
 
 // Handler serves one agent over the A2A JSON-RPC binding: POST to its root
 // runs a method, GET /.well-known/agent-card.json returns the card.
@@ -185,7 +187,10 @@ func (h *Handler) newID() string {
 	return a2a.NewID()
 }
 
-// ServeHTTP routes a request relative to the agent's mount point.
+// ServeHTTP routes a request relative to the agent's mount point: a POST
+// to the root is JSON-RPC, the card is at a2a.WellKnownCardPath, and the
+// HTTP+JSON binding's resources (/message:send, /tasks/…, with or without
+// a /{tenant} prefix) are beside them, so one URL serves both bindings.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	switch {
@@ -199,7 +204,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case path == a2a.WellKnownCardPath:
 		h.serveCard(w, r)
 	default:
-		http.NotFound(w, r)
+		if !h.serveREST(w, r) {
+			http.NotFound(w, r)
+		}
 	}
 }
 
@@ -260,238 +267,6 @@ func appendInt(b []byte, n int64) []byte {
 		tmp[i] = '-'
 	}
 	return append(b, tmp[i:]...)
-}
-
-// call is one JSON-RPC request in flight.
-type call struct {
-	w      http.ResponseWriter
-	r      *http.Request
-	id     json.RawMessage
-	scope  Scope
-	active []string
-	// maxID is Options.MaxIDBytes.
-	maxID int
-	// tenant is the tenant read from params before the method ran (""
-	// when params hold no plain "tenant" key); the method's own decode
-	// must read the same, or the scope was taken from the wrong one.
-	tenant string
-	// sse is set for a streaming method whose caller accepts an event
-	// stream: its errors are sent as one SSE error event, because some
-	// clients (a2a-go's) read nothing but SSE on a streaming call.
-	sse bool
-}
-
-func streamingMethod(m string) bool {
-	return m == a2a.MethodSendStreamingMessage || m == a2a.MethodSubscribeToTask
-}
-
-func acceptsEventStream(r *http.Request) bool {
-	for _, v := range r.Header.Values("Accept") {
-		if strings.Contains(v, "text/event-stream") {
-			return true
-		}
-	}
-	return false
-}
-
-// fail answers the call with a protocol error, as a JSON-RPC response or,
-// for a streaming call that accepts SSE, as a stream of one error event.
-func (h *Handler) fail(c *call, e *a2a.Error) {
-	if !c.sse {
-		h.writeError(c.w, c.id, e, http.StatusOK)
-		return
-	}
-	setStreamHeaders(c.w.Header())
-	c.w.WriteHeader(http.StatusOK)
-	_, _ = c.w.Write(a2a.AppendEvent(nil, a2a.Event{Data: a2a.AppendErrorResponse(nil, c.id, e)}))
-}
-
-func setStreamHeaders(hd http.Header) {
-	hd.Set("Content-Type", "text/event-stream")
-	hd.Set("Cache-Control", "no-cache")
-	hd.Set("X-Accel-Buffering", "no")
-	hd.Set("Connection", "keep-alive")
-}
-
-func (h *Handler) getBuf() *bytes.Buffer {
-	if b, ok := h.bufs.Get().(*bytes.Buffer); ok {
-		b.Reset()
-		return b
-	}
-	return new(bytes.Buffer)
-}
-
-func (h *Handler) putBuf(b *bytes.Buffer) {
-	if b.Cap() <= 64<<10 {
-		h.bufs.Put(b)
-	}
-}
-
-func (h *Handler) serveRPC(w http.ResponseWriter, r *http.Request) {
-	if e := checkContentType(r.Header); e != nil {
-		h.writeError(w, nil, e, http.StatusUnsupportedMediaType)
-		return
-	}
-	buf := h.getBuf()
-	defer h.putBuf(buf)
-	if r.ContentLength > h.opts.MaxBodyBytes {
-		h.writeBodyTooLarge(w)
-		return
-	}
-	_, err := buf.ReadFrom(io.LimitReader(r.Body, h.opts.MaxBodyBytes+1))
-	if err != nil {
-		h.writeError(w, nil, a2a.NewError(a2a.CodeParseError, "could not read request body"), http.StatusBadRequest)
-		return
-	}
-	if int64(buf.Len()) > h.opts.MaxBodyBytes {
-		h.writeBodyTooLarge(w)
-		return
-	}
-	req, perr := a2a.DecodeRequest(buf.Bytes())
-	if perr != nil {
-		h.writeError(w, req.ID, perr, http.StatusOK)
-		return
-	}
-	if len(req.ID) > h.opts.MaxIDBytes {
-		h.writeError(w, nil, a2a.NewError(a2a.CodeInvalidRequest, "the JSON-RPC id is longer than %d bytes", h.opts.MaxIDBytes), http.StatusOK)
-		return
-	}
-	if req.Notification {
-		// JSON-RPC 2.0 sends nothing back for a notification, and A2A
-		// defines none: running a method whose answer nobody can read
-		// (a SendMessage) would only do unasked work.
-		w.WriteHeader(http.StatusNoContent)
-		return
-	}
-	c := &call{w: w, r: r, id: req.ID, maxID: h.opts.MaxIDBytes, sse: streamingMethod(req.Method) && acceptsEventStream(r)}
-	if verr := a2a.CheckVersion(r.Header.Get(a2a.HeaderVersion)); verr != nil {
-		h.fail(c, verr)
-		return
-	}
-	var declared []a2a.AgentExtension
-	if h.card != nil {
-		declared = h.card.Capabilities.Extensions
-	}
-	requested, eerr := a2a.ParseExtensionsLimit(r.Header.Values(a2a.HeaderExtensions), h.opts.MaxExtensions, h.opts.MaxExtensionURIBytes)
-	if eerr != nil {
-		h.fail(c, eerr)
-		return
-	}
-	active, eerr := a2a.NegotiateExtensions(requested, declared)
-	if eerr != nil {
-		h.fail(c, eerr)
-		return
-	}
-	c.active = active
-	if len(active) > 0 {
-		w.Header().Set(a2a.HeaderExtensions, strings.Join(active, ", "))
-	}
-	m, ok := methods[req.Method]
-	if !ok {
-		h.writeError(w, c.id, a2a.NewError(a2a.CodeMethodNotFound, "method %q not found", truncate(req.Method, 64)), http.StatusOK)
-		return
-	}
-	if bytes.Contains(req.Params, []byte(`"tenant"`)) {
-		// Only the tenant is needed here; the method decodes the rest. Most
-		// requests carry none, and this decode is skipped for them.
-		var tenant tenantOnly
-		if e := a2a.DecodeParams(req.Params, &tenant); e != nil {
-			h.fail(c, e)
-			return
-		}
-		if e := checkID("tenant", tenant.Tenant, c.maxID); e != nil {
-			h.fail(c, e)
-			return
-		}
-		c.tenant = tenant.Tenant
-	}
-	scope, serr := h.identify(r, c.tenant)
-	if serr != nil {
-		if c.sse {
-			h.fail(c, serr)
-		} else {
-			h.writeError(w, c.id, serr, http.StatusUnauthorized)
-		}
-		return
-	}
-	c.scope = scope
-	m(h, c, req.Params)
-}
-
-type tenantOnly struct {
-	Tenant string `json:"tenant"`
-}
-
-func (h *Handler) identify(r *http.Request, tenant string) (Scope, *a2a.Error) {
-	if h.opts.Identify == nil {
-		return Scope{Tenant: tenant}, nil
-	}
-	s, err := h.opts.Identify(r)
-	if err != nil {
-		var e *a2a.Error
-		if errors.As(err, &e) {
-			return Scope{}, e
-		}
-		h.log.InfoContext(r.Context(), "a2asrv: caller not identified", "err", err)
-		return Scope{}, a2a.NewError(CodeUnauthenticated, "unauthenticated")
-	}
-	if s.Tenant == "" {
-		s.Tenant = tenant
-	}
-	return s, nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
-}
-
-func (h *Handler) writeBodyTooLarge(w http.ResponseWriter) {
-	e := a2a.NewError(a2a.CodeInvalidRequest, "request body exceeds %d bytes", h.opts.MaxBodyBytes)
-	h.writeError(w, nil, e, http.StatusRequestEntityTooLarge)
-}
-
-func (h *Handler) writeError(w http.ResponseWriter, id json.RawMessage, e *a2a.Error, status int) {
-	body := a2a.AppendErrorResponse(nil, id, e)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", itoa(len(body)))
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
-}
-
-func (h *Handler) writeResult(c *call, result []byte) {
-	buf := h.getBuf()
-	defer h.putBuf(buf)
-	b := a2a.AppendResult(buf.AvailableBuffer(), c.id, result)
-	hd := c.w.Header()
-	hd.Set("Content-Type", "application/json")
-	hd.Set("Content-Length", itoa(len(b)))
-	_, _ = c.w.Write(b)
-}
-
-// writeValue answers with v as the result. The hot results go through the
-// a2a package's append encoders; the rest through encoding/json.
-func (h *Handler) writeValue(c *call, v any) {
-	buf := h.getBuf()
-	defer h.putBuf(buf)
-	var b []byte
-	var err error
-	switch v := v.(type) {
-	case a2a.SendMessageResponse:
-		b, err = a2a.AppendSendMessageResponse(buf.AvailableBuffer(), &v)
-	case *a2a.Task:
-		b, err = a2a.AppendTask(buf.AvailableBuffer(), v)
-	default:
-		b, err = json.Marshal(v)
-	}
-	if err != nil {
-		h.log.ErrorContext(c.r.Context(), "a2asrv: encode result", "err", err)
-		h.writeError(c.w, c.id, a2a.NewError(a2a.CodeInternalError, "could not encode the result"), http.StatusOK)
-		return
-	}
-	h.writeResult(c, b)
 }
 
 // Shutdown stops accepting messages, waits for running executions until ctx

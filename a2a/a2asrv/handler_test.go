@@ -427,8 +427,8 @@ func TestConcurrentSubscribersSeeSameFrames(t *testing.T) {
 
 // Tasks are scoped to the caller on every path.
 func TestTasksAreScopedToCaller(t *testing.T) {
-	opts := &a2asrv.Options{Identify: func(r *http.Request) (a2asrv.Scope, error) {
-		user := r.Header.Get("X-User")
+	opts := &a2asrv.Options{Identify: func(_ context.Context, c *a2asrv.Call) (a2asrv.Scope, error) {
+		user := c.Header.Get("X-User")
 		if user == "" {
 			return a2asrv.Scope{}, errors.New("no user")
 		}

@@ -2,39 +2,16 @@ package a2asrv
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"net/http"
 	"time"
 
 	"novaos.dev/novaos/a2a"
 )
 
-type method func(h *Handler, c *call, params json.RawMessage)
-
-var methods map[string]method
-
-func init() {
-	// Assigned in init because the methods refer back to the table's type.
-	methods = map[string]method{
-		a2a.MethodSendMessage:                      (*Handler).sendMessage,
-		a2a.MethodSendStreamingMessage:             (*Handler).sendStreamingMessage,
-		a2a.MethodSubscribeToTask:                  (*Handler).subscribeToTask,
-		a2a.MethodGetTask:                          unary((*Handler).getTask),
-		a2a.MethodListTasks:                        unary((*Handler).listTasks),
-		a2a.MethodCancelTask:                       unary((*Handler).cancelTask),
-		a2a.MethodCreateTaskPushNotificationConfig: unary((*Handler).createPushConfig),
-		a2a.MethodGetTaskPushNotificationConfig:    unary((*Handler).getPushConfig),
-		a2a.MethodListTaskPushNotificationConfigs:  unary((*Handler).listPushConfigs),
-		a2a.MethodDeleteTaskPushNotificationConfig: unary((*Handler).deletePushConfig),
-		a2a.MethodGetExtendedAgentCard:             unary((*Handler).getExtendedCard),
-	}
-}
-
 // storeError maps a store failure to the protocol: not found stays not found
 // (which is also what another scope's task looks like); anything else is an
 // internal error whose detail is logged, not sent.
-func (h *Handler) storeError(c *call, op string, err error) *a2a.Error {
+func (h *Handler) storeError(ctx context.Context, op string, err error) *a2a.Error {
 	var e *a2a.Error
 	switch {
 	case errors.As(err, &e):
@@ -46,7 +23,7 @@ func (h *Handler) storeError(c *call, op string, err error) *a2a.Error {
 	case errors.Is(err, ErrExists):
 		return taskIDTaken()
 	}
-	h.log.ErrorContext(c.r.Context(), "a2asrv: store", "op", op, "err", err)
+	h.log.ErrorContext(ctx, "a2asrv: store", "op", op, "err", err)
 	return a2a.NewError(a2a.CodeInternalError, "internal error")
 }
 
@@ -86,14 +63,8 @@ type prepared struct {
 	proposed bool
 }
 
-func (h *Handler) prepareSend(c *call, params json.RawMessage, streaming bool) (*prepared, *a2a.Error) {
-	var p prepared
-	if e := a2a.DecodeParams(params, &p.req); e != nil {
-		return nil, e
-	}
-	if e := checkParams(c, &p.req); e != nil {
-		return nil, e
-	}
+func (h *Handler) prepareSend(ctx context.Context, c *Call, req *a2a.SendMessageRequest, streaming bool) (*prepared, *a2a.Error) {
+	p := prepared{req: *req}
 	m := p.req.Message
 	switch {
 	case m == nil:
@@ -118,12 +89,11 @@ func (h *Handler) prepareSend(c *call, params json.RawMessage, streaming bool) (
 			}
 		}
 	}
-	ctx := c.r.Context()
 	msg := *m
 	if msg.TaskID != "" {
-		t, _, err := h.store.Get(ctx, c.scope, msg.TaskID)
+		t, _, err := h.store.Get(ctx, c.Scope, msg.TaskID)
 		if err != nil {
-			return nil, h.storeError(c, "get", err)
+			return nil, h.storeError(ctx, "get", err)
 		}
 		if t.Status.State.Terminal() {
 			return nil, a2a.NewError(a2a.CodeUnsupportedOperation, "task %s is in terminal state %s and accepts no more messages", t.ID, t.Status.State)
@@ -135,7 +105,7 @@ func (h *Handler) prepareSend(c *call, params json.RawMessage, streaming bool) (
 		}
 		p.task = t
 	} else {
-		msg.TaskID, p.proposed = h.newTaskID(ctx, c.scope, &p.req)
+		msg.TaskID, p.proposed = h.newTaskID(ctx, c.Scope, &p.req)
 		if msg.ContextID == "" {
 			msg.ContextID = h.newID()
 		}
@@ -143,17 +113,17 @@ func (h *Handler) prepareSend(c *call, params json.RawMessage, streaming bool) (
 	p.msg = &msg
 	rc := &RequestContext{
 		TaskID: msg.TaskID, ContextID: msg.ContextID, Message: p.msg, Task: p.task,
-		Metadata: p.req.Metadata, Configuration: p.req.Configuration, Scope: c.scope,
-		Extensions: c.active, Header: c.r.Header, Streaming: streaming,
+		Metadata: p.req.Metadata, Configuration: p.req.Configuration, Scope: c.Scope,
+		Extensions: c.Extensions, Header: c.Header, Streaming: streaming,
 	}
 	for _, ref := range msg.ReferenceTaskIDs {
-		t, _, err := h.store.Get(ctx, c.scope, ref)
+		t, _, err := h.store.Get(ctx, c.Scope, ref)
 		if err == nil && t.ContextID == msg.ContextID {
 			rc.ReferencedTasks = append(rc.ReferencedTasks, t)
 			continue
 		}
 		if err != nil && !errors.Is(err, ErrNotFound) {
-			return nil, h.storeError(c, "get", err)
+			return nil, h.storeError(ctx, "get", err)
 		}
 		rc.UnresolvedReferences = append(rc.UnresolvedReferences, ref)
 	}
@@ -167,7 +137,7 @@ func (h *Handler) prepareSend(c *call, params json.RawMessage, streaming bool) (
 // With a subscriber, the caller also gets its own reference to the hub,
 // taken before the execution can finish and drop the hub; it must release
 // it with h.hubs.release(e.upd.hub).
-func (h *Handler) start(c *call, p *prepared, sub *subscriber, eager bool) (*execution, *a2a.Task, *a2a.Error) {
+func (h *Handler) start(ctx context.Context, c *Call, p *prepared, sub *subscriber, eager bool) (*execution, *a2a.Task, *a2a.Error) {
 	h.life.RLock()
 	defer h.life.RUnlock()
 	if h.closing {
@@ -175,7 +145,7 @@ func (h *Handler) start(c *call, p *prepared, sub *subscriber, eager bool) (*exe
 	}
 	hb := h.hubs.acquire(p.msg.TaskID)
 	hb.mu.Lock()
-	hb.scope = c.scope
+	hb.scope = c.Scope
 	if hb.exec == nil {
 		// No writer in this process: the cache may be stale, re-read on the
 		// next write.
@@ -197,7 +167,7 @@ func (h *Handler) start(c *call, p *prepared, sub *subscriber, eager bool) (*exe
 		u.pushCfg = cfg.TaskPushNotificationConfig
 	}
 	var snapshot *a2a.Task
-	ctx := context.WithoutCancel(c.r.Context())
+	ctx = context.WithoutCancel(ctx)
 	if eager {
 		if p.task == nil {
 			t := &a2a.Task{
@@ -208,7 +178,7 @@ func (h *Handler) start(c *call, p *prepared, sub *subscriber, eager bool) (*exe
 			if err := hb.createLocked(ctx, t); err != nil {
 				hb.mu.Unlock()
 				h.hubs.release(hb)
-				return nil, nil, h.storeError(c, "create", err)
+				return nil, nil, h.storeError(ctx, "create", err)
 			}
 			u.created = true
 			u.savePushConfig(ctx)
@@ -224,7 +194,7 @@ func (h *Handler) start(c *call, p *prepared, sub *subscriber, eager bool) (*exe
 			if err != nil {
 				hb.mu.Unlock()
 				h.hubs.release(hb)
-				return nil, nil, h.storeError(c, "update", err)
+				return nil, nil, h.storeError(ctx, "update", err)
 			}
 			snapshot = t
 		}
@@ -245,167 +215,139 @@ func (h *Handler) start(c *call, p *prepared, sub *subscriber, eager bool) (*exe
 	return e, snapshot, nil
 }
 
-func (h *Handler) sendMessage(c *call, params json.RawMessage) {
-	p, e := h.prepareSend(c, params, false)
+func (h *Handler) sendMessage(ctx context.Context, c *Call, req *a2a.SendMessageRequest) (*a2a.SendMessageResponse, *a2a.Error) {
+	p, e := h.prepareSend(ctx, c, req, false)
 	if e != nil {
-		h.fail(c, e)
-		return
+		return nil, e
 	}
 	var histLen *int32
 	if cfg := p.req.Configuration; cfg != nil {
 		histLen = cfg.HistoryLength
 	}
 	if cfg := p.req.Configuration; cfg != nil && cfg.ReturnImmediately {
-		_, snap, e := h.start(c, p, nil, true)
+		_, snap, e := h.start(ctx, c, p, nil, true)
 		if e != nil {
-			h.fail(c, e)
-			return
+			return nil, e
 		}
-		h.writeValue(c, a2a.SendMessageResponse{Task: h.trimHistory(snap, histLen)})
-		return
+		return &a2a.SendMessageResponse{Task: h.trimHistory(snap, histLen)}, nil
 	}
-	ex, sub, stop := h.follow(c, p)
-	if ex == nil {
-		return
+	ex, sub, stop, e := h.follow(ctx, c, p)
+	if e != nil {
+		return nil, e
 	}
 	defer stop()
 	hb := ex.upd.hub
-	leave := h.shut.enter()
-	defer leave()
 	var buf []frame
 	var dropped bool
 	for {
 		select {
 		case <-sub.notify:
 		case <-h.shut.cutC():
-		case <-c.r.Context().Done():
-			return // the caller left; the execution runs on, detached
+		case <-ctx.Done():
+			// The caller left; the execution runs on, detached.
+			return nil, a2a.NewError(a2a.CodeInternalError, "the caller left")
 		}
 		if h.shut.isCut() {
-			h.failFlushed(c, h.cutError(hb))
-			return
+			return nil, h.cutError(hb)
 		}
 		buf, dropped = sub.take(buf)
 		for i := range buf {
 			f := &buf[i]
 			switch {
 			case f.err != nil:
-				h.fail(c, f.err)
-				return
+				return nil, f.err
 			case f.resp != nil && f.resp.Message != nil:
-				h.writeValue(c, a2a.SendMessageResponse{Message: f.resp.Message})
-				return
+				return &a2a.SendMessageResponse{Message: f.resp.Message}, nil
 			case f.final() || f.endExec == ex.id:
-				h.respondTask(c, hb, histLen)
-				return
+				return h.respondTask(ctx, c, hb, histLen)
 			}
 		}
 		if dropped {
-			h.respondTask(c, hb, histLen)
-			return
+			return h.respondTask(ctx, c, hb, histLen)
 		}
 	}
 }
 
 // respondTask answers with the task as it stands now.
-func (h *Handler) respondTask(c *call, hb *hub, histLen *int32) {
+func (h *Handler) respondTask(ctx context.Context, c *Call, hb *hub, histLen *int32) (*a2a.SendMessageResponse, *a2a.Error) {
 	hb.mu.Lock()
 	t := hb.snapshotLocked()
 	hb.mu.Unlock()
 	if t == nil {
 		var err error
-		t, _, err = h.store.Get(c.r.Context(), c.scope, hb.id)
+		t, _, err = h.store.Get(ctx, c.Scope, hb.id)
 		if err != nil {
-			h.fail(c, h.storeError(c, "get", err))
-			return
+			return nil, h.storeError(ctx, "get", err)
 		}
 	}
-	h.writeValue(c, a2a.SendMessageResponse{Task: h.trimHistory(t, histLen)})
+	return &a2a.SendMessageResponse{Task: h.trimHistory(t, histLen)}, nil
 }
 
-func (h *Handler) requireStreaming(c *call) bool {
+func (h *Handler) requireStreaming() *a2a.Error {
 	if !h.streamOK {
-		h.fail(c, a2a.NewError(a2a.CodeUnsupportedOperation, "this agent does not support streaming"))
-		return false
+		return a2a.NewError(a2a.CodeUnsupportedOperation, "this agent does not support streaming")
 	}
-	return true
+	return nil
 }
 
-func (h *Handler) sendStreamingMessage(c *call, params json.RawMessage) {
-	if !h.requireStreaming(c) {
-		return
+func (h *Handler) sendStreamingMessage(ctx context.Context, c *Call, req *a2a.SendMessageRequest, sink StreamSink) *a2a.Error {
+	if e := h.requireStreaming(); e != nil {
+		return e
 	}
-	p, e := h.prepareSend(c, params, true)
+	p, e := h.prepareSend(ctx, c, req, true)
 	if e != nil {
-		h.fail(c, e)
-		return
+		return e
 	}
-	ex, sub, stop := h.follow(c, p)
-	if ex == nil {
-		return
+	ex, sub, stop, e := h.follow(ctx, c, p)
+	if e != nil {
+		return e
 	}
 	defer stop()
-	h.stream(c, sub, nil, ex.id)
+	return h.stream(ctx, sink, sub, nil, ex.id)
 }
 
 // follow starts p's execution with the request subscribed to it; stop
-// unsubscribes and drops the request's hub reference. On failure it has
-// answered the call and returns a nil execution.
-func (h *Handler) follow(c *call, p *prepared) (ex *execution, sub *subscriber, stop func()) {
+// unsubscribes and drops the request's hub reference.
+func (h *Handler) follow(ctx context.Context, c *Call, p *prepared) (ex *execution, sub *subscriber, stop func(), e *a2a.Error) {
 	sub = newSubscriber(0)
-	ex, _, e := h.start(c, p, sub, false)
+	ex, _, e = h.start(ctx, c, p, sub, false)
 	if e != nil {
-		h.fail(c, e)
-		return nil, nil, nil
+		return nil, nil, nil, e
 	}
 	hb := ex.upd.hub
 	return ex, sub, func() {
 		hb.unsubscribe(sub)
 		h.hubs.release(hb)
-	}
+	}, nil
 }
 
-func (h *Handler) subscribeToTask(c *call, params json.RawMessage) {
-	if !h.requireStreaming(c) {
-		return
-	}
-	var req a2a.SubscribeToTaskRequest
-	if e := a2a.DecodeParams(params, &req); e != nil {
-		h.fail(c, e)
-		return
-	}
-	if e := checkParams(c, &req); e != nil {
-		h.fail(c, e)
-		return
+func (h *Handler) subscribeToTask(ctx context.Context, c *Call, req *a2a.SubscribeToTaskRequest, sink StreamSink) *a2a.Error {
+	if e := h.requireStreaming(); e != nil {
+		return e
 	}
 	if req.ID == "" {
-		h.fail(c, a2a.NewError(a2a.CodeInvalidParams, "id is required"))
-		return
+		return a2a.NewError(a2a.CodeInvalidParams, "id is required")
 	}
-	ctx := c.r.Context()
 	// Check scope against the store before touching the hub, so another
 	// caller's task id reveals nothing.
-	if _, _, err := h.store.Get(ctx, c.scope, req.ID); err != nil {
-		h.fail(c, h.storeError(c, "get", err))
-		return
+	if _, _, err := h.store.Get(ctx, c.Scope, req.ID); err != nil {
+		return h.storeError(ctx, "get", err)
 	}
 	hb := h.hubs.acquire(req.ID)
 	defer h.hubs.release(hb)
 	hb.mu.Lock()
-	hb.scope = c.scope
+	hb.scope = c.Scope
 	if hb.exec == nil {
 		hb.task = nil // re-read: another replica may have written since
 	}
 	if err := hb.loadLocked(ctx); err != nil {
 		hb.mu.Unlock()
-		h.fail(c, h.storeError(c, "get", err))
-		return
+		return h.storeError(ctx, "get", err)
 	}
 	snap, seq := hb.snapshotLocked(), hb.version
 	if snap.Status.State.Terminal() {
 		hb.mu.Unlock()
-		h.fail(c, a2a.NewError(a2a.CodeUnsupportedOperation, "task %s is in terminal state %s", snap.ID, snap.Status.State))
-		return
+		return a2a.NewError(a2a.CodeUnsupportedOperation, "task %s is in terminal state %s", snap.ID, snap.Status.State)
 	}
 	live := hb.exec != nil
 	sub := newSubscriber(0)
@@ -418,59 +360,33 @@ func (h *Handler) subscribeToTask(c *call, params json.RawMessage) {
 	if !live {
 		// Nothing in this process will change the task: send the
 		// snapshot and close.
-		h.stream(c, nil, first, 0)
-		return
+		return h.stream(ctx, sink, nil, first, 0)
 	}
-	h.stream(c, sub, first, 0)
+	return h.stream(ctx, sink, sub, first, 0)
 }
 
-// stream writes frames as SSE until a final frame, the end of the followed
-// execution, or the caller leaving. An error frame before anything was sent
-// is answered as a plain JSON-RPC error.
-func (h *Handler) stream(c *call, sub *subscriber, first *frame, execID uint64) {
-	w := c.w
-	flusher, _ := w.(http.Flusher)
-	started := false
-	// Frames queue up in out and go to the network in one write and flush
-	// per batch: when the executor is faster than the connection, a burst
-	// of chunks costs one syscall instead of one each.
-	var out []byte
-	flush := func() bool {
-		if !started {
-			started = true
-			setStreamHeaders(w.Header())
-			w.WriteHeader(http.StatusOK)
-		}
-		if len(out) > 0 {
-			_, err := w.Write(out)
-			out = out[:0]
-			if err != nil {
-				return false
-			}
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		return true
-	}
-	add := func(f *frame) bool {
-		var err error
-		if out, err = appendFrame(out, c.id, f); err != nil {
-			h.log.ErrorContext(c.r.Context(), "a2asrv: encode frame", "err", err)
-			return false
-		}
-		return true
+// errSinkFailed ends a stream whose sink refused a frame: the caller is
+// gone or the frame could not be encoded, so nothing more can be sent.
+var errSinkFailed = &a2a.Error{Code: a2a.CodeInternalError, Message: "the stream could not be written"}
+
+// stream sends frames to sink until a final frame, the end of the followed
+// execution, or the caller leaving. An execution's error, or Shutdown
+// cutting the stream off, is returned for the binding to send.
+func (h *Handler) stream(ctx context.Context, sink StreamSink, sub *subscriber, first *frame, execID uint64) *a2a.Error {
+	send := func(f *frame) bool {
+		return sink.Send(f.seq, f.resp) == nil
 	}
 	if first != nil {
-		if !add(first) || !flush() || first.final() || sub == nil {
-			return
+		if !send(first) || sink.Flush() != nil {
+			return errSinkFailed
+		}
+		if first.final() || sub == nil {
+			return nil
 		}
 	}
 	if sub == nil {
-		return
+		return nil
 	}
-	leave := h.shut.enter()
-	defer leave()
 	keepAlive := time.NewTicker(h.opts.KeepAlive)
 	defer keepAlive.Stop()
 	var buf []frame
@@ -480,57 +396,47 @@ func (h *Handler) stream(c *call, sub *subscriber, first *frame, execID uint64) 
 		case <-sub.notify:
 		case <-h.shut.cutC():
 		case <-keepAlive.C:
-			out = append(out, a2a.KeepAlive...)
-			if !flush() {
-				return
+			if sink.KeepAlive() != nil {
+				return errSinkFailed
 			}
 			continue
-		case <-c.r.Context().Done():
-			return
+		case <-ctx.Done():
+			return nil
 		}
 		if h.shut.isCut() {
-			// Shutdown cut the stream off: end it with an error event.
-			e := h.cutError(sub.hub)
-			if !started {
-				h.failFlushed(c, e)
-				return
-			}
-			out = a2a.AppendEvent(out, a2a.Event{Data: a2a.AppendErrorResponse(nil, c.id, e)})
-			flush()
-			return
+			return h.cutError(sub.hub)
 		}
 		buf, dropped = sub.take(buf)
 		for i := range buf {
 			f := &buf[i]
 			switch {
 			case f.err != nil:
-				if !started {
-					h.fail(c, f.err)
-					return
-				}
-				out = a2a.AppendEvent(out, a2a.Event{Data: a2a.AppendErrorResponse(nil, c.id, f.err)})
-				flush()
-				return
+				return f.err
 			case f.endExec != 0:
 				if f.endExec == execID || (execID == 0 && !h.hasLiveExec(sub)) {
-					flush()
-					return
+					return flushed(sink)
 				}
 			case f.resp != nil:
-				if !add(f) {
-					flush()
-					return
+				if !send(f) {
+					return errSinkFailed
 				}
 				if f.final() {
-					flush()
-					return
+					return flushed(sink)
 				}
 			}
 		}
-		if !flush() || dropped {
-			return
+		if e := flushed(sink); e != nil || dropped {
+			return e
 		}
 	}
+}
+
+// flushed flushes sink, saying whether it failed.
+func flushed(sink StreamSink) *a2a.Error {
+	if sink.Flush() != nil {
+		return errSinkFailed
+	}
+	return nil
 }
 
 // hasLiveExec reports whether the task a task-following subscriber watches
@@ -544,22 +450,4 @@ func (h *Handler) hasLiveExec(sub *subscriber) bool {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
 	return hb.exec != nil
-}
-
-// appendFrame writes one SSE event holding the JSON-RPC response for f. The
-// encoded JSON has no raw newlines, so it goes on a single data line.
-func appendFrame(b []byte, id json.RawMessage, f *frame) ([]byte, error) {
-	if f.seq > 0 {
-		b = append(b, "id: "...)
-		b = appendInt(b, int64(f.seq))
-		b = append(b, '\n')
-	}
-	b = append(b, `data: {"jsonrpc":"2.0","id":`...)
-	b = append(b, id...)
-	b = append(b, `,"result":`...)
-	b, err := a2a.AppendStreamResponse(b, f.resp)
-	if err != nil {
-		return nil, err
-	}
-	return append(b, "}\n\n"...), nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"sync"
 	"time"
 
@@ -341,13 +340,4 @@ func (h *Handler) cutError(hb *hub) *a2a.Error {
 		e.Metadata["state"] = t.Status.State.String()
 	}
 	return e
-}
-
-// failFlushed answers c with e and flushes it to the connection, so the
-// HTTP server's close after Shutdown cannot overtake it.
-func (h *Handler) failFlushed(c *call, e *a2a.Error) {
-	h.fail(c, e)
-	if f, ok := c.w.(http.Flusher); ok {
-		f.Flush()
-	}
 }

@@ -1,8 +1,8 @@
 package a2asrv_test
 
 import (
+	"context"
 	"errors"
-	"net/http"
 	"regexp"
 	"strings"
 	"sync"
@@ -24,8 +24,8 @@ func runIDOptions(calls *atomic.Int64) *a2asrv.Options {
 			s, _ := req.Metadata["run"].(string)
 			return s
 		},
-		Identify: func(r *http.Request) (a2asrv.Scope, error) {
-			if u := r.Header.Get("X-User"); u != "" {
+		Identify: func(_ context.Context, c *a2asrv.Call) (a2asrv.Scope, error) {
+			if u := c.Header.Get("X-User"); u != "" {
 				return a2asrv.Scope{Tenant: "acme", Owner: u}, nil
 			}
 			return a2asrv.Scope{}, errors.New("no user")

@@ -2,42 +2,12 @@ package a2asrv
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/netguard"
 )
-
-// A unaryMethod answers with one result or one error.
-type unaryMethod func(h *Handler, c *call, params json.RawMessage) (any, *a2a.Error)
-
-// nullResult is the result of methods whose proto response is Empty.
-var nullResult = json.RawMessage("null")
-
-func unary(m unaryMethod) method {
-	return func(h *Handler, c *call, params json.RawMessage) {
-		v, e := m(h, c, params)
-		switch {
-		case e != nil:
-			h.fail(c, e)
-		case v == nil:
-			h.writeResult(c, nullResult)
-		default:
-			h.writeValue(c, v)
-		}
-	}
-}
-
-// decode reads params into a fresh T and checks its identifiers.
-func decode[T any](c *call, params json.RawMessage) (*T, *a2a.Error) {
-	v := new(T)
-	if e := a2a.DecodeParams(params, v); e != nil {
-		return nil, e
-	}
-	return v, checkParams(c, v)
-}
 
 func invalid(format string, args ...any) *a2a.Error {
 	return a2a.NewError(a2a.CodeInvalidParams, format, args...)
@@ -60,29 +30,23 @@ func pageSize(n *int32) (int, *a2a.Error) {
 	return int(*n), nil
 }
 
-func (h *Handler) getTask(c *call, params json.RawMessage) (any, *a2a.Error) {
-	req, e := decode[a2a.GetTaskRequest](c, params)
+func (h *Handler) getTask(ctx context.Context, c *Call, req *a2a.GetTaskRequest) (*a2a.Task, *a2a.Error) {
 	switch {
-	case e != nil:
-		return nil, e
 	case req.ID == "":
 		return nil, invalid("id is required")
 	case badHistoryLength(req.HistoryLength):
 		return nil, invalid("historyLength must not be negative")
 	}
-	t, _, err := h.store.Get(c.r.Context(), c.scope, req.ID)
+	t, _, err := h.store.Get(ctx, c.Scope, req.ID)
 	if err != nil {
-		return nil, h.storeError(c, "get", err)
+		return nil, h.storeError(ctx, "get", err)
 	}
 	return h.trimHistory(t, req.HistoryLength), nil
 }
 
-func (h *Handler) listTasks(c *call, params json.RawMessage) (any, *a2a.Error) {
-	req, e := decode[a2a.ListTasksRequest](c, params)
-	if e != nil {
-		return nil, e
-	}
+func (h *Handler) listTasks(ctx context.Context, c *Call, req *a2a.ListTasksRequest) (*a2a.ListTasksResponse, *a2a.Error) {
 	q := ListQuery{ContextID: req.ContextID, State: req.Status, PageToken: req.PageToken}
+	var e *a2a.Error
 	if q.PageSize, e = pageSize(req.PageSize); e != nil {
 		return nil, e
 	}
@@ -96,9 +60,9 @@ func (h *Handler) listTasks(c *call, params json.RawMessage) (any, *a2a.Error) {
 		}
 		q.StatusAfter = ts.UTC()
 	}
-	res, err := h.store.List(c.r.Context(), c.scope, q)
+	res, err := h.store.List(ctx, c.Scope, q)
 	if err != nil {
-		return nil, h.storeError(c, "list", err)
+		return nil, h.storeError(ctx, "list", err)
 	}
 	out := a2a.ListTasksResponse{Tasks: make([]a2a.Task, 0, len(res.Tasks)), NextPageToken: res.NextPageToken, PageSize: int32(q.PageSize), TotalSize: int32(res.TotalSize)}
 	for _, t := range res.Tasks {
@@ -110,26 +74,22 @@ func (h *Handler) listTasks(c *call, params json.RawMessage) (any, *a2a.Error) {
 		}
 		out.Tasks = append(out.Tasks, *t)
 	}
-	return out, nil
+	return &out, nil
 }
 
-func (h *Handler) cancelTask(c *call, params json.RawMessage) (any, *a2a.Error) {
-	req, e := decode[a2a.CancelTaskRequest](c, params)
-	if e != nil {
-		return nil, e
-	}
+func (h *Handler) cancelTask(ctx context.Context, c *Call, req *a2a.CancelTaskRequest) (*a2a.Task, *a2a.Error) {
 	if req.ID == "" {
 		return nil, invalid("id is required")
 	}
-	ctx := context.WithoutCancel(c.r.Context())
-	if _, _, err := h.store.Get(ctx, c.scope, req.ID); err != nil {
-		return nil, h.storeError(c, "get", err)
+	ctx = context.WithoutCancel(ctx)
+	if _, _, err := h.store.Get(ctx, c.Scope, req.ID); err != nil {
+		return nil, h.storeError(ctx, "get", err)
 	}
 	hb := h.hubs.acquire(req.ID)
 	defer h.hubs.release(hb)
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
-	hb.scope = c.scope
+	hb.scope = c.Scope
 	// CANCELED is written first; only then is the execution preempted, so
 	// whatever it does on its way out cannot overwrite the decision.
 	t, err := hb.applyLocked(ctx, func(t *a2a.Task) (*a2a.StreamResponse, error) {
@@ -150,7 +110,7 @@ func (h *Handler) cancelTask(c *call, params json.RawMessage) (any, *a2a.Error) 
 		return &a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{TaskID: t.ID, ContextID: t.ContextID, Status: t.Status}}, nil
 	})
 	if err != nil {
-		return nil, h.storeError(c, "update", err)
+		return nil, h.storeError(ctx, "update", err)
 	}
 	if ex := hb.exec; ex != nil {
 		ex.upd.revoked = true
@@ -162,15 +122,15 @@ func (h *Handler) cancelTask(c *call, params json.RawMessage) (any, *a2a.Error) 
 // pushConfigs returns the push-config store and checks that taskID names a
 // task of the caller: PushNotificationNotSupported without a store,
 // TaskNotFound for anyone else's task.
-func (h *Handler) pushConfigs(c *call, taskID string) (PushConfigStore, *a2a.Error) {
+func (h *Handler) pushConfigs(ctx context.Context, c *Call, taskID string) (PushConfigStore, *a2a.Error) {
 	if h.opts.PushConfigStore == nil {
 		return nil, a2a.NewError(a2a.CodePushNotificationNotSupported, "push notifications are not supported")
 	}
 	if taskID == "" {
 		return nil, invalid("taskId is required")
 	}
-	if _, _, err := h.store.Get(c.r.Context(), c.scope, taskID); err != nil {
-		return nil, h.storeError(c, "get", err)
+	if _, _, err := h.store.Get(ctx, c.Scope, taskID); err != nil {
+		return nil, h.storeError(ctx, "get", err)
 	}
 	return h.opts.PushConfigStore, nil
 }
@@ -212,101 +172,87 @@ func (h *Handler) validPushURL(raw string) *a2a.Error {
 	return invalid("push notification url must be an absolute http(s) URL")
 }
 
-func (h *Handler) createPushConfig(c *call, params json.RawMessage) (any, *a2a.Error) {
+func (h *Handler) createPushConfig(ctx context.Context, c *Call, req *a2a.TaskPushNotificationConfig) (*a2a.TaskPushNotificationConfig, *a2a.Error) {
 	if h.opts.PushConfigStore == nil {
 		return nil, a2a.NewError(a2a.CodePushNotificationNotSupported, "push notifications are not supported")
 	}
-	cfg, e := decode[a2a.TaskPushNotificationConfig](c, params)
-	if e != nil {
+	if e := h.validPushURL(req.URL); e != nil {
 		return nil, e
 	}
-	if e := h.validPushURL(cfg.URL); e != nil {
-		return nil, e
-	}
-	ps, e := h.pushConfigs(c, cfg.TaskID)
+	cfg := *req // the caller's request is not ours to change
+	ps, e := h.pushConfigs(ctx, c, cfg.TaskID)
 	if e != nil {
 		return nil, e
 	}
 	if cfg.ID == "" {
 		cfg.ID = h.newID()
 	}
-	cfg.Tenant = c.scope.Tenant
-	if err := ps.Put(c.r.Context(), c.scope, cfg); err != nil {
-		return nil, h.storeError(c, "put push config", err)
+	cfg.Tenant = c.Scope.Tenant
+	if err := ps.Put(ctx, c.Scope, &cfg); err != nil {
+		return nil, h.storeError(ctx, "put push config", err)
 	}
-	return redactPushConfig(cfg), nil
+	return redactPushConfig(&cfg), nil
 }
 
-// pushConfigRef decodes the params of Get and Delete, which name one config.
-func (h *Handler) pushConfigRef(c *call, params json.RawMessage) (PushConfigStore, *a2a.GetTaskPushNotificationConfigRequest, *a2a.Error) {
-	if h.opts.PushConfigStore == nil {
-		return nil, nil, a2a.NewError(a2a.CodePushNotificationNotSupported, "push notifications are not supported")
-	}
-	req, e := decode[a2a.GetTaskPushNotificationConfigRequest](c, params)
-	if e != nil {
-		return nil, nil, e
-	}
-	if req.ID == "" {
-		return nil, nil, invalid("id is required")
-	}
-	ps, e := h.pushConfigs(c, req.TaskID)
-	return ps, req, e
-}
-
-func (h *Handler) getPushConfig(c *call, params json.RawMessage) (any, *a2a.Error) {
-	ps, req, e := h.pushConfigRef(c, params)
-	if e != nil {
-		return nil, e
-	}
-	cfg, err := ps.Get(c.r.Context(), c.scope, req.TaskID, req.ID)
-	if err != nil {
-		return nil, h.storeError(c, "get push config", err)
-	}
-	return redactPushConfig(cfg), nil
-}
-
-func (h *Handler) deletePushConfig(c *call, params json.RawMessage) (any, *a2a.Error) {
-	ps, req, e := h.pushConfigRef(c, params)
-	if e != nil {
-		return nil, e
-	}
-	if err := ps.Delete(c.r.Context(), c.scope, req.TaskID, req.ID); err != nil {
-		return nil, h.storeError(c, "delete push config", err)
-	}
-	return nil, nil
-}
-
-func (h *Handler) listPushConfigs(c *call, params json.RawMessage) (any, *a2a.Error) {
+// pushConfigRef checks the request of Get and Delete, which name one
+// config.
+func (h *Handler) pushConfigRef(ctx context.Context, c *Call, req *a2a.GetTaskPushNotificationConfigRequest) (PushConfigStore, *a2a.Error) {
 	if h.opts.PushConfigStore == nil {
 		return nil, a2a.NewError(a2a.CodePushNotificationNotSupported, "push notifications are not supported")
 	}
-	req, e := decode[a2a.ListTaskPushNotificationConfigsRequest](c, params)
+	if req.ID == "" {
+		return nil, invalid("id is required")
+	}
+	return h.pushConfigs(ctx, c, req.TaskID)
+}
+
+func (h *Handler) getPushConfig(ctx context.Context, c *Call, req *a2a.GetTaskPushNotificationConfigRequest) (*a2a.TaskPushNotificationConfig, *a2a.Error) {
+	ps, e := h.pushConfigRef(ctx, c, req)
 	if e != nil {
 		return nil, e
+	}
+	cfg, err := ps.Get(ctx, c.Scope, req.TaskID, req.ID)
+	if err != nil {
+		return nil, h.storeError(ctx, "get push config", err)
+	}
+	return redactPushConfig(cfg), nil
+}
+
+func (h *Handler) deletePushConfig(ctx context.Context, c *Call, req *a2a.DeleteTaskPushNotificationConfigRequest) (struct{}, *a2a.Error) {
+	ps, e := h.pushConfigRef(ctx, c, req)
+	if e != nil {
+		return struct{}{}, e
+	}
+	if err := ps.Delete(ctx, c.Scope, req.TaskID, req.ID); err != nil {
+		return struct{}{}, h.storeError(ctx, "delete push config", err)
+	}
+	return struct{}{}, nil
+}
+
+func (h *Handler) listPushConfigs(ctx context.Context, c *Call, req *a2a.ListTaskPushNotificationConfigsRequest) (*a2a.ListTaskPushNotificationConfigsResponse, *a2a.Error) {
+	if h.opts.PushConfigStore == nil {
+		return nil, a2a.NewError(a2a.CodePushNotificationNotSupported, "push notifications are not supported")
 	}
 	size, e := pageSize(req.PageSize)
 	if e != nil {
 		return nil, e
 	}
-	ps, e := h.pushConfigs(c, req.TaskID)
+	ps, e := h.pushConfigs(ctx, c, req.TaskID)
 	if e != nil {
 		return nil, e
 	}
-	cfgs, next, err := ps.List(c.r.Context(), c.scope, req.TaskID, size, req.PageToken)
+	cfgs, next, err := ps.List(ctx, c.Scope, req.TaskID, size, req.PageToken)
 	if err != nil {
-		return nil, h.storeError(c, "list push configs", err)
+		return nil, h.storeError(ctx, "list push configs", err)
 	}
 	out := a2a.ListTaskPushNotificationConfigsResponse{Configs: make([]a2a.TaskPushNotificationConfig, 0, len(cfgs)), NextPageToken: next}
 	for _, cfg := range cfgs {
 		out.Configs = append(out.Configs, *redactPushConfig(cfg))
 	}
-	return out, nil
+	return &out, nil
 }
 
-func (h *Handler) getExtendedCard(c *call, params json.RawMessage) (any, *a2a.Error) {
-	if _, e := decode[a2a.GetExtendedAgentCardRequest](c, params); e != nil {
-		return nil, e
-	}
+func (h *Handler) getExtendedCard(_ context.Context, _ *Call, _ *a2a.GetExtendedAgentCardRequest) (*a2a.AgentCard, *a2a.Error) {
 	if h.opts.ExtendedCard == nil {
 		return nil, a2a.NewError(a2a.CodeExtendedAgentCardNotConfigured, "no extended agent card is configured")
 	}

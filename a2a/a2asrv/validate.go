@@ -86,10 +86,9 @@ type idField struct {
 	name, value string
 }
 
-// checkParams checks the identifiers of a decoded request (see checkID),
-// and that the method read the tenant the scope was built from.
-func checkParams(c *call, params any) *a2a.Error {
-	var tenant string
+// checkParams checks the identifiers of a decoded request (see checkID)
+// and returns its tenant.
+func checkParams(params any, maxID int) (tenant string, _ *a2a.Error) {
 	// Every request passes here: the fields go on the stack, and a
 	// reference's name is spelled out only when it is refused.
 	var fields [7]idField
@@ -100,8 +99,8 @@ func checkParams(c *call, params any) *a2a.Error {
 		if m := p.Message; m != nil {
 			ids = append(ids, idField{"message.messageId", m.MessageID}, idField{"message.taskId", m.TaskID}, idField{"message.contextId", m.ContextID})
 			for i, ref := range m.ReferenceTaskIDs {
-				if checkID("reference", ref, c.maxID) != nil {
-					return checkID("message.referenceTaskIds["+strconv.Itoa(i)+"]", ref, c.maxID)
+				if checkID("reference", ref, maxID) != nil {
+					return "", checkID("message.referenceTaskIds["+strconv.Itoa(i)+"]", ref, maxID)
 				}
 			}
 		}
@@ -130,14 +129,9 @@ func checkParams(c *call, params any) *a2a.Error {
 	}
 	ids = append(ids, idField{"tenant", tenant})
 	for _, f := range ids {
-		if e := checkID(f.name, f.value, c.maxID); e != nil {
-			return e
+		if e := checkID(f.name, f.value, maxID); e != nil {
+			return "", e
 		}
 	}
-	if tenant != c.tenant {
-		// The key was spelled so that the plain search before the method
-		// missed it (an escape): the scope was built from another tenant.
-		return fieldError("tenant", `tenant must be written as a plain "tenant" key`)
-	}
-	return nil
+	return tenant, nil
 }

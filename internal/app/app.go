@@ -122,6 +122,12 @@ type Options struct {
 	MaxExtensions         int
 	MaxExtensionURIBytes  int
 	ArtifactFlushInterval time.Duration
+	// Bindings are the A2A protocol bindings the agents' cards list, in
+	// the operator's order of preference (a2a.BindingJSONRPC,
+	// a2a.BindingHTTPJSON); nil means DefaultBindings. Every agent
+	// serves both HTTP bindings at its URL either way: the card says which
+	// a client should pick first.
+	Bindings []string
 	// AllowHosts are more names writes may carry in Host, for a local
 	// proxy: "name" on any port or "name:port". When the server is
 	// loopback-only (listens on loopback, no PublicURL elsewhere), a write
@@ -217,6 +223,14 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 			return nil, fmt.Errorf("app: public URL %q: want an http:// or https:// URL", s.opts.PublicURL)
 		}
 		s.opts.PublicURL = u
+	}
+	if s.opts.Bindings == nil {
+		s.opts.Bindings = DefaultBindings
+	}
+	for _, b := range s.opts.Bindings {
+		if b != a2a.BindingJSONRPC && b != a2a.BindingHTTPJSON {
+			return nil, fmt.Errorf("app: binding %q: this server serves %s and %s", b, a2a.BindingJSONRPC, a2a.BindingHTTPJSON)
+		}
 	}
 	if s.opts.MaxBodyBytes <= 0 {
 		s.opts.MaxBodyBytes = a2asrv.DefaultMaxBodyBytes

@@ -146,7 +146,9 @@ func TestServeSQLite(t *testing.T) {
 			if err := a2a.Unmarshal(body, &card); err != nil {
 				t.Fatal(err)
 			}
-			want := []a2a.AgentInterface{{URL: srv.URL() + "/agents/" + name, ProtocolBinding: a2a.BindingJSONRPC, ProtocolVersion: "1.0"}}
+			url := srv.URL() + "/agents/" + name
+			want := []a2a.AgentInterface{{URL: url, ProtocolBinding: a2a.BindingJSONRPC, ProtocolVersion: "1.0"},
+				{URL: url, ProtocolBinding: a2a.BindingHTTPJSON, ProtocolVersion: "1.0"}}
 			if diff := cmp.Diff(want, card.SupportedInterfaces); diff != "" {
 				t.Errorf("interfaces (-want +got)\n%s", diff)
 			}
@@ -163,6 +165,45 @@ func TestServeSQLite(t *testing.T) {
 		}
 		if b, _ := json.Marshal(task); !bytes.Contains(b, []byte("hello, novaos")) {
 			t.Errorf("echo did not echo: %s", b)
+		}
+	})
+
+	t.Run("HTTP+JSON to echo", func(t *testing.T) {
+		base := srv.URL() + "/agents/echo"
+		rest := func(method, path, body string) (int, []byte) {
+			t.Helper()
+			req, err := http.NewRequestWithContext(t.Context(), method, base+path, strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/a2a+json")
+			req.Header.Set(a2a.HeaderVersion, a2a.ProtocolVersion)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, b
+		}
+		code, body := rest("POST", "/message:send", `{"message":{"messageId":"r1","role":"ROLE_USER","parts":[{"text":"over rest"}]}}`)
+		var sent a2a.SendMessageResponse
+		if err := a2a.Unmarshal(body, &sent); code != http.StatusOK || err != nil || sent.Task == nil || sent.Task.Status.State != a2a.TaskStateCompleted {
+			t.Fatalf("POST /message:send: %d %v %s", code, err, body)
+		}
+		// The task is the same whichever binding reads it.
+		code, body = rest("GET", "/tasks/"+sent.Task.ID, "")
+		var got a2a.Task
+		if err := a2a.Unmarshal(body, &got); code != http.StatusOK || err != nil || got.ID != sent.Task.ID {
+			t.Fatalf("GET /tasks/{id}: %d %v %s", code, err, body)
+		}
+		res, rerr := rpc(t, base, a2a.MethodGetTask, a2a.GetTaskRequest{ID: sent.Task.ID})
+		if rerr != nil || !bytes.Contains(res, []byte("over rest")) {
+			t.Fatalf("JSON-RPC GetTask of the REST task: %v %s", rerr, res)
+		}
+		code, body = rest("GET", "/tasks/missing", "")
+		if code != http.StatusNotFound || !bytes.Contains(body, []byte(`"reason":"TASK_NOT_FOUND"`)) {
+			t.Fatalf("GET of a missing task: %d %s", code, body)
 		}
 	})
 

@@ -155,7 +155,7 @@ func (s *Server) agentServices() ([]service, error) {
 	}
 	for i := range s.agents {
 		a := &s.agents[i]
-		a.card = cardAt(a.agent.Card(), s.baseURL+agentPath(a.name))
+		a.card = cardAt(a.agent.Card(), s.baseURL+agentPath(a.name), s.opts.Bindings)
 		if s.opts.CardKey != nil {
 			// The handler precomputes the card's bytes: sign first.
 			if a.card, err = cardsig.Sign(a.card, s.opts.CardKey, nil); err != nil {
@@ -202,10 +202,12 @@ func (s *Server) guardOptions(addr net.Addr) (*httpapi.Guard, error) {
 		AllowHosts:  s.opts.AllowHosts,
 		CORSOrigins: s.opts.CORSOrigins,
 		Exempt:      func(r *http.Request) bool { return r.URL.Path == healthPath },
-		// The agents' endpoints answer JSON-RPC; a refusal there is a
-		// JSON-RPC error, so an A2A client reads it as one.
+		// An agent's root answers JSON-RPC; a refusal there is a JSON-RPC
+		// error, so an A2A client reads it as one. Its HTTP+JSON paths get
+		// problem+json like every other resource.
 		JSONRPC: func(r *http.Request) bool {
-			return r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, agentsPrefix)
+			name, ok := strings.CutPrefix(r.URL.Path, agentsPrefix)
+			return r.Method == http.MethodPost && ok && !strings.Contains(strings.TrimSuffix(name, "/"), "/")
 		},
 	})
 	if err != nil {
@@ -248,18 +250,22 @@ func agentPath(name string) string { return agentsPrefix + name }
 // its agent cards are signed with.
 const JWKSPath = "/.well-known/jwks.json"
 
-// cardAt returns a copy of card whose JSON-RPC interface is url. Other
-// bindings the card may declare are kept as they are.
-func cardAt(card *a2a.AgentCard, url string) *a2a.AgentCard {
+// DefaultBindings is the card's order of bindings unless Options say
+// otherwise: JSON-RPC, which every A2A SDK speaks, first.
+var DefaultBindings = []string{a2a.BindingJSONRPC, a2a.BindingHTTPJSON}
+
+// cardAt returns a copy of card whose interfaces are the bindings this
+// server serves at url, in the order given, first. Other bindings the card
+// may declare are kept after them as they are.
+func cardAt(card *a2a.AgentCard, url string, bindings []string) *a2a.AgentCard {
 	c := *card
-	c.SupportedInterfaces = slices.DeleteFunc(slices.Clone(card.SupportedInterfaces), func(i a2a.AgentInterface) bool {
-		return i.ProtocolBinding == a2a.BindingJSONRPC
-	})
-	c.SupportedInterfaces = slices.Insert(c.SupportedInterfaces, 0, a2a.AgentInterface{
-		URL:             url,
-		ProtocolBinding: a2a.BindingJSONRPC,
-		ProtocolVersion: a2a.ProtocolVersion,
-	})
+	served := make([]a2a.AgentInterface, 0, len(bindings)+len(card.SupportedInterfaces))
+	for _, b := range bindings {
+		served = append(served, a2a.AgentInterface{URL: url, ProtocolBinding: b, ProtocolVersion: a2a.ProtocolVersion})
+	}
+	c.SupportedInterfaces = append(served, slices.DeleteFunc(slices.Clone(card.SupportedInterfaces), func(i a2a.AgentInterface) bool {
+		return slices.Contains(bindings, i.ProtocolBinding)
+	})...)
 	return &c
 }
 

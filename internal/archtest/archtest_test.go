@@ -232,6 +232,28 @@ var rules = []rule{
 			return !dep.Standard
 		},
 	},
+	{
+		pkg: module + "/a2a/a2apb",
+		why: "the generated gRPC messages are the wire contract only: protobuf, gRPC and the standard library",
+		forbid: func(dep *pkg) bool {
+			return !dep.Standard && !protoModule(dep.ImportPath)
+		},
+	},
+	{
+		pkg: module + "/a2a/a2agrpc",
+		why: "the gRPC wire layer sits under both the server binding and the client transport, so it knows only the wire model, the generated messages, protobuf and gRPC",
+		forbid: func(dep *pkg) bool {
+			return !dep.Standard && !protoModule(dep.ImportPath) &&
+				dep.ImportPath != module+"/a2a" && dep.ImportPath != module+"/a2a/a2apb"
+		},
+	},
+	{
+		pkg: module + "/a2a/a2agrpc/grpcsrv",
+		why: "the gRPC server binding is a protocol package like a2asrv, under the stores and the platform, usable outside NovaOS",
+		forbid: func(dep *pkg) bool {
+			return underAny(dep.ImportPath, "store", "internal", "agent", "registry")
+		},
+	},
 }
 
 // platformInternal reports whether path is one of the module's internal
@@ -242,6 +264,18 @@ var rules = []rule{
 // for any of their users.
 func platformInternal(path string) bool {
 	return underAny(path, "internal") && path != module+"/internal/vecdot" && path != module+"/internal/jcs"
+}
+
+// protoModule reports whether path belongs to protobuf, gRPC or what gRPC
+// itself imports (golang.org/x/net's HTTP/2, x/sys, x/text, the
+// google.rpc messages).
+func protoModule(path string) bool {
+	for _, m := range []string{"google.golang.org/protobuf", "google.golang.org/grpc", "google.golang.org/genproto/googleapis/rpc", "golang.org/x/net", "golang.org/x/sys", "golang.org/x/text"} {
+		if path == m || strings.HasPrefix(path, m+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // underAny reports whether path is a package of the module under one of
@@ -397,6 +431,12 @@ func TestRulesCatchViolations(t *testing.T) {
 		{1, pkg{ImportPath: module + "/internal/jcs"}, false},
 		{14, pkg{ImportPath: "strconv", Standard: true}, false},
 		{14, pkg{ImportPath: module + "/a2a"}, true},
+		{len(rules) - 3, pkg{ImportPath: "google.golang.org/protobuf/proto"}, false},
+		{len(rules) - 3, pkg{ImportPath: module + "/a2a"}, true},
+		{len(rules) - 2, pkg{ImportPath: module + "/a2a/a2apb"}, false},
+		{len(rules) - 2, pkg{ImportPath: module + "/a2a/a2asrv"}, true},
+		{len(rules) - 1, pkg{ImportPath: module + "/a2a/a2asrv"}, false},
+		{len(rules) - 1, pkg{ImportPath: module + "/internal/auth"}, true},
 	}
 	for _, tc := range tests {
 		if got := rules[tc.rule].forbid(&tc.dep); got != tc.want {

@@ -37,6 +37,14 @@ func messageBody(method string) func([]byte) []byte {
 	}
 }
 
+// restBody is the HTTP+JSON binding's SendMessageRequest: the params of
+// the JSON-RPC body without the envelope.
+func restBody(buf []byte) []byte {
+	buf = append(buf, `{"message":{"messageId":"`...)
+	buf = append(buf, a2a.NewID()...)
+	return append(buf, bodySuffix[:len(bodySuffix)-1]...)
+}
+
 func a2aHeader(accept string) http.Header {
 	return http.Header{
 		"Content-Type":    {"application/json"},
@@ -90,6 +98,85 @@ func checkSend(_ http.Header, body []byte) error {
 	}
 	if r.Task == nil && r.Message == nil {
 		return errors.New("result holds neither task nor message")
+	}
+	return nil
+}
+
+// SendMessageREST is SendMessage over the HTTP+JSON binding: a POST to
+// /message:send below the agent's url, answered with the response message
+// itself.
+func SendMessageREST(url string) Scenario {
+	return Scenario{
+		Name:   ScenarioSend,
+		URL:    url + "/message:send",
+		Header: restHeader("application/a2a+json"),
+		Body:   restBody,
+		Check:  checkSendREST,
+	}
+}
+
+// SendStreamingMessageREST is SendStreamingMessage over the HTTP+JSON
+// binding: SSE frames whose data is the StreamResponse itself.
+func SendStreamingMessageREST(url string) Scenario {
+	return Scenario{
+		Name:   ScenarioStream,
+		URL:    url + "/message:stream",
+		Header: restHeader("text/event-stream"),
+		Body:   restBody,
+		Check:  checkStreamREST,
+	}
+}
+
+func restHeader(accept string) http.Header {
+	return http.Header{
+		"Content-Type":    {"application/a2a+json"},
+		"Accept":          {accept},
+		a2a.HeaderVersion: {a2a.ProtocolVersion},
+	}
+}
+
+func checkSendREST(_ http.Header, body []byte) error {
+	if bytes.HasPrefix(body, taskPrefix) || bytes.HasPrefix(body, messagePrefix) {
+		return nil
+	}
+	var r a2a.SendMessageResponse
+	if err := a2a.Unmarshal(body, &r); err != nil {
+		return fmt.Errorf("decode result: %w", err)
+	}
+	if r.Task == nil && r.Message == nil {
+		return errors.New("result holds neither task nor message")
+	}
+	return nil
+}
+
+func checkStreamREST(h http.Header, body []byte) error {
+	if !strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
+		return fmt.Errorf("not an event stream: %.200s", body)
+	}
+	er := a2a.NewEventReader(bytes.NewReader(body), 0)
+	var last []byte
+	for {
+		ev, err := er.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("read stream: %w", err)
+		}
+		if ev.Event == "error" {
+			return fmt.Errorf("stream error: %s", ev.Data)
+		}
+		last = ev.Data
+	}
+	if last == nil {
+		return errors.New("stream carried no frame")
+	}
+	var frame a2a.StreamResponse
+	if err := a2a.Unmarshal(last, &frame); err != nil {
+		return fmt.Errorf("decode frame: %w", err)
+	}
+	if !frame.Final() {
+		return errors.New("stream ended before a final frame")
 	}
 	return nil
 }

@@ -25,6 +25,12 @@ import (
 
 var benchScenarios = []string{bench.ScenarioSend, bench.ScenarioStream, bench.ScenarioBaseline}
 
+// The bindings bench a2a runs send and stream over.
+const (
+	benchBindingJSONRPC = "jsonrpc"
+	benchBindingREST    = "rest"
+)
+
 func runBench(ctx context.Context, args []string, e *env) int {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
@@ -84,6 +90,7 @@ func runBenchA2A(ctx context.Context, args []string, e *env) int {
 	d := fs.Duration("d", 20*time.Second, "measured `duration` of each scenario")
 	warm := fs.Duration("warmup", 2*time.Second, "unmeasured warm-up before each scenario")
 	only := fs.String("scenario", "", "run only this `scenario`: "+strings.Join(benchScenarios, ", "))
+	bindings := fs.String("binding", "jsonrpc,rest", "A2A `bindings` to run send and stream over, comma-separated: jsonrpc, rest")
 	asJSON := fs.Bool("json", false, "print results as JSON")
 	store := fs.String("store", "memory", "task `store` of the server under test: memory, or sqlite (a file in a temporary directory)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (servers and load generator) to `file`")
@@ -95,6 +102,16 @@ func runBenchA2A(ctx context.Context, args []string, e *env) int {
 	}
 	if *store != "memory" && *store != "sqlite" {
 		return usageError(fs, "unknown store %q (want memory or sqlite)", *store)
+	}
+	var binds []string
+	for b := range strings.SplitSeq(*bindings, ",") {
+		b = strings.TrimSpace(b)
+		if b != benchBindingJSONRPC && b != benchBindingREST {
+			return usageError(fs, "unknown binding %q (want jsonrpc or rest)", b)
+		}
+		if !slices.Contains(binds, b) {
+			binds = append(binds, b)
+		}
 	}
 	scenarios := benchScenarios
 	if *only != "" {
@@ -116,7 +133,7 @@ func runBenchA2A(ctx context.Context, args []string, e *env) int {
 	if warmup == 0 {
 		warmup = -1 // bench.Options reads 0 as its default
 	}
-	report, err := benchA2A(ctx, scenarios, *store, &bench.Options{Concurrency: *c, Duration: *d, Warmup: warmup}, e)
+	report, err := benchA2A(ctx, scenarios, binds, *store, &bench.Options{Concurrency: *c, Duration: *d, Warmup: warmup}, e)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "novaos bench a2a: %v\n", err)
 		return exitFail
@@ -149,7 +166,7 @@ func reportBench(e *env, target string, asJSON bool, report any, results []bench
 
 // benchA2A starts the server under test and the baseline in this process,
 // both on loopback, and runs the scenarios one after the other.
-func benchA2A(ctx context.Context, scenarios []string, store string, opts *bench.Options, e *env) (*benchReport, error) {
+func benchA2A(ctx context.Context, scenarios, bindings []string, store string, opts *bench.Options, e *env) (*benchReport, error) {
 	log := slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	appOpts := &app.Options{Addr: "127.0.0.1:0", Logger: log}
 	if store == "sqlite" {
@@ -181,22 +198,33 @@ func benchA2A(ctx context.Context, scenarios []string, store string, opts *bench
 	baseURL := "http://" + ln.Addr().String()
 
 	echoURL := srv.URL() + "/agents/echo"
-	scenario := map[string]bench.Scenario{
-		bench.ScenarioSend:     bench.SendMessage(echoURL),
-		bench.ScenarioStream:   bench.SendStreamingMessage(echoURL),
-		bench.ScenarioBaseline: bench.Baseline(baseURL),
+	byBinding := map[string]map[string]bench.Scenario{
+		benchBindingJSONRPC: {bench.ScenarioSend: bench.SendMessage(echoURL), bench.ScenarioStream: bench.SendStreamingMessage(echoURL)},
+		benchBindingREST:    {bench.ScenarioSend: bench.SendMessageREST(echoURL), bench.ScenarioStream: bench.SendStreamingMessageREST(echoURL)},
+	}
+	var runs []bench.Scenario
+	for _, name := range scenarios {
+		if name == bench.ScenarioBaseline {
+			runs = append(runs, bench.Baseline(baseURL))
+			continue
+		}
+		for _, b := range bindings {
+			sc := byBinding[b][name]
+			sc.Name = name + "/" + b
+			runs = append(runs, sc)
+		}
 	}
 	report := &benchReport{
 		Target: "a2a", Store: store, Concurrency: opts.Concurrency,
 		GoVersion: runtime.Version(), CPUs: runtime.GOMAXPROCS(0),
 	}
-	for _, name := range scenarios {
-		fmt.Fprintf(e.stderr, "bench: %s: %d clients, %v warm-up + %v…\n", name, opts.Concurrency, max(opts.Warmup, 0), opts.Duration)
+	for _, sc := range runs {
+		fmt.Fprintf(e.stderr, "bench: %s: %d clients, %v warm-up + %v…\n", sc.Name, opts.Concurrency, max(opts.Warmup, 0), opts.Duration)
 		// Start every scenario from the same heap, so one's garbage does
 		// not count against the next one's memory.
 		runtime.GC()
 		debug.FreeOSMemory()
-		res, err := bench.Run(ctx, scenario[name], opts)
+		res, err := bench.Run(ctx, sc, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -249,7 +277,8 @@ func printBenchTable(w io.Writer, r *benchReport) {
 	tw.Flush()
 	fmt.Fprintln(w)
 	if r.Target == "a2a" {
-		fmt.Fprintln(w, "send: SendMessage to /agents/echo; stream: SendStreamingMessage read to its end;")
+		fmt.Fprintln(w, "send: SendMessage to /agents/echo; stream: SendStreamingMessage read to its end; /jsonrpc and /rest name the")
+		fmt.Fprintln(w, "binding (JSON-RPC at the agent's URL, HTTP+JSON at /message:send and /message:stream below it);")
 	}
 	fmt.Fprintln(w, "baseline: the same body through a bare net/http JSON echo. RSS is the whole process (servers and load generator).")
 }

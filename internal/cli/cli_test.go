@@ -267,14 +267,14 @@ func TestBenchA2AShort(t *testing.T) {
 			t.Errorf("%s: latency %+v", r.Scenario, r.Latency)
 		}
 	}
-	if want := "send,stream,baseline"; strings.Join(names, ",") != want || rep.Concurrency != 4 {
+	if want := "send/jsonrpc,send/rest,stream/jsonrpc,stream/rest,baseline"; strings.Join(names, ",") != want || rep.Concurrency != 4 {
 		t.Errorf("scenarios %v at c=%d, want %s at 4", names, rep.Concurrency, want)
 	}
 }
 
 func TestBenchTableOneScenario(t *testing.T) {
 	e, out, errOut := testEnv(nil)
-	code := run(t.Context(), []string{"bench", "a2a", "--c", "2", "--d", "200ms", "--warmup", "0", "--scenario", "send", "--store", "sqlite"}, e)
+	code := run(t.Context(), []string{"bench", "a2a", "--c", "2", "--d", "200ms", "--warmup", "0", "--scenario", "send", "--binding", "rest", "--store", "sqlite"}, e)
 	if code != exitOK {
 		t.Fatalf("exit code %d; stderr %s", code, errOut)
 	}
@@ -282,9 +282,9 @@ func TestBenchTableOneScenario(t *testing.T) {
 	for l := range strings.Lines(out.String()) {
 		switch f := strings.Fields(l); {
 		case len(f) == 0:
-		case f[0] == "send":
+		case f[0] == "send/rest":
 			row = f
-		case f[0] == "stream" || f[0] == "baseline" && len(f) == 8:
+		case strings.HasPrefix(f[0], "stream") || f[0] == "send/jsonrpc" || f[0] == "baseline" && len(f) == 8:
 			t.Errorf("scenario not asked for ran: %q", l)
 		}
 	}

@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	memsvc "novaos.dev/novaos/internal/memory"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"novaos.dev/novaos/a2a"
+	memsvc "novaos.dev/novaos/internal/memory"
 
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/gate"
@@ -33,6 +36,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	cardKey := fs.String("card-key", "", "private JWK `file` to sign agent cards with (see novaos card keygen); its public key is served at "+app.JWKSPath)
 	leaseBeat := fs.Duration("lease-heartbeat", lease.DefaultHeartbeat, "how often this server renews its lease on the tasks it runs (crash recovery)")
 	leaseExpiry := fs.Duration("lease-expiry", lease.DefaultExpiry, "how long after its last renewal a server's lease lapses and the tasks it left running are settled FAILED (at least twice --lease-heartbeat)")
+	bindings := fs.String("bindings", "jsonrpc,http+json", "A2A `bindings` the agent cards list, in order of preference (comma-separated: jsonrpc, http+json or rest); every agent serves both at its URL")
 	tckTimeout := fs.Duration("tck-timeout", builtin.DefaultStreamingTimeout, "delay unit of the tck agent's slow scenarios; match the kit's TCK_STREAMING_TIMEOUT")
 	var allowHosts listFlag
 	var allowLoopback optBool
@@ -63,6 +67,10 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	}
 	if msg := lim.check(); msg != "" {
 		return usageError(fs, "%s", msg)
+	}
+	cardBindings, err := parseBindings(*bindings)
+	if err != nil {
+		return usageError(fs, "--bindings: %v", err)
 	}
 	if _, err := (&lease.Options{Heartbeat: *leaseBeat, Expiry: *leaseExpiry}).Resolve(); err != nil || *leaseBeat < 0 || *leaseExpiry < 0 {
 		return usageError(fs, "--lease-expiry must be at least twice --lease-heartbeat, both positive")
@@ -119,6 +127,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		MaxExtensions:         *lim.maxExtensions,
 		MaxExtensionURIBytes:  *lim.maxExtURI,
 		ArtifactFlushInterval: *lim.flushEvery,
+		Bindings:              cardBindings,
 		AllowHosts:            lim.allowHosts,
 		CORSOrigins:           lim.corsOrigins,
 		LeaseHeartbeat:        *leaseBeat,
@@ -323,4 +332,25 @@ func parseSize(s string, negative bool) (int64, error) {
 		return 0, fmt.Errorf("size %q too large", s)
 	}
 	return n * mult, nil
+}
+
+// parseBindings reads --bindings: binding names in order, each once.
+func parseBindings(s string) ([]string, error) {
+	var out []string
+	for name := range strings.SplitSeq(s, ",") {
+		var b string
+		switch strings.ToLower(strings.TrimSpace(name)) {
+		case "jsonrpc", "json-rpc":
+			b = a2a.BindingJSONRPC
+		case "http+json", "rest":
+			b = a2a.BindingHTTPJSON
+		default:
+			return nil, fmt.Errorf("unknown binding %q (want jsonrpc or http+json)", strings.TrimSpace(name))
+		}
+		if slices.Contains(out, b) {
+			return nil, fmt.Errorf("%s is listed twice", b)
+		}
+		out = append(out, b)
+	}
+	return out, nil
 }

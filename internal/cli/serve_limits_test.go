@@ -2,8 +2,11 @@ package cli
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+
+	"novaos.dev/novaos/a2a"
 )
 
 func TestParseSize(t *testing.T) {
@@ -109,6 +112,8 @@ func TestServeLimitFlagErrors(t *testing.T) {
 		{"negative body", []string{"--max-body-bytes", "-1"}, exitUsage, "at least 0"},
 		{"wildcard origin", []string{"--cors-origin", "*"}, exitFail, "wildcards"},
 		{"allowed host URL", []string{"--allow-host", "http://proxy.test"}, exitFail, "allowed host"},
+		{"unknown binding", []string{"--bindings", "jsonrpc,soap"}, exitUsage, `unknown binding "soap"`},
+		{"binding twice", []string{"--bindings", "rest,http+json"}, exitUsage, "HTTP+JSON is listed twice"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -118,5 +123,12 @@ func TestServeLimitFlagErrors(t *testing.T) {
 				t.Errorf("exit %d, want %d; stderr %q, want it to mention %q", code, tt.wantCode, stderr, tt.wantErr)
 			}
 		})
+	}
+}
+
+func TestParseBindings(t *testing.T) {
+	got, err := parseBindings(" REST, jsonrpc")
+	if err != nil || !slices.Equal(got, []string{a2a.BindingHTTPJSON, a2a.BindingJSONRPC}) {
+		t.Fatalf("parseBindings = %q, %v", got, err)
 	}
 }

@@ -4,6 +4,7 @@
 //
 //   node client.mjs http://127.0.0.1:PORT
 //   node client.mjs http://127.0.0.1:PORT '<JSON array of parts>'
+//   A2A_TRANSPORT=HTTP+JSON node client.mjs http://127.0.0.1:PORT
 //
 // With a second argument it runs one step only, sendParts: a message whose
 // first part is the text "parts" followed by the given parts (wire JSON);
@@ -19,7 +20,7 @@
 // as wire JSON and converted with the SDK's own fromJSON codecs, and results
 // are converted back with toJSON, so the report is plain A2A JSON.
 
-import { ClientFactory } from '@a2a-js/sdk/client';
+import { ClientFactory, ClientFactoryOptions } from '@a2a-js/sdk/client';
 import {
   CancelTaskRequest,
   DeleteTaskPushNotificationConfigRequest,
@@ -52,12 +53,27 @@ const STEP_TIMEOUT_MS = 15000;
 
 const report = { sdk: '@a2a-js/sdk@1.3.0', baseUrl, steps: [] };
 
+// The SDK's HTTP+JSON transport raises the same typed errors as its
+// JSON-RPC one, but without the JSON-RPC code: the code is the A2A code of
+// the error's type.
+const codeOfErrorName = {
+  TaskNotFoundError: -32001,
+  TaskNotCancelableError: -32002,
+  PushNotificationNotSupportedError: -32003,
+  UnsupportedOperationError: -32004,
+  ContentTypeNotSupportedError: -32005,
+  InvalidAgentResponseError: -32006,
+  ExtendedAgentCardNotConfiguredError: -32007,
+  ExtensionSupportRequiredError: -32008,
+  VersionNotSupportedError: -32009,
+};
+
 function describeError(err) {
-  // Errors raised inside a stream wrap the typed JSON-RPC error in cause.
-  const typed = err?.envelopeCode !== undefined ? err : err?.cause;
+  // Errors raised inside a stream wrap the typed error in cause.
+  const typed = err?.envelopeCode !== undefined || codeOfErrorName[err?.name] !== undefined ? err : err?.cause;
   return {
     name: typed?.name ?? err?.name ?? 'Error',
-    code: typed?.envelopeCode ?? null,
+    code: typed?.envelopeCode ?? codeOfErrorName[typed?.name] ?? null,
     message: String(err?.message ?? err),
   };
 }
@@ -109,7 +125,14 @@ async function collect(stream, limit = 50) {
   return events;
 }
 
-const client = await new ClientFactory().createFromUrl(baseUrl).catch((err) => {
+// A2A_TRANSPORT (JSONRPC, HTTP+JSON) makes the client prefer that binding
+// among those the card lists; unset, the card's order decides.
+const preferred = process.env.A2A_TRANSPORT;
+const factory = preferred
+  ? new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { preferredTransports: [preferred] }))
+  : new ClientFactory();
+
+const client = await factory.createFromUrl(baseUrl).catch((err) => {
   report.steps.push({ name: 'createFromUrl', ok: false, error: describeError(err) });
   return undefined;
 });

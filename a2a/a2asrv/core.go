@@ -1,0 +1,320 @@
+package a2asrv
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"novaos.dev/novaos/a2a"
+)
+
+// Call is one A2A request as every binding hands it to the core: which
+// method, over which binding, with which service parameters, and (once
+// the core has identified it) for whom. Interceptors receive it; they may
+// read every field and must not change Header.
+type Call struct {
+	// Method is the A2A method name (a2a.MethodSendMessage, …), the same on
+	// every binding.
+	Method string
+	// Binding is the protocol binding the request came over
+	// (a2a.BindingJSONRPC, a2a.BindingHTTPJSON or a2a.BindingGRPC).
+	Binding string
+	// Header holds the request's service parameters under canonical
+	// header names: the HTTP headers, or the gRPC metadata.
+	Header http.Header
+	// Tenant is the request's tenant, from its params or a REST path
+	// prefix; set by the core before Options.Identify runs.
+	Tenant string
+	// Scope is who the request acts for (Options.Identify), set before the
+	// first interceptor runs.
+	Scope Scope
+	// Extensions are the extension URIs active for this request, set
+	// before the first interceptor runs.
+	Extensions []string
+}
+
+// A StreamSink receives the frames of a streaming method (SendStreaming
+// Message, SubscribeToTask) in order. Each binding writes them its own way:
+// SSE events for JSON-RPC and HTTP+JSON, stream messages for gRPC.
+//
+// The core calls Send for each frame, then Flush once per batch of frames
+// that were ready together, so a binding that buffers pays one write per
+// batch. An error from any method ends the stream: the core returns
+// without sending more.
+type StreamSink interface {
+	// Send queues one frame. version is the task's store version after the
+	// write the frame reports (0 for a message-only answer).
+	Send(version Version, resp *a2a.StreamResponse) error
+	// Flush delivers what Send queued.
+	Flush() error
+	// KeepAlive tells an idle caller the stream is still open.
+	KeepAlive() error
+}
+
+// StreamResult is what an interceptor's After receives as the response of
+// a streaming method: how many frames the core sent.
+type StreamResult struct {
+	Frames int
+}
+
+// An Interceptor sees every call on every binding. Before runs once the
+// call is admitted (its version and extensions negotiated, its identifiers
+// checked and its caller identified, so Call.Scope is set) and before the
+// method; After runs once the method has answered, or for a stream once the
+// stream has ended.
+//
+// Interceptors run in the order of Options.Interceptors: every Before in
+// that order, then the method, then the After of each interceptor whose
+// Before admitted the call, in reverse order. A Before that returns an
+// error refuses the call: the method does not run, no later Before runs,
+// and the caller receives the error (an *a2a.Error as it is, any other
+// error as an internal error, its text logged, not sent). The context a
+// Before returns is passed on to the later interceptors and the method.
+//
+// req is the method's typed request: *a2a.SendMessageRequest (SendMessage,
+// SendStreamingMessage), *a2a.GetTaskRequest, *a2a.ListTasksRequest,
+// *a2a.CancelTaskRequest, *a2a.SubscribeToTaskRequest,
+// *a2a.TaskPushNotificationConfig (CreateTaskPushNotificationConfig),
+// *a2a.GetTaskPushNotificationConfigRequest,
+// *a2a.ListTaskPushNotificationConfigsRequest,
+// *a2a.DeleteTaskPushNotificationConfigRequest or
+// *a2a.GetExtendedAgentCardRequest. resp is the method's typed response
+// (nil for DeleteTaskPushNotificationConfig and on error), *StreamResult
+// for a stream. Neither may be modified.
+type Interceptor interface {
+	Before(ctx context.Context, call *Call, req any) (context.Context, error)
+	After(ctx context.Context, call *Call, resp any, err error)
+}
+
+// InterceptorFuncs is an Interceptor from two functions, either of which
+// may be nil.
+type InterceptorFuncs struct {
+	BeforeFunc func(ctx context.Context, call *Call, req any) (context.Context, error)
+	AfterFunc  func(ctx context.Context, call *Call, resp any, err error)
+}
+
+// Before calls BeforeFunc, if set.
+func (f InterceptorFuncs) Before(ctx context.Context, call *Call, req any) (context.Context, error) {
+	if f.BeforeFunc == nil {
+		return ctx, nil
+	}
+	return f.BeforeFunc(ctx, call, req)
+}
+
+// After calls AfterFunc, if set.
+func (f InterceptorFuncs) After(ctx context.Context, call *Call, resp any, err error) {
+	if f.AfterFunc != nil {
+		f.AfterFunc(ctx, call, resp, err)
+	}
+}
+
+// negotiate checks the call's A2A-Version and activates the extensions it
+// asks for; every binding does it before anything else about the method.
+func (h *Handler) negotiate(c *Call) *a2a.Error {
+	if e := a2a.CheckVersion(c.Header.Get(a2a.HeaderVersion)); e != nil {
+		return e
+	}
+	var declared []a2a.AgentExtension
+	if h.card != nil {
+		declared = h.card.Capabilities.Extensions
+	}
+	requested, e := a2a.ParseExtensionsLimit(c.Header.Values(a2a.HeaderExtensions), h.opts.MaxExtensions, h.opts.MaxExtensionURIBytes)
+	if e != nil {
+		return e
+	}
+	active, e := a2a.NegotiateExtensions(requested, declared)
+	if e != nil {
+		return e
+	}
+	c.Extensions = active
+	return nil
+}
+
+// invoke admits a negotiated call (identifiers, caller, interceptors) and
+// runs method. It is the one path every method of every binding takes.
+func invoke[Req, Resp any](ctx context.Context, h *Handler, c *Call, req *Req, method func(context.Context, *Call, *Req) (Resp, *a2a.Error)) (Resp, *a2a.Error) {
+	var zero Resp
+	tenant, e := checkParams(req, h.opts.MaxIDBytes)
+	if e != nil {
+		return zero, e
+	}
+	c.Tenant = tenant
+	if c.Scope, e = h.identify(ctx, c); e != nil {
+		return zero, e
+	}
+	ics := h.opts.Interceptors
+	admitted := 0
+	for _, ic := range ics {
+		next, err := ic.Before(ctx, c, req)
+		if err != nil {
+			e = h.refusal(ctx, c, err)
+			break
+		}
+		if next != nil {
+			ctx = next
+		}
+		admitted++
+	}
+	resp := zero
+	if e == nil {
+		resp, e = method(ctx, c, req)
+	}
+	if admitted > 0 {
+		var out any = resp
+		var err error
+		if e != nil {
+			out, err = nil, e
+		}
+		if _, unit := out.(struct{}); unit {
+			out = nil
+		}
+		for i := admitted - 1; i >= 0; i-- {
+			ics[i].After(ctx, c, out, err)
+		}
+	}
+	return resp, e
+}
+
+// refusal is the protocol error for an interceptor's refusal.
+func (h *Handler) refusal(ctx context.Context, c *Call, err error) *a2a.Error {
+	var e *a2a.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	h.log.ErrorContext(ctx, "a2asrv: interceptor refused a call", "method", c.Method, "err", err)
+	return a2a.NewError(a2a.CodeInternalError, "internal error")
+}
+
+// identify says who c acts for: Options.Identify's Scope, with the
+// request's tenant when Identify leaves it empty.
+func (h *Handler) identify(ctx context.Context, c *Call) (Scope, *a2a.Error) {
+	if h.opts.Identify == nil {
+		return Scope{Tenant: c.Tenant}, nil
+	}
+	s, err := h.opts.Identify(ctx, c)
+	if err != nil {
+		var e *a2a.Error
+		if errors.As(err, &e) {
+			return Scope{}, e
+		}
+		h.log.InfoContext(ctx, "a2asrv: caller not identified", "err", err)
+		return Scope{}, a2a.NewError(CodeUnauthenticated, "unauthenticated")
+	}
+	if s.Tenant == "" {
+		s.Tenant = c.Tenant
+	}
+	return s, nil
+}
+
+// asError turns the core's result into an error without the typed-nil
+// trap: a nil *a2a.Error is a nil error.
+func asError(e *a2a.Error) error {
+	if e == nil {
+		return nil
+	}
+	return e
+}
+
+// serve runs a unary method for a binding outside this package: negotiate,
+// then invoke, counted as a call Shutdown waits for.
+func serve[Req, Resp any](ctx context.Context, h *Handler, c *Call, req *Req, method func(context.Context, *Call, *Req) (Resp, *a2a.Error)) (Resp, error) {
+	leave := h.shut.enter()
+	defer leave()
+	if e := h.negotiate(c); e != nil {
+		var zero Resp
+		return zero, e
+	}
+	resp, e := invoke(ctx, h, c, req, method)
+	return resp, asError(e)
+}
+
+// serveStream is serve for a streaming method.
+func serveStream[Req any](ctx context.Context, h *Handler, c *Call, req *Req, sink StreamSink, method func(context.Context, *Call, *Req, StreamSink) *a2a.Error) error {
+	_, err := serve(ctx, h, c, req, streamMethod(sink, method))
+	return err
+}
+
+// streamMethod binds a streaming method to its sink, counting the frames
+// for the interceptors' StreamResult.
+func streamMethod[Req any](sink StreamSink, method func(context.Context, *Call, *Req, StreamSink) *a2a.Error) func(context.Context, *Call, *Req) (*StreamResult, *a2a.Error) {
+	return func(ctx context.Context, c *Call, req *Req) (*StreamResult, *a2a.Error) {
+		counted := &countingSink{StreamSink: sink}
+		e := method(ctx, c, req, counted)
+		return &StreamResult{Frames: counted.frames}, e
+	}
+}
+
+type countingSink struct {
+	StreamSink
+	frames int
+}
+
+func (s *countingSink) Send(v Version, resp *a2a.StreamResponse) error {
+	s.frames++
+	return s.StreamSink.Send(v, resp)
+}
+
+// The methods below are the core for bindings outside this package (the
+// gRPC binding): each negotiates the call's version and extensions from
+// c.Header, identifies the caller, runs the interceptors and the method.
+// Errors are *a2a.Error. c must be fresh for each call.
+
+// SendMessage answers with the task (or message) once it is final or
+// interrupted, or at once with returnImmediately.
+func (h *Handler) SendMessage(ctx context.Context, c *Call, req *a2a.SendMessageRequest) (*a2a.SendMessageResponse, error) {
+	return serve(ctx, h, c, req, h.sendMessage)
+}
+
+// SendStreamingMessage streams the task's updates to sink until it is final
+// or interrupted.
+func (h *Handler) SendStreamingMessage(ctx context.Context, c *Call, req *a2a.SendMessageRequest, sink StreamSink) error {
+	return serveStream(ctx, h, c, req, sink, h.sendStreamingMessage)
+}
+
+// SubscribeToTask streams a snapshot of the task, then its updates.
+func (h *Handler) SubscribeToTask(ctx context.Context, c *Call, req *a2a.SubscribeToTaskRequest, sink StreamSink) error {
+	return serveStream(ctx, h, c, req, sink, h.subscribeToTask)
+}
+
+// GetTask returns a task of the caller.
+func (h *Handler) GetTask(ctx context.Context, c *Call, req *a2a.GetTaskRequest) (*a2a.Task, error) {
+	return serve(ctx, h, c, req, h.getTask)
+}
+
+// ListTasks lists the caller's tasks, newest status first.
+func (h *Handler) ListTasks(ctx context.Context, c *Call, req *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
+	return serve(ctx, h, c, req, h.listTasks)
+}
+
+// CancelTask cancels a task of the caller.
+func (h *Handler) CancelTask(ctx context.Context, c *Call, req *a2a.CancelTaskRequest) (*a2a.Task, error) {
+	return serve(ctx, h, c, req, h.cancelTask)
+}
+
+// CreateTaskPushNotificationConfig stores a push config for a task.
+func (h *Handler) CreateTaskPushNotificationConfig(ctx context.Context, c *Call, req *a2a.TaskPushNotificationConfig) (*a2a.TaskPushNotificationConfig, error) {
+	return serve(ctx, h, c, req, h.createPushConfig)
+}
+
+// GetTaskPushNotificationConfig returns one push config, without its
+// credentials.
+func (h *Handler) GetTaskPushNotificationConfig(ctx context.Context, c *Call, req *a2a.GetTaskPushNotificationConfigRequest) (*a2a.TaskPushNotificationConfig, error) {
+	return serve(ctx, h, c, req, h.getPushConfig)
+}
+
+// ListTaskPushNotificationConfigs lists a task's push configs.
+func (h *Handler) ListTaskPushNotificationConfigs(ctx context.Context, c *Call, req *a2a.ListTaskPushNotificationConfigsRequest) (*a2a.ListTaskPushNotificationConfigsResponse, error) {
+	return serve(ctx, h, c, req, h.listPushConfigs)
+}
+
+// DeleteTaskPushNotificationConfig deletes a push config; deleting a
+// missing one succeeds.
+func (h *Handler) DeleteTaskPushNotificationConfig(ctx context.Context, c *Call, req *a2a.DeleteTaskPushNotificationConfigRequest) error {
+	_, err := serve(ctx, h, c, req, h.deletePushConfig)
+	return err
+}
+
+// GetExtendedAgentCard returns the extended card.
+func (h *Handler) GetExtendedAgentCard(ctx context.Context, c *Call, req *a2a.GetExtendedAgentCardRequest) (*a2a.AgentCard, error) {
+	return serve(ctx, h, c, req, h.getExtendedCard)
+}

@@ -1,0 +1,357 @@
+package a2asrv
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"novaos.dev/novaos/a2a"
+)
+
+// The JSON-RPC binding: a POST to the agent's root carries one JSON-RPC
+// request; the answer is one JSON-RPC response, or for a streaming method
+// an SSE stream whose events each hold a JSON-RPC response.
+
+// rpcCall is one JSON-RPC request in flight.
+type rpcCall struct {
+	w  http.ResponseWriter
+	r  *http.Request
+	id json.RawMessage
+	// sse is set for a streaming method whose caller accepts an event
+	// stream: its errors are sent as one SSE error event, because some
+	// clients (a2a-go's) read nothing but SSE on a streaming call.
+	sse  bool
+	call Call
+}
+
+// An rpcMethod decodes a method's params and answers the call.
+type rpcMethod func(h *Handler, rc *rpcCall, params json.RawMessage)
+
+var rpcMethods map[string]rpcMethod
+
+func init() {
+	// Assigned in init because the methods refer back to the table's type.
+	rpcMethods = map[string]rpcMethod{
+		a2a.MethodSendMessage:                      rpcUnary((*Handler).sendMessage),
+		a2a.MethodSendStreamingMessage:             rpcStream((*Handler).sendStreamingMessage),
+		a2a.MethodSubscribeToTask:                  rpcStream((*Handler).subscribeToTask),
+		a2a.MethodGetTask:                          rpcUnary((*Handler).getTask),
+		a2a.MethodListTasks:                        rpcUnary((*Handler).listTasks),
+		a2a.MethodCancelTask:                       rpcUnary((*Handler).cancelTask),
+		a2a.MethodCreateTaskPushNotificationConfig: rpcUnary((*Handler).createPushConfig),
+		a2a.MethodGetTaskPushNotificationConfig:    rpcUnary((*Handler).getPushConfig),
+		a2a.MethodListTaskPushNotificationConfigs:  rpcUnary((*Handler).listPushConfigs),
+		a2a.MethodDeleteTaskPushNotificationConfig: rpcUnary((*Handler).deletePushConfig),
+		a2a.MethodGetExtendedAgentCard:             rpcUnary((*Handler).getExtendedCard),
+	}
+}
+
+// A coreMethod is a unary method of the core, unbound.
+type coreMethod[Req, Resp any] func(*Handler, context.Context, *Call, *Req) (Resp, *a2a.Error)
+
+// A coreStream is a streaming method of the core, unbound.
+type coreStream[Req any] func(*Handler, context.Context, *Call, *Req, StreamSink) *a2a.Error
+
+func (m coreMethod[Req, Resp]) bind(h *Handler) func(context.Context, *Call, *Req) (Resp, *a2a.Error) {
+	return func(ctx context.Context, c *Call, req *Req) (Resp, *a2a.Error) { return m(h, ctx, c, req) }
+}
+
+func (m coreStream[Req]) bind(h *Handler) func(context.Context, *Call, *Req, StreamSink) *a2a.Error {
+	return func(ctx context.Context, c *Call, req *Req, sink StreamSink) *a2a.Error {
+		return m(h, ctx, c, req, sink)
+	}
+}
+
+func rpcUnary[Req, Resp any](m coreMethod[Req, Resp]) rpcMethod {
+	return func(h *Handler, rc *rpcCall, params json.RawMessage) {
+		req := new(Req)
+		if e := a2a.DecodeParams(params, req); e != nil {
+			h.rpcFail(rc, e)
+			return
+		}
+		resp, e := invoke(rc.r.Context(), h, &rc.call, req, m.bind(h))
+		if e != nil {
+			h.rpcFail(rc, e)
+			return
+		}
+		h.rpcWriteValue(rc, resp)
+	}
+}
+
+func rpcStream[Req any](m coreStream[Req]) rpcMethod {
+	return func(h *Handler, rc *rpcCall, params json.RawMessage) {
+		req := new(Req)
+		if e := a2a.DecodeParams(params, req); e != nil {
+			h.rpcFail(rc, e)
+			return
+		}
+		sink := newSSESink(rc.w, h.log, func(b []byte, v Version, resp *a2a.StreamResponse) ([]byte, error) {
+			return appendRPCFrame(b, rc.id, v, resp)
+		})
+		_, e := invoke(rc.r.Context(), h, &rc.call, req, streamMethod(sink, m.bind(h)))
+		switch {
+		case e == nil || e == errSinkFailed:
+		case sink.started:
+			sink.out = a2a.AppendEvent(sink.out, a2a.Event{Data: a2a.AppendErrorResponse(nil, rc.id, e)})
+			_ = sink.Flush()
+		default:
+			h.rpcFail(rc, e)
+			// Flushed now, so the HTTP server's close after Shutdown
+			// cannot overtake an answer Shutdown itself caused.
+			if f, ok := rc.w.(http.Flusher); ok {
+				f.Flush()
+			}
+		}
+	}
+}
+
+func streamingMethod(m string) bool {
+	return m == a2a.MethodSendStreamingMessage || m == a2a.MethodSubscribeToTask
+}
+
+func acceptsEventStream(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept") {
+		if strings.Contains(v, "text/event-stream") {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *Handler) serveRPC(w http.ResponseWriter, r *http.Request) {
+	// Counted for Shutdown until the answer is written, so an answer that
+	// Shutdown's cut-off causes is out before Shutdown returns.
+	leave := h.shut.enter()
+	defer leave()
+	if e := checkContentType(r.Header); e != nil {
+		writeRPCError(w, nil, e, http.StatusUnsupportedMediaType)
+		return
+	}
+	buf := h.getBuf()
+	defer h.putBuf(buf)
+	body, status, e := h.readBody(buf, r)
+	if e != nil {
+		writeRPCError(w, nil, e, status)
+		return
+	}
+	req, perr := a2a.DecodeRequest(body)
+	if perr != nil {
+		writeRPCError(w, req.ID, perr, http.StatusOK)
+		return
+	}
+	if len(req.ID) > h.opts.MaxIDBytes {
+		writeRPCError(w, nil, a2a.NewError(a2a.CodeInvalidRequest, "the JSON-RPC id is longer than %d bytes", h.opts.MaxIDBytes), http.StatusOK)
+		return
+	}
+	if req.Notification {
+		// JSON-RPC 2.0 sends nothing back for a notification, and A2A
+		// defines none: running a method whose answer nobody can read
+		// (a SendMessage) would only do unasked work.
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	rc := &rpcCall{w: w, r: r, id: req.ID, sse: streamingMethod(req.Method) && acceptsEventStream(r),
+		call: Call{Method: req.Method, Binding: a2a.BindingJSONRPC, Header: r.Header}}
+	if e := h.negotiate(&rc.call); e != nil {
+		h.rpcFail(rc, e)
+		return
+	}
+	if active := rc.call.Extensions; len(active) > 0 {
+		w.Header().Set(a2a.HeaderExtensions, strings.Join(active, ", "))
+	}
+	m, ok := rpcMethods[req.Method]
+	if !ok {
+		writeRPCError(w, rc.id, a2a.NewError(a2a.CodeMethodNotFound, "method %q not found", truncate(req.Method, 64)), http.StatusOK)
+		return
+	}
+	m(h, rc, req.Params)
+}
+
+// readBody reads a request body of at most Options.MaxBodyBytes into buf;
+// on failure it returns the error and the HTTP status to send it with.
+func (h *Handler) readBody(buf *bytes.Buffer, r *http.Request) ([]byte, int, *a2a.Error) {
+	tooLarge := func() ([]byte, int, *a2a.Error) {
+		return nil, http.StatusRequestEntityTooLarge, a2a.NewError(a2a.CodeInvalidRequest, "request body exceeds %d bytes", h.opts.MaxBodyBytes)
+	}
+	if r.ContentLength > h.opts.MaxBodyBytes {
+		return tooLarge()
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(r.Body, h.opts.MaxBodyBytes+1)); err != nil {
+		return nil, http.StatusBadRequest, a2a.NewError(a2a.CodeParseError, "could not read request body")
+	}
+	if int64(buf.Len()) > h.opts.MaxBodyBytes {
+		return tooLarge()
+	}
+	return buf.Bytes(), 0, nil
+}
+
+// rpcFail answers the call with a protocol error: as a JSON-RPC response,
+// or, for a streaming call that accepts SSE, as a stream of one error
+// event. A caller Identify refused is answered HTTP 401.
+func (h *Handler) rpcFail(rc *rpcCall, e *a2a.Error) {
+	if rc.sse {
+		setStreamHeaders(rc.w.Header())
+		rc.w.WriteHeader(http.StatusOK)
+		_, _ = rc.w.Write(a2a.AppendEvent(nil, a2a.Event{Data: a2a.AppendErrorResponse(nil, rc.id, e)}))
+		return
+	}
+	status := http.StatusOK
+	if e.Code == CodeUnauthenticated {
+		status = http.StatusUnauthorized
+	}
+	writeRPCError(rc.w, rc.id, e, status)
+}
+
+func writeRPCError(w http.ResponseWriter, id json.RawMessage, e *a2a.Error, status int) {
+	body := a2a.AppendErrorResponse(nil, id, e)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+func (h *Handler) getBuf() *bytes.Buffer {
+	if b, ok := h.bufs.Get().(*bytes.Buffer); ok {
+		b.Reset()
+		return b
+	}
+	return new(bytes.Buffer)
+}
+
+func (h *Handler) putBuf(b *bytes.Buffer) {
+	if b.Cap() <= 64<<10 {
+		h.bufs.Put(b)
+	}
+}
+
+// nullResult is the result of methods whose proto response is Empty.
+var nullResult = json.RawMessage("null")
+
+// rpcWriteValue answers with v as the result. The hot results go through
+// the a2a package's append encoders; the rest through encoding/json.
+func (h *Handler) rpcWriteValue(rc *rpcCall, v any) {
+	buf := h.getBuf()
+	defer h.putBuf(buf)
+	b, err := appendValue(buf.AvailableBuffer(), v)
+	if err != nil {
+		h.log.ErrorContext(rc.r.Context(), "a2asrv: encode result", "err", err)
+		writeRPCError(rc.w, rc.id, a2a.NewError(a2a.CodeInternalError, "could not encode the result"), http.StatusOK)
+		return
+	}
+	b = a2a.AppendResult(nil, rc.id, b)
+	hd := rc.w.Header()
+	hd.Set("Content-Type", "application/json")
+	hd.Set("Content-Length", itoa(len(b)))
+	_, _ = rc.w.Write(b)
+}
+
+// appendValue appends the JSON of a core method's response.
+func appendValue(b []byte, v any) ([]byte, error) {
+	switch v := v.(type) {
+	case nil, struct{}:
+		return append(b, nullResult...), nil
+	case *a2a.SendMessageResponse:
+		return a2a.AppendSendMessageResponse(b, v)
+	case *a2a.Task:
+		return a2a.AppendTask(b, v)
+	}
+	out, err := json.Marshal(v)
+	return append(b, out...), err
+}
+
+// appendRPCFrame writes one SSE event holding the JSON-RPC response for a
+// stream frame. The encoded JSON has no raw newlines, so it goes on a
+// single data line.
+func appendRPCFrame(b []byte, id json.RawMessage, v Version, resp *a2a.StreamResponse) ([]byte, error) {
+	b = appendEventID(b, v)
+	b = append(b, `data: {"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"result":`...)
+	b, err := a2a.AppendStreamResponse(b, resp)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, "}\n\n"...), nil
+}
+
+// appendEventID writes an SSE event's id line: the task version the frame
+// reflects (none for a message-only answer).
+func appendEventID(b []byte, v Version) []byte {
+	if v <= 0 {
+		return b
+	}
+	b = append(b, "id: "...)
+	b = appendInt(b, int64(v))
+	return append(b, '\n')
+}
+
+// sseSink is the StreamSink of the HTTP bindings: frames queue up in out
+// and go to the network in one write and flush per batch, so when the
+// executor is faster than the connection a burst of chunks costs one
+// syscall instead of one each. The response starts (200, event-stream
+// headers) at the first flush.
+type sseSink struct {
+	w       http.ResponseWriter
+	flusher http.Flusher
+	log     *slog.Logger
+	encode  func(b []byte, v Version, resp *a2a.StreamResponse) ([]byte, error)
+	out     []byte
+	started bool
+}
+
+func newSSESink(w http.ResponseWriter, log *slog.Logger, encode func([]byte, Version, *a2a.StreamResponse) ([]byte, error)) *sseSink {
+	f, _ := w.(http.Flusher)
+	return &sseSink{w: w, flusher: f, log: log, encode: encode}
+}
+
+func (s *sseSink) Send(v Version, resp *a2a.StreamResponse) error {
+	out, err := s.encode(s.out, v, resp)
+	if err != nil {
+		s.log.Error("a2asrv: encode frame", "err", err)
+		return err
+	}
+	s.out = out
+	return nil
+}
+
+func (s *sseSink) Flush() error {
+	if !s.started {
+		s.started = true
+		setStreamHeaders(s.w.Header())
+		s.w.WriteHeader(http.StatusOK)
+	}
+	if len(s.out) > 0 {
+		_, err := s.w.Write(s.out)
+		s.out = s.out[:0]
+		if err != nil {
+			return err
+		}
+	}
+	if s.flusher != nil {
+		s.flusher.Flush()
+	}
+	return nil
+}
+
+func (s *sseSink) KeepAlive() error {
+	s.out = append(s.out, a2a.KeepAlive...)
+	return s.Flush()
+}
+
+func setStreamHeaders(hd http.Header) {
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("X-Accel-Buffering", "no")
+	hd.Set("Connection", "keep-alive")
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
