@@ -20,14 +20,27 @@ import (
 	"novaos.dev/novaos/secret"
 )
 
-// TestMethods runs every method over each binding: JSON-RPC straight to
-// the agent, HTTP+JSON through restBridge.
+// TestMethods runs every method over each binding: JSON-RPC and HTTP+JSON
+// straight to the agent's a2asrv handler, and HTTP+JSON through
+// restBridge (whose answers follow the peers' REST servers: 204 on
+// delete, error events named "error").
 func TestMethods(t *testing.T) {
-	for _, binding := range []string{a2a.BindingJSONRPC, a2a.BindingHTTPJSON} {
-		t.Run(binding, func(t *testing.T) {
+	for _, tc := range []struct{ name, binding string }{
+		{"JSONRPC", a2a.BindingJSONRPC},
+		{"HTTP+JSON", a2a.BindingHTTPJSON},
+		{"HTTP+JSON through the bridge", a2a.BindingHTTPJSON},
+	} {
+		binding := tc.binding
+		t.Run(tc.name, func(t *testing.T) {
 			a := newAgent(t, &agentOptions{tenant: "acme", push: true, extended: true})
 			card, url := a.card, a.srv.URL
-			if binding == a2a.BindingHTTPJSON {
+			switch tc.name {
+			case "HTTP+JSON":
+				// a2asrv serves HTTP+JSON on the JSON-RPC URL.
+				c := *a.card
+				c.SupportedInterfaces = append(c.SupportedInterfaces, a2a.AgentInterface{URL: a.srv.URL, ProtocolBinding: a2a.BindingHTTPJSON, ProtocolVersion: a2a.ProtocolVersion, Tenant: "acme"})
+				card = &c
+			case "HTTP+JSON through the bridge":
 				b := newRESTBridge(t, a, nil)
 				card, url = b.card("acme"), b.srv.URL
 			}
@@ -255,14 +268,23 @@ func TestTimeouts(t *testing.T) {
 // TestInterceptorsAndAuth runs over each binding: interceptors and auth
 // providers see every call whatever carries it.
 func TestInterceptorsAndAuth(t *testing.T) {
-	for _, binding := range []string{a2a.BindingJSONRPC, a2a.BindingHTTPJSON} {
-		t.Run(binding, func(t *testing.T) {
+	for _, tc := range []struct{ name, binding string }{
+		{"JSONRPC", a2a.BindingJSONRPC},
+		{"HTTP+JSON", a2a.BindingHTTPJSON},
+		{"HTTP+JSON through the bridge", a2a.BindingHTTPJSON},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			a := newAgent(t, nil)
 			card := a.card
-			if binding == a2a.BindingHTTPJSON {
+			switch tc.name {
+			case "HTTP+JSON":
+				c := *a.card
+				c.SupportedInterfaces = append(c.SupportedInterfaces, a2a.AgentInterface{URL: a.srv.URL, ProtocolBinding: a2a.BindingHTTPJSON, ProtocolVersion: a2a.ProtocolVersion})
+				card = &c
+			case "HTTP+JSON through the bridge":
 				card = newRESTBridge(t, a, nil).card("")
 			}
-			testInterceptorsAndAuth(t, a, card, binding)
+			testInterceptorsAndAuth(t, a, card, tc.binding)
 		})
 	}
 }

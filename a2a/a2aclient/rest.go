@@ -336,21 +336,15 @@ type errorInfo struct {
 	Metadata map[string]string `json:"metadata"`
 }
 
-// reasonCodes maps ErrorInfo reasons back to codes: every code of the a2a
-// registry, and UNAUTHENTICATED, which a2a-go and NovaOS send for a
+// codeForReason reads an ErrorInfo reason back as a code: the a2a
+// registry's, and UNAUTHENTICATED, which a2a-go and NovaOS send for a
 // missing credential.
-var reasonCodes = func() map[string]int {
-	m := map[string]int{"UNAUTHENTICATED": codeUnauthenticated}
-	for _, c := range []int{
-		a2a.CodeParseError, a2a.CodeInvalidRequest, a2a.CodeMethodNotFound, a2a.CodeInvalidParams, a2a.CodeInternalError,
-		a2a.CodeTaskNotFound, a2a.CodeTaskNotCancelable, a2a.CodePushNotificationNotSupported, a2a.CodeUnsupportedOperation,
-		a2a.CodeContentTypeNotSupported, a2a.CodeInvalidAgentResponse, a2a.CodeExtendedAgentCardNotConfigured,
-		a2a.CodeExtensionSupportRequired, a2a.CodeVersionNotSupported,
-	} {
-		m[(&a2a.Error{Code: c}).Reason()] = c
+func codeForReason(reason string) (int, bool) {
+	if reason == "UNAUTHENTICATED" {
+		return codeUnauthenticated, true
 	}
-	return m
-}()
+	return a2a.CodeForReason(reason)
+}
 
 // statusCodes is the code of an error body without a known A2A reason,
 // from its HTTP status, where the status alone says it (§5.4 read
@@ -376,7 +370,7 @@ func (s *restStatus) callError(method string, httpStatus int) error {
 			continue
 		}
 		e.Metadata = info.Metadata
-		if c, ok := reasonCodes[info.Reason]; ok {
+		if c, ok := codeForReason(info.Reason); ok {
 			e.Code, found = c, true
 		}
 		break
