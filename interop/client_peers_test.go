@@ -3,6 +3,8 @@ package interop
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -13,21 +15,103 @@ import (
 )
 
 // Our client (a2a/a2aclient) against the two reference servers: a2a-go
-// v2.3.1's JSON-RPC handler in-process and the @a2a-js/sdk 1.3.0 Express
-// server (js/server.mjs). One scenario covers card discovery, send (task and
-// message answers), stream, get, list, cancel, subscribe, input-required,
-// push configs and the error mapping; the peers' deviations it meets are
-// asserted where they occur (see README.md, "Our client").
+// v2.3.1's handler in-process and the @a2a-js/sdk 1.3.0 Express server
+// (js/server.mjs), over JSON-RPC and over HTTP+JSON. One scenario covers
+// card discovery, send (task and message answers), stream, get, list,
+// cancel, subscribe, input-required, push configs and the error mapping;
+// the peers' deviations it meets are asserted where they occur (see
+// README.md, "Our client").
+
+// goAuth: a2a-go refuses ListTasks without an authenticated user (D4);
+// its test interceptor makes any bearer token one.
+var goAuth = ours.Bearer(secret.New("alice"))
+
+var restOnly = []string{a2a.BindingHTTPJSON}
 
 func TestOurClient_GoServer(t *testing.T) {
-	srv := startGoPeer(t)
-	// a2a-go refuses ListTasks without an authenticated user (D4); its
-	// test interceptor makes any bearer token one.
-	runOurClient(t, srv.URL, ours.Bearer(secret.New("alice")))
+	runOurClient(t, startGoPeer(t).URL, &ours.Options{Auth: goAuth})
 }
 
 func TestOurClient_JSServer(t *testing.T) {
 	runOurClient(t, startJSPeer(t), nil)
+}
+
+func TestOurClientREST_GoServer(t *testing.T) {
+	runOurClient(t, startGoServer(t, true).URL, &ours.Options{Auth: goAuth, Transports: restOnly})
+}
+
+func TestOurClientREST_JSServer(t *testing.T) {
+	runOurClient(t, startJSServer(t, "rest"), &ours.Options{Transports: restOnly})
+}
+
+// Both peers' cards list HTTP+JSON first, then JSON-RPC: with no
+// preference our client takes the card's first interface; a preference
+// for JSON-RPC picks the card's second.
+func TestOurClient_InterfaceSelection(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		url  func(t *testing.T) string
+	}{
+		{"a2a-go", func(t *testing.T) string { return startGoServer(t, true).URL }},
+		{"a2a-js", func(t *testing.T) string { return startJSServer(t, "rest") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			base := tc.url(t)
+			for _, want := range []struct {
+				transports []string
+				binding    string
+				url        string
+			}{
+				{nil, a2a.BindingHTTPJSON, base + "/rest"},
+				{[]string{a2a.BindingJSONRPC, a2a.BindingHTTPJSON}, a2a.BindingJSONRPC, base},
+			} {
+				c, err := ours.NewFromURL(ctx, base, &ours.Options{Transports: want.transports})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.Binding() != want.binding || c.URL() != want.url {
+					t.Errorf("preference %v: %s at %s, want %s at %s", want.transports, c.Binding(), c.URL(), want.binding, want.url)
+				}
+				r, err := c.SendText(ctx, "hello", "", "")
+				if err != nil || r.Task == nil || r.Task.Status.State != a2a.TaskStateCompleted {
+					t.Errorf("%s: send = %+v, %v", want.binding, r, err)
+				}
+			}
+		})
+	}
+}
+
+// The /{tenant} prefix: a2a-go's tenant handler serves nothing without
+// it, a2a-js routes both forms.
+func TestOurClientREST_TenantPrefix(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		url  func(t *testing.T) string
+		auth ours.AuthProvider
+	}{
+		{"a2a-go", func(t *testing.T) string { return startGoServer(t, true).URL + "/tenants" }, goAuth},
+		{"a2a-js", func(t *testing.T) string { return startJSServer(t, "rest") + "/rest" }, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			c, err := ours.NewForURL(tc.url(t), &ours.Options{Transports: restOnly, Tenant: "acme", Auth: tc.auth})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := c.SendText(ctx, "hello", "", "")
+			if err != nil || r.Task == nil {
+				t.Fatalf("send: %+v, %v", r, err)
+			}
+			if got, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: r.Task.ID}); err != nil || got.ID != r.Task.ID {
+				t.Errorf("get: %+v, %v", got, err)
+			}
+			ks, _, err := streamKinds(t, c.SendStreamingMessage(ctx, ours.TextRequest("stream me", "", "")))
+			if err != nil || ks[len(ks)-1] != "status:TASK_STATE_COMPLETED" {
+				t.Errorf("stream: %v, %v", ks, err)
+			}
+		})
+	}
 }
 
 func streamKinds(t *testing.T, seq func(func(*a2a.StreamResponse, error) bool)) ([]string, []*a2a.StreamResponse, error) {
@@ -44,12 +128,19 @@ func streamKinds(t *testing.T, seq func(func(*a2a.StreamResponse, error) bool)) 
 	return ks, fs, nil
 }
 
-func runOurClient(t *testing.T, baseURL string, auth ours.AuthProvider) {
+func runOurClient(t *testing.T, baseURL string, opts *ours.Options) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	c, err := ours.NewFromURL(ctx, baseURL, &ours.Options{Auth: auth, Timeout: 10 * time.Second, ResumeAttempts: -1})
+	o := ours.Options{Timeout: 10 * time.Second, ResumeAttempts: -1}
+	if opts != nil {
+		o.Auth, o.Transports = opts.Auth, opts.Transports
+	}
+	c, err := ours.NewFromURL(ctx, baseURL, &o)
 	if err != nil {
 		t.Fatalf("NewFromURL: %v", err)
+	}
+	if len(o.Transports) > 0 && c.Binding() != o.Transports[0] {
+		t.Fatalf("binding %s at %s, want %s", c.Binding(), c.URL(), o.Transports[0])
 	}
 	if c.Card().Capabilities.Streaming == nil || !*c.Card().Capabilities.Streaming {
 		t.Fatalf("card = %+v", c.Card())
@@ -177,8 +268,8 @@ func runOurClient(t *testing.T, baseURL string, auth ours.AuthProvider) {
 
 	t.Run("StreamRefusal", func(t *testing.T) {
 		// A streaming call naming an unknown task: a2a-js refuses it with
-		// plain JSON, a2a-go with an SSE error event; both reach the
-		// caller as the typed error.
+		// plain JSON, a2a-go with an SSE error event (over both bindings);
+		// all reach the caller as the typed error.
 		_, _, err := streamKinds(t, c.SendStreamingMessage(ctx, ours.TextRequest("x", "no-such-task", "")))
 		if !errors.Is(err, a2a.ErrTaskNotFound) {
 			t.Errorf("err = %v, want TaskNotFound", err)
@@ -198,8 +289,9 @@ func runOurClient(t *testing.T, baseURL string, auth ours.AuthProvider) {
 		if err != nil || len(l.Configs) != 1 {
 			t.Fatalf("list = %+v, %v", l, err)
 		}
-		// a2a-go answers the delete without a result member (D5): our
-		// client reads it as success.
+		// a2a-go answers the delete without a result member over JSON-RPC
+		// (D5) and with an empty 200 over REST, a2a-js with 204 over REST:
+		// our client reads each as success.
 		if err := c.DeleteTaskPushNotificationConfig(ctx, &a2a.DeleteTaskPushNotificationConfigRequest{TaskID: done.ID, ID: cfg.ID}); err != nil {
 			t.Fatal(err)
 		}
@@ -213,16 +305,19 @@ func runOurClient(t *testing.T, baseURL string, auth ours.AuthProvider) {
 // with -32004 as the spec says.
 func TestOurClient_SubscribeTerminalTask(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		url  func(t *testing.T) string
-		auth ours.AuthProvider
+		name       string
+		url        func(t *testing.T) string
+		auth       ours.AuthProvider
+		transports []string
 	}{
-		{"a2a-go", func(t *testing.T) string { return startGoPeer(t).URL }, ours.Bearer(secret.New("alice"))},
-		{"a2a-js", startJSPeer, nil},
+		{"a2a-go", func(t *testing.T) string { return startGoPeer(t).URL }, goAuth, nil},
+		{"a2a-js", startJSPeer, nil, nil},
+		{"a2a-go REST", func(t *testing.T) string { return startGoServer(t, true).URL }, goAuth, restOnly},
+		{"a2a-js REST", func(t *testing.T) string { return startJSServer(t, "rest") }, nil, restOnly},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := testCtx(t)
-			c, err := ours.NewFromURL(ctx, tc.url(t), &ours.Options{Auth: tc.auth})
+			c, err := ours.NewFromURL(ctx, tc.url(t), &ours.Options{Auth: tc.auth, Transports: tc.transports})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -232,7 +327,7 @@ func TestOurClient_SubscribeTerminalTask(t *testing.T) {
 			}
 			ks, _, err := streamKinds(t, c.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: r.Task.ID}))
 			switch {
-			case tc.name == "a2a-js":
+			case strings.HasPrefix(tc.name, "a2a-js"):
 				if !errors.Is(err, a2a.ErrUnsupportedOperation) || len(ks) != 0 {
 					t.Errorf("frames %v, err %v; want -32004 before any frame", ks, err)
 				}
@@ -246,5 +341,51 @@ func TestOurClient_SubscribeTerminalTask(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// What a2a-go v2.3.1's HTTP+JSON server does where the spec leaves room
+// or says otherwise (README.md, D14–D16), read on the raw wire.
+func TestGoServerREST_Deviations(t *testing.T) {
+	base := startGoServer(t, true).URL + "/rest"
+	do := func(verb, path, body string) (*http.Response, string) {
+		t.Helper()
+		var r io.Reader
+		if body != "" {
+			r = strings.NewReader(body)
+		}
+		req, _ := http.NewRequestWithContext(testCtx(t), verb, base+path, r)
+		req.Header.Set("Content-Type", "application/a2a+json")
+		req.Header.Set(a2a.HeaderVersion, "1.0")
+		req.Header.Set("Authorization", "Bearer alice")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	// D14: answers are application/json, where §11.1 says application/a2a+json SHOULD.
+	resp, body := do("POST", "/message:send", `{"message":{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"hello"}]}}`)
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("send: %d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	var sent a2a.SendMessageResponse
+	if err := a2a.Unmarshal([]byte(body), &sent); err != nil || sent.Task == nil {
+		t.Fatalf("send answer %s: %v", body, err)
+	}
+	// D15: GET :subscribe (the proto's verb) is routed to GetTask with the
+	// id "<id>:subscribe": TaskNotFound, not a stream and not a 405.
+	resp, body = do("GET", "/tasks/"+sent.Task.ID+":subscribe", "")
+	if resp.StatusCode != 404 || !strings.Contains(body, "TASK_NOT_FOUND") {
+		t.Errorf("GET subscribe: %d %s", resp.StatusCode, body)
+	}
+	// D16: a deleted push config is answered 200 with an empty body
+	// (google.protobuf.Empty is {} in JSON).
+	do("POST", "/tasks/"+sent.Task.ID+"/pushNotificationConfigs", `{"id":"c1","url":"https://hooks.example.com/a"}`)
+	resp, body = do("DELETE", "/tasks/"+sent.Task.ID+"/pushNotificationConfigs/c1", "")
+	if resp.StatusCode != 200 || body != "" {
+		t.Errorf("delete: %d %q", resp.StatusCode, body)
 	}
 }

@@ -122,6 +122,15 @@ func (bearerUser) Before(ctx context.Context, cc *goa2asrv.CallContext, _ *goa2a
 // well-known path.
 func startGoPeer(t *testing.T) *httptest.Server {
 	t.Helper()
+	return startGoServer(t, false)
+}
+
+// startGoServer is startGoPeer; with rest, the same request handler is
+// also served over HTTP+JSON at /rest (NewRESTHandler), and at /tenants
+// with a /{tenant} prefix (NewTenantRESTHandler), and the card lists the
+// /rest interface first.
+func startGoServer(t *testing.T, rest bool) *httptest.Server {
+	t.Helper()
 	h := goa2asrv.NewHandler(goPeerExecutor{},
 		goa2asrv.WithPushNotifications(push.NewInMemoryStore(), push.NewHTTPPushSender(nil)),
 		goa2asrv.WithCallInterceptors(bearerUser{}),
@@ -141,6 +150,11 @@ func startGoPeer(t *testing.T) *httptest.Server {
 		DefaultInputModes:  []string{"text/plain"},
 		DefaultOutputModes: []string{"text/plain"},
 		Skills:             []goa2a.AgentSkill{{ID: "echo", Name: "Echo", Description: "echoes", Tags: []string{"echo"}}},
+	}
+	if rest {
+		card.SupportedInterfaces = append([]*goa2a.AgentInterface{goa2a.NewAgentInterface(srv.URL+"/rest", goa2a.TransportProtocolHTTPJSON)}, card.SupportedInterfaces...)
+		mux.Handle("/rest/", http.StripPrefix("/rest", goa2asrv.NewRESTHandler(h)))
+		mux.Handle("/tenants/", http.StripPrefix("/tenants", goa2asrv.NewTenantRESTHandler("/{*}", h)))
 	}
 	mux.Handle(goa2asrv.WellKnownAgentCardPath, goa2asrv.NewStaticAgentCardHandler(card))
 	mux.Handle("/", goa2asrv.NewJSONRPCHandler(h))

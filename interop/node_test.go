@@ -132,8 +132,14 @@ func (s *jsStep) errCode(t *testing.T) int {
 // stopped when the test ends.
 func startJSPeer(t *testing.T) string {
 	t.Helper()
+	return startJSServer(t)
+}
+
+// startJSServer runs server.mjs with args and returns the URL it serves.
+func startJSServer(t *testing.T, args ...string) string {
+	t.Helper()
 	node, dir := jsPeer(t)
-	cmd := exec.Command(node, "server.mjs")
+	cmd := exec.Command(node, append([]string{"server.mjs"}, args...)...)
 	cmd.Dir = dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

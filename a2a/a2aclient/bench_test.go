@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -124,36 +125,133 @@ func (s staticTransport) RoundTrip(*http.Request) (*http.Response, error) {
 }
 
 // BenchmarkStreamParse reports the frames per second the client reads from
-// an SSE stream of artifact chunks (the common frame of a streamed answer).
+// an SSE stream of artifact chunks (the common frame of a streamed answer),
+// over each binding: JSON-RPC frames wrap each StreamResponse in a
+// response envelope, HTTP+JSON frames are the StreamResponse alone.
 func BenchmarkStreamParse(b *testing.B) {
 	const frames = 1000
-	var buf []byte
-	for i := 1; i <= frames; i++ {
-		f := &a2a.StreamResponse{ArtifactUpdate: &a2a.TaskArtifactUpdateEvent{TaskID: "7b0c4a7e-3d1f-4c55-9a0e-2f8f1f0c9d11", ContextID: "c0d6b1f2-8e43-4a7b-bb1e-0c9a2d3e4f50",
-			Artifact: a2a.Artifact{ArtifactID: "answer", Parts: []a2a.Part{a2a.TextPart(fmt.Sprintf("token %d of a streamed answer, ", i))}}, Append: i > 1}}
-		if i == frames {
-			f = &a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{TaskID: "7b0c4a7e-3d1f-4c55-9a0e-2f8f1f0c9d11", ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateCompleted}}}
-		}
-		data := []byte(`{"jsonrpc":"2.0","id":1,"result":`)
-		data, _ = a2a.AppendStreamResponse(data, f)
-		data = append(data, '}')
-		buf = a2a.AppendEvent(buf, a2a.Event{ID: fmt.Sprint(i), Data: data})
-	}
-	c, err := a2aclient.NewForURL("http://agent.test", &a2aclient.Options{HTTPClient: &http.Client{Transport: staticTransport{buf}}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	req := msgReq("m", "x")
-	b.SetBytes(int64(len(buf)))
-	b.ReportAllocs()
-	n := 0
-	for b.Loop() {
-		for _, err := range c.SendStreamingMessage(b.Context(), req) {
-			if err != nil {
-				b.Fatal(err)
+	for _, binding := range []string{a2a.BindingJSONRPC, a2a.BindingHTTPJSON} {
+		var buf []byte
+		for i := 1; i <= frames; i++ {
+			f := &a2a.StreamResponse{ArtifactUpdate: &a2a.TaskArtifactUpdateEvent{TaskID: "7b0c4a7e-3d1f-4c55-9a0e-2f8f1f0c9d11", ContextID: "c0d6b1f2-8e43-4a7b-bb1e-0c9a2d3e4f50",
+				Artifact: a2a.Artifact{ArtifactID: "answer", Parts: []a2a.Part{a2a.TextPart(fmt.Sprintf("token %d of a streamed answer, ", i))}}, Append: i > 1}}
+			if i == frames {
+				f = &a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{TaskID: "7b0c4a7e-3d1f-4c55-9a0e-2f8f1f0c9d11", ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateCompleted}}}
 			}
-			n++
+			var data []byte
+			if binding == a2a.BindingJSONRPC {
+				data = []byte(`{"jsonrpc":"2.0","id":1,"result":`)
+			}
+			data, _ = a2a.AppendStreamResponse(data, f)
+			if binding == a2a.BindingJSONRPC {
+				data = append(data, '}')
+			}
+			buf = a2a.AppendEvent(buf, a2a.Event{ID: fmt.Sprint(i), Data: data})
 		}
+		c, err := a2aclient.NewForURL("http://agent.test", &a2aclient.Options{HTTPClient: &http.Client{Transport: staticTransport{buf}}, Transports: []string{binding}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		req := msgReq("m", "x")
+		b.Run(binding, func(b *testing.B) {
+			b.SetBytes(int64(len(buf)))
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				for _, err := range c.SendStreamingMessage(b.Context(), req) {
+					if err != nil {
+						b.Fatal(err)
+					}
+					n++
+				}
+			}
+			b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "frames/s")
+		})
 	}
-	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "frames/s")
+}
+
+// BenchmarkBindings compares the client's cost per binding. Two in-process
+// servers answer every request with the same completed task (the scripted
+// agent's answer to "hello"), one as a JSON-RPC response and one as an
+// HTTP+JSON body, so the server's work is the same and small. Each
+// iteration makes one client SendMessage and one raw net/http request of
+// the same bytes per binding, in alternating order; it reports each one's
+// ns/call, raw ÷ client per binding ("<binding>-ratio", 1 means no client
+// overhead), and REST client ÷ JSON-RPC client ("rest÷jsonrpc").
+func BenchmarkBindings(b *testing.B) {
+	task := `{"id":"id-001","contextId":"id-002","status":{"state":"TASK_STATE_COMPLETED","message":{"messageId":"id-001-done","contextId":"id-002","taskId":"id-001","role":"ROLE_AGENT","parts":[{"text":"done"}]},"timestamp":"2026-11-30T09:00:00.000Z"},"artifacts":[{"artifactId":"echo","parts":[{"text":"hello"}]}],"history":[{"messageId":"m-1","contextId":"id-002","taskId":"id-001","role":"ROLE_USER","parts":[{"text":"hello"}]}]}`
+	static := func(ct, body string) *httptest.Server {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", ct)
+			io.WriteString(w, body)
+		}))
+		b.Cleanup(srv.Close)
+		return srv
+	}
+	type side struct {
+		name        string
+		c           *a2aclient.Client
+		url, ct     string
+		body        []byte
+		client, raw time.Duration
+	}
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	rpcSrv := static("application/json", `{"jsonrpc":"2.0","id":1,"result":{"task":`+task+`}}`)
+	restSrv := static("application/a2a+json", `{"task":`+task+`}`)
+	var sides []*side
+	for _, s := range []struct{ name, binding, url, path, ct, body string }{
+		{"jsonrpc", a2a.BindingJSONRPC, rpcSrv.URL, "", "application/json",
+			`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"hello"}]}}}`},
+		{"rest", a2a.BindingHTTPJSON, restSrv.URL, "/message:send", "application/a2a+json",
+			`{"message":{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"hello"}]}}`},
+	} {
+		c, err := a2aclient.NewForURL(s.url, &a2aclient.Options{HTTPClient: hc, Transports: []string{s.binding}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		sides = append(sides, &side{name: s.name, c: c, url: s.url + s.path, ct: s.ct, body: []byte(s.body)})
+	}
+	req := msgReq("m-1", "hello")
+	client := func(s *side) {
+		t0 := time.Now()
+		if _, err := s.c.SendMessage(b.Context(), req); err != nil {
+			b.Fatal(err)
+		}
+		s.client += time.Since(t0)
+	}
+	raw := func(s *side) {
+		t0 := time.Now()
+		r, _ := http.NewRequestWithContext(b.Context(), http.MethodPost, s.url, bytes.NewReader(s.body))
+		r.Header.Set("Content-Type", s.ct)
+		r.Header.Set(a2a.HeaderVersion, a2a.ProtocolVersion)
+		resp, err := hc.Do(r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		s.raw += time.Since(t0)
+	}
+	i := 0
+	for b.Loop() {
+		for j := range sides {
+			s := sides[(i+j)%len(sides)]
+			if i%2 == 0 {
+				client(s)
+				raw(s)
+			} else {
+				raw(s)
+				client(s)
+			}
+		}
+		i++
+	}
+	n := float64(b.N)
+	for _, s := range sides {
+		b.ReportMetric(float64(s.client.Nanoseconds())/n, s.name+"-client-ns/call")
+		b.ReportMetric(float64(s.raw.Nanoseconds())/n, s.name+"-raw-ns/call")
+		b.ReportMetric(float64(s.raw)/float64(s.client), s.name+"-ratio")
+	}
+	b.ReportMetric(float64(sides[1].client)/float64(sides[0].client), "rest÷jsonrpc")
 }

@@ -1,18 +1,12 @@
 package a2aclient
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"mime"
 	"net/http"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"novaos.dev/novaos/a2a"
@@ -65,6 +59,19 @@ type Options struct {
 	// dropped. Zero disables it; set it above the server's keep-alive
 	// interval (NovaOS sends one every 15 s).
 	StreamIdleTimeout time.Duration
+	// Transports lists the protocol bindings the client may use, in the
+	// caller's order of preference: a2a.BindingJSONRPC,
+	// a2a.BindingHTTPJSON, a2a.BindingGRPC or a custom binding's URI. New
+	// takes the first of them the card offers (the card's first interface
+	// with that binding); empty means any binding the client has a
+	// transport for, in the card's order, which is the agent's order of
+	// preference. A binding without a transport is skipped. NewForURL
+	// calls its URL with the first entry (default JSONRPC).
+	Transports []string
+	// TransportFactories adds transports for bindings beyond the built-in
+	// JSONRPC and HTTP+JSON (gRPC, a custom binding), keyed by binding, or
+	// replaces a built-in one.
+	TransportFactories map[string]TransportFactory
 	// Resolver fetches the card for NewFromURL (default: a new Resolver).
 	Resolver *Resolver
 	Logger   *slog.Logger
@@ -102,35 +109,44 @@ func (o *Options) withDefaults() Options {
 	return v
 }
 
-// Client calls one agent over the A2A JSON-RPC binding. It is safe for
-// concurrent use.
+// Client calls one agent over one of its interfaces: the JSON-RPC or
+// HTTP+JSON binding built in, or a binding added through
+// Options.TransportFactories. It is safe for concurrent use.
 type Client struct {
 	card    *a2a.AgentCard
-	url     string
+	iface   a2a.AgentInterface
 	tenant  string
 	opts    Options
 	header  http.Header
-	nextID  atomic.Int64
 	extHead string
+	tr      Transport
 }
 
-// New returns a client for the card's JSON-RPC interface. The card is
-// shared, not copied: do not change it afterwards.
+// New returns a client for the card's interface chosen by
+// Options.Transports (see there). The card is shared, not copied: do not
+// change it afterwards.
 func New(card *a2a.AgentCard, opts *Options) (*Client, error) {
 	if card == nil {
 		return nil, errors.New("a2aclient: nil card")
 	}
-	iface, err := SelectInterface(card, a2a.BindingJSONRPC)
+	o := opts.withDefaults()
+	iface, err := o.selectInterface(card)
 	if err != nil {
 		return nil, err
 	}
-	return newClient(card, iface.URL, iface.Tenant, opts)
+	return newClient(card, *iface, &o)
 }
 
-// NewForURL returns a client for the agent answering JSON-RPC at url, with
-// no card (the tenant comes from Options.Tenant only).
+// NewForURL returns a client for the agent answering at url, with no card:
+// the binding url speaks is the first of Options.Transports (default
+// JSONRPC), and the tenant comes from Options.Tenant only.
 func NewForURL(url string, opts *Options) (*Client, error) {
-	return newClient(nil, url, "", opts)
+	o := opts.withDefaults()
+	binding := a2a.BindingJSONRPC
+	if len(o.Transports) > 0 {
+		binding = o.Transports[0]
+	}
+	return newClient(nil, a2a.AgentInterface{URL: url, ProtocolBinding: binding, ProtocolVersion: a2a.ProtocolVersion}, &o)
 }
 
 // NewFromURL fetches the agent card from baseURL's well-known path (through
@@ -154,14 +170,20 @@ func NewFromURL(ctx context.Context, baseURL string, opts *Options) (*Client, er
 	return New(card, opts)
 }
 
-func newClient(card *a2a.AgentCard, url, tenant string, opts *Options) (*Client, error) {
-	if url == "" {
+// newClient builds the client of iface; opts has its defaults.
+func newClient(card *a2a.AgentCard, iface a2a.AgentInterface, opts *Options) (*Client, error) {
+	if iface.URL == "" {
 		return nil, errors.New("a2aclient: empty agent URL")
 	}
-	if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
-		return nil, fmt.Errorf("a2aclient: agent URL %q is not http(s)", url)
+	f := opts.transportFor(iface.ProtocolBinding)
+	if f == nil {
+		return nil, fmt.Errorf("a2aclient: no transport for the %s binding (add one in Options.TransportFactories)", iface.ProtocolBinding)
 	}
-	c := &Client{card: card, url: url, tenant: tenant, opts: opts.withDefaults()}
+	tr, err := f(&TransportConfig{Interface: iface, HTTPClient: opts.HTTPClient, MaxResponseBytes: opts.MaxResponseBytes, MaxEventBytes: opts.MaxEventBytes, Logger: opts.Logger})
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{card: card, iface: iface, tenant: iface.Tenant, opts: *opts, tr: tr}
 	if c.opts.Tenant != "" {
 		c.tenant = c.opts.Tenant
 	}
@@ -175,8 +197,12 @@ func newClient(card *a2a.AgentCard, url, tenant string, opts *Options) (*Client,
 // Card returns the agent card the client was built with (nil for NewForURL).
 func (c *Client) Card() *a2a.AgentCard { return c.card }
 
-// URL is the endpoint the client posts to.
-func (c *Client) URL() string { return c.url }
+// URL is the URL of the interface the client calls.
+func (c *Client) URL() string { return c.iface.URL }
+
+// Binding is the protocol binding of the interface the client calls
+// (a2a.BindingJSONRPC, a2a.BindingHTTPJSON, …).
+func (c *Client) Binding() string { return c.iface.ProtocolBinding }
 
 // Tenant is the tenant sent on every call ("" for none).
 func (c *Client) Tenant() string { return c.tenant }
@@ -226,17 +252,11 @@ func (c *Client) config(opts []CallOption, stream bool) callConfig {
 	return cfg
 }
 
-// prepared is a call ready to send.
-type prepared struct {
-	call *Call
-	ctx  context.Context
-	body []byte
-}
-
-// prepare runs the interceptors' Before and the auth provider, and encodes
-// the request.
-func (c *Client) prepare(ctx context.Context, method string, params any, cfg *callConfig) (*prepared, error) {
-	call := &Call{Method: method, Params: params, Card: c.card, Header: c.header.Clone(), SessionID: cfg.session}
+// prepare runs the interceptors' Before and the auth provider, and sets
+// the service parameters every binding sends; it returns the call and the
+// context Before returned.
+func (c *Client) prepare(ctx context.Context, method string, params any, cfg *callConfig) (*Call, context.Context, error) {
+	call := &Call{Method: method, Params: params, Card: c.card, Binding: c.iface.ProtocolBinding, Header: c.header.Clone(), SessionID: cfg.session}
 	if call.Header == nil {
 		call.Header = make(http.Header)
 	}
@@ -246,12 +266,12 @@ func (c *Client) prepare(ctx context.Context, method string, params any, cfg *ca
 	var err error
 	for _, in := range c.opts.Interceptors {
 		if ctx, err = in.Before(ctx, call); err != nil {
-			return nil, fmt.Errorf("a2aclient: %s: interceptor: %w", method, err)
+			return nil, nil, fmt.Errorf("a2aclient: %s: interceptor: %w", method, err)
 		}
 	}
 	if c.opts.Auth != nil {
 		if err := c.opts.Auth.Authenticate(ctx, call); err != nil {
-			return nil, fmt.Errorf("a2aclient: %s: auth: %w", method, err)
+			return nil, nil, fmt.Errorf("a2aclient: %s: auth: %w", method, err)
 		}
 	}
 	ext := c.extHead
@@ -262,29 +282,7 @@ func (c *Client) prepare(ctx context.Context, method string, params any, cfg *ca
 		call.Header.Set(a2a.HeaderExtensions, ext)
 	}
 	call.Header.Set(a2a.HeaderVersion, a2a.ProtocolVersion)
-	call.Header.Set("Content-Type", "application/json")
-	id := c.nextID.Add(1)
-	body := make([]byte, 0, 512)
-	body = append(body, `{"jsonrpc":"2.0","id":`...)
-	body = strconv.AppendInt(body, id, 10)
-	body = append(body, `,"method":"`...)
-	body = append(body, method...)
-	body = append(body, `","params":`...)
-	if body, err = appendParams(body, call.Params); err != nil {
-		return nil, fmt.Errorf("a2aclient: %s: encode params: %w", method, err)
-	}
-	body = append(body, '}')
-	return &prepared{call: call, ctx: ctx, body: body}, nil
-}
-
-// appendParams encodes params, through the a2a package's encoder for the
-// messages every call to an agent carries.
-func appendParams(b []byte, params any) ([]byte, error) {
-	if r, ok := params.(*a2a.SendMessageRequest); ok {
-		return a2a.AppendSendMessageRequest(b, r)
-	}
-	p, err := json.Marshal(params)
-	return append(b, p...), err
+	return call, ctx, nil
 }
 
 // after runs the interceptors' After in reverse order.
@@ -297,71 +295,6 @@ func (c *Client) after(ctx context.Context, call *Call, result any, err error) e
 	return err
 }
 
-// post sends the prepared request.
-func (c *Client) post(p *prepared, accept string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(p.ctx, http.MethodPost, c.url, bytes.NewReader(p.body))
-	if err != nil {
-		return nil, fmt.Errorf("a2aclient: %s: %w", p.call.Method, err)
-	}
-	req.Header = p.call.Header
-	req.Header.Set("Accept", accept)
-	resp, err := c.opts.HTTPClient.Do(req)
-	if err != nil {
-		return nil, c.wrapTransport(p.ctx, p.call.Method, err)
-	}
-	return resp, nil
-}
-
-func (c *Client) wrapTransport(ctx context.Context, method string, err error) error {
-	if ctx.Err() != nil {
-		return fmt.Errorf("a2aclient: %s: %w", method, context.Cause(ctx))
-	}
-	return &transportError{method: method, err: err}
-}
-
-// readBody reads at most limit bytes of body.
-func readBody(r io.Reader, limit int64) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, ErrResponseTooLarge
-	}
-	return b, nil
-}
-
-func mediaType(h http.Header) string {
-	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
-	return mt
-}
-
-// decodeResult reads a JSON-RPC response body into out; a JSON-RPC error
-// becomes a *CallError. A response without a result member (a2a-go's
-// answer to DeleteTaskPushNotificationConfig) leaves out unchanged.
-func decodeResult(method string, status int, body []byte, out any) error {
-	if out == nil {
-		out = new(json.RawMessage)
-	}
-	rpcErr, err := a2a.DecodeResult(body, out)
-	switch {
-	case rpcErr != nil:
-		return &CallError{Method: method, Err: rpcErr}
-	case status/100 != 2:
-		return &HTTPError{Method: method, StatusCode: status, Body: snippet(body)}
-	case err != nil:
-		return fmt.Errorf("a2aclient: %s: %w: %v", method, ErrInvalidResponse, err)
-	}
-	return nil
-}
-
-func snippet(b []byte) string {
-	if len(b) > 512 {
-		b = b[:512]
-	}
-	return string(b)
-}
-
 // unary runs one request/response call.
 func (c *Client) unary(ctx context.Context, method string, params, out any, opts []CallOption) error {
 	cfg := c.config(opts, false)
@@ -370,35 +303,19 @@ func (c *Client) unary(ctx context.Context, method string, params, out any, opts
 		ctx, cancel = context.WithTimeout(ctx, cfg.timeout)
 		defer cancel()
 	}
-	p, err := c.prepare(ctx, method, params, &cfg)
+	call, ctx, err := c.prepare(ctx, method, params, &cfg)
 	if err != nil {
 		return err
 	}
-	err = c.roundTrip(p, out)
+	err = c.tr.Unary(ctx, call, out)
 	if len(c.opts.Interceptors) > 0 {
 		var res any
 		if err == nil {
 			res = out
 		}
-		err = c.after(p.ctx, p.call, res, err)
+		err = c.after(ctx, call, res, err)
 	}
 	return err
-}
-
-func (c *Client) roundTrip(p *prepared, out any) error {
-	resp, err := c.post(p, "application/json")
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, err := readBody(resp.Body, c.opts.MaxResponseBytes)
-	if err != nil {
-		if errors.Is(err, ErrResponseTooLarge) {
-			return fmt.Errorf("a2aclient: %s: %w", p.call.Method, err)
-		}
-		return c.wrapTransport(p.ctx, p.call.Method, err)
-	}
-	return decodeResult(p.call.Method, resp.StatusCode, body, out)
 }
 
 // SendMessage sends a message and returns the task or message the agent

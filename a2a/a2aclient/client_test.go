@@ -20,14 +20,42 @@ import (
 	"novaos.dev/novaos/secret"
 )
 
+// TestMethods runs every method over each binding: JSON-RPC and HTTP+JSON
+// straight to the agent's a2asrv handler, and HTTP+JSON through
+// restBridge (whose answers follow the peers' REST servers: 204 on
+// delete, error events named "error").
 func TestMethods(t *testing.T) {
-	a := newAgent(t, &agentOptions{tenant: "acme", push: true, extended: true})
-	c, err := a2aclient.New(a.card, nil)
-	must(t, err)
-	ctx := t.Context()
-	if c.Tenant() != "acme" || c.URL() != a.srv.URL {
-		t.Fatalf("client tenant %q url %q: the JSONRPC interface was not selected", c.Tenant(), c.URL())
+	for _, tc := range []struct{ name, binding string }{
+		{"JSONRPC", a2a.BindingJSONRPC},
+		{"HTTP+JSON", a2a.BindingHTTPJSON},
+		{"HTTP+JSON through the bridge", a2a.BindingHTTPJSON},
+	} {
+		binding := tc.binding
+		t.Run(tc.name, func(t *testing.T) {
+			a := newAgent(t, &agentOptions{tenant: "acme", push: true, extended: true})
+			card, url := a.card, a.srv.URL
+			switch tc.name {
+			case "HTTP+JSON":
+				// a2asrv serves HTTP+JSON on the JSON-RPC URL.
+				c := *a.card
+				c.SupportedInterfaces = append(c.SupportedInterfaces, a2a.AgentInterface{URL: a.srv.URL, ProtocolBinding: a2a.BindingHTTPJSON, ProtocolVersion: a2a.ProtocolVersion, Tenant: "acme"})
+				card = &c
+			case "HTTP+JSON through the bridge":
+				b := newRESTBridge(t, a, nil)
+				card, url = b.card("acme"), b.srv.URL
+			}
+			c, err := a2aclient.New(card, &a2aclient.Options{Transports: []string{binding}})
+			must(t, err)
+			if c.Tenant() != "acme" || c.URL() != url || c.Binding() != binding {
+				t.Fatalf("client tenant %q url %q binding %q: the %s interface was not selected", c.Tenant(), c.URL(), c.Binding(), binding)
+			}
+			testMethods(t, a, c)
+		})
 	}
+}
+
+func testMethods(t *testing.T, a *agent, c *a2aclient.Client) {
+	ctx := t.Context()
 
 	r, err := c.SendMessage(ctx, msgReq("m-1", "hello"))
 	must(t, err)
@@ -237,12 +265,38 @@ func TestTimeouts(t *testing.T) {
 	}
 }
 
+// TestInterceptorsAndAuth runs over each binding: interceptors and auth
+// providers see every call whatever carries it.
 func TestInterceptorsAndAuth(t *testing.T) {
-	a := newAgent(t, nil)
+	for _, tc := range []struct{ name, binding string }{
+		{"JSONRPC", a2a.BindingJSONRPC},
+		{"HTTP+JSON", a2a.BindingHTTPJSON},
+		{"HTTP+JSON through the bridge", a2a.BindingHTTPJSON},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newAgent(t, nil)
+			card := a.card
+			switch tc.name {
+			case "HTTP+JSON":
+				c := *a.card
+				c.SupportedInterfaces = append(c.SupportedInterfaces, a2a.AgentInterface{URL: a.srv.URL, ProtocolBinding: a2a.BindingHTTPJSON, ProtocolVersion: a2a.ProtocolVersion})
+				card = &c
+			case "HTTP+JSON through the bridge":
+				card = newRESTBridge(t, a, nil).card("")
+			}
+			testInterceptorsAndAuth(t, a, card, tc.binding)
+		})
+	}
+}
+
+func testInterceptorsAndAuth(t *testing.T, a *agent, card *a2a.AgentCard, binding string) {
 	var log []string
 	mk := func(name string) a2aclient.Interceptor {
 		return a2aclient.InterceptorFuncs{
 			BeforeFunc: func(ctx context.Context, call *a2aclient.Call) (context.Context, error) {
+				if call.Binding != binding {
+					t.Errorf("call.Binding = %q, want %q", call.Binding, binding)
+				}
 				log = append(log, name+" before "+call.Method+" card="+call.Card.Name+" session="+call.SessionID)
 				call.Header.Set("X-Trace", name)
 				call.Values = map[string]any{"n": name}
@@ -258,7 +312,8 @@ func TestInterceptorsAndAuth(t *testing.T) {
 	store := &a2aclient.MemoryCredentials{}
 	store.Set("alice", a2aclient.Credential{Scheme: "bearer", Value: secret.New("alice-token")})
 	store.Set("bob", a2aclient.Credential{Scheme: "apiKey", Value: secret.New("bob-key")})
-	c, err := a2aclient.New(a.card, &a2aclient.Options{
+	c, err := a2aclient.New(card, &a2aclient.Options{
+		Transports:   []string{binding},
 		Interceptors: []a2aclient.Interceptor{mk("one"), mk("two")},
 		Auth:         a2aclient.SessionAuth(store, true),
 		Header:       http.Header{"X-Static": {"s"}},
@@ -311,7 +366,7 @@ func TestInterceptorsAndAuth(t *testing.T) {
 	// A Before error stops the call; a required credential that is
 	// missing too.
 	deny := errors.New("denied")
-	c2, _ := a2aclient.New(a.card, &a2aclient.Options{Interceptors: []a2aclient.Interceptor{a2aclient.InterceptorFuncs{
+	c2, _ := a2aclient.New(card, &a2aclient.Options{Transports: []string{binding}, Interceptors: []a2aclient.Interceptor{a2aclient.InterceptorFuncs{
 		BeforeFunc: func(ctx context.Context, call *a2aclient.Call) (context.Context, error) { return ctx, deny },
 	}}})
 	if _, err := c2.GetTask(t.Context(), &a2a.GetTaskRequest{ID: "x"}); !errors.Is(err, deny) {
@@ -320,13 +375,13 @@ func TestInterceptorsAndAuth(t *testing.T) {
 	if err := onlyError(c2.SendStreamingMessage(t.Context(), msgReq("m", "hi"))); !errors.Is(err, deny) {
 		t.Errorf("stream before error: %v", err)
 	}
-	c3, _ := a2aclient.New(a.card, &a2aclient.Options{Auth: a2aclient.SessionAuth(store, false)})
+	c3, _ := a2aclient.New(card, &a2aclient.Options{Transports: []string{binding}, Auth: a2aclient.SessionAuth(store, false)})
 	if _, err := c3.GetTask(t.Context(), &a2a.GetTaskRequest{ID: "x"}, a2aclient.WithSession("carol")); !errors.Is(err, a2aclient.ErrNoCredential) {
 		t.Errorf("missing credential: %v", err)
 	}
 
 	// An After that replaces the error.
-	c4, _ := a2aclient.New(a.card, &a2aclient.Options{Interceptors: []a2aclient.Interceptor{a2aclient.InterceptorFuncs{
+	c4, _ := a2aclient.New(card, &a2aclient.Options{Transports: []string{binding}, Interceptors: []a2aclient.Interceptor{a2aclient.InterceptorFuncs{
 		AfterFunc: func(ctx context.Context, call *a2aclient.Call, result any, err error) error { return deny },
 	}}})
 	if _, err := c4.SendMessage(t.Context(), msgReq("m", "hi")); !errors.Is(err, deny) {

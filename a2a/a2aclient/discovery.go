@@ -202,24 +202,89 @@ func ParseCard(data []byte) (*a2a.AgentCard, error) {
 	return &card, nil
 }
 
-// SelectInterface returns the first interface of the card (the agent's
-// order of preference) whose protocol binding is one of bindings (default
-// JSONRPC) and whose protocol version is 1.x or unstated.
+// SelectInterface returns the interface of the card a client calls, given
+// bindings in the caller's order of preference (default JSONRPC): for the
+// first binding the card offers, the card's first interface with it (the
+// card lists its interfaces in the agent's order of preference). An
+// interface whose protocol version is neither 1.x nor unstated is skipped.
+// With no match the error matches ErrNoInterface and names what the card
+// offers.
 func SelectInterface(card *a2a.AgentCard, bindings ...string) (*a2a.AgentInterface, error) {
 	if len(bindings) == 0 {
 		bindings = []string{a2a.BindingJSONRPC}
 	}
-	for i := range card.SupportedInterfaces {
-		in := &card.SupportedInterfaces[i]
-		if !slices.ContainsFunc(bindings, func(b string) bool { return strings.EqualFold(b, in.ProtocolBinding) }) {
-			continue
+	for _, b := range bindings {
+		for i := range card.SupportedInterfaces {
+			if in := &card.SupportedInterfaces[i]; strings.EqualFold(b, in.ProtocolBinding) && speaksV1(in) {
+				return in, nil
+			}
 		}
-		if in.ProtocolVersion != "" && !strings.HasPrefix(in.ProtocolVersion, "1.") && in.ProtocolVersion != "1" {
-			continue
-		}
-		return in, nil
 	}
-	return nil, fmt.Errorf("%w: want %s", ErrNoInterface, strings.Join(bindings, " or "))
+	return nil, noInterface(card, bindings)
+}
+
+// speaksV1 reports whether the interface's protocol version is 1.x or
+// unstated.
+func speaksV1(in *a2a.AgentInterface) bool {
+	v := in.ProtocolVersion
+	return v == "" || v == "1" || strings.HasPrefix(v, "1.")
+}
+
+// selectInterface picks the interface New calls: Options.Transports in the
+// caller's order, or else the card's first interface with a binding the
+// client has a transport for. Bindings without a transport are skipped.
+func (o *Options) selectInterface(card *a2a.AgentCard) (*a2a.AgentInterface, error) {
+	if len(o.Transports) > 0 {
+		var usable []string
+		for _, b := range o.Transports {
+			if o.transportFor(b) != nil {
+				usable = append(usable, b)
+			}
+		}
+		if len(usable) == 0 {
+			return nil, fmt.Errorf("%w: no transport for %s (add one in Options.TransportFactories)", ErrNoInterface, strings.Join(o.Transports, ", "))
+		}
+		in, err := SelectInterface(card, usable...)
+		if err != nil && len(usable) < len(o.Transports) {
+			return nil, fmt.Errorf("%w (no transport for the others of %s)", err, strings.Join(o.Transports, ", "))
+		}
+		return in, err
+	}
+	for i := range card.SupportedInterfaces {
+		if in := &card.SupportedInterfaces[i]; o.transportFor(in.ProtocolBinding) != nil && speaksV1(in) {
+			return in, nil
+		}
+	}
+	var have []string
+	for _, t := range builtinTransports {
+		have = append(have, t.binding)
+	}
+	for b, f := range o.TransportFactories {
+		if f != nil && !slices.ContainsFunc(have, func(h string) bool { return strings.EqualFold(h, b) }) {
+			have = append(have, b)
+		}
+	}
+	slices.Sort(have[len(builtinTransports):])
+	return nil, noInterface(card, have)
+}
+
+// noInterface says what the card offers and what the client wanted.
+func noInterface(card *a2a.AgentCard, want []string) error {
+	offers := make([]string, 0, len(card.SupportedInterfaces))
+	for _, in := range card.SupportedInterfaces {
+		s := in.ProtocolBinding
+		if s == "" {
+			s = "(no binding)"
+		}
+		if in.ProtocolVersion != "" {
+			s += " " + in.ProtocolVersion
+		}
+		offers = append(offers, s)
+	}
+	if len(offers) == 0 {
+		offers = append(offers, "nothing")
+	}
+	return fmt.Errorf("%w: the card offers %s; want %s (protocol version 1.x)", ErrNoInterface, strings.Join(offers, ", "), strings.Join(want, " or "))
 }
 
 // FindSkill returns the card's skill with id.

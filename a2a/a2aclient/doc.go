@@ -1,29 +1,46 @@
-// Package a2aclient calls A2A v1.0 agents over the JSON-RPC binding: one
-// Client per agent, built from its card (New), from the URL its card is
-// published under (NewFromURL, through a caching Resolver) or from a bare
-// endpoint URL (NewForURL).
+// Package a2aclient calls A2A v1.0 agents: one Client per agent, built
+// from its card (New), from the URL its card is published under
+// (NewFromURL, through a caching Resolver) or from a bare endpoint URL
+// (NewForURL).
 //
 //	c, err := a2aclient.NewFromURL(ctx, "http://127.0.0.1:8080/agents/echo", nil)
 //	if err != nil { … }
 //	for frame, err := range c.SendStreamingMessage(ctx, a2aclient.TextRequest("hi", "", "")) {
-//		if err != nil { … } // a JSON-RPC error, or a stream that ended early
+//		if err != nil { … } // the agent's error, or a stream that ended early
 //		fmt.Println(frame.TaskID())
 //	}
 //
-// Every call sends `A2A-Version: 1.0`, the extensions in force as
-// `A2A-Extensions`, and the selected interface's tenant in its params
-// (unless the request names one). Interceptors see every call before it is
-// sent and its outcome after; an AuthProvider (Bearer, APIKey, SessionAuth
-// over a CredentialStore) adds credentials. Unary calls are bounded by
-// Options.Timeout, or WithTimeout for one call.
+// Bindings: the client speaks JSON-RPC and HTTP+JSON (REST) itself; other
+// bindings (gRPC, a custom one) plug in as a Transport through
+// Options.TransportFactories. A card lists its interfaces in the agent's
+// order of preference; New calls the first one whose binding the client
+// has a transport for, or, when Options.Transports is set, the first of
+// those bindings (in the caller's order) that the card offers, and uses
+// that interface's URL and tenant. Over HTTP+JSON each method has its own
+// verb and path (POST /message:send, GET /tasks/{id}, …) under the
+// interface URL, with a /{tenant} prefix when the call has a tenant;
+// SubscribeToTask is sent as POST, as the spec's text says, and as GET
+// from the first 405 on (the spec's proto says GET).
 //
-// Errors: a JSON-RPC error answered by the agent is a *CallError that
-// unwraps to the *a2a.Error, so errors.Is(err, a2a.ErrTaskNotFound) works;
+// Every call sends `A2A-Version: 1.0`, the extensions in force as
+// `A2A-Extensions`, and the selected interface's tenant (unless the
+// request names one): in the params over JSON-RPC, in the path over
+// HTTP+JSON. Interceptors see every call, on every binding, before it is
+// sent and its outcome after; an AuthProvider (Bearer, APIKey,
+// SessionAuth over a CredentialStore) adds credentials. Unary calls are
+// bounded by Options.Timeout, or WithTimeout for one call.
+//
+// Errors: an error answered by the agent (a JSON-RPC error, or an
+// HTTP+JSON google.rpc.Status body, read by its ErrorInfo reason, else by
+// its HTTP status) is a *CallError that unwraps to the *a2a.Error, so
+// errors.Is(err, a2a.ErrTaskNotFound) works whatever the binding;
 // codes without a sentinel match ErrClassA2A, ErrClassJSONRPC or
 // ErrClassApplication by range. A transport failure or an HTTP 404 matches
 // ErrUnreachable; HTTP 401 (or code -31401), 403 and 429 match
-// ErrUnauthenticated, ErrForbidden and ErrRateLimited. SendMessageSafe
-// returns a Result instead of an error.
+// ErrUnauthenticated, ErrForbidden and ErrRateLimited; an answer with no
+// A2A error in it is an *HTTPError whose Detail says what a plain-text or
+// problem+json body said. SendMessageSafe returns a Result instead of an
+// error.
 //
 // Streams are iter.Seq2 iterators with two guarantees the reference SDKs
 // lack. A stream that closes before a terminal or interrupted state (or a

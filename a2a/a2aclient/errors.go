@@ -18,7 +18,7 @@ var (
 	// its size limit.
 	ErrResponseTooLarge = errors.New("a2aclient: response exceeds size limit")
 	// ErrInvalidResponse: the agent's answer is not a valid A2A response
-	// (not JSON-RPC, or a result of the wrong shape).
+	// (not the binding's shape, or a result of the wrong shape).
 	ErrInvalidResponse = errors.New("a2aclient: invalid response")
 	// ErrNoInterface: the card declares no interface with a binding this
 	// client speaks.
@@ -48,7 +48,9 @@ var (
 	ErrClassApplication = errors.New("a2aclient: application error")
 )
 
-// CallError is a JSON-RPC error answered by the agent. It unwraps to the
+// CallError is an A2A error answered by the agent: a JSON-RPC error, or
+// an HTTP+JSON error body (its ErrorInfo reason, else its HTTP status,
+// gives the code; its details are kept in Err.Data). It unwraps to the
 // *a2a.Error, so errors.Is(err, a2a.ErrTaskNotFound) and errors.As(err,
 // new(*a2a.Error)) work; errors.Is also matches the ErrClass* of its code.
 type CallError struct {
@@ -79,15 +81,24 @@ func Class(code int) error {
 	return ErrClassApplication
 }
 
-// HTTPError is an HTTP answer that carries no JSON-RPC response.
+// HTTPError is an HTTP answer that carries no A2A error: no JSON-RPC
+// response, or (HTTP+JSON) no error body naming an A2A error.
 type HTTPError struct {
 	Method     string
 	StatusCode int
 	// Body is the start of the response body (at most 512 bytes).
 	Body string
+	// Detail is what the body said, when it said something readable: the
+	// message of a google.rpc.Status body, an RFC 9457 problem's title
+	// and detail, or the first line of plain text (one line, at most 200
+	// bytes).
+	Detail string
 }
 
 func (e *HTTPError) Error() string {
+	if e.Detail != "" {
+		return fmt.Sprintf("a2aclient: %s: HTTP %d %s: %s", e.Method, e.StatusCode, http.StatusText(e.StatusCode), e.Detail)
+	}
 	return fmt.Sprintf("a2aclient: %s: HTTP %d %s", e.Method, e.StatusCode, http.StatusText(e.StatusCode))
 }
 

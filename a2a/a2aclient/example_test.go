@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 
 	"novaos.dev/novaos/a2a"
@@ -54,4 +55,35 @@ func Example() {
 	// TASK_STATE_COMPLETED hello!
 	// final frame for task true
 	// true
+}
+
+// A card offering two bindings: the caller prefers HTTP+JSON, so the
+// client posts to the REST interface's /message:send under its tenant.
+func ExampleOptions_transports() {
+	ctx := context.Background()
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /rest/acme/message:send", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/a2a+json")
+		fmt.Fprint(w, `{"task":{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_COMPLETED"}}}`)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	card := &a2a.AgentCard{Name: "two-bindings", SupportedInterfaces: []a2a.AgentInterface{
+		{URL: srv.URL + "/rpc", ProtocolBinding: a2a.BindingJSONRPC, ProtocolVersion: "1.0"},
+		{URL: srv.URL + "/rest", ProtocolBinding: a2a.BindingHTTPJSON, ProtocolVersion: "1.0", Tenant: "acme"},
+	}}
+
+	c, err := a2aclient.New(card, &a2aclient.Options{Transports: []string{a2a.BindingHTTPJSON, a2a.BindingJSONRPC}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	res, err := c.SendText(ctx, "hello", "", "")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(c.Binding(), c.Tenant(), res.Task.Status.State)
+	// Output:
+	// HTTP+JSON acme TASK_STATE_COMPLETED
 }

@@ -16,8 +16,13 @@ type Call struct {
 	Params any
 	// Card is the agent's card (nil when the client was built without one).
 	Card *a2a.AgentCard
-	// Header is the outgoing HTTP header; Before and auth providers may set
-	// entries. A2A-Version and Content-Type are set after Before runs.
+	// Binding is the protocol binding the call travels over
+	// (a2a.BindingJSONRPC, a2a.BindingHTTPJSON, …).
+	Binding string
+	// Header carries the call's service parameters: HTTP headers, or what
+	// a binding such as gRPC sends in their place. Before and auth
+	// providers may set entries. A2A-Version is set after Before runs,
+	// and the transport sets Content-Type and Accept.
 	Header http.Header
 	// SessionID is the caller's session (WithSession), which keys the
 	// credential store.
@@ -26,8 +31,8 @@ type Call struct {
 	Values map[string]any
 }
 
-// Interceptor runs around every call, in Options.Interceptors order for
-// Before and reverse order for After.
+// Interceptor runs around every call, on every binding, in
+// Options.Interceptors order for Before and reverse order for After.
 type Interceptor interface {
 	// Before runs before the request is sent; an error fails the call
 	// without sending it. The returned context is used for the call.

@@ -7,7 +7,6 @@ import (
 	"io"
 	"iter"
 	"net/http"
-	"strconv"
 	"time"
 
 	"novaos.dev/novaos/a2a"
@@ -130,7 +129,7 @@ func (c *Client) stream(ctx context.Context, method string, params any, taskID, 
 // yieldErr reports a stream failure through the interceptors.
 func (c *Client) yieldErr(ctx context.Context, method string, cfg *callConfig, err error, yield func(*a2a.StreamResponse, error) bool) {
 	if len(c.opts.Interceptors) > 0 {
-		call := &Call{Method: method, Card: c.card, SessionID: cfg.session, Header: http.Header{}}
+		call := &Call{Method: method, Card: c.card, Binding: c.iface.ProtocolBinding, SessionID: cfg.session, Header: http.Header{}}
 		err = c.after(ctx, call, nil, err)
 	}
 	if err != nil {
@@ -160,7 +159,7 @@ func (c *Client) finishFromTask(ctx context.Context, st *streamState, tenant str
 // frame was yielded; err why the connection ended early (nil for a clean
 // close without a final frame).
 func (c *Client) connect(ctx context.Context, method string, params any, cfg *callConfig, st *streamState, resumed bool, yield func(*a2a.StreamResponse, error) bool) (progressed, stop bool, err error) {
-	var body func(io.Reader) io.Reader = func(r io.Reader) io.Reader { return r }
+	var activity func()
 	if c.opts.StreamIdleTimeout > 0 {
 		// A connection that stays silent (no frame, no keep-alive) for
 		// the idle timeout is dropped, and the stream resumed.
@@ -169,73 +168,28 @@ func (c *Client) connect(ctx context.Context, method string, params any, cfg *ca
 		t := time.AfterFunc(c.opts.StreamIdleTimeout, func() { cancel(errIdle) })
 		defer t.Stop()
 		ctx = connCtx
-		body = func(r io.Reader) io.Reader { return &idleReader{r: r, t: t, d: c.opts.StreamIdleTimeout} }
+		activity = func() { t.Reset(c.opts.StreamIdleTimeout) }
 	}
-	p, err := c.prepare(ctx, method, params, cfg)
+	call, ctx, err := c.prepare(ctx, method, params, cfg)
 	if err != nil {
 		return false, false, permanent{err}
 	}
-	resp, err := c.post(p, "text/event-stream")
+	fs, err := c.tr.Stream(ctx, call, activity)
 	if err != nil {
 		return false, false, err
 	}
-	defer resp.Body.Close()
-	respBody := body(resp.Body)
-	emit := func(f *a2a.StreamResponse) bool {
-		if len(c.opts.Interceptors) > 0 {
-			if err := c.after(p.ctx, p.call, f, nil); err != nil {
-				yield(nil, err)
-				return false
-			}
-		}
-		if st.taskID == "" {
-			st.taskID = f.TaskID()
-		}
-		if f.Final() {
-			st.done = true
-		}
-		return yield(f, nil)
-	}
-	if mediaType(resp.Header) != "text/event-stream" {
-		// A refusal (or a whole answer) as plain JSON.
-		body, err := readBody(respBody, c.opts.MaxResponseBytes)
-		if err != nil {
-			if errors.Is(err, ErrResponseTooLarge) {
-				return false, false, fmt.Errorf("a2aclient: %s: %w", method, err)
-			}
-			return false, false, c.wrapTransport(p.ctx, method, err)
-		}
-		var f a2a.StreamResponse
-		if err := decodeResult(method, resp.StatusCode, body, &f); err != nil {
-			return false, false, err
-		}
-		if err := checkFrame(method, &f); err != nil {
-			return false, false, err
-		}
-		return true, !emit(&f) || st.done, nil
-	}
-	if resp.StatusCode/100 != 2 {
-		return false, false, &HTTPError{Method: method, StatusCode: resp.StatusCode}
-	}
+	defer fs.Close()
 	floor := st.lastSeq
 	if !resumed {
 		floor = 0
 	}
-	er := a2a.NewEventReader(respBody, c.opts.MaxEventBytes)
 	frames := 0
 	for {
-		ev, err := er.Next()
+		f, seq, err := fs.Next()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return progressed, false, nil
 			}
-			if errors.Is(err, a2a.ErrEventTooLarge) {
-				return progressed, false, fmt.Errorf("a2aclient: %s: %w", method, ErrResponseTooLarge)
-			}
-			return progressed, false, c.wrapTransport(p.ctx, method, err)
-		}
-		f, seq, err := decodeFrame(method, ev)
-		if err != nil {
 			return progressed, false, err
 		}
 		if seq > 0 {
@@ -252,42 +206,22 @@ func (c *Client) connect(ctx context.Context, method string, params any, cfg *ca
 			progressed = true
 		}
 		frames++
-		if !emit(f) || st.done {
+		if len(c.opts.Interceptors) > 0 {
+			if err := c.after(ctx, call, f, nil); err != nil {
+				yield(nil, err)
+				return progressed, true, nil
+			}
+		}
+		if st.taskID == "" {
+			st.taskID = f.TaskID()
+		}
+		if f.Final() {
+			st.done = true
+		}
+		if !yield(f, nil) || st.done {
 			return progressed, true, nil
 		}
 	}
-}
-
-// decodeFrame parses one SSE event of an A2A stream: a JSON-RPC response
-// whose result is a StreamResponse. seq is the event id when it is a
-// positive integer, else 0.
-func decodeFrame(method string, ev a2a.Event) (*a2a.StreamResponse, int64, error) {
-	var f a2a.StreamResponse
-	if err := decodeResult(method, http.StatusOK, ev.Data, &f); err != nil {
-		return nil, 0, err
-	}
-	if err := checkFrame(method, &f); err != nil {
-		return nil, 0, err
-	}
-	seq, err := strconv.ParseInt(ev.ID, 10, 64)
-	if err != nil || seq < 0 {
-		seq = 0
-	}
-	return &f, seq, nil
-}
-
-// checkFrame requires exactly one member.
-func checkFrame(method string, f *a2a.StreamResponse) error {
-	n := 0
-	for _, set := range []bool{f.Task != nil, f.Message != nil, f.StatusUpdate != nil, f.ArtifactUpdate != nil} {
-		if set {
-			n++
-		}
-	}
-	if n != 1 {
-		return fmt.Errorf("a2aclient: %s: %w: a stream frame must hold exactly one of task, message, statusUpdate, artifactUpdate (got %d)", method, ErrInvalidResponse, n)
-	}
-	return nil
 }
 
 // permanent marks an error a resumption cannot fix (an interceptor or auth
@@ -299,18 +233,3 @@ func (p permanent) Unwrap() error { return p.err }
 
 // errIdle ends a stream connection that stayed silent too long.
 var errIdle = errors.New("a2aclient: stream idle timeout")
-
-// idleReader pushes the idle timer back whenever bytes arrive.
-type idleReader struct {
-	r io.Reader
-	t *time.Timer
-	d time.Duration
-}
-
-func (r *idleReader) Read(p []byte) (int, error) {
-	n, err := r.r.Read(p)
-	if n > 0 {
-		r.t.Reset(r.d)
-	}
-	return n, err
-}

@@ -36,7 +36,7 @@ func (c *cutter) wrap(next http.Handler) http.Handler {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		switch {
-		case bytes.Contains(body, []byte(`"SendStreamingMessage"`)):
+		case bytes.Contains(body, []byte(`"SendStreamingMessage"`)) || strings.HasSuffix(r.URL.Path, "/message:stream"):
 			c.mu.Lock()
 			first := !c.cut
 			c.cut = true
@@ -45,7 +45,7 @@ func (c *cutter) wrap(next http.Handler) http.Handler {
 				next.ServeHTTP(&killWriter{ResponseWriter: w, left: c.n}, r)
 				return
 			}
-		case bytes.Contains(body, []byte(`"SubscribeToTask"`)):
+		case bytes.Contains(body, []byte(`"SubscribeToTask"`)) || strings.HasSuffix(r.URL.Path, ":subscribe"):
 			// Resume only once every chunk is written, so the snapshot
 			// deterministically carries the ones the cut lost.
 			if c.chunked != nil {
@@ -152,32 +152,36 @@ func TestStreamResumesAfterCut(t *testing.T) {
 		{"mid-way (snapshot newer: carries the missed chunks)", 3},
 		{"after the first frame", 1},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ct := &cutter{n: tc.cut}
-			a := newAgent(t, &agentOptions{wrap: ct.wrap})
-			ct.release, ct.chunked = a.release, a.chunked
-			c, err := a2aclient.New(a.card, &a2aclient.Options{ResumeBackoff: time.Millisecond})
-			must(t, err)
-			got, err := collect(t, c.SendStreamingMessage(t.Context(), msgReq("m-1", "hold 5")))
-			must(t, err)
-			if d := cmp.Diff(want[:tc.cut], got[:tc.cut]); d != "" {
-				t.Fatalf("frames before the cut (-want +got):\n%s", d)
-			}
-			rest := got[tc.cut:]
-			if tc.cut < 6 {
-				// The snapshot replaces the missed frames.
-				if len(rest) != 2 || rest[0].Task == nil {
-					t.Fatalf("after the cut got %d frames %v, want a task snapshot then the completion", len(rest), frameKinds(rest))
+		for _, binding := range []string{a2a.BindingJSONRPC, a2a.BindingHTTPJSON} {
+			t.Run(tc.name+"/"+binding, func(t *testing.T) {
+				ct := &cutter{n: tc.cut}
+				a := newAgent(t, &agentOptions{wrap: ct.wrap})
+				ct.release, ct.chunked = a.release, a.chunked
+				card := *a.card
+				card.SupportedInterfaces = append(card.SupportedInterfaces, a2a.AgentInterface{URL: a.srv.URL, ProtocolBinding: a2a.BindingHTTPJSON, ProtocolVersion: a2a.ProtocolVersion})
+				c, err := a2aclient.New(&card, &a2aclient.Options{ResumeBackoff: time.Millisecond, Transports: []string{binding}})
+				must(t, err)
+				got, err := collect(t, c.SendStreamingMessage(t.Context(), msgReq("m-1", "hold 5")))
+				must(t, err)
+				if d := cmp.Diff(want[:tc.cut], got[:tc.cut]); d != "" {
+					t.Fatalf("frames before the cut (-want +got):\n%s", d)
 				}
-				if got, want := a2a.PartsText(rest[0].Task.Artifacts[0].Parts), "chunk 0;\nchunk 1;\nchunk 2;\nchunk 3;\nchunk 4;"; got != want {
-					t.Errorf("snapshot artifact = %q, want %q", got, want)
+				rest := got[tc.cut:]
+				if tc.cut < 6 {
+					// The snapshot replaces the missed frames.
+					if len(rest) != 2 || rest[0].Task == nil {
+						t.Fatalf("after the cut got %d frames %v, want a task snapshot then the completion", len(rest), frameKinds(rest))
+					}
+					if got, want := a2a.PartsText(rest[0].Task.Artifacts[0].Parts), "chunk 0;\nchunk 1;\nchunk 2;\nchunk 3;\nchunk 4;"; got != want {
+						t.Errorf("snapshot artifact = %q, want %q", got, want)
+					}
+					rest = rest[1:]
 				}
-				rest = rest[1:]
-			}
-			if d := cmp.Diff(want[6:], rest); d != "" {
-				t.Errorf("frames after the cut (-want +got):\n%s", d)
-			}
-		})
+				if d := cmp.Diff(want[6:], rest); d != "" {
+					t.Errorf("frames after the cut (-want +got):\n%s", d)
+				}
+			})
+		}
 	}
 }
 

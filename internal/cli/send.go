@@ -27,6 +27,7 @@ func runSend(ctx context.Context, args []string, e *env) int {
 	server := serverFlag(fs)
 	asJSON := fs.Bool("json", false, "print each frame (or the result) as one line of raw JSON")
 	timeout := fs.Duration("timeout", a2aclient.DefaultTimeout, "bound a non-streaming call (streams run until the task stops or Ctrl-C)")
+	transport := fs.String("transport", "", "call the agent's interface of this `binding`: jsonrpc, rest (HTTP+JSON) or grpc (default: the first interface of its card that novaos speaks)")
 	sf := secretFlags(fs)
 	// Flags may follow the arguments: novaos send echo "hi" --stream.
 	pos, code, ok := parseArgs(fs, args)
@@ -38,6 +39,18 @@ func runSend(ctx context.Context, args []string, e *env) int {
 	}
 	if msg := sf.check(pos[0]); msg != "" {
 		return usageError(fs, "%s", msg)
+	}
+	var bindings []string
+	if *transport != "" {
+		b, ok := transportBindings[strings.ToLower(*transport)]
+		if !ok {
+			return usageError(fs, "--transport %q: want jsonrpc, rest or grpc", *transport)
+		}
+		if _, built := clientTransports[b]; !built && b == a2a.BindingGRPC {
+			fmt.Fprintf(e.stderr, "novaos send: --transport grpc: the gRPC client transport is not built yet; use --transport jsonrpc or --transport rest\n")
+			return exitFail
+		}
+		bindings = []string{b}
 	}
 	// Read every value and the key before anything goes on the wire.
 	sealing, err := sf.load(e)
@@ -53,7 +66,7 @@ func runSend(ctx context.Context, args []string, e *env) int {
 		fmt.Fprintf(e.stderr, "novaos send: %v\n", err)
 		return exitFail
 	}
-	c, err := a2aclient.NewFromURL(ctx, target, &a2aclient.Options{Timeout: *timeout})
+	c, err := a2aclient.NewFromURL(ctx, target, &a2aclient.Options{Timeout: *timeout, Transports: bindings, TransportFactories: clientTransports})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "novaos send: %v\n", err)
 		return exitFail
@@ -87,6 +100,18 @@ func runSend(ctx context.Context, args []string, e *env) int {
 	}
 	return exitOK
 }
+
+// transportBindings maps --transport values to protocol bindings.
+var transportBindings = map[string]string{
+	"jsonrpc":   a2a.BindingJSONRPC,
+	"rest":      a2a.BindingHTTPJSON,
+	"http+json": a2a.BindingHTTPJSON,
+	"grpc":      a2a.BindingGRPC,
+}
+
+// clientTransports are the client transports the CLI adds to the ones
+// a2aclient speaks itself (JSON-RPC, HTTP+JSON), by binding.
+var clientTransports = map[string]a2aclient.TransportFactory{}
 
 // printer writes frames, one line each.
 type printer struct {

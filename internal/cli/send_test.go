@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -408,6 +409,71 @@ func TestSendSecretRecipientKID(t *testing.T) {
 			}
 			if strings.Contains(out.String()+errOut.String(), value) {
 				t.Error("the output shows the value")
+			}
+		})
+	}
+}
+
+// restAgentServer serves a card offering JSON-RPC first and HTTP+JSON
+// second, and a REST interface at /rest that answers message:send with a
+// completed task and message:stream with a task and its completion. The
+// JSON-RPC interface answers nothing: a call that reaches it fails.
+func restAgentServer(t *testing.T) string {
+	t.Helper()
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	card := &a2a.AgentCard{Name: "rest", Version: "1", Capabilities: a2a.AgentCapabilities{Streaming: a2a.Bool(true)},
+		SupportedInterfaces: []a2a.AgentInterface{
+			{URL: srv.URL + "/rpc", ProtocolBinding: a2a.BindingJSONRPC, ProtocolVersion: a2a.ProtocolVersion},
+			{URL: srv.URL + "/rest", ProtocolBinding: a2a.BindingHTTPJSON, ProtocolVersion: a2a.ProtocolVersion},
+		}}
+	mux.HandleFunc("GET /.well-known/agent-card.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(card)
+	})
+	mux.HandleFunc("POST /rpc", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "not here", http.StatusTeapot) })
+	const task = `{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_COMPLETED"},"artifacts":[{"artifactId":"a","parts":[{"text":"VIA REST"}]}]}`
+	mux.HandleFunc("POST /rest/message:send", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/a2a+json")
+		io.WriteString(w, `{"task":`+task+`}`)
+	})
+	mux.HandleFunc("POST /rest/message:stream", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"task\":{\"id\":\"t-1\",\"contextId\":\"c-1\",\"status\":{\"state\":\"TASK_STATE_WORKING\"}}}\n\n"+
+			"data: {\"statusUpdate\":{\"taskId\":\"t-1\",\"contextId\":\"c-1\",\"status\":{\"state\":\"TASK_STATE_COMPLETED\"}}}\n\n")
+	})
+	return srv.URL
+}
+
+func TestSendTransport(t *testing.T) {
+	rest := restAgentServer(t)
+	rpcOnly := sendServer(t) + "/agents/shout"
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string // regexp of the whole stdout
+		stderr string // substring
+	}{
+		{"rest", []string{rest, "hi", "--transport", "rest"}, exitOK, `^task t-1 completed \(context c-1\) \| artifact a: VIA REST\n$`, ""},
+		{"rest, streamed", []string{rest, "hi", "--transport", "REST", "--stream"}, exitOK, `^task t-1 working \(context c-1\)\nstatus t-1 completed\n$`, ""},
+		{"the card's first interface by default", []string{rest, "hi"}, exitFail, `^$`, "HTTP 418"},
+		{"jsonrpc", []string{rpcOnly, "hi", "--transport", "jsonrpc"}, exitOK, `^task .* completed .*HI\n$`, ""},
+		{"a binding the card does not offer", []string{rpcOnly, "hi", "--transport", "rest"}, exitFail, `^$`, "the card offers JSONRPC 1.0; want HTTP+JSON"},
+		{"grpc is not built yet", []string{rest, "hi", "--transport", "grpc"}, exitFail, `^$`, "--transport grpc: the gRPC client transport is not built yet"},
+		{"unknown binding", []string{rest, "hi", "--transport", "pigeon"}, exitUsage, `^$`, `--transport "pigeon": want jsonrpc, rest or grpc`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, out, errOut := testEnv(nil)
+			if code := run(t.Context(), append([]string{"send"}, tc.args...), e); code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr: %s", code, tc.code, errOut)
+			}
+			if !regexp.MustCompile(tc.stdout).MatchString(out.String()) {
+				t.Errorf("stdout:\n%s\nwant match of %s", out, tc.stdout)
+			}
+			if !strings.Contains(errOut.String(), tc.stderr) {
+				t.Errorf("stderr %q does not contain %q", errOut, tc.stderr)
 			}
 		})
 	}

@@ -4,6 +4,10 @@
 // and runs until killed. The Go tests in ../jsserver_test.go read its raw
 // output with our wire model.
 //
+// With the argument "rest" it also serves the HTTP+JSON binding under
+// /rest (with the SDK's /{tenant} routes), and its card lists that
+// interface first, then JSON-RPC (../client_peers_test.go).
+//
 // The agent behaves like the Go tests' agents: "message" replies with a
 // message, "slow" works until cancelled, "ask" waits for input (the next
 // message on the task completes it with "answer: <text>"), a message whose
@@ -24,7 +28,9 @@ import {
   InMemoryPushNotificationStore,
   InMemoryTaskStore,
 } from '@a2a-js/sdk/server';
-import { UserBuilder, agentCardHandler, jsonRpcHandler } from '@a2a-js/sdk/server/express';
+import { UserBuilder, agentCardHandler, jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
+
+const rest = process.argv[2] === 'rest';
 
 const now = () => new Date().toISOString();
 
@@ -123,7 +129,10 @@ const card = AgentCard.fromJSON({
   name: 'a2a-js peer',
   description: '@a2a-js/sdk 1.3.0 reference server',
   version: '1.0.0',
-  supportedInterfaces: [{ url: 'http://127.0.0.1', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+  supportedInterfaces: [
+    ...(rest ? [{ url: 'http://127.0.0.1/rest', protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' }] : []),
+    { url: 'http://127.0.0.1', protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+  ],
   capabilities: { streaming: true, pushNotifications: true },
   defaultInputModes: ['text/plain'],
   defaultOutputModes: ['text/plain'],
@@ -138,12 +147,17 @@ const handler = new DefaultRequestHandler(
 
 const app = express();
 app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: handler }));
+if (rest) {
+  app.use('/rest', restHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
+}
 app.use('/', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
 
 const server = app.listen(0, '127.0.0.1', () => {
   const url = `http://127.0.0.1:${server.address().port}`;
   // The card must name the address actually bound.
-  card.supportedInterfaces[0].url = url;
+  for (const i of card.supportedInterfaces) {
+    i.url = i.protocolBinding === 'HTTP+JSON' ? `${url}/rest` : url;
+  }
   process.stdout.write(JSON.stringify({ url }) + '\n');
 });
 
