@@ -248,6 +248,13 @@ var rules = []rule{
 		},
 	},
 	{
+		pkg: module + "/a2a/a2agrpc/grpcclient",
+		why: "the gRPC client transport plugs into the public client and is usable outside the platform",
+		forbid: func(dep *pkg) bool {
+			return underAny(dep.ImportPath, "store", "internal", "agent", "registry") || dep.ImportPath == module+"/a2a/a2asrv"
+		},
+	},
+	{
 		pkg: module + "/a2a/a2agrpc/grpcsrv",
 		why: "the gRPC server binding is a protocol package like a2asrv, under the stores and the platform, usable outside NovaOS",
 		forbid: func(dep *pkg) bool {
@@ -431,9 +438,11 @@ func TestRulesCatchViolations(t *testing.T) {
 		{1, pkg{ImportPath: module + "/internal/jcs"}, false},
 		{14, pkg{ImportPath: "strconv", Standard: true}, false},
 		{14, pkg{ImportPath: module + "/a2a"}, true},
-		{len(rules) - 3, pkg{ImportPath: "google.golang.org/protobuf/proto"}, false},
-		{len(rules) - 3, pkg{ImportPath: module + "/a2a"}, true},
-		{len(rules) - 2, pkg{ImportPath: module + "/a2a/a2apb"}, false},
+		{len(rules) - 4, pkg{ImportPath: "google.golang.org/protobuf/proto"}, false},
+		{len(rules) - 4, pkg{ImportPath: module + "/a2a"}, true},
+		{len(rules) - 3, pkg{ImportPath: module + "/a2a/a2apb"}, false},
+		{len(rules) - 3, pkg{ImportPath: module + "/a2a/a2asrv"}, true},
+		{len(rules) - 2, pkg{ImportPath: module + "/a2a/a2aclient"}, false},
 		{len(rules) - 2, pkg{ImportPath: module + "/a2a/a2asrv"}, true},
 		{len(rules) - 1, pkg{ImportPath: module + "/a2a/a2asrv"}, false},
 		{len(rules) - 1, pkg{ImportPath: module + "/internal/auth"}, true},

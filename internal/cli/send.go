@@ -14,6 +14,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2aclient"
+	"novaos.dev/novaos/a2a/a2agrpc/grpcclient"
 	"novaos.dev/novaos/a2a/hitl"
 	"novaos.dev/novaos/ext/usercontext"
 	"novaos.dev/novaos/registry"
@@ -45,10 +46,6 @@ func runSend(ctx context.Context, args []string, e *env) int {
 		b, ok := transportBindings[strings.ToLower(*transport)]
 		if !ok {
 			return usageError(fs, "--transport %q: want jsonrpc, rest or grpc", *transport)
-		}
-		if _, built := clientTransports[b]; !built && b == a2a.BindingGRPC {
-			fmt.Fprintf(e.stderr, "novaos send: --transport grpc: the gRPC client transport is not built yet; use --transport jsonrpc or --transport rest\n")
-			return exitFail
 		}
 		bindings = []string{b}
 	}
@@ -111,7 +108,7 @@ var transportBindings = map[string]string{
 
 // clientTransports are the client transports the CLI adds to the ones
 // a2aclient speaks itself (JSON-RPC, HTTP+JSON), by binding.
-var clientTransports = map[string]a2aclient.TransportFactory{}
+var clientTransports = map[string]a2aclient.TransportFactory{a2a.BindingGRPC: grpcclient.Factory(nil)}
 
 // printer writes frames, one line each.
 type printer struct {

@@ -23,6 +23,7 @@ import (
 	"novaos.dev/novaos/a2a/hitl"
 	"novaos.dev/novaos/agent"
 	"novaos.dev/novaos/ext/usercontext"
+	"novaos.dev/novaos/internal/app"
 	registryservice "novaos.dev/novaos/internal/registry"
 	"novaos.dev/novaos/registry"
 )
@@ -446,6 +447,22 @@ func restAgentServer(t *testing.T) string {
 	return srv.URL
 }
 
+// grpcAgentServer serves the platform with its gRPC binding on, and
+// returns the echo agent's URL, whose card lists the gRPC interface.
+func grpcAgentServer(t *testing.T) string {
+	t.Helper()
+	srv, err := app.New(t.Context(), &app.Options{Addr: "127.0.0.1:0", DataDir: t.TempDir(), GRPCAddr: "127.0.0.1:0",
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	return srv.URL() + "/agents/echo"
+}
+
 func TestSendTransport(t *testing.T) {
 	rest := restAgentServer(t)
 	rpcOnly := sendServer(t) + "/agents/shout"
@@ -461,7 +478,9 @@ func TestSendTransport(t *testing.T) {
 		{"the card's first interface by default", []string{rest, "hi"}, exitFail, `^$`, "HTTP 418"},
 		{"jsonrpc", []string{rpcOnly, "hi", "--transport", "jsonrpc"}, exitOK, `^task .* completed .*HI\n$`, ""},
 		{"a binding the card does not offer", []string{rpcOnly, "hi", "--transport", "rest"}, exitFail, `^$`, "the card offers JSONRPC 1.0; want HTTP+JSON"},
-		{"grpc is not built yet", []string{rest, "hi", "--transport", "grpc"}, exitFail, `^$`, "--transport grpc: the gRPC client transport is not built yet"},
+		{"grpc", []string{grpcAgentServer(t), "hi", "--transport", "grpc"}, exitOK, `^task .* completed .*: hi \| echoed 2 bytes\n$`, ""},
+		{"grpc, streamed", []string{grpcAgentServer(t), "hi", "--transport", "grpc", "--stream"}, exitOK, `completed`, ""},
+		{"grpc not offered", []string{rest, "hi", "--transport", "grpc"}, exitFail, `^$`, "want GRPC"},
 		{"unknown binding", []string{rest, "hi", "--transport", "pigeon"}, exitUsage, `^$`, `--transport "pigeon": want jsonrpc, rest or grpc`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

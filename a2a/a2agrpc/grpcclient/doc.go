@@ -1,0 +1,24 @@
+// Package grpcclient is the gRPC transport of the A2A client: plugged
+// into package a2aclient, a Client calls an agent's GRPC interface with
+// every method, exactly as it calls the HTTP bindings.
+//
+//	c, err := a2aclient.NewFromURL(ctx, "https://agents.example.com/agents/echo", &a2aclient.Options{
+//		Transports:         []string{a2a.BindingGRPC},
+//		TransportFactories: map[string]a2aclient.TransportFactory{a2a.BindingGRPC: grpcclient.Factory(nil)},
+//	})
+//
+// The Client has done its part when a call arrives (interceptors, auth,
+// the interface's tenant, A2A-Version and A2A-Extensions): the transport
+// sends call.Header as gRPC metadata, converts the typed request and the
+// answer with package a2agrpc, and turns a gRPC status into the
+// *a2aclient.CallError the HTTP transports return for the same A2A error.
+// A status that carries no A2A error (UNAVAILABLE, a connection refused)
+// matches a2aclient.ErrUnreachable.
+//
+// The interface's URL is the gRPC target (host:port, or any target
+// grpc.NewClient takes). Without credentials in Options, a loopback
+// target is dialed in plaintext and any other over TLS with the system's
+// roots. Message size limits are the client's: the answer limit is
+// a2aclient's MaxResponseBytes. The connection is made at the first call
+// and kept for the transport's life; gRPC closes it when idle.
+package grpcclient
