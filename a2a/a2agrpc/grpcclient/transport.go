@@ -342,4 +342,3 @@ func (f *frames) Close() error {
 	f.cancel()
 	return nil
 }
-
