@@ -228,4 +228,3 @@ func TestUnreachable(t *testing.T) {
 		t.Fatalf("GetTask on a closed port: %v", err)
 	}
 }
-
