@@ -122,8 +122,16 @@ func (s *jsStep) errCode(t *testing.T) int {
 // stopped when the test ends.
 func startJSPeer(t *testing.T) string {
 	t.Helper()
+	return startNodeServer(t, "server.mjs")
+}
+
+// startNodeServer starts a server script in js/ that prints {"url": …}
+// when listening, and returns that URL; the process is stopped when the
+// test ends.
+func startNodeServer(t *testing.T, script string) string {
+	t.Helper()
 	node, dir := jsPeer(t)
-	cmd := exec.Command(node, "server.mjs")
+	cmd := exec.Command(node, script)
 	cmd.Dir = dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -132,7 +140,7 @@ func startJSPeer(t *testing.T) string {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start node server.mjs: %v", err)
+		t.Fatalf("start node %s: %v", script, err)
 	}
 	exited := make(chan struct{})
 	t.Cleanup(func() {
@@ -159,11 +167,11 @@ func startJSPeer(t *testing.T) string {
 	case line, ok := <-lines:
 		var ready struct{ URL string }
 		if !ok || json.Unmarshal([]byte(line), &ready) != nil || ready.URL == "" {
-			t.Fatalf("server.mjs did not report its URL (got %q); stderr:\n%s", line, stderr.String())
+			t.Fatalf("%s did not report its URL (got %q); stderr:\n%s", script, line, stderr.String())
 		}
 		return ready.URL
 	case <-time.After(testTimeout):
-		t.Fatalf("server.mjs did not start in %v; stderr:\n%s", testTimeout, stderr.String())
+		t.Fatalf("%s did not start in %v; stderr:\n%s", script, testTimeout, stderr.String())
 	}
 	return ""
 }
