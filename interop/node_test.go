@@ -63,15 +63,22 @@ func jsPeer(t *testing.T) (node, dir string) {
 // for client.mjs) and returns its report.
 func runJSClient(t *testing.T, baseURL string, args ...string) *jsReport {
 	t.Helper()
+	return runNodeClient(t, "client.mjs", baseURL, args...)
+}
+
+// runNodeClient runs a client script in js/ against baseURL and returns
+// the report it prints.
+func runNodeClient(t *testing.T, script, baseURL string, args ...string) *jsReport {
+	t.Helper()
 	node, dir := jsPeer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, append([]string{"client.mjs", baseURL}, args...)...)
+	cmd := exec.CommandContext(ctx, node, append([]string{script, baseURL}, args...)...)
 	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("node client.mjs: %v\nstderr:\n%s", err, stderr.String())
+		t.Fatalf("node %s: %v\nstderr:\n%s", script, err, stderr.String())
 	}
 	var rep jsReport
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
