@@ -70,10 +70,24 @@ func runJSClient(t *testing.T, baseURL string, args ...string) *jsReport {
 // (a card binding name; "" lets the card's order decide).
 func runJSClientOver(t *testing.T, transport, baseURL string, args ...string) *jsReport {
 	t.Helper()
+	return runNodeClientOver(t, "client.mjs", transport, baseURL, args...)
+}
+
+// runNodeClient runs a client script in js/ against baseURL and returns
+// the report it prints.
+func runNodeClient(t *testing.T, script, baseURL string, args ...string) *jsReport {
+	t.Helper()
+	return runNodeClientOver(t, script, "", baseURL, args...)
+}
+
+// runNodeClientOver is runNodeClient with A2A_TRANSPORT set to transport
+// when it is not "".
+func runNodeClientOver(t *testing.T, script, transport, baseURL string, args ...string) *jsReport {
+	t.Helper()
 	node, dir := jsPeer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, append([]string{"client.mjs", baseURL}, args...)...)
+	cmd := exec.CommandContext(ctx, node, append([]string{script, baseURL}, args...)...)
 	cmd.Dir = dir
 	if transport != "" {
 		cmd.Env = append(os.Environ(), "A2A_TRANSPORT="+transport)
@@ -81,7 +95,7 @@ func runJSClientOver(t *testing.T, transport, baseURL string, args ...string) *j
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("node client.mjs: %v\nstderr:\n%s", err, stderr.String())
+		t.Fatalf("node %s: %v\nstderr:\n%s", script, err, stderr.String())
 	}
 	var rep jsReport
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
@@ -138,8 +152,16 @@ func startJSPeer(t *testing.T) string {
 // startJSServer runs server.mjs with args and returns the URL it serves.
 func startJSServer(t *testing.T, args ...string) string {
 	t.Helper()
+	return startNodeServer(t, "server.mjs", args...)
+}
+
+// startNodeServer starts a server script in js/ that prints {"url": …}
+// when listening, and returns that URL; the process is stopped when the
+// test ends.
+func startNodeServer(t *testing.T, script string, args ...string) string {
+	t.Helper()
 	node, dir := jsPeer(t)
-	cmd := exec.Command(node, append([]string{"server.mjs"}, args...)...)
+	cmd := exec.Command(node, append([]string{script}, args...)...)
 	cmd.Dir = dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -148,7 +170,7 @@ func startJSServer(t *testing.T, args ...string) string {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start node server.mjs: %v", err)
+		t.Fatalf("start node %s: %v", script, err)
 	}
 	exited := make(chan struct{})
 	t.Cleanup(func() {
@@ -175,11 +197,11 @@ func startJSServer(t *testing.T, args ...string) string {
 	case line, ok := <-lines:
 		var ready struct{ URL string }
 		if !ok || json.Unmarshal([]byte(line), &ready) != nil || ready.URL == "" {
-			t.Fatalf("server.mjs did not report its URL (got %q); stderr:\n%s", line, stderr.String())
+			t.Fatalf("%s did not report its URL (got %q); stderr:\n%s", script, line, stderr.String())
 		}
 		return ready.URL
 	case <-time.After(testTimeout):
-		t.Fatalf("server.mjs did not start in %v; stderr:\n%s", testTimeout, stderr.String())
+		t.Fatalf("%s did not start in %v; stderr:\n%s", script, testTimeout, stderr.String())
 	}
 	return ""
 }
