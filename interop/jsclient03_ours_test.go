@@ -1,4 +1,3 @@
-//go:build v03server
 
 package interop
 
@@ -9,12 +8,8 @@ import (
 )
 
 // TestJSClient03OurServer runs the @a2a-js/sdk 0.3.14 client against our
-// server. It needs the server to answer 0.3 calls on its JSON-RPC URL
-// (a2a/a2av03 wired into a2asrv) and to serve a card a 0.3 client reads
-// (a hybrid or 0.3 card); until then it fails, so it is kept out of the
-// default run by the v03server build tag:
-//
-//	interop/run -tags v03server -run TestJSClient03OurServer -v
+// server: the card it reads without A2A-Version carries 0.3's members,
+// and the JSON-RPC URL answers 0.3's methods in 0.3's shapes.
 func TestJSClient03OurServer(t *testing.T) {
 	js03Peer(t)
 	srv := startOurServer(t)

@@ -102,6 +102,12 @@ func (r *Resolver) Resolve(ctx context.Context, baseURL string) (*a2a.AgentCard,
 		req.Header[k] = append([]string(nil), v...)
 	}
 	req.Header.Set("Accept", "application/json")
+	// Every request carries the version (spec §3.2.6), the card's too: a
+	// server that serves 0.3 clients answers a request without one with
+	// the 0.3 form of its card.
+	if req.Header.Get(a2a.HeaderVersion) == "" {
+		req.Header.Set(a2a.HeaderVersion, a2a.ProtocolVersion)
+	}
 	if e != nil && e.etag != "" {
 		req.Header.Set("If-None-Match", e.etag)
 	}

@@ -114,11 +114,17 @@ func (h *Handler) negotiate(c *Call) *a2a.Error {
 	if e := a2a.CheckVersion(c.Header.Get(a2a.HeaderVersion)); e != nil {
 		return e
 	}
+	return h.negotiateExtensions(c, c.Header.Values(a2a.HeaderExtensions))
+}
+
+// negotiateExtensions activates the extensions values (header values)
+// ask for, within the limits, refusing a call that lacks a required one.
+func (h *Handler) negotiateExtensions(c *Call, values []string) *a2a.Error {
 	var declared []a2a.AgentExtension
 	if h.card != nil {
 		declared = h.card.Capabilities.Extensions
 	}
-	requested, e := a2a.ParseExtensionsLimit(c.Header.Values(a2a.HeaderExtensions), h.opts.MaxExtensions, h.opts.MaxExtensionURIBytes)
+	requested, e := a2a.ParseExtensionsLimit(values, h.opts.MaxExtensions, h.opts.MaxExtensionURIBytes)
 	if e != nil {
 		return e
 	}

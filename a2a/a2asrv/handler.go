@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/a2a/a2av03"
 	"novaos.dev/novaos/netguard"
 )
 
@@ -85,6 +86,11 @@ type Options struct {
 	// a second task with its id (ErrExists) and the request fails.
 	NewTaskID func(req *a2a.SendMessageRequest) string
 
+	// RefuseV03 answers A2A 0.3 calls (message/send, … with no
+	// A2A-Version) with -32009, as for any unsupported version, instead of
+	// serving them through the 0.3 compatibility layer.
+	RefuseV03 bool
+
 	// PushURLPolicy decides which webhook URLs push-notification configs
 	// may name, checked when a config is stored (CreateTaskPushNotification
 	// Config, and inline in SendMessage). Nil means public hosts only: no
@@ -107,8 +113,11 @@ type Handler struct {
 	store TaskStore
 	log   *slog.Logger
 
-	cardJSON []byte
-	cardETag string
+	// card is the served card; card03 the same with A2A 0.3's members
+	// added, for callers that send no A2A-Version (nil when 0.3 is refused
+	// or the card is signed, since the added members would break the
+	// signature).
+	card1, card03 *servedCard
 
 	hubs    hubs
 	workers *workers
@@ -166,11 +175,27 @@ func NewHandler(card *a2a.AgentCard, exec Executor, opts *Options) *Handler {
 		if err != nil {
 			panic("a2asrv: agent card does not encode: " + err.Error())
 		}
-		h.cardJSON = b
-		sum := sha256.Sum256(b)
-		h.cardETag = `"` + hex.EncodeToString(sum[:16]) + `"`
+		h.card1 = newServedCard(b)
+		if !h.opts.RefuseV03 && len(card.Signatures) == 0 {
+			if b, err := a2av03.HybridCard(card); err == nil {
+				h.card03 = newServedCard(b)
+			} else {
+				h.log.Warn("a2asrv: the card has no A2A 0.3 form; 0.3 clients get the v1 card", "err", err)
+			}
+		}
 	}
 	return h
+}
+
+// servedCard is a card's bytes and their ETag.
+type servedCard struct {
+	json []byte
+	etag string
+}
+
+func newServedCard(b []byte) *servedCard {
+	sum := sha256.Sum256(b)
+	return &servedCard{json: b, etag: `"` + hex.EncodeToString(sum[:16]) + `"`}
 }
 
 func (h *Handler) now() time.Time {
@@ -216,23 +241,33 @@ func (h *Handler) serveCard(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	if h.cardJSON == nil {
+	card := h.card1
+	if card == nil {
 		http.NotFound(w, r)
 		return
 	}
 	hd := w.Header()
-	hd.Set("ETag", h.cardETag)
+	if h.card03 != nil {
+		// A 0.3 client sends no A2A-Version, and needs url and
+		// preferredTransport to find the agent: it gets the card with
+		// 0.3's members added, which v1 readers ignore.
+		hd.Set("Vary", a2a.HeaderVersion)
+		if r.Header.Get(a2a.HeaderVersion) == "" {
+			card = h.card03
+		}
+	}
+	hd.Set("ETag", card.etag)
 	hd.Set("Cache-Control", "public, max-age="+itoa(int(h.opts.CardMaxAge/time.Second)))
-	if match := r.Header.Get("If-None-Match"); match != "" && etagMatches(match, h.cardETag) {
+	if match := r.Header.Get("If-None-Match"); match != "" && etagMatches(match, card.etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
 	hd.Set("Content-Type", "application/json")
-	hd.Set("Content-Length", itoa(len(h.cardJSON)))
+	hd.Set("Content-Length", itoa(len(card.json)))
 	if r.Method == http.MethodHead {
 		return
 	}
-	_, _ = w.Write(h.cardJSON)
+	_, _ = w.Write(card.json)
 }
 
 func etagMatches(header, etag string) bool {

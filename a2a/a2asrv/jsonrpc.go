@@ -89,22 +89,28 @@ func rpcStream[Req any](m coreStream[Req]) rpcMethod {
 			h.rpcFail(rc, e)
 			return
 		}
-		sink := newSSESink(rc.w, h.log, func(b []byte, v Version, resp *a2a.StreamResponse) ([]byte, error) {
-			return appendRPCFrame(b, rc.id, v, resp)
-		})
-		_, e := invoke(rc.r.Context(), h, &rc.call, req, streamMethod(sink, m.bind(h)))
-		switch {
-		case e == nil || e == errSinkFailed:
-		case sink.started:
-			sink.out = a2a.AppendEvent(sink.out, a2a.Event{Data: a2a.AppendErrorResponse(nil, rc.id, e)})
-			_ = sink.Flush()
-		default:
-			h.rpcFail(rc, e)
-			// Flushed now, so the HTTP server's close after Shutdown
-			// cannot overtake an answer Shutdown itself caused.
-			if f, ok := rc.w.(http.Flusher); ok {
-				f.Flush()
-			}
+		runRPCStream(h, rc, req, m, a2a.AppendStreamResponse)
+	}
+}
+
+// runRPCStream runs a streaming method for a JSON-RPC call: each frame an
+// SSE event holding the JSON-RPC response whose result encode writes.
+func runRPCStream[Req any](h *Handler, rc *rpcCall, req *Req, m coreStream[Req], encode func([]byte, *a2a.StreamResponse) ([]byte, error)) {
+	sink := newSSESink(rc.w, h.log, func(b []byte, v Version, resp *a2a.StreamResponse) ([]byte, error) {
+		return appendRPCFrame(b, rc.id, v, resp, encode)
+	})
+	_, e := invoke(rc.r.Context(), h, &rc.call, req, streamMethod(sink, m.bind(h)))
+	switch {
+	case e == nil || e == errSinkFailed:
+	case sink.started:
+		sink.out = a2a.AppendEvent(sink.out, a2a.Event{Data: a2a.AppendErrorResponse(nil, rc.id, e)})
+		_ = sink.Flush()
+	default:
+		h.rpcFail(rc, e)
+		// Flushed now, so the HTTP server's close after Shutdown
+		// cannot overtake an answer Shutdown itself caused.
+		if f, ok := rc.w.(http.Flusher); ok {
+			f.Flush()
 		}
 	}
 }
@@ -156,6 +162,10 @@ func (h *Handler) serveRPC(w http.ResponseWriter, r *http.Request) {
 	}
 	rc := &rpcCall{w: w, r: r, id: req.ID, sse: streamingMethod(req.Method) && acceptsEventStream(r),
 		call: Call{Method: req.Method, Binding: a2a.BindingJSONRPC, Header: r.Header}}
+	if v1, ok := h.v03Call(req.Method, r.Header); ok {
+		h.serveRPC03(rc, req.Method, v1, req.Params)
+		return
+	}
 	if e := h.negotiate(&rc.call); e != nil {
 		h.rpcFail(rc, e)
 		return
@@ -266,12 +276,12 @@ func appendValue(b []byte, v any) ([]byte, error) {
 // appendRPCFrame writes one SSE event holding the JSON-RPC response for a
 // stream frame. The encoded JSON has no raw newlines, so it goes on a
 // single data line.
-func appendRPCFrame(b []byte, id json.RawMessage, v Version, resp *a2a.StreamResponse) ([]byte, error) {
+func appendRPCFrame(b []byte, id json.RawMessage, v Version, resp *a2a.StreamResponse, encode func([]byte, *a2a.StreamResponse) ([]byte, error)) ([]byte, error) {
 	b = appendEventID(b, v)
 	b = append(b, `data: {"jsonrpc":"2.0","id":`...)
 	b = append(b, id...)
 	b = append(b, `,"result":`...)
-	b, err := a2a.AppendStreamResponse(b, resp)
+	b, err := encode(b, resp)
 	if err != nil {
 		return nil, err
 	}

@@ -131,6 +131,9 @@ type Options struct {
 	// bindings at its URL either way: the card says which a client should
 	// pick first.
 	Bindings []string
+	// RefuseV03 answers A2A 0.3 clients with -32009 instead of serving
+	// them (a2asrv.Options.RefuseV03).
+	RefuseV03 bool
 	// GRPCAddr, when set, is the address the A2A gRPC binding listens on
 	// (its own listener; port 0 picks one). Every hosted agent is served
 	// there, addressed by its name as the request's tenant ("echo", or

@@ -214,6 +214,25 @@ func TestServeSQLite(t *testing.T) {
 		}
 	})
 
+	t.Run("A2A 0.3 client", func(t *testing.T) {
+		resp, err := http.Post(srv.URL()+"/agents/echo", "application/json", strings.NewReader(
+			`{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m-03","role":"user","parts":[{"kind":"text","text":"from 0.3"}]}}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if !bytes.Contains(b, []byte(`"kind":"task"`)) || !bytes.Contains(b, []byte(`"state":"completed"`)) || !bytes.Contains(b, []byte("from 0.3")) {
+			t.Fatalf("message/send without A2A-Version: %s", b)
+		}
+		// Its card, fetched without A2A-Version, names the JSON-RPC URL as
+		// 0.3 does.
+		code, card := get(t, srv.URL()+"/agents/echo"+a2a.WellKnownCardPath)
+		if code != http.StatusOK || !bytes.Contains(card, []byte(`"url":"`+srv.URL()+`/agents/echo"`)) || !bytes.Contains(card, []byte(`"protocolVersion":"0.3.0"`)) {
+			t.Fatalf("card for 0.3: %d %s", code, card)
+		}
+	})
+
 	t.Run("missing A2A-Version is 0.3", func(t *testing.T) {
 		resp, err := http.Post(srv.URL()+"/agents/echo", "application/json",
 			strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}`))

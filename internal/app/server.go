@@ -178,6 +178,7 @@ func (s *Server) agentServices() ([]service, error) {
 			MaxExtensions:         s.opts.MaxExtensions,
 			MaxExtensionURIBytes:  s.opts.MaxExtensionURIBytes,
 			ArtifactFlushInterval: s.opts.ArtifactFlushInterval,
+			RefuseV03:             s.opts.RefuseV03,
 		}
 		if s.push != nil {
 			opts.PushConfigStore = agentPushConfigs{store: s.push, agent: a.name, seal: seal}

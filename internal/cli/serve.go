@@ -37,6 +37,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	leaseBeat := fs.Duration("lease-heartbeat", lease.DefaultHeartbeat, "how often this server renews its lease on the tasks it runs (crash recovery)")
 	leaseExpiry := fs.Duration("lease-expiry", lease.DefaultExpiry, "how long after its last renewal a server's lease lapses and the tasks it left running are settled FAILED (at least twice --lease-heartbeat)")
 	bindings := fs.String("bindings", "", "A2A `bindings` the agent cards list, in order of preference (comma-separated: jsonrpc, http+json or rest, grpc); every agent serves both HTTP bindings at its URL (default jsonrpc,http+json, then grpc with --grpc-addr)")
+	v03 := fs.Bool("a2a-v03", true, "serve A2A 0.3 clients (0.3 method names and shapes, on calls without A2A-Version) on each agent's JSON-RPC URL; =false answers them -32009")
 	grpcAddr := fs.String("grpc-addr", "", "`address` the A2A gRPC binding listens on, on its own listener (port 0 picks one); agents are addressed by name as the request's tenant; default off")
 	grpcPublic := fs.String("grpc-public-addr", "", "`host:port` agent cards name for the gRPC interface (default the --grpc-addr listen address)")
 	tckTimeout := fs.Duration("tck-timeout", builtin.DefaultStreamingTimeout, "delay unit of the tck agent's slow scenarios; match the kit's TCK_STREAMING_TIMEOUT")
@@ -137,6 +138,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		ArtifactFlushInterval: *lim.flushEvery,
 		Bindings:              cardBindings,
 		GRPCAddr:              *grpcAddr,
+		RefuseV03:             !*v03,
 		GRPCPublicAddr:        *grpcPublic,
 		AllowHosts:            lim.allowHosts,
 		CORSOrigins:           lim.corsOrigins,

@@ -1,0 +1,136 @@
+package a2asrv
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/a2a/a2av03"
+)
+
+// A2A 0.3 clients on the JSON-RPC binding. A call whose method is one of
+// 0.3's (message/send, tasks/get, …) and whose A2A-Version is absent or
+// 0.3 is converted to its v1 request (package a2av03), runs the same core
+// path as every other call (identification, interceptors, the method;
+// Call.Method is the v1 name, Call.Binding JSON-RPC), and is answered in
+// 0.3's shapes. The names of the two versions never overlap, so nothing a
+// v1 client sends is read as 0.3.
+
+// v03Call reports whether a JSON-RPC request is a 0.3 call to serve.
+func (h *Handler) v03Call(method string, hd http.Header) (v1 string, ok bool) {
+	if h.opts.RefuseV03 {
+		return "", false
+	}
+	v1, ok = a2av03.V1Method(method)
+	if !ok {
+		return "", false
+	}
+	switch v := strings.TrimSpace(hd.Get(a2a.HeaderVersion)); {
+	case v == "", v == "0.3", strings.HasPrefix(v, "0.3."):
+		return v1, true
+	}
+	return "", false
+}
+
+// v03HeaderExtensions is the header 0.3 clients list extensions in.
+const v03HeaderExtensions = "X-A2A-Extensions"
+
+func (h *Handler) serveRPC03(rc *rpcCall, method, v1 string, params json.RawMessage) {
+	// a2a-js 0.3's client reads nothing but an event stream on a streaming
+	// call: its refusals go as one SSE error event whatever it accepts.
+	rc.sse = a2av03.Streaming(method)
+	rc.call.Method = v1
+	values := append(rc.r.Header.Values(v03HeaderExtensions), rc.r.Header.Values(a2a.HeaderExtensions)...)
+	if e := h.negotiateExtensions(&rc.call, values); e != nil {
+		h.rpcFail(rc, e)
+		return
+	}
+	if active := rc.call.Extensions; len(active) > 0 {
+		rc.w.Header().Set(v03HeaderExtensions, strings.Join(active, ", "))
+	}
+	_, req, e := a2av03.DecodeRequest(method, params)
+	if e != nil {
+		h.rpcFail(rc, e)
+		return
+	}
+	ctx := rc.r.Context()
+	var resp any
+	switch r := req.(type) {
+	case *a2a.SendMessageRequest:
+		if rc.sse {
+			runRPCStream(h, rc, r, (*Handler).sendStreamingMessage, appendEvent03)
+			return
+		}
+		resp, e = invoke(ctx, h, &rc.call, r, coreMethod[a2a.SendMessageRequest, *a2a.SendMessageResponse]((*Handler).sendMessage).bind(h))
+	case *a2a.SubscribeToTaskRequest:
+		runRPCStream(h, rc, r, (*Handler).subscribeToTask, appendEvent03)
+		return
+	case *a2a.GetTaskRequest:
+		resp, e = invoke(ctx, h, &rc.call, r, coreMethod[a2a.GetTaskRequest, *a2a.Task]((*Handler).getTask).bind(h))
+	case *a2a.CancelTaskRequest:
+		resp, e = invoke(ctx, h, &rc.call, r, coreMethod[a2a.CancelTaskRequest, *a2a.Task]((*Handler).cancelTask).bind(h))
+	case *a2a.TaskPushNotificationConfig:
+		resp, e = invoke(ctx, h, &rc.call, r, coreMethod[a2a.TaskPushNotificationConfig, *a2a.TaskPushNotificationConfig]((*Handler).createPushConfig).bind(h))
+	case *a2a.GetTaskPushNotificationConfigRequest:
+		if v1 == a2a.MethodDeleteTaskPushNotificationConfig {
+			_, e = invoke(ctx, h, &rc.call, r, coreMethod[a2a.DeleteTaskPushNotificationConfigRequest, struct{}]((*Handler).deletePushConfig).bind(h))
+			resp = nil
+		} else {
+			resp, e = invoke(ctx, h, &rc.call, r, coreMethod[a2a.GetTaskPushNotificationConfigRequest, *a2a.TaskPushNotificationConfig]((*Handler).getPushConfig).bind(h))
+		}
+	case *a2a.ListTaskPushNotificationConfigsRequest:
+		resp, e = invoke(ctx, h, &rc.call, r, allPushConfigs03(h))
+	case *a2a.GetExtendedAgentCardRequest:
+		resp, e = invoke(ctx, h, &rc.call, r, coreMethod[a2a.GetExtendedAgentCardRequest, *a2a.AgentCard]((*Handler).getExtendedCard).bind(h))
+	default:
+		e = a2a.NewError(a2a.CodeMethodNotFound, "method %q not found", truncate(method, 64))
+	}
+	if e != nil {
+		h.rpcFail(rc, e)
+		return
+	}
+	b, err := a2av03.EncodeResult(resp)
+	if err != nil {
+		h.log.ErrorContext(ctx, "a2asrv: encode a 0.3 result", "err", err)
+		h.rpcFail(rc, a2a.NewError(a2a.CodeInternalError, "could not encode the result"))
+		return
+	}
+	body := a2a.AppendResult(nil, rc.id, b)
+	hd := rc.w.Header()
+	hd.Set("Content-Type", "application/json")
+	hd.Set("Content-Length", itoa(len(body)))
+	_, _ = rc.w.Write(body)
+}
+
+// allPushConfigs03 lists every config of a task: 0.3 answers one array,
+// with no pages.
+func allPushConfigs03(h *Handler) func(context.Context, *Call, *a2a.ListTaskPushNotificationConfigsRequest) (*a2a.ListTaskPushNotificationConfigsResponse, *a2a.Error) {
+	return func(ctx context.Context, c *Call, req *a2a.ListTaskPushNotificationConfigsRequest) (*a2a.ListTaskPushNotificationConfigsResponse, *a2a.Error) {
+		all := &a2a.ListTaskPushNotificationConfigsResponse{}
+		page := *req
+		size := int32(maxPageSize)
+		page.PageSize = &size
+		for {
+			resp, e := h.listPushConfigs(ctx, c, &page)
+			if e != nil {
+				return nil, e
+			}
+			all.Configs = append(all.Configs, resp.Configs...)
+			if resp.NextPageToken == "" || len(resp.Configs) == 0 {
+				return all, nil
+			}
+			page.PageToken = resp.NextPageToken
+		}
+	}
+}
+
+// appendEvent03 writes a stream frame as its 0.3 event.
+func appendEvent03(b []byte, resp *a2a.StreamResponse) ([]byte, error) {
+	ev, err := a2av03.EncodeResult(resp)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, ev...), nil
+}
