@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"novaos.dev/novaos/a2a/a2agrpc/grpcclient"
+
 	"novaos.dev/novaos/a2a"
 	ours "novaos.dev/novaos/a2a/a2aclient"
 	"novaos.dev/novaos/secret"
@@ -38,6 +40,13 @@ func TestOurClient_JSServer(t *testing.T) {
 
 func TestOurClientREST_GoServer(t *testing.T) {
 	runOurClient(t, startGoServer(t, true).URL, &ours.Options{Auth: goAuth, Transports: restOnly})
+}
+
+// Our client over gRPC (a2a/a2agrpc/grpcclient) against a2a-go's gRPC
+// handler.
+func TestOurClientGRPC_GoServer(t *testing.T) {
+	runOurClient(t, startGoPeer(t).URL, &ours.Options{Auth: goAuth, Transports: []string{a2a.BindingGRPC},
+		TransportFactories: map[string]ours.TransportFactory{a2a.BindingGRPC: grpcclient.Factory(nil)}})
 }
 
 func TestOurClientREST_JSServer(t *testing.T) {
@@ -133,7 +142,7 @@ func runOurClient(t *testing.T, baseURL string, opts *ours.Options) {
 	defer cancel()
 	o := ours.Options{Timeout: 10 * time.Second, ResumeAttempts: -1}
 	if opts != nil {
-		o.Auth, o.Transports = opts.Auth, opts.Transports
+		o.Auth, o.Transports, o.TransportFactories = opts.Auth, opts.Transports, opts.TransportFactories
 	}
 	c, err := ours.NewFromURL(ctx, baseURL, &o)
 	if err != nil {

@@ -12,7 +12,10 @@ import (
 	goa2a "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
+	goa2agrpc "github.com/a2aproject/a2a-go/v2/a2agrpc/v1"
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 // Part (a): our server driven by a2a-go v2.3.1's client over JSON-RPC, the
@@ -29,7 +32,8 @@ func newGoClient(t *testing.T, binding goa2a.TransportProtocol) (*a2aclient.Clie
 	if err != nil {
 		t.Fatalf("resolve card: %v", err)
 	}
-	c, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithConfig(a2aclient.Config{PreferredTransports: []goa2a.TransportProtocol{binding}}))
+	c, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithConfig(a2aclient.Config{PreferredTransports: []goa2a.TransportProtocol{binding}}),
+		goa2agrpc.WithGRPCTransport(grpc.WithTransportCredentials(insecure.NewCredentials())))
 	if err != nil {
 		t.Fatalf("client from card: %v", err)
 	}
@@ -47,11 +51,16 @@ func newGoClient(t *testing.T, binding goa2a.TransportProtocol) (*a2aclient.Clie
 }
 
 // goBindings are the bindings a2a-go's client reaches our server over.
-var goBindings = []goa2a.TransportProtocol{goa2a.TransportProtocolJSONRPC, goa2a.TransportProtocolHTTPJSON}
+var goBindings = []goa2a.TransportProtocol{goa2a.TransportProtocolJSONRPC, goa2a.TransportProtocolHTTPJSON, goa2a.TransportProtocolGRPC}
 
 // eachGoBinding runs f once per binding, with a client preferring it.
 func eachGoBinding(t *testing.T, f func(t *testing.T, c *a2aclient.Client)) {
-	for _, b := range goBindings {
+	eachGoBindingOf(t, goBindings, f)
+}
+
+// eachGoBindingOf is eachGoBinding over some bindings only.
+func eachGoBindingOf(t *testing.T, bindings []goa2a.TransportProtocol, f func(t *testing.T, c *a2aclient.Client)) {
+	for _, b := range bindings {
 		t.Run(string(b), func(t *testing.T) {
 			c, _ := newGoClient(t, b)
 			f(t, c)
@@ -110,8 +119,9 @@ func TestGoClient_Card(t *testing.T) {
 	if card.Name != "NovaOS interop echo" || !card.Capabilities.Streaming || !card.Capabilities.PushNotifications {
 		t.Errorf("card = %+v", card)
 	}
-	if len(card.SupportedInterfaces) != 2 || card.SupportedInterfaces[0].ProtocolBinding != goa2a.TransportProtocolJSONRPC ||
-		card.SupportedInterfaces[1].ProtocolBinding != goa2a.TransportProtocolHTTPJSON || card.SupportedInterfaces[0].ProtocolVersion != "1.0" {
+	if len(card.SupportedInterfaces) != 3 || card.SupportedInterfaces[0].ProtocolBinding != goa2a.TransportProtocolJSONRPC ||
+		card.SupportedInterfaces[1].ProtocolBinding != goa2a.TransportProtocolHTTPJSON ||
+		card.SupportedInterfaces[2].ProtocolBinding != goa2a.TransportProtocolGRPC || card.SupportedInterfaces[0].ProtocolVersion != "1.0" {
 		t.Errorf("interfaces = %+v", card.SupportedInterfaces)
 	}
 	if len(card.Skills) != 1 || card.Skills[0].ID != "echo" {

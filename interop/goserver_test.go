@@ -8,15 +8,18 @@ import (
 	"io"
 	"iter"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	goa2a "github.com/a2aproject/a2a-go/v2/a2a"
+	goa2agrpc "github.com/a2aproject/a2a-go/v2/a2agrpc/v1"
 	goa2asrv "github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc"
 
 	"novaos.dev/novaos/a2a"
 )
@@ -156,6 +159,16 @@ func startGoServer(t *testing.T, rest bool) *httptest.Server {
 		mux.Handle("/rest/", http.StripPrefix("/rest", goa2asrv.NewRESTHandler(h)))
 		mux.Handle("/tenants/", http.StripPrefix("/tenants", goa2asrv.NewTenantRESTHandler("/{*}", h)))
 	}
+	// a2a-go's gRPC handler on a listener of its own, last in the card.
+	gl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer()
+	goa2agrpc.NewHandler(h).RegisterWith(g)
+	go g.Serve(gl)
+	t.Cleanup(g.Stop)
+	card.SupportedInterfaces = append(card.SupportedInterfaces, goa2a.NewAgentInterface(gl.Addr().String(), goa2a.TransportProtocolGRPC))
 	mux.Handle(goa2asrv.WellKnownAgentCardPath, goa2asrv.NewStaticAgentCardHandler(card))
 	mux.Handle("/", goa2asrv.NewJSONRPCHandler(h))
 	return srv
@@ -174,6 +187,9 @@ func TestGoServer_AgentCard(t *testing.T) {
 		t.Fatalf("decode card: %v; body %s", err, body)
 	}
 	want := []a2a.AgentInterface{{URL: srv.URL, ProtocolBinding: a2a.BindingJSONRPC, ProtocolVersion: "1.0"}}
+	if len(card.SupportedInterfaces) == 2 && card.SupportedInterfaces[1].ProtocolBinding == a2a.BindingGRPC {
+		want = append(want, card.SupportedInterfaces[1]) // its gRPC listener's address varies
+	}
 	if diff := cmp.Diff(want, card.SupportedInterfaces); diff != "" {
 		t.Errorf("supportedInterfaces (-want +got):\n%s", diff)
 	}

@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/a2a/a2agrpc/grpcsrv"
 	"novaos.dev/novaos/a2a/a2asrv"
 )
 
@@ -103,6 +105,11 @@ func startOurServer(t *testing.T) *httptest.Server {
 		t.Fatal(err)
 	}
 	url := "http://" + l.Addr().String()
+	// The gRPC binding on a listener of its own, named by the card too.
+	gl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
 	card := &a2a.AgentCard{
 		Name:        "NovaOS interop echo",
 		Description: "Echoes text as an artifact",
@@ -110,6 +117,7 @@ func startOurServer(t *testing.T) *httptest.Server {
 		SupportedInterfaces: []a2a.AgentInterface{
 			{URL: url, ProtocolBinding: a2a.BindingJSONRPC, ProtocolVersion: a2a.ProtocolVersion},
 			{URL: url, ProtocolBinding: a2a.BindingHTTPJSON, ProtocolVersion: a2a.ProtocolVersion},
+			{URL: gl.Addr().String(), ProtocolBinding: a2a.BindingGRPC, ProtocolVersion: a2a.ProtocolVersion},
 		},
 		Capabilities:       a2a.AgentCapabilities{Streaming: a2a.Bool(true), PushNotifications: a2a.Bool(true)},
 		DefaultInputModes:  []string{"text/plain"},
@@ -127,6 +135,10 @@ func startOurServer(t *testing.T) *httptest.Server {
 	})
 	srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: h}}
 	srv.Start()
+	g := grpc.NewServer()
+	grpcsrv.New(h).Register(g)
+	go g.Serve(gl)
+	t.Cleanup(g.Stop)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
