@@ -5,8 +5,8 @@ import (
 	"net"
 	"testing"
 
-	goa2asrv "github.com/a2aproject/a2a-go/v2/a2asrv"
 	goa2agrpc "github.com/a2aproject/a2a-go/v2/a2agrpc/v1"
+	goa2asrv "github.com/a2aproject/a2a-go/v2/a2asrv"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
