@@ -100,19 +100,9 @@ func runRPCStream[Req any](h *Handler, rc *rpcCall, req *Req, m coreStream[Req],
 		return appendRPCFrame(b, rc.id, v, resp, encode)
 	})
 	_, e := invoke(rc.r.Context(), h, &rc.call, req, streamMethod(sink, m.bind(h)))
-	switch {
-	case e == nil || e == errSinkFailed:
-	case sink.started:
-		sink.out = a2a.AppendEvent(sink.out, a2a.Event{Data: a2a.AppendErrorResponse(nil, rc.id, e)})
-		_ = sink.Flush()
-	default:
-		h.rpcFail(rc, e)
-		// Flushed now, so the HTTP server's close after Shutdown
-		// cannot overtake an answer Shutdown itself caused.
-		if f, ok := rc.w.(http.Flusher); ok {
-			f.Flush()
-		}
-	}
+	sink.end(e, func(e *a2a.Error) (a2a.Event, error) {
+		return a2a.Event{Data: a2a.AppendErrorResponse(nil, rc.id, e)}, nil
+	}, func(e *a2a.Error) { h.rpcFail(rc, e) })
 }
 
 func streamingMethod(m string) bool {
@@ -345,6 +335,26 @@ func (s *sseSink) Flush() error {
 		s.flusher.Flush()
 	}
 	return nil
+}
+
+// end answers the error a stream ended with, if any: as one more event
+// (event) when the stream has started, else as the binding's plain error
+// (fail), flushed at once so that the HTTP server's close after Shutdown
+// cannot overtake an answer Shutdown itself caused.
+func (s *sseSink) end(e *a2a.Error, event func(*a2a.Error) (a2a.Event, error), fail func(*a2a.Error)) {
+	switch {
+	case e == nil || e == errSinkFailed:
+	case s.started:
+		if ev, err := event(e); err == nil {
+			s.out = a2a.AppendEvent(s.out, ev)
+			_ = s.Flush()
+		}
+	default:
+		fail(e)
+		if s.flusher != nil {
+			s.flusher.Flush()
+		}
+	}
 }
 
 func (s *sseSink) KeepAlive() error {

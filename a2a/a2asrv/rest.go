@@ -366,22 +366,12 @@ func restStream[Req any](read func(*Handler, *restCall) (*Req, *a2a.Error), m co
 		}
 		sink := newSSESink(rc.w, h.log, appendRESTFrame)
 		_, e = invoke(rc.r.Context(), h, &rc.call, req, streamMethod(sink, m.bind(h)))
-		switch {
-		case e == nil || e == errSinkFailed:
-		case sink.started:
-			// No REST convention exists for an error inside a stream: it
-			// goes as an "error" event holding the error body.
+		// No REST convention exists for an error inside a stream: it goes
+		// as an "error" event holding the error body.
+		sink.end(e, func(e *a2a.Error) (a2a.Event, error) {
 			b, err := e.MarshalStatus()
-			if err == nil {
-				sink.out = a2a.AppendEvent(sink.out, a2a.Event{Event: "error", Data: b})
-				_ = sink.Flush()
-			}
-		default:
-			h.restFail(rc, e)
-			if f, ok := rc.w.(http.Flusher); ok {
-				f.Flush()
-			}
-		}
+			return a2a.Event{Event: "error", Data: b}, err
+		}, func(e *a2a.Error) { h.restFail(rc, e) })
 	}
 }
 

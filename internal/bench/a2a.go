@@ -153,6 +153,21 @@ func checkStreamREST(h http.Header, body []byte) error {
 	if !strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
 		return fmt.Errorf("not an event stream: %.200s", body)
 	}
+	last, err := lastEvent(body, func(ev a2a.Event) error {
+		if ev.Event == "error" {
+			return fmt.Errorf("stream error: %s", ev.Data)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return finalFrame(last)
+}
+
+// lastEvent reads a stream's events, checking each, and returns the data
+// of the last one.
+func lastEvent(body []byte, check func(a2a.Event) error) ([]byte, error) {
 	er := a2a.NewEventReader(bytes.NewReader(body), 0)
 	var last []byte
 	for {
@@ -161,18 +176,23 @@ func checkStreamREST(h http.Header, body []byte) error {
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("read stream: %w", err)
+			return nil, fmt.Errorf("read stream: %w", err)
 		}
-		if ev.Event == "error" {
-			return fmt.Errorf("stream error: %s", ev.Data)
+		if err := check(ev); err != nil {
+			return nil, err
 		}
 		last = ev.Data
 	}
 	if last == nil {
-		return errors.New("stream carried no frame")
+		return nil, errors.New("stream carried no frame")
 	}
+	return last, nil
+}
+
+// finalFrame checks that a stream's last frame ends it.
+func finalFrame(data []byte) error {
 	var frame a2a.StreamResponse
-	if err := a2a.Unmarshal(last, &frame); err != nil {
+	if err := a2a.Unmarshal(data, &frame); err != nil {
 		return fmt.Errorf("decode frame: %w", err)
 	}
 	if !frame.Final() {
@@ -201,19 +221,9 @@ func checkStream(h http.Header, body []byte) error {
 	}
 	// Every frame is checked for an error; only the last one, which
 	// decides whether the stream ended properly, is decoded in full.
-	er := a2a.NewEventReader(bytes.NewReader(body), 0)
-	var last []byte
-	for {
-		ev, err := er.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("read stream: %w", err)
-		}
-		last = ev.Data
+	last, err := lastEvent(body, func(ev a2a.Event) error {
 		if bytes.HasPrefix(ev.Data, resultPrefix) {
-			continue
+			return nil
 		}
 		resp, err := a2a.DecodeResponse(ev.Data)
 		if err != nil {
@@ -222,9 +232,10 @@ func checkStream(h http.Header, body []byte) error {
 		if resp.Error != nil {
 			return resp.Error
 		}
-	}
-	if last == nil {
-		return errors.New("stream carried no frame")
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	resp, err := a2a.DecodeResponse(last)
 	if err != nil {
@@ -233,14 +244,7 @@ func checkStream(h http.Header, body []byte) error {
 	if resp.Error != nil {
 		return resp.Error
 	}
-	var frame a2a.StreamResponse
-	if err := a2a.Unmarshal(resp.Result, &frame); err != nil {
-		return fmt.Errorf("decode frame: %w", err)
-	}
-	if !frame.Final() {
-		return errors.New("stream ended before a final frame")
-	}
-	return nil
+	return finalFrame(resp.Result)
 }
 
 // checkSendError reports the JSON-RPC error a server answers a streaming
