@@ -26,6 +26,14 @@ func TestMemoryPushConfigStoreContract(t *testing.T) {
 	})
 }
 
+func TestMemoryPushOutboxContract(t *testing.T) {
+	storetest.TestPushOutbox(t, func(t *testing.T) storetest.PushStores {
+		tasks := a2asrv.NewMemoryTaskStore(nil)
+		push := tasks.PushConfigStore()
+		return storetest.PushStores{Tasks: tasks, Configs: push, Outbox: push}
+	})
+}
+
 func memTask(id string) *a2a.Task {
 	return &a2a.Task{ID: id, Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}
 }

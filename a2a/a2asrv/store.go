@@ -194,9 +194,9 @@ type PushDeliveryStore interface {
 
 // PushDeliveryState is how delivery to one config stands.
 type PushDeliveryState struct {
-	State     string `json:"state"`            // PushStateActive or PushStateDead
-	Pending   int    `json:"pending"`          // notifications queued, not yet delivered
-	Attempts  int    `json:"attempts"`         // failed attempts at the oldest pending one
+	State     string `json:"state"`    // PushStateActive or PushStateDead
+	Pending   int    `json:"pending"`  // notifications queued, not yet delivered
+	Attempts  int    `json:"attempts"` // failed attempts at the oldest pending one
 	LastError string `json:"lastError,omitempty"`
 	// LastAttempt and LastDelivered are zero when there was none.
 	LastAttempt   time.Time `json:"lastAttemptTime,omitzero"`
