@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/a2a/a2apush"
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/a2a/cardsig"
 	"novaos.dev/novaos/agent"
@@ -105,6 +106,14 @@ type Options struct {
 	// same file. With TaskStore set and no PushKeyFile, secrets are stored
 	// as the given PushConfigStore keeps them.
 	PushKeyFile string
+	// PushDelivery tunes the delivery of push notifications (timeouts,
+	// retries, concurrency, …; zero fields mean a2apush's defaults). Its
+	// Policy, Signer, Issuer, Open and Logger are the server's: the
+	// PushURLPolicy, the token issuer, the push key. Notifications are
+	// delivered whenever push configs are stored in the database (or in
+	// a PushConfigStore that is an a2asrv.PushOutbox), and only then do
+	// the agents' cards say pushNotifications: true.
+	PushDelivery a2apush.Options
 
 	// Limits bound connections, request bodies and the body bytes in
 	// flight across the server (see httpapi.Limits; zero fields mean its
@@ -144,11 +153,12 @@ type Options struct {
 // eventually Shutdown it; a Server is not restarted after Shutdown (create
 // a new one on the same database instead).
 type Server struct {
-	opts  Options
-	log   *slog.Logger
-	db    database
-	tasks a2asrv.TaskStore
-	push  a2asrv.PushConfigStore
+	opts   Options
+	log    *slog.Logger
+	db     database
+	tasks  a2asrv.TaskStore
+	push   a2asrv.PushConfigStore
+	pusher *a2apush.Deliverer // push.go; nil without an outbox
 
 	mu       sync.Mutex
 	started  bool
@@ -189,6 +199,7 @@ type hostedAgent struct {
 type database interface {
 	TaskStore() a2asrv.TaskStore
 	PushConfigStore() a2asrv.PushConfigStore
+	PushOutbox() a2asrv.PushOutbox
 	Close() error
 }
 
