@@ -140,8 +140,10 @@ func (e *env) until(id string, ok func(*a2asrv.PushDeliveryState) bool) *a2asrv.
 	}
 }
 
-func dead(st *a2asrv.PushDeliveryState) bool      { return st.State == a2asrv.PushStateDead }
-func delivered(st *a2asrv.PushDeliveryState) bool { return st.Pending == 0 && !st.LastDelivered.IsZero() }
+func dead(st *a2asrv.PushDeliveryState) bool { return st.State == a2asrv.PushStateDead }
+func delivered(st *a2asrv.PushDeliveryState) bool {
+	return st.Pending == 0 && !st.LastDelivered.IsZero()
+}
 
 // request is one request a receiver got, as it came.
 type request struct {
