@@ -40,7 +40,7 @@ func ExamplePushHandler() {
 	defer cancel()
 	tasks := a2asrv.NewMemoryTaskStore(nil)
 	push := tasks.PushConfigStore()
-	d, _ := a2apush.New(push, &a2apush.Options{
+	d, _ := a2apush.New(tasks.PushOutbox(), &a2apush.Options{
 		Policy: &netguard.Policy{AllowLoopback: true},
 		Signer: keySigner{key}, Issuer: "https://agent.example",
 	})

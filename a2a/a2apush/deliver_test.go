@@ -58,7 +58,7 @@ func newEnv(t *testing.T, o a2apush.Options) *env {
 	if o.PollInterval == 0 {
 		o.PollInterval = 10 * time.Millisecond
 	}
-	if e.d, err = a2apush.New(e.push, &o); err != nil {
+	if e.d, err = a2apush.New(e.tasks.PushOutbox(), &o); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

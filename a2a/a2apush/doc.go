@@ -3,9 +3,10 @@
 // (a2asrv.PushOutbox) and POSTs each notification, a StreamResponse, to its
 // config's webhook.
 //
-//	tasks := a2asrv.NewMemoryTaskStore(nil) // or a store/sqlite, store/postgres DB
-//	push := tasks.PushConfigStore()         // db.PushConfigStore(), db.PushOutbox()
-//	d, err := a2apush.New(push, &a2apush.Options{Signer: issuer, Issuer: baseURL})
+//	tasks := a2asrv.NewMemoryTaskStore(nil) // or a store/sqlite, store/postgres DB:
+//	push := tasks.PushConfigStore()         // db.PushConfigStore(),
+//	outbox := tasks.PushOutbox()            // db.PushOutbox()
+//	d, err := a2apush.New(outbox, &a2apush.Options{Signer: issuer, Issuer: baseURL})
 //	go d.Run(ctx) // until ctx ends
 //	h := a2asrv.NewHandler(card, exec, &a2asrv.Options{TaskStore: tasks, PushConfigStore: push})
 //

@@ -26,7 +26,7 @@ func Example() {
 	defer cancel()
 	tasks := a2asrv.NewMemoryTaskStore(nil)
 	push := tasks.PushConfigStore()
-	d, err := a2apush.New(push, &a2apush.Options{
+	d, err := a2apush.New(tasks.PushOutbox(), &a2apush.Options{
 		Policy: &netguard.Policy{AllowLoopback: true}, // the receiver is on this machine
 	})
 	if err != nil {

@@ -11,9 +11,17 @@ import (
 )
 
 var (
-	_ PushOutbox        = (*MemoryPushConfigStore)(nil)
+	_ PushOutbox        = memOutbox{}
 	_ PushDeliveryStore = (*MemoryPushConfigStore)(nil)
 )
+
+// memOutbox is the outbox of a MemoryPushConfigStore joined to a task
+// store; a store of configs only has none.
+type memOutbox struct{ s *MemoryPushConfigStore }
+
+// PushOutbox returns the outbox the task store's writes fill for the
+// configs of PushConfigStore, for a deliverer (package a2a/a2apush).
+func (s *MemoryTaskStore) PushOutbox() PushOutbox { return memOutbox{s.PushConfigStore()} }
 
 // memStream is a config's delivery state and its pending notifications.
 type memStream struct {
@@ -35,8 +43,8 @@ type memNote struct {
 
 // PushConfigStore returns the push-config store joined to this task store:
 // every Create, Update and Append of a task queues its notifications for
-// the task's configs there, in the same step as the write, and the store
-// is a PushOutbox a deliverer drains (package a2a/a2apush). Calls return
+// the task's configs there, in the same step as the write, for a
+// deliverer to drain (PushOutbox). Calls return
 // the same store. Its notifications live in process memory: they do not
 // survive a restart, unlike a database's (store/sqlite, store/postgres).
 // At most MemoryOptions.MaxPushQueued are held; a config whose
@@ -148,7 +156,8 @@ func (s *MemoryPushConfigStore) dropTask(scope Scope, taskID string) {
 
 // ClaimPush implements PushOutbox. It scans every config, which is fine
 // at the sizes the store is bounded to.
-func (s *MemoryPushConfigStore) ClaimPush(ctx context.Context, now time.Time, max int, lease time.Duration) ([]*PushDelivery, error) {
+func (o memOutbox) ClaimPush(ctx context.Context, now time.Time, max int, lease time.Duration) ([]*PushDelivery, error) {
+	s := o.s
 	if max <= 0 {
 		return nil, nil
 	}
@@ -182,7 +191,8 @@ func (s *MemoryPushConfigStore) ClaimPush(ctx context.Context, now time.Time, ma
 }
 
 // SettlePush implements PushOutbox.
-func (s *MemoryPushConfigStore) SettlePush(ctx context.Context, d *PushDelivery, st PushSettlement) error {
+func (o memOutbox) SettlePush(ctx context.Context, d *PushDelivery, st PushSettlement) error {
+	s := o.s
 	st, err := st.Normalize()
 	if err != nil {
 		return err

@@ -29,8 +29,7 @@ func TestMemoryPushConfigStoreContract(t *testing.T) {
 func TestMemoryPushOutboxContract(t *testing.T) {
 	storetest.TestPushOutbox(t, func(t *testing.T) storetest.PushStores {
 		tasks := a2asrv.NewMemoryTaskStore(nil)
-		push := tasks.PushConfigStore()
-		return storetest.PushStores{Tasks: tasks, Configs: push, Outbox: push}
+		return storetest.PushStores{Tasks: tasks, Configs: tasks.PushConfigStore(), Outbox: tasks.PushOutbox()}
 	})
 }
 

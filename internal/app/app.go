@@ -60,6 +60,10 @@ type Options struct {
 	// PushConfigStore keeps push-notification configs when TaskStore is
 	// overridden; nil then means push configs are not supported.
 	PushConfigStore a2asrv.PushConfigStore
+	// PushOutbox, with TaskStore and PushConfigStore, is the outbox their
+	// writes fill (a2asrv.MemoryTaskStore.PushOutbox); nil means push
+	// notifications are not sent.
+	PushOutbox a2asrv.PushOutbox
 	// TCKStreamingTimeout is the delay unit of the tck agent's slow
 	// scenarios; it must match the conformance kit's TCK_STREAMING_TIMEOUT
 	// (default builtin.DefaultStreamingTimeout, 2s).
@@ -110,9 +114,9 @@ type Options struct {
 	// retries, concurrency, …; zero fields mean a2apush's defaults). Its
 	// Policy, Signer, Issuer, Open and Logger are the server's: the
 	// PushURLPolicy, the token issuer, the push key. Notifications are
-	// delivered whenever push configs are stored in the database (or in
-	// a PushConfigStore that is an a2asrv.PushOutbox), and only then do
-	// the agents' cards say pushNotifications: true.
+	// delivered whenever push configs are stored in the database (or
+	// Options.PushOutbox is set), and only then do the agents' cards say
+	// pushNotifications: true.
 	PushDelivery a2apush.Options
 
 	// Limits bound connections, request bodies and the body bytes in

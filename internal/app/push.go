@@ -17,16 +17,15 @@ import (
 // are found at its next poll.
 
 // pushOutbox is the outbox of the stores in use: the database's, or the
-// caller's PushConfigStore when it is one (a2asrv.MemoryTaskStore's).
+// caller's Options.PushOutbox.
 func (s *Server) pushOutbox() a2asrv.PushOutbox {
-	if s.push == nil {
+	switch {
+	case s.push == nil:
 		return nil
-	}
-	if s.db != nil {
+	case s.db != nil:
 		return s.db.PushOutbox()
 	}
-	o, _ := s.push.(a2asrv.PushOutbox)
-	return o
+	return s.opts.PushOutbox
 }
 
 // startPushDelivery starts the deliverer when there is an outbox; cards
