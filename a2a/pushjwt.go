@@ -37,8 +37,8 @@ type PushClaims struct {
 	TaskID   string `json:"taskId"`
 	ConfigID string `json:"configId"`
 	// NotificationID is the same for every attempt at one notification,
-	// so a receiver can drop a duplicate delivery (delivery is at least
-	// once).
+	// and never another's of the same server (database), so a receiver
+	// can drop a duplicate delivery (delivery is at least once).
 	NotificationID string `json:"notificationId"`
 	// BodySHA256 is the base64url (unpadded) SHA-256 of the exact body
 	// bytes sent.

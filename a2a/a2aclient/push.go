@@ -2,6 +2,7 @@ package a2aclient
 
 import (
 	"context"
+	"crypto"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
@@ -17,7 +18,6 @@ import (
 	"github.com/go-jose/go-jose/v4"
 
 	"novaos.dev/novaos/a2a"
-	"novaos.dev/novaos/identity"
 )
 
 // Push-notification receiving: a webhook's check that a notification came
@@ -82,23 +82,45 @@ type PushVerifierOptions struct {
 // act twice keeps it.
 type PushVerifier struct {
 	issuer string
-	keys   identity.KeySource
+	key    func(ctx context.Context, kid string) (PushKey, error)
 	opts   PushVerifierOptions
 
 	mu   sync.Mutex
 	seen map[string]int64 // jti → expiry (unix seconds)
 }
 
+// PushKey is a public key a notification's JWT is checked with;
+// *cardsig.Key is one.
+type PushKey interface {
+	PublicKey() crypto.PublicKey
+	Algorithm() string
+}
+
+// PushKeys finds the key a JWT's kid names. An identity.KeySource
+// (identity.JWKS, identity.StaticKeys) is one, with K *cardsig.Key. (The
+// client names no key type of its own, so that a program that only calls
+// agents does not link a key-set fetcher.)
+type PushKeys[K PushKey] interface {
+	Key(ctx context.Context, kid string) (K, error)
+}
+
 // NewPushVerifier returns a verifier of the notifications issuer (the agent
 // server's base URL, the JWT's iss) sends, with keys from keys: usually
 // identity.NewJWKS(identity.JWKSURL(issuer), …), the server's
 // /.well-known/jwks.json, fetched and cached. opts may be nil.
-func NewPushVerifier(issuer string, keys identity.KeySource, opts *PushVerifierOptions) (*PushVerifier, error) {
+func NewPushVerifier[K PushKey](issuer string, keys PushKeys[K], opts *PushVerifierOptions) (*PushVerifier, error) {
 	if issuer == "" {
 		return nil, errors.New("a2aclient: push verifier: the issuer is required")
 	}
 	if keys == nil {
 		return nil, errors.New("a2aclient: push verifier: no key source")
+	}
+	key := func(ctx context.Context, kid string) (PushKey, error) {
+		k, err := keys.Key(ctx, kid)
+		if err != nil {
+			return nil, err
+		}
+		return k, nil
 	}
 	var o PushVerifierOptions
 	if opts != nil {
@@ -119,7 +141,7 @@ func NewPushVerifier(issuer string, keys identity.KeySource, opts *PushVerifierO
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &PushVerifier{issuer: issuer, keys: keys, opts: o, seen: make(map[string]int64)}, nil
+	return &PushVerifier{issuer: issuer, key: key, opts: o, seen: make(map[string]int64)}, nil
 }
 
 // PushNotification is a verified notification.
@@ -137,8 +159,8 @@ var pushAlgorithms = []jose.SignatureAlgorithm{jose.EdDSA, jose.ES256, jose.RS25
 func (v *PushVerifier) Verify(r *http.Request) (*PushNotification, error) {
 	token := r.Header.Get(a2a.HeaderPushSignature)
 	if token == "" {
-		if t, ok := identity.BearerToken(r.Header); ok {
-			token = t
+		if scheme, t, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
+			token = strings.TrimSpace(t)
 		}
 	}
 	if token == "" {
@@ -169,7 +191,7 @@ func (v *PushVerifier) verify(ctx context.Context, token string, body []byte) (*
 	if h.KeyID == "" {
 		return nil, pushRejected("the token names no key")
 	}
-	key, err := v.keys.Key(ctx, h.KeyID)
+	key, err := v.key(ctx, h.KeyID)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrPushRejected, err)
 	}

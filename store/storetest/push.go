@@ -205,6 +205,14 @@ func testPushHeadOnly(t *testing.T, s PushStores) {
 	if len(ds2) != 1 || noteOf(t, ds2[0]).Kind != "status" || ds2[0].Seq <= ds[0].Seq {
 		t.Fatalf("after the head was delivered: want the next notification, got %d", len(ds2))
 	}
+	// Receivers tell repeats by seq: one is never used again, even once
+	// every notification before it is delivered and gone.
+	settle(t, s, ds2[0], a2asrv.PushDelivered, time.Time{}, "")
+	mustAppend(t, s.Tasks, alice, "t1", 2, nil, statusEvent("t1", a2a.TaskStateCompleted, 2*time.Second, ""))
+	ds3 := claim(t, s, later(), 10)
+	if len(ds3) != 1 || ds3[0].Seq <= ds2[0].Seq {
+		t.Fatalf("a notification after the outbox emptied: want a seq above %d, got %d heads", ds2[0].Seq, len(ds3))
+	}
 }
 
 func testPushLease(t *testing.T, s PushStores) {

@@ -21,8 +21,11 @@ CREATE INDEX a2a_push_configs_due ON a2a_push_configs (due_ms) WHERE due_ms IS N
 -- The notifications a task write queued, in the transaction of the write:
 -- one row per (active config of the task) x (StreamResponse the write
 -- produced). seq orders them; a stream's rows are delivered in seq order.
+-- AUTOINCREMENT: a seq is never used twice, even after the newest rows are
+-- delivered and deleted, because receivers tell repeats by it (the JWT's
+-- notificationId).
 CREATE TABLE a2a_push_outbox (
-    seq       INTEGER NOT NULL PRIMARY KEY,
+    seq       INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,
     tenant    TEXT    NOT NULL,
     owner     TEXT    NOT NULL,
     task_id   TEXT    NOT NULL,
