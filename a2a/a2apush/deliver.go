@@ -242,34 +242,45 @@ func (d *Deliverer) Run(ctx context.Context) error {
 	}
 }
 
-// deliver makes one attempt at del and records its outcome.
+// maxRun bounds the notifications of one stream delivered under one
+// claim, so streams with much pending take turns with the others.
+const maxRun = 32
+
+// deliver makes one attempt at del and records its outcome, then goes on
+// with the stream's next notification while there is one (at most maxRun).
 func (d *Deliverer) deliver(ctx context.Context, del *a2asrv.PushDelivery) {
-	st := d.attempt(ctx, del)
-	log := d.opts.Logger.With("task_id", del.Config.TaskID, "config_id", del.Config.ID, "seq", del.Seq, "attempt", del.Attempts+1)
-	if ctx.Err() != nil {
-		// Shutting down: whatever happened, let the next process (or
-		// this one, started again) try at once.
-		st = a2asrv.PushSettlement{Outcome: a2asrv.PushRetry, At: d.opts.Now(), Next: d.opts.Now(), Error: "interrupted by shutdown"}
-	}
-	switch st.Outcome {
-	case a2asrv.PushDelivered:
-		log.Debug("a2apush: delivered")
-	case a2asrv.PushRetry:
-		log.Info("a2apush: delivery failed; will retry", "err", st.Error, "next", st.Next)
-	case a2asrv.PushDead:
-		log.Warn("a2apush: delivery given up; the config is dead-lettered", "err", st.Error)
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	if err := d.outbox.SettlePush(sctx, del, st); err != nil {
-		if errors.Is(err, a2asrv.ErrPushLeaseLost) {
+	for run := 1; del != nil; run++ {
+		st := d.attempt(ctx, del)
+		log := d.opts.Logger.With("task_id", del.Config.TaskID, "config_id", del.Config.ID, "seq", del.Seq, "attempt", del.Attempts+1)
+		if ctx.Err() != nil {
+			// Shutting down: whatever happened, let the next process
+			// (or this one, started again) try at once.
+			st = a2asrv.PushSettlement{Outcome: a2asrv.PushRetry, At: d.opts.Now(), Next: d.opts.Now(), Error: "interrupted by shutdown"}
+		}
+		switch st.Outcome {
+		case a2asrv.PushDelivered:
+			log.Debug("a2apush: delivered")
+			if run < maxRun {
+				st.Continue = d.opts.Lease
+			}
+		case a2asrv.PushRetry:
+			log.Info("a2apush: delivery failed; will retry", "err", st.Error, "next", st.Next)
+		case a2asrv.PushDead:
+			log.Warn("a2apush: delivery given up; the config is dead-lettered", "err", st.Error)
+		}
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		next, err := d.outbox.SettlePush(sctx, del, st)
+		cancel()
+		switch {
+		case errors.Is(err, a2asrv.ErrPushLeaseLost):
 			log.Info("a2apush: the notification was claimed again meanwhile; the outcome is not recorded", "err", err)
-		} else {
+		case err != nil:
 			log.Error("a2apush: record delivery outcome", "err", err)
 		}
-	}
-	if st.Outcome == a2asrv.PushDelivered {
-		d.Wake() // the stream's next notification is due
+		if st.Outcome == a2asrv.PushDelivered && next == nil {
+			d.Wake() // the stream's next notification may be due
+		}
+		del = next
 	}
 }
 

@@ -191,21 +191,21 @@ func (o memOutbox) ClaimPush(ctx context.Context, now time.Time, max int, lease 
 }
 
 // SettlePush implements PushOutbox.
-func (o memOutbox) SettlePush(ctx context.Context, d *PushDelivery, st PushSettlement) error {
+func (o memOutbox) SettlePush(ctx context.Context, d *PushDelivery, st PushSettlement) (*PushDelivery, error) {
 	s := o.s
 	st, err := st.Normalize()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.byTask[memTaskKey{d.Scope, d.Config.TaskID}][d.Config.ID]
 	if !ok {
-		return fmt.Errorf("a2asrv: memory: settle push notification: %w", ErrPushLeaseLost)
+		return nil, fmt.Errorf("a2asrv: memory: settle push notification: %w", ErrPushLeaseLost)
 	}
 	m := e.Value.(*memConfig)
 	if m.stream.lease != d.Lease || m.stream.state != PushStateActive || len(m.stream.notes) == 0 {
-		return fmt.Errorf("a2asrv: memory: settle push notification: %w", ErrPushLeaseLost)
+		return nil, fmt.Errorf("a2asrv: memory: settle push notification: %w", ErrPushLeaseLost)
 	}
 	m.stream.lease, m.stream.lastAttempt = "", st.At
 	switch st.Outcome {
@@ -214,8 +214,14 @@ func (o memOutbox) SettlePush(ctx context.Context, d *PushDelivery, st PushSettl
 		s.queued--
 		m.stream.attempts, m.stream.lastErr, m.stream.lastDelivered = 0, "", st.At
 		m.stream.due = time.Time{}
-		if len(m.stream.notes) > 0 {
-			m.stream.due = st.At
+		if len(m.stream.notes) == 0 {
+			return nil, nil
+		}
+		m.stream.due = st.At
+		if st.Continue > 0 {
+			m.stream.due, m.stream.lease = st.At.Add(st.Continue), d.Lease
+			head := m.stream.notes[0]
+			return &PushDelivery{Scope: d.Scope, Config: d.Config, Seq: head.seq, Body: head.body, Queued: head.queued, Lease: d.Lease}, nil
 		}
 	case PushRetry:
 		m.stream.attempts++
@@ -224,7 +230,7 @@ func (o memOutbox) SettlePush(ctx context.Context, d *PushDelivery, st PushSettl
 		m.stream.attempts++
 		s.killLocked(m, st.At, st.Error)
 	}
-	return nil
+	return nil, nil
 }
 
 // PushDeliveryState implements PushDeliveryStore.

@@ -127,7 +127,12 @@ type PushOutbox interface {
 	// error matching ErrPushLeaseLost, and changes nothing, when the
 	// stream's lease is no longer d's (it ran out and another claim took
 	// the stream, or the config was replaced or deleted meanwhile).
-	SettlePush(ctx context.Context, d *PushDelivery, s PushSettlement) error
+	//
+	// When d was delivered and s.Continue is positive, the stream's next
+	// notification, if one is pending, stays leased to the caller, now
+	// for s.Continue, and is returned: the deliverer goes on with the
+	// stream without a claim of its own. Otherwise it returns nil.
+	SettlePush(ctx context.Context, d *PushDelivery, s PushSettlement) (*PushDelivery, error)
 }
 
 // PushDelivery is the head of one stream, leased to a deliverer.
@@ -172,6 +177,9 @@ type PushSettlement struct {
 	// which GetTaskPushNotificationConfig may show, so it must carry no
 	// secret (no URL query, no credentials).
 	Error string
+	// Continue, for PushDelivered, asks for the stream's next
+	// notification under a lease this long (see SettlePush).
+	Continue time.Duration
 }
 
 // ErrPushLeaseLost is returned by SettlePush for a lease that is no longer
@@ -217,6 +225,11 @@ func (s PushSettlement) Normalize() (PushSettlement, error) {
 		return s, errors.New("a2asrv: push settlement: no attempt time")
 	case s.Outcome == PushRetry && s.Next.IsZero():
 		return s, errors.New("a2asrv: push settlement: a retry without a time")
+	case s.Continue < 0:
+		return s, errors.New("a2asrv: push settlement: a negative lease")
+	}
+	if s.Outcome != PushDelivered {
+		s.Continue = 0
 	}
 	if len(s.Error) > MaxPushError {
 		cut := MaxPushError

@@ -223,28 +223,57 @@ func (s *pushConfigStore) ClaimPush(ctx context.Context, now time.Time, max int,
 	return out, nil
 }
 
-func (s *pushConfigStore) SettlePush(ctx context.Context, d *a2asrv.PushDelivery, st a2asrv.PushSettlement) error {
+func (s *pushConfigStore) SettlePush(ctx context.Context, d *a2asrv.PushDelivery, st a2asrv.PushSettlement) (*a2asrv.PushDelivery, error) {
 	st, err := st.Normalize()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	at := st.At.UnixMilli()
 	const where = ` WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id = $4 AND lease = $5 AND state = 'active'`
 	key := []any{d.Scope.Tenant, d.Scope.Owner, d.Config.TaskID, d.Config.ID, d.Lease}
-	var settled bool
+	var (
+		settled bool
+		next    *a2asrv.PushDelivery
+	)
 	switch st.Outcome {
 	case a2asrv.PushDelivered:
-		// The head is deleted by its seq, which needs no later snapshot.
+		due, lease := at, ""
+		if st.Continue > 0 {
+			due, lease = st.At.Add(st.Continue).UnixMilli(), d.Lease
+		}
+		// The head is deleted by its seq, which needs no later snapshot;
+		// the next one is read in this statement's snapshot, which may
+		// miss one committed just before the lock (then it is released).
+		var (
+			pending *int64
+			seq     *int64
+			queued  *int64
+			body    []byte
+		)
 		err = s.db.pool.QueryRow(ctx, `
 			WITH u AS (
 				UPDATE a2a_push_configs SET pending = pending - 1,
-					due_ms = CASE WHEN pending > 1 THEN $6::bigint END, lease = '', attempts = 0, last_error = '',
-					last_attempt_ms = $6, last_delivered_ms = $6`+where+`
-				RETURNING 1
+					due_ms = CASE WHEN pending > 1 THEN $6::bigint END,
+					lease = CASE WHEN pending > 1 THEN $7 ELSE '' END,
+					attempts = 0, last_error = '', last_attempt_ms = $8, last_delivered_ms = $8`+where+`
+				RETURNING pending
 			), d AS (
-				DELETE FROM a2a_push_outbox WHERE seq = $7 AND EXISTS (SELECT 1 FROM u)
+				DELETE FROM a2a_push_outbox WHERE seq = $9 AND EXISTS (SELECT 1 FROM u)
 			)
-			SELECT EXISTS (SELECT 1 FROM u)`, append(key, at, d.Seq)...).Scan(&settled)
+			SELECT (SELECT pending FROM u), n.seq, n.queued_ms, n.body FROM (SELECT 1) one
+			LEFT JOIN LATERAL (
+				SELECT seq, queued_ms, body FROM a2a_push_outbox o
+				WHERE $7 <> '' AND o.task_id = $3 AND o.tenant = $1 AND o.owner = $2 AND o.config_id = $4 AND o.seq > $9
+				ORDER BY seq LIMIT 1) n ON true`,
+			append(key, due, lease, at, d.Seq)...).Scan(&pending, &seq, &queued, &body)
+		settled = err == nil && pending != nil
+		switch {
+		case !settled || lease == "" || *pending == 0:
+		case seq != nil:
+			next = &a2asrv.PushDelivery{Scope: d.Scope, Config: d.Config, Seq: *seq, Queued: time.UnixMilli(*queued), Body: body, Lease: d.Lease}
+		default:
+			_, err = s.db.pool.Exec(ctx, `UPDATE a2a_push_configs SET due_ms = $6, lease = ''`+where, append(key, at)...)
+		}
 	case a2asrv.PushRetry:
 		var tag interface{ RowsAffected() int64 }
 		tag, err = s.db.pool.Exec(ctx, `UPDATE a2a_push_configs SET due_ms = $6, lease = '', attempts = attempts + 1,
@@ -273,9 +302,9 @@ func (s *pushConfigStore) SettlePush(ctx context.Context, d *a2asrv.PushDelivery
 		err = a2asrv.ErrPushLeaseLost
 	}
 	if err != nil {
-		return fmt.Errorf("postgres: settle push notification %s/%s: %w", d.Config.TaskID, d.Config.ID, err)
+		return nil, fmt.Errorf("postgres: settle push notification %s/%s: %w", d.Config.TaskID, d.Config.ID, err)
 	}
-	return nil
+	return next, nil
 }
 
 func (s *pushConfigStore) PushDeliveryState(ctx context.Context, scope a2asrv.Scope, taskID, id string) (*a2asrv.PushDeliveryState, error) {

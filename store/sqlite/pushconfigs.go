@@ -89,7 +89,7 @@ func (s *pushConfigStore) Delete(ctx context.Context, scope a2asrv.Scope, taskID
 			scope.Tenant, scope.Owner, taskID, id); err != nil {
 			return err
 		}
-		return dropStream(tx, scope, taskID, id)
+		return dropStream(s.db.wr, tx, scope, taskID, id)
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: delete push config %s/%s: %w", taskID, id, err)

@@ -28,8 +28,8 @@ const (
 	deleteEventsSQL = `DELETE FROM a2a_task_events WHERE task_id = ?`
 )
 
-var preparedWrites = []string{insertTaskSQL, rewriteTaskSQL, appendStatusSQL, appendSQL, insertEventSQL, deleteEventsSQL,
-	markPushSQL, queuePushSQL}
+var preparedWrites = append([]string{insertTaskSQL, rewriteTaskSQL, appendStatusSQL, appendSQL, insertEventSQL, deleteEventsSQL},
+	pushWrites...)
 
 // TaskStore returns the database's task store.
 func (db *DB) TaskStore() a2asrv.TaskStore { return &taskStore{db} }

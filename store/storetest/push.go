@@ -36,6 +36,7 @@ func TestPushOutbox(t *testing.T, newStores func(t *testing.T) PushStores) {
 	t.Run("FailedWriteQueuesNothing", func(t *testing.T) { testPushAtomic(t, newStores(t)) })
 	t.Run("DeleteDrops", func(t *testing.T) { testPushDelete(t, newStores(t)) })
 	t.Run("BadSettlement", func(t *testing.T) { testPushBadSettlement(t, newStores(t)) })
+	t.Run("Continue", func(t *testing.T) { testPushContinue(t, newStores(t)) })
 }
 
 // Claims run at a time after every write a test made, with a lease long
@@ -55,7 +56,7 @@ func claim(t *testing.T, s PushStores, now time.Time, max int) []*a2asrv.PushDel
 
 func settle(t *testing.T, s PushStores, d *a2asrv.PushDelivery, o a2asrv.PushOutcome, next time.Time, msg string) {
 	t.Helper()
-	if err := s.Outbox.SettlePush(ctxT(t), d, a2asrv.PushSettlement{Outcome: o, At: time.Now(), Next: next, Error: msg}); err != nil {
+	if _, err := s.Outbox.SettlePush(ctxT(t), d, a2asrv.PushSettlement{Outcome: o, At: time.Now(), Next: next, Error: msg}); err != nil {
 		t.Fatalf("SettlePush(%s/%s #%d, %d): %v", d.Config.TaskID, d.Config.ID, d.Seq, o, err)
 	}
 }
@@ -230,7 +231,7 @@ func testPushLease(t *testing.T, s PushStores) {
 	if err != nil || len(second) != 1 || second[0].Seq != first[0].Seq {
 		t.Fatalf("after the lease ran out: want the same head again, got %d, %v", len(second), err)
 	}
-	err = s.Outbox.SettlePush(ctxT(t), first[0], a2asrv.PushSettlement{Outcome: a2asrv.PushDelivered, At: time.Now()})
+	_, err = s.Outbox.SettlePush(ctxT(t), first[0], a2asrv.PushSettlement{Outcome: a2asrv.PushDelivered, At: time.Now()})
 	if !errors.Is(err, a2asrv.ErrPushLeaseLost) {
 		t.Fatalf("settling a lapsed lease: got %v, want ErrPushLeaseLost", err)
 	}
@@ -399,8 +400,9 @@ func testPushBadSettlement(t *testing.T, s PushStores) {
 		{Outcome: 0, At: time.Now()},
 		{Outcome: a2asrv.PushDelivered},
 		{Outcome: a2asrv.PushRetry, At: time.Now()},
+		{Outcome: a2asrv.PushDelivered, At: time.Now(), Continue: -time.Second},
 	} {
-		if err := s.Outbox.SettlePush(ctxT(t), ds[0], st); err == nil {
+		if _, err := s.Outbox.SettlePush(ctxT(t), ds[0], st); err == nil {
 			t.Errorf("SettlePush(%+v) took it", st)
 		}
 	}
@@ -408,5 +410,47 @@ func testPushBadSettlement(t *testing.T, s PushStores) {
 	settle(t, s, ds[0], a2asrv.PushRetry, time.Now(), "é"+string(slices.Repeat([]byte("x"), 2*a2asrv.MaxPushError)))
 	if st := deliveryState(t, s, alice, "t1", "h1"); len(st.LastError) > a2asrv.MaxPushError || st.LastError[:2] != "é" {
 		t.Errorf("long error kept as %d bytes", len(st.LastError))
+	}
+}
+
+func testPushContinue(t *testing.T, s PushStores) {
+	mustCreate(t, s.Tasks, alice, task("t1", "c1", a2a.TaskStateSubmitted, 0))
+	mustPut(t, s.Configs, alice, hook("t1", "h1"))
+	mustAppend(t, s.Tasks, alice, "t1", 1, nil, statusEvent("t1", a2a.TaskStateWorking, time.Second, ""), chunkEvent("t1", "a1", "one", false))
+	ds := claim(t, s, later(), 10)
+	var got []note
+	d := ds[0]
+	for d != nil {
+		got = append(got, noteOf(t, d))
+		next, err := s.Outbox.SettlePush(ctxT(t), d, a2asrv.PushSettlement{Outcome: a2asrv.PushDelivered, At: time.Now(), Continue: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if next != nil {
+			if next.Lease != d.Lease || next.Seq <= d.Seq || next.Attempts != 0 {
+				t.Errorf("the next notification: lease kept %t, seq %d after %d, attempts %d", next.Lease == d.Lease, next.Seq, d.Seq, next.Attempts)
+			}
+			// Still leased: no claim sees the stream.
+			if again := claim(t, s, later(), 10); len(again) != 0 {
+				t.Fatal("a continued stream was claimed by another")
+			}
+		}
+		d = next
+	}
+	want := []note{
+		{Stream: "t1/h1", Kind: "task", State: "TASK_STATE_SUBMITTED"},
+		{Stream: "t1/h1", Kind: "status", State: "TASK_STATE_WORKING"},
+		{Stream: "t1/h1", Kind: "artifact", Text: "one"},
+	}
+	if diff := gocmp.Diff(want, got); diff != "" {
+		t.Errorf("notifications (-want +got):\n%s", diff)
+	}
+	if st := deliveryState(t, s, alice, "t1", "h1"); st.Pending != 0 || st.State != a2asrv.PushStateActive {
+		t.Errorf("after the run: %+v", st)
+	}
+	// The stream is free again: a new notification is claimable.
+	mustAppend(t, s.Tasks, alice, "t1", 3, nil, statusEvent("t1", a2a.TaskStateCompleted, 2*time.Second, ""))
+	if ds := claim(t, s, later(), 10); len(ds) != 1 {
+		t.Fatalf("after the run: %d claimable", len(ds))
 	}
 }
