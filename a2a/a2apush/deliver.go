@@ -67,8 +67,9 @@ type Options struct {
 	Issuer string
 	// Open returns the config to deliver to, given the config as the
 	// store holds it: where a caller keeps secrets sealed, it opens them.
-	// Nil uses the stored config as it is. An error dead-letters the
-	// stream: the notification cannot be sent as the client asked.
+	// Nil uses the stored config as it is. An error fails the attempt,
+	// which is retried like a connection error (another replica, with
+	// the right key, may succeed).
 	Open func(ctx context.Context, scope a2asrv.Scope, cfg *a2a.TaskPushNotificationConfig) (*a2a.TaskPushNotificationConfig, error)
 	// Timeout bounds one attempt, from connecting to the end of the
 	// response (DefaultTimeout; the spec recommends 10-30s);
@@ -294,13 +295,21 @@ func (d *Deliverer) attempt(ctx context.Context, del *a2asrv.PushDelivery) a2asr
 		return dead("gave up: the notification waited %s, more than %s", age.Round(time.Second), d.opts.MaxAge)
 	}
 	cfg := del.Config
+	var (
+		status     int
+		retryAfter time.Duration
+		err        error
+	)
 	if d.opts.Open != nil {
-		var err error
+		// Retried, not dead-lettered: a replica given the wrong key file
+		// must not give up streams another replica can deliver.
 		if cfg, err = d.opts.Open(ctx, del.Scope, del.Config); err != nil {
-			return dead("the config's credentials cannot be read: %v", err)
+			err = fmt.Errorf("the config's credentials cannot be read: %w", err)
 		}
 	}
-	status, retryAfter, err := d.post(ctx, del, cfg)
+	if err == nil {
+		status, retryAfter, err = d.post(ctx, del, cfg)
+	}
 	if err == nil && status >= 200 && status < 300 {
 		return a2asrv.PushSettlement{Outcome: a2asrv.PushDelivered, At: d.opts.Now()}
 	}

@@ -560,3 +560,29 @@ func TestResponseBodyIsCapped(t *testing.T) {
 	// A 2xx with a large body is a delivery.
 	e.until("t1", delivered)
 }
+
+func TestOpenFailureIsRetried(t *testing.T) {
+	var mu sync.Mutex
+	calls := 0
+	e := newEnv(t, a2apush.Options{Open: func(_ context.Context, _ a2asrv.Scope, cfg *a2a.TaskPushNotificationConfig) (*a2a.TaskPushNotificationConfig, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if calls++; calls == 1 {
+			return nil, errors.New("sealed with key 1234, this server has 5678")
+		}
+		c := *cfg
+		c.Token = "opened"
+		return &c, nil
+	}})
+	r := newReceiver(t, e, nil)
+	e.start("t1", r.srv.URL, nil)
+	r.wait(1)
+	if st := e.until("t1", delivered); st.State != a2asrv.PushStateActive {
+		t.Errorf("after a credentials failure: %+v", st)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.raw) != 1 || r.raw[0].header.Get(a2a.HeaderPushToken) != "opened" {
+		t.Errorf("%d requests; token %q", len(r.raw), r.raw[0].header.Get(a2a.HeaderPushToken))
+	}
+}
