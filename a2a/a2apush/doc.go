@@ -17,17 +17,19 @@
 // receiver sees them in the order the task was written. Several processes
 // may run a Deliverer on one database: a claim leases a stream, and a
 // process that dies leaves it to another once the lease runs out
-// (Options.Lease). A Deliverer that is stopped releases what it had in
-// flight at once. Wake, called after a task write, has the notification
+// (Options.Lease). A delivered notification's successor stays leased to
+// the same deliverer (a2asrv.PushSettlement.Continue, up to 32 in a row),
+// which costs one store write per notification. A Deliverer that is
+// stopped releases what it had in flight at once. Wake, called after a task write, has the notification
 // sent without waiting for the next poll.
 //
 // An attempt's outcome, from the HTTP status:
 //
 //   - 2xx: delivered.
-//   - 408, 425, 429, 5xx, a timeout or a connection error: tried again
-//     after an exponential backoff with jitter, capped at
-//     Options.BackoffMax, or after the receiver's Retry-After when that is
-//     longer (capped too).
+//   - 408, 425, 429, 5xx, a timeout or a connection error (or a config
+//     whose credentials Options.Open cannot read): tried again after an
+//     exponential backoff with jitter, capped at Options.BackoffMax, or
+//     after the receiver's Retry-After when that is longer (capped too).
 //   - Any other status (3xx, since redirects are not followed; 4xx): the
 //     receiver refused it and would refuse it again, so the stream is
 //     dead-lettered at once.
