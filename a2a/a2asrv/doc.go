@@ -225,8 +225,13 @@
 //   - referenceTaskIds resolve only within the message's contextId; others
 //     are passed to the executor as unresolved, never leaked.
 //   - Push configs are stored and served (credentials are write-only and
-//     never returned); delivering webhooks is the platform's job, not this
-//     handler's. Without a PushConfigStore the four methods answer -32003.
+//     never returned). Delivering webhooks is not this handler's job: a
+//     store that keeps an outbox (PushOutbox; MemoryTaskStore.PushOutbox,
+//     or a database's) queues every task write's notifications in the
+//     write, and package a2a/a2apush delivers them, at least once and in
+//     order per config. Storing a config queues the task as it then
+//     stands first (A2A says nothing of a config's first notification).
+//     Without a PushConfigStore the four methods answer -32003.
 //   - A webhook URL is checked when it is stored, by CreateTaskPushNotification
 //     Config and inline in SendMessage's configuration, against
 //     Options.PushURLPolicy (a netguard.Policy): an absolute http(s) URL of
@@ -235,9 +240,8 @@
 //     metadata addresses (also inside IPv6 forms such as NAT64 or 6to4) are
 //     refused with -32602. nil is the strict default because the handler
 //     cannot know where it listens; a server on loopback may pass
-//     AllowLoopback. Names are not resolved here: whatever delivers the
-//     webhooks dials through netguard.Policy.Dialer, which checks the
-//     resolved address.
+//     AllowLoopback. Names are not resolved here: a2apush resolves them
+//     at every delivery and checks each address it would dial.
 //   - Task ids of other callers (Options.Identify's Scope) are "not found"
 //     on every path, checked inside the store.
 //

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2astore"
@@ -21,9 +22,20 @@ type MemoryOptions struct {
 	// MaxPushConfigs is how many configs a MemoryPushConfigStore keeps
 	// (default 10000), evicted the same way.
 	MaxPushConfigs int
+	// MaxPushQueued bounds the push notifications a MemoryTaskStore's
+	// config store holds undelivered (default 10000). A config whose
+	// notification would not fit is dead-lettered.
+	MaxPushQueued int
 }
 
 const defaultMemoryLimit = 10000
+
+func (o *MemoryOptions) queueLimit() int {
+	if o != nil && o.MaxPushQueued > 0 {
+		return o.MaxPushQueued
+	}
+	return defaultMemoryLimit
+}
 
 func (o *MemoryOptions) limits() (tasks, configs int) {
 	tasks, configs = defaultMemoryLimit, defaultMemoryLimit
@@ -52,7 +64,11 @@ var (
 // is still being worked on is written often, so in practice eviction takes
 // finished tasks first.
 type MemoryTaskStore struct {
-	max int
+	max  int
+	opts *MemoryOptions
+
+	pushOnce sync.Once
+	push     *MemoryPushConfigStore // set by PushConfigStore, then fixed
 
 	mu   sync.RWMutex
 	byID map[string]*list.Element // of *memTask
@@ -77,7 +93,7 @@ type memTask struct {
 // NewMemoryTaskStore returns an empty store; opts may be nil.
 func NewMemoryTaskStore(opts *MemoryOptions) *MemoryTaskStore {
 	max, _ := opts.limits()
-	return &MemoryTaskStore{max: max, byID: make(map[string]*list.Element)}
+	return &MemoryTaskStore{max: max, opts: opts, byID: make(map[string]*list.Element)}
 }
 
 func encodeMemTask(scope Scope, task *a2a.Task, v Version) (*memTask, error) {
@@ -130,6 +146,7 @@ func (s *MemoryTaskStore) Create(ctx context.Context, scope Scope, task *a2a.Tas
 		old := s.lru.Remove(s.lru.Back()).(*memTask)
 		delete(s.byID, old.id)
 	}
+	s.queuePush(scope, m.id, taskNotes(m.body))
 	return m.version, nil
 }
 
@@ -169,6 +186,7 @@ func (s *MemoryTaskStore) Update(ctx context.Context, scope Scope, task *a2a.Tas
 	}
 	e.Value = m
 	s.lru.MoveToFront(e)
+	s.queuePush(scope, m.id, taskNotes(m.body))
 	return m.version, nil
 }
 
@@ -200,6 +218,7 @@ func (s *MemoryTaskStore) Append(ctx context.Context, scope Scope, id string, pr
 	}
 	e.Value = &next
 	s.lru.MoveToFront(e)
+	s.queuePush(scope, id, func() ([][]byte, error) { return a2astore.AppendNotifications(events, bodies) })
 	return next.version, nil
 }
 
@@ -210,6 +229,9 @@ func (s *MemoryTaskStore) Delete(ctx context.Context, scope Scope, id string) er
 	if e, ok := s.byID[id]; ok && e.Value.(*memTask).scope == scope {
 		s.lru.Remove(e)
 		delete(s.byID, id)
+		if s.push != nil {
+			s.push.dropTask(scope, id)
+		}
 	}
 	return nil
 }
@@ -279,6 +301,13 @@ func (s *MemoryTaskStore) List(ctx context.Context, scope Scope, q ListQuery) (*
 // least recently is evicted.
 type MemoryPushConfigStore struct {
 	max int
+	// tasks is the task store whose writes queue notifications to this
+	// store's configs (MemoryTaskStore.PushConfigStore); nil for a store
+	// of configs only.
+	tasks     *MemoryTaskStore
+	maxQueued int
+	queued    int // notifications held, under mu
+	seq       int64
 
 	mu     sync.RWMutex
 	byTask map[memTaskKey]map[string]*list.Element // of *memConfig
@@ -291,8 +320,9 @@ type memTaskKey struct {
 }
 
 type memConfig struct {
-	key memTaskKey
-	cfg a2a.TaskPushNotificationConfig // never modified once stored
+	key    memTaskKey
+	cfg    a2a.TaskPushNotificationConfig // never modified once stored
+	stream memStream                      // under the store's mu
 }
 
 // NewMemoryPushConfigStore returns an empty store; opts may be nil.
@@ -315,15 +345,33 @@ func (s *MemoryPushConfigStore) Put(ctx context.Context, scope Scope, cfg *a2a.T
 	if err := a2astore.ValidConfig(scope.Tenant, scope.Owner, cfg); err != nil {
 		return fmt.Errorf("a2asrv: memory: put push config: %w", err)
 	}
-	m := &memConfig{key: memTaskKey{scope, cfg.TaskID}, cfg: *copyPushConfig(cfg)}
+	m := &memConfig{key: memTaskKey{scope, cfg.TaskID}, cfg: *copyPushConfig(cfg), stream: memStream{state: PushStateActive}}
+	if s.tasks != nil {
+		// No task write between reading the task and storing the
+		// config: the task's writes hold this lock first.
+		s.tasks.mu.RLock()
+		defer s.tasks.mu.RUnlock()
+		if first, err := s.tasks.snapshotLocked(scope, cfg.TaskID); err != nil {
+			return fmt.Errorf("a2asrv: memory: put push config: %w", err)
+		} else if first != nil {
+			m.stream.notes = []memNote{{queued: time.Now(), body: first}}
+			m.stream.due = time.Now()
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.seq++
+	for i := range m.stream.notes {
+		m.stream.notes[i].seq = s.seq
+	}
 	byID := s.byTask[m.key]
 	if byID == nil {
 		byID = make(map[string]*list.Element)
 		s.byTask[m.key] = byID
 	}
+	s.queued += len(m.stream.notes)
 	if e, ok := byID[cfg.ID]; ok {
+		s.queued -= len(e.Value.(*memConfig).stream.notes)
 		e.Value = m
 		s.lru.MoveToFront(e)
 		return nil
@@ -337,6 +385,7 @@ func (s *MemoryPushConfigStore) Put(ctx context.Context, scope Scope, cfg *a2a.T
 
 func (s *MemoryPushConfigStore) removeLocked(e *list.Element) {
 	m := s.lru.Remove(e).(*memConfig)
+	s.queued -= len(m.stream.notes)
 	byID := s.byTask[m.key]
 	delete(byID, m.cfg.ID)
 	if len(byID) == 0 {

@@ -26,6 +26,13 @@ func TestMemoryPushConfigStoreContract(t *testing.T) {
 	})
 }
 
+func TestMemoryPushOutboxContract(t *testing.T) {
+	storetest.TestPushOutbox(t, func(t *testing.T) storetest.PushStores {
+		tasks := a2asrv.NewMemoryTaskStore(nil)
+		return storetest.PushStores{Tasks: tasks, Configs: tasks.PushConfigStore(), Outbox: tasks.PushOutbox()}
+	})
+}
+
 func memTask(id string) *a2a.Task {
 	return &a2a.Task{ID: id, Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}
 }

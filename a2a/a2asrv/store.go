@@ -3,9 +3,12 @@ package a2asrv
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/a2a/a2astore"
 )
 
 // Scope is who a request acts for. Stores enforce it on every path: a task
@@ -92,4 +95,151 @@ type PushConfigStore interface {
 	List(ctx context.Context, scope Scope, taskID string, pageSize int, pageToken string) ([]*a2a.TaskPushNotificationConfig, string, error)
 	// Delete removes a config; deleting a missing one is not an error.
 	Delete(ctx context.Context, scope Scope, taskID, id string) error
+}
+
+// Push-notification delivery. A store that keeps tasks and push configs
+// together can also keep the notifications a task write owes its configs
+// (an outbox), written in the same transaction as the task: then no update
+// is lost between the write and its delivery, even across a crash. The
+// in-memory stores do the same in memory (MemoryTaskStore.PushConfigStore),
+// without surviving a restart. A deliverer (package a2a/a2apush) drains it.
+//
+// What a write queues, for every active config of the task: Create and
+// Update queue the task as written (a StreamResponse with "task"); Append
+// queues each event as it was appended ("statusUpdate", "artifactUpdate"),
+// compacted or not. PushConfigStore.Put starts a config's stream afresh:
+// its pending notifications are dropped, it is made active again, and the
+// task as it stands is queued first, so a receiver always starts from a
+// whole task. Deleting a config or its task drops what it had pending.
+//
+// A config's notifications form one stream, delivered one at a time in the
+// order they were written: only a stream's oldest pending notification (its
+// head) is ever handed out, and only to one claimer at a time.
+
+// PushOutbox hands out due notifications to deliverers. Several deliverers
+// (replicas on one database) may share it: a claim leases a stream, and
+// another claim sees it again only after the lease ran out.
+type PushOutbox interface {
+	// ClaimPush leases up to max streams whose head is due at now, for
+	// lease, and returns their heads, the longest-waiting first.
+	ClaimPush(ctx context.Context, now time.Time, max int, lease time.Duration) ([]*PushDelivery, error)
+	// SettlePush records the outcome of delivering d. It returns an
+	// error matching ErrPushLeaseLost, and changes nothing, when the
+	// stream's lease is no longer d's (it ran out and another claim took
+	// the stream, or the config was replaced or deleted meanwhile).
+	//
+	// When d was delivered and s.Continue is positive, the stream's next
+	// notification, if one is pending, stays leased to the caller, now
+	// for s.Continue, and is returned: the deliverer goes on with the
+	// stream without a claim of its own. Otherwise it returns nil.
+	SettlePush(ctx context.Context, d *PushDelivery, s PushSettlement) (*PushDelivery, error)
+}
+
+// PushDelivery is the head of one stream, leased to a deliverer.
+type PushDelivery struct {
+	Scope Scope
+	// Config is the config as the store holds it (secrets as stored); its
+	// TaskID and ID name the stream.
+	Config *a2a.TaskPushNotificationConfig
+	// Seq orders the stream's notifications; it grows with every one
+	// queued in the store.
+	Seq int64
+	// Body is the StreamResponse to POST, as encoded when it was queued.
+	Body []byte
+	// Queued is when the notification was queued; Attempts how many times
+	// delivering it has failed so far.
+	Queued   time.Time
+	Attempts int
+	// Lease identifies the claim; SettlePush checks it.
+	Lease string
+}
+
+// PushOutcome is what became of one delivery attempt.
+type PushOutcome int
+
+const (
+	// PushDelivered: the receiver took the notification; the stream's
+	// next one is due at once.
+	PushDelivered PushOutcome = iota + 1
+	// PushRetry: the attempt failed; the head is due again at Next.
+	PushRetry
+	// PushDead: the stream is given up. Its pending notifications are
+	// dropped, and none is queued for it until its config is put again.
+	PushDead
+)
+
+// PushSettlement is the outcome of one attempt, for SettlePush.
+type PushSettlement struct {
+	Outcome PushOutcome
+	At      time.Time // when the attempt ended
+	Next    time.Time // PushRetry: when the head is due again
+	// Error says why the attempt failed: kept as the stream's last error,
+	// which GetTaskPushNotificationConfig may show, so it must carry no
+	// secret (no URL query, no credentials).
+	Error string
+	// Continue, for PushDelivered, asks for the stream's next
+	// notification under a lease this long (see SettlePush).
+	Continue time.Duration
+}
+
+// ErrPushLeaseLost is returned by SettlePush for a lease that is no longer
+// the stream's.
+var ErrPushLeaseLost = errors.New("a2asrv: push delivery lease lost")
+
+// Delivery states of a config's stream.
+const (
+	PushStateActive = "active"
+	PushStateDead   = "dead"
+)
+
+// PushDeliveryStore reads the delivery state of a config: a PushConfigStore
+// whose store keeps an outbox implements it.
+type PushDeliveryStore interface {
+	// PushDeliveryState returns the state of one config's stream, or
+	// ErrNotFound.
+	PushDeliveryState(ctx context.Context, scope Scope, taskID, id string) (*PushDeliveryState, error)
+}
+
+// PushDeliveryState is how delivery to one config stands.
+type PushDeliveryState struct {
+	State     string `json:"state"`    // PushStateActive or PushStateDead
+	Pending   int    `json:"pending"`  // notifications queued, not yet delivered
+	Attempts  int    `json:"attempts"` // failed attempts at the oldest pending one
+	LastError string `json:"lastError,omitempty"`
+	// LastAttempt and LastDelivered are zero when there was none.
+	LastAttempt   time.Time `json:"lastAttemptTime,omitzero"`
+	LastDelivered time.Time `json:"lastDeliveredTime,omitzero"`
+}
+
+// MaxPushError bounds the last error a store keeps for a stream.
+const MaxPushError = 512
+
+// Normalize checks a settlement before a store records it, and cuts its
+// Error to MaxPushError bytes (on a rune boundary; text a store cannot
+// hold is replaced).
+func (s PushSettlement) Normalize() (PushSettlement, error) {
+	switch {
+	case s.Outcome < PushDelivered || s.Outcome > PushDead:
+		return s, fmt.Errorf("a2asrv: push settlement: outcome %d", s.Outcome)
+	case s.At.IsZero():
+		return s, errors.New("a2asrv: push settlement: no attempt time")
+	case s.Outcome == PushRetry && s.Next.IsZero():
+		return s, errors.New("a2asrv: push settlement: a retry without a time")
+	case s.Continue < 0:
+		return s, errors.New("a2asrv: push settlement: a negative lease")
+	}
+	if s.Outcome != PushDelivered {
+		s.Continue = 0
+	}
+	if len(s.Error) > MaxPushError {
+		cut := MaxPushError
+		for cut > 0 && !utf8.RuneStart(s.Error[cut]) {
+			cut--
+		}
+		s.Error = s.Error[:cut]
+	}
+	if !a2astore.ValidText(s.Error) {
+		s.Error = "(unprintable error)"
+	}
+	return s, nil
 }

@@ -19,6 +19,7 @@ import (
 	memsvc "novaos.dev/novaos/internal/memory"
 
 	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/a2a/a2apush"
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/a2a/cardsig"
 	"novaos.dev/novaos/agent"
@@ -61,6 +62,10 @@ type Options struct {
 	// PushConfigStore keeps push-notification configs when TaskStore is
 	// overridden; nil then means push configs are not supported.
 	PushConfigStore a2asrv.PushConfigStore
+	// PushOutbox, with TaskStore and PushConfigStore, is the outbox their
+	// writes fill (a2asrv.MemoryTaskStore.PushOutbox); nil means push
+	// notifications are not sent.
+	PushOutbox a2asrv.PushOutbox
 	// TCKStreamingTimeout is the delay unit of the tck agent's slow
 	// scenarios; it must match the conformance kit's TCK_STREAMING_TIMEOUT
 	// (default builtin.DefaultStreamingTimeout, 2s).
@@ -107,6 +112,14 @@ type Options struct {
 	// same file. With TaskStore set and no PushKeyFile, secrets are stored
 	// as the given PushConfigStore keeps them.
 	PushKeyFile string
+	// PushDelivery tunes the delivery of push notifications (timeouts,
+	// retries, concurrency, …; zero fields mean a2apush's defaults). Its
+	// Policy, Signer, Issuer, Open and Logger are the server's: the
+	// PushURLPolicy, the token issuer, the push key. Notifications are
+	// delivered whenever push configs are stored in the database (or
+	// Options.PushOutbox is set), and only then do the agents' cards say
+	// pushNotifications: true.
+	PushDelivery a2apush.Options
 
 	// Limits bound connections, request bodies and the body bytes in
 	// flight across the server (see httpapi.Limits; zero fields mean its
@@ -164,11 +177,12 @@ type Options struct {
 // eventually Shutdown it; a Server is not restarted after Shutdown (create
 // a new one on the same database instead).
 type Server struct {
-	opts  Options
-	log   *slog.Logger
-	db    database
-	tasks a2asrv.TaskStore
-	push  a2asrv.PushConfigStore
+	opts   Options
+	log    *slog.Logger
+	db     database
+	tasks  a2asrv.TaskStore
+	push   a2asrv.PushConfigStore
+	pusher *a2apush.Deliverer // push.go; nil without an outbox
 
 	mu       sync.Mutex
 	started  bool
@@ -210,6 +224,7 @@ type hostedAgent struct {
 type database interface {
 	TaskStore() a2asrv.TaskStore
 	PushConfigStore() a2asrv.PushConfigStore
+	PushOutbox() a2asrv.PushOutbox
 	Close() error
 }
 

@@ -24,12 +24,23 @@ func agentScope(agent string, s a2asrv.Scope) a2asrv.Scope {
 type agentTasks struct {
 	store a2asrv.TaskStore
 	agent string
+	// wake, when set, is called after every write: it may have queued
+	// push notifications (push.go).
+	wake func()
+}
+
+// woke calls wake after a successful write.
+func (p agentTasks) woke(v a2asrv.Version, err error) (a2asrv.Version, error) {
+	if err == nil && p.wake != nil {
+		p.wake()
+	}
+	return v, err
 }
 
 var _ a2asrv.TaskStore = agentTasks{}
 
 func (p agentTasks) Create(ctx context.Context, s a2asrv.Scope, t *a2a.Task) (a2asrv.Version, error) {
-	return p.store.Create(ctx, agentScope(p.agent, s), t)
+	return p.woke(p.store.Create(ctx, agentScope(p.agent, s), t))
 }
 
 func (p agentTasks) Get(ctx context.Context, s a2asrv.Scope, id string) (*a2a.Task, a2asrv.Version, error) {
@@ -37,11 +48,11 @@ func (p agentTasks) Get(ctx context.Context, s a2asrv.Scope, id string) (*a2a.Ta
 }
 
 func (p agentTasks) Update(ctx context.Context, s a2asrv.Scope, t *a2a.Task, prev a2asrv.Version) (a2asrv.Version, error) {
-	return p.store.Update(ctx, agentScope(p.agent, s), t, prev)
+	return p.woke(p.store.Update(ctx, agentScope(p.agent, s), t, prev))
 }
 
 func (p agentTasks) Append(ctx context.Context, s a2asrv.Scope, id string, prev a2asrv.Version, events []*a2a.StreamResponse, compact *a2a.Task) (a2asrv.Version, error) {
-	return p.store.Append(ctx, agentScope(p.agent, s), id, prev, events, compact)
+	return p.woke(p.store.Append(ctx, agentScope(p.agent, s), id, prev, events, compact))
 }
 
 func (p agentTasks) List(ctx context.Context, s a2asrv.Scope, q a2asrv.ListQuery) (*a2asrv.ListResult, error) {
@@ -61,6 +72,7 @@ type agentPushConfigs struct {
 	store a2asrv.PushConfigStore
 	agent string
 	seal  *pushSealer
+	wake  func() // as agentTasks.wake: a put queues the task
 }
 
 var _ a2asrv.PushConfigStore = agentPushConfigs{}
@@ -84,7 +96,11 @@ func (p agentPushConfigs) Put(ctx context.Context, s a2asrv.Scope, cfg *a2a.Task
 		}
 		cfg = &c
 	}
-	return p.store.Put(ctx, s, cfg)
+	err := p.store.Put(ctx, s, cfg)
+	if err == nil && p.wake != nil {
+		p.wake()
+	}
+	return err
 }
 
 func (p agentPushConfigs) Get(ctx context.Context, s a2asrv.Scope, taskID, id string) (*a2a.TaskPushNotificationConfig, error) {
@@ -131,19 +147,27 @@ func (p agentPushConfigs) Open(ctx context.Context, s a2asrv.Scope, taskID, id s
 // which the sealed values are bound to: a row copied elsewhere keeps its
 // body, and must not open there.
 func (p agentPushConfigs) readable(s a2asrv.Scope, taskID, id string, cfg *a2a.TaskPushNotificationConfig, withCredentials bool) (*a2a.TaskPushNotificationConfig, error) {
+	return p.seal.openConfig(s, taskID, id, cfg, withCredentials)
+}
+
+// openConfig opens cfg's token, and its credentials when withCredentials,
+// else drops them. s (partitioned), taskID and id are where the config was
+// looked up, which the sealed values are bound to: a row copied elsewhere
+// keeps its body, and must not open there.
+func (seal *pushSealer) openConfig(s a2asrv.Scope, taskID, id string, cfg *a2a.TaskPushNotificationConfig, withCredentials bool) (*a2a.TaskPushNotificationConfig, error) {
 	if cfg.TaskID != taskID || cfg.ID != id {
 		return nil, fmt.Errorf("app: push config %s: %w: stored under another task or id", id, errPushKey)
 	}
 	c := *cfg
 	var err error
-	if c.Token, err = p.seal.open(c.Token, pushAAD(s.Tenant, taskID, id, c.URL, "token")); err != nil {
+	if c.Token, err = seal.open(c.Token, pushAAD(s.Tenant, taskID, id, c.URL, "token")); err != nil {
 		return nil, fmt.Errorf("app: push config %s: %w", id, err)
 	}
 	if cfg.Authentication != nil {
 		auth := *cfg.Authentication
 		if !withCredentials {
 			auth.Credentials = ""
-		} else if auth.Credentials, err = p.seal.open(auth.Credentials, pushAAD(s.Tenant, taskID, id, c.URL, "credentials")); err != nil {
+		} else if auth.Credentials, err = seal.open(auth.Credentials, pushAAD(s.Tenant, taskID, id, c.URL, "credentials")); err != nil {
 			return nil, fmt.Errorf("app: push config %s: %w", id, err)
 		}
 		c.Authentication = &auth

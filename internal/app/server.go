@@ -151,6 +151,9 @@ func (s *Server) agentServices() ([]service, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.startPushDelivery(seal); err != nil {
+		return nil, err
+	}
 	var out []service
 	var turns *turnRecorder
 	if store := s.memoryStore(); store != nil {
@@ -163,6 +166,9 @@ func (s *Server) agentServices() ([]service, error) {
 	for i := range s.agents {
 		a := &s.agents[i]
 		a.card = cardAt(a.agent.Card(), s.agentInterfaces(a.name))
+		// Push configs are taken whenever there is a store for them;
+		// notifications are sent when there is also a deliverer.
+		a.card.Capabilities.PushNotifications = a2a.Bool(s.push != nil && s.pusher != nil)
 		if s.opts.CardKey != nil {
 			// The handler precomputes the card's bytes: sign first.
 			if a.card, err = cardsig.Sign(a.card, s.opts.CardKey, nil); err != nil {
@@ -170,7 +176,7 @@ func (s *Server) agentServices() ([]service, error) {
 			}
 		}
 		opts := &a2asrv.Options{
-			TaskStore:             agentTasks{store: s.tasks, agent: a.name},
+			TaskStore:             agentTasks{store: s.tasks, agent: a.name, wake: s.wakePush},
 			Logger:                s.log.With("agent", a.name),
 			PushURLPolicy:         s.pushURLPolicy(),
 			MaxBodyBytes:          s.opts.MaxBodyBytes,
@@ -181,7 +187,7 @@ func (s *Server) agentServices() ([]service, error) {
 			RefuseV03:             s.opts.RefuseV03,
 		}
 		if s.push != nil {
-			opts.PushConfigStore = agentPushConfigs{store: s.push, agent: a.name, seal: seal}
+			opts.PushConfigStore = agentPushConfigs{store: s.push, agent: a.name, seal: seal, wake: s.wakePush}
 		}
 		if seeder, ok := a.agent.(interface {
 			NewTaskID(*a2a.SendMessageRequest) string

@@ -93,6 +93,7 @@ type ring struct {
 	// a verified token only while its key source returns the same key.
 	public  *cardsig.Key
 	signer  jose.Signer
+	priv    any // the active private key, for SignJWT
 	created time.Time
 	retired []published
 	stamp   fileStamp
@@ -238,7 +239,7 @@ func (i *Issuer) parse(f ringFile, stamp fileStamp) (*ring, error) {
 	if err != nil {
 		return nil, fmt.Errorf("auth: token signer: %w", err)
 	}
-	r := &ring{file: f, active: active, public: active.Public(), signer: signer, created: f.Active.Created, stamp: stamp}
+	r := &ring{file: f, active: active, public: active.Public(), signer: signer, priv: jwk.Key, created: f.Active.Created, stamp: stamp}
 	for _, rk := range f.Retired {
 		k, err := cardsig.ParseKey(rk.Key)
 		if err != nil {
@@ -297,17 +298,10 @@ func (i *Issuer) Mint(ctx context.Context, c identity.Claims, ttl time.Duration)
 			return "", fmt.Errorf("%w: scope %q does not follow the scope grammar (segments of a-z, 0-9, -, _, . or *, joined by :)", ErrClaims, s)
 		}
 	}
-	if err := ctx.Err(); err != nil {
+	r, err := i.signing(ctx)
+	if err != nil {
 		return "", err
 	}
-	if i.opts.KeyLifetime > 0 {
-		if r := i.current(false); i.opts.Now().Sub(r.created) >= i.opts.KeyLifetime {
-			if _, err := i.Rotate(ctx); err != nil {
-				return "", err
-			}
-		}
-	}
-	r := i.current(false)
 	now := i.opts.Now().Truncate(time.Second)
 	c.Issuer = i.opts.Issuer
 	if len(c.Audience) == 0 {
@@ -325,6 +319,51 @@ func (i *Issuer) Mint(ctx context.Context, c identity.Claims, ttl time.Duration)
 		return "", fmt.Errorf("auth: %w", err)
 	}
 	jws, err := r.signer.Sign(payload)
+	if err != nil {
+		return "", fmt.Errorf("auth: sign: %w", err)
+	}
+	return jws.CompactSerialize()
+}
+
+// signing returns the ring to sign with, rotated first when its key is
+// older than Options.KeyLifetime.
+func (i *Issuer) signing(ctx context.Context) (*ring, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if i.opts.KeyLifetime > 0 {
+		if r := i.current(false); i.opts.Now().Sub(r.created) >= i.opts.KeyLifetime {
+			if _, err := i.Rotate(ctx); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return i.current(false), nil
+}
+
+// IssuerURL is the iss of the tokens the issuer signs.
+func (i *Issuer) IssuerURL() string { return i.opts.Issuer }
+
+// SignJWT signs claims, a JSON object the caller made, with the active key:
+// a compact JWS (EdDSA) whose header carries typ and the key's kid, so a
+// verifier of the published keys (JWKSHandler) checks it. It is for the
+// platform's other tokens, such as push notifications' (typ
+// a2a.PushTokenType), which a verifier of execution tokens refuses by
+// their audience; Mint makes execution tokens.
+func (i *Issuer) SignJWT(ctx context.Context, typ string, claims []byte) (string, error) {
+	if typ == "" || typ == "JWT" {
+		return "", fmt.Errorf("%w: SignJWT needs a typ of its own; Mint signs execution tokens", ErrClaims)
+	}
+	r, err := i.signing(ctx)
+	if err != nil {
+		return "", err
+	}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.EdDSA, Key: jose.JSONWebKey{Key: r.priv, KeyID: r.active.KeyID()}},
+		(&jose.SignerOptions{}).WithType(jose.ContentType(typ)))
+	if err != nil {
+		return "", fmt.Errorf("auth: signer: %w", err)
+	}
+	jws, err := signer.Sign(claims)
 	if err != nil {
 		return "", fmt.Errorf("auth: sign: %w", err)
 	}

@@ -54,6 +54,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	lim := limitFlags(fs)
 	plat := platformFlags(fs)
 	gateFl := gateFlags(fs)
+	pushFl := pushFlags(fs)
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -61,6 +62,9 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		return usageError(fs, "%s", msg)
 	}
 	if msg := gateFl.check(); msg != "" {
+		return usageError(fs, "%s", msg)
+	}
+	if msg := pushFl.check(); msg != "" {
 		return usageError(fs, "%s", msg)
 	}
 	for _, h := range allowHosts {
@@ -130,6 +134,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		PushURLPolicy:         &netguard.Policy{AllowPrivate: *pushPrivate, AllowLoopback: pushLoopback.set && pushLoopback.v},
 		PushLoopbackIfLocal:   !pushLoopback.set,
 		PushKeyFile:           *pushKeyFile,
+		PushDelivery:          pushFl.options(),
 		Limits:                lim.limits(),
 		MaxBodyBytes:          lim.maxBody.n,
 		MaxIDBytes:            *lim.maxIDBytes,

@@ -142,7 +142,8 @@ func (r recoverer) Settle(ctx context.Context, scope a2asrv.Scope, t *a2a.Task, 
 	// lease check keeps a writer that came back to life (a long pause)
 	// from losing its task.
 	next := prev + a2asrv.RecoveryVersionGap
-	if err := (&taskStore{r.db}).rewrite(ctx, scope, t, body, prev, next, "NOT "+leaseLive); err != nil {
+	if err := (&taskStore{r.db}).rewrite(ctx, scope, t, body, prev, next, "NOT "+leaseLive,
+		taskPush, pushArgs(scope, t.ID)); err != nil {
 		return 0, fmt.Errorf("postgres: settle task %s: %w", t.ID, err)
 	}
 	return next, nil

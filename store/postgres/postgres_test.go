@@ -36,6 +36,13 @@ func TestPushConfigStoreContract(t *testing.T) {
 	storetest.TestPushConfigStore(t, func(t *testing.T) a2asrv.PushConfigStore { return open(t, pgtest.URL(t)).PushConfigStore() })
 }
 
+func TestPushOutboxContract(t *testing.T) {
+	storetest.TestPushOutbox(t, func(t *testing.T) storetest.PushStores {
+		db := open(t, pgtest.URL(t))
+		return storetest.PushStores{Tasks: db.TaskStore(), Configs: db.PushConfigStore(), Outbox: db.PushOutbox()}
+	})
+}
+
 func TestReopenKeepsData(t *testing.T) {
 	url := pgtest.URL(t)
 	storetest.TestReopen(t, func(t *testing.T) storetest.Stores {

@@ -26,11 +26,7 @@ func (s *pushConfigStore) Put(ctx context.Context, scope a2asrv.Scope, cfg *a2a.
 	if err != nil {
 		return fmt.Errorf("postgres: put push config: %w", err)
 	}
-	_, err = s.db.pool.Exec(ctx, `
-		INSERT INTO a2a_push_configs (tenant, owner, task_id, id, body) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (tenant, owner, task_id, id) DO UPDATE SET body = EXCLUDED.body`,
-		scope.Tenant, scope.Owner, cfg.TaskID, cfg.ID, body)
-	if err != nil {
+	if err := s.put(ctx, scope, cfg, body); err != nil {
 		return fmt.Errorf("postgres: put push config %s/%s: %w", cfg.TaskID, cfg.ID, err)
 	}
 	return nil
@@ -98,9 +94,12 @@ func (s *pushConfigStore) Delete(ctx context.Context, scope a2asrv.Scope, taskID
 	if !a2astore.ValidText(scope.Tenant, scope.Owner, taskID, id) {
 		return nil
 	}
-	_, err := s.db.pool.Exec(ctx,
-		`DELETE FROM a2a_push_configs WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id = $4`,
-		scope.Tenant, scope.Owner, taskID, id)
+	// As for a task, the notifications go in a statement of their own.
+	err := s.db.batch(ctx, func(b *pgx.Batch) {
+		b.Queue(`DELETE FROM a2a_push_configs WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id = $4`,
+			scope.Tenant, scope.Owner, taskID, id)
+		b.Queue(dropStreamSQL, taskID, scope.Tenant, scope.Owner, id)
+	})
 	if err != nil {
 		return fmt.Errorf("postgres: delete push config %s/%s: %w", taskID, id, err)
 	}

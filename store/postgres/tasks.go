@@ -26,16 +26,23 @@ func (s *taskStore) Create(ctx context.Context, scope a2asrv.Scope, t *a2a.Task)
 	if err != nil {
 		return 0, fmt.Errorf("postgres: create task: %w", err)
 	}
-	tag, err := s.db.pool.Exec(ctx, `
-		INSERT INTO a2a_tasks (id, tenant, owner, context_id, state, status_ts_ms, version, body, instance_id)
-		VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8)
-		ON CONFLICT (id) DO NOTHING`,
-		t.ID, scope.Tenant, scope.Owner, t.ContextID, t.Status.State.String(), t.Status.Timestamp.UnixMilli(), body,
-		s.db.instance)
+	// Configs of a task not yet created are a deleted task's.
+	var created bool
+	err = s.db.withPush(ctx, `
+		WITH ins AS (
+			INSERT INTO a2a_tasks (id, tenant, owner, context_id, state, status_ts_ms, version, body, instance_id)
+			VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8)
+			ON CONFLICT (id) DO NOTHING
+			RETURNING 1
+		)
+		SELECT EXISTS (SELECT 1 FROM ins)`,
+		[]any{t.ID, scope.Tenant, scope.Owner, t.ContextID, t.Status.State.String(), t.Status.Timestamp.UnixMilli(), body,
+			s.db.instance},
+		taskPush, pushArgs(scope, t.ID), &created)
 	if err != nil {
 		return 0, fmt.Errorf("postgres: create task %s: %w", t.ID, err)
 	}
-	if tag.RowsAffected() == 0 {
+	if !created {
 		return 0, fmt.Errorf("postgres: create task %s: %w", t.ID, a2asrv.ErrExists)
 	}
 	return 1, nil
@@ -91,7 +98,7 @@ func (s *taskStore) Update(ctx context.Context, scope a2asrv.Scope, t *a2a.Task,
 	if err != nil {
 		return 0, fmt.Errorf("postgres: update task: %w", err)
 	}
-	if err := s.rewrite(ctx, scope, t, body, prev, prev+1, ""); err != nil {
+	if err := s.rewrite(ctx, scope, t, body, prev, prev+1, "", taskPush, pushArgs(scope, t.ID)); err != nil {
 		return 0, fmt.Errorf("postgres: update task %s: %w", t.ID, err)
 	}
 	return prev + 1, nil
@@ -100,13 +107,15 @@ func (s *taskStore) Update(ctx context.Context, scope a2asrv.Scope, t *a2a.Task,
 // rewrite stores t whole at version next, dropping its events, if its
 // version is prev (and guard, an extra condition on the row t, holds). One
 // round trip answers both questions: did the conditional update happen,
-// and if not, does the task exist in this scope at all.
-func (s *taskStore) rewrite(ctx context.Context, scope a2asrv.Scope, t *a2a.Task, body []byte, prev, next a2asrv.Version, guard string) error {
+// and if not, does the task exist in this scope at all. src and srcArgs
+// queue the write's push notifications (push.go).
+func (s *taskStore) rewrite(ctx context.Context, scope a2asrv.Scope, t *a2a.Task, body []byte, prev, next a2asrv.Version, guard string,
+	src pushSource, srcArgs []any) error {
 	if guard != "" {
 		guard = " AND " + guard
 	}
 	var updated, exists bool
-	err := s.db.pool.QueryRow(ctx, `
+	err := s.db.withPush(ctx, `
 		WITH upd AS (
 			UPDATE a2a_tasks t
 			SET context_id = $5, state = $6, status_ts_ms = $7, body = $8, version = $9, events = 0, instance_id = $10
@@ -117,9 +126,9 @@ func (s *taskStore) rewrite(ctx context.Context, scope a2asrv.Scope, t *a2a.Task
 		)
 		SELECT EXISTS (SELECT 1 FROM upd),
 			EXISTS (SELECT 1 FROM a2a_tasks WHERE id = $1 AND tenant = $2 AND owner = $3)`,
-		t.ID, scope.Tenant, scope.Owner, int64(prev),
-		t.ContextID, t.Status.State.String(), t.Status.Timestamp.UnixMilli(), body, int64(next), s.db.instance,
-	).Scan(&updated, &exists)
+		[]any{t.ID, scope.Tenant, scope.Owner, int64(prev),
+			t.ContextID, t.Status.State.String(), t.Status.Timestamp.UnixMilli(), body, int64(next), s.db.instance},
+		src, srcArgs, &updated, &exists)
 	return versionedResult(err, updated, exists, prev)
 }
 
@@ -141,7 +150,10 @@ func (s *taskStore) Append(ctx context.Context, scope a2asrv.Scope, id string, p
 	next := prev + a2asrv.Version(len(events))
 	body, bodies, err := a2astore.EncodeAppend(scope.Tenant, scope.Owner, id, events, compact)
 	if err == nil && compact != nil {
-		err = s.rewrite(ctx, scope, compact, body, prev, next, "")
+		var notes [][]byte
+		if notes, err = a2astore.AppendNotifications(events, bodies); err == nil {
+			err = s.rewrite(ctx, scope, compact, body, prev, next, "", bodiesPush, pushArgs(scope, id, notes))
+		}
 	}
 	if err != nil {
 		return 0, fmt.Errorf("postgres: append to task %s: %w", id, err)
@@ -161,7 +173,7 @@ func (s *taskStore) Append(ctx context.Context, scope a2asrv.Scope, id string, p
 		state, tsMs = &name, &ms
 	}
 	var updated, exists bool
-	err = s.db.pool.QueryRow(ctx, `
+	err = s.db.withPush(ctx, `
 		WITH upd AS (
 			UPDATE a2a_tasks
 			SET version = $5, events = events + $6, instance_id = $10,
@@ -175,8 +187,8 @@ func (s *taskStore) Append(ctx context.Context, scope a2asrv.Scope, id string, p
 		)
 		SELECT EXISTS (SELECT 1 FROM upd),
 			EXISTS (SELECT 1 FROM a2a_tasks WHERE id = $1 AND tenant = $2 AND owner = $3)`,
-		id, scope.Tenant, scope.Owner, int64(prev), int64(next), len(events), state, tsMs, bodies, s.db.instance,
-	).Scan(&updated, &exists)
+		[]any{id, scope.Tenant, scope.Owner, int64(prev), int64(next), len(events), state, tsMs, bodies, s.db.instance},
+		eventsPush, pushArgs(scope, id, int64(prev), int64(next)), &updated, &exists)
 	if err := versionedResult(err, updated, exists, prev); err != nil {
 		return 0, fmt.Errorf("postgres: append to task %s: %w", id, err)
 	}
@@ -187,12 +199,17 @@ func (s *taskStore) Delete(ctx context.Context, scope a2asrv.Scope, id string) e
 	if !a2astore.ValidText(id, scope.Tenant, scope.Owner) {
 		return nil
 	}
-	_, err := s.db.pool.Exec(ctx, `
+	// The notifications are dropped by a second statement, whose snapshot
+	// has every write that queued to the task before the delete's lock.
+	err := s.db.batch(ctx, func(b *pgx.Batch) {
+		b.Queue(`
 		WITH del AS (
 			DELETE FROM a2a_tasks WHERE id = $1 AND tenant = $2 AND owner = $3 RETURNING id
 		)
 		DELETE FROM a2a_task_events WHERE task_id IN (SELECT id FROM del)`,
-		id, scope.Tenant, scope.Owner)
+			id, scope.Tenant, scope.Owner)
+		b.Queue(dropTaskPushSQL, id, scope.Tenant, scope.Owner)
+	})
 	if err != nil {
 		return fmt.Errorf("postgres: delete task %s: %w", id, err)
 	}

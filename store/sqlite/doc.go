@@ -48,4 +48,11 @@
 //		TaskStore:       db.TaskStore(),
 //		PushConfigStore: db.PushConfigStore(),
 //	})
+//	d, err := a2apush.New(db.PushOutbox(), nil) // push notifications
+//	go d.Run(ctx)
+//
+// Every task write queues its push notifications, for the task's configs,
+// in the write's own transaction (db.PushOutbox, a2asrv.PushOutbox), and
+// PushConfigStore reports each config's delivery state
+// (a2asrv.PushDeliveryStore).
 package sqlite

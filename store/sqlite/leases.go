@@ -165,7 +165,10 @@ func (r recoverer) Settle(ctx context.Context, scope a2asrv.Scope, t *a2a.Task, 
 		case live:
 			return fmt.Errorf("its writer is alive: %w", a2asrv.ErrConcurrentModification)
 		}
-		return rewrite(r.db.wr, tx, scope, t, body, prev, next, r.db.instance)
+		if err := rewrite(r.db.wr, tx, scope, t, body, prev, next, r.db.instance); err != nil {
+			return err
+		}
+		return queuePush(r.db.wr, tx, scope, t.ID, 1, taskBodies(body))
 	})
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: settle task %s: %w", t.ID, err)

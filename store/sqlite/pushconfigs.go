@@ -25,13 +25,7 @@ func (s *pushConfigStore) Put(ctx context.Context, scope a2asrv.Scope, cfg *a2a.
 	if err != nil {
 		return fmt.Errorf("sqlite: put push config: %w", err)
 	}
-	err = s.db.wr.do(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`
-			INSERT INTO a2a_push_configs (tenant, owner, task_id, id, body) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (tenant, owner, task_id, id) DO UPDATE SET body = excluded.body`,
-			scope.Tenant, scope.Owner, cfg.TaskID, cfg.ID, body)
-		return err
-	})
+	err = s.db.wr.doAtomic(ctx, func(tx *sql.Tx) error { return s.put(tx, scope, cfg, body) })
 	if err != nil {
 		return fmt.Errorf("sqlite: put push config %s/%s: %w", cfg.TaskID, cfg.ID, err)
 	}
@@ -90,10 +84,12 @@ func (s *pushConfigStore) List(ctx context.Context, scope a2asrv.Scope, taskID s
 }
 
 func (s *pushConfigStore) Delete(ctx context.Context, scope a2asrv.Scope, taskID, id string) error {
-	err := s.db.wr.do(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`DELETE FROM a2a_push_configs WHERE tenant = ? AND owner = ? AND task_id = ? AND id = ?`,
-			scope.Tenant, scope.Owner, taskID, id)
-		return err
+	err := s.db.wr.doAtomic(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.Exec(`DELETE FROM a2a_push_configs WHERE tenant = ? AND owner = ? AND task_id = ? AND id = ?`,
+			scope.Tenant, scope.Owner, taskID, id); err != nil {
+			return err
+		}
+		return dropStream(s.db.wr, tx, scope, taskID, id)
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: delete push config %s/%s: %w", taskID, id, err)

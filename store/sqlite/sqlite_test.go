@@ -42,6 +42,13 @@ func TestPushConfigStoreContract(t *testing.T) {
 	storetest.TestPushConfigStore(t, func(t *testing.T) a2asrv.PushConfigStore { return tempDB(t).PushConfigStore() })
 }
 
+func TestPushOutboxContract(t *testing.T) {
+	storetest.TestPushOutbox(t, func(t *testing.T) storetest.PushStores {
+		db := tempDB(t)
+		return storetest.PushStores{Tasks: db.TaskStore(), Configs: db.PushConfigStore(), Outbox: db.PushOutbox()}
+	})
+}
+
 func TestReopenKeepsData(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sub dir?#", "novaos.db") // characters a DSN must escape
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {

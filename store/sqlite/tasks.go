@@ -28,7 +28,8 @@ const (
 	deleteEventsSQL = `DELETE FROM a2a_task_events WHERE task_id = ?`
 )
 
-var preparedWrites = []string{insertTaskSQL, rewriteTaskSQL, appendStatusSQL, appendSQL, insertEventSQL, deleteEventsSQL}
+var preparedWrites = append([]string{insertTaskSQL, rewriteTaskSQL, appendStatusSQL, appendSQL, insertEventSQL, deleteEventsSQL},
+	pushWrites...)
 
 // TaskStore returns the database's task store.
 func (db *DB) TaskStore() a2asrv.TaskStore { return &taskStore{db} }
@@ -42,7 +43,7 @@ func (s *taskStore) Create(ctx context.Context, scope a2asrv.Scope, t *a2a.Task)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: create task: %w", err)
 	}
-	err = s.db.wr.do(ctx, func(tx *sql.Tx) error {
+	err = s.db.wr.doAtomic(ctx, func(tx *sql.Tx) error {
 		res, err := s.db.wr.exec(tx, insertTaskSQL,
 			t.ID, scope.Tenant, scope.Owner, t.ContextID, t.Status.State.String(), t.Status.Timestamp.UnixMilli(), body,
 			s.db.instance)
@@ -52,7 +53,8 @@ func (s *taskStore) Create(ctx context.Context, scope a2asrv.Scope, t *a2a.Task)
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
 			return orSentinel(err, a2asrv.ErrExists)
 		}
-		return nil
+		// Configs of a task not yet created are a deleted task's.
+		return queuePush(s.db.wr, tx, scope, t.ID, 1, taskBodies(body))
 	})
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: create task %s: %w", t.ID, err)
@@ -147,7 +149,10 @@ func (s *taskStore) Update(ctx context.Context, scope a2asrv.Scope, t *a2a.Task,
 		return 0, fmt.Errorf("sqlite: update task: %w", err)
 	}
 	err = s.db.wr.doAtomic(ctx, func(tx *sql.Tx) error {
-		return rewrite(s.db.wr, tx, scope, t, body, prev, prev+1, s.db.instance)
+		if err := rewrite(s.db.wr, tx, scope, t, body, prev, prev+1, s.db.instance); err != nil {
+			return err
+		}
+		return queuePush(s.db.wr, tx, scope, t.ID, 1, taskBodies(body))
 	})
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: update task %s: %w", t.ID, err)
@@ -194,9 +199,13 @@ func (s *taskStore) Append(ctx context.Context, scope a2asrv.Scope, id string, p
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: append to task %s: %w", id, err)
 	}
+	notes := func() ([][]byte, error) { return a2astore.AppendNotifications(events, bodies) }
 	err = s.db.wr.doAtomic(ctx, func(tx *sql.Tx) error {
 		if compact != nil {
-			return rewrite(s.db.wr, tx, scope, compact, body, prev, next, s.db.instance)
+			if err := rewrite(s.db.wr, tx, scope, compact, body, prev, next, s.db.instance); err != nil {
+				return err
+			}
+			return queuePush(s.db.wr, tx, scope, id, len(events), notes)
 		}
 		var res sql.Result
 		var err error
@@ -219,7 +228,7 @@ func (s *taskStore) Append(ctx context.Context, scope a2asrv.Scope, id string, p
 				return err
 			}
 		}
-		return nil
+		return queuePush(s.db.wr, tx, scope, id, len(events), notes)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: append to task %s: %w", id, err)
@@ -236,8 +245,10 @@ func (s *taskStore) Delete(ctx context.Context, scope a2asrv.Scope, id string) e
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
 			return err
 		}
-		_, err = tx.Exec(`DELETE FROM a2a_task_events WHERE task_id = ?`, id)
-		return err
+		if _, err = tx.Exec(`DELETE FROM a2a_task_events WHERE task_id = ?`, id); err != nil {
+			return err
+		}
+		return dropTaskPush(tx, scope, id)
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: delete task %s: %w", id, err)

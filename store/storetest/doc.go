@@ -9,6 +9,13 @@
 //     method, listing order, filters, paging and page tokens, deletion,
 //     that stored and returned tasks are independent copies, and that a
 //     task with every kind of content survives a round trip.
+//   - TestPushOutbox: a2asrv.PushOutbox with the task and config stores
+//     that fill it. It checks that every task write queues its
+//     notifications for each active config and a failed write none, that
+//     a config's stream is delivered in write order with only its head
+//     ever claimable, lease expiry, disjoint claims by concurrent
+//     claimers, retries, dead-lettering and a fresh start when the config
+//     is put again, and that a notification id is never used twice.
 //   - TestRecoverer holds a durable store's a2asrv.Recoverer to its
 //     contract with several instances on one database: only a dead
 //     instance's waiting tasks are orphans, a settled task jumps
