@@ -564,6 +564,28 @@ type TaskPushNotificationConfig struct {
 	URL            string              `json:"url"`
 	Token          string              `json:"token,omitempty"`
 	Authentication *AuthenticationInfo `json:"authentication,omitempty"`
+	// Delivery is how a NovaOS server's delivery to this config stands,
+	// in its answers to the push-config methods when it delivers. It is
+	// not part of A2A (member novaosDelivery; ProtoJSON readers ignore
+	// it) and is never read from a request.
+	Delivery *PushDeliveryState `json:"novaosDelivery,omitempty"`
+}
+
+// Delivery states of a push config's stream of notifications.
+const (
+	PushStateActive = "active" // notifications are being delivered
+	PushStateDead   = "dead"   // delivery gave up; storing the config again restarts it
+)
+
+// PushDeliveryState is how delivery to one push config stands.
+type PushDeliveryState struct {
+	State     string `json:"state"`    // PushStateActive or PushStateDead
+	Pending   int    `json:"pending"`  // notifications queued, not yet delivered
+	Attempts  int    `json:"attempts"` // failed attempts at the oldest pending one
+	LastError string `json:"lastError,omitempty"`
+	// LastAttempt and LastDelivered are zero when there was none.
+	LastAttempt   time.Time `json:"lastAttemptTime,omitzero"`
+	LastDelivered time.Time `json:"lastDeliveredTime,omitzero"`
 }
 
 // SendMessageConfiguration tunes a SendMessage call.

@@ -376,6 +376,19 @@ func TestDeadLetter(t *testing.T) {
 			if n := r.requests(); n != tc.attempts {
 				t.Errorf("%d requests, want %d", n, tc.attempts)
 			}
+			// GetTaskPushNotificationConfig shows the dead letter.
+			h := a2asrv.NewHandler(&a2a.AgentCard{Name: "t"}, a2asrv.ExecutorFunc(nil), &a2asrv.Options{TaskStore: e.tasks, PushConfigStore: e.push,
+				Identify: func(context.Context, *a2asrv.Call) (a2asrv.Scope, error) { return scope, nil }})
+			hd := http.Header{}
+			hd.Set(a2a.HeaderVersion, a2a.ProtocolVersion)
+			cfg, err := h.GetTaskPushNotificationConfig(context.Background(), &a2asrv.Call{Header: hd},
+				&a2a.GetTaskPushNotificationConfigRequest{TaskID: "t1", ID: "hook"})
+			if err != nil {
+				t.Fatalf("GetTaskPushNotificationConfig: %v", err)
+			}
+			if d := cfg.Delivery; d == nil || d.State != a2a.PushStateDead || d.LastError != tc.errHas {
+				t.Errorf("GetTaskPushNotificationConfig's delivery %+v, want the dead letter", d)
+			}
 			// A dead stream gets nothing more...
 			e.chunk("t1", "lost")
 			time.Sleep(50 * time.Millisecond)

@@ -235,6 +235,11 @@ func (o memOutbox) SettlePush(ctx context.Context, d *PushDelivery, st PushSettl
 
 // PushDeliveryState implements PushDeliveryStore.
 func (s *MemoryPushConfigStore) PushDeliveryState(ctx context.Context, scope Scope, taskID, id string) (*PushDeliveryState, error) {
+	if s.tasks == nil {
+		// A store of configs only queues nothing: there is no delivery
+		// to report.
+		return nil, fmt.Errorf("a2asrv: memory: push delivery state %s/%s: no outbox: %w", taskID, id, ErrNotFound)
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	e, ok := s.byTask[memTaskKey{scope, taskID}][id]

@@ -164,7 +164,9 @@ func (h *Handler) start(ctx context.Context, c *Call, p *prepared, sub *subscrib
 	// is what finds the id taken, before the executor goes on to act.
 	u.deferCreate = !eager && p.task == nil && sub != nil && !p.rc.Streaming && !p.proposed
 	if cfg := p.req.Configuration; cfg != nil && cfg.TaskPushNotificationConfig != nil {
-		u.pushCfg = cfg.TaskPushNotificationConfig
+		pc := *cfg.TaskPushNotificationConfig
+		pc.Delivery = nil // the server's to say, never the caller's
+		u.pushCfg = &pc
 	}
 	var snapshot *a2a.Task
 	ctx = context.WithoutCancel(ctx)

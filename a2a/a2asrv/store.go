@@ -188,8 +188,8 @@ var ErrPushLeaseLost = errors.New("a2asrv: push delivery lease lost")
 
 // Delivery states of a config's stream.
 const (
-	PushStateActive = "active"
-	PushStateDead   = "dead"
+	PushStateActive = a2a.PushStateActive
+	PushStateDead   = a2a.PushStateDead
 )
 
 // PushDeliveryStore reads the delivery state of a config: a PushConfigStore
@@ -200,16 +200,10 @@ type PushDeliveryStore interface {
 	PushDeliveryState(ctx context.Context, scope Scope, taskID, id string) (*PushDeliveryState, error)
 }
 
-// PushDeliveryState is how delivery to one config stands.
-type PushDeliveryState struct {
-	State     string `json:"state"`    // PushStateActive or PushStateDead
-	Pending   int    `json:"pending"`  // notifications queued, not yet delivered
-	Attempts  int    `json:"attempts"` // failed attempts at the oldest pending one
-	LastError string `json:"lastError,omitempty"`
-	// LastAttempt and LastDelivered are zero when there was none.
-	LastAttempt   time.Time `json:"lastAttemptTime,omitzero"`
-	LastDelivered time.Time `json:"lastDeliveredTime,omitzero"`
-}
+// PushDeliveryState is how delivery to one config stands; the push-config
+// methods answer it beside the config (a2a.TaskPushNotificationConfig's
+// Delivery).
+type PushDeliveryState = a2a.PushDeliveryState
 
 // MaxPushError bounds the last error a store keeps for a stream.
 const MaxPushError = 512

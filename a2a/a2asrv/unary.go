@@ -180,6 +180,7 @@ func (h *Handler) createPushConfig(ctx context.Context, c *Call, req *a2a.TaskPu
 		return nil, e
 	}
 	cfg := *req // the caller's request is not ours to change
+	cfg.Delivery = nil
 	ps, e := h.pushConfigs(ctx, c, cfg.TaskID)
 	if e != nil {
 		return nil, e
@@ -215,7 +216,26 @@ func (h *Handler) getPushConfig(ctx context.Context, c *Call, req *a2a.GetTaskPu
 	if err != nil {
 		return nil, h.storeError(ctx, "get push config", err)
 	}
-	return redactPushConfig(cfg), nil
+	return h.withDelivery(ctx, c, redactPushConfig(cfg)), nil
+}
+
+// withDelivery adds how delivery to cfg stands, when the store delivers,
+// so a caller sees a stream that gave up (dead) and why.
+func (h *Handler) withDelivery(ctx context.Context, c *Call, cfg *a2a.TaskPushNotificationConfig) *a2a.TaskPushNotificationConfig {
+	ds, ok := h.opts.PushConfigStore.(PushDeliveryStore)
+	if !ok {
+		return cfg
+	}
+	st, err := ds.PushDeliveryState(ctx, c.Scope, cfg.TaskID, cfg.ID)
+	if err != nil {
+		if !errors.Is(err, ErrNotFound) {
+			h.log.WarnContext(ctx, "a2asrv: push delivery state", "err", err)
+		}
+		return cfg
+	}
+	out := *cfg
+	out.Delivery = st
+	return &out
 }
 
 func (h *Handler) deletePushConfig(ctx context.Context, c *Call, req *a2a.DeleteTaskPushNotificationConfigRequest) (struct{}, *a2a.Error) {
@@ -247,7 +267,7 @@ func (h *Handler) listPushConfigs(ctx context.Context, c *Call, req *a2a.ListTas
 	}
 	out := a2a.ListTaskPushNotificationConfigsResponse{Configs: make([]a2a.TaskPushNotificationConfig, 0, len(cfgs)), NextPageToken: next}
 	for _, cfg := range cfgs {
-		out.Configs = append(out.Configs, *redactPushConfig(cfg))
+		out.Configs = append(out.Configs, *h.withDelivery(ctx, c, redactPushConfig(cfg)))
 	}
 	return &out, nil
 }
