@@ -288,7 +288,9 @@ func delete03(c *a2aclient.Client) (any, error) {
 // TestV03Streams reads 0.3 stream answers: frames as SSE events, a
 // refusal as one JSON body, and a frame that is not 0.3.
 func TestV03Streams(t *testing.T) {
-	ev := func(result string) string { return "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":" + result + "}\n\n" }
+	ev := func(result string) string {
+		return "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":" + result + "}\n\n"
+	}
 	for _, tc := range []struct {
 		name, ct, body string
 		kinds          string
