@@ -50,7 +50,9 @@ func NewJSONRPCTransport(cfg *TransportConfig) (Transport, error) {
 // isV03 reports whether a protocol version is A2A 0.3.
 func isV03(v string) bool { return v == "0.3" || strings.HasPrefix(v, "0.3.") }
 
-// envelope encodes the request, in the interface's dialect.
+// envelope encodes the request in the interface's dialect; for 0.3 it also
+// moves call.Header's service parameters where 0.3 carries them, so
+// interceptors' After sees what was sent.
 func (t *jsonrpcTransport) envelope(call *Call) ([]byte, error) {
 	method, params := call.Method, call.Params
 	if t.v03 {
