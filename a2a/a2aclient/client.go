@@ -70,7 +70,9 @@ type Options struct {
 	Transports []string
 	// TransportFactories adds transports for bindings beyond the built-in
 	// JSONRPC and HTTP+JSON (gRPC, a custom binding), keyed by binding, or
-	// replaces a built-in one.
+	// replaces a built-in one. A factory for JSONRPC also gets the A2A 0.3
+	// interfaces New may select (TransportConfig.Interface.ProtocolVersion
+	// 0.3.x).
 	TransportFactories map[string]TransportFactory
 	// Resolver fetches the card for NewFromURL (default: a new Resolver).
 	Resolver *Resolver

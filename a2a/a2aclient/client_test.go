@@ -407,8 +407,8 @@ func TestNewRefusals(t *testing.T) {
 	if _, err := a2aclient.New(&a2a.AgentCard{Name: "x", SupportedInterfaces: []a2a.AgentInterface{{URL: "http://x", ProtocolBinding: "GRPC"}}}, nil); !errors.Is(err, a2aclient.ErrNoInterface) {
 		t.Errorf("no JSONRPC interface: %v", err)
 	}
-	if _, err := a2aclient.New(&a2a.AgentCard{Name: "x", SupportedInterfaces: []a2a.AgentInterface{{URL: "http://x", ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3"}}}, nil); !errors.Is(err, a2aclient.ErrNoInterface) {
-		t.Errorf("v0.3 interface: %v", err)
+	if _, err := a2aclient.New(&a2a.AgentCard{Name: "x", SupportedInterfaces: []a2a.AgentInterface{{URL: "http://x", ProtocolBinding: "JSONRPC", ProtocolVersion: "0.2.5"}}}, nil); !errors.Is(err, a2aclient.ErrNoInterface) {
+		t.Errorf("v0.2 interface: %v", err)
 	}
 	if _, err := a2aclient.NewForURL("ftp://x", nil); err == nil {
 		t.Error("ftp URL accepted")

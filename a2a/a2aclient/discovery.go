@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/a2a/a2av03"
 )
 
 // DefaultMaxCardBytes bounds a fetched agent card.
@@ -189,16 +190,29 @@ func cacheControl(v string) (maxAge time.Duration, store bool) {
 
 // ParseCard reads an agent card (tolerantly, as a2a.Unmarshal does) and
 // checks what a client needs: a name and at least one interface with a URL.
+// An A2A 0.3 card (url, preferredTransport, additionalInterfaces, no
+// supportedInterfaces) is converted by a2av03.ParseCard: its interfaces
+// come first the url, then the additional ones, each stating the card's
+// protocolVersion (0.3.x), so New calls the agent in 0.3's dialect.
 func ParseCard(data []byte) (*a2a.AgentCard, error) {
 	var card a2a.AgentCard
 	if err := a2a.Unmarshal(data, &card); err != nil {
 		return nil, fmt.Errorf("%w: card: %v", ErrInvalidResponse, err)
 	}
+	if len(card.SupportedInterfaces) == 0 {
+		// Read as v1 first: a2a.Unmarshal also takes the snake_case names
+		// a2av03.ParseCard does not look for.
+		c03, err := a2av03.ParseCard(data)
+		if err != nil {
+			return nil, fmt.Errorf("%w: card has no supportedInterfaces and is no A2A 0.3 card: %v", ErrInvalidResponse, err)
+		}
+		card = *c03
+	}
 	if card.Name == "" {
 		return nil, fmt.Errorf("%w: card has no name", ErrInvalidResponse)
 	}
 	if len(card.SupportedInterfaces) == 0 {
-		return nil, fmt.Errorf("%w: card has no supportedInterfaces", ErrInvalidResponse)
+		return nil, fmt.Errorf("%w: card has no supportedInterfaces (nor a 0.3 url)", ErrInvalidResponse)
 	}
 	for i, in := range card.SupportedInterfaces {
 		if in.URL == "" {
@@ -212,22 +226,29 @@ func ParseCard(data []byte) (*a2a.AgentCard, error) {
 // bindings in the caller's order of preference (default JSONRPC): for the
 // first binding the card offers, the card's first interface with it (the
 // card lists its interfaces in the agent's order of preference). An
-// interface whose protocol version is neither 1.x nor unstated is skipped.
-// With no match the error matches ErrNoInterface and names what the card
-// offers.
+// interface whose protocol version is 1.x or unstated comes first; a
+// JSON-RPC interface of A2A 0.3 is taken only when the card offers no 1.x
+// interface with any of the bindings, so a card that offers both versions
+// is called in v1. Any other version is skipped. With no match the error matches ErrNoInterface and
+// names what the card offers.
 func SelectInterface(card *a2a.AgentCard, bindings ...string) (*a2a.AgentInterface, error) {
 	if len(bindings) == 0 {
 		bindings = []string{a2a.BindingJSONRPC}
 	}
-	for _, b := range bindings {
-		for i := range card.SupportedInterfaces {
-			if in := &card.SupportedInterfaces[i]; strings.EqualFold(b, in.ProtocolBinding) && speaksV1(in) {
-				return in, nil
+	for _, speaks := range versions {
+		for _, b := range bindings {
+			for i := range card.SupportedInterfaces {
+				if in := &card.SupportedInterfaces[i]; strings.EqualFold(b, in.ProtocolBinding) && speaks(in) {
+					return in, nil
+				}
 			}
 		}
 	}
 	return nil, noInterface(card, bindings)
 }
+
+// versions are the protocol versions the client speaks, preferred first.
+var versions = []func(*a2a.AgentInterface) bool{speaksV1, speaksV03}
 
 // speaksV1 reports whether the interface's protocol version is 1.x or
 // unstated.
@@ -236,9 +257,17 @@ func speaksV1(in *a2a.AgentInterface) bool {
 	return v == "" || v == "1" || strings.HasPrefix(v, "1.")
 }
 
+// speaksV03 reports whether the interface is A2A 0.3 over JSON-RPC, which
+// the JSON-RPC transport speaks through package a2av03. 0.3's HTTP+JSON
+// and gRPC bindings differ from v1's (paths, service), so those are not.
+func speaksV03(in *a2a.AgentInterface) bool {
+	return strings.EqualFold(in.ProtocolBinding, a2a.BindingJSONRPC) && isV03(in.ProtocolVersion)
+}
+
 // selectInterface picks the interface New calls: Options.Transports in the
 // caller's order, or else the card's first interface with a binding the
-// client has a transport for. Bindings without a transport are skipped.
+// client has a transport for (a 1.x one before a 0.3 one, as in
+// SelectInterface). Bindings without a transport are skipped.
 func (o *Options) selectInterface(card *a2a.AgentCard) (*a2a.AgentInterface, error) {
 	if len(o.Transports) > 0 {
 		var usable []string
@@ -256,9 +285,11 @@ func (o *Options) selectInterface(card *a2a.AgentCard) (*a2a.AgentInterface, err
 		}
 		return in, err
 	}
-	for i := range card.SupportedInterfaces {
-		if in := &card.SupportedInterfaces[i]; o.transportFor(in.ProtocolBinding) != nil && speaksV1(in) {
-			return in, nil
+	for _, speaks := range versions {
+		for i := range card.SupportedInterfaces {
+			if in := &card.SupportedInterfaces[i]; o.transportFor(in.ProtocolBinding) != nil && speaks(in) {
+				return in, nil
+			}
 		}
 	}
 	var have []string
@@ -290,7 +321,7 @@ func noInterface(card *a2a.AgentCard, want []string) error {
 	if len(offers) == 0 {
 		offers = append(offers, "nothing")
 	}
-	return fmt.Errorf("%w: the card offers %s; want %s (protocol version 1.x)", ErrNoInterface, strings.Join(offers, ", "), strings.Join(want, " or "))
+	return fmt.Errorf("%w: the card offers %s; want %s (protocol version 1.x, or 0.3 over JSONRPC)", ErrNoInterface, strings.Join(offers, ", "), strings.Join(want, " or "))
 }
 
 // FindSkill returns the card's skill with id.

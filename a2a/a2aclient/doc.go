@@ -25,7 +25,18 @@
 // Every call sends `A2A-Version: 1.0`, the extensions in force as
 // `A2A-Extensions`, and the selected interface's tenant (unless the
 // request names one): in the params over JSON-RPC, in the path over
-// HTTP+JSON. Interceptors see every call, on every binding, before it is
+// HTTP+JSON.
+//
+// A2A 0.3 agents are called transparently. ParseCard (and so the Resolver
+// and NewFromURL) reads a 0.3 card (url, preferredTransport,
+// additionalInterfaces) as interfaces stating protocol version 0.3.x, and
+// a JSON-RPC interface of 0.3 is selected when the card offers no 1.x
+// interface of an acceptable binding. The JSON-RPC transport then speaks
+// 0.3 (package a2av03): 0.3 method names and params, no A2A-Version, the
+// extensions in X-A2A-Extensions, results and stream frames converted to
+// the v1 types the Client returns; tenants are not sent. ListTasks, which
+// 0.3's JSON-RPC binding lacks, fails with a2a.ErrUnsupportedOperation
+// without a request. Interceptors see every call, on every binding, before it is
 // sent and its outcome after; an AuthProvider (Bearer, APIKey,
 // SessionAuth over a CredentialStore) adds credentials. Unary calls are
 // bounded by Options.Timeout, or WithTimeout for one call.

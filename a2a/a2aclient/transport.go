@@ -22,7 +22,9 @@ import (
 // call.Header. A Transport maps call.Method and the typed request in
 // call.Params (*a2a.SendMessageRequest, *a2a.GetTaskRequest, …) onto its
 // wire, sends call.Header the way its binding carries service parameters
-// (HTTP headers, gRPC metadata), and reports what the agent answered.
+// (HTTP headers, gRPC metadata; the JSON-RPC transport rewrites the two
+// entries as A2A 0.3 carries them for a 0.3 interface), and reports what
+// the agent answered.
 //
 // The Client builds one Transport per client from a TransportFactory, so a
 // binding the package does not build in (gRPC, a custom binding) plugs in

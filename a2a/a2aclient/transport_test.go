@@ -151,7 +151,7 @@ func TestSelectInterface(t *testing.T) {
 		{"a custom binding by URI", card, a2aclient.Options{Transports: []string{"https://example.com/bindings/pigeon"},
 			TransportFactories: map[string]a2aclient.TransportFactory{"https://example.com/bindings/pigeon": fake}}, "http://x/custom", "", ""},
 		{"nothing the client speaks", &a2a.AgentCard{Name: "x", SupportedInterfaces: card.SupportedInterfaces[:2]}, a2aclient.Options{}, "", "",
-			"the card offers GRPC 1.0, HTTP+JSON 0.3; want JSONRPC or HTTP+JSON (protocol version 1.x)"},
+			"the card offers GRPC 1.0, HTTP+JSON 0.3; want JSONRPC or HTTP+JSON (protocol version 1.x, or 0.3 over JSONRPC)"},
 		{"the preferred binding is not offered", &a2a.AgentCard{Name: "x", SupportedInterfaces: card.SupportedInterfaces[2:3]}, a2aclient.Options{Transports: []string{a2a.BindingJSONRPC}}, "", "",
 			"the card offers HTTP+JSON 1.0; want JSONRPC"},
 		{"no transport for any preferred binding", card, a2aclient.Options{Transports: []string{a2a.BindingGRPC}}, "", "",
