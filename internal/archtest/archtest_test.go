@@ -248,6 +248,13 @@ var rules = []rule{
 		},
 	},
 	{
+		pkg: module + "/a2a/a2apush",
+		why: "push delivery runs over a store's outbox contract (a2asrv) and is usable outside the platform",
+		forbid: func(dep *pkg) bool {
+			return underAny(dep.ImportPath, "store", "internal", "agent", "registry")
+		},
+	},
+	{
 		pkg: module + "/a2a/a2agrpc/grpcclient",
 		why: "the gRPC client transport plugs into the public client and is usable outside the platform",
 		forbid: func(dep *pkg) bool {
@@ -438,10 +445,12 @@ func TestRulesCatchViolations(t *testing.T) {
 		{1, pkg{ImportPath: module + "/internal/jcs"}, false},
 		{14, pkg{ImportPath: "strconv", Standard: true}, false},
 		{14, pkg{ImportPath: module + "/a2a"}, true},
-		{len(rules) - 4, pkg{ImportPath: "google.golang.org/protobuf/proto"}, false},
-		{len(rules) - 4, pkg{ImportPath: module + "/a2a"}, true},
-		{len(rules) - 3, pkg{ImportPath: module + "/a2a/a2apb"}, false},
-		{len(rules) - 3, pkg{ImportPath: module + "/a2a/a2asrv"}, true},
+		{len(rules) - 5, pkg{ImportPath: "google.golang.org/protobuf/proto"}, false},
+		{len(rules) - 5, pkg{ImportPath: module + "/a2a"}, true},
+		{len(rules) - 4, pkg{ImportPath: module + "/a2a/a2apb"}, false},
+		{len(rules) - 4, pkg{ImportPath: module + "/a2a/a2asrv"}, true},
+		{len(rules) - 3, pkg{ImportPath: module + "/netguard"}, false},
+		{len(rules) - 3, pkg{ImportPath: module + "/internal/auth"}, true},
 		{len(rules) - 2, pkg{ImportPath: module + "/a2a/a2aclient"}, false},
 		{len(rules) - 2, pkg{ImportPath: module + "/a2a/a2asrv"}, true},
 		{len(rules) - 1, pkg{ImportPath: module + "/a2a/a2asrv"}, false},
