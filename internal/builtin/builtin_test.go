@@ -400,7 +400,10 @@ func TestServedCards(t *testing.T) {
 	for _, a := range []*agent.Agent{Echo(), TCK()} {
 		t.Run(a.Name(), func(t *testing.T) {
 			c := server(t, a)
-			resp, err := http.Get(c.url + a2a.WellKnownCardPath)
+			// As a v1 client asks: without A2A-Version the card has 0.3's members too.
+			req, _ := http.NewRequest(http.MethodGet, c.url + a2a.WellKnownCardPath, nil)
+			req.Header.Set(a2a.HeaderVersion, a2a.ProtocolVersion)
+			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
