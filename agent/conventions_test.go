@@ -140,7 +140,7 @@ func TestConventionsStreaming(t *testing.T) {
 
 	// The served card declares the four extensions.
 	// As a v1 client asks: without A2A-Version the card has 0.3's members too.
-	req, _ := http.NewRequest(http.MethodGet, url + a2a.WellKnownCardPath, nil)
+	req, _ := http.NewRequest(http.MethodGet, url+a2a.WellKnownCardPath, nil)
 	req.Header.Set(a2a.HeaderVersion, a2a.ProtocolVersion)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

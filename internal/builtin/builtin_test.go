@@ -401,7 +401,7 @@ func TestServedCards(t *testing.T) {
 		t.Run(a.Name(), func(t *testing.T) {
 			c := server(t, a)
 			// As a v1 client asks: without A2A-Version the card has 0.3's members too.
-			req, _ := http.NewRequest(http.MethodGet, c.url + a2a.WellKnownCardPath, nil)
+			req, _ := http.NewRequest(http.MethodGet, c.url+a2a.WellKnownCardPath, nil)
 			req.Header.Set(a2a.HeaderVersion, a2a.ProtocolVersion)
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
