@@ -23,7 +23,7 @@ import (
 // called by the same generated client (the wire is the same proto) from
 // 32 concurrent callers on one connection.
 //
-//	GOLANG_PROTOBUF_REGISTRATION_CONFLICT=warn go test -run '^$' -bench GRPCSendMessage -count 5
+//	GOLANG_PROTOBUF_REGISTRATION_CONFLICT=ignore go test -run '^$' -bench GRPCSendMessage -count 5
 func BenchmarkGRPCSendMessage(b *testing.B) {
 	servers := []struct {
 		name     string
