@@ -95,7 +95,8 @@ func runBenchA2A(ctx context.Context, args []string, e *env) int {
 	only := fs.String("scenario", "", "run only this `scenario`: "+strings.Join(benchScenarios, ", "))
 	bindings := fs.String("binding", "jsonrpc,rest,grpc", "A2A `bindings` to run send and stream over, comma-separated: jsonrpc, rest, grpc")
 	asJSON := fs.Bool("json", false, "print results as JSON")
-	store := fs.String("store", "memory", "task `store` of the server under test: memory, or sqlite (a file in a temporary directory)")
+	store := fs.String("store", "memory", "task `store` of the server under test: memory, or sqlite (a file in a temporary directory); --db selects postgres")
+	db := fs.String("db", "", "PostgreSQL `URL` (postgres://…) whose database the server under test stores its tasks in")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (servers and load generator) to `file`")
 	if code, ok := parse(fs, args); !ok {
 		return code
@@ -105,6 +106,12 @@ func runBenchA2A(ctx context.Context, args []string, e *env) int {
 	}
 	if *store != "memory" && *store != "sqlite" {
 		return usageError(fs, "unknown store %q (want memory or sqlite)", *store)
+	}
+	if *db != "" {
+		if !isPostgresURL(*db) {
+			return usageError(fs, "--db must be a postgres:// or postgresql:// URL")
+		}
+		*store = "postgres"
 	}
 	var binds []string
 	for b := range strings.SplitSeq(*bindings, ",") {
@@ -136,7 +143,7 @@ func runBenchA2A(ctx context.Context, args []string, e *env) int {
 	if warmup == 0 {
 		warmup = -1 // bench.Options reads 0 as its default
 	}
-	report, err := benchA2A(ctx, scenarios, binds, *store, &bench.Options{Concurrency: *c, Duration: *d, Warmup: warmup}, e)
+	report, err := benchA2A(ctx, scenarios, binds, *store, *db, &bench.Options{Concurrency: *c, Duration: *d, Warmup: warmup}, e)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "novaos bench a2a: %v\n", err)
 		return exitFail
@@ -169,20 +176,23 @@ func reportBench(e *env, target string, asJSON bool, report any, results []bench
 
 // benchA2A starts the server under test and the baseline in this process,
 // both on loopback, and runs the scenarios one after the other.
-func benchA2A(ctx context.Context, scenarios, bindings []string, store string, opts *bench.Options, e *env) (*benchReport, error) {
+func benchA2A(ctx context.Context, scenarios, bindings []string, store, db string, opts *bench.Options, e *env) (*benchReport, error) {
 	log := slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	appOpts := &app.Options{Addr: "127.0.0.1:0", Logger: log}
 	if slices.Contains(bindings, benchBindingGRPC) {
 		appOpts.GRPCAddr = "127.0.0.1:0"
 	}
-	if store == "sqlite" {
+	switch store {
+	case "postgres":
+		appOpts.DatabaseURL = db
+	case "sqlite":
 		dir, err := os.MkdirTemp("", "novaos-bench-")
 		if err != nil {
 			return nil, err
 		}
 		defer os.RemoveAll(dir)
 		appOpts.DataDir = dir
-	} else {
+	default:
 		appOpts.TaskStore = a2asrv.NewMemoryTaskStore(nil)
 	}
 	srv, err := app.New(ctx, appOpts)

@@ -60,6 +60,7 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown scenario", []string{"bench", "a2a", "--scenario", "grpc"}, `unknown scenario "grpc"`},
 		{"no clients", []string{"bench", "a2a", "--c", "0"}, "--c must be at least 1"},
 		{"unknown store", []string{"bench", "a2a", "--store", "redis"}, `unknown store "redis"`},
+		{"bench db not postgres", []string{"bench", "a2a", "--db", "mysql://x/y"}, "--db must be a postgres://"},
 		{"help for unknown command", []string{"help", "nope"}, `unknown command "nope"`},
 	}
 	for _, tc := range tests {
@@ -294,6 +295,19 @@ func TestBenchTableOneScenario(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "req/s") || !strings.Contains(out.String(), "sqlite store") {
 		t.Errorf("no table header or store:\n%s", out)
+	}
+}
+
+// bench a2a --db runs the server under test on PostgreSQL.
+func TestBenchA2APostgres(t *testing.T) {
+	url := pgtest.URL(t)
+	e, out, errOut := testEnv(nil)
+	code := run(t.Context(), []string{"bench", "a2a", "--c", "2", "--d", "200ms", "--warmup", "0", "--scenario", "send", "--binding", "jsonrpc", "--db", url}, e)
+	if code != exitOK {
+		t.Fatalf("exit code %d; stderr %s", code, errOut)
+	}
+	if !strings.Contains(out.String(), "postgres store") || !strings.Contains(out.String(), "send/jsonrpc") {
+		t.Errorf("output:\n%s", out)
 	}
 }
 
