@@ -182,13 +182,19 @@ type errorWire struct {
 func (e *Error) MarshalJSON() ([]byte, error) {
 	w := errorWire{Code: e.Code, Message: e.Text(), Data: e.Data}
 	if w.Data == nil {
-		d, err := json.Marshal([]errorInfo{{Type: ErrorInfoType, Reason: e.Reason(), Domain: ErrorDomain, Metadata: e.Metadata}})
+		d, err := e.errorInfo()
 		if err != nil {
 			return nil, err
 		}
 		w.Data = d
 	}
 	return json.Marshal(w)
+}
+
+// errorInfo is the details array every binding sends for e: one
+// google.rpc.ErrorInfo with the code's reason and e's metadata.
+func (e *Error) errorInfo() (json.RawMessage, error) {
+	return json.Marshal([]errorInfo{{Type: ErrorInfoType, Reason: e.Reason(), Domain: ErrorDomain, Metadata: e.Metadata}})
 }
 
 // UnmarshalJSON reads a peer's error object, keeping its data verbatim.
@@ -237,7 +243,7 @@ func (e *Error) MarshalStatus() ([]byte, error) {
 func (e *Error) MarshalStatusAs(httpStatus int) ([]byte, error) {
 	details := e.Data
 	if t := bytes.TrimLeft(details, " \t\r\n"); len(t) == 0 || t[0] != '[' {
-		d, err := json.Marshal([]errorInfo{{Type: ErrorInfoType, Reason: e.Reason(), Domain: ErrorDomain, Metadata: e.Metadata}})
+		d, err := e.errorInfo()
 		if err != nil {
 			return nil, err
 		}

@@ -56,17 +56,9 @@ var fieldNames = sync.OnceValue(func() *fieldNameSet {
 		}
 		seen[t] = true
 		for f := range t.Fields() {
-			if !f.IsExported() {
+			name, ok := JSONFieldName(f)
+			if !ok {
 				continue
-			}
-			name := f.Name
-			if tag, ok := f.Tag.Lookup("json"); ok {
-				if tag == "-" {
-					continue
-				}
-				if n, _, _ := strings.Cut(tag, ","); n != "" {
-					name = n
-				}
 			}
 			s.exact[name] = struct{}{}
 			s.folded[foldName(name)] = struct{}{}
@@ -78,6 +70,24 @@ var fieldNames = sync.OnceValue(func() *fieldNameSet {
 	}
 	return s
 })
+
+// JSONFieldName is the member name encoding/json reads and writes f under:
+// its json tag's name, else the field's own; ok is false for a field
+// encoding/json leaves out (unexported, or tagged "-"). Decoders that match
+// members exactly (package a2av03's too) share this rule with it.
+func JSONFieldName(f reflect.StructField) (name string, ok bool) {
+	if !f.IsExported() {
+		return "", false
+	}
+	tag, tagged := f.Tag.Lookup("json")
+	if tag == "-" {
+		return "", false
+	}
+	if n, _, _ := strings.Cut(tag, ","); tagged && n != "" {
+		return n, true
+	}
+	return f.Name, true
+}
 
 // isFieldName reports whether name is exactly the JSON name of a field.
 func isFieldName(name []byte) bool {

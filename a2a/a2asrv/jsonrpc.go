@@ -242,7 +242,11 @@ func (h *Handler) rpcWriteValue(rc *rpcCall, v any) {
 		writeRPCError(rc.w, rc.id, a2a.NewError(a2a.CodeInternalError, "could not encode the result"), http.StatusOK)
 		return
 	}
-	b = a2a.AppendResult(nil, rc.id, b)
+	// The envelope goes into a second pooled buffer, as the result did:
+	// nothing on this path allocates per answer.
+	env := h.getBuf()
+	defer h.putBuf(env)
+	b = a2a.AppendResult(env.AvailableBuffer(), rc.id, b)
 	hd := rc.w.Header()
 	hd.Set("Content-Type", "application/json")
 	hd.Set("Content-Length", itoa(len(b)))

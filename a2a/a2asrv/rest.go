@@ -433,7 +433,8 @@ func (h *Handler) serveREST(w http.ResponseWriter, r *http.Request) (ok bool) {
 		if len(allowed) == 0 {
 			return false
 		}
-		w.Header().Set("Allow", strings.Join(sortedVerbs(allowed), ", "))
+		slices.Sort(allowed)
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
 		writeRESTError(w, r, a2a.NewError(a2a.CodeMethodNotFound, "%s is not allowed here", r.Method), http.StatusMethodNotAllowed)
 		return true
 	}
@@ -457,11 +458,6 @@ func (h *Handler) serveREST(w http.ResponseWriter, r *http.Request) (ok bool) {
 	}
 	restMethods[route.method](h, rc)
 	return true
-}
-
-func sortedVerbs(vs []string) []string {
-	slices.Sort(vs)
-	return vs
 }
 
 // restFail answers with the error body and the code's HTTP status.

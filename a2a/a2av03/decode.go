@@ -229,20 +229,9 @@ func fieldsOf(t reflect.Type) []field {
 	}
 	var fs []field
 	for i := range t.NumField() {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
+		if name, ok := a2a.JSONFieldName(t.Field(i)); ok {
+			fs = append(fs, field{name: name, index: i})
 		}
-		name := f.Name
-		if tag, ok := f.Tag.Lookup("json"); ok {
-			if tag == "-" {
-				continue
-			}
-			if n, _, _ := strings.Cut(tag, ","); n != "" {
-				name = n
-			}
-		}
-		fs = append(fs, field{name: name, index: i})
 	}
 	fieldCache.Store(t, fs)
 	return fs
