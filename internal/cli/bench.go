@@ -182,16 +182,19 @@ func benchA2A(ctx context.Context, scenarios, bindings []string, store, db strin
 	if slices.Contains(bindings, benchBindingGRPC) {
 		appOpts.GRPCAddr = "127.0.0.1:0"
 	}
+	// Every store gets a throwaway data directory: it holds the SQLite file
+	// and, for all stores, the token keys, which must never land in the
+	// working directory.
+	dir, err := os.MkdirTemp("", "novaos-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	appOpts.DataDir = dir
 	switch store {
 	case "postgres":
 		appOpts.DatabaseURL = db
 	case "sqlite":
-		dir, err := os.MkdirTemp("", "novaos-bench-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(dir)
-		appOpts.DataDir = dir
 	default:
 		appOpts.TaskStore = a2asrv.NewMemoryTaskStore(nil)
 	}

@@ -330,14 +330,14 @@ func startGateTarget(ctx context.Context, cfg gateBenchConfig, tenant string, j 
 			t.close()
 		}
 	}()
-	if cfg.db == "" {
-		dir, err := os.MkdirTemp("", "novaos-bench-gate-")
-		if err != nil {
-			return nil, err
-		}
-		cleanup = append(cleanup, func() { os.RemoveAll(dir) })
-		appOpts.DataDir = dir
+	// The data directory holds the token keys even when the tasks live in
+	// PostgreSQL, so it is always a throwaway one.
+	dir, err := os.MkdirTemp("", "novaos-bench-gate-")
+	if err != nil {
+		return nil, err
 	}
+	cleanup = append(cleanup, func() { os.RemoveAll(dir) })
+	appOpts.DataDir = dir
 	if j != nil {
 		appOpts.Gate.Service = gatesvc.Options{Judge: j, JudgeModel: "fake-judge"}
 	}
