@@ -219,6 +219,9 @@ func (u *updater) writeLocked(ctx context.Context, ev *a2a.StreamResponse) error
 		if err := hb.loadLocked(sctx); err != nil {
 			return err
 		}
+		if u.revoked {
+			return ErrRevoked // another process took the task over
+		}
 		if hb.task.Status.State.Terminal() {
 			// Another process (CancelTask on a replica) ended the task.
 			u.revoked = true
