@@ -52,6 +52,7 @@ type DB struct {
 
 	instance  string        // this handle's lease id, recorded on every task write
 	lease     *lease.Keeper // renews it (leases.go)
+	feed      *feed         // the other replicas' task writes (feed.go)
 	closeOnce sync.Once
 
 	index          *memindex.Cache // memory search structures by partition (memory_index.go)
@@ -105,13 +106,21 @@ func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 		pool.Close()
 		return nil, err
 	}
+	if err := db.startFeed(ctx); err != nil {
+		db.stopLease()
+		pool.Close()
+		return nil, err
+	}
 	return db, nil
 }
 
 // Close closes every connection. Stores obtained from db must not be used
 // afterwards.
 func (db *DB) Close() error {
-	db.closeOnce.Do(db.stopLease)
+	db.closeOnce.Do(func() {
+		db.feed.stop()
+		db.stopLease()
+	})
 	db.pool.Close()
 	return nil
 }
