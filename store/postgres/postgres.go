@@ -38,6 +38,10 @@ type Options struct {
 	// MemoryIndexBytes bounds the in-process memory search index (see
 	// MemoryStore; default DefaultMemoryIndexBytes).
 	MemoryIndexBytes int64
+	// WriteConns is how many batches of task writes may be in flight at
+	// once, each on a pool connection of its own (default
+	// DefaultWriteConns; see WriteStats).
+	WriteConns int
 }
 
 // DefaultMemoryIndexBytes bounds the memory search index when
@@ -50,6 +54,7 @@ type DB struct {
 	pool *pgxpool.Pool
 	log  *slog.Logger
 
+	wr        *writer       // commits the task store's writes (writer.go)
 	instance  string        // this handle's lease id, recorded on every task write
 	lease     *lease.Keeper // renews it (leases.go)
 	feed      *feed         // the other replicas' task writes (feed.go)
@@ -111,12 +116,19 @@ func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 		pool.Close()
 		return nil, err
 	}
+	conns := o.WriteConns
+	if conns <= 0 {
+		conns = DefaultWriteConns
+	}
+	db.wr = newWriter(pool, conns, 0)
 	return db, nil
 }
 
-// Close closes every connection. Stores obtained from db must not be used
-// afterwards.
+// Close waits for the task writes already handed to the database to be
+// answered, refuses later ones, and closes every connection. Stores
+// obtained from db must not be used afterwards.
 func (db *DB) Close() error {
+	db.wr.close()
 	db.closeOnce.Do(func() {
 		db.feed.stop()
 		db.stopLease()

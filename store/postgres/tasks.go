@@ -28,7 +28,7 @@ func (s *taskStore) Create(ctx context.Context, scope a2asrv.Scope, t *a2a.Task)
 	}
 	// Configs of a task not yet created are a deleted task's.
 	var created bool
-	err = s.db.withPush(ctx, `
+	err = s.db.wr.do(ctx, newWrite(t.ID, `
 		WITH ins AS (
 			INSERT INTO a2a_tasks (id, tenant, owner, context_id, state, status_ts_ms, version, body, instance_id)
 			VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8)
@@ -38,7 +38,7 @@ func (s *taskStore) Create(ctx context.Context, scope a2asrv.Scope, t *a2a.Task)
 		SELECT EXISTS (SELECT 1 FROM ins)`,
 		[]any{t.ID, scope.Tenant, scope.Owner, t.ContextID, t.Status.State.String(), t.Status.Timestamp.UnixMilli(), body,
 			s.db.instance},
-		taskPush, pushArgs(scope, t.ID), &created)
+		&created).push(taskPush, pushArgs(scope, t.ID)))
 	if err != nil {
 		return 0, fmt.Errorf("postgres: create task %s: %w", t.ID, err)
 	}
@@ -115,7 +115,7 @@ func (s *taskStore) rewrite(ctx context.Context, scope a2asrv.Scope, t *a2a.Task
 		guard = " AND " + guard
 	}
 	var updated, exists bool
-	err := s.db.withPush(ctx, `
+	err := s.db.wr.do(ctx, newWrite(t.ID, `
 		WITH upd AS (
 			UPDATE a2a_tasks t
 			SET context_id = $5, state = $6, status_ts_ms = $7, body = $8, version = $9, events = 0, instance_id = $10
@@ -128,7 +128,7 @@ func (s *taskStore) rewrite(ctx context.Context, scope a2asrv.Scope, t *a2a.Task
 			EXISTS (SELECT 1 FROM a2a_tasks WHERE id = $1 AND tenant = $2 AND owner = $3)`,
 		[]any{t.ID, scope.Tenant, scope.Owner, int64(prev),
 			t.ContextID, t.Status.State.String(), t.Status.Timestamp.UnixMilli(), body, int64(next), s.db.instance},
-		src, srcArgs, &updated, &exists)
+		&updated, &exists).push(src, srcArgs))
 	return versionedResult(err, updated, exists, prev)
 }
 
@@ -173,7 +173,7 @@ func (s *taskStore) Append(ctx context.Context, scope a2asrv.Scope, id string, p
 		state, tsMs = &name, &ms
 	}
 	var updated, exists bool
-	err = s.db.withPush(ctx, `
+	err = s.db.wr.do(ctx, newWrite(id, `
 		WITH upd AS (
 			UPDATE a2a_tasks
 			SET version = $5, events = events + $6, instance_id = $10,
@@ -188,7 +188,7 @@ func (s *taskStore) Append(ctx context.Context, scope a2asrv.Scope, id string, p
 		SELECT EXISTS (SELECT 1 FROM upd),
 			EXISTS (SELECT 1 FROM a2a_tasks WHERE id = $1 AND tenant = $2 AND owner = $3)`,
 		[]any{id, scope.Tenant, scope.Owner, int64(prev), int64(next), len(events), state, tsMs, bodies, s.db.instance},
-		eventsPush, pushArgs(scope, id, int64(prev), int64(next)), &updated, &exists)
+		&updated, &exists).push(eventsPush, pushArgs(scope, id, int64(prev), int64(next))))
 	if err := versionedResult(err, updated, exists, prev); err != nil {
 		return 0, fmt.Errorf("postgres: append to task %s: %w", id, err)
 	}
