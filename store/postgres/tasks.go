@@ -98,7 +98,7 @@ func (s *taskStore) Update(ctx context.Context, scope a2asrv.Scope, t *a2a.Task,
 	if err != nil {
 		return 0, fmt.Errorf("postgres: update task: %w", err)
 	}
-	if err := s.rewrite(ctx, scope, t, body, prev, prev+1, "", taskPush, pushArgs(scope, t.ID)); err != nil {
+	if err := s.rewrite(ctx, scope, t, body, prev, prev+1, "", taskPush, pushArgs(scope, t.ID), nil); err != nil {
 		return 0, fmt.Errorf("postgres: update task %s: %w", t.ID, err)
 	}
 	return prev + 1, nil
@@ -108,9 +108,15 @@ func (s *taskStore) Update(ctx context.Context, scope a2asrv.Scope, t *a2a.Task,
 // version is prev (and guard, an extra condition on the row t, holds). One
 // round trip answers both questions: did the conditional update happen,
 // and if not, does the task exist in this scope at all. src and srcArgs
-// queue the write's push notifications (push.go).
+// queue the write's push notifications (push.go); the write is announced
+// to the other replicas (feed.go) with events when they are given (a
+// compacting append's), else with the task as written.
 func (s *taskStore) rewrite(ctx context.Context, scope a2asrv.Scope, t *a2a.Task, body []byte, prev, next a2asrv.Version, guard string,
-	src pushSource, srcArgs []any) error {
+	src pushSource, srcArgs []any, events [][]byte) error {
+	var whole []byte
+	if events == nil {
+		whole = body
+	}
 	if guard != "" {
 		guard = " AND " + guard
 	}
@@ -128,7 +134,7 @@ func (s *taskStore) rewrite(ctx context.Context, scope a2asrv.Scope, t *a2a.Task
 			EXISTS (SELECT 1 FROM a2a_tasks WHERE id = $1 AND tenant = $2 AND owner = $3)`,
 		[]any{t.ID, scope.Tenant, scope.Owner, int64(prev),
 			t.ContextID, t.Status.State.String(), t.Status.Timestamp.UnixMilli(), body, int64(next), s.db.instance},
-		&updated, &exists).push(src, srcArgs))
+		&updated, &exists).push(src, srcArgs).then(notifySQL, s.db.notifyArgs(t.ID, prev, next, events, whole)...))
 	return versionedResult(err, updated, exists, prev)
 }
 
@@ -152,7 +158,7 @@ func (s *taskStore) Append(ctx context.Context, scope a2asrv.Scope, id string, p
 	if err == nil && compact != nil {
 		var notes [][]byte
 		if notes, err = a2astore.AppendNotifications(events, bodies); err == nil {
-			err = s.rewrite(ctx, scope, compact, body, prev, next, "", bodiesPush, pushArgs(scope, id, notes))
+			err = s.rewrite(ctx, scope, compact, body, prev, next, "", bodiesPush, pushArgs(scope, id, notes), bodies)
 		}
 	}
 	if err != nil {
@@ -188,7 +194,8 @@ func (s *taskStore) Append(ctx context.Context, scope a2asrv.Scope, id string, p
 		SELECT EXISTS (SELECT 1 FROM upd),
 			EXISTS (SELECT 1 FROM a2a_tasks WHERE id = $1 AND tenant = $2 AND owner = $3)`,
 		[]any{id, scope.Tenant, scope.Owner, int64(prev), int64(next), len(events), state, tsMs, bodies, s.db.instance},
-		&updated, &exists).push(eventsPush, pushArgs(scope, id, int64(prev), int64(next))))
+		&updated, &exists).push(eventsPush, pushArgs(scope, id, int64(prev), int64(next))).
+		then(notifySQL, s.db.notifyArgs(id, prev, next, bodies, nil)...))
 	if err := versionedResult(err, updated, exists, prev); err != nil {
 		return 0, fmt.Errorf("postgres: append to task %s: %w", id, err)
 	}
