@@ -63,11 +63,28 @@ type notification struct {
 // nothing.
 const notifySQL = `SELECT pg_notify('` + feedChannel + `', $4) FROM a2a_tasks WHERE id = $1 AND version = $2 AND instance_id = $3`
 
+// announce says how a whole-task write is announced: with the events it
+// stores (a compacting append's), else with the task as written; settle
+// marks crash recovery's writes, which this replica's own streams must hear
+// of too, since no stream of this replica made them.
+type announce struct {
+	events [][]byte
+	settle bool
+}
+
+// settledBy is the origin a settlement's notification names.
+const settledBy = "recovery"
+
 // notifyArgs are notifySQL's arguments for a write that moved task id from
 // prev to next, carrying events (an append's encoded events) or whole (the
-// task as written) when they fit.
-func (db *DB) notifyArgs(id string, prev, next a2asrv.Version, events [][]byte, whole []byte) []any {
-	n := notification{Instance: db.instance, Task: id, Prev: int64(prev), Version: int64(next)}
+// task as written) when they fit. The notification names this replica as
+// its origin, so the replica's own listener skips it, unless settle.
+func (db *DB) notifyArgs(id string, prev, next a2asrv.Version, events [][]byte, whole []byte, settle bool) []any {
+	origin := db.instance
+	if settle {
+		origin = settledBy
+	}
+	n := notification{Instance: origin, Task: id, Prev: int64(prev), Version: int64(next)}
 	size := 0
 	for _, e := range events {
 		size += len(e) + 1

@@ -98,7 +98,7 @@ func (s *taskStore) Update(ctx context.Context, scope a2asrv.Scope, t *a2a.Task,
 	if err != nil {
 		return 0, fmt.Errorf("postgres: update task: %w", err)
 	}
-	if err := s.rewrite(ctx, scope, t, body, prev, prev+1, "", taskPush, pushArgs(scope, t.ID), nil); err != nil {
+	if err := s.rewrite(ctx, scope, t, body, prev, prev+1, "", taskPush, pushArgs(scope, t.ID), announce{}); err != nil {
 		return 0, fmt.Errorf("postgres: update task %s: %w", t.ID, err)
 	}
 	return prev + 1, nil
@@ -108,14 +108,13 @@ func (s *taskStore) Update(ctx context.Context, scope a2asrv.Scope, t *a2a.Task,
 // version is prev (and guard, an extra condition on the row t, holds). One
 // round trip answers both questions: did the conditional update happen,
 // and if not, does the task exist in this scope at all. src and srcArgs
-// queue the write's push notifications (push.go); the write is announced
-// to the other replicas (feed.go) with events when they are given (a
-// compacting append's), else with the task as written.
+// queue the write's push notifications (push.go); ann says how the write
+// is announced to the replicas (feed.go).
 func (s *taskStore) rewrite(ctx context.Context, scope a2asrv.Scope, t *a2a.Task, body []byte, prev, next a2asrv.Version, guard string,
-	src pushSource, srcArgs []any, events [][]byte) error {
-	var whole []byte
-	if events == nil {
-		whole = body
+	src pushSource, srcArgs []any, ann announce) error {
+	whole := body
+	if ann.events != nil {
+		whole = nil
 	}
 	if guard != "" {
 		guard = " AND " + guard
@@ -134,7 +133,7 @@ func (s *taskStore) rewrite(ctx context.Context, scope a2asrv.Scope, t *a2a.Task
 			EXISTS (SELECT 1 FROM a2a_tasks WHERE id = $1 AND tenant = $2 AND owner = $3)`,
 		[]any{t.ID, scope.Tenant, scope.Owner, int64(prev),
 			t.ContextID, t.Status.State.String(), t.Status.Timestamp.UnixMilli(), body, int64(next), s.db.instance},
-		&updated, &exists).push(src, srcArgs).then(notifySQL, s.db.notifyArgs(t.ID, prev, next, events, whole)...))
+		&updated, &exists).push(src, srcArgs).then(notifySQL, s.db.notifyArgs(t.ID, prev, next, ann.events, whole, ann.settle)...))
 	return versionedResult(err, updated, exists, prev)
 }
 
@@ -158,7 +157,7 @@ func (s *taskStore) Append(ctx context.Context, scope a2asrv.Scope, id string, p
 	if err == nil && compact != nil {
 		var notes [][]byte
 		if notes, err = a2astore.AppendNotifications(events, bodies); err == nil {
-			err = s.rewrite(ctx, scope, compact, body, prev, next, "", bodiesPush, pushArgs(scope, id, notes), bodies)
+			err = s.rewrite(ctx, scope, compact, body, prev, next, "", bodiesPush, pushArgs(scope, id, notes), announce{events: bodies})
 		}
 	}
 	if err != nil {
@@ -195,7 +194,7 @@ func (s *taskStore) Append(ctx context.Context, scope a2asrv.Scope, id string, p
 			EXISTS (SELECT 1 FROM a2a_tasks WHERE id = $1 AND tenant = $2 AND owner = $3)`,
 		[]any{id, scope.Tenant, scope.Owner, int64(prev), int64(next), len(events), state, tsMs, bodies, s.db.instance},
 		&updated, &exists).push(eventsPush, pushArgs(scope, id, int64(prev), int64(next))).
-		then(notifySQL, s.db.notifyArgs(id, prev, next, bodies, nil)...))
+		then(notifySQL, s.db.notifyArgs(id, prev, next, bodies, nil, false)...))
 	if err := versionedResult(err, updated, exists, prev); err != nil {
 		return 0, fmt.Errorf("postgres: append to task %s: %w", id, err)
 	}
