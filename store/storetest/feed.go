@@ -92,6 +92,19 @@ func (s *stepper) Execute(ctx context.Context, req *a2asrv.RequestContext, u a2a
 	}
 }
 
+// wantEnded waits for the execution to end with cause want.
+func (s *stepper) wantEnded(t *testing.T, want error, what string) {
+	t.Helper()
+	select {
+	case cause := <-s.ended:
+		if !errors.Is(cause, want) {
+			t.Errorf("%s ended with %v, want %v", what, cause, want)
+		}
+	case <-time.After(feedWait):
+		t.Fatalf("%s did not end", what)
+	}
+}
+
 func textMessage(text string) *a2a.Message {
 	return &a2a.Message{Role: a2a.RoleAgent, Parts: []a2a.Part{a2a.TextPart(text)}}
 }
@@ -341,14 +354,7 @@ func testCancelElsewhere(t *testing.T, open func() Replica) {
 	if task.Status.State != a2a.TaskStateCanceled {
 		t.Fatalf("CancelTask on B answered %s", task.Status.State)
 	}
-	select {
-	case cause := <-rs.stepper[0].ended:
-		if !errors.Is(cause, a2asrv.ErrCanceled) {
-			t.Errorf("the execution on A ended with %v, want ErrCanceled", cause)
-		}
-	case <-time.After(feedWait):
-		t.Fatal("the execution on A was not stopped by CancelTask on B")
-	}
+	rs.stepper[0].wantEnded(t, a2asrv.ErrCanceled, "the execution on A, cancelled on B")
 	waitDone(t, "the stream on A", doneA)
 	waitDone(t, "the subscription on B", doneB)
 	for name, rec := range map[string]*recorder{"A": onA, "B": onB} {
@@ -385,14 +391,7 @@ func testSupersedeElsewhere(t *testing.T, open func() Replica) {
 		return rs.handlers[1].SendStreamingMessage(ctx, feedCall(a2a.MethodSendStreamingMessage), req, sink)
 	})
 	onB.waitFor(t, "B's task frame", func(f recorded) bool { return strings.HasPrefix(f.what, "task ") })
-	select {
-	case cause := <-rs.stepper[0].ended:
-		if !errors.Is(cause, a2asrv.ErrSuperseded) {
-			t.Errorf("the execution on A ended with %v, want ErrSuperseded", cause)
-		}
-	case <-time.After(feedWait):
-		t.Fatal("the execution on A was not superseded by the message on B")
-	}
+	rs.stepper[0].wantEnded(t, a2asrv.ErrSuperseded, "the execution on A, superseded on B")
 	rs.send(t, 1, step{text: "done on B", done: true})
 	waitDone(t, "the stream on B", doneB)
 	// A's stream followed its own execution, which ended; the task went on
