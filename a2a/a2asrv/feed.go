@@ -183,7 +183,7 @@ func (h *hub) applyForeignLocked(c TaskChange) {
 // newer message, and owns what comes next. Callers hold h.mu.
 func (h *hub) overtakenLocked() {
 	ex := h.exec
-	if ex == nil {
+	if ex == nil || !ex.upd.landed {
 		return
 	}
 	ex.upd.revoked = true

@@ -202,6 +202,7 @@ func (h *Handler) start(ctx context.Context, c *Call, p *prepared, sub *subscrib
 		}
 		u.userMsg = nil
 		u.convertReply = true
+		u.landed = true // the task was stored for this execution
 	}
 	execCtx, cancel := context.WithCancelCause(ctx)
 	e := &execution{id: execSeq.Add(1), cancel: cancel, upd: u}

@@ -383,7 +383,9 @@ func testSupersedeElsewhere(t *testing.T, open func() Replica) {
 	onA, doneA := rs.startTask(t, 0, id)
 	rs.send(t, 0, step{text: "s0"})
 	onA.waitFor(t, "s0", hasText("s0"))
-	// The newer message goes to B, which runs it there.
+	// A client follows the task on B, where the newer message then goes
+	// and runs.
+	follower, doneFollower := rs.subscribe(t, 1, id)
 	req := &a2a.SendMessageRequest{Message: &a2a.Message{
 		MessageID: "m2", Role: a2a.RoleUser, TaskID: id, Parts: []a2a.Part{a2a.TextPart("again")},
 	}}
@@ -397,6 +399,10 @@ func testSupersedeElsewhere(t *testing.T, open func() Replica) {
 	// A's stream followed its own execution, which ended; the task went on
 	// on B.
 	waitDone(t, "the stream on A", doneA)
+	waitDone(t, "the subscription on B", doneFollower)
+	if fs := follower.snapshot(); fs[len(fs)-1].what != "status TASK_STATE_COMPLETED done on B" {
+		t.Errorf("the subscription on B ends with %v, want B's completion", fs)
+	}
 	got, err := rs.handlers[0].GetTask(context.Background(), feedCall(a2a.MethodGetTask), &a2a.GetTaskRequest{ID: id})
 	if err != nil || got.Status.State != a2a.TaskStateCompleted || got.Status.Message.Text() != "done on B" {
 		t.Errorf("GetTask on A after B completed: %v, %v", got, err)
