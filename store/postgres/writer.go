@@ -44,7 +44,8 @@ type stmt struct {
 	args []any
 }
 
-// newWrite starts the write of task key whose first statement is sql.
+// newWrite starts the write of task key whose first statement is sql,
+// which must return exactly one row when dest is not empty.
 func newWrite(key, sql string, args []any, dest ...any) *write {
 	return &write{key: key, stmts: []stmt{{sql, args}}, dest: dest}
 }
