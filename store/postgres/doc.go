@@ -10,6 +10,29 @@
 // update names the version it read, and loses (ErrConcurrentModification)
 // if another replica wrote first.
 //
+// The task store's writes (Create, Update and Append, and the Recoverer's
+// Settle) commit group-wise, as store/sqlite's do. A writer takes every
+// write that is waiting, up to 256 and at most one per task, and sends
+// them as one pgx batch: one round trip, which PostgreSQL runs as one
+// implicit transaction, committed as the server's synchronous_commit
+// says. Options.WriteConns batches may be in flight at once (default 1).
+// A caller returns once the transaction holding its write has committed,
+// so a nil error means the write is durable and that every replica sees
+// it: a read that starts, on any DB handle, after the caller was answered
+// finds it, and no reader anywhere sees any write of a batch before the
+// batch commits. One write's failure is its caller's alone: when a
+// statement fails, PostgreSQL rolls the batch back, and the write that
+// failed runs again by itself and the rest again together; a deadlock,
+// serialization or commit failure runs each write again by itself. A
+// caller whose context ends before its write is sent gets the context's
+// error and the write is not sent; after that it waits for the outcome,
+// unless every caller of the batch has given up, which cancels the batch.
+// A batch takes its task rows' locks in task-id order, so batches of
+// different replicas wait for each other but do not deadlock. Close
+// finishes the writes already handed over before it closes the pool and
+// refuses later ones. WriteStats counts the writes, transactions and
+// round trips.
+//
 // GateStore keeps the governance gate's records (gate.Store): sessions,
 // gated actions, the trajectory ledger, versioned rule sets, the
 // hash-chained audit log and the service's heartbeat. An action write is

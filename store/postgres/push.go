@@ -26,7 +26,8 @@ import (
 // queues for it, or waits, and then reads the task with the write in it.
 // The queue statement finds its notifications only among rows this
 // transaction wrote (xmin is ours), so a write that changed nothing queues
-// nothing.
+// nothing; a transaction holds other writes too, but never two of one task
+// (writer.go).
 
 // pushSource is a query of (ord, body) rows: a write's notifications.
 type pushSource string

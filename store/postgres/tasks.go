@@ -106,7 +106,7 @@ func (s *taskStore) Update(ctx context.Context, scope a2asrv.Scope, t *a2a.Task,
 
 // rewrite stores t whole at version next, dropping its events, if its
 // version is prev (and guard, an extra condition on the row t, holds). One
-// round trip answers both questions: did the conditional update happen,
+// statement answers both questions: did the conditional update happen,
 // and if not, does the task exist in this scope at all. src and srcArgs
 // queue the write's push notifications (push.go); ann says how the write
 // is announced to the replicas (feed.go).

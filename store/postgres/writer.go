@@ -44,7 +44,8 @@ type stmt struct {
 	args []any
 }
 
-// newWrite starts the write of task key whose first statement is sql.
+// newWrite starts the write of task key whose first statement is sql,
+// which must return exactly one row when dest is not empty.
 func newWrite(key, sql string, args []any, dest ...any) *write {
 	return &write{key: key, stmts: []stmt{{sql, args}}, dest: dest}
 }
@@ -61,8 +62,9 @@ func (w *write) then(sql string, args ...any) *write {
 const maxBatch = 256
 
 // DefaultWriteConns is how many task-write batches are in flight at once
-// when Options.WriteConns is zero.
-const DefaultWriteConns = 2
+// when Options.WriteConns is zero: one, which leaves the most writes to
+// each batch (see Options.WriteConns).
+const DefaultWriteConns = 1
 
 var errClosed = errors.New("postgres: database is closed")
 
@@ -94,10 +96,11 @@ func newWriter(pool *pgxpool.Pool, conns, queued int) *writer {
 }
 
 // do runs op in the next batch and returns once it has committed, or
-// failed. Once op has been handed over, do waits for the outcome even if
-// ctx ends: the write may already be durable, and saying otherwise would
-// lie. A write not yet sent when ctx ends is dropped, and do returns
-// ctx.Err().
+// failed. A write not yet sent when ctx ends is dropped, and do returns
+// ctx.Err(). Once op has been sent, do waits for the outcome even if ctx
+// ends: the write may already be durable, and saying otherwise would lie;
+// only when every caller of the batch has given up is the batch
+// cancelled, and then the outcome is the error of the cancelled batch.
 func (w *writer) do(ctx context.Context, op *write) error {
 	op.ctx, op.done = ctx, make(chan error, 1)
 	w.closing.RLock()
@@ -246,8 +249,9 @@ func (w *writer) exec(ws []*write) (at int, err error) {
 		}
 	}
 	w.trips.Add(1)
-	// No one caller's context may interrupt a batch the others share.
-	br := w.pool.SendBatch(context.Background(), b)
+	ctx, cancel := abandoned(ws)
+	defer cancel()
+	br := w.pool.SendBatch(ctx, b)
 	at = -1
 	for i, op := range ws {
 		if err = readResults(br, op); err != nil {
@@ -262,6 +266,38 @@ func (w *writer) exec(ws []*write) (at int, err error) {
 		err = cerr
 	}
 	return at, err
+}
+
+// abandoned returns a context for the batch ws that ends when every
+// caller's has: no one caller's cancellation may interrupt a batch the
+// others share, but a batch nobody waits for any more (the database is
+// stuck, every caller timed out) is given up, as one caller's write was
+// before writes were batched.
+func abandoned(ws []*write) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	left := atomic.Int64{}
+	left.Store(int64(len(ws)))
+	stops := make([]func() bool, 0, len(ws))
+	for _, op := range ws {
+		if op.ctx.Done() == nil {
+			// This caller never gives up, so neither does the batch.
+			for _, stop := range stops {
+				stop()
+			}
+			return ctx, cancel
+		}
+		stops = append(stops, context.AfterFunc(op.ctx, func() {
+			if left.Add(-1) == 0 {
+				cancel()
+			}
+		}))
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
 }
 
 // readResults reads op's results from br, the first row into op.dest.

@@ -67,22 +67,7 @@ func holdWriter(t *testing.T, db *DB, queued int) (release func()) {
 	go func() {
 		held <- db.wr.do(ctx, newWrite("held", `INSERT INTO w VALUES ('held') ON CONFLICT DO NOTHING`, nil))
 	}()
-	// Polled only to wait: the batch stays blocked until release.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var n int
-		if err := db.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("after 30s, the held write is not waiting for its lock")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitLockWait(t, db)
 	return func() {
 		t.Helper()
 		if err := tx.Rollback(ctx); err != nil {
@@ -91,6 +76,28 @@ func holdWriter(t *testing.T, db *DB, queued int) (release func()) {
 		if err := <-held; err != nil {
 			t.Fatalf("held write: %v", err)
 		}
+	}
+}
+
+// waitLockWait returns once a session of db's database waits for a lock.
+// It polls, but only to wait: the session stays blocked until the test
+// lets it go.
+func waitLockWait(t *testing.T, db *DB) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		if err := db.pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("after 30s, no session waits for a lock")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -231,6 +238,77 @@ func TestWriterCancelledCaller(t *testing.T) {
 	// taken.
 	if err := db.wr.do(ctx, insert("late", new(string))); !errors.Is(err, context.Canceled) {
 		t.Errorf("write with an ended context: %v, want context.Canceled", err)
+	}
+}
+
+// A sent batch goes on while any of its callers waits, and the others
+// learn its outcome; once all of them gave up it is cancelled, as a lone
+// write was before writes were batched, so a stuck database does not hold
+// callers past their deadlines.
+func TestWriterAbandonedBatch(t *testing.T) {
+	tests := []struct {
+		name   string
+		cancel int // callers that give up, of two
+	}{
+		{"one gives up", 1},
+		{"all give up", 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			db := openWriterDB(t, nil)
+			ctx := context.Background()
+			// The batch of a and b will wait for a's lock.
+			tx, err := db.pool.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx)
+			if _, err := tx.Exec(ctx, `INSERT INTO w VALUES ('a')`); err != nil {
+				t.Fatal(err)
+			}
+			release := holdWriter(t, db, 2)
+			ctxs := make([]context.Context, 2)
+			cancels := make([]context.CancelFunc, 2)
+			for i := range ctxs {
+				ctxs[i], cancels[i] = context.WithCancel(ctx)
+				defer cancels[i]()
+			}
+			var answered atomic.Int64
+			wait := issue(db, ctxs, []*write{insert("a", new(string)), insert("b", new(string))}, &answered)
+			waitQueued(t, db, &answered, 2)
+			release()
+			waitLockWait(t, db)
+			for _, cancel := range cancels[:tt.cancel] {
+				cancel()
+			}
+			if tt.cancel < 2 {
+				// Give a batch wrongly cancelled time to say so.
+				time.Sleep(200 * time.Millisecond)
+				if n := answered.Load(); n != 0 {
+					t.Fatalf("%d callers answered while the batch waits for its lock", n)
+				}
+				if err := tx.Rollback(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			errs := wait()
+			want := []string{"held", "a", "b"}
+			for i, err := range errs {
+				switch {
+				case tt.cancel == 2 && !errors.Is(err, context.Canceled):
+					t.Errorf("write %d: %v, want context.Canceled", i, err)
+				case tt.cancel < 2 && err != nil:
+					t.Errorf("write %d: %v; want it committed, its batch went on", i, err)
+				}
+			}
+			if tt.cancel == 2 {
+				want = want[:1]
+			}
+			slices.Sort(want)
+			if got := keys(db, t, "w"); !slices.Equal(got, want) {
+				t.Errorf("rows %q, want %q", got, want)
+			}
+		})
 	}
 }
 
