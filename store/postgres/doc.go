@@ -65,6 +65,23 @@
 // Recoverer can find the tasks a dead replica left SUBMITTED or WORKING
 // for a2asrv.Recover; Options.Lease times it.
 //
+// TaskFeed is how replicas hear of each other's task writes (an
+// a2asrv.TaskFeed, for streams and CancelTask across replicas): LISTEN/NOTIFY
+// on the channel novaos_tasks. Each write that moves a live task on
+// (Update, Append, Settle) queues a pg_notify in its own transaction, so
+// the notification goes out if and only if the write commits, in commit
+// order; it carries the write's versions and, when they fit in 7,900 bytes,
+// its events or the task as written, which a watcher otherwise reads by
+// version (CatchUp). A task's creation is not announced: nobody can follow
+// a task on another replica before it exists. PostgreSQL serialises the
+// commits of transactions that notify; group commit makes that one per
+// batch. Each DB keeps one listening connection outside the pool; a
+// connection quiet for 5 s is pinged, a broken one is replaced (100 ms,
+// doubling to 5 s), and then every watcher is told to catch up from the
+// store. ListenerStatus says whether it listens now. The connection needs
+// session state, so it must reach PostgreSQL directly or through a pooler
+// in session mode.
+//
 // The memory store's vector search uses pgvector when the server has the
 // vector extension and the role may create it (CREATE EXTENSION IF NOT
 // EXISTS vector at Open; otherwise Open logs at info that it is not used).
