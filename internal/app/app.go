@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -56,6 +57,12 @@ type Options struct {
 	// DatabaseURL selects PostgreSQL (postgres:// or postgresql://). Empty
 	// means SQLite in DataDir.
 	DatabaseURL string
+	// DBMaxConns bounds the PostgreSQL connection pool and
+	// DBStatementTimeout the time one statement may run
+	// (postgres.Options.MaxConns and StatementTimeout: zero means their
+	// defaults, a negative timeout none). Unused with SQLite.
+	DBMaxConns         int32
+	DBStatementTimeout time.Duration
 	// TaskStore, when set, keeps tasks instead of a database, and no
 	// database is opened: DataDir and DatabaseURL are ignored.
 	TaskStore a2asrv.TaskStore
@@ -120,6 +127,11 @@ type Options struct {
 	// Options.PushOutbox is set), and only then do the agents' cards say
 	// pushNotifications: true.
 	PushDelivery a2apush.Options
+
+	// Agents are hosted besides the built-in echo and tck agents, at
+	// /agents/{name}; a name is one path segment of letters, digits, '-'
+	// and '_'.
+	Agents map[string]Agent
 
 	// Limits bound connections, request bodies and the body bytes in
 	// flight across the server (see httpapi.Limits; zero fields mean its
@@ -291,14 +303,28 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	if err := s.openStores(ctx); err != nil {
-		return nil, err
-	}
 	s.agents = []hostedAgent{
 		{name: "echo", agent: builtin.Echo()},
 		{name: "tck", agent: builtin.NewTCK(&builtin.TCKOptions{StreamingTimeout: s.opts.TCKStreamingTimeout})},
 	}
+	for _, name := range slices.Sorted(maps.Keys(s.opts.Agents)) {
+		if !validAgentName(name) || slices.ContainsFunc(s.agents, func(a hostedAgent) bool { return a.name == name }) {
+			return nil, fmt.Errorf("app: agent name %q: want a path segment of letters, digits, '-' and '_' not taken by another agent", name)
+		}
+		if s.opts.Agents[name] == nil {
+			return nil, fmt.Errorf("app: agent %q is nil", name)
+		}
+		s.agents = append(s.agents, hostedAgent{name: name, agent: s.opts.Agents[name]})
+	}
+	if err := s.openStores(ctx); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// validAgentName reports whether name can be an agent's path segment.
+func validAgentName(name string) bool {
+	return name != "" && len(name) <= 64 && strings.Trim(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") == ""
 }
 
 func (s *Server) openStores(ctx context.Context) error {
@@ -320,7 +346,7 @@ func (s *Server) openStores(ctx context.Context) error {
 		}
 	case scheme == "postgres" || scheme == "postgresql":
 		s.db, err = postgres.Open(ctx, s.opts.DatabaseURL, &postgres.Options{Logger: s.log, Lease: s.leaseOptions(),
-			MemoryIndexBytes: s.opts.Memory.IndexBytes})
+			MemoryIndexBytes: s.opts.Memory.IndexBytes, MaxConns: s.opts.DBMaxConns, StatementTimeout: s.opts.DBStatementTimeout})
 		if err != nil {
 			// Not the URL, which may hold a password; postgres.Open's
 			// errors never repeat it either.
