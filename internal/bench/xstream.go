@@ -357,6 +357,9 @@ func (r *xstreamRun) follow(ctx context.Context, url, id string, p *xstreamTally
 	if frames == 0 {
 		return errors.New("replica B: the stream closed without a frame")
 	}
+	if frames == 1 {
+		return fmt.Errorf("replica B saw %d of %d status updates: its stream closed after the snapshot", seen, total-start)
+	}
 	return fmt.Errorf("replica B saw %d of %d status updates: its stream closed after %d frames", seen, total-start, frames)
 }
 
