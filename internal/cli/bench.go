@@ -135,7 +135,7 @@ func runBenchA2A(ctx context.Context, args []string, e *env) int {
 	db := fs.String("db", "", "PostgreSQL `URL` (postgres://…) whose database the server under test stores its tasks in")
 	replicas := fs.String("replicas", "1", "with --db: run the scenarios against each `count` of servers sharing the database in turn (comma-separated, e.g. 1,2), the clients spread over them round-robin")
 	withSQLite := fs.Bool("with-sqlite", false, "with --db: run the scenarios against SQLite too, first, in the same run")
-	maxConns := fs.Int("db-max-conns", 0, "with --db: connections in each server's pool (0: the serve default)")
+	maxConns := fs.Int("db-max-conns", app.DefaultDBMaxConns, "with --db: connections in each server's pool")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (servers and load generator) to `file`")
 	if code, ok := parse(fs, args); !ok {
 		return code
@@ -170,8 +170,8 @@ func runBenchA2A(ctx context.Context, args []string, e *env) int {
 		if counts, err = parseReplicas(*replicas); err != nil {
 			return usageError(fs, "--replicas: %v", err)
 		}
-		if *maxConns < 0 || *maxConns > math.MaxInt32 {
-			return usageError(fs, "--db-max-conns: want 0 (the default) or a positive number of connections")
+		if *maxConns < 1 || *maxConns > math.MaxInt32 {
+			return usageError(fs, "--db-max-conns: want a positive number of connections")
 		}
 		cfg.maxConns = int32(*maxConns)
 		if *withSQLite {

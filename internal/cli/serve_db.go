@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"novaos.dev/novaos/internal/app"
 	"novaos.dev/novaos/store/postgres"
 )
 
@@ -17,9 +18,9 @@ type dbFlags struct {
 
 func databaseFlags(fs *flag.FlagSet) *dbFlags {
 	return &dbFlags{
-		maxConns: fs.Int("db-max-conns", 0, "PostgreSQL only: connections in this server's pool (0: pgxpool's default, the larger of 4 and the CPUs); "+
-			"every replica has its own, so keep replicas × this under the server's max_connections"),
-		statementTimeout: fs.Duration("db-statement-timeout", postgres.DefaultStatementTimeout, "PostgreSQL only: longest one statement may run before the database cancels it "+
+		maxConns: fs.Int("db-max-conns", app.DefaultDBMaxConns, "PostgreSQL only (refused without --db or $"+EnvDatabaseURL+"): connections in this server's pool; "+
+			"every replica has its own, so keep replicas × this under the database's max_connections"),
+		statementTimeout: fs.Duration("db-statement-timeout", postgres.DefaultStatementTimeout, "PostgreSQL only (refused without --db or $"+EnvDatabaseURL+"): longest one statement may run before the database cancels it "+
 			"(sent as the sessions' statement_timeout, over one in the URL; migrations are exempt; 0: none, for a pooler that refuses the parameter)"),
 	}
 }
@@ -39,8 +40,8 @@ func (d *dbFlags) check(fs *flag.FlagSet, db string) string {
 			return fmt.Sprintf("%s tune a PostgreSQL pool: give --db postgres://… or $%s", set[0], EnvDatabaseURL)
 		}
 	}
-	if *d.maxConns < 0 || *d.maxConns > math.MaxInt32 {
-		return "--db-max-conns: want 0 (the default) or a positive number of connections"
+	if *d.maxConns < 1 || *d.maxConns > math.MaxInt32 {
+		return "--db-max-conns: want a positive number of connections"
 	}
 	if *d.statementTimeout < 0 {
 		return "--db-statement-timeout: want a duration of at least 0 (0: none)"
