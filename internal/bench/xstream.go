@@ -298,8 +298,14 @@ func (r *xstreamRun) follow(ctx context.Context, url, id string, p *xstreamTally
 		}
 		return fmt.Errorf("subscribe on replica B: status %d: %s", resp.StatusCode, clip(b))
 	}
-	total := r.o.Updates + 1
-	er := a2a.NewEventReader(resp.Body, 0)
+	return readUpdates(ctx, resp.Body, r.o.Updates+1, wait, p)
+}
+
+// readUpdates reads a subscription's stream from body, expecting total
+// status updates in all, and checks and times them into p. ctx ends the
+// wait, which took wait.
+func readUpdates(ctx context.Context, body io.Reader, total int, wait time.Duration, p *xstreamTally) error {
+	er := a2a.NewEventReader(body, 0)
 	start, next, frames, seen := 0, 1, 0, 0
 	for {
 		ev, err := er.Next()
