@@ -136,6 +136,45 @@
 // agent SDK's default, so a caller reading either finds it) stores it
 // twice; agent.Result.Message avoids that.
 //
+// # Replicas
+//
+// Several processes may serve one agent from one store (replicas of
+// novaos serve on one PostgreSQL). A task's execution runs in the process
+// that received its message; any process may answer GetTask, ListTasks,
+// SubscribeToTask, CancelTask or a continuation of it. With
+// Options.TaskFeed (store/postgres's LISTEN/NOTIFY feed, or
+// MemoryTaskStore.Feed for handlers in one process), each process hears
+// of the writes the others commit:
+//
+//   - A stream on a process that does not run the task (SubscribeToTask, or
+//     a client resuming its stream elsewhere) gets the snapshot, then every
+//     later write with the version the executing process gave it: no gap, no
+//     duplicate. Appended events arrive as the frames the executing process
+//     streamed; a whole-task write as a status update when it changed the
+//     status alone (CancelTask), else as the whole task (a continuation, a
+//     settlement by crash recovery). Without an execution in this process a
+//     non-final task's stream stays open until a final frame: another
+//     process runs it, or crash recovery settles it once that one is dead.
+//   - CancelTask on any process writes CANCELED; the executing process hears
+//     of it and cancels its execution's context with cause [ErrCanceled]. A
+//     newer message to another process supersedes the execution
+//     ([ErrSuperseded]) the same way.
+//   - A feed that may have missed writes (a dropped connection) tells every
+//     watcher, which catches up from the store by version
+//     (TaskFeed.CatchUp), as it does for a write too large to announce.
+//
+// What a process sees of another's execution is what that one has stored:
+// status updates at once; artifact chunks within
+// Options.ArtifactFlushInterval (the executing process streams them to its
+// own subscribers at once); a blocking SendMessage's new task not before it
+// is final or a second old (see Write path), which is before anyone but its
+// caller can name it. A cancel from another process that overtakes chunks
+// the executing process streamed but had not stored yet drops them (they
+// are logged), as a crash would; only that process's own subscribers can
+// have seen them, and their numbers are reused by the writes that follow.
+// Without a feed, a Handler assumes it is its tasks' only writer: a stream
+// then sees only the writes of executions in its own process.
+//
 // # Decisions where the spec is silent or inconsistent
 //
 //   - A2A-Version is required: absent or empty means 0.3 and is answered
@@ -244,8 +283,4 @@
 //     at every delivery and checks each address it would dial.
 //   - Task ids of other callers (Options.Identify's Scope) are "not found"
 //     on every path, checked inside the store.
-//
-// Fan-out to streams is per process: with several replicas on one
-// PostgreSQL, a stream sees the writes of executions running in its own
-// process, while GetTask and ListTasks see every replica's writes.
 package a2asrv

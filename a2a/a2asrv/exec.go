@@ -43,6 +43,10 @@ type updater struct {
 	// but the blocking caller can know its id before the answer.
 	deferCreate bool
 	revoked     bool
+	// landed: a write of this execution has been applied. Only then can
+	// a write by another process overtake it (feed.go); what others
+	// wrote before, its first write builds on.
+	landed bool
 }
 
 var _ Updater = (*updater)(nil)
@@ -176,7 +180,7 @@ func (u *updater) writeLocked(ctx context.Context, ev *a2a.StreamResponse) error
 			return fmt.Errorf("a2asrv: create task: %w", err)
 		}
 		u.savePushConfig(sctx)
-		u.revokeIfTerminalLocked()
+		u.landedLocked()
 		return nil
 	}
 	if hb.heldLocked() {
@@ -190,7 +194,7 @@ func (u *updater) writeLocked(ctx context.Context, ev *a2a.StreamResponse) error
 			return fmt.Errorf("a2asrv: create task: %w", err)
 		}
 		u.savePushConfig(sctx)
-		u.revokeIfTerminalLocked()
+		u.landedLocked()
 		return nil
 	}
 	if first && u.userMsg != nil {
@@ -210,7 +214,7 @@ func (u *updater) writeLocked(ctx context.Context, ev *a2a.StreamResponse) error
 			return &a2a.StreamResponse{Task: t}, nil
 		})
 		if err == nil {
-			u.revokeIfTerminalLocked()
+			u.landedLocked()
 		}
 		return err
 	}
@@ -218,6 +222,9 @@ func (u *updater) writeLocked(ctx context.Context, ev *a2a.StreamResponse) error
 	for i := 0; ; i++ {
 		if err := hb.loadLocked(sctx); err != nil {
 			return err
+		}
+		if u.revoked {
+			return ErrRevoked // another process took the task over
 		}
 		if hb.task.Status.State.Terminal() {
 			// Another process (CancelTask on a replica) ended the task.
@@ -229,14 +236,17 @@ func (u *updater) writeLocked(ctx context.Context, ev *a2a.StreamResponse) error
 			continue // the cache was dropped: re-read and try again
 		}
 		if err == nil {
-			u.revokeIfTerminalLocked()
+			u.landedLocked()
 		}
 		return err
 	}
 }
 
-// revokeIfTerminalLocked ends the updater's writes once the task is final.
-func (u *updater) revokeIfTerminalLocked() {
+// landedLocked records that a write of the updater reached the hub's task
+// (and the store, or its pending events), and ends the updater's writes
+// once the task is final.
+func (u *updater) landedLocked() {
+	u.landed = true
 	if t := u.hub.task; t != nil && t.Status.State.Terminal() {
 		u.revoked = true
 	}

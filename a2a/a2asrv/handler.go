@@ -31,6 +31,11 @@ const (
 type Options struct {
 	// TaskStore keeps tasks; nil means NewMemoryTaskStore(nil).
 	TaskStore TaskStore
+	// TaskFeed reports the task writes of other processes that share
+	// TaskStore (replicas on one database), so that streams and CancelTask
+	// work across them; nil means this Handler is the only writer of its
+	// tasks. See the package doc, Replicas.
+	TaskFeed TaskFeed
 	// PushConfigStore keeps push-notification configs; nil means the four
 	// push-config methods answer PushNotificationNotSupported.
 	PushConfigStore PushConfigStore
@@ -168,7 +173,7 @@ func NewHandler(card *a2a.AgentCard, exec Executor, opts *Options) *Handler {
 	if h.opts.ArtifactFlushInterval <= 0 {
 		h.opts.ArtifactFlushInterval = DefaultArtifactFlushInterval
 	}
-	h.hubs = hubs{store: h.store, log: h.log, flushEvery: h.opts.ArtifactFlushInterval}
+	h.hubs = hubs{store: h.store, feed: h.opts.TaskFeed, log: h.log, flushEvery: h.opts.ArtifactFlushInterval}
 	h.streamOK = card != nil && card.Capabilities.Streaming != nil && *card.Capabilities.Streaming
 	if card != nil {
 		b, err := json.Marshal(card)

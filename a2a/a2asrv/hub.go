@@ -45,12 +45,23 @@ type hub struct {
 	subs      map[*subscriber]struct{}
 
 	refs int // guarded by hubs.mu
+
+	// unwatch ends the hub's watch of its task's feed (feed.go); set
+	// when the hub is made, called when it is dropped.
+	unwatch func()
+	// changeMu guards the changes the feed reported and the hub has not
+	// applied yet, and whether a goroutine is applying them.
+	changeMu sync.Mutex
+	changes  []TaskChange
+	draining bool
 }
 
 // hubs are a Handler's hubs, by task id.
 type hubs struct {
 	store TaskStore
-	log   *slog.Logger
+	// feed, when set, reports the writes other processes make (feed.go).
+	feed TaskFeed
+	log  *slog.Logger
 	// flushEvery bounds how long an artifact update may wait for the
 	// store (Options.ArtifactFlushInterval).
 	flushEvery time.Duration
@@ -71,6 +82,7 @@ func (hs *hubs) acquire(id string) *hub {
 	if h == nil {
 		h = &hub{id: id, hs: hs}
 		hs.m[id] = h
+		h.watchLocked()
 	}
 	h.refs++
 	return h
@@ -82,6 +94,9 @@ func (hs *hubs) release(h *hub) {
 	h.refs--
 	if h.refs == 0 {
 		delete(hs.m, h.id)
+		if h.unwatch != nil {
+			h.unwatch()
+		}
 	}
 }
 
@@ -199,7 +214,16 @@ func (h *hub) loadLocked(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	overtaken := h.hs.feed != nil && h.stored > 0 && v > h.stored
 	h.task, h.version, h.stored, h.appended = t, v, v, 0
+	if overtaken {
+		// Another process wrote the task since this one last held it
+		// (the write that made this one's fail): what it wrote reaches
+		// the subscribers here, as the whole task, since the feed's
+		// report of it finds the hub already past it.
+		h.publishLocked(frame{seq: v, resp: &a2a.StreamResponse{Task: t.Clone()}})
+		h.overtakenLocked()
+	}
 	return nil
 }
 

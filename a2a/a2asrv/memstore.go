@@ -73,6 +73,8 @@ type MemoryTaskStore struct {
 	mu   sync.RWMutex
 	byID map[string]*list.Element // of *memTask
 	lru  list.List                // front: most recently written
+
+	watchers Watchers // of Feed
 }
 
 // memTask is a stored task: the fields List filters and sorts on, and the
@@ -187,6 +189,11 @@ func (s *MemoryTaskStore) Update(ctx context.Context, scope Scope, task *a2a.Tas
 	e.Value = m
 	s.lru.MoveToFront(e)
 	s.queuePush(scope, m.id, taskNotes(m.body))
+	s.watchers.Announce(m.id, func() TaskChange {
+		c := TaskChange{ID: m.id, Prev: prev, Version: m.version}
+		c.Task, _ = m.decode() // undecodable: the watcher catches up
+		return c
+	})
 	return m.version, nil
 }
 
@@ -219,6 +226,11 @@ func (s *MemoryTaskStore) Append(ctx context.Context, scope Scope, id string, pr
 	e.Value = &next
 	s.lru.MoveToFront(e)
 	s.queuePush(scope, id, func() ([][]byte, error) { return a2astore.AppendNotifications(events, bodies) })
+	s.watchers.Announce(id, func() TaskChange {
+		c := TaskChange{ID: id, Prev: prev, Version: next.version}
+		c.Events, _ = decodeEvents(bodies) // undecodable: the watcher catches up
+		return c
+	})
 	return next.version, nil
 }
 
@@ -443,4 +455,64 @@ func (s *MemoryPushConfigStore) Delete(ctx context.Context, scope Scope, taskID,
 		s.removeLocked(e)
 	}
 	return nil
+}
+
+// Feed returns the store's TaskFeed, for several Handlers in one process
+// that share the store as replicas share a database: each learns of the
+// others' writes at once.
+func (s *MemoryTaskStore) Feed() TaskFeed { return memFeed{s} }
+
+type memFeed struct{ s *MemoryTaskStore }
+
+func (f memFeed) Watch(id string, fn func(TaskChange)) func() { return f.s.watchers.Watch(id, fn) }
+
+func (f memFeed) CatchUp(ctx context.Context, scope Scope, id string, after Version) (TaskChange, error) {
+	f.s.mu.RLock()
+	e, ok := f.s.byID[id]
+	var m *memTask
+	if ok {
+		m = e.Value.(*memTask)
+	}
+	f.s.mu.RUnlock()
+	if m == nil || m.scope != scope {
+		return TaskChange{}, fmt.Errorf("a2asrv: memory: catch up with task %s: %w", id, ErrNotFound)
+	}
+	return CatchUpChange(id, after, m.version, m.events, func() (*a2a.Task, error) { return m.decode() })
+}
+
+// CatchUpChange is TaskFeed.CatchUp for a store that keeps a task as a body
+// with the encoded events appended after it: the task is at version, the
+// last of events. The change holds the events after version after when
+// events reach back that far, else the whole task, read by whole.
+func CatchUpChange(id string, after, version Version, events [][]byte, whole func() (*a2a.Task, error)) (TaskChange, error) {
+	c := TaskChange{ID: id, Prev: after, Version: version}
+	if version <= after {
+		return c, nil
+	}
+	if base := version - Version(len(events)); base <= after {
+		evs, err := decodeEvents(events[after-base:])
+		if err == nil {
+			c.Events = evs
+			return c, nil
+		}
+	}
+	t, err := whole()
+	if err != nil {
+		return TaskChange{}, err
+	}
+	c.Task = t
+	return c, nil
+}
+
+// decodeEvents decodes stored events.
+func decodeEvents(bodies [][]byte) ([]*a2a.StreamResponse, error) {
+	out := make([]*a2a.StreamResponse, len(bodies))
+	for i, b := range bodies {
+		ev, err := a2astore.DecodeEvent(b)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = ev
+	}
+	return out, nil
 }

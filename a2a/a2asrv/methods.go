@@ -202,6 +202,7 @@ func (h *Handler) start(ctx context.Context, c *Call, p *prepared, sub *subscrib
 		}
 		u.userMsg = nil
 		u.convertReply = true
+		u.landed = true // the task was stored for this execution
 	}
 	execCtx, cancel := context.WithCancelCause(ctx)
 	e := &execution{id: execSeq.Add(1), cancel: cancel, upd: u}
@@ -339,8 +340,11 @@ func (h *Handler) subscribeToTask(ctx context.Context, c *Call, req *a2a.Subscri
 	defer h.hubs.release(hb)
 	hb.mu.Lock()
 	hb.scope = c.Scope
-	if hb.exec == nil {
-		hb.task = nil // re-read: another replica may have written since
+	if hb.exec == nil && (h.opts.TaskFeed == nil || len(hb.subs) == 0) {
+		// Re-read: another replica may have written since. A hub that
+		// others already follow through the feed is up to date, and
+		// re-reading it would skip its followers past frames.
+		hb.task = nil
 	}
 	if err := hb.loadLocked(ctx); err != nil {
 		hb.mu.Unlock()
@@ -351,7 +355,10 @@ func (h *Handler) subscribeToTask(ctx context.Context, c *Call, req *a2a.Subscri
 		hb.mu.Unlock()
 		return a2a.NewError(a2a.CodeUnsupportedOperation, "task %s is in terminal state %s", snap.ID, snap.Status.State)
 	}
-	live := hb.exec != nil
+	// The task is live while an execution here writes it, or, with a
+	// feed, while it is not final: an execution elsewhere may write it,
+	// and if none does, crash recovery settles it in the end.
+	live := hb.exec != nil || h.opts.TaskFeed != nil
 	sub := newSubscriber(0)
 	if live {
 		hb.subscribeLocked(sub)
@@ -360,8 +367,8 @@ func (h *Handler) subscribeToTask(ctx context.Context, c *Call, req *a2a.Subscri
 	defer hb.unsubscribe(sub)
 	first := &frame{seq: seq, resp: &a2a.StreamResponse{Task: snap}}
 	if !live {
-		// Nothing in this process will change the task: send the
-		// snapshot and close.
+		// Nothing will change the task that this process would hear
+		// of: send the snapshot and close.
 		return h.stream(ctx, sink, nil, first, 0)
 	}
 	return h.stream(ctx, sink, sub, first, 0)

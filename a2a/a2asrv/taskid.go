@@ -66,6 +66,7 @@ func (hs *hubs) reserve(id string) (*hub, bool) {
 	}
 	h := &hub{id: id, hs: hs, refs: 1}
 	hs.m[id] = h
+	h.watchLocked()
 	return h, true
 }
 

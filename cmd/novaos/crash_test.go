@@ -21,10 +21,7 @@ import (
 // A task the server answered must survive the process being killed
 // outright (SIGKILL, no shutdown), on the default SQLite store.
 func TestAnsweredTasksSurviveKill(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "novaos")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t)
 	data := t.TempDir()
 
 	url, stop := serve(t, bin, data)
@@ -43,6 +40,16 @@ func TestAnsweredTasksSurviveKill(t *testing.T) {
 			t.Errorf("task %d after kill: %s %+v", i, task.Status.State, task.Artifacts)
 		}
 	}
+}
+
+// buildBinary builds novaos into a temporary directory.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "novaos")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }
 
 // serve starts the binary on a free port, with any extra flags, and returns

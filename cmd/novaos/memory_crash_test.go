@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,10 +19,7 @@ import (
 // proposals, hints) survives the process being killed outright, and a
 // proposal still pending at the kill is decided after the restart.
 func TestAcknowledgedMemoryWritesSurviveKill(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "novaos")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t)
 	data := t.TempDir()
 	ctx := context.Background()
 

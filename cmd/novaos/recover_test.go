@@ -3,7 +3,6 @@ package main_test
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -21,10 +20,7 @@ import (
 // WORKING, a task waiting for its user keeps waiting, and each settled
 // version lies past a2asrv.RecoveryVersionGap.
 func TestRunningTasksSettledAfterKill(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "novaos")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t)
 	data := t.TempDir()
 	// tck-delayed-complete runs for one --tck-timeout: an hour, so the
 	// tasks are surely running at the kill. Short leases keep the test

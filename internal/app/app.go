@@ -82,6 +82,11 @@ type Options struct {
 	// writes fill (a2asrv.MemoryTaskStore.PushOutbox); nil means push
 	// notifications are not sent.
 	PushOutbox a2asrv.PushOutbox
+	// TaskFeed, with TaskStore, reports the writes other servers sharing
+	// it make (a2asrv.MemoryTaskStore.Feed, for servers in one process);
+	// nil means this server is its tasks' only writer. A PostgreSQL
+	// database brings its own (LISTEN/NOTIFY).
+	TaskFeed a2asrv.TaskFeed
 	// TCKStreamingTimeout is the delay unit of the tck agent's slow
 	// scenarios; it must match the conformance kit's TCK_STREAMING_TIMEOUT
 	// (default builtin.DefaultStreamingTimeout, 2s).

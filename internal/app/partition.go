@@ -174,3 +174,19 @@ func (seal *pushSealer) openConfig(s a2asrv.Scope, taskID, id string, cfg *a2a.T
 	}
 	return &c, nil
 }
+
+// agentFeed partitions a TaskFeed like the task store: a catch-up reads the
+// task under the agent's scope. Watches go by task id, which is unique
+// across the database.
+type agentFeed struct {
+	feed  a2asrv.TaskFeed
+	agent string
+}
+
+var _ a2asrv.TaskFeed = agentFeed{}
+
+func (p agentFeed) Watch(id string, fn func(a2asrv.TaskChange)) func() { return p.feed.Watch(id, fn) }
+
+func (p agentFeed) CatchUp(ctx context.Context, s a2asrv.Scope, id string, after a2asrv.Version) (a2asrv.TaskChange, error) {
+	return p.feed.CatchUp(ctx, agentScope(p.agent, s), id, after)
+}

@@ -189,6 +189,9 @@ func (s *Server) agentServices() ([]service, error) {
 		if s.push != nil {
 			opts.PushConfigStore = agentPushConfigs{store: s.push, agent: a.name, seal: seal, wake: s.wakePush}
 		}
+		if f := s.taskFeed(); f != nil {
+			opts.TaskFeed = agentFeed{feed: f, agent: a.name}
+		}
 		if seeder, ok := a.agent.(interface {
 			NewTaskID(*a2a.SendMessageRequest) string
 		}); ok {

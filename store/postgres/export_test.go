@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"github.com/jackc/pgx/v5"
@@ -15,8 +16,27 @@ import (
 // Crash closes db as kill -9 would end its replica: the heartbeat stops,
 // the lease is not given up, and the connections close.
 func Crash(db *DB) {
-	db.closeOnce.Do(db.lease.Stop)
+	db.closeOnce.Do(func() {
+		db.feed.stop()
+		db.lease.Stop()
+	})
 	db.Close()
+}
+
+// DropListener ends the feed's listening connection from the server side,
+// as a network fault or a restarted pooler would.
+func DropListener(ctx context.Context, db *DB) error {
+	db.feed.mu.Lock()
+	pid := db.feed.conn.PgConn().PID()
+	db.feed.mu.Unlock()
+	var ok bool
+	if err := db.pool.QueryRow(ctx, `SELECT pg_terminate_backend($1)`, int32(pid)).Scan(&ok); err != nil {
+		return err
+	}
+	if !ok {
+		return errors.New("pg_terminate_backend: no such backend")
+	}
+	return nil
 }
 
 // UsesPGVector reports whether db found pgvector at Open, and its version.

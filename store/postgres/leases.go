@@ -143,7 +143,7 @@ func (r recoverer) Settle(ctx context.Context, scope a2asrv.Scope, t *a2a.Task, 
 	// from losing its task.
 	next := prev + a2asrv.RecoveryVersionGap
 	if err := (&taskStore{r.db}).rewrite(ctx, scope, t, body, prev, next, "NOT "+leaseLive,
-		taskPush, pushArgs(scope, t.ID)); err != nil {
+		taskPush, pushArgs(scope, t.ID), announce{settle: true}); err != nil {
 		return 0, fmt.Errorf("postgres: settle task %s: %w", t.ID, err)
 	}
 	return next, nil

@@ -49,6 +49,10 @@ type Options struct {
 	// MemoryIndexBytes bounds the in-process memory search index (see
 	// MemoryStore; default DefaultMemoryIndexBytes).
 	MemoryIndexBytes int64
+	// WriteConns is how many batches of task writes may be in flight at
+	// once, each on a pool connection of its own (default
+	// DefaultWriteConns; see WriteStats).
+	WriteConns int
 }
 
 // DefaultStatementTimeout is the statement timeout when
@@ -65,8 +69,10 @@ type DB struct {
 	pool *pgxpool.Pool
 	log  *slog.Logger
 
+	wr        *writer       // commits the task store's writes (writer.go)
 	instance  string        // this handle's lease id, recorded on every task write
 	lease     *lease.Keeper // renews it (leases.go)
+	feed      *feed         // the other replicas' task writes (feed.go)
 	closeOnce sync.Once
 
 	index          *memindex.Cache // memory search structures by partition (memory_index.go)
@@ -124,13 +130,28 @@ func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 		pool.Close()
 		return nil, err
 	}
+	if err := db.startFeed(ctx); err != nil {
+		db.stopLease()
+		pool.Close()
+		return nil, err
+	}
+	conns := o.WriteConns
+	if conns <= 0 {
+		conns = DefaultWriteConns
+	}
+	db.wr = newWriter(pool, conns, 0)
 	return db, nil
 }
 
-// Close closes every connection. Stores obtained from db must not be used
-// afterwards.
+// Close waits for the task writes already handed to the database to be
+// answered, refuses later ones, and closes every connection. Stores
+// obtained from db must not be used afterwards.
 func (db *DB) Close() error {
-	db.closeOnce.Do(db.stopLease)
+	db.wr.close()
+	db.closeOnce.Do(func() {
+		db.feed.stop()
+		db.stopLease()
+	})
 	db.pool.Close()
 	return nil
 }

@@ -62,22 +62,9 @@ func pushArgs(scope a2asrv.Scope, taskID string, more ...any) []any {
 	return append([]any{scope.Tenant, scope.Owner, taskID, time.Now().UnixMilli()}, more...)
 }
 
-// withPush runs a write, which scans into dest, and then queues its
-// notifications, as one implicit transaction.
-func (db *DB) withPush(ctx context.Context, q string, args []any, src pushSource, srcArgs []any, dest ...any) error {
-	b := &pgx.Batch{}
-	b.Queue(q, args...)
-	b.Queue(src.queue(), srcArgs...)
-	br := db.pool.SendBatch(ctx, b)
-	err := br.QueryRow().Scan(dest...)
-	if err == nil {
-		_, err = br.Exec()
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+// push appends to w, a task write, the statement that queues its
+// notifications, run after w's own in the same transaction.
+func (w *write) push(src pushSource, srcArgs []any) *write { return w.then(src.queue(), srcArgs...) }
 
 // PushOutbox returns the database's push-notification outbox, filled by
 // the task store's writes for the configs of PushConfigStore.

@@ -28,7 +28,7 @@ func (s *taskStore) Create(ctx context.Context, scope a2asrv.Scope, t *a2a.Task)
 	}
 	// Configs of a task not yet created are a deleted task's.
 	var created bool
-	err = s.db.withPush(ctx, `
+	err = s.db.wr.do(ctx, newWrite(t.ID, `
 		WITH ins AS (
 			INSERT INTO a2a_tasks (id, tenant, owner, context_id, state, status_ts_ms, version, body, instance_id)
 			VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8)
@@ -38,7 +38,7 @@ func (s *taskStore) Create(ctx context.Context, scope a2asrv.Scope, t *a2a.Task)
 		SELECT EXISTS (SELECT 1 FROM ins)`,
 		[]any{t.ID, scope.Tenant, scope.Owner, t.ContextID, t.Status.State.String(), t.Status.Timestamp.UnixMilli(), body,
 			s.db.instance},
-		taskPush, pushArgs(scope, t.ID), &created)
+		&created).push(taskPush, pushArgs(scope, t.ID)))
 	if err != nil {
 		return 0, fmt.Errorf("postgres: create task %s: %w", t.ID, err)
 	}
@@ -98,7 +98,7 @@ func (s *taskStore) Update(ctx context.Context, scope a2asrv.Scope, t *a2a.Task,
 	if err != nil {
 		return 0, fmt.Errorf("postgres: update task: %w", err)
 	}
-	if err := s.rewrite(ctx, scope, t, body, prev, prev+1, "", taskPush, pushArgs(scope, t.ID)); err != nil {
+	if err := s.rewrite(ctx, scope, t, body, prev, prev+1, "", taskPush, pushArgs(scope, t.ID), announce{}); err != nil {
 		return 0, fmt.Errorf("postgres: update task %s: %w", t.ID, err)
 	}
 	return prev + 1, nil
@@ -108,14 +108,19 @@ func (s *taskStore) Update(ctx context.Context, scope a2asrv.Scope, t *a2a.Task,
 // version is prev (and guard, an extra condition on the row t, holds). One
 // round trip answers both questions: did the conditional update happen,
 // and if not, does the task exist in this scope at all. src and srcArgs
-// queue the write's push notifications (push.go).
+// queue the write's push notifications (push.go); ann says how the write
+// is announced to the replicas (feed.go).
 func (s *taskStore) rewrite(ctx context.Context, scope a2asrv.Scope, t *a2a.Task, body []byte, prev, next a2asrv.Version, guard string,
-	src pushSource, srcArgs []any) error {
+	src pushSource, srcArgs []any, ann announce) error {
+	whole := body
+	if ann.events != nil {
+		whole = nil
+	}
 	if guard != "" {
 		guard = " AND " + guard
 	}
 	var updated, exists bool
-	err := s.db.withPush(ctx, `
+	err := s.db.wr.do(ctx, newWrite(t.ID, `
 		WITH upd AS (
 			UPDATE a2a_tasks t
 			SET context_id = $5, state = $6, status_ts_ms = $7, body = $8, version = $9, events = 0, instance_id = $10
@@ -128,7 +133,7 @@ func (s *taskStore) rewrite(ctx context.Context, scope a2asrv.Scope, t *a2a.Task
 			EXISTS (SELECT 1 FROM a2a_tasks WHERE id = $1 AND tenant = $2 AND owner = $3)`,
 		[]any{t.ID, scope.Tenant, scope.Owner, int64(prev),
 			t.ContextID, t.Status.State.String(), t.Status.Timestamp.UnixMilli(), body, int64(next), s.db.instance},
-		src, srcArgs, &updated, &exists)
+		&updated, &exists).push(src, srcArgs).then(notifySQL, s.db.notifyArgs(t.ID, prev, next, ann.events, whole, ann.settle)...))
 	return versionedResult(err, updated, exists, prev)
 }
 
@@ -152,7 +157,7 @@ func (s *taskStore) Append(ctx context.Context, scope a2asrv.Scope, id string, p
 	if err == nil && compact != nil {
 		var notes [][]byte
 		if notes, err = a2astore.AppendNotifications(events, bodies); err == nil {
-			err = s.rewrite(ctx, scope, compact, body, prev, next, "", bodiesPush, pushArgs(scope, id, notes))
+			err = s.rewrite(ctx, scope, compact, body, prev, next, "", bodiesPush, pushArgs(scope, id, notes), announce{events: bodies})
 		}
 	}
 	if err != nil {
@@ -173,7 +178,7 @@ func (s *taskStore) Append(ctx context.Context, scope a2asrv.Scope, id string, p
 		state, tsMs = &name, &ms
 	}
 	var updated, exists bool
-	err = s.db.withPush(ctx, `
+	err = s.db.wr.do(ctx, newWrite(id, `
 		WITH upd AS (
 			UPDATE a2a_tasks
 			SET version = $5, events = events + $6, instance_id = $10,
@@ -188,7 +193,8 @@ func (s *taskStore) Append(ctx context.Context, scope a2asrv.Scope, id string, p
 		SELECT EXISTS (SELECT 1 FROM upd),
 			EXISTS (SELECT 1 FROM a2a_tasks WHERE id = $1 AND tenant = $2 AND owner = $3)`,
 		[]any{id, scope.Tenant, scope.Owner, int64(prev), int64(next), len(events), state, tsMs, bodies, s.db.instance},
-		eventsPush, pushArgs(scope, id, int64(prev), int64(next)), &updated, &exists)
+		&updated, &exists).push(eventsPush, pushArgs(scope, id, int64(prev), int64(next))).
+		then(notifySQL, s.db.notifyArgs(id, prev, next, bodies, nil, false)...))
 	if err := versionedResult(err, updated, exists, prev); err != nil {
 		return 0, fmt.Errorf("postgres: append to task %s: %w", id, err)
 	}
