@@ -42,12 +42,16 @@ const (
 	DatabaseFile = "novaos.db"
 	// DefaultDBMaxConns is the PostgreSQL pool's size when
 	// Options.DBMaxConns is zero. pgxpool's own default, the larger of 4
-	// and the CPUs, halved SendMessage throughput on a 2-CPU machine
-	// against 8, 16 or 32 (each request commits about once, and commits
-	// wait on the WAL, not the CPU); 16 leaves room for larger machines
-	// while five replicas still fit PostgreSQL's default max_connections
-	// of 100.
-	DefaultDBMaxConns = 16
+	// and the CPUs, sizes the pool by the CPUs of the wrong machine: on 2
+	// CPUs, before task writes were committed in groups, it halved
+	// SendMessage throughput against 8, 16 or 32 connections, which
+	// measured alike. With group commit the four sizes measure alike on
+	// that benchmark, but the writer's batches take two connections and
+	// anything that waits (a gate write on its audit lock, a long memory
+	// query) holds one: 8 leaves room for reads beside them, and ten
+	// replicas, each with its listener, within PostgreSQL's default
+	// max_connections of 100.
+	DefaultDBMaxConns = 8
 )
 
 // Options configure a Server; the zero value (or nil) serves on

@@ -8,6 +8,7 @@ import (
 
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/internal/httpapi"
+	"novaos.dev/novaos/store/postgres"
 )
 
 // healthTimeout bounds the database ping behind /healthz, so a stuck
@@ -48,6 +49,8 @@ type ListenerHealth struct {
 type listening interface {
 	ListenerStatus() error
 }
+
+var _ listening = (*postgres.DB)(nil)
 
 // Health statuses.
 const (

@@ -375,9 +375,15 @@ func TestServePoolFlagsWithEnvURL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var h struct {
+		Status   string
+		Listener *struct{ OK bool }
+	}
+	err = json.NewDecoder(resp.Body).Decode(&h)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Errorf("healthz %d", resp.StatusCode)
+	// The server's listener is up: the database answers, LISTEN with it.
+	if err != nil || resp.StatusCode != http.StatusOK || h.Status != "ok" || h.Listener == nil || !h.Listener.OK {
+		t.Errorf("healthz %d %+v %v", resp.StatusCode, h, err)
 	}
 	cancel()
 	if code := <-done; code != exitOK {
