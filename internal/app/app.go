@@ -1,10 +1,12 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -38,6 +40,18 @@ const (
 	DefaultDataDir = "./novaos-data"
 	// DatabaseFile is the SQLite file's name inside the data directory.
 	DatabaseFile = "novaos.db"
+	// DefaultDBMaxConns is the PostgreSQL pool's size when
+	// Options.DBMaxConns is zero. pgxpool's own default, the larger of 4
+	// and the CPUs, sizes the pool by the CPUs of the wrong machine: on 2
+	// CPUs, before task writes were committed in groups, it halved
+	// SendMessage throughput against 8, 16 or 32 connections, which
+	// measured alike. With group commit the four sizes measure alike on
+	// that benchmark, but the writer's batches take two connections and
+	// anything that waits (a gate write on its audit lock, a long memory
+	// query) holds one: 8 leaves room for reads beside them, and ten
+	// replicas, each with its listener, within PostgreSQL's default
+	// max_connections of 100.
+	DefaultDBMaxConns = 8
 )
 
 // Options configure a Server; the zero value (or nil) serves on
@@ -56,6 +70,12 @@ type Options struct {
 	// DatabaseURL selects PostgreSQL (postgres:// or postgresql://). Empty
 	// means SQLite in DataDir.
 	DatabaseURL string
+	// DBMaxConns bounds the PostgreSQL connection pool (default
+	// DefaultDBMaxConns) and DBStatementTimeout the time one statement may
+	// run (postgres.Options.StatementTimeout: zero means its default, 30s,
+	// negative none). Unused with SQLite.
+	DBMaxConns         int32
+	DBStatementTimeout time.Duration
 	// TaskStore, when set, keeps tasks instead of a database, and no
 	// database is opened: DataDir and DatabaseURL are ignored.
 	TaskStore a2asrv.TaskStore
@@ -125,6 +145,11 @@ type Options struct {
 	// Options.PushOutbox is set), and only then do the agents' cards say
 	// pushNotifications: true.
 	PushDelivery a2apush.Options
+
+	// Agents are hosted besides the built-in echo and tck agents, at
+	// /agents/{name}; a name is one path segment of letters, digits, '-'
+	// and '_'.
+	Agents map[string]Agent
 
 	// Limits bound connections, request bodies and the body bytes in
 	// flight across the server (see httpapi.Limits; zero fields mean its
@@ -296,14 +321,28 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	if err := s.openStores(ctx); err != nil {
-		return nil, err
-	}
 	s.agents = []hostedAgent{
 		{name: "echo", agent: builtin.Echo()},
 		{name: "tck", agent: builtin.NewTCK(&builtin.TCKOptions{StreamingTimeout: s.opts.TCKStreamingTimeout})},
 	}
+	for _, name := range slices.Sorted(maps.Keys(s.opts.Agents)) {
+		if !validAgentName(name) || slices.ContainsFunc(s.agents, func(a hostedAgent) bool { return a.name == name }) {
+			return nil, fmt.Errorf("app: agent name %q: want a path segment of letters, digits, '-' and '_' not taken by another agent", name)
+		}
+		if s.opts.Agents[name] == nil {
+			return nil, fmt.Errorf("app: agent %q is nil", name)
+		}
+		s.agents = append(s.agents, hostedAgent{name: name, agent: s.opts.Agents[name]})
+	}
+	if err := s.openStores(ctx); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// validAgentName reports whether name can be an agent's path segment.
+func validAgentName(name string) bool {
+	return name != "" && len(name) <= 64 && strings.Trim(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") == ""
 }
 
 func (s *Server) openStores(ctx context.Context) error {
@@ -325,7 +364,7 @@ func (s *Server) openStores(ctx context.Context) error {
 		}
 	case scheme == "postgres" || scheme == "postgresql":
 		s.db, err = postgres.Open(ctx, s.opts.DatabaseURL, &postgres.Options{Logger: s.log, Lease: s.leaseOptions(),
-			MemoryIndexBytes: s.opts.Memory.IndexBytes})
+			MemoryIndexBytes: s.opts.Memory.IndexBytes, MaxConns: cmp.Or(s.opts.DBMaxConns, DefaultDBMaxConns), StatementTimeout: s.opts.DBStatementTimeout})
 		if err != nil {
 			// Not the URL, which may hold a password; postgres.Open's
 			// errors never repeat it either.

@@ -8,6 +8,7 @@ import (
 
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/internal/httpapi"
+	"novaos.dev/novaos/store/postgres"
 )
 
 // healthTimeout bounds the database ping behind /healthz, so a stuck
@@ -16,10 +17,15 @@ const healthTimeout = 2 * time.Second
 
 // Health is the body of /healthz.
 type Health struct {
-	// Status is "ok", or "unavailable" when the database does not answer
-	// (the response is then 503).
+	// Status is "ok"; "degraded" when the database answers but its
+	// notification listener is down (the response is still 200); or
+	// "unavailable" when the database does not answer (503).
 	Status   string         `json:"status"`
 	Database DatabaseHealth `json:"database"`
+	// Listener is present when the database has a notification listener
+	// (PostgreSQL): the connection LISTENing for other replicas' task
+	// updates.
+	Listener *ListenerHealth `json:"listener,omitempty"`
 }
 
 // DatabaseHealth reports the store behind the server.
@@ -29,6 +35,29 @@ type DatabaseHealth struct {
 	// Error is a short reason when the ping failed; the detail is logged.
 	Error string `json:"error,omitempty"`
 }
+
+// ListenerHealth reports the database's notification listener.
+type ListenerHealth struct {
+	OK bool `json:"ok"`
+	// Error is a short reason when it is down; the detail, which may name
+	// the database host and user, is logged.
+	Error string `json:"error,omitempty"`
+}
+
+// listening is a database with a notification listener: ListenerStatus
+// is nil while it is LISTENing, else why not.
+type listening interface {
+	ListenerStatus() error
+}
+
+var _ listening = (*postgres.DB)(nil)
+
+// Health statuses.
+const (
+	healthOK          = "ok"
+	healthDegraded    = "degraded"
+	healthUnavailable = "unavailable"
+)
 
 // healthProbeID is a task id no task has (ids are UUIDs), looked up to
 // check that the task store answers.
@@ -48,15 +77,34 @@ func (s *Server) ping(ctx context.Context) error {
 	return err
 }
 
+// health checks the database and its listener. A replica whose listener
+// is down is degraded, not unavailable: it still serves every call on its
+// own tasks and reads every task from the database; what it misses are
+// the live updates other replicas write to tasks its callers subscribed
+// to here. Taking it out of a load balancer for that would move all of
+// its load onto the others for a partial fault (and, with the listener
+// down everywhere, say a pooler that refuses LISTEN, take the whole
+// service down), while the listener reconnects by itself.
 func (s *Server) health(ctx context.Context) Health {
-	h := Health{Status: "ok", Database: DatabaseHealth{Kind: s.databaseKind(), OK: true}}
+	h := Health{Status: healthOK, Database: DatabaseHealth{Kind: s.databaseKind(), OK: true}}
 	ctx, cancel := context.WithTimeout(ctx, healthTimeout)
 	defer cancel()
 	if err := s.ping(ctx); err != nil {
 		s.log.WarnContext(ctx, "app: health check: database ping failed", "err", err)
-		h.Status = "unavailable"
+		h.Status = healthUnavailable
 		h.Database.OK = false
 		h.Database.Error = "ping failed"
+	}
+	if l, ok := s.db.(listening); ok {
+		h.Listener = &ListenerHealth{OK: true}
+		if err := l.ListenerStatus(); err != nil {
+			s.log.WarnContext(ctx, "app: health check: the notification listener is down", "err", err)
+			h.Listener.OK = false
+			h.Listener.Error = "not listening"
+			if h.Status == healthOK {
+				h.Status = healthDegraded
+			}
+		}
 	}
 	return h
 }
@@ -64,7 +112,7 @@ func (s *Server) health(ctx context.Context) Health {
 func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	h := s.health(r.Context())
 	status := http.StatusOK
-	if h.Status != "ok" {
+	if h.Status == healthUnavailable {
 		status = http.StatusServiceUnavailable
 	}
 	writeJSON(w, r, status, h)

@@ -6,7 +6,11 @@
 //
 // It also holds what a benchmark compares against: [EchoHandler], a bare
 // net/http JSON echo, and the A2A scenarios ([SendMessage],
-// [SendStreamingMessage]) with the matching [Baseline].
+// [SendStreamingMessage]) with the matching [Baseline]. A scenario's
+// Replicas, or [RoundRobin] for operations, spread the clients over several
+// servers; [RunXStream] times status updates from their emission by an
+// [XStreamAgent] on one server to their receipt on a subscription on
+// another; [Commits] counts a PostgreSQL database's transactions.
 //
 //	srv := httptest.NewServer(bench.EchoHandler())
 //	defer srv.Close()

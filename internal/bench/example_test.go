@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"time"
 
+	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/internal/bench"
 )
 
@@ -37,4 +39,27 @@ func ExampleHistogram() {
 	// Output:
 	// 100 1µs 100µs
 	// true true
+}
+
+func ExampleRunXStream() {
+	// One server hosting the xstream agent; servers on one database would
+	// each host it, and Subscribe would name the next one's URL.
+	srv := httptest.NewServer(nil)
+	defer srv.Close()
+	o := bench.XStreamOptions{Updates: 3, Interval: time.Millisecond, StartDelay: 10 * time.Millisecond}
+	a := bench.NewXStreamAgent(&o)
+	card := a.Card()
+	card.SupportedInterfaces = []a2a.AgentInterface{{URL: srv.URL, ProtocolBinding: a2a.BindingJSONRPC, ProtocolVersion: a2a.ProtocolVersion}}
+	h := a2asrv.NewHandler(card, a, nil)
+	defer h.Shutdown(context.Background())
+	srv.Config.Handler = h
+
+	res, err := bench.RunXStream(context.Background(), bench.XStream{Send: []string{srv.URL}, Subscribe: []string{srv.URL}, Options: o},
+		&bench.Options{Concurrency: 2, Duration: 100 * time.Millisecond, Warmup: -1})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("errors:", res.Errors, "all updates seen:", res.Frames.Seen == res.Frames.Expected && res.Frames.Seen > 0)
+	// Output: errors: 0 all updates seen: true
 }

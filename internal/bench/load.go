@@ -18,6 +18,10 @@ type Scenario struct {
 	Name string
 	// URL is where every request is POSTed.
 	URL string
+	// Replicas are the same endpoint on other servers: client i then
+	// POSTs to the (i mod n)th of URL and Replicas, n servers in all, so
+	// the clients are spread over them round-robin.
+	Replicas []string
 	// Header is sent with every request.
 	Header http.Header
 	// Body appends one request body to buf and returns the result. Workers
@@ -109,6 +113,9 @@ type Result struct {
 	// ([RunOp] with a rate only): a p99 far above zero means the clients
 	// could not keep up and Latency no longer shows the waiting.
 	Lag *Latency `json:"lag,omitempty"`
+	// Frames counts the status updates of [RunXStream] (only): then
+	// Latency is theirs, from emission to receipt, not the tasks'.
+	Frames *Frames `json:"frames,omitempty"`
 }
 
 // Latency summarises a run's latencies.
@@ -157,9 +164,10 @@ func Run(ctx context.Context, sc Scenario, opts *Options) (*Result, error) {
 		end:         start.Add(o.Warmup + o.Duration),
 	}
 	stats := make([]workerStats, o.Concurrency)
+	urls := append([]string{sc.URL}, sc.Replicas...)
 	var wg sync.WaitGroup
 	for i := range stats {
-		wg.Go(func() { g.work(ctx, &stats[i]) })
+		wg.Go(func() { g.work(ctx, urls[i%len(urls)], &stats[i]) })
 	}
 	wg.Wait()
 	finished := time.Now()
@@ -211,7 +219,7 @@ type workerStats struct {
 	firstErrAt time.Time
 }
 
-func (g *generator) work(ctx context.Context, st *workerStats) {
+func (g *generator) work(ctx context.Context, url string, st *workerStats) {
 	header := g.sc.Header.Clone()
 	var reqBuf []byte
 	var respBuf bytes.Buffer
@@ -223,7 +231,7 @@ func (g *generator) work(ctx context.Context, st *workerStats) {
 		if g.sc.Body != nil {
 			reqBuf = g.sc.Body(reqBuf[:0])
 		}
-		err := g.do(ctx, header, reqBuf, &respBuf)
+		err := g.do(ctx, url, header, reqBuf, &respBuf)
 		elapsed := time.Since(t0)
 		if t0.Before(g.measureFrom) || ctx.Err() != nil {
 			continue
@@ -243,8 +251,8 @@ func (g *generator) work(ctx context.Context, st *workerStats) {
 // maxErrBody bounds how much of a failed response goes into an error.
 const maxErrBody = 200
 
-func (g *generator) do(ctx context.Context, header http.Header, body []byte, respBuf *bytes.Buffer) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.sc.URL, bytes.NewReader(body))
+func (g *generator) do(ctx context.Context, url string, header http.Header, body []byte, respBuf *bytes.Buffer) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("new request: %w", err)
 	}

@@ -144,3 +144,28 @@ func TestRunNeedsURL(t *testing.T) {
 		t.Fatal("Run accepted a scenario without URL")
 	}
 }
+
+// A scenario with replicas spreads its clients over them round-robin.
+func TestRunSpreadsOverReplicas(t *testing.T) {
+	var hits [3]atomic.Int64
+	urls := make([]string, len(hits))
+	for i := range hits {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hits[i].Add(1)
+			EchoHandler().ServeHTTP(w, r)
+		}))
+		defer srv.Close()
+		urls[i] = srv.URL
+	}
+	sc := Baseline(urls[0])
+	sc.Replicas = urls[1:]
+	res, err := Run(t.Context(), sc, &Options{Concurrency: 6, Duration: 100 * time.Millisecond, Warmup: -1})
+	if err != nil || res.Errors != 0 {
+		t.Fatalf("%v; %d errors: %s", err, res.Errors, res.FirstError)
+	}
+	for i := range hits {
+		if hits[i].Load() == 0 {
+			t.Errorf("replica %d got no request", i)
+		}
+	}
+}

@@ -21,6 +21,25 @@ type Op struct {
 	// Kind names a failure for Result.ErrorsByKind (nil: the error's
 	// text, cut to maxKindBytes).
 	Kind func(error) string
+	// Settle, when set, is called by the client after each Do with
+	// whether that operation counts (it began after the warm-up and the
+	// run was not cut off), so an Op that measures more than its own
+	// duration keeps what it measured only for the operations that count.
+	Settle func(client int, counted bool)
+}
+
+// RoundRobin is one Op spreading its clients over ops: client i runs the
+// (i mod n)th, so with one op per server the load is spread round-robin
+// over the servers. Name, Kind and Settle are the first op's.
+func RoundRobin(ops ...Op) Op {
+	if len(ops) == 1 {
+		return ops[0]
+	}
+	op := ops[0]
+	op.Do = func(ctx context.Context, client int) error {
+		return ops[client%len(ops)].Do(ctx, client)
+	}
+	return op
 }
 
 // PaceOptions tune [RunOp]; nil means a closed loop with the defaults of
@@ -61,11 +80,16 @@ func RunOp(ctx context.Context, op Op, opts *PaceOptions) (*Result, error) {
 	start := time.Now()
 	measureFrom, end := start.Add(o.Warmup), start.Add(o.Warmup+o.Duration)
 	stats := make([]opStats, o.Concurrency)
-	record := func(st *opStats, due, t0 time.Time, err error) {
+	record := func(client int, due, t0 time.Time, err error) {
 		elapsed := time.Since(t0)
-		if due.Before(measureFrom) || ctx.Err() != nil {
+		counted := !due.Before(measureFrom) && ctx.Err() == nil
+		if op.Settle != nil {
+			op.Settle(client, counted)
+		}
+		if !counted {
 			return
 		}
+		st := &stats[client]
 		st.requests++
 		if po.Rate > 0 {
 			st.lag.Record(t0.Sub(due))
@@ -91,7 +115,7 @@ func RunOp(ctx context.Context, op Op, opts *PaceOptions) (*Result, error) {
 			wg.Go(func() {
 				for d := range due {
 					t0 := time.Now()
-					record(&stats[i], d, t0, op.Do(ctx, i))
+					record(i, d, t0, op.Do(ctx, i))
 				}
 			})
 		}
@@ -105,7 +129,7 @@ func RunOp(ctx context.Context, op Op, opts *PaceOptions) (*Result, error) {
 					if !t0.Before(end) {
 						return
 					}
-					record(&stats[i], t0, t0, op.Do(ctx, i))
+					record(i, t0, t0, op.Do(ctx, i))
 				}
 			})
 		}

@@ -3,6 +3,9 @@ package bench
 import (
 	"context"
 	"errors"
+	"slices"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -64,5 +67,52 @@ func TestRunOp(t *testing.T) {
 				t.Errorf("%d errors", res.Errors)
 			}
 		})
+	}
+}
+
+// Settle tells each client which of its operations counted: those of
+// the warm-up did not, the measured ones did, as many as Requests.
+func TestRunOpSettle(t *testing.T) {
+	const clients = 3
+	var counted, uncounted [clients]uint64
+	op := Op{Name: "op",
+		Do: func(ctx context.Context, client int) error { time.Sleep(time.Millisecond); return nil },
+		Settle: func(client int, c bool) {
+			if c {
+				counted[client]++
+			} else {
+				uncounted[client]++
+			}
+		}}
+	res, err := RunOp(t.Context(), op, &PaceOptions{Options: Options{Concurrency: clients, Duration: 200 * time.Millisecond, Warmup: 100 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c, u uint64
+	for i := range clients {
+		c, u = c+counted[i], u+uncounted[i]
+	}
+	if c != res.Requests || c == 0 || u == 0 {
+		t.Errorf("settled %d counted and %d not, for %d measured operations", c, u, res.Requests)
+	}
+}
+
+func TestRoundRobin(t *testing.T) {
+	var got [2][]int
+	var mu sync.Mutex
+	mk := func(i int) Op {
+		return Op{Name: "op" + strconv.Itoa(i), Do: func(_ context.Context, client int) error {
+			mu.Lock()
+			got[i] = append(got[i], client)
+			mu.Unlock()
+			return nil
+		}}
+	}
+	op := RoundRobin(mk(0), mk(1))
+	for client := range 4 {
+		op.Do(t.Context(), client)
+	}
+	if op.Name != "op0" || !slices.Equal(got[0], []int{0, 2}) || !slices.Equal(got[1], []int{1, 3}) {
+		t.Errorf("name %q, clients by op %v; want op0, [[0 2] [1 3]]", op.Name, got)
 	}
 }

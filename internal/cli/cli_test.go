@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -14,6 +15,7 @@ import (
 
 	"novaos.dev/novaos/internal/bench"
 	"novaos.dev/novaos/internal/pgtest"
+	"novaos.dev/novaos/store/postgres"
 )
 
 // syncBuffer lets a test read what a command running in another goroutine
@@ -61,6 +63,21 @@ func TestUsageErrors(t *testing.T) {
 		{"no clients", []string{"bench", "a2a", "--c", "0"}, "--c must be at least 1"},
 		{"unknown store", []string{"bench", "a2a", "--store", "redis"}, `unknown store "redis"`},
 		{"bench db not postgres", []string{"bench", "a2a", "--db", "mysql://x/y"}, "--db must be a postgres://"},
+		{"bench replicas without db", []string{"bench", "a2a", "--replicas", "1,2"}, "--replicas needs --db"},
+		{"bench sqlite rows without db", []string{"bench", "a2a", "--with-sqlite"}, "--with-sqlite needs --db"},
+		{"bench pool without db", []string{"bench", "a2a", "--db-max-conns", "8"}, "--db-max-conns needs --db"},
+		{"bench replicas zero", []string{"bench", "a2a", "--db", "postgres://x/y", "--replicas", "0"}, `want counts from 1 to 16, comma-separated, not "0"`},
+		{"bench replicas too many", []string{"bench", "a2a", "--db", "postgres://x/y", "--replicas", "17"}, "want counts from 1 to 16"},
+		{"bench replicas twice", []string{"bench", "a2a", "--db", "postgres://x/y", "--replicas", "2,2"}, "2 is listed twice"},
+		{"bench replicas not numbers", []string{"bench", "a2a", "--db", "postgres://x/y", "--replicas", "one"}, `not "one"`},
+		{"bench negative pool", []string{"bench", "a2a", "--db", "postgres://x/y", "--db-max-conns", "0"}, "--db-max-conns: want a positive number"},
+		{"xstream without db", []string{"bench", "a2a", "--scenario", "xstream"}, "--scenario xstream needs --db and a --replicas count of 2 or more"},
+		{"xstream on one replica", []string{"bench", "a2a", "--scenario", "xstream", "--db", "postgres://x/y"}, "--scenario xstream needs --db"},
+		{"serve pool without db", []string{"serve", "--db-max-conns", "8"}, "--db-max-conns tune a PostgreSQL pool: give --db postgres://… or $NOVAOS_DATABASE_URL"},
+		{"serve timeout without db", []string{"serve", "--db-statement-timeout", "5s"}, "--db-statement-timeout tune a PostgreSQL pool"},
+		{"serve timeout with sqlite default", []string{"serve", "--db-statement-timeout", "0", "--data", "x"}, "--db-statement-timeout tune a PostgreSQL pool"},
+		{"serve negative pool", []string{"serve", "--db", "postgres://x/y", "--db-max-conns", "-2"}, "--db-max-conns: want a positive number"},
+		{"serve negative timeout", []string{"serve", "--db", "postgres://x/y", "--db-statement-timeout", "-1s"}, "--db-statement-timeout: want a duration of at least 0"},
 		{"help for unknown command", []string{"help", "nope"}, `unknown command "nope"`},
 	}
 	for _, tc := range tests {
@@ -92,6 +109,8 @@ func TestHelpAndVersion(t *testing.T) {
 		{"--help", []string{"--help"}, "bench", ""},
 		{"help serve", []string{"help", "serve"}, "", "-shutdown-timeout"},
 		{"serve -h", []string{"serve", "-h"}, "", "NOVAOS_DATABASE_URL"},
+		{"serve -h names the pool flags", []string{"serve", "-h"}, "", "-db-statement-timeout"},
+		{"bench a2a -h names xstream", []string{"bench", "a2a", "-h"}, "", "xstream"},
 		{"bench a2a -h", []string{"bench", "a2a", "-h"}, "", "-warmup"},
 		{"version", []string{"version"}, "novaos ", ""},
 	}
@@ -339,5 +358,135 @@ func TestServeDBFlagWinsOverEnv(t *testing.T) {
 	cancel()
 	if code := <-done; code != exitOK {
 		t.Errorf("exit code %d; stderr %s", code, errOut)
+	}
+}
+
+// With $NOVAOS_DATABASE_URL the pool flags are taken.
+func TestServePoolFlagsWithEnvURL(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	e, out, errOut := testEnv(map[string]string{EnvDatabaseURL: url})
+	done := make(chan int, 1)
+	args := []string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--db-max-conns", "3", "--db-statement-timeout", "1500ms"}
+	go func() { done <- run(ctx, args, e) }()
+	health := waitForURL(t, out, done)
+	resp, err := http.Get(health)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h struct {
+		Status   string
+		Listener *struct{ OK bool }
+	}
+	err = json.NewDecoder(resp.Body).Decode(&h)
+	resp.Body.Close()
+	// The server's listener is up: the database answers, LISTEN with it.
+	if err != nil || resp.StatusCode != http.StatusOK || h.Status != "ok" || h.Listener == nil || !h.Listener.OK {
+		t.Errorf("healthz %d %+v %v", resp.StatusCode, h, err)
+	}
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Errorf("exit code %d; stderr %s", code, errOut)
+	}
+}
+
+// benchRows reads bench a2a's table: each row's fields by its scenario
+// name (which may hold a space, as in "send/jsonrpc pg×2").
+func benchRows(out string) map[string][]string {
+	rows := map[string][]string{}
+	for l := range strings.Lines(out) {
+		f := strings.Fields(l)
+		if len(f) < 8 || !strings.Contains(f[0], "/") && f[0] != "baseline" {
+			continue
+		}
+		name := f[0]
+		if len(f) > 1 && (f[1] == "sqlite" || strings.HasPrefix(f[1], "pg×")) {
+			name, f = f[0]+" "+f[1], append([]string{f[0] + " " + f[1]}, f[2:]...)
+		}
+		if _, err := strconv.ParseFloat(f[1], 64); err == nil {
+			rows[name] = f
+		}
+	}
+	return rows
+}
+
+// --with-sqlite and --replicas 1,2: one run prints SQLite, PostgreSQL with
+// one and two servers, and the baseline, with the transactions per
+// request of the PostgreSQL rows.
+func TestBenchA2AReplicas(t *testing.T) {
+	url := pgtest.URL(t)
+	e, out, errOut := testEnv(nil)
+	// PostgreSQL publishes a session's commit count at most once a second:
+	// a window shorter than that may count none.
+	code := run(t.Context(), []string{"bench", "a2a", "--c", "4", "--d", "1200ms", "--warmup", "300ms", "--scenario", "send",
+		"--binding", "jsonrpc,grpc", "--db", url, "--replicas", "1,2", "--with-sqlite"}, e)
+	if code != exitOK {
+		t.Fatalf("exit code %d; stderr %s", code, errOut)
+	}
+	rows := benchRows(out.String())
+	counted := false
+	// scenario req/s p50 p99 max errors peak-RSS vs-baseline tx/req
+	for _, name := range []string{"send/jsonrpc sqlite", "send/grpc sqlite", "send/jsonrpc pg×1", "send/grpc pg×1", "send/jsonrpc pg×2", "send/grpc pg×2"} {
+		row := rows[name]
+		if len(row) != 9 || row[5] != "0" || row[1] == "0" {
+			t.Errorf("row %q = %q in\n%s", name, row, out)
+			continue
+		}
+		tx, err := strconv.ParseFloat(row[8], 64)
+		switch {
+		case strings.HasSuffix(name, "sqlite") && row[8] != "-":
+			t.Errorf("row %q: tx/req %q, want -", name, row[8])
+		case !strings.HasSuffix(name, "sqlite") && (err != nil || tx < 0):
+			t.Errorf("row %q: tx/req %q, want a number", name, row[8])
+		}
+		counted = counted || tx > 0
+	}
+	if !counted {
+		t.Errorf("no row counted a transaction:\n%s", out)
+	}
+	if !strings.Contains(out.String(), "sqlite and postgres stores") || len(rows) != 6 {
+		t.Errorf("rows %v in\n%s", rows, out)
+	}
+}
+
+// --scenario xstream: with one server (pg×1) the subscription is on the
+// replica that runs the task, and sees every update; with two, replica B
+// sees them only once the database has a notification feed, and without
+// one the row fails saying what B missed.
+func TestBenchA2AXStream(t *testing.T) {
+	url := pgtest.URL(t)
+	e, out, errOut := testEnv(nil)
+	code := run(t.Context(), []string{"bench", "a2a", "--c", "4", "--d", "400ms", "--warmup", "0", "--scenario", "xstream",
+		"--db", url, "--replicas", "1,2", "--json"}, e)
+	var report struct {
+		Results []struct {
+			Scenario   string
+			Requests   uint64
+			Errors     uint64
+			FirstError string
+			Replicas   int
+			Frames     *bench.Frames
+		}
+	}
+	if err := json.Unmarshal([]byte(out.String()), &report); err != nil {
+		t.Fatalf("%v in %s; stderr %s", err, out, errOut)
+	}
+	if len(report.Results) != 2 {
+		t.Fatalf("results %+v", report.Results)
+	}
+	one, two := report.Results[0], report.Results[1]
+	if one.Scenario != "xstream/jsonrpc pg×1" || one.Errors != 0 || one.Requests == 0 || one.Frames == nil ||
+		one.Frames.Seen == 0 || one.Frames.Seen != one.Frames.Expected {
+		t.Errorf("one replica: %+v (frames %+v)", one, one.Frames)
+	}
+	_, feed := any((*postgres.DB)(nil)).(interface{ ListenerStatus() error })
+	switch {
+	case two.Scenario != "xstream/jsonrpc pg×2" || two.Replicas != 2 || two.Frames == nil:
+		t.Errorf("two replicas: %+v", two)
+	case feed && (two.Errors != 0 || two.Frames.Seen != two.Frames.Expected || code != exitOK):
+		t.Errorf("two replicas with a feed: %+v (frames %+v), exit %d", two, two.Frames, code)
+	case !feed && (two.Errors == 0 || !strings.Contains(two.FirstError, "replica B saw 0 of 11 status updates") || code != exitFail):
+		t.Errorf("two replicas without a feed: %+v, exit %d", two, code)
 	}
 }

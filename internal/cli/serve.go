@@ -52,6 +52,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	pushKeyFile := fs.String("push-key-file", "", "`file` with the key push credentials are sealed with at rest (32 bytes, base64); created owner-only when missing (default <--data>/"+app.PushKeyFile+"; with PostgreSQL give every replica the same file)")
 	tokenFile := fs.String("admin-token-file", "", "`file` holding the admin token that writes to the registry (POST/PUT/DELETE "+registry.APIPath+") must send as \"Authorization: Bearer <token>\"; default $"+EnvAdminToken+", else only clients on this machine may write")
 	lim := limitFlags(fs)
+	dbFl := databaseFlags(fs)
 	plat := platformFlags(fs)
 	gateFl := gateFlags(fs)
 	pushFl := pushFlags(fs)
@@ -95,6 +96,10 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	if *db == "" {
 		*db = e.getenv(EnvDatabaseURL)
 	}
+	if msg := dbFl.check(fs, *db); msg != "" {
+		return usageError(fs, "%s", msg)
+	}
+	dbMaxConns, dbTimeout := dbFl.options()
 	log := slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: lvl}))
 	key, err := readCardKey(*cardKey)
 	if err != nil {
@@ -125,6 +130,9 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		Logger:      log,
 		CardKey:     key,
 		AdminToken:  token,
+
+		DBMaxConns:         dbMaxConns,
+		DBStatementTimeout: dbTimeout,
 
 		RegistryPolicy: &registry.Policy{AllowedHostSuffixes: allowHosts, AllowPrivate: *allowPrivate,
 			AllowLoopback: allowLoopback.set && allowLoopback.v},

@@ -57,6 +57,9 @@ func (db *DB) setupVector(ctx context.Context) error {
 	}
 	var version string
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		if err := withoutStatementTimeout(ctx, tx); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
 			return err
 		}
@@ -222,6 +225,9 @@ func (db *DB) ensureVectorIndex(ctx context.Context, dims int) {
 	// Replicas seeing a new dimension at once take turns: CREATE INDEX IF
 	// NOT EXISTS is not safe against a concurrent creation of the same name.
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		if err := withoutStatementTimeout(ctx, tx); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
 			return err
 		}

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -30,6 +32,15 @@ type Options struct {
 	// MaxConns bounds the pool (default: pgxpool's, the larger of 4 and
 	// the number of CPUs). A pool_max_conns parameter in the URL also works.
 	MaxConns int32
+	// StatementTimeout is the longest one statement of the pool's sessions
+	// may run before the server cancels it (SQLSTATE 57014), so a stuck
+	// query cannot hold a connection and a request forever. Zero means a
+	// statement_timeout parameter in the URL, else
+	// DefaultStatementTimeout; negative means none is set (the server's
+	// own setting applies). It is sent when each connection starts, so a
+	// pooler in front must pass startup parameters through. Migrations
+	// run without it.
+	StatementTimeout time.Duration
 	// Logger receives migration progress (default: discarded).
 	Logger *slog.Logger
 	// Lease times this handle's instance lease (see Recoverer); nil means
@@ -51,6 +62,10 @@ type Options struct {
 	// See WriteStats.
 	WriteConns int
 }
+
+// DefaultStatementTimeout is the statement timeout when
+// Options.StatementTimeout is zero and the URL names none.
+const DefaultStatementTimeout = 30 * time.Second
 
 // DefaultMemoryIndexBytes bounds the memory search index when
 // Options.MemoryIndexBytes is zero: 256 MiB.
@@ -97,6 +112,10 @@ func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 	if o.MaxConns > 0 {
 		cfg.MaxConns = o.MaxConns
 	}
+	if cfg.ConnConfig.RuntimeParams == nil {
+		cfg.ConnConfig.RuntimeParams = map[string]string{}
+	}
+	setStatementTimeout(cfg.ConnConfig.RuntimeParams, o.StatementTimeout)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
@@ -145,6 +164,31 @@ func (db *DB) Close() error {
 	return nil
 }
 
+// setStatementTimeout puts the statement_timeout startup parameter of
+// Options.StatementTimeout into params.
+func setStatementTimeout(params map[string]string, d time.Duration) {
+	switch {
+	case d < 0:
+		delete(params, "statement_timeout")
+	case d == 0:
+		if _, ok := params["statement_timeout"]; !ok {
+			params["statement_timeout"] = strconv.FormatInt(DefaultStatementTimeout.Milliseconds(), 10)
+		}
+	default:
+		// In whole milliseconds, PostgreSQL's unit, rounded up: 0 would
+		// mean no timeout at all.
+		params["statement_timeout"] = strconv.FormatInt(int64((d+time.Millisecond-1)/time.Millisecond), 10)
+	}
+}
+
+// withoutStatementTimeout lifts the statement timeout for the rest of tx:
+// a schema change, and the advisory lock it waits on while another replica
+// makes its own, may rightly take longer than any request should.
+func withoutStatementTimeout(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, `SET LOCAL statement_timeout = 0`)
+	return err
+}
+
 // migrate applies pending migrations in one transaction. The transaction
 // holds pg_advisory_xact_lock, the transaction-scoped form of
 // pg_advisory_lock: it is released at commit or rollback, including when the
@@ -163,6 +207,9 @@ func (db *DB) migrateTo(ctx context.Context, to int) error {
 		all = all[:to]
 	}
 	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		if err := withoutStatementTimeout(ctx, tx); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
 			return err
 		}
