@@ -143,14 +143,13 @@ func (s *MemoryPushConfigStore) killLocked(m *memConfig, at time.Time, why strin
 	}
 }
 
-// dropTask drops a deleted task's pending notifications.
+// dropTask deletes a deleted task's configs and their pending
+// notifications.
 func (s *MemoryPushConfigStore) dropTask(scope Scope, taskID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, e := range s.byTask[memTaskKey{scope, taskID}] {
-		m := e.Value.(*memConfig)
-		s.queued -= len(m.stream.notes)
-		m.stream.notes, m.stream.due, m.stream.lease = nil, time.Time{}, ""
+		s.removeLocked(e)
 	}
 }
 

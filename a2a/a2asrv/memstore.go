@@ -148,7 +148,6 @@ func (s *MemoryTaskStore) Create(ctx context.Context, scope Scope, task *a2a.Tas
 		old := s.lru.Remove(s.lru.Back()).(*memTask)
 		delete(s.byID, old.id)
 	}
-	s.queuePush(scope, m.id, taskNotes(m.body))
 	return m.version, nil
 }
 

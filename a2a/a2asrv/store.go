@@ -104,13 +104,16 @@ type PushConfigStore interface {
 // in-memory stores do the same in memory (MemoryTaskStore.PushConfigStore),
 // without surviving a restart. A deliverer (package a2a/a2apush) drains it.
 //
-// What a write queues, for every active config of the task: Create and
-// Update queue the task as written (a StreamResponse with "task"); Append
+// What a write queues, for every active config of the task: Update queues
+// the task as written (a StreamResponse with "task"); Append
 // queues each event as it was appended ("statusUpdate", "artifactUpdate"),
 // compacted or not. PushConfigStore.Put starts a config's stream afresh:
 // its pending notifications are dropped, it is made active again, and the
 // task as it stands is queued first, so a receiver always starts from a
-// whole task. Deleting a config or its task drops what it had pending.
+// whole task. Deleting a config drops what it had pending; deleting a task
+// deletes its configs with what they had pending. Create queues nothing: a
+// task being created has no configs, since Put needs the task and a
+// deleted task's configs went with it.
 //
 // A config's notifications form one stream, delivered one at a time in the
 // order they were written: only a stream's oldest pending notification (its

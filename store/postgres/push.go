@@ -133,8 +133,7 @@ func (s *pushConfigStore) put(ctx context.Context, scope a2asrv.Scope, cfg *a2a.
 const (
 	dropStreamSQL   = `DELETE FROM a2a_push_outbox WHERE task_id = $1 AND tenant = $2 AND owner = $3 AND config_id = $4`
 	dropTaskPushSQL = `WITH d AS (DELETE FROM a2a_push_outbox WHERE task_id = $1 AND tenant = $2 AND owner = $3)
-		UPDATE a2a_push_configs SET pending = 0, due_ms = NULL, lease = ''
-		WHERE tenant = $2 AND owner = $3 AND task_id = $1 AND pending > 0`
+		DELETE FROM a2a_push_configs WHERE tenant = $2 AND owner = $3 AND task_id = $1`
 )
 
 // batch runs statements as one implicit transaction; each runs with a

@@ -26,7 +26,9 @@ func (s *taskStore) Create(ctx context.Context, scope a2asrv.Scope, t *a2a.Task)
 	if err != nil {
 		return 0, fmt.Errorf("postgres: create task: %w", err)
 	}
-	// Configs of a task not yet created are a deleted task's.
+	// Nothing to queue for push delivery: a task being created has no
+	// configs (Put needs the task; Delete deletes them with it), which
+	// spares the most common write a statement.
 	var created bool
 	err = s.db.wr.do(ctx, newWrite(t.ID, `
 		WITH ins AS (
@@ -38,7 +40,7 @@ func (s *taskStore) Create(ctx context.Context, scope a2asrv.Scope, t *a2a.Task)
 		SELECT EXISTS (SELECT 1 FROM ins)`,
 		[]any{t.ID, scope.Tenant, scope.Owner, t.ContextID, t.Status.State.String(), t.Status.Timestamp.UnixMilli(), body,
 			s.db.instance},
-		&created).push(taskPush, pushArgs(scope, t.ID)))
+		&created))
 	if err != nil {
 		return 0, fmt.Errorf("postgres: create task %s: %w", t.ID, err)
 	}

@@ -144,14 +144,14 @@ func dropStream(w *writer, tx *sql.Tx, scope a2asrv.Scope, taskID, id string) er
 	return err
 }
 
-// dropTaskPush deletes a task's pending notifications, for every config.
+// dropTaskPush deletes a task's push configs and their pending
+// notifications.
 func dropTaskPush(tx *sql.Tx, scope a2asrv.Scope, taskID string) error {
 	if _, err := tx.Exec(`DELETE FROM a2a_push_outbox WHERE task_id = ? AND tenant = ? AND owner = ?`,
 		taskID, scope.Tenant, scope.Owner); err != nil {
 		return err
 	}
-	_, err := tx.Exec(`UPDATE a2a_push_configs SET pending = 0, due_ms = NULL, lease = ''
-		WHERE tenant = ? AND owner = ? AND task_id = ? AND pending > 0`, scope.Tenant, scope.Owner, taskID)
+	_, err := tx.Exec(`DELETE FROM a2a_push_configs WHERE tenant = ? AND owner = ? AND task_id = ?`, scope.Tenant, scope.Owner, taskID)
 	return err
 }
 

@@ -53,8 +53,9 @@ func (s *taskStore) Create(ctx context.Context, scope a2asrv.Scope, t *a2a.Task)
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
 			return orSentinel(err, a2asrv.ErrExists)
 		}
-		// Configs of a task not yet created are a deleted task's.
-		return queuePush(s.db.wr, tx, scope, t.ID, 1, taskBodies(body))
+		// Nothing to queue: a task being created has no push configs
+		// (Put needs the task; Delete deletes them with it).
+		return nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: create task %s: %w", t.ID, err)

@@ -390,6 +390,18 @@ func testPushDelete(t *testing.T, s PushStores) {
 	if diff := gocmp.Diff(want, drain(t, s, 10)); diff != "" {
 		t.Errorf("after deleting a config and a task (-want +got):\n%s", diff)
 	}
+	// The deleted task's configs went with it: a task made again under its
+	// id starts with none.
+	if _, err := s.Configs.Get(ctxT(t), alice, "t2", "h1"); !errors.Is(err, a2asrv.ErrNotFound) {
+		t.Errorf("a deleted task's config: %v, want ErrNotFound", err)
+	}
+	mustCreate(t, s.Tasks, alice, task("t2", "c1", a2a.TaskStateSubmitted, 0))
+	if _, err := s.Tasks.Update(ctxT(t), alice, task("t2", "c1", a2a.TaskStateWorking, 0), 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := drain(t, s, 10); len(got) != 0 {
+		t.Errorf("the task made again queued %v for its deleted namesake's configs", got)
+	}
 }
 
 func testPushBadSettlement(t *testing.T, s PushStores) {
