@@ -330,64 +330,57 @@ func TestBenchA2APostgres(t *testing.T) {
 	}
 }
 
-func TestServeDBFlagWinsOverEnv(t *testing.T) {
-	url := pgtest.URL(t)
+// serveHealth runs serve with args and environment vars, decodes its
+// /healthz answer into h, stops it, and returns the answer's status code.
+func serveHealth(t *testing.T, vars map[string]string, args []string, h any) int {
+	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	e, out, errOut := testEnv(map[string]string{EnvDatabaseURL: "mysql://ignored.example.com/x"})
+	e, out, errOut := testEnv(vars)
 	done := make(chan int, 1)
-	// --data still names where the key files live (token.key).
-	args := []string{"serve", "--addr", "127.0.0.1:0", "--db", url, "--data", t.TempDir()}
-	go func() { done <- run(ctx, args, e) }()
+	go func() { done <- run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...), e) }()
 	health := waitForURL(t, out, done)
 	resp, err := http.Get(health)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var h struct {
-		Database struct{ Kind string } `json:"database"`
-	}
-	err = json.NewDecoder(resp.Body).Decode(&h)
+	err = json.NewDecoder(resp.Body).Decode(h)
 	resp.Body.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Database.Kind != "postgres" {
-		t.Errorf("database kind %q, want postgres", h.Database.Kind)
-	}
 	cancel()
 	if code := <-done; code != exitOK {
 		t.Errorf("exit code %d; stderr %s", code, errOut)
+	}
+	return resp.StatusCode
+}
+
+func TestServeDBFlagWinsOverEnv(t *testing.T) {
+	url := pgtest.URL(t)
+	var h struct {
+		Database struct{ Kind string } `json:"database"`
+	}
+	// --data still names where the key files live (token.key).
+	serveHealth(t, map[string]string{EnvDatabaseURL: "mysql://ignored.example.com/x"},
+		[]string{"--db", url, "--data", t.TempDir()}, &h)
+	if h.Database.Kind != "postgres" {
+		t.Errorf("database kind %q, want postgres", h.Database.Kind)
 	}
 }
 
 // With $NOVAOS_DATABASE_URL the pool flags are taken.
 func TestServePoolFlagsWithEnvURL(t *testing.T) {
 	url := pgtest.URL(t)
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	e, out, errOut := testEnv(map[string]string{EnvDatabaseURL: url})
-	done := make(chan int, 1)
-	args := []string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--db-max-conns", "3", "--db-statement-timeout", "1500ms"}
-	go func() { done <- run(ctx, args, e) }()
-	health := waitForURL(t, out, done)
-	resp, err := http.Get(health)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var h struct {
 		Status   string
 		Listener *struct{ OK bool }
 	}
-	err = json.NewDecoder(resp.Body).Decode(&h)
-	resp.Body.Close()
+	code := serveHealth(t, map[string]string{EnvDatabaseURL: url},
+		[]string{"--data", t.TempDir(), "--db-max-conns", "3", "--db-statement-timeout", "1500ms"}, &h)
 	// The server's listener is up: the database answers, LISTEN with it.
-	if err != nil || resp.StatusCode != http.StatusOK || h.Status != "ok" || h.Listener == nil || !h.Listener.OK {
-		t.Errorf("healthz %d %+v %v", resp.StatusCode, h, err)
-	}
-	cancel()
-	if code := <-done; code != exitOK {
-		t.Errorf("exit code %d; stderr %s", code, errOut)
+	if code != http.StatusOK || h.Status != "ok" || h.Listener == nil || !h.Listener.OK {
+		t.Errorf("healthz %d %+v", code, h)
 	}
 }
 

@@ -243,6 +243,16 @@ func (rs *replicaSet) startTask(t *testing.T, i int, taskID string) (*recorder, 
 	return rec, done
 }
 
+// startWorking starts a task on replica 0 and has it write its first
+// status update, s0.
+func (rs *replicaSet) startWorking(t *testing.T, taskID string) (*recorder, <-chan error) {
+	t.Helper()
+	rec, done := rs.startTask(t, 0, taskID)
+	rs.send(t, 0, step{text: "s0"})
+	rec.waitFor(t, "s0", hasText("s0"))
+	return rec, done
+}
+
 func (rs *replicaSet) subscribe(t *testing.T, i int, taskID string) (*recorder, <-chan error) {
 	rec, done := stream(t, func(ctx context.Context, sink a2asrv.StreamSink) error {
 		return rs.handlers[i].SubscribeToTask(ctx, feedCall(a2a.MethodSubscribeToTask), &a2a.SubscribeToTaskRequest{ID: taskID}, sink)
@@ -343,9 +353,7 @@ func testResumeElsewhere(t *testing.T, open func() Replica, artifacts bool) {
 func testCancelElsewhere(t *testing.T, open func() Replica) {
 	rs := newReplicaSet(t, open, 2)
 	const id = "feed-cancel"
-	onA, doneA := rs.startTask(t, 0, id)
-	rs.send(t, 0, step{text: "s0"})
-	onA.waitFor(t, "s0", hasText("s0"))
+	onA, doneA := rs.startWorking(t, id)
 	onB, doneB := rs.subscribe(t, 1, id)
 	task, err := rs.handlers[1].CancelTask(context.Background(), feedCall(a2a.MethodCancelTask), &a2a.CancelTaskRequest{ID: id})
 	if err != nil {
@@ -380,9 +388,7 @@ func testCancelElsewhere(t *testing.T, open func() Replica) {
 func testSupersedeElsewhere(t *testing.T, open func() Replica) {
 	rs := newReplicaSet(t, open, 2)
 	const id = "feed-supersede"
-	onA, doneA := rs.startTask(t, 0, id)
-	rs.send(t, 0, step{text: "s0"})
-	onA.waitFor(t, "s0", hasText("s0"))
+	_, doneA := rs.startWorking(t, id)
 	// A client follows the task on B, where the newer message then goes
 	// and runs.
 	follower, doneFollower := rs.subscribe(t, 1, id)
@@ -415,9 +421,7 @@ func testDroppedFeed(t *testing.T, open func() Replica) {
 		t.Skip("the store's replicas cannot drop their feed")
 	}
 	const id = "feed-drop"
-	onA, doneA := rs.startTask(t, 0, id)
-	rs.send(t, 0, step{text: "s0"})
-	onA.waitFor(t, "s0", hasText("s0"))
+	_, doneA := rs.startWorking(t, id)
 	onB, doneB := rs.subscribe(t, 1, id)
 	rs.replicas[1].DropFeed(t)
 	// Written while B's feed may be down: B catches up once it is back.
