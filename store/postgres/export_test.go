@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"time"
 	"log/slog"
 
 	"github.com/jackc/pgx/v5"
@@ -90,4 +91,12 @@ func MigrateTo(ctx context.Context, url string, v int) error {
 	}
 	defer pool.Close()
 	return (&DB{pool: pool, log: slog.New(slog.DiscardHandler)}).migrateTo(ctx, v)
+}
+
+// SetFeedPing changes how long a quiet listening connection goes
+// unchecked, for the DBs opened afterwards; it returns the old value.
+func SetFeedPing(d time.Duration) time.Duration {
+	old := feedPing
+	feedPing = d
+	return old
 }

@@ -40,8 +40,10 @@ const maxNotifyPayload = 7900
 
 // Listener timing: how long a quiet connection goes unchecked, how long a
 // check may take, and the bounds of the pause between reconnections.
+// feedPing is a variable so that tests can make it short.
+var feedPing = 5 * time.Second
+
 const (
-	feedPing       = 5 * time.Second
 	feedPingWait   = 5 * time.Second
 	feedRetryFirst = 100 * time.Millisecond
 	feedRetryMax   = 5 * time.Second
@@ -163,6 +165,7 @@ func (db *DB) ListenerStatus() error { return db.feed.status() }
 type feed struct {
 	db       *DB
 	watchers a2asrv.Watchers
+	ping     time.Duration // feedPing when the DB opened
 
 	mu      sync.Mutex
 	err     error // why the listener is not listening; nil when it is
@@ -223,7 +226,7 @@ func (f *feed) CatchUp(ctx context.Context, scope a2asrv.Scope, id string, after
 // startFeed starts the listener. It returns once the first LISTEN is in
 // place, or with the error that kept it from being so.
 func (db *DB) startFeed(ctx context.Context) error {
-	f := &feed{db: db, done: make(chan struct{})}
+	f := &feed{db: db, ping: feedPing, done: make(chan struct{})}
 	conn, err := f.listen(ctx)
 	if err != nil {
 		return fmt.Errorf("postgres: listen for task writes: %w", err)
@@ -296,7 +299,7 @@ func (f *feed) run(ctx context.Context, conn *pgx.Conn) {
 // receive dispatches notifications from conn until it fails or ctx ends.
 func (f *feed) receive(ctx context.Context, conn *pgx.Conn) error {
 	for {
-		wctx, cancel := context.WithTimeout(ctx, feedPing)
+		wctx, cancel := context.WithTimeout(ctx, f.ping)
 		n, err := conn.WaitForNotification(wctx)
 		cancel()
 		if ctx.Err() != nil {
