@@ -60,6 +60,11 @@
 // time in its series, so a replica whose clock is behind is counted from
 // that time (see gate.LedgerEntry).
 //
+// For two minutes after Open, a DB analyzes the tables of its schema whose
+// rows changed more since their last ANALYZE than it counted (analyze.go):
+// in a new database, plans cached from empty tables' statistics would scan
+// sequentially until autovacuum's first look, a minute later.
+//
 // Each open DB is an instance with a lease (store/lease) renewed in the
 // background until Close, and every task write records its instance, so
 // Recoverer can find the tasks a dead replica left SUBMITTED or WORKING

@@ -18,6 +18,7 @@ import (
 // the lease is not given up, and the connections close.
 func Crash(db *DB) {
 	db.closeOnce.Do(func() {
+		db.stopAnalyzer()
 		db.feed.stop()
 		db.lease.Stop()
 	})
@@ -98,5 +99,13 @@ func MigrateTo(ctx context.Context, url string, v int) error {
 func SetFeedPing(d time.Duration) time.Duration {
 	old := feedPing
 	feedPing = d
+	return old
+}
+
+// SetAnalyzeEvery changes how often the DBs opened afterwards look for
+// young tables; it returns the old value.
+func SetAnalyzeEvery(d time.Duration) time.Duration {
+	old := analyzeEvery
+	analyzeEvery = d
 	return old
 }

@@ -81,6 +81,8 @@ type DB struct {
 	instance  string        // this handle's lease id, recorded on every task write
 	lease     *lease.Keeper // renews it (leases.go)
 	feed      *feed         // the other replicas' task writes (feed.go)
+	// stopAnalyzer ends the analysis of young tables (analyze.go).
+	stopAnalyzer func()
 	closeOnce sync.Once
 
 	index          *memindex.Cache // memory search structures by partition (memory_index.go)
@@ -148,6 +150,7 @@ func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 		conns = DefaultWriteConns
 	}
 	db.wr = newWriter(pool, conns, 0)
+	db.startAnalyzer()
 	return db, nil
 }
 
@@ -157,6 +160,7 @@ func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 func (db *DB) Close() error {
 	db.wr.close()
 	db.closeOnce.Do(func() {
+		db.stopAnalyzer()
 		db.feed.stop()
 		db.stopLease()
 	})
