@@ -77,13 +77,13 @@ type DB struct {
 	pool *pgxpool.Pool
 	log  *slog.Logger
 
-	wr        *writer       // commits the task store's writes (writer.go)
-	instance  string        // this handle's lease id, recorded on every task write
-	lease     *lease.Keeper // renews it (leases.go)
-	feed      *feed         // the other replicas' task writes (feed.go)
+	wr       *writer       // commits the task store's writes (writer.go)
+	instance string        // this handle's lease id, recorded on every task write
+	lease    *lease.Keeper // renews it (leases.go)
+	feed     *feed         // the other replicas' task writes (feed.go)
 	// stopAnalyzer ends the analysis of young tables (analyze.go).
 	stopAnalyzer func()
-	closeOnce sync.Once
+	closeOnce    sync.Once
 
 	index          *memindex.Cache // memory search structures by partition (memory_index.go)
 	vector         vectorIndex     // pgvector, when used (memory_vector.go)
