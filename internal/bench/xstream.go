@@ -14,6 +14,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/resilience"
 )
 
 // ScenarioXStream names the cross-replica stream scenario ([RunXStream]).
@@ -95,7 +96,7 @@ func (a *XStreamAgent) Card() *a2a.AgentCard {
 
 // Execute emits the task's updates.
 func (a *XStreamAgent) Execute(ctx context.Context, _ *a2asrv.RequestContext, u a2asrv.Updater) error {
-	if err := sleep(ctx, a.o.StartDelay); err != nil {
+	if err := resilience.Sleep(ctx, a.o.StartDelay); err != nil {
 		return err
 	}
 	last := a.o.Updates + 1
@@ -112,23 +113,12 @@ func (a *XStreamAgent) Execute(ctx context.Context, _ *a2asrv.RequestContext, u 
 			return err
 		}
 		if seq < last {
-			if err := sleep(ctx, a.o.Interval); err != nil {
+			if err := resilience.Sleep(ctx, a.o.Interval); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
 }
 
 // XStream is the cross-replica stream scenario: each client sends a task
