@@ -140,7 +140,6 @@ func (h *hub) catchUpLocked(ctx context.Context) error {
 	if c.Version <= h.stored {
 		return nil
 	}
-	c.Prev = h.stored
 	if n := len(h.pending); n > 0 {
 		// Chunks this process streamed but had not stored yet lose to
 		// the write that overtook them, as they would to a crash.
@@ -241,14 +240,6 @@ func (w *Watchers) Watch(id string, fn func(TaskChange)) (stop func()) {
 			}
 		}
 	}
-}
-
-// Watching reports whether task id has a watch, so that a feed can skip
-// decoding what nobody follows.
-func (w *Watchers) Watching(id string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.m[id]) > 0
 }
 
 // Announce reports a write to task id to its watches, each with a change of

@@ -55,13 +55,9 @@ type AgentCapabilities struct {
 	Extensions             []AgentExtension `json:"extensions,omitempty"`
 }
 
-// AgentExtension declares an extension the agent supports.
-type AgentExtension struct {
-	URI         string         `json:"uri"`
-	Description string         `json:"description,omitempty"`
-	Required    bool           `json:"required,omitempty"`
-	Params      map[string]any `json:"params,omitempty"`
-}
+// AgentExtension declares an extension the agent supports; 0.3 and 1.0
+// spell it alike.
+type AgentExtension = a2a.AgentExtension
 
 // AgentSkill is one capability an agent offers.
 type AgentSkill struct {
@@ -181,9 +177,7 @@ func CardFromV1(c *a2a.AgentCard) (*AgentCard, error) {
 	if c.IconURL != nil {
 		out.IconURL = *c.IconURL
 	}
-	for _, e := range c.Capabilities.Extensions {
-		out.Capabilities.Extensions = append(out.Capabilities.Extensions, AgentExtension(e))
-	}
+	out.Capabilities.Extensions = slices.Clone(c.Capabilities.Extensions)
 	if len(c.SecuritySchemes) > 0 {
 		out.SecuritySchemes = make(map[string]SecurityScheme, len(c.SecuritySchemes))
 		for name, s := range c.SecuritySchemes {
@@ -323,9 +317,7 @@ func (c *AgentCard) V1() (*a2a.AgentCard, error) {
 	if c.SupportsAuthenticatedExtendedCard {
 		out.Capabilities.ExtendedAgentCard = a2a.Bool(true)
 	}
-	for _, e := range c.Capabilities.Extensions {
-		out.Capabilities.Extensions = append(out.Capabilities.Extensions, a2a.AgentExtension(e))
-	}
+	out.Capabilities.Extensions = slices.Clone(c.Capabilities.Extensions)
 	if c.Provider != nil {
 		out.Provider = &a2a.AgentProvider{Organization: c.Provider.Organization, URL: c.Provider.URL}
 	}

@@ -86,29 +86,30 @@ func (db *DB) notifyArgs(id string, prev, next a2asrv.Version, events [][]byte, 
 	if settle {
 		origin = settledBy
 	}
-	n := notification{Instance: origin, Task: id, Prev: int64(prev), Version: int64(next)}
-	size := 0
+	// The header goes through encoding/json (ids are arbitrary text); the
+	// bodies, JSON the store encoded, are spliced in as they are rather
+	// than validated again on every write.
+	header, _ := json.Marshal(&notification{Instance: origin, Task: id, Prev: int64(prev), Version: int64(next)})
+	size := len(header) + len(whole) + len(`,"w":`)
 	for _, e := range events {
 		size += len(e) + 1
 	}
-	size += len(whole)
-	if size < maxNotifyPayload {
-		n.Whole = whole
+	payload := header
+	if size+len(`,"e":[]`) <= maxNotifyPayload && (len(events) > 0 || len(whole) > 0) {
+		payload = append(make([]byte, 0, size+len(`,"e":[]`)), header[:len(header)-1]...)
 		if len(events) > 0 {
-			n.Events = make([]json.RawMessage, len(events))
+			payload = append(payload, `,"e":[`...)
 			for i, e := range events {
-				n.Events[i] = e
+				if i > 0 {
+					payload = append(payload, ',')
+				}
+				payload = append(payload, e...)
 			}
+			payload = append(payload, ']')
+		} else {
+			payload = append(append(payload, `,"w":`...), whole...)
 		}
-	}
-	payload, err := json.Marshal(&n)
-	if err == nil && len(payload) > maxNotifyPayload {
-		n.Events, n.Whole = nil, nil
-		payload, err = json.Marshal(&n)
-	}
-	if err != nil { // stored bodies are JSON; this cannot happen
-		n.Events, n.Whole = nil, nil
-		payload, _ = json.Marshal(&n)
+		payload = append(payload, '}')
 	}
 	return []any{id, int64(next), db.instance, string(payload)}
 }
@@ -330,7 +331,7 @@ func (f *feed) dispatch(payload string) {
 		f.db.log.Warn("postgres: an unreadable task notification was skipped", "err", err)
 		return
 	}
-	if n.Instance == f.db.instance || !f.watchers.Watching(n.Task) {
+	if n.Instance == f.db.instance {
 		return
 	}
 	f.watchers.Announce(n.Task, n.change)
