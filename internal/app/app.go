@@ -27,6 +27,7 @@ import (
 	"novaos.dev/novaos/agent"
 	"novaos.dev/novaos/internal/builtin"
 	"novaos.dev/novaos/internal/httpapi"
+	"novaos.dev/novaos/internal/tlscert"
 	"novaos.dev/novaos/netguard"
 	"novaos.dev/novaos/registry"
 	"novaos.dev/novaos/secret"
@@ -201,6 +202,19 @@ type Options struct {
 	// CORS access; none by default. Writes carrying any other Origin than
 	// these and the server's own get 403.
 	CORSOrigins []string
+	// TLSCertFile and TLSKeyFile, both or neither, serve the HTTP and the
+	// gRPC listener over TLS 1.2 or later with the PEM certificate chain
+	// (leaf first) and private key in them; agent cards then name https://
+	// URLs. The pair is read again when the files' content changes,
+	// checked every TLSReloadInterval (default tlscert.DefaultInterval;
+	// negative: never), and on ReloadTLS; a pair that does not load leaves
+	// the one in use and is logged.
+	TLSCertFile, TLSKeyFile string
+	TLSReloadInterval       time.Duration
+	// InsecureListen lets the server listen without TLS on an address that
+	// is not loopback (behind a proxy that terminates TLS). Without it, or
+	// TLS, Start refuses such an address with ErrPlaintextListen.
+	InsecureListen bool
 }
 
 // Server is one NovaOS instance. Create it with New, then Start it and
@@ -228,6 +242,8 @@ type Server struct {
 
 	sweeperStop context.CancelFunc // recover.go
 	sweeperDone chan struct{}
+
+	tls *tlscert.Pair // nil: plaintext
 
 	issuer *auth.Issuer     // memory.go
 	memory *memsvc.Service  // nil when no memory store
@@ -311,6 +327,9 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 	if _, err := s.guardOptions(nil); err != nil {
 		return nil, err
 	}
+	if (s.opts.TLSCertFile == "") != (s.opts.TLSKeyFile == "") {
+		return nil, errors.New("app: TLS needs both a certificate file and a key file")
+	}
 	if k := s.opts.CardKey; k != nil && !k.IsPrivate() {
 		return nil, errors.New("app: card key: want a private key")
 	}
@@ -320,6 +339,13 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 	s.log = s.opts.Logger
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.opts.TLSCertFile != "" {
+		var err error
+		s.tls, err = tlscert.Load(s.opts.TLSCertFile, s.opts.TLSKeyFile, &tlscert.Options{Interval: s.opts.TLSReloadInterval, Logger: s.log})
+		if err != nil {
+			return nil, fmt.Errorf("app: %w", err)
+		}
 	}
 	s.agents = []hostedAgent{
 		{name: "echo", agent: builtin.Echo()},

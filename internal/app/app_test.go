@@ -294,7 +294,7 @@ func TestPublicURL(t *testing.T) {
 }
 
 func TestUnspecifiedAddressAdvertisesLoopback(t *testing.T) {
-	srv := start(t, &app.Options{Addr: "0.0.0.0:0", TaskStore: a2asrv.NewMemoryTaskStore(nil)})
+	srv := start(t, &app.Options{Addr: "0.0.0.0:0", InsecureListen: true, TaskStore: a2asrv.NewMemoryTaskStore(nil)})
 	if !strings.HasPrefix(srv.URL(), "http://127.0.0.1:") {
 		t.Fatalf("URL %q, want loopback", srv.URL())
 	}
@@ -394,7 +394,7 @@ func TestAddressInUse(t *testing.T) {
 }
 
 func TestIPv6UnspecifiedAdvertisesIPv6Loopback(t *testing.T) {
-	srv, err := app.New(t.Context(), &app.Options{Addr: "[::]:0", TaskStore: a2asrv.NewMemoryTaskStore(nil)})
+	srv, err := app.New(t.Context(), &app.Options{Addr: "[::]:0", InsecureListen: true, TaskStore: a2asrv.NewMemoryTaskStore(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/net/netutil"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
 
 	"novaos.dev/novaos/a2a/a2agrpc/grpcsrv"
@@ -41,10 +42,20 @@ func (s *Server) listenGRPC(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("app: listen gRPC: %w", err)
 	}
+	if err := s.checkPlaintext(ln.Addr()); err != nil {
+		ln.Close()
+		return err
+	}
 	s.grpc.ln = ln
 	s.grpc.target = s.opts.GRPCPublicAddr
 	if s.grpc.target == "" {
 		s.grpc.target = strings.TrimPrefix(listenURL(s.opts.GRPCAddr, ln.Addr()), "http://")
+	}
+	if s.tls != nil && !strings.Contains(s.grpc.target, "://") {
+		// A bare host:port says nothing of TLS, and a client that dials a
+		// loopback one in plaintext would fail the handshake; A2A names
+		// interfaces by https:// URLs.
+		s.grpc.target = "https://" + s.grpc.target
 	}
 	return nil
 }
@@ -63,6 +74,9 @@ func (s *Server) serveGRPC(l httpapi.Limits) {
 		// Clients may ping to keep a long stream's connection open, but
 		// not often enough to cost the server anything.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+	}
+	if s.tls != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(s.tls.Config())))
 	}
 	s.grpc.srv = grpc.NewServer(opts...)
 	grpcsrv.NewMux(s.grpc.handlers).Register(s.grpc.srv)

@@ -43,6 +43,10 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("app: listen: %w", err)
 	}
+	if err := s.checkPlaintext(ln.Addr()); err != nil {
+		ln.Close()
+		return err
+	}
 	guard, err := s.guardOptions(ln.Addr())
 	if err != nil {
 		ln.Close()
@@ -52,7 +56,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	s.ln = ln
 	s.baseURL = s.opts.PublicURL
 	if s.baseURL == "" {
-		s.baseURL = listenURL(s.opts.Addr, ln.Addr())
+		s.baseURL = s.scheme() + strings.TrimPrefix(listenURL(s.opts.Addr, ln.Addr()), "http://")
 	}
 	// The gRPC listener comes before the services: the cards name it.
 	if err := s.listenGRPC(ctx); err != nil {
@@ -79,8 +83,22 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		s.http.RegisterOnShutdown(s.gate.Close)
 	}
 	served := guard.Listener(ln)
+	if s.tls != nil {
+		s.http.TLSConfig = s.tls.Config()
+		// HTTP/1.1 only, as over plaintext: the connection cap, the reserve
+		// and the body deadlines are per connection, which HTTP/2 would
+		// multiplex many requests over.
+		s.http.Protocols = new(http.Protocols)
+		s.http.Protocols.SetHTTP1(true)
+		s.startWorker(s.tls.Run)
+	}
 	go func() {
-		err := s.http.Serve(served)
+		var err error
+		if s.tls != nil {
+			err = s.http.ServeTLS(served, "", "") // the certificate is TLSConfig's
+		} else {
+			err = s.http.Serve(served)
+		}
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil
 		}
@@ -93,7 +111,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		close(s.done)
 	}()
 	s.serveGRPC(guard.Limits())
-	s.log.Info("app: serving", "addr", ln.Addr().String(), "url", s.baseURL, "database", s.databaseKind())
+	s.log.Info("app: serving", "addr", ln.Addr().String(), "url", s.baseURL, "database", s.databaseKind(), "tls", s.tls != nil)
 	l := guard.Limits()
 	s.log.Info("app: limits", "maxConns", l.MaxConns, "connReserve", l.ConnReserve, "maxInflightBytes", l.MaxInflightBytes,
 		"maxBodyBytes", s.opts.MaxBodyBytes, "bodyTimeout", l.BodyTimeout.String(), "bodyMinRate", l.BodyMinRate,
@@ -255,6 +273,45 @@ func listenURL(configured string, addr net.Addr) string {
 		}
 	}
 	return "http://" + net.JoinHostPort(ip.String(), strconv.Itoa(tcp.Port))
+}
+
+// ErrPlaintextListen is Start's error for a listen address that is not
+// loopback when the server has no TLS certificate and
+// Options.InsecureListen is not set: what it serves (tokens, memories,
+// held actions) would cross the network in clear.
+var ErrPlaintextListen = errors.New("refusing to serve without TLS on an address that is not loopback")
+
+// checkPlaintext refuses a listener on a non-loopback address (the
+// unspecified one included) unless the server speaks TLS or was told
+// InsecureListen.
+func (s *Server) checkPlaintext(addr net.Addr) error {
+	if s.tls != nil || s.opts.InsecureListen {
+		return nil
+	}
+	if tcp, ok := addr.(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("app: listen %s: %w", addr, ErrPlaintextListen)
+}
+
+// scheme is the scheme of the server's own URLs.
+func (s *Server) scheme() string {
+	if s.tls != nil {
+		return "https://"
+	}
+	return "http://"
+}
+
+// ReloadTLS reads the TLS certificate and key files again now (what
+// SIGHUP does to novaos serve). On error the pair in use stays.
+func (s *Server) ReloadTLS() error {
+	if s.tls == nil {
+		return errors.New("app: reload TLS: the server does not serve TLS")
+	}
+	if err := s.tls.Reload(); err != nil {
+		return fmt.Errorf("app: reload TLS: %w", err)
+	}
+	return nil
 }
 
 const (

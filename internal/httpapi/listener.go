@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"crypto/tls"
 	"io"
 	"net"
 	"sync/atomic"
@@ -103,6 +104,9 @@ type reservedKey struct{}
 
 // connContext marks the requests of a reserve connection.
 func connContext(ctx context.Context, nc net.Conn) context.Context {
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn() // served over TLS: the counted connection is under it
+	}
 	if c, ok := nc.(*conn); ok && c.reserved {
 		return context.WithValue(ctx, reservedKey{}, true)
 	}

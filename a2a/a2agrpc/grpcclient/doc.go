@@ -15,10 +15,11 @@
 // A status that carries no A2A error (UNAVAILABLE, a connection refused)
 // matches a2aclient.ErrUnreachable.
 //
-// The interface's URL is the gRPC target (host:port, or any target
-// grpc.NewClient takes). Without credentials in Options, a loopback
-// target is dialed in plaintext and any other over TLS with the system's
-// roots. Message size limits are the client's: the answer limit is
+// The interface's URL is https://host:port (TLS) or http://host:port
+// (plaintext), the form A2A names interfaces in, or a gRPC target
+// (host:port, or any target grpc.NewClient takes), dialed in plaintext on
+// loopback and over TLS elsewhere. TLS trusts the system's roots unless
+// Options give a TLSConfig; Options.Credentials override the choice. Message size limits are the client's: the answer limit is
 // a2aclient's MaxResponseBytes. The connection is made at the first call
 // and kept for the transport's life; gRPC closes it when idle.
 package grpcclient

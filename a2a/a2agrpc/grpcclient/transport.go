@@ -2,10 +2,12 @@ package grpcclient
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"strings"
 
 	"google.golang.org/grpc"
@@ -23,9 +25,14 @@ import (
 
 // Options tune the transports a Factory builds; nil means defaults.
 type Options struct {
-	// Credentials secure the connection; nil means plaintext for a
-	// loopback target and TLS with the system's roots otherwise.
+	// Credentials secure the connection; nil means TLS for an https://
+	// interface URL, plaintext for an http:// one, and for a bare target
+	// (host:port) plaintext on loopback and TLS elsewhere.
 	Credentials credentials.TransportCredentials
+	// TLSConfig is the client TLS configuration used when the transport
+	// chooses TLS itself (no Credentials): its RootCAs are the authorities
+	// trusted. Nil means the system's roots.
+	TLSConfig *tls.Config
 	// DialOptions are added to the connection's (interceptors, keep-alive).
 	DialOptions []grpc.DialOption
 }
@@ -37,16 +44,19 @@ func Factory(opts *Options) a2aclient.TransportFactory {
 		o = *opts
 	}
 	return func(cfg *a2aclient.TransportConfig) (a2aclient.Transport, error) {
-		target := cfg.Interface.URL
-		if target == "" {
+		if cfg.Interface.URL == "" {
 			return nil, errors.New("grpcclient: the interface has no URL")
+		}
+		target, secure, err := parseTarget(cfg.Interface.URL)
+		if err != nil {
+			return nil, err
 		}
 		creds := o.Credentials
 		if creds == nil {
-			if loopback(target) {
-				creds = insecure.NewCredentials()
+			if secure {
+				creds = credentials.NewTLS(o.TLSConfig)
 			} else {
-				creds = credentials.NewTLS(nil)
+				creds = insecure.NewCredentials()
 			}
 		}
 		dial := append([]grpc.DialOption{grpc.WithTransportCredentials(creds)}, o.DialOptions...)
@@ -59,6 +69,34 @@ func Factory(opts *Options) a2aclient.TransportFactory {
 		}
 		return &transport{conn: conn, c: a2apb.NewA2AServiceClient(conn)}, nil
 	}
+}
+
+// parseTarget reads an interface URL: an https:// or http:// URL (the
+// form A2A names interfaces in) is its host:port, over TLS or not, the
+// port defaulting to the scheme's; anything else is a grpc.NewClient
+// target, over TLS unless it names this machine.
+func parseTarget(raw string) (target string, secure bool, err error) {
+	scheme, _, ok := strings.Cut(raw, "://")
+	if !ok || (!strings.EqualFold(scheme, "https") && !strings.EqualFold(scheme, "http")) {
+		return raw, !loopback(raw), nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		shown := "" // not raw: it may carry a password
+		if err == nil {
+			shown = fmt.Sprintf(" %q", u.Redacted())
+		}
+		return "", false, fmt.Errorf("grpcclient: interface URL%s: want %s://host[:port], the gRPC server's address", shown, scheme)
+	}
+	secure = strings.EqualFold(scheme, "https")
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if secure {
+			port = "443"
+		}
+	}
+	return net.JoinHostPort(u.Hostname(), port), secure, nil
 }
 
 // loopback reports whether target names this machine.
