@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"novaos.dev/novaos/registry"
@@ -20,19 +21,20 @@ func serverFlag(fs *flag.FlagSet) *string {
 // agentEndpoint reads a command's agent argument. A URL is used as is; a
 // bare name is looked up in the agent registry of the server, so every
 // registered agent can be named, the hosted ones and any other.
-func agentEndpoint(ctx context.Context, target, server string) (string, error) {
-	url, _, err := agentRecord(ctx, target, server)
+func agentEndpoint(ctx context.Context, target, server string, hc *http.Client) (string, error) {
+	url, _, err := agentRecord(ctx, target, server, hc)
 	return url, err
 }
 
 // agentRecord is agentEndpoint that also returns the registry record a
-// bare name was resolved through (nil for a URL).
-func agentRecord(ctx context.Context, target, server string) (string, *registry.Agent, error) {
+// bare name was resolved through (nil for a URL). hc, when not nil, makes
+// the registry request.
+func agentRecord(ctx context.Context, target, server string, hc *http.Client) (string, *registry.Agent, error) {
 	if strings.Contains(target, "://") {
 		return target, nil, nil
 	}
 	// The server vets what is registered; the CLI only needs the record.
-	c, err := registry.NewClient(server, &registry.ClientOptions{Policy: &registry.Policy{AllowLoopback: true, AllowPrivate: true}})
+	c, err := registry.NewClient(server, &registry.ClientOptions{HTTPClient: hc, Policy: &registry.Policy{AllowLoopback: true, AllowPrivate: true}})
 	if err != nil {
 		return "", nil, fmt.Errorf("--server: %w", err)
 	}

@@ -48,26 +48,30 @@ func parseTarget(fs *flag.FlagSet, args []string) (target string, code int, ok b
 // cardURL reads a card command's target: a URL names the card itself when
 // it ends in .json, and otherwise the agent, whose well-known card path is
 // added; a bare name is resolved through the server's registry.
-func cardURL(ctx context.Context, target, server string) (string, error) {
+func cardURL(ctx context.Context, target, server string, hc *http.Client) (string, error) {
 	if strings.Contains(target, "://") && strings.HasSuffix(target, ".json") {
 		return target, nil
 	}
-	base, err := agentEndpoint(ctx, target, server)
+	base, err := agentEndpoint(ctx, target, server, hc)
 	if err != nil {
 		return "", err
 	}
 	return strings.TrimSuffix(base, "/") + a2a.WellKnownCardPath, nil
 }
 
-// httpGet fetches url with a timeout and a size limit.
-func httpGet(ctx context.Context, url string, limit int64) ([]byte, error) {
+// httpGet fetches url with a timeout and a size limit, with hc (nil:
+// http.DefaultClient).
+func httpGet(ctx context.Context, url string, limit int64, hc *http.Client) ([]byte, error) {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -85,12 +89,12 @@ func httpGet(ctx context.Context, url string, limit int64) ([]byte, error) {
 	return data, nil
 }
 
-func fetchCard(ctx context.Context, target, server string) ([]byte, *a2a.AgentCard, error) {
-	u, err := cardURL(ctx, target, server)
+func fetchCard(ctx context.Context, target, server string, hc *http.Client) ([]byte, *a2a.AgentCard, error) {
+	u, err := cardURL(ctx, target, server, hc)
 	if err != nil {
 		return nil, nil, err
 	}
-	data, err := httpGet(ctx, u, maxCardBytes)
+	data, err := httpGet(ctx, u, maxCardBytes, hc)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -102,13 +106,19 @@ func fetchCard(ctx context.Context, target, server string) ([]byte, *a2a.AgentCa
 }
 
 func runCardGet(ctx context.Context, args []string, e *env) int {
-	fs := newFlags("card get", "card get <url-or-agent-name> [--server URL]", e)
+	fs := newFlags("card get", "card get <url-or-agent-name> [--server URL] [--ca-cert FILE]", e)
 	server := serverFlag(fs)
+	ca := caFlag(fs)
 	target, code, ok := parseTarget(fs, args)
 	if !ok {
 		return code
 	}
-	data, _, err := fetchCard(ctx, target, *server)
+	cfg, err := clientTLS(*ca)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "novaos card get: %v\n", err)
+		return exitFail
+	}
+	data, _, err := fetchCard(ctx, target, *server, httpClient(cfg))
 	if err != nil {
 		fmt.Fprintf(e.stderr, "novaos card get: %v\n", err)
 		return exitFail
@@ -124,8 +134,9 @@ func runCardGet(ctx context.Context, args []string, e *env) int {
 }
 
 func runCardVerify(ctx context.Context, args []string, e *env) int {
-	fs := newFlags("card verify", "card verify <url-or-agent-name> --jwks <url-or-file> [--server URL]", e)
+	fs := newFlags("card verify", "card verify <url-or-agent-name> --jwks <url-or-file> [--server URL] [--ca-cert FILE]", e)
 	server := serverFlag(fs)
+	ca := caFlag(fs)
 	jwks := fs.String("jwks", "", "`URL or file` of the JWKS holding the keys you trust (required; a jku in the card is never used)")
 	algs := fs.String("alg", strings.Join(cardsig.Algorithms, ","), "comma-separated `algorithms` to accept")
 	target, code, ok := parseTarget(fs, args)
@@ -135,14 +146,20 @@ func runCardVerify(ctx context.Context, args []string, e *env) int {
 	if *jwks == "" {
 		return usageError(fs, "--jwks is required: name the key set you trust")
 	}
-	_, card, err := fetchCard(ctx, target, *server)
+	cfg, err := clientTLS(*ca)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "novaos card verify: %v\n", err)
+		return exitFail
+	}
+	hc := httpClient(cfg)
+	_, card, err := fetchCard(ctx, target, *server, hc)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "novaos card verify: %v\n", err)
 		return exitFail
 	}
 	var keys *cardsig.KeySet
 	if strings.HasPrefix(*jwks, "http://") || strings.HasPrefix(*jwks, "https://") {
-		keys, err = cardsig.FetchKeySet(ctx, *jwks, nil)
+		keys, err = cardsig.FetchKeySet(ctx, *jwks, &cardsig.FetchOptions{Client: hc})
 	} else {
 		var data []byte
 		if data, err = os.ReadFile(*jwks); err == nil {

@@ -137,7 +137,7 @@ func TestVersionLine(t *testing.T) {
 	}
 }
 
-var healthzLine = regexp.MustCompile(`health\s+(http://\S+/healthz)`)
+var healthzLine = regexp.MustCompile(`health\s+(https?://\S+/healthz)`)
 
 // waitForURL waits for serve to print where it listens.
 func waitForURL(t *testing.T, out *syncBuffer, done <-chan int) string {

@@ -30,6 +30,7 @@ func runSend(ctx context.Context, args []string, e *env) int {
 	timeout := fs.Duration("timeout", a2aclient.DefaultTimeout, "bound a non-streaming call (streams run until the task stops or Ctrl-C)")
 	transport := fs.String("transport", "", "call the agent's interface of this `binding`: jsonrpc, rest (HTTP+JSON) or grpc (default: the first interface of its card that novaos speaks)")
 	sf := secretFlags(fs)
+	ca := caFlag(fs)
 	// Flags may follow the arguments: novaos send echo "hi" --stream.
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
@@ -55,7 +56,13 @@ func runSend(ctx context.Context, args []string, e *env) int {
 		fmt.Fprintf(e.stderr, "novaos send: %v\n", err)
 		return exitFail
 	}
-	target, rec, err := agentRecord(ctx, pos[0], *server)
+	tlsCfg, err := clientTLS(*ca)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "novaos send: %v\n", err)
+		return exitFail
+	}
+	hc := httpClient(tlsCfg)
+	target, rec, err := agentRecord(ctx, pos[0], *server, hc)
 	if err == nil && sealing != nil && *sf.recipientKey == "" {
 		sealing.to, err = registryRecipient(rec, *sf.recipientKID, *server)
 	}
@@ -63,7 +70,7 @@ func runSend(ctx context.Context, args []string, e *env) int {
 		fmt.Fprintf(e.stderr, "novaos send: %v\n", err)
 		return exitFail
 	}
-	c, err := a2aclient.NewFromURL(ctx, target, &a2aclient.Options{Timeout: *timeout, Transports: bindings, TransportFactories: clientTransports})
+	c, err := a2aclient.NewFromURL(ctx, target, &a2aclient.Options{HTTPClient: hc, Timeout: *timeout, Transports: bindings, TransportFactories: transportsWith(tlsCfg)})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "novaos send: %v\n", err)
 		return exitFail

@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
+	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"novaos.dev/novaos/a2a"
@@ -20,6 +23,7 @@ import (
 	"novaos.dev/novaos/internal/app"
 	"novaos.dev/novaos/internal/builtin"
 	"novaos.dev/novaos/internal/httpapi"
+	"novaos.dev/novaos/internal/tlscert"
 	"novaos.dev/novaos/netguard"
 	"novaos.dev/novaos/registry"
 	"novaos.dev/novaos/store/lease"
@@ -40,6 +44,10 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	v03 := fs.Bool("a2a-v03", true, "serve A2A 0.3 clients (0.3 method names and shapes, on calls without A2A-Version) on each agent's JSON-RPC URL; =false answers them -32009")
 	grpcAddr := fs.String("grpc-addr", "", "`address` the A2A gRPC binding listens on, on its own listener (port 0 picks one); agents are addressed by name as the request's tenant; default off")
 	grpcPublic := fs.String("grpc-public-addr", "", "`host:port` agent cards name for the gRPC interface (default the --grpc-addr listen address)")
+	tlsCert := fs.String("tls-cert", "", "PEM `file` of the certificate chain (leaf first) to serve both listeners with over TLS 1.2+; with --tls-key. Read again when the file changes and on SIGHUP")
+	tlsKey := fs.String("tls-key", "", "PEM `file` of the private key of --tls-cert")
+	tlsReload := fs.Duration("tls-reload-interval", tlscert.DefaultInterval, "how often the --tls-cert and --tls-key files are checked for a change (negative: only on SIGHUP)")
+	insecureListen := fs.Bool("insecure-listen", false, "serve plaintext HTTP and gRPC on an address that is not loopback (behind a proxy that terminates TLS); without it such an address needs --tls-cert and --tls-key")
 	tckTimeout := fs.Duration("tck-timeout", builtin.DefaultStreamingTimeout, "delay unit of the tck agent's slow scenarios; match the kit's TCK_STREAMING_TIMEOUT")
 	var allowHosts listFlag
 	var allowLoopback optBool
@@ -75,6 +83,9 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	}
 	if msg := lim.check(); msg != "" {
 		return usageError(fs, "%s", msg)
+	}
+	if (*tlsCert == "") != (*tlsKey == "") {
+		return usageError(fs, "--tls-cert and --tls-key go together: give both, or neither")
 	}
 	var cardBindings []string
 	if *bindings != "" {
@@ -160,32 +171,60 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		Token:                 plat.token(),
 		Memory:                memOpts,
 		Gate:                  gateOpts,
+		TLSCertFile:           *tlsCert,
+		TLSKeyFile:            *tlsKey,
+		TLSReloadInterval:     *tlsReload,
+		InsecureListen:        *insecureListen,
 	})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "novaos serve: %v\n", err)
 		return exitFail
 	}
+	// SIGHUP reloads the certificate; set before serving, so that a
+	// SIGHUP to a server that says it serves never takes the default
+	// action, which ends the process.
+	var hup chan os.Signal
+	if *tlsCert != "" {
+		hup = make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+	}
 	if err := srv.Start(ctx); err != nil {
+		code := exitFail
+		if errors.Is(err, app.ErrPlaintextListen) {
+			err = fmt.Errorf("%w: serve it over TLS with --tls-cert and --tls-key, or pass --insecure-listen if a proxy in front terminates TLS", err)
+			code = exitUsage
+		}
 		fmt.Fprintf(e.stderr, "novaos serve: %v\n", err)
 		shutdown(srv, *grace, e)
-		return exitFail
+		return code
 	}
 	printEndpoints(e, srv, !token.IsZero())
+	if *tlsCert != "" {
+		fmt.Fprintf(e.stdout, "TLS on both listeners with %s; it is read again when it changes and on SIGHUP\n", *tlsCert)
+	}
 	if key != nil {
 		fmt.Fprintf(e.stdout, "Agent cards are signed by key %q; its JWKS is %s%s\n", key.KeyID(), srv.URL(), app.JWKSPath)
 	}
 
-	select {
-	case <-ctx.Done():
-		fmt.Fprintln(e.stdout, "Shutting down…")
-		if err := shutdown(srv, *grace, e); err != nil {
+	for {
+		select {
+		case <-hup:
+			// The outcome is logged either way; a refused pair leaves the
+			// one in use.
+			log.Info("serve: SIGHUP: reloading the TLS certificate")
+			_ = srv.ReloadTLS()
+		case <-ctx.Done():
+			fmt.Fprintln(e.stdout, "Shutting down…")
+			if err := shutdown(srv, *grace, e); err != nil {
+				return exitFail
+			}
+			return exitOK
+		case <-srv.Done():
+			fmt.Fprintf(e.stderr, "novaos serve: %v\n", srv.Err())
+			shutdown(srv, *grace, e)
 			return exitFail
 		}
-		return exitOK
-	case <-srv.Done():
-		fmt.Fprintf(e.stderr, "novaos serve: %v\n", srv.Err())
-		shutdown(srv, *grace, e)
-		return exitFail
 	}
 }
 
