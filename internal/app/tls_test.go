@@ -99,6 +99,13 @@ func TestTLSServesEveryBinding(t *testing.T) {
 			t.Error("the TLS listener served a plaintext request")
 		}
 	}
+	// HTTP/1.1 over TLS, as over plaintext, whatever the client offers;
+	// gRPC is HTTP/2.
+	for _, tt := range []struct{ addr, want string }{{srv.Addr(), "http/1.1"}, {srv.GRPCAddr(), "h2"}} {
+		if st := tlsVersion(t, tt.addr, ca, tls.VersionTLS13); st == nil || st.NegotiatedProtocol != tt.want || st.Version != tls.VersionTLS13 {
+			t.Errorf("%s: negotiated %+v, want %s over TLS 1.3", tt.addr, st, tt.want)
+		}
+	}
 	if got := tlsVersion(t, srv.Addr(), ca, tls.VersionTLS11); got != nil {
 		t.Error("the HTTP listener completed a TLS 1.1 handshake")
 	}

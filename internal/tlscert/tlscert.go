@@ -156,13 +156,12 @@ func (p *Pair) swap(certPEM, keyPEM []byte) error {
 		// Its message names what failed, never key material.
 		return fmt.Errorf("%s and %s: %w", p.certFile, p.keyFile, err)
 	}
-	leaf := c.Leaf
-	if leaf == nil {
-		if leaf, err = x509.ParseCertificate(c.Certificate[0]); err != nil {
-			return fmt.Errorf("%s: %w", p.certFile, err)
-		}
-		c.Leaf = leaf
+	// c.Leaf is set unless GODEBUG=x509keypairleaf=0; parse it either way.
+	leaf, err := x509.ParseCertificate(c.Certificate[0])
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.certFile, err)
 	}
+	c.Leaf = leaf
 	switch now := p.now(); {
 	case now.After(leaf.NotAfter):
 		return fmt.Errorf("%s: %w: expired %s", p.certFile, ErrNotValid, leaf.NotAfter.UTC().Format(time.RFC3339))

@@ -242,3 +242,20 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("interval %v, want %v", p.interval, DefaultInterval)
 	}
 }
+
+func TestReadFileLimit(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		size    int
+		wantErr bool
+	}{{0, false}, {maxFileBytes, false}, {maxFileBytes + 1, true}} {
+		path := filepath.Join(dir, "f")
+		if err := os.WriteFile(path, bytes.Repeat([]byte("A"), tt.size), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		b, err := readFile(path)
+		if (err != nil) != tt.wantErr || (err == nil && len(b) != tt.size) {
+			t.Errorf("readFile(%d bytes) = %d bytes, %v; want an error %v", tt.size, len(b), err, tt.wantErr)
+		}
+	}
+}
