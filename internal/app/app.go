@@ -330,6 +330,15 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 	if (s.opts.TLSCertFile == "") != (s.opts.TLSKeyFile == "") {
 		return nil, errors.New("app: TLS needs both a certificate file and a key file")
 	}
+	if s.opts.TLSCertFile == "" && !s.opts.InsecureListen {
+		// What can be told from the address alone is refused before a
+		// database is opened; a host name is checked once it is bound.
+		for _, a := range []string{s.opts.Addr, s.opts.GRPCAddr} {
+			if err := plaintextAddr(a); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if k := s.opts.CardKey; k != nil && !k.IsPrivate() {
 		return nil, errors.New("app: card key: want a private key")
 	}

@@ -294,6 +294,24 @@ func (s *Server) checkPlaintext(addr net.Addr) error {
 	return fmt.Errorf("app: listen %s: %w", addr, ErrPlaintextListen)
 }
 
+// plaintextAddr refuses a listen address whose host is absent or an IP
+// address that is not loopback; a host name passes (Start checks the
+// address it binds).
+func plaintextAddr(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil // Listen reports it
+	}
+	ip := net.ParseIP(host)
+	if host != "" && (ip == nil || ip.IsLoopback()) {
+		return nil
+	}
+	return fmt.Errorf("app: listen %s: %w", addr, ErrPlaintextListen)
+}
+
 // scheme is the scheme of the server's own URLs.
 func (s *Server) scheme() string {
 	if s.tls != nil {

@@ -177,8 +177,9 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		InsecureListen:        *insecureListen,
 	})
 	if err != nil {
+		code, err := explainListen(err)
 		fmt.Fprintf(e.stderr, "novaos serve: %v\n", err)
-		return exitFail
+		return code
 	}
 	// SIGHUP reloads the certificate; set before serving, so that a
 	// SIGHUP to a server that says it serves never takes the default
@@ -190,11 +191,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		defer signal.Stop(hup)
 	}
 	if err := srv.Start(ctx); err != nil {
-		code := exitFail
-		if errors.Is(err, app.ErrPlaintextListen) {
-			err = fmt.Errorf("%w: serve it over TLS with --tls-cert and --tls-key, or pass --insecure-listen if a proxy in front terminates TLS", err)
-			code = exitUsage
-		}
+		code, err := explainListen(err)
 		fmt.Fprintf(e.stderr, "novaos serve: %v\n", err)
 		shutdown(srv, *grace, e)
 		return code
@@ -226,6 +223,15 @@ func runServe(ctx context.Context, args []string, e *env) int {
 			return exitFail
 		}
 	}
+}
+
+// explainListen names the flags for a plaintext listen address the server
+// refused (a usage error); other errors are failures.
+func explainListen(err error) (code int, _ error) {
+	if errors.Is(err, app.ErrPlaintextListen) {
+		return exitUsage, fmt.Errorf("%w: serve it over TLS with --tls-cert and --tls-key, or pass --insecure-listen if a proxy in front terminates TLS", err)
+	}
+	return exitFail, err
 }
 
 func shutdown(srv *app.Server, grace time.Duration, e *env) error {
