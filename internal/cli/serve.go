@@ -198,7 +198,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	}
 	printEndpoints(e, srv, !token.IsZero())
 	if *tlsCert != "" {
-		fmt.Fprintf(e.stdout, "TLS on both listeners with %s; it is read again when it changes and on SIGHUP\n", *tlsCert)
+		fmt.Fprintf(e.stdout, "TLS with the certificate in %s, read again when it changes and on SIGHUP\n", *tlsCert)
 	}
 	if key != nil {
 		fmt.Fprintf(e.stdout, "Agent cards are signed by key %q; its JWKS is %s%s\n", key.KeyID(), srv.URL(), app.JWKSPath)
