@@ -179,13 +179,14 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 // serveBody admits a request with a body against the budget and puts the
 // body under its deadline.
 func (g *Guard) serveBody(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	k := int64(g.limits.HoldFactor)
 	if g.budget != nil && r.ContentLength > 0 {
 		f := refuseBytes
 		switch {
-		case r.ContentLength > g.budget.max:
+		case r.ContentLength > g.budget.max/k:
 			// It would never fit: 503 would have the client retry forever.
 			f = refuseTooLarge
-		case g.budget.acquire(r.ContentLength):
+		case g.budget.acquire(r.ContentLength * k):
 			f = nil
 		}
 		if f != nil {
@@ -209,13 +210,12 @@ func (g *Guard) serveBody(w http.ResponseWriter, r *http.Request, next http.Hand
 		next.ServeHTTP(w, r)
 		return
 	}
-	b.budget = g.budget
-	// net/http closes the body it made, not this wrapper, so a handler that
-	// neither reads to the end nor closes gives the share back here.
+	b.budget, b.factor = g.budget, k
+	// The share is the handler's until it returns: what it decoded from
+	// the body (and what it builds from that) lives as long as it runs.
 	defer b.free()
 	if r.ContentLength > 0 {
-		b.length = r.ContentLength
-		b.held.Store(r.ContentLength)
+		b.held.Store(r.ContentLength * k)
 		next.ServeHTTP(w, r)
 		return
 	}
@@ -225,6 +225,21 @@ func (g *Guard) serveBody(w http.ResponseWriter, r *http.Request, next http.Hand
 	if t := b.tripped.Load(); t != nil && !bw.wrote {
 		w.Header().Set("Connection", "close")
 		g.refuse(w, r, t.refusal)
+	}
+}
+
+// Acquire takes n bytes of the in-flight budget for a request that did
+// not come through Handler (a gRPC message), if they fit; Release gives
+// them back. Without a budget every Acquire succeeds. n is what the
+// request holds: weigh a message by Limits().HoldFactor as Handler does.
+func (g *Guard) Acquire(n int64) bool {
+	return g.budget == nil || g.budget.acquire(n)
+}
+
+// Release gives back n bytes taken by Acquire.
+func (g *Guard) Release(n int64) {
+	if g.budget != nil {
+		g.budget.release(n)
 	}
 }
 
