@@ -301,10 +301,10 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 	if s.opts.MaxBodyBytes <= 0 {
 		s.opts.MaxBodyBytes = a2asrv.DefaultMaxBodyBytes
 	}
-	if s.opts.Limits.MaxInflightBytes == 0 && httpapi.DefaultInflightBytes() < s.opts.MaxBodyBytes {
+	if need := s.opts.MaxBodyBytes * int64(holdFactor(s.opts.Limits)); s.opts.Limits.MaxInflightBytes == 0 && httpapi.DefaultInflightBytes() < need {
 		// The default budget, derived from a small GOMEMLIMIT, still admits
 		// the largest body.
-		s.opts.Limits.MaxInflightBytes = s.opts.MaxBodyBytes
+		s.opts.Limits.MaxInflightBytes = need
 	}
 	// The listen address is known at Start; the rest is checked now, before
 	// a database is opened.

@@ -261,7 +261,7 @@ func limitFlags(fs *flag.FlagSet) *serveLimits {
 	fs.Var(&l.maxHeader, "max-header-bytes", "`size` of the request line and headers beyond which a request gets 431 (bytes, or with KiB, MiB, KB, MB)")
 	l.maxConns = fs.Int("max-conns", 0, fmt.Sprintf("open connections beyond which only /healthz is served, on --conn-reserve more (0: three quarters of the open-file limit, at most 32768: %d here; negative: no cap)", httpapi.DefaultMaxConns()))
 	l.connReserve = fs.Int("conn-reserve", httpapi.DefaultConnReserve, "connections accepted past --max-conns to serve /healthz and answer others 503 (negative: none)")
-	fs.Var(&l.maxInflight, "max-inflight-bytes", "`size` of the request bodies admitted at once; a request beyond it gets 503 with Retry-After (negative: no budget)")
+	fs.Var(&l.maxInflight, "max-inflight-bytes", "`size` of the memory the requests in flight may hold, each counted as "+strconv.Itoa(httpapi.DefaultHoldFactor)+" times its body until its handler returns (HTTP and gRPC alike); a request beyond it gets 503 with Retry-After, a gRPC call UNAVAILABLE (negative: no budget)")
 	fs.Var(&l.maxBody, "max-body-bytes", "largest request body `size` of an agent endpoint; a larger one gets 413")
 	l.maxIDBytes = fs.Int("max-id-bytes", a2asrv.DefaultMaxIDBytes, "longest identifier (task, message, context, push-config id, tenant) a request may carry, in `bytes`; longer is -32602")
 	l.maxExtensions = fs.Int("max-extensions", a2asrv.DefaultMaxExtensions, "most distinct URIs a request may list in A2A-Extensions; more is -32600")
@@ -280,8 +280,8 @@ func (l *serveLimits) check() string {
 	if *l.maxIDBytes <= 0 || *l.maxExtensions <= 0 || *l.maxExtURI <= 0 || *l.flushEvery <= 0 {
 		return "--max-id-bytes, --max-extensions, --max-extension-uri-bytes and --artifact-flush-interval must be positive"
 	}
-	if l.maxInflight.n >= 0 && l.maxInflight.n < l.maxBody.n {
-		return fmt.Sprintf("--max-inflight-bytes (%s) is below --max-body-bytes (%s): the largest body could never be admitted", &l.maxInflight, &l.maxBody)
+	if l.maxInflight.n >= 0 && l.maxInflight.n/httpapi.DefaultHoldFactor < l.maxBody.n {
+		return fmt.Sprintf("--max-inflight-bytes (%s) is below %d times --max-body-bytes (%s): the largest body could never be admitted", &l.maxInflight, httpapi.DefaultHoldFactor, &l.maxBody)
 	}
 	return ""
 }

@@ -19,11 +19,11 @@ const (
 	DefaultMaxInflightBytes = 256 << 20
 	// DefaultHoldFactor is how many times its body's size a request is
 	// counted as holding: a 9.9 MB SendMessage to the echo agent peaks at
-	// about 3.5 times its body in live heap (the body, the decoded text,
-	// the stored and the answered JSON), so 4 keeps the admitted requests'
-	// heap within the budget and the process's growth, garbage included,
-	// within twice it.
-	DefaultHoldFactor = 4
+	// 5 times its body in live heap (the body, the decoded text, the stored
+	// and the answered JSON), so admitted requests keep their live heap
+	// within the budget, and the process's growth, garbage included,
+	// within about twice it.
+	DefaultHoldFactor = 5
 	// maxDefaultConns bounds the derived connection cap: each open
 	// connection costs tens of KiB (goroutine, buffers), so a file limit of
 	// a million would otherwise admit more than a machine can hold.
