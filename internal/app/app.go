@@ -185,6 +185,10 @@ type Options struct {
 	// GRPCPublicAddr is the host:port cards name for the gRPC interface;
 	// "" means the listen address (an unspecified host becoming loopback).
 	GRPCPublicAddr string
+	// GRPCMaxStreams caps the concurrent calls on one gRPC connection
+	// (zero: DefaultGRPCMaxStreams; negative: no cap). A client past it
+	// waits for a call to end, or has its stream refused.
+	GRPCMaxStreams int
 	// AllowHosts are more names writes may carry in Host, for a local
 	// proxy: "name" on any port or "name:port". When the server is
 	// loopback-only (listens on loopback, no PublicURL elsewhere), a write

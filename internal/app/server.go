@@ -92,7 +92,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		}
 		close(s.done)
 	}()
-	s.serveGRPC(guard.Limits())
+	s.serveGRPC(guard)
 	s.log.Info("app: serving", "addr", ln.Addr().String(), "url", s.baseURL, "database", s.databaseKind())
 	l := guard.Limits()
 	s.log.Info("app: limits", "maxConns", l.MaxConns, "connReserve", l.ConnReserve, "maxInflightBytes", l.MaxInflightBytes,

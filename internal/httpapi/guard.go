@@ -106,6 +106,18 @@ func (g *Guard) Listener(ln net.Listener) net.Listener {
 	return &limitListener{Listener: ln, c: g.conns}
 }
 
+// PlainListener counts ln's connections against the same cap as
+// Listener, without the reserve: a connection beyond the cap is closed as
+// soon as it is accepted. It is for a listener that serves another
+// protocol (gRPC) beside the HTTP one, so that both share the process's
+// connections. It returns ln itself when the cap is off.
+func (g *Guard) PlainListener(ln net.Listener) net.Listener {
+	if g.conns == nil {
+		return ln
+	}
+	return &limitListener{Listener: ln, c: g.conns, noReserve: true}
+}
+
 // Server is an http.Server serving h behind the Guard with its timeouts
 // and header limit. Serve it on g.Listener(ln). It has no WriteTimeout: a
 // stream lasts as long as its handler writes.
