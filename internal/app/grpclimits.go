@@ -208,12 +208,12 @@ type grpcCall struct {
 	g    *grpcLimits
 	conn *grpcConn
 
-	mu      sync.Mutex
-	begun   bool
-	done    bool
-	start   time.Time
-	from    int64 // the connection's bytes read at start
-	timer   *time.Timer
+	mu    sync.Mutex
+	begun bool
+	done  bool
+	start time.Time
+	from  int64 // the connection's bytes read at start
+	timer *time.Timer
 }
 
 func (c *grpcCall) begin() {

@@ -40,6 +40,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	v03 := fs.Bool("a2a-v03", true, "serve A2A 0.3 clients (0.3 method names and shapes, on calls without A2A-Version) on each agent's JSON-RPC URL; =false answers them -32009")
 	grpcAddr := fs.String("grpc-addr", "", "`address` the A2A gRPC binding listens on, on its own listener (port 0 picks one); agents are addressed by name as the request's tenant; default off")
 	grpcPublic := fs.String("grpc-public-addr", "", "`host:port` agent cards name for the gRPC interface (default the --grpc-addr listen address)")
+	grpcStreams := fs.Int("grpc-max-streams", app.DefaultGRPCMaxStreams, "concurrent calls one gRPC connection may have; a client past it waits or has its stream refused (negative: no cap)")
 	tckTimeout := fs.Duration("tck-timeout", builtin.DefaultStreamingTimeout, "delay unit of the tck agent's slow scenarios; match the kit's TCK_STREAMING_TIMEOUT")
 	var allowHosts listFlag
 	var allowLoopback optBool
@@ -153,6 +154,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		GRPCAddr:              *grpcAddr,
 		RefuseV03:             !*v03,
 		GRPCPublicAddr:        *grpcPublic,
+		GRPCMaxStreams:        *grpcStreams,
 		AllowHosts:            lim.allowHosts,
 		CORSOrigins:           lim.corsOrigins,
 		LeaseHeartbeat:        *leaseBeat,
@@ -255,11 +257,11 @@ func limitFlags(fs *flag.FlagSet) *serveLimits {
 		maxBody:     byteSize{n: a2asrv.DefaultMaxBodyBytes},
 	}
 	l.headerTimeout = fs.Duration("header-timeout", httpapi.DefaultHeaderTimeout, "time a client has to send a request's headers (negative: no limit)")
-	l.bodyTimeout = fs.Duration("body-timeout", httpapi.DefaultBodyTimeout, "time any request body may take to arrive; past it, a body must have averaged --body-min-rate or its connection is cut (negative: no limit)")
+	l.bodyTimeout = fs.Duration("body-timeout", httpapi.DefaultBodyTimeout, "time any request body or gRPC request message may take to arrive; past it, it must have averaged --body-min-rate or its connection is cut (negative: no limit)")
 	l.bodyMinRate = fs.Int64("body-min-rate", httpapi.DefaultBodyMinRate, "`bytes` per second a body slower than --body-timeout must average since its request began (negative: none, --body-timeout bounds every body)")
 	l.idleTimeout = fs.Duration("idle-timeout", httpapi.DefaultIdleTimeout, "close a keep-alive connection idle this long (negative: never)")
-	fs.Var(&l.maxHeader, "max-header-bytes", "`size` of the request line and headers beyond which a request gets 431 (bytes, or with KiB, MiB, KB, MB)")
-	l.maxConns = fs.Int("max-conns", 0, fmt.Sprintf("open connections beyond which only /healthz is served, on --conn-reserve more (0: three quarters of the open-file limit, at most 32768: %d here; negative: no cap)", httpapi.DefaultMaxConns()))
+	fs.Var(&l.maxHeader, "max-header-bytes", "`size` of the request line and headers beyond which a request gets 431, and of a gRPC call's metadata (bytes, or with KiB, MiB, KB, MB)")
+	l.maxConns = fs.Int("max-conns", 0, fmt.Sprintf("open connections, HTTP and gRPC together, beyond which only /healthz is served, on --conn-reserve more HTTP ones (0: three quarters of the open-file limit, at most 32768: %d here; negative: no cap)", httpapi.DefaultMaxConns()))
 	l.connReserve = fs.Int("conn-reserve", httpapi.DefaultConnReserve, "connections accepted past --max-conns to serve /healthz and answer others 503 (negative: none)")
 	fs.Var(&l.maxInflight, "max-inflight-bytes", "`size` of the memory the requests in flight may hold, each counted as "+strconv.Itoa(httpapi.DefaultHoldFactor)+" times its body until its handler returns (HTTP and gRPC alike); a request beyond it gets 503 with Retry-After, a gRPC call UNAVAILABLE (negative: no budget)")
 	fs.Var(&l.maxBody, "max-body-bytes", "largest request body `size` of an agent endpoint; a larger one gets 413")
