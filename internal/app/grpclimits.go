@@ -28,10 +28,13 @@ const DefaultGRPCMaxStreams = 100
 // request message must arrive within the body timeout, or at the minimum
 // rate past it, or its connection is cut, as an HTTP body's is. What a
 // connection reads while one of its calls waits for its message is taken
-// from the in-flight budget as it arrives (a connection that would go
-// beyond it is cut: gRPC has no answer to give before the message is
-// whole), and a decoded message holds HoldFactor times its size until its
-// handler returns (beyond the budget: UNAVAILABLE with retry-after).
+// from the in-flight budget as it arrives, HoldFactor times (what an HTTP
+// request reserves for its body up front), and given back as each message
+// is whole; a decoded message then holds HoldFactor times its size until
+// its handler returns (beyond the budget: UNAVAILABLE with retry-after).
+// gRPC has no answer to give before a message is whole, so a connection
+// whose bytes do not fit stops being read until they do, and is cut if
+// that takes longer than the body timeout.
 //
 // The rate is the connection's, not the call's: gRPC reads a connection's
 // frames for all its calls, so a call that stalls beside one that sends is
@@ -115,8 +118,8 @@ func (c *grpcConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
 		c.read.Add(int64(n))
-		if !c.take(int64(n)) {
-			c.g.log.Warn("app: gRPC connection cut: too many request bytes in flight", "remote", c.RemoteAddr().String())
+		if !c.take(int64(n) * c.g.factor) {
+			c.g.log.Warn("app: gRPC connection cut: its request bytes found no room in the in-flight budget in time", "remote", c.RemoteAddr().String())
 			c.Close()
 			return n, errGRPCOverloaded
 		}
@@ -124,18 +127,49 @@ func (c *grpcConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// take takes n bytes from the budget if a call is waiting for its message.
+// take takes n bytes from the budget if a call is waiting for its
+// message, waiting for them if need be; false: they did not come in time.
 func (c *grpcConn) take(n int64) bool {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.waiting == 0 || c.closed {
+	waiting := c.waiting > 0 && !c.closed
+	c.mu.Unlock()
+	if !waiting {
 		return true
 	}
-	if !c.g.guard.Acquire(n) {
+	if !c.g.acquireWait(n) {
 		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		c.g.guard.Release(n)
+		return true
 	}
 	c.held += n
 	return true
+}
+
+// grpcPauseLimit bounds a wait for the budget when the body timeout is off.
+const grpcPauseLimit = 30 * time.Second
+
+// acquireWait takes n bytes of the budget, waiting up to the body timeout
+// for them: handlers that return and messages that arrive give theirs back.
+func (g *grpcLimits) acquireWait(n int64) bool {
+	if g.guard.Acquire(n) {
+		return true
+	}
+	limit := g.timeout
+	if limit <= 0 {
+		limit = grpcPauseLimit
+	}
+	deadline := time.Now().Add(limit)
+	for d := time.Millisecond; time.Now().Before(deadline); d = min(2*d, 50*time.Millisecond) {
+		time.Sleep(d)
+		if g.guard.Acquire(n) {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *grpcConn) wait() {
@@ -144,15 +178,18 @@ func (c *grpcConn) wait() {
 	c.mu.Unlock()
 }
 
-// arrived: a call's message is whole. Once none waits, what the
-// connection read is the decoded messages' now, counted by their calls.
-func (c *grpcConn) arrived() {
+// arrived: a call's message of wire bytes is whole (or the call ended
+// without one: 0). Its share of what the connection read is the decoded
+// message's now, which its call counts; once no call waits, neither does
+// the rest (frame headers, metadata).
+func (c *grpcConn) arrived(wire int64) {
 	c.mu.Lock()
 	c.waiting--
-	var n int64
+	n := min(c.held, wire*c.g.factor)
 	if c.waiting == 0 {
-		n, c.held = c.held, 0
+		n = c.held
 	}
+	c.held -= n
 	c.mu.Unlock()
 	c.g.guard.Release(n)
 }
@@ -195,11 +232,13 @@ func (g *grpcLimits) HandleRPC(ctx context.Context, s stats.RPCStats) {
 	if !ok {
 		return
 	}
-	switch s.(type) {
+	switch s := s.(type) {
 	case *stats.InHeader:
 		c.begin()
-	case *stats.InPayload, *stats.End:
-		c.arrived()
+	case *stats.InPayload:
+		c.arrived(int64(s.WireLength))
+	case *stats.End:
+		c.arrived(0)
 	}
 }
 
@@ -230,7 +269,7 @@ func (c *grpcCall) begin() {
 	}
 }
 
-func (c *grpcCall) arrived() {
+func (c *grpcCall) arrived(wire int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.begun || c.done {
@@ -240,7 +279,7 @@ func (c *grpcCall) arrived() {
 	if c.timer != nil {
 		c.timer.Stop()
 	}
-	c.conn.arrived()
+	c.conn.arrived(wire)
 }
 
 // check cuts the connection of a call whose message is late: past the
