@@ -33,8 +33,10 @@ const DefaultGRPCMaxStreams = 100
 // is whole; a decoded message then holds HoldFactor times its size until
 // its handler returns (beyond the budget: UNAVAILABLE with retry-after).
 // gRPC has no answer to give before a message is whole, so a connection
-// whose bytes do not fit stops being read until they do, and is cut if
-// that takes longer than the body timeout.
+// whose bytes do not fit stops being read until handlers give back
+// enough, or is cut: at once when messages still arriving hold so much of
+// the budget that waiting could only wait for each other, else past the
+// body timeout. Clients see a cut connection's calls as UNAVAILABLE.
 //
 // The rate is the connection's, not the call's: gRPC reads a connection's
 // frames for all its calls, so a call that stalls beside one that sends is
@@ -48,6 +50,9 @@ type grpcLimits struct {
 	factor  int64
 	log     *slog.Logger
 	conns   sync.Map // connKey → *grpcConn
+	// receiving is what connections hold of the budget for messages not
+	// yet whole; the rest of what is in use is held by handlers.
+	receiving atomic.Int64
 }
 
 func newGRPCLimits(g *httpapi.Guard, log *slog.Logger) *grpcLimits {
@@ -146,6 +151,7 @@ func (c *grpcConn) take(n int64) bool {
 		return true
 	}
 	c.held += n
+	c.g.receiving.Add(n)
 	return true
 }
 
@@ -153,23 +159,24 @@ func (c *grpcConn) take(n int64) bool {
 const grpcPauseLimit = 30 * time.Second
 
 // acquireWait takes n bytes of the budget, waiting up to the body timeout
-// for them: handlers that return and messages that arrive give theirs back.
+// for handlers to give theirs back; false, at once, when handlers do not
+// hold n: the rest is held by messages arriving on connections that may
+// all be waiting here.
 func (g *grpcLimits) acquireWait(n int64) bool {
-	if g.guard.Acquire(n) {
-		return true
-	}
 	limit := g.timeout
 	if limit <= 0 {
 		limit = grpcPauseLimit
 	}
 	deadline := time.Now().Add(limit)
-	for d := time.Millisecond; time.Now().Before(deadline); d = min(2*d, 50*time.Millisecond) {
-		time.Sleep(d)
+	for d := time.Millisecond; ; d = min(2*d, 50*time.Millisecond) {
 		if g.guard.Acquire(n) {
 			return true
 		}
+		if g.guard.Stats().InflightBytes-g.receiving.Load() < n || !time.Now().Before(deadline) {
+			return false
+		}
+		time.Sleep(d)
 	}
-	return false
 }
 
 func (c *grpcConn) wait() {
@@ -191,6 +198,7 @@ func (c *grpcConn) arrived(wire int64) {
 	}
 	c.held -= n
 	c.mu.Unlock()
+	c.g.receiving.Add(-n)
 	c.g.guard.Release(n)
 }
 
@@ -200,6 +208,7 @@ func (c *grpcConn) Close() error {
 	n := c.held
 	c.held, c.closed = 0, true
 	c.mu.Unlock()
+	c.g.receiving.Add(-n)
 	c.g.guard.Release(n)
 	return c.Conn.Close()
 }

@@ -5,9 +5,15 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
+	"os"
+	"os/exec"
+	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -281,5 +287,106 @@ func TestGRPCBudgetShared(t *testing.T) {
 			t.Fatalf("gRPC call once the budget is free: %v", err)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// floodEnv names the gRPC address TestGRPCFloodClient floods when the test
+// binary runs it as TestGRPCBudgetBoundsHeap's client process.
+const floodEnv = "NOVAOS_TEST_GRPC_FLOOD"
+
+// TestGRPCFloodClient is TestGRPCBudgetBoundsHeap's client, run in its
+// own process so that its messages stay out of the server's heap: twelve
+// 4 MiB SendMessages at once, each on its own connection, each retried
+// while it is refused UNAVAILABLE. It prints what it got.
+func TestGRPCFloodClient(t *testing.T) {
+	addr := os.Getenv(floodEnv)
+	if addr == "" {
+		t.Skip("the client process of TestGRPCBudgetBoundsHeap")
+	}
+	const n, size = 12, 4 << 20
+	text := strings.Repeat("z", size)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	var ok, refused, failed atomic.Int32
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+				grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
+			if err != nil {
+				failed.Add(1)
+				return
+			}
+			defer conn.Close()
+			c := a2apb.NewA2AServiceClient(conn)
+			for {
+				_, err := c.SendMessage(v1(ctx), pbSend(text), grpc.WaitForReady(true))
+				switch {
+				case err == nil:
+					ok.Add(1)
+					return
+				case grpcstatus.Code(err) == codes.Unavailable && ctx.Err() == nil:
+					refused.Add(1)
+					time.Sleep(20 * time.Millisecond)
+				default:
+					t.Log(err)
+					failed.Add(1)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	fmt.Printf("flood ok=%d refused=%d failed=%d\n", ok.Load(), refused.Load(), failed.Load())
+}
+
+// Large gRPC messages are bounded by the in-flight budget as HTTP bodies
+// are: twelve concurrent 4 MiB SendMessages under a budget of two and a
+// half shares are all served in the end (refused ones retried), and the
+// server's heap grows by at most twice the budget. Before, every message
+// was received, decoded and handled at once: the issue saw 2.6 GB for
+// forty 9.9 MB messages.
+func TestGRPCBudgetBoundsHeap(t *testing.T) {
+	const size = 4 << 20
+	share := int64(httpapi.DefaultHoldFactor) * (size + 4096)
+	budget := 2*share + share/2
+	defer debug.SetGCPercent(debug.SetGCPercent(25)) // keep garbage out of the peak
+	srv := start(t, &app.Options{DataDir: t.TempDir(), GRPCAddr: "127.0.0.1:0", MaxBodyBytes: size + 4096,
+		Limits: httpapi.Limits{MaxInflightBytes: budget}})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if _, err := grpcClient(t, srv.GRPCAddr()).SendMessage(v1(ctx), pbSend("warm-up")); err != nil {
+		t.Fatal(err)
+	}
+	debug.FreeOSMemory()
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(sample)
+	base := sample[0].Value.Uint64()
+
+	stop := make(chan struct{})
+	peakc := heapPeak(stop)
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestGRPCFloodClient$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), floodEnv+"="+srv.GRPCAddr())
+	out, err := cmd.CombinedOutput()
+	close(stop)
+	peak := <-peakc
+	if err != nil {
+		t.Fatalf("client process: %v\n%s", err, out)
+	}
+	var ok, refused, failed int
+	i := bytes.Index(out, []byte("flood "))
+	if i < 0 {
+		t.Fatalf("client process said nothing of its calls:\n%s", out)
+	}
+	if _, err := fmt.Sscanf(string(out[i:]), "flood ok=%d refused=%d failed=%d", &ok, &refused, &failed); err != nil {
+		t.Fatalf("client process: %v\n%s", err, out)
+	}
+	grew := int64(peak) - int64(base)
+	t.Logf("%d served, %d refusals retried, %d failed; heap peak %d MiB above the %d MiB before, budget %d MiB", ok, refused, failed, grew>>20, base>>20, budget>>20)
+	if ok != 12 || failed != 0 {
+		t.Errorf("%d of 12 calls served, %d failed; want all served in the end\n%s", ok, failed, out)
+	}
+	if limit := 2 * budget; grew > limit {
+		t.Errorf("heap peak grew %d MiB, want at most twice the %d MiB budget", grew>>20, budget>>20)
 	}
 }
