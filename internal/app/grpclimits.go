@@ -28,10 +28,10 @@ const DefaultGRPCMaxStreams = 100
 // request message must arrive within the body timeout, or at the minimum
 // rate past it, or its connection is cut, as an HTTP body's is. What a
 // connection reads while one of its calls waits for its message is taken
-// from the in-flight budget as it arrives, HoldFactor times (what an HTTP
-// request reserves for its body up front), and given back as each message
-// is whole; a decoded message then holds HoldFactor times its size until
-// its handler returns (beyond the budget: UNAVAILABLE with retry-after).
+// from the in-flight budget as it arrives, twice (the bytes, and the
+// decoded message they become), and given back as each message is whole;
+// a decoded message then holds HoldFactor times its size until its
+// handler returns (beyond the budget: UNAVAILABLE with retry-after).
 // gRPC has no answer to give before a message is whole, so a connection
 // whose bytes do not fit stops being read until handlers give back
 // enough, or is cut: at once when messages still arriving hold so much of
@@ -100,6 +100,10 @@ func connKey(local, remote net.Addr) string {
 	return local.String() + " " + remote.String()
 }
 
+// grpcReceiveFactor is how many times its size a message counts while it
+// arrives: its bytes, then the decoded message beside them.
+const grpcReceiveFactor = 2
+
 // errGRPCOverloaded ends a connection whose calls' messages would take
 // more of the in-flight budget than is left.
 var errGRPCOverloaded = errors.New("app: gRPC connection cut: too many request bytes in flight")
@@ -123,7 +127,7 @@ func (c *grpcConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
 		c.read.Add(int64(n))
-		if !c.take(int64(n) * c.g.factor) {
+		if !c.take(int64(n) * grpcReceiveFactor) {
 			c.g.log.Warn("app: gRPC connection cut: its request bytes found no room in the in-flight budget in time", "remote", c.RemoteAddr().String())
 			c.Close()
 			return n, errGRPCOverloaded
@@ -192,7 +196,7 @@ func (c *grpcConn) wait() {
 func (c *grpcConn) arrived(wire int64) {
 	c.mu.Lock()
 	c.waiting--
-	n := min(c.held, wire*c.g.factor)
+	n := min(c.held, wire*grpcReceiveFactor)
 	if c.waiting == 0 {
 		n = c.held
 	}

@@ -386,7 +386,9 @@ func TestGRPCBudgetBoundsHeap(t *testing.T) {
 	if ok != 12 || failed != 0 {
 		t.Errorf("%d of 12 calls served, %d failed; want all served in the end\n%s", ok, failed, out)
 	}
-	if limit := 2 * budget; grew > limit {
-		t.Errorf("heap peak grew %d MiB, want at most twice the %d MiB budget", grew>>20, budget>>20)
+	// The slack is for the collector's lag: a message's wire buffers go
+	// back to gRPC's pool, not at once to the collector.
+	if limit := 2*budget + 8<<20; grew > limit {
+		t.Errorf("heap peak grew %d MiB, want at most twice the %d MiB budget (and 8 MiB)", grew>>20, budget>>20)
 	}
 }
