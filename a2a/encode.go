@@ -29,7 +29,33 @@ func AppendTask(b []byte, t *Task) ([]byte, error) {
 	if t == nil {
 		return append(b, "null"...), nil
 	}
-	return appendTask(b, t)
+	return appendTask(growFor(b, t), t)
+}
+
+// growFor makes room in b for most of t's JSON at once: a task holding a
+// large text would otherwise cost the appends about three times its
+// encoding, each part's text growing the buffer again.
+func growFor(b []byte, t *Task) []byte {
+	n := 256
+	parts := func(ps []Part) {
+		for i := range ps {
+			n += 64 + len(ps[i].Text) + len(ps[i].URL) + len(ps[i].Data) + base64.StdEncoding.EncodedLen(len(ps[i].Raw))
+		}
+	}
+	if t.Status.Message != nil {
+		parts(t.Status.Message.Parts)
+	}
+	for i := range t.History {
+		parts(t.History[i].Parts)
+	}
+	for i := range t.Artifacts {
+		parts(t.Artifacts[i].Parts)
+	}
+	// Small tasks gain nothing: their buffers come from pools sized for them.
+	if n < 64<<10 || cap(b)-len(b) >= n {
+		return b
+	}
+	return slices.Grow(b, n)
 }
 
 // AppendMessage appends the JSON encoding of m to b. A nil m encodes as null.
@@ -89,7 +115,7 @@ func AppendSendMessageResponse(b []byte, r *SendMessageResponse) ([]byte, error)
 	b = append(b, '{')
 	if r.Task != nil {
 		b = append(b, `"task":`...)
-		if b, err = appendTask(b, r.Task); err != nil {
+		if b, err = appendTask(growFor(b, r.Task), r.Task); err != nil {
 			return nil, err
 		}
 	}

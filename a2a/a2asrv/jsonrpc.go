@@ -128,8 +128,14 @@ func (h *Handler) serveRPC(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	buf := h.getBuf()
-	defer h.putBuf(buf)
 	body, status, e := h.readBody(buf, r)
+	if buf.Cap() <= maxPooledBuf {
+		defer h.bufs.Put(buf)
+	}
+	// A large body is not pooled: once its params are decoded nothing
+	// refers to it (the id is copied below), so the collector may take it
+	// while the method runs rather than after.
+	buf = nil
 	if e != nil {
 		writeRPCError(w, nil, e, status)
 		return
@@ -139,6 +145,10 @@ func (h *Handler) serveRPC(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, req.ID, perr, http.StatusOK)
 		return
 	}
+	if len(body) > maxPooledBuf {
+		req.ID = bytes.Clone(req.ID)
+	}
+	body = nil
 	if len(req.ID) > h.opts.MaxIDBytes {
 		writeRPCError(w, nil, a2a.NewError(a2a.CodeInvalidRequest, "the JSON-RPC id is longer than %d bytes", h.opts.MaxIDBytes), http.StatusOK)
 		return
@@ -179,6 +189,11 @@ func (h *Handler) readBody(buf *bytes.Buffer, r *http.Request) ([]byte, int, *a2
 	}
 	if r.ContentLength > h.opts.MaxBodyBytes {
 		return tooLarge()
+	}
+	if r.ContentLength > 0 {
+		// Room for the whole body and the read that finds its end: a
+		// buffer grown by doubling would allocate about three times it.
+		buf.Grow(int(r.ContentLength) + bytes.MinRead)
 	}
 	if _, err := buf.ReadFrom(io.LimitReader(r.Body, h.opts.MaxBodyBytes+1)); err != nil {
 		return nil, http.StatusBadRequest, a2a.NewError(a2a.CodeParseError, "could not read request body")
@@ -222,8 +237,12 @@ func (h *Handler) getBuf() *bytes.Buffer {
 	return new(bytes.Buffer)
 }
 
+// maxPooledBuf is the largest buffer kept for reuse: a pool of large
+// buffers would hold the memory of the largest requests for good.
+const maxPooledBuf = 64 << 10
+
 func (h *Handler) putBuf(b *bytes.Buffer) {
-	if b.Cap() <= 64<<10 {
+	if b.Cap() <= maxPooledBuf {
 		h.bufs.Put(b)
 	}
 }
@@ -234,23 +253,35 @@ var nullResult = json.RawMessage("null")
 // rpcWriteValue answers with v as the result. The hot results go through
 // the a2a package's append encoders; the rest through encoding/json.
 func (h *Handler) rpcWriteValue(rc *rpcCall, v any) {
+	// The envelope and the result go into one pooled buffer: nothing on
+	// this path allocates per small answer, and a large one is not copied
+	// from a buffer of its own into the envelope's.
 	buf := h.getBuf()
 	defer h.putBuf(buf)
-	b, err := appendValue(buf.AvailableBuffer(), v)
+	b := appendResultPrefix(buf.AvailableBuffer(), rc.id)
+	b, err := appendValue(b, v)
 	if err != nil {
 		h.log.ErrorContext(rc.r.Context(), "a2asrv: encode result", "err", err)
 		writeRPCError(rc.w, rc.id, a2a.NewError(a2a.CodeInternalError, "could not encode the result"), http.StatusOK)
 		return
 	}
-	// The envelope goes into a second pooled buffer, as the result did:
-	// nothing on this path allocates per answer.
-	env := h.getBuf()
-	defer h.putBuf(env)
-	b = a2a.AppendResult(env.AvailableBuffer(), rc.id, b)
+	b = append(b, '}')
 	hd := rc.w.Header()
 	hd.Set("Content-Type", "application/json")
 	hd.Set("Content-Length", itoa(len(b)))
 	_, _ = rc.w.Write(b)
+}
+
+// appendResultPrefix appends what a2a.AppendResult writes before the
+// result, so that the result can be encoded in place.
+func appendResultPrefix(b []byte, id json.RawMessage) []byte {
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	if len(id) == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, id...)
+	}
+	return append(b, `,"result":`...)
 }
 
 // appendValue appends the JSON of a core method's response.

@@ -186,6 +186,10 @@ type Options struct {
 	// GRPCPublicAddr is the host:port cards name for the gRPC interface;
 	// "" means the listen address (an unspecified host becoming loopback).
 	GRPCPublicAddr string
+	// GRPCMaxStreams caps the concurrent calls on one gRPC connection
+	// (zero: DefaultGRPCMaxStreams; negative: no cap). A client past it
+	// waits for a call to end, or has its stream refused.
+	GRPCMaxStreams int
 	// AllowHosts are more names writes may carry in Host, for a local
 	// proxy: "name" on any port or "name:port". When the server is
 	// loopback-only (listens on loopback, no PublicURL elsewhere), a write
@@ -317,10 +321,10 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 	if s.opts.MaxBodyBytes <= 0 {
 		s.opts.MaxBodyBytes = a2asrv.DefaultMaxBodyBytes
 	}
-	if s.opts.Limits.MaxInflightBytes == 0 && httpapi.DefaultInflightBytes() < s.opts.MaxBodyBytes {
+	if need := s.opts.MaxBodyBytes * int64(holdFactor(s.opts.Limits)); s.opts.Limits.MaxInflightBytes == 0 && httpapi.DefaultInflightBytes() < need {
 		// The default budget, derived from a small GOMEMLIMIT, still admits
 		// the largest body.
-		s.opts.Limits.MaxInflightBytes = s.opts.MaxBodyBytes
+		s.opts.Limits.MaxInflightBytes = need
 	}
 	// The listen address is known at Start; the rest is checked now, before
 	// a database is opened.

@@ -3,11 +3,11 @@ package app
 import (
 	"context"
 	"fmt"
+	"math"
 	"net"
 	"strings"
 	"time"
 
-	"golang.org/x/net/netutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
@@ -62,34 +62,46 @@ func (s *Server) listenGRPC(ctx context.Context) error {
 
 // serveGRPC serves the hosted agents on the gRPC listener, under the HTTP
 // side's limits where gRPC has the same: the body limit as the message
-// limit, the connection cap, the idle timeout.
-func (s *Server) serveGRPC(l httpapi.Limits) {
+// limit, the header limit on metadata, the body timeout and minimum rate
+// on request messages, the in-flight budget shared with HTTP, the
+// connection cap (shared too, without the reserve), the idle timeout;
+// and a cap on each connection's streams.
+func (s *Server) serveGRPC(guard *httpapi.Guard) {
 	if s.grpc.ln == nil {
 		return
 	}
+	l := guard.Limits()
+	lim := newGRPCLimits(guard, s.log)
+	maxStreams := s.opts.GRPCMaxStreams
+	switch {
+	case maxStreams == 0:
+		maxStreams = DefaultGRPCMaxStreams
+	case maxStreams < 0:
+		maxStreams = math.MaxUint32
+	}
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(int(min(s.opts.MaxBodyBytes, int64(^uint32(0)>>1)))),
+		grpc.MaxHeaderListSize(uint32(l.MaxHeaderBytes)),
+		grpc.MaxConcurrentStreams(uint32(min(int64(maxStreams), math.MaxUint32))),
 		grpc.ConnectionTimeout(grpcHandshakeTimeout),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: l.IdleTimeout}),
 		// Clients may ping to keep a long stream's connection open, but
 		// not often enough to cost the server anything.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	}
+	opts = append(opts, lim.options()...)
 	if s.tls != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(s.tls.Config())))
 	}
 	s.grpc.srv = grpc.NewServer(opts...)
 	grpcsrv.NewMux(s.grpc.handlers).Register(s.grpc.srv)
-	ln := s.grpc.ln
-	if l.MaxConns > 0 {
-		ln = netutil.LimitListener(ln, l.MaxConns)
-	}
+	ln := lim.listener(guard.PlainListener(s.grpc.ln))
 	go func() {
 		if err := s.grpc.srv.Serve(ln); err != nil {
 			s.log.Error("app: gRPC server stopped", "err", err)
 		}
 	}()
-	s.log.Info("app: serving gRPC", "addr", s.grpc.ln.Addr().String(), "target", s.grpc.target)
+	s.log.Info("app: serving gRPC", "addr", s.grpc.ln.Addr().String(), "target", s.grpc.target, "maxStreams", maxStreams)
 }
 
 // GRPCAddr is the address the gRPC binding listens on ("" when off or

@@ -110,7 +110,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		}
 		close(s.done)
 	}()
-	s.serveGRPC(guard.Limits())
+	s.serveGRPC(guard)
 	s.log.Info("app: serving", "addr", ln.Addr().String(), "url", s.baseURL, "database", s.databaseKind(), "tls", s.tls != nil)
 	l := guard.Limits()
 	s.log.Info("app: limits", "maxConns", l.MaxConns, "connReserve", l.ConnReserve, "maxInflightBytes", l.MaxInflightBytes,
@@ -249,11 +249,19 @@ func (s *Server) guardOptions(addr net.Addr) (*httpapi.Guard, error) {
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	if l := g.Limits(); l.MaxInflightBytes > 0 && l.MaxInflightBytes < s.opts.MaxBodyBytes {
-		return nil, fmt.Errorf("app: the in-flight byte budget (%d) is below the largest agent request body (%d), which it could never admit",
-			l.MaxInflightBytes, s.opts.MaxBodyBytes)
+	if l := g.Limits(); l.MaxInflightBytes > 0 && l.MaxInflightBytes/int64(l.HoldFactor) < s.opts.MaxBodyBytes {
+		return nil, fmt.Errorf("app: the in-flight byte budget (%d) is below %d times the largest agent request body (%d), which it could never admit",
+			l.MaxInflightBytes, l.HoldFactor, s.opts.MaxBodyBytes)
 	}
 	return g, nil
+}
+
+// holdFactor is the hold factor l puts in force.
+func holdFactor(l httpapi.Limits) int {
+	if l.HoldFactor > 0 {
+		return l.HoldFactor
+	}
+	return httpapi.DefaultHoldFactor
 }
 
 // listenURL is the base URL of a listener. An unspecified address

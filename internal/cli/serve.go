@@ -48,6 +48,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	tlsKey := fs.String("tls-key", "", "PEM `file` of the private key of --tls-cert")
 	tlsReload := fs.Duration("tls-reload-interval", tlscert.DefaultInterval, "how often the --tls-cert and --tls-key files are checked for a change (negative: only on SIGHUP)")
 	insecureListen := fs.Bool("insecure-listen", false, "serve plaintext HTTP and gRPC on an address that is not loopback (behind a proxy that terminates TLS); without it such an address needs --tls-cert and --tls-key")
+	grpcStreams := fs.Int("grpc-max-streams", app.DefaultGRPCMaxStreams, "concurrent calls one gRPC connection may have; a client past it waits or has its stream refused (negative: no cap)")
 	tckTimeout := fs.Duration("tck-timeout", builtin.DefaultStreamingTimeout, "delay unit of the tck agent's slow scenarios; match the kit's TCK_STREAMING_TIMEOUT")
 	var allowHosts listFlag
 	var allowLoopback optBool
@@ -164,6 +165,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		GRPCAddr:              *grpcAddr,
 		RefuseV03:             !*v03,
 		GRPCPublicAddr:        *grpcPublic,
+		GRPCMaxStreams:        *grpcStreams,
 		AllowHosts:            lim.allowHosts,
 		CORSOrigins:           lim.corsOrigins,
 		LeaseHeartbeat:        *leaseBeat,
@@ -300,13 +302,13 @@ func limitFlags(fs *flag.FlagSet) *serveLimits {
 		maxBody:     byteSize{n: a2asrv.DefaultMaxBodyBytes},
 	}
 	l.headerTimeout = fs.Duration("header-timeout", httpapi.DefaultHeaderTimeout, "time a client has to send a request's headers (negative: no limit)")
-	l.bodyTimeout = fs.Duration("body-timeout", httpapi.DefaultBodyTimeout, "time any request body may take to arrive; past it, a body must have averaged --body-min-rate or its connection is cut (negative: no limit)")
+	l.bodyTimeout = fs.Duration("body-timeout", httpapi.DefaultBodyTimeout, "time any request body or gRPC request message may take to arrive; past it, it must have averaged --body-min-rate or its connection is cut (negative: no limit)")
 	l.bodyMinRate = fs.Int64("body-min-rate", httpapi.DefaultBodyMinRate, "`bytes` per second a body slower than --body-timeout must average since its request began (negative: none, --body-timeout bounds every body)")
 	l.idleTimeout = fs.Duration("idle-timeout", httpapi.DefaultIdleTimeout, "close a keep-alive connection idle this long (negative: never)")
-	fs.Var(&l.maxHeader, "max-header-bytes", "`size` of the request line and headers beyond which a request gets 431 (bytes, or with KiB, MiB, KB, MB)")
-	l.maxConns = fs.Int("max-conns", 0, fmt.Sprintf("open connections beyond which only /healthz is served, on --conn-reserve more (0: three quarters of the open-file limit, at most 32768: %d here; negative: no cap)", httpapi.DefaultMaxConns()))
+	fs.Var(&l.maxHeader, "max-header-bytes", "`size` of the request line and headers beyond which a request gets 431, and of a gRPC call's metadata (bytes, or with KiB, MiB, KB, MB)")
+	l.maxConns = fs.Int("max-conns", 0, fmt.Sprintf("open connections, HTTP and gRPC together, beyond which only /healthz is served, on --conn-reserve more HTTP ones (0: three quarters of the open-file limit, at most 32768: %d here; negative: no cap)", httpapi.DefaultMaxConns()))
 	l.connReserve = fs.Int("conn-reserve", httpapi.DefaultConnReserve, "connections accepted past --max-conns to serve /healthz and answer others 503 (negative: none)")
-	fs.Var(&l.maxInflight, "max-inflight-bytes", "`size` of the request bodies admitted at once; a request beyond it gets 503 with Retry-After (negative: no budget)")
+	fs.Var(&l.maxInflight, "max-inflight-bytes", "`size` of the memory the requests in flight may hold, each counted as "+strconv.Itoa(httpapi.DefaultHoldFactor)+" times its body until its handler returns (HTTP and gRPC alike); a request beyond it gets 503 with Retry-After, a gRPC call UNAVAILABLE (negative: no budget)")
 	fs.Var(&l.maxBody, "max-body-bytes", "largest request body `size` of an agent endpoint; a larger one gets 413")
 	l.maxIDBytes = fs.Int("max-id-bytes", a2asrv.DefaultMaxIDBytes, "longest identifier (task, message, context, push-config id, tenant) a request may carry, in `bytes`; longer is -32602")
 	l.maxExtensions = fs.Int("max-extensions", a2asrv.DefaultMaxExtensions, "most distinct URIs a request may list in A2A-Extensions; more is -32600")
@@ -325,8 +327,8 @@ func (l *serveLimits) check() string {
 	if *l.maxIDBytes <= 0 || *l.maxExtensions <= 0 || *l.maxExtURI <= 0 || *l.flushEvery <= 0 {
 		return "--max-id-bytes, --max-extensions, --max-extension-uri-bytes and --artifact-flush-interval must be positive"
 	}
-	if l.maxInflight.n >= 0 && l.maxInflight.n < l.maxBody.n {
-		return fmt.Sprintf("--max-inflight-bytes (%s) is below --max-body-bytes (%s): the largest body could never be admitted", &l.maxInflight, &l.maxBody)
+	if l.maxInflight.n >= 0 && l.maxInflight.n/httpapi.DefaultHoldFactor < l.maxBody.n {
+		return fmt.Sprintf("--max-inflight-bytes (%s) is below %d times --max-body-bytes (%s): the largest body could never be admitted", &l.maxInflight, httpapi.DefaultHoldFactor, &l.maxBody)
 	}
 	return ""
 }

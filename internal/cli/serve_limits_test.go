@@ -107,6 +107,8 @@ func TestServeLimitFlagErrors(t *testing.T) {
 		wantErr  string
 	}{
 		{"budget below a body", []string{"--max-inflight-bytes", "1MiB", "--max-body-bytes", "2MiB"}, exitUsage, "--max-inflight-bytes"},
+		// A request holds five times its body of the budget.
+		{"budget below five bodies", []string{"--max-inflight-bytes", "8MiB", "--max-body-bytes", "2MiB"}, exitUsage, "5 times --max-body-bytes"},
 		{"bad size", []string{"--max-body-bytes", "lots"}, exitUsage, "want a size"},
 		{"zero body", []string{"--max-body-bytes", "0"}, exitUsage, "--max-body-bytes"},
 		{"negative body", []string{"--max-body-bytes", "-1"}, exitUsage, "at least 0"},

@@ -62,9 +62,7 @@ const deadlineStep = time.Second
 // the start of the request plus the longer of the body timeout and the
 // time the bytes read so far may take at the minimum rate, lifts the
 // deadline once the body is read (so a response stream is not cut), and
-// holds the body's share of the budget until the body is read to its end
-// or closed: after that its bytes are the handler's to keep or drop, and a
-// stream that outlives its body must not keep other writes out.
+// holds the body's share of the budget until its handler returns.
 type body struct {
 	rc       io.ReadCloser
 	ctl      deadlineSetter // nil: no deadlines
@@ -75,12 +73,13 @@ type body struct {
 	n        int64
 
 	budget *budget // nil: no budget
-	length int64   // Content-Length; 0 for a chunked body
+	factor int64   // Limits.HoldFactor
 	// counted: a chunked body, each read admitted against the budget.
 	counted bool
-	// held is what the body holds of the budget: its Content-Length from
-	// the start, or what a chunked body has read. Close may run on another
-	// goroutine than Read, hence atomics.
+	// held is what the request holds of the budget: factor times its
+	// Content-Length from the start, or times what a chunked body has
+	// read. A handler may read on another goroutine than the one that
+	// returns, hence atomics.
 	held  atomic.Int64
 	freed atomic.Bool
 	// tripped is read by the writer, which a handler may use from another
@@ -104,27 +103,25 @@ var (
 
 func (b *body) Read(p []byte) (int, error) {
 	if t := b.tripped.Load(); t != nil {
-		return 0, t.readErr(b.budget)
+		return 0, t.readErr(b.budget.max / b.factor)
 	}
 	n, err := b.rc.Read(p)
 	b.n += int64(n)
 	if b.counted && n > 0 {
+		share := int64(n) * b.factor
 		t := overloaded
-		if int64(n) > b.budget.max-b.held.Load() {
+		if share > b.budget.max-b.held.Load() {
 			t = tooLarge
 		}
-		if t == tooLarge || !b.budget.acquire(int64(n)) {
+		if t == tooLarge || !b.budget.acquire(share) {
 			b.tripped.Store(t)
-			return 0, t.readErr(b.budget)
+			return 0, t.readErr(b.budget.max / b.factor)
 		}
-		b.held.Add(int64(n))
+		b.held.Add(share)
 		if b.freed.Load() {
-			// Closed while this read was under way: give back what it took.
+			// Read after its handler returned: give back what it took.
 			b.budget.release(b.held.Swap(0))
 		}
-	}
-	if err == io.EOF || (b.length > 0 && b.n >= b.length) {
-		b.free()
 	}
 	switch {
 	case err == io.EOF:
@@ -137,20 +134,17 @@ func (b *body) Read(p []byte) (int, error) {
 
 // readErr is what a read of a tripped body returns: a too-large body says
 // so as net/http's MaxBytesError, which handlers already answer as 413.
-func (t *trip) readErr(b *budget) error {
+func (t *trip) readErr(limit int64) error {
 	if t.err != nil {
 		return t.err
 	}
-	return &http.MaxBytesError{Limit: b.max}
+	return &http.MaxBytesError{Limit: limit}
 }
 
-func (b *body) Close() error {
-	b.free()
-	return b.rc.Close()
-}
+func (b *body) Close() error { return b.rc.Close() }
 
-// free gives the body's share of the budget back, once: at the body's end,
-// its Close, or its handler's return, whichever comes first.
+// free gives the request's share of the budget back, once, when its
+// handler returns.
 func (b *body) free() {
 	if b.budget != nil && b.freed.CompareAndSwap(false, true) {
 		b.budget.release(b.held.Swap(0))

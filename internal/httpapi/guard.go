@@ -106,6 +106,18 @@ func (g *Guard) Listener(ln net.Listener) net.Listener {
 	return &limitListener{Listener: ln, c: g.conns}
 }
 
+// PlainListener counts ln's connections against the same cap as
+// Listener, without the reserve: a connection beyond the cap is closed as
+// soon as it is accepted. It is for a listener that serves another
+// protocol (gRPC) beside the HTTP one, so that both share the process's
+// connections. It returns ln itself when the cap is off.
+func (g *Guard) PlainListener(ln net.Listener) net.Listener {
+	if g.conns == nil {
+		return ln
+	}
+	return &limitListener{Listener: ln, c: g.conns, noReserve: true}
+}
+
 // Server is an http.Server serving h behind the Guard with its timeouts
 // and header limit. Serve it on g.Listener(ln). It has no WriteTimeout: a
 // stream lasts as long as its handler writes.
@@ -179,13 +191,14 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 // serveBody admits a request with a body against the budget and puts the
 // body under its deadline.
 func (g *Guard) serveBody(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	k := int64(g.limits.HoldFactor)
 	if g.budget != nil && r.ContentLength > 0 {
 		f := refuseBytes
 		switch {
-		case r.ContentLength > g.budget.max:
+		case r.ContentLength > g.budget.max/k:
 			// It would never fit: 503 would have the client retry forever.
 			f = refuseTooLarge
-		case g.budget.acquire(r.ContentLength):
+		case g.budget.acquire(r.ContentLength * k):
 			f = nil
 		}
 		if f != nil {
@@ -209,13 +222,12 @@ func (g *Guard) serveBody(w http.ResponseWriter, r *http.Request, next http.Hand
 		next.ServeHTTP(w, r)
 		return
 	}
-	b.budget = g.budget
-	// net/http closes the body it made, not this wrapper, so a handler that
-	// neither reads to the end nor closes gives the share back here.
+	b.budget, b.factor = g.budget, k
+	// The share is the handler's until it returns: what it decoded from
+	// the body (and what it builds from that) lives as long as it runs.
 	defer b.free()
 	if r.ContentLength > 0 {
-		b.length = r.ContentLength
-		b.held.Store(r.ContentLength)
+		b.held.Store(r.ContentLength * k)
 		next.ServeHTTP(w, r)
 		return
 	}
@@ -225,6 +237,21 @@ func (g *Guard) serveBody(w http.ResponseWriter, r *http.Request, next http.Hand
 	if t := b.tripped.Load(); t != nil && !bw.wrote {
 		w.Header().Set("Connection", "close")
 		g.refuse(w, r, t.refusal)
+	}
+}
+
+// Acquire takes n bytes of the in-flight budget for a request that did
+// not come through Handler (a gRPC message), if they fit; Release gives
+// them back. Without a budget every Acquire succeeds. n is what the
+// request holds: weigh a message by Limits().HoldFactor as Handler does.
+func (g *Guard) Acquire(n int64) bool {
+	return g.budget == nil || g.budget.acquire(n)
+}
+
+// Release gives back n bytes taken by Acquire.
+func (g *Guard) Release(n int64) {
+	if g.budget != nil {
+		g.budget.release(n)
 	}
 }
 

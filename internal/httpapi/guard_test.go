@@ -328,7 +328,7 @@ func TestInflightBudget(t *testing.T) {
 		io.WriteString(w, "ok")
 	})
 	opts := &Options{
-		Limits:  Limits{MaxInflightBytes: 1000},
+		Limits:  Limits{MaxInflightBytes: 1000, HoldFactor: 1},
 		JSONRPC: func(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/rpc") },
 	}
 	g, addr := serveGuard(t, opts, hold)
@@ -409,48 +409,50 @@ func TestInflightBudget(t *testing.T) {
 	waitFor(t, func() bool { return g.Stats().InflightBytes == 0 })
 }
 
-// A body's share of the budget is given back once the body is read to its
-// end or closed, not when the handler returns: a stream that outlives its
-// body does not keep other writes out. It is given back once only.
-func TestInflightFreedWhenBodyDone(t *testing.T) {
+// A request's share of the budget is held until its handler returns,
+// whatever the handler did with its body: a handler keeps what it decoded
+// from the body (and builds from it) until then. While one is held, a
+// second request that would not fit gets 503 with Retry-After; the share
+// is given back once only. The share is HoldFactor times the body.
+func TestInflightHeldUntilHandlerReturns(t *testing.T) {
 	tests := []struct {
 		name    string
 		chunked bool
-		use     func(io.ReadCloser) // what the streaming handler does with its body
-		want    int64               // held while the stream runs
+		use     func(io.ReadCloser) // what the blocked handler does with its body
+		want    int64               // held while the handler runs
 	}{
-		{name: "read to end", use: func(b io.ReadCloser) { io.Copy(io.Discard, b) }},
-		{name: "read exactly its length", use: func(b io.ReadCloser) { io.ReadFull(b, make([]byte, 600)) }},
-		{name: "closed unread", use: func(b io.ReadCloser) { b.Close() }},
-		{name: "read in part", use: func(b io.ReadCloser) { io.ReadFull(b, make([]byte, 300)) }, want: 600},
-		{name: "chunked read to end", chunked: true, use: func(b io.ReadCloser) { io.Copy(io.Discard, b) }},
-		{name: "chunked closed", chunked: true, use: func(b io.ReadCloser) { io.ReadFull(b, make([]byte, 200)); b.Close() }},
-		{name: "chunked read in part", chunked: true, use: func(b io.ReadCloser) { io.ReadFull(b, make([]byte, 300)) }, want: 300},
+		{name: "read to end", use: func(b io.ReadCloser) { io.Copy(io.Discard, b) }, want: 800},
+		{name: "read exactly its length", use: func(b io.ReadCloser) { io.ReadFull(b, make([]byte, 200)) }, want: 800},
+		{name: "closed unread", use: func(b io.ReadCloser) { b.Close() }, want: 800},
+		{name: "read in part", use: func(b io.ReadCloser) { io.ReadFull(b, make([]byte, 100)) }, want: 800},
+		{name: "chunked read to end", chunked: true, use: func(b io.ReadCloser) { io.Copy(io.Discard, b) }, want: 800},
+		{name: "chunked closed", chunked: true, use: func(b io.ReadCloser) { io.ReadFull(b, make([]byte, 200)); b.Close() }, want: 800},
+		{name: "chunked read in part", chunked: true, use: func(b io.ReadCloser) { io.ReadFull(b, make([]byte, 100)) }, want: 400},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			release := make(chan struct{})
 			entered := make(chan struct{}, 1)
 			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if r.URL.Path != "/stream" {
+				if r.URL.Path != "/block" {
 					readBody(okHandler).ServeHTTP(w, r)
 					return
 				}
 				tt.use(r.Body)
 				entered <- struct{}{}
 				<-release
-				io.WriteString(w, "data: end\n\n")
+				io.WriteString(w, "done")
 			})
-			g, addr := serveGuard(t, &Options{Limits: Limits{MaxInflightBytes: 1000}}, h)
+			g, addr := serveGuard(t, &Options{Limits: Limits{MaxInflightBytes: 1000, HoldFactor: 4}}, h)
 			base := "http://" + addr
 			var wg sync.WaitGroup
 			defer wg.Wait()
 			wg.Go(func() {
-				var body io.Reader = strings.NewReader(strings.Repeat("x", 600))
+				var body io.Reader = strings.NewReader(strings.Repeat("x", 200))
 				if tt.chunked {
 					body = io.MultiReader(body) // no length: sent chunked
 				}
-				resp, err := http.Post(base+"/stream", "application/json", body)
+				resp, err := http.Post(base+"/block", "application/json", body)
 				if err != nil {
 					t.Error(err)
 					return
@@ -460,28 +462,56 @@ func TestInflightFreedWhenBodyDone(t *testing.T) {
 			})
 			<-entered
 			if got := g.Stats().InflightBytes; got != tt.want {
-				t.Errorf("while streaming: InflightBytes = %d, want %d", got, tt.want)
+				t.Errorf("while the handler runs: InflightBytes = %d, want %d", got, tt.want)
 			}
-			resp, err := http.Post(base+"/", "application/json", strings.NewReader(strings.Repeat("y", 600)))
+			resp, err := http.Post(base+"/", "application/json", strings.NewReader(strings.Repeat("y", 200)))
 			if err != nil {
 				close(release)
 				t.Fatal(err)
 			}
 			resp.Body.Close()
 			wantStatus := http.StatusOK
-			if tt.want+600 > 1000 {
+			if tt.want+800 > 1000 {
 				wantStatus = http.StatusServiceUnavailable
 			}
 			if resp.StatusCode != wantStatus {
-				t.Errorf("a write beside the stream: status %d, want %d", resp.StatusCode, wantStatus)
+				t.Errorf("a second request while the first is held: status %d, want %d", resp.StatusCode, wantStatus)
+			}
+			if wantStatus == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != RetryAfter {
+				t.Errorf("503 without Retry-After %s", RetryAfter)
 			}
 			close(release)
 			wg.Wait()
 			waitFor(t, func() bool { return g.Stats().InflightBytes <= 0 })
 			if got := g.Stats().InflightBytes; got != 0 {
-				t.Errorf("after the stream: InflightBytes = %d, want 0 (given back more than once?)", got)
+				t.Errorf("after the handler returned: InflightBytes = %d, want 0 (given back more than once?)", got)
 			}
 		})
+	}
+}
+
+// A body whose share (HoldFactor times its size) is more than the whole
+// budget gets 413 though the body alone would fit.
+func TestHoldFactorTooLarge(t *testing.T) {
+	called := make(chan struct{}, 1)
+	_, addr := serveGuard(t, &Options{Limits: Limits{MaxInflightBytes: 1000, HoldFactor: 4}},
+		readBody(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { called <- struct{}{} })))
+	for _, n := range []int{250, 251} {
+		resp, err := http.Post("http://"+addr+"/", "application/json", strings.NewReader(strings.Repeat("x", n)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		want := http.StatusOK
+		if n > 250 {
+			want = http.StatusRequestEntityTooLarge
+		}
+		if resp.StatusCode != want {
+			t.Errorf("%d-byte body under a 1000-byte budget, factor 4: status %d, want %d", n, resp.StatusCode, want)
+		}
+	}
+	if len(called) != 1 {
+		t.Errorf("handler called %d times, want 1", len(called))
 	}
 }
 
@@ -489,7 +519,7 @@ func TestInflightFreedWhenBodyDone(t *testing.T) {
 // not 503 with Retry-After, which would have its client retry forever.
 func TestBodyLargerThanBudget(t *testing.T) {
 	opts := &Options{
-		Limits:  Limits{MaxInflightBytes: 1000},
+		Limits:  Limits{MaxInflightBytes: 1000, HoldFactor: 1},
 		JSONRPC: func(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/rpc") },
 	}
 	called := make(chan struct{}, 4)
@@ -672,14 +702,14 @@ func TestCORS(t *testing.T) {
 func TestDefaultLimits(t *testing.T) {
 	l := Limits{}.withDefaults()
 	if l.MaxConns <= 0 || l.MaxConns > maxDefaultConns || l.MaxInflightBytes <= 0 || l.BodyTimeout != DefaultBodyTimeout ||
-		l.BodyMinRate != DefaultBodyMinRate || l.IdleTimeout != DefaultIdleTimeout || l.MaxHeaderBytes != DefaultMaxHeaderBytes {
+		l.BodyMinRate != DefaultBodyMinRate || l.IdleTimeout != DefaultIdleTimeout || l.MaxHeaderBytes != DefaultMaxHeaderBytes || l.HoldFactor != DefaultHoldFactor {
 		t.Errorf("defaults %+v", l)
 	}
 	if files, ok := openFileLimit(); ok && uint64(l.MaxConns+l.ConnReserve) >= files {
 		t.Errorf("MaxConns %d + reserve %d not below the file limit %d", l.MaxConns, l.ConnReserve, files)
 	}
 	off := Limits{HeaderTimeout: -1, BodyTimeout: -1, BodyMinRate: -1, IdleTimeout: -1, MaxConns: -1, ConnReserve: -1, MaxInflightBytes: -1}.withDefaults()
-	if off != (Limits{MaxHeaderBytes: DefaultMaxHeaderBytes}) {
+	if off != (Limits{MaxHeaderBytes: DefaultMaxHeaderBytes, HoldFactor: DefaultHoldFactor}) {
 		t.Errorf("all off: %+v", off)
 	}
 	for _, tt := range []struct {

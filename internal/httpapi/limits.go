@@ -14,9 +14,16 @@ const (
 	DefaultIdleTimeout    = 60 * time.Second
 	DefaultMaxHeaderBytes = 64 << 10
 	DefaultConnReserve    = 16
-	// DefaultMaxInflightBytes is the in-flight body budget unless the Go
-	// memory limit (GOMEMLIMIT) makes a quarter of it smaller.
+	// DefaultMaxInflightBytes is the in-flight budget unless the Go memory
+	// limit (GOMEMLIMIT) makes a quarter of it smaller.
 	DefaultMaxInflightBytes = 256 << 20
+	// DefaultHoldFactor is how many times its body's size a request is
+	// counted as holding: a 9.9 MB SendMessage to the echo agent peaks at
+	// 5 times its body in live heap (the body, the decoded text, the stored
+	// and the answered JSON), so admitted requests keep their live heap
+	// within the budget, and the process's growth, garbage included,
+	// within about twice it.
+	DefaultHoldFactor = 5
 	// maxDefaultConns bounds the derived connection cap: each open
 	// connection costs tens of KiB (goroutine, buffers), so a file limit of
 	// a million would otherwise admit more than a machine can hold.
@@ -61,11 +68,16 @@ type Limits struct {
 	// ConnReserve is the number of connections above MaxConns kept for
 	// health checks and overload answers.
 	ConnReserve int
-	// MaxInflightBytes bounds the request body bytes admitted at once,
-	// counted by Content-Length when a request arrives and as they are read
-	// for a chunked body, and released when its handler returns. A request
-	// that would go beyond it gets 503 with Retry-After.
+	// MaxInflightBytes bounds the memory the requests in flight may hold,
+	// each counted as HoldFactor times its body: by Content-Length when it
+	// arrives, as it is read for a chunked body. A request holds its share
+	// until its handler returns, since the handler keeps what it decoded
+	// from the body until then. A request that would go beyond it gets 503
+	// with Retry-After.
 	MaxInflightBytes int64
+	// HoldFactor is how many times its body's size a request is counted
+	// against MaxInflightBytes (zero or less: DefaultHoldFactor).
+	HoldFactor int
 }
 
 // withDefaults fills the zero fields and turns the negative ones into
@@ -103,6 +115,9 @@ func (l Limits) withDefaults() Limits {
 	case l.ConnReserve < 0:
 		l.ConnReserve = 0
 	}
+	if l.HoldFactor <= 0 {
+		l.HoldFactor = DefaultHoldFactor
+	}
 	switch {
 	case l.MaxInflightBytes == 0:
 		l.MaxInflightBytes = DefaultInflightBytes()
@@ -136,9 +151,10 @@ func capFraction(files uint64) int {
 	return int(c)
 }
 
-// DefaultInflightBytes is the in-flight body budget of the zero Limits:
+// DefaultInflightBytes is the in-flight budget of the zero Limits:
 // DefaultMaxInflightBytes, or a quarter of the Go memory limit when that is
-// smaller (bodies are decoded into several times their size).
+// smaller (the garbage a request leaves counts against the memory limit
+// too).
 func DefaultInflightBytes() int64 {
 	n := int64(DefaultMaxInflightBytes)
 	if lim := debug.SetMemoryLimit(-1); lim != math.MaxInt64 && lim/4 < n {

@@ -26,6 +26,9 @@ type connCounter struct {
 type limitListener struct {
 	net.Listener
 	c *connCounter
+	// noReserve: beyond the cap a connection is closed at once, for a
+	// listener whose protocol has no overload answer to give on it.
+	noReserve bool
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -38,7 +41,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if n <= l.c.max {
 			return &conn{Conn: nc, c: l.c}, nil
 		}
-		if n <= l.c.max+l.c.reserve {
+		if !l.noReserve && n <= l.c.max+l.c.reserve {
 			rc := &conn{Conn: nc, c: l.c, reserved: true, hard: time.Now().Add(l.c.reserveTimeout)}
 			if err := nc.SetDeadline(rc.hard); err != nil {
 				rc.Close()
