@@ -42,7 +42,7 @@ func TestYoungTablesAnalyzed(t *testing.T) {
 	db := open(t, url)
 	ctx := context.Background()
 	ticks := make(chan time.Time)
-	passes, _ := postgres.DriveAnalyzer(db, ticks, time.Now)
+	passes, done := postgres.DriveAnalyzer(db, ticks, time.Now)
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
@@ -92,20 +92,24 @@ func TestYoungTablesAnalyzed(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 
-		ticks <- time.Now()
+		select {
+		case ticks <- time.Now():
+		case <-done:
+			t.Fatalf("%s: the analyzer has stopped", step.name)
+		}
 		pass := <-passes
 		if pass.Err != nil {
 			t.Fatalf("%s: pass: %v", step.name, pass.Err)
 		}
 		if got := slices.Contains(pass.Tables, "a2a_tasks"); got != step.want {
-			t.Errorf("%s: a2a_tasks analyzed = %v, want %v (pass analyzed %q)", step.name, got, step.want, pass.Tables)
+			t.Fatalf("%s: a2a_tasks analyzed = %v, want %v (pass analyzed %q)", step.name, got, step.want, pass.Tables)
 		}
 		if step.want {
 			analyzed++
 			pending = 0
 		}
 		if _, got := tableStats(t, conn, "a2a_tasks"); got != analyzed {
-			t.Errorf("%s: analyze_count = %d, want %d", step.name, got, analyzed)
+			t.Fatalf("%s: analyze_count = %d, want %d", step.name, got, analyzed)
 		}
 	}
 }
