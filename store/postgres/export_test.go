@@ -163,3 +163,6 @@ func FlushStats(ctx context.Context, db *DB) error {
 
 // AnalyzeFor is how long after its start the analyzer makes passes.
 func AnalyzeFor() time.Duration { return analyzeFor }
+
+// FeedPings counts the quiet spells db's listener ended with a ping.
+func FeedPings(db *DB) int64 { return db.feed.pings.Load() }

@@ -72,7 +72,13 @@ func TestQuietListenerKeepsListening(t *testing.T) {
 	changes := make(chan a2asrv.TaskChange, 1)
 	stop := b.TaskFeed().Watch("quiet", func(c a2asrv.TaskChange) { changes <- c })
 	defer stop()
-	time.Sleep(200 * time.Millisecond) // ten quiet spells, each ending in a ping
+	// Ten quiet spells, each ending in a ping.
+	for deadline := time.Now().Add(time.Minute); postgres.FeedPings(b) < 10; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pings in a minute of quiet, want 10", postgres.FeedPings(b))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	if err := b.ListenerStatus(); err != nil {
 		t.Fatalf("ListenerStatus after quiet spells: %v", err)
 	}
