@@ -115,8 +115,9 @@ func TestRunStopsWithContext(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want deadline exceeded", err)
 	}
-	if time.Since(start) > 5*time.Second {
-		t.Fatal("Run did not stop with its context")
+	// Run is told to last an hour: a minute only bounds a failure.
+	if time.Since(start) > time.Minute {
+		t.Fatalf("Run did not stop with its context (%v)", time.Since(start))
 	}
 	if res == nil || res.Errors != 0 {
 		t.Fatalf("cancelled requests counted as errors: %+v", res)
