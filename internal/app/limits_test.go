@@ -160,13 +160,11 @@ func TestIdleAndHeaderLimits(t *testing.T) {
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	began := time.Now()
-	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	// Only the idle timeout closes it before the read deadline; the
+	// default one it replaces is a minute.
+	c.SetReadDeadline(time.Now().Add(httpapi.DefaultIdleTimeout / 2))
 	if _, err := br.ReadByte(); err != io.EOF {
 		t.Fatalf("idle keep-alive connection: read %v, want EOF (closed by the server)", err)
-	}
-	if d := time.Since(began); d > 2*time.Second {
-		t.Errorf("idle connection closed after %v, want about 200ms", d)
 	}
 }
 
