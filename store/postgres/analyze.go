@@ -46,10 +46,10 @@ func (db *DB) startAnalyzer() {
 	db.runAnalyzer(t.C, t.Stop, time.Now, nil)
 }
 
-// runAnalyzer makes a pass on each tick from ticks until Close, or until
-// now says analyzeFor has passed since the start; then it calls
-// stopTicks. passed, when not nil, is told what each pass analyzed. The
-// returned channel is closed when the analyzer has stopped.
+// runAnalyzer makes a pass on each tick from ticks until Close, or until a
+// tick comes when now says analyzeFor has passed since the start; then it
+// calls stopTicks. passed, when not nil, is told what each pass analyzed.
+// The returned channel is closed when the analyzer has stopped.
 func (db *DB) runAnalyzer(ticks <-chan time.Time, stopTicks func(), now func() time.Time, passed func(tables []string, err error)) <-chan struct{} {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -61,11 +61,14 @@ func (db *DB) runAnalyzer(ticks <-chan time.Time, stopTicks func(), now func() t
 	go func() {
 		defer close(done)
 		defer stopTicks()
-		for now().Before(until) {
+		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-ticks:
+			}
+			if !now().Before(until) {
+				return
 			}
 			tables, err := db.analyzeYoung(ctx)
 			if err != nil && ctx.Err() == nil {

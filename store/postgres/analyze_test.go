@@ -42,7 +42,10 @@ func TestYoungTablesAnalyzed(t *testing.T) {
 	db := open(t, url)
 	ctx := context.Background()
 	ticks := make(chan time.Time)
-	passes, done := postgres.DriveAnalyzer(db, ticks, time.Now)
+	// A clock that stands still: however long the steps take, the
+	// analyzer's time is not up.
+	now := time.Now()
+	passes, done := postgres.DriveAnalyzer(db, ticks, func() time.Time { return now })
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +100,12 @@ func TestYoungTablesAnalyzed(t *testing.T) {
 		case <-done:
 			t.Fatalf("%s: the analyzer has stopped", step.name)
 		}
-		pass := <-passes
+		var pass postgres.AnalyzerPass
+		select {
+		case pass = <-passes:
+		case <-done:
+			t.Fatalf("%s: the analyzer stopped", step.name)
+		}
 		if pass.Err != nil {
 			t.Fatalf("%s: pass: %v", step.name, pass.Err)
 		}
@@ -115,15 +123,22 @@ func TestYoungTablesAnalyzed(t *testing.T) {
 }
 
 // The analyzer makes a pass on every tick for analyzeFor after Open, then
-// stops by itself.
+// stops by itself at the first tick after that. The test moves the clock
+// before each tick, and the analyzer reads it once the tick is taken.
 func TestAnalyzerStopsWhenItsTimeIsUp(t *testing.T) {
 	db := open(t, pgtest.URL(t))
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var mu sync.Mutex
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := start
 	clock := func() time.Time {
 		mu.Lock()
 		defer mu.Unlock()
 		return now
+	}
+	set := func(sinceStart time.Duration) {
+		mu.Lock()
+		now = start.Add(sinceStart)
+		mu.Unlock()
 	}
 	ticks := make(chan time.Time)
 	passes, done := postgres.DriveAnalyzer(db, ticks, clock)
@@ -136,26 +151,28 @@ func TestAnalyzerStopsWhenItsTimeIsUp(t *testing.T) {
 		case <-time.After(statsWait):
 			t.Fatal("the analyzer took no tick")
 		}
-		if pass := <-passes; pass.Err != nil {
-			t.Fatal(pass.Err)
+	}
+	for _, at := range []time.Duration{0, postgres.AnalyzeFor() / 2, postgres.AnalyzeFor() - time.Millisecond} {
+		set(at)
+		tick()
+		select {
+		case pass := <-passes:
+			if pass.Err != nil {
+				t.Fatal(pass.Err)
+			}
+		case <-done:
+			t.Fatalf("the analyzer stopped %v after its start, before its time was up", at)
 		}
 	}
-	for range 3 {
-		tick()
-		mu.Lock()
-		now = now.Add(postgres.AnalyzeFor() / 4)
-		mu.Unlock()
-	}
-	// The analyzer looked at the clock before this tick, when its time was
-	// not up yet; it makes this pass, then sees that it is.
-	mu.Lock()
-	now = now.Add(postgres.AnalyzeFor() / 4)
-	mu.Unlock()
+	set(postgres.AnalyzeFor()) // the time is up
 	tick()
 	select {
 	case <-done:
 	case <-time.After(statsWait):
 		t.Fatal("the analyzer did not stop once its time was up")
+	}
+	if len(passes) != 0 {
+		t.Errorf("a pass after the time was up: %+v", <-passes)
 	}
 }
 
