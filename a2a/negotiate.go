@@ -64,6 +64,15 @@ func ParseExtensions(values []string) []string {
 // bound. ExtensionSupportRequired (-32008) would be wrong here: it says
 // the agent requires an extension the client did not ask for.
 func ParseExtensionsLimit(values []string, maxURIs, maxURIBytes int) ([]string, *Error) {
+	return parseExtensions(values, maxURIs, maxURIBytes, nil)
+}
+
+// extensionsCost counts what parseExtensions did, so that tests bound its
+// cost without a clock: the URIs it read, and the comparisons of one URI
+// with another (a map lookup counting one).
+type extensionsCost struct{ read, compared int }
+
+func parseExtensions(values []string, maxURIs, maxURIBytes int, cost *extensionsCost) ([]string, *Error) {
 	var out []string
 	var seen map[string]struct{} // once out is too long to scan
 	for _, line := range values {
@@ -72,16 +81,27 @@ func ParseExtensionsLimit(values []string, maxURIs, maxURIBytes int) ([]string, 
 			if uri == "" {
 				continue
 			}
+			if cost != nil {
+				cost.read++
+			}
 			if maxURIBytes > 0 && len(uri) > maxURIBytes {
 				return nil, NewError(CodeInvalidRequest, "%s: an extension URI is longer than %d bytes", HeaderExtensions, maxURIBytes)
 			}
 			if seen != nil {
+				if cost != nil {
+					cost.compared++
+				}
 				if _, dup := seen[uri]; dup {
 					continue
 				}
 				seen[uri] = struct{}{}
-			} else if slices.Contains(out, uri) {
-				continue
+			} else {
+				if cost != nil {
+					cost.compared += len(out)
+				}
+				if slices.Contains(out, uri) {
+					continue
+				}
 			}
 			if maxURIs > 0 && len(out) >= maxURIs {
 				return nil, NewError(CodeInvalidRequest, "%s: more than %d extensions requested", HeaderExtensions, maxURIs)

@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -94,46 +92,73 @@ func TestUnmarshalRefusesDuplicateKeys(t *testing.T) {
 }
 
 // TestUnmarshalDuplicateCheckIsLinear: a big object's keys are checked
-// through a map, not by comparing every pair. Four times the keys must
-// cost well under sixteen times the time (what comparing every pair would
-// cost), on both paths.
+// through a map, not by comparing every pair: on both paths, the keys
+// compared stay within a constant per key read (comparing every pair would
+// cost n²/2 for an object of n keys). Counting comparisons, not time, keeps
+// the test deaf to a busy machine.
 func TestUnmarshalDuplicateCheckIsLinear(t *testing.T) {
-	doc := func(n int) []byte {
-		var b bytes.Buffer
-		b.WriteString(`{"messageId":"m","metadata":{`)
+	const n = 10_000
+	var b bytes.Buffer
+	b.WriteString(`{"messageId":"m",`)
+	object := func(key, prefix string) {
+		fmt.Fprintf(&b, `%q:{`, key)
 		for i := range n {
-			fmt.Fprintf(&b, `"k%d":0,`, i)
+			fmt.Fprintf(&b, `"%s%d":0,`, prefix, i)
 		}
-		b.WriteString(`"end":0},"parts":[{"data":{`)
-		for i := range n {
-			fmt.Fprintf(&b, `"d%d":0,`, i)
-		}
-		b.WriteString(`"end":0}}]}`)
-		return b.Bytes()
+		b.WriteString(`"end":0}`)
 	}
-	small, large := doc(10_000), doc(40_000)
+	for i := range n { // members that are not fields: the fast path's own check
+		fmt.Fprintf(&b, `"x%d":0,`, i)
+	}
+	object("skipped", "s") // an unknown member's value, which the fast path skips
+	b.WriteString(`,`)
+	object("metadata", "k")
+	b.WriteString(`,"parts":[{`)
+	object("data", "d")
+	b.WriteString(`}]}`)
+	data := b.Bytes()
+	const keys = 4*n + 6 // every key in data
+
 	for _, path := range []struct {
-		name string
-		fn   func([]byte, any) error
-	}{{"fast", Unmarshal}, {"general", unmarshalGeneral}} {
-		// The best of five, each after a collection: a collection or a
-		// busy machine inside one run must not look like growth.
-		cost := func(data []byte) time.Duration {
-			best := time.Duration(1 << 62)
-			for range 5 {
-				var m Message
-				runtime.GC()
-				start := time.Now()
-				if err := path.fn(data, &m); err != nil {
-					t.Fatal(err)
-				}
-				best = min(best, time.Since(start))
+		name     string
+		compared func(t *testing.T) int
+	}{
+		{"fast", func(t *testing.T) int {
+			d := &fastDecoder{b: data}
+			var m Message
+			if err := d.root(func() error { return decodeObject(d, &m, messageFields) }); err != nil {
+				t.Fatalf("the fast path declined: %v", err)
 			}
-			return best
+			return d.keys.compared
+		}},
+		{"general", func(t *testing.T) int {
+			r, err := walkKeys(data, modeSchema)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r.keys.compared
+		}},
+	} {
+		t.Run(path.name, func(t *testing.T) {
+			got := path.compared(t)
+			if limit := (smallObject + 1) * keys; got > limit {
+				t.Errorf("%d key comparisons for %d keys, want at most %d", got, keys, limit)
+			}
+			// The count must see the check at all: each of the n
+			// members that are not fields is compared with something.
+			if got < n {
+				t.Errorf("%d key comparisons for %d keys: the count misses the check", got, keys)
+			}
+		})
+	}
+	// Both paths accept the document, and both checks are the ones Unmarshal uses.
+	for _, fn := range []func([]byte, any) error{Unmarshal, unmarshalGeneral} {
+		var m Message
+		if err := fn(data, &m); err != nil {
+			t.Fatal(err)
 		}
-		s, l := cost(small), cost(large)
-		if l > 10*s {
-			t.Errorf("%s path: %v for %d bytes, %v for %d bytes", path.name, s, len(small), l, len(large))
+		if len(m.Metadata) != n+1 {
+			t.Fatalf("metadata has %d keys, want %d", len(m.Metadata), n+1)
 		}
 	}
 }

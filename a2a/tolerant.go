@@ -425,6 +425,9 @@ func (r *keyRewriter) replace(start int, name string) {
 // size.
 type keyStack struct {
 	keys [][]byte
+	// compared counts the comparisons made, a map lookup counting one, so
+	// that tests can bound the cost without a clock.
+	compared int
 }
 
 // smallObject is the number of keys an object may have before its keys
@@ -444,6 +447,7 @@ func (s *keyStack) close(o objectKeys) { s.keys = s.keys[:o.start] }
 // add records key in o and reports whether o already had it.
 func (s *keyStack) add(o *objectKeys, key []byte) bool {
 	if o.big != nil {
+		s.compared++
 		if _, dup := o.big[string(key)]; dup {
 			return true
 		}
@@ -451,6 +455,7 @@ func (s *keyStack) add(o *objectKeys, key []byte) bool {
 		return false
 	}
 	for _, k := range s.keys[o.start:] {
+		s.compared++
 		if string(k) == string(key) {
 			return true
 		}

@@ -164,11 +164,17 @@ func TestDoStopsWhenContextEndsDuringWait(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Policy{Attempts: 5, Base: time.Hour}
 	calls := 0
+	called := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- p.Do(ctx, func(context.Context) error { calls++; return Retryable(errPlain) })
+		done <- p.Do(ctx, func(context.Context) error {
+			if calls++; calls == 1 {
+				close(called)
+			}
+			return Retryable(errPlain)
+		})
 	}()
-	time.Sleep(20 * time.Millisecond)
+	<-called // the first attempt failed: Do now waits an hour
 	cancel()
 	select {
 	case err := <-done:
@@ -178,7 +184,7 @@ func TestDoStopsWhenContextEndsDuringWait(t *testing.T) {
 		if calls != 1 {
 			t.Errorf("calls = %d, want 1", calls)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Minute): // an hour's wait if the context is ignored
 		t.Fatal("Do kept waiting after its context ended")
 	}
 }

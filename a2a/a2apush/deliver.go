@@ -211,7 +211,14 @@ func (d *Deliverer) Run(ctx context.Context) error {
 	for {
 		for inflight < d.opts.Concurrency && ctx.Err() == nil {
 			free := d.opts.Concurrency - inflight
-			ds, err := d.outbox.ClaimPush(ctx, d.opts.Now(), free, d.opts.Lease)
+			// A claim is not cut short by shutdown: the store may commit
+			// it after the caller gave up, and the streams it leased would
+			// then wait a whole lease for another deliverer. A claim that
+			// returns after ctx ended is delivered under the ended ctx,
+			// which releases each stream to be tried again at once.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			ds, err := d.outbox.ClaimPush(cctx, d.opts.Now(), free, d.opts.Lease)
+			cancel()
 			if err != nil {
 				if ctx.Err() == nil {
 					d.opts.Logger.Error("a2apush: claim notifications", "err", err)

@@ -371,11 +371,9 @@ func TestGateHoldSurvivesRestart(t *testing.T) {
 	f := &fault{t: t, tenant: tenant, sid: "s1"}
 	f.waitHeld(e, "a1")
 	time.Sleep(100 * time.Millisecond) // the write is in its long-poll
-	start := time.Now()
+	// A long-poll that held the shutdown up would outlast stop's 15s
+	// deadline (it lasts up to MaxWait, 30s), and stop fails the test.
 	e.stop()
-	if took := time.Since(start); took > 5*time.Second {
-		t.Fatalf("shutdown took %v with a write waiting on a hold", took)
-	}
 	e.start()
 	if _, err := decideWhenHeld(t.Context(), e.operator(tenant), "s1", "a1", gate.DecisionApprove); err != nil {
 		t.Fatal(err)

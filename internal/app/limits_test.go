@@ -102,7 +102,8 @@ func TestSlowBodyIsCut(t *testing.T) {
 	if err := trickle(c, srv.Addr(), 1<<20, 20*time.Millisecond, stop); err != nil {
 		t.Fatal(err)
 	}
-	if !closedBy(c, 3*time.Second) {
+	// A minute only bounds a failure: the cut comes after 300ms.
+	if !closedBy(c, time.Minute) {
 		t.Fatalf("a body trickled at 50 B/s still open after %v; want it cut after the 300ms body timeout", time.Since(began))
 	}
 }
@@ -160,31 +161,33 @@ func TestIdleAndHeaderLimits(t *testing.T) {
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	began := time.Now()
-	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	// Only the idle timeout closes it before the read deadline; the
+	// default one it replaces is a minute.
+	c.SetReadDeadline(time.Now().Add(httpapi.DefaultIdleTimeout / 2))
 	if _, err := br.ReadByte(); err != io.EOF {
 		t.Fatalf("idle keep-alive connection: read %v, want EOF (closed by the server)", err)
-	}
-	if d := time.Since(began); d > 2*time.Second {
-		t.Errorf("idle connection closed after %v, want about 200ms", d)
 	}
 }
 
 // A bounded flood of slow-body connections fills the cap; /healthz still
-// answers 200, other requests get 503 with Retry-After, and the slow
-// connections are closed by the server, after which the cap frees up. The
-// flood is larger than the cap and its reserve: the excess is closed at
-// accept, and the flood's own requests on the reserve get 503 and leave,
-// so a health check may need a retry in the first moments.
+// answers 200, other requests get 503 with Retry-After, and once the slow
+// connections are gone the cap frees up. The flood is larger than the cap
+// and its reserve: the excess is closed at accept, and the flood's own
+// requests on the reserve get 503 and leave, so a health check may need a
+// retry in the first moments. The body timeout is longer than the checks
+// can take on any machine, so the cap stays full while they run; that the
+// server cuts such bodies is TestSlowBodyIsCut's.
 func TestConnectionFloodHealthzAnswers(t *testing.T) {
-	const maxConns, flood, bodyTimeout = 16, 48, 3 * time.Second
+	const maxConns, flood, bodyTimeout = 16, 48, time.Minute
 	srv := start(t, &app.Options{DataDir: t.TempDir(), Limits: httpapi.Limits{
 		MaxConns: maxConns, ConnReserve: 4, HeaderTimeout: time.Second,
 		BodyTimeout: bodyTimeout, BodyMinRate: 1000,
 	}})
 	card := srv.URL() + "/agents/echo/.well-known/agent-card.json"
 	stop := make(chan struct{})
-	defer close(stop)
+	var stopOnce sync.Once
+	endFlood := func() { stopOnce.Do(func() { close(stop) }) }
+	defer endFlood()
 	conns := make([]net.Conn, flood)
 	began := time.Now()
 	for i := range conns {
@@ -227,12 +230,11 @@ func TestConnectionFloodHealthzAnswers(t *testing.T) {
 		t.Fatalf("the checks ended %v after the flood began, after its body timeout: the cap was no longer full", held)
 	}
 
-	for i, c := range conns {
-		if !closedBy(c, 2*bodyTimeout) {
-			t.Fatalf("flood connection %d still open %v after the flood began", i, time.Since(began))
-		}
+	endFlood()
+	for _, c := range conns {
+		c.Close()
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		status, _, _, err := fresh(http.MethodGet, card, nil, nil)
 		if err == nil && status == http.StatusOK {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -316,11 +317,12 @@ func testPushRestart(t *testing.T, opts func(addr string) *app.Options) {
 	for i := range 8 {
 		ids = append(ids, sendWithHook(t, first.URL()+"/agents/tck", fmt.Sprintf("tck-stream-artifact-chunked-%d", i), h.srv.URL+"/hook"))
 	}
-	// Wait until the tasks are done and the hook holds deliveries.
-	deadline := time.Now().Add(10 * time.Second)
+	// Wait until the tasks are done and the hook holds deliveries (the
+	// deadline only bounds a failure).
+	deadline := time.Now().Add(30 * time.Second)
 	for h.inFlight() == 0 || !allCompleted(t, first.URL()+"/agents/tck", ids) {
 		if time.Now().After(deadline) {
-			t.Fatalf("no delivery in flight (%d) or tasks still running", h.inFlight())
+			t.Fatalf("after 30s, no delivery in flight (%d) or tasks still running", h.inFlight())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -340,6 +342,72 @@ func testPushRestart(t *testing.T, opts func(addr string) *app.Options) {
 		if !h.ordered(id) {
 			t.Errorf("task %s: notifications out of order", id)
 		}
+	}
+}
+
+// claimAtShutdown is an outbox whose first claim is still running when the
+// deliverer is told to stop: it claims once the test says the deliverer's
+// ctx has ended, and then, as a database whose claim committed after its
+// caller gave up would, answers with that ctx's error.
+type claimAtShutdown struct {
+	a2asrv.PushOutbox
+	claiming chan struct{} // closed as the first claim begins
+	shutdown chan struct{} // closed once the deliverer's ctx has ended
+	once     sync.Once
+}
+
+func (o *claimAtShutdown) ClaimPush(ctx context.Context, now time.Time, max int, lease time.Duration) ([]*a2asrv.PushDelivery, error) {
+	first := false
+	o.once.Do(func() { first = true; close(o.claiming) })
+	if !first {
+		return o.PushOutbox.ClaimPush(ctx, now, max, lease)
+	}
+	<-o.shutdown
+	ds, err := o.PushOutbox.ClaimPush(context.WithoutCancel(ctx), now, max, lease)
+	if err == nil && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return ds, err
+}
+
+// A claim still running when the deliverer stops must not strand the
+// streams it leased for a whole lease (at least 30s): the next process
+// finds them due at once. Before, the claim's outcome was dropped with the
+// ctx's error, and a restarted server sent nothing for that long
+// (TestPushSurvivesRestartPostgres, one run in five under load).
+func TestPushShutdownReleasesAClaimInFlight(t *testing.T) {
+	ctx := context.Background()
+	tasks := a2asrv.NewMemoryTaskStore(nil)
+	scope := a2asrv.Scope{Tenant: "acme"}
+	task := &a2a.Task{ID: "t1", ContextID: "c1", Status: a2a.TaskStatus{State: a2a.TaskStateWorking, Timestamp: time.Now()}}
+	if _, err := tasks.Create(ctx, scope, task); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing listens on port 9 (discard); no attempt gets that far.
+	cfg := &a2a.TaskPushNotificationConfig{TaskID: "t1", ID: "cfg", URL: "http://127.0.0.1:9/hook"}
+	if err := tasks.PushConfigStore().Put(ctx, scope, cfg); err != nil {
+		t.Fatal(err)
+	}
+	out := &claimAtShutdown{PushOutbox: tasks.PushOutbox(), claiming: make(chan struct{}), shutdown: make(chan struct{})}
+	d, err := a2apush.New(out, &a2apush.Options{Policy: &netguard.Policy{AllowLoopback: true}, Lease: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- d.Run(runCtx) }()
+	<-out.claiming
+	stop()
+	close(out.shutdown)
+	if err := <-ran; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v, want context.Canceled", err)
+	}
+	ds, err := tasks.PushOutbox().ClaimPush(ctx, time.Now(), 10, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 1 || ds[0].Config.ID != "cfg" {
+		t.Fatalf("%d streams due after the shutdown, want the one claimed as it began", len(ds))
 	}
 }
 

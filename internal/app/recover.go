@@ -108,21 +108,27 @@ func (s *Server) firstSweep(ctx context.Context) (func(serving bool), error) {
 			}
 			return
 		}
-		every := s.sweepInterval()
+		ticks, stopTicks := sweepTicker(s.sweepInterval())
 		go func() {
 			defer close(done)
-			t := time.NewTicker(every)
-			defer t.Stop()
+			defer stopTicks()
 			for {
 				select {
 				case <-bg.Done():
 					return
-				case <-t.C:
+				case <-ticks:
 					s.sweep(bg, r)
 				}
 			}
 		}()
 	}, nil
+}
+
+// sweepTicker makes the ticker that times the background sweeps; tests
+// replace it to drive them.
+var sweepTicker = func(every time.Duration) (ticks <-chan time.Time, stop func()) {
+	t := time.NewTicker(every)
+	return t.C, t.Stop
 }
 
 // sweepInterval is the lease Expiry: see the comment at the top.

@@ -333,15 +333,34 @@ func (c countingStore) Settle(context.Context, a2asrv.Scope, *a2a.Task, a2asrv.V
 }
 
 // Orphans appear only as leases lapse, so the server sweeps every lease
-// expiry, not every heartbeat.
+// expiry, not every heartbeat: once at Start, then at each tick of a
+// ticker set to the expiry. The test drives the ticks itself.
 func TestSweepsEveryExpiry(t *testing.T) {
 	store := countingStore{a2asrv.NewMemoryTaskStore(nil), new(atomic.Int32)}
 	const beat, expiry = 20 * time.Millisecond, 400 * time.Millisecond
+	ticks := make(chan time.Time)
+	var every atomic.Int64
+	defer app.SetSweepTicker(func(d time.Duration) (<-chan time.Time, func()) {
+		every.Store(int64(d))
+		return ticks, func() {}
+	})()
 	start(t, &app.Options{TaskStore: store, LeaseHeartbeat: beat, LeaseExpiry: expiry})
-	time.Sleep(expiry + expiry/2)
-	// The first sweep at Start, one after an expiry: 2; every heartbeat
-	// would make it about 30.
-	if n := store.sweeps.Load(); n < 2 || n > 3 {
-		t.Errorf("%d sweeps in 1.5 lease expiries, want 2 (one at start, one per expiry)", n)
+	if got := time.Duration(every.Load()); got != expiry {
+		t.Errorf("sweeps every %v, want every lease expiry (%v; the heartbeat is %v)", got, expiry, beat)
+	}
+	if n := store.sweeps.Load(); n != 1 {
+		t.Fatalf("%d sweeps once started, want 1", n)
+	}
+	for want := int32(2); want <= 4; want++ {
+		ticks <- time.Now()
+		for deadline := time.Now().Add(time.Minute); store.sweeps.Load() < want; {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d sweeps after %d ticks, want %d", store.sweeps.Load(), want-1, want)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if n := store.sweeps.Load(); n != 4 {
+		t.Errorf("%d sweeps after 3 ticks, want 4", n)
 	}
 }

@@ -43,8 +43,9 @@ func TestRunAgainstEcho(t *testing.T) {
 		t.Errorf("latencies out of order: %+v", l)
 	}
 	// Measured time starts after the warm-up and ends when the last request
-	// finishes, a little after the deadline (more on a loaded machine).
-	if res.Elapsed < shortRun.Duration || res.Elapsed > shortRun.Duration+5*time.Second {
+	// finishes, a little after the deadline (more on a loaded machine: a
+	// minute only bounds a run that ignored its duration).
+	if res.Elapsed < shortRun.Duration || res.Elapsed > shortRun.Duration+time.Minute {
 		t.Errorf("elapsed %v for a %v run", res.Elapsed, shortRun.Duration)
 	}
 	// Keep-alive: connections are reused for the whole run. The transport
@@ -115,8 +116,9 @@ func TestRunStopsWithContext(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want deadline exceeded", err)
 	}
-	if time.Since(start) > 5*time.Second {
-		t.Fatal("Run did not stop with its context")
+	// Run is told to last an hour: a minute only bounds a failure.
+	if time.Since(start) > time.Minute {
+		t.Fatalf("Run did not stop with its context (%v)", time.Since(start))
 	}
 	if res == nil || res.Errors != 0 {
 		t.Fatalf("cancelled requests counted as errors: %+v", res)

@@ -52,7 +52,9 @@ func TestRunXStreamOneServer(t *testing.T) {
 	if f.Expected+f.Late*uint64(testXStream.Updates+1) < res.Requests*uint64(testXStream.Updates+1) {
 		t.Errorf("frames %+v for %d tasks: too few expected", f, res.Requests)
 	}
-	if res.Latency.P50 <= 0 || res.Latency.P99 > time.Second || res.Latency.P50 > res.Latency.P99 {
+	// A loaded machine may delay updates, never by half a minute: a bound
+	// on nonsense (wrong unit, wrong start), not on speed.
+	if res.Latency.P50 <= 0 || res.Latency.P99 > 30*time.Second || res.Latency.P50 > res.Latency.P99 {
 		t.Errorf("update latency %+v", res.Latency)
 	}
 }

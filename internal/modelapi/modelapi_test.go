@@ -183,8 +183,10 @@ func TestTimeout(t *testing.T) {
 	start := time.Now()
 	_, err := NewEmbedder(base, "m", secret.Value{}, &EmbedderOptions{Options: Options{Timeout: 50 * time.Millisecond, Retry: &resilience.Policy{Attempts: 2, Base: time.Millisecond}}}).
 		Embed(context.Background(), []string{"a"})
-	if err == nil || time.Since(start) > 5*time.Second {
-		t.Fatalf("err = %v after %v, want a timeout soon", err, time.Since(start))
+	// The server never answers: without the timeout, Embed would not
+	// return at all, so a minute only bounds a failure.
+	if err == nil || time.Since(start) > time.Minute {
+		t.Fatalf("err = %v after %v, want a timeout", err, time.Since(start))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -83,4 +84,38 @@ func withDatabase(connString, name string) (string, error) {
 	}
 	// A later keyword wins in libpq's keyword/value syntax.
 	return connString + " dbname=" + name, nil
+}
+
+// RefuseConnections makes the database at dbURL, one URL returned, refuse
+// new connections, as a server being restarted would, until allow is
+// called or the test ends; connections already open stay. A test that
+// cuts a connection can so see what happens while it cannot come back,
+// for as long as it needs, instead of racing the reconnection.
+func RefuseConnections(t testing.TB, dbURL string) (allow func()) {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(dbURL)
+	if err != nil {
+		t.Fatalf("pgtest: refuse connections: %v", err)
+	}
+	name := pgx.Identifier{cfg.Database}.Sanitize()
+	admin := os.Getenv(EnvURL)
+	set := func(allowed bool) error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		// PostgreSQL refuses this from a connection to the database itself.
+		return exec(ctx, admin, fmt.Sprintf("ALTER DATABASE %s ALLOW_CONNECTIONS %t", name, allowed))
+	}
+	if err := set(false); err != nil {
+		t.Fatalf("pgtest: refuse connections: %v", err)
+	}
+	var once sync.Once
+	allow = func() {
+		once.Do(func() {
+			if err := set(true); err != nil {
+				t.Errorf("pgtest: allow connections again: %v", err)
+			}
+		})
+	}
+	t.Cleanup(allow)
+	return allow
 }

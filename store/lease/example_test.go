@@ -16,11 +16,19 @@ func ExampleStart() {
 	}
 	fmt.Println("expiry:", o.Expiry)
 	var renewals atomic.Int32
+	renewed := make(chan struct{}, 1)
 	k := lease.Start(o, func(ctx context.Context) error {
 		renewals.Add(1) // UPDATE instances SET expires = now + o.Expiry WHERE id = …
+		select {
+		case renewed <- struct{}{}:
+		default:
+		}
 		return nil
 	}, nil)
-	time.Sleep(35 * time.Millisecond)
+	select {
+	case <-renewed: // the first heartbeat
+	case <-time.After(time.Minute):
+	}
 	k.Stop()
 	fmt.Println("renewed:", renewals.Load() > 0)
 	// Output:

@@ -31,54 +31,73 @@ var (
 
 // analyzeFloor is how many changed rows a table needs before it is
 // analyzed at all.
-const analyzeFloor = 1000
+var analyzeFloor = 1000
 
 // youngTablesSQL finds them: reltuples is the row count the last ANALYZE
 // (or VACUUM) saw, -1 before the first.
 const youngTablesSQL = `SELECT s.relname FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
-	WHERE s.schemaname = current_schema() AND s.n_mod_since_analyze > greatest($1::float8, c.reltuples)`
+	WHERE s.schemaname = current_schema() AND s.n_mod_since_analyze > greatest($1::float8, c.reltuples)
+	ORDER BY s.relname`
 
 // startAnalyzer analyzes young tables in the background until Close or
 // analyzeFor has passed.
 func (db *DB) startAnalyzer() {
+	t := time.NewTicker(analyzeEvery)
+	db.runAnalyzer(t.C, t.Stop, time.Now, nil)
+}
+
+// runAnalyzer makes a pass on each tick from ticks until Close, or until a
+// tick comes when now says analyzeFor has passed since the start; then it
+// calls stopTicks. passed, when not nil, is told what each pass analyzed.
+// The returned channel is closed when the analyzer has stopped.
+func (db *DB) runAnalyzer(ticks <-chan time.Time, stopTicks func(), now func() time.Time, passed func(tables []string, err error)) <-chan struct{} {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	db.stopAnalyzer = func() {
 		cancel()
 		<-done
 	}
-	every, until := analyzeEvery, time.Now().Add(analyzeFor)
+	until := now().Add(analyzeFor)
 	go func() {
 		defer close(done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for time.Now().Before(until) {
+		defer stopTicks()
+		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-t.C:
+			case <-ticks:
 			}
-			if err := db.analyzeYoung(ctx); err != nil && ctx.Err() == nil {
+			if !now().Before(until) {
+				return
+			}
+			tables, err := db.analyzeYoung(ctx)
+			if err != nil && ctx.Err() == nil {
 				db.log.Debug("postgres: analyze young tables", "err", err)
+			}
+			db.analyzerPasses.Add(1)
+			if passed != nil {
+				passed(tables, err)
 			}
 		}
 	}()
+	return done
 }
 
-// analyzeYoung analyzes every table whose rows changed more than it holds.
-func (db *DB) analyzeYoung(ctx context.Context) error {
+// analyzeYoung analyzes every table whose rows changed more than it holds,
+// and returns their names.
+func (db *DB) analyzeYoung(ctx context.Context) ([]string, error) {
 	rows, err := db.pool.Query(ctx, youngTablesSQL, analyzeFloor)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for _, name := range tables {
+	for i, name := range tables {
 		if _, err := db.pool.Exec(ctx, `ANALYZE (SKIP_LOCKED) `+pgx.Identifier{name}.Sanitize()); err != nil {
-			return err
+			return tables[:i], err
 		}
 	}
-	return nil
+	return tables, nil
 }

@@ -109,3 +109,60 @@ func SetAnalyzeEvery(d time.Duration) time.Duration {
 	analyzeEvery = d
 	return old
 }
+
+// SetAnalyzeFloor changes how many changed rows a table needs before the
+// analyzer looks at it; it returns the old value.
+func SetAnalyzeFloor(n int) int {
+	old := analyzeFloor
+	analyzeFloor = n
+	return old
+}
+
+// AnalyzerPasses counts the passes db's analyzer has made.
+func AnalyzerPasses(db *DB) int64 { return db.analyzerPasses.Load() }
+
+// AnalyzerPass is what one pass of the young-table analyzer did.
+type AnalyzerPass struct {
+	Tables []string
+	Err    error
+}
+
+// DriveAnalyzer stops db's analyzer and starts one that makes a pass on
+// each value sent on ticks and reads the time from now. Each pass is
+// reported on passes, which holds 64 unread; done is closed once the
+// analyzer has stopped.
+func DriveAnalyzer(db *DB, ticks <-chan time.Time, now func() time.Time) (passes <-chan AnalyzerPass, done <-chan struct{}) {
+	db.stopAnalyzer()
+	ch := make(chan AnalyzerPass, 64)
+	done = db.runAnalyzer(ticks, func() {}, now, func(tables []string, err error) {
+		ch <- AnalyzerPass{Tables: tables, Err: err}
+	})
+	return ch, done
+}
+
+// FlushStats makes every idle connection of db's pool hand its pending
+// table statistics to the server now. PostgreSQL 15 and later otherwise
+// hold them up to a minute (PGSTAT_MAX_INTERVAL), which is why a test that
+// waits for the analyzer to notice rows must flush first.
+func FlushStats(ctx context.Context, db *DB) error {
+	conns := db.pool.AcquireAllIdle(ctx)
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	for _, c := range conns {
+		// The flush happens when the backend goes idle, before it answers
+		// ReadyForQuery, so it is done when Exec returns.
+		if _, err := c.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AnalyzeFor is how long after its start the analyzer makes passes.
+func AnalyzeFor() time.Duration { return analyzeFor }
+
+// FeedPings counts the quiet spells db's listener ended with a ping.
+func FeedPings(db *DB) int64 { return db.feed.pings.Load() }

@@ -30,25 +30,31 @@ func TestTaskFeedContract(t *testing.T) {
 
 // The listener notices a dropped connection, says so, and comes back.
 func TestListenerStatusAfterDrop(t *testing.T) {
-	db := open(t, pgtest.URL(t))
+	url := pgtest.URL(t)
+	db := open(t, url)
 	if err := db.ListenerStatus(); err != nil {
 		t.Fatalf("ListenerStatus after Open: %v", err)
 	}
+	// No reconnection until allow: the drop is seen however late the
+	// test looks.
+	allow := pgtest.RefuseConnections(t, url)
 	if err := postgres.DropListener(context.Background(), db); err != nil {
 		t.Fatal(err)
 	}
-	sawDown := false
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		err := db.ListenerStatus()
-		if err != nil {
-			sawDown = true
-		} else if sawDown {
-			return
+	waitListener := func(down bool) {
+		t.Helper()
+		// Reconnection attempts back off to 5s apart: a minute only
+		// bounds a failure.
+		for deadline := time.Now().Add(time.Minute); (db.ListenerStatus() != nil) != down; {
+			if time.Now().After(deadline) {
+				t.Fatalf("after a minute, ListenerStatus = %v, want down: %v", db.ListenerStatus(), down)
+			}
+			time.Sleep(5 * time.Millisecond)
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
-	t.Fatalf("the listener did not report the drop and recover (saw it down: %v; now %v)", sawDown, db.ListenerStatus())
+	waitListener(true)
+	allow()
+	waitListener(false)
 }
 
 // A listener that goes quiet checks its connection and keeps listening:
@@ -66,7 +72,13 @@ func TestQuietListenerKeepsListening(t *testing.T) {
 	changes := make(chan a2asrv.TaskChange, 1)
 	stop := b.TaskFeed().Watch("quiet", func(c a2asrv.TaskChange) { changes <- c })
 	defer stop()
-	time.Sleep(200 * time.Millisecond) // ten quiet spells, each ending in a ping
+	// Ten quiet spells, each ending in a ping.
+	for deadline := time.Now().Add(time.Minute); postgres.FeedPings(b) < 10; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pings in a minute of quiet, want 10", postgres.FeedPings(b))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	if err := b.ListenerStatus(); err != nil {
 		t.Fatalf("ListenerStatus after quiet spells: %v", err)
 	}

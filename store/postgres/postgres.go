@@ -82,8 +82,9 @@ type DB struct {
 	lease    *lease.Keeper // renews it (leases.go)
 	feed     *feed         // the other replicas' task writes (feed.go)
 	// stopAnalyzer ends the analysis of young tables (analyze.go).
-	stopAnalyzer func()
-	closeOnce    sync.Once
+	stopAnalyzer   func()
+	analyzerPasses atomic.Int64 // passes the analyzer made, for tests
+	closeOnce      sync.Once
 
 	index          *memindex.Cache // memory search structures by partition (memory_index.go)
 	vector         vectorIndex     // pgvector, when used (memory_vector.go)

@@ -56,14 +56,12 @@ func TestStatementTimeoutCancelsLongStatements(t *testing.T) {
 	if err := db.pool.QueryRow(ctx, `SHOW statement_timeout`).Scan(&got); err != nil || got != "100ms" {
 		t.Errorf("SHOW statement_timeout = %q, %v; want 100ms", got, err)
 	}
-	start := time.Now()
+	// 57014 says the server cancelled the statement before its end: no
+	// clock is needed to see it was cut short.
 	_, err = db.pool.Exec(ctx, `SELECT pg_sleep(5)`)
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "57014" || !strings.Contains(err.Error(), "statement timeout") {
 		t.Fatalf("pg_sleep(5) error = %v, want a statement timeout (57014)", err)
-	}
-	if took := time.Since(start); took > 3*time.Second {
-		t.Errorf("pg_sleep(5) took %v to be cancelled", took)
 	}
 	// The connection stays usable for the next statement.
 	if _, err := db.pool.Exec(ctx, `SELECT 1`); err != nil {
@@ -91,11 +89,14 @@ func TestMigrationsOutlastTheStatementTimeout(t *testing.T) {
 	}
 	const hold = 600 * time.Millisecond
 	released := make(chan error, 1)
+	// start is read before the lock can be released, so Open, which
+	// cannot finish before then, takes at least hold however slow the
+	// machine.
+	start := time.Now()
 	go func() {
-		time.Sleep(hold)
+		time.Sleep(hold) // another migration, twelve statement timeouts long
 		released <- tx.Rollback(ctx)
 	}()
-	start := time.Now()
 	db, err := Open(ctx, url, &Options{StatementTimeout: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatalf("Open while another migration holds the lock: %v", err)

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -717,15 +718,23 @@ func TestVectorGraph(t *testing.T) {
 	}
 }
 
-// slowSource makes every load take a while.
-type slowSource struct {
+// gatedSource holds every load until release is closed, and counts the
+// loads begun; begun receives one value per load.
+type gatedSource struct {
 	*source
-	delay time.Duration
+	release chan struct{}
+	begun   chan struct{}
+	loads   *atomic.Int32
 }
 
-func (s slowSource) Load(ctx context.Context, k memindex.Key, after int64, add func(*memindex.Doc)) error {
+func (s gatedSource) Load(ctx context.Context, k memindex.Key, after int64, add func(*memindex.Doc)) error {
+	s.loads.Add(1)
 	select {
-	case <-time.After(s.delay):
+	case s.begun <- struct{}{}:
+	default:
+	}
+	select {
+	case <-s.release:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -733,21 +742,30 @@ func (s slowSource) Load(ctx context.Context, k memindex.Key, after int64, add f
 }
 
 // A load longer than a search may wait finishes anyway, for the next
-// search.
+// search: the search that started it gives up while it runs, and the next
+// search finds the partition loaded without loading it again.
 func TestLoadOutlivesItsSearch(t *testing.T) {
 	src := newSource()
 	src.put(acme, memory.Memory{ID: "a", Content: "otter"})
-	c := memindex.New(slowSource{src, 300 * time.Millisecond}, nil)
-	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-	defer cancel()
-	if _, err := c.Keyword(short, acme, memory.Filter{}, []string{"otter"}, 10); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("search shorter than the load = %v, want its deadline", err)
+	gs := gatedSource{src, make(chan struct{}), make(chan struct{}, 1), new(atomic.Int32)}
+	c := memindex.New(gs, nil)
+	short, cancel := context.WithCancel(ctx)
+	searched := make(chan error, 1)
+	go func() {
+		_, err := c.Keyword(short, acme, memory.Filter{}, []string{"otter"}, 10)
+		searched <- err
+	}()
+	<-gs.begun
+	cancel() // the search gives up while its load runs
+	if err := <-searched; !errors.Is(err, context.Canceled) {
+		t.Fatalf("search given up during the load = %v, want its cancellation", err)
 	}
-	time.Sleep(400 * time.Millisecond)
-	short2, cancel2 := context.WithTimeout(ctx, 50*time.Millisecond)
-	defer cancel2()
-	if hs, err := c.Keyword(short2, acme, memory.Filter{}, []string{"otter"}, 10); err != nil || len(hs) != 1 {
+	close(gs.release)
+	if hs, err := c.Keyword(ctx, acme, memory.Filter{}, []string{"otter"}, 10); err != nil || len(hs) != 1 {
 		t.Fatalf("search after the load = %v, %v", ids(hs), err)
+	}
+	if n := gs.loads.Load(); n != 1 {
+		t.Errorf("%d loads, want 1: the first was cut off with its search", n)
 	}
 }
 
