@@ -146,6 +146,17 @@ func (r *SessionRequest) Validate() error {
 	return nil
 }
 
+// DecodeSessionRequestUnvalidated decodes a session request as strictly
+// as DecodeSessionRequest and leaves Validate to the caller: the gate
+// fills an omitted agent_id with its token's before it validates.
+func DecodeSessionRequestUnvalidated(data []byte) (SessionRequest, error) {
+	var r SessionRequest
+	if err := decodeStrict(data, &r); err != nil {
+		return SessionRequest{}, fmt.Errorf("gate: decode session request: %w", err)
+	}
+	return r, nil
+}
+
 // DecodeSessionRequest decodes a session request strictly.
 func DecodeSessionRequest(data []byte) (SessionRequest, error) {
 	var r SessionRequest

@@ -67,7 +67,7 @@ func (g *gateServer) restart(t testing.TB) {
 		t.Fatal(err)
 	}
 	auth := httpapi.AuthenticatorFunc(func(r *http.Request) (*httpapi.Caller, error) {
-		return &httpapi.Caller{Scheme: "test", Subject: "agent", Claims: &identity.Claims{TenantID: "acme",
+		return &httpapi.Caller{Scheme: "test", Subject: "agent", Claims: &identity.Claims{TenantID: "acme", AgentID: "po-agent",
 			Subject: "agent", Scopes: []string{pub.ScopeSubmit}}}, nil
 	})
 	g.mu.Lock()

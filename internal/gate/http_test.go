@@ -28,7 +28,7 @@ func TestHTTPRefusals(t *testing.T) {
 			return nil, httpapi.ErrUnauthenticated
 		default: // "<tenant> <scope>"
 			tenant, scope, _ := strings.Cut(tok, " ")
-			return &httpapi.Caller{Scheme: "test", Claims: &identity.Claims{TenantID: tenant, Subject: "someone", Scopes: []string{scope}}}, nil
+			return &httpapi.Caller{Scheme: "test", Claims: &identity.Claims{TenantID: tenant, AgentID: "refund-bot", Subject: "someone", Scopes: []string{scope}}}, nil
 		}
 	})
 	srv := httptest.NewServer(f.svc.Handler(auth, &HandlerOptions{MaxBodyBytes: 8 << 10}))

@@ -14,10 +14,18 @@ import (
 
 // OpenSession creates a session or, with attach, re-enters an existing
 // one (re-opening it when it was suspended or completed). The granted hold
-// window is the smaller of the deployment's and the declared one.
+// window is the smaller of the deployment's and the declared one. The
+// session is the token's agent's: an omitted agent_id is the token's, and
+// one naming another agent is refused.
 func (s *Service) OpenSession(ctx context.Context, c *Caller, req pub.SessionRequest) (pub.SessionInfo, bool, error) {
 	if err := c.tenantOK(req.TenantID); err != nil {
 		return pub.SessionInfo{}, false, err
+	}
+	if err := c.agentOK(&req.AgentID); err != nil {
+		return pub.SessionInfo{}, false, err
+	}
+	if err := req.Validate(); err != nil {
+		return pub.SessionInfo{}, false, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
 	if req.SessionID == "" {
 		req.SessionID = newID()
@@ -88,6 +96,9 @@ func (s *Service) EndSession(ctx context.Context, c *Caller, end pub.SessionEnd)
 		rec, err := s.store.GetSession(ctx, c.Tenant, end.SessionID)
 		if err != nil {
 			return fmt.Errorf("gate: end session: %w", err)
+		}
+		if err := c.owns(rec.AgentID, rec.ID); err != nil {
+			return err
 		}
 		rec.State, rec.UpdatedAt = state, s.o.Now()
 		if _, err = s.store.UpdateSession(ctx, rec); errors.Is(err, pub.ErrConflict) {

@@ -77,7 +77,7 @@ func (f *fixture) restart(o *Options) *Service {
 	return f.svc
 }
 
-var agent = &Caller{Tenant: "acme", Actor: "refund-bot", Grants: func(string) bool { return true }}
+var agent = &Caller{Tenant: "acme", Agent: "refund-bot", Actor: "refund-bot", Grants: func(string) bool { return true }}
 
 func (f *fixture) open(id string, maxHold float64, resumable bool) {
 	f.t.Helper()
