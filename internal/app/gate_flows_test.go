@@ -477,9 +477,12 @@ func TestGateShadowRules(t *testing.T) {
 
 // execution_unconfirmed is never retried on its own: after a crash between
 // claim and acknowledgement every resume is refused until an operator
-// says the write did not land; then one resume runs it, once.
+// says the write did not land; then one resume runs it, once. The
+// operator sees it, and may settle it, only once the claim timeout has
+// passed: until then its claimant may still be writing.
 func TestGateOperatorSettlesUnconfirmed(t *testing.T) {
-	e := startGate(t, gatesvc.Options{})
+	clk := &gateClock{t: time.Now().UTC()}
+	e := startGate(t, gatesvc.Options{Now: clk.now, ClaimTimeout: time.Minute})
 	const tenant, sid = "settle", "s1"
 	r := refund{ID: "po-5", Record: "c1", Amount: 5}
 	tok := e.token(tenant, gate.ScopeSubmit)
@@ -501,6 +504,18 @@ func TestGateOperatorSettlesUnconfirmed(t *testing.T) {
 	}
 	if n := eff.n.Load(); n != 0 {
 		t.Fatalf("an unconfirmed write was retried %d times", n)
+	}
+	if list, err := e.operator(tenant).ListActions(t.Context(), nil); err != nil || len(list.Actions) != 0 {
+		t.Fatalf("operator list %+v, %v; want nothing while the claim is live", list, err)
+	}
+	_, err := e.operator(tenant).Decide(t.Context(), sid, r.ID, gate.OperatorDecision{Decision: gate.DecisionConfirmNotExecuted})
+	var p *gate.Problem
+	if !errors.As(err, &p) || p.Status != http.StatusConflict || !strings.Contains(p.Detail, "claim timeout") {
+		t.Fatalf("confirm on a live claim: %v, want a 409 problem naming the claim timeout", err)
+	}
+	clk.add(time.Minute)
+	if err := runOne(t.Context(), c, s, refundSpec, eff.fn, r); wantKill(t, err, "").Verdict != gate.ExecutionUnconfirmed {
+		t.Fatalf("resume past the claim timeout: %v, want execution_unconfirmed", err)
 	}
 	list, err := e.operator(tenant).ListActions(t.Context(), nil)
 	if err != nil || len(list.Actions) != 1 || list.Actions[0].State != gate.ActionUnconfirmed {

@@ -107,6 +107,11 @@ func (s *Service) claim(ctx context.Context, c *Caller, rec pub.ActionRecord) (p
 			}
 			return *claimOf(out), out, nil
 		case pub.ActionClaimed:
+			if s.claimLive(rec, s.o.Now()) {
+				// Its holder may still be writing: this claimant is refused,
+				// and the claim is left alone until the claim timeout.
+				return pub.Claim{SessionID: rec.SessionID, ActionID: rec.ActionID, Status: pub.ClaimExecutionUnconfirmed}, rec, nil
+			}
 			out, err := s.markUnconfirmed(ctx, rec, "claimed again without an acknowledgement")
 			if errors.Is(err, pub.ErrConflict) {
 				rec = out

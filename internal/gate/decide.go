@@ -167,6 +167,12 @@ func (s *Service) answerStanding(ctx context.Context, c *Caller, rec pub.ActionR
 		v.Claim = &cl
 		return v, nil
 	case pub.ActionClaimed:
+		if s.claimLive(rec, s.o.Now()) {
+			v := verdictOf(rec)
+			v.Verdict = pub.ExecutionUnconfirmed
+			v.Rationale = "another run holds the claim and has not acknowledged it; the write may be running"
+			return v, nil
+		}
 		rec2, err := s.markUnconfirmed(ctx, rec, "claimed again without an acknowledgement")
 		if err != nil && !errors.Is(err, pub.ErrConflict) {
 			return s.failStore(*act, err), nil

@@ -216,7 +216,13 @@ func (s *Service) Decide(ctx context.Context, tenant, sessionID, actionID string
 				}
 			}
 		case pub.DecisionConfirmExecuted, pub.DecisionConfirmNotExecuted:
-			if rec.State != pub.ActionUnconfirmed && rec.State != pub.ActionClaimed {
+			switch {
+			case rec.State == pub.ActionClaimed && s.claimLive(rec, now):
+				// Voiding a live claim would let a second claim be granted
+				// while the first holder still writes.
+				return rec, fmt.Errorf("%w: the action is claimed and its holder may still be writing; it can be confirmed once the claim timeout (%s) has passed, at %s",
+					pub.ErrConflict, s.o.ClaimTimeout, rec.ClaimedAt.Add(s.o.ClaimTimeout).UTC().Format(time.RFC3339))
+			case rec.State != pub.ActionUnconfirmed && rec.State != pub.ActionClaimed:
 				return rec, fmt.Errorf("%w: the action is %s, not unconfirmed", pub.ErrConflict, rec.State)
 			}
 			if d.Decision == pub.DecisionConfirmExecuted {

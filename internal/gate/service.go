@@ -246,7 +246,7 @@ func (s *Service) markStaleClaims(ctx context.Context, now time.Time) error {
 			return fmt.Errorf("gate: list claims: %w", err)
 		}
 		for _, r := range recs {
-			if now.Sub(r.ClaimedAt) < s.o.ClaimTimeout {
+			if s.claimLive(r, now) {
 				continue
 			}
 			if _, err := s.markUnconfirmed(ctx, r, "claim_timeout"); err != nil && !errors.Is(err, pub.ErrConflict) {
@@ -259,6 +259,13 @@ func (s *Service) markStaleClaims(ctx context.Context, now time.Time) error {
 		last := recs[len(recs)-1]
 		f.AfterCreated, f.AfterSessionID, f.AfterActionID, f.AfterTenantID = last.CreatedAt, last.SessionID, last.ActionID, last.TenantID
 	}
+}
+
+// claimLive reports whether r's claim is younger than the claim timeout
+// at now: its holder may still be writing, so no one else may claim it
+// and no operator may settle it yet.
+func (s *Service) claimLive(r pub.ActionRecord, now time.Time) bool {
+	return now.Sub(r.ClaimedAt) < s.o.ClaimTimeout
 }
 
 // markUnconfirmed records that a claim's acknowledgement is missing.
