@@ -526,11 +526,13 @@ func TestContextBuilderFailsClosed(t *testing.T) {
 	}
 }
 
-// A write waiting on a hold wakes as soon as the long-poll answers: well
-// within a second of the approval.
+// A write waiting on a hold wakes as soon as the long-poll answers: the
+// approval lands in the middle of the second poll, and that poll's
+// answer runs the write (no further poll, no pause in between).
 func TestWaitWakesOnApproval(t *testing.T) {
 	decided := make(chan struct{})
-	var approvedAt atomic.Int64
+	secondPoll := make(chan struct{})
+	var approved atomic.Bool
 	f := newFake(t, map[string]handler{
 		"POST /actions": verdict(gate.Verdict{Verdict: gate.Hold, RuleIDCited: "AP-2", Hold: pending(60)}),
 		"POST /actions/wait": func(n int, r *http.Request, body []byte) reply {
@@ -539,37 +541,44 @@ func TestWaitWakesOnApproval(t *testing.T) {
 			if req.TimeoutS <= 0 {
 				t.Errorf("wait without a timeout: %s", body)
 			}
+			if n == 2 {
+				close(secondPoll)
+			}
 			select {
 			case <-decided:
 				return verdict(gate.Verdict{Verdict: gate.Pass, Hold: &gate.HoldStatus{State: gate.HoldApproved, WindowS: 60}})(n, r, body)
 			case <-time.After(time.Duration(req.TimeoutS * float64(time.Second))):
 				return verdict(gate.Verdict{Verdict: gate.Hold, RuleIDCited: "AP-2", Hold: pending(60)})(n, r, body)
+			case <-r.Context().Done():
+				return reply{status: http.StatusServiceUnavailable}
 			}
 		},
 		"POST /claims": claimAnswer(*granted(2)), "POST /acks": ackOK,
 	})
-	// Polls of 300 ms: the approval lands mid-poll, after a few polls.
+	// Polls of 300 ms: the first one times out pending.
 	c, _ := f.client(&gate.ClientOptions{WaitPoll: 300 * time.Millisecond})
-	var ranAt atomic.Int64
+	var ranBeforeApproval, ran atomic.Int32
 	write := gate.Write(c, gate.WriteSpec[refund]{ActionType: "issue_refund", Context: refundContext},
 		func(ctx context.Context, a refund) (string, error) {
-			ranAt.Store(time.Now().UnixNano())
+			ran.Add(1)
+			if !approved.Load() {
+				ranBeforeApproval.Add(1)
+			}
 			return "", nil
 		})
 	go func() {
-		time.Sleep(700 * time.Millisecond)
-		approvedAt.Store(time.Now().UnixNano())
+		<-secondPoll
+		approved.Store(true)
 		close(decided)
 	}()
 	if err := writeIn(c, fresh, write); err != nil {
 		t.Fatal(err)
 	}
-	lag := time.Duration(ranAt.Load() - approvedAt.Load())
-	if ranAt.Load() == 0 || lag > time.Second || lag < 0 {
-		t.Fatalf("the write ran %v after the approval", lag)
+	if ran.Load() != 1 || ranBeforeApproval.Load() != 0 {
+		t.Fatalf("the write ran %d times, %d before the approval", ran.Load(), ranBeforeApproval.Load())
 	}
-	if n := f.count("POST /actions/wait"); n < 2 {
-		t.Fatalf("%d polls; the approval should have come mid-poll after the first", n)
+	if n := f.count("POST /actions/wait"); n != 2 {
+		t.Fatalf("%d polls, want 2: the approval landed mid-poll in the second", n)
 	}
 }
 

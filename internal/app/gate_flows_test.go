@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -362,7 +363,8 @@ func TestGateHoldSurvivesRestart(t *testing.T) {
 	const tenant = "restart"
 	e.rules(tenant, holdOver...)
 	// Long-polls longer than the whole test: only the shutdown can end one.
-	c := e.client(tenant, gate.ScopeSubmit, nil, &gate.ClientOptions{WaitPoll: time.Minute})
+	var sent atomic.Int64
+	c := e.client(tenant, gate.ScopeSubmit, &sent, &gate.ClientOptions{WaitPoll: time.Minute})
 	var eff effects
 	done := make(chan error, 1)
 	go func() {
@@ -370,12 +372,17 @@ func TestGateHoldSurvivesRestart(t *testing.T) {
 	}()
 	f := &fault{t: t, tenant: tenant, sid: "s1"}
 	f.waitHeld(e, "a1")
-	time.Sleep(100 * time.Millisecond) // the write is in its long-poll
-	start := time.Now()
-	e.stop()
-	if took := time.Since(start); took > 5*time.Second {
-		t.Fatalf("shutdown took %v with a write waiting on a hold", took)
+	// The write is in its long-poll once it sent its third request (open,
+	// submit, wait). A poll the shutdown did not end would outlast stop's
+	// 15 s deadline (the gate's MaxWait is 30 s), and stop reports that.
+	deadline := time.Now().Add(30 * time.Second)
+	for sent.Load() < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the write sent %d requests, never its long-poll", sent.Load())
+		}
+		time.Sleep(time.Millisecond)
 	}
+	e.stop()
 	e.start()
 	if _, err := decideWhenHeld(t.Context(), e.operator(tenant), "s1", "a1", gate.DecisionApprove); err != nil {
 		t.Fatal(err)

@@ -200,9 +200,7 @@ func (s *Service) Wait(ctx context.Context, c *Caller, req pub.WaitRequest) (pub
 			s.waiters.remove(key, wake)
 			return verdictOf(rec), nil
 		}
-		// A decision made on another replica wakes no channel here; the
-		// re-read every second bounds how late it is seen.
-		recheck := time.Second
+		recheck := s.recheck
 		if !rec.HoldExpiresAt.IsZero() {
 			left := rec.HoldExpiresAt.Sub(s.o.Now())
 			if left <= 0 {

@@ -79,6 +79,10 @@ type Service struct {
 
 	rules   ruleCache
 	waiters waiters
+	// recheck is how often a long-poll re-reads its action: a decision
+	// made on another replica wakes no channel here (tests lengthen it to
+	// show that a local decision wakes its waiters at once).
+	recheck time.Duration
 
 	inflightMu sync.Mutex
 	inflight   map[actionKey]*inflight
@@ -123,7 +127,7 @@ func New(store pub.Store, o *Options) *Service {
 	if opts.SweepEvery <= 0 {
 		opts.SweepEvery = DefaultSweepEvery
 	}
-	s := &Service{store: store, o: opts, log: opts.Logger, inflight: map[actionKey]*inflight{}, closing: make(chan struct{})}
+	s := &Service{store: store, o: opts, log: opts.Logger, recheck: time.Second, inflight: map[actionKey]*inflight{}, closing: make(chan struct{})}
 	s.rules.init(store, opts.RuleRefresh, opts.Rules, opts.Now)
 	s.waiters.init()
 	return s
