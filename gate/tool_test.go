@@ -297,6 +297,24 @@ func TestWriteFailsClosed(t *testing.T) {
 		{"answer over the read limit", map[string]handler{"POST /actions": raw(200, big)}, nil, gate.ReasonProtocol},
 		{"another action's verdict", map[string]handler{"POST /actions": raw(200,
 			`{"action_id":"po-9999","session_id":"other","verdict":"pass","claim":{"session_id":"other","action_id":"po-9999","status":"granted","fencing_token":1,"claimed_at":"2026-09-03T02:00:00Z"}}`)}, nil, gate.ReasonProtocol},
+		{"a verdict for another session", map[string]handler{"POST /actions": skewed(passClaimed(1), "other", "session_id")}, nil, gate.ReasonProtocol},
+		{"a verdict for another action", map[string]handler{"POST /actions": skewed(passClaimed(1), "po-9999", "action_id")}, nil, gate.ReasonProtocol},
+		{"a claim in the verdict for another session", map[string]handler{"POST /actions": skewed(passClaimed(1), "other", "claim", "session_id")}, nil, gate.ReasonProtocol},
+		{"a claim in the verdict for another action", map[string]handler{"POST /actions": skewed(passClaimed(1), "po-9999", "claim", "action_id")}, nil, gate.ReasonProtocol},
+		{"the claim answers another session", map[string]handler{
+			"POST /actions": verdict(gate.Verdict{Verdict: gate.Pass}), "POST /claims": skewed(claimAnswer(*granted(1)), "other", "session_id"),
+		}, nil, gate.ReasonProtocol},
+		{"the claim answers another action", map[string]handler{
+			"POST /actions": verdict(gate.Verdict{Verdict: gate.Pass}), "POST /claims": skewed(claimAnswer(*granted(1)), "po-9999", "action_id"),
+		}, nil, gate.ReasonProtocol},
+		{"the wait answers another session", map[string]handler{
+			"POST /actions": held, "POST /actions/wait": skewed(verdict(gate.Verdict{Verdict: gate.Pass, Hold: &gate.HoldStatus{State: gate.HoldApproved, WindowS: 60}}), "other", "session_id"),
+			"POST /claims": claimAnswer(*granted(1)),
+		}, nil, gate.ReasonProtocol},
+		{"the wait answers another action", map[string]handler{
+			"POST /actions": held, "POST /actions/wait": skewed(verdict(gate.Verdict{Verdict: gate.Pass, Hold: &gate.HoldStatus{State: gate.HoldApproved, WindowS: 60}}), "po-9999", "action_id"),
+			"POST /claims": claimAnswer(*granted(1)),
+		}, nil, gate.ReasonProtocol},
 		{"a granted claim without a fencing token", map[string]handler{"POST /actions": verdict(gate.Verdict{Verdict: gate.Pass,
 			Claim: &gate.Claim{Status: gate.ClaimGranted, ClaimedAt: &t0}})}, nil, gate.ReasonProtocol},
 		{"empty 200", map[string]handler{"POST /actions": raw(200, ``)}, nil, gate.ReasonProtocol},
@@ -649,5 +667,28 @@ func TestClientHoldTimeoutsDoNotOpenTheBreaker(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// skewed answers as h does, with the member at path set to value: an
+// answer about another session or action than the one asked about.
+func skewed(h handler, value string, path ...string) handler {
+	return func(n int, r *http.Request, body []byte) reply {
+		rep := h(n, r, body)
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(rep.body), &doc); err != nil {
+			panic(err)
+		}
+		m := doc
+		for _, k := range path[:len(path)-1] {
+			m = m[k].(map[string]any)
+		}
+		m[path[len(path)-1]] = value
+		b, err := json.Marshal(doc)
+		if err != nil {
+			panic(err)
+		}
+		rep.body = string(b)
+		return rep
 	}
 }
