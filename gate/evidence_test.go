@@ -75,17 +75,26 @@ func TestEvidenceBounds(t *testing.T) {
 		limits  gate.EvidenceLimits
 		reads   int
 		wantSeq []int
+		fail    bool // the reads fail: 3 bytes of arguments and 5 of error
 	}{
-		{"under the bounds", gate.EvidenceLimits{MaxItems: 10}, 3, []int{1, 2, 3}},
-		{"item bound drops the oldest", gate.EvidenceLimits{MaxItems: 2}, 5, []int{4, 5}},
+		{"under the bounds", gate.EvidenceLimits{MaxItems: 10}, 3, []int{1, 2, 3}, false},
+		{"item bound drops the oldest", gate.EvidenceLimits{MaxItems: 2}, 5, []int{4, 5}, false},
+		{"item bound at the count", gate.EvidenceLimits{MaxItems: 3}, 3, []int{1, 2, 3}, false},
 		// Each read is 3 bytes of arguments and 5 of result: 8 bytes.
-		{"byte bound drops the oldest", gate.EvidenceLimits{MaxBytes: 20}, 5, []int{4, 5}},
+		{"byte bound drops the oldest", gate.EvidenceLimits{MaxBytes: 20}, 5, []int{4, 5}, false},
+		{"byte bound counts failed reads", gate.EvidenceLimits{MaxBytes: 20}, 5, []int{4, 5}, true},
+		{"byte bound at a whole read", gate.EvidenceLimits{MaxBytes: 16}, 5, []int{4, 5}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFake(t, map[string]handler{"POST /actions": passClaimed(1), "POST /acks": ackOK})
 			c, _ := f.client(&gate.ClientOptions{Evidence: tt.limits})
-			read := gate.Read("r", func(ctx context.Context, n int) (string, error) { return "abc", nil })
+			read := gate.Read("r", func(ctx context.Context, n int) (string, error) {
+				if tt.fail {
+					return "", errors.New("boom!")
+				}
+				return "abc", nil
+			})
 			write := gate.Write(c, gate.WriteSpec[refund]{ActionType: "x", Context: refundContext},
 				func(ctx context.Context, a refund) (string, error) { return "", nil })
 			err := c.Run(context.Background(), fresh, func(ctx context.Context) error {

@@ -299,3 +299,53 @@ func TestDecisionWakesWaiters(t *testing.T) {
 		})
 	}
 }
+
+// A long-poll lasts what the caller asks, capped at MaxWait; no timeout
+// means MaxWait. The hold stays pending: an hour-long wait must still be
+// waiting when the operator decides, and a short one answers pending.
+func TestWaitTimeouts(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name     string
+		maxWait  time.Duration
+		timeoutS float64
+		waits    bool // still waiting when the operator decides
+	}{
+		{"no timeout is MaxWait", time.Hour, 0, true},
+		{"a timeout under MaxWait", time.Hour, 3000, true},
+		{"a short timeout", time.Hour, 0.001, false},
+		{"capped at MaxWait", time.Millisecond, 3600, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, &Options{MaxWait: tc.maxWait, HoldIndefinite: true})
+			f.svc.recheck = time.Hour
+			f.rules(refundRules)
+			f.open("s1", -1, false)
+			f.submit(action("s1", "big", "refund", 900, "c1", false), false)
+			done := make(chan pub.Verdict, 1)
+			go func() {
+				v, err := f.svc.Wait(ctx, agent, pub.WaitRequest{SessionID: "s1", ActionID: "big", TimeoutS: tc.timeoutS})
+				if err != nil {
+					t.Error(err)
+				}
+				done <- v
+			}()
+			want := pub.Hold
+			if tc.waits {
+				waitUntil(t, "the long-poll to wait", func() bool { return f.svc.waiting("s1", "big") })
+				if _, err := f.svc.Decide(ctx, "acme", "s1", "big", pub.OperatorDecision{Decision: pub.DecisionApprove}, "ops"); err != nil {
+					t.Fatal(err)
+				}
+				want = pub.Pass
+			}
+			select {
+			case v := <-done:
+				if v.Verdict != want {
+					t.Fatalf("wait: %+v, want %s", v, want)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("the wait did not end")
+			}
+		})
+	}
+}
