@@ -349,3 +349,28 @@ func TestWaitTimeouts(t *testing.T) {
 		})
 	}
 }
+
+// A long-poll settles a hold whose window ends as it reads it: at the
+// end, not a moment later, the hold fails closed.
+func TestWaitAtWindowEnd(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		elapsed time.Duration
+		want    pub.Outcome
+	}{{time.Minute, pub.Kill}, {time.Minute - time.Millisecond, pub.Hold}} {
+		t.Run(tc.elapsed.String(), func(t *testing.T) {
+			f := newFixture(t, nil)
+			f.rules(refundRules)
+			f.open("s1", 60, false)
+			f.submit(action("s1", "big", "refund", 900, "c1", false), false)
+			f.clk.add(tc.elapsed)
+			v, err := f.svc.Wait(ctx, agent, pub.WaitRequest{SessionID: "s1", ActionID: "big", TimeoutS: 0.05})
+			if err != nil || v.Verdict != tc.want {
+				t.Fatalf("wait %v into a 60 s window: %+v, %v; want %s", tc.elapsed, v, err, tc.want)
+			}
+			if tc.want == pub.Kill && v.Reason != pub.ReasonOperatorTimeout {
+				t.Fatalf("reason %q", v.Reason)
+			}
+		})
+	}
+}
