@@ -54,7 +54,8 @@ func TestReadEvidenceReachesTheWrite(t *testing.T) {
 	if e1.Error != "no such customer" || e1.Result != nil {
 		t.Fatalf("failed read: %+v", e1)
 	}
-	if !e2.Provenance.Truncated || e2.Provenance.OriginalBytes != 202+len(`"cust-1"`) || len(e2.Result) > 64 {
+	// Cut to the item bound exactly: as much of the read as fits.
+	if !e2.Provenance.Truncated || e2.Provenance.OriginalBytes != 202+len(`"cust-1"`) || len(e2.Result) != 64 {
 		t.Fatalf("long read: %+v (%d bytes)", e2.Provenance, len(e2.Result))
 	}
 	var cut string
@@ -135,5 +136,31 @@ func TestReadOutsideSession(t *testing.T) {
 	read := gate.Read("r", func(ctx context.Context, n int) (int, error) { return n * 2, nil })
 	if r, err := read(context.Background(), 21); r != 42 || err != nil {
 		t.Fatal(r, err)
+	}
+}
+
+// A read whose JSON is exactly the item bound is kept whole; a byte more
+// is cut to the bound.
+func TestEvidenceItemBound(t *testing.T) {
+	for _, tc := range []struct {
+		xs  int // the result is a string of xs x's: xs+2 bytes of JSON
+		cut bool
+	}{{62, false}, {63, true}} {
+		f := newFake(t, map[string]handler{"POST /actions": passClaimed(1), "POST /acks": ackOK})
+		c, _ := f.client(&gate.ClientOptions{Evidence: gate.EvidenceLimits{MaxItemBytes: 64}})
+		read := gate.Read("r", func(ctx context.Context, _ int) (string, error) { return strings.Repeat("x", tc.xs), nil })
+		write := gate.Write(c, gate.WriteSpec[refund]{ActionType: "x", Context: refundContext},
+			func(ctx context.Context, a refund) (string, error) { return "", nil })
+		if err := c.Run(context.Background(), fresh, func(ctx context.Context) error {
+			read(ctx, 1)
+			_, err := write(ctx, refund{Customer: "c", Amount: 1})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		e := action(t, f.last("POST /actions")).Evidence[0]
+		if e.Provenance.Truncated != tc.cut || len(e.Result) > 64 || (!tc.cut && len(e.Result) != tc.xs+2) {
+			t.Fatalf("%d bytes of JSON: truncated %v, kept %d bytes", tc.xs+2, e.Provenance.Truncated, len(e.Result))
+		}
 	}
 }

@@ -236,12 +236,11 @@ type sessionState struct {
 	// on the way out so the retry can attach).
 	park bool
 	// calls counts the session's tool calls (reads and writes) for
-	// Provenance.Sequence; evidence is the buffer of reads, evBytes its
-	// size and dropped how many reads the bounds pushed out.
+	// Provenance.Sequence; evidence is the buffer of reads and evBytes
+	// its size.
 	calls    int
 	evidence []Evidence
 	evBytes  int
-	dropped  int
 }
 
 // WithSession returns a context carrying s. Everything run under it is

@@ -325,6 +325,10 @@ func TestResumeRefusals(t *testing.T) {
 			if v.Verdict != pub.Kill || v.Reason != tc.want || v.Claim != nil {
 				t.Fatalf("%+v, want kill %s", v, tc.want)
 			}
+			// A resume of a write still held says how its hold stands.
+			if held := tc.want == pub.ResumeNoStandingVerdict; (v.Hold != nil) != held || (held && v.Hold.State != pub.HoldPending) {
+				t.Fatalf("hold status %+v on a %s refusal", v.Hold, tc.want)
+			}
 		})
 	}
 	// Equivalent content resumes: the standing pass is claimed.

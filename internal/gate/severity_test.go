@@ -374,3 +374,55 @@ func TestWaitAtWindowEnd(t *testing.T) {
 		})
 	}
 }
+
+// One waiter leaving does not unhook another on the same action, and no
+// finished wait stays registered.
+func TestWaitersIndependent(t *testing.T) {
+	f := newFixture(t, &Options{MaxWait: time.Hour, HoldIndefinite: true})
+	f.svc.recheck = time.Hour
+	f.rules(refundRules)
+	f.open("s1", -1, false)
+	f.submit(action("s1", "big", "refund", 900, "c1", false), false)
+	count := func() int {
+		f.svc.waiters.mu.Lock()
+		defer f.svc.waiters.mu.Unlock()
+		return len(f.svc.waiters.m[actionKey{"acme", "s1", "big"}])
+	}
+	leaving, leave := context.WithCancel(context.Background())
+	left := make(chan error, 1)
+	go func() {
+		_, err := f.svc.Wait(leaving, agent, pub.WaitRequest{SessionID: "s1", ActionID: "big"})
+		left <- err
+	}()
+	stays := make(chan pub.Verdict, 1)
+	go func() {
+		v, err := f.svc.Wait(context.Background(), agent, pub.WaitRequest{SessionID: "s1", ActionID: "big"})
+		if err != nil {
+			t.Error(err)
+		}
+		stays <- v
+	}()
+	waitUntil(t, "two waiters", func() bool { return count() == 2 })
+	leave()
+	if err := <-left; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cancelled wait: %v", err)
+	}
+	waitUntil(t, "one waiter", func() bool { return count() == 1 })
+	if _, err := f.svc.Decide(context.Background(), "acme", "s1", "big", pub.OperatorDecision{Decision: pub.DecisionApprove}, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case v := <-stays:
+		if v.Verdict != pub.Pass {
+			t.Fatalf("the remaining wait: %+v", v)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the remaining waiter was not woken")
+	}
+	f.svc.waiters.mu.Lock()
+	n := len(f.svc.waiters.m)
+	f.svc.waiters.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d actions still have waiters registered", n)
+	}
+}
