@@ -1,0 +1,124 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	pub "novaos.dev/novaos/gate"
+)
+
+// A session gets the smaller of the deployment's window and its own, or
+// the deployment's (indefinite included) when it adopts it.
+func TestGrantWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		deployment time.Duration
+		indefinite bool
+		req        pub.SessionRequest
+		window     time.Duration
+		forever    bool
+	}{
+		{"declared under the deployment's", time.Hour, false, pub.SessionRequest{MaxHoldS: 90.5}, 90500 * time.Millisecond, false},
+		{"declared over the deployment's", time.Minute, false, pub.SessionRequest{MaxHoldS: 61}, time.Minute, false},
+		{"declared as the deployment's", time.Minute, false, pub.SessionRequest{MaxHoldS: 60}, time.Minute, false},
+		{"declared under an indefinite deployment", 0, true, pub.SessionRequest{MaxHoldS: 3600}, time.Hour, false},
+		{"adopting a finite window", 7 * time.Minute, false, pub.SessionRequest{AdoptDeploymentWindow: true}, 7 * time.Minute, false},
+		{"adopting an indefinite one", 0, true, pub.SessionRequest{AdoptDeploymentWindow: true}, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(openStore(t), &Options{HoldWindow: tc.deployment, HoldIndefinite: tc.indefinite})
+			w, forever := s.grantWindow(tc.req)
+			if w != tc.window || forever != tc.forever {
+				t.Fatalf("granted %v (indefinite %v), want %v (%v)", w, forever, tc.window, tc.forever)
+			}
+		})
+	}
+}
+
+// Pages are as long as asked, up to 500; a bad or absent limit is 100.
+func TestListPageSizes(t *testing.T) {
+	f := newFixture(t, nil)
+	f.open("s1", 300, false)
+	for i := range 502 {
+		f.submit(action("s1", fmt.Sprint("a", i), "refund", 10, "c1", false), false)
+	}
+	for _, tc := range []struct{ limit, want int }{{500, 500}, {501, 100}, {0, 100}, {-1, 100}, {1, 1}} {
+		page, err := f.svc.List(context.Background(), "acme", []pub.ActionState{pub.ActionPassed}, "", tc.limit)
+		if err != nil || len(page.Actions) != tc.want || page.Next == "" {
+			t.Fatalf("limit %d: %d actions, next %q (%v); want %d and a next page", tc.limit, len(page.Actions), page.Next, err, tc.want)
+		}
+	}
+	if _, err := f.svc.List(context.Background(), "acme", nil, "not-a-cursor", 0); !errors.Is(err, ErrBadRequest) {
+		t.Fatalf("a bad cursor: %v", err)
+	}
+	page, err := f.svc.List(context.Background(), "acme", nil, "", 0)
+	if err != nil || page.Actions == nil || len(page.Actions) != 0 || page.Next != "" {
+		t.Fatalf("nothing held: %+v, %v; want an empty list, no next page", page, err)
+	}
+}
+
+// An operator's decision is recorded as made: a deny keeps its note,
+// and confirming a held write not executed returns it to approved.
+func TestOperatorDecisions(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, &Options{ClaimTimeout: time.Minute})
+	f.rules(refundRules)
+	f.open("s1", 300, false)
+	for _, id := range []string{"d1", "d2", "h1"} {
+		f.submit(action("s1", id, "refund", 900, "c"+id, false), false)
+	}
+	f.submit(action("s1", "p1", "refund", 10, "cp", false), true)
+	rec, err := f.svc.Decide(ctx, "acme", "s1", "d1", pub.OperatorDecision{Decision: pub.DecisionDeny, Note: "no receipt"}, "ops@acme")
+	if err != nil || rec.State != pub.ActionDenied || rec.Reason != pub.ReasonOperatorDenied || rec.Rationale != "denied by an operator: no receipt" || rec.DecidedBy != "ops@acme" {
+		t.Fatalf("deny with a note: %+v, %v", rec, err)
+	}
+	rec, err = f.svc.Decide(ctx, "acme", "s1", "d2", pub.OperatorDecision{Decision: pub.DecisionDeny}, "ops@acme")
+	if err != nil || rec.Rationale != "Hold refunds over 500." {
+		t.Fatalf("deny without a note keeps the rule's rationale: %q, %v", rec.Rationale, err)
+	}
+	if _, err := f.svc.Decide(ctx, "acme", "s1", "h1", pub.OperatorDecision{Decision: pub.DecisionApprove}, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	if cl, err := f.svc.Claim(ctx, agent, pub.ClaimRequest{SessionID: "s1", ActionID: "h1"}); err != nil || cl.Status != pub.ClaimGranted {
+		t.Fatalf("claim h1: %+v, %v", cl, err)
+	}
+	f.clk.add(time.Minute) // both claims (p1's came with its submit) time out
+	for id, want := range map[string]pub.ActionState{"h1": pub.ActionApproved, "p1": pub.ActionPassed} {
+		rec, err := f.svc.Decide(ctx, "acme", "s1", id, pub.OperatorDecision{Decision: pub.DecisionConfirmNotExecuted}, "ops")
+		if err != nil || rec.State != want || !rec.ClaimedAt.IsZero() {
+			t.Fatalf("%s confirmed not executed: %s claimed at %v (%v), want %s and no claim", id, rec.State, rec.ClaimedAt, err, want)
+		}
+	}
+	if _, err := f.svc.Decide(ctx, "acme", "s1", "d1", pub.OperatorDecision{Decision: pub.DecisionConfirmExecuted}, "ops"); !errors.Is(err, pub.ErrConflict) {
+		t.Fatalf("confirm a denied action: %v", err)
+	}
+	if _, err := f.svc.Decide(ctx, "acme", "s1", "d1", pub.OperatorDecision{Decision: "maybe"}, "ops"); !errors.Is(err, ErrBadRequest) {
+		t.Fatalf("an unknown decision: %v", err)
+	}
+	if _, err := f.svc.Decide(ctx, "", "s1", "d1", pub.OperatorDecision{Decision: pub.DecisionApprove}, "ops"); !errors.Is(err, ErrBadRequest) {
+		t.Fatalf("no tenant: %v", err)
+	}
+	verifyAudit(t, f.store)
+}
+
+// Down for exactly the restart grace keeps the holds.
+func TestRestartAtGrace(t *testing.T) {
+	f := newFixture(t, &Options{HoldIndefinite: true, RestartGrace: time.Minute})
+	f.rules(refundRules)
+	f.open("s1", -1, true)
+	f.submit(action("s1", "big", "refund", 900, "c1", false), false)
+	for _, tc := range []struct {
+		down time.Duration
+		want pub.ActionState
+	}{{time.Minute, pub.ActionHeld}, {time.Minute + time.Millisecond, pub.ActionExpired}} {
+		f.clk.add(tc.down)
+		f.restart(&Options{HoldIndefinite: true, RestartGrace: time.Minute})
+		rec, err := f.store.GetAction(context.Background(), "acme", "s1", "big")
+		if err != nil || rec.State != tc.want {
+			t.Fatalf("after %v down: %s (%v), want %s", tc.down, rec.State, err, tc.want)
+		}
+	}
+}
