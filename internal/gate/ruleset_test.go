@@ -71,7 +71,7 @@ func TestParseRuleSetChecks(t *testing.T) {
 		{"most rules", rules(MaxRules), ""},
 		{"too many rules", rules(MaxRules + 1), "rules: at most 500"},
 		{"most aggregates", `"rules":[],` + aggs(MaxAggregates), ""},
-		{"too many aggregates", `"rules":[],` + aggs(MaxAggregates + 1), "aggregates: at most 64"},
+		{"too many aggregates", `"rules":[],` + aggs(MaxAggregates+1), "aggregates: at most 64"},
 		{"kill", `"rules":[{"id":"k","text":"t","when":"true","verdict":"kill"}]`, ""},
 		{"judge-only", `"rules":[{"id":"j","text":"t"}]`, ""},
 		{"a condition without a verdict", `"rules":[{"id":"c","text":"t","when":"true"}]`, "rules[0].verdict: hold or kill is required"},
