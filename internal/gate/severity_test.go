@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -424,5 +425,31 @@ func TestWaitersIndependent(t *testing.T) {
 	f.svc.waiters.mu.Unlock()
 	if n != 0 {
 		t.Fatalf("%d actions still have waiters registered", n)
+	}
+}
+
+// A decision's audit entry carries the fencing token exactly when the
+// submit claimed the pass, and the actor is the caller.
+func TestDecisionAudit(t *testing.T) {
+	f := newFixture(t, nil)
+	f.open("s1", 300, false)
+	f.submit(action("s1", "claimed", "refund", 10, "c1", false), true)
+	f.submit(action("s1", "passed", "refund", 10, "c1", false), false)
+	entries, err := f.store.Audit(context.Background(), 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, e := range entries {
+		if e.Kind == "decision" {
+			var body map[string]any
+			if err := json.Unmarshal(e.Body, &body); err != nil {
+				t.Fatal(err)
+			}
+			got[e.ActionID] = fmt.Sprint(body["fencing_token"], " by ", e.Actor)
+		}
+	}
+	if want := map[string]string{"claimed": "1 by refund-bot", "passed": "<nil> by refund-bot"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("decisions %v, want %v", got, want)
 	}
 }
