@@ -164,3 +164,31 @@ func TestEvidenceItemBound(t *testing.T) {
 		}
 	}
 }
+
+// A write counts as one of the session's tool calls: a read after it
+// has the sequence number after the write's.
+func TestWriteCountsAsAToolCall(t *testing.T) {
+	f := newFake(t, map[string]handler{"POST /actions": passClaimed(1), "POST /acks": ackOK})
+	c, _ := f.client(nil)
+	read := gate.Read("r", func(ctx context.Context, n int) (int, error) { return n, nil })
+	write := gate.Write(c, gate.WriteSpec[refund]{ActionType: "x", Context: refundContext},
+		func(ctx context.Context, a refund) (string, error) { return "", nil })
+	if err := c.Run(context.Background(), fresh, func(ctx context.Context) error {
+		read(ctx, 1)
+		if _, err := write(ctx, refund{Customer: "c", Amount: 1}); err != nil {
+			return err
+		}
+		read(ctx, 2)
+		_, err := write(ctx, refund{Customer: "c", Amount: 2})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	for _, e := range action(t, f.last("POST /actions")).Evidence {
+		got = append(got, e.Provenance.Sequence)
+	}
+	if !equalInts(got, []int{1, 3}) {
+		t.Fatalf("the second write's evidence has seqs %v, want [1 3] (the first write was call 2)", got)
+	}
+}
