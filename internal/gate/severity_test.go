@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -451,5 +452,56 @@ func TestDecisionAudit(t *testing.T) {
 	}
 	if want := map[string]string{"claimed": "1 by refund-bot", "passed": "<nil> by refund-bot"}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("decisions %v, want %v", got, want)
+	}
+}
+
+// recordingJudge passes and keeps what it was asked.
+type recordingJudge struct {
+	mu  sync.Mutex
+	req judge.Request
+}
+
+func (j *recordingJudge) Judge(ctx context.Context, req judge.Request) (*judge.Verdict, error) {
+	j.mu.Lock()
+	j.req = req
+	j.mu.Unlock()
+	return &judge.Verdict{Verdict: "pass", Rationale: "fine"}, nil
+}
+
+// The judge reads every rule's text, the action, and each piece of
+// evidence with its source, a failed read as its error.
+func TestJudgeRequest(t *testing.T) {
+	j := &recordingJudge{}
+	amount := 10.0
+	f := newFixture(t, &Options{Judge: j, JudgeModel: "fake"})
+	f.rules(refundRules)
+	f.open("s1", 300, false)
+	a := pub.Action{ActionID: "a1", ActionType: "refund", TenantID: "acme", TeamID: "support", AgentID: "refund-bot", SessionID: "s1",
+		Reasoning: "charged twice", Context: pub.CSContext{CustomerID: "c1", Amount: &amount},
+		Evidence: []pub.Evidence{
+			{Tool: "lookup", Result: json.RawMessage(`{"tier":"gold"}`), Provenance: pub.Provenance{Sequence: 1, ObservedAt: time.Now()}},
+			{Tool: "ledger", Error: "timeout", Provenance: pub.Provenance{Sequence: 2, ObservedAt: time.Now()}},
+		}}
+	raw, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.submit(raw, false)
+	j.mu.Lock()
+	req := j.req
+	j.mu.Unlock()
+	var ids []string
+	for _, r := range req.Rules {
+		ids = append(ids, r.ID+": "+r.Text)
+	}
+	want := []string{"big-refund: Hold refunds over 500.", "repeat-refund: Kill a third refund for one customer in a week.", "tone: Never refund a customer who threatened staff."}
+	if fmt.Sprint(ids) != fmt.Sprint(want) {
+		t.Errorf("rules %v, want %v", ids, want)
+	}
+	if fmt.Sprint(req.Evidence) != fmt.Sprint([]judge.Evidence{{Source: "lookup #1", Content: `{"tier":"gold"}`}, {Source: "ledger #2", Content: "error: timeout"}}) {
+		t.Errorf("evidence %+v", req.Evidence)
+	}
+	if req.Reasoning != "charged twice" || !strings.Contains(req.Action, `"action_type":"refund"`) || !strings.Contains(req.Action, `"customer_id":"c1"`) {
+		t.Errorf("reasoning %q, action %s", req.Reasoning, req.Action)
 	}
 }
