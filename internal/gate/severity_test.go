@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -503,5 +504,37 @@ func TestJudgeRequest(t *testing.T) {
 	}
 	if req.Reasoning != "charged twice" || !strings.Contains(req.Action, `"action_type":"refund"`) || !strings.Contains(req.Action, `"customer_id":"c1"`) {
 		t.Errorf("reasoning %q, action %s", req.Reasoning, req.Action)
+	}
+}
+
+// Rules read each piece of evidence: its tool, sequence, result and
+// arguments as JSON values, its error; a failed read has no result.
+func TestRulesReadEvidence(t *testing.T) {
+	amount := 10.0
+	ev := []pub.Evidence{
+		{Tool: "lookup", Arguments: json.RawMessage(`{"id":"c1"}`), Result: json.RawMessage(`{"tier":"gold"}`), Provenance: pub.Provenance{Sequence: 1, ObservedAt: time.Now()}},
+		{Tool: "ledger", Arguments: json.RawMessage(`["x"]`), Error: "timeout", Provenance: pub.Provenance{Sequence: 2, ObservedAt: time.Now(), Truncated: true, OriginalBytes: 9}},
+	}
+	for _, tc := range []struct {
+		when string
+		hold bool
+	}{
+		{`evidence.exists(e, e.tool == "lookup" && e.seq == 1 && e.result.tier == "gold" && e.arguments.id == "c1")`, true},
+		{`evidence.exists(e, e.tool == "ledger" && e.error == "timeout" && !has(e.result) && e.arguments[0] == "x" && e.truncated)`, true},
+		{`evidence.exists(e, e.tool == "lookup" && e.error != "")`, false},
+	} {
+		t.Run(tc.when, func(t *testing.T) {
+			f := newFixture(t, nil)
+			f.rules(`{"rules": [{"id": "ev", "text": "t", "when": ` + strconv.Quote(tc.when) + `, "verdict": "hold"}]}`)
+			f.open("s1", 300, false)
+			raw, err := json.Marshal(pub.Action{ActionID: "a1", ActionType: "refund", TenantID: "acme", TeamID: "support", AgentID: "refund-bot",
+				SessionID: "s1", Context: pub.CSContext{CustomerID: "c1", Amount: &amount}, Evidence: ev})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v := f.submit(raw, false); (v.Verdict == pub.Hold) != tc.hold || (v.Verdict != pub.Hold && v.Verdict != pub.Pass) {
+				t.Fatalf("%+v, want hold=%v", v, tc.hold)
+			}
+		})
 	}
 }
