@@ -620,6 +620,9 @@ func TestWaitCancelled(t *testing.T) {
 	if !errors.As(werr, &k) || k.Reason != gate.ReasonOperatorTimeout || !errors.Is(werr, context.DeadlineExceeded) || ran.Load() != 0 {
 		t.Fatalf("err = %v", werr)
 	}
+	if k.Rationale != "the caller stopped waiting for an operator" {
+		t.Fatalf("rationale %q", k.Rationale)
+	}
 	// The session was ended although the run's context had ended.
 	if f.count("POST /sessions/end") != 1 {
 		t.Fatal("the session was not ended")
@@ -690,5 +693,75 @@ func skewed(h handler, value string, path ...string) handler {
 		}
 		rep.body = string(b)
 		return rep
+	}
+}
+
+// A hold the client gives up on says why, with the hold's own rationale.
+func TestWaitGivesUp(t *testing.T) {
+	f := newFake(t, map[string]handler{
+		"POST /actions":      verdict(gate.Verdict{Verdict: gate.Hold, RuleIDCited: "AP-2", Rationale: "bank details changed", Hold: pending(0.1)}),
+		"POST /actions/wait": hang,
+	})
+	c, _ := f.client(nil)
+	err := writeIn(c, fresh, gate.Write(c, gate.WriteSpec[refund]{ActionType: "x", Context: refundContext},
+		func(ctx context.Context, a refund) (string, error) { t.Error("the write ran"); return "", nil }))
+	var k *gate.KillError
+	if !errors.As(err, &k) || k.Reason != gate.ReasonOperatorTimeout || k.Rationale != "no operator decided within the hold window (held: bank details changed)" {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// A long-poll that fails with a transient fault, or a 5xx without the
+// gate's reason, is asked again, waitRounds times at most; a refusal with
+// the gate's reason ends the write with it; an answer that comes a little
+// after the poll's timeout is still read.
+func TestWaitRetries(t *testing.T) {
+	approved := verdict(gate.Verdict{Verdict: gate.Pass, Hold: &gate.HoldStatus{State: gate.HoldApproved, WindowS: 60}})
+	late := func(n int, r *http.Request, body []byte) reply {
+		var req gate.WaitRequest
+		json.Unmarshal(body, &req)
+		select {
+		case <-time.After(time.Duration(req.TimeoutS*float64(time.Second)) + 50*time.Millisecond):
+		case <-r.Context().Done():
+		}
+		return approved(n, r, body)
+	}
+	for _, tc := range []struct {
+		name   string
+		wait   handler
+		ran    bool
+		reason gate.Reason
+		polls  int
+	}{
+		{"a 500, then the approval", seq(problem(500, ""), approved), true, "", 2},
+		{"a 503, then the approval", seq(problem(503, ""), approved), true, "", 2},
+		{"four 503s, then the approval", seq(problem(503, ""), problem(503, ""), problem(503, ""), problem(503, ""), approved), true, "", 5},
+		{"503 every time", problem(503, ""), false, gate.ReasonServerUnavailable, 5},
+		{"a 500 with the gate's reason", problem(500, gate.ReasonRulesUnavailable), false, gate.ReasonRulesUnavailable, 1},
+		{"a 503 with the gate's reason, every time", problem(503, gate.ReasonRulesUnavailable), false, gate.ReasonRulesUnavailable, 5},
+		{"an answer just after the poll's timeout", late, true, "", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t, map[string]handler{
+				"POST /actions":      verdict(gate.Verdict{Verdict: gate.Hold, RuleIDCited: "AP-2", Hold: pending(60)}),
+				"POST /actions/wait": tc.wait,
+				"POST /claims":       claimAnswer(*granted(1)), "POST /acks": ackOK,
+			})
+			c, _ := f.client(&gate.ClientOptions{WaitPoll: 100 * time.Millisecond,
+				Retry: &resilience.Policy{Attempts: 1, Base: time.Microsecond, Max: time.Microsecond, NoJitter: true}})
+			var ran atomic.Int32
+			err := writeIn(c, fresh, gate.Write(c, gate.WriteSpec[refund]{ActionType: "x", Context: refundContext},
+				func(ctx context.Context, a refund) (string, error) { ran.Add(1); return "", nil }))
+			if tc.ran != (ran.Load() == 1) || (tc.ran && err != nil) {
+				t.Fatalf("ran %d, err %v", ran.Load(), err)
+			}
+			var k *gate.KillError
+			if !tc.ran && (!errors.As(err, &k) || k.Reason != tc.reason) {
+				t.Fatalf("err = %v, want a kill with %s", err, tc.reason)
+			}
+			if n := f.count("POST /actions/wait"); n != tc.polls {
+				t.Fatalf("%d polls, want %d", n, tc.polls)
+			}
+		})
 	}
 }

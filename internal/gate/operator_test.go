@@ -122,3 +122,21 @@ func TestRestartAtGrace(t *testing.T) {
 		}
 	}
 }
+
+// A session ends completed or suspended, nothing else.
+func TestEndSessionStates(t *testing.T) {
+	f := newFixture(t, nil)
+	f.open("s1", 300, false)
+	for _, tc := range []struct {
+		state string
+		ok    bool
+	}{{"open", false}, {"bogus", false}, {"suspended", true}, {"completed", true}} {
+		err := f.svc.EndSession(context.Background(), agent, pub.SessionEnd{SessionID: "s1", State: pub.SessionEndState(tc.state)})
+		if (err == nil) != tc.ok || (!tc.ok && !errors.Is(err, ErrBadRequest)) {
+			t.Fatalf("end %s: %v", tc.state, err)
+		}
+		if sess, err := f.store.GetSession(context.Background(), "acme", "s1"); tc.ok && (err != nil || string(sess.State) != tc.state) {
+			t.Fatalf("after end %s: %s, %v", tc.state, sess.State, err)
+		}
+	}
+}
