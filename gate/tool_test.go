@@ -765,3 +765,22 @@ func TestWaitRetries(t *testing.T) {
 		})
 	}
 }
+
+// A gate that answers "still pending" at once is not polled in a busy
+// loop: the client pauses between such answers. (However slow the
+// machine, it can only poll less often than this bound allows.)
+func TestWaitPendingIsNotBusy(t *testing.T) {
+	held := verdict(gate.Verdict{Verdict: gate.Hold, RuleIDCited: "AP-2", Hold: pending(1)})
+	f := newFake(t, map[string]handler{"POST /actions": held, "POST /actions/wait": held})
+	c, _ := f.client(&gate.ClientOptions{WaitPoll: 10 * time.Second})
+	err := writeIn(c, fresh, gate.Write(c, gate.WriteSpec[refund]{ActionType: "x", Context: refundContext},
+		func(ctx context.Context, a refund) (string, error) { t.Error("the write ran"); return "", nil }))
+	var k *gate.KillError
+	if !errors.As(err, &k) || k.Reason != gate.ReasonOperatorTimeout {
+		t.Fatalf("err = %v", err)
+	}
+	// A 1 s window and 200 ms pauses: six polls at most, and a few spare.
+	if n := f.count("POST /actions/wait"); n > 10 {
+		t.Fatalf("%d polls within a 1 s hold window: the client spins", n)
+	}
+}

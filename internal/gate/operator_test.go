@@ -140,3 +140,12 @@ func TestEndSessionStates(t *testing.T) {
 		}
 	}
 }
+
+// An empty audit chain is an empty list, never null.
+func TestAuditEmpty(t *testing.T) {
+	f := newFixture(t, nil)
+	page, err := f.svc.Audit(context.Background(), 0, 10)
+	if err != nil || page.Entries == nil || len(page.Entries) != 0 || page.HeadSeq != 0 {
+		t.Fatalf("%+v, %v", page, err)
+	}
+}

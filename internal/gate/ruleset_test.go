@@ -129,3 +129,18 @@ func TestSubjectField(t *testing.T) {
 		}
 	}
 }
+
+// A rule set document may be MaxRuleSetBytes long, not a byte more.
+func TestRuleSetSizeLimit(t *testing.T) {
+	doc := `{"rules":[]}`
+	for _, tc := range []struct {
+		size int
+		ok   bool
+	}{{MaxRuleSetBytes, true}, {MaxRuleSetBytes + 1, false}} {
+		data := []byte(doc + strings.Repeat(" ", tc.size-len(doc)))
+		_, err := ParseRuleSet("acme", 1, data, nil)
+		if (err == nil) != tc.ok || (!tc.ok && !strings.Contains(err.Error(), "larger than")) {
+			t.Fatalf("%d bytes: %v", tc.size, err)
+		}
+	}
+}
