@@ -784,3 +784,32 @@ func TestWaitPendingIsNotBusy(t *testing.T) {
 		t.Fatalf("%d polls within a 1 s hold window: the client spins", n)
 	}
 }
+
+// The write ran whatever the acknowledgement says, but an answer about
+// another action or session is a failed acknowledgement: it is logged
+// for the operators who will see the action unconfirmed.
+func TestAckAnswerChecked(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ack  handler
+		warn bool
+	}{
+		{"the action's", ackOK, false},
+		{"another action's", skewed(ackOK, "po-9999", "action_id"), true},
+		{"another session's", skewed(ackOK, "other", "session_id"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t, map[string]handler{"POST /actions": passClaimed(4), "POST /acks": tc.ack})
+			c, logs := f.client(nil)
+			var ran atomic.Int32
+			err := writeIn(c, fresh, gate.Write(c, gate.WriteSpec[refund]{ActionType: "x", Context: refundContext},
+				func(ctx context.Context, a refund) (string, error) { ran.Add(1); return "", nil }))
+			if err != nil || ran.Load() != 1 {
+				t.Fatalf("ran %d, err %v", ran.Load(), err)
+			}
+			if got := strings.Contains(logs.String(), "its acknowledgement failed"); got != tc.warn {
+				t.Fatalf("warned %v, want %v: %s", got, tc.warn, logs.String())
+			}
+		})
+	}
+}
