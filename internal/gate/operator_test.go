@@ -149,3 +149,69 @@ func TestAuditEmpty(t *testing.T) {
 		t.Fatalf("%+v, %v", page, err)
 	}
 }
+
+// Zero or negative options mean the defaults; set ones are kept.
+func TestOptionDefaults(t *testing.T) {
+	store := openStore(t)
+	def := Options{HoldWindow: DefaultHoldWindow, RestartGrace: DefaultRestartGrace, ClaimTimeout: DefaultClaimTimeout,
+		CommitmentVersion: DefaultCommitmentVersion, MaxWait: DefaultMaxWait, RuleRefresh: DefaultRuleRefresh, SweepEvery: DefaultSweepEvery}
+	set := Options{HoldWindow: 1, RestartGrace: 2, ClaimTimeout: 3, CommitmentVersion: "7", MaxWait: 4, RuleRefresh: 5, SweepEvery: 6}
+	for _, tc := range []struct {
+		name string
+		in   *Options
+		want Options
+	}{
+		{"nil", nil, def},
+		{"zero", &Options{}, def},
+		{"negative", &Options{HoldWindow: -1, RestartGrace: -1, ClaimTimeout: -1, MaxWait: -1, RuleRefresh: -1, SweepEvery: -1}, def},
+		{"set", &set, set},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := New(store, tc.in).o
+			got := Options{HoldWindow: o.HoldWindow, RestartGrace: o.RestartGrace, ClaimTimeout: o.ClaimTimeout,
+				CommitmentVersion: o.CommitmentVersion, MaxWait: o.MaxWait, RuleRefresh: o.RuleRefresh, SweepEvery: o.SweepEvery}
+			if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", tc.want) {
+				t.Fatalf("options %+v, want %+v", got, tc.want)
+			}
+			if o.Now == nil || o.Logger == nil {
+				t.Fatal("no clock or logger")
+			}
+		})
+	}
+}
+
+// A hold the sweeper expires wakes its long-polls at once: with the
+// re-read an hour away, only the wake-up ends the wait in time.
+func TestExpiryWakesWaiters(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, &Options{MaxWait: time.Hour})
+	f.svc.recheck = time.Hour
+	f.rules(refundRules)
+	f.open("s1", 3600, false)
+	f.submit(action("s1", "big", "refund", 900, "c1", false), false)
+	done := make(chan pub.Verdict, 1)
+	go func() {
+		v, err := f.svc.Wait(ctx, agent, pub.WaitRequest{SessionID: "s1", ActionID: "big"})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- v
+	}()
+	waitUntil(t, "the long-poll to wait", func() bool { return f.svc.waiting("s1", "big") })
+	f.clk.add(time.Hour)
+	if err := f.svc.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case v := <-done:
+		if v.Verdict != pub.Kill || v.Reason != pub.ReasonOperatorTimeout {
+			t.Fatalf("wait: %+v", v)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the expiry did not wake the long-poll")
+	}
+	// The verdict stands under this release's commitment version.
+	if rec, err := f.store.GetAction(ctx, "acme", "s1", "big"); err != nil || rec.CommitmentVersion != DefaultCommitmentVersion {
+		t.Fatalf("commitment version %q, %v", rec.CommitmentVersion, err)
+	}
+}
