@@ -162,6 +162,18 @@ func (a *Action) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// DecodeActionUnvalidated decodes a submitted action as strictly as
+// DecodeAction and leaves Validate to the caller: the gate fills in what
+// the caller's token and session establish (an omitted agent_id or
+// team_id) before it validates.
+func DecodeActionUnvalidated(data []byte) (Action, error) {
+	var a Action
+	if err := decodeStrict(data, &a); err != nil {
+		return Action{}, fmt.Errorf("gate: decode action: %w", err)
+	}
+	return a, nil
+}
+
 // DecodeAction decodes and validates a submitted action strictly:
 // duplicate member names anywhere (evidence included), unknown fields
 // outside a generic context's extras, and trailing data are refused.

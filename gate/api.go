@@ -9,7 +9,9 @@ import (
 // The gate's HTTP API, under APIPath on a NovaOS server. Every body is
 // JSON; every error is an RFC 9457 problem (application/problem+json)
 // whose "reason" member, when present, is a Reason. Agents call with a
-// platform token carrying ScopeSubmit; the tenant is the token's.
+// platform token carrying ScopeSubmit; the tenant and the agent are the
+// token's (an agent_id naming another agent is refused, 403), and an
+// agent acts only in the sessions it opened.
 //
 //	POST /api/v1/gate/sessions        SessionRequest → SessionInfo (201 new, 200 attached)
 //	POST /api/v1/gate/sessions/end    SessionEnd → 204

@@ -146,6 +146,17 @@ func (r *SessionRequest) Validate() error {
 	return nil
 }
 
+// DecodeSessionRequestUnvalidated decodes a session request as strictly
+// as DecodeSessionRequest and leaves Validate to the caller: the gate
+// fills an omitted agent_id with its token's before it validates.
+func DecodeSessionRequestUnvalidated(data []byte) (SessionRequest, error) {
+	var r SessionRequest
+	if err := decodeStrict(data, &r); err != nil {
+		return SessionRequest{}, fmt.Errorf("gate: decode session request: %w", err)
+	}
+	return r, nil
+}
+
 // DecodeSessionRequest decodes a session request strictly.
 func DecodeSessionRequest(data []byte) (SessionRequest, error) {
 	var r SessionRequest
@@ -225,12 +236,11 @@ type sessionState struct {
 	// on the way out so the retry can attach).
 	park bool
 	// calls counts the session's tool calls (reads and writes) for
-	// Provenance.Sequence; evidence is the buffer of reads, evBytes its
-	// size and dropped how many reads the bounds pushed out.
+	// Provenance.Sequence; evidence is the buffer of reads and evBytes
+	// its size.
 	calls    int
 	evidence []Evidence
 	evBytes  int
-	dropped  int
 }
 
 // WithSession returns a context carrying s. Everything run under it is

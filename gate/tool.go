@@ -99,7 +99,6 @@ func recordRead(ctx context.Context, name, callID string, args, result any, read
 		old := st.evidence[0]
 		st.evBytes -= len(old.Arguments) + len(old.Result) + len(old.Error)
 		st.evidence = st.evidence[1:]
-		st.dropped++
 	}
 }
 

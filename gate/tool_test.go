@@ -297,6 +297,24 @@ func TestWriteFailsClosed(t *testing.T) {
 		{"answer over the read limit", map[string]handler{"POST /actions": raw(200, big)}, nil, gate.ReasonProtocol},
 		{"another action's verdict", map[string]handler{"POST /actions": raw(200,
 			`{"action_id":"po-9999","session_id":"other","verdict":"pass","claim":{"session_id":"other","action_id":"po-9999","status":"granted","fencing_token":1,"claimed_at":"2026-09-03T02:00:00Z"}}`)}, nil, gate.ReasonProtocol},
+		{"a verdict for another session", map[string]handler{"POST /actions": skewed(passClaimed(1), "other", "session_id")}, nil, gate.ReasonProtocol},
+		{"a verdict for another action", map[string]handler{"POST /actions": skewed(passClaimed(1), "po-9999", "action_id")}, nil, gate.ReasonProtocol},
+		{"a claim in the verdict for another session", map[string]handler{"POST /actions": skewed(passClaimed(1), "other", "claim", "session_id")}, nil, gate.ReasonProtocol},
+		{"a claim in the verdict for another action", map[string]handler{"POST /actions": skewed(passClaimed(1), "po-9999", "claim", "action_id")}, nil, gate.ReasonProtocol},
+		{"the claim answers another session", map[string]handler{
+			"POST /actions": verdict(gate.Verdict{Verdict: gate.Pass}), "POST /claims": skewed(claimAnswer(*granted(1)), "other", "session_id"),
+		}, nil, gate.ReasonProtocol},
+		{"the claim answers another action", map[string]handler{
+			"POST /actions": verdict(gate.Verdict{Verdict: gate.Pass}), "POST /claims": skewed(claimAnswer(*granted(1)), "po-9999", "action_id"),
+		}, nil, gate.ReasonProtocol},
+		{"the wait answers another session", map[string]handler{
+			"POST /actions": held, "POST /actions/wait": skewed(verdict(gate.Verdict{Verdict: gate.Pass, Hold: &gate.HoldStatus{State: gate.HoldApproved, WindowS: 60}}), "other", "session_id"),
+			"POST /claims": claimAnswer(*granted(1)),
+		}, nil, gate.ReasonProtocol},
+		{"the wait answers another action", map[string]handler{
+			"POST /actions": held, "POST /actions/wait": skewed(verdict(gate.Verdict{Verdict: gate.Pass, Hold: &gate.HoldStatus{State: gate.HoldApproved, WindowS: 60}}), "po-9999", "action_id"),
+			"POST /claims": claimAnswer(*granted(1)),
+		}, nil, gate.ReasonProtocol},
 		{"a granted claim without a fencing token", map[string]handler{"POST /actions": verdict(gate.Verdict{Verdict: gate.Pass,
 			Claim: &gate.Claim{Status: gate.ClaimGranted, ClaimedAt: &t0}})}, nil, gate.ReasonProtocol},
 		{"empty 200", map[string]handler{"POST /actions": raw(200, ``)}, nil, gate.ReasonProtocol},
@@ -526,11 +544,13 @@ func TestContextBuilderFailsClosed(t *testing.T) {
 	}
 }
 
-// A write waiting on a hold wakes as soon as the long-poll answers: well
-// within a second of the approval.
+// A write waiting on a hold wakes as soon as the long-poll answers: the
+// approval lands in the middle of the second poll, and that poll's
+// answer runs the write (no further poll, no pause in between).
 func TestWaitWakesOnApproval(t *testing.T) {
 	decided := make(chan struct{})
-	var approvedAt atomic.Int64
+	secondPoll := make(chan struct{})
+	var approved atomic.Bool
 	f := newFake(t, map[string]handler{
 		"POST /actions": verdict(gate.Verdict{Verdict: gate.Hold, RuleIDCited: "AP-2", Hold: pending(60)}),
 		"POST /actions/wait": func(n int, r *http.Request, body []byte) reply {
@@ -539,37 +559,44 @@ func TestWaitWakesOnApproval(t *testing.T) {
 			if req.TimeoutS <= 0 {
 				t.Errorf("wait without a timeout: %s", body)
 			}
+			if n == 2 {
+				close(secondPoll)
+			}
 			select {
 			case <-decided:
 				return verdict(gate.Verdict{Verdict: gate.Pass, Hold: &gate.HoldStatus{State: gate.HoldApproved, WindowS: 60}})(n, r, body)
 			case <-time.After(time.Duration(req.TimeoutS * float64(time.Second))):
 				return verdict(gate.Verdict{Verdict: gate.Hold, RuleIDCited: "AP-2", Hold: pending(60)})(n, r, body)
+			case <-r.Context().Done():
+				return reply{status: http.StatusServiceUnavailable}
 			}
 		},
 		"POST /claims": claimAnswer(*granted(2)), "POST /acks": ackOK,
 	})
-	// Polls of 300 ms: the approval lands mid-poll, after a few polls.
+	// Polls of 300 ms: the first one times out pending.
 	c, _ := f.client(&gate.ClientOptions{WaitPoll: 300 * time.Millisecond})
-	var ranAt atomic.Int64
+	var ranBeforeApproval, ran atomic.Int32
 	write := gate.Write(c, gate.WriteSpec[refund]{ActionType: "issue_refund", Context: refundContext},
 		func(ctx context.Context, a refund) (string, error) {
-			ranAt.Store(time.Now().UnixNano())
+			ran.Add(1)
+			if !approved.Load() {
+				ranBeforeApproval.Add(1)
+			}
 			return "", nil
 		})
 	go func() {
-		time.Sleep(700 * time.Millisecond)
-		approvedAt.Store(time.Now().UnixNano())
+		<-secondPoll
+		approved.Store(true)
 		close(decided)
 	}()
 	if err := writeIn(c, fresh, write); err != nil {
 		t.Fatal(err)
 	}
-	lag := time.Duration(ranAt.Load() - approvedAt.Load())
-	if ranAt.Load() == 0 || lag > time.Second || lag < 0 {
-		t.Fatalf("the write ran %v after the approval", lag)
+	if ran.Load() != 1 || ranBeforeApproval.Load() != 0 {
+		t.Fatalf("the write ran %d times, %d before the approval", ran.Load(), ranBeforeApproval.Load())
 	}
-	if n := f.count("POST /actions/wait"); n < 2 {
-		t.Fatalf("%d polls; the approval should have come mid-poll after the first", n)
+	if n := f.count("POST /actions/wait"); n != 2 {
+		t.Fatalf("%d polls, want 2: the approval landed mid-poll in the second", n)
 	}
 }
 
@@ -592,6 +619,9 @@ func TestWaitCancelled(t *testing.T) {
 	var k *gate.KillError
 	if !errors.As(werr, &k) || k.Reason != gate.ReasonOperatorTimeout || !errors.Is(werr, context.DeadlineExceeded) || ran.Load() != 0 {
 		t.Fatalf("err = %v", werr)
+	}
+	if k.Rationale != "the caller stopped waiting for an operator" {
+		t.Fatalf("rationale %q", k.Rationale)
 	}
 	// The session was ended although the run's context had ended.
 	if f.count("POST /sessions/end") != 1 {
@@ -640,5 +670,146 @@ func TestClientHoldTimeoutsDoNotOpenTheBreaker(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// skewed answers as h does, with the member at path set to value: an
+// answer about another session or action than the one asked about.
+func skewed(h handler, value string, path ...string) handler {
+	return func(n int, r *http.Request, body []byte) reply {
+		rep := h(n, r, body)
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(rep.body), &doc); err != nil {
+			panic(err)
+		}
+		m := doc
+		for _, k := range path[:len(path)-1] {
+			m = m[k].(map[string]any)
+		}
+		m[path[len(path)-1]] = value
+		b, err := json.Marshal(doc)
+		if err != nil {
+			panic(err)
+		}
+		rep.body = string(b)
+		return rep
+	}
+}
+
+// A hold the client gives up on says why, with the hold's own rationale.
+func TestWaitGivesUp(t *testing.T) {
+	f := newFake(t, map[string]handler{
+		"POST /actions":      verdict(gate.Verdict{Verdict: gate.Hold, RuleIDCited: "AP-2", Rationale: "bank details changed", Hold: pending(0.1)}),
+		"POST /actions/wait": hang,
+	})
+	c, _ := f.client(nil)
+	err := writeIn(c, fresh, gate.Write(c, gate.WriteSpec[refund]{ActionType: "x", Context: refundContext},
+		func(ctx context.Context, a refund) (string, error) { t.Error("the write ran"); return "", nil }))
+	var k *gate.KillError
+	if !errors.As(err, &k) || k.Reason != gate.ReasonOperatorTimeout || k.Rationale != "no operator decided within the hold window (held: bank details changed)" {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// A long-poll that fails with a transient fault, or a 5xx without the
+// gate's reason, is asked again, waitRounds times at most; a refusal with
+// the gate's reason ends the write with it; an answer that comes a little
+// after the poll's timeout is still read.
+func TestWaitRetries(t *testing.T) {
+	approved := verdict(gate.Verdict{Verdict: gate.Pass, Hold: &gate.HoldStatus{State: gate.HoldApproved, WindowS: 60}})
+	late := func(n int, r *http.Request, body []byte) reply {
+		var req gate.WaitRequest
+		json.Unmarshal(body, &req)
+		select {
+		case <-time.After(time.Duration(req.TimeoutS*float64(time.Second)) + 50*time.Millisecond):
+		case <-r.Context().Done():
+		}
+		return approved(n, r, body)
+	}
+	for _, tc := range []struct {
+		name   string
+		wait   handler
+		ran    bool
+		reason gate.Reason
+		polls  int
+	}{
+		{"a 500, then the approval", seq(problem(500, ""), approved), true, "", 2},
+		{"a 503, then the approval", seq(problem(503, ""), approved), true, "", 2},
+		{"four 503s, then the approval", seq(problem(503, ""), problem(503, ""), problem(503, ""), problem(503, ""), approved), true, "", 5},
+		{"503 every time", problem(503, ""), false, gate.ReasonServerUnavailable, 5},
+		{"a 500 with the gate's reason", problem(500, gate.ReasonRulesUnavailable), false, gate.ReasonRulesUnavailable, 1},
+		{"a 503 with the gate's reason, every time", problem(503, gate.ReasonRulesUnavailable), false, gate.ReasonRulesUnavailable, 5},
+		{"an answer just after the poll's timeout", late, true, "", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t, map[string]handler{
+				"POST /actions":      verdict(gate.Verdict{Verdict: gate.Hold, RuleIDCited: "AP-2", Hold: pending(60)}),
+				"POST /actions/wait": tc.wait,
+				"POST /claims":       claimAnswer(*granted(1)), "POST /acks": ackOK,
+			})
+			c, _ := f.client(&gate.ClientOptions{WaitPoll: 100 * time.Millisecond,
+				Retry: &resilience.Policy{Attempts: 1, Base: time.Microsecond, Max: time.Microsecond, NoJitter: true}})
+			var ran atomic.Int32
+			err := writeIn(c, fresh, gate.Write(c, gate.WriteSpec[refund]{ActionType: "x", Context: refundContext},
+				func(ctx context.Context, a refund) (string, error) { ran.Add(1); return "", nil }))
+			if tc.ran != (ran.Load() == 1) || (tc.ran && err != nil) {
+				t.Fatalf("ran %d, err %v", ran.Load(), err)
+			}
+			var k *gate.KillError
+			if !tc.ran && (!errors.As(err, &k) || k.Reason != tc.reason) {
+				t.Fatalf("err = %v, want a kill with %s", err, tc.reason)
+			}
+			if n := f.count("POST /actions/wait"); n != tc.polls {
+				t.Fatalf("%d polls, want %d", n, tc.polls)
+			}
+		})
+	}
+}
+
+// A gate that answers "still pending" at once is not polled in a busy
+// loop: the client pauses between such answers. (However slow the
+// machine, it can only poll less often than this bound allows.)
+func TestWaitPendingIsNotBusy(t *testing.T) {
+	held := verdict(gate.Verdict{Verdict: gate.Hold, RuleIDCited: "AP-2", Hold: pending(1)})
+	f := newFake(t, map[string]handler{"POST /actions": held, "POST /actions/wait": held})
+	c, _ := f.client(&gate.ClientOptions{WaitPoll: 10 * time.Second})
+	err := writeIn(c, fresh, gate.Write(c, gate.WriteSpec[refund]{ActionType: "x", Context: refundContext},
+		func(ctx context.Context, a refund) (string, error) { t.Error("the write ran"); return "", nil }))
+	var k *gate.KillError
+	if !errors.As(err, &k) || k.Reason != gate.ReasonOperatorTimeout {
+		t.Fatalf("err = %v", err)
+	}
+	// A 1 s window and 200 ms pauses: six polls at most, and a few spare.
+	if n := f.count("POST /actions/wait"); n > 10 {
+		t.Fatalf("%d polls within a 1 s hold window: the client spins", n)
+	}
+}
+
+// The write ran whatever the acknowledgement says, but an answer about
+// another action or session is a failed acknowledgement: it is logged
+// for the operators who will see the action unconfirmed.
+func TestAckAnswerChecked(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ack  handler
+		warn bool
+	}{
+		{"the action's", ackOK, false},
+		{"another action's", skewed(ackOK, "po-9999", "action_id"), true},
+		{"another session's", skewed(ackOK, "other", "session_id"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t, map[string]handler{"POST /actions": passClaimed(4), "POST /acks": tc.ack})
+			c, logs := f.client(nil)
+			var ran atomic.Int32
+			err := writeIn(c, fresh, gate.Write(c, gate.WriteSpec[refund]{ActionType: "x", Context: refundContext},
+				func(ctx context.Context, a refund) (string, error) { ran.Add(1); return "", nil }))
+			if err != nil || ran.Load() != 1 {
+				t.Fatalf("ran %d, err %v", ran.Load(), err)
+			}
+			if got := strings.Contains(logs.String(), "its acknowledgement failed"); got != tc.warn {
+				t.Fatalf("warned %v, want %v: %s", got, tc.warn, logs.String())
+			}
+		})
 	}
 }

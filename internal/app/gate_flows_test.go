@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -362,7 +363,8 @@ func TestGateHoldSurvivesRestart(t *testing.T) {
 	const tenant = "restart"
 	e.rules(tenant, holdOver...)
 	// Long-polls longer than the whole test: only the shutdown can end one.
-	c := e.client(tenant, gate.ScopeSubmit, nil, &gate.ClientOptions{WaitPoll: time.Minute})
+	var sent atomic.Int64
+	c := e.client(tenant, gate.ScopeSubmit, &sent, &gate.ClientOptions{WaitPoll: time.Minute})
 	var eff effects
 	done := make(chan error, 1)
 	go func() {
@@ -370,9 +372,16 @@ func TestGateHoldSurvivesRestart(t *testing.T) {
 	}()
 	f := &fault{t: t, tenant: tenant, sid: "s1"}
 	f.waitHeld(e, "a1")
-	time.Sleep(100 * time.Millisecond) // the write is in its long-poll
-	// A long-poll that held the shutdown up would outlast stop's 15s
-	// deadline (it lasts up to MaxWait, 30s), and stop fails the test.
+	// The write is in its long-poll once it sent its third request (open,
+	// submit, wait). A poll the shutdown did not end would outlast stop's
+	// 15 s deadline (the gate's MaxWait is 30 s), and stop reports that.
+	deadline := time.Now().Add(30 * time.Second)
+	for sent.Load() < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the write sent %d requests, never its long-poll", sent.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
 	e.stop()
 	e.start()
 	if _, err := decideWhenHeld(t.Context(), e.operator(tenant), "s1", "a1", gate.DecisionApprove); err != nil {
@@ -475,9 +484,12 @@ func TestGateShadowRules(t *testing.T) {
 
 // execution_unconfirmed is never retried on its own: after a crash between
 // claim and acknowledgement every resume is refused until an operator
-// says the write did not land; then one resume runs it, once.
+// says the write did not land; then one resume runs it, once. The
+// operator sees it, and may settle it, only once the claim timeout has
+// passed: until then its claimant may still be writing.
 func TestGateOperatorSettlesUnconfirmed(t *testing.T) {
-	e := startGate(t, gatesvc.Options{})
+	clk := &gateClock{t: time.Now().UTC()}
+	e := startGate(t, gatesvc.Options{Now: clk.now, ClaimTimeout: time.Minute})
 	const tenant, sid = "settle", "s1"
 	r := refund{ID: "po-5", Record: "c1", Amount: 5}
 	tok := e.token(tenant, gate.ScopeSubmit)
@@ -499,6 +511,18 @@ func TestGateOperatorSettlesUnconfirmed(t *testing.T) {
 	}
 	if n := eff.n.Load(); n != 0 {
 		t.Fatalf("an unconfirmed write was retried %d times", n)
+	}
+	if list, err := e.operator(tenant).ListActions(t.Context(), nil); err != nil || len(list.Actions) != 0 {
+		t.Fatalf("operator list %+v, %v; want nothing while the claim is live", list, err)
+	}
+	_, err := e.operator(tenant).Decide(t.Context(), sid, r.ID, gate.OperatorDecision{Decision: gate.DecisionConfirmNotExecuted})
+	var p *gate.Problem
+	if !errors.As(err, &p) || p.Status != http.StatusConflict || !strings.Contains(p.Detail, "claim timeout") {
+		t.Fatalf("confirm on a live claim: %v, want a 409 problem naming the claim timeout", err)
+	}
+	clk.add(time.Minute)
+	if err := runOne(t.Context(), c, s, refundSpec, eff.fn, r); wantKill(t, err, "").Verdict != gate.ExecutionUnconfirmed {
+		t.Fatalf("resume past the claim timeout: %v, want execution_unconfirmed", err)
 	}
 	list, err := e.operator(tenant).ListActions(t.Context(), nil)
 	if err != nil || len(list.Actions) != 1 || list.Actions[0].State != gate.ActionUnconfirmed {

@@ -394,3 +394,21 @@ func (f *fakeJudge) calls(mode string) int {
 var discard = slog.New(slog.DiscardHandler)
 
 var noRetry = &resilience.Policy{Attempts: 1}
+
+// gateClock is a gate's clock that moves only when a test moves it.
+type gateClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *gateClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *gateClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}

@@ -140,7 +140,10 @@ func (f *gateFixture) noGateToken(t *testing.T) {
 }
 
 func TestGateOperatorCommands(t *testing.T) {
-	f := newGateFixture(t)
+	// Every claim is past a 1ns claim timeout by the next request, so an
+	// unacknowledged one is the operator's at once (TestGateConfirmLiveClaim
+	// covers a live one).
+	f := newGateFixture(t, "--gate-claim-timeout", "1ns")
 	for _, a := range []string{"a1", "a2", "a3"} {
 		if v := f.submit(t, "s1", a, 250); v.Verdict != gate.Hold || v.RuleIDCited != "big-refund" {
 			t.Fatalf("submit %s: %+v, want a hold citing big-refund", a, v)
@@ -219,7 +222,8 @@ func TestGateOperatorCommands(t *testing.T) {
 	}
 
 	// The approved action is claimed, then claimed again without its
-	// acknowledgement: it is unconfirmed, for an operator to settle.
+	// acknowledgement past the claim timeout: it is unconfirmed, for an
+	// operator to settle.
 	for range 2 {
 		var cl gate.Claim
 		if code := f.api(t, "/claims", gate.ClaimRequest{SessionID: "s1", ActionID: "a1"}, &cl); code != http.StatusOK {
@@ -516,5 +520,37 @@ func TestGateUsageErrors(t *testing.T) {
 				t.Error("the output shows a token")
 			}
 		})
+	}
+}
+
+// A claim within the claim timeout may still be running: a duplicate
+// claim leaves it off the operator's list, and confirming it either way
+// is refused (409), so no second claim can be granted.
+func TestGateConfirmLiveClaim(t *testing.T) {
+	f := newGateFixture(t)
+	if v := f.submit(t, "s1", "a1", 20); v.Verdict != gate.Pass {
+		t.Fatalf("submit: %+v, want a pass", v)
+	}
+	for i := range 2 {
+		var cl gate.Claim
+		if code := f.api(t, "/claims", gate.ClaimRequest{SessionID: "s1", ActionID: "a1"}, &cl); code != http.StatusOK {
+			t.Fatalf("claim %d: %d %+v", i, code, cl)
+		}
+		if want := []gate.ClaimStatus{gate.ClaimGranted, gate.ClaimExecutionUnconfirmed}[i]; cl.Status != want {
+			t.Fatalf("claim %d: %s, want %s", i, cl.Status, want)
+		}
+	}
+	code, out, _ := f.run(t, nil, "gate", "list", "--state", "unconfirmed", "--url", f.base, "--token-file", f.tokenFile)
+	if code != exitOK || strings.Contains(out, "a1") {
+		t.Fatalf("list unconfirmed during a live claim: %d\n%s", code, out)
+	}
+	for _, flag := range []string{"--not-executed", "--executed"} {
+		code, _, errOut := f.run(t, nil, "gate", "confirm", "s1", "a1", flag, "--url", f.base, "--token-file", f.tokenFile)
+		if code != exitFail || !strings.Contains(errOut, "409 Conflict") || !strings.Contains(errOut, "claim timeout") {
+			t.Fatalf("confirm %s on a live claim: %d %q", flag, code, errOut)
+		}
+	}
+	if r := f.record(t, "s1", "a1"); r.State != gate.ActionClaimed || r.FencingToken != 1 {
+		t.Fatalf("a1: %s with token %d, want still claimed with token 1", r.State, r.FencingToken)
 	}
 }

@@ -15,6 +15,10 @@ import (
 type Caller struct {
 	// Tenant is the token's tenant; empty for the server's admin.
 	Tenant string
+	// Agent is the token's agent (its agent_id claim); empty for the
+	// server's admin. Sessions, and the actions in them, are the agent's
+	// that opened them: an agent acts only in its own.
+	Agent string
 	// Actor names the caller in the audit (a token subject, "admin").
 	Actor string
 	// Admin is the server's admin token (or a loopback operator when the
@@ -36,12 +40,42 @@ func (c *Caller) tenantOK(tenant string) error {
 	return fmt.Errorf("%w: tenant %q is not the token's", ErrForbidden, tenant)
 }
 
+// agentOK fills an omitted agent id with the token's and refuses one
+// that names another agent: the acting agent comes from the verified
+// token, never from the body. The server's admin names the agent itself.
+func (c *Caller) agentOK(agent *string) error {
+	switch {
+	case c.Admin:
+		return nil
+	case c.Agent == "":
+		return fmt.Errorf("%w: the token names no agent (agent_id): only an agent's token opens sessions and submits actions", ErrForbidden)
+	case *agent == "":
+		*agent = c.Agent
+	case *agent != c.Agent:
+		return fmt.Errorf("%w: agent_id %q is not the token's agent %q", ErrForbidden, *agent, c.Agent)
+	}
+	return nil
+}
+
+// owns refuses an agent acting in a session another agent opened (owner
+// is the session's agent, or the agent of an action in it). The server's
+// admin acts in any session.
+func (c *Caller) owns(owner, session string) error {
+	if c.Admin || (c.Agent != "" && c.Agent == owner) {
+		return nil
+	}
+	return fmt.Errorf("%w: session %q belongs to agent %q, not the token's agent %q", ErrForbidden, session, owner, c.Agent)
+}
+
 // Claim grants the right to execute a passed or approved action once: a
 // compare-and-set that issues the next fencing token.
 func (s *Service) Claim(ctx context.Context, c *Caller, req pub.ClaimRequest) (pub.Claim, error) {
 	rec, err := s.store.GetAction(ctx, c.Tenant, req.SessionID, req.ActionID)
 	if err != nil {
 		return pub.Claim{}, fmt.Errorf("gate: claim: %w", err)
+	}
+	if err := c.owns(rec.AgentID, rec.SessionID); err != nil {
+		return pub.Claim{}, err
 	}
 	cl, _, err := s.claim(ctx, c, rec)
 	return cl, err
@@ -73,6 +107,11 @@ func (s *Service) claim(ctx context.Context, c *Caller, rec pub.ActionRecord) (p
 			}
 			return *claimOf(out), out, nil
 		case pub.ActionClaimed:
+			if s.claimLive(rec, s.o.Now()) {
+				// Its holder may still be writing: this claimant is refused,
+				// and the claim is left alone until the claim timeout.
+				return pub.Claim{SessionID: rec.SessionID, ActionID: rec.ActionID, Status: pub.ClaimExecutionUnconfirmed}, rec, nil
+			}
 			out, err := s.markUnconfirmed(ctx, rec, "claimed again without an acknowledgement")
 			if errors.Is(err, pub.ErrConflict) {
 				rec = out
@@ -101,6 +140,9 @@ func (s *Service) Ack(ctx context.Context, c *Caller, req pub.AckRequest) (pub.A
 	rec, err := s.store.GetAction(ctx, c.Tenant, req.SessionID, req.ActionID)
 	if err != nil {
 		return pub.Ack{}, fmt.Errorf("gate: ack: %w", err)
+	}
+	if err := c.owns(rec.AgentID, rec.SessionID); err != nil {
+		return pub.Ack{}, err
 	}
 	for range 16 {
 		if req.FencingToken == 0 || req.FencingToken != rec.FencingToken {
@@ -147,6 +189,9 @@ func (s *Service) Wait(ctx context.Context, c *Caller, req pub.WaitRequest) (pub
 	for {
 		wake := s.waiters.add(key)
 		rec, err := s.store.GetAction(ctx, c.Tenant, req.SessionID, req.ActionID)
+		if err == nil {
+			err = c.owns(rec.AgentID, rec.SessionID)
+		}
 		if err != nil {
 			s.waiters.remove(key, wake)
 			return pub.Verdict{}, fmt.Errorf("gate: wait: %w", err)
@@ -155,9 +200,7 @@ func (s *Service) Wait(ctx context.Context, c *Caller, req pub.WaitRequest) (pub
 			s.waiters.remove(key, wake)
 			return verdictOf(rec), nil
 		}
-		// A decision made on another replica wakes no channel here; the
-		// re-read every second bounds how late it is seen.
-		recheck := time.Second
+		recheck := s.recheck
 		if !rec.HoldExpiresAt.IsZero() {
 			left := rec.HoldExpiresAt.Sub(s.o.Now())
 			if left <= 0 {

@@ -67,7 +67,7 @@ func (g *gateServer) restart(t testing.TB) {
 		t.Fatal(err)
 	}
 	auth := httpapi.AuthenticatorFunc(func(r *http.Request) (*httpapi.Caller, error) {
-		return &httpapi.Caller{Scheme: "test", Subject: "agent", Claims: &identity.Claims{TenantID: "acme",
+		return &httpapi.Caller{Scheme: "test", Subject: "agent", Claims: &identity.Claims{TenantID: "acme", AgentID: "po-agent",
 			Subject: "agent", Scopes: []string{pub.ScopeSubmit}}}, nil
 	})
 	g.mu.Lock()
@@ -180,7 +180,10 @@ func TestCrashInjection(t *testing.T) {
 		trials = 120
 	}
 	ctx := context.Background()
-	g := &gateServer{store: openStore(t), opts: Options{HoldIndefinite: true}}
+	// The gate's clock moves only when the operator lets a claim time out
+	// (the restart grace outlasts that, so restarts keep every hold).
+	clk := &clock{t: time.Now().UTC()}
+	g := &gateServer{store: openStore(t), opts: Options{HoldIndefinite: true, Now: clk.now, ClaimTimeout: time.Minute, RestartGrace: 24 * time.Hour}}
 	g.restart(t)
 	if _, err := g.service().PutRules(ctx, "acme", "admin", []byte(`{"rules":[
 		{"id":"big","text":"Hold refunds over 500.","when":"ctx.amount > 500.0","verdict":"hold"},
@@ -250,10 +253,20 @@ func TestCrashInjection(t *testing.T) {
 			}
 			// The operator's turn: decide holds, settle unconfirmed claims
 			// from the downstream's truth. A claim left without its ack is
-			// for the next run to find: it must turn it unconfirmed, never
-			// run the write again.
+			// for the next run to find: it must refuse it, never run the
+			// write again; once the claim timeout passes the sweeper hands
+			// it to the operator, who settles it.
 			if err == nil {
 				svc := g.service()
+				if rec.State == pub.ActionClaimed {
+					clk.add(g.opts.ClaimTimeout)
+					if err := svc.Sweep(ctx); err != nil {
+						t.Fatalf("trial %d: sweep: %v", trial, err)
+					}
+					if rec, err = g.store.GetAction(ctx, "acme", session, item.ID); err != nil {
+						t.Fatalf("trial %d: %v", trial, err)
+					}
+				}
 				switch rec.State {
 				case pub.ActionHeld:
 					d := pub.DecisionDeny

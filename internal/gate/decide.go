@@ -36,12 +36,22 @@ type inflight struct{ done chan struct{} }
 // its standing record. With claim set, a pass is claimed in the same step.
 func (s *Service) Submit(ctx context.Context, c *Caller, raw []byte, claim bool) (pub.Verdict, error) {
 	start := s.o.Now()
-	act, err := pub.DecodeAction(raw)
+	act, err := pub.DecodeActionUnvalidated(raw)
 	if err != nil {
 		return pub.Verdict{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
 	if err := c.tenantOK(act.TenantID); err != nil {
 		return pub.Verdict{}, err
+	}
+	if err := c.agentOK(&act.AgentID); err != nil {
+		return pub.Verdict{}, err
+	}
+	check := act
+	if check.TeamID == "" {
+		check.TeamID = "-" // the session's: filled in once it is read
+	}
+	if err := check.Validate(); err != nil {
+		return pub.Verdict{}, fmt.Errorf("%w: gate: decode action: %w", ErrBadRequest, err)
 	}
 	var wire struct {
 		Context json.RawMessage `json:"context"`
@@ -62,6 +72,21 @@ func (s *Service) Submit(ctx context.Context, c *Caller, raw []byte, claim bool)
 		return s.failStore(act, err), nil
 	case sess.State != pub.SessionStateOpen:
 		return pub.Verdict{}, fmt.Errorf("%w: session %q is %s: attach to re-open it", ErrSessionState, act.SessionID, sess.State)
+	}
+	// The rules read the session's agent and team: an action claiming
+	// another is refused, never judged under the name it gave.
+	if err := c.owns(sess.AgentID, sess.ID); err != nil {
+		return pub.Verdict{}, err
+	}
+	switch act.TeamID {
+	case "":
+		act.TeamID = sess.TeamID
+	case sess.TeamID:
+	default:
+		return pub.Verdict{}, fmt.Errorf("%w: team_id %q is not session %q's team %q", ErrForbidden, act.TeamID, sess.ID, sess.TeamID)
+	}
+	if act.AgentID != sess.AgentID {
+		return pub.Verdict{}, fmt.Errorf("%w: agent_id %q is not session %q's agent %q", ErrForbidden, act.AgentID, sess.ID, sess.AgentID)
 	}
 	key := actionKey{act.TenantID, act.SessionID, act.ActionID}
 	for {
@@ -142,6 +167,12 @@ func (s *Service) answerStanding(ctx context.Context, c *Caller, rec pub.ActionR
 		v.Claim = &cl
 		return v, nil
 	case pub.ActionClaimed:
+		if s.claimLive(rec, s.o.Now()) {
+			v := verdictOf(rec)
+			v.Verdict = pub.ExecutionUnconfirmed
+			v.Rationale = "another run holds the claim and has not acknowledged it; the write may be running"
+			return v, nil
+		}
 		rec2, err := s.markUnconfirmed(ctx, rec, "claimed again without an acknowledgement")
 		if err != nil && !errors.Is(err, pub.ErrConflict) {
 			return s.failStore(*act, err), nil

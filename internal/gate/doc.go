@@ -6,6 +6,8 @@
 // # A gated write's life
 //
 // An agent opens a session, then submits each write as an Action. The
+// agent is the verified token's (Caller.Agent), never the body's, and a
+// session and its actions are that agent's alone. The
 // service judges it in layers and records the decision durably before it
 // answers:
 //
@@ -32,7 +34,9 @@
 // claimed and issues the next fencing token, so one of any number of
 // concurrent claimers wins. The acknowledgement must present that token.
 // A claim found again without its acknowledgement (a crash between claim
-// and ack, or a duplicate run) becomes execution_unconfirmed, and only an
+// and ack, or a duplicate run) is refused as execution_unconfirmed. Once
+// the claim timeout has passed since the claim (and not before: its holder
+// may still be writing) the action becomes unconfirmed, and only an
 // operator settles it: confirm executed closes it, confirm not executed
 // makes it claimable again under a new token. Nothing is retried on its own.
 //

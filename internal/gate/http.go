@@ -86,7 +86,7 @@ func CallerOf(c *httpapi.Caller) *Caller {
 	if actor == "" {
 		actor = claims.AgentID
 	}
-	return &Caller{Tenant: claims.TenantID, Actor: actor, Grants: claims.HasScope}
+	return &Caller{Tenant: claims.TenantID, Agent: claims.AgentID, Actor: actor, Grants: claims.HasScope}
 }
 
 // caller returns the request's caller when it has scope, answering the
@@ -182,7 +182,7 @@ func (h *handler) openSession(w http.ResponseWriter, r *http.Request, c *Caller)
 	if err != nil {
 		return 0, nil, err
 	}
-	req, err := pub.DecodeSessionRequest(raw)
+	req, err := pub.DecodeSessionRequestUnvalidated(raw)
 	if err != nil {
 		return 0, nil, badRequest(err)
 	}

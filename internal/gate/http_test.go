@@ -28,7 +28,7 @@ func TestHTTPRefusals(t *testing.T) {
 			return nil, httpapi.ErrUnauthenticated
 		default: // "<tenant> <scope>"
 			tenant, scope, _ := strings.Cut(tok, " ")
-			return &httpapi.Caller{Scheme: "test", Claims: &identity.Claims{TenantID: tenant, Subject: "someone", Scopes: []string{scope}}}, nil
+			return &httpapi.Caller{Scheme: "test", Claims: &identity.Claims{TenantID: tenant, AgentID: "refund-bot", Subject: "someone", Scopes: []string{scope}}}, nil
 		}
 	})
 	srv := httptest.NewServer(f.svc.Handler(auth, &HandlerOptions{MaxBodyBytes: 8 << 10}))
@@ -58,6 +58,7 @@ func TestHTTPRefusals(t *testing.T) {
 		{"admin must name a tenant", "GET", "/actions/s1/held", "admin", "", 400, "?tenant="},
 		{"admin names one", "GET", "/actions/s1/held?tenant=acme", "admin", "", 200, `"state":"passed"`},
 		{"approve what is not held", "POST", "/actions/s1/held/decision", "acme gate:operate", `{"decision":"approve"}`, 409, "not held"},
+		{"confirm a live claim", "POST", "/actions/s1/a2/decision", "acme gate:operate", `{"decision":"confirm_not_executed"}`, 409, "its holder may still be writing"},
 		{"bad decision", "POST", "/actions/s1/held/decision", "acme gate:operate", `{"decision":"maybe"}`, 400, "decision"},
 		{"rules need admin scope", "PUT", "/rules", "acme gate:operate", `{"rules":[]}`, 403, "gate:admin"},
 		{"invalid rule set", "PUT", "/rules", "acme gate:admin", `{"rules":[{"id":"x","text":"x","when":"1 +","verdict":"kill"}]}`, 400, "invalid rule set"},

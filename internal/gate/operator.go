@@ -14,10 +14,18 @@ import (
 
 // OpenSession creates a session or, with attach, re-enters an existing
 // one (re-opening it when it was suspended or completed). The granted hold
-// window is the smaller of the deployment's and the declared one.
+// window is the smaller of the deployment's and the declared one. The
+// session is the token's agent's: an omitted agent_id is the token's, and
+// one naming another agent is refused.
 func (s *Service) OpenSession(ctx context.Context, c *Caller, req pub.SessionRequest) (pub.SessionInfo, bool, error) {
 	if err := c.tenantOK(req.TenantID); err != nil {
 		return pub.SessionInfo{}, false, err
+	}
+	if err := c.agentOK(&req.AgentID); err != nil {
+		return pub.SessionInfo{}, false, err
+	}
+	if err := req.Validate(); err != nil {
+		return pub.SessionInfo{}, false, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
 	if req.SessionID == "" {
 		req.SessionID = newID()
@@ -88,6 +96,9 @@ func (s *Service) EndSession(ctx context.Context, c *Caller, end pub.SessionEnd)
 		rec, err := s.store.GetSession(ctx, c.Tenant, end.SessionID)
 		if err != nil {
 			return fmt.Errorf("gate: end session: %w", err)
+		}
+		if err := c.owns(rec.AgentID, rec.ID); err != nil {
+			return err
 		}
 		rec.State, rec.UpdatedAt = state, s.o.Now()
 		if _, err = s.store.UpdateSession(ctx, rec); errors.Is(err, pub.ErrConflict) {
@@ -205,7 +216,13 @@ func (s *Service) Decide(ctx context.Context, tenant, sessionID, actionID string
 				}
 			}
 		case pub.DecisionConfirmExecuted, pub.DecisionConfirmNotExecuted:
-			if rec.State != pub.ActionUnconfirmed && rec.State != pub.ActionClaimed {
+			switch {
+			case rec.State == pub.ActionClaimed && s.claimLive(rec, now):
+				// Voiding a live claim would let a second claim be granted
+				// while the first holder still writes.
+				return rec, fmt.Errorf("%w: the action is claimed and its holder may still be writing; it can be confirmed once the claim timeout (%s) has passed, at %s",
+					pub.ErrConflict, s.o.ClaimTimeout, rec.ClaimedAt.Add(s.o.ClaimTimeout).UTC().Format(time.RFC3339))
+			case rec.State != pub.ActionUnconfirmed && rec.State != pub.ActionClaimed:
 				return rec, fmt.Errorf("%w: the action is %s, not unconfirmed", pub.ErrConflict, rec.State)
 			}
 			if d.Decision == pub.DecisionConfirmExecuted {

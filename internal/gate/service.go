@@ -79,6 +79,10 @@ type Service struct {
 
 	rules   ruleCache
 	waiters waiters
+	// recheck is how often a long-poll re-reads its action: a decision
+	// made on another replica wakes no channel here (tests lengthen it to
+	// show that a local decision wakes its waiters at once).
+	recheck time.Duration
 
 	inflightMu sync.Mutex
 	inflight   map[actionKey]*inflight
@@ -123,7 +127,7 @@ func New(store pub.Store, o *Options) *Service {
 	if opts.SweepEvery <= 0 {
 		opts.SweepEvery = DefaultSweepEvery
 	}
-	s := &Service{store: store, o: opts, log: opts.Logger, inflight: map[actionKey]*inflight{}, closing: make(chan struct{})}
+	s := &Service{store: store, o: opts, log: opts.Logger, recheck: time.Second, inflight: map[actionKey]*inflight{}, closing: make(chan struct{})}
 	s.rules.init(store, opts.RuleRefresh, opts.Rules, opts.Now)
 	s.waiters.init()
 	return s
@@ -246,7 +250,7 @@ func (s *Service) markStaleClaims(ctx context.Context, now time.Time) error {
 			return fmt.Errorf("gate: list claims: %w", err)
 		}
 		for _, r := range recs {
-			if now.Sub(r.ClaimedAt) < s.o.ClaimTimeout {
+			if s.claimLive(r, now) {
 				continue
 			}
 			if _, err := s.markUnconfirmed(ctx, r, "claim_timeout"); err != nil && !errors.Is(err, pub.ErrConflict) {
@@ -259,6 +263,13 @@ func (s *Service) markStaleClaims(ctx context.Context, now time.Time) error {
 		last := recs[len(recs)-1]
 		f.AfterCreated, f.AfterSessionID, f.AfterActionID, f.AfterTenantID = last.CreatedAt, last.SessionID, last.ActionID, last.TenantID
 	}
+}
+
+// claimLive reports whether r's claim is younger than the claim timeout
+// at now: its holder may still be writing, so no one else may claim it
+// and no operator may settle it yet.
+func (s *Service) claimLive(r pub.ActionRecord, now time.Time) bool {
+	return now.Sub(r.ClaimedAt) < s.o.ClaimTimeout
 }
 
 // markUnconfirmed records that a claim's acknowledgement is missing.
