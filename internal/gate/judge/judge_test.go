@@ -116,7 +116,8 @@ func TestJudge(t *testing.T) {
 				Timeout: tt.timeout,
 				Model:   &modelapi.Options{Retry: &resilience.Policy{Attempts: 1}},
 			})
-			start := time.Now()
+			// A timeout that did not cut the call would get the late pass
+			// and fail the test on its verdict, with no clock to read.
 			v, err := j.Judge(context.Background(), testRequest())
 			if tt.failure != "" {
 				var je *Error
@@ -125,9 +126,6 @@ func TestJudge(t *testing.T) {
 				}
 				if strings.Contains(err.Error(), "sk-test-secret") {
 					t.Fatal("error leaks the key")
-				}
-				if tt.timeout > 0 && time.Since(start) > 2*time.Second {
-					t.Fatalf("timeout took %v", time.Since(start))
 				}
 				return
 			}
