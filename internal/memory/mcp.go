@@ -179,11 +179,54 @@ func (s *Service) MCPServer(version string) *mcp.Server {
 }
 
 // schemaOpts says how the wire types look in JSON where reflection cannot
-// tell: times are RFC 3339 strings, raw JSON is any value.
+// tell: times are RFC 3339 strings, and the one raw JSON field, an
+// assemble's run_data, is an object or null.
 var schemaOpts = &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
 	reflect.TypeFor[time.Time]():       {Type: "string", Format: "date-time"},
-	reflect.TypeFor[json.RawMessage](): {},
+	reflect.TypeFor[json.RawMessage](): {Types: []string{"null", "object"}},
 }}
+
+// objectSchemas rewrites s so that every schema in it is a JSON object:
+// MCP requires a tool's property schemas to be objects, and strict clients
+// (the TypeScript SDK's listTools) refuse the boolean schema true, which
+// the schema package writes for a schema that allows anything. An open
+// additionalProperties is dropped (absent means the same), and a property
+// or item that allows anything gets a description instead. The boolean
+// false that closes an object stays: it is not a property schema.
+func objectSchemas(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if allowsAnything(s.AdditionalProperties) {
+		s.AdditionalProperties = nil
+	}
+	for k, p := range s.Properties {
+		if allowsAnything(p) {
+			s.Properties[k] = &jsonschema.Schema{Description: "any JSON value"}
+			continue
+		}
+		objectSchemas(p)
+	}
+	if allowsAnything(s.Items) {
+		s.Items = nil
+	}
+	objectSchemas(s.Items)
+	objectSchemas(s.AdditionalProperties)
+	for _, list := range [][]*jsonschema.Schema{s.AnyOf, s.OneOf, s.AllOf, s.PrefixItems} {
+		for i, sub := range list {
+			if allowsAnything(sub) {
+				list[i] = &jsonschema.Schema{Description: "any JSON value"}
+				continue
+			}
+			objectSchemas(sub)
+		}
+	}
+}
+
+// allowsAnything reports whether s is the empty schema, written as true.
+func allowsAnything(s *jsonschema.Schema) bool {
+	return s != nil && reflect.ValueOf(*s).IsZero()
+}
 
 // addTool registers fn as a tool whose arguments are In and whose
 // structured result is Out.
@@ -196,6 +239,8 @@ func addTool[In, Out any](srv *mcp.Server, name, title, desc string, readOnly bo
 	if err != nil {
 		panic(fmt.Sprintf("memory: schema of %s's result: %v", name, err))
 	}
+	objectSchemas(in)
+	objectSchemas(out)
 	tool := &mcp.Tool{Name: name, Title: title, Description: desc, InputSchema: in, OutputSchema: out,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: readOnly}}
 	srv.AddTool(tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
