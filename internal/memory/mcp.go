@@ -70,7 +70,9 @@ type HandlerOptions struct {
 //
 // Before the MCP SDK sees a body it is bounded and checked: a repeated
 // key anywhere is refused (-32600), since encoding/json would read the
-// last one and another reader the first. Tool arguments must use the
+// last one and another reader the first, and so is a JSON-RPC batch
+// (-32600, whatever protocol revision the request names): one POST is one
+// call. Tool arguments must use the
 // exact field names (a case variant is an unknown field), and every tool
 // error is an isError result whose text is {"error": memory.Error}: the
 // seed's HTTP status, a stable code and the field and rule broken.
@@ -119,6 +121,11 @@ func (s *Service) Handler(caller func(*http.Request) (*Caller, bool), o *Handler
 			writeRPCError(w, http.StatusBadRequest, code, err.Error())
 			return
 		}
+		if isBatch(body) {
+			writeRPCError(w, http.StatusBadRequest, -32600,
+				"JSON-RPC batches are not supported: send one request per POST")
+			return
+		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 		// A client that asks for anything (or says nothing) gets JSON; the
@@ -128,6 +135,17 @@ func (s *Service) Handler(caller func(*http.Request) (*Caller, bool), o *Handler
 		}
 		withCaller.ServeHTTP(w, r)
 	})
+}
+
+// isBatch reports whether body is a JSON-RPC batch (a JSON array). MCP
+// dropped batches in revision 2025-06-18, and the SDK still runs them for a
+// request that names an older revision or none, so one POST could carry
+// thousands of calls past every limit that counts requests (body size,
+// in-flight bytes, connections, latency budgets). No MCP client this
+// service knows sends batches; every revision is refused them.
+func isBatch(body []byte) bool {
+	b := bytes.TrimLeft(body, " \t\r\n")
+	return len(b) > 0 && b[0] == '['
 }
 
 const callerKey = "novaos.caller"
