@@ -156,3 +156,69 @@ func TestForgetIdempotencyKey(t *testing.T) {
 		t.Errorf("forget under a write's key = %+v, %v; want 1 deleted", got, err)
 	}
 }
+
+// TestRequestDigests: the digest of a write or forget is the same for two
+// spellings of one request and differs for every field that changes what
+// is stored or deleted.
+func TestRequestDigests(t *testing.T) {
+	c := agentCaller("t1", "a1")
+	digest := func(v any) string {
+		t.Helper()
+		k, err := c.key("k", v)
+		if err != nil || k.Name != "k" || k.Agent != "a1" || k.Run != "run-1" {
+			t.Fatalf("key = %+v, %v", k, err)
+		}
+		return k.Request
+	}
+	base := mem.WriteRequest{Scope: mem.ScopeAgent, Content: "c"}
+	same := []mem.WriteRequest{
+		{Scope: mem.ScopeAgent, Content: "c", IdempotencyKey: "other", RequestID: "r", TraceID: "t"},
+		{Scope: mem.ScopeAgent, Content: "c", Metadata: &mem.WriteMetadata{Tags: []string{}, Custom: map[string]any{}}},
+	}
+	for _, r := range same {
+		if digest(writeDigest(&r)) != digest(writeDigest(&base)) {
+			t.Errorf("%+v digests unlike %+v", r, base)
+		}
+	}
+	typed := mem.WriteRequest{Scope: mem.ScopeAgent, Content: "c", MemoryType: mem.TypeSemantic}
+	typedInMetadata := mem.WriteRequest{Scope: mem.ScopeAgent, Content: "c", Metadata: &mem.WriteMetadata{MemoryType: mem.TypeSemantic}}
+	if digest(writeDigest(&typed)) != digest(writeDigest(&typedInMetadata)) {
+		t.Error("memory_type and metadata.memory_type digest differently")
+	}
+	different := map[string]mem.WriteRequest{
+		"scope":           {Scope: mem.ScopeRun, Content: "c"},
+		"content":         {Scope: mem.ScopeAgent, Content: "d"},
+		"type":            typed,
+		"ttl":             {Scope: mem.ScopeAgent, Content: "c", TTLSeconds: ptr(int64(60))},
+		"classification":  {Scope: mem.ScopeAgent, Content: "c", Classification: mem.ClassExplicit},
+		"conversation_id": {Scope: mem.ScopeAgent, Content: "c", ConversationID: "conv-2"},
+		"tags":            {Scope: mem.ScopeAgent, Content: "c", Metadata: &mem.WriteMetadata{Tags: []string{"x"}}},
+		"source":          {Scope: mem.ScopeAgent, Content: "c", Metadata: &mem.WriteMetadata{Source: ptr("s")}},
+		"confidence":      {Scope: mem.ScopeAgent, Content: "c", Metadata: &mem.WriteMetadata{Confidence: ptr(0.5)}},
+		"custom":          {Scope: mem.ScopeAgent, Content: "c", Metadata: &mem.WriteMetadata{Custom: map[string]any{"a": 1.0}}},
+	}
+	seen := map[string]string{digest(writeDigest(&base)): "base"}
+	for name, r := range different {
+		d := digest(writeDigest(&r))
+		if prev, ok := seen[d]; ok {
+			t.Errorf("a write differing in %s digests like %s", name, prev)
+		}
+		seen[d] = name
+	}
+	f := mem.ForgetRequest{Scope: mem.ScopeRun, MemoryID: "m1", Reason: "r"}
+	for name, g := range map[string]mem.ForgetRequest{
+		"scope": {Scope: mem.ScopeTask, MemoryID: "m1", Reason: "r"}, "memory_id": {Scope: mem.ScopeRun, MemoryID: "m2", Reason: "r"},
+		"reason": {Scope: mem.ScopeRun, MemoryID: "m1", Reason: "s"},
+	} {
+		if digest(forgetDigest(&g)) == digest(forgetDigest(&f)) {
+			t.Errorf("a forget differing in %s digests alike", name)
+		}
+	}
+	// A write and a forget never share a digest, even if their fields did.
+	if digest(forgetDigest(&f)) == digest(writeDigest(&mem.WriteRequest{Scope: mem.ScopeRun})) {
+		t.Error("a forget digests like a write")
+	}
+	if k, err := c.key("", writeDigest(&base)); err != nil || k != (mem.Key{}) {
+		t.Errorf("key without a name = %+v, %v; want none", k, err)
+	}
+}
