@@ -39,17 +39,17 @@ func Normalize(s string) string {
 	b.Reset()
 	b.Grow(len(n))
 	for _, r := range n {
-		switch {
-		case unicode.In(r, unicode.Mn, unicode.Me) || invisible(r):
-			// NFKC never yields a format character from a visible one,
-			// but a compatibility form may decompose into one.
-		case r != ' ' && unicode.In(r, unicode.Zs, unicode.Zl, unicode.Zp):
-			b.WriteByte(' ')
-		case r > unicode.MaxASCII && unicode.Is(unicode.Nd, r):
-			b.WriteByte(byte('0' + digitValue(r)))
-		default:
-			b.WriteRune(r)
+		// NFKC never makes a format character of a visible one, but a
+		// compatibility form may decompose into one.
+		if unicode.In(r, unicode.Mn, unicode.Me) || invisible(r) {
+			continue
 		}
+		if r != ' ' && unicode.In(r, unicode.Zs, unicode.Zl, unicode.Zp) {
+			r = ' '
+		} else if unicode.Is(unicode.Nd, r) {
+			r = '0' + digitValue(r)
+		}
+		b.WriteRune(r)
 	}
 	return b.String()
 }
@@ -69,10 +69,7 @@ func isPlain(s string) bool {
 // invisible reports whether r is removed before scanning: a character that
 // shows nothing and separates nothing for a reader.
 func invisible(r rune) bool {
-	switch {
-	case r == '\t' || r == '\n' || r == '\r' || r == '\v' || r == '\f':
-		return false
-	case r == utf8.RuneError:
+	if r == '\t' || r == '\n' || r == '\r' || r == '\v' || r == '\f' {
 		return false
 	}
 	return unicode.In(r, unicode.Cf, unicode.Cc, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector)
@@ -82,11 +79,11 @@ func invisible(r rune) bool {
 // script's decimal digits as one contiguous run from zero to nine (runs of
 // several sets of ten follow each other, as in the mathematical digits),
 // so the value is r's distance from the start of its run, modulo ten. The
-// walk back is bounded by the longest run.
-func digitValue(r rune) int {
+// longest run is fifty, which bounds the walk back.
+func digitValue(r rune) rune {
 	start := r
-	for start > 0 && r-start < 64 && unicode.Is(unicode.Nd, start-1) {
+	for unicode.Is(unicode.Nd, start-1) {
 		start--
 	}
-	return int(r-start) % 10
+	return (r - start) % 10
 }

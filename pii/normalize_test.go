@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
@@ -71,6 +72,10 @@ func TestNormalize(t *testing.T) {
 		{"a\x01b\x7fc", "abc"},
 		{"\ufe0f\U000e0001x", "x"},
 		{"bad \xff byte", "bad \ufffd byte"},
+		{"\x80", "\ufffd"},
+		{"a\x7fb", "ab"},
+		{"é\t\n\r\v\f.", "é\t\n\r\v\f."},
+		{"é 1 ½", "é 1 1⁄2"},
 	} {
 		if got := Normalize(tt.in); got != tt.want {
 			t.Errorf("Normalize(%+q) = %+q, want %+q", tt.in, got, tt.want)
@@ -94,6 +99,37 @@ func TestScanLinear(t *testing.T) {
 	small, large := allocated(1000), allocated(16000)
 	if large > 40*small {
 		t.Errorf("Scan of 16 times the text allocated %d bytes against %d", large, small)
+	}
+}
+
+// TestDigitValue: every decimal digit of Unicode, ASCII included, has its
+// value, which relies on Unicode's digit runs being whole sets of ten.
+func TestDigitValue(t *testing.T) {
+	n := 0
+	for _, rt := range unicode.Nd.R16 {
+		if rt.Stride != 1 || (rt.Hi-rt.Lo+1)%10 != 0 {
+			t.Errorf("digits %U-%U are not whole runs of ten", rt.Lo, rt.Hi)
+		}
+		for r := rune(rt.Lo); r <= rune(rt.Hi); r++ {
+			if got := digitValue(r); got != (r-rune(rt.Lo))%10 {
+				t.Errorf("digitValue(%U) = %d", r, got)
+			}
+			n++
+		}
+	}
+	for _, rt := range unicode.Nd.R32 {
+		if rt.Stride != 1 || (rt.Hi-rt.Lo+1)%10 != 0 {
+			t.Errorf("digits %U-%U are not whole runs of ten", rt.Lo, rt.Hi)
+		}
+		for r := rune(rt.Lo); r <= rune(rt.Hi); r++ {
+			if got := digitValue(r); got != (r-rune(rt.Lo))%10 {
+				t.Errorf("digitValue(%U) = %d", r, got)
+			}
+			n++
+		}
+	}
+	if n < 600 {
+		t.Errorf("%d decimal digits checked; the table looks wrong", n)
 	}
 }
 
