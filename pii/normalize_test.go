@@ -96,7 +96,7 @@ func TestScanLinear(t *testing.T) {
 		runtime.ReadMemStats(&after)
 		return after.TotalAlloc - before.TotalAlloc
 	}
-	small, large := allocated(1000), allocated(16000)
+	small, large := allocated(100), allocated(1600)
 	if large > 40*small {
 		t.Errorf("Scan of 16 times the text allocated %d bytes against %d", large, small)
 	}
