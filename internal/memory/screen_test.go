@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -126,6 +127,40 @@ func TestScreenUpdateAndForget(t *testing.T) {
 		if e, ok := errors.AsType[*mem.Error](err); !ok || e.Code != mem.CodeScreened || e.Field != "reason" {
 			t.Errorf("forget with %s in the reason = %v; want %s on reason", d.name, err, mem.CodeScreened)
 		}
+	}
+}
+
+// TestCustomText: metadata.custom is screened as its keys and values, so a
+// secret split from its name by what JSON escapes, or named by a key, is
+// found, and a clean document passes.
+func TestCustomText(t *testing.T) {
+	for _, tt := range []struct {
+		custom string
+		want   string
+	}{
+		{``, ``},
+		{`{"note":"a\u2028password\u2028:\u2028hunter22"}`, "note: a\u2028password\u2028:\u2028hunter22\n"},
+		{`{"password":"hunter22","n":12,"ok":true,"list":["x",{"y":"z"}],"nil":null}`,
+			"list: x\ny: z\nn: 12\nnil: \nok: \npassword: hunter22\n"},
+		{`not json`, `not json`},
+	} {
+		if got := customText(json.RawMessage(tt.custom)); got != tt.want {
+			t.Errorf("customText(%s) = %q, want %q", tt.custom, got, tt.want)
+		}
+	}
+	for _, custom := range []map[string]any{
+		{"note": "password\u2028:\u2028hunter22"},
+		{"password": "hunter22"},
+		{"contact": map[string]any{"email": []any{"jane.doe@example.com"}}},
+	} {
+		b, _ := json.Marshal(custom)
+		if err := screenMemory(&mem.Memory{Content: "x", Custom: b}); !refused(err, "metadata.custom") {
+			t.Errorf("custom %s: %v; want it screened", b, err)
+		}
+	}
+	b, _ := json.Marshal(map[string]any{"team": "billing", "priority": 2})
+	if err := screenMemory(&mem.Memory{Content: "x", Custom: b}); err != nil {
+		t.Errorf("clean custom %s: %v", b, err)
 	}
 }
 

@@ -1,9 +1,12 @@
 package memory
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -186,8 +189,50 @@ func screenMemory(m *mem.Memory) error {
 		field{"metadata.tags", strings.Join(m.Tags, "\n")},
 		field{"metadata.source", m.Source},
 		field{"conversation_id", m.ConversationID},
-		field{"metadata.custom", string(m.Custom)},
+		field{"metadata.custom", customText(m.Custom)},
 	)
+}
+
+// customText is custom as the screen reads it: its keys and values as
+// text, a line for each ("key: value"), so JSON's escapes (a "\u2028"
+// between a secret's name and its value) hide nothing. A document that
+// does not decode is screened as it is.
+func customText(custom json.RawMessage) string {
+	if len(custom) == 0 {
+		return ""
+	}
+	d := json.NewDecoder(bytes.NewReader(custom))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return string(custom)
+	}
+	var b strings.Builder
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				b.WriteString(k)
+				b.WriteString(": ")
+				walk(x[k])
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case string:
+			b.WriteString(x)
+			b.WriteByte('\n')
+		case json.Number:
+			b.WriteString(x.String())
+			b.WriteByte('\n')
+		default:
+			b.WriteByte('\n')
+		}
+	}
+	walk(v)
+	return b.String()
 }
 
 // screenFields refuses the first field that pii.Scan flags. The error
@@ -245,7 +290,7 @@ func (s *Service) Update(ctx context.Context, c *Caller, r *mem.UpdateRequest) (
 		}
 	}
 	if err := screenFields(field{"content", content}, field{"metadata.tags", strings.Join(tags, "\n")},
-		field{"metadata.custom", string(ch.Custom)}); err != nil {
+		field{"metadata.custom", customText(ch.Custom)}); err != nil {
 		return mem.UpdateResult{}, err
 	}
 	if r.Content != nil {
