@@ -210,6 +210,15 @@ func TestGoClient(t *testing.T) {
 	if !errors.As(err, &me) || me.Status != http.StatusConflict || me.Field != "version" {
 		t.Fatalf("stale update error = %#v", err)
 	}
+	// A key reused for another request comes back as ErrKeyReused, which
+	// is no version conflict.
+	if _, err := cl.Write(ctx, &mem.WriteRequest{Scope: mem.ScopeRun, Content: "first", IdempotencyKey: "k1"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = cl.Write(ctx, &mem.WriteRequest{Scope: mem.ScopeRun, Content: "second", IdempotencyKey: "k1"})
+	if !errors.Is(err, mem.ErrKeyReused) || errors.Is(err, mem.ErrConflict) || !errors.As(err, &me) || me.Status != http.StatusConflict {
+		t.Fatalf("reused key: %#v, want a 409 matching ErrKeyReused only", err)
+	}
 	// Refused before any request: the server would count it otherwise.
 	if _, err := cl.Hint(ctx, &mem.HintRequest{Hint: "User likes tea."}); !errors.Is(err, mem.ErrInvalid) {
 		t.Fatalf("hint without conversation: %v, want ErrInvalid", err)
