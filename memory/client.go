@@ -105,7 +105,10 @@ func NewClient(baseURL string, token secret.Value, o *ClientOptions) (*Client, e
 
 // Write stores a memory (see the novaos.memory.write tool). A result
 // whose MemoryID has the ProposalPrefix is a proposal: Durable is false
-// and PollProposal tells what became of it.
+// and PollProposal tells what became of it. A key the caller sent with
+// another request within IdempotencyWindow (a retried execution whose
+// n-th write says something else this time) is an *Error that matches
+// ErrKeyReused; the first request's memory stays as it was.
 func (c *Client) Write(ctx context.Context, r *WriteRequest) (*WriteResult, error) {
 	if c.exec != nil && r.IdempotencyKey == "" {
 		cp := *r

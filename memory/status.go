@@ -8,15 +8,16 @@ import (
 
 // Codes of Error: stable names a caller may branch on.
 const (
-	CodeInvalid      = "invalid_request"    // 422: a field breaks a rule (Field, Rule)
-	CodeScope        = "insufficient_scope" // 403: the token lacks the memory:… scope
-	CodePolicy       = "policy_denied"      // 422: the service's own policy refuses (e.g. an agent writing user scope)
-	CodeScreened     = "content_screened"   // 422: personal data or a credential in the content (Rule names the kind)
-	CodeNotFound     = "not_found"          // 404
-	CodeConflict     = "version_conflict"   // 409: a stale optimistic version
-	CodeUnauthorized = "unauthorized"       // 401: no valid token
-	CodeUnavailable  = "unavailable"        // 503: a store is down; retry
-	CodeInternal     = "internal"           // 500
+	CodeInvalid      = "invalid_request"        // 422: a field breaks a rule (Field, Rule)
+	CodeScope        = "insufficient_scope"     // 403: the token lacks the memory:… scope
+	CodePolicy       = "policy_denied"          // 422: the service's own policy refuses (e.g. an agent writing user scope)
+	CodeScreened     = "content_screened"       // 422: personal data or a credential in the content (Rule names the kind)
+	CodeNotFound     = "not_found"              // 404
+	CodeConflict     = "version_conflict"       // 409: a stale optimistic version
+	CodeKeyReused    = "idempotency_key_reused" // 409: the key was used for a different request
+	CodeUnauthorized = "unauthorized"           // 401: no valid token
+	CodeUnavailable  = "unavailable"            // 503: a store is down; retry
+	CodeInternal     = "internal"               // 500
 )
 
 // Error is a failed memory call as the service reports it and the client
@@ -51,13 +52,16 @@ func (e *Error) Error() string {
 func (e *Error) HTTPStatus() int { return e.Status }
 
 // Is lets errors.Is match the store sentinels a status stands for:
-// ErrNotFound (404), ErrConflict (409) and ErrInvalid (422 invalid_request).
+// ErrNotFound (404), ErrConflict (409 version_conflict), ErrKeyReused (409
+// idempotency_key_reused) and ErrInvalid (422 invalid_request).
 func (e *Error) Is(target error) bool {
 	switch target {
 	case ErrNotFound:
 		return e.Status == http.StatusNotFound
 	case ErrConflict:
-		return e.Status == http.StatusConflict
+		return e.Status == http.StatusConflict && e.Code != CodeKeyReused
+	case ErrKeyReused:
+		return e.Code == CodeKeyReused
 	case ErrInvalid:
 		return e.Code == CodeInvalid
 	}
@@ -66,7 +70,7 @@ func (e *Error) Is(target error) bool {
 
 // ErrorFor turns err into the Error a caller is shown: an *Error as it is,
 // a *ValidationError as 422 invalid_request naming its field and rule,
-// ErrNotFound as 404, ErrConflict as 409, and anything else as 500 with a
+// ErrNotFound as 404, ErrConflict and ErrKeyReused as 409, and anything else as 500 with a
 // message that reveals nothing (the cause is for the server's log).
 func ErrorFor(err error) *Error {
 	if e, ok := errors.AsType[*Error](err); ok {
@@ -78,6 +82,10 @@ func ErrorFor(err error) *Error {
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no such memory"}
+	case errors.Is(err, ErrKeyReused):
+		return &Error{Status: http.StatusConflict, Code: CodeKeyReused, Field: "idempotency_key",
+			Rule:    "was used within 24 hours for a different request; send a new key with a new request",
+			Message: "the idempotency key was used for a different request"}
 	case errors.Is(err, ErrConflict):
 		return &Error{Status: http.StatusConflict, Code: CodeConflict, Field: "version", Rule: "is not the memory's current version; read it again", Message: "the memory changed since it was read"}
 	}

@@ -3,6 +3,8 @@ package memory
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,11 +24,43 @@ var (
 	ErrConflict = errors.New("memory: version conflict")
 	// ErrExists: a record with that id exists already.
 	ErrExists = errors.New("memory: already exists")
+	// ErrKeyReused: an idempotency key was used within IdempotencyWindow
+	// by the same caller for a different request (HTTP 409).
+	ErrKeyReused = errors.New("memory: idempotency key reused for a different request")
 )
 
 // IdempotencyWindow is how long a write or forget idempotency key is
 // remembered: a replay within it returns the first result.
 const IdempotencyWindow = 24 * time.Hour
+
+// Key is the idempotency key of a write or forget as a store keeps it.
+// A key belongs to its caller: the same Name sent by another agent or run
+// of the tenant is another key. It is bound to the request it was first
+// used for: a use within IdempotencyWindow whose Request differs is
+// ErrKeyReused, never a replay of the first answer. The zero Key is no
+// key.
+type Key struct {
+	// Name is the key as the caller sent it; "" means none.
+	Name string
+	// Agent and Run name the caller (its token's agent and run).
+	Agent, Run string
+	// Request is a digest of the request without its key (see
+	// RequestDigest); two requests are the same when their digests are.
+	Request string
+}
+
+// RequestDigest is the digest a Key carries for v, a request whose
+// idempotency key and correlation ids have been cleared: the hex SHA-256
+// of its JSON encoding, which is canonical for the request types (fields
+// in declaration order, map keys sorted).
+func RequestDigest(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("memory: request digest: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
 
 // StatusRetention is how long a resolved hint or proposal stays readable.
 const StatusRetention = 24 * time.Hour
@@ -149,11 +183,12 @@ type Change struct {
 
 // Audit is the append-only record of a forget.
 type Audit struct {
-	EventID        string
-	Actor          string // who asked (e.g. the agent id)
-	Reason         string
-	IdempotencyKey string
-	At             time.Time
+	EventID string
+	Actor   string // who asked (e.g. the agent id)
+	Reason  string
+	// Key is the forget's idempotency key (zero: none).
+	Key Key
+	At  time.Time
 }
 
 // Proposal is an agent-scope write waiting for the agent write gate.
@@ -246,11 +281,12 @@ type Store interface {
 // Memories stores memories.
 type Memories interface {
 	// Put stores m (its ID, Version 1 and times set by the caller). With
-	// a key, the first Put of that key in the tenant within
+	// a key, the first Put of that key by its caller in the tenant within
 	// IdempotencyWindow (by m.CreatedAt) is the only one stored: a replay
-	// returns the first result and replayed, and stores nothing.
+	// of the same request returns the first result and replayed, and
+	// stores nothing; one of another request is ErrKeyReused.
 	// ErrExists: m.ID is taken.
-	Put(ctx context.Context, tenant string, m *Memory, key string) (res WriteResult, replayed bool, err error)
+	Put(ctx context.Context, tenant string, m *Memory, key Key) (res WriteResult, replayed bool, err error)
 	// Get returns a memory that has not expired at now.
 	Get(ctx context.Context, tenant, id string, now time.Time) (*Memory, error)
 	// Update applies c to the memory id of partition p if its version is
@@ -259,8 +295,10 @@ type Memories interface {
 	Update(ctx context.Context, tenant string, p Partition, id string, version int64, c Change) (*Memory, error)
 	// Forget deletes the memory id of partition p and appends a record of
 	// it to the audit trail. DeletedCount is 0 (and nothing is recorded)
-	// when there is no such memory. With a.IdempotencyKey, a replay
-	// within IdempotencyWindow returns the first result.
+	// when there is no such memory. With a.Key, a replay of the same
+	// request within IdempotencyWindow returns the first result, and a
+	// use of the key for another request is ErrKeyReused. Write and
+	// forget keys are apart: a forget never replays a write.
 	Forget(ctx context.Context, tenant string, p Partition, id string, a Audit) (res ForgetResult, replayed bool, err error)
 	// List returns f's memories newest first (run and task reads).
 	List(ctx context.Context, tenant string, f Filter, limit int) ([]Memory, error)
@@ -283,9 +321,9 @@ type Memories interface {
 
 // Proposals stores agent-scope write proposals.
 type Proposals interface {
-	// PutProposal stores a pending proposal (key as for Put; the result
-	// is not durable).
-	PutProposal(ctx context.Context, tenant string, p *Proposal, key string) (res WriteResult, replayed bool, err error)
+	// PutProposal stores a pending proposal (key as for Put, whose keys
+	// it shares; the result is not durable).
+	PutProposal(ctx context.Context, tenant string, p *Proposal, key Key) (res WriteResult, replayed bool, err error)
 	// Proposal returns a proposal of the tenant.
 	Proposal(ctx context.Context, tenant, id string) (*Proposal, error)
 	// PendingProposals returns up to limit pending proposals of every

@@ -122,11 +122,10 @@ func splitWords(key string) []string {
 	}
 	for i := 0; i < len(key); i++ {
 		c := key[i]
-		switch {
-		case c == '_' || c == '-' || c == '.' || c == ' ' || c == '/':
+		if c == '_' || c == '-' || c == '.' || c == ' ' || c == '/' {
 			flush(i)
 			start = i + 1
-		case c >= 'A' && c <= 'Z' && i > start && key[i-1] >= 'a' && key[i-1] <= 'z':
+		} else if c >= 'A' && c <= 'Z' && i > start && key[i-1] >= 'a' && key[i-1] <= 'z' {
 			flush(i)
 			start = i
 		}

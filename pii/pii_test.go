@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
@@ -237,5 +238,36 @@ func TestMaskValue(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), `"email_address":"[REDACTED]"`) {
 		t.Errorf("struct attribute not masked by key: %s", buf.String())
+	}
+}
+
+// TestSplitWords: keys split at each separator and at a lower-to-upper
+// change, never inside a run of capitals or at the key's edges.
+func TestSplitWords(t *testing.T) {
+	for _, tt := range []struct {
+		key  string
+		want []string
+	}{
+		{"api_key", []string{"api", "key"}},
+		{"X-Auth-Token", []string{"x", "auth", "token"}},
+		{"card.number", []string{"card", "number"}},
+		{"credit card", []string{"credit", "card"}},
+		{"user/password", []string{"user", "password"}},
+		{"phoneNumber", []string{"phone", "number"}},
+		{"zZ", []string{"z", "z"}},
+		{"aZ", []string{"a", "z"}},
+		{"aA", []string{"a", "a"}},
+		{"`Z", []string{"`z"}},
+		{"Za", []string{"za"}},
+		{"a@Z", []string{"a@z"}},
+		{"a[Z", []string{"a[z"}},
+		{"a{Z", []string{"a{z"}},
+		{"APIKey", []string{"apikey"}},
+		{"__a__", []string{"a"}},
+		{"", nil},
+	} {
+		if got := splitWords(tt.key); !slices.Equal(got, tt.want) {
+			t.Errorf("splitWords(%q) = %q, want %q", tt.key, got, tt.want)
+		}
 	}
 }

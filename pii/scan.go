@@ -37,6 +37,11 @@ var (
 		`|[rs]k_(?:live|test)_[0-9A-Za-z]{16,}` + // Stripe
 		`|glpat-[0-9A-Za-z_\-]{20,}` + // GitLab
 		`)`)
+	// Card numbers as Scan sees them: 13 to 19 digits, grouped by up to
+	// three separators at a time (space, dot, dash, slash or underscore:
+	// "4111.1111.1111.1111", "4111 - 1111 - …"); the Luhn sum keeps order
+	// numbers and dates out.
+	cardScanRE = regexp.MustCompile(`\b\d(?:[ .\-/_]{0,3}\d){12,18}\b`)
 	// A secret-naming word, then ':' or '=' and a value of six or more
 	// non-space characters.
 	assignRE = regexp.MustCompile(`(?i)\b(?:api[_\- ]?key|access[_\- ]?key|secret(?:[_\- ]?key)?|client[_\- ]?secret|auth[_\- ]?token|access[_\- ]?token|bearer|token|password|passwd|pwd|passphrase)\b["']?\s*[:=]\s*["']?[^\s"']{6,}`)
@@ -46,9 +51,15 @@ var (
 // once, in the order of the constants above. It is the test a write gate
 // applies before storing text for later retrieval; unlike Mask it checks
 // card numbers with the Luhn sum, because refusing a memory over an order
-// number costs more than masking one in a log line. It never returns what
-// it matched.
+// number costs more than masking one in a log line. It scans s as
+// Normalize makes it, so invisible characters, unusual spaces and
+// fullwidth or other-script forms hide nothing. It never returns what it
+// matched, and takes time linear in len(s).
 func Scan(s string) []Kind {
+	return scan(Normalize(s))
+}
+
+func scan(s string) []Kind {
 	var found []Kind
 	add := func(k Kind) {
 		if !slices.Contains(found, k) {
@@ -74,7 +85,7 @@ func Scan(s string) []Kind {
 			add(KindSSN)
 		}
 		if n >= 13 {
-			for _, m := range cardRE.FindAllString(s, -1) {
+			for _, m := range cardScanRE.FindAllString(s, -1) {
 				if luhn(m) {
 					add(KindCard)
 					break

@@ -347,7 +347,7 @@ func ingestLoCoMo(ctx context.Context, s memory.Store, convs []LoCoMoConversatio
 					m := &memory.Memory{ID: memoryID(j.conv, j.turn.DiaID), Partition: locomoPartition(j.conv), Content: content,
 						Type: memory.TypeEpisodic, ConversationID: j.conv, Version: 1, CreatedAt: at, UpdatedAt: at,
 						Embedding: &memory.Embedding{Model: o.Embedder.ModelID(), Vector: vs[0]}}
-					_, _, err = s.Put(ctx, o.Tenant, m, "")
+					_, _, err = s.Put(ctx, o.Tenant, m, memory.Key{})
 				}
 				if err != nil && !errors.Is(err, memory.ErrExists) { // a repeated dia id keeps its first turn
 					mu.Lock()

@@ -200,7 +200,7 @@ func SeedMemories(ctx context.Context, s memory.Store, emb memory.Embedder, tena
 				}
 				m := &memory.Memory{ID: a2a.NewID(), Partition: p, Content: content, Version: 1, CreatedAt: now, UpdatedAt: now,
 					WriteEventID: a2a.NewID(), Embedding: &memory.Embedding{Model: emb.ModelID(), Vector: vecs[0]}}
-				if _, _, err := s.Put(ctx, tenant, m, ""); err != nil {
+				if _, _, err := s.Put(ctx, tenant, m, memory.Key{}); err != nil {
 					errs <- err
 					return
 				}

@@ -150,17 +150,20 @@ func (s *Service) consolidateOne(ctx context.Context, h *mem.Hint) {
 		return
 	}
 	for i, f := range facts {
-		if screen(f.Content, f.Tags, nil) != nil || !storableFact(f.Content) {
-			continue // a fact that may not be stored is dropped, not the hint
-		}
 		now := s.now()
 		m := &mem.Memory{ID: newID(), Partition: mem.Partition{Scope: mem.ScopeUser, Owner: h.User},
 			Content: f.Content, Type: f.Type, Tags: f.Tags, Source: "consolidation", ConversationID: h.ConversationID,
 			Classification: mem.ClassInferred, Version: 1, CreatedAt: now, UpdatedAt: now, WriteEventID: newID()}
+		if !storableFact(f.Content) || screenMemory(m) != nil {
+			continue // a fact that may not be stored is dropped, not the hint
+		}
 		if err := s.embed(ctx, m); err != nil {
 			return // the lease lapses and the hint is tried again
 		}
-		if _, _, err := s.store.Put(ctx, h.Tenant, m, "hint:"+h.ID+":"+strconv.Itoa(i)); err != nil {
+		// The key names the hint's i-th fact whatever a retried
+		// extraction words it as: a retry after a crash stores none twice.
+		key := mem.Key{Name: "hint:" + h.ID + ":" + strconv.Itoa(i), Agent: h.Agent, Request: "consolidation"}
+		if _, _, err := s.store.Put(ctx, h.Tenant, m, key); err != nil {
 			if ctx.Err() == nil {
 				s.log.Warn("memory: storing a consolidated fact failed", "hint", h.ID, "err", err)
 			}

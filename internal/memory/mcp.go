@@ -70,7 +70,9 @@ type HandlerOptions struct {
 //
 // Before the MCP SDK sees a body it is bounded and checked: a repeated
 // key anywhere is refused (-32600), since encoding/json would read the
-// last one and another reader the first. Tool arguments must use the
+// last one and another reader the first, and so is a JSON-RPC batch
+// (-32600, whatever protocol revision the request names): one POST is one
+// call. Tool arguments must use the
 // exact field names (a case variant is an unknown field), and every tool
 // error is an isError result whose text is {"error": memory.Error}: the
 // seed's HTTP status, a stable code and the field and rule broken.
@@ -119,6 +121,11 @@ func (s *Service) Handler(caller func(*http.Request) (*Caller, bool), o *Handler
 			writeRPCError(w, http.StatusBadRequest, code, err.Error())
 			return
 		}
+		if isBatch(body) {
+			writeRPCError(w, http.StatusBadRequest, -32600,
+				"JSON-RPC batches are not supported: send one request per POST")
+			return
+		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 		// A client that asks for anything (or says nothing) gets JSON; the
@@ -128,6 +135,17 @@ func (s *Service) Handler(caller func(*http.Request) (*Caller, bool), o *Handler
 		}
 		withCaller.ServeHTTP(w, r)
 	})
+}
+
+// isBatch reports whether body is a JSON-RPC batch (a JSON array). MCP
+// dropped batches in revision 2025-06-18, and the SDK still runs them for a
+// request that names an older revision or none, so one POST could carry
+// thousands of calls past every limit that counts requests (body size,
+// in-flight bytes, connections, latency budgets). No MCP client this
+// service knows sends batches; every revision is refused them.
+func isBatch(body []byte) bool {
+	b := bytes.TrimLeft(body, " \t\r\n")
+	return len(b) > 0 && b[0] == '['
 }
 
 const callerKey = "novaos.caller"
@@ -179,11 +197,54 @@ func (s *Service) MCPServer(version string) *mcp.Server {
 }
 
 // schemaOpts says how the wire types look in JSON where reflection cannot
-// tell: times are RFC 3339 strings, raw JSON is any value.
+// tell: times are RFC 3339 strings, and the one raw JSON field, an
+// assemble's run_data, is an object or null.
 var schemaOpts = &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
 	reflect.TypeFor[time.Time]():       {Type: "string", Format: "date-time"},
-	reflect.TypeFor[json.RawMessage](): {},
+	reflect.TypeFor[json.RawMessage](): {Types: []string{"null", "object"}},
 }}
+
+// objectSchemas rewrites s so that every schema in it is a JSON object:
+// MCP requires a tool's property schemas to be objects, and strict clients
+// (the TypeScript SDK's listTools) refuse the boolean schema true, which
+// the schema package writes for a schema that allows anything. An open
+// additionalProperties is dropped (absent means the same), and a property
+// or item that allows anything gets a description instead. The boolean
+// false that closes an object stays: it is not a property schema.
+func objectSchemas(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if allowsAnything(s.AdditionalProperties) {
+		s.AdditionalProperties = nil
+	}
+	for k, p := range s.Properties {
+		if allowsAnything(p) {
+			s.Properties[k] = &jsonschema.Schema{Description: "any JSON value"}
+			continue
+		}
+		objectSchemas(p)
+	}
+	if allowsAnything(s.Items) {
+		s.Items = nil
+	}
+	objectSchemas(s.Items)
+	objectSchemas(s.AdditionalProperties)
+	for _, list := range [][]*jsonschema.Schema{s.AnyOf, s.OneOf, s.AllOf, s.PrefixItems} {
+		for i, sub := range list {
+			if allowsAnything(sub) {
+				list[i] = &jsonschema.Schema{Description: "any JSON value"}
+				continue
+			}
+			objectSchemas(sub)
+		}
+	}
+}
+
+// allowsAnything reports whether s is the empty schema, written as true.
+func allowsAnything(s *jsonschema.Schema) bool {
+	return s != nil && reflect.ValueOf(*s).IsZero()
+}
 
 // addTool registers fn as a tool whose arguments are In and whose
 // structured result is Out.
@@ -196,6 +257,8 @@ func addTool[In, Out any](srv *mcp.Server, name, title, desc string, readOnly bo
 	if err != nil {
 		panic(fmt.Sprintf("memory: schema of %s's result: %v", name, err))
 	}
+	objectSchemas(in)
+	objectSchemas(out)
 	tool := &mcp.Tool{Name: name, Title: title, Description: desc, InputSchema: in, OutputSchema: out,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: readOnly}}
 	srv.AddTool(tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -208,6 +210,15 @@ func TestGoClient(t *testing.T) {
 	if !errors.As(err, &me) || me.Status != http.StatusConflict || me.Field != "version" {
 		t.Fatalf("stale update error = %#v", err)
 	}
+	// A key reused for another request comes back as ErrKeyReused, which
+	// is no version conflict.
+	if _, err := cl.Write(ctx, &mem.WriteRequest{Scope: mem.ScopeRun, Content: "first", IdempotencyKey: "k1"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = cl.Write(ctx, &mem.WriteRequest{Scope: mem.ScopeRun, Content: "second", IdempotencyKey: "k1"})
+	if !errors.Is(err, mem.ErrKeyReused) || errors.Is(err, mem.ErrConflict) || !errors.As(err, &me) || me.Status != http.StatusConflict {
+		t.Fatalf("reused key: %#v, want a 409 matching ErrKeyReused only", err)
+	}
 	// Refused before any request: the server would count it otherwise.
 	if _, err := cl.Hint(ctx, &mem.HintRequest{Hint: "User likes tea."}); !errors.Is(err, mem.ErrInvalid) {
 		t.Fatalf("hint without conversation: %v, want ErrInvalid", err)
@@ -248,5 +259,74 @@ func TestGoClientRetries(t *testing.T) {
 	_, err = cl.Query(context.Background(), &mem.QueryRequest{Scope: mem.ScopeRun, Query: "x"})
 	if !errors.Is(err, resilience.ErrOpen) || calls != 4 {
 		t.Fatalf("calls %d err %v; want the breaker open after 4 failures", calls, err)
+	}
+}
+
+// countingStore counts the searches that reach the store.
+type countingStore struct {
+	mem.Store
+	mu       sync.Mutex
+	searches int
+}
+
+func (c *countingStore) List(ctx context.Context, tenant string, f mem.Filter, limit int) ([]mem.Memory, error) {
+	c.mu.Lock()
+	c.searches++
+	c.mu.Unlock()
+	return c.Store.List(ctx, tenant, f, limit)
+}
+
+// TestHandlerRefusesBatches: a JSON-RPC batch is refused with -32600
+// before any call in it runs, whatever protocol revision the request
+// names (the SDK itself runs batches for 2025-03-26 and for a request
+// naming none), while the same call alone is served.
+func TestHandlerRefusesBatches(t *testing.T) {
+	store := &countingStore{Store: openStore(t)}
+	s := New(store, nil)
+	srv, _ := serveMCP(t, s)
+	query := func(id int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"novaos.memory.query","arguments":{"scope":"run","query":"deploy"}}}`, id)
+	}
+	calls := make([]string, 50)
+	for i := range calls {
+		calls[i] = query(i + 1)
+	}
+	batch := "[" + strings.Join(calls, ",") + "]"
+	for _, version := range []string{"", "2024-11-05", "2025-03-26", "2025-06-18"} {
+		t.Run("version "+version, func(t *testing.T) {
+			for _, body := range []string{batch, " \n\t[" + query(1) + "]"} {
+				req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer good")
+				if version != "" {
+					req.Header.Set("Mcp-Protocol-Version", version)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				var rpc struct {
+					Error struct {
+						Code    int
+						Message string
+					}
+				}
+				if resp.StatusCode != http.StatusBadRequest || json.Unmarshal(b, &rpc) != nil || rpc.Error.Code != -32600 ||
+					!strings.Contains(rpc.Error.Message, "batches are not supported") {
+					t.Errorf("batch: %d %s; want 400 with JSON-RPC error -32600", resp.StatusCode, b)
+				}
+			}
+		})
+	}
+	if store.searches != 0 {
+		t.Errorf("%d calls of refused batches reached the store, want 0", store.searches)
+	}
+	if code, body := rawCall(t, srv.URL, "Bearer good", query(1)); code != http.StatusOK || strings.Contains(body, `"isError":true`) || !strings.Contains(body, `"stores_queried"`) {
+		t.Errorf("a single call: %d %s; want it served", code, body)
+	}
+	if store.searches != 1 {
+		t.Errorf("a single call made %d searches, want 1", store.searches)
 	}
 }

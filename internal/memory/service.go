@@ -209,7 +209,7 @@ func policy(field, rule string) *mem.Error {
 // storeErr reports a store failure: sentinels become their statuses, the
 // rest 503 (a store may be down for a moment) with the cause logged only.
 func (s *Service) storeErr(op string, err error) error {
-	if errors.Is(err, mem.ErrNotFound) || errors.Is(err, mem.ErrConflict) {
+	if errors.Is(err, mem.ErrNotFound) || errors.Is(err, mem.ErrConflict) || errors.Is(err, mem.ErrKeyReused) {
 		return mem.ErrorFor(err)
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {

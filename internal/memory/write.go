@@ -1,9 +1,12 @@
 package memory
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,14 +16,20 @@ import (
 
 // Write stores a memory (run, task), proposes one to the write gate
 // (agent: the answer is a prop_ id with durable false) or, for an
-// administrator, stores a screened tenant memory. A write with an
-// idempotency key seen in the tenant within 24 hours returns the first
-// write's result and stores nothing.
+// administrator, stores a screened tenant memory. An idempotency key
+// belongs to the caller's agent and run: the same request under a key it
+// sent within 24 hours returns the first write's result and stores
+// nothing, and another request under it is refused (409
+// idempotency_key_reused).
 func (s *Service) Write(ctx context.Context, c *Caller, r *mem.WriteRequest) (mem.WriteResult, error) {
 	if err := r.Validate(); err != nil {
 		return mem.WriteResult{}, mem.ErrorFor(err)
 	}
 	p, err := c.writable(r.Scope, opWrite)
+	if err != nil {
+		return mem.WriteResult{}, err
+	}
+	key, err := c.key(r.IdempotencyKey, writeDigest(r))
 	if err != nil {
 		return mem.WriteResult{}, err
 	}
@@ -50,21 +59,21 @@ func (s *Service) Write(ctx context.Context, c *Caller, r *mem.WriteRequest) (me
 	switch r.Scope {
 	case mem.ScopeAgent:
 		prop := &mem.Proposal{ID: mem.ProposalPrefix + newID(), Memory: *m, Status: mem.ProposalPending, CreatedAt: now}
-		res, _, err := s.store.PutProposal(ctx, c.Tenant, prop, r.IdempotencyKey)
+		res, _, err := s.store.PutProposal(ctx, c.Tenant, prop, key)
 		if err != nil {
 			return mem.WriteResult{}, s.storeErr("propose", err)
 		}
 		s.kickGate()
 		return res, nil
 	case mem.ScopeTenant:
-		if err := screen(m.Content, m.Tags, m.Custom); err != nil {
+		if err := screenMemory(m); err != nil {
 			return mem.WriteResult{}, err
 		}
 		if err := s.embed(ctx, m); err != nil {
 			return mem.WriteResult{}, err
 		}
 	}
-	res, _, err := s.store.Put(ctx, c.Tenant, m, r.IdempotencyKey)
+	res, _, err := s.store.Put(ctx, c.Tenant, m, key)
 	if err != nil {
 		return mem.WriteResult{}, s.storeErr("write", err)
 	}
@@ -92,6 +101,61 @@ func (s *Service) ttl(scope mem.Scope, seconds *int64) (time.Duration, error) {
 	return time.Duration(*seconds) * time.Second, nil
 }
 
+// key is c's idempotency key name for the request whose canonical form
+// is req; no name is no key.
+func (c *Caller) key(name string, req any) (mem.Key, error) {
+	if name == "" {
+		return mem.Key{}, nil
+	}
+	d, err := mem.RequestDigest(req)
+	if err != nil {
+		return mem.Key{}, refuse(http.StatusUnprocessableEntity, mem.CodeInvalid, "metadata.custom", "must be a JSON object")
+	}
+	return mem.Key{Name: name, Agent: c.Agent, Run: c.Run, Request: d}, nil
+}
+
+// writeDigest is the canonical form of a write: what it stores, without
+// its idempotency key and the correlation ids a retry may renew. Two
+// spellings of one request (the type as memory_type or as
+// metadata.memory_type, metadata absent or empty) are the same request.
+func writeDigest(r *mem.WriteRequest) any {
+	type canonical struct {
+		Op             string         `json:"op"`
+		Scope          mem.Scope      `json:"scope"`
+		Content        string         `json:"content"`
+		Type           mem.Type       `json:"type"`
+		TTLSeconds     *int64         `json:"ttl_seconds"`
+		Classification string         `json:"classification"`
+		ConversationID string         `json:"conversation_id"`
+		Tags           []string       `json:"tags"`
+		Source         *string        `json:"source"`
+		Confidence     *float64       `json:"confidence"`
+		Custom         map[string]any `json:"custom"`
+	}
+	c := canonical{Op: "write", Scope: r.Scope, Content: r.Content, Type: r.Type(), TTLSeconds: r.TTLSeconds,
+		Classification: r.Classification, ConversationID: r.ConversationID}
+	if md := r.Metadata; md != nil {
+		c.Source, c.Confidence = md.Source, md.Confidence
+		if len(md.Tags) > 0 {
+			c.Tags = md.Tags
+		}
+		if len(md.Custom) > 0 {
+			c.Custom = md.Custom
+		}
+	}
+	return c
+}
+
+// forgetDigest is the canonical form of a forget, as writeDigest.
+func forgetDigest(r *mem.ForgetRequest) any {
+	return struct {
+		Op       string    `json:"op"`
+		Scope    mem.Scope `json:"scope"`
+		MemoryID string    `json:"memory_id"`
+		Reason   string    `json:"reason"`
+	}{"forget", r.Scope, r.MemoryID, r.Reason}
+}
+
 func durationSeconds(d time.Duration) string {
 	return jsonNumber(int64(d / time.Second))
 }
@@ -112,19 +176,75 @@ func marshalCustom(custom map[string]any) (json.RawMessage, error) {
 	return b, nil
 }
 
-// screen refuses text that holds personal data or a credential: memories
-// are retrieved into other prompts later, so what must not leak must not
-// be stored. The error names the kinds found, never the text.
-func screen(content string, tags []string, custom json.RawMessage) error {
-	for _, f := range []struct {
-		field, text string
-	}{{"content", content}, {"metadata.tags", strings.Join(tags, "\n")}, {"metadata.custom", string(custom)}} {
+// field is a named text a memory call would store.
+type field struct{ name, text string }
+
+// screenMemory refuses a memory that holds personal data or a credential
+// in any text it stores: memories are retrieved into other prompts later,
+// so what must not leak must not be stored. Type and classification are
+// checked enums; every free text is here.
+func screenMemory(m *mem.Memory) error {
+	return screenFields(
+		field{"content", m.Content},
+		field{"metadata.tags", strings.Join(m.Tags, "\n")},
+		field{"metadata.source", m.Source},
+		field{"conversation_id", m.ConversationID},
+		field{"metadata.custom", customText(m.Custom)},
+	)
+}
+
+// customText is custom as the screen reads it: its keys and values as
+// text, a line for each ("key: value"), so JSON's escapes (a "\u2028"
+// between a secret's name and its value) hide nothing. A document that
+// does not decode is screened as it is.
+func customText(custom json.RawMessage) string {
+	if len(custom) == 0 {
+		return ""
+	}
+	d := json.NewDecoder(bytes.NewReader(custom))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return string(custom)
+	}
+	var b strings.Builder
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				b.WriteString(k)
+				b.WriteString(": ")
+				walk(x[k])
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case string:
+			b.WriteString(x)
+			b.WriteByte('\n')
+		case json.Number:
+			b.WriteString(x.String())
+			b.WriteByte('\n')
+		default:
+			b.WriteByte('\n')
+		}
+	}
+	walk(v)
+	return b.String()
+}
+
+// screenFields refuses the first field that pii.Scan flags. The error
+// names the field and the kinds found, never the text.
+func screenFields(fields ...field) error {
+	for _, f := range fields {
 		if kinds := pii.Scan(f.text); len(kinds) > 0 {
 			names := make([]string, len(kinds))
 			for i, k := range kinds {
 				names[i] = string(k)
 			}
-			return refuse(http.StatusUnprocessableEntity, mem.CodeScreened, f.field,
+			return refuse(http.StatusUnprocessableEntity, mem.CodeScreened, f.name,
 				"holds "+strings.Join(names, ", ")+"; memories may not store personal data or credentials")
 		}
 	}
@@ -169,7 +289,8 @@ func (s *Service) Update(ctx context.Context, c *Caller, r *mem.UpdateRequest) (
 			return mem.UpdateResult{}, err
 		}
 	}
-	if err := screen(content, tags, ch.Custom); err != nil {
+	if err := screenFields(field{"content", content}, field{"metadata.tags", strings.Join(tags, "\n")},
+		field{"metadata.custom", customText(ch.Custom)}); err != nil {
 		return mem.UpdateResult{}, err
 	}
 	if r.Content != nil {
@@ -187,7 +308,10 @@ func (s *Service) Update(ctx context.Context, c *Caller, r *mem.UpdateRequest) (
 }
 
 // Forget deletes one memory and records why in the audit trail.
-// deleted_count is 0 when there was no such memory.
+// deleted_count is 0 when there was no such memory. Idempotency keys are
+// as for Write, apart from its keys: a forget under a key the caller sent
+// with another forget is refused, so a forget is never answered with
+// another memory's deletion.
 func (s *Service) Forget(ctx context.Context, c *Caller, r *mem.ForgetRequest) (mem.ForgetResult, error) {
 	if err := r.Validate(); err != nil {
 		return mem.ForgetResult{}, mem.ErrorFor(err)
@@ -196,8 +320,15 @@ func (s *Service) Forget(ctx context.Context, c *Caller, r *mem.ForgetRequest) (
 	if err != nil {
 		return mem.ForgetResult{}, err
 	}
+	if err := screenFields(field{"reason", r.Reason}); err != nil {
+		return mem.ForgetResult{}, err
+	}
+	key, err := c.key(r.IdempotencyKey, forgetDigest(r))
+	if err != nil {
+		return mem.ForgetResult{}, err
+	}
 	res, _, err := s.store.Forget(ctx, c.Tenant, p, r.MemoryID, mem.Audit{
-		EventID: newID(), Actor: c.Agent, Reason: r.Reason, IdempotencyKey: r.IdempotencyKey, At: s.now(),
+		EventID: newID(), Actor: c.Agent, Reason: r.Reason, Key: key, At: s.now(),
 	})
 	if err != nil {
 		return mem.ForgetResult{}, s.storeErr("forget", err)
@@ -259,7 +390,7 @@ func (s *Service) judgeProposals(ctx context.Context) {
 
 func (s *Service) judge(ctx context.Context, p *mem.Proposal) bool {
 	now := s.now()
-	if err := screen(p.Memory.Content, p.Memory.Tags, p.Memory.Custom); err != nil {
+	if err := screenMemory(&p.Memory); err != nil {
 		reason := err.(*mem.Error).Field + " " + err.(*mem.Error).Rule
 		if rerr := s.store.ResolveProposal(ctx, p.Tenant, p.ID, nil, reason, now); rerr != nil && ctx.Err() == nil {
 			s.log.Warn("memory: rejecting a proposal failed", "proposal", p.ID, "err", rerr)

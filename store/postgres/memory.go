@@ -60,28 +60,42 @@ func memText(m *memory.Memory) bool {
 // caller now owns it (new, or its previous use is past the window), false
 // when a use inside the window holds it (a concurrent first use is waited
 // for by the unique index).
-func claimKey(ctx context.Context, tx pgx.Tx, tenant, kind, key string, r memory.WriteResult, count int, now time.Time) (bool, error) {
-	tag, err := tx.Exec(ctx, `INSERT INTO memory_keys (tenant, kind, key, result_id, scope, event_id, count, durable, created_ms)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-		ON CONFLICT (tenant, kind, key) DO UPDATE SET result_id = EXCLUDED.result_id, scope = EXCLUDED.scope,
-			event_id = EXCLUDED.event_id, count = EXCLUDED.count, durable = EXCLUDED.durable, created_ms = EXCLUDED.created_ms
-		WHERE memory_keys.created_ms <= $10`,
-		tenant, kind, key, r.MemoryID, string(r.Scope), r.WriteEventID, count, r.Durable, ms(now), ms(now.Add(-memory.IdempotencyWindow)))
+func claimKey(ctx context.Context, tx pgx.Tx, tenant, kind string, k memory.Key, r memory.WriteResult, count int, now time.Time) (bool, error) {
+	tag, err := tx.Exec(ctx, `INSERT INTO memory_keys (tenant, kind, agent, run, key, request, result_id, scope, event_id,
+			count, durable, created_ms)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+		ON CONFLICT (tenant, kind, agent, run, key) DO UPDATE SET request = EXCLUDED.request,
+			result_id = EXCLUDED.result_id, scope = EXCLUDED.scope, event_id = EXCLUDED.event_id,
+			count = EXCLUDED.count, durable = EXCLUDED.durable, created_ms = EXCLUDED.created_ms
+		WHERE memory_keys.created_ms <= $13`,
+		tenant, kind, k.Agent, k.Run, k.Name, k.Request, r.MemoryID, string(r.Scope), r.WriteEventID, count, r.Durable,
+		ms(now), ms(now.Add(-memory.IdempotencyWindow)))
 	if err != nil {
 		return false, err
 	}
 	return tag.RowsAffected() == 1, nil
 }
 
-func firstResult(ctx context.Context, tx pgx.Tx, tenant, kind, key string) (r memory.WriteResult, count int, err error) {
-	var scope string
+// firstResult returns the result of the use of k that holds it, or
+// memory.ErrKeyReused when that use was for another request.
+func firstResult(ctx context.Context, tx pgx.Tx, tenant, kind string, k memory.Key) (r memory.WriteResult, count int, err error) {
+	var request, scope string
 	var cms int64
-	err = tx.QueryRow(ctx, `SELECT result_id, scope, event_id, count, durable, created_ms FROM memory_keys
-		WHERE tenant = $1 AND kind = $2 AND key = $3`, tenant, kind, key).
-		Scan(&r.MemoryID, &scope, &r.WriteEventID, &count, &r.Durable, &cms)
+	err = tx.QueryRow(ctx, `SELECT request, result_id, scope, event_id, count, durable, created_ms FROM memory_keys
+		WHERE tenant = $1 AND kind = $2 AND agent = $3 AND run = $4 AND key = $5`, tenant, kind, k.Agent, k.Run, k.Name).
+		Scan(&request, &r.MemoryID, &scope, &r.WriteEventID, &count, &r.Durable, &cms)
+	if err != nil {
+		return memory.WriteResult{}, 0, err
+	}
+	if request != k.Request {
+		return memory.WriteResult{}, 0, memory.ErrKeyReused
+	}
 	r.Scope, r.CreatedAt = memory.Scope(scope), fromMS(cms)
-	return r, count, err
+	return r, count, nil
 }
+
+// validKey reports whether k can be stored as PostgreSQL text.
+func validKey(k memory.Key) bool { return a2astore.ValidText(k.Name, k.Agent, k.Run, k.Request) }
 
 // insertMemory inserts m; withEmbedding says memories.embedding exists
 // (pgvector) and is written too.
@@ -124,21 +138,21 @@ func insertMemory(ctx context.Context, tx pgx.Tx, tenant string, m *memory.Memor
 	return nil
 }
 
-func (s *MemoryStore) Put(ctx context.Context, tenant string, m *memory.Memory, key string) (memory.WriteResult, bool, error) {
+func (s *MemoryStore) Put(ctx context.Context, tenant string, m *memory.Memory, key memory.Key) (memory.WriteResult, bool, error) {
 	if m.Version == 0 {
 		m.Version = 1
 	}
 	if m.UpdatedAt.IsZero() {
 		m.UpdatedAt = m.CreatedAt
 	}
-	if !memText(m) || !a2astore.ValidText(tenant, key) {
+	if !memText(m) || !a2astore.ValidText(tenant) || !validKey(key) {
 		return memory.WriteResult{}, false, fmt.Errorf("postgres: put memory: %w", errBadText)
 	}
 	var res memory.WriteResult
 	var replayed bool
 	err := pgx.BeginFunc(ctx, s.db.pool, func(tx pgx.Tx) error {
 		res, replayed = m.Result(), false
-		if key != "" {
+		if key.Name != "" {
 			own, err := claimKey(ctx, tx, tenant, "write", key, res, 0, m.CreatedAt)
 			if err != nil {
 				return err
@@ -251,7 +265,7 @@ func (s *MemoryStore) Update(ctx context.Context, tenant string, p memory.Partit
 }
 
 func (s *MemoryStore) Forget(ctx context.Context, tenant string, p memory.Partition, id string, a memory.Audit) (memory.ForgetResult, bool, error) {
-	if !a2astore.ValidText(tenant, id, p.Owner, a.IdempotencyKey) {
+	if !a2astore.ValidText(tenant, id, p.Owner) || !validKey(a.Key) {
 		return memory.ForgetResult{}, false, nil // names nothing stored
 	}
 	if !a2astore.ValidText(a.EventID, a.Actor, a.Reason) {
@@ -261,14 +275,14 @@ func (s *MemoryStore) Forget(ctx context.Context, tenant string, p memory.Partit
 	var replayed bool
 	err := pgx.BeginFunc(ctx, s.db.pool, func(tx pgx.Tx) error {
 		res, replayed = memory.ForgetResult{}, false
-		if a.IdempotencyKey != "" {
-			own, err := claimKey(ctx, tx, tenant, "forget", a.IdempotencyKey,
+		if a.Key.Name != "" {
+			own, err := claimKey(ctx, tx, tenant, "forget", a.Key,
 				memory.WriteResult{MemoryID: id, Scope: p.Scope, Durable: true}, 0, a.At)
 			if err != nil {
 				return err
 			}
 			if !own {
-				first, count, err := firstResult(ctx, tx, tenant, "forget", a.IdempotencyKey)
+				first, count, err := firstResult(ctx, tx, tenant, "forget", a.Key)
 				res, replayed = memory.ForgetResult{DeletedCount: count, DeleteEventID: first.WriteEventID}, true
 				return err
 			}
@@ -289,11 +303,12 @@ func (s *MemoryStore) Forget(ctx context.Context, tenant string, p memory.Partit
 			}
 			res = memory.ForgetResult{DeletedCount: 1, DeleteEventID: a.EventID}
 		}
-		if a.IdempotencyKey == "" {
+		if a.Key.Name == "" {
 			return nil
 		}
-		_, err = tx.Exec(ctx, `UPDATE memory_keys SET count = $4, event_id = $5 WHERE tenant = $1 AND kind = 'forget' AND key = $2
-			AND result_id = $3`, tenant, a.IdempotencyKey, id, res.DeletedCount, res.DeleteEventID)
+		_, err = tx.Exec(ctx, `UPDATE memory_keys SET count = $6, event_id = $7
+			WHERE tenant = $1 AND kind = 'forget' AND agent = $2 AND run = $3 AND key = $4 AND result_id = $5`,
+			tenant, a.Key.Agent, a.Key.Run, a.Key.Name, id, res.DeletedCount, res.DeleteEventID)
 		return err
 	})
 	if err != nil {

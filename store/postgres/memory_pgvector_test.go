@@ -117,7 +117,7 @@ func TestMemoryWithoutPGVector(t *testing.T) {
 	now := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
 	p := memory.Partition{Scope: memory.ScopeAgent, Owner: "a"}
 	e := &memory.Embedding{Model: "m", Vector: []float32{1, 0}}
-	if _, _, err := s.Put(ctx, "acme", &memory.Memory{ID: "m1", Partition: p, Content: "x", CreatedAt: now, Embedding: e}, ""); err != nil {
+	if _, _, err := s.Put(ctx, "acme", &memory.Memory{ID: "m1", Partition: p, Content: "x", CreatedAt: now, Embedding: e}, memory.Key{}); err != nil {
 		t.Fatal(err)
 	}
 	hs, err := s.SearchVector(ctx, "acme", memory.Filter{Partition: p, Now: now}, *e, 5)
@@ -171,7 +171,7 @@ func TestPGVectorNotPermitted(t *testing.T) {
 	d := randomVectors(10, 1, 8, 5)
 	s := db.MemoryStore()
 	for i := range d.vecs {
-		if _, _, err := s.Put(ctx, "acme", d.memory(i), ""); err != nil {
+		if _, _, err := s.Put(ctx, "acme", d.memory(i), memory.Key{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -264,7 +264,7 @@ func TestPGVectorRecall(t *testing.T) {
 	d := randomVectors(n, queries, dims, 7)
 	start := time.Now()
 	for i := range d.vecs {
-		if _, _, err := s.Put(ctx, "acme", d.memory(i), ""); err != nil {
+		if _, _, err := s.Put(ctx, "acme", d.memory(i), memory.Key{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -272,7 +272,7 @@ func TestPGVectorRecall(t *testing.T) {
 	small := randomVectors(20, 5, dims, 8)
 	small.p.Owner, small.prefix = "agent-small", "s"
 	for i := range small.vecs {
-		if _, _, err := s.Put(ctx, "acme", small.memory(i), ""); err != nil {
+		if _, _, err := s.Put(ctx, "acme", small.memory(i), memory.Key{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -354,7 +354,7 @@ func TestPGVectorBackfill(t *testing.T) {
 	}
 	postgres.SetPGVector(old, false) // writes as a server without pgvector would
 	for i := range d.vecs {
-		if _, _, err := old.MemoryStore().Put(ctx, "acme", d.memory(i), ""); err != nil {
+		if _, _, err := old.MemoryStore().Put(ctx, "acme", d.memory(i), memory.Key{}); err != nil {
 			t.Fatal(err)
 		}
 	}

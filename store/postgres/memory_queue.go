@@ -19,8 +19,8 @@ import (
 // Proposals, the hint queue, conversation messages and the sweep of the
 // memory store.
 
-func (s *MemoryStore) PutProposal(ctx context.Context, tenant string, p *memory.Proposal, key string) (memory.WriteResult, bool, error) {
-	if !a2astore.ValidText(tenant, p.ID, key) {
+func (s *MemoryStore) PutProposal(ctx context.Context, tenant string, p *memory.Proposal, key memory.Key) (memory.WriteResult, bool, error) {
+	if !a2astore.ValidText(tenant, p.ID) || !validKey(key) {
 		return memory.WriteResult{}, false, fmt.Errorf("postgres: put proposal: %w", errBadText)
 	}
 	body, err := memory.EncodeMemory(&p.Memory)
@@ -32,7 +32,7 @@ func (s *MemoryStore) PutProposal(ctx context.Context, tenant string, p *memory.
 	var replayed bool
 	err = pgx.BeginFunc(ctx, s.db.pool, func(tx pgx.Tx) error {
 		res, replayed = first, false
-		if key != "" {
+		if key.Name != "" {
 			own, err := claimKey(ctx, tx, tenant, "write", key, first, 0, p.CreatedAt)
 			if err != nil {
 				return err

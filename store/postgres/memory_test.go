@@ -36,7 +36,7 @@ func TestMemoryAuditIsAppendOnly(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
 	p := memory.Partition{Scope: memory.ScopeRun, Owner: "r1"}
-	if _, _, err := s.Put(ctx, "acme", &memory.Memory{ID: "m1", Partition: p, Content: "x", Version: 1, CreatedAt: now}, ""); err != nil {
+	if _, _, err := s.Put(ctx, "acme", &memory.Memory{ID: "m1", Partition: p, Content: "x", Version: 1, CreatedAt: now}, memory.Key{}); err != nil {
 		t.Fatal(err)
 	}
 	if r, _, err := s.Forget(ctx, "acme", p, "m1", memory.Audit{EventID: "del-1", Actor: "agent-a", Reason: "superseded", At: now}); err != nil || r.DeletedCount != 1 {
@@ -67,7 +67,7 @@ func TestMemoryBadText(t *testing.T) {
 	if _, err := s.Get(ctx, "acme\x00", "m1", now); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("Get with NUL = %v", err)
 	}
-	_, _, err := s.Put(ctx, "acme", &memory.Memory{ID: "m1", Partition: memory.Partition{Scope: memory.ScopeRun}, Content: "a\xffb", CreatedAt: now}, "")
+	_, _, err := s.Put(ctx, "acme", &memory.Memory{ID: "m1", Partition: memory.Partition{Scope: memory.ScopeRun}, Content: "a\xffb", CreatedAt: now}, memory.Key{})
 	if err == nil || !strings.Contains(err.Error(), "invalid") {
 		t.Errorf("Put of invalid UTF-8 = %v", err)
 	}

@@ -18,14 +18,14 @@ const (
 	insertMemorySQL = `INSERT INTO memories (tenant, id, scope, owner, content, type, tags, source, conversation_id,
 		classification, confidence, custom, version, created_ms, updated_ms, expires_ms, write_event_id, model, vec)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, id) DO NOTHING`
-	findKeySQL = `SELECT result_id, scope, event_id, count, durable, created_ms FROM memory_keys
-		WHERE tenant = ? AND kind = ? AND key = ? AND created_ms > ?`
+	findKeySQL = `SELECT request, result_id, scope, event_id, count, durable, created_ms FROM memory_keys
+		WHERE tenant = ? AND kind = ? AND agent = ? AND run = ? AND key = ? AND created_ms > ?`
 	appendedSQL = `INSERT INTO memory_partitions (tenant, scope, owner, appended) VALUES (?, ?, ?, 1)
 		ON CONFLICT (tenant, scope, owner) DO UPDATE SET appended = appended + 1`
 	changedSQL = `INSERT INTO memory_partitions (tenant, scope, owner, changed) VALUES (?, ?, ?, 1)
 		ON CONFLICT (tenant, scope, owner) DO UPDATE SET changed = changed + 1`
-	putKeySQL = `INSERT OR REPLACE INTO memory_keys (tenant, kind, key, result_id, scope, event_id, count, durable, created_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	putKeySQL = `INSERT OR REPLACE INTO memory_keys (tenant, kind, agent, run, key, request, result_id, scope, event_id,
+		count, durable, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
 // memoryWrites are the statements Open prepares for the memory store.
@@ -73,16 +73,37 @@ func nullBytes(b []byte) any {
 	return b
 }
 
-// findKey returns the first result of an idempotency key still inside its
-// window at now.
-func findKey(tx *sql.Tx, tenant, kind, key string, now time.Time) (id, scope, event string, count int, durable bool, created time.Time, ok bool, err error) {
+// keyUse is the first use of an idempotency key.
+type keyUse struct {
+	res   memory.WriteResult
+	count int
+}
+
+// findKey returns the first use of an idempotency key still inside its
+// window at now; ok is false when there is none. A use for another
+// request is memory.ErrKeyReused.
+func findKey(tx *sql.Tx, tenant, kind string, k memory.Key, now time.Time) (u keyUse, ok bool, err error) {
+	var request, scope string
 	var cms int64
-	err = tx.QueryRow(findKeySQL, tenant, kind, key, ms(now.Add(-memory.IdempotencyWindow))).
-		Scan(&id, &scope, &event, &count, &durable, &cms)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", "", "", 0, false, time.Time{}, false, nil
+	err = tx.QueryRow(findKeySQL, tenant, kind, k.Agent, k.Run, k.Name, ms(now.Add(-memory.IdempotencyWindow))).
+		Scan(&request, &u.res.MemoryID, &scope, &u.res.WriteEventID, &u.count, &u.res.Durable, &cms)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return keyUse{}, false, nil
+	case err != nil:
+		return keyUse{}, false, err
+	case request != k.Request:
+		return keyUse{}, false, memory.ErrKeyReused
 	}
-	return id, scope, event, count, durable, fromMS(cms), err == nil, err
+	u.res.Scope, u.res.CreatedAt = memory.Scope(scope), fromMS(cms)
+	return u, true, nil
+}
+
+// putKey records the first use of an idempotency key.
+func (s *MemoryStore) putKey(tx *sql.Tx, tenant, kind string, k memory.Key, res memory.WriteResult, count int, at time.Time) error {
+	_, err := s.db.wr.exec(tx, putKeySQL, tenant, kind, k.Agent, k.Run, k.Name, k.Request, res.MemoryID, string(res.Scope),
+		res.WriteEventID, count, res.Durable, ms(at))
+	return err
 }
 
 func (s *MemoryStore) insert(tx *sql.Tx, tenant string, m *memory.Memory) error {
@@ -104,7 +125,7 @@ func (s *MemoryStore) insert(tx *sql.Tx, tenant string, m *memory.Memory) error 
 	return err
 }
 
-func (s *MemoryStore) Put(ctx context.Context, tenant string, m *memory.Memory, key string) (memory.WriteResult, bool, error) {
+func (s *MemoryStore) Put(ctx context.Context, tenant string, m *memory.Memory, key memory.Key) (memory.WriteResult, bool, error) {
 	if m.Version == 0 {
 		m.Version = 1
 	}
@@ -114,25 +135,23 @@ func (s *MemoryStore) Put(ctx context.Context, tenant string, m *memory.Memory, 
 	res, replayed := m.Result(), false
 	err := s.db.wr.doAtomic(ctx, func(tx *sql.Tx) error {
 		res, replayed = m.Result(), false
-		if key != "" {
-			id, scope, event, _, durable, created, ok, err := findKey(tx, tenant, "write", key, m.CreatedAt)
+		if key.Name != "" {
+			u, ok, err := findKey(tx, tenant, "write", key, m.CreatedAt)
 			if err != nil {
 				return err
 			}
 			if ok {
-				res = memory.WriteResult{MemoryID: id, Scope: memory.Scope(scope), WriteEventID: event, CreatedAt: created, Durable: durable}
-				replayed = true
+				res, replayed = u.res, true
 				return nil
 			}
 		}
 		if err := s.insert(tx, tenant, m); err != nil {
 			return err
 		}
-		if key == "" {
+		if key.Name == "" {
 			return nil
 		}
-		_, err := s.db.wr.exec(tx, putKeySQL, tenant, "write", key, m.ID, string(m.Partition.Scope), m.WriteEventID, 0, true, ms(m.CreatedAt))
-		return err
+		return s.putKey(tx, tenant, "write", key, res, 0, m.CreatedAt)
 	})
 	if err != nil {
 		return memory.WriteResult{}, false, fmt.Errorf("sqlite: put memory %s: %w", m.ID, err)
@@ -200,13 +219,13 @@ func (s *MemoryStore) Forget(ctx context.Context, tenant string, p memory.Partit
 	var replayed bool
 	err := s.db.wr.doAtomic(ctx, func(tx *sql.Tx) error {
 		res, replayed = memory.ForgetResult{}, false
-		if a.IdempotencyKey != "" {
-			_, _, event, count, _, _, ok, err := findKey(tx, tenant, "forget", a.IdempotencyKey, a.At)
+		if a.Key.Name != "" {
+			u, ok, err := findKey(tx, tenant, "forget", a.Key, a.At)
 			if err != nil {
 				return err
 			}
 			if ok {
-				res, replayed = memory.ForgetResult{DeletedCount: count, DeleteEventID: event}, true
+				res, replayed = memory.ForgetResult{DeletedCount: u.count, DeleteEventID: u.res.WriteEventID}, true
 				return nil
 			}
 		}
@@ -231,12 +250,11 @@ func (s *MemoryStore) Forget(ctx context.Context, tenant string, p memory.Partit
 			}
 			res = memory.ForgetResult{DeletedCount: 1, DeleteEventID: a.EventID}
 		}
-		if a.IdempotencyKey == "" {
+		if a.Key.Name == "" {
 			return nil
 		}
-		_, err = s.db.wr.exec(tx, putKeySQL, tenant, "forget", a.IdempotencyKey, id, string(p.Scope), res.DeleteEventID,
-			res.DeletedCount, true, ms(a.At))
-		return err
+		return s.putKey(tx, tenant, "forget", a.Key,
+			memory.WriteResult{MemoryID: id, Scope: p.Scope, WriteEventID: res.DeleteEventID, Durable: true}, res.DeletedCount, a.At)
 	})
 	if err != nil {
 		return memory.ForgetResult{}, false, fmt.Errorf("sqlite: forget memory %s: %w", id, err)

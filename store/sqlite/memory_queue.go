@@ -14,7 +14,7 @@ import (
 // Proposals, the hint queue, conversation messages and the sweep of the
 // memory store.
 
-func (s *MemoryStore) PutProposal(ctx context.Context, tenant string, p *memory.Proposal, key string) (memory.WriteResult, bool, error) {
+func (s *MemoryStore) PutProposal(ctx context.Context, tenant string, p *memory.Proposal, key memory.Key) (memory.WriteResult, bool, error) {
 	body, err := memory.EncodeMemory(&p.Memory)
 	if err != nil {
 		return memory.WriteResult{}, false, fmt.Errorf("sqlite: put proposal %s: %w", p.ID, err)
@@ -23,14 +23,13 @@ func (s *MemoryStore) PutProposal(ctx context.Context, tenant string, p *memory.
 	res, replayed := first, false
 	err = s.db.wr.doAtomic(ctx, func(tx *sql.Tx) error {
 		res, replayed = first, false
-		if key != "" {
-			id, scope, event, _, durable, created, ok, err := findKey(tx, tenant, "write", key, p.CreatedAt)
+		if key.Name != "" {
+			u, ok, err := findKey(tx, tenant, "write", key, p.CreatedAt)
 			if err != nil {
 				return err
 			}
 			if ok {
-				res = memory.WriteResult{MemoryID: id, Scope: memory.Scope(scope), WriteEventID: event, CreatedAt: created, Durable: durable}
-				replayed = true
+				res, replayed = u.res, true
 				return nil
 			}
 		}
@@ -42,11 +41,10 @@ func (s *MemoryStore) PutProposal(ctx context.Context, tenant string, p *memory.
 		if n, err := r.RowsAffected(); err != nil || n == 0 {
 			return orSentinel(err, memory.ErrExists)
 		}
-		if key == "" {
+		if key.Name == "" {
 			return nil
 		}
-		_, err = s.db.wr.exec(tx, putKeySQL, tenant, "write", key, p.ID, string(first.Scope), first.WriteEventID, 0, false, ms(p.CreatedAt))
-		return err
+		return s.putKey(tx, tenant, "write", key, first, 0, p.CreatedAt)
 	})
 	if err != nil {
 		return memory.WriteResult{}, false, fmt.Errorf("sqlite: put proposal %s: %w", p.ID, err)

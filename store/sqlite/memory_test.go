@@ -36,7 +36,7 @@ func TestMemoryAuditIsAppendOnly(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
 	p := memory.Partition{Scope: memory.ScopeRun, Owner: "r1"}
-	if _, _, err := s.Put(ctx, "acme", &memory.Memory{ID: "m1", Partition: p, Content: "x", Version: 1, CreatedAt: now}, ""); err != nil {
+	if _, _, err := s.Put(ctx, "acme", &memory.Memory{ID: "m1", Partition: p, Content: "x", Version: 1, CreatedAt: now}, memory.Key{}); err != nil {
 		t.Fatal(err)
 	}
 	if r, _, err := s.Forget(ctx, "acme", p, "m1", memory.Audit{EventID: "del-1", Actor: "agent-a", Reason: "superseded", At: now}); err != nil || r.DeletedCount != 1 {
@@ -80,7 +80,7 @@ func TestMemoryVectorCacheFollowsWrites(t *testing.T) {
 		t.Helper()
 		m := &memory.Memory{ID: id, Partition: p, Content: text, Version: 1, CreatedAt: now, ExpiresAt: expires,
 			Embedding: &memory.Embedding{Model: emb.ModelID(), Vector: emb.Vector(text)}}
-		if _, _, err := s.Put(ctx, "acme", m, ""); err != nil {
+		if _, _, err := s.Put(ctx, "acme", m, memory.Key{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -21,6 +21,9 @@ func TestMemoryStore(t *testing.T, newStore func(t *testing.T) memory.Store) {
 	t.Run("PutGet", func(t *testing.T) { testMemPutGet(t, newStore(t)) })
 	t.Run("PutDuplicateID", func(t *testing.T) { testMemDuplicate(t, newStore(t)) })
 	t.Run("IdempotentReplay", func(t *testing.T) { testMemIdempotent(t, newStore(t)) })
+	t.Run("IdempotencyKeyScope", func(t *testing.T) { testMemKeyScope(t, newStore(t)) })
+	t.Run("IdempotencyKeyReused", func(t *testing.T) { testMemKeyReused(t, newStore(t)) })
+	t.Run("IdempotencyKeyReusedConcurrent", func(t *testing.T) { testMemKeyReusedConcurrent(t, newStore(t)) })
 	t.Run("Update", func(t *testing.T) { testMemUpdate(t, newStore(t)) })
 	t.Run("UpdateConcurrent", func(t *testing.T) { testMemUpdateConcurrent(t, newStore(t)) })
 	t.Run("Forget", func(t *testing.T) { testMemForget(t, newStore(t)) })
@@ -61,7 +64,7 @@ func newMemory(id string, p memory.Partition, content string, at time.Time) *mem
 func mustPutMem(t *testing.T, s memory.Store, tenant string, ms ...*memory.Memory) {
 	t.Helper()
 	for _, m := range ms {
-		if _, _, err := s.Put(ctxT(t), tenant, m, ""); err != nil {
+		if _, _, err := s.Put(ctxT(t), tenant, m, memory.Key{}); err != nil {
 			t.Fatalf("Put %s: %v", m.ID, err)
 		}
 	}
@@ -97,7 +100,7 @@ func testMemPutGet(t *testing.T, s memory.Store) {
 	m.Type, m.Tags, m.Source, m.ConversationID = memory.TypeSemantic, []string{"prefs", "style guide"}, "support-chat", "conv-1"
 	m.Classification, m.Confidence, m.Custom = memory.ClassExplicit, &conf, []byte(`{"k":"v"}`)
 	m.ExpiresAt = memT0.Add(90 * 24 * time.Hour)
-	res, replayed, err := s.Put(ctx, "acme", m, "")
+	res, replayed, err := s.Put(ctx, "acme", m, memory.Key{})
 	if err != nil || replayed {
 		t.Fatalf("Put = %v, replayed %v", err, replayed)
 	}
@@ -130,7 +133,7 @@ func testMemPutGet(t *testing.T, s memory.Store) {
 func testMemDuplicate(t *testing.T, s memory.Store) {
 	ctx := ctxT(t)
 	mustPutMem(t, s, "acme", newMemory("m1", agentA, "first", memT0))
-	_, _, err := s.Put(ctx, "acme", newMemory("m1", agentA, "second", memT0), "")
+	_, _, err := s.Put(ctx, "acme", newMemory("m1", agentA, "second", memT0), memory.Key{})
 	if !errors.Is(err, memory.ErrExists) {
 		t.Fatalf("second Put of id m1 = %v, want ErrExists", err)
 	}
@@ -143,12 +146,12 @@ func testMemDuplicate(t *testing.T, s memory.Store) {
 
 func testMemIdempotent(t *testing.T, s memory.Store) {
 	ctx := ctxT(t)
-	first, replayed, err := s.Put(ctx, "acme", newMemory("m1", agentA, "Customer chose the annual plan", memT0), "exec-1:1")
+	first, replayed, err := s.Put(ctx, "acme", newMemory("m1", agentA, "Customer chose the annual plan", memT0), key("exec-1:1"))
 	if err != nil || replayed {
 		t.Fatalf("Put = %v, replayed %v", err, replayed)
 	}
 	// A retried execution replays the key with a new id and a later clock.
-	again, replayed, err := s.Put(ctx, "acme", newMemory("m2", agentA, "Customer chose the annual plan", memT0.Add(time.Hour)), "exec-1:1")
+	again, replayed, err := s.Put(ctx, "acme", newMemory("m2", agentA, "Customer chose the annual plan", memT0.Add(time.Hour)), key("exec-1:1"))
 	if err != nil || !replayed {
 		t.Fatalf("replay = %v, replayed %v; want the first result", err, replayed)
 	}
@@ -159,10 +162,10 @@ func testMemIdempotent(t *testing.T, s memory.Store) {
 		t.Errorf("a replay stored a second memory (Get m2 = %v)", err)
 	}
 	// Another key, another tenant's same key: new writes.
-	if _, replayed, err := s.Put(ctx, "acme", newMemory("m3", agentA, "x", memT0), "exec-1:2"); err != nil || replayed {
+	if _, replayed, err := s.Put(ctx, "acme", newMemory("m3", agentA, "x", memT0), key("exec-1:2")); err != nil || replayed {
 		t.Errorf("other key: %v, replayed %v", err, replayed)
 	}
-	if _, replayed, err := s.Put(ctx, "globex", newMemory("m4", agentA, "x", memT0), "exec-1:1"); err != nil || replayed {
+	if _, replayed, err := s.Put(ctx, "globex", newMemory("m4", agentA, "x", memT0), key("exec-1:1")); err != nil || replayed {
 		t.Errorf("same key in another tenant: %v, replayed %v", err, replayed)
 	}
 	// Concurrent replays of one key store one memory.
@@ -170,7 +173,7 @@ func testMemIdempotent(t *testing.T, s memory.Store) {
 	results := make([]memory.WriteResult, 8)
 	for i := range results {
 		wg.Go(func() {
-			r, _, err := s.Put(ctx, "acme", newMemory(fmt.Sprintf("c%d", i), agentA, "race", memT0), "exec-2:1")
+			r, _, err := s.Put(ctx, "acme", newMemory(fmt.Sprintf("c%d", i), agentA, "race", memT0), key("exec-2:1"))
 			if err != nil {
 				t.Errorf("concurrent Put: %v", err)
 			}
@@ -198,8 +201,151 @@ func testMemIdempotent(t *testing.T, s memory.Store) {
 	}
 	// After the 24h window the key is new again.
 	late := memT0.Add(memory.IdempotencyWindow + time.Minute)
-	if r, replayed, err := s.Put(ctx, "acme", newMemory("m5", agentA, "Customer chose the annual plan", late), "exec-1:1"); err != nil || replayed || r.MemoryID != "m5" {
+	if r, replayed, err := s.Put(ctx, "acme", newMemory("m5", agentA, "Customer chose the annual plan", late), key("exec-1:1")); err != nil || replayed || r.MemoryID != "m5" {
 		t.Errorf("Put after the window = %+v, replayed %v, %v; want a new write", r, replayed, err)
+	}
+}
+
+// testMemKeyScope: a key belongs to its caller (agent and run) and its
+// kind (write or forget); the same name elsewhere is another key.
+func testMemKeyScope(t *testing.T, s memory.Store) {
+	ctx := ctxT(t)
+	k := key("exec-1:1")
+	first, replayed, err := s.Put(ctx, "acme", newMemory("m1", agentA, "Customer chose the annual plan", memT0), k)
+	if err != nil || replayed {
+		t.Fatalf("Put = %v, replayed %v", err, replayed)
+	}
+	otherAgent, otherRun := k, k
+	otherAgent.Agent, otherRun.Run = "agent-b", "run-2"
+	for _, tt := range []struct {
+		name string
+		id   string
+		k    memory.Key
+	}{
+		{"another agent", "m2", otherAgent},
+		{"another run", "m3", otherRun},
+	} {
+		res, replayed, err := s.Put(ctx, "acme", newMemory(tt.id, agentB, "Customer chose the monthly plan", memT0), tt.k)
+		if err != nil || replayed || res.MemoryID != tt.id {
+			t.Errorf("%s: Put with the same key name = %+v, replayed %v, %v; want a new write", tt.name, res, replayed, err)
+		}
+		if _, err := s.Get(ctx, "acme", tt.id, memT0); err != nil {
+			t.Errorf("%s: the write was not stored: %v", tt.name, err)
+		}
+	}
+	// A forget's keys are not a write's: the same name forgets.
+	r, replayed, err := s.Forget(ctx, "acme", agentB, "m2", memory.Audit{EventID: "del-1", Actor: "agent-a", Reason: "r", Key: k, At: memT0})
+	if err != nil || replayed || r.DeletedCount != 1 {
+		t.Errorf("Forget under a write's key = %+v, replayed %v, %v; want 1 deleted", r, replayed, err)
+	}
+	// A proposal shares the write keys: the same request replays.
+	p := &memory.Proposal{ID: "prop_1", Memory: *newMemory("", agentA, "x", memT0), CreatedAt: memT0}
+	if res, replayed, err := s.PutProposal(ctx, "acme", p, k); err != nil || !replayed || res != first {
+		t.Errorf("PutProposal of the same request = %+v, replayed %v, %v; want the first result", res, replayed, err)
+	}
+	if _, err := s.Proposal(ctx, "acme", "prop_1"); !errors.Is(err, memory.ErrNotFound) {
+		t.Errorf("a replayed PutProposal stored a proposal (Proposal = %v)", err)
+	}
+}
+
+// testMemKeyReused: a key used for one request and sent with another is
+// refused, the second request is not carried out, and the first result
+// still replays.
+func testMemKeyReused(t *testing.T, s memory.Store) {
+	ctx := ctxT(t)
+	k := key("exec-1:1")
+	other := k
+	other.Request = "digest-2"
+	first, _, err := s.Put(ctx, "acme", newMemory("m1", runR, "Customer chose the annual plan", memT0), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Put(ctx, "acme", newMemory("m2", agentA, "another note", memT0), other); !errors.Is(err, memory.ErrKeyReused) {
+		t.Errorf("Put of another request under the key = %v, want ErrKeyReused", err)
+	}
+	if _, err := s.Get(ctx, "acme", "m2", memT0); !errors.Is(err, memory.ErrNotFound) {
+		t.Errorf("the refused write was stored (Get = %v)", err)
+	}
+	p := &memory.Proposal{ID: "prop_1", Memory: *newMemory("", agentA, "x", memT0), CreatedAt: memT0}
+	if _, _, err := s.PutProposal(ctx, "acme", p, other); !errors.Is(err, memory.ErrKeyReused) {
+		t.Errorf("PutProposal of another request under the key = %v, want ErrKeyReused", err)
+	}
+	if _, err := s.Proposal(ctx, "acme", "prop_1"); !errors.Is(err, memory.ErrNotFound) {
+		t.Errorf("the refused proposal was stored (Proposal = %v)", err)
+	}
+	if again, replayed, err := s.Put(ctx, "acme", newMemory("m3", runR, "Customer chose the annual plan", memT0.Add(time.Hour)), k); err != nil || !replayed || again != first {
+		t.Errorf("replay after a refusal = %+v, replayed %v, %v; want the first result", again, replayed, err)
+	}
+	// Past the window the key is free for any request.
+	late := memT0.Add(memory.IdempotencyWindow + time.Minute)
+	if r, replayed, err := s.Put(ctx, "acme", newMemory("m4", agentA, "another note", late), other); err != nil || replayed || r.MemoryID != "m4" {
+		t.Errorf("Put after the window = %+v, replayed %v, %v; want a new write", r, replayed, err)
+	}
+
+	// Forget: X under the key, then Y under it is refused and Y stays.
+	mustPutMem(t, s, "acme", newMemory("x", runR, "x", memT0), newMemory("y", runR, "y", memT0))
+	fk := key("exec-1:forget")
+	a := memory.Audit{EventID: "del-1", Actor: "agent-a", Reason: "r", Key: fk, At: memT0}
+	if r, _, err := s.Forget(ctx, "acme", runR, "x", a); err != nil || r.DeletedCount != 1 {
+		t.Fatalf("Forget x = %+v, %v", r, err)
+	}
+	a.EventID, a.Key.Request = "del-2", "digest-2"
+	if r, replayed, err := s.Forget(ctx, "acme", runR, "y", a); !errors.Is(err, memory.ErrKeyReused) {
+		t.Errorf("Forget y under x's key = %+v, replayed %v, %v; want ErrKeyReused", r, replayed, err)
+	}
+	if _, err := s.Get(ctx, "acme", "y", memT0); err != nil {
+		t.Errorf("y is gone after a refused forget: %v", err)
+	}
+	a.Key = fk
+	if r, replayed, err := s.Forget(ctx, "acme", runR, "x", a); err != nil || !replayed || r != (memory.ForgetResult{DeletedCount: 1, DeleteEventID: "del-1"}) {
+		t.Errorf("replayed Forget x = %+v, replayed %v, %v; want the first result", r, replayed, err)
+	}
+}
+
+// testMemKeyReusedConcurrent: concurrent uses of one key for two requests
+// store one memory; every other call replays it or is refused.
+func testMemKeyReusedConcurrent(t *testing.T, s memory.Store) {
+	ctx := ctxT(t)
+	type answer struct {
+		res      memory.WriteResult
+		replayed bool
+		err      error
+		request  string
+	}
+	answers := make([]answer, 8)
+	var wg sync.WaitGroup
+	for i := range answers {
+		wg.Go(func() {
+			k := key("exec-1:1")
+			k.Request = fmt.Sprintf("digest-%d", i%2)
+			r, replayed, err := s.Put(ctx, "acme", newMemory(fmt.Sprintf("c%d", i), agentA, "race", memT0), k)
+			answers[i] = answer{r, replayed, err, k.Request}
+		})
+	}
+	wg.Wait()
+	var winner *answer
+	for i := range answers {
+		if a := &answers[i]; a.err == nil && !a.replayed {
+			if winner != nil {
+				t.Fatalf("two writes under one key: %s and %s", winner.res.MemoryID, a.res.MemoryID)
+			}
+			winner = a
+		}
+	}
+	if winner == nil {
+		t.Fatalf("no write under the key succeeded: %+v", answers)
+	}
+	for _, a := range answers {
+		switch {
+		case a.request == winner.request && (a.err != nil || a.res != winner.res):
+			t.Errorf("same request as the first: %+v, %v; want the first result", a.res, a.err)
+		case a.request != winner.request && !errors.Is(a.err, memory.ErrKeyReused):
+			t.Errorf("another request than the first: %+v, %v; want ErrKeyReused", a.res, a.err)
+		}
+	}
+	list, err := s.List(ctx, "acme", memory.Filter{Partition: agentA, Now: memT0}, 100)
+	if err != nil || len(list) != 1 {
+		t.Errorf("List = %d memories, %v; want 1", len(list), err)
 	}
 }
 
@@ -304,10 +450,17 @@ func testMemForget(t *testing.T, s memory.Store) {
 	if r, _, err := s.Forget(ctx, "globex", runR, "m1", a); err != nil || r.DeletedCount != 0 {
 		t.Errorf("Forget from another tenant = %+v, %v; want 0 deleted", r, err)
 	}
-	if r, _, err := s.Forget(ctx, "acme", agentA, "m1", a); err != nil || r.DeletedCount != 0 {
-		t.Errorf("Forget from another partition = %+v, %v; want 0 deleted", r, err)
+	// Another partition, of another scope or of the same scope with
+	// another owner, cannot forget it either.
+	for _, p := range []memory.Partition{agentA, {Scope: memory.ScopeRun, Owner: "run-2"}, {Scope: memory.ScopeTask, Owner: "run-1"}} {
+		if r, _, err := s.Forget(ctx, "acme", p, "m1", a); err != nil || r.DeletedCount != 0 {
+			t.Errorf("Forget from partition %v = %+v, %v; want 0 deleted", p, r, err)
+		}
 	}
-	a.IdempotencyKey = "exec-1:forget"
+	if got, err := s.Get(ctx, "acme", "m1", memT0); err != nil || got.ID != "m1" {
+		t.Fatalf("a Forget from another tenant or partition deleted m1: %v", err)
+	}
+	a.Key = key("exec-1:forget")
 	r, replayed, err := s.Forget(ctx, "acme", runR, "m1", a)
 	if err != nil || replayed || r != (memory.ForgetResult{DeletedCount: 1, DeleteEventID: "del-1"}) {
 		t.Fatalf("Forget = %+v, replayed %v, %v", r, replayed, err)
@@ -328,7 +481,7 @@ func testMemForget(t *testing.T, s memory.Store) {
 	if r, replayed, err := s.Forget(ctx, "acme", runR, "m1", a2); err != nil || !replayed || r.DeletedCount != 1 || r.DeleteEventID != "del-1" {
 		t.Errorf("replayed Forget = %+v, replayed %v, %v", r, replayed, err)
 	}
-	a2.IdempotencyKey = ""
+	a2.Key = memory.Key{}
 	if r, _, err := s.Forget(ctx, "acme", runR, "m1", a2); err != nil || r.DeletedCount != 0 {
 		t.Errorf("second Forget = %+v, %v; want 0 deleted", r, err)
 	}
@@ -556,7 +709,7 @@ func testMemCrossTenant(t *testing.T, s memory.Store) {
 			for j, p := range parts {
 				m := newMemory(fmt.Sprintf("m%d-%d", i, j), p, c, memT0)
 				m.Source, m.Tags, m.ConversationID = tn, []string{"shared"}, "conv"
-				if _, _, err := s.Put(ctx, tn, m, fmt.Sprintf("key-%d-%d", i, j)); err != nil {
+				if _, _, err := s.Put(ctx, tn, m, key(fmt.Sprintf("key-%d-%d", i, j))); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -618,7 +771,7 @@ func testMemCrossTenant(t *testing.T, s memory.Store) {
 		}
 	}
 	// A write through one tenant's key never replays another's.
-	r, replayed, err := s.Put(ctx, "t9", newMemory("new", agentA, "x", memT0), "key-0-0")
+	r, replayed, err := s.Put(ctx, "t9", newMemory("new", agentA, "x", memT0), key("key-0-0"))
 	if err != nil || replayed || r.MemoryID != "new" {
 		t.Errorf("key of another tenant replayed: %+v, %v", r, err)
 	}
@@ -628,7 +781,7 @@ func testMemProposals(t *testing.T, s memory.Store) {
 	ctx := ctxT(t)
 	p := &memory.Proposal{ID: "prop_1", Memory: *newMemory("", agentA, "User prefers concise summaries", memT0), CreatedAt: memT0}
 	p.Memory.Embedding = nil
-	res, replayed, err := s.PutProposal(ctx, "acme", p, "exec-1:1")
+	res, replayed, err := s.PutProposal(ctx, "acme", p, key("exec-1:1"))
 	if err != nil || replayed {
 		t.Fatalf("PutProposal = %v, %v", err, replayed)
 	}
@@ -637,10 +790,10 @@ func testMemProposals(t *testing.T, s memory.Store) {
 		t.Errorf("WriteResult (-want +got):\n%s", d)
 	}
 	p2 := &memory.Proposal{ID: "prop_2", Memory: p.Memory, CreatedAt: memT0.Add(time.Second)}
-	if again, replayed, err := s.PutProposal(ctx, "acme", p2, "exec-1:1"); err != nil || !replayed || again != res {
+	if again, replayed, err := s.PutProposal(ctx, "acme", p2, key("exec-1:1")); err != nil || !replayed || again != res {
 		t.Errorf("replayed PutProposal = %+v, %v, %v; want the first result", again, replayed, err)
 	}
-	if _, _, err := s.PutProposal(ctx, "acme", &memory.Proposal{ID: "prop_1", Memory: p.Memory, CreatedAt: memT0}, ""); !errors.Is(err, memory.ErrExists) {
+	if _, _, err := s.PutProposal(ctx, "acme", &memory.Proposal{ID: "prop_1", Memory: p.Memory, CreatedAt: memT0}, memory.Key{}); !errors.Is(err, memory.ErrExists) {
 		t.Errorf("PutProposal of a taken id = %v, want ErrExists", err)
 	}
 	mustPutProposal(t, s, "acme", &memory.Proposal{ID: "prop_3", Memory: p.Memory, CreatedAt: memT0.Add(2 * time.Second)})
@@ -724,7 +877,7 @@ func testMemProposals(t *testing.T, s memory.Store) {
 
 func mustPutProposal(t *testing.T, s memory.Store, tenant string, p *memory.Proposal) {
 	t.Helper()
-	if _, _, err := s.PutProposal(ctxT(t), tenant, p, ""); err != nil {
+	if _, _, err := s.PutProposal(ctxT(t), tenant, p, memory.Key{}); err != nil {
 		t.Fatalf("PutProposal %s: %v", p.ID, err)
 	}
 }
@@ -1048,4 +1201,9 @@ func testMemRetrieve(t *testing.T, s memory.Store) {
 	if got, err := memory.Retrieve(ctx, s, nil, "acme", f, "cello", 1, &memory.RetrieveOptions{Neighbours: -1}); err != nil || len(got) != 1 || got[0].Memory.ID != "t3" {
 		t.Errorf("keyword-only Retrieve = %v, %v", got, err)
 	}
+}
+
+// key is an idempotency key of agent-a in run-1 for one request.
+func key(name string) memory.Key {
+	return memory.Key{Name: name, Agent: "agent-a", Run: "run-1", Request: "digest-1"}
 }

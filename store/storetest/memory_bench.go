@@ -92,7 +92,7 @@ func BenchmarkMemoryWrite(b *testing.B, s memory.Store, tasks a2asrv.TaskStore) 
 			now := time.Now()
 			m := &memory.Memory{ID: fmt.Sprintf("w%d", i), Partition: agentA, Content: text, Version: 1, CreatedAt: now,
 				Embedding: &memory.Embedding{Model: emb.ModelID(), Vector: emb.Vector(text)}}
-			_, _, err := s.Put(ctx, "bench", m, fmt.Sprintf("key-%d", i))
+			_, _, err := s.Put(ctx, "bench", m, key(fmt.Sprintf("key-%d", i)))
 			return err
 		})
 	})
@@ -130,7 +130,7 @@ func BenchmarkMemoryQuery(b *testing.B, s memory.Store, n int) {
 				at := base.Add(time.Duration(i) * time.Millisecond)
 				m := &memory.Memory{ID: fmt.Sprintf("q%d", i), Partition: agentA, Content: texts[i], ConversationID: "conv",
 					Version: 1, CreatedAt: at, Embedding: &memory.Embedding{Model: emb.ModelID(), Vector: emb.Vector(texts[i])}}
-				if _, _, err := s.Put(ctx, "bench", m, ""); err != nil {
+				if _, _, err := s.Put(ctx, "bench", m, memory.Key{}); err != nil {
 					failed.Store(err)
 				}
 			}
