@@ -79,9 +79,16 @@ func (s *Server) Issuer() *auth.Issuer {
 	return s.issuer
 }
 
-// jwksService publishes the token keys and the card key at JWKSPath.
-func (s *Server) jwksService() service {
-	return service{name: "jwks", patterns: []string{"GET " + JWKSPath}, handler: s.issuer.JWKSHandler(s.opts.CardKey)}
+// jwksServices publish the token keys at JWKSPath and the card key, when
+// there is one, at CardJWKSPath: two key sets, so that holding one key
+// never makes credentials the other's verifiers accept.
+func (s *Server) jwksServices() []service {
+	out := []service{{name: "jwks", patterns: []string{"GET " + JWKSPath}, handler: s.issuer.JWKSHandler()}}
+	if s.opts.CardKey != nil {
+		out = append(out, service{name: "card-jwks", patterns: []string{"GET " + CardJWKSPath},
+			handler: auth.KeySetHandler(auth.DefaultJWKSMaxAge, s.opts.CardKey)})
+	}
+	return out
 }
 
 // memoryStore is the memory store of the server's database, nil when
