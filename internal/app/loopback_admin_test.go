@@ -46,15 +46,29 @@ func loopbackAdminRoutes(name string) []adminRoute {
 // act as the operator, for reads (the gate's audit log, held actions and
 // rules of every tenant) as much as for writes. The server on the
 // unspecified address has no Host check on writes at all: there the
-// admin rule is the only thing standing.
+// admin rule is the only thing standing. The names the operator gave the
+// server (its public URL, allowed hosts) are its own.
 func TestLoopbackAdminRefusesForeignHost(t *testing.T) {
-	for _, addr := range []string{"127.0.0.1:0", "0.0.0.0:0"} {
-		t.Run(addr, func(t *testing.T) {
-			srv := start(t, &app.Options{Addr: addr, DataDir: t.TempDir()})
+	configs := []struct {
+		name          string
+		opts          app.Options
+		allow, refuse []string // beyond the loopback names and the rebound ones
+	}{
+		{name: "loopback", opts: app.Options{Addr: "127.0.0.1:0"}},
+		{name: "unspecified address", opts: app.Options{Addr: "0.0.0.0:0"}},
+		{name: "public URL and allowed host", opts: app.Options{Addr: "127.0.0.1:0", PublicURL: "http://novaos.test",
+			AllowHosts: []string{"proxy.test"}},
+			allow: []string{"novaos.test", "novaos.test:80", "proxy.test", "proxy.test:8443"}, refuse: []string{"novaos.test:81", "proxy.test.attacker.test"}},
+	}
+	for _, cfg := range configs {
+		t.Run(cfg.name, func(t *testing.T) {
+			opts := cfg.opts
+			opts.DataDir = t.TempDir()
+			srv := start(t, &opts)
 			_, port, _ := net.SplitHostPort(srv.Addr())
 			base := "http://127.0.0.1:" + port
 			n := 0
-			for _, host := range []string{"127.0.0.1:" + port, "localhost:" + port, "[::1]:" + port, "LOCALHOST:" + port} {
+			for _, host := range append([]string{"127.0.0.1:" + port, "localhost:" + port, "[::1]:" + port, "LOCALHOST:" + port}, cfg.allow...) {
 				n++
 				for _, r := range loopbackAdminRoutes(fmt.Sprintf("ok-%d", n)) {
 					if code, body := call(t, base, host, r); code != r.ok {
@@ -62,8 +76,8 @@ func TestLoopbackAdminRefusesForeignHost(t *testing.T) {
 					}
 				}
 			}
-			for _, host := range []string{"rebind.attacker.test:" + port, "rebind.attacker.test", "127.0.0.1.nip.io:" + port,
-				"localhost.attacker.test:" + port, "0.0.0.0:" + port, "127.1:" + port} {
+			for _, host := range append([]string{"rebind.attacker.test:" + port, "rebind.attacker.test", "127.0.0.1.nip.io:" + port,
+				"localhost.attacker.test:" + port, "0.0.0.0:" + port, "127.1:" + port}, cfg.refuse...) {
 				n++
 				for _, r := range loopbackAdminRoutes(fmt.Sprintf("no-%d", n)) {
 					code, body := call(t, base, host, r)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -155,6 +156,47 @@ func TestAdminRule(t *testing.T) {
 				t.Fatalf("Authenticate = %+v, %v; want an admin caller by %s", c, err, tc.scheme)
 			}
 		})
+	}
+}
+
+// Behind a Guard's Server, a loopback peer may also name the server by
+// the names the Guard accepts writes for; anything else stays refused.
+func TestAdminRuleTakesTheGuardsNames(t *testing.T) {
+	g, err := NewGuard(&Options{Addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080},
+		PublicURL: "https://novaos.example.com", AllowHosts: []string{"proxy.test", "other.test:9000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		host  string
+		guard bool // served by the Guard's Server
+		want  bool
+	}{
+		{"127.0.0.1:8080", false, true},
+		{"localhost:1234", false, true}, // a loopback name on any port
+		{"proxy.test", false, false},    // not without the Guard's names
+		{"127.0.0.1:8080", true, true},
+		{"localhost:1234", true, true},
+		{"novaos.example.com", true, true},
+		{"novaos.example.com:443", true, true},
+		{"novaos.example.com:8443", true, false},
+		{"proxy.test", true, true},
+		{"proxy.test:1234", true, true},
+		{"other.test:9000", true, true},
+		{"other.test:9001", true, false},
+		{"rebind.attacker.test:8080", true, false},
+		{"novaos.example.com.attacker.test", true, false},
+	}
+	for _, tc := range tests {
+		r := httptest.NewRequest(http.MethodGet, "/x", nil)
+		r.RemoteAddr, r.Host = "127.0.0.1:5000", tc.host
+		if tc.guard {
+			r = r.WithContext(g.connContext(r.Context(), nil))
+		}
+		c, err := AdminRule{}.Authenticate(r)
+		if got := err == nil && c != nil && c.Admin; got != tc.want || NamesServer(r) != tc.want {
+			t.Errorf("Host %q (Guard %v): admitted %v (%v), want %v", tc.host, tc.guard, got, err, tc.want)
+		}
 	}
 }
 
