@@ -136,3 +136,85 @@ func TestRetiredKeysStopBeingServed(t *testing.T) {
 		t.Errorf("reopened ring publishes (-want +got):\n%s", diff)
 	}
 }
+
+// The bounds of Options and of the clock-driven rules, at their edges.
+func TestIssuerEdges(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	ctx := context.Background()
+
+	// A default TTL equal to the maximum is allowed, one beyond it is not,
+	// and a token may live exactly MaxTTL.
+	clk := &clock{t: t0}
+	iss := open(t, "", clk, func(o *auth.Options) { o.DefaultTTL, o.MaxTTL = time.Hour, time.Hour })
+	tok, err := iss.Mint(ctx, claims, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := iss.Verify(ctx, tok)
+	if err != nil || !c.Expiry.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("a token of the default TTL: %v, expiry %v", err, c)
+	}
+	if _, err := iss.Mint(ctx, claims, time.Hour); err != nil {
+		t.Fatalf("ttl = MaxTTL: %v", err)
+	}
+	if _, err := iss.Mint(ctx, claims, time.Hour+time.Second); !errors.Is(err, auth.ErrClaims) {
+		t.Fatalf("ttl beyond MaxTTL: %v", err)
+	}
+	if _, err := auth.Open("", auth.Options{Issuer: issuer, DefaultTTL: time.Hour + 1, MaxTTL: time.Hour}); err == nil {
+		t.Fatal("a default TTL beyond MaxTTL accepted")
+	}
+
+	// The leeway given is the verifier's: a token expired 90s ago passes
+	// with 2 minutes, not with the default 30s.
+	for _, tc := range []struct {
+		leeway time.Duration
+		ok     bool
+	}{{2 * time.Minute, true}, {0, false}} {
+		clk := &clock{t: t0}
+		iss := open(t, "", clk, func(o *auth.Options) { o.Leeway = tc.leeway })
+		tok, _ := iss.Mint(ctx, claims, time.Minute)
+		clk.Add(time.Minute + 90*time.Second)
+		if _, err := iss.Verify(ctx, tok); (err == nil) != tc.ok {
+			t.Errorf("leeway %s, 90s past expiry: %v", tc.leeway, err)
+		}
+	}
+
+	// Key lifetime: the key of exactly that age is replaced at the next
+	// Mint, a moment younger is not.
+	clk = &clock{t: t0}
+	iss = open(t, filepath.Join(t.TempDir(), auth.KeyFile), clk, func(o *auth.Options) { o.KeyLifetime = 24 * time.Hour })
+	first := iss.KeyID()
+	clk.Add(24*time.Hour - time.Nanosecond)
+	tok, _ = iss.Mint(ctx, claims, time.Minute)
+	if kidOf(tok) != first {
+		t.Fatal("rotated before the key lifetime")
+	}
+	clk.Add(time.Nanosecond)
+	tok, _ = iss.Mint(ctx, claims, time.Minute)
+	if kidOf(tok) == first || iss.KeyID() != kidOf(tok) {
+		t.Fatal("not rotated at the key lifetime")
+	}
+}
+
+// A server looks at the ring file again once a second has passed since it
+// last did, not sooner: a key another process rotated in is unknown for
+// just under a second, then found.
+func TestRingReloadInterval(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	clk := &clock{t: t0}
+	path := filepath.Join(t.TempDir(), auth.KeyFile)
+	server := open(t, path, clk)
+	cli := open(t, path, clk)
+	newKid, err := cli.Rotate(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(time.Second - time.Nanosecond)
+	if _, err := server.Key(context.Background(), newKid); !errors.Is(err, identity.ErrUnknownKey) {
+		t.Fatalf("within a second of the last look: %v, want the ring as loaded", err)
+	}
+	clk.Add(time.Nanosecond)
+	if _, err := server.Key(context.Background(), newKid); err != nil {
+		t.Fatalf("a second after the last look: %v", err)
+	}
+}
