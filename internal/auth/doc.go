@@ -18,6 +18,10 @@
 //	mux.Handle("GET /.well-known/agent-card-jwks.json", auth.KeySetHandler(0, cardKey))
 //	mux.Handle("POST /api/v1/mcp", iss.Middleware(memoryService))
 //
+// A server records its issuer and audience beside the ring (WriteRecord,
+// RecordFile in its data directory) so that a command minting with the
+// same directory (ReadRecord) signs tokens the server accepts.
+//
 // A process that did not rotate the ring itself (a server while `novaos
 // token rotate` runs beside it) notices that the file changed the next
 // time it mints, verifies or serves the JWKS: it looks at the file (one
