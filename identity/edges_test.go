@@ -67,6 +67,10 @@ func TestClaimsEdges(t *testing.T) {
 		{name: "a closing brace in a string, then a member twice", payload: withMembers(t, `"agent_name":"}]}","tenant_id":"globex"`), want: identity.ErrMalformed, detail: "twice"},
 		{name: "an escaped quote, then a member twice", payload: withMembers(t, `"agent_name":"a\"b\\","tenant_id":"globex"`), want: identity.ErrMalformed, detail: "twice"},
 		{name: "a colon in a string, no duplicate", payload: claim("agent_name", `x":"y`)},
+		{name: "braces in a string, no duplicate", payload: claim("agent_name", "{[{"),
+			check: func(c *identity.Claims) bool { return c.AgentName == "{[{" && c.TenantID == "acme" }},
+		{name: "escaped quotes in a string, no duplicate", payload: claim("agent_name", `a"}"\`),
+			check: func(c *identity.Claims) bool { return c.AgentName == `a"}"\` }},
 		{name: "a nested member named like a claim", payload: withMembers(t, `"extra":{"tenant_id":"globex","a":["}",{"b":1}]}`),
 			check: func(c *identity.Claims) bool { return c.TenantID == "acme" }},
 		{name: "exp null", payload: raw("exp", "null"), want: identity.ErrMalformed, detail: "not a number"},
@@ -286,8 +290,17 @@ func TestNonCanonicalSignatureRefused(t *testing.T) {
 	i := strings.IndexByte(alphabet, tok[len(tok)-1])
 	for _, spare := range []int{1, 2, 4, 8} {
 		forged := tok[:len(tok)-1] + string(alphabet[i|spare])
-		if _, err := v.Verify(context.Background(), forged); !errors.Is(err, identity.ErrMalformed) {
-			t.Errorf("spare bit %d set: %v, want ErrMalformed", spare, err)
+		if _, err := v.Verify(context.Background(), forged); !errors.Is(err, identity.ErrMalformed) || !strings.Contains(err.Error(), "canonical") {
+			t.Errorf("spare bit %d set: %v, want ErrMalformed, not canonical", spare, err)
+		}
+	}
+	// A part one character past a whole group can encode no byte at all.
+	for _, extra := range []string{"A", "AAA"} {
+		if n := len(sig) + len(extra); n%4 != 1 {
+			continue
+		}
+		if _, err := v.Verify(context.Background(), tok+extra); !errors.Is(err, identity.ErrMalformed) || !strings.Contains(err.Error(), "canonical") {
+			t.Errorf("a signature of %d characters: %v, want ErrMalformed, not canonical", len(sig)+len(extra), err)
 		}
 	}
 }
