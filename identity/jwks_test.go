@@ -199,3 +199,68 @@ func TestJWKSVerifierEndToEnd(t *testing.T) {
 		t.Fatal(c.RunID)
 	}
 }
+
+// Two keys under one kid in a fetched key set: neither can be told from
+// the other, so a token naming that kid is refused whichever of them
+// signed it; the set's other keys still verify. An ambiguity that appears
+// at a refresh drops a kid that was trusted before.
+func TestJWKSRefusesAmbiguousKid(t *testing.T) {
+	a, b, c, d := newTestKey(t, identity.EdDSA), newTestKey(t, identity.EdDSA), newTestKey(t, identity.ES256), newTestKey(t, identity.EdDSA)
+	kid := a.KeyID()
+	twin := testKey{Key: b.Key.WithKeyID(kid), priv: b.priv}
+	third := testKey{Key: d.Key.WithKeyID(kid), priv: d.priv}
+	tests := []struct {
+		name    string
+		set     []*cardsig.Key
+		refused []testKey // each signs a token naming its kid
+		good    []testKey
+	}{
+		{"the first of two", []*cardsig.Key{a.Key, twin.Key, c.Key}, []testKey{a, twin}, []testKey{c}},
+		{"the second of two", []*cardsig.Key{c.Key, twin.Key, a.Key}, []testKey{a, twin}, []testKey{c}},
+		{"three", []*cardsig.Key{a.Key, twin.Key, third.Key, c.Key}, []testKey{a, twin, third}, []testKey{c}},
+		{"the same key twice", []*cardsig.Key{a.Key, a.Key, c.Key}, []testKey{a}, []testKey{c}},
+		{"no twin", []*cardsig.Key{a.Key, c.Key}, nil, []testKey{a, c}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ks := newKeyServer(t, tc.set...)
+			v, err := identity.NewJWKSVerifier(ks.URL, testIssuer, &identity.JWKSOptions{Policy: loopback()}, &identity.Options{Now: func() time.Time { return now }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, _ := identity.NewJWKS(identity.JWKSURL(ks.URL), &identity.JWKSOptions{Policy: loopback()})
+			for _, k := range tc.refused {
+				tok := sign(t, k, k.Algorithm(), mustJSON(t, header(k.Algorithm(), k.KeyID())), mustJSON(t, validClaims(now)))
+				if _, err := v.Verify(context.Background(), tok); !errors.Is(err, identity.ErrUnknownKey) {
+					t.Errorf("a token under the ambiguous kid: %v, want ErrUnknownKey", err)
+				}
+				if key, err := src.Key(context.Background(), k.KeyID()); key != nil || !errors.Is(err, identity.ErrUnknownKey) {
+					t.Errorf("Key(ambiguous kid) = %v, %v; want no key and ErrUnknownKey", key, err)
+				}
+			}
+			for _, k := range tc.good {
+				tok := sign(t, k, k.Algorithm(), mustJSON(t, header(k.Algorithm(), k.KeyID())), mustJSON(t, validClaims(now)))
+				if _, err := v.Verify(context.Background(), tok); err != nil {
+					t.Errorf("a token of an unambiguous key: %v", err)
+				}
+			}
+		})
+	}
+
+	// Trusted, then ambiguous after a refresh: refused from then on, even
+	// a token verified (and remembered) before.
+	ks := newKeyServer(t, a.Key)
+	clk := &clock{t: now}
+	src, _ := identity.NewJWKS(identity.JWKSURL(ks.URL), &identity.JWKSOptions{Policy: loopback(), Now: clk.Now,
+		CacheTTL: time.Minute, RefreshInterval: time.Second})
+	v, _ := identity.New(src, identity.Options{Issuer: testIssuer, Now: clk.Now})
+	tok := sign(t, a, "EdDSA", mustJSON(t, header("EdDSA", kid)), mustJSON(t, validClaims(now)))
+	if _, err := v.Verify(context.Background(), tok); err != nil {
+		t.Fatal(err)
+	}
+	ks.set(a.Key, twin.Key)
+	clk.Add(2 * time.Minute)
+	if _, err := v.Verify(context.Background(), tok); !errors.Is(err, identity.ErrUnknownKey) {
+		t.Fatalf("after the kid became ambiguous: %v, want ErrUnknownKey", err)
+	}
+}

@@ -99,8 +99,8 @@ type Options struct {
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
 	// CardKey, a private key, signs every agent card the server serves
-	// (cardsig.Sign), and its public half is served as a JWKS at
-	// /.well-known/jwks.json. Nil serves unsigned cards.
+	// (cardsig.Sign), and its public half is served as a JWKS of its own
+	// at CardJWKSPath, apart from the token keys. Nil serves unsigned cards.
 	CardKey *cardsig.Key
 	// RegistryPolicy decides which agent URLs /api/v1/agents accepts. Nil
 	// means any public host, plus loopback hosts when the server's own

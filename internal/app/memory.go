@@ -68,7 +68,19 @@ func (s *Server) openIssuer() error {
 	var err error
 	s.issuer, err = auth.Open(path, auth.Options{Issuer: iss, Audience: o.Audience, DefaultTTL: o.TTL, MaxTTL: o.MaxTTL,
 		Leeway: o.Leeway, KeyLifetime: o.KeyLifetime, Logger: s.log})
-	return err
+	if err != nil {
+		return err
+	}
+	if s.opts.TaskStore == nil {
+		// novaos token mint --data reads it: its tokens then carry the
+		// issuer this server checks, whatever address it listens on. A
+		// server that cannot write it still serves; minting then needs
+		// --issuer.
+		if err := auth.WriteRecord(s.opts.DataDir, s.issuer.Record()); err != nil {
+			s.log.Warn("app: cannot record the token issuer in the data directory; token mint will need --issuer", "err", err)
+		}
+	}
+	return nil
 }
 
 // Issuer is the server's token issuer (nil before Start): tests and the
@@ -79,9 +91,16 @@ func (s *Server) Issuer() *auth.Issuer {
 	return s.issuer
 }
 
-// jwksService publishes the token keys and the card key at JWKSPath.
-func (s *Server) jwksService() service {
-	return service{name: "jwks", patterns: []string{"GET " + JWKSPath}, handler: s.issuer.JWKSHandler(s.opts.CardKey)}
+// jwksServices publish the token keys at JWKSPath and the card key, when
+// there is one, at CardJWKSPath: two key sets, so that holding one key
+// never makes credentials the other's verifiers accept.
+func (s *Server) jwksServices() []service {
+	out := []service{{name: "jwks", patterns: []string{"GET " + JWKSPath}, handler: s.issuer.JWKSHandler()}}
+	if s.opts.CardKey != nil {
+		out = append(out, service{name: "card-jwks", patterns: []string{"GET " + CardJWKSPath},
+			handler: auth.KeySetHandler(auth.DefaultJWKSMaxAge, s.opts.CardKey)})
+	}
+	return out
 }
 
 // memoryStore is the memory store of the server's database, nil when

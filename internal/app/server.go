@@ -130,8 +130,8 @@ type service struct {
 	handler  http.Handler
 }
 
-// services lists what the server mounts: the hosted agents, the JWKS of
-// the token and card keys, the memory service, the agent registry and its
+// services lists what the server mounts: the hosted agents, the key sets
+// of the token keys and of the card key, the memory service, the agent registry and its
 // seed 000 shape, health and the index. It runs under s.mu with s.baseURL set.
 func (s *Server) services(ctx context.Context) ([]service, error) {
 	if err := s.openIssuer(); err != nil {
@@ -141,7 +141,7 @@ func (s *Server) services(ctx context.Context) ([]service, error) {
 	if err != nil {
 		return nil, err
 	}
-	out = append(out, s.jwksService())
+	out = append(out, s.jwksServices()...)
 	if mem, ok := s.memoryService(); ok {
 		out = append(out, mem)
 	}
@@ -347,9 +347,15 @@ const (
 
 func agentPath(name string) string { return agentsPrefix + name }
 
-// JWKSPath is where a server with Options.CardKey publishes the public key
-// its agent cards are signed with.
+// JWKSPath is where the server publishes the public keys of its token
+// signing key ring (execution and push tokens), and nothing else: a
+// verifier of that set accepts whatever its keys sign.
 const JWKSPath = "/.well-known/jwks.json"
+
+// CardJWKSPath is where a server with Options.CardKey publishes the
+// public key its agent cards are signed with, apart from the token keys,
+// so the card key never verifies a token and a token key never a card.
+const CardJWKSPath = "/.well-known/agent-card-jwks.json"
 
 // DefaultBindings is the card's order of bindings unless Options say
 // otherwise: JSON-RPC, which every A2A SDK speaks, first.

@@ -24,6 +24,7 @@ func TestEveryServiceIsMounted(t *testing.T) {
 		{"/agents/echo/.well-known/agent-card.json", 200},
 		{"/agents/tck/.well-known/agent-card.json", 200},
 		{"/.well-known/jwks.json", 200},
+		{"/.well-known/agent-card-jwks.json", 200},
 		{"/api/v1/agents", 200},
 		{"/api/v1/agents/echo", 200},
 		{"/api/v1/agents/nobody", 404},

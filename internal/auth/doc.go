@@ -14,8 +14,13 @@
 //	iss, err := auth.Open(filepath.Join(dataDir, auth.KeyFile), auth.Options{Issuer: "http://127.0.0.1:8080"})
 //	token, err := iss.Mint(ctx, identity.Claims{TenantID: "acme", AgentID: "mailer",
 //		Scopes: []string{"memory:read:*", "memory:write:agent"}}, 15*time.Minute)
-//	mux.Handle("GET /.well-known/jwks.json", iss.JWKSHandler(cardKey))
+//	mux.Handle("GET /.well-known/jwks.json", iss.JWKSHandler()) // token keys only
+//	mux.Handle("GET /.well-known/agent-card-jwks.json", auth.KeySetHandler(0, cardKey))
 //	mux.Handle("POST /api/v1/mcp", iss.Middleware(memoryService))
+//
+// A server records its issuer and audience beside the ring (WriteRecord,
+// RecordFile in its data directory) so that a command minting with the
+// same directory (ReadRecord) signs tokens the server accepts.
 //
 // A process that did not rotate the ring itself (a server while `novaos
 // token rotate` runs beside it) notices that the file changed the next

@@ -71,3 +71,26 @@ func TestAuthenticator(t *testing.T) {
 		})
 	}
 }
+
+// ClaimsFrom finds claims only where a token put them, and says so.
+func TestClaimsFrom(t *testing.T) {
+	c := &identity.Claims{TenantID: "acme"}
+	var none *identity.Claims
+	tests := []struct {
+		name string
+		ctx  context.Context
+		want *identity.Claims
+	}{
+		{"nothing", context.Background(), nil},
+		{"token caller", httpapi.WithCaller(context.Background(), &httpapi.Caller{Scheme: auth.SchemeExecutionToken, Claims: c}), c},
+		{"token caller without claims", httpapi.WithCaller(context.Background(), &httpapi.Caller{Scheme: auth.SchemeExecutionToken, Claims: none}), nil},
+		{"token caller with other claims", httpapi.WithCaller(context.Background(), &httpapi.Caller{Scheme: auth.SchemeExecutionToken, Claims: "acme"}), nil},
+		{"admin caller carrying claims", httpapi.WithCaller(context.Background(), &httpapi.Caller{Scheme: httpapi.SchemeAdminToken, Admin: true, Claims: c}), nil},
+	}
+	for _, tc := range tests {
+		got, ok := auth.ClaimsFrom(tc.ctx)
+		if got != tc.want || ok != (tc.want != nil) {
+			t.Errorf("%s: ClaimsFrom = %v, %v; want %v", tc.name, got, ok, tc.want)
+		}
+	}
+}

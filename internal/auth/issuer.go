@@ -482,30 +482,47 @@ func (i *Issuer) Middleware(next http.Handler) http.Handler {
 	return identity.Middleware(i.ver, next)
 }
 
-// JWKSHandler serves the JWKS of PublicKeys followed by the public halves
-// of extra (the agent-card signing key), for /.well-known/jwks.json, with
-// Cache-Control max-age Options.JWKSMaxAge.
-func (i *Issuer) JWKSHandler(extra ...*cardsig.Key) http.Handler {
-	maxAge := fmt.Sprintf("public, max-age=%d", int(i.opts.JWKSMaxAge/time.Second))
+// JWKSHandler serves the JWKS of PublicKeys, for /.well-known/jwks.json,
+// with Cache-Control max-age Options.JWKSMaxAge. It holds the token keys
+// only: a verifier of this set accepts whatever its keys sign, so a key
+// with another job (the agent-card key) is published in a key set of its
+// own (KeySetHandler), never here.
+func (i *Issuer) JWKSHandler() http.Handler {
+	return keySetHandler(i.PublicKeys, i.opts.JWKSMaxAge)
+}
+
+// KeySetHandler serves the JWKS of the public halves of keys (nil entries
+// skipped) with Cache-Control max-age maxAge (DefaultJWKSMaxAge when not
+// positive): a key set other than the token keys', such as the
+// agent-card signing key's.
+func KeySetHandler(maxAge time.Duration, keys ...*cardsig.Key) http.Handler {
+	var set []*cardsig.Key
+	for _, k := range keys {
+		if k != nil {
+			set = append(set, k)
+		}
+	}
+	if maxAge <= 0 {
+		maxAge = DefaultJWKSMaxAge
+	}
+	return keySetHandler(func() []*cardsig.Key { return set }, maxAge)
+}
+
+func keySetHandler(keys func() []*cardsig.Key, maxAge time.Duration) http.Handler {
+	cacheControl := fmt.Sprintf("public, max-age=%d", int(maxAge/time.Second))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		keys := i.PublicKeys()
-		for _, k := range extra {
-			if k != nil {
-				keys = append(keys, k)
-			}
-		}
-		body, err := json.Marshal(cardsig.NewKeySet(keys...))
+		body, err := json.Marshal(cardsig.NewKeySet(keys()...))
 		if err != nil {
 			http.Error(w, "key set unavailable", http.StatusInternalServerError)
 			return
 		}
 		w.Header().Set("Content-Type", "application/jwk-set+json")
-		w.Header().Set("Cache-Control", maxAge)
+		w.Header().Set("Cache-Control", cacheControl)
 		w.Write(body)
 	})
 }

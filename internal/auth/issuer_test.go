@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
+	"github.com/google/go-cmp/cmp"
 	"novaos.dev/novaos/a2a/cardsig"
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/auth"
@@ -332,8 +333,7 @@ func TestKeyLifetimeRotates(t *testing.T) {
 func TestJWKSHandler(t *testing.T) {
 	clk := &clock{t: time.Now()}
 	iss := open(t, filepath.Join(t.TempDir(), auth.KeyFile), clk)
-	card, _ := cardsig.GenerateKey(cardsig.ES256)
-	h := iss.JWKSHandler(card)
+	h := iss.JWKSHandler()
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, identity.JWKSPath, nil))
 	if ct, cc := w.Header().Get("Content-Type"), w.Header().Get("Cache-Control"); ct != "application/jwk-set+json" || cc != "public, max-age=300" {
@@ -342,13 +342,48 @@ func TestJWKSHandler(t *testing.T) {
 	if strings.Contains(w.Body.String(), `"d"`) {
 		t.Fatal("the JWKS holds a private member")
 	}
-	if kids := jwksKids(t, h); !slices.Equal(kids, []string{iss.KeyID(), card.KeyID()}) {
-		t.Fatalf("kids %v", kids)
+	if kids := jwksKids(t, h); !slices.Equal(kids, []string{iss.KeyID()}) {
+		t.Fatalf("kids %v, want the token key alone", kids)
 	}
 	w = httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, identity.JWKSPath, nil))
-	if w.Code != http.StatusMethodNotAllowed {
-		t.Fatalf("POST: %d", w.Code)
+	if w.Code != http.StatusMethodNotAllowed || w.Header().Get("Allow") != "GET, HEAD" {
+		t.Fatalf("POST: %d, Allow %q", w.Code, w.Header().Get("Allow"))
+	}
+}
+
+// The card key has a key set of its own: private members never served,
+// nil keys skipped, its own max-age.
+func TestKeySetHandler(t *testing.T) {
+	card, _ := cardsig.GenerateKey(cardsig.ES256)
+	tests := []struct {
+		name   string
+		maxAge time.Duration
+		keys   []*cardsig.Key
+		kids   []string
+		cc     string
+	}{
+		{"card key", time.Minute, []*cardsig.Key{card}, []string{card.KeyID()}, "public, max-age=60"},
+		{"default max-age, nil skipped", 0, []*cardsig.Key{nil, card, nil}, []string{card.KeyID()}, "public, max-age=300"},
+		{"no key", -time.Second, nil, nil, "public, max-age=300"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := auth.KeySetHandler(tc.maxAge, tc.keys...)
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/.well-known/agent-card-jwks.json", nil))
+			if w.Code != http.StatusOK || w.Header().Get("Cache-Control") != tc.cc || strings.Contains(w.Body.String(), `"d"`) {
+				t.Fatalf("status %d, Cache-Control %q, body %d bytes", w.Code, w.Header().Get("Cache-Control"), w.Body.Len())
+			}
+			if diff := cmp.Diff(tc.kids, jwksKids(t, h)); diff != "" {
+				t.Errorf("kids (-want +got):\n%s", diff)
+			}
+			w = httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest(http.MethodDelete, "/", nil))
+			if w.Code != http.StatusMethodNotAllowed {
+				t.Errorf("DELETE: %d", w.Code)
+			}
+		})
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
+
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/cardsig"
 )
@@ -53,7 +55,10 @@ func TestCardAgainstServe(t *testing.T) {
 		}
 	}()
 	base := strings.TrimSuffix(waitForURL(t, out, done), "/healthz")
-	jwksURL := base + "/.well-known/jwks.json"
+	jwksURL := base + "/.well-known/agent-card-jwks.json"
+	if !strings.Contains(out.String(), "its JWKS is "+jwksURL) {
+		t.Errorf("serve does not name the card key set %s:\n%s", jwksURL, out)
+	}
 
 	code, cardJSON, stderr := runCmd(t, "card", "get", "echo", "--server", base)
 	if code != exitOK {
@@ -79,6 +84,61 @@ func TestCardAgainstServe(t *testing.T) {
 	if code != exitFail || !strings.Contains(stderr, "outside the key set") {
 		t.Errorf("verify with another key: %d %q", code, stderr)
 	}
+
+	// The token keys are a key set of their own: the card does not verify
+	// with it, and a token the card key signed does not verify against it.
+	tokenJWKS := base + "/.well-known/jwks.json"
+	if code, _, stderr := runCmd(t, "card", "verify", "echo", "--server", base, "--jwks", tokenJWKS); code != exitFail {
+		t.Errorf("card verify against the token keys: %d %q", code, stderr)
+	}
+	keyJSON, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cardKey, err := cardsig.ParseKey(keyJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	forged := signJWT(t, cardKey, map[string]any{"iss": base, "aud": "acp-agent", "tenant_id": "victim",
+		"scopes": []string{"memory:*", "gate:admin"}, "iat": now.Unix(), "exp": now.Add(time.Hour).Unix()})
+	code, stdout, stderr := runCmd(t, "token", "verify", "--jwks", tokenJWKS, "--issuer", base, forged)
+	if code != exitFail || stdout != "" || !strings.Contains(stderr, "no key with kid") {
+		t.Errorf("token verify --jwks of a token the card key signed: %d %q %q", code, stdout, stderr)
+	}
+	// A token of the server's own key verifies there.
+	tok := mintToken(t, filepath.Join(dir, "data"))
+	if code, _, stderr := runCmd(t, "token", "verify", "--data", filepath.Join(dir, "data"), "--jwks", tokenJWKS, tok); code != exitOK {
+		t.Errorf("token verify --jwks of the server's token: %d %q", code, stderr)
+	}
+}
+
+// signJWT signs claims as a JWT with key, as anyone holding key can.
+func signJWT(t *testing.T, key *cardsig.Key, claims map[string]any) string {
+	t.Helper()
+	priv, err := key.PrivateJWK()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jwk jose.JSONWebKey
+	if err := jwk.UnmarshalJSON(priv); err != nil {
+		t.Fatal(err)
+	}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.SignatureAlgorithm(key.Algorithm()),
+		Key: jose.JSONWebKey{Key: jwk.Key, KeyID: key.KeyID()}}, (&jose.SignerOptions{}).WithType("JWT"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, _ := json.Marshal(claims)
+	jws, err := signer.Sign(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := jws.CompactSerialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func TestCardSignAndVerifyFiles(t *testing.T) {

@@ -37,7 +37,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	public := fs.String("public-url", "", "base `URL` clients reach the server at, for agent cards (default: the listen address)")
 	grace := fs.Duration("shutdown-timeout", 10*time.Second, "how long running requests may finish after SIGINT/SIGTERM")
 	level := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
-	cardKey := fs.String("card-key", "", "private JWK `file` to sign agent cards with (see novaos card keygen); its public key is served at "+app.JWKSPath)
+	cardKey := fs.String("card-key", "", "private JWK `file` to sign agent cards with (see novaos card keygen); its public key is served at "+app.CardJWKSPath+", apart from the token keys at "+app.JWKSPath)
 	leaseBeat := fs.Duration("lease-heartbeat", lease.DefaultHeartbeat, "how often this server renews its lease on the tasks it runs (crash recovery)")
 	leaseExpiry := fs.Duration("lease-expiry", lease.DefaultExpiry, "how long after its last renewal a server's lease lapses and the tasks it left running are settled FAILED (at least twice --lease-heartbeat)")
 	bindings := fs.String("bindings", "", "A2A `bindings` the agent cards list, in order of preference (comma-separated: jsonrpc, http+json or rest, grpc); every agent serves both HTTP bindings at its URL (default jsonrpc,http+json, then grpc with --grpc-addr)")
@@ -203,7 +203,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		fmt.Fprintf(e.stdout, "TLS with the certificate in %s, read again when it changes and on SIGHUP\n", *tlsCert)
 	}
 	if key != nil {
-		fmt.Fprintf(e.stdout, "Agent cards are signed by key %q; its JWKS is %s%s\n", key.KeyID(), srv.URL(), app.JWKSPath)
+		fmt.Fprintf(e.stdout, "Agent cards are signed by key %q; its JWKS is %s%s\n", key.KeyID(), srv.URL(), app.CardJWKSPath)
 	}
 
 	for {
@@ -263,7 +263,7 @@ func printEndpoints(e *env, srv *app.Server, token bool) {
 	if addr := srv.GRPCAddr(); addr != "" {
 		fmt.Fprintf(w, "  gRPC         %s (A2A gRPC binding; an agent's name is the request's tenant)\n", addr)
 	}
-	fmt.Fprintf(w, "  keys         %s%s\n", srv.URL(), app.JWKSPath)
+	fmt.Fprintf(w, "  keys         %s%s (token keys)\n", srv.URL(), app.JWKSPath)
 	fmt.Fprintf(w, "  health       %s/healthz\n\n", srv.URL())
 	fmt.Fprintln(w, "Press Ctrl-C to stop.")
 }

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -40,6 +41,7 @@ func runToken(ctx context.Context, args []string, e *env) int {
 
 // issuerFlags are the flags every token subcommand shares.
 type issuerFlags struct {
+	fs                              *flag.FlagSet
 	data, keyFile, issuer, audience *string
 }
 
@@ -47,20 +49,53 @@ type issuerFlags struct {
 // command only touches the key ring.
 func addIssuerFlags(fs *flag.FlagSet, claims bool) issuerFlags {
 	f := issuerFlags{
+		fs:       fs,
 		data:     fs.String("data", app.DefaultDataDir, "data `directory` whose "+auth.KeyFile+" signs tokens (created, owner-only, when missing); the server's --data"),
 		keyFile:  fs.String("key-file", "", "the signing key ring `file`, when the server has a --token-key-file (default <--data>/"+auth.KeyFile+")"),
 		issuer:   new(string),
 		audience: new(string),
 	}
-	*f.issuer, *f.audience = defaultIssuer, identity.DefaultAudience
 	if claims {
-		fs.StringVar(f.issuer, "issuer", defaultIssuer, "token issuer (iss): the server's --token-issuer, by default its public base `URL` (--public-url, else the listen address)")
-		fs.StringVar(f.audience, "audience", identity.DefaultAudience, "token `audience` (aud): the server's --token-audience")
+		fs.StringVar(f.issuer, "issuer", "", "token issuer (iss) `URL`: the server's --token-issuer, by default its public base URL (default what the server on --data recorded in "+auth.RecordFile+", else "+defaultIssuer+")")
+		fs.StringVar(f.audience, "audience", "", "token `audience` (aud): the server's --token-audience (default what the server on --data recorded, else "+identity.DefaultAudience+")")
 	}
 	return f
 }
 
+// resolve fills in the issuer and audience not given as flags: what the
+// server on --data recorded when it started, else the defaults of a
+// server started with none of the flags.
+func (f issuerFlags) resolve() error {
+	if f.fs.Lookup("issuer") == nil {
+		// Only the key ring is touched (token rotate): no token is signed
+		// or checked, so the claims' values do not matter.
+		*f.issuer, *f.audience = defaultIssuer, identity.DefaultAudience
+		return nil
+	}
+	given := map[string]bool{}
+	f.fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	if !given["issuer"] || !given["audience"] {
+		rec, err := auth.ReadRecord(*f.data)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			rec = auth.Record{Issuer: defaultIssuer, Audience: identity.DefaultAudience}
+		case err != nil:
+			return fmt.Errorf("%w (or give --issuer and --audience)", err)
+		}
+		if !given["issuer"] {
+			*f.issuer = rec.Issuer
+		}
+		if !given["audience"] {
+			*f.audience = rec.Audience
+		}
+	}
+	return nil
+}
+
 func (f issuerFlags) open(e *env, maxTTL time.Duration) (*auth.Issuer, error) {
+	if err := f.resolve(); err != nil {
+		return nil, err
+	}
 	path := *f.keyFile
 	if path == "" {
 		path = filepath.Join(*f.data, auth.KeyFile)
@@ -160,6 +195,10 @@ func runTokenVerify(ctx context.Context, args []string, e *env) int {
 	var v *identity.Verifier
 	var err error
 	if *jwks != "" {
+		if err := iss.resolve(); err != nil {
+			fmt.Fprintf(e.stderr, "novaos token verify: %v\n", err)
+			return exitFail
+		}
 		var keys *identity.JWKS
 		// The URL is the operator's own: any destination but metadata.
 		keys, err = identity.NewJWKS(*jwks, &identity.JWKSOptions{Policy: &netguard.Policy{AllowLoopback: true, AllowPrivate: true}})

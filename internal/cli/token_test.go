@@ -2,12 +2,19 @@ package cli
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"novaos.dev/novaos/gate"
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/auth"
 )
@@ -129,5 +136,143 @@ func TestTokenMintUsage(t *testing.T) {
 	}
 	if code, _, errOut := runCmd(t, "token", "verify", "--data", data); code != exitUsage || !strings.Contains(errOut, "no token") {
 		t.Fatalf("verify without a token: %d %s", code, errOut)
+	}
+}
+
+// serveIn runs novaos serve with args until the test ends and returns its
+// base URL and the address it listens on.
+func serveIn(t *testing.T, args ...string) (base, addr string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	e, out, errOut := testEnv(nil)
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, append([]string{"serve"}, args...), e) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Errorf("serve did not stop; stderr %s", errOut)
+		}
+	})
+	base = strings.TrimSuffix(waitForURL(t, out, done), "/healthz")
+	// Logged before the URL is printed.
+	for line := range strings.SplitSeq(errOut.String(), "\n") {
+		var rec struct{ Msg, Addr string }
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "app: serving" {
+			return base, rec.Addr
+		}
+	}
+	t.Fatalf("serve logged no address: %s", errOut)
+	return "", ""
+}
+
+// gateActions lists the gate's actions with tok at the server listening
+// on addr and returns the status.
+func gateActions(t *testing.T, addr, tok string) int {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr+gate.APIPath+"/actions", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// A token minted with the data directory of a server is accepted by that
+// server, wherever it listens and whatever its public URL: serve records
+// its issuer and audience in the data directory, and mint and verify use
+// them unless told otherwise.
+func TestTokenMintUsesTheServersIssuer(t *testing.T) {
+	tests := []struct {
+		name string
+		args func(port string) []string
+		iss  func(base, port string) string
+	}{
+		{"another port", func(string) []string { return nil }, func(base, _ string) string { return base }},
+		{"public URL", func(port string) []string { return []string{"--public-url", "http://novaos.test:" + port + "/"} },
+			func(_, port string) string { return "http://novaos.test:" + port }},
+		{"token issuer and audience", func(string) []string {
+			return []string{"--token-issuer", "https://id.example.com", "--token-audience", "novaos-prod"}
+		}, func(string, string) string { return "https://id.example.com" }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			data := filepath.Join(t.TempDir(), "data")
+			// A free port, so the server listens neither on the default
+			// address nor where its public URL says.
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, port, _ := net.SplitHostPort(ln.Addr().String())
+			ln.Close()
+			base, addr := serveIn(t, append([]string{"--addr", "127.0.0.1:0", "--data", data}, tc.args(port)...)...)
+
+			tok := mintToken(t, data, "--scopes", gate.ScopeOperate)
+			if code := gateActions(t, addr, tok); code != http.StatusOK {
+				t.Fatalf("the server answered a token minted with its --data: %d, want 200", code)
+			}
+			if code, _, errOut := runCmd(t, "token", "verify", "--data", data, tok); code != exitOK {
+				t.Fatalf("token verify --data: %d %s", code, errOut)
+			}
+			rec, err := auth.ReadRecord(data)
+			if err != nil || rec.Issuer != tc.iss(base, port) {
+				t.Fatalf("recorded %+v, %v; want issuer %s", rec, err, tc.iss(base, port))
+			}
+			if fi, err := os.Stat(filepath.Join(data, auth.RecordFile)); err != nil || fi.Mode().Perm() != 0o600 {
+				t.Fatalf("record file: %v, %v", fi, err)
+			}
+			// The flag wins over the record.
+			other := mintToken(t, data, "--scopes", gate.ScopeOperate, "--issuer", defaultIssuer+"/elsewhere")
+			if code := gateActions(t, addr, other); code != http.StatusUnauthorized {
+				t.Fatalf("a token minted with another --issuer: %d, want 401", code)
+			}
+			code, _, errOut := runCmd(t, "token", "verify", "--data", data, other)
+			if code != exitFail || !strings.Contains(errOut, "issuer") {
+				t.Fatalf("token verify --data of another issuer's token: %d %s", code, errOut)
+			}
+		})
+	}
+}
+
+// Without a record, mint signs for a default serve; a record that is not
+// one is an error saying how to go on.
+func TestTokenRecordMissingOrBroken(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	tok := mintToken(t, data)
+	parts := strings.Split(tok, ".")
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	var c struct {
+		Iss string `json:"iss"`
+		Aud any    `json:"aud"`
+	}
+	if err != nil || json.Unmarshal(payload, &c) != nil || c.Iss != defaultIssuer || fmt.Sprint(c.Aud) != identity.DefaultAudience {
+		t.Fatalf("claims %s, %v", payload, err)
+	}
+	for name, content := range map[string]string{
+		"not JSON":    "issuer=x",
+		"no issuer":   `{"audience":"acp-agent"}`,
+		"not a URL":   `{"issuer":"novaos","audience":"acp-agent"}`,
+		"no audience": `{"issuer":"http://127.0.0.1:9"}`,
+	} {
+		if err := os.WriteFile(filepath.Join(data, auth.RecordFile), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut := runCmd(t, "token", "mint", "--data", data, "--tenant", "t", "--agent", "a", "--scopes", "x")
+		if code != exitFail || !strings.Contains(errOut, auth.RecordFile) || !strings.Contains(errOut, "--issuer") {
+			t.Errorf("%s: %d %q", name, code, errOut)
+		}
+		// Both flags given: the record is not read.
+		code, _, errOut = runCmd(t, "token", "mint", "--data", data, "--tenant", "t", "--agent", "a", "--scopes", "x",
+			"--issuer", "https://a.example.com", "--audience", "aud")
+		if code != exitOK {
+			t.Errorf("%s, with both flags: %d %q", name, code, errOut)
+		}
 	}
 }

@@ -92,9 +92,14 @@ func (m WriteMode) String() string {
 // AdminRule is the operator's Authenticator. With a Token, a request must
 // carry "Authorization: Bearer <token>" (compared in constant time) from
 // any peer; without one, the secure default, it must come from a loopback
-// peer (RemoteAddr on 127.0.0.0/8 or ::1), so a developer can change
-// things on their own machine and nobody else can. Behind a reverse proxy
-// on the same machine every peer looks local: configure a token there.
+// peer (RemoteAddr on 127.0.0.0/8 or ::1) and name the server in Host
+// (NamesServer: localhost, a loopback address, or a name the Guard
+// accepts), so a developer can act on their own machine and nobody else
+// can. The Host rule holds for reads too: a page whose own name an
+// attacker rebinds to 127.0.0.1 (DNS rebinding) reaches the server from a
+// loopback peer, but its requests carry that name.
+// Behind a reverse proxy on the same machine every peer looks local:
+// configure a token there.
 type AdminRule struct {
 	Token secret.Value
 }
@@ -118,10 +123,33 @@ func (a AdminRule) Authenticate(r *http.Request) (*Caller, error) {
 		}
 		return nil, errors.Join(ErrUnauthenticated, errors.New("the admin token is missing or wrong"))
 	}
-	if IsLoopbackPeer(r.RemoteAddr) {
-		return &Caller{Scheme: SchemeLoopback, Subject: "loopback", Admin: true}, nil
+	if !IsLoopbackPeer(r.RemoteAddr) {
+		return nil, errors.Join(ErrForbidden, errors.New("no admin token is configured and the peer is not on this machine"))
 	}
-	return nil, errors.Join(ErrForbidden, errors.New("no admin token is configured and the peer is not on this machine"))
+	if !NamesServer(r) {
+		// A new Problem each time: WriteProblem fills in its Instance.
+		return nil, errors.Join(ErrForbidden, &Problem{Type: ProblemMisdirected, Status: http.StatusMisdirectedRequest,
+			Title: "Misdirected Request", Detail: foreignHostDetail})
+	}
+	return &Caller{Scheme: SchemeLoopback, Subject: "loopback", Admin: true}, nil
+}
+
+// foreignHostDetail explains the 421 a loopback peer gets when it names
+// the server by another name, as the Guard answers a write to a name that
+// is not the server's.
+const foreignHostDetail = "with no admin token configured, a request from this machine acts as the operator only when its Host names this server: " +
+	"localhost, a loopback address, its listen address, its public URL's host or an allowed host " +
+	"(a web page that rebinds its own name to this machine sends that name instead); " +
+	"use http://127.0.0.1:<port> or http://localhost:<port>, or configure an admin token"
+
+// IsLoopbackHost reports whether a Host header names a loopback address
+// (127.0.0.0/8, ::1, also IPv4-mapped) or localhost (RFC 6761: also any
+// name under .localhost), on any port. A browser sends the name of the
+// URL it fetched, so a page served under any other name cannot produce
+// one of these.
+func IsLoopbackHost(hostHeader string) bool {
+	host, _, ok := splitHost(hostHeader, "")
+	return ok && isLoopbackName(host)
 }
 
 // BearerToken returns the token of r's "Authorization: Bearer <token>"

@@ -69,7 +69,9 @@
 //   - Callers come from an Authenticator, applied by API.Handler to the
 //     requests API.Protect selects; the Caller lands in the request's
 //     context (CallerFrom). AdminRule is the operator's rule: the admin
-//     token (constant-time compare) or, without one, loopback peers only.
+//     token (constant-time compare) or, without one, loopback peers whose
+//     Host names the server (NamesServer; reads too: a DNS-rebinding page
+//     sends its own name).
 //     The platform's execution tokens are another Authenticator, whose
 //     verified claims ride in Caller.Claims. A refusal is 401 with a
 //     Bearer challenge (ErrUnauthenticated) or 403 (ErrForbidden); neither

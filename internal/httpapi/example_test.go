@@ -88,6 +88,7 @@ func ExampleAPI() {
 	do := func(method, remote, body string) {
 		r := httptest.NewRequest(method, "/api/v1/notes", strings.NewReader(body))
 		r.RemoteAddr = remote
+		r.Host = "127.0.0.1:8080" // a loopback peer must name the server as loopback too
 		r.Header.Set("Content-Type", "application/json")
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)

@@ -127,7 +127,7 @@ func (g *Guard) Server(h http.Handler) *http.Server {
 		ReadHeaderTimeout: g.limits.HeaderTimeout,
 		IdleTimeout:       g.limits.IdleTimeout, // 0 (off): net/http keeps idle connections open
 		MaxHeaderBytes:    g.limits.MaxHeaderBytes,
-		ConnContext:       connContext,
+		ConnContext:       g.connContext,
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -85,22 +86,51 @@ func TestAdminRule(t *testing.T) {
 		name, token, remote, auth string
 		want                      error // nil: admitted
 		scheme                    string
+		host                      string // "": 127.0.0.1:8080
 	}{
-		{"token", token, "203.0.113.9:1", "Bearer " + token, nil, SchemeAdminToken},
-		{"token, lower-case scheme", token, "203.0.113.9:1", "bearer " + token, nil, SchemeAdminToken},
-		{"token needed from loopback too", token, "127.0.0.1:1", "", ErrUnauthenticated, ""},
-		{"near miss", token, "127.0.0.1:1", "Bearer " + token[:len(token)-1] + "0", ErrUnauthenticated, ""},
-		{"basic scheme", token, "127.0.0.1:1", "Basic " + token, ErrUnauthenticated, ""},
-		{"loopback, no token configured", "", "127.0.0.1:1", "", nil, SchemeLoopback},
-		{"mapped loopback", "", "[::ffff:127.0.0.1]:1", "", nil, SchemeLoopback},
-		{"v6 loopback", "", "[::1]:1", "Bearer whatever", nil, SchemeLoopback},
-		{"remote, no token configured", "", "10.0.0.8:1", "Bearer " + token, ErrForbidden, ""},
-		{"a name is not an address", "", "localhost:1", "", ErrForbidden, ""},
+		{"token", token, "203.0.113.9:1", "Bearer " + token, nil, SchemeAdminToken, ""},
+		{"token, lower-case scheme", token, "203.0.113.9:1", "bearer " + token, nil, SchemeAdminToken, ""},
+		{"token needed from loopback too", token, "127.0.0.1:1", "", ErrUnauthenticated, "", ""},
+		{"near miss", token, "127.0.0.1:1", "Bearer " + token[:len(token)-1] + "0", ErrUnauthenticated, "", ""},
+		{"basic scheme", token, "127.0.0.1:1", "Basic " + token, ErrUnauthenticated, "", ""},
+		{"loopback, no token configured", "", "127.0.0.1:1", "", nil, SchemeLoopback, ""},
+		{"mapped loopback", "", "[::ffff:127.0.0.1]:1", "", nil, SchemeLoopback, ""},
+		{"v6 loopback", "", "[::1]:1", "Bearer whatever", nil, SchemeLoopback, ""},
+		{"remote, no token configured", "", "10.0.0.8:1", "Bearer " + token, ErrForbidden, "", ""},
+		{"a name is not an address", "", "localhost:1", "", ErrForbidden, "", ""},
+		// With no token, the peer must name the server as loopback in Host
+		// too: a page whose name an attacker rebound to 127.0.0.1 sends its
+		// own name (DNS rebinding), for reads as for writes.
+		{"loopback, Host localhost", "", "127.0.0.1:1", "", nil, SchemeLoopback, "localhost:8080"},
+		{"loopback, Host without a port", "", "127.0.0.1:1", "", nil, SchemeLoopback, "localhost"},
+		{"loopback, Host upper case, trailing dot", "", "127.0.0.1:1", "", nil, SchemeLoopback, "LocalHost.:8080"},
+		{"loopback, Host under .localhost", "", "127.0.0.1:1", "", nil, SchemeLoopback, "app.localhost:8080"},
+		{"loopback, Host [::1]", "", "[::1]:1", "", nil, SchemeLoopback, "[::1]:8080"},
+		{"loopback, Host mapped", "", "[::1]:1", "", nil, SchemeLoopback, "[::ffff:127.0.0.1]:8080"},
+		{"loopback, Host 127.9.9.9", "", "127.0.0.1:1", "", nil, SchemeLoopback, "127.9.9.9"},
+		{"loopback, rebound name", "", "127.0.0.1:1", "", ErrForbidden, "", "rebind.attacker.test:8080"},
+		{"loopback, rebound name without a port", "", "127.0.0.1:1", "", ErrForbidden, "", "rebind.attacker.test"},
+		{"loopback, name ending in localhost", "", "127.0.0.1:1", "", ErrForbidden, "", "evillocalhost:8080"},
+		{"loopback, localhost as a label", "", "127.0.0.1:1", "", ErrForbidden, "", "localhost.attacker.test:8080"},
+		{"loopback, loopback-looking name", "", "127.0.0.1:1", "", ErrForbidden, "", "127.0.0.1.nip.io:8080"},
+		{"loopback, short address form", "", "127.0.0.1:1", "", ErrForbidden, "", "127.1:8080"},
+		{"loopback, unspecified address", "", "[::1]:1", "", ErrForbidden, "", "0.0.0.0:8080"},
+		{"loopback, private address", "", "127.0.0.1:1", "", ErrForbidden, "", "192.168.1.5:8080"},
+		{"loopback, bare v6 Host", "", "[::1]:1", "", ErrForbidden, "", "::1"},
+		{"loopback, empty Host", "", "127.0.0.1:1", "", ErrForbidden, "", " "},
+		{"loopback, Host with user info", "", "127.0.0.1:1", "", ErrForbidden, "", "x@127.0.0.1:8080"},
+		// The admin token holds whatever the Host: the Guard's Host rule
+		// covers writes, and a rebinding page cannot send the token.
+		{"token, foreign Host", token, "127.0.0.1:1", "Bearer " + token, nil, SchemeAdminToken, "rebind.attacker.test"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := httptest.NewRequest(http.MethodPost, "/x", nil)
 			r.RemoteAddr = tc.remote
+			r.Host = "127.0.0.1:8080"
+			if tc.host != "" {
+				r.Host = strings.TrimSpace(tc.host)
+			}
 			if tc.auth != "" {
 				r.Header.Set("Authorization", tc.auth)
 			}
@@ -113,12 +143,60 @@ func TestAdminRule(t *testing.T) {
 				if strings.Contains(err.Error(), token[4:]) {
 					t.Errorf("the error repeats the token: %v", err)
 				}
+				// A loopback peer naming another host gets a 421 saying
+				// how to reach the server; the others the service's own.
+				var p *Problem
+				if foreign := tc.token == "" && IsLoopbackPeer(tc.remote); errors.As(err, &p) != foreign ||
+					(foreign && (p.Status != http.StatusMisdirectedRequest || p.Type != ProblemMisdirected || !strings.Contains(p.Detail, "127.0.0.1"))) {
+					t.Errorf("Authenticate = %v: want a 421 problem exactly for a loopback peer naming another host", err)
+				}
 				return
 			}
 			if err != nil || c == nil || c.Scheme != tc.scheme || !c.Admin {
 				t.Fatalf("Authenticate = %+v, %v; want an admin caller by %s", c, err, tc.scheme)
 			}
 		})
+	}
+}
+
+// Behind a Guard's Server, a loopback peer may also name the server by
+// the names the Guard accepts writes for; anything else stays refused.
+func TestAdminRuleTakesTheGuardsNames(t *testing.T) {
+	g, err := NewGuard(&Options{Addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080},
+		PublicURL: "https://novaos.example.com", AllowHosts: []string{"proxy.test", "other.test:9000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		host  string
+		guard bool // served by the Guard's Server
+		want  bool
+	}{
+		{"127.0.0.1:8080", false, true},
+		{"localhost:1234", false, true}, // a loopback name on any port
+		{"proxy.test", false, false},    // not without the Guard's names
+		{"127.0.0.1:8080", true, true},
+		{"localhost:1234", true, true},
+		{"novaos.example.com", true, true},
+		{"novaos.example.com:443", true, true},
+		{"novaos.example.com:8443", true, false},
+		{"proxy.test", true, true},
+		{"proxy.test:1234", true, true},
+		{"other.test:9000", true, true},
+		{"other.test:9001", true, false},
+		{"rebind.attacker.test:8080", true, false},
+		{"novaos.example.com.attacker.test", true, false},
+	}
+	for _, tc := range tests {
+		r := httptest.NewRequest(http.MethodGet, "/x", nil)
+		r.RemoteAddr, r.Host = "127.0.0.1:5000", tc.host
+		if tc.guard {
+			r = r.WithContext(g.connContext(r.Context(), nil))
+		}
+		c, err := AdminRule{}.Authenticate(r)
+		if got := err == nil && c != nil && c.Admin; got != tc.want || NamesServer(r) != tc.want {
+			t.Errorf("Host %q (Guard %v): admitted %v (%v), want %v", tc.host, tc.guard, got, err, tc.want)
+		}
 	}
 }
 

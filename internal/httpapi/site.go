@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"strconv"
@@ -74,6 +76,28 @@ func newSite(addr net.Addr, publicURL string, allowHosts, corsOrigins []string) 
 		s.cors[n] = true
 	}
 	return s, nil
+}
+
+type siteKey struct{}
+
+// connContext marks every request of a connection the Guard's Server
+// accepted with the Guard's names, for AdminRule (NamesServer).
+func (g *Guard) connContext(ctx context.Context, nc net.Conn) context.Context {
+	return context.WithValue(connContext(ctx, nc), siteKey{}, g.site)
+}
+
+// NamesServer reports whether r's Host names the server it reached:
+// localhost or a loopback address on any port (IsLoopbackHost), or, for
+// a request served by a Guard's Server, one of the names the Guard
+// accepts writes for (the listen address, the public URL's host and the
+// allowed hosts). A page whose own name an attacker rebinds to this
+// machine sends none of them.
+func NamesServer(r *http.Request) bool {
+	if IsLoopbackHost(r.Host) {
+		return true
+	}
+	s, ok := r.Context().Value(siteKey{}).(*site)
+	return ok && s.hostAllowed(r.Host)
 }
 
 func (s *site) add(host, port string) {

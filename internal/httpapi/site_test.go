@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"context"
 	"net"
+	"strings"
 	"testing"
 )
 
@@ -154,5 +156,44 @@ func TestNormalizeOrigin(t *testing.T) {
 		if err != nil || got != want {
 			t.Errorf("normalizeOrigin(%q) = %q, %v; want %q", in, got, err, want)
 		}
+	}
+}
+
+// The Host parser and the names at their edges: the listen address is a
+// name, the longest Host and the highest port are taken, and a name with
+// a space, DEL or a bracket is not a name.
+func TestSiteEdges(t *testing.T) {
+	s, err := newSite(&net.TCPAddr{IP: net.IPv4(10, 1, 2, 3), Port: 8080}, "", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("a", 300-len(".localhost:80")) + ".localhost:80"
+	for host, want := range map[string]bool{
+		"10.1.2.3:8080":   true,
+		"10.1.2.3:8081":   false,
+		"localhost:8080":  true,
+		long:              true,
+		"a" + long:        false,
+		"localhost:65535": true,
+	} {
+		got := s.hostAllowed(host)
+		if host == long || host == "a"+long || host == "localhost:65535" {
+			got = IsLoopbackHost(host)
+		}
+		if got != want {
+			t.Errorf("%.40q: %v, want %v", host, got, want)
+		}
+	}
+	for _, bad := range []string{"proxy test", "proxy\x7f", "a[b", "a]b", "a/b", "a@b", `a\b`, "proxy\x1f"} {
+		if _, err := newSite(loopbackAddr(8080), "", []string{bad}, nil); err == nil {
+			t.Errorf("allowed host %q accepted", bad)
+		}
+	}
+	var c *Caller
+	if _, ok := CallerFrom(WithCaller(context.Background(), c)); ok {
+		t.Error("CallerFrom found a nil caller")
+	}
+	if got, ok := CallerFrom(WithCaller(context.Background(), &Caller{Subject: "x"})); !ok || got.Subject != "x" {
+		t.Errorf("CallerFrom = %v, %v", got, ok)
 	}
 }

@@ -59,6 +59,7 @@ var (
 func serve(h http.Handler, r authRequest, remote, authorization string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(r.method, r.path, strings.NewReader(r.body))
 	req.RemoteAddr = remote
+	req.Host = "127.0.0.1:8080" // the loopback peers' rule wants the server named as loopback
 	if r.body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -33,6 +33,7 @@ func FuzzRegisterBody(f *testing.F) {
 			req := httptest.NewRequest(method, path, bytes.NewReader(body))
 			req.Header.Set("Content-Type", "application/json")
 			req.RemoteAddr = "127.0.0.1:40000" // writes are open to loopback peers
+			req.Host = "localhost:8080"        // naming the server as loopback
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, req)
 			switch rec.Code {

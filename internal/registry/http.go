@@ -194,6 +194,8 @@ func problemFor(err error) *httpapi.Problem {
 	case errors.Is(err, httpapi.ErrUnauthenticated):
 		return &httpapi.Problem{Type: registry.ProblemUnauthorized, Status: http.StatusUnauthorized, Title: "Unauthorized",
 			Detail: "changing the registry needs the server's admin token: send it as Authorization: Bearer <token>"}
+	case errors.Is(err, httpapi.ErrForbidden) && errors.As(err, new(*httpapi.Problem)):
+		return nil // the AdminRule's own answer (a loopback peer naming another host)
 	case errors.Is(err, httpapi.ErrForbidden):
 		return &httpapi.Problem{Type: registry.ProblemWriteForbidden, Status: http.StatusForbidden, Title: "Registry Write Forbidden",
 			Detail: "this server has no admin token, so it accepts registry changes from its own machine only; " +
