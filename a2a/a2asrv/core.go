@@ -261,8 +261,11 @@ type countingSink struct {
 }
 
 func (s *countingSink) Send(v Version, resp *a2a.StreamResponse) error {
-	s.frames++
-	return s.StreamSink.Send(v, resp)
+	err := s.StreamSink.Send(v, resp)
+	if err == nil {
+		s.frames++
+	}
+	return err
 }
 
 // The methods below are the core for bindings outside this package (the
