@@ -53,6 +53,15 @@ type TaskChange struct {
 	Lost bool
 }
 
+// whole reports whether c carries its write in full: the task as written,
+// or one event for each version it moved the task by.
+func (c *TaskChange) whole() bool {
+	if c.Task != nil {
+		return true
+	}
+	return c.Events != nil && c.Version-c.Prev == Version(len(c.Events))
+}
+
 // maxQueuedChanges bounds the changes a hub holds unprocessed; past it they
 // collapse into one catch-up from the store.
 const maxQueuedChanges = 1024
@@ -115,10 +124,14 @@ func (h *hub) followLocked(c TaskChange) {
 	if !c.Lost && c.Version <= h.stored {
 		return // this process's own write, or one already caught up with
 	}
-	if !c.Lost && c.Prev == h.stored && len(h.pending) == 0 && (c.Events != nil || c.Task != nil) {
+	if !c.Lost && c.Prev == h.stored && len(h.pending) == 0 && c.whole() {
 		h.applyForeignLocked(c)
 		return
 	}
+	// The change starts past the version held (a report was missed), or
+	// does not carry its write whole: applying it would leave the cache
+	// short of writes the store has, so read them from the store.
+
 	ctx, cancel := context.WithTimeout(context.Background(), catchUpTimeout)
 	defer cancel()
 	if err := h.catchUpLocked(ctx); err != nil {
@@ -160,7 +173,10 @@ func (h *hub) applyForeignLocked(c TaskChange) {
 		h.version, h.stored = c.Version, c.Version
 		h.publishLocked(frame{seq: c.Version, resp: resp})
 	} else {
-		if c.Version-c.Prev != Version(len(c.Events)) {
+		if !c.whole() {
+			// Only a catch-up gets here with such a change (followLocked
+			// catches up instead): a store answering so is broken, and
+			// the next read starts over from what it holds.
 			h.dropLocked(context.Background(), errors.New("a2asrv: a change's events do not match its versions"))
 			return
 		}
