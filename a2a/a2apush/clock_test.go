@@ -2,6 +2,7 @@ package a2apush_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -184,5 +185,157 @@ func TestBackoffGrows(t *testing.T) {
 	}
 	if strings.Contains(got.Error, "127.0.0.1") {
 		t.Errorf("the error names the receiver: %q", got.Error)
+	}
+}
+
+// New refuses options that cannot work, and takes the ones at the edge.
+func TestNewValidates(t *testing.T) {
+	out := &oneShotOutbox{}
+	tests := []struct {
+		name   string
+		outbox a2asrv.PushOutbox
+		o      a2apush.Options
+		errHas string // "" for none
+	}{
+		{name: "no outbox", o: a2apush.Options{}, errHas: "no outbox"},
+		{name: "defaults", outbox: out},
+		{name: "a signer without an issuer", outbox: out, o: a2apush.Options{Signer: stubSigner{}}, errHas: "go together"},
+		{name: "an issuer without a signer", outbox: out, o: a2apush.Options{Issuer: "https://x"}, errHas: "go together"},
+		{name: "a lease as long as an attempt", outbox: out, o: a2apush.Options{Timeout: 2 * time.Second, ConnectTimeout: time.Second, Lease: 3 * time.Second}},
+		{name: "a lease shorter than an attempt", outbox: out, o: a2apush.Options{Timeout: 2 * time.Second, ConnectTimeout: time.Second, Lease: 3*time.Second - 1},
+			errHas: "must outlast an attempt"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := a2apush.New(tc.outbox, &tc.o)
+			switch {
+			case tc.errHas == "" && (err != nil || d == nil):
+				t.Errorf("New: %v", err)
+			case tc.errHas != "" && (err == nil || !strings.Contains(err.Error(), tc.errHas)):
+				t.Errorf("New: %v, want an error with %q", err, tc.errHas)
+			}
+		})
+	}
+}
+
+type stubSigner struct{}
+
+func (stubSigner) SignJWT(context.Context, string, []byte) (string, error) { return "x.y.z", nil }
+
+// A delivered notification's successor stays leased for Options.Lease,
+// by default an attempt's whole time (Timeout + ConnectTimeout) and 30s.
+func TestDefaultLease(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		o    a2apush.Options
+		want time.Duration
+	}{
+		{a2apush.Options{}, a2apush.DefaultTimeout + a2apush.DefaultConnectTimeout + 30*time.Second},
+		{a2apush.Options{Timeout: 2 * time.Second, ConnectTimeout: time.Second}, 33 * time.Second},
+		{a2apush.Options{Lease: time.Hour}, time.Hour},
+	} {
+		got, _ := settle(t, tc.o, now, now, 0, http.StatusOK, "")
+		if got.Outcome != a2asrv.PushDelivered || got.Continue != tc.want {
+			t.Errorf("with %+v: %+v, want delivered and leased on for %s", tc.o, got, tc.want)
+		}
+	}
+}
+
+// countingOutbox hands out its notifications to claims and checks that no
+// claim asks for more than the deliverer has room for.
+type countingOutbox struct {
+	concurrency int
+	mu          sync.Mutex
+	queue       []*a2asrv.PushDelivery
+	outstanding int
+	claims      []int
+	violations  []string
+	settled     chan struct{}
+}
+
+func (o *countingOutbox) ClaimPush(_ context.Context, _ time.Time, max int, _ time.Duration) ([]*a2asrv.PushDelivery, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.claims = append(o.claims, max)
+	if max <= 0 || o.outstanding+max > o.concurrency {
+		o.violations = append(o.violations, fmt.Sprintf("a claim of %d with %d in flight", max, o.outstanding))
+	}
+	n := min(max, len(o.queue))
+	if n < 0 {
+		n = 0
+	}
+	ds := o.queue[:n]
+	o.queue = o.queue[n:]
+	o.outstanding += n
+	return ds, nil
+}
+
+func (o *countingOutbox) SettlePush(context.Context, *a2asrv.PushDelivery, a2asrv.PushSettlement) (*a2asrv.PushDelivery, error) {
+	o.mu.Lock()
+	o.outstanding--
+	o.mu.Unlock()
+	o.settled <- struct{}{}
+	return nil, nil
+}
+
+// The deliverer never has more than Concurrency deliveries in flight, and
+// claims no more than it has room for.
+func TestConcurrencyBoundsClaims(t *testing.T) {
+	const concurrency, total = 3, 8
+	release := make(chan struct{})
+	var inFlight, peak atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := inFlight.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		<-release
+		inFlight.Add(-1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	out := &countingOutbox{concurrency: concurrency, settled: make(chan struct{}, total)}
+	for i := range total {
+		out.queue = append(out.queue, &a2asrv.PushDelivery{Seq: int64(i), Body: []byte(`{}`), Queued: time.Now(),
+			Config: &a2a.TaskPushNotificationConfig{ID: "hook", TaskID: fmt.Sprint("t", i), URL: srv.URL}})
+	}
+	d, err := a2apush.New(out, &a2apush.Options{Concurrency: concurrency, Policy: &netguard.Policy{AllowLoopback: true}, PollInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d.Run(ctx)
+	}()
+	defer func() { cancel(); <-done }()
+	// Wait for the first batch to reach the receiver, then let every
+	// request through.
+	deadline := time.Now().Add(20 * time.Second) // a failure bound
+	for inFlight.Load() < concurrency {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests in flight, want %d", inFlight.Load(), concurrency)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	for range total {
+		select {
+		case <-out.settled:
+		case <-time.After(20 * time.Second):
+			t.Fatal("not every notification was settled")
+		}
+	}
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	if len(out.violations) > 0 || out.claims[0] != concurrency {
+		t.Errorf("claims %v: %v", out.claims, out.violations)
+	}
+	if p := peak.Load(); p > concurrency {
+		t.Errorf("%d deliveries in flight at once, want at most %d", p, concurrency)
 	}
 }
