@@ -3,6 +3,7 @@ package a2apush_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -337,5 +338,131 @@ func TestConcurrencyBoundsClaims(t *testing.T) {
 	}
 	if p := peak.Load(); p > concurrency {
 		t.Errorf("%d deliveries in flight at once, want at most %d", p, concurrency)
+	}
+}
+
+// chainOutbox is a stream of many pending notifications: each settlement
+// that asks to go on (Continue) gets the next one, as a store does.
+type chainOutbox struct {
+	mu      sync.Mutex
+	head    *a2asrv.PushDelivery
+	length  int
+	settled []a2asrv.PushSettlement
+	done    chan struct{}
+}
+
+func (o *chainOutbox) ClaimPush(context.Context, time.Time, int, time.Duration) ([]*a2asrv.PushDelivery, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.head == nil {
+		return nil, nil
+	}
+	d := o.head
+	o.head = nil
+	return []*a2asrv.PushDelivery{d}, nil
+}
+
+func (o *chainOutbox) SettlePush(_ context.Context, d *a2asrv.PushDelivery, s a2asrv.PushSettlement) (*a2asrv.PushDelivery, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.settled = append(o.settled, s)
+	if len(o.settled) == o.length {
+		close(o.done)
+	}
+	if int(d.Seq)+1 >= o.length {
+		return nil, nil
+	}
+	next := *d
+	next.Seq++
+	if s.Continue > 0 {
+		return &next, nil
+	}
+	o.head = &next // claimed again later, like any due notification
+	return nil, nil
+}
+
+// One claim carries at most 32 notifications of a stream in a row, so a
+// stream with much pending takes turns with the others.
+func TestRunOfOneStreamIsBounded(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	t.Cleanup(srv.Close)
+	const length = 40
+	out := &chainOutbox{length: length, done: make(chan struct{}), head: &a2asrv.PushDelivery{Body: []byte(`{}`), Queued: time.Now(),
+		Config: &a2a.TaskPushNotificationConfig{ID: "hook", TaskID: "t1", URL: srv.URL}}}
+	d, err := a2apush.New(out, &a2apush.Options{Policy: &netguard.Policy{AllowLoopback: true}, Lease: time.Minute, PollInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d.Run(ctx)
+	}()
+	defer func() { cancel(); <-done }()
+	select {
+	case <-out.done:
+	case <-time.After(20 * time.Second): // a failure bound
+		t.Fatal("the stream was not delivered")
+	}
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	var got []time.Duration
+	for _, s := range out.settled {
+		if s.Outcome != a2asrv.PushDelivered {
+			t.Fatalf("settlement %+v", s)
+		}
+		got = append(got, s.Continue)
+	}
+	var want []time.Duration
+	for i := range length {
+		c := time.Minute
+		if i == 31 {
+			c = 0 // the 32nd of the run: the stream is claimed again
+		}
+		want = append(want, c)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Continue of each settlement (-want +got)\n%s", diff)
+	}
+}
+
+// A deliverer stopped mid-attempt releases the notification to be tried
+// again at once, by whoever claims it next.
+func TestShutdownReleasesInFlight(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	arrived, stop := make(chan struct{}), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // so that the server sees the client leave
+		close(arrived)
+		select { // held until the deliverer gives up on it
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(stop) }) // runs first
+	out := &oneShotOutbox{settled: make(chan a2asrv.PushSettlement, 1), head: &a2asrv.PushDelivery{Body: []byte(`{}`), Queued: now,
+		Config: &a2a.TaskPushNotificationConfig{ID: "hook", TaskID: "t1", URL: srv.URL}}}
+	d, err := a2apush.New(out, &a2apush.Options{Policy: &netguard.Policy{AllowLoopback: true}, Now: func() time.Time { return now }, PollInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- d.Run(ctx) }()
+	<-arrived
+	cancel()
+	select {
+	case s := <-out.settled:
+		want := a2asrv.PushSettlement{Outcome: a2asrv.PushRetry, At: now, Next: now, Error: "interrupted by shutdown"}
+		if diff := cmp.Diff(want, s); diff != "" {
+			t.Errorf("settlement (-want +got)\n%s", diff)
+		}
+	case <-time.After(20 * time.Second): // a failure bound
+		t.Fatal("no settlement")
+	}
+	if err := <-ran; err != context.Canceled {
+		t.Errorf("Run returned %v, want context.Canceled", err)
 	}
 }
