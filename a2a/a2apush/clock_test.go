@@ -336,6 +336,12 @@ func TestConcurrencyBoundsClaims(t *testing.T) {
 	if len(out.violations) > 0 || out.claims[0] != concurrency {
 		t.Errorf("claims %v: %v", out.claims, out.violations)
 	}
+	// A claim comes when the deliverer starts, is woken or a delivery
+	// ends, and again only after one that filled every free slot: never
+	// in a loop over an empty outbox.
+	if n := len(out.claims); n > 4*total+1 {
+		t.Errorf("%d claims for %d notifications", n, total)
+	}
 	if p := peak.Load(); p > concurrency {
 		t.Errorf("%d deliveries in flight at once, want at most %d", p, concurrency)
 	}
@@ -464,5 +470,47 @@ func TestShutdownReleasesInFlight(t *testing.T) {
 	}
 	if err := <-ran; err != context.Canceled {
 		t.Errorf("Run returned %v, want context.Canceled", err)
+	}
+}
+
+// What becomes of a notification, by the receiver's status: 2xx is
+// delivered; 408, 425, 429 and 5xx are retried; anything else is refused
+// for good.
+func TestStatusOutcomes(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	o := a2apush.Options{BackoffBase: time.Second, BackoffMax: time.Minute, Lease: time.Minute}
+	delivered := a2asrv.PushSettlement{Outcome: a2asrv.PushDelivered, At: now, Continue: time.Minute}
+	for _, tc := range []struct {
+		status int
+		want   a2asrv.PushSettlement // Next is checked apart for a retry
+	}{
+		{200, delivered},
+		{201, delivered},
+		{299, delivered},
+		{300, a2asrv.PushSettlement{Outcome: a2asrv.PushDead, At: now, Error: "HTTP 300 (not retried)"}},
+		{400, a2asrv.PushSettlement{Outcome: a2asrv.PushDead, At: now, Error: "HTTP 400 (not retried)"}},
+		{407, a2asrv.PushSettlement{Outcome: a2asrv.PushDead, At: now, Error: "HTTP 407 (not retried)"}},
+		{408, a2asrv.PushSettlement{Outcome: a2asrv.PushRetry, At: now, Error: "HTTP 408"}},
+		{409, a2asrv.PushSettlement{Outcome: a2asrv.PushDead, At: now, Error: "HTTP 409 (not retried)"}},
+		{424, a2asrv.PushSettlement{Outcome: a2asrv.PushDead, At: now, Error: "HTTP 424 (not retried)"}},
+		{425, a2asrv.PushSettlement{Outcome: a2asrv.PushRetry, At: now, Error: "HTTP 425"}},
+		{426, a2asrv.PushSettlement{Outcome: a2asrv.PushDead, At: now, Error: "HTTP 426 (not retried)"}},
+		{429, a2asrv.PushSettlement{Outcome: a2asrv.PushRetry, At: now, Error: "HTTP 429"}},
+		{499, a2asrv.PushSettlement{Outcome: a2asrv.PushDead, At: now, Error: "HTTP 499 (not retried)"}},
+		{500, a2asrv.PushSettlement{Outcome: a2asrv.PushRetry, At: now, Error: "HTTP 500"}},
+		{599, a2asrv.PushSettlement{Outcome: a2asrv.PushRetry, At: now, Error: "HTTP 599"}},
+	} {
+		t.Run(fmt.Sprint(tc.status), func(t *testing.T) {
+			got, n := settle(t, o, now, now, 0, tc.status, "")
+			if tc.want.Outcome == a2asrv.PushRetry {
+				if wait := got.Next.Sub(now); wait < 500*time.Millisecond || wait > time.Second {
+					t.Errorf("retried after %s, want the first backoff, 0.5-1s", wait)
+				}
+				got.Next = time.Time{}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" || n != 1 {
+				t.Errorf("%d requests; settlement (-want +got)\n%s", n, diff)
+			}
+		})
 	}
 }
