@@ -131,7 +131,6 @@ func (h *hub) followLocked(c TaskChange) {
 	// The change starts past the version held (a report was missed), or
 	// does not carry its write whole: applying it would leave the cache
 	// short of writes the store has, so read them from the store.
-
 	ctx, cancel := context.WithTimeout(context.Background(), catchUpTimeout)
 	defer cancel()
 	if err := h.catchUpLocked(ctx); err != nil {
