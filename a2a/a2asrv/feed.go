@@ -158,6 +158,17 @@ func (h *hub) catchUpLocked(ctx context.Context) error {
 		h.hs.log.Warn("a2asrv: artifact updates overtaken by a write elsewhere", "task_id", h.id, "count", n)
 		h.stopFlushLocked()
 		h.pending = nil
+		if c.Task == nil {
+			// The cached task has those chunks applied: the events
+			// that overtook them would land on top of them, so take
+			// the task whole from the store instead.
+			t, v, err := h.hs.store.Get(ctx, h.scope, h.id)
+			if err != nil {
+				h.dropLocked(ctx, err)
+				return err
+			}
+			c = TaskChange{ID: h.id, Prev: h.stored, Version: v, Task: t}
+		}
 	}
 	h.applyForeignLocked(c)
 	return nil

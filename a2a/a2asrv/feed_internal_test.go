@@ -218,3 +218,61 @@ func taskJSON(t *testing.T, task *a2a.Task) string {
 	}
 	return string(b)
 }
+
+// A catch-up that finds nothing new leaves the hub as it is.
+func TestFeedCatchUpWithNothingNew(t *testing.T) {
+	scope := Scope{Tenant: "acme", Owner: "alice"}
+	at := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	store := NewMemoryTaskStore(nil)
+	feed := &stubFeed{store: store}
+	h, sub := followedTask(t, store, feed, scope, at)
+	h.mu.Lock()
+	h.followLocked(TaskChange{ID: "t1", Lost: true})
+	held, stored := h.task, h.stored
+	h.mu.Unlock()
+	if held == nil || stored != 1 || feed.catchUps != 1 {
+		t.Errorf("after an empty catch-up (%d reads): task %v at %d, want the task still held at 1", feed.catchUps, held, stored)
+	}
+	if got := frameVersions(sub); len(got) != 0 {
+		t.Errorf("frames %v sent for nothing", got)
+	}
+}
+
+// Artifact updates streamed here but not yet stored lose to a write made
+// elsewhere: the hub catches up and drops them, as a crash would.
+func TestFeedWriteOvertakesPendingUpdates(t *testing.T) {
+	ctx := context.Background()
+	scope := Scope{Tenant: "acme", Owner: "alice"}
+	at := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	working := &a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{TaskID: "t1", ContextID: "c1",
+		Status: a2a.TaskStatus{State: a2a.TaskStateWorking, Timestamp: at.Add(time.Second)}}}
+	local := &a2a.StreamResponse{ArtifactUpdate: &a2a.TaskArtifactUpdateEvent{TaskID: "t1", ContextID: "c1",
+		Artifact: a2a.Artifact{ArtifactID: "mine", Parts: []a2a.Part{a2a.TextPart("not stored")}}}}
+	store := NewMemoryTaskStore(nil)
+	feed := &stubFeed{store: store}
+	h, sub := followedTask(t, store, feed, scope, at)
+	h.mu.Lock()
+	if err := ApplyEvent(h.task, local); err != nil {
+		t.Fatal(err)
+	}
+	h.pending, h.version = []*a2a.StreamResponse{local}, 2
+	h.mu.Unlock()
+	if err := appendEvents(scope, working)(store); err != nil {
+		t.Fatal(err)
+	}
+	h.mu.Lock()
+	h.followLocked(TaskChange{ID: "t1", Prev: 1, Version: 2, Events: []*a2a.StreamResponse{working}})
+	held, pending, version := h.snapshotLocked(), len(h.pending), h.version
+	h.mu.Unlock()
+	want, v, err := store.Get(ctx, scope, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(taskJSON(t, want), taskJSON(t, held)); diff != "" || pending != 0 || version != v || feed.catchUps != 1 {
+		t.Errorf("after %d catch-ups: %d pending at version %d (store %d); the task against the store's (-want +got)\n%s",
+			feed.catchUps, pending, version, v, diff)
+	}
+	if diff := cmp.Diff([]Version{2}, frameVersions(sub)); diff != "" {
+		t.Errorf("frames sent (-want +got)\n%s", diff)
+	}
+}
