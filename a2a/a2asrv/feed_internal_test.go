@@ -276,3 +276,31 @@ func TestFeedWriteOvertakesPendingUpdates(t *testing.T) {
 		t.Errorf("frames sent (-want +got)\n%s", diff)
 	}
 }
+
+// A stopped watch hears nothing more; the others of its task still do.
+func TestWatchersStop(t *testing.T) {
+	var w Watchers
+	heard := map[string]int{}
+	watch := func(name, id string) func() {
+		return w.Watch(id, func(TaskChange) { heard[name]++ })
+	}
+	stopA := watch("a", "t1")
+	stopB := watch("b", "t1")
+	watch("c", "t2")
+	change := func() TaskChange { return TaskChange{ID: "t1", Prev: 1, Version: 2} }
+	w.Announce("t1", change)
+	stopA()
+	w.Announce("t1", change)
+	stopB()
+	stopB() // a second stop is harmless
+	w.Announce("t1", change)
+	w.AnnounceLost()
+	if diff := cmp.Diff(map[string]int{"a": 1, "b": 2, "c": 1}, heard); diff != "" {
+		t.Errorf("changes heard (-want +got)\n%s", diff)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.m["t1"]; ok || len(w.m) != 1 {
+		t.Errorf("watches kept: %v", w.m)
+	}
+}
