@@ -204,7 +204,7 @@ func TestNewValidates(t *testing.T) {
 		{name: "an issuer without a signer", outbox: out, o: a2apush.Options{Issuer: "https://x"}, errHas: "go together"},
 		{name: "a lease as long as an attempt", outbox: out, o: a2apush.Options{Timeout: 2 * time.Second, ConnectTimeout: time.Second, Lease: 3 * time.Second}},
 		{name: "a lease shorter than an attempt", outbox: out, o: a2apush.Options{Timeout: 2 * time.Second, ConnectTimeout: time.Second, Lease: 3*time.Second - 1},
-			errHas: "must outlast an attempt"},
+			errHas: "a2apush: the lease (2.999999999s) must outlast an attempt (3s)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
