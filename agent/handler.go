@@ -5,21 +5,32 @@ import (
 	"novaos.dev/novaos/a2a/a2asrv"
 )
 
-// CardAt returns the agent's card with one JSON-RPC interface at url, the
-// agent's public endpoint ("" leaves supportedInterfaces empty).
+// CardAt returns the agent's card with the interfaces Handler serves at
+// url, the agent's public endpoint: JSON-RPC, then HTTP+JSON ("" leaves
+// supportedInterfaces empty). An agent also served over gRPC (package
+// a2agrpc/grpcsrv) appends that interface itself.
 func (a *Agent) CardAt(url string) *a2a.AgentCard {
 	card := a.Card()
 	if url != "" {
-		card.SupportedInterfaces = []a2a.AgentInterface{{
-			URL: url, ProtocolBinding: a2a.BindingJSONRPC, ProtocolVersion: a2a.ProtocolVersion,
-		}}
+		card.SupportedInterfaces = httpInterfaces(url)
 	}
 	return card
 }
 
-// Handler returns an a2asrv.Handler serving the agent: JSON-RPC at its root
-// and the card at /.well-known/agent-card.json. url is the agent's public
-// endpoint for the card. The card advertises push notifications exactly
+// httpInterfaces are the interfaces an a2asrv.Handler serves at url, in
+// the order a card lists them: JSON-RPC, which every A2A SDK speaks,
+// then HTTP+JSON.
+func httpInterfaces(url string) []a2a.AgentInterface {
+	return []a2a.AgentInterface{
+		{URL: url, ProtocolBinding: a2a.BindingJSONRPC, ProtocolVersion: a2a.ProtocolVersion},
+		{URL: url, ProtocolBinding: a2a.BindingHTTPJSON, ProtocolVersion: a2a.ProtocolVersion},
+	}
+}
+
+// Handler returns an a2asrv.Handler serving the agent: JSON-RPC at its
+// root, HTTP+JSON under it and the card at /.well-known/agent-card.json.
+// url is the agent's public endpoint for the card, which lists both
+// bindings. The card advertises push notifications exactly
 // when opts has a PushConfigStore, so it cannot promise what the server
 // would refuse. Unless opts sets its own, a new task's id is the
 // platform's run id (see NewTaskID).

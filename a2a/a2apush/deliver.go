@@ -80,14 +80,19 @@ type Options struct {
 	// dropped (DefaultMaxResponseBytes); the rest is not read.
 	MaxResponseBytes int64
 	// MaxAttempts and MaxAge bound the tries at one notification: after
-	// MaxAttempts failures (DefaultMaxAttempts), or once it has waited
-	// MaxAge (DefaultMaxAge), the stream is dead-lettered.
+	// MaxAttempts failures (DefaultMaxAttempts), or once it is older than
+	// MaxAge (DefaultMaxAge), counted from when it was queued, the stream
+	// is dead-lettered. A notification older than MaxAge is never sent,
+	// and a failure whose retry would come after MaxAge dead-letters the
+	// stream at once instead of scheduling it.
 	MaxAttempts int
 	MaxAge      time.Duration
 	// BackoffBase and BackoffMax time the retries: the n-th failure waits
 	// BackoffBase·2^(n-1), at most BackoffMax, less up to half of it at
 	// random (DefaultBackoffBase, DefaultBackoffMax). A Retry-After the
-	// receiver sends is honoured up to BackoffMax.
+	// receiver sends (seconds or an HTTP date) is honoured when it is
+	// longer, up to BackoffMax: a receiver cannot park a stream for
+	// longer than that.
 	BackoffBase time.Duration
 	BackoffMax  time.Duration
 	// Concurrency bounds the deliveries in flight (DefaultConcurrency);
@@ -349,7 +354,14 @@ func (d *Deliverer) attempt(ctx context.Context, del *a2asrv.PushDelivery) a2asr
 		wait = min(retryAfter, d.opts.BackoffMax)
 	}
 	now := d.opts.Now()
-	return a2asrv.PushSettlement{Outcome: a2asrv.PushRetry, At: now, Next: now.Add(wait), Error: msg}
+	next := now.Add(wait)
+	if next.Sub(del.Queued) > d.opts.MaxAge {
+		// The retry would find the notification past MaxAge and give up
+		// then: give up now, so the dead letter shows at once and the
+		// stream is not held for an attempt that will never be made.
+		return dead("gave up: a retry in %s would come after the notification's maximum age (%s): %s", wait.Round(time.Second), d.opts.MaxAge, msg)
+	}
+	return a2asrv.PushSettlement{Outcome: a2asrv.PushRetry, At: now, Next: next, Error: msg}
 }
 
 // backoff is the wait after the n-th failure: exponential, capped, with
@@ -410,10 +422,30 @@ func (d *Deliverer) post(ctx context.Context, del *a2asrv.PushDelivery, cfg *a2a
 	}
 	defer resp.Body.Close()
 	io.Copy(io.Discard, io.LimitReader(resp.Body, d.opts.MaxResponseBytes))
-	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
-		retryAfter = time.Duration(min(s, 1<<20)) * time.Second
+	return resp.StatusCode, d.retryAfter(resp.Header.Get("Retry-After")), nil
+}
+
+// maxRetryAfter bounds the Retry-After read, so that the duration cannot
+// overflow; attempt caps it at BackoffMax in any case.
+const maxRetryAfter = (1 << 20) * time.Second
+
+// retryAfter reads a Retry-After value (RFC 9110 §10.2.3): delay seconds,
+// or an HTTP date, taken against Options.Now. Anything else, or a time
+// not in the future, is 0.
+func (d *Deliverer) retryAfter(v string) time.Duration {
+	if v == "" {
+		return 0
 	}
-	return resp.StatusCode, retryAfter, nil
+	if s, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if s <= 0 {
+			return 0
+		}
+		return time.Duration(min(s, int64(maxRetryAfter/time.Second))) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(0, min(t.Sub(d.opts.Now()), maxRetryAfter))
+	}
+	return 0
 }
 
 // sign makes the notification's JWT.

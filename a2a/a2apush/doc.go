@@ -29,15 +29,18 @@
 //   - 408, 425, 429, 5xx, a timeout or a connection error (or a config
 //     whose credentials Options.Open cannot read): tried again after an
 //     exponential backoff with jitter, capped at Options.BackoffMax, or
-//     after the receiver's Retry-After when that is longer (capped too).
+//     after the receiver's Retry-After (delay seconds or an HTTP date)
+//     when that is longer, capped at Options.BackoffMax too.
 //   - Any other status (3xx, since redirects are not followed; 4xx): the
 //     receiver refused it and would refuse it again, so the stream is
 //     dead-lettered at once.
 //   - A destination the policy refuses, when the URL is checked or when
 //     its name is resolved: dead-lettered at once.
 //
-// After Options.MaxAttempts failures at one notification, or once it has
-// waited Options.MaxAge, the stream is dead-lettered too. A dead stream
+// After Options.MaxAttempts failures at one notification, or once it is
+// older than Options.MaxAge (from when it was queued), the stream is
+// dead-lettered too: a notification past MaxAge is not sent, and a failure
+// whose retry would come after MaxAge dead-letters the stream at once. A dead stream
 // keeps no notifications and gets no new ones; its state (attempts, last
 // error, last delivery) is what a2asrv.PushDeliveryStore reports. Putting
 // the config again (CreateTaskPushNotificationConfig with its id) makes it

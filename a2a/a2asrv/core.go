@@ -80,7 +80,9 @@ type StreamResult struct {
 // *a2a.DeleteTaskPushNotificationConfigRequest or
 // *a2a.GetExtendedAgentCardRequest. resp is the method's typed response
 // (nil for DeleteTaskPushNotificationConfig and on error), *StreamResult
-// for a stream. Neither may be modified.
+// for a stream: a stream that ended with an error after sending frames
+// has both, so an interceptor can tell a refused stream (nil) from one
+// that broke off. Neither may be modified.
 type Interceptor interface {
 	Before(ctx context.Context, call *Call, req any) (context.Context, error)
 	After(ctx context.Context, call *Call, resp any, err error)
@@ -170,6 +172,9 @@ func invoke[Req, Resp any](ctx context.Context, h *Handler, c *Call, req *Req, m
 		var err error
 		if e != nil {
 			out, err = nil, e
+			if sr, ok := any(resp).(*StreamResult); ok && sr != nil && sr.Frames > 0 {
+				out = sr // a stream that broke off still sent these
+			}
 		}
 		if _, unit := out.(struct{}); unit {
 			out = nil
@@ -256,8 +261,11 @@ type countingSink struct {
 }
 
 func (s *countingSink) Send(v Version, resp *a2a.StreamResponse) error {
-	s.frames++
-	return s.StreamSink.Send(v, resp)
+	err := s.StreamSink.Send(v, resp)
+	if err == nil {
+		s.frames++
+	}
+	return err
 }
 
 // The methods below are the core for bindings outside this package (the

@@ -177,10 +177,16 @@
 //
 // # Decisions where the spec is silent or inconsistent
 //
-//   - A2A-Version is required: absent or empty means 0.3 and is answered
-//     -32009, as is any version other than 1.0 (patch numbers are ignored).
-//     The version is checked before the method, after the envelope; v0.3
-//     method names (message/send) are -32601. It is read from the header
+//   - A2A-Version is required: absent or empty means 0.3, served through
+//     the 0.3 layer for 0.3's methods (or -32009 with RefuseV03); any
+//     version other than 1.0 or 0.3 is -32009 (patch numbers are
+//     ignored). A call read as 0.3 whose method 0.3 lacks is answered for
+//     what it most likely is: a v1 method name without the header is
+//     -32009 naming the missing header, a v1 name with an explicit 0.3
+//     -32601 (-32009 with RefuseV03), a name neither version has -32601.
+//     Otherwise the version is checked before the method, after the
+//     envelope; under 1.0, 0.3 method names (message/send) are -32601.
+//     It is read from the header
 //     only: the JSON-RPC binding carries service parameters in headers
 //     (§9.2); the ?A2A-Version= query parameter of §3 serves bindings that
 //     have no body, and taking it here would let a page on another origin

@@ -99,7 +99,7 @@ func TestEdgeRefusals(t *testing.T) {
 		{name: "text/json", body: envelope("1", "SendMessage", sendParams), header: map[string]string{"Content-Type": "text/json"}, status: 415, code: a2a.CodeInvalidRequest, contains: "Content-Type"},
 
 		// A2A-Version travels in the header only in the JSON-RPC binding (§9.2).
-		{name: "version in the query string", target: "/?A2A-Version=1.0", body: envelope("1", "SendMessage", sendParams), header: map[string]string{a2a.HeaderVersion: ""}, status: 200, code: a2a.CodeVersionNotSupported, contains: `"0.3"`},
+		{name: "version in the query string", target: "/?A2A-Version=1.0", body: envelope("1", "SendMessage", sendParams), header: map[string]string{a2a.HeaderVersion: ""}, status: 200, code: a2a.CodeVersionNotSupported, contains: "the A2A-Version header is missing"},
 
 		// Keys matched exactly, repeats refused.
 		{name: "METHOD does not override method", body: `{"jsonrpc":"2.0","id":1,"method":"GetTask","METHOD":"ListTasks","params":{"id":"nope"}}`, status: 200, code: a2a.CodeTaskNotFound},
@@ -276,3 +276,75 @@ func TestEdgeExtensionsHeaderLinear(t *testing.T) {
 		}
 	}
 }
+
+// A JSON-RPC call is read as A2A 0.3 when it names no version: one whose
+// method 0.3 does not have is answered for what it most likely is, on a
+// handler that serves 0.3 and on one that refuses it.
+func TestVersionlessMethods(t *testing.T) {
+	const v03Params = `{"message":{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"hi"}]}}`
+	const missing = "the A2A-Version header is missing: a request without it is A2A 0.3, which has no method \"SendMessage\"; send A2A-Version: 1.0"
+	tests := []struct {
+		name    string
+		version string // "" sends none
+		method  string
+		params  string
+		// want is the error code and message on a handler that serves
+		// 0.3 and on one that refuses it (code 0: a result).
+		serves, refuses rpcAnswer
+	}{
+		{name: "v1 method, no header", method: "SendMessage", params: sendParams,
+			serves: ans(a2a.CodeVersionNotSupported, missing), refuses: ans(a2a.CodeVersionNotSupported, missing)},
+		{name: "v1 streaming method, no header", method: "SendStreamingMessage", params: sendParams,
+			serves:  ans(a2a.CodeVersionNotSupported, strings.ReplaceAll(missing, `"SendMessage"`, `"SendStreamingMessage"`)),
+			refuses: ans(a2a.CodeVersionNotSupported, strings.ReplaceAll(missing, `"SendMessage"`, `"SendStreamingMessage"`))},
+		{name: "unknown method, no header", method: "bogus/method", params: `{}`,
+			serves: ans(a2a.CodeMethodNotFound, `method "bogus/method" not found`), refuses: ans(a2a.CodeMethodNotFound, `method "bogus/method" not found`)},
+		{name: "0.3 method, no header", method: "message/send", params: v03Params,
+			serves: ans(0, ""), refuses: ans(a2a.CodeVersionNotSupported, `A2A version "0.3" is not supported; supported: 1.0`)},
+		{name: "v1 method, 0.3 named", version: "0.3", method: "SendMessage", params: sendParams,
+			serves:  ans(a2a.CodeMethodNotFound, `method "SendMessage" is not an A2A 0.3 method; A2A 1.0 methods need the header A2A-Version: 1.0`),
+			refuses: ans(a2a.CodeVersionNotSupported, `A2A version "0.3" is not supported; supported: 1.0`)},
+		{name: "unknown method, 0.3 named", version: "0.3.1", method: "bogus", params: `{}`,
+			serves: ans(a2a.CodeMethodNotFound, `method "bogus" not found`), refuses: ans(a2a.CodeMethodNotFound, `method "bogus" not found`)},
+		{name: "unknown method, 1.0", version: "1.0", method: "bogus", params: `{}`,
+			serves: ans(a2a.CodeMethodNotFound, `method "bogus" not found`), refuses: ans(a2a.CodeMethodNotFound, `method "bogus" not found`)},
+		{name: "0.3 method, 1.0", version: "1.0", method: "message/send", params: v03Params,
+			serves: ans(a2a.CodeMethodNotFound, `method "message/send" not found`), refuses: ans(a2a.CodeMethodNotFound, `method "message/send" not found`)},
+		{name: "v1 method, unsupported version", version: "9.9", method: "SendMessage", params: sendParams,
+			serves:  ans(a2a.CodeVersionNotSupported, `A2A version "9.9" is not supported; supported: 1.0`),
+			refuses: ans(a2a.CodeVersionNotSupported, `A2A version "9.9" is not supported; supported: 1.0`)},
+		{name: "v1 method, 1.0", version: "1.0", method: "SendMessage", params: sendParams, serves: ans(0, ""), refuses: ans(0, "")},
+	}
+	for _, tc := range tests {
+		for _, refuse := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/refuseV03=%v", tc.name, refuse), func(t *testing.T) {
+				h, _ := edgeHandler(t, &a2asrv.Options{RefuseV03: refuse})
+				w := serve(h, "/", envelope("1", tc.method, tc.params), map[string]string{a2a.HeaderVersion: tc.version})
+				want := tc.serves
+				if refuse {
+					want = tc.refuses
+				}
+				resp, err := a2a.DecodeResponse(w.Body.Bytes())
+				if err != nil || w.Code != http.StatusOK {
+					t.Fatalf("answer %d %s: %v", w.Code, w.Body, err)
+				}
+				var got rpcAnswer
+				if resp.Error != nil {
+					got.code, got.msg = resp.Error.Code, resp.Error.Message
+				}
+				if got != want {
+					t.Errorf("answer %d %q, want %d %q", got.code, got.msg, want.code, want.msg)
+				}
+			})
+		}
+	}
+}
+
+// rpcAnswer is a JSON-RPC answer's error code and message (0 and "" for
+// a result).
+type rpcAnswer struct {
+	code int
+	msg  string
+}
+
+func ans(code int, msg string) rpcAnswer { return rpcAnswer{code, msg} }

@@ -53,6 +53,15 @@ type TaskChange struct {
 	Lost bool
 }
 
+// whole reports whether c carries its write in full: the task as written,
+// or one event for each version it moved the task by.
+func (c *TaskChange) whole() bool {
+	if c.Task != nil {
+		return true
+	}
+	return c.Events != nil && c.Version-c.Prev == Version(len(c.Events))
+}
+
 // maxQueuedChanges bounds the changes a hub holds unprocessed; past it they
 // collapse into one catch-up from the store.
 const maxQueuedChanges = 1024
@@ -115,10 +124,13 @@ func (h *hub) followLocked(c TaskChange) {
 	if !c.Lost && c.Version <= h.stored {
 		return // this process's own write, or one already caught up with
 	}
-	if !c.Lost && c.Prev == h.stored && len(h.pending) == 0 && (c.Events != nil || c.Task != nil) {
+	if !c.Lost && c.Prev == h.stored && len(h.pending) == 0 && c.whole() {
 		h.applyForeignLocked(c)
 		return
 	}
+	// The change starts past the version held (a report was missed), or
+	// does not carry its write whole: applying it would leave the cache
+	// short of writes the store has, so read them from the store.
 	ctx, cancel := context.WithTimeout(context.Background(), catchUpTimeout)
 	defer cancel()
 	if err := h.catchUpLocked(ctx); err != nil {
@@ -146,6 +158,17 @@ func (h *hub) catchUpLocked(ctx context.Context) error {
 		h.hs.log.Warn("a2asrv: artifact updates overtaken by a write elsewhere", "task_id", h.id, "count", n)
 		h.stopFlushLocked()
 		h.pending = nil
+		if c.Task == nil {
+			// The cached task has those chunks applied: the events
+			// that overtook them would land on top of them, so take
+			// the task whole from the store instead.
+			t, v, err := h.hs.store.Get(ctx, h.scope, h.id)
+			if err != nil {
+				h.dropLocked(ctx, err)
+				return err
+			}
+			c = TaskChange{ID: h.id, Prev: h.stored, Version: v, Task: t}
+		}
 	}
 	h.applyForeignLocked(c)
 	return nil
@@ -160,7 +183,10 @@ func (h *hub) applyForeignLocked(c TaskChange) {
 		h.version, h.stored = c.Version, c.Version
 		h.publishLocked(frame{seq: c.Version, resp: resp})
 	} else {
-		if c.Version-c.Prev != Version(len(c.Events)) {
+		if !c.whole() {
+			// Only a catch-up gets here with such a change (followLocked
+			// catches up instead): a store answering so is broken, and
+			// the next read starts over from what it holds.
 			h.dropLocked(context.Background(), errors.New("a2asrv: a change's events do not match its versions"))
 			return
 		}

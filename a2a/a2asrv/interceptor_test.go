@@ -151,6 +151,44 @@ func TestInterceptorsSeeStreams(t *testing.T) {
 	}
 }
 
+// breakingSink takes one frame, then fails, as a connection the caller
+// dropped does.
+type breakingSink struct{ sent int }
+
+func (s *breakingSink) Send(a2asrv.Version, *a2a.StreamResponse) error {
+	if s.sent++; s.sent > 1 {
+		return errors.New("connection reset")
+	}
+	return nil
+}
+func (s *breakingSink) Flush() error     { return nil }
+func (s *breakingSink) KeepAlive() error { return nil }
+
+// After tells a stream that broke off after sending frames (its
+// StreamResult, with the error) from one refused before any (no result).
+func TestInterceptorsSeeBrokenStreams(t *testing.T) {
+	var log []string
+	rec := &recorder{name: "rec", log: &log}
+	h := a2asrv.NewHandler(testCard(), a2asrv.ExecutorFunc(scripted), &a2asrv.Options{Interceptors: []a2asrv.Interceptor{rec}})
+	t.Cleanup(func() { h.Shutdown(context.Background()) })
+	hd := http.Header{}
+	hd.Set(a2a.HeaderVersion, a2a.ProtocolVersion)
+	send := func(m *a2a.Message) (recorded, error) {
+		err := h.SendStreamingMessage(context.Background(), &a2asrv.Call{Header: hd.Clone()}, &a2a.SendMessageRequest{Message: m}, &breakingSink{})
+		return rec.last(), err
+	}
+	got, err := send(a2a.NewMessage(a2a.RoleUser, a2a.TextPart("complete it")))
+	if r, ok := got.resp.(*a2asrv.StreamResult); err == nil || got.err == nil || !ok || r.Frames != 1 {
+		t.Errorf("a stream broken after one frame: the call returned %v; After saw %#v, %v", err, got.resp, got.err)
+	}
+	m := a2a.NewMessage(a2a.RoleUser, a2a.TextPart("complete it"))
+	m.TaskID = "no-such-task"
+	got, err = send(m)
+	if err == nil || got.err == nil || got.resp != nil {
+		t.Errorf("a refused stream: the call returned %v; After saw %#v, %v", err, got.resp, got.err)
+	}
+}
+
 // Interceptors see, and may refuse, calls on every binding alike.
 func TestInterceptorsOnEveryBinding(t *testing.T) {
 	var log []string

@@ -166,6 +166,10 @@ func (h *Handler) serveRPC(w http.ResponseWriter, r *http.Request) {
 		h.serveRPC03(rc, req.Method, v1, req.Params)
 		return
 	}
+	if e := h.notV03(req.Method, r.Header); e != nil {
+		h.rpcFail(rc, e)
+		return
+	}
 	if e := h.negotiate(&rc.call); e != nil {
 		h.rpcFail(rc, e)
 		return

@@ -3,6 +3,7 @@ package a2asrv
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -32,6 +33,36 @@ func (h *Handler) v03Call(method string, hd http.Header) (v1 string, ok bool) {
 		return v1, true
 	}
 	return "", false
+}
+
+// notV03 answers a JSON-RPC call that names no A2A version other than
+// 0.3 (no A2A-Version, which means 0.3, or 0.3 itself) and a method 0.3
+// does not have, for what it most likely is: a v1 method without the
+// header is a v1 client that forgot it (-32009, naming the header), and a
+// name neither version has is -32601, whatever the version. nil leaves
+// the call to the version check and the method table.
+func (h *Handler) notV03(method string, hd http.Header) *a2a.Error {
+	v := strings.TrimSpace(hd.Get(a2a.HeaderVersion))
+	if v != "" && v != "0.3" && !strings.HasPrefix(v, "0.3.") {
+		return nil // a version was named: negotiate answers for it
+	}
+	if _, ok := a2av03.V1Method(method); ok {
+		return nil // a 0.3 method: served, or refused as 0.3 when RefuseV03
+	}
+	if _, v1 := rpcMethods[method]; !v1 {
+		return a2a.NewError(a2a.CodeMethodNotFound, "method %q not found", truncate(method, 64))
+	}
+	if v != "" {
+		if h.opts.RefuseV03 {
+			return nil // 0.3 itself is refused
+		}
+		return a2a.NewError(a2a.CodeMethodNotFound, "method %q is not an A2A 0.3 method; A2A %s methods need the header %s: %s",
+			method, a2a.ProtocolVersion, a2a.HeaderVersion, a2a.ProtocolVersion)
+	}
+	e := a2a.CheckVersion("")
+	e.Message = fmt.Sprintf("the A2A-Version header is missing: a request without it is A2A 0.3, which has no method %q; "+
+		"send %s: %s", method, a2a.HeaderVersion, a2a.ProtocolVersion)
+	return e
 }
 
 // v03HeaderExtensions is the header 0.3 clients list extensions in.

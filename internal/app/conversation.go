@@ -1,34 +1,44 @@
 package app
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"io"
 	"log/slog"
-	"net/http"
 	"strings"
 	"time"
 
 	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/auth"
+	memsvc "novaos.dev/novaos/internal/memory"
 	mem "novaos.dev/novaos/memory"
 )
 
-// maxRecordedBytes bounds the copies of a request and of a SendMessage
-// answer kept to read the turn from; a larger one is passed through
-// unrecorded (a turn of conversation is far smaller).
+// maxRecordedBytes bounds the text of one recorded turn; a longer message
+// or answer is not recorded (a turn of conversation is far smaller).
 const maxRecordedBytes = 1 << 20
 
 // turnRecorder writes the turns of hosted agents' conversations to the
-// memory store's live messages, which novaos.memory.assemble returns: the
-// text of each message a caller sends with SendMessage or
+// memory store's live messages, which novaos.memory.assemble returns. It
+// is an a2asrv.Interceptor, so it sees every binding (JSON-RPC, A2A 0.3,
+// HTTP+JSON, gRPC) and the request and answer as the agent read and wrote
+// them: the text of the message a caller sends with SendMessage or
 // SendStreamingMessage and, for SendMessage, the text of the agent's
 // answer (its message, or its task's status message and artifacts).
 //
-// Only calls carrying a valid execution token are recorded, under its
-// tenant and its conversation (the message's context id when the token
-// names none): without a token there is no tenant to scope them to.
+// A turn is recorded only when all of these hold:
+//   - the call carries an execution token this server verifies;
+//   - the token names a conversation (conversation_id): turns go into that
+//     conversation, under the token's tenant, whatever contextId the
+//     message names, so no caller writes into a conversation its token
+//     does not name (and a token naming none records nothing, as it could
+//     not read the turns back);
+//   - the token grants a memory write scope (memory:write:run, task,
+//     agent, user or tenant);
+//   - the agent accepted the call: a SendMessage answered without an
+//     error and with a task that is not rejected, or a stream that sent at
+//     least one frame.
+//
 // Streamed answers are not recorded. Recording never fails a call: an
 // error is logged.
 type turnRecorder struct {
@@ -38,71 +48,85 @@ type turnRecorder struct {
 	now    func() time.Time
 }
 
-func (t *turnRecorder) wrap(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.Header.Get("Authorization") == "" {
-			next.ServeHTTP(w, r)
-			return
-		}
-		claims, err := t.issuer.VerifyRequest(r)
-		if err != nil {
-			next.ServeHTTP(w, r) // the agent answers for its own auth
-			return
-		}
-		// The agent reads the body after this copy of its start, which
-		// passes it on whole, however long.
-		head, err := io.ReadAll(io.LimitReader(r.Body, maxRecordedBytes+1))
-		r.Body = struct {
-			io.Reader
-			io.Closer
-		}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
-		if err != nil || len(head) > maxRecordedBytes {
-			next.ServeHTTP(w, r)
-			return
-		}
-		var call struct {
-			Method string          `json:"method"`
-			Params json.RawMessage `json:"params"`
-		}
-		var req a2a.SendMessageRequest
-		if json.Unmarshal(head, &call) != nil || (call.Method != a2a.MethodSendMessage && call.Method != a2a.MethodSendStreamingMessage) ||
-			a2a.Unmarshal(call.Params, &req) != nil || req.Message == nil {
-			next.ServeHTTP(w, r)
-			return
-		}
-		conv := claims.ConversationID
-		if conv == "" {
-			conv = req.Message.ContextID
-		}
-		tenant, userMsg := claims.TenantID, req.Message
-		if call.Method == a2a.MethodSendStreamingMessage {
-			t.record(r.Context(), tenant, conv, userMsg, "user")
-			next.ServeHTTP(w, r)
-			return
-		}
-		rec := &replyCopy{ResponseWriter: w}
-		next.ServeHTTP(rec, r)
-		reply := rec.reply()
-		if conv == "" && reply != nil {
-			conv = reply.ContextID // a new conversation: the agent named it
-		}
-		t.record(r.Context(), tenant, conv, userMsg, "user")
-		if reply != nil {
-			t.record(r.Context(), tenant, conv, reply, "assistant")
-		}
-	})
+var _ a2asrv.Interceptor = (*turnRecorder)(nil)
+
+// turnKey keys the pending turn in a call's context.
+type turnKey struct{}
+
+// pendingTurn is a message Before found worth recording, waiting for the
+// agent's answer.
+type pendingTurn struct {
+	tenant, conv string
+	msg          *a2a.Message
 }
 
-// record records m's text, if it has any, as a live message of conv.
-func (t *turnRecorder) record(ctx context.Context, tenant, conv string, m *a2a.Message, role string) {
+// Before verifies the caller's token and notes the message to record once
+// the agent has answered. It never refuses a call: the agent answers for
+// its own authentication.
+func (t *turnRecorder) Before(ctx context.Context, call *a2asrv.Call, req any) (context.Context, error) {
+	if call.Method != a2a.MethodSendMessage && call.Method != a2a.MethodSendStreamingMessage {
+		return ctx, nil
+	}
+	send, ok := req.(*a2a.SendMessageRequest)
+	if !ok || send.Message == nil {
+		return ctx, nil
+	}
+	tok, ok := identity.BearerToken(call.Header)
+	if !ok {
+		return ctx, nil
+	}
+	claims, err := t.issuer.Verify(ctx, tok)
+	if err != nil || claims.ConversationID == "" || !mayRecord(claims) {
+		return ctx, nil
+	}
+	return context.WithValue(ctx, turnKey{}, &pendingTurn{tenant: claims.TenantID, conv: claims.ConversationID, msg: send.Message}), nil
+}
+
+// mayRecord reports whether c grants a memory write scope.
+func mayRecord(c *identity.Claims) bool {
+	for _, s := range mem.Scopes {
+		if c.HasScope(memsvc.ScopeWritePrefix + string(s)) {
+			return true
+		}
+	}
+	return false
+}
+
+// After records the turn Before noted if the agent accepted the call.
+func (t *turnRecorder) After(ctx context.Context, call *a2asrv.Call, resp any, err error) {
+	p, _ := ctx.Value(turnKey{}).(*pendingTurn)
+	if p == nil {
+		return
+	}
+	switch r := resp.(type) {
+	case *a2asrv.StreamResult:
+		// A stream that sent a frame was accepted, even if it broke off
+		// later (the caller went away); one that sent none was refused.
+		if r != nil && r.Frames > 0 {
+			t.record(ctx, p, p.msg, "user")
+		}
+	case *a2a.SendMessageResponse:
+		if err != nil || r == nil || (r.Task != nil && r.Task.Status.State == a2a.TaskStateRejected) {
+			return
+		}
+		t.record(ctx, p, p.msg, "user")
+		if reply := replyOf(r); reply != nil {
+			t.record(ctx, p, reply, "assistant")
+		}
+	}
+}
+
+// record records m's text, if it has any, as a live message of p's
+// conversation.
+func (t *turnRecorder) record(ctx context.Context, p *pendingTurn, m *a2a.Message, role string) {
 	text := messageText(m)
-	if conv == "" || text == "" {
+	if text == "" || len(text) > maxRecordedBytes {
 		return
 	}
 	// The caller's cancellation must not lose a turn the agent answered.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := t.store.AppendMessage(ctx, tenant, conv, mem.LiveMessage{MessageID: m.MessageID, Role: role, Content: text,
+	if err := t.store.AppendMessage(ctx, p.tenant, p.conv, mem.LiveMessage{MessageID: m.MessageID, Role: role, Content: text,
 		Timestamp: t.now()}); err != nil {
 		t.log.WarnContext(ctx, "app: recording a conversation turn failed", "err", err)
 	}
@@ -120,42 +144,9 @@ func messageText(m *a2a.Message) string {
 	return strings.Join(parts, "\n")
 }
 
-// replyCopy passes a SendMessage answer through and keeps a copy of its
-// first maxRecordedBytes.
-type replyCopy struct {
-	http.ResponseWriter
-	buf      bytes.Buffer
-	overflow bool
-}
-
-func (c *replyCopy) Write(p []byte) (int, error) {
-	if !c.overflow {
-		if c.buf.Len()+len(p) > maxRecordedBytes {
-			c.overflow = true
-			c.buf = bytes.Buffer{}
-		} else {
-			c.buf.Write(p)
-		}
-	}
-	return c.ResponseWriter.Write(p)
-}
-
-func (c *replyCopy) Unwrap() http.ResponseWriter { return c.ResponseWriter }
-
-// reply is the agent's answer in the copied JSON-RPC response, as one
-// message: the message itself, or the task's status message with the
-// text of its artifacts appended.
-func (c *replyCopy) reply() *a2a.Message {
-	if c.overflow || c.buf.Len() == 0 {
-		return nil
-	}
-	var resp struct {
-		Result json.RawMessage `json:"result"`
-	}
-	var res a2a.SendMessageResponse
-	if json.Unmarshal(c.buf.Bytes(), &resp) != nil || len(resp.Result) == 0 || a2a.Unmarshal(resp.Result, &res) != nil {
-		return nil
-	}
+// replyOf is the agent's answer as one message: the message itself, or
+// the task's status message with the text of its artifacts appended.
+func replyOf(res *a2a.SendMessageResponse) *a2a.Message {
 	if res.Message != nil {
 		return res.Message
 	}

@@ -4,14 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/a2a/a2aclient"
+	"novaos.dev/novaos/a2a/a2agrpc/grpcclient"
 	"novaos.dev/novaos/a2a/cardsig"
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/app"
@@ -105,26 +109,42 @@ func status(err error) int {
 	return 0
 }
 
-// The turns of a conversation with a hosted agent, sent with an
-// execution token, reach assemble's live messages under the token's
-// tenant and conversation.
+// The turns of a conversation with a hosted agent reach assemble's live
+// messages from every binding, under the token's tenant and conversation,
+// and only from a token that names the conversation and may write memory,
+// for calls the agent accepted.
 func TestConversationTurnsRecorded(t *testing.T) {
-	srv := start(t, &app.Options{DataDir: t.TempDir()})
+	srv := start(t, &app.Options{DataDir: t.TempDir(), GRPCAddr: "127.0.0.1:0"})
 	ctx := t.Context()
-	claims := identity.Claims{TenantID: "acme", AgentID: "support", UserID: "u1", RunID: "r1", ConversationID: "conv-1",
-		Scopes: []string{"memory:read:*"}}
-	tok, err := srv.Issuer().Mint(ctx, claims, time.Minute)
+	mint := func(c identity.Claims) string {
+		t.Helper()
+		tok, err := srv.Issuer().Mint(ctx, c, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	write := []string{"memory:read:*", "memory:write:agent"}
+	alice := mint(identity.Claims{TenantID: "acme", AgentID: "support", UserID: "alice", ConversationID: "conv-a", Scopes: write})
+	mallory := mint(identity.Claims{TenantID: "acme", AgentID: "support", UserID: "mallory", ConversationID: "conv-m", Scopes: write})
+	gateOnly := mint(identity.Claims{TenantID: "acme", AgentID: "support", UserID: "mallory", ConversationID: "conv-a", Scopes: []string{"gate:submit", "memory:read:*"}})
+	noConv := mint(identity.Claims{TenantID: "acme", AgentID: "support", UserID: "mallory", Scopes: write})
+	globex := mint(identity.Claims{TenantID: "globex", AgentID: "support", ConversationID: "conv-a", Scopes: write})
+	other, err := auth.Open("", auth.Options{Issuer: srv.URL()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	send := func(method, text, token string) {
+	foreign, _ := other.Mint(ctx, identity.Claims{TenantID: "acme", ConversationID: "conv-a", Scopes: write}, time.Minute)
+
+	agentURL := srv.URL() + "/agents/echo"
+	// post sends a raw JSON-RPC body and returns the answer's text.
+	post := func(body, version, token string) string {
 		t.Helper()
-		msg := a2a.NewMessage(a2a.RoleUser, a2a.TextPart(text))
-		p, _ := json.Marshal(a2a.SendMessageRequest{Message: msg})
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL()+"/agents/echo",
-			strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":`+string(p)+`}`))
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, agentURL, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set(a2a.HeaderVersion, "1.0")
+		if version != "" {
+			req.Header.Set(a2a.HeaderVersion, version)
+		}
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
@@ -133,37 +153,103 @@ func TestConversationTurnsRecorded(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		if _, err := io.ReadAll(resp.Body); err != nil || resp.StatusCode != http.StatusOK {
-			t.Fatalf("%s: %d %v", method, resp.StatusCode, err)
-		}
-	}
-	send(a2a.MethodSendMessage, "where is the deploy log", tok)
-	send(a2a.MethodSendStreamingMessage, "and the rollback plan", tok)
-	send(a2a.MethodSendMessage, "sent without a token", "")
-	other, _ := srv.Issuer().Mint(ctx, identity.Claims{TenantID: "globex", AgentID: "support", ConversationID: "conv-1",
-		Scopes: []string{"memory:read:*"}}, time.Minute)
-	send(a2a.MethodSendMessage, "another tenant's turn", other)
-
-	assemble := func(token string) []memory.LiveMessage {
-		t.Helper()
-		c, _ := memory.NewClient(srv.URL(), secret.New(token), &memory.ClientOptions{Retry: &resilience.Policy{}})
-		res, err := c.Assemble(ctx, &memory.AssembleRequest{Query: "deploy"})
+		b, err := io.ReadAll(resp.Body)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return res.LiveMessages
+		return string(b)
 	}
-	var got []string
-	for _, m := range assemble(tok) {
-		got = append(got, m.Role+": "+m.Content)
+	envelope := func(method string, m *a2a.Message) string {
+		p, _ := json.Marshal(a2a.SendMessageRequest{Message: m})
+		return `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + string(p) + `}`
+	}
+	msg := func(text, contextID string) *a2a.Message {
+		m := a2a.NewMessage(a2a.RoleUser, a2a.TextPart(text))
+		m.ContextID = contextID
+		return m
+	}
+	// over sends text with our client over binding.
+	over := func(binding, text, token string) {
+		t.Helper()
+		c, err := a2aclient.NewFromURL(ctx, agentURL, &a2aclient.Options{Transports: []string{binding},
+			TransportFactories: map[string]a2aclient.TransportFactory{a2a.BindingGRPC: grpcclient.Factory(nil)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Binding() != binding {
+			t.Fatalf("the client speaks %s, want %s", c.Binding(), binding)
+		}
+		if _, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg(text, "")}, a2aclient.WithHeader("Authorization", "Bearer "+token)); err != nil {
+			t.Fatalf("SendMessage over %s: %v", binding, err)
+		}
+	}
+	expectCode := func(answer string, code int) {
+		t.Helper()
+		if !strings.Contains(answer, fmt.Sprintf(`"code":%d`, code)) {
+			t.Fatalf("answer %s, want error %d", answer, code)
+		}
+	}
+
+	// Accepted, on each binding.
+	post(envelope(a2a.MethodSendMessage, msg("over json-rpc", "")), "1.0", alice)
+	over(a2a.BindingHTTPJSON, "over http+json", alice)
+	over(a2a.BindingGRPC, "over grpc", alice)
+	post(envelope(a2a.MethodSendStreamingMessage, msg("streamed", "")), "1.0", alice)
+	post(`{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m-03","role":"user","parts":[{"kind":"text","text":"over a2a 0.3"}]}}}`, "", alice)
+	// Naming another conversation's context records into the token's own.
+	post(envelope(a2a.MethodSendMessage, msg("mallory names conv-a", "conv-a")), "1.0", mallory)
+
+	// Not recorded: forged, refused, misread.
+	post(envelope(a2a.MethodSendMessage, msg("forged without a write scope", "conv-a")), "1.0", gateOnly)
+	post(envelope(a2a.MethodSendMessage, msg("forged by a token naming no conversation", "conv-a")), "1.0", noConv)
+	post(envelope(a2a.MethodSendMessage, msg("forged with another issuer's token", "conv-a")), "1.0", foreign)
+	post(envelope(a2a.MethodSendMessage, msg("sent without a token", "conv-a")), "1.0", "")
+	expectCode(post(envelope(a2a.MethodSendMessage, msg("refused: unsupported version", "")), "9.9", alice), a2a.CodeVersionNotSupported)
+	bad := msg("refused: bad params", "")
+	bad.Role = a2a.RoleUnspecified
+	expectCode(post(envelope(a2a.MethodSendMessage, bad), "1.0", alice), a2a.CodeInvalidParams)
+	unknownTask := msg("refused: unknown task", "")
+	unknownTask.TaskID = "no-such-task"
+	expectCode(post(envelope(a2a.MethodSendMessage, unknownTask), "1.0", alice), a2a.CodeTaskNotFound)
+	streamRefused := msg("refused: streamed to an unknown task", "")
+	streamRefused.TaskID = "no-such-task"
+	expectCode(post(envelope(a2a.MethodSendStreamingMessage, streamRefused), "1.0", alice), a2a.CodeTaskNotFound)
+	// The agent reads the exact key "method"; "Method" is not a second name for it.
+	p, _ := json.Marshal(a2a.SendMessageRequest{Message: msg("a GetTask read as SendMessage", "")})
+	post(`{"jsonrpc":"2.0","id":1,"method":"GetTask","Method":"SendMessage","params":`+string(p)+`}`, "1.0", alice)
+
+	post(envelope(a2a.MethodSendMessage, msg("another tenant's turn", "")), "1.0", globex)
+
+	assemble := func(token string) []string {
+		t.Helper()
+		c, _ := memory.NewClient(srv.URL(), secret.New(token), &memory.ClientOptions{Retry: &resilience.Policy{}})
+		res, err := c.Assemble(ctx, &memory.AssembleRequest{Query: "turn"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, m := range res.LiveMessages {
+			got = append(got, m.Role+": "+m.Content)
+		}
+		return got
 	}
 	// The echo agent's answer is a task: its status message, then its
 	// artifact's text.
-	want := []string{"user: where is the deploy log", "assistant: echoed 23 bytes\nwhere is the deploy log", "user: and the rollback plan"}
-	if !slices.Equal(got, want) {
-		t.Errorf("live messages = %q, want %q", got, want)
+	echo := func(text string) string { return fmt.Sprintf("assistant: echoed %d bytes\n%s", len(text), text) }
+	want := []string{
+		"user: over json-rpc", echo("over json-rpc"),
+		"user: over http+json", echo("over http+json"),
+		"user: over grpc", echo("over grpc"),
+		"user: streamed",
+		"user: over a2a 0.3", echo("over a2a 0.3"),
 	}
-	if got := assemble(other); len(got) != 2 || got[0].Content != "another tenant's turn" {
-		t.Errorf("the other tenant's live messages = %+v", got)
+	if diff := cmp.Diff(want, assemble(alice)); diff != "" {
+		t.Errorf("alice's conversation (-want +got)\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"user: mallory names conv-a", echo("mallory names conv-a")}, assemble(mallory)); diff != "" {
+		t.Errorf("mallory's conversation (-want +got)\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"user: another tenant's turn", echo("another tenant's turn")}, assemble(globex)); diff != "" {
+		t.Errorf("the other tenant's conversation (-want +got)\n%s", diff)
 	}
 }

@@ -215,15 +215,14 @@ func (s *Server) agentServices() ([]service, error) {
 		}); ok {
 			opts.NewTaskID = seeder.NewTaskID // an SDK agent's tasks take the platform's run id
 		}
+		if turns != nil {
+			opts.Interceptors = append(opts.Interceptors, turns)
+		}
 		h := a2asrv.NewHandler(a.card, a.agent, opts)
 		s.handlers = append(s.handlers, h)
 		s.grpc.handlers[a.name] = h
-		var served http.Handler = h
-		if turns != nil {
-			served = turns.wrap(h)
-		}
 		out = append(out, service{name: "agent " + a.name, patterns: []string{agentPath(a.name), agentPath(a.name) + "/"},
-			handler: http.StripPrefix(agentPath(a.name), served)})
+			handler: http.StripPrefix(agentPath(a.name), h)})
 	}
 	return out, nil
 }

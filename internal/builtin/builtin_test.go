@@ -429,8 +429,8 @@ func TestTCKCard(t *testing.T) {
 	if card.Name != "tck" || len(card.Skills) != 1 || card.Skills[0].ID != "tck" {
 		t.Errorf("card = %+v", card)
 	}
-	if len(card.SupportedInterfaces) != 1 || card.SupportedInterfaces[0].ProtocolBinding != a2a.BindingJSONRPC ||
-		card.SupportedInterfaces[0].ProtocolVersion != "1.0" {
+	if len(card.SupportedInterfaces) != 2 || card.SupportedInterfaces[0].ProtocolBinding != a2a.BindingJSONRPC ||
+		card.SupportedInterfaces[1].ProtocolBinding != a2a.BindingHTTPJSON || card.SupportedInterfaces[0].ProtocolVersion != "1.0" {
 		t.Errorf("interfaces = %+v", card.SupportedInterfaces)
 	}
 }
