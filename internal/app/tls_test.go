@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"math/big"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -129,31 +128,14 @@ func tlsVersion(t *testing.T, addr string, ca *certtest.CA, max uint16) *tls.Con
 	return &st
 }
 
-// waitSerial waits until the listener at addr presents the certificate
-// with serial want; the deadline only bounds a failure.
-func waitSerial(t *testing.T, addr string, ca *certtest.CA, want *big.Int) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		got := certtest.ServedSerial(t, addr, ca)
-		if got.Cmp(want) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still presents %x, want %x", addr, got, want)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestTLSReloadsChangedFiles(t *testing.T) {
 	ca := certtest.NewCA(t)
 	dir := t.TempDir()
 	srv := tlsServer(t, ca, dir, &app.Options{TLSReloadInterval: 5 * time.Millisecond})
 	next := ca.Issue(t, "127.0.0.1")
 	next.WritePEM(t, dir)
-	waitSerial(t, srv.Addr(), ca, next.Cert.SerialNumber)
-	waitSerial(t, srv.GRPCAddr(), ca, next.Cert.SerialNumber)
+	certtest.WaitSerial(t, srv.Addr(), ca, next.Cert.SerialNumber)
+	certtest.WaitSerial(t, srv.GRPCAddr(), ca, next.Cert.SerialNumber)
 }
 
 // ReloadTLS (SIGHUP) loads a renewal at once, and a bad one leaves the

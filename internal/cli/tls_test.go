@@ -1,13 +1,11 @@
 package cli
 
 import (
-	"math/big"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"novaos.dev/novaos/internal/tlscert/certtest"
 )
@@ -96,24 +94,7 @@ func TestServeTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, a := range []string{addr, grpcAddr[1]} {
-		waitServedSerial(t, a, ca, next.Cert.SerialNumber)
-	}
-}
-
-// waitServedSerial waits until addr presents the certificate with serial
-// want; the deadline only bounds a failure.
-func waitServedSerial(t *testing.T, addr string, ca *certtest.CA, want *big.Int) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		got := certtest.ServedSerial(t, addr, ca)
-		if got.Cmp(want) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still presents %x, want %x", addr, got, want)
-		}
-		time.Sleep(5 * time.Millisecond)
+		certtest.WaitSerial(t, a, ca, next.Cert.SerialNumber)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"log/slog"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -195,7 +194,7 @@ func TestRunLoadsChangedFiles(t *testing.T) {
 
 	next := ca.Issue(t, "127.0.0.1")
 	next.WritePEM(t, dir)
-	waitSerial(t, addr, ca, next.Cert.SerialNumber)
+	certtest.WaitSerial(t, addr, ca, next.Cert.SerialNumber)
 }
 
 func TestRunWithoutInterval(t *testing.T) {
@@ -211,23 +210,6 @@ func TestRunWithoutInterval(t *testing.T) {
 	case <-done:
 	case <-time.After(time.Minute):
 		t.Fatal("Run with a negative interval did not return")
-	}
-}
-
-// waitSerial waits until the server at addr presents the certificate
-// with serial want.
-func waitSerial(t *testing.T, addr string, ca *certtest.CA, want *big.Int) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		got := certtest.ServedSerial(t, addr, ca)
-		if got.Cmp(want) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the server still presents %x, want %x", got, want)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -168,6 +168,24 @@ func ServedSerial(t testing.TB, addr string, ca *CA) *big.Int {
 	return c.ConnectionState().PeerCertificates[0].SerialNumber
 }
 
+// WaitSerial waits until the server at addr presents the certificate with
+// serial want, as it does once a reload has happened; the minute it allows
+// only bounds a failure.
+func WaitSerial(t testing.TB, addr string, ca *CA, want *big.Int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		got := ServedSerial(t, addr, ca)
+		if got.Cmp(want) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still presents %x, want %x", addr, got, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func newKey(t testing.TB) *ecdsa.PrivateKey {
 	t.Helper()
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
