@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-jose/go-jose/v4"
 	"github.com/google/go-cmp/cmp"
 
 	"novaos.dev/novaos/a2a"
@@ -18,37 +17,9 @@ import (
 	"novaos.dev/novaos/gate"
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/app"
+	"novaos.dev/novaos/internal/auth/authtest"
 	"novaos.dev/novaos/netguard"
 )
-
-// signWith signs claims as a JWT with key, naming its kid: what anyone
-// holding key can make.
-func signWith(t *testing.T, key *cardsig.Key, claims map[string]any) string {
-	t.Helper()
-	priv, err := key.PrivateJWK()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var jwk jose.JSONWebKey
-	if err := jwk.UnmarshalJSON(priv); err != nil {
-		t.Fatal(err)
-	}
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.SignatureAlgorithm(key.Algorithm()),
-		Key: jose.JSONWebKey{Key: jwk.Key, KeyID: key.KeyID()}}, (&jose.SignerOptions{}).WithType("JWT"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	payload, _ := json.Marshal(claims)
-	jws, err := signer.Sign(payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := jws.CompactSerialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
-}
 
 // keySetKids fetches the JWKS at url and returns its kids.
 func keySetKids(t *testing.T, url string) []string {
@@ -95,7 +66,7 @@ func TestCardKeyKeptApartFromTokenKeys(t *testing.T) {
 			}
 
 			now := time.Now()
-			forged := signWith(t, cardKey, map[string]any{
+			forged := authtest.SignJWT(t, cardKey, map[string]any{
 				"iss": srv.URL(), "aud": identity.DefaultAudience, "sub": "attacker", "tenant_id": "victim", "agent_id": "attacker",
 				"scopes": []string{"memory:*", gate.ScopeAdmin}, "iat": now.Unix(), "nbf": now.Unix(), "exp": now.Add(time.Hour).Unix(),
 			})

@@ -11,10 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-jose/go-jose/v4"
-
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/cardsig"
+	"novaos.dev/novaos/internal/auth/authtest"
 )
 
 // runCmd runs the novaos command line and returns its exit code and
@@ -100,7 +99,7 @@ func TestCardAgainstServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	forged := signJWT(t, cardKey, map[string]any{"iss": base, "aud": "acp-agent", "tenant_id": "victim",
+	forged := authtest.SignJWT(t, cardKey, map[string]any{"iss": base, "aud": "acp-agent", "tenant_id": "victim",
 		"scopes": []string{"memory:*", "gate:admin"}, "iat": now.Unix(), "exp": now.Add(time.Hour).Unix()})
 	code, stdout, stderr := runCmd(t, "token", "verify", "--jwks", tokenJWKS, "--issuer", base, forged)
 	if code != exitFail || stdout != "" || !strings.Contains(stderr, "no key with kid") {
@@ -111,34 +110,6 @@ func TestCardAgainstServe(t *testing.T) {
 	if code, _, stderr := runCmd(t, "token", "verify", "--data", filepath.Join(dir, "data"), "--jwks", tokenJWKS, tok); code != exitOK {
 		t.Errorf("token verify --jwks of the server's token: %d %q", code, stderr)
 	}
-}
-
-// signJWT signs claims as a JWT with key, as anyone holding key can.
-func signJWT(t *testing.T, key *cardsig.Key, claims map[string]any) string {
-	t.Helper()
-	priv, err := key.PrivateJWK()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var jwk jose.JSONWebKey
-	if err := jwk.UnmarshalJSON(priv); err != nil {
-		t.Fatal(err)
-	}
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.SignatureAlgorithm(key.Algorithm()),
-		Key: jose.JSONWebKey{Key: jwk.Key, KeyID: key.KeyID()}}, (&jose.SignerOptions{}).WithType("JWT"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	payload, _ := json.Marshal(claims)
-	jws, err := signer.Sign(payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := jws.CompactSerialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 func TestCardSignAndVerifyFiles(t *testing.T) {
