@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/internal/app"
+	"novaos.dev/novaos/internal/auth"
 	"novaos.dev/novaos/internal/pgtest"
 )
 
@@ -24,8 +25,9 @@ func TestRestartSQLite(t *testing.T) {
 
 func TestRestartPostgres(t *testing.T) {
 	url := pgtest.URL(t)
-	// With PostgreSQL the data directory holds key files only, never a
-	// database: replicas are given the same key files.
+	// With PostgreSQL the data directory holds key files and the token
+	// issuer's record only, never a database: replicas are given the same
+	// key files.
 	dir := filepath.Join(t.TempDir(), "keys")
 	testRestart(t, "postgres", func() *app.Options { return &app.Options{DatabaseURL: url, DataDir: dir} })
 	entries, err := os.ReadDir(dir)
@@ -33,8 +35,8 @@ func TestRestartPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		if e.Name() != app.TokenKeyFile && e.Name() != app.PushKeyFile {
-			t.Errorf("data directory holds %s with PostgreSQL; want key files only", e.Name())
+		if e.Name() != app.TokenKeyFile && e.Name() != app.PushKeyFile && e.Name() != auth.RecordFile {
+			t.Errorf("data directory holds %s with PostgreSQL; want key files and the issuer record only", e.Name())
 		}
 	}
 }
