@@ -22,12 +22,18 @@ import (
 
 // oneShotOutbox hands out one notification and reports its settlement.
 type oneShotOutbox struct {
-	mu      sync.Mutex
-	head    *a2asrv.PushDelivery
+	nextOutbox
 	settled chan a2asrv.PushSettlement
 }
 
-func (o *oneShotOutbox) ClaimPush(context.Context, time.Time, int, time.Duration) ([]*a2asrv.PushDelivery, error) {
+// nextOutbox hands out the notification in head, once, to the first
+// claim; outboxes that settle differently embed it.
+type nextOutbox struct {
+	mu   sync.Mutex
+	head *a2asrv.PushDelivery
+}
+
+func (o *nextOutbox) ClaimPush(context.Context, time.Time, int, time.Duration) ([]*a2asrv.PushDelivery, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.head == nil {
@@ -58,10 +64,10 @@ func settle(t *testing.T, o a2apush.Options, now, queued time.Time, attempts, st
 		w.WriteHeader(status)
 	}))
 	t.Cleanup(srv.Close)
-	out := &oneShotOutbox{settled: make(chan a2asrv.PushSettlement, 1), head: &a2asrv.PushDelivery{
+	out := &oneShotOutbox{settled: make(chan a2asrv.PushSettlement, 1), nextOutbox: nextOutbox{head: &a2asrv.PushDelivery{
 		Scope: a2asrv.Scope{Tenant: "acme"}, Seq: 7, Body: []byte(`{"task":{}}`), Queued: queued, Attempts: attempts,
 		Config: &a2a.TaskPushNotificationConfig{ID: "hook", TaskID: "t1", URL: srv.URL},
-	}}
+	}}}
 	o.Policy = &netguard.Policy{AllowLoopback: true}
 	o.Now = func() time.Time { return now }
 	o.PollInterval = time.Hour // only Wake and the first claim look at the outbox
@@ -350,22 +356,10 @@ func TestConcurrencyBoundsClaims(t *testing.T) {
 // chainOutbox is a stream of many pending notifications: each settlement
 // that asks to go on (Continue) gets the next one, as a store does.
 type chainOutbox struct {
-	mu      sync.Mutex
-	head    *a2asrv.PushDelivery
+	nextOutbox
 	length  int
 	settled []a2asrv.PushSettlement
 	done    chan struct{}
-}
-
-func (o *chainOutbox) ClaimPush(context.Context, time.Time, int, time.Duration) ([]*a2asrv.PushDelivery, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.head == nil {
-		return nil, nil
-	}
-	d := o.head
-	o.head = nil
-	return []*a2asrv.PushDelivery{d}, nil
 }
 
 func (o *chainOutbox) SettlePush(_ context.Context, d *a2asrv.PushDelivery, s a2asrv.PushSettlement) (*a2asrv.PushDelivery, error) {
@@ -393,8 +387,8 @@ func TestRunOfOneStreamIsBounded(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	t.Cleanup(srv.Close)
 	const length = 40
-	out := &chainOutbox{length: length, done: make(chan struct{}), head: &a2asrv.PushDelivery{Body: []byte(`{}`), Queued: time.Now(),
-		Config: &a2a.TaskPushNotificationConfig{ID: "hook", TaskID: "t1", URL: srv.URL}}}
+	out := &chainOutbox{length: length, done: make(chan struct{}), nextOutbox: nextOutbox{head: &a2asrv.PushDelivery{Body: []byte(`{}`), Queued: time.Now(),
+		Config: &a2a.TaskPushNotificationConfig{ID: "hook", TaskID: "t1", URL: srv.URL}}}}
 	d, err := a2apush.New(out, &a2apush.Options{Policy: &netguard.Policy{AllowLoopback: true}, Lease: time.Minute, PollInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -448,8 +442,8 @@ func TestShutdownReleasesInFlight(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(stop) }) // runs first
-	out := &oneShotOutbox{settled: make(chan a2asrv.PushSettlement, 1), head: &a2asrv.PushDelivery{Body: []byte(`{}`), Queued: now,
-		Config: &a2a.TaskPushNotificationConfig{ID: "hook", TaskID: "t1", URL: srv.URL}}}
+	out := &oneShotOutbox{settled: make(chan a2asrv.PushSettlement, 1), nextOutbox: nextOutbox{head: &a2asrv.PushDelivery{Body: []byte(`{}`), Queued: now,
+		Config: &a2a.TaskPushNotificationConfig{ID: "hook", TaskID: "t1", URL: srv.URL}}}}
 	d, err := a2apush.New(out, &a2apush.Options{Policy: &netguard.Policy{AllowLoopback: true}, Now: func() time.Time { return now }, PollInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
