@@ -58,7 +58,7 @@
 //		return err
 //	})
 //
-// The server side is `novaos serve` (internal/gate, with the operator
+// The server side is `novaos serve` (internal/gatesvc, with the operator
 // page at /ui/gate); the README's "Governance gate" section is the guide.
 //
 // # Errors

@@ -17,7 +17,7 @@ import (
 
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/app"
-	memsvc "novaos.dev/novaos/internal/memory"
+	"novaos.dev/novaos/internal/memorysvc"
 )
 
 // TestMCPTypeScriptClient: the official MCP TypeScript SDK's client
@@ -52,7 +52,7 @@ func TestMCPTypeScriptClient(t *testing.T) {
 
 	runCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(runCtx, node, "mcp_client.mjs", srv.URL()+memsvc.Path)
+	cmd := exec.CommandContext(runCtx, node, "mcp_client.mjs", srv.URL()+memorysvc.Path)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "NOVAOS_TOKEN="+tok)
 	var stdout, stderr bytes.Buffer
@@ -86,8 +86,8 @@ func TestMCPTypeScriptClient(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	want := []string{memsvc.ToolAssemble, memsvc.ToolForget, memsvc.ToolHint, memsvc.ToolHintStatus,
-		memsvc.ToolProposalStatus, memsvc.ToolQuery, memsvc.ToolUpdate, memsvc.ToolWrite}
+	want := []string{memorysvc.ToolAssemble, memorysvc.ToolForget, memorysvc.ToolHint, memorysvc.ToolHintStatus,
+		memorysvc.ToolProposalStatus, memorysvc.ToolQuery, memorysvc.ToolUpdate, memorysvc.ToolWrite}
 	slices.Sort(want)
 	if d := cmp.Diff(want, names); d != "" {
 		t.Errorf("listTools names (-want +got):\n%s", d)

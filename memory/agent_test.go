@@ -16,7 +16,7 @@ import (
 	"novaos.dev/novaos/agent"
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/auth"
-	memsvc "novaos.dev/novaos/internal/memory"
+	"novaos.dev/novaos/internal/memorysvc"
 	"novaos.dev/novaos/memory"
 	"novaos.dev/novaos/store/sqlite"
 )
@@ -36,17 +36,17 @@ func platform(t *testing.T) (url string, issuer *auth.Issuer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := memsvc.New(db.MemoryStore(), nil)
-	h := svc.Handler(func(r *http.Request) (*memsvc.Caller, bool) {
+	svc := memorysvc.New(db.MemoryStore(), nil)
+	h := svc.Handler(func(r *http.Request) (*memorysvc.Caller, bool) {
 		c, ok := identity.FromContext(r.Context())
 		if !ok {
 			return nil, false
 		}
-		return &memsvc.Caller{Tenant: c.TenantID, Agent: c.AgentID, User: c.UserID, Run: c.RunID,
+		return &memorysvc.Caller{Tenant: c.TenantID, Agent: c.AgentID, User: c.UserID, Run: c.RunID,
 			Conversation: c.ConversationID, Grants: c.HasScope}, true
 	}, nil)
 	mux := http.NewServeMux()
-	mux.Handle(memsvc.Path, issuer.Middleware(h))
+	mux.Handle(memorysvc.Path, issuer.Middleware(h))
 	srv.Config.Handler = mux
 	return srv.URL, issuer
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	iregistry "novaos.dev/novaos/internal/registry"
+	"novaos.dev/novaos/internal/registrysvc"
 	"novaos.dev/novaos/registry"
 	"novaos.dev/novaos/secret"
 )
@@ -23,7 +23,7 @@ const clientToken = "adm-0c4f9a7e31b26d58"
 // wants it answers a write without it with ErrUnauthorized.
 func TestClientAdminToken(t *testing.T) {
 	ctx := t.Context()
-	svc := iregistry.New(iregistry.NewMemoryStore(), &iregistry.Options{
+	svc := registrysvc.New(registrysvc.NewMemoryStore(), &registrysvc.Options{
 		Policy: &registry.Policy{AllowedHostSuffixes: []string{"example.com"}}, AdminToken: secret.New(clientToken)})
 	var (
 		mu   sync.Mutex

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	iregistry "novaos.dev/novaos/internal/registry"
+	"novaos.dev/novaos/internal/registrysvc"
 	"novaos.dev/novaos/registry"
 )
 
@@ -17,7 +17,7 @@ import (
 // requests that reached it.
 func server(t *testing.T, policy *registry.Policy) (*httptest.Server, *atomic.Int64) {
 	t.Helper()
-	svc := iregistry.New(iregistry.NewMemoryStore(), &iregistry.Options{Policy: policy})
+	svc := registrysvc.New(registrysvc.NewMemoryStore(), &registrysvc.Options{Policy: policy})
 	var hits atomic.Int64
 	h := svc.Handler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

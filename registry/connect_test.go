@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"novaos.dev/novaos/agent"
-	iregistry "novaos.dev/novaos/internal/registry"
+	"novaos.dev/novaos/internal/registrysvc"
 	"novaos.dev/novaos/registry"
 )
 
@@ -34,7 +34,7 @@ func TestConnect(t *testing.T) {
 	// A card URL that redirects to a private address.
 	mux.Handle("/agents/redir/", http.RedirectHandler("http://10.0.0.1/card.json", http.StatusFound))
 
-	svc := iregistry.New(iregistry.NewMemoryStore(), &iregistry.Options{Policy: &registry.Policy{AllowLoopback: true}})
+	svc := registrysvc.New(registrysvc.NewMemoryStore(), &registrysvc.Options{Policy: &registry.Policy{AllowLoopback: true}})
 	for _, name := range []string{"echo", "liar", "redir"} {
 		if _, err := svc.Register(ctx, &registry.Agent{Name: name, URL: agents.URL + "/agents/" + name}); err != nil {
 			t.Fatal(err)

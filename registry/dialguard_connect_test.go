@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"novaos.dev/novaos/a2a/a2aclient"
-	iregistry "novaos.dev/novaos/internal/registry"
+	"novaos.dev/novaos/internal/registrysvc"
 	"novaos.dev/novaos/netguard"
 	"novaos.dev/novaos/registry"
 )
@@ -33,7 +33,7 @@ func TestConnectRefusesANameThatResolvesToLoopback(t *testing.T) {
 	mux.Handle("/agents/echo", http.StripPrefix("/agents/echo", h))
 	mux.Handle("/agents/echo/", http.StripPrefix("/agents/echo", h))
 
-	svc := iregistry.New(iregistry.NewMemoryStore(), nil)
+	svc := registrysvc.New(registrysvc.NewMemoryStore(), nil)
 	if _, err := svc.Register(ctx, &registry.Agent{Name: "echo", URL: public}); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"net/http/httptest"
 
 	"novaos.dev/novaos/ext/usercontext"
-	iregistry "novaos.dev/novaos/internal/registry"
+	"novaos.dev/novaos/internal/registrysvc"
 	"novaos.dev/novaos/registry"
 )
 
@@ -37,7 +37,7 @@ func ExampleClient() {
 	ctx := context.Background()
 	// A registry service in this process; a NovaOS server serves the same
 	// API at http://127.0.0.1:8080/api/v1/agents.
-	srv := httptest.NewServer(iregistry.New(iregistry.NewMemoryStore(), nil).Handler())
+	srv := httptest.NewServer(registrysvc.New(registrysvc.NewMemoryStore(), nil).Handler())
 	defer srv.Close()
 
 	c, _ := registry.NewClient(srv.URL, &registry.ClientOptions{

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"novaos.dev/novaos/internal/auth"
-	gatesvc "novaos.dev/novaos/internal/gate"
-	memsvc "novaos.dev/novaos/internal/memory"
+	"novaos.dev/novaos/internal/gatesvc"
+	"novaos.dev/novaos/internal/memorysvc"
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2apush"
@@ -249,9 +249,9 @@ type Server struct {
 
 	tls *tlscert.Pair // nil: plaintext
 
-	issuer *auth.Issuer     // memory.go
-	memory *memsvc.Service  // nil when no memory store
-	gate   *gatesvc.Service // gate.go; nil when no gate store
+	issuer *auth.Issuer       // memory.go
+	memory *memorysvc.Service // nil when no memory store
+	gate   *gatesvc.Service   // gate.go; nil when no gate store
 
 	// workers stop the services' background loops, in start order.
 	workers []func()

@@ -10,8 +10,8 @@ import (
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/auth"
-	memsvc "novaos.dev/novaos/internal/memory"
-	mem "novaos.dev/novaos/memory"
+	"novaos.dev/novaos/internal/memorysvc"
+	"novaos.dev/novaos/memory"
 )
 
 // maxRecordedBytes bounds the text of one recorded turn; a longer message
@@ -42,7 +42,7 @@ const maxRecordedBytes = 1 << 20
 // Streamed answers are not recorded. Recording never fails a call: an
 // error is logged.
 type turnRecorder struct {
-	store  mem.Store
+	store  memory.Store
 	issuer *auth.Issuer
 	log    *slog.Logger
 	now    func() time.Time
@@ -84,8 +84,8 @@ func (t *turnRecorder) Before(ctx context.Context, call *a2asrv.Call, req any) (
 
 // mayRecord reports whether c grants a memory write scope.
 func mayRecord(c *identity.Claims) bool {
-	for _, s := range mem.Scopes {
-		if c.HasScope(memsvc.ScopeWritePrefix + string(s)) {
+	for _, s := range memory.Scopes {
+		if c.HasScope(memorysvc.ScopeWritePrefix + string(s)) {
 			return true
 		}
 	}
@@ -126,7 +126,7 @@ func (t *turnRecorder) record(ctx context.Context, p *pendingTurn, m *a2a.Messag
 	// The caller's cancellation must not lose a turn the agent answered.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := t.store.AppendMessage(ctx, p.tenant, p.conv, mem.LiveMessage{MessageID: m.MessageID, Role: role, Content: text,
+	if err := t.store.AppendMessage(ctx, p.tenant, p.conv, memory.LiveMessage{MessageID: m.MessageID, Role: role, Content: text,
 		Timestamp: t.now()}); err != nil {
 		t.log.WarnContext(ctx, "app: recording a conversation turn failed", "err", err)
 	}

@@ -7,10 +7,10 @@ import (
 	"net/http"
 	"strings"
 
-	pubgate "novaos.dev/novaos/gate"
+	"novaos.dev/novaos/gate"
 	"novaos.dev/novaos/identity"
-	gatesvc "novaos.dev/novaos/internal/gate"
-	"novaos.dev/novaos/internal/gate/triage"
+	"novaos.dev/novaos/internal/gatesvc"
+	"novaos.dev/novaos/internal/gatesvc/triage"
 	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/store/postgres"
 	"novaos.dev/novaos/store/sqlite"
@@ -20,7 +20,7 @@ import (
 type GateOptions struct {
 	// Store replaces the database's gate store (tests); with
 	// Options.TaskStore set and no Store, the gate is not served.
-	Store pubgate.Store
+	Store gate.Store
 	// Service tunes the gate (hold window, restart grace, judge); its
 	// Logger and Now are the server's when unset.
 	Service gatesvc.Options
@@ -30,7 +30,7 @@ type GateOptions struct {
 
 // gateStore is the gate store of the server's database, nil when there
 // is none.
-func (s *Server) gateStore() pubgate.Store {
+func (s *Server) gateStore() gate.Store {
 	if s.opts.Gate.Store != nil {
 		return s.opts.Gate.Store
 	}
@@ -63,7 +63,7 @@ func (s *Server) gateServices(ctx context.Context) ([]service, error) {
 	page := triage.New(s.gate, s.operatorAuth, &triage.Options{Logger: s.log.With("service", "gate-ui"),
 		Secure: strings.HasPrefix(s.baseURL, "https://")})
 	return []service{
-		{name: "gate", patterns: []string{pubgate.APIPath + "/"}, handler: h},
+		{name: "gate", patterns: []string{gate.APIPath + "/"}, handler: h},
 		{name: "gate-ui", patterns: []string{TriagePath, TriagePath + "/"}, handler: page},
 	}, nil
 }
@@ -83,8 +83,8 @@ func (s *Server) operatorAuth(ctx context.Context, token string) (triage.Princip
 		return triage.Principal{}, fmt.Errorf("%w: %w", httpapi.ErrUnauthenticated, err)
 	case err != nil:
 		return triage.Principal{}, err
-	case !c.HasScope(pubgate.ScopeOperate):
-		return triage.Principal{}, fmt.Errorf("%w: the token lacks the scope %s", httpapi.ErrForbidden, pubgate.ScopeOperate)
+	case !c.HasScope(gate.ScopeOperate):
+		return triage.Principal{}, fmt.Errorf("%w: the token lacks the scope %s", httpapi.ErrForbidden, gate.ScopeOperate)
 	case c.TenantID == "":
 		return triage.Principal{}, fmt.Errorf("%w: the token names no tenant", httpapi.ErrForbidden)
 	}

@@ -10,8 +10,8 @@ import (
 	"novaos.dev/novaos/gate"
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/app"
-	gatesvc "novaos.dev/novaos/internal/gate"
-	"novaos.dev/novaos/internal/gate/triage/triagetest"
+	"novaos.dev/novaos/internal/gatesvc"
+	"novaos.dev/novaos/internal/gatesvc/triage/triagetest"
 	"novaos.dev/novaos/secret"
 )
 

@@ -17,9 +17,9 @@ import (
 	_ "modernc.org/sqlite" // the driver store/sqlite uses, to tamper with the file directly
 
 	"novaos.dev/novaos/gate"
-	gatesvc "novaos.dev/novaos/internal/gate"
-	"novaos.dev/novaos/internal/gate/judge"
-	"novaos.dev/novaos/internal/gate/rules"
+	"novaos.dev/novaos/internal/gatesvc"
+	"novaos.dev/novaos/internal/gatesvc/judge"
+	"novaos.dev/novaos/internal/gatesvc/rules"
 	"novaos.dev/novaos/internal/modelapi"
 	"novaos.dev/novaos/secret"
 )

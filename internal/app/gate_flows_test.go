@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"novaos.dev/novaos/gate"
-	gatesvc "novaos.dev/novaos/internal/gate"
+	"novaos.dev/novaos/internal/gatesvc"
 )
 
 // The SDK's happy paths against novaos serve: a pass runs once; a hold

@@ -18,7 +18,7 @@ import (
 	"novaos.dev/novaos/gate"
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/app"
-	gatesvc "novaos.dev/novaos/internal/gate"
+	"novaos.dev/novaos/internal/gatesvc"
 	"novaos.dev/novaos/resilience"
 	"novaos.dev/novaos/secret"
 	"novaos.dev/novaos/store/sqlite"

@@ -8,8 +8,8 @@ import (
 
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/auth"
-	memsvc "novaos.dev/novaos/internal/memory"
-	mem "novaos.dev/novaos/memory"
+	"novaos.dev/novaos/internal/memorysvc"
+	"novaos.dev/novaos/memory"
 	"novaos.dev/novaos/store/postgres"
 	"novaos.dev/novaos/store/sqlite"
 )
@@ -39,11 +39,11 @@ type TokenOptions struct {
 type MemoryOptions struct {
 	// Store replaces the database's memory store (tests); with
 	// Options.TaskStore set and no Store, the service is not served.
-	Store mem.Store
+	Store memory.Store
 	// Service tunes the service (embedder, extractor, TTLs, intervals);
 	// its Logger and Now are the server's.
-	Service memsvc.Options
-	// MaxBodyBytes bounds one request (default memsvc.DefaultMaxBodyBytes).
+	Service memorysvc.Options
+	// MaxBodyBytes bounds one request (default memorysvc.DefaultMaxBodyBytes).
 	MaxBodyBytes int64
 	// IndexBytes bounds the database's in-process search index of memory
 	// partitions (default sqlite.DefaultMemoryIndexBytes).
@@ -105,7 +105,7 @@ func (s *Server) jwksServices() []service {
 
 // memoryStore is the memory store of the server's database, nil when
 // there is none.
-func (s *Server) memoryStore() mem.Store {
+func (s *Server) memoryStore() memory.Store {
 	if s.opts.Memory.Store != nil {
 		return s.opts.Memory.Store
 	}
@@ -127,15 +127,15 @@ func (s *Server) memoryService() (service, bool) {
 	}
 	o := s.opts.Memory.Service
 	o.Logger = s.log.With("service", "memory")
-	s.memory = memsvc.New(store, &o)
+	s.memory = memorysvc.New(store, &o)
 	s.startWorker(s.memory.Run)
-	h := s.memory.Handler(callerOf, &memsvc.HandlerOptions{MaxBodyBytes: s.opts.Memory.MaxBodyBytes})
-	return service{name: "memory", patterns: []string{memsvc.Path}, handler: s.issuer.Middleware(h)}, true
+	h := s.memory.Handler(callerOf, &memorysvc.HandlerOptions{MaxBodyBytes: s.opts.Memory.MaxBodyBytes})
+	return service{name: "memory", patterns: []string{memorysvc.Path}, handler: s.issuer.Middleware(h)}, true
 }
 
 // callerOf is the memory Caller of a request the token middleware let
 // through.
-func callerOf(r *http.Request) (*memsvc.Caller, bool) {
+func callerOf(r *http.Request) (*memorysvc.Caller, bool) {
 	c, ok := identity.FromContext(r.Context())
 	if !ok {
 		return nil, false
@@ -144,7 +144,7 @@ func callerOf(r *http.Request) (*memsvc.Caller, bool) {
 	if agent == "" {
 		agent = c.Subject
 	}
-	return &memsvc.Caller{Tenant: c.TenantID, Agent: agent, User: c.UserID, Run: c.RunID,
+	return &memorysvc.Caller{Tenant: c.TenantID, Agent: agent, User: c.UserID, Run: c.RunID,
 		Conversation: c.ConversationID, Grants: c.HasScope}, true
 }
 

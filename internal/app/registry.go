@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"slices"
 
-	iregistry "novaos.dev/novaos/internal/registry"
+	"novaos.dev/novaos/internal/registrysvc"
 	"novaos.dev/novaos/registry"
 	"novaos.dev/novaos/store/postgres"
 	"novaos.dev/novaos/store/sqlite"
@@ -22,7 +22,7 @@ func (s *Server) registryStore() registry.Store {
 	case *postgres.DB:
 		return db.RegistryStore()
 	}
-	return iregistry.NewMemoryStore()
+	return registrysvc.NewMemoryStore()
 }
 
 // registryPolicy is Options.RegistryPolicy, or by default: any public
@@ -56,7 +56,7 @@ func (s *Server) registryServices(ctx context.Context) ([]service, error) {
 		hosted[i] = a.name
 	}
 	policy := s.registryPolicy()
-	svc := iregistry.New(s.registryStore(), &iregistry.Options{Policy: policy, Logger: s.log, ReadOnly: hosted,
+	svc := registrysvc.New(s.registryStore(), &registrysvc.Options{Policy: policy, Logger: s.log, ReadOnly: hosted,
 		AdminToken: s.opts.AdminToken})
 	for _, a := range s.agents {
 		if _, err := svc.Put(ctx, hostedRecord(a, s.baseURL)); err != nil {
@@ -65,14 +65,14 @@ func (s *Server) registryServices(ctx context.Context) ([]service, error) {
 	}
 	attrs := []any{"writes", svc.WriteMode().String(), "allowedHostSuffixes", policy.AllowedHostSuffixes,
 		"allowLoopback", policy.AllowLoopback, "allowPrivate", policy.AllowPrivate}
-	if svc.WriteMode() == iregistry.WritesNeedToken {
+	if svc.WriteMode() == registrysvc.WritesNeedToken {
 		s.log.Info("app: registry writes need the admin token", attrs...)
 	} else {
 		s.log.Info("app: registry writes are accepted from loopback peers only (no admin token configured)", attrs...)
 	}
 	return []service{
 		{name: "registry", patterns: []string{registry.APIPath, registry.APIPath + "/"}, handler: svc.Handler()},
-		{name: "agent-dns", patterns: []string{iregistry.DNSPath + "/"}, handler: svc.DNSHandler()}, // seed 000's AgentDNSClient shape
+		{name: "agent-dns", patterns: []string{registrysvc.DNSPath + "/"}, handler: svc.DNSHandler()}, // seed 000's AgentDNSClient shape
 	}, nil
 }
 

@@ -17,12 +17,12 @@ import (
 	"text/tabwriter"
 	"time"
 
-	pub "novaos.dev/novaos/gate"
+	"novaos.dev/novaos/gate"
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/app"
 	"novaos.dev/novaos/internal/bench"
-	gatesvc "novaos.dev/novaos/internal/gate"
-	"novaos.dev/novaos/internal/gate/judge"
+	"novaos.dev/novaos/internal/gatesvc"
+	"novaos.dev/novaos/internal/gatesvc/judge"
 	"novaos.dev/novaos/internal/modelapi"
 	"novaos.dev/novaos/secret"
 )
@@ -125,7 +125,7 @@ func runBenchGate(ctx context.Context, args []string, e *env) int {
 	if warmup == 0 {
 		warmup = -1 // bench.Options reads 0 as its default
 	}
-	var doc pub.RuleSetDocument
+	var doc gate.RuleSetDocument
 	if err := json.Unmarshal([]byte(bench.GateRuleSet), &doc); err != nil {
 		fmt.Fprintf(e.stderr, "novaos bench gate: rule set: %v\n", err)
 		return exitFail
@@ -171,8 +171,8 @@ type gateBenchConfig struct {
 type gateTarget struct {
 	srv      *app.Server
 	tenant   string
-	admin    *pub.Client
-	agent    *pub.Client
+	admin    *gate.Client
+	agent    *gate.Client
 	sessions []context.Context
 	write    func(context.Context, refund) (string, error)
 	close    func()
@@ -353,39 +353,39 @@ func startGateTarget(ctx context.Context, cfg gateBenchConfig, tenant string, j 
 	if srv.Gate() == nil {
 		return nil, errors.New("the server has no gate")
 	}
-	if t.admin, err = pub.NewClient(pub.Config{URL: srv.URL(), Token: adminToken}, &pub.ClientOptions{Tenant: tenant, Logger: log}); err != nil {
+	if t.admin, err = gate.NewClient(gate.Config{URL: srv.URL(), Token: adminToken}, &gate.ClientOptions{Tenant: tenant, Logger: log}); err != nil {
 		return nil, err
 	}
-	var doc pub.RuleSetDocument
+	var doc gate.RuleSetDocument
 	if err := json.Unmarshal([]byte(bench.GateRuleSet), &doc); err != nil {
 		return nil, err
 	}
 	if _, err := t.admin.PutRules(ctx, doc); err != nil {
 		return nil, fmt.Errorf("load rules: %w", err)
 	}
-	tok, err := srv.Issuer().Mint(ctx, identity.Claims{TenantID: tenant, AgentID: "bench-agent", Scopes: []string{pub.ScopeSubmit}}, 24*time.Hour)
+	tok, err := srv.Issuer().Mint(ctx, identity.Claims{TenantID: tenant, AgentID: "bench-agent", Scopes: []string{gate.ScopeSubmit}}, 24*time.Hour)
 	if err != nil {
 		return nil, fmt.Errorf("mint agent token: %w", err)
 	}
-	co := &pub.ClientOptions{Logger: log}
+	co := &gate.ClientOptions{Logger: log}
 	if !cfg.defaultTransport {
 		hc := bench.NewClient(cfg.opts.Concurrency)
 		cleanup = append(cleanup, hc.CloseIdleConnections)
 		co.HTTPClient = hc
 	}
-	if t.agent, err = pub.NewClient(pub.Config{URL: srv.URL(), Token: secret.New(tok)}, co); err != nil {
+	if t.agent, err = gate.NewClient(gate.Config{URL: srv.URL(), Token: secret.New(tok)}, co); err != nil {
 		return nil, err
 	}
-	t.write = pub.Write(t.agent, pub.WriteSpec[refund]{ActionType: bench.GateActionType, Context: func(r refund) (pub.Context, error) {
+	t.write = gate.Write(t.agent, gate.WriteSpec[refund]{ActionType: bench.GateActionType, Context: func(r refund) (gate.Context, error) {
 		amount := r.Amount
-		return pub.CSContext{CustomerID: r.Customer, Amount: &amount, Currency: "EUR"}, nil
+		return gate.CSContext{CustomerID: r.Customer, Amount: &amount, Currency: "EUR"}, nil
 	}}, refundDone)
 	for range cfg.opts.Concurrency {
-		sctx, _, err := t.agent.Begin(ctx, pub.Session{TenantID: tenant, TeamID: "support", AgentID: "bench-agent"})
+		sctx, _, err := t.agent.Begin(ctx, gate.Session{TenantID: tenant, TeamID: "support", AgentID: "bench-agent"})
 		if err != nil {
 			return nil, fmt.Errorf("open session: %w", err)
 		}
-		if err := pub.SetReasoning(sctx, "the customer was charged twice for one order"); err != nil {
+		if err := gate.SetReasoning(sctx, "the customer was charged twice for one order"); err != nil {
 			return nil, err
 		}
 		t.sessions = append(t.sessions, sctx)
@@ -403,8 +403,8 @@ func startGateTarget(ctx context.Context, cfg gateBenchConfig, tenant string, j 
 func (t *gateTarget) serverStats(ctx context.Context, scenario string, from, to time.Time) (gateServerStats, error) {
 	st := gateServerStats{Scenario: scenario}
 	var total, rules, judged bench.Histogram
-	q := &pub.ListQuery{States: []pub.ActionState{pub.ActionExecuted, pub.ActionClaimed, pub.ActionPassed,
-		pub.ActionHeld, pub.ActionKilled, pub.ActionUnconfirmed}, Limit: 500}
+	q := &gate.ListQuery{States: []gate.ActionState{gate.ActionExecuted, gate.ActionClaimed, gate.ActionPassed,
+		gate.ActionHeld, gate.ActionKilled, gate.ActionUnconfirmed}, Limit: 500}
 	for {
 		page, err := t.admin.ListActions(ctx, q)
 		if err != nil {
@@ -414,7 +414,7 @@ func (t *gateTarget) serverStats(ctx context.Context, scenario string, from, to 
 			if r.CreatedAt.Before(from) || r.CreatedAt.After(to) {
 				continue
 			}
-			var d pub.Decision
+			var d gate.Decision
 			if err := json.Unmarshal(r.Decision, &d); err != nil {
 				return st, fmt.Errorf("action %s: decision: %w", r.ActionID, err)
 			}
@@ -453,7 +453,7 @@ func newBenchSecret() string {
 
 // killKind names a gated write's failure by the gate's reason.
 func killKind(err error) string {
-	var k *pub.KillError
+	var k *gate.KillError
 	if errors.As(err, &k) {
 		switch {
 		case k.Reason != "":

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"novaos.dev/novaos/internal/bench"
-	memsvc "novaos.dev/novaos/internal/memory"
+	"novaos.dev/novaos/internal/memorysvc"
 	"novaos.dev/novaos/memory"
 	"novaos.dev/novaos/store/sqlite"
 )
@@ -101,8 +101,8 @@ const benchToken = "bench"
 
 // benchCaller is the identity of the bench's requests: one tenant, with
 // every memory scope.
-func benchCaller() *memsvc.Caller {
-	return &memsvc.Caller{Tenant: "bench", Agent: "bench-agent", User: "bench-user", Run: "bench-run", Conversation: "bench-conv",
+func benchCaller() *memorysvc.Caller {
+	return &memorysvc.Caller{Tenant: "bench", Agent: "bench-agent", User: "bench-user", Run: "bench-run", Conversation: "bench-conv",
 		Grants: func(scope string) bool { return strings.HasPrefix(scope, "memory:") }}
 }
 
@@ -125,12 +125,12 @@ func benchMemoryLoad(ctx context.Context, report *memoryBenchReport, opts *bench
 	}
 	defer db.Close()
 	store := db.MemoryStore()
-	svc := memsvc.New(store, &memsvc.Options{Logger: log})
+	svc := memorysvc.New(store, &memorysvc.Options{Logger: log})
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	go svc.Run(runCtx)
 	caller := benchCaller()
-	h := svc.Handler(func(*http.Request) (*memsvc.Caller, bool) { return caller, true }, nil)
+	h := svc.Handler(func(*http.Request) (*memorysvc.Caller, bool) { return caller, true }, nil)
 	url, closeSrv, err := serveLoopback(ctx, h)
 	if err != nil {
 		return err

@@ -19,7 +19,7 @@ import (
 
 	"novaos.dev/novaos/gate"
 	"novaos.dev/novaos/identity"
-	gatesvc "novaos.dev/novaos/internal/gate"
+	"novaos.dev/novaos/internal/gatesvc"
 	"novaos.dev/novaos/secret"
 )
 

@@ -24,7 +24,7 @@ import (
 	"novaos.dev/novaos/agent"
 	"novaos.dev/novaos/ext/usercontext"
 	"novaos.dev/novaos/internal/app"
-	registryservice "novaos.dev/novaos/internal/registry"
+	"novaos.dev/novaos/internal/registrysvc"
 	"novaos.dev/novaos/registry"
 )
 
@@ -57,7 +57,7 @@ func sendServer(t *testing.T) string {
 	mux.Handle("/agents/shout", http.StripPrefix("/agents/shout", h))
 	t.Cleanup(func() { _ = h.Shutdown(context.Background()) })
 	// The registry is where a bare agent name is resolved.
-	reg := registryservice.New(registryservice.NewMemoryStore(), &registryservice.Options{Policy: &registry.Policy{AllowLoopback: true}})
+	reg := registrysvc.New(registrysvc.NewMemoryStore(), &registrysvc.Options{Policy: &registry.Policy{AllowLoopback: true}})
 	if _, err := reg.Register(context.Background(), &registry.Agent{Name: "shout", URL: srv.URL + "/agents/shout"}); err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"novaos.dev/novaos/a2a"
-	memsvc "novaos.dev/novaos/internal/memory"
+	"novaos.dev/novaos/internal/memorysvc"
 
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/gate"
@@ -258,7 +258,7 @@ func printEndpoints(e *env, srv *app.Server, token bool) {
 		writes = "writes need the admin token"
 	}
 	fmt.Fprintf(w, "  registry     %s%s (%s)\n", srv.URL(), registry.APIPath, writes)
-	fmt.Fprintf(w, "  memory       %s%s (MCP; an execution token from novaos token mint)\n", srv.URL(), memsvc.Path)
+	fmt.Fprintf(w, "  memory       %s%s (MCP; an execution token from novaos token mint)\n", srv.URL(), memorysvc.Path)
 	fmt.Fprintf(w, "  gate         %s%s (a token with gate:submit; operators: %s/ui/gate, novaos gate)\n", srv.URL(), gate.APIPath, srv.URL())
 	if addr := srv.GRPCAddr(); addr != "" {
 		fmt.Fprintf(w, "  gRPC         %s (A2A gRPC binding; an agent's name is the request's tenant)\n", addr)

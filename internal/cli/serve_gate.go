@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"novaos.dev/novaos/internal/app"
-	gatesvc "novaos.dev/novaos/internal/gate"
-	"novaos.dev/novaos/internal/gate/judge"
-	"novaos.dev/novaos/internal/gate/rules"
+	"novaos.dev/novaos/internal/gatesvc"
+	"novaos.dev/novaos/internal/gatesvc/judge"
+	"novaos.dev/novaos/internal/gatesvc/rules"
 	"novaos.dev/novaos/internal/modelapi"
 )
 

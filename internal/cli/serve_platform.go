@@ -10,7 +10,7 @@ import (
 	"novaos.dev/novaos/internal/app"
 	"novaos.dev/novaos/internal/auth"
 	"novaos.dev/novaos/internal/keyfile"
-	memsvc "novaos.dev/novaos/internal/memory"
+	"novaos.dev/novaos/internal/memorysvc"
 	"novaos.dev/novaos/internal/modelapi"
 	"novaos.dev/novaos/secret"
 	"novaos.dev/novaos/store/sqlite"
@@ -33,7 +33,7 @@ type platformFlagSet struct {
 }
 
 func platformFlags(fs *flag.FlagSet) *platformFlagSet {
-	p := &platformFlagSet{memMaxBody: byteSize{n: memsvc.DefaultMaxBodyBytes}, memIndex: byteSize{n: sqlite.DefaultMemoryIndexBytes}}
+	p := &platformFlagSet{memMaxBody: byteSize{n: memorysvc.DefaultMaxBodyBytes}, memIndex: byteSize{n: sqlite.DefaultMemoryIndexBytes}}
 	p.tokenIssuer = fs.String("token-issuer", "", "`iss` of the execution tokens the server signs and accepts (default: the server's base URL, --public-url or else the listen address)")
 	p.tokenAudience = fs.String("token-audience", identity.DefaultAudience, "`aud` of the tokens the server signs and accepts")
 	p.tokenTTL = fs.Duration("token-ttl", auth.DefaultTTL, "lifetime of a token the platform mints without one asked")
@@ -44,10 +44,10 @@ func platformFlags(fs *flag.FlagSet) *platformFlagSet {
 
 	fs.Var(&p.memMaxBody, "memory-max-body-bytes", "largest request body `size` of the memory service ("+"/api/v1/mcp); a larger one gets 413")
 	fs.Var(&p.memIndex, "memory-index-bytes", "memory `size` of the in-process search index of memory partitions; past it the least recently searched partitions are dropped and reloaded when next searched")
-	p.scratchTTL = fs.Duration("memory-scratch-ttl", memsvc.DefaultScratchTTL, "lifetime of a run or task memory written without ttl_seconds")
-	p.maxScratchTTL = fs.Duration("memory-max-scratch-ttl", memsvc.DefaultMaxScratchTTL, "longest ttl_seconds a run or task memory may ask for")
-	p.consolidateEvery = fs.Duration("memory-consolidate-every", memsvc.DefaultConsolidateEvery, "how often the consolidation worker turns pending hints into user memories")
-	p.hintAttempts = fs.Int("memory-hint-attempts", memsvc.DefaultHintAttempts, "failed extractions after which a hint is dead-lettered")
+	p.scratchTTL = fs.Duration("memory-scratch-ttl", memorysvc.DefaultScratchTTL, "lifetime of a run or task memory written without ttl_seconds")
+	p.maxScratchTTL = fs.Duration("memory-max-scratch-ttl", memorysvc.DefaultMaxScratchTTL, "longest ttl_seconds a run or task memory may ask for")
+	p.consolidateEvery = fs.Duration("memory-consolidate-every", memorysvc.DefaultConsolidateEvery, "how often the consolidation worker turns pending hints into user memories")
+	p.hintAttempts = fs.Int("memory-hint-attempts", memorysvc.DefaultHintAttempts, "failed extractions after which a hint is dead-lettered")
 	p.embedURL = fs.String("embedding-url", "", "base `URL` of an OpenAI-compatible embeddings API (https://api.openai.com/v1, http://127.0.0.1:11434/v1); default: the built-in lexical embedder, no model")
 	p.embedModel = fs.String("embedding-model", "", "embedding `model` name (with --embedding-url)")
 	p.embedKeyFile = fs.String("embedding-key-file", "", "`file` holding the embeddings API key (owner-only)")
@@ -68,7 +68,7 @@ func (p *platformFlagSet) check() string {
 		return "--token-leeway and --token-key-lifetime must not be negative"
 	case p.memMaxBody.n <= 0 || p.memIndex.n <= 0:
 		return "--memory-max-body-bytes and --memory-index-bytes must be positive"
-	case *p.scratchTTL < memsvc.MinTTL || *p.maxScratchTTL < *p.scratchTTL:
+	case *p.scratchTTL < memorysvc.MinTTL || *p.maxScratchTTL < *p.scratchTTL:
 		return "--memory-scratch-ttl must be at least 1s and at most --memory-max-scratch-ttl"
 	case *p.consolidateEvery <= 0 || *p.hintAttempts < 1 || *p.modelTimeout <= 0:
 		return "--memory-consolidate-every and --model-timeout must be positive, --memory-hint-attempts at least 1"
@@ -94,7 +94,7 @@ func (p *platformFlagSet) token() app.TokenOptions {
 
 // memory builds the memory service's options, reading the model API keys.
 func (p *platformFlagSet) memory() (app.MemoryOptions, error) {
-	o := app.MemoryOptions{MaxBodyBytes: p.memMaxBody.n, IndexBytes: p.memIndex.n, Service: memsvc.Options{
+	o := app.MemoryOptions{MaxBodyBytes: p.memMaxBody.n, IndexBytes: p.memIndex.n, Service: memorysvc.Options{
 		ScratchTTL: *p.scratchTTL, MaxScratchTTL: *p.maxScratchTTL, ConsolidateEvery: *p.consolidateEvery, HintAttempts: *p.hintAttempts,
 	}}
 	mo := modelapi.Options{Timeout: *p.modelTimeout}
@@ -110,7 +110,7 @@ func (p *platformFlagSet) memory() (app.MemoryOptions, error) {
 		if err != nil {
 			return o, err
 		}
-		o.Service.Extractor = memsvc.ModelExtractor{Model: modelapi.NewExtractor(*p.extractURL, *p.extractModel, key, &mo)}
+		o.Service.Extractor = memorysvc.ModelExtractor{Model: modelapi.NewExtractor(*p.extractURL, *p.extractModel, key, &mo)}
 	}
 	return o, nil
 }

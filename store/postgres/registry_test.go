@@ -4,12 +4,12 @@ import (
 	"testing"
 
 	"novaos.dev/novaos/internal/pgtest"
-	iregistry "novaos.dev/novaos/internal/registry"
+	"novaos.dev/novaos/internal/registrysvc"
 	"novaos.dev/novaos/store/storetest"
 )
 
 func TestRegistryStoreContract(t *testing.T) {
-	storetest.TestRegistryStore(t, func(t *testing.T) iregistry.Store { return open(t, pgtest.URL(t)).RegistryStore() })
+	storetest.TestRegistryStore(t, func(t *testing.T) registrysvc.Store { return open(t, pgtest.URL(t)).RegistryStore() })
 }
 
 func BenchmarkRegistryFind(b *testing.B) {

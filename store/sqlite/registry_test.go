@@ -3,12 +3,12 @@ package sqlite_test
 import (
 	"testing"
 
-	iregistry "novaos.dev/novaos/internal/registry"
+	"novaos.dev/novaos/internal/registrysvc"
 	"novaos.dev/novaos/store/storetest"
 )
 
 func TestRegistryStoreContract(t *testing.T) {
-	storetest.TestRegistryStore(t, func(t *testing.T) iregistry.Store { return tempDB(t).RegistryStore() })
+	storetest.TestRegistryStore(t, func(t *testing.T) registrysvc.Store { return tempDB(t).RegistryStore() })
 }
 
 func BenchmarkRegistryFind(b *testing.B) {

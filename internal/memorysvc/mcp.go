@@ -1,0 +1,405 @@
+package memorysvc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/memory"
+)
+
+// Path is where the service is mounted: seed 002's MemoryClient posts its
+// calls to POST /api/v1/mcp.
+const Path = "/api/v1/mcp"
+
+// Tool names. The six of seed 002, and the two status polls.
+const (
+	ToolWrite          = "novaos.memory.write"
+	ToolQuery          = "novaos.memory.query"
+	ToolUpdate         = "novaos.memory.update"
+	ToolForget         = "novaos.memory.forget"
+	ToolHint           = "novaos.memory.hint"
+	ToolAssemble       = "novaos.memory.assemble"
+	ToolHintStatus     = "novaos.memory.hint_status"
+	ToolProposalStatus = "novaos.memory.proposal_status"
+)
+
+// DefaultMaxBodyBytes bounds one MCP request: a 32 KiB memory with its
+// metadata, JSON-escaped, fits many times over.
+const DefaultMaxBodyBytes = 1 << 20
+
+// HintStatusRequest and ProposalStatusRequest are the arguments of the
+// status polls.
+type HintStatusRequest struct {
+	HintID string `json:"hint_id"`
+}
+
+// ProposalStatusRequest is the argument of novaos.memory.proposal_status.
+type ProposalStatusRequest struct {
+	ProposalID string `json:"proposal_id"`
+}
+
+// HandlerOptions configure Handler; nil means defaults.
+type HandlerOptions struct {
+	// MaxBodyBytes bounds a request body (default DefaultMaxBodyBytes);
+	// a larger one gets 413.
+	MaxBodyBytes int64
+	// Version is reported to MCP clients as the server's version.
+	Version string
+}
+
+// Handler serves the service as an MCP server over Streamable HTTP at
+// Path: stateless (no session to keep, so any replica answers any call)
+// and answering with plain JSON. caller gives the identity of a request,
+// which the platform's token middleware has verified in front of it; a
+// request without one is refused with 401.
+//
+// Before the MCP SDK sees a body it is bounded and checked: a repeated
+// key anywhere is refused (-32600), since encoding/json would read the
+// last one and another reader the first, and so is a JSON-RPC batch
+// (-32600, whatever protocol revision the request names): one POST is one
+// call. Tool arguments must use the
+// exact field names (a case variant is an unknown field), and every tool
+// error is an isError result whose text is {"error": memory.Error}: the
+// seed's HTTP status, a stable code and the field and rule broken.
+func (s *Service) Handler(caller func(*http.Request) (*Caller, bool), o *HandlerOptions) http.Handler {
+	if o == nil {
+		o = &HandlerOptions{}
+	}
+	limit := o.MaxBodyBytes
+	if limit <= 0 {
+		limit = DefaultMaxBodyBytes
+	}
+	srv := s.MCPServer(o.Version)
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	// The SDK carries a verified identity to tool handlers as its
+	// TokenInfo; the token was checked in front, so this only hands the
+	// Caller over.
+	withCaller := auth.RequireBearerToken(func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+		c, ok := caller(r)
+		if !ok {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{UserID: c.Tenant + "/" + c.Agent, Extra: map[string]any{callerKey: c}}, nil
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(sdk)
+
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			writeRPCError(w, http.StatusMethodNotAllowed, -32600, "the memory service takes POST only")
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+		if err != nil {
+			if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+				writeRPCError(w, http.StatusRequestEntityTooLarge, -32600, fmt.Sprintf("request body over %d bytes", limit))
+				return
+			}
+			writeRPCError(w, http.StatusBadRequest, -32700, "request body could not be read")
+			return
+		}
+		if err := a2a.CheckKeys(body); err != nil {
+			code := -32700
+			if _, ok := errors.AsType[*a2a.DuplicateKeyError](err); ok {
+				code = -32600
+			}
+			writeRPCError(w, http.StatusBadRequest, code, err.Error())
+			return
+		}
+		if isBatch(body) {
+			writeRPCError(w, http.StatusBadRequest, -32600,
+				"JSON-RPC batches are not supported: send one request per POST")
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		// A client that asks for anything (or says nothing) gets JSON; the
+		// SDK insists the Accept header names both of its media types.
+		if acc := r.Header.Get("Accept"); acc == "" || acc == "*/*" {
+			r.Header.Set("Accept", "application/json, text/event-stream")
+		}
+		withCaller.ServeHTTP(w, r)
+	})
+}
+
+// isBatch reports whether body is a JSON-RPC batch (a JSON array). MCP
+// dropped batches in revision 2025-06-18, and the SDK still runs them for a
+// request that names an older revision or none, so one POST could carry
+// thousands of calls past every limit that counts requests (body size,
+// in-flight bytes, connections, latency budgets). No MCP client this
+// service knows sends batches; every revision is refused them.
+func isBatch(body []byte) bool {
+	b := bytes.TrimLeft(body, " \t\r\n")
+	return len(b) > 0 && b[0] == '['
+}
+
+const callerKey = "novaos.caller"
+
+func writeRPCError(w http.ResponseWriter, status, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
+}
+
+// MCPServer returns the MCP server with the memory tools, for serving
+// over another transport; Handler serves it over HTTP.
+func (s *Service) MCPServer(version string) *mcp.Server {
+	if version == "" {
+		version = "dev"
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "novaos-memory", Title: "NovaOS memory", Version: version}, &mcp.ServerOptions{
+		Instructions: "Tenant-isolated agent memory (seed 002). Identity comes from the bearer token; no argument names a tenant, agent or user.",
+	})
+	addTool(srv, ToolWrite, "Write a memory",
+		"Store a memory. run and task scope: stored at once, read-your-write, TTL 5 minutes unless ttl_seconds says otherwise. agent scope: answered with a prop_ proposal (durable false) that the write gate screens for personal data and credentials and then commits under a new id or rejects. user scope is written by consolidation only (submit a hint); tenant scope by administrators only.",
+		false, s.Write)
+	addTool(srv, ToolQuery, "Query memories",
+		"Search one scope. agent, user and tenant memories are ranked by keyword and vector retrieval with a 0..1 score; run and task memories are returned newest first with a null score. partial is true only when a store failed.",
+		true, s.Query)
+	addTool(srv, ToolUpdate, "Update a memory",
+		"Change an agent-scope memory in place, if version is still its version (409 otherwise). New content is screened like a write (422 on a hit). tags, confidence and custom replace the stored values.",
+		false, s.Update)
+	addTool(srv, ToolForget, "Forget a memory",
+		"Delete one memory by id, with a reason of 1 to 500 characters kept in the audit trail. A prop_ id is refused.",
+		false, s.Forget)
+	addTool(srv, ToolHint, "Submit a consolidation hint",
+		"Enqueue an observation about the user for consolidation into user memory. accepted means durably enqueued, not that a fact will result.",
+		false, s.Hint)
+	addTool(srv, ToolAssemble, "Assemble context",
+		"Gather the user's and the agent's memories ranked against query, the live conversation and the run's data, under one latency budget; a source that misses it is dropped and partial is true.",
+		true, s.Assemble)
+	addTool(srv, ToolHintStatus, "Hint status",
+		"The outcome of a hint this agent submitted: pending, consolidated, dead_lettered or expired (kept 24 hours).",
+		true, func(ctx context.Context, c *Caller, r *HintStatusRequest) (memory.HintStatus, error) {
+			return s.HintStatus(ctx, c, r.HintID)
+		})
+	addTool(srv, ToolProposalStatus, "Proposal status",
+		"The write gate's decision on an agent-scope proposal: pending, committed (with the memory id) or rejected (with the reason).",
+		true, func(ctx context.Context, c *Caller, r *ProposalStatusRequest) (memory.ProposalStatus, error) {
+			return s.ProposalStatus(ctx, c, r.ProposalID)
+		})
+	return srv
+}
+
+// schemaOpts says how the wire types look in JSON where reflection cannot
+// tell: times are RFC 3339 strings, and the one raw JSON field, an
+// assemble's run_data, is an object or null.
+var schemaOpts = &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+	reflect.TypeFor[time.Time]():       {Type: "string", Format: "date-time"},
+	reflect.TypeFor[json.RawMessage](): {Types: []string{"null", "object"}},
+}}
+
+// objectSchemas rewrites s so that every schema in it is a JSON object:
+// MCP requires a tool's property schemas to be objects, and strict clients
+// (the TypeScript SDK's listTools) refuse the boolean schema true, which
+// the schema package writes for a schema that allows anything. An open
+// additionalProperties is dropped (absent means the same), and a property
+// or item that allows anything gets a description instead. The boolean
+// false that closes an object stays: it is not a property schema.
+func objectSchemas(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if allowsAnything(s.AdditionalProperties) {
+		s.AdditionalProperties = nil
+	}
+	for k, p := range s.Properties {
+		if allowsAnything(p) {
+			s.Properties[k] = &jsonschema.Schema{Description: "any JSON value"}
+			continue
+		}
+		objectSchemas(p)
+	}
+	if allowsAnything(s.Items) {
+		s.Items = nil
+	}
+	objectSchemas(s.Items)
+	objectSchemas(s.AdditionalProperties)
+	for _, list := range [][]*jsonschema.Schema{s.AnyOf, s.OneOf, s.AllOf, s.PrefixItems} {
+		for i, sub := range list {
+			if allowsAnything(sub) {
+				list[i] = &jsonschema.Schema{Description: "any JSON value"}
+				continue
+			}
+			objectSchemas(sub)
+		}
+	}
+}
+
+// allowsAnything reports whether s is the empty schema, written as true.
+func allowsAnything(s *jsonschema.Schema) bool {
+	return s != nil && reflect.ValueOf(*s).IsZero()
+}
+
+// addTool registers fn as a tool whose arguments are In and whose
+// structured result is Out.
+func addTool[In, Out any](srv *mcp.Server, name, title, desc string, readOnly bool, fn func(context.Context, *Caller, *In) (Out, error)) {
+	in, err := jsonschema.For[In](schemaOpts)
+	if err != nil {
+		panic(fmt.Sprintf("memory: schema of %s: %v", name, err))
+	}
+	out, err := jsonschema.For[Out](schemaOpts)
+	if err != nil {
+		panic(fmt.Sprintf("memory: schema of %s's result: %v", name, err))
+	}
+	objectSchemas(in)
+	objectSchemas(out)
+	tool := &mcp.Tool{Name: name, Title: title, Description: desc, InputSchema: in, OutputSchema: out,
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: readOnly}}
+	srv.AddTool(tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		c := callerOf(req)
+		if c == nil {
+			return toolError(&memory.Error{Status: http.StatusUnauthorized, Code: memory.CodeUnauthorized, Message: "a verified bearer token is required"}), nil
+		}
+		args := req.Params.Arguments
+		if len(bytes.TrimSpace(args)) == 0 || string(args) == "null" {
+			args = json.RawMessage("{}")
+		}
+		var v In
+		if err := decodeArgs(args, in, &v); err != nil {
+			return toolError(err), nil
+		}
+		res, err := fn(ctx, c, &v)
+		if err != nil {
+			return toolError(memory.ErrorFor(err)), nil
+		}
+		b, err := json.Marshal(res)
+		if err != nil {
+			return toolError(memory.ErrorFor(err)), nil
+		}
+		return &mcp.CallToolResult{StructuredContent: json.RawMessage(b), Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
+	})
+}
+
+func callerOf(req *mcp.CallToolRequest) *Caller {
+	if req.Extra == nil || req.Extra.TokenInfo == nil {
+		return nil
+	}
+	c, _ := req.Extra.TokenInfo.Extra[callerKey].(*Caller)
+	return c
+}
+
+// toolError is the isError result of e: its text is {"error": e}, which
+// the Go client and any MCP client can read.
+func toolError(e *memory.Error) *mcp.CallToolResult {
+	b, _ := json.Marshal(map[string]*memory.Error{"error": e})
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
+}
+
+// decodeArgs decodes a tool's arguments into v, refusing keys the schema
+// does not name exactly (encoding/json alone would take "Scope" for
+// "scope") and values of the wrong JSON type, naming the field, never
+// its value.
+func decodeArgs(args json.RawMessage, schema *jsonschema.Schema, v any) *memory.Error {
+	var generic any
+	if err := json.Unmarshal(args, &generic); err != nil {
+		return invalidArg("arguments", "must be a JSON object")
+	}
+	if _, ok := generic.(map[string]any); !ok {
+		return invalidArg("arguments", "must be a JSON object")
+	}
+	if err := exactKeys(schema, generic, ""); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(args, v); err != nil {
+		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+			field := te.Field
+			if field == "" {
+				field = "arguments"
+			}
+			return invalidArg(field, "must be a JSON "+jsonKind(te.Type))
+		}
+		return invalidArg("arguments", "could not be read")
+	}
+	return nil
+}
+
+func invalidArg(field, rule string) *memory.Error {
+	return &memory.Error{Status: http.StatusUnprocessableEntity, Code: memory.CodeInvalid, Field: field, Rule: rule, Message: field + ": " + rule}
+}
+
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		if t == reflect.TypeFor[time.Time]() {
+			return "RFC 3339 time string"
+		}
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "integer"
+	case reflect.Float32, reflect.Float64:
+		return "number"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	}
+	return "object"
+}
+
+// exactKeys walks v along schema and refuses a key an object schema does
+// not list when it allows no others.
+func exactKeys(s *jsonschema.Schema, v any, path string) *memory.Error {
+	if s == nil {
+		return nil
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for k, val := range x {
+			sub, ok := s.Properties[k]
+			if !ok {
+				if closed(s.AdditionalProperties) {
+					return invalidArg(join(path, k), "is not a field of this tool (names are case-sensitive)")
+				}
+				sub = s.AdditionalProperties
+			}
+			if err := exactKeys(sub, val, join(path, k)); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, val := range x {
+			if err := exactKeys(s.Items, val, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// closed reports whether an additionalProperties schema admits nothing.
+func closed(s *jsonschema.Schema) bool {
+	return s != nil && s.Not != nil && reflect.ValueOf(*s.Not).IsZero()
+}
+
+func join(path, key string) string {
+	if len(key) > 64 {
+		key = strings.ToValidUTF8(key[:64], "") + "…"
+	}
+	if key == "" || strings.ContainsAny(key, ".[]\" \t\n") || !utf8.ValidString(key) {
+		return path + "[" + strconv.Quote(key) + "]"
+	}
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
