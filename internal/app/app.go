@@ -6,31 +6,30 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"novaos.dev/novaos/internal/agenthost"
 	"novaos.dev/novaos/internal/auth"
 	"novaos.dev/novaos/internal/gatesvc"
 	"novaos.dev/novaos/internal/memorysvc"
+	"novaos.dev/novaos/store"
 
-	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2apush"
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/a2a/cardsig"
 	"novaos.dev/novaos/agent"
-	"novaos.dev/novaos/internal/builtin"
 	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/internal/tlscert"
 	"novaos.dev/novaos/netguard"
 	"novaos.dev/novaos/registry"
 	"novaos.dev/novaos/secret"
+	"novaos.dev/novaos/store/lease"
 	"novaos.dev/novaos/store/postgres"
 	"novaos.dev/novaos/store/sqlite"
 )
@@ -77,21 +76,12 @@ type Options struct {
 	// negative none). Unused with SQLite.
 	DBMaxConns         int32
 	DBStatementTimeout time.Duration
-	// TaskStore, when set, keeps tasks instead of a database, and no
-	// database is opened: DataDir and DatabaseURL are ignored.
-	TaskStore a2asrv.TaskStore
-	// PushConfigStore keeps push-notification configs when TaskStore is
-	// overridden; nil then means push configs are not supported.
-	PushConfigStore a2asrv.PushConfigStore
-	// PushOutbox, with TaskStore and PushConfigStore, is the outbox their
-	// writes fill (a2asrv.MemoryTaskStore.PushOutbox); nil means push
-	// notifications are not sent.
-	PushOutbox a2asrv.PushOutbox
-	// TaskFeed, with TaskStore, reports the writes other servers sharing
-	// it make (a2asrv.MemoryTaskStore.Feed, for servers in one process);
-	// nil means this server is its tasks' only writer. A PostgreSQL
-	// database brings its own (LISTEN/NOTIFY).
-	TaskFeed a2asrv.TaskFeed
+	// Stores, when set, are used instead of a database: DataDir and
+	// DatabaseURL are ignored, and no file is written unless an option
+	// names one (Token.KeyFile, PushKeyFile). A service whose store is
+	// nil is not served, except the agent registry, which then keeps its
+	// records in memory.
+	Stores *store.Stores
 	// TCKStreamingTimeout is the delay unit of the tck agent's slow
 	// scenarios; it must match the conformance kit's TCK_STREAMING_TIMEOUT
 	// (default builtin.DefaultStreamingTimeout, 2s).
@@ -227,31 +217,27 @@ type Options struct {
 type Server struct {
 	opts   Options
 	log    *slog.Logger
-	db     database
-	tasks  a2asrv.TaskStore
-	push   a2asrv.PushConfigStore
-	pusher *a2apush.Deliverer // push.go; nil without an outbox
+	stores *store.Stores
+	custom bool // the stores are the caller's: no data directory in use
 
 	mu       sync.Mutex
 	started  bool
 	shutdown bool
+	starting chan struct{} // closed when Start's unlocked part is over
+	cancel   context.CancelFunc
 	ln       net.Listener
 	http     *http.Server
-	handlers []*a2asrv.Handler
-	agents   []hostedAgent
-	grpc     grpcServing // grpc.go
 	baseURL  string
 	done     chan struct{}
 	err      error
-
-	sweeperStop context.CancelFunc // recover.go
-	sweeperDone chan struct{}
+	running  []service // mounted, in list order
 
 	tls *tlscert.Pair // nil: plaintext
 
-	issuer *auth.Issuer       // memory.go
+	issuer *auth.Issuer
+	host   *agenthost.Host
 	memory *memorysvc.Service // nil when no memory store
-	gate   *gatesvc.Service   // gate.go; nil when no gate store
+	gate   *gatesvc.Service   // nil when no gate store
 
 	// workers stop the services' background loops, in start order.
 	workers []func()
@@ -259,35 +245,14 @@ type Server struct {
 
 // Agent is what the server hosts at /agents/{name}: an executor and the
 // card that describes it.
-type Agent interface {
-	a2asrv.Executor
-	Card() *a2a.AgentCard
-}
+type Agent = agenthost.Agent
 
-type hostedAgent struct {
-	name  string
-	agent Agent
-	card  *a2a.AgentCard // with the interface URL filled in
-}
-
-// database is what the server needs of store/sqlite and store/postgres.
-type database interface {
-	TaskStore() a2asrv.TaskStore
-	PushConfigStore() a2asrv.PushConfigStore
-	PushOutbox() a2asrv.PushOutbox
-	Close() error
-}
-
-var (
-	_ database = (*sqlite.DB)(nil)
-	_ database = (*postgres.DB)(nil)
-	_ Agent    = (*agent.Agent)(nil)
-)
+var _ Agent = (*agent.Agent)(nil)
 
 // New opens the stores opts select and prepares the built-in agents; it
 // does not listen yet.
 func New(ctx context.Context, opts *Options) (*Server, error) {
-	s := &Server{done: make(chan struct{})}
+	s := &Server{done: make(chan struct{}), starting: make(chan struct{})}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -304,19 +269,8 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 		}
 		s.opts.PublicURL = u
 	}
-	if s.opts.Bindings == nil {
-		s.opts.Bindings = slices.Clone(DefaultBindings)
-		if s.opts.GRPCAddr != "" {
-			s.opts.Bindings = append(s.opts.Bindings, a2a.BindingGRPC)
-		}
-	}
-	for _, b := range s.opts.Bindings {
-		switch {
-		case b == a2a.BindingGRPC && s.opts.GRPCAddr == "":
-			return nil, fmt.Errorf("app: binding %s needs a gRPC listen address", b)
-		case b != a2a.BindingJSONRPC && b != a2a.BindingHTTPJSON && b != a2a.BindingGRPC:
-			return nil, fmt.Errorf("app: binding %q: this server serves %s, %s and %s", b, a2a.BindingJSONRPC, a2a.BindingHTTPJSON, a2a.BindingGRPC)
-		}
+	if err := s.hostOptions().Check(); err != nil {
+		return nil, fmt.Errorf("app: %w", err)
 	}
 	if s.opts.MaxBodyBytes <= 0 {
 		s.opts.MaxBodyBytes = a2asrv.DefaultMaxBodyBytes
@@ -343,9 +297,6 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 			}
 		}
 	}
-	if k := s.opts.CardKey; k != nil && !k.IsPrivate() {
-		return nil, errors.New("app: card key: want a private key")
-	}
 	if _, err := s.leaseOptions().Resolve(); err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
@@ -360,59 +311,73 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 			return nil, fmt.Errorf("app: %w", err)
 		}
 	}
-	s.agents = []hostedAgent{
-		{name: "echo", agent: builtin.Echo()},
-		{name: "tck", agent: builtin.NewTCK(&builtin.TCKOptions{StreamingTimeout: s.opts.TCKStreamingTimeout})},
-	}
-	for _, name := range slices.Sorted(maps.Keys(s.opts.Agents)) {
-		if !validAgentName(name) || slices.ContainsFunc(s.agents, func(a hostedAgent) bool { return a.name == name }) {
-			return nil, fmt.Errorf("app: agent name %q: want a path segment of letters, digits, '-' and '_' not taken by another agent", name)
-		}
-		if s.opts.Agents[name] == nil {
-			return nil, fmt.Errorf("app: agent %q is nil", name)
-		}
-		s.agents = append(s.agents, hostedAgent{name: name, agent: s.opts.Agents[name]})
-	}
 	if err := s.openStores(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// validAgentName reports whether name can be an agent's path segment.
-func validAgentName(name string) bool {
-	return name != "" && len(name) <= 64 && strings.Trim(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") == ""
-}
-
+// openStores opens the database Options select, unless they give stores.
 func (s *Server) openStores(ctx context.Context) error {
-	if s.opts.TaskStore != nil {
-		s.tasks, s.push = s.opts.TaskStore, s.opts.PushConfigStore
+	if s.opts.Stores != nil {
+		if s.opts.Stores.Tasks == nil {
+			return errors.New("app: Options.Stores has no task store")
+		}
+		s.stores, s.custom = s.opts.Stores, true
 		return nil
 	}
-	var err error
 	switch scheme, _, _ := strings.Cut(s.opts.DatabaseURL, "://"); {
 	case s.opts.DatabaseURL == "":
 		if err := os.MkdirAll(s.opts.DataDir, 0o700); err != nil {
 			return fmt.Errorf("app: data directory: %w", err)
 		}
 		path := filepath.Join(s.opts.DataDir, DatabaseFile)
-		s.db, err = sqlite.Open(ctx, path, &sqlite.Options{Logger: s.log, Lease: s.leaseOptions(),
+		db, err := sqlite.Open(ctx, path, &sqlite.Options{Logger: s.log, Lease: s.leaseOptions(),
 			MemoryIndexBytes: s.opts.Memory.IndexBytes})
 		if err != nil {
 			return fmt.Errorf("app: open sqlite %s: %w", path, err)
 		}
+		s.stores = db.Stores()
 	case scheme == "postgres" || scheme == "postgresql":
-		s.db, err = postgres.Open(ctx, s.opts.DatabaseURL, &postgres.Options{Logger: s.log, Lease: s.leaseOptions(),
+		db, err := postgres.Open(ctx, s.opts.DatabaseURL, &postgres.Options{Logger: s.log, Lease: s.leaseOptions(),
 			MemoryIndexBytes: s.opts.Memory.IndexBytes, MaxConns: cmp.Or(s.opts.DBMaxConns, DefaultDBMaxConns), StatementTimeout: s.opts.DBStatementTimeout})
 		if err != nil {
 			// Not the URL, which may hold a password; postgres.Open's
 			// errors never repeat it either.
 			return fmt.Errorf("app: open postgres: %w", err)
 		}
+		s.stores = db.Stores()
 	default:
 		// Not echoed: a malformed URL may still hold a password.
 		return errors.New("app: database URL must start with postgres:// or postgresql://")
 	}
-	s.tasks, s.push = s.db.TaskStore(), s.db.PushConfigStore()
 	return nil
+}
+
+// leaseOptions are the lease times Options ask for.
+func (s *Server) leaseOptions() *lease.Options {
+	return &lease.Options{Heartbeat: s.opts.LeaseHeartbeat, Expiry: s.opts.LeaseExpiry}
+}
+
+// hostOptions are the hosted agents' options, from Options.
+func (s *Server) hostOptions() *agenthost.Options {
+	return &agenthost.Options{
+		Agents:                s.opts.Agents,
+		TCKStreamingTimeout:   s.opts.TCKStreamingTimeout,
+		CardKey:               s.opts.CardKey,
+		Bindings:              s.opts.Bindings,
+		RefuseV03:             s.opts.RefuseV03,
+		MaxBodyBytes:          s.opts.MaxBodyBytes,
+		MaxIDBytes:            s.opts.MaxIDBytes,
+		MaxExtensions:         s.opts.MaxExtensions,
+		MaxExtensionURIBytes:  s.opts.MaxExtensionURIBytes,
+		ArtifactFlushInterval: s.opts.ArtifactFlushInterval,
+		GRPCAddr:              s.opts.GRPCAddr,
+		GRPCPublicAddr:        s.opts.GRPCPublicAddr,
+		GRPCMaxStreams:        s.opts.GRPCMaxStreams,
+		PushURLPolicy:         s.opts.PushURLPolicy,
+		PushLoopbackIfLocal:   s.opts.PushLoopbackIfLocal,
+		PushKeyFile:           s.opts.PushKeyFile,
+		PushDelivery:          s.opts.PushDelivery,
+	}
 }

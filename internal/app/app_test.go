@@ -19,14 +19,28 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	grpcstatus "google.golang.org/grpc/status"
+
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2agrpc"
 	"novaos.dev/novaos/a2a/a2apb"
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/internal/app"
+	"novaos.dev/novaos/store"
 )
 
 // start runs a server for the test and shuts it down at the end.
+// tasksOnly are stores of the caller's: tasks, and nothing else.
+func tasksOnly(tasks a2asrv.TaskStore) *store.Stores { return &store.Stores{Tasks: tasks} }
+
+// recoverable are stores of the caller's whose task store also finds and
+// settles the tasks of dead processes.
+func recoverable[T interface {
+	a2asrv.TaskStore
+	a2asrv.Recoverer
+}](tasks T) *store.Stores {
+	return &store.Stores{Tasks: tasks, Recoverer: tasks}
+}
+
 func start(t *testing.T, opts *app.Options) *app.Server {
 	t.Helper()
 	if opts.Addr == "" {
@@ -278,7 +292,7 @@ func TestServeSQLite(t *testing.T) {
 func TestPublicURL(t *testing.T) {
 	srv := start(t, &app.Options{
 		PublicURL: "https://agents.example.com/",
-		TaskStore: a2asrv.NewMemoryTaskStore(nil),
+		Stores:    tasksOnly(a2asrv.NewMemoryTaskStore(nil)),
 	})
 	if srv.URL() != "https://agents.example.com" {
 		t.Errorf("URL %q", srv.URL())
@@ -294,7 +308,7 @@ func TestPublicURL(t *testing.T) {
 }
 
 func TestUnspecifiedAddressAdvertisesLoopback(t *testing.T) {
-	srv := start(t, &app.Options{Addr: "0.0.0.0:0", InsecureListen: true, TaskStore: a2asrv.NewMemoryTaskStore(nil)})
+	srv := start(t, &app.Options{Addr: "0.0.0.0:0", InsecureListen: true, Stores: tasksOnly(a2asrv.NewMemoryTaskStore(nil))})
 	if !strings.HasPrefix(srv.URL(), "http://127.0.0.1:") {
 		t.Fatalf("URL %q, want loopback", srv.URL())
 	}
@@ -306,7 +320,7 @@ func TestUnspecifiedAddressAdvertisesLoopback(t *testing.T) {
 func TestCustomTaskStore(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "unused")
 	store := a2asrv.NewMemoryTaskStore(nil)
-	srv := start(t, &app.Options{DataDir: dir, TaskStore: store})
+	srv := start(t, &app.Options{DataDir: dir, Stores: tasksOnly(store)})
 	code, body := get(t, srv.URL()+"/healthz")
 	if code != http.StatusOK || !strings.Contains(string(body), `"kind":"custom"`) {
 		t.Errorf("healthz %d %s", code, body)
@@ -348,7 +362,7 @@ func TestNewErrors(t *testing.T) {
 }
 
 func TestStartAndShutdown(t *testing.T) {
-	srv, err := app.New(t.Context(), &app.Options{Addr: "127.0.0.1:0", TaskStore: a2asrv.NewMemoryTaskStore(nil)})
+	srv, err := app.New(t.Context(), &app.Options{Addr: "127.0.0.1:0", Stores: tasksOnly(a2asrv.NewMemoryTaskStore(nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,8 +396,8 @@ func TestStartAndShutdown(t *testing.T) {
 }
 
 func TestAddressInUse(t *testing.T) {
-	first := start(t, &app.Options{TaskStore: a2asrv.NewMemoryTaskStore(nil)})
-	srv, err := app.New(t.Context(), &app.Options{Addr: first.Addr(), TaskStore: a2asrv.NewMemoryTaskStore(nil)})
+	first := start(t, &app.Options{Stores: tasksOnly(a2asrv.NewMemoryTaskStore(nil))})
+	srv, err := app.New(t.Context(), &app.Options{Addr: first.Addr(), Stores: tasksOnly(a2asrv.NewMemoryTaskStore(nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +408,7 @@ func TestAddressInUse(t *testing.T) {
 }
 
 func TestIPv6UnspecifiedAdvertisesIPv6Loopback(t *testing.T) {
-	srv, err := app.New(t.Context(), &app.Options{Addr: "[::]:0", InsecureListen: true, TaskStore: a2asrv.NewMemoryTaskStore(nil)})
+	srv, err := app.New(t.Context(), &app.Options{Addr: "[::]:0", InsecureListen: true, Stores: tasksOnly(a2asrv.NewMemoryTaskStore(nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,7 +429,7 @@ func (failingStore) Get(context.Context, a2asrv.Scope, string) (*a2a.Task, a2asr
 }
 
 func TestHealthzReportsDeadStore(t *testing.T) {
-	srv := start(t, &app.Options{TaskStore: failingStore{a2asrv.NewMemoryTaskStore(nil)}})
+	srv := start(t, &app.Options{Stores: tasksOnly(failingStore{a2asrv.NewMemoryTaskStore(nil)})})
 	code, body := get(t, srv.URL()+"/healthz")
 	if code != http.StatusServiceUnavailable {
 		t.Fatalf("status %d, want 503", code)
@@ -536,7 +550,7 @@ func TestShutdownCutsOffAtItsDeadline(t *testing.T) {
 // Documented in the package doc: the hosted agents have no tenant of their
 // own, so a task is found through any agent's endpoint.
 func TestAgentsSeeOnlyTheirOwnTasks(t *testing.T) {
-	srv := start(t, &app.Options{TaskStore: a2asrv.NewMemoryTaskStore(nil)})
+	srv := start(t, &app.Options{Stores: tasksOnly(a2asrv.NewMemoryTaskStore(nil))})
 	task := sendText(t, srv.URL()+"/agents/echo", "mine")
 	if _, rerr := rpc(t, srv.URL()+"/agents/echo", a2a.MethodGetTask, a2a.GetTaskRequest{ID: task.ID}); rerr != nil {
 		t.Fatalf("GetTask through echo: %v", rerr)

@@ -1,7 +1,4 @@
-// Package app is the embeddable NovaOS server: one HTTP listener hosting
-// the built-in agents over A2A (each at /agents/{name}, with its card at
-// /agents/{name}/.well-known/agent-card.json) and /healthz, on a SQLite file
-// by default or PostgreSQL when a database URL says so.
+// Package app is the embeddable NovaOS server: every platform service behind one listener.
 //
 // Everything `novaos serve` runs is started through this package, so tests
 // start the real server in-process:
@@ -12,30 +9,33 @@
 //	defer srv.Shutdown(context.Background())
 //	resp, err := http.Get(srv.URL() + "/healthz")
 //
-// Start mounts the server's services from one list (server.go, services):
-// each is a name, its mux patterns and a handler; the hosted agents, the
-// card key's JWKS, the agent registry and its seed 000 Agent-DNS shape,
-// /healthz and the index are entries. A new platform service builds its
-// handler on internal/httpapi's API (problems, callers, bodies, paging) and
-// adds one entry; the Guard in front of the mux applies the server-wide
-// limits and Host and Origin rules to all of them.
+// New opens the database Options select (SQLite in DataDir by default,
+// PostgreSQL for a postgres:// URL) and takes its stores as one
+// store.Stores value; Options.Stores gives the server stores of the
+// caller's instead (the benchmark runs on tasks kept in memory). The
+// server owns a database it opened and closes it in Shutdown.
 //
-// Options are read once by New; the server owns the database it opens and
-// closes it in Shutdown. A TaskStore given in Options is used instead of
-// the database (the benchmark runs that way, on the in-memory store).
+// # Services
 //
-// The hosted agents share one database, but each sees only its own tasks:
-// the agent's name partitions every scope (see partition.go), so a task id
-// from one agent is "not found" through another agent's endpoint and
-// ListTasks lists only that agent's tasks.
+// Start listens, then mounts the platform services from one list
+// (services.go). Every service has the same face:
 //
-// Push-config secrets (webhook credentials and tokens) are sealed on their
-// way into the store by the same partition layer (pushkey.go), so the
-// stores stay plain: AES-256-GCM under the key in Options.PushKeyFile
-// (default DataDir/push.key), bound to tenant, task, config id, URL and
-// field. Reads through the A2A methods get the token, never the
-// credentials; agentPushConfigs.Open is the read for webhook delivery,
-// which must dial through a netguard.Policy Dialer (the policy the
-// handlers check URLs with, pushURLPolicy) so that a name resolving to a
-// forbidden address is refused at connect time.
+//   - a constructor in its own package taking the server's *store.Stores,
+//     its Deps (what it takes from the server and from other services, as
+//     small interfaces) and its own Options;
+//   - Routes: its HTTP routes, mounted on one mux behind the Guard, which
+//     applies the server-wide limits and Host and Origin rules;
+//   - Interceptors: what it adds to every call to a hosted agent, on every
+//     binding;
+//   - Run: its background work until the server stops;
+//   - optionally Start, run before the server serves (settle what a crash
+//     left behind), and Shutdown, run as it stops (drain in-flight work).
+//
+// The list today: the token issuer (internal/auth), the memory service
+// (internal/memorysvc), the governance gate (internal/gatesvc), the hosted
+// agents (internal/agenthost), the agent registry (internal/registrysvc),
+// and the server's own health check, index and card key set. A service
+// whose store is nil is not served. A new service is its package, built on
+// internal/httpapi (problems, callers, bodies, paging), and one line in
+// that list; its options become one field of Options.
 package app

@@ -8,13 +8,15 @@ import (
 
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/internal/app"
+	"novaos.dev/novaos/store"
 )
 
 func ExampleServer() {
 	ctx := context.Background()
 	srv, err := app.New(ctx, &app.Options{
-		Addr:      "127.0.0.1:0", // any free port; srv.URL() says which
-		TaskStore: a2asrv.NewMemoryTaskStore(nil),
+		Addr: "127.0.0.1:0", // any free port; srv.URL() says which
+		// Tasks in memory, no database: nothing is written to disk.
+		Stores: &store.Stores{Tasks: a2asrv.NewMemoryTaskStore(nil)},
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -8,7 +8,6 @@ import (
 
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/internal/httpapi"
-	"novaos.dev/novaos/store/postgres"
 )
 
 // healthTimeout bounds the database ping behind /healthz, so a stuck
@@ -44,14 +43,6 @@ type ListenerHealth struct {
 	Error string `json:"error,omitempty"`
 }
 
-// listening is a database with a notification listener: ListenerStatus
-// is nil while it is LISTENing, else why not.
-type listening interface {
-	ListenerStatus() error
-}
-
-var _ listening = (*postgres.DB)(nil)
-
 // Health statuses.
 const (
 	healthOK          = "ok"
@@ -63,14 +54,10 @@ const (
 // check that the task store answers.
 const healthProbeID = "novaos-health-probe"
 
-// ping checks the database with its own Ping where it has one, and
-// otherwise, as for a custom store, with a lookup through the task store:
+// ping checks the database with a lookup through the task store:
 // not-found means it answered.
 func (s *Server) ping(ctx context.Context) error {
-	if p, ok := s.db.(interface{ Ping(context.Context) error }); ok {
-		return p.Ping(ctx)
-	}
-	_, _, err := s.tasks.Get(ctx, a2asrv.Scope{}, healthProbeID)
+	_, _, err := s.stores.Tasks.Get(ctx, a2asrv.Scope{}, healthProbeID)
 	if err == nil || errors.Is(err, a2asrv.ErrNotFound) {
 		return nil
 	}
@@ -95,9 +82,9 @@ func (s *Server) health(ctx context.Context) Health {
 		h.Database.OK = false
 		h.Database.Error = "ping failed"
 	}
-	if l, ok := s.db.(listening); ok {
+	if status := s.stores.Listener; status != nil {
 		h.Listener = &ListenerHealth{OK: true}
-		if err := l.ListenerStatus(); err != nil {
+		if err := status(); err != nil {
 			s.log.WarnContext(ctx, "app: health check: the notification listener is down", "err", err)
 			h.Listener.OK = false
 			h.Listener.Error = "not listening"

@@ -12,23 +12,34 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/store"
 )
 
-// fakeDB is a database with a Ping and, like store/postgres, a
-// notification listener, each up or down as a test sets it.
+// fakeDB is a database whose task store and, like store/postgres's,
+// notification listener are each up or down as a test sets it.
 type fakeDB struct {
 	pingErr, listenErr error
 }
 
-func (fakeDB) TaskStore() a2asrv.TaskStore             { return a2asrv.NewMemoryTaskStore(nil) }
-func (fakeDB) PushConfigStore() a2asrv.PushConfigStore { return nil }
-func (fakeDB) PushOutbox() a2asrv.PushOutbox           { return nil }
-func (fakeDB) Close() error                            { return nil }
-func (f fakeDB) Ping(context.Context) error            { return f.pingErr }
-func (f fakeDB) ListenerStatus() error                 { return f.listenErr }
+func (f fakeDB) stores() *store.Stores {
+	return &store.Stores{Kind: "postgres", Tasks: pingStore{a2asrv.NewMemoryTaskStore(nil), f.pingErr},
+		Listener: func() error { return f.listenErr }}
+}
 
-var _ listening = fakeDB{}
+// pingStore fails every lookup with err, when set.
+type pingStore struct {
+	a2asrv.TaskStore
+	err error
+}
+
+func (p pingStore) Get(ctx context.Context, s a2asrv.Scope, id string) (*a2a.Task, a2asrv.Version, error) {
+	if p.err != nil {
+		return nil, 0, p.err
+	}
+	return p.TaskStore.Get(ctx, s, id)
+}
 
 func TestHealthListener(t *testing.T) {
 	// What a down listener may say: the host and user it failed to reach.
@@ -51,7 +62,7 @@ func TestHealthListener(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var logs strings.Builder
-			s := &Server{db: tt.db, log: slog.New(slog.NewTextHandler(&logs, nil)),
+			s := &Server{stores: tt.db.stores(), log: slog.New(slog.NewTextHandler(&logs, nil)),
 				opts: Options{DatabaseURL: "postgres://novaos:hunter2@db.internal/prod"}}
 			rec := httptest.NewRecorder()
 			s.serveHealth(rec, httptest.NewRequest(http.MethodGet, healthPath, nil))
@@ -81,7 +92,7 @@ func TestHealthListener(t *testing.T) {
 // A database without a listener (SQLite, a custom store) has no listener
 // member at all.
 func TestHealthWithoutListener(t *testing.T) {
-	s := &Server{log: slog.New(slog.DiscardHandler), tasks: a2asrv.NewMemoryTaskStore(nil)}
+	s := &Server{log: slog.New(slog.DiscardHandler), stores: &store.Stores{Tasks: a2asrv.NewMemoryTaskStore(nil)}}
 	h := s.health(t.Context())
 	if h.Listener != nil || h.Status != "ok" {
 		t.Errorf("health = %+v, want ok without a listener", h)

@@ -2,21 +2,18 @@ package app
 
 import (
 	"context"
-	"net/http"
-	"path/filepath"
 	"time"
 
-	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/auth"
 	"novaos.dev/novaos/internal/memorysvc"
-	"novaos.dev/novaos/memory"
-	"novaos.dev/novaos/store/postgres"
-	"novaos.dev/novaos/store/sqlite"
 )
 
 // TokenKeyFile is the default name of the token signing key ring inside
 // the data directory.
-const TokenKeyFile = "token.key"
+const TokenKeyFile = auth.DefaultKeyFile
+
+// JWKSPath is where the server publishes its token keys.
+const JWKSPath = auth.JWKSPath
 
 // TokenOptions configure the execution tokens the server signs and
 // accepts (package internal/auth); zero fields mean its defaults.
@@ -35,13 +32,16 @@ type TokenOptions struct {
 	KeyLifetime time.Duration
 }
 
+func (s *Server) tokenOptions() *auth.Options {
+	o := s.opts.Token
+	return &auth.Options{Issuer: o.Issuer, Audience: o.Audience, DefaultTTL: o.TTL, MaxTTL: o.MaxTTL,
+		Leeway: o.Leeway, KeyLifetime: o.KeyLifetime, Logger: s.log}
+}
+
 // MemoryOptions configure the memory service at /api/v1/mcp.
 type MemoryOptions struct {
-	// Store replaces the database's memory store (tests); with
-	// Options.TaskStore set and no Store, the service is not served.
-	Store memory.Store
 	// Service tunes the service (embedder, extractor, TTLs, intervals);
-	// its Logger and Now are the server's.
+	// its Logger is the server's.
 	Service memorysvc.Options
 	// MaxBodyBytes bounds one request (default memorysvc.DefaultMaxBodyBytes).
 	MaxBodyBytes int64
@@ -50,37 +50,11 @@ type MemoryOptions struct {
 	IndexBytes int64
 }
 
-// openIssuer opens the token key ring. It runs at Start, when the base
-// URL, the default issuer, is known.
-func (s *Server) openIssuer() error {
-	o := s.opts.Token
-	path := o.KeyFile
-	if path == "" {
-		path = filepath.Join(s.opts.DataDir, TokenKeyFile)
-	}
-	if s.opts.TaskStore != nil && o.KeyFile == "" {
-		path = "" // no data directory in use: keys live as long as the process
-	}
-	iss := o.Issuer
-	if iss == "" {
-		iss = s.baseURL
-	}
-	var err error
-	s.issuer, err = auth.Open(path, auth.Options{Issuer: iss, Audience: o.Audience, DefaultTTL: o.TTL, MaxTTL: o.MaxTTL,
-		Leeway: o.Leeway, KeyLifetime: o.KeyLifetime, Logger: s.log})
-	if err != nil {
-		return err
-	}
-	if s.opts.TaskStore == nil {
-		// novaos token mint --data reads it: its tokens then carry the
-		// issuer this server checks, whatever address it listens on. A
-		// server that cannot write it still serves; minting then needs
-		// --issuer.
-		if err := auth.WriteRecord(s.opts.DataDir, s.issuer.Record()); err != nil {
-			s.log.Warn("app: cannot record the token issuer in the data directory; token mint will need --issuer", "err", err)
-		}
-	}
-	return nil
+func (s *Server) memoryOptions() *memorysvc.Options {
+	o := s.opts.Memory.Service
+	o.Logger = s.log.With("service", "memory")
+	o.MaxBodyBytes = s.opts.Memory.MaxBodyBytes
+	return &o
 }
 
 // Issuer is the server's token issuer (nil before Start): tests and the
@@ -89,63 +63,6 @@ func (s *Server) Issuer() *auth.Issuer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.issuer
-}
-
-// jwksServices publish the token keys at JWKSPath and the card key, when
-// there is one, at CardJWKSPath: two key sets, so that holding one key
-// never makes credentials the other's verifiers accept.
-func (s *Server) jwksServices() []service {
-	out := []service{{name: "jwks", patterns: []string{"GET " + JWKSPath}, handler: s.issuer.JWKSHandler()}}
-	if s.opts.CardKey != nil {
-		out = append(out, service{name: "card-jwks", patterns: []string{"GET " + CardJWKSPath},
-			handler: auth.KeySetHandler(auth.DefaultJWKSMaxAge, s.opts.CardKey)})
-	}
-	return out
-}
-
-// memoryStore is the memory store of the server's database, nil when
-// there is none.
-func (s *Server) memoryStore() memory.Store {
-	if s.opts.Memory.Store != nil {
-		return s.opts.Memory.Store
-	}
-	switch db := s.db.(type) {
-	case *sqlite.DB:
-		return db.MemoryStore()
-	case *postgres.DB:
-		return db.MemoryStore()
-	}
-	return nil
-}
-
-// memoryService mounts the memory service behind token verification and
-// starts its workers, which Shutdown stops.
-func (s *Server) memoryService() (service, bool) {
-	store := s.memoryStore()
-	if store == nil {
-		return service{}, false
-	}
-	o := s.opts.Memory.Service
-	o.Logger = s.log.With("service", "memory")
-	s.memory = memorysvc.New(store, &o)
-	s.startWorker(s.memory.Run)
-	h := s.memory.Handler(callerOf, &memorysvc.HandlerOptions{MaxBodyBytes: s.opts.Memory.MaxBodyBytes})
-	return service{name: "memory", patterns: []string{memorysvc.Path}, handler: s.issuer.Middleware(h)}, true
-}
-
-// callerOf is the memory Caller of a request the token middleware let
-// through.
-func callerOf(r *http.Request) (*memorysvc.Caller, bool) {
-	c, ok := identity.FromContext(r.Context())
-	if !ok {
-		return nil, false
-	}
-	agent := c.AgentID
-	if agent == "" {
-		agent = c.Subject
-	}
-	return &memorysvc.Caller{Tenant: c.TenantID, Agent: agent, User: c.UserID, Run: c.RunID,
-		Conversation: c.ConversationID, Grants: c.HasScope}, true
 }
 
 // startWorker runs a service's background loop until Shutdown.

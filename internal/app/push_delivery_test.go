@@ -23,6 +23,7 @@ import (
 	"novaos.dev/novaos/internal/app"
 	"novaos.dev/novaos/internal/pgtest"
 	"novaos.dev/novaos/netguard"
+	"novaos.dev/novaos/store"
 )
 
 // hook is a webhook receiver in the test process that verifies every
@@ -265,13 +266,13 @@ func testPushDelivery(t *testing.T, opts *app.Options) {
 func TestPushCardsWithoutDelivery(t *testing.T) {
 	// A caller's push-config store that keeps no outbox: configs are
 	// taken, nothing is sent, and the cards say so.
-	srv := start(t, &app.Options{TaskStore: a2asrv.NewMemoryTaskStore(nil), PushConfigStore: a2asrv.NewMemoryPushConfigStore(nil)})
+	srv := start(t, &app.Options{Stores: &store.Stores{Tasks: a2asrv.NewMemoryTaskStore(nil), PushConfigs: a2asrv.NewMemoryPushConfigStore(nil)}})
 	_, body := get(t, srv.URL()+"/agents/echo/.well-known/agent-card.json")
 	if !bytes.Contains(body, []byte(`"pushNotifications":false`)) {
 		t.Errorf("card: %s", body)
 	}
 	tasks := a2asrv.NewMemoryTaskStore(nil)
-	srv = start(t, &app.Options{TaskStore: tasks, PushConfigStore: tasks.PushConfigStore(), PushOutbox: tasks.PushOutbox()})
+	srv = start(t, &app.Options{Stores: &store.Stores{Tasks: tasks, PushConfigs: tasks.PushConfigStore(), PushOutbox: tasks.PushOutbox()}})
 	_, body = get(t, srv.URL()+"/agents/echo/.well-known/agent-card.json")
 	if !bytes.Contains(body, []byte(`"pushNotifications":true`)) {
 		t.Errorf("card with an outbox: %s", body)

@@ -278,7 +278,7 @@ func TestFirstSweepHoldsNoLock(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			store := newBlockingStore()
-			srv, err := app.New(t.Context(), &app.Options{Addr: "127.0.0.1:0", TaskStore: store})
+			srv, err := app.New(t.Context(), &app.Options{Addr: "127.0.0.1:0", Stores: recoverable(store)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -344,7 +344,7 @@ func TestSweepsEveryExpiry(t *testing.T) {
 		every.Store(int64(d))
 		return ticks, func() {}
 	})()
-	start(t, &app.Options{TaskStore: store, LeaseHeartbeat: beat, LeaseExpiry: expiry})
+	start(t, &app.Options{Stores: recoverable(store), LeaseHeartbeat: beat, LeaseExpiry: expiry})
 	if got := time.Duration(every.Load()); got != expiry {
 		t.Errorf("sweeps every %v, want every lease expiry (%v; the heartbeat is %v)", got, expiry, beat)
 	}

@@ -211,8 +211,8 @@ func TestRegistryAdminToken(t *testing.T) {
 		token secret.Value
 		log   string
 	}{
-		{"token", secret.New(token), `"msg":"app: registry writes need the admin token","writes":"admin-token"`},
-		{"no token", secret.Value{}, `"msg":"app: registry writes are accepted from loopback peers only (no admin token configured)","writes":"loopback-only"`},
+		{"token", secret.New(token), `"msg":"registry: writes need the admin token","writes":"admin-token"`},
+		{"no token", secret.Value{}, `"msg":"registry: writes are accepted from loopback peers only (no admin token configured)","writes":"loopback-only"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs lockedBuffer

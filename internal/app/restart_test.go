@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/internal/agenthost"
 	"novaos.dev/novaos/internal/app"
 	"novaos.dev/novaos/internal/auth"
 	"novaos.dev/novaos/internal/pgtest"
@@ -35,7 +37,7 @@ func TestRestartPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		if e.Name() != app.TokenKeyFile && e.Name() != app.PushKeyFile && e.Name() != auth.RecordFile {
+		if e.Name() != app.TokenKeyFile && e.Name() != agenthost.PushKeyFile && e.Name() != auth.RecordFile {
 			t.Errorf("data directory holds %s with PostgreSQL; want key files and the issuer record only", e.Name())
 		}
 	}

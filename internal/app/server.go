@@ -7,15 +7,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"novaos.dev/novaos/a2a"
-	"novaos.dev/novaos/a2a/a2asrv"
-	"novaos.dev/novaos/a2a/cardsig"
+	"novaos.dev/novaos/internal/agenthost"
 	"novaos.dev/novaos/internal/httpapi"
 )
 
@@ -25,63 +21,52 @@ var ErrStarted = errors.New("app: server already started")
 
 // Start listens on Options.Addr and serves in the background until
 // Shutdown. ctx bounds only the start itself.
-func (s *Server) Start(ctx context.Context) (err error) {
-	// Settle what a dead process left running before serving, without
-	// s.mu held (recover.go).
-	sweeping, err := s.firstSweep(ctx)
-	if err != nil {
-		return err
-	}
+//
+// The services are built once the listener's address, which their URLs
+// name, is known, and each does what it must before the server serves
+// (the hosted agents settle what a dead process left running, the gate
+// the holds a restart left behind). That part runs without the server's
+// lock, so Addr, URL and Shutdown answer at once meanwhile, and Shutdown
+// cuts it short; Start then returns ErrStarted.
+func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	defer func() { sweeping(err == nil) }()
 	if s.started || s.shutdown {
+		s.mu.Unlock()
 		return ErrStarted
 	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", s.opts.Addr)
-	if err != nil {
-		return fmt.Errorf("app: listen: %w", err)
-	}
-	if err := s.checkPlaintext(ln.Addr()); err != nil {
-		ln.Close()
-		return err
-	}
-	guard, err := s.guardOptions(ln.Addr())
-	if err != nil {
-		ln.Close()
-		return err
-	}
 	s.started = true
-	s.ln = ln
-	s.baseURL = s.opts.PublicURL
-	if s.baseURL == "" {
-		s.baseURL = s.scheme() + strings.TrimPrefix(listenURL(s.opts.Addr, ln.Addr()), "http://")
+	ctx, s.cancel = context.WithCancel(ctx)
+	s.mu.Unlock()
+
+	ln, guard, base, services, err := s.prepare(ctx)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	close(s.starting)
+	if s.shutdown {
+		err = ErrStarted
 	}
-	// The gRPC listener comes before the services: the cards name it.
-	if err := s.listenGRPC(ctx); err != nil {
-		ln.Close()
-		return err
-	}
-	services, err := s.services(ctx)
 	if err != nil {
-		ln.Close()
-		s.grpc.close()
+		for _, svc := range services {
+			if st, ok := svc.(stopper); ok {
+				st.Shutdown(context.Background())
+			}
+		}
+		if ln != nil {
+			ln.Close()
+		}
 		return err
 	}
+	s.ln, s.baseURL, s.running = ln, base, services
 	mux := http.NewServeMux()
 	for _, svc := range services {
-		for _, p := range svc.patterns {
-			mux.Handle(p, svc.handler)
+		for _, r := range svc.Routes() {
+			mux.Handle(r.Pattern, r.Handler)
 		}
 	}
 	// No WriteTimeout: SSE streams stay open as long as their task runs.
 	s.http = guard.Server(mux)
 	s.http.ErrorLog = slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
-	if s.gate != nil {
-		// Agents long-polling on holds must not hold the shutdown up.
-		s.http.RegisterOnShutdown(s.gate.Close)
-	}
 	served := guard.Listener(ln)
 	if s.tls != nil {
 		s.http.TLSConfig = s.tls.Config()
@@ -91,6 +76,9 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		s.http.Protocols = new(http.Protocols)
 		s.http.Protocols.SetHTTP1(true)
 		s.startWorker(s.tls.Run)
+	}
+	for _, svc := range services {
+		s.startWorker(svc.Run)
 	}
 	go func() {
 		var err error
@@ -110,7 +98,6 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		}
 		close(s.done)
 	}()
-	s.serveGRPC(guard)
 	s.log.Info("app: serving", "addr", ln.Addr().String(), "url", s.baseURL, "database", s.databaseKind(), "tls", s.tls != nil)
 	l := guard.Limits()
 	s.log.Info("app: limits", "maxConns", l.MaxConns, "connReserve", l.ConnReserve, "maxInflightBytes", l.MaxInflightBytes,
@@ -120,111 +107,38 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	return nil
 }
 
-// service is one HTTP surface of the server: what a new platform service
-// adds to the list services returns, and all Start needs to mount it. The
-// Guard's limits, Host and Origin rules apply to every one; a service's
-// own callers and problems are its httpapi.API's business.
-type service struct {
-	name     string
-	patterns []string // http.ServeMux patterns
-	handler  http.Handler
-}
-
-// services lists what the server mounts: the hosted agents, the key sets
-// of the token keys and of the card key, the memory service, the agent registry and its
-// seed 000 shape, health and the index. It runs under s.mu with s.baseURL set.
-func (s *Server) services(ctx context.Context) ([]service, error) {
-	if err := s.openIssuer(); err != nil {
-		return nil, fmt.Errorf("app: token keys: %w", err)
-	}
-	out, err := s.agentServices()
+// prepare listens, builds the services and lets each do what it must
+// before the server serves. On error it returns what it built, for Start
+// to release.
+func (s *Server) prepare(ctx context.Context) (net.Listener, *httpapi.Guard, string, []service, error) {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.opts.Addr)
 	if err != nil {
-		return nil, err
+		return nil, nil, "", nil, fmt.Errorf("app: listen: %w", err)
 	}
-	out = append(out, s.jwksServices()...)
-	if mem, ok := s.memoryService(); ok {
-		out = append(out, mem)
+	if err := s.checkPlaintext(ln.Addr()); err != nil {
+		return ln, nil, "", nil, err
 	}
-	gate, err := s.gateServices(ctx)
+	guard, err := s.guardOptions(ln.Addr())
 	if err != nil {
-		return nil, err
+		return ln, nil, "", nil, err
 	}
-	out = append(out, gate...)
-	reg, err := s.registryServices(ctx)
+	base := s.opts.PublicURL
+	if base == "" {
+		base = s.scheme() + strings.TrimPrefix(httpapi.ListenURL(s.opts.Addr, ln.Addr()), "http://")
+	}
+	services, err := s.services(ctx, base, guard)
 	if err != nil {
-		return nil, err
+		return ln, nil, "", services, err
 	}
-	out = append(out, reg...)
-	return append(out,
-		service{name: "health", patterns: []string{"GET " + healthPath}, handler: http.HandlerFunc(s.serveHealth)},
-		service{name: "index", patterns: []string{"GET /{$}"}, handler: http.HandlerFunc(s.serveIndex)},
-	), nil
-}
-
-// agentServices builds the A2A handler of every hosted agent, at
-// /agents/{name}: the handler routes relative to its mount point, "" being
-// the JSON-RPC endpoint and /.well-known/agent-card.json the card.
-func (s *Server) agentServices() ([]service, error) {
-	seal, err := s.pushSealer()
-	if err != nil {
-		return nil, err
-	}
-	if err := s.startPushDelivery(seal); err != nil {
-		return nil, err
-	}
-	var out []service
-	var turns *turnRecorder
-	if store := s.memoryStore(); store != nil {
-		now := s.opts.Memory.Service.Now
-		if now == nil {
-			now = time.Now
-		}
-		turns = &turnRecorder{store: store, issuer: s.issuer, log: s.log, now: now}
-	}
-	for i := range s.agents {
-		a := &s.agents[i]
-		a.card = cardAt(a.agent.Card(), s.agentInterfaces(a.name))
-		// Push configs are taken whenever there is a store for them;
-		// notifications are sent when there is also a deliverer.
-		a.card.Capabilities.PushNotifications = a2a.Bool(s.push != nil && s.pusher != nil)
-		if s.opts.CardKey != nil {
-			// The handler precomputes the card's bytes: sign first.
-			if a.card, err = cardsig.Sign(a.card, s.opts.CardKey, nil); err != nil {
-				return nil, fmt.Errorf("app: sign %s card: %w", a.name, err)
+	for _, svc := range services {
+		if st, ok := svc.(starter); ok {
+			if err := st.Start(ctx); err != nil {
+				return ln, nil, "", services, err
 			}
 		}
-		opts := &a2asrv.Options{
-			TaskStore:             agentTasks{store: s.tasks, agent: a.name, wake: s.wakePush},
-			Logger:                s.log.With("agent", a.name),
-			PushURLPolicy:         s.pushURLPolicy(),
-			MaxBodyBytes:          s.opts.MaxBodyBytes,
-			MaxIDBytes:            s.opts.MaxIDBytes,
-			MaxExtensions:         s.opts.MaxExtensions,
-			MaxExtensionURIBytes:  s.opts.MaxExtensionURIBytes,
-			ArtifactFlushInterval: s.opts.ArtifactFlushInterval,
-			RefuseV03:             s.opts.RefuseV03,
-		}
-		if s.push != nil {
-			opts.PushConfigStore = agentPushConfigs{store: s.push, agent: a.name, seal: seal, wake: s.wakePush}
-		}
-		if f := s.taskFeed(); f != nil {
-			opts.TaskFeed = agentFeed{feed: f, agent: a.name}
-		}
-		if seeder, ok := a.agent.(interface {
-			NewTaskID(*a2a.SendMessageRequest) string
-		}); ok {
-			opts.NewTaskID = seeder.NewTaskID // an SDK agent's tasks take the platform's run id
-		}
-		if turns != nil {
-			opts.Interceptors = append(opts.Interceptors, turns)
-		}
-		h := a2asrv.NewHandler(a.card, a.agent, opts)
-		s.handlers = append(s.handlers, h)
-		s.grpc.handlers[a.name] = h
-		out = append(out, service{name: "agent " + a.name, patterns: []string{agentPath(a.name), agentPath(a.name) + "/"},
-			handler: http.StripPrefix(agentPath(a.name), h)})
 	}
-	return out, nil
+	return ln, guard, base, services, ctx.Err()
 }
 
 // guardOptions builds the Guard in front of every handler for a server
@@ -240,10 +154,7 @@ func (s *Server) guardOptions(addr net.Addr) (*httpapi.Guard, error) {
 		// An agent's root answers JSON-RPC; a refusal there is a JSON-RPC
 		// error, so an A2A client reads it as one. Its HTTP+JSON paths get
 		// problem+json like every other resource.
-		JSONRPC: func(r *http.Request) bool {
-			name, ok := strings.CutPrefix(r.URL.Path, agentsPrefix)
-			return r.Method == http.MethodPost && ok && !strings.Contains(strings.TrimSuffix(name, "/"), "/")
-		},
+		JSONRPC: agenthost.IsJSONRPC,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
@@ -261,25 +172,6 @@ func holdFactor(l httpapi.Limits) int {
 		return l.HoldFactor
 	}
 	return httpapi.DefaultHoldFactor
-}
-
-// listenURL is the base URL of a listener. An unspecified address
-// (0.0.0.0, ::, or none) is not one a client can dial, so it becomes
-// loopback, IPv4 unless the configured host was an IPv6 literal; remote
-// clients then need Options.PublicURL.
-func listenURL(configured string, addr net.Addr) string {
-	tcp, ok := addr.(*net.TCPAddr)
-	if !ok {
-		return "http://" + addr.String()
-	}
-	ip := tcp.IP
-	if ip == nil || ip.IsUnspecified() {
-		ip = net.IPv4(127, 0, 0, 1)
-		if host, _, err := net.SplitHostPort(configured); err == nil && strings.Contains(host, ":") {
-			ip = net.IPv6loopback
-		}
-	}
-	return "http://" + net.JoinHostPort(ip.String(), strconv.Itoa(tcp.Port))
 }
 
 // ErrPlaintextListen is Start's error for a listen address that is not
@@ -339,53 +231,22 @@ func (s *Server) ReloadTLS() error {
 	return nil
 }
 
-const (
-	agentsPrefix = "/agents/"
-	healthPath   = "/healthz"
-)
+// answerGrace is how long Shutdown past its deadline waits for the
+// answers the services gave the calls they cut off to be written.
+const answerGrace = 2 * time.Second
 
-func agentPath(name string) string { return agentsPrefix + name }
-
-// JWKSPath is where the server publishes the public keys of its token
-// signing key ring (execution and push tokens), and nothing else: a
-// verifier of that set accepts whatever its keys sign.
-const JWKSPath = "/.well-known/jwks.json"
+// healthPath is the server's health check, served past the connection
+// cap.
+const healthPath = "/healthz"
 
 // CardJWKSPath is where a server with Options.CardKey publishes the
 // public key its agent cards are signed with, apart from the token keys,
 // so the card key never verifies a token and a token key never a card.
 const CardJWKSPath = "/.well-known/agent-card-jwks.json"
 
-// DefaultBindings is the card's order of bindings unless Options say
-// otherwise: JSON-RPC, which every A2A SDK speaks, first.
-var DefaultBindings = []string{a2a.BindingJSONRPC, a2a.BindingHTTPJSON}
-
-// agentInterfaces are the interfaces this server serves agent name at, in
-// the order of Options.Bindings: the HTTP bindings at the agent's URL, gRPC
-// at the gRPC address with the agent's name as the tenant.
-func (s *Server) agentInterfaces(name string) []a2a.AgentInterface {
-	out := make([]a2a.AgentInterface, 0, len(s.opts.Bindings))
-	for _, b := range s.opts.Bindings {
-		in := a2a.AgentInterface{URL: s.baseURL + agentPath(name), ProtocolBinding: b, ProtocolVersion: a2a.ProtocolVersion}
-		if b == a2a.BindingGRPC {
-			in.URL, in.Tenant = s.grpc.target, name
-		}
-		out = append(out, in)
-	}
-	return out
-}
-
-// cardAt returns a copy of card whose interfaces are served first, in
-// their order. Interfaces of other bindings the card may declare are kept
-// after them as they are.
-func cardAt(card *a2a.AgentCard, served []a2a.AgentInterface) *a2a.AgentCard {
-	c := *card
-	bound := func(i a2a.AgentInterface) bool {
-		return slices.ContainsFunc(served, func(s a2a.AgentInterface) bool { return s.ProtocolBinding == i.ProtocolBinding })
-	}
-	c.SupportedInterfaces = append(slices.Clone(served), slices.DeleteFunc(slices.Clone(card.SupportedInterfaces), bound)...)
-	return &c
-}
+// DefaultBindings is the cards' order of bindings unless Options say
+// otherwise.
+var DefaultBindings = agenthost.DefaultBindings
 
 // Addr is the address the server listens on ("" before Start).
 func (s *Server) Addr() string {
@@ -406,11 +267,7 @@ func (s *Server) URL() string {
 }
 
 // Endpoint describes one hosted agent.
-type Endpoint struct {
-	Name    string `json:"name"`
-	URL     string `json:"url"`     // the A2A JSON-RPC endpoint
-	CardURL string `json:"cardUrl"` // its agent card
-}
+type Endpoint = agenthost.Endpoint
 
 // Endpoints lists the hosted agents' URLs (nil before Start).
 func (s *Server) Endpoints() []Endpoint {
@@ -419,12 +276,18 @@ func (s *Server) Endpoints() []Endpoint {
 	if s.baseURL == "" {
 		return nil
 	}
-	out := make([]Endpoint, len(s.agents))
-	for i, a := range s.agents {
-		u := s.baseURL + agentPath(a.name)
-		out[i] = Endpoint{Name: a.name, URL: u, CardURL: u + a2a.WellKnownCardPath}
+	return s.host.Endpoints()
+}
+
+// GRPCAddr is the address the gRPC binding listens on ("" when off or
+// before Start).
+func (s *Server) GRPCAddr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.baseURL == "" {
+		return ""
 	}
-	return out
+	return s.host.GRPCAddr()
 }
 
 // Done is closed when the server has stopped serving: after Shutdown, or
@@ -450,46 +313,58 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	s.shutdown = true
-	srv, handlers := s.http, s.handlers
+	started, cancel := s.started, s.cancel
+	s.mu.Unlock()
+	if started {
+		// A Start still preparing stops, and releases what it built.
+		cancel()
+		<-s.starting
+	}
+	s.mu.Lock()
+	srv, services := s.http, s.running
 	s.mu.Unlock()
 
-	s.stopSweeper()
 	var errs []error
 	if srv != nil {
 		// The listener closes at once; in-flight requests, including
-		// streams, end when their executions do, which the handlers' own
+		// streams, end when the services' executions do, which their own
 		// shutdown bounds, so both run together.
-		var agents sync.WaitGroup
+		var wg sync.WaitGroup
 		var mu sync.Mutex
 		add := func(err error) {
 			mu.Lock()
 			errs = append(errs, err)
 			mu.Unlock()
 		}
-		for _, h := range handlers {
-			agents.Go(func() {
-				if err := h.Shutdown(ctx); err != nil {
-					add(fmt.Errorf("app: shutdown agents: %w", err))
-				}
-			})
+		for _, svc := range services {
+			if st, ok := svc.(stopper); ok {
+				wg.Go(func() {
+					if err := st.Shutdown(ctx); err != nil {
+						add(fmt.Errorf("app: %w", err))
+					}
+				})
+			}
 		}
-		agents.Go(func() { s.stopGRPC(ctx) })
 		if err := srv.Shutdown(ctx); err != nil {
 			add(fmt.Errorf("app: shutdown http: %w", err))
-			// The handlers answer the calls they cut off with an error;
-			// only once that is written may the connections be cut.
-			agents.Wait()
+			// The services answer the calls they cut off with an error;
+			// only once that is written may the connections be cut, so
+			// the connections get a moment more to fall idle.
+			wg.Wait()
+			drain, cancel := context.WithTimeout(context.Background(), answerGrace)
+			srv.Shutdown(drain)
+			cancel()
 			srv.Close()
 		}
-		agents.Wait()
+		wg.Wait()
 		<-s.done
 	} else {
 		close(s.done)
 	}
-	// After the requests it serves, before the database it writes closes.
+	// After the requests they serve, before the database they write closes.
 	s.stopWorkers()
-	if s.db != nil {
-		if err := s.db.Close(); err != nil {
+	if s.stores != nil && !s.custom && s.stores.Close != nil {
+		if err := s.stores.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("app: close database: %w", err))
 		}
 	}
@@ -498,11 +373,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 func (s *Server) databaseKind() string {
-	switch {
-	case s.db == nil:
+	if s.custom {
 		return "custom"
-	case s.opts.DatabaseURL != "":
-		return "postgres"
 	}
-	return "sqlite"
+	return s.stores.Kind
 }

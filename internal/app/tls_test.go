@@ -32,7 +32,7 @@ func tlsServer(t *testing.T, ca *certtest.CA, dir string, opts *app.Options) *ap
 	if opts.GRPCAddr == "" {
 		opts.GRPCAddr = "127.0.0.1:0"
 	}
-	if opts.DataDir == "" && opts.TaskStore == nil {
+	if opts.DataDir == "" && opts.Stores == nil {
 		opts.DataDir = t.TempDir()
 	}
 	return start(t, opts)
@@ -167,7 +167,7 @@ func TestReloadTLS(t *testing.T) {
 		}
 	}
 
-	plain := start(t, &app.Options{TaskStore: a2asrv.NewMemoryTaskStore(nil)})
+	plain := start(t, &app.Options{Stores: tasksOnly(a2asrv.NewMemoryTaskStore(nil))})
 	if err := plain.ReloadTLS(); err == nil {
 		t.Error("ReloadTLS on a plaintext server succeeded")
 	}
@@ -193,7 +193,7 @@ func TestPlaintextListenRefused(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := tt.opts
-			o.TaskStore = a2asrv.NewMemoryTaskStore(nil)
+			o.Stores = tasksOnly(a2asrv.NewMemoryTaskStore(nil))
 			if o.Addr == "" {
 				o.Addr = "127.0.0.1:0"
 			}
@@ -234,7 +234,7 @@ func TestTLSOptionsChecked(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := app.New(t.Context(), &app.Options{TaskStore: a2asrv.NewMemoryTaskStore(nil), TLSCertFile: tt.cert, TLSKeyFile: tt.key})
+			_, err := app.New(t.Context(), &app.Options{Stores: tasksOnly(a2asrv.NewMemoryTaskStore(nil)), TLSCertFile: tt.cert, TLSKeyFile: tt.key})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("New: %v, want an error mentioning %q", err, tt.want)
 			}

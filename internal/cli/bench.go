@@ -24,9 +24,11 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/internal/app"
 	"novaos.dev/novaos/internal/bench"
+	"novaos.dev/novaos/store"
 )
 
 var benchScenarios = []string{bench.ScenarioSend, bench.ScenarioStream, bench.ScenarioBaseline}
@@ -441,7 +443,7 @@ func startBenchServers(ctx context.Context, cfg *benchA2AConfig, t benchTarget, 
 			o.DatabaseURL, o.DBMaxConns = cfg.db, cfg.maxConns
 		case "sqlite":
 		default:
-			o.TaskStore = a2asrv.NewMemoryTaskStore(nil)
+			o.Stores = &store.Stores{Kind: "memory", Tasks: a2asrv.NewMemoryTaskStore(nil)}
 		}
 		srv, err := app.New(ctx, o)
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/internal/agenthost"
 	"novaos.dev/novaos/internal/memorysvc"
 
 	"novaos.dev/novaos/a2a/a2asrv"
@@ -48,7 +49,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	tlsKey := fs.String("tls-key", "", "PEM `file` of the private key of --tls-cert")
 	tlsReload := fs.Duration("tls-reload-interval", tlscert.DefaultInterval, "how often the --tls-cert and --tls-key files are checked for a change (negative: only on SIGHUP)")
 	insecureListen := fs.Bool("insecure-listen", false, "serve plaintext HTTP and gRPC on an address that is not loopback (behind a proxy that terminates TLS); without it such an address needs --tls-cert and --tls-key")
-	grpcStreams := fs.Int("grpc-max-streams", app.DefaultGRPCMaxStreams, "concurrent calls one gRPC connection may have; a client past it waits or has its stream refused (negative: no cap)")
+	grpcStreams := fs.Int("grpc-max-streams", agenthost.DefaultGRPCMaxStreams, "concurrent calls one gRPC connection may have; a client past it waits or has its stream refused (negative: no cap)")
 	tckTimeout := fs.Duration("tck-timeout", builtin.DefaultStreamingTimeout, "delay unit of the tck agent's slow scenarios; match the kit's TCK_STREAMING_TIMEOUT")
 	var allowHosts listFlag
 	var allowLoopback optBool
@@ -58,7 +59,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	var pushLoopback optBool
 	fs.Var(&pushLoopback, "push-allow-loopback", "push: accept webhook URLs on loopback (localhost, 127.0.0.0/8, ::1) (default true when the server's own URL is on loopback, as with the default --addr; else false)")
 	pushPrivate := fs.Bool("push-allow-private", false, "push: accept webhook URLs on private, shared and link-local addresses (10/8, 172.16/12, 192.168/16, fc00::/7, 100.64/10, …); metadata addresses are refused regardless")
-	pushKeyFile := fs.String("push-key-file", "", "`file` with the key push credentials are sealed with at rest (32 bytes, base64); created owner-only when missing (default <--data>/"+app.PushKeyFile+"; with PostgreSQL give every replica the same file)")
+	pushKeyFile := fs.String("push-key-file", "", "`file` with the key push credentials are sealed with at rest (32 bytes, base64); created owner-only when missing (default <--data>/"+agenthost.PushKeyFile+"; with PostgreSQL give every replica the same file)")
 	tokenFile := fs.String("admin-token-file", "", "`file` holding the admin token that writes to the registry (POST/PUT/DELETE "+registry.APIPath+") must send as \"Authorization: Bearer <token>\"; default $"+EnvAdminToken+", else only clients on this machine may write")
 	lim := limitFlags(fs)
 	dbFl := databaseFlags(fs)

@@ -45,6 +45,9 @@ const (
 type Options struct {
 	Now    func() time.Time
 	Logger *slog.Logger
+	// MaxBodyBytes bounds one request to the API Mount serves (default
+	// DefaultMaxBodyBytes).
+	MaxBodyBytes int64
 	// HoldWindow is the deployment's hold window; with HoldIndefinite a
 	// hold waits until a person decides (and sessions may park).
 	HoldWindow     time.Duration
@@ -89,6 +92,8 @@ type Service struct {
 
 	closing   chan struct{} // closed by Close
 	closeOnce sync.Once
+
+	deps Deps // Mount's
 }
 
 // actionKey names an action across tenants.

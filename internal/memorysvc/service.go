@@ -52,6 +52,9 @@ type Options struct {
 	// dead-lettered (default 3).
 	HintAttempts int
 	Logger       *slog.Logger
+	// MaxBodyBytes bounds one request to the MCP endpoint Mount serves
+	// (default DefaultMaxBodyBytes); a larger one gets 413.
+	MaxBodyBytes int64
 }
 
 // Service is the memory service: the seed 002 operations over a
@@ -75,6 +78,9 @@ type Service struct {
 
 	gateKick chan struct{} // a proposal is waiting
 	stopOnce sync.Once
+
+	tokens  Tokens // Mount's
+	maxBody int64
 }
 
 // New returns a Service over store. Call Run to start its workers.

@@ -31,8 +31,12 @@ var ErrBadQuery = errors.New("registry: bad query")
 // Options tune New. Nil means the defaults.
 type Options struct {
 	// Policy is applied to the URL of every registration and update (nil:
-	// the zero registry.Policy, which refuses loopback and private hosts).
+	// the zero registry.Policy, which refuses loopback and private hosts;
+	// Mount makes nil any public host, plus loopback on a loopback server).
 	Policy *registry.Policy
+	// LoopbackIfLocal makes Mount add loopback hosts to a Policy when the
+	// server is reached on loopback, as it does for a nil Policy.
+	LoopbackIfLocal bool
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// NewID makes agent ids (default a2a.NewID, a random UUID).
@@ -54,9 +58,10 @@ type Options struct {
 // is a snapshot for capability queries, checked against the Store's
 // version at every query, so several replicas may share one Store.
 type Service struct {
-	store Store
-	opts  Options
-	api   *httpapi.API // the REST plumbing of Handler and DNSHandler
+	store  Store
+	opts   Options
+	api    *httpapi.API      // the REST plumbing of Handler and DNSHandler
+	hosted []*registry.Agent // Mount's, recorded by Start
 
 	mu   sync.Mutex
 	snap *snapshot // the records as of a store version, for Find

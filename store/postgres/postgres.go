@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"novaos.dev/novaos/store"
 	"novaos.dev/novaos/store/internal/memindex"
 	"novaos.dev/novaos/store/internal/sqlmigrate"
 	"novaos.dev/novaos/store/lease"
@@ -254,4 +255,23 @@ func (db *DB) migrateTo(ctx context.Context, to int) error {
 		return fmt.Errorf("postgres: migrate: %w", err)
 	}
 	return nil
+}
+
+// Stores gives the database's stores as one value, shared with every
+// replica on the same database; its Close closes this handle.
+func (db *DB) Stores() *store.Stores {
+	return &store.Stores{
+		Kind:        "postgres",
+		Shared:      true,
+		Tasks:       db.TaskStore(),
+		PushConfigs: db.PushConfigStore(),
+		PushOutbox:  db.PushOutbox(),
+		Feed:        db.TaskFeed(),
+		Recoverer:   db.Recoverer(),
+		Registry:    db.RegistryStore(),
+		Memory:      db.MemoryStore(),
+		Gate:        db.GateStore(),
+		Listener:    db.ListenerStatus,
+		Close:       db.Close,
+	}
 }

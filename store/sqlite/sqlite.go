@@ -17,6 +17,7 @@ import (
 
 	"modernc.org/sqlite" // registers the "sqlite" driver
 
+	"novaos.dev/novaos/store"
 	"novaos.dev/novaos/store/internal/memindex"
 	"novaos.dev/novaos/store/internal/sqlmigrate"
 	"novaos.dev/novaos/store/lease"
@@ -266,5 +267,21 @@ func tightenModes(db string, log *slog.Logger) {
 		}
 		log.Info("sqlite: tightened a database file's mode to owner-only", "file", p,
 			"was", fi.Mode().Perm().String(), "now", (fi.Mode().Perm() & 0o700).String())
+	}
+}
+
+// Stores gives the database's stores as one value; its Close closes the
+// database.
+func (db *DB) Stores() *store.Stores {
+	return &store.Stores{
+		Kind:        "sqlite",
+		Tasks:       db.TaskStore(),
+		PushConfigs: db.PushConfigStore(),
+		PushOutbox:  db.PushOutbox(),
+		Recoverer:   db.Recoverer(),
+		Registry:    db.RegistryStore(),
+		Memory:      db.MemoryStore(),
+		Gate:        db.GateStore(),
+		Close:       db.Close,
 	}
 }

@@ -1,4 +1,4 @@
-package app
+package agenthost
 
 import (
 	"context"
@@ -109,7 +109,7 @@ const grpcReceiveFactor = 3
 
 // errGRPCOverloaded ends a connection whose calls' messages would take
 // more of the in-flight budget than is left.
-var errGRPCOverloaded = errors.New("app: gRPC connection cut: too many request bytes in flight")
+var errGRPCOverloaded = errors.New("agenthost: gRPC connection cut: too many request bytes in flight")
 
 // grpcConn is a connection of the gRPC listener: it counts what it reads,
 // and while any of its calls waits for its message, takes what it reads
@@ -131,7 +131,7 @@ func (c *grpcConn) Read(p []byte) (int, error) {
 	if n > 0 {
 		c.read.Add(int64(n))
 		if !c.take(int64(n) * grpcReceiveFactor) {
-			c.g.log.Warn("app: gRPC connection cut: its request bytes found no room in the in-flight budget in time", "remote", c.RemoteAddr().String())
+			c.g.log.Warn("agenthost: gRPC connection cut: its request bytes found no room in the in-flight budget in time", "remote", c.RemoteAddr().String())
 			c.Close()
 			return n, errGRPCOverloaded
 		}
@@ -319,7 +319,7 @@ func (c *grpcCall) check() {
 		c.timer.Reset(wait + time.Second)
 		return
 	}
-	c.g.log.Warn("app: gRPC request message too slow, connection cut", "remote", c.conn.RemoteAddr().String(),
+	c.g.log.Warn("agenthost: gRPC request message too slow, connection cut", "remote", c.conn.RemoteAddr().String(),
 		"after", time.Since(c.start).Round(time.Millisecond).String())
 	// Closing the connection ends its transport, which ends the call (End
 	// then marks it done).

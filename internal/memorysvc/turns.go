@@ -1,4 +1,4 @@
-package app
+package memorysvc
 
 import (
 	"context"
@@ -9,8 +9,6 @@ import (
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/identity"
-	"novaos.dev/novaos/internal/auth"
-	"novaos.dev/novaos/internal/memorysvc"
 	"novaos.dev/novaos/memory"
 )
 
@@ -43,7 +41,7 @@ const maxRecordedBytes = 1 << 20
 // error is logged.
 type turnRecorder struct {
 	store  memory.Store
-	issuer *auth.Issuer
+	tokens Tokens
 	log    *slog.Logger
 	now    func() time.Time
 }
@@ -75,7 +73,7 @@ func (t *turnRecorder) Before(ctx context.Context, call *a2asrv.Call, req any) (
 	if !ok {
 		return ctx, nil
 	}
-	claims, err := t.issuer.Verify(ctx, tok)
+	claims, err := t.tokens.Verify(ctx, tok)
 	if err != nil || claims.ConversationID == "" || !mayRecord(claims) {
 		return ctx, nil
 	}
@@ -85,7 +83,7 @@ func (t *turnRecorder) Before(ctx context.Context, call *a2asrv.Call, req any) (
 // mayRecord reports whether c grants a memory write scope.
 func mayRecord(c *identity.Claims) bool {
 	for _, s := range memory.Scopes {
-		if c.HasScope(memorysvc.ScopeWritePrefix + string(s)) {
+		if c.HasScope(ScopeWritePrefix + string(s)) {
 			return true
 		}
 	}
@@ -128,7 +126,7 @@ func (t *turnRecorder) record(ctx context.Context, p *pendingTurn, m *a2a.Messag
 	defer cancel()
 	if err := t.store.AppendMessage(ctx, p.tenant, p.conv, memory.LiveMessage{MessageID: m.MessageID, Role: role, Content: text,
 		Timestamp: t.now()}); err != nil {
-		t.log.WarnContext(ctx, "app: recording a conversation turn failed", "err", err)
+		t.log.WarnContext(ctx, "memory: recording a conversation turn failed", "err", err)
 	}
 }
 

@@ -1,4 +1,4 @@
-package app
+package agenthost
 
 import (
 	"crypto/aes"
@@ -13,14 +13,14 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/url"
-	"novaos.dev/novaos/internal/keyfile"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 
+	"novaos.dev/novaos/internal/keyfile"
+
 	"novaos.dev/novaos/netguard"
-	"novaos.dev/novaos/store/postgres"
 )
 
 // PushKeyFile is the default name of the push-credential key inside the
@@ -40,7 +40,7 @@ const PushKeyFile = "push.key"
 const sealedPrefix = "novaos-sealed:v1:"
 
 // errPushKey is wrapped by every failure to seal or open a push secret.
-var errPushKey = errors.New("app: push credentials")
+var errPushKey = errors.New("agenthost: push credentials")
 
 // pushSealer seals and opens push-config secrets with the key in path,
 // loaded on first use and created (owner-only) the first time a secret
@@ -100,10 +100,10 @@ func (s *pushSealer) read() ([]byte, error) {
 	b, err := keyfile.Read(s.path)
 	if modeErr, ok := errors.AsType[*keyfile.ModeError](err); ok {
 		if cerr := os.Chmod(s.path, 0o600); cerr != nil {
-			s.log.Warn("app: the push key file is readable by other users and its mode could not be tightened",
+			s.log.Warn("agenthost: the push key file is readable by other users and its mode could not be tightened",
 				"file", s.path, "mode", modeErr.Mode.Perm().String(), "err", cerr)
 		} else {
-			s.log.Info("app: tightened the push key file's mode to 0600", "file", s.path, "was", modeErr.Mode.Perm().String())
+			s.log.Info("agenthost: tightened the push key file's mode to 0600", "file", s.path, "was", modeErr.Mode.Perm().String())
 		}
 		b, err = keyfile.Read(s.path)
 		if _, still := errors.AsType[*keyfile.ModeError](err); still {
@@ -159,9 +159,9 @@ func (s *pushSealer) create() ([]byte, error) {
 		return nil, fmt.Errorf("%w: create key file: %w", errPushKey, err)
 	}
 	if s.shared {
-		s.log.Warn("app: created a new push credential key; every replica on this database must use this same key file (--push-key-file), or it cannot deliver the others' webhooks", "file", s.path)
+		s.log.Warn("agenthost: created a new push credential key; every replica on this database must use this same key file (--push-key-file), or it cannot deliver the others' webhooks", "file", s.path)
 	} else {
-		s.log.Info("app: created the push credential key", "file", s.path)
+		s.log.Info("agenthost: created the push credential key", "file", s.path)
 	}
 	return raw, nil
 }
@@ -201,7 +201,7 @@ func (s *pushSealer) open(v string, aad []byte) (string, error) {
 	if !ok {
 		if v != "" {
 			s.warnOnce.Do(func() {
-				s.log.Warn("app: a push config stored before push secrets were sealed is read as plaintext; it is sealed when it is next written")
+				s.log.Warn("agenthost: a push config stored before push secrets were sealed is read as plaintext; it is sealed when it is next written")
 			})
 		}
 		return v, nil
@@ -232,41 +232,42 @@ func (s *pushSealer) open(v string, aad []byte) (string, error) {
 }
 
 // pushSealer is the sealer for the hosted agents' push configs, or nil
-// when secrets are left to a caller's own PushConfigStore (TaskStore set,
-// no PushKeyFile).
-func (s *Server) pushSealer() (*pushSealer, error) {
-	if s.push == nil {
+// when secrets are left to the push-config store: stores given without a
+// data directory, and no PushKeyFile.
+func (h *Host) pushSealer() (*pushSealer, error) {
+	if h.stores.PushConfigs == nil {
 		return nil, nil
 	}
-	path := s.opts.PushKeyFile
+	path := h.opts.PushKeyFile
 	if path == "" {
-		if s.db == nil {
+		if h.deps.DataDir == "" {
 			return nil, nil
 		}
-		path = filepath.Join(s.opts.DataDir, PushKeyFile)
+		path = filepath.Join(h.deps.DataDir, PushKeyFile)
 	}
-	_, shared := s.db.(*postgres.DB)
-	return newPushSealer(path, shared, s.log)
+	return newPushSealer(path, h.stores.Shared, h.log)
 }
 
 // pushURLPolicy is Options.PushURLPolicy, or by default public hosts; both
 // also allow loopback when the server itself is on loopback, the default
 // unless a PushURLPolicy is given without PushLoopbackIfLocal.
-func (s *Server) pushURLPolicy() *netguard.Policy {
+func (h *Host) pushURLPolicy() *netguard.Policy {
 	p := &netguard.Policy{}
-	if s.opts.PushURLPolicy != nil {
-		*p = *s.opts.PushURLPolicy
-		if !s.opts.PushLoopbackIfLocal {
+	if h.opts.PushURLPolicy != nil {
+		*p = *h.opts.PushURLPolicy
+		if !h.opts.PushLoopbackIfLocal {
 			return p
 		}
 	}
-	p.AllowLoopback = p.AllowLoopback || s.onLoopback()
+	p.AllowLoopback = p.AllowLoopback || OnLoopback(h.deps.BaseURL)
 	return p
 }
 
-// onLoopback reports whether the server's own base URL is on loopback.
-func (s *Server) onLoopback() bool {
-	u, err := url.Parse(s.baseURL)
+// OnLoopback reports whether a server whose base URL is baseURL is reached
+// on loopback: a developer's machine, where local webhook receivers and
+// agents are the norm.
+func OnLoopback(baseURL string) bool {
+	u, err := url.Parse(baseURL)
 	if err != nil {
 		return false
 	}

@@ -1,4 +1,4 @@
-package app
+package agenthost
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package app
+package agenthost
 
 import (
 	"context"
@@ -16,49 +16,38 @@ import (
 // agent wakes this server's deliverer at once; another replica's writes
 // are found at its next poll.
 
-// pushOutbox is the outbox of the stores in use: the database's, or the
-// caller's Options.PushOutbox.
-func (s *Server) pushOutbox() a2asrv.PushOutbox {
-	switch {
-	case s.push == nil:
-		return nil
-	case s.db != nil:
-		return s.db.PushOutbox()
-	}
-	return s.opts.PushOutbox
-}
-
-// startPushDelivery starts the deliverer when there is an outbox; cards
-// advertise push notifications exactly then. It runs under s.mu at Start,
-// after the issuer is open.
-func (s *Server) startPushDelivery(seal *pushSealer) error {
-	outbox := s.pushOutbox()
-	if outbox == nil {
+// newPushDelivery makes the deliverer when there is an outbox; cards
+// advertise push notifications exactly then. Run runs it.
+func (h *Host) newPushDelivery(seal *pushSealer) error {
+	outbox := h.stores.PushOutbox
+	if outbox == nil || h.stores.PushConfigs == nil {
 		return nil
 	}
-	o := s.opts.PushDelivery
-	o.Policy = s.pushURLPolicy()
-	o.Signer, o.Issuer = s.issuer, s.issuer.IssuerURL()
+	o := h.opts.PushDelivery
+	o.Policy = h.pushURLPolicy()
+	o.Signer, o.Issuer = nil, ""
+	if t := h.deps.Tokens; t != nil {
+		o.Signer, o.Issuer = t, t.IssuerURL()
+	}
 	o.Open = nil
 	if seal != nil {
 		o.Open = func(_ context.Context, scope a2asrv.Scope, cfg *a2a.TaskPushNotificationConfig) (*a2a.TaskPushNotificationConfig, error) {
 			return seal.openConfig(scope, cfg.TaskID, cfg.ID, cfg, true)
 		}
 	}
-	o.Logger = s.log.With("service", "push")
+	o.Logger = h.log.With("service", "push")
 	d, err := a2apush.New(outbox, &o)
 	if err != nil {
-		return fmt.Errorf("app: push delivery: %w", err)
+		return fmt.Errorf("agenthost: push delivery: %w", err)
 	}
-	s.pusher = d
-	s.startWorker(func(ctx context.Context) { d.Run(ctx) })
+	h.pusher = d
 	return nil
 }
 
 // wakePush has the deliverer look at the outbox now.
-func (s *Server) wakePush() {
-	if s.pusher != nil {
-		s.pusher.Wake()
+func (h *Host) wakePush() {
+	if h.pusher != nil {
+		h.pusher.Wake()
 	}
 }
 
@@ -67,7 +56,7 @@ func (s *Server) wakePush() {
 func (p agentPushConfigs) PushDeliveryState(ctx context.Context, s a2asrv.Scope, taskID, id string) (*a2asrv.PushDeliveryState, error) {
 	ds, ok := p.store.(a2asrv.PushDeliveryStore)
 	if !ok {
-		return nil, fmt.Errorf("app: push delivery state %s/%s: %w", taskID, id, a2asrv.ErrNotFound)
+		return nil, fmt.Errorf("agenthost: push delivery state %s/%s: %w", taskID, id, a2asrv.ErrNotFound)
 	}
 	return ds.PushDeliveryState(ctx, agentScope(p.agent, s), taskID, id)
 }

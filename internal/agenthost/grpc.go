@@ -1,4 +1,4 @@
-package app
+package agenthost
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -21,41 +22,45 @@ import (
 // its own listener, one service routing to the hosted agents by name.
 type grpcServing struct {
 	ln       net.Listener
-	srv      *grpc.Server
 	target   string // host:port cards name
 	handlers map[string]*a2asrv.Handler
+
+	mu      sync.Mutex
+	srv     *grpc.Server // nil until Run serves
+	stopped bool         // Shutdown came: Run serves no more
 }
 
 // grpcHandshakeTimeout bounds a new connection's HTTP/2 handshake, as the
 // HTTP listener's header timeout bounds a request's headers.
 const grpcHandshakeTimeout = 10 * time.Second
 
-// listenGRPC opens the gRPC listener, under s.mu, so that the cards built
-// next can name it.
-func (s *Server) listenGRPC(ctx context.Context) error {
-	s.grpc.handlers = map[string]*a2asrv.Handler{}
-	if s.opts.GRPCAddr == "" {
+// listenGRPC opens the gRPC listener, so that the cards built next can
+// name it.
+func (h *Host) listenGRPC(ctx context.Context) error {
+	if h.opts.GRPCAddr == "" {
 		return nil
 	}
 	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", s.opts.GRPCAddr)
+	ln, err := lc.Listen(ctx, "tcp", h.opts.GRPCAddr)
 	if err != nil {
-		return fmt.Errorf("app: listen gRPC: %w", err)
+		return fmt.Errorf("agenthost: listen gRPC: %w", err)
 	}
-	if err := s.checkPlaintext(ln.Addr()); err != nil {
-		ln.Close()
-		return err
+	if check := h.deps.CheckListener; check != nil {
+		if err := check(ln.Addr()); err != nil {
+			ln.Close()
+			return err
+		}
 	}
-	s.grpc.ln = ln
-	s.grpc.target = s.opts.GRPCPublicAddr
-	if s.grpc.target == "" {
-		s.grpc.target = strings.TrimPrefix(listenURL(s.opts.GRPCAddr, ln.Addr()), "http://")
+	h.grpc.ln = ln
+	h.grpc.target = h.opts.GRPCPublicAddr
+	if h.grpc.target == "" {
+		h.grpc.target = strings.TrimPrefix(httpapi.ListenURL(h.opts.GRPCAddr, ln.Addr()), "http://")
 	}
-	if s.tls != nil && !strings.Contains(s.grpc.target, "://") {
+	if h.deps.TLS != nil && !strings.Contains(h.grpc.target, "://") {
 		// A bare host:port says nothing of TLS, and a client that dials a
 		// loopback one in plaintext would fail the handshake; A2A names
 		// interfaces by https:// URLs.
-		s.grpc.target = "https://" + s.grpc.target
+		h.grpc.target = "https://" + h.grpc.target
 	}
 	return nil
 }
@@ -66,13 +71,14 @@ func (s *Server) listenGRPC(ctx context.Context) error {
 // on request messages, the in-flight budget shared with HTTP, the
 // connection cap (shared too, without the reserve), the idle timeout;
 // and a cap on each connection's streams.
-func (s *Server) serveGRPC(guard *httpapi.Guard) {
-	if s.grpc.ln == nil {
+func (h *Host) serveGRPC() {
+	if h.grpc.ln == nil {
 		return
 	}
+	guard := h.deps.Guard
 	l := guard.Limits()
-	lim := newGRPCLimits(guard, s.log)
-	maxStreams := s.opts.GRPCMaxStreams
+	lim := newGRPCLimits(guard, h.log)
+	maxStreams := h.opts.GRPCMaxStreams
 	switch {
 	case maxStreams == 0:
 		maxStreams = DefaultGRPCMaxStreams
@@ -80,7 +86,7 @@ func (s *Server) serveGRPC(guard *httpapi.Guard) {
 		maxStreams = math.MaxUint32
 	}
 	opts := []grpc.ServerOption{
-		grpc.MaxRecvMsgSize(int(min(s.opts.MaxBodyBytes, int64(^uint32(0)>>1)))),
+		grpc.MaxRecvMsgSize(int(min(h.opts.MaxBodyBytes, int64(^uint32(0)>>1)))),
 		grpc.MaxHeaderListSize(uint32(l.MaxHeaderBytes)),
 		grpc.MaxConcurrentStreams(uint32(min(int64(maxStreams), math.MaxUint32))),
 		grpc.ConnectionTimeout(grpcHandshakeTimeout),
@@ -90,38 +96,44 @@ func (s *Server) serveGRPC(guard *httpapi.Guard) {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	}
 	opts = append(opts, lim.options()...)
-	if s.tls != nil {
-		opts = append(opts, grpc.Creds(credentials.NewTLS(s.tls.Config())))
+	if h.deps.TLS != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(h.deps.TLS.Config())))
 	}
-	s.grpc.srv = grpc.NewServer(opts...)
-	grpcsrv.NewMux(s.grpc.handlers).Register(s.grpc.srv)
-	ln := lim.listener(guard.PlainListener(s.grpc.ln))
+	srv := grpc.NewServer(opts...)
+	grpcsrv.NewMux(h.grpc.handlers).Register(srv)
+	h.grpc.mu.Lock()
+	if h.grpc.stopped {
+		h.grpc.mu.Unlock()
+		h.grpc.ln.Close()
+		return
+	}
+	h.grpc.srv = srv
+	h.grpc.mu.Unlock()
+	ln := lim.listener(guard.PlainListener(h.grpc.ln))
 	go func() {
-		if err := s.grpc.srv.Serve(ln); err != nil {
-			s.log.Error("app: gRPC server stopped", "err", err)
+		if err := srv.Serve(ln); err != nil {
+			h.log.Error("agenthost: gRPC server stopped", "err", err)
 		}
 	}()
-	s.log.Info("app: serving gRPC", "addr", s.grpc.ln.Addr().String(), "target", s.grpc.target, "maxStreams", maxStreams)
+	h.log.Info("agenthost: serving gRPC", "addr", h.grpc.ln.Addr().String(), "target", h.grpc.target, "maxStreams", maxStreams)
 }
 
-// GRPCAddr is the address the gRPC binding listens on ("" when off or
-// before Start).
-func (s *Server) GRPCAddr() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.grpc.ln == nil {
+// GRPCAddr is the address the gRPC binding listens on ("" when off).
+func (h *Host) GRPCAddr() string {
+	if h.grpc.ln == nil {
 		return ""
 	}
-	return s.grpc.ln.Addr().String()
+	return h.grpc.ln.Addr().String()
 }
 
 // stopGRPC lets running calls finish until ctx is done, then cuts them.
-func (s *Server) stopGRPC(ctx context.Context) {
-	s.mu.Lock()
-	srv := s.grpc.srv
-	s.mu.Unlock()
+func (h *Host) stopGRPC(ctx context.Context) {
+	h.grpc.mu.Lock()
+	srv := h.grpc.srv
+	h.grpc.stopped = true
+	h.grpc.mu.Unlock()
 	if srv == nil {
-		s.grpc.close()
+		h.grpc.close()
 		return
 	}
 	done := make(chan struct{})

@@ -1,4 +1,4 @@
-package app
+package agenthost
 
 import (
 	"context"
@@ -156,19 +156,19 @@ func (p agentPushConfigs) readable(s a2asrv.Scope, taskID, id string, cfg *a2a.T
 // keeps its body, and must not open there.
 func (seal *pushSealer) openConfig(s a2asrv.Scope, taskID, id string, cfg *a2a.TaskPushNotificationConfig, withCredentials bool) (*a2a.TaskPushNotificationConfig, error) {
 	if cfg.TaskID != taskID || cfg.ID != id {
-		return nil, fmt.Errorf("app: push config %s: %w: stored under another task or id", id, errPushKey)
+		return nil, fmt.Errorf("agenthost: push config %s: %w: stored under another task or id", id, errPushKey)
 	}
 	c := *cfg
 	var err error
 	if c.Token, err = seal.open(c.Token, pushAAD(s.Tenant, taskID, id, c.URL, "token")); err != nil {
-		return nil, fmt.Errorf("app: push config %s: %w", id, err)
+		return nil, fmt.Errorf("agenthost: push config %s: %w", id, err)
 	}
 	if cfg.Authentication != nil {
 		auth := *cfg.Authentication
 		if !withCredentials {
 			auth.Credentials = ""
 		} else if auth.Credentials, err = seal.open(auth.Credentials, pushAAD(s.Tenant, taskID, id, c.URL, "credentials")); err != nil {
-			return nil, fmt.Errorf("app: push config %s: %w", id, err)
+			return nil, fmt.Errorf("agenthost: push config %s: %w", id, err)
 		}
 		c.Authentication = &auth
 	}

@@ -1,0 +1,111 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/internal/agenthost"
+	"novaos.dev/novaos/internal/auth"
+	"novaos.dev/novaos/internal/gatesvc"
+	"novaos.dev/novaos/internal/httpapi"
+	"novaos.dev/novaos/internal/memorysvc"
+	"novaos.dev/novaos/internal/registrysvc"
+)
+
+// service is the face every platform service shows the server. A service
+// package builds one with a constructor taking the server's stores
+// (*store.Stores), its dependencies on the server and on other services
+// (small interfaces, in its Deps) and its own Options, and gives:
+//
+//   - Routes: its HTTP routes, mounted on the server's one mux behind the
+//     Guard (limits, Host and Origin rules);
+//   - Interceptors: what it adds to every call to every hosted agent, on
+//     every binding (the memory service records conversation turns);
+//   - Run: its background work, until the context ends (it returns at
+//     once when there is none).
+//
+// and, when it needs them, Start (what must happen before the server
+// serves, such as settling what a crash left behind) and Shutdown (drain
+// in-flight work as the server stops).
+type service interface {
+	Routes() []httpapi.Route
+	Interceptors() []a2asrv.Interceptor
+	Run(ctx context.Context)
+}
+
+type (
+	starter interface {
+		Start(ctx context.Context) error
+	}
+	stopper interface {
+		Shutdown(ctx context.Context) error
+	}
+)
+
+// services builds the server's services, in the order they depend on each
+// other: the token issuer first (the others verify its tokens), the
+// hosted agents after every service that intercepts their calls, the
+// registry after the agents it records. A new service is one line here.
+func (s *Server) services(ctx context.Context, base string, guard *httpapi.Guard) ([]service, error) {
+	var out []service
+	add := func(svc service) { out = append(out, svc) }
+	st, dataDir := s.stores, s.opts.DataDir
+	if s.custom {
+		dataDir = ""
+	}
+
+	var err error
+	if s.issuer, err = auth.Mount(auth.Deps{BaseURL: base, DataDir: dataDir}, s.opts.Token.KeyFile, s.tokenOptions()); err != nil {
+		return out, fmt.Errorf("app: token keys: %w", err)
+	}
+	add(s.issuer)
+	if s.memory = memorysvc.Mount(st, memorysvc.Deps{Tokens: s.issuer}, s.memoryOptions()); s.memory != nil {
+		add(s.memory)
+	}
+	if s.gate = gatesvc.Mount(st, gatesvc.Deps{AdminToken: s.opts.AdminToken, Tokens: s.issuer,
+		Secure: strings.HasPrefix(base, "https://")}, s.gateOptions()); s.gate != nil {
+		add(s.gate)
+	}
+	if s.host, err = agenthost.New(ctx, st, agenthost.Deps{BaseURL: base, DataDir: dataDir, Logger: s.log, Guard: guard,
+		TLS: s.tls, CheckListener: s.checkPlaintext, Tokens: s.issuer, Interceptors: interceptorsOf(out),
+		SweepEvery: s.sweepInterval(), SweepTicker: sweepTicker}, s.hostOptions()); err != nil {
+		return out, fmt.Errorf("app: %w", err)
+	}
+	add(s.host)
+	add(registrysvc.Mount(st, registrysvc.Deps{BaseURL: base, AdminToken: s.opts.AdminToken, Hosted: s.host.Records()},
+		&registrysvc.Options{Policy: s.opts.RegistryPolicy, LoopbackIfLocal: s.opts.RegistryLoopbackIfLocal, Logger: s.log}))
+	add(s.own())
+	return out, nil
+}
+
+// interceptorsOf are the interceptors of services, in their order.
+func interceptorsOf(services []service) []a2asrv.Interceptor {
+	var out []a2asrv.Interceptor
+	for _, svc := range services {
+		out = append(out, svc.Interceptors()...)
+	}
+	return out
+}
+
+// own is what the server itself serves: /healthz, the index at the root,
+// and the card key's key set.
+func (s *Server) own() service {
+	r := routes{
+		{Pattern: "GET " + healthPath, Handler: http.HandlerFunc(s.serveHealth)},
+		{Pattern: "GET /{$}", Handler: http.HandlerFunc(s.serveIndex)},
+	}
+	if s.opts.CardKey != nil {
+		r = append(r, httpapi.Route{Pattern: "GET " + CardJWKSPath, Handler: auth.KeySetHandler(auth.DefaultJWKSMaxAge, s.opts.CardKey)})
+	}
+	return r
+}
+
+// routes is a service with routes and nothing else.
+type routes []httpapi.Route
+
+func (r routes) Routes() []httpapi.Route          { return r }
+func (routes) Interceptors() []a2asrv.Interceptor { return nil }
+func (routes) Run(context.Context)                {}

@@ -1,0 +1,43 @@
+package store
+
+import (
+	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/gate"
+	"novaos.dev/novaos/memory"
+	"novaos.dev/novaos/registry"
+)
+
+// Stores are the platform's stores on one database: what every service is
+// built from. A nil field means the database keeps no such thing, and the
+// service that needs it is not served.
+type Stores struct {
+	// Kind names the database for logs and /healthz: "sqlite",
+	// "postgres", or what the caller who filled the value chose.
+	Kind string
+	// Shared is set when other processes serve from the same database
+	// (PostgreSQL replicas): files every replica must agree on, such as
+	// the push-credential key, then have to be given to all of them.
+	Shared bool
+
+	Tasks       a2asrv.TaskStore
+	PushConfigs a2asrv.PushConfigStore
+	// PushOutbox is filled by the task writes of Tasks and PushConfigs,
+	// in their transactions; nil means push notifications are not sent.
+	PushOutbox a2asrv.PushOutbox
+	// Feed reports the task writes other processes make; nil when this
+	// process is its tasks' only writer.
+	Feed a2asrv.TaskFeed
+	// Recoverer finds and settles the tasks of processes whose lease
+	// lapsed; nil when nothing outlives a crash (an in-memory store).
+	Recoverer a2asrv.Recoverer
+
+	Registry registry.Store
+	Memory   memory.Store
+	Gate     gate.Store
+
+	// Listener reports the database's notification listener: nil while it
+	// listens, else why not. Nil for a database without one.
+	Listener func() error
+	// Close releases the database; nil when there is nothing to release.
+	Close func() error
+}
