@@ -37,8 +37,9 @@ var godocPending = []string{
 	module + "/internal/app",
 }
 
-// TestGodoc holds every non-test Go file of the module to two rules: a
-// package doc's first sentence has at most maxSynopsisWords words, and no
+// TestGodoc holds every non-test Go file of the module to three rules: a
+// package doc begins "Package name " (a command's is free), its first
+// sentence has at most maxSynopsisWords words, and no
 // comment (doc comments and the comments inside function bodies alike)
 // cites a seed document or an issue number; comments say what the code
 // does and cite standards by name (A2A, RFC 9457, RFC 8785, JSON-RPC 2.0).
@@ -89,8 +90,9 @@ func TestGodoc(t *testing.T) {
 }
 
 // godocProblems parses the Go files at paths and returns one
-// "file:line: problem" for each package doc whose first sentence is too
-// long and for each comment line that matches provenance. File names are
+// "file:line: problem" for each package doc that does not name its package
+// or whose first sentence is too long, and for each comment line that cites
+// a seed document or an issue (see citation). File names are
 // relative to root.
 func godocProblems(root string, paths []string) ([]string, error) {
 	var out []string
@@ -106,6 +108,9 @@ func godocProblems(root string, paths []string) ([]string, error) {
 		}
 		rel = filepath.ToSlash(rel)
 		if f.Doc != nil {
+			if name := f.Name.Name; name != "main" && !strings.HasPrefix(f.Doc.Text(), "Package "+name+" ") {
+				out = append(out, fmt.Sprintf("%s:%d: package doc does not begin \"Package %s \"", rel, fset.Position(f.Doc.Pos()).Line, name))
+			}
 			syn := new(doc.Package).Synopsis(f.Doc.Text())
 			if n := len(strings.Fields(syn)); n > maxSynopsisWords {
 				out = append(out, fmt.Sprintf("%s:%d: package doc's first sentence has %d words, want at most %d (say what the package provides): %q",
@@ -155,6 +160,8 @@ func TestGodocRules(t *testing.T) {
 		{"fifteen words", "// Package p has one two three four five six seven eight nine ten eleven twelve.\npackage p\n", nil},
 		{"long package doc", "// " + long + " More.\npackage p\n", []string{"x.go:1: package doc's first sentence has 17 words"}},
 		{"long doc after a blank line", "// Copyright.\n\n// " + long + "\npackage p\n", []string{"x.go:3: package doc's first sentence has 17 words"}},
+		{"wrong package name", "// Package q verifies tokens.\npackage p\n", []string{`x.go:1: package doc does not begin "Package p "`}},
+		{"command", "// Novaos serves agents.\npackage main\n", nil},
 		{"second sentence may be long", "// Package p verifies tokens. " + long + "\npackage p\n", nil},
 		{"numbered seed", "package p\n\n// F is seed 004's session.\nfunc F() {}\n", []string{`x.go:3: comment cites "seed 004"`}},
 		{"seed with a hash", "package p\n\n// F, as Seed #2 says.\nfunc F() {}\n", []string{`"Seed #2"`}},
