@@ -24,9 +24,9 @@ const (
 	// show skill metadata to the caller as run data.
 	SkillMetadataMediaType = "application/vnd.novaos.skill-metadata+json"
 	// PartKey is the part-metadata key a marker is written under (the
-	// Python SDK's NOVAOS_METADATA_PART_KEY): a data part tagged as control
-	// data has "metadata": {"mediaType":
-	// "application/vnd.novaos.metadata+json"}.
+	// Python SDK's NOVAOS_METADATA_PART_KEY): a data part tagged as
+	// control data has
+	// "metadata": {"mediaType": "application/vnd.novaos.metadata+json"}.
 	PartKey = "mediaType"
 )
 
