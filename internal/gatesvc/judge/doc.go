@@ -14,7 +14,7 @@
 //	  "signals":       ["<fact>", …]                 optional: the evidence it rests on
 //	}
 //
-// verdict, rule_id_cited and rationale are what seed 004's clients get
+// verdict, rule_id_cited and rationale are what the gate SDKs' clients get
 // back on a kill or pause (verdict, rule_id_cited, rationale). Decode
 // rejects, with a *DecodeError naming the reason and the JSON path, and
 // quoting at most EchoBytes of the output: a duplicate key at any depth
