@@ -1,8 +1,10 @@
-// Package judge is the governance gate's optional LLM judge: it asks an
-// OpenAI-compatible chat-completions endpoint (through internal/modelapi)
-// whether a gated write breaks one of the tenant's plain-English rules,
-// and decodes the answer strictly. It runs after the deterministic rules
-// (package rules) and may escalate their verdict, never lower it (Most).
+// Package judge is the governance gate's optional LLM judge of gated writes.
+//
+// It asks an OpenAI-compatible chat-completions endpoint (through
+// internal/modelapi) whether a gated write breaks one of the tenant's
+// plain-English rules, and decodes the answer strictly. It runs after the
+// deterministic rules (package rules) and may escalate their verdict, never
+// lower it (Most).
 //
 // The verdict is one JSON object, the only thing the model may answer:
 //
