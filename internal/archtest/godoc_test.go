@@ -39,10 +39,10 @@ var godocPending = []string{
 
 // TestGodoc holds every non-test Go file of the module to three rules: a
 // package doc begins "Package name " (a command's is free), its first
-// sentence has at most maxSynopsisWords words, and no
-// comment (doc comments and the comments inside function bodies alike)
-// cites a seed document or an issue number; comments say what the code
-// does and cite standards by name (A2A, RFC 9457, RFC 8785, JSON-RPC 2.0).
+// sentence has at most maxSynopsisWords words, and no comment (doc
+// comments and the comments inside function bodies alike) cites a seed
+// document or an issue number; comments say what the code does and cite
+// standards by name (A2A, RFC 9457, RFC 8785, JSON-RPC 2.0).
 func TestGodoc(t *testing.T) {
 	root, err := moduleRoot()
 	if err != nil {
@@ -92,8 +92,8 @@ func TestGodoc(t *testing.T) {
 // godocProblems parses the Go files at paths and returns one
 // "file:line: problem" for each package doc that does not name its package
 // or whose first sentence is too long, and for each comment line that cites
-// a seed document or an issue (see citation). File names are
-// relative to root.
+// a seed document or an issue (see citation). File names are relative to
+// root.
 func godocProblems(root string, paths []string) ([]string, error) {
 	var out []string
 	fset := token.NewFileSet()
