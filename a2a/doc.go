@@ -1,7 +1,8 @@
-// Package a2a is the A2A v1.0.1 wire model: messages, parts, tasks, artifacts,
-// stream events, agent cards, push-notification configs, the JSON-RPC 2.0
-// envelope and error codes, the SSE codec, and A2A-Version / A2A-Extensions
-// negotiation.
+// Package a2a defines the A2A v1.0.1 wire model and its JSON encoding.
+//
+// It holds messages, parts, tasks, artifacts, stream events, agent cards,
+// push-notification configs, the JSON-RPC 2.0 envelope and error codes, the
+// SSE codec, and A2A-Version / A2A-Extensions negotiation.
 //
 // Writes are strict proto3 JSON: lowerCamelCase field names, enum value names
 // (TASK_STATE_COMPLETED, ROLE_USER), RFC 3339 UTC timestamps with millisecond

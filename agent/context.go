@@ -163,7 +163,7 @@ func (c *Context) User() string {
 func (c *Context) History() []ConversationTurn { return slices.Clone(c.pc.History) }
 
 // Execution returns the execution context the skill calls platform
-// services with, as itself (seed 000's ExecutionContext):
+// services with, as itself (the NovaOS Python SDK's ExecutionContext):
 //
 //	e := c.Execution()
 //	e.Authorize(req.Header) // Authorization: Bearer <execution token>
@@ -175,7 +175,7 @@ func (c *Context) History() []ConversationTurn { return slices.Clone(c.pc.Histor
 //  2. the platform context (the "execution_token", tenant_id, user_id,
 //     run_id, agent_id, instance_id and conversation_id of
 //     ContextMetadataKey);
-//  3. the seed's auth-proxy headers (X-NovaOS-Execution-Token,
+//  3. the platform auth proxy's headers (X-NovaOS-Execution-Token,
 //     X-NovaOS-Tenant-Id, …), for each field the platform context left
 //     empty.
 //

@@ -47,10 +47,10 @@
 // platform (X-NovaOS-*), protocol (A2A-*), trace-context and hop-by-hop
 // headers.
 //
-// Context.Execution is seed 000's ExecutionContext: the execution token
-// (the platform context's execution_token, else the auth proxy's
-// X-NovaOS-Execution-Token header) and the ids, with AuthHeaders (the
-// seed's to_auth_headers) for calling platform services as the agent. An
+// Context.Execution is the NovaOS Python SDK's ExecutionContext: the
+// execution token (the platform context's execution_token, else the auth
+// proxy's X-NovaOS-Execution-Token header) and the ids, with AuthHeaders
+// (that SDK's to_auth_headers) for calling platform services as the agent. An
 // agent that checks tokens itself serves its handler behind
 // identity.Middleware; Execution then holds the verified claims. The
 // token is a secret.Value: printing or logging the Context, its
@@ -59,12 +59,12 @@
 // Execution is at-least-once: a skill with side effects should deduplicate
 // on IdempotencyKey, never on RunID.
 //
-// A new task's id is the run id, as in seed 000 (Agent.NewTaskID, which
-// Handler installs as a2asrv.Options.NewTaskID): a platform run and its
-// task share one id. When the message names no task and the run id is
-// unusable as an id (over 128 bytes, or a character outside letters,
-// digits and "-_.:") or already names a task (a retry of the run, or any
-// task live in the process), the task gets a fresh id instead; TaskID and
+// A new task's id is the run id, as in the NovaOS Python SDK
+// (Agent.NewTaskID, which Handler installs as a2asrv.Options.NewTaskID): a
+// platform run and its task share one id. When the message names no task and
+// the run id is unusable as an id (over 128 bytes, or a character outside
+// letters, digits and "-_.:") or already names a task (a retry of the run, or
+// any task live in the process), the task gets a fresh id instead; TaskID and
 // RunID then differ, and nothing of the other task is read or changed.
 //
 // # Results
@@ -85,7 +85,7 @@
 // Metadata becomes a data part tagged SkillMetadataMediaType; both go into
 // a "result" artifact and into the final status message. Error becomes a
 // text part plus a data part tagged PlatformMediaType under "skill_error".
-// Both markers are written as seed 000's AgentBuilder writes them, in the
+// Both markers are written as the Python SDK's AgentBuilder writes them, in the
 // part's metadata ({"mediaType": "application/vnd.novaos.metadata+json"}
 // for platform data, "application/vnd.novaos.skill-metadata+json" for
 // skill metadata); PlatformMediaType is the marker package a2a/hitl uses

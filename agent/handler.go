@@ -49,12 +49,11 @@ func (a *Agent) Handler(url string, opts *a2asrv.Options) *a2asrv.Handler {
 
 // NewTaskID proposes the id of the task a SendMessage creates: the run id
 // of its platform context (request metadata first, then message metadata,
-// as the Context reads it), "" when there is none. As in seed 000, a
-// platform-originated run and its task then share one id. It is meant for
-// a2asrv.Options.NewTaskID, which falls back to a fresh id when the run id
-// is unusable or already names a task, so a retried run, or a human-in-
-// the-loop continuation sent as a new task, never lands on an existing
-// task.
+// as the Context reads it), "" when there is none. As in the NovaOS Python
+// SDK, a platform-originated run and its task then share one id. It is meant
+// for a2asrv.Options.NewTaskID, which falls back to a fresh id when the run
+// id is unusable or already names a task, so a retried run, or a human-in-
+// the-loop continuation sent as a new task, never lands on an existing task.
 func (a *Agent) NewTaskID(req *a2a.SendMessageRequest) string {
 	var msgMD map[string]any
 	if req.Message != nil {

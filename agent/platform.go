@@ -47,8 +47,8 @@ type PlatformContext struct {
 	// services (memory, tools) with Context.Execution's token.
 	GatewayURL string `json:"gateway_url,omitempty"`
 	// MemoryBudget is the memory pre-fetch budget the platform attaches to
-	// the requests of an agent that declared the memory capability (seed
-	// 000's memory_budget); nil when it did not.
+	// the requests of an agent that declared the memory capability (the
+	// NovaOS Python SDK's memory_budget); nil when it did not.
 	MemoryBudget *MemoryBudget `json:"memory_budget,omitempty"`
 	// History holds the conversation's earlier turns, oldest first.
 	History      []ConversationTurn `json:"history,omitempty"`
@@ -215,7 +215,8 @@ type MemoryBudget struct {
 	LatencyBudgetMS int `json:"latency_budget_ms"`
 }
 
-// Defaults of a memory budget whose fields are missing (seed 002).
+// Defaults of a memory budget whose fields are missing, as the NovaOS
+// memory guide gives them.
 const (
 	DefaultMemoryTokenBudget     = 4000
 	DefaultMemoryLatencyBudgetMS = 800

@@ -19,22 +19,23 @@ const (
 )
 
 // Markers of the data parts the agent adds to a result message, written
-// as seed 000's AgentBuilder writes them: in the part's own metadata under
-// hitl.PartKey ("mediaType"), the part's mediaType field left empty.
+// as the NovaOS Python SDK's AgentBuilder writes them: in the part's own
+// metadata under hitl.PartKey ("mediaType"), the part's mediaType field left
+// empty.
 const (
 	// SkillMetadataMediaType tags the data part carrying Result.Metadata;
-	// it is ordinary caller-visible data (seed 000's
+	// it is ordinary caller-visible data (the Python SDK's
 	// NOVAOS_SKILL_METADATA_CONTENT_TYPE).
 	SkillMetadataMediaType = hitl.SkillMetadataMediaType
 	// PlatformMediaType tags the data part carrying platform fields, such
 	// as the skill's error under SkillErrorKey; platforms read it for
 	// themselves and do not show it as run data. It is the marker of all
-	// NovaOS control data (seed 000's NOVAOS_METADATA_CONTENT_TYPE), so
+	// NovaOS control data (the Python SDK's NOVAOS_METADATA_CONTENT_TYPE), so
 	// package hitl reads HITL requests and pauses from the same kind of
 	// part.
 	PlatformMediaType = hitl.MetadataMediaType
 	// SkillErrorKey is where the platform part carries a failed skill's
-	// error text (seed 000's NOVAOS_SKILL_ERROR_KEY).
+	// error text (the Python SDK's NOVAOS_SKILL_ERROR_KEY).
 	SkillErrorKey = "skill_error"
 )
 

@@ -8,8 +8,9 @@ import (
 	"novaos.dev/novaos/agent"
 )
 
-// Seed 000: AgentBuilder seeds a new task's id from the platform's run_id
-// when the caller supplied none, so the two match for platform runs.
+// As the NovaOS Python SDK's AgentBuilder does, a new task's id is the
+// platform's run_id when the caller supplied none, so the two match for
+// platform runs.
 func TestTaskIDFromRunID(t *testing.T) {
 	a := agent.New("runner", "1.0.0", nil)
 	a.MustRegister(agent.Skill{ID: "ids", Handler: func(c *agent.Context) (agent.Result, error) {

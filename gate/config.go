@@ -8,9 +8,9 @@ import (
 	"novaos.dev/novaos/secret"
 )
 
-// The environment variables Config reads. Our own names come first; seed
-// 004's names are read when ours are unset, so a deployment configured for
-// the seed's SDK works unchanged.
+// The environment variables Config reads. Our own names come first; the
+// Python gate SDK's names (SeedURLEnv, SeedSDKKeyEnv) are read when ours
+// are unset, so a deployment configured for that SDK works unchanged.
 const (
 	URLEnv        = "NOVAOS_GATE_URL"
 	TokenEnv      = "NOVAOS_TOKEN"
@@ -22,7 +22,8 @@ const (
 type Config struct {
 	// URL is the gate server's base URL (http or https).
 	URL string
-	// Token is a platform token with gate scopes (seed 004's SDK key).
+	// Token is a platform token with gate scopes (the Python gate SDK's
+	// NOVARCH_SDK_KEY).
 	Token secret.Value
 }
 

@@ -24,7 +24,7 @@ type Context interface {
 	Validate() error
 }
 
-// The context types on the wire, after seed 004's vertical modules
+// The context types on the wire, after the Python gate SDK's vertical modules
 // (novarch.verticals.generic, .ap, .cs).
 const (
 	ContextGeneric = "generic"
@@ -34,8 +34,8 @@ const (
 
 // GenericContext is the minimal, vertical-agnostic context: a record id, a
 // summary, an amount, and any extra fields the rules should see. Extra
-// fields sit beside the named ones in the JSON object, as in seed 004
-// (GenericContext(record_id=…, open_dispute_count=3)).
+// fields sit beside the named ones in the JSON object, as in the Python gate
+// SDK (GenericContext(record_id=…, open_dispute_count=3)).
 type GenericContext struct {
 	RecordID string `json:"record_id"`
 	Summary  string `json:"summary,omitempty"`
@@ -93,7 +93,7 @@ func (c GenericContext) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads the named fields and keeps every other member in
-// Extra, as the seed's model keeps extra keyword fields.
+// Extra, as the Python gate SDK's model keeps extra keyword fields.
 func (c *GenericContext) UnmarshalJSON(data []byte) error {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
@@ -132,8 +132,9 @@ func (c *GenericContext) UnmarshalJSON(data []byte) error {
 }
 
 // APContext is the accounts-payable context: a payment to a vendor, with
-// the signals seed 004's AP rules key off (bank-detail change recency,
-// the destination account). Unknown fields are refused when decoding.
+// the signals the Python gate SDK's AP rules key off (bank-detail change
+// recency, the destination account). Unknown fields are refused when
+// decoding.
 type APContext struct {
 	VendorID   string  `json:"vendor_id"`
 	VendorName string  `json:"vendor_name,omitempty"`
@@ -177,7 +178,7 @@ func (c *APContext) UnmarshalJSON(data []byte) error {
 }
 
 // CSContext is the customer-support context: a refund or a promise to a
-// customer, with the signals seed 004 names (refunds this week, open
+// customer, with the signals the Python gate SDK names (refunds this week, open
 // disputes, an exception-ticket reference for off-policy promises).
 // Counts are pointers so an unknown count is not read as zero.
 type CSContext struct {

@@ -1,8 +1,11 @@
-// Package gate is the public side of the NovaOS governance gate (seed 004,
-// issue 9): the Go SDK that gates an agent's writes (a client, sessions,
-// read and write tool wrappers, adapters for tool seams and agent
-// skills), the wire model those writes travel in, and the errors a
-// stopped write returns.
+// Package gate is the Go SDK of the NovaOS governance gate for agents'
+// writes.
+//
+// It is the public side of the gate: the SDK that gates an agent's writes (a
+// client, sessions, read and write tool wrappers, adapters for tool seams
+// and agent skills), the wire model those writes travel in, and the errors a
+// stopped write returns. Its behaviour follows the Python gate SDK, so
+// agents written against either see the same verdicts and errors.
 //
 // The gate sits in the path of an agent's irreversible writes. Read tools
 // run freely and are kept as Evidence; a write is the gated moment, sent as
@@ -23,20 +26,20 @@
 // session messages), strict decoders for everything the SDK reads from
 // the gate and the service reads from a caller, the errors (KillError,
 // PausedError, AlreadyExecutedError), Session in a context.Context with
-// the configuration checks seed 004 refuses before any request, and
+// the configuration checks the Python gate SDK refuses before any request, and
 // Config from the environment; the Store contract the service keeps its
 // records in. And the SDK itself:
 //
-//   - Client talks to /api/v1/gate/…: Run (seed 004's @augur.session)
+//   - Client talks to /api/v1/gate/…: Run (the Python SDK's @augur.session)
 //     opens a session, runs a function under it and ends it; Begin and
 //     End are the two halves.
 //
 //   - Read and Write wrap plain Go functions, generic over their argument
-//     and result types (seed 004's @augur.tool): reads are buffered as
+//     and result types (the Python SDK's @augur.tool): reads are buffered as
 //     evidence, a write runs only once the gate granted it the claim to
 //     execute, and is acknowledged with the claim's fencing token.
 //
-//   - ToolGate is the tool-seam adapter (seed 004's NovarchToolGate):
+//   - ToolGate is the tool-seam adapter (the Python SDK's NovarchToolGate):
 //     tools classified once as read or write, writes described by
 //     WriteSpecJSON over the call's raw JSON arguments; KillSafe keeps a
 //     framework's tool-error handler from swallowing a halt.
@@ -73,36 +76,37 @@
 // *AlreadyExecutedError with the acknowledgement time. No error message
 // includes the token.
 //
-// # Choices where seed 004 is silent
+// # Choices where the Python SDK is silent
 //
-// Seed 004 is the Python SDK's documentation; it names fields and values
-// but shows no request or response bodies. Where it is silent, this
-// package chooses:
+// The Python gate SDK's documentation names fields and values but shows no
+// request or response bodies. Where it is silent, this package chooses:
 //
-//   - JSON names are the seed's snake_case names where it gives them
+//   - JSON names are that SDK's snake_case names where it gives them
 //     (action_id, action_type, session_id, tenant_id, team_id, agent_id,
 //     verdict, rule_id_cited, rationale, max_hold_s, resumable, attach,
 //     resume, record_id, summary, amount, open_dispute_count) and ours
 //     elsewhere (context_type, evidence, provenance, reasoning, reason).
 //   - An Action names its context's vertical in context_type: "generic",
-//     "ap" or "cs", after the seed's modules verticals.generic, .ap, .cs.
+//     "ap" or "cs", after the Python SDK's modules verticals.generic, .ap, .cs.
 //   - Adopting the deployment's hold window is sent as
 //     "adopt_deployment_window": true with no max_hold_s; a session that
-//     declares nothing sends max_hold_s 300 (the seed's 5-minute default)
+//     declares nothing sends max_hold_s 300 (the Python SDK's 5-minute default)
 //     explicitly, so the server never guesses. max_hold_s may be
 //     fractional, as a Python float may.
-//   - The seed's fail-closed cases (judge error, judge timeout, operator
-//     timeout, restart past the grace window, configuration) each get a
-//     fail_closed_* Reason, and so do the further faults issue 9 lists
+//   - The Python SDK's fail-closed cases (judge error, judge timeout,
+//     operator timeout, restart past the grace window, configuration) each
+//     get a fail_closed_* Reason, and so do the further faults the gate
+//     service can meet
 //     (malformed or refusing judge, rule load and evaluation failures,
 //     context builder, unreachable or malformed gate, store); a denied
-//     hold is operator_denied; the four resume refusals keep the seed's
-//     names. Resume refusals, denials and execution_unconfirmed are
-//     KillErrors, since the seed has agents catch one error for every stop.
-//   - The typed AP and CS contexts refuse unknown fields (the seed calls
-//     them stricter); GenericContext keeps unknown members as Extra, as
-//     the seed's extra keyword fields. Counts and optional amounts are
-//     pointers, so an unknown signal is absent, never zero.
+//     hold is operator_denied; the four resume refusals keep the Python
+//     SDK's names. Resume refusals, denials and execution_unconfirmed are
+//     KillErrors, since the Python SDK has agents catch one error for every
+//     stop.
+//   - The typed AP and CS contexts refuse unknown fields (the Python SDK
+//     calls them stricter); GenericContext keeps unknown members as Extra,
+//     as the Python SDK keeps extra keyword fields. Counts and optional
+//     amounts are pointers, so an unknown signal is absent, never zero.
 //   - Everything decoded from the other side (Verdict, HoldStatus, Claim,
 //     Ack, SessionInfo, and Action and SessionRequest on the service)
 //     is decoded strictly: a duplicate member name at any depth, an
@@ -112,17 +116,17 @@
 //     matches names case-insensitively, names that differ only in case
 //     ("verdict", "Verdict") count as duplicates too. A single member in
 //     another case is accepted, as encoding/json accepts it.
-//   - The seed reports execution_unconfirmed as a verdict value; a resume
+//   - The Python SDK reports execution_unconfirmed as a verdict value; a resume
 //     of an executed work item is reported the same way, as the verdict
 //     already_executed with acknowledged_at. A claim (the compare-and-set
 //     for the right to execute) answers granted with a fencing token, or
 //     already_executed / execution_unconfirmed, since two runs can both
 //     hold a pass and only one may execute.
 //   - Config reads NOVAOS_GATE_URL and NOVAOS_TOKEN (the token every
-//     NovaOS client reads), falling back to the seed's NOVARCH_SERVER_URL
+//     NovaOS client reads), falling back to the Python SDK's NOVARCH_SERVER_URL
 //     and NOVARCH_SDK_KEY; ours win when both are set.
 //   - Attaching requires the caller's own session id; Suspend requires a
-//     resumable session. The seed implies both but does not state them.
+//     resumable session. The Python SDK implies both but does not state them.
 //   - A standing verdict is bound to a fingerprint of what it approved
 //     (FingerprintScheme "sha256-jcs-1"): the hex SHA-256 of the RFC 8785
 //     canonical JSON of {"action_type", "context", "context_type"}. The
@@ -159,10 +163,10 @@
 //     fail_closed_operator_timeout, even if the gate never answers; a
 //     caller's context that ends first does the same. A session parks
 //     (PausedError, no wait) when it is Resumable and the gate granted it
-//     an indefinite window, seed 004's two declarations.
+//     an indefinite window, the Python SDK's two declarations.
 //   - A session ends suspended after Suspend, and after a resume met
 //     resume_no_standing_verdict; a paused write alone does not park it:
-//     call Suspend, as in the seed's nightly example.
+//     call Suspend, as in the Python SDK's nightly example.
 //   - An acknowledgement that still fails after its retries does not undo
 //     the write: the result is returned, the failure logged, and the
 //     action shows as execution_unconfirmed until an operator confirms

@@ -8,8 +8,8 @@ import (
 
 // KillError is every way a write can be stopped: blocked by a rule, denied
 // by an operator, refused on resume, or failed closed. Agent code that
-// catches this one error type has covered all of them (seed 004's
-// NovarchKillError). A write that returned a KillError never ran.
+// catches this one error type has covered all of them (the Python gate
+// SDK's NovarchKillError). A write that returned a KillError never ran.
 type KillError struct {
 	// Verdict is kill for a block, a fail-closed stop, a resume refusal
 	// and a hold that an operator denied or that expired (the hold's final
@@ -29,7 +29,7 @@ type KillError struct {
 }
 
 // Error renders "[reason] gate: write blocked: …" with the bracketed
-// prefix seed 004 documents for fail-closed stops.
+// prefix the Python gate SDK documents for fail-closed stops.
 func (e *KillError) Error() string {
 	var b strings.Builder
 	if e.Reason != "" {

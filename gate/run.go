@@ -9,13 +9,13 @@ import (
 	"novaos.dev/novaos/a2a"
 )
 
-// Run is the Go form of seed 004's @augur.session: it opens (or, with
-// Attach, re-enters) the session s on the gate, runs fn with the session
+// Run is the Go form of the Python gate SDK's @augur.session: it opens (or,
+// with Attach, re-enters) the session s on the gate, runs fn with the session
 // in its context, and ends the session when fn returns: suspended when fn
 // called Suspend or a resume met resume_no_standing_verdict, completed
 // otherwise. s is validated before any request ([fail_closed_config]). A
-// session without an ID gets a generated one (a UUIDv7, as the module's
-// other ids), so a retried open presents the same session.
+// session without an ID gets a generated one (a UUIDv7, as the module's other
+// ids), so a retried open presents the same session.
 //
 // The error is fn's; a failure to end the session is joined to it. A
 // write fn made has run or not as its own error said, whatever the end.

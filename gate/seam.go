@@ -19,8 +19,8 @@ const (
 
 // WriteSpecJSON is WriteSpec for a tool seen at a framework's tool seam,
 // where a call is a name and its raw JSON arguments: the builders get the
-// call's arguments object (seed 004's WriteSpec context_builder, which
-// gets a single args dict).
+// call's arguments object (the Python gate SDK's WriteSpec
+// context_builder, which gets a single args dict).
 type WriteSpecJSON struct {
 	ActionType string
 	// Context builds the write's context from the call's arguments.
@@ -44,8 +44,8 @@ type ToolResult struct {
 	Denial *KillError
 }
 
-// ToolGate gates every tool call of an agent at one seam (seed 004's
-// NovarchToolGate): classify each tool once in Kinds, describe each
+// ToolGate gates every tool call of an agent at one seam (the Python gate
+// SDK's NovarchToolGate): classify each tool once in Kinds, describe each
 // write in Writes, and pass every call through Call.
 //
 //   - A read runs and is buffered as evidence.
@@ -146,7 +146,7 @@ func Halts(err error) bool {
 }
 
 // KillSafe wraps a tool-error handler (the function a framework calls to
-// turn a tool's error into a message for the model, as seed 004's
+// turn a tool's error into a message for the model, as the Python gate SDK's
 // kill_safe_handle_tool_errors wraps handle_tool_errors) so that it sees
 // ordinary errors but never swallows a halt: for an error that Halts, the
 // returned handler gives the error back instead of a message. A nil

@@ -10,13 +10,15 @@ import (
 )
 
 // DefaultMaxHold is what a session declares it can wait for a hold when it
-// declares nothing: seed 004's poll_timeout_s default of 5 minutes.
+// declares nothing: the Python gate SDK's poll_timeout_s default of 5
+// minutes.
 const DefaultMaxHold = 5 * time.Minute
 
 // AdoptDeploymentWindow, as Session.MaxHold, declares that the session
-// waits as long as the deployment says a hold may wait (seed 004's
-// augur.ADOPT_DEPLOYMENT_WINDOW). It is opt-in because a process that dies
-// mid-wait turns a hold a person was asked to judge into a fail-closed stop.
+// waits as long as the deployment says a hold may wait (the Python gate
+// SDK's augur.ADOPT_DEPLOYMENT_WINDOW). It is opt-in because a process that
+// dies mid-wait turns a hold a person was asked to judge into a fail-closed
+// stop.
 const AdoptDeploymentWindow time.Duration = -1
 
 // Session is one governed trajectory: every read, the reasoning and the
@@ -43,8 +45,8 @@ type Session struct {
 	MaxHold time.Duration
 }
 
-// Validate reports the configuration errors seed 004 refuses before any
-// request, as a *KillError with reason fail_closed_config.
+// Validate reports the configuration errors the Python gate SDK refuses
+// before any request, as a *KillError with reason fail_closed_config.
 func (s Session) Validate() error {
 	var problems []string
 	if s.TenantID == "" {
@@ -123,7 +125,7 @@ type SessionRequest struct {
 	Attach    bool   `json:"attach,omitempty"`
 	Resume    bool   `json:"resume,omitempty"`
 	// MaxHoldS is the declared ceiling in seconds (fractions allowed, as
-	// in the seed); it is absent when AdoptDeploymentWindow is set.
+	// in the Python gate SDK); it is absent when AdoptDeploymentWindow is set.
 	MaxHoldS              float64 `json:"max_hold_s,omitempty"`
 	AdoptDeploymentWindow bool    `json:"adopt_deployment_window,omitempty"`
 }
@@ -232,8 +234,8 @@ type sessionState struct {
 	info   SessionInfo
 	limits EvidenceLimits
 	// park ends the session suspended although Suspend was not called: a
-	// resume met resume_no_standing_verdict (seed 004: the session parks
-	// on the way out so the retry can attach).
+	// resume met resume_no_standing_verdict (as in the Python gate SDK, the
+	// session parks on the way out so the retry can attach).
 	park bool
 	// calls counts the session's tool calls (reads and writes) for
 	// Provenance.Sequence; evidence is the buffer of reads and evBytes
@@ -269,7 +271,8 @@ func stateFrom(ctx context.Context, op string) (*sessionState, error) {
 }
 
 // SetReasoning records the agent's stated reasoning for the session's next
-// gated write (seed 004's augur.set_reasoning); a later call replaces it.
+// gated write (the Python gate SDK's augur.set_reasoning); a later call
+// replaces it.
 func SetReasoning(ctx context.Context, text string) error {
 	st, err := stateFrom(ctx, "SetReasoning")
 	if err != nil {
@@ -293,8 +296,8 @@ func Reasoning(ctx context.Context) string {
 }
 
 // Suspend asks that ctx's session park when its run ends instead of
-// completing (seed 004's augur.suspend), so a later run can attach and
-// resume it. Only a resumable session can park.
+// completing (the Python gate SDK's augur.suspend), so a later run can attach
+// and resume it. Only a resumable session can park.
 func Suspend(ctx context.Context) error {
 	st, err := stateFrom(ctx, "Suspend")
 	if err != nil {

@@ -46,7 +46,7 @@ func (l EvidenceLimits) withDefaults() EvidenceLimits {
 	return l
 }
 
-// Read wraps a read tool (seed 004's @augur.tool(kind="read")): the
+// Read wraps a read tool (the Python gate SDK's @augur.tool(kind="read")): the
 // wrapped function runs freely, and its call (arguments, result or
 // error) is buffered as Evidence in the session ctx carries, for the
 // session's next gated writes. Outside a session it just runs.
@@ -145,7 +145,7 @@ func (st *sessionState) evidenceSnapshot() []Evidence {
 	return append([]Evidence(nil), st.evidence...)
 }
 
-// WriteSpec says how a write tool is gated (seed 004's
+// WriteSpec says how a write tool is gated (the Python gate SDK's
 // @augur.tool(kind="write", action_type=…, context_builder=…,
 // action_id_builder=…)).
 type WriteSpec[A any] struct {

@@ -425,7 +425,7 @@ func TestWriteFnErrorIsNotAcknowledged(t *testing.T) {
 	}
 }
 
-// Configuration the seed refuses before any request is refused with
+// Configuration the Python gate SDK refuses before any request is refused with
 // [fail_closed_config] and nothing is sent.
 func TestConfigRefusedBeforeAnyRequest(t *testing.T) {
 	f := newFake(t, nil)

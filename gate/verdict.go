@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Outcome is a verdict's decision, in seed 004's words.
+// Outcome is a verdict's decision, in the Python gate SDK's words.
 type Outcome string
 
 const (
@@ -38,14 +38,14 @@ func (o Outcome) Valid() bool {
 // Reason is a stable machine code for why a write was stopped or refused.
 // Fail-closed reasons start with "fail_closed_" and resume refusals with
 // "resume_"; both appear in error messages as a bracketed prefix, the
-// form seed 004 documents ("[fail_closed_config] …").
+// form the Python gate SDK documents ("[fail_closed_config] …").
 type Reason string
 
-// The fail-closed reasons. Seed 004 names judge error, judge timeout,
-// operator timeout, a server restart past the grace window and refused
-// configuration; the rest are the further uncertainties the Go SDK and
-// service meet (issue 9's fault classes), each kept apart so an operator
-// can tell an outage from a policy decision.
+// The fail-closed reasons. The Python gate SDK names judge error, judge
+// timeout, operator timeout, a server restart past the grace window and
+// refused configuration; the rest are the further uncertainties the Go SDK
+// and service meet (store, rule and protocol faults), each kept apart so an
+// operator can tell an outage from a policy decision.
 const (
 	ReasonConfig            Reason = "fail_closed_config"             // session or write refused before any request
 	ReasonJudgeError        Reason = "fail_closed_judge_error"        // the judge answered with an error (429, 5xx, 4xx, transport)
@@ -62,8 +62,8 @@ const (
 	ReasonStore             Reason = "fail_closed_store"              // the decision could not be recorded durably
 )
 
-// The resume refusals seed 004 lists. The first three are terminal and
-// want a new action id; ResumeNoStandingVerdict means nothing has been
+// The resume refusals the Python gate SDK lists. The first three are terminal
+// and want a new action id; ResumeNoStandingVerdict means nothing has been
 // decided yet and the resume should be retried.
 const (
 	ResumeFingerprintMismatch      Reason = "resume_fingerprint_mismatch"

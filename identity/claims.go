@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Claim names. The seed's token verifier names user_id, tenant_id, run_id,
+// Claim names. The Python SDK's verifier names user_id, tenant_id, run_id,
 // instance_id, agent_id, agent_name and scopes; it names no conversation
 // claim, so conversation_id follows the same pattern (the memory service
 // scopes live conversation messages by it).

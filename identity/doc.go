@@ -1,5 +1,8 @@
 // Package identity verifies NovaOS execution tokens and carries the
-// identity they prove: the seed's token_verifier and ExecutionContext.
+// identity they prove.
+//
+// It is the Go form of the NovaOS Python SDK's token_verifier and
+// ExecutionContext.
 //
 // An execution token is a JWT the platform signs (EdDSA; ES256 and RS256
 // tokens of another issuer verify too) naming who acts and for whom:

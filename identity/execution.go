@@ -9,8 +9,8 @@ import (
 	"novaos.dev/novaos/secret"
 )
 
-// Headers of the seed's auth proxy: it verifies the execution token and
-// hands the agent the ids it carries and the token itself. The seed names
+// Headers of the platform's auth proxy: it verifies the execution token and
+// hands the agent the ids it carries and the token itself. The Python SDK names
 // no header for the conversation or the agent name; these two follow the
 // pattern.
 const (
@@ -28,7 +28,7 @@ const (
 // a call to a platform service would be refused.
 var ErrNoToken = errors.New("identity: no execution token (the request carried none: run under the platform, or give the agent a token)")
 
-// Execution is the seed's ExecutionContext: the execution token an agent
+// Execution is the Python SDK's ExecutionContext: the execution token an agent
 // calls platform services with, and the ids it acts under. Token is a
 // secret.Value, so printing an Execution never shows it. Verified is true
 // when the ids come from a token this process verified; otherwise they are
@@ -83,7 +83,7 @@ func (e Execution) RequireToken() (secret.Value, error) {
 	return e.Token, nil
 }
 
-// AuthHeaders is the seed's to_auth_headers: {"Authorization": "Bearer
+// AuthHeaders is the Python SDK's to_auth_headers: {"Authorization": "Bearer
 // <token>"}, or an empty map without a token. The map holds the token in
 // the clear: pass it to the request, never to a log.
 func (e Execution) AuthHeaders() map[string]string {
@@ -103,7 +103,7 @@ func (e Execution) Authorize(h http.Header) bool {
 	return true
 }
 
-// ContextHeaders is the seed's to_context_headers: the X-NovaOS-* headers
+// ContextHeaders is the Python SDK's to_context_headers: the X-NovaOS-* headers
 // of every non-empty field, the token included, for forwarding the whole
 // context to a service that reads them. It holds the token in the clear.
 func (e Execution) ContextHeaders() map[string]string {

@@ -55,7 +55,7 @@ func (s *StaticKeys) Key(_ context.Context, kid string) (*cardsig.Key, error) {
 }
 
 // JWKSPath is where an issuer publishes its keys under its base URL, and
-// where JWKSURL looks for them: the seed's verifier derives
+// where JWKSURL looks for them: the Python SDK's verifier derives
 // <gateway>/.well-known/jwks.json from the gateway URL.
 const JWKSPath = "/.well-known/jwks.json"
 
@@ -82,7 +82,7 @@ type JWKSOptions struct {
 	// is its own business, and the URL is still checked.
 	Client *http.Client
 	// CacheTTL is how long a fetched key set is used before it is fetched
-	// again (DefaultCacheTTL, the seed's cache_ttl_seconds=300).
+	// again (DefaultCacheTTL, the Python SDK's cache_ttl_seconds=300).
 	CacheTTL time.Duration
 	// RefreshInterval is the least time between two fetches, so tokens
 	// naming unknown kids, however many, cause at most one fetch per

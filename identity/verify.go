@@ -22,12 +22,12 @@ import (
 const (
 	EdDSA = cardsig.EdDSA // Ed25519, what the platform signs with
 	ES256 = cardsig.ES256
-	RS256 = cardsig.RS256 // what the seed's gateway signs with
+	RS256 = cardsig.RS256 // what the Python SDK's gateway signs with
 )
 
 // Defaults of Options.
 const (
-	// DefaultAudience is the seed verifier's default aud.
+	// DefaultAudience is the Python SDK verifier's default aud.
 	DefaultAudience = "acp-agent"
 	// DefaultLeeway is the clock skew allowed on exp, nbf and iat.
 	DefaultLeeway = 30 * time.Second
@@ -133,7 +133,7 @@ func New(keys KeySource, opts Options) (*Verifier, error) {
 	return v, nil
 }
 
-// NewJWKSVerifier is the seed's JWKSTokenVerifier: tokens of issuer,
+// NewJWKSVerifier is the Python SDK's JWKSTokenVerifier: tokens of issuer,
 // verified with the keys the gateway at gatewayURL publishes at
 // JWKSURL(gatewayURL). opts may be nil; its Issuer is set to issuer.
 func NewJWKSVerifier(gatewayURL, issuer string, jwks *JWKSOptions, opts *Options) (*Verifier, error) {

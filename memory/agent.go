@@ -50,8 +50,8 @@ const EventAssembled = "memory.assembled"
 
 type prefetchedKey struct{}
 
-// Prefetch returns the hook (for agent.Options.BeforeSkill) that runs
-// seed 002's pre-fetch: when a request carries a memory budget
+// Prefetch returns the hook (for agent.Options.BeforeSkill) that runs the
+// NovaOS memory guide's pre-fetch: when a request carries a memory budget
 // (agent.PlatformContext.MemoryBudget: default 4,000 tokens and 800 ms), one
 // assemble before the skill, with the turn's input as the query, under the
 // budget. The skill reads the result with Prefetched(c), also when it is

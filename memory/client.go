@@ -20,13 +20,13 @@ import (
 )
 
 // ServiceURLEnv names the variable NewClient reads the service's base URL
-// from when none is given (seed 002's MEMORY_SERVICE_URL).
+// from when none is given (the variable the NovaOS memory guide names).
 const ServiceURLEnv = "MEMORY_SERVICE_URL"
 
 // ServicePath is where the service answers under its base URL.
 const ServicePath = "/api/v1/mcp"
 
-// DefaultTimeout bounds one attempt of a call (seed 000's 30 s).
+// DefaultTimeout bounds one attempt of a call (the NovaOS Python SDK's 30 s).
 const DefaultTimeout = 30 * time.Second
 
 // maxResponseBytes bounds what the client reads of one answer: an assemble
@@ -39,8 +39,9 @@ type ClientOptions struct {
 	HTTPClient *http.Client
 	// Retry is the retry policy; nil retries 429, 502, 503, 504 and
 	// connection errors 3 times in all with jittered backoff, behind a
-	// breaker that opens after 5 failures in a row for 30 s (seed 000's
-	// MemoryClient). Give &resilience.Policy{} for a single attempt.
+	// breaker that opens after 5 failures in a row for 30 s (the NovaOS
+	// Python SDK's MemoryClient). Give &resilience.Policy{} for a single
+	// attempt.
 	Retry *resilience.Policy
 	// Header is sent with every call (e.g. a trace header).
 	Header http.Header

@@ -1,8 +1,11 @@
-// Package memory is the domain of the NovaOS memory service (seed 002): the
-// wire types of the novaos.memory.* tools with the seed's JSON names, the
-// rules every request must meet, the public Store contract the SQLite and
-// PostgreSQL stores implement, and the retrieval primitives the service and
-// the benchmarks share.
+// Package memory defines the NovaOS memory service's wire types, rules and
+// store contract.
+//
+// It is the domain of the memory service, as the NovaOS agent memory guide
+// describes it: the wire types of the novaos.memory.* tools with the guide's
+// JSON names, the rules every request must meet, the public Store contract
+// the SQLite and PostgreSQL stores implement, and the retrieval primitives
+// the service and the benchmarks share.
 //
 // # Scopes and isolation
 //

@@ -10,7 +10,7 @@ import (
 // never from a request.
 type Scope string
 
-// The scopes of seed 002.
+// The memory scopes, as the NovaOS memory guide defines them.
 const (
 	ScopeRun    Scope = "run"    // scratch of one run: key-value, short TTL, never ranked
 	ScopeTask   Scope = "task"   // scratch of one A2A task, like run
@@ -19,7 +19,7 @@ const (
 	ScopeTenant Scope = "tenant" // shared by a whole tenant; admin-written
 )
 
-// Scopes lists every scope, in the order the seed names them.
+// Scopes lists every scope, in the order the memory guide names them.
 var Scopes = []Scope{ScopeRun, ScopeTask, ScopeAgent, ScopeUser, ScopeTenant}
 
 // Durable reports whether memories of s are similarity-ranked and kept
@@ -40,7 +40,7 @@ func (s Scope) Valid() bool {
 // never matches a typed query.
 type Type string
 
-// The memory types of seed 002 (LangMem's taxonomy).
+// The memory types of the NovaOS memory guide (LangMem's taxonomy).
 const (
 	TypeSemantic   Type = "semantic"   // facts and preferences
 	TypeEpisodic   Type = "episodic"   // things that happened
@@ -56,8 +56,8 @@ func (t Type) Valid() bool {
 	return false
 }
 
-// Classification labels of a memory (seed 000's write). The empty value
-// means the service default.
+// Classification labels of a memory (the NovaOS Python SDK's write). The
+// empty value means the service default.
 const (
 	ClassInferred     = "inferred"
 	ClassExplicit     = "explicit"
@@ -73,7 +73,7 @@ const (
 )
 
 // Metadata is what a stored memory carries beside its content
-// (MemoryMetadata in seed 000).
+// (MemoryMetadata in the NovaOS Python SDK).
 type Metadata struct {
 	Tags           []string       `json:"tags"`
 	Source         *string        `json:"source,omitempty"`

@@ -9,8 +9,9 @@ import (
 	"unicode/utf8"
 )
 
-// Limits of seed 002 and seed 000's client. Sizes are in bytes of UTF-8;
-// reason lengths in characters, as the seed counts them.
+// Limits of the NovaOS memory guide and the NovaOS Python SDK's memory
+// client. Sizes are in bytes of UTF-8; reason lengths in characters, as
+// that client counts them.
 const (
 	MaxContentBytes    = 32 << 10
 	MaxHintBytes       = 8 << 10

@@ -1,5 +1,7 @@
 // Package netguard decides whether a server may connect to a URL a client
-// gave it: the one SSRF guard shared by every outbound URL NovaOS stores or
+// gave it.
+//
+// It is the one SSRF guard shared by every outbound URL NovaOS stores or
 // dials (agent URLs in the registry, push-notification webhooks).
 //
 // It classifies a destination as Public, Loopback, Private, Metadata or

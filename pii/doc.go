@@ -1,8 +1,11 @@
-// Package pii masks personal data (email addresses, phone numbers, US social
-// security numbers, payment card numbers and IPv4 addresses) in text, in
-// decoded JSON values and in log records, and finds personal data and
-// credentials (API keys, private keys, JWTs, password assignments) in text
-// a write gate is asked to store (Scan).
+// Package pii masks personal data and finds personal data and credentials in
+// text.
+//
+// It masks personal data (email addresses, phone numbers, US social security
+// numbers, payment card numbers and IPv4 addresses) in text, in decoded JSON
+// values and in log records, and finds personal data and credentials (API
+// keys, private keys, JWTs, password assignments) in text a write gate is
+// asked to store (Scan).
 //
 // Detection is pattern based and deliberately broad: it prefers masking
 // something harmless (a long order number that looks like a card) over

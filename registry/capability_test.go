@@ -77,8 +77,8 @@ func TestMatchCapability(t *testing.T) {
 		score     float64
 		ok        bool
 	}{
-		{"web scraping", 0.8, "Web Scraping", 1, true},                     // seed example 1
-		{"api", 0.5, "API Integration", 0.6, true},                         // seed example 2
+		{"web scraping", 0.8, "Web Scraping", 1, true},                     // the Python SDK's example 1
+		{"api", 0.5, "API Integration", 0.6, true},                         // the Python SDK's example 2
 		{"api", 0.8, "", 0, false},                                         // same pair under the default threshold
 		{"data analytics", 0.8, "Data Analysis", 0.8888888888888888, true}, // difflib order: (required, available)
 		{"data analytics", 0.9, "", 0, false},

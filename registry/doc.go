@@ -1,10 +1,12 @@
-// Package registry is the client side of the NovaOS agent registry (the
-// "agent DNS" of the reference SDK): the Agent record, the rules a record
-// must meet, the URL Policy that keeps callers from being sent to hosts
-// they never named, fuzzy capability matching, a Client for the
-// registry API a NovaOS server serves under /api/v1/agents, and Store, the
-// contract of the records' store (store/sqlite, store/postgres, or one of
-// your own, checked by store/storetest.TestRegistryStore).
+// Package registry is the client side and record model of the NovaOS agent
+// registry.
+//
+// It is the "agent DNS" of the NovaOS Python SDK: the Agent record, the
+// rules a record must meet, the URL Policy that keeps callers from being
+// sent to hosts they never named, fuzzy capability matching, a Client for
+// the registry API a NovaOS server serves under /api/v1/agents, and Store,
+// the contract of the records' store (store/sqlite, store/postgres, or one
+// of your own, checked by store/storetest.TestRegistryStore).
 //
 //	c, _ := registry.NewClient("http://127.0.0.1:8080", &registry.ClientOptions{
 //		Policy: &registry.Policy{AllowedHostSuffixes: []string{".agents.example.com"}},

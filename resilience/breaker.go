@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Seed defaults of the breaker.
+// Defaults of the breaker, the NovaOS Python SDK's.
 const (
 	DefaultThreshold = 5
 	DefaultReset     = 30 * time.Second
@@ -58,7 +58,7 @@ func (s State) String() string {
 	return fmt.Sprintf("State(%d)", int(s))
 }
 
-// BreakerOptions configure a Breaker; nil or zero fields mean the seed's
+// BreakerOptions configure a Breaker; nil or zero fields mean the Python SDK's
 // defaults.
 type BreakerOptions struct {
 	Threshold int           // consecutive failures that open it (default 5)

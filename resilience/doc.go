@@ -1,6 +1,9 @@
-// Package resilience holds the retry and circuit-breaker rules the
-// platform's service clients share (seed 000's _resilience module), so the
-// memory client, the gate client and later clients fail and retry alike.
+// Package resilience holds the retry and circuit-breaker rules of the
+// platform's service clients.
+//
+// The memory client, the gate client and later clients share them, so they
+// fail and retry alike, as the NovaOS Python SDK's clients do (its
+// _resilience module).
 //
 // A Policy retries an operation on transient failures with truncated
 // binary exponential backoff: attempt n waits Base·2^(n-1), capped at Max,
@@ -12,8 +15,8 @@
 // delay when it is longer, up to Max.
 //
 // Attempts counts every try, the first included, and 0 still makes one:
-// "no retries", not "no attempts" (as the seed's max_retries). The default
-// is 3.
+// "no retries", not "no attempts" (as the Python SDK's max_retries). The
+// default is 3.
 //
 // A Breaker trips after Threshold consecutive failures (default 5) and then
 // refuses calls with ErrOpen for Reset (default 30s); after that one probe

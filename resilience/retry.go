@@ -13,7 +13,8 @@ import (
 	"time"
 )
 
-// Seed defaults: three attempts, 1s doubling to at most 16s.
+// Defaults, the NovaOS Python SDK's: three attempts, 1s doubling to at most
+// 16s.
 const (
 	DefaultAttempts = 3
 	DefaultBase     = time.Second
@@ -40,7 +41,7 @@ type Policy struct {
 	Wait func(ctx context.Context, d time.Duration) error
 }
 
-// DefaultPolicy returns the seed's policy: DefaultAttempts tries with
+// DefaultPolicy returns the Python SDK's policy: DefaultAttempts tries with
 // jittered backoff from DefaultBase to DefaultMax, and no breaker.
 func DefaultPolicy() *Policy { return &Policy{Attempts: DefaultAttempts} }
 

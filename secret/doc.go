@@ -1,5 +1,7 @@
-// Package secret holds credential values (tokens, keys, passwords) so that
-// they cannot leak by accident: a Value renders as Redacted in fmt verbs,
+// Package secret holds credential values so that they cannot leak by
+// accident.
+//
+// A Value holding a token, key or password renders as Redacted in fmt verbs,
 // String, GoString, JSON, text marshalling and slog, and Reveal is the one
 // way to the plaintext. Equal compares a candidate in constant time, for
 // checking a presented token.

@@ -1,7 +1,9 @@
-// Package a2aclient calls A2A v1.0 agents: one Client per agent, built
-// from its card (New), from the URL its card is published under
-// (NewFromURL, through a caching Resolver) or from a bare endpoint URL
-// (NewForURL).
+// Package a2aclient calls A2A v1.0 agents over every binding their cards
+// offer.
+//
+// There is one Client per agent, built from its card (New), from the URL its
+// card is published under (NewFromURL, through a caching Resolver) or from a
+// bare endpoint URL (NewForURL).
 //
 //	c, err := a2aclient.NewFromURL(ctx, "http://127.0.0.1:8080/agents/echo", nil)
 //	if err != nil { … }

@@ -1,9 +1,11 @@
-// Package a2agrpc is the gRPC wire layer of A2A v1.0.1: conversions
-// between the wire model in package a2a and the generated lf.a2a.v1
-// messages in package a2apb, for every request, response and stream
-// event of the eleven methods, and the mapping of *a2a.Error to gRPC
-// statuses and back. The server binding and the client transport sit on
-// it; neither the rest of NovaOS nor an agent sees a generated type.
+// Package a2agrpc converts between the A2A wire model and its gRPC messages.
+//
+// It is the gRPC wire layer of A2A v1.0.1: conversions between the wire
+// model in package a2a and the generated lf.a2a.v1 messages in package
+// a2apb, for every request, response and stream event of the eleven methods,
+// and the mapping of *a2a.Error to gRPC statuses and back. The server
+// binding and the client transport sit on it; neither the rest of NovaOS nor
+// an agent sees a generated type.
 //
 //	req, err := a2agrpc.SendMessageRequestFromPB(in) // server: pb → model
 //	if err != nil {

@@ -1,9 +1,10 @@
-// Package a2apb is the generated Go code for the A2A v1.0.1 gRPC binding
-// (proto package lf.a2a.v1): the messages, the A2AService client and the
-// server interface. The wire contract is a2a.proto beside this file,
-// written from the specification; package a2agrpc converts these messages
-// to and from the wire model in package a2a, which is what the rest of
-// NovaOS uses.
+// Package a2apb is the generated Go code of the A2A v1.0.1 gRPC binding.
+//
+// It holds the messages of proto package lf.a2a.v1, the A2AService client
+// and the server interface. The wire contract is a2a.proto beside this file,
+// written from the specification; package a2agrpc converts these messages to
+// and from the wire model in package a2a, which is what the rest of NovaOS
+// uses.
 //
 // The generated files are checked in and never edited. After a change to
 // a2a.proto, or to a generator version pinned in

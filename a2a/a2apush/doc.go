@@ -1,7 +1,9 @@
-// Package a2apush delivers A2A push notifications: it drains the outbox a
-// task store fills in the transaction of every task write
-// (a2asrv.PushOutbox) and POSTs each notification, a StreamResponse, to its
-// config's webhook.
+// Package a2apush delivers A2A push notifications from a task store's outbox
+// to webhooks.
+//
+// It drains the outbox a task store fills in the transaction of every task
+// write (a2asrv.PushOutbox) and POSTs each notification, a StreamResponse,
+// to its config's webhook.
 //
 //	tasks := a2asrv.NewMemoryTaskStore(nil) // or a store/sqlite, store/postgres DB:
 //	push := tasks.PushConfigStore()         // db.PushConfigStore(),

@@ -1,12 +1,15 @@
-// Package a2astore is what every store of A2A tasks and push-notification
-// configs (a2asrv.TaskStore, a2asrv.PushConfigStore) shares, whatever it
-// keeps them in: the opaque page tokens of ListTasks and of config listings
-// (keyset cursors), the page-size clamp, the millisecond rounding of time
-// filters, which ids and scope strings a store can hold, and the bytes a
-// store keeps for a task, an appended event and a config. a2asrv's
-// in-memory stores and the SQLite and PostgreSQL stores use it, so they
-// issue and accept the same tokens, page the same way and refuse the same
-// records; a store written outside this module may use it too.
+// Package a2astore holds what every store of A2A tasks and push configs
+// shares.
+//
+// Whatever a store of tasks and push-notification configs (a2asrv.TaskStore,
+// a2asrv.PushConfigStore) keeps them in, it shares: the opaque page tokens
+// of ListTasks and of config listings (keyset cursors), the page-size clamp,
+// the millisecond rounding of time filters, which ids and scope strings a
+// store can hold, and the bytes a store keeps for a task, an appended event
+// and a config. a2asrv's in-memory stores and the SQLite and PostgreSQL
+// stores use it, so they issue and accept the same tokens, page the same way
+// and refuse the same records; a store written outside this module may use
+// it too.
 //
 // It sits beside a2asrv, on the floor above the wire model (it imports
 // only the standard library and package a2a): a2asrv's own stores need it,

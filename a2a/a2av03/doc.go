@@ -1,7 +1,8 @@
-// Package a2av03 is the A2A 0.3 JSON-RPC wire model and its conversion to
-// and from the v1 model in package a2a, so a v1 server can answer 0.3
-// clients and a v1 client can call a 0.3 agent. It depends on package a2a
-// and the standard library only.
+// Package a2av03 is the A2A 0.3 JSON-RPC wire model and its v1 conversion.
+//
+// It converts to and from the v1 model in package a2a, so a v1 server can
+// answer 0.3 clients and a v1 client can call a 0.3 agent. It depends on
+// package a2a and the standard library only.
 //
 // A server answers a 0.3 call by running the v1 method it maps to:
 //

@@ -1,8 +1,9 @@
-// Package cardsig signs and verifies A2A agent cards (A2A v1.0.1 §8.4): a
-// detached JWS (RFC 7515) over the RFC 8785 canonical JSON of the card with
-// its signatures removed and its empty values stripped, the way
-// @a2a-js/sdk and a2a-python compute it, so cards signed by either verify
-// here and the other way round.
+// Package cardsig signs and verifies A2A agent cards (A2A v1.0.1 §8.4).
+//
+// A signature is a detached JWS (RFC 7515) over the RFC 8785 canonical JSON
+// of the card with its signatures removed and its empty values stripped, the
+// way @a2a-js/sdk and a2a-python compute it, so cards signed by either
+// verify here and the other way round.
 //
 // Verification takes its keys only from a key set the caller supplies —
 // in memory, from a file, or fetched from a JWKS URL the caller names with

@@ -27,8 +27,8 @@ func (f Found) Paused() bool {
 	return (f.HITL != nil && f.HITL.RequiresUserAction) || f.OAuthRequired != nil || f.WriteConfirmation != nil
 }
 
-// Extract reads the conventions a message carries, in the three forms seed
-// 000's MessageParser reads, first to last:
+// Extract reads the conventions a message carries, in the three forms the
+// NovaOS Python SDK's MessageParser reads, first to last:
 //
 //   - a data part tagged MetadataMediaType in its metadata (what
 //     NewMessage writes);

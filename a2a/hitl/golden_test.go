@@ -12,8 +12,8 @@ import (
 	"novaos.dev/novaos/a2a/hitl"
 )
 
-// seedGolden reads a message of testdata/seed000 (see its README for the
-// seed 000 section each one follows).
+// seedGolden reads a golden message of the NovaOS Python SDK's wire form
+// (see the README beside the goldens for the section each one follows).
 func seedGolden(t *testing.T, name string) (*a2a.Message, any) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", "seed000", name))
@@ -45,10 +45,11 @@ func withSession(h *hitl.HITL, s string) *hitl.HITL {
 }
 
 // TestSeed000Golden checks both directions against messages built from
-// seed 000's text: each golden parses with Extract into what the seed's
-// builder put in, passes Validate, and (for the A2A form, which is what
-// the builder writes) our builder given the same inputs writes the same
-// JSON value, so the seed's parser reads ours as it reads its own.
+// the NovaOS Python SDK's reference text: each golden parses with Extract
+// into what that SDK's builder put in, passes Validate, and (for the A2A
+// form, which is what the builder writes) our builder given the same
+// inputs writes the same JSON value, so that SDK's parser reads ours as it
+// reads its own.
 func TestSeed000Golden(t *testing.T) {
 	plan := &hitl.HITL{Type: hitl.TypePlanConfirmation, Content: "Deploy v2 to production?", RequiresUserAction: true, SessionID: "session-1",
 		Plan:    map[string]any{"steps": []any{"drain", "deploy", "verify"}},

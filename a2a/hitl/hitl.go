@@ -12,8 +12,8 @@ import (
 
 // Keys of the control-data object a tagged part carries: each names one
 // convention, and its value is that convention's payload. A part may carry
-// several. Seed 000 reads HITL, errors, progress and responses under
-// these keys (MessageParser.extract_all) and the pauses under
+// several. The NovaOS Python SDK reads HITL, errors, progress and responses
+// under these keys (MessageParser.extract_all) and the pauses under
 // NOVAOS_PAUSE_OAUTH_KEY and NOVAOS_PAUSE_WRITE_CONFIRMATION_KEY.
 const (
 	KeyHITL              = "hitl"
@@ -106,14 +106,13 @@ type ProgressData struct {
 
 // HITL asks the user for something, or tells them something.
 //
-// On the wire it has seed 000's HITLMessage fields only: hitl_type,
-// content, requires_user_action, session_id, actions and metadata. What a
-// particular kind of request adds (InputType, Validation, Fields, Plan,
-// Result, Progress, ErrorType, RecoverySuggestions) travels inside
-// metadata under its snake_case name ("input_type", "validation",
-// "fields", "plan", "result", "progress", "error_type",
-// "recovery_suggestions"), where seed 000's factories put it; Metadata
-// holds the rest.
+// On the wire it has the NovaOS Python SDK's HITLMessage fields only:
+// hitl_type, content, requires_user_action, session_id, actions and metadata.
+// What a particular kind of request adds (InputType, Validation, Fields,
+// Plan, Result, Progress, ErrorType, RecoverySuggestions) travels inside
+// metadata under its snake_case name ("input_type", "validation", "fields",
+// "plan", "result", "progress", "error_type", "recovery_suggestions"), where
+// that SDK's factories put it; Metadata holds the rest.
 type HITL struct {
 	Type                Type
 	Content             string
@@ -192,7 +191,7 @@ type Error struct {
 
 // OAuthRequired pauses a run until the user authorizes a connector. Extra
 // fields are merged into the payload beside connector and auth_url, as
-// seed 000's create_oauth_required_message merges its metadata.
+// the NovaOS Python SDK's create_oauth_required_message merges its metadata.
 type OAuthRequired struct {
 	Connector string
 	AuthURL   string

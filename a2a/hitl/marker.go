@@ -14,24 +14,25 @@ import (
 const (
 	// MetadataMediaType marks NovaOS control data: HITL requests and
 	// responses, progress, errors, the two pauses, and the platform fields
-	// an agent adds to a result (its skill error). Seed 000 calls it
-	// NOVAOS_METADATA_CONTENT_TYPE; it was the ACP content type of the
-	// same payloads.
+	// an agent adds to a result (its skill error). The NovaOS Python SDK
+	// calls it NOVAOS_METADATA_CONTENT_TYPE; it was the ACP content type of
+	// the same payloads.
 	MetadataMediaType = "application/vnd.novaos.metadata+json"
 	// SkillMetadataMediaType marks the data part carrying a skill's
 	// result metadata. It is deliberately distinct from
 	// MetadataMediaType: platforms keep control data for themselves but
 	// show skill metadata to the caller as run data.
 	SkillMetadataMediaType = "application/vnd.novaos.skill-metadata+json"
-	// PartKey is the part-metadata key a marker is written under (seed
-	// 000's NOVAOS_METADATA_PART_KEY): a data part tagged as control data
-	// has "metadata": {"mediaType": "application/vnd.novaos.metadata+json"}.
+	// PartKey is the part-metadata key a marker is written under (the
+	// Python SDK's NOVAOS_METADATA_PART_KEY): a data part tagged as
+	// control data has
+	// "metadata": {"mediaType": "application/vnd.novaos.metadata+json"}.
 	PartKey = "mediaType"
 )
 
 // TaggedDataPart returns a data part holding the JSON encoding of v, with
 // mediaType recorded in its metadata under PartKey. The part's own
-// mediaType field is left empty, as seed 000's builder leaves it.
+// mediaType field is left empty, as the NovaOS Python SDK's builder leaves it.
 func TaggedDataPart(v any, mediaType string) (a2a.Part, error) {
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 	"maps"
 )
 
-// hitlWire is seed 000's HITLMessage as its to_dict writes it.
+// hitlWire is the NovaOS Python SDK's HITLMessage as its to_dict writes it.
 type hitlWire struct {
 	Type               Type                       `json:"hitl_type"`
 	Content            string                     `json:"content"`
@@ -16,8 +16,8 @@ type hitlWire struct {
 	Metadata           map[string]json.RawMessage `json:"metadata,omitempty"`
 }
 
-// MarshalJSON writes h in seed 000's HITLMessage shape, the kind-specific
-// fields inside metadata.
+// MarshalJSON writes h in the NovaOS Python SDK's HITLMessage shape, the
+// kind-specific fields inside metadata.
 func (h HITL) MarshalJSON() ([]byte, error) {
 	md := make(map[string]any, len(h.Metadata)+8)
 	maps.Copy(md, h.Metadata)
@@ -48,7 +48,7 @@ func setIf(md map[string]any, key string, v any, ok bool) {
 	}
 }
 
-// UnmarshalJSON reads seed 000's HITLMessage shape, lifting the
+// UnmarshalJSON reads the NovaOS Python SDK's HITLMessage shape, lifting the
 // kind-specific fields out of metadata.
 func (h *HITL) UnmarshalJSON(b []byte) error {
 	var w hitlWire

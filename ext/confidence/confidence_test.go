@@ -9,7 +9,7 @@ import (
 )
 
 func TestGolden(t *testing.T) {
-	// Seed 001's usage sample: confidence_metadata(0.92, explanation="high coverage").
+	// The extension's Python usage sample: confidence_metadata(0.92, explanation="high coverage").
 	exttest.Golden(t, confidence.Metadata(confidence.Payload{Confidence: 0.92, Explanation: "high coverage"}),
 		confidence.URI, `{"confidence": 0.92, "explanation": "high coverage"}`)
 	exttest.Golden(t, confidence.Metadata(confidence.Payload{Confidence: 0, Success: new(false)}),

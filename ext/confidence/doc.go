@@ -1,7 +1,9 @@
-// Package confidence is the confidence-v1 extension: the agent's own
-// estimate, from 0 to 1, that its answer is right, with an optional
-// explanation, carried in the metadata of the task's terminal artifact
-// under the extension URI.
+// Package confidence is the confidence-v1 extension: an agent's estimate
+// that its answer is right.
+//
+// The estimate, from 0 to 1, comes with an optional explanation and is
+// carried in the metadata of the task's terminal artifact under the
+// extension URI.
 //
 //	md := confidence.Metadata(confidence.Payload{Confidence: 0.92, Explanation: "high coverage"})
 //	// md == {"https://proto-labs.ai/a2a/ext/confidence-v1": {"confidence":0.92,"explanation":"high coverage"}}

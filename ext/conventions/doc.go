@@ -1,9 +1,13 @@
-// Package conventions is the conventions layer of seed 001 for agent cards:
-// the four metadata extensions declared together (cost-v1, confidence-v1,
-// worldstate-delta-v1, tool-call-v1), a JSON-RPC interface at protocol
-// version 1.0, the provider block, and the two security schemes callers
-// authenticate with: "apiKey" (an X-API-Key header) and "bearer" (HTTP
-// Authorization: Bearer).
+// Package conventions builds agent cards that declare the four metadata
+// extensions.
+//
+// A card built here declares the four metadata extensions together (cost-v1,
+// confidence-v1, worldstate-delta-v1, tool-call-v1), a JSON-RPC interface at
+// protocol version 1.0, the provider block, and the two security schemes
+// callers authenticate with: "apiKey" (an X-API-Key header) and "bearer"
+// (HTTP Authorization: Bearer). It is the card the Python conventions layer
+// these four extensions come from builds, so agents built on either declare
+// the same.
 //
 //	card, err := conventions.Card(conventions.Agent{
 //		Name: "triage", Description: "Files bugs", Version: "1.0.0",

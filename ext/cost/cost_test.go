@@ -9,8 +9,8 @@ import (
 )
 
 func TestGolden(t *testing.T) {
-	// The examples of seed 001: its metadata-convention sample and its
-	// Python usage sample.
+	// The examples of the extension's reference: its metadata-convention
+	// sample and its Python usage sample.
 	exttest.Golden(t, cost.Metadata(cost.Payload{
 		Usage: cost.Usage{InputTokens: 1500, OutputTokens: 420}, CostUSD: new(0.01), Success: new(true),
 	}), cost.URI, `{ "usage": { "input_tokens": 1500, "output_tokens": 420 }, "costUsd": 0.01, "success": true }`)

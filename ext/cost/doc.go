@@ -1,6 +1,8 @@
-// Package cost is the cost-v1 extension: token usage, wall time and money
-// spent by one run, carried in the metadata of the task's terminal artifact
-// under the extension URI.
+// Package cost is the cost-v1 extension: the tokens, time and money one run
+// spent.
+//
+// Token usage, wall time and money spent by one run are carried in the
+// metadata of the task's terminal artifact under the extension URI.
 //
 //	md := cost.Metadata(cost.Payload{
 //		Usage:      cost.Usage{InputTokens: 1500, OutputTokens: 420},

@@ -1,9 +1,12 @@
-// Package extmeta is the shared machinery of the metadata extensions in
-// ext/cost, ext/confidence, ext/worldstate and ext/toolcall: an extension's
-// data travels in the metadata map of an A2A object (a Message, an
-// Artifact), keyed by the extension's URI. This package builds such
-// fragments, merges them, finds one in a metadata map and reads its fields
-// with type checks that name the offending field.
+// Package extmeta builds, merges and reads the metadata fragments of A2A
+// extensions.
+//
+// It is the shared machinery of the metadata extensions in ext/cost,
+// ext/confidence, ext/worldstate and ext/toolcall: an extension's data
+// travels in the metadata map of an A2A object (a Message, an Artifact),
+// keyed by the extension's URI. This package builds such fragments, merges
+// them, finds one in a metadata map and reads its fields with type checks
+// that name the offending field.
 //
 // Most programs use the extension packages and never import this one:
 //

@@ -1,7 +1,9 @@
-// Package toolcall is the tool-call-v1 extension: one event in the life of
-// a tool call an agent makes (started, completed, failed), carried in the
-// metadata of a status-update message under the extension URI, so a
-// streaming client can show tool progress live.
+// Package toolcall is the tool-call-v1 extension: live progress of an
+// agent's tool calls.
+//
+// Each event in the life of a tool call an agent makes (started, completed,
+// failed) is carried in the metadata of a status-update message under the
+// extension URI, so a streaming client can show tool progress live.
 //
 //	md := toolcall.Metadata(toolcall.Payload{ToolCallID: "call_1", Name: "file_bug", Phase: toolcall.PhaseCompleted, Result: "BUG-12"})
 //	// md == {"https://proto-labs.ai/a2a/ext/tool-call-v1": {"toolCallId":"call_1","name":"file_bug","phase":"completed","result":"BUG-12"}}

@@ -9,7 +9,7 @@ import (
 )
 
 func TestGolden(t *testing.T) {
-	// Seed 001's usage sample: tool_call_metadata("call_1", "file_bug", "completed", result="BUG-12").
+	// The extension's Python usage sample: tool_call_metadata("call_1", "file_bug", "completed", result="BUG-12").
 	exttest.Golden(t, toolcall.Metadata(toolcall.Payload{ToolCallID: "call_1", Name: "file_bug", Phase: toolcall.PhaseCompleted, Result: "BUG-12"}),
 		toolcall.URI, `{"toolCallId": "call_1", "name": "file_bug", "phase": "completed", "result": "BUG-12"}`)
 	exttest.Golden(t, toolcall.Metadata(toolcall.Payload{ToolCallID: "c", Name: "search", Phase: toolcall.PhaseStarted, Args: map[string]any{"q": "go"}}),

@@ -1,6 +1,8 @@
-// Package usercontext implements the user-context/v1 A2A extension: a
-// run's secrets, each sealed by the platform to the receiving agent's
-// recipient key and opened inside the agent process.
+// Package usercontext seals a run's secrets to the agent that receives them.
+//
+// It implements the user-context/v1 A2A extension: a run's secrets, each
+// sealed by the platform to the receiving agent's recipient key and opened
+// inside the agent process.
 //
 // The platform seals (SealPayload, Seal) with the recipient's public key
 // and puts the Payload at metadata[URI] of the SendMessage request,
@@ -61,11 +63,11 @@
 //	               || u32be(len(name))     || name
 //	ct     = AES-256-GCM-Seal(key, iv, UTF-8 value, aad)
 //
-// The seed contract this follows names the primitives and the envelope's
-// members but leaves the byte layout to a platform document not available
-// here; the suite string, the HKDF salt and info and the AAD layout above
-// are this package's choices, pinned by the test vectors. The AAD
-// length-prefixes every identifier so that no two deliveries share one;
+// The NovaOS Python SDK's sealed-envelope contract names the primitives and
+// the envelope's members but leaves the byte layout to a platform document
+// not available here; the suite string, the HKDF salt and info and the AAD
+// layout above are this package's choices, pinned by the test vectors. The
+// AAD length-prefixes every identifier so that no two deliveries share one;
 // the HKDF info carries both public keys, as HPKE's key schedule does.
 //
 // The additional data binds the envelope to one delivery (Delivery): the

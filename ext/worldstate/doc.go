@@ -1,6 +1,8 @@
-// Package worldstate is the worldstate-delta-v1 extension: the changes a
-// run made to shared state, as a list of deltas, carried in the metadata of
-// the task's terminal artifact under the extension URI.
+// Package worldstate is the worldstate-delta-v1 extension: the changes a run
+// made to shared state.
+//
+// The changes, a list of deltas, are carried in the metadata of the task's
+// terminal artifact under the extension URI.
 //
 //	md := worldstate.Metadata(worldstate.Payload{Deltas: []worldstate.Delta{
 //		{Domain: "board", Path: "data.backlog", Op: worldstate.OpInc, Value: 1},

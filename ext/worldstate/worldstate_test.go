@@ -9,7 +9,7 @@ import (
 )
 
 func TestGolden(t *testing.T) {
-	// Seed 001's usage sample.
+	// The extension's Python usage sample.
 	exttest.Golden(t, worldstate.Metadata(worldstate.Payload{Deltas: []worldstate.Delta{
 		{Domain: "board", Path: "data.backlog", Op: worldstate.OpInc, Value: 1},
 	}}), worldstate.URI, `{"deltas": [{"domain": "board", "path": "data.backlog", "op": "inc", "value": 1}]}`)

@@ -1,5 +1,7 @@
-// Package archtest holds tests that guard the module's architecture: every
-// package documents itself, the a2a wire model depends on the standard
+// Package archtest holds tests that guard the module's architecture.
+//
+// Every package documents itself in a short first sentence and cites no seed
+// document or issue number, the a2a wire model depends on the standard
 // library only, the agent SDK stays free of database drivers and of the
 // platform's internal packages, and no file of the repository refers to the
 // directory beside it (a fresh clone has nothing there).
@@ -10,6 +12,8 @@
 //
 // The package rules read the package graph with `go list -deps -json ./...`
 // from the module root, so they see exactly what the build sees (non-test
-// files, current build tags). The self-containment rule reads every text
-// file under the module root, Go or not, the interop module included.
+// files, current build tags); the godoc rule parses those packages' Go
+// files and reads every comment in them. The self-containment rule reads
+// every text file under the module root, Go or not, the interop module
+// included.
 package archtest

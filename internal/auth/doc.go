@@ -1,7 +1,9 @@
-// Package auth is the platform's token issuer: it signs execution tokens
-// with an Ed25519 key kept in the data directory, publishes the public
-// keys as a JWKS, rotates, and verifies its own tokens for the platform's
-// services.
+// Package auth is the platform's token issuer: it signs and verifies
+// execution tokens.
+//
+// It signs execution tokens with an Ed25519 key kept in the data directory,
+// publishes the public keys as a JWKS, rotates, and verifies its own tokens
+// for the platform's services.
 //
 // The key ring is one owner-only file (KeyFile, "token.key" in the data
 // directory), created on first use with keyfile.Create and rewritten

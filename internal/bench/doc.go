@@ -1,8 +1,9 @@
-// Package bench is the load generator behind `novaos bench`: a fixed number
-// of keep-alive clients send one [Scenario]'s requests for a fixed duration
-// after a warm-up, every latency goes into a log-linear [Histogram], errors
-// are counted, and the process's resident memory is sampled while the load
-// runs.
+// Package bench is the load generator behind `novaos bench`.
+//
+// A fixed number of keep-alive clients send one [Scenario]'s requests for a
+// fixed duration after a warm-up, every latency goes into a log-linear
+// [Histogram], errors are counted, and the process's resident memory is
+// sampled while the load runs.
 //
 // It also holds what a benchmark compares against: [EchoHandler], a bare
 // net/http JSON echo, and the A2A scenarios ([SendMessage],

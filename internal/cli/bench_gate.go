@@ -35,7 +35,7 @@ const (
 	gateScenarioJudge   = "gated-judge"
 )
 
-// Goals of issue 9 the report is held against.
+// The gate's service-level goals, which the report is held against.
 const (
 	gateGoalP99      = 5 * time.Millisecond
 	gateGoalRate     = 1000

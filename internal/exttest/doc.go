@@ -1,6 +1,8 @@
-// Package exttest holds the table-test harness shared by the metadata
-// extension packages (ext/cost, ext/confidence, ext/worldstate,
-// ext/toolcall): parse cases, a round trip over the wire and golden
+// Package exttest is the table-test harness of the metadata extension
+// packages.
+//
+// The extension packages (ext/cost, ext/confidence, ext/worldstate,
+// ext/toolcall) share its parse cases, a round trip over the wire and golden
 // fragments.
 //
 //	exttest.RunParse(t, cost.Parse, []exttest.Case[cost.Payload]{

@@ -88,8 +88,8 @@ func RoundTrip[P any](t *testing.T, uri string, metadata func(P) map[string]any,
 }
 
 // Golden checks that the fragment's value encodes to want byte for byte
-// once want's insignificant whitespace is removed (the seeds print their
-// examples with spaces).
+// once want's insignificant whitespace is removed (the extensions'
+// reference documents print their examples with spaces).
 func Golden(t *testing.T, frag map[string]any, uri, want string) {
 	t.Helper()
 	got, err := json.Marshal(frag[uri])

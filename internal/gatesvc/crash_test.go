@@ -24,7 +24,7 @@ import (
 	"novaos.dev/novaos/secret"
 )
 
-// The crash-injection suite (issue 9): an SDK process or the gate server
+// The crash-injection suite: an SDK process or the gate server
 // is killed at each step of a gated write; later runs resume the work
 // item and an operator settles what only a person can. A fake downstream
 // counts effects by action id. Every action id must end with at most one

@@ -112,8 +112,8 @@ func (s *Service) Submit(ctx context.Context, c *Caller, raw []byte, claim bool)
 		}
 		s.inflightMu.Unlock()
 		if act.Resume {
-			// Seed 004: nothing decided yet, or the first attempt is still
-			// in front of the judge; the caller retries, never re-mints.
+			// Nothing decided yet, or the first attempt is still in front
+			// of the judge: the caller retries, never re-mints.
 			return refusal(&act, gate.ResumeNoStandingVerdict, "the action is still being judged; retry the resume"), nil
 		}
 		select {

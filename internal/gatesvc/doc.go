@@ -1,7 +1,9 @@
-// Package gate is the governance gate service (seed 004, issue 9), served
-// by `novaos serve` at /api/v1/gate and, for operators, at /ui/gate. It is
-// the server side of the public package gate (imported here as pub): that
-// package holds the wire types, the HTTP API's shape and the Store contract.
+// Package gatesvc is the governance gate service that judges agents' gated
+// writes.
+//
+// `novaos serve` serves it at /api/v1/gate and, for operators, at /ui/gate.
+// It is the server side of the public package gate: that package holds the
+// wire types, the HTTP API's shape and the Store contract.
 //
 // # A gated write's life
 //
@@ -41,12 +43,12 @@
 // makes it claimable again under a new token. Nothing is retried on its own.
 //
 // A resume or retried submit of a known action id answers from its record:
-// the four refusals of seed 004 (fingerprint mismatch, unversioned
+// the four refusals of the Python gate SDK (fingerprint mismatch, unversioned
 // commitment, commitment version changed, no standing verdict while still
 // held or being judged), the standing pass, already_executed with the
 // acknowledgement time, or the original kill.
 //
-// # Choices where the seed and issue are silent
+// # Choices where the Python gate SDK is silent
 //
 //   - An unknown action id in a resumed session is judged fresh: a resumed
 //     batch may carry new work items.

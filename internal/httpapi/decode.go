@@ -23,7 +23,7 @@ type Body struct {
 	// application/json"); default "the body".
 	What string
 	// AllowUnknown accepts fields v does not have, for a body shape the
-	// service shares with clients that send more (a seed's SDK);
+	// service shares with clients that send more (the NovaOS Python SDK);
 	// otherwise an unknown field is malformed.
 	AllowUnknown bool
 	// AllowEmpty accepts an empty (or white-space) body, leaving v as it

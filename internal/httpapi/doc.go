@@ -1,5 +1,6 @@
-// Package httpapi is the HTTP plumbing every NovaOS service shares, so a
-// service never re-solves it: the limits that keep hostile and careless
+// Package httpapi is the HTTP plumbing every NovaOS service shares.
+//
+// A service never re-solves it: the limits that keep hostile and careless
 // clients from holding the server, the Host and Origin rules that keep
 // browsers from being turned against it, and the pieces of a REST API
 // (problems, callers, bodies, paging).

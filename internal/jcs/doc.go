@@ -1,7 +1,15 @@
-// Package jcs writes the leaves of RFC 8785 JSON (the JSON
-// Canonicalization Scheme): strings with JCS's minimal escaping, numbers
-// as ECMAScript's Number.prototype.toString writes them, and the UTF-16
-// code unit order JCS sorts object member names by.
+// Package jcs writes the leaves of RFC 8785 canonical JSON: strings,
+// numbers, member order.
+//
+// It writes them as the JSON Canonicalization Scheme (JCS) says: strings
+// with JCS's minimal escaping, numbers as ECMAScript's
+// Number.prototype.toString writes them, and the UTF-16 code unit order JCS
+// sorts object member names by.
+//
+// It writes the leaves of the JSON Canonicalization Scheme (JCS): strings
+// with JCS's minimal escaping, numbers as ECMAScript's
+// Number.prototype.toString writes them, and the UTF-16 code unit order JCS
+// sorts object member names by.
 //
 // Two canonicalizers build on it: the gate's (gate.Canonicalize, which
 // parses raw JSON and adds a number policy for fingerprints) and the agent

@@ -1,15 +1,17 @@
-// Package memory is the platform's memory service (seed 002): agents'
-// durable, tenant-isolated memory, served as an MCP server at POST
-// /api/v1/mcp with the tools novaos.memory.write, query, update, forget,
-// hint and assemble, and the two status polls hint_status and
-// proposal_status. Package novaos.dev/novaos/memory holds the wire types,
-// the Store contract the SQLite and PostgreSQL stores implement, the
-// retrieval stack and the Go client; this package holds what the server
-// decides.
+// Package memorysvc is the platform's memory service, served to agents over
+// MCP.
 //
-//	svc := memory.New(store, &memory.Options{})
+// It keeps agents' durable, tenant-isolated memory, as the NovaOS agent
+// memory guide describes it, served as an MCP server at POST /api/v1/mcp
+// with the tools novaos.memory.write, query, update, forget, hint and
+// assemble, and the two status polls hint_status and proposal_status.
+// Package novaos.dev/novaos/memory holds the wire types, the Store contract
+// the SQLite and PostgreSQL stores implement, the retrieval stack and the Go
+// client; this package holds what the server decides.
+//
+//	svc := memorysvc.New(store, &memorysvc.Options{})
 //	go svc.Run(ctx) // write gate, consolidation, expiry
-//	mux.Handle("POST "+memory.Path, identity.Middleware(verifier, svc.Handler(callerFromToken, nil)))
+//	mux.Handle("POST "+memorysvc.Path, identity.Middleware(verifier, svc.Handler(callerFromToken, nil)))
 //
 // # Identity and policy
 //
@@ -69,8 +71,8 @@
 // # Errors
 //
 // A refused call is an MCP tool result with isError set whose text is
-// {"error": memory.Error}: the HTTP status with seed 002's meaning, a
-// stable code, and the field and rule broken. Request bodies are bounded
-// (HandlerOptions.MaxBodyBytes), a repeated JSON key anywhere is refused,
-// and tool arguments must use the exact field names.
+// {"error": memory.Error}: the HTTP status with the meaning the memory guide
+// gives it, a stable code, and the field and rule broken. Request bodies are
+// bounded (HandlerOptions.MaxBodyBytes), a repeated JSON key anywhere is
+// refused, and tool arguments must use the exact field names.
 package memorysvc

@@ -22,11 +22,11 @@ import (
 	"novaos.dev/novaos/memory"
 )
 
-// Path is where the service is mounted: seed 002's MemoryClient posts its
-// calls to POST /api/v1/mcp.
+// Path is where the service is mounted: the memory guide's MemoryClient posts
+// its calls to POST /api/v1/mcp.
 const Path = "/api/v1/mcp"
 
-// Tool names. The six of seed 002, and the two status polls.
+// Tool names. The six of the NovaOS memory guide, and the two status polls.
 const (
 	ToolWrite          = "novaos.memory.write"
 	ToolQuery          = "novaos.memory.query"
@@ -75,7 +75,7 @@ type HandlerOptions struct {
 // call. Tool arguments must use the
 // exact field names (a case variant is an unknown field), and every tool
 // error is an isError result whose text is {"error": memory.Error}: the
-// seed's HTTP status, a stable code and the field and rule broken.
+// memory guide's HTTP status, a stable code and the field and rule broken.
 func (s *Service) Handler(caller func(*http.Request) (*Caller, bool), o *HandlerOptions) http.Handler {
 	if o == nil {
 		o = &HandlerOptions{}

@@ -4,7 +4,7 @@ import (
 	"novaos.dev/novaos/memory"
 )
 
-// The scope policy of seed 002, in one place:
+// The scope policy of the NovaOS memory guide, in one place:
 //
 //	scope   read needs           write needs            who owns it
 //	run     memory:read:run      memory:write:run       the token's run

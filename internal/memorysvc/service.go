@@ -44,7 +44,7 @@ type Options struct {
 	// below MinTTL is refused.
 	ScratchTTL, MaxScratchTTL, MaxDurableTTL time.Duration
 	// ConsolidateEvery is the consolidation worker's poll interval
-	// (default 20s, as seed 002 says); GateEvery the write gate's sweep
+	// (default 20s, as the memory guide says); GateEvery the write gate's sweep
 	// for proposals a crash left behind (new proposals are judged at
 	// once); SweepEvery the expiry sweep's.
 	ConsolidateEvery, GateEvery, SweepEvery time.Duration
@@ -57,7 +57,7 @@ type Options struct {
 	MaxBodyBytes int64
 }
 
-// Service is the memory service: the seed 002 operations over a
+// Service is the memory service: the memory guide's operations over a
 // memory.Store, with the scope policy, the agent write gate, consolidation of
 // hints and hybrid retrieval. Every method takes the Caller, whose
 // identity comes from a verified token; nothing in a request names a

@@ -1,9 +1,11 @@
 // Package modelapi holds the platform's clients of OpenAI-compatible model
-// APIs (OpenAI, Azure OpenAI's v1 surface, vLLM, Ollama, LM Studio, …):
-// an embeddings client that implements memory.Embedder, and a chat
-// completions client that extracts facts from the memory service's
-// consolidation hints. They are optional: the memory service's defaults
-// need no model.
+// APIs.
+//
+// They speak to OpenAI, Azure OpenAI's v1 surface, vLLM, Ollama, LM Studio
+// and the like: an embeddings client that implements memory.Embedder, and a
+// chat completions client that extracts facts from the memory service's
+// consolidation hints. They are optional: the memory service's defaults need
+// no model.
 //
 // Both take a base URL that ends before the endpoint, as the OpenAI SDKs
 // do ("https://api.openai.com/v1", "http://127.0.0.1:11434/v1"), a model

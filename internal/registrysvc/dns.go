@@ -9,29 +9,29 @@ import (
 	"novaos.dev/novaos/registry"
 )
 
-// DNSPath is where the registry is also served in the shape seed 000's
-// AgentDNSClient calls: a seed client's base_url is the server's URL plus
-// DNSPath (http://127.0.0.1:8080/api/v1/dns). It is not the seed's bare
+// DNSPath is where the registry is also served in the shape the NovaOS
+// Python SDK's AgentDNSClient calls: that client's base_url is the server's
+// URL plus DNSPath (http://127.0.0.1:8080/api/v1/dns). It is not the SDK's bare
 // /agents because /agents/{name} is where the server hosts A2A agents:
 // POST /agents/search would be the JSON-RPC endpoint of an agent named
 // "search".
 const DNSPath = "/api/v1/dns"
 
-// DNSHandler serves the registry read-only in seed 000's Agent-DNS shape;
-// mount it at DNSPath+"/":
+// DNSHandler serves the registry read-only in the NovaOS Python SDK's
+// Agent-DNS shape; mount it at DNSPath+"/":
 //
 //	GET  /api/v1/dns/agents          every record, as a JSON array (the list filters status, tag, domain, name as query parameters)
 //	POST /api/v1/dns/agents/search   {"query", "name", "domain", "tag", "status"}, each optional: the matching records, as a JSON array
 //	GET  /api/v1/dns/agents/{name}   one record by name (or id)
 //
-// A record has exactly the seed's AgentDNSRecord fields: id, name, url,
+// A record has exactly that SDK's AgentDNSRecord fields: id, name, url,
 // description, metadata, capabilities, domains, tags, created_at,
 // updated_at (ISO 8601 with a numeric offset) and status. The query of a
 // search matches as Service.Search's text does (every word, without case,
 // in the name, description, a capability, a tag or a domain); name is a
 // case-insensitive substring, the other filters exact. A search body may
 // carry fields this API does not know; they are ignored. Errors are the
-// registry's problem+json (404 for an unknown agent, which the seed client
+// registry's problem+json (404 for an unknown agent, which the SDK's client
 // reads as "not found"). The API changes nothing, so it needs no token.
 //
 // It is not behind the API's Handler: nothing here writes, so the admin
@@ -77,7 +77,7 @@ func (d dnsHandler) list(w http.ResponseWriter, r *http.Request) {
 func (d dnsHandler) search(w http.ResponseWriter, r *http.Request) {
 	var in dnsSearch
 	// Unknown fields are allowed, unlike the registry's own API: the
-	// seed's client may send filters this API does not apply. No body is
+	// Python SDK's client may send filters this API does not apply. No body is
 	// no filter.
 	if !d.s.api.Decode(w, r, &in, httpapi.Body{What: "the search", AllowUnknown: true, AllowEmpty: true}) {
 		return
@@ -111,8 +111,8 @@ func (d dnsHandler) get(w http.ResponseWriter, r *http.Request, ref string) {
 	httpapi.WriteJSON(w, r, http.StatusOK, toDNS(a))
 }
 
-// dnsRecord is seed 000's AgentDNSRecord. Every field is written, null or
-// empty when unset, as the seed's dataclass has them all.
+// dnsRecord is the NovaOS Python SDK's AgentDNSRecord. Every field is
+// written, null or empty when unset, as that SDK's dataclass has them all.
 type dnsRecord struct {
 	ID           string         `json:"id"`
 	Name         string         `json:"name"`

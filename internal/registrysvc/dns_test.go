@@ -14,7 +14,7 @@ import (
 	"novaos.dev/novaos/registry"
 )
 
-// dnsServer serves the seed-shaped API over a registry holding a mail
+// dnsServer serves the Agent-DNS API over a registry holding a mail
 // agent with every field set and a bare one.
 func dnsServer(t *testing.T) *httptest.Server {
 	t.Helper()
@@ -35,7 +35,8 @@ func dnsServer(t *testing.T) *httptest.Server {
 	return srv
 }
 
-// The records exactly as seed 000's AgentDNSRecord.from_dict reads them.
+// The records exactly as the NovaOS Python SDK's AgentDNSRecord.from_dict
+// reads them.
 const (
 	dnsMailer = `{"id":"00000000-0000-4000-8000-000000000001","name":"mailer","url":"https://mailer.agents.example.com/a2a",` +
 		`"description":"Sends e-mail","metadata":{"capabilities":[{"name":"schedule_email"}]},"capabilities":["send_email"],` +

@@ -1,8 +1,10 @@
-// Package registry is the platform's agent registry service: it validates
-// agent records (package novaos.dev/novaos/registry has the record, rules
-// and matching), keeps them in a Store (MemoryStore here; store/sqlite and
-// store/postgres for durable ones) and serves the HTTP API under
-// /api/v1/agents with RFC 9457 problem+json errors.
+// Package registrysvc is the platform's agent registry service and its HTTP
+// API.
+//
+// It validates agent records (package novaos.dev/novaos/registry has the
+// record, rules and matching), keeps them in a Store (MemoryStore here;
+// store/sqlite and store/postgres for durable ones) and serves the HTTP API
+// under /api/v1/agents with RFC 9457 problem+json errors.
 //
 //	svc := registrysvc.New(store, &registrysvc.Options{Policy: &registry.Policy{AllowedHostSuffixes: []string{".example.com"}}})
 //	mux.Handle(registry.APIPath, svc.Handler())
@@ -46,14 +48,14 @@
 //
 // The token never appears in logs, errors or problem details.
 //
-// # Seed 000's Agent-DNS shape
+// # The NovaOS Python SDK's Agent-DNS shape
 //
-// DNSHandler serves the same records read-only in the shape seed 000's
-// AgentDNSClient calls, under DNSPath (/api/v1/dns): GET /agents (a JSON
-// array of every record), POST /agents/search (a JSON body of query,
-// name, domain, tag and status) and GET /agents/{name}, each record with
-// the seed's AgentDNSRecord fields (snake_case timestamps, every field
-// present). A seed client takes the server's URL plus DNSPath as its
-// base_url. The base is not the bare /agents of the seed because the
-// server hosts A2A agents at /agents/{name}.
+// DNSHandler serves the same records read-only in the shape the NovaOS
+// Python SDK's AgentDNSClient calls, under DNSPath (/api/v1/dns): GET
+// /agents (a JSON array of every record), POST /agents/search (a JSON body
+// of query, name, domain, tag and status) and GET /agents/{name}, each
+// record with that SDK's AgentDNSRecord fields (snake_case timestamps,
+// every field present). A client of that SDK takes the server's URL plus
+// DNSPath as its base_url. The base is not the SDK's bare /agents because
+// the server hosts A2A agents at /agents/{name}.
 package registrysvc

@@ -1,8 +1,10 @@
-// Package tlscert serves a TLS certificate pair read from PEM files and
-// kept current: the files are read again when they change and on demand
-// (a SIGHUP handler calls Reload), without dropping a connection. A pair
-// that does not load (unreadable, mismatched, expired) leaves the one in
-// use and is logged, so a half-written renewal never takes a server down.
+// Package tlscert serves a TLS certificate pair from PEM files and keeps it
+// current.
+//
+// The files are read again when they change and on demand (a SIGHUP handler
+// calls Reload), without dropping a connection. A pair that does not load
+// (unreadable, mismatched, expired) leaves the one in use and is logged, so
+// a half-written renewal never takes a server down.
 //
 //	pair, err := tlscert.Load("server.crt", "server.key", &tlscert.Options{Logger: log})
 //	if err != nil {

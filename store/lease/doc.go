@@ -1,5 +1,6 @@
-// Package lease keeps a process's claim on the tasks it writes alive, for
-// the durable stores that implement a2asrv.Recoverer.
+// Package lease keeps a process's claim on the tasks it writes alive.
+//
+// It serves the durable stores that implement a2asrv.Recoverer.
 //
 // Each opened database handle is one instance: it registers a random id in
 // the database with an expiry, renews it every Heartbeat, and stamps every

@@ -1,7 +1,9 @@
-// Package postgres keeps NovaOS state in PostgreSQL, through a pgx
-// connection pool, for deployments that run several replicas against one
-// database. It offers the same stores, with the same behaviour, as
-// store/sqlite; store/storetest holds both to one contract.
+// Package postgres keeps NovaOS state in PostgreSQL, for replicas sharing
+// one database.
+//
+// It works through a pgx connection pool. It offers the same stores, with
+// the same behaviour, as store/sqlite; store/storetest holds both to one
+// contract.
 //
 // Open creates and upgrades the schema from migrations embedded in the
 // binary, recorded in a schema_migrations table. The migration runs under a

@@ -1,6 +1,7 @@
-// Package sqlite keeps NovaOS state in one SQLite file, with the pure-Go
-// driver modernc.org/sqlite (no cgo). It is the default store: zero setup,
-// durable across restarts.
+// Package sqlite keeps NovaOS state in one SQLite file, without cgo.
+//
+// It uses the pure-Go driver modernc.org/sqlite. It is the default store:
+// zero setup, durable across restarts.
 //
 // The database runs in WAL mode with synchronous=FULL, so a write that
 // returned has reached the disk. Every write goes through one dedicated

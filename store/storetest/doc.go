@@ -1,5 +1,7 @@
-// Package storetest is the contract suites of the stores the platform
-// defines: one suite of subtests per store interface that the in-memory,
+// Package storetest holds the contract suites of the stores the platform
+// defines.
+//
+// There is one suite of subtests per store interface that the in-memory,
 // SQLite and PostgreSQL stores all pass, and that a store written outside
 // this module runs the same way.
 //

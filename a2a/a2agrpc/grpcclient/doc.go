@@ -1,6 +1,7 @@
-// Package grpcclient is the gRPC transport of the A2A client: plugged
-// into package a2aclient, a Client calls an agent's GRPC interface with
-// every method, exactly as it calls the HTTP bindings.
+// Package grpcclient is the gRPC transport of the A2A client.
+//
+// Plugged into package a2aclient, it lets a Client call an agent's GRPC
+// interface with every method, exactly as it calls the HTTP bindings.
 //
 //	c, err := a2aclient.NewFromURL(ctx, "https://agents.example.com/agents/echo", &a2aclient.Options{
 //		Transports:         []string{a2a.BindingGRPC},

@@ -1,4 +1,6 @@
-// Package grpcsrv is the gRPC binding of the A2A server: it serves the
+// Package grpcsrv serves A2A agents over gRPC.
+//
+// It is the gRPC binding of the A2A server: it serves the
 // lf.a2a.v1.A2AService of package a2apb over one or more a2asrv.Handlers.
 //
 // Each method converts the generated request to the wire model (package

@@ -1,8 +1,10 @@
-// Package judge is the governance gate's optional LLM judge: it asks an
-// OpenAI-compatible chat-completions endpoint (through internal/modelapi)
-// whether a gated write breaks one of the tenant's plain-English rules,
-// and decodes the answer strictly. It runs after the deterministic rules
-// (package rules) and may escalate their verdict, never lower it (Most).
+// Package judge is the governance gate's optional LLM judge of gated writes.
+//
+// It asks an OpenAI-compatible chat-completions endpoint (through
+// internal/modelapi) whether a gated write breaks one of the tenant's
+// plain-English rules, and decodes the answer strictly. It runs after the
+// deterministic rules (package rules) and may escalate their verdict, never
+// lower it (Most).
 //
 // The verdict is one JSON object, the only thing the model may answer:
 //
@@ -14,7 +16,7 @@
 //	  "signals":       ["<fact>", …]                 optional: the evidence it rests on
 //	}
 //
-// verdict, rule_id_cited and rationale are what seed 004's clients get
+// verdict, rule_id_cited and rationale are what the gate SDKs' clients get
 // back on a kill or pause (verdict, rule_id_cited, rationale). Decode
 // rejects, with a *DecodeError naming the reason and the JSON path, and
 // quoting at most EchoBytes of the output: a duplicate key at any depth

@@ -1,5 +1,6 @@
-// Package rules is the governance gate's deterministic rule engine: the
-// embedded default judge that runs before any model is asked.
+// Package rules is the governance gate's deterministic rule engine.
+//
+// It is the embedded default judge that runs before any model is asked.
 //
 // A Rule is plain-English text (what a human and the LLM judge read), an
 // optional CEL condition (the deterministic floor) and the verdict the

@@ -1,12 +1,13 @@
-// Package triage is the governance gate's operator page, served at
-// /ui/gate: a server-rendered list of the held and unconfirmed actions of
-// the operator's tenant (every tenant for the admin), a detail page with
+// Package triage is the governance gate's operator page, served at /ui/gate.
+//
+// It is a server-rendered list of the held and unconfirmed actions of the
+// operator's tenant (every tenant for the admin), a detail page with
 // everything a reviewer needs to decide one (context, evidence with its
 // provenance, the agent's reasoning, matched rules and aggregates, the
 // judge's answer, fingerprint, hold and claim), and forms that approve,
 // deny, confirm executed or confirm not executed. The list reloads itself
-// every 30 seconds; the detail page does not, so a note being typed is
-// not lost.
+// every 30 seconds; the detail page does not, so a note being typed is not
+// lost.
 //
 // The page needs no JavaScript and no build step: html/template pages and
 // one stylesheet, embedded. It talks to the gate service through Operator

@@ -48,8 +48,8 @@ func (h *handler) listView(l gate.ActionList, paged, admin bool) *listView {
 	return v
 }
 
-// stateLabel is the word operators see, after seed 004's PAUSED for a
-// held write.
+// stateLabel is the word operators see, after the Python gate SDK's PAUSED
+// for a held write.
 func stateLabel(s gate.ActionState) string {
 	switch s {
 	case gate.ActionHeld:

@@ -1,6 +1,8 @@
 // Package certtest makes throwaway certificate authorities and server
-// certificates for tests: ECDSA P-256 keys made in the test, valid for an
-// hour either side of now, never written anywhere but where a test says.
+// certificates for tests.
+//
+// Its keys are ECDSA P-256 keys made in the test, valid for an hour either
+// side of now, never written anywhere but where a test says.
 //
 //	ca := certtest.NewCA(t)
 //	cert, key := ca.Issue(t, "127.0.0.1", "localhost").WritePEM(t, dir)

@@ -1,8 +1,10 @@
 // Package hnsw is an approximate nearest-neighbour index over unit float32
-// vectors: a hierarchical navigable small world graph (Malkov and
-// Yashunin). The memory service's partition index builds one per large
-// tenant×scope partition so a search visits a few thousand vectors
-// instead of all of them.
+// vectors.
+//
+// It is a hierarchical navigable small world graph (Malkov and Yashunin).
+// The memory service's partition index builds one per large tenant×scope
+// partition so a search visits a few thousand vectors instead of all of
+// them.
 //
 //	g := hnsw.New(256, nil)
 //	for slot, vec := range vectors { // unit vectors

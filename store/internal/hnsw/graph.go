@@ -41,8 +41,8 @@ type Options struct {
 	// EfSearch is the candidate list width Search uses when called with
 	// ef 0.
 	EfSearch int
-	// Seed seeds the level draws: one Seed and one sequence of Adds build
-	// the same graph.
+	// Seed fixes the random level draws: one Seed and one sequence of Adds
+	// build the same graph.
 	Seed uint64
 }
 

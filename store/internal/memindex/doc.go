@@ -1,9 +1,11 @@
 // Package memindex keeps the search structures of memory partitions in
-// process: an inverted index ranked with BM25, the vectors of each model,
+// process.
+//
+// It holds an inverted index ranked with BM25, the vectors of each model,
 // the conversation order and the filter columns. The durable stores
-// (store/sqlite, store/postgres) answer keyword search, vector search,
-// term statistics and conversation neighbours from it, and read only the
-// memories that make the page from their database.
+// (store/sqlite, store/postgres) answer keyword search, vector search, term
+// statistics and conversation neighbours from it, and read only the memories
+// that make the page from their database.
 //
 // Why: reading a partition's matches from the database (FTS5 postings,
 // vector blobs, one B-tree seek per candidate) costs tens of

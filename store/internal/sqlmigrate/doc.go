@@ -1,7 +1,9 @@
-// Package sqlmigrate reads the numbered migration files a store embeds and
-// works out which of them a database still needs. It holds no SQL and talks
-// to no database: store/sqlite and store/postgres apply the steps in their
-// own dialect, inside their own transactions and locks.
+// Package sqlmigrate works out which embedded migration files a database
+// still needs.
+//
+// It reads the numbered migration files a store embeds. It holds no SQL and
+// talks to no database: store/sqlite and store/postgres apply the steps in
+// their own dialect, inside their own transactions and locks.
 //
 // Files are named NNNN_description.sql; the number is the schema version,
 // and versions must run 1, 2, 3, … without gaps, so that two branches adding

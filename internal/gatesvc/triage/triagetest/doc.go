@@ -1,8 +1,10 @@
-// Package triagetest drives the gate's operator page (package triage) in
-// headless Chromium, as an operator would: sign in with a token, find a
-// held action on the list, open it, approve or deny it, read the message.
-// The page's own browser test uses it with a fake service; end-to-end
-// tests use it with the real one while an SDK write waits.
+// Package triagetest drives the gate's operator page in headless Chromium,
+// as an operator would.
+//
+// It signs in with a token, finds a held action on the list, opens it,
+// approves or denies it and reads the message. The page's own browser test
+// (package triage) uses it with a fake service; end-to-end tests use it with
+// the real one while an SDK write waits.
 //
 //	b := triagetest.NewBrowser(t, srv.URL+"/ui/gate")
 //	b.Login(operatorToken)
