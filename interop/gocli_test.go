@@ -50,8 +50,10 @@ func goCLI(t *testing.T) string {
 
 func TestGoCLI(t *testing.T) {
 	cli := goCLI(t)
-	srv, err := app.New(context.Background(), &app.Options{Addr: "127.0.0.1:0", DataDir: t.TempDir(), GRPCAddr: "127.0.0.1:0",
-		Logger: slog.New(slog.DiscardHandler)})
+	srv, err := app.New(context.Background(), &app.Options{Addr: "127.0.0.1:0", DataDir: t.TempDir(),
+		Logger: slog.New(slog.DiscardHandler),
+		Agents: app.AgentOptions{GRPCAddr: "127.0.0.1:0"},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,8 +30,11 @@ func startTLSServer(t *testing.T) (*app.Server, *certtest.CA, string) {
 	ca := certtest.NewCA(t)
 	dir := t.TempDir()
 	cert, key := ca.Issue(t, "127.0.0.1").WritePEM(t, dir)
-	srv, err := app.New(context.Background(), &app.Options{Addr: "127.0.0.1:0", DataDir: t.TempDir(), GRPCAddr: "127.0.0.1:0",
-		TLSCertFile: cert, TLSKeyFile: key, Logger: slog.New(slog.DiscardHandler)})
+	srv, err := app.New(context.Background(), &app.Options{Addr: "127.0.0.1:0", DataDir: t.TempDir(),
+		Logger: slog.New(slog.DiscardHandler),
+		HTTP:   app.HTTPOptions{TLSCertFile: cert, TLSKeyFile: key},
+		Agents: app.AgentOptions{GRPCAddr: "127.0.0.1:0"},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

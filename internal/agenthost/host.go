@@ -34,10 +34,10 @@ type Agent interface {
 
 // Options configure the hosted agents; zero fields mean the defaults.
 type Options struct {
-	// Agents are hosted besides the built-in echo and tck agents, at
-	// /agents/{name}; a name is one path segment of letters, digits, '-'
-	// and '_'.
-	Agents map[string]Agent
+	// Hosted are agents hosted besides the built-in echo and tck agents,
+	// at /agents/{name}; a name is one path segment of letters, digits,
+	// '-' and '_'.
+	Hosted map[string]Agent
 	// TCKStreamingTimeout is the delay unit of the tck agent's slow
 	// scenarios; it must match the conformance kit's TCK_STREAMING_TIMEOUT
 	// (default builtin.DefaultStreamingTimeout, 2s).
@@ -137,11 +137,11 @@ func (o *Options) resolve() (Options, error) {
 	if k := r.CardKey; k != nil && !k.IsPrivate() {
 		return r, errors.New("agenthost: card key: want a private key")
 	}
-	for _, name := range slices.Sorted(maps.Keys(r.Agents)) {
+	for _, name := range slices.Sorted(maps.Keys(r.Hosted)) {
 		if !validName(name) || name == "echo" || name == "tck" {
 			return r, fmt.Errorf("agenthost: agent name %q: want a path segment of letters, digits, '-' and '_' not taken by another agent", name)
 		}
-		if r.Agents[name] == nil {
+		if r.Hosted[name] == nil {
 			return r, fmt.Errorf("agenthost: agent %q is nil", name)
 		}
 	}
@@ -227,8 +227,8 @@ func New(ctx context.Context, st *store.Stores, deps Deps, opts *Options) (*Host
 		{name: "echo", agent: builtin.Echo()},
 		{name: "tck", agent: builtin.NewTCK(&builtin.TCKOptions{StreamingTimeout: o.TCKStreamingTimeout})},
 	}
-	for _, name := range slices.Sorted(maps.Keys(o.Agents)) {
-		h.agents = append(h.agents, hosted{name: name, agent: o.Agents[name]})
+	for _, name := range slices.Sorted(maps.Keys(o.Hosted)) {
+		h.agents = append(h.agents, hosted{name: name, agent: o.Hosted[name]})
 	}
 	if err := h.listenGRPC(ctx); err != nil {
 		return nil, err
@@ -385,7 +385,7 @@ func (h *Host) Endpoints() []Endpoint {
 func Names(o *Options) []string {
 	out := []string{"echo", "tck"}
 	if o != nil {
-		out = append(out, slices.Sorted(maps.Keys(o.Agents))...)
+		out = append(out, slices.Sorted(maps.Keys(o.Hosted))...)
 	}
 	return out
 }

@@ -12,7 +12,7 @@ import (
 
 // Options.Agents are hosted beside the built-in agents.
 func TestOptionsAgents(t *testing.T) {
-	srv := start(t, &app.Options{DataDir: t.TempDir(), Agents: map[string]app.Agent{"extra-1": agent.New("extra", "1.0.0", nil)}})
+	srv := start(t, &app.Options{DataDir: t.TempDir(), Agents: app.AgentOptions{Hosted: map[string]app.Agent{"extra-1": agent.New("extra", "1.0.0", nil)}}})
 	if code, body := get(t, srv.URL()+"/agents/extra-1"+a2a.WellKnownCardPath); code != http.StatusOK || !strings.Contains(string(body), `"name":"extra"`) {
 		t.Errorf("card: %d %s", code, body)
 	}
@@ -39,7 +39,7 @@ func TestOptionsAgentsRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv, err := app.New(t.Context(), &app.Options{DataDir: t.TempDir(), Agents: tt.agents})
+			srv, err := app.New(t.Context(), &app.Options{DataDir: t.TempDir(), Agents: app.AgentOptions{Hosted: tt.agents}})
 			if err == nil {
 				srv.Shutdown(t.Context())
 				t.Fatal("New succeeded")

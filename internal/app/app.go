@@ -18,16 +18,13 @@ import (
 	"novaos.dev/novaos/internal/auth"
 	"novaos.dev/novaos/internal/gatesvc"
 	"novaos.dev/novaos/internal/memorysvc"
+	"novaos.dev/novaos/internal/registrysvc"
 	"novaos.dev/novaos/store"
 
-	"novaos.dev/novaos/a2a/a2apush"
 	"novaos.dev/novaos/a2a/a2asrv"
-	"novaos.dev/novaos/a2a/cardsig"
 	"novaos.dev/novaos/agent"
 	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/internal/tlscert"
-	"novaos.dev/novaos/netguard"
-	"novaos.dev/novaos/registry"
 	"novaos.dev/novaos/secret"
 	"novaos.dev/novaos/store/lease"
 	"novaos.dev/novaos/store/postgres"
@@ -55,7 +52,8 @@ const (
 )
 
 // Options configure a Server; the zero value (or nil) serves on
-// 127.0.0.1:8080 with SQLite in ./novaos-data.
+// 127.0.0.1:8080 with SQLite in ./novaos-data. Each platform service has
+// its own group; zero fields mean its defaults.
 type Options struct {
 	// Addr is the TCP address to listen on; port 0 picks a free port,
 	// which Server.Addr and Server.URL then report.
@@ -64,42 +62,60 @@ type Options struct {
 	// the listen address (behind a proxy, or listening on 0.0.0.0). Agent
 	// cards name their endpoints under it.
 	PublicURL string
-	// DataDir holds the SQLite database; it is created if missing. Unused
-	// with PostgreSQL.
+	// DataDir holds the SQLite database and the key files; it is created
+	// if missing.
 	DataDir string
-	// DatabaseURL selects PostgreSQL (postgres:// or postgresql://). Empty
-	// means SQLite in DataDir.
-	DatabaseURL string
-	// DBMaxConns bounds the PostgreSQL connection pool (default
-	// DefaultDBMaxConns) and DBStatementTimeout the time one statement may
-	// run (postgres.Options.StatementTimeout: zero means its default, 30s,
-	// negative none). Unused with SQLite.
-	DBMaxConns         int32
-	DBStatementTimeout time.Duration
-	// Stores, when set, are used instead of a database: DataDir and
-	// DatabaseURL are ignored, and no file is written unless an option
-	// names one (Token.KeyFile, PushKeyFile). A service whose store is
-	// nil is not served, except the agent registry, which then keeps its
-	// records in memory.
-	Stores *store.Stores
-	// TCKStreamingTimeout is the delay unit of the tck agent's slow
-	// scenarios; it must match the conformance kit's TCK_STREAMING_TIMEOUT
-	// (default builtin.DefaultStreamingTimeout, 2s).
-	TCKStreamingTimeout time.Duration
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
-	// CardKey, a private key, signs every agent card the server serves
-	// (cardsig.Sign), and its public half is served as a JWKS of its own
-	// at CardJWKSPath, apart from the token keys. Nil serves unsigned cards.
-	CardKey *cardsig.Key
-	// RegistryPolicy decides which agent URLs /api/v1/agents accepts. Nil
-	// means any public host, plus loopback hosts when the server's own
-	// URL is on loopback; hosted agents are recorded whatever it says.
-	RegistryPolicy *registry.Policy
-	// RegistryLoopbackIfLocal makes a RegistryPolicy accept loopback
-	// hosts too when the server's own URL is on loopback (a developer's
-	// machine), as the nil RegistryPolicy does.
-	RegistryLoopbackIfLocal bool
+	// AdminToken, when set, is the bearer token the operator's writes
+	// (registry, gate administration) must present; without it they are
+	// accepted from this machine only.
+	AdminToken secret.Value
+
+	// Database selects and tunes the database.
+	Database DatabaseOptions
+	// Stores, when set, are used instead of a database: Database is
+	// ignored, and no file is written unless an option names one
+	// (Token.KeyFile, Agents.PushKeyFile). A service whose store is nil is
+	// not served, except the agent registry, which then keeps its records
+	// in memory.
+	Stores *store.Stores
+	// HTTP bounds the listener and says whom it serves.
+	HTTP HTTPOptions
+
+	// Agents configures the hosted agents at /agents/{name}: which, over
+	// which bindings, their limits, gRPC and push notifications.
+	Agents AgentOptions
+	// Token configures the execution tokens the server signs and accepts.
+	Token TokenOptions
+	// Memory configures the memory service at /api/v1/mcp.
+	Memory MemoryOptions
+	// Gate configures the governance gate at /api/v1/gate and /ui/gate.
+	Gate GateOptions
+	// Registry configures the agent registry at /api/v1/agents.
+	Registry RegistryOptions
+}
+
+// The services' options, by the names Options gives them.
+type (
+	AgentOptions    = agenthost.Options
+	TokenOptions    = auth.Options
+	MemoryOptions   = memorysvc.Options
+	GateOptions     = gatesvc.Options
+	RegistryOptions = registrysvc.Options
+)
+
+// DatabaseOptions select and tune the database.
+type DatabaseOptions struct {
+	// URL selects PostgreSQL (postgres:// or postgresql://). Empty means
+	// SQLite in Options.DataDir.
+	URL string
+	// MaxConns bounds the PostgreSQL connection pool (default
+	// DefaultDBMaxConns) and StatementTimeout the time one statement may
+	// run (postgres.Options.StatementTimeout: zero means its default, 30s,
+	// negative none). Unused with SQLite.
+	MaxConns         int32
+	StatementTimeout time.Duration
 	// LeaseHeartbeat and LeaseExpiry time the server's lease on the tasks
 	// it writes (store/lease): it is renewed every LeaseHeartbeat (default
 	// 5s) and lapses LeaseExpiry (default 30s, at least twice the
@@ -108,90 +124,24 @@ type Options struct {
 	// for such tasks at Start and every LeaseExpiry.
 	LeaseHeartbeat time.Duration
 	LeaseExpiry    time.Duration
-	// AdminToken, when set, is the bearer token writes to /api/v1/agents
-	// (register, update, delete) must present; without it they are
-	// accepted from loopback peers only. Reads are open either way.
-	AdminToken secret.Value
-	// PushURLPolicy decides which webhook URLs push-notification configs
-	// may name, checked when they are stored. Nil means public hosts, plus
-	// loopback hosts when the server's own URL is on loopback (a
-	// developer's machine, where a local webhook receiver is the norm and a
-	// loopback-only server has no one else to be tricked by);
-	// PushLoopbackIfLocal adds that to a PushURLPolicy too. Metadata
-	// addresses are refused whatever it says.
-	PushURLPolicy       *netguard.Policy
-	PushLoopbackIfLocal bool
-	// PushKeyFile holds the key push-config secrets (webhook credentials
-	// and tokens) are sealed with at rest: 32 bytes in base64. Default
-	// DataDir/push.key, created owner-only the first time a secret is
-	// stored, also with PostgreSQL, where every replica must be given the
-	// same file. With TaskStore set and no PushKeyFile, secrets are stored
-	// as the given PushConfigStore keeps them.
-	PushKeyFile string
-	// PushDelivery tunes the delivery of push notifications (timeouts,
-	// retries, concurrency, …; zero fields mean a2apush's defaults). Its
-	// Policy, Signer, Issuer, Open and Logger are the server's: the
-	// PushURLPolicy, the token issuer, the push key. Notifications are
-	// delivered whenever push configs are stored in the database (or
-	// Options.PushOutbox is set), and only then do the agents' cards say
-	// pushNotifications: true.
-	PushDelivery a2apush.Options
+	// MemoryIndexBytes bounds the database's in-process search index of
+	// memory partitions (default sqlite.DefaultMemoryIndexBytes).
+	MemoryIndexBytes int64
+}
 
-	// Agents are hosted besides the built-in echo and tck agents, at
-	// /agents/{name}; a name is one path segment of letters, digits, '-'
-	// and '_'.
-	Agents map[string]Agent
-
+// HTTPOptions bound the listener and say whom it serves.
+type HTTPOptions struct {
 	// Limits bound connections, request bodies and the body bytes in
 	// flight across the server (see httpapi.Limits; zero fields mean its
 	// defaults, negative ones turn a limit off). /healthz is served on the
 	// connections reserved past the cap.
 	Limits httpapi.Limits
-	// MaxBodyBytes bounds one request body of a hosted agent's endpoint
-	// (default a2asrv.DefaultMaxBodyBytes, 10 MiB); a larger one gets 413.
-	MaxBodyBytes int64
-	// MaxIDBytes and MaxExtensions bound the identifiers and the
-	// A2A-Extensions entries of an agent request (a2asrv.Options);
-	// ArtifactFlushInterval bounds how long a streamed chunk waits for the
-	// store. Zero means a2asrv's defaults.
-	MaxIDBytes            int
-	MaxExtensions         int
-	MaxExtensionURIBytes  int
-	ArtifactFlushInterval time.Duration
-	// Bindings are the A2A protocol bindings the agents' cards list, in
-	// the operator's order of preference (a2a.BindingJSONRPC,
-	// a2a.BindingHTTPJSON, a2a.BindingGRPC); nil means DefaultBindings,
-	// then gRPC when GRPCAddr is set. Every agent serves both HTTP
-	// bindings at its URL either way: the card says which a client should
-	// pick first.
-	Bindings []string
-	// RefuseV03 answers A2A 0.3 clients with -32009 instead of serving
-	// them (a2asrv.Options.RefuseV03).
-	RefuseV03 bool
-	// GRPCAddr, when set, is the address the A2A gRPC binding listens on
-	// (its own listener; port 0 picks one). Every hosted agent is served
-	// there, addressed by its name as the request's tenant ("echo", or
-	// "echo/<tenant>"), and its card lists that interface.
-	GRPCAddr string
-	// GRPCPublicAddr is the host:port cards name for the gRPC interface;
-	// "" means the listen address (an unspecified host becoming loopback).
-	GRPCPublicAddr string
-	// GRPCMaxStreams caps the concurrent calls on one gRPC connection
-	// (zero: DefaultGRPCMaxStreams; negative: no cap). A client past it
-	// waits for a call to end, or has its stream refused.
-	GRPCMaxStreams int
 	// AllowHosts are more names writes may carry in Host, for a local
 	// proxy: "name" on any port or "name:port". When the server is
 	// loopback-only (listens on loopback, no PublicURL elsewhere), a write
 	// whose Host is not one of its names gets 421; setting AllowHosts
 	// checks Host whatever the listen address.
 	AllowHosts []string
-	// Token configures the execution tokens the server signs and accepts.
-	Token TokenOptions
-	// Memory configures the memory service at /api/v1/mcp.
-	Memory MemoryOptions
-	// Gate configures the governance gate at /api/v1/gate and /ui/gate.
-	Gate GateOptions
 	// CORSOrigins are the browser origins (scheme://host[:port]) given
 	// CORS access; none by default. Writes carrying any other Origin than
 	// these and the server's own get 403.
@@ -269,29 +219,29 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 		}
 		s.opts.PublicURL = u
 	}
-	if err := s.hostOptions().Check(); err != nil {
+	if err := s.opts.Agents.Check(); err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	if s.opts.MaxBodyBytes <= 0 {
-		s.opts.MaxBodyBytes = a2asrv.DefaultMaxBodyBytes
+	if s.opts.Agents.MaxBodyBytes <= 0 {
+		s.opts.Agents.MaxBodyBytes = a2asrv.DefaultMaxBodyBytes
 	}
-	if need := s.opts.MaxBodyBytes * int64(holdFactor(s.opts.Limits)); s.opts.Limits.MaxInflightBytes == 0 && httpapi.DefaultInflightBytes() < need {
+	if need := s.opts.Agents.MaxBodyBytes * int64(holdFactor(s.opts.HTTP.Limits)); s.opts.HTTP.Limits.MaxInflightBytes == 0 && httpapi.DefaultInflightBytes() < need {
 		// The default budget, derived from a small GOMEMLIMIT, still admits
 		// the largest body.
-		s.opts.Limits.MaxInflightBytes = need
+		s.opts.HTTP.Limits.MaxInflightBytes = need
 	}
 	// The listen address is known at Start; the rest is checked now, before
 	// a database is opened.
 	if _, err := s.guardOptions(nil); err != nil {
 		return nil, err
 	}
-	if (s.opts.TLSCertFile == "") != (s.opts.TLSKeyFile == "") {
+	if (s.opts.HTTP.TLSCertFile == "") != (s.opts.HTTP.TLSKeyFile == "") {
 		return nil, errors.New("app: TLS needs both a certificate file and a key file")
 	}
-	if s.opts.TLSCertFile == "" && !s.opts.InsecureListen {
+	if s.opts.HTTP.TLSCertFile == "" && !s.opts.HTTP.InsecureListen {
 		// What can be told from the address alone is refused before a
 		// database is opened; a host name is checked once it is bound.
-		for _, a := range []string{s.opts.Addr, s.opts.GRPCAddr} {
+		for _, a := range []string{s.opts.Addr, s.opts.Agents.GRPCAddr} {
 			if err := plaintextAddr(a); err != nil {
 				return nil, err
 			}
@@ -304,9 +254,9 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	if s.opts.TLSCertFile != "" {
+	if s.opts.HTTP.TLSCertFile != "" {
 		var err error
-		s.tls, err = tlscert.Load(s.opts.TLSCertFile, s.opts.TLSKeyFile, &tlscert.Options{Interval: s.opts.TLSReloadInterval, Logger: s.log})
+		s.tls, err = tlscert.Load(s.opts.HTTP.TLSCertFile, s.opts.HTTP.TLSKeyFile, &tlscert.Options{Interval: s.opts.HTTP.TLSReloadInterval, Logger: s.log})
 		if err != nil {
 			return nil, fmt.Errorf("app: %w", err)
 		}
@@ -326,21 +276,21 @@ func (s *Server) openStores(ctx context.Context) error {
 		s.stores, s.custom = s.opts.Stores, true
 		return nil
 	}
-	switch scheme, _, _ := strings.Cut(s.opts.DatabaseURL, "://"); {
-	case s.opts.DatabaseURL == "":
+	switch scheme, _, _ := strings.Cut(s.opts.Database.URL, "://"); {
+	case s.opts.Database.URL == "":
 		if err := os.MkdirAll(s.opts.DataDir, 0o700); err != nil {
 			return fmt.Errorf("app: data directory: %w", err)
 		}
 		path := filepath.Join(s.opts.DataDir, DatabaseFile)
 		db, err := sqlite.Open(ctx, path, &sqlite.Options{Logger: s.log, Lease: s.leaseOptions(),
-			MemoryIndexBytes: s.opts.Memory.IndexBytes})
+			MemoryIndexBytes: s.opts.Database.MemoryIndexBytes})
 		if err != nil {
 			return fmt.Errorf("app: open sqlite %s: %w", path, err)
 		}
 		s.stores = db.Stores()
 	case scheme == "postgres" || scheme == "postgresql":
-		db, err := postgres.Open(ctx, s.opts.DatabaseURL, &postgres.Options{Logger: s.log, Lease: s.leaseOptions(),
-			MemoryIndexBytes: s.opts.Memory.IndexBytes, MaxConns: cmp.Or(s.opts.DBMaxConns, DefaultDBMaxConns), StatementTimeout: s.opts.DBStatementTimeout})
+		db, err := postgres.Open(ctx, s.opts.Database.URL, &postgres.Options{Logger: s.log, Lease: s.leaseOptions(),
+			MemoryIndexBytes: s.opts.Database.MemoryIndexBytes, MaxConns: cmp.Or(s.opts.Database.MaxConns, DefaultDBMaxConns), StatementTimeout: s.opts.Database.StatementTimeout})
 		if err != nil {
 			// Not the URL, which may hold a password; postgres.Open's
 			// errors never repeat it either.
@@ -356,28 +306,5 @@ func (s *Server) openStores(ctx context.Context) error {
 
 // leaseOptions are the lease times Options ask for.
 func (s *Server) leaseOptions() *lease.Options {
-	return &lease.Options{Heartbeat: s.opts.LeaseHeartbeat, Expiry: s.opts.LeaseExpiry}
-}
-
-// hostOptions are the hosted agents' options, from Options.
-func (s *Server) hostOptions() *agenthost.Options {
-	return &agenthost.Options{
-		Agents:                s.opts.Agents,
-		TCKStreamingTimeout:   s.opts.TCKStreamingTimeout,
-		CardKey:               s.opts.CardKey,
-		Bindings:              s.opts.Bindings,
-		RefuseV03:             s.opts.RefuseV03,
-		MaxBodyBytes:          s.opts.MaxBodyBytes,
-		MaxIDBytes:            s.opts.MaxIDBytes,
-		MaxExtensions:         s.opts.MaxExtensions,
-		MaxExtensionURIBytes:  s.opts.MaxExtensionURIBytes,
-		ArtifactFlushInterval: s.opts.ArtifactFlushInterval,
-		GRPCAddr:              s.opts.GRPCAddr,
-		GRPCPublicAddr:        s.opts.GRPCPublicAddr,
-		GRPCMaxStreams:        s.opts.GRPCMaxStreams,
-		PushURLPolicy:         s.opts.PushURLPolicy,
-		PushLoopbackIfLocal:   s.opts.PushLoopbackIfLocal,
-		PushKeyFile:           s.opts.PushKeyFile,
-		PushDelivery:          s.opts.PushDelivery,
-	}
+	return &lease.Options{Heartbeat: s.opts.Database.LeaseHeartbeat, Expiry: s.opts.Database.LeaseExpiry}
 }

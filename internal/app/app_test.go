@@ -308,7 +308,7 @@ func TestPublicURL(t *testing.T) {
 }
 
 func TestUnspecifiedAddressAdvertisesLoopback(t *testing.T) {
-	srv := start(t, &app.Options{Addr: "0.0.0.0:0", InsecureListen: true, Stores: tasksOnly(a2asrv.NewMemoryTaskStore(nil))})
+	srv := start(t, &app.Options{Addr: "0.0.0.0:0", Stores: tasksOnly(a2asrv.NewMemoryTaskStore(nil)), HTTP: app.HTTPOptions{InsecureListen: true}})
 	if !strings.HasPrefix(srv.URL(), "http://127.0.0.1:") {
 		t.Fatalf("URL %q, want loopback", srv.URL())
 	}
@@ -340,7 +340,7 @@ func TestNewErrors(t *testing.T) {
 		opts    app.Options
 		wantErr string
 	}{
-		{"unknown database scheme", app.Options{DatabaseURL: "mysql://root:hunter2@db/x"}, "postgres://"},
+		{"unknown database scheme", app.Options{Database: app.DatabaseOptions{URL: "mysql://root:hunter2@db/x"}}, "postgres://"},
 		{"relative public URL", app.Options{PublicURL: "agents.example.com"}, "public URL"},
 		{"data dir is a file", app.Options{DataDir: "/dev/null/x"}, "data directory"},
 	}
@@ -408,7 +408,7 @@ func TestAddressInUse(t *testing.T) {
 }
 
 func TestIPv6UnspecifiedAdvertisesIPv6Loopback(t *testing.T) {
-	srv, err := app.New(t.Context(), &app.Options{Addr: "[::]:0", InsecureListen: true, Stores: tasksOnly(a2asrv.NewMemoryTaskStore(nil))})
+	srv, err := app.New(t.Context(), &app.Options{Addr: "[::]:0", Stores: tasksOnly(a2asrv.NewMemoryTaskStore(nil)), HTTP: app.HTTPOptions{InsecureListen: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -494,7 +494,7 @@ func lastState(er *a2a.EventReader) a2a.TaskState {
 }
 
 func TestShutdownLetsRunningStreamsFinish(t *testing.T) {
-	srv, err := app.New(t.Context(), &app.Options{Addr: "127.0.0.1:0", DataDir: t.TempDir(), TCKStreamingTimeout: 300 * time.Millisecond})
+	srv, err := app.New(t.Context(), &app.Options{Addr: "127.0.0.1:0", DataDir: t.TempDir(), Agents: app.AgentOptions{TCKStreamingTimeout: 300 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -520,7 +520,7 @@ func TestShutdownLetsRunningStreamsFinish(t *testing.T) {
 }
 
 func TestShutdownCutsOffAtItsDeadline(t *testing.T) {
-	srv, err := app.New(t.Context(), &app.Options{Addr: "127.0.0.1:0", DataDir: t.TempDir(), TCKStreamingTimeout: time.Minute})
+	srv, err := app.New(t.Context(), &app.Options{Addr: "127.0.0.1:0", DataDir: t.TempDir(), Agents: app.AgentOptions{TCKStreamingTimeout: time.Minute}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -577,7 +577,7 @@ func TestAgentsSeeOnlyTheirOwnTasks(t *testing.T) {
 // With a gRPC address the agents are served over gRPC too, addressed by
 // name as the tenant, and their cards list that interface.
 func TestServeGRPC(t *testing.T) {
-	srv := start(t, &app.Options{DataDir: t.TempDir(), GRPCAddr: "127.0.0.1:0"})
+	srv := start(t, &app.Options{DataDir: t.TempDir(), Agents: app.AgentOptions{GRPCAddr: "127.0.0.1:0"}})
 	code, body := get(t, srv.URL()+"/agents/echo"+a2a.WellKnownCardPath)
 	var card a2a.AgentCard
 	if err := a2a.Unmarshal(body, &card); code != http.StatusOK || err != nil {

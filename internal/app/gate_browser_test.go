@@ -10,7 +10,6 @@ import (
 	"novaos.dev/novaos/gate"
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/app"
-	"novaos.dev/novaos/internal/gatesvc"
 	"novaos.dev/novaos/internal/gatesvc/triage/triagetest"
 	"novaos.dev/novaos/secret"
 )
@@ -21,7 +20,7 @@ import (
 func TestGateTriagePageDrivesWaitingWrites(t *testing.T) {
 	// Long-polls of two minutes: a decision that did not wake the write
 	// would leave it waiting that long.
-	srv := start(t, &app.Options{DataDir: t.TempDir(), Gate: app.GateOptions{Service: gatesvc.Options{MaxWait: 2 * time.Minute}}})
+	srv := start(t, &app.Options{DataDir: t.TempDir(), Gate: app.GateOptions{MaxWait: 2 * time.Minute}})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	mint := func(scopes ...string) secret.Value {

@@ -50,7 +50,7 @@ func startGate(t *testing.T, o gatesvc.Options) *gateEnv {
 func (e *gateEnv) start() {
 	e.t.Helper()
 	srv, err := app.New(context.Background(), &app.Options{Addr: e.addr, DataDir: e.dir, AdminToken: gateAdminToken,
-		Gate: app.GateOptions{Service: e.opts}})
+		Gate: e.opts})
 	if err != nil {
 		e.t.Fatalf("New: %v", err)
 	}

@@ -169,8 +169,10 @@ func pbSend(text string) *a2apb.SendMessageRequest {
 // cap was a listener that stopped accepting, and nothing cut them).
 func TestGRPCStalledMessageIsCut(t *testing.T) {
 	const stalled = 20
-	srv := start(t, &app.Options{DataDir: t.TempDir(), GRPCAddr: "127.0.0.1:0",
-		Limits: httpapi.Limits{BodyTimeout: 300 * time.Millisecond, BodyMinRate: 1000, MaxConns: stalled}})
+	srv := start(t, &app.Options{DataDir: t.TempDir(),
+		HTTP:   app.HTTPOptions{Limits: httpapi.Limits{BodyTimeout: 300 * time.Millisecond, BodyMinRate: 1000, MaxConns: stalled}},
+		Agents: app.AgentOptions{GRPCAddr: "127.0.0.1:0"},
+	})
 	conns := make([]*h2, stalled)
 	for i := range conns {
 		conns[i] = dialH2(t, srv.GRPCAddr())
@@ -196,7 +198,7 @@ func TestGRPCStalledMessageIsCut(t *testing.T) {
 // refused (20,000 stalled streams on one connection were taken before).
 func TestGRPCStreamCap(t *testing.T) {
 	const cap = 3
-	srv := start(t, &app.Options{DataDir: t.TempDir(), GRPCAddr: "127.0.0.1:0", GRPCMaxStreams: cap})
+	srv := start(t, &app.Options{DataDir: t.TempDir(), Agents: app.AgentOptions{GRPCAddr: "127.0.0.1:0", GRPCMaxStreams: cap}})
 	h := dialH2(t, srv.GRPCAddr())
 	for i := range cap + 1 {
 		h.call(uint32(2*i + 1))
@@ -216,7 +218,7 @@ func TestGRPCStreamCap(t *testing.T) {
 // the server when a raw client sends it, and by a gRPC client, which
 // reads the server's limit, before sending it.
 func TestGRPCMetadataLimit(t *testing.T) {
-	srv := start(t, &app.Options{DataDir: t.TempDir(), GRPCAddr: "127.0.0.1:0", Limits: httpapi.Limits{MaxHeaderBytes: 16 << 10}})
+	srv := start(t, &app.Options{DataDir: t.TempDir(), HTTP: app.HTTPOptions{Limits: httpapi.Limits{MaxHeaderBytes: 16 << 10}}, Agents: app.AgentOptions{GRPCAddr: "127.0.0.1:0"}})
 	big := strings.Repeat("a", 1<<20)
 
 	h := dialH2(t, srv.GRPCAddr())
@@ -251,8 +253,10 @@ func TestGRPCBudgetShared(t *testing.T) {
 	// Room for the HTTP request's share and four times the gRPC message:
 	// enough for it to arrive, not for its handler's share.
 	budget := int64(httpapi.DefaultHoldFactor+4) * (body + 4096)
-	srv := start(t, &app.Options{DataDir: t.TempDir(), GRPCAddr: "127.0.0.1:0", MaxBodyBytes: body + 4096,
-		Limits: httpapi.Limits{MaxInflightBytes: budget}})
+	srv := start(t, &app.Options{DataDir: t.TempDir(),
+		HTTP:   app.HTTPOptions{Limits: httpapi.Limits{MaxInflightBytes: budget}},
+		Agents: app.AgentOptions{GRPCAddr: "127.0.0.1:0", MaxBodyBytes: body + 4096},
+	})
 	url := srv.URL() + "/agents/echo"
 	gate := make(chan struct{})
 	started := make(chan struct{})
@@ -353,8 +357,10 @@ func TestGRPCBudgetBoundsHeap(t *testing.T) {
 	share := int64(httpapi.DefaultHoldFactor) * (size + 4096)
 	budget := 2*share + share/2
 	defer debug.SetGCPercent(debug.SetGCPercent(25)) // keep garbage out of the peak
-	srv := start(t, &app.Options{DataDir: t.TempDir(), GRPCAddr: "127.0.0.1:0", MaxBodyBytes: size + 4096,
-		Limits: httpapi.Limits{MaxInflightBytes: budget}})
+	srv := start(t, &app.Options{DataDir: t.TempDir(),
+		HTTP:   app.HTTPOptions{Limits: httpapi.Limits{MaxInflightBytes: budget}},
+		Agents: app.AgentOptions{GRPCAddr: "127.0.0.1:0", MaxBodyBytes: size + 4096},
+	})
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	if _, err := grpcClient(t, srv.GRPCAddr()).SendMessage(v1(ctx), pbSend("warm-up")); err != nil {

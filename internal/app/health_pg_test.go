@@ -19,7 +19,7 @@ import (
 // the error's detail; up again once it has reconnected by itself.
 func TestHealthzListenerOnPostgres(t *testing.T) {
 	url := pgtest.URL(t)
-	srv := start(t, &app.Options{DataDir: t.TempDir(), DatabaseURL: url})
+	srv := start(t, &app.Options{DataDir: t.TempDir(), Database: app.DatabaseOptions{URL: url}})
 	health := func() (int, app.Health, string) {
 		t.Helper()
 		code, body := get(t, srv.URL()+"/healthz")

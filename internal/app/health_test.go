@@ -63,7 +63,7 @@ func TestHealthListener(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var logs strings.Builder
 			s := &Server{stores: tt.db.stores(), log: slog.New(slog.NewTextHandler(&logs, nil)),
-				opts: Options{DatabaseURL: "postgres://novaos:hunter2@db.internal/prod"}}
+				opts: Options{Database: DatabaseOptions{URL: "postgres://novaos:hunter2@db.internal/prod"}}}
 			rec := httptest.NewRecorder()
 			s.serveHealth(rec, httptest.NewRequest(http.MethodGet, healthPath, nil))
 			if rec.Code != tt.wantStatus {

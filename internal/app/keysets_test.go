@@ -55,7 +55,7 @@ func TestCardKeyKeptApartFromTokenKeys(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			srv := start(t, &app.Options{DataDir: t.TempDir(), CardKey: cardKey})
+			srv := start(t, &app.Options{DataDir: t.TempDir(), Agents: app.AgentOptions{CardKey: cardKey}})
 			ctx := context.Background()
 
 			if diff := cmp.Diff([]string{srv.Issuer().KeyID()}, keySetKids(t, srv.URL()+app.JWKSPath)); diff != "" {

@@ -94,7 +94,8 @@ func fresh(method, url string, body io.Reader, hdr map[string]string) (int, http
 // sender liked.
 func TestSlowBodyIsCut(t *testing.T) {
 	srv := start(t, &app.Options{DataDir: t.TempDir(),
-		Limits: httpapi.Limits{BodyTimeout: 300 * time.Millisecond, BodyMinRate: 1000}})
+		HTTP: app.HTTPOptions{Limits: httpapi.Limits{BodyTimeout: 300 * time.Millisecond, BodyMinRate: 1000}},
+	})
 	c := rawConn(t, srv.Addr())
 	stop := make(chan struct{})
 	defer close(stop)
@@ -111,8 +112,10 @@ func TestSlowBodyIsCut(t *testing.T) {
 // A stream outlives the body timeout: the read deadline goes once the
 // body is read.
 func TestStreamOutlivesBodyTimeout(t *testing.T) {
-	srv := start(t, &app.Options{DataDir: t.TempDir(), TCKStreamingTimeout: 800 * time.Millisecond,
-		Limits: httpapi.Limits{BodyTimeout: 100 * time.Millisecond, HeaderTimeout: 100 * time.Millisecond}})
+	srv := start(t, &app.Options{DataDir: t.TempDir(),
+		HTTP:   app.HTTPOptions{Limits: httpapi.Limits{BodyTimeout: 100 * time.Millisecond, HeaderTimeout: 100 * time.Millisecond}},
+		Agents: app.AgentOptions{TCKStreamingTimeout: 800 * time.Millisecond},
+	})
 	msg := a2a.NewMessage(a2a.RoleUser, a2a.TextPart("slow"))
 	msg.MessageID = "tck-delayed-complete-" + a2a.NewID()
 	p, err := json.Marshal(a2a.SendMessageRequest{Message: msg})
@@ -146,7 +149,8 @@ func TestStreamOutlivesBodyTimeout(t *testing.T) {
 // and a large header block is refused.
 func TestIdleAndHeaderLimits(t *testing.T) {
 	srv := start(t, &app.Options{DataDir: t.TempDir(),
-		Limits: httpapi.Limits{IdleTimeout: 200 * time.Millisecond, MaxHeaderBytes: 4 << 10}})
+		HTTP: app.HTTPOptions{Limits: httpapi.Limits{IdleTimeout: 200 * time.Millisecond, MaxHeaderBytes: 4 << 10}},
+	})
 	status, _, _, err := fresh(http.MethodGet, srv.URL()+"/healthz", nil, map[string]string{"X-Big": strings.Repeat("a", 16<<10)})
 	if err != nil || status != http.StatusRequestHeaderFieldsTooLarge {
 		t.Errorf("16 KiB header: status %d, %v; want 431", status, err)
@@ -179,10 +183,11 @@ func TestIdleAndHeaderLimits(t *testing.T) {
 // server cuts such bodies is TestSlowBodyIsCut's.
 func TestConnectionFloodHealthzAnswers(t *testing.T) {
 	const maxConns, flood, bodyTimeout = 16, 48, time.Minute
-	srv := start(t, &app.Options{DataDir: t.TempDir(), Limits: httpapi.Limits{
+	srv := start(t, &app.Options{DataDir: t.TempDir(), HTTP: app.HTTPOptions{Limits: httpapi.Limits{
 		MaxConns: maxConns, ConnReserve: 4, HeaderTimeout: time.Second,
 		BodyTimeout: bodyTimeout, BodyMinRate: 1000,
-	}})
+	}},
+	})
 	card := srv.URL() + "/agents/echo/.well-known/agent-card.json"
 	stop := make(chan struct{})
 	var stopOnce sync.Once
@@ -354,8 +359,10 @@ func TestInflightBudgetBoundsHeap(t *testing.T) {
 		budget     = 2*share + share/2
 	)
 	defer debug.SetGCPercent(debug.SetGCPercent(25)) // keep garbage out of the peak
-	srv := start(t, &app.Options{DataDir: filepath.Join(t.TempDir(), "data"), MaxBodyBytes: size + 4096,
-		Limits: httpapi.Limits{MaxInflightBytes: budget}})
+	srv := start(t, &app.Options{DataDir: filepath.Join(t.TempDir(), "data"),
+		HTTP:   app.HTTPOptions{Limits: httpapi.Limits{MaxInflightBytes: budget}},
+		Agents: app.AgentOptions{MaxBodyBytes: size + 4096},
+	})
 	url := srv.URL() + "/agents/echo"
 	open := make(chan struct{})
 	close(open)
@@ -421,7 +428,7 @@ func TestInflightBudgetBoundsHeap(t *testing.T) {
 // 127.0.0.1, and its writes arrive from loopback with its own name in
 // Host. In loopback-only mode they are refused; reads are not.
 func TestHostCheckOnWrites(t *testing.T) {
-	srv := start(t, &app.Options{DataDir: t.TempDir(), AllowHosts: []string{"proxy.test"}})
+	srv := start(t, &app.Options{DataDir: t.TempDir(), HTTP: app.HTTPOptions{AllowHosts: []string{"proxy.test"}}})
 	agentBody := func(name string) io.Reader {
 		return strings.NewReader(`{"name":"` + name + `","url":"https://` + name + `.agents.example.com/a2a"}`)
 	}
@@ -493,7 +500,7 @@ func TestHostCheckOnWrites(t *testing.T) {
 // none.
 func TestCrossOriginWrites(t *testing.T) {
 	const listed, foreign = "https://app.example.com", "https://evil.attacker.test"
-	srv := start(t, &app.Options{DataDir: t.TempDir(), CORSOrigins: []string{listed}})
+	srv := start(t, &app.Options{DataDir: t.TempDir(), HTTP: app.HTTPOptions{CORSOrigins: []string{listed}}})
 	send := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"` + a2a.NewID() + `","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`
 	tests := []struct {
 		name       string
@@ -558,9 +565,9 @@ func TestLimitOptionsChecked(t *testing.T) {
 		name string
 		opts app.Options
 	}{
-		{name: "budget below one body", opts: app.Options{MaxBodyBytes: 4 << 20, Limits: httpapi.Limits{MaxInflightBytes: 1 << 20}}},
-		{name: "wildcard CORS", opts: app.Options{CORSOrigins: []string{"*"}}},
-		{name: "allowed host with a path", opts: app.Options{AllowHosts: []string{"proxy.test/x"}}},
+		{name: "budget below one body", opts: app.Options{HTTP: app.HTTPOptions{Limits: httpapi.Limits{MaxInflightBytes: 1 << 20}}, Agents: app.AgentOptions{MaxBodyBytes: 4 << 20}}},
+		{name: "wildcard CORS", opts: app.Options{HTTP: app.HTTPOptions{CORSOrigins: []string{"*"}}}},
+		{name: "allowed host with a path", opts: app.Options{HTTP: app.HTTPOptions{AllowHosts: []string{"proxy.test/x"}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -29,7 +29,7 @@ func TestPlaintextChecks(t *testing.T) {
 		{"0.0.0.0:0", net.IPv4zero, true, false, false},
 	}
 	for _, tt := range tests {
-		s := &Server{opts: Options{InsecureListen: tt.insecure}}
+		s := &Server{opts: Options{HTTP: HTTPOptions{InsecureListen: tt.insecure}}}
 		err := s.checkPlaintext(&net.TCPAddr{IP: tt.bound})
 		if got := err != nil; got != tt.refused || (err != nil && !errors.Is(err, ErrPlaintextListen)) {
 			t.Errorf("%s bound to %s, insecure %v: checkPlaintext %v, want refused %v", tt.addr, tt.bound, tt.insecure, err, tt.refused)

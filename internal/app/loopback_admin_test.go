@@ -55,9 +55,10 @@ func TestLoopbackAdminRefusesForeignHost(t *testing.T) {
 		allow, refuse []string // beyond the loopback names and the rebound ones
 	}{
 		{name: "loopback", opts: app.Options{Addr: "127.0.0.1:0"}},
-		{name: "unspecified address", opts: app.Options{Addr: "0.0.0.0:0", InsecureListen: true}},
+		{name: "unspecified address", opts: app.Options{Addr: "0.0.0.0:0", HTTP: app.HTTPOptions{InsecureListen: true}}},
 		{name: "public URL and allowed host", opts: app.Options{Addr: "127.0.0.1:0", PublicURL: "http://novaos.test",
-			AllowHosts: []string{"proxy.test"}},
+			HTTP: app.HTTPOptions{AllowHosts: []string{"proxy.test"}},
+		},
 			allow: []string{"novaos.test", "novaos.test:80", "proxy.test", "proxy.test:8443"}, refuse: []string{"novaos.test:81", "proxy.test.attacker.test"}},
 	}
 	for _, cfg := range configs {

@@ -32,7 +32,7 @@ func TestMemoryServiceBehindTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := start(t, &app.Options{DataDir: t.TempDir(), CardKey: cardKey})
+	srv := start(t, &app.Options{DataDir: t.TempDir(), Agents: app.AgentOptions{CardKey: cardKey}})
 	ctx := context.Background()
 
 	// JWKS: the token key alone (the card key has its own set), cacheable.
@@ -114,7 +114,7 @@ func status(err error) int {
 // and only from a token that names the conversation and may write memory,
 // for calls the agent accepted.
 func TestConversationTurnsRecorded(t *testing.T) {
-	srv := start(t, &app.Options{DataDir: t.TempDir(), GRPCAddr: "127.0.0.1:0"})
+	srv := start(t, &app.Options{DataDir: t.TempDir(), Agents: app.AgentOptions{GRPCAddr: "127.0.0.1:0"}})
 	ctx := t.Context()
 	mint := func(c identity.Claims) string {
 		t.Helper()

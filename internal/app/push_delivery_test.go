@@ -219,9 +219,11 @@ func sendWithHook(t *testing.T, agentURL, messageID, url string) string {
 // pushOptions are a server's on dir (SQLite) or at dbURL (PostgreSQL),
 // with retries quick enough for a test.
 func pushOptions(dir, dbURL, addr string) *app.Options {
-	return &app.Options{DataDir: dir, DatabaseURL: dbURL, Addr: addr, PushDelivery: a2apush.Options{
-		BackoffBase: 10 * time.Millisecond, BackoffMax: 100 * time.Millisecond, PollInterval: 50 * time.Millisecond,
-	}}
+	return &app.Options{DataDir: dir, Addr: addr, Database: app.DatabaseOptions{URL: dbURL},
+		Agents: app.AgentOptions{PushDelivery: a2apush.Options{
+			BackoffBase: 10 * time.Millisecond, BackoffMax: 100 * time.Millisecond, PollInterval: 50 * time.Millisecond,
+		}},
+	}
 }
 
 func TestPushDeliveryThroughTheServerSQLite(t *testing.T) {

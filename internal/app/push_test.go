@@ -54,7 +54,7 @@ func TestPushSecretsAtRestSQLite(t *testing.T) {
 func TestPushSecretsAtRestPostgres(t *testing.T) {
 	dbURL := pgtest.URL(t)
 	dir := filepath.Join(t.TempDir(), "data")
-	testPushSecretsAtRest(t, &app.Options{DatabaseURL: dbURL, DataDir: dir}, dir, func(t *testing.T) []string {
+	testPushSecretsAtRest(t, &app.Options{DataDir: dir, Database: app.DatabaseOptions{URL: dbURL}}, dir, func(t *testing.T) []string {
 		conn, err := pgx.Connect(t.Context(), dbURL)
 		if err != nil {
 			t.Fatal(err)
@@ -179,9 +179,9 @@ func TestPushURLPolicyOnTheServer(t *testing.T) {
 		{"NAT64 metadata", app.Options{}, "http://[64:ff9b::a9fe:a9fe]/", false},
 		{"private", app.Options{}, "http://10.0.0.7/hook", false},
 		{"port 0", app.Options{}, "http://hooks.example.com:0/", false},
-		{"private allowed", app.Options{PushURLPolicy: &netguard.Policy{AllowPrivate: true}, PushLoopbackIfLocal: true}, "http://10.0.0.7/hook", true},
-		{"loopback refused when told", app.Options{PushURLPolicy: &netguard.Policy{}}, "http://127.0.0.1:9000/hook", false},
-		{"loopback still local with a policy", app.Options{PushURLPolicy: &netguard.Policy{AllowPrivate: true}, PushLoopbackIfLocal: true}, "http://[::1]:9000/hook", true},
+		{"private allowed", app.Options{Agents: app.AgentOptions{PushURLPolicy: &netguard.Policy{AllowPrivate: true}, PushLoopbackIfLocal: true}}, "http://10.0.0.7/hook", true},
+		{"loopback refused when told", app.Options{Agents: app.AgentOptions{PushURLPolicy: &netguard.Policy{}}}, "http://127.0.0.1:9000/hook", false},
+		{"loopback still local with a policy", app.Options{Agents: app.AgentOptions{PushURLPolicy: &netguard.Policy{AllowPrivate: true}, PushLoopbackIfLocal: true}}, "http://[::1]:9000/hook", true},
 		{"not loopback behind a public URL", app.Options{PublicURL: "https://agents.example.com"}, "http://127.0.0.1:9000/hook", false},
 	}
 	for _, tc := range tests {

@@ -104,7 +104,7 @@ func TestStartSettlesOrphans(t *testing.T) {
 // behind later is settled within a heartbeat or two.
 func TestSweeperSettlesLaterOrphans(t *testing.T) {
 	dir := t.TempDir()
-	srv := start(t, &app.Options{DataDir: dir, LeaseHeartbeat: 50 * time.Millisecond, LeaseExpiry: time.Second})
+	srv := start(t, &app.Options{DataDir: dir, Database: app.DatabaseOptions{LeaseHeartbeat: 50 * time.Millisecond, LeaseExpiry: time.Second}})
 	leftBehind(t, dir, orphanTask("later", a2a.TaskStateWorking))
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -124,7 +124,7 @@ func TestSweeperSettlesLaterOrphans(t *testing.T) {
 }
 
 func TestNewRefusesAShortLease(t *testing.T) {
-	_, err := app.New(t.Context(), &app.Options{DataDir: t.TempDir(), LeaseHeartbeat: time.Second, LeaseExpiry: time.Second})
+	_, err := app.New(t.Context(), &app.Options{DataDir: t.TempDir(), Database: app.DatabaseOptions{LeaseHeartbeat: time.Second, LeaseExpiry: time.Second}})
 	if err == nil {
 		t.Fatal("New accepted a lease expiry shorter than twice the heartbeat")
 	}
@@ -136,7 +136,7 @@ func TestNewRefusesAShortLease(t *testing.T) {
 func TestShutdownAnswersBlockingCaller(t *testing.T) {
 	dir := t.TempDir()
 	opts := func() *app.Options {
-		return &app.Options{Addr: "127.0.0.1:0", DataDir: dir, TCKStreamingTimeout: time.Hour}
+		return &app.Options{Addr: "127.0.0.1:0", DataDir: dir, Agents: app.AgentOptions{TCKStreamingTimeout: time.Hour}}
 	}
 	srv, err := app.New(t.Context(), opts())
 	if err != nil {
@@ -344,7 +344,7 @@ func TestSweepsEveryExpiry(t *testing.T) {
 		every.Store(int64(d))
 		return ticks, func() {}
 	})()
-	start(t, &app.Options{Stores: recoverable(store), LeaseHeartbeat: beat, LeaseExpiry: expiry})
+	start(t, &app.Options{Stores: recoverable(store), Database: app.DatabaseOptions{LeaseHeartbeat: beat, LeaseExpiry: expiry}})
 	if got := time.Duration(every.Load()); got != expiry {
 		t.Errorf("sweeps every %v, want every lease expiry (%v; the heartbeat is %v)", got, expiry, beat)
 	}

@@ -26,7 +26,9 @@ func TestRegistryRestartSQLite(t *testing.T) {
 
 func TestRegistryRestartPostgres(t *testing.T) {
 	url := pgtest.URL(t)
-	testRegistryRestart(t, func() *app.Options { return &app.Options{DatabaseURL: url, DataDir: t.TempDir()} })
+	testRegistryRestart(t, func() *app.Options {
+		return &app.Options{DataDir: t.TempDir(), Database: app.DatabaseOptions{URL: url}}
+	})
 }
 
 func registryClient(t *testing.T, srv *app.Server) *registry.Client {
@@ -117,7 +119,8 @@ func testRegistryRestart(t *testing.T, opts func() *app.Options) {
 
 func TestRegistryPolicy(t *testing.T) {
 	srv := start(t, &app.Options{DataDir: t.TempDir(),
-		RegistryPolicy: &registry.Policy{AllowedHostSuffixes: []string{".agents.example.com"}}})
+		Registry: app.RegistryOptions{Policy: &registry.Policy{AllowedHostSuffixes: []string{".agents.example.com"}}},
+	})
 	c := registryClient(t, srv)
 	// Hosted agents are recorded at their loopback URLs whatever the policy.
 	if a, err := c.Get(t.Context(), "echo"); err != nil || a.URL != srv.URL()+"/agents/echo" {
@@ -164,7 +167,7 @@ func TestRegistryLoopbackIfLocal(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := start(t, &app.Options{DataDir: t.TempDir(), RegistryPolicy: tc.policy, RegistryLoopbackIfLocal: tc.local})
+			srv := start(t, &app.Options{DataDir: t.TempDir(), Registry: app.RegistryOptions{Policy: tc.policy, LoopbackIfLocal: tc.local}})
 			loose, _ := registry.NewClient(srv.URL(), &registry.ClientOptions{Policy: &registry.Policy{AllowLoopback: true, AllowPrivate: true}})
 			for u, ok := range tc.want {
 				_, err := loose.Register(t.Context(), &registry.Agent{Name: "x", URL: u})
@@ -217,8 +220,9 @@ func TestRegistryAdminToken(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs lockedBuffer
 			srv := start(t, &app.Options{DataDir: t.TempDir(), AdminToken: tc.token,
-				Logger:         slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-				RegistryPolicy: &registry.Policy{AllowedHostSuffixes: []string{".agents.example.com"}}})
+				Logger:   slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+				Registry: app.RegistryOptions{Policy: &registry.Policy{AllowedHostSuffixes: []string{".agents.example.com"}}},
+			})
 			client := func(authorization string) *registry.Client {
 				h := http.Header{}
 				if authorization != "" {

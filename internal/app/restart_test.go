@@ -31,7 +31,7 @@ func TestRestartPostgres(t *testing.T) {
 	// issuer's record only, never a database: replicas are given the same
 	// key files.
 	dir := filepath.Join(t.TempDir(), "keys")
-	testRestart(t, "postgres", func() *app.Options { return &app.Options{DatabaseURL: url, DataDir: dir} })
+	testRestart(t, "postgres", func() *app.Options { return &app.Options{DataDir: dir, Database: app.DatabaseOptions{URL: url}} })
 	entries, err := os.ReadDir(dir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		t.Fatal(err)

@@ -101,9 +101,9 @@ func (s *Server) Start(ctx context.Context) error {
 	s.log.Info("app: serving", "addr", ln.Addr().String(), "url", s.baseURL, "database", s.databaseKind(), "tls", s.tls != nil)
 	l := guard.Limits()
 	s.log.Info("app: limits", "maxConns", l.MaxConns, "connReserve", l.ConnReserve, "maxInflightBytes", l.MaxInflightBytes,
-		"maxBodyBytes", s.opts.MaxBodyBytes, "bodyTimeout", l.BodyTimeout.String(), "bodyMinRate", l.BodyMinRate,
+		"maxBodyBytes", s.opts.Agents.MaxBodyBytes, "bodyTimeout", l.BodyTimeout.String(), "bodyMinRate", l.BodyMinRate,
 		"headerTimeout", l.HeaderTimeout.String(), "idleTimeout", l.IdleTimeout.String(), "maxHeaderBytes", l.MaxHeaderBytes,
-		"hostCheck", guard.ChecksHost(), "corsOrigins", s.opts.CORSOrigins)
+		"hostCheck", guard.ChecksHost(), "corsOrigins", s.opts.HTTP.CORSOrigins)
 	return nil
 }
 
@@ -145,11 +145,11 @@ func (s *Server) prepare(ctx context.Context) (net.Listener, *httpapi.Guard, str
 // listening at addr (nil: only check the options).
 func (s *Server) guardOptions(addr net.Addr) (*httpapi.Guard, error) {
 	g, err := httpapi.NewGuard(&httpapi.Options{
-		Limits:      s.opts.Limits,
+		Limits:      s.opts.HTTP.Limits,
 		Addr:        addr,
 		PublicURL:   s.opts.PublicURL,
-		AllowHosts:  s.opts.AllowHosts,
-		CORSOrigins: s.opts.CORSOrigins,
+		AllowHosts:  s.opts.HTTP.AllowHosts,
+		CORSOrigins: s.opts.HTTP.CORSOrigins,
 		Exempt:      func(r *http.Request) bool { return r.URL.Path == healthPath },
 		// An agent's root answers JSON-RPC; a refusal there is a JSON-RPC
 		// error, so an A2A client reads it as one. Its HTTP+JSON paths get
@@ -159,9 +159,9 @@ func (s *Server) guardOptions(addr net.Addr) (*httpapi.Guard, error) {
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	if l := g.Limits(); l.MaxInflightBytes > 0 && l.MaxInflightBytes/int64(l.HoldFactor) < s.opts.MaxBodyBytes {
+	if l := g.Limits(); l.MaxInflightBytes > 0 && l.MaxInflightBytes/int64(l.HoldFactor) < s.opts.Agents.MaxBodyBytes {
 		return nil, fmt.Errorf("app: the in-flight byte budget (%d) is below %d times the largest agent request body (%d), which it could never admit",
-			l.MaxInflightBytes, l.HoldFactor, s.opts.MaxBodyBytes)
+			l.MaxInflightBytes, l.HoldFactor, s.opts.Agents.MaxBodyBytes)
 	}
 	return g, nil
 }
@@ -184,7 +184,7 @@ var ErrPlaintextListen = errors.New("refusing to serve without TLS on an address
 // unspecified one included) unless the server speaks TLS or was told
 // InsecureListen.
 func (s *Server) checkPlaintext(addr net.Addr) error {
-	if s.tls != nil || s.opts.InsecureListen {
+	if s.tls != nil || s.opts.HTTP.InsecureListen {
 		return nil
 	}
 	if tcp, ok := addr.(*net.TCPAddr); ok && tcp.IP.IsLoopback() {

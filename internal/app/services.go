@@ -58,7 +58,7 @@ func (s *Server) services(ctx context.Context, base string, guard *httpapi.Guard
 	}
 
 	var err error
-	if s.issuer, err = auth.Mount(auth.Deps{BaseURL: base, DataDir: dataDir}, s.opts.Token.KeyFile, s.tokenOptions()); err != nil {
+	if s.issuer, err = auth.Mount(auth.Deps{BaseURL: base, DataDir: dataDir}, s.tokenOptions()); err != nil {
 		return out, fmt.Errorf("app: token keys: %w", err)
 	}
 	add(s.issuer)
@@ -71,12 +71,12 @@ func (s *Server) services(ctx context.Context, base string, guard *httpapi.Guard
 	}
 	if s.host, err = agenthost.New(ctx, st, agenthost.Deps{BaseURL: base, DataDir: dataDir, Logger: s.log, Guard: guard,
 		TLS: s.tls, CheckListener: s.checkPlaintext, Tokens: s.issuer, Interceptors: interceptorsOf(out),
-		SweepEvery: s.sweepInterval(), SweepTicker: sweepTicker}, s.hostOptions()); err != nil {
+		SweepEvery: s.sweepInterval(), SweepTicker: sweepTicker}, &s.opts.Agents); err != nil {
 		return out, fmt.Errorf("app: %w", err)
 	}
 	add(s.host)
 	add(registrysvc.Mount(st, registrysvc.Deps{BaseURL: base, AdminToken: s.opts.AdminToken, Hosted: s.host.Records()},
-		&registrysvc.Options{Policy: s.opts.RegistryPolicy, LoopbackIfLocal: s.opts.RegistryLoopbackIfLocal, Logger: s.log}))
+		s.registryOptions()))
 	add(s.own())
 	return out, nil
 }
@@ -97,8 +97,8 @@ func (s *Server) own() service {
 		{Pattern: "GET " + healthPath, Handler: http.HandlerFunc(s.serveHealth)},
 		{Pattern: "GET /{$}", Handler: http.HandlerFunc(s.serveIndex)},
 	}
-	if s.opts.CardKey != nil {
-		r = append(r, httpapi.Route{Pattern: "GET " + CardJWKSPath, Handler: auth.KeySetHandler(auth.DefaultJWKSMaxAge, s.opts.CardKey)})
+	if s.opts.Agents.CardKey != nil {
+		r = append(r, httpapi.Route{Pattern: "GET " + CardJWKSPath, Handler: auth.KeySetHandler(auth.DefaultJWKSMaxAge, s.opts.Agents.CardKey)})
 	}
 	return r
 }

@@ -16,7 +16,7 @@ func TestEveryServiceIsMounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := start(t, &app.Options{Stores: tasksOnly(a2asrv.NewMemoryTaskStore(nil)), CardKey: key})
+	srv := start(t, &app.Options{Stores: tasksOnly(a2asrv.NewMemoryTaskStore(nil)), Agents: app.AgentOptions{CardKey: key}})
 	for _, tc := range []struct {
 		path string
 		want int

@@ -28,9 +28,9 @@ import (
 func tlsServer(t *testing.T, ca *certtest.CA, dir string, opts *app.Options) *app.Server {
 	t.Helper()
 	cert, key := ca.Issue(t, "127.0.0.1").WritePEM(t, dir)
-	opts.TLSCertFile, opts.TLSKeyFile = cert, key
-	if opts.GRPCAddr == "" {
-		opts.GRPCAddr = "127.0.0.1:0"
+	opts.HTTP.TLSCertFile, opts.HTTP.TLSKeyFile = cert, key
+	if opts.Agents.GRPCAddr == "" {
+		opts.Agents.GRPCAddr = "127.0.0.1:0"
 	}
 	if opts.DataDir == "" && opts.Stores == nil {
 		opts.DataDir = t.TempDir()
@@ -131,7 +131,7 @@ func tlsVersion(t *testing.T, addr string, ca *certtest.CA, max uint16) *tls.Con
 func TestTLSReloadsChangedFiles(t *testing.T) {
 	ca := certtest.NewCA(t)
 	dir := t.TempDir()
-	srv := tlsServer(t, ca, dir, &app.Options{TLSReloadInterval: 5 * time.Millisecond})
+	srv := tlsServer(t, ca, dir, &app.Options{HTTP: app.HTTPOptions{TLSReloadInterval: 5 * time.Millisecond}})
 	next := ca.Issue(t, "127.0.0.1")
 	next.WritePEM(t, dir)
 	certtest.WaitSerial(t, srv.Addr(), ca, next.Cert.SerialNumber)
@@ -143,7 +143,7 @@ func TestTLSReloadsChangedFiles(t *testing.T) {
 func TestReloadTLS(t *testing.T) {
 	ca := certtest.NewCA(t)
 	dir := t.TempDir()
-	srv := tlsServer(t, ca, dir, &app.Options{TLSReloadInterval: -1})
+	srv := tlsServer(t, ca, dir, &app.Options{HTTP: app.HTTPOptions{TLSReloadInterval: -1}})
 	first := certtest.ServedSerial(t, srv.Addr(), ca)
 
 	next := ca.Issue(t, "127.0.0.1")
@@ -184,11 +184,11 @@ func TestPlaintextListenRefused(t *testing.T) {
 		{"unspecified address", app.Options{Addr: "0.0.0.0:0"}, true},
 		{"unspecified IPv6 address", app.Options{Addr: "[::]:0"}, true},
 		{"no host", app.Options{Addr: ":0"}, true},
-		{"gRPC on an unspecified address", app.Options{GRPCAddr: "0.0.0.0:0"}, true},
-		{"loopback", app.Options{Addr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0"}, false},
+		{"gRPC on an unspecified address", app.Options{Agents: app.AgentOptions{GRPCAddr: "0.0.0.0:0"}}, true},
+		{"loopback", app.Options{Addr: "127.0.0.1:0", Agents: app.AgentOptions{GRPCAddr: "127.0.0.1:0"}}, false},
 		{"localhost", app.Options{Addr: "localhost:0"}, false},
-		{"insecure listen", app.Options{Addr: "0.0.0.0:0", GRPCAddr: "0.0.0.0:0", InsecureListen: true}, false},
-		{"TLS", app.Options{Addr: "0.0.0.0:0", GRPCAddr: "0.0.0.0:0", TLSCertFile: cert, TLSKeyFile: key}, false},
+		{"insecure listen", app.Options{Addr: "0.0.0.0:0", HTTP: app.HTTPOptions{InsecureListen: true}, Agents: app.AgentOptions{GRPCAddr: "0.0.0.0:0"}}, false},
+		{"TLS", app.Options{Addr: "0.0.0.0:0", HTTP: app.HTTPOptions{TLSCertFile: cert, TLSKeyFile: key}, Agents: app.AgentOptions{GRPCAddr: "0.0.0.0:0"}}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -234,7 +234,7 @@ func TestTLSOptionsChecked(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := app.New(t.Context(), &app.Options{Stores: tasksOnly(a2asrv.NewMemoryTaskStore(nil)), TLSCertFile: tt.cert, TLSKeyFile: tt.key})
+			_, err := app.New(t.Context(), &app.Options{Stores: tasksOnly(a2asrv.NewMemoryTaskStore(nil)), HTTP: app.HTTPOptions{TLSCertFile: tt.cert, TLSKeyFile: tt.key}})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("New: %v, want an error mentioning %q", err, tt.want)
 			}
@@ -247,7 +247,8 @@ func TestTLSOptionsChecked(t *testing.T) {
 func TestTLSReserveServesHealthOnly(t *testing.T) {
 	ca := certtest.NewCA(t)
 	srv := tlsServer(t, ca, t.TempDir(), &app.Options{Logger: slog.New(slog.DiscardHandler),
-		Limits: httpapi.Limits{MaxConns: 1, ConnReserve: 1, HeaderTimeout: time.Minute}})
+		HTTP: app.HTTPOptions{Limits: httpapi.Limits{MaxConns: 1, ConnReserve: 1, HeaderTimeout: time.Minute}},
+	})
 	// Hold the one connection under the cap.
 	held, err := tls.Dial("tcp", srv.Addr(), ca.ClientConfig())
 	if err != nil {

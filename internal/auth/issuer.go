@@ -66,6 +66,9 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives key creation and rotation; nil discards.
 	Logger *slog.Logger
+	// KeyFile holds the key ring Mount opens; default DataDir/token.key
+	// (Open takes the path itself).
+	KeyFile string
 }
 
 // ringFile is the key ring as stored.

@@ -26,12 +26,12 @@ type Deps struct {
 	DataDir string
 }
 
-// Mount opens the server's token issuer: its key ring in keyFile, or by
+// Mount opens the server's token issuer: its key ring in o.KeyFile, or by
 // default in deps.DataDir, and its issuer the base URL unless o says
 // otherwise. It records the issuer in the data directory, so `novaos
 // token mint --data` mints what this server accepts; a server that cannot
 // write the record still serves, and logs why.
-func Mount(deps Deps, keyFile string, o *Options) (*Issuer, error) {
+func Mount(deps Deps, o *Options) (*Issuer, error) {
 	var opts Options
 	if o != nil {
 		opts = *o
@@ -39,6 +39,7 @@ func Mount(deps Deps, keyFile string, o *Options) (*Issuer, error) {
 	if opts.Issuer == "" {
 		opts.Issuer = deps.BaseURL
 	}
+	keyFile := opts.KeyFile
 	if keyFile == "" && deps.DataDir != "" {
 		keyFile = filepath.Join(deps.DataDir, DefaultKeyFile)
 	}

@@ -433,14 +433,14 @@ func startBenchServers(ctx context.Context, cfg *benchA2AConfig, t benchTarget, 
 	for i := range t.replicas {
 		o := &app.Options{Addr: "127.0.0.1:0", Logger: log, DataDir: filepath.Join(dir, strconv.Itoa(i))}
 		if slices.Contains(cfg.bindings, benchBindingGRPC) {
-			o.GRPCAddr = "127.0.0.1:0"
+			o.Agents.GRPCAddr = "127.0.0.1:0"
 		}
 		if slices.Contains(cfg.scenarios, bench.ScenarioXStream) {
-			o.Agents = map[string]app.Agent{bench.ScenarioXStream: bench.NewXStreamAgent(nil)}
+			o.Agents.Hosted = map[string]app.Agent{bench.ScenarioXStream: bench.NewXStreamAgent(nil)}
 		}
 		switch t.store {
 		case "postgres":
-			o.DatabaseURL, o.DBMaxConns = cfg.db, cfg.maxConns
+			o.Database.URL, o.Database.MaxConns = cfg.db, cfg.maxConns
 		case "sqlite":
 		default:
 			o.Stores = &store.Stores{Kind: "memory", Tasks: a2asrv.NewMemoryTaskStore(nil)}

@@ -318,7 +318,7 @@ func benchGate(ctx context.Context, cfg gateBenchConfig, report *gateBenchReport
 // the sessions.
 func startGateTarget(ctx context.Context, cfg gateBenchConfig, tenant string, j gatesvc.Judger, log *slog.Logger) (t *gateTarget, err error) {
 	adminToken := secret.New(newBenchSecret())
-	appOpts := &app.Options{Addr: "127.0.0.1:0", Logger: log, AdminToken: adminToken, DatabaseURL: cfg.db}
+	appOpts := &app.Options{Addr: "127.0.0.1:0", Logger: log, AdminToken: adminToken, Database: app.DatabaseOptions{URL: cfg.db}}
 	var cleanup []func()
 	t = &gateTarget{tenant: tenant, close: func() {
 		for i := len(cleanup) - 1; i >= 0; i-- {
@@ -339,7 +339,7 @@ func startGateTarget(ctx context.Context, cfg gateBenchConfig, tenant string, j 
 	cleanup = append(cleanup, func() { os.RemoveAll(dir) })
 	appOpts.DataDir = dir
 	if j != nil {
-		appOpts.Gate.Service = gatesvc.Options{Judge: j, JudgeModel: "fake-judge"}
+		appOpts.Gate = app.GateOptions{Judge: j, JudgeModel: "fake-judge"}
 	}
 	srv, err := app.New(ctx, appOpts)
 	if err != nil {

@@ -451,8 +451,10 @@ func restAgentServer(t *testing.T) string {
 // returns the echo agent's URL, whose card lists the gRPC interface.
 func grpcAgentServer(t *testing.T) string {
 	t.Helper()
-	srv, err := app.New(t.Context(), &app.Options{Addr: "127.0.0.1:0", DataDir: t.TempDir(), GRPCAddr: "127.0.0.1:0",
-		Logger: slog.New(slog.DiscardHandler)})
+	srv, err := app.New(t.Context(), &app.Options{Addr: "127.0.0.1:0", DataDir: t.TempDir(),
+		Logger: slog.New(slog.DiscardHandler),
+		Agents: app.AgentOptions{GRPCAddr: "127.0.0.1:0"},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,6 +66,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	plat := platformFlags(fs)
 	gateFl := gateFlags(fs)
 	pushFl := pushFlags(fs)
+	fs.Usage = func() { groupedUsage(fs.Output(), "serve [flags]", fs, serveGroups) }
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -136,48 +137,28 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	}
 
 	srv, err := app.New(ctx, &app.Options{
-		Addr:        *addr,
-		PublicURL:   *public,
-		DataDir:     *data,
-		DatabaseURL: *db,
-		Logger:      log,
-		CardKey:     key,
-		AdminToken:  token,
-
-		DBMaxConns:         dbMaxConns,
-		DBStatementTimeout: dbTimeout,
-
-		RegistryPolicy: &registry.Policy{AllowedHostSuffixes: allowHosts, AllowPrivate: *allowPrivate,
-			AllowLoopback: allowLoopback.set && allowLoopback.v},
-		RegistryLoopbackIfLocal: !allowLoopback.set,
-		TCKStreamingTimeout:     *tckTimeout,
-
-		PushURLPolicy:         &netguard.Policy{AllowPrivate: *pushPrivate, AllowLoopback: pushLoopback.set && pushLoopback.v},
-		PushLoopbackIfLocal:   !pushLoopback.set,
-		PushKeyFile:           *pushKeyFile,
-		PushDelivery:          pushFl.options(),
-		Limits:                lim.limits(),
-		MaxBodyBytes:          lim.maxBody.n,
-		MaxIDBytes:            *lim.maxIDBytes,
-		MaxExtensions:         *lim.maxExtensions,
-		MaxExtensionURIBytes:  *lim.maxExtURI,
-		ArtifactFlushInterval: *lim.flushEvery,
-		Bindings:              cardBindings,
-		GRPCAddr:              *grpcAddr,
-		RefuseV03:             !*v03,
-		GRPCPublicAddr:        *grpcPublic,
-		GRPCMaxStreams:        *grpcStreams,
-		AllowHosts:            lim.allowHosts,
-		CORSOrigins:           lim.corsOrigins,
-		LeaseHeartbeat:        *leaseBeat,
-		LeaseExpiry:           *leaseExpiry,
-		Token:                 plat.token(),
-		Memory:                memOpts,
-		Gate:                  gateOpts,
-		TLSCertFile:           *tlsCert,
-		TLSKeyFile:            *tlsKey,
-		TLSReloadInterval:     *tlsReload,
-		InsecureListen:        *insecureListen,
+		Addr:       *addr,
+		PublicURL:  *public,
+		DataDir:    *data,
+		Logger:     log,
+		AdminToken: token,
+		Database: app.DatabaseOptions{URL: *db, MaxConns: dbMaxConns, StatementTimeout: dbTimeout,
+			LeaseHeartbeat: *leaseBeat, LeaseExpiry: *leaseExpiry, MemoryIndexBytes: plat.memIndex.n},
+		HTTP: app.HTTPOptions{Limits: lim.limits(), AllowHosts: lim.allowHosts, CORSOrigins: lim.corsOrigins,
+			TLSCertFile: *tlsCert, TLSKeyFile: *tlsKey, TLSReloadInterval: *tlsReload, InsecureListen: *insecureListen},
+		Token:  plat.token(),
+		Memory: memOpts,
+		Gate:   gateOpts,
+		Agents: app.AgentOptions{
+			Bindings: cardBindings, RefuseV03: !*v03, CardKey: key, TCKStreamingTimeout: *tckTimeout,
+			GRPCAddr: *grpcAddr, GRPCPublicAddr: *grpcPublic, GRPCMaxStreams: *grpcStreams,
+			MaxBodyBytes: lim.maxBody.n, MaxIDBytes: *lim.maxIDBytes, MaxExtensions: *lim.maxExtensions,
+			MaxExtensionURIBytes: *lim.maxExtURI, ArtifactFlushInterval: *lim.flushEvery,
+			PushURLPolicy:       &netguard.Policy{AllowPrivate: *pushPrivate, AllowLoopback: pushLoopback.set && pushLoopback.v},
+			PushLoopbackIfLocal: !pushLoopback.set, PushKeyFile: *pushKeyFile, PushDelivery: pushFl.options(),
+		},
+		Registry: app.RegistryOptions{Policy: &registry.Policy{AllowedHostSuffixes: allowHosts, AllowPrivate: *allowPrivate,
+			AllowLoopback: allowLoopback.set && allowLoopback.v}, LoopbackIfLocal: !allowLoopback.set},
 	})
 	if err != nil {
 		code, err := explainListen(err)

@@ -61,19 +61,19 @@ func (g *gateFlagSet) check() string {
 
 // options builds the gate's options, reading the judge's API key.
 func (g *gateFlagSet) options() (app.GateOptions, error) {
-	o := app.GateOptions{MaxBodyBytes: g.maxBody.n, Service: gatesvc.Options{
+	o := app.GateOptions{MaxBodyBytes: g.maxBody.n,
 		HoldWindow: *g.holdWindow, HoldIndefinite: *g.holdIndefinite, RestartGrace: *g.restartGrace,
 		ClaimTimeout: *g.claimTimeout, MaxWait: *g.maxWait, CommitmentVersion: *g.commitment,
 		Rules: &rules.Options{CostLimit: *g.costLimit},
-	}}
+	}
 	if *g.judgeURL != "" {
 		key, err := readAPIKey(*g.judgeKey, "--gate-judge-key-file")
 		if err != nil {
 			return o, err
 		}
-		o.Service.Judge = judge.New(*g.judgeURL, *g.judgeModel, key, &judge.Options{Timeout: *g.judgeTimeout,
+		o.Judge = judge.New(*g.judgeURL, *g.judgeModel, key, &judge.Options{Timeout: *g.judgeTimeout,
 			Model: &modelapi.Options{Timeout: *g.judgeTimeout}})
-		o.Service.JudgeModel = *g.judgeModel
+		o.JudgeModel = *g.judgeModel
 	}
 	return o, nil
 }

@@ -88,29 +88,29 @@ func (p *platformFlagSet) check() string {
 }
 
 func (p *platformFlagSet) token() app.TokenOptions {
-	return app.TokenOptions{Issuer: *p.tokenIssuer, Audience: *p.tokenAudience, TTL: *p.tokenTTL, MaxTTL: *p.tokenMaxTTL,
+	return app.TokenOptions{Issuer: *p.tokenIssuer, Audience: *p.tokenAudience, DefaultTTL: *p.tokenTTL, MaxTTL: *p.tokenMaxTTL,
 		Leeway: *p.tokenLeeway, KeyFile: *p.tokenKeyFile, KeyLifetime: *p.tokenKeyLifetime}
 }
 
 // memory builds the memory service's options, reading the model API keys.
 func (p *platformFlagSet) memory() (app.MemoryOptions, error) {
-	o := app.MemoryOptions{MaxBodyBytes: p.memMaxBody.n, IndexBytes: p.memIndex.n, Service: memorysvc.Options{
+	o := app.MemoryOptions{MaxBodyBytes: p.memMaxBody.n,
 		ScratchTTL: *p.scratchTTL, MaxScratchTTL: *p.maxScratchTTL, ConsolidateEvery: *p.consolidateEvery, HintAttempts: *p.hintAttempts,
-	}}
+	}
 	mo := modelapi.Options{Timeout: *p.modelTimeout}
 	if *p.embedURL != "" {
 		key, err := readAPIKey(*p.embedKeyFile, "--embedding-key-file")
 		if err != nil {
 			return o, err
 		}
-		o.Service.Embedder = modelapi.NewEmbedder(*p.embedURL, *p.embedModel, key, &modelapi.EmbedderOptions{Options: mo, Dims: *p.embedDims})
+		o.Embedder = modelapi.NewEmbedder(*p.embedURL, *p.embedModel, key, &modelapi.EmbedderOptions{Options: mo, Dims: *p.embedDims})
 	}
 	if *p.extractURL != "" {
 		key, err := readAPIKey(*p.extractKey, "--extractor-key-file")
 		if err != nil {
 			return o, err
 		}
-		o.Service.Extractor = memorysvc.ModelExtractor{Model: modelapi.NewExtractor(*p.extractURL, *p.extractModel, key, &mo)}
+		o.Extractor = memorysvc.ModelExtractor{Model: modelapi.NewExtractor(*p.extractURL, *p.extractModel, key, &mo)}
 	}
 	return o, nil
 }
