@@ -26,7 +26,6 @@ import (
 	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/internal/tlscert"
 	"novaos.dev/novaos/secret"
-	"novaos.dev/novaos/store/lease"
 	"novaos.dev/novaos/store/postgres"
 	"novaos.dev/novaos/store/sqlite"
 )
@@ -247,13 +246,13 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 			}
 		}
 	}
-	if _, err := s.leaseOptions().Resolve(); err != nil {
+	if _, err := s.opts.lease().Resolve(); err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	s.log = s.opts.Logger
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
+	if s.opts.Logger == nil {
+		s.opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	s.log = s.opts.Logger
 	if s.opts.HTTP.TLSCertFile != "" {
 		var err error
 		s.tls, err = tlscert.Load(s.opts.HTTP.TLSCertFile, s.opts.HTTP.TLSKeyFile, &tlscert.Options{Interval: s.opts.HTTP.TLSReloadInterval, Logger: s.log})
@@ -282,14 +281,14 @@ func (s *Server) openStores(ctx context.Context) error {
 			return fmt.Errorf("app: data directory: %w", err)
 		}
 		path := filepath.Join(s.opts.DataDir, DatabaseFile)
-		db, err := sqlite.Open(ctx, path, &sqlite.Options{Logger: s.log, Lease: s.leaseOptions(),
+		db, err := sqlite.Open(ctx, path, &sqlite.Options{Logger: s.log, Lease: s.opts.lease(),
 			MemoryIndexBytes: s.opts.Database.MemoryIndexBytes})
 		if err != nil {
 			return fmt.Errorf("app: open sqlite %s: %w", path, err)
 		}
 		s.stores = db.Stores()
 	case scheme == "postgres" || scheme == "postgresql":
-		db, err := postgres.Open(ctx, s.opts.Database.URL, &postgres.Options{Logger: s.log, Lease: s.leaseOptions(),
+		db, err := postgres.Open(ctx, s.opts.Database.URL, &postgres.Options{Logger: s.log, Lease: s.opts.lease(),
 			MemoryIndexBytes: s.opts.Database.MemoryIndexBytes, MaxConns: cmp.Or(s.opts.Database.MaxConns, DefaultDBMaxConns), StatementTimeout: s.opts.Database.StatementTimeout})
 		if err != nil {
 			// Not the URL, which may hold a password; postgres.Open's
@@ -302,9 +301,4 @@ func (s *Server) openStores(ctx context.Context) error {
 		return errors.New("app: database URL must start with postgres:// or postgresql://")
 	}
 	return nil
-}
-
-// leaseOptions are the lease times Options ask for.
-func (s *Server) leaseOptions() *lease.Options {
-	return &lease.Options{Heartbeat: s.opts.Database.LeaseHeartbeat, Expiry: s.opts.Database.LeaseExpiry}
 }

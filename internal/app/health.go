@@ -3,11 +3,13 @@ package app
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"time"
 
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/internal/httpapi"
+	"novaos.dev/novaos/store"
 )
 
 // healthTimeout bounds the database ping behind /healthz, so a stuck
@@ -54,9 +56,16 @@ const (
 // check that the task store answers.
 const healthProbeID = "novaos-health-probe"
 
+// healthCheck answers /healthz from the stores it probes.
+type healthCheck struct {
+	stores *store.Stores
+	kind   string // DatabaseHealth.Kind
+	log    *slog.Logger
+}
+
 // ping checks the database with a lookup through the task store:
 // not-found means it answered.
-func (s *Server) ping(ctx context.Context) error {
+func (s healthCheck) ping(ctx context.Context) error {
 	_, _, err := s.stores.Tasks.Get(ctx, a2asrv.Scope{}, healthProbeID)
 	if err == nil || errors.Is(err, a2asrv.ErrNotFound) {
 		return nil
@@ -72,8 +81,8 @@ func (s *Server) ping(ctx context.Context) error {
 // its load onto the others for a partial fault (and, with the listener
 // down everywhere, say a pooler that refuses LISTEN, take the whole
 // service down), while the listener reconnects by itself.
-func (s *Server) health(ctx context.Context) Health {
-	h := Health{Status: healthOK, Database: DatabaseHealth{Kind: s.databaseKind(), OK: true}}
+func (s healthCheck) health(ctx context.Context) Health {
+	h := Health{Status: healthOK, Database: DatabaseHealth{Kind: s.kind, OK: true}}
 	ctx, cancel := context.WithTimeout(ctx, healthTimeout)
 	defer cancel()
 	if err := s.ping(ctx); err != nil {
@@ -96,7 +105,7 @@ func (s *Server) health(ctx context.Context) Health {
 	return h
 }
 
-func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
+func (s healthCheck) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := s.health(r.Context())
 	status := http.StatusOK
 	if h.Status == healthUnavailable {

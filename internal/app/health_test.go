@@ -62,10 +62,9 @@ func TestHealthListener(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var logs strings.Builder
-			s := &Server{stores: tt.db.stores(), log: slog.New(slog.NewTextHandler(&logs, nil)),
-				opts: Options{Database: DatabaseOptions{URL: "postgres://novaos:hunter2@db.internal/prod"}}}
+			s := healthCheck{stores: tt.db.stores(), kind: "postgres", log: slog.New(slog.NewTextHandler(&logs, nil))}
 			rec := httptest.NewRecorder()
-			s.serveHealth(rec, httptest.NewRequest(http.MethodGet, healthPath, nil))
+			s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, healthPath, nil))
 			if rec.Code != tt.wantStatus {
 				t.Errorf("status %d, want %d", rec.Code, tt.wantStatus)
 			}
@@ -92,7 +91,7 @@ func TestHealthListener(t *testing.T) {
 // A database without a listener (SQLite, a custom store) has no listener
 // member at all.
 func TestHealthWithoutListener(t *testing.T) {
-	s := &Server{log: slog.New(slog.DiscardHandler), stores: &store.Stores{Tasks: a2asrv.NewMemoryTaskStore(nil)}}
+	s := healthCheck{log: slog.New(slog.DiscardHandler), stores: &store.Stores{Tasks: a2asrv.NewMemoryTaskStore(nil)}}
 	h := s.health(t.Context())
 	if h.Listener != nil || h.Status != "ok" {
 		t.Errorf("health = %+v, want ok without a listener", h)

@@ -1,12 +1,15 @@
 package app
 
 import (
+	"cmp"
 	"context"
+	"time"
 
 	"novaos.dev/novaos/internal/auth"
 	"novaos.dev/novaos/internal/gatesvc"
 	"novaos.dev/novaos/internal/memorysvc"
 	"novaos.dev/novaos/internal/registrysvc"
+	"novaos.dev/novaos/store/lease"
 )
 
 // Defaults and paths of the services, by the names the server's users know.
@@ -20,38 +23,46 @@ const (
 	TriagePath = gatesvc.TriagePath
 )
 
-// The options each service is given: Options' group, with the server's
-// logger where the group names none.
-func (s *Server) tokenOptions() *auth.Options {
-	o := s.opts.Token
-	if o.Logger == nil {
-		o.Logger = s.log
-	}
-	return &o
+// The options each service is given: its group of Options, with the
+// server's logger where the group names none.
+
+func (o *Options) token() *auth.Options {
+	t := o.Token
+	t.Logger = cmp.Or(t.Logger, o.Logger)
+	return &t
 }
 
-func (s *Server) memoryOptions() *memorysvc.Options {
-	o := s.opts.Memory
-	if o.Logger == nil {
-		o.Logger = s.log.With("service", "memory")
-	}
-	return &o
+func (o *Options) memory() *memorysvc.Options {
+	m := o.Memory
+	m.Logger = cmp.Or(m.Logger, o.Logger.With("service", "memory"))
+	return &m
 }
 
-func (s *Server) gateOptions() *gatesvc.Options {
-	o := s.opts.Gate
-	if o.Logger == nil {
-		o.Logger = s.log.With("service", "gate")
-	}
-	return &o
+func (o *Options) gate() *gatesvc.Options {
+	g := o.Gate
+	g.Logger = cmp.Or(g.Logger, o.Logger.With("service", "gate"))
+	return &g
 }
 
-func (s *Server) registryOptions() *registrysvc.Options {
-	o := s.opts.Registry
-	if o.Logger == nil {
-		o.Logger = s.log
+func (o *Options) registry() *registrysvc.Options {
+	r := o.Registry
+	r.Logger = cmp.Or(r.Logger, o.Logger)
+	return &r
+}
+
+// lease are the lease times the database is opened with.
+func (o *Options) lease() *lease.Options {
+	return &lease.Options{Heartbeat: o.Database.LeaseHeartbeat, Expiry: o.Database.LeaseExpiry}
+}
+
+// sweepEvery is the lease Expiry: a process that dies leaves orphans only
+// once its lease lapses, so sweeping more often buys nothing.
+func (o *Options) sweepEvery() time.Duration {
+	lo, err := o.lease().Resolve()
+	if err != nil { // New checked the options
+		return lease.DefaultExpiry
 	}
-	return &o
+	return lo.Expiry
 }
 
 // Issuer is the server's token issuer (nil before Start): tests and the

@@ -58,25 +58,25 @@ func (s *Server) services(ctx context.Context, base string, guard *httpapi.Guard
 	}
 
 	var err error
-	if s.issuer, err = auth.Mount(auth.Deps{BaseURL: base, DataDir: dataDir}, s.tokenOptions()); err != nil {
+	if s.issuer, err = auth.Mount(auth.Deps{BaseURL: base, DataDir: dataDir}, s.opts.token()); err != nil {
 		return out, fmt.Errorf("app: token keys: %w", err)
 	}
 	add(s.issuer)
-	if s.memory = memorysvc.Mount(st, memorysvc.Deps{Tokens: s.issuer}, s.memoryOptions()); s.memory != nil {
+	if s.memory = memorysvc.Mount(st, memorysvc.Deps{Tokens: s.issuer}, s.opts.memory()); s.memory != nil {
 		add(s.memory)
 	}
 	if s.gate = gatesvc.Mount(st, gatesvc.Deps{AdminToken: s.opts.AdminToken, Tokens: s.issuer,
-		Secure: strings.HasPrefix(base, "https://")}, s.gateOptions()); s.gate != nil {
+		Secure: strings.HasPrefix(base, "https://")}, s.opts.gate()); s.gate != nil {
 		add(s.gate)
 	}
 	if s.host, err = agenthost.New(ctx, st, agenthost.Deps{BaseURL: base, DataDir: dataDir, Logger: s.log, Guard: guard,
 		TLS: s.tls, CheckListener: s.checkPlaintext, Tokens: s.issuer, Interceptors: interceptorsOf(out),
-		SweepEvery: s.sweepInterval(), SweepTicker: sweepTicker}, &s.opts.Agents); err != nil {
+		SweepEvery: s.opts.sweepEvery(), SweepTicker: sweepTicker}, &s.opts.Agents); err != nil {
 		return out, fmt.Errorf("app: %w", err)
 	}
 	add(s.host)
 	add(registrysvc.Mount(st, registrysvc.Deps{BaseURL: base, AdminToken: s.opts.AdminToken, Hosted: s.host.Records()},
-		s.registryOptions()))
+		s.opts.registry()))
 	add(s.own())
 	return out, nil
 }
@@ -94,7 +94,7 @@ func interceptorsOf(services []service) []a2asrv.Interceptor {
 // and the card key's key set.
 func (s *Server) own() service {
 	r := routes{
-		{Pattern: "GET " + healthPath, Handler: http.HandlerFunc(s.serveHealth)},
+		{Pattern: "GET " + healthPath, Handler: healthCheck{stores: s.stores, kind: s.databaseKind(), log: s.log}},
 		{Pattern: "GET /{$}", Handler: http.HandlerFunc(s.serveIndex)},
 	}
 	if s.opts.Agents.CardKey != nil {
