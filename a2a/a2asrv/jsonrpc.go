@@ -59,12 +59,12 @@ func rpcUnary[Req, Resp any](m unaryMethod[Req, Resp]) rpcMethod {
 	return func(b *rpcBinding, rc *rpcCall, params json.RawMessage) {
 		req := new(Req)
 		if e := a2a.DecodeParams(params, req); e != nil {
-			b.fail(rc, e)
+			rpcFail(rc, e)
 			return
 		}
 		resp, e := invoke(rc.r.Context(), b.core, &rc.call, req, m)
 		if e != nil {
-			b.fail(rc, e)
+			rpcFail(rc, e)
 			return
 		}
 		b.writeValue(rc, resp)
@@ -75,7 +75,7 @@ func rpcStream[Req any](m streamMethod[Req]) rpcMethod {
 	return func(b *rpcBinding, rc *rpcCall, params json.RawMessage) {
 		req := new(Req)
 		if e := a2a.DecodeParams(params, req); e != nil {
-			b.fail(rc, e)
+			rpcFail(rc, e)
 			return
 		}
 		runRPCStream(b, rc, req, m, a2a.AppendStreamResponse)
@@ -91,7 +91,7 @@ func runRPCStream[Req any](b *rpcBinding, rc *rpcCall, req *Req, m streamMethod[
 	_, e := invoke(rc.r.Context(), b.core, &rc.call, req, countFrames(sink, m))
 	sink.end(e, func(e *a2a.Error) (a2a.Event, error) {
 		return a2a.Event{Data: a2a.AppendErrorResponse(nil, rc.id, e)}, nil
-	}, func(e *a2a.Error) { b.fail(rc, e) })
+	}, func(e *a2a.Error) { rpcFail(rc, e) })
 }
 
 func streamingMethod(m string) bool {
@@ -157,11 +157,11 @@ func (b *rpcBinding) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if e := b.notV03(req.Method, r.Header); e != nil {
-		b.fail(rc, e)
+		rpcFail(rc, e)
 		return
 	}
 	if e := b.core.negotiate(&rc.call); e != nil {
-		b.fail(rc, e)
+		rpcFail(rc, e)
 		return
 	}
 	if active := rc.call.Extensions; len(active) > 0 {
@@ -175,10 +175,10 @@ func (b *rpcBinding) serve(w http.ResponseWriter, r *http.Request) {
 	m(b, rc, req.Params)
 }
 
-// fail answers the call with a protocol error: as a JSON-RPC response,
+// rpcFail answers the call with a protocol error: as a JSON-RPC response,
 // or, for a streaming call that accepts SSE, as a stream of one error
 // event. A caller Identify refused is answered HTTP 401.
-func (b *rpcBinding) fail(rc *rpcCall, e *a2a.Error) {
+func rpcFail(rc *rpcCall, e *a2a.Error) {
 	if rc.sse {
 		setStreamHeaders(rc.w.Header())
 		rc.w.WriteHeader(http.StatusOK)

@@ -75,7 +75,7 @@ func (b *rpcBinding) serve03(rc *rpcCall, method, v1 string, params json.RawMess
 	rc.call.Method = v1
 	values := append(rc.r.Header.Values(v03HeaderExtensions), rc.r.Header.Values(a2a.HeaderExtensions)...)
 	if e := b.core.negotiateExtensions(&rc.call, values); e != nil {
-		b.fail(rc, e)
+		rpcFail(rc, e)
 		return
 	}
 	if active := rc.call.Extensions; len(active) > 0 {
@@ -83,7 +83,7 @@ func (b *rpcBinding) serve03(rc *rpcCall, method, v1 string, params json.RawMess
 	}
 	_, req, e := a2av03.DecodeRequest(method, params)
 	if e != nil {
-		b.fail(rc, e)
+		rpcFail(rc, e)
 		return
 	}
 	ctx := rc.r.Context()
@@ -120,13 +120,13 @@ func (b *rpcBinding) serve03(rc *rpcCall, method, v1 string, params json.RawMess
 		e = a2a.NewError(a2a.CodeMethodNotFound, "method %q not found", truncate(method, 64))
 	}
 	if e != nil {
-		b.fail(rc, e)
+		rpcFail(rc, e)
 		return
 	}
 	out, err := a2av03.EncodeResult(resp)
 	if err != nil {
 		co.log.ErrorContext(ctx, "a2asrv: encode a 0.3 result", "err", err)
-		b.fail(rc, a2a.NewError(a2a.CodeInternalError, "could not encode the result"))
+		rpcFail(rc, a2a.NewError(a2a.CodeInternalError, "could not encode the result"))
 		return
 	}
 	body := a2a.AppendResult(nil, rc.id, out)
