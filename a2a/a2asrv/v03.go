@@ -68,6 +68,9 @@ func (b *rpcBinding) notV03(method string, hd http.Header) *a2a.Error {
 // v03HeaderExtensions is the header 0.3 clients list extensions in.
 const v03HeaderExtensions = "X-A2A-Extensions"
 
+// serve03 answers a JSON-RPC call in A2A 0.3's dialect: the request is
+// converted to its v1 form, runs through the core like any other, and the
+// answer is converted back.
 func (b *rpcBinding) serve03(rc *rpcCall, method, v1 string, params json.RawMessage) {
 	// a2a-js 0.3's client reads nothing but an event stream on a streaming
 	// call: its refusals go as one SSE error event whatever it accepts.
