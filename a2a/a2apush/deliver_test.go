@@ -381,7 +381,7 @@ func TestDeadLetter(t *testing.T) {
 				Identify: func(context.Context, *a2asrv.Call) (a2asrv.Scope, error) { return scope, nil }})
 			hd := http.Header{}
 			hd.Set(a2a.HeaderVersion, a2a.ProtocolVersion)
-			cfg, err := h.GetTaskPushNotificationConfig(context.Background(), &a2asrv.Call{Header: hd},
+			cfg, err := h.Core().GetTaskPushNotificationConfig(context.Background(), &a2asrv.Call{Header: hd},
 				&a2a.GetTaskPushNotificationConfigRequest{TaskID: "t1", ID: "hook"})
 			if err != nil {
 				t.Fatalf("GetTaskPushNotificationConfig: %v", err)

@@ -3,6 +3,7 @@ package a2asrv
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 
 	"novaos.dev/novaos/a2a"
@@ -110,23 +111,67 @@ func (f InterceptorFuncs) After(ctx context.Context, call *Call, resp any, err e
 	}
 }
 
+// Core runs the eleven A2A methods on typed requests, the same for every
+// binding. Each method negotiates the call's version and extensions from
+// Call.Header, checks its identifiers, identifies the caller
+// (Options.Identify), runs the interceptors and then the method; errors
+// are *a2a.Error. A Call must be fresh for each call.
+//
+// The JSON-RPC and HTTP+JSON bindings of [Handler] call the core from
+// inside this package; the gRPC binding (package a2agrpc/grpcsrv) calls
+// these methods through [Handler.Core]. A Core is made by [NewHandler] and
+// stops with its Handler's Shutdown.
+type Core struct {
+	card  *a2a.AgentCard
+	opts  Options // with the defaults filled in
+	log   *slog.Logger
+	execs *executions
+	tasks *taskMethods
+	push  *pushMethods
+}
+
+// newCore builds the core over opts, whose defaults are filled in.
+func newCore(card *a2a.AgentCard, exec Executor, opts Options, log *slog.Logger) *Core {
+	clk := clock{nowFn: opts.Now, idFn: opts.NewID}
+	execs := &executions{
+		exec: exec, store: opts.TaskStore, push: opts.PushConfigStore, log: log, clock: clk,
+		keepAlive: opts.KeepAlive, proposeID: opts.NewTaskID, workers: newWorkers(),
+		hubs: hubs{store: opts.TaskStore, feed: opts.TaskFeed, log: log, flushEvery: opts.ArtifactFlushInterval},
+	}
+	return &Core{
+		card: card, opts: opts, log: log, execs: execs,
+		tasks: &taskMethods{
+			store: opts.TaskStore, followsFeed: opts.TaskFeed != nil, execs: execs, log: log, clock: clk,
+			streaming:     card != nil && card.Capabilities.Streaming != nil && *card.Capabilities.Streaming,
+			historyLength: opts.DefaultHistoryLength, push: opts.PushConfigStore, pushURLs: opts.PushURLPolicy,
+		},
+		push: &pushMethods{configs: opts.PushConfigStore, tasks: opts.TaskStore, urls: opts.PushURLPolicy, log: log, clock: clk},
+	}
+}
+
+// A unaryMethod is a unary method of the core, bound to what implements it.
+type unaryMethod[Req, Resp any] func(context.Context, *Call, *Req) (Resp, *a2a.Error)
+
+// A streamMethod is a streaming method of the core, bound likewise.
+type streamMethod[Req any] func(context.Context, *Call, *Req, StreamSink) *a2a.Error
+
 // negotiate checks the call's A2A-Version and activates the extensions it
 // asks for; every binding does it before anything else about the method.
-func (h *Handler) negotiate(c *Call) *a2a.Error {
+func (co *Core) negotiate(c *Call) *a2a.Error {
 	if e := a2a.CheckVersion(c.Header.Get(a2a.HeaderVersion)); e != nil {
 		return e
 	}
-	return h.negotiateExtensions(c, c.Header.Values(a2a.HeaderExtensions))
+	return co.negotiateExtensions(c, c.Header.Values(a2a.HeaderExtensions))
 }
 
 // negotiateExtensions activates the extensions values (header values)
 // ask for, within the limits, refusing a call that lacks a required one.
-func (h *Handler) negotiateExtensions(c *Call, values []string) *a2a.Error {
+func (co *Core) negotiateExtensions(c *Call, values []string) *a2a.Error {
 	var declared []a2a.AgentExtension
-	if h.card != nil {
-		declared = h.card.Capabilities.Extensions
+	if co.card != nil {
+		declared = co.card.Capabilities.Extensions
 	}
-	requested, e := a2a.ParseExtensionsLimit(values, h.opts.MaxExtensions, h.opts.MaxExtensionURIBytes)
+	requested, e := a2a.ParseExtensionsLimit(values, co.opts.MaxExtensions, co.opts.MaxExtensionURIBytes)
 	if e != nil {
 		return e
 	}
@@ -140,22 +185,22 @@ func (h *Handler) negotiateExtensions(c *Call, values []string) *a2a.Error {
 
 // invoke admits a negotiated call (identifiers, caller, interceptors) and
 // runs method. It is the one path every method of every binding takes.
-func invoke[Req, Resp any](ctx context.Context, h *Handler, c *Call, req *Req, method func(context.Context, *Call, *Req) (Resp, *a2a.Error)) (Resp, *a2a.Error) {
+func invoke[Req, Resp any](ctx context.Context, co *Core, c *Call, req *Req, method unaryMethod[Req, Resp]) (Resp, *a2a.Error) {
 	var zero Resp
-	tenant, e := checkParams(req, h.opts.MaxIDBytes)
+	tenant, e := checkParams(req, co.opts.MaxIDBytes)
 	if e != nil {
 		return zero, e
 	}
 	c.Tenant = tenant
-	if c.Scope, e = h.identify(ctx, c); e != nil {
+	if c.Scope, e = co.identify(ctx, c); e != nil {
 		return zero, e
 	}
-	ics := h.opts.Interceptors
+	ics := co.opts.Interceptors
 	admitted := 0
 	for _, ic := range ics {
 		next, err := ic.Before(ctx, c, req)
 		if err != nil {
-			e = h.refusal(ctx, c, err)
+			e = co.refusal(ctx, c, err)
 			break
 		}
 		if next != nil {
@@ -187,28 +232,28 @@ func invoke[Req, Resp any](ctx context.Context, h *Handler, c *Call, req *Req, m
 }
 
 // refusal is the protocol error for an interceptor's refusal.
-func (h *Handler) refusal(ctx context.Context, c *Call, err error) *a2a.Error {
+func (co *Core) refusal(ctx context.Context, c *Call, err error) *a2a.Error {
 	var e *a2a.Error
 	if errors.As(err, &e) {
 		return e
 	}
-	h.log.ErrorContext(ctx, "a2asrv: interceptor refused a call", "method", c.Method, "err", err)
+	co.log.ErrorContext(ctx, "a2asrv: interceptor refused a call", "method", c.Method, "err", err)
 	return a2a.NewError(a2a.CodeInternalError, "internal error")
 }
 
 // identify says who c acts for: Options.Identify's Scope, with the
 // request's tenant when Identify leaves it empty.
-func (h *Handler) identify(ctx context.Context, c *Call) (Scope, *a2a.Error) {
-	if h.opts.Identify == nil {
+func (co *Core) identify(ctx context.Context, c *Call) (Scope, *a2a.Error) {
+	if co.opts.Identify == nil {
 		return Scope{Tenant: c.Tenant}, nil
 	}
-	s, err := h.opts.Identify(ctx, c)
+	s, err := co.opts.Identify(ctx, c)
 	if err != nil {
 		var e *a2a.Error
 		if errors.As(err, &e) {
 			return Scope{}, e
 		}
-		h.log.InfoContext(ctx, "a2asrv: caller not identified", "err", err)
+		co.log.InfoContext(ctx, "a2asrv: caller not identified", "err", err)
 		return Scope{}, a2a.NewError(CodeUnauthenticated, "unauthenticated")
 	}
 	if s.Tenant == "" {
@@ -228,26 +273,26 @@ func asError(e *a2a.Error) error {
 
 // serve runs a unary method for a binding outside this package: negotiate,
 // then invoke, counted as a call Shutdown waits for.
-func serve[Req, Resp any](ctx context.Context, h *Handler, c *Call, req *Req, method func(context.Context, *Call, *Req) (Resp, *a2a.Error)) (Resp, error) {
-	leave := h.shut.enter()
+func serve[Req, Resp any](ctx context.Context, co *Core, c *Call, req *Req, method unaryMethod[Req, Resp]) (Resp, error) {
+	leave := co.execs.shut.enter()
 	defer leave()
-	if e := h.negotiate(c); e != nil {
+	if e := co.negotiate(c); e != nil {
 		var zero Resp
 		return zero, e
 	}
-	resp, e := invoke(ctx, h, c, req, method)
+	resp, e := invoke(ctx, co, c, req, method)
 	return resp, asError(e)
 }
 
 // serveStream is serve for a streaming method.
-func serveStream[Req any](ctx context.Context, h *Handler, c *Call, req *Req, sink StreamSink, method func(context.Context, *Call, *Req, StreamSink) *a2a.Error) error {
-	_, err := serve(ctx, h, c, req, streamMethod(sink, method))
+func serveStream[Req any](ctx context.Context, co *Core, c *Call, req *Req, sink StreamSink, method streamMethod[Req]) error {
+	_, err := serve(ctx, co, c, req, countFrames(sink, method))
 	return err
 }
 
-// streamMethod binds a streaming method to its sink, counting the frames
+// countFrames binds a streaming method to its sink, counting the frames
 // for the interceptors' StreamResult.
-func streamMethod[Req any](sink StreamSink, method func(context.Context, *Call, *Req, StreamSink) *a2a.Error) func(context.Context, *Call, *Req) (*StreamResult, *a2a.Error) {
+func countFrames[Req any](sink StreamSink, method streamMethod[Req]) unaryMethod[Req, *StreamResult] {
 	return func(ctx context.Context, c *Call, req *Req) (*StreamResult, *a2a.Error) {
 		counted := &countingSink{StreamSink: sink}
 		e := method(ctx, c, req, counted)
@@ -268,67 +313,69 @@ func (s *countingSink) Send(v Version, resp *a2a.StreamResponse) error {
 	return err
 }
 
-// The methods below are the core for bindings outside this package (the
-// gRPC binding): each negotiates the call's version and extensions from
-// c.Header, identifies the caller, runs the interceptors and the method.
-// Errors are *a2a.Error. c must be fresh for each call.
-
 // SendMessage answers with the task (or message) once it is final or
 // interrupted, or at once with returnImmediately.
-func (h *Handler) SendMessage(ctx context.Context, c *Call, req *a2a.SendMessageRequest) (*a2a.SendMessageResponse, error) {
-	return serve(ctx, h, c, req, h.sendMessage)
+func (co *Core) SendMessage(ctx context.Context, c *Call, req *a2a.SendMessageRequest) (*a2a.SendMessageResponse, error) {
+	return serve(ctx, co, c, req, co.tasks.sendMessage)
 }
 
 // SendStreamingMessage streams the task's updates to sink until it is final
 // or interrupted.
-func (h *Handler) SendStreamingMessage(ctx context.Context, c *Call, req *a2a.SendMessageRequest, sink StreamSink) error {
-	return serveStream(ctx, h, c, req, sink, h.sendStreamingMessage)
+func (co *Core) SendStreamingMessage(ctx context.Context, c *Call, req *a2a.SendMessageRequest, sink StreamSink) error {
+	return serveStream(ctx, co, c, req, sink, co.tasks.sendStreamingMessage)
 }
 
 // SubscribeToTask streams a snapshot of the task, then its updates.
-func (h *Handler) SubscribeToTask(ctx context.Context, c *Call, req *a2a.SubscribeToTaskRequest, sink StreamSink) error {
-	return serveStream(ctx, h, c, req, sink, h.subscribeToTask)
+func (co *Core) SubscribeToTask(ctx context.Context, c *Call, req *a2a.SubscribeToTaskRequest, sink StreamSink) error {
+	return serveStream(ctx, co, c, req, sink, co.tasks.subscribeToTask)
 }
 
 // GetTask returns a task of the caller.
-func (h *Handler) GetTask(ctx context.Context, c *Call, req *a2a.GetTaskRequest) (*a2a.Task, error) {
-	return serve(ctx, h, c, req, h.getTask)
+func (co *Core) GetTask(ctx context.Context, c *Call, req *a2a.GetTaskRequest) (*a2a.Task, error) {
+	return serve(ctx, co, c, req, co.tasks.getTask)
 }
 
 // ListTasks lists the caller's tasks, newest status first.
-func (h *Handler) ListTasks(ctx context.Context, c *Call, req *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
-	return serve(ctx, h, c, req, h.listTasks)
+func (co *Core) ListTasks(ctx context.Context, c *Call, req *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
+	return serve(ctx, co, c, req, co.tasks.listTasks)
 }
 
 // CancelTask cancels a task of the caller.
-func (h *Handler) CancelTask(ctx context.Context, c *Call, req *a2a.CancelTaskRequest) (*a2a.Task, error) {
-	return serve(ctx, h, c, req, h.cancelTask)
+func (co *Core) CancelTask(ctx context.Context, c *Call, req *a2a.CancelTaskRequest) (*a2a.Task, error) {
+	return serve(ctx, co, c, req, co.tasks.cancelTask)
 }
 
 // CreateTaskPushNotificationConfig stores a push config for a task.
-func (h *Handler) CreateTaskPushNotificationConfig(ctx context.Context, c *Call, req *a2a.TaskPushNotificationConfig) (*a2a.TaskPushNotificationConfig, error) {
-	return serve(ctx, h, c, req, h.createPushConfig)
+func (co *Core) CreateTaskPushNotificationConfig(ctx context.Context, c *Call, req *a2a.TaskPushNotificationConfig) (*a2a.TaskPushNotificationConfig, error) {
+	return serve(ctx, co, c, req, co.push.createConfig)
 }
 
 // GetTaskPushNotificationConfig returns one push config, without its
 // credentials.
-func (h *Handler) GetTaskPushNotificationConfig(ctx context.Context, c *Call, req *a2a.GetTaskPushNotificationConfigRequest) (*a2a.TaskPushNotificationConfig, error) {
-	return serve(ctx, h, c, req, h.getPushConfig)
+func (co *Core) GetTaskPushNotificationConfig(ctx context.Context, c *Call, req *a2a.GetTaskPushNotificationConfigRequest) (*a2a.TaskPushNotificationConfig, error) {
+	return serve(ctx, co, c, req, co.push.getConfig)
 }
 
 // ListTaskPushNotificationConfigs lists a task's push configs.
-func (h *Handler) ListTaskPushNotificationConfigs(ctx context.Context, c *Call, req *a2a.ListTaskPushNotificationConfigsRequest) (*a2a.ListTaskPushNotificationConfigsResponse, error) {
-	return serve(ctx, h, c, req, h.listPushConfigs)
+func (co *Core) ListTaskPushNotificationConfigs(ctx context.Context, c *Call, req *a2a.ListTaskPushNotificationConfigsRequest) (*a2a.ListTaskPushNotificationConfigsResponse, error) {
+	return serve(ctx, co, c, req, co.push.listConfigs)
 }
 
 // DeleteTaskPushNotificationConfig deletes a push config; deleting a
 // missing one succeeds.
-func (h *Handler) DeleteTaskPushNotificationConfig(ctx context.Context, c *Call, req *a2a.DeleteTaskPushNotificationConfigRequest) error {
-	_, err := serve(ctx, h, c, req, h.deletePushConfig)
+func (co *Core) DeleteTaskPushNotificationConfig(ctx context.Context, c *Call, req *a2a.DeleteTaskPushNotificationConfigRequest) error {
+	_, err := serve(ctx, co, c, req, co.push.deleteConfig)
 	return err
 }
 
 // GetExtendedAgentCard returns the extended card.
-func (h *Handler) GetExtendedAgentCard(ctx context.Context, c *Call, req *a2a.GetExtendedAgentCardRequest) (*a2a.AgentCard, error) {
-	return serve(ctx, h, c, req, h.getExtendedCard)
+func (co *Core) GetExtendedAgentCard(ctx context.Context, c *Call, req *a2a.GetExtendedAgentCardRequest) (*a2a.AgentCard, error) {
+	return serve(ctx, co, c, req, co.extendedCard)
+}
+
+func (co *Core) extendedCard(_ context.Context, _ *Call, _ *a2a.GetExtendedAgentCardRequest) (*a2a.AgentCard, *a2a.Error) {
+	if co.opts.ExtendedCard == nil {
+		return nil, a2a.NewError(a2a.CodeExtendedAgentCardNotConfigured, "no extended agent card is configured")
+	}
+	return co.opts.ExtendedCard, nil
 }

@@ -23,14 +23,16 @@
 //
 // # One core, several bindings
 //
-// The eleven methods are implemented once, against typed requests (the
-// a2a package's request types) and, for the two streaming methods, a
-// [StreamSink]; nothing in them knows HTTP. A binding only turns its wire
-// form into a [Call] and a typed request and writes back what the core
-// answers: the JSON-RPC and HTTP+JSON bindings are in this package; the
-// gRPC binding (package a2agrpc) calls the exported methods
-// ([Handler.SendMessage], [Handler.GetTask], …), which take the same path.
-// That path, for every call on every binding, is:
+// The eleven methods are implemented once, by the [Core], against typed
+// requests (the a2a package's request types) and, for the two streaming
+// methods, a [StreamSink]; nothing in it knows HTTP. A binding is a thin
+// type of its own holding the Core: it only turns its wire form into a
+// [Call] and a typed request and writes back what the core answers. The
+// JSON-RPC binding (with A2A 0.3's dialect) and the HTTP+JSON binding are
+// in this package, and the Handler routes between them and the card; the
+// gRPC binding (package a2agrpc/grpcsrv) calls the Core's exported methods
+// ([Core.SendMessage], [Core.GetTask], …) through [Handler.Core], which
+// take the same path. That path, for every call on every binding, is:
 //
 //  1. the binding decodes the request (its envelope, body, path, query);
 //  2. A2A-Version is checked and A2A-Extensions negotiated (from the HTTP
@@ -50,7 +52,7 @@
 // # Interruptions
 //
 // Three things can cut an execution short, and the task store answers each
-// truthfully (seed 000's interruption policy):
+// truthfully:
 //
 //  1. CancelTask writes TASK_STATE_CANCELED first, then cancels the
 //     execution's context with cause [ErrCanceled]; whatever the execution

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -25,7 +24,7 @@ type execution struct {
 // the hub's mutex, which every write takes, so revocation by CancelTask or a
 // superseding message is atomic with respect to the writes.
 type updater struct {
-	h   *Handler
+	x   *executions
 	hub *hub
 
 	taskID, contextID string
@@ -70,14 +69,14 @@ func (u *updater) UpdateStatus(ctx context.Context, state a2a.TaskState, msg *a2
 	msg = u.agentMessage(msg)
 	return u.write(ctx, &a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{
 		TaskID: u.taskID, ContextID: u.contextID,
-		Status:   a2a.TaskStatus{State: state, Message: msg, Timestamp: u.h.now()},
+		Status:   a2a.TaskStatus{State: state, Message: msg, Timestamp: u.x.clock.now()},
 		Metadata: metadata,
 	}})
 }
 
 func (u *updater) AddArtifact(ctx context.Context, art a2a.Artifact, appendChunk, lastChunk bool, metadata map[string]any) error {
 	if art.ArtifactID == "" {
-		art.ArtifactID = u.h.newID()
+		art.ArtifactID = u.x.clock.newID()
 	}
 	if len(art.Parts) == 0 {
 		return fmt.Errorf("a2asrv: add artifact %s: no parts", art.ArtifactID)
@@ -123,7 +122,7 @@ func (u *updater) agentMessage(msg *a2a.Message) *a2a.Message {
 	}
 	m := *msg
 	if m.MessageID == "" {
-		m.MessageID = u.h.newID()
+		m.MessageID = u.x.clock.newID()
 	}
 	if m.Role == a2a.RoleUnspecified {
 		m.Role = a2a.RoleAgent
@@ -156,7 +155,7 @@ func (u *updater) writeLocked(ctx context.Context, ev *a2a.StreamResponse) error
 	if !u.created {
 		t := &a2a.Task{
 			ID: u.taskID, ContextID: u.contextID,
-			Status:  a2a.TaskStatus{State: a2a.TaskStateSubmitted, Timestamp: u.h.now()},
+			Status:  a2a.TaskStatus{State: a2a.TaskStateSubmitted, Timestamp: u.x.clock.now()},
 			History: []a2a.Message{*u.userMsg},
 		}
 		if err := ApplyEvent(t, ev); err != nil {
@@ -207,7 +206,7 @@ func (u *updater) writeLocked(ctx context.Context, ev *a2a.StreamResponse) error
 				u.revoked = true
 				return nil, ErrRevoked
 			}
-			continueTask(t, u.userMsg, u.h.now())
+			continueTask(t, u.userMsg, u.x.clock.now())
 			if err := ApplyEvent(t, ev); err != nil {
 				return nil, err
 			}
@@ -265,26 +264,17 @@ func continueTask(t *a2a.Task, msg *a2a.Message, now time.Time) {
 }
 
 func (u *updater) savePushConfig(ctx context.Context) {
-	if u.pushCfg == nil || u.h.opts.PushConfigStore == nil {
+	if u.pushCfg == nil || u.x.push == nil {
 		return
 	}
 	cfg := *u.pushCfg
 	cfg.TaskID = u.taskID
 	if cfg.ID == "" {
-		cfg.ID = u.h.newID()
+		cfg.ID = u.x.clock.newID()
 	}
-	if err := u.h.opts.PushConfigStore.Put(ctx, u.hub.scope, &cfg); err != nil {
-		u.h.log.ErrorContext(ctx, "a2asrv: save inline push config", "task_id", u.taskID, "err", err)
+	if err := u.x.push.Put(ctx, u.hub.scope, &cfg); err != nil {
+		u.x.log.ErrorContext(ctx, "a2asrv: save inline push config", "task_id", u.taskID, "err", err)
 	}
-}
-
-// run executes e and applies the end-of-execution rules. It owns the
-// execution's hub reference.
-func (h *Handler) run(ctx context.Context, e *execution, req *RequestContext) {
-	defer h.wg.Done()
-	defer h.hubs.release(e.upd.hub)
-	err := h.callExecutor(ctx, req, e.upd)
-	h.finish(ctx, e, err)
 }
 
 type panicError struct {
@@ -292,69 +282,6 @@ type panicError struct {
 }
 
 func (p *panicError) Error() string { return fmt.Sprintf("executor panicked: %v", p.value) }
-
-func (h *Handler) callExecutor(ctx context.Context, req *RequestContext, u *updater) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			h.log.ErrorContext(ctx, "a2asrv: executor panicked", "task_id", u.taskID, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			err = &panicError{value: r}
-		}
-	}()
-	return h.exec.Execute(ctx, req, u)
-}
-
-func (h *Handler) finish(ctx context.Context, e *execution, err error) {
-	u, hb := e.upd, e.upd.hub
-	cause := context.Cause(ctx)
-	e.cancel(nil)
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-
-	hb.mu.Lock()
-	defer hb.mu.Unlock()
-	if hb.exec == e {
-		hb.exec = nil
-	}
-	revoked := u.revoked
-	u.revoked = true
-	defer hb.publishLocked(frame{endExec: e.id})
-	// Before the end is announced, whatever the execution wrote is in
-	// the store: pending artifact updates, or a task held back by a
-	// deferred create.
-	defer h.settleWritesLocked(sctx, u)
-
-	// Interrupted by CancelTask, a newer message or shutdown: whoever
-	// interrupted owns the outcome.
-	if errors.Is(cause, ErrCanceled) || errors.Is(cause, ErrSuperseded) || errors.Is(cause, ErrShutdown) {
-		return
-	}
-	if err == nil || revoked || u.replied {
-		if err == nil && !u.created && !u.replied && !revoked {
-			h.recordUntouched(sctx, u)
-		}
-		return
-	}
-	// Rule 2: the execution ended in a cancellation nobody asked for; the
-	// task keeps its last state.
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		if !u.created {
-			h.recordUntouched(sctx, u)
-		}
-		return
-	}
-	var protoErr *a2a.Error
-	if errors.As(err, &protoErr) && !u.wrote {
-		hb.publishLocked(frame{err: protoErr})
-		return
-	}
-	h.log.WarnContext(ctx, "a2asrv: execution failed", "task_id", u.taskID, "err", err)
-	msg := &a2a.Message{Role: a2a.RoleAgent, Parts: []a2a.Part{a2a.TextPart(describeFailure(err))}}
-	u.revoked = false
-	if werr := u.writeLockedFailed(sctx, msg); werr != nil && !errors.Is(werr, ErrRevoked) {
-		h.log.ErrorContext(ctx, "a2asrv: record failed task", "task_id", u.taskID, "err", werr)
-	}
-	u.revoked = true
-}
 
 func describeFailure(err error) string {
 	var p *panicError
@@ -369,43 +296,8 @@ func (u *updater) writeLockedFailed(ctx context.Context, msg *a2a.Message) error
 	msg = u.agentMessage(msg)
 	return u.writeLocked(ctx, &a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{
 		TaskID: u.taskID, ContextID: u.contextID,
-		Status: a2a.TaskStatus{State: a2a.TaskStateFailed, Message: msg, Timestamp: u.h.now()},
+		Status: a2a.TaskStatus{State: a2a.TaskStateFailed, Message: msg, Timestamp: u.x.clock.now()},
 	}})
-}
-
-// settleWritesLocked stores what an ending execution left in the hub only;
-// the caller holds the hub lock.
-func (h *Handler) settleWritesLocked(ctx context.Context, u *updater) {
-	hb := u.hub
-	var err error
-	if hb.heldLocked() {
-		if err = hb.releaseHeldLocked(ctx); err == nil {
-			u.savePushConfig(ctx)
-		}
-	} else {
-		err = hb.flushLocked(ctx)
-	}
-	if err != nil {
-		h.log.ErrorContext(ctx, "a2asrv: store the execution's last writes", "task_id", u.taskID, "err", err)
-	}
-}
-
-// recordUntouched stores a task the executor never wrote, so the caller's
-// task id stays answerable; the caller holds the hub lock.
-func (h *Handler) recordUntouched(ctx context.Context, u *updater) {
-	if u.userMsg == nil || u.created {
-		return
-	}
-	t := &a2a.Task{
-		ID: u.taskID, ContextID: u.contextID,
-		Status:  a2a.TaskStatus{State: a2a.TaskStateSubmitted, Timestamp: h.now()},
-		History: []a2a.Message{*u.userMsg},
-	}
-	if err := u.hub.createLocked(ctx, t); err != nil {
-		h.log.ErrorContext(ctx, "a2asrv: record task", "task_id", u.taskID, "err", err)
-		return
-	}
-	u.created = true
 }
 
 // logger returns a discard logger when none is configured.

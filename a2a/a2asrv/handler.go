@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"novaos.dev/novaos/a2a"
@@ -109,113 +108,70 @@ type Options struct {
 // this is the code a2a-go uses.
 const CodeUnauthenticated = a2a.CodeUnauthenticated
 
-// Handler serves one agent over the A2A JSON-RPC binding: POST to its root
-// runs a method, GET /.well-known/agent-card.json returns the card.
+// Handler serves one agent over HTTP: a POST to its root runs a JSON-RPC
+// method, the HTTP+JSON binding's resources sit beside it, and GET
+// /.well-known/agent-card.json returns the card. Both bindings hand their
+// calls to one [Core], which Core returns for the gRPC binding.
 type Handler struct {
-	card  *a2a.AgentCard
-	exec  Executor
-	opts  Options
-	store TaskStore
-	log   *slog.Logger
-
-	// card is the served card; card03 the same with A2A 0.3's members
-	// added, for callers that send no A2A-Version (nil when 0.3 is refused
-	// or the card is signed, since the added members would break the
-	// signature).
-	card1, card03 *servedCard
-
-	hubs    hubs
-	workers *workers
-	wg      sync.WaitGroup
-	// life orders starting executions against Shutdown: an execution is
-	// counted in wg under the read lock, so once Shutdown has set closing
-	// under the write lock, wg can only go down.
-	life     sync.RWMutex
-	closing  bool
-	bufs     sync.Pool
-	streamOK bool
-	shut     cutoff // the calls waiting when Shutdown's grace ends (recover.go)
+	core  *Core
+	rpc   *rpcBinding
+	rest  *restBinding
+	cards cards
 }
 
 // NewHandler returns a handler serving card and running exec for every
 // message.
 func NewHandler(card *a2a.AgentCard, exec Executor, opts *Options) *Handler {
-	h := &Handler{card: card, exec: exec, workers: newWorkers()}
+	var o Options
 	if opts != nil {
-		h.opts = *opts
+		o = *opts
 	}
-	if h.opts.TaskStore == nil {
-		h.opts.TaskStore = NewMemoryTaskStore(nil)
+	withDefaults(&o)
+	log := o.Logger
+	if log == nil {
+		log = discardLogger()
 	}
-	if h.opts.MaxBodyBytes <= 0 {
-		h.opts.MaxBodyBytes = DefaultMaxBodyBytes
+	core := newCore(card, exec, o, log)
+	bodies := &bodyPool{max: o.MaxBodyBytes}
+	return &Handler{
+		core:  core,
+		rpc:   newRPCBinding(core, bodies),
+		rest:  newRESTBinding(core, bodies),
+		cards: newCards(card, o.RefuseV03, o.CardMaxAge, log),
 	}
-	if h.opts.MaxIDBytes <= 0 {
-		h.opts.MaxIDBytes = DefaultMaxIDBytes
-	}
-	if h.opts.MaxExtensions <= 0 {
-		h.opts.MaxExtensions = DefaultMaxExtensions
-	}
-	if h.opts.MaxExtensionURIBytes <= 0 {
-		h.opts.MaxExtensionURIBytes = DefaultMaxExtensionURIBytes
-	}
-	if h.opts.KeepAlive <= 0 {
-		h.opts.KeepAlive = 15 * time.Second
-	}
-	if h.opts.CardMaxAge <= 0 {
-		h.opts.CardMaxAge = 5 * time.Minute
-	}
-	h.log = h.opts.Logger
-	if h.log == nil {
-		h.log = discardLogger()
-	}
-	h.store = h.opts.TaskStore
-	if h.opts.ArtifactFlushInterval <= 0 {
-		h.opts.ArtifactFlushInterval = DefaultArtifactFlushInterval
-	}
-	h.hubs = hubs{store: h.store, feed: h.opts.TaskFeed, log: h.log, flushEvery: h.opts.ArtifactFlushInterval}
-	h.streamOK = card != nil && card.Capabilities.Streaming != nil && *card.Capabilities.Streaming
-	if card != nil {
-		b, err := json.Marshal(card)
-		if err != nil {
-			panic("a2asrv: agent card does not encode: " + err.Error())
-		}
-		h.card1 = newServedCard(b)
-		if !h.opts.RefuseV03 && len(card.Signatures) == 0 {
-			if b, err := a2av03.HybridCard(card); err == nil {
-				h.card03 = newServedCard(b)
-			} else {
-				h.log.Warn("a2asrv: the card has no A2A 0.3 form; 0.3 clients get the v1 card", "err", err)
-			}
-		}
-	}
-	return h
 }
 
-// servedCard is a card's bytes and their ETag.
-type servedCard struct {
-	json []byte
-	etag string
-}
-
-func newServedCard(b []byte) *servedCard {
-	sum := sha256.Sum256(b)
-	return &servedCard{json: b, etag: `"` + hex.EncodeToString(sum[:16]) + `"`}
-}
-
-func (h *Handler) now() time.Time {
-	if h.opts.Now != nil {
-		return h.opts.Now().UTC().Truncate(time.Millisecond)
+// withDefaults fills in the zero fields of o that have a default.
+func withDefaults(o *Options) {
+	if o.TaskStore == nil {
+		o.TaskStore = NewMemoryTaskStore(nil)
 	}
-	return time.Now().UTC().Truncate(time.Millisecond)
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.MaxIDBytes <= 0 {
+		o.MaxIDBytes = DefaultMaxIDBytes
+	}
+	if o.MaxExtensions <= 0 {
+		o.MaxExtensions = DefaultMaxExtensions
+	}
+	if o.MaxExtensionURIBytes <= 0 {
+		o.MaxExtensionURIBytes = DefaultMaxExtensionURIBytes
+	}
+	if o.KeepAlive <= 0 {
+		o.KeepAlive = 15 * time.Second
+	}
+	if o.CardMaxAge <= 0 {
+		o.CardMaxAge = 5 * time.Minute
+	}
+	if o.ArtifactFlushInterval <= 0 {
+		o.ArtifactFlushInterval = DefaultArtifactFlushInterval
+	}
 }
 
-func (h *Handler) newID() string {
-	if h.opts.NewID != nil {
-		return h.opts.NewID()
-	}
-	return a2a.NewID()
-}
+// Core returns the transport-neutral core the handler's bindings call,
+// for a binding outside this package (the gRPC one).
+func (h *Handler) Core() *Core { return h.core }
 
 // ServeHTTP routes a request relative to the agent's mount point: a POST
 // to the root is JSON-RPC, the card is at a2a.WellKnownCardPath, and the
@@ -230,39 +186,91 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "A2A JSON-RPC endpoint: use POST", http.StatusMethodNotAllowed)
 			return
 		}
-		h.serveRPC(w, r)
+		h.rpc.serve(w, r)
 	case path == a2a.WellKnownCardPath:
-		h.serveCard(w, r)
+		h.cards.serve(w, r)
 	default:
-		if !h.serveREST(w, r) {
+		if !h.rest.serve(w, r) {
 			http.NotFound(w, r)
 		}
 	}
 }
 
-func (h *Handler) serveCard(w http.ResponseWriter, r *http.Request) {
+// Shutdown stops accepting messages, waits for running executions until ctx
+// is done, then cuts off the rest: their tasks are settled FAILED with
+// ShutdownText (interrupted and final tasks keep their state), and every
+// call still waiting on one (a blocking SendMessage, a stream) is answered
+// with a CodeShuttingDown error naming the task and its state before
+// Shutdown returns. Close the HTTP server only after Shutdown returns, or
+// those answers may be cut off. It stops the Core too, whichever binding
+// its calls come over.
+func (h *Handler) Shutdown(ctx context.Context) error {
+	return h.core.execs.shutdown(ctx)
+}
+
+// cards serves the agent card: card1 as it is; card03 the same with A2A
+// 0.3's members added, for callers that send no A2A-Version (nil when 0.3
+// is refused or the card is signed, since the added members would break
+// the signature).
+type cards struct {
+	card1, card03 *servedCard
+	maxAge        time.Duration
+}
+
+func newCards(card *a2a.AgentCard, refuseV03 bool, maxAge time.Duration, log *slog.Logger) cards {
+	cs := cards{maxAge: maxAge}
+	if card == nil {
+		return cs
+	}
+	b, err := json.Marshal(card)
+	if err != nil {
+		panic("a2asrv: agent card does not encode: " + err.Error())
+	}
+	cs.card1 = newServedCard(b)
+	if !refuseV03 && len(card.Signatures) == 0 {
+		if b, err := a2av03.HybridCard(card); err == nil {
+			cs.card03 = newServedCard(b)
+		} else {
+			log.Warn("a2asrv: the card has no A2A 0.3 form; 0.3 clients get the v1 card", "err", err)
+		}
+	}
+	return cs
+}
+
+// servedCard is a card's bytes and their ETag.
+type servedCard struct {
+	json []byte
+	etag string
+}
+
+func newServedCard(b []byte) *servedCard {
+	sum := sha256.Sum256(b)
+	return &servedCard{json: b, etag: `"` + hex.EncodeToString(sum[:16]) + `"`}
+}
+
+func (cs *cards) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	card := h.card1
+	card := cs.card1
 	if card == nil {
 		http.NotFound(w, r)
 		return
 	}
 	hd := w.Header()
-	if h.card03 != nil {
+	if cs.card03 != nil {
 		// A 0.3 client sends no A2A-Version, and needs url and
 		// preferredTransport to find the agent: it gets the card with
 		// 0.3's members added, which v1 readers ignore.
 		hd.Set("Vary", a2a.HeaderVersion)
 		if r.Header.Get(a2a.HeaderVersion) == "" {
-			card = h.card03
+			card = cs.card03
 		}
 	}
 	hd.Set("ETag", card.etag)
-	hd.Set("Cache-Control", "public, max-age="+itoa(int(h.opts.CardMaxAge/time.Second)))
+	hd.Set("Cache-Control", "public, max-age="+itoa(int(cs.maxAge/time.Second)))
 	if match := r.Header.Get("If-None-Match"); match != "" && etagMatches(match, card.etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
@@ -283,6 +291,27 @@ func etagMatches(header, etag string) bool {
 		}
 	}
 	return false
+}
+
+// clock stamps and names what the core writes: Options.Now and NewID, or
+// the real ones.
+type clock struct {
+	nowFn func() time.Time
+	idFn  func() string
+}
+
+func (c clock) now() time.Time {
+	if c.nowFn != nil {
+		return c.nowFn().UTC().Truncate(time.Millisecond)
+	}
+	return time.Now().UTC().Truncate(time.Millisecond)
+}
+
+func (c clock) newID() string {
+	if c.idFn != nil {
+		return c.idFn()
+	}
+	return a2a.NewID()
 }
 
 func itoa(n int) string { return string(appendInt(nil, int64(n))) }
@@ -307,34 +336,4 @@ func appendInt(b []byte, n int64) []byte {
 		tmp[i] = '-'
 	}
 	return append(b, tmp[i:]...)
-}
-
-// Shutdown stops accepting messages, waits for running executions until ctx
-// is done, then cuts off the rest: their tasks are settled FAILED with
-// ShutdownText (interrupted and final tasks keep their state), and every
-// call still waiting on one (a blocking SendMessage, a stream) is answered
-// with a CodeShuttingDown error naming the task and its state before
-// Shutdown returns. Close the HTTP server only after Shutdown returns, or
-// those answers may be cut off.
-func (h *Handler) Shutdown(ctx context.Context) error {
-	h.life.Lock()
-	h.closing = true
-	h.life.Unlock()
-	defer h.workers.stop()
-	done := make(chan struct{})
-	go func() {
-		h.wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-	}
-	h.cutExecutions()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-	}
-	return ctx.Err()
 }

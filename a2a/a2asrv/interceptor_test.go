@@ -174,7 +174,7 @@ func TestInterceptorsSeeBrokenStreams(t *testing.T) {
 	hd := http.Header{}
 	hd.Set(a2a.HeaderVersion, a2a.ProtocolVersion)
 	send := func(m *a2a.Message) (recorded, error) {
-		err := h.SendStreamingMessage(context.Background(), &a2asrv.Call{Header: hd.Clone()}, &a2a.SendMessageRequest{Message: m}, &breakingSink{})
+		err := h.Core().SendStreamingMessage(context.Background(), &a2asrv.Call{Header: hd.Clone()}, &a2a.SendMessageRequest{Message: m}, &breakingSink{})
 		return rec.last(), err
 	}
 	got, err := send(a2a.NewMessage(a2a.RoleUser, a2a.TextPart("complete it")))
@@ -299,9 +299,9 @@ func ExampleInterceptor() {
 		hd.Set(a2a.HeaderVersion, a2a.ProtocolVersion)
 		return &a2asrv.Call{Method: a2a.MethodGetTask, Binding: "example", Header: hd}
 	}
-	_, err := h.GetTask(context.Background(), newCall(), &a2a.GetTaskRequest{Tenant: "acme", ID: "t-1"})
+	_, err := h.Core().GetTask(context.Background(), newCall(), &a2a.GetTaskRequest{Tenant: "acme", ID: "t-1"})
 	fmt.Println("answer:", err)
-	_, err = h.GetTask(context.Background(), newCall(), &a2a.GetTaskRequest{Tenant: "acme", ID: "secret"})
+	_, err = h.Core().GetTask(context.Background(), newCall(), &a2a.GetTaskRequest{Tenant: "acme", ID: "secret"})
 	fmt.Println("answer:", err)
 	// Output:
 	// metering before GetTask for acme

@@ -2,12 +2,12 @@ package a2asrv
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 
 	"novaos.dev/novaos/a2a"
 )
@@ -28,81 +28,70 @@ type rpcCall struct {
 	call Call
 }
 
+// rpcBinding is the JSON-RPC binding of a Handler, A2A 0.3's dialect
+// included (v03.go).
+type rpcBinding struct {
+	core    *Core
+	bodies  *bodyPool
+	methods map[string]rpcMethod // by v1 method name
+}
+
 // An rpcMethod decodes a method's params and answers the call.
-type rpcMethod func(h *Handler, rc *rpcCall, params json.RawMessage)
+type rpcMethod func(b *rpcBinding, rc *rpcCall, params json.RawMessage)
 
-var rpcMethods map[string]rpcMethod
-
-func init() {
-	// Assigned in init because the methods refer back to the table's type.
-	rpcMethods = map[string]rpcMethod{
-		a2a.MethodSendMessage:                      rpcUnary((*Handler).sendMessage),
-		a2a.MethodSendStreamingMessage:             rpcStream((*Handler).sendStreamingMessage),
-		a2a.MethodSubscribeToTask:                  rpcStream((*Handler).subscribeToTask),
-		a2a.MethodGetTask:                          rpcUnary((*Handler).getTask),
-		a2a.MethodListTasks:                        rpcUnary((*Handler).listTasks),
-		a2a.MethodCancelTask:                       rpcUnary((*Handler).cancelTask),
-		a2a.MethodCreateTaskPushNotificationConfig: rpcUnary((*Handler).createPushConfig),
-		a2a.MethodGetTaskPushNotificationConfig:    rpcUnary((*Handler).getPushConfig),
-		a2a.MethodListTaskPushNotificationConfigs:  rpcUnary((*Handler).listPushConfigs),
-		a2a.MethodDeleteTaskPushNotificationConfig: rpcUnary((*Handler).deletePushConfig),
-		a2a.MethodGetExtendedAgentCard:             rpcUnary((*Handler).getExtendedCard),
-	}
+func newRPCBinding(co *Core, bodies *bodyPool) *rpcBinding {
+	return &rpcBinding{core: co, bodies: bodies, methods: map[string]rpcMethod{
+		a2a.MethodSendMessage:                      rpcUnary(co.tasks.sendMessage),
+		a2a.MethodSendStreamingMessage:             rpcStream(co.tasks.sendStreamingMessage),
+		a2a.MethodSubscribeToTask:                  rpcStream(co.tasks.subscribeToTask),
+		a2a.MethodGetTask:                          rpcUnary(co.tasks.getTask),
+		a2a.MethodListTasks:                        rpcUnary(co.tasks.listTasks),
+		a2a.MethodCancelTask:                       rpcUnary(co.tasks.cancelTask),
+		a2a.MethodCreateTaskPushNotificationConfig: rpcUnary(co.push.createConfig),
+		a2a.MethodGetTaskPushNotificationConfig:    rpcUnary(co.push.getConfig),
+		a2a.MethodListTaskPushNotificationConfigs:  rpcUnary(co.push.listConfigs),
+		a2a.MethodDeleteTaskPushNotificationConfig: rpcUnary(co.push.deleteConfig),
+		a2a.MethodGetExtendedAgentCard:             rpcUnary(co.extendedCard),
+	}}
 }
 
-// A coreMethod is a unary method of the core, unbound.
-type coreMethod[Req, Resp any] func(*Handler, context.Context, *Call, *Req) (Resp, *a2a.Error)
-
-// A coreStream is a streaming method of the core, unbound.
-type coreStream[Req any] func(*Handler, context.Context, *Call, *Req, StreamSink) *a2a.Error
-
-func (m coreMethod[Req, Resp]) bind(h *Handler) func(context.Context, *Call, *Req) (Resp, *a2a.Error) {
-	return func(ctx context.Context, c *Call, req *Req) (Resp, *a2a.Error) { return m(h, ctx, c, req) }
-}
-
-func (m coreStream[Req]) bind(h *Handler) func(context.Context, *Call, *Req, StreamSink) *a2a.Error {
-	return func(ctx context.Context, c *Call, req *Req, sink StreamSink) *a2a.Error {
-		return m(h, ctx, c, req, sink)
-	}
-}
-
-func rpcUnary[Req, Resp any](m coreMethod[Req, Resp]) rpcMethod {
-	return func(h *Handler, rc *rpcCall, params json.RawMessage) {
+func rpcUnary[Req, Resp any](m unaryMethod[Req, Resp]) rpcMethod {
+	return func(b *rpcBinding, rc *rpcCall, params json.RawMessage) {
 		req := new(Req)
 		if e := a2a.DecodeParams(params, req); e != nil {
-			h.rpcFail(rc, e)
+			rpcFail(rc, e)
 			return
 		}
-		resp, e := invoke(rc.r.Context(), h, &rc.call, req, m.bind(h))
+		resp, e := invoke(rc.r.Context(), b.core, &rc.call, req, m)
 		if e != nil {
-			h.rpcFail(rc, e)
+			rpcFail(rc, e)
 			return
 		}
-		h.rpcWriteValue(rc, resp)
+		b.writeValue(rc, resp)
 	}
 }
 
-func rpcStream[Req any](m coreStream[Req]) rpcMethod {
-	return func(h *Handler, rc *rpcCall, params json.RawMessage) {
+func rpcStream[Req any](m streamMethod[Req]) rpcMethod {
+	return func(b *rpcBinding, rc *rpcCall, params json.RawMessage) {
 		req := new(Req)
 		if e := a2a.DecodeParams(params, req); e != nil {
-			h.rpcFail(rc, e)
+			rpcFail(rc, e)
 			return
 		}
-		runRPCStream(h, rc, req, m, a2a.AppendStreamResponse)
+		runRPCStream(b, rc, req, m, a2a.AppendStreamResponse)
 	}
 }
 
 // runRPCStream runs a streaming method for a JSON-RPC call: each frame an
 // SSE event holding the JSON-RPC response whose result encode writes.
-func runRPCStream[Req any](h *Handler, rc *rpcCall, req *Req, m coreStream[Req], encode func([]byte, *a2a.StreamResponse) ([]byte, error)) {
-	sink := newSSESink(rc.w, h.log, func(b []byte, v Version, resp *a2a.StreamResponse) ([]byte, error) {
-		return appendRPCFrame(b, rc.id, v, resp, encode)
+func runRPCStream[Req any](b *rpcBinding, rc *rpcCall, req *Req, m streamMethod[Req], encode func([]byte, *a2a.StreamResponse) ([]byte, error)) {
+	sink := newSSESink(rc.w, b.core.log, func(buf []byte, v Version, resp *a2a.StreamResponse) ([]byte, error) {
+		return appendRPCFrame(buf, rc.id, v, resp, encode)
 	})
-	_, e := invoke(rc.r.Context(), h, &rc.call, req, streamMethod(sink, m.bind(h)))
+	_, e := invoke(rc.r.Context(), b.core, &rc.call, req, countFrames(sink, m))
 	sink.end(e, func(e *a2a.Error) (a2a.Event, error) {
 		return a2a.Event{Data: a2a.AppendErrorResponse(nil, rc.id, e)}, nil
-	}, func(e *a2a.Error) { h.rpcFail(rc, e) })
+	}, func(e *a2a.Error) { rpcFail(rc, e) })
 }
 
 func streamingMethod(m string) bool {
@@ -118,19 +107,20 @@ func acceptsEventStream(r *http.Request) bool {
 	return false
 }
 
-func (h *Handler) serveRPC(w http.ResponseWriter, r *http.Request) {
+// serve answers a POST to the agent's root.
+func (b *rpcBinding) serve(w http.ResponseWriter, r *http.Request) {
 	// Counted for Shutdown until the answer is written, so an answer that
 	// Shutdown's cut-off causes is out before Shutdown returns.
-	leave := h.shut.enter()
+	leave := b.core.execs.shut.enter()
 	defer leave()
 	if e := checkContentType(r.Header); e != nil {
 		writeRPCError(w, nil, e, http.StatusUnsupportedMediaType)
 		return
 	}
-	buf := h.getBuf()
-	body, status, e := h.readBody(buf, r)
+	buf := b.bodies.get()
+	body, status, e := b.bodies.read(buf, r)
 	if buf.Cap() <= maxPooledBuf {
-		defer h.bufs.Put(buf)
+		defer b.bodies.put(buf)
 	}
 	// A large body is not pooled: once its params are decoded nothing
 	// refers to it (the id is copied below), so the collector may take it
@@ -149,8 +139,8 @@ func (h *Handler) serveRPC(w http.ResponseWriter, r *http.Request) {
 		req.ID = bytes.Clone(req.ID)
 	}
 	body = nil
-	if len(req.ID) > h.opts.MaxIDBytes {
-		writeRPCError(w, nil, a2a.NewError(a2a.CodeInvalidRequest, "the JSON-RPC id is longer than %d bytes", h.opts.MaxIDBytes), http.StatusOK)
+	if maxID := b.core.opts.MaxIDBytes; len(req.ID) > maxID {
+		writeRPCError(w, nil, a2a.NewError(a2a.CodeInvalidRequest, "the JSON-RPC id is longer than %d bytes", maxID), http.StatusOK)
 		return
 	}
 	if req.Notification {
@@ -162,56 +152,33 @@ func (h *Handler) serveRPC(w http.ResponseWriter, r *http.Request) {
 	}
 	rc := &rpcCall{w: w, r: r, id: req.ID, sse: streamingMethod(req.Method) && acceptsEventStream(r),
 		call: Call{Method: req.Method, Binding: a2a.BindingJSONRPC, Header: r.Header}}
-	if v1, ok := h.v03Call(req.Method, r.Header); ok {
-		h.serveRPC03(rc, req.Method, v1, req.Params)
+	if v1, ok := b.v03Call(req.Method, r.Header); ok {
+		b.serve03(rc, req.Method, v1, req.Params)
 		return
 	}
-	if e := h.notV03(req.Method, r.Header); e != nil {
-		h.rpcFail(rc, e)
+	if e := b.notV03(req.Method, r.Header); e != nil {
+		rpcFail(rc, e)
 		return
 	}
-	if e := h.negotiate(&rc.call); e != nil {
-		h.rpcFail(rc, e)
+	if e := b.core.negotiate(&rc.call); e != nil {
+		rpcFail(rc, e)
 		return
 	}
 	if active := rc.call.Extensions; len(active) > 0 {
 		w.Header().Set(a2a.HeaderExtensions, strings.Join(active, ", "))
 	}
-	m, ok := rpcMethods[req.Method]
+	m, ok := b.methods[req.Method]
 	if !ok {
 		writeRPCError(w, rc.id, a2a.NewError(a2a.CodeMethodNotFound, "method %q not found", truncate(req.Method, 64)), http.StatusOK)
 		return
 	}
-	m(h, rc, req.Params)
-}
-
-// readBody reads a request body of at most Options.MaxBodyBytes into buf;
-// on failure it returns the error and the HTTP status to send it with.
-func (h *Handler) readBody(buf *bytes.Buffer, r *http.Request) ([]byte, int, *a2a.Error) {
-	tooLarge := func() ([]byte, int, *a2a.Error) {
-		return nil, http.StatusRequestEntityTooLarge, a2a.NewError(a2a.CodeInvalidRequest, "request body exceeds %d bytes", h.opts.MaxBodyBytes)
-	}
-	if r.ContentLength > h.opts.MaxBodyBytes {
-		return tooLarge()
-	}
-	if r.ContentLength > 0 {
-		// Room for the whole body and the read that finds its end: a
-		// buffer grown by doubling would allocate about three times it.
-		buf.Grow(int(r.ContentLength) + bytes.MinRead)
-	}
-	if _, err := buf.ReadFrom(io.LimitReader(r.Body, h.opts.MaxBodyBytes+1)); err != nil {
-		return nil, http.StatusBadRequest, a2a.NewError(a2a.CodeParseError, "could not read request body")
-	}
-	if int64(buf.Len()) > h.opts.MaxBodyBytes {
-		return tooLarge()
-	}
-	return buf.Bytes(), 0, nil
+	m(b, rc, req.Params)
 }
 
 // rpcFail answers the call with a protocol error: as a JSON-RPC response,
 // or, for a streaming call that accepts SSE, as a stream of one error
 // event. A caller Identify refused is answered HTTP 401.
-func (h *Handler) rpcFail(rc *rpcCall, e *a2a.Error) {
+func rpcFail(rc *rpcCall, e *a2a.Error) {
 	if rc.sse {
 		setStreamHeaders(rc.w.Header())
 		rc.w.WriteHeader(http.StatusOK)
@@ -233,8 +200,38 @@ func writeRPCError(w http.ResponseWriter, id json.RawMessage, e *a2a.Error, stat
 	_, _ = w.Write(body)
 }
 
-func (h *Handler) getBuf() *bytes.Buffer {
-	if b, ok := h.bufs.Get().(*bytes.Buffer); ok {
+// bodyPool reads request bodies, within the limit, into buffers it
+// reuses; both HTTP bindings share one.
+type bodyPool struct {
+	max  int64 // Options.MaxBodyBytes
+	bufs sync.Pool
+}
+
+// read reads a request body of at most max bytes into buf; on failure it
+// returns the error and the HTTP status to send it with.
+func (p *bodyPool) read(buf *bytes.Buffer, r *http.Request) ([]byte, int, *a2a.Error) {
+	tooLarge := func() ([]byte, int, *a2a.Error) {
+		return nil, http.StatusRequestEntityTooLarge, a2a.NewError(a2a.CodeInvalidRequest, "request body exceeds %d bytes", p.max)
+	}
+	if r.ContentLength > p.max {
+		return tooLarge()
+	}
+	if r.ContentLength > 0 {
+		// Room for the whole body and the read that finds its end: a
+		// buffer grown by doubling would allocate about three times it.
+		buf.Grow(int(r.ContentLength) + bytes.MinRead)
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(r.Body, p.max+1)); err != nil {
+		return nil, http.StatusBadRequest, a2a.NewError(a2a.CodeParseError, "could not read request body")
+	}
+	if int64(buf.Len()) > p.max {
+		return tooLarge()
+	}
+	return buf.Bytes(), 0, nil
+}
+
+func (p *bodyPool) get() *bytes.Buffer {
+	if b, ok := p.bufs.Get().(*bytes.Buffer); ok {
 		b.Reset()
 		return b
 	}
@@ -245,35 +242,35 @@ func (h *Handler) getBuf() *bytes.Buffer {
 // buffers would hold the memory of the largest requests for good.
 const maxPooledBuf = 64 << 10
 
-func (h *Handler) putBuf(b *bytes.Buffer) {
+func (p *bodyPool) put(b *bytes.Buffer) {
 	if b.Cap() <= maxPooledBuf {
-		h.bufs.Put(b)
+		p.bufs.Put(b)
 	}
 }
 
 // nullResult is the result of methods whose proto response is Empty.
 var nullResult = json.RawMessage("null")
 
-// rpcWriteValue answers with v as the result. The hot results go through
+// writeValue answers with v as the result. The hot results go through
 // the a2a package's append encoders; the rest through encoding/json.
-func (h *Handler) rpcWriteValue(rc *rpcCall, v any) {
+func (b *rpcBinding) writeValue(rc *rpcCall, v any) {
 	// The envelope and the result go into one pooled buffer: nothing on
 	// this path allocates per small answer, and a large one is not copied
 	// from a buffer of its own into the envelope's.
-	buf := h.getBuf()
-	defer h.putBuf(buf)
-	b := appendResultPrefix(buf.AvailableBuffer(), rc.id)
-	b, err := appendValue(b, v)
+	buf := b.bodies.get()
+	defer b.bodies.put(buf)
+	out := appendResultPrefix(buf.AvailableBuffer(), rc.id)
+	out, err := appendValue(out, v)
 	if err != nil {
-		h.log.ErrorContext(rc.r.Context(), "a2asrv: encode result", "err", err)
+		b.core.log.ErrorContext(rc.r.Context(), "a2asrv: encode result", "err", err)
 		writeRPCError(rc.w, rc.id, a2a.NewError(a2a.CodeInternalError, "could not encode the result"), http.StatusOK)
 		return
 	}
-	b = append(b, '}')
+	out = append(out, '}')
 	hd := rc.w.Header()
 	hd.Set("Content-Type", "application/json")
-	hd.Set("Content-Length", itoa(len(b)))
-	_, _ = rc.w.Write(b)
+	hd.Set("Content-Length", itoa(len(out)))
+	_, _ = rc.w.Write(out)
 }
 
 // appendResultPrefix appends what a2a.AppendResult writes before the

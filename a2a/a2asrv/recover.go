@@ -270,16 +270,16 @@ func (c *cutoff) wait(limit time.Duration) {
 // revoked and cancelled (cause ErrShutdown), their tasks are settled FAILED
 // (ShutdownText), and the waiting calls then write their errors, which
 // cutExecutions waits for (at most a few seconds).
-func (h *Handler) cutExecutions() {
-	h.shut.init()
-	h.shut.cutOnce.Do(h.cutOnce)
+func (x *executions) cutExecutions() {
+	x.shut.init()
+	x.shut.cutOnce.Do(x.cutOnce)
 }
 
-func (h *Handler) cutOnce() {
-	c := &h.shut
+func (x *executions) cutOnce() {
+	c := &x.shut
 	close(c.cut)
 	var cut []*execution
-	for _, hb := range h.hubs.all() {
+	for _, hb := range x.hubs.all() {
 		hb.mu.Lock()
 		if e := hb.exec; e != nil {
 			e.upd.revoked = true
@@ -291,7 +291,7 @@ func (h *Handler) cutOnce() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for _, e := range cut {
-		h.settleCut(ctx, e)
+		x.settleCut(ctx, e)
 	}
 	close(c.settled)
 	c.wait(5 * time.Second)
@@ -302,7 +302,7 @@ var errAlreadyFinal = errors.New("a2asrv: task is already final")
 // settleCut records FAILED for the task of an execution cut by Shutdown,
 // through the hub like any write (so its version follows the last one
 // streamed), unless the task is final already or was never stored.
-func (h *Handler) settleCut(ctx context.Context, e *execution) {
+func (x *executions) settleCut(ctx context.Context, e *execution) {
 	u, hb := e.upd, e.upd.hub
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
@@ -313,21 +313,21 @@ func (h *Handler) settleCut(ctx context.Context, e *execution) {
 		if t.Status.State.Final() {
 			return nil, errAlreadyFinal
 		}
-		settleTask(t, ShutdownText, h.now(), h.newID())
+		settleTask(t, ShutdownText, x.clock.now(), x.clock.newID())
 		return &a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{
 			TaskID: t.ID, ContextID: t.ContextID, Status: t.Status,
 		}}, nil
 	})
 	if err != nil && !errors.Is(err, errAlreadyFinal) {
-		h.log.ErrorContext(ctx, "a2asrv: settle a task cut by shutdown", "task_id", hb.id, "err", err)
+		x.log.ErrorContext(ctx, "a2asrv: settle a task cut by shutdown", "task_id", hb.id, "err", err)
 	}
 }
 
 // cutError is what a call waiting on hb's task answers once Shutdown has cut
 // it off. It waits for the settling writes, so the state it names is the one
 // the task was left in.
-func (h *Handler) cutError(hb *hub) *a2a.Error {
-	c := &h.shut
+func (x *executions) cutError(hb *hub) *a2a.Error {
+	c := &x.shut
 	c.init()
 	<-c.settled
 	hb.mu.Lock()

@@ -141,9 +141,20 @@ func splitAction(seg string) (id, action string) {
 	return seg, ""
 }
 
+// restBinding is the HTTP+JSON binding of a Handler.
+type restBinding struct {
+	core    *Core
+	bodies  *bodyPool
+	methods map[string]restMethod // by A2A method name
+}
+
 // A restMethod builds a method's request from the route, the query and the
 // body, and answers the call.
-type restMethod func(h *Handler, rc *restCall)
+type restMethod func(b *restBinding, rc *restCall)
+
+// A restReader builds a method's request from the route, the query and the
+// body.
+type restReader[Req any] func(b *restBinding, rc *restCall) (*Req, *a2a.Error)
 
 // restCall is one HTTP+JSON request in flight.
 type restCall struct {
@@ -156,66 +167,68 @@ type restCall struct {
 	status int
 }
 
-var restMethods map[string]restMethod
-
-func init() {
-	restMethods = map[string]restMethod{
-		a2a.MethodSendMessage:          restUnary(bodyRequest[a2a.SendMessageRequest], (*Handler).sendMessage),
-		a2a.MethodSendStreamingMessage: restStream(bodyRequest[a2a.SendMessageRequest], (*Handler).sendStreamingMessage),
-		a2a.MethodGetTask: restUnary(func(h *Handler, rc *restCall) (*a2a.GetTaskRequest, *a2a.Error) {
-			req := &a2a.GetTaskRequest{ID: rc.route.id}
-			return req, readQuery(rc.r.URL.Query(), queryInt("historyLength", &req.HistoryLength))
-		}, (*Handler).getTask),
-		a2a.MethodListTasks: restUnary(func(h *Handler, rc *restCall) (*a2a.ListTasksRequest, *a2a.Error) {
-			req := &a2a.ListTasksRequest{}
-			return req, readQuery(rc.r.URL.Query(),
-				queryString("contextId", &req.ContextID), queryState("status", &req.Status),
-				queryInt("pageSize", &req.PageSize), queryString("pageToken", &req.PageToken),
-				queryInt("historyLength", &req.HistoryLength), queryString("statusTimestampAfter", &req.StatusTimestampAfter),
-				// a2a-go v2.3.1's client sends the filter under this
-				// name; the spec's name wins when both are given.
-				queryParam{"lastUpdatedAfter", func(v string) *a2a.Error {
-					if req.StatusTimestampAfter == "" {
-						req.StatusTimestampAfter = v
-					}
-					return nil
-				}},
-				queryBool("includeArtifacts", &req.IncludeArtifacts))
-		}, (*Handler).listTasks),
-		a2a.MethodCancelTask: restUnary(func(h *Handler, rc *restCall) (*a2a.CancelTaskRequest, *a2a.Error) {
-			req, e := optionalBody[a2a.CancelTaskRequest](h, rc)
+func newRESTBinding(co *Core, bodies *bodyPool) *restBinding {
+	return &restBinding{core: co, bodies: bodies, methods: map[string]restMethod{
+		a2a.MethodSendMessage:          restUnary(bodyRequest[a2a.SendMessageRequest], co.tasks.sendMessage),
+		a2a.MethodSendStreamingMessage: restStream(bodyRequest[a2a.SendMessageRequest], co.tasks.sendStreamingMessage),
+		a2a.MethodGetTask:              restUnary(getTaskRequest, co.tasks.getTask),
+		a2a.MethodListTasks:            restUnary(listTasksRequest, co.tasks.listTasks),
+		a2a.MethodCancelTask: restUnary(func(b *restBinding, rc *restCall) (*a2a.CancelTaskRequest, *a2a.Error) {
+			req, e := optionalBody[a2a.CancelTaskRequest](b, rc)
 			if e == nil {
 				e = pathField("id", &req.ID, rc.route.id)
 			}
 			return req, e
-		}, (*Handler).cancelTask),
-		a2a.MethodSubscribeToTask: restStream(func(h *Handler, rc *restCall) (*a2a.SubscribeToTaskRequest, *a2a.Error) {
-			req, e := optionalBody[a2a.SubscribeToTaskRequest](h, rc)
+		}, co.tasks.cancelTask),
+		a2a.MethodSubscribeToTask: restStream(func(b *restBinding, rc *restCall) (*a2a.SubscribeToTaskRequest, *a2a.Error) {
+			req, e := optionalBody[a2a.SubscribeToTaskRequest](b, rc)
 			if e == nil {
 				e = pathField("id", &req.ID, rc.route.id)
 			}
 			return req, e
-		}, (*Handler).subscribeToTask),
-		a2a.MethodCreateTaskPushNotificationConfig: restUnary(func(h *Handler, rc *restCall) (*a2a.TaskPushNotificationConfig, *a2a.Error) {
-			req, e := bodyRequest[a2a.TaskPushNotificationConfig](h, rc)
+		}, co.tasks.subscribeToTask),
+		a2a.MethodCreateTaskPushNotificationConfig: restUnary(func(b *restBinding, rc *restCall) (*a2a.TaskPushNotificationConfig, *a2a.Error) {
+			req, e := bodyRequest[a2a.TaskPushNotificationConfig](b, rc)
 			if e == nil {
 				e = pathField("taskId", &req.TaskID, rc.route.id)
 			}
 			return req, e
-		}, (*Handler).createPushConfig),
-		a2a.MethodGetTaskPushNotificationConfig: restUnary(pushConfigRequest, (*Handler).getPushConfig),
-		a2a.MethodListTaskPushNotificationConfigs: restUnary(func(h *Handler, rc *restCall) (*a2a.ListTaskPushNotificationConfigsRequest, *a2a.Error) {
+		}, co.push.createConfig),
+		a2a.MethodGetTaskPushNotificationConfig: restUnary(pushConfigRequest, co.push.getConfig),
+		a2a.MethodListTaskPushNotificationConfigs: restUnary(func(_ *restBinding, rc *restCall) (*a2a.ListTaskPushNotificationConfigsRequest, *a2a.Error) {
 			req := &a2a.ListTaskPushNotificationConfigsRequest{TaskID: rc.route.id}
 			return req, readQuery(rc.r.URL.Query(), queryInt("pageSize", &req.PageSize), queryString("pageToken", &req.PageToken))
-		}, (*Handler).listPushConfigs),
-		a2a.MethodDeleteTaskPushNotificationConfig: restUnary(pushConfigRequest, (*Handler).deletePushConfig),
-		a2a.MethodGetExtendedAgentCard: restUnary(func(h *Handler, rc *restCall) (*a2a.GetExtendedAgentCardRequest, *a2a.Error) {
+		}, co.push.listConfigs),
+		a2a.MethodDeleteTaskPushNotificationConfig: restUnary(pushConfigRequest, co.push.deleteConfig),
+		a2a.MethodGetExtendedAgentCard: restUnary(func(*restBinding, *restCall) (*a2a.GetExtendedAgentCardRequest, *a2a.Error) {
 			return &a2a.GetExtendedAgentCardRequest{}, nil
-		}, (*Handler).getExtendedCard),
-	}
+		}, co.extendedCard),
+	}}
 }
 
-func pushConfigRequest(h *Handler, rc *restCall) (*a2a.GetTaskPushNotificationConfigRequest, *a2a.Error) {
+func getTaskRequest(_ *restBinding, rc *restCall) (*a2a.GetTaskRequest, *a2a.Error) {
+	req := &a2a.GetTaskRequest{ID: rc.route.id}
+	return req, readQuery(rc.r.URL.Query(), queryInt("historyLength", &req.HistoryLength))
+}
+
+func listTasksRequest(_ *restBinding, rc *restCall) (*a2a.ListTasksRequest, *a2a.Error) {
+	req := &a2a.ListTasksRequest{}
+	return req, readQuery(rc.r.URL.Query(),
+		queryString("contextId", &req.ContextID), queryState("status", &req.Status),
+		queryInt("pageSize", &req.PageSize), queryString("pageToken", &req.PageToken),
+		queryInt("historyLength", &req.HistoryLength), queryString("statusTimestampAfter", &req.StatusTimestampAfter),
+		// a2a-go v2.3.1's client sends the filter under this
+		// name; the spec's name wins when both are given.
+		queryParam{"lastUpdatedAfter", func(v string) *a2a.Error {
+			if req.StatusTimestampAfter == "" {
+				req.StatusTimestampAfter = v
+			}
+			return nil
+		}},
+		queryBool("includeArtifacts", &req.IncludeArtifacts))
+}
+
+func pushConfigRequest(_ *restBinding, rc *restCall) (*a2a.GetTaskPushNotificationConfigRequest, *a2a.Error) {
 	return &a2a.GetTaskPushNotificationConfigRequest{TaskID: rc.route.id, ID: rc.route.config}, nil
 }
 
@@ -231,7 +244,7 @@ func pathField(name string, field *string, fromPath string) *a2a.Error {
 
 // bodyRequest decodes the request body as a Req, strictly, like JSON-RPC
 // params.
-func bodyRequest[Req any](h *Handler, rc *restCall) (*Req, *a2a.Error) {
+func bodyRequest[Req any](b *restBinding, rc *restCall) (*Req, *a2a.Error) {
 	req := new(Req)
 	if e := checkContentType(rc.r.Header); e != nil {
 		rc.status = http.StatusUnsupportedMediaType
@@ -239,7 +252,7 @@ func bodyRequest[Req any](h *Handler, rc *restCall) (*Req, *a2a.Error) {
 	}
 	// Not pooled: the request may keep slices of the body past this call.
 	var buf bytes.Buffer
-	body, status, e := h.readBody(&buf, rc.r)
+	body, status, e := b.bodies.read(&buf, rc.r)
 	if e != nil {
 		rc.status = status
 		return nil, e
@@ -252,11 +265,11 @@ func bodyRequest[Req any](h *Handler, rc *restCall) (*Req, *a2a.Error) {
 
 // optionalBody is bodyRequest for methods whose body may be left out
 // (cancel, subscribe).
-func optionalBody[Req any](h *Handler, rc *restCall) (*Req, *a2a.Error) {
+func optionalBody[Req any](b *restBinding, rc *restCall) (*Req, *a2a.Error) {
 	if rc.r.ContentLength == 0 || rc.r.Method == http.MethodGet {
 		return new(Req), nil
 	}
-	return bodyRequest[Req](h, rc)
+	return bodyRequest[Req](b, rc)
 }
 
 // A queryParam reads one query parameter into a request field.
@@ -327,57 +340,57 @@ func queryState(name string, dst *a2a.TaskState) queryParam {
 	}}
 }
 
-func restUnary[Req, Resp any](read func(*Handler, *restCall) (*Req, *a2a.Error), m coreMethod[Req, Resp]) restMethod {
-	return func(h *Handler, rc *restCall) {
-		req, e := restRequest(h, rc, read)
+func restUnary[Req, Resp any](read restReader[Req], m unaryMethod[Req, Resp]) restMethod {
+	return func(b *restBinding, rc *restCall) {
+		req, e := restRequest(b, rc, read)
 		if e != nil {
-			h.restFail(rc, e)
+			restFail(rc, e)
 			return
 		}
-		resp, e := invoke(rc.r.Context(), h, &rc.call, req, m.bind(h))
+		resp, e := invoke(rc.r.Context(), b.core, &rc.call, req, m)
 		if e != nil {
-			h.restFail(rc, e)
+			restFail(rc, e)
 			return
 		}
-		buf := h.getBuf()
-		defer h.putBuf(buf)
-		var b []byte
+		buf := b.bodies.get()
+		defer b.bodies.put(buf)
+		var out []byte
 		var err error
 		if _, empty := any(resp).(struct{}); empty {
-			b = append(buf.AvailableBuffer(), "{}"...) // google.protobuf.Empty
-		} else if b, err = appendValue(buf.AvailableBuffer(), resp); err != nil {
-			h.log.ErrorContext(rc.r.Context(), "a2asrv: encode result", "err", err)
-			h.restFail(rc, a2a.NewError(a2a.CodeInternalError, "could not encode the result"))
+			out = append(buf.AvailableBuffer(), "{}"...) // google.protobuf.Empty
+		} else if out, err = appendValue(buf.AvailableBuffer(), resp); err != nil {
+			b.core.log.ErrorContext(rc.r.Context(), "a2asrv: encode result", "err", err)
+			restFail(rc, a2a.NewError(a2a.CodeInternalError, "could not encode the result"))
 			return
 		}
 		hd := rc.w.Header()
 		hd.Set("Content-Type", answerType(rc.r))
-		hd.Set("Content-Length", itoa(len(b)))
-		_, _ = rc.w.Write(b)
+		hd.Set("Content-Length", itoa(len(out)))
+		_, _ = rc.w.Write(out)
 	}
 }
 
-func restStream[Req any](read func(*Handler, *restCall) (*Req, *a2a.Error), m coreStream[Req]) restMethod {
-	return func(h *Handler, rc *restCall) {
-		req, e := restRequest(h, rc, read)
+func restStream[Req any](read restReader[Req], m streamMethod[Req]) restMethod {
+	return func(b *restBinding, rc *restCall) {
+		req, e := restRequest(b, rc, read)
 		if e != nil {
-			h.restFail(rc, e)
+			restFail(rc, e)
 			return
 		}
-		sink := newSSESink(rc.w, h.log, appendRESTFrame)
-		_, e = invoke(rc.r.Context(), h, &rc.call, req, streamMethod(sink, m.bind(h)))
+		sink := newSSESink(rc.w, b.core.log, appendRESTFrame)
+		_, e = invoke(rc.r.Context(), b.core, &rc.call, req, countFrames(sink, m))
 		// No REST convention exists for an error inside a stream: it goes
 		// as an "error" event holding the error body.
 		sink.end(e, func(e *a2a.Error) (a2a.Event, error) {
-			b, err := e.MarshalStatus()
-			return a2a.Event{Event: "error", Data: b}, err
-		}, func(e *a2a.Error) { h.restFail(rc, e) })
+			body, err := e.MarshalStatus()
+			return a2a.Event{Event: "error", Data: body}, err
+		}, func(e *a2a.Error) { restFail(rc, e) })
 	}
 }
 
 // restRequest reads a method's request and sets the tenant of the path.
-func restRequest[Req any](h *Handler, rc *restCall, read func(*Handler, *restCall) (*Req, *a2a.Error)) (*Req, *a2a.Error) {
-	req, e := read(h, rc)
+func restRequest[Req any](b *restBinding, rc *restCall, read restReader[Req]) (*Req, *a2a.Error) {
+	req, e := read(b, rc)
 	if e != nil {
 		return nil, e
 	}
@@ -425,9 +438,9 @@ func appendRESTFrame(b []byte, v Version, resp *a2a.StreamResponse) ([]byte, err
 	return append(b, "\n\n"...), nil
 }
 
-// serveREST answers an HTTP+JSON request; ok is false when the path names
-// no resource of the binding.
-func (h *Handler) serveREST(w http.ResponseWriter, r *http.Request) (ok bool) {
+// serve answers an HTTP+JSON request; ok is false when the path names no
+// resource of the binding.
+func (b *restBinding) serve(w http.ResponseWriter, r *http.Request) (ok bool) {
 	route, allowed, ok := parseRESTPath(r.Method, r.URL.EscapedPath())
 	if !ok {
 		if len(allowed) == 0 {
@@ -438,7 +451,7 @@ func (h *Handler) serveREST(w http.ResponseWriter, r *http.Request) (ok bool) {
 		writeRESTError(w, r, a2a.NewError(a2a.CodeMethodNotFound, "%s is not allowed here", r.Method), http.StatusMethodNotAllowed)
 		return true
 	}
-	leave := h.shut.enter()
+	leave := b.core.execs.shut.enter()
 	defer leave()
 	header := r.Header
 	if v := r.URL.Query().Get(a2a.HeaderVersion); v != "" && header.Get(a2a.HeaderVersion) == "" && r.Method == http.MethodGet {
@@ -449,19 +462,19 @@ func (h *Handler) serveREST(w http.ResponseWriter, r *http.Request) (ok bool) {
 		header.Set(a2a.HeaderVersion, v)
 	}
 	rc := &restCall{w: w, r: r, route: route, call: Call{Method: route.method, Binding: a2a.BindingHTTPJSON, Header: header}}
-	if e := h.negotiate(&rc.call); e != nil {
-		h.restFail(rc, e)
+	if e := b.core.negotiate(&rc.call); e != nil {
+		restFail(rc, e)
 		return true
 	}
 	if active := rc.call.Extensions; len(active) > 0 {
 		w.Header().Set(a2a.HeaderExtensions, strings.Join(active, ", "))
 	}
-	restMethods[route.method](h, rc)
+	b.methods[route.method](b, rc)
 	return true
 }
 
 // restFail answers with the error body and the code's HTTP status.
-func (h *Handler) restFail(rc *restCall, e *a2a.Error) {
+func restFail(rc *restCall, e *a2a.Error) {
 	status := rc.status
 	if status == 0 {
 		status = e.HTTPStatus()

@@ -18,25 +18,25 @@ const maxProposedTaskID = 128
 // another's task: a free id is reserved (its hub held) until ctx, the
 // request's context, ends, by which time the execution holds the hub or
 // the task is stored.
-func (h *Handler) newTaskID(ctx context.Context, scope Scope, req *a2a.SendMessageRequest) (id string, proposed bool) {
-	if h.opts.NewTaskID == nil {
-		return h.newID(), false
+func (x *executions) newTaskID(ctx context.Context, scope Scope, req *a2a.SendMessageRequest) (id string, proposed bool) {
+	if x.proposeID == nil {
+		return x.clock.newID(), false
 	}
-	id = h.opts.NewTaskID(req)
+	id = x.proposeID(req)
 	if !proposableTaskID(id) {
-		return h.newID(), false
+		return x.clock.newID(), false
 	}
-	hb, ok := h.hubs.reserve(id)
+	hb, ok := x.hubs.reserve(id)
 	if !ok {
-		return h.newID(), false
+		return x.clock.newID(), false
 	}
-	if _, _, err := h.store.Get(ctx, scope, id); !errors.Is(err, ErrNotFound) {
+	if _, _, err := x.store.Get(ctx, scope, id); !errors.Is(err, ErrNotFound) {
 		// The caller's own task (a platform retry of the same run gets a
 		// new task), or a store that could not say: not this id.
-		h.hubs.release(hb)
-		return h.newID(), false
+		x.hubs.release(hb)
+		return x.clock.newID(), false
 	}
-	context.AfterFunc(ctx, func() { h.hubs.release(hb) })
+	context.AfterFunc(ctx, func() { x.hubs.release(hb) })
 	return id, true
 }
 

@@ -20,8 +20,8 @@ import (
 // v1 client sends is read as 0.3.
 
 // v03Call reports whether a JSON-RPC request is a 0.3 call to serve.
-func (h *Handler) v03Call(method string, hd http.Header) (v1 string, ok bool) {
-	if h.opts.RefuseV03 {
+func (b *rpcBinding) v03Call(method string, hd http.Header) (v1 string, ok bool) {
+	if b.core.opts.RefuseV03 {
 		return "", false
 	}
 	v1, ok = a2av03.V1Method(method)
@@ -41,7 +41,7 @@ func (h *Handler) v03Call(method string, hd http.Header) (v1 string, ok bool) {
 // header is a v1 client that forgot it (-32009, naming the header), and a
 // name neither version has is -32601, whatever the version. nil leaves
 // the call to the version check and the method table.
-func (h *Handler) notV03(method string, hd http.Header) *a2a.Error {
+func (b *rpcBinding) notV03(method string, hd http.Header) *a2a.Error {
 	v := strings.TrimSpace(hd.Get(a2a.HeaderVersion))
 	if v != "" && v != "0.3" && !strings.HasPrefix(v, "0.3.") {
 		return nil // a version was named: negotiate answers for it
@@ -49,11 +49,11 @@ func (h *Handler) notV03(method string, hd http.Header) *a2a.Error {
 	if _, ok := a2av03.V1Method(method); ok {
 		return nil // a 0.3 method: served, or refused as 0.3 when RefuseV03
 	}
-	if _, v1 := rpcMethods[method]; !v1 {
+	if _, v1 := b.methods[method]; !v1 {
 		return a2a.NewError(a2a.CodeMethodNotFound, "method %q not found", truncate(method, 64))
 	}
 	if v != "" {
-		if h.opts.RefuseV03 {
+		if b.core.opts.RefuseV03 {
 			return nil // 0.3 itself is refused
 		}
 		return a2a.NewError(a2a.CodeMethodNotFound, "method %q is not an A2A 0.3 method; A2A %s methods need the header %s: %s",
@@ -68,14 +68,17 @@ func (h *Handler) notV03(method string, hd http.Header) *a2a.Error {
 // v03HeaderExtensions is the header 0.3 clients list extensions in.
 const v03HeaderExtensions = "X-A2A-Extensions"
 
-func (h *Handler) serveRPC03(rc *rpcCall, method, v1 string, params json.RawMessage) {
+// serve03 answers a JSON-RPC call in A2A 0.3's dialect: the request is
+// converted to its v1 form, runs through the core like any other, and the
+// answer is converted back.
+func (b *rpcBinding) serve03(rc *rpcCall, method, v1 string, params json.RawMessage) {
 	// a2a-js 0.3's client reads nothing but an event stream on a streaming
 	// call: its refusals go as one SSE error event whatever it accepts.
 	rc.sse = a2av03.Streaming(method)
 	rc.call.Method = v1
 	values := append(rc.r.Header.Values(v03HeaderExtensions), rc.r.Header.Values(a2a.HeaderExtensions)...)
-	if e := h.negotiateExtensions(&rc.call, values); e != nil {
-		h.rpcFail(rc, e)
+	if e := b.core.negotiateExtensions(&rc.call, values); e != nil {
+		rpcFail(rc, e)
 		return
 	}
 	if active := rc.call.Extensions; len(active) > 0 {
@@ -83,52 +86,53 @@ func (h *Handler) serveRPC03(rc *rpcCall, method, v1 string, params json.RawMess
 	}
 	_, req, e := a2av03.DecodeRequest(method, params)
 	if e != nil {
-		h.rpcFail(rc, e)
+		rpcFail(rc, e)
 		return
 	}
 	ctx := rc.r.Context()
+	co := b.core
 	var resp any
 	switch r := req.(type) {
 	case *a2a.SendMessageRequest:
 		if rc.sse {
-			runRPCStream(h, rc, r, (*Handler).sendStreamingMessage, appendEvent03)
+			runRPCStream(b, rc, r, co.tasks.sendStreamingMessage, appendEvent03)
 			return
 		}
-		resp, e = invoke(ctx, h, &rc.call, r, coreMethod[a2a.SendMessageRequest, *a2a.SendMessageResponse]((*Handler).sendMessage).bind(h))
+		resp, e = invoke(ctx, co, &rc.call, r, co.tasks.sendMessage)
 	case *a2a.SubscribeToTaskRequest:
-		runRPCStream(h, rc, r, (*Handler).subscribeToTask, appendEvent03)
+		runRPCStream(b, rc, r, co.tasks.subscribeToTask, appendEvent03)
 		return
 	case *a2a.GetTaskRequest:
-		resp, e = invoke(ctx, h, &rc.call, r, coreMethod[a2a.GetTaskRequest, *a2a.Task]((*Handler).getTask).bind(h))
+		resp, e = invoke(ctx, co, &rc.call, r, co.tasks.getTask)
 	case *a2a.CancelTaskRequest:
-		resp, e = invoke(ctx, h, &rc.call, r, coreMethod[a2a.CancelTaskRequest, *a2a.Task]((*Handler).cancelTask).bind(h))
+		resp, e = invoke(ctx, co, &rc.call, r, co.tasks.cancelTask)
 	case *a2a.TaskPushNotificationConfig:
-		resp, e = invoke(ctx, h, &rc.call, r, coreMethod[a2a.TaskPushNotificationConfig, *a2a.TaskPushNotificationConfig]((*Handler).createPushConfig).bind(h))
+		resp, e = invoke(ctx, co, &rc.call, r, co.push.createConfig)
 	case *a2a.GetTaskPushNotificationConfigRequest:
 		if v1 == a2a.MethodDeleteTaskPushNotificationConfig {
-			_, e = invoke(ctx, h, &rc.call, r, coreMethod[a2a.DeleteTaskPushNotificationConfigRequest, struct{}]((*Handler).deletePushConfig).bind(h))
+			_, e = invoke(ctx, co, &rc.call, r, co.push.deleteConfig)
 			resp = nil
 		} else {
-			resp, e = invoke(ctx, h, &rc.call, r, coreMethod[a2a.GetTaskPushNotificationConfigRequest, *a2a.TaskPushNotificationConfig]((*Handler).getPushConfig).bind(h))
+			resp, e = invoke(ctx, co, &rc.call, r, co.push.getConfig)
 		}
 	case *a2a.ListTaskPushNotificationConfigsRequest:
-		resp, e = invoke(ctx, h, &rc.call, r, allPushConfigs03(h))
+		resp, e = invoke(ctx, co, &rc.call, r, allPushConfigs03(co.push))
 	case *a2a.GetExtendedAgentCardRequest:
-		resp, e = invoke(ctx, h, &rc.call, r, coreMethod[a2a.GetExtendedAgentCardRequest, *a2a.AgentCard]((*Handler).getExtendedCard).bind(h))
+		resp, e = invoke(ctx, co, &rc.call, r, co.extendedCard)
 	default:
 		e = a2a.NewError(a2a.CodeMethodNotFound, "method %q not found", truncate(method, 64))
 	}
 	if e != nil {
-		h.rpcFail(rc, e)
+		rpcFail(rc, e)
 		return
 	}
-	b, err := a2av03.EncodeResult(resp)
+	out, err := a2av03.EncodeResult(resp)
 	if err != nil {
-		h.log.ErrorContext(ctx, "a2asrv: encode a 0.3 result", "err", err)
-		h.rpcFail(rc, a2a.NewError(a2a.CodeInternalError, "could not encode the result"))
+		co.log.ErrorContext(ctx, "a2asrv: encode a 0.3 result", "err", err)
+		rpcFail(rc, a2a.NewError(a2a.CodeInternalError, "could not encode the result"))
 		return
 	}
-	body := a2a.AppendResult(nil, rc.id, b)
+	body := a2a.AppendResult(nil, rc.id, out)
 	hd := rc.w.Header()
 	hd.Set("Content-Type", "application/json")
 	hd.Set("Content-Length", itoa(len(body)))
@@ -137,14 +141,14 @@ func (h *Handler) serveRPC03(rc *rpcCall, method, v1 string, params json.RawMess
 
 // allPushConfigs03 lists every config of a task: 0.3 answers one array,
 // with no pages.
-func allPushConfigs03(h *Handler) func(context.Context, *Call, *a2a.ListTaskPushNotificationConfigsRequest) (*a2a.ListTaskPushNotificationConfigsResponse, *a2a.Error) {
+func allPushConfigs03(pm *pushMethods) unaryMethod[a2a.ListTaskPushNotificationConfigsRequest, *a2a.ListTaskPushNotificationConfigsResponse] {
 	return func(ctx context.Context, c *Call, req *a2a.ListTaskPushNotificationConfigsRequest) (*a2a.ListTaskPushNotificationConfigsResponse, *a2a.Error) {
 		all := &a2a.ListTaskPushNotificationConfigsResponse{}
 		page := *req
 		size := int32(maxPageSize)
 		page.PageSize = &size
 		for {
-			resp, e := h.listPushConfigs(ctx, c, &page)
+			resp, e := pm.listConfigs(ctx, c, &page)
 			if e != nil {
 				return nil, e
 			}

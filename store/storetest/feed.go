@@ -237,7 +237,7 @@ func (rs *replicaSet) startTask(t *testing.T, i int, taskID string) (*recorder, 
 		MessageID: "m-" + taskID, Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("go")},
 	}}
 	rec, done := stream(t, func(ctx context.Context, sink a2asrv.StreamSink) error {
-		return rs.handlers[i].SendStreamingMessage(ctx, feedCall(a2a.MethodSendStreamingMessage), req, sink)
+		return rs.handlers[i].Core().SendStreamingMessage(ctx, feedCall(a2a.MethodSendStreamingMessage), req, sink)
 	})
 	rec.waitFor(t, "the task", func(f recorded) bool { return f.what == "task TASK_STATE_WORKING" })
 	return rec, done
@@ -255,7 +255,7 @@ func (rs *replicaSet) startWorking(t *testing.T, taskID string) (*recorder, <-ch
 
 func (rs *replicaSet) subscribe(t *testing.T, i int, taskID string) (*recorder, <-chan error) {
 	rec, done := stream(t, func(ctx context.Context, sink a2asrv.StreamSink) error {
-		return rs.handlers[i].SubscribeToTask(ctx, feedCall(a2a.MethodSubscribeToTask), &a2a.SubscribeToTaskRequest{ID: taskID}, sink)
+		return rs.handlers[i].Core().SubscribeToTask(ctx, feedCall(a2a.MethodSubscribeToTask), &a2a.SubscribeToTaskRequest{ID: taskID}, sink)
 	})
 	rec.waitFor(t, "snapshot", func(f recorded) bool { return strings.HasPrefix(f.what, "task ") })
 	return rec, done
@@ -355,7 +355,7 @@ func testCancelElsewhere(t *testing.T, open func() Replica) {
 	const id = "feed-cancel"
 	onA, doneA := rs.startWorking(t, id)
 	onB, doneB := rs.subscribe(t, 1, id)
-	task, err := rs.handlers[1].CancelTask(context.Background(), feedCall(a2a.MethodCancelTask), &a2a.CancelTaskRequest{ID: id})
+	task, err := rs.handlers[1].Core().CancelTask(context.Background(), feedCall(a2a.MethodCancelTask), &a2a.CancelTaskRequest{ID: id})
 	if err != nil {
 		t.Fatalf("CancelTask on B: %v", err)
 	}
@@ -378,7 +378,7 @@ func testCancelElsewhere(t *testing.T, open func() Replica) {
 	// The execution's writes after the cancellation are refused, and the
 	// task stays cancelled everywhere.
 	for i, h := range rs.handlers {
-		got, err := h.GetTask(context.Background(), feedCall(a2a.MethodGetTask), &a2a.GetTaskRequest{ID: id})
+		got, err := h.Core().GetTask(context.Background(), feedCall(a2a.MethodGetTask), &a2a.GetTaskRequest{ID: id})
 		if err != nil || got.Status.State != a2a.TaskStateCanceled {
 			t.Errorf("GetTask on replica %d: %v, %v", i, got, err)
 		}
@@ -396,7 +396,7 @@ func testSupersedeElsewhere(t *testing.T, open func() Replica) {
 		MessageID: "m2", Role: a2a.RoleUser, TaskID: id, Parts: []a2a.Part{a2a.TextPart("again")},
 	}}
 	onB, doneB := stream(t, func(ctx context.Context, sink a2asrv.StreamSink) error {
-		return rs.handlers[1].SendStreamingMessage(ctx, feedCall(a2a.MethodSendStreamingMessage), req, sink)
+		return rs.handlers[1].Core().SendStreamingMessage(ctx, feedCall(a2a.MethodSendStreamingMessage), req, sink)
 	})
 	onB.waitFor(t, "B's task frame", func(f recorded) bool { return strings.HasPrefix(f.what, "task ") })
 	rs.stepper[0].wantEnded(t, a2asrv.ErrSuperseded, "the execution on A, superseded on B")
@@ -409,7 +409,7 @@ func testSupersedeElsewhere(t *testing.T, open func() Replica) {
 	if fs := follower.snapshot(); fs[len(fs)-1].what != "status TASK_STATE_COMPLETED done on B" {
 		t.Errorf("the subscription on B ends with %v, want B's completion", fs)
 	}
-	got, err := rs.handlers[0].GetTask(context.Background(), feedCall(a2a.MethodGetTask), &a2a.GetTaskRequest{ID: id})
+	got, err := rs.handlers[0].Core().GetTask(context.Background(), feedCall(a2a.MethodGetTask), &a2a.GetTaskRequest{ID: id})
 	if err != nil || got.Status.State != a2a.TaskStateCompleted || got.Status.Message.Text() != "done on B" {
 		t.Errorf("GetTask on A after B completed: %v, %v", got, err)
 	}

@@ -5,9 +5,10 @@
 //
 // Each method converts the generated request to the wire model (package
 // a2agrpc), hands it to the handler's transport-neutral core
-// (a2asrv.Handler.SendMessage, …) as every binding does, with the call's
-// gRPC metadata as its service parameters (a2a-version, a2a-extensions,
-// authorization, …), and converts the answer back. Errors are gRPC
+// (a2asrv.Handler.Core: a2asrv.Core.SendMessage, …) as every binding
+// does, with the call's gRPC metadata as its service parameters
+// (a2a-version, a2a-extensions, authorization, …), and converts the
+// answer back. Errors are gRPC
 // statuses with the A2A v1.0.1 code and a google.rpc.ErrorInfo detail
 // (a2agrpc.Status). The two streaming methods send one StreamResponse
 // message per frame; gRPC's own flow control and keep-alive replace the

@@ -16,11 +16,12 @@ import (
 	"novaos.dev/novaos/a2a/a2asrv"
 )
 
-// A Router picks the handler a request's tenant addresses, and the tenant
-// that handler sees. An *a2a.Error it returns is the answer.
-type Router func(tenant string) (h *a2asrv.Handler, inner string, err error)
+// A Router picks the core a request's tenant addresses (a handler's
+// Core), and the tenant that core sees. An *a2a.Error it returns is the
+// answer.
+type Router func(tenant string) (c *a2asrv.Core, inner string, err error)
 
-// Server implements a2apb.A2AServiceServer over the handlers its Router
+// Server implements a2apb.A2AServiceServer over the cores its Router
 // picks.
 type Server struct {
 	a2apb.UnimplementedA2AServiceServer
@@ -31,17 +32,18 @@ var _ a2apb.A2AServiceServer = (*Server)(nil)
 
 // New serves every request with h, its tenant unchanged.
 func New(h *a2asrv.Handler) *Server {
-	return &Server{route: func(tenant string) (*a2asrv.Handler, string, error) { return h, tenant, nil }}
+	c := h.Core()
+	return &Server{route: func(tenant string) (*a2asrv.Core, string, error) { return c, tenant, nil }}
 }
 
 // NewMux serves several handlers by name: a request's tenant "name" or
 // "name/tenant" reaches handlers[name], with the tenant after the first
 // "/" (or none). Any other tenant is refused with -32602 (INVALID_ARGUMENT).
 func NewMux(handlers map[string]*a2asrv.Handler) *Server {
-	return &Server{route: func(tenant string) (*a2asrv.Handler, string, error) {
+	return &Server{route: func(tenant string) (*a2asrv.Core, string, error) {
 		name, inner, _ := strings.Cut(tenant, "/")
 		if h, ok := handlers[name]; ok {
-			return h, inner, nil
+			return h.Core(), inner, nil
 		}
 		e := a2a.NewError(a2a.CodeInvalidParams, "the tenant names no agent this server hosts: want an agent's name, optionally followed by /tenant")
 		e.Metadata = map[string]string{"field": "tenant"}
@@ -80,22 +82,22 @@ func badRequest(err error) error {
 
 // unary runs one unary method: convert the request, route it by tenant,
 // call the core, convert the answer.
-func unary[In, Req, Resp, Out any](ctx context.Context, s *Server, method string, in In,
+func unary[In, Req, Resp, Out any](ctx context.Context, s *Server, name string, in In,
 	from func(In) (*Req, error), tenant func(*Req) *string,
-	core func(*a2asrv.Handler) func(context.Context, *a2asrv.Call, *Req) (Resp, error),
+	method func(*a2asrv.Core, context.Context, *a2asrv.Call, *Req) (Resp, error),
 	to func(Resp) (Out, error)) (Out, error) {
 	var zero Out
 	req, err := from(in)
 	if err != nil {
 		return zero, badRequest(err)
 	}
-	h, inner, err := s.route(*tenant(req))
+	core, inner, err := s.route(*tenant(req))
 	if err != nil {
 		return zero, a2agrpc.Status(err).Err()
 	}
 	*tenant(req) = inner
-	c := newCall(ctx, method)
-	resp, err := core(h)(ctx, c, req)
+	c := newCall(ctx, name)
+	resp, err := method(core, ctx, c, req)
 	sendExtensions(ctx, c)
 	if err != nil {
 		return zero, a2agrpc.Status(err).Err()
@@ -115,75 +117,57 @@ func infallible[A, B any](f func(A) B) func(A) (B, error) {
 func (s *Server) SendMessage(ctx context.Context, in *a2apb.SendMessageRequest) (*a2apb.SendMessageResponse, error) {
 	return unary(ctx, s, a2a.MethodSendMessage, in, a2agrpc.SendMessageRequestFromPB,
 		func(r *a2a.SendMessageRequest) *string { return &r.Tenant },
-		func(h *a2asrv.Handler) func(context.Context, *a2asrv.Call, *a2a.SendMessageRequest) (*a2a.SendMessageResponse, error) {
-			return h.SendMessage
-		}, a2agrpc.SendMessageResponseToPB)
+		(*a2asrv.Core).SendMessage, a2agrpc.SendMessageResponseToPB)
 }
 
 func (s *Server) GetTask(ctx context.Context, in *a2apb.GetTaskRequest) (*a2apb.Task, error) {
 	return unary(ctx, s, a2a.MethodGetTask, in, infallible(a2agrpc.GetTaskRequestFromPB),
 		func(r *a2a.GetTaskRequest) *string { return &r.Tenant },
-		func(h *a2asrv.Handler) func(context.Context, *a2asrv.Call, *a2a.GetTaskRequest) (*a2a.Task, error) {
-			return h.GetTask
-		}, a2agrpc.TaskToPB)
+		(*a2asrv.Core).GetTask, a2agrpc.TaskToPB)
 }
 
 func (s *Server) ListTasks(ctx context.Context, in *a2apb.ListTasksRequest) (*a2apb.ListTasksResponse, error) {
 	return unary(ctx, s, a2a.MethodListTasks, in, a2agrpc.ListTasksRequestFromPB,
 		func(r *a2a.ListTasksRequest) *string { return &r.Tenant },
-		func(h *a2asrv.Handler) func(context.Context, *a2asrv.Call, *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
-			return h.ListTasks
-		}, a2agrpc.ListTasksResponseToPB)
+		(*a2asrv.Core).ListTasks, a2agrpc.ListTasksResponseToPB)
 }
 
 func (s *Server) CancelTask(ctx context.Context, in *a2apb.CancelTaskRequest) (*a2apb.Task, error) {
 	return unary(ctx, s, a2a.MethodCancelTask, in, a2agrpc.CancelTaskRequestFromPB,
 		func(r *a2a.CancelTaskRequest) *string { return &r.Tenant },
-		func(h *a2asrv.Handler) func(context.Context, *a2asrv.Call, *a2a.CancelTaskRequest) (*a2a.Task, error) {
-			return h.CancelTask
-		}, a2agrpc.TaskToPB)
+		(*a2asrv.Core).CancelTask, a2agrpc.TaskToPB)
 }
 
 func (s *Server) CreateTaskPushNotificationConfig(ctx context.Context, in *a2apb.TaskPushNotificationConfig) (*a2apb.TaskPushNotificationConfig, error) {
 	return unary(ctx, s, a2a.MethodCreateTaskPushNotificationConfig, in, infallible(a2agrpc.TaskPushNotificationConfigFromPB),
 		func(r *a2a.TaskPushNotificationConfig) *string { return &r.Tenant },
-		func(h *a2asrv.Handler) func(context.Context, *a2asrv.Call, *a2a.TaskPushNotificationConfig) (*a2a.TaskPushNotificationConfig, error) {
-			return h.CreateTaskPushNotificationConfig
-		}, infallible(a2agrpc.TaskPushNotificationConfigToPB))
+		(*a2asrv.Core).CreateTaskPushNotificationConfig, infallible(a2agrpc.TaskPushNotificationConfigToPB))
 }
 
 func (s *Server) GetTaskPushNotificationConfig(ctx context.Context, in *a2apb.GetTaskPushNotificationConfigRequest) (*a2apb.TaskPushNotificationConfig, error) {
 	return unary(ctx, s, a2a.MethodGetTaskPushNotificationConfig, in, infallible(a2agrpc.GetTaskPushNotificationConfigRequestFromPB),
 		func(r *a2a.GetTaskPushNotificationConfigRequest) *string { return &r.Tenant },
-		func(h *a2asrv.Handler) func(context.Context, *a2asrv.Call, *a2a.GetTaskPushNotificationConfigRequest) (*a2a.TaskPushNotificationConfig, error) {
-			return h.GetTaskPushNotificationConfig
-		}, infallible(a2agrpc.TaskPushNotificationConfigToPB))
+		(*a2asrv.Core).GetTaskPushNotificationConfig, infallible(a2agrpc.TaskPushNotificationConfigToPB))
 }
 
 func (s *Server) ListTaskPushNotificationConfigs(ctx context.Context, in *a2apb.ListTaskPushNotificationConfigsRequest) (*a2apb.ListTaskPushNotificationConfigsResponse, error) {
 	return unary(ctx, s, a2a.MethodListTaskPushNotificationConfigs, in, infallible(a2agrpc.ListTaskPushNotificationConfigsRequestFromPB),
 		func(r *a2a.ListTaskPushNotificationConfigsRequest) *string { return &r.Tenant },
-		func(h *a2asrv.Handler) func(context.Context, *a2asrv.Call, *a2a.ListTaskPushNotificationConfigsRequest) (*a2a.ListTaskPushNotificationConfigsResponse, error) {
-			return h.ListTaskPushNotificationConfigs
-		}, infallible(a2agrpc.ListTaskPushNotificationConfigsResponseToPB))
+		(*a2asrv.Core).ListTaskPushNotificationConfigs, infallible(a2agrpc.ListTaskPushNotificationConfigsResponseToPB))
 }
 
 func (s *Server) DeleteTaskPushNotificationConfig(ctx context.Context, in *a2apb.DeleteTaskPushNotificationConfigRequest) (*emptypb.Empty, error) {
 	return unary(ctx, s, a2a.MethodDeleteTaskPushNotificationConfig, in, infallible(a2agrpc.DeleteTaskPushNotificationConfigRequestFromPB),
 		func(r *a2a.DeleteTaskPushNotificationConfigRequest) *string { return &r.Tenant },
-		func(h *a2asrv.Handler) func(context.Context, *a2asrv.Call, *a2a.DeleteTaskPushNotificationConfigRequest) (struct{}, error) {
-			return func(ctx context.Context, c *a2asrv.Call, r *a2a.DeleteTaskPushNotificationConfigRequest) (struct{}, error) {
-				return struct{}{}, h.DeleteTaskPushNotificationConfig(ctx, c, r)
-			}
+		func(core *a2asrv.Core, ctx context.Context, c *a2asrv.Call, r *a2a.DeleteTaskPushNotificationConfigRequest) (struct{}, error) {
+			return struct{}{}, core.DeleteTaskPushNotificationConfig(ctx, c, r)
 		}, func(struct{}) (*emptypb.Empty, error) { return &emptypb.Empty{}, nil })
 }
 
 func (s *Server) GetExtendedAgentCard(ctx context.Context, in *a2apb.GetExtendedAgentCardRequest) (*a2apb.AgentCard, error) {
 	return unary(ctx, s, a2a.MethodGetExtendedAgentCard, in, infallible(a2agrpc.GetExtendedAgentCardRequestFromPB),
 		func(r *a2a.GetExtendedAgentCardRequest) *string { return &r.Tenant },
-		func(h *a2asrv.Handler) func(context.Context, *a2asrv.Call, *a2a.GetExtendedAgentCardRequest) (*a2a.AgentCard, error) {
-			return h.GetExtendedAgentCard
-		}, a2agrpc.AgentCardToPB)
+		(*a2asrv.Core).GetExtendedAgentCard, a2agrpc.AgentCardToPB)
 }
 
 // sink sends each frame as one stream message; gRPC flow control and
@@ -210,17 +194,17 @@ func (*sink) Flush() error     { return nil }
 func (*sink) KeepAlive() error { return nil }
 
 // streaming runs one streaming method.
-func streaming[Req any](s *Server, stream grpc.ServerStreamingServer[a2apb.StreamResponse], method string, req *Req, tenant *string,
-	core func(*a2asrv.Handler) func(context.Context, *a2asrv.Call, *Req, a2asrv.StreamSink) error) error {
+func streaming[Req any](s *Server, stream grpc.ServerStreamingServer[a2apb.StreamResponse], name string, req *Req, tenant *string,
+	method func(*a2asrv.Core, context.Context, *a2asrv.Call, *Req, a2asrv.StreamSink) error) error {
 	ctx := stream.Context()
-	h, inner, err := s.route(*tenant)
+	core, inner, err := s.route(*tenant)
 	if err != nil {
 		return a2agrpc.Status(err).Err()
 	}
 	*tenant = inner
-	c := newCall(ctx, method)
+	c := newCall(ctx, name)
 	out := &sink{stream: stream, call: c}
-	err = core(h)(ctx, c, req, out)
+	err = method(core, ctx, c, req, out)
 	if !out.sent {
 		sendExtensions(ctx, c)
 	}
@@ -236,15 +220,11 @@ func (s *Server) SendStreamingMessage(in *a2apb.SendMessageRequest, stream grpc.
 		return badRequest(err)
 	}
 	return streaming(s, stream, a2a.MethodSendStreamingMessage, req, &req.Tenant,
-		func(h *a2asrv.Handler) func(context.Context, *a2asrv.Call, *a2a.SendMessageRequest, a2asrv.StreamSink) error {
-			return h.SendStreamingMessage
-		})
+		(*a2asrv.Core).SendStreamingMessage)
 }
 
 func (s *Server) SubscribeToTask(in *a2apb.SubscribeToTaskRequest, stream grpc.ServerStreamingServer[a2apb.StreamResponse]) error {
 	req := a2agrpc.SubscribeToTaskRequestFromPB(in)
 	return streaming(s, stream, a2a.MethodSubscribeToTask, req, &req.Tenant,
-		func(h *a2asrv.Handler) func(context.Context, *a2asrv.Call, *a2a.SubscribeToTaskRequest, a2asrv.StreamSink) error {
-			return h.SubscribeToTask
-		})
+		(*a2asrv.Core).SubscribeToTask)
 }
