@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -27,14 +26,6 @@ const maxSynopsisWords = 15
 // random seed" or name the identifier. "issuer" and "issued" are other
 // words and stay out through the word boundaries.
 var provenance = regexp.MustCompile(`(?i)\bseeds?\s*#?\d+|\bseeds\b|\bseed(?:'s|’s)|\b(?:the|a|an|this|that|each|every)\s+seed\b|\bissues?\s*#?\d+\b`)
-
-// godocPending lists packages whose comments another change is rewriting
-// at the same time; their violations are reported only as a reminder.
-// The list must be empty: whoever finishes a package's rewrite removes it
-// here, and the test fails for an entry that no longer needs to be here.
-var godocPending = []string{
-	module + "/a2a/a2asrv",
-}
 
 // TestGodoc holds every non-test Go file of the module to three rules: a
 // package doc begins "Package name " (a command's is free), its first
@@ -65,26 +56,12 @@ func TestGodoc(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", p.ImportPath, err)
 		}
-		if slices.Contains(godocPending, p.ImportPath) {
-			if len(problems) == 0 {
-				t.Errorf("%s keeps the godoc rules now: remove it from godocPending", p.ImportPath)
-			}
-			for _, pr := range problems {
-				t.Logf("pending: %s", pr)
-			}
-			continue
-		}
 		for _, pr := range problems {
 			t.Error(pr)
 		}
 	}
 	if files < 100 {
 		t.Fatalf("parsed %d Go files; the walk missed the module", files)
-	}
-	for _, p := range godocPending {
-		if !slices.ContainsFunc(pkgs, func(q *pkg) bool { return q.ImportPath == p }) {
-			t.Errorf("godocPending names %s, which is not a package of the module", p)
-		}
 	}
 }
 
