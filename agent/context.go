@@ -170,8 +170,11 @@ func (c *Context) History() []ConversationTurn { return slices.Clone(c.pc.Histor
 //
 // It comes from, in order:
 //
-//  1. a token verified in front of the agent (identity.Middleware around
-//     the agent's handler): the token and its claims, Verified true;
+//  1. a token verified in front of the agent: by identity.Middleware
+//     around the agent's handler, or by the server's a2asrv
+//     Options.Identify, which leaves an identity.Verified as the call's
+//     Identity (the platform does so for the agents it hosts): the token
+//     and its claims, Verified true;
 //  2. the platform context (the "execution_token", tenant_id, user_id,
 //     run_id, agent_id, instance_id and conversation_id of
 //     ContextMetadataKey);
@@ -187,6 +190,9 @@ func (c *Context) History() []ConversationTurn { return slices.Clone(c.pc.Histor
 func (c *Context) Execution() identity.Execution {
 	if e, ok := identity.ExecutionFromContext(c.Context); ok {
 		return e
+	}
+	if v, ok := c.req.Identity.(identity.Verified); ok && v.Claims != nil {
+		return v.Execution()
 	}
 	e := identity.ExecutionFromHeaders(c.req.Header)
 	if !c.token.IsZero() {

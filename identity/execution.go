@@ -123,31 +123,37 @@ func (e Execution) ContextHeaders() map[string]string {
 
 type verifiedKey struct{}
 
-type verified struct {
-	claims *Claims
-	token  secret.Value
+// Verified is a verified token's claims with the token they came from:
+// what a server that checked the token hands the code it calls (through
+// NewContext, or as an A2A call's a2asrv.Call.Identity).
+type Verified struct {
+	Claims *Claims
+	Token  secret.Value
 }
+
+// Execution returns the execution context of the verified token.
+func (v Verified) Execution() Execution { return v.Claims.Execution(v.Token) }
 
 // NewContext returns ctx carrying verified claims and the token they came
 // from, as Middleware leaves them for the handler.
 func NewContext(ctx context.Context, c *Claims, token secret.Value) context.Context {
-	return context.WithValue(ctx, verifiedKey{}, verified{claims: c, token: token})
+	return context.WithValue(ctx, verifiedKey{}, Verified{Claims: c, Token: token})
 }
 
 // FromContext returns the claims Middleware verified for this request.
 // Identity is taken from here, never from a request body.
 func FromContext(ctx context.Context) (*Claims, bool) {
-	v, ok := ctx.Value(verifiedKey{}).(verified)
-	return v.claims, ok && v.claims != nil
+	v, ok := ctx.Value(verifiedKey{}).(Verified)
+	return v.Claims, ok && v.Claims != nil
 }
 
 // ExecutionFromContext returns the execution context of the verified
 // token in ctx: a service or agent behind Middleware calls onwards as the
 // caller with it.
 func ExecutionFromContext(ctx context.Context) (Execution, bool) {
-	v, ok := ctx.Value(verifiedKey{}).(verified)
-	if !ok || v.claims == nil {
+	v, ok := ctx.Value(verifiedKey{}).(Verified)
+	if !ok || v.Claims == nil {
 		return Execution{}, false
 	}
-	return v.claims.Execution(v.token), true
+	return v.Execution(), true
 }

@@ -32,6 +32,10 @@ type Call struct {
 	// Extensions are the extension URIs active for this request, set
 	// before the first interceptor runs.
 	Extensions []string
+	// Identity is what Options.Identify learned of the caller, for the
+	// interceptors and the executor (RequestContext.Identity): a verified
+	// token's claims, say. Identify sets it; nil when it learned nothing.
+	Identity any
 }
 
 // A StreamSink receives the frames of a streaming method (SendStreaming

@@ -71,6 +71,9 @@ type RequestContext struct {
 	Header http.Header
 	// Streaming is true for SendStreamingMessage.
 	Streaming bool
+	// Identity is what Options.Identify learned of the caller
+	// (Call.Identity); nil when it learned nothing.
+	Identity any
 }
 
 // Updater is how an executor writes its task. Every call publishes the change

@@ -45,8 +45,10 @@ type Options struct {
 	// (Call.Header: the HTTP headers, or the gRPC metadata) and its tenant
 	// (Call.Tenant). An *a2a.Error it returns is sent as is; any other
 	// error is answered as unauthenticated. A Scope with an empty Tenant
-	// takes the request's. nil treats every caller as the same anonymous
-	// owner, with the tenant taken from the request.
+	// takes the request's. Identify may set c.Identity to what it learned
+	// (a verified token's claims), which interceptors and the executor
+	// read. nil treats every caller as the same anonymous owner, with the
+	// tenant taken from the request.
 	Identify func(ctx context.Context, c *Call) (Scope, error)
 	// Interceptors see every call on every binding, in this order; see
 	// Interceptor.

@@ -133,7 +133,7 @@ func (tm *taskMethods) prepareSend(ctx context.Context, c *Call, req *a2a.SendMe
 	rc := &RequestContext{
 		TaskID: msg.TaskID, ContextID: msg.ContextID, Message: p.msg, Task: p.task,
 		Metadata: p.req.Metadata, Configuration: p.req.Configuration, Scope: c.Scope,
-		Extensions: c.Extensions, Header: c.Header, Streaming: streaming,
+		Extensions: c.Extensions, Header: c.Header, Streaming: streaming, Identity: c.Identity,
 	}
 	for _, ref := range msg.ReferenceTaskIDs {
 		t, _, err := tm.store.Get(ctx, c.Scope, ref)

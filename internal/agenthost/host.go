@@ -17,11 +17,13 @@ import (
 	"novaos.dev/novaos/a2a/a2apush"
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/a2a/cardsig"
+	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/builtin"
 	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/internal/tlscert"
 	"novaos.dev/novaos/netguard"
 	"novaos.dev/novaos/registry"
+	"novaos.dev/novaos/secret"
 	"novaos.dev/novaos/store"
 )
 
@@ -153,9 +155,10 @@ func validName(name string) bool {
 	return name != "" && len(name) <= 64 && strings.Trim(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") == ""
 }
 
-// Tokens signs the JWT every push notification carries: the server's
-// token issuer.
+// Tokens verifies the execution tokens callers present and signs the JWT
+// every push notification carries: the server's token issuer.
 type Tokens interface {
+	Verify(ctx context.Context, token string) (*identity.Claims, error)
 	a2apush.Signer
 	IssuerURL() string
 }
@@ -176,7 +179,9 @@ type Deps struct {
 	// CheckListener refuses a gRPC listen address the server may not
 	// serve on (plaintext off loopback); nil accepts any.
 	CheckListener func(net.Addr) error
-	// Tokens signs push notifications; nil sends them unsigned.
+	// Tokens identifies the agents' callers (identify) and signs push
+	// notifications; nil treats every caller as anonymous and sends
+	// notifications unsigned.
 	Tokens Tokens
 	// Interceptors see every call to every agent, in this order, on every
 	// binding (the memory service records conversation turns this way).
@@ -277,6 +282,9 @@ func (h *Host) mount() error {
 			RefuseV03:             h.opts.RefuseV03,
 			Interceptors:          slices.Clone(h.deps.Interceptors),
 		}
+		if h.deps.Tokens != nil {
+			opts.Identify = h.identify
+		}
 		if push != nil {
 			opts.PushConfigStore = agentPushConfigs{store: push, agent: a.name, seal: seal, wake: h.wakePush}
 		}
@@ -295,6 +303,27 @@ func (h *Host) mount() error {
 		h.routes = append(h.routes, httpapi.Route{Pattern: p, Handler: sub}, httpapi.Route{Pattern: p + "/", Handler: sub})
 	}
 	return nil
+}
+
+// identify verifies the execution token a call carries, once for the
+// agent and every interceptor: a verified token's claims become the
+// call's Identity (identity.Verified), which the agent SDK's
+// Context.Execution and the memory service's turn recorder read. A call
+// without a token is anonymous; one whose token does not verify is
+// refused as unauthenticated, as the platform's other services refuse
+// it. The scope stays the request's: tasks are the agent's, whoever
+// calls.
+func (h *Host) identify(ctx context.Context, c *a2asrv.Call) (a2asrv.Scope, error) {
+	tok, ok := identity.BearerToken(c.Header)
+	if !ok {
+		return a2asrv.Scope{}, nil
+	}
+	claims, err := h.deps.Tokens.Verify(ctx, tok)
+	if err != nil {
+		return a2asrv.Scope{}, fmt.Errorf("agenthost: %w", err)
+	}
+	c.Identity = identity.Verified{Claims: claims, Token: secret.New(tok)}
+	return a2asrv.Scope{}, nil
 }
 
 // Prefix is where agents are served: /agents/{name}.

@@ -1,7 +1,6 @@
 package memorysvc
 
 import (
-	"context"
 	"net/http"
 
 	"novaos.dev/novaos/a2a/a2asrv"
@@ -17,7 +16,6 @@ type Tokens interface {
 	// token, with its claims in their context (identity.FromContext), and
 	// answers the others 401.
 	Middleware(next http.Handler) http.Handler
-	Verify(ctx context.Context, token string) (*identity.Claims, error)
 }
 
 // Deps are what the memory service takes from the server around it.
@@ -46,9 +44,9 @@ func (s *Service) Routes() []httpapi.Route {
 }
 
 // Interceptors record the turns of hosted agents' conversations (see
-// turnRecorder).
+// turnRecorder), from the identity the host verified.
 func (s *Service) Interceptors() []a2asrv.Interceptor {
-	return []a2asrv.Interceptor{&turnRecorder{store: s.store, tokens: s.tokens, log: s.log, now: s.now}}
+	return []a2asrv.Interceptor{&turnRecorder{store: s.store, log: s.log, now: s.now}}
 }
 
 // requestCaller is the Caller of a request the token middleware let through.

@@ -25,7 +25,10 @@ const maxRecordedBytes = 1 << 20
 // answer (its message, or its task's status message and artifacts).
 //
 // A turn is recorded only when all of these hold:
-//   - the call carries an execution token this server verifies;
+//   - the call carries an execution token the host verified (its
+//     a2asrv.Options.Identify left an identity.Verified as the call's
+//     Identity: the token is checked once, for the agent and every
+//     interceptor);
 //   - the token names a conversation (conversation_id): turns go into that
 //     conversation, under the token's tenant, whatever contextId the
 //     message names, so no caller writes into a conversation its token
@@ -40,10 +43,9 @@ const maxRecordedBytes = 1 << 20
 // Streamed answers are not recorded. Recording never fails a call: an
 // error is logged.
 type turnRecorder struct {
-	store  memory.Store
-	tokens Tokens
-	log    *slog.Logger
-	now    func() time.Time
+	store memory.Store
+	log   *slog.Logger
+	now   func() time.Time
 }
 
 var _ a2asrv.Interceptor = (*turnRecorder)(nil)
@@ -58,9 +60,8 @@ type pendingTurn struct {
 	msg          *a2a.Message
 }
 
-// Before verifies the caller's token and notes the message to record once
-// the agent has answered. It never refuses a call: the agent answers for
-// its own authentication.
+// Before notes the message to record once the agent has answered. It
+// never refuses a call.
 func (t *turnRecorder) Before(ctx context.Context, call *a2asrv.Call, req any) (context.Context, error) {
 	if call.Method != a2a.MethodSendMessage && call.Method != a2a.MethodSendStreamingMessage {
 		return ctx, nil
@@ -69,12 +70,12 @@ func (t *turnRecorder) Before(ctx context.Context, call *a2asrv.Call, req any) (
 	if !ok || send.Message == nil {
 		return ctx, nil
 	}
-	tok, ok := identity.BearerToken(call.Header)
-	if !ok {
+	v, ok := call.Identity.(identity.Verified)
+	if !ok || v.Claims == nil {
 		return ctx, nil
 	}
-	claims, err := t.tokens.Verify(ctx, tok)
-	if err != nil || claims.ConversationID == "" || !mayRecord(claims) {
+	claims := v.Claims
+	if claims.ConversationID == "" || !mayRecord(claims) {
 		return ctx, nil
 	}
 	return context.WithValue(ctx, turnKey{}, &pendingTurn{tenant: claims.TenantID, conv: claims.ConversationID, msg: send.Message}), nil
