@@ -23,11 +23,11 @@ import (
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2apush"
 	"novaos.dev/novaos/a2a/a2asrv"
-	"novaos.dev/novaos/a2a/cardsig"
 	"novaos.dev/novaos/agent"
 	"novaos.dev/novaos/internal/builtin"
 	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/internal/tlscert"
+	"novaos.dev/novaos/jwk"
 	"novaos.dev/novaos/netguard"
 	"novaos.dev/novaos/registry"
 	"novaos.dev/novaos/secret"
@@ -101,7 +101,7 @@ type Options struct {
 	// CardKey, a private key, signs every agent card the server serves
 	// (cardsig.Sign), and its public half is served as a JWKS of its own
 	// at CardJWKSPath, apart from the token keys. Nil serves unsigned cards.
-	CardKey *cardsig.Key
+	CardKey *jwk.Key
 	// RegistryPolicy decides which agent URLs /api/v1/agents accepts. Nil
 	// means any public host, plus loopback hosts when the server's own
 	// URL is on loopback; hosted agents are recorded whatever it says.
