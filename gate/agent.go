@@ -21,10 +21,10 @@ type Execution interface {
 	GatewayURL() string
 }
 
-// Skill is what AgentRead, AgentWrite and ToolGate.AgentSeam use of a
+// ToolReporter is what AgentRead, AgentWrite and ToolGate.AgentSeam use of a
 // skill's execution: its context, its logger, and its tool-call reports
 // (tool-call-v1). *agent.Context satisfies it.
-type Skill interface {
+type ToolReporter interface {
 	context.Context
 	Logger() *slog.Logger
 	// BeginToolCall reports a call of the tool name with args as started
@@ -67,7 +67,7 @@ func From(c Execution, o *FromOptions) (*Client, error) {
 // reported call id. Reporting is best effort: an agent that does not
 // declare tool-call-v1 reports nothing, and a report that fails is
 // logged, never a reason to fail the read.
-func AgentRead[A, R any](ac Skill, name string, fn func(context.Context, A) (R, error)) func(context.Context, A) (R, error) {
+func AgentRead[A, R any](ac ToolReporter, name string, fn func(context.Context, A) (R, error)) func(context.Context, A) (R, error) {
 	return func(ctx context.Context, args A) (R, error) {
 		id, end := startToolCall(ac, name, args)
 		r, err := fn(ctx, args)
@@ -85,7 +85,7 @@ func AgentRead[A, R any](ac Skill, name string, fn func(context.Context, A) (R, 
 // through the agent's tool-call convention as well, and a call the gate
 // stopped is reported failed with the stop's message (which never holds
 // the token).
-func AgentWrite[A, R any](ac Skill, c *Client, name string, spec WriteSpec[A], fn func(context.Context, A) (R, error)) func(context.Context, A) (R, error) {
+func AgentWrite[A, R any](ac ToolReporter, c *Client, name string, spec WriteSpec[A], fn func(context.Context, A) (R, error)) func(context.Context, A) (R, error) {
 	gated := Write(c, spec, fn)
 	return func(ctx context.Context, args A) (R, error) {
 		id, end := startToolCall(ac, name, args)
@@ -99,7 +99,7 @@ func AgentWrite[A, R any](ac Skill, c *Client, name string, spec WriteSpec[A], f
 // the agent's tool-call convention too. A denied write is reported
 // completed with its blocked result, since the model receives it as the
 // tool's answer; a halt is reported failed.
-func (g *ToolGate) AgentSeam(ac Skill) func(ctx context.Context, name string, args json.RawMessage, next func(context.Context, json.RawMessage) (json.RawMessage, error)) (ToolResult, error) {
+func (g *ToolGate) AgentSeam(ac ToolReporter) func(ctx context.Context, name string, args json.RawMessage, next func(context.Context, json.RawMessage) (json.RawMessage, error)) (ToolResult, error) {
 	return func(ctx context.Context, name string, args json.RawMessage, next func(context.Context, json.RawMessage) (json.RawMessage, error)) (ToolResult, error) {
 		id, end := startToolCall(ac, name, args)
 		res, err := g.call(ctx, name, id, args, next)
@@ -118,7 +118,7 @@ func (g *ToolGate) AgentSeam(ac Skill) func(ctx context.Context, name string, ar
 	}
 }
 
-func startToolCall(ac Skill, name string, args any) (string, func(any, error) error) {
+func startToolCall(ac ToolReporter, name string, args any) (string, func(any, error) error) {
 	id, end, err := ac.BeginToolCall("", name, args)
 	if err != nil {
 		ac.Logger().WarnContext(ac, "gate: tool call not reported", "tool", name, "err", err)
@@ -126,7 +126,7 @@ func startToolCall(ac Skill, name string, args any) (string, func(any, error) er
 	return id, end
 }
 
-func endToolCall(ac Skill, id string, end func(any, error) error, result any, err error) {
+func endToolCall(ac ToolReporter, id string, end func(any, error) error, result any, err error) {
 	if rerr := end(result, err); rerr != nil {
 		ac.Logger().WarnContext(ac, "gate: tool call end not reported", "tool_call_id", id, "err", rerr)
 	}

@@ -18,8 +18,8 @@ import (
 
 // A skill passes its *agent.Context to From and the Agent* helpers.
 var (
-	_ gate.Execution = (*agent.Context)(nil)
-	_ gate.Skill     = (*agent.Context)(nil)
+	_ gate.Execution    = (*agent.Context)(nil)
+	_ gate.ToolReporter = (*agent.Context)(nil)
 )
 
 // A skill governs its tools with nothing but its execution: gate.From
