@@ -162,3 +162,67 @@ func TestSigner(t *testing.T) {
 		})
 	}
 }
+
+// rfc7638Key is the RSA key of RFC 7638 §3.1, whose thumbprint the RFC
+// gives.
+const (
+	rfc7638Key        = `{"kty":"RSA","n":"0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw","e":"AQAB","alg":"RS256"}`
+	rfc7638Thumbprint = "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs"
+)
+
+// A key without a kid takes its RFC 7638 thumbprint; one with a kid keeps
+// it.
+func TestKeyIDs(t *testing.T) {
+	k, err := ParseKey([]byte(rfc7638Key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	named, err := ParseKey([]byte(strings.Replace(rfc7638Key, `"kty"`, `"kid":"mine","kty"`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []string{k.KeyID(), named.KeyID(), k.Algorithm()}
+	want := []string{rfc7638Thumbprint, "mine", RS256}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("key ids and algorithm %v, want %v", got, want)
+	}
+	// A JWKS that is a single JWK is a set of that key.
+	set, err := ParseKeySet([]byte(rfc7638Key))
+	if err != nil || set.Len() != 1 || set.Keys()[0].KeyID() != rfc7638Thumbprint {
+		t.Errorf("ParseKeySet(one JWK) = %v, %v", set.Keys(), err)
+	}
+	if _, err := ParseKeySet([]byte(`{"kty":"oct","k":"c2VjcmV0"}`)); err == nil {
+		t.Error("ParseKeySet accepted a document that is neither a JWKS nor a supported JWK")
+	}
+}
+
+// RSA keys start at 2048 bits.
+func TestRSASize(t *testing.T) {
+	for _, tc := range []struct {
+		bits int
+		ok   bool
+	}{{2047, false}, {2048, true}} {
+		priv, err := rsa.GenerateKey(rand.Reader, tc.bits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := base64.RawURLEncoding.EncodeToString(priv.N.Bytes())
+		_, err = ParseKey([]byte(`{"kty":"RSA","n":"` + n + `","e":"AQAB"}`))
+		if (err == nil) != tc.ok {
+			t.Errorf("%d bits: ParseKey error %v, want ok=%v", tc.bits, err, tc.ok)
+		}
+	}
+}
+
+// FetchKeySet takes a JWKS of exactly MaxBytes and refuses one byte more.
+func TestFetchKeySetLimit(t *testing.T) {
+	jwks, _ := json.Marshal(NewKeySet(keys[EdDSA]))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(jwks) }))
+	defer srv.Close()
+	if _, err := FetchKeySet(t.Context(), srv.URL, &FetchOptions{MaxBytes: int64(len(jwks))}); err != nil {
+		t.Errorf("a JWKS of MaxBytes: %v", err)
+	}
+	if _, err := FetchKeySet(t.Context(), srv.URL, &FetchOptions{MaxBytes: int64(len(jwks)) - 1}); err == nil {
+		t.Error("a JWKS one byte over MaxBytes was accepted")
+	}
+}
