@@ -34,6 +34,11 @@ type Context struct {
 	token    secret.Value // the platform context's execution_token
 	outModes []string
 
+	st *state
+}
+
+// state is what every view of one execution's Context shares (see view).
+type state struct {
 	logOnce sync.Once
 	log     *slog.Logger
 
@@ -44,13 +49,22 @@ type Context struct {
 	events   []map[string]any // platform events held for the final message
 }
 
+// view returns a Context for the same execution over the context c has
+// now. A BeforeSkill hook gets a view, so the context it derives from its
+// argument (context.WithValue(c, …)) does not hold the Context whose
+// context it becomes: that one would ask itself for every value.
+func (c *Context) view() *Context {
+	v := *c
+	return &v
+}
+
 // WriteKey returns the idempotency key of this execution's next platform
 // write: "<IdempotencyKey>:<n>", n counting 1, 2, … per execution, so a
 // retried execution that makes the same writes in the same order sends the
 // same keys, which the platform deduplicates, and no two writes of one
 // execution collide. "" when the platform gave no idempotency key.
 func (c *Context) WriteKey() string {
-	n := c.writes.Add(1)
+	n := c.st.writes.Add(1)
 	if c.pc.IdempotencyKey == "" {
 		return ""
 	}
@@ -76,16 +90,16 @@ func (c *Context) PlatformEvent(name string, fields map[string]any) error {
 		msg.TaskID, msg.ContextID = c.up.TaskID(), c.up.ContextID()
 		return c.up.UpdateStatus(c.Context, a2a.TaskStateWorking, msg)
 	}
-	c.eventsMu.Lock()
-	c.events = append(c.events, ev)
-	c.eventsMu.Unlock()
+	c.st.eventsMu.Lock()
+	c.st.events = append(c.st.events, ev)
+	c.st.eventsMu.Unlock()
 	return nil
 }
 
 func (c *Context) heldEvents() []map[string]any {
-	c.eventsMu.Lock()
-	defer c.eventsMu.Unlock()
-	return c.events
+	c.st.eventsMu.Lock()
+	defer c.st.eventsMu.Unlock()
+	return c.st.events
 }
 
 // eventsPart is the platform part carrying events.
@@ -213,6 +227,25 @@ func (c *Context) Execution() identity.Execution {
 	return e
 }
 
+// ExecutionToken returns the execution token the skill calls platform
+// services with (Execution().RequireToken()), or identity.ErrNoToken when
+// the request carried none.
+func (c *Context) ExecutionToken() (secret.Value, error) { return c.Execution().RequireToken() }
+
+// GatewayURL returns the platform's base URL from the platform context,
+// where the agent calls its services; "" when none came.
+func (c *Context) GatewayURL() string { return c.pc.GatewayURL }
+
+// MemoryBudget returns the platform context's memory pre-fetch budget
+// (Platform().MemoryBudget) as plain values, so a package need not import
+// this one to read it; ok is false when the request carried none.
+func (c *Context) MemoryBudget() (tokens, latencyMS int, ok bool) {
+	if b := c.pc.MemoryBudget; b != nil {
+		return b.TokenBudget, b.LatencyBudgetMS, true
+	}
+	return 0, 0, false
+}
+
 // Platform returns the whole platform context (zero when none came).
 func (c *Context) Platform() PlatformContext { return c.pc }
 
@@ -286,12 +319,12 @@ func (c *Context) IsCancelled() bool {
 // Logger returns the agent's logger bound to this execution's run_id,
 // agent, tenant_id, task_id and skill. It masks PII like every agent log.
 func (c *Context) Logger() *slog.Logger {
-	c.logOnce.Do(func() {
+	c.st.logOnce.Do(func() {
 		agentID := c.pc.AgentID
 		if agentID == "" {
 			agentID = c.agent.name
 		}
-		c.log = c.agent.log.With(
+		c.st.log = c.agent.log.With(
 			slog.String("run_id", c.pc.RunID),
 			slog.String("agent_id", agentID),
 			slog.String("tenant_id", c.Tenant()),
@@ -299,5 +332,5 @@ func (c *Context) Logger() *slog.Logger {
 			slog.String("skill", c.skill.ID),
 		)
 	})
-	return c.log
+	return c.st.log
 }

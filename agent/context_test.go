@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/identity"
 )
 
 func TestParsePlatformContext(t *testing.T) {
@@ -356,5 +358,90 @@ func TestMemoryBudgetParsing(t *testing.T) {
 				t.Fatalf("MemoryBudget = %+v, want %+v", pc.MemoryBudget, tt.want)
 			}
 		})
+	}
+}
+
+// The plain accessors other SDK packages read through their own
+// interfaces (memory.Execution, gate.Execution) say what Execution and
+// Platform say.
+func TestPlainAccessors(t *testing.T) {
+	tests := []struct {
+		name      string
+		pc        map[string]any
+		wantToken string
+		wantErr   error
+		wantURL   string
+		wantB     [2]int
+		wantOK    bool
+	}{
+		{"nothing", map[string]any{"run_id": "r"}, "", identity.ErrNoToken, "", [2]int{}, false},
+		{"all", map[string]any{"execution_token": "tok-1", "gateway_url": "https://gw.example",
+			"memory_budget": map[string]any{"token_budget": 2000.0, "latency_budget_ms": 300.0}},
+			"tok-1", nil, "https://gw.example", [2]int{2000, 300}, true},
+		{"budget defaults", map[string]any{"memory_budget": map[string]any{}}, "", identity.ErrNoToken, "",
+			[2]int{DefaultMemoryTokenBudget, DefaultMemoryLatencyBudgetMS}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := request("x")
+			req.Metadata = map[string]any{ContextMetadataKey: tt.pc}
+			c := capture(t, New("acc", "1", nil), req)
+			tok, err := c.ExecutionToken()
+			if !errors.Is(err, tt.wantErr) || tok.Reveal() != tt.wantToken {
+				t.Errorf("ExecutionToken = %q, %v; want %q, %v", tok.Reveal(), err, tt.wantToken, tt.wantErr)
+			}
+			if got := c.GatewayURL(); got != tt.wantURL {
+				t.Errorf("GatewayURL = %q, want %q", got, tt.wantURL)
+			}
+			tokens, latency, ok := c.MemoryBudget()
+			if [2]int{tokens, latency} != tt.wantB || ok != tt.wantOK {
+				t.Errorf("MemoryBudget = %d, %d, %v; want %v, %v", tokens, latency, ok, tt.wantB, tt.wantOK)
+			}
+		})
+	}
+}
+
+type hookKey string
+
+// A BeforeSkill hook derives the handler's context from its argument, as
+// Options.BeforeSkill says; the hooks' and the handler's Context share the
+// execution: write keys count on, platform events are held for the result.
+func TestBeforeSkillDerivesFromItsArgument(t *testing.T) {
+	var keys []string
+	hook := func(name string) func(c *Context) context.Context {
+		return func(c *Context) context.Context {
+			keys = append(keys, c.WriteKey())
+			if err := c.PlatformEvent("hook."+name, nil); err != nil {
+				t.Error(err)
+			}
+			return context.WithValue(c, hookKey(name), name+"-value")
+		}
+	}
+	a := New("hooks", "1", &Options{BeforeSkill: []func(*Context) context.Context{hook("first"), hook("second")}})
+	var seen []any
+	var events []map[string]any
+	a.MustRegister(Skill{ID: "s", Handler: func(c *Context) (Result, error) {
+		keys = append(keys, c.WriteKey())
+		seen = []any{c.Value(hookKey("first")), c.Value(hookKey("second")), c.Value(hookKey("none")), c.Err()}
+		events = c.heldEvents()
+		return Result{Output: "ok"}, nil
+	}})
+	req := request("x")
+	req.Metadata = map[string]any{ContextMetadataKey: map[string]any{"idempotency_key": "idem"}}
+	f, err := run(t, a, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.task == nil || f.task.Status.State != a2a.TaskStateCompleted {
+		t.Fatalf("task %+v", f.task)
+	}
+	got := map[string]any{"keys": keys, "seen": seen, "events": events}
+	want := map[string]any{
+		"keys":   []string{"idem:1", "idem:2", "idem:3"},
+		"seen":   []any{"first-value", "second-value", nil, nil},
+		"events": []map[string]any{{"event": "hook.first"}, {"event": "hook.second"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

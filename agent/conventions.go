@@ -57,9 +57,9 @@ func (c *Context) ReportCost(p cost.Payload) error {
 	if !ok {
 		return err
 	}
-	c.tel.mu.Lock()
-	defer c.tel.mu.Unlock()
-	c.tel.cost = &p
+	c.st.tel.mu.Lock()
+	defer c.st.tel.mu.Unlock()
+	c.st.tel.cost = &p
 	return nil
 }
 
@@ -74,9 +74,9 @@ func (c *Context) ReportConfidence(p confidence.Payload) error {
 	if !ok {
 		return err
 	}
-	c.tel.mu.Lock()
-	defer c.tel.mu.Unlock()
-	c.tel.confidence = &p
+	c.st.tel.mu.Lock()
+	defer c.st.tel.mu.Unlock()
+	c.st.tel.confidence = &p
 	return nil
 }
 
@@ -91,9 +91,9 @@ func (c *Context) ReportWorldstate(deltas ...worldstate.Delta) error {
 	if !ok {
 		return err
 	}
-	c.tel.mu.Lock()
-	defer c.tel.mu.Unlock()
-	c.tel.deltas = append(c.tel.deltas, deltas...)
+	c.st.tel.mu.Lock()
+	defer c.st.tel.mu.Unlock()
+	c.st.tel.deltas = append(c.st.tel.deltas, deltas...)
 	return nil
 }
 
@@ -103,17 +103,17 @@ func (c *Context) ReportWorldstate(deltas ...worldstate.Delta) error {
 // itself; a skill that ends the task through the Updater, so that the
 // agent writes no result, puts them on its own last artifact.
 func (c *Context) ExtensionMetadata() map[string]any {
-	c.tel.mu.Lock()
-	defer c.tel.mu.Unlock()
+	c.st.tel.mu.Lock()
+	defer c.st.tel.mu.Unlock()
 	var frags [3]map[string]any
-	if c.tel.cost != nil {
-		frags[0] = cost.Metadata(*c.tel.cost)
+	if c.st.tel.cost != nil {
+		frags[0] = cost.Metadata(*c.st.tel.cost)
 	}
-	if c.tel.confidence != nil {
-		frags[1] = confidence.Metadata(*c.tel.confidence)
+	if c.st.tel.confidence != nil {
+		frags[1] = confidence.Metadata(*c.st.tel.confidence)
 	}
-	if c.tel.deltas != nil {
-		frags[2] = worldstate.Metadata(worldstate.Payload{Deltas: c.tel.deltas})
+	if c.st.tel.deltas != nil {
+		frags[2] = worldstate.Metadata(worldstate.Payload{Deltas: c.st.tel.deltas})
 	}
 	return extmeta.Merge(frags[:]...)
 }
@@ -191,6 +191,26 @@ func (c *Context) StartToolCall(id, name string, args any) (*ToolCall, error) {
 		tc.off = true
 	}
 	return tc, err
+}
+
+// BeginToolCall is StartToolCall with plain types, for packages that
+// report a skill's tool calls without importing this one (gate.AgentRead
+// and its kin): it returns the call's id and end, which completes the call
+// with result when err is nil and fails it with err otherwise. An agent
+// that does not declare tool-call-v1 reports nothing and that is no error;
+// any other failure to report is returned, and the call is usable either
+// way.
+func (c *Context) BeginToolCall(id, name string, args any) (callID string, end func(result any, err error) error, err error) {
+	tc, err := c.StartToolCall(id, name, args)
+	if errors.Is(err, ErrNotDeclared) {
+		err = nil
+	}
+	return tc.id, func(result any, err error) error {
+		if err != nil {
+			return tc.Fail(err)
+		}
+		return tc.Complete(result)
+	}, err
 }
 
 // ID returns the call's toolCallId.

@@ -376,3 +376,62 @@ func TestConventionsWithoutOutput(t *testing.T) {
 		})
 	}
 }
+
+// BeginToolCall reports like StartToolCall, with plain types: end
+// completes or fails the call, a second end is ErrToolCallEnded, and an
+// agent that does not declare tool-call-v1 gets a silent call and no
+// error.
+func TestBeginToolCall(t *testing.T) {
+	tests := []struct {
+		name string
+		opts *agent.Options
+		want []string
+	}{
+		{"declared", &agent.Options{Extensions: []a2a.AgentExtension{toolcall.Declaration()}},
+			[]string{"call_1 search started", "call_1 search completed", "fetch started", "fetch failed: status 503"}},
+		{"not declared", nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := agent.New("tools", "1", tt.opts)
+			var errs []error
+			a.MustRegister(agent.Skill{ID: "work", Handler: func(c *agent.Context) (agent.Result, error) {
+				id, end, err := c.BeginToolCall("call_1", "search", map[string]any{"q": "go"})
+				errs = append(errs, err)
+				if id != "call_1" {
+					errs = append(errs, errors.New("id "+id))
+				}
+				errs = append(errs, end("3 hits", nil))
+				if err := end("again", nil); !errors.Is(err, agent.ErrToolCallEnded) {
+					errs = append(errs, errors.New("second end did not say ErrToolCallEnded"))
+				}
+				id, end, err = c.BeginToolCall("", "fetch", nil)
+				if id == "" {
+					errs = append(errs, errors.New("no id generated"))
+				}
+				errs = append(errs, err, end(nil, errors.New("status 503")))
+				return agent.Result{Output: "ok"}, nil
+			}})
+			task := sendTask(t, endpoint(t, a), a2a.SendMessageRequest{Message: userMsg("go", nil)}, nil)
+			if err := errors.Join(errs...); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, m := range task.History {
+				if p, ok, _ := toolcall.Parse(m.Metadata); ok {
+					s := p.Name + " " + string(p.Phase)
+					if p.ToolCallID == "call_1" {
+						s = p.ToolCallID + " " + s
+					}
+					if p.Error != "" {
+						s += ": " + p.Error
+					}
+					got = append(got, s)
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("tool-call events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -66,14 +66,14 @@ func (a *Agent) Execute(ctx context.Context, req *a2asrv.RequestContext, u a2asr
 
 	pc, raw, _ := findPlatformContext([]map[string]any{req.Metadata, messageMetadata(req.Message)})
 	c := &Context{Context: ctx, agent: a, req: req, skill: skill, up: up, pc: pc, outModes: outModes,
-		token: secret.New(str(raw, "execution_token", "executionToken"))}
+		token: secret.New(str(raw, "execution_token", "executionToken")), st: &state{}}
 	if !skill.MayReply {
 		if err := up.StartWork(ctx, nil); err != nil {
 			return err
 		}
 	}
 	for _, hook := range a.opts.BeforeSkill {
-		if hctx := hook(c); hctx != nil {
+		if hctx := hook(c.view()); hctx != nil {
 			c.Context = hctx
 		}
 	}

@@ -14,9 +14,9 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"novaos.dev/novaos/a2a"
-	"novaos.dev/novaos/a2a/cardsig"
 	"novaos.dev/novaos/agent"
 	"novaos.dev/novaos/identity"
+	"novaos.dev/novaos/jwk"
 )
 
 // executionAgent records what its skill's Context.Execution returned.
@@ -114,12 +114,12 @@ func TestExecutionWithoutToken(t *testing.T) {
 // its handler) gets the verified claims, whatever the body or headers say.
 func TestExecutionVerified(t *testing.T) {
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	jwk := jose.JSONWebKey{Key: priv, Algorithm: "EdDSA", KeyID: "k1"}
-	pubJSON, _ := jwk.Public().MarshalJSON()
-	pub, _ := cardsig.ParseKey(pubJSON)
+	jk := jose.JSONWebKey{Key: priv, Algorithm: "EdDSA", KeyID: "k1"}
+	pubJSON, _ := jk.Public().MarshalJSON()
+	pub, _ := jwk.ParseKey(pubJSON)
 	keys, _ := identity.NewStaticKeys(pub)
 	v, _ := identity.New(keys, identity.Options{Issuer: "https://novaos.example.com"})
-	signer, _ := jose.NewSigner(jose.SigningKey{Algorithm: jose.EdDSA, Key: jwk}, (&jose.SignerOptions{}).WithType("JWT"))
+	signer, _ := jose.NewSigner(jose.SigningKey{Algorithm: jose.EdDSA, Key: jk}, (&jose.SignerOptions{}).WithType("JWT"))
 	payload, _ := identity.Claims{
 		Issuer: "https://novaos.example.com", Audience: []string{identity.DefaultAudience}, Expiry: time.Now().Add(time.Minute),
 		TenantID: "acme", AgentID: "agent-1", RunID: "run-42", Scopes: []string{"memory:read:*"},

@@ -16,6 +16,12 @@ import (
 	"novaos.dev/novaos/gate"
 )
 
+// A skill passes its *agent.Context to From and the Agent* helpers.
+var (
+	_ gate.Execution    = (*agent.Context)(nil)
+	_ gate.ToolReporter = (*agent.Context)(nil)
+)
+
 // A skill governs its tools with nothing but its execution: gate.From
 // takes the token and the gate's URL from the platform context, and each
 // wrapped call is both reported as tool-call-v1 and gated.

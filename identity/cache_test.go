@@ -8,18 +8,18 @@ import (
 	"testing"
 	"time"
 
-	"novaos.dev/novaos/a2a/cardsig"
 	"novaos.dev/novaos/identity"
+	"novaos.dev/novaos/jwk"
 )
 
 // swapKeys is a key source whose keys a test replaces, as a JWKS refresh
 // after a rotation would.
 type swapKeys struct {
 	mu   sync.Mutex
-	byID map[string]*cardsig.Key
+	byID map[string]*jwk.Key
 }
 
-func (s *swapKeys) Key(_ context.Context, kid string) (*cardsig.Key, error) {
+func (s *swapKeys) Key(_ context.Context, kid string) (*jwk.Key, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k, ok := s.byID[kid]
@@ -29,7 +29,7 @@ func (s *swapKeys) Key(_ context.Context, kid string) (*cardsig.Key, error) {
 	return k, nil
 }
 
-func (s *swapKeys) set(kid string, k *cardsig.Key) {
+func (s *swapKeys) set(kid string, k *jwk.Key) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if k == nil {
@@ -43,7 +43,7 @@ func (s *swapKeys) set(kid string, k *cardsig.Key) {
 // on every later call, except for its signature under the same key.
 func TestRememberedTokens(t *testing.T) {
 	ed := newTestKey(t, identity.EdDSA)
-	keys := &swapKeys{byID: map[string]*cardsig.Key{ed.KeyID(): ed.Key}}
+	keys := &swapKeys{byID: map[string]*jwk.Key{ed.KeyID(): ed.Key}}
 	clock := now
 	v, err := identity.New(keys, identity.Options{Issuer: testIssuer, Now: func() time.Time { return clock }, CacheSize: 8})
 	if err != nil {
@@ -108,7 +108,7 @@ func TestRememberedTokens(t *testing.T) {
 
 func TestCacheDisabled(t *testing.T) {
 	ed := newTestKey(t, identity.EdDSA)
-	keys := &swapKeys{byID: map[string]*cardsig.Key{ed.KeyID(): ed.Key}}
+	keys := &swapKeys{byID: map[string]*jwk.Key{ed.KeyID(): ed.Key}}
 	v, err := identity.New(keys, identity.Options{Issuer: testIssuer, Now: func() time.Time { return now }, CacheSize: -1})
 	if err != nil {
 		t.Fatal(err)

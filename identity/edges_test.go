@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"novaos.dev/novaos/a2a/cardsig"
 	"novaos.dev/novaos/identity"
+	"novaos.dev/novaos/jwk"
 )
 
 // withMembers is the JSON of validClaims(now) with extra members appended
@@ -145,7 +145,7 @@ func TestSizeLimitsAtTheirEdge(t *testing.T) {
 		}
 	}
 
-	body, _ := json.Marshal(cardsig.NewKeySet(ed.Key))
+	body, _ := json.Marshal(jwk.NewKeySet(ed.Key))
 	body = append(body, "      "...)
 	for _, tc := range []struct {
 		max int64
@@ -227,11 +227,11 @@ func TestJWKSIntervals(t *testing.T) {
 // leakyKeys returns a key together with an error, as a broken key source
 // might: the error wins, also for a token verified before.
 type leakyKeys struct {
-	key *cardsig.Key
+	key *jwk.Key
 	err error
 }
 
-func (l *leakyKeys) Key(context.Context, string) (*cardsig.Key, error) { return l.key, l.err }
+func (l *leakyKeys) Key(context.Context, string) (*jwk.Key, error) { return l.key, l.err }
 
 func TestKeySourceErrorWinsOverMemory(t *testing.T) {
 	ed := newTestKey(t, identity.EdDSA)

@@ -10,22 +10,22 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
-	"novaos.dev/novaos/a2a/cardsig"
 	"novaos.dev/novaos/identity"
+	"novaos.dev/novaos/jwk"
 )
 
 func Example() {
 	// The issuer's key; a Go agent would take the platform's instead with
 	// identity.NewJWKSVerifier(gatewayURL, issuer, nil, nil).
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	jwk := jose.JSONWebKey{Key: priv, Algorithm: "EdDSA", KeyID: "k1"}
-	pubJSON, _ := jwk.Public().MarshalJSON()
-	pub, _ := cardsig.ParseKey(pubJSON)
+	jk := jose.JSONWebKey{Key: priv, Algorithm: "EdDSA", KeyID: "k1"}
+	pubJSON, _ := jk.Public().MarshalJSON()
+	pub, _ := jwk.ParseKey(pubJSON)
 
 	keys, _ := identity.NewStaticKeys(pub)
 	v, _ := identity.New(keys, identity.Options{Issuer: "https://novaos.example.com"})
 
-	signer, _ := jose.NewSigner(jose.SigningKey{Algorithm: jose.EdDSA, Key: jwk},
+	signer, _ := jose.NewSigner(jose.SigningKey{Algorithm: jose.EdDSA, Key: jk},
 		(&jose.SignerOptions{}).WithType("JWT"))
 	token, _ := jwt.Signed(signer).Claims(identity.Claims{
 		Issuer: "https://novaos.example.com", Audience: []string{identity.DefaultAudience},

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"novaos.dev/novaos/a2a/cardsig"
 	"novaos.dev/novaos/identity"
+	"novaos.dev/novaos/jwk"
 )
 
 // FuzzVerify feeds arbitrary tokens to a verifier: it must never panic,
@@ -89,7 +89,7 @@ func (b bodyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func FuzzJWKS(f *testing.F) {
 	ed := newTestKey(f, identity.EdDSA)
 	es := newTestKey(f, identity.ES256)
-	set, _ := json.Marshal(cardsig.NewKeySet(ed.Key, es.Key))
+	set, _ := json.Marshal(jwk.NewKeySet(ed.Key, es.Key))
 	f.Add(set, ed.KeyID())
 	f.Add([]byte(`{"keys":[{"kty":"oct","k":"AAAA","kid":"h"},{"kty":"RSA","n":"AQAB","e":"AQAB","kid":"r"}]}`), "h")
 	f.Add([]byte(`{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}`), "x")

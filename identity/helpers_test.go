@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
-	"novaos.dev/novaos/a2a/cardsig"
 	"novaos.dev/novaos/identity"
+	"novaos.dev/novaos/jwk"
 )
 
 const testIssuer = "https://novaos.example.com"
@@ -23,13 +23,13 @@ const testIssuer = "https://novaos.example.com"
 // testKey is a private key with the raw crypto key beside it, for signing
 // tokens the way an issuer would (and ways it never would).
 type testKey struct {
-	*cardsig.Key
+	*jwk.Key
 	priv crypto.Signer
 }
 
 func newTestKey(t testing.TB, alg string) testKey {
 	t.Helper()
-	k, err := cardsig.GenerateKey(alg)
+	k, err := jwk.GenerateKey(alg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,11 +37,11 @@ func newTestKey(t testing.TB, alg string) testKey {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var jwk jose.JSONWebKey
-	if err := jwk.UnmarshalJSON(raw); err != nil {
+	var jk jose.JSONWebKey
+	if err := jk.UnmarshalJSON(raw); err != nil {
 		t.Fatal(err)
 	}
-	return testKey{Key: k, priv: jwk.Key.(crypto.Signer)}
+	return testKey{Key: k, priv: jk.Key.(crypto.Signer)}
 }
 
 func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"novaos.dev/novaos/a2a/cardsig"
 	"novaos.dev/novaos/identity"
+	"novaos.dev/novaos/jwk"
 	"novaos.dev/novaos/netguard"
 )
 
@@ -21,13 +21,13 @@ import (
 type keyServer struct {
 	*httptest.Server
 	mu      sync.Mutex
-	keys    []*cardsig.Key
+	keys    []*jwk.Key
 	status  int
 	body    []byte
 	fetches atomic.Int64
 }
 
-func newKeyServer(t *testing.T, keys ...*cardsig.Key) *keyServer {
+func newKeyServer(t *testing.T, keys ...*jwk.Key) *keyServer {
 	ks := &keyServer{keys: keys, status: http.StatusOK}
 	ks.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ks.fetches.Add(1)
@@ -42,13 +42,13 @@ func newKeyServer(t *testing.T, keys ...*cardsig.Key) *keyServer {
 			w.Write(ks.body)
 			return
 		}
-		json.NewEncoder(w).Encode(cardsig.NewKeySet(ks.keys...))
+		json.NewEncoder(w).Encode(jwk.NewKeySet(ks.keys...))
 	}))
 	t.Cleanup(ks.Close)
 	return ks
 }
 
-func (ks *keyServer) set(keys ...*cardsig.Key) {
+func (ks *keyServer) set(keys ...*jwk.Key) {
 	ks.mu.Lock()
 	ks.keys = keys
 	ks.mu.Unlock()
@@ -211,15 +211,15 @@ func TestJWKSRefusesAmbiguousKid(t *testing.T) {
 	third := testKey{Key: d.Key.WithKeyID(kid), priv: d.priv}
 	tests := []struct {
 		name    string
-		set     []*cardsig.Key
+		set     []*jwk.Key
 		refused []testKey // each signs a token naming its kid
 		good    []testKey
 	}{
-		{"the first of two", []*cardsig.Key{a.Key, twin.Key, c.Key}, []testKey{a, twin}, []testKey{c}},
-		{"the second of two", []*cardsig.Key{c.Key, twin.Key, a.Key}, []testKey{a, twin}, []testKey{c}},
-		{"three", []*cardsig.Key{a.Key, twin.Key, third.Key, c.Key}, []testKey{a, twin, third}, []testKey{c}},
-		{"the same key twice", []*cardsig.Key{a.Key, a.Key, c.Key}, []testKey{a}, []testKey{c}},
-		{"no twin", []*cardsig.Key{a.Key, c.Key}, nil, []testKey{a, c}},
+		{"the first of two", []*jwk.Key{a.Key, twin.Key, c.Key}, []testKey{a, twin}, []testKey{c}},
+		{"the second of two", []*jwk.Key{c.Key, twin.Key, a.Key}, []testKey{a, twin}, []testKey{c}},
+		{"three", []*jwk.Key{a.Key, twin.Key, third.Key, c.Key}, []testKey{a, twin, third}, []testKey{c}},
+		{"the same key twice", []*jwk.Key{a.Key, a.Key, c.Key}, []testKey{a}, []testKey{c}},
+		{"no twin", []*jwk.Key{a.Key, c.Key}, nil, []testKey{a, c}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

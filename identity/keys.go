@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"novaos.dev/novaos/a2a/cardsig"
+	"novaos.dev/novaos/jwk"
 	"novaos.dev/novaos/netguard"
 )
 
@@ -19,21 +19,21 @@ type KeySource interface {
 	// Key returns the public key with id kid, an error matching
 	// ErrUnknownKey when there is none, or one matching
 	// ErrKeysUnavailable when the keys could not be loaded.
-	Key(ctx context.Context, kid string) (*cardsig.Key, error)
+	Key(ctx context.Context, kid string) (*jwk.Key, error)
 }
 
 // StaticKeys is a KeySource over keys given in-process: the platform's own
 // verifier, or an agent given its issuer's keys in its configuration.
 type StaticKeys struct {
-	byID map[string]*cardsig.Key
+	byID map[string]*jwk.Key
 }
 
 var _ KeySource = (*StaticKeys)(nil)
 
 // NewStaticKeys returns a source of the public halves of keys. Two keys
 // with one kid are an error: which one a token meant would be a guess.
-func NewStaticKeys(keys ...*cardsig.Key) (*StaticKeys, error) {
-	s := &StaticKeys{byID: make(map[string]*cardsig.Key, len(keys))}
+func NewStaticKeys(keys ...*jwk.Key) (*StaticKeys, error) {
+	s := &StaticKeys{byID: make(map[string]*jwk.Key, len(keys))}
 	for _, k := range keys {
 		if k.KeyID() == "" {
 			return nil, errors.New("identity: a key without a kid")
@@ -47,7 +47,7 @@ func NewStaticKeys(keys ...*cardsig.Key) (*StaticKeys, error) {
 }
 
 // Key implements KeySource.
-func (s *StaticKeys) Key(_ context.Context, kid string) (*cardsig.Key, error) {
+func (s *StaticKeys) Key(_ context.Context, kid string) (*jwk.Key, error) {
 	if k, ok := s.byID[kid]; ok {
 		return k, nil
 	}
@@ -108,7 +108,7 @@ type JWKS struct {
 	opts JWKSOptions
 
 	mu        sync.Mutex
-	keys      map[string]*cardsig.Key
+	keys      map[string]*jwk.Key
 	fetchedAt time.Time // last successful fetch
 	triedAt   time.Time // last fetch attempt, successful or not
 	lastErr   error
@@ -162,7 +162,7 @@ func NewJWKS(url string, opts *JWKSOptions) (*JWKS, error) {
 func (j *JWKS) URL() string { return j.url }
 
 // Key implements KeySource.
-func (j *JWKS) Key(ctx context.Context, kid string) (*cardsig.Key, error) {
+func (j *JWKS) Key(ctx context.Context, kid string) (*jwk.Key, error) {
 	for {
 		j.mu.Lock()
 		now := j.opts.Now()
@@ -223,7 +223,7 @@ func (j *JWKS) missing(kid string, fetchErr error) error {
 }
 
 // fetch GETs and parses the key set.
-func (j *JWKS) fetch(ctx context.Context) (map[string]*cardsig.Key, error) {
+func (j *JWKS) fetch(ctx context.Context) (map[string]*jwk.Key, error) {
 	ctx, cancel := context.WithTimeout(ctx, j.opts.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, j.url, nil)
@@ -246,11 +246,11 @@ func (j *JWKS) fetch(ctx context.Context) (map[string]*cardsig.Key, error) {
 	if int64(len(data)) > j.opts.MaxBytes {
 		return nil, fmt.Errorf("fetch JWKS %s: larger than %d bytes", req.URL.Redacted(), j.opts.MaxBytes)
 	}
-	set, err := cardsig.ParseKeySet(data)
+	set, err := jwk.ParseKeySet(data)
 	if err != nil {
 		return nil, fmt.Errorf("fetch JWKS %s: %w", req.URL.Redacted(), err)
 	}
-	keys := make(map[string]*cardsig.Key, set.Len())
+	keys := make(map[string]*jwk.Key, set.Len())
 	for _, k := range set.Keys() {
 		if k.KeyID() == "" {
 			continue // a token must name its key; this one cannot be named

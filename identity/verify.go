@@ -13,16 +13,16 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
-	"novaos.dev/novaos/a2a/cardsig"
+	"novaos.dev/novaos/jwk"
 )
 
 // Signature algorithms a Verifier may accept. Nothing else ever is:
 // not "none", not HS256 (whose "key" would be whatever bytes the verifier
 // holds, such as a public key), not RS384 or PS256.
 const (
-	EdDSA = cardsig.EdDSA // Ed25519, what the platform signs with
-	ES256 = cardsig.ES256
-	RS256 = cardsig.RS256 // what the Python SDK's gateway signs with
+	EdDSA = jwk.EdDSA // Ed25519, what the platform signs with
+	ES256 = jwk.ES256
+	RS256 = jwk.RS256 // what the Python SDK's gateway signs with
 )
 
 // Defaults of Options.
@@ -84,7 +84,7 @@ type Verifier struct {
 // verifiedToken is a token whose signature verified under key.
 type verifiedToken struct {
 	kid    string
-	key    *cardsig.Key
+	key    *jwk.Key
 	claims Claims
 }
 

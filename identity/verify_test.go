@@ -10,15 +10,15 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"novaos.dev/novaos/a2a/cardsig"
 	"novaos.dev/novaos/identity"
+	"novaos.dev/novaos/jwk"
 )
 
 var now = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 
 func newVerifier(t testing.TB, keys ...testKey) *identity.Verifier {
 	t.Helper()
-	ks := make([]*cardsig.Key, 0, len(keys))
+	ks := make([]*jwk.Key, 0, len(keys))
 	for _, k := range keys {
 		ks = append(ks, k.Key)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/cardsig"
+	"novaos.dev/novaos/jwk"
 )
 
 // Signed agent cards both ways with @a2a-js/sdk 1.3.0 (js/cardsig.mjs):
@@ -106,7 +107,7 @@ func TestCardsigJSSignsWeVerify(t *testing.T) {
 		Alg  string          `json:"alg"`
 	}
 	var reqs []req
-	for _, alg := range cardsig.Algorithms {
+	for _, alg := range jwk.Algorithms {
 		for _, c := range cases {
 			reqs = append(reqs, req{c.Card, alg})
 		}
@@ -116,7 +117,7 @@ func TestCardsigJSSignsWeVerify(t *testing.T) {
 	if len(signed) != len(reqs) {
 		t.Fatalf("%d results for %d cards", len(signed), len(reqs))
 	}
-	stranger, err := cardsig.GenerateKey(cardsig.EdDSA)
+	stranger, err := jwk.GenerateKey(jwk.EdDSA)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func TestCardsigJSSignsWeVerify(t *testing.T) {
 		if err := a2a.Unmarshal(s.Card, &card); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		keys, err := cardsig.ParseKeySet(s.JWKS)
+		keys, err := jwk.ParseKeySet(s.JWKS)
 		if err != nil || keys.Len() != 1 {
 			t.Fatalf("%s: JWKS %s: %v", name, s.JWKS, err)
 		}
@@ -138,7 +139,7 @@ func TestCardsigJSSignsWeVerify(t *testing.T) {
 		if v.Algorithm != reqs[i].Alg {
 			t.Errorf("%s: verified as %s", name, v.Algorithm)
 		}
-		_, err = cardsig.Verify(&card, cardsig.NewKeySet(stranger), nil)
+		_, err = cardsig.Verify(&card, jwk.NewKeySet(stranger), nil)
 		if !errors.Is(err, cardsig.ErrInvalidSignature) || (len(card.Signatures) == 1 && !errors.Is(err, cardsig.ErrUnknownKey)) {
 			t.Errorf("%s: verified against a stranger's key set: %v", name, err)
 		}
@@ -155,12 +156,12 @@ func TestCardsigWeSignJSVerifies(t *testing.T) {
 	cases := cardsigCases(t)
 	type req struct {
 		Card json.RawMessage `json:"card"`
-		JWKS *cardsig.KeySet `json:"jwks"`
+		JWKS *jwk.KeySet     `json:"jwks"`
 	}
 	var reqs []req
 	var names []string
-	for _, alg := range cardsig.Algorithms {
-		key, err := cardsig.GenerateKey(alg)
+	for _, alg := range jwk.Algorithms {
+		key, err := jwk.GenerateKey(alg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -177,12 +178,12 @@ func TestCardsigWeSignJSVerifies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			reqs = append(reqs, req{data, cardsig.NewKeySet(key)})
+			reqs = append(reqs, req{data, jwk.NewKeySet(key)})
 			names = append(names, alg+"/"+c.Name)
 			// The same card, tampered: a2a-js must reject it.
 			signed.Name += " (forged)"
 			data, _ = json.Marshal(signed)
-			reqs = append(reqs, req{data, cardsig.NewKeySet(key)})
+			reqs = append(reqs, req{data, jwk.NewKeySet(key)})
 			names = append(names, alg+"/"+c.Name+"/tampered")
 		}
 	}

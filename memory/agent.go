@@ -3,14 +3,46 @@ package memory
 import (
 	"cmp"
 	"context"
+	"log/slog"
 	"os"
 
-	"novaos.dev/novaos/agent"
+	"novaos.dev/novaos/secret"
 )
 
-// From returns a Client bound to the execution c serves, so a skill calls
-// the memory service as its agent:
-//   - with the execution token the platform gave it (c.Execution());
+// Execution is what From reads of the execution a skill serves.
+// *agent.Context satisfies it; memory declares it rather than importing
+// agent, so the stores built on memory's contract do not link the agent
+// SDK.
+type Execution interface {
+	// ExecutionToken returns the execution token, or an error when the
+	// execution carries none.
+	ExecutionToken() (secret.Value, error)
+	// GatewayURL is the platform's base URL, "" when unknown.
+	GatewayURL() string
+	// WriteKey returns the idempotency key of the execution's next write.
+	WriteKey() string
+	ContextID() string
+	RunID() string
+	TraceID() string
+}
+
+// Turn is what Prefetch uses of a skill's turn: its execution, its input,
+// its logger, its platform events and the memory budget of its request.
+// *agent.Context satisfies it.
+type Turn interface {
+	context.Context
+	Execution
+	Input() string
+	Logger() *slog.Logger
+	PlatformEvent(name string, fields map[string]any) error
+	// MemoryBudget returns the request's pre-fetch budget; ok is false
+	// when it carries none.
+	MemoryBudget() (tokens, latencyMS int, ok bool)
+}
+
+// From returns a Client bound to the execution c serves (a skill passes
+// its *agent.Context), so a skill calls the memory service as its agent:
+//   - with the execution token the platform gave it (c.ExecutionToken());
 //   - at o's base URL, else $MEMORY_SERVICE_URL, else the platform
 //     context's gateway_url (the platform serves memory beside its
 //     gateway);
@@ -21,15 +53,15 @@ import (
 //     assemble's request and trace ids default to the run and trace ids.
 //
 // It fails when the execution carries no token. o may be nil.
-func From(c *agent.Context, o *FromOptions) (*Client, error) {
-	tok, err := c.Execution().RequireToken()
+func From(c Execution, o *FromOptions) (*Client, error) {
+	tok, err := c.ExecutionToken()
 	if err != nil {
 		return nil, err
 	}
 	if o == nil {
 		o = &FromOptions{}
 	}
-	base := cmp.Or(o.BaseURL, os.Getenv(ServiceURLEnv), c.Platform().GatewayURL)
+	base := cmp.Or(o.BaseURL, os.Getenv(ServiceURLEnv), c.GatewayURL())
 	cl, err := NewClient(base, tok, &o.ClientOptions)
 	if err != nil {
 		return nil, err
@@ -50,7 +82,8 @@ const EventAssembled = "memory.assembled"
 
 type prefetchedKey struct{}
 
-// Prefetch returns the hook (for agent.Options.BeforeSkill) that runs the
+// Prefetch returns the hook (for agent.Options.BeforeSkill, with C
+// *agent.Context: memory.Prefetch[*agent.Context](nil)) that runs the
 // NovaOS memory guide's pre-fetch: when a request carries a memory budget
 // (agent.PlatformContext.MemoryBudget: default 4,000 tokens and 800 ms), one
 // assemble before the skill, with the turn's input as the query, under the
@@ -60,10 +93,10 @@ type prefetchedKey struct{}
 // streaming request, folded into the final message otherwise. Any failure
 // (no token, service unreachable, call refused) is logged and swallowed;
 // the skill runs with Prefetched(c) nil. o may be nil.
-func Prefetch(o *FromOptions) func(c *agent.Context) context.Context {
-	return func(c *agent.Context) context.Context {
-		budget := c.Platform().MemoryBudget
-		if budget == nil {
+func Prefetch[C Turn](o *FromOptions) func(c C) context.Context {
+	return func(c C) context.Context {
+		tokens, latencyMS, ok := c.MemoryBudget()
+		if !ok {
 			return nil
 		}
 		cl, err := From(c, o)
@@ -72,7 +105,7 @@ func Prefetch(o *FromOptions) func(c *agent.Context) context.Context {
 			return nil
 		}
 		res, err := cl.Assemble(c, &AssembleRequest{Query: clip(c.Input(), MaxQueryBytes),
-			TokenBudget: &budget.TokenBudget, LatencyBudgetMS: &budget.LatencyBudgetMS})
+			TokenBudget: &tokens, LatencyBudgetMS: &latencyMS})
 		if err != nil {
 			c.Logger().WarnContext(c, "memory: pre-fetch failed", "err", err)
 			return nil
@@ -84,7 +117,7 @@ func Prefetch(o *FromOptions) func(c *agent.Context) context.Context {
 		if err := c.PlatformEvent(EventAssembled, fields); err != nil {
 			c.Logger().WarnContext(c, "memory: pre-fetch event not sent", "err", err)
 		}
-		return context.WithValue(c.Context, prefetchedKey{}, res)
+		return context.WithValue(c, prefetchedKey{}, res)
 	}
 }
 

@@ -21,6 +21,9 @@ import (
 	"novaos.dev/novaos/store/sqlite"
 )
 
+// A skill passes its *agent.Context to From and Prefetch.
+var _ memory.Turn = (*agent.Context)(nil)
+
 // platform is a memory service behind real token verification, as
 // novaos serve runs it, and an issuer to mint the agent's tokens.
 func platform(t *testing.T) (url string, issuer *auth.Issuer) {
@@ -63,7 +66,7 @@ func TestFromAndPrefetch(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	a := agent.New("support", "1.0.0", &agent.Options{BeforeSkill: []func(*agent.Context) context.Context{memory.Prefetch(nil)}})
+	a := agent.New("support", "1.0.0", &agent.Options{BeforeSkill: []func(*agent.Context) context.Context{memory.Prefetch[*agent.Context](nil)}})
 	if err := a.Register(agent.Skill{ID: "note", Handler: func(c *agent.Context) (agent.Result, error) {
 		mc, err := memory.From(c, nil)
 		if err != nil {

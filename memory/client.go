@@ -59,15 +59,7 @@ type Client struct {
 	nextID   atomic.Int64
 	// exec, when set, is the agent execution the client is bound to
 	// (From): it fills in idempotency keys and ids a request leaves out.
-	exec execution
-}
-
-// execution is what a bound client reads of the agent execution.
-type execution interface {
-	WriteKey() string
-	ContextID() string
-	RunID() string
-	TraceID() string
+	exec Execution
 }
 
 // NewClient returns a client of the service at baseURL (the server's

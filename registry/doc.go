@@ -53,5 +53,5 @@
 //	a.RecipientKeys = append(a.RecipientKeys, pub)
 //	c.Update(ctx, a.ID, a)     // a write: ClientOptions.AdminToken goes with it
 //	to, _ := rec.Recipient("") // the first key of a resolved record
-//	activate, err := usercontext.SealRequest(req, to, run, secrets)
+//	act, err := usercontext.SealRequest(req, to, run, secrets) // send with a2aclient.WithExtensions(act.Extensions...)
 package registry

@@ -90,14 +90,14 @@ type PushVerifier struct {
 }
 
 // PushKey is a public key a notification's JWT is checked with;
-// *cardsig.Key is one.
+// *jwk.Key is one.
 type PushKey interface {
 	PublicKey() crypto.PublicKey
 	Algorithm() string
 }
 
 // PushKeys finds the key a JWT's kid names. An identity.KeySource
-// (identity.JWKS, identity.StaticKeys) is one, with K *cardsig.Key. (The
+// (identity.JWKS, identity.StaticKeys) is one, with K *jwk.Key. (The
 // client names no key type of its own, so that a program that only calls
 // agents does not link a key-set fetcher.)
 type PushKeys[K PushKey] interface {

@@ -10,8 +10,8 @@ import (
 	"novaos.dev/novaos/a2a/a2aclient"
 	"novaos.dev/novaos/a2a/a2apush"
 	"novaos.dev/novaos/a2a/a2asrv"
-	"novaos.dev/novaos/a2a/cardsig"
 	"novaos.dev/novaos/identity"
+	"novaos.dev/novaos/jwk"
 	"novaos.dev/novaos/netguard"
 )
 
@@ -20,7 +20,7 @@ import (
 //
 //	keys, err := identity.NewJWKS(identity.JWKSURL(agentServer), nil)
 func ExamplePushHandler() {
-	key, _ := cardsig.GenerateKey(cardsig.EdDSA) // the agent server's key
+	key, _ := jwk.GenerateKey(jwk.EdDSA) // the agent server's key
 	keys, _ := identity.NewStaticKeys(key)
 	v, err := a2aclient.NewPushVerifier("https://agent.example", keys, nil)
 	if err != nil {

@@ -17,24 +17,24 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2aclient"
-	"novaos.dev/novaos/a2a/cardsig"
 	"novaos.dev/novaos/identity"
+	"novaos.dev/novaos/jwk"
 )
 
 // keySigner signs push JWTs with one key: what an agent server's key ring
 // does (internal/auth.Issuer), in a few lines.
-type keySigner struct{ key *cardsig.Key }
+type keySigner struct{ key *jwk.Key }
 
 func (s keySigner) SignJWT(_ context.Context, typ string, claims []byte) (string, error) {
 	priv, err := s.key.PrivateJWK()
 	if err != nil {
 		return "", err
 	}
-	var jwk jose.JSONWebKey
-	if err := jwk.UnmarshalJSON(priv); err != nil {
+	var jk jose.JSONWebKey
+	if err := jk.UnmarshalJSON(priv); err != nil {
 		return "", err
 	}
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.EdDSA, Key: jose.JSONWebKey{Key: jwk.Key, KeyID: s.key.KeyID()}},
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.EdDSA, Key: jose.JSONWebKey{Key: jk.Key, KeyID: s.key.KeyID()}},
 		(&jose.SignerOptions{}).WithType(jose.ContentType(typ)))
 	if err != nil {
 		return "", err
@@ -61,7 +61,7 @@ type pushFixture struct {
 func (f *pushFixture) keys(testing.TB) *identity.StaticKeys { return f.ks }
 
 func newPushFixture(t testing.TB, o *a2aclient.PushVerifierOptions) *pushFixture {
-	key, err := cardsig.GenerateKey(cardsig.EdDSA)
+	key, err := jwk.GenerateKey(jwk.EdDSA)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,19 +8,20 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"math/big"
+	"novaos.dev/novaos/jwk"
 	"testing"
 )
 
 // BenchmarkVerify measures card verifications per second (canonicalize +
 // signature check) per algorithm.
 func BenchmarkVerify(b *testing.B) {
-	for _, alg := range Algorithms {
+	for _, alg := range jwk.Algorithms {
 		b.Run(alg, func(b *testing.B) {
 			card, err := Sign(testCard(), keys[alg], nil)
 			if err != nil {
 				b.Fatal(err)
 			}
-			set := NewKeySet(keys[alg])
+			set := jwk.NewKeySet(keys[alg])
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := Verify(card, set, nil); err != nil {
@@ -34,7 +35,7 @@ func BenchmarkVerify(b *testing.B) {
 
 // BenchmarkSign measures card signatures per second per algorithm.
 func BenchmarkSign(b *testing.B) {
-	for _, alg := range Algorithms {
+	for _, alg := range jwk.Algorithms {
 		b.Run(alg, func(b *testing.B) {
 			card := testCard()
 			b.ReportAllocs()
@@ -63,7 +64,7 @@ func BenchmarkCanonicalize(b *testing.B) {
 // canonical payload with the standard library: Verify's overhead
 // (canonicalization, JWS parsing, key lookup) is the difference.
 func BenchmarkVerifyBaseline(b *testing.B) {
-	for _, alg := range Algorithms {
+	for _, alg := range jwk.Algorithms {
 		b.Run(alg, func(b *testing.B) {
 			card, err := Sign(testCard(), keys[alg], nil)
 			if err != nil {
@@ -73,7 +74,7 @@ func BenchmarkVerifyBaseline(b *testing.B) {
 			s := card.Signatures[0]
 			input := []byte(s.Protected + "." + base64.RawURLEncoding.EncodeToString(payload))
 			sig, _ := base64.RawURLEncoding.DecodeString(s.Signature)
-			pub := keys[alg].Public().jwk.Key
+			pub := keys[alg].PublicKey()
 			var check func() bool
 			switch pub := pub.(type) {
 			case ed25519.PublicKey:

@@ -7,17 +7,17 @@
 //
 // Verification takes its keys only from a key set the caller supplies —
 // in memory, from a file, or fetched from a JWKS URL the caller names with
-// [FetchKeySet] — and never from a "jku" inside the card: a card cannot
+// [jwk.FetchKeySet] — and never from a "jku" inside the card: a card cannot
 // vouch for itself. One valid signature is enough; an unsigned card
 // ([ErrUnsigned]) and a card whose signatures all fail
 // ([ErrInvalidSignature], with [ErrUnknownKey] when no signature names a key
 // in the set) are told apart with errors.Is. Algorithms are an allow-list:
-// EdDSA (Ed25519), ES256 and RS256.
+// EdDSA (Ed25519), ES256 and RS256. Keys and key sets are package jwk's.
 //
-//	key, _ := cardsig.GenerateKey(cardsig.EdDSA)
+//	key, _ := jwk.GenerateKey(jwk.EdDSA)
 //	signed, _ := cardsig.Sign(card, key, nil)
 //
-//	keys, _ := cardsig.FetchKeySet(ctx, "https://agents.example.com/.well-known/jwks.json", nil)
+//	keys, _ := jwk.FetchKeySet(ctx, "https://agents.example.com/.well-known/jwks.json", nil)
 //	if _, err := cardsig.Verify(signed, keys, nil); errors.Is(err, cardsig.ErrUnsigned) { ... }
 //
 // What is covered: canonicalization reads the card through the A2A v1.0

@@ -6,6 +6,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/cardsig"
+	"novaos.dev/novaos/jwk"
 )
 
 func Example() {
@@ -20,7 +21,7 @@ func Example() {
 
 	// The publisher signs with its private key and publishes the public
 	// key as a JWKS (here in memory; usually /.well-known/jwks.json).
-	key, err := cardsig.GenerateKey(cardsig.EdDSA)
+	key, err := jwk.GenerateKey(jwk.EdDSA)
 	if err != nil {
 		panic(err)
 	}
@@ -28,7 +29,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	trusted := cardsig.NewKeySet(key)
+	trusted := jwk.NewKeySet(key)
 
 	// A client verifies with keys it chose to trust.
 	v, err := cardsig.Verify(signed, trusted, nil)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/jwk"
 )
 
 // FuzzCanonicalizeCard: any card JSON either fails to parse or
@@ -20,7 +21,7 @@ func FuzzCanonicalizeCard(f *testing.F) {
 	}
 	f.Add([]byte(`{"capabilities":{"extensions":[{"uri":"u","params":{"a":[1e400]}}]}}`))
 	f.Add([]byte(`{"securitySchemes":{"o":{"oauth2SecurityScheme":{"flows":{"implicit":null,"password":{"tokenUrl":"t"}}}}}}`))
-	set := NewKeySet(keys[EdDSA])
+	set := jwk.NewKeySet(keys[jwk.EdDSA])
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var card a2a.AgentCard
 		if err := a2a.Unmarshal(data, &card); err != nil {
@@ -50,7 +51,7 @@ func FuzzCanonicalizeCard(f *testing.F) {
 // verify unless they spell the genuine ones, never panic, and fail with
 // ErrInvalidSignature.
 func FuzzVerifySignature(f *testing.F) {
-	key := keys[EdDSA]
+	key := keys[jwk.EdDSA]
 	signed, err := Sign(testCard(), key, &SignOptions{JKU: "https://example.com/jwks"})
 	if err != nil {
 		f.Fatal(err)
@@ -60,7 +61,7 @@ func FuzzVerifySignature(f *testing.F) {
 	f.Add("eyJhbGciOiJub25lIn0", "")
 	f.Add("eyJhbGciOiJIUzI1NiIsImtpZCI6ImsifQ", "AAAA")
 	f.Add(s.Protected, s.Signature+"A")
-	set := NewKeySet(key)
+	set := jwk.NewKeySet(key)
 	f.Fuzz(func(t *testing.T, protected, signature string) {
 		card := testCard()
 		card.Signatures = []a2a.AgentCardSignature{{Protected: protected, Signature: signature}}

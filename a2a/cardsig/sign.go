@@ -10,6 +10,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 
 	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/jwk"
 )
 
 // SignOptions adjust Sign; nil means none.
@@ -25,7 +26,7 @@ type SignOptions struct {
 // Sign returns a copy of card with one more signature, made with the
 // private key: a JWS with protected header {"alg", "kid", "typ": "JOSE"}
 // over Canonicalize(card), payload detached. card is not modified.
-func Sign(card *a2a.AgentCard, key *Key, opts *SignOptions) (*a2a.AgentCard, error) {
+func Sign(card *a2a.AgentCard, key *jwk.Key, opts *SignOptions) (*a2a.AgentCard, error) {
 	if !key.IsPrivate() {
 		return nil, errors.New("cardsig: sign: not a private key")
 	}
@@ -40,7 +41,7 @@ func Sign(card *a2a.AgentCard, key *Key, opts *SignOptions) (*a2a.AgentCard, err
 	if opts != nil && opts.JKU != "" {
 		so = so.WithHeader("jku", opts.JKU)
 	}
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.SignatureAlgorithm(key.Algorithm()), Key: key.jwk.Key}, so)
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.SignatureAlgorithm(key.Algorithm()), Key: key.Signer()}, so)
 	if err != nil {
 		return nil, fmt.Errorf("cardsig: sign: %w", err)
 	}

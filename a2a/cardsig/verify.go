@@ -9,6 +9,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 
 	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/jwk"
 )
 
 // Verification errors. Branch with errors.Is: an error wrapping
@@ -24,7 +25,7 @@ var (
 
 // VerifyOptions adjust Verify; nil means the defaults.
 type VerifyOptions struct {
-	// Algorithms allowed, a subset of Algorithms (the default).
+	// Algorithms allowed, a subset of jwk.Algorithms (the default).
 	Algorithms []string
 }
 
@@ -43,17 +44,17 @@ const maxSignatures = 16
 // verifies. Keys come from keys only: a "jku" in a signature header is
 // ignored. A signature needs a protected "kid" and an allowed "alg" that
 // fits its key.
-func Verify(card *a2a.AgentCard, keys *KeySet, opts *VerifyOptions) (Verified, error) {
+func Verify(card *a2a.AgentCard, keys *jwk.KeySet, opts *VerifyOptions) (Verified, error) {
 	if len(card.Signatures) == 0 {
 		return Verified{}, ErrUnsigned
 	}
-	allowed := Algorithms
+	allowed := jwk.Algorithms
 	if opts != nil && len(opts.Algorithms) > 0 {
 		allowed = opts.Algorithms
 	}
 	algs := make([]jose.SignatureAlgorithm, 0, len(allowed))
 	for _, a := range allowed {
-		if !slices.Contains(Algorithms, a) {
+		if !slices.Contains(jwk.Algorithms, a) {
 			return Verified{}, fmt.Errorf("cardsig: algorithm %q is not supported", a)
 		}
 		algs = append(algs, jose.SignatureAlgorithm(a))
@@ -92,7 +93,7 @@ type unknownKidError struct{ kid string }
 func (e unknownKidError) Error() string        { return fmt.Sprintf("kid %q is not in the key set", e.kid) }
 func (e unknownKidError) Is(target error) bool { return target == ErrUnknownKey }
 
-func verifyOne(s a2a.AgentCardSignature, payload []byte, keys *KeySet, algs []jose.SignatureAlgorithm) (Verified, error) {
+func verifyOne(s a2a.AgentCardSignature, payload []byte, keys *jwk.KeySet, algs []jose.SignatureAlgorithm) (Verified, error) {
 	if s.Protected == "" || s.Signature == "" || strings.Contains(s.Protected, ".") || strings.Contains(s.Signature, ".") {
 		return Verified{}, errors.New("malformed JWS")
 	}
@@ -107,7 +108,7 @@ func verifyOne(s a2a.AgentCardSignature, payload []byte, keys *KeySet, algs []jo
 	if h.KeyID == "" {
 		return Verified{}, errors.New("no kid in the protected header")
 	}
-	candidates, known := keys.lookup(h.KeyID, h.Algorithm)
+	candidates, known := keys.Lookup(h.KeyID, h.Algorithm)
 	if !known {
 		return Verified{}, unknownKidError{h.KeyID}
 	}
@@ -115,7 +116,7 @@ func verifyOne(s a2a.AgentCardSignature, payload []byte, keys *KeySet, algs []jo
 		return Verified{}, fmt.Errorf("kid %q: no key for alg %s", h.KeyID, h.Algorithm)
 	}
 	for _, k := range candidates {
-		if err := jws.DetachedVerify(payload, k.jwk.Key); err == nil {
+		if err := jws.DetachedVerify(payload, k.PublicKey()); err == nil {
 			return Verified{KeyID: h.KeyID, Algorithm: h.Algorithm}, nil
 		}
 	}

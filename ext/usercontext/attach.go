@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
+	"strings"
 
 	"novaos.dev/novaos/a2a"
-	"novaos.dev/novaos/a2a/a2aclient"
 )
 
 // PlatformContextKey is the request metadata key of the platform's
@@ -16,31 +17,51 @@ import (
 // this package cannot import package agent, which imports it.
 const PlatformContextKey = "novaos.dev/context"
 
+// Activation is what the call sending a request Attach prepared must
+// carry: the extensions it activates. Without it the agent ignores the
+// payload. With a2aclient, send
+// a2aclient.WithExtensions(act.Extensions...); over plain HTTP, add
+// Header() to the request's headers.
+type Activation struct {
+	// Extensions are the URIs the call activates (A2A's A2A-Extensions
+	// service parameter): URI.
+	Extensions []string
+}
+
+// Header returns the activation as the A2A-Extensions HTTP header.
+func (a Activation) Header() http.Header {
+	h := http.Header{}
+	if len(a.Extensions) > 0 {
+		h.Set(a2a.HeaderExtensions, strings.Join(a.Extensions, ", "))
+	}
+	return h
+}
+
 // SealRequest seals values for the recipient, bound to run and to the
 // names they are filed under, and attaches them to req (see Attach). It is
 // the sealing side's one step:
 //
 //	req := a2aclient.TextRequest("send the report", "", "")
-//	activate, err := usercontext.SealRequest(req, recipient, run, secrets)
+//	act, err := usercontext.SealRequest(req, recipient, run, secrets)
 //	if err != nil { … }
-//	res, err := client.SendMessage(ctx, req, activate)
+//	res, err := client.SendMessage(ctx, req, a2aclient.WithExtensions(act.Extensions...))
 //
 // Errors name a secret, never its value.
-func SealRequest(req *a2a.SendMessageRequest, to Recipient, run Run, values map[string]Secret) (a2aclient.CallOption, error) {
+func SealRequest(req *a2a.SendMessageRequest, to Recipient, run Run, values map[string]Secret) (Activation, error) {
 	if err := checkAttach(req, run); err != nil {
-		return nil, err
+		return Activation{}, err
 	}
 	p, err := SealPayload(to, run, values)
 	if err != nil {
-		return nil, err
+		return Activation{}, err
 	}
 	return Attach(req, run, p)
 }
 
-// Attach puts p, sealed for run, into req and returns the call option
-// that activates the extension (the A2A-Extensions header) on the call
-// sending req; without it the agent ignores the payload. It writes
-// request metadata, which the agent reads before message metadata:
+// Attach puts p, sealed for run, into req and returns the Activation the
+// call sending req must carry (the A2A-Extensions header naming URI);
+// without it the agent ignores the payload. It writes request metadata,
+// which the agent reads before message metadata:
 //
 //   - metadata[URI] = p (nil p: an empty payload, the extension active
 //     with no secrets);
@@ -53,13 +74,13 @@ func SealRequest(req *a2a.SendMessageRequest, to Recipient, run Run, values map[
 // interface's tenant when req names none), else the platform context's:
 // run.TenantID must be that tenant. A req naming another tenant than run
 // is refused with ErrDelivery, as is an incomplete run.
-func Attach(req *a2a.SendMessageRequest, run Run, p *Payload) (a2aclient.CallOption, error) {
+func Attach(req *a2a.SendMessageRequest, run Run, p *Payload) (Activation, error) {
 	if err := checkAttach(req, run); err != nil {
-		return nil, err
+		return Activation{}, err
 	}
 	pc, err := platformContext(req.Metadata[PlatformContextKey])
 	if err != nil {
-		return nil, err
+		return Activation{}, err
 	}
 	pc["tenant_id"], pc["instance_id"], pc["run_id"] = run.TenantID, run.InstanceID, run.RunID
 	if p == nil {
@@ -70,7 +91,7 @@ func Attach(req *a2a.SendMessageRequest, run Run, p *Payload) (a2aclient.CallOpt
 	}
 	req.Metadata[PlatformContextKey] = pc
 	req.Metadata[URI] = p
-	return a2aclient.WithExtensions(URI), nil
+	return Activation{Extensions: []string{URI}}, nil
 }
 
 func checkAttach(req *a2a.SendMessageRequest, run Run) error {

@@ -11,8 +11,7 @@ import (
 )
 
 // The sealing side sends a run's secrets to an agent with one call: seal
-// into the request, then send it with the option that activates the
-// extension.
+// into the request, then send it activating the extension.
 func ExampleSealRequest() {
 	ctx := context.Background()
 	key, _ := usercontext.GenerateKey() // the agent's key; the caller holds only key.Recipient()
@@ -35,14 +34,14 @@ func ExampleSealRequest() {
 	}
 	req := a2aclient.TextRequest("send the report", "", "")
 	run := usercontext.Run{TenantID: "acme", InstanceID: "mailer-1", RunID: "run-42"}
-	activate, err := usercontext.SealRequest(req, key.Recipient(), run, map[string]usercontext.Secret{
+	act, err := usercontext.SealRequest(req, key.Recipient(), run, map[string]usercontext.Secret{
 		"SMTP_PASSWORD": usercontext.NewSecret("hunter2"),
 	})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	res, err := client.SendMessage(ctx, req, activate)
+	res, err := client.SendMessage(ctx, req, a2aclient.WithExtensions(act.Extensions...))
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -82,11 +82,14 @@ func TestSealRequestReachesTheAgent(t *testing.T) {
 			if tc.existing != nil {
 				req.Metadata = map[string]any{usercontext.PlatformContextKey: tc.existing}
 			}
-			activate, err := usercontext.SealRequest(req, key.Recipient(), run, map[string]usercontext.Secret{"NAME": usercontext.NewSecret(attachValue)})
+			act, err := usercontext.SealRequest(req, key.Recipient(), run, map[string]usercontext.Secret{"NAME": usercontext.NewSecret(attachValue)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := answer(t, c, req, activate); got != tc.want {
+			if diff := cmp.Diff([]string{usercontext.URI}, act.Extensions); diff != "" {
+				t.Errorf("activated extensions (-want +got):\n%s", diff)
+			}
+			if got := answer(t, c, req, a2aclient.WithExtensions(act.Extensions...)); got != tc.want {
 				t.Errorf("agent answered %q, want %q", got, tc.want)
 			}
 		})
@@ -138,13 +141,13 @@ func TestAttachWithoutSecretsOrActivation(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := a2aclient.TextRequest("read", "", "")
-			activate, err := usercontext.Attach(req, run, tc.payload)
+			act, err := usercontext.Attach(req, run, tc.payload)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var opts []a2aclient.CallOption
 			if tc.activate {
-				opts = append(opts, activate)
+				opts = append(opts, a2aclient.WithExtensions(act.Extensions...))
 			}
 			if got := answer(t, c, req, opts...); !strings.Contains(got, tc.want) {
 				t.Errorf("agent answered %q, want it to contain %q", got, tc.want)
@@ -184,9 +187,9 @@ func TestAttachRefuses(t *testing.T) {
 			if tc.req != nil {
 				before = tc.req.Metadata
 			}
-			opt, err := usercontext.SealRequest(tc.req, key.Recipient(), tc.run, tc.values)
-			if err == nil || opt != nil {
-				t.Fatalf("SealRequest = %v, %v; want an error", opt, err)
+			act, err := usercontext.SealRequest(tc.req, key.Recipient(), tc.run, tc.values)
+			if err == nil || act.Extensions != nil {
+				t.Fatalf("SealRequest = %v, %v; want an error", act, err)
 			}
 			if tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
 				t.Errorf("error %v, want %v", err, tc.wantErr)
@@ -204,5 +207,40 @@ func TestAttachRefuses(t *testing.T) {
 func TestPlatformContextKeyIsTheAgents(t *testing.T) {
 	if usercontext.PlatformContextKey != agent.ContextMetadataKey {
 		t.Errorf("PlatformContextKey %q, agent.ContextMetadataKey %q", usercontext.PlatformContextKey, agent.ContextMetadataKey)
+	}
+}
+
+// A caller without a2aclient's extension option activates with the
+// Activation's header.
+func TestActivationHeader(t *testing.T) {
+	if got := (usercontext.Activation{}).Header(); len(got) != 0 {
+		t.Errorf("no extensions: header %v, want none", got)
+	}
+	key, err := usercontext.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	c := secretAgent(t, usercontext.StaticKeyRing(key), &logs)
+	run := usercontext.Run{TenantID: "acme", InstanceID: "vault-1", RunID: "run-7"}
+	req := a2aclient.TextRequest("read", "", "")
+	act, err := usercontext.SealRequest(req, key.Recipient(), run, map[string]usercontext.Secret{"NAME": usercontext.NewSecret(attachValue)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := act.Header()
+	if diff := cmp.Diff([]string{usercontext.URI}, h.Values(a2a.HeaderExtensions)); diff != "" {
+		t.Errorf("header %s (-want +got):\n%s", a2a.HeaderExtensions, diff)
+	}
+	var opts []a2aclient.CallOption
+	for name, values := range h {
+		for _, v := range values {
+			opts = append(opts, a2aclient.WithHeader(name, v))
+		}
+	}
+	sum := sha256.Sum256([]byte(attachValue))
+	want := "sha256 " + hex.EncodeToString(sum[:]) + " tenant acme instance vault-1 run run-7 user "
+	if got := answer(t, c, req, opts...); got != want {
+		t.Errorf("agent answered %q, want %q", got, want)
 	}
 }

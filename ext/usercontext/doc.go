@@ -7,12 +7,13 @@
 // The platform seals (SealPayload, Seal) with the recipient's public key
 // and puts the Payload at metadata[URI] of the SendMessage request,
 // activating URI with the A2A-Extensions header. SealRequest (or Attach,
-// for a payload in hand) does all of it for an a2aclient call, and names
-// the run in the platform context the agent reads:
+// for a payload in hand) does all of it for a request, names the run in
+// the platform context the agent reads, and returns the Activation the
+// call must carry:
 //
 //	req := a2aclient.TextRequest("send the report", "", "")
-//	activate, err := usercontext.SealRequest(req, recipient, run, secrets)
-//	res, err := client.SendMessage(ctx, req, activate)
+//	act, err := usercontext.SealRequest(req, recipient, run, secrets)
+//	res, err := client.SendMessage(ctx, req, a2aclient.WithExtensions(act.Extensions...))
 //
 // The agent opens one
 // secret at a time (ParsePayload, Sealed.Open, or agent.Context.GetSecret,

@@ -21,6 +21,7 @@ import (
 	"novaos.dev/novaos/internal/builtin"
 	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/internal/tlscert"
+	"novaos.dev/novaos/jwk"
 	"novaos.dev/novaos/netguard"
 	"novaos.dev/novaos/registry"
 	"novaos.dev/novaos/secret"
@@ -46,7 +47,7 @@ type Options struct {
 	TCKStreamingTimeout time.Duration
 	// CardKey, a private key, signs every agent card (cardsig.Sign). Nil
 	// serves unsigned cards.
-	CardKey *cardsig.Key
+	CardKey *jwk.Key
 
 	// Bindings are the A2A protocol bindings the cards list, in the
 	// operator's order of preference (a2a.BindingJSONRPC,

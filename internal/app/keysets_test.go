@@ -18,6 +18,7 @@ import (
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/app"
 	"novaos.dev/novaos/internal/auth/authtest"
+	"novaos.dev/novaos/jwk"
 	"novaos.dev/novaos/netguard"
 )
 
@@ -33,7 +34,7 @@ func keySetKids(t *testing.T, url string) []string {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET %s: %d", url, resp.StatusCode)
 	}
-	set, err := cardsig.ParseKeySet(body)
+	set, err := jwk.ParseKeySet(body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,9 +50,9 @@ func keySetKids(t *testing.T, url string) []string {
 // the gate's admin) is refused by a verifier of the server's JWKS, and a
 // card verifies against the card key set only.
 func TestCardKeyKeptApartFromTokenKeys(t *testing.T) {
-	for _, alg := range []string{cardsig.EdDSA, cardsig.ES256} {
+	for _, alg := range []string{jwk.EdDSA, jwk.ES256} {
 		t.Run(alg, func(t *testing.T) {
-			cardKey, err := cardsig.GenerateKey(alg)
+			cardKey, err := jwk.GenerateKey(alg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +108,7 @@ func TestCardKeyKeptApartFromTokenKeys(t *testing.T) {
 				path string
 				ok   bool
 			}{{app.CardJWKSPath, true}, {app.JWKSPath, false}} {
-				keys, err := cardsig.FetchKeySet(ctx, srv.URL()+tc.path, nil)
+				keys, err := jwk.FetchKeySet(ctx, srv.URL()+tc.path, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -16,10 +16,10 @@ import (
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2aclient"
 	"novaos.dev/novaos/a2a/a2agrpc/grpcclient"
-	"novaos.dev/novaos/a2a/cardsig"
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/app"
 	"novaos.dev/novaos/internal/auth"
+	"novaos.dev/novaos/jwk"
 	"novaos.dev/novaos/memory"
 	"novaos.dev/novaos/resilience"
 	"novaos.dev/novaos/secret"
@@ -28,7 +28,7 @@ import (
 // The server verifies the tokens it signs at the memory service, and
 // publishes their keys, without the card key.
 func TestMemoryServiceBehindTokens(t *testing.T) {
-	cardKey, err := cardsig.GenerateKey("EdDSA")
+	cardKey, err := jwk.GenerateKey("EdDSA")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,14 +5,14 @@ import (
 	"testing"
 
 	"novaos.dev/novaos/a2a/a2asrv"
-	"novaos.dev/novaos/a2a/cardsig"
 	"novaos.dev/novaos/internal/app"
+	"novaos.dev/novaos/jwk"
 )
 
 // Every service of the list answers at its paths, and a path of none gets
 // the mux's 404: the list mounts what Start mounted by hand before.
 func TestEveryServiceIsMounted(t *testing.T) {
-	key, err := cardsig.GenerateKey("EdDSA")
+	key, err := jwk.GenerateKey("EdDSA")
 	if err != nil {
 		t.Fatal(err)
 	}

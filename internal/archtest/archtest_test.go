@@ -199,9 +199,10 @@ var rules = []rule{
 	},
 	{
 		pkg: module + "/identity",
-		why: "the public token verifier is imported by agents written outside the platform; it must not drag stores, database drivers or platform internals in",
+		why: "the public token verifier is imported by agents written outside the platform; it must not drag stores, database drivers or platform internals in, and it takes its keys from jwk, not from the card signer",
 		forbid: func(dep *pkg) bool {
-			return isDatabaseDriver(dep) || platformInternal(dep.ImportPath) || underAny(dep.ImportPath, "store")
+			return isDatabaseDriver(dep) || platformInternal(dep.ImportPath) || underAny(dep.ImportPath, "store") ||
+				dep.ImportPath == module+"/a2a/cardsig"
 		},
 	},
 	{
@@ -213,9 +214,9 @@ var rules = []rule{
 	},
 	{
 		pkg: module + "/gate",
-		why: "the governance SDK is imported by agents written outside the platform; it must not drag stores, database drivers or platform internals in",
+		why: "the governance SDK is imported by agents written outside the platform and its store contract by the stores; it must not drag stores, database drivers or platform internals in, nor the agent SDK (it takes a skill's execution through its own interfaces)",
 		forbid: func(dep *pkg) bool {
-			return isDatabaseDriver(dep) || platformInternal(dep.ImportPath) || underAny(dep.ImportPath, "store")
+			return isDatabaseDriver(dep) || platformInternal(dep.ImportPath) || underAny(dep.ImportPath, "store", "agent")
 		},
 	},
 	{
@@ -230,6 +231,27 @@ var rules = []rule{
 		why: "the RFC 8785 leaves sit under the public gate and a2a/cardsig packages; they must depend on the standard library only",
 		forbid: func(dep *pkg) bool {
 			return !dep.Standard
+		},
+	},
+	{
+		pkg: module + "/jwk",
+		why: "JSON Web Keys sit under identity and a2a/cardsig alike, so they depend on the standard library and go-jose only",
+		forbid: func(dep *pkg) bool {
+			return !dep.Standard && !joseModule(dep.ImportPath)
+		},
+	},
+	{
+		pkg: module + "/memory",
+		why: "the memory SDK is imported by agents written outside the platform and its store contract by the stores; it must not drag stores, database drivers or platform internals in, nor the agent SDK (it takes a skill's execution through its own interfaces)",
+		forbid: func(dep *pkg) bool {
+			return isDatabaseDriver(dep) || platformInternal(dep.ImportPath) || underAny(dep.ImportPath, "store", "agent")
+		},
+	},
+	{
+		pkg: module + "/ext/usercontext",
+		why: "an extension sits beside the A2A client, not on it: it says what a call must carry and the caller's client sends it",
+		forbid: func(dep *pkg) bool {
+			return dep.ImportPath == module+"/a2a/a2aclient" || underAny(dep.ImportPath, "agent", "store", "internal")
 		},
 	},
 	{
@@ -278,6 +300,12 @@ var rules = []rule{
 // for any of their users.
 func platformInternal(path string) bool {
 	return underAny(path, "internal") && path != module+"/internal/vecdot" && path != module+"/internal/jcs"
+}
+
+// joseModule reports whether path belongs to go-jose.
+func joseModule(path string) bool {
+	const m = "github.com/go-jose/go-jose/v4"
+	return path == m || strings.HasPrefix(path, m+"/")
 }
 
 // protoModule reports whether path belongs to protobuf, gRPC or what gRPC
@@ -445,6 +473,23 @@ func TestRulesCatchViolations(t *testing.T) {
 		{1, pkg{ImportPath: module + "/internal/jcs"}, false},
 		{14, pkg{ImportPath: "strconv", Standard: true}, false},
 		{14, pkg{ImportPath: module + "/a2a"}, true},
+		{10, pkg{ImportPath: module + "/a2a/cardsig"}, true},
+		{10, pkg{ImportPath: module + "/jwk"}, false},
+		{12, pkg{ImportPath: module + "/agent"}, true},
+		{12, pkg{ImportPath: module + "/secret"}, false},
+		{15, pkg{ImportPath: "crypto/ed25519", Standard: true}, false},
+		{15, pkg{ImportPath: "github.com/go-jose/go-jose/v4/json"}, false},
+		{15, pkg{ImportPath: "github.com/go-jose/go-jose/v5"}, true},
+		{15, pkg{ImportPath: module + "/a2a"}, true},
+		{16, pkg{ImportPath: module + "/agent"}, true},
+		{16, pkg{ImportPath: module + "/internal/vecdot"}, false},
+		{16, pkg{ImportPath: module + "/internal/memorysvc"}, true},
+		{16, pkg{ImportPath: module + "/store/sqlite"}, true},
+		{16, pkg{ImportPath: module + "/secret"}, false},
+		{17, pkg{ImportPath: module + "/a2a/a2aclient"}, true},
+		{17, pkg{ImportPath: module + "/agent"}, true},
+		{17, pkg{ImportPath: module + "/a2a"}, false},
+		{17, pkg{ImportPath: module + "/secret"}, false},
 		{len(rules) - 5, pkg{ImportPath: "google.golang.org/protobuf/proto"}, false},
 		{len(rules) - 5, pkg{ImportPath: module + "/a2a"}, true},
 		{len(rules) - 4, pkg{ImportPath: module + "/a2a/a2apb"}, false},

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
-	"novaos.dev/novaos/a2a/cardsig"
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/keyfile"
+	"novaos.dev/novaos/jwk"
 )
 
 // KeyFile is the key ring's name in the data directory.
@@ -91,10 +91,10 @@ type retiredKey struct {
 // ring is a loaded key ring.
 type ring struct {
 	file   ringFile
-	active *cardsig.Key // private
+	active *jwk.Key // private
 	// public is active's public half, made once: the verifier remembers
 	// a verified token only while its key source returns the same key.
-	public  *cardsig.Key
+	public  *jwk.Key
 	signer  jose.Signer
 	priv    any // the active private key, for SignJWT
 	created time.Time
@@ -103,7 +103,7 @@ type ring struct {
 }
 
 type published struct {
-	key   *cardsig.Key // public
+	key   *jwk.Key // public
 	until time.Time
 }
 
@@ -186,7 +186,7 @@ func Open(path string, opts Options) (*Issuer, error) {
 // create makes the ring file with a new key; when another process made it
 // first, its ring is loaded instead.
 func (i *Issuer) create() (*ring, error) {
-	key, err := cardsig.GenerateKey(cardsig.EdDSA)
+	key, err := jwk.GenerateKey(jwk.EdDSA)
 	if err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
 	}
@@ -229,22 +229,22 @@ func (i *Issuer) load() (*ring, error) {
 
 // parse makes a ring of a ring file's content.
 func (i *Issuer) parse(f ringFile, stamp fileStamp) (*ring, error) {
-	active, err := cardsig.ParseKey(f.Active.Key)
-	if err != nil || !active.IsPrivate() || active.Algorithm() != cardsig.EdDSA {
+	active, err := jwk.ParseKey(f.Active.Key)
+	if err != nil || !active.IsPrivate() || active.Algorithm() != jwk.EdDSA {
 		return nil, fmt.Errorf("auth: token key ring %s: the active key is not a private Ed25519 JWK", i.path)
 	}
-	var jwk jose.JSONWebKey
-	if err := jwk.UnmarshalJSON(f.Active.Key); err != nil {
+	var jk jose.JSONWebKey
+	if err := jk.UnmarshalJSON(f.Active.Key); err != nil {
 		return nil, fmt.Errorf("auth: token key ring %s: the active key does not parse", i.path)
 	}
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.EdDSA, Key: jose.JSONWebKey{Key: jwk.Key, KeyID: active.KeyID()}},
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.EdDSA, Key: jose.JSONWebKey{Key: jk.Key, KeyID: active.KeyID()}},
 		(&jose.SignerOptions{}).WithType("JWT"))
 	if err != nil {
 		return nil, fmt.Errorf("auth: token signer: %w", err)
 	}
-	r := &ring{file: f, active: active, public: active.Public(), signer: signer, priv: jwk.Key, created: f.Active.Created, stamp: stamp}
+	r := &ring{file: f, active: active, public: active.Public(), signer: signer, priv: jk.Key, created: f.Active.Created, stamp: stamp}
 	for _, rk := range f.Retired {
-		k, err := cardsig.ParseKey(rk.Key)
+		k, err := jwk.ParseKey(rk.Key)
 		if err != nil {
 			return nil, fmt.Errorf("auth: token key ring %s: a retired key does not parse: %w", i.path, err)
 		}
@@ -391,7 +391,7 @@ func (i *Issuer) Rotate(ctx context.Context) (string, error) {
 		}
 	}
 	now := i.opts.Now().UTC()
-	key, err := cardsig.GenerateKey(cardsig.EdDSA)
+	key, err := jwk.GenerateKey(jwk.EdDSA)
 	if err != nil {
 		return "", fmt.Errorf("auth: %w", err)
 	}
@@ -429,10 +429,10 @@ func (i *Issuer) Rotate(ctx context.Context) (string, error) {
 // PublicKeys returns the keys a verifier of the platform's tokens needs:
 // the active key's public half first, then every retired key still
 // published.
-func (i *Issuer) PublicKeys() []*cardsig.Key {
+func (i *Issuer) PublicKeys() []*jwk.Key {
 	r := i.current(false)
 	now := i.opts.Now()
-	keys := []*cardsig.Key{r.public}
+	keys := []*jwk.Key{r.public}
 	for _, p := range r.retired {
 		if p.until.After(now) {
 			keys = append(keys, p.key)
@@ -447,7 +447,7 @@ func (i *Issuer) KeyID() string { return i.current(false).active.KeyID() }
 // Key implements identity.KeySource over PublicKeys. Like every use of
 // the ring it looks at the file again when it was last checked more than
 // a second ago, so a key another process rotated in is found.
-func (i *Issuer) Key(_ context.Context, kid string) (*cardsig.Key, error) {
+func (i *Issuer) Key(_ context.Context, kid string) (*jwk.Key, error) {
 	r := i.current(false)
 	if r.active.KeyID() == kid {
 		return r.public, nil
@@ -498,8 +498,8 @@ func (i *Issuer) JWKSHandler() http.Handler {
 // skipped) with Cache-Control max-age maxAge (DefaultJWKSMaxAge when not
 // positive): a key set other than the token keys', such as the
 // agent-card signing key's.
-func KeySetHandler(maxAge time.Duration, keys ...*cardsig.Key) http.Handler {
-	var set []*cardsig.Key
+func KeySetHandler(maxAge time.Duration, keys ...*jwk.Key) http.Handler {
+	var set []*jwk.Key
 	for _, k := range keys {
 		if k != nil {
 			set = append(set, k)
@@ -508,10 +508,10 @@ func KeySetHandler(maxAge time.Duration, keys ...*cardsig.Key) http.Handler {
 	if maxAge <= 0 {
 		maxAge = DefaultJWKSMaxAge
 	}
-	return keySetHandler(func() []*cardsig.Key { return set }, maxAge)
+	return keySetHandler(func() []*jwk.Key { return set }, maxAge)
 }
 
-func keySetHandler(keys func() []*cardsig.Key, maxAge time.Duration) http.Handler {
+func keySetHandler(keys func() []*jwk.Key, maxAge time.Duration) http.Handler {
 	cacheControl := fmt.Sprintf("public, max-age=%d", int(maxAge/time.Second))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -519,7 +519,7 @@ func keySetHandler(keys func() []*cardsig.Key, maxAge time.Duration) http.Handle
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		body, err := json.Marshal(cardsig.NewKeySet(keys()...))
+		body, err := json.Marshal(jwk.NewKeySet(keys()...))
 		if err != nil {
 			http.Error(w, "key set unavailable", http.StatusInternalServerError)
 			return

@@ -19,10 +19,10 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/google/go-cmp/cmp"
-	"novaos.dev/novaos/a2a/cardsig"
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/auth"
 	"novaos.dev/novaos/internal/keyfile"
+	"novaos.dev/novaos/jwk"
 )
 
 const issuer = "http://127.0.0.1:8080"
@@ -76,11 +76,11 @@ func TestOpenCreatesOwnerOnlyKey(t *testing.T) {
 	// The kid is the RFC 7638 thumbprint of the public key.
 	pub := iss.PublicKeys()[0]
 	raw, _ := pub.MarshalJSON()
-	var jwk jose.JSONWebKey
-	if err := jwk.UnmarshalJSON(raw); err != nil {
+	var jk jose.JSONWebKey
+	if err := jk.UnmarshalJSON(raw); err != nil {
 		t.Fatal(err)
 	}
-	tp, _ := jwk.Thumbprint(crypto.SHA256)
+	tp, _ := jk.Thumbprint(crypto.SHA256)
 	if want := base64.RawURLEncoding.EncodeToString(tp); iss.KeyID() != want || pub.KeyID() != want {
 		t.Fatalf("kid %q, thumbprint %q", iss.KeyID(), want)
 	}
@@ -233,7 +233,7 @@ func jwksKids(t *testing.T, h http.Handler) []string {
 	if w.Code != http.StatusOK {
 		t.Fatalf("JWKS status %d", w.Code)
 	}
-	set, err := cardsig.ParseKeySet(w.Body.Bytes())
+	set, err := jwk.ParseKeySet(w.Body.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,16 +355,16 @@ func TestJWKSHandler(t *testing.T) {
 // The card key has a key set of its own: private members never served,
 // nil keys skipped, its own max-age.
 func TestKeySetHandler(t *testing.T) {
-	card, _ := cardsig.GenerateKey(cardsig.ES256)
+	card, _ := jwk.GenerateKey(jwk.ES256)
 	tests := []struct {
 		name   string
 		maxAge time.Duration
-		keys   []*cardsig.Key
+		keys   []*jwk.Key
 		kids   []string
 		cc     string
 	}{
-		{"card key", time.Minute, []*cardsig.Key{card}, []string{card.KeyID()}, "public, max-age=60"},
-		{"default max-age, nil skipped", 0, []*cardsig.Key{nil, card, nil}, []string{card.KeyID()}, "public, max-age=300"},
+		{"card key", time.Minute, []*jwk.Key{card}, []string{card.KeyID()}, "public, max-age=60"},
+		{"default max-age, nil skipped", 0, []*jwk.Key{nil, card, nil}, []string{card.KeyID()}, "public, max-age=300"},
 		{"no key", -time.Second, nil, nil, "public, max-age=300"},
 	}
 	for _, tc := range tests {

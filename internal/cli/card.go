@@ -14,6 +14,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/cardsig"
+	"novaos.dev/novaos/jwk"
 )
 
 // maxCardBytes bounds a fetched or read agent card.
@@ -138,7 +139,7 @@ func runCardVerify(ctx context.Context, args []string, e *env) int {
 	server := serverFlag(fs)
 	ca := caFlag(fs)
 	jwks := fs.String("jwks", "", "`URL or file` of the JWKS holding the keys you trust (required; a jku in the card is never used)")
-	algs := fs.String("alg", strings.Join(cardsig.Algorithms, ","), "comma-separated `algorithms` to accept")
+	algs := fs.String("alg", strings.Join(jwk.Algorithms, ","), "comma-separated `algorithms` to accept")
 	target, code, ok := parseTarget(fs, args)
 	if !ok {
 		return code
@@ -157,13 +158,13 @@ func runCardVerify(ctx context.Context, args []string, e *env) int {
 		fmt.Fprintf(e.stderr, "novaos card verify: %v\n", err)
 		return exitFail
 	}
-	var keys *cardsig.KeySet
+	var keys *jwk.KeySet
 	if strings.HasPrefix(*jwks, "http://") || strings.HasPrefix(*jwks, "https://") {
-		keys, err = cardsig.FetchKeySet(ctx, *jwks, &cardsig.FetchOptions{Client: hc})
+		keys, err = jwk.FetchKeySet(ctx, *jwks, &jwk.FetchOptions{Client: hc})
 	} else {
 		var data []byte
 		if data, err = os.ReadFile(*jwks); err == nil {
-			keys, err = cardsig.ParseKeySet(data)
+			keys, err = jwk.ParseKeySet(data)
 		}
 	}
 	if err != nil {
@@ -180,7 +181,7 @@ func runCardVerify(ctx context.Context, args []string, e *env) int {
 }
 
 // readCardKey reads a private JWK file; "" means no key.
-func readCardKey(path string) (*cardsig.Key, error) {
+func readCardKey(path string) (*jwk.Key, error) {
 	if path == "" {
 		return nil, nil
 	}
@@ -188,7 +189,7 @@ func readCardKey(path string) (*cardsig.Key, error) {
 	if err != nil {
 		return nil, fmt.Errorf("card key: %w", err)
 	}
-	key, err := cardsig.ParseKey(data)
+	key, err := jwk.ParseKey(data)
 	if err != nil {
 		return nil, fmt.Errorf("card key %s: %w", path, err)
 	}
@@ -246,7 +247,7 @@ func runCardSign(_ context.Context, args []string, e *env) int {
 
 func runCardKeygen(_ context.Context, args []string, e *env) int {
 	fs := newFlags("card keygen", "card keygen [--alg EdDSA|ES256|RS256] --out <file>", e)
-	alg := fs.String("alg", cardsig.EdDSA, "`algorithm`: EdDSA (Ed25519), ES256 or RS256")
+	alg := fs.String("alg", jwk.EdDSA, "`algorithm`: EdDSA (Ed25519), ES256 or RS256")
 	outFile := fs.String("out", "", "`file` to write the private JWK to (mode 0600; never overwritten)")
 	kid := fs.String("kid", "", "key `id` (default: the key's RFC 7638 thumbprint)")
 	if code, ok := parse(fs, args); !ok {
@@ -255,7 +256,7 @@ func runCardKeygen(_ context.Context, args []string, e *env) int {
 	if *outFile == "" {
 		return usageError(fs, "--out is required")
 	}
-	key, err := cardsig.GenerateKey(*alg)
+	key, err := jwk.GenerateKey(*alg)
 	if err != nil {
 		return usageError(fs, "%v", err)
 	}

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"novaos.dev/novaos/a2a"
-	"novaos.dev/novaos/a2a/cardsig"
 	"novaos.dev/novaos/internal/auth/authtest"
+	"novaos.dev/novaos/jwk"
 )
 
 // runCmd runs the novaos command line and returns its exit code and
@@ -75,9 +75,9 @@ func TestCardAgainstServe(t *testing.T) {
 	}
 	// A URL works as well as a name; a key set without the server's key
 	// does not verify.
-	other, _ := cardsig.GenerateKey(cardsig.EdDSA)
+	other, _ := jwk.GenerateKey(jwk.EdDSA)
 	otherFile := filepath.Join(dir, "other.json")
-	otherJWKS, _ := json.Marshal(cardsig.NewKeySet(other))
+	otherJWKS, _ := json.Marshal(jwk.NewKeySet(other))
 	os.WriteFile(otherFile, otherJWKS, 0o600)
 	code, _, stderr = runCmd(t, "card", "verify", base+"/agents/echo", "--jwks", otherFile)
 	if code != exitFail || !strings.Contains(stderr, "outside the key set") {
@@ -94,7 +94,7 @@ func TestCardAgainstServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cardKey, err := cardsig.ParseKey(keyJSON)
+	cardKey, err := jwk.ParseKey(keyJSON)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestCardUsageErrors(t *testing.T) {
 
 func TestServeRejectsBadCardKey(t *testing.T) {
 	dir := t.TempDir()
-	key, _ := cardsig.GenerateKey(cardsig.EdDSA)
+	key, _ := jwk.GenerateKey(jwk.EdDSA)
 	pub, _ := json.Marshal(key)
 	pubFile := filepath.Join(dir, "pub.jwk")
 	os.WriteFile(pubFile, pub, 0o600)

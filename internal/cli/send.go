@@ -418,7 +418,7 @@ func (s *sealing) into(req *a2a.SendMessageRequest, c *a2aclient.Client, e *env)
 	if run.RunID == "" {
 		run.RunID = a2a.NewID()
 	}
-	opt, err := usercontext.SealRequest(req, s.to, run, s.values)
+	act, err := usercontext.SealRequest(req, s.to, run, s.values)
 	if err != nil {
 		return nil, err
 	}
@@ -429,5 +429,5 @@ func (s *sealing) into(req *a2a.SendMessageRequest, c *a2aclient.Client, e *env)
 	}
 	fmt.Fprintf(e.stderr, "novaos send: sealed %s to kid %s for tenant %s, instance %s, run %s\n",
 		strings.Join(slices.Sorted(maps.Keys(s.values)), ", "), s.to.KID, run.TenantID, run.InstanceID, run.RunID)
-	return opt, nil
+	return a2aclient.WithExtensions(act.Extensions...), nil
 }

@@ -7,23 +7,23 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 
-	"novaos.dev/novaos/a2a/cardsig"
+	"novaos.dev/novaos/jwk"
 )
 
 // SignJWT signs claims as a JWT with key, naming its kid: what anyone
 // holding key can make, whichever key set it belongs to.
-func SignJWT(t testing.TB, key *cardsig.Key, claims map[string]any) string {
+func SignJWT(t testing.TB, key *jwk.Key, claims map[string]any) string {
 	t.Helper()
 	priv, err := key.PrivateJWK()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var jwk jose.JSONWebKey
-	if err := jwk.UnmarshalJSON(priv); err != nil {
+	var jk jose.JSONWebKey
+	if err := jk.UnmarshalJSON(priv); err != nil {
 		t.Fatal(err)
 	}
 	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.SignatureAlgorithm(key.Algorithm()),
-		Key: jose.JSONWebKey{Key: jwk.Key, KeyID: key.KeyID()}}, (&jose.SignerOptions{}).WithType("JWT"))
+		Key: jose.JSONWebKey{Key: jk.Key, KeyID: key.KeyID()}}, (&jose.SignerOptions{}).WithType("JWT"))
 	if err != nil {
 		t.Fatal(err)
 	}

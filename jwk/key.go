@@ -1,4 +1,4 @@
-package cardsig
+package jwk
 
 import (
 	"context"
@@ -27,7 +27,9 @@ const (
 	RS256 = "RS256" // RSASSA-PKCS1-v1_5 with SHA-256, keys of 2048 bits or more
 )
 
-// Algorithms is the default allow-list, in order of preference.
+// Algorithms are the algorithms this package supports, in order of
+// preference: the default allow-list of its users (card signatures,
+// tokens).
 var Algorithms = []string{EdDSA, ES256, RS256}
 
 // minRSABits is the smallest RSA modulus accepted for signing or
@@ -57,10 +59,10 @@ func GenerateKey(alg string) (*Key, error) {
 	case RS256:
 		priv, err = rsa.GenerateKey(rand.Reader, 3072)
 	default:
-		return nil, fmt.Errorf("cardsig: algorithm %q: want EdDSA, ES256 or RS256", alg)
+		return nil, fmt.Errorf("jwk: algorithm %q: want EdDSA, ES256 or RS256", alg)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cardsig: generate %s key: %w", alg, err)
+		return nil, fmt.Errorf("jwk: generate %s key: %w", alg, err)
 	}
 	k := &Key{jwk: jose.JSONWebKey{Key: priv, Algorithm: alg, Use: "sig"}}
 	if err := k.setThumbprintID(); err != nil {
@@ -76,7 +78,7 @@ func ParseKey(data []byte) (*Key, error) {
 	var jwk jose.JSONWebKey
 	if err := jwk.UnmarshalJSON(data); err != nil {
 		// go-jose's messages name the problem, never the key's values.
-		return nil, fmt.Errorf("cardsig: parse JWK: %w", err)
+		return nil, fmt.Errorf("jwk: parse JWK: %w", err)
 	}
 	return newKey(jwk)
 }
@@ -87,10 +89,10 @@ func newKey(jwk jose.JSONWebKey) (*Key, error) {
 		return nil, err
 	}
 	if jwk.Algorithm != "" && jwk.Algorithm != alg {
-		return nil, fmt.Errorf("cardsig: key %q: alg %q does not fit a %s key", jwk.KeyID, jwk.Algorithm, alg)
+		return nil, fmt.Errorf("jwk: key %q: alg %q does not fit a %s key", jwk.KeyID, jwk.Algorithm, alg)
 	}
 	if jwk.Use != "" && jwk.Use != "sig" {
-		return nil, fmt.Errorf("cardsig: key %q: use %q, want sig", jwk.KeyID, jwk.Use)
+		return nil, fmt.Errorf("jwk: key %q: use %q, want sig", jwk.KeyID, jwk.Use)
 	}
 	jwk.Algorithm = alg
 	k := &Key{jwk: jwk}
@@ -109,26 +111,26 @@ func keyAlgorithm(key any) (string, error) {
 		return EdDSA, nil
 	case *ecdsa.PublicKey:
 		if key.Curve != elliptic.P256() {
-			return "", fmt.Errorf("cardsig: EC key on %s: want P-256", key.Curve.Params().Name)
+			return "", fmt.Errorf("jwk: EC key on %s: want P-256", key.Curve.Params().Name)
 		}
 		return ES256, nil
 	case *ecdsa.PrivateKey:
 		return keyAlgorithm(&key.PublicKey)
 	case *rsa.PublicKey:
 		if key.N.BitLen() < minRSABits {
-			return "", fmt.Errorf("cardsig: RSA key of %d bits: want %d or more", key.N.BitLen(), minRSABits)
+			return "", fmt.Errorf("jwk: RSA key of %d bits: want %d or more", key.N.BitLen(), minRSABits)
 		}
 		return RS256, nil
 	case *rsa.PrivateKey:
 		return keyAlgorithm(&key.PublicKey)
 	}
-	return "", fmt.Errorf("cardsig: unsupported key type %T", key)
+	return "", fmt.Errorf("jwk: unsupported key type %T", key)
 }
 
 func (k *Key) setThumbprintID() error {
 	tp, err := k.jwk.Thumbprint(crypto.SHA256)
 	if err != nil {
-		return fmt.Errorf("cardsig: key thumbprint: %w", err)
+		return fmt.Errorf("jwk: key thumbprint: %w", err)
 	}
 	k.jwk.KeyID = base64.RawURLEncoding.EncodeToString(tp)
 	return nil
@@ -148,6 +150,17 @@ func (k *Key) WithKeyID(kid string) *Key {
 	c := *k
 	c.jwk.KeyID = kid
 	return &c
+}
+
+// Signer returns the private key as a crypto.Signer
+// (ed25519.PrivateKey, *ecdsa.PrivateKey or *rsa.PrivateKey), to sign
+// with; nil for a public key. It is the key's material: never print it.
+func (k *Key) Signer() crypto.Signer {
+	if !k.IsPrivate() {
+		return nil
+	}
+	s, _ := k.jwk.Key.(crypto.Signer)
+	return s
 }
 
 // PublicKey returns the key's public half as a crypto key:
@@ -171,7 +184,7 @@ func (k *Key) MarshalJSON() ([]byte, error) {
 // private). It fails for a public key.
 func (k *Key) PrivateJWK() ([]byte, error) {
 	if !k.IsPrivate() {
-		return nil, errors.New("cardsig: not a private key")
+		return nil, errors.New("jwk: not a private key")
 	}
 	return k.jwk.MarshalJSON()
 }
@@ -182,7 +195,7 @@ func (k Key) String() string {
 	if k.IsPrivate() {
 		kind = "private"
 	}
-	return fmt.Sprintf("cardsig.Key{kid=%q alg=%s %s}", k.jwk.KeyID, k.jwk.Algorithm, kind)
+	return fmt.Sprintf("jwk.Key{kid=%q alg=%s %s}", k.jwk.KeyID, k.jwk.Algorithm, kind)
 }
 
 // Format prints String for every verb, so %v, %+v and %#v cannot reveal
@@ -211,12 +224,12 @@ func ParseKeySet(data []byte) (*KeySet, error) {
 		Keys *[]json.RawMessage `json:"keys"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("cardsig: parse JWKS: %w", err)
+		return nil, fmt.Errorf("jwk: parse JWKS: %w", err)
 	}
 	if doc.Keys == nil {
 		k, err := ParseKey(data)
 		if err != nil {
-			return nil, fmt.Errorf("cardsig: parse JWKS: no \"keys\" member and not a JWK: %w", err)
+			return nil, fmt.Errorf("jwk: parse JWKS: no \"keys\" member and not a JWK: %w", err)
 		}
 		return NewKeySet(k), nil
 	}
@@ -261,8 +274,9 @@ func (s *KeySet) MarshalJSON() ([]byte, error) {
 	}{keys})
 }
 
-// lookup returns the keys with id kid that serve alg.
-func (s *KeySet) lookup(kid, alg string) (keys []*Key, known bool) {
+// Lookup returns the keys with id kid that serve alg; known reports
+// whether any key has id kid, whatever its algorithm.
+func (s *KeySet) Lookup(kid, alg string) (keys []*Key, known bool) {
 	if s == nil {
 		return nil, false
 	}
@@ -309,23 +323,23 @@ func FetchKeySet(ctx context.Context, url string, opts *FetchOptions) (*KeySet, 
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, fmt.Errorf("cardsig: fetch JWKS: %w", err)
+		return nil, fmt.Errorf("jwk: fetch JWKS: %w", err)
 	}
 	req.Header.Set("Accept", "application/jwk-set+json, application/json")
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("cardsig: fetch JWKS: %w", err)
+		return nil, fmt.Errorf("jwk: fetch JWKS: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("cardsig: fetch JWKS %s: status %s", req.URL.Redacted(), resp.Status)
+		return nil, fmt.Errorf("jwk: fetch JWKS %s: status %s", req.URL.Redacted(), resp.Status)
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, o.MaxBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("cardsig: fetch JWKS %s: %w", req.URL.Redacted(), err)
+		return nil, fmt.Errorf("jwk: fetch JWKS %s: %w", req.URL.Redacted(), err)
 	}
 	if int64(len(data)) > o.MaxBytes {
-		return nil, fmt.Errorf("cardsig: fetch JWKS %s: larger than %d bytes", req.URL.Redacted(), o.MaxBytes)
+		return nil, fmt.Errorf("jwk: fetch JWKS %s: larger than %d bytes", req.URL.Redacted(), o.MaxBytes)
 	}
 	return ParseKeySet(data)
 }
