@@ -47,7 +47,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"serve", "run the NovaOS server (agents over A2A, /healthz)", runServe},
+		{"serve", "run the platform: hosted agents over A2A, memory, gate, registry, tokens", runServe},
 		{"card", "get, verify and sign agent cards (card get|verify|sign|keygen)", runCard},
 		{"send", "send a message to an agent and print the frames it answers with", runSend},
 		{"bench", "measure end-to-end throughput and latency on loopback (bench a2a|memory|gate)", runBench},

@@ -14,7 +14,7 @@ func ExampleMain() {
 	// Usage: novaos <command> [flags]
 	//
 	// Commands:
-	//   serve    run the NovaOS server (agents over A2A, /healthz)
+	//   serve    run the platform: hosted agents over A2A, memory, gate, registry, tokens
 	//   card     get, verify and sign agent cards (card get|verify|sign|keygen)
 	//   send     send a message to an agent and print the frames it answers with
 	//   bench    measure end-to-end throughput and latency on loopback (bench a2a|memory|gate)
