@@ -233,6 +233,13 @@ var rules = []rule{
 		},
 	},
 	{
+		pkg: module + "/internal/strictjson",
+		why: "the strict JSON check sits under the public gate SDK and every service's decoders; it must depend on the standard library only",
+		forbid: func(dep *pkg) bool {
+			return !dep.Standard
+		},
+	},
+	{
 		pkg: module + "/a2a/a2apb",
 		why: "the generated gRPC messages are the wire contract only: protobuf, gRPC and the standard library",
 		forbid: func(dep *pkg) bool {
@@ -271,14 +278,18 @@ var rules = []rule{
 }
 
 // platformInternal reports whether path is one of the module's internal
-// packages that know the platform. internal/vecdot and internal/jcs are
-// not: leaves with no imports of the module (a dot product under the
-// public memory package; RFC 8785 strings, numbers and member order under
-// the public gate and a2a/cardsig), which Go lets those packages import
-// for any of their users.
+// packages that know the platform. internal/vecdot, internal/jcs and
+// internal/strictjson are not: leaves with no imports of the module (a dot
+// product under the public memory package; RFC 8785 under the public gate
+// and a2a/cardsig; the strict JSON check under the gate SDK), which Go
+// lets those packages import for any of their users.
 func platformInternal(path string) bool {
-	return underAny(path, "internal") && path != module+"/internal/vecdot" && path != module+"/internal/jcs"
+	return underAny(path, "internal") && !slices.Contains(leaves, path)
 }
+
+// leaves are the module's internal packages that depend on the standard
+// library only.
+var leaves = []string{module + "/internal/vecdot", module + "/internal/jcs", module + "/internal/strictjson"}
 
 // protoModule reports whether path belongs to protobuf, gRPC or what gRPC
 // itself imports (golang.org/x/net's HTTP/2, x/sys, x/text, the
@@ -443,6 +454,9 @@ func TestRulesCatchViolations(t *testing.T) {
 		{13, pkg{ImportPath: "golang.org/x/sys/cpu"}, true},
 		{12, pkg{ImportPath: module + "/internal/jcs"}, false},
 		{1, pkg{ImportPath: module + "/internal/jcs"}, false},
+		{12, pkg{ImportPath: module + "/internal/strictjson"}, false},
+		{15, pkg{ImportPath: "bytes", Standard: true}, false},
+		{15, pkg{ImportPath: module + "/a2a"}, true},
 		{14, pkg{ImportPath: "strconv", Standard: true}, false},
 		{14, pkg{ImportPath: module + "/a2a"}, true},
 		{len(rules) - 5, pkg{ImportPath: "google.golang.org/protobuf/proto"}, false},
