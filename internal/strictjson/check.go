@@ -42,7 +42,23 @@ type Fields struct {
 	Other *Fields
 	// Items describes the elements of an array.
 	Items *Fields
+	// Union, when set, makes one member's value depend on another's.
+	Union *Union
 }
+
+// A Union is an object whose member Tag, a string, says what the value of
+// its member Body may hold: a tool call's arguments, by the tool's name.
+// Body follows Variants[tag]; with no Tag, or a tag Variants does not
+// list, it may hold anything. A Body read before its Tag is checked when
+// its object closes, which reads Body's bytes again; a Tag first costs
+// nothing more.
+type Union struct {
+	Tag, Body string
+	Variants  map[string]*Fields
+}
+
+// variant returns the Fields of Body under tag.
+func (u *Union) variant(tag string) *Fields { return u.Variants[tag] }
 
 // member returns the Fields of the value of the member named name, and
 // whether the name is admitted.
@@ -54,6 +70,13 @@ func (f *Fields) member(name []byte) (*Fields, bool) {
 		return sub, true
 	}
 	return f.Other, f.Open
+}
+
+func (f *Fields) union() *Union {
+	if f == nil {
+		return nil
+	}
+	return f.Union
 }
 
 func (f *Fields) items() *Fields {

@@ -181,11 +181,12 @@ func TestDecode(t *testing.T) {
 }
 
 func FuzzQuickClean(f *testing.F) {
-	for _, s := range []string{`{}`, `{"a":[1,{"b":null}],"c":"\u00e9"}`, `{"a":1,"A":2}`, `{"a":-0.0e-0}`, `{"a":"\ud800"}`, "{\"a\":\"\xff\"}"} {
+	for _, s := range []string{`{}`, `{"a":[1,{"b":null}],"c":"\u00e9"}`, `{"a":1,"A":2}`, `{"a":-0.0e-0}`, `{"a":"\ud800"}`, "{\"a\":\"\xff\"}",
+		`{"params":{"arguments":{"scope":"run"},"name":"write"}}`, `{"params":{"name":"query","arguments":{"query":"q"}}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, c := range []*config{gateConfig(), {Options: Options{MaxDepth: DefaultMaxDepth}}} {
+		for _, c := range []*config{gateConfig(), {Options: Options{MaxDepth: DefaultMaxDepth}}, {Options: Options{MaxDepth: DefaultMaxDepth, Fields: call}}} {
 			if !quickClean(data, c) {
 				continue
 			}
@@ -229,5 +230,66 @@ func TestFoldKeyASCII(t *testing.T) {
 		if got, want := foldKey(s), foldRunes(s); got != want {
 			t.Errorf("foldKey(%q) = %q, want %q", s, got, want)
 		}
+	}
+}
+
+// call is a JSON-RPC tool call whose arguments depend on the tool.
+var call = &Fields{Open: true, Names: map[string]*Fields{
+	"params": {Open: true, Union: &Union{Tag: "name", Body: "arguments", Variants: map[string]*Fields{
+		"write": {Names: map[string]*Fields{"scope": nil, "content": nil}},
+		"query": {Names: map[string]*Fields{"scope": nil, "query": nil}},
+	}}},
+}}
+
+// TestUnion: a tool call's arguments follow the Fields of the tool its
+// name names, in whichever order the two members come; the fast path
+// takes a tag-first union without the walk, and the walk says where a
+// body read before its tag went wrong.
+func TestUnion(t *testing.T) {
+	o := &Options{Fields: call}
+	for _, tc := range []struct {
+		name  string
+		doc   string
+		quick bool
+		want  *Error
+	}{
+		{"tag first", `{"id":1,"params":{"name":"write","arguments":{"scope":"run","content":"x"}}}`, true, nil},
+		{"body first", `{"params":{"arguments":{"scope":"run","content":"x"},"name":"write"}}`, true, nil},
+		{"tag first, unknown", `{"params":{"name":"write","arguments":{"scope":"run","query":"x"}}}`, false,
+			&Error{Problem: Unknown, Path: "$.params.arguments.query", Key: "query"}},
+		{"body first, unknown", `{"params":{"arguments":{"scope":"run","query":"x"}, "name" : "write"}}`, false,
+			&Error{Problem: Unknown, Path: "$.params.arguments.query", Key: "query"}},
+		{"body first, nested unknown", `{"params":{"arguments":{"scope":"run","content":{"a":1}},"name":"query"}}`, false,
+			&Error{Problem: Unknown, Path: "$.params.arguments.content", Key: "content"}},
+		{"other tag", `{"params":{"name":"query","arguments":{"scope":"run","query":"x"}}}`, true, nil},
+		{"unlisted tag", `{"params":{"name":"other","arguments":{"Anything":1}}}`, true, nil},
+		{"no tag", `{"params":{"arguments":{"Anything":1}}}`, true, nil},
+		{"escaped tag", `{"params":{"name":"wr\u0069te","arguments":{"Scope":1}}}`, false,
+			&Error{Problem: Unknown, Path: "$.params.arguments.Scope", Key: "Scope"}},
+		{"tag not a string", `{"params":{"name":5,"arguments":{"Anything":1}}}`, false, nil},
+		{"duplicate in a deferred body", `{"params":{"arguments":{"scope":1,"scope":2},"name":"write"}}`, false,
+			&Error{Problem: Duplicate, Path: "$.params.arguments.scope", Key: "scope"}},
+		{"duplicate tag", `{"params":{"name":"query","arguments":{"query":1},"name":"write"}}`, false,
+			&Error{Problem: Duplicate, Path: "$.params.name", Key: "name"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := quickClean([]byte(tc.doc), &config{Options: Options{Fields: call, MaxDepth: DefaultMaxDepth}}); got != tc.quick {
+				t.Errorf("quickClean = %v, want %v", got, tc.quick)
+			}
+			err := Check([]byte(tc.doc), o)
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("Check: %v, want nil", err)
+				}
+				return
+			}
+			var se *Error
+			if !errors.As(err, &se) {
+				t.Fatalf("Check: %v, want an *Error", err)
+			}
+			if diff := cmp.Diff(tc.want, se); diff != "" {
+				t.Errorf("Check (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

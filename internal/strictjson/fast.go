@@ -85,6 +85,12 @@ func (s *scanner) object(depth int, f *Fields) bool {
 		return true
 	}
 	var seen map[string]struct{}
+	u := f.union()
+	var (
+		tag       []byte // the union's tag, once read
+		body      [2]int // where the union's body is, while it waits for its tag
+		deferBody bool
+	)
 	for {
 		if s.i >= len(s.in) || s.in[s.i] != '"' {
 			return false
@@ -102,6 +108,14 @@ func (s *scanner) object(depth int, f *Fields) bool {
 		if !known {
 			return false
 		}
+		isTag, isBody := u != nil && string(name) == u.Tag, u != nil && string(name) == u.Body
+		if isBody {
+			if tag != nil {
+				sub = u.variant(string(tag))
+			} else {
+				sub, deferBody = nil, true
+			}
+		}
 		key := s.c.key(name)
 		if _, dup := seen[key]; dup {
 			return false
@@ -116,13 +130,47 @@ func (s *scanner) object(depth int, f *Fields) bool {
 		}
 		s.i++
 		s.space()
+		start := s.i
 		if !s.value(depth+1, sub) {
 			return false
 		}
-		if more, ok := s.separator('}'); !more {
-			return ok
+		switch {
+		case isTag:
+			if tag = s.simpleString(start); tag == nil {
+				return false
+			}
+		case isBody && deferBody:
+			body = [2]int{start, s.i}
+		}
+		more, ok := s.separator('}')
+		if more {
+			continue
+		}
+		if ok && deferBody && tag != nil {
+			// The body came before its tag: scan it again, now knowing
+			// what it may hold.
+			again := scanner{in: s.in[:body[1]], i: body[0], c: s.c}
+			return again.value(depth+1, u.variant(string(tag))) && again.i == body[1]
+		}
+		return ok
+	}
+}
+
+// simpleString returns the contents of the string value in[start:s.i]
+// when it is ASCII without escapes, so that its raw bytes are its text;
+// otherwise nil, and the walk reads it.
+func (s *scanner) simpleString(start int) []byte {
+	raw := s.in[start:s.i]
+	if len(raw) < 2 || raw[0] != '"' {
+		return nil
+	}
+	raw = raw[1 : len(raw)-1]
+	for _, c := range raw {
+		if c == '\\' || c >= 0x80 {
+			return nil
 		}
 	}
+	return raw
 }
 
 // separator scans what follows a container's member: a comma (more is

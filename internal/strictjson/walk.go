@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 )
 
 // walk is Check through encoding/json's tokens: slow, and the one that
@@ -13,7 +14,7 @@ import (
 func walk(data []byte, c *config) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	w := walker{dec: dec, c: c}
+	w := walker{in: data, dec: dec, c: c}
 	t, err := dec.Token()
 	if err != nil {
 		return &Error{Problem: Syntax, Path: "$", Err: err}
@@ -34,6 +35,8 @@ func walk(data []byte, c *config) error {
 // kept as steps and spelled out only for an error: most documents have
 // none, and building every member's path cost more than the walk.
 type walker struct {
+	in    []byte
+	base  int // where in the document in starts
 	dec   *json.Decoder
 	c     *config
 	steps []step
@@ -83,6 +86,12 @@ func (w *walker) next(depth int, f *Fields) error {
 
 func (w *walker) object(depth int, f *Fields) error {
 	var seen map[string]struct{}
+	u := f.union()
+	var (
+		tag       *string
+		body      [2]int // where the union's body is, while it waits for its tag
+		bodySteps []step
+	)
 	for w.dec.More() {
 		t, err := w.dec.Token()
 		if err != nil {
@@ -105,13 +114,56 @@ func (w *walker) object(depth int, f *Fields) error {
 			seen = make(map[string]struct{}, 8)
 		}
 		seen[key] = struct{}{}
-		if err := w.next(depth, sub); err != nil {
-			return err
+		isBody := u != nil && name == u.Body
+		switch {
+		case u != nil && name == u.Tag:
+			t, err := w.dec.Token()
+			if err != nil {
+				return w.fail(Syntax, err)
+			}
+			if s, ok := t.(string); ok {
+				tag = &s
+			}
+			if err := w.value(t, depth, sub); err != nil {
+				return err
+			}
+		case isBody && tag != nil:
+			if err := w.next(depth, u.variant(*tag)); err != nil {
+				return err
+			}
+		case isBody:
+			start := w.base + int(w.dec.InputOffset())
+			if err := w.next(depth, nil); err != nil {
+				return err
+			}
+			body = [2]int{start, w.base + int(w.dec.InputOffset())}
+			bodySteps = slices.Clone(w.steps)
+		default:
+			if err := w.next(depth, sub); err != nil {
+				return err
+			}
 		}
 		w.steps = w.steps[:len(w.steps)-1]
 	}
 	if _, err := w.dec.Token(); err != nil { // the closing brace
 		return w.fail(Syntax, err)
 	}
+	if bodySteps != nil && tag != nil {
+		return w.again(body, bodySteps, depth, u.variant(*tag))
+	}
 	return nil
+}
+
+// again walks the value at in[span[0]:span[1]] (after a member name: a
+// colon, then the value) once more under f, for a union body read before
+// its tag.
+func (w *walker) again(span [2]int, steps []step, depth int, f *Fields) error {
+	in := w.in[span[0]-w.base : span[1]-w.base]
+	i := skipSpace(in, 0)
+	if i < len(in) && in[i] == ':' {
+		i++
+	}
+	sub := walker{in: in[i:], base: span[0] + i, dec: json.NewDecoder(bytes.NewReader(in[i:])), c: w.c, steps: steps}
+	sub.dec.UseNumber()
+	return sub.next(depth, f)
 }
