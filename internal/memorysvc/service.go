@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"novaos.dev/novaos/a2a"
@@ -75,6 +76,9 @@ type Service struct {
 
 	gateKick chan struct{} // a proposal is waiting
 	stopOnce sync.Once
+	// argChecks counts the passes tools made over their own arguments,
+	// which Handler's check of the whole body spares them.
+	argChecks atomic.Int64
 }
 
 // New returns a Service over store. Call Run to start its workers.
