@@ -47,6 +47,8 @@ func TestDecodeJSON(t *testing.T) {
 		{"unknown field", "application/json", `{"text":"hi","colour":1}`, Body{}, ProblemMalformedJSON, ""},
 		{"unknown field allowed", "application/json", `{"text":"hi","colour":1}`, Body{AllowUnknown: true}, "", "hi"},
 		{"two values", "application/json", `{"text":"a"}{"text":"b"}`, Body{}, ProblemMalformedJSON, ""},
+		{"repeated member", "application/json", `{"text":"a","text":"b"}`, Body{}, ProblemMalformedJSON, ""},
+		{"repeated member, unknown allowed", "application/json", `{"text":"a","x":{"k":1,"k":2}}`, Body{AllowUnknown: true}, ProblemMalformedJSON, ""},
 		{"truncated", "application/json", `{"text":`, Body{}, ProblemMalformedJSON, ""},
 		{"empty", "application/json", ``, Body{}, ProblemMalformedJSON, ""},
 		{"empty allowed", "application/json", " \n", Body{AllowEmpty: true}, "", ""},
