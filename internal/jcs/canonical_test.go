@@ -526,3 +526,27 @@ func FuzzCanonicalize(f *testing.F) {
 		}
 	})
 }
+
+// Options.MaxDepth moves the nesting bound both ways.
+func TestCanonicalizeMaxDepth(t *testing.T) {
+	deep := func(n int) []byte { return []byte(strings.Repeat("[", n) + strings.Repeat("]", n)) }
+	for _, tc := range []struct {
+		name    string
+		depth   int
+		o       *Options
+		problem string
+	}{
+		{"default", 64, nil, ""},
+		{"beyond the default", 65, nil, "depth"},
+		{"raised", 1000, &Options{MaxDepth: 1000}, ""},
+		{"beyond the raised", 1001, &Options{MaxDepth: 1000}, "depth"},
+		{"lowered", 3, &Options{MaxDepth: 2}, "depth"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Canonicalize(deep(tc.depth), tc.o)
+			if got := canonProblem(err); got != tc.problem {
+				t.Errorf("problem %q (%v), want %q", got, err, tc.problem)
+			}
+		})
+	}
+}
