@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"novaos.dev/novaos/internal/strictjson"
+	"novaos.dev/novaos/problem"
 )
 
 // DefaultMaxBodyBytes bounds a REST request body when API.MaxBodyBytes is
@@ -35,7 +36,7 @@ type Body struct {
 
 // DecodeJSON reads r's body into v: an application/json body holding
 // exactly one JSON value, with no member named twice in one object, within
-// b.MaxBytes. Its error is a *Problem
+// b.MaxBytes. Its error is a *problem.Problem
 // (415 with an Accept header set on w, 413, or 400 malformed-json), ready
 // for API.Fail or WriteProblem.
 func DecodeJSON(w http.ResponseWriter, r *http.Request, v any, b Body) error {
@@ -47,12 +48,12 @@ func DecodeJSON(w http.ResponseWriter, r *http.Request, v any, b Body) error {
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		w.Header().Set("Accept", "application/json")
-		return &Problem{Type: ProblemUnsupportedMedia, Status: http.StatusUnsupportedMediaType,
+		return &problem.Problem{Type: problem.TypeUnsupportedMedia, Status: http.StatusUnsupportedMediaType,
 			Title: "Unsupported Media Type", Detail: "send " + b.What + " as application/json"}
 	}
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, b.MaxBytes))
 	if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
-		return &Problem{Type: ProblemBodyTooLarge, Status: http.StatusRequestEntityTooLarge,
+		return &problem.Problem{Type: problem.TypeBodyTooLarge, Status: http.StatusRequestEntityTooLarge,
 			Title: "Content Too Large", Detail: fmt.Sprintf("the body is larger than %d bytes", b.MaxBytes)}
 	}
 	if err == nil && len(bytes.TrimSpace(data)) == 0 {
@@ -67,6 +68,6 @@ func DecodeJSON(w http.ResponseWriter, r *http.Request, v any, b Body) error {
 	if err == nil {
 		return nil
 	}
-	return &Problem{Type: ProblemMalformedJSON, Status: http.StatusBadRequest,
+	return &problem.Problem{Type: problem.TypeMalformedJSON, Status: http.StatusBadRequest,
 		Title: "Malformed JSON", Detail: strings.TrimPrefix(err.Error(), "json: ")}
 }
