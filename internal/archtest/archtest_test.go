@@ -240,6 +240,13 @@ var rules = []rule{
 		},
 	},
 	{
+		pkg: module + "/problem",
+		why: "the RFC 9457 problem is read and written by every SDK client and every service, so it depends on the standard library only",
+		forbid: func(dep *pkg) bool {
+			return !dep.Standard
+		},
+	},
+	{
 		pkg: module + "/a2a/a2apb",
 		why: "the generated gRPC messages are the wire contract only: protobuf, gRPC and the standard library",
 		forbid: func(dep *pkg) bool {
@@ -457,6 +464,8 @@ func TestRulesCatchViolations(t *testing.T) {
 		{12, pkg{ImportPath: module + "/internal/strictjson"}, false},
 		{15, pkg{ImportPath: "bytes", Standard: true}, false},
 		{15, pkg{ImportPath: module + "/a2a"}, true},
+		{16, pkg{ImportPath: "net/http", Standard: true}, false},
+		{16, pkg{ImportPath: module + "/internal/httpapi"}, true},
 		{14, pkg{ImportPath: "strconv", Standard: true}, false},
 		{14, pkg{ImportPath: module + "/a2a"}, true},
 		{len(rules) - 5, pkg{ImportPath: "google.golang.org/protobuf/proto"}, false},
