@@ -8,7 +8,10 @@
 // (PrepareSession, PrepareActionWrite), how an audit entry takes its
 // place in the chain (Chain), and how a ledger entry is filed with its
 // series' running totals (RunningTotal, LedgerSeries, LedgerHeads.File,
-// ReadLedgerTotals). It holds what is
+// ReadLedgerTotals); the memory store's rows (MemoryCols, ProposalCols,
+// HintCols with ScanMemory, ScanProposal, ScanHint, times as Millis) and
+// a push config's delivery state (PushStateCols, ScanPushState). It holds
+// what is
 // SQL but not one dialect's, so it stays out of the public a2a/a2astore,
 // whose encodings any store may use; it is internal to store/ because no
 // one else writes SQL.
