@@ -293,3 +293,47 @@ func TestUnion(t *testing.T) {
 		})
 	}
 }
+
+// TestUnionNested: a deferred body inside a deferred body is walked again
+// at its own offset, and its path says where.
+func TestUnionNested(t *testing.T) {
+	inner := &Fields{Union: &Union{Tag: "kind", Body: "spec", Variants: map[string]*Fields{
+		"a": {Names: map[string]*Fields{"x": nil}},
+	}}, Names: map[string]*Fields{"kind": nil, "spec": nil}}
+	outer := &Fields{Open: true, Union: &Union{Tag: "name", Body: "args", Variants: map[string]*Fields{"t": inner}}}
+	for _, tc := range []struct {
+		name, doc string
+		want      *Error
+	}{
+		{"clean", `{"args":{"spec":{"x":1},"kind":"a"},"name":"t"}`, nil},
+		{"inner unknown", `{"args" : {"spec" : {"y":1} , "kind":"a"}, "name":"t"}`,
+			&Error{Problem: Unknown, Path: "$.args.spec.y", Key: "y"}},
+		{"inner unknown, escaped", `{"args":{"spec":{"\u0079":1},"kind":"a"},"name":"t"}`,
+			&Error{Problem: Unknown, Path: "$.args.spec.y", Key: "y"}},
+		{"outer unknown", `{"args":{"kind":"a","zz":1},"name":"t"}`,
+			&Error{Problem: Unknown, Path: "$.args.zz", Key: "zz"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Check([]byte(tc.doc), &Options{Fields: outer})
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("Check: %v", err)
+				}
+				return
+			}
+			var se *Error
+			if !errors.As(err, &se) {
+				t.Fatalf("Check: %v, want an *Error", err)
+			}
+			if diff := cmp.Diff(tc.want, se); diff != "" {
+				t.Errorf("Check (-want +got):\n%s", diff)
+			}
+			// The walk alone agrees, at any offset.
+			padded := "   " + tc.doc
+			var again *Error
+			if !errors.As(walk([]byte(padded), &config{Options: Options{Fields: outer, MaxDepth: DefaultMaxDepth}}), &again) || again.Path != tc.want.Path {
+				t.Errorf("walk of the padded document: %v, want the problem at %s", again, tc.want.Path)
+			}
+		})
+	}
+}
