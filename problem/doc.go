@@ -1,7 +1,7 @@
-// Package problem is RFC 9457 problem details, the error body of every
-// REST API the platform serves.
+// Package problem is RFC 9457 problem details, the platform's REST error body.
 //
-// A service answers a refusal with a [Problem] as [ContentType]; a client
+// Every REST API the platform serves answers a refusal with one. A service
+// answers a refusal with a [Problem] as [ContentType]; a client
 // reads the body back into one and branches on its Type, a stable URI.
 // The types every service shares (a malformed body, an unknown route, a
 // missing token, an overloaded server, …) are listed here once; a service
