@@ -1,8 +1,8 @@
 // Package problem is RFC 9457 problem details, the platform's REST error body.
 //
-// Every REST API the platform serves answers a refusal with one. A service
-// answers a refusal with a [Problem] as [ContentType]; a client
-// reads the body back into one and branches on its Type, a stable URI.
+// Every REST API the platform serves answers a refusal with a [Problem]
+// as [ContentType]; a client reads the body back into one and branches on
+// its Type, a stable URI.
 // The types every service shares (a malformed body, an unknown route, a
 // missing token, an overloaded server, …) are listed here once; a service
 // adds its own for its domain's errors. The clients of the gate and the
