@@ -175,10 +175,10 @@ func walkKeys(data []byte, mode keyMode) (*keyRewriter, error) {
 
 // CheckKeys refuses a JSON document that repeats a key within one object,
 // at any depth, with a *DuplicateKeyError saying where; malformed JSON gets
-// encoding/json's syntax error. It is for JSON that is not A2A's own (MCP
-// requests, service bodies), which encoding/json would read last-wins while
-// another reader keeps the first value. Keys are compared exactly, after
-// unescaping. The cost is linear in len(data).
+// encoding/json's syntax error. It is for A2A JSON read without
+// Unmarshal's key rewriting (the v0.3 wire in a2av03), which encoding/json
+// would read last-wins while another reader keeps the first value. Keys
+// are compared exactly, after unescaping. The cost is linear in len(data).
 func CheckKeys(data []byte) error {
 	if !json.Valid(data) {
 		var scratch any

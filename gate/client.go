@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"novaos.dev/novaos/problem"
 	"novaos.dev/novaos/resilience"
 	"novaos.dev/novaos/secret"
 )
@@ -146,12 +147,10 @@ func NewClient(cfg Config, o *ClientOptions) (*Client, error) {
 }
 
 // Problem is an RFC 9457 problem the gate answered with. Reason, when the
-// gate gave one, is the gate's own code for the refusal.
+// gate gave one, is the gate's own code for the refusal: an extension
+// member of the problem.
 type Problem struct {
-	Type   string `json:"type,omitempty"`
-	Title  string `json:"title,omitempty"`
-	Status int    `json:"status,omitempty"`
-	Detail string `json:"detail,omitempty"`
+	problem.Problem
 	Reason Reason `json:"reason,omitempty"`
 
 	retryAfter time.Duration

@@ -43,21 +43,22 @@ func FingerprintJSON(actionType, contextType string, context []byte) (string, er
 	}
 	// The envelope's names are fixed and already in JCS order, so the
 	// canonical document is written around the context in one buffer.
-	c := newCanonicalizer(context, true, len(context)+len(actionType)+len(contextType)+48)
-	c.out = append(c.out, `{"action_type":`...)
-	c.out = jcs.AppendString(c.out, actionType)
-	c.out = append(c.out, `,"context":`...)
-	ctxStart := len(c.out)
-	if err := c.document(); err != nil {
+	out := make([]byte, 0, len(context)+len(actionType)+len(contextType)+48)
+	out = append(out, `{"action_type":`...)
+	out = jcs.AppendString(out, actionType)
+	out = append(out, `,"context":`...)
+	ctxStart := len(out)
+	out, err := jcs.AppendCanonical(out, context, fingerprintNumbers)
+	if err != nil {
 		return "", fmt.Errorf("gate: fingerprint: context: %w", err)
 	}
-	if c.out[ctxStart] != '{' {
+	if out[ctxStart] != '{' {
 		return "", errors.New("gate: fingerprint: context: not a JSON object")
 	}
-	c.out = append(c.out, `,"context_type":`...)
-	c.out = jcs.AppendString(c.out, contextType)
-	c.out = append(c.out, '}')
-	sum := sha256.Sum256(c.out)
+	out = append(out, `,"context_type":`...)
+	out = jcs.AppendString(out, contextType)
+	out = append(out, '}')
+	sum := sha256.Sum256(out)
 	var text [2 * sha256.Size]byte
 	hex.Encode(text[:], sum[:])
 	return string(text[:]), nil

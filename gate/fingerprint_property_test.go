@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -552,6 +553,9 @@ func TestFingerprintMutations(t *testing.T) {
 	t.Logf("mutations applied: %v", applied)
 }
 
+// maxSafeInteger is 2^53-1, beyond which Canonicalize refuses numbers.
+const maxSafeInteger = 1<<53 - 1
+
 func TestFingerprintGeneratorSpellsValidJSON(t *testing.T) {
 	// The generator's own check: varied encodings stay valid JSON text.
 	rng := rand.New(rand.NewPCG(3, 3))
@@ -560,8 +564,8 @@ func TestFingerprintGeneratorSpellsValidJSON(t *testing.T) {
 		if !utf8.Valid(b) {
 			t.Fatalf("invalid UTF-8: %q", b)
 		}
-		if _, err := refDecode(b); err != nil {
-			t.Fatalf("%s: %v", b, err)
+		if !json.Valid(b) {
+			t.Fatalf("%s: not one valid JSON value", b)
 		}
 	}
 }

@@ -3,7 +3,6 @@ package gate
 import (
 	"encoding/json"
 	"testing"
-	"unicode/utf8"
 )
 
 // BenchmarkCheckStructure is the duplicate-member check on a submitted
@@ -39,20 +38,4 @@ func BenchmarkCheckStructure(b *testing.B) {
 			}
 		}
 	})
-}
-
-// The ASCII shortcut of foldKey must fold as the rune-by-rune rule does.
-func TestFoldKeyASCII(t *testing.T) {
-	var all []byte
-	for c := range byte(utf8.RuneSelf) {
-		all = append(all, c)
-		if got, want := foldKey(string(c)), foldRunes(string(c)); got != want {
-			t.Errorf("foldKey(%q) = %q, want %q", c, got, want)
-		}
-	}
-	for _, s := range []string{string(all), "verdict", "VERDICT", "Verdict", "kind", "rule_id_cited", ""} {
-		if got, want := foldKey(s), foldRunes(s); got != want {
-			t.Errorf("foldKey(%q) = %q, want %q", s, got, want)
-		}
-	}
 }

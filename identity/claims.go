@@ -1,13 +1,14 @@
 package identity
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"strings"
 	"time"
+
+	"novaos.dev/novaos/internal/strictjson"
 )
 
 // Claim names. The Python SDK's verifier names user_id, tenant_id, run_id,
@@ -172,20 +173,22 @@ func parseClaims(data []byte) (*Claims, error) {
 	return c, nil
 }
 
-// eachMember reads one JSON object, refusing duplicate members and
-// anything after the object, and hands each member's value to fn in the
-// order the object's members sorted by name. Its errors say where the
-// document went wrong, not what it held.
+// eachMember reads one JSON object, refusing a member named twice at any
+// depth and anything after the object, and hands each member's value to
+// fn. Its errors say where the document went wrong, not what it held.
 func eachMember(data []byte, fn func(name string, raw json.RawMessage) error) error {
+	err := strictjson.Check(data, &strictjson.Options{Object: true})
+	if se, ok := errors.AsType[*strictjson.Error](err); ok {
+		switch se.Problem {
+		case strictjson.NotObject:
+			return errors.New("not a JSON object")
+		case strictjson.Duplicate:
+			return errors.New("a member appears twice")
+		}
+	}
 	var m map[string]json.RawMessage
-	if len(bytes.TrimSpace(data)) == 0 || bytes.TrimSpace(data)[0] != '{' {
-		return errors.New("not a JSON object")
-	}
-	if err := json.Unmarshal(data, &m); err != nil {
+	if err != nil || json.Unmarshal(data, &m) != nil {
 		return errors.New("not valid JSON")
-	}
-	if n := topLevelKeys(data); n != len(m) {
-		return errors.New("a member appears twice")
 	}
 	for name, raw := range m {
 		if err := fn(name, raw); err != nil {
@@ -193,39 +196,6 @@ func eachMember(data []byte, fn func(name string, raw json.RawMessage) error) er
 		}
 	}
 	return nil
-}
-
-// topLevelKeys counts the member names of the object data holds, which
-// json.Unmarshal has already found well-formed: every string at depth one
-// that is followed by a colon. Linear, and allocation-free.
-func topLevelKeys(data []byte) int {
-	n, depth := 0, 0
-	for i := 0; i < len(data); i++ {
-		switch data[i] {
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-		case '"':
-			j := i + 1
-			for ; j < len(data) && data[j] != '"'; j++ {
-				if data[j] == '\\' {
-					j++
-				}
-			}
-			if depth == 1 {
-				k := j + 1
-				for k < len(data) && (data[k] == ' ' || data[k] == '\t' || data[k] == '\n' || data[k] == '\r') {
-					k++
-				}
-				if k < len(data) && data[k] == ':' {
-					n++
-				}
-			}
-			i = j
-		}
-	}
-	return n
 }
 
 // maxDate is 9999-12-31T23:59:59Z: a later date is no date anyone meant.

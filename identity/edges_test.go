@@ -71,6 +71,8 @@ func TestClaimsEdges(t *testing.T) {
 			check: func(c *identity.Claims) bool { return c.AgentName == "{[{" && c.TenantID == "acme" }},
 		{name: "escaped quotes in a string, no duplicate", payload: claim("agent_name", `a"}"\`),
 			check: func(c *identity.Claims) bool { return c.AgentName == `a"}"\` }},
+		{name: "an escaped name, a member twice", payload: withMembers(t, `"tenant\u005fid":"globex"`), want: identity.ErrMalformed, detail: "twice"},
+		{name: "a member twice inside a claim", payload: withMembers(t, `"extra":{"a":1,"a":2}`), want: identity.ErrMalformed, detail: "twice"},
 		{name: "a nested member named like a claim", payload: withMembers(t, `"extra":{"tenant_id":"globex","a":["}",{"b":1}]}`),
 			check: func(c *identity.Claims) bool { return c.TenantID == "acme" }},
 		{name: "exp null", payload: raw("exp", "null"), want: identity.ErrMalformed, detail: "not a number"},

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"novaos.dev/novaos/problem"
 	"novaos.dev/novaos/secret"
 )
 
@@ -126,10 +127,8 @@ func rejection(err error) string {
 }
 
 func writeProblem(w http.ResponseWriter, status int, typ, detail string) {
-	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Content-Type", problem.ContentType)
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"type": typ, "title": http.StatusText(status), "status": status, "detail": detail,
-	})
+	_ = json.NewEncoder(w).Encode(&problem.Problem{Type: typ, Title: http.StatusText(status), Status: status, Detail: detail})
 }

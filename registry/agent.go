@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"novaos.dev/novaos/problem"
 )
 
 // Statuses an agent record may carry. Any other short lower-case token is
@@ -215,10 +217,7 @@ var (
 )
 
 // FieldError is one broken rule.
-type FieldError struct {
-	Field   string `json:"field"`
-	Message string `json:"message"`
-}
+type FieldError = problem.FieldError
 
 // ValidationError lists every rule a record breaks. It wraps ErrInvalid,
 // and also ErrURLNotAllowed when a Policy refused the URL.

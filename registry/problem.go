@@ -4,44 +4,40 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"novaos.dev/novaos/problem"
 )
 
 // Problem type URIs of the registry API (RFC 9457 "type"). They are
-// stable: clients may branch on them.
+// stable: clients may branch on them. Those for what every service
+// answers are package problem's.
 const (
 	ProblemAgentNotFound     = "https://novaos.dev/problems/agent-not-found"          // 404
 	ProblemAgentExists       = "https://novaos.dev/problems/agent-exists"             // 409
 	ProblemAgentReadOnly     = "https://novaos.dev/problems/agent-read-only"          // 403
 	ProblemInvalidAgent      = "https://novaos.dev/problems/invalid-agent"            // 422
 	ProblemURLNotAllowed     = "https://novaos.dev/problems/agent-url-not-allowed"    // 422
-	ProblemMalformedJSON     = "https://novaos.dev/problems/malformed-json"           // 400
-	ProblemInvalidQuery      = "https://novaos.dev/problems/invalid-query"            // 400
-	ProblemInvalidPageToken  = "https://novaos.dev/problems/invalid-page-token"       // 400
-	ProblemBodyTooLarge      = "https://novaos.dev/problems/body-too-large"           // 413
-	ProblemUnsupportedMedia  = "https://novaos.dev/problems/unsupported-media-type"   // 415
-	ProblemNotFound          = "https://novaos.dev/problems/not-found"                // 404, no such route
-	ProblemMethodNotAllowed  = "https://novaos.dev/problems/method-not-allowed"       // 405
-	ProblemInternal          = "https://novaos.dev/problems/internal"                 // 500
-	ProblemUnauthorized      = "https://novaos.dev/problems/unauthorized"             // 401, a write without the admin token
 	ProblemWriteForbidden    = "https://novaos.dev/problems/registry-write-forbidden" // 403, a write from another machine to a server without one
-	ProblemContentTypeHeader = "application/problem+json"
+	ProblemMalformedJSON     = problem.TypeMalformedJSON                              // 400
+	ProblemInvalidQuery      = problem.TypeInvalidQuery                               // 400
+	ProblemInvalidPageToken  = problem.TypeInvalidPageToken                           // 400
+	ProblemBodyTooLarge      = problem.TypeBodyTooLarge                               // 413
+	ProblemUnsupportedMedia  = problem.TypeUnsupportedMedia                           // 415
+	ProblemNotFound          = problem.TypeNotFound                                   // 404, no such route
+	ProblemMethodNotAllowed  = problem.TypeMethodNotAllowed                           // 405
+	ProblemInternal          = problem.TypeInternal                                   // 500
+	ProblemUnauthorized      = problem.TypeUnauthorized                               // 401, a write without the admin token
+	ProblemContentTypeHeader = problem.ContentType
 )
 
 // Problem is an RFC 9457 problem details object, as the registry API sends
-// it with every error status. The Client returns it as the error of a
-// failed call; errors.Is matches it against ErrNotFound, ErrExists,
-// ErrInvalid, ErrURLNotAllowed, ErrBadPageToken, ErrReadOnly, ErrUnauthorized
-// and ErrForbidden by its type, or by its status (404, 409, 422, 401, 403)
-// when the type is unknown.
-type Problem struct {
-	Type     string `json:"type"`
-	Title    string `json:"title"`
-	Status   int    `json:"status"`
-	Detail   string `json:"detail,omitempty"`
-	Instance string `json:"instance,omitempty"`
-	// Errors lists the broken rules of an invalid agent.
-	Errors []FieldError `json:"errors,omitempty"`
-}
+// it with every error status; Errors lists the broken rules of an invalid
+// agent. The Client returns it as the error of a failed call; errors.Is
+// matches it against ErrNotFound, ErrExists, ErrInvalid, ErrURLNotAllowed,
+// ErrBadPageToken, ErrReadOnly, ErrUnauthorized and ErrForbidden by its
+// type, or by its status (404, 409, 422, 401, 403) when the type is
+// unknown. It is package problem's Problem, with the registry's errors.
+type Problem problem.Problem
 
 func (p *Problem) Error() string {
 	msg := fmt.Sprintf("registry: %d %s", p.Status, p.Title)

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strconv"
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/internal/jcs"
@@ -51,8 +49,19 @@ func Canonicalize(card *a2a.AgentCard) ([]byte, error) {
 	if tree == nil {
 		return []byte("{}"), nil
 	}
-	return appendJCS(make([]byte, 0, len(data)), tree), nil
+	if data, err = json.Marshal(tree); err != nil {
+		return nil, fmt.Errorf("cardsig: encode card: %w", err)
+	}
+	out, err := jcs.Canonicalize(data, cardDepth)
+	if err != nil {
+		return nil, fmt.Errorf("cardsig: canonicalize card: %w", err)
+	}
+	return out, nil
 }
+
+// cardDepth admits any card encoding/json decodes: its own nesting limit
+// is 10000.
+var cardDepth = &jcs.Options{MaxDepth: 10000}
 
 // CanonicalizeJSON parses a card's JSON with [a2a.Unmarshal] (field names
 // in lowerCamelCase or snake_case, unknown fields ignored) and returns its
@@ -161,45 +170,4 @@ func stripEmpty(v any) any {
 		return v
 	}
 	return v
-}
-
-// appendJCS appends v, a tree decoded by encoding/json, as RFC 8785 JSON.
-func appendJCS(b []byte, v any) []byte {
-	switch v := v.(type) {
-	case nil:
-		return append(b, "null"...)
-	case bool:
-		return strconv.AppendBool(b, v)
-	case float64:
-		return jcs.AppendNumber(b, v)
-	case string:
-		return jcs.AppendString(b, v)
-	case []any:
-		b = append(b, '[')
-		for i, e := range v {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJCS(b, e)
-		}
-		return append(b, ']')
-	case map[string]any:
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		slices.SortFunc(keys, jcs.Compare)
-		b = append(b, '{')
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = jcs.AppendString(b, k)
-			b = append(b, ':')
-			b = appendJCS(b, v[k])
-		}
-		return append(b, '}')
-	}
-	// encoding/json decodes into the types above only.
-	panic(fmt.Sprintf("cardsig: unexpected %T in decoded JSON", v))
 }

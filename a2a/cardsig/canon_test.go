@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/internal/jcs"
 )
 
 // canonCase is one entry of testdata/canonical.json: a card as wire JSON
@@ -134,7 +135,17 @@ func TestKeyOrder(t *testing.T) {
 		"\u0080":     "Control",
 		"\u00f6":     "Latin Small Letter O With Diaeresis",
 	}
-	got := string(appendJCS(nil, tree))
+	// The tree takes the path Canonicalize gives a card: encoding/json,
+	// then the canonicalizer.
+	data, err := json.Marshal(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := jcs.Canonicalize(data, cardDepth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(out)
 	want := `{"\r":"Carriage Return","1":"One","` + "\u0080" + `":"Control","ö":"Latin Small Letter O With Diaeresis","€":"Euro Sign","😀":"Emoji: Grinning Face","דּ":"Hebrew Letter Dalet With Dagesh"}`
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)

@@ -19,6 +19,7 @@ import (
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/internal/app"
 	"novaos.dev/novaos/internal/httpapi"
+	"novaos.dev/novaos/problem"
 	"novaos.dev/novaos/registry"
 )
 
@@ -222,8 +223,8 @@ func TestConnectionFloodHealthzAnswers(t *testing.T) {
 	if status != http.StatusServiceUnavailable || hdr.Get("Retry-After") == "" {
 		t.Fatalf("card at the cap: status %d, Retry-After %q; want 503 with Retry-After: %s", status, hdr.Get("Retry-After"), body)
 	}
-	var p httpapi.Problem
-	if err := json.Unmarshal(body, &p); err != nil || p.Type != httpapi.ProblemOverloaded {
+	var p problem.Problem
+	if err := json.Unmarshal(body, &p); err != nil || p.Type != problem.TypeOverloaded {
 		t.Errorf("503 body %s, want an overloaded problem", body)
 	}
 	for i := range 3 {
@@ -481,8 +482,8 @@ func TestHostCheckOnWrites(t *testing.T) {
 				}
 				return
 			}
-			var p httpapi.Problem
-			if hdr.Get("Content-Type") != httpapi.ProblemContentType || json.Unmarshal(b, &p) != nil || p.Type != httpapi.ProblemMisdirected {
+			var p problem.Problem
+			if hdr.Get("Content-Type") != problem.ContentType || json.Unmarshal(b, &p) != nil || p.Type != problem.TypeMisdirected {
 				t.Errorf("refusal %s (%s), want a misdirected-request problem", b, hdr.Get("Content-Type"))
 			}
 		})

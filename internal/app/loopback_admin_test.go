@@ -11,7 +11,7 @@ import (
 
 	"novaos.dev/novaos/gate"
 	"novaos.dev/novaos/internal/app"
-	"novaos.dev/novaos/internal/httpapi"
+	"novaos.dev/novaos/problem"
 	"novaos.dev/novaos/registry"
 )
 
@@ -89,8 +89,8 @@ func TestLoopbackAdminRefusesForeignHost(t *testing.T) {
 					if r.method == http.MethodHead {
 						continue
 					}
-					var p httpapi.Problem
-					if err := json.Unmarshal(body, &p); err != nil || p.Type != httpapi.ProblemMisdirected {
+					var p problem.Problem
+					if err := json.Unmarshal(body, &p); err != nil || p.Type != problem.TypeMisdirected {
 						t.Errorf("%s %s with Host %q: not a misdirected-request problem: %s", r.method, r.path, host, body)
 					}
 				}

@@ -255,6 +255,20 @@ var rules = []rule{
 		},
 	},
 	{
+		pkg: module + "/internal/strictjson",
+		why: "the strict JSON check sits under the public gate SDK and every service's decoders; it must depend on the standard library only",
+		forbid: func(dep *pkg) bool {
+			return !dep.Standard
+		},
+	},
+	{
+		pkg: module + "/problem",
+		why: "the RFC 9457 problem is read and written by every SDK client and every service, so it depends on the standard library only",
+		forbid: func(dep *pkg) bool {
+			return !dep.Standard
+		},
+	},
+	{
 		pkg: module + "/a2a/a2apb",
 		why: "the generated gRPC messages are the wire contract only: protobuf, gRPC and the standard library",
 		forbid: func(dep *pkg) bool {
@@ -293,13 +307,13 @@ var rules = []rule{
 }
 
 // platformInternal reports whether path is one of the module's internal
-// packages that know the platform. internal/vecdot and internal/jcs are
-// not: leaves with no imports of the module (a dot product under the
-// public memory package; RFC 8785 strings, numbers and member order under
-// the public gate and a2a/cardsig), which Go lets those packages import
-// for any of their users.
+// packages that know the platform. internal/vecdot, internal/jcs and
+// internal/strictjson are not: leaves with no imports of the module (a dot
+// product under the public memory package; RFC 8785 under the public gate
+// and a2a/cardsig; the strict JSON check under the gate SDK), which Go
+// lets those packages import for any of their users.
 func platformInternal(path string) bool {
-	return underAny(path, "internal") && path != module+"/internal/vecdot" && path != module+"/internal/jcs"
+	return underAny(path, "internal") && !slices.Contains(leaves, path)
 }
 
 // joseModule reports whether path belongs to go-jose.
@@ -307,6 +321,10 @@ func joseModule(path string) bool {
 	const m = "github.com/go-jose/go-jose/v4"
 	return path == m || strings.HasPrefix(path, m+"/")
 }
+
+// leaves are the module's internal packages that depend on the standard
+// library only.
+var leaves = []string{module + "/internal/vecdot", module + "/internal/jcs", module + "/internal/strictjson"}
 
 // protoModule reports whether path belongs to protobuf, gRPC or what gRPC
 // itself imports (golang.org/x/net's HTTP/2, x/sys, x/text, the
@@ -471,6 +489,11 @@ func TestRulesCatchViolations(t *testing.T) {
 		{13, pkg{ImportPath: "golang.org/x/sys/cpu"}, true},
 		{12, pkg{ImportPath: module + "/internal/jcs"}, false},
 		{1, pkg{ImportPath: module + "/internal/jcs"}, false},
+		{12, pkg{ImportPath: module + "/internal/strictjson"}, false},
+		{15, pkg{ImportPath: "bytes", Standard: true}, false},
+		{15, pkg{ImportPath: module + "/a2a"}, true},
+		{16, pkg{ImportPath: "net/http", Standard: true}, false},
+		{16, pkg{ImportPath: module + "/internal/httpapi"}, true},
 		{14, pkg{ImportPath: "strconv", Standard: true}, false},
 		{14, pkg{ImportPath: module + "/a2a"}, true},
 		{10, pkg{ImportPath: module + "/a2a/cardsig"}, true},

@@ -8,6 +8,7 @@ import (
 
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/httpapi"
+	"novaos.dev/novaos/problem"
 )
 
 // SchemeExecutionToken is the httpapi.Caller scheme of a request that
@@ -33,9 +34,9 @@ func (i *Issuer) Authenticator() httpapi.Authenticator {
 			if errors.As(err, &e) {
 				detail = e.Error()
 			}
-			return nil, &httpapi.Problem{Type: identity.ProblemInvalidToken, Status: http.StatusUnauthorized, Title: "Unauthorized", Detail: detail}
+			return nil, &problem.Problem{Type: identity.ProblemInvalidToken, Status: http.StatusUnauthorized, Title: "Unauthorized", Detail: detail}
 		default:
-			return nil, &httpapi.Problem{Type: identity.ProblemKeysUnavailable, Status: http.StatusServiceUnavailable, Title: "Service Unavailable",
+			return nil, &problem.Problem{Type: identity.ProblemKeysUnavailable, Status: http.StatusServiceUnavailable, Title: "Service Unavailable",
 				Detail: "the keys to verify the token with are unavailable"}
 		}
 	})

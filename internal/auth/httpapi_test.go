@@ -13,6 +13,7 @@ import (
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/auth"
 	"novaos.dev/novaos/internal/httpapi"
+	"novaos.dev/novaos/problem"
 )
 
 // A service on httpapi.API takes the token's claims through the issuer's
@@ -39,7 +40,7 @@ func TestAuthenticator(t *testing.T) {
 		problem    string
 	}{
 		{"valid", "Bearer " + good, http.StatusOK, ""},
-		{"none", "", http.StatusUnauthorized, httpapi.ProblemUnauthorized},
+		{"none", "", http.StatusUnauthorized, problem.TypeUnauthorized},
 		{"foreign key", "Bearer " + foreign, http.StatusUnauthorized, identity.ProblemInvalidToken},
 		{"garbage", "Bearer x.y.z", http.StatusUnauthorized, identity.ProblemInvalidToken},
 	} {

@@ -12,6 +12,7 @@ import (
 	"novaos.dev/novaos/gate"
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/httpapi"
+	"novaos.dev/novaos/problem"
 )
 
 // DefaultMaxBodyBytes bounds a request body: an action with its evidence.
@@ -100,7 +101,7 @@ func (h *handler) caller(w http.ResponseWriter, r *http.Request, scope string, n
 		return nil, false
 	}
 	if !c.has(scope) {
-		h.api.Fail(w, r, &httpapi.Problem{Status: http.StatusForbidden, Title: "Forbidden",
+		h.api.Fail(w, r, &problem.Problem{Status: http.StatusForbidden, Title: "Forbidden",
 			Detail: "the token lacks the scope " + scope})
 		return nil, false
 	}
@@ -140,8 +141,8 @@ func jsonCall[Req any](h *handler, status int, call func(ctx context.Context, c 
 	})
 }
 
-func badRequest(err error) *httpapi.Problem {
-	return &httpapi.Problem{Status: http.StatusBadRequest, Title: "Bad Request", Detail: err.Error()}
+func badRequest(err error) *problem.Problem {
+	return &problem.Problem{Status: http.StatusBadRequest, Title: "Bad Request", Detail: err.Error()}
 }
 
 // routed is one endpoint's work: it answers a status and a value to
@@ -268,7 +269,7 @@ func (h *handler) getRules(w http.ResponseWriter, r *http.Request, c *Caller) (i
 // audit serves the chain to the server's admin only: it spans tenants.
 func (h *handler) audit(w http.ResponseWriter, r *http.Request, c *Caller) (int, any, error) {
 	if !c.Admin {
-		return 0, nil, &httpapi.Problem{Status: http.StatusForbidden, Title: "Forbidden",
+		return 0, nil, &problem.Problem{Status: http.StatusForbidden, Title: "Forbidden",
 			Detail: "the audit chain spans tenants: it needs the server's admin token"}
 	}
 	q := r.URL.Query()
@@ -293,9 +294,9 @@ func (h *handler) audit(w http.ResponseWriter, r *http.Request, c *Caller) (int,
 }
 
 // problemFor maps the service's errors to statuses.
-func problemFor(err error) *httpapi.Problem {
-	p := func(status int, title string) *httpapi.Problem {
-		return &httpapi.Problem{Status: status, Title: title, Detail: err.Error()}
+func problemFor(err error) *problem.Problem {
+	p := func(status int, title string) *problem.Problem {
+		return &problem.Problem{Status: status, Title: title, Detail: err.Error()}
 	}
 	switch {
 	case errors.Is(err, ErrBadRequest), errors.Is(err, ErrInvalidRuleSet):

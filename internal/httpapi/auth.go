@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"novaos.dev/novaos/problem"
 	"novaos.dev/novaos/secret"
 )
 
@@ -45,7 +46,7 @@ const (
 )
 
 // Authenticator establishes who made a request. It returns an error
-// wrapping ErrUnauthenticated or ErrForbidden (or a *Problem, answered as
+// wrapping ErrUnauthenticated or ErrForbidden (or a *problem.Problem, answered as
 // it is) to refuse the request; any other error is a 500. The platform's
 // execution tokens plug in here beside the AdminRule.
 type Authenticator interface {
@@ -128,7 +129,7 @@ func (a AdminRule) Authenticate(r *http.Request) (*Caller, error) {
 	}
 	if !NamesServer(r) {
 		// A new Problem each time: WriteProblem fills in its Instance.
-		return nil, errors.Join(ErrForbidden, &Problem{Type: ProblemMisdirected, Status: http.StatusMisdirectedRequest,
+		return nil, errors.Join(ErrForbidden, &problem.Problem{Type: problem.TypeMisdirected, Status: http.StatusMisdirectedRequest,
 			Title: "Misdirected Request", Detail: foreignHostDetail})
 	}
 	return &Caller{Scheme: SchemeLoopback, Subject: "loopback", Admin: true}, nil

@@ -1,13 +1,16 @@
 package httpapi
 
 import (
-	"encoding/json"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"strings"
+
+	"novaos.dev/novaos/internal/strictjson"
+	"novaos.dev/novaos/problem"
 )
 
 // DefaultMaxBodyBytes bounds a REST request body when API.MaxBodyBytes is
@@ -32,7 +35,8 @@ type Body struct {
 }
 
 // DecodeJSON reads r's body into v: an application/json body holding
-// exactly one JSON value, within b.MaxBytes. Its error is a *Problem
+// exactly one JSON value, with no member named twice in one object, within
+// b.MaxBytes. Its error is a *problem.Problem
 // (415 with an Accept header set on w, 413, or 400 malformed-json), ready
 // for API.Fail or WriteProblem.
 func DecodeJSON(w http.ResponseWriter, r *http.Request, v any, b Body) error {
@@ -44,37 +48,26 @@ func DecodeJSON(w http.ResponseWriter, r *http.Request, v any, b Body) error {
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		w.Header().Set("Accept", "application/json")
-		return &Problem{Type: ProblemUnsupportedMedia, Status: http.StatusUnsupportedMediaType,
+		return &problem.Problem{Type: problem.TypeUnsupportedMedia, Status: http.StatusUnsupportedMediaType,
 			Title: "Unsupported Media Type", Detail: "send " + b.What + " as application/json"}
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, b.MaxBytes))
-	if !b.AllowUnknown {
-		dec.DisallowUnknownFields()
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, b.MaxBytes))
+	if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+		return &problem.Problem{Type: problem.TypeBodyTooLarge, Status: http.StatusRequestEntityTooLarge,
+			Title: "Content Too Large", Detail: fmt.Sprintf("the body is larger than %d bytes", b.MaxBytes)}
 	}
-	err := dec.Decode(v)
-	switch {
-	case err == nil:
-		// Exactly one value: anything but white space after it is an error.
-		if _, terr := dec.Token(); terr != io.EOF {
-			err = errors.New("unexpected data after the JSON value")
-			if mbe := (*http.MaxBytesError)(nil); errors.As(terr, &mbe) {
-				err = terr
-			}
+	if err == nil && len(bytes.TrimSpace(data)) == 0 {
+		if b.AllowEmpty {
+			return nil
 		}
-	case err == io.EOF && b.AllowEmpty:
-		return nil
+		err = errors.New("empty body")
+	}
+	if err == nil {
+		err = strictjson.Decode(data, v, nil, b.AllowUnknown)
 	}
 	if err == nil {
 		return nil
 	}
-	if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
-		return &Problem{Type: ProblemBodyTooLarge, Status: http.StatusRequestEntityTooLarge,
-			Title: "Content Too Large", Detail: fmt.Sprintf("the body is larger than %d bytes", b.MaxBytes)}
-	}
-	detail := err.Error()
-	if errors.Is(err, io.EOF) {
-		detail = "empty body"
-	}
-	return &Problem{Type: ProblemMalformedJSON, Status: http.StatusBadRequest,
-		Title: "Malformed JSON", Detail: strings.TrimPrefix(detail, "json: ")}
+	return &problem.Problem{Type: problem.TypeMalformedJSON, Status: http.StatusBadRequest,
+		Title: "Malformed JSON", Detail: strings.TrimPrefix(err.Error(), "json: ")}
 }

@@ -49,8 +49,8 @@
 //     the listed origins only (exact match, Vary: Origin); their preflights
 //     get 204, others' 403.
 //
-// Refusals are RFC 9457 application/problem+json (Problem, with the
-// Problem… types), or, for requests Options.JSONRPC selects, a JSON-RPC
+// Refusals are RFC 9457 application/problem+json (problem.Problem, with
+// the problem.Type… types), or, for requests Options.JSONRPC selects, a JSON-RPC
 // 2.0 error response with id null, code RPCCode(status) and the problem as
 // its data.
 //
@@ -63,9 +63,9 @@
 // The Guard is server-wide; an API is one service's share, so the registry,
 // the memory service and the gate answer alike:
 //
-//   - Errors are RFC 9457 problems (Problem, WriteProblem). The service
+//   - Errors are RFC 9457 problems (problem.Problem, WriteProblem). The service
 //     maps its own errors in one function, API.ProblemFor; the plumbing's
-//     come as *Problem values; anything else is a logged 500 whose detail
+//     come as *problem.Problem values; anything else is a logged 500 whose detail
 //     is never sent.
 //   - Callers come from an Authenticator, applied by API.Handler to the
 //     requests API.Protect selects; the Caller lands in the request's

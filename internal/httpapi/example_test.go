@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"novaos.dev/novaos/internal/httpapi"
+	"novaos.dev/novaos/problem"
 )
 
 func ExampleGuard() {
@@ -65,9 +66,9 @@ func ExampleAPI() {
 		Name:    "notes",
 		Auth:    httpapi.AdminRule{}, // no token: writes from this machine only
 		Protect: func(r *http.Request) bool { return httpapi.IsWrite(r.Method) },
-		ProblemFor: func(err error) *httpapi.Problem {
+		ProblemFor: func(err error) *problem.Problem {
 			if errors.Is(err, errNoNote) {
-				return &httpapi.Problem{Type: "https://novaos.dev/problems/note-not-found", Status: http.StatusNotFound, Title: "Note Not Found"}
+				return &problem.Problem{Type: "https://novaos.dev/problems/note-not-found", Status: http.StatusNotFound, Title: "Note Not Found"}
 			}
 			return nil
 		},

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"novaos.dev/novaos/problem"
 )
 
 // serveGuard serves h behind a Guard built from opts on a loopback port.
@@ -356,10 +358,10 @@ func TestInflightBudget(t *testing.T) {
 		wantCT  string
 		wantRPC bool
 	}{
-		{name: "content-length", path: "/", body: strings.NewReader(strings.Repeat("y", 600)), wantCT: ProblemContentType},
+		{name: "content-length", path: "/", body: strings.NewReader(strings.Repeat("y", 600)), wantCT: problem.ContentType},
 		{name: "json-rpc", path: "/rpc", body: strings.NewReader(strings.Repeat("y", 600)), wantCT: "application/json", wantRPC: true},
 		// No length: counted as read, so it is refused once past 400 bytes.
-		{name: "chunked", path: "/", body: io.MultiReader(strings.NewReader(strings.Repeat("z", 300)), strings.NewReader(strings.Repeat("z", 300))), wantCT: ProblemContentType},
+		{name: "chunked", path: "/", body: io.MultiReader(strings.NewReader(strings.Repeat("z", 300)), strings.NewReader(strings.Repeat("z", 300))), wantCT: problem.ContentType},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -385,16 +387,16 @@ func TestInflightBudget(t *testing.T) {
 					JSONRPC string          `json:"jsonrpc"`
 					ID      json.RawMessage `json:"id"`
 					Error   struct {
-						Code int     `json:"code"`
-						Data Problem `json:"data"`
+						Code int             `json:"code"`
+						Data problem.Problem `json:"data"`
 					} `json:"error"`
 				}
-				if err := json.Unmarshal(b, &e); err != nil || e.JSONRPC != "2.0" || string(e.ID) != "null" || e.Error.Code != -31503 || e.Error.Data.Type != ProblemOverloaded {
+				if err := json.Unmarshal(b, &e); err != nil || e.JSONRPC != "2.0" || string(e.ID) != "null" || e.Error.Code != -31503 || e.Error.Data.Type != problem.TypeOverloaded {
 					t.Errorf("JSON-RPC refusal %s (%v)", b, err)
 				}
 			} else {
-				var p Problem
-				if err := json.Unmarshal(b, &p); err != nil || p.Type != ProblemOverloaded || p.Status != 503 {
+				var p problem.Problem
+				if err := json.Unmarshal(b, &p); err != nil || p.Type != problem.TypeOverloaded || p.Status != 503 {
 					t.Errorf("problem %s (%v)", b, err)
 				}
 			}
@@ -551,12 +553,12 @@ func TestBodyLargerThanBudget(t *testing.T) {
 			if resp.StatusCode != http.StatusRequestEntityTooLarge || resp.Header.Get("Retry-After") != "" {
 				t.Fatalf("status %d Retry-After %q, want 413 and none: %s", resp.StatusCode, resp.Header.Get("Retry-After"), b)
 			}
-			var p Problem
+			var p problem.Problem
 			if tt.wantRPC {
 				var e struct {
 					Error struct {
-						Code int     `json:"code"`
-						Data Problem `json:"data"`
+						Code int             `json:"code"`
+						Data problem.Problem `json:"data"`
 					} `json:"error"`
 				}
 				err = json.Unmarshal(b, &e)
@@ -567,7 +569,7 @@ func TestBodyLargerThanBudget(t *testing.T) {
 			} else {
 				err = json.Unmarshal(b, &p)
 			}
-			if err != nil || p.Type != ProblemBodyTooLarge || p.Status != http.StatusRequestEntityTooLarge {
+			if err != nil || p.Type != problem.TypeBodyTooLarge || p.Status != http.StatusRequestEntityTooLarge {
 				t.Errorf("refusal %s (%v)", b, err)
 			}
 		})
@@ -626,7 +628,7 @@ func TestHostAndOriginRules(t *testing.T) {
 			if called != (tt.want == 200) {
 				t.Errorf("handler called: %v", called)
 			}
-			if tt.want != 200 && rec.Header().Get("Content-Type") != ProblemContentType {
+			if tt.want != 200 && rec.Header().Get("Content-Type") != problem.ContentType {
 				t.Errorf("refusal Content-Type %q", rec.Header().Get("Content-Type"))
 			}
 		})

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"novaos.dev/novaos/problem"
 )
 
 // ErrBadPageToken is wrapped by ParsePageToken's errors: a token this
@@ -72,6 +74,6 @@ func PageSize(v url.Values) (int, error) {
 
 // BadQuery is the 400 invalid-query problem for a query parameter the
 // service cannot use; detail says which and why.
-func BadQuery(detail string) *Problem {
-	return &Problem{Type: ProblemInvalidQuery, Status: http.StatusBadRequest, Title: "Invalid Query", Detail: detail}
+func BadQuery(detail string) *problem.Problem {
+	return &problem.Problem{Type: problem.TypeInvalidQuery, Status: http.StatusBadRequest, Title: "Invalid Query", Detail: detail}
 }

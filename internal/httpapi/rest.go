@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+
+	"novaos.dev/novaos/problem"
 )
 
 // API is the plumbing of one REST service: who may call it, how its
@@ -42,11 +44,11 @@ type API struct {
 	Protect func(*http.Request) bool
 	// ProblemFor maps the service's own errors to problems: the one place
 	// its errors become statuses. It returns nil for an error it does not
-	// know; Fail then answers the plumbing's errors (a *Problem,
+	// know; Fail then answers the plumbing's errors (a *problem.Problem,
 	// ErrUnauthenticated, ErrForbidden) and anything else with a logged
 	// 500. It may also map ErrUnauthenticated and ErrForbidden to a
 	// problem of its own, with its own words.
-	ProblemFor func(error) *Problem
+	ProblemFor func(error) *problem.Problem
 }
 
 func (a *API) logger() *slog.Logger {
@@ -82,7 +84,7 @@ func (a *API) Handler(h http.Handler) http.Handler {
 // Fail answers r with the problem err stands for (see ProblemFor). A 401
 // carries a Bearer challenge.
 func (a *API) Fail(w http.ResponseWriter, r *http.Request, err error) {
-	var p *Problem
+	var p *problem.Problem
 	if a.ProblemFor != nil {
 		p = a.ProblemFor(err)
 	}
@@ -90,13 +92,13 @@ func (a *API) Fail(w http.ResponseWriter, r *http.Request, err error) {
 		switch {
 		case errors.As(err, &p):
 		case errors.Is(err, ErrUnauthenticated):
-			p = &Problem{Type: ProblemUnauthorized, Status: http.StatusUnauthorized, Title: "Unauthorized",
+			p = &problem.Problem{Type: problem.TypeUnauthorized, Status: http.StatusUnauthorized, Title: "Unauthorized",
 				Detail: "send valid credentials as Authorization: Bearer <token>"}
 		case errors.Is(err, ErrForbidden):
-			p = &Problem{Type: ProblemForbidden, Status: http.StatusForbidden, Title: "Forbidden"}
+			p = &problem.Problem{Type: problem.TypeForbidden, Status: http.StatusForbidden, Title: "Forbidden"}
 		default:
 			a.logger().ErrorContext(r.Context(), a.Name+": request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-			p = &Problem{Type: ProblemInternal, Status: http.StatusInternalServerError, Title: "Internal Server Error"}
+			p = &problem.Problem{Type: problem.TypeInternal, Status: http.StatusInternalServerError, Title: "Internal Server Error"}
 		}
 	}
 	if p.Status == http.StatusUnauthorized {
@@ -143,11 +145,11 @@ func (a *API) Route(w http.ResponseWriter, r *http.Request, m Methods) {
 		}
 	}
 	w.Header().Set("Allow", strings.Join(allow, ", "))
-	a.Fail(w, r, &Problem{Type: ProblemMethodNotAllowed, Status: http.StatusMethodNotAllowed, Title: "Method Not Allowed",
+	a.Fail(w, r, &problem.Problem{Type: problem.TypeMethodNotAllowed, Status: http.StatusMethodNotAllowed, Title: "Method Not Allowed",
 		Detail: fmt.Sprintf("%s is not allowed here; use %s", r.Method, strings.Join(allow, " or "))})
 }
 
 // NotFound answers 404 for a path no route serves; detail may be empty.
 func (a *API) NotFound(w http.ResponseWriter, r *http.Request, detail string) {
-	a.Fail(w, r, &Problem{Type: ProblemNotFound, Status: http.StatusNotFound, Title: "Not Found", Detail: detail})
+	a.Fail(w, r, &problem.Problem{Type: problem.TypeNotFound, Status: http.StatusNotFound, Title: "Not Found", Detail: detail})
 }

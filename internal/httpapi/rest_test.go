@@ -12,14 +12,15 @@ import (
 	"strings"
 	"testing"
 
+	"novaos.dev/novaos/problem"
 	"novaos.dev/novaos/secret"
 )
 
-func decodeProblem(t *testing.T, rec *httptest.ResponseRecorder) Problem {
+func decodeProblem(t *testing.T, rec *httptest.ResponseRecorder) problem.Problem {
 	t.Helper()
-	var p Problem
-	if ct := rec.Header().Get("Content-Type"); ct != ProblemContentType {
-		t.Fatalf("Content-Type %q, want %s; body %s", ct, ProblemContentType, rec.Body)
+	var p problem.Problem
+	if ct := rec.Header().Get("Content-Type"); ct != problem.ContentType {
+		t.Fatalf("Content-Type %q, want %s; body %s", ct, problem.ContentType, rec.Body)
 	}
 	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
 		t.Fatalf("problem %s: %v", rec.Body, err)
@@ -42,17 +43,19 @@ func TestDecodeJSON(t *testing.T) {
 	}{
 		{"one object", "application/json", `{"text":"hi"}`, Body{}, "", "hi"},
 		{"trailing white space", "application/json; charset=utf-8", "{\"text\":\"hi\"}\n\t ", Body{}, "", "hi"},
-		{"no content type", "", `{"text":"hi"}`, Body{}, ProblemUnsupportedMedia, ""},
-		{"text/plain", "text/plain", `{"text":"hi"}`, Body{}, ProblemUnsupportedMedia, ""},
-		{"unknown field", "application/json", `{"text":"hi","colour":1}`, Body{}, ProblemMalformedJSON, ""},
+		{"no content type", "", `{"text":"hi"}`, Body{}, problem.TypeUnsupportedMedia, ""},
+		{"text/plain", "text/plain", `{"text":"hi"}`, Body{}, problem.TypeUnsupportedMedia, ""},
+		{"unknown field", "application/json", `{"text":"hi","colour":1}`, Body{}, problem.TypeMalformedJSON, ""},
 		{"unknown field allowed", "application/json", `{"text":"hi","colour":1}`, Body{AllowUnknown: true}, "", "hi"},
-		{"two values", "application/json", `{"text":"a"}{"text":"b"}`, Body{}, ProblemMalformedJSON, ""},
-		{"truncated", "application/json", `{"text":`, Body{}, ProblemMalformedJSON, ""},
-		{"empty", "application/json", ``, Body{}, ProblemMalformedJSON, ""},
+		{"two values", "application/json", `{"text":"a"}{"text":"b"}`, Body{}, problem.TypeMalformedJSON, ""},
+		{"repeated member", "application/json", `{"text":"a","text":"b"}`, Body{}, problem.TypeMalformedJSON, ""},
+		{"repeated member, unknown allowed", "application/json", `{"text":"a","x":{"k":1,"k":2}}`, Body{AllowUnknown: true}, problem.TypeMalformedJSON, ""},
+		{"truncated", "application/json", `{"text":`, Body{}, problem.TypeMalformedJSON, ""},
+		{"empty", "application/json", ``, Body{}, problem.TypeMalformedJSON, ""},
 		{"empty allowed", "application/json", " \n", Body{AllowEmpty: true}, "", ""},
-		{"wrong type", "application/json", `{"text":1}`, Body{}, ProblemMalformedJSON, ""},
-		{"too large", "application/json", `{"text":"` + strings.Repeat("x", 100) + `"}`, Body{MaxBytes: 64}, ProblemBodyTooLarge, ""},
-		{"too large after the value", "application/json", `{"text":"x"}` + strings.Repeat(" ", 100) + "x", Body{MaxBytes: 64}, ProblemBodyTooLarge, ""},
+		{"wrong type", "application/json", `{"text":1}`, Body{}, problem.TypeMalformedJSON, ""},
+		{"too large", "application/json", `{"text":"` + strings.Repeat("x", 100) + `"}`, Body{MaxBytes: 64}, problem.TypeBodyTooLarge, ""},
+		{"too large after the value", "application/json", `{"text":"x"}` + strings.Repeat(" ", 100) + "x", Body{MaxBytes: 64}, problem.TypeBodyTooLarge, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,11 +72,11 @@ func TestDecodeJSON(t *testing.T) {
 				}
 				return
 			}
-			var p *Problem
+			var p *problem.Problem
 			if !errors.As(err, &p) || p.Type != tc.want || p.Detail == "" {
 				t.Fatalf("DecodeJSON = %v, want a %s problem with a detail", err, tc.want)
 			}
-			if (tc.want == ProblemUnsupportedMedia) != (w.Header().Get("Accept") == "application/json") {
+			if (tc.want == problem.TypeUnsupportedMedia) != (w.Header().Get("Accept") == "application/json") {
 				t.Errorf("Accept %q on a %s problem", w.Header().Get("Accept"), tc.want)
 			}
 		})
@@ -145,9 +148,9 @@ func TestAdminRule(t *testing.T) {
 				}
 				// A loopback peer naming another host gets a 421 saying
 				// how to reach the server; the others the service's own.
-				var p *Problem
+				var p *problem.Problem
 				if foreign := tc.token == "" && IsLoopbackPeer(tc.remote); errors.As(err, &p) != foreign ||
-					(foreign && (p.Status != http.StatusMisdirectedRequest || p.Type != ProblemMisdirected || !strings.Contains(p.Detail, "127.0.0.1"))) {
+					(foreign && (p.Status != http.StatusMisdirectedRequest || p.Type != problem.TypeMisdirected || !strings.Contains(p.Detail, "127.0.0.1"))) {
 					t.Errorf("Authenticate = %v: want a 421 problem exactly for a loopback peer naming another host", err)
 				}
 				return
@@ -207,9 +210,9 @@ func notes(token string, logs *bytes.Buffer) http.Handler {
 	api := &API{Name: "notes", Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Auth:    AdminRule{Token: secret.New(token)},
 		Protect: func(r *http.Request) bool { return IsWrite(r.Method) },
-		ProblemFor: func(err error) *Problem {
+		ProblemFor: func(err error) *problem.Problem {
 			if errors.Is(err, errNoNote) {
-				return &Problem{Type: "https://novaos.dev/problems/note-not-found", Status: http.StatusNotFound, Title: "Note Not Found"}
+				return &problem.Problem{Type: "https://novaos.dev/problems/note-not-found", Status: http.StatusNotFound, Title: "Note Not Found"}
 			}
 			return nil
 		}}
@@ -254,14 +257,14 @@ func TestAPI(t *testing.T) {
 		{"read from anywhere", "GET", "/notes", "203.0.113.9:1", "", "", 200, ""},
 		{"head is get", "HEAD", "/notes", "203.0.113.9:1", "", "", 200, ""},
 		{"write with the token", "POST", "/notes", "203.0.113.9:1", "Bearer " + token, `{"Text":"x"}`, 201, ""},
-		{"write without it", "POST", "/notes", "127.0.0.1:1", "", `{"Text":"x"}`, 401, ProblemUnauthorized},
-		{"write with another", "POST", "/notes", "127.0.0.1:1", "Bearer nope", `{"Text":"x"}`, 401, ProblemUnauthorized},
-		{"guarded before routing", "PATCH", "/notes", "127.0.0.1:1", "", "", 401, ProblemUnauthorized},
-		{"no such method", "PATCH", "/notes", "127.0.0.1:1", "Bearer " + token, "", 405, ProblemMethodNotAllowed},
-		{"malformed body", "POST", "/notes", "127.0.0.1:1", "Bearer " + token, `{"Text":`, 400, ProblemMalformedJSON},
+		{"write without it", "POST", "/notes", "127.0.0.1:1", "", `{"Text":"x"}`, 401, problem.TypeUnauthorized},
+		{"write with another", "POST", "/notes", "127.0.0.1:1", "Bearer nope", `{"Text":"x"}`, 401, problem.TypeUnauthorized},
+		{"guarded before routing", "PATCH", "/notes", "127.0.0.1:1", "", "", 401, problem.TypeUnauthorized},
+		{"no such method", "PATCH", "/notes", "127.0.0.1:1", "Bearer " + token, "", 405, problem.TypeMethodNotAllowed},
+		{"malformed body", "POST", "/notes", "127.0.0.1:1", "Bearer " + token, `{"Text":`, 400, problem.TypeMalformedJSON},
 		{"service error", "GET", "/notes?case=missing", "127.0.0.1:1", "", "", 404, "https://novaos.dev/problems/note-not-found"},
-		{"unexpected error", "GET", "/notes?case=broken", "127.0.0.1:1", "", "", 500, ProblemInternal},
-		{"bad page size", "GET", "/notes?case=size&pageSize=-1", "127.0.0.1:1", "", "", 400, ProblemInvalidQuery},
+		{"unexpected error", "GET", "/notes?case=broken", "127.0.0.1:1", "", "", 500, problem.TypeInternal},
+		{"bad page size", "GET", "/notes?case=size&pageSize=-1", "127.0.0.1:1", "", "", 400, problem.TypeInvalidQuery},
 		{"page size", "GET", "/notes?case=size&pageSize=7", "127.0.0.1:1", "", "", 200, ""},
 	}
 	for _, tc := range tests {
@@ -347,7 +350,7 @@ func FuzzDecodeJSON(f *testing.F) {
 		if err == nil {
 			return
 		}
-		var p *Problem
+		var p *problem.Problem
 		if !errors.As(err, &p) || (p.Status != 400 && p.Status != 413) || p.Detail == "" {
 			t.Fatalf("DecodeJSON(%q) = %v", body, err)
 		}

@@ -1,27 +1,19 @@
-// Package jcs writes the leaves of RFC 8785 canonical JSON: strings,
-// numbers, member order.
+// Package jcs canonicalizes JSON as RFC 8785, the JSON Canonicalization Scheme, says.
 //
-// It writes them as the JSON Canonicalization Scheme (JCS) says: strings
-// with JCS's minimal escaping, numbers as ECMAScript's
-// Number.prototype.toString writes them, and the UTF-16 code unit order JCS
-// sorts object member names by.
+// [Canonicalize] parses one JSON value and writes its canonical form: no
+// white space, object members sorted by the UTF-16 code units of their
+// names, strings with JCS's minimal escaping and numbers as ECMAScript's
+// Number.prototype.toString writes them. It is the one canonicalizer of
+// the module: the gate fingerprints action contexts with it
+// (gate.Canonicalize, which adds [Options.ExactNumbers]) and a2a/cardsig
+// signs agent cards with it. A fingerprint or a signature over one
+// differing byte is a different one, so every such byte is decided here.
+// The leaves ([AppendString], [AppendNumber], [Compare]) are exported for
+// a caller that writes a canonical document around canonical values.
 //
-// It writes the leaves of the JSON Canonicalization Scheme (JCS): strings
-// with JCS's minimal escaping, numbers as ECMAScript's
-// Number.prototype.toString writes them, and the UTF-16 code unit order JCS
-// sorts object member names by.
-//
-// Two canonicalizers build on it: the gate's (gate.Canonicalize, which
-// parses raw JSON and adds a number policy for fingerprints) and the agent
-// card signer's (a2a/cardsig, which writes a tree decoded by
-// encoding/json). Each must match other JCS implementations to the byte —
-// a fingerprint or a signature over one differing byte is a different
-// one — so the leaves where such differences hide live here once, and a
-// fix reaches both. The walking of values stays with each canonicalizer,
-// because what they read differs.
-//
+//	canon, err := jcs.Canonicalize([]byte(`{"b":1.0,"a":"x"}`), nil)
+//	// canon is {"a":"x","b":1}
 //	b = jcs.AppendString(b, name) // also takes a []byte, without copying
-//	b = append(b, ':')
 //	b = jcs.AppendNumber(b, 1e21) // 1e+21
 //	slices.SortFunc(names, jcs.Compare)
 //

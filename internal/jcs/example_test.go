@@ -31,3 +31,10 @@ func Example() {
 	fmt.Println(string(b))
 	// Output: {"a\tb":-0.5,"n":100,"😀":0.000001,"דּ":1e+21}
 }
+
+// A document in any spelling canonicalizes to one form.
+func ExampleCanonicalize() {
+	canon, err := jcs.Canonicalize([]byte(`{ "b": 1.0, "a": "\u0078", "c": [1e2] }`), nil)
+	fmt.Println(string(canon), err)
+	// Output: {"a":"x","b":1,"c":[100]} <nil>
+}

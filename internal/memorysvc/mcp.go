@@ -11,14 +11,14 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/internal/strictjson"
 	"novaos.dev/novaos/memory"
 )
 
@@ -68,14 +68,15 @@ type HandlerOptions struct {
 // which the platform's token middleware has verified in front of it; a
 // request without one is refused with 401.
 //
-// Before the MCP SDK sees a body it is bounded and checked: a repeated
-// key anywhere is refused (-32600), since encoding/json would read the
-// last one and another reader the first, and so is a JSON-RPC batch
-// (-32600, whatever protocol revision the request names): one POST is one
-// call. Tool arguments must use the
-// exact field names (a case variant is an unknown field), and every tool
-// error is an isError result whose text is {"error": memory.Error}: the
-// memory guide's HTTP status, a stable code and the field and rule broken.
+// Before the MCP SDK sees a body it is bounded and checked in one pass: a
+// repeated key anywhere is refused (-32600), since encoding/json would
+// read the last one and another reader the first, and so is a JSON-RPC
+// batch (-32600, whatever protocol revision the request names): one POST
+// is one call. The same pass checks a tool call's arguments against the
+// tool's exact field names (a case variant is an unknown field), so the
+// tool decodes them without reading them again; every tool error is an
+// isError result whose text is {"error": memory.Error}: the memory guide's
+// HTTP status, a stable code and the field and rule broken.
 func (s *Service) Handler(caller func(*http.Request) (*Caller, bool), o *HandlerOptions) http.Handler {
 	if o == nil {
 		o = &HandlerOptions{}
@@ -84,18 +85,28 @@ func (s *Service) Handler(caller func(*http.Request) (*Caller, bool), o *Handler
 	if limit <= 0 {
 		limit = DefaultMaxBodyBytes
 	}
-	srv := s.MCPServer(o.Version)
+	srv, t := s.mcpServer(o.Version)
+	// One pass over the body refuses a repeated key anywhere and checks a
+	// tool call's arguments against the tool's exact field names, so the
+	// tool need not read them again.
+	body := &strictjson.Options{Fields: &strictjson.Fields{Open: true, Names: map[string]*strictjson.Fields{
+		"params": {Open: true, Union: &strictjson.Union{Tag: "name", Body: "arguments", Variants: t.fields}},
+	}}}
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
 	// The SDK carries a verified identity to tool handlers as its
 	// TokenInfo; the token was checked in front, so this only hands the
-	// Caller over.
+	// Caller over, and says whether the arguments were checked.
 	withCaller := auth.RequireBearerToken(func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 		c, ok := caller(r)
 		if !ok {
 			return nil, auth.ErrInvalidToken
 		}
-		return &auth.TokenInfo{UserID: c.Tenant + "/" + c.Agent, Extra: map[string]any{callerKey: c}}, nil
+		extra := map[string]any{callerKey: c}
+		if checked, _ := r.Context().Value(argsCheckedKey{}).(bool); checked {
+			extra[argsCheckedExtra] = true
+		}
+		return &auth.TokenInfo{UserID: c.Tenant + "/" + c.Agent, Extra: extra}, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(sdk)
 
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -104,7 +115,7 @@ func (s *Service) Handler(caller func(*http.Request) (*Caller, bool), o *Handler
 			writeRPCError(w, http.StatusMethodNotAllowed, -32600, "the memory service takes POST only")
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+		data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 		if err != nil {
 			if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 				writeRPCError(w, http.StatusRequestEntityTooLarge, -32600, fmt.Sprintf("request body over %d bytes", limit))
@@ -113,21 +124,32 @@ func (s *Service) Handler(caller func(*http.Request) (*Caller, bool), o *Handler
 			writeRPCError(w, http.StatusBadRequest, -32700, "request body could not be read")
 			return
 		}
-		if err := a2a.CheckKeys(body); err != nil {
-			code := -32700
-			if _, ok := errors.AsType[*a2a.DuplicateKeyError](err); ok {
-				code = -32600
+		err = strictjson.Check(data, body)
+		checked := err == nil
+		if se, ok := errors.AsType[*strictjson.Error](err); ok && se.Problem == strictjson.Unknown {
+			// A field the tool does not have is the tool's to refuse,
+			// with its own error; the rest of the body must still hold
+			// no repeated key.
+			err = strictjson.Check(data, nil)
+		}
+		if err != nil {
+			code, msg := -32700, err.Error()
+			if se, ok := errors.AsType[*strictjson.Error](err); ok && se.Problem == strictjson.Duplicate {
+				code, msg = -32600, fmt.Sprintf("duplicate key %s at %s", strconv.Quote(se.Key), se.Path)
 			}
-			writeRPCError(w, http.StatusBadRequest, code, err.Error())
+			writeRPCError(w, http.StatusBadRequest, code, msg)
 			return
 		}
-		if isBatch(body) {
+		if isBatch(data) {
 			writeRPCError(w, http.StatusBadRequest, -32600,
 				"JSON-RPC batches are not supported: send one request per POST")
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
+		r.Body = io.NopCloser(bytes.NewReader(data))
+		r.ContentLength = int64(len(data))
+		if checked {
+			r = r.WithContext(context.WithValue(r.Context(), argsCheckedKey{}, true))
+		}
 		// A client that asks for anything (or says nothing) gets JSON; the
 		// SDK insists the Accept header names both of its media types.
 		if acc := r.Header.Get("Accept"); acc == "" || acc == "*/*" {
@@ -150,6 +172,13 @@ func isBatch(body []byte) bool {
 
 const callerKey = "novaos.caller"
 
+// argsCheckedKey marks a request whose tool arguments Handler checked
+// against the tool's field names; argsCheckedExtra carries the mark to
+// the tool in its TokenInfo.
+type argsCheckedKey struct{}
+
+const argsCheckedExtra = "novaos.args_checked"
+
 func writeRPCError(w http.ResponseWriter, status, code int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -159,41 +188,56 @@ func writeRPCError(w http.ResponseWriter, status, code int, msg string) {
 // MCPServer returns the MCP server with the memory tools, for serving
 // over another transport; Handler serves it over HTTP.
 func (s *Service) MCPServer(version string) *mcp.Server {
+	srv, _ := s.mcpServer(version)
+	return srv
+}
+
+// toolSet is what the tools of one server share.
+type toolSet struct {
+	// fields are the member names each tool's arguments may have.
+	fields map[string]*strictjson.Fields
+	// checks counts the tools' own passes over their arguments.
+	checks *atomic.Int64
+}
+
+// mcpServer is MCPServer, with its tools' field names.
+func (s *Service) mcpServer(version string) (*mcp.Server, *toolSet) {
 	if version == "" {
 		version = "dev"
 	}
+	set := &toolSet{fields: make(map[string]*strictjson.Fields), checks: &s.argChecks}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "novaos-memory", Title: "NovaOS memory", Version: version}, &mcp.ServerOptions{
 		Instructions: "Tenant-isolated agent memory (seed 002). Identity comes from the bearer token; no argument names a tenant, agent or user.",
 	})
-	addTool(srv, ToolWrite, "Write a memory",
+	addTool(srv, set, ToolWrite, "Write a memory",
 		"Store a memory. run and task scope: stored at once, read-your-write, TTL 5 minutes unless ttl_seconds says otherwise. agent scope: answered with a prop_ proposal (durable false) that the write gate screens for personal data and credentials and then commits under a new id or rejects. user scope is written by consolidation only (submit a hint); tenant scope by administrators only.",
 		false, s.Write)
-	addTool(srv, ToolQuery, "Query memories",
+	addTool(srv, set, ToolQuery, "Query memories",
 		"Search one scope. agent, user and tenant memories are ranked by keyword and vector retrieval with a 0..1 score; run and task memories are returned newest first with a null score. partial is true only when a store failed.",
 		true, s.Query)
-	addTool(srv, ToolUpdate, "Update a memory",
+	addTool(srv, set, ToolUpdate, "Update a memory",
 		"Change an agent-scope memory in place, if version is still its version (409 otherwise). New content is screened like a write (422 on a hit). tags, confidence and custom replace the stored values.",
 		false, s.Update)
-	addTool(srv, ToolForget, "Forget a memory",
+	addTool(srv, set, ToolForget, "Forget a memory",
 		"Delete one memory by id, with a reason of 1 to 500 characters kept in the audit trail. A prop_ id is refused.",
 		false, s.Forget)
-	addTool(srv, ToolHint, "Submit a consolidation hint",
+	addTool(srv, set, ToolHint, "Submit a consolidation hint",
 		"Enqueue an observation about the user for consolidation into user memory. accepted means durably enqueued, not that a fact will result.",
 		false, s.Hint)
-	addTool(srv, ToolAssemble, "Assemble context",
+	addTool(srv, set, ToolAssemble, "Assemble context",
 		"Gather the user's and the agent's memories ranked against query, the live conversation and the run's data, under one latency budget; a source that misses it is dropped and partial is true.",
 		true, s.Assemble)
-	addTool(srv, ToolHintStatus, "Hint status",
+	addTool(srv, set, ToolHintStatus, "Hint status",
 		"The outcome of a hint this agent submitted: pending, consolidated, dead_lettered or expired (kept 24 hours).",
 		true, func(ctx context.Context, c *Caller, r *HintStatusRequest) (memory.HintStatus, error) {
 			return s.HintStatus(ctx, c, r.HintID)
 		})
-	addTool(srv, ToolProposalStatus, "Proposal status",
+	addTool(srv, set, ToolProposalStatus, "Proposal status",
 		"The write gate's decision on an agent-scope proposal: pending, committed (with the memory id) or rejected (with the reason).",
 		true, func(ctx context.Context, c *Caller, r *ProposalStatusRequest) (memory.ProposalStatus, error) {
 			return s.ProposalStatus(ctx, c, r.ProposalID)
 		})
-	return srv
+	return srv, set
 }
 
 // schemaOpts says how the wire types look in JSON where reflection cannot
@@ -247,8 +291,9 @@ func allowsAnything(s *jsonschema.Schema) bool {
 }
 
 // addTool registers fn as a tool whose arguments are In and whose
-// structured result is Out.
-func addTool[In, Out any](srv *mcp.Server, name, title, desc string, readOnly bool, fn func(context.Context, *Caller, *In) (Out, error)) {
+// structured result is Out, and the field names In's JSON may have in
+// set.fields.
+func addTool[In, Out any](srv *mcp.Server, set *toolSet, name, title, desc string, readOnly bool, fn func(context.Context, *Caller, *In) (Out, error)) {
 	in, err := jsonschema.For[In](schemaOpts)
 	if err != nil {
 		panic(fmt.Sprintf("memory: schema of %s: %v", name, err))
@@ -259,6 +304,8 @@ func addTool[In, Out any](srv *mcp.Server, name, title, desc string, readOnly bo
 	}
 	objectSchemas(in)
 	objectSchemas(out)
+	fields, checks := fieldsOf(in), set.checks
+	set.fields[name] = fields
 	tool := &mcp.Tool{Name: name, Title: title, Description: desc, InputSchema: in, OutputSchema: out,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: readOnly}}
 	srv.AddTool(tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -271,8 +318,15 @@ func addTool[In, Out any](srv *mcp.Server, name, title, desc string, readOnly bo
 			args = json.RawMessage("{}")
 		}
 		var v In
-		if err := decodeArgs(args, in, &v); err != nil {
-			return toolError(err), nil
+		var bad *memory.Error
+		if argsChecked(req) {
+			bad = decodeChecked(args, &v)
+		} else {
+			checks.Add(1)
+			bad = decodeWith(args, fields, &v)
+		}
+		if bad != nil {
+			return toolError(bad), nil
 		}
 		res, err := fn(ctx, c, &v)
 		if err != nil {
@@ -284,6 +338,16 @@ func addTool[In, Out any](srv *mcp.Server, name, title, desc string, readOnly bo
 		}
 		return &mcp.CallToolResult{StructuredContent: json.RawMessage(b), Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
 	})
+}
+
+// argsChecked reports whether Handler checked req's arguments against
+// the tool's field names already.
+func argsChecked(req *mcp.CallToolRequest) bool {
+	if req.Extra == nil || req.Extra.TokenInfo == nil {
+		return false
+	}
+	checked, _ := req.Extra.TokenInfo.Extra[argsCheckedExtra].(bool)
+	return checked
 }
 
 func callerOf(req *mcp.CallToolRequest) *Caller {
@@ -306,16 +370,24 @@ func toolError(e *memory.Error) *mcp.CallToolResult {
 // "scope") and values of the wrong JSON type, naming the field, never
 // its value.
 func decodeArgs(args json.RawMessage, schema *jsonschema.Schema, v any) *memory.Error {
-	var generic any
-	if err := json.Unmarshal(args, &generic); err != nil {
+	return decodeWith(args, fieldsOf(schema), v)
+}
+
+// decodeWith is decodeArgs with the schema's field names already drawn
+// out of it.
+func decodeWith(args json.RawMessage, fields *strictjson.Fields, v any) *memory.Error {
+	err := strictjson.Check(args, &strictjson.Options{Object: true, Fields: fields})
+	if se, ok := errors.AsType[*strictjson.Error](err); ok && se.Problem == strictjson.Unknown {
+		return invalidArg(fieldPath(se.Path), "is not a field of this tool (names are case-sensitive)")
+	}
+	if err != nil {
 		return invalidArg("arguments", "must be a JSON object")
 	}
-	if _, ok := generic.(map[string]any); !ok {
-		return invalidArg("arguments", "must be a JSON object")
-	}
-	if err := exactKeys(schema, generic, ""); err != nil {
-		return err
-	}
+	return decodeChecked(args, v)
+}
+
+// decodeChecked decodes arguments whose names were checked already.
+func decodeChecked(args json.RawMessage, v any) *memory.Error {
 	if err := json.Unmarshal(args, v); err != nil {
 		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
 			field := te.Field
@@ -327,6 +399,12 @@ func decodeArgs(args json.RawMessage, schema *jsonschema.Schema, v any) *memory.
 		return invalidArg("arguments", "could not be read")
 	}
 	return nil
+}
+
+// fieldPath is a strictjson path as a field name: $.metadata.tags[0]
+// becomes metadata.tags[0].
+func fieldPath(path string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(path, "$"), ".")
 }
 
 func invalidArg(field, rule string) *memory.Error {
@@ -356,50 +434,30 @@ func jsonKind(t reflect.Type) string {
 	return "object"
 }
 
-// exactKeys walks v along schema and refuses a key an object schema does
-// not list when it allows no others.
-func exactKeys(s *jsonschema.Schema, v any, path string) *memory.Error {
+// fieldsOf draws from a tool's schema the member names its arguments
+// may have: an object schema's properties, and others only where its
+// additionalProperties admits them.
+func fieldsOf(s *jsonschema.Schema) *strictjson.Fields {
 	if s == nil {
 		return nil
 	}
-	switch x := v.(type) {
-	case map[string]any:
-		for k, val := range x {
-			sub, ok := s.Properties[k]
-			if !ok {
-				if closed(s.AdditionalProperties) {
-					return invalidArg(join(path, k), "is not a field of this tool (names are case-sensitive)")
-				}
-				sub = s.AdditionalProperties
-			}
-			if err := exactKeys(sub, val, join(path, k)); err != nil {
-				return err
-			}
-		}
-	case []any:
-		for i, val := range x {
-			if err := exactKeys(s.Items, val, fmt.Sprintf("%s[%d]", path, i)); err != nil {
-				return err
-			}
+	f := &strictjson.Fields{Items: fieldsOf(s.Items), Open: !closed(s.AdditionalProperties)}
+	if f.Open {
+		f.Other = fieldsOf(s.AdditionalProperties)
+	}
+	if len(s.Properties) > 0 {
+		f.Names = make(map[string]*strictjson.Fields, len(s.Properties))
+		for k, p := range s.Properties {
+			f.Names[k] = fieldsOf(p)
 		}
 	}
-	return nil
+	if f.Open && f.Other == nil && f.Names == nil && f.Items == nil {
+		return nil // admits anything
+	}
+	return f
 }
 
 // closed reports whether an additionalProperties schema admits nothing.
 func closed(s *jsonschema.Schema) bool {
 	return s != nil && s.Not != nil && reflect.ValueOf(*s.Not).IsZero()
-}
-
-func join(path, key string) string {
-	if len(key) > 64 {
-		key = strings.ToValidUTF8(key[:64], "") + "…"
-	}
-	if key == "" || strings.ContainsAny(key, ".[]\" \t\n") || !utf8.ValidString(key) {
-		return path + "[" + strconv.Quote(key) + "]"
-	}
-	if path == "" {
-		return key
-	}
-	return path + "." + key
 }

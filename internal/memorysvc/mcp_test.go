@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"novaos.dev/novaos/memory"
@@ -328,5 +329,67 @@ func TestHandlerRefusesBatches(t *testing.T) {
 	}
 	if store.searches != 1 {
 		t.Errorf("a single call made %d searches, want 1", store.searches)
+	}
+}
+
+// TestHandlerChecksArgumentsOnce: the pass Handler makes over the whole
+// body checks a tool call's arguments against the tool's field names, in
+// either member order, so a well-formed call reaches its tool with no
+// second strict pass; a call the pass found an unknown field in, or one
+// that did not come through Handler, is checked by the tool itself.
+func TestHandlerChecksArgumentsOnce(t *testing.T) {
+	s, _ := newService(t, nil)
+	srv, _ := serveMCP(t, s)
+	for _, tc := range []struct {
+		name, body string
+		contains   string
+		checks     int64 // the tool's own passes
+	}{
+		{"name first", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"novaos.memory.write","arguments":{"scope":"run","content":"a b c"}}}`, `"durable":true`, 0},
+		{"arguments first", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"scope":"run","content":"a b c"},"name":"novaos.memory.write"}}`, `"durable":true`, 0},
+		{"no arguments", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"novaos.memory.hint_status"}}`, `"isError":true`, 0},
+		{"unknown field", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"novaos.memory.write","arguments":{"Scope":"run","content":"a b c"}}}`, `is not a field of this tool`, 1},
+		{"unknown field, arguments first", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"scope":"run","content":"a b c","tenant_id":"t2"},"name":"novaos.memory.write"}}`, `tenant_id`, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := s.argChecks.Load()
+			code, body := rawCall(t, srv.URL, "Bearer good", tc.body)
+			if code != http.StatusOK || !strings.Contains(body, tc.contains) {
+				t.Fatalf("%d %s; want 200 containing %q", code, body, tc.contains)
+			}
+			if got := s.argChecks.Load() - before; got != tc.checks {
+				t.Errorf("the tool checked its arguments %d times, want %d", got, tc.checks)
+			}
+		})
+	}
+
+	// Served without Handler in front, the tool checks for itself.
+	srv2 := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCPServer("test") },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	bare := httptest.NewServer(auth.RequireBearerToken(func(context.Context, string, *http.Request) (*auth.TokenInfo, error) {
+		return &auth.TokenInfo{Extra: map[string]any{callerKey: agentCaller("t1", "a1")}}, nil
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(srv2))
+	t.Cleanup(bare.Close)
+	for _, tc := range []struct{ args, contains string }{
+		{`{"scope":"run","content":"a b c"}`, `"durable":true`},
+		{`{"Scope":"run","content":"a b c"}`, `is not a field of this tool`},
+	} {
+		before := s.argChecks.Load()
+		req, _ := http.NewRequest(http.MethodPost, bare.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"novaos.memory.write","arguments":`+tc.args+`}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer any")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(b), tc.contains) {
+			t.Errorf("%s: %s; want it to contain %q", tc.args, b, tc.contains)
+		}
+		if got := s.argChecks.Load() - before; got != 1 {
+			t.Errorf("%s: the tool checked its arguments %d times, want 1", tc.args, got)
+		}
 	}
 }

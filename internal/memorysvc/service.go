@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"novaos.dev/novaos/a2a"
@@ -81,6 +82,9 @@ type Service struct {
 
 	tokens  Tokens // Mount's
 	maxBody int64
+	// argChecks counts the passes tools made over their own arguments,
+	// which Handler's check of the whole body spares them.
+	argChecks atomic.Int64
 }
 
 // New returns a Service over store. Call Run to start its workers.

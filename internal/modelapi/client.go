@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/internal/strictjson"
 	"novaos.dev/novaos/resilience"
 	"novaos.dev/novaos/secret"
 )
@@ -117,10 +117,9 @@ func (c *client) post(ctx context.Context, body any, out any) error {
 		if resp.StatusCode != http.StatusOK {
 			return apiError(resp, data)
 		}
-		if err := a2a.CheckKeys(data); err != nil {
-			return malformed("%v", err)
-		}
-		if err := json.Unmarshal(data, out); err != nil {
+		// A repeated key would be read last-wins here and first-wins by
+		// another client of the same API.
+		if err := strictjson.Decode(data, out, nil, true); err != nil {
 			return malformed("%v", err)
 		}
 		return nil

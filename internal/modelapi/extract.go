@@ -2,12 +2,12 @@ package modelapi
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
 
-	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/internal/strictjson"
 	"novaos.dev/novaos/secret"
 )
 
@@ -99,9 +99,6 @@ func parseFacts(content string) ([]Fact, error) {
 		rest = strings.TrimPrefix(rest, "json")
 		content = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "```"))
 	}
-	if err := a2a.CheckKeys([]byte(content)); err != nil {
-		return nil, malformed("facts: %v", err)
-	}
 	var doc struct {
 		Facts *[]struct {
 			Content    string   `json:"content"`
@@ -109,9 +106,11 @@ func parseFacts(content string) ([]Fact, error) {
 			Tags       []string `json:"tags"`
 		} `json:"facts"`
 	}
-	dec := json.NewDecoder(strings.NewReader(content))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&doc); err != nil || doc.Facts == nil {
+	err := strictjson.Decode([]byte(content), &doc, nil, false)
+	if _, ok := errors.AsType[*strictjson.Error](err); ok {
+		return nil, malformed("facts: %v", err)
+	}
+	if err != nil || doc.Facts == nil {
 		return nil, malformed("the model did not answer {\"facts\": [...]}")
 	}
 	if len(*doc.Facts) > MaxFacts {

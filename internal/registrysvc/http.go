@@ -4,10 +4,12 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
 	"novaos.dev/novaos/internal/httpapi"
+	"novaos.dev/novaos/problem"
 	"novaos.dev/novaos/registry"
 )
 
@@ -165,39 +167,36 @@ func (h handler) delete(w http.ResponseWriter, r *http.Request, ref string) {
 // problemFor maps an error to its problem: the one place registry errors
 // become HTTP statuses. The plumbing's own (bodies, queries) pass through
 // as they are.
-func problemFor(err error) *httpapi.Problem {
+func problemFor(err error) *problem.Problem {
 	var ve *registry.ValidationError
 	switch {
 	case errors.As(err, &ve):
-		p := &httpapi.Problem{Type: registry.ProblemInvalidAgent, Status: http.StatusUnprocessableEntity,
-			Title: "Invalid Agent", Detail: "the agent breaks the registry's rules", Errors: make([]httpapi.FieldError, len(ve.Fields))}
-		for i, f := range ve.Fields {
-			p.Errors[i] = httpapi.FieldError(f)
-		}
+		p := &problem.Problem{Type: registry.ProblemInvalidAgent, Status: http.StatusUnprocessableEntity,
+			Title: "Invalid Agent", Detail: "the agent breaks the registry's rules", Errors: slices.Clone(ve.Fields)}
 		if errors.Is(err, registry.ErrURLNotAllowed) {
 			p.Type, p.Title, p.Detail = registry.ProblemURLNotAllowed, "Agent URL Not Allowed", "the registry does not accept this agent URL"
 		}
 		return p
 	case errors.Is(err, registry.ErrNotFound):
-		return &httpapi.Problem{Type: registry.ProblemAgentNotFound, Status: http.StatusNotFound, Title: "Agent Not Found"}
+		return &problem.Problem{Type: registry.ProblemAgentNotFound, Status: http.StatusNotFound, Title: "Agent Not Found"}
 	case errors.Is(err, registry.ErrExists):
-		return &httpapi.Problem{Type: registry.ProblemAgentExists, Status: http.StatusConflict, Title: "Agent Exists",
+		return &problem.Problem{Type: registry.ProblemAgentExists, Status: http.StatusConflict, Title: "Agent Exists",
 			Detail: "another agent has this name"}
 	case errors.Is(err, registry.ErrReadOnly):
-		return &httpapi.Problem{Type: registry.ProblemAgentReadOnly, Status: http.StatusForbidden, Title: "Agent Read-Only",
+		return &problem.Problem{Type: registry.ProblemAgentReadOnly, Status: http.StatusForbidden, Title: "Agent Read-Only",
 			Detail: "the server hosts this agent and keeps its record"}
 	case errors.Is(err, registry.ErrBadPageToken):
-		return &httpapi.Problem{Type: registry.ProblemInvalidPageToken, Status: http.StatusBadRequest, Title: "Invalid Page Token"}
+		return &problem.Problem{Type: registry.ProblemInvalidPageToken, Status: http.StatusBadRequest, Title: "Invalid Page Token"}
 	case errors.Is(err, ErrBadQuery):
 		_, detail, _ := strings.Cut(err.Error(), ErrBadQuery.Error()+": ")
 		return httpapi.BadQuery(detail)
 	case errors.Is(err, httpapi.ErrUnauthenticated):
-		return &httpapi.Problem{Type: registry.ProblemUnauthorized, Status: http.StatusUnauthorized, Title: "Unauthorized",
+		return &problem.Problem{Type: registry.ProblemUnauthorized, Status: http.StatusUnauthorized, Title: "Unauthorized",
 			Detail: "changing the registry needs the server's admin token: send it as Authorization: Bearer <token>"}
-	case errors.Is(err, httpapi.ErrForbidden) && errors.As(err, new(*httpapi.Problem)):
+	case errors.Is(err, httpapi.ErrForbidden) && errors.As(err, new(*problem.Problem)):
 		return nil // the AdminRule's own answer (a loopback peer naming another host)
 	case errors.Is(err, httpapi.ErrForbidden):
-		return &httpapi.Problem{Type: registry.ProblemWriteForbidden, Status: http.StatusForbidden, Title: "Registry Write Forbidden",
+		return &problem.Problem{Type: registry.ProblemWriteForbidden, Status: http.StatusForbidden, Title: "Registry Write Forbidden",
 			Detail: "this server has no admin token, so it accepts registry changes from its own machine only; " +
 				"give it one (novaos serve --admin-token-file FILE, or NOVAOS_ADMIN_TOKEN) and send it as Authorization: Bearer <token>"}
 	}

@@ -13,6 +13,7 @@ import (
 	"novaos.dev/novaos/a2a/a2astore"
 	"novaos.dev/novaos/memory"
 	"novaos.dev/novaos/store/internal/memindex"
+	"novaos.dev/novaos/store/internal/sqlstore"
 )
 
 // MemoryStore returns the database's memory store.
@@ -29,27 +30,9 @@ type MemoryStore struct{ db *DB }
 
 var _ memory.Store = (*MemoryStore)(nil)
 
-// memCols are the columns scanMemory reads, in its order.
-const memCols = `m.seq, m.id, m.scope, m.owner, m.content, m.type, m.tags, m.source, m.conversation_id, m.classification,
-	m.confidence, m.custom, m.version, m.created_ms, m.updated_ms, m.expires_ms, m.write_event_id`
-
 // errBadText: PostgreSQL text holds neither NUL nor invalid UTF-8, so such
 // a value can name nothing stored and cannot be stored.
 var errBadText = fmt.Errorf("text with NUL or invalid UTF-8: %w", memory.ErrInvalid)
-
-func ms(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
-}
-
-func fromMS(v int64) time.Time {
-	if v == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(v).UTC()
-}
 
 func memText(m *memory.Memory) bool {
 	return a2astore.ValidText(m.ID, m.Partition.Owner, m.Content, m.Source, m.ConversationID, m.Classification,
@@ -69,7 +52,7 @@ func claimKey(ctx context.Context, tx pgx.Tx, tenant, kind string, k memory.Key,
 			count = EXCLUDED.count, durable = EXCLUDED.durable, created_ms = EXCLUDED.created_ms
 		WHERE memory_keys.created_ms <= $13`,
 		tenant, kind, k.Agent, k.Run, k.Name, k.Request, r.MemoryID, string(r.Scope), r.WriteEventID, count, r.Durable,
-		ms(now), ms(now.Add(-memory.IdempotencyWindow)))
+		sqlstore.Millis(now), sqlstore.Millis(now.Add(-memory.IdempotencyWindow)))
 	if err != nil {
 		return false, err
 	}
@@ -90,7 +73,7 @@ func firstResult(ctx context.Context, tx pgx.Tx, tenant, kind string, k memory.K
 	if request != k.Request {
 		return memory.WriteResult{}, 0, memory.ErrKeyReused
 	}
-	r.Scope, r.CreatedAt = memory.Scope(scope), fromMS(cms)
+	r.Scope, r.CreatedAt = memory.Scope(scope), sqlstore.FromMillis(cms)
 	return r, count, nil
 }
 
@@ -119,8 +102,8 @@ func insertMemory(ctx context.Context, tx pgx.Tx, tenant string, m *memory.Memor
 	}
 	cols, vals := "", ""
 	args := []any{tenant, m.ID, string(m.Partition.Scope), m.Partition.Owner, m.Content, string(m.Type), memory.JoinTags(m.Tags),
-		m.Source, m.ConversationID, m.Classification, m.Confidence, custom, m.Version, ms(m.CreatedAt), ms(m.UpdatedAt),
-		ms(m.ExpiresAt), m.WriteEventID, model, vec}
+		m.Source, m.ConversationID, m.Classification, m.Confidence, custom, m.Version, sqlstore.Millis(m.CreatedAt), sqlstore.Millis(m.UpdatedAt),
+		sqlstore.Millis(m.ExpiresAt), m.WriteEventID, model, vec}
 	if withEmbedding {
 		cols, vals = ", embedding", ", $20::text::vector"
 		args = append(args, embeddingArg(m.Embedding))
@@ -174,34 +157,12 @@ func (s *MemoryStore) Put(ctx context.Context, tenant string, m *memory.Memory, 
 	return res, replayed, nil
 }
 
-type scanner interface{ Scan(dest ...any) error }
-
-func scanMemory(r scanner, extra ...any) (*memory.Memory, int64, error) {
-	var (
-		m                           memory.Memory
-		seq, version, cms, ums, ems int64
-		scope, typ, tags            string
-		custom                      []byte
-	)
-	dest := []any{&seq, &m.ID, &scope, &m.Partition.Owner, &m.Content, &typ, &tags, &m.Source, &m.ConversationID,
-		&m.Classification, &m.Confidence, &custom, &version, &cms, &ums, &ems, &m.WriteEventID}
-	if err := r.Scan(append(dest, extra...)...); err != nil {
-		return nil, 0, err
-	}
-	m.Partition.Scope, m.Type, m.Tags = memory.Scope(scope), memory.Type(typ), memory.SplitTags(tags)
-	if len(custom) > 0 {
-		m.Custom = custom
-	}
-	m.Version, m.CreatedAt, m.UpdatedAt, m.ExpiresAt = version, fromMS(cms), fromMS(ums), fromMS(ems)
-	return &m, seq, nil
-}
-
 func (s *MemoryStore) Get(ctx context.Context, tenant, id string, now time.Time) (*memory.Memory, error) {
 	if !a2astore.ValidText(tenant, id) {
 		return nil, fmt.Errorf("postgres: get memory %s: %w", id, memory.ErrNotFound)
 	}
-	m, _, err := scanMemory(s.db.pool.QueryRow(ctx, `SELECT `+memCols+` FROM memories m WHERE m.tenant = $1 AND m.id = $2
-		AND (m.expires_ms = 0 OR m.expires_ms > $3)`, tenant, id, ms(now)))
+	m, _, err := sqlstore.ScanMemory(s.db.pool.QueryRow(ctx, `SELECT `+sqlstore.MemoryCols+` FROM memories m WHERE m.tenant = $1 AND m.id = $2
+		AND (m.expires_ms = 0 OR m.expires_ms > $3)`, tenant, id, sqlstore.Millis(now)))
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = memory.ErrNotFound
 	}
@@ -217,9 +178,9 @@ func (s *MemoryStore) Update(ctx context.Context, tenant string, p memory.Partit
 	}
 	var out *memory.Memory
 	err := pgx.BeginFunc(ctx, s.db.pool, func(tx pgx.Tx) error {
-		m, seq, err := scanMemory(tx.QueryRow(ctx, `SELECT `+memCols+` FROM memories m WHERE m.tenant = $1 AND m.id = $2
+		m, seq, err := sqlstore.ScanMemory(tx.QueryRow(ctx, `SELECT `+sqlstore.MemoryCols+` FROM memories m WHERE m.tenant = $1 AND m.id = $2
 			AND m.scope = $3 AND m.owner = $4 AND (m.expires_ms = 0 OR m.expires_ms > $5) FOR UPDATE`,
-			tenant, id, string(p.Scope), p.Owner, ms(c.Now)))
+			tenant, id, string(p.Scope), p.Owner, sqlstore.Millis(c.Now)))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return memory.ErrNotFound
 		}
@@ -243,7 +204,7 @@ func (s *MemoryStore) Update(ctx context.Context, tenant string, p memory.Partit
 			custom = m.Custom
 		}
 		set := ""
-		args := []any{m.Content, memory.JoinTags(m.Tags), m.Confidence, custom, m.Version, ms(m.UpdatedAt),
+		args := []any{m.Content, memory.JoinTags(m.Tags), m.Confidence, custom, m.Version, sqlstore.Millis(m.UpdatedAt),
 			c.Embedding != nil, model, vec, seq}
 		if s.db.vector.on {
 			set = `, embedding = CASE WHEN $7 THEN $11::text::vector ELSE embedding END`
@@ -295,7 +256,7 @@ func (s *MemoryStore) Forget(ctx context.Context, tenant string, p memory.Partit
 		if tag.RowsAffected() == 1 {
 			if _, err := tx.Exec(ctx, `INSERT INTO memory_audit (tenant, event_id, action, memory_id, scope, owner, actor, reason, at_ms)
 				VALUES ($1, $2, 'forget', $3, $4, $5, $6, $7, $8)`,
-				tenant, a.EventID, id, string(p.Scope), p.Owner, a.Actor, a.Reason, ms(a.At)); err != nil {
+				tenant, a.EventID, id, string(p.Scope), p.Owner, a.Actor, a.Reason, sqlstore.Millis(a.At)); err != nil {
 				return err
 			}
 			if err := bumpChanged(ctx, tx, tenant, p); err != nil {
@@ -328,7 +289,7 @@ func filterSQL(tenant string, f memory.Filter, next int) (string, []any) {
 	}
 	b.WriteString(`m.tenant = ` + arg(tenant) + ` AND m.scope = ` + arg(string(f.Partition.Scope)) +
 		` AND m.owner = ` + arg(f.Partition.Owner))
-	b.WriteString(` AND (m.expires_ms = 0 OR m.expires_ms > ` + arg(ms(f.Now)) + `)`)
+	b.WriteString(` AND (m.expires_ms = 0 OR m.expires_ms > ` + arg(sqlstore.Millis(f.Now)) + `)`)
 	if f.Type != "" {
 		b.WriteString(` AND m.type = ` + arg(string(f.Type)))
 	}
@@ -339,10 +300,10 @@ func filterSQL(tenant string, f memory.Filter, next int) (string, []any) {
 		b.WriteString(` AND strpos(m.tags, ` + arg(memory.TagPattern(t)) + `) > 0`)
 	}
 	if !f.After.IsZero() {
-		b.WriteString(` AND m.created_ms > ` + arg(ms(f.After)))
+		b.WriteString(` AND m.created_ms > ` + arg(sqlstore.Millis(f.After)))
 	}
 	if !f.Before.IsZero() {
-		b.WriteString(` AND m.created_ms < ` + arg(ms(f.Before)))
+		b.WriteString(` AND m.created_ms < ` + arg(sqlstore.Millis(f.Before)))
 	}
 	if f.Classification != "" {
 		b.WriteString(` AND m.classification = ` + arg(f.Classification))
@@ -359,7 +320,7 @@ func (s *MemoryStore) List(ctx context.Context, tenant string, f memory.Filter, 
 		return nil, nil
 	}
 	where, args := filterSQL(tenant, f, 1)
-	rows, err := s.db.pool.Query(ctx, `SELECT `+memCols+` FROM memories m WHERE `+where+
+	rows, err := s.db.pool.Query(ctx, `SELECT `+sqlstore.MemoryCols+` FROM memories m WHERE `+where+
 		` ORDER BY m.created_ms DESC, m.seq DESC LIMIT $`+strconv.Itoa(len(args)+1), append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list memories: %w", err)
@@ -367,7 +328,7 @@ func (s *MemoryStore) List(ctx context.Context, tenant string, f memory.Filter, 
 	defer rows.Close()
 	var out []memory.Memory
 	for rows.Next() {
-		m, _, err := scanMemory(rows)
+		m, _, err := sqlstore.ScanMemory(rows)
 		if err != nil {
 			return nil, fmt.Errorf("postgres: list memories: %w", err)
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"novaos.dev/novaos/store/internal/memindex"
+	"novaos.dev/novaos/store/internal/sqlstore"
 )
 
 // indexSource feeds the in-process memory index (store/internal/memindex)
@@ -48,7 +49,7 @@ func (s indexSource) Versions(ctx context.Context, k memindex.Key, fn func(seq i
 func (s indexSource) load(ctx context.Context, cond string, args []any, add func(*memindex.Doc)) error {
 	// The vectors are loaded with pgvector too: a query it cannot take is
 	// scored by the index.
-	rows, err := s.db.pool.Query(ctx, `SELECT `+memCols+`, m.model, m.vec FROM memories m
+	rows, err := s.db.pool.Query(ctx, `SELECT `+sqlstore.MemoryCols+`, m.model, m.vec FROM memories m
 		WHERE m.tenant = $1 AND m.scope = $2 AND m.owner = $3 AND `+cond, args...)
 	if err != nil {
 		return err
@@ -57,7 +58,7 @@ func (s indexSource) load(ctx context.Context, cond string, args []any, add func
 	for rows.Next() {
 		var model string
 		var b []byte
-		m, seq, err := scanMemory(rows, &model, &b)
+		m, seq, err := sqlstore.ScanMemory(rows, &model, &b)
 		if err != nil {
 			return err
 		}

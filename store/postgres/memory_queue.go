@@ -14,6 +14,7 @@ import (
 	"novaos.dev/novaos/a2a/a2astore"
 	"novaos.dev/novaos/memory"
 	"novaos.dev/novaos/store/internal/memindex"
+	"novaos.dev/novaos/store/internal/sqlstore"
 )
 
 // Proposals, the hint queue, conversation messages and the sweep of the
@@ -44,7 +45,7 @@ func (s *MemoryStore) PutProposal(ctx context.Context, tenant string, p *memory.
 			}
 		}
 		tag, err := tx.Exec(ctx, `INSERT INTO memory_proposals (tenant, id, status, body, created_ms) VALUES ($1, $2, 'pending', $3, $4)
-			ON CONFLICT (tenant, id) DO NOTHING`, tenant, p.ID, body, ms(p.CreatedAt))
+			ON CONFLICT (tenant, id) DO NOTHING`, tenant, p.ID, body, sqlstore.Millis(p.CreatedAt))
 		if err != nil {
 			return err
 		}
@@ -59,29 +60,11 @@ func (s *MemoryStore) PutProposal(ctx context.Context, tenant string, p *memory.
 	return res, replayed, nil
 }
 
-const proposalCols = `tenant, id, status, reason, memory_id, body, created_ms, resolved_ms`
-
-func scanProposal(r scanner) (*memory.Proposal, error) {
-	var p memory.Proposal
-	var status string
-	var body []byte
-	var cms, rms int64
-	if err := r.Scan(&p.Tenant, &p.ID, &status, &p.Reason, &p.MemoryID, &body, &cms, &rms); err != nil {
-		return nil, err
-	}
-	m, err := memory.DecodeMemory(body)
-	if err != nil {
-		return nil, fmt.Errorf("proposal %s: %w", p.ID, err)
-	}
-	p.Memory, p.Status, p.CreatedAt, p.ResolvedAt = *m, memory.ProposalState(status), fromMS(cms), fromMS(rms)
-	return &p, nil
-}
-
 func (s *MemoryStore) Proposal(ctx context.Context, tenant, id string) (*memory.Proposal, error) {
 	if !a2astore.ValidText(tenant, id) {
 		return nil, fmt.Errorf("postgres: get proposal %s: %w", id, memory.ErrNotFound)
 	}
-	p, err := scanProposal(s.db.pool.QueryRow(ctx, `SELECT `+proposalCols+` FROM memory_proposals WHERE tenant = $1 AND id = $2`, tenant, id))
+	p, err := sqlstore.ScanProposal(s.db.pool.QueryRow(ctx, `SELECT `+sqlstore.ProposalCols+` FROM memory_proposals WHERE tenant = $1 AND id = $2`, tenant, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = memory.ErrNotFound
 	}
@@ -92,7 +75,7 @@ func (s *MemoryStore) Proposal(ctx context.Context, tenant, id string) (*memory.
 }
 
 func (s *MemoryStore) PendingProposals(ctx context.Context, limit int) ([]memory.Proposal, error) {
-	rows, err := s.db.pool.Query(ctx, `SELECT `+proposalCols+` FROM memory_proposals
+	rows, err := s.db.pool.Query(ctx, `SELECT `+sqlstore.ProposalCols+` FROM memory_proposals
 		WHERE status = 'pending' ORDER BY created_ms, tenant, id LIMIT $1`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: pending proposals: %w", err)
@@ -100,7 +83,7 @@ func (s *MemoryStore) PendingProposals(ctx context.Context, limit int) ([]memory
 	defer rows.Close()
 	var out []memory.Proposal
 	for rows.Next() {
-		p, err := scanProposal(rows)
+		p, err := sqlstore.ScanProposal(rows)
 		if err != nil {
 			return nil, fmt.Errorf("postgres: pending proposals: %w", err)
 		}
@@ -139,7 +122,7 @@ func (s *MemoryStore) ResolveProposal(ctx context.Context, tenant, id string, co
 			newStatus, memID, reason = memory.ProposalCommitted, commit.ID, ""
 		}
 		_, err = tx.Exec(ctx, `UPDATE memory_proposals SET status = $1, reason = $2, memory_id = $3, resolved_ms = $4
-			WHERE tenant = $5 AND id = $6`, string(newStatus), reason, memID, ms(now), tenant, id)
+			WHERE tenant = $5 AND id = $6`, string(newStatus), reason, memID, sqlstore.Millis(now), tenant, id)
 		return err
 	})
 	if err != nil {
@@ -158,7 +141,7 @@ func (s *MemoryStore) EnqueueHint(ctx context.Context, tenant string, h *memory.
 	tag, err := s.db.pool.Exec(ctx, `INSERT INTO memory_hints (tenant, id, agent, user_id, conversation_id, text, priority, tags,
 		context, status, submitted_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', $10) ON CONFLICT (tenant, id) DO NOTHING`,
 		tenant, h.ID, h.Agent, h.User, h.ConversationID, h.Text, memory.PriorityRank(h.Priority), memory.JoinTags(h.Tags),
-		h.Context, ms(h.SubmittedAt))
+		h.Context, sqlstore.Millis(h.SubmittedAt))
 	if err != nil {
 		return fmt.Errorf("postgres: enqueue hint %s: %w", h.ID, err)
 	}
@@ -166,22 +149,6 @@ func (s *MemoryStore) EnqueueHint(ctx context.Context, tenant string, h *memory.
 		return fmt.Errorf("postgres: enqueue hint %s: %w", h.ID, memory.ErrExists)
 	}
 	return nil
-}
-
-const hintCols = `tenant, id, agent, user_id, conversation_id, text, priority, tags, context, status, attempts, submitted_ms, resolved_ms`
-
-func scanHint(r scanner) (*memory.Hint, error) {
-	var h memory.Hint
-	var prio int
-	var tags, status string
-	var sms, rms int64
-	if err := r.Scan(&h.Tenant, &h.ID, &h.Agent, &h.User, &h.ConversationID, &h.Text, &prio, &tags, &h.Context,
-		&status, &h.Attempts, &sms, &rms); err != nil {
-		return nil, err
-	}
-	h.Priority, h.Tags, h.Status = memory.PriorityName(prio), memory.SplitTags(tags), memory.HintState(status)
-	h.SubmittedAt, h.ResolvedAt = fromMS(sms), fromMS(rms)
-	return &h, nil
 }
 
 // ClaimHints skips hints another replica is claiming (SKIP LOCKED), so
@@ -192,14 +159,14 @@ func (s *MemoryStore) ClaimHints(ctx context.Context, now time.Time, lease time.
 			ORDER BY priority DESC, submitted_ms, tenant, id LIMIT $3 FOR UPDATE SKIP LOCKED) c
 		WHERE h.tenant = c.tenant AND h.id = c.id
 		RETURNING h.tenant, h.id, h.agent, h.user_id, h.conversation_id, h.text, h.priority, h.tags, h.context, h.status,
-			h.attempts, h.submitted_ms, h.resolved_ms`, ms(now.Add(lease)), ms(now), limit)
+			h.attempts, h.submitted_ms, h.resolved_ms`, sqlstore.Millis(now.Add(lease)), sqlstore.Millis(now), limit)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: claim hints: %w", err)
 	}
 	defer rows.Close()
 	var out []memory.Hint
 	for rows.Next() {
-		h, err := scanHint(rows)
+		h, err := sqlstore.ScanHint(rows)
 		if err != nil {
 			return nil, fmt.Errorf("postgres: claim hints: %w", err)
 		}
@@ -232,7 +199,7 @@ func (s *MemoryStore) ResolveHint(ctx context.Context, tenant, id string, state 
 			return fmt.Errorf("hint is %s: %w", status, memory.ErrConflict)
 		}
 		_, err = tx.Exec(ctx, `UPDATE memory_hints SET status = $1, resolved_ms = $2 WHERE tenant = $3 AND id = $4`,
-			string(state), ms(now), tenant, id)
+			string(state), sqlstore.Millis(now), tenant, id)
 		return err
 	})
 	if err != nil {
@@ -245,7 +212,7 @@ func (s *MemoryStore) Hint(ctx context.Context, tenant, id string) (*memory.Hint
 	if !a2astore.ValidText(tenant, id) {
 		return nil, fmt.Errorf("postgres: get hint %s: %w", id, memory.ErrNotFound)
 	}
-	h, err := scanHint(s.db.pool.QueryRow(ctx, `SELECT `+hintCols+` FROM memory_hints WHERE tenant = $1 AND id = $2`, tenant, id))
+	h, err := sqlstore.ScanHint(s.db.pool.QueryRow(ctx, `SELECT `+sqlstore.HintCols+` FROM memory_hints WHERE tenant = $1 AND id = $2`, tenant, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = memory.ErrNotFound
 	}
@@ -260,7 +227,7 @@ func (s *MemoryStore) AppendMessage(ctx context.Context, tenant, conversation st
 		return fmt.Errorf("postgres: append message: %w", errBadText)
 	}
 	if _, err := s.db.pool.Exec(ctx, `INSERT INTO memory_messages (tenant, conversation_id, message_id, role, content, at_ms)
-		VALUES ($1, $2, $3, $4, $5, $6)`, tenant, conversation, m.MessageID, m.Role, m.Content, ms(m.Timestamp)); err != nil {
+		VALUES ($1, $2, $3, $4, $5, $6)`, tenant, conversation, m.MessageID, m.Role, m.Content, sqlstore.Millis(m.Timestamp)); err != nil {
 		return fmt.Errorf("postgres: append message: %w", err)
 	}
 	return nil
@@ -284,7 +251,7 @@ func (s *MemoryStore) RecentMessages(ctx context.Context, tenant, conversation s
 		if err := rows.Scan(&m.MessageID, &m.Role, &m.Content, &at); err != nil {
 			return nil, fmt.Errorf("postgres: recent messages: %w", err)
 		}
-		m.Timestamp = fromMS(at)
+		m.Timestamp = sqlstore.FromMillis(at)
 		out = append(out, m)
 	}
 	if err := rows.Err(); err != nil {
@@ -301,14 +268,14 @@ func (s *MemoryStore) Sweep(ctx context.Context, now time.Time, limit int) (memo
 		args []any
 	}{
 		{&sw.Keys, `DELETE FROM memory_keys WHERE ctid IN (SELECT ctid FROM memory_keys WHERE created_ms <= $1 LIMIT $2)`,
-			[]any{ms(now.Add(-memory.IdempotencyWindow)), limit}},
+			[]any{sqlstore.Millis(now.Add(-memory.IdempotencyWindow)), limit}},
 		{&sw.HintsExpired, `UPDATE memory_hints SET status = 'expired', resolved_ms = $1 WHERE ctid IN (SELECT ctid FROM memory_hints
 			WHERE status = 'pending' AND submitted_ms <= $2 LIMIT $3 FOR UPDATE SKIP LOCKED)`,
-			[]any{ms(now), ms(now.Add(-memory.HintPendingLimit)), limit}},
+			[]any{sqlstore.Millis(now), sqlstore.Millis(now.Add(-memory.HintPendingLimit)), limit}},
 		{&sw.Hints, `DELETE FROM memory_hints WHERE ctid IN (SELECT ctid FROM memory_hints WHERE status <> 'pending'
-			AND resolved_ms <= $1 LIMIT $2)`, []any{ms(now.Add(-memory.StatusRetention)), limit}},
+			AND resolved_ms <= $1 LIMIT $2)`, []any{sqlstore.Millis(now.Add(-memory.StatusRetention)), limit}},
 		{&sw.Proposals, `DELETE FROM memory_proposals WHERE ctid IN (SELECT ctid FROM memory_proposals WHERE status <> 'pending'
-			AND resolved_ms <= $1 LIMIT $2)`, []any{ms(now.Add(-memory.StatusRetention)), limit}},
+			AND resolved_ms <= $1 LIMIT $2)`, []any{sqlstore.Millis(now.Add(-memory.StatusRetention)), limit}},
 	}
 	err := pgx.BeginFunc(ctx, s.db.pool, func(tx pgx.Tx) error {
 		var err error
@@ -335,7 +302,7 @@ func (s *MemoryStore) Sweep(ctx context.Context, now time.Time, limit int) (memo
 // that two sweeps never wait on each other in a circle.
 func sweepMemories(ctx context.Context, tx pgx.Tx, now time.Time, limit int) (int, error) {
 	rows, err := tx.Query(ctx, `DELETE FROM memories WHERE seq IN (SELECT seq FROM memories WHERE expires_ms > 0 AND expires_ms <= $1
-		ORDER BY expires_ms LIMIT $2) RETURNING tenant, scope, owner`, ms(now), limit)
+		ORDER BY expires_ms LIMIT $2) RETURNING tenant, scope, owner`, sqlstore.Millis(now), limit)
 	if err != nil {
 		return 0, err
 	}

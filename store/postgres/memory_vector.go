@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"novaos.dev/novaos/memory"
+	"novaos.dev/novaos/store/internal/sqlstore"
 )
 
 // Vector search through pgvector, used when the server has the `vector`
@@ -278,7 +279,7 @@ func searchVectorSQL(tenant string, f memory.Filter, model string, dims int, qte
 	where, args := filterSQL(tenant, f, 3)
 	d := strconv.Itoa(dims)
 	dist := `(m.embedding::vector(` + d + `) <=> $1::text::vector(` + d + `))`
-	q := `SELECT ` + memCols + `, ` + dist + ` FROM memories m WHERE ` + where +
+	q := `SELECT ` + sqlstore.MemoryCols + `, ` + dist + ` FROM memories m WHERE ` + where +
 		` AND m.model = $2 AND m.embedding IS NOT NULL AND vector_dims(m.embedding) = ` + d +
 		` ORDER BY ` + dist + ` LIMIT ` + strconv.Itoa(limit)
 	return q, append([]any{qtext, model}, args...)
@@ -314,7 +315,7 @@ func (s *MemoryStore) searchPGVector(ctx context.Context, tenant string, f memor
 		defer rows.Close()
 		for rows.Next() {
 			var dist float64
-			m, _, err := scanMemory(rows, &dist)
+			m, _, err := sqlstore.ScanMemory(rows, &dist)
 			if err != nil {
 				return err
 			}

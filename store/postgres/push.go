@@ -12,6 +12,7 @@ import (
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/a2a/a2astore"
+	"novaos.dev/novaos/store/internal/sqlstore"
 )
 
 // Push-notification delivery: the outbox a task write queues to, in its
@@ -299,25 +300,15 @@ func (s *pushConfigStore) PushDeliveryState(ctx context.Context, scope a2asrv.Sc
 	if !a2astore.ValidText(scope.Tenant, scope.Owner, taskID, id) {
 		return nil, notFound
 	}
-	var (
-		st                 a2asrv.PushDeliveryState
-		attempt, delivered int64
-	)
-	err := s.db.pool.QueryRow(ctx, `
-		SELECT state, pending, attempts, last_error, last_attempt_ms, last_delivered_ms FROM a2a_push_configs
+	st, err := sqlstore.ScanPushState(s.db.pool.QueryRow(ctx, `
+		SELECT `+sqlstore.PushStateCols+` FROM a2a_push_configs
 		WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id = $4`,
-		scope.Tenant, scope.Owner, taskID, id).Scan(&st.State, &st.Pending, &st.Attempts, &st.LastError, &attempt, &delivered)
+		scope.Tenant, scope.Owner, taskID, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, notFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("postgres: push delivery state %s/%s: %w", taskID, id, err)
 	}
-	if attempt != 0 {
-		st.LastAttempt = time.UnixMilli(attempt)
-	}
-	if delivered != 0 {
-		st.LastDelivered = time.UnixMilli(delivered)
-	}
-	return &st, nil
+	return st, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"novaos.dev/novaos/memory"
 	"novaos.dev/novaos/store/internal/memindex"
+	"novaos.dev/novaos/store/internal/sqlstore"
 )
 
 // The memory writes every write or forget makes, prepared once on the
@@ -31,10 +32,6 @@ const (
 // memoryWrites are the statements Open prepares for the memory store.
 var memoryWrites = []string{insertMemorySQL, putKeySQL, appendedSQL, changedSQL}
 
-// memCols are the columns scanMemory reads, in its order.
-const memCols = `m.seq, m.id, m.scope, m.owner, m.content, m.type, m.tags, m.source, m.conversation_id, m.classification,
-	m.confidence, m.custom, m.version, m.created_ms, m.updated_ms, m.expires_ms, m.write_event_id`
-
 // MemoryStore returns the database's memory store.
 func (db *DB) MemoryStore() *MemoryStore { return &MemoryStore{db} }
 
@@ -44,20 +41,6 @@ func (db *DB) MemoryStore() *MemoryStore { return &MemoryStore{db} }
 type MemoryStore struct{ db *DB }
 
 var _ memory.Store = (*MemoryStore)(nil)
-
-func ms(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
-}
-
-func fromMS(v int64) time.Time {
-	if v == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(v).UTC()
-}
 
 func nullFloat(f *float64) any {
 	if f == nil {
@@ -85,7 +68,7 @@ type keyUse struct {
 func findKey(tx *sql.Tx, tenant, kind string, k memory.Key, now time.Time) (u keyUse, ok bool, err error) {
 	var request, scope string
 	var cms int64
-	err = tx.QueryRow(findKeySQL, tenant, kind, k.Agent, k.Run, k.Name, ms(now.Add(-memory.IdempotencyWindow))).
+	err = tx.QueryRow(findKeySQL, tenant, kind, k.Agent, k.Run, k.Name, sqlstore.Millis(now.Add(-memory.IdempotencyWindow))).
 		Scan(&request, &u.res.MemoryID, &scope, &u.res.WriteEventID, &u.count, &u.res.Durable, &cms)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -95,14 +78,14 @@ func findKey(tx *sql.Tx, tenant, kind string, k memory.Key, now time.Time) (u ke
 	case request != k.Request:
 		return keyUse{}, false, memory.ErrKeyReused
 	}
-	u.res.Scope, u.res.CreatedAt = memory.Scope(scope), fromMS(cms)
+	u.res.Scope, u.res.CreatedAt = memory.Scope(scope), sqlstore.FromMillis(cms)
 	return u, true, nil
 }
 
 // putKey records the first use of an idempotency key.
 func (s *MemoryStore) putKey(tx *sql.Tx, tenant, kind string, k memory.Key, res memory.WriteResult, count int, at time.Time) error {
 	_, err := s.db.wr.exec(tx, putKeySQL, tenant, kind, k.Agent, k.Run, k.Name, k.Request, res.MemoryID, string(res.Scope),
-		res.WriteEventID, count, res.Durable, ms(at))
+		res.WriteEventID, count, res.Durable, sqlstore.Millis(at))
 	return err
 }
 
@@ -114,7 +97,7 @@ func (s *MemoryStore) insert(tx *sql.Tx, tenant string, m *memory.Memory) error 
 	}
 	res, err := s.db.wr.exec(tx, insertMemorySQL, tenant, m.ID, string(m.Partition.Scope), m.Partition.Owner, m.Content,
 		string(m.Type), memory.JoinTags(m.Tags), m.Source, m.ConversationID, m.Classification, nullFloat(m.Confidence),
-		nullBytes(m.Custom), m.Version, ms(m.CreatedAt), ms(m.UpdatedAt), ms(m.ExpiresAt), m.WriteEventID, model, vec)
+		nullBytes(m.Custom), m.Version, sqlstore.Millis(m.CreatedAt), sqlstore.Millis(m.UpdatedAt), sqlstore.Millis(m.ExpiresAt), m.WriteEventID, model, vec)
 	if err != nil {
 		return err
 	}
@@ -160,9 +143,9 @@ func (s *MemoryStore) Put(ctx context.Context, tenant string, m *memory.Memory, 
 }
 
 func (s *MemoryStore) Get(ctx context.Context, tenant, id string, now time.Time) (*memory.Memory, error) {
-	row := s.db.r.QueryRowContext(ctx, `SELECT `+memCols+` FROM memories m WHERE m.tenant = ? AND m.id = ?
-		AND (m.expires_ms = 0 OR m.expires_ms > ?)`, tenant, id, ms(now))
-	m, _, err := scanMemory(row)
+	row := s.db.r.QueryRowContext(ctx, `SELECT `+sqlstore.MemoryCols+` FROM memories m WHERE m.tenant = ? AND m.id = ?
+		AND (m.expires_ms = 0 OR m.expires_ms > ?)`, tenant, id, sqlstore.Millis(now))
+	m, _, err := sqlstore.ScanMemory(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		err = memory.ErrNotFound
 	}
@@ -175,9 +158,9 @@ func (s *MemoryStore) Get(ctx context.Context, tenant, id string, now time.Time)
 func (s *MemoryStore) Update(ctx context.Context, tenant string, p memory.Partition, id string, version int64, c memory.Change) (*memory.Memory, error) {
 	var out *memory.Memory
 	err := s.db.wr.doAtomic(ctx, func(tx *sql.Tx) error {
-		m, seq, err := scanMemory(tx.QueryRow(`SELECT `+memCols+` FROM memories m WHERE m.tenant = ? AND m.id = ?
+		m, seq, err := sqlstore.ScanMemory(tx.QueryRow(`SELECT `+sqlstore.MemoryCols+` FROM memories m WHERE m.tenant = ? AND m.id = ?
 			AND m.scope = ? AND m.owner = ? AND (m.expires_ms = 0 OR m.expires_ms > ?)`,
-			tenant, id, string(p.Scope), p.Owner, ms(c.Now)))
+			tenant, id, string(p.Scope), p.Owner, sqlstore.Millis(c.Now)))
 		if errors.Is(err, sql.ErrNoRows) {
 			return memory.ErrNotFound
 		}
@@ -196,7 +179,7 @@ func (s *MemoryStore) Update(ctx context.Context, tenant string, p memory.Partit
 		if _, err := tx.Exec(`UPDATE memories SET content = ?, tags = ?, confidence = ?, custom = ?, version = ?,
 			updated_ms = ?, model = CASE WHEN ? THEN ? ELSE model END, vec = CASE WHEN ? THEN ? ELSE vec END
 			WHERE seq = ?`,
-			m.Content, memory.JoinTags(m.Tags), nullFloat(m.Confidence), nullBytes(m.Custom), m.Version, ms(m.UpdatedAt),
+			m.Content, memory.JoinTags(m.Tags), nullFloat(m.Confidence), nullBytes(m.Custom), m.Version, sqlstore.Millis(m.UpdatedAt),
 			c.Embedding != nil, model, c.Embedding != nil, vec, seq); err != nil {
 			return err
 		}
@@ -245,7 +228,7 @@ func (s *MemoryStore) Forget(ctx context.Context, tenant string, p memory.Partit
 			}
 			if _, err := tx.Exec(`INSERT INTO memory_audit (tenant, event_id, action, memory_id, scope, owner, actor, reason, at_ms)
 				VALUES (?, ?, 'forget', ?, ?, ?, ?, ?, ?)`,
-				tenant, a.EventID, id, string(p.Scope), p.Owner, a.Actor, a.Reason, ms(a.At)); err != nil {
+				tenant, a.EventID, id, string(p.Scope), p.Owner, a.Actor, a.Reason, sqlstore.Millis(a.At)); err != nil {
 				return err
 			}
 			res = memory.ForgetResult{DeletedCount: 1, DeleteEventID: a.EventID}
@@ -270,7 +253,7 @@ func filterSQL(tenant string, f memory.Filter) (string, []any) {
 	// expiry index (a union of two searches, then a sort), which turned
 	// a neighbour lookup into a sort of the whole partition.
 	b.WriteString(`m.tenant = ? AND m.scope = ? AND m.owner = ? AND (+m.expires_ms = 0 OR +m.expires_ms > ?)`)
-	args := []any{tenant, string(f.Partition.Scope), f.Partition.Owner, ms(f.Now)}
+	args := []any{tenant, string(f.Partition.Scope), f.Partition.Owner, sqlstore.Millis(f.Now)}
 	if f.Type != "" {
 		b.WriteString(` AND m.type = ?`)
 		args = append(args, string(f.Type))
@@ -285,11 +268,11 @@ func filterSQL(tenant string, f memory.Filter) (string, []any) {
 	}
 	if !f.After.IsZero() {
 		b.WriteString(` AND m.created_ms > ?`)
-		args = append(args, ms(f.After))
+		args = append(args, sqlstore.Millis(f.After))
 	}
 	if !f.Before.IsZero() {
 		b.WriteString(` AND m.created_ms < ?`)
-		args = append(args, ms(f.Before))
+		args = append(args, sqlstore.Millis(f.Before))
 	}
 	if f.Classification != "" {
 		b.WriteString(` AND m.classification = ?`)
@@ -300,7 +283,7 @@ func filterSQL(tenant string, f memory.Filter) (string, []any) {
 
 func (s *MemoryStore) List(ctx context.Context, tenant string, f memory.Filter, limit int) ([]memory.Memory, error) {
 	where, args := filterSQL(tenant, f)
-	rows, err := s.db.r.QueryContext(ctx, `SELECT `+memCols+` FROM memories m WHERE `+where+
+	rows, err := s.db.r.QueryContext(ctx, `SELECT `+sqlstore.MemoryCols+` FROM memories m WHERE `+where+
 		` ORDER BY m.created_ms DESC, m.seq DESC LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list memories: %w", err)
@@ -328,39 +311,11 @@ func (s *MemoryStore) SearchVector(ctx context.Context, tenant string, f memory.
 	return hits, nil
 }
 
-type scanner interface{ Scan(dest ...any) error }
-
-func scanMemory(r scanner, extra ...any) (*memory.Memory, int64, error) {
-	var (
-		m                           memory.Memory
-		seq, version, cms, ums, ems int64
-		scope, typ, tags            string
-		confidence                  sql.NullFloat64
-		custom                      []byte
-		dest                        []any
-	)
-	dest = append(dest, &seq, &m.ID, &scope, &m.Partition.Owner, &m.Content, &typ, &tags, &m.Source, &m.ConversationID,
-		&m.Classification, &confidence, &custom, &version, &cms, &ums, &ems, &m.WriteEventID)
-	if err := r.Scan(append(dest, extra...)...); err != nil {
-		return nil, 0, err
-	}
-	m.Partition.Scope, m.Type, m.Tags = memory.Scope(scope), memory.Type(typ), memory.SplitTags(tags)
-	if confidence.Valid {
-		c := confidence.Float64
-		m.Confidence = &c
-	}
-	if len(custom) > 0 {
-		m.Custom = custom
-	}
-	m.Version, m.CreatedAt, m.UpdatedAt, m.ExpiresAt = version, fromMS(cms), fromMS(ums), fromMS(ems)
-	return &m, seq, nil
-}
-
 func scanMemories(rows *sql.Rows) ([]memory.Memory, error) {
 	defer rows.Close()
 	var out []memory.Memory
 	for rows.Next() {
-		m, _, err := scanMemory(rows)
+		m, _, err := sqlstore.ScanMemory(rows)
 		if err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"novaos.dev/novaos/store/internal/memindex"
+	"novaos.dev/novaos/store/internal/sqlstore"
 )
 
 // indexSource feeds the in-process memory index (store/internal/memindex)
@@ -56,7 +57,7 @@ func (s indexSource) Versions(ctx context.Context, k memindex.Key, fn func(seq i
 // load reads the partition's memories that cond (after the partition's
 // three arguments) selects.
 func (s indexSource) load(ctx context.Context, cond string, args []any, add func(*memindex.Doc)) error {
-	rows, err := s.db.r.QueryContext(ctx, `SELECT `+memCols+`, m.model, m.vec FROM memories m
+	rows, err := s.db.r.QueryContext(ctx, `SELECT `+sqlstore.MemoryCols+`, m.model, m.vec FROM memories m
 		WHERE m.tenant = ? AND m.scope = ? AND m.owner = ? AND `+cond, args...)
 	if err != nil {
 		return err
@@ -65,7 +66,7 @@ func (s indexSource) load(ctx context.Context, cond string, args []any, add func
 	for rows.Next() {
 		var model string
 		var vec []byte
-		m, seq, err := scanMemory(rows, &model, &vec)
+		m, seq, err := sqlstore.ScanMemory(rows, &model, &vec)
 		if err != nil {
 			return err
 		}

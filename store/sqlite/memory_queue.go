@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"novaos.dev/novaos/memory"
+	"novaos.dev/novaos/store/internal/sqlstore"
 )
 
 // Proposals, the hint queue, conversation messages and the sweep of the
@@ -34,7 +35,7 @@ func (s *MemoryStore) PutProposal(ctx context.Context, tenant string, p *memory.
 			}
 		}
 		r, err := tx.Exec(`INSERT INTO memory_proposals (tenant, id, status, body, created_ms) VALUES (?, ?, 'pending', ?, ?)
-			ON CONFLICT (tenant, id) DO NOTHING`, tenant, p.ID, body, ms(p.CreatedAt))
+			ON CONFLICT (tenant, id) DO NOTHING`, tenant, p.ID, body, sqlstore.Millis(p.CreatedAt))
 		if err != nil {
 			return err
 		}
@@ -52,27 +53,9 @@ func (s *MemoryStore) PutProposal(ctx context.Context, tenant string, p *memory.
 	return res, replayed, nil
 }
 
-const proposalCols = `tenant, id, status, reason, memory_id, body, created_ms, resolved_ms`
-
-func scanProposal(r scanner) (*memory.Proposal, error) {
-	var p memory.Proposal
-	var status string
-	var body []byte
-	var cms, rms int64
-	if err := r.Scan(&p.Tenant, &p.ID, &status, &p.Reason, &p.MemoryID, &body, &cms, &rms); err != nil {
-		return nil, err
-	}
-	m, err := memory.DecodeMemory(body)
-	if err != nil {
-		return nil, fmt.Errorf("proposal %s: %w", p.ID, err)
-	}
-	p.Memory, p.Status, p.CreatedAt, p.ResolvedAt = *m, memory.ProposalState(status), fromMS(cms), fromMS(rms)
-	return &p, nil
-}
-
 func (s *MemoryStore) Proposal(ctx context.Context, tenant, id string) (*memory.Proposal, error) {
-	p, err := scanProposal(s.db.r.QueryRowContext(ctx,
-		`SELECT `+proposalCols+` FROM memory_proposals WHERE tenant = ? AND id = ?`, tenant, id))
+	p, err := sqlstore.ScanProposal(s.db.r.QueryRowContext(ctx,
+		`SELECT `+sqlstore.ProposalCols+` FROM memory_proposals WHERE tenant = ? AND id = ?`, tenant, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		err = memory.ErrNotFound
 	}
@@ -83,7 +66,7 @@ func (s *MemoryStore) Proposal(ctx context.Context, tenant, id string) (*memory.
 }
 
 func (s *MemoryStore) PendingProposals(ctx context.Context, limit int) ([]memory.Proposal, error) {
-	rows, err := s.db.r.QueryContext(ctx, `SELECT `+proposalCols+` FROM memory_proposals
+	rows, err := s.db.r.QueryContext(ctx, `SELECT `+sqlstore.ProposalCols+` FROM memory_proposals
 		WHERE status = 'pending' ORDER BY created_ms, tenant, id LIMIT ?`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: pending proposals: %w", err)
@@ -91,7 +74,7 @@ func (s *MemoryStore) PendingProposals(ctx context.Context, limit int) ([]memory
 	defer rows.Close()
 	var out []memory.Proposal
 	for rows.Next() {
-		p, err := scanProposal(rows)
+		p, err := sqlstore.ScanProposal(rows)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: pending proposals: %w", err)
 		}
@@ -124,7 +107,7 @@ func (s *MemoryStore) ResolveProposal(ctx context.Context, tenant, id string, co
 			newStatus, memID, reason = memory.ProposalCommitted, commit.ID, ""
 		}
 		_, err = tx.Exec(`UPDATE memory_proposals SET status = ?, reason = ?, memory_id = ?, resolved_ms = ?
-			WHERE tenant = ? AND id = ?`, string(newStatus), reason, memID, ms(now), tenant, id)
+			WHERE tenant = ? AND id = ?`, string(newStatus), reason, memID, sqlstore.Millis(now), tenant, id)
 		return err
 	})
 	if err != nil {
@@ -138,7 +121,7 @@ func (s *MemoryStore) EnqueueHint(ctx context.Context, tenant string, h *memory.
 		r, err := tx.Exec(`INSERT INTO memory_hints (tenant, id, agent, user_id, conversation_id, text, priority, tags, context,
 			status, submitted_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?) ON CONFLICT (tenant, id) DO NOTHING`,
 			tenant, h.ID, h.Agent, h.User, h.ConversationID, h.Text, memory.PriorityRank(h.Priority), memory.JoinTags(h.Tags),
-			h.Context, ms(h.SubmittedAt))
+			h.Context, sqlstore.Millis(h.SubmittedAt))
 		if err != nil {
 			return err
 		}
@@ -153,22 +136,6 @@ func (s *MemoryStore) EnqueueHint(ctx context.Context, tenant string, h *memory.
 	return nil
 }
 
-const hintCols = `tenant, id, agent, user_id, conversation_id, text, priority, tags, context, status, attempts, submitted_ms, resolved_ms`
-
-func scanHint(r scanner) (*memory.Hint, error) {
-	var h memory.Hint
-	var prio int
-	var tags, status string
-	var sms, rms int64
-	if err := r.Scan(&h.Tenant, &h.ID, &h.Agent, &h.User, &h.ConversationID, &h.Text, &prio, &tags, &h.Context,
-		&status, &h.Attempts, &sms, &rms); err != nil {
-		return nil, err
-	}
-	h.Priority, h.Tags, h.Status = memory.PriorityName(prio), memory.SplitTags(tags), memory.HintState(status)
-	h.SubmittedAt, h.ResolvedAt = fromMS(sms), fromMS(rms)
-	return &h, nil
-}
-
 func (s *MemoryStore) ClaimHints(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]memory.Hint, error) {
 	var out []memory.Hint
 	err := s.db.wr.doAtomic(ctx, func(tx *sql.Tx) error {
@@ -176,13 +143,13 @@ func (s *MemoryStore) ClaimHints(ctx context.Context, now time.Time, lease time.
 		rows, err := tx.Query(`UPDATE memory_hints SET lease_ms = ?, attempts = attempts + 1
 			WHERE rowid IN (SELECT rowid FROM memory_hints WHERE status = 'pending' AND lease_ms <= ?
 				ORDER BY priority DESC, submitted_ms, tenant, id LIMIT ?)
-			RETURNING `+hintCols, ms(now.Add(lease)), ms(now), limit)
+			RETURNING `+sqlstore.HintCols, sqlstore.Millis(now.Add(lease)), sqlstore.Millis(now), limit)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
-			h, err := scanHint(rows)
+			h, err := sqlstore.ScanHint(rows)
 			if err != nil {
 				return err
 			}
@@ -215,7 +182,7 @@ func (s *MemoryStore) ResolveHint(ctx context.Context, tenant, id string, state 
 			return fmt.Errorf("hint is %s: %w", status, memory.ErrConflict)
 		}
 		_, err = tx.Exec(`UPDATE memory_hints SET status = ?, resolved_ms = ? WHERE tenant = ? AND id = ?`,
-			string(state), ms(now), tenant, id)
+			string(state), sqlstore.Millis(now), tenant, id)
 		return err
 	})
 	if err != nil {
@@ -225,7 +192,7 @@ func (s *MemoryStore) ResolveHint(ctx context.Context, tenant, id string, state 
 }
 
 func (s *MemoryStore) Hint(ctx context.Context, tenant, id string) (*memory.Hint, error) {
-	h, err := scanHint(s.db.r.QueryRowContext(ctx, `SELECT `+hintCols+` FROM memory_hints WHERE tenant = ? AND id = ?`, tenant, id))
+	h, err := sqlstore.ScanHint(s.db.r.QueryRowContext(ctx, `SELECT `+sqlstore.HintCols+` FROM memory_hints WHERE tenant = ? AND id = ?`, tenant, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		err = memory.ErrNotFound
 	}
@@ -238,7 +205,7 @@ func (s *MemoryStore) Hint(ctx context.Context, tenant, id string) (*memory.Hint
 func (s *MemoryStore) AppendMessage(ctx context.Context, tenant, conversation string, m memory.LiveMessage) error {
 	err := s.db.wr.do(ctx, func(tx *sql.Tx) error {
 		_, err := tx.Exec(`INSERT INTO memory_messages (tenant, conversation_id, message_id, role, content, at_ms)
-			VALUES (?, ?, ?, ?, ?, ?)`, tenant, conversation, m.MessageID, m.Role, m.Content, ms(m.Timestamp))
+			VALUES (?, ?, ?, ?, ?, ?)`, tenant, conversation, m.MessageID, m.Role, m.Content, sqlstore.Millis(m.Timestamp))
 		return err
 	})
 	if err != nil {
@@ -261,7 +228,7 @@ func (s *MemoryStore) RecentMessages(ctx context.Context, tenant, conversation s
 		if err := rows.Scan(&m.MessageID, &m.Role, &m.Content, &at); err != nil {
 			return nil, fmt.Errorf("sqlite: recent messages: %w", err)
 		}
-		m.Timestamp = fromMS(at)
+		m.Timestamp = sqlstore.FromMillis(at)
 		out = append(out, m)
 	}
 	if err := rows.Err(); err != nil {
@@ -278,7 +245,7 @@ func (s *MemoryStore) Sweep(ctx context.Context, now time.Time, limit int) (memo
 	err := s.db.wr.doAtomic(ctx, func(tx *sql.Tx) error {
 		sw = memory.Swept{}
 		rows, err := tx.Query(`SELECT seq FROM memories WHERE expires_ms > 0 AND expires_ms <= ? ORDER BY expires_ms LIMIT ?`,
-			ms(now), limit)
+			sqlstore.Millis(now), limit)
 		if err != nil {
 			return err
 		}
@@ -312,14 +279,14 @@ func (s *MemoryStore) Sweep(ctx context.Context, now time.Time, limit int) (memo
 			args []any
 		}{
 			{&sw.Keys, `DELETE FROM memory_keys WHERE rowid IN (SELECT rowid FROM memory_keys WHERE created_ms <= ? LIMIT ?)`,
-				[]any{ms(now.Add(-memory.IdempotencyWindow)), limit}},
+				[]any{sqlstore.Millis(now.Add(-memory.IdempotencyWindow)), limit}},
 			{&sw.HintsExpired, `UPDATE memory_hints SET status = 'expired', resolved_ms = ?
 				WHERE rowid IN (SELECT rowid FROM memory_hints WHERE status = 'pending' AND submitted_ms <= ? LIMIT ?)`,
-				[]any{ms(now), ms(now.Add(-memory.HintPendingLimit)), limit}},
+				[]any{sqlstore.Millis(now), sqlstore.Millis(now.Add(-memory.HintPendingLimit)), limit}},
 			{&sw.Hints, `DELETE FROM memory_hints WHERE rowid IN (SELECT rowid FROM memory_hints
-				WHERE status <> 'pending' AND resolved_ms <= ? LIMIT ?)`, []any{ms(now.Add(-memory.StatusRetention)), limit}},
+				WHERE status <> 'pending' AND resolved_ms <= ? LIMIT ?)`, []any{sqlstore.Millis(now.Add(-memory.StatusRetention)), limit}},
 			{&sw.Proposals, `DELETE FROM memory_proposals WHERE rowid IN (SELECT rowid FROM memory_proposals
-				WHERE status <> 'pending' AND resolved_ms <= ? LIMIT ?)`, []any{ms(now.Add(-memory.StatusRetention)), limit}},
+				WHERE status <> 'pending' AND resolved_ms <= ? LIMIT ?)`, []any{sqlstore.Millis(now.Add(-memory.StatusRetention)), limit}},
 		}
 		for _, st := range steps {
 			r, err := tx.Exec(st.sql, st.args...)

@@ -11,6 +11,7 @@ import (
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/a2a/a2astore"
+	"novaos.dev/novaos/store/internal/sqlstore"
 )
 
 // Push-notification delivery: the outbox a task write queues to, in its
@@ -276,28 +277,15 @@ func (s *pushConfigStore) SettlePush(ctx context.Context, d *a2asrv.PushDelivery
 }
 
 func (s *pushConfigStore) PushDeliveryState(ctx context.Context, scope a2asrv.Scope, taskID, id string) (*a2asrv.PushDeliveryState, error) {
-	var (
-		st                 a2asrv.PushDeliveryState
-		attempt, delivered int64
-	)
-	err := s.db.r.QueryRowContext(ctx, `
-		SELECT state, pending, attempts, last_error, last_attempt_ms, last_delivered_ms FROM a2a_push_configs
+	st, err := sqlstore.ScanPushState(s.db.r.QueryRowContext(ctx, `
+		SELECT `+sqlstore.PushStateCols+` FROM a2a_push_configs
 		WHERE tenant = ? AND owner = ? AND task_id = ? AND id = ?`,
-		scope.Tenant, scope.Owner, taskID, id).Scan(&st.State, &st.Pending, &st.Attempts, &st.LastError, &attempt, &delivered)
+		scope.Tenant, scope.Owner, taskID, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("sqlite: push delivery state %s/%s: %w", taskID, id, a2asrv.ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: push delivery state %s/%s: %w", taskID, id, err)
 	}
-	st.LastAttempt, st.LastDelivered = msTime(attempt), msTime(delivered)
-	return &st, nil
-}
-
-// msTime is the time of a stored millisecond count, zero for 0.
-func msTime(ms int64) time.Time {
-	if ms == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(ms)
+	return st, nil
 }

@@ -109,7 +109,7 @@ func (s *RegistryStore) getBy(ctx context.Context, col, key string) (*registry.A
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: get agent %s: %w", key, err)
 	}
-	a, err := decodeAgent(body)
+	a, err := sqlstore.DecodeAgent(body)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: get agent %s: %w", key, err)
 	}
@@ -123,7 +123,7 @@ func (s *RegistryStore) List(ctx context.Context, after string, limit int) ([]*r
 		return nil, fmt.Errorf("sqlite: list agents: %w", err)
 	}
 	defer rows.Close()
-	out, err := sqlstore.ScanBodies(rows, decodeAgent)
+	out, err := sqlstore.ScanBodies(rows, sqlstore.DecodeAgent)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list agents: %w", err)
 	}
@@ -136,12 +136,4 @@ func (s *RegistryStore) Version(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("sqlite: registry version: %w", err)
 	}
 	return v, nil
-}
-
-func decodeAgent(body []byte) (*registry.Agent, error) {
-	a := new(registry.Agent)
-	if err := json.Unmarshal(body, a); err != nil {
-		return nil, err
-	}
-	return a, nil
 }

@@ -4,14 +4,18 @@
 // (store/internal/sqlmigrate): reading a result set of encoded records
 // (ScanBodies over the Rows that database/sql and pgx have in common) and
 // the SQL list of task states an IN condition and a partial index both name
-// (StateList); and the gate store's column layout (SessionCols, ActionCols
+// (StateList); the gate store's column layout (SessionCols, ActionCols
 // with their Args and Scan functions, times as Micros) with what a store
 // assigns before it writes (PrepareSession, PrepareActionWrite), how an
 // audit entry takes its place in the chain (Chain), and how a ledger entry
 // is filed with its series' running totals (RunningTotal, LedgerSeries,
-// LedgerHeads.File, ReadLedgerTotals). It holds what is SQL but not one
-// dialect's, so it stays out of the public a2a/a2astore, whose encodings any
-// store may use; it is internal to store/ because no one else writes SQL.
+// LedgerHeads.File, ReadLedgerTotals); the memory store's rows
+// (MemoryCols, ProposalCols, HintCols with ScanMemory, ScanProposal,
+// ScanHint, times as Millis) and a push config's delivery state
+// (PushStateCols, ScanPushState). It holds what is SQL but not one
+// dialect's, so it stays out of the public a2a/a2astore, whose encodings
+// any store may use; it is internal to store/ because no one else writes
+// SQL.
 //
 //	var orphanStates = sqlstore.StateList(a2asrv.OrphanStates())
 //	tasks, err := sqlstore.ScanBodies(rows, a2astore.DecodeTask)

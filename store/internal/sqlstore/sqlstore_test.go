@@ -80,3 +80,13 @@ func TestScanBodies(t *testing.T) {
 		})
 	}
 }
+
+func TestDecodeAgent(t *testing.T) {
+	a, err := DecodeAgent([]byte(`{"id":"a1","name":"scout"}`))
+	if err != nil || a.ID != "a1" || a.Name != "scout" {
+		t.Errorf("DecodeAgent = %+v, %v", a, err)
+	}
+	if _, err := DecodeAgent([]byte(`{`)); err == nil {
+		t.Error("DecodeAgent accepted a body that is not JSON")
+	}
+}

@@ -1,22 +1,20 @@
-package gate
+package strictjson
 
-// quickClean is CheckStructure's fast path: it reports true only when
-// data is certainly one well-formed JSON object, nested at most maxDepth
-// deep, with nothing after it but white space, whose members' names are
-// ASCII without escapes and never repeat in one object under foldKey.
-// Anything else (a syntax error, an escape or a non-ASCII byte in a name,
-// a duplicate) makes it answer false, and CheckStructure walks the
-// document token by token, which also says what is wrong and where. The
-// walk through encoding/json's tokens costs about three full decodes;
-// this scan, which allocates only for objects' name sets, costs a
-// fraction of one.
-func quickClean(data []byte) bool {
-	s := scanner{in: data}
+// quickClean is Check's fast path: it reports true only when data is
+// certainly what c admits, and its members' names are ASCII without
+// escapes. Anything else (a syntax error, an escape or a non-ASCII byte
+// in a name, a repeated or unknown name) makes it answer false, and Check
+// walks the document token by token, which also says what is wrong and
+// where. The walk through encoding/json's tokens costs about three full
+// decodes; this scan, which allocates only for objects' name sets, costs
+// a fraction of one.
+func quickClean(data []byte, c *config) bool {
+	s := scanner{in: data, c: c}
 	s.space()
-	if s.i >= len(s.in) || s.in[s.i] != '{' {
+	if s.i >= len(s.in) || c.Object && s.in[s.i] != '{' {
 		return false
 	}
-	if !s.value(1) {
+	if !s.value(1, c.Fields) {
 		return false
 	}
 	s.space()
@@ -26,21 +24,36 @@ func quickClean(data []byte) bool {
 type scanner struct {
 	in []byte
 	i  int
+	c  *config
 }
 
 func (s *scanner) space() { s.i = skipSpace(s.in, s.i) }
 
+// skipSpace returns the index of the first byte at or after i that is not
+// JSON white space.
+func skipSpace(in []byte, i int) int {
+	for i < len(in) {
+		switch in[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
 // value scans one value at s.i; depth counts the containers it is in,
 // itself included when it is one.
-func (s *scanner) value(depth int) bool {
+func (s *scanner) value(depth int, f *Fields) bool {
 	if s.i >= len(s.in) {
 		return false
 	}
 	switch c := s.in[s.i]; {
 	case c == '{':
-		return depth <= maxDepth && s.object(depth)
+		return depth <= s.c.MaxDepth && s.object(depth, f)
 	case c == '[':
-		return depth <= maxDepth && s.array(depth)
+		return depth <= s.c.MaxDepth && s.array(depth, f.items())
 	case c == '"':
 		_, ok := s.str()
 		return ok
@@ -64,7 +77,7 @@ func (s *scanner) word(w string) bool {
 	return true
 }
 
-func (s *scanner) object(depth int) bool {
+func (s *scanner) object(depth int, f *Fields) bool {
 	s.i++ // {
 	s.space()
 	if s.i < len(s.in) && s.in[s.i] == '}' {
@@ -72,6 +85,12 @@ func (s *scanner) object(depth int) bool {
 		return true
 	}
 	var seen map[string]struct{}
+	u := f.union()
+	var (
+		tag       []byte // the union's tag, once read
+		body      [2]int // where the union's body is, while it waits for its tag
+		deferBody bool
+	)
 	for {
 		if s.i >= len(s.in) || s.in[s.i] != '"' {
 			return false
@@ -85,7 +104,19 @@ func (s *scanner) object(depth int) bool {
 				return false
 			}
 		}
-		key := foldKey(string(name))
+		sub, known := f.member(name)
+		if !known {
+			return false
+		}
+		isTag, isBody := u != nil && string(name) == u.Tag, u != nil && string(name) == u.Body
+		if isBody {
+			if tag != nil {
+				sub = u.variant(string(tag))
+			} else {
+				sub, deferBody = nil, true
+			}
+		}
+		key := s.c.key(name)
 		if _, dup := seen[key]; dup {
 			return false
 		}
@@ -99,13 +130,47 @@ func (s *scanner) object(depth int) bool {
 		}
 		s.i++
 		s.space()
-		if !s.value(depth + 1) {
+		start := s.i
+		if !s.value(depth+1, sub) {
 			return false
 		}
-		if more, ok := s.separator('}'); !more {
-			return ok
+		switch {
+		case isTag:
+			if tag = s.simpleString(start); tag == nil {
+				return false
+			}
+		case isBody && deferBody:
+			body = [2]int{start, s.i}
+		}
+		more, ok := s.separator('}')
+		if more {
+			continue
+		}
+		if ok && deferBody && tag != nil {
+			// The body came before its tag: scan it again, now knowing
+			// what it may hold.
+			again := scanner{in: s.in[:body[1]], i: body[0], c: s.c}
+			return again.value(depth+1, u.variant(string(tag))) && again.i == body[1]
+		}
+		return ok
+	}
+}
+
+// simpleString returns the contents of the string value in[start:s.i]
+// when it is ASCII without escapes, so that its raw bytes are its text;
+// otherwise nil, and the walk reads it.
+func (s *scanner) simpleString(start int) []byte {
+	raw := s.in[start:s.i]
+	if len(raw) < 2 || raw[0] != '"' {
+		return nil
+	}
+	raw = raw[1 : len(raw)-1]
+	for _, c := range raw {
+		if c == '\\' || c >= 0x80 {
+			return nil
 		}
 	}
+	return raw
 }
 
 // separator scans what follows a container's member: a comma (more is
@@ -127,7 +192,7 @@ func (s *scanner) separator(closing byte) (more, ok bool) {
 	return false, false
 }
 
-func (s *scanner) array(depth int) bool {
+func (s *scanner) array(depth int, items *Fields) bool {
 	s.i++ // [
 	s.space()
 	if s.i < len(s.in) && s.in[s.i] == ']' {
@@ -135,7 +200,7 @@ func (s *scanner) array(depth int) bool {
 		return true
 	}
 	for {
-		if !s.value(depth + 1) {
+		if !s.value(depth+1, items) {
 			return false
 		}
 		if more, ok := s.separator(']'); !more {
@@ -180,6 +245,8 @@ func (s *scanner) str() (raw []byte, ok bool) {
 	}
 	return nil, false
 }
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 func isHex(c byte) bool { return isDigit(c) || ('a' <= c && c <= 'f') || ('A' <= c && c <= 'F') }
 
