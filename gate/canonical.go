@@ -3,7 +3,7 @@ package gate
 import (
 	"fmt"
 
-	"novaos.dev/novaos/internal/jcs"
+	"novaos.dev/novaos/jcs"
 )
 
 // A CanonicalError is why Canonicalize refused its input. Its Problem is

@@ -12,7 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"novaos.dev/novaos/internal/jcs"
+	"novaos.dev/novaos/jcs"
 )
 
 // The property tests generate contexts as trees of these nodes, so that

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"novaos.dev/novaos/internal/strictjson"
+	"novaos.dev/novaos/strictjson"
 )
 
 // MaxDocumentSize bounds what the strict decoders read: a verdict or an

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"novaos.dev/novaos/internal/strictjson"
+	"novaos.dev/novaos/strictjson"
 )
 
 // Claim names. The Python SDK's verifier names user_id, tenant_id, run_id,

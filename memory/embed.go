@@ -9,7 +9,7 @@ import (
 	"math"
 	"strings"
 
-	"novaos.dev/novaos/internal/vecdot"
+	"novaos.dev/novaos/vecdot"
 )
 
 // An Embedder turns texts into vectors. Each vector belongs to its model:
@@ -169,7 +169,7 @@ func Cosine(a, b []float32) float64 {
 }
 
 // Dot is the dot product of two vectors of one length (the shorter
-// length otherwise); with AVX2 and FMA on amd64 (internal/vecdot), so an
+// length otherwise); with AVX2 and FMA on amd64 (package vecdot), so an
 // exact scan of a partition stays in the low milliseconds.
 func Dot(a, b []float32) float32 { return vecdot.Dot(a, b) }
 

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"novaos.dev/novaos/a2a"
-	"novaos.dev/novaos/internal/jcs"
+	"novaos.dev/novaos/jcs"
 )
 
 // Canonicalize returns the bytes a card signature covers: the card without

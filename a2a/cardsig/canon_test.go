@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"novaos.dev/novaos/a2a"
-	"novaos.dev/novaos/internal/jcs"
+	"novaos.dev/novaos/jcs"
 )
 
 // canonCase is one entry of testdata/canonical.json: a card as wire JSON

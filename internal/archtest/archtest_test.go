@@ -209,7 +209,7 @@ var rules = []rule{
 		pkg: module + "/store/internal/hnsw",
 		why: "the vector index is a data structure under every store's search path; it must depend on the standard library and the shared dot product only",
 		forbid: func(dep *pkg) bool {
-			return !dep.Standard && dep.ImportPath != module+"/internal/vecdot"
+			return !dep.Standard && dep.ImportPath != module+"/vecdot"
 		},
 	},
 	{
@@ -220,14 +220,14 @@ var rules = []rule{
 		},
 	},
 	{
-		pkg: module + "/internal/vecdot",
+		pkg: module + "/vecdot",
 		why: "the dot product sits under the public memory package and the vector index alike; it must depend on the standard library only",
 		forbid: func(dep *pkg) bool {
 			return !dep.Standard
 		},
 	},
 	{
-		pkg: module + "/internal/jcs",
+		pkg: module + "/jcs",
 		why: "the RFC 8785 leaves sit under the public gate and a2a/cardsig packages; they must depend on the standard library only",
 		forbid: func(dep *pkg) bool {
 			return !dep.Standard
@@ -255,7 +255,7 @@ var rules = []rule{
 		},
 	},
 	{
-		pkg: module + "/internal/strictjson",
+		pkg: module + "/strictjson",
 		why: "the strict JSON check sits under the public gate SDK and every service's decoders; it must depend on the standard library only",
 		forbid: func(dep *pkg) bool {
 			return !dep.Standard
@@ -307,13 +307,10 @@ var rules = []rule{
 }
 
 // platformInternal reports whether path is one of the module's internal
-// packages that know the platform. internal/vecdot, internal/jcs and
-// internal/strictjson are not: leaves with no imports of the module (a dot
-// product under the public memory package; RFC 8785 under the public gate
-// and a2a/cardsig; the strict JSON check under the gate SDK), which Go
-// lets those packages import for any of their users.
+// packages: they know the platform. The leaves the public packages share
+// (vecdot, jcs, strictjson) are public themselves, on the ground floor.
 func platformInternal(path string) bool {
-	return underAny(path, "internal") && !slices.Contains(leaves, path)
+	return underAny(path, "internal")
 }
 
 // joseModule reports whether path belongs to go-jose.
@@ -321,10 +318,6 @@ func joseModule(path string) bool {
 	const m = "github.com/go-jose/go-jose/v4"
 	return path == m || strings.HasPrefix(path, m+"/")
 }
-
-// leaves are the module's internal packages that depend on the standard
-// library only.
-var leaves = []string{module + "/internal/vecdot", module + "/internal/jcs", module + "/internal/strictjson"}
 
 // protoModule reports whether path belongs to protobuf, gRPC or what gRPC
 // itself imports (golang.org/x/net's HTTP/2, x/sys, x/text, the
@@ -479,17 +472,17 @@ func TestRulesCatchViolations(t *testing.T) {
 		{10, pkg{ImportPath: "github.com/go-jose/go-jose/v4"}, false},
 		{11, pkg{ImportPath: "math/rand/v2", Standard: true}, false},
 		{11, pkg{ImportPath: module + "/memory"}, true},
-		{11, pkg{ImportPath: module + "/internal/vecdot"}, false},
+		{11, pkg{ImportPath: module + "/vecdot"}, false},
 		{13, pkg{ImportPath: "math", Standard: true}, false},
 		{12, pkg{ImportPath: module + "/internal/auth"}, true},
 		{12, pkg{ImportPath: module + "/secret"}, false},
-		{6, pkg{ImportPath: module + "/internal/vecdot"}, false},
+		{6, pkg{ImportPath: module + "/vecdot"}, false},
 		{6, pkg{ImportPath: module + "/internal/auth"}, true},
-		{3, pkg{ImportPath: module + "/internal/vecdot"}, false},
+		{3, pkg{ImportPath: module + "/vecdot"}, false},
 		{13, pkg{ImportPath: "golang.org/x/sys/cpu"}, true},
-		{12, pkg{ImportPath: module + "/internal/jcs"}, false},
-		{1, pkg{ImportPath: module + "/internal/jcs"}, false},
-		{12, pkg{ImportPath: module + "/internal/strictjson"}, false},
+		{12, pkg{ImportPath: module + "/jcs"}, false},
+		{1, pkg{ImportPath: module + "/jcs"}, false},
+		{12, pkg{ImportPath: module + "/strictjson"}, false},
 		{15, pkg{ImportPath: "bytes", Standard: true}, false},
 		{15, pkg{ImportPath: module + "/a2a"}, true},
 		{16, pkg{ImportPath: "net/http", Standard: true}, false},
@@ -505,7 +498,7 @@ func TestRulesCatchViolations(t *testing.T) {
 		{15, pkg{ImportPath: "github.com/go-jose/go-jose/v5"}, true},
 		{15, pkg{ImportPath: module + "/a2a"}, true},
 		{16, pkg{ImportPath: module + "/agent"}, true},
-		{16, pkg{ImportPath: module + "/internal/vecdot"}, false},
+		{16, pkg{ImportPath: module + "/vecdot"}, false},
 		{16, pkg{ImportPath: module + "/internal/memorysvc"}, true},
 		{16, pkg{ImportPath: module + "/store/sqlite"}, true},
 		{16, pkg{ImportPath: module + "/secret"}, false},

@@ -9,8 +9,8 @@ import (
 	"net/http"
 	"strings"
 
-	"novaos.dev/novaos/internal/strictjson"
 	"novaos.dev/novaos/problem"
+	"novaos.dev/novaos/strictjson"
 )
 
 // DefaultMaxBodyBytes bounds a REST request body when API.MaxBodyBytes is

@@ -18,8 +18,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"novaos.dev/novaos/internal/strictjson"
 	"novaos.dev/novaos/memory"
+	"novaos.dev/novaos/strictjson"
 )
 
 // Path is where the service is mounted: the memory guide's MemoryClient posts

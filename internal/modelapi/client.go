@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"novaos.dev/novaos/internal/strictjson"
 	"novaos.dev/novaos/resilience"
 	"novaos.dev/novaos/secret"
+	"novaos.dev/novaos/strictjson"
 )
 
 // Defaults of Options.

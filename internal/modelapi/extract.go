@@ -7,8 +7,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"novaos.dev/novaos/internal/strictjson"
 	"novaos.dev/novaos/secret"
+	"novaos.dev/novaos/strictjson"
 )
 
 // A Fact is one thing worth remembering about a user.

@@ -1,6 +1,6 @@
 package hnsw
 
-import "novaos.dev/novaos/internal/vecdot"
+import "novaos.dev/novaos/vecdot"
 
 // Recall measures Search against an exact scan of the graph's own
 // vectors: the mean fraction of each query's exact k nearest (among

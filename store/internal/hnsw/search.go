@@ -1,7 +1,7 @@
 package hnsw
 
 import (
-	"novaos.dev/novaos/internal/vecdot"
+	"novaos.dev/novaos/vecdot"
 
 	"cmp"
 	"fmt"

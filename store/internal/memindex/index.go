@@ -8,9 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"novaos.dev/novaos/internal/vecdot"
 	"novaos.dev/novaos/memory"
 	"novaos.dev/novaos/store/internal/hnsw"
+	"novaos.dev/novaos/vecdot"
 )
 
 // BM25 parameters: FTS5's, which the SQL search used before this index.

@@ -3,7 +3,7 @@ package vecdot_test
 import (
 	"fmt"
 
-	"novaos.dev/novaos/internal/vecdot"
+	"novaos.dev/novaos/vecdot"
 )
 
 func ExampleDot() {

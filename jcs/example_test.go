@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"novaos.dev/novaos/internal/jcs"
+	"novaos.dev/novaos/jcs"
 )
 
 // A small canonical object written by hand: names sorted in UTF-16 order

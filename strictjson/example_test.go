@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"novaos.dev/novaos/internal/strictjson"
+	"novaos.dev/novaos/strictjson"
 )
 
 // A verdict that says kill and then pass is refused, and the error says
