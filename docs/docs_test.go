@@ -165,13 +165,10 @@ func buildTools() (*tools, error) {
 		}
 		buildDir = dir
 		tl := &tools{gopath: filepath.Join(dir, "gopath"), examples: filepath.Join(dir, "examples"), root: root}
+		// Without -race even when the test has it: the race detector
+		// slows the server and the benchmarks the pages run about
+		// fourfold, and the server's own tests run under it.
 		args := []string{"build"}
-		if raceEnabled {
-			// The race-enabled test run has compiled the dependencies so;
-			// building alike reuses them, and runs the server under the
-			// race detector too.
-			args = append(args, "-race")
-		}
 		targets := map[string]string{filepath.Join(tl.gopath, "bin", "novaos"): "./cmd/novaos"}
 		ex, err := os.ReadDir(filepath.Join(root, "examples"))
 		if err != nil {
@@ -388,7 +385,7 @@ func runPage(t *testing.T, tl *tools, page, rel string) {
 const preamble = `set -euo pipefail
 novaos() {
 	if [[ ${1-} == bench ]]; then
-		local extra=(--d 200ms --warmup 0s)
+		local extra=(--d 200ms --warmup 0s --c 4)
 		if [[ ${2-} == memory ]]; then extra+=(--sizes 300); fi
 		command novaos "$@" "${extra[@]}"
 	else

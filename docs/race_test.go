@@ -1,5 +1,0 @@
-//go:build race
-
-package docs
-
-const raceEnabled = true
