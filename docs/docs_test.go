@@ -422,8 +422,13 @@ func splitOutput(stdout string) (outs []string, done bool) {
 	return outs, done
 }
 
+// spacesRE is a run of spaces in an expected line: tables pad their
+// columns to what they hold.
+var spacesRE = regexp.MustCompile(`[ \t]+`)
+
 // matchOutput checks that every non-blank line of want matches a line of
-// got, in order; … in want matches any text. It returns what is missing.
+// got, in order; … in want matches any text, and a run of spaces any run
+// of spaces. It returns what is missing.
 func matchOutput(want, got string) string {
 	lines := strings.Split(got, "\n")
 	at := 0
@@ -433,7 +438,7 @@ func matchOutput(want, got string) string {
 		}
 		parts := strings.Split(strings.TrimSpace(w), "…")
 		for i, p := range parts {
-			parts[i] = regexp.QuoteMeta(p)
+			parts[i] = spacesRE.ReplaceAllString(regexp.QuoteMeta(p), `\s+`)
 		}
 		re := regexp.MustCompile(`^\s*` + strings.Join(parts, ".*") + `\s*$`)
 		found := false
