@@ -410,6 +410,8 @@ func splitOutput(stdout string) (outs []string, done bool) {
 		case strings.HasPrefix(l, blockMark+" "):
 			if started {
 				outs = append(outs, "")
+			} else {
+				outs[0] = "" // what the preamble printed
 			}
 			started = true
 			continue
