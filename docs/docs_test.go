@@ -226,7 +226,15 @@ func pages(t *testing.T, root string) []string {
 	return append([]string{filepath.Join(root, "README.md")}, docs...)
 }
 
+// commandsNeeded are what the pages' commands run besides novaos.
+var commandsNeeded = []string{"bash", "curl", "openssl", "grep", "cut", "awk"}
+
 func TestDocs(t *testing.T) {
+	for _, c := range commandsNeeded {
+		if _, err := exec.LookPath(c); err != nil {
+			t.Fatalf("the pages' commands need %s on PATH (Debian: apt-get install bash curl openssl gawk): %v", c, err)
+		}
+	}
 	tl, err := buildTools()
 	if err != nil {
 		t.Fatal(err)
