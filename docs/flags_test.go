@@ -124,3 +124,71 @@ func rowShowsDefault(row, def string) bool {
 	}
 	return false
 }
+
+// commands are the novaos commands whose -h the pages' flags are checked
+// against. A page that documents a new command's flags adds it here.
+var commands = [][]string{
+	{"serve"}, {"send"},
+	{"bench", "a2a"}, {"bench", "memory"}, {"bench", "gate"},
+	{"agents", "list"}, {"agents", "search"}, {"agents", "find"}, {"agents", "register"}, {"agents", "update"},
+	{"keys", "generate"}, {"keys", "public"},
+	{"memory", "write"}, {"memory", "query"}, {"memory", "update"}, {"memory", "forget"}, {"memory", "hint"},
+	{"memory", "assemble"}, {"memory", "hint-status"}, {"memory", "proposal-status"},
+	{"gate", "list"}, {"gate", "show"}, {"gate", "approve"}, {"gate", "deny"}, {"gate", "confirm"},
+	{"gate", "rules", "put"}, {"gate", "rules", "get"}, {"gate", "audit", "verify"},
+	{"token", "mint"}, {"token", "verify"}, {"token", "rotate"},
+	{"card", "get"}, {"card", "verify"}, {"card", "sign"}, {"card", "keygen"},
+}
+
+// otherFlags are the flags the pages give to programs other than novaos:
+// curl's, the examples' and the a2a-go CLI's.
+var otherFlags = map[string]bool{
+	"cacert": true, "retry": true, "retry-connrefused": true, "retry-delay": true, // curl
+	"keys":     true, // examples/mailer
+	"insecure": true, // the a2a-go CLI
+}
+
+var pageFlagRE = regexp.MustCompile("--([a-z][a-z0-9-]*[a-z0-9])\\b(-?)")
+
+// TestPageFlagsExist fails when a page names a --flag that no novaos
+// command takes (nor curl, the examples or the a2a-go CLI, which the
+// pages also run): a renamed flag leaves no stale mention behind.
+func TestPageFlagsExist(t *testing.T) {
+	tl, err := buildTools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{}
+	for _, c := range commands {
+		cmd := exec.Command(filepath.Join(tl.gopath, "bin", "novaos"), append(c, "-h")...)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+		out, _ := cmd.CombinedOutput() // -h exits 0; a failure shows as no flags
+		n := 0
+		for _, line := range strings.Split(string(out), "\n") {
+			if m := helpFlagRE.FindStringSubmatch(line); m != nil {
+				known[m[1]] = true
+				n++
+			}
+		}
+		if n == 0 && !strings.Contains(string(out), "Usage: novaos") {
+			t.Errorf("novaos %s -h printed no usage:\n%s", strings.Join(c, " "), out)
+		}
+	}
+	for _, page := range pages(t, tl.root) {
+		src, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(tl.root, page)
+		seen := map[string]bool{}
+		for _, m := range pageFlagRE.FindAllStringSubmatch(string(src), -1) {
+			if m[2] == "-" || seen[m[1]] {
+				continue // a prefix such as --push-*, or reported already
+			}
+			seen[m[1]] = true
+			if !known[m[1]] && !otherFlags[m[1]] {
+				t.Errorf("%s names --%s, which no novaos command takes", rel, m[1])
+			}
+		}
+	}
+}
