@@ -11,11 +11,25 @@ import (
 	"novaos.dev/novaos/registry"
 )
 
-// DefaultServer is the NovaOS server a bare agent name is looked up on.
+// DefaultServer is the NovaOS server the client commands talk to when
+// neither --server nor $NOVAOS_SERVER names one.
 const DefaultServer = "http://127.0.0.1:8080"
 
-func serverFlag(fs *flag.FlagSet) *string {
-	return fs.String("server", DefaultServer, "NovaOS server `URL` whose registry resolves a bare agent name")
+// EnvServer names the NovaOS server the client commands (send, agents,
+// card, memory, gate) talk to when --server is not given, so a shell can
+// point them all at a server that is not on the default address.
+const EnvServer = "NOVAOS_SERVER"
+
+// defaultServer is $NOVAOS_SERVER, else DefaultServer.
+func defaultServer(e *env) string {
+	if s := e.getenv(EnvServer); s != "" {
+		return s
+	}
+	return DefaultServer
+}
+
+func serverFlag(fs *flag.FlagSet, e *env) *string {
+	return fs.String("server", defaultServer(e), "NovaOS server `URL` whose registry resolves a bare agent name ($"+EnvServer+" sets the default)")
 }
 
 // agentEndpoint reads a command's agent argument. A URL is used as is; a

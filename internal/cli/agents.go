@@ -43,7 +43,7 @@ func runAgents(ctx context.Context, args []string, e *env) int {
 	}
 	sub, args := args[0], args[1:]
 	fs := newFlags("agents "+sub, agentsSynopsis, e)
-	server := serverFlag(fs)
+	server := serverFlag(fs, e)
 	asJSON := fs.Bool("json", false, "print each agent (or match) as one line of JSON")
 	var (
 		name, url, desc, status *string

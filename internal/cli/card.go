@@ -108,7 +108,7 @@ func fetchCard(ctx context.Context, target, server string, hc *http.Client) ([]b
 
 func runCardGet(ctx context.Context, args []string, e *env) int {
 	fs := newFlags("card get", "card get <url-or-agent-name> [--server URL] [--ca-cert FILE]", e)
-	server := serverFlag(fs)
+	server := serverFlag(fs, e)
 	ca := caFlag(fs)
 	target, code, ok := parseTarget(fs, args)
 	if !ok {
@@ -136,7 +136,7 @@ func runCardGet(ctx context.Context, args []string, e *env) int {
 
 func runCardVerify(ctx context.Context, args []string, e *env) int {
 	fs := newFlags("card verify", "card verify <url-or-agent-name> --jwks <url-or-file> [--server URL] [--ca-cert FILE]", e)
-	server := serverFlag(fs)
+	server := serverFlag(fs, e)
 	ca := caFlag(fs)
 	jwks := fs.String("jwks", "", "`URL or file` of the JWKS holding the keys you trust (required; a jku in the card is never used)")
 	algs := fs.String("alg", strings.Join(jwk.Algorithms, ","), "comma-separated `algorithms` to accept")

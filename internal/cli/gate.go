@@ -61,7 +61,7 @@ func newGateFlagsNoJSON(sub, synopsis string, e *env) *gateCmdFlags {
 	return &gateCmdFlags{
 		fs:        fs,
 		e:         e,
-		url:       fs.String("url", "", "NovaOS server `URL` (default $"+gate.URLEnv+", else "+DefaultServer+")"),
+		url:       fs.String("url", "", "NovaOS server `URL` (default $"+gate.URLEnv+", else $"+EnvServer+", else "+DefaultServer+")"),
 		tokenFile: fs.String("token-file", "", "`file` holding a platform token with the scope "+gate.ScopeOperate+" (rules: "+gate.ScopeAdmin+"); default $"+EnvToken),
 		adminFile: fs.String("admin-token-file", "", "`file` holding the server's admin token, which acts for every tenant (default $"+EnvAdminToken+"); with no token at all, a server without an admin token takes a caller on its own machine as its admin"),
 		tenant:    fs.String("tenant", "", "tenant `id` the admin token acts for (a platform token names its own)"),
@@ -121,7 +121,7 @@ func (g *gateCmdFlags) client(need gateNeed) (*gate.Client, credential, int, boo
 		base = e.getenv(gate.URLEnv)
 	}
 	if base == "" {
-		base = DefaultServer
+		base = defaultServer(e)
 	}
 	u, err := neturl.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {

@@ -35,7 +35,7 @@ func newMemoryFlags(sub, synopsis string, e *env) *memoryFlags {
 	fs := newFlags("memory "+sub, "memory "+sub+" "+synopsis+" [--server URL] [--token T]", e)
 	return &memoryFlags{
 		fs:     fs,
-		server: fs.String("server", DefaultServer, "NovaOS server `URL`"),
+		server: fs.String("server", defaultServer(e), "NovaOS server `URL` ($"+EnvServer+" sets the default)"),
 		token:  fs.String("token", "", "execution `token` (default $"+EnvToken+"; prefer the variable: a flag shows in the process list)"),
 	}
 }

@@ -25,7 +25,7 @@ func runSend(ctx context.Context, args []string, e *env) int {
 	stream := fs.Bool("stream", false, "stream the agent's updates (SendStreamingMessage) and print each frame as it arrives")
 	taskID := fs.String("task", "", "continue the task with this `id` (e.g. one waiting in INPUT_REQUIRED)")
 	contextID := fs.String("context", "", "send within this context `id`")
-	server := serverFlag(fs)
+	server := serverFlag(fs, e)
 	asJSON := fs.Bool("json", false, "print each frame (or the result) as one line of raw JSON")
 	timeout := fs.Duration("timeout", a2aclient.DefaultTimeout, "bound a non-streaming call (streams run until the task stops or Ctrl-C)")
 	transport := fs.String("transport", "", "call the agent's interface of this `binding`: jsonrpc, rest (HTTP+JSON) or grpc (default: the first interface of its card that novaos speaks)")

@@ -499,3 +499,37 @@ func TestSendTransport(t *testing.T) {
 		})
 	}
 }
+
+// $NOVAOS_SERVER is the server a client command talks to without
+// --server; the flag wins over it.
+func TestServerFromEnvironment(t *testing.T) {
+	base := sendServer(t)
+	unreachable := "http://127.0.0.1:1"
+	tests := []struct {
+		name string
+		args []string
+		env  string
+		code int
+		want string // in stdout on success, in stderr otherwise
+	}{
+		{"send by name", []string{"send", "shout", "hello"}, base, 0, "artifact a: HELLO"},
+		{"agents list", []string{"agents", "list"}, base, 0, "shout"},
+		{"flag wins", []string{"send", "shout", "hello", "--server", base}, unreachable, 0, "artifact a: HELLO"},
+		{"environment used", []string{"send", "shout", "hello"}, unreachable, exitFail, "127.0.0.1:1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e, out, errOut := testEnv(map[string]string{EnvServer: tc.env})
+			if code := run(t.Context(), tc.args, e); code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr: %s", code, tc.code, errOut)
+			}
+			got := out.String()
+			if tc.code != 0 {
+				got = errOut.String()
+			}
+			if !strings.Contains(got, tc.want) {
+				t.Errorf("output %q, want it to contain %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,194 @@
+//go:build unix
+
+package docs
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	// helpFlagRE matches a flag line of novaos serve -h: "  -addr address".
+	helpFlagRE = regexp.MustCompile(`^\s+--?([a-z0-9][a-z0-9-]*)(?:\s|$)`)
+	// helpDefaultRE is the default flag.PrintDefaults appends to the usage.
+	helpDefaultRE = regexp.MustCompile(`\(default "?([^"()]*?)"?\)$`)
+	rowFlagRE     = regexp.MustCompile("`--([a-z0-9][a-z0-9-]*)")
+	codeSpanRE    = regexp.MustCompile("`([^`]+)`")
+)
+
+// serveFlags runs novaos serve -h and returns each flag with the default
+// it prints ("" when it prints none).
+func serveFlags(t *testing.T) map[string]string {
+	t.Helper()
+	tl, err := buildTools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(tl.gopath, "bin", "novaos"), "serve", "-h")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("novaos serve -h: %v\n%s", err, out)
+	}
+	flags := map[string]string{}
+	var last string
+	for _, line := range strings.Split(string(out), "\n") {
+		if m := helpFlagRE.FindStringSubmatch(line); m != nil {
+			last = m[1]
+			flags[last] = ""
+			continue
+		}
+		if m := helpDefaultRE.FindStringSubmatch(strings.TrimSpace(line)); m != nil && last != "" {
+			flags[last] = m[1]
+		}
+	}
+	if len(flags) < 50 {
+		t.Fatalf("found %d flags in novaos serve -h; the parser missed them:\n%s", len(flags), out)
+	}
+	return flags
+}
+
+// flagRows returns, for each flag that leads a table row of flags.md's
+// serve section, the text of that row.
+func flagRows(t *testing.T) map[string]string {
+	t.Helper()
+	src, err := os.ReadFile("flags.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	in := false
+	for _, line := range strings.Split(string(src), "\n") {
+		if strings.HasPrefix(line, "## ") {
+			in = strings.Contains(line, "`novaos serve`")
+			continue
+		}
+		if !in || !strings.HasPrefix(line, "| `--") {
+			continue
+		}
+		first, _, _ := strings.Cut(strings.TrimPrefix(line, "|"), "|")
+		for _, m := range rowFlagRE.FindAllStringSubmatch(first, -1) {
+			if _, dup := rows[m[1]]; dup {
+				t.Errorf("flags.md: --%s has two rows", m[1])
+			}
+			rows[m[1]] = line
+		}
+	}
+	return rows
+}
+
+// TestServeFlagsDocumented keeps flags.md and novaos serve -h in step:
+// every flag has a row, every row a flag, and each row shows the default
+// -h prints.
+func TestServeFlagsDocumented(t *testing.T) {
+	flags := serveFlags(t)
+	rows := flagRows(t)
+	for name, def := range flags {
+		row, ok := rows[name]
+		if !ok {
+			t.Errorf("flags.md has no row for --%s (novaos serve -h lists it)", name)
+			continue
+		}
+		if def == "" || strings.Contains(def, " ") {
+			continue // no default, or one the usage explains in words
+		}
+		if !rowShowsDefault(row, def) {
+			t.Errorf("flags.md: the row of --%s does not show its default %q", name, def)
+		}
+	}
+	for name := range rows {
+		if _, ok := flags[name]; !ok {
+			t.Errorf("flags.md documents --%s, which novaos serve -h does not list", name)
+		}
+	}
+}
+
+// rowShowsDefault reports whether a row names def in a code span, as
+// written or as the same duration (5m0s is shown as 5m).
+func rowShowsDefault(row, def string) bool {
+	want, wantErr := time.ParseDuration(def)
+	for _, m := range codeSpanRE.FindAllStringSubmatch(row, -1) {
+		if m[1] == def {
+			return true
+		}
+		if wantErr == nil {
+			if got, err := time.ParseDuration(m[1]); err == nil && got == want {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// commands are the novaos commands whose -h the pages' flags are checked
+// against. A page that documents a new command's flags adds it here.
+var commands = [][]string{
+	{"serve"}, {"send"},
+	{"bench", "a2a"}, {"bench", "memory"}, {"bench", "gate"},
+	{"agents", "list"}, {"agents", "search"}, {"agents", "find"}, {"agents", "register"}, {"agents", "update"},
+	{"keys", "generate"}, {"keys", "public"},
+	{"memory", "write"}, {"memory", "query"}, {"memory", "update"}, {"memory", "forget"}, {"memory", "hint"},
+	{"memory", "assemble"}, {"memory", "hint-status"}, {"memory", "proposal-status"},
+	{"gate", "list"}, {"gate", "show"}, {"gate", "approve"}, {"gate", "deny"}, {"gate", "confirm"},
+	{"gate", "rules", "put"}, {"gate", "rules", "get"}, {"gate", "audit", "verify"},
+	{"token", "mint"}, {"token", "verify"}, {"token", "rotate"},
+	{"card", "get"}, {"card", "verify"}, {"card", "sign"}, {"card", "keygen"},
+}
+
+// otherFlags are the flags the pages give to programs other than novaos:
+// curl's, the examples' and the a2a-go CLI's.
+var otherFlags = map[string]bool{
+	"cacert": true, "retry": true, "retry-connrefused": true, "retry-delay": true, // curl
+	"keys":     true, // examples/mailer
+	"insecure": true, // the a2a-go CLI
+}
+
+var pageFlagRE = regexp.MustCompile("--([a-z][a-z0-9-]*[a-z0-9])\\b(-?)")
+
+// TestPageFlagsExist fails when a page names a --flag that no novaos
+// command takes (nor curl, the examples or the a2a-go CLI, which the
+// pages also run): a renamed flag leaves no stale mention behind.
+func TestPageFlagsExist(t *testing.T) {
+	tl, err := buildTools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{}
+	for _, c := range commands {
+		cmd := exec.Command(filepath.Join(tl.gopath, "bin", "novaos"), append(c, "-h")...)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+		out, _ := cmd.CombinedOutput() // -h exits 0; a failure shows as no flags
+		n := 0
+		for _, line := range strings.Split(string(out), "\n") {
+			if m := helpFlagRE.FindStringSubmatch(line); m != nil {
+				known[m[1]] = true
+				n++
+			}
+		}
+		if n == 0 && !strings.Contains(string(out), "Usage: novaos") {
+			t.Errorf("novaos %s -h printed no usage:\n%s", strings.Join(c, " "), out)
+		}
+	}
+	for _, page := range pages(t, tl.root) {
+		src, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(tl.root, page)
+		seen := map[string]bool{}
+		for _, m := range pageFlagRE.FindAllStringSubmatch(string(src), -1) {
+			if m[2] == "-" || seen[m[1]] {
+				continue // a prefix such as --push-*, or reported already
+			}
+			seen[m[1]] = true
+			if !known[m[1]] && !otherFlags[m[1]] {
+				t.Errorf("%s names --%s, which no novaos command takes", rel, m[1])
+			}
+		}
+	}
+}
