@@ -31,16 +31,22 @@ var docPackages = map[string]string{
 	"grpcclient":  "a2a/a2agrpc/grpcclient",
 	"hitl":        "a2a/hitl",
 	"identity":    "identity",
+	"jcs":         "jcs",
+	"jwk":         "jwk",
 	"memory":      "memory",
 	"netguard":    "netguard",
 	"pii":         "pii",
+	"problem":     "problem",
 	"postgres":    "store/postgres",
 	"registry":    "registry",
 	"resilience":  "resilience",
 	"secret":      "secret",
 	"sqlite":      "store/sqlite",
+	"store":       "store",
 	"storetest":   "store/storetest",
+	"strictjson":  "strictjson",
 	"usercontext": "ext/usercontext",
+	"vecdot":      "vecdot",
 }
 
 var selectorRE = regexp.MustCompile(`\b([a-z][a-z0-9]*)\.([A-Z][A-Za-z0-9_]*)`)
