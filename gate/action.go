@@ -142,9 +142,20 @@ func (a Action) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes the context into the Go type its context_type
 // names, refusing unknown fields at the top level and in evidence.
 func (a *Action) UnmarshalJSON(data []byte) error {
+	out, _, err := decodeAction(data)
+	if err != nil {
+		return err
+	}
+	*a = out
+	return nil
+}
+
+// decodeAction decodes an action's members once, and returns its context
+// as written beside it.
+func decodeAction(data []byte) (Action, json.RawMessage, error) {
 	var w actionWire
 	if err := unmarshalKnown(data, &w, "action"); err != nil {
-		return err
+		return Action{}, nil, err
 	}
 	out := Action{
 		ActionID: w.ActionID, ActionType: w.ActionType, TenantID: w.TenantID, TeamID: w.TeamID,
@@ -154,12 +165,11 @@ func (a *Action) UnmarshalJSON(data []byte) error {
 	if len(w.Context) > 0 && string(w.Context) != "null" {
 		c, err := decodeContext(w.ContextType, w.Context)
 		if err != nil {
-			return fmt.Errorf("gate: action: %w", err)
+			return Action{}, nil, fmt.Errorf("gate: action: %w", err)
 		}
 		out.Context = c
 	}
-	*a = out
-	return nil
+	return out, w.Context, nil
 }
 
 // DecodeActionUnvalidated decodes a submitted action as strictly as
@@ -172,6 +182,21 @@ func DecodeActionUnvalidated(data []byte) (Action, error) {
 		return Action{}, fmt.Errorf("gate: decode action: %w", err)
 	}
 	return a, nil
+}
+
+// DecodeSubmitted decodes a submitted action as strictly as
+// DecodeActionUnvalidated, reading the document once past the structure
+// check, and returns its context as it was sent: what the gate
+// fingerprints (FingerprintJSON).
+func DecodeSubmitted(data []byte) (Action, json.RawMessage, error) {
+	if err := checkDocument(data); err != nil {
+		return Action{}, nil, fmt.Errorf("gate: decode action: %w", err)
+	}
+	a, raw, err := decodeAction(data)
+	if err != nil {
+		return Action{}, nil, fmt.Errorf("gate: decode action: %w", err)
+	}
+	return a, raw, nil
 }
 
 // DecodeAction decodes and validates a submitted action strictly:

@@ -57,6 +57,7 @@ func FuzzDecodeAction(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		submittedAgrees(t, data)
 		a, err := DecodeAction(data)
 		if err != nil {
 			return
@@ -77,6 +78,36 @@ func FuzzDecodeAction(f *testing.F) {
 			t.Fatalf("unstable encoding:\n%s\n%s", b1, b2)
 		}
 	})
+}
+
+// submittedAgrees checks that DecodeSubmitted, the gate's one-pass read
+// of a submitted action, accepts and refuses what DecodeActionUnvalidated
+// does, decodes the same action, and returns the context member as a
+// second decode of the document reads it.
+func submittedAgrees(t *testing.T, data []byte) {
+	t.Helper()
+	want, wantErr := DecodeActionUnvalidated(data)
+	got, raw, err := DecodeSubmitted(data)
+	if (err == nil) != (wantErr == nil) {
+		t.Fatalf("DecodeSubmitted error %v, DecodeActionUnvalidated %v", err, wantErr)
+	}
+	if err != nil {
+		return
+	}
+	w1, _ := json.Marshal(want)
+	w2, _ := json.Marshal(got)
+	if !bytes.Equal(w1, w2) {
+		t.Fatalf("DecodeSubmitted decoded\n%s\nDecodeActionUnvalidated\n%s", w2, w1)
+	}
+	var wire struct {
+		Context json.RawMessage `json:"context"`
+	}
+	if err := json.Unmarshal(data, &wire); err != nil {
+		t.Fatalf("an accepted document does not decode again: %v", err)
+	}
+	if !bytes.Equal(raw, wire.Context) {
+		t.Fatalf("context %s, want %s", raw, wire.Context)
+	}
 }
 
 // The smaller decoders share one target: whatever one accepts must

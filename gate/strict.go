@@ -26,16 +26,22 @@ var structure = &strictjson.Options{Object: true, FoldCase: true, MaxDepth: maxD
 // to fields case-insensitively, so {"verdict":"kill","Verdict":"pass"} is
 // the same duplicate: names are compared case-folded.
 func decodeStrict(data []byte, v any) error {
-	if len(data) > MaxDocumentSize {
-		return fmt.Errorf("document of %d bytes exceeds %d", len(data), MaxDocumentSize)
-	}
-	if err := CheckStructure(data); err != nil {
+	if err := checkDocument(data); err != nil {
 		return err
 	}
 	// CheckStructure refused anything after the object already.
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	return dec.Decode(v)
+}
+
+// checkDocument refuses a document over MaxDocumentSize or one
+// CheckStructure refuses.
+func checkDocument(data []byte) error {
+	if len(data) > MaxDocumentSize {
+		return fmt.Errorf("document of %d bytes exceeds %d", len(data), MaxDocumentSize)
+	}
+	return CheckStructure(data)
 }
 
 // A StructureError is why CheckStructure refused a document. Its Problem

@@ -36,7 +36,7 @@ type inflight struct{ done chan struct{} }
 // its standing record. With claim set, a pass is claimed in the same step.
 func (s *Service) Submit(ctx context.Context, c *Caller, raw []byte, claim bool) (gate.Verdict, error) {
 	start := s.o.Now()
-	act, err := gate.DecodeActionUnvalidated(raw)
+	act, wireContext, err := gate.DecodeSubmitted(raw)
 	if err != nil {
 		return gate.Verdict{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
@@ -53,14 +53,8 @@ func (s *Service) Submit(ctx context.Context, c *Caller, raw []byte, claim bool)
 	if err := check.Validate(); err != nil {
 		return gate.Verdict{}, fmt.Errorf("%w: gate: decode action: %w", ErrBadRequest, err)
 	}
-	var wire struct {
-		Context json.RawMessage `json:"context"`
-	}
-	if err := json.Unmarshal(raw, &wire); err != nil {
-		return gate.Verdict{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
-	}
 	ctxType := act.Context.ContextType()
-	fp, err := gate.FingerprintJSON(act.ActionType, ctxType, wire.Context)
+	fp, err := gate.FingerprintJSON(act.ActionType, ctxType, wireContext)
 	if err != nil {
 		return gate.Verdict{}, fmt.Errorf("%w: context: %w", ErrBadRequest, err)
 	}
@@ -103,7 +97,7 @@ func (s *Service) Submit(ctx context.Context, c *Caller, raw []byte, claim bool)
 			f = &inflight{done: make(chan struct{})}
 			s.inflight[key] = f
 			s.inflightMu.Unlock()
-			v, err := s.judgeFresh(ctx, c, sess, &act, raw, wire.Context, fp, claim, start)
+			v, err := s.judgeFresh(ctx, c, sess, &act, raw, wireContext, fp, claim, start)
 			s.inflightMu.Lock()
 			delete(s.inflight, key)
 			s.inflightMu.Unlock()
