@@ -207,7 +207,7 @@ func (s *Service) mcpServer(version string) (*mcp.Server, *toolSet) {
 	}
 	set := &toolSet{fields: make(map[string]*strictjson.Fields), checks: &s.argChecks}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "novaos-memory", Title: "NovaOS memory", Version: version}, &mcp.ServerOptions{
-		Instructions: "Tenant-isolated agent memory (seed 002). Identity comes from the bearer token; no argument names a tenant, agent or user.",
+		Instructions: "Tenant-isolated agent memory, as the NovaOS memory guide describes it. Identity comes from the bearer token; no argument names a tenant, agent or user.",
 	})
 	addTool(srv, set, ToolWrite, "Write a memory",
 		"Store a memory. run and task scope: stored at once, read-your-write, TTL 5 minutes unless ttl_seconds says otherwise. agent scope: answered with a prop_ proposal (durable false) that the write gate screens for personal data and credentials and then commits under a new id or rejects. user scope is written by consolidation only (submit a hint); tenant scope by administrators only.",
