@@ -185,8 +185,7 @@ type Server struct {
 
 	issuer *auth.Issuer
 	host   *agenthost.Host
-	memory *memorysvc.Service // nil when no memory store
-	gate   *gatesvc.Service   // nil when no gate store
+	gate   *gatesvc.Service // nil when no gate store
 
 	// workers stop the services' background loops, in start order.
 	workers []func()

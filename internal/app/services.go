@@ -49,36 +49,43 @@ type (
 // other: the token issuer first (the others verify its tokens), the
 // hosted agents after every service that intercepts their calls, the
 // registry after the agents it records. A new service is one line here.
+// On error it returns what it built, for Start to shut down.
 func (s *Server) services(ctx context.Context, base string, guard *httpapi.Guard) ([]service, error) {
-	var out []service
-	add := func(svc service) { out = append(out, svc) }
 	st, dataDir := s.stores, s.opts.DataDir
 	if s.custom {
 		dataDir = ""
 	}
-
+	var l []service
 	var err error
 	if s.issuer, err = auth.Mount(auth.Deps{BaseURL: base, DataDir: dataDir}, s.opts.token()); err != nil {
-		return out, fmt.Errorf("app: token keys: %w", err)
+		return l, fmt.Errorf("app: token keys: %w", err)
 	}
-	add(s.issuer)
-	if s.memory = memorysvc.Mount(st, memorysvc.Deps{Tokens: s.issuer}, s.opts.memory()); s.memory != nil {
-		add(s.memory)
-	}
-	if s.gate = gatesvc.Mount(st, gatesvc.Deps{AdminToken: s.opts.AdminToken, Tokens: s.issuer,
-		Secure: strings.HasPrefix(base, "https://")}, s.opts.gate()); s.gate != nil {
-		add(s.gate)
-	}
-	if s.host, err = agenthost.New(ctx, st, agenthost.Deps{BaseURL: base, DataDir: dataDir, Logger: s.log, Guard: guard,
-		TLS: s.tls, CheckListener: s.checkPlaintext, Tokens: s.issuer, Interceptors: interceptorsOf(out),
+	add(&l, s.issuer)
+	add(&l, memorysvc.Mount(st, memorysvc.Deps{Tokens: s.issuer}, s.opts.memory()))
+	s.gate = add(&l, gatesvc.Mount(st, gatesvc.Deps{AdminToken: s.opts.AdminToken, Tokens: s.issuer,
+		Secure: strings.HasPrefix(base, "https://")}, s.opts.gate()))
+	if s.host, err = agenthost.New(ctx, st, agenthost.Deps{BaseURL: base, DataDir: dataDir, Logger: s.log,
+		Guard: guard, TLS: s.tls, CheckListener: s.checkPlaintext, Tokens: s.issuer, Interceptors: interceptorsOf(l),
 		SweepEvery: s.opts.sweepEvery(), SweepTicker: sweepTicker}, &s.opts.Agents); err != nil {
-		return out, fmt.Errorf("app: %w", err)
+		return l, fmt.Errorf("app: %w", err)
 	}
-	add(s.host)
-	add(registrysvc.Mount(st, registrysvc.Deps{BaseURL: base, AdminToken: s.opts.AdminToken, Hosted: s.host.Records()},
-		s.opts.registry()))
-	add(s.own())
-	return out, nil
+	add(&l, s.host)
+	add(&l, registrysvc.Mount(st, registrysvc.Deps{BaseURL: base, AdminToken: s.opts.AdminToken, Hosted: s.host.Records()}, s.opts.registry()))
+	l = append(l, s.own())
+	return l, nil
+}
+
+// add appends svc to l unless it is nil (a service whose store the
+// server does not have), and returns it.
+func add[S interface {
+	service
+	comparable
+}](l *[]service, svc S) S {
+	var none S
+	if svc != none {
+		*l = append(*l, svc)
+	}
+	return svc
 }
 
 // interceptorsOf are the interceptors of services, in their order.
