@@ -290,6 +290,9 @@ func TestFirstSweepHoldsNoLock(t *testing.T) {
 				if srv.Addr() != "" || srv.URL() != "" || srv.Endpoints() != nil {
 					t.Errorf("the server has an address before its first sweep ended")
 				}
+				if srv.Issuer() != nil || srv.Gate() != nil {
+					t.Errorf("the server hands out its services before it serves")
+				}
 			})
 			if tt.shutdown {
 				within(t, 5*time.Second, "Shutdown", func() {

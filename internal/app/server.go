@@ -38,7 +38,11 @@ func (s *Server) Start(ctx context.Context) error {
 	ctx, s.cancel = context.WithCancel(ctx)
 	s.mu.Unlock()
 
-	ln, guard, base, services, err := s.prepare(ctx)
+	ln, guard, base, m, err := s.prepare(ctx)
+	var services []service
+	if m != nil {
+		services = m.list
+	}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -58,6 +62,7 @@ func (s *Server) Start(ctx context.Context) error {
 		return err
 	}
 	s.ln, s.baseURL, s.running = ln, base, services
+	s.issuer, s.gate, s.host = m.issuer, m.gate, m.host
 	mux := http.NewServeMux()
 	for _, svc := range services {
 		for _, r := range svc.Routes() {
@@ -109,8 +114,8 @@ func (s *Server) Start(ctx context.Context) error {
 
 // prepare listens, builds the services and lets each do what it must
 // before the server serves. On error it returns what it built, for Start
-// to release.
-func (s *Server) prepare(ctx context.Context) (net.Listener, *httpapi.Guard, string, []service, error) {
+// to release. It runs without s.mu, so it keeps what it builds to itself.
+func (s *Server) prepare(ctx context.Context) (net.Listener, *httpapi.Guard, string, *mounted, error) {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", s.opts.Addr)
 	if err != nil {
@@ -127,18 +132,18 @@ func (s *Server) prepare(ctx context.Context) (net.Listener, *httpapi.Guard, str
 	if base == "" {
 		base = s.scheme() + strings.TrimPrefix(httpapi.ListenURL(s.opts.Addr, ln.Addr()), "http://")
 	}
-	services, err := s.services(ctx, base, guard)
+	m, err := s.mount(ctx, base, guard)
 	if err != nil {
-		return ln, nil, "", services, err
+		return ln, nil, "", m, err
 	}
-	for _, svc := range services {
+	for _, svc := range m.list {
 		if st, ok := svc.(starter); ok {
 			if err := st.Start(ctx); err != nil {
-				return ln, nil, "", services, err
+				return ln, nil, "", m, err
 			}
 		}
 	}
-	return ln, guard, base, services, ctx.Err()
+	return ln, guard, base, m, ctx.Err()
 }
 
 // guardOptions builds the Guard in front of every handler for a server

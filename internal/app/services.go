@@ -45,34 +45,44 @@ type (
 	}
 )
 
-// services builds the server's services, in the order they depend on each
+// mounted are the services Start built, in list order, and the ones the
+// server's accessors hand out.
+type mounted struct {
+	list   []service
+	issuer *auth.Issuer
+	gate   *gatesvc.Service // nil without a gate store
+	host   *agenthost.Host
+}
+
+// mount builds the server's services, in the order they depend on each
 // other: the token issuer first (the others verify its tokens), the
 // hosted agents after every service that intercepts their calls, the
 // registry after the agents it records. A new service is one line here.
-// On error it returns what it built, for Start to shut down.
-func (s *Server) services(ctx context.Context, base string, guard *httpapi.Guard) ([]service, error) {
+// On error the list holds what was built, for Start to shut down.
+func (s *Server) mount(ctx context.Context, base string, guard *httpapi.Guard) (*mounted, error) {
 	st, dataDir := s.stores, s.opts.DataDir
 	if s.custom {
 		dataDir = ""
 	}
-	var l []service
+	m := &mounted{}
+	l := &m.list
 	var err error
-	if s.issuer, err = auth.Mount(auth.Deps{BaseURL: base, DataDir: dataDir}, s.opts.token()); err != nil {
-		return l, fmt.Errorf("app: token keys: %w", err)
+	if m.issuer, err = auth.Mount(auth.Deps{BaseURL: base, DataDir: dataDir}, s.opts.token()); err != nil {
+		return m, fmt.Errorf("app: token keys: %w", err)
 	}
-	add(&l, s.issuer)
-	add(&l, memorysvc.Mount(st, memorysvc.Deps{Tokens: s.issuer}, s.opts.memory()))
-	s.gate = add(&l, gatesvc.Mount(st, gatesvc.Deps{AdminToken: s.opts.AdminToken, Tokens: s.issuer,
+	add(l, m.issuer)
+	add(l, memorysvc.Mount(st, memorysvc.Deps{Tokens: m.issuer}, s.opts.memory()))
+	m.gate = add(l, gatesvc.Mount(st, gatesvc.Deps{AdminToken: s.opts.AdminToken, Tokens: m.issuer,
 		Secure: strings.HasPrefix(base, "https://")}, s.opts.gate()))
-	if s.host, err = agenthost.New(ctx, st, agenthost.Deps{BaseURL: base, DataDir: dataDir, Logger: s.log,
-		Guard: guard, TLS: s.tls, CheckListener: s.checkPlaintext, Tokens: s.issuer, Interceptors: interceptorsOf(l),
+	if m.host, err = agenthost.New(ctx, st, agenthost.Deps{BaseURL: base, DataDir: dataDir, Logger: s.log,
+		Guard: guard, TLS: s.tls, CheckListener: s.checkPlaintext, Tokens: m.issuer, Interceptors: interceptorsOf(*l),
 		SweepEvery: s.opts.sweepEvery(), SweepTicker: sweepTicker}, &s.opts.Agents); err != nil {
-		return l, fmt.Errorf("app: %w", err)
+		return m, fmt.Errorf("app: %w", err)
 	}
-	add(&l, s.host)
-	add(&l, registrysvc.Mount(st, registrysvc.Deps{BaseURL: base, AdminToken: s.opts.AdminToken, Hosted: s.host.Records()}, s.opts.registry()))
-	l = append(l, s.own())
-	return l, nil
+	add(l, m.host)
+	add(l, registrysvc.Mount(st, registrysvc.Deps{BaseURL: base, AdminToken: s.opts.AdminToken, Hosted: m.host.Records()}, s.opts.registry()))
+	*l = append(*l, s.own())
+	return m, nil
 }
 
 // add appends svc to l unless it is nil (a service whose store the
