@@ -28,7 +28,7 @@ type Deps struct {
 	// tenant. Without one, a tokenless caller on this machine is the
 	// admin (httpapi.AdminRule).
 	AdminToken secret.Value
-	Tokens     Tokens
+	Tokens     Tokens // required
 	// Secure marks the triage page's cookies Secure: the server is
 	// reached over https.
 	Secure bool

@@ -20,7 +20,7 @@ type Tokens interface {
 
 // Deps are what the memory service takes from the server around it.
 type Deps struct {
-	Tokens Tokens
+	Tokens Tokens // required
 }
 
 // Mount builds the memory service over st.Memory, its callers identified
