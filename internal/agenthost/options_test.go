@@ -3,6 +3,7 @@ package agenthost
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 	"novaos.dev/novaos/agent"
 	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/jwk"
+	"novaos.dev/novaos/netguard"
 	"novaos.dev/novaos/store"
 )
 
@@ -146,5 +148,77 @@ func TestCards(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestOnLoopback(t *testing.T) {
+	for url, want := range map[string]bool{
+		"http://127.0.0.1:8080": true, "http://[::1]:8080": true, "http://localhost:8080": true,
+		"https://agents.example.com": false, "http://10.0.0.5:8080": false, "%%": false,
+	} {
+		if got := OnLoopback(url); got != want {
+			t.Errorf("OnLoopback(%q) = %v, want %v", url, got, want)
+		}
+	}
+}
+
+// Push secrets are sealed when there are push configs and a key file to
+// seal them with: the given one, or the data directory's.
+func TestPushSealerChoice(t *testing.T) {
+	mem := a2asrv.NewMemoryTaskStore(nil)
+	dir := t.TempDir()
+	tests := []struct {
+		name     string
+		stores   *store.Stores
+		dataDir  string
+		keyFile  string
+		wantPath string // "" when nothing is sealed
+	}{
+		{"no push configs", &store.Stores{Tasks: mem}, dir, "", ""},
+		{"stores without a data directory", &store.Stores{Tasks: mem, PushConfigs: mem.PushConfigStore()}, "", "", ""},
+		{"the data directory's key", &store.Stores{Tasks: mem, PushConfigs: mem.PushConfigStore()}, dir, "", dir + "/" + PushKeyFile},
+		{"a key file given", &store.Stores{Tasks: mem, PushConfigs: mem.PushConfigStore()}, "", dir + "/k", dir + "/k"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := &Host{stores: tt.stores, deps: Deps{DataDir: tt.dataDir}, opts: Options{PushKeyFile: tt.keyFile}, log: slog.New(slog.DiscardHandler)}
+			s, err := h.pushSealer()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if s != nil {
+				got = s.path
+			}
+			if got != tt.wantPath {
+				t.Errorf("sealer key %q, want %q", got, tt.wantPath)
+			}
+		})
+	}
+}
+
+// The push URL policy allows loopback on a loopback server unless the
+// operator's policy says otherwise, and never on a public one.
+func TestPushURLPolicy(t *testing.T) {
+	strict := &netguard.Policy{}
+	tests := []struct {
+		name         string
+		base         string
+		opts         Options
+		wantLoopback bool
+	}{
+		{"default, loopback server", "http://127.0.0.1:8080", Options{}, true},
+		{"default, public server", "https://agents.example.com", Options{}, false},
+		{"operator's policy", "http://127.0.0.1:8080", Options{PushURLPolicy: strict}, false},
+		{"operator's policy, loopback if local", "http://127.0.0.1:8080", Options{PushURLPolicy: strict, PushLoopbackIfLocal: true}, true},
+	}
+	for _, tt := range tests {
+		h := &Host{deps: Deps{BaseURL: tt.base}, opts: tt.opts}
+		if got := h.pushURLPolicy().AllowLoopback; got != tt.wantLoopback {
+			t.Errorf("%s: AllowLoopback %v, want %v", tt.name, got, tt.wantLoopback)
+		}
+	}
+	if strict.AllowLoopback {
+		t.Error("the operator's policy was changed in place")
 	}
 }
