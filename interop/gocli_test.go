@@ -50,21 +50,7 @@ func goCLI(t *testing.T) string {
 
 func TestGoCLI(t *testing.T) {
 	cli := goCLI(t)
-	srv, err := app.New(context.Background(), &app.Options{Addr: "127.0.0.1:0", DataDir: t.TempDir(),
-		Logger: slog.New(slog.DiscardHandler),
-		Agents: app.AgentOptions{GRPCAddr: "127.0.0.1:0"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-	})
+	srv := startApp(t, &app.Options{Agents: app.AgentOptions{GRPCAddr: "127.0.0.1:0"}})
 	echo := srv.URL() + "/agents/echo"
 	for _, tc := range []struct {
 		name string
@@ -93,4 +79,25 @@ func TestGoCLI(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startApp starts a NovaOS server with opts on a free loopback port and a
+// data directory of the test's, quiet, and shuts it down with the test.
+func startApp(t *testing.T, opts *app.Options) *app.Server {
+	t.Helper()
+	o := *opts
+	o.Addr, o.DataDir, o.Logger = "127.0.0.1:0", t.TempDir(), slog.New(slog.DiscardHandler)
+	srv, err := app.New(context.Background(), &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	})
+	return srv
 }

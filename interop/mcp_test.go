@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,18 +31,7 @@ func TestMCPTypeScriptClient(t *testing.T) {
 		t.Fatalf("@modelcontextprotocol/sdk is not installed; run `npm ci` in interop/js (interop/run does): %v", err)
 	}
 	ctx := context.Background()
-	srv, err := app.New(ctx, &app.Options{Addr: "127.0.0.1:0", DataDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-	})
+	srv := startApp(t, &app.Options{})
 	tok, err := srv.Issuer().Mint(ctx, identity.Claims{TenantID: "acme", AgentID: "support-bot", UserID: "user-1", RunID: "run-1",
 		ConversationID: "conv-1", Scopes: []string{"memory:read:*", "memory:write:run", "memory:write:agent", "memory:write:hint"}}, time.Hour)
 	if err != nil {

@@ -3,7 +3,6 @@ package interop
 import (
 	"bytes"
 	"context"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -30,21 +29,9 @@ func startTLSServer(t *testing.T) (*app.Server, *certtest.CA, string) {
 	ca := certtest.NewCA(t)
 	dir := t.TempDir()
 	cert, key := ca.Issue(t, "127.0.0.1").WritePEM(t, dir)
-	srv, err := app.New(context.Background(), &app.Options{Addr: "127.0.0.1:0", DataDir: t.TempDir(),
-		Logger: slog.New(slog.DiscardHandler),
+	srv := startApp(t, &app.Options{
 		HTTP:   app.HTTPOptions{TLSCertFile: cert, TLSKeyFile: key},
 		Agents: app.AgentOptions{GRPCAddr: "127.0.0.1:0"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
 	})
 	return srv, ca, ca.WriteCAFile(t, dir)
 }

@@ -411,15 +411,6 @@ func (h *Host) Endpoints() []Endpoint {
 	return out
 }
 
-// Names are the hosted agents' names.
-func Names(o *Options) []string {
-	out := []string{"echo", "tck"}
-	if o != nil {
-		out = append(out, slices.Sorted(maps.Keys(o.Hosted))...)
-	}
-	return out
-}
-
 // Records describe the hosted agents for the agent registry, from their
 // cards: their skills' ids and names are their capabilities, their tags
 // their tags.
