@@ -1,0 +1,47 @@
+package gateway
+
+import "time"
+
+// Instance is an agent installed for a tenant: what it runs, with which
+// configuration, secrets and permissions.
+type Instance struct {
+	ID       string `json:"instance_id"`
+	TenantID string `json:"tenant_id"`
+	// Name is how people find it in lists; unique within the tenant.
+	Name string `json:"name"`
+	// Hosted names an agent the platform hosts in process (such as
+	// "echo"); else URL is an A2A agent's base URL, registered in the
+	// agent registry as AgentID.
+	Hosted  string `json:"hosted,omitempty"`
+	URL     string `json:"url,omitempty"`
+	AgentID string `json:"agent_id,omitempty"`
+
+	// Config reaches every run in the platform context.
+	Config map[string]any `json:"config,omitempty"`
+	// SecretNames are the names of the instance's secrets; the values are
+	// sealed at rest (SealedSecrets) and sent only to the agent, sealed to
+	// its recipient key.
+	SecretNames   []string `json:"secret_names,omitempty"`
+	SealedSecrets []byte   `json:"-"`
+	// Memory is set when the agent uses memory; MemoryBudget is the
+	// pre-fetch budget its runs carry.
+	Memory       bool          `json:"memory"`
+	MemoryBudget *MemoryBudget `json:"memory_budget,omitempty"`
+	// Scopes are granted to every run's execution token.
+	Scopes []string `json:"scopes,omitempty"`
+	// CustomHeaders lists the header names a service account's run may
+	// pass to the agent ("*": every safe name); none when empty.
+	CustomHeaders []string `json:"custom_headers,omitempty"`
+	// Published serves the agent's public card at the gateway.
+	Published bool `json:"published"`
+
+	Version   int64     `json:"version"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// MemoryBudget bounds the memory pre-fetch of a run.
+type MemoryBudget struct {
+	TokenBudget     int `json:"token_budget"`
+	LatencyBudgetMS int `json:"latency_budget_ms"`
+}
