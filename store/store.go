@@ -3,6 +3,7 @@ package store
 import (
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/gate"
+	"novaos.dev/novaos/gateway"
 	"novaos.dev/novaos/memory"
 	"novaos.dev/novaos/registry"
 )
@@ -34,6 +35,8 @@ type Stores struct {
 	Registry registry.Store
 	Memory   memory.Store
 	Gate     gate.Store
+	// Gateway keeps the execution gateway's instances, runs and events.
+	Gateway gateway.Store
 
 	// Listener reports the database's notification listener: nil while it
 	// listens, else why not. Nil for a database without one.
