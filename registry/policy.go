@@ -3,6 +3,9 @@ package registry
 import (
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
+	"slices"
 	"strings"
 
 	"novaos.dev/novaos/netguard"
@@ -104,4 +107,24 @@ func guardError(err error) error {
 		return fmt.Errorf("registry: %s: %w", me.Reason, ErrInvalid)
 	}
 	return fmt.Errorf("registry: %w: %w", ErrInvalid, err)
+}
+
+// PolicyAt is p, or by default any public host; either way loopback hosts
+// too when the server is reached on loopback (a developer's machine) and
+// p is nil or loopbackIfLocal is set.
+func PolicyAt(p *Policy, loopbackIfLocal bool, baseURL string) *Policy {
+	out := &Policy{}
+	if p != nil {
+		if !loopbackIfLocal {
+			return p
+		}
+		*out = *p
+		out.AllowedHostSuffixes = slices.Clone(p.AllowedHostSuffixes)
+	}
+	if u, err := url.Parse(baseURL); err == nil {
+		host := u.Hostname()
+		ip := net.ParseIP(host)
+		out.AllowLoopback = out.AllowLoopback || host == "localhost" || (ip != nil && ip.IsLoopback())
+	}
+	return out
 }

@@ -3,9 +3,6 @@ package registrysvc
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/url"
-	"slices"
 
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/internal/httpapi"
@@ -35,7 +32,7 @@ func Mount(st *store.Stores, deps Deps, o *Options) *Service {
 	if o != nil {
 		opts = *o
 	}
-	opts.Policy = policyAt(opts.Policy, opts.LoopbackIfLocal, deps.BaseURL)
+	opts.Policy = registry.PolicyAt(opts.Policy, opts.LoopbackIfLocal, deps.BaseURL)
 	opts.AdminToken = deps.AdminToken
 	for _, a := range deps.Hosted {
 		opts.ReadOnly = append(opts.ReadOnly, a.Name)
@@ -47,26 +44,6 @@ func Mount(st *store.Stores, deps Deps, o *Options) *Service {
 	s := New(rs, &opts)
 	s.hosted = deps.Hosted
 	return s
-}
-
-// policyAt is p, or by default any public host; either way loopback hosts
-// too when the server is reached on loopback (a developer's machine) and
-// p is nil or loopbackIfLocal is set.
-func policyAt(p *registry.Policy, loopbackIfLocal bool, baseURL string) *registry.Policy {
-	out := &registry.Policy{}
-	if p != nil {
-		if !loopbackIfLocal {
-			return p
-		}
-		*out = *p
-		out.AllowedHostSuffixes = slices.Clone(p.AllowedHostSuffixes)
-	}
-	if u, err := url.Parse(baseURL); err == nil {
-		host := u.Hostname()
-		ip := net.ParseIP(host)
-		out.AllowLoopback = out.AllowLoopback || host == "localhost" || (ip != nil && ip.IsLoopback())
-	}
-	return out
 }
 
 // Start records the hosted agents.

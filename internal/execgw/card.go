@@ -1,0 +1,127 @@
+package execgw
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/a2a/a2aclient"
+	"novaos.dev/novaos/a2a/cardsig"
+	"novaos.dev/novaos/gateway"
+	"novaos.dev/novaos/internal/httpapi"
+	"novaos.dev/novaos/jwk"
+	"novaos.dev/novaos/problem"
+	"novaos.dev/novaos/registry"
+)
+
+// CardKeysPath is where an agent's origin publishes the keys its card is
+// signed with: the path the platform publishes its own at.
+const CardKeysPath = "/.well-known/agent-card-jwks.json"
+
+// CardsPrefix is where the gateway publishes the cards of published
+// instances: CardsPrefix + instance id + a2a.WellKnownCardPath.
+const CardsPrefix = "/cards/"
+
+// checkCard verifies a signed card against the keys its agent's origin
+// publishes at CardKeysPath; an unsigned card is taken as it is.
+func (s *Service) checkCard(ctx context.Context, base string, card *a2a.AgentCard) error {
+	if len(card.Signatures) == 0 {
+		return nil
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return badRequest("the agent's URL does not parse")
+	}
+	keysURL := u.Scheme + "://" + u.Host + CardKeysPath
+	keys, err := jwk.FetchKeySet(ctx, keysURL, &jwk.FetchOptions{Client: s.outbound})
+	if err == nil {
+		_, err = cardsig.Verify(card, keys, nil)
+	}
+	if err != nil {
+		return &problem.Problem{Type: gateway.ProblemInvalidRequest, Status: http.StatusUnprocessableEntity, Title: "Unprocessable Content",
+			Detail: "the agent's card is signed but its signature does not verify against " + keysURL + ": " + err.Error()}
+	}
+	return nil
+}
+
+var slugRE = regexp.MustCompile(`[^a-z0-9]+`)
+
+// registerAgent records an agent installed by URL in the registry, where
+// its recipient keys are published, unless a record names that URL.
+func (s *Service) registerAgent(ctx context.Context, inst *gateway.Instance, base string, card *a2a.AgentCard) (*registry.Agent, error) {
+	slug := strings.Trim(slugRE.ReplaceAllString(strings.ToLower(card.Name), "-"), "-")
+	if slug == "" || slug[0] < '0' || slug[0] > 'z' {
+		slug = "agent"
+	}
+	if len(slug) > 40 {
+		slug = slug[:40]
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	now := s.o.Now().UTC()
+	rec := &registry.Agent{ID: a2a.NewID(), Name: slug + "-" + hex.EncodeToString(b[:]), URL: base,
+		Description: truncate(card.Description, registry.MaxDescriptionLen), Status: registry.StatusActive,
+		Tags: []string{"tenant:" + truncate(inst.TenantID, registry.MaxTagLen-len("tenant:"))}, CreatedAt: now, UpdatedAt: now}
+	for _, sk := range card.Skills {
+		if len(rec.Capabilities) < registry.MaxListItems && sk.ID != "" && len(sk.ID) <= registry.MaxCapabilityLen {
+			rec.Capabilities = append(rec.Capabilities, sk.ID)
+		}
+	}
+	if err := registry.Validate(rec, s.o.URLPolicy); err != nil {
+		return nil, &problem.Problem{Type: gateway.ProblemInvalidRequest, Status: http.StatusBadRequest, Title: "Bad Request",
+			Detail: "the agent cannot be registered: " + err.Error()}
+	}
+	if err := s.registry.Create(ctx, rec); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// serveCard answers GET /cards/{id}/.well-known/agent-card.json: the
+// public card of a published instance, without authentication. An
+// instance that is not published is not found; the extended card is
+// never served here.
+func (s *Service) serveCard(w http.ResponseWriter, r *http.Request) {
+	inst, err := s.store.GetInstance(r.Context(), "", r.PathValue("id"))
+	if err != nil || !inst.Published {
+		s.api.Fail(w, r, notFound{gateway.ProblemInstanceNotFound, "no published agent " + quote(r.PathValue("id"))})
+		return
+	}
+	var card *a2a.AgentCard
+	switch {
+	case inst.Hosted != "":
+		card, err = s.hostedCard(r.Context(), inst.Hosted)
+	default:
+		card, err = s.resolver.Resolve(r.Context(), inst.URL)
+	}
+	if err != nil {
+		s.api.Fail(w, r, &problem.Problem{Type: gateway.ProblemAgentUnreachable, Status: http.StatusBadGateway, Title: "Bad Gateway",
+			Detail: "the agent's card could not be fetched"})
+		return
+	}
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	httpapi.WriteJSON(w, r, http.StatusOK, card)
+}
+
+// hostedCard reads a hosted agent's card through its handler.
+func (s *Service) hostedCard(ctx context.Context, name string) (*a2a.AgentCard, error) {
+	h, ok := s.deps.Hosted.AgentHandler(name)
+	if !ok {
+		return nil, errors.New("no such hosted agent")
+	}
+	res := a2aclient.NewResolver(&a2aclient.ResolverOptions{HTTPClient: hostedClient(name, h)})
+	return res.Resolve(ctx, hostedBase+name)
+}

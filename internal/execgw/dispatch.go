@@ -1,0 +1,332 @@
+package execgw
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/a2a/a2aclient"
+	"novaos.dev/novaos/gateway"
+)
+
+// dispatcher delivers runs: it claims QUEUED runs (and RUNNING ones whose
+// dispatcher's lease lapsed), calls their agents, and records what the
+// agents' streams say.
+type dispatcher struct {
+	s     *Service
+	kickc chan struct{}
+	slots chan struct{}
+	wg    sync.WaitGroup
+}
+
+func newDispatcher(s *Service) *dispatcher {
+	return &dispatcher{s: s, kickc: make(chan struct{}, 1), slots: make(chan struct{}, s.o.MaxConcurrentRuns)}
+}
+
+// kick asks for a claim now (a run was queued here).
+func (d *dispatcher) kick() {
+	select {
+	case d.kickc <- struct{}{}:
+	default:
+	}
+}
+
+// run claims and delivers runs until ctx ends, then waits for the
+// deliveries in flight to stop.
+func (d *dispatcher) run(ctx context.Context) {
+	t := time.NewTicker(d.s.o.SweepEvery)
+	defer t.Stop()
+	defer d.wg.Wait()
+	for {
+		d.claim(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.kickc:
+		case <-t.C:
+		}
+	}
+}
+
+// claimBatch bounds one ClaimRuns call.
+const claimBatch = 32
+
+// claim takes as many runs as there are free delivery slots.
+func (d *dispatcher) claim(ctx context.Context) {
+	for ctx.Err() == nil {
+		free := cap(d.slots) - len(d.slots)
+		if free <= 0 {
+			return
+		}
+		n := min(free, claimBatch)
+		now := d.s.o.Now()
+		runs, err := d.s.store.ClaimRuns(ctx, d.s.owner, now, now.Add(d.s.o.Lease), n)
+		if err != nil {
+			if ctx.Err() == nil {
+				d.s.log.Error("gateway: claiming runs failed", "err", err)
+			}
+			return
+		}
+		for i := range runs {
+			d.slots <- struct{}{}
+			run := runs[i]
+			d.wg.Go(func() {
+				defer func() { <-d.slots }()
+				d.deliver(ctx, &run)
+			})
+		}
+		if len(runs) < n {
+			return
+		}
+	}
+}
+
+// delivery is one run being delivered by this process.
+type delivery struct {
+	s      *Service
+	mu     sync.Mutex
+	run    *gateway.Run // the latest stored copy
+	cancel context.CancelCauseFunc
+}
+
+// write changes the run as change says, unless the run is no longer
+// ours to change (it ended, was answered, or another dispatcher took its
+// lease), which stops the delivery.
+func (dl *delivery) write(ctx context.Context, change func(r *gateway.Run) []gateway.Event) error {
+	dl.mu.Lock()
+	defer dl.mu.Unlock()
+	run, _, err := dl.s.mutate(ctx, dl.run, dl.run.ID, func(r *gateway.Run) ([]gateway.Event, error) {
+		if r.LeaseOwner != dl.s.owner || r.Status.Terminal() || r.Status == gateway.StatusWaitingUser {
+			return nil, errStop
+		}
+		return change(r), nil
+	})
+	if run != nil {
+		dl.run = run
+	}
+	if err != nil {
+		dl.cancel(err)
+	}
+	return err
+}
+
+func (dl *delivery) current() gateway.Run {
+	dl.mu.Lock()
+	defer dl.mu.Unlock()
+	return *dl.run
+}
+
+// deliver runs one turn of a claimed run: it calls the agent, records its
+// stream, and settles the run as the stream ended.
+func (d *dispatcher) deliver(parent context.Context, claimed *gateway.Run) {
+	s := d.s
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	dl := &delivery{s: s, run: claimed, cancel: cancel}
+	log := s.log.With("run_id", claimed.ID, "tenant_id", claimed.TenantID, "instance_id", claimed.InstanceID)
+
+	// Someone else ending the run (a cancel, on any replica) stops the
+	// call; so does losing the lease.
+	f := s.hub.watch(claimed.ID)
+	defer s.hub.unfollow(f)
+	go dl.follow(ctx, f)
+	go dl.renew(ctx)
+
+	if err := dl.write(ctx, func(r *gateway.Run) []gateway.Event {
+		r.Attempt++
+		if r.StartedAt.IsZero() {
+			r.StartedAt = s.o.Now()
+		}
+		if r.Attempt > s.o.MaxAttempts {
+			return end(r, gateway.StatusFailed, fmt.Sprintf("the agent's stream ended without an ending %d times", r.Attempt-1), s.o.Now())
+		}
+		reason := ""
+		if r.Attempt > 1 {
+			reason = fmt.Sprintf("delivering again: attempt %d of %d", r.Attempt, s.o.MaxAttempts)
+		}
+		r.Status = gateway.StatusRunning
+		return []gateway.Event{statusEvent(gateway.StatusRunning, reason)}
+	}); err != nil || dl.current().Status.Terminal() {
+		return
+	}
+
+	target, err := s.target(ctx, dl.current())
+	if err != nil {
+		dl.settle(ctx, nil, err, log)
+		return
+	}
+	req, callOpts, err := s.request(ctx, dl.current(), target)
+	if err != nil {
+		dl.settle(ctx, nil, err, log)
+		return
+	}
+	t := newTurn()
+	var streamErr error
+	for frame, err := range target.client.SendStreamingMessage(ctx, req, callOpts...) {
+		if err != nil {
+			streamErr = err
+			break
+		}
+		events := t.frame(frame)
+		if t.taskID != "" && dl.current().TaskID == "" || len(events) > 0 {
+			if dl.write(ctx, func(r *gateway.Run) []gateway.Event {
+				if r.TaskID == "" {
+					r.TaskID, r.ContextID = t.taskID, t.contextID
+				}
+				return events
+			}) != nil {
+				return
+			}
+		}
+		if t.end != nil {
+			break
+		}
+	}
+	if cause := context.Cause(ctx); errors.Is(cause, errStop) {
+		// The run was cancelled or taken: tell the agent, best effort.
+		if t.taskID != "" {
+			cctx, ccancel := context.WithTimeout(context.WithoutCancel(parent), 5*time.Second)
+			_, _ = target.client.CancelTask(cctx, &a2a.CancelTaskRequest{ID: t.taskID})
+			ccancel()
+		}
+		return
+	}
+	dl.settle(ctx, t, streamErr, log)
+}
+
+// settle records how a turn ended: its ending or pause, or, for a stream
+// that stopped short, a retry after a backoff (the run is left for any
+// dispatcher to claim again) or, past the last attempt, a failure.
+func (dl *delivery) settle(ctx context.Context, t *turn, err error, log interface {
+	Info(string, ...any)
+	Warn(string, ...any)
+}) {
+	s := dl.s
+	now := s.o.Now()
+	if t != nil && t.end != nil {
+		final := t.finish()
+		_ = dl.write(ctx, func(r *gateway.Run) []gateway.Event {
+			events := append([]gateway.Event(nil), final...)
+			r.Artifacts = append(r.Artifacts, t.artifacts...)
+			if out := t.output.String(); out != "" {
+				r.Output = out
+			}
+			if t.end.status == gateway.StatusWaitingUser {
+				r.Status, r.Reason = gateway.StatusWaitingUser, t.end.reason
+				r.Pause = mustJSON(t.end.pause)
+				r.PendingInput = nil
+				r.LeaseOwner, r.LeaseUntil = "", time.Time{}
+				return append(events, statusEvent(gateway.StatusWaitingUser, t.end.reason),
+					gateway.Event{Type: t.end.pause.Type, Payload: t.end.pause.Payload})
+			}
+			return append(events, end(r, t.end.status, t.end.reason, now)...)
+		})
+		log.Info("gateway: turn ended", "status", string(t.end.status))
+		return
+	}
+	var perm *permanent
+	if isRefusal(err) {
+		perm = &permanent{reason: "the agent refused the request: " + describe(err)}
+	}
+	if errors.As(err, &perm) {
+		_ = dl.write(ctx, func(r *gateway.Run) []gateway.Event { return end(r, gateway.StatusFailed, perm.reason, now) })
+		log.Warn("gateway: run failed", "reason", perm.reason)
+		return
+	}
+	why := "the agent's stream ended without an ending"
+	if err != nil {
+		why = "the agent could not be reached or its stream broke: " + describe(err)
+	}
+	_ = dl.write(ctx, func(r *gateway.Run) []gateway.Event {
+		if r.Attempt >= s.o.MaxAttempts {
+			return end(r, gateway.StatusFailed, fmt.Sprintf("%s (attempt %d of %d; giving up)", why, r.Attempt, s.o.MaxAttempts), now)
+		}
+		backoff := s.o.RetryBackoff << (r.Attempt - 1)
+		r.LeaseOwner, r.LeaseUntil, r.NotBefore = "", time.Time{}, now.Add(backoff)
+		return []gateway.Event{statusEvent(gateway.StatusRunning, fmt.Sprintf("%s; retrying in %s (attempt %d of %d)", why, backoff, r.Attempt, s.o.MaxAttempts))}
+	})
+	log.Warn("gateway: turn stopped short", "reason", why)
+}
+
+// follow stops the delivery when the run is ended or taken by someone
+// else.
+func (dl *delivery) follow(ctx context.Context, f *follower) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-f.wake:
+		}
+		r, err := dl.s.store.GetRun(ctx, "", dl.current().ID)
+		if err != nil {
+			continue
+		}
+		if r.Status.Terminal() || r.LeaseOwner != dl.s.owner {
+			dl.cancel(errStop)
+			return
+		}
+	}
+}
+
+// renew keeps the delivery's lease alive.
+func (dl *delivery) renew(ctx context.Context) {
+	t := time.NewTicker(dl.s.o.Lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if dl.write(ctx, func(r *gateway.Run) []gateway.Event {
+			r.LeaseUntil = dl.s.o.Now().Add(dl.s.o.Lease)
+			return nil
+		}) != nil {
+			return
+		}
+	}
+}
+
+// permanent is a failure no retry can mend: the run fails with reason.
+type permanent struct{ reason string }
+
+func (p *permanent) Error() string { return p.reason }
+
+func permanentf(format string, args ...any) error { return &permanent{reason: fmt.Sprintf(format, args...)} }
+
+// describe says what went wrong with a call, in words fit for a run's
+// reason: never a token or a header value.
+func describe(err error) string {
+	var ce *a2aclient.CallError
+	if errors.As(err, &ce) {
+		return "the agent answered " + ce.Err.Error()
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return "timed out"
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return "connection failed (" + oe.Op + ")"
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "timed out"
+	}
+	return err.Error()
+}
+
+// isRefusal reports whether the agent answered the call with an error
+// that a retry would meet again: an A2A or JSON-RPC error other than an
+// internal one, or a refused credential.
+func isRefusal(err error) bool {
+	var ce *a2aclient.CallError
+	if errors.As(err, &ce) {
+		return ce.Err.Code != a2a.CodeInternalError
+	}
+	return errors.Is(err, a2aclient.ErrUnauthenticated) || errors.Is(err, a2aclient.ErrForbidden) ||
+		errors.Is(err, a2aclient.ErrInvalidResponse) || errors.Is(err, a2aclient.ErrNoInterface)
+}

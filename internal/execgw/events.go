@@ -1,0 +1,264 @@
+package execgw
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"novaos.dev/novaos/gateway"
+	"novaos.dev/novaos/internal/httpapi"
+	"novaos.dev/novaos/problem"
+)
+
+// eventsPage is how many events one read of the store brings.
+const eventsPage = 256
+
+// writeTimeout bounds one write to an event stream: a follower that reads
+// nothing for this long is dropped, so it cannot hold a goroutine and its
+// buffers for ever.
+const writeTimeout = 30 * time.Second
+
+// parseCursor reads an SSE id the gateway issued (a sequence) for run:
+// a decimal integer no greater than the run's last sequence.
+func parseCursor(v string, run *gateway.Run) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || n > run.LastSequence || strconv.FormatInt(n, 10) != v {
+		return 0, &problem.Problem{Type: gateway.ProblemInvalidCursor, Status: http.StatusBadRequest, Title: "Bad Request",
+			Detail: "the Last-Event-ID is not an event id of this run"}
+	}
+	return n, nil
+}
+
+// readableRun returns the run p may read.
+func (s *Service) readableRun(ctx context.Context, p principal, id string) (*gateway.Run, error) {
+	if err := p.need(ScopeRead); err != nil {
+		return nil, err
+	}
+	run, err := s.store.GetRun(ctx, p.tenant, id)
+	if errors.Is(err, gateway.ErrNotFound) || err == nil && !p.owns(&run) {
+		return nil, runNotFound(id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &run, nil
+}
+
+// serveEvents streams a run's events as SSE: every event after the
+// Last-Event-ID (all of them without one), then each new one as it is
+// committed, until the run's stream ends (done or error), the client
+// goes, or the server shuts down.
+func (s *Service) serveEvents(w http.ResponseWriter, r *http.Request) {
+	p, err := principalOf(r, false)
+	if err != nil {
+		s.api.Fail(w, r, err)
+		return
+	}
+	run, err := s.readableRun(r.Context(), p, r.PathValue("runId"))
+	if err != nil {
+		s.api.Fail(w, r, err)
+		return
+	}
+	cursorText := r.Header.Get("Last-Event-ID")
+	if cursorText == "" {
+		cursorText = r.URL.Query().Get("last_event_id")
+	}
+	after, err := parseCursor(cursorText, run)
+	if err != nil {
+		s.api.Fail(w, r, err)
+		return
+	}
+	f, ok := s.hub.follow(run.ID)
+	if !ok {
+		w.Header().Set("Retry-After", "5")
+		httpapi.WriteProblem(w, r, &problem.Problem{Type: problem.TypeOverloaded, Status: http.StatusServiceUnavailable,
+			Title: "Service Unavailable", Detail: "too many event streams are open; retry later"})
+		return
+	}
+	defer s.hub.unfollow(f)
+
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	bw := bufio.NewWriterSize(w, 4096)
+	flush := func() error {
+		_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	if err := flush(); err != nil {
+		return
+	}
+	keepAlive := time.NewTicker(s.o.KeepAlive)
+	defer keepAlive.Stop()
+	for {
+		events, err := s.store.Events(r.Context(), run.ID, after, eventsPage)
+		if err != nil {
+			if r.Context().Err() == nil {
+				s.log.Error("gateway: reading run events failed", "run_id", run.ID, "err", err)
+			}
+			return
+		}
+		for _, e := range events {
+			if err := writeFrame(bw, e); err != nil {
+				return
+			}
+			after = e.Sequence
+			if e.Type == gateway.EventDone || e.Type == gateway.EventError {
+				_ = flush()
+				return
+			}
+		}
+		if len(events) > 0 {
+			if err := flush(); err != nil {
+				return
+			}
+			if len(events) == eventsPage {
+				continue
+			}
+		}
+		select {
+		case <-f.wake:
+		case <-keepAlive.C:
+			if _, err := bw.WriteString(": keepalive\n\n"); err != nil || flush() != nil {
+				return
+			}
+		case <-r.Context().Done():
+			return
+		case <-s.hub.closing:
+			return
+		}
+	}
+}
+
+// writeFrame writes one event as an SSE frame.
+func writeFrame(bw *bufio.Writer, e gateway.Event) error {
+	data, err := json.Marshal(e.Frame())
+	if err != nil {
+		return fmt.Errorf("execgw: encode event %d of run %s: %w", e.Sequence, e.RunID, err)
+	}
+	bw.WriteString("id: ")
+	bw.WriteString(strconv.FormatInt(e.Sequence, 10))
+	bw.WriteString("\nevent: " + gateway.SSEEventName + "\ndata: ")
+	bw.Write(data)
+	_, err = bw.WriteString("\n\n")
+	return err
+}
+
+// serveStreamingHealth answers whether event streams can be served.
+func (s *Service) serveStreamingHealth(w http.ResponseWriter, r *http.Request) {
+	select {
+	case <-s.hub.closing:
+		httpapi.WriteJSON(w, r, http.StatusServiceUnavailable, map[string]any{"healthy": false, "status": "shutting down"})
+	default:
+		httpapi.WriteJSON(w, r, http.StatusOK, map[string]any{"healthy": true, "status": "ok", "streams": s.hub.streams()})
+	}
+}
+
+// indexEvent is one event of the run event index.
+type indexEvent struct {
+	EventID   string          `json:"event_id,omitempty"`
+	Type      string          `json:"type"`
+	Data      json.RawMessage `json:"data"`
+	Timestamp string          `json:"timestamp"`
+	Sequence  int64           `json:"sequence"`
+}
+
+func toIndex(e gateway.Event, withID bool) indexEvent {
+	ie := indexEvent{Type: e.Type, Data: e.Payload, Timestamp: e.At.UTC().Format(time.RFC3339Nano), Sequence: e.Sequence}
+	if withID {
+		ie.EventID = e.RunID + ":" + strconv.FormatInt(e.Sequence, 10)
+	}
+	return ie
+}
+
+// userIndexPage is the fixed page of the user route of the event index.
+const userIndexPage = 100
+
+// serveServiceRunEvents is the event index for service accounts (and
+// the operator): a page after the cursor, with the next cursor.
+func (s *Service) serveServiceRunEvents(w http.ResponseWriter, r *http.Request) {
+	p, run, ok := s.serviceRun(w, r)
+	if !ok {
+		return
+	}
+	_ = p
+	q := r.URL.Query()
+	after, err := parseCursor(q.Get("after"), run)
+	if err != nil {
+		s.api.Fail(w, r, err)
+		return
+	}
+	limit := userIndexPage
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			s.api.Fail(w, r, httpapi.BadQuery("limit must be a positive integer"))
+			return
+		}
+		limit = min(n, gateway.MaxPage)
+	}
+	events, err := s.store.Events(r.Context(), run.ID, after, limit)
+	if err != nil {
+		s.api.Fail(w, r, err)
+		return
+	}
+	out := struct {
+		Events     []indexEvent `json:"events"`
+		NextCursor *string      `json:"next_cursor"`
+		RequestID  string       `json:"request_id"`
+	}{Events: make([]indexEvent, 0, len(events)), RequestID: newOwner()}
+	for _, e := range events {
+		out.Events = append(out.Events, toIndex(e, true))
+	}
+	if n := len(events); n == limit && events[n-1].Sequence < run.LastSequence {
+		next := strconv.FormatInt(events[n-1].Sequence, 10)
+		out.NextCursor = &next
+	}
+	httpapi.WriteJSON(w, r, http.StatusOK, out)
+}
+
+// serveUserRunEvents is the event index of a user's own run: a fixed page
+// after the "after" sequence.
+func (s *Service) serveUserRunEvents(w http.ResponseWriter, r *http.Request) {
+	p, err := principalOf(r, false)
+	if err != nil {
+		s.api.Fail(w, r, err)
+		return
+	}
+	run, err := s.readableRun(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		s.api.Fail(w, r, err)
+		return
+	}
+	after, err := parseCursor(r.URL.Query().Get("after"), run)
+	if err != nil {
+		s.api.Fail(w, r, err)
+		return
+	}
+	events, err := s.store.Events(r.Context(), run.ID, after, userIndexPage)
+	if err != nil {
+		s.api.Fail(w, r, err)
+		return
+	}
+	out := struct {
+		Events []indexEvent `json:"events"`
+	}{Events: make([]indexEvent, 0, len(events))}
+	for _, e := range events {
+		out.Events = append(out.Events, toIndex(e, false))
+	}
+	httpapi.WriteJSON(w, r, http.StatusOK, out)
+}

@@ -1,0 +1,194 @@
+package execgw
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/a2a/a2aclient"
+	"novaos.dev/novaos/agent"
+	"novaos.dev/novaos/ext/usercontext"
+	"novaos.dev/novaos/gateway"
+	"novaos.dev/novaos/identity"
+)
+
+// request builds the A2A request of a delivery: the message (the input,
+// or the answer to a pause), the platform context under
+// agent.ContextMetadataKey with a fresh execution token, the instance's
+// secrets sealed to the agent, and the call's headers.
+func (s *Service) request(ctx context.Context, run gateway.Run, t *target) (*a2a.SendMessageRequest, []a2aclient.CallOption, error) {
+	msg, callID, err := turnMessage(&run)
+	if err != nil {
+		return nil, nil, err
+	}
+	token, err := s.deps.Tokens.Mint(ctx, identity.Claims{
+		TenantID: run.TenantID, UserID: run.Caller.UserID, RunID: run.ID, InstanceID: run.InstanceID,
+		AgentID: run.AgentID, AgentName: t.inst.Name, ConversationID: run.ConversationID, Scopes: t.inst.Scopes,
+		// CALLID (the resume token is bound to the approved call)
+	}, s.o.TokenTTL)
+	_ = callID
+	if err != nil {
+		return nil, nil, fmt.Errorf("execgw: mint the run's token: %w", err)
+	}
+	traceID, spanID := traceIDOf(run.ID), randomHex(8)
+	traceparent := "00-" + traceID + "-" + spanID + "-01"
+	pc := map[string]any{
+		"run_id": run.ID, "tenant_id": run.TenantID, "instance_id": run.InstanceID, "agent_id": run.AgentID,
+		"idempotency_key": run.IdempotencyKey, "execution_token": token,
+		"trace_id": traceID, "span_id": spanID, "traceparent": traceparent,
+	}
+	setIf := func(k, v string) {
+		if v != "" {
+			pc[k] = v
+		}
+	}
+	setIf("thread_id", run.ThreadID)
+	setIf("user_id", run.Caller.UserID)
+	setIf("conversation_id", run.ConversationID)
+	setIf("session_id", run.ContextID)
+	setIf("task_id", run.TaskID)
+	setIf("gateway_url", s.deps.BaseURL)
+	if len(t.inst.Config) > 0 {
+		pc["config"] = t.inst.Config
+	}
+	if len(run.OutputSchema) > 0 {
+		pc["output_schema"] = run.OutputSchema
+	}
+	if t.inst.Memory {
+		b := gateway.MemoryBudget{TokenBudget: agent.DefaultMemoryTokenBudget, LatencyBudgetMS: agent.DefaultMemoryLatencyBudgetMS}
+		if mb := t.inst.MemoryBudget; mb != nil {
+			if mb.TokenBudget > 0 {
+				b.TokenBudget = mb.TokenBudget
+			}
+			if mb.LatencyBudgetMS > 0 {
+				b.LatencyBudgetMS = mb.LatencyBudgetMS
+			}
+		}
+		pc["memory_budget"] = b
+	}
+	if run.ThreadID != "" {
+		hist, err := s.history(ctx, &run)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(hist) > 0 {
+			pc["history"] = hist
+		}
+	}
+	req := &a2a.SendMessageRequest{Message: msg, Metadata: map[string]any{agent.ContextMetadataKey: pc}}
+	opts := []a2aclient.CallOption{
+		a2aclient.WithHeader("Authorization", "Bearer "+token),
+		a2aclient.WithHeader("traceparent", traceparent),
+	}
+	headers, err := s.openHeaders(&run)
+	if err != nil {
+		return nil, nil, permanentf("the run's custom headers cannot be opened: %v", err)
+	}
+	for name, v := range headers {
+		opts = append(opts, a2aclient.WithHeader(name, v))
+	}
+	if len(t.inst.SecretNames) > 0 {
+		act, err := s.sealSecrets(req, &run, t)
+		if err != nil {
+			return nil, nil, err
+		}
+		opts = append(opts, a2aclient.WithExtensions(act.Extensions...))
+	}
+	return req, opts, nil
+}
+
+// turnMessage is the message of the run's current turn: the answer a
+// paused run was given, or its input with its attachments. Every attempt
+// of a turn sends the same message id, so an agent that keeps them can
+// recognise a redelivery.
+func turnMessage(run *gateway.Run) (*a2a.Message, string, error) {
+	if len(run.PendingInput) > 0 {
+		var pi pendingInput
+		if err := json.Unmarshal(run.PendingInput, &pi); err != nil || pi.Message == nil {
+			return nil, "", permanentf("the answer to the paused run cannot be read")
+		}
+		pi.Message.MessageID = run.IdempotencyKey
+		return pi.Message, pi.CallID, nil
+	}
+	parts := []a2a.Part{a2a.TextPart(run.Input)}
+	for _, at := range run.Attachments {
+		if at.URL != "" {
+			parts = append(parts, a2a.URLPart(at.URL, at.Name, at.Type))
+		} else {
+			parts = append(parts, a2a.RawPart(at.Data, at.Name, at.Type))
+		}
+	}
+	m := a2a.NewMessage(a2a.RoleUser, parts...)
+	m.MessageID = run.IdempotencyKey
+	m.ContextID = run.ContextID
+	return m, "", nil
+}
+
+// history is the thread's earlier turns, oldest first: each earlier run's
+// input, and its answer when it gave one.
+func (s *Service) history(ctx context.Context, run *gateway.Run) ([]agent.ConversationTurn, error) {
+	runs, err := s.store.ListRuns(ctx, gateway.RunFilter{TenantID: run.TenantID, ThreadID: run.ThreadID,
+		AfterCreated: run.CreatedAt, AfterID: run.ID, Limit: s.o.HistoryTurns})
+	if err != nil {
+		return nil, fmt.Errorf("execgw: read the thread's history: %w", err)
+	}
+	slices.Reverse(runs)
+	var out []agent.ConversationTurn
+	for _, r := range runs {
+		out = append(out, agent.ConversationTurn{Role: "user", Content: r.Input})
+		if r.Output != "" {
+			out = append(out, agent.ConversationTurn{Role: "assistant", Content: r.Output})
+		}
+	}
+	return out, nil
+}
+
+// sealSecrets opens the instance's secrets and seals them to the agent's
+// recipient key for this delivery.
+func (s *Service) sealSecrets(req *a2a.SendMessageRequest, run *gateway.Run, t *target) (usercontext.Activation, error) {
+	if t.recipient.Public == nil {
+		return usercontext.Activation{}, permanentf("the instance has secrets but its agent publishes no recipient key to seal them to")
+	}
+	values, err := s.openSecrets(&t.inst)
+	if err != nil {
+		return usercontext.Activation{}, permanentf("the instance's secrets cannot be opened: %v", err)
+	}
+	sec := make(map[string]usercontext.Secret, len(values))
+	for k, v := range values {
+		sec[k] = usercontext.NewSecret(v)
+	}
+	act, err := usercontext.SealRequest(req, t.recipient, usercontext.Run{TenantID: run.TenantID, InstanceID: run.InstanceID, RunID: run.ID}, sec)
+	if err != nil {
+		return usercontext.Activation{}, permanentf("sealing the instance's secrets failed: %v", err)
+	}
+	return act, nil
+}
+
+// traceIDOf is the run's W3C trace id: its UUID's 32 hex digits, so
+// every delivery of a run is one trace.
+func traceIDOf(runID string) string {
+	h := strings.ReplaceAll(runID, "-", "")
+	if len(h) == 32 && strings.Trim(h, "0123456789abcdef") == "" && strings.Trim(h, "0") != "" {
+		return h
+	}
+	return randomHex(16)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("execgw: %T does not encode: %v", v, err))
+	}
+	return b
+}

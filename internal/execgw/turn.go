@@ -1,0 +1,210 @@
+package execgw
+
+import (
+	"encoding/json"
+	"strings"
+
+	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/a2a/hitl"
+	"novaos.dev/novaos/gateway"
+)
+
+// turn reads one delivery's A2A stream and says what it means for the
+// run: the events to record as frames arrive, and how the turn ended.
+// It never rewrites what it recorded: a chunk becomes a message.delta of
+// its own text, and artifacts are recorded once, when the turn ends.
+type turn struct {
+	taskID, contextID string
+	artifacts         []gateway.Artifact
+	byID              map[string]int
+	output            strings.Builder
+	// end is set by a frame that ends the turn: a terminal state, or a
+	// pause (WaitingUser, with pause set).
+	end *turnEnd
+}
+
+type turnEnd struct {
+	status gateway.Status
+	reason string
+	pause  *pausePayload
+}
+
+func newTurn() *turn { return &turn{byID: map[string]int{}} }
+
+// frame takes one stream frame and returns the events it makes.
+func (t *turn) frame(f *a2a.StreamResponse) []gateway.Event {
+	if t.end != nil {
+		return nil // a frame after the ending changes nothing
+	}
+	switch {
+	case f.Task != nil:
+		t.ids(f.Task.ID, f.Task.ContextID)
+		var out []gateway.Event
+		for i := range f.Task.Artifacts {
+			out = append(out, t.artifact(&f.Task.Artifacts[i], false)...)
+		}
+		return append(out, t.status(f.Task.Status)...)
+	case f.StatusUpdate != nil:
+		t.ids(f.StatusUpdate.TaskID, f.StatusUpdate.ContextID)
+		return t.status(f.StatusUpdate.Status)
+	case f.ArtifactUpdate != nil:
+		t.ids(f.ArtifactUpdate.TaskID, f.ArtifactUpdate.ContextID)
+		return t.artifact(&f.ArtifactUpdate.Artifact, f.ArtifactUpdate.Append)
+	case f.Message != nil:
+		t.ids(f.Message.TaskID, f.Message.ContextID)
+		text := f.Message.Text()
+		var out []gateway.Event
+		if text != "" {
+			t.output.WriteString(text)
+			out = append(out, newEvent(gateway.EventMessageDelta, map[string]string{"content": text}))
+		}
+		t.end = &turnEnd{status: gateway.StatusCompleted, reason: "the agent answered"}
+		return out
+	}
+	return nil
+}
+
+func (t *turn) ids(task, ctx string) {
+	if t.taskID == "" {
+		t.taskID = task
+	}
+	if t.contextID == "" {
+		t.contextID = ctx
+	}
+}
+
+// artifact records an artifact or a chunk of one: its text goes out as a
+// message.delta; skill metadata is kept apart; the platform's control
+// data is never shown.
+func (t *turn) artifact(a *a2a.Artifact, appendChunk bool) []gateway.Event {
+	i, seen := t.byID[a.ArtifactID]
+	if !seen {
+		t.byID[a.ArtifactID] = len(t.artifacts)
+		i = len(t.artifacts)
+		t.artifacts = append(t.artifacts, gateway.Artifact{ArtifactID: a.ArtifactID})
+	}
+	g := &t.artifacts[i]
+	if a.Name != "" {
+		g.Name = a.Name
+	}
+	if a.Description != "" {
+		g.Description = a.Description
+	}
+	if a.Metadata != nil {
+		g.Metadata = a.Metadata
+	}
+	if seen && !appendChunk {
+		g.Parts = nil // a resent artifact replaces the one before
+	}
+	var text strings.Builder
+	for _, p := range a.Parts {
+		switch {
+		case hitl.Tagged(p, hitl.MetadataMediaType):
+			continue
+		case hitl.Tagged(p, hitl.SkillMetadataMediaType):
+			var m map[string]any
+			if json.Unmarshal(p.Data, &m) == nil && m != nil {
+				if g.SkillMetadata == nil {
+					g.SkillMetadata = map[string]any{}
+				}
+				for k, v := range m {
+					g.SkillMetadata[k] = v
+				}
+			}
+			continue
+		}
+		g.Parts = append(g.Parts, p)
+		if p.Kind == a2a.PartText {
+			text.WriteString(p.Text)
+		}
+	}
+	if text.Len() == 0 {
+		return nil
+	}
+	t.output.WriteString(text.String())
+	return []gateway.Event{newEvent(gateway.EventMessageDelta, map[string]string{"content": text.String()})}
+}
+
+// status takes a task status: progress while the task works, the ending
+// or the pause otherwise.
+func (t *turn) status(st a2a.TaskStatus) []gateway.Event {
+	text := st.Message.Text()
+	found := hitl.Extract(st.Message)
+	switch st.State {
+	case a2a.TaskStateCompleted:
+		if t.output.Len() == 0 && text != "" {
+			t.output.WriteString(text)
+		}
+		t.end = &turnEnd{status: gateway.StatusCompleted, reason: "the agent completed the task"}
+	case a2a.TaskStateFailed, a2a.TaskStateRejected:
+		reason := text
+		if found.Error != nil && found.Error.Message != "" {
+			reason = found.Error.Message
+		}
+		if reason == "" {
+			reason = "no reason given"
+		}
+		verb := "the agent failed: "
+		if st.State == a2a.TaskStateRejected {
+			verb = "the agent rejected the request: "
+		}
+		t.end = &turnEnd{status: gateway.StatusFailed, reason: verb + reason}
+	case a2a.TaskStateCanceled:
+		t.end = &turnEnd{status: gateway.StatusCancelled, reason: "the agent cancelled the task"}
+	case a2a.TaskStateInputRequired, a2a.TaskStateAuthRequired:
+		t.end = &turnEnd{status: gateway.StatusWaitingUser, pause: pauseOf(st.State, text, found)}
+		t.end.reason = "waiting for the user: " + t.end.pause.Type
+	default:
+		switch {
+		case found.Progress != nil:
+			return []gateway.Event{newEvent(gateway.EventStatus, map[string]any{"message": found.Progress.Message, "progress": found.Progress})}
+		case text != "":
+			return []gateway.Event{newEvent(gateway.EventStatus, map[string]string{"message": text})}
+		}
+	}
+	return nil
+}
+
+// pauseOf builds the payload a paused run waits on: the agent's HITL
+// request, connector OAuth or write confirmation, or, when it sent none,
+// its text as an input request.
+func pauseOf(state a2a.TaskState, text string, found hitl.Found) *pausePayload {
+	p := &pausePayload{}
+	var body map[string]any
+	switch {
+	case found.WriteConfirmation != nil:
+		p.Type, p.CallID, p.Session = gateway.EventWriteConfirmationRequired, found.WriteConfirmation.CallID, found.WriteConfirmation.SessionID
+		body = map[string]any{hitl.KeyWriteConfirmation: found.WriteConfirmation, "call_id": found.WriteConfirmation.CallID,
+			"tool_name": found.WriteConfirmation.ToolName}
+	case found.OAuthRequired != nil:
+		p.Type, p.Session = gateway.EventOAuthRequired, found.OAuthRequired.SessionID
+		body = map[string]any{hitl.KeyOAuthRequired: found.OAuthRequired, "connector": found.OAuthRequired.Connector,
+			"auth_url": found.OAuthRequired.AuthURL}
+	case found.HITL != nil:
+		p.Type, p.Session = gateway.EventHITL, found.HITL.SessionID
+		body = map[string]any{hitl.KeyHITL: found.HITL}
+	case state == a2a.TaskStateAuthRequired:
+		p.Type = gateway.EventOAuthRequired
+		body = map[string]any{}
+	default:
+		p.Type = gateway.EventHITL
+		body = map[string]any{hitl.KeyHITL: hitl.InputRequest(text, hitl.InputText, nil, "")}
+	}
+	body["content"] = text
+	p.Payload, _ = json.Marshal(body)
+	return p
+}
+
+// finish returns the events that close the turn: its artifacts and the
+// whole answer, before the status the run takes.
+func (t *turn) finish() []gateway.Event {
+	var out []gateway.Event
+	for _, a := range t.artifacts {
+		out = append(out, newEvent(gateway.EventArtifact, a))
+	}
+	if t.output.Len() > 0 {
+		out = append(out, newEvent(gateway.EventMessageFinal, map[string]any{"content": t.output.String(),
+			"parts": []a2a.Part{a2a.TextPart(t.output.String())}}))
+	}
+	return out
+}
