@@ -1,7 +1,6 @@
-// Package gateway is the client and wire model of the NovaOS execution
-// gateway: installed agents, their runs, and the runs' events.
+// Package gateway is the client and wire model of the NovaOS execution gateway.
 //
-// An application installs an agent for a tenant as an [Instance], starts a
+// The gateway runs installed agents for applications. An application installs an agent for a tenant as an [Instance], starts a
 // [Run] on it with POST /api/v1/execute ([ExecuteRequest]), and follows
 // what happens on GET /api/v1/events/{runId}: server-sent events, each
 // "event: message" with a JSON body {type, payload, run_id, sequence} and

@@ -472,3 +472,15 @@ func cardAt(card *a2a.AgentCard, served []a2a.AgentInterface) *a2a.AgentCard {
 	c.SupportedInterfaces = append(slices.Clone(served), slices.DeleteFunc(slices.Clone(card.SupportedInterfaces), bound)...)
 	return &c
 }
+
+// AgentHandler is the A2A handler of the hosted agent name, serving its
+// endpoint and card at its root: the execution gateway calls hosted
+// agents through it, in process.
+func (h *Host) AgentHandler(name string) (http.Handler, bool) {
+	for i := range h.agents {
+		if h.agents[i].name == name {
+			return h.agents[i].handler, true
+		}
+	}
+	return nil, false
+}

@@ -16,6 +16,7 @@ import (
 
 	"novaos.dev/novaos/internal/agenthost"
 	"novaos.dev/novaos/internal/auth"
+	"novaos.dev/novaos/internal/execgw"
 	"novaos.dev/novaos/internal/gatesvc"
 	"novaos.dev/novaos/internal/memorysvc"
 	"novaos.dev/novaos/internal/registrysvc"
@@ -93,6 +94,9 @@ type Options struct {
 	Gate GateOptions
 	// Registry configures the agent registry at /api/v1/agents.
 	Registry RegistryOptions
+	// Gateway configures the execution gateway: instances, runs and their
+	// events under /api/v1.
+	Gateway GatewayOptions
 }
 
 // The services' options, by the names Options gives them.
@@ -102,6 +106,7 @@ type (
 	MemoryOptions   = memorysvc.Options
 	GateOptions     = gatesvc.Options
 	RegistryOptions = registrysvc.Options
+	GatewayOptions  = execgw.Options
 )
 
 // DatabaseOptions select and tune the database.

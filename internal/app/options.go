@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"novaos.dev/novaos/internal/auth"
+	"novaos.dev/novaos/internal/execgw"
 	"novaos.dev/novaos/internal/gatesvc"
 	"novaos.dev/novaos/internal/memorysvc"
 	"novaos.dev/novaos/internal/registrysvc"
@@ -41,6 +42,12 @@ func (o *Options) memory() *memorysvc.Options {
 func (o *Options) gate() *gatesvc.Options {
 	g := o.Gate
 	g.Logger = cmp.Or(g.Logger, o.Logger.With("service", "gate"))
+	return &g
+}
+
+func (o *Options) gateway() *execgw.Options {
+	g := o.Gateway
+	g.Logger = cmp.Or(g.Logger, o.Logger.With("service", "gateway"))
 	return &g
 }
 

@@ -9,6 +9,7 @@ import (
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/internal/agenthost"
 	"novaos.dev/novaos/internal/auth"
+	"novaos.dev/novaos/internal/execgw"
 	"novaos.dev/novaos/internal/gatesvc"
 	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/internal/memorysvc"
@@ -80,6 +81,8 @@ func (s *Server) mount(ctx context.Context, base string, guard *httpapi.Guard) (
 		return m, fmt.Errorf("app: %w", err)
 	}
 	add(l, m.host)
+	add(l, execgw.Mount(st, execgw.Deps{AdminToken: s.opts.AdminToken, Tokens: m.issuer, Hosted: m.host, BaseURL: base},
+		s.opts.gateway()))
 	add(l, registrysvc.Mount(st, registrysvc.Deps{BaseURL: base, AdminToken: s.opts.AdminToken, Hosted: m.host.Records()}, s.opts.registry()))
 	*l = append(*l, s.own())
 	return m, nil

@@ -15,6 +15,7 @@ var services = []string{
 	module + "/internal/gatesvc",
 	module + "/internal/registrysvc",
 	module + "/internal/agenthost",
+	module + "/internal/execgw",
 }
 
 // mounters are the packages that know every service.

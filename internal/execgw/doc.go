@@ -1,0 +1,52 @@
+// Package execgw is the execution gateway: it runs installed agents and streams their events.
+//
+// A tenant installs an agent as an instance (a hosted agent, or an A2A
+// agent by URL, registered in the agent registry with its card fetched
+// and, when signed, verified); an application starts a run on it with
+// POST /api/v1/execute and follows GET /api/v1/events/{runId}. The
+// wire model, the store contract and the Go client are package gateway's.
+//
+// # Delivery
+//
+// A run is stored QUEUED and delivered by a dispatcher: this process's,
+// or any replica's on a shared database. The dispatcher claims the run
+// with a lease it renews (Options.Lease); a replica that dies leaves its
+// runs to be claimed again when the lease lapses. It calls the agent with
+// SendStreamingMessage, the platform context under
+// agent.ContextMetadataKey (run, thread, tenant, user, instance,
+// idempotency key, trace context, the thread's history oldest first,
+// config, output schema, memory budget, and an execution token minted for
+// the delivery with the instance's scopes), the instance's secrets sealed
+// to the agent's recipient key (user-context/v1), and the custom headers
+// a service account passed. Delivery is at least once: a stream that
+// ends without a terminal or interrupted state is delivered again under
+// the same idempotency key, up to Options.MaxAttempts with a doubling
+// backoff, and the run then fails saying so. An agent's refusal (an A2A
+// error) fails the run at once.
+//
+// # Events
+//
+// Every event is stored before it is streamed, numbered per run from 1;
+// the SSE id of an event is its number, and Last-Event-ID resumes
+// strictly after it, on any replica (the store's WatchEvents wakes
+// followers across processes). Every ending is recorded as a status
+// event with the terminal status and why, followed by done (completed)
+// or error (failed, cancelled), after which the stream closes. A pause
+// (INPUT_REQUIRED or AUTH_REQUIRED) records status WAITING_USER and the
+// pause payload as a hitl, connector.oauth_required or
+// tool.write_confirmation_required event; a reply queues the run again
+// on the same task under a new idempotency key. A write confirmation is
+// answered with its call_id, and the resumed delivery's token is bound
+// to that call.
+//
+// # Callers
+//
+// The operator (the admin token) acts for any tenant, named by the
+// X-Tenant-ID header. A platform token acts for its own tenant: a user
+// token (one naming user_id) sees the runs its user started; a service
+// account (a token without user_id that has the scope runs:service) sees
+// every run of its tenant, may pass custom headers, and reads the
+// service routes under /api/v1/service/runs, which refuse a user token
+// with 403. Runs need runs:execute (start, reply, cancel) and runs:read;
+// instances need instances:read and instances:write.
+package execgw
