@@ -1,0 +1,342 @@
+package execgw_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/a2a/hitl"
+	"novaos.dev/novaos/agent"
+	"novaos.dev/novaos/gateway"
+)
+
+func echoAgent(t *testing.T) http.Handler {
+	a := agent.New("echo", "1.0.0", nil)
+	a.MustRegister(agent.Skill{ID: "echo", Handler: func(c *agent.Context) (agent.Result, error) {
+		return agent.Result{Output: "echo: " + c.Input(), Metadata: map[string]any{"model": "none"}}, nil
+	}})
+	return sdkAgent(t, a)
+}
+
+func TestRunCompletes(t *testing.T) {
+	e := newEnv(t, hostedAgents{"echo": echoAgent(t)}, nil)
+	inst := e.install("my-echo", "echo", map[string]any{"scopes": []string{"memory:read:*"}, "config": map[string]any{"tone": "dry"}})
+	run := e.execute(userTok, gateway.ExecuteRequest{InstanceID: inst, Input: "hello", ThreadID: "thread-1"})
+
+	evs := e.events(userTok, run, "", nil)
+	got := types(evs)
+	want := []string{"status:QUEUED", "status:RUNNING", "message.delta", "artifact", "message.final", "status:COMPLETED", "done"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("event types (-want +got):\n%s", diff)
+	}
+	for i, ev := range evs {
+		if ev.Event != "message" || ev.ID != strconv.Itoa(i+1) || ev.Frame.Sequence != int64(i+1) || ev.Frame.RunID != run || ev.Frame.Timestamp == 0 {
+			t.Errorf("frame %d: id %q event %q %+v", i, ev.ID, ev.Event, ev.Frame)
+		}
+	}
+	var r gateway.Run
+	if st := e.do("GET", gateway.RunsPath+"/"+run, userTok, nil, &r); st != 200 {
+		t.Fatalf("GET run: %d", st)
+	}
+	if r.Status != gateway.StatusCompleted || r.Reason == "" || r.Output != "echo: hello" || r.TaskID != run || r.EndedAt.IsZero() {
+		t.Fatalf("run %+v", r)
+	}
+	if len(r.Artifacts) != 1 || r.Artifacts[0].SkillMetadata["model"] != "none" {
+		t.Fatalf("artifacts %+v: want the skill metadata apart", r.Artifacts)
+	}
+	for _, p := range r.Artifacts[0].Parts {
+		if hitl.Tagged(p, hitl.MetadataMediaType) || hitl.Tagged(p, hitl.SkillMetadataMediaType) {
+			t.Fatalf("artifact shows a marked part: %+v", p)
+		}
+	}
+	// The run's token carried the instance's scopes and the run's ids.
+	e.tokens.mu.Lock()
+	c := e.tokens.minted[0]
+	e.tokens.mu.Unlock()
+	if c.RunID != run || c.TenantID != "acme" || c.UserID != "alice" || c.InstanceID != inst || !c.HasScope("memory:read:agent") {
+		t.Fatalf("minted claims %+v", c)
+	}
+}
+
+// Every resume point gives exactly the events after it, and a fresh
+// subscription to an ended run replays it whole.
+func TestEventsResume(t *testing.T) {
+	e := newEnv(t, hostedAgents{"echo": echoAgent(t)}, nil)
+	inst := e.install("echo", "echo", nil)
+	run := e.execute(userTok, gateway.ExecuteRequest{InstanceID: inst, Input: "x"})
+	all := e.events(userTok, run, "", nil)
+	for i := range all {
+		rest := e.events(userTok, run, all[i].ID, nil)
+		if diff := cmp.Diff(all[i+1:], rest); diff != "" {
+			t.Fatalf("after id %s (-want +got):\n%s", all[i].ID, diff)
+		}
+	}
+}
+
+func TestEventsBadCursor(t *testing.T) {
+	e := newEnv(t, hostedAgents{"echo": echoAgent(t)}, nil)
+	inst := e.install("echo", "echo", nil)
+	run := e.execute(userTok, gateway.ExecuteRequest{InstanceID: inst, Input: "x"})
+	e.waitStatus(run, gateway.StatusCompleted)
+	for _, id := range []string{"-1", "abc", "01", "1e3", "99999", "9223372036854775808"} {
+		req, _ := http.NewRequest("GET", e.srv.URL+gateway.EventsPath+run, nil)
+		req.Header.Set("Authorization", "Bearer "+userTok)
+		req.Header.Set("Last-Event-ID", id)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p struct{ Type string }
+		_ = json.NewDecoder(resp.Body).Decode(&p)
+		resp.Body.Close()
+		if resp.StatusCode != 400 || p.Type != gateway.ProblemInvalidCursor {
+			t.Errorf("Last-Event-ID %q: %d %s, want 400 %s", id, resp.StatusCode, p.Type, gateway.ProblemInvalidCursor)
+		}
+	}
+}
+
+// A paused run waits for the user, and the reply continues the same run
+// on the same task under a new idempotency key.
+func TestHumanInTheLoop(t *testing.T) {
+	sc := &script{steps: []func(*a2a.SendMessageRequest, *frameWriter){
+		func(_ *a2a.SendMessageRequest, w *frameWriter) {
+			w.status(a2a.TaskStateWorking, a2a.NewMessage(a2a.RoleAgent, a2a.TextPart("thinking")))
+			w.status(a2a.TaskStateInputRequired, hitl.NewMessage("Which account?",
+				hitl.InputRequest("Which account?", hitl.InputText, nil, "s-1")))
+		},
+		func(req *a2a.SendMessageRequest, w *frameWriter) {
+			w.text("a1", "paid from "+req.Message.Text(), false)
+			w.status(a2a.TaskStateCompleted, nil)
+		},
+	}}
+	e := newEnv(t, hostedAgents{"payer": sc}, nil)
+	inst := e.install("payer", "payer", nil)
+	run := e.execute(userTok, gateway.ExecuteRequest{InstanceID: inst, Input: "pay the invoice"})
+	first := e.events(userTok, run, "", func(ev sseEvent) bool { return ev.Frame.Type == gateway.EventHITL })
+	if diff := cmp.Diff([]string{"status:QUEUED", "status:RUNNING", "status:progress", "status:WAITING_USER", "hitl"}, types(first)); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+	var pause map[string]any
+	_ = json.Unmarshal(first[len(first)-1].Frame.Payload, &pause)
+	if h, _ := pause["hitl"].(map[string]any); h["content"] != "Which account?" || h["hitl_type"] != "input_request" {
+		t.Fatalf("hitl payload %v", pause)
+	}
+	r := e.waitStatus(run, gateway.StatusWaitingUser)
+	// A reply from a user who may not see the run changes nothing.
+	if st := e.do("POST", gateway.RunsPath+"/"+run+"/reply", bobTok, map[string]any{"input": "savings"}, nil); st != 404 {
+		t.Fatalf("another user's reply: %d", st)
+	}
+	var res gateway.ExecuteResult
+	if st := e.do("POST", gateway.RunsPath+"/"+run+"/reply", userTok, map[string]any{"input": "savings", "action_id": "submit"}, &res); st != 202 || res.RunID != run {
+		t.Fatalf("reply: %d %+v", st, res)
+	}
+	rest := e.events(userTok, run, first[len(first)-1].ID, nil)
+	if diff := cmp.Diff([]string{"status:QUEUED", "status:RUNNING", "message.delta", "artifact", "message.final", "status:COMPLETED", "done"}, types(rest)); diff != "" {
+		t.Fatalf("after the reply (-want +got):\n%s", diff)
+	}
+	done := e.waitStatus(run, gateway.StatusCompleted)
+	if done.Output != "paid from savings" {
+		t.Fatalf("output %q", done.Output)
+	}
+	one, two := platform(t, sc.call(0)), platform(t, sc.call(1))
+	if one.RunID != run || two.RunID != run || one.IdempotencyKey == "" || one.IdempotencyKey == two.IdempotencyKey {
+		t.Fatalf("contexts %+v / %+v: same run, new idempotency key", one, two)
+	}
+	if got := sc.call(1).Message; got.TaskID != r.TaskID || got.TaskID == "" {
+		t.Fatalf("the reply went to task %q, want %q", got.TaskID, r.TaskID)
+	}
+	if f := hitl.Extract(sc.call(1).Message); f.Response == nil || f.Response.ActionID != "submit" || f.Response.SessionID != "s-1" {
+		t.Fatalf("the reply carries %+v", f.Response)
+	}
+	// A second reply finds the run not waiting.
+	var p struct{ Type string }
+	if st := e.do("POST", gateway.RunsPath+"/"+run+"/reply", userTok, map[string]any{"input": "again"}, &p); st != 409 || p.Type != gateway.ProblemRunNotWaiting {
+		t.Fatalf("reply to a finished run: %d %s", st, p.Type)
+	}
+}
+
+// A write confirmation is answered with its own call id only.
+func TestWriteConfirmation(t *testing.T) {
+	sc := &script{steps: []func(*a2a.SendMessageRequest, *frameWriter){
+		func(_ *a2a.SendMessageRequest, w *frameWriter) {
+			w.status(a2a.TaskStateAuthRequired, hitl.NewMessage("Send the email?",
+				&hitl.WriteConfirmation{CallID: "call-7", ToolName: "mail.send"}))
+		},
+		func(_ *a2a.SendMessageRequest, w *frameWriter) { w.status(a2a.TaskStateCompleted, nil) },
+	}}
+	e := newEnv(t, hostedAgents{"mailer": sc}, nil)
+	run := e.execute(userTok, gateway.ExecuteRequest{InstanceID: e.install("mailer", "mailer", nil), Input: "mail bob"})
+	evs := e.events(userTok, run, "", func(ev sseEvent) bool { return ev.Frame.Type == gateway.EventWriteConfirmationRequired })
+	if last := evs[len(evs)-1]; !strings.Contains(string(last.Frame.Payload), `"call_id":"call-7"`) {
+		t.Fatalf("pause payload %s", last.Frame.Payload)
+	}
+	e.waitStatus(run, gateway.StatusWaitingUser)
+	for _, body := range []map[string]any{
+		{"call_id": "call-8", "approved": true},
+		{"approved": true},
+		{"call_id": "call-7"},
+		{"input": "yes"},
+	} {
+		if st := e.do("POST", gateway.RunsPath+"/"+run+"/reply", userTok, body, nil); st != 400 {
+			t.Errorf("reply %v: %d, want 400", body, st)
+		}
+	}
+	if st := e.do("POST", gateway.RunsPath+"/"+run+"/reply", userTok, map[string]any{"call_id": "call-7", "approved": true}, nil); st != 202 {
+		t.Fatalf("reply: %d", st)
+	}
+	e.waitStatus(run, gateway.StatusCompleted)
+	if f := hitl.Extract(sc.call(1).Message); f.Response == nil || f.Response.Metadata["call_id"] != "call-7" || f.Response.Metadata["approved"] != true {
+		t.Fatalf("the resumed call carries %+v", f.Response)
+	}
+}
+
+// At least once: a stream that ends without an ending is delivered again
+// under the same idempotency key; after the last attempt the run fails
+// saying so (KB-15: a status FAILED then error).
+func TestRedelivery(t *testing.T) {
+	drop := func(_ *a2a.SendMessageRequest, w *frameWriter) { w.text("a1", "half an ans", false) }
+	finish := func(_ *a2a.SendMessageRequest, w *frameWriter) {
+		w.text("a1", "the answer", false)
+		w.status(a2a.TaskStateCompleted, nil)
+	}
+	t.Run("recovers", func(t *testing.T) {
+		sc := &script{steps: []func(*a2a.SendMessageRequest, *frameWriter){drop, finish}}
+		e := newEnv(t, hostedAgents{"flaky": sc}, nil)
+		run := e.execute(userTok, gateway.ExecuteRequest{InstanceID: e.install("flaky", "flaky", nil), Input: "q"})
+		r := e.waitStatus(run, gateway.StatusCompleted)
+		if sc.count() != 2 || platform(t, sc.call(0)).IdempotencyKey != platform(t, sc.call(1)).IdempotencyKey {
+			t.Fatalf("%d calls; want 2 with one idempotency key", sc.count())
+		}
+		if sc.call(0).Message.MessageID != sc.call(1).Message.MessageID {
+			t.Fatal("a redelivery sent a new message id")
+		}
+		if r.Output != "the answer" || r.Attempt != 2 {
+			t.Fatalf("run %+v", r)
+		}
+	})
+	t.Run("gives up", func(t *testing.T) {
+		sc := &script{steps: []func(*a2a.SendMessageRequest, *frameWriter){drop, drop, drop}}
+		e := newEnv(t, hostedAgents{"flaky": sc}, nil)
+		run := e.execute(userTok, gateway.ExecuteRequest{InstanceID: e.install("flaky", "flaky", nil), Input: "q"})
+		evs := e.events(userTok, run, "", nil)
+		n := len(evs)
+		if n < 2 || types(evs)[n-2] != "status:FAILED" || evs[n-1].Frame.Type != gateway.EventError {
+			t.Fatalf("events end %v", types(evs))
+		}
+		r := e.waitStatus(run, gateway.StatusFailed)
+		if sc.count() != 3 || !strings.Contains(r.Reason, "without an ending") || !strings.Contains(r.Reason, "3 of 3") {
+			t.Fatalf("%d calls, reason %q", sc.count(), r.Reason)
+		}
+	})
+	t.Run("refusal fails at once", func(t *testing.T) {
+		a := agent.New("picky", "1", nil)
+		a.MustRegister(agent.Skill{ID: "one", Handler: func(*agent.Context) (agent.Result, error) { return agent.Result{}, nil }})
+		a.MustRegister(agent.Skill{ID: "two", Handler: func(*agent.Context) (agent.Result, error) { return agent.Result{}, nil }})
+		e := newEnv(t, hostedAgents{"picky": sdkAgent(t, a)}, nil)
+		run := e.execute(userTok, gateway.ExecuteRequest{InstanceID: e.install("picky", "picky", nil), Input: "which skill?"})
+		r := e.waitStatus(run, gateway.StatusFailed)
+		if r.Attempt != 1 || r.Reason == "" {
+			t.Fatalf("run %+v", r)
+		}
+	})
+}
+
+func TestCancel(t *testing.T) {
+	started := make(chan struct{})
+	hungUp := make(chan struct{})
+	sc := &script{steps: []func(*a2a.SendMessageRequest, *frameWriter){
+		func(_ *a2a.SendMessageRequest, w *frameWriter) {
+			w.status(a2a.TaskStateWorking, nil)
+			close(started)
+			<-w.ctx.Done()
+			close(hungUp)
+		},
+	}}
+	e := newEnv(t, hostedAgents{"slow": sc}, nil)
+	run := e.execute(userTok, gateway.ExecuteRequest{InstanceID: e.install("slow", "slow", nil), Input: "q"})
+	<-started
+	var r gateway.Run
+	if st := e.do("POST", gateway.RunsPath+"/"+run+"/cancel", userTok, nil, &r); st != 200 || r.Status != gateway.StatusCancelled || !strings.Contains(r.Reason, "cancelled by") {
+		t.Fatalf("cancel: %d %+v", st, r)
+	}
+	<-hungUp // the delivery stopped calling the agent
+	evs := e.events(userTok, run, "", nil)
+	n := len(evs)
+	if types(evs)[n-2] != "status:CANCELLED" || evs[n-1].Frame.Type != gateway.EventError {
+		t.Fatalf("events %v", types(evs))
+	}
+	var p struct{ Type string }
+	if st := e.do("POST", gateway.RunsPath+"/"+run+"/cancel", userTok, nil, &p); st != 409 || p.Type != gateway.ProblemRunEnded {
+		t.Fatalf("second cancel: %d %s", st, p.Type)
+	}
+	if got := e.waitStatus(run, gateway.StatusCancelled); got.Reason != r.Reason {
+		t.Fatalf("the delivery overwrote the cancel: %+v", got)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	e := newEnv(t, hostedAgents{"echo": echoAgent(t)}, nil)
+	inst := e.install("echo", "echo", nil)
+	done := e.execute(userTok, gateway.ExecuteRequest{InstanceID: inst, Input: "x"})
+	e.waitStatus(done, gateway.StatusCompleted)
+	long := strings.Repeat("é", gateway.MaxInputChars+1)
+	cases := []struct {
+		name   string
+		token  string
+		body   any
+		status int
+	}{
+		{"oversize input", userTok, gateway.ExecuteRequest{InstanceID: inst, Input: long}, 400},
+		{"input at the limit is fine", userTok, gateway.ExecuteRequest{InstanceID: inst, Input: long[:len(long)-2]}, 202},
+		{"no input", userTok, gateway.ExecuteRequest{InstanceID: inst, Input: " "}, 400},
+		{"no instance", userTok, gateway.ExecuteRequest{Input: "x"}, 400},
+		{"unknown instance", userTok, gateway.ExecuteRequest{InstanceID: "4a1c0f7e-0000-4000-8000-000000000000", Input: "x"}, 404},
+		{"another tenant's instance", otherTok, gateway.ExecuteRequest{InstanceID: inst, Input: "x"}, 404},
+		{"attachment without url or data", userTok, gateway.ExecuteRequest{InstanceID: inst, Input: "x", Attachments: []gateway.Attachment{{Type: "text/plain"}}}, 400},
+		{"attachment with both", userTok, gateway.ExecuteRequest{InstanceID: inst, Input: "x", Attachments: []gateway.Attachment{{Type: "text/plain", URL: "https://example.com/a", Data: []byte("a")}}}, 400},
+		{"attachment path name", userTok, gateway.ExecuteRequest{InstanceID: inst, Input: "x", Attachments: []gateway.Attachment{{Type: "text/plain", Data: []byte("a"), Name: "../etc/passwd"}}}, 400},
+		{"attachment file url", userTok, gateway.ExecuteRequest{InstanceID: inst, Input: "x", Attachments: []gateway.Attachment{{Type: "text/plain", URL: "file:///etc/passwd"}}}, 400},
+		{"good attachment", userTok, gateway.ExecuteRequest{InstanceID: inst, Input: "x", Attachments: []gateway.Attachment{{Type: "text/plain", Data: []byte("a"), Name: "notes.txt"}}}, 202},
+		{"custom headers from a user", userTok, gateway.ExecuteRequest{InstanceID: inst, Input: "x", CustomHeaders: map[string]string{"x-user-jwt": "v"}}, 403},
+		{"header value with a line break", serviceTok, gateway.ExecuteRequest{InstanceID: inst, Input: "x", CustomHeaders: map[string]string{"x-a": "v\r\nx-b: w"}}, 400},
+		{"unknown field", userTok, map[string]any{"instance_id": inst, "input": "x", "instanceId": inst}, 400},
+		{"no token", "", gateway.ExecuteRequest{InstanceID: inst, Input: "x"}, 401},
+		{"no scope", "t:acme:alice:runs:read", gateway.ExecuteRequest{InstanceID: inst, Input: "x"}, 403},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var p struct {
+				Type   string
+				Detail string
+			}
+			if st := e.do("POST", gateway.ExecutePath, c.token, c.body, &p); st != c.status {
+				t.Fatalf("status %d (%s: %s), want %d", st, p.Type, p.Detail, c.status)
+			}
+		})
+	}
+	// Runs of another tenant or user are not found; nothing changed.
+	for _, tok := range []string{otherTok, bobTok} {
+		if st := e.do("GET", gateway.RunsPath+"/"+done, tok, nil, nil); st != 404 {
+			t.Errorf("GET another's run: %d", st)
+		}
+		if st := e.do("POST", gateway.RunsPath+"/"+done+"/cancel", tok, nil, nil); st != 404 {
+			t.Errorf("cancel another's run: %d", st)
+		}
+	}
+	if st := e.do("GET", gateway.ServiceRunsPath+done, userTok, nil, nil); st != 403 {
+		t.Errorf("a user token on the service route: %d", st)
+	}
+	if st := e.do("GET", gateway.ServiceRunsPath+done, serviceTok, nil, nil); st != 200 {
+		t.Errorf("a service token on the service route: %d", st)
+	}
+	r, _ := e.store.GetRun(context.Background(), "", done)
+	if r.Status != gateway.StatusCompleted {
+		t.Fatalf("the run changed: %+v", r)
+	}
+}
