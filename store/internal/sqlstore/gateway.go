@@ -1,0 +1,283 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"novaos.dev/novaos/gateway"
+)
+
+// The execution gateway's records in the column layout both SQL stores
+// share (their 0012_gateway migrations). What a store filters, orders or
+// claims by is a column of its own; everything else about an instance or a
+// run is its JSON encoding in body, so that a field the wire model gains
+// is kept without a migration. The columns win over body when both hold a
+// field. Bytes that must come back exactly as given (sealed secrets and
+// headers, a run's pause and pending input, event payloads) have columns of
+// their own too: encoding/json would reformat them inside body.
+
+// InstanceCols are the columns of gateway_instances, in ScanInstance's
+// order.
+const InstanceCols = `id, tenant, name, version, created_us, updated_us, sealed_secrets, body`
+
+// InstanceArgs are in's values in InstanceCols' order.
+func InstanceArgs(in *gateway.Instance) ([]any, error) {
+	body, err := instanceBody(in)
+	if err != nil {
+		return nil, err
+	}
+	return []any{in.ID, in.TenantID, in.Name, in.Version, Micros(in.CreatedAt), Micros(in.UpdatedAt), Raw(in.SealedSecrets), body}, nil
+}
+
+func instanceBody(in *gateway.Instance) ([]byte, error) {
+	b := *in
+	b.CreatedAt, b.UpdatedAt, b.SealedSecrets = time.Time{}, time.Time{}, nil
+	body, err := json.Marshal(&b)
+	if err != nil {
+		return nil, fmt.Errorf("encode instance %s: %w", in.ID, err)
+	}
+	return body, nil
+}
+
+// ScanInstance reads a row of InstanceCols.
+func ScanInstance(r Scanner) (gateway.Instance, error) {
+	var (
+		in               gateway.Instance
+		id, tenant, name string
+		version, cus, us int64
+		sealed, body     []byte
+	)
+	if err := r.Scan(&id, &tenant, &name, &version, &cus, &us, &sealed, &body); err != nil {
+		return gateway.Instance{}, err
+	}
+	if err := json.Unmarshal(body, &in); err != nil {
+		return gateway.Instance{}, fmt.Errorf("decode instance %s: %w", id, err)
+	}
+	in.ID, in.TenantID, in.Name, in.Version = id, tenant, name, version
+	in.CreatedAt, in.UpdatedAt, in.SealedSecrets = FromMicros(cus), FromMicros(us), Raw(sealed)
+	return in, nil
+}
+
+// PrepareInstance checks in and sets what a store assigns before it
+// writes it: the version after expect (0 creates) and the times, to the
+// microsecond, now (time.Now when zero) being the update time and, on
+// creation, the creation time.
+func PrepareInstance(in *gateway.Instance, expect int64, now time.Time) error {
+	if in.ID == "" || in.TenantID == "" || in.Name == "" {
+		return errors.New("an instance needs an id, a tenant and a name")
+	}
+	if expect < 0 {
+		return fmt.Errorf("expected version %d is negative", expect)
+	}
+	if now.IsZero() {
+		now = time.Now()
+	}
+	now = Stored(now)
+	in.Version, in.UpdatedAt = expect+1, now
+	if expect == 0 {
+		in.CreatedAt = now
+	}
+	in.SealedSecrets = Raw(in.SealedSecrets)
+	return nil
+}
+
+// RunCols are the columns of gateway_runs, in ScanRun's order.
+const RunCols = `id, tenant, instance_id, user_id, status, lease_owner, lease_until_us, not_before_us, last_seq, version,
+	created_us, updated_us, started_us, ended_us, pause, pending_input, custom_headers, body`
+
+// RunArgs are r's values in RunCols' order.
+func RunArgs(r *gateway.Run) ([]any, error) {
+	b := *r
+	b.Pause, b.PendingInput = nil, nil
+	b.CreatedAt, b.UpdatedAt, b.StartedAt, b.EndedAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	body, err := json.Marshal(&b)
+	if err != nil {
+		return nil, fmt.Errorf("encode run %s: %w", r.ID, err)
+	}
+	return []any{r.ID, r.TenantID, r.InstanceID, r.Caller.UserID, string(r.Status), r.LeaseOwner, Micros(r.LeaseUntil),
+		Micros(r.NotBefore), r.LastSequence, r.Version, Micros(r.CreatedAt), Micros(r.UpdatedAt), Micros(r.StartedAt),
+		Micros(r.EndedAt), Raw(r.Pause), Raw(r.PendingInput), Raw(r.CustomHeaders), body}, nil
+}
+
+// ScanRun reads a row of RunCols.
+func ScanRun(r Scanner) (gateway.Run, error) {
+	var (
+		run                                gateway.Run
+		id, tenant, instance, user, status string
+		owner                              string
+		until, notBefore, last, version    int64
+		cus, us, started, ended            int64
+		pause, pending, headers, body      []byte
+	)
+	if err := r.Scan(&id, &tenant, &instance, &user, &status, &owner, &until, &notBefore, &last, &version,
+		&cus, &us, &started, &ended, &pause, &pending, &headers, &body); err != nil {
+		return gateway.Run{}, err
+	}
+	if err := json.Unmarshal(body, &run); err != nil {
+		return gateway.Run{}, fmt.Errorf("decode run %s: %w", id, err)
+	}
+	run.ID, run.TenantID, run.InstanceID, run.Caller.UserID, run.Status = id, tenant, instance, user, gateway.Status(status)
+	run.LeaseOwner, run.LeaseUntil, run.NotBefore = owner, FromMicros(until), FromMicros(notBefore)
+	run.LastSequence, run.Version = last, version
+	run.CreatedAt, run.UpdatedAt, run.StartedAt, run.EndedAt = FromMicros(cus), FromMicros(us), FromMicros(started), FromMicros(ended)
+	run.Pause, run.PendingInput, run.CustomHeaders = Raw(pause), Raw(pending), Raw(headers)
+	return run, nil
+}
+
+// PrepareRunWrite checks w and sets what a store assigns before it writes
+// it: the run's version (ExpectVersion+1) and times, every time to the
+// microsecond in UTC (Now is time.Now when zero; the creation time is
+// Now on creation, and an update's is the stored one, which the store
+// sets), and each event's run id and time (Now when unset). The events'
+// sequences are the store's to number; w.Events is copied, not changed.
+func PrepareRunWrite(w *gateway.RunWrite, create bool) error {
+	r := &w.Run
+	switch {
+	case create && w.ExpectVersion != 0:
+		return fmt.Errorf("a run is created with ExpectVersion 0, not %d", w.ExpectVersion)
+	case !create && w.ExpectVersion <= 0:
+		return fmt.Errorf("a run write needs the version it replaces, not %d", w.ExpectVersion)
+	case r.ID == "" || r.TenantID == "":
+		return errors.New("a run needs an id and a tenant")
+	case !r.Status.Valid():
+		return fmt.Errorf("run status %q is not a run status", r.Status)
+	}
+	if w.Now.IsZero() {
+		w.Now = time.Now()
+	}
+	w.Now = Stored(w.Now)
+	r.Version, r.UpdatedAt = w.ExpectVersion+1, w.Now
+	if create {
+		r.CreatedAt = w.Now
+	}
+	r.StartedAt, r.EndedAt, r.LeaseUntil, r.NotBefore = Stored(r.StartedAt), Stored(r.EndedAt), Stored(r.LeaseUntil), Stored(r.NotBefore)
+	evs := make([]gateway.Event, len(w.Events))
+	for i, e := range w.Events {
+		if e.Type == "" {
+			return fmt.Errorf("event %d has no type", i)
+		}
+		if len(e.Payload) > 0 && !json.Valid(e.Payload) {
+			return fmt.Errorf("event %d (%s): payload is not JSON", i, e.Type)
+		}
+		if e.At.IsZero() {
+			e.At = w.Now
+		}
+		e.RunID, e.Sequence, e.At, e.Payload = r.ID, 0, Stored(e.At), Raw(e.Payload)
+		evs[i] = e
+	}
+	w.Events = evs
+	return nil
+}
+
+// Number gives events the sequences after the run's last one before the
+// write, and returns the run's last sequence after it.
+func Number(events []gateway.Event, before int64) int64 {
+	for i := range events {
+		events[i].Sequence = before + int64(i) + 1
+	}
+	return before + int64(len(events))
+}
+
+// EventCols are the columns of gateway_run_events, in ScanEvent's order.
+const EventCols = `run_id, seq, type, payload, at_us`
+
+// ScanEvent reads a row of EventCols.
+func ScanEvent(r Scanner) (gateway.Event, error) {
+	var e gateway.Event
+	var payload []byte
+	var at int64
+	if err := r.Scan(&e.RunID, &e.Sequence, &e.Type, &payload, &at); err != nil {
+		return gateway.Event{}, err
+	}
+	e.Payload, e.At = Raw(payload), FromMicros(at)
+	return e, nil
+}
+
+// ClaimableStatuses are the statuses ClaimRuns leases, as an SQL list;
+// the claim index's predicate names the same ones.
+const ClaimableStatuses = `('QUEUED', 'RUNNING')`
+
+// SortClaimed puts claimed runs in ClaimRuns' order, oldest first: an
+// UPDATE … RETURNING returns its rows in no particular order.
+func SortClaimed(runs []gateway.Run) {
+	slices.SortFunc(runs, func(a, b gateway.Run) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+}
+
+// EventWatchers are the callbacks of a store's WatchEvents: the fan-out of
+// one process. Announce is the hot path of every write and takes no lock:
+// it reads a copy-on-write list.
+type EventWatchers struct {
+	mu   sync.Mutex // serializes changes to list
+	list atomic.Pointer[[]*eventWatcher]
+}
+
+type eventWatcher struct {
+	ctx context.Context
+	fn  func(runID string, last int64)
+}
+
+// Watch calls fn for every Announce until ctx ends.
+func (ws *EventWatchers) Watch(ctx context.Context, fn func(runID string, last int64)) error {
+	if fn == nil {
+		return errors.New("watch events: fn is nil")
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	w := &eventWatcher{ctx: ctx, fn: fn}
+	ws.change(func(l []*eventWatcher) []*eventWatcher { return append(l, w) })
+	context.AfterFunc(ctx, func() {
+		ws.change(func(l []*eventWatcher) []*eventWatcher {
+			return slices.DeleteFunc(l, func(x *eventWatcher) bool { return x == w })
+		})
+	})
+	return nil
+}
+
+func (ws *EventWatchers) change(f func([]*eventWatcher) []*eventWatcher) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	var old []*eventWatcher
+	if p := ws.list.Load(); p != nil {
+		old = *p
+	}
+	next := f(slices.Clone(old))
+	ws.list.Store(&next)
+}
+
+// Announce calls every watcher whose context has not ended with runID and
+// last.
+func (ws *EventWatchers) Announce(runID string, last int64) {
+	p := ws.list.Load()
+	if p == nil {
+		return
+	}
+	for _, w := range *p {
+		if w.ctx.Err() == nil {
+			w.fn(runID, last)
+		}
+	}
+}
+
+// Lost tells every watcher that notifications may have been lost.
+func (ws *EventWatchers) Lost() { ws.Announce("", 0) }
+
+// Len is the number of watchers, for tests.
+func (ws *EventWatchers) Len() int {
+	if p := ws.list.Load(); p != nil {
+		return len(*p)
+	}
+	return 0
+}
