@@ -171,6 +171,7 @@ func (d *dispatcher) deliver(parent context.Context, claimed *gateway.Run) {
 			streamErr = err
 			break
 		}
+		t.frames++
 		events := t.frame(frame)
 		if t.taskID != "" && dl.current().TaskID == "" || len(events) > 0 {
 			if dl.write(ctx, func(r *gateway.Run) []gateway.Event {
@@ -229,7 +230,7 @@ func (dl *delivery) settle(ctx context.Context, t *turn, err error, log interfac
 		return
 	}
 	var perm *permanent
-	if isRefusal(err) {
+	if (t == nil || t.frames == 0) && isRefusal(err) {
 		perm = &permanent{reason: "the agent refused the request: " + describe(err)}
 	}
 	if errors.As(err, &perm) {
@@ -238,8 +239,11 @@ func (dl *delivery) settle(ctx context.Context, t *turn, err error, log interfac
 		return
 	}
 	why := "the agent's stream ended without an ending"
-	if err != nil {
-		why = "the agent could not be reached or its stream broke: " + describe(err)
+	switch {
+	case t != nil && t.frames > 0 && err != nil:
+		why += " (" + describe(err) + ")"
+	case err != nil:
+		why = "the agent could not be reached: " + describe(err)
 	}
 	_ = dl.write(ctx, func(r *gateway.Run) []gateway.Event {
 		if r.Attempt >= s.o.MaxAttempts {

@@ -129,6 +129,8 @@ func (s *Service) serveEvents(w http.ResponseWriter, r *http.Request) {
 			if len(events) == eventsPage {
 				continue
 			}
+		} else if ended, err := s.endedAt(r.Context(), run.ID, after); err != nil || ended {
+			return // the stream already said how the run ended
 		}
 		select {
 		case <-f.wake:
@@ -142,6 +144,17 @@ func (s *Service) serveEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// endedAt reports whether the run has ended with no event after the
+// given one: a follower caught up with an ended run has nothing to wait
+// for.
+func (s *Service) endedAt(ctx context.Context, id string, after int64) (bool, error) {
+	r, err := s.store.GetRun(ctx, "", id)
+	if err != nil {
+		return false, err
+	}
+	return r.Status.Terminal() && r.LastSequence <= after, nil
 }
 
 // writeFrame writes one event as an SSE frame.

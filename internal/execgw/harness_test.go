@@ -19,9 +19,10 @@ import (
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/execgw"
 	"novaos.dev/novaos/internal/httpapi"
+	"novaos.dev/novaos/secret"
 )
 
-// fakeTokens reads test tokens of the form "t:<tenant>:<user>:<scopes,…>"
+// fakeTokens reads test tokens of the form "t|<tenant>|<user>|<scopes,…>"
 // (user may be empty) and mints "run:<n>" tokens, remembering their claims.
 type fakeTokens struct {
 	mu     sync.Mutex
@@ -29,7 +30,7 @@ type fakeTokens struct {
 }
 
 func (f *fakeTokens) parse(tok string) (*identity.Claims, error) {
-	parts := strings.Split(tok, ":")
+	parts := strings.Split(tok, "|")
 	if len(parts) != 4 || parts[0] != "t" {
 		return nil, fmt.Errorf("%w: not a test token", identity.ErrInvalid)
 	}
@@ -73,10 +74,11 @@ func (h hostedAgents) AgentHandler(name string) (http.Handler, bool) {
 
 // Test tokens.
 const (
-	userTok    = "t:acme:alice:runs:*,instances:*"
-	bobTok     = "t:acme:bob:runs:*,instances:*"
-	serviceTok = "t:acme::runs:*,instances:*"
-	otherTok   = "t:globex:carol:runs:*,instances:*"
+	adminTok   = "admin-secret"
+	userTok    = "t|acme|alice|runs:*,instances:*"
+	bobTok     = "t|acme|bob|runs:*,instances:*"
+	serviceTok = "t|acme||runs:*,runs:service,instances:*"
+	otherTok   = "t|globex|carol|runs:*,instances:*"
 )
 
 // env is a gateway on a memory store behind a test server.
@@ -102,7 +104,7 @@ func newEnv(t *testing.T, agents hostedAgents, o *execgw.Options) *env {
 	if opts.RetryBackoff == 0 {
 		opts.RetryBackoff = time.Millisecond
 	}
-	e.svc = execgw.New(st, execgw.Deps{Tokens: e.tokens, Hosted: agents, BaseURL: "http://gateway.test"}, &opts)
+	e.svc = execgw.New(st, execgw.Deps{AdminToken: secret.New(adminTok), Tokens: e.tokens, Hosted: agents, BaseURL: "http://gateway.test"}, &opts)
 	mux := http.NewServeMux()
 	for _, r := range e.svc.Routes() {
 		mux.Handle(r.Pattern, r.Handler)

@@ -18,6 +18,7 @@ type turn struct {
 	artifacts         []gateway.Artifact
 	byID              map[string]int
 	output            strings.Builder
+	frames            int // frames received
 	// end is set by a frame that ends the turn: a terminal state, or a
 	// pause (WaitingUser, with pause set).
 	end *turnEnd
