@@ -131,6 +131,8 @@ func problemFor(err error) *problem.Problem {
 		return conflict(gateway.ProblemInstanceExists, "an instance of that name exists in the tenant")
 	case errors.Is(err, gateway.ErrConflict):
 		return conflict(gateway.ProblemVersionConflict, "it changed meanwhile; read it again and retry")
+	case errors.Is(err, httpapi.ErrBadPageToken):
+		return &problem.Problem{Type: problem.TypeInvalidPageToken, Status: http.StatusBadRequest, Title: "Bad Request", Detail: "the cursor is not one this server issued"}
 	case errors.Is(err, errClosing):
 		return &problem.Problem{Type: problem.TypeOverloaded, Status: http.StatusServiceUnavailable, Title: "Service Unavailable", Detail: "the server is shutting down"}
 	}

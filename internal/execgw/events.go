@@ -215,14 +215,10 @@ func (s *Service) serveServiceRunEvents(w http.ResponseWriter, r *http.Request) 
 		s.api.Fail(w, r, err)
 		return
 	}
-	limit := userIndexPage
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			s.api.Fail(w, r, httpapi.BadQuery("limit must be a positive integer"))
-			return
-		}
-		limit = min(n, gateway.MaxPage)
+	limit, err := limitParam(q.Get("limit"), userIndexPage, gateway.MaxPage)
+	if err != nil {
+		s.api.Fail(w, r, err)
+		return
 	}
 	events, err := s.store.Events(r.Context(), run.ID, after, limit)
 	if err != nil {

@@ -101,14 +101,10 @@ func (s *Service) serveInstances(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	limit := defaultInstPage
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			s.api.Fail(w, r, httpapi.BadQuery("limit must be a positive integer"))
-			return
-		}
-		limit = min(n, maxInstancesPage)
+	limit, err := limitParam(q.Get("limit"), defaultInstPage, maxInstancesPage)
+	if err != nil {
+		s.api.Fail(w, r, err)
+		return
 	}
 	list, err := s.store.ListInstances(r.Context(), gateway.InstanceFilter{TenantID: p.tenant, AfterName: q.Get("after"), Limit: limit})
 	if err != nil {

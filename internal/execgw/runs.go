@@ -121,7 +121,7 @@ func (s *Service) serveListRuns(w http.ResponseWriter, r *http.Request) {
 			f.Statuses = append(f.Statuses, gateway.Status(st))
 		}
 	}
-	if f.Limit, err = httpapi.PageSize(q); err != nil {
+	if f.Limit, err = limitParam(q.Get("limit"), defaultRunsPage, gateway.MaxPage); err != nil {
 		s.api.Fail(w, r, err)
 		return
 	}
@@ -132,9 +132,6 @@ func (s *Service) serveListRuns(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		f.AfterCreated, f.AfterID, _ = splitRunCursor(key)
-	}
-	if f.Limit == 0 {
-		f.Limit = 50
 	}
 	runs, err := s.store.ListRuns(r.Context(), f)
 	if err != nil {
@@ -153,6 +150,21 @@ func (s *Service) serveListRuns(w http.ResponseWriter, r *http.Request) {
 		out.NextCursor = httpapi.PageToken(strconv.FormatInt(last.CreatedAt.UnixMicro(), 10) + "/" + last.ID)
 	}
 	httpapi.WriteJSON(w, r, http.StatusOK, out)
+}
+
+// defaultRunsPage is a run listing's page without a limit.
+const defaultRunsPage = 50
+
+// limitParam reads a "limit" query parameter: def when empty, at most max.
+func limitParam(v string, def, max int) (int, error) {
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, httpapi.BadQuery("limit must be a positive integer")
+	}
+	return min(n, max), nil
 }
 
 func splitRunCursor(k string) (time.Time, string, bool) {
