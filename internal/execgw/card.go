@@ -25,8 +25,14 @@ import (
 const CardKeysPath = "/.well-known/agent-card-jwks.json"
 
 // CardsPrefix is where the gateway publishes the cards of published
-// instances: CardsPrefix + instance id + a2a.WellKnownCardPath.
+// instances: CardsPrefix + tenant + "/" + instance id +
+// a2a.WellKnownCardPath (CardPath).
 const CardsPrefix = "/cards/"
+
+// CardPath is the public path of a published instance's card.
+func CardPath(tenant, instance string) string {
+	return CardsPrefix + url.PathEscape(tenant) + "/" + url.PathEscape(instance) + a2a.WellKnownCardPath
+}
 
 // checkCard verifies a signed card against the keys its agent's origin
 // publishes at CardKeysPath; an unsigned card is taken as it is.
@@ -90,12 +96,12 @@ func truncate(s string, n int) string {
 	return s[:n]
 }
 
-// serveCard answers GET /cards/{id}/.well-known/agent-card.json: the
+// serveCard answers GET /cards/{tenant}/{id}/.well-known/agent-card.json: the
 // public card of a published instance, without authentication. An
 // instance that is not published is not found; the extended card is
 // never served here.
 func (s *Service) serveCard(w http.ResponseWriter, r *http.Request) {
-	inst, err := s.store.GetInstance(r.Context(), "", r.PathValue("id"))
+	inst, err := s.store.GetInstance(r.Context(), r.PathValue("tenant"), r.PathValue("id"))
 	if err != nil || !inst.Published {
 		s.api.Fail(w, r, notFound{gateway.ProblemInstanceNotFound, "no published agent " + quote(r.PathValue("id"))})
 		return

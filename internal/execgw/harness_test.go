@@ -105,6 +105,13 @@ func newEnv(t *testing.T, agents hostedAgents, o *execgw.Options) *env {
 		opts.RetryBackoff = time.Millisecond
 	}
 	e.svc = execgw.New(st, execgw.Deps{AdminToken: secret.New(adminTok), Tokens: e.tokens, Hosted: agents, BaseURL: "http://gateway.test"}, &opts)
+	e.serve()
+	return e
+}
+
+// serve starts e.svc behind a test server, stopped at the test's end.
+func (e *env) serve() {
+	t := e.t
 	mux := http.NewServeMux()
 	for _, r := range e.svc.Routes() {
 		mux.Handle(r.Pattern, r.Handler)
@@ -119,7 +126,6 @@ func newEnv(t *testing.T, agents hostedAgents, o *execgw.Options) *env {
 		cancel()
 		<-done
 	})
-	return e
 }
 
 // do sends a JSON request with token and decodes a JSON answer into out

@@ -33,6 +33,6 @@ func (s *Service) Routes() []httpapi.Route {
 		route(gateway.ServiceRunsPath+"{id}/events", get(s.serveServiceRunEvents)),
 		route(gateway.InstancesPath, httpapi.Methods{http.MethodGet: s.serveInstances, http.MethodPost: s.serveInstall}),
 		{Pattern: gateway.InstancesPath + "/{id}", Handler: s.api.Handler(http.HandlerFunc(s.serveInstance))},
-		{Pattern: "GET " + CardsPrefix + "{id}" + a2a.WellKnownCardPath, Handler: http.HandlerFunc(s.serveCard)},
+		{Pattern: "GET " + CardsPrefix + "{tenant}/{id}" + a2a.WellKnownCardPath, Handler: http.HandlerFunc(s.serveCard)},
 	}
 }
