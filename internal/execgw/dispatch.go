@@ -164,7 +164,7 @@ func (d *dispatcher) deliver(parent context.Context, claimed *gateway.Run) {
 		dl.settle(ctx, nil, err, log)
 		return
 	}
-	t := newTurn()
+	t := newTurn(s.o.MaxOutputBytes)
 	var streamErr error
 	for frame, err := range target.client.SendStreamingMessage(ctx, req, callOpts...) {
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"novaos.dev/novaos/a2a/hitl"
 	"novaos.dev/novaos/agent"
 	"novaos.dev/novaos/gateway"
+	"novaos.dev/novaos/internal/execgw"
 )
 
 func echoAgent(t *testing.T) http.Handler {
@@ -339,5 +340,27 @@ func TestBadInput(t *testing.T) {
 	r, _ := e.store.GetRun(context.Background(), "", done)
 	if r.Status != gateway.StatusCompleted {
 		t.Fatalf("the run changed: %+v", r)
+	}
+}
+
+// KB-15: a run that fails after its agent answered (here, an answer past
+// the gateway's limit) ends with a status FAILED and an error, and says why.
+func TestLateFailure(t *testing.T) {
+	sc := &script{steps: []func(*a2a.SendMessageRequest, *frameWriter){
+		func(_ *a2a.SendMessageRequest, w *frameWriter) {
+			w.text("a", strings.Repeat("x", 60), false)
+			w.text("a", strings.Repeat("y", 60), true)
+			w.status(a2a.TaskStateCompleted, nil)
+		},
+	}}
+	e := newEnv(t, hostedAgents{"big": sc}, &execgw.Options{MaxOutputBytes: 100})
+	run := e.execute(userTok, gateway.ExecuteRequest{InstanceID: e.install("big", "big", nil), Input: "q"})
+	evs := e.events(userTok, run, "", nil)
+	if diff := cmp.Diff([]string{"status:QUEUED", "status:RUNNING", "message.delta", "artifact", "message.final", "status:FAILED", "error"}, types(evs)); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+	r := e.waitStatus(run, gateway.StatusFailed)
+	if !strings.Contains(r.Reason, "limit of 100 bytes") {
+		t.Fatalf("reason %q", r.Reason)
 	}
 }

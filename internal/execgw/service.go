@@ -50,6 +50,8 @@ const (
 	// DefaultMaxConcurrentRuns bounds the runs this process delivers at
 	// once; more wait queued.
 	DefaultMaxConcurrentRuns = 256
+	// DefaultMaxOutputBytes bounds the answer and artifacts of one turn.
+	DefaultMaxOutputBytes = 8 << 20
 	// DefaultHistoryTurns bounds the earlier turns a thread run carries.
 	DefaultHistoryTurns = 50
 )
@@ -78,6 +80,9 @@ type Options struct {
 	MaxConcurrentRuns int
 	// HistoryTurns bounds the earlier turns of a thread sent to a run.
 	HistoryTurns int
+	// MaxOutputBytes bounds the answer and artifacts of one turn; a turn
+	// past it fails.
+	MaxOutputBytes int
 	// URLPolicy says which hosts agents installed by URL may be on,
 	// checked when an instance is installed and again at every connect;
 	// nil means public hosts, and loopback hosts too when the server is
@@ -122,6 +127,7 @@ func (o *Options) withDefaults() Options {
 	defi(&v.MaxStreams, DefaultMaxStreams)
 	defi(&v.MaxConcurrentRuns, DefaultMaxConcurrentRuns)
 	defi(&v.HistoryTurns, DefaultHistoryTurns)
+	defi(&v.MaxOutputBytes, DefaultMaxOutputBytes)
 	return v
 }
 

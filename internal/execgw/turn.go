@@ -2,6 +2,7 @@ package execgw
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	"novaos.dev/novaos/a2a"
@@ -19,6 +20,9 @@ type turn struct {
 	byID              map[string]int
 	output            strings.Builder
 	frames            int // frames received
+	// size is the bytes of answer and artifacts kept so far, bounded by
+	// max: a turn past it ends FAILED.
+	size, max int
 	// end is set by a frame that ends the turn: a terminal state, or a
 	// pause (WaitingUser, with pause set).
 	end *turnEnd
@@ -30,7 +34,19 @@ type turnEnd struct {
 	pause  *pausePayload
 }
 
-func newTurn() *turn { return &turn{byID: map[string]int{}} }
+func newTurn(max int) *turn { return &turn{byID: map[string]int{}, max: max} }
+
+// grow counts n more bytes of answer, ending the turn when they pass the
+// limit: the gateway keeps a turn's answer whole, so it must bound it.
+func (t *turn) grow(n int) bool {
+	t.size += n
+	if t.size <= t.max {
+		return true
+	}
+	t.end = &turnEnd{status: gateway.StatusFailed,
+		reason: "the agent's answer is larger than the gateway's limit of " + strconv.Itoa(t.max) + " bytes"}
+	return false
+}
 
 // frame takes one stream frame and returns the events it makes.
 func (t *turn) frame(f *a2a.StreamResponse) []gateway.Event {
@@ -55,6 +71,9 @@ func (t *turn) frame(f *a2a.StreamResponse) []gateway.Event {
 		t.ids(f.Message.TaskID, f.Message.ContextID)
 		text := f.Message.Text()
 		var out []gateway.Event
+		if !t.grow(len(text)) {
+			return nil
+		}
 		if text != "" {
 			t.output.WriteString(text)
 			out = append(out, newEvent(gateway.EventMessageDelta, map[string]string{"content": text}))
@@ -99,6 +118,9 @@ func (t *turn) artifact(a *a2a.Artifact, appendChunk bool) []gateway.Event {
 	}
 	var text strings.Builder
 	for _, p := range a.Parts {
+		if !t.grow(len(p.Text) + len(p.Raw) + len(p.Data) + len(p.URL)) {
+			return nil
+		}
 		switch {
 		case hitl.Tagged(p, hitl.MetadataMediaType):
 			continue
@@ -133,7 +155,7 @@ func (t *turn) status(st a2a.TaskStatus) []gateway.Event {
 	found := hitl.Extract(st.Message)
 	switch st.State {
 	case a2a.TaskStateCompleted:
-		if t.output.Len() == 0 && text != "" {
+		if t.output.Len() == 0 && text != "" && t.grow(len(text)) {
 			t.output.WriteString(text)
 		}
 		t.end = &turnEnd{status: gateway.StatusCompleted, reason: "the agent completed the task"}
