@@ -65,12 +65,16 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	dbFl := databaseFlags(fs)
 	plat := platformFlags(fs)
 	gateFl := gateFlags(fs)
+	gatewayFl := gatewayFlags(fs)
 	pushFl := pushFlags(fs)
 	fs.Usage = func() { groupedUsage(fs.Output(), "serve [flags]", fs, serveGroups) }
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
 	if msg := plat.check(); msg != "" {
+		return usageError(fs, "%s", msg)
+	}
+	if msg := gatewayFl.check(); msg != "" {
 		return usageError(fs, "%s", msg)
 	}
 	if msg := gateFl.check(); msg != "" {
@@ -136,6 +140,8 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		return exitFail
 	}
 
+	regOpts := app.RegistryOptions{Policy: &registry.Policy{AllowedHostSuffixes: allowHosts, AllowPrivate: *allowPrivate,
+		AllowLoopback: allowLoopback.set && allowLoopback.v}, LoopbackIfLocal: !allowLoopback.set}
 	srv, err := app.New(ctx, &app.Options{
 		Addr:       *addr,
 		PublicURL:  *public,
@@ -157,8 +163,8 @@ func runServe(ctx context.Context, args []string, e *env) int {
 			PushURLPolicy:       &netguard.Policy{AllowPrivate: *pushPrivate, AllowLoopback: pushLoopback.set && pushLoopback.v},
 			PushLoopbackIfLocal: !pushLoopback.set, PushKeyFile: *pushKeyFile, PushDelivery: pushFl.options(),
 		},
-		Registry: app.RegistryOptions{Policy: &registry.Policy{AllowedHostSuffixes: allowHosts, AllowPrivate: *allowPrivate,
-			AllowLoopback: allowLoopback.set && allowLoopback.v}, LoopbackIfLocal: !allowLoopback.set},
+		Registry: regOpts,
+		Gateway:  gatewayFl.options(regOpts),
 	})
 	if err != nil {
 		code, err := explainListen(err)

@@ -35,7 +35,10 @@ var serveGroups = []flagGroup{
 	{"Push notifications (hosted agents)", []string{"push-allow-loopback", "push-allow-private", "push-key-file", "push-timeout",
 		"push-connect-timeout", "push-max-response-bytes", "push-max-attempts", "push-max-age", "push-backoff-base", "push-backoff-max",
 		"push-concurrency", "push-poll-interval", "push-lease", "push-token-ttl"}},
-	{"Agent registry (/api/v1/agents)", []string{"registry-allow-host", "registry-allow-loopback", "registry-allow-private"}},
+	{"Agent registry (/api/v1/agents); the execution gateway calls agents on the same hosts", []string{"registry-allow-host", "registry-allow-loopback", "registry-allow-private"}},
+	{"Execution gateway (/api/v1/instances, /api/v1/execute, /api/v1/events, /api/v1/runs)", []string{"gateway-max-body-bytes",
+		"gateway-max-output-bytes", "gateway-token-ttl", "gateway-max-attempts", "gateway-retry-backoff", "gateway-lease",
+		"gateway-sweep-every", "gateway-keepalive", "gateway-max-streams", "gateway-max-runs", "gateway-history-turns"}},
 }
 
 // otherFlags is the heading of the flags no group names, so that none is
