@@ -300,7 +300,9 @@ type permanent struct{ reason string }
 
 func (p *permanent) Error() string { return p.reason }
 
-func permanentf(format string, args ...any) error { return &permanent{reason: fmt.Sprintf(format, args...)} }
+func permanentf(format string, args ...any) error {
+	return &permanent{reason: fmt.Sprintf(format, args...)}
+}
 
 // describe says what went wrong with a call, in words fit for a run's
 // reason: never a token or a header value.

@@ -55,7 +55,9 @@ func (f *fakeTokens) Authenticator() httpapi.Authenticator {
 	})
 }
 
-func (f *fakeTokens) Verify(_ context.Context, tok string) (*identity.Claims, error) { return f.parse(tok) }
+func (f *fakeTokens) Verify(_ context.Context, tok string) (*identity.Claims, error) {
+	return f.parse(tok)
+}
 
 func (f *fakeTokens) Mint(_ context.Context, c identity.Claims, _ time.Duration) (string, error) {
 	f.mu.Lock()

@@ -345,4 +345,3 @@ func decision(approved bool) string {
 	}
 	return "reject"
 }
-
