@@ -1,6 +1,7 @@
 package execgw
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -95,23 +96,12 @@ func (s *Service) serveServiceRun(w http.ResponseWriter, r *http.Request) {
 // the tenant for a service account or the operator), newest first.
 func (s *Service) serveListRuns(w http.ResponseWriter, r *http.Request) {
 	p, err := principalOf(r, false)
-	if err == nil {
-		err = p.need(ScopeRead)
-	}
 	if err != nil {
 		s.api.Fail(w, r, err)
 		return
 	}
 	q := r.URL.Query()
-	f := gateway.RunFilter{TenantID: p.tenant, InstanceID: q.Get("instance_id"), ThreadID: q.Get("thread_id")}
-	if !p.seesAll() {
-		f.UserID = p.userID
-		if f.UserID == "" {
-			s.api.Fail(w, r, &problem.Problem{Type: problem.TypeForbidden, Status: http.StatusForbidden, Title: "Forbidden",
-				Detail: "the token names no user and is no service account"})
-			return
-		}
-	}
+	f := gateway.RunFilter{InstanceID: q.Get("instance_id"), ThreadID: q.Get("thread_id")}
 	for _, v := range q["status"] {
 		for st := range strings.SplitSeq(v, ",") {
 			if !gateway.Status(st).Valid() {
@@ -133,7 +123,7 @@ func (s *Service) serveListRuns(w http.ResponseWriter, r *http.Request) {
 		}
 		f.AfterCreated, f.AfterID, _ = splitRunCursor(key)
 	}
-	runs, err := s.store.ListRuns(r.Context(), f)
+	runs, err := s.listRuns(r.Context(), p, f)
 	if err != nil {
 		s.api.Fail(w, r, err)
 		return
@@ -167,6 +157,23 @@ func limitParam(v string, def, max int) (int, error) {
 	return min(n, max), nil
 }
 
+// listRuns lists the runs p may see that f selects: its tenant's, and
+// only its own for a user.
+func (s *Service) listRuns(ctx context.Context, p principal, f gateway.RunFilter) ([]gateway.Run, error) {
+	if err := p.need(ScopeRead); err != nil {
+		return nil, err
+	}
+	f.TenantID, f.UserID = p.tenant, ""
+	if !p.seesAll() {
+		if p.userID == "" {
+			return nil, &problem.Problem{Type: problem.TypeForbidden, Status: http.StatusForbidden, Title: "Forbidden",
+				Detail: "the token names no user and is no service account"}
+		}
+		f.UserID = p.userID
+	}
+	return s.store.ListRuns(ctx, f)
+}
+
 func splitRunCursor(k string) (time.Time, string, bool) {
 	us, id, ok := strings.Cut(k, "/")
 	n, err := strconv.ParseInt(us, 10, 64)
@@ -180,26 +187,33 @@ func splitRunCursor(k string) (time.Time, string, bool) {
 // CANCELLED at once, and the process delivering it stops the agent.
 func (s *Service) serveCancel(w http.ResponseWriter, r *http.Request) {
 	p, err := principalOf(r, false)
-	if err == nil {
-		err = p.need(ScopeExecute)
-	}
 	var run *gateway.Run
 	if err == nil {
-		run, err = s.readableRun(r.Context(), p, r.PathValue("id"))
-	}
-	if err == nil {
-		run, _, err = s.mutate(r.Context(), run, run.ID, func(x *gateway.Run) ([]gateway.Event, error) {
-			if x.Status.Terminal() {
-				return nil, conflict(gateway.ProblemRunEnded, "the run has ended: "+string(x.Status))
-			}
-			return end(x, gateway.StatusCancelled, "cancelled by "+p.subject, s.o.Now()), nil
-		})
+		run, err = s.cancel(r.Context(), p, r.PathValue("id"))
 	}
 	if err != nil {
 		s.api.Fail(w, r, err)
 		return
 	}
 	httpapi.WriteJSON(w, r, http.StatusOK, run)
+}
+
+// cancel ends the run p may see as CANCELLED.
+func (s *Service) cancel(ctx context.Context, p principal, id string) (*gateway.Run, error) {
+	if err := p.need(ScopeExecute); err != nil {
+		return nil, err
+	}
+	run, err := s.readableRun(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	run, _, err = s.mutate(ctx, run, run.ID, func(x *gateway.Run) ([]gateway.Event, error) {
+		if x.Status.Terminal() {
+			return nil, conflict(gateway.ProblemRunEnded, "the run has ended: "+string(x.Status))
+		}
+		return end(x, gateway.StatusCancelled, "cancelled by "+p.subject, s.o.Now()), nil
+	})
+	return run, err
 }
 
 // Reply is the body of POST /api/v1/runs/{id}/reply: the person's answer
@@ -248,45 +262,56 @@ func (s *Service) serveReply(w http.ResponseWriter, r *http.Request) {
 	if !s.api.Decode(w, r, &in, httpapi.Body{What: "the reply"}) {
 		return
 	}
-	if len([]rune(in.Input)) > gateway.MaxInputChars || len(in.InputValue) > gateway.MaxInputChars*4 {
-		s.api.Fail(w, r, badRequest("the reply is longer than "+strconv.Itoa(gateway.MaxInputChars)+" characters"))
-		return
-	}
-	if in.Input == "" && in.ActionID == "" && in.InputValue == "" && in.Approved == nil {
-		s.api.Fail(w, r, badRequest("a reply needs input, an action_id, an input_value or approved"))
-		return
-	}
-	run, err := s.readableRun(r.Context(), p, r.PathValue("id"))
-	if err == nil {
-		run, _, err = s.mutate(r.Context(), run, run.ID, func(x *gateway.Run) ([]gateway.Event, error) {
-			if x.Status != gateway.StatusWaitingUser {
-				return nil, conflict(gateway.ProblemRunNotWaiting, "the run waits for no answer: it is "+string(x.Status))
-			}
-			var pause pausePayload
-			_ = json.Unmarshal(x.Pause, &pause)
-			pi, err := replyMessage(x, &pause, &in)
-			if err != nil {
-				return nil, err
-			}
-			b, err := json.Marshal(pi)
-			if err != nil {
-				return nil, err
-			}
-			x.Status, x.Reason, x.Pause, x.PendingInput = gateway.StatusQueued, "answered by "+p.subject, nil, b
-			x.Turn++
-			x.Attempt = 0
-			x.IdempotencyKey = newIdempotencyKey()
-			x.LeaseOwner, x.LeaseUntil, x.NotBefore = "", time.Time{}, time.Time{}
-			return []gateway.Event{statusEvent(gateway.StatusQueued, x.Reason)}, nil
-		})
-	}
+	run, err := s.reply(r.Context(), p, r.PathValue("id"), &in)
 	if err != nil {
 		s.api.Fail(w, r, err)
 		return
 	}
-	s.dispatch.kick()
 	httpapi.WriteJSON(w, r, http.StatusAccepted, gateway.ExecuteResult{RunID: run.ID, Status: run.Status, ThreadID: run.ThreadID,
 		EventsURL: gateway.EventsPath + run.ID})
+}
+
+// reply answers the paused run p may see.
+func (s *Service) reply(ctx context.Context, p principal, id string, in *Reply) (*gateway.Run, error) {
+	if err := p.need(ScopeExecute); err != nil {
+		return nil, err
+	}
+	if len([]rune(in.Input)) > gateway.MaxInputChars || len(in.InputValue) > gateway.MaxInputChars*4 {
+		return nil, badRequest("the reply is longer than " + strconv.Itoa(gateway.MaxInputChars) + " characters")
+	}
+	if in.Input == "" && in.ActionID == "" && in.InputValue == "" && in.Approved == nil {
+		return nil, badRequest("a reply needs input, an action_id, an input_value or approved")
+	}
+	run, err := s.readableRun(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	run, _, err = s.mutate(ctx, run, run.ID, func(x *gateway.Run) ([]gateway.Event, error) {
+		if x.Status != gateway.StatusWaitingUser {
+			return nil, conflict(gateway.ProblemRunNotWaiting, "the run waits for no answer: it is "+string(x.Status))
+		}
+		var pause pausePayload
+		_ = json.Unmarshal(x.Pause, &pause)
+		pi, err := replyMessage(x, &pause, in)
+		if err != nil {
+			return nil, err
+		}
+		b, err := json.Marshal(pi)
+		if err != nil {
+			return nil, err
+		}
+		x.Status, x.Reason, x.Pause, x.PendingInput = gateway.StatusQueued, "answered by "+p.subject, nil, b
+		x.Turn++
+		x.Attempt = 0
+		x.IdempotencyKey = newIdempotencyKey()
+		x.LeaseOwner, x.LeaseUntil, x.NotBefore = "", time.Time{}, time.Time{}
+		return []gateway.Event{statusEvent(gateway.StatusQueued, x.Reason)}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.dispatch.kick()
+	return run, nil
 }
 
 // replyMessage builds the message that carries the answer to the agent:
