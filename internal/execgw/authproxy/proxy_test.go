@@ -515,4 +515,3 @@ func TestNewRefuses(t *testing.T) {
 		t.Fatalf("https upstream with a path: %v", err)
 	}
 }
-
