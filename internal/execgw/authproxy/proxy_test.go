@@ -54,7 +54,7 @@ var claims = identity.Claims{
 	AgentName: "mailer", ConversationID: "conv-9", Scopes: []string{"memory:read:*"},
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	f := &fixture{clk: &clock{}}
 	var err error
