@@ -1,8 +1,9 @@
-// Package authproxy is the auth-proxy sidecar of the Python SDK's agent
-// pods, for an agent process written in any language: an http.Handler
-// that verifies each request's execution token, replaces the caller's
-// X-NovaOS-* headers with the ones the token proves, and reverse-proxies
-// the request to the agent.
+// Package authproxy puts execution-token checks and X-NovaOS-* headers in front of any agent.
+//
+// It is the Python SDK's auth-proxy sidecar, for an agent process written
+// in any language: an http.Handler that verifies each request's execution
+// token, replaces the caller's X-NovaOS-* headers with the ones the token
+// proves, and reverse-proxies the request to the agent.
 //
 // For every request but GET /healthz (the proxy's own health, answered
 // without a token) the proxy requires Authorization: Bearer <token> and
