@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"strings"
 
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/problem"
@@ -40,6 +39,7 @@ type Options struct {
 // upstream agent. It is safe for concurrent use.
 type Proxy struct {
 	upstream *url.URL
+	limited  bool // a body is bounded, by maxBody
 	maxBody  int64
 	log      *slog.Logger
 	rp       *httputil.ReverseProxy
@@ -56,23 +56,26 @@ func New(upstream string, v *identity.Verifier, opts *Options) (*Proxy, error) {
 		return nil, errors.New("authproxy: no verifier")
 	}
 	u, err := url.Parse(upstream)
-	switch {
-	case err != nil:
+	if err != nil {
 		if ue, ok := errors.AsType[*url.Error](err); ok {
 			err = ue.Err // its text quotes the URL, credentials included
 		}
 		return nil, fmt.Errorf("authproxy: upstream: %w", err)
-	case u.Scheme != "http" && u.Scheme != "https", u.Host == "":
-		return nil, fmt.Errorf("authproxy: upstream %q is not an absolute http or https URL", upstream)
-	case u.User != nil:
+	}
+	if u.User != nil {
 		return nil, errors.New("authproxy: upstream URL carries credentials: the agent is called with the caller's token, never the proxy's")
-	case u.RawQuery != "" || u.Fragment != "":
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("authproxy: upstream %q is not an absolute http or https URL", upstream)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("authproxy: upstream %s has a query or fragment", u.Redacted())
 	}
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
+	limited := o.MaxBodyBytes >= 0
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -82,7 +85,7 @@ func New(upstream string, v *identity.Verifier, opts *Options) (*Proxy, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	p := &Proxy{upstream: u, maxBody: o.MaxBodyBytes, log: o.Logger}
+	p := &Proxy{upstream: u, limited: limited, maxBody: o.MaxBodyBytes, log: o.Logger}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite:   p.rewrite,
 		Transport: o.Transport,
@@ -110,7 +113,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // forward proxies a verified request, its body bounded.
 func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
-	if p.maxBody >= 0 {
+	if p.limited {
 		if r.ContentLength > p.maxBody {
 			p.tooLarge(w)
 			return
@@ -120,19 +123,15 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
 	p.rp.ServeHTTP(w, r)
 }
 
-// rewrite aims the request at the agent and replaces its X-NovaOS-*
-// headers with the verified ones. It runs after the hop-by-hop headers
-// (and any the caller named in Connection) are gone, so nothing the caller
+// rewrite aims the request at the agent and sets the verified X-NovaOS-*
+// headers; identity.Middleware removed the caller's own, in any case,
+// before the request got here. It runs after the hop-by-hop headers (and
+// any the caller named in Connection) are gone, so nothing the caller
 // sends can remove what is set here.
 func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetURL(p.upstream)
 	pr.SetXForwarded()
 	h := pr.Out.Header
-	for name := range h {
-		if isPlatformHeader(name) {
-			delete(h, name)
-		}
-	}
 	e, ok := identity.ExecutionFromContext(pr.In.Context())
 	if !ok {
 		return // not behind the verifier: forward no identity at all
@@ -147,13 +146,6 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 			h.Set(f.name, f.v)
 		}
 	}
-}
-
-// isPlatformHeader reports whether name is an X-NovaOS-* header, in any
-// case.
-func isPlatformHeader(name string) bool {
-	const prefix = "x-novaos-"
-	return len(name) >= len(prefix) && strings.EqualFold(name[:len(prefix)], prefix)
 }
 
 // proxyError answers a request the agent did not: 413 for a body over the

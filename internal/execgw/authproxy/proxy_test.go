@@ -168,6 +168,7 @@ func forge(h http.Header) {
 	h["X-NOVAOS-RUN-ID"] = []string{"run-0"}
 	h.Set("X-NovaOS-Execution-Token", "forged")
 	h.Set("X-Novaos-Custom", "1")
+	h.Set("X-NovaOS-", "bare prefix")
 	h.Set("X-NovaOS-Instance-Id", "inst-evil")
 	h.Add("Connection", "X-NovaOS-Agent-Id")
 }
@@ -496,6 +497,7 @@ func TestNewRefuses(t *testing.T) {
 		{"another scheme", "ftp://127.0.0.1/", f.v, "not an absolute http or https URL"},
 		{"no host", "http://", f.v, "not an absolute http or https URL"},
 		{"credentials", "http://user:pw@127.0.0.1:9000", f.v, "credentials"},
+		{"credentials, no host", "http://user:pw@", f.v, "credentials"},
 		{"query", "http://127.0.0.1:9000/?a=b", f.v, "query or fragment"},
 		{"fragment", "http://127.0.0.1:9000/#top", f.v, "query or fragment"},
 		{"not a URL", "http://user:pw@[::1", f.v, "upstream"},
@@ -513,5 +515,64 @@ func TestNewRefuses(t *testing.T) {
 	}
 	if _, err := authproxy.New("https://agent.internal:8443/base/", f.v, nil); err != nil {
 		t.Fatalf("https upstream with a path: %v", err)
+	}
+}
+
+// A Transport given in Options is the one that reaches the agent.
+func TestTransportOption(t *testing.T) {
+	f := newFixture(t)
+	up, seen := echoUpstream(t)
+	rt := &countingTransport{next: http.DefaultTransport}
+	proxy := newProxy(t, up.URL, f.v, &authproxy.Options{Transport: rt})
+	r, _ := http.NewRequest(http.MethodGet, proxy.URL+"/", nil)
+	r.Header.Set("Authorization", "Bearer "+f.mint(t, claims))
+	if resp, body := do(t, r); resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	if rt.calls() != 1 || len(seen()) != 1 {
+		t.Fatalf("the transport made %d requests, the agent saw %d; want 1 and 1", rt.calls(), len(seen()))
+	}
+}
+
+type countingTransport struct {
+	mu   sync.Mutex
+	n    int
+	next http.RoundTripper
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	c.n++
+	c.mu.Unlock()
+	return c.next.RoundTrip(r)
+}
+
+func (c *countingTransport) calls() int { c.mu.Lock(); defer c.mu.Unlock(); return c.n }
+
+// Without Options the body limit is DefaultMaxBodyBytes: a request that
+// declares more is refused before its body is read.
+func TestDefaultBodyLimit(t *testing.T) {
+	f := newFixture(t)
+	up, seen := echoUpstream(t)
+	p, err := authproxy.New(up.URL, f.v, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := f.mint(t, claims)
+	for _, tc := range []struct {
+		length int64
+		status int
+	}{{authproxy.DefaultMaxBodyBytes + 1, http.StatusRequestEntityTooLarge}, {2, http.StatusOK}} {
+		r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader("{}"))
+		r.ContentLength = tc.length // what the client declared; the body is never read past it
+		r.Header.Set("Authorization", "Bearer "+tok)
+		w := httptest.NewRecorder()
+		p.ServeHTTP(w, r)
+		if w.Code != tc.status {
+			t.Fatalf("Content-Length %d: status %d, want %d: %s", tc.length, w.Code, tc.status, w.Body)
+		}
+	}
+	if n := len(seen()); n != 1 {
+		t.Fatalf("%d requests reached the agent, want 1", n)
 	}
 }
