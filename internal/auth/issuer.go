@@ -417,9 +417,8 @@ func (i *Issuer) stale(r *ring) string {
 func (i *Issuer) IssuerURL() string { return i.opts.Issuer }
 
 // SignJWT signs claims, a JSON object the caller made, with the active key:
-// a compact JWS (the key's algorithm, Algorithm) whose header carries typ
-// and the key's kid, so a
-// verifier of the published keys (JWKSHandler) checks it. It is for the
+// a compact JWS (of Algorithm) whose header carries typ and the key's kid,
+// so a verifier of the published keys (JWKSHandler) checks it. It is for the
 // platform's other tokens, such as push notifications' (typ
 // a2a.PushTokenType), which a verifier of execution tokens refuses by
 // their audience; Mint makes execution tokens.
