@@ -24,6 +24,9 @@ const (
 	ClaimAgentName      = "agent_name"
 	ClaimConversationID = "conversation_id"
 	ClaimScopes         = "scopes"
+	// ClaimCallID binds a token to one tool call: the token that resumes
+	// a run after a person confirmed a write is good for that write only.
+	ClaimCallID = "call_id"
 )
 
 // Claims are the verified contents of an execution token: who acts (the
@@ -45,7 +48,10 @@ type Claims struct {
 	AgentID        string
 	AgentName      string
 	ConversationID string
-	Scopes         []string
+	// CallID is the tool call a resume token is bound to (call_id); empty
+	// in a token that is not bound to one.
+	CallID string
+	Scopes []string
 }
 
 // HasScope reports whether any scope of the token grants required (see
@@ -73,6 +79,7 @@ func (c Claims) MarshalJSON() ([]byte, error) {
 		AgentID        string   `json:"agent_id,omitempty"`
 		AgentName      string   `json:"agent_name,omitempty"`
 		ConversationID string   `json:"conversation_id,omitempty"`
+		CallID         string   `json:"call_id,omitempty"`
 		Scopes         []string `json:"scopes,omitempty"`
 	}
 	w := wire{
@@ -80,7 +87,7 @@ func (c Claims) MarshalJSON() ([]byte, error) {
 		Exp: unix(c.Expiry), Nbf: unix(c.NotBefore), Iat: unix(c.IssuedAt),
 		TenantID: c.TenantID, UserID: c.UserID, RunID: c.RunID, InstanceID: c.InstanceID,
 		AgentID: c.AgentID, AgentName: c.AgentName, ConversationID: c.ConversationID,
-		Scopes: c.Scopes,
+		CallID: c.CallID, Scopes: c.Scopes,
 	}
 	switch len(c.Audience) {
 	case 0:
@@ -141,6 +148,8 @@ func parseClaims(data []byte) (*Claims, error) {
 			dst = &c.AgentName
 		case ClaimConversationID:
 			dst = &c.ConversationID
+		case ClaimCallID:
+			dst = &c.CallID
 		case "exp":
 			return decodeDate(raw, name, &c.Expiry)
 		case "nbf":

@@ -4,11 +4,12 @@
 // It is the Go form of the NovaOS Python SDK's token_verifier and
 // ExecutionContext.
 //
-// An execution token is a JWT the platform signs (EdDSA; ES256 and RS256
-// tokens of another issuer verify too) naming who acts and for whom:
-// tenant_id, agent_id, agent_name, instance_id, user_id, run_id,
-// conversation_id and scopes, with iss, aud (default "acp-agent"), exp,
-// nbf and iat. A Verifier checks one strictly: the allow-listed algorithm
+// An execution token is a JWT the platform signs (RS256 by default, or
+// EdDSA; ES256 tokens of another issuer verify too) naming who acts and
+// for whom: tenant_id, agent_id, agent_name, instance_id, user_id,
+// run_id, conversation_id, call_id (a resume token bound to one tool
+// call) and scopes, with iss, aud (default "acp-agent"), exp, nbf and
+// iat. A Verifier checks one strictly: the allow-listed algorithm
 // ("none", HS256 and everything else refused), the key its kid names in a
 // KeySource (StaticKeys in-process, or JWKS fetched from a URL with a
 // cache and a throttled refresh), the signature, the issuer (required,
@@ -18,7 +19,8 @@
 // and never include the token. A token whose signature verified is
 // remembered by its SHA-256 (Options.CacheSize, default 4096) and not
 // verified again while its key source returns the same key; its claims are
-// checked on every call.
+// checked on every call, and so is Options.Revoked, the hook that refuses
+// a token whose run has ended (ErrRevoked).
 //
 //	v, err := identity.NewJWKSVerifier("https://novaos.example.com", "https://novaos.example.com", nil, nil)
 //	claims, err := v.Verify(ctx, token)

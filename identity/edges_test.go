@@ -89,6 +89,10 @@ func TestClaimsEdges(t *testing.T) {
 			check: func(c *identity.Claims) bool {
 				return c.IssuedAt.Equal(now.Add(-10*time.Second + 250*time.Millisecond))
 			}},
+		{name: "call_id a number", payload: raw("call_id", "5"), want: identity.ErrMalformed, detail: `claim "call_id" is not a string`},
+		{name: "call_id null", payload: raw("call_id", "null"), want: identity.ErrMalformed, detail: `claim "call_id" is not a string`},
+		{name: "call_id twice", payload: withMembers(t, `"call_id":"call-6"`), want: identity.ErrMalformed, detail: "twice"},
+		{name: "call_id", payload: claim("call_id", "call-6"), check: func(c *identity.Claims) bool { return c.CallID == "call-6" }},
 		{name: "nbf with an exponent", payload: raw("nbf", "1.5e9"), check: func(c *identity.Claims) bool { return c.NotBefore.Unix() == 1.5e9 }},
 	}
 	for _, tc := range tests {

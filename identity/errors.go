@@ -37,6 +37,9 @@ var (
 	// ErrMissingClaim: a required claim (exp, tenant_id) is absent or
 	// empty.
 	ErrMissingClaim = errors.New("identity: required claim missing")
+	// ErrRevoked: the token verified, but Options.Revoked says it no
+	// longer holds (the run it was minted for has ended, say).
+	ErrRevoked = errors.New("identity: token revoked")
 )
 
 // ErrKeysUnavailable is returned, without ErrInvalid, when the keys could
@@ -49,6 +52,10 @@ var ErrKeysUnavailable = errors.New("identity: verification keys unavailable")
 type Error struct {
 	Kind   error
 	Reason string
+	// Cause is the error of Options.Revoked behind an ErrRevoked, for the
+	// server's log; Error leaves it out, so a client is never told more
+	// than Reason.
+	Cause error
 }
 
 func (e *Error) Error() string {
@@ -58,8 +65,13 @@ func (e *Error) Error() string {
 	return e.Kind.Error() + ": " + e.Reason
 }
 
-// Unwrap lets errors.Is match both ErrInvalid and the kind.
-func (e *Error) Unwrap() []error { return []error{ErrInvalid, e.Kind} }
+// Unwrap lets errors.Is match ErrInvalid, the kind, and the cause if any.
+func (e *Error) Unwrap() []error {
+	if e.Cause != nil {
+		return []error{ErrInvalid, e.Kind, e.Cause}
+	}
+	return []error{ErrInvalid, e.Kind}
+}
 
 func invalid(kind error, format string, args ...any) error {
 	return &Error{Kind: kind, Reason: fmt.Sprintf(format, args...)}

@@ -56,6 +56,8 @@ func FuzzClaims(f *testing.F) {
 	f.Add([]byte(`{"aud":"x","exp":1.5,"scopes":"a:* b"}`))
 	f.Add([]byte(`{"a":{"b":[1,2,{"c":null}]},"tenant_id":"t"}`))
 	f.Add([]byte(`{"exp":-1}`))
+	f.Add([]byte(`{"tenant_id":"t","call_id":"call-5","run_id":"r"}`))
+	f.Add([]byte(`{"tenant_id":"t","call_id":5}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var c identity.Claims
 		if c.UnmarshalJSON(data) != nil {

@@ -107,6 +107,7 @@ func validClaims(now time.Time) map[string]any {
 		"agent_id":        "agent-1",
 		"agent_name":      "mailer",
 		"conversation_id": "conv-9",
+		"call_id":         "call-5",
 		"scopes":          []string{"memory:read:*", "memory:write:agent"},
 	}
 }

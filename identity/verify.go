@@ -20,9 +20,9 @@ import (
 // not "none", not HS256 (whose "key" would be whatever bytes the verifier
 // holds, such as a public key), not RS384 or PS256.
 const (
-	EdDSA = jwk.EdDSA // Ed25519, what the platform signs with
+	EdDSA = jwk.EdDSA // Ed25519, what the platform signs with when told to
 	ES256 = jwk.ES256
-	RS256 = jwk.RS256 // what the Python SDK's gateway signs with
+	RS256 = jwk.RS256 // what the platform, like the Python SDK's gateway, signs with by default
 )
 
 // Defaults of Options.
@@ -59,6 +59,12 @@ type Options struct {
 	// CacheSize bounds the tokens whose verified signature is remembered
 	// (DefaultCacheSize); negative disables the cache. See Verifier.
 	CacheSize int
+	// Revoked, when set, is asked about every token whose signature and
+	// claims passed, a remembered one included, on every Verify: an
+	// error refuses the token with ErrRevoked (the error is kept as the
+	// rejection's Cause, never shown). Nil: no token is ever revoked. It
+	// runs on every request a token authenticates, so it must be cheap.
+	Revoked func(ctx context.Context, c *Claims) error
 }
 
 // Verifier checks execution tokens: a compact JWS whose header names an
@@ -177,7 +183,7 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
 		v.mu.Unlock()
 		if ok {
 			if key, err := v.keys.Key(ctx, t.kid); err == nil && key == t.key {
-				return v.checked(t.claims)
+				return v.checked(ctx, t.claims)
 			}
 		}
 	}
@@ -219,7 +225,23 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
 	if v.verified != nil {
 		v.remember(sum, verifiedToken{kid: h.kid, key: key, claims: *c})
 	}
+	if err := v.revoked(ctx, c); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// revoked asks Options.Revoked about verified claims. A revoked token is
+// still remembered: its signature did verify, and asking again is the
+// hook's business.
+func (v *Verifier) revoked(ctx context.Context, c *Claims) error {
+	if v.opts.Revoked == nil {
+		return nil
+	}
+	if err := v.opts.Revoked(ctx, c); err != nil {
+		return &Error{Kind: ErrRevoked, Cause: err}
+	}
+	return nil
 }
 
 // remember adds a verified token, first dropping an arbitrary one when
@@ -237,11 +259,14 @@ func (v *Verifier) remember(sum [sha256.Size]byte, t verifiedToken) {
 	v.verified[sum] = t
 }
 
-// checked applies the claim rules to remembered claims and returns a copy
-// the caller may change.
-func (v *Verifier) checked(c Claims) (*Claims, error) {
+// checked applies the claim rules and the revocation hook to remembered
+// claims and returns a copy the caller may change.
+func (v *Verifier) checked(ctx context.Context, c Claims) (*Claims, error) {
 	c.Audience, c.Scopes = slices.Clone(c.Audience), slices.Clone(c.Scopes)
 	if err := v.check(&c); err != nil {
+		return nil, err
+	}
+	if err := v.revoked(ctx, &c); err != nil {
 		return nil, err
 	}
 	return &c, nil

@@ -174,7 +174,7 @@ func TestVerifyClaims(t *testing.T) {
 		Issuer: testIssuer, Subject: "agent-1", Audience: []string{"acp-agent"},
 		Expiry: now.Add(10 * time.Minute), NotBefore: now, IssuedAt: now,
 		TenantID: "acme", UserID: "user-7", RunID: "run-42", InstanceID: "inst-3",
-		AgentID: "agent-1", AgentName: "mailer", ConversationID: "conv-9",
+		AgentID: "agent-1", AgentName: "mailer", ConversationID: "conv-9", CallID: "call-5",
 		Scopes: []string{"memory:read:*", "memory:write:agent"},
 	}
 	if d := cmp.Diff(want, got); d != "" {

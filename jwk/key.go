@@ -71,6 +71,25 @@ func GenerateKey(alg string) (*Key, error) {
 	return k, nil
 }
 
+// GenerateRSAKey returns a new RS256 private key with a modulus of bits
+// (2048 or more): GenerateKey's RS256 key is 3072 bits, and a signer that
+// signs often may choose the smaller, faster key. Its key id is its RFC
+// 7638 thumbprint.
+func GenerateRSAKey(bits int) (*Key, error) {
+	if bits < minRSABits {
+		return nil, fmt.Errorf("jwk: RSA key of %d bits: want %d or more", bits, minRSABits)
+	}
+	priv, err := rsa.GenerateKey(rand.Reader, bits)
+	if err != nil {
+		return nil, fmt.Errorf("jwk: generate RS256 key: %w", err)
+	}
+	k := &Key{jwk: jose.JSONWebKey{Key: priv, Algorithm: RS256, Use: "sig"}}
+	if err := k.setThumbprintID(); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
 // ParseKey reads one JWK. Without an "alg" member the algorithm follows
 // from the key (Ed25519 → EdDSA, P-256 → ES256, RSA → RS256); without a
 // "kid" the key id is the RFC 7638 thumbprint.

@@ -226,3 +226,32 @@ func TestFetchKeySetLimit(t *testing.T) {
 		t.Error("a JWKS one byte over MaxBytes was accepted")
 	}
 }
+
+// GenerateRSAKey makes a private RS256 key of the size asked, named by its
+// thumbprint, and refuses one under 2048 bits.
+func TestGenerateRSAKey(t *testing.T) {
+	if _, err := GenerateRSAKey(1024); err == nil {
+		t.Error("GenerateRSAKey(1024) made a key")
+	}
+	k, err := GenerateRSAKey(2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	priv, ok := k.Signer().(*rsa.PrivateKey)
+	if !ok || priv.N.BitLen() != 2048 || !k.IsPrivate() || k.Algorithm() != RS256 {
+		t.Fatalf("key %v: %T, private %v", k, k.Signer(), k.IsPrivate())
+	}
+	tp, err := k.jwk.Thumbprint(crypto.SHA256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := base64.RawURLEncoding.EncodeToString(tp); k.KeyID() != want {
+		t.Errorf("kid %q, want the thumbprint %q", k.KeyID(), want)
+	}
+	pub, _ := json.Marshal(k)
+	var m map[string]any
+	json.Unmarshal(pub, &m)
+	if m["kty"] != "RSA" || m["alg"] != RS256 || m["use"] != "sig" || m["kid"] != k.KeyID() || m["e"] != "AQAB" || m["n"] == nil || m["d"] != nil {
+		t.Errorf("public JWK %s", pub)
+	}
+}

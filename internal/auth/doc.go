@@ -1,9 +1,12 @@
 // Package auth is the platform's token issuer: it signs and verifies
 // execution tokens.
 //
-// It signs execution tokens with an Ed25519 key kept in the data directory,
-// publishes the public keys as a JWKS, rotates, and verifies its own tokens
-// for the platform's services.
+// It signs execution tokens with a key kept in the data directory (RS256
+// with a 2048-bit RSA key by default, as the Python SDK's agents verify
+// them; EdDSA with Ed25519 when Options.Algorithm says so), publishes the
+// public keys as a JWKS, rotates, and verifies its own tokens for the
+// platform's services, asking Options.Revoked about each (the execution
+// gateway revokes the tokens of a run that has ended).
 //
 // The key ring is one owner-only file (KeyFile, "token.key" in the data
 // directory), created on first use with keyfile.Create and rewritten
@@ -11,7 +14,12 @@
 // public halves of retired keys with the time until which they stay
 // published: a rotated-out key keeps verifying until the last token it
 // can have signed has expired (its retirement plus MaxTTL plus the
-// verifiers' leeway), then drops out. Every kid is the key's RFC 7638 thumbprint.
+// verifiers' leeway), then drops out. Every kid is the key's RFC 7638
+// thumbprint. A ring whose active key is not of Options.Algorithm (made
+// when the platform signed EdDSA by default) is rotated at the first
+// signature, its old key published like any retired one. Processes that
+// share a ring rotate it one at a time, under an flock on the file
+// beside it (KeyFile plus ".lock").
 //
 //	iss, err := auth.Open(filepath.Join(dataDir, auth.KeyFile), auth.Options{Issuer: "http://127.0.0.1:8080"})
 //	token, err := iss.Mint(ctx, identity.Claims{TenantID: "acme", AgentID: "mailer",

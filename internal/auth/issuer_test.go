@@ -54,7 +54,7 @@ func open(t *testing.T, path string, clk *clock, mut ...func(*auth.Options)) *au
 
 var claims = identity.Claims{
 	TenantID: "acme", AgentID: "agent-1", AgentName: "mailer", UserID: "user-7", RunID: "run-42",
-	InstanceID: "inst-3", ConversationID: "conv-9", Scopes: []string{"memory:read:*", "memory:write:agent"},
+	InstanceID: "inst-3", ConversationID: "conv-9", CallID: "call-5", Scopes: []string{"memory:read:*", "memory:write:agent"},
 }
 
 func TestOpenCreatesOwnerOnlyKey(t *testing.T) {
@@ -161,37 +161,56 @@ func TestOpenRefuses(t *testing.T) {
 }
 
 func TestMintVerify(t *testing.T) {
-	clk := &clock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
-	iss := open(t, filepath.Join(t.TempDir(), auth.KeyFile), clk)
-	tok, err := iss.Mint(context.Background(), claims, 10*time.Minute)
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name, alg, wantAlg string
+	}{
+		{"default", "", "RS256"},
+		{"RS256", auth.RS256, "RS256"},
+		{"EdDSA", auth.EdDSA, "EdDSA"},
 	}
-	// Header: alg EdDSA, typ JWT, kid the active key.
-	h, _ := base64.RawURLEncoding.DecodeString(strings.Split(tok, ".")[0])
-	var hdr map[string]any
-	json.Unmarshal(h, &hdr)
-	if hdr["alg"] != "EdDSA" || hdr["typ"] != "JWT" || hdr["kid"] != iss.KeyID() {
-		t.Fatalf("header %s", h)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := &clock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
+			withAlg := func(o *auth.Options) { o.Algorithm = tc.alg }
+			iss := open(t, filepath.Join(t.TempDir(), auth.KeyFile), clk, withAlg)
+			if iss.Algorithm() != tc.wantAlg || iss.PublicKeys()[0].Algorithm() != tc.wantAlg {
+				t.Fatalf("Algorithm %q, key %v; want %s", iss.Algorithm(), iss.PublicKeys()[0], tc.wantAlg)
+			}
+			tok, err := iss.Mint(context.Background(), claims, 10*time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Header: alg, typ JWT, kid the active key.
+			h, _ := base64.RawURLEncoding.DecodeString(strings.Split(tok, ".")[0])
+			var hdr map[string]any
+			json.Unmarshal(h, &hdr)
+			if diff := cmp.Diff(map[string]any{"alg": tc.wantAlg, "typ": "JWT", "kid": iss.KeyID()}, hdr); diff != "" {
+				t.Fatalf("header (-want +got):\n%s", diff)
+			}
+			c, err := iss.Verify(context.Background(), tok)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Issuer != issuer || !slices.Equal(c.Audience, []string{identity.DefaultAudience}) || c.Subject != "agent-1" ||
+				c.ID == "" || !c.Expiry.Equal(clk.Now().Add(10*time.Minute)) || c.ConversationID != "conv-9" || c.CallID != "call-5" ||
+				!c.HasScope("memory:read:tenant") {
+				t.Fatalf("claims %+v", c)
+			}
+			// Expiry is enforced by the platform's verifier, with its leeway.
+			clk.Add(10*time.Minute + identity.DefaultLeeway + time.Second)
+			if _, err := iss.Verify(context.Background(), tok); !errors.Is(err, identity.ErrExpired) {
+				t.Fatalf("after expiry: %v", err)
+			}
+			// A token of another ring is not the platform's.
+			other := open(t, filepath.Join(t.TempDir(), auth.KeyFile), clk, withAlg)
+			foreign, _ := other.Mint(context.Background(), claims, time.Minute)
+			if _, err := iss.Verify(context.Background(), foreign); !errors.Is(err, identity.ErrUnknownKey) {
+				t.Fatalf("foreign token: %v", err)
+			}
+		})
 	}
-	c, err := iss.Verify(context.Background(), tok)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Issuer != issuer || !slices.Equal(c.Audience, []string{identity.DefaultAudience}) || c.Subject != "agent-1" ||
-		c.ID == "" || !c.Expiry.Equal(clk.Now().Add(10*time.Minute)) || c.ConversationID != "conv-9" || !c.HasScope("memory:read:tenant") {
-		t.Fatalf("claims %+v", c)
-	}
-	// Expiry is enforced by the platform's verifier, with its leeway.
-	clk.Add(10*time.Minute + identity.DefaultLeeway + time.Second)
-	if _, err := iss.Verify(context.Background(), tok); !errors.Is(err, identity.ErrExpired) {
-		t.Fatalf("after expiry: %v", err)
-	}
-	// A token of another ring is not the platform's.
-	other := open(t, filepath.Join(t.TempDir(), auth.KeyFile), clk)
-	foreign, _ := other.Mint(context.Background(), claims, time.Minute)
-	if _, err := iss.Verify(context.Background(), foreign); !errors.Is(err, identity.ErrUnknownKey) {
-		t.Fatalf("foreign token: %v", err)
+	if _, err := auth.Open("", auth.Options{Issuer: issuer, Algorithm: "HS256"}); err == nil {
+		t.Fatal("Open accepted algorithm HS256")
 	}
 }
 

@@ -11,20 +11,26 @@ import (
 )
 
 // RecordFile is where a server records, in its data directory, the
-// issuer and audience its tokens carry, so that `novaos token mint` and
-// `token verify` given the same directory sign and check what the server
-// accepts without being told its URL.
+// issuer and audience its tokens carry and the algorithm it signs with,
+// so that `novaos token mint` and `token verify` given the same directory
+// sign and check what the server accepts without being told its URL, and
+// a mint does not rotate the server's key to another algorithm.
 const RecordFile = "token-issuer.json"
 
 // Record is what a server's verifier expects of the tokens it accepts.
 type Record struct {
 	Issuer   string `json:"issuer"`
 	Audience string `json:"audience"`
+	// Algorithm is what the server signs with (RS256 or EdDSA); a record
+	// written before servers recorded it has none.
+	Algorithm string `json:"algorithm,omitempty"`
 }
 
-// Record is what the issuer signs into every token: its Options' Issuer
-// and Audience.
-func (i *Issuer) Record() Record { return Record{Issuer: i.opts.Issuer, Audience: i.opts.Audience} }
+// Record is what the issuer signs into every token: its Options' Issuer,
+// Audience and Algorithm.
+func (i *Issuer) Record() Record {
+	return Record{Issuer: i.opts.Issuer, Audience: i.opts.Audience, Algorithm: i.opts.Algorithm}
+}
 
 func (r Record) check() error {
 	u, err := url.Parse(r.Issuer)
@@ -37,6 +43,8 @@ func (r Record) check() error {
 		return errors.New("the issuer is not an absolute URL")
 	case r.Audience == "":
 		return errors.New("no audience")
+	case r.Algorithm != "" && r.Algorithm != RS256 && r.Algorithm != EdDSA:
+		return errors.New("the algorithm is not RS256 or EdDSA")
 	}
 	return nil
 }
@@ -69,7 +77,7 @@ func ReadRecord(dir string) (Record, error) {
 	}
 	var r Record
 	if err := json.Unmarshal(data, &r); err != nil {
-		return Record{}, fmt.Errorf("auth: token issuer record %s is not JSON with an issuer and an audience", path)
+		return Record{}, fmt.Errorf("auth: token issuer record %s is not JSON with an issuer, an audience and perhaps an algorithm", path)
 	}
 	if err := r.check(); err != nil {
 		return Record{}, fmt.Errorf("auth: token issuer record %s: %w", path, err)

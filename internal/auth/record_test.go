@@ -22,11 +22,13 @@ func TestRecordRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := auth.Record{Issuer: "http://127.0.0.1:9123", Audience: "novaos-dev"}
+	want := auth.Record{Issuer: "http://127.0.0.1:9123", Audience: "novaos-dev", Algorithm: auth.RS256}
 	if diff := cmp.Diff(want, iss.Record()); diff != "" {
 		t.Fatalf("Record (-want +got):\n%s", diff)
 	}
-	for _, r := range []auth.Record{want, {Issuer: "https://novaos.example.com", Audience: "acp-agent"}} {
+	// A record of a server before algorithms were recorded still reads.
+	for _, r := range []auth.Record{want, {Issuer: "https://novaos.example.com", Audience: "acp-agent", Algorithm: auth.EdDSA},
+		{Issuer: "https://novaos.example.com", Audience: "acp-agent"}} {
 		if err := auth.WriteRecord(dir, r); err != nil {
 			t.Fatal(err)
 		}
@@ -61,6 +63,8 @@ func TestRecordRefused(t *testing.T) {
 		{name: "no scheme", rec: auth.Record{Issuer: "//novaos.example.com", Audience: "a"}, file: `{"issuer":"//novaos.example.com","audience":"a"}`, want: "absolute URL"},
 		{name: "bad URL", rec: auth.Record{Issuer: "http://[::1", Audience: "a"}, file: `{"issuer":"http://[::1","audience":"a"}`, want: "absolute URL"},
 		{name: "no audience", rec: auth.Record{Issuer: "http://127.0.0.1:1"}, file: `{"issuer":"http://127.0.0.1:1"}`, want: "no audience"},
+		{name: "unknown algorithm", rec: auth.Record{Issuer: "http://127.0.0.1:1", Audience: "a", Algorithm: "HS256"},
+			file: `{"issuer":"http://127.0.0.1:1","audience":"a","algorithm":"HS256"}`, want: "not RS256 or EdDSA"},
 		{name: "not JSON", file: `issuer = "http://127.0.0.1:1"`, want: "not JSON"},
 	}
 	for _, tc := range tests {

@@ -56,6 +56,7 @@ func commands() []command {
 		{"memory", "write, query, update, forget, hint and assemble memories on a server (memory <subcommand>)", runMemory},
 		{"gate", "operate the governance gate: list, show, approve, deny and confirm actions; rules; audit (gate <subcommand>)", runGate},
 		{"token", "mint, verify and rotate execution tokens (token mint|verify|rotate)", runToken},
+		{"proxy", "verify execution tokens and inject X-NovaOS-* headers in front of an agent in any language", runProxy},
 		{"version", "print the version", runVersion},
 		{"help", "show this help", runHelp},
 	}

@@ -23,6 +23,7 @@ func ExampleMain() {
 	//   memory   write, query, update, forget, hint and assemble memories on a server (memory <subcommand>)
 	//   gate     operate the governance gate: list, show, approve, deny and confirm actions; rules; audit (gate <subcommand>)
 	//   token    mint, verify and rotate execution tokens (token mint|verify|rotate)
+	//   proxy    verify execution tokens and inject X-NovaOS-* headers in front of an agent in any language
 	//   version  print the version
 	//   help     show this help
 	//

@@ -41,8 +41,8 @@ func runToken(ctx context.Context, args []string, e *env) int {
 
 // issuerFlags are the flags every token subcommand shares.
 type issuerFlags struct {
-	fs                              *flag.FlagSet
-	data, keyFile, issuer, audience *string
+	fs                                   *flag.FlagSet
+	data, keyFile, issuer, audience, alg *string
 }
 
 // addIssuerFlags adds --data, and --issuer and --audience unless the
@@ -54,6 +54,7 @@ func addIssuerFlags(fs *flag.FlagSet, claims bool) issuerFlags {
 		keyFile:  fs.String("key-file", "", "the signing key ring `file`, when the server has a --token-key-file (default <--data>/"+auth.KeyFile+")"),
 		issuer:   new(string),
 		audience: new(string),
+		alg:      new(string),
 	}
 	if claims {
 		fs.StringVar(f.issuer, "issuer", "", "token issuer (iss) `URL`: the server's --token-issuer, by default its public base URL (default what the server on --data recorded in "+auth.RecordFile+", else "+defaultIssuer+")")
@@ -62,18 +63,38 @@ func addIssuerFlags(fs *flag.FlagSet, claims bool) issuerFlags {
 	return f
 }
 
-// resolve fills in the issuer and audience not given as flags: what the
-// server on --data recorded when it started, else the defaults of a
-// server started with none of the flags.
+// addAlg adds --alg to a command that signs: a key it makes is of this
+// algorithm, and a ring whose key is not is rotated before it signs.
+func (f issuerFlags) addAlg() {
+	f.fs.StringVar(f.alg, "alg", "", "signing `algorithm`, RS256 or EdDSA: the server's --token-alg (default what the server on --data recorded in "+auth.RecordFile+", else RS256); a key ring whose active key is of the other algorithm is rotated first")
+}
+
+// resolve fills in the issuer, audience and algorithm not given as
+// flags: what the server on --data recorded when it started, else the
+// defaults of a server started with none of the flags.
 func (f issuerFlags) resolve() error {
+	given := map[string]bool{}
+	f.fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	if *f.alg != "" && *f.alg != auth.RS256 && *f.alg != auth.EdDSA {
+		return fmt.Errorf("--alg %q: want %s or %s", *f.alg, auth.RS256, auth.EdDSA)
+	}
+	algFromRecord := f.fs.Lookup("alg") != nil && !given["alg"]
 	if f.fs.Lookup("issuer") == nil {
 		// Only the key ring is touched (token rotate): no token is signed
 		// or checked, so the claims' values do not matter.
 		*f.issuer, *f.audience = defaultIssuer, identity.DefaultAudience
+		if algFromRecord {
+			rec, err := auth.ReadRecord(*f.data)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+			case err != nil:
+				return fmt.Errorf("%w (or give --alg)", err)
+			default:
+				*f.alg = rec.Algorithm
+			}
+		}
 		return nil
 	}
-	given := map[string]bool{}
-	f.fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
 	if !given["issuer"] || !given["audience"] {
 		rec, err := auth.ReadRecord(*f.data)
 		switch {
@@ -88,6 +109,9 @@ func (f issuerFlags) resolve() error {
 		if !given["audience"] {
 			*f.audience = rec.Audience
 		}
+		if algFromRecord {
+			*f.alg = rec.Algorithm
+		}
 	}
 	return nil
 }
@@ -101,7 +125,7 @@ func (f issuerFlags) open(e *env, maxTTL time.Duration) (*auth.Issuer, error) {
 		path = filepath.Join(*f.data, auth.KeyFile)
 	}
 	return auth.Open(path, auth.Options{
-		Issuer: *f.issuer, Audience: *f.audience, MaxTTL: maxTTL,
+		Issuer: *f.issuer, Audience: *f.audience, MaxTTL: maxTTL, Algorithm: *f.alg,
 		Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{
 			// Only what the operator should know: a key was made.
 			ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
@@ -115,9 +139,10 @@ func (f issuerFlags) open(e *env, maxTTL time.Duration) (*auth.Issuer, error) {
 }
 
 func runTokenMint(ctx context.Context, args []string, e *env) int {
-	const synopsis = "token mint [--data DIR] --tenant T --agent A [--user U] [--run R] [--conversation C] --scopes s1,s2 [--ttl D]"
+	const synopsis = "token mint [--data DIR] --tenant T --agent A [--user U] [--run R] [--conversation C] [--call ID] --scopes s1,s2 [--ttl D]"
 	fs := newFlags("token mint", synopsis, e)
 	iss := addIssuerFlags(fs, true)
+	iss.addAlg()
 	tenant := fs.String("tenant", "", "tenant `id` (tenant_id); required")
 	agentID := fs.String("agent", "", "agent `id` (agent_id, and sub); required")
 	agentName := fs.String("agent-name", "", "agent `name` (agent_name)")
@@ -125,6 +150,7 @@ func runTokenMint(ctx context.Context, args []string, e *env) int {
 	user := fs.String("user", "", "user `id` the agent acts for (user_id)")
 	runID := fs.String("run", "", "run `id` (run_id)")
 	conversation := fs.String("conversation", "", "conversation `id` (conversation_id)")
+	call := fs.String("call", "", "tool call `id` a resume token is bound to (call_id)")
 	scopes := fs.String("scopes", "", "comma-separated `scopes`, e.g. memory:read:*,memory:write:agent; required")
 	ttl := fs.Duration("ttl", time.Hour, "lifetime of the token, at most --max-ttl")
 	maxTTL := fs.Duration("max-ttl", auth.DefaultMaxTTL, "longest lifetime signed; a rotated-out key stays published this long")
@@ -150,7 +176,7 @@ func runTokenMint(ctx context.Context, args []string, e *env) int {
 	}
 	tok, err := issuer.Mint(ctx, identity.Claims{
 		TenantID: *tenant, AgentID: *agentID, AgentName: *agentName, InstanceID: *instance,
-		UserID: *user, RunID: *runID, ConversationID: *conversation, Scopes: list,
+		UserID: *user, RunID: *runID, ConversationID: *conversation, CallID: *call, Scopes: list,
 	}, *ttl)
 	if err != nil {
 		if errors.Is(err, auth.ErrClaims) {
@@ -226,8 +252,9 @@ func runTokenVerify(ctx context.Context, args []string, e *env) int {
 }
 
 func runTokenRotate(ctx context.Context, args []string, e *env) int {
-	fs := newFlags("token rotate", "token rotate [--data DIR] [--max-ttl D]", e)
+	fs := newFlags("token rotate", "token rotate [--data DIR] [--alg RS256|EdDSA] [--max-ttl D]", e)
 	iss := addIssuerFlags(fs, false)
+	iss.addAlg()
 	maxTTL := fs.Duration("max-ttl", auth.DefaultMaxTTL, "the server's --token-max-ttl: the old key stays published this long (plus leeway), until every token it signed has expired")
 	if code, ok := parse(fs, args); !ok {
 		return code

@@ -276,3 +276,79 @@ func TestTokenRecordMissingOrBroken(t *testing.T) {
 		}
 	}
 }
+
+func tokenAlg(t *testing.T, tok string) string {
+	t.Helper()
+	h, err := base64.RawURLEncoding.DecodeString(strings.Split(tok, ".")[0])
+	var hdr struct{ Alg string }
+	if err != nil || json.Unmarshal(h, &hdr) != nil {
+		t.Fatalf("header of %d bytes does not decode", len(h))
+	}
+	return hdr.Alg
+}
+
+// mint signs RS256 unless told otherwise by --alg or by the algorithm the
+// server on --data recorded, so a mint beside an EdDSA server does not
+// rotate its key to RSA; rotate makes a key of the same algorithm.
+func TestTokenAlgorithm(t *testing.T) {
+	tests := []struct {
+		name    string
+		record  string // the server's record, "" for none
+		args    []string
+		wantAlg string
+	}{
+		{"default", "", nil, "RS256"},
+		{"flag", "", []string{"--alg", "EdDSA"}, "EdDSA"},
+		{"recorded", `{"issuer":"http://127.0.0.1:8080","audience":"acp-agent","algorithm":"EdDSA"}`, nil, "EdDSA"},
+		{"recorded before algorithms were", `{"issuer":"http://127.0.0.1:8080","audience":"acp-agent"}`, nil, "RS256"},
+		{"flag over record", `{"issuer":"http://127.0.0.1:8080","audience":"acp-agent","algorithm":"EdDSA"}`, []string{"--alg", "RS256"}, "RS256"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			data := filepath.Join(t.TempDir(), "data")
+			if tc.record != "" {
+				os.MkdirAll(data, 0o700)
+				if err := os.WriteFile(filepath.Join(data, auth.RecordFile), []byte(tc.record), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tok := mintToken(t, data, tc.args...)
+			if got := tokenAlg(t, tok); got != tc.wantAlg {
+				t.Fatalf("alg %s, want %s", got, tc.wantAlg)
+			}
+			code, kid, errOut := runCmd(t, append([]string{"token", "rotate", "--data", data}, tc.args...)...)
+			if code != exitOK {
+				t.Fatalf("rotate: %d %s", code, errOut)
+			}
+			again := mintToken(t, data, tc.args...)
+			if tokenAlg(t, again) != tc.wantAlg {
+				t.Fatalf("after rotate: alg %s", tokenAlg(t, again))
+			}
+			iss, err := auth.Open(filepath.Join(data, auth.KeyFile), auth.Options{Issuer: defaultIssuer, Algorithm: tc.wantAlg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if iss.KeyID() != strings.TrimSpace(kid) || len(iss.PublicKeys()) != 2 {
+				t.Fatalf("ring: active %s (rotate printed %s), %d keys", iss.KeyID(), kid, len(iss.PublicKeys()))
+			}
+		})
+	}
+	code, _, errOut := runCmd(t, "token", "mint", "--data", t.TempDir(), "--tenant", "t", "--agent", "a", "--scopes", "x", "--alg", "HS256")
+	if code == exitOK || !strings.Contains(errOut, "RS256 or EdDSA") {
+		t.Fatalf("--alg HS256: %d %q", code, errOut)
+	}
+}
+
+// A resume token's call_id is minted with --call and shown by verify.
+func TestTokenCallID(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	tok := mintToken(t, data, "--call", "call-5")
+	code, out, errOut := runCmd(t, "token", "verify", "--data", data, tok)
+	if code != exitOK {
+		t.Fatalf("verify: %d %s", code, errOut)
+	}
+	var printed map[string]any
+	if err := json.Unmarshal([]byte(out), &printed); err != nil || printed["call_id"] != "call-5" || printed["run_id"] != "run-42" {
+		t.Fatalf("verify printed %s (%v): want call_id call-5", out, err)
+	}
+}
