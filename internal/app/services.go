@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/agenthost"
 	"novaos.dev/novaos/internal/auth"
 	"novaos.dev/novaos/internal/execgw"
@@ -68,7 +70,23 @@ func (s *Server) mount(ctx context.Context, base string, guard *httpapi.Guard) (
 	m := &mounted{}
 	l := &m.list
 	var err error
-	if m.issuer, err = auth.Mount(auth.Deps{BaseURL: base, DataDir: dataDir}, s.opts.token()); err != nil {
+	// The gateway revokes a run's tokens when the run ends; it is built
+	// after the issuer, which asks it.
+	var gw atomic.Pointer[execgw.Service]
+	tokenOpts := s.opts.token()
+	own := tokenOpts.Revoked
+	tokenOpts.Revoked = func(ctx context.Context, c *identity.Claims) error {
+		if own != nil {
+			if err := own(ctx, c); err != nil {
+				return err
+			}
+		}
+		if g := gw.Load(); g != nil {
+			return g.Revoked(ctx, c)
+		}
+		return nil
+	}
+	if m.issuer, err = auth.Mount(auth.Deps{BaseURL: base, DataDir: dataDir}, tokenOpts); err != nil {
 		return m, fmt.Errorf("app: token keys: %w", err)
 	}
 	add(l, m.issuer)
@@ -81,8 +99,10 @@ func (s *Server) mount(ctx context.Context, base string, guard *httpapi.Guard) (
 		return m, fmt.Errorf("app: %w", err)
 	}
 	add(l, m.host)
-	add(l, execgw.Mount(st, execgw.Deps{AdminToken: s.opts.AdminToken, Tokens: m.issuer, Hosted: m.host, BaseURL: base},
-		s.opts.gateway()))
+	if g := add(l, execgw.Mount(st, execgw.Deps{AdminToken: s.opts.AdminToken, Tokens: m.issuer, Hosted: m.host, BaseURL: base},
+		s.opts.gateway())); g != nil {
+		gw.Store(g)
+	}
 	add(l, registrysvc.Mount(st, registrysvc.Deps{BaseURL: base, AdminToken: s.opts.AdminToken, Hosted: m.host.Records()}, s.opts.registry()))
 	*l = append(*l, s.own())
 	return m, nil

@@ -19,7 +19,7 @@ import (
 // platformFlagSet holds serve's flags for the platform services:
 // execution tokens and the memory service.
 type platformFlagSet struct {
-	tokenIssuer, tokenAudience, tokenKeyFile             *string
+	tokenIssuer, tokenAudience, tokenKeyFile, tokenAlg   *string
 	tokenTTL, tokenMaxTTL, tokenLeeway, tokenKeyLifetime *time.Duration
 
 	memMaxBody, memIndex                 byteSize
@@ -39,7 +39,8 @@ func platformFlags(fs *flag.FlagSet) *platformFlagSet {
 	p.tokenTTL = fs.Duration("token-ttl", auth.DefaultTTL, "lifetime of a token the platform mints without one asked")
 	p.tokenMaxTTL = fs.Duration("token-max-ttl", auth.DefaultMaxTTL, "longest token lifetime signed; a rotated-out key stays published this long (plus --token-leeway)")
 	p.tokenLeeway = fs.Duration("token-leeway", identity.DefaultLeeway, "clock skew allowed on a token's exp, nbf and iat")
-	p.tokenKeyFile = fs.String("token-key-file", "", "`file` of the token signing key ring (Ed25519, owner-only, created when missing; default <--data>/"+app.TokenKeyFile+"); replicas that verify each other's tokens share one")
+	p.tokenAlg = fs.String("token-alg", auth.RS256, "algorithm execution tokens are signed with: RS256 (2048-bit RSA, what agents built on the Python SDK verify) or EdDSA (Ed25519, much cheaper to sign)")
+	p.tokenKeyFile = fs.String("token-key-file", "", "`file` of the token signing key ring (owner-only, created when missing; default <--data>/"+app.TokenKeyFile+"); replicas that verify each other's tokens share one")
 	p.tokenKeyLifetime = fs.Duration("token-key-lifetime", 0, "age at which the server rotates its signing key itself (0: only on novaos token rotate)")
 
 	fs.Var(&p.memMaxBody, "memory-max-body-bytes", "largest request body `size` of the memory service ("+"/api/v1/mcp); a larger one gets 413")
@@ -64,6 +65,8 @@ func (p *platformFlagSet) check() string {
 	switch {
 	case *p.tokenTTL <= 0 || *p.tokenMaxTTL <= 0 || *p.tokenTTL > *p.tokenMaxTTL:
 		return "--token-ttl and --token-max-ttl must be positive, --token-ttl at most --token-max-ttl"
+	case *p.tokenAlg != auth.RS256 && *p.tokenAlg != auth.EdDSA:
+		return "--token-alg must be " + auth.RS256 + " or " + auth.EdDSA
 	case *p.tokenLeeway < 0 || *p.tokenKeyLifetime < 0:
 		return "--token-leeway and --token-key-lifetime must not be negative"
 	case p.memMaxBody.n <= 0 || p.memIndex.n <= 0:
@@ -89,7 +92,7 @@ func (p *platformFlagSet) check() string {
 
 func (p *platformFlagSet) token() app.TokenOptions {
 	return app.TokenOptions{Issuer: *p.tokenIssuer, Audience: *p.tokenAudience, DefaultTTL: *p.tokenTTL, MaxTTL: *p.tokenMaxTTL,
-		Leeway: *p.tokenLeeway, KeyFile: *p.tokenKeyFile, KeyLifetime: *p.tokenKeyLifetime}
+		Leeway: *p.tokenLeeway, KeyFile: *p.tokenKeyFile, KeyLifetime: *p.tokenKeyLifetime, Algorithm: *p.tokenAlg}
 }
 
 // memory builds the memory service's options, reading the model API keys.

@@ -16,6 +16,9 @@ type hub struct {
 	store gateway.Store
 	log   *slog.Logger
 	max   int
+	// onEvents, when set, hears of every run with new events ("" for
+	// all) before its followers are woken.
+	onEvents func(run string)
 
 	mu          sync.Mutex
 	runs        map[string]map[*follower]struct{}
@@ -79,6 +82,9 @@ func (h *hub) unfollow(f *follower) {
 
 // notify wakes the followers of run, or every follower for run "".
 func (h *hub) notify(run string, _ int64) {
+	if h.onEvents != nil {
+		h.onEvents(run)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if run == "" {

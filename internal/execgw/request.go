@@ -29,9 +29,8 @@ func (s *Service) request(ctx context.Context, run gateway.Run, t *target) (*a2a
 	token, err := s.deps.Tokens.Mint(ctx, identity.Claims{
 		TenantID: run.TenantID, UserID: run.Caller.UserID, RunID: run.ID, InstanceID: run.InstanceID,
 		AgentID: run.AgentID, AgentName: t.inst.Name, ConversationID: run.ConversationID, Scopes: t.inst.Scopes,
-		// CALLID (the resume token is bound to the approved call)
+		CallID: callID, // a resume token is good for the approved write only
 	}, s.o.TokenTTL)
-	_ = callID
 	if err != nil {
 		return nil, nil, fmt.Errorf("execgw: mint the run's token: %w", err)
 	}

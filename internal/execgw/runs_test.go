@@ -196,6 +196,13 @@ func TestWriteConfirmation(t *testing.T) {
 	if f := hitl.Extract(sc.call(1).Message); f.Response == nil || f.Response.Metadata["call_id"] != "call-7" || f.Response.Metadata["approved"] != true {
 		t.Fatalf("the resumed call carries %+v", f.Response)
 	}
+	// The resumed delivery's token is bound to the approved call; the first was not.
+	e.tokens.mu.Lock()
+	first, second := e.tokens.minted[0].CallID, e.tokens.minted[1].CallID
+	e.tokens.mu.Unlock()
+	if first != "" || second != "call-7" {
+		t.Fatalf("tokens bound to %q then %q", first, second)
+	}
 }
 
 // At least once: a stream that ends without an ending is delivered again

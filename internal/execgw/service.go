@@ -181,6 +181,8 @@ type Service struct {
 
 	hub      *hub
 	dispatch *dispatcher
+	// revocations remembers which runs have ended, for Revoked.
+	revocations *runStates
 	// outbound calls agents by URL; resolver caches their cards.
 	outbound *http.Client
 	resolver *a2aclient.Resolver
@@ -208,7 +210,9 @@ func New(s gateway.Store, deps Deps, o *Options) *Service {
 	svc.api = &httpapi.API{Name: "gateway", Logger: svc.log, MaxBodyBytes: opts.MaxBodyBytes,
 		Auth: svc.callers(), Protect: func(r *http.Request) bool { return r.URL.Path != gateway.StreamingHealthPath },
 		ProblemFor: problemFor}
+	svc.revocations = newRunStates(maxRevocationCache)
 	svc.hub = newHub(s, opts.MaxStreams, svc.log)
+	svc.hub.onEvents = svc.revocations.forget
 	svc.outbound = outboundClient(opts.URLPolicy.Guard().Dialer(&net.Dialer{Timeout: 10 * time.Second}))
 	svc.resolver = a2aclient.NewResolver(&a2aclient.ResolverOptions{HTTPClient: svc.outbound})
 	svc.dispatch = newDispatcher(svc)
