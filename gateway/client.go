@@ -1,0 +1,1177 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"math/rand/v2"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"novaos.dev/novaos/problem"
+	"novaos.dev/novaos/resilience"
+	"novaos.dev/novaos/secret"
+)
+
+// DefaultTimeout bounds one attempt of a call that is not an event
+// stream.
+const DefaultTimeout = 30 * time.Second
+
+// TenantHeader names the tenant an admin-token call acts for.
+const TenantHeader = "X-Tenant-ID"
+
+// maxAnswerBytes bounds what the client reads of one answer that is not an
+// event stream; maxProblemBytes of an error answer.
+const (
+	maxAnswerBytes  = 16 << 20
+	maxProblemBytes = 64 << 10
+)
+
+// Errors a call's error matches (errors.Is), besides ErrNotFound and
+// ErrConflict, which an *Error with status 404 or 409 matches too.
+var (
+	// ErrInvalidRequest: the client refused to send a request (an
+	// *InvalidError), or the gateway answered 400 or 413.
+	ErrInvalidRequest = errors.New("gateway: invalid request")
+	// ErrUnauthorized: 401, no token or one the gateway refused.
+	ErrUnauthorized = errors.New("gateway: unauthorized")
+	// ErrForbidden: 403, a caller the gateway knows but refuses.
+	ErrForbidden = errors.New("gateway: forbidden")
+	// ErrProtocol: an answer that does not fit the API (an unexpected
+	// status, a body that is not the JSON asked for).
+	ErrProtocol = errors.New("gateway: malformed answer")
+)
+
+// Error is an error answer of the gateway: its status and, when the body
+// was an RFC 9457 problem, the problem's members. It matches (errors.Is)
+// ErrInvalidRequest for 400 and 413, ErrUnauthorized for 401,
+// ErrForbidden for 403, ErrNotFound for 404 and ErrConflict for 409. The
+// client's token never appears in it: a title or detail that echoes it
+// has it replaced.
+type Error struct {
+	Status int
+	// Type is the problem type URI ("about:blank" when the answer was not
+	// a problem).
+	Type   string
+	Title  string
+	Detail string
+	// Errors names each field of the request that broke a rule, when the
+	// gateway said.
+	Errors []problem.FieldError
+
+	retryAfter time.Duration
+}
+
+func (e *Error) Error() string {
+	msg := "gateway: " + strconv.Itoa(e.Status)
+	if e.Title != "" {
+		msg += " " + e.Title
+	}
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	return msg
+}
+
+// HTTPStatus is the answer's status; package resilience reads it to tell
+// a passing outage from an answer.
+func (e *Error) HTTPStatus() int { return e.Status }
+
+// RetryAfter is the gateway's Retry-After on a 429 or 503, 0 when none.
+func (e *Error) RetryAfter() time.Duration { return e.retryAfter }
+
+// Is matches the sentinel of the status.
+func (e *Error) Is(target error) bool {
+	switch e.Status {
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge:
+		return target == ErrInvalidRequest
+	case http.StatusUnauthorized:
+		return target == ErrUnauthorized
+	case http.StatusForbidden:
+		return target == ErrForbidden
+	case http.StatusNotFound:
+		return target == ErrNotFound
+	case http.StatusConflict:
+		return target == ErrConflict
+	}
+	return false
+}
+
+// InvalidError is a request the client refused to send: Field (a JSON
+// path, such as "attachments[0].name") breaks the rule Message states.
+type InvalidError struct {
+	Field   string
+	Message string
+}
+
+func (e *InvalidError) Error() string {
+	return "gateway: invalid " + e.Field + ": " + e.Message
+}
+
+// Is matches ErrInvalidRequest.
+func (e *InvalidError) Is(target error) bool { return target == ErrInvalidRequest }
+
+func invalid(field, format string, a ...any) error {
+	return &InvalidError{Field: field, Message: fmt.Sprintf(format, a...)}
+}
+
+// IsRetryable reports whether err is a passing failure that the same call
+// may get past later: a dropped or refused connection, a stream that ended
+// before its run did (ErrStreamEnded), a timeout, or an answer 429, 502,
+// 503 or 504. An authentication failure, a refusal, a malformed answer
+// and a cancellation are not.
+func IsRetryable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, ErrMalformedEvent) || errors.Is(err, ErrProtocol) {
+		return false
+	}
+	var ge *Error
+	if errors.As(err, &ge) {
+		return resilience.RetryableStatus(ge.Status)
+	}
+	if errors.Is(err, ErrStreamEnded) {
+		return true
+	}
+	return resilience.IsTransient(err)
+}
+
+// ClientOptions configure a Client; nil or zero fields mean the defaults.
+type ClientOptions struct {
+	// HTTPClient sends the calls; nil uses one without a global timeout
+	// (each call but an event stream gets Timeout). A client with a
+	// Timeout of its own cuts event streams that last longer.
+	HTTPClient *http.Client
+	// Token is sent as "Authorization: Bearer <token>" with every call:
+	// the admin token, a platform token or an OIDC access token.
+	Token secret.Value
+	// TokenFunc, when set, is asked for the token before every request
+	// (a token that is refreshed); it takes precedence over Token.
+	TokenFunc func(ctx context.Context) (secret.Value, error)
+	// Tenant is sent as X-Tenant-ID: the tenant an admin-token call acts
+	// for. A platform token carries its own; a different one is refused.
+	Tenant string
+	// Headers are sent with every call (a trace header, say). An
+	// Authorization among them is replaced by the token.
+	Headers http.Header
+	// Timeout bounds one attempt of every call but an event stream
+	// (0: DefaultTimeout).
+	Timeout time.Duration
+	// Retry is the retry policy of the reads (every GET but an event
+	// stream); nil retries 429, 502, 503, 504 and connection failures
+	// DefaultAttempts times in all with jittered backoff. Writes are
+	// not retried, except when a connection could not even be opened
+	// (nothing was sent): then Retry's attempts and delays apply. Give
+	// &resilience.Policy{} for a single attempt.
+	Retry *resilience.Policy
+}
+
+// Client calls the execution gateway's REST API: it installs and manages
+// agent instances, starts runs, follows their events and answers their
+// pauses. It is safe for concurrent use. Requests are checked before they
+// are sent, so one the gateway would refuse for its form fails without a
+// round trip.
+type Client struct {
+	base      string
+	http      *http.Client
+	token     secret.Value
+	tokenFunc func(ctx context.Context) (secret.Value, error)
+	tenant    string
+	header    http.Header
+	timeout   time.Duration
+	retry     *resilience.Policy
+	// userRoute is set once the service route of RunEvents answered 403:
+	// later "auto" calls go to the user route directly.
+	userRoute atomic.Bool
+}
+
+// NewClient returns a client of the gateway at baseURL, the server's base
+// URL (such as "http://127.0.0.1:8080"); the API's paths are under it.
+func NewClient(baseURL string, o *ClientOptions) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("gateway: base URL must be an absolute http(s) URL")
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("gateway: base URL must have no user info, query or fragment")
+	}
+	if o == nil {
+		o = &ClientOptions{}
+	}
+	if strings.ContainsAny(o.Tenant, "\r\n") {
+		return nil, fmt.Errorf("gateway: tenant must be one line")
+	}
+	c := &Client{
+		base:      strings.TrimSuffix(u.String(), "/"),
+		http:      o.HTTPClient,
+		token:     o.Token,
+		tokenFunc: o.TokenFunc,
+		tenant:    o.Tenant,
+		header:    o.Headers.Clone(),
+		timeout:   o.Timeout,
+		retry:     o.Retry,
+	}
+	if c.http == nil {
+		c.http = &http.Client{}
+	}
+	if c.timeout <= 0 {
+		c.timeout = DefaultTimeout
+	}
+	if c.retry == nil {
+		c.retry = resilience.DefaultPolicy()
+	}
+	return c, nil
+}
+
+// Validate checks r as the gateway does: an instance id, an input of at
+// most MaxInputChars characters, at most MaxAttachments attachments, each
+// with a type, exactly one of URL (absolute http or https) and Data, and
+// a safe name when it has one. The error is an *InvalidError.
+func (r *ExecuteRequest) Validate() error {
+	if strings.TrimSpace(r.InstanceID) == "" {
+		return invalid("instance_id", "is required")
+	}
+	if r.Input == "" {
+		return invalid("input", "is required")
+	}
+	if !utf8.ValidString(r.Input) {
+		return invalid("input", "is not valid UTF-8")
+	}
+	if n := utf8.RuneCountInString(r.Input); n > MaxInputChars {
+		return invalid("input", "has %d characters, more than %d", n, MaxInputChars)
+	}
+	if len(r.Attachments) > MaxAttachments {
+		return invalid("attachments", "has %d entries, more than %d", len(r.Attachments), MaxAttachments)
+	}
+	for i, a := range r.Attachments {
+		if err := a.validate(); err != nil {
+			var ie *InvalidError
+			if errors.As(err, &ie) {
+				ie.Field = fmt.Sprintf("attachments[%d].%s", i, ie.Field)
+			}
+			return err
+		}
+	}
+	for name := range r.CustomHeaders {
+		if !validHeaderName(name) {
+			return invalid("custom_headers", "%q is not a header name", clip(name, 64))
+		}
+	}
+	return nil
+}
+
+func (a Attachment) validate() error {
+	if strings.TrimSpace(a.Type) == "" {
+		return invalid("type", "is required")
+	}
+	switch {
+	case a.URL == "" && a.Data == nil:
+		return invalid("url", "one of url and data is required")
+	case a.URL != "" && a.Data != nil:
+		return invalid("url", "url and data exclude each other")
+	case a.URL != "":
+		u, err := url.Parse(a.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return invalid("url", "must be an absolute http or https URL")
+		}
+	}
+	if a.Name != "" {
+		if err := ValidAttachmentName(a.Name); err != nil {
+			return invalid("name", "%s", err.Error())
+		}
+	}
+	return nil
+}
+
+// ValidAttachmentName reports why name is not a plain file name, or nil:
+// it must be valid UTF-8 of at most MaxAttachmentNameLen bytes, without a
+// path separator ('/' or '\\'), a control character, or "..", and not "."
+// alone.
+func ValidAttachmentName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("is empty")
+	case len(name) > MaxAttachmentNameLen:
+		return fmt.Errorf("is %d bytes long, more than %d", len(name), MaxAttachmentNameLen)
+	case !utf8.ValidString(name):
+		return errors.New("is not valid UTF-8")
+	case strings.ContainsAny(name, `/\`):
+		return errors.New("has a path separator")
+	case strings.Contains(name, ".."):
+		return errors.New(`has ".."`)
+	case name == ".":
+		return errors.New(`is "."`)
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return errors.New("has a control character")
+		}
+	}
+	return nil
+}
+
+// validHeaderName reports whether s is an HTTP field name (RFC 9110 token).
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// Execute starts a run (POST /api/v1/execute) and returns its id; follow
+// it with Events or EventsWithReconnect. r is validated first and nothing
+// is sent if that fails. Execute is not retried once a request may have
+// reached the gateway: a second try could start a second run.
+func (c *Client) Execute(ctx context.Context, r ExecuteRequest) (*ExecuteResult, error) {
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	var out ExecuteResult
+	if err := c.call(ctx, request{method: http.MethodPost, path: ExecutePath, body: r, ok: []int{http.StatusAccepted, http.StatusOK, http.StatusCreated}}, &out); err != nil {
+		return nil, fmt.Errorf("gateway: execute: %w", err)
+	}
+	if out.RunID == "" {
+		return nil, fmt.Errorf("gateway: execute: %w: no run_id", ErrProtocol)
+	}
+	return &out, nil
+}
+
+// StreamingHealth reports whether the gateway can stream events now
+// (GET /api/v1/streaming/health): true for 200 {"healthy": true}, false
+// with a nil error for a 503 that says healthy false. Anything else is an
+// error.
+func (c *Client) StreamingHealth(ctx context.Context) (bool, error) {
+	var out struct {
+		Healthy *bool  `json:"healthy"`
+		Status  string `json:"status"`
+	}
+	err := c.call(ctx, request{method: http.MethodGet, path: StreamingHealthPath, idempotent: true, noRetry: true}, &out)
+	var ge *Error
+	if errors.As(err, &ge) && ge.Status == http.StatusServiceUnavailable {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("gateway: streaming health: %w", err)
+	}
+	if out.Healthy == nil {
+		return false, fmt.Errorf("gateway: streaming health: %w: no healthy member", ErrProtocol)
+	}
+	return *out.Healthy, nil
+}
+
+// GetRun returns a run the caller may see (GET /api/v1/runs/{id}).
+func (c *Client) GetRun(ctx context.Context, runID string) (*Run, error) {
+	if err := validID("run_id", runID); err != nil {
+		return nil, err
+	}
+	var out Run
+	if err := c.call(ctx, request{method: http.MethodGet, path: RunsPath + "/" + url.PathEscape(runID), idempotent: true}, &out); err != nil {
+		return nil, fmt.Errorf("gateway: get run %s: %w", runID, err)
+	}
+	return &out, nil
+}
+
+// GetServiceRun returns a run through the service route
+// (GET /api/v1/service/runs/{id}), with each artifact's data; a user
+// token is refused (ErrForbidden).
+func (c *Client) GetServiceRun(ctx context.Context, runID string) (*Run, error) {
+	if err := validID("run_id", runID); err != nil {
+		return nil, err
+	}
+	var out Run
+	if err := c.call(ctx, request{method: http.MethodGet, path: ServiceRunsPath + url.PathEscape(runID), idempotent: true}, &out); err != nil {
+		return nil, fmt.Errorf("gateway: get service run %s: %w", runID, err)
+	}
+	return &out, nil
+}
+
+// RunListOptions select runs; zero fields select all, with the gateway's
+// default page size.
+type RunListOptions struct {
+	Status     Status
+	InstanceID string
+	// After is the NextCursor of the previous page.
+	After string
+	Limit int
+}
+
+// RunPage is one page of runs, newest first.
+type RunPage struct {
+	Runs []Run `json:"runs"`
+	// NextCursor fetches the next page; empty on the last one.
+	NextCursor string `json:"next_cursor"`
+}
+
+// ListRuns returns one page of the runs the caller may see (a user's
+// own; every run of the tenant for an admin or a service account).
+func (c *Client) ListRuns(ctx context.Context, o RunListOptions) (*RunPage, error) {
+	q := url.Values{}
+	setQuery(q, "status", string(o.Status))
+	setQuery(q, "instance_id", o.InstanceID)
+	setQuery(q, "after", o.After)
+	if o.Limit < 0 {
+		return nil, invalid("limit", "must not be negative")
+	}
+	if o.Limit > 0 {
+		q.Set("limit", strconv.Itoa(o.Limit))
+	}
+	var out RunPage
+	if err := c.call(ctx, request{method: http.MethodGet, path: RunsPath, query: q, idempotent: true}, &out); err != nil {
+		return nil, fmt.Errorf("gateway: list runs: %w", err)
+	}
+	return &out, nil
+}
+
+// CancelRun cancels a run that has not ended and returns it; a run that
+// has is ErrConflict.
+func (c *Client) CancelRun(ctx context.Context, runID string) (*Run, error) {
+	if err := validID("run_id", runID); err != nil {
+		return nil, err
+	}
+	var out Run
+	if err := c.call(ctx, request{method: http.MethodPost, path: RunsPath + "/" + url.PathEscape(runID) + "/cancel"}, &out); err != nil {
+		return nil, fmt.Errorf("gateway: cancel run %s: %w", runID, err)
+	}
+	return &out, nil
+}
+
+// Reply is the answer to a run waiting in WAITING_USER: text Input for
+// a question, ActionID with InputValue for a form's action, or Approved
+// with the paused CallID for a write confirmation.
+type Reply struct {
+	Input      string `json:"input,omitempty"`
+	ActionID   string `json:"action_id,omitempty"`
+	InputValue any    `json:"input_value,omitempty"`
+	CallID     string `json:"call_id,omitempty"`
+	Approved   *bool  `json:"approved,omitempty"`
+}
+
+// Reply answers a paused run, which continues under the same run id;
+// follow it on the same event stream. A run that waits for nothing is
+// ErrConflict. A reply is not retried.
+func (c *Client) Reply(ctx context.Context, runID string, r Reply) (*ExecuteResult, error) {
+	if err := validID("run_id", runID); err != nil {
+		return nil, err
+	}
+	if r.Input == "" && r.ActionID == "" && r.InputValue == nil && r.Approved == nil {
+		return nil, invalid("input", "a reply needs input, action_id, input_value or approved")
+	}
+	if r.Input != "" && utf8.RuneCountInString(r.Input) > MaxInputChars {
+		return nil, invalid("input", "has more than %d characters", MaxInputChars)
+	}
+	var out ExecuteResult
+	if err := c.call(ctx, request{method: http.MethodPost, path: RunsPath + "/" + url.PathEscape(runID) + "/reply", body: r, ok: []int{http.StatusAccepted, http.StatusOK}}, &out); err != nil {
+		return nil, fmt.Errorf("gateway: reply to run %s: %w", runID, err)
+	}
+	return &out, nil
+}
+
+// The routes RunEventsOptions.Route names.
+const (
+	RouteAuto    = "auto"
+	RouteService = "service"
+	RouteUser    = "user"
+)
+
+// RunEventsOptions page through a run's event index.
+type RunEventsOptions struct {
+	// After is the NextCursor of the previous page ("" from the start).
+	After string
+	// Limit is the page size; only the service route honours it (the
+	// user route's pages are 100 events).
+	Limit int
+	// Route is RouteService (a service account or the admin), RouteUser
+	// (a user's own run) or RouteAuto ("" too): the service route, and
+	// the user route when that answers 403; the client then remembers to
+	// use the user route for later RouteAuto calls.
+	Route string
+}
+
+// RunEvent is one event of a run's event index.
+type RunEvent struct {
+	// EventID identifies the event; empty on the user route.
+	EventID string `json:"event_id,omitempty"`
+	Type    string `json:"type"`
+	// Data is the event's payload.
+	Data json.RawMessage `json:"data,omitempty"`
+	// Timestamp is when it was recorded, RFC 3339.
+	Timestamp string `json:"timestamp"`
+	// Sequence orders a run's events from 1; 0 when the route did not
+	// say.
+	Sequence int64 `json:"sequence,omitempty"`
+	// TraceID and SpanID are the trace the event was recorded in, when
+	// the gateway kept it.
+	TraceID string `json:"trace_id,omitempty"`
+	SpanID  string `json:"span_id,omitempty"`
+}
+
+// RunEventsPage is one page of a run's event index.
+type RunEventsPage struct {
+	Events []RunEvent
+	// NextCursor continues after the page's last event (as
+	// RunEventsOptions.After); empty when the page was the last. On the
+	// user route, which has no cursor, it is the last event's sequence,
+	// and empty once a page comes back empty.
+	NextCursor string
+	// RequestID is the gateway's id of the request, for support.
+	RequestID string
+}
+
+// RunEvents returns one page of a run's recorded events.
+func (c *Client) RunEvents(ctx context.Context, runID string, o RunEventsOptions) (*RunEventsPage, error) {
+	if err := validID("run_id", runID); err != nil {
+		return nil, err
+	}
+	if o.Limit < 0 {
+		return nil, invalid("limit", "must not be negative")
+	}
+	switch o.Route {
+	case RouteService:
+		return c.serviceRunEvents(ctx, runID, o)
+	case RouteUser:
+		return c.userRunEvents(ctx, runID, o)
+	case RouteAuto, "":
+		if c.userRoute.Load() {
+			return c.userRunEvents(ctx, runID, o)
+		}
+		p, err := c.serviceRunEvents(ctx, runID, o)
+		if errors.Is(err, ErrForbidden) {
+			c.userRoute.Store(true)
+			return c.userRunEvents(ctx, runID, o)
+		}
+		return p, err
+	}
+	return nil, invalid("route", "must be %q, %q or %q", RouteAuto, RouteService, RouteUser)
+}
+
+func (c *Client) serviceRunEvents(ctx context.Context, runID string, o RunEventsOptions) (*RunEventsPage, error) {
+	q := url.Values{}
+	setQuery(q, "after", o.After)
+	if o.Limit > 0 {
+		q.Set("limit", strconv.Itoa(o.Limit))
+	}
+	var out struct {
+		Events     []RunEvent `json:"events"`
+		NextCursor *string    `json:"next_cursor"`
+		RequestID  string     `json:"request_id"`
+	}
+	if err := c.call(ctx, request{method: http.MethodGet, path: ServiceRunsPath + url.PathEscape(runID) + "/events", query: q, idempotent: true}, &out); err != nil {
+		return nil, fmt.Errorf("gateway: run events %s: %w", runID, err)
+	}
+	p := &RunEventsPage{Events: out.Events, RequestID: out.RequestID}
+	if out.NextCursor != nil {
+		p.NextCursor = *out.NextCursor
+	}
+	return p, nil
+}
+
+func (c *Client) userRunEvents(ctx context.Context, runID string, o RunEventsOptions) (*RunEventsPage, error) {
+	q := url.Values{}
+	setQuery(q, "after", o.After)
+	var out struct {
+		Events    []RunEvent `json:"events"`
+		RequestID string     `json:"request_id"`
+	}
+	if err := c.call(ctx, request{method: http.MethodGet, path: RunsPath + "/" + url.PathEscape(runID) + "/events", query: q, idempotent: true}, &out); err != nil {
+		return nil, fmt.Errorf("gateway: run events %s: %w", runID, err)
+	}
+	p := &RunEventsPage{Events: out.Events, RequestID: out.RequestID}
+	if n := len(out.Events); n > 0 {
+		p.NextCursor = strconv.FormatInt(out.Events[n-1].Sequence, 10)
+	}
+	return p, nil
+}
+
+// InstallRequest installs an agent as an instance: a Hosted agent or the
+// A2A agent at URL.
+type InstallRequest struct {
+	Name   string
+	Hosted string
+	URL    string
+	Config map[string]any
+	// Secrets are sealed at rest by the gateway and sent only to the
+	// agent; they are never returned.
+	Secrets       map[string]secret.Value
+	Memory        bool
+	MemoryBudget  *MemoryBudget
+	Scopes        []string
+	CustomHeaders []string
+	Published     bool
+}
+
+// MarshalJSON writes the request body, with the secrets' values: it is
+// what the client sends, and the only place they are revealed.
+func (r InstallRequest) MarshalJSON() ([]byte, error) {
+	type body struct {
+		Name          string            `json:"name"`
+		Hosted        string            `json:"hosted,omitempty"`
+		URL           string            `json:"url,omitempty"`
+		Config        map[string]any    `json:"config,omitempty"`
+		Secrets       map[string]string `json:"secrets,omitempty"`
+		Memory        bool              `json:"memory,omitempty"`
+		MemoryBudget  *MemoryBudget     `json:"memory_budget,omitempty"`
+		Scopes        []string          `json:"scopes,omitempty"`
+		CustomHeaders []string          `json:"custom_headers,omitempty"`
+		Published     bool              `json:"published,omitempty"`
+	}
+	b := body{
+		Name: r.Name, Hosted: r.Hosted, URL: r.URL, Config: r.Config, Memory: r.Memory,
+		MemoryBudget: r.MemoryBudget, Scopes: r.Scopes, CustomHeaders: r.CustomHeaders, Published: r.Published,
+	}
+	if len(r.Secrets) > 0 {
+		b.Secrets = make(map[string]string, len(r.Secrets))
+		for k, v := range r.Secrets {
+			b.Secrets[k] = v.Reveal()
+		}
+	}
+	return json.Marshal(b)
+}
+
+// Install installs an instance and returns it (without secret values).
+func (c *Client) Install(ctx context.Context, r InstallRequest) (*Instance, error) {
+	if strings.TrimSpace(r.Name) == "" {
+		return nil, invalid("name", "is required")
+	}
+	if (r.Hosted == "") == (r.URL == "") {
+		return nil, invalid("hosted", "exactly one of hosted and url is required")
+	}
+	var out Instance
+	if err := c.call(ctx, request{method: http.MethodPost, path: InstancesPath, body: r, ok: []int{http.StatusCreated, http.StatusOK}}, &out); err != nil {
+		return nil, fmt.Errorf("gateway: install %s: %w", r.Name, err)
+	}
+	return &out, nil
+}
+
+// InstanceListOptions page through a tenant's instances, by name.
+type InstanceListOptions struct {
+	// After is the NextCursor of the previous page.
+	After string
+	Limit int
+}
+
+// InstancePage is one page of instances.
+type InstancePage struct {
+	Instances  []Instance `json:"instances"`
+	NextCursor string     `json:"next_cursor"`
+}
+
+// ListInstances returns one page of the tenant's instances.
+func (c *Client) ListInstances(ctx context.Context, o InstanceListOptions) (*InstancePage, error) {
+	if o.Limit < 0 {
+		return nil, invalid("limit", "must not be negative")
+	}
+	q := url.Values{}
+	setQuery(q, "after", o.After)
+	if o.Limit > 0 {
+		q.Set("limit", strconv.Itoa(o.Limit))
+	}
+	var out InstancePage
+	if err := c.call(ctx, request{method: http.MethodGet, path: InstancesPath, query: q, idempotent: true}, &out); err != nil {
+		return nil, fmt.Errorf("gateway: list instances: %w", err)
+	}
+	return &out, nil
+}
+
+// GetInstance returns an instance of the tenant.
+func (c *Client) GetInstance(ctx context.Context, id string) (*Instance, error) {
+	if err := validID("instance_id", id); err != nil {
+		return nil, err
+	}
+	var out Instance
+	if err := c.call(ctx, request{method: http.MethodGet, path: InstancesPath + "/" + url.PathEscape(id), idempotent: true}, &out); err != nil {
+		return nil, fmt.Errorf("gateway: get instance %s: %w", id, err)
+	}
+	return &out, nil
+}
+
+// InstanceUpdate changes an instance: each field set (non-nil) replaces
+// the instance's; an empty non-nil slice or map clears it. SetSecrets
+// sets the named secrets' values and RemoveSecrets removes secrets; the
+// others stay.
+type InstanceUpdate struct {
+	Name          *string
+	Hosted        *string
+	URL           *string
+	Config        map[string]any
+	SetSecrets    map[string]secret.Value
+	RemoveSecrets []string
+	Memory        *bool
+	MemoryBudget  *MemoryBudget
+	Scopes        []string
+	CustomHeaders []string
+	Published     *bool
+}
+
+// MarshalJSON writes the PATCH body: the fields set, and "secrets" with a
+// value per set secret and null per removed one.
+func (u InstanceUpdate) MarshalJSON() ([]byte, error) {
+	m := map[string]any{}
+	setPtr := func(k string, p any, isNil bool) {
+		if !isNil {
+			m[k] = p
+		}
+	}
+	setPtr("name", u.Name, u.Name == nil)
+	setPtr("hosted", u.Hosted, u.Hosted == nil)
+	setPtr("url", u.URL, u.URL == nil)
+	setPtr("config", u.Config, u.Config == nil)
+	setPtr("memory", u.Memory, u.Memory == nil)
+	setPtr("memory_budget", u.MemoryBudget, u.MemoryBudget == nil)
+	setPtr("scopes", u.Scopes, u.Scopes == nil)
+	setPtr("custom_headers", u.CustomHeaders, u.CustomHeaders == nil)
+	setPtr("published", u.Published, u.Published == nil)
+	if len(u.SetSecrets) > 0 || len(u.RemoveSecrets) > 0 {
+		s := make(map[string]*string, len(u.SetSecrets)+len(u.RemoveSecrets))
+		for _, k := range u.RemoveSecrets {
+			s[k] = nil
+		}
+		for k, v := range u.SetSecrets {
+			val := v.Reveal()
+			s[k] = &val
+		}
+		m["secrets"] = s
+	}
+	return json.Marshal(m)
+}
+
+// UpdateInstance changes an instance and returns it.
+func (c *Client) UpdateInstance(ctx context.Context, id string, u InstanceUpdate) (*Instance, error) {
+	if err := validID("instance_id", id); err != nil {
+		return nil, err
+	}
+	for _, k := range u.RemoveSecrets {
+		if _, ok := u.SetSecrets[k]; ok {
+			return nil, invalid("secrets", "%q is both set and removed", clip(k, 64))
+		}
+	}
+	var out Instance
+	if err := c.call(ctx, request{method: http.MethodPatch, path: InstancesPath + "/" + url.PathEscape(id), body: u}, &out); err != nil {
+		return nil, fmt.Errorf("gateway: update instance %s: %w", id, err)
+	}
+	return &out, nil
+}
+
+// RemoveInstance removes an instance; its runs stay.
+func (c *Client) RemoveInstance(ctx context.Context, id string) error {
+	if err := validID("instance_id", id); err != nil {
+		return err
+	}
+	if err := c.call(ctx, request{method: http.MethodDelete, path: InstancesPath + "/" + url.PathEscape(id), ok: []int{http.StatusNoContent, http.StatusOK}}, nil); err != nil {
+		return fmt.Errorf("gateway: remove instance %s: %w", id, err)
+	}
+	return nil
+}
+
+func validID(field, id string) error {
+	if id == "" {
+		return invalid(field, "is required")
+	}
+	if len(id) > 256 || !utf8.ValidString(id) || strings.ContainsFunc(id, unicode.IsControl) {
+		return invalid(field, "is not an id")
+	}
+	return nil
+}
+
+func setQuery(q url.Values, k, v string) {
+	if v != "" {
+		q.Set(k, v)
+	}
+}
+
+// request is one call of the API.
+type request struct {
+	method string
+	path   string // already escaped
+	query  url.Values
+	body   any
+	// idempotent calls are retried on passing failures; noRetry makes
+	// one attempt whatever the call.
+	idempotent, noRetry bool
+	// ok lists the statuses that are answers (nil: 200 only).
+	ok []int
+}
+
+// call sends r and decodes the answer into out (unless out is nil).
+func (c *Client) call(ctx context.Context, r request, out any) error {
+	var body []byte
+	if r.body != nil {
+		var err error
+		if body, err = json.Marshal(r.body); err != nil {
+			return fmt.Errorf("encode request: %w", err)
+		}
+	}
+	var data []byte
+	op := func(ctx context.Context) error {
+		var err error
+		data, err = c.attempt(ctx, r, body)
+		return err
+	}
+	var err error
+	switch {
+	case r.noRetry:
+		err = op(ctx)
+	case r.idempotent:
+		err = c.retry.Do(ctx, op)
+	default:
+		err = c.retry.Do(ctx, func(ctx context.Context) error {
+			err := op(ctx)
+			if err != nil && !notSent(err) {
+				return final{err}
+			}
+			return err
+		})
+		var f final
+		if errors.As(err, &f) {
+			err = f.err
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("%w: %s", ErrProtocol, jsonProblem(err))
+	}
+	return nil
+}
+
+// final carries an error a Policy must not retry: it hides the error's
+// kind from resilience.IsTransient, and call unwraps it again.
+type final struct{ err error }
+
+func (f final) Error() string { return f.err.Error() }
+
+// notSent reports whether err says no byte of the request left: the
+// connection could not be opened. Only then is a write tried again.
+func notSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+func (c *Client) bearer(ctx context.Context) (secret.Value, error) {
+	if c.tokenFunc != nil {
+		v, err := c.tokenFunc(ctx)
+		if err != nil {
+			return secret.Value{}, fmt.Errorf("token: %w", err)
+		}
+		return v, nil
+	}
+	return c.token, nil
+}
+
+// newRequest builds a request with the client's headers and token.
+func (c *Client) newRequest(ctx context.Context, method, u string, body []byte) (*http.Request, secret.Value, error) {
+	tok, err := c.bearer(ctx)
+	if err != nil {
+		return nil, secret.Value{}, err
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return nil, secret.Value{}, err
+	}
+	for k, v := range c.header {
+		req.Header[k] = v
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.tenant != "" {
+		req.Header.Set(TenantHeader, c.tenant)
+	}
+	if !tok.IsZero() {
+		if strings.ContainsAny(tok.Reveal(), "\r\n") {
+			return nil, secret.Value{}, errors.New("token: must be one line")
+		}
+		req.Header.Set("Authorization", "Bearer "+tok.Reveal())
+	} else {
+		req.Header.Del("Authorization")
+	}
+	return req, tok, nil
+}
+
+func (c *Client) attempt(ctx context.Context, r request, body []byte) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	u := c.base + r.path
+	if len(r.query) > 0 {
+		u += "?" + r.query.Encode()
+	}
+	req, tok, err := c.newRequest(ctx, r.method, u, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json, "+problem.ContentType)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	ok := r.ok
+	if ok == nil {
+		ok = []int{http.StatusOK}
+	}
+	for _, s := range ok {
+		if resp.StatusCode != s {
+			continue
+		}
+		data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
+		if err != nil {
+			return nil, err
+		}
+		if len(data) > maxAnswerBytes {
+			return nil, fmt.Errorf("%w: answer over %d bytes", ErrProtocol, maxAnswerBytes)
+		}
+		return data, nil
+	}
+	return nil, errorOf(resp, tok)
+}
+
+// errorOf reads an answer that is not the one asked for: an *Error for a
+// 4xx or 5xx (a body that is not a problem still gives the status), an
+// ErrProtocol for anything else.
+func errorOf(resp *http.Response, tok secret.Value) error {
+	if resp.StatusCode < 400 {
+		return fmt.Errorf("%w: unexpected status %d", ErrProtocol, resp.StatusCode)
+	}
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxProblemBytes))
+	e := &Error{}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt == problem.ContentType || mt == "application/json" {
+		var p problem.Problem
+		if json.Unmarshal(data, &p) == nil {
+			e.Type, e.Title, e.Detail, e.Errors = p.Type, p.Title, p.Detail, p.Errors
+		}
+	}
+	e.Status = resp.StatusCode
+	if e.Type == "" {
+		e.Type = "about:blank"
+	}
+	if e.Title == "" {
+		e.Title = http.StatusText(resp.StatusCode)
+	}
+	e.Title = redact(clip(e.Title, 200), tok)
+	e.Detail = redact(clip(e.Detail, 1000), tok)
+	for i := range e.Errors {
+		e.Errors[i].Message = redact(clip(e.Errors[i].Message, 200), tok)
+	}
+	if resilience.RetryableStatus(resp.StatusCode) {
+		e.retryAfter = resilience.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	}
+	return e
+}
+
+// redact replaces the token in s: a server that echoes a request's
+// Authorization must not put it into an error.
+func redact(s string, tok secret.Value) string {
+	if t := tok.Reveal(); len(t) >= 4 && strings.Contains(s, t) {
+		s = strings.ReplaceAll(s, t, secret.Redacted)
+	}
+	return s
+}
+
+// Events follows a run's events (GET /api/v1/events/{runId}) and yields
+// each, the terminal one included, and then stops: iteration ends on the
+// first event for which IsTerminal holds, so check IsFailure on the last
+// event to learn how the run ended. lastEventID, when set, resumes after
+// that event: pass the ID (never the Sequence) of the last event a
+// previous stream yielded.
+//
+// A failure is yielded as the last element, with a zero StreamEvent: an
+// *Error for an answer other than the stream (404 for a run the caller
+// may not see, 400 for a Last-Event-ID the run never issued), and
+// ErrStreamEnded when the stream ended before the run did.
+// EventsWithReconnect resumes through such failures.
+func (c *Client) Events(ctx context.Context, runID, lastEventID string) iter.Seq2[StreamEvent, error] {
+	return func(yield func(StreamEvent, error) bool) {
+		_, err := c.streamOnce(ctx, runID, lastEventID, func(ev StreamEvent) bool {
+			return yield(ev, nil)
+		})
+		if err != nil {
+			yield(StreamEvent{}, fmt.Errorf("gateway: events %s: %w", runID, err))
+		}
+	}
+}
+
+// streamOnce opens one event stream and reads it to the run's end, to the
+// consumer's stop (stopped), or to a failure.
+func (c *Client) streamOnce(ctx context.Context, runID, lastEventID string, yield func(StreamEvent) bool) (stopped bool, err error) {
+	if err := validID("run_id", runID); err != nil {
+		return false, err
+	}
+	if strings.ContainsAny(lastEventID, "\r\n\x00") {
+		return false, invalid("last_event_id", "must be one line")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req, tok, err := c.newRequest(ctx, http.MethodGet, c.base+EventsPath+url.PathEscape(runID), nil)
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Cache-Control", "no-cache")
+	if lastEventID != "" {
+		req.Header.Set("Last-Event-ID", lastEventID)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false, errorOf(resp, tok)
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		return false, fmt.Errorf("%w: event stream answered with content type %q", ErrProtocol, clip(mt, 64))
+	}
+	return readEvents(resp.Body, runID, yield)
+}
+
+// Defaults of ReconnectOptions: the NovaOS SDKs'.
+const (
+	DefaultMaxRetries     = 5
+	DefaultInitialBackoff = time.Second
+	DefaultMaxBackoff     = 30 * time.Second
+)
+
+// ReconnectOptions tune EventsWithReconnect; nil or zero fields mean the
+// defaults.
+type ReconnectOptions struct {
+	// MaxRetries bounds the reconnects in a row that bring no event
+	// (0: DefaultMaxRetries; negative: none). Every event received resets
+	// the count, so a long stream may reconnect any number of times.
+	MaxRetries int
+	// InitialBackoff is the wait before the first reconnect after an
+	// event (0: DefaultInitialBackoff); each further reconnect in a row
+	// doubles it, up to MaxBackoff (0: DefaultMaxBackoff). Each wait is
+	// multiplied by a random factor in [0.5, 1.5), so that clients cut
+	// off together do not come back together, and then held to
+	// MaxBackoff. A longer Retry-After from the gateway is honoured, up
+	// to MaxBackoff.
+	InitialBackoff, MaxBackoff time.Duration
+	// LastEventID resumes after this event instead of from the start.
+	LastEventID string
+	// Sleep waits d or until ctx ends (nil: a timer); Rand returns the
+	// jitter draw in [0, 1) (nil: math/rand/v2). Tests replace them.
+	Sleep func(ctx context.Context, d time.Duration) error
+	Rand  func() float64
+}
+
+func (o *ReconnectOptions) initial() time.Duration {
+	if o.InitialBackoff <= 0 {
+		return DefaultInitialBackoff
+	}
+	return o.InitialBackoff
+}
+
+func (o *ReconnectOptions) limit() time.Duration {
+	if o.MaxBackoff <= 0 {
+		return DefaultMaxBackoff
+	}
+	return o.MaxBackoff
+}
+
+// backoff is the wait before reconnect n (1-based) of a row, with jitter
+// draw r in [0, 1).
+func (o *ReconnectOptions) backoff(n int, r float64) time.Duration {
+	initial, limit := o.initial(), o.limit()
+	p := resilience.Policy{Base: initial, Max: limit, NoJitter: true}
+	d := time.Duration(float64(p.Delay(n)) * (0.5 + r))
+	return min(max(d, 0), limit)
+}
+
+// EventsWithReconnect follows a run's events like Events and, when the
+// stream fails in a way that may pass (IsRetryable: a dropped connection,
+// a stream that ended before the run, 429, 502, 503, 504), reconnects
+// after a backoff, resuming after the ID of the last event it yielded, so
+// every event is yielded exactly once and in order, across any number of
+// reconnects. Any other failure (401, 403, 404, a malformed frame) is
+// yielded at once and ends the iteration, as does running out of
+// reconnects (the last failure is yielded).
+//
+// An event stream without SSE ids cannot be resumed without replaying
+// it: a failure after such events ends the iteration instead.
+func (c *Client) EventsWithReconnect(ctx context.Context, runID string, o *ReconnectOptions) iter.Seq2[StreamEvent, error] {
+	if o == nil {
+		o = &ReconnectOptions{}
+	}
+	maxRetries := o.MaxRetries
+	if maxRetries == 0 {
+		maxRetries = DefaultMaxRetries
+	}
+	sleep := o.Sleep
+	if sleep == nil {
+		sleep = resilience.Sleep
+	}
+	draw := o.Rand
+	if draw == nil {
+		draw = rand.Float64
+	}
+	return func(yield func(StreamEvent, error) bool) {
+		last := o.LastEventID
+		failures := 0
+		for {
+			got, noID := false, false
+			stopped, err := c.streamOnce(ctx, runID, last, func(ev StreamEvent) bool {
+				got = true
+				if ev.ID != "" {
+					last, noID = ev.ID, false
+				} else {
+					noID = true
+				}
+				return yield(ev, nil)
+			})
+			if stopped || err == nil {
+				return
+			}
+			err = fmt.Errorf("gateway: events %s: %w", runID, err)
+			if got {
+				failures = 0
+			}
+			if noID {
+				yield(StreamEvent{}, fmt.Errorf("%w (events without an id cannot be resumed)", err))
+				return
+			}
+			if !IsRetryable(err) || ctx.Err() != nil {
+				yield(StreamEvent{}, err)
+				return
+			}
+			failures++
+			if failures > maxRetries {
+				yield(StreamEvent{}, fmt.Errorf("%w (gave up after %d reconnects without an event)", err, failures-1))
+				return
+			}
+			d := o.backoff(failures, draw())
+			var ra resilience.RetryAfterer
+			if errors.As(err, &ra) && ra.RetryAfter() > d {
+				d = min(ra.RetryAfter(), o.limit())
+			}
+			if serr := sleep(ctx, d); serr != nil {
+				yield(StreamEvent{}, errors.Join(err, serr))
+				return
+			}
+		}
+	}
+}

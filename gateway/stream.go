@@ -1,0 +1,360 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"novaos.dev/novaos/a2a"
+)
+
+// EventChunk is the Type a [StreamEvent] has for a "message.delta" event:
+// a piece of the agent's answer, as the NovaOS SDKs name it.
+const EventChunk = "chunk"
+
+// ErrMalformedEvent is matched (errors.Is) by the error of a frame that is
+// not the gateway's: an "event: message" whose data is not a JSON object
+// with a type, or whose fields have the wrong JSON kinds.
+var ErrMalformedEvent = errors.New("gateway: malformed event")
+
+// ErrStreamEnded is matched by the error of an event stream that ended
+// (cleanly or cut) before the run's terminal event. It is retryable:
+// [Client.EventsWithReconnect] resumes after the last id it saw.
+var ErrStreamEnded = errors.New("gateway: event stream ended before the run ended")
+
+// StreamEvent is one event of a run's event stream, as [ParseSSE] reads
+// it and [Client.Events] yields it.
+//
+// Branch on [StreamEvent.IsTerminal] and [StreamEvent.IsFailure] to learn
+// whether and how a run ended, never on Type alone: a run that fails
+// after its agent returned ends with a "status" event, not "error".
+type StreamEvent struct {
+	// Type is what the event is: "chunk" for a "message.delta" (a piece
+	// of the answer), and otherwise the type as the gateway sent it:
+	// "message.final", "status", "hitl", "done", "error",
+	// "connector.oauth_required", "tool.write_confirmation_required",
+	// "tool.call", "tool.result", "artifact", or any type a later gateway
+	// or an agent adds.
+	Type string
+	// WireType is the type exactly as it arrived ("message.delta" where
+	// Type says "chunk"; the SSE event name in the legacy form).
+	WireType string
+	// Content is the event's text: the first non-empty string member of
+	// the payload among "content", "text", "delta", "message", "reason"
+	// and "error" (or "error"."message"), in that order; a payload that
+	// is a JSON string is the content itself. A legacy frame whose data
+	// is not JSON is its content.
+	Content string
+	// Timestamp is when the gateway recorded the event, in milliseconds
+	// since the epoch, as the decimal text it arrived as ("" when the
+	// frame had none).
+	Timestamp string
+	// Status is the run lifecycle status a "status" event's payload
+	// names, exactly as sent, and empty for every other type and for an
+	// agent's progress update ({"message": …}). It may be a value outside
+	// the six statuses; only those three [Status.Terminal] accepts end a
+	// stream.
+	Status Status
+	// ID is the SSE id the event arrived with: the cursor a reconnect
+	// sends back as Last-Event-ID. It is not Sequence: resume from ID,
+	// and treat Sequence as ordering metadata only.
+	ID string
+	// Payload is the event's payload as sent (nil when it had none), for
+	// the types whose shape Content does not capture: hitl, artifact,
+	// tool calls, message.final's parts.
+	Payload json.RawMessage
+	// RunID and Sequence are the frame body's run_id and sequence.
+	RunID    string
+	Sequence int64
+}
+
+// IsTerminal reports whether no further events will arrive for the run:
+// a "done" or "error" event, or a "status" event naming COMPLETED, FAILED
+// or CANCELLED. A WAITING_USER status is a pause, not an ending, and a
+// status value outside the platform's vocabulary (an agent's own word)
+// ends nothing.
+func (e StreamEvent) IsTerminal() bool {
+	switch e.Type {
+	case EventDone, EventError:
+		return true
+	case EventStatus:
+		return e.Status.Terminal()
+	}
+	return false
+}
+
+// IsFailure reports whether the event says the run did not succeed: an
+// "error" event, a "status" event naming FAILED or CANCELLED, or a "done"
+// event whose payload names FAILED or CANCELLED (the gateway sends "error"
+// for those, but a run that did not succeed must never read as a success
+// whatever closed its stream).
+func (e StreamEvent) IsFailure() bool {
+	switch e.Type {
+	case EventError:
+		return true
+	case EventStatus:
+		return e.Status.Failure()
+	case EventDone:
+		return payloadStatus(e.Payload).Failure()
+	}
+	return false
+}
+
+// frameBody is the JSON body of an "event: message" frame. Timestamp is
+// kept raw so that both a number (what the gateway sends) and a string
+// are read.
+type frameBody struct {
+	Type      string          `json:"type"`
+	Payload   json.RawMessage `json:"payload"`
+	RunID     string          `json:"run_id"`
+	Sequence  int64           `json:"sequence"`
+	Timestamp json.RawMessage `json:"timestamp"`
+}
+
+// payloadFields are the members of a payload Content and Status are read
+// from; the rest is left in Payload.
+type payloadFields struct {
+	Content json.RawMessage `json:"content"`
+	Text    json.RawMessage `json:"text"`
+	Delta   json.RawMessage `json:"delta"`
+	Message json.RawMessage `json:"message"`
+	Reason  json.RawMessage `json:"reason"`
+	Error   json.RawMessage `json:"error"`
+	Status  json.RawMessage `json:"status"`
+}
+
+// ParseSSE reads one server-sent event of a run's stream: the SSE event
+// name (eventType; "" is the SSE default, "message") and its data. The
+// event's ID is not part of the data: [Client.Events] sets it from the
+// frame's id line.
+//
+// The gateway's form is "event: message" with a JSON object
+// {type, payload, run_id, sequence, timestamp}; a "message.delta" becomes
+// Type "chunk", every other type keeps its name. Data that is not such an
+// object is an error matching ErrMalformedEvent. Any other event name is
+// the legacy form ("event: chunk", "done", "error", …): the name is the
+// type, and the data is a JSON object read like a payload, a JSON string,
+// or plain text taken as the content.
+func ParseSSE(eventType, data string) (StreamEvent, error) {
+	if eventType == "" || eventType == SSEEventName {
+		return parseFrame([]byte(data))
+	}
+	return parseLegacy(eventType, []byte(data)), nil
+}
+
+func parseFrame(data []byte) (StreamEvent, error) {
+	var f frameBody
+	if err := json.Unmarshal(data, &f); err != nil {
+		return StreamEvent{}, fmt.Errorf("%w: %s", ErrMalformedEvent, jsonProblem(err))
+	}
+	if f.Type == "" {
+		return StreamEvent{}, fmt.Errorf("%w: no type", ErrMalformedEvent)
+	}
+	ts, err := timestampText(f.Timestamp)
+	if err != nil {
+		return StreamEvent{}, err
+	}
+	e := StreamEvent{
+		Type:      f.Type,
+		WireType:  f.Type,
+		Timestamp: ts,
+		RunID:     f.RunID,
+		Sequence:  f.Sequence,
+	}
+	if len(f.Payload) > 0 && !bytes.Equal(f.Payload, []byte("null")) {
+		e.Payload = f.Payload
+	}
+	if e.Type == EventMessageDelta {
+		e.Type = EventChunk
+	}
+	e.Content, e.Status = readPayload(e.Type, e.Payload)
+	return e, nil
+}
+
+func parseLegacy(eventType string, data []byte) StreamEvent {
+	e := StreamEvent{Type: eventType, WireType: eventType}
+	if e.Type == EventMessageDelta {
+		e.Type = EventChunk
+	}
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '"') && json.Valid(trimmed) {
+		e.Payload = json.RawMessage(trimmed)
+		e.Content, e.Status = readPayload(e.Type, e.Payload)
+		if trimmed[0] == '{' {
+			var f struct {
+				Timestamp json.RawMessage `json:"timestamp"`
+			}
+			if json.Unmarshal(trimmed, &f) == nil {
+				e.Timestamp, _ = timestampText(f.Timestamp)
+			}
+		}
+		return e
+	}
+	e.Content = string(data)
+	return e
+}
+
+// readPayload returns the content of a payload and, for a "status" event,
+// the status it names.
+func readPayload(typ string, p json.RawMessage) (string, Status) {
+	if len(p) == 0 {
+		return "", ""
+	}
+	switch p[0] {
+	case '"':
+		var s string
+		if json.Unmarshal(p, &s) == nil {
+			return s, ""
+		}
+		return "", ""
+	case '{':
+	default:
+		return "", ""
+	}
+	var f payloadFields
+	if json.Unmarshal(p, &f) != nil {
+		return "", ""
+	}
+	var content string
+	for _, raw := range [...]json.RawMessage{f.Content, f.Text, f.Delta, f.Message, f.Reason, f.Error} {
+		if s := jsonString(raw); s != "" {
+			content = s
+			break
+		}
+	}
+	if content == "" && len(f.Error) > 0 && f.Error[0] == '{' {
+		var inner struct {
+			Message json.RawMessage `json:"message"`
+		}
+		if json.Unmarshal(f.Error, &inner) == nil {
+			content = jsonString(inner.Message)
+		}
+	}
+	var st Status
+	if typ == EventStatus {
+		st = Status(jsonString(f.Status))
+	}
+	return content, st
+}
+
+// payloadStatus is the "status" member of a payload object, if it is a
+// string.
+func payloadStatus(p json.RawMessage) Status {
+	if len(p) == 0 || p[0] != '{' {
+		return ""
+	}
+	var f struct {
+		Status json.RawMessage `json:"status"`
+	}
+	if json.Unmarshal(p, &f) != nil {
+		return ""
+	}
+	return Status(jsonString(f.Status))
+}
+
+// jsonString returns raw's value if it is a JSON string, else "".
+func jsonString(raw json.RawMessage) string {
+	if len(raw) == 0 || raw[0] != '"' {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// timestampText renders a frame's timestamp: a JSON integer as its digits,
+// a JSON string as itself, absent or null as "".
+func timestampText(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return "", nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", fmt.Errorf("%w: timestamp: %s", ErrMalformedEvent, jsonProblem(err))
+		}
+		return s, nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return "", fmt.Errorf("%w: timestamp is not a number or a string", ErrMalformedEvent)
+	}
+	if _, err := n.Int64(); err != nil {
+		return "", fmt.Errorf("%w: timestamp %s is not whole milliseconds", ErrMalformedEvent, clip(n.String(), 32))
+	}
+	return n.String(), nil
+}
+
+// jsonProblem names what is wrong with a frame without quoting it: a
+// frame's data may carry what an agent was given, secrets included.
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		return fmt.Sprintf("member %q has the wrong JSON type (%s)", clip(te.Field, 64), te.Value)
+	case errors.As(err, &se):
+		return fmt.Sprintf("not JSON (offset %d)", se.Offset)
+	}
+	return "not a JSON object"
+}
+
+// clip shortens s to at most n bytes on a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// readEvents reads a run's event stream from r and hands each event to
+// yield, until the run's terminal event has been handed over (nil), yield
+// returns false (nil, and stopped is true), or the stream fails. A stream
+// that ends before the terminal event is ErrStreamEnded, joined with
+// io.ErrUnexpectedEOF when it was cut inside a frame. A frame that names
+// another run is ErrMalformedEvent: a proxy or a server that mixed
+// streams up must not go unnoticed.
+func readEvents(r io.Reader, runID string, yield func(StreamEvent) bool) (stopped bool, err error) {
+	er := a2a.NewEventReader(r, a2a.DefaultMaxEventSize)
+	for {
+		raw, err := er.Next()
+		switch {
+		case errors.Is(err, io.EOF):
+			return false, ErrStreamEnded
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return false, errors.Join(ErrStreamEnded, io.ErrUnexpectedEOF)
+		case err != nil:
+			return false, err
+		}
+		ev, err := ParseSSE(raw.Event, string(raw.Data))
+		if err != nil {
+			return false, frameError(raw.ID, err)
+		}
+		if ev.RunID != "" && runID != "" && ev.RunID != runID {
+			return false, frameError(raw.ID, fmt.Errorf("%w: frame of run %q on the stream of run %q", ErrMalformedEvent, clip(ev.RunID, 64), clip(runID, 64)))
+		}
+		ev.ID = raw.ID
+		if !yield(ev) {
+			return true, nil
+		}
+		if ev.IsTerminal() {
+			return false, nil
+		}
+	}
+}
+
+func frameError(id string, err error) error {
+	if id == "" {
+		return err
+	}
+	return fmt.Errorf("frame id %s: %w", clip(strings.ToValidUTF8(id, "?"), 64), err)
+}
