@@ -75,7 +75,9 @@ func TestNewClient(t *testing.T) {
 func TestExecuteRequestValidate(t *testing.T) {
 	ok := ExecuteRequest{InstanceID: "i1", Input: "hi"}
 	with := func(f func(*ExecuteRequest)) ExecuteRequest { r := ok; f(&r); return r }
-	att := func(a Attachment) ExecuteRequest { return with(func(r *ExecuteRequest) { r.Attachments = []Attachment{a} }) }
+	att := func(a Attachment) ExecuteRequest {
+		return with(func(r *ExecuteRequest) { r.Attachments = []Attachment{a} })
+	}
 	tests := []struct {
 		name  string
 		req   ExecuteRequest
