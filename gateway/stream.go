@@ -116,15 +116,16 @@ type frameBody struct {
 }
 
 // payloadFields are the members of a payload Content and Status are read
-// from; the rest is left in Payload.
+// from; the rest is left in Payload. A member that is not a string is
+// skipped (encoding/json reports it and decodes the others).
 type payloadFields struct {
-	Content json.RawMessage `json:"content"`
-	Text    json.RawMessage `json:"text"`
-	Delta   json.RawMessage `json:"delta"`
-	Message json.RawMessage `json:"message"`
-	Reason  json.RawMessage `json:"reason"`
+	Content string          `json:"content"`
+	Text    string          `json:"text"`
+	Delta   string          `json:"delta"`
+	Message string          `json:"message"`
+	Reason  string          `json:"reason"`
 	Error   json.RawMessage `json:"error"`
-	Status  json.RawMessage `json:"status"`
+	Status  string          `json:"status"`
 }
 
 // ParseSSE reads one server-sent event of a run's stream: the SSE event
@@ -140,10 +141,16 @@ type payloadFields struct {
 // type, and the data is a JSON object read like a payload, a JSON string,
 // or plain text taken as the content.
 func ParseSSE(eventType, data string) (StreamEvent, error) {
+	return parseSSE(eventType, []byte(data))
+}
+
+// parseSSE is ParseSSE on the bytes an event reader returns, which are
+// the caller's to give away: the event may share them.
+func parseSSE(eventType string, data []byte) (StreamEvent, error) {
 	if eventType == "" || eventType == SSEEventName {
-		return parseFrame([]byte(data))
+		return parseFrame(data)
 	}
-	return parseLegacy(eventType, []byte(data)), nil
+	return parseLegacy(eventType, data), nil
 }
 
 func parseFrame(data []byte) (StreamEvent, error) {
@@ -216,12 +223,13 @@ func readPayload(typ string, p json.RawMessage) (string, Status) {
 		return "", ""
 	}
 	var f payloadFields
-	if json.Unmarshal(p, &f) != nil {
+	var te *json.UnmarshalTypeError
+	if err := json.Unmarshal(p, &f); err != nil && !errors.As(err, &te) {
 		return "", ""
 	}
 	var content string
-	for _, raw := range [...]json.RawMessage{f.Content, f.Text, f.Delta, f.Message, f.Reason, f.Error} {
-		if s := jsonString(raw); s != "" {
+	for _, s := range [...]string{f.Content, f.Text, f.Delta, f.Message, f.Reason, jsonString(f.Error)} {
+		if s != "" {
 			content = s
 			break
 		}
@@ -236,7 +244,7 @@ func readPayload(typ string, p json.RawMessage) (string, Status) {
 	}
 	var st Status
 	if typ == EventStatus {
-		st = Status(jsonString(f.Status))
+		st = Status(f.Status)
 	}
 	return content, st
 }
@@ -335,7 +343,7 @@ func readEvents(r io.Reader, runID string, yield func(StreamEvent) bool) (stoppe
 		case err != nil:
 			return false, err
 		}
-		ev, err := ParseSSE(raw.Event, string(raw.Data))
+		ev, err := parseSSE(raw.Event, raw.Data)
 		if err != nil {
 			return false, frameError(raw.ID, err)
 		}
