@@ -162,7 +162,8 @@ type ClientOptions struct {
 	// for. A platform token carries its own; a different one is refused.
 	Tenant string
 	// Headers are sent with every call (a trace header, say). An
-	// Authorization among them is replaced by the token.
+	// Authorization among them is replaced by the token, when there is
+	// one.
 	Headers http.Header
 	// Timeout bounds one attempt of every call but an event stream
 	// (0: DefaultTimeout).
@@ -906,8 +907,6 @@ func (c *Client) newRequest(ctx context.Context, method, u string, body []byte) 
 			return nil, secret.Value{}, errors.New("token: must be one line")
 		}
 		req.Header.Set("Authorization", "Bearer "+tok.Reveal())
-	} else {
-		req.Header.Del("Authorization")
 	}
 	return req, tok, nil
 }
@@ -999,6 +998,10 @@ func redact(s string, tok secret.Value) string {
 // that event: pass the ID (never the Sequence) of the last event a
 // previous stream yielded.
 //
+// A 204 No Content answer, which in server-sent events tells a client not
+// to reconnect, ends the iteration without an event or an error: nothing
+// follows lastEventID.
+//
 // A failure is yielded as the last element, with a zero StreamEvent: an
 // *Error for an answer other than the stream (404 for a run the caller
 // may not see, 400 for a Last-Event-ID the run never issued), and
@@ -1040,6 +1043,11 @@ func (c *Client) streamOnce(ctx context.Context, runID, lastEventID string, yiel
 		return false, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNoContent {
+		// The SSE answer that says "do not reconnect": nothing will
+		// follow lastEventID (the run ended with it).
+		return false, nil
+	}
 	if resp.StatusCode != http.StatusOK {
 		return false, errorOf(resp, tok)
 	}

@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -1000,18 +999,6 @@ func TestBackoff(t *testing.T) {
 	}
 }
 
-// waitFor polls cond until it holds; the deadline only bounds a failure.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // A live run that pauses: the stream stays open through WAITING_USER,
 // the reply continues the same run id, and the stream ends with it.
 func TestEventsLivePauseAndReply(t *testing.T) {
@@ -1019,22 +1006,31 @@ func TestEventsLivePauseAndReply(t *testing.T) {
 	f.addRun(Run{ID: "r1", Caller: Caller{UserID: "alice"}}, []Event{statusEvent(StatusRunning, "")})
 	c := startGateway(t, f, aliceToken, nil)
 	ctx := context.Background()
-	var mu sync.Mutex
-	var got []StreamEvent
+	paused := make(chan struct{})
 	done := make(chan error, 1)
+	var got []StreamEvent
 	go func() {
-		evs, err := collect(c.EventsWithReconnect(ctx, "r1", &ReconnectOptions{Sleep: func(context.Context, time.Duration) error { return errors.New("unexpected reconnect") }}))
-		mu.Lock()
-		got = evs
-		mu.Unlock()
-		done <- err
+		o := &ReconnectOptions{Sleep: func(context.Context, time.Duration) error { return errors.New("unexpected reconnect") }}
+		for ev, err := range c.EventsWithReconnect(ctx, "r1", o) {
+			if err != nil {
+				done <- err
+				return
+			}
+			got = append(got, ev)
+			if ev.Status == StatusWaitingUser {
+				close(paused)
+			}
+		}
+		done <- nil
 	}()
 	f.appendEvents("r1", Event{Type: EventHITL, Payload: json.RawMessage(`{"hitl":{"question":"Which city?"}}`)}, statusEvent(StatusWaitingUser, "input required"))
-	// The stream reaches the pause and stays open.
-	waitFor(t, "the client to see the pause", func() bool {
-		reqs := f.requests()
-		return len(reqs) > 0 && reqs[len(reqs)-1].Path == EventsPath+"r1"
-	})
+	// The client has seen the pause, and its stream stays open for what
+	// follows the answer.
+	select {
+	case <-paused:
+	case err := <-done:
+		t.Fatalf("the iteration ended at the pause: %v", err)
+	}
 	if _, err := c.Reply(ctx, "r1", Reply{Input: "Paris"}); err != nil {
 		t.Fatal(err)
 	}
@@ -1179,4 +1175,43 @@ func checkResumeAcrossCuts(t *testing.T, newRun func(t *testing.T, n int) (http.
 		}
 	}
 	t.Logf("%d events over %d connections, %d cuts", events-1, conns, made)
+}
+
+// A 204 tells an SSE client not to reconnect: the iteration ends quietly.
+func TestEventsNoContent(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	c := startGateway(t, h, aliceToken, nil)
+	for name, seq := range map[string]func(func(StreamEvent, error) bool){
+		"Events":              c.Events(context.Background(), "r1", "9"),
+		"EventsWithReconnect": c.EventsWithReconnect(context.Background(), "r1", &ReconnectOptions{LastEventID: "9", Sleep: failSleep(t)}),
+	} {
+		evs, err := collect(seq)
+		if err != nil || len(evs) != 0 {
+			t.Errorf("%s = %d events, %v; want none and no error", name, len(evs), err)
+		}
+	}
+}
+
+func TestEventsNotAStream(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, map[string]string{"a": "b"}) })
+	c := startGateway(t, h, aliceToken, nil)
+	_, err := collect(c.EventsWithReconnect(context.Background(), "r1", &ReconnectOptions{Sleep: failSleep(t)}))
+	if !errors.Is(err, ErrProtocol) {
+		t.Fatalf("err = %v, want ErrProtocol at once", err)
+	}
+}
+
+// Without a token option, an Authorization the caller put in Headers is
+// sent as it is; with one, the token replaces it.
+func TestHeadersAuthorization(t *testing.T) {
+	f := newFakeGateway()
+	f.addRun(Run{ID: "r1", Caller: Caller{UserID: "alice"}, Status: StatusRunning}, nil)
+	c := startGateway(t, f, "", &ClientOptions{Headers: http.Header{"Authorization": {"Bearer " + aliceToken}}})
+	if _, err := c.GetRun(context.Background(), "r1"); err != nil {
+		t.Fatal(err)
+	}
+	c = startGateway(t, f, bobToken, &ClientOptions{Headers: http.Header{"Authorization": {"Bearer " + aliceToken}}})
+	if _, err := c.GetRun(context.Background(), "r1"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("GetRun as bob = %v, want ErrNotFound", err)
+	}
 }
