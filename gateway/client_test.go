@@ -1215,3 +1215,94 @@ func TestHeadersAuthorization(t *testing.T) {
 		t.Fatalf("GetRun as bob = %v, want ErrNotFound", err)
 	}
 }
+
+// oneFrame lets each event stream write its keepalive and one frame, and
+// then drops the connection.
+type oneFrame struct{ h http.Handler }
+
+func (o oneFrame) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	o.h.ServeHTTP(&framesWriter{ResponseWriter: w, left: 2}, r)
+}
+
+type framesWriter struct {
+	http.ResponseWriter
+	left int
+}
+
+func (w *framesWriter) Write(p []byte) (int, error) {
+	if w.left == 0 {
+		panic(http.ErrAbortHandler)
+	}
+	w.left--
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *framesWriter) Flush() { w.ResponseWriter.(http.Flusher).Flush() }
+
+// Every event received resets the count of reconnects in a row: a stream
+// cut after each event reaches its end with MaxRetries 1.
+func TestEventsWithReconnectResetsTheCount(t *testing.T) {
+	f := newFakeGateway()
+	evs := []Event{statusEvent(StatusRunning, "")}
+	for i := range 20 {
+		evs = append(evs, deltaEvent(strconv.Itoa(i)))
+	}
+	evs = append(evs, statusEvent(StatusCompleted, ""), endEvent(StatusCompleted, ""))
+	f.addRun(Run{ID: "r1", Caller: Caller{UserID: "alice"}}, evs)
+	c := startGateway(t, oneFrame{f}, aliceToken, nil)
+	var waits []time.Duration
+	o := &ReconnectOptions{
+		MaxRetries: 1, Rand: func() float64 { return 0.5 },
+		Sleep: func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil },
+	}
+	got, err := collect(c.EventsWithReconnect(context.Background(), "r1", o))
+	if err != nil || len(got) != 22 {
+		t.Fatalf("%d events, %v; want 22", len(got), err)
+	}
+	for i, d := range waits {
+		if d != DefaultInitialBackoff {
+			t.Fatalf("wait %d = %v, want the first backoff every time", i, d)
+		}
+	}
+	if len(waits) != 21 {
+		t.Errorf("%d waits, want 21", len(waits))
+	}
+}
+
+// A 429's Retry-After is honoured when it is longer than the backoff.
+func TestEventsWithReconnectRetryAfter(t *testing.T) {
+	f := newFakeGateway()
+	f.addRun(Run{ID: "r1", Caller: Caller{UserID: "alice"}}, []Event{statusEvent(StatusCompleted, ""), endEvent(StatusCompleted, "")})
+	var calls atomic.Int32
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) <= 2 {
+			w.Header().Set("Retry-After", "3")
+			writeProblem(w, http.StatusTooManyRequests, "about:blank", "Too Many Requests", "slow down")
+			return
+		}
+		f.ServeHTTP(w, r)
+	})
+	c := startGateway(t, h, aliceToken, nil)
+	var waits []time.Duration
+	o := &ReconnectOptions{
+		Rand:  func() float64 { return 0 },
+		Sleep: func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil },
+	}
+	got, err := collect(c.EventsWithReconnect(context.Background(), "r1", o))
+	if err != nil || len(got) != 1 {
+		t.Fatalf("%d events, %v", len(got), err)
+	}
+	if diff := cmp.Diff([]time.Duration{3 * time.Second, 3 * time.Second}, waits); diff != "" {
+		t.Errorf("waits (-want +got):\n%s", diff)
+	}
+	// Held to MaxBackoff.
+	calls.Store(0)
+	waits = nil
+	o.MaxBackoff = 2 * time.Second
+	if _, err := collect(c.EventsWithReconnect(context.Background(), "r1", o)); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]time.Duration{2 * time.Second, 2 * time.Second}, waits); diff != "" {
+		t.Errorf("waits under MaxBackoff 2s (-want +got):\n%s", diff)
+	}
+}
