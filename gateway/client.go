@@ -617,9 +617,10 @@ type InstallRequest struct {
 	Published     bool
 }
 
-// MarshalJSON writes the request body, with the secrets' values: it is
-// what the client sends, and the only place they are revealed.
-func (r InstallRequest) MarshalJSON() ([]byte, error) {
+// wire returns the request body, with the secrets' values: the only place
+// they are revealed. It is not MarshalJSON, so that a request logged as
+// JSON (slog's JSON handler, say) shows secret.Redacted.
+func (r InstallRequest) wire() ([]byte, error) {
 	type body struct {
 		Name          string            `json:"name"`
 		Hosted        string            `json:"hosted,omitempty"`
@@ -653,8 +654,12 @@ func (c *Client) Install(ctx context.Context, r InstallRequest) (*Instance, erro
 	if (r.Hosted == "") == (r.URL == "") {
 		return nil, invalid("hosted", "exactly one of hosted and url is required")
 	}
+	body, err := r.wire()
+	if err != nil {
+		return nil, fmt.Errorf("gateway: install %s: %w", r.Name, err)
+	}
 	var out Instance
-	if err := c.call(ctx, request{method: http.MethodPost, path: InstancesPath, body: r, ok: []int{http.StatusCreated, http.StatusOK}}, &out); err != nil {
+	if err := c.call(ctx, request{method: http.MethodPost, path: InstancesPath, body: json.RawMessage(body), ok: []int{http.StatusCreated, http.StatusOK}}, &out); err != nil {
 		return nil, fmt.Errorf("gateway: install %s: %w", r.Name, err)
 	}
 	return &out, nil
@@ -720,9 +725,10 @@ type InstanceUpdate struct {
 	Published     *bool
 }
 
-// MarshalJSON writes the PATCH body: the fields set, and "secrets" with a
-// value per set secret and null per removed one.
-func (u InstanceUpdate) MarshalJSON() ([]byte, error) {
+// wire returns the PATCH body: the fields set, and "secrets" with a value
+// per set secret and null per removed one. Like InstallRequest.wire, it is
+// not MarshalJSON.
+func (u InstanceUpdate) wire() ([]byte, error) {
 	m := map[string]any{}
 	setPtr := func(k string, p any, isNil bool) {
 		if !isNil {
@@ -762,8 +768,12 @@ func (c *Client) UpdateInstance(ctx context.Context, id string, u InstanceUpdate
 			return nil, invalid("secrets", "%q is both set and removed", clip(k, 64))
 		}
 	}
+	body, err := u.wire()
+	if err != nil {
+		return nil, fmt.Errorf("gateway: update instance %s: %w", id, err)
+	}
 	var out Instance
-	if err := c.call(ctx, request{method: http.MethodPatch, path: InstancesPath + "/" + url.PathEscape(id), body: u}, &out); err != nil {
+	if err := c.call(ctx, request{method: http.MethodPatch, path: InstancesPath + "/" + url.PathEscape(id), body: json.RawMessage(body)}, &out); err != nil {
 		return nil, fmt.Errorf("gateway: update instance %s: %w", id, err)
 	}
 	return &out, nil

@@ -675,11 +675,14 @@ func TestInstances(t *testing.T) {
 	}
 }
 
-// The secrets of a request never show when it is printed.
+// The secrets of a request never show when it is printed or logged as
+// JSON; only the body sent has them.
 func TestInstallRequestPrintsNoSecret(t *testing.T) {
 	r := InstallRequest{Name: "a", Hosted: "echo", Secrets: map[string]secret.Value{"K": secret.New("s3cret-value")}}
 	u := InstanceUpdate{SetSecrets: map[string]secret.Value{"K": secret.New("s3cret-value")}}
-	for _, s := range []string{fmt.Sprintf("%v %+v %#v", r, r, r), fmt.Sprintf("%v %+v %#v", u, u, u)} {
+	rj, _ := json.Marshal(r)
+	uj, _ := json.Marshal(u)
+	for _, s := range []string{fmt.Sprintf("%v %+v %#v", r, r, r), fmt.Sprintf("%v %+v %#v", u, u, u), string(rj), string(uj)} {
 		if strings.Contains(s, "s3cret-value") {
 			t.Errorf("printed: %s", s)
 		}
@@ -700,7 +703,7 @@ func TestInstanceUpdateJSON(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := json.Marshal(tc.u)
+			b, err := tc.u.wire()
 			if err != nil || string(b) != tc.want {
 				t.Errorf("Marshal = %s, %v; want %s", b, err, tc.want)
 			}
