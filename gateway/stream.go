@@ -2,14 +2,22 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"iter"
+	"math/rand/v2"
+	"mime"
+	"net/http"
+	"net/url"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/resilience"
 )
 
 // EventChunk is the Type a [StreamEvent] has for a "message.delta" event:
@@ -365,4 +373,197 @@ func frameError(id string, err error) error {
 		return err
 	}
 	return fmt.Errorf("frame id %s: %w", clip(strings.ToValidUTF8(id, "?"), 64), err)
+}
+
+// Events follows a run's events (GET /api/v1/events/{runId}) and yields
+// each, the terminal one included, and then stops: iteration ends on the
+// first event for which IsTerminal holds, so check IsFailure on the last
+// event to learn how the run ended. lastEventID, when set, resumes after
+// that event: pass the ID (never the Sequence) of the last event a
+// previous stream yielded.
+//
+// A 204 No Content answer, which in server-sent events tells a client not
+// to reconnect, ends the iteration without an event or an error: nothing
+// follows lastEventID.
+//
+// A failure is yielded as the last element, with a zero StreamEvent: an
+// *Error for an answer other than the stream (404 for a run the caller
+// may not see, 400 for a Last-Event-ID the run never issued), and
+// ErrStreamEnded when the stream ended before the run did.
+// EventsWithReconnect resumes through such failures.
+func (c *Client) Events(ctx context.Context, runID, lastEventID string) iter.Seq2[StreamEvent, error] {
+	return func(yield func(StreamEvent, error) bool) {
+		_, err := c.streamOnce(ctx, runID, lastEventID, func(ev StreamEvent) bool {
+			return yield(ev, nil)
+		})
+		if err != nil {
+			yield(StreamEvent{}, fmt.Errorf("gateway: events %s: %w", runID, err))
+		}
+	}
+}
+
+// streamOnce opens one event stream and reads it to the run's end, to the
+// consumer's stop (stopped), or to a failure.
+func (c *Client) streamOnce(ctx context.Context, runID, lastEventID string, yield func(StreamEvent) bool) (stopped bool, err error) {
+	if err := validID("run_id", runID); err != nil {
+		return false, err
+	}
+	if strings.ContainsAny(lastEventID, "\r\n\x00") {
+		return false, invalid("last_event_id", "must be one line")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req, tok, err := c.newRequest(ctx, http.MethodGet, c.base+EventsPath+url.PathEscape(runID), nil)
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Cache-Control", "no-cache")
+	if lastEventID != "" {
+		req.Header.Set("Last-Event-ID", lastEventID)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNoContent {
+		// The SSE answer that says "do not reconnect": nothing will
+		// follow lastEventID (the run ended with it).
+		return false, nil
+	}
+	if resp.StatusCode != http.StatusOK {
+		return false, errorOf(resp, tok)
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		return false, fmt.Errorf("%w: event stream answered with content type %q", ErrProtocol, clip(mt, 64))
+	}
+	return readEvents(resp.Body, runID, yield)
+}
+
+// Defaults of ReconnectOptions: the NovaOS SDKs'.
+const (
+	DefaultMaxRetries     = 5
+	DefaultInitialBackoff = time.Second
+	DefaultMaxBackoff     = 30 * time.Second
+)
+
+// ReconnectOptions tune EventsWithReconnect; nil or zero fields mean the
+// defaults.
+type ReconnectOptions struct {
+	// MaxRetries bounds the reconnects in a row that bring no event
+	// (0: DefaultMaxRetries; negative: none). Every event received resets
+	// the count, so a long stream may reconnect any number of times.
+	MaxRetries int
+	// InitialBackoff is the wait before the first reconnect after an
+	// event (0: DefaultInitialBackoff); each further reconnect in a row
+	// doubles it, up to MaxBackoff (0: DefaultMaxBackoff). Each wait is
+	// multiplied by a random factor in [0.5, 1.5), so that clients cut
+	// off together do not come back together, and then held to
+	// MaxBackoff. A longer Retry-After from the gateway is honoured, up
+	// to MaxBackoff.
+	InitialBackoff, MaxBackoff time.Duration
+	// LastEventID resumes after this event instead of from the start.
+	LastEventID string
+	// Sleep waits d or until ctx ends (nil: a timer); Rand returns the
+	// jitter draw in [0, 1) (nil: math/rand/v2). Tests replace them.
+	Sleep func(ctx context.Context, d time.Duration) error
+	Rand  func() float64
+}
+
+func (o *ReconnectOptions) initial() time.Duration {
+	if o.InitialBackoff <= 0 {
+		return DefaultInitialBackoff
+	}
+	return o.InitialBackoff
+}
+
+func (o *ReconnectOptions) limit() time.Duration {
+	if o.MaxBackoff <= 0 {
+		return DefaultMaxBackoff
+	}
+	return o.MaxBackoff
+}
+
+// backoff is the wait before reconnect n (1-based) of a row, with jitter
+// draw r in [0, 1).
+func (o *ReconnectOptions) backoff(n int, r float64) time.Duration {
+	initial, limit := o.initial(), o.limit()
+	p := resilience.Policy{Base: initial, Max: limit, NoJitter: true}
+	d := time.Duration(float64(p.Delay(n)) * (0.5 + r))
+	return min(max(d, 0), limit)
+}
+
+// EventsWithReconnect follows a run's events like Events and, when the
+// stream fails in a way that may pass (IsRetryable: a dropped connection,
+// a stream that ended before the run, 429, 502, 503, 504), reconnects
+// after a backoff, resuming after the ID of the last event it yielded, so
+// every event is yielded exactly once and in order, across any number of
+// reconnects. Any other failure (401, 403, 404, a malformed frame) is
+// yielded at once and ends the iteration, as does running out of
+// reconnects (the last failure is yielded).
+//
+// An event stream without SSE ids cannot be resumed without replaying
+// it: a failure after such events ends the iteration instead.
+func (c *Client) EventsWithReconnect(ctx context.Context, runID string, o *ReconnectOptions) iter.Seq2[StreamEvent, error] {
+	if o == nil {
+		o = &ReconnectOptions{}
+	}
+	maxRetries := o.MaxRetries
+	if maxRetries == 0 {
+		maxRetries = DefaultMaxRetries
+	}
+	sleep := o.Sleep
+	if sleep == nil {
+		sleep = resilience.Sleep
+	}
+	draw := o.Rand
+	if draw == nil {
+		draw = rand.Float64
+	}
+	return func(yield func(StreamEvent, error) bool) {
+		last := o.LastEventID
+		failures := 0
+		for {
+			got, noID := false, false
+			stopped, err := c.streamOnce(ctx, runID, last, func(ev StreamEvent) bool {
+				got = true
+				if ev.ID != "" {
+					last, noID = ev.ID, false
+				} else {
+					noID = true
+				}
+				return yield(ev, nil)
+			})
+			if stopped || err == nil {
+				return
+			}
+			err = fmt.Errorf("gateway: events %s: %w", runID, err)
+			if got {
+				failures = 0
+			}
+			if noID {
+				yield(StreamEvent{}, fmt.Errorf("%w (events without an id cannot be resumed)", err))
+				return
+			}
+			if !IsRetryable(err) || ctx.Err() != nil {
+				yield(StreamEvent{}, err)
+				return
+			}
+			failures++
+			if failures > maxRetries {
+				yield(StreamEvent{}, fmt.Errorf("%w (gave up after %d reconnects without an event)", err, failures-1))
+				return
+			}
+			d := o.backoff(failures, draw())
+			var ra resilience.RetryAfterer
+			if errors.As(err, &ra) && ra.RetryAfter() > d {
+				d = min(ra.RetryAfter(), o.limit())
+			}
+			if serr := sleep(ctx, d); serr != nil {
+				yield(StreamEvent{}, errors.Join(err, serr))
+				return
+			}
+		}
+	}
 }
