@@ -1309,3 +1309,112 @@ func TestEventsWithReconnectRetryAfter(t *testing.T) {
 		t.Errorf("waits under MaxBackoff 2s (-want +got):\n%s", diff)
 	}
 }
+
+func TestClip(t *testing.T) {
+	tests := []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly", 7, "exactly"},
+		{"abcdef", 3, "abc…"},
+		{"héllo", 2, "h…"}, // é is two bytes: cut before it, not inside
+		{"日本", 4, "日…"},
+		{"日本", 2, "…"},
+	}
+	for _, tc := range tests {
+		if got := clip(tc.s, tc.n); got != tc.want {
+			t.Errorf("clip(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
+		}
+	}
+}
+
+// Every call checks its ids and options before it sends anything.
+func TestRefusedBeforeSending(t *testing.T) {
+	f := newFakeGateway()
+	c := startGateway(t, f, aliceToken, nil)
+	ctx := context.Background()
+	long := strings.Repeat("x", 257)
+	calls := map[string]func() error{
+		"GetRun control":   func() error { _, err := c.GetRun(ctx, "r\x00"); return err },
+		"GetRun long":      func() error { _, err := c.GetRun(ctx, long); return err },
+		"GetRun not UTF-8": func() error { _, err := c.GetRun(ctx, "r\xff"); return err },
+		"GetServiceRun":    func() error { _, err := c.GetServiceRun(ctx, ""); return err },
+		"CancelRun":        func() error { _, err := c.CancelRun(ctx, ""); return err },
+		"Reply no id":      func() error { _, err := c.Reply(ctx, "", Reply{Input: "x"}); return err },
+		"Reply too long": func() error {
+			_, err := c.Reply(ctx, "r1", Reply{Input: strings.Repeat("a", MaxInputChars+1)})
+			return err
+		},
+		"RunEvents":              func() error { _, err := c.RunEvents(ctx, "", RunEventsOptions{}); return err },
+		"GetInstance":            func() error { _, err := c.GetInstance(ctx, ""); return err },
+		"UpdateInstance":         func() error { _, err := c.UpdateInstance(ctx, "", InstanceUpdate{}); return err },
+		"RemoveInstance":         func() error { return c.RemoveInstance(ctx, "") },
+		"ListInstances negative": func() error { _, err := c.ListInstances(ctx, InstanceListOptions{Limit: -1}); return err },
+		"Events no id": func() error {
+			_, err := collect(c.Events(ctx, "", ""))
+			return err
+		},
+	}
+	for name, call := range calls {
+		if err := call(); !errors.Is(err, ErrInvalidRequest) {
+			t.Errorf("%s: %v, want ErrInvalidRequest", name, err)
+		}
+	}
+	if n := len(f.requests()); n != 0 {
+		t.Errorf("%d requests were sent", n)
+	}
+}
+
+func TestMalformedAnswers(t *testing.T) {
+	tests := []struct {
+		name string
+		h    http.HandlerFunc
+		call func(c *Client) error
+	}{
+		{
+			name: "not JSON",
+			h:    func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("<html>")) },
+			call: func(c *Client) error { _, err := c.GetRun(context.Background(), "r1"); return err },
+		},
+		{
+			name: "an unexpected success status",
+			h:    func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusAccepted, map[string]string{}) },
+			call: func(c *Client) error { _, err := c.GetRun(context.Background(), "r1"); return err },
+		},
+		{
+			name: "execute without a run id",
+			h: func(w http.ResponseWriter, r *http.Request) {
+				writeJSON(w, http.StatusAccepted, map[string]string{"status": "QUEUED"})
+			},
+			call: func(c *Client) error {
+				_, err := c.Execute(context.Background(), ExecuteRequest{InstanceID: "i", Input: "x"})
+				return err
+			},
+		},
+		{
+			name: "a field of the wrong type",
+			h:    func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"run_id": 5}`)) },
+			call: func(c *Client) error { _, err := c.GetRun(context.Background(), "r1"); return err },
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := startGateway(t, tc.h, aliceToken, nil)
+			if err := tc.call(c); !errors.Is(err, ErrProtocol) || IsRetryable(err) {
+				t.Fatalf("err = %v, want a final ErrProtocol", err)
+			}
+		})
+	}
+	t.Run("an error answer that is not a problem", func(t *testing.T) {
+		c := startGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "teapot "+aliceToken, http.StatusTeapot)
+		}), aliceToken, nil)
+		_, err := c.GetRun(context.Background(), "r1")
+		var ge *Error
+		if !errors.As(err, &ge) || ge.Status != http.StatusTeapot || ge.Type != "about:blank" || ge.Title != "I'm a teapot" || ge.Detail != "" {
+			t.Fatalf("err = %#v", err)
+		}
+	})
+}
