@@ -27,6 +27,11 @@ import (
 // stream.
 const DefaultTimeout = 30 * time.Second
 
+// DefaultStreamIdleTimeout is how long an event stream may bring nothing,
+// not even a keepalive comment, before the client takes its connection
+// for dead.
+const DefaultStreamIdleTimeout = 2 * time.Minute
+
 // TenantHeader names the tenant an admin-token call acts for.
 const TenantHeader = "X-Tenant-ID"
 
@@ -138,7 +143,7 @@ func IsRetryable(err error) bool {
 	if errors.As(err, &ge) {
 		return resilience.RetryableStatus(ge.Status)
 	}
-	if errors.Is(err, ErrStreamEnded) {
+	if errors.Is(err, ErrStreamEnded) || errors.Is(err, ErrStreamIdle) {
 		return true
 	}
 	return resilience.IsTransient(err)
@@ -166,6 +171,11 @@ type ClientOptions struct {
 	// Timeout bounds one attempt of every call but an event stream
 	// (0: DefaultTimeout).
 	Timeout time.Duration
+	// StreamIdleTimeout ends an event stream on which nothing arrived
+	// for so long, with ErrStreamIdle, which EventsWithReconnect
+	// reconnects after (0: DefaultStreamIdleTimeout; negative: never).
+	// The time the consumer spends on an event does not count.
+	StreamIdleTimeout time.Duration
 	// Retry is the retry policy of the reads (every GET but an event
 	// stream); nil retries 429, 502, 503, 504 and connection failures
 	// DefaultAttempts times in all with jittered backoff. Writes are
@@ -188,6 +198,7 @@ type Client struct {
 	tenant    string
 	header    http.Header
 	timeout   time.Duration
+	idle      time.Duration
 	retry     *resilience.Policy
 	// userRoute is set once the service route of RunEvents answered 403:
 	// later "auto" calls go to the user route directly.
@@ -218,7 +229,14 @@ func NewClient(baseURL string, o *ClientOptions) (*Client, error) {
 		tenant:    o.Tenant,
 		header:    o.Headers.Clone(),
 		timeout:   o.Timeout,
+		idle:      o.StreamIdleTimeout,
 		retry:     o.Retry,
+	}
+	switch {
+	case c.idle == 0:
+		c.idle = DefaultStreamIdleTimeout
+	case c.idle < 0:
+		c.idle = 0
 	}
 	if c.http == nil {
 		c.http = &http.Client{}

@@ -1418,3 +1418,65 @@ func TestMalformedAnswers(t *testing.T) {
 		}
 	})
 }
+
+// stallOnce lets the first event stream write its keepalive and one
+// frame, and then go silent until the client leaves: a connection that
+// died without a word. Later streams pass.
+type stallOnce struct {
+	h     http.Handler
+	once  atomic.Bool
+	ended chan struct{}
+}
+
+func (s *stallOnce) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !strings.HasPrefix(r.URL.Path, EventsPath) || s.once.Swap(true) {
+		s.h.ServeHTTP(w, r)
+		return
+	}
+	s.h.ServeHTTP(&stallWriter{ResponseWriter: w, left: 2, done: r.Context().Done(), ended: s.ended}, r)
+}
+
+type stallWriter struct {
+	http.ResponseWriter
+	left  int
+	done  <-chan struct{}
+	ended chan struct{}
+}
+
+func (w *stallWriter) Write(p []byte) (int, error) {
+	if w.left == 0 {
+		<-w.done // silent until the client gives up on the connection
+		close(w.ended)
+		panic(http.ErrAbortHandler)
+	}
+	w.left--
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *stallWriter) Flush() { w.ResponseWriter.(http.Flusher).Flush() }
+
+func TestEventsIdle(t *testing.T) {
+	f := newFakeGateway()
+	f.addRun(Run{ID: "r1", Caller: Caller{UserID: "alice"}}, []Event{statusEvent(StatusRunning, ""), deltaEvent("a"), statusEvent(StatusCompleted, ""), endEvent(StatusCompleted, "")})
+	t.Run("Events", func(t *testing.T) {
+		h := &stallOnce{h: f, ended: make(chan struct{})}
+		c := startGateway(t, h, aliceToken, &ClientOptions{StreamIdleTimeout: 20 * time.Millisecond})
+		evs, err := collect(c.Events(context.Background(), "r1", ""))
+		if !errors.Is(err, ErrStreamIdle) || !IsRetryable(err) || len(evs) != 1 {
+			t.Fatalf("%d events, %v; want 1 and a retryable ErrStreamIdle", len(evs), err)
+		}
+		<-h.ended // the client closed the silent connection
+	})
+	t.Run("EventsWithReconnect", func(t *testing.T) {
+		h := &stallOnce{h: f, ended: make(chan struct{})}
+		c := startGateway(t, h, aliceToken, &ClientOptions{StreamIdleTimeout: 20 * time.Millisecond})
+		waits := 0
+		evs, err := collect(c.EventsWithReconnect(context.Background(), "r1", &ReconnectOptions{Sleep: func(context.Context, time.Duration) error { waits++; return nil }}))
+		if err != nil || len(evs) != 3 || waits != 1 {
+			t.Fatalf("%d events after %d waits, %v; want 3 after 1", len(evs), waits, err)
+		}
+		if evs[1].ID != "2" || evs[1].Content != "a" {
+			t.Errorf("second event %+v", evs[1])
+		}
+	})
+}

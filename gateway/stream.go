@@ -29,6 +29,12 @@ const EventChunk = "chunk"
 // with a type, or whose fields have the wrong JSON kinds.
 var ErrMalformedEvent = errors.New("gateway: malformed event")
 
+// ErrStreamIdle is matched by the error of an event stream on which
+// nothing, not even a keepalive comment, arrived for the client's
+// StreamIdleTimeout: a connection that died without a word. It is
+// retryable.
+var ErrStreamIdle = errors.New("gateway: event stream idle")
+
 // ErrStreamEnded is matched by the error of an event stream that ended
 // (cleanly or cut) before the run's terminal event. It is retryable:
 // [Client.EventsWithReconnect] resumes after the last id it saw.
@@ -411,8 +417,21 @@ func (c *Client) streamOnce(ctx context.Context, runID, lastEventID string, yiel
 	if strings.ContainsAny(lastEventID, "\r\n\x00") {
 		return false, invalid("last_event_id", "must be one line")
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	// The idle timer runs while the client waits for the gateway, never
+	// while the consumer handles an event.
+	var idle *time.Timer
+	if c.idle > 0 {
+		idle = time.AfterFunc(c.idle, func() { cancel(ErrStreamIdle) })
+		defer idle.Stop()
+	}
+	wasIdle := func(err error) error {
+		if errors.Is(context.Cause(ctx), ErrStreamIdle) {
+			return fmt.Errorf("%w: no byte for %v", ErrStreamIdle, c.idle)
+		}
+		return err
+	}
 	req, tok, err := c.newRequest(ctx, http.MethodGet, c.base+EventsPath+url.PathEscape(runID), nil)
 	if err != nil {
 		return false, err
@@ -424,7 +443,7 @@ func (c *Client) streamOnce(ctx context.Context, runID, lastEventID string, yiel
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return false, err
+		return false, wasIdle(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusNoContent {
@@ -438,7 +457,38 @@ func (c *Client) streamOnce(ctx context.Context, runID, lastEventID string, yiel
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
 		return false, fmt.Errorf("%w: event stream answered with content type %q", ErrProtocol, clip(mt, 64))
 	}
-	return readEvents(resp.Body, runID, yield)
+	var body io.Reader = resp.Body
+	if idle != nil {
+		body = &idleReader{r: resp.Body, t: idle, d: c.idle}
+		next := yield
+		yield = func(ev StreamEvent) bool {
+			idle.Stop()
+			defer idle.Reset(c.idle)
+			return next(ev)
+		}
+	}
+	stopped, err = readEvents(body, runID, yield)
+	if err != nil {
+		err = wasIdle(err)
+	}
+	return stopped, err
+}
+
+// idleReader restarts the idle timer whenever bytes arrive: a keepalive
+// comment counts, so a gateway that keeps a paused run's stream alive is
+// never taken for a dead one.
+type idleReader struct {
+	r io.Reader
+	t *time.Timer
+	d time.Duration
+}
+
+func (ir *idleReader) Read(p []byte) (int, error) {
+	n, err := ir.r.Read(p)
+	if n > 0 {
+		ir.t.Reset(ir.d)
+	}
+	return n, err
 }
 
 // Defaults of ReconnectOptions: the NovaOS SDKs'.
