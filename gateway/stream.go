@@ -549,16 +549,20 @@ func (o *ReconnectOptions) backoff(n int, r float64) time.Duration {
 // a stream that ended before the run, 429, 502, 503, 504), reconnects
 // after a backoff, resuming after the ID of the last event it yielded, so
 // every event is yielded exactly once and in order, across any number of
-// reconnects. Any other failure (401, 403, 404, a malformed frame) is
-// yielded at once and ends the iteration, as does running out of
-// reconnects (the last failure is yielded).
+// reconnects. A stream on which nothing arrives for the client's
+// StreamIdleTimeout counts as dropped. Any other failure (401, 403, 404,
+// a malformed frame) is yielded at once and ends the iteration, as does
+// running out of reconnects (the last failure is yielded); a 204 ends it
+// quietly, as in Events.
 //
 // An event stream without SSE ids cannot be resumed without replaying
 // it: a failure after such events ends the iteration instead.
 func (c *Client) EventsWithReconnect(ctx context.Context, runID string, o *ReconnectOptions) iter.Seq2[StreamEvent, error] {
-	if o == nil {
-		o = &ReconnectOptions{}
+	var opts ReconnectOptions
+	if o != nil {
+		opts = *o
 	}
+	o = &opts
 	maxRetries := o.MaxRetries
 	if maxRetries == 0 {
 		maxRetries = DefaultMaxRetries
