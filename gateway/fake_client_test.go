@@ -218,7 +218,7 @@ func (f *fakeGateway) authed(h authedHandler) http.HandlerFunc {
 		switch {
 		case tok == f.adminToken:
 			if tenant == "" {
-				writeProblem(w, http.StatusBadRequest, ProblemInvalidRequestType, "Bad Request", "the admin token names its tenant with X-Tenant-ID")
+				writeProblem(w, http.StatusBadRequest, problemInvalidRequest, "Bad Request", "the admin token names its tenant with X-Tenant-ID")
 				return
 			}
 			c = fakeCaller{tenant: tenant, admin: true}
@@ -242,7 +242,7 @@ func (f *fakeGateway) authed(h authedHandler) http.HandlerFunc {
 
 // Problem types the fake answers with: the API's.
 const (
-	ProblemInvalidRequestType = "https://novaos.dev/problems/invalid-request"
+	problemInvalidRequest = "https://novaos.dev/problems/invalid-request"
 	problemInvalidCursor      = "https://novaos.dev/problems/invalid-event-id"
 	problemRunNotFound        = "https://novaos.dev/problems/run-not-found"
 	problemInstanceNotFound   = "https://novaos.dev/problems/instance-not-found"
@@ -304,7 +304,7 @@ func (f *fakeGateway) install(w http.ResponseWriter, r *http.Request, c fakeCall
 		return
 	}
 	if b.Name == "" || (b.Hosted == "") == (b.URL == "") {
-		writeProblem(w, http.StatusBadRequest, ProblemInvalidRequestType, "Bad Request", "name and exactly one of hosted and url")
+		writeProblem(w, http.StatusBadRequest, problemInvalidRequest, "Bad Request", "name and exactly one of hosted and url")
 		return
 	}
 	f.mu.Lock()
@@ -465,7 +465,7 @@ func (f *fakeGateway) execute(w http.ResponseWriter, r *http.Request, c fakeCall
 	}
 	switch {
 	case req.Input == "" || len([]rune(req.Input)) > MaxInputChars:
-		writeProblem(w, http.StatusBadRequest, ProblemInvalidRequestType, "Bad Request", "input missing or over 100,000 characters")
+		writeProblem(w, http.StatusBadRequest, problemInvalidRequest, "Bad Request", "input missing or over 100,000 characters")
 		return
 	case len(req.CustomHeaders) > 0 && !c.service:
 		writeProblem(w, http.StatusForbidden, problem.TypeForbidden, "Forbidden", "custom_headers need a service account")
@@ -473,7 +473,7 @@ func (f *fakeGateway) execute(w http.ResponseWriter, r *http.Request, c fakeCall
 	}
 	for _, a := range req.Attachments {
 		if a.validate() != nil {
-			writeProblem(w, http.StatusBadRequest, ProblemInvalidRequestType, "Bad Request", "bad attachment")
+			writeProblem(w, http.StatusBadRequest, problemInvalidRequest, "Bad Request", "bad attachment")
 			return
 		}
 	}
