@@ -242,13 +242,13 @@ func (f *fakeGateway) authed(h authedHandler) http.HandlerFunc {
 
 // Problem types the fake answers with: the API's.
 const (
-	problemInvalidRequest = "https://novaos.dev/problems/invalid-request"
-	problemInvalidCursor      = "https://novaos.dev/problems/invalid-event-id"
-	problemRunNotFound        = "https://novaos.dev/problems/run-not-found"
-	problemInstanceNotFound   = "https://novaos.dev/problems/instance-not-found"
-	problemInstanceExists     = "https://novaos.dev/problems/instance-exists"
-	problemRunNotWaiting      = "https://novaos.dev/problems/run-not-waiting"
-	problemRunEnded           = "https://novaos.dev/problems/run-ended"
+	problemInvalidRequest   = "https://novaos.dev/problems/invalid-request"
+	problemInvalidCursor    = "https://novaos.dev/problems/invalid-event-id"
+	problemRunNotFound      = "https://novaos.dev/problems/run-not-found"
+	problemInstanceNotFound = "https://novaos.dev/problems/instance-not-found"
+	problemInstanceExists   = "https://novaos.dev/problems/instance-exists"
+	problemRunNotWaiting    = "https://novaos.dev/problems/run-not-waiting"
+	problemRunEnded         = "https://novaos.dev/problems/run-ended"
 )
 
 // decodeBody reads a JSON body strictly: application/json, one object,
