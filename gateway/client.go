@@ -250,15 +250,36 @@ func NewClient(baseURL string, o *ClientOptions) (*Client, error) {
 	return c, nil
 }
 
-// Validate checks r as the gateway does: an instance id, an input of at
-// most MaxInputChars characters, at most MaxAttachments attachments, each
-// with a type, exactly one of URL (absolute http or https) and Data, and
-// a safe name when it has one. The error is an *InvalidError.
+// Limits of an execute request the gateway enforces besides those of
+// run.go; Validate checks them before anything is sent.
+const (
+	maxRequestIDBytes    = 128 // instance_id, thread_id, conversation_id
+	maxAttachmentType    = 255
+	maxAttachmentURL     = 2048
+	maxCustomHeaders     = 32
+	maxCustomHeaderName  = 128
+	maxCustomHeaderValue = 8 << 10
+)
+
+// Validate checks r as the gateway does: an instance id (and a thread and
+// conversation id, when set) of at most 128 printable characters without
+// white space; an input that is not blank, of at most MaxInputChars
+// characters; at most MaxAttachments attachments, each with a type, exactly
+// one of URL (an absolute http or https URL without credentials) and
+// non-empty Data, and a name ValidAttachmentName accepts when it has one;
+// at most 32 custom headers, each an HTTP field name with a one-line value
+// of at most 8 KiB. The error is an *InvalidError naming the first field
+// that breaks a rule.
 func (r *ExecuteRequest) Validate() error {
-	if strings.TrimSpace(r.InstanceID) == "" {
+	if r.InstanceID == "" {
 		return invalid("instance_id", "is required")
 	}
-	if r.Input == "" {
+	for _, f := range [...]struct{ name, v string }{{"instance_id", r.InstanceID}, {"thread_id", r.ThreadID}, {"conversation_id", r.ConversationID}} {
+		if f.v != "" && !validRequestID(f.v) {
+			return invalid(f.name, "is not an id: at most %d printable characters without white space", maxRequestIDBytes)
+		}
+	}
+	if strings.TrimSpace(r.Input) == "" {
 		return invalid("input", "is required")
 	}
 	if !utf8.ValidString(r.Input) {
@@ -279,27 +300,42 @@ func (r *ExecuteRequest) Validate() error {
 			return err
 		}
 	}
-	for name := range r.CustomHeaders {
-		if !validHeaderName(name) {
-			return invalid("custom_headers", "%q is not a header name", clip(name, 64))
+	if len(r.CustomHeaders) > maxCustomHeaders {
+		return invalid("custom_headers", "has %d entries, more than %d", len(r.CustomHeaders), maxCustomHeaders)
+	}
+	for name, v := range r.CustomHeaders {
+		if !validHeaderName(name) || len(name) > maxCustomHeaderName {
+			return invalid("custom_headers", "%q is not a header name of at most %d characters", clip(strings.ToValidUTF8(name, "?"), 64), maxCustomHeaderName)
+		}
+		// The value may be a credential: it is never quoted.
+		if len(v) > maxCustomHeaderValue || strings.ContainsAny(v, "\r\n\x00") {
+			return invalid("custom_headers", "the value of %s is longer than 8 KiB or not one line", name)
 		}
 	}
 	return nil
+}
+
+func validRequestID(s string) bool {
+	return len(s) <= maxRequestIDBytes && utf8.ValidString(s) &&
+		!strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) })
 }
 
 func (a Attachment) validate() error {
 	if strings.TrimSpace(a.Type) == "" {
 		return invalid("type", "is required")
 	}
+	if len(a.Type) > maxAttachmentType || strings.ContainsFunc(a.Type, unicode.IsControl) {
+		return invalid("type", "must be at most %d characters without a control character", maxAttachmentType)
+	}
 	switch {
-	case a.URL == "" && a.Data == nil:
-		return invalid("url", "one of url and data is required")
-	case a.URL != "" && a.Data != nil:
+	case a.URL == "" && len(a.Data) == 0:
+		return invalid("url", "one of url and data is required (data may not be empty)")
+	case a.URL != "" && len(a.Data) > 0:
 		return invalid("url", "url and data exclude each other")
 	case a.URL != "":
 		u, err := url.Parse(a.URL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return invalid("url", "must be an absolute http or https URL")
+		if err != nil || len(a.URL) > maxAttachmentURL || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+			return invalid("url", "must be an absolute http or https URL without credentials, at most %d characters", maxAttachmentURL)
 		}
 	}
 	if a.Name != "" {
@@ -312,8 +348,8 @@ func (a Attachment) validate() error {
 
 // ValidAttachmentName reports why name is not a plain file name, or nil:
 // it must be valid UTF-8 of at most MaxAttachmentNameLen bytes, without a
-// path separator ('/' or '\\'), a control character, or "..", and not "."
-// alone.
+// path separator ('/', '\\' or ':'), a control character, or "..", and
+// not "." alone.
 func ValidAttachmentName(name string) error {
 	switch {
 	case name == "":
@@ -322,7 +358,7 @@ func ValidAttachmentName(name string) error {
 		return fmt.Errorf("is %d bytes long, more than %d", len(name), MaxAttachmentNameLen)
 	case !utf8.ValidString(name):
 		return errors.New("is not valid UTF-8")
-	case strings.ContainsAny(name, `/\`):
+	case strings.ContainsAny(name, `/\:`):
 		return errors.New("has a path separator")
 	case strings.Contains(name, ".."):
 		return errors.New(`has ".."`)

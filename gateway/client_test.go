@@ -94,7 +94,32 @@ func TestExecuteRequestValidate(t *testing.T) {
 		}), "attachments"},
 		{"url attachment", att(Attachment{Type: "text/plain", URL: "https://files.example/a.txt", Name: "a.txt"}), ""},
 		{"data attachment", att(Attachment{Type: "text/plain", Data: []byte("x"), Name: "notes v2.txt"}), ""},
-		{"empty data is data", att(Attachment{Type: "text/plain", Data: []byte{}}), ""},
+		{"empty data is no data", att(Attachment{Type: "text/plain", Data: []byte{}}), "attachments[0].url"},
+		{"blank input", with(func(r *ExecuteRequest) { r.Input = " \n\t" }), "input"},
+		{"instance id with a space", with(func(r *ExecuteRequest) { r.InstanceID = "i 1" }), "instance_id"},
+		{"instance id too long", with(func(r *ExecuteRequest) { r.InstanceID = strings.Repeat("i", 129) }), "instance_id"},
+		{"thread id with a control character", with(func(r *ExecuteRequest) { r.ThreadID = "t\x01" }), "thread_id"},
+		{"conversation id too long", with(func(r *ExecuteRequest) { r.ConversationID = strings.Repeat("c", 129) }), "conversation_id"},
+		{"ids of the longest length", with(func(r *ExecuteRequest) {
+			r.InstanceID, r.ThreadID, r.ConversationID = strings.Repeat("i", 128), strings.Repeat("t", 128), strings.Repeat("c", 128)
+		}), ""},
+		{"type too long", att(Attachment{Type: strings.Repeat("t", 256), URL: "https://f.example/a"}), "attachments[0].type"},
+		{"type with a control character", att(Attachment{Type: "text/plain\n", URL: "https://f.example/a"}), "attachments[0].type"},
+		{"url with credentials", att(Attachment{Type: "t", URL: "https://u:p@f.example/a"}), "attachments[0].url"},
+		{"url too long", att(Attachment{Type: "t", URL: "https://f.example/" + strings.Repeat("a", 2048)}), "attachments[0].url"},
+		{"name with a colon", att(Attachment{Type: "t", URL: "https://f.example/a", Name: "C:evil"}), "attachments[0].name"},
+		{"too many custom headers", with(func(r *ExecuteRequest) {
+			r.CustomHeaders = map[string]string{}
+			for i := range 33 {
+				r.CustomHeaders["X-H"+strconv.Itoa(i)] = "v"
+			}
+		}), "custom_headers"},
+		{"custom header name too long", with(func(r *ExecuteRequest) { r.CustomHeaders = map[string]string{strings.Repeat("h", 129): "v"} }), "custom_headers"},
+		{"custom header value with a line break", with(func(r *ExecuteRequest) { r.CustomHeaders = map[string]string{"X-Key": "a\r\nX-Evil: 1"} }), "custom_headers"},
+		{"custom header value too long", with(func(r *ExecuteRequest) { r.CustomHeaders = map[string]string{"X-Key": strings.Repeat("v", 8<<10+1)} }), "custom_headers"},
+		{"custom headers at the limits", with(func(r *ExecuteRequest) {
+			r.CustomHeaders = map[string]string{strings.Repeat("h", 128): strings.Repeat("v", 8<<10)}
+		}), ""},
 		{"no type", att(Attachment{URL: "https://files.example/a"}), "attachments[0].type"},
 		{"neither url nor data", att(Attachment{Type: "text/plain"}), "attachments[0].url"},
 		{"both url and data", att(Attachment{Type: "text/plain", URL: "https://f.example/a", Data: []byte("x")}), "attachments[0].url"},
@@ -125,6 +150,11 @@ func TestExecuteRequestValidate(t *testing.T) {
 			var ie *InvalidError
 			if !errors.As(err, &ie) || ie.Field != tc.field || !errors.Is(err, ErrInvalidRequest) {
 				t.Fatalf("Validate = %v, want an InvalidError on %s", err, tc.field)
+			}
+			for _, v := range tc.req.CustomHeaders {
+				if len(v) > 3 && strings.Contains(err.Error(), v) {
+					t.Errorf("the error quotes a custom header's value: %v", err)
+				}
 			}
 		})
 	}
