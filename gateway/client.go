@@ -506,12 +506,13 @@ func (c *Client) CancelRun(ctx context.Context, runID string) (*Run, error) {
 }
 
 // Reply is the answer to a run waiting in WAITING_USER: text Input for
-// a question, ActionID with InputValue for a form's action, or Approved
-// with the paused CallID for a write confirmation.
+// a question, ActionID with InputValue for a human-in-the-loop request's
+// action buttons and input fields, or Approved with the paused CallID for
+// a write confirmation.
 type Reply struct {
 	Input      string `json:"input,omitempty"`
 	ActionID   string `json:"action_id,omitempty"`
-	InputValue any    `json:"input_value,omitempty"`
+	InputValue string `json:"input_value,omitempty"`
 	CallID     string `json:"call_id,omitempty"`
 	Approved   *bool  `json:"approved,omitempty"`
 }
@@ -523,11 +524,14 @@ func (c *Client) Reply(ctx context.Context, runID string, r Reply) (*ExecuteResu
 	if err := validID("run_id", runID); err != nil {
 		return nil, err
 	}
-	if r.Input == "" && r.ActionID == "" && r.InputValue == nil && r.Approved == nil {
+	if r.Input == "" && r.ActionID == "" && r.InputValue == "" && r.Approved == nil {
 		return nil, invalid("input", "a reply needs input, action_id, input_value or approved")
 	}
-	if r.Input != "" && utf8.RuneCountInString(r.Input) > MaxInputChars {
+	if utf8.RuneCountInString(r.Input) > MaxInputChars {
 		return nil, invalid("input", "has more than %d characters", MaxInputChars)
+	}
+	if len(r.InputValue) > 4*MaxInputChars {
+		return nil, invalid("input_value", "is longer than %d bytes", 4*MaxInputChars)
 	}
 	var out ExecuteResult
 	if err := c.call(ctx, request{method: http.MethodPost, path: RunsPath + "/" + url.PathEscape(runID) + "/reply", body: r, ok: []int{http.StatusAccepted, http.StatusOK}}, &out); err != nil {

@@ -661,7 +661,7 @@ func (f *fakeGateway) cancel(w http.ResponseWriter, r *http.Request, c fakeCalle
 type replyBody struct {
 	Input      string `json:"input"`
 	ActionID   string `json:"action_id"`
-	InputValue any    `json:"input_value"`
+	InputValue string `json:"input_value"`
 	CallID     string `json:"call_id"`
 	Approved   *bool  `json:"approved"`
 }
@@ -682,7 +682,7 @@ func (f *fakeGateway) reply(w http.ResponseWriter, r *http.Request, c fakeCaller
 		return
 	}
 	f.appendLocked(fr.run.ID, statusEvent(StatusRunning, ""), deltaEvent("you said: "+b.Input), statusEvent(StatusCompleted, "the agent answered"), endEvent(StatusCompleted, ""))
-	writeJSON(w, http.StatusAccepted, map[string]any{"run_id": fr.run.ID, "status": StatusQueued})
+	writeJSON(w, http.StatusAccepted, ExecuteResult{RunID: fr.run.ID, Status: StatusQueued, ThreadID: fr.run.ThreadID, EventsURL: EventsPath + fr.run.ID})
 }
 
 type indexEvent struct {
