@@ -656,13 +656,17 @@ func (c *Client) userRunEvents(ctx context.Context, runID string, o RunEventsOpt
 	return p, nil
 }
 
-// InstallRequest installs an agent as an instance: a Hosted agent or the
-// A2A agent at URL.
+// InstallRequest installs an agent as an instance: exactly one of a
+// Hosted agent, the A2A agent at URL, and the agent of the registry named
+// AgentID.
 type InstallRequest struct {
-	Name   string
-	Hosted string
-	URL    string
-	Config map[string]any
+	// Name is 1 to 64 of a-z, 0-9, '.', '_' and '-', starting with a
+	// letter or digit; unique in the tenant.
+	Name    string
+	Hosted  string
+	URL     string
+	AgentID string
+	Config  map[string]any
 	// Secrets are sealed at rest by the gateway and sent only to the
 	// agent; they are never returned.
 	Secrets       map[string]secret.Value
@@ -681,6 +685,7 @@ func (r InstallRequest) wire() ([]byte, error) {
 		Name          string            `json:"name"`
 		Hosted        string            `json:"hosted,omitempty"`
 		URL           string            `json:"url,omitempty"`
+		AgentID       string            `json:"agent_id,omitempty"`
 		Config        map[string]any    `json:"config,omitempty"`
 		Secrets       map[string]string `json:"secrets,omitempty"`
 		Memory        bool              `json:"memory,omitempty"`
@@ -690,7 +695,7 @@ func (r InstallRequest) wire() ([]byte, error) {
 		Published     bool              `json:"published,omitempty"`
 	}
 	b := body{
-		Name: r.Name, Hosted: r.Hosted, URL: r.URL, Config: r.Config, Memory: r.Memory,
+		Name: r.Name, Hosted: r.Hosted, URL: r.URL, AgentID: r.AgentID, Config: r.Config, Memory: r.Memory,
 		MemoryBudget: r.MemoryBudget, Scopes: r.Scopes, CustomHeaders: r.CustomHeaders, Published: r.Published,
 	}
 	if len(r.Secrets) > 0 {
@@ -704,11 +709,14 @@ func (r InstallRequest) wire() ([]byte, error) {
 
 // Install installs an instance and returns it (without secret values).
 func (c *Client) Install(ctx context.Context, r InstallRequest) (*Instance, error) {
-	if strings.TrimSpace(r.Name) == "" {
+	if r.Name == "" {
 		return nil, invalid("name", "is required")
 	}
-	if (r.Hosted == "") == (r.URL == "") {
-		return nil, invalid("hosted", "exactly one of hosted and url is required")
+	if !validInstanceName(r.Name) {
+		return nil, invalid("name", "must be 1 to 64 of a-z 0-9 . _ -, starting with a letter or digit")
+	}
+	if n := targets(r.Hosted != "", r.URL != "", r.AgentID != ""); n != 1 {
+		return nil, invalid("hosted", "exactly one of hosted, url and agent_id is required")
 	}
 	body, err := r.wire()
 	if err != nil {
@@ -719,6 +727,33 @@ func (c *Client) Install(ctx context.Context, r InstallRequest) (*Instance, erro
 		return nil, fmt.Errorf("gateway: install %s: %w", r.Name, err)
 	}
 	return &out, nil
+}
+
+// validInstanceName reports whether s is an instance name the gateway
+// takes: 1 to 64 of a-z 0-9 . _ -, the first a letter or digit.
+func validInstanceName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || i > 0 && (c == '.' || c == '_' || c == '-') {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// targets counts what an instance runs: hosted, url, agent_id.
+func targets(set ...bool) int {
+	n := 0
+	for _, b := range set {
+		if b {
+			n++
+		}
+	}
+	return n
 }
 
 // InstanceListOptions page through a tenant's instances, by name.
@@ -768,9 +803,12 @@ func (c *Client) GetInstance(ctx context.Context, id string) (*Instance, error) 
 // sets the named secrets' values and RemoveSecrets removes secrets; the
 // others stay.
 type InstanceUpdate struct {
-	Name          *string
+	Name *string
+	// Hosted, URL and AgentID exclude each other: set one to change what
+	// the instance runs.
 	Hosted        *string
 	URL           *string
+	AgentID       *string
 	Config        map[string]any
 	SetSecrets    map[string]secret.Value
 	RemoveSecrets []string
@@ -794,6 +832,7 @@ func (u InstanceUpdate) wire() ([]byte, error) {
 	setPtr("name", u.Name, u.Name == nil)
 	setPtr("hosted", u.Hosted, u.Hosted == nil)
 	setPtr("url", u.URL, u.URL == nil)
+	setPtr("agent_id", u.AgentID, u.AgentID == nil)
 	setPtr("config", u.Config, u.Config == nil)
 	setPtr("memory", u.Memory, u.Memory == nil)
 	setPtr("memory_budget", u.MemoryBudget, u.MemoryBudget == nil)
@@ -818,6 +857,12 @@ func (u InstanceUpdate) wire() ([]byte, error) {
 func (c *Client) UpdateInstance(ctx context.Context, id string, u InstanceUpdate) (*Instance, error) {
 	if err := validID("instance_id", id); err != nil {
 		return nil, err
+	}
+	if u.Name != nil && !validInstanceName(*u.Name) {
+		return nil, invalid("name", "must be 1 to 64 of a-z 0-9 . _ -, starting with a letter or digit")
+	}
+	if targets(u.Hosted != nil, u.URL != nil, u.AgentID != nil) > 1 {
+		return nil, invalid("hosted", "hosted, url and agent_id exclude each other")
 	}
 	for _, k := range u.RemoveSecrets {
 		if _, ok := u.SetSecrets[k]; ok {

@@ -661,7 +661,13 @@ func TestInstances(t *testing.T) {
 	if _, err := c.Install(ctx, InstallRequest{Name: "beta", Hosted: "echo"}); !errors.Is(err, ErrConflict) {
 		t.Errorf("a taken name: %v, want ErrConflict", err)
 	}
-	for _, bad := range []InstallRequest{{Hosted: "echo"}, {Name: "x"}, {Name: "x", Hosted: "echo", URL: "https://a.example"}} {
+	if reg, err := c.Install(ctx, InstallRequest{Name: "from-registry", AgentID: "weather"}); err != nil || reg.AgentID != "weather" {
+		t.Fatalf("Install by agent id = %+v, %v", reg, err)
+	}
+	for _, bad := range []InstallRequest{
+		{Hosted: "echo"}, {Name: "x"}, {Name: "x", Hosted: "echo", URL: "https://a.example"}, {Name: "x", URL: "https://a.example", AgentID: "a"},
+		{Name: "Upper", Hosted: "echo"}, {Name: "-dash", Hosted: "echo"}, {Name: "sp ace", Hosted: "echo"}, {Name: strings.Repeat("n", 65), Hosted: "echo"},
+	} {
 		if _, err := c.Install(ctx, bad); !errors.Is(err, ErrInvalidRequest) {
 			t.Errorf("Install(%+v) = %v, want ErrInvalidRequest", bad, err)
 		}
@@ -672,7 +678,7 @@ func TestInstances(t *testing.T) {
 		t.Fatalf("ListInstances = %+v, %v", p, err)
 	}
 	p, err = c.ListInstances(ctx, InstanceListOptions{After: p.NextCursor})
-	if err != nil || len(p.Instances) != 1 || p.Instances[0].Name != "gamma" || p.NextCursor != "" {
+	if err != nil || len(p.Instances) != 2 || p.Instances[0].Name != "from-registry" || p.Instances[1].Name != "gamma" || p.NextCursor != "" {
 		t.Fatalf("ListInstances page 2 = %+v, %v", p, err)
 	}
 
@@ -687,8 +693,15 @@ func TestInstances(t *testing.T) {
 	if u.Name != "alpha2" || u.Published || len(u.Scopes) != 0 || !cmp.Equal([]string{"API_KEY", "NEW"}, u.SecretNames) || u.Version != 2 || !u.Memory {
 		t.Errorf("UpdateInstance = %+v", u)
 	}
-	if _, err := c.UpdateInstance(ctx, a.ID, InstanceUpdate{SetSecrets: map[string]secret.Value{"A": secret.New("x")}, RemoveSecrets: []string{"A"}}); !errors.Is(err, ErrInvalidRequest) {
-		t.Errorf("a secret set and removed: %v", err)
+	hosted, url, bad := "echo", "https://a.example", "Bad Name"
+	for name, upd := range map[string]InstanceUpdate{
+		"a secret set and removed": {SetSecrets: map[string]secret.Value{"A": secret.New("x")}, RemoveSecrets: []string{"A"}},
+		"two targets":              {Hosted: &hosted, URL: &url},
+		"a bad name":               {Name: &bad},
+	} {
+		if _, err := c.UpdateInstance(ctx, a.ID, upd); !errors.Is(err, ErrInvalidRequest) {
+			t.Errorf("%s: %v, want ErrInvalidRequest", name, err)
+		}
 	}
 	g, err := c.GetInstance(ctx, a.ID)
 	if err != nil || g.Name != "alpha2" {
@@ -720,13 +733,14 @@ func TestInstallRequestPrintsNoSecret(t *testing.T) {
 }
 
 func TestInstanceUpdateJSON(t *testing.T) {
-	yes := true
+	yes, agent := true, "weather"
 	tests := []struct {
 		name string
 		u    InstanceUpdate
 		want string
 	}{
 		{"nothing", InstanceUpdate{}, `{}`},
+		{"a new target", InstanceUpdate{AgentID: &agent}, `{"agent_id":"weather"}`},
 		{"clear scopes", InstanceUpdate{Scopes: []string{}}, `{"scopes":[]}`},
 		{"flags", InstanceUpdate{Memory: &yes, Published: &yes}, `{"memory":true,"published":true}`},
 		{"secrets", InstanceUpdate{SetSecrets: map[string]secret.Value{"A": secret.New("a")}, RemoveSecrets: []string{"B"}}, `{"secrets":{"A":"a","B":null}}`},

@@ -289,6 +289,7 @@ type installBody struct {
 	Name          string            `json:"name"`
 	Hosted        string            `json:"hosted"`
 	URL           string            `json:"url"`
+	AgentID       string            `json:"agent_id"`
 	Config        map[string]any    `json:"config"`
 	Secrets       map[string]string `json:"secrets"`
 	Memory        bool              `json:"memory"`
@@ -303,8 +304,8 @@ func (f *fakeGateway) install(w http.ResponseWriter, r *http.Request, c fakeCall
 	if !decodeBody(w, r, &b) {
 		return
 	}
-	if b.Name == "" || (b.Hosted == "") == (b.URL == "") {
-		writeProblem(w, http.StatusBadRequest, problemInvalidRequest, "Bad Request", "name and exactly one of hosted and url")
+	if b.Name == "" || targets(b.Hosted != "", b.URL != "", b.AgentID != "") != 1 {
+		writeProblem(w, http.StatusBadRequest, problemInvalidRequest, "Bad Request", "name and exactly one of hosted, url and agent_id")
 		return
 	}
 	f.mu.Lock()
@@ -316,7 +317,7 @@ func (f *fakeGateway) install(w http.ResponseWriter, r *http.Request, c fakeCall
 		}
 	}
 	in := &fakeInstance{Instance: Instance{
-		ID: f.id("inst"), TenantID: c.tenant, Name: b.Name, Hosted: b.Hosted, URL: b.URL, Config: b.Config,
+		ID: f.id("inst"), TenantID: c.tenant, Name: b.Name, Hosted: b.Hosted, URL: b.URL, AgentID: b.AgentID, Config: b.Config,
 		Memory: b.Memory, MemoryBudget: b.MemoryBudget, Scopes: b.Scopes, CustomHeaders: b.CustomHeaders,
 		Published: b.Published, Version: 1, CreatedAt: f.now(), UpdatedAt: f.now(),
 	}, secrets: b.Secrets}
@@ -387,6 +388,7 @@ type patchBody struct {
 	Name          *string            `json:"name"`
 	Hosted        *string            `json:"hosted"`
 	URL           *string            `json:"url"`
+	AgentID       *string            `json:"agent_id"`
 	Config        map[string]any     `json:"config"`
 	Secrets       map[string]*string `json:"secrets"`
 	Memory        *bool              `json:"memory"`
@@ -415,6 +417,9 @@ func (f *fakeGateway) updateInstance(w http.ResponseWriter, r *http.Request, c f
 	}
 	if b.URL != nil {
 		in.URL = *b.URL
+	}
+	if b.AgentID != nil {
+		in.AgentID = *b.AgentID
 	}
 	if b.Config != nil {
 		in.Config = b.Config
