@@ -67,7 +67,7 @@ func TestHandlerTransportLikeServer(t *testing.T) {
 	mux.HandleFunc("GET /header-changed-late", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Early", "1")
 		w.WriteHeader(http.StatusAccepted)
-		w.Header().Set("X-Late", "1") // ignored once the header is sent
+		w.Header().Set("X-Late", "1")    // ignored once the header is sent
 		w.WriteHeader(http.StatusTeapot) // ignored: superfluous
 		io.WriteString(w, "ok")
 	})
@@ -92,7 +92,7 @@ func TestHandlerTransportLikeServer(t *testing.T) {
 		method  string
 		path    string
 		body    string
-		chunked bool // the body's length unknown to the client
+		chunked bool     // the body's length unknown to the client
 		headers []string // response headers to compare
 	}{
 		{"json", "GET", "/json?a=1&b=%20", "", false, []string{"Content-Type"}},
