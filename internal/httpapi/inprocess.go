@@ -53,13 +53,19 @@ func (e *PanicError) Error() string {
 // request sets none), RemoteAddr InProcessRemoteAddr, TLS nil whatever
 // the scheme, the body passed through (and closed when h returns), and a
 // context that ends with the request's, when the caller closes the
-// response body, or when h returns. The response is returned as soon as h
-// writes its header (WriteHeader, a first Write or a Flush) or returns;
-// the body streams through an io.Pipe, so every Write reaches the reader
-// as soon as it reads (an SSE frame arrives when it is written; Flush has
-// nothing left to push) and a handler that writes faster than the caller
-// reads waits for it. Once the caller closes the body, h's writes fail
-// with ErrBodyClosed and h is left to finish.
+// response body, or when h returns.
+//
+// The response is handed over when net/http would send its header: at h's
+// first Flush, once h has written more than 4 KB, or when h returns (then
+// whole, with its Content-Length); Content-Type is sniffed when h sets
+// none. So a caller sees what it would see from a server, and a unary
+// call costs one handoff. From then on the body streams through an
+// io.Pipe: a Flush returns once the caller has read what it pushed, so an
+// SSE frame arrives when it is flushed, and a handler that writes faster
+// than the caller reads waits for it. Once the caller closes the body or
+// its request's context ends, h's context ends and its writes and flushes
+// fail with ErrBodyClosed; h is left to finish, and a body h leaves
+// unfinished fails with the context's error rather than a clean EOF.
 //
 // A panic in h ends its response: a 500 if the header was not yet sent,
 // else a body whose read fails with a *PanicError. http.ErrAbortHandler
@@ -131,6 +137,9 @@ func serverRequest(ctx context.Context, req *http.Request) *http.Request {
 	}
 	r.RemoteAddr = InProcessRemoteAddr
 	r.Proto, r.ProtoMajor, r.ProtoMinor = "HTTP/1.1", 1, 1
+	if r.Header == nil {
+		r.Header = http.Header{}
+	}
 	r.Header.Del("Host")
 	r.Body = req.Body
 	if r.Body == nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"runtime"
 	"strings"
 	"sync"
@@ -613,6 +614,16 @@ func TestHandlerTransportWriteAfterReturn(t *testing.T) {
 }
 
 func TestHandlerTransportBadRequest(t *testing.T) {
+	// A request made by hand, without a header map: the handler gets one.
+	u, _ := url.Parse("http://agents.internal/")
+	resp, err := httpapi.HandlerTransport(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Set("X-Seen", "1")
+		w.Header().Set("X-Seen", r.Header.Get("X-Seen"))
+	})).RoundTrip(&http.Request{Method: "GET", URL: u})
+	if err != nil || resp.Header.Get("X-Seen") != "1" {
+		t.Errorf("a request without a header map: %v, %v", resp, err)
+	}
+
 	if _, err := httpapi.HandlerTransport(nil).RoundTrip(&http.Request{URL: nil}); err == nil {
 		t.Error("RoundTrip without a URL succeeded")
 	}
