@@ -266,7 +266,7 @@ func TestKeyFileModeTightened(t *testing.T) {
 	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
 		t.Errorf("mode left at %v, want 0600", fi.Mode().Perm())
 	}
-	if !strings.Contains(logs.String(), "tightened") || strings.Contains(logs.String(), strings.TrimSpace(testKey)) {
+	if out := logs.String(); !strings.Contains(out, "level=INFO") || !strings.Contains(out, "tightened the") || strings.Contains(out, "could not") || strings.Contains(out, strings.TrimSpace(testKey)) {
 		t.Errorf("log: %s", logs.String())
 	}
 }
@@ -304,6 +304,19 @@ func TestKeyAppearsLater(t *testing.T) {
 	}
 	if late.KeyID() != first.KeyID() {
 		t.Errorf("KeyID %q, want %q", late.KeyID(), first.KeyID())
+	}
+
+	// A broken key file that appears later is reported as such.
+	broken := filepath.Join(t.TempDir(), "seal.key")
+	s := mustOpen(t, broken)
+	if err := os.WriteFile(broken, []byte("not a key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Unseal(v, "novaos test v1"); !errors.Is(err, ErrKeyFile) {
+		t.Errorf("Unseal with a broken key file: %v, want ErrKeyFile", err)
+	}
+	if _, err := s.Seal([]byte(secret), "novaos test v1"); !errors.Is(err, ErrKeyFile) {
+		t.Errorf("Seal with a broken key file: %v, want ErrKeyFile", err)
 	}
 }
 
