@@ -30,6 +30,10 @@
 // file is unusable), ErrNotOpened (altered, or sealed for another purpose
 // or binding).
 //
+// A key file may be renamed without re-sealing anything: Options.Adopt
+// names the earlier file, copied into place when the new one does not
+// exist, so the key and its id stay the same.
+//
 // Purposes in use (none may be another followed by more bytes):
 //
 //	novaos push-config v1   a push config's token and credentials (agenthost)

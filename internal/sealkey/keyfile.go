@@ -121,3 +121,29 @@ func (s *Sealer) create() ([]byte, error) {
 	}
 	return raw, nil
 }
+
+// adopt copies the key in the file at from to the Sealer's path when that
+// does not exist: the same key under its new name.
+func (s *Sealer) adopt(from string) error {
+	if _, err := os.Lstat(s.path); !errors.Is(err, fs.ErrNotExist) {
+		return nil // in place already (or unreadable: read says so)
+	}
+	b, err := os.ReadFile(from)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%w: adopt %s: %w", ErrKeyFile, from, err)
+	}
+	if _, ok := decodeKey(b); !ok {
+		return fmt.Errorf("%w %s (to adopt as %s): want %d bytes in base64 on one line", ErrKeyFile, from, s.path, keySize)
+	}
+	switch err := keyfile.Create(s.path, b); {
+	case errors.Is(err, fs.ErrExist): // another process adopted it first
+	case err != nil:
+		return fmt.Errorf("%w: adopt %s: %w", ErrKeyFile, from, err)
+	default:
+		s.log.Info("sealkey: the "+s.name+" now lives in a file of its own name; the earlier file is left in place", "file", s.path, "from", from)
+	}
+	return nil
+}

@@ -101,6 +101,13 @@ type Options struct {
 	// the messages that ask an operator to give every replica the same
 	// file, such as "--push-key-file". Empty names none.
 	Flag string
+
+	// Adopt is an earlier key file of the same key, under another name:
+	// when the key file does not exist and this one does, Open copies it
+	// into place (owner-only, whole), so a key renamed keeps its id and
+	// every value sealed with it still opens. The earlier file is left
+	// for processes that still name it.
+	Adopt string
 }
 
 // Sealer seals values at rest under the key in one key file. It is safe
@@ -143,6 +150,11 @@ func Open(path string, opts *Options) (*Sealer, error) {
 		o.Name = "sealing key"
 	}
 	s := &Sealer{path: path, log: o.Logger, name: o.Name, flag: o.Flag, shared: o.Shared}
+	if o.Adopt != "" && o.Adopt != path {
+		if err := s.adopt(o.Adopt); err != nil {
+			return nil, err
+		}
+	}
 	if _, err := s.load(false); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}

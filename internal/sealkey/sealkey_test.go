@@ -448,3 +448,65 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// A key file renamed is adopted under its new name: same key, same id, so
+// what it sealed still opens; the earlier file stays.
+func TestAdopt(t *testing.T) {
+	golden := "novaos-sealed:v1:359397539cc67687:1zMKfw4EIWGgWGtzPqE4JRTu8zJyvGh2s08nDlmyu7NB79MlP97iJ6X3G5Hq"
+	binding := []string{"acme", "task-1", "hook", "https://hooks.example.com/a2a", "credentials"}
+	t.Run("adopted", func(t *testing.T) {
+		old := writeKey(t, testKey, 0o600)
+		path := filepath.Join(t.TempDir(), "data", "seal.key")
+		s, err := Open(path, &Options{Adopt: old})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.Unseal(golden, "novaos push-config v1", binding...); err != nil || string(got) != "cred-9a8b7c6d5e4f" {
+			t.Errorf("Unseal of a value sealed under the earlier name: %q, %v", got, err)
+		}
+		if s.KeyID() != testKID {
+			t.Errorf("KeyID %q, want %q", s.KeyID(), testKID)
+		}
+		for _, p := range []string{path, old} {
+			if fi, err := os.Stat(p); err != nil || (runtime.GOOS != "windows" && fi.Mode().Perm() != 0o600) {
+				t.Errorf("%s: %v, %v", p, fi, err)
+			}
+		}
+	})
+	t.Run("new name exists already", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "seal.key")
+		mine, err := mustOpen(t, path).Seal([]byte(secret), "novaos test v1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := Open(path, &Options{Adopt: writeKey(t, testKey, 0o600)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.KeyID() == testKID {
+			t.Error("the earlier file replaced the key in place")
+		}
+		if _, err := s.Unseal(mine, "novaos test v1"); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Run("nothing to adopt", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "seal.key")
+		if _, err := Open(path, &Options{Adopt: filepath.Join(t.TempDir(), "push.key")}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("Open made a key file: %v", err)
+		}
+	})
+	t.Run("earlier file broken", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "seal.key")
+		_, err := Open(path, &Options{Adopt: writeKey(t, "not a key", 0o600)})
+		if !errors.Is(err, ErrKeyFile) || strings.Contains(err.Error(), "not a key") {
+			t.Fatalf("Open = %v, want ErrKeyFile without the content", err)
+		}
+		if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("a broken key was adopted: %v", err)
+		}
+	})
+}
