@@ -56,7 +56,7 @@ func (e *PanicError) Error() string {
 // response body, or when h returns.
 //
 // The response is handed over when net/http would send its header: at h's
-// first Flush, once h has written more than 4 KB, or when h returns (then
+// first Flush, once h has written more than 2 KB, or when h returns (then
 // whole, with its Content-Length); Content-Type is sniffed when h sets
 // none. So a caller sees what it would see from a server, and a unary
 // call costs one handoff. From then on the body streams through an
@@ -159,9 +159,10 @@ func closeBody(req *http.Request) {
 }
 
 // bufferSize is how much body a handler may write before its response
-// starts without a Flush: net/http's own buffer, so that a response that
-// fits is handed over whole, with its Content-Length, as a server sends it.
-const bufferSize = 4 << 10
+// starts without a Flush: net/http's own threshold (its
+// bufferBeforeChunkingSize), so a response that fits is handed over whole
+// with its Content-Length exactly when a server would send one.
+const bufferSize = 2 << 10
 
 // pipeWriter is the handler's http.ResponseWriter. The handler's
 // goroutine alone writes (a ResponseWriter is not for concurrent use);

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -35,6 +36,7 @@ type exchange struct {
 	ContentLength int64
 	Header        map[string]string // the headers the case names
 	Body          string
+	NoBody        bool // Response.Body is http.NoBody
 }
 
 // Whatever a client observes of a unary call is the same in process as
@@ -57,6 +59,22 @@ func TestHandlerTransportLikeServer(t *testing.T) {
 	mux.HandleFunc("GET /length", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", "5")
 		io.WriteString(w, "12345")
+	})
+	mux.HandleFunc("GET /size/{n}", func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.PathValue("n"))
+		w.Write([]byte(strings.Repeat("x", n)))
+	})
+	mux.HandleFunc("GET /streamed-length", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "10000")
+		for range 10 {
+			w.Write([]byte(strings.Repeat("y", 1000)))
+		}
+	})
+	mux.HandleFunc("GET /status/{code}", func(w http.ResponseWriter, r *http.Request) {
+		code, _ := strconv.Atoi(r.PathValue("code"))
+		w.WriteHeader(code)
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, "body")
 	})
 	mux.HandleFunc("GET /nothing", func(w http.ResponseWriter, r *http.Request) {})
 	mux.HandleFunc("GET /no-content", func(w http.ResponseWriter, r *http.Request) {
@@ -109,6 +127,14 @@ func TestHandlerTransportLikeServer(t *testing.T) {
 		{"not found", "GET", "/missing", "", false, []string{"Content-Type"}},
 		{"wrong method", "DELETE", "/json", "", false, []string{"Allow"}},
 		{"large", "GET", "/large", "", false, nil},
+		{"2048 bytes", "GET", "/size/2048", "", false, nil},
+		{"2049 bytes", "GET", "/size/2049", "", false, nil},
+		{"4096 bytes", "GET", "/size/4096", "", false, nil},
+		{"4097 bytes", "GET", "/size/4097", "", false, nil},
+		{"streamed with a length", "GET", "/streamed-length", "", false, nil},
+		{"status 999", "GET", "/status/999", "", false, nil},
+		{"status 100", "GET", "/status/100", "", false, nil},
+		{"status 199", "GET", "/status/199", "", false, nil},
 	}
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
@@ -137,7 +163,7 @@ func TestHandlerTransportLikeServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := exchange{Status: resp.StatusCode, ContentLength: resp.ContentLength, Body: string(b), Header: map[string]string{}}
+		got := exchange{Status: resp.StatusCode, ContentLength: resp.ContentLength, Body: string(b), NoBody: resp.Body == http.NoBody, Header: map[string]string{}}
 		for _, h := range headers {
 			got.Header[h] = resp.Header.Get(h)
 		}
