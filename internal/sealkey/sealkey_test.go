@@ -2,6 +2,7 @@ package sealkey
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"io/fs"
 	"log/slog"
@@ -430,6 +431,9 @@ func TestAAD(t *testing.T) {
 		t.Errorf("aad (-want +got):\n%s", diff)
 	}
 }
+
+// b64 encodes as the body of a sealed value.
+func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
 
 // syncBuffer is a bytes.Buffer a logger may write from any goroutine.
 type syncBuffer struct {
