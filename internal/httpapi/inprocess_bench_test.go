@@ -14,8 +14,9 @@ import (
 // BenchmarkHandlerTransport compares a unary call served in process with
 // the same call over a keep-alive loopback TCP connection (httptest), in
 // one run: "json" a small JSON-RPC-sized exchange on a bare handler,
-// "a2a" an A2A SendMessage through a2aclient to an a2asrv agent (the
-// gateway's call of a hosted agent). Report in-process/loopback ns/op.
+// "a2a" an A2A SendMessage ("unary") and a streamed task ("stream")
+// through a2aclient to an a2asrv agent (the gateway's call of a hosted
+// agent). Report in-process/loopback ns/op.
 func BenchmarkHandlerTransport(b *testing.B) {
 	const body = `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"0190d5d4-0000-7000-8000-000000000000"}}`
 	jsonHandler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -64,12 +65,26 @@ func BenchmarkHandlerTransport(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				b.ReportAllocs()
-				for b.Loop() {
-					if _, err := c.SendText(ctx, "hello", "", ""); err != nil {
-						b.Fatal(err)
+				b.Run("unary", func(b *testing.B) {
+					b.ReportAllocs()
+					for b.Loop() {
+						if _, err := c.SendText(ctx, "hello", "", ""); err != nil {
+							b.Fatal(err)
+						}
 					}
-				}
+				})
+				// A whole streamed task (three SSE frames): the gateway's
+				// dispatch of a hosted agent.
+				b.Run("stream", func(b *testing.B) {
+					b.ReportAllocs()
+					for b.Loop() {
+						for _, err := range c.SendStreamingMessage(ctx, a2aclient.TextRequest("hello", "", "")) {
+							if err != nil {
+								b.Fatal(err)
+							}
+						}
+					}
+				})
 			})
 		}
 	})
