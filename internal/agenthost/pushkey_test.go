@@ -13,6 +13,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/internal/sealkey"
 )
 
 // rowStore is a push-config store whose rows the test can read and
@@ -366,5 +367,44 @@ func TestPushKeyFileEmpty(t *testing.T) {
 	}
 	if b, err := os.ReadFile(path); err != nil || len(b) != 0 {
 		t.Errorf("the empty key file was replaced: %d bytes, %v", len(b), err)
+	}
+}
+
+// A push config sealed before the sealer moved to sealkey (these values
+// were written by the earlier code, with this key) still opens, and one
+// sealed with another key names both keys.
+func TestPushSecretsSealedByEarlierVersion(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, PushKeyFile)
+	if err := os.WriteFile(keyFile, []byte("q83vEjRWeJCrze8SNFZ4kKvN7xI0VniQq83vEjRWeJA=\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	seal, err := newPushSealer(keyFile, false, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := &a2a.TaskPushNotificationConfig{ID: "hook", TaskID: "task-1", URL: "https://hooks.example.com/a2a",
+		Token: "novaos-sealed:v1:359397539cc67687:R0U8n-ZjzPUyNFW09xVHk0TaFpa4-ROnu6K8vSgFanQfW5spOYApbo-PnAg",
+		Authentication: &a2a.AuthenticationInfo{Scheme: "Bearer",
+			Credentials: "novaos-sealed:v1:359397539cc67687:1zMKfw4EIWGgWGtzPqE4JRTu8zJyvGh2s08nDlmyu7NB79MlP97iJ6X3G5Hq"}}
+	got, err := seal.openConfig(a2asrv.Scope{Tenant: "acme"}, "task-1", "hook", stored, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Token != testToken || got.Authentication.Credentials != testCreds {
+		t.Errorf("opened %q / %q", got.Token, got.Authentication.Credentials)
+	}
+
+	other, err := newPushSealer(filepath.Join(dir, "other.key"), false, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.seal("x", nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err = other.openConfig(a2asrv.Scope{Tenant: "acme"}, "task-1", "hook", stored, true)
+	ke, ok := errors.AsType[*sealkey.KeyError](err)
+	if !errors.Is(err, errPushKey) || !ok || ke.Sealed != "359397539cc67687" || ke.Have != other.kid || !strings.Contains(err.Error(), "--push-key-file") {
+		t.Errorf("opened with another key: %v", err)
 	}
 }
