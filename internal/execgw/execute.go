@@ -221,7 +221,8 @@ func (s *Service) sealHeaders(tenant, run string, h map[string]string) ([]byte, 
 	if err != nil {
 		return nil, err
 	}
-	return s.deps.Sealer.Seal(b, "run-headers", tenant, run)
+	sealed, err := s.deps.Sealer.Seal(b, sealHeaders, tenant, run)
+	return []byte(sealed), err
 }
 
 // openHeaders opens what sealHeaders sealed.
@@ -232,7 +233,7 @@ func (s *Service) openHeaders(run *gateway.Run) (map[string]string, error) {
 	if s.deps.Sealer == nil {
 		return nil, errNoSealer
 	}
-	b, err := s.deps.Sealer.Unseal(run.CustomHeaders, "run-headers", run.TenantID, run.ID)
+	b, err := s.deps.Sealer.Unseal(string(run.CustomHeaders), sealHeaders, run.TenantID, run.ID)
 	if err != nil {
 		return nil, err
 	}

@@ -29,7 +29,6 @@ const (
 	maxHeaderNames    = 32
 	maxInstancesPage  = 500
 	defaultInstPage   = 100
-	secretsAAD        = "instance-secrets"
 	instanceNameRules = "1 to 64 characters of a-z, 0-9, '-', '_' and '.', starting with a letter or digit"
 )
 
@@ -331,7 +330,7 @@ func (s *Service) openSecrets(inst *gateway.Instance) (map[string]string, error)
 	if s.deps.Sealer == nil {
 		return nil, errNoSealer
 	}
-	b, err := s.deps.Sealer.Unseal(inst.SealedSecrets, secretsAAD, inst.TenantID, inst.ID)
+	b, err := s.deps.Sealer.Unseal(string(inst.SealedSecrets), sealSecrets, inst.TenantID, inst.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -355,7 +354,8 @@ func (s *Service) sealSecretsAtRest(inst *gateway.Instance, values map[string]st
 	if err != nil {
 		return err
 	}
-	inst.SealedSecrets, err = s.deps.Sealer.Seal(b, secretsAAD, inst.TenantID, inst.ID)
+	sealed, err := s.deps.Sealer.Seal(b, sealSecrets, inst.TenantID, inst.ID)
+	inst.SealedSecrets = []byte(sealed)
 	return err
 }
 

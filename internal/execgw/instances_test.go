@@ -2,11 +2,10 @@ package execgw_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,39 +16,19 @@ import (
 	"novaos.dev/novaos/gateway"
 	"novaos.dev/novaos/internal/execgw"
 	"novaos.dev/novaos/internal/registrysvc"
+	"novaos.dev/novaos/internal/sealkey"
 	"novaos.dev/novaos/jwk"
 	"novaos.dev/novaos/registry"
 	"novaos.dev/novaos/store"
 )
 
-// testSealer seals by XOR with a key derived from the additional data: a
-// value opened under other data comes out wrong and fails its check.
-type testSealer struct{}
-
-func (testSealer) mask(aad []string) []byte {
-	h := sha256.Sum256([]byte(strings.Join(aad, "\x00")))
-	return h[:]
-}
-
-func (s testSealer) Seal(plain []byte, aad ...string) ([]byte, error) {
-	m := s.mask(aad)
-	out := append([]byte("sealed:"), m[:4]...)
-	for i, b := range plain {
-		out = append(out, b^m[i%len(m)])
+// testSealer is a real sealer on a key file in the test's directory.
+func testSealer(t *testing.T) *sealkey.Sealer {
+	s, err := sealkey.Open(filepath.Join(t.TempDir(), "seal.key"), nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out, nil
-}
-
-func (s testSealer) Unseal(sealed []byte, aad ...string) ([]byte, error) {
-	m := s.mask(aad)
-	if len(sealed) < 11 || string(sealed[:7]) != "sealed:" || string(sealed[7:11]) != string(m[:4]) {
-		return nil, errors.New("test sealer: wrong data")
-	}
-	out := make([]byte, 0, len(sealed)-11)
-	for i, b := range sealed[11:] {
-		out = append(out, b^m[i%len(m)])
-	}
-	return out, nil
+	return s
 }
 
 // newEnvOn is newEnv with stores and a registry, for agents by URL.
@@ -59,7 +38,7 @@ func newURLEnv(t *testing.T) (*env, registry.Store) {
 	st := gateway.NewMemoryStore()
 	e := &env{t: t, store: st, tokens: &fakeTokens{}}
 	e.svc = execgw.Mount(&store.Stores{Gateway: st, Registry: reg},
-		execgw.Deps{Tokens: e.tokens, Sealer: testSealer{}, BaseURL: "http://gateway.test"},
+		execgw.Deps{Tokens: e.tokens, Sealer: testSealer(t), BaseURL: "http://gateway.test"},
 		&execgw.Options{URLPolicy: &registry.Policy{AllowLoopback: true}})
 	e.serve()
 	return e, reg

@@ -147,11 +147,18 @@ type Hosted interface {
 }
 
 // Sealer seals values at rest (an instance's secrets, a run's custom
-// headers); aad binds a sealed value to where it is kept.
+// headers): purpose names what is sealed, binding where it is kept, and
+// a value opens only for both (internal/sealkey's Sealer).
 type Sealer interface {
-	Seal(plain []byte, aad ...string) ([]byte, error)
-	Unseal(sealed []byte, aad ...string) ([]byte, error)
+	Seal(plain []byte, purpose string, binding ...string) (string, error)
+	Unseal(sealed string, purpose string, binding ...string) ([]byte, error)
 }
+
+// Purposes of the values the gateway seals.
+const (
+	sealSecrets = "novaos instance-secrets v1"
+	sealHeaders = "novaos run-headers v1"
+)
 
 // Deps are what the gateway takes from the server around it.
 type Deps struct {

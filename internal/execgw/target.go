@@ -10,6 +10,7 @@ import (
 	"novaos.dev/novaos/a2a/a2aclient"
 	"novaos.dev/novaos/ext/usercontext"
 	"novaos.dev/novaos/gateway"
+	"novaos.dev/novaos/internal/httpapi"
 )
 
 // target is the agent a delivery calls.
@@ -90,5 +91,5 @@ var errNoSealer = errors.New("execgw: this server keeps no sealing key")
 // hostedClient calls the hosted agent name, served by h at its root,
 // without a socket.
 func hostedClient(name string, h http.Handler) *http.Client {
-	return &http.Client{Transport: handlerTransport{http.StripPrefix(hostedPath+name, h)}}
+	return &http.Client{Transport: httpapi.HandlerTransport(http.StripPrefix(hostedPath+name, h))}
 }
