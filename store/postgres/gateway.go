@@ -316,12 +316,17 @@ func (g *GatewayStore) GetRun(ctx context.Context, tenantID, id string) (gateway
 	return r, nil
 }
 
-func (g *GatewayStore) ListRuns(ctx context.Context, f gateway.RunFilter) ([]gateway.Run, error) {
-	if !a2astore.ValidText(f.TenantID, f.UserID, f.InstanceID, f.AfterID) {
-		return []gateway.Run{}, nil
+// listRunsSQL is ListRuns' statement and arguments for f; ok is false
+// when f names text PostgreSQL cannot hold, which no run has.
+func listRunsSQL(f gateway.RunFilter) (q string, args []any, ok bool) {
+	statuses := make([]string, len(f.Statuses))
+	for i, s := range f.Statuses {
+		statuses[i] = string(s)
+	}
+	if !a2astore.ValidText(f.TenantID, f.UserID, f.InstanceID, f.AfterID) || !a2astore.ValidText(statuses...) {
+		return "", nil, false
 	}
 	var where []string
-	var args []any
 	arg := func(v any) string {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
@@ -335,24 +340,24 @@ func (g *GatewayStore) ListRuns(ctx context.Context, f gateway.RunFilter) ([]gat
 	if f.InstanceID != "" {
 		where = append(where, `instance_id = `+arg(f.InstanceID))
 	}
-	if len(f.Statuses) > 0 {
-		statuses := make([]string, len(f.Statuses))
-		for i, s := range f.Statuses {
-			statuses[i] = string(s)
-		}
-		if !a2astore.ValidText(statuses...) {
-			return []gateway.Run{}, nil
-		}
+	if len(statuses) > 0 {
 		where = append(where, `status = ANY(`+arg(statuses)+`)`)
 	}
 	if !f.AfterCreated.IsZero() || f.AfterID != "" {
 		where = append(where, `(created_us, id) < (`+arg(sqlstore.Micros(f.AfterCreated))+`, `+arg(f.AfterID)+`)`)
 	}
-	q := `SELECT ` + sqlstore.RunCols + ` FROM gateway_runs`
+	q = `SELECT ` + sqlstore.RunCols + ` FROM gateway_runs`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, ` AND `)
 	}
-	q += ` ORDER BY created_us DESC, id DESC LIMIT ` + arg(sqlstore.Limit(f.Limit, gateway.MaxPage))
+	return q + ` ORDER BY created_us DESC, id DESC LIMIT ` + arg(sqlstore.Limit(f.Limit, gateway.MaxPage)), args, true
+}
+
+func (g *GatewayStore) ListRuns(ctx context.Context, f gateway.RunFilter) ([]gateway.Run, error) {
+	q, args, ok := listRunsSQL(f)
+	if !ok {
+		return []gateway.Run{}, nil
+	}
 	rows, err := g.db.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list gateway runs: %w", err)

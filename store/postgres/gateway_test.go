@@ -3,12 +3,16 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"novaos.dev/novaos/gateway"
 	"novaos.dev/novaos/internal/pgtest"
+	"novaos.dev/novaos/store/internal/sqlstore"
 	"novaos.dev/novaos/store/postgres"
 	"novaos.dev/novaos/store/storetest"
 )
@@ -132,4 +136,73 @@ func TestGatewayText(t *testing.T) {
 
 func BenchmarkGatewayStore(b *testing.B) {
 	storetest.BenchmarkGatewayStore(b, open(b, pgtest.URL(b)).GatewayStore())
+}
+
+// Listings read the rows they return from an index in order, with no
+// sort, and so do claims, from the index of the runs still live, however
+// many runs ended; an event page reads its run's range of the primary key.
+// The fixture is as a server's would be: the runs still live are the
+// newest.
+func TestGatewayPlans(t *testing.T) {
+	url := pgtest.URL(t)
+	open(t, url)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	// 5,000 runs of 5 tenants, the newest 100 still QUEUED, each with 20
+	// events.
+	for _, q := range []string{
+		`INSERT INTO gateway_runs (` + sqlstore.RunCols + `)
+			SELECT 'r' || i, 't' || (i % 5), 'inst', 'u' || (i % 40), CASE WHEN i > 4900 THEN 'QUEUED' ELSE 'COMPLETED' END,
+				'', 0, 0, 20, 1, i, i, 0, 0, NULL, NULL, NULL, '{}'::bytea
+			FROM generate_series(1, 5000) AS i`,
+		`INSERT INTO gateway_run_events (` + sqlstore.EventCols + `)
+			SELECT 'r' || i, s, 'status', '{}'::bytea, i FROM generate_series(1, 5000) AS i, generate_series(1, 20) AS s`,
+		`VACUUM ANALYZE gateway_runs`,
+		`VACUUM ANALYZE gateway_run_events`,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plan := func(q string, args []any) string {
+		t.Helper()
+		rows, err := conn.Query(ctx, `EXPLAIN `+q, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(lines, "\n")
+	}
+	list := func(f gateway.RunFilter) string { return plan(postgres.ListRunsSQL(f)) }
+	for _, c := range []struct {
+		name string
+		plan string
+		want []string // one of these indexes
+		sort bool     // a sort is allowed
+	}{
+		{"a tenant's runs", list(gateway.RunFilter{TenantID: "t1", Limit: 50}), []string{"gateway_runs_tenant"}, false},
+		// Either index reads in order: the planner weighs the tenant's
+		// share of the page's range.
+		{"a tenant's runs, a page on", list(gateway.RunFilter{TenantID: "t1", AfterCreated: time.UnixMicro(2500), AfterID: "r2500", Limit: 50}),
+			[]string{"gateway_runs_tenant", "gateway_runs_created"}, false},
+		{"every tenant's runs", list(gateway.RunFilter{Limit: 50}), []string{"gateway_runs_created"}, false},
+		{"claims", plan(postgres.ClaimRunsSQL, []any{int64(10_000), 10, "o", int64(20_000)}), []string{"gateway_runs_claim"}, false},
+		// A run's events are few enough for a bitmap of its range and a
+		// sort of what it finds.
+		{"events", plan(`SELECT `+sqlstore.EventCols+` FROM gateway_run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+			[]any{"r7", 3, 100}), []string{"gateway_run_events_pkey"}, true},
+	} {
+		t.Logf("%s:\n%s", c.name, c.plan)
+		indexed := slices.ContainsFunc(c.want, func(index string) bool { return strings.Contains(c.plan, index) })
+		if !indexed || strings.Contains(c.plan, "Seq Scan") || strings.Contains(c.plan, "Sort") && !c.sort {
+			t.Errorf("%s: plan\n%s\nwant one of %v, no sequential scan, and a sort only if %v", c.name, c.plan, c.want, c.sort)
+		}
+	}
 }

@@ -239,7 +239,8 @@ func (g *GatewayStore) GetRun(ctx context.Context, tenantID, id string) (gateway
 	return r, nil
 }
 
-func (g *GatewayStore) ListRuns(ctx context.Context, f gateway.RunFilter) ([]gateway.Run, error) {
+// listRunsSQL is ListRuns' statement and arguments for f.
+func listRunsSQL(f gateway.RunFilter) (string, []any) {
 	var where []string
 	var args []any
 	if f.TenantID != "" {
@@ -264,8 +265,12 @@ func (g *GatewayStore) ListRuns(ctx context.Context, f gateway.RunFilter) ([]gat
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, ` AND `)
 	}
-	q += ` ORDER BY created_us DESC, id DESC LIMIT ?`
-	rows, err := g.db.r.QueryContext(ctx, q, append(args, sqlstore.Limit(f.Limit, gateway.MaxPage))...)
+	return q + ` ORDER BY created_us DESC, id DESC LIMIT ?`, append(args, sqlstore.Limit(f.Limit, gateway.MaxPage))
+}
+
+func (g *GatewayStore) ListRuns(ctx context.Context, f gateway.RunFilter) ([]gateway.Run, error) {
+	q, args := listRunsSQL(f)
+	rows, err := g.db.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list gateway runs: %w", err)
 	}

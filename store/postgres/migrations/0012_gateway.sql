@@ -47,9 +47,12 @@ CREATE TABLE gateway_runs (
 CREATE INDEX gateway_runs_tenant ON gateway_runs (tenant, created_us DESC, id DESC);
 CREATE INDEX gateway_runs_created ON gateway_runs (created_us DESC, id DESC);
 -- Claims (SELECT … FOR UPDATE SKIP LOCKED) look only at the runs a
--- dispatcher delivers, however many runs ended: the predicate names
--- sqlstore.ClaimableStatuses.
-CREATE INDEX gateway_runs_claim ON gateway_runs (status, lease_until_us, not_before_us)
+-- dispatcher delivers, however many runs ended, oldest first as they are
+-- claimed: the predicate names sqlstore.ClaimableStatuses. The lease and
+-- backoff are checked on these few rows. An index led by them would need
+-- a sort, and the planner, which cannot know that the runs still live are
+-- the newest, then prefers to walk every run in creation order.
+CREATE INDEX gateway_runs_claim ON gateway_runs (created_us, id)
     WHERE status IN ('QUEUED', 'RUNNING');
 
 CREATE TABLE gateway_run_events (
