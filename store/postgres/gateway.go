@@ -21,7 +21,9 @@ import (
 // compare-and-set of the run, which locks its row until the write
 // commits, the append of its events numbered after the run's last
 // sequence, and the notification of the append, all committed together or
-// not at all. Claims choose runs with FOR UPDATE SKIP LOCKED, so
+// not at all. Run writes commit group-wise through the database's writer,
+// with the task store's: writes that wait share a round trip and a
+// commit, and with it PostgreSQL's lock on notifying commits. Claims choose runs with FOR UPDATE SKIP LOCKED, so
 // concurrent claimers, on any replica, pass over each other's runs
 // instead of leasing them twice.
 //
@@ -237,10 +239,12 @@ func eventArrays(evs []gateway.Event) (types []string, payloads [][]byte, ats []
 }
 
 // The statements of a run's creation and of a run write. Each is one
-// statement, one round trip and one implicit transaction: the run, its
-// events and, when there are events, the notification ($n: how many, the
-// tail: notifyTail) commit together. CASE keeps pg_notify from being
-// called for a write that appends nothing.
+// statement that commits, with the batch the database's writer puts it in
+// (writer.go), the run, its events and, when there are events, the
+// notification ($n: how many; the tail: notifyTail). Each returns one row
+// whatever happened, as the writer's batches need: whether the write took
+// place, and what the caller needs to know either way. CASE keeps
+// pg_notify from being called for a write that appends nothing.
 var (
 	createRunSQL = `WITH r AS (
 		INSERT INTO gateway_runs (` + sqlstore.RunCols + `)
@@ -251,9 +255,13 @@ var (
 		SELECT r.id, u.ord, u.type, u.payload, u.at_us
 		FROM r, unnest($19::text[], $20::bytea[], $21::bigint[]) WITH ORDINALITY AS u(type, payload, at_us, ord)
 	)
-	SELECT r.last_seq FROM r
-	WHERE CASE WHEN r.last_seq > 0 THEN pg_notify('` + runsChannel + `', r.last_seq || ':' || $22) IS NOT NULL ELSE true END`
+	SELECT r.id IS NOT NULL,
+		coalesce(CASE WHEN r.last_seq > 0 THEN pg_notify('` + runsChannel + `', r.last_seq || ':' || $22) IS NOT NULL END, false)
+	FROM (SELECT 1) AS one LEFT JOIN r ON true`
 
+	// writeRunSQL returns the run's last sequence and creation time when
+	// it was written, else the version the statement found (NULL: no such
+	// run); the subquery reads the row as it was before the statement.
 	writeRunSQL = `WITH r AS (
 		UPDATE gateway_runs SET (` + sqlstore.RunSetCols + `) = ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14),
 			last_seq = last_seq + $15
@@ -263,9 +271,15 @@ var (
 		SELECT r.id, r.last_seq - $15 + u.ord, u.type, u.payload, u.at_us
 		FROM r, unnest($19::text[], $20::bytea[], $21::bigint[]) WITH ORDINALITY AS u(type, payload, at_us, ord)
 	)
-	SELECT r.last_seq, r.created_us FROM r
-	WHERE CASE WHEN $15 > 0 THEN pg_notify('` + runsChannel + `', r.last_seq || ':' || $22) IS NOT NULL ELSE true END`
+	SELECT r.last_seq, r.created_us, (SELECT version FROM gateway_runs WHERE id = $16 AND tenant = $17),
+		coalesce(CASE WHEN r.id IS NOT NULL AND $15 > 0 THEN pg_notify('` + runsChannel + `', r.last_seq || ':' || $22) IS NOT NULL END, false)
+	FROM (SELECT 1) AS one LEFT JOIN r ON true`
 )
+
+// runWriteKey is the key of a run's writes in the database's writer,
+// which puts at most one write of a key in a batch; the prefix keeps runs
+// apart from the tasks the writer also writes.
+func runWriteKey(id string) string { return "gateway-run\x00" + id }
 
 func (g *GatewayStore) CreateRun(ctx context.Context, w gateway.RunWrite) (gateway.Run, []gateway.Event, error) {
 	what := "postgres: create gateway run " + w.Run.ID
@@ -281,16 +295,17 @@ func (g *GatewayStore) CreateRun(ctx context.Context, w gateway.RunWrite) (gatew
 		return gateway.Run{}, nil, fmt.Errorf("%s: %w", what, err)
 	}
 	types, payloads, ats := eventArrays(w.Events)
-	var last int64
-	err = g.db.pool.QueryRow(ctx, createRunSQL, append(args, types, payloads, ats, g.db.notifyTail(w.Run.ID))...).Scan(&last)
-	if errors.Is(err, pgx.ErrNoRows) {
+	var created, notified bool
+	err = g.db.wr.do(ctx, newWrite(runWriteKey(w.Run.ID), createRunSQL,
+		append(args, types, payloads, ats, g.db.notifyTail(w.Run.ID)), &created, &notified))
+	if err == nil && !created {
 		err = gateway.ErrExists
 	}
 	if err != nil {
 		return gateway.Run{}, nil, fmt.Errorf("%s: %w", what, err)
 	}
-	if last > 0 {
-		g.db.feed.runs.Announce(w.Run.ID, last)
+	if len(w.Events) > 0 {
+		g.db.feed.runs.Announce(w.Run.ID, w.Run.LastSequence)
 	}
 	return w.Run, w.Events, nil
 }
@@ -388,25 +403,26 @@ func (g *GatewayStore) WriteRun(ctx context.Context, w gateway.RunWrite) (gatewa
 	// The row lock the update takes orders concurrent writers; one that
 	// waited checks the version again against the winner's row and
 	// writes nothing, events included.
-	var last, created int64
-	err = g.db.pool.QueryRow(ctx, writeRunSQL, args...).Scan(&last, &created)
-	if errors.Is(err, pgx.ErrNoRows) {
-		var v int64
-		err = g.db.pool.QueryRow(ctx, `SELECT version FROM gateway_runs WHERE id = $1 AND tenant = $2`, w.Run.ID, w.Run.TenantID).Scan(&v)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			err = gateway.ErrNotFound
-		case err == nil:
-			err = fmt.Errorf("version %d is not the current %d: %w", w.ExpectVersion, v, gateway.ErrConflict)
-		}
+	var (
+		last, created, found *int64
+		notified             bool
+	)
+	err = g.db.wr.do(ctx, newWrite(runWriteKey(w.Run.ID), writeRunSQL, args, &last, &created, &found, &notified))
+	switch {
+	case err != nil:
+	case last != nil && created != nil:
+	case found == nil:
+		err = gateway.ErrNotFound
+	default:
+		err = fmt.Errorf("version %d is not the current %d: %w", w.ExpectVersion, *found, gateway.ErrConflict)
 	}
 	if err != nil {
 		return gateway.Run{}, nil, fmt.Errorf("%s: %w", what, err)
 	}
-	sqlstore.Number(w.Events, last-int64(len(w.Events)))
-	w.Run.LastSequence, w.Run.CreatedAt = last, sqlstore.FromMicros(created)
+	sqlstore.Number(w.Events, *last-int64(len(w.Events)))
+	w.Run.LastSequence, w.Run.CreatedAt = *last, sqlstore.FromMicros(*created)
 	if len(w.Events) > 0 {
-		g.db.feed.runs.Announce(w.Run.ID, last)
+		g.db.feed.runs.Announce(w.Run.ID, *last)
 	}
 	return w.Run, w.Events, nil
 }
