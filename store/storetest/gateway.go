@@ -540,6 +540,12 @@ func testGwInstanceUpdate(t *testing.T, s gateway.Store) {
 			t.Errorf("%s: UpdateInstance = %v, want %v", c.name, err, c.err)
 		}
 	}
+	for _, expect := range []int64{0, -1} {
+		_, err := s.UpdateInstance(ctx, refused, expect, gwAt(time.Hour))
+		if err == nil || errors.Is(err, gateway.ErrConflict) || errors.Is(err, gateway.ErrNotFound) || errors.Is(err, gateway.ErrExists) {
+			t.Errorf("UpdateInstance expecting version %d = %v, want a refusal of the update itself", expect, err)
+		}
+	}
 	if read, err := s.GetInstance(ctx, "acme", "i1"); err != nil || !gocmp.Equal(want, read) {
 		t.Errorf("a refused update changed the instance: %v (-want +got):\n%s", err, gocmp.Diff(want, read))
 	}
