@@ -280,6 +280,10 @@ func TestEventWatchers(t *testing.T) {
 			t.Fatalf("%d watchers a minute after a's context ended, want 1", ws.Len())
 		}
 	}
+	ws.Announce("r", 5) // b, and b only, is still watching
+	if a.Load() != 3 || b.Load() != 12 {
+		t.Errorf("after a's removal: %d, %d", a.Load(), b.Load())
+	}
 	var lost atomic.Bool
 	if err := ws.Watch(context.Background(), func(run string, last int64) { lost.Store(run == "" && last == 0) }); err != nil {
 		t.Fatal(err)
@@ -293,5 +297,19 @@ func TestEventWatchers(t *testing.T) {
 	}
 	if err := ws.Watch(context.Background(), nil); err == nil {
 		t.Error("Watch of a nil fn succeeded")
+	}
+}
+
+func TestScanEvent(t *testing.T) {
+	got, err := ScanEvent(gwRow{"r1", int64(4), "status", []byte(`{"a" : 1}`), t0.UnixMicro()})
+	want := gateway.Event{RunID: "r1", Sequence: 4, Type: "status", Payload: json.RawMessage(`{"a" : 1}`), At: t0}
+	if d := gocmp.Diff(want, got); err != nil || d != "" {
+		t.Errorf("ScanEvent = %v (-want +got):\n%s", err, d)
+	}
+	if got, err := ScanEvent(gwRow{"r1", int64(5), "done", []byte(nil), t0.UnixMicro()}); err != nil || got.Payload != nil {
+		t.Errorf("ScanEvent of an empty payload = %+v, %v", got, err)
+	}
+	if _, err := ScanEvent(gwRow{"r1"}); err == nil {
+		t.Error("ScanEvent of a short row succeeded")
 	}
 }
