@@ -20,8 +20,11 @@ import (
 // events it returns are the caller's to change.
 //
 // WatchEvents reports the writes of this process, which is every write:
-// fn is called after each CreateRun or WriteRun that appended events,
-// never for one that appended none or failed, and in commit order.
+// fn is called after each CreateRun or WriteRun that appended events, once
+// the write is in the store and before the write returns, never for one
+// that appended none or failed. fn may use the store. Concurrent writes to
+// one run may be reported out of order; last is how far the run's events
+// reached at least.
 // Listings filter and sort every run of the store, which suits the
 // thousands of runs a test or a development server keeps.
 type MemoryStore struct {
@@ -32,10 +35,6 @@ type MemoryStore struct {
 	claimable map[string]struct{}     // ids of QUEUED and RUNNING runs
 	events    map[string][]Event      // by run id; event i has sequence i+1
 
-	// notify is taken before mu is released after a write and held while
-	// the write's watchers are called, so that they hear of writes in
-	// commit order and may read the store from fn.
-	notify   sync.Mutex
 	wmu      sync.Mutex
 	watchers map[*memWatcher]struct{}
 }
@@ -334,16 +333,13 @@ func (s *MemoryStore) put(m *memRun) {
 
 func claimable(st Status) bool { return st == StatusQueued || st == StatusRunning }
 
-// committed ends a write: it releases mu, having taken notify, and tells
-// the watchers of the events appended, if any, before it releases notify.
+// committed ends a write: it releases mu and tells the watchers of the
+// events appended, if any.
 func (s *MemoryStore) committed(runID string, last int64, appended bool) {
+	s.mu.Unlock()
 	if !appended {
-		s.mu.Unlock()
 		return
 	}
-	s.notify.Lock()
-	s.mu.Unlock()
-	defer s.notify.Unlock()
 	s.wmu.Lock()
 	ws := make([]*memWatcher, 0, len(s.watchers))
 	for w := range s.watchers {

@@ -89,6 +89,18 @@
 // session state, so it must reach PostgreSQL directly or through a pooler
 // in session mode.
 //
+// GatewayStore keeps the execution gateway's records (gateway.Store):
+// installed agents (instances), runs and their events. A run write is one
+// statement, committed group-wise through the task store's writer: a
+// compare-and-set on the run's version, the append of its events numbered
+// on from the run's last sequence, and a notification on the channel
+// novaos_runs ("<last sequence>:<origin>:<run id>"), delivered if and only
+// if the write commits. Claims choose the oldest due runs with FOR UPDATE
+// SKIP LOCKED, so replicas claiming at once pass over each other's choices.
+// WatchEvents hears of every replica's appends through the listening
+// connection TaskFeed keeps, and is told ("", 0) when it comes back after
+// it broke.
+//
 // The memory store's vector search uses pgvector when the server has the
 // vector extension and the role may create it (CREATE EXTENSION IF NOT
 // EXISTS vector at Open; otherwise Open logs at info that it is not used).

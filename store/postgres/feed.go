@@ -14,6 +14,7 @@ import (
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/a2a/a2astore"
+	"novaos.dev/novaos/store/internal/sqlstore"
 )
 
 // Replicas on one database learn of each other's task writes through
@@ -30,7 +31,10 @@ import (
 // checks the connection whenever it has been quiet for feedPing, and
 // reconnects when it breaks; once it listens again, every watcher is told
 // that notifications may have been lost, and catches up from the store.
-// ListenerStatus says whether it is listening now.
+// ListenerStatus says whether it is listening now. The same connection
+// listens for the gateway's run-event appends (GatewayStore, on
+// runsChannel), whose watchers are told the same way after a
+// reconnection.
 
 // feedChannel is the channel task writes are announced on.
 const feedChannel = "novaos_tasks"
@@ -167,8 +171,9 @@ func (db *DB) ListenerStatus() error { return db.feed.status() }
 type feed struct {
 	db       *DB
 	watchers a2asrv.Watchers
-	ping     time.Duration // feedPing when the DB opened
-	pings    atomic.Int64  // quiet spells checked with a ping, for tests
+	runs     sqlstore.EventWatchers // GatewayStore.WatchEvents' (gateway.go)
+	ping     time.Duration          // feedPing when the DB opened
+	pings    atomic.Int64           // quiet spells checked with a ping, for tests
 
 	mu      sync.Mutex
 	err     error // why the listener is not listening; nil when it is
@@ -256,7 +261,7 @@ func (f *feed) listen(ctx context.Context) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := conn.Exec(ctx, `LISTEN `+feedChannel); err != nil {
+	if _, err := conn.Exec(ctx, `LISTEN `+feedChannel+`; LISTEN `+runsChannel); err != nil {
 		conn.Close(context.Background())
 		return nil, err
 	}
@@ -296,6 +301,7 @@ func (f *feed) run(ctx context.Context, conn *pgx.Conn) {
 		// Listening again: whatever was committed while nobody listened
 		// is read from the store.
 		f.watchers.AnnounceLost()
+		f.runs.Lost()
 	}
 }
 
@@ -322,6 +328,10 @@ func (f *feed) receive(ctx context.Context, conn *pgx.Conn) error {
 		}
 		if err != nil {
 			return err
+		}
+		if n.Channel == runsChannel {
+			f.dispatchRuns(n.Payload)
+			continue
 		}
 		f.dispatch(n.Payload)
 	}

@@ -271,6 +271,7 @@ func (db *DB) Stores() *store.Stores {
 		Registry:    db.RegistryStore(),
 		Memory:      db.MemoryStore(),
 		Gate:        db.GateStore(),
+		Gateway:     db.GatewayStore(),
 		Listener:    db.ListenerStatus,
 		Close:       db.Close,
 	}

@@ -37,6 +37,14 @@
 // its series (see gate.LedgerEntry). A NaN or infinite amount, or a sum
 // past float64's range, refuses the write (gate.ErrLedgerAmount).
 //
+// GatewayStore keeps the execution gateway's records (gateway.Store):
+// installed agents (instances), runs and their events. A run write's
+// compare-and-set and the numbering of its events, and a claim's choice of
+// runs and their leases, each run on the single writer in one step, so
+// sequences have no gap and no run is leased twice, in this process or in
+// another using the file. Its WatchEvents reports the appends of this
+// handle: a process sharing the file is not watched.
+//
 // Each open DB is an instance with a lease (store/lease) renewed in the
 // background until Close, and every task write records its instance, so
 // Recoverer can find the tasks a dead process left SUBMITTED or WORKING

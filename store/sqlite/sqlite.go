@@ -20,6 +20,7 @@ import (
 	"novaos.dev/novaos/store"
 	"novaos.dev/novaos/store/internal/memindex"
 	"novaos.dev/novaos/store/internal/sqlmigrate"
+	"novaos.dev/novaos/store/internal/sqlstore"
 	"novaos.dev/novaos/store/lease"
 )
 
@@ -62,6 +63,8 @@ type DB struct {
 
 	index *memindex.Cache // memory search structures by partition (memory_index.go)
 	reads readStmts       // prepared hot reads (stmts.go)
+
+	gatewayWatchers sqlstore.EventWatchers // the gateway store's WatchEvents (gateway.go)
 }
 
 // Open opens or creates the database file at path (its directory must
@@ -131,7 +134,7 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	db.r = r
-	if db.wr, err = startWriter(ctx, w, slices.Concat(preparedWrites, memoryWrites, gateWrites)); err != nil {
+	if db.wr, err = startWriter(ctx, w, slices.Concat(preparedWrites, memoryWrites, gateWrites, gatewayWrites)); err != nil {
 		w.Close()
 		r.Close()
 		return nil, err
@@ -282,6 +285,7 @@ func (db *DB) Stores() *store.Stores {
 		Registry:    db.RegistryStore(),
 		Memory:      db.MemoryStore(),
 		Gate:        db.GateStore(),
+		Gateway:     db.GatewayStore(),
 		Close:       db.Close,
 	}
 }

@@ -41,6 +41,21 @@
 //     totals on a store's older schema. BenchmarkGateStore measures
 //     action writes, BenchmarkGateLedger ledger totals at two ledger
 //     sizes against the old count and sum.
+//   - TestGatewayStore: gateway.Store, the execution gateway's instances,
+//     runs and events. It checks that every field of an instance and a run
+//     (raw JSON and sealed bytes byte for byte, times to the microsecond
+//     in UTC, zero values zero) survives a round trip, uniqueness of ids
+//     and names, tenant isolation, compare-and-set with exactly one of
+//     many concurrent writers winning and nothing written by the losers,
+//     event sequences without gap or duplicate under retrying writers,
+//     paging of events, instances and runs (newest first, past runs that
+//     share a creation time), the filters, claims (only QUEUED and RUNNING
+//     runs whose lease and backoff are over, oldest first, never one run
+//     to two concurrent claimers) and WatchEvents (every append reported,
+//     no failed write, nothing after the context ends).
+//     TestGatewayReplicas checks claims and, for a shared database,
+//     WatchEvents across handles; TestGatewayReopen durability;
+//     BenchmarkGatewayStore a run write and a page of 100 events.
 //
 // The contracts are public (a2asrv's store interfaces, registry.Store) and
 // this package imports no internal package of the module, so an outside

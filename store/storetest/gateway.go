@@ -312,7 +312,8 @@ func testGwInstanceCreate(t *testing.T, s gateway.Store) {
 	if err != nil {
 		t.Fatalf("CreateInstance: %v", err)
 	}
-	want := in
+	// want shares nothing with in, which a store may return.
+	want := gwInstance("acme", "i1", "echo")
 	want.Version, want.CreatedAt, want.UpdatedAt = 1, gwStored(gwAt(time.Second)), gwStored(gwAt(time.Second))
 	if d := gocmp.Diff(want, got); d != "" {
 		t.Errorf("CreateInstance (-want +got):\n%s", d)
@@ -338,7 +339,14 @@ func testGwInstanceCreate(t *testing.T, s gateway.Store) {
 		t.Errorf("GetInstance of a bare instance = %v (-want +got):\n%s", err, d)
 	}
 
-	// The returned and read records are the caller's.
+	// The records read are the caller's.
+	read, _ = s.GetInstance(ctx, "acme", "i1")
+	read.Config["model"], read.SealedSecrets[0], read.Scopes[0] = "changed", 9, "changed"
+	read, _ = s.GetInstance(ctx, "acme", "i1")
+	if d := gocmp.Diff(want, read); d != "" {
+		t.Errorf("changing a read instance changed the stored one (-want +got):\n%s", d)
+	}
+	// So are those returned.
 	got.Config["model"], got.SealedSecrets[0], got.Scopes[0] = "changed", 9, "changed"
 	read, _ = s.GetInstance(ctx, "acme", "i1")
 	if d := gocmp.Diff(want, read); d != "" {
@@ -532,6 +540,12 @@ func testGwInstanceUpdate(t *testing.T, s gateway.Store) {
 			t.Errorf("%s: UpdateInstance = %v, want %v", c.name, err, c.err)
 		}
 	}
+	for _, expect := range []int64{0, -1} {
+		_, err := s.UpdateInstance(ctx, refused, expect, gwAt(time.Hour))
+		if err == nil || errors.Is(err, gateway.ErrConflict) || errors.Is(err, gateway.ErrNotFound) || errors.Is(err, gateway.ErrExists) {
+			t.Errorf("UpdateInstance expecting version %d = %v, want a refusal of the update itself", expect, err)
+		}
+	}
 	if read, err := s.GetInstance(ctx, "acme", "i1"); err != nil || !gocmp.Equal(want, read) {
 		t.Errorf("a refused update changed the instance: %v (-want +got):\n%s", err, gocmp.Diff(want, read))
 	}
@@ -590,12 +604,14 @@ func testGwRunCreate(t *testing.T, s gateway.Store) {
 	if err != nil {
 		t.Fatalf("CreateRun: %v", err)
 	}
-	want := wantRun(in, 1, 3, now, now)
+	// want and wantEvs share nothing with what was written, which a
+	// store may return.
+	want := wantRun(gwRun("acme", "r1"), 1, 3, now, now)
 	if d := gocmp.Diff(want, got); d != "" {
 		t.Errorf("CreateRun (-want +got):\n%s", d)
 	}
 	checkUTC(t, "CreateRun", got)
-	wantEvs := wantEvents("r1", 0, now, evs)
+	wantEvs := wantEvents("r1", 0, now, gwEvents(3))
 	if d := gocmp.Diff(wantEvs, gotEvs); d != "" {
 		t.Errorf("CreateRun's events (-want +got):\n%s", d)
 	}
@@ -632,7 +648,13 @@ func testGwRunCreate(t *testing.T, s gateway.Store) {
 		t.Errorf("CreateRun without Now: created %v, updated %v; want the present", bare.CreatedAt, bare.UpdatedAt)
 	}
 
-	// The returned and read values are the caller's.
+	// The records read are the caller's, and so are those returned.
+	for _, tenant := range []string{"acme", ""} {
+		read, _ := s.GetRun(ctx, tenant, "r1")
+		read.Artifacts[0].Parts[1].Raw[0], read.Pause[0], read.OutputSchema["type"], read.CustomHeaders[0] = 9, 'X', "changed", 0
+		readEvs := mustEvents(t, s, "r1", 0, 0)
+		readEvs[1].Payload[0] = 'X'
+	}
 	got.Artifacts[0].Parts[1].Raw[0], got.Pause[0], got.OutputSchema["type"] = 9, 'X', "changed"
 	gotEvs[1].Payload[0] = 'X'
 	if read, _ := s.GetRun(ctx, "acme", "r1"); !gocmp.Equal(want, read) {

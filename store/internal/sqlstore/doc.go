@@ -11,8 +11,12 @@
 // is filed with its series' running totals (RunningTotal, LedgerSeries,
 // LedgerHeads.File, ReadLedgerTotals); the memory store's rows
 // (MemoryCols, ProposalCols, HintCols with ScanMemory, ScanProposal,
-// ScanHint, times as Millis) and a push config's delivery state
-// (PushStateCols, ScanPushState). It holds what is SQL but not one
+// ScanHint, times as Millis), a push config's delivery state
+// (PushStateCols, ScanPushState), and the execution gateway's rows
+// (InstanceCols, RunCols, RunSetCols, EventCols with their Args and Scan
+// functions) with what a store assigns before it writes (PrepareInstance,
+// PrepareRunWrite, Number) and the watchers of its appends
+// (EventWatchers). It holds what is SQL but not one
 // dialect's, so it stays out of the public a2a/a2astore, whose encodings
 // any store may use; it is internal to store/ because no one else writes
 // SQL.

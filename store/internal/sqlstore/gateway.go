@@ -106,6 +106,17 @@ func RunArgs(r *gateway.Run) ([]any, error) {
 		Micros(r.EndedAt), Raw(r.Pause), Raw(r.PendingInput), Raw(r.CustomHeaders), body}, nil
 }
 
+// RunSetCols are the columns a run write replaces, in RunSetArgs' order:
+// all but the key, the creation time and the last sequence, which the
+// write moves on by the events it appends.
+const RunSetCols = `instance_id, user_id, status, lease_owner, lease_until_us, not_before_us, version, updated_us,
+	started_us, ended_us, pause, pending_input, custom_headers, body`
+
+// RunSetArgs are the values of RunSetCols among args, RunArgs' values.
+func RunSetArgs(args []any) []any {
+	return slices.Concat(args[2:8], args[9:10], args[11:])
+}
+
 // ScanRun reads a row of RunCols.
 func ScanRun(r Scanner) (gateway.Run, error) {
 	var (

@@ -1,0 +1,484 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"novaos.dev/novaos/a2a/a2astore"
+	"novaos.dev/novaos/gateway"
+	"novaos.dev/novaos/store/internal/sqlstore"
+)
+
+// GatewayStore returns the database's store of the execution gateway (a
+// gateway.Store): installed agents, their runs and the runs' events. Any
+// number of replicas may share it. A run write is one statement: the
+// compare-and-set of the run, which locks its row until the write
+// commits, the append of its events numbered after the run's last
+// sequence, and the notification of the append, all committed together or
+// not at all. Run writes commit group-wise through the database's writer,
+// with the task store's: writes that wait share a round trip and a
+// commit, and with it PostgreSQL's lock on notifying commits. Claims choose runs with FOR UPDATE SKIP LOCKED, so
+// concurrent claimers, on any replica, pass over each other's runs
+// instead of leasing them twice.
+//
+// WatchEvents reports every replica's appends. A write that appended
+// events calls this handle's watchers once it has committed and sends a
+// notification on the channel novaos_runs in its transaction, which the
+// other replicas' listeners (the connection TaskFeed listens on) hand to
+// their watchers; a write that appended none, or failed, is not reported.
+// When the listening connection comes back after it broke, every watcher
+// is called with ("", 0).
+func (db *DB) GatewayStore() *GatewayStore { return &GatewayStore{db} }
+
+// GatewayStore keeps the execution gateway's records in the database (see
+// gateway.Store).
+type GatewayStore struct{ db *DB }
+
+var _ gateway.Store = (*GatewayStore)(nil)
+
+// errGatewayText: PostgreSQL text holds neither NUL nor invalid UTF-8, so
+// a record with such text in a column cannot be stored, and a key with it
+// names nothing.
+var errGatewayText = errors.New("text with NUL or invalid UTF-8")
+
+// runsChannel is the channel run-event appends are announced on.
+const runsChannel = "novaos_runs"
+
+// maxNotifyRunID bounds the run id a notification names: a longer one
+// would not fit a notification's payload, and is announced without its id
+// (a reader then reads every run it follows again).
+const maxNotifyRunID = 4000
+
+// notifyTail is the end of a run append's notification payload, after
+// "<last>:": "<origin>:<run id>".
+func (db *DB) notifyTail(runID string) string {
+	if len(runID) > maxNotifyRunID {
+		runID = ""
+	}
+	return db.instance + ":" + runID
+}
+
+// decodeRunNotification reads the payload of a run append's notification,
+// "<last>:<origin>:<run id>". An empty run id says the id did not fit.
+func decodeRunNotification(payload string) (last int64, origin, runID string, err error) {
+	lastText, rest, ok := strings.Cut(payload, ":")
+	if !ok {
+		return 0, "", "", errors.New("postgres: run notification: no origin")
+	}
+	origin, runID, ok = strings.Cut(rest, ":")
+	if !ok {
+		return 0, "", "", errors.New("postgres: run notification: no run id")
+	}
+	last, err = strconv.ParseInt(lastText, 10, 64)
+	if err != nil || last < 1 {
+		return 0, "", "", fmt.Errorf("postgres: run notification: bad sequence %q", lastText)
+	}
+	return last, origin, runID, nil
+}
+
+// dispatchRuns hands a run append's notification to the watchers, unless
+// this replica made the write: its watchers heard of it when it
+// committed.
+func (f *feed) dispatchRuns(payload string) {
+	last, origin, runID, err := decodeRunNotification(payload)
+	switch {
+	case err != nil:
+		f.db.log.Warn("postgres: an unreadable run notification was skipped", "err", err)
+	case origin == f.db.instance:
+	case runID == "":
+		f.runs.Lost()
+	default:
+		f.runs.Announce(runID, last)
+	}
+}
+
+func instanceText(in *gateway.Instance) bool { return a2astore.ValidText(in.ID, in.TenantID, in.Name) }
+
+func runText(r *gateway.Run) bool {
+	return a2astore.ValidText(r.ID, r.TenantID, r.InstanceID, r.Caller.UserID, r.LeaseOwner)
+}
+
+func eventsText(evs []gateway.Event) bool {
+	for _, e := range evs {
+		if !a2astore.ValidText(e.Type) {
+			return false
+		}
+	}
+	return true
+}
+
+func (g *GatewayStore) CreateInstance(ctx context.Context, in gateway.Instance, now time.Time) (gateway.Instance, error) {
+	what := "postgres: create gateway instance " + in.ID
+	if err := sqlstore.PrepareInstance(&in, 0, now); err != nil {
+		return gateway.Instance{}, fmt.Errorf("%s: %w", what, err)
+	}
+	if !instanceText(&in) {
+		return gateway.Instance{}, fmt.Errorf("%s: %w", what, errGatewayText)
+	}
+	args, err := sqlstore.InstanceArgs(&in)
+	if err != nil {
+		return gateway.Instance{}, fmt.Errorf("%s: %w", what, err)
+	}
+	// Without a target, ON CONFLICT covers the id and the name alike.
+	tag, err := g.db.pool.Exec(ctx, `INSERT INTO gateway_instances (`+sqlstore.InstanceCols+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`, args...)
+	if err != nil {
+		return gateway.Instance{}, fmt.Errorf("%s: %w", what, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return gateway.Instance{}, fmt.Errorf("%s: %w", what, gateway.ErrExists)
+	}
+	return in, nil
+}
+
+func (g *GatewayStore) GetInstance(ctx context.Context, tenantID, id string) (gateway.Instance, error) {
+	what := "postgres: get gateway instance " + id
+	if !a2astore.ValidText(tenantID, id) {
+		return gateway.Instance{}, fmt.Errorf("%s: %w", what, gateway.ErrNotFound)
+	}
+	in, err := sqlstore.ScanInstance(g.db.pool.QueryRow(ctx, `SELECT `+sqlstore.InstanceCols+` FROM gateway_instances
+		WHERE id = $1 AND tenant = $2`, id, tenantID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = gateway.ErrNotFound
+	}
+	if err != nil {
+		return gateway.Instance{}, fmt.Errorf("%s: %w", what, err)
+	}
+	return in, nil
+}
+
+func (g *GatewayStore) ListInstances(ctx context.Context, f gateway.InstanceFilter) ([]gateway.Instance, error) {
+	if !a2astore.ValidText(f.TenantID, f.AfterName) {
+		return []gateway.Instance{}, nil
+	}
+	rows, err := g.db.pool.Query(ctx, `SELECT `+sqlstore.InstanceCols+` FROM gateway_instances
+		WHERE tenant = $1 AND name > $2 ORDER BY name LIMIT $3`, f.TenantID, f.AfterName, sqlstore.Limit(f.Limit, gateway.MaxPage))
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list gateway instances: %w", err)
+	}
+	defer rows.Close()
+	out, err := sqlstore.Collect(rows, sqlstore.ScanInstance)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list gateway instances: %w", err)
+	}
+	return out, nil
+}
+
+func (g *GatewayStore) UpdateInstance(ctx context.Context, in gateway.Instance, expectVersion int64, now time.Time) (gateway.Instance, error) {
+	what := "postgres: update gateway instance " + in.ID
+	if expectVersion <= 0 {
+		return gateway.Instance{}, fmt.Errorf("%s: an update needs the version it replaces, not %d", what, expectVersion)
+	}
+	if err := sqlstore.PrepareInstance(&in, expectVersion, now); err != nil {
+		return gateway.Instance{}, fmt.Errorf("%s: %w", what, err)
+	}
+	if !instanceText(&in) {
+		return gateway.Instance{}, fmt.Errorf("%s: %w", what, errGatewayText)
+	}
+	args, err := sqlstore.InstanceArgs(&in)
+	if err != nil {
+		return gateway.Instance{}, fmt.Errorf("%s: %w", what, err)
+	}
+	// args are in InstanceCols' order: id, tenant, name, version,
+	// created_us, updated_us, sealed_secrets, body. The row lock taken
+	// here orders concurrent updates; one that waited checks the version
+	// again against the winner's row and updates nothing.
+	var created int64
+	err = g.db.pool.QueryRow(ctx, `UPDATE gateway_instances SET name = $3, version = $4, updated_us = $5, sealed_secrets = $6,
+		body = $7 WHERE id = $1 AND tenant = $2 AND version = $8 RETURNING created_us`,
+		args[0], args[1], args[2], args[3], args[5], args[6], args[7], expectVersion).Scan(&created)
+	switch {
+	case err == nil:
+		in.CreatedAt = sqlstore.FromMicros(created)
+		return in, nil
+	case isUniqueViolation(err):
+		return gateway.Instance{}, fmt.Errorf("%s: name %q: %w", what, in.Name, gateway.ErrExists)
+	case !errors.Is(err, pgx.ErrNoRows):
+		return gateway.Instance{}, fmt.Errorf("%s: %w", what, err)
+	}
+	var v int64
+	err = g.db.pool.QueryRow(ctx, `SELECT version FROM gateway_instances WHERE id = $1 AND tenant = $2`, in.ID, in.TenantID).Scan(&v)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		err = gateway.ErrNotFound
+	case err == nil:
+		err = fmt.Errorf("version %d is not the current %d: %w", expectVersion, v, gateway.ErrConflict)
+	}
+	return gateway.Instance{}, fmt.Errorf("%s: %w", what, err)
+}
+
+func (g *GatewayStore) DeleteInstance(ctx context.Context, tenantID, id string) error {
+	what := "postgres: delete gateway instance " + id
+	if !a2astore.ValidText(tenantID, id) {
+		return fmt.Errorf("%s: %w", what, gateway.ErrNotFound)
+	}
+	tag, err := g.db.pool.Exec(ctx, `DELETE FROM gateway_instances WHERE id = $1 AND tenant = $2`, id, tenantID)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%s: %w", what, gateway.ErrNotFound)
+	}
+	return nil
+}
+
+// eventArrays are a write's events as the arrays the append statements
+// unnest: types, payloads and times, in order.
+func eventArrays(evs []gateway.Event) (types []string, payloads [][]byte, ats []int64) {
+	types, payloads, ats = make([]string, len(evs)), make([][]byte, len(evs)), make([]int64, len(evs))
+	for i, e := range evs {
+		types[i], payloads[i], ats[i] = e.Type, sqlstore.Raw(e.Payload), sqlstore.Micros(e.At)
+	}
+	return types, payloads, ats
+}
+
+// The statements of a run's creation and of a run write. Each is one
+// statement that commits, with the batch the database's writer puts it in
+// (writer.go), the run, its events and, when there are events, the
+// notification ($n: how many; the tail: notifyTail). Each returns one row
+// whatever happened, as the writer's batches need: whether the write took
+// place, and what the caller needs to know either way. CASE keeps
+// pg_notify from being called for a write that appends nothing.
+var (
+	createRunSQL = `WITH r AS (
+		INSERT INTO gateway_runs (` + sqlstore.RunCols + `)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+		ON CONFLICT (id) DO NOTHING RETURNING id, last_seq
+	), e AS (
+		INSERT INTO gateway_run_events (` + sqlstore.EventCols + `)
+		SELECT r.id, u.ord, u.type, u.payload, u.at_us
+		FROM r, unnest($19::text[], $20::bytea[], $21::bigint[]) WITH ORDINALITY AS u(type, payload, at_us, ord)
+	)
+	SELECT r.id IS NOT NULL,
+		coalesce(CASE WHEN r.last_seq > 0 THEN pg_notify('` + runsChannel + `', r.last_seq || ':' || $22) IS NOT NULL END, false)
+	FROM (SELECT 1) AS one LEFT JOIN r ON true`
+
+	// writeRunSQL returns the run's last sequence and creation time when
+	// it was written, else the version the statement found (NULL: no such
+	// run); the subquery reads the row as it was before the statement.
+	writeRunSQL = `WITH r AS (
+		UPDATE gateway_runs SET (` + sqlstore.RunSetCols + `) = ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14),
+			last_seq = last_seq + $15
+		WHERE id = $16 AND tenant = $17 AND version = $18 RETURNING id, last_seq, created_us
+	), e AS (
+		INSERT INTO gateway_run_events (` + sqlstore.EventCols + `)
+		SELECT r.id, r.last_seq - $15 + u.ord, u.type, u.payload, u.at_us
+		FROM r, unnest($19::text[], $20::bytea[], $21::bigint[]) WITH ORDINALITY AS u(type, payload, at_us, ord)
+	)
+	SELECT r.last_seq, r.created_us, (SELECT version FROM gateway_runs WHERE id = $16 AND tenant = $17),
+		coalesce(CASE WHEN r.id IS NOT NULL AND $15 > 0 THEN pg_notify('` + runsChannel + `', r.last_seq || ':' || $22) IS NOT NULL END, false)
+	FROM (SELECT 1) AS one LEFT JOIN r ON true`
+)
+
+// runWriteKey is the key of a run's writes in the database's writer,
+// which puts at most one write of a key in a batch; the prefix keeps runs
+// apart from the tasks the writer also writes.
+func runWriteKey(id string) string { return "gateway-run\x00" + id }
+
+func (g *GatewayStore) CreateRun(ctx context.Context, w gateway.RunWrite) (gateway.Run, []gateway.Event, error) {
+	what := "postgres: create gateway run " + w.Run.ID
+	if err := sqlstore.PrepareRunWrite(&w, true); err != nil {
+		return gateway.Run{}, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if !runText(&w.Run) || !eventsText(w.Events) {
+		return gateway.Run{}, nil, fmt.Errorf("%s: %w", what, errGatewayText)
+	}
+	w.Run.LastSequence = sqlstore.Number(w.Events, 0)
+	args, err := sqlstore.RunArgs(&w.Run)
+	if err != nil {
+		return gateway.Run{}, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	types, payloads, ats := eventArrays(w.Events)
+	var created, notified bool
+	err = g.db.wr.do(ctx, newWrite(runWriteKey(w.Run.ID), createRunSQL,
+		append(args, types, payloads, ats, g.db.notifyTail(w.Run.ID)), &created, &notified))
+	if err == nil && !created {
+		err = gateway.ErrExists
+	}
+	if err != nil {
+		return gateway.Run{}, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if len(w.Events) > 0 {
+		g.db.feed.runs.Announce(w.Run.ID, w.Run.LastSequence)
+	}
+	return w.Run, w.Events, nil
+}
+
+func (g *GatewayStore) GetRun(ctx context.Context, tenantID, id string) (gateway.Run, error) {
+	what := "postgres: get gateway run " + id
+	if !a2astore.ValidText(tenantID, id) {
+		return gateway.Run{}, fmt.Errorf("%s: %w", what, gateway.ErrNotFound)
+	}
+	var row pgx.Row
+	if tenantID == "" {
+		row = g.db.pool.QueryRow(ctx, `SELECT `+sqlstore.RunCols+` FROM gateway_runs WHERE id = $1`, id)
+	} else {
+		row = g.db.pool.QueryRow(ctx, `SELECT `+sqlstore.RunCols+` FROM gateway_runs WHERE id = $1 AND tenant = $2`, id, tenantID)
+	}
+	r, err := sqlstore.ScanRun(row)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = gateway.ErrNotFound
+	}
+	if err != nil {
+		return gateway.Run{}, fmt.Errorf("%s: %w", what, err)
+	}
+	return r, nil
+}
+
+// listRunsSQL is ListRuns' statement and arguments for f; ok is false
+// when f names text PostgreSQL cannot hold, which no run has.
+func listRunsSQL(f gateway.RunFilter) (q string, args []any, ok bool) {
+	statuses := make([]string, len(f.Statuses))
+	for i, s := range f.Statuses {
+		statuses[i] = string(s)
+	}
+	if !a2astore.ValidText(f.TenantID, f.UserID, f.InstanceID, f.AfterID) || !a2astore.ValidText(statuses...) {
+		return "", nil, false
+	}
+	var where []string
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if f.TenantID != "" {
+		where = append(where, `tenant = `+arg(f.TenantID))
+	}
+	if f.UserID != "" {
+		where = append(where, `user_id = `+arg(f.UserID))
+	}
+	if f.InstanceID != "" {
+		where = append(where, `instance_id = `+arg(f.InstanceID))
+	}
+	if len(statuses) > 0 {
+		where = append(where, `status = ANY(`+arg(statuses)+`)`)
+	}
+	if !f.AfterCreated.IsZero() || f.AfterID != "" {
+		where = append(where, `(created_us, id) < (`+arg(sqlstore.Micros(f.AfterCreated))+`, `+arg(f.AfterID)+`)`)
+	}
+	q = `SELECT ` + sqlstore.RunCols + ` FROM gateway_runs`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, ` AND `)
+	}
+	return q + ` ORDER BY created_us DESC, id DESC LIMIT ` + arg(sqlstore.Limit(f.Limit, gateway.MaxPage)), args, true
+}
+
+func (g *GatewayStore) ListRuns(ctx context.Context, f gateway.RunFilter) ([]gateway.Run, error) {
+	q, args, ok := listRunsSQL(f)
+	if !ok {
+		return []gateway.Run{}, nil
+	}
+	rows, err := g.db.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list gateway runs: %w", err)
+	}
+	defer rows.Close()
+	out, err := sqlstore.Collect(rows, sqlstore.ScanRun)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list gateway runs: %w", err)
+	}
+	return out, nil
+}
+
+func (g *GatewayStore) WriteRun(ctx context.Context, w gateway.RunWrite) (gateway.Run, []gateway.Event, error) {
+	what := "postgres: write gateway run " + w.Run.ID
+	if err := sqlstore.PrepareRunWrite(&w, false); err != nil {
+		return gateway.Run{}, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if !runText(&w.Run) || !eventsText(w.Events) {
+		return gateway.Run{}, nil, fmt.Errorf("%s: %w", what, errGatewayText)
+	}
+	args, err := sqlstore.RunArgs(&w.Run)
+	if err != nil {
+		return gateway.Run{}, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	types, payloads, ats := eventArrays(w.Events)
+	args = append(sqlstore.RunSetArgs(args), int64(len(w.Events)), w.Run.ID, w.Run.TenantID, w.ExpectVersion,
+		types, payloads, ats, g.db.notifyTail(w.Run.ID))
+	// The row lock the update takes orders concurrent writers; one that
+	// waited checks the version again against the winner's row and
+	// writes nothing, events included.
+	var (
+		last, created, found *int64
+		notified             bool
+	)
+	err = g.db.wr.do(ctx, newWrite(runWriteKey(w.Run.ID), writeRunSQL, args, &last, &created, &found, &notified))
+	switch {
+	case err != nil:
+	case last != nil && created != nil:
+	case found == nil:
+		err = gateway.ErrNotFound
+	default:
+		err = fmt.Errorf("version %d is not the current %d: %w", w.ExpectVersion, *found, gateway.ErrConflict)
+	}
+	if err != nil {
+		return gateway.Run{}, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	sqlstore.Number(w.Events, *last-int64(len(w.Events)))
+	w.Run.LastSequence, w.Run.CreatedAt = *last, sqlstore.FromMicros(*created)
+	if len(w.Events) > 0 {
+		g.db.feed.runs.Announce(w.Run.ID, *last)
+	}
+	return w.Run, w.Events, nil
+}
+
+func (g *GatewayStore) Events(ctx context.Context, runID string, after int64, limit int) ([]gateway.Event, error) {
+	if !a2astore.ValidText(runID) {
+		return []gateway.Event{}, nil
+	}
+	rows, err := g.db.pool.Query(ctx, `SELECT `+sqlstore.EventCols+` FROM gateway_run_events
+		WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, runID, after, sqlstore.Limit(limit, gateway.MaxPage))
+	if err != nil {
+		return nil, fmt.Errorf("postgres: gateway run %s events: %w", runID, err)
+	}
+	defer rows.Close()
+	out, err := sqlstore.Collect(rows, sqlstore.ScanEvent)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: gateway run %s events: %w", runID, err)
+	}
+	return out, nil
+}
+
+// claimRunsSQL leases the oldest due runs that no concurrent claim has
+// locked: SKIP LOCKED passes over the rows another claimer chose, and a
+// row another claimer leased and committed since this statement's
+// snapshot is checked again when locked, and left, its lease now live.
+// MATERIALIZED keeps the choice, and its locks, to one evaluation.
+const claimRunsSQL = `WITH c AS MATERIALIZED (
+		SELECT id FROM gateway_runs
+		WHERE status IN ` + sqlstore.ClaimableStatuses + ` AND lease_until_us <= $1 AND not_before_us <= $1
+		ORDER BY created_us, id LIMIT $2
+		FOR UPDATE SKIP LOCKED
+	)
+	UPDATE gateway_runs SET lease_owner = $3, lease_until_us = $4, version = version + 1, updated_us = $1
+	WHERE id IN (SELECT id FROM c)
+	RETURNING ` + sqlstore.RunCols
+
+func (g *GatewayStore) ClaimRuns(ctx context.Context, owner string, now, until time.Time, limit int) ([]gateway.Run, error) {
+	if owner == "" || !a2astore.ValidText(owner) {
+		return nil, errors.New("postgres: claim gateway runs: the owner is empty or not valid text")
+	}
+	rows, err := g.db.pool.Query(ctx, claimRunsSQL, sqlstore.Micros(now), sqlstore.Limit(limit, gateway.MaxPage), owner, sqlstore.Micros(until))
+	if err != nil {
+		return nil, fmt.Errorf("postgres: claim gateway runs: %w", err)
+	}
+	defer rows.Close()
+	out, err := sqlstore.Collect(rows, sqlstore.ScanRun)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: claim gateway runs: %w", err)
+	}
+	sqlstore.SortClaimed(out)
+	return out, nil
+}
+
+func (g *GatewayStore) WatchEvents(ctx context.Context, fn func(runID string, last int64)) error {
+	if err := g.db.feed.runs.Watch(ctx, fn); err != nil {
+		return fmt.Errorf("postgres: watch gateway events: %w", err)
+	}
+	return nil
+}

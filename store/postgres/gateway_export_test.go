@@ -1,0 +1,13 @@
+package postgres
+
+import "novaos.dev/novaos/gateway"
+
+// ListRunsSQL is the statement and arguments GatewayStore.ListRuns runs
+// for f.
+func ListRunsSQL(f gateway.RunFilter) (string, []any) {
+	q, args, _ := listRunsSQL(f)
+	return q, args
+}
+
+// ClaimRunsSQL is GatewayStore.ClaimRuns' statement.
+const ClaimRunsSQL = claimRunsSQL
