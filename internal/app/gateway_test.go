@@ -1,0 +1,67 @@
+package app_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"novaos.dev/novaos/gateway"
+	"novaos.dev/novaos/identity"
+	"novaos.dev/novaos/internal/app"
+	"novaos.dev/novaos/secret"
+)
+
+// The execution gateway on SQLite, end to end: a tenant's user installs
+// the hosted echo agent, runs it and follows the run with the Go client;
+// the run's token, which the memory service would accept while the run
+// lives, is refused once it has ended.
+func TestGatewayEndToEnd(t *testing.T) {
+	srv := start(t, &app.Options{DataDir: t.TempDir()})
+	ctx := context.Background()
+	tok, err := srv.Issuer().Mint(ctx, identity.Claims{TenantID: "acme", UserID: "alice", AgentID: "console",
+		Scopes: []string{"runs:*", "instances:*"}}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := gateway.NewClient(srv.URL(), &gateway.ClientOptions{Token: secret.New(tok)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := c.Install(ctx, gateway.InstallRequest{Name: "echo", Hosted: "echo", Scopes: []string{"memory:read:*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Execute(ctx, gateway.ExecuteRequest{InstanceID: inst.ID, Input: "hello gateway"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last gateway.StreamEvent
+	var text string
+	for ev, err := range c.EventsWithReconnect(ctx, res.RunID, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.WireType == gateway.EventMessageDelta {
+			text += ev.Content
+		}
+		last = ev
+	}
+	if !last.IsTerminal() || last.IsFailure() {
+		t.Fatalf("the stream ended on %+v", last)
+	}
+	run, err := c.GetRun(ctx, res.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != gateway.StatusCompleted || run.Output == "" || text == "" {
+		t.Fatalf("run %+v, streamed %q", run, text)
+	}
+	// A token of the ended run no longer verifies anywhere on the server.
+	runTok, err := srv.Issuer().Mint(ctx, identity.Claims{TenantID: "acme", RunID: run.ID, AgentID: "echo"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Issuer().Verify(ctx, runTok); err == nil {
+		t.Fatal("a token of an ended run verifies")
+	}
+}
