@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -142,7 +143,9 @@ func TestHandlerTransportLikeServer(t *testing.T) {
 		{"status 100", "GET", "/status/100", "", false, nil},
 		{"status 199", "GET", "/status/199", "", false, nil},
 	}
-	srv := httptest.NewServer(mux)
+	srv := httptest.NewUnstartedServer(mux)
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the superfluous WriteHeader is on purpose
+	srv.Start()
 	defer srv.Close()
 	call := func(t *testing.T, c *http.Client, base, method, path, body string, chunked bool, headers []string) exchange {
 		t.Helper()
