@@ -261,7 +261,12 @@ func (w *pipeWriter) Write(p []byte) (int, error) {
 	}
 	w.written += int64(len(p))
 	if w.req.Method == http.MethodHead {
-		return len(p), nil // counted for Content-Length, never sent
+		// Counted for Content-Length and sniffed for Content-Type, as
+		// net/http does; never sent.
+		if !w.started && len(w.buf) < sniffLen {
+			w.buf = append(w.buf, p[:min(len(p), sniffLen-len(w.buf))]...)
+		}
+		return len(p), nil
 	}
 	if !w.started && len(w.buf)+len(p) <= bufferSize {
 		w.buf = append(w.buf, p...)
@@ -308,20 +313,19 @@ func (w *pipeWriter) start(final bool) {
 			length = n
 		}
 	}
+	if final && length < 0 && w.bodyAllowed() && h.Get("Transfer-Encoding") == "" {
+		length = w.written
+		h.Set("Content-Length", strconv.FormatInt(length, 10))
+	}
 	var body io.ReadCloser = &pipeBody{w: w}
 	switch {
 	case !w.bodyAllowed():
 		length, body = 0, http.NoBody
-	case final:
-		if length < 0 && h.Get("Transfer-Encoding") == "" {
-			length = w.written
-			h.Set("Content-Length", strconv.FormatInt(length, 10))
-		}
-		body = http.NoBody
-		if len(w.buf) > 0 {
-			body = io.NopCloser(bytes.NewReader(w.buf))
-		}
 	case w.req.Method == http.MethodHead:
+		body, w.buf = http.NoBody, nil // w.buf held the bytes to sniff only
+	case final && len(w.buf) > 0:
+		body = io.NopCloser(bytes.NewReader(w.buf))
+	case final:
 		body = http.NoBody
 	}
 	w.resp = &http.Response{

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -100,6 +101,11 @@ func TestHandlerTransportLikeServer(t *testing.T) {
 		w.Header().Set("Content-Type", "text/plain")
 		io.WriteString(w, "dropped")
 	})
+	mux.HandleFunc("HEAD /head-flushed", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "dropped")
+		w.(http.Flusher).Flush()
+		io.WriteString(w, "dropped too")
+	})
 	mux.HandleFunc("GET /large", func(w http.ResponseWriter, r *http.Request) {
 		for i := range 1000 {
 			fmt.Fprintf(w, "line %04d %s\n", i, strings.Repeat("x", 100))
@@ -124,6 +130,7 @@ func TestHandlerTransportLikeServer(t *testing.T) {
 		{"header changed late", "GET", "/header-changed-late", "", false, []string{"X-Early", "X-Late"}},
 		{"1xx dropped", "GET", "/early-hints", "", false, []string{"Content-Type"}},
 		{"HEAD", "HEAD", "/head", "", false, []string{"Content-Type"}},
+		{"HEAD flushed", "HEAD", "/head-flushed", "", false, []string{"Content-Type", "Content-Length"}},
 		{"not found", "GET", "/missing", "", false, []string{"Content-Type"}},
 		{"wrong method", "DELETE", "/json", "", false, []string{"Allow"}},
 		{"large", "GET", "/large", "", false, nil},
@@ -136,7 +143,9 @@ func TestHandlerTransportLikeServer(t *testing.T) {
 		{"status 100", "GET", "/status/100", "", false, nil},
 		{"status 199", "GET", "/status/199", "", false, nil},
 	}
-	srv := httptest.NewServer(mux)
+	srv := httptest.NewUnstartedServer(mux)
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the superfluous WriteHeader is on purpose
+	srv.Start()
 	defer srv.Close()
 	call := func(t *testing.T, c *http.Client, base, method, path, body string, chunked bool, headers []string) exchange {
 		t.Helper()
