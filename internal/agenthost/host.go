@@ -20,6 +20,7 @@ import (
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/builtin"
 	"novaos.dev/novaos/internal/httpapi"
+	"novaos.dev/novaos/internal/sealkey"
 	"novaos.dev/novaos/internal/tlscert"
 	"novaos.dev/novaos/jwk"
 	"novaos.dev/novaos/netguard"
@@ -187,6 +188,9 @@ type Deps struct {
 	// Interceptors see every call to every agent, in this order, on every
 	// binding (the memory service records conversation turns this way).
 	Interceptors []a2asrv.Interceptor
+	// Sealer seals push-config secrets at rest, unless Options.PushKeyFile
+	// names a key of their own: the server's one sealing key.
+	Sealer *sealkey.Sealer
 	// SweepEvery is how often tasks of dead processes are looked for (the
 	// database's lease expiry); SweepTicker, when set, times the sweeps
 	// instead of a time.Ticker.

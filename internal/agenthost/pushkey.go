@@ -121,12 +121,16 @@ func (s *pushSealer) open(v string, binding []string) (string, error) {
 	return string(plain), nil
 }
 
-// pushSealer is the sealer for the hosted agents' push configs, or nil
-// when secrets are left to the push-config store: stores given without a
-// data directory, and no PushKeyFile.
+// pushSealer is the sealer for the hosted agents' push configs: under
+// Options.PushKeyFile when one is named, else the server's Deps.Sealer,
+// else the data directory's PushKeyFile; nil when secrets are left to the
+// push-config store (stores given without a data directory or a key).
 func (h *Host) pushSealer() (*pushSealer, error) {
 	if h.stores.PushConfigs == nil {
 		return nil, nil
+	}
+	if h.opts.PushKeyFile == "" && h.deps.Sealer != nil {
+		return &pushSealer{path: h.deps.Sealer.Path(), shared: h.stores.Shared, log: h.log, sealer: h.deps.Sealer}, nil
 	}
 	path := h.opts.PushKeyFile
 	if path == "" {

@@ -72,6 +72,13 @@ type Options struct {
 	// accepted from this machine only.
 	AdminToken secret.Value
 
+	// SealKeyFile holds the key values are sealed with at rest (push
+	// credentials, instances' secrets, runs' custom headers): 32 bytes in
+	// base64, created owner-only when first needed. Default SealKeyFile in
+	// DataDir (taking over a push.key an earlier release made); replicas
+	// sharing a database must be given the same file.
+	SealKeyFile string
+
 	// Database selects and tunes the database.
 	Database DatabaseOptions
 	// Stores, when set, are used instead of a database: Database is

@@ -20,6 +20,9 @@ const (
 	TokenKeyFile = auth.DefaultKeyFile
 	// JWKSPath is where the server publishes its token keys.
 	JWKSPath = auth.JWKSPath
+	// SealKeyFile is the default name of the sealing key inside the data
+	// directory.
+	SealKeyFile = "seal.key"
 	// TriagePath is the gate's operator triage page.
 	TriagePath = gatesvc.TriagePath
 )

@@ -16,7 +16,6 @@ import (
 	_ "modernc.org/sqlite"
 
 	"novaos.dev/novaos/a2a"
-	"novaos.dev/novaos/internal/agenthost"
 	"novaos.dev/novaos/internal/app"
 	"novaos.dev/novaos/internal/pgtest"
 	"novaos.dev/novaos/netguard"
@@ -131,7 +130,7 @@ func testPushSecretsAtRest(t *testing.T, opts *app.Options, dataDir string, rawR
 			t.Errorf("a stored row is not the sealed config: %s", b)
 		}
 	}
-	key := filepath.Join(dataDir, agenthost.PushKeyFile)
+	key := filepath.Join(dataDir, app.SealKeyFile)
 	if fi, err := os.Stat(key); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("key file %s: %v, %v; want mode 0600", key, fi, err)
 	}

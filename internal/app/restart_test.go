@@ -37,7 +37,7 @@ func TestRestartPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		if e.Name() != app.TokenKeyFile && e.Name() != agenthost.PushKeyFile && e.Name() != auth.RecordFile {
+		if e.Name() != app.TokenKeyFile && e.Name() != app.SealKeyFile && e.Name() != agenthost.PushKeyFile && e.Name() != auth.RecordFile {
 			t.Errorf("data directory holds %s with PostgreSQL; want key files and the issuer record only", e.Name())
 		}
 	}

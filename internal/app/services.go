@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 
@@ -16,6 +17,7 @@ import (
 	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/internal/memorysvc"
 	"novaos.dev/novaos/internal/registrysvc"
+	"novaos.dev/novaos/internal/sealkey"
 )
 
 // service is the face every platform service shows the server. A service
@@ -93,19 +95,45 @@ func (s *Server) mount(ctx context.Context, base string, guard *httpapi.Guard) (
 	add(l, memorysvc.Mount(st, memorysvc.Deps{Tokens: m.issuer}, s.opts.memory()))
 	m.gate = add(l, gatesvc.Mount(st, gatesvc.Deps{AdminToken: s.opts.AdminToken, Tokens: m.issuer,
 		Secure: strings.HasPrefix(base, "https://")}, s.opts.gate()))
-	if m.host, err = agenthost.New(ctx, st, agenthost.Deps{BaseURL: base, DataDir: dataDir, Logger: s.log,
+	sealer, err := s.sealer(dataDir)
+	if err != nil {
+		return m, fmt.Errorf("app: sealing key: %w", err)
+	}
+	if m.host, err = agenthost.New(ctx, st, agenthost.Deps{BaseURL: base, DataDir: dataDir, Logger: s.log, Sealer: sealer,
 		Guard: guard, TLS: s.tls, CheckListener: s.checkPlaintext, Tokens: m.issuer, Interceptors: interceptorsOf(*l),
 		SweepEvery: s.opts.sweepEvery(), SweepTicker: sweepTicker}, &s.opts.Agents); err != nil {
 		return m, fmt.Errorf("app: %w", err)
 	}
 	add(l, m.host)
-	if g := add(l, execgw.Mount(st, execgw.Deps{AdminToken: s.opts.AdminToken, Tokens: m.issuer, Hosted: m.host, BaseURL: base},
-		s.opts.gateway())); g != nil {
+	gwDeps := execgw.Deps{AdminToken: s.opts.AdminToken, Tokens: m.issuer, Hosted: m.host, BaseURL: base}
+	if sealer != nil {
+		gwDeps.Sealer = sealer
+	}
+	if g := add(l, execgw.Mount(st, gwDeps, s.opts.gateway())); g != nil {
 		gw.Store(g)
 	}
 	add(l, registrysvc.Mount(st, registrysvc.Deps{BaseURL: base, AdminToken: s.opts.AdminToken, Hosted: m.host.Records()}, s.opts.registry()))
 	*l = append(*l, s.own())
 	return m, nil
+}
+
+// sealer is the server's one key for values sealed at rest (push
+// credentials, instances' secrets, runs' custom headers): Options.SealKeyFile,
+// else SealKeyFile in the data directory, taking over the push key of a
+// release that kept one; nil without either.
+func (s *Server) sealer(dataDir string) (*sealkey.Sealer, error) {
+	path, adopt := s.opts.SealKeyFile, ""
+	if dataDir != "" {
+		adopt = filepath.Join(dataDir, agenthost.PushKeyFile)
+		if path == "" {
+			path = filepath.Join(dataDir, SealKeyFile)
+		}
+	}
+	if path == "" {
+		return nil, nil
+	}
+	return sealkey.Open(path, &sealkey.Options{Logger: s.log, Shared: s.stores.Shared, Name: "sealing key",
+		Flag: "--seal-key-file", Adopt: adopt})
 }
 
 // add appends svc to l unless it is nil (a service whose store the

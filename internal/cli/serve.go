@@ -59,7 +59,8 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	var pushLoopback optBool
 	fs.Var(&pushLoopback, "push-allow-loopback", "push: accept webhook URLs on loopback (localhost, 127.0.0.0/8, ::1) (default true when the server's own URL is on loopback, as with the default --addr; else false)")
 	pushPrivate := fs.Bool("push-allow-private", false, "push: accept webhook URLs on private, shared and link-local addresses (10/8, 172.16/12, 192.168/16, fc00::/7, 100.64/10, …); metadata addresses are refused regardless")
-	pushKeyFile := fs.String("push-key-file", "", "`file` with the key push credentials are sealed with at rest (32 bytes, base64); created owner-only when missing (default <--data>/"+agenthost.PushKeyFile+"; with PostgreSQL give every replica the same file)")
+	sealKeyFile := fs.String("seal-key-file", "", "`file` with the key secrets are sealed with at rest: push credentials, agent instances' secrets, runs' custom headers (32 bytes, base64); created owner-only when missing (default <--data>/"+app.SealKeyFile+", taking over an earlier push.key; with PostgreSQL give every replica the same file)")
+	pushKeyFile := fs.String("push-key-file", "", "`file` with a key of their own for push credentials, instead of --seal-key-file's (32 bytes, base64; created owner-only when missing)")
 	tokenFile := fs.String("admin-token-file", "", "`file` holding the admin token that writes to the registry (POST/PUT/DELETE "+registry.APIPath+") must send as \"Authorization: Bearer <token>\"; default $"+EnvAdminToken+", else only clients on this machine may write")
 	lim := limitFlags(fs)
 	dbFl := databaseFlags(fs)
@@ -143,11 +144,12 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	regOpts := app.RegistryOptions{Policy: &registry.Policy{AllowedHostSuffixes: allowHosts, AllowPrivate: *allowPrivate,
 		AllowLoopback: allowLoopback.set && allowLoopback.v}, LoopbackIfLocal: !allowLoopback.set}
 	srv, err := app.New(ctx, &app.Options{
-		Addr:       *addr,
-		PublicURL:  *public,
-		DataDir:    *data,
-		Logger:     log,
-		AdminToken: token,
+		Addr:        *addr,
+		PublicURL:   *public,
+		DataDir:     *data,
+		Logger:      log,
+		AdminToken:  token,
+		SealKeyFile: *sealKeyFile,
 		Database: app.DatabaseOptions{URL: *db, MaxConns: dbMaxConns, StatementTimeout: dbTimeout,
 			LeaseHeartbeat: *leaseBeat, LeaseExpiry: *leaseExpiry, MemoryIndexBytes: plat.memIndex.n},
 		HTTP: app.HTTPOptions{Limits: lim.limits(), AllowHosts: lim.allowHosts, CORSOrigins: lim.corsOrigins,

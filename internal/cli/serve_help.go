@@ -17,7 +17,7 @@ type flagGroup struct {
 // serveGroups arrange serve's flags by service, in the order the server
 // is built. Every flag is in exactly one group (TestServeFlagGroups).
 var serveGroups = []flagGroup{
-	{"Server", []string{"addr", "public-url", "data", "admin-token-file", "log-level", "shutdown-timeout"}},
+	{"Server", []string{"addr", "public-url", "data", "seal-key-file", "admin-token-file", "log-level", "shutdown-timeout"}},
 	{"Database", []string{"db", "db-max-conns", "db-statement-timeout", "lease-heartbeat", "lease-expiry", "memory-index-bytes"}},
 	{"Connections and limits (every service)", []string{"max-conns", "conn-reserve", "max-inflight-bytes", "max-header-bytes",
 		"header-timeout", "body-timeout", "body-min-rate", "idle-timeout", "allow-host", "cors-origin"}},
