@@ -236,6 +236,7 @@ func New(ctx context.Context, st *store.Stores, deps Deps, opts *Options) (*Host
 	h.agents = []hosted{
 		{name: "echo", agent: builtin.Echo()},
 		{name: "tck", agent: builtin.NewTCK(&builtin.TCKOptions{StreamingTimeout: o.TCKStreamingTimeout})},
+		{name: "ask", agent: builtin.Ask()},
 	}
 	for _, name := range slices.Sorted(maps.Keys(o.Hosted)) {
 		h.agents = append(h.agents, hosted{name: name, agent: o.Hosted[name]})

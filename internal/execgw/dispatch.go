@@ -1,10 +1,13 @@
 package execgw
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -164,7 +167,7 @@ func (d *dispatcher) deliver(parent context.Context, claimed *gateway.Run) {
 		dl.settle(ctx, nil, err, log)
 		return
 	}
-	t := newTurn(s.o.MaxOutputBytes)
+	t := newTurn(s.o.MaxOutputBytes, dl.current().Artifacts)
 	var streamErr error
 	for frame, err := range target.client.SendStreamingMessage(ctx, req, callOpts...) {
 		if err != nil {
@@ -212,7 +215,7 @@ func (dl *delivery) settle(ctx context.Context, t *turn, err error, log interfac
 		final := t.finish()
 		_ = dl.write(ctx, func(r *gateway.Run) []gateway.Event {
 			events := append([]gateway.Event(nil), final...)
-			r.Artifacts = append(r.Artifacts, t.artifacts...)
+			r.Artifacts = mergeArtifacts(r.Artifacts, t.artifacts)
 			if out := t.output.String(); out != "" {
 				r.Output = out
 			}
@@ -233,7 +236,7 @@ func (dl *delivery) settle(ctx context.Context, t *turn, err error, log interfac
 	if (t == nil || t.frames == 0) && isRefusal(err) {
 		perm = &permanent{reason: "the agent refused the request: " + describe(err)}
 	}
-	if errors.As(err, &perm) {
+	if perm != nil || errors.As(err, &perm) {
 		_ = dl.write(ctx, func(r *gateway.Run) []gateway.Event { return end(r, gateway.StatusFailed, perm.reason, now) })
 		log.Warn("gateway: run failed", "reason", perm.reason)
 		return
@@ -254,6 +257,34 @@ func (dl *delivery) settle(ctx context.Context, t *turn, err error, log interfac
 		return []gateway.Event{statusEvent(gateway.StatusRunning, fmt.Sprintf("%s; retrying in %s (attempt %d of %d)", why, backoff, r.Attempt, s.o.MaxAttempts))}
 	})
 	log.Warn("gateway: turn stopped short", "reason", why)
+}
+
+// mergeArtifacts adds a turn's artifacts to the run's: one that continues
+// an artifact of an earlier turn (the same id) adds its parts to it.
+func mergeArtifacts(run, turn []gateway.Artifact) []gateway.Artifact {
+	out := slices.Clone(run)
+	for _, a := range turn {
+		i := slices.IndexFunc(out, func(b gateway.Artifact) bool { return b.ArtifactID == a.ArtifactID })
+		if i < 0 {
+			out = append(out, a)
+			continue
+		}
+		b := &out[i]
+		b.Parts = append(slices.Clone(b.Parts), a.Parts...)
+		b.Name, b.Description = cmp.Or(a.Name, b.Name), cmp.Or(a.Description, b.Description)
+		if a.Metadata != nil {
+			b.Metadata = a.Metadata
+		}
+		if a.SkillMetadata != nil {
+			m := maps.Clone(b.SkillMetadata)
+			if m == nil {
+				m = map[string]any{}
+			}
+			maps.Copy(m, a.SkillMetadata)
+			b.SkillMetadata = m
+		}
+	}
+	return out
 }
 
 // follow stops the delivery when the run is ended or taken by someone

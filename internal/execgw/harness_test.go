@@ -300,9 +300,11 @@ func sdkAgent(t *testing.T, a *agent.Agent) http.Handler {
 // answered by the next step of a script, so tests can drop streams, fail
 // and pause exactly where they want.
 type script struct {
-	mu    sync.Mutex
-	calls []*a2a.SendMessageRequest
-	steps []func(req *a2a.SendMessageRequest, w *frameWriter)
+	// refuse, when set, answers every call with this A2A error.
+	refuse *a2a.Error
+	mu     sync.Mutex
+	calls  []*a2a.SendMessageRequest
+	steps  []func(req *a2a.SendMessageRequest, w *frameWriter)
 }
 
 // frameWriter writes stream frames of one call.
@@ -339,6 +341,14 @@ func (s *script) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req, rpcErr := a2a.DecodeRequest(body)
 	if rpcErr != nil {
 		http.Error(w, rpcErr.Error(), 400)
+		return
+	}
+	if s.refuse != nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(a2a.AppendErrorResponse(nil, req.ID, s.refuse))
+		s.mu.Lock()
+		s.calls = append(s.calls, nil)
+		s.mu.Unlock()
 		return
 	}
 	if req.Method != a2a.MethodSendStreamingMessage {

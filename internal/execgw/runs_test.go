@@ -15,6 +15,7 @@ import (
 	"novaos.dev/novaos/a2a/hitl"
 	"novaos.dev/novaos/agent"
 	"novaos.dev/novaos/gateway"
+	"novaos.dev/novaos/internal/builtin"
 	"novaos.dev/novaos/internal/execgw"
 )
 
@@ -243,6 +244,15 @@ func TestRedelivery(t *testing.T) {
 			t.Fatalf("%d calls, reason %q", sc.count(), r.Reason)
 		}
 	})
+	t.Run("an A2A error fails at once", func(t *testing.T) {
+		sc := &script{refuse: a2a.ErrContentTypeNotSupported}
+		e := newEnv(t, hostedAgents{"strict": sc}, nil)
+		run := e.execute(userTok, gateway.ExecuteRequest{InstanceID: e.install("strict", "strict", nil), Input: "q"})
+		r := e.waitStatus(run, gateway.StatusFailed)
+		if sc.count() != 1 || r.Attempt != 1 || !strings.Contains(r.Reason, "refused") {
+			t.Fatalf("%d calls; run %+v", sc.count(), r)
+		}
+	})
 	t.Run("refusal fails at once", func(t *testing.T) {
 		a := agent.New("picky", "1", nil)
 		a.MustRegister(agent.Skill{ID: "one", Handler: func(*agent.Context) (agent.Result, error) { return agent.Result{}, nil }})
@@ -369,5 +379,24 @@ func TestLateFailure(t *testing.T) {
 	r := e.waitStatus(run, gateway.StatusFailed)
 	if !strings.Contains(r.Reason, "limit of 100 bytes") {
 		t.Fatalf("reason %q", r.Reason)
+	}
+}
+
+// The built-in ask agent pauses with a HITL input request and greets the
+// caller by the name the reply gives.
+func TestBuiltinAsk(t *testing.T) {
+	e := newEnv(t, hostedAgents{"ask": sdkAgent(t, builtin.Ask())}, nil)
+	run := e.execute(userTok, gateway.ExecuteRequest{InstanceID: e.install("ask", "ask", nil), Input: "book a table"})
+	evs := e.events(userTok, run, "", func(ev sseEvent) bool { return ev.Frame.Type == gateway.EventHITL })
+	if !strings.Contains(string(evs[len(evs)-1].Frame.Payload), "What should I call you?") {
+		t.Fatalf("pause %s", evs[len(evs)-1].Frame.Payload)
+	}
+	e.waitStatus(run, gateway.StatusWaitingUser)
+	if st := e.do("POST", gateway.RunsPath+"/"+run+"/reply", userTok, map[string]any{"input_value": "Ada", "action_id": "submit"}, nil); st != 202 {
+		t.Fatalf("reply: %d", st)
+	}
+	r := e.waitStatus(run, gateway.StatusCompleted)
+	if r.Output != "Hello, Ada! You asked: book a table" {
+		t.Fatalf("output %q", r.Output)
 	}
 }

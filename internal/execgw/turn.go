@@ -20,6 +20,9 @@ type turn struct {
 	byID              map[string]int
 	output            strings.Builder
 	frames            int // frames received
+	// known are the artifacts earlier turns recorded: a task snapshot
+	// that continues a task holds them again, and they are not new.
+	known map[string]bool
 	// size is the bytes of answer and artifacts kept so far, bounded by
 	// max: a turn past it ends FAILED.
 	size, max int
@@ -34,7 +37,15 @@ type turnEnd struct {
 	pause  *pausePayload
 }
 
-func newTurn(max int) *turn { return &turn{byID: map[string]int{}, max: max} }
+// newTurn follows a turn whose answer may be max bytes; known are the
+// artifacts earlier turns recorded.
+func newTurn(max int, known []gateway.Artifact) *turn {
+	t := &turn{byID: map[string]int{}, max: max, known: map[string]bool{}}
+	for _, a := range known {
+		t.known[a.ArtifactID] = true
+	}
+	return t
+}
 
 // grow counts n more bytes of answer, ending the turn when they pass the
 // limit: the gateway keeps a turn's answer whole, so it must bound it.
@@ -58,7 +69,9 @@ func (t *turn) frame(f *a2a.StreamResponse) []gateway.Event {
 		t.ids(f.Task.ID, f.Task.ContextID)
 		var out []gateway.Event
 		for i := range f.Task.Artifacts {
-			out = append(out, t.artifact(&f.Task.Artifacts[i], false)...)
+			if !t.known[f.Task.Artifacts[i].ArtifactID] {
+				out = append(out, t.artifact(&f.Task.Artifacts[i], false)...)
+			}
 		}
 		return append(out, t.status(f.Task.Status)...)
 	case f.StatusUpdate != nil:
