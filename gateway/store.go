@@ -90,7 +90,9 @@ type RunFilter struct {
 	TenantID   string // empty: every tenant
 	UserID     string // only runs this user started
 	InstanceID string
-	Statuses   []Status
+	// ThreadID selects the runs of one conversation thread.
+	ThreadID string
+	Statuses []Status
 	// AfterCreated and AfterID continue a listing after the last run of
 	// the previous page.
 	AfterCreated time.Time
