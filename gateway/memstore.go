@@ -100,7 +100,7 @@ func encodeRun(r *Run) (*memRun, error) {
 		return nil, fmt.Errorf("encode run %s: %w", r.ID, err)
 	}
 	return &memRun{
-		head: Run{ID: r.ID, TenantID: r.TenantID, InstanceID: r.InstanceID, Caller: Caller{UserID: r.Caller.UserID},
+		head: Run{ID: r.ID, TenantID: r.TenantID, InstanceID: r.InstanceID, ThreadID: r.ThreadID, Caller: Caller{UserID: r.Caller.UserID},
 			Status: r.Status, LeaseOwner: r.LeaseOwner, LeaseUntil: r.LeaseUntil, NotBefore: r.NotBefore,
 			LastSequence: r.LastSequence, Version: r.Version, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 			StartedAt: r.StartedAt, EndedAt: r.EndedAt, Pause: cloneBytes(r.Pause), PendingInput: cloneBytes(r.PendingInput),
@@ -383,6 +383,7 @@ func (s *MemoryStore) ListRuns(_ context.Context, f RunFilter) ([]Run, error) {
 		case f.TenantID != "" && h.TenantID != f.TenantID,
 			f.UserID != "" && h.Caller.UserID != f.UserID,
 			f.InstanceID != "" && h.InstanceID != f.InstanceID,
+			f.ThreadID != "" && h.ThreadID != f.ThreadID,
 			len(f.Statuses) > 0 && !slices.Contains(f.Statuses, h.Status),
 			paged && compareRunKey(h.CreatedAt, h.ID, after, f.AfterID) >= 0:
 			continue

@@ -101,7 +101,7 @@ func (f *feed) dispatchRuns(payload string) {
 func instanceText(in *gateway.Instance) bool { return a2astore.ValidText(in.ID, in.TenantID, in.Name) }
 
 func runText(r *gateway.Run) bool {
-	return a2astore.ValidText(r.ID, r.TenantID, r.InstanceID, r.Caller.UserID, r.LeaseOwner)
+	return a2astore.ValidText(r.ID, r.TenantID, r.InstanceID, r.Caller.UserID, r.ThreadID, r.LeaseOwner)
 }
 
 func eventsText(evs []gateway.Event) bool {
@@ -248,31 +248,31 @@ func eventArrays(evs []gateway.Event) (types []string, payloads [][]byte, ats []
 var (
 	createRunSQL = `WITH r AS (
 		INSERT INTO gateway_runs (` + sqlstore.RunCols + `)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
 		ON CONFLICT (id) DO NOTHING RETURNING id, last_seq
 	), e AS (
 		INSERT INTO gateway_run_events (` + sqlstore.EventCols + `)
 		SELECT r.id, u.ord, u.type, u.payload, u.at_us
-		FROM r, unnest($19::text[], $20::bytea[], $21::bigint[]) WITH ORDINALITY AS u(type, payload, at_us, ord)
+		FROM r, unnest($20::text[], $21::bytea[], $22::bigint[]) WITH ORDINALITY AS u(type, payload, at_us, ord)
 	)
 	SELECT r.id IS NOT NULL,
-		coalesce(CASE WHEN r.last_seq > 0 THEN pg_notify('` + runsChannel + `', r.last_seq || ':' || $22) IS NOT NULL END, false)
+		coalesce(CASE WHEN r.last_seq > 0 THEN pg_notify('` + runsChannel + `', r.last_seq || ':' || $23) IS NOT NULL END, false)
 	FROM (SELECT 1) AS one LEFT JOIN r ON true`
 
 	// writeRunSQL returns the run's last sequence and creation time when
 	// it was written, else the version the statement found (NULL: no such
 	// run); the subquery reads the row as it was before the statement.
 	writeRunSQL = `WITH r AS (
-		UPDATE gateway_runs SET (` + sqlstore.RunSetCols + `) = ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14),
-			last_seq = last_seq + $15
-		WHERE id = $16 AND tenant = $17 AND version = $18 RETURNING id, last_seq, created_us
+		UPDATE gateway_runs SET (` + sqlstore.RunSetCols + `) = ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15),
+			last_seq = last_seq + $16
+		WHERE id = $17 AND tenant = $18 AND version = $19 RETURNING id, last_seq, created_us
 	), e AS (
 		INSERT INTO gateway_run_events (` + sqlstore.EventCols + `)
-		SELECT r.id, r.last_seq - $15 + u.ord, u.type, u.payload, u.at_us
-		FROM r, unnest($19::text[], $20::bytea[], $21::bigint[]) WITH ORDINALITY AS u(type, payload, at_us, ord)
+		SELECT r.id, r.last_seq - $16 + u.ord, u.type, u.payload, u.at_us
+		FROM r, unnest($20::text[], $21::bytea[], $22::bigint[]) WITH ORDINALITY AS u(type, payload, at_us, ord)
 	)
-	SELECT r.last_seq, r.created_us, (SELECT version FROM gateway_runs WHERE id = $16 AND tenant = $17),
-		coalesce(CASE WHEN r.id IS NOT NULL AND $15 > 0 THEN pg_notify('` + runsChannel + `', r.last_seq || ':' || $22) IS NOT NULL END, false)
+	SELECT r.last_seq, r.created_us, (SELECT version FROM gateway_runs WHERE id = $17 AND tenant = $18),
+		coalesce(CASE WHEN r.id IS NOT NULL AND $16 > 0 THEN pg_notify('` + runsChannel + `', r.last_seq || ':' || $23) IS NOT NULL END, false)
 	FROM (SELECT 1) AS one LEFT JOIN r ON true`
 )
 
@@ -338,7 +338,7 @@ func listRunsSQL(f gateway.RunFilter) (q string, args []any, ok bool) {
 	for i, s := range f.Statuses {
 		statuses[i] = string(s)
 	}
-	if !a2astore.ValidText(f.TenantID, f.UserID, f.InstanceID, f.AfterID) || !a2astore.ValidText(statuses...) {
+	if !a2astore.ValidText(f.TenantID, f.UserID, f.InstanceID, f.ThreadID, f.AfterID) || !a2astore.ValidText(statuses...) {
 		return "", nil, false
 	}
 	var where []string
@@ -354,6 +354,11 @@ func listRunsSQL(f gateway.RunFilter) (q string, args []any, ok bool) {
 	}
 	if f.InstanceID != "" {
 		where = append(where, `instance_id = `+arg(f.InstanceID))
+	}
+	if f.ThreadID != "" {
+		// thread_id <> '' lets the thread index, which holds only runs
+		// of a thread, serve a generic plan too.
+		where = append(where, `thread_id = `+arg(f.ThreadID)+` AND thread_id <> ''`)
 	}
 	if len(statuses) > 0 {
 		where = append(where, `status = ANY(`+arg(statuses)+`)`)

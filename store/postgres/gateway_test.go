@@ -156,7 +156,8 @@ func TestGatewayPlans(t *testing.T) {
 	// events.
 	for _, q := range []string{
 		`INSERT INTO gateway_runs (` + sqlstore.RunCols + `)
-			SELECT 'r' || i, 't' || (i % 5), 'inst', 'u' || (i % 40), CASE WHEN i > 4900 THEN 'QUEUED' ELSE 'COMPLETED' END,
+			SELECT 'r' || i, 't' || (i % 5), 'inst', 'u' || (i % 40), CASE WHEN i % 3 = 0 THEN 'th' || (i % 300) ELSE '' END,
+				CASE WHEN i > 4900 THEN 'QUEUED' ELSE 'COMPLETED' END,
 				'', 0, 0, 20, 1, i, i, 0, 0, NULL, NULL, NULL, '{}'::bytea
 			FROM generate_series(1, 5000) AS i`,
 		`INSERT INTO gateway_run_events (` + sqlstore.EventCols + `)
@@ -192,6 +193,9 @@ func TestGatewayPlans(t *testing.T) {
 		// share of the page's range.
 		{"a tenant's runs, a page on", list(gateway.RunFilter{TenantID: "t1", AfterCreated: time.UnixMicro(2500), AfterID: "r2500", Limit: 50}),
 			[]string{"gateway_runs_tenant", "gateway_runs_created"}, false},
+		// A thread's runs are few enough for a bitmap of its range and a
+		// sort of what it finds.
+		{"a thread's runs", list(gateway.RunFilter{TenantID: "t1", ThreadID: "th6", Limit: 50}), []string{"gateway_runs_thread"}, true},
 		{"every tenant's runs", list(gateway.RunFilter{Limit: 50}), []string{"gateway_runs_created"}, false},
 		{"claims", plan(postgres.ClaimRunsSQL, []any{int64(10_000), 10, "o", int64(20_000)}), []string{"gateway_runs_claim"}, false},
 		// A run's events are few enough for a bitmap of its range and a

@@ -39,10 +39,10 @@ const (
 	insertInstanceSQL = `INSERT INTO gateway_instances (` + sqlstore.InstanceCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`
 	insertRunSQL = `INSERT INTO gateway_runs (` + sqlstore.RunCols + `)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
 	// updateRunSQL replaces the run if its version is still the one
 	// expected, moving its last sequence on by the events appended.
-	updateRunSQL = `UPDATE gateway_runs SET (` + sqlstore.RunSetCols + `) = (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?),
+	updateRunSQL = `UPDATE gateway_runs SET (` + sqlstore.RunSetCols + `) = (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?),
 		last_seq = last_seq + ? WHERE id = ? AND tenant = ? AND version = ? RETURNING last_seq, created_us`
 	runVersionSQL     = `SELECT version FROM gateway_runs WHERE id = ? AND tenant = ?`
 	insertRunEventSQL = `INSERT INTO gateway_run_events (` + sqlstore.EventCols + `) VALUES (?, ?, ?, ?, ?)`
@@ -251,6 +251,11 @@ func listRunsSQL(f gateway.RunFilter) (string, []any) {
 	}
 	if f.InstanceID != "" {
 		where, args = append(where, `instance_id = ?`), append(args, f.InstanceID)
+	}
+	if f.ThreadID != "" {
+		// thread_id <> '' lets the thread index, which holds only runs
+		// of a thread, serve the statement whatever the argument.
+		where, args = append(where, `thread_id = ? AND thread_id <> ''`), append(args, f.ThreadID)
 	}
 	if len(f.Statuses) > 0 {
 		where = append(where, `status IN (?`+strings.Repeat(`, ?`, len(f.Statuses)-1)+`)`)

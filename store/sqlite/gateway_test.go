@@ -87,6 +87,7 @@ func TestGatewayPlans(t *testing.T) {
 	}{
 		{"a tenant's runs", "", nil, "gateway_runs_tenant", false},
 		{"a tenant's runs, a page on", "", nil, "gateway_runs_tenant", false},
+		{"a thread's runs", "", nil, "gateway_runs_thread", false},
 		{"every tenant's runs", "", nil, "gateway_runs_created", false},
 		{"claims", sqlite.ClaimRunsSQL, []any{"o", 1, 2, 3, 4, 5}, "gateway_runs_claim", false},
 		{"events", sqlite.EventsSQL, []any{"r", 0, 100}, "PRIMARY KEY", false},
@@ -96,6 +97,8 @@ func TestGatewayPlans(t *testing.T) {
 			c.q, c.args = sqlite.ListRunsSQL(gateway.RunFilter{TenantID: "acme", Statuses: []gateway.Status{gateway.StatusQueued}})
 		case "a tenant's runs, a page on":
 			c.q, c.args = sqlite.ListRunsSQL(gateway.RunFilter{TenantID: "acme", AfterCreated: at, AfterID: "r"})
+		case "a thread's runs":
+			c.q, c.args = sqlite.ListRunsSQL(gateway.RunFilter{TenantID: "acme", ThreadID: "th", Limit: 50})
 		case "every tenant's runs":
 			c.q, c.args = sqlite.ListRunsSQL(gateway.RunFilter{UserID: "alice", AfterCreated: at, AfterID: "r"})
 		}

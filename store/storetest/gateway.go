@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -1031,6 +1032,7 @@ func gwListFixture(t *testing.T, s gateway.Store) []gateway.Run {
 	for i := range 30 {
 		r := gwMinimalRun(tenants[i%2], fmt.Sprintf("run-%02d", (i*7)%30))
 		r.Caller.UserID, r.InstanceID, r.Status = users[i%3], instances[(i/2)%2], statuses[i%len(statuses)]
+		r.ThreadID = []string{"", "th-1", "th-2", "th-1", ""}[i%5]
 		// Creation times repeat: 0, 0, 0, 1s, 1s, 1s, …
 		created, _ := mustCreateRun(t, s, gateway.RunWrite{Run: r, Now: gwAt(time.Duration(i/3) * time.Second)})
 		runs = append(runs, created)
@@ -1072,11 +1074,20 @@ func testGwListRuns(t *testing.T, s gateway.Store) {
 		{"a user", gateway.RunFilter{TenantID: "acme", UserID: "alice"}, pick(func(r gateway.Run) bool { return r.TenantID == "acme" && r.Caller.UserID == "alice" })},
 		{"a user in every tenant", gateway.RunFilter{UserID: "bob"}, pick(func(r gateway.Run) bool { return r.Caller.UserID == "bob" })},
 		{"an instance", gateway.RunFilter{TenantID: "globex", InstanceID: "i2"}, pick(func(r gateway.Run) bool { return r.TenantID == "globex" && r.InstanceID == "i2" })},
+		{"a thread", gateway.RunFilter{TenantID: "acme", ThreadID: "th-1"}, pick(func(r gateway.Run) bool { return r.TenantID == "acme" && r.ThreadID == "th-1" })},
+		{"a thread in every tenant", gateway.RunFilter{ThreadID: "th-2"}, pick(func(r gateway.Run) bool { return r.ThreadID == "th-2" })},
+		{"a thread, a page on", gateway.RunFilter{TenantID: "globex", ThreadID: "th-1", AfterCreated: mid.CreatedAt, AfterID: mid.ID},
+			pick(func(r gateway.Run) bool {
+				return r.TenantID == "globex" && r.ThreadID == "th-1" &&
+					(r.CreatedAt.Before(mid.CreatedAt) || (r.CreatedAt.Equal(mid.CreatedAt) && r.ID < mid.ID))
+			})},
+		{"an unknown thread", gateway.RunFilter{TenantID: "acme", ThreadID: "th-9"}, []string{}},
 		{"statuses", gateway.RunFilter{Statuses: []gateway.Status{gateway.StatusQueued, gateway.StatusFailed}},
 			pick(func(r gateway.Run) bool { return r.Status == gateway.StatusQueued || r.Status == gateway.StatusFailed })},
-		{"everything at once", gateway.RunFilter{TenantID: "acme", UserID: "alice", InstanceID: "i1", Statuses: []gateway.Status{gateway.StatusQueued, gateway.StatusWaitingUser}},
+		{"everything at once", gateway.RunFilter{TenantID: "acme", UserID: "alice", InstanceID: "i2", ThreadID: "th-1", Statuses: []gateway.Status{gateway.StatusQueued, gateway.StatusWaitingUser}},
 			pick(func(r gateway.Run) bool {
-				return r.TenantID == "acme" && r.Caller.UserID == "alice" && r.InstanceID == "i1" && (r.Status == gateway.StatusQueued || r.Status == gateway.StatusWaitingUser)
+				return r.TenantID == "acme" && r.Caller.UserID == "alice" && r.InstanceID == "i2" && r.ThreadID == "th-1" &&
+					(r.Status == gateway.StatusQueued || r.Status == gateway.StatusWaitingUser)
 			})},
 		{"after a run", gateway.RunFilter{AfterCreated: mid.CreatedAt, AfterID: mid.ID}, pick(func(r gateway.Run) bool {
 			return r.CreatedAt.Before(mid.CreatedAt) || (r.CreatedAt.Equal(mid.CreatedAt) && r.ID < mid.ID)
@@ -1086,6 +1097,9 @@ func testGwListRuns(t *testing.T, s gateway.Store) {
 		{"an unknown tenant", gateway.RunFilter{TenantID: "initech"}, []string{}},
 		{"an unknown user", gateway.RunFilter{UserID: "carol"}, []string{}},
 	} {
+		if len(c.want) == 0 && !strings.HasPrefix(c.name, "an unknown") {
+			t.Fatalf("%s: the fixture has no run the filter selects; the case checks nothing", c.name)
+		}
 		got, err := s.ListRuns(ctx, c.f)
 		if err != nil {
 			t.Errorf("%s: ListRuns: %v", c.name, err)

@@ -89,8 +89,8 @@ func PrepareInstance(in *gateway.Instance, expect int64, now time.Time) error {
 }
 
 // RunCols are the columns of gateway_runs, in ScanRun's order.
-const RunCols = `id, tenant, instance_id, user_id, status, lease_owner, lease_until_us, not_before_us, last_seq, version,
-	created_us, updated_us, started_us, ended_us, pause, pending_input, custom_headers, body`
+const RunCols = `id, tenant, instance_id, user_id, thread_id, status, lease_owner, lease_until_us, not_before_us, last_seq,
+	version, created_us, updated_us, started_us, ended_us, pause, pending_input, custom_headers, body`
 
 // RunArgs are r's values in RunCols' order.
 func RunArgs(r *gateway.Run) ([]any, error) {
@@ -101,7 +101,7 @@ func RunArgs(r *gateway.Run) ([]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode run %s: %w", r.ID, err)
 	}
-	return []any{r.ID, r.TenantID, r.InstanceID, r.Caller.UserID, string(r.Status), r.LeaseOwner, Micros(r.LeaseUntil),
+	return []any{r.ID, r.TenantID, r.InstanceID, r.Caller.UserID, r.ThreadID, string(r.Status), r.LeaseOwner, Micros(r.LeaseUntil),
 		Micros(r.NotBefore), r.LastSequence, r.Version, Micros(r.CreatedAt), Micros(r.UpdatedAt), Micros(r.StartedAt),
 		Micros(r.EndedAt), Raw(r.Pause), Raw(r.PendingInput), Raw(r.CustomHeaders), body}, nil
 }
@@ -109,32 +109,33 @@ func RunArgs(r *gateway.Run) ([]any, error) {
 // RunSetCols are the columns a run write replaces, in RunSetArgs' order:
 // all but the key, the creation time and the last sequence, which the
 // write moves on by the events it appends.
-const RunSetCols = `instance_id, user_id, status, lease_owner, lease_until_us, not_before_us, version, updated_us,
-	started_us, ended_us, pause, pending_input, custom_headers, body`
+const RunSetCols = `instance_id, user_id, thread_id, status, lease_owner, lease_until_us, not_before_us, version,
+	updated_us, started_us, ended_us, pause, pending_input, custom_headers, body`
 
 // RunSetArgs are the values of RunSetCols among args, RunArgs' values.
 func RunSetArgs(args []any) []any {
-	return slices.Concat(args[2:8], args[9:10], args[11:])
+	return slices.Concat(args[2:9], args[10:11], args[12:])
 }
 
 // ScanRun reads a row of RunCols.
 func ScanRun(r Scanner) (gateway.Run, error) {
 	var (
 		run                                gateway.Run
-		id, tenant, instance, user, status string
-		owner                              string
+		id, tenant, instance, user, thread string
+		status, owner                      string
 		until, notBefore, last, version    int64
 		cus, us, started, ended            int64
 		pause, pending, headers, body      []byte
 	)
-	if err := r.Scan(&id, &tenant, &instance, &user, &status, &owner, &until, &notBefore, &last, &version,
+	if err := r.Scan(&id, &tenant, &instance, &user, &thread, &status, &owner, &until, &notBefore, &last, &version,
 		&cus, &us, &started, &ended, &pause, &pending, &headers, &body); err != nil {
 		return gateway.Run{}, err
 	}
 	if err := json.Unmarshal(body, &run); err != nil {
 		return gateway.Run{}, fmt.Errorf("decode run %s: %w", id, err)
 	}
-	run.ID, run.TenantID, run.InstanceID, run.Caller.UserID, run.Status = id, tenant, instance, user, gateway.Status(status)
+	run.ID, run.TenantID, run.InstanceID, run.Caller.UserID, run.ThreadID = id, tenant, instance, user, thread
+	run.Status = gateway.Status(status)
 	run.LeaseOwner, run.LeaseUntil, run.NotBefore = owner, FromMicros(until), FromMicros(notBefore)
 	run.LastSequence, run.Version = last, version
 	run.CreatedAt, run.UpdatedAt, run.StartedAt, run.EndedAt = FromMicros(cus), FromMicros(us), FromMicros(started), FromMicros(ended)

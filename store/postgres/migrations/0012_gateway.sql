@@ -28,6 +28,7 @@ CREATE TABLE gateway_runs (
     tenant         text COLLATE "C" NOT NULL,
     instance_id    text COLLATE "C" NOT NULL,
     user_id        text COLLATE "C" NOT NULL,
+    thread_id      text COLLATE "C" NOT NULL,
     status         text   NOT NULL,
     lease_owner    text   NOT NULL,
     lease_until_us bigint NOT NULL,
@@ -43,8 +44,10 @@ CREATE TABLE gateway_runs (
     custom_headers bytea,
     body           bytea  NOT NULL
 );
--- Listings, newest first: a tenant's, and every tenant's.
+-- Listings, newest first: a tenant's, a thread's (the history a thread
+-- run carries), and every tenant's.
 CREATE INDEX gateway_runs_tenant ON gateway_runs (tenant, created_us DESC, id DESC);
+CREATE INDEX gateway_runs_thread ON gateway_runs (tenant, thread_id, created_us DESC, id DESC) WHERE thread_id <> '';
 CREATE INDEX gateway_runs_created ON gateway_runs (created_us DESC, id DESC);
 -- Claims (SELECT … FOR UPDATE SKIP LOCKED) look only at the runs a
 -- dispatcher delivers, however many runs ended, oldest first as they are

@@ -26,6 +26,7 @@ CREATE TABLE gateway_runs (
     tenant         TEXT    NOT NULL,
     instance_id    TEXT    NOT NULL,
     user_id        TEXT    NOT NULL,
+    thread_id      TEXT    NOT NULL,
     status         TEXT    NOT NULL,
     lease_owner    TEXT    NOT NULL,
     lease_until_us INTEGER NOT NULL,
@@ -41,8 +42,10 @@ CREATE TABLE gateway_runs (
     custom_headers BLOB,
     body           BLOB    NOT NULL
 );
--- Listings, newest first: a tenant's, and every tenant's.
+-- Listings, newest first: a tenant's, a thread's (the history a thread
+-- run carries), and every tenant's.
 CREATE INDEX gateway_runs_tenant ON gateway_runs (tenant, created_us DESC, id DESC);
+CREATE INDEX gateway_runs_thread ON gateway_runs (tenant, thread_id, created_us DESC, id DESC) WHERE thread_id <> '';
 CREATE INDEX gateway_runs_created ON gateway_runs (created_us DESC, id DESC);
 -- Claims look only at the runs a dispatcher delivers, however many runs
 -- ended, oldest first as they are claimed: the predicate names
