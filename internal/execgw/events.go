@@ -76,6 +76,12 @@ func (s *Service) serveEvents(w http.ResponseWriter, r *http.Request) {
 		s.api.Fail(w, r, err)
 		return
 	}
+	if run.Status.Terminal() && after >= run.LastSequence {
+		// Nothing follows the end a client has read: 204, the SSE way of
+		// saying "do not reconnect".
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
 	f, ok := s.hub.follow(run.ID)
 	if !ok {
 		w.Header().Set("Retry-After", "5")

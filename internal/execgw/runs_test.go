@@ -74,11 +74,23 @@ func TestEventsResume(t *testing.T) {
 	inst := e.install("echo", "echo", nil)
 	run := e.execute(userTok, gateway.ExecuteRequest{InstanceID: inst, Input: "x"})
 	all := e.events(userTok, run, "", nil)
-	for i := range all {
+	for i := range all[:len(all)-1] {
 		rest := e.events(userTok, run, all[i].ID, nil)
 		if diff := cmp.Diff(all[i+1:], rest, cmpopts.EquateEmpty()); diff != "" {
 			t.Fatalf("after id %s (-want +got):\n%s", all[i].ID, diff)
 		}
+	}
+	// After the last event of an ended run nothing follows: 204.
+	req, _ := http.NewRequest("GET", e.srv.URL+gateway.EventsPath+run, nil)
+	req.Header.Set("Authorization", "Bearer "+userTok)
+	req.Header.Set("Last-Event-ID", all[len(all)-1].ID)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("after the last event: %d, want 204", resp.StatusCode)
 	}
 }
 
