@@ -412,3 +412,49 @@ func TestBuiltinAsk(t *testing.T) {
 		t.Fatalf("output %q", r.Output)
 	}
 }
+
+// A thread's runs carry its earlier turns, oldest first; a run outside
+// the thread carries none.
+func TestThreadHistory(t *testing.T) {
+	seen := make(chan agent.PlatformContext, 4)
+	a := agent.New("chat", "1", nil)
+	a.MustRegister(agent.Skill{ID: "chat", Handler: func(c *agent.Context) (agent.Result, error) {
+		seen <- c.Platform()
+		return agent.Result{Output: "re: " + c.Input()}, nil
+	}})
+	e := newEnv(t, hostedAgents{"chat": sdkAgent(t, a)}, nil)
+	inst := e.install("chat", "chat", nil)
+	for _, in := range []string{"one", "two"} {
+		e.waitStatus(e.execute(userTok, gateway.ExecuteRequest{InstanceID: inst, Input: in, ThreadID: "th-1"}), gateway.StatusCompleted)
+		<-seen
+	}
+	e.waitStatus(e.execute(userTok, gateway.ExecuteRequest{InstanceID: inst, Input: "elsewhere"}), gateway.StatusCompleted)
+	if pc := <-seen; len(pc.History) != 0 {
+		t.Fatalf("a run outside the thread carries %v", pc.History)
+	}
+	e.waitStatus(e.execute(userTok, gateway.ExecuteRequest{InstanceID: inst, Input: "three", ThreadID: "th-1"}), gateway.StatusCompleted)
+	pc := <-seen
+	want := []agent.ConversationTurn{{Role: "user", Content: "one"}, {Role: "assistant", Content: "re: one"},
+		{Role: "user", Content: "two"}, {Role: "assistant", Content: "re: two"}}
+	if diff := cmp.Diff(want, pc.History); diff != "" {
+		t.Fatalf("history (-want +got):\n%s", diff)
+	}
+	if pc.ThreadID != "th-1" {
+		t.Fatalf("thread %q", pc.ThreadID)
+	}
+}
+
+func TestStreamingHealth(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	var h struct {
+		Healthy bool
+		Status  string
+	}
+	if st := e.do("GET", gateway.StreamingHealthPath, "", nil, &h); st != 200 || !h.Healthy || h.Status != "ok" {
+		t.Fatalf("health: %d %+v", st, h)
+	}
+	_ = e.svc.Shutdown(context.Background())
+	if st := e.do("GET", gateway.StreamingHealthPath, "", nil, &h); st != 503 || h.Healthy {
+		t.Fatalf("health while shutting down: %d %+v", st, h)
+	}
+}
