@@ -38,33 +38,6 @@ func TestRenderError(t *testing.T) {
 	}
 }
 
-func TestSameOrigin(t *testing.T) {
-	for _, tc := range []struct {
-		origin, host string
-		want         bool
-	}{
-		{"http://a.test", "a.test", true},
-		{"https://a.test", "a.test", true},
-		{"http://a.test:8080", "a.test:8080", true},
-		{"http://A.test:8080", "a.test:8080", true},
-		{"http://a.test", "a.test:80", true},
-		{"https://a.test", "a.test:443", true},
-		{"https://a.test", "a.test:80", false},
-		{"http://a.test:8081", "a.test:8080", false},
-		{"http://b.test", "a.test", false},
-		{"http://[::1]:8080", "[::1]:8080", true},
-		{"http://[::1]:8080", "[::2]:8080", false},
-		{"ftp://a.test", "a.test", false},
-		{"null", "a.test", false},
-		{"http://user@a.test", "a.test", false},
-		{"http://a.test", "", false},
-	} {
-		if got := sameOrigin(tc.origin, tc.host); got != tc.want {
-			t.Errorf("sameOrigin(%q, %q) = %v, want %v", tc.origin, tc.host, got, tc.want)
-		}
-	}
-}
-
 func TestPretty(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{`{"a":"\u003cb\u003e \u0026 \u003C"}`, "{\n  \"a\": \"<b> & <\"\n}"},
