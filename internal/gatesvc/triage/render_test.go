@@ -37,17 +37,3 @@ func TestRenderError(t *testing.T) {
 		t.Errorf("the failure is not logged:\n%s", logs.String())
 	}
 }
-
-func TestPretty(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{`{"a":"\u003cb\u003e \u0026 \u003C"}`, "{\n  \"a\": \"<b> & <\"\n}"},
-		{`"\\u003c"`, `"\\u003c"`},
-		{`"\\\u003c"`, `"\\<"`},
-		{`"\u00e9\n"`, `"\u00e9\n"`},
-		{`not json <`, `not json <`},
-	} {
-		if got := pretty([]byte(tc.in)); got != tc.want {
-			t.Errorf("pretty(%s) = %s, want %s", tc.in, got, tc.want)
-		}
-	}
-}
