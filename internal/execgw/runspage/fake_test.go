@@ -378,7 +378,9 @@ func (b *browser) do(method, target string, form url.Values, hdr map[string]stri
 	return w
 }
 
-func (b *browser) get(target string) *httptest.ResponseRecorder { return b.do(http.MethodGet, target, nil, nil) }
+func (b *browser) get(target string) *httptest.ResponseRecorder {
+	return b.do(http.MethodGet, target, nil, nil)
+}
 
 func (b *browser) post(target string, form url.Values) *httptest.ResponseRecorder {
 	return b.do(http.MethodPost, target, form, nil)
