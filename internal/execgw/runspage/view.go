@@ -170,8 +170,8 @@ func typeClass(t string) string {
 	return b.String()
 }
 
-// summary is what a row says of a payload: its content, message or
-// status (with its reason), else the payload as JSON, cut to maxSummary
+// summary is what a row says of a payload: its content, message, the
+// artifact it carries, or status (with its reason), else the payload as JSON, cut to maxSummary
 // characters. runs.js says the same of a live event.
 func summary(payload json.RawMessage) string {
 	var m map[string]any
@@ -181,6 +181,9 @@ func summary(payload json.RawMessage) string {
 		}
 		if s, ok := m["message"].(string); ok && s != "" {
 			return cut(s)
+		}
+		if id, ok := m["artifact_id"].(string); ok && id != "" {
+			return cut(artifactSummary(m, id))
 		}
 		if s, ok := m["status"].(string); ok && s != "" {
 			if r, ok := m["reason"].(string); ok && r != "" {
@@ -194,6 +197,27 @@ func summary(payload json.RawMessage) string {
 		return cut(string(payload))
 	}
 	return cut(webui.PrettyJSON(buf.Bytes()))
+}
+
+// artifactSummary names an artifact event's artifact and its text.
+func artifactSummary(m map[string]any, id string) string {
+	label := id
+	if n, ok := m["name"].(string); ok && n != "" {
+		label = n
+	}
+	var text []string
+	parts, _ := m["parts"].([]any)
+	for _, p := range parts {
+		if pm, ok := p.(map[string]any); ok {
+			if t, ok := pm["text"].(string); ok && t != "" {
+				text = append(text, t)
+			}
+		}
+	}
+	if len(text) == 0 {
+		return "artifact " + label
+	}
+	return "artifact " + label + ": " + strings.Join(text, "")
 }
 
 // cut bounds s to maxSummary characters, marking the cut.

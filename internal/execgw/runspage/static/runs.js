@@ -30,8 +30,9 @@
     return chars.length <= MAX ? s : chars.slice(0, MAX).join('') + '\u2026';
   }
 
-  // summary says what the server's rows say: content, message or status
-  // (with its reason), else the payload as JSON.
+  // summary says what the server's rows say: content, message, the
+  // artifact it carries, or status (with its reason), else the payload
+  // as JSON.
   function summary(p) {
     if (p && typeof p === 'object' && !Array.isArray(p)) {
       if (typeof p.content === 'string' && p.content !== '') {
@@ -39,6 +40,13 @@
       }
       if (typeof p.message === 'string' && p.message !== '') {
         return cut(p.message);
+      }
+      if (typeof p.artifact_id === 'string' && p.artifact_id !== '') {
+        var text = (Array.isArray(p.parts) ? p.parts : []).map(function (part) {
+          return part && typeof part.text === 'string' ? part.text : '';
+        }).join('');
+        var label = typeof p.name === 'string' && p.name !== '' ? p.name : p.artifact_id;
+        return cut('artifact ' + label + (text !== '' ? ': ' + text : ''));
       }
       if (typeof p.status === 'string' && p.status !== '') {
         return cut(p.status + (typeof p.reason === 'string' && p.reason !== '' ? ': ' + p.reason : ''));
