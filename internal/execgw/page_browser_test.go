@@ -1,10 +1,12 @@
 package execgw_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/hitl"
@@ -78,7 +80,10 @@ func TestRunsPageBrowser(t *testing.T) {
 	b.Login(userTok, "#runs, #empty")
 
 	run := e.execute(userTok, gateway.ExecuteRequest{InstanceID: payerInst, Input: "pay the open invoices"})
-	<-working
+	await(t, working, "the agent to start")
+	// The page is opened once the agent's progress is stored, so that
+	// every row that arrives live is one of the work released below.
+	waitEvent(t, e, run, "reading the ledger")
 	b.Navigate(b.Base+"/"+run, `#events[data-live="on"]`)
 	if got := b.Text("#status"); got != "RUNNING" {
 		t.Errorf("status %q, want RUNNING", got)
@@ -141,7 +146,7 @@ func TestRunsPageBrowser(t *testing.T) {
 
 	// Cancel another run from its page.
 	other := e.execute(userTok, gateway.ExecuteRequest{InstanceID: slowInst, Input: "take your time"})
-	<-slowStarted
+	await(t, slowStarted, "the slow agent to start")
 	b.Navigate(b.Base+"/"+other, "#cancel")
 	b.Click("#cancel", "#flash")
 	if got := b.Text("#flash"); got != "Run cancelled." {
@@ -163,4 +168,36 @@ func TestRunsPageBrowser(t *testing.T) {
 	shot(b, "list")
 	b.Logout()
 	b.ExpectSignedOut()
+}
+
+// waitEvent waits until one of run's stored events carries text (a bound
+// on a failure, not a timing assumption).
+func waitEvent(t *testing.T, e *env, run, text string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		evs, err := e.store.Events(context.Background(), run, 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			if strings.Contains(string(ev.Payload), text) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s has no event with %q", run, text)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// await waits for ch to close, failing the test after a generous bound.
+func await(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("waited 30s for %s", what)
+	}
 }

@@ -96,10 +96,20 @@
 
   var es = new EventSource(src);
   say('connecting', 'connecting\u2026');
+  // A form being sent (cancel, reply, sign out) navigates away: the
+  // stream must not reload the page under it.
+  var leaving = false;
+  document.addEventListener('submit', function () {
+    leaving = true;
+    es.close();
+  });
   es.onopen = function () {
     say('on', 'live');
   };
   es.addEventListener('message', function (m) {
+    if (leaving) {
+      return;
+    }
     var f;
     try {
       f = JSON.parse(m.data);
@@ -133,6 +143,9 @@
     }
   });
   es.onerror = function () {
+    if (leaving) {
+      return;
+    }
     if (es.readyState === EventSource.CLOSED) {
       say('off', 'disconnected: reload the page');
     } else {
