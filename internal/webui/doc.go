@@ -1,5 +1,7 @@
-// Package webui holds the sessions and request checks of the platform's
-// server-rendered pages (the gate's operator page, the runs page).
+// Package webui holds the sessions and request checks of server-rendered pages.
+//
+// Its users are the platform's pages: the gate's operator page and the
+// runs page.
 //
 // A page pastes a token into a login form; Site checks it with the
 // page's Authenticate, keeps it in an HttpOnly, SameSite=Strict cookie

@@ -1,7 +1,6 @@
-// Package runspage is the execution gateway's runs page, served at
-// /ui/runs beside the gate's operator page.
+// Package runspage is the execution gateway's runs page at /ui/runs.
 //
-// It is server-rendered: a list of the runs the signed-in caller may see
+// It is served beside the gate's operator page and rendered on the server: a list of the runs the signed-in caller may see
 // (newest first, a page at a time, filtered by status; the operator also
 // by tenant) with status, instance, start and reason, and a run's page
 // with its fields, input and output, its artifacts (text parts as text,

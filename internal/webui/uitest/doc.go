@@ -1,5 +1,6 @@
-// Package uitest drives the platform's server-rendered pages in headless
-// Chromium, as a person would: sign in with a pasted token, click, type,
+// Package uitest drives the platform's server-rendered pages in headless Chromium.
+//
+// It acts as a person would: sign in with a pasted token, click, type,
 // wait for what the page shows, read it. The page packages' own drivers
 // (triagetest for the gate's page) and browser tests are built on it.
 //
