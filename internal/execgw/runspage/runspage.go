@@ -227,7 +227,7 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request, rest string) {
 		webui.Plain(w, http.StatusNotFound, "Not found.")
 	case action == "" && !post:
 		h.site.WithSession(w, r, func(w http.ResponseWriter, r *http.Request, s *session) { h.detail(w, r, s, id) })
-	case action == "events" && !post:
+	case action == "events" && r.Method == http.MethodGet:
 		h.stream(w, r, id)
 	case action == "cancel" && post:
 		h.site.WithSession(w, r, func(w http.ResponseWriter, r *http.Request, s *session) { h.cancel(w, r, s, id) })

@@ -538,6 +538,7 @@ func TestRouting(t *testing.T) {
 		{"GET", "/elsewhere", 404, ""},
 		{"DELETE", "/ui/runs/r-alice-1", 405, ""},
 		{"GET", "/ui/runs/r-alice-1/cancel", 404, ""},
+		{"HEAD", "/ui/runs/r-alice-2/events", 404, ""},
 		{"GET", "/ui/runs/r-alice-1/what", 404, ""},
 		{"GET", "/ui/runs/%2F", 404, ""},
 		{"GET", "/ui/runs/r-alice-1", 200, "text/html; charset=utf-8"},
