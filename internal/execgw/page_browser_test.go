@@ -63,8 +63,25 @@ func TestRunsPageBrowser(t *testing.T) {
 			<-w.ctx.Done()
 		},
 	}}
-	e := newEnv(t, hostedAgents{"payer": payer, "slow": slow}, nil)
-	payerInst, slowInst := e.install("payer", "payer", nil), e.install("slow", "slow", nil)
+	const hostile = `</td><script>document.title='owned'</script><img src=x onerror="document.title='owned'">`
+	evilStarted, evilGo, evilPause := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	evil := &script{steps: []func(*a2a.SendMessageRequest, *frameWriter){
+		func(_ *a2a.SendMessageRequest, w *frameWriter) {
+			w.status(a2a.TaskStateWorking, a2a.NewMessage(a2a.RoleAgent, a2a.TextPart("starting")))
+			close(evilStarted)
+			if !wait(w, evilGo) {
+				return
+			}
+			w.status(a2a.TaskStateWorking, a2a.NewMessage(a2a.RoleAgent, a2a.TextPart(hostile)))
+			w.text("x", hostile, false)
+			if !wait(w, evilPause) {
+				return
+			}
+			w.status(a2a.TaskStateInputRequired, hitl.NewMessage(hostile, hitl.InputRequest(hostile, hitl.InputText, nil, "")))
+		},
+	}}
+	e := newEnv(t, hostedAgents{"payer": payer, "slow": slow, "evil": evil}, nil)
+	payerInst, slowInst, evilInst := e.install("payer", "payer", nil), e.install("slow", "slow", nil), e.install("evil", "evil", nil)
 
 	shots := os.Getenv("NOVAOS_TEST_SCREENSHOTS")
 	shot := func(b *uitest.Browser, name string) {
@@ -160,10 +177,38 @@ func TestRunsPageBrowser(t *testing.T) {
 	}
 	shot(b, "cancelled")
 
+	// Text an agent wrote runs nothing, whether it arrives live (the
+	// script's rows) or rendered by the server (the pause, the output).
+	bad := e.execute(userTok, gateway.ExecuteRequest{InstanceID: evilInst, Input: hostile})
+	await(t, evilStarted, "the hostile agent to start")
+	waitEvent(t, e, bad, "starting")
+	b.Navigate(b.Base+"/"+bad, `#events[data-live="on"]`)
+	b.Mark("body", "data-before-live")
+	close(evilGo)
+	b.WaitVisible(`#events tbody tr.fresh.t-message-delta`)
+	if got := b.Text("#events tbody tr.fresh.t-message-delta"); !strings.Contains(got, hostile) {
+		t.Errorf("the hostile live row shows as %q", got)
+	}
+	if title := b.Title(); strings.Contains(title, "owned") || len(b.Nodes("body[data-before-live]")) != 1 {
+		t.Errorf("script from a live event ran (title %q) or the page reloaded", title)
+	}
+	close(evilPause)
+	b.WaitVisible("#reply")
+	if got := b.Text("#pause-content"); got != hostile {
+		t.Errorf("the hostile question shows as %q", got)
+	}
+	if got := b.Text("#events"); !strings.Contains(got, "<script>document.title='owned'</script>") {
+		t.Errorf("the hostile events do not show as text: %q", got)
+	}
+	if title := b.Title(); strings.Contains(title, "owned") {
+		t.Errorf("script from the agent ran: title %q", title)
+	}
+	shot(b, "hostile")
+
 	b.Navigate(b.Base, "#runs")
 	rows := b.Nodes("#runs tbody tr")
-	if len(rows) != 2 || rows[0].AttributeValue("data-run-id") != other || rows[1].AttributeValue("data-run-id") != run {
-		t.Errorf("the list shows %d runs, want the cancelled then the completed one", len(rows))
+	if len(rows) != 3 || rows[0].AttributeValue("data-run-id") != bad || rows[1].AttributeValue("data-run-id") != other || rows[2].AttributeValue("data-run-id") != run {
+		t.Errorf("the list shows %d runs, want the hostile, the cancelled and the completed one, newest first", len(rows))
 	}
 	shot(b, "list")
 	b.Logout()
