@@ -20,6 +20,7 @@ func (s *Service) Routes() []httpapi.Route {
 	get := func(h http.HandlerFunc) httpapi.Methods { return httpapi.Methods{http.MethodGet: h} }
 	post := func(h http.HandlerFunc) httpapi.Methods { return httpapi.Methods{http.MethodPost: h} }
 	runs := strings.TrimSuffix(gateway.RunsPath, "/")
+	page := s.runsPage()
 	return []httpapi.Route{
 		route(gateway.ExecutePath, post(s.serveExecute)),
 		route(gateway.EventsPath+"{runId}", get(s.serveEvents)),
@@ -33,6 +34,8 @@ func (s *Service) Routes() []httpapi.Route {
 		route(gateway.ServiceRunsPath+"{id}/events", get(s.serveServiceRunEvents)),
 		route(gateway.InstancesPath, httpapi.Methods{http.MethodGet: s.serveInstances, http.MethodPost: s.serveInstall}),
 		{Pattern: gateway.InstancesPath + "/{id}", Handler: s.api.Handler(http.HandlerFunc(s.serveInstance))},
+		{Pattern: RunsPagePath, Handler: page},
+		{Pattern: RunsPagePath + "/", Handler: page},
 		{Pattern: "GET " + CardsPrefix + "{tenant}/{id}" + a2a.WellKnownCardPath, Handler: http.HandlerFunc(s.serveCard)},
 	}
 }

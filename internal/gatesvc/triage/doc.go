@@ -43,6 +43,9 @@
 // rule is stricter, since a CORS-listed origin may call the API but must
 // not drive the operator's page.
 //
+// The sign-in, the session cookie, the CSRF token and the Origin and
+// Sec-Fetch-Site checks are package webui's, shared with the runs page.
+//
 // Errors the service returns for a decision (gate.ErrNotFound,
 // gate.ErrConflict: the action is no longer held) come back to the
 // operator as a message on the list, never as a 500.

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"novaos.dev/novaos/gate"
+	"novaos.dev/novaos/internal/webui"
 )
 
 // listRefresh is how often the list reloads itself, in seconds.
@@ -36,45 +37,45 @@ type pageData struct {
 }
 
 func (h *handler) data(s *session, title string) pageData {
-	return pageData{Title: title, Base: h.path, Operator: &s.Principal, CSRF: s.csrf}
+	return pageData{Title: title, Base: h.path, Operator: &s.Principal, CSRF: s.CSRF}
 }
 
 // list renders the held and unconfirmed actions, oldest first.
 func (h *handler) list(w http.ResponseWriter, r *http.Request, s *session) {
 	after := r.URL.Query().Get("after")
 	if len(after) > 1024 {
-		h.plain(w, http.StatusBadRequest, "The page token is too long.")
+		webui.Plain(w, http.StatusBadRequest, "The page token is too long.")
 		return
 	}
-	l, err := h.op.List(r.Context(), s.tenant(), listed, after, h.pageSize)
+	l, err := h.op.List(r.Context(), tenantOf(s), listed, after, h.pageSize)
 	if err != nil {
-		h.log.ErrorContext(r.Context(), "triage: listing actions failed", "err", err, "actor", s.Actor)
-		h.plain(w, http.StatusInternalServerError, "The actions could not be listed; see the server log.")
+		h.log.ErrorContext(r.Context(), "triage: listing actions failed", "err", err, "actor", s.Principal.Actor)
+		webui.Plain(w, http.StatusInternalServerError, "The actions could not be listed; see the server log.")
 		return
 	}
 	d := h.data(s, "Held and unconfirmed actions")
-	if f, ok := h.takeFlash(w, r); ok {
+	if f, ok := h.site.TakeFlash(w, r); ok {
 		d.Flash = &f
 	}
-	d.List = h.listView(l, after != "", s.Admin)
+	d.List = h.listView(l, after != "", s.Principal.Admin)
 	d.Refresh = listRefresh
 	h.render(w, r, http.StatusOK, "list.html", d)
 }
 
 // detail renders one action.
 func (h *handler) detail(w http.ResponseWriter, r *http.Request, s *session, sessionID, actionID string) {
-	tenant := s.tenant()
-	if s.Admin {
+	tenant := tenantOf(s)
+	if s.Principal.Admin {
 		tenant = r.URL.Query().Get("tenant")
 	}
 	rec, err := h.op.Get(r.Context(), tenant, sessionID, actionID)
 	switch {
 	case errors.Is(err, gate.ErrNotFound):
-		h.plain(w, http.StatusNotFound, "No such action: it may belong to another tenant, or the link is wrong.")
+		webui.Plain(w, http.StatusNotFound, "No such action: it may belong to another tenant, or the link is wrong.")
 		return
 	case err != nil:
 		h.log.ErrorContext(r.Context(), "triage: reading an action failed", "err", err, "session_id", sessionID, "action_id", actionID)
-		h.plain(w, http.StatusInternalServerError, "The action could not be read; see the server log.")
+		webui.Plain(w, http.StatusInternalServerError, "The action could not be read; see the server log.")
 		return
 	}
 	d := h.data(s, "Action "+rec.ActionID)
@@ -96,16 +97,16 @@ var decisions = map[string]gate.OperatorDecisionKind{
 func (h *handler) decide(w http.ResponseWriter, r *http.Request, s *session, sessionID, actionID string) {
 	kind, ok := decisions[r.PostForm.Get("decision")]
 	if !ok {
-		h.plain(w, http.StatusBadRequest, "Unknown decision.")
+		webui.Plain(w, http.StatusBadRequest, "Unknown decision.")
 		return
 	}
 	note := strings.TrimSpace(r.PostForm.Get("note"))
-	tenant := s.tenant()
-	if s.Admin {
+	tenant := tenantOf(s)
+	if s.Principal.Admin {
 		tenant = r.PostForm.Get("tenant")
 	}
 	back := func(f flash) {
-		h.setFlash(w, r, f)
+		h.site.SetFlash(w, r, f)
 		http.Redirect(w, r, h.path, http.StatusSeeOther)
 	}
 	name := shorten(actionID, 120)
@@ -113,7 +114,7 @@ func (h *handler) decide(w http.ResponseWriter, r *http.Request, s *session, ses
 		back(flash{Msg: fmt.Sprintf("Not recorded: the note on %s is longer than 4 KiB.", name)})
 		return
 	}
-	rec, err := h.op.Decide(r.Context(), tenant, sessionID, actionID, gate.OperatorDecision{Decision: kind, Note: note}, s.Actor)
+	rec, err := h.op.Decide(r.Context(), tenant, sessionID, actionID, gate.OperatorDecision{Decision: kind, Note: note}, s.Principal.Actor)
 	switch {
 	case errors.Is(err, gate.ErrNotFound):
 		back(flash{Msg: fmt.Sprintf("Not recorded: action %s was not found.", name)})
@@ -121,11 +122,11 @@ func (h *handler) decide(w http.ResponseWriter, r *http.Request, s *session, ses
 		back(flash{Msg: fmt.Sprintf("Not recorded: action %s can no longer be %s; it was decided, claimed or expired in the meantime.", name, pastTense[kind])})
 	case err != nil:
 		h.log.ErrorContext(r.Context(), "triage: recording a decision failed", "err", err, "decision", kind,
-			"tenant", tenant, "session_id", sessionID, "action_id", actionID, "actor", s.Actor)
+			"tenant", tenant, "session_id", sessionID, "action_id", actionID, "actor", s.Principal.Actor)
 		back(flash{Msg: fmt.Sprintf("Not recorded: the decision on %s failed (see the server log).", name)})
 	default:
 		h.log.InfoContext(r.Context(), "triage: operator decision", "decision", kind, "tenant", tenant,
-			"session_id", sessionID, "action_id", actionID, "actor", s.Actor, "state", rec.State)
+			"session_id", sessionID, "action_id", actionID, "actor", s.Principal.Actor, "state", rec.State)
 		back(flash{OK: true, Msg: fmt.Sprintf("Action %s %s.", name, pastTense[kind])})
 	}
 }
@@ -137,22 +138,13 @@ var pastTense = map[gate.OperatorDecisionKind]string{
 	gate.DecisionConfirmNotExecuted: "confirmed as not executed",
 }
 
-// tenant is the tenant the session's requests name: the principal's, or
-// every tenant for the admin.
-func (s *session) tenant() string {
-	if s.Admin {
-		return ""
-	}
-	return s.Tenant
-}
-
 // render executes a template into a buffer first, so a template error is a
 // logged 500 rather than half a page.
 func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, name string, d pageData) {
 	var buf bytes.Buffer
 	if err := pages.ExecuteTemplate(&buf, name, d); err != nil {
 		h.log.ErrorContext(r.Context(), "triage: rendering a page failed", "page", name, "err", err)
-		h.plain(w, http.StatusInternalServerError, "The page could not be rendered; see the server log.")
+		webui.Plain(w, http.StatusInternalServerError, "The page could not be rendered; see the server log.")
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

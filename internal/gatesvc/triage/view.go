@@ -1,7 +1,6 @@
 package triage
 
 import (
-	"bytes"
 	"encoding/json"
 	"maps"
 	"net/url"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"novaos.dev/novaos/gate"
+	"novaos.dev/novaos/internal/webui"
 )
 
 // listView is one page of the list.
@@ -184,7 +184,7 @@ func (h *handler) detailView(rec gate.ActionRecord) *detailView {
 		v.HoldWindow = rec.HoldWindow.String()
 	}
 
-	v.RawAction = pretty(rec.Action)
+	v.RawAction = webui.PrettyJSON(rec.Action)
 	if _, err := gate.DecodeAction(rec.Action); err != nil {
 		v.StrictError = err.Error()
 	}
@@ -194,15 +194,15 @@ func (h *handler) detailView(rec gate.ActionRecord) *detailView {
 	} else {
 		v.Action = &a
 		if len(a.Context) > 0 {
-			v.ContextJSON = pretty(a.Context)
+			v.ContextJSON = webui.PrettyJSON(a.Context)
 		}
 		for _, e := range a.Evidence {
 			ev := evidenceView{Evidence: e, ObservedAt: stamp(e.Provenance.ObservedAt)}
 			if len(e.Arguments) > 0 {
-				ev.Arguments = pretty(e.Arguments)
+				ev.Arguments = webui.PrettyJSON(e.Arguments)
 			}
 			if len(e.Result) > 0 {
-				ev.Result = pretty(e.Result)
+				ev.Result = webui.PrettyJSON(e.Result)
 			}
 			v.Evidence = append(v.Evidence, ev)
 		}
@@ -212,7 +212,7 @@ func (h *handler) detailView(rec gate.ActionRecord) *detailView {
 		var d gate.Decision
 		if err := json.Unmarshal(rec.Decision, &d); err != nil {
 			v.DecisionError = err.Error()
-			v.RawDecision = pretty(rec.Decision)
+			v.RawDecision = webui.PrettyJSON(rec.Decision)
 		} else {
 			v.Decision = &d
 			for _, k := range slices.Sorted(maps.Keys(d.Aggregates)) {
@@ -221,50 +221,6 @@ func (h *handler) detailView(rec gate.ActionRecord) *detailView {
 		}
 	}
 	return v
-}
-
-// pretty indents JSON for reading; text that is not JSON shows as it is.
-// Go's encoder writes <, > and & as \u003c, \u003e and \u0026; they are
-// turned back into the characters so the reviewer reads what the text
-// says (the template escapes them for HTML).
-func pretty(raw []byte) string {
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, raw, "", "  "); err != nil {
-		return string(raw)
-	}
-	return unescapeHTML(buf.Bytes())
-}
-
-// unescapeHTML rewrites the three HTML escapes in valid JSON text. In
-// valid JSON a backslash only starts an escape, so reading escapes in
-// pairs never mistakes an escaped backslash for the start of one.
-func unescapeHTML(b []byte) string {
-	if !bytes.Contains(b, []byte(`\u00`)) {
-		return string(b)
-	}
-	out := make([]byte, 0, len(b))
-	for i := 0; i < len(b); i++ {
-		if b[i] != '\\' || i+1 >= len(b) {
-			out = append(out, b[i])
-			continue
-		}
-		if b[i+1] == 'u' && i+5 < len(b) {
-			switch string(bytes.ToLower(b[i+2 : i+6])) {
-			case "003c":
-				out, i = append(out, '<'), i+5
-				continue
-			case "003e":
-				out, i = append(out, '>'), i+5
-				continue
-			case "0026":
-				out, i = append(out, '&'), i+5
-				continue
-			}
-		}
-		out = append(out, b[i], b[i+1])
-		i++
-	}
-	return string(out)
 }
 
 // micros writes a latency in microseconds as a duration.

@@ -4,7 +4,8 @@
 // It signs in with a token, finds a held action on the list, opens it,
 // approves or denies it and reads the message. The page's own browser test
 // (package triage) uses it with a fake service; end-to-end tests use it with
-// the real one while an SDK write waits.
+// the real one while an SDK write waits. It is package uitest's browser
+// with the page's own steps.
 //
 //	b := triagetest.NewBrowser(t, srv.URL+"/ui/gate")
 //	b.Login(operatorToken)
