@@ -2,12 +2,18 @@ package app_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
+	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/agent"
 	"novaos.dev/novaos/gateway"
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/app"
+	"novaos.dev/novaos/internal/auth"
+	"novaos.dev/novaos/netguard"
 	"novaos.dev/novaos/secret"
 )
 
@@ -63,5 +69,60 @@ func TestGatewayEndToEnd(t *testing.T) {
 	}
 	if _, err := srv.Issuer().Verify(ctx, runTok); err == nil {
 		t.Fatal("a token of an ended run verifies")
+	}
+}
+
+// An agent that verifies its callers' tokens with the identity package's
+// JWKS verifier, as the Python SDK's agents do with JWKSTokenVerifier,
+// accepts the RS256 tokens the gateway mints for a run.
+func TestGatewayTokensVerifyAtTheAgent(t *testing.T) {
+	srv := start(t, &app.Options{DataDir: t.TempDir()})
+	ctx := context.Background()
+	seen := make(chan identity.Execution, 1)
+	a := agent.New("verifier", "1.0.0", nil)
+	a.MustRegister(agent.Skill{ID: "check", Handler: func(c *agent.Context) (agent.Result, error) {
+		seen <- c.Execution()
+		return agent.Result{Output: "verified"}, nil
+	}})
+	v, err := identity.NewJWKSVerifier(srv.URL(), srv.Issuer().IssuerURL(), &identity.JWKSOptions{Policy: &netguard.Policy{AllowLoopback: true}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentSrv := httptest.NewServer(nil)
+	defer agentSrv.Close()
+	h := a.Handler(agentSrv.URL, nil)
+	mux := http.NewServeMux()
+	mux.Handle("GET "+a2a.WellKnownCardPath, h) // the card is public
+	mux.Handle("/", identity.Middleware(v, h))
+	agentSrv.Config.Handler = mux
+
+	tok, err := srv.Issuer().Mint(ctx, identity.Claims{TenantID: "acme", UserID: "alice", AgentID: "console",
+		Scopes: []string{"runs:*", "instances:*"}}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := gateway.NewClient(srv.URL(), &gateway.ClientOptions{Token: secret.New(tok)})
+	inst, err := c.Install(ctx, gateway.InstallRequest{Name: "verifier", URL: agentSrv.URL, Scopes: []string{"memory:read:agent"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Execute(ctx, gateway.ExecuteRequest{InstanceID: inst.ID, Input: "who am I?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ev, err := range c.EventsWithReconnect(ctx, res.RunID, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.IsTerminal() && ev.IsFailure() {
+			t.Fatalf("the run failed: %+v", ev)
+		}
+	}
+	ex := <-seen
+	if !ex.Verified || ex.RunID != res.RunID || ex.TenantID != "acme" || ex.UserID != "alice" || ex.InstanceID != inst.ID {
+		t.Fatalf("the agent saw %+v", ex)
+	}
+	if srv.Issuer().Algorithm() != auth.RS256 {
+		t.Fatalf("the server signs %s", srv.Issuer().Algorithm())
 	}
 }
