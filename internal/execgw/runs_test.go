@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -456,5 +457,31 @@ func TestStreamingHealth(t *testing.T) {
 	_ = e.svc.Shutdown(context.Background())
 	if st := e.do("GET", gateway.StreamingHealthPath, "", nil, &h); st != 503 || h.Healthy {
 		t.Fatalf("health while shutting down: %d %+v", st, h)
+	}
+}
+
+// An SDK agent's platform events (tool.call, tool.result) reach the run's
+// events by name, in order, before its ending.
+func TestPlatformEventsPassThrough(t *testing.T) {
+	a := agent.New("tools", "1", nil)
+	a.MustRegister(agent.Skill{ID: "t", Handler: func(c *agent.Context) (agent.Result, error) {
+		if err := c.PlatformEvent("tool.call", map[string]any{"tool": "search", "call_id": "c1"}); err != nil {
+			return agent.Result{}, err
+		}
+		if err := c.PlatformEvent("tool.result", map[string]any{"call_id": "c1", "hits": 2}); err != nil {
+			return agent.Result{}, err
+		}
+		return agent.Result{Output: "found 2"}, nil
+	}})
+	e := newEnv(t, hostedAgents{"tools": sdkAgent(t, a)}, nil)
+	run := e.execute(userTok, gateway.ExecuteRequest{InstanceID: e.install("tools", "tools", nil), Input: "search"})
+	evs := e.events(userTok, run, "", nil)
+	got := types(evs)
+	call, result := slices.Index(got, "tool.call"), slices.Index(got, "tool.result")
+	if call < 0 || result < call || got[len(got)-1] != "done" {
+		t.Fatalf("events %v", got)
+	}
+	if p := string(evs[result].Frame.Payload); !strings.Contains(p, `"hits":2`) || strings.Contains(p, `"event"`) {
+		t.Fatalf("tool.result payload %s", p)
 	}
 }

@@ -161,9 +161,79 @@ func (t *turn) artifact(a *a2a.Artifact, appendChunk bool) []gateway.Event {
 	return []gateway.Event{newEvent(gateway.EventMessageDelta, map[string]string{"content": text.String()})}
 }
 
+// reservedEvents are the gateway's own event types: an agent's platform
+// event by one of these names is not passed through, or an agent could
+// end a run's stream or fake a pause.
+var reservedEvents = map[string]bool{
+	gateway.EventStatus: true, gateway.EventDone: true, gateway.EventError: true, gateway.EventHITL: true,
+	gateway.EventMessageDelta: true, gateway.EventMessageFinal: true, gateway.EventArtifact: true,
+	gateway.EventOAuthRequired: true, gateway.EventWriteConfirmationRequired: true,
+}
+
+// maxPlatformEvents bounds the events one message may carry.
+const maxPlatformEvents = 64
+
+// platformEvents passes on the platform events an agent reports in a
+// message (the agent SDK's PlatformEvent: a platform part holding
+// {"events": [{"event": name, …}]}), such as tool.call and tool.result,
+// each by its name with its fields as the payload. Names must be short
+// and plain, and never one of the gateway's own.
+func platformEvents(m *a2a.Message) []gateway.Event {
+	if m == nil {
+		return nil
+	}
+	var out []gateway.Event
+	for _, p := range m.Parts {
+		if p.Kind != a2a.PartData || !hitl.Tagged(p, hitl.MetadataMediaType) {
+			continue
+		}
+		var body struct {
+			Events []map[string]json.RawMessage `json:"events"`
+		}
+		if json.Unmarshal(p.Data, &body) != nil {
+			continue
+		}
+		for _, ev := range body.Events {
+			var name string
+			if json.Unmarshal(ev["event"], &name) != nil || !validEventName(name) || reservedEvents[name] {
+				continue
+			}
+			delete(ev, "event")
+			payload, err := json.Marshal(ev)
+			if err != nil {
+				continue
+			}
+			if out = append(out, gateway.Event{Type: name, Payload: payload}); len(out) == maxPlatformEvents {
+				return out
+			}
+		}
+	}
+	return out
+}
+
+// validEventName reports whether name may name an agent's event: 1 to 64
+// of a-z, 0-9, '.', '_' and '-', starting with a letter.
+func validEventName(name string) bool {
+	if name == "" || len(name) > 64 || name[0] < 'a' || name[0] > 'z' {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 // status takes a task status: progress while the task works, the ending
-// or the pause otherwise.
+// or the pause otherwise, after the platform events its message carries.
 func (t *turn) status(st a2a.TaskStatus) []gateway.Event {
+	events := platformEvents(st.Message)
+	return append(events, t.statusChange(st)...)
+}
+
+func (t *turn) statusChange(st a2a.TaskStatus) []gateway.Event {
 	text := st.Message.Text()
 	found := hitl.Extract(st.Message)
 	switch st.State {

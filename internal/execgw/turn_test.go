@@ -18,6 +18,11 @@ func statusFrame(st a2a.TaskState, m *a2a.Message) *a2a.StreamResponse {
 	return &a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{TaskID: "t", ContextID: "c", Status: a2a.TaskStatus{State: st, Message: m}}}
 }
 
+func eventsMessage(evs ...map[string]any) *a2a.Message {
+	p, _ := hitl.TaggedDataPart(map[string]any{"events": evs}, hitl.MetadataMediaType)
+	return a2a.NewMessage(a2a.RoleAgent, p)
+}
+
 func eventTypes(evs []gateway.Event) []string {
 	var out []string
 	for _, e := range evs {
@@ -57,6 +62,15 @@ func TestTurn(t *testing.T) {
 			statusFrame(a2a.TaskStateWorking, hitl.NewMessage("", &hitl.Progress{Status: hitl.ProgressInProgress, Message: "half way"})),
 			statusFrame(a2a.TaskStateFailed, hitl.NewMessage("", &hitl.Error{Type: hitl.ErrorTimeout, Message: "upstream timed out"})),
 		}, events: []string{"status", "status"}, status: gateway.StatusFailed, reason: "the agent failed: upstream timed out"},
+		{name: "platform events pass through by name, the gateway's own never", frames: []*a2a.StreamResponse{
+			statusFrame(a2a.TaskStateWorking, eventsMessage(
+				map[string]any{"event": "tool.call", "tool": "search", "call_id": "c1"},
+				map[string]any{"event": "done"},
+				map[string]any{"event": "status", "status": "COMPLETED"},
+				map[string]any{"event": "Bad Name"},
+				map[string]any{"event": "tool.result", "call_id": "c1", "ok": true})),
+			statusFrame(a2a.TaskStateCompleted, eventsMessage(map[string]any{"event": "memory.assembled", "items": 3})),
+		}, events: []string{"tool.call", "tool.result", "memory.assembled"}, status: gateway.StatusCompleted},
 		{name: "rejected", frames: []*a2a.StreamResponse{statusFrame(a2a.TaskStateRejected, textMsg("not my job"))},
 			status: gateway.StatusFailed, reason: "the agent rejected the request: not my job"},
 		{name: "failed without a word", frames: []*a2a.StreamResponse{statusFrame(a2a.TaskStateFailed, nil)},
