@@ -199,6 +199,18 @@ func (d *dispatcher) deliver(parent context.Context, claimed *gateway.Run) {
 		}
 		return
 	}
+	if parent.Err() != nil && s.shuttingDown() {
+		// The server stops: hand the run back at once rather than when the
+		// lease lapses, without counting the attempt against it.
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(parent), 5*time.Second)
+		_ = dl.write(rctx, func(r *gateway.Run) []gateway.Event {
+			r.LeaseOwner, r.LeaseUntil, r.NotBefore = "", time.Time{}, time.Time{}
+			r.Attempt = max(r.Attempt-1, 0)
+			return []gateway.Event{statusEvent(gateway.StatusRunning, "the server delivering the run is stopping; it will be delivered again")}
+		})
+		rcancel()
+		return
+	}
 	dl.settle(ctx, t, streamErr, log)
 }
 

@@ -212,3 +212,53 @@ func (r *replica) kill() {
 	r.cancel()
 	<-r.done
 }
+
+// A server that shuts down hands its runs back at once: another replica
+// delivers them without waiting for the lease to lapse.
+func TestShutdownHandsRunsBack(t *testing.T) {
+	started := make(chan struct{}, 1)
+	sc := &script{steps: []func(*a2a.SendMessageRequest, *frameWriter){
+		func(_ *a2a.SendMessageRequest, w *frameWriter) {
+			w.status(a2a.TaskStateWorking, nil)
+			started <- struct{}{}
+			<-w.ctx.Done()
+		},
+		func(_ *a2a.SendMessageRequest, w *frameWriter) { w.status(a2a.TaskStateCompleted, nil) },
+	}}
+	ctx := context.Background()
+	st := gateway.NewMemoryStore()
+	now := time.Now()
+	if _, err := st.CreateInstance(ctx, gateway.Instance{ID: "i-1", TenantID: "acme", Name: "slow", Hosted: "slow"}, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.CreateRun(ctx, gateway.RunWrite{Now: now, Run: gateway.Run{ID: "r-1", TenantID: "acme", InstanceID: "i-1",
+		Status: gateway.StatusQueued, Input: "q", IdempotencyKey: "k-1", Turn: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	// A lease far longer than the test: only the hand-back lets b in.
+	opts := &execgw.Options{Lease: time.Hour, SweepEvery: 10 * time.Millisecond}
+	svcA := execgw.New(st, execgw.Deps{Tokens: &fakeTokens{}, Hosted: hostedAgents{"slow": sc}}, opts)
+	actx, acancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { svcA.Run(actx); close(done) }()
+	<-started
+	_ = svcA.Shutdown(ctx)
+	acancel()
+	<-done
+	b := startReplica(t, st, hostedAgents{"slow": sc}, opts)
+	defer b.kill()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r, _ := st.GetRun(ctx, "", "r-1")
+		if r.Status == gateway.StatusCompleted {
+			if r.Attempt != 1 {
+				t.Fatalf("attempt %d: the hand-back counted as an attempt", r.Attempt)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %+v not handed back", r)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

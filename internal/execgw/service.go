@@ -265,3 +265,13 @@ func (s *Service) Shutdown(context.Context) error {
 }
 
 var errClosing = errors.New("execgw: shutting down")
+
+// shuttingDown reports whether Shutdown was called.
+func (s *Service) shuttingDown() bool {
+	select {
+	case <-s.closing:
+		return true
+	default:
+		return false
+	}
+}
