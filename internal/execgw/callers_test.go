@@ -9,7 +9,6 @@ import (
 	"novaos.dev/novaos/gateway"
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/httpapi"
-	"novaos.dev/novaos/problem"
 )
 
 func TestPrincipalOf(t *testing.T) {
