@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2aclient"
@@ -58,27 +59,10 @@ func (s *Service) checkCard(ctx context.Context, base string, card *a2a.AgentCar
 
 var slugRE = regexp.MustCompile(`[^a-z0-9]+`)
 
-// registerAgent records an agent installed by URL in the registry, where
-// its recipient keys are published, unless a record names that URL.
+// registerAgent records an agent installed by URL in the registry,
+// where its owner publishes its recipient keys.
 func (s *Service) registerAgent(ctx context.Context, inst *gateway.Instance, base string, card *a2a.AgentCard) (*registry.Agent, error) {
-	slug := strings.Trim(slugRE.ReplaceAllString(strings.ToLower(card.Name), "-"), "-")
-	if slug == "" || slug[0] < '0' || slug[0] > 'z' {
-		slug = "agent"
-	}
-	if len(slug) > 40 {
-		slug = slug[:40]
-	}
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	now := s.o.Now().UTC()
-	rec := &registry.Agent{ID: a2a.NewID(), Name: slug + "-" + hex.EncodeToString(b[:]), URL: base,
-		Description: truncate(card.Description, registry.MaxDescriptionLen), Status: registry.StatusActive,
-		Tags: []string{"tenant:" + truncate(inst.TenantID, registry.MaxTagLen-len("tenant:"))}, CreatedAt: now, UpdatedAt: now}
-	for _, sk := range card.Skills {
-		if len(rec.Capabilities) < registry.MaxListItems && sk.ID != "" && len(sk.ID) <= registry.MaxCapabilityLen {
-			rec.Capabilities = append(rec.Capabilities, sk.ID)
-		}
-	}
+	rec := agentRecord(inst.TenantID, base, card, s.o.Now())
 	if err := registry.Validate(rec, s.o.URLPolicy); err != nil {
 		return nil, &problem.Problem{Type: gateway.ProblemInvalidRequest, Status: http.StatusBadRequest, Title: "Bad Request",
 			Detail: "the agent cannot be registered: " + err.Error()}
@@ -87,6 +71,36 @@ func (s *Service) registerAgent(ctx context.Context, inst *gateway.Instance, bas
 		return nil, err
 	}
 	return rec, nil
+}
+
+// agentRecord is the registry record of an agent at base with card,
+// installed by tenant: named after the card with a random suffix (names
+// are unique across tenants), its skills as capabilities, within the
+// registry's limits.
+func agentRecord(tenant, base string, card *a2a.AgentCard, now time.Time) *registry.Agent {
+	const maxSlug = 40
+	slug := strings.Trim(slugRE.ReplaceAllString(strings.ToLower(card.Name), "-"), "-")
+	if len(slug) > maxSlug {
+		slug = strings.TrimRight(slug[:maxSlug], "-")
+	}
+	if slug == "" {
+		slug = "agent"
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	now = now.UTC()
+	rec := &registry.Agent{ID: a2a.NewID(), Name: slug + "-" + hex.EncodeToString(b[:]), URL: base,
+		Description: truncate(card.Description, registry.MaxDescriptionLen), Status: registry.StatusActive,
+		Tags: []string{truncate("tenant:"+tenant, registry.MaxTagLen)}, CreatedAt: now, UpdatedAt: now}
+	for _, sk := range card.Skills {
+		if len(rec.Capabilities) == registry.MaxListItems {
+			break
+		}
+		if sk.ID != "" && len(sk.ID) <= registry.MaxCapabilityLen {
+			rec.Capabilities = append(rec.Capabilities, sk.ID)
+		}
+	}
+	return rec
 }
 
 func truncate(s string, n int) string {
