@@ -76,7 +76,13 @@ func TestInstancesLifecycle(t *testing.T) {
 		t.Errorf("the updated instance (-want +got):\n%s", diff)
 	}
 
-	// An instance can run under its new name.
+	// Echo publishes no recipient key, so its secrets cannot reach it:
+	// the run fails and says why. Without them it runs under its new name.
+	code, _, errOut := s.cmd(t, "run", "helper2", "not yet")
+	if code != exitFail || !strings.Contains(errOut, "FAILED: ") || !strings.Contains(errOut, "recipient key") {
+		t.Errorf("run of an instance whose secrets cannot be sealed: exit %d: %s", code, errOut)
+	}
+	s.must(t, "instances", "update", "helper2", "--remove-secret", "NEW_KEY")
 	if code, _, errOut := s.cmd(t, "run", "helper2", "still here"); code != exitOK {
 		t.Errorf("run after the update: exit %d: %s", code, errOut)
 	}
@@ -86,7 +92,7 @@ func TestInstancesLifecycle(t *testing.T) {
 	if list := s.must(t, "instances", "list"); strings.Contains(list, "helper") {
 		t.Errorf("a removed instance is listed:\n%s", list)
 	}
-	code, _, errOut := s.cmd(t, "instances", "show", "helper2")
+	code, _, errOut = s.cmd(t, "instances", "show", "helper2")
 	if code != exitFail || !strings.Contains(errOut, `no instance "helper2"`) {
 		t.Errorf("show after remove: exit %d: %s", code, errOut)
 	}

@@ -592,10 +592,12 @@ func runRunsList(ctx context.Context, args []string, e *env) int {
 		printJSON(e.stdout, page)
 		return exitOK
 	}
+	names := instanceNames(ctx, c)
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tSTATUS\tINSTANCE\tCREATED\tINPUT")
 	for _, r := range page.Runs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, r.InstanceID, r.CreatedAt.UTC().Format(time.DateTime), clipLine(r.Input, 40))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, orDefault(names[r.InstanceID], r.InstanceID),
+			r.CreatedAt.UTC().Format(time.DateTime), clipLine(r.Input, 40))
 	}
 	tw.Flush()
 	if page.NextCursor != "" {
@@ -797,6 +799,27 @@ func findInstance(ctx context.Context, c *gateway.Client, ref string) (*gateway.
 		}
 		if page.NextCursor == "" || page.NextCursor == after || len(page.Instances) == 0 {
 			return nil, fmt.Errorf("no instance %s in the tenant (novaos instances list shows them)", strconv.Quote(clipLine(ref, 80)))
+		}
+		after = page.NextCursor
+	}
+}
+
+// instanceNames maps the tenant's instance ids to their names, for a
+// listing of runs. A caller that may not list instances (a token with
+// runs:* only) gets an empty map: the listing shows ids then.
+func instanceNames(ctx context.Context, c *gateway.Client) map[string]string {
+	names := map[string]string{}
+	after := ""
+	for {
+		page, err := c.ListInstances(ctx, gateway.InstanceListOptions{After: after})
+		if err != nil {
+			return names
+		}
+		for _, in := range page.Instances {
+			names[in.ID] = in.Name
+		}
+		if page.NextCursor == "" || page.NextCursor == after || len(page.Instances) == 0 {
+			return names
 		}
 		after = page.NextCursor
 	}

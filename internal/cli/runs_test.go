@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"novaos.dev/novaos/a2a/hitl"
 	"novaos.dev/novaos/agent"
@@ -247,6 +250,9 @@ func TestRunEcho(t *testing.T) {
 		list := s.must(t, "runs", "list", "--status", "completed", "--instance", "echo")
 		if !strings.Contains(list, id) || !strings.Contains(list, runID) || !strings.HasPrefix(list, "RUN") {
 			t.Errorf("runs list lacks %s and %s:\n%s", id, runID, list)
+		}
+		if !regexp.MustCompile(`(?m)^` + id + `\s+COMPLETED\s+echo\s`).MatchString(list) {
+			t.Errorf("runs list does not name the instance:\n%s", list)
 		}
 		if list := s.must(t, "runs", "list", "--status", "FAILED"); strings.Contains(list, id) {
 			t.Errorf("a completed run listed as failed:\n%s", list)
@@ -519,5 +525,128 @@ func TestShellQuote(t *testing.T) {
 		if got := shellQuote(in); got != want {
 			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+// unquote reads a word shellQuote wrote as a POSIX shell does.
+func unquote(s string) (string, bool) {
+	var b strings.Builder
+	for len(s) > 0 {
+		if s[0] != '\'' {
+			i := strings.IndexAny(s, "'\\")
+			if i < 0 {
+				i = len(s)
+			}
+			if i < len(s) && s[i] == '\\' {
+				if i+1 >= len(s) {
+					return "", false
+				}
+				b.WriteString(s[:i])
+				b.WriteByte(s[i+1])
+				s = s[i+2:]
+				continue
+			}
+			b.WriteString(s[:i])
+			s = s[i:]
+			continue
+		}
+		end := strings.IndexByte(s[1:], '\'')
+		if end < 0 {
+			return "", false
+		}
+		b.WriteString(s[1 : 1+end])
+		s = s[2+end:]
+	}
+	return b.String(), true
+}
+
+func FuzzShellQuote(f *testing.F) {
+	for _, s := range []string{"", "a b", "it's", "$(rm -rf /)", "`x`", "a\nb", "'", "\\"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		q := shellQuote(s)
+		got, ok := unquote(q)
+		if !ok || got != s {
+			t.Fatalf("shellQuote(%q) = %s, which a shell reads as %q", s, q, got)
+		}
+	})
+}
+
+// FuzzPauseDisplay feeds describePause and the progress display payloads
+// of any shape: they print something for a person and never panic.
+func FuzzPauseDisplay(f *testing.F) {
+	for _, p := range []string{`{"content":"which colour?"}`, `{"hitl":{"hitl_type":"input_request","content":"x","actions":[{"id":"a","label":"A"}]}}`,
+		`{"call_id":"c","tool_name":"t"}`, `{"connector":"gmail","auth_url":"https://x"}`, `null`, `"text"`, `{"hitl":7}`, `[`} {
+		for _, typ := range []string{gateway.EventHITL, gateway.EventWriteConfirmationRequired, gateway.EventOAuthRequired, gateway.EventStatus, gateway.EventArtifact, "tool.call", "custom"} {
+			f.Add(typ, p)
+		}
+	}
+	f.Fuzz(func(t *testing.T, typ, payload string) {
+		var b strings.Builder
+		describePause(&b, "r1", typ, json.RawMessage(payload), "")
+		if !strings.Contains(b.String(), "novaos runs reply r1 ") || !strings.HasSuffix(b.String(), "\n") {
+			t.Fatalf("describePause(%q, %q) printed %q", typ, payload, b.String())
+		}
+		data, err := json.Marshal(map[string]any{"type": typ, "payload": json.RawMessage(payload), "run_id": "r1", "sequence": 1})
+		if err != nil {
+			return // not JSON: the client refuses such a frame before it is shown
+		}
+		ev, err := gateway.ParseSSE("message", string(data))
+		if err != nil {
+			return
+		}
+		var out, log strings.Builder
+		p := &progress{out: &out, log: &log, runID: "r1"}
+		p.show(ev)
+		p.endLine()
+		if out.Len() > 0 && !strings.HasSuffix(out.String(), "\n") {
+			t.Fatalf("the answer does not end its line: %q", out.String())
+		}
+	})
+}
+
+// BenchmarkProgressDelta measures the display of an answer's chunk, the
+// event a run sends most of.
+func BenchmarkProgressDelta(b *testing.B) {
+	ev, err := gateway.ParseSSE("message", `{"type":"message.delta","payload":{"content":"a few words "},"run_id":"r1","sequence":7}`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := &progress{out: io.Discard, log: io.Discard, runID: "r1"}
+	b.ReportAllocs()
+	for b.Loop() {
+		p.show(ev)
+	}
+}
+
+func TestProgressDisplay(t *testing.T) {
+	frames := []string{
+		`{"type":"status","payload":{"status":"RUNNING"}}`,
+		`{"type":"status","payload":{"message":"looking things up"}}`,
+		`{"type":"tool.call","payload":{"name":"search","args":{"q":"x"}}}`,
+		`{"type":"message.delta","payload":{"content":"Hello, "}}`,
+		`{"type":"message.delta","payload":{"content":"world"}}`,
+		`{"type":"message.final","payload":{"content":"Hello, world"}}`,
+		`{"type":"artifact","payload":{"artifact_id":"a1","name":"report"}}`,
+		`{"type":"custom.thing","payload":{"x":1}}`,
+		`{"type":"message.final","payload":{"content":"second turn"}}`,
+		`{"type":"status","payload":{"status":"COMPLETED"}}`,
+	}
+	var out, log strings.Builder
+	p := &progress{out: &out, log: &log, runID: "r1"}
+	for _, f := range frames {
+		ev, err := gateway.ParseSSE("message", f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.show(ev)
+	}
+	if diff := cmp.Diff("Hello, world\nsecond turn\n", out.String()); diff != "" {
+		t.Errorf("stdout (-want +got):\n%s", diff)
+	}
+	want := "· RUNNING\n· looking things up\n· tool.call {\"name\":\"search\",\"args\":{\"q\":\"x\"}}\n· artifact report\n· custom.thing {\"x\":1}\n"
+	if diff := cmp.Diff(want, log.String()); diff != "" {
+		t.Errorf("stderr (-want +got):\n%s", diff)
 	}
 }
