@@ -89,7 +89,7 @@ func TestInstancesLifecycle(t *testing.T) {
 	if out := s.must(t, "instances", "remove", "helper2"); out != "removed instance helper2 (its runs stay)\n" {
 		t.Errorf("remove printed %q", out)
 	}
-	if list := s.must(t, "instances", "list"); strings.Contains(list, "helper") {
+	if list := s.must(t, "instances", "list"); strings.Contains(list, "helper2") {
 		t.Errorf("a removed instance is listed:\n%s", list)
 	}
 	code, _, errOut = s.cmd(t, "instances", "show", "helper2")
@@ -99,6 +99,12 @@ func TestInstancesLifecycle(t *testing.T) {
 	code, _, errOut = s.cmd(t, "instances", "show", got.ID)
 	if code != exitFail || !strings.Contains(errOut, "404") {
 		t.Errorf("show of a removed id: exit %d: %s", code, errOut)
+	}
+	// A name with the shape of an id is found by its name.
+	const idLike = "0aaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee"
+	s.must(t, "instances", "install", "--name", idLike, "--hosted", "echo")
+	if show := s.must(t, "instances", "show", idLike); !strings.Contains(show, "name            "+idLike) {
+		t.Errorf("show of an id-shaped name:\n%s", show)
 	}
 	// Its run stays.
 	if runs := s.must(t, "runs", "list", "--instance", got.ID); !strings.Contains(runs, "still here") {

@@ -52,8 +52,7 @@ type gwFlags struct {
 	tenant               *string
 	json                 *bool
 	e                    *env
-	// cred is the credential client chose; replyHint repeats the flags a
-	// follow-up command needs.
+	// cred is the credential client chose.
 	cred credential
 }
 
@@ -770,10 +769,20 @@ func runRunsReply(ctx context.Context, args []string, e *env) int {
 	return exitOK
 }
 
-// resolveInstance returns the id of the instance ref names: an id is
-// used as is, a name is looked up in the tenant's instances.
+// resolveInstance returns the id of the instance ref names: an id, or a
+// name looked up in the tenant's instances.
 func resolveInstance(ctx context.Context, c *gateway.Client, ref string) (string, error) {
 	if isUUID(ref) {
+		// A name may have an id's shape: it is looked up when no
+		// instance has that id. A caller that may not read instances
+		// (a token with runs:* only) names them by id.
+		_, err := c.GetInstance(ctx, ref)
+		if err == nil || !errors.Is(err, gateway.ErrNotFound) {
+			return ref, nil
+		}
+		if in, err := findInstance(ctx, c, ref); err == nil {
+			return in.ID, nil
+		}
 		return ref, nil
 	}
 	inst, err := findInstance(ctx, c, ref)

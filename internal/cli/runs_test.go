@@ -282,6 +282,37 @@ func TestRunEcho(t *testing.T) {
 	})
 }
 
+// A token that may run but not read instances names the instance by
+// its id, and sees instance ids in listings.
+func TestRunWithRunsScopeOnly(t *testing.T) {
+	s := newGWServer(t)
+	out := s.must(t, "instances", "install", "--name", "echo", "--hosted", "echo", "--json")
+	var inst gateway.Instance
+	if err := json.Unmarshal([]byte(out), &inst); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := s.srv.Issuer().Mint(t.Context(), identity.Claims{TenantID: "acme", UserID: "bob", AgentID: "console",
+		Scopes: []string{"runs:*"}}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.secrets = append(s.secrets, tok)
+	vars := map[string]string{EnvServer: s.url, EnvToken: tok}
+	e, stdout, stderr := testEnv(vars)
+	if code := run(t.Context(), []string{"run", inst.ID, "by id"}, e); code != exitOK || !strings.Contains(stdout.String(), "by id") {
+		t.Fatalf("run by id: exit %d\n%s%s", code, stdout, stderr)
+	}
+	e, stdout, stderr = testEnv(vars)
+	if code := run(t.Context(), []string{"runs", "list"}, e); code != exitOK || !strings.Contains(stdout.String(), inst.ID) {
+		t.Errorf("runs list: exit %d\n%s%s", code, stdout, stderr)
+	}
+	e, stdout, stderr = testEnv(vars)
+	if code := run(t.Context(), []string{"run", "echo", "by name"}, e); code != exitFail || !strings.Contains(stderr.String(), "403") {
+		t.Errorf("run by name without instances:read: exit %d\n%s%s", code, stdout, stderr)
+	}
+	s.noSecrets(t, stdout.String(), stderr.String())
+}
+
 // A paused run shows its question and the command that answers it, and
 // run keeps following it through the reply to its end.
 func TestRunPauseAndReply(t *testing.T) {
