@@ -315,6 +315,24 @@ type jsonEvent struct {
 	Timestamp json.RawMessage `json:"timestamp,omitempty"`
 }
 
+// eventJSON is the --json line of ev.
+func eventJSON(ev gateway.StreamEvent) []byte {
+	j := jsonEvent{ID: ev.ID, Type: ev.WireType, Payload: ev.Payload, RunID: ev.RunID, Sequence: ev.Sequence}
+	if _, err := strconv.ParseInt(ev.Timestamp, 10, 64); err == nil {
+		j.Timestamp = json.RawMessage(ev.Timestamp)
+	} else if ev.Timestamp != "" {
+		j.Timestamp, _ = json.Marshal(ev.Timestamp)
+	}
+	if !json.Valid(j.Payload) {
+		j.Payload = nil
+	}
+	line, err := json.Marshal(j)
+	if err != nil {
+		line, _ = json.Marshal(jsonEvent{ID: ev.ID, Type: ev.WireType, RunID: ev.RunID, Sequence: ev.Sequence})
+	}
+	return line
+}
+
 // follow prints the events of run after the event after ("" from the
 // start) until it ends, and returns the exit code the ending calls for.
 func (g *gwFlags) follow(ctx context.Context, c *gateway.Client, runID, after string) int {
@@ -330,9 +348,7 @@ func (g *gwFlags) follow(ctx context.Context, c *gateway.Client, runID, after st
 		}
 		last = ev.ID
 		if *g.json {
-			line, _ := json.Marshal(jsonEvent{ID: ev.ID, Type: ev.WireType, Payload: ev.Payload, RunID: ev.RunID,
-				Sequence: ev.Sequence, Timestamp: json.RawMessage(ev.Timestamp)})
-			fmt.Fprintf(g.e.stdout, "%s\n", line)
+			fmt.Fprintf(g.e.stdout, "%s\n", eventJSON(ev))
 		} else {
 			p.show(ev)
 		}

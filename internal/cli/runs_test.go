@@ -637,6 +637,26 @@ func FuzzPauseDisplay(f *testing.F) {
 	})
 }
 
+func TestEventJSON(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ev   gateway.StreamEvent
+		want string
+	}{
+		{"frame", gateway.StreamEvent{ID: "3", WireType: "status", Payload: json.RawMessage(`{"status":"RUNNING"}`), RunID: "r1", Sequence: 3, Timestamp: "1700000000000"},
+			`{"id":"3","type":"status","payload":{"status":"RUNNING"},"run_id":"r1","sequence":3,"timestamp":1700000000000}`},
+		{"a timestamp that is not a number", gateway.StreamEvent{ID: "4", WireType: "x", Timestamp: "2024-01-01T00:00:00Z"},
+			`{"id":"4","type":"x","timestamp":"2024-01-01T00:00:00Z"}`},
+		{"a payload that is not JSON", gateway.StreamEvent{WireType: "chunk", Payload: json.RawMessage(`{`)}, `{"type":"chunk"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, string(eventJSON(tc.ev))); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // BenchmarkProgressDelta measures the display of an answer's chunk, the
 // event a run sends most of.
 func BenchmarkProgressDelta(b *testing.B) {
