@@ -22,6 +22,9 @@ func ExampleMain() {
 	//   keys     make agents' recipient keys for sealed secrets (keys generate|public)
 	//   memory   write, query, update, forget, hint and assemble memories on a server (memory <subcommand>)
 	//   gate     operate the governance gate: list, show, approve, deny and confirm actions; rules; audit (gate <subcommand>)
+	//   instances install, list, show, update and remove agent instances of a tenant (instances <subcommand>)
+	//   run      run an instance on a text and follow its events to the end: run INSTANCE "text"
+	//   runs     list, show, cancel, answer and follow runs (runs list|show|cancel|reply|events)
 	//   token    mint, verify and rotate execution tokens (token mint|verify|rotate)
 	//   proxy    verify execution tokens and inject X-NovaOS-* headers in front of an agent in any language
 	//   version  print the version
