@@ -3,7 +3,7 @@
 // A Host is built from the server's stores (store.Stores), what it takes
 // from the server (Deps: the base URL, the Guard, TLS, the token issuer,
 // the other services' interceptors) and its Options. It hosts the built-in
-// echo and tck agents and the Options' own at /agents/{name}: JSON-RPC
+// echo, ask and tck agents and the Options' own at /agents/{name}: JSON-RPC
 // and HTTP+JSON at that URL, gRPC on its own listener (Options.GRPCAddr)
 // with the agent's name as the request's tenant, each card naming the
 // interfaces in the operator's order of preference and, with a card key,

@@ -44,7 +44,7 @@ func TestAgents(t *testing.T) {
 		want string // regexp of stdout
 	}{
 		{"list the hosted agents", []string{"agents", "list", "--server", base}, 0,
-			`^NAME +STATUS +URL +CAPABILITIES +RECIPIENT KEYS +DESCRIPTION\necho +active +` + regexp.QuoteMeta(base) + `/agents/echo +echo +- +Answers with.*\ntck +active +` + regexp.QuoteMeta(base) + `/agents/tck +tck, TCK conformance +- +.*\n$`},
+			`^NAME +STATUS +URL +CAPABILITIES +RECIPIENT KEYS +DESCRIPTION\nask +active +` + regexp.QuoteMeta(base) + `/agents/ask +ask +- +Asks what.*\necho +active +` + regexp.QuoteMeta(base) + `/agents/echo +echo +- +Answers with.*\ntck +active +` + regexp.QuoteMeta(base) + `/agents/tck +tck, TCK conformance +- +.*\n$`},
 		{"register", []string{"agents", "register", "--server", base, "--name", "weather", "--url", "http://127.0.0.1:9/a2a",
 			"--description", "Forecasts the\nweather", "--capability", "Weather Forecast", "--tag", "beta", "--tag", "eu", "--domain", "meteo"}, 0,
 			`^registered weather \(id [0-9a-f-]{36}\) at http://127\.0\.0\.1:9/a2a\n$`},
@@ -119,7 +119,7 @@ func TestAgentsErrors(t *testing.T) {
 		t.Fatal(code)
 	}
 	var a registry.Agent
-	if err := json.Unmarshal([]byte(strings.SplitN(out.String(), "\n", 2)[0]), &a); err != nil || a.Name != "echo" {
+	if err := json.Unmarshal([]byte(strings.SplitN(out.String(), "\n", 2)[0]), &a); err != nil || a.Name != "ask" {
 		t.Errorf("first JSON line: %+v, %v", a, err)
 	}
 }
