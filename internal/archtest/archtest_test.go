@@ -253,7 +253,14 @@ var rules = []rule{
 		forbid: func(dep *pkg) bool {
 			return dep.ImportPath == module+"/a2a/a2aclient" || underAny(dep.ImportPath, "agent", "store", "internal")
 		},
+	},	{
+		pkg: module + "/gateway",
+		why: "the gateway's client is imported by applications and its store contract by the stores; it must not drag stores, database drivers or platform internals in, nor the agent SDK",
+		forbid: func(dep *pkg) bool {
+			return isDatabaseDriver(dep) || platformInternal(dep.ImportPath) || underAny(dep.ImportPath, "store", "agent")
+		},
 	},
+
 	{
 		pkg: module + "/strictjson",
 		why: "the strict JSON check sits under the public gate SDK and every service's decoders; it must depend on the standard library only",
@@ -506,6 +513,11 @@ func TestRulesCatchViolations(t *testing.T) {
 		{17, pkg{ImportPath: module + "/agent"}, true},
 		{17, pkg{ImportPath: module + "/a2a"}, false},
 		{17, pkg{ImportPath: module + "/secret"}, false},
+		{18, pkg{ImportPath: module + "/internal/execgw"}, true},
+		{18, pkg{ImportPath: module + "/store/postgres"}, true},
+		{18, pkg{ImportPath: module + "/agent"}, true},
+		{18, pkg{ImportPath: module + "/a2a"}, false},
+		{18, pkg{ImportPath: module + "/resilience"}, false},
 		{len(rules) - 5, pkg{ImportPath: "google.golang.org/protobuf/proto"}, false},
 		{len(rules) - 5, pkg{ImportPath: module + "/a2a"}, true},
 		{len(rules) - 4, pkg{ImportPath: module + "/a2a/a2apb"}, false},
