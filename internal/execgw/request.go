@@ -129,16 +129,21 @@ func turnMessage(run *gateway.Run) (*a2a.Message, string, error) {
 }
 
 // history is the thread's earlier turns, oldest first: each earlier run's
-// input, and its answer when it gave one.
+// input, and its answer when it gave one. A thread id is the caller's to
+// choose, so only the same caller's runs count: another user naming the
+// thread reads nothing of it.
 func (s *Service) history(ctx context.Context, run *gateway.Run) ([]agent.ConversationTurn, error) {
 	runs, err := s.store.ListRuns(ctx, gateway.RunFilter{TenantID: run.TenantID, ThreadID: run.ThreadID,
-		AfterCreated: run.CreatedAt, AfterID: run.ID, Limit: s.o.HistoryTurns})
+		UserID: run.Caller.UserID, AfterCreated: run.CreatedAt, AfterID: run.ID, Limit: s.o.HistoryTurns})
 	if err != nil {
 		return nil, fmt.Errorf("execgw: read the thread's history: %w", err)
 	}
 	slices.Reverse(runs)
 	var out []agent.ConversationTurn
 	for _, r := range runs {
+		if r.Caller != run.Caller {
+			continue
+		}
 		out = append(out, agent.ConversationTurn{Role: "user", Content: r.Input})
 		if r.Output != "" {
 			out = append(out, agent.ConversationTurn{Role: "assistant", Content: r.Output})

@@ -433,6 +433,11 @@ func TestThreadHistory(t *testing.T) {
 	if pc := <-seen; len(pc.History) != 0 {
 		t.Fatalf("a run outside the thread carries %v", pc.History)
 	}
+	// Another user naming the same thread reads nothing of alice's.
+	e.waitStatus(e.execute(bobTok, gateway.ExecuteRequest{InstanceID: inst, Input: "peek", ThreadID: "th-1"}), gateway.StatusCompleted)
+	if pc := <-seen; len(pc.History) != 0 {
+		t.Fatalf("bob's run in alice's thread carries %v", pc.History)
+	}
 	e.waitStatus(e.execute(userTok, gateway.ExecuteRequest{InstanceID: inst, Input: "three", ThreadID: "th-1"}), gateway.StatusCompleted)
 	pc := <-seen
 	want := []agent.ConversationTurn{{Role: "user", Content: "one"}, {Role: "assistant", Content: "re: one"},
