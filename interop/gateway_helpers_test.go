@@ -332,7 +332,8 @@ func waitDelivery(t *testing.T, ch <-chan gwDelivery, runID, what string) gwDeli
 // "hold" reports WORKING ("working") and, on the first delivery of an
 // idempotency key, waits until release is closed or its call ends;
 // "steps" reports WORKING "step 1" to "step 3", waits for release, then
-// "step 4" to "step 6"; anything else (and a redelivered "hold") is
+// "step 4" to "step 6"; "refuse" is refused with an A2A error
+// (UnsupportedOperation) before any event; anything else (and a redelivered "hold") is
 // echoed as an artifact and completes.
 type gwGoAgent struct {
 	deliveries chan gwDelivery
@@ -383,6 +384,10 @@ func (a *gwGoAgent) Execute(ctx context.Context, ec *goa2asrv.ExecutorContext) i
 			case <-ctx.Done():
 				return false
 			}
+		}
+		if d.Text == "refuse" {
+			yield(nil, goa2a.ErrUnsupportedOperation)
+			return
 		}
 		if st := ec.StoredTask; st != nil && st.Status.State == goa2a.TaskStateInputRequired {
 			if yield(goa2a.NewArtifactEvent(ec, goa2a.NewTextPart("answer: "+d.Text)), nil) {

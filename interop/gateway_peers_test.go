@@ -84,6 +84,27 @@ func TestGatewayPeers(t *testing.T) {
 				}
 			})
 
+			if p.goSDK {
+				// An agent that refuses the request with an A2A error
+				// fails the run at once: a retry would be refused again.
+				t.Run("Refused", func(t *testing.T) {
+					runID := gwExecute(t, c, inst, "refuse")
+					evs := gwFollow(t, c, runID)
+					gwExactlyOnce(t, runID, evs)
+					last := evs[len(evs)-1]
+					if !last.IsFailure() || last.Status != gateway.StatusFailed || !strings.HasPrefix(last.Content, "the agent refused the request") {
+						t.Fatalf("the refused run ended on %s:%s %q, want status FAILED saying the agent refused; events:%s", last.WireType, last.Status, last.Content, gwKinds(evs))
+					}
+					run, err := c.GetRun(t.Context(), runID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if run.Attempt != 1 {
+						t.Errorf("the refused run was delivered %d times, want once", run.Attempt)
+					}
+				})
+			}
+
 			t.Run("InputRequired", func(t *testing.T) {
 				runID := gwExecute(t, c, inst, "ask")
 				paused := gwEvents(t, c, runID, "", func(ev gateway.StreamEvent) bool { return ev.WireType == gateway.EventHITL })

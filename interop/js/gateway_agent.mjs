@@ -75,7 +75,14 @@ class GatewayAgent {
       id: taskId, contextId, status: { state: 'TASK_STATE_SUBMITTED', timestamp: now() },
       history: [Message.toJSON(ctx.userMessage)],
     };
-    // The SDK wants a task (or message) as every execution's first event.
+    // The SDK wants a task (or message) as every execution's first event,
+    // follow-up turns included. An answered task is republished WORKING:
+    // republished as it was stored, INPUT_REQUIRED, it would end the SDK's
+    // stream there (an interrupted state), and the gateway would read it
+    // as the pause again.
+    if (answering) {
+      task.status = { state: 'TASK_STATE_WORKING', timestamp: now() };
+    }
     bus.publish(AgentEvent.task(Task.fromJSON(task)));
     if (answering) {
       bus.publish(AgentEvent.artifactUpdate(TaskArtifactUpdateEvent.fromJSON({
