@@ -281,6 +281,12 @@ type gwDelivery struct {
 	Token, Authorization string `json:"-"`
 }
 
+// String shows a delivery without its token or Authorization header.
+func (d gwDelivery) String() string {
+	return fmt.Sprintf("{message %s task %s context %s text %q resumed %v platform context %v}",
+		d.MessageID, d.TaskID, d.ContextID, d.Text, d.Resumed, d.Context)
+}
+
 func (d gwDelivery) ctx(key string) string {
 	s, _ := d.Context[key].(string)
 	return s
@@ -337,10 +343,12 @@ func waitDelivery(t *testing.T, ch <-chan gwDelivery, runID, what string) gwDeli
 // echoed as an artifact and completes.
 type gwGoAgent struct {
 	deliveries chan gwDelivery
-	release    chan struct{}
-	once       sync.Once
-	mu         sync.Mutex
-	seen       map[string]int
+	// cancels gets the task id of every CancelTask.
+	cancels chan string
+	release chan struct{}
+	once    sync.Once
+	mu      sync.Mutex
+	seen    map[string]int
 }
 
 // releaseAll lets every held execution go on.
@@ -428,6 +436,7 @@ func (a *gwGoAgent) Execute(ctx context.Context, ec *goa2asrv.ExecutorContext) i
 
 func (a *gwGoAgent) Cancel(_ context.Context, ec *goa2asrv.ExecutorContext) iter.Seq2[goa2a.Event, error] {
 	return func(yield func(goa2a.Event, error) bool) {
+		a.cancels <- string(ec.TaskID)
 		yield(goa2a.NewStatusUpdateEvent(ec, goa2a.TaskStateCanceled, nil), nil)
 	}
 }
@@ -436,7 +445,7 @@ func (a *gwGoAgent) Cancel(_ context.Context, ec *goa2asrv.ExecutorContext) iter
 // its card at the well-known path.
 func startGWGoAgent(t *testing.T) (*gwGoAgent, string) {
 	t.Helper()
-	a := &gwGoAgent{deliveries: make(chan gwDelivery, 64), release: make(chan struct{}), seen: map[string]int{}}
+	a := &gwGoAgent{deliveries: make(chan gwDelivery, 64), cancels: make(chan string, 64), release: make(chan struct{}), seen: map[string]int{}}
 	h := goa2asrv.NewHandler(a, goa2asrv.WithLogger(slog.New(slog.DiscardHandler)))
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
@@ -465,6 +474,7 @@ type jsGatewayAgent struct {
 	URL        string
 	Port       int
 	deliveries chan gwDelivery
+	cancels    chan string
 	cmd        *exec.Cmd
 	exited     chan struct{}
 	stderr     *lockedBuffer
@@ -498,7 +508,7 @@ func startJSGatewayAgent(t *testing.T, port int, hold bool) *jsGatewayAgent {
 	if hold {
 		args = append(args, "--hold")
 	}
-	p := &jsGatewayAgent{deliveries: make(chan gwDelivery, 64), exited: make(chan struct{}), stderr: &lockedBuffer{}}
+	p := &jsGatewayAgent{deliveries: make(chan gwDelivery, 64), cancels: make(chan string, 64), exited: make(chan struct{}), stderr: &lockedBuffer{}}
 	p.cmd = exec.Command(node, args...)
 	p.cmd.Dir = dir
 	p.cmd.Stderr = p.stderr
@@ -530,9 +540,20 @@ func startJSGatewayAgent(t *testing.T, port int, hold bool) *jsGatewayAgent {
 				first = false
 				continue
 			}
-			var line struct{ Delivery *gwDelivery }
-			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Delivery != nil {
+			var line struct {
+				Delivery *gwDelivery
+				Cancel   *struct {
+					TaskID string `json:"task_id"`
+				}
+			}
+			if json.Unmarshal(sc.Bytes(), &line) != nil {
+				continue
+			}
+			if line.Delivery != nil {
 				p.deliveries <- *line.Delivery
+			}
+			if line.Cancel != nil {
+				p.cancels <- line.Cancel.TaskID
 			}
 		}
 		close(ready)
@@ -553,6 +574,22 @@ func startJSGatewayAgent(t *testing.T, port int, hold bool) *jsGatewayAgent {
 		t.Fatalf("gateway_agent.mjs did not start in %v; stderr:\n%s", gwTimeout, p.stderr)
 	}
 	return p
+}
+
+// waitCancel waits until the agent is asked to cancel the task.
+func waitCancel(t *testing.T, ch <-chan string, taskID string) {
+	t.Helper()
+	deadline := time.After(gwTimeout)
+	for {
+		select {
+		case id := <-ch:
+			if id == taskID {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("the agent was not asked to cancel task %s in %v", taskID, gwTimeout)
+		}
+	}
 }
 
 // kill9 kills the process with SIGKILL and waits until it is gone.

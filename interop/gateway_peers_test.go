@@ -21,18 +21,19 @@ func TestGatewayPeers(t *testing.T) {
 	srv := startApp(t, &app.Options{})
 	c, tok := gwUserClient(t, srv)
 	goAgent, goURL := startGWGoAgent(t)
-	js := startJSGatewayAgent(t, 0, false)
+	js := startJSGatewayAgent(t, 0, true)
 
 	for _, p := range []struct {
 		name       string
 		url        string
 		deliveries <-chan gwDelivery
+		cancels    <-chan string
 		// goSDK: the a2a-go peer also shows the request's headers and
 		// the execution token.
 		goSDK bool
 	}{
-		{name: "a2a-go", url: goURL, deliveries: goAgent.deliveries, goSDK: true},
-		{name: "a2a-js", url: js.URL, deliveries: js.deliveries},
+		{name: "a2a-go", url: goURL, deliveries: goAgent.deliveries, cancels: goAgent.cancels, goSDK: true},
+		{name: "a2a-js", url: js.URL, deliveries: js.deliveries, cancels: js.cancels},
 	} {
 		t.Run(p.name, func(t *testing.T) {
 			inst := gwInstall(t, c, p.name, p.url)
@@ -104,6 +105,50 @@ func TestGatewayPeers(t *testing.T) {
 					}
 				})
 			}
+
+			// A run cancelled while the agent works: the gateway asks the
+			// agent to cancel its task, and both readers see CANCELLED.
+			t.Run("Cancelled", func(t *testing.T) {
+				runID := gwExecute(t, c, inst, "hold")
+				d := waitDelivery(t, p.deliveries, runID, "delivery")
+				working := gwEvents(t, c, runID, "", func(ev gateway.StreamEvent) bool {
+					return ev.WireType == gateway.EventStatus && ev.Content == "working" || ev.IsTerminal()
+				})
+				if working[len(working)-1].IsTerminal() {
+					t.Fatalf("the held run ended:%s", gwKinds(working))
+				}
+				cancelled, err := c.CancelRun(t.Context(), runID)
+				if err != nil {
+					t.Fatalf("cancel: %v", err)
+				}
+				if cancelled.Status != gateway.StatusCancelled || cancelled.Reason == "" {
+					t.Errorf("cancel answered status %s reason %q", cancelled.Status, cancelled.Reason)
+				}
+				waitCancel(t, p.cancels, d.TaskID)
+				evs := gwFollow(t, c, runID)
+				gwExactlyOnce(t, runID, evs)
+				if last := evs[len(evs)-1]; !last.IsFailure() || last.Status != gateway.StatusCancelled || last.Content == "" {
+					t.Fatalf("the Go client read the end as %s:%s %q (failure %v); events:%s", last.WireType, last.Status, last.Content, last.IsFailure(), gwKinds(evs))
+				}
+				frames := rawEvents(t, srv.URL(), tok, runID)
+				if len(frames) != len(evs)+1 {
+					t.Fatalf("the raw reader got %d frames, the client %d events and then error", len(frames), len(evs))
+				}
+				status, end := frames[len(frames)-2].body(t), frames[len(frames)-1].body(t)
+				if status.Type != gateway.EventStatus || status.Payload.Status != string(gateway.StatusCancelled) || status.Payload.Reason == "" ||
+					end.Type != gateway.EventError || end.Payload.Status != string(gateway.StatusCancelled) {
+					t.Errorf("the raw reader's last frames are %s %s %q and %s %s, want status CANCELLED with a reason, then error",
+						status.Type, status.Payload.Status, status.Payload.Reason, end.Type, end.Payload.Status)
+				}
+				// Nothing the agent says after the cancel changes the run.
+				run, err := c.GetRun(t.Context(), runID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if run.Status != gateway.StatusCancelled || run.LastSequence != int64(len(frames)) {
+					t.Errorf("run = status %s last sequence %d, want CANCELLED at %d", run.Status, run.LastSequence, len(frames))
+				}
+			})
 
 			t.Run("InputRequired", func(t *testing.T) {
 				runID := gwExecute(t, c, inst, "ask")

@@ -8,14 +8,15 @@
 // {"delivery": {…}} for every message it is sent: the message id (the
 // gateway's idempotency key), the task and context ids, the text, and the
 // platform context the gateway put in the request's metadata, with the
-// execution token replaced by "(present)" so that it never reaches a log.
+// execution token replaced by "(present)" so that it never reaches a log;
+// and {"cancel": {"task_id": …}} for every CancelTask.
 // Listening on a given port is what lets a test kill the process with
 // SIGKILL and start it again where the gateway will redeliver.
 //
 // "ask" waits for input (the next message on the task completes it with
 // "answer: <text>"); "hold" reports WORKING with the message "working" and,
-// with --hold, then waits until the process is killed (without it, it goes
-// on like any other text); anything else is echoed as an artifact and
+// with --hold, then waits until the process is killed or the task is
+// cancelled (without it, it goes on like any other text); anything else is echoed as an artifact and
 // completes with a "done" status message.
 
 import express from 'express';
@@ -65,6 +66,9 @@ function report(ctx) {
 }
 
 class GatewayAgent {
+  // The held executions, by task id: cancelTask lets them go.
+  held = new Map();
+
   async execute(ctx, bus) {
     report(ctx);
     const text = textOf(ctx.userMessage);
@@ -100,7 +104,9 @@ class GatewayAgent {
     }
     bus.publish(statusUpdate(taskId, contextId, 'TASK_STATE_WORKING', text === 'hold' ? 'working' : undefined));
     if (text === 'hold' && hold) {
-      await new Promise(() => {}); // until SIGKILL
+      // Until SIGKILL or cancelTask, which ends the task itself.
+      await new Promise((resolve) => this.held.set(taskId, { resolve, contextId }));
+      return;
     }
     bus.publish(AgentEvent.artifactUpdate(TaskArtifactUpdateEvent.fromJSON({
       taskId, contextId, lastChunk: true,
@@ -111,8 +117,12 @@ class GatewayAgent {
   }
 
   async cancelTask(taskId, bus) {
-    bus.publish(statusUpdate(taskId, '', 'TASK_STATE_CANCELED'));
+    process.stdout.write(JSON.stringify({ cancel: { task_id: taskId } }) + '\n');
+    const h = this.held.get(taskId);
+    this.held.delete(taskId);
+    bus.publish(statusUpdate(taskId, h?.contextId ?? '', 'TASK_STATE_CANCELED'));
     bus.finished();
+    h?.resolve();
   }
 }
 
