@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"iter"
 	"log/slog"
 	"strings"
 	"testing"
@@ -79,8 +80,8 @@ func newAdminToken(t *testing.T) secret.Value {
 
 // A replica that dies while it delivers a run: the other takes the run
 // over once the lease lapses, delivers it again under the same idempotency
-// key, and completes it; a client that follows the run on the survivor
-// sees every event once, in order.
+// key, and completes it; a client that follows the run on the survivor,
+// from before the other died, sees every event once, in order.
 func TestGatewayReplicaKilledPostgres(t *testing.T) {
 	dbURL := pgtest.URL(t)
 	admin := newAdminToken(t)
@@ -104,11 +105,34 @@ func TestGatewayReplicaKilledPostgres(t *testing.T) {
 		t.Fatalf("the held run ended:%s", gwKinds(mid))
 	}
 
+	// The client follows the run on B from before A dies to the end, on
+	// one stream.
 	b := startReplica(t, dbURL, admin)
 	cb := gwAdminClient(t, b, admin)
+	ctx, cancel := context.WithTimeout(t.Context(), gwTimeout)
+	defer cancel()
+	next, stop := iter.Pull2(cb.EventsWithReconnect(ctx, runID, nil))
+	defer stop()
+	var evs []gateway.StreamEvent
+	read := func(until func(gateway.StreamEvent) bool) {
+		t.Helper()
+		for {
+			ev, err, ok := next()
+			if !ok {
+				t.Fatalf("the stream on B ended before the run did:%s", gwKinds(evs))
+			}
+			if err != nil {
+				t.Fatalf("the stream on B: %v; read:%s", err, gwKinds(evs))
+			}
+			evs = append(evs, ev)
+			if until(ev) || ev.IsTerminal() {
+				return
+			}
+		}
+	}
+	read(func(ev gateway.StreamEvent) bool { return ev.Content == "working" })
 	killReplica(t, a)
-
-	evs := gwFollow(t, cb, runID)
+	read(func(gateway.StreamEvent) bool { return false })
 	gwExactlyOnce(t, runID, evs)
 	if last := evs[len(evs)-1]; last.IsFailure() || last.Status != gateway.StatusCompleted {
 		t.Fatalf("the run ended on %s:%s %q; events:%s", last.WireType, last.Status, last.Content, gwKinds(evs))
