@@ -85,6 +85,32 @@ func TestGatewayPeers(t *testing.T) {
 				}
 			})
 
+			// A second run on a thread carries the thread's earlier turn,
+			// oldest first, in the platform context.
+			t.Run("Thread", func(t *testing.T) {
+				thread := "thread-" + p.name
+				var runs []string
+				for _, input := range []string{"first", "second"} {
+					res, err := c.Execute(t.Context(), gateway.ExecuteRequest{InstanceID: inst.ID, Input: input, ThreadID: thread})
+					if err != nil {
+						t.Fatalf("execute: %v", err)
+					}
+					if last := gwFollow(t, c, res.RunID); last[len(last)-1].IsFailure() {
+						t.Fatalf("run %q failed:%s", input, gwKinds(last))
+					}
+					runs = append(runs, res.RunID)
+				}
+				first := waitDelivery(t, p.deliveries, runs[0], "first turn")
+				second := waitDelivery(t, p.deliveries, runs[1], "second turn")
+				if _, ok := first.Context["history"]; ok || first.ctx("thread_id") != thread {
+					t.Errorf("the thread's first run: thread_id %q, history %v", first.ctx("thread_id"), first.Context["history"])
+				}
+				want := []any{map[string]any{"role": "user", "content": "first"}, map[string]any{"role": "assistant", "content": "echo: first"}}
+				if diff := cmp.Diff(want, second.Context["history"]); diff != "" || second.ctx("thread_id") != thread {
+					t.Errorf("the thread's second run: thread_id %q, history (-want +got):\n%s", second.ctx("thread_id"), diff)
+				}
+			})
+
 			if p.goSDK {
 				// An agent that refuses the request with an A2A error
 				// fails the run at once: a retry would be refused again.
