@@ -23,7 +23,7 @@ import (
 // other, and a client's event stream moves between replicas without a gap
 // or a duplicate. Skipped without NOVAOS_TEST_POSTGRES_URL (CI sets it).
 
-// gwReplicas are the options of both replicas: a short lease, so that a
+// gwReplicaOptions are the options of both replicas: a short lease, so that a
 // takeover comes soon after a replica dies, and a quick sweep.
 var gwReplicaOptions = app.GatewayOptions{Lease: 2 * time.Second, SweepEvery: 50 * time.Millisecond,
 	RetryBackoff: 10 * time.Millisecond, MaxAttempts: 5}
