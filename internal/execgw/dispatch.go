@@ -199,7 +199,7 @@ func (d *dispatcher) deliver(parent context.Context, claimed *gateway.Run) {
 		}
 		return
 	}
-	if parent.Err() != nil && s.shuttingDown() {
+	if parent.Err() != nil && s.handingBack() {
 		// The server stops: hand the run back at once rather than when the
 		// lease lapses, without counting the attempt against it.
 		rctx, rcancel := context.WithTimeout(context.WithoutCancel(parent), 5*time.Second)

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"novaos.dev/novaos/a2a/a2aclient"
@@ -197,6 +198,7 @@ type Service struct {
 
 	closing   chan struct{}
 	closeOnce sync.Once
+	handBack  atomic.Bool // set by a Shutdown with time left
 }
 
 // Mount builds the gateway over st.Gateway; nil when st keeps no runs.
@@ -256,21 +258,27 @@ func (s *Service) Run(ctx context.Context) {
 }
 
 // Shutdown ends the event streams in flight so the server's shutdown is
-// not held up by followers, and stops delivering; a run in flight is
-// taken over by its lease's lapse (here, after a restart, or elsewhere).
-func (s *Service) Shutdown(context.Context) error {
-	s.closeOnce.Do(func() { close(s.closing) })
+// not held up by followers, and stops delivering. A run in flight is
+// handed back at once for any replica to deliver again, unless ctx has
+// no time left: then nothing more is written, and the run is taken over
+// when its lease lapses, as after a crash.
+func (s *Service) Shutdown(ctx context.Context) error {
+	s.closeOnce.Do(func() {
+		s.handBack.Store(ctx.Err() == nil)
+		close(s.closing)
+	})
 	s.hub.close()
 	return nil
 }
 
 var errClosing = errors.New("execgw: shutting down")
 
-// shuttingDown reports whether Shutdown was called.
-func (s *Service) shuttingDown() bool {
+// handingBack reports whether Shutdown was called with time to hand the
+// runs in flight back.
+func (s *Service) handingBack() bool {
 	select {
 	case <-s.closing:
-		return true
+		return s.handBack.Load()
 	default:
 		return false
 	}
