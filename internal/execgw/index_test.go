@@ -262,3 +262,22 @@ func TestShutdownHandsRunsBack(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// A run with more events than one read of the store brings streams whole
+// on one connection, without waiting for a keep-alive between pages.
+func TestEventsLongerThanAPage(t *testing.T) {
+	const chunks = 600
+	sc := &script{steps: []func(*a2a.SendMessageRequest, *frameWriter){func(_ *a2a.SendMessageRequest, w *frameWriter) {
+		for i := range chunks {
+			w.text("a", strconv.Itoa(i)+" ", i > 0)
+		}
+		w.status(a2a.TaskStateCompleted, nil)
+	}}}
+	e := newEnv(t, hostedAgents{"a": sc}, &execgw.Options{KeepAlive: time.Hour})
+	run := e.execute(userTok, gateway.ExecuteRequest{InstanceID: e.install("a", "a", nil), Input: "q"})
+	r := e.waitStatus(run, gateway.StatusCompleted)
+	evs := e.events(userTok, run, "", nil)
+	if int64(len(evs)) != r.LastSequence || evs[len(evs)-1].Frame.Type != gateway.EventDone {
+		t.Fatalf("%d events of %d, the last %q", len(evs), r.LastSequence, evs[len(evs)-1].Frame.Type)
+	}
+}
