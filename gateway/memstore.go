@@ -139,7 +139,7 @@ func stored(t time.Time) time.Time {
 
 func (s *MemoryStore) CreateInstance(_ context.Context, in Instance, now time.Time) (Instance, error) {
 	what := "gateway: create instance " + in.ID
-	if err := prepareInstance(&in, 0, now); err != nil {
+	if err := PrepareInstance(&in, 0, now); err != nil {
 		return Instance{}, fmt.Errorf("%s: %w", what, err)
 	}
 	enc, err := encodeInstance(&in)
@@ -159,7 +159,12 @@ func (s *MemoryStore) CreateInstance(_ context.Context, in Instance, now time.Ti
 	return enc.decode(), nil
 }
 
-func prepareInstance(in *Instance, expect int64, now time.Time) error {
+// PrepareInstance checks an instance a Store is about to write and sets
+// what a store assigns: the version after expect (0 creates) and the
+// times, to the microsecond in UTC, now (time.Now when zero) being the
+// update time and, on creation, the creation time. Stores other than
+// this package's use it to behave alike.
+func PrepareInstance(in *Instance, expect int64, now time.Time) error {
 	if in.ID == "" || in.TenantID == "" || in.Name == "" {
 		return errors.New("an instance needs an id, a tenant and a name")
 	}
@@ -217,7 +222,7 @@ func (s *MemoryStore) UpdateInstance(_ context.Context, in Instance, expectVersi
 	if expectVersion <= 0 {
 		return Instance{}, fmt.Errorf("%s: an update needs the version it replaces, not %d", what, expectVersion)
 	}
-	if err := prepareInstance(&in, expectVersion, now); err != nil {
+	if err := PrepareInstance(&in, expectVersion, now); err != nil {
 		return Instance{}, fmt.Errorf("%s: %w", what, err)
 	}
 	s.mu.Lock()
@@ -255,10 +260,13 @@ func (s *MemoryStore) DeleteInstance(_ context.Context, tenantID, id string) err
 	return nil
 }
 
-// prepareRunWrite checks w and sets what the store assigns: the run's
-// version and times, each event's run id and time; sequences are numbered
-// once the last stored one is known. w.Events is copied, not changed.
-func prepareRunWrite(w *RunWrite, create bool) error {
+// PrepareRunWrite checks a write a Store is about to make and sets what a
+// store assigns: the run's version and times (to the microsecond in UTC),
+// each event's run id and time, payloads copied (empty ones nil);
+// sequences are numbered once the last stored one is known. w.Events is
+// copied, not changed. Stores other than this package's use it to behave
+// alike.
+func PrepareRunWrite(w *RunWrite, create bool) error {
 	r := &w.Run
 	switch {
 	case create && w.ExpectVersion != 0:
@@ -290,7 +298,7 @@ func prepareRunWrite(w *RunWrite, create bool) error {
 		if e.At.IsZero() {
 			e.At = w.Now
 		}
-		e.RunID, e.At, e.Payload = r.ID, stored(e.At), cloneBytes(e.Payload)
+		e.RunID, e.Sequence, e.At, e.Payload = r.ID, 0, stored(e.At), cloneBytes(e.Payload)
 		evs[i] = e
 	}
 	w.Events = evs
@@ -299,7 +307,7 @@ func prepareRunWrite(w *RunWrite, create bool) error {
 
 func (s *MemoryStore) CreateRun(_ context.Context, w RunWrite) (Run, []Event, error) {
 	what := "gateway: create run " + w.Run.ID
-	if err := prepareRunWrite(&w, true); err != nil {
+	if err := PrepareRunWrite(&w, true); err != nil {
 		return Run{}, nil, fmt.Errorf("%s: %w", what, err)
 	}
 	for i := range w.Events {
@@ -412,7 +420,7 @@ func compareRunKey(at time.Time, id string, at2 time.Time, id2 string) int {
 
 func (s *MemoryStore) WriteRun(_ context.Context, w RunWrite) (Run, []Event, error) {
 	what := "gateway: write run " + w.Run.ID
-	if err := prepareRunWrite(&w, false); err != nil {
+	if err := PrepareRunWrite(&w, false); err != nil {
 		return Run{}, nil, fmt.Errorf("%s: %w", what, err)
 	}
 	s.mu.Lock()

@@ -65,24 +65,11 @@ func ScanInstance(r Scanner) (gateway.Instance, error) {
 	return in, nil
 }
 
-// PrepareInstance checks in and sets what a store assigns before it
-// writes it: the version after expect (0 creates) and the times, to the
-// microsecond, now (time.Now when zero) being the update time and, on
-// creation, the creation time.
+// PrepareInstance is gateway.PrepareInstance, with empty sealed secrets
+// written as NULL.
 func PrepareInstance(in *gateway.Instance, expect int64, now time.Time) error {
-	if in.ID == "" || in.TenantID == "" || in.Name == "" {
-		return errors.New("an instance needs an id, a tenant and a name")
-	}
-	if expect < 0 {
-		return fmt.Errorf("expected version %d is negative", expect)
-	}
-	if now.IsZero() {
-		now = time.Now()
-	}
-	now = Stored(now)
-	in.Version, in.UpdatedAt = expect+1, now
-	if expect == 0 {
-		in.CreatedAt = now
+	if err := gateway.PrepareInstance(in, expect, now); err != nil {
+		return err
 	}
 	in.SealedSecrets = Raw(in.SealedSecrets)
 	return nil
@@ -143,49 +130,10 @@ func ScanRun(r Scanner) (gateway.Run, error) {
 	return run, nil
 }
 
-// PrepareRunWrite checks w and sets what a store assigns before it writes
-// it: the run's version (ExpectVersion+1) and times, every time to the
-// microsecond in UTC (Now is time.Now when zero; the creation time is
-// Now on creation, and an update's is the stored one, which the store
-// sets), and each event's run id and time (Now when unset). The events'
-// sequences are the store's to number; w.Events is copied, not changed.
+// PrepareRunWrite is gateway.PrepareRunWrite: the checks and settings
+// every gateway store applies before a write.
 func PrepareRunWrite(w *gateway.RunWrite, create bool) error {
-	r := &w.Run
-	switch {
-	case create && w.ExpectVersion != 0:
-		return fmt.Errorf("a run is created with ExpectVersion 0, not %d", w.ExpectVersion)
-	case !create && w.ExpectVersion <= 0:
-		return fmt.Errorf("a run write needs the version it replaces, not %d", w.ExpectVersion)
-	case r.ID == "" || r.TenantID == "":
-		return errors.New("a run needs an id and a tenant")
-	case !r.Status.Valid():
-		return fmt.Errorf("run status %q is not a run status", r.Status)
-	}
-	if w.Now.IsZero() {
-		w.Now = time.Now()
-	}
-	w.Now = Stored(w.Now)
-	r.Version, r.UpdatedAt = w.ExpectVersion+1, w.Now
-	if create {
-		r.CreatedAt = w.Now
-	}
-	r.StartedAt, r.EndedAt, r.LeaseUntil, r.NotBefore = Stored(r.StartedAt), Stored(r.EndedAt), Stored(r.LeaseUntil), Stored(r.NotBefore)
-	evs := make([]gateway.Event, len(w.Events))
-	for i, e := range w.Events {
-		if e.Type == "" {
-			return fmt.Errorf("event %d has no type", i)
-		}
-		if len(e.Payload) > 0 && !json.Valid(e.Payload) {
-			return fmt.Errorf("event %d (%s): payload is not JSON", i, e.Type)
-		}
-		if e.At.IsZero() {
-			e.At = w.Now
-		}
-		e.RunID, e.Sequence, e.At, e.Payload = r.ID, 0, Stored(e.At), Raw(e.Payload)
-		evs[i] = e
-	}
-	w.Events = evs
-	return nil
+	return gateway.PrepareRunWrite(w, create)
 }
 
 // Number gives events the sequences after the run's last one before the
