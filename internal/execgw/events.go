@@ -1,36 +1,23 @@
 package execgw
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 
 	"novaos.dev/novaos/gateway"
+	"novaos.dev/novaos/internal/execgw/runsse"
 	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/problem"
 )
 
-// eventsPage is how many events one read of the store brings.
-const eventsPage = 256
-
-// writeTimeout bounds one write to an event stream: a follower that reads
-// nothing for this long is dropped, so it cannot hold a goroutine and its
-// buffers for ever.
-const writeTimeout = 30 * time.Second
-
-// parseCursor reads an SSE id the gateway issued (a sequence) for run:
-// a decimal integer no greater than the run's last sequence.
+// parseCursor reads an SSE id the gateway issued (a sequence) for run.
 func parseCursor(v string, run *gateway.Run) (int64, error) {
-	if v == "" {
-		return 0, nil
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 || n > run.LastSequence || strconv.FormatInt(n, 10) != v {
+	n, ok := runsse.ParseCursor(v, run.LastSequence)
+	if !ok {
 		return 0, &problem.Problem{Type: gateway.ProblemInvalidCursor, Status: http.StatusBadRequest, Title: "Bad Request",
 			Detail: "the Last-Event-ID is not an event id of this run"}
 	}
@@ -90,66 +77,22 @@ func (s *Service) serveEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.hub.unfollow(f)
+	runsse.Stream(w, r, runSource{s, run.ID}, after, runsse.Options{KeepAlive: s.o.KeepAlive, Wake: f.wake, Closing: s.hub.closing,
+		OnError: func(err error) { s.log.Error("gateway: reading run events failed", "run_id", run.ID, "err", err) }})
+}
 
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	bw := bufio.NewWriterSize(w, 4096)
-	flush := func() error {
-		_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-		if err := bw.Flush(); err != nil {
-			return err
-		}
-		return rc.Flush()
-	}
-	if err := flush(); err != nil {
-		return
-	}
-	keepAlive := time.NewTicker(s.o.KeepAlive)
-	defer keepAlive.Stop()
-	for {
-		events, err := s.store.Events(r.Context(), run.ID, after, eventsPage)
-		if err != nil {
-			if r.Context().Err() == nil {
-				s.log.Error("gateway: reading run events failed", "run_id", run.ID, "err", err)
-			}
-			return
-		}
-		for _, e := range events {
-			if err := writeFrame(bw, e); err != nil {
-				return
-			}
-			after = e.Sequence
-			if e.Type == gateway.EventDone || e.Type == gateway.EventError {
-				_ = flush()
-				return
-			}
-		}
-		if len(events) > 0 {
-			if err := flush(); err != nil {
-				return
-			}
-			if len(events) == eventsPage {
-				continue
-			}
-		} else if ended, err := s.endedAt(r.Context(), run.ID, after); err != nil || ended {
-			return // the stream already said how the run ended
-		}
-		select {
-		case <-f.wake:
-		case <-keepAlive.C:
-			if _, err := bw.WriteString(": keepalive\n\n"); err != nil || flush() != nil {
-				return
-			}
-		case <-r.Context().Done():
-			return
-		case <-s.hub.closing:
-			return
-		}
-	}
+// runSource reads one run's events from the store.
+type runSource struct {
+	s  *Service
+	id string
+}
+
+func (rs runSource) Events(ctx context.Context, after int64, limit int) ([]gateway.Event, error) {
+	return rs.s.store.Events(ctx, rs.id, after, limit)
+}
+
+func (rs runSource) Ended(ctx context.Context, after int64) (bool, error) {
+	return rs.s.endedAt(ctx, rs.id, after)
 }
 
 // endedAt reports whether the run has ended with no event after the
@@ -161,20 +104,6 @@ func (s *Service) endedAt(ctx context.Context, id string, after int64) (bool, er
 		return false, err
 	}
 	return r.Status.Terminal() && r.LastSequence <= after, nil
-}
-
-// writeFrame writes one event as an SSE frame.
-func writeFrame(bw *bufio.Writer, e gateway.Event) error {
-	data, err := json.Marshal(e.Frame())
-	if err != nil {
-		return fmt.Errorf("execgw: encode event %d of run %s: %w", e.Sequence, e.RunID, err)
-	}
-	bw.WriteString("id: ")
-	bw.WriteString(strconv.FormatInt(e.Sequence, 10))
-	bw.WriteString("\nevent: " + gateway.SSEEventName + "\ndata: ")
-	bw.Write(data)
-	_, err = bw.WriteString("\n\n")
-	return err
 }
 
 // serveStreamingHealth answers whether event streams can be served.

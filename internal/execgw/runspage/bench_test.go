@@ -1,11 +1,9 @@
 package runspage
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"testing"
 	"time"
 
@@ -54,18 +52,6 @@ func BenchmarkList(b *testing.B) {
 		buf.Reset()
 		d := pageData{Base: DefaultPath, User: &p, List: h.listView(runs, gateway.RunFilter{Limit: 50}, p, "", "", false)}
 		if err := pages.ExecuteTemplate(&buf, "list.html", d); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkFrame writes one live event as an SSE frame.
-func BenchmarkFrame(b *testing.B) {
-	e := benchEvents(1)[0]
-	bw := bufio.NewWriter(io.Discard)
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := writeFrame(bw, e); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -3,7 +3,6 @@ package runspage
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -35,21 +34,6 @@ func FuzzPause(f *testing.F) {
 		}
 		if bytes.Contains(bytes.ToLower(buf.Bytes()), []byte("<script>")) {
 			t.Fatalf("pause %q became markup", raw)
-		}
-	})
-}
-
-func FuzzCursor(f *testing.F) {
-	for _, s := range []string{"", "0", "7", "100", "101", "-1", "01", "+1", "1e2", "9223372036854775808"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, v string) {
-		n, ok := parseCursor(v, 100)
-		if !ok {
-			return
-		}
-		if n < 0 || n > 100 || v != "" && strconv.FormatInt(n, 10) != v {
-			t.Fatalf("parseCursor(%q) = %d", v, n)
 		}
 	})
 }

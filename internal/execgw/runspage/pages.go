@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"novaos.dev/novaos/gateway"
+	"novaos.dev/novaos/internal/execgw/runsse"
 	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/internal/webui"
 	"novaos.dev/novaos/problem"
@@ -20,7 +21,6 @@ const listRefresh = 30
 
 // Bounds of what a run page shows and reads.
 const (
-	eventsPage     = 256  // events read from the gateway at once
 	maxEventsShown = 2000 // events rendered on a run page; the live stream brings the rest
 	maxTenantBytes = 128
 )
@@ -125,14 +125,14 @@ func (h *handler) detail(w http.ResponseWriter, r *http.Request, s *session, id 
 	}
 	var events []gateway.Event
 	for after := int64(0); len(events) < maxEventsShown; {
-		page, err := h.runs.Events(r.Context(), s.Principal, run.ID, after, eventsPage)
+		page, err := h.runs.Events(r.Context(), s.Principal, run.ID, after, runsse.Page)
 		if err != nil {
 			status, msg := h.failure(r, err, "reading a run's events")
 			webui.Plain(w, status, msg)
 			return
 		}
 		events = append(events, page...)
-		if len(page) < eventsPage {
+		if len(page) < runsse.Page {
 			break
 		}
 		after = page[len(page)-1].Sequence

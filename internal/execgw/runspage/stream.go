@@ -1,20 +1,14 @@
 package runspage
 
 import (
-	"bufio"
-	"encoding/json"
+	"context"
 	"errors"
 	"net/http"
-	"strconv"
-	"time"
 
 	"novaos.dev/novaos/gateway"
+	"novaos.dev/novaos/internal/execgw/runsse"
 	"novaos.dev/novaos/internal/webui"
 )
-
-// writeTimeout bounds one write to a live stream: a browser that reads
-// nothing for this long is dropped.
-const writeTimeout = 30 * time.Second
 
 // stream serves GET {id}/events: the run's events after the Last-Event-ID
 // (on a reconnection) or the "after" parameter, as SSE frames shaped like
@@ -46,7 +40,7 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request, id string) {
 	if text == "" {
 		text = r.URL.Query().Get("after")
 	}
-	after, ok := parseCursor(text, run.LastSequence)
+	after, ok := runsse.ParseCursor(text, run.LastSequence)
 	if !ok {
 		webui.Plain(w, http.StatusBadRequest, "The Last-Event-ID is not an event id of this run.")
 		return
@@ -66,90 +60,28 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request, id string) {
 		return
 	}
 	defer feed.Stop()
-
-	hd := w.Header()
-	hd.Set("Content-Type", "text/event-stream")
-	hd.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	bw := bufio.NewWriterSize(w, 4096)
-	flush := func() error {
-		_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-		if err := bw.Flush(); err != nil {
-			return err
-		}
-		return rc.Flush()
-	}
-	if flush() != nil {
-		return
-	}
-	keepAlive := time.NewTicker(h.keepAlive)
-	defer keepAlive.Stop()
-	for {
-		events, err := h.runs.Events(r.Context(), p, run.ID, after, eventsPage)
-		if err != nil {
-			if r.Context().Err() == nil {
-				h.log.ErrorContext(r.Context(), "runspage: reading run events failed", "run_id", run.ID, "err", err)
-			}
-			return
-		}
-		for _, e := range events {
-			if writeFrame(bw, e) != nil {
-				return
-			}
-			after = e.Sequence
-			if e.Type == gateway.EventDone || e.Type == gateway.EventError {
-				_ = flush()
-				return
-			}
-		}
-		if len(events) > 0 {
-			if flush() != nil {
-				return
-			}
-			if len(events) == eventsPage {
-				continue
-			}
-		} else if now, err := h.runs.Get(r.Context(), p, run.ID); err != nil || now.Status.Terminal() && now.LastSequence <= after {
-			return // the stream already said how the run ended
-		}
-		select {
-		case <-feed.Wake:
-		case <-keepAlive.C:
-			if _, err := bw.WriteString(": keepalive\n\n"); err != nil || flush() != nil {
-				return
-			}
-		case <-r.Context().Done():
-			return
-		case <-feed.Closing:
-			return
-		}
-	}
+	runsse.Stream(w, r, pageSource{h, p, run.ID}, after, runsse.Options{KeepAlive: h.keepAlive, Wake: feed.Wake, Closing: feed.Closing,
+		OnError: func(err error) {
+			h.log.ErrorContext(r.Context(), "runspage: reading run events failed", "run_id", run.ID, "err", err)
+		}})
 }
 
-// parseCursor reads an event id the page's stream issued: a decimal
-// sequence no greater than the run's last. "" is the start.
-func parseCursor(v string, last int64) (int64, bool) {
-	if v == "" {
-		return 0, true
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 || n > last || strconv.FormatInt(n, 10) != v {
-		return 0, false
-	}
-	return n, true
+// pageSource reads a run's events through the gateway, as the signed-in
+// principal may.
+type pageSource struct {
+	h  *handler
+	p  Principal
+	id string
 }
 
-// writeFrame writes one event as the API's SSE frame.
-func writeFrame(bw *bufio.Writer, e gateway.Event) error {
-	data, err := json.Marshal(e.Frame())
+func (ps pageSource) Events(ctx context.Context, after int64, limit int) ([]gateway.Event, error) {
+	return ps.h.runs.Events(ctx, ps.p, ps.id, after, limit)
+}
+
+func (ps pageSource) Ended(ctx context.Context, after int64) (bool, error) {
+	run, err := ps.h.runs.Get(ctx, ps.p, ps.id)
 	if err != nil {
-		return err
+		return false, err
 	}
-	bw.WriteString("id: ")
-	bw.WriteString(strconv.FormatInt(e.Sequence, 10))
-	bw.WriteString("\nevent: " + gateway.SSEEventName + "\ndata: ")
-	bw.Write(data)
-	_, err = bw.WriteString("\n\n")
-	return err
+	return run.Status.Terminal() && run.LastSequence <= after, nil
 }

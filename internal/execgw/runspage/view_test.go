@@ -62,11 +62,6 @@ func TestTextHelpers(t *testing.T) {
 			t.Errorf("unescape(%.20q…) ok = %v, want %v", seg, got, ok)
 		}
 	}
-	for v, want := range map[string]bool{"0": true, "100": true, "101": false, "-0": false, "": true} {
-		if _, ok := parseCursor(v, 100); ok != want {
-			t.Errorf("parseCursor(%q) ok = %v, want %v", v, ok, want)
-		}
-	}
 }
 
 func rawPause(t *testing.T, typ, callID string, payload map[string]any) json.RawMessage {
