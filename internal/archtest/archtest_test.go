@@ -253,7 +253,7 @@ var rules = []rule{
 		forbid: func(dep *pkg) bool {
 			return dep.ImportPath == module+"/a2a/a2aclient" || underAny(dep.ImportPath, "agent", "store", "internal")
 		},
-	},	{
+	}, {
 		pkg: module + "/gateway",
 		why: "the gateway's client is imported by applications and its store contract by the stores; it must not drag stores, database drivers or platform internals in, nor the agent SDK",
 		forbid: func(dep *pkg) bool {

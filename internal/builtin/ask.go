@@ -18,7 +18,7 @@ const askQuestion = "What should I call you?"
 // they first asked.
 func Ask() *agent.Agent {
 	a := agent.New("ask", Version, &agent.Options{
-		Description:        "Asks what to call you, then answers: a human-in-the-loop example.",
+		Description: "Asks what to call you, then answers: a human-in-the-loop example.",
 		// A reply carries the HITL response as a JSON data part.
 		DefaultInputModes:  []string{"text/plain", "application/json"},
 		DefaultOutputModes: []string{"text/plain"},

@@ -72,7 +72,9 @@ func TestCheckExecute(t *testing.T) {
 		{"attachment URL without a host", func(r *gateway.ExecuteRequest) { r.Attachments = []gateway.Attachment{{Type: "t", URL: "https:///x"}} }, []string{"attachments[0]"}},
 		{"32 custom headers", func(r *gateway.ExecuteRequest) { r.CustomHeaders = headers(maxCustomHeaders) }, nil},
 		{"33 custom headers", func(r *gateway.ExecuteRequest) { r.CustomHeaders = headers(maxCustomHeaders + 1) }, []string{"custom_headers"}},
-		{"a header value of 8 KiB", func(r *gateway.ExecuteRequest) { r.CustomHeaders = map[string]string{"x-a": strings.Repeat("v", maxCustomHeaderValue)} }, nil},
+		{"a header value of 8 KiB", func(r *gateway.ExecuteRequest) {
+			r.CustomHeaders = map[string]string{"x-a": strings.Repeat("v", maxCustomHeaderValue)}
+		}, nil},
 		{"a header value past 8 KiB", func(r *gateway.ExecuteRequest) {
 			r.CustomHeaders = map[string]string{"x-a": strings.Repeat("v", maxCustomHeaderValue+1)}
 		}, []string{"custom_headers"}},
