@@ -138,12 +138,15 @@ var commands = [][]string{
 	{"gate", "rules", "put"}, {"gate", "rules", "get"}, {"gate", "audit", "verify"},
 	{"token", "mint"}, {"token", "verify"}, {"token", "rotate"},
 	{"card", "get"}, {"card", "verify"}, {"card", "sign"}, {"card", "keygen"},
+	{"proxy"}, {"run"},
+	{"instances", "install"}, {"instances", "list"}, {"instances", "show"}, {"instances", "update"}, {"instances", "remove"},
+	{"runs", "list"}, {"runs", "show"}, {"runs", "cancel"}, {"runs", "reply"}, {"runs", "events"},
 }
 
 // otherFlags are the flags the pages give to programs other than novaos:
 // curl's, the examples' and the a2a-go CLI's.
 var otherFlags = map[string]bool{
-	"cacert": true, "retry": true, "retry-connrefused": true, "retry-delay": true, // curl
+	"cacert": true, "retry": true, "retry-connrefused": true, "retry-delay": true, "max-time": true, // curl
 	"keys":     true, // examples/mailer
 	"insecure": true, // the a2a-go CLI
 }

@@ -20,7 +20,7 @@ func TestOptionsAgents(t *testing.T) {
 	for _, ep := range srv.Endpoints() {
 		names = append(names, ep.Name)
 	}
-	if strings.Join(names, ",") != "echo,tck,extra-1" {
+	if strings.Join(names, ",") != "echo,tck,ask,extra-1" {
 		t.Errorf("endpoints %v", names)
 	}
 }

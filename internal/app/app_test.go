@@ -275,7 +275,7 @@ func TestServeSQLite(t *testing.T) {
 		if err := json.Unmarshal(body, &idx); err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(srv.Endpoints(), idx.Agents); diff != "" || len(idx.Agents) != 2 {
+		if diff := cmp.Diff(srv.Endpoints(), idx.Agents); diff != "" || len(idx.Agents) != 3 {
 			t.Errorf("(-want +got)\n%s", diff)
 		}
 	})

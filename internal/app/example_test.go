@@ -42,5 +42,6 @@ func ExampleServer() {
 	// Output:
 	// echo true
 	// tck true
+	// ask true
 	// 200 {"status":"ok","database":{"kind":"custom","ok":true}}
 }

@@ -63,16 +63,17 @@ func testRegistryRestart(t *testing.T, opts func() *app.Options) {
 	c := registryClient(t, first)
 	hosted := func(base string) []listed {
 		return []listed{
+			{"ask", base + "/agents/ask", "Asks what to call you, then answers: a human-in-the-loop example."},
 			{"echo", base + "/agents/echo", "Answers with the text it receives; streams it word by word."},
 			{"tck", base + "/agents/tck", "A2A TCK conformance system under test"},
 		}
 	}
 	got := listAll(t, c)
 	want := hosted(first.URL())
-	if len(got) != 2 || got[0] != want[0] || got[1].Name != "tck" || got[1].URL != want[1].URL {
+	if len(got) != 3 || got[0] != want[0] || got[1] != want[1] || got[2].Name != "tck" || got[2].URL != want[2].URL {
 		t.Fatalf("first start lists %+v, want the hosted agents %+v", got, want)
 	}
-	want[1].Desc = got[1].Desc
+	want[2].Desc = got[2].Desc
 
 	// Every hosted agent is found by its skill and reachable at its URL.
 	m, err := c.Find(t.Context(), registry.FindQuery{Capabilities: []string{"Echo"}})
@@ -104,7 +105,7 @@ func testRegistryRestart(t *testing.T, opts func() *app.Options) {
 	}
 	c = registryClient(t, second)
 	wantAfter := append(hosted(second.URL()), listed{"weather", "http://127.0.0.1:9/a2a", "Forecasts"})
-	wantAfter[1].Desc = want[1].Desc
+	wantAfter[2].Desc = want[2].Desc
 	if diff := cmp.Diff(wantAfter, listAll(t, c)); diff != "" {
 		t.Errorf("after restart (-want +got):\n%s", diff)
 	}
