@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"runtime"
@@ -272,15 +273,18 @@ func alternate(ctx context.Context, sides [2]*runsSide, o *RunsOptions) error {
 	rounds := int((o.Duration + o.Round - 1) / o.Round)
 	per := o.Duration / time.Duration(rounds)
 	for i := range 2 * rounds {
-		// Pair p runs A then B when p is even, B then A when it is odd:
-		// A B B A A B …, so neither side always follows the other.
-		s := sides[(i+i/2)%2]
+		s := sides[roundSide(i)]
 		if err := round(ctx, s, o.Concurrency, per, true); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// roundSide is the side of round i: pair p runs A then B when p is even,
+// B then A when it is odd (A B B A A B …), so neither side always follows
+// the other.
+func roundSide(i int) int { return (i + i/2) % 2 }
 
 // round runs s from c clients for d; a client starts no operation after
 // d, and the round lasts until the last one finished.
@@ -615,8 +619,8 @@ func openStream(ctx context.Context, host string, t *RunsTarget, p pausedRun) (n
 }
 
 // readHead writes req and reads the response up to the end of its
-// headers.
-func readHead(conn net.Conn, req []byte) ([]byte, error) {
+// headers; it returns the head without the blank line that ends it.
+func readHead(conn io.ReadWriter, req []byte) ([]byte, error) {
 	if _, err := conn.Write(req); err != nil {
 		return nil, err
 	}
@@ -626,7 +630,9 @@ func readHead(conn net.Conn, req []byte) ([]byte, error) {
 			if len(buf) >= maxStreamHead {
 				return nil, errors.New("response head too large")
 			}
-			buf = append(buf, make([]byte, len(buf))...)[:len(buf)]
+			grown := make([]byte, len(buf), min(2*cap(buf), maxStreamHead))
+			copy(grown, buf)
+			buf = grown
 		}
 		n, err := conn.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]

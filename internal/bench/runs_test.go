@@ -1,0 +1,404 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"novaos.dev/novaos/gateway"
+	"novaos.dev/novaos/secret"
+)
+
+func TestRunsOptionsDefaults(t *testing.T) {
+	tests := []struct {
+		name string
+		in   *RunsOptions
+		want RunsOptions
+	}{
+		{"nil", nil, RunsOptions{Concurrency: 32, Duration: 20 * time.Second, Warmup: 2 * time.Second, Round: DefaultRunsRound,
+			Streams: DefaultRunsStreams, Input: DefaultRunsInput}},
+		{"negative warm-up is none", &RunsOptions{Concurrency: 3, Duration: time.Second, Warmup: -1, Round: time.Millisecond, Streams: 7, Input: "a b"},
+			RunsOptions{Concurrency: 3, Duration: time.Second, Warmup: 0, Round: time.Millisecond, Streams: 7, Input: "a b"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.in.withDefaults()
+			if diff := cmp.Diff(tc.want, got, cmp.Comparer(func(a, b func()) bool { return (a == nil) == (b == nil) })); diff != "" {
+				t.Errorf("withDefaults (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRoundSideIsABBA(t *testing.T) {
+	var got []int
+	for i := range 8 {
+		got = append(got, roundSide(i))
+	}
+	if diff := cmp.Diff([]int{0, 1, 1, 0, 0, 1, 1, 0}, got); diff != "" {
+		t.Errorf("round sides (-want +got):\n%s", diff)
+	}
+}
+
+// alternate counts every measured operation of a side, failed or not,
+// and none of the warm-up's.
+func TestAlternateCountsMeasuredOperations(t *testing.T) {
+	for _, warm := range []time.Duration{-1, 20 * time.Millisecond} {
+		t.Run(fmt.Sprint("warmup ", warm), func(t *testing.T) {
+			var calls [2]atomic.Uint64
+			var measuring atomic.Bool
+			var measured [2]atomic.Uint64
+			mk := func(i int) *runsSide {
+				return &runsSide{name: fmt.Sprint("side", i), do: func(context.Context) (time.Duration, error) {
+					n := calls[i].Add(1)
+					if measuring.Load() {
+						measured[i].Add(1)
+					}
+					if n%2 == 0 {
+						return 0, errors.New("even call fails")
+					}
+					return time.Microsecond, nil
+				}}
+			}
+			sides := [2]*runsSide{mk(0), mk(1)}
+			o := (&RunsOptions{Concurrency: 1, Duration: 40 * time.Millisecond, Round: 10 * time.Millisecond, Warmup: warm}).withDefaults()
+			if o.Warmup > 0 {
+				// The warm-up rounds come first: count from the first
+				// measured round on by watching the warm-up's end.
+				if err := round(t.Context(), sides[0], 1, o.Warmup, false); err != nil {
+					t.Fatal(err)
+				}
+				if err := round(t.Context(), sides[1], 1, o.Warmup, false); err != nil {
+					t.Fatal(err)
+				}
+				o.Warmup = 0
+			}
+			measuring.Store(true)
+			if err := alternate(t.Context(), sides, &o); err != nil {
+				t.Fatal(err)
+			}
+			for i, s := range sides {
+				r := s.result()
+				if r.Runs != measured[i].Load() || r.Runs == 0 {
+					t.Errorf("%s: %d runs counted, %d measured calls", r.Scenario, r.Runs, measured[i].Load())
+				}
+				if r.Errors == 0 || r.Errors > r.Runs || r.FirstError != "even call fails" {
+					t.Errorf("%s: %d errors of %d, first %q", r.Scenario, r.Errors, r.Runs, r.FirstError)
+				}
+				if r.Elapsed < o.Duration || r.Throughput <= 0 || r.FirstEvent.P50 != time.Microsecond {
+					t.Errorf("%s: elapsed %v, throughput %v, first event %+v", r.Scenario, r.Elapsed, r.Throughput, r.FirstEvent)
+				}
+			}
+		})
+	}
+}
+
+func TestAlternateStopsWithContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	side := &runsSide{name: "s", do: func(context.Context) (time.Duration, error) {
+		cancel()
+		return 0, nil
+	}}
+	o := (&RunsOptions{Concurrency: 2, Duration: time.Hour, Warmup: -1}).withDefaults()
+	err := alternate(ctx, [2]*runsSide{side, side}, &o)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("alternate = %v, want context.Canceled", err)
+	}
+	if side.runs != 0 {
+		t.Errorf("%d runs counted after the cancel", side.runs)
+	}
+}
+
+func TestRunRunsIncompleteTarget(t *testing.T) {
+	if _, err := RunRuns(t.Context(), &RunsTarget{Instance: "i"}, nil); err == nil || !strings.Contains(err.Error(), "incomplete target") {
+		t.Fatalf("RunRuns = %v, want an incomplete target error", err)
+	}
+}
+
+// fakeGateway serves execute and a scripted event stream per run.
+type fakeGateway struct {
+	// frames answers an events request with the frames to write; hold
+	// keeps the stream open after them until the client goes.
+	frames func(lastEventID string) (frames []string, hold bool)
+	mu     sync.Mutex
+	cursor []string // Last-Event-ID of each events request, in order
+	cut    int      // streams the client closed while the server held them
+	open   atomic.Int64
+	status int // of every events request; 0 means 200
+	auth   []string
+}
+
+func (f *fakeGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.Method == http.MethodPost && r.URL.Path == gateway.ExecutePath:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = io.WriteString(w, `{"run_id":"run-1","status":"QUEUED"}`)
+	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, gateway.EventsPath):
+		f.mu.Lock()
+		f.cursor = append(f.cursor, r.Header.Get("Last-Event-ID"))
+		f.auth = append(f.auth, r.Header.Get("Authorization")+"|"+r.Header.Get("X-Tenant-ID"))
+		f.mu.Unlock()
+		if f.status != 0 {
+			http.Error(w, "overloaded", f.status)
+			return
+		}
+		frames, hold := f.frames(r.Header.Get("Last-Event-ID"))
+		if hold {
+			// Counted before the headers go, so a client that read them
+			// finds the stream counted.
+			f.open.Add(1)
+			defer f.open.Add(-1)
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		for _, fr := range frames {
+			_, _ = io.WriteString(w, fr)
+		}
+		w.(http.Flusher).Flush()
+		if hold {
+			<-r.Context().Done()
+			f.mu.Lock()
+			f.cut++
+			f.mu.Unlock()
+		}
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func frame(seq int, typ string, payload any) string {
+	p, _ := json.Marshal(payload)
+	return fmt.Sprintf("id: %d\nevent: message\ndata: {\"type\":%q,\"payload\":%s,\"run_id\":\"run-1\",\"sequence\":%d}\n\n", seq, typ, p, seq)
+}
+
+func newFakeTarget(t *testing.T, f *fakeGateway) *RunsTarget {
+	t.Helper()
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	gw, err := gateway.NewClient(srv.URL, &gateway.ClientOptions{Token: secret.New("tok-1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &RunsTarget{Gateway: gw, Instance: "inst", PauseInstance: "pause", BaseURL: srv.URL, Token: secret.New("tok-1"), Tenant: "acme"}
+}
+
+func TestGatewayRun(t *testing.T) {
+	running := frame(1, gateway.EventStatus, map[string]string{"status": "RUNNING"})
+	tests := []struct {
+		name    string
+		frames  []string
+		wantErr string
+	}{
+		{"completed", []string{running, frame(2, gateway.EventMessageDelta, map[string]string{"content": "hi"}),
+			frame(3, gateway.EventStatus, map[string]string{"status": "COMPLETED"}), frame(4, gateway.EventDone, map[string]string{"status": "COMPLETED"})}, ""},
+		{"failed", []string{running, frame(2, gateway.EventStatus, map[string]string{"status": "FAILED", "reason": "boom"}),
+			frame(3, gateway.EventError, map[string]string{"error": "boom"})}, "status FAILED"},
+		{"stream ends early", []string{running}, "ended before the run ended"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tg := newFakeTarget(t, &fakeGateway{frames: func(string) ([]string, bool) { return tc.frames, false }})
+			first, err := gatewayRun(t.Context(), tg, "a b")
+			if tc.wantErr == "" {
+				if err != nil || first <= 0 {
+					t.Fatalf("gatewayRun = %v, %v; want a first-event time and no error", first, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("gatewayRun error %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// pauseScript is a run of the pause agent: event 1, and after it the
+// text, the pause's status and the hitl event; the stream then stays open.
+func pauseScript(end []string) func(string) ([]string, bool) {
+	return func(last string) ([]string, bool) {
+		if last == "" {
+			return []string{frame(1, gateway.EventStatus, map[string]string{"status": "RUNNING"})}, true
+		}
+		return append([]string{frame(2, gateway.EventMessageDelta, map[string]string{"content": "working"})}, end...), true
+	}
+}
+
+func TestCutAndResume(t *testing.T) {
+	paused := []string{frame(3, gateway.EventStatus, map[string]string{"status": "WAITING_USER"}),
+		frame(4, gateway.EventHITL, map[string]any{"hitl": map[string]string{"prompt": "reply"}})}
+	f := &fakeGateway{frames: pauseScript(paused)}
+	tg := newFakeTarget(t, f)
+	p, took, err := cutAndResume(t.Context(), tg, "a b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(pausedRun{id: "run-1", lastEventID: "4"}, p, cmp.AllowUnexported(pausedRun{})); diff != "" {
+		t.Errorf("paused run (-want +got):\n%s", diff)
+	}
+	if took <= 0 {
+		t.Errorf("resume took %v", took)
+	}
+	waitFor(t, func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.cut == 2 }, "both streams closed by the client")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if diff := cmp.Diff([]string{"", "1"}, f.cursor); diff != "" {
+		t.Errorf("Last-Event-ID of the streams (-want +got):\n%s", diff)
+	}
+}
+
+func TestCutAndResumeFailures(t *testing.T) {
+	tests := []struct {
+		name    string
+		end     []string
+		wantErr string
+	}{
+		{"run ends", []string{frame(3, gateway.EventStatus, map[string]string{"status": "COMPLETED"})}, "instead of pausing"},
+		{"no pause", nil, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			script := pauseScript(tc.end)
+			f := &fakeGateway{frames: func(last string) ([]string, bool) {
+				fr, hold := script(last)
+				// Without a pause the resumed stream ends.
+				return fr, hold && (last == "" || tc.end != nil)
+			}}
+			tg := newFakeTarget(t, f)
+			p, _, err := cutAndResume(t.Context(), tg, "a b")
+			if err == nil {
+				t.Fatal("cutAndResume succeeded")
+			}
+			if tc.wantErr != "" && !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("error %v, want one containing %q", err, tc.wantErr)
+			}
+			if p.id != "run-1" || p.lastEventID != "" {
+				t.Errorf("paused run %+v, want the run to cancel and no cursor", p)
+			}
+		})
+	}
+}
+
+func TestHoldStreams(t *testing.T) {
+	f := &fakeGateway{frames: func(string) ([]string, bool) { return nil, true }}
+	tg := newFakeTarget(t, f)
+	runs := []pausedRun{{id: "run-1", lastEventID: "4"}, {id: "run-1", lastEventID: "4"}, {id: "run-1", lastEventID: "4"}, {id: "not-paused"}}
+	var heldOpen int64 = -1
+	m, err := holdStreams(t.Context(), tg, runs, 2, func() { heldOpen = f.open.Load() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Streams != 3 || heldOpen != 3 {
+		t.Errorf("%d streams held, %d open on the server while held; want 3", m.Streams, heldOpen)
+	}
+	waitFor(t, func() bool { return f.open.Load() == 0 }, "the held streams closed")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if diff := cmp.Diff([]string{"4", "4", "4"}, f.cursor); diff != "" {
+		t.Errorf("Last-Event-ID (-want +got):\n%s", diff)
+	}
+	for _, a := range f.auth {
+		if a != "Bearer tok-1|acme" {
+			t.Errorf("stream sent Authorization|X-Tenant-ID %q", a)
+		}
+	}
+}
+
+func TestHoldStreamsFailures(t *testing.T) {
+	f := &fakeGateway{status: http.StatusServiceUnavailable}
+	tg := newFakeTarget(t, f)
+	_, err := holdStreams(t.Context(), tg, []pausedRun{{id: "run-1", lastEventID: "4"}}, 1, nil)
+	if err == nil || !strings.Contains(err.Error(), "503") || strings.Contains(err.Error(), "tok-1") {
+		t.Errorf("holdStreams = %v, want a 503 error without the token", err)
+	}
+	if _, err := holdStreams(t.Context(), tg, []pausedRun{{id: "run-1"}}, 1, nil); err == nil || !strings.Contains(err.Error(), "no run paused") {
+		t.Errorf("holdStreams without a paused run = %v", err)
+	}
+}
+
+// rw is a connection whose reads come from r and whose writes are kept.
+type rw struct {
+	r io.Reader
+	w bytes.Buffer
+}
+
+func (c *rw) Read(p []byte) (int, error)  { return c.r.Read(p) }
+func (c *rw) Write(p []byte) (int, error) { return c.w.Write(p) }
+
+// oneByte reads one byte at a time, as a slow peer sends them.
+type oneByte struct{ r io.Reader }
+
+func (o oneByte) Read(p []byte) (int, error) { return o.r.Read(p[:min(len(p), 1)]) }
+
+func TestReadHead(t *testing.T) {
+	long := "HTTP/1.1 200 OK\r\nX-Long: " + strings.Repeat("a", maxStreamHead) + "\r\n\r\n"
+	tests := []struct {
+		name, in string
+		slow     bool
+		want     string
+		wantErr  bool
+	}{
+		{"head and body", "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\nbody", false, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n", false},
+		{"byte by byte", "HTTP/1.1 503 Service Unavailable\r\n\r\n", true, "HTTP/1.1 503 Service Unavailable\r\n", false},
+		{"cut short", "HTTP/1.1 200 OK\r\n", false, "", true},
+		{"too large", long, false, "", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var r io.Reader = strings.NewReader(tc.in)
+			if tc.slow {
+				r = oneByte{r}
+			}
+			c := &rw{r: r}
+			got, err := readHead(c, []byte("GET / HTTP/1.1\r\n\r\n"))
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("readHead error %v, want error %v", err, tc.wantErr)
+			}
+			if string(got) != tc.want {
+				t.Errorf("head %q, want %q", got, tc.want)
+			}
+			if c.w.String() != "GET / HTTP/1.1\r\n\r\n" {
+				t.Errorf("wrote %q", c.w.String())
+			}
+		})
+	}
+}
+
+func FuzzReadHead(f *testing.F) {
+	f.Add([]byte("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"))
+	f.Add([]byte("HTTP/1.1 200 OK\r\n\r"))
+	f.Add([]byte("\r\n\r\n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		head, err := readHead(&rw{r: bytes.NewReader(in)}, nil)
+		if err != nil {
+			return
+		}
+		if len(head) > maxStreamHead || !bytes.HasPrefix(in, append(head, '\r', '\n')) || bytes.Contains(head, []byte("\r\n\r\n")) {
+			t.Fatalf("head %q of input %q", head, in)
+		}
+	})
+}
+
+// waitFor polls cond; the deadline only bounds a failure.
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
