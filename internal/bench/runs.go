@@ -177,16 +177,21 @@ type RunsSide struct {
 type Resume struct {
 	Resumes uint64 `json:"resumes"`
 	Errors  uint64 `json:"errors"`
-	// Latency is from the reconnect request (with Last-Event-ID) to the
-	// first event it yields.
-	Latency    Latency `json:"latency"`
+	// Latency is from the reconnect request (with Last-Event-ID), sent as
+	// soon as the stream was cut, to the first event it yields: the next
+	// event may still be on its way from the agent.
+	Latency Latency `json:"latency"`
+	// Replay is the same for a reconnect with the same Last-Event-ID once
+	// the run has paused: every event it yields is stored already, so it
+	// times the gateway's own resumption.
+	Replay     Latency `json:"replay"`
 	FirstError string  `json:"firstError,omitempty"`
 }
 
 // StreamMemory is the process's memory before and after Streams event
-// streams were opened on paused runs, each after the heap was collected
-// and returned to the system. Both ends of every stream live in the
-// process, so the figures are an upper bound of the server's share.
+// streams were opened on paused runs, each reading taken after the heap
+// was collected and returned to the system. The client end of each
+// stream is a bare connection, so the figures are the server's.
 type StreamMemory struct {
 	Streams   int    `json:"streams"`
 	RSSBefore uint64 `json:"rssBeforeBytes"`
@@ -416,12 +421,12 @@ func resumeAll(ctx context.Context, t *RunsTarget, o *RunsOptions) ([]pausedRun,
 	var next atomic.Int64
 	var mu sync.Mutex
 	var paused []pausedRun
-	var h Histogram
+	var h, replay Histogram
 	var r Resume
 	var wg sync.WaitGroup
 	for range min(o.Concurrency, o.Streams) {
 		wg.Go(func() {
-			var mine Histogram
+			var mine, mineReplay Histogram
 			var ok []pausedRun
 			var resumes, errs uint64
 			var errText string
@@ -441,11 +446,13 @@ func resumeAll(ctx context.Context, t *RunsTarget, o *RunsOptions) ([]pausedRun,
 					}
 					continue
 				}
-				mine.Record(took)
+				mine.Record(took.live)
+				mineReplay.Record(took.replay)
 			}
 			mu.Lock()
 			defer mu.Unlock()
 			h.Merge(&mine)
+			replay.Merge(&mineReplay)
 			paused = append(paused, ok...)
 			r.Resumes += resumes
 			r.Errors += errs
@@ -455,52 +462,71 @@ func resumeAll(ctx context.Context, t *RunsTarget, o *RunsOptions) ([]pausedRun,
 		})
 	}
 	wg.Wait()
-	r.Latency = latencyOf(&h)
+	r.Latency, r.Replay = latencyOf(&h), latencyOf(&replay)
 	if err := ctx.Err(); err != nil {
 		return paused, r, fmt.Errorf("bench: resume: %w", err)
 	}
 	return paused, r, nil
 }
 
-// cutAndResume runs one pause agent run through a cut stream. p.id is set
+// resumeTimes are one run's resumptions: live, right after the cut, and
+// replay, once the run paused.
+type resumeTimes struct{ live, replay time.Duration }
+
+// cutAndResume runs one pause agent run through a cut stream: it reads
+// the first event and closes the connection, reconnects at once with
+// that event's id as Last-Event-ID and reads on to the pause, then
+// reconnects once more with the same id and reads one event. p.id is set
 // once the run exists (so that it is cancelled), p.lastEventID once it
 // paused.
-func cutAndResume(ctx context.Context, t *RunsTarget, input string) (p pausedRun, took time.Duration, err error) {
+func cutAndResume(ctx context.Context, t *RunsTarget, input string) (p pausedRun, took resumeTimes, err error) {
 	res, err := t.Gateway.Execute(ctx, gateway.ExecuteRequest{InstanceID: t.PauseInstance, Input: input})
 	if err != nil {
-		return p, 0, err
+		return p, took, err
 	}
 	p.id = res.RunID
-	cut := ""
-	for ev, err := range t.Gateway.Events(ctx, res.RunID, "") {
-		if err != nil {
-			return p, 0, err
-		}
-		// Leaving the loop closes the response body before its end,
-		// which closes the connection: the cut.
-		cut = ev.ID
-		break
-	}
-	if cut == "" {
-		return p, 0, fmt.Errorf("run %s: the stream ended before its first event", res.RunID)
+	cut, _, err := firstEvent(ctx, t.Gateway, res.RunID, "")
+	if err != nil {
+		return p, took, err
 	}
 	t0 := time.Now()
 	for ev, err := range t.Gateway.Events(ctx, res.RunID, cut) {
 		if err != nil {
-			return p, 0, err
+			return p, took, err
 		}
-		if took == 0 {
-			took = max(time.Since(t0), 1)
+		if took.live == 0 {
+			took.live = max(time.Since(t0), 1)
 		}
 		if ev.IsTerminal() {
-			return p, 0, fmt.Errorf("run %s ended (%s %s) instead of pausing", res.RunID, ev.Type, ev.Status)
+			return p, took, fmt.Errorf("run %s ended (%s %s) instead of pausing", res.RunID, ev.Type, ev.Status)
 		}
 		if ev.Type == gateway.EventHITL {
 			p.lastEventID = ev.ID
-			return p, took, nil
+			break
 		}
 	}
-	return p, 0, fmt.Errorf("run %s: the resumed stream ended before the pause", res.RunID)
+	if p.lastEventID == "" {
+		return p, took, fmt.Errorf("run %s: the resumed stream ended before the pause", res.RunID)
+	}
+	if _, took.replay, err = firstEvent(ctx, t.Gateway, res.RunID, cut); err != nil {
+		return p, took, err
+	}
+	return p, took, nil
+}
+
+// firstEvent opens a run's event stream after lastEventID, reads one event
+// and closes the connection (leaving the loop closes the response body
+// before its end): the cut. It returns the event's id and the time from
+// the request to the event.
+func firstEvent(ctx context.Context, gw *gateway.Client, runID, lastEventID string) (id string, took time.Duration, err error) {
+	t0 := time.Now()
+	for ev, err := range gw.Events(ctx, runID, lastEventID) {
+		if err != nil {
+			return "", 0, err
+		}
+		return ev.ID, max(time.Since(t0), 1), nil
+	}
+	return "", 0, fmt.Errorf("run %s: the stream ended before its first event", runID)
 }
 
 // holdStreams opens an event stream on every paused run after its last

@@ -248,13 +248,14 @@ func TestCutAndResume(t *testing.T) {
 	if diff := cmp.Diff(pausedRun{id: "run-1", lastEventID: "4"}, p, cmp.AllowUnexported(pausedRun{})); diff != "" {
 		t.Errorf("paused run (-want +got):\n%s", diff)
 	}
-	if took <= 0 {
-		t.Errorf("resume took %v", took)
+	if took.live <= 0 || took.replay <= 0 {
+		t.Errorf("resume took %+v", took)
 	}
-	waitFor(t, func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.cut == 2 }, "both streams closed by the client")
+	waitFor(t, func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.cut == 3 }, "the three streams closed by the client")
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if diff := cmp.Diff([]string{"", "1"}, f.cursor); diff != "" {
+	// The first stream, its resumption read to the pause, and the replay.
+	if diff := cmp.Diff([]string{"", "1", "1"}, f.cursor); diff != "" {
 		t.Errorf("Last-Event-ID of the streams (-want +got):\n%s", diff)
 	}
 }

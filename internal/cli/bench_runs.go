@@ -235,8 +235,9 @@ func printRunsBench(w io.Writer, r *runsBenchReport) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "resume after a cut: %d resumes, %d errors; p50 %s, p99 %s, max %s\n", r.Resume.Resumes, r.Resume.Errors,
-		ms(r.Resume.Latency.P50), ms(r.Resume.Latency.P99), ms(r.Resume.Latency.Max))
+	fmt.Fprintf(w, "resume after a cut: %d resumes, %d errors; p50 %s, p99 %s, max %s; replay once paused: p50 %s, p99 %s, max %s\n",
+		r.Resume.Resumes, r.Resume.Errors, ms(r.Resume.Latency.P50), ms(r.Resume.Latency.P99), ms(r.Resume.Latency.Max),
+		ms(r.Resume.Replay.P50), ms(r.Resume.Replay.P99), ms(r.Resume.Replay.Max))
 	s := r.Streams
 	fmt.Fprintf(w, "%d open event streams: RSS %s → %s, %.1f MB per 1,000 (Go heap %.1f MB, stacks %.1f MB per 1,000; %d goroutines more)\n\n",
 		s.Streams, mib(s.RSSBefore), mib(s.RSSAfter), s.MBPer1000, s.HeapMBPer1000, s.StackMBPer1000, s.Goroutines)
@@ -251,8 +252,9 @@ func printRunsBench(w io.Writer, r *runsBenchReport) {
 	fmt.Fprintln(w, "gateway-run: POST /api/v1/execute on the echo instance, then GET /api/v1/events/{runId} read to its terminal")
 	fmt.Fprintln(w, "event; direct-stream: SendStreamingMessage to /agents/echo read to its final frame. First event: from the request")
 	fmt.Fprintln(w, "(execute, for a run) to the first event read. Resume: a run of the bench-pause agent whose stream is closed after")
-	fmt.Fprintln(w, "its first event, from the reconnect with Last-Event-ID to the first event it yields. Streams are held on those")
-	fmt.Fprintln(w, "runs once paused (WAITING_USER); both ends live in this process, so the memory is an upper bound.")
+	fmt.Fprintln(w, "its first event, from the reconnect with Last-Event-ID, sent at once, to the first event it yields (replay: the same")
+	fmt.Fprintln(w, "reconnect once the run paused, every event stored). Streams are then held on those runs (WAITING_USER), each on a")
+	fmt.Fprintln(w, "bare client connection: the memory is the server's, with the few bytes of the client's sockets.")
 }
 
 func writeHeapProfile(path string) error {

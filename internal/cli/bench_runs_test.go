@@ -68,7 +68,7 @@ func TestBenchRunsShort(t *testing.T) {
 	if rep.Gateway.Scenario != "gateway-run" || rep.Direct.Scenario != "direct-stream" || rep.ThroughputRatio <= 0 {
 		t.Errorf("scenarios %q, %q, ratio %v", rep.Gateway.Scenario, rep.Direct.Scenario, rep.ThroughputRatio)
 	}
-	if r := rep.Resume; r.Resumes != 12 || r.Errors != 0 || r.Latency.P50 <= 0 {
+	if r := rep.Resume; r.Resumes != 12 || r.Errors != 0 || r.Latency.P50 <= 0 || r.Replay.P50 <= 0 {
 		t.Errorf("resume %+v, want 12 resumes without an error", r)
 	}
 	// Each held stream is served by its handler's goroutine; the client
