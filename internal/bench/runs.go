@@ -109,6 +109,11 @@ type RunsOptions struct {
 	// StreamsHeld, when set, is called while the streams are held open,
 	// after the memory was read (to write a heap profile, say).
 	StreamsHeld func()
+	// MeasuredRound, when set, is called as each measured round of a side
+	// starts, with the side's scenario name and the round's number from
+	// 0; the function it returns is called as the round ends. A CPU
+	// profile per side is taken so.
+	MeasuredRound func(scenario string, n int) (end func())
 }
 
 func (o *RunsOptions) withDefaults() RunsOptions {
@@ -279,7 +284,13 @@ func alternate(ctx context.Context, sides [2]*runsSide, o *RunsOptions) error {
 	per := o.Duration / time.Duration(rounds)
 	for i := range 2 * rounds {
 		s := sides[roundSide(i)]
-		if err := round(ctx, s, o.Concurrency, per, true); err != nil {
+		end := func() {}
+		if o.MeasuredRound != nil {
+			end = o.MeasuredRound(s.name, i/2)
+		}
+		err := round(ctx, s, o.Concurrency, per, true)
+		end()
+		if err != nil {
 			return err
 		}
 	}

@@ -3,10 +3,12 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"text/tabwriter"
@@ -16,6 +18,7 @@ import (
 	"novaos.dev/novaos/gateway"
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/app"
+	"novaos.dev/novaos/internal/auth"
 	"novaos.dev/novaos/internal/bench"
 	"novaos.dev/novaos/secret"
 )
@@ -42,8 +45,11 @@ type runsBenchReport struct {
 	Duration    string `json:"duration"`
 	Warmup      string `json:"warmup"`
 	Round       string `json:"round"`
-	GoVersion   string `json:"goVersion"`
-	CPUs        int    `json:"cpus"`
+	// TokenAlgorithm is what the server signed the runs' execution
+	// tokens with.
+	TokenAlgorithm string `json:"tokenAlgorithm"`
+	GoVersion      string `json:"goVersion"`
+	CPUs           int    `json:"cpus"`
 	*bench.RunsResult
 	Goals []runsGoal `json:"goals"`
 }
@@ -65,9 +71,11 @@ func runBenchRuns(ctx context.Context, args []string, e *env) int {
 	streams := fs.Int("streams", bench.DefaultRunsStreams, "paused runs whose streams are cut and resumed, then held open at once for the memory reading")
 	db := fs.String("db", "", "PostgreSQL `URL` (postgres://…) for the server under test; default: SQLite in a temporary directory")
 	maxConns := fs.Int("db-max-conns", app.DefaultDBMaxConns, "with --db: connections in the server's pool")
+	tokenAlg := fs.String("token-alg", auth.RS256, "`algorithm` the server signs execution tokens with: RS256 (its default) or EdDSA")
 	asJSON := fs.Bool("json", false, "print results as JSON")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (server and load generator) to `file`")
 	memProfile := fs.String("memprofile", "", "write a heap profile to `file` while the event streams are held open")
+	sideProfiles := fs.String("cpuprofile-sides", "", "write a CPU profile of each measured round to `dir`/<scenario>-<round>.prof (merge a side's with go tool pprof); excludes --cpuprofile")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -80,6 +88,11 @@ func runBenchRuns(ctx context.Context, args []string, e *env) int {
 		return usageError(fs, "--db must be a postgres:// or postgresql:// URL")
 	case *maxConns < 1 || *maxConns > 1<<20:
 		return usageError(fs, "--db-max-conns: want a positive number of connections")
+	case *tokenAlg != auth.RS256 && *tokenAlg != auth.EdDSA:
+		return usageError(fs, "unknown --token-alg %q (want %s or %s)", *tokenAlg, auth.RS256, auth.EdDSA)
+	}
+	if *cpuProfile != "" && *sideProfiles != "" {
+		return usageError(fs, "--cpuprofile and --cpuprofile-sides exclude each other: one CPU profile runs at a time")
 	}
 	if *cpuProfile != "" {
 		stop, err := startCPUProfile(*cpuProfile)
@@ -94,16 +107,30 @@ func runBenchRuns(ctx context.Context, args []string, e *env) int {
 		warmup = -1 // bench.RunsOptions reads 0 as its default
 	}
 	report := &runsBenchReport{Target: "runs", Store: "sqlite", Concurrency: *c, Duration: d.String(), Warmup: warm.String(),
-		Round: roundLen.String(), GoVersion: runtime.Version(), CPUs: runtime.GOMAXPROCS(0)}
+		Round: roundLen.String(), TokenAlgorithm: *tokenAlg, GoVersion: runtime.Version(), CPUs: runtime.GOMAXPROCS(0)}
 	if *db != "" {
 		report.Store = "postgres"
 	}
 	opts := &bench.RunsOptions{Concurrency: *c, Duration: *d, Warmup: warmup, Round: *roundLen, Streams: *streams}
 	var profErr error
 	if *memProfile != "" {
-		opts.StreamsHeld = func() { profErr = writeHeapProfile(*memProfile) }
+		opts.StreamsHeld = func() { profErr = errors.Join(profErr, writeHeapProfile(*memProfile)) }
 	}
-	res, err := benchRuns(ctx, *db, int32(*maxConns), opts, e)
+	if *sideProfiles != "" {
+		if err := os.MkdirAll(*sideProfiles, 0o755); err != nil {
+			fmt.Fprintf(e.stderr, "novaos bench runs: %v\n", err)
+			return exitFail
+		}
+		opts.MeasuredRound = func(scenario string, n int) func() {
+			stop, err := startCPUProfile(filepath.Join(*sideProfiles, fmt.Sprintf("%s-%d.prof", scenario, n)))
+			if err != nil {
+				profErr = errors.Join(profErr, err)
+				return func() {}
+			}
+			return stop
+		}
+	}
+	res, err := benchRuns(ctx, runsServer{db: *db, maxConns: int32(*maxConns), tokenAlg: *tokenAlg}, opts, e)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "novaos bench runs: %v\n", err)
 		return exitFail
@@ -148,7 +175,14 @@ func runBenchRuns(ctx context.Context, args []string, e *env) int {
 // benchRuns serves novaos on loopback with the pause agent hosted beside
 // echo, installs both as instances of a fresh tenant through the API, and
 // measures.
-func benchRuns(ctx context.Context, db string, maxConns int32, o *bench.RunsOptions, e *env) (*bench.RunsResult, error) {
+// runsServer is what bench runs's server under test is given.
+type runsServer struct {
+	db       string // PostgreSQL URL; "" for SQLite
+	maxConns int32
+	tokenAlg string
+}
+
+func benchRuns(ctx context.Context, so runsServer, o *bench.RunsOptions, e *env) (*bench.RunsResult, error) {
 	log := slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: benchLogLevel}))
 	// The data directory holds the token keys even when the runs live in
 	// PostgreSQL, so it is always a throwaway one.
@@ -162,7 +196,8 @@ func benchRuns(ctx context.Context, db string, maxConns int32, o *bench.RunsOpti
 	conns := o.Streams + 8*o.Concurrency + 256
 	appOpts := &app.Options{Addr: "127.0.0.1:0", Logger: log, DataDir: dir,
 		AdminToken: secret.New(newBenchSecret()),
-		Database:   app.DatabaseOptions{URL: db, MaxConns: maxConns},
+		Database:   app.DatabaseOptions{URL: so.db, MaxConns: so.maxConns},
+		Token:      app.TokenOptions{Algorithm: so.tokenAlg},
 		Gateway:    app.GatewayOptions{MaxStreams: conns},
 		Agents:     app.AgentOptions{Hosted: map[string]app.Agent{bench.PauseAgentName: bench.PauseAgent()}},
 	}
@@ -225,8 +260,8 @@ func runsGoals(r *bench.RunsResult) []runsGoal {
 }
 
 func printRunsBench(w io.Writer, r *runsBenchReport) {
-	fmt.Fprintf(w, "novaos bench runs: %d clients, %s of each side after %s warm-up, in rounds of %s, %s, %d CPUs, loopback, %s store\n\n",
-		r.Concurrency, r.Duration, r.Warmup, r.Round, r.GoVersion, r.CPUs, r.Store)
+	fmt.Fprintf(w, "novaos bench runs: %d clients, %s of each side after %s warm-up, in rounds of %s, %s, %d CPUs, loopback, %s store, %s tokens\n\n",
+		r.Concurrency, r.Duration, r.Warmup, r.Round, r.GoVersion, r.CPUs, r.Store, r.TokenAlgorithm)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\truns/s\tp50\tp99\tfirst event p50\tfirst event p99\truns\terrors\t")
 	for _, s := range []bench.RunsSide{r.Gateway, r.Direct} {

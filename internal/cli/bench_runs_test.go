@@ -21,6 +21,8 @@ func TestBenchRunsUsageErrors(t *testing.T) {
 		{"too many streams", []string{"--streams", "100001"}, "--streams must be from 1 to 100000"},
 		{"not postgres", []string{"--db", "mysql://x"}, "postgres:// or postgresql://"},
 		{"no pool", []string{"--db-max-conns", "0"}, "--db-max-conns"},
+		{"unknown token algorithm", []string{"--token-alg", "HS256"}, `unknown --token-alg "HS256"`},
+		{"two CPU profiles", []string{"--cpuprofile", "a", "--cpuprofile-sides", "b"}, "exclude each other"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -49,7 +51,7 @@ func TestBenchRunsShort(t *testing.T) {
 	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
 		t.Fatalf("--json output: %v\n%s", err, out)
 	}
-	if rep.Target != "runs" || rep.Store != "sqlite" || rep.Concurrency != 2 || rep.Round != "100ms" || rep.RunsResult == nil {
+	if rep.Target != "runs" || rep.Store != "sqlite" || rep.Concurrency != 2 || rep.Round != "100ms" || rep.TokenAlgorithm != "RS256" || rep.RunsResult == nil {
 		t.Fatalf("report %+v", rep)
 	}
 	for _, s := range []struct {
@@ -91,11 +93,11 @@ func TestBenchRunsShort(t *testing.T) {
 
 func TestBenchRunsTable(t *testing.T) {
 	e, out, errOut := testEnv(nil)
-	code := run(t.Context(), []string{"bench", "runs", "--c", "1", "--d", "100ms", "--warmup", "0", "--round", "50ms", "--streams", "3"}, e)
+	code := run(t.Context(), []string{"bench", "runs", "--c", "1", "--d", "100ms", "--warmup", "0", "--round", "50ms", "--streams", "3", "--token-alg", "EdDSA"}, e)
 	if code != exitOK {
 		t.Fatalf("exit code %d; stderr %s", code, errOut)
 	}
-	for _, want := range []string{"sqlite store", "gateway-run", "direct-stream", "first event p99", "resume after a cut: 3 resumes, 0 errors",
+	for _, want := range []string{"sqlite store, EdDSA tokens", "gateway-run", "direct-stream", "first event p99", "resume after a cut: 3 resumes, 0 errors",
 		"3 open event streams", "goal throughput:", "goal first event:", "goal resume:", "goal stream memory:"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
