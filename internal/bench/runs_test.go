@@ -17,7 +17,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/a2a/a2aclient"
+	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/gateway"
+	"novaos.dev/novaos/internal/builtin"
 	"novaos.dev/novaos/secret"
 )
 
@@ -138,14 +142,32 @@ type fakeGateway struct {
 	open   atomic.Int64
 	status int // of every events request; 0 means 200
 	auth   []string
+	// runID names the run execute starts on an instance, and runFrames
+	// scripts the streams per run (both nil: run-1 and frames).
+	runID     func(instance string) string
+	runFrames func(run, lastEventID string) (frames []string, hold bool)
+	cancels   atomic.Int64
 }
 
 func (f *fakeGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == gateway.ExecutePath:
+		id := "run-1"
+		if f.runID != nil {
+			var in gateway.ExecuteRequest
+			if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			id = f.runID(in.InstanceID)
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusAccepted)
-		_, _ = io.WriteString(w, `{"run_id":"run-1","status":"QUEUED"}`)
+		_, _ = fmt.Fprintf(w, `{"run_id":%q,"status":"QUEUED"}`, id)
+	case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, gateway.RunsPath+"/") && strings.HasSuffix(r.URL.Path, "/cancel"):
+		f.cancels.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"run_id":"x","status":"CANCELLED"}`)
 	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, gateway.EventsPath):
 		f.mu.Lock()
 		f.cursor = append(f.cursor, r.Header.Get("Last-Event-ID"))
@@ -155,7 +177,13 @@ func (f *fakeGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "overloaded", f.status)
 			return
 		}
-		frames, hold := f.frames(r.Header.Get("Last-Event-ID"))
+		var frames []string
+		var hold bool
+		if f.runFrames != nil {
+			frames, hold = f.runFrames(strings.TrimPrefix(r.URL.Path, gateway.EventsPath), r.Header.Get("Last-Event-ID"))
+		} else {
+			frames, hold = f.frames(r.Header.Get("Last-Event-ID"))
+		}
 		if hold {
 			// Counted before the headers go, so a client that read them
 			// finds the stream counted.
@@ -180,8 +208,12 @@ func (f *fakeGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func frame(seq int, typ string, payload any) string {
+	return runFrame("run-1", seq, typ, payload)
+}
+
+func runFrame(run string, seq int, typ string, payload any) string {
 	p, _ := json.Marshal(payload)
-	return fmt.Sprintf("id: %d\nevent: message\ndata: {\"type\":%q,\"payload\":%s,\"run_id\":\"run-1\",\"sequence\":%d}\n\n", seq, typ, p, seq)
+	return fmt.Sprintf("id: %d\nevent: message\ndata: {\"type\":%q,\"payload\":%s,\"run_id\":%q,\"sequence\":%d}\n\n", seq, typ, p, run, seq)
 }
 
 func newFakeTarget(t *testing.T, f *fakeGateway) *RunsTarget {
@@ -401,5 +433,98 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// serveAgent serves an agent over A2A on loopback and returns a client
+// of it.
+func serveAgent(t *testing.T, a interface {
+	a2asrv.Executor
+	Card() *a2a.AgentCard
+}) *a2aclient.Client {
+	t.Helper()
+	srv := httptest.NewServer(nil)
+	t.Cleanup(srv.Close)
+	card := a.Card()
+	card.SupportedInterfaces = []a2a.AgentInterface{{URL: srv.URL, ProtocolBinding: a2a.BindingJSONRPC, ProtocolVersion: a2a.ProtocolVersion}}
+	h := a2asrv.NewHandler(card, a, &a2asrv.Options{TaskStore: a2asrv.NewMemoryTaskStore(nil)})
+	t.Cleanup(func() { h.Shutdown(context.Background()) })
+	srv.Config.Handler = h
+	c, err := a2aclient.NewForURL(srv.URL, &a2aclient.Options{ResumeAttempts: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// A direct call must end its task: echo's does, the pause agent's waits
+// for input.
+func TestDirectRun(t *testing.T) {
+	first, err := directRun(t.Context(), serveAgent(t, builtin.Echo()), DefaultRunsInput)
+	if err != nil || first <= 0 {
+		t.Fatalf("echo: directRun = %v, %v", first, err)
+	}
+	if _, err := directRun(t.Context(), serveAgent(t, PauseAgent()), DefaultRunsInput); err == nil || !strings.Contains(err.Error(), "INPUT_REQUIRED") {
+		t.Fatalf("pause agent: directRun = %v, want an error naming INPUT_REQUIRED", err)
+	}
+}
+
+// RunRuns against a scripted gateway and a real echo: every phase runs,
+// is counted, and the paused runs are cancelled at the end.
+func TestRunRuns(t *testing.T) {
+	var n atomic.Int64
+	f := &fakeGateway{
+		runID: func(instance string) string { return fmt.Sprintf("%s-%d", instance, n.Add(1)) },
+		runFrames: func(run, last string) ([]string, bool) {
+			if strings.HasPrefix(run, "inst-") {
+				return []string{runFrame(run, 1, gateway.EventStatus, map[string]string{"status": "RUNNING"}),
+					runFrame(run, 2, gateway.EventStatus, map[string]string{"status": "COMPLETED"}),
+					runFrame(run, 3, gateway.EventDone, map[string]string{"status": "COMPLETED"})}, false
+			}
+			switch last {
+			case "":
+				return []string{runFrame(run, 1, gateway.EventStatus, map[string]string{"status": "RUNNING"})}, true
+			case "1":
+				return []string{runFrame(run, 2, gateway.EventMessageDelta, map[string]string{"content": "working"}),
+					runFrame(run, 3, gateway.EventStatus, map[string]string{"status": "WAITING_USER"}),
+					runFrame(run, 4, gateway.EventHITL, map[string]any{"hitl": map[string]string{"prompt": "reply"}})}, true
+			}
+			return nil, true // after the pause: nothing more
+		},
+	}
+	tg := newFakeTarget(t, f)
+	tg.Direct = serveAgent(t, builtin.Echo())
+	var heldOpen int64 = -1
+	var rounds []string
+	o := &RunsOptions{Concurrency: 2, Duration: 40 * time.Millisecond, Round: 20 * time.Millisecond, Warmup: -1, Streams: 5,
+		StreamsHeld: func() { heldOpen = f.open.Load() },
+		MeasuredRound: func(scenario string, i int) func() {
+			rounds = append(rounds, fmt.Sprint(scenario, i))
+			return func() {}
+		}}
+	res, err := RunRuns(t.Context(), tg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, side := range []RunsSide{res.Gateway, res.Direct} {
+		if side.Runs == 0 || side.Errors != 0 || side.Throughput <= 0 || side.FirstEvent.P50 <= 0 {
+			t.Errorf("%s: %+v", side.Scenario, side)
+		}
+	}
+	if res.ThroughputRatio <= 0 || res.FirstEventP99Excess != res.Gateway.FirstEvent.P99-res.Direct.FirstEvent.P99 {
+		t.Errorf("ratio %v, first-event p99 excess %v", res.ThroughputRatio, res.FirstEventP99Excess)
+	}
+	if r := res.Resume; r.Resumes != 5 || r.Errors != 0 || r.Latency.P50 <= 0 || r.Replay.P50 <= 0 {
+		t.Errorf("resume %+v", r)
+	}
+	if res.Streams.Streams != 5 || heldOpen != 5 {
+		t.Errorf("%d streams held, %d open on the server while held", res.Streams.Streams, heldOpen)
+	}
+	if got := f.cancels.Load(); got != 5 {
+		t.Errorf("%d runs cancelled, want the 5 paused", got)
+	}
+	want := []string{ScenarioGatewayRun + "0", ScenarioDirect + "0", ScenarioDirect + "1", ScenarioGatewayRun + "1"}
+	if diff := cmp.Diff(want, rounds); diff != "" {
+		t.Errorf("measured rounds (-want +got):\n%s", diff)
 	}
 }
