@@ -20,6 +20,7 @@ import (
 	"novaos.dev/novaos/internal/app"
 	"novaos.dev/novaos/internal/auth"
 	"novaos.dev/novaos/internal/bench"
+	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/secret"
 )
 
@@ -91,6 +92,12 @@ func runBenchRuns(ctx context.Context, args []string, e *env) int {
 	case *tokenAlg != auth.RS256 && *tokenAlg != auth.EdDSA:
 		return usageError(fs, "unknown --token-alg %q (want %s or %s)", *tokenAlg, auth.RS256, auth.EdDSA)
 	}
+	// Each held stream takes two descriptors of this process, its client
+	// end and the server's: warn before the dials fail with EMFILE.
+	// DefaultMaxConns is three quarters of the open-file limit, capped.
+	if need, limit := 2**streams+8**c+256, httpapi.DefaultMaxConns()/3*4; need > limit {
+		fmt.Fprintf(e.stderr, "novaos bench runs: warning: %d streams need about %d open files, and the limit may be %d (ulimit -n)\n", *streams, need, limit)
+	}
 	if *cpuProfile != "" && *sideProfiles != "" {
 		return usageError(fs, "--cpuprofile and --cpuprofile-sides exclude each other: one CPU profile runs at a time")
 	}
@@ -107,7 +114,7 @@ func runBenchRuns(ctx context.Context, args []string, e *env) int {
 		warmup = -1 // bench.RunsOptions reads 0 as its default
 	}
 	report := &runsBenchReport{Target: "runs", Store: "sqlite", Concurrency: *c, Duration: d.String(), Warmup: warm.String(),
-		Round: roundLen.String(), TokenAlgorithm: *tokenAlg, GoVersion: runtime.Version(), CPUs: runtime.GOMAXPROCS(0)}
+		Round: min(*roundLen, *d).String(), TokenAlgorithm: *tokenAlg, GoVersion: runtime.Version(), CPUs: runtime.GOMAXPROCS(0)}
 	if *db != "" {
 		report.Store = "postgres"
 	}
