@@ -280,8 +280,7 @@ func alternate(ctx context.Context, sides [2]*runsSide, o *RunsOptions) error {
 			}
 		}
 	}
-	rounds := int((o.Duration + o.Round - 1) / o.Round)
-	per := o.Duration / time.Duration(rounds)
+	rounds, per := roundPlan(o.Duration, o.Round)
 	for i := range 2 * rounds {
 		s := sides[roundSide(i)]
 		end := func() {}
@@ -295,6 +294,13 @@ func alternate(ctx context.Context, sides [2]*runsSide, o *RunsOptions) error {
 		}
 	}
 	return nil
+}
+
+// roundPlan splits a side's measured time d into rounds of at most
+// round each, all of the same length.
+func roundPlan(d, round time.Duration) (rounds int, per time.Duration) {
+	rounds = int((d + round - 1) / round)
+	return rounds, d / time.Duration(rounds)
 }
 
 // roundSide is the side of round i: pair p runs A then B when p is even,
@@ -365,15 +371,13 @@ func gatewayRun(ctx context.Context, t *RunsTarget, input string) (first time.Du
 		return 0, err
 	}
 	var last gateway.StreamEvent
-	n := 0
 	for ev, err := range t.Gateway.Events(ctx, res.RunID, "") {
 		if err != nil {
 			return 0, err
 		}
-		if n == 0 {
-			first = time.Since(t0)
+		if first == 0 {
+			first = max(time.Since(t0), 1)
 		}
-		n++
 		last = ev
 	}
 	if !last.IsTerminal() || last.IsFailure() {
@@ -392,8 +396,8 @@ func directRun(ctx context.Context, c *a2aclient.Client, input string) (first ti
 		if err != nil {
 			return 0, err
 		}
-		if last == nil {
-			first = time.Since(t0)
+		if first == 0 {
+			first = max(time.Since(t0), 1)
 		}
 		last = frame
 	}
@@ -602,14 +606,19 @@ func holdStreams(ctx context.Context, t *RunsTarget, paused []pausedRun, c int, 
 	}
 	m.Goroutines = runtime.NumGoroutine() - goroutines
 	m.RSSBefore, m.RSSAfter = before.RSS, after.RSS
-	per := 1000 / float64(len(runs)) / 1e6
-	m.MBPer1000 = (float64(after.RSS) - float64(before.RSS)) * per
-	m.HeapMBPer1000 = (float64(afterStats.HeapInuse) - float64(beforeStats.HeapInuse)) * per
-	m.StackMBPer1000 = (float64(afterStats.StackInuse) - float64(beforeStats.StackInuse)) * per
+	m.MBPer1000 = mbPer1000(before.RSS, after.RSS, len(runs))
+	m.HeapMBPer1000 = mbPer1000(beforeStats.HeapInuse, afterStats.HeapInuse, len(runs))
+	m.StackMBPer1000 = mbPer1000(beforeStats.StackInuse, afterStats.StackInuse, len(runs))
 	if held != nil {
 		held()
 	}
 	return m, nil
+}
+
+// mbPer1000 is the growth from before to after, in MB (10^6 bytes), per
+// 1,000 of n; it is negative when memory shrank.
+func mbPer1000(before, after uint64, n int) float64 {
+	return (float64(after) - float64(before)) / float64(n) * 1000 / 1e6
 }
 
 // maxStreamHead bounds the response head openStream reads.

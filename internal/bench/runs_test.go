@@ -57,18 +57,17 @@ func TestRoundSideIsABBA(t *testing.T) {
 }
 
 // alternate counts every measured operation of a side, failed or not,
-// and none of the warm-up's.
+// and none of the warm-up's, which runs first when there is one.
 func TestAlternateCountsMeasuredOperations(t *testing.T) {
 	for _, warm := range []time.Duration{-1, 20 * time.Millisecond} {
 		t.Run(fmt.Sprint("warmup ", warm), func(t *testing.T) {
-			var calls [2]atomic.Uint64
+			var calls, warmCalls [2]atomic.Uint64
 			var measuring atomic.Bool
-			var measured [2]atomic.Uint64
 			mk := func(i int) *runsSide {
 				return &runsSide{name: fmt.Sprint("side", i), do: func(context.Context) (time.Duration, error) {
 					n := calls[i].Add(1)
-					if measuring.Load() {
-						measured[i].Add(1)
+					if !measuring.Load() {
+						warmCalls[i].Add(1)
 					}
 					if n%2 == 0 {
 						return 0, errors.New("even call fails")
@@ -77,26 +76,26 @@ func TestAlternateCountsMeasuredOperations(t *testing.T) {
 				}}
 			}
 			sides := [2]*runsSide{mk(0), mk(1)}
-			o := (&RunsOptions{Concurrency: 1, Duration: 40 * time.Millisecond, Round: 10 * time.Millisecond, Warmup: warm}).withDefaults()
-			if o.Warmup > 0 {
-				// The warm-up rounds come first: count from the first
-				// measured round on by watching the warm-up's end.
-				if err := round(t.Context(), sides[0], 1, o.Warmup, false); err != nil {
-					t.Fatal(err)
-				}
-				if err := round(t.Context(), sides[1], 1, o.Warmup, false); err != nil {
-					t.Fatal(err)
-				}
-				o.Warmup = 0
-			}
-			measuring.Store(true)
+			rounds := 0
+			o := (&RunsOptions{Concurrency: 1, Duration: 40 * time.Millisecond, Round: 10 * time.Millisecond, Warmup: warm,
+				MeasuredRound: func(string, int) func() {
+					measuring.Store(true)
+					rounds++
+					return func() {}
+				}}).withDefaults()
 			if err := alternate(t.Context(), sides, &o); err != nil {
 				t.Fatal(err)
 			}
+			if rounds != 8 {
+				t.Errorf("%d measured rounds, want 4 per side", rounds)
+			}
 			for i, s := range sides {
 				r := s.result()
-				if r.Runs != measured[i].Load() || r.Runs == 0 {
-					t.Errorf("%s: %d runs counted, %d measured calls", r.Scenario, r.Runs, measured[i].Load())
+				if r.Runs != calls[i].Load()-warmCalls[i].Load() || r.Runs == 0 {
+					t.Errorf("%s: %d runs counted, %d calls of which %d in the warm-up", r.Scenario, r.Runs, calls[i].Load(), warmCalls[i].Load())
+				}
+				if (warmCalls[i].Load() > 0) != (warm > 0) {
+					t.Errorf("%s: %d warm-up calls with a warm-up of %v", r.Scenario, warmCalls[i].Load(), warm)
 				}
 				if r.Errors == 0 || r.Errors > r.Runs || r.FirstError != "even call fails" {
 					t.Errorf("%s: %d errors of %d, first %q", r.Scenario, r.Errors, r.Runs, r.FirstError)
@@ -109,19 +108,95 @@ func TestAlternateCountsMeasuredOperations(t *testing.T) {
 	}
 }
 
-func TestAlternateStopsWithContext(t *testing.T) {
-	ctx, cancel := context.WithCancel(t.Context())
-	side := &runsSide{name: "s", do: func(context.Context) (time.Duration, error) {
-		cancel()
-		return 0, nil
-	}}
-	o := (&RunsOptions{Concurrency: 2, Duration: time.Hour, Warmup: -1}).withDefaults()
-	err := alternate(ctx, [2]*runsSide{side, side}, &o)
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("alternate = %v, want context.Canceled", err)
+func TestRoundPlan(t *testing.T) {
+	tests := []struct {
+		d, round time.Duration
+		rounds   int
+		per      time.Duration
+	}{
+		{40 * time.Millisecond, 10 * time.Millisecond, 4, 10 * time.Millisecond},
+		{45 * time.Millisecond, 10 * time.Millisecond, 5, 9 * time.Millisecond},
+		{11 * time.Millisecond, 10 * time.Millisecond, 2, 5500 * time.Microsecond},
+		{5 * time.Millisecond, 10 * time.Millisecond, 1, 5 * time.Millisecond},
 	}
-	if side.runs != 0 {
-		t.Errorf("%d runs counted after the cancel", side.runs)
+	for _, tc := range tests {
+		rounds, per := roundPlan(tc.d, tc.round)
+		if rounds != tc.rounds || per != tc.per {
+			t.Errorf("roundPlan(%v, %v) = %d, %v; want %d, %v", tc.d, tc.round, rounds, per, tc.rounds, tc.per)
+		}
+	}
+}
+
+func TestMBPer1000(t *testing.T) {
+	tests := []struct {
+		before, after uint64
+		n             int
+		want          float64
+	}{
+		{0, 50_000_000, 1000, 50},
+		{100_000_000, 90_000_000, 500, -20},
+		{1_000_000, 2_000_000, 1, 1000},
+	}
+	for _, tc := range tests {
+		if got := mbPer1000(tc.before, tc.after, tc.n); got != tc.want {
+			t.Errorf("mbPer1000(%d, %d, %d) = %v, want %v", tc.before, tc.after, tc.n, got, tc.want)
+		}
+	}
+}
+
+func TestRunsSideResult(t *testing.T) {
+	s := &runsSide{name: "s", runs: 12, errors: 2, errText: "boom"}
+	for range 10 {
+		s.total.Record(time.Millisecond)
+		s.first.Record(time.Microsecond)
+	}
+	if r := s.result(); r.Throughput != 0 {
+		t.Errorf("throughput %v without elapsed time, want 0", r.Throughput)
+	}
+	s.elapsed = 2 * time.Second
+	want := RunsSide{Scenario: "s", Runs: 12, Errors: 2, Elapsed: 2 * time.Second, Throughput: 5,
+		Latency:    Latency{P50: time.Millisecond, P90: time.Millisecond, P99: time.Millisecond, Max: time.Millisecond, Mean: time.Millisecond},
+		FirstEvent: Latency{P50: time.Microsecond, P90: time.Microsecond, P99: time.Microsecond, Max: time.Microsecond, Mean: time.Microsecond},
+		FirstError: "boom"}
+	if diff := cmp.Diff(want, s.result()); diff != "" {
+		t.Errorf("result (-want +got):\n%s", diff)
+	}
+}
+
+func TestFrameState(t *testing.T) {
+	tests := []struct {
+		name  string
+		frame *a2a.StreamResponse
+		want  a2a.TaskState
+	}{
+		{"task", &a2a.StreamResponse{Task: &a2a.Task{Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}}, a2a.TaskStateWorking},
+		{"status update", &a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{Status: a2a.TaskStatus{State: a2a.TaskStateCompleted}}}, a2a.TaskStateCompleted},
+		{"message", &a2a.StreamResponse{Message: &a2a.Message{}}, a2a.TaskStateUnspecified},
+	}
+	for _, tc := range tests {
+		if got := frameState(tc.frame); got != tc.want {
+			t.Errorf("%s: frameState = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestAlternateStopsWithContext(t *testing.T) {
+	for _, warm := range []time.Duration{-1, time.Hour} {
+		t.Run(fmt.Sprint("warmup ", warm), func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			side := &runsSide{name: "s", do: func(context.Context) (time.Duration, error) {
+				cancel()
+				return 0, nil
+			}}
+			o := (&RunsOptions{Concurrency: 2, Duration: time.Hour, Warmup: warm}).withDefaults()
+			err := alternate(ctx, [2]*runsSide{side, side}, &o)
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("alternate = %v, want context.Canceled", err)
+			}
+			if side.runs != 0 {
+				t.Errorf("%d runs counted after the cancel", side.runs)
+			}
+		})
 	}
 }
 
@@ -377,6 +452,8 @@ func (o oneByte) Read(p []byte) (int, error) { return o.r.Read(p[:min(len(p), 1)
 
 func TestReadHead(t *testing.T) {
 	long := "HTTP/1.1 200 OK\r\nX-Long: " + strings.Repeat("a", maxStreamHead) + "\r\n\r\n"
+	// A head whose end (the blank line included) is its last byte.
+	atMost := "HTTP/1.1 200 OK\r\nX: " + strings.Repeat("a", maxStreamHead-len("HTTP/1.1 200 OK\r\nX: \r\n\r\n")) + "\r\n\r\n"
 	tests := []struct {
 		name, in string
 		slow     bool
@@ -387,6 +464,9 @@ func TestReadHead(t *testing.T) {
 		{"byte by byte", "HTTP/1.1 503 Service Unavailable\r\n\r\n", true, "HTTP/1.1 503 Service Unavailable\r\n", false},
 		{"cut short", "HTTP/1.1 200 OK\r\n", false, "", true},
 		{"too large", long, false, "", true},
+		{"empty", "\r\n\r\n", false, "\r\n", false},
+		{"as large as allowed", atMost, false, atMost[:len(atMost)-2], false},
+		{"a byte larger", atMost[:4] + "x" + atMost[4:], false, "", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -469,11 +549,12 @@ func TestDirectRun(t *testing.T) {
 	}
 }
 
-// RunRuns against a scripted gateway and a real echo: every phase runs,
-// is counted, and the paused runs are cancelled at the end.
-func TestRunRuns(t *testing.T) {
+// runsFake is a gateway whose runs of instance "inst" complete and whose
+// runs of "pause" pause after three events, except the run named ends,
+// which completes on its resumed stream.
+func runsFake(ends string) *fakeGateway {
 	var n atomic.Int64
-	f := &fakeGateway{
+	return &fakeGateway{
 		runID: func(instance string) string { return fmt.Sprintf("%s-%d", instance, n.Add(1)) },
 		runFrames: func(run, last string) ([]string, bool) {
 			if strings.HasPrefix(run, "inst-") {
@@ -481,10 +562,13 @@ func TestRunRuns(t *testing.T) {
 					runFrame(run, 2, gateway.EventStatus, map[string]string{"status": "COMPLETED"}),
 					runFrame(run, 3, gateway.EventDone, map[string]string{"status": "COMPLETED"})}, false
 			}
-			switch last {
-			case "":
+			switch {
+			case last == "":
 				return []string{runFrame(run, 1, gateway.EventStatus, map[string]string{"status": "RUNNING"})}, true
-			case "1":
+			case last == "1" && run == ends:
+				return []string{runFrame(run, 2, gateway.EventStatus, map[string]string{"status": "COMPLETED"}),
+					runFrame(run, 3, gateway.EventDone, map[string]string{"status": "COMPLETED"})}, false
+			case last == "1":
 				return []string{runFrame(run, 2, gateway.EventMessageDelta, map[string]string{"content": "working"}),
 					runFrame(run, 3, gateway.EventStatus, map[string]string{"status": "WAITING_USER"}),
 					runFrame(run, 4, gateway.EventHITL, map[string]any{"hitl": map[string]string{"prompt": "reply"}})}, true
@@ -492,6 +576,12 @@ func TestRunRuns(t *testing.T) {
 			return nil, true // after the pause: nothing more
 		},
 	}
+}
+
+// RunRuns against a scripted gateway and a real echo: every phase runs,
+// is counted, and the paused runs are cancelled at the end.
+func TestRunRuns(t *testing.T) {
+	f := runsFake("")
 	tg := newFakeTarget(t, f)
 	tg.Direct = serveAgent(t, builtin.Echo())
 	var heldOpen int64 = -1
@@ -511,7 +601,8 @@ func TestRunRuns(t *testing.T) {
 			t.Errorf("%s: %+v", side.Scenario, side)
 		}
 	}
-	if res.ThroughputRatio <= 0 || res.FirstEventP99Excess != res.Gateway.FirstEvent.P99-res.Direct.FirstEvent.P99 {
+	if res.ThroughputRatio <= 0 || res.ThroughputRatio != res.Gateway.Throughput/res.Direct.Throughput ||
+		res.FirstEventP99Excess != res.Gateway.FirstEvent.P99-res.Direct.FirstEvent.P99 {
 		t.Errorf("ratio %v, first-event p99 excess %v", res.ThroughputRatio, res.FirstEventP99Excess)
 	}
 	if r := res.Resume; r.Resumes != 5 || r.Errors != 0 || r.Latency.P50 <= 0 || r.Replay.P50 <= 0 {
@@ -526,5 +617,39 @@ func TestRunRuns(t *testing.T) {
 	want := []string{ScenarioGatewayRun + "0", ScenarioDirect + "0", ScenarioDirect + "1", ScenarioGatewayRun + "1"}
 	if diff := cmp.Diff(want, rounds); diff != "" {
 		t.Errorf("measured rounds (-want +got):\n%s", diff)
+	}
+}
+
+// A run that ends instead of pausing is a resume error; the others are
+// held, and every run is cancelled.
+func TestRunRunsCountsResumeFailures(t *testing.T) {
+	var n atomic.Int64
+	f := runsFake("")
+	var ends atomic.Pointer[string]
+	script := f.runFrames
+	f.runID = func(instance string) string {
+		id := fmt.Sprintf("%s-%d", instance, n.Add(1))
+		if instance == "pause" {
+			ends.CompareAndSwap(nil, &id) // the first pause run, named before any stream of it
+		}
+		return id
+	}
+	f.runFrames = func(run, last string) ([]string, bool) {
+		if e := ends.Load(); e != nil && run == *e && last == "1" {
+			return runsFake(run).runFrames(run, last)
+		}
+		return script(run, last)
+	}
+	tg := newFakeTarget(t, f)
+	tg.Direct = serveAgent(t, builtin.Echo())
+	res, err := RunRuns(t.Context(), tg, &RunsOptions{Concurrency: 1, Duration: 10 * time.Millisecond, Warmup: -1, Streams: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res.Resume; r.Resumes != 3 || r.Errors != 1 || !strings.Contains(r.FirstError, "instead of pausing") {
+		t.Errorf("resume %+v, want 1 of 3 failed", r)
+	}
+	if res.Streams.Streams != 2 || f.cancels.Load() != 3 {
+		t.Errorf("%d streams held, %d runs cancelled; want 2 and 3", res.Streams.Streams, f.cancels.Load())
 	}
 }
