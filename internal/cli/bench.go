@@ -61,6 +61,8 @@ func runBench(ctx context.Context, args []string, e *env) int {
 		return runBenchMemory(ctx, args[1:], e)
 	case "gate":
 		return runBenchGate(ctx, args[1:], e)
+	case "runs":
+		return runBenchRuns(ctx, args[1:], e)
 	}
 	fmt.Fprintf(e.stderr, "novaos bench: unknown target %q\n", args[0])
 	benchUsage(e.stderr)
@@ -77,6 +79,8 @@ func benchUsage(w io.Writer) {
 	fmt.Fprintln(w, "          --locomo FILE scores retrieval quality on LoCoMo")
 	fmt.Fprintln(w, "  gate    gated writes through the SDK (rules only, 500 sessions, 1000/s) against the same function ungated and a bare")
 	fmt.Fprintln(w, "          loopback round trip pair; --judge fake adds the judge path's overhead")
+	fmt.Fprintln(w, "  runs    execution gateway runs of echo (execute, then its event stream) against direct A2A streaming calls;")
+	fmt.Fprintln(w, "          first-event latency, resume after a cut, memory per 1,000 open event streams")
 }
 
 // benchReport is the --json output.
