@@ -308,6 +308,10 @@ func (dl *delivery) follow(ctx context.Context, f *follower) {
 			return
 		case <-f.wake:
 		}
+		// A wake-up for events the delivery wrote itself is no news.
+		if !f.lost.Swap(false) && f.last.Load() <= dl.current().LastSequence {
+			continue
+		}
 		r, err := dl.s.store.GetRun(ctx, "", dl.current().ID)
 		if err != nil {
 			continue

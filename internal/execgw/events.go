@@ -77,8 +77,12 @@ func (s *Service) serveEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.hub.unfollow(f)
-	runsse.Stream(w, r, runSource{s, run.ID}, after, runsse.Options{KeepAlive: s.o.KeepAlive, Wake: f.wake, Closing: s.hub.closing,
-		OnError: func(err error) { s.log.Error("gateway: reading run events failed", "run_id", run.ID, "err", err) }})
+	// Only the id is kept while the stream is open: the run itself (its
+	// input, output and artifacts) is let go.
+	id := run.ID
+	run = nil
+	runsse.Stream(w, r, runSource{s, id}, after, runsse.Options{KeepAlive: s.o.KeepAlive, Wake: f.wake, Closing: s.hub.closing,
+		OnError: func(err error) { s.log.Error("gateway: reading run events failed", "run_id", id, "err", err) }})
 }
 
 // runSource reads one run's events from the store.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"novaos.dev/novaos/gateway"
 )
@@ -32,6 +33,10 @@ type follower struct {
 	run    string
 	wake   chan struct{} // capacity 1: a pending wake-up is enough
 	stream bool          // an event stream, counted against the limit
+	// last is the highest sequence a wake-up announced; lost is set when
+	// notifications may have been missed.
+	last atomic.Int64
+	lost atomic.Bool
 }
 
 func newHub(s gateway.Store, max int, log *slog.Logger) *hub {
@@ -81,7 +86,7 @@ func (h *hub) unfollow(f *follower) {
 }
 
 // notify wakes the followers of run, or every follower for run "".
-func (h *hub) notify(run string, _ int64) {
+func (h *hub) notify(run string, last int64) {
 	if h.onEvents != nil {
 		h.onEvents(run)
 	}
@@ -89,15 +94,23 @@ func (h *hub) notify(run string, _ int64) {
 	defer h.mu.Unlock()
 	if run == "" {
 		for _, set := range h.runs {
-			wakeAll(set)
+			wakeAll(set, -1)
 		}
 		return
 	}
-	wakeAll(h.runs[run])
+	wakeAll(h.runs[run], last)
 }
 
-func wakeAll(set map[*follower]struct{}) {
+// wakeAll wakes the followers in set, telling them how far the run's
+// events go (-1: notifications may have been lost).
+func wakeAll(set map[*follower]struct{}, last int64) {
 	for f := range set {
+		if last < 0 {
+			f.lost.Store(true)
+		} else {
+			for cur := f.last.Load(); last > cur && !f.last.CompareAndSwap(cur, last); cur = f.last.Load() {
+			}
+		}
 		select {
 		case f.wake <- struct{}{}:
 		default:

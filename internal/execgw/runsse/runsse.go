@@ -15,10 +15,10 @@
 package runsse
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -82,18 +82,17 @@ func Stream(w http.ResponseWriter, r *http.Request, src Source, after int64, o O
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	// Frames go straight to the ResponseWriter, whose own buffer is
+	// enough: a second one would cost 4 KiB per open stream.
 	rc := http.NewResponseController(w)
-	bw := bufio.NewWriterSize(w, 4096)
 	flush := func() error {
 		_ = rc.SetWriteDeadline(time.Now().Add(o.WriteTimeout))
-		if err := bw.Flush(); err != nil {
-			return err
-		}
 		return rc.Flush()
 	}
 	if flush() != nil {
 		return
 	}
+	var frame []byte
 	ctx := r.Context()
 	keepAlive := time.NewTicker(o.KeepAlive)
 	defer keepAlive.Stop()
@@ -106,7 +105,11 @@ func Stream(w http.ResponseWriter, r *http.Request, src Source, after int64, o O
 			return
 		}
 		for _, e := range events {
-			if WriteFrame(bw, e) != nil {
+			var err error
+			if frame, err = AppendFrame(frame[:0], e); err != nil {
+				return
+			}
+			if _, err := w.Write(frame); err != nil {
 				return
 			}
 			after = e.Sequence
@@ -128,7 +131,7 @@ func Stream(w http.ResponseWriter, r *http.Request, src Source, after int64, o O
 		select {
 		case <-o.Wake:
 		case <-keepAlive.C:
-			if _, err := bw.WriteString(": keepalive\n\n"); err != nil || flush() != nil {
+			if _, err := io.WriteString(w, ": keepalive\n\n"); err != nil || flush() != nil {
 				return
 			}
 		case <-ctx.Done():
@@ -139,16 +142,15 @@ func Stream(w http.ResponseWriter, r *http.Request, src Source, after int64, o O
 	}
 }
 
-// WriteFrame writes one event as an SSE frame.
-func WriteFrame(bw *bufio.Writer, e gateway.Event) error {
+// AppendFrame appends one event as an SSE frame to b.
+func AppendFrame(b []byte, e gateway.Event) ([]byte, error) {
 	data, err := json.Marshal(e.Frame())
 	if err != nil {
-		return fmt.Errorf("runsse: encode event %d of run %s: %w", e.Sequence, e.RunID, err)
+		return b, fmt.Errorf("runsse: encode event %d of run %s: %w", e.Sequence, e.RunID, err)
 	}
-	bw.WriteString("id: ")
-	bw.WriteString(strconv.FormatInt(e.Sequence, 10))
-	bw.WriteString("\nevent: " + gateway.SSEEventName + "\ndata: ")
-	bw.Write(data)
-	_, err = bw.WriteString("\n\n")
-	return err
+	b = append(b, "id: "...)
+	b = strconv.AppendInt(b, e.Sequence, 10)
+	b = append(b, "\nevent: "+gateway.SSEEventName+"\ndata: "...)
+	b = append(b, data...)
+	return append(b, "\n\n"...), nil
 }

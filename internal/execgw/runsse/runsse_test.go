@@ -3,7 +3,6 @@ package runsse_test
 import (
 	"bufio"
 	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -131,13 +130,14 @@ func TestStreamEnded(t *testing.T) {
 	}
 }
 
-func BenchmarkWriteFrame(b *testing.B) {
+func BenchmarkAppendFrame(b *testing.B) {
 	e := gateway.Event{RunID: "0192f8e4-5c1a-7b3d-9e2f-1a2b3c4d5e6f", Sequence: 42, Type: gateway.EventMessageDelta,
 		Payload: []byte(`{"content":"a chunk of the answer"}`), At: time.Unix(1_700_000_000, 0)}
-	bw := bufio.NewWriter(io.Discard)
+	var buf []byte
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := runsse.WriteFrame(bw, e); err != nil {
+		var err error
+		if buf, err = runsse.AppendFrame(buf[:0], e); err != nil {
 			b.Fatal(err)
 		}
 	}
