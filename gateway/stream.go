@@ -469,9 +469,28 @@ func (c *Client) streamOnce(ctx context.Context, runID, lastEventID string, yiel
 	}
 	stopped, err = readEvents(body, runID, yield)
 	if err != nil {
-		err = wasIdle(err)
+		return stopped, wasIdle(err)
 	}
-	return stopped, err
+	if !stopped {
+		drain(resp.Body, cancel)
+	}
+	return stopped, nil
+}
+
+// Bounds of the drain after a run's terminal event.
+const (
+	maxDrainBytes = 64 << 10
+	maxDrainTime  = 250 * time.Millisecond
+)
+
+// drain reads what follows a run's terminal event (the gateway's done or
+// error, then the end of the stream) so that the connection can carry
+// the next request, for at most maxDrainTime: a server that keeps the
+// stream open costs that once, and its connection is dropped.
+func drain(body io.Reader, cancel context.CancelCauseFunc) {
+	t := time.AfterFunc(maxDrainTime, func() { cancel(nil) })
+	defer t.Stop()
+	_, _ = io.CopyN(io.Discard, body, maxDrainBytes)
 }
 
 // idleReader restarts the idle timer whenever bytes arrive: a keepalive
