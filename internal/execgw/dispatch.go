@@ -233,7 +233,7 @@ func (dl *delivery) settle(ctx context.Context, t *turn, err error, log interfac
 			}
 			if t.end.status == gateway.StatusWaitingUser {
 				r.Status, r.Reason = gateway.StatusWaitingUser, t.end.reason
-				r.Pause = mustJSON(t.end.pause)
+				r.Pause = toJSON(t.end.pause)
 				r.PendingInput = nil
 				r.LeaseOwner, r.LeaseUntil = "", time.Time{}
 				return append(events, statusEvent(gateway.StatusWaitingUser, t.end.reason),

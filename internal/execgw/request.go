@@ -189,10 +189,12 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-func mustJSON(v any) json.RawMessage {
+// toJSON encodes plain data the gateway built; one that does not encode
+// (a bug) is recorded as an error object rather than lost or panicked on.
+func toJSON(v any) json.RawMessage {
 	b, err := json.Marshal(v)
 	if err != nil {
-		panic(fmt.Sprintf("execgw: %T does not encode: %v", v, err))
+		b, _ = json.Marshal(map[string]string{"error": "unencodable: " + err.Error()})
 	}
 	return b
 }

@@ -17,13 +17,7 @@ import (
 
 // newEvent is an event of type typ whose payload is v as JSON.
 func newEvent(typ string, v any) gateway.Event {
-	b, err := json.Marshal(v)
-	if err != nil {
-		// Every payload the gateway builds is plain data; one that does
-		// not encode is a bug, recorded rather than lost.
-		b, _ = json.Marshal(map[string]string{"error": "unencodable payload: " + err.Error()})
-	}
-	return gateway.Event{Type: typ, Payload: b}
+	return gateway.Event{Type: typ, Payload: toJSON(v)}
 }
 
 // statusEvent records a lifecycle change.
