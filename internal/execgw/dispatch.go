@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"net"
 	"slices"
@@ -159,37 +160,53 @@ func (d *dispatcher) deliver(parent context.Context, claimed *gateway.Run) {
 
 	target, err := s.target(ctx, dl.current())
 	if err != nil {
-		dl.settle(ctx, nil, err, log)
+		dl.settle(ctx, nil, nil, err, log)
 		return
 	}
 	req, callOpts, err := s.request(ctx, dl.current(), target)
 	if err != nil {
-		dl.settle(ctx, nil, err, log)
+		dl.settle(ctx, nil, nil, err, log)
 		return
 	}
 	t := newTurn(s.o.MaxOutputBytes, dl.current().Artifacts)
+	// The agent's frames are read apart from their recording: the frames
+	// that arrived while a write was in flight go in the next write, and
+	// a turn's last ones in the write of its ending, so a run costs about
+	// as many writes as the agent makes pauses, not one a frame.
+	callCtx, stopCall := context.WithCancel(ctx)
+	frames := pumpFrames(callCtx, target.client.SendStreamingMessage(callCtx, req, callOpts...))
+	hangUp := func() { // idempotent
+		stopCall()
+		for range frames {
+		}
+	}
+	defer hangUp()
+	var pending []gateway.Event
 	var streamErr error
-	for frame, err := range target.client.SendStreamingMessage(ctx, req, callOpts...) {
-		if err != nil {
-			streamErr = err
+	for f := range frames {
+		streamErr = t.take(f, &pending)
+		for streamErr == nil && t.end == nil {
+			more, ok := waiting(frames)
+			if !ok {
+				break
+			}
+			streamErr = t.take(more, &pending)
+		}
+		if streamErr != nil || t.end != nil {
 			break
 		}
-		t.frames++
-		events := t.frame(frame)
-		if t.taskID != "" && dl.current().TaskID == "" || len(events) > 0 {
+		if len(pending) > 0 {
+			events := pending
+			pending = nil
 			if dl.write(ctx, func(r *gateway.Run) []gateway.Event {
-				if r.TaskID == "" {
-					r.TaskID, r.ContextID = t.taskID, t.contextID
-				}
+				t.setTask(r)
 				return events
 			}) != nil {
 				return
 			}
 		}
-		if t.end != nil {
-			break
-		}
 	}
+	hangUp()
 	if cause := context.Cause(ctx); errors.Is(cause, errStop) {
 		// The run was cancelled or taken: tell the agent, best effort.
 		if t.taskID != "" {
@@ -204,20 +221,22 @@ func (d *dispatcher) deliver(parent context.Context, claimed *gateway.Run) {
 		// lease lapses, without counting the attempt against it.
 		rctx, rcancel := context.WithTimeout(context.WithoutCancel(parent), 5*time.Second)
 		_ = dl.write(rctx, func(r *gateway.Run) []gateway.Event {
+			t.setTask(r)
 			r.LeaseOwner, r.LeaseUntil, r.NotBefore = "", time.Time{}, time.Time{}
 			r.Attempt = max(r.Attempt-1, 0)
-			return []gateway.Event{statusEvent(gateway.StatusRunning, "the server delivering the run is stopping; it will be delivered again")}
+			return append(slices.Clone(pending), statusEvent(gateway.StatusRunning, "the server delivering the run is stopping; it will be delivered again"))
 		})
 		rcancel()
 		return
 	}
-	dl.settle(ctx, t, streamErr, log)
+	dl.settle(ctx, t, pending, streamErr, log)
 }
 
-// settle records how a turn ended: its ending or pause, or, for a stream
-// that stopped short, a retry after a backoff (the run is left for any
-// dispatcher to claim again) or, past the last attempt, a failure.
-func (dl *delivery) settle(ctx context.Context, t *turn, err error, log interface {
+// settle records how a turn ended, after the events of its last frames
+// (pending): its ending or pause, or, for a stream that stopped short, a
+// retry after a backoff (the run is left for any dispatcher to claim
+// again) or, past the last attempt, a failure.
+func (dl *delivery) settle(ctx context.Context, t *turn, pending []gateway.Event, err error, log interface {
 	Info(string, ...any)
 	Warn(string, ...any)
 }) {
@@ -226,7 +245,8 @@ func (dl *delivery) settle(ctx context.Context, t *turn, err error, log interfac
 	if t != nil && t.end != nil {
 		final := t.finish()
 		_ = dl.write(ctx, func(r *gateway.Run) []gateway.Event {
-			events := append([]gateway.Event(nil), final...)
+			t.setTask(r)
+			events := append(slices.Clone(pending), final...)
 			r.Artifacts = mergeArtifacts(r.Artifacts, t.artifacts)
 			if out := t.output.String(); out != "" {
 				r.Output = out
@@ -249,7 +269,10 @@ func (dl *delivery) settle(ctx context.Context, t *turn, err error, log interfac
 		perm = &permanent{reason: "the agent refused the request: " + describe(err)}
 	}
 	if perm != nil || errors.As(err, &perm) {
-		_ = dl.write(ctx, func(r *gateway.Run) []gateway.Event { return end(r, gateway.StatusFailed, perm.reason, now) })
+		_ = dl.write(ctx, func(r *gateway.Run) []gateway.Event {
+			t.setTask(r)
+			return append(slices.Clone(pending), end(r, gateway.StatusFailed, perm.reason, now)...)
+		})
 		log.Warn("gateway: run failed", "reason", perm.reason)
 		return
 	}
@@ -261,14 +284,56 @@ func (dl *delivery) settle(ctx context.Context, t *turn, err error, log interfac
 		why = "the agent could not be reached: " + describe(err)
 	}
 	_ = dl.write(ctx, func(r *gateway.Run) []gateway.Event {
+		t.setTask(r)
+		events := slices.Clone(pending)
 		if r.Attempt >= s.o.MaxAttempts {
-			return end(r, gateway.StatusFailed, fmt.Sprintf("%s (attempt %d of %d; giving up)", why, r.Attempt, s.o.MaxAttempts), now)
+			return append(events, end(r, gateway.StatusFailed, fmt.Sprintf("%s (attempt %d of %d; giving up)", why, r.Attempt, s.o.MaxAttempts), now)...)
 		}
 		backoff := s.o.RetryBackoff << (r.Attempt - 1)
 		r.LeaseOwner, r.LeaseUntil, r.NotBefore = "", time.Time{}, now.Add(backoff)
-		return []gateway.Event{statusEvent(gateway.StatusRunning, fmt.Sprintf("%s; retrying in %s (attempt %d of %d)", why, backoff, r.Attempt, s.o.MaxAttempts))}
+		return append(events, statusEvent(gateway.StatusRunning, fmt.Sprintf("%s; retrying in %s (attempt %d of %d)", why, backoff, r.Attempt, s.o.MaxAttempts)))
 	})
 	log.Warn("gateway: turn stopped short", "reason", why)
+}
+
+// streamFrame is one item of an agent's stream: a frame or the error
+// that ended it.
+type streamFrame struct {
+	frame *a2a.StreamResponse
+	err   error
+}
+
+// framesAhead bounds the frames read ahead of their recording.
+const framesAhead = 64
+
+// pumpFrames reads stream into a channel, closed when the stream ends or
+// ctx does: the reader takes what has arrived without waiting for more.
+func pumpFrames(ctx context.Context, stream iter.Seq2[*a2a.StreamResponse, error]) <-chan streamFrame {
+	out := make(chan streamFrame, framesAhead)
+	go func() {
+		defer close(out)
+		for f, err := range stream {
+			select {
+			case out <- streamFrame{f, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return out
+}
+
+// waiting returns a frame that has already arrived, if any.
+func waiting(frames <-chan streamFrame) (streamFrame, bool) {
+	select {
+	case f, ok := <-frames:
+		return f, ok
+	default:
+		return streamFrame{}, false
+	}
 }
 
 // mergeArtifacts adds a turn's artifacts to the run's: one that continues

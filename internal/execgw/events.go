@@ -81,21 +81,46 @@ func (s *Service) serveEvents(w http.ResponseWriter, r *http.Request) {
 	// input, output and artifacts) is let go.
 	id := run.ID
 	run = nil
-	runsse.Stream(w, r, runSource{s, id}, after, runsse.Options{KeepAlive: s.o.KeepAlive, Wake: f.wake, Closing: s.hub.closing,
+	runsse.Stream(w, r, &runSource{s: s, id: id, f: f}, after, runsse.Options{KeepAlive: s.o.KeepAlive, Wake: f.wake, Closing: s.hub.closing,
 		OnError: func(err error) { s.log.Error("gateway: reading run events failed", "run_id", id, "err", err) }})
 }
 
-// runSource reads one run's events from the store.
+// runSource reads one run's events: from its follower's tail when that
+// continues where the stream is, else from the store.
 type runSource struct {
 	s  *Service
 	id string
+	f  *follower
+	// caughtUp is whether a read of the store found no more than it
+	// returned: the store holds nothing the stream has not been sent
+	// except what was announced to the follower since.
+	caughtUp bool
+	// read is whether the last Events went to the store.
+	read bool
 }
 
-func (rs runSource) Events(ctx context.Context, after int64, limit int) ([]gateway.Event, error) {
-	return rs.s.store.Events(ctx, rs.id, after, limit)
+func (rs *runSource) Events(ctx context.Context, after int64, limit int) ([]gateway.Event, error) {
+	rs.read = false
+	if events := rs.f.take(after, limit); len(events) > 0 {
+		return events, nil
+	}
+	if rs.caughtUp && !rs.f.lost.Swap(false) && rs.f.last.Load() <= after {
+		// Woken for events the stream has sent already (news of this
+		// process's own commits coming back from the store).
+		return nil, nil
+	}
+	events, err := rs.s.store.Events(ctx, rs.id, after, limit)
+	rs.read, rs.caughtUp = true, err == nil && len(events) < limit
+	return events, err
 }
 
-func (rs runSource) Ended(ctx context.Context, after int64) (bool, error) {
+// Ended reads the run only when the store was just read and had nothing
+// new: a stream that has sent every event announced is not at an end it
+// has not been told of.
+func (rs *runSource) Ended(ctx context.Context, after int64) (bool, error) {
+	if !rs.read {
+		return false, nil
+	}
 	return rs.s.endedAt(ctx, rs.id, after)
 }
 

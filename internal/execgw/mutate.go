@@ -37,7 +37,11 @@ func (s *Service) mutate(ctx context.Context, cur *gateway.Run, id string, chang
 			return cur, nil, err
 		}
 		now := s.o.Now()
+		s.hub.writeBegins(id)
 		stored, written, err := s.store.WriteRun(ctx, gateway.RunWrite{Run: next, ExpectVersion: cur.Version, Events: events, Now: now})
+		if err != nil {
+			s.hub.writeEnds(id, nil)
+		}
 		if errors.Is(err, gateway.ErrConflict) {
 			cur = nil
 			continue
@@ -45,9 +49,8 @@ func (s *Service) mutate(ctx context.Context, cur *gateway.Run, id string, chang
 		if err != nil {
 			return cur, nil, err
 		}
-		if len(written) > 0 {
-			s.hub.notify(stored.ID, stored.LastSequence)
-		}
+		s.remember(&stored, now)
+		s.hub.writeEnds(id, written)
 		return &stored, written, nil
 	}
 	return nil, nil, fmt.Errorf("execgw: run %s: %w after %d tries", id, gateway.ErrConflict, maxMutateTries)

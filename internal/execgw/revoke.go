@@ -49,11 +49,23 @@ func (s *Service) Revoked(ctx context.Context, c *identity.Claims) error {
 		return fmt.Errorf("execgw: read the token's run: %w", err)
 	}
 	ended := r.Status.Terminal()
-	s.revocations.put(c.RunID, r.TenantID, ended, now.Add(liveFor))
+	s.revocations.put(c.RunID, r.TenantID, ended, now.Add(liveFor), r.LastSequence)
 	if ended {
 		return errRunEnded
 	}
 	return nil
+}
+
+// remember tells Revoked of a run this process has just written: a run it
+// delivers (whose agent is about to present the run's token), or one
+// Revoked already knows.
+func (s *Service) remember(r *gateway.Run, now time.Time) {
+	ended := r.Status.Terminal()
+	if ended || r.LeaseOwner != s.owner {
+		s.revocations.update(r.ID, ended, now.Add(liveFor), r.LastSequence)
+		return
+	}
+	s.revocations.put(r.ID, r.TenantID, false, now.Add(liveFor), r.LastSequence)
 }
 
 // runStates is a bounded LRU of run ids to whether the run has ended.
@@ -68,6 +80,7 @@ type runState struct {
 	tenant string
 	ended  bool
 	until  time.Time // a live run's answer is trusted until then
+	seq    int64     // the run's last event when it was read
 	elem   *list.Element
 }
 
@@ -86,16 +99,16 @@ func (c *runStates) get(id string, now time.Time) (tenant string, ended, ok bool
 	return st.tenant, st.ended, true
 }
 
-func (c *runStates) put(id, tenant string, ended bool, until time.Time) {
+// put remembers a run's state as read with its last event seq.
+func (c *runStates) put(id, tenant string, ended bool, until time.Time, seq int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if st, ok := c.items[id]; ok {
-		st.ended = st.ended || ended
-		st.until = until
+		st.learn(ended, until, seq)
 		c.order.MoveToFront(st.elem)
 		return
 	}
-	c.items[id] = &runState{tenant: tenant, ended: ended, until: until, elem: c.order.PushFront(id)}
+	c.items[id] = &runState{tenant: tenant, ended: ended, until: until, seq: seq, elem: c.order.PushFront(id)}
 	for c.order.Len() > c.max {
 		old := c.order.Back()
 		c.order.Remove(old)
@@ -103,9 +116,27 @@ func (c *runStates) put(id, tenant string, ended bool, until time.Time) {
 	}
 }
 
-// forget drops what is remembered of a live run (it has new events: it
-// may have ended), or of every live run for id "".
-func (c *runStates) forget(id string) {
+// update changes what is remembered of a run, if anything is.
+func (c *runStates) update(id string, ended bool, until time.Time, seq int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st, ok := c.items[id]; ok {
+		st.learn(ended, until, seq)
+	}
+}
+
+// learn takes newer news of the run: an ending is for good.
+func (st *runState) learn(ended bool, until time.Time, seq int64) {
+	st.ended = st.ended || ended
+	if seq >= st.seq {
+		st.until, st.seq = until, seq
+	}
+}
+
+// forget drops what is remembered of a live run with events after what
+// was read (it may have ended), or of every live run for id "" or a last
+// below 0 (news may have been lost).
+func (c *runStates) forget(id string, last int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if id == "" {
@@ -117,7 +148,7 @@ func (c *runStates) forget(id string) {
 		}
 		return
 	}
-	if st, ok := c.items[id]; ok && !st.ended {
+	if st, ok := c.items[id]; ok && !st.ended && (last < 0 || last > st.seq) {
 		c.order.Remove(st.elem)
 		delete(c.items, id)
 	}

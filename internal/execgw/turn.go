@@ -59,6 +59,26 @@ func (t *turn) grow(n int) bool {
 	return false
 }
 
+// take adds the events of one item of the agent's stream to pending, or
+// returns the error that ended the stream.
+func (t *turn) take(f streamFrame, pending *[]gateway.Event) error {
+	if f.err != nil {
+		return f.err
+	}
+	t.frames++
+	*pending = append(*pending, t.frame(f.frame)...)
+	return nil
+}
+
+// setTask records the agent's task and context ids on the run, once the
+// stream has named them: a reply continues that task.
+func (t *turn) setTask(r *gateway.Run) {
+	if t == nil || r.TaskID != "" || t.taskID == "" {
+		return
+	}
+	r.TaskID, r.ContextID = t.taskID, t.contextID
+}
+
 // frame takes one stream frame and returns the events it makes.
 func (t *turn) frame(f *a2a.StreamResponse) []gateway.Event {
 	if t.end != nil {
