@@ -21,6 +21,14 @@
 // share a ring rotate it one at a time, under an flock on the file
 // beside it (KeyFile plus ".lock").
 //
+// The ring may also hold a companion: a private key of the algorithm the
+// active key is not, for MintAs. The execution gateway signs the tokens
+// of agents hosted in the platform's process EdDSA, about 30 times
+// cheaper than RS256, which only agents reached by URL need. It is made
+// at the first such token under the same lock, published beside the
+// active key, replaced once older than Options.KeyLifetime, and retired
+// with the active key at every rotation.
+//
 //	iss, err := auth.Open(filepath.Join(dataDir, auth.KeyFile), auth.Options{Issuer: "http://127.0.0.1:8080"})
 //	token, err := iss.Mint(ctx, identity.Claims{TenantID: "acme", AgentID: "mailer",
 //		Scopes: []string{"memory:read:*", "memory:write:agent"}}, 15*time.Minute)

@@ -104,11 +104,19 @@ type Options struct {
 
 // ringFile is the key ring as stored.
 type ringFile struct {
-	Active  activeKey    `json:"active"`
-	Retired []retiredKey `json:"retired,omitempty"`
+	Active storedKey `json:"active"`
+	// Companion is a key of the algorithm Active is not, for MintAs: the
+	// execution gateway signs the tokens of agents hosted in the
+	// platform's process EdDSA, a thirtieth of an RSA signature's cost,
+	// while agents reached by URL verify RS256 only. Made on first need,
+	// so a ring never asked for the other algorithm has none; omitted when
+	// absent, so a ring file of before it reads the same.
+	Companion *storedKey   `json:"companion,omitempty"`
+	Retired   []retiredKey `json:"retired,omitempty"`
 }
 
-type activeKey struct {
+// storedKey is a private key of the ring as stored.
+type storedKey struct {
 	Key     json.RawMessage `json:"key"` // private JWK
 	Created time.Time       `json:"created"`
 }
@@ -122,16 +130,28 @@ type retiredKey struct {
 // ring is a loaded key ring.
 type ring struct {
 	file   ringFile
-	active *jwk.Key // private
-	// public is active's public half, made once: the verifier remembers
-	// a verified token only while its key source returns the same key.
+	active *ringKey
+	// companion is nil when the ring has none. One of the active key's
+	// algorithm (Options.Algorithm changed under it, or a hand-made file)
+	// never signs, as MintAs of that algorithm has the active key; it is
+	// published until a rotation, or a companion of the other algorithm,
+	// retires it like any key that stopped signing.
+	companion *ringKey
+	retired   []published
+	stamp     fileStamp
+}
+
+// ringKey is one of the ring's private keys, the active key or the
+// companion, with what signing and publishing it need made once at load.
+type ringKey struct {
+	key *jwk.Key // private
+	// public is key's public half, made once: the verifier remembers a
+	// verified token only while its key source returns the same key.
 	public  *jwk.Key
-	alg     jose.SignatureAlgorithm // active's
-	signer  jose.Signer
-	priv    any // the active private key, for SignJWT
+	alg     jose.SignatureAlgorithm
+	signer  jose.Signer // of typ JWT
+	priv    any         // the crypto key, for SignJWT's signers of other types
 	created time.Time
-	retired []published
-	stamp   fileStamp
 }
 
 type published struct {
@@ -222,14 +242,14 @@ func Open(path string, opts Options) (*Issuer, error) {
 	return i, nil
 }
 
-// newKey makes a signing key of Options.Algorithm.
-func (i *Issuer) newKey() (*jwk.Key, error) {
+// newKey makes a signing key of alg.
+func newKey(alg string) (*jwk.Key, error) {
 	var key *jwk.Key
 	var err error
-	if i.opts.Algorithm == RS256 {
+	if alg == RS256 {
 		key, err = jwk.GenerateRSAKey(RSABits)
 	} else {
-		key, err = jwk.GenerateKey(i.opts.Algorithm)
+		key, err = jwk.GenerateKey(alg)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
@@ -240,12 +260,12 @@ func (i *Issuer) newKey() (*jwk.Key, error) {
 // create makes the ring file with a new key; when another process made it
 // first, its ring is loaded instead.
 func (i *Issuer) create() (*ring, error) {
-	key, err := i.newKey()
+	key, err := newKey(i.opts.Algorithm)
 	if err != nil {
 		return nil, err
 	}
 	priv, _ := key.PrivateJWK()
-	f := ringFile{Active: activeKey{Key: priv, Created: i.opts.Now().UTC()}}
+	f := ringFile{Active: storedKey{Key: priv, Created: i.opts.Now().UTC()}}
 	if i.path == "" {
 		return i.parse(f, fileStamp{})
 	}
@@ -283,26 +303,16 @@ func (i *Issuer) load() (*ring, error) {
 
 // parse makes a ring of a ring file's content.
 func (i *Issuer) parse(f ringFile, stamp fileStamp) (*ring, error) {
-	active, err := jwk.ParseKey(f.Active.Key)
-	if err != nil || !active.IsPrivate() || (active.Algorithm() != EdDSA && active.Algorithm() != RS256) {
-		return nil, fmt.Errorf("auth: token key ring %s: the active key is not a private Ed25519 or RSA JWK", i.path)
-	}
-	var jk jose.JSONWebKey
-	if err := jk.UnmarshalJSON(f.Active.Key); err != nil {
-		return nil, fmt.Errorf("auth: token key ring %s: the active key does not parse", i.path)
-	}
-	if k, ok := jk.Key.(*rsa.PrivateKey); ok {
-		// Without it every signature repeats the key's checks and
-		// precomputation, a tenth of its cost.
-		k.Precompute()
-	}
-	alg := jose.SignatureAlgorithm(active.Algorithm())
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: jose.JSONWebKey{Key: jk.Key, KeyID: active.KeyID()}},
-		(&jose.SignerOptions{}).WithType("JWT"))
+	active, err := i.parseKey("active", f.Active)
 	if err != nil {
-		return nil, fmt.Errorf("auth: token signer: %w", err)
+		return nil, err
 	}
-	r := &ring{file: f, active: active, public: active.Public(), alg: alg, signer: signer, priv: jk.Key, created: f.Active.Created, stamp: stamp}
+	r := &ring{file: f, active: active, stamp: stamp}
+	if f.Companion != nil {
+		if r.companion, err = i.parseKey("companion", *f.Companion); err != nil {
+			return nil, err
+		}
+	}
 	for _, rk := range f.Retired {
 		k, err := jwk.ParseKey(rk.Key)
 		if err != nil {
@@ -311,6 +321,31 @@ func (i *Issuer) parse(f ringFile, stamp fileStamp) (*ring, error) {
 		r.retired = append(r.retired, published{key: k.Public(), until: rk.Until})
 	}
 	return r, nil
+}
+
+// parseKey makes a ringKey of the ring's private key named role. Its
+// errors never carry the parser's: they could quote the key.
+func (i *Issuer) parseKey(role string, sk storedKey) (*ringKey, error) {
+	key, err := jwk.ParseKey(sk.Key)
+	if err != nil || !key.IsPrivate() || (key.Algorithm() != EdDSA && key.Algorithm() != RS256) {
+		return nil, fmt.Errorf("auth: token key ring %s: the %s key is not a private Ed25519 or RSA JWK", i.path, role)
+	}
+	var jk jose.JSONWebKey
+	if err := jk.UnmarshalJSON(sk.Key); err != nil {
+		return nil, fmt.Errorf("auth: token key ring %s: the %s key does not parse", i.path, role)
+	}
+	if k, ok := jk.Key.(*rsa.PrivateKey); ok {
+		// Without it every signature repeats the key's checks and
+		// precomputation, a tenth of its cost.
+		k.Precompute()
+	}
+	alg := jose.SignatureAlgorithm(key.Algorithm())
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: jose.JSONWebKey{Key: jk.Key, KeyID: key.KeyID()}},
+		(&jose.SignerOptions{}).WithType("JWT"))
+	if err != nil {
+		return nil, fmt.Errorf("auth: token signer: %w", err)
+	}
+	return &ringKey{key: key, public: key.Public(), alg: alg, signer: signer, priv: jk.Key, created: sk.Created}, nil
 }
 
 func stampOf(fi fs.FileInfo) fileStamp {
@@ -347,6 +382,27 @@ func (i *Issuer) current(force bool) *ring {
 // aud defaults to Options.Audience and sub to the agent id. c must carry
 // a tenant, and every scope must follow the scope grammar.
 func (i *Issuer) Mint(ctx context.Context, c identity.Claims, ttl time.Duration) (string, error) {
+	return i.mint(ctx, i.opts.Algorithm, c, ttl)
+}
+
+// MintAs is Mint signing with a key of alg, RS256 or EdDSA (another is an
+// ErrClaims error). Of Options.Algorithm it is Mint. Of the other, it
+// signs with the ring's companion key, made (and written to the ring
+// file) at the first need and replaced once older than
+// Options.KeyLifetime; the companion is published like the active key
+// and retired with it at every rotation. It is for the execution gateway:
+// the agents hosted in the platform's process, whose verifier takes
+// either algorithm, get tokens of the cheaper EdDSA on an RS256 ring.
+func (i *Issuer) MintAs(ctx context.Context, alg string, c identity.Claims, ttl time.Duration) (string, error) {
+	if alg != RS256 && alg != EdDSA {
+		return "", fmt.Errorf("%w: token algorithm %q: want RS256 or EdDSA", ErrClaims, alg)
+	}
+	return i.mint(ctx, alg, c, ttl)
+}
+
+// mint is Mint and MintAs: c checked and completed, signed with a key of
+// alg.
+func (i *Issuer) mint(ctx context.Context, alg string, c identity.Claims, ttl time.Duration) (string, error) {
 	if ttl == 0 {
 		ttl = i.opts.DefaultTTL
 	}
@@ -361,7 +417,7 @@ func (i *Issuer) Mint(ctx context.Context, c identity.Claims, ttl time.Duration)
 			return "", fmt.Errorf("%w: scope %q does not follow the scope grammar (segments of a-z, 0-9, -, _, . or *, joined by :)", ErrClaims, s)
 		}
 	}
-	r, err := i.signing(ctx)
+	k, err := i.signingKey(ctx, alg)
 	if err != nil {
 		return "", err
 	}
@@ -381,11 +437,148 @@ func (i *Issuer) Mint(ctx context.Context, c identity.Claims, ttl time.Duration)
 	if err != nil {
 		return "", fmt.Errorf("auth: %w", err)
 	}
-	jws, err := r.signer.Sign(payload)
+	jws, err := k.signer.Sign(payload)
 	if err != nil {
 		return "", fmt.Errorf("auth: sign: %w", err)
 	}
 	return jws.CompactSerialize()
+}
+
+// signingKey returns the key to sign a token of alg with: the active key
+// for Options.Algorithm, else the companion, made or replaced first when
+// the ring has none fit to sign.
+func (i *Issuer) signingKey(ctx context.Context, alg string) (*ringKey, error) {
+	r, err := i.signing(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The active key also signs the other algorithm when another process
+	// has just rotated the ring to it: a companion would duplicate it.
+	if alg == i.opts.Algorithm || string(r.active.alg) == alg {
+		return r.active, nil
+	}
+	if i.companionStale(r, alg) == "" {
+		return r.companion, nil
+	}
+	return i.makeCompanion(ctx, alg)
+}
+
+// companionStale says why r's companion must not sign tokens of alg, or
+// "" when it may.
+func (i *Issuer) companionStale(r *ring, alg string) string {
+	switch c := r.companion; {
+	case c == nil:
+		return "the ring has no companion key"
+	case string(c.alg) != alg:
+		return "the companion key is " + string(c.alg) + " and tokens are to be signed " + alg
+	case i.opts.KeyLifetime > 0 && i.opts.Now().Sub(c.created) >= i.opts.KeyLifetime:
+		return "the companion key is past its lifetime"
+	}
+	return ""
+}
+
+// makeCompanion gives the ring a companion key of alg, retiring the one
+// it had, and returns it. Like rotate it starts from the file under the
+// ring's lock, so of processes sharing the ring that need a companion at
+// once only the first makes it and the others sign with it.
+func (i *Issuer) makeCompanion(ctx context.Context, alg string) (*ringKey, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	r, unlock, err := i.lockAndLoad()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	why := i.companionStale(r, alg)
+	switch {
+	case string(r.active.alg) == alg:
+		i.ring, i.checkedAt = r, i.opts.Now()
+		return r.active, nil
+	case why == "":
+		i.ring, i.checkedAt = r, i.opts.Now()
+		return r.companion, nil
+	}
+	now := i.opts.Now().UTC()
+	key, err := newKey(alg)
+	if err != nil {
+		return nil, err
+	}
+	priv, _ := key.PrivateJWK()
+	f := ringFile{Active: r.file.Active, Companion: &storedKey{Key: priv, Created: now}}
+	logArgs := []any{"file", i.path, "kid", key.KeyID(), "alg", alg, "active_kid", r.active.key.KeyID()}
+	var retiring []*ringKey
+	if r.companion != nil {
+		retiring = append(retiring, r.companion)
+		logArgs = append(logArgs, "retired_kid", r.companion.key.KeyID(), "why", why)
+	}
+	f.Retired = i.retire(now, r.file.Retired, retiring...)
+	nr, err := i.store(f)
+	if err != nil {
+		return nil, err
+	}
+	i.ring, i.checkedAt = nr, i.opts.Now()
+	i.opts.Logger.Info("auth: created the token companion key", logArgs...)
+	// Under the ring's lock the file read back is the one written; on a
+	// platform without flock it can have been replaced in between.
+	if nr.companion == nil || nr.companion.key.KeyID() != key.KeyID() {
+		return nil, fmt.Errorf("auth: token key ring %s changed while its companion key was written", i.path)
+	}
+	return nr.companion, nil
+}
+
+// lockAndLoad takes the ring's lock and reads the file (the ring in
+// memory when there is none): a change must start from what another
+// process may have written. The caller holds i.mu and calls unlock.
+func (i *Issuer) lockAndLoad() (r *ring, unlock func(), err error) {
+	if i.path == "" {
+		return i.ring, func() {}, nil
+	}
+	if unlock, err = lockRing(i.path); err != nil {
+		return nil, nil, err
+	}
+	if r, err = i.load(); err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	return r, unlock, nil
+}
+
+// retire returns the retired keys of a ring file that retires keys now:
+// each published until the last token it can have signed has expired,
+// then those of old still published; the others are dropped, so the file
+// does not keep them forever.
+func (i *Issuer) retire(now time.Time, old []retiredKey, keys ...*ringKey) []retiredKey {
+	var out []retiredKey
+	for _, k := range keys {
+		pub, _ := json.Marshal(k.public)
+		out = append(out, retiredKey{Key: pub, Retired: now, Until: now.Add(i.opts.MaxTTL + i.opts.Leeway)})
+	}
+	for _, rk := range old {
+		if rk.Until.After(now) {
+			out = append(out, rk)
+		}
+	}
+	return out
+}
+
+// store writes f as the ring file (whole, in one rename) and returns it as
+// read back; an in-memory ring is only parsed. The caller holds the
+// ring's lock.
+func (i *Issuer) store(f ringFile) (*ring, error) {
+	if i.path == "" {
+		return i.parse(f, fileStamp{})
+	}
+	data, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := keyfile.Replace(i.path, data); err != nil {
+		return nil, fmt.Errorf("auth: %w", err)
+	}
+	return i.load()
 }
 
 // signing returns the ring to sign with, rotated first when its key is
@@ -405,9 +598,9 @@ func (i *Issuer) signing(ctx context.Context) (*ring, error) {
 // stale says why r's active key must not sign any more, or "".
 func (i *Issuer) stale(r *ring) string {
 	switch {
-	case r.active.Algorithm() != i.opts.Algorithm:
-		return "the active key is " + r.active.Algorithm() + " and tokens are to be signed " + i.opts.Algorithm
-	case i.opts.KeyLifetime > 0 && i.opts.Now().Sub(r.created) >= i.opts.KeyLifetime:
+	case string(r.active.alg) != i.opts.Algorithm:
+		return "the active key is " + string(r.active.alg) + " and tokens are to be signed " + i.opts.Algorithm
+	case i.opts.KeyLifetime > 0 && i.opts.Now().Sub(r.active.created) >= i.opts.KeyLifetime:
 		return "the active key is past its lifetime"
 	}
 	return ""
@@ -430,7 +623,7 @@ func (i *Issuer) SignJWT(ctx context.Context, typ string, claims []byte) (string
 	if err != nil {
 		return "", err
 	}
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: r.alg, Key: jose.JSONWebKey{Key: r.priv, KeyID: r.active.KeyID()}},
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: r.active.alg, Key: jose.JSONWebKey{Key: r.active.priv, KeyID: r.active.key.KeyID()}},
 		(&jose.SignerOptions{}).WithType(jose.ContentType(typ)))
 	if err != nil {
 		return "", fmt.Errorf("auth: signer: %w", err)
@@ -459,69 +652,54 @@ func (i *Issuer) rotate(ctx context.Context, onlyStale bool) (string, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	// Start from the file, not memory: another process may have rotated.
-	r := i.ring
-	if i.path != "" {
-		unlock, err := lockRing(i.path)
-		if err != nil {
-			return "", err
-		}
-		defer unlock()
-		if r, err = i.load(); err != nil {
-			return "", err
-		}
+	r, unlock, err := i.lockAndLoad()
+	if err != nil {
+		return "", err
 	}
+	defer unlock()
 	why := i.stale(r)
 	if onlyStale && why == "" {
 		i.ring, i.checkedAt = r, i.opts.Now()
-		return r.active.KeyID(), nil
+		return r.active.key.KeyID(), nil
 	}
 	now := i.opts.Now().UTC()
-	key, err := i.newKey()
+	key, err := newKey(i.opts.Algorithm)
 	if err != nil {
 		return "", err
 	}
 	priv, _ := key.PrivateJWK()
-	pub, _ := json.Marshal(r.active) // the public JWK
-	f := ringFile{Active: activeKey{Key: priv, Created: now}}
-	f.Retired = append(f.Retired, retiredKey{Key: pub, Retired: now, Until: now.Add(i.opts.MaxTTL + i.opts.Leeway)})
-	for _, rk := range r.file.Retired {
-		if rk.Until.After(now) {
-			f.Retired = append(f.Retired, rk)
-		}
+	// The companion goes with the key it accompanied: the new ring gets
+	// one when a token of the other algorithm is next asked for.
+	f := ringFile{Active: storedKey{Key: priv, Created: now}}
+	logArgs := []any{"file", i.path, "kid", key.KeyID(), "alg", key.Algorithm(), "retired_kid", r.active.key.KeyID()}
+	retiring := []*ringKey{r.active}
+	if r.companion != nil {
+		retiring = append(retiring, r.companion)
+		logArgs = append(logArgs, "retired_companion_kid", r.companion.key.KeyID())
 	}
-	var nr *ring
-	if i.path == "" {
-		if nr, err = i.parse(f, fileStamp{}); err != nil {
-			return "", err
-		}
-	} else {
-		data, err := json.MarshalIndent(f, "", "  ")
-		if err != nil {
-			return "", err
-		}
-		if err := keyfile.Replace(i.path, data); err != nil {
-			return "", fmt.Errorf("auth: %w", err)
-		}
-		if nr, err = i.load(); err != nil {
-			return "", err
-		}
+	f.Retired = i.retire(now, r.file.Retired, retiring...)
+	nr, err := i.store(f)
+	if err != nil {
+		return "", err
 	}
 	i.ring, i.checkedAt = nr, i.opts.Now()
 	if !onlyStale {
 		why = "asked to"
 	}
-	i.opts.Logger.Info("auth: rotated the token signing key", "file", i.path, "kid", key.KeyID(), "alg", key.Algorithm(),
-		"retired_kid", r.active.KeyID(), "why", why)
+	i.opts.Logger.Info("auth: rotated the token signing key", append(logArgs, "why", why)...)
 	return key.KeyID(), nil
 }
 
 // PublicKeys returns the keys a verifier of the platform's tokens needs:
-// the active key's public half first, then every retired key still
-// published.
+// the active key's public half first, then the companion's when the ring
+// has one, then every retired key still published.
 func (i *Issuer) PublicKeys() []*jwk.Key {
 	r := i.current(false)
 	now := i.opts.Now()
-	keys := []*jwk.Key{r.public}
+	keys := []*jwk.Key{r.active.public}
+	if r.companion != nil {
+		keys = append(keys, r.companion.public)
+	}
 	for _, p := range r.retired {
 		if p.until.After(now) {
 			keys = append(keys, p.key)
@@ -531,7 +709,7 @@ func (i *Issuer) PublicKeys() []*jwk.Key {
 }
 
 // KeyID is the active signing key's kid.
-func (i *Issuer) KeyID() string { return i.current(false).active.KeyID() }
+func (i *Issuer) KeyID() string { return i.current(false).active.key.KeyID() }
 
 // Algorithm is Options.Algorithm: what the issuer signs with from its
 // next signature on (the active key is rotated first if it is of another
@@ -543,8 +721,11 @@ func (i *Issuer) Algorithm() string { return i.opts.Algorithm }
 // a second ago, so a key another process rotated in is found.
 func (i *Issuer) Key(_ context.Context, kid string) (*jwk.Key, error) {
 	r := i.current(false)
-	if r.active.KeyID() == kid {
-		return r.public, nil
+	if r.active.key.KeyID() == kid {
+		return r.active.public, nil
+	}
+	if r.companion != nil && r.companion.key.KeyID() == kid {
+		return r.companion.public, nil
 	}
 	now := i.opts.Now()
 	for _, p := range r.retired {
