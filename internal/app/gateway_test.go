@@ -2,8 +2,11 @@ package app_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,7 +96,11 @@ func TestGatewayTokensVerifyAtTheAgent(t *testing.T) {
 	h := a.Handler(agentSrv.URL, nil)
 	mux := http.NewServeMux()
 	mux.Handle("GET "+a2a.WellKnownCardPath, h) // the card is public
-	mux.Handle("/", identity.Middleware(v, h))
+	algs := make(chan string, 4)
+	mux.Handle("/", identity.Middleware(v, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		algs <- jwsAlg(t, r.Header.Get("Authorization"))
+		h.ServeHTTP(w, r)
+	})))
 	agentSrv.Config.Handler = mux
 
 	tok, err := srv.Issuer().Mint(ctx, identity.Claims{TenantID: "acme", UserID: "alice", AgentID: "console",
@@ -125,4 +132,22 @@ func TestGatewayTokensVerifyAtTheAgent(t *testing.T) {
 	if srv.Issuer().Algorithm() != auth.RS256 {
 		t.Fatalf("the server signs %s", srv.Issuer().Algorithm())
 	}
+	if alg := <-algs; alg != auth.RS256 {
+		t.Fatalf("an agent by URL got a token signed %s", alg)
+	}
+}
+
+// jwsAlg is the alg of the compact JWS in an Authorization header.
+func jwsAlg(t *testing.T, header string) string {
+	t.Helper()
+	tok, ok := strings.CutPrefix(header, "Bearer ")
+	head, _, ok2 := strings.Cut(tok, ".")
+	raw, err := base64.RawURLEncoding.DecodeString(head)
+	var h struct {
+		Alg string `json:"alg"`
+	}
+	if !ok || !ok2 || err != nil || json.Unmarshal(raw, &h) != nil {
+		t.Fatal("the agent got no bearer JWS")
+	}
+	return h.Alg
 }

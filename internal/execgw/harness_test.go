@@ -27,6 +27,7 @@ import (
 type fakeTokens struct {
 	mu     sync.Mutex
 	minted []identity.Claims
+	algs   []string // of each token minted: "" for the server's
 }
 
 func (f *fakeTokens) parse(tok string) (*identity.Claims, error) {
@@ -59,10 +60,15 @@ func (f *fakeTokens) Verify(_ context.Context, tok string) (*identity.Claims, er
 	return f.parse(tok)
 }
 
-func (f *fakeTokens) Mint(_ context.Context, c identity.Claims, _ time.Duration) (string, error) {
+func (f *fakeTokens) Mint(ctx context.Context, c identity.Claims, ttl time.Duration) (string, error) {
+	return f.MintAs(ctx, "", c, ttl)
+}
+
+func (f *fakeTokens) MintAs(_ context.Context, alg string, c identity.Claims, _ time.Duration) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.minted = append(f.minted, c)
+	f.algs = append(f.algs, alg)
 	return fmt.Sprintf("run:%d", len(f.minted)), nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -169,6 +170,12 @@ func TestInstanceByURL(t *testing.T) {
 	s := <-got
 	if s.secret != "sk-live-123" || s.header != "jwt-1" || s.pc.RunID != run || r.Output != "billed" {
 		t.Fatalf("the agent saw %+v; run %+v", s, r)
+	}
+	e.tokens.mu.Lock()
+	algs := slices.Clone(e.tokens.algs)
+	e.tokens.mu.Unlock()
+	if len(algs) != 1 || algs[0] != "" {
+		t.Fatalf("an agent by URL got tokens of %q, want the server's algorithm", algs)
 	}
 	stRun, _ := e.store.GetRun(context.Background(), "", run)
 	if strings.Contains(string(stRun.CustomHeaders), "jwt-1") {

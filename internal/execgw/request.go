@@ -26,11 +26,21 @@ func (s *Service) request(ctx context.Context, run gateway.Run, t *target) (*a2a
 	if err != nil {
 		return nil, nil, err
 	}
-	token, err := s.deps.Tokens.Mint(ctx, identity.Claims{
+	claims := identity.Claims{
 		TenantID: run.TenantID, UserID: run.Caller.UserID, RunID: run.ID, InstanceID: run.InstanceID,
 		AgentID: run.AgentID, AgentName: t.inst.Name, ConversationID: run.ConversationID, Scopes: t.inst.Scopes,
 		CallID: callID, // a resume token is good for the approved write only
-	}, s.o.TokenTTL)
+	}
+	var token string
+	if t.inst.Hosted != "" {
+		// A hosted agent runs in this process and its token is checked
+		// by the platform's own verifier, which takes EdDSA: some thirty
+		// times cheaper to sign than RS256, which agents elsewhere (the
+		// Python SDK's) require.
+		token, err = s.deps.Tokens.MintAs(ctx, identity.EdDSA, claims, s.o.TokenTTL)
+	} else {
+		token, err = s.deps.Tokens.Mint(ctx, claims, s.o.TokenTTL)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("execgw: mint the run's token: %w", err)
 	}

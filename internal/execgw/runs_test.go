@@ -16,6 +16,7 @@ import (
 	"novaos.dev/novaos/a2a/hitl"
 	"novaos.dev/novaos/agent"
 	"novaos.dev/novaos/gateway"
+	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/builtin"
 	"novaos.dev/novaos/internal/execgw"
 )
@@ -61,10 +62,13 @@ func TestRunCompletes(t *testing.T) {
 	}
 	// The run's token carried the instance's scopes and the run's ids.
 	e.tokens.mu.Lock()
-	c := e.tokens.minted[0]
+	c, alg := e.tokens.minted[0], e.tokens.algs[0]
 	e.tokens.mu.Unlock()
 	if c.RunID != run || c.TenantID != "acme" || c.UserID != "alice" || c.InstanceID != inst || !c.HasScope("memory:read:agent") {
 		t.Fatalf("minted claims %+v", c)
+	}
+	if alg != identity.EdDSA {
+		t.Fatalf("a hosted agent's token is signed %q, want EdDSA", alg)
 	}
 }
 

@@ -137,7 +137,10 @@ func (o *Options) withDefaults() Options {
 type Tokens interface {
 	Authenticator() httpapi.Authenticator
 	Verify(ctx context.Context, token string) (*identity.Claims, error)
+	// Mint signs with the server's token algorithm (--token-alg), MintAs
+	// with alg (identity.EdDSA or identity.RS256).
 	Mint(ctx context.Context, c identity.Claims, ttl time.Duration) (string, error)
+	MintAs(ctx context.Context, alg string, c identity.Claims, ttl time.Duration) (string, error)
 }
 
 // Hosted reaches the agents the platform hosts in process.
