@@ -100,7 +100,12 @@ type env struct {
 
 func newEnv(t *testing.T, agents hostedAgents, o *execgw.Options) *env {
 	t.Helper()
-	st := gateway.NewMemoryStore()
+	return newEnvOn(t, gateway.NewMemoryStore(), agents, o)
+}
+
+// newEnvOn is newEnv on the store st.
+func newEnvOn(t *testing.T, st gateway.Store, agents hostedAgents, o *execgw.Options) *env {
+	t.Helper()
 	e := &env{t: t, store: st, tokens: &fakeTokens{}}
 	opts := execgw.Options{}
 	if o != nil {

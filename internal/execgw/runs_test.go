@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -492,5 +493,67 @@ func TestPlatformEventsPassThrough(t *testing.T) {
 	}
 	if p := string(evs[result].Frame.Payload); !strings.Contains(p, `"hits":2`) || strings.Contains(p, `"event"`) {
 		t.Fatalf("tool.result payload %s", p)
+	}
+}
+
+// holdingStore counts a run's writes and holds the first that records a
+// message.delta until released.
+type holdingStore struct {
+	gateway.Store
+	mu      sync.Mutex
+	writes  int
+	held    bool
+	release chan struct{}
+}
+
+func (h *holdingStore) WriteRun(ctx context.Context, w gateway.RunWrite) (gateway.Run, []gateway.Event, error) {
+	h.mu.Lock()
+	h.writes++
+	hold := !h.held && slices.ContainsFunc(w.Events, func(e gateway.Event) bool { return e.Type == gateway.EventMessageDelta })
+	h.held = h.held || hold
+	h.mu.Unlock()
+	if hold {
+		<-h.release
+	}
+	return h.Store.WriteRun(ctx, w)
+}
+
+// Frames that arrive while a write is in flight are recorded together
+// by the next write, and the last ones with the turn's ending: twenty
+// chunks streamed during one slow write cost two writes more, not twenty.
+func TestFramesRecordedTogether(t *testing.T) {
+	const chunks = 20
+	sent := make(chan struct{})
+	sc := &script{steps: []func(*a2a.SendMessageRequest, *frameWriter){func(_ *a2a.SendMessageRequest, w *frameWriter) {
+		for i := range chunks {
+			w.text("a", strconv.Itoa(i)+" ", i > 0)
+		}
+		close(sent)
+		w.status(a2a.TaskStateCompleted, nil)
+	}}}
+	st := &holdingStore{Store: gateway.NewMemoryStore(), release: make(chan struct{})}
+	e := newEnvOn(t, st, hostedAgents{"a": sc}, nil)
+	run := e.execute(userTok, gateway.ExecuteRequest{InstanceID: e.install("a", "a", nil), Input: "q"})
+	<-sent
+	close(st.release)
+	r := e.waitStatus(run, gateway.StatusCompleted)
+	st.mu.Lock()
+	writes := st.writes
+	st.mu.Unlock()
+	// RUNNING, the held first chunk, the other chunks (with the ending
+	// if it arrived in time), the ending.
+	if writes > 4 {
+		t.Fatalf("%d writes for %d chunks", writes, chunks)
+	}
+	var text strings.Builder
+	for _, ev := range e.events(userTok, run, "", nil) {
+		if ev.Frame.Type == gateway.EventMessageDelta {
+			var p struct{ Content string }
+			_ = json.Unmarshal(ev.Frame.Payload, &p)
+			text.WriteString(p.Content)
+		}
+	}
+	if want := r.Output; text.String() != want || !strings.HasPrefix(want, "0 1 2 ") || !strings.HasSuffix(want, "19 ") {
+		t.Fatalf("streamed %q, output %q", text.String(), r.Output)
 	}
 }
