@@ -123,3 +123,63 @@ func TestCacheDisabled(t *testing.T) {
 		t.Fatalf("%d tokens remembered with the cache off", n)
 	}
 }
+
+// A token its issuer vouched for verifies without a signature check, and
+// is otherwise held to everything a remembered token is.
+func TestVouch(t *testing.T) {
+	ed := newTestKey(t, identity.EdDSA)
+	signer := newTestKey(t, identity.EdDSA) // not the kid's key: only a check of the signature sees it
+	keys := &swapKeys{byID: map[string]*jwk.Key{ed.KeyID(): ed.Key}}
+	clock := now
+	var asked int
+	opts := identity.Options{Issuer: testIssuer, Now: func() time.Time { return clock }, CacheSize: 8,
+		Revoked: func(context.Context, *identity.Claims) error { asked++; return nil }}
+	v, err := identity.New(keys, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	tok := sign(t, signer, "EdDSA", mustJSON(t, header("EdDSA", ed.KeyID())), mustJSON(t, validClaims(now)))
+	if _, err := v.Verify(ctx, tok); !errors.Is(err, identity.ErrBadSignature) {
+		t.Fatalf("before Vouch: %v", err)
+	}
+	if err := v.Vouch(ctx, tok); err != nil {
+		t.Fatal(err)
+	}
+	c, err := v.Verify(ctx, tok)
+	if err != nil || c.TenantID != "acme" || asked != 1 {
+		t.Fatalf("vouched: %+v, %v; revocation asked %d times", c, err, asked)
+	}
+	clock = now.Add(time.Hour)
+	if _, err := v.Verify(ctx, tok); !errors.Is(err, identity.ErrExpired) {
+		t.Fatalf("vouched and expired: %v", err)
+	}
+	clock = now
+	keys.set(ed.KeyID(), newTestKey(t, identity.EdDSA).Key) // the kid's key replaced
+	if _, err := v.Verify(ctx, tok); !errors.Is(err, identity.ErrBadSignature) {
+		t.Fatalf("vouched under a key since replaced: %v", err)
+	}
+
+	for name, bad := range map[string]string{
+		"malformed":   "not.a-token",
+		"unknown kid": sign(t, ed, "EdDSA", mustJSON(t, header("EdDSA", "nobody")), mustJSON(t, validClaims(now))),
+		"wrong alg":   sign(t, ed, "EdDSA", mustJSON(t, header("RS256", ed.KeyID())), mustJSON(t, validClaims(now))),
+		"bad claims":  sign(t, ed, "EdDSA", mustJSON(t, header("EdDSA", ed.KeyID())), []byte(`{"iss":1}`)),
+	} {
+		if err := v.Vouch(ctx, bad); err == nil {
+			t.Errorf("Vouch(%s) accepted", name)
+		}
+	}
+
+	// Without a cache there is nothing to vouch into: the signature is
+	// checked as ever.
+	opts.CacheSize = -1
+	keys.set(ed.KeyID(), ed.Key)
+	nocache, _ := identity.New(keys, opts)
+	if err := nocache.Vouch(ctx, tok); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nocache.Verify(ctx, tok); !errors.Is(err, identity.ErrBadSignature) {
+		t.Fatalf("vouched with the cache off: %v", err)
+	}
+}
