@@ -10,6 +10,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"novaos.dev/novaos/a2a"
@@ -25,6 +26,10 @@ type dispatcher struct {
 	kickc chan struct{}
 	slots chan struct{}
 	wg    sync.WaitGroup
+	// full is set when a claim stopped for want of a free slot, so runs
+	// may be waiting: the next delivery to end asks for a claim at once
+	// rather than leave them to the sweep.
+	full atomic.Bool
 }
 
 func newDispatcher(s *Service) *dispatcher {
@@ -64,7 +69,11 @@ func (d *dispatcher) claim(ctx context.Context) {
 	for ctx.Err() == nil {
 		free := cap(d.slots) - len(d.slots)
 		if free <= 0 {
-			return
+			d.full.Store(true)
+			if cap(d.slots)-len(d.slots) <= 0 {
+				return
+			}
+			continue // a delivery ended before it could see full
 		}
 		n := min(free, claimBatch)
 		now := d.s.o.Now()
@@ -79,7 +88,12 @@ func (d *dispatcher) claim(ctx context.Context) {
 			d.slots <- struct{}{}
 			run := runs[i]
 			d.wg.Go(func() {
-				defer func() { <-d.slots }()
+				defer func() {
+					<-d.slots
+					if d.full.Swap(false) {
+						d.kick()
+					}
+				}()
 				d.deliver(ctx, &run)
 			})
 		}
