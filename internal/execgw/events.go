@@ -49,9 +49,20 @@ func (s *Service) serveEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.hub.unfollow(src.f)
-	runsse.Stream(w, r, src, after, runsse.Options{KeepAlive: s.o.KeepAlive, Wake: src.f.wake, Closing: s.hub.closing,
+	wake := src.f.wake
+	if src.ended {
+		wake = nothingToWaitFor // an ended run has no news: read on to its end
+	}
+	runsse.Stream(w, r, src, after, runsse.Options{KeepAlive: s.o.KeepAlive, Wake: wake, Closing: s.hub.closing,
 		OnError: src.readFailed})
 }
+
+// nothingToWaitFor is a closed channel: a wake-up that is always there.
+var nothingToWaitFor = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // openEvents checks an event stream's request and registers its
 // follower, or answers the request and returns false. It is apart from
@@ -92,7 +103,7 @@ func (s *Service) openEvents(w http.ResponseWriter, r *http.Request) (*runSource
 	}
 	// Only the id is kept while the stream is open: the run itself (its
 	// input, output and artifacts) is let go.
-	return &runSource{s: s, id: run.ID, f: f}, after, true
+	return &runSource{s: s, id: run.ID, f: f, ended: run.Status.Terminal()}, after, true
 }
 
 // runSource reads one run's events: from its follower's tail when that
@@ -107,6 +118,9 @@ type runSource struct {
 	caughtUp bool
 	// read is whether the last Events went to the store.
 	read bool
+	// ended is whether the run had ended when the stream opened: the
+	// store holds all there will be.
+	ended bool
 }
 
 func (rs *runSource) Events(ctx context.Context, after int64, limit int) ([]gateway.Event, error) {
@@ -114,7 +128,7 @@ func (rs *runSource) Events(ctx context.Context, after int64, limit int) ([]gate
 	if events := rs.f.take(after, limit); len(events) > 0 {
 		return events, nil
 	}
-	if rs.caughtUp && !rs.f.lost.Swap(false) && rs.f.last.Load() <= after {
+	if !rs.ended && rs.caughtUp && !rs.f.lost.Swap(false) && rs.f.last.Load() <= after {
 		// Woken for events the stream has sent already (news of this
 		// process's own commits coming back from the store).
 		return nil, nil
@@ -130,8 +144,12 @@ func (rs *runSource) readFailed(err error) {
 
 // Ended reads the run only when the store was just read and had nothing
 // new: a stream that has sent every event announced is not at an end it
-// has not been told of.
+// has not been told of. (Every ending records done or error, which ends
+// a stream before it asks; this is for a run whose record says otherwise.)
 func (rs *runSource) Ended(ctx context.Context, after int64) (bool, error) {
+	if rs.ended {
+		return true, nil // and the store, just read, had no more
+	}
 	if !rs.read {
 		return false, nil
 	}

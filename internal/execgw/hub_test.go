@@ -176,8 +176,37 @@ func TestRunSourceReads(t *testing.T) {
 	step(2, []int64{}, 2)
 	f.lost.Store(true)
 	step(2, []int64{}, 3)
-	if _, err := rs.Ended(ctx, 2); err != nil || st.runReads != 1 {
-		t.Fatalf("Ended after a read of the store: %v, %d run reads", err, st.runReads)
+	if ended, err := rs.Ended(ctx, 2); ended || err != nil || st.runReads != 1 {
+		t.Fatalf("Ended of a live run after a read of the store: %v, %v, %d run reads", ended, err, st.runReads)
+	}
+
+	// The run ends with a record that is not followed by done (a record
+	// written by hand, say): a stream caught up with it ends, one behind
+	// it does not.
+	cur, err := st.GetRun(ctx, "", run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := cur
+	next.Status = gateway.StatusCompleted
+	if _, _, err := st.WriteRun(ctx, gateway.RunWrite{Run: next, ExpectVersion: cur.Version,
+		Events: []gateway.Event{{Type: gateway.EventStatus, Payload: []byte(`{}`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	for after, want := range map[int64]bool{1: false, 2: true} {
+		if ended, err := rs.Ended(ctx, after); ended != want || err != nil {
+			t.Errorf("Ended(%d) of an ended run = %v, %v", after, ended, err)
+		}
+	}
+	// A run that had ended when its stream opened: the store is read each
+	// time (no news will come), and a read with nothing more ends it.
+	ended := &runSource{s: s, id: run.ID, f: &follower{stream: true}, ended: true, caughtUp: true}
+	reads, runReads := st.reads, st.runReads
+	if events, err := ended.Events(ctx, 2, 10); len(events) != 0 || err != nil || st.reads != reads+1 {
+		t.Fatalf("Events past the end of an ended run: %v, %v, %d reads", seqs(events), err, st.reads-reads)
+	}
+	if e, err := ended.Ended(ctx, 2); !e || err != nil || st.runReads != runReads {
+		t.Fatalf("Ended of a run ended at the start: %v, %v", e, err)
 	}
 }
 

@@ -281,3 +281,27 @@ func TestEventsLongerThanAPage(t *testing.T) {
 		t.Fatalf("%d events of %d, the last %q", len(evs), r.LastSequence, evs[len(evs)-1].Frame.Type)
 	}
 }
+
+// A run whose record ended without a done or error event (one written by
+// hand, say) still ends the stream of a client that reads it from the
+// middle, rather than holding it open.
+func TestStreamOfAnEndedRunWithoutDone(t *testing.T) {
+	e := newEnv(t, hostedAgents{"a": &script{}}, &execgw.Options{KeepAlive: time.Hour})
+	ctx := context.Background()
+	model, err := e.store.GetRun(ctx, "", e.execute(userTok, gateway.ExecuteRequest{InstanceID: e.install("a", "a", nil), Input: "q"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := gateway.Run{ID: "r-by-hand", TenantID: model.TenantID, InstanceID: model.InstanceID, Caller: model.Caller,
+		Status: gateway.StatusCompleted, Input: "q", Turn: 1}
+	ev := func(typ, payload string) gateway.Event { return gateway.Event{Type: typ, Payload: []byte(payload)} }
+	if _, _, err := e.store.CreateRun(ctx, gateway.RunWrite{Run: run, Now: time.Now(), Events: []gateway.Event{
+		ev(gateway.EventStatus, `{"status":"RUNNING"}`), ev(gateway.EventMessageDelta, `{"content":"hi"}`),
+		ev(gateway.EventStatus, `{"status":"COMPLETED"}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	evs := e.events(userTok, run.ID, "1", nil) // returns when the server ends the stream
+	if got := types(evs); len(got) != 2 || got[1] != "status:COMPLETED" {
+		t.Fatalf("streamed %v", got)
+	}
+}

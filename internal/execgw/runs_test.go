@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -261,6 +262,17 @@ func TestRedelivery(t *testing.T) {
 		if sc.count() != 3 || !strings.Contains(r.Reason, "without an ending") || !strings.Contains(r.Reason, "3 of 3") {
 			t.Fatalf("%d calls, reason %q", sc.count(), r.Reason)
 		}
+		// The backoff doubles from --gateway-retry-backoff (1ms here).
+		var retries []string
+		for _, ev := range evs {
+			var p gateway.StatusPayload
+			if ev.Frame.Type == gateway.EventStatus && json.Unmarshal(ev.Frame.Payload, &p) == nil && strings.Contains(p.Reason, "retrying") {
+				retries = append(retries, p.Reason[strings.Index(p.Reason, "retrying"):])
+			}
+		}
+		if want := []string{"retrying in 1ms (attempt 1 of 3)", "retrying in 2ms (attempt 2 of 3)"}; !slices.Equal(retries, want) {
+			t.Fatalf("retries %q, want %q", retries, want)
+		}
 	})
 	t.Run("an A2A error fails at once", func(t *testing.T) {
 		sc := &script{refuse: a2a.ErrContentTypeNotSupported}
@@ -295,7 +307,9 @@ func TestCancel(t *testing.T) {
 			close(hungUp)
 		},
 	}}
-	e := newEnv(t, hostedAgents{"slow": sc}, nil)
+	// A lease of an hour: the delivery's renewal, which would also find
+	// the run ended, comes too late; the cancel's news must stop it.
+	e := newEnv(t, hostedAgents{"slow": sc}, &execgw.Options{Lease: time.Hour})
 	run := e.execute(userTok, gateway.ExecuteRequest{InstanceID: e.install("slow", "slow", nil), Input: "q"})
 	<-started
 	var r gateway.Run
