@@ -69,6 +69,8 @@ func TestCheckExecute(t *testing.T) {
 		{"attachment URL with credentials", func(r *gateway.ExecuteRequest) {
 			r.Attachments = []gateway.Attachment{{Type: "t", URL: "https://u:p@example.com/x"}}
 		}, []string{"attachments[0]"}},
+		{"attachment URL of http", func(r *gateway.ExecuteRequest) { r.Attachments = []gateway.Attachment{{Type: "t", URL: "http://example.com/x"}} }, nil},
+		{"attachment URL of ftp", func(r *gateway.ExecuteRequest) { r.Attachments = []gateway.Attachment{{Type: "t", URL: "ftp://example.com/x"}} }, []string{"attachments[0]"}},
 		{"attachment URL without a host", func(r *gateway.ExecuteRequest) { r.Attachments = []gateway.Attachment{{Type: "t", URL: "https:///x"}} }, []string{"attachments[0]"}},
 		{"32 custom headers", func(r *gateway.ExecuteRequest) { r.CustomHeaders = headers(maxCustomHeaders) }, nil},
 		{"33 custom headers", func(r *gateway.ExecuteRequest) { r.CustomHeaders = headers(maxCustomHeaders + 1) }, []string{"custom_headers"}},
@@ -109,6 +111,7 @@ func TestSafeFileName(t *testing.T) {
 func TestHeaderNames(t *testing.T) {
 	for name, want := range map[string]bool{
 		"x-user-jwt": true, "X_Trace.ID": true, "a!#$%&'*+-.^_`|~z": true, strings.Repeat("h", 128): true,
+		"Z": true, "A": true, "a": true, "0": true, "9": true, "[": false, "@": false, "/": false, ":": false,
 		"": false, strings.Repeat("h", 129): false, "a b": false, "a:b": false, "é": false, "a(b)": false,
 	} {
 		if got := validHeaderName(name); got != want {

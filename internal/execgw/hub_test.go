@@ -76,6 +76,44 @@ func TestFollowerKeepBound(t *testing.T) {
 	if len(f.tail) != 0 {
 		t.Fatalf("a batch over the bound is kept: %d events", len(f.tail))
 	}
+	// Up to the bound, everything is kept.
+	f.keep(seqEvents(1, maxTail))
+	if len(f.tail) != maxTail {
+		t.Fatalf("a batch of the bound kept %d events", len(f.tail))
+	}
+	f.tail = nil
+	f.keep(seqEvents(1, maxTail-1))
+	f.keep(seqEvents(maxTail, maxTail))
+	if len(f.tail) != maxTail {
+		t.Fatalf("a tail filled to the bound kept %d events", len(f.tail))
+	}
+}
+
+// The hub holds at most its limit of event streams; a stream that goes
+// frees its place, and the gateway's own watchers do not count.
+func TestHubStreamLimit(t *testing.T) {
+	h := newHub(gateway.NewMemoryStore(), 2, slog.New(slog.DiscardHandler))
+	a, ok1 := h.follow("r")
+	_, ok2 := h.follow("r")
+	w := h.watch("r")
+	if !ok1 || !ok2 || h.streams() != 2 {
+		t.Fatalf("two streams: %v %v, %d open", ok1, ok2, h.streams())
+	}
+	if _, ok := h.follow("s"); ok {
+		t.Fatal("a third stream was let in")
+	}
+	h.unfollow(a)
+	h.unfollow(w)
+	if h.streams() != 1 {
+		t.Fatalf("%d open after one went", h.streams())
+	}
+	if _, ok := h.follow("s"); !ok {
+		t.Fatal("a stream was refused with a place free")
+	}
+	h.close()
+	if _, ok := h.follow("t"); ok {
+		t.Fatal("a stream was let in after close")
+	}
 }
 
 // The store's news of a commit this process is still writing waits for

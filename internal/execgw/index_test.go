@@ -64,6 +64,12 @@ func TestRunEventIndex(t *testing.T) {
 			t.Fatalf("sequences %v", seen)
 		}
 	}
+	// A page that ends on the run's last event has no next cursor.
+	var whole page
+	if st := e.do("GET", gateway.ServiceRunsPath+run+"/events?limit="+strconv.Itoa(len(all)), serviceTok, nil, &whole); st != 200 ||
+		len(whole.Events) != len(all) || whole.NextCursor != nil {
+		t.Fatalf("a page of all %d events: %d, %d events, next cursor %v", len(all), st, len(whole.Events), whole.NextCursor)
+	}
 	// A user token is refused there, and reads its own run on the user route.
 	if st := e.do("GET", gateway.ServiceRunsPath+run+"/events", userTok, nil, nil); st != 403 {
 		t.Fatalf("user token on the service route: %d", st)

@@ -178,6 +178,9 @@ func TestInstanceByURL(t *testing.T) {
 		t.Fatalf("an agent by URL got tokens of %q, want the server's algorithm", algs)
 	}
 	stRun, _ := e.store.GetRun(context.Background(), "", run)
+	if stRun.AgentID != inst.AgentID {
+		t.Fatalf("the run names agent %q, the instance %q", stRun.AgentID, inst.AgentID)
+	}
 	if strings.Contains(string(stRun.CustomHeaders), "jwt-1") {
 		t.Fatal("custom headers are stored in the clear")
 	}

@@ -72,6 +72,9 @@ func TestRunCompletes(t *testing.T) {
 	if alg != identity.EdDSA {
 		t.Fatalf("a hosted agent's token is signed %q, want EdDSA", alg)
 	}
+	if r.AgentID != "echo" || c.AgentID != "echo" {
+		t.Fatalf("run of the hosted echo names agent %q, its token %q", r.AgentID, c.AgentID)
+	}
 }
 
 // Every resume point gives exactly the events after it, and a fresh
