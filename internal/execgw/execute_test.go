@@ -69,8 +69,12 @@ func TestCheckExecute(t *testing.T) {
 		{"attachment URL with credentials", func(r *gateway.ExecuteRequest) {
 			r.Attachments = []gateway.Attachment{{Type: "t", URL: "https://u:p@example.com/x"}}
 		}, []string{"attachments[0]"}},
-		{"attachment URL of http", func(r *gateway.ExecuteRequest) { r.Attachments = []gateway.Attachment{{Type: "t", URL: "http://example.com/x"}} }, nil},
-		{"attachment URL of ftp", func(r *gateway.ExecuteRequest) { r.Attachments = []gateway.Attachment{{Type: "t", URL: "ftp://example.com/x"}} }, []string{"attachments[0]"}},
+		{"attachment URL of http", func(r *gateway.ExecuteRequest) {
+			r.Attachments = []gateway.Attachment{{Type: "t", URL: "http://example.com/x"}}
+		}, nil},
+		{"attachment URL of ftp", func(r *gateway.ExecuteRequest) {
+			r.Attachments = []gateway.Attachment{{Type: "t", URL: "ftp://example.com/x"}}
+		}, []string{"attachments[0]"}},
 		{"attachment URL without a host", func(r *gateway.ExecuteRequest) { r.Attachments = []gateway.Attachment{{Type: "t", URL: "https:///x"}} }, []string{"attachments[0]"}},
 		{"32 custom headers", func(r *gateway.ExecuteRequest) { r.CustomHeaders = headers(maxCustomHeaders) }, nil},
 		{"33 custom headers", func(r *gateway.ExecuteRequest) { r.CustomHeaders = headers(maxCustomHeaders + 1) }, []string{"custom_headers"}},
