@@ -191,7 +191,10 @@ func (d *dispatcher) deliver(parent context.Context, claimed *gateway.Run) {
 	frames := pumpFrames(callCtx, target.client.SendStreamingMessage(callCtx, req, callOpts...))
 	hangUp := func() { // idempotent
 		stopCall()
-		for range frames {
+		for f := range frames {
+			if f.frame != nil {
+				t.learnIDs(f.frame) // a cancel must name the agent's task
+			}
 		}
 	}
 	defer hangUp()

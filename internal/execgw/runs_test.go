@@ -265,16 +265,25 @@ func TestRedelivery(t *testing.T) {
 		if sc.count() != 3 || !strings.Contains(r.Reason, "without an ending") || !strings.Contains(r.Reason, "3 of 3") {
 			t.Fatalf("%d calls, reason %q", sc.count(), r.Reason)
 		}
-		// The backoff doubles from --gateway-retry-backoff (1ms here).
-		var retries []string
+		// The backoff doubles from --gateway-retry-backoff (1ms here), and
+		// each delivery after the first says which it is.
+		var retries, starts []string
 		for _, ev := range evs {
 			var p gateway.StatusPayload
-			if ev.Frame.Type == gateway.EventStatus && json.Unmarshal(ev.Frame.Payload, &p) == nil && strings.Contains(p.Reason, "retrying") {
-				retries = append(retries, p.Reason[strings.Index(p.Reason, "retrying"):])
+			if ev.Frame.Type != gateway.EventStatus || json.Unmarshal(ev.Frame.Payload, &p) != nil {
+				continue
+			}
+			if i := strings.Index(p.Reason, "retrying"); i >= 0 {
+				retries = append(retries, p.Reason[i:])
+			} else if p.Status == gateway.StatusRunning {
+				starts = append(starts, p.Reason)
 			}
 		}
 		if want := []string{"retrying in 1ms (attempt 1 of 3)", "retrying in 2ms (attempt 2 of 3)"}; !slices.Equal(retries, want) {
 			t.Fatalf("retries %q, want %q", retries, want)
+		}
+		if want := []string{"", "delivering again: attempt 2 of 3", "delivering again: attempt 3 of 3"}; !slices.Equal(starts, want) {
+			t.Fatalf("starts %q, want %q", starts, want)
 		}
 	})
 	t.Run("an A2A error fails at once", func(t *testing.T) {
@@ -304,7 +313,7 @@ func TestCancel(t *testing.T) {
 	hungUp := make(chan struct{})
 	sc := &script{steps: []func(*a2a.SendMessageRequest, *frameWriter){
 		func(_ *a2a.SendMessageRequest, w *frameWriter) {
-			w.status(a2a.TaskStateWorking, nil)
+			w.status(a2a.TaskStateWorking, a2a.NewMessage(a2a.RoleAgent, a2a.TextPart("working")))
 			close(started)
 			<-w.ctx.Done()
 			close(hungUp)
@@ -315,11 +324,32 @@ func TestCancel(t *testing.T) {
 	e := newEnv(t, hostedAgents{"slow": sc}, &execgw.Options{Lease: time.Hour})
 	run := e.execute(userTok, gateway.ExecuteRequest{InstanceID: e.install("slow", "slow", nil), Input: "q"})
 	<-started
+	// Once the gateway has recorded the agent's task, a cancel names it.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if r, _ := e.store.GetRun(context.Background(), "", run); r.TaskID != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the agent's task was not recorded")
+		}
+	}
 	var r gateway.Run
 	if st := e.do("POST", gateway.RunsPath+"/"+run+"/cancel", userTok, nil, &r); st != 200 || r.Status != gateway.StatusCancelled || !strings.Contains(r.Reason, "cancelled by") {
 		t.Fatalf("cancel: %d %+v", st, r)
 	}
 	<-hungUp // the delivery stopped calling the agent
+	// and told the agent to cancel its task.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		sc.mu.Lock()
+		told := slices.Contains(sc.others, a2a.MethodCancelTask)
+		sc.mu.Unlock()
+		if told {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the agent was not told to cancel its task")
+		}
+	}
 	evs := e.events(userTok, run, "", nil)
 	n := len(evs)
 	if types(evs)[n-2] != "status:CANCELLED" || evs[n-1].Frame.Type != gateway.EventError {
@@ -542,6 +572,7 @@ func TestFramesRecordedTogether(t *testing.T) {
 	const chunks = 20
 	sent := make(chan struct{})
 	sc := &script{steps: []func(*a2a.SendMessageRequest, *frameWriter){func(_ *a2a.SendMessageRequest, w *frameWriter) {
+		w.status(a2a.TaskStateWorking, nil) // a frame with nothing to record
 		for i := range chunks {
 			w.text("a", strconv.Itoa(i)+" ", i > 0)
 		}

@@ -84,9 +84,9 @@ func (t *turn) frame(f *a2a.StreamResponse) []gateway.Event {
 	if t.end != nil {
 		return nil // a frame after the ending changes nothing
 	}
+	t.learnIDs(f)
 	switch {
 	case f.Task != nil:
-		t.ids(f.Task.ID, f.Task.ContextID)
 		var out []gateway.Event
 		for i := range f.Task.Artifacts {
 			if !t.known[f.Task.Artifacts[i].ArtifactID] {
@@ -95,13 +95,10 @@ func (t *turn) frame(f *a2a.StreamResponse) []gateway.Event {
 		}
 		return append(out, t.status(f.Task.Status)...)
 	case f.StatusUpdate != nil:
-		t.ids(f.StatusUpdate.TaskID, f.StatusUpdate.ContextID)
 		return t.status(f.StatusUpdate.Status)
 	case f.ArtifactUpdate != nil:
-		t.ids(f.ArtifactUpdate.TaskID, f.ArtifactUpdate.ContextID)
 		return t.artifact(&f.ArtifactUpdate.Artifact, f.ArtifactUpdate.Append)
 	case f.Message != nil:
-		t.ids(f.Message.TaskID, f.Message.ContextID)
 		text := f.Message.Text()
 		var out []gateway.Event
 		if !t.grow(len(text)) {
@@ -115,6 +112,22 @@ func (t *turn) frame(f *a2a.StreamResponse) []gateway.Event {
 		return out
 	}
 	return nil
+}
+
+// learnIDs takes the task and context ids a frame names, the first
+// named: also from frames read after the turn was stopped, so that a
+// cancel can name the agent's task.
+func (t *turn) learnIDs(f *a2a.StreamResponse) {
+	switch {
+	case f.Task != nil:
+		t.ids(f.Task.ID, f.Task.ContextID)
+	case f.StatusUpdate != nil:
+		t.ids(f.StatusUpdate.TaskID, f.StatusUpdate.ContextID)
+	case f.ArtifactUpdate != nil:
+		t.ids(f.ArtifactUpdate.TaskID, f.ArtifactUpdate.ContextID)
+	case f.Message != nil:
+		t.ids(f.Message.TaskID, f.Message.ContextID)
+	}
 }
 
 func (t *turn) ids(task, ctx string) {
