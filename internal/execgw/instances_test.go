@@ -7,8 +7,10 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/cardsig"
@@ -32,7 +34,8 @@ func testSealer(t *testing.T) *sealkey.Sealer {
 	return s
 }
 
-// newEnvOn is newEnv with stores and a registry, for agents by URL.
+// newURLEnv is newEnv with stores, a registry and a sealer, for agents
+// by URL and secrets.
 func newURLEnv(t *testing.T) (*env, registry.Store) {
 	t.Helper()
 	reg := registrysvc.NewMemoryStore()
@@ -224,5 +227,64 @@ func TestSignedCard(t *testing.T) {
 	var p struct{ Detail string }
 	if st := e.do("POST", gateway.InstancesPath, userTok, map[string]any{"name": "tampered", "url": srv.URL + "/"}, &p); st != 422 {
 		t.Fatalf("a tampered card: %d %s", st, p.Detail)
+	}
+}
+
+// Each limit of an instance holds exactly: a value at it is taken, one
+// past it refused with the field named.
+func TestInstanceLimits(t *testing.T) {
+	e, _ := newURLEnv(t)
+	inst, err := e.store.CreateInstance(context.Background(), gateway.Instance{ID: "i-1", TenantID: "acme", Name: "limits", Hosted: "echo"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := func(n int, f func(i int) string) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = f(i)
+		}
+		return out
+	}
+	config := func(size int) map[string]any { // marshals to size bytes
+		return map[string]any{"k": strings.Repeat("v", size-len(`{"k":""}`))}
+	}
+	secrets := func(n, size int) map[string]any {
+		out := map[string]any{}
+		for i := range n {
+			out["s"+strconv.Itoa(i)] = strings.Repeat("v", size)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name  string
+		patch map[string]any
+		field string // "": taken
+	}{
+		{"config of 64 KiB", map[string]any{"config": config(64 << 10)}, ""},
+		{"config past 64 KiB", map[string]any{"config": config(64<<10 + 1)}, "config"},
+		{"64 scopes", map[string]any{"scopes": list(64, func(i int) string { return "s:" + strconv.Itoa(i) })}, ""},
+		{"65 scopes", map[string]any{"scopes": list(65, func(i int) string { return "s:" + strconv.Itoa(i) })}, "scopes"},
+		{"32 header names", map[string]any{"custom_headers": list(32, func(i int) string { return "x-" + strconv.Itoa(i) })}, ""},
+		{"33 header names", map[string]any{"custom_headers": list(33, func(i int) string { return "x-" + strconv.Itoa(i) })}, "custom_headers"},
+		{"any header", map[string]any{"custom_headers": []string{"*"}}, ""},
+		{"a header name with a space", map[string]any{"custom_headers": []string{"x a"}}, "custom_headers[0]"},
+		{"a secret of 16 KiB", map[string]any{"secrets": secrets(1, 16<<10)}, ""},
+		{"a secret past 16 KiB", map[string]any{"secrets": secrets(1, 16<<10+1)}, "secrets"},
+		{"32 secrets", map[string]any{"secrets": secrets(32, 1)}, ""},
+		{"33 secrets", map[string]any{"secrets": secrets(33, 1)}, "secrets"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var p struct {
+				Type   string
+				Errors []struct{ Field string }
+			}
+			st := e.do("PATCH", gateway.InstancesPath+"/"+inst.ID, userTok, c.patch, &p)
+			switch {
+			case c.field == "" && st != 200:
+				t.Fatalf("%d %+v, want 200", st, p)
+			case c.field != "" && (st != 400 || len(p.Errors) != 1 || p.Errors[0].Field != c.field):
+				t.Fatalf("%d %+v, want 400 naming %s", st, p, c.field)
+			}
+		})
 	}
 }
