@@ -2,11 +2,16 @@ package execgw
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"net/http"
 	"slices"
 	"testing"
+	"time"
 
 	"novaos.dev/novaos/gateway"
+	"novaos.dev/novaos/identity"
+	"novaos.dev/novaos/internal/httpapi"
 )
 
 func seqEvents(from, to int64) []gateway.Event {
@@ -262,4 +267,61 @@ func (c *countingStore) Events(ctx context.Context, run string, after int64, lim
 func (c *countingStore) GetRun(ctx context.Context, tenant, id string) (gateway.Run, error) {
 	c.runReads++
 	return c.Store.GetRun(ctx, tenant, id)
+}
+
+// mutate reads the run when it has no copy, and again after a conflict;
+// each write it starts is ended, whether it took or not.
+func TestMutate(t *testing.T) {
+	ctx := context.Background()
+	st := gateway.NewMemoryStore()
+	s := New(st, Deps{Tokens: noTokens{}}, nil)
+	run, _, err := st.CreateRun(ctx, gateway.RunWrite{Run: gateway.Run{ID: "r", TenantID: "t", InstanceID: "i", Status: gateway.StatusQueued},
+		Events: []gateway.Event{{Type: gateway.EventStatus, Payload: []byte(`{}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addInput := func(text string) func(r *gateway.Run) ([]gateway.Event, error) {
+		return func(r *gateway.Run) ([]gateway.Event, error) {
+			r.Input += text
+			return []gateway.Event{{Type: gateway.EventStatus, Payload: []byte(`{}`)}}, nil
+		}
+	}
+	got, _, err := s.mutate(ctx, nil, run.ID, addInput("a"))
+	if err != nil || got.Input != "a" || got.Version != run.Version+1 {
+		t.Fatalf("mutate with no copy: %+v, %v", got, err)
+	}
+	// run is now a stale copy: the write conflicts, and is retried on
+	// the run read again.
+	got, written, err := s.mutate(ctx, &run, run.ID, addInput("b"))
+	if err != nil || got.Input != "ab" || len(written) != 1 || written[0].Sequence != 3 {
+		t.Fatalf("mutate with a stale copy: %+v, %v, %v", got, written, err)
+	}
+	if _, _, err := s.mutate(ctx, nil, "nope", addInput("c")); !errors.Is(err, gateway.ErrNotFound) {
+		t.Fatalf("mutate of no run: %v", err)
+	}
+	ghost := gateway.Run{ID: "ghost", TenantID: "t", InstanceID: "i", Status: gateway.StatusQueued, Version: 1}
+	if _, _, err := s.mutate(ctx, &ghost, ghost.ID, addInput("c")); !errors.Is(err, gateway.ErrNotFound) {
+		t.Fatalf("mutate of a copy of no run: %v", err)
+	}
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	if len(s.hub.writing) != 0 {
+		t.Fatalf("writes left in flight: %v", s.hub.writing)
+	}
+}
+
+// noTokens is a Tokens for tests that neither authenticate nor deliver.
+type noTokens struct{}
+
+var errNoTokens = errors.New("no tokens here")
+
+func (noTokens) Authenticator() httpapi.Authenticator {
+	return httpapi.AuthenticatorFunc(func(*http.Request) (*httpapi.Caller, error) { return nil, httpapi.ErrUnauthenticated })
+}
+func (noTokens) Verify(context.Context, string) (*identity.Claims, error) { return nil, errNoTokens }
+func (noTokens) Mint(context.Context, identity.Claims, time.Duration) (string, error) {
+	return "", errNoTokens
+}
+func (noTokens) MintAs(context.Context, string, identity.Claims, time.Duration) (string, error) {
+	return "", errNoTokens
 }
