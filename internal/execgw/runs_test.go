@@ -605,3 +605,42 @@ func TestFramesRecordedTogether(t *testing.T) {
 		t.Fatalf("streamed %q, output %q", text.String(), r.Output)
 	}
 }
+
+// The platform context carries config, an output schema and history only
+// when there are some; attachments go as file parts by URL or inline.
+func TestPlatformContextParts(t *testing.T) {
+	done := func(_ *a2a.SendMessageRequest, w *frameWriter) {
+		w.status(a2a.TaskStateCompleted, a2a.NewMessage(a2a.RoleAgent, a2a.TextPart("ok")))
+	}
+	sc := &script{steps: []func(*a2a.SendMessageRequest, *frameWriter){done, done}}
+	e := newEnv(t, hostedAgents{"a": sc}, nil)
+	plain := e.install("plain", "a", nil)
+	configured := e.install("configured", "a", map[string]any{"config": map[string]any{"model": "m"}})
+	e.waitStatus(e.execute(userTok, gateway.ExecuteRequest{InstanceID: plain, Input: "q", ThreadID: "th-1",
+		Attachments: []gateway.Attachment{
+			{URL: "https://example.com/a.pdf", Name: "a.pdf", Type: "application/pdf"},
+			{Data: []byte("hi"), Name: "b.txt", Type: "text/plain"},
+		}}), gateway.StatusCompleted)
+	e.waitStatus(e.execute(userTok, gateway.ExecuteRequest{InstanceID: configured, Input: "q",
+		OutputSchema: map[string]any{"type": "object"}}), gateway.StatusCompleted)
+
+	pc := func(i int) map[string]any { return sc.call(i).Metadata[agent.ContextMetadataKey].(map[string]any) }
+	first, second := pc(0), pc(1)
+	for _, k := range []string{"config", "output_schema", "history"} {
+		if _, ok := first[k]; ok {
+			t.Errorf("the first run's context has %s: %v", k, first[k])
+		}
+	}
+	if cfg, _ := second["config"].(map[string]any); cfg["model"] != "m" {
+		t.Errorf("config %v", second["config"])
+	}
+	if schema, _ := second["output_schema"].(map[string]any); schema["type"] != "object" {
+		t.Errorf("output schema %v", second["output_schema"])
+	}
+	parts := sc.call(0).Message.Parts
+	if len(parts) != 3 || parts[0].Text != "q" ||
+		parts[1].URL != "https://example.com/a.pdf" || parts[1].Filename != "a.pdf" || parts[1].MediaType != "application/pdf" ||
+		string(parts[2].Raw) != "hi" || parts[2].URL != "" || parts[2].Filename != "b.txt" {
+		t.Errorf("parts %+v", parts)
+	}
+}
