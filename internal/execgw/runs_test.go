@@ -153,9 +153,26 @@ func TestHumanInTheLoop(t *testing.T) {
 		t.Fatalf("hitl payload %v", pause)
 	}
 	r := e.waitStatus(run, gateway.StatusWaitingUser)
-	// A reply from a user who may not see the run changes nothing.
-	if st := e.do("POST", gateway.RunsPath+"/"+run+"/reply", bobTok, map[string]any{"input": "savings"}, nil); st != 404 {
-		t.Fatalf("another user's reply: %d", st)
+	// A reply or cancel from a caller who may not see the run, or may only
+	// read it, changes nothing.
+	readOnly := "t|acme|alice|runs:read"
+	for _, c := range []struct {
+		name, token, action string
+		status              int
+	}{
+		{"another user's reply", bobTok, "reply", 404},
+		{"another tenant's reply", otherTok, "reply", 404},
+		{"a reader's reply", readOnly, "reply", 403},
+		{"another user's cancel", bobTok, "cancel", 404},
+		{"another tenant's cancel", otherTok, "cancel", 404},
+		{"a reader's cancel", readOnly, "cancel", 403},
+	} {
+		if st := e.do("POST", gateway.RunsPath+"/"+run+"/"+c.action, c.token, map[string]any{"input": "savings"}, nil); st != c.status {
+			t.Fatalf("%s: %d, want %d", c.name, st, c.status)
+		}
+	}
+	if still, _ := e.store.GetRun(context.Background(), "", run); still.Status != gateway.StatusWaitingUser || still.Version != r.Version {
+		t.Fatalf("the run changed: %+v", still)
 	}
 	var res gateway.ExecuteResult
 	if st := e.do("POST", gateway.RunsPath+"/"+run+"/reply", userTok, map[string]any{"input": "savings", "action_id": "submit"}, &res); st != 202 || res.RunID != run {
