@@ -171,6 +171,21 @@ func TestVouch(t *testing.T) {
 		}
 	}
 
+	// A token as long as the verifier takes is vouched for; a byte more
+	// is refused.
+	keys.set(ed.KeyID(), ed.Key)
+	exact := opts
+	exact.MaxTokenBytes = len(tok)
+	fits, _ := identity.New(keys, exact)
+	if err := fits.Vouch(ctx, tok); err != nil {
+		t.Fatalf("Vouch of a token of MaxTokenBytes: %v", err)
+	}
+	exact.MaxTokenBytes = len(tok) - 1
+	short, _ := identity.New(keys, exact)
+	if err := short.Vouch(ctx, tok); !errors.Is(err, identity.ErrMalformed) {
+		t.Fatalf("Vouch of a token past MaxTokenBytes: %v", err)
+	}
+
 	// Without a cache there is nothing to vouch into: the signature is
 	// checked as ever.
 	opts.CacheSize = -1
