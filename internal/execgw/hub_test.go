@@ -92,6 +92,11 @@ func TestFollowerKeepBound(t *testing.T) {
 	if len(f.tail) != maxTail {
 		t.Fatalf("a tail filled to the bound kept %d events", len(f.tail))
 	}
+	// A batch of the bound after others: the others go, the batch stays.
+	f.keep(seqEvents(maxTail+1, 2*maxTail))
+	if len(f.tail) != maxTail || f.tail[0].Sequence != maxTail+1 {
+		t.Fatalf("a batch of the bound after others: %d events kept", len(f.tail))
+	}
 }
 
 // The hub holds at most its limit of event streams; a stream that goes
