@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,6 +46,7 @@ func FuzzParseCursor(f *testing.F) {
 
 // memSource is a run's events in memory, with a wake-up per append.
 type memSource struct {
+	reads  atomic.Int64 // calls of Events
 	mu     sync.Mutex
 	events []gateway.Event
 	ended  bool
@@ -52,6 +54,7 @@ type memSource struct {
 }
 
 func (m *memSource) Events(_ context.Context, after int64, limit int) ([]gateway.Event, error) {
+	m.reads.Add(1)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []gateway.Event
@@ -87,11 +90,15 @@ func TestStream(t *testing.T) {
 	for range runsse.Page + 10 {
 		src.add("message.delta")
 	}
+	<-src.wake // no wake-up is pending: the second page comes because the first was full
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		runsse.Stream(w, r, src, 3, runsse.Options{KeepAlive: time.Hour, Wake: src.wake})
 	}))
 	defer srv.Close()
-	resp, err := http.Get(srv.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,6 +115,13 @@ func TestStream(t *testing.T) {
 				t.Fatalf("id %s, want %d", id, want)
 			}
 			if want == runsse.Page+10 {
+				// A wake-up with nothing new does not end a live run's
+				// stream.
+				reads := src.reads.Load()
+				src.wake <- struct{}{}
+				for src.reads.Load() == reads && ctx.Err() == nil {
+					time.Sleep(time.Millisecond)
+				}
 				src.add("status")
 				src.add("done")
 			}
