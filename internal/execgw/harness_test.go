@@ -315,8 +315,10 @@ type script struct {
 	refuse *a2a.Error
 	mu     sync.Mutex
 	calls  []*a2a.SendMessageRequest
-	others []string // methods of the calls that were not SendStreamingMessage
-	steps  []func(req *a2a.SendMessageRequest, w *frameWriter)
+	// seen, when set, hears the method of each call that is not
+	// SendStreamingMessage.
+	seen  chan string
+	steps []func(req *a2a.SendMessageRequest, w *frameWriter)
 }
 
 // frameWriter writes stream frames of one call.
@@ -364,9 +366,9 @@ func (s *script) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Method != a2a.MethodSendStreamingMessage {
-		s.mu.Lock()
-		s.others = append(s.others, req.Method)
-		s.mu.Unlock()
+		if s.seen != nil {
+			s.seen <- req.Method
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(a2a.AppendErrorResponse(nil, req.ID, a2a.ErrTaskNotFound))
 		return

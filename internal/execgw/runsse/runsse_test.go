@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,7 +45,7 @@ func FuzzParseCursor(f *testing.F) {
 
 // memSource is a run's events in memory, with a wake-up per append.
 type memSource struct {
-	reads  atomic.Int64 // calls of Events
+	reads  chan struct{} // hears each call of Events, when set
 	mu     sync.Mutex
 	events []gateway.Event
 	ended  bool
@@ -54,7 +53,12 @@ type memSource struct {
 }
 
 func (m *memSource) Events(_ context.Context, after int64, limit int) ([]gateway.Event, error) {
-	m.reads.Add(1)
+	if m.reads != nil {
+		select {
+		case m.reads <- struct{}{}:
+		default:
+		}
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []gateway.Event
@@ -86,7 +90,7 @@ func (m *memSource) add(typ string) {
 // A stream writes what there is, follows what comes, and ends after the
 // end of the run's stream; more than a page arrives without a wake-up.
 func TestStream(t *testing.T) {
-	src := &memSource{wake: make(chan struct{}, 1)}
+	src := &memSource{wake: make(chan struct{}, 1), reads: make(chan struct{}, 1)}
 	for range runsse.Page + 10 {
 		src.add("message.delta")
 	}
@@ -117,11 +121,12 @@ func TestStream(t *testing.T) {
 			if want == runsse.Page+10 {
 				// A wake-up with nothing new does not end a live run's
 				// stream.
-				reads := src.reads.Load()
-				src.wake <- struct{}{}
-				for src.reads.Load() == reads && ctx.Err() == nil {
-					time.Sleep(time.Millisecond)
+				select { // a read that came before is not the one awaited
+				case <-src.reads:
+				default:
 				}
+				src.wake <- struct{}{}
+				<-src.reads
 				src.add("status")
 				src.add("done")
 			}
