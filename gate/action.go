@@ -32,6 +32,11 @@ type Action struct {
 	// Resume marks a write in a resumed session: the gate answers with the
 	// standing verdict for this action id or one of the resume refusals.
 	Resume bool `json:"resume,omitempty"`
+	// Floor is the least severe verdict the caller accepts: hold asks that
+	// a person decide even when the rules would pass the write (the tool
+	// gateway's write-class calls). It can raise a verdict, never lower
+	// one; empty means pass.
+	Floor Outcome `json:"floor,omitempty"`
 }
 
 // Evidence is one buffered read: the read tool's call and what it returned,
@@ -96,6 +101,9 @@ func (a *Action) Validate() error {
 			errs = append(errs, fmt.Errorf("evidence[%d].provenance.original_bytes: must not be negative", i))
 		}
 	}
+	if a.Floor != "" && !a.Floor.Valid() {
+		errs = append(errs, fmt.Errorf("floor: %q is not pass, hold or kill", a.Floor))
+	}
 	return errors.Join(errs...)
 }
 
@@ -111,6 +119,7 @@ type actionWire struct {
 	Evidence    []Evidence      `json:"evidence"`
 	Reasoning   string          `json:"reasoning,omitempty"`
 	Resume      bool            `json:"resume,omitempty"`
+	Floor       Outcome         `json:"floor,omitempty"`
 }
 
 // MarshalJSON fills context_type from the context and writes evidence as
@@ -119,7 +128,7 @@ func (a Action) MarshalJSON() ([]byte, error) {
 	w := actionWire{
 		ActionID: a.ActionID, ActionType: a.ActionType, TenantID: a.TenantID, TeamID: a.TeamID,
 		AgentID: a.AgentID, SessionID: a.SessionID, ContextType: a.ContextType,
-		Evidence: a.Evidence, Reasoning: a.Reasoning, Resume: a.Resume,
+		Evidence: a.Evidence, Reasoning: a.Reasoning, Resume: a.Resume, Floor: a.Floor,
 	}
 	if w.Evidence == nil {
 		w.Evidence = []Evidence{}
@@ -160,7 +169,7 @@ func decodeAction(data []byte) (Action, json.RawMessage, error) {
 	out := Action{
 		ActionID: w.ActionID, ActionType: w.ActionType, TenantID: w.TenantID, TeamID: w.TeamID,
 		AgentID: w.AgentID, SessionID: w.SessionID, ContextType: w.ContextType,
-		Evidence: w.Evidence, Reasoning: w.Reasoning, Resume: w.Resume,
+		Evidence: w.Evidence, Reasoning: w.Reasoning, Resume: w.Resume, Floor: w.Floor,
 	}
 	if len(w.Context) > 0 && string(w.Context) != "null" {
 		c, err := decodeContext(w.ContextType, w.Context)

@@ -109,6 +109,8 @@ type Decision struct {
 	// have decided, and the enforced verdict ignored it.
 	Shadow bool    `json:"shadow,omitempty"`
 	Would  Outcome `json:"would,omitempty"`
+	// Floor is set when the action's floor raised the verdict.
+	Floor Outcome `json:"floor,omitempty"`
 	// Rules is the deterministic layer's verdict, Matched its matches.
 	Rules      Outcome            `json:"rules"`
 	Matched    []RuleMatch        `json:"matched,omitempty"`

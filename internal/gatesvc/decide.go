@@ -223,6 +223,12 @@ func (s *Service) judgeFresh(ctx context.Context, c *Caller, sess gate.SessionRe
 			d.JudgeMicros = time.Since(t1).Microseconds()
 		}
 	}
+	if act.Floor != "" && severity[act.Floor] > severity[out.verdict] && out.reason == "" {
+		// The caller asked for at least this verdict; a fail-closed kill
+		// or a rule's own harder verdict stands.
+		d.Floor = act.Floor
+		out = outcome{verdict: act.Floor, rule: FloorRule, rationale: "the caller asked that a person decide this write (" + string(act.Floor) + " at least)"}
+	}
 	d.TotalMicros = s.o.Now().Sub(start).Microseconds()
 
 	rec := gate.ActionRecord{TenantID: act.TenantID, SessionID: act.SessionID, ActionID: act.ActionID,
@@ -282,6 +288,10 @@ func (s *Service) judgeFresh(ctx context.Context, c *Caller, sess gate.SessionRe
 	v.Shadow = d.Shadow
 	return v, nil
 }
+
+// FloorRule is the rule an action's floor is cited as when it raised
+// the verdict.
+const FloorRule = "floor"
 
 // outcome is a verdict with its citation.
 type outcome struct {

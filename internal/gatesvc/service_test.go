@@ -585,3 +585,65 @@ func TestSweep(t *testing.T) {
 	}
 	verifyAudit(t, f.store)
 }
+
+// An action's floor raises the verdict the rules reach, never lowers it,
+// and is recorded in the decision.
+func TestFloor(t *testing.T) {
+	ctx := context.Background()
+	withFloor := func(raw []byte, floor gate.Outcome) []byte {
+		var a gate.Action
+		if err := json.Unmarshal(raw, &a); err != nil {
+			t.Fatal(err)
+		}
+		a.Floor = floor
+		b, err := json.Marshal(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name   string
+		amount float64
+		floor  gate.Outcome
+		want   gate.Outcome
+		rule   string
+	}{
+		{"a hold floor holds what the rules pass", 20, gate.Hold, gate.Hold, FloorRule},
+		{"a pass floor changes nothing", 20, gate.Pass, gate.Pass, ""},
+		{"a hold floor leaves a rule's hold citing the rule", 900, gate.Hold, gate.Hold, "big-refund"},
+		{"a kill floor kills", 20, gate.Kill, gate.Kill, FloorRule},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			f.rules(refundRules)
+			f.open("s1", 300, false)
+			v := f.submit(withFloor(action("s1", "a1", "refund", tc.amount, "c1", false), tc.floor), true)
+			if v.Verdict != tc.want || v.RuleIDCited != tc.rule {
+				t.Fatalf("verdict %+v, want %s citing %q", v, tc.want, tc.rule)
+			}
+			if tc.want != gate.Pass && v.Claim != nil {
+				t.Fatalf("a %s was claimed: %+v", tc.want, v)
+			}
+			rec, err := f.store.GetAction(ctx, "acme", "s1", "a1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var d gate.Decision
+			if err := json.Unmarshal(rec.Decision, &d); err != nil {
+				t.Fatal(err)
+			}
+			if raised := tc.rule == FloorRule; raised != (d.Floor != "") {
+				t.Fatalf("decision floor %q; raised %v", d.Floor, raised)
+			}
+		})
+	}
+	t.Run("an unknown floor is refused", func(t *testing.T) {
+		f := newFixture(t, nil)
+		f.open("s1", 300, false)
+		_, err := f.svc.Submit(ctx, agent, withFloor(action("s1", "a1", "refund", 1, "c1", false), "maybe"), true)
+		if !errors.Is(err, ErrBadRequest) {
+			t.Fatalf("err %v, want ErrBadRequest", err)
+		}
+	})
+}
