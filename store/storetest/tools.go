@@ -22,11 +22,30 @@ func TestToolStore(t *testing.T, newStore func(t *testing.T) tools.Store) {
 	t.Run("SessionIdle", func(t *testing.T) { testToolSessionIdle(t, newStore(t)) })
 	t.Run("SessionDelete", func(t *testing.T) { testToolSessionDelete(t, newStore(t)) })
 	t.Run("SessionSweep", func(t *testing.T) { testToolSessionSweep(t, newStore(t)) })
-	t.Run("SessionTouchConcurrent", func(t *testing.T) { testToolSessionConcurrent(t, newStore(t)) })
+	t.Run("SessionTouchConcurrent", func(t *testing.T) {
+		s := newStore(t)
+		testToolSessionConcurrent(t, func(int) tools.Store { return s })
+	})
 	t.Run("Policy", func(t *testing.T) { testToolPolicy(t, newStore(t)) })
 	t.Run("PolicyRefused", func(t *testing.T) { testToolPolicyRefused(t, newStore(t)) })
 	t.Run("PolicyTenants", func(t *testing.T) { testToolPolicyTenants(t, newStore(t)) })
-	t.Run("PolicyPutConcurrent", func(t *testing.T) { testToolPolicyConcurrent(t, newStore(t)) })
+	t.Run("PolicyPutConcurrent", func(t *testing.T) {
+		s := newStore(t)
+		testToolPolicyConcurrent(t, func(int) tools.Store { return s })
+	})
+}
+
+// TestToolReplicas runs the concurrent part of the tools.Store contract
+// across several handles on one database, as replicas of a server have:
+// newReplica returns a new handle on the same database at every call.
+func TestToolReplicas(t *testing.T, newDatabase func(t *testing.T) (newReplica func() tools.Store)) {
+	pick := func(t *testing.T) func(i int) tools.Store {
+		newReplica := newDatabase(t)
+		replicas := []tools.Store{newReplica(), newReplica(), newReplica()}
+		return func(i int) tools.Store { return replicas[i%len(replicas)] }
+	}
+	t.Run("SessionTouchConcurrent", func(t *testing.T) { testToolSessionConcurrent(t, pick(t)) })
+	t.Run("PolicyPutConcurrent", func(t *testing.T) { testToolPolicyConcurrent(t, pick(t)) })
 }
 
 // toolT0 is the suite's clock: nanoseconds the stores drop, in a zone
@@ -217,7 +236,8 @@ func testToolSessionSweep(t *testing.T, s tools.Store) {
 // Touches are one step in the store: concurrent touches leave the latest
 // time, whatever their order; once a session is gone, by a delete or an
 // expired touch, no touch racing it brings it back.
-func testToolSessionConcurrent(t *testing.T, s tools.Store) {
+func testToolSessionConcurrent(t *testing.T, handle func(i int) tools.Store) {
+	s := handle(0)
 	ctx := ctxT(t)
 	const touchers = 12
 	sess := toolSession("acme", "s1", toolT0)
@@ -228,7 +248,7 @@ func testToolSessionConcurrent(t *testing.T, s tools.Store) {
 	for i := range touchers {
 		wg.Go(func() {
 			<-start
-			_, errs[i] = s.TouchSession(ctx, "s1", toolAt(time.Duration(i)*time.Second), toolIdle)
+			_, errs[i] = handle(i).TouchSession(ctx, "s1", toolAt(time.Duration(i)*time.Second), toolIdle)
 		})
 	}
 	close(start)
@@ -250,12 +270,12 @@ func testToolSessionConcurrent(t *testing.T, s tools.Store) {
 		for i := range touchers {
 			wg.Go(func() {
 				<-start
-				_, errs[i] = s.TouchSession(ctx, id, toolAt(time.Duration(i)*time.Second), toolIdle)
+				_, errs[i] = handle(i).TouchSession(ctx, id, toolAt(time.Duration(i)*time.Second), toolIdle)
 			})
 		}
 		wg.Go(func() {
 			<-start
-			delErr = s.DeleteSession(ctx, "acme", id)
+			delErr = handle(touchers).DeleteSession(ctx, "acme", id)
 		})
 		close(start)
 		wg.Wait()
@@ -277,7 +297,7 @@ func testToolSessionConcurrent(t *testing.T, s tools.Store) {
 	for i := range touchers {
 		wg.Go(func() {
 			<-start
-			_, errs[i] = s.TouchSession(ctx, "x1", toolAt(toolIdle+time.Duration(i+1)*time.Second), toolIdle)
+			_, errs[i] = handle(i).TouchSession(ctx, "x1", toolAt(toolIdle+time.Duration(i+1)*time.Second), toolIdle)
 		})
 	}
 	close(start)
@@ -424,7 +444,8 @@ func testToolPolicyTenants(t *testing.T, s tools.Store) {
 
 // Of concurrent puts over one version, exactly one wins, the first put of
 // a tenant's policy included, and what is stored is the winner's.
-func testToolPolicyConcurrent(t *testing.T, s tools.Store) {
+func testToolPolicyConcurrent(t *testing.T, handle func(i int) tools.Store) {
+	s := handle(0)
 	ctx := ctxT(t)
 	const rounds, writers = 6, 12
 	var cur int64
@@ -438,7 +459,7 @@ func testToolPolicyConcurrent(t *testing.T, s tools.Store) {
 				p := tools.Policy{TenantID: "acme", Expr: fmt.Sprintf("writer == %d", w), UpdatedAt: toolAt(time.Duration(round) * time.Second),
 					UpdatedBy: fmt.Sprintf("writer-%d", w)}
 				<-start
-				results[w], errs[w] = s.PutPolicy(ctx, p, cur)
+				results[w], errs[w] = handle(w).PutPolicy(ctx, p, cur)
 			})
 		}
 		// Another tenant's put at the same time neither blocks nor is
@@ -446,7 +467,7 @@ func testToolPolicyConcurrent(t *testing.T, s tools.Store) {
 		var otherErr error
 		wg.Go(func() {
 			<-start
-			_, otherErr = s.PutPolicy(ctx, tools.Policy{TenantID: "globex", Expr: "true", UpdatedAt: toolT0}, int64(round))
+			_, otherErr = handle(writers).PutPolicy(ctx, tools.Policy{TenantID: "globex", Expr: "true", UpdatedAt: toolT0}, int64(round))
 		})
 		close(start)
 		wg.Wait()
@@ -471,4 +492,26 @@ func testToolPolicyConcurrent(t *testing.T, s tools.Store) {
 		wantPolicy(t, s, won[0])
 		cur = won[0].Version
 	}
+}
+
+// TestToolReopen checks durability across restarts: a session and a
+// policy written through one handle read back unchanged through a new
+// handle on the same database. open must return a fresh handle on the
+// same database at every call, and the function that closes it.
+func TestToolReopen(t *testing.T, open func(t *testing.T) (tools.Store, func())) {
+	ctx := ctxT(t)
+	s, closeDB := open(t)
+	sess := toolSession("acme", "s1", toolT0)
+	mustCreateSession(t, s, sess)
+	mustTouch(t, s, "s1", toolAt(time.Minute), toolStored(sess, toolAt(time.Minute)))
+	p, err := s.PutPolicy(ctx, tools.Policy{TenantID: "acme", Expr: "true", UpdatedAt: toolT0, UpdatedBy: "admin"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeDB()
+
+	s, closeDB = open(t)
+	defer closeDB()
+	mustTouch(t, s, "s1", toolAt(time.Minute), toolStored(sess, toolAt(time.Minute)))
+	wantPolicy(t, s, p)
 }
