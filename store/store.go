@@ -6,6 +6,7 @@ import (
 	"novaos.dev/novaos/gateway"
 	"novaos.dev/novaos/memory"
 	"novaos.dev/novaos/registry"
+	"novaos.dev/novaos/tools"
 )
 
 // Stores are the platform's stores on one database: what every service is
@@ -37,6 +38,8 @@ type Stores struct {
 	Gate     gate.Store
 	// Gateway keeps the execution gateway's instances, runs and events.
 	Gateway gateway.Store
+	// Tools keeps the tool gateway's MCP sessions and tenants' policies.
+	Tools tools.Store
 
 	// Listener reports the database's notification listener: nil while it
 	// listens, else why not. Nil for a database without one.

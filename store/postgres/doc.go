@@ -101,6 +101,13 @@
 // connection TaskFeed keeps, and is told ("", 0) when it comes back after
 // it broke.
 //
+// ToolStore keeps the tool gateway's records (tools.Store): MCP sessions
+// and tenants' policies. A session's creation, touch and deletion are one
+// statement each, committed group-wise through the same writer; a touch
+// checks the idle timeout and moves the session's last use on, or deletes
+// it, under its row lock, so no touch revives a session found idle.
+// Sweeps pass over sessions a write holds (SKIP LOCKED).
+//
 // The memory store's vector search uses pgvector when the server has the
 // vector extension and the role may create it (CREATE EXTENSION IF NOT
 // EXISTS vector at Open; otherwise Open logs at info that it is not used).

@@ -45,6 +45,11 @@
 // another using the file. Its WatchEvents reports the appends of this
 // handle: a process sharing the file is not watched.
 //
+// ToolStore keeps the tool gateway's records (tools.Store): MCP sessions
+// and tenants' policies. A touch's check of the idle timeout and its
+// update, or the deletion of the session it found idle, and a policy's
+// compare-and-set each run on the single writer in one step.
+//
 // Each open DB is an instance with a lease (store/lease) renewed in the
 // background until Close, and every task write records its instance, so
 // Recoverer can find the tasks a dead process left SUBMITTED or WORKING

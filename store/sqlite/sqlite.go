@@ -134,7 +134,9 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	db.r = r
-	if db.wr, err = startWriter(ctx, w, slices.Concat(preparedWrites, memoryWrites, gateWrites, gatewayWrites)); err != nil {
+	if db.wr, err = startWriter(ctx, w, slices.Concat(preparedWrites, memoryWrites, gateWrites, gatewayWrites,
+		toolWrites,
+	)); err != nil {
 		w.Close()
 		r.Close()
 		return nil, err
@@ -286,6 +288,7 @@ func (db *DB) Stores() *store.Stores {
 		Memory:      db.MemoryStore(),
 		Gate:        db.GateStore(),
 		Gateway:     db.GatewayStore(),
+		Tools:       db.ToolStore(),
 		Close:       db.Close,
 	}
 }

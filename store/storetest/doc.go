@@ -56,6 +56,17 @@
 //     TestGatewayReplicas checks claims and, for a shared database,
 //     WatchEvents across handles; TestGatewayReopen durability;
 //     BenchmarkGatewayStore a run write and a page of 100 events.
+//   - TestToolStore: tools.Store, the tool gateway's sessions and
+//     policies. It checks that a session survives a round trip (times to
+//     the microsecond in UTC), that a touch moves its last use on and
+//     never back, that one idle past the timeout is gone at the touch
+//     that finds it (and stays gone under racing touches), deletion in
+//     the session's tenant only, sweeps of exactly the idle sessions,
+//     policy versions (0 creates; a stale version conflicts) with exactly
+//     one of many concurrent puts winning, tenant isolation, and that
+//     text no store can keep (NUL, invalid UTF-8) is refused.
+//     TestToolReplicas checks touches and puts across handles,
+//     TestToolReopen durability.
 //
 // The contracts are public (a2asrv's store interfaces, registry.Store) and
 // this package imports no internal package of the module, so an outside

@@ -16,7 +16,9 @@
 // (InstanceCols, RunCols, RunSetCols, EventCols with their Args and Scan
 // functions) with what a store assigns before it writes (PrepareInstance,
 // PrepareRunWrite, Number) and the watchers of its appends
-// (EventWatchers). It holds what is SQL but not one
+// (EventWatchers); the tool gateway's rows (ToolSessionCols,
+// ToolPolicyCols with their Args and Scan functions).
+// It holds what is SQL but not one
 // dialect's, so it stays out of the public a2a/a2astore, whose encodings
 // any store may use; it is internal to store/ because no one else writes
 // SQL.

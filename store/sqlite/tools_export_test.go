@@ -1,0 +1,4 @@
+package sqlite
+
+// SweepToolSessionsSQL is ToolStore.SweepSessions' statement.
+const SweepToolSessionsSQL = sweepToolSessionsSQL
