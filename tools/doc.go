@@ -1,5 +1,4 @@
-// Package tools is the SDK of the NovaOS tool gateway: one governed door
-// for every tool an agent calls.
+// Package tools is the SDK of the tool gateway, every agent tool's one door.
 //
 // The gateway is an MCP server (Streamable HTTP) at Path that fronts the
 // platform's own tools (novaos.memory.*, novaos.knowledge.*, …) and the

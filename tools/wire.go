@@ -6,7 +6,7 @@ import (
 )
 
 // Paths of the tool gateway. Path is its MCP endpoint (Streamable HTTP);
-// CallPath, where seed-style tool bindings post their JSON-RPC calls,
+// CallPath, where the NovaOS Python SDK's tool bindings post their JSON-RPC calls,
 // serves the same methods, as does ListPath.
 const (
 	Path     = "/mcp/v1"
@@ -50,19 +50,25 @@ var BuiltinServers = []string{ServerMemory, ServerKnowledge, ServerAgents, Serve
 
 // JSON-RPC error codes the gateway answers with, beyond JSON-RPC's own
 // (-32700 parse error, -32600 invalid request, -32601 method not found,
-// -32602 invalid params, -32603 internal error).
+// -32602 invalid params, -32603 internal error). Apart from -32042 they
+// stay out of -32000…-32099, which MCP reserves and which MCP clients
+// read as their own (the Go SDK's -32003 and -32004 close the
+// connection): like the platform's A2A errors, they are -31000 less the
+// HTTP status they stand for.
 const (
 	// CodeWriteConfirmationRequired: a write-class call was held for a
-	// person's decision (the seed SDK's HITL_REQUIRED). The error's data
+	// person's decision (HITL_REQUIRED, as the NovaOS SDKs name it). The error's data
 	// is a WriteConfirmationData.
 	CodeWriteConfirmationRequired = -32042
 	// CodeForbidden: the caller may not call the tool (a scope missing,
 	// the tenant's policy, the gate's kill). The error's data is an
 	// ErrorData naming the reason.
-	CodeForbidden = -32003
+	CodeForbidden = -31403
 	// CodeUnavailable: the tool's backend is down, slow past its
 	// timeout, or turned off (SERVICE_DISABLED).
-	CodeUnavailable = -32004
+	CodeUnavailable = -31503
+	// CodeUnauthorized: no token, or one that is not valid (HTTP 401).
+	CodeUnauthorized = -31401
 )
 
 // Reasons carried in ErrorData.Code and in a failed result's error text.
@@ -93,8 +99,8 @@ type ErrorData struct {
 
 // WriteConfirmationData is the data of a -32042 error: the call id the
 // held call was given, which the run's resume token will be bound to, and
-// the pause payload an agent passes on (the seed SDK's
-// create_write_confirmation_required_message arguments). Elicitations
+// the pause payload an agent passes on (what the NovaOS Python SDK's
+// create_write_confirmation_required_message takes). Elicitations
 // carries the same hold in the MCP URL-elicitation shape, so a generic MCP
 // client shows the person where to decide.
 type WriteConfirmationData struct {

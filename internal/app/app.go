@@ -20,6 +20,7 @@ import (
 	"novaos.dev/novaos/internal/gatesvc"
 	"novaos.dev/novaos/internal/memorysvc"
 	"novaos.dev/novaos/internal/registrysvc"
+	"novaos.dev/novaos/internal/toolgw"
 	"novaos.dev/novaos/store"
 
 	"novaos.dev/novaos/a2a/a2asrv"
@@ -104,6 +105,8 @@ type Options struct {
 	// Gateway configures the execution gateway: instances, runs and their
 	// events under /api/v1.
 	Gateway GatewayOptions
+	// Tools configures the tool gateway at /mcp/v1.
+	Tools ToolsOptions
 }
 
 // The services' options, by the names Options gives them.
@@ -114,6 +117,7 @@ type (
 	GateOptions     = gatesvc.Options
 	RegistryOptions = registrysvc.Options
 	GatewayOptions  = execgw.Options
+	ToolsOptions    = toolgw.Options
 )
 
 // DatabaseOptions select and tune the database.

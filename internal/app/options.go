@@ -10,6 +10,7 @@ import (
 	"novaos.dev/novaos/internal/gatesvc"
 	"novaos.dev/novaos/internal/memorysvc"
 	"novaos.dev/novaos/internal/registrysvc"
+	"novaos.dev/novaos/internal/toolgw"
 	"novaos.dev/novaos/store/lease"
 )
 
@@ -52,6 +53,15 @@ func (o *Options) gateway() *execgw.Options {
 	g := o.Gateway
 	g.Logger = cmp.Or(g.Logger, o.Logger.With("service", "gateway"))
 	return &g
+}
+
+func (o *Options) tools() *toolgw.Options {
+	t := o.Tools
+	t.Logger = cmp.Or(t.Logger, o.Logger.With("service", "tools"))
+	if t.GatePage == "" {
+		t.GatePage = TriagePath
+	}
+	return &t
 }
 
 func (o *Options) registry() *registrysvc.Options {

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/gate"
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/agenthost"
 	"novaos.dev/novaos/internal/auth"
@@ -18,6 +19,7 @@ import (
 	"novaos.dev/novaos/internal/memorysvc"
 	"novaos.dev/novaos/internal/registrysvc"
 	"novaos.dev/novaos/internal/sealkey"
+	"novaos.dev/novaos/internal/toolgw"
 )
 
 // service is the face every platform service shows the server. A service
@@ -92,9 +94,16 @@ func (s *Server) mount(ctx context.Context, base string, guard *httpapi.Guard) (
 		return m, fmt.Errorf("app: token keys: %w", err)
 	}
 	add(l, m.issuer)
-	add(l, memorysvc.Mount(st, memorysvc.Deps{Tokens: m.issuer}, s.opts.memory()))
+	mem := add(l, memorysvc.Mount(st, memorysvc.Deps{Tokens: m.issuer}, s.opts.memory()))
+	// The tool gateway resumes runs waiting on the gate's decisions; it
+	// is built after the gate, which tells it.
+	var tg atomic.Pointer[toolgw.Service]
 	m.gate = add(l, gatesvc.Mount(st, gatesvc.Deps{AdminToken: s.opts.AdminToken, Tokens: m.issuer,
-		Secure: strings.HasPrefix(base, "https://")}, s.opts.gate()))
+		Secure: strings.HasPrefix(base, "https://"), Decided: func(gate.ActionRecord) {
+			if t := tg.Load(); t != nil {
+				t.Decided()
+			}
+		}}, s.opts.gate()))
 	sealer, err := s.sealer(dataDir)
 	if err != nil {
 		return m, fmt.Errorf("app: sealing key: %w", err)
@@ -109,8 +118,22 @@ func (s *Server) mount(ctx context.Context, base string, guard *httpapi.Guard) (
 	if sealer != nil {
 		gwDeps.Sealer = sealer
 	}
-	if g := add(l, execgw.Mount(st, gwDeps, s.opts.gateway())); g != nil {
+	g := add(l, execgw.Mount(st, gwDeps, s.opts.gateway()))
+	if g != nil {
 		gw.Store(g)
+	}
+	toolDeps := toolgw.Deps{Tokens: m.issuer, BaseURL: base, AdminToken: s.opts.AdminToken}
+	if mem != nil {
+		toolDeps.Providers = append(toolDeps.Providers, memoryTools{mem})
+	}
+	if m.gate != nil {
+		toolDeps.Gate = toolGate{m.gate}
+	}
+	if g != nil {
+		toolDeps.Runs = toolRuns{g}
+	}
+	if t := add(l, toolgw.Mount(st, toolDeps, s.opts.tools())); t != nil {
+		tg.Store(t)
 	}
 	add(l, registrysvc.Mount(st, registrysvc.Deps{BaseURL: base, AdminToken: s.opts.AdminToken, Hosted: m.host.Records()}, s.opts.registry()))
 	*l = append(*l, s.own())

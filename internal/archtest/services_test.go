@@ -16,6 +16,7 @@ var services = []string{
 	module + "/internal/registrysvc",
 	module + "/internal/agenthost",
 	module + "/internal/execgw",
+	module + "/internal/toolgw",
 }
 
 // mounters are the packages that know every service.

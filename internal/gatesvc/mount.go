@@ -32,6 +32,10 @@ type Deps struct {
 	// Secure marks the triage page's cookies Secure: the server is
 	// reached over https.
 	Secure bool
+	// Decided, when set, is told of every operator decision this process
+	// records, after it is stored (the tool gateway resumes the runs
+	// waiting on it).
+	Decided func(gate.ActionRecord)
 }
 
 // TriagePath is the operator triage page.

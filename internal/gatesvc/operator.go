@@ -245,9 +245,27 @@ func (s *Service) Decide(ctx context.Context, tenant, sessionID, actionID string
 			return rec, err
 		}
 		s.waiters.wake(keyOf(out))
+		if s.deps.Decided != nil {
+			s.deps.Decided(out)
+		}
 		return out, nil
 	}
 	return rec, fmt.Errorf("gate: decide: %w", gate.ErrConflict)
+}
+
+// AppendAudit appends entries to the audit chain, in order, for a service
+// that audits its own events in the gate's chain (the tool gateway's
+// calls). Kind and TenantID are required.
+func (s *Service) AppendAudit(ctx context.Context, entries ...gate.AuditEntry) error {
+	for _, e := range entries {
+		if e.Kind == "" || e.TenantID == "" {
+			return fmt.Errorf("%w: an audit entry needs a kind and a tenant", ErrBadRequest)
+		}
+		if _, err := s.store.AppendAudit(ctx, e); err != nil {
+			return fmt.Errorf("gate: append audit: %w", err)
+		}
+	}
+	return nil
 }
 
 // Audit returns a page of the audit chain with its head.

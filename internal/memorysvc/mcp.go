@@ -194,6 +194,11 @@ func (s *Service) MCPServer(version string) *mcp.Server {
 
 // toolSet is what the tools of one server share.
 type toolSet struct {
+	// tools are the server's tools in the order they were added, and
+	// calls their handlers by name, for callers that reach the tools in
+	// process (Tools, CallTool).
+	tools []*mcp.Tool
+	calls map[string]func(context.Context, *Caller, json.RawMessage) *mcp.CallToolResult
 	// fields are the member names each tool's arguments may have.
 	fields map[string]*strictjson.Fields
 	// checks counts the tools' own passes over their arguments.
@@ -205,7 +210,8 @@ func (s *Service) mcpServer(version string) (*mcp.Server, *toolSet) {
 	if version == "" {
 		version = "dev"
 	}
-	set := &toolSet{fields: make(map[string]*strictjson.Fields), checks: &s.argChecks}
+	set := &toolSet{fields: make(map[string]*strictjson.Fields), checks: &s.argChecks,
+		calls: map[string]func(context.Context, *Caller, json.RawMessage) *mcp.CallToolResult{}}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "novaos-memory", Title: "NovaOS memory", Version: version}, &mcp.ServerOptions{
 		Instructions: "Tenant-isolated agent memory, as the NovaOS memory guide describes it. Identity comes from the bearer token; no argument names a tenant, agent or user.",
 	})
@@ -308,36 +314,65 @@ func addTool[In, Out any](srv *mcp.Server, set *toolSet, name, title, desc strin
 	set.fields[name] = fields
 	tool := &mcp.Tool{Name: name, Title: title, Description: desc, InputSchema: in, OutputSchema: out,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: readOnly}}
-	srv.AddTool(tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		c := callerOf(req)
-		if c == nil {
-			return toolError(&memory.Error{Status: http.StatusUnauthorized, Code: memory.CodeUnauthorized, Message: "a verified bearer token is required"}), nil
-		}
-		args := req.Params.Arguments
+	call := func(ctx context.Context, c *Caller, args json.RawMessage, checked bool) *mcp.CallToolResult {
 		if len(bytes.TrimSpace(args)) == 0 || string(args) == "null" {
 			args = json.RawMessage("{}")
 		}
 		var v In
 		var bad *memory.Error
-		if argsChecked(req) {
+		if checked {
 			bad = decodeChecked(args, &v)
 		} else {
 			checks.Add(1)
 			bad = decodeWith(args, fields, &v)
 		}
 		if bad != nil {
-			return toolError(bad), nil
+			return toolError(bad)
 		}
 		res, err := fn(ctx, c, &v)
 		if err != nil {
-			return toolError(memory.ErrorFor(err)), nil
+			return toolError(memory.ErrorFor(err))
 		}
 		b, err := json.Marshal(res)
 		if err != nil {
-			return toolError(memory.ErrorFor(err)), nil
+			return toolError(memory.ErrorFor(err))
 		}
-		return &mcp.CallToolResult{StructuredContent: json.RawMessage(b), Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
+		return &mcp.CallToolResult{StructuredContent: json.RawMessage(b), Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
+	}
+	set.tools = append(set.tools, tool)
+	set.calls[name] = func(ctx context.Context, c *Caller, args json.RawMessage) *mcp.CallToolResult {
+		return call(ctx, c, args, false)
+	}
+	srv.AddTool(tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		c := callerOf(req)
+		if c == nil {
+			return toolError(&memory.Error{Status: http.StatusUnauthorized, Code: memory.CodeUnauthorized, Message: "a verified bearer token is required"}), nil
+		}
+		return call(ctx, c, req.Params.Arguments, argsChecked(req)), nil
 	})
+}
+
+// Tools returns the memory tools as an MCP server lists them, for a door
+// that serves them in process (the tool gateway).
+func (s *Service) Tools() []*mcp.Tool {
+	return s.direct().tools
+}
+
+// CallTool runs the memory tool name for c, as the MCP server would;
+// false when there is no such tool. The arguments are checked as a call
+// to the server checks them, and every failure is an isError result.
+func (s *Service) CallTool(ctx context.Context, c *Caller, name string, args json.RawMessage) (*mcp.CallToolResult, bool) {
+	call, ok := s.direct().calls[name]
+	if !ok {
+		return nil, false
+	}
+	return call(ctx, c, args), true
+}
+
+// direct is the tool set Tools and CallTool use, built once.
+func (s *Service) direct() *toolSet {
+	s.directOnce.Do(func() { _, s.directSet = s.mcpServer("") })
+	return s.directSet
 }
 
 // argsChecked reports whether Handler checked req's arguments against

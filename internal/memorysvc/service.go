@@ -64,6 +64,9 @@ type Options struct {
 // identity comes from a verified token; nothing in a request names a
 // tenant or an owner.
 type Service struct {
+	// directOnce builds directSet, the tools for in-process callers.
+	directOnce sync.Once
+	directSet  *toolSet
 	store      memory.Store
 	now        func() time.Time
 	embedder   memory.Embedder

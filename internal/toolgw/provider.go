@@ -29,7 +29,10 @@ type Caller struct {
 	User     string
 	Run      string // the run the token was minted for; "" outside a run
 	Instance string
-	Subject  string
+	// Conversation is the conversation of the run the token was minted
+	// for.
+	Conversation string
+	Subject      string
 	// CallID is the tool call a resume token is bound to: the call a
 	// person approved.
 	CallID string

@@ -1,0 +1,62 @@
+// Package toolgw is the tool gateway: one governed door for every tool an
+// agent calls.
+//
+// `novaos serve` serves it at tools.Path (/mcp/v1), an MCP server over
+// Streamable HTTP built on the official MCP Go SDK; every path under it,
+// tools.CallPath (/mcp/v1/tools/call) among them, serves the same
+// methods, so the NovaOS Python SDK's bindings, which post their JSON-RPC calls
+// there, reach it too. Tools come from Providers: the platform's own servers
+// (novaos.memory.*, novaos.knowledge.*, …) and the MCP servers a tenant
+// registers (novaos.<server>.<tool>).
+//
+// # A call's path
+//
+//  1. The bearer token is verified (a 401 names the protected-resource
+//     metadata, RFC 9728, at tools.ResourceMetadataPath), X-Tenant-ID,
+//     when sent, must name the token's tenant, and the body is bounded and
+//     read once: a repeated key or a batch is refused.
+//  2. The tool is found, and the token must grant mcp:tools:<name> (or
+//     mcp:tools:<server>, or a wildcard such as mcp:tools:* or mcp:*) and
+//     every scope the tool adds (memory, knowledge, connector scopes). A
+//     missing one is HTTP 403 with a Bearer challenge naming it
+//     (error="insufficient_scope", scope=…) and the JSON-RPC error
+//     -31403 with data {code: "insufficient_scope", scope}.
+//  3. The arguments are bounded and checked against the tool's input
+//     schema (-32602 otherwise); nothing is called.
+//  4. The tenant's policy, a CEL expression (see the policy variables in
+//     policy.go), may deny the call or move it between read and write.
+//  5. tools.ActionClass places the call. A read-class call runs at once.
+//     A write-class call is an action for the governance gate, in one
+//     gate session per run, with the run's earlier calls as evidence and a
+//     floor of hold, so a person decides unless the tenant's policy
+//     answers "gate" (the gate's rules alone decide). A pass runs it once
+//     (claim, call, acknowledge). A hold answers -32042 with the call id,
+//     and the run shows tool.write_confirmation_required; when the agent
+//     pauses on it and a person approves on the gate page, the run is
+//     queued again with a token bound to that call, and the call, made
+//     again with the same arguments, runs once. A kill refuses.
+//  6. The call is shown in its run as tool.call and tool.result, metered
+//     per tenant, agent, tool, run and outcome (GET UsagePath), and
+//     audited in the gate's hash chain.
+//
+// # Choices
+//
+//   - Sessions: initialize mints an Mcp-Session-Id kept in the database,
+//     so any replica serves it; it ends after SessionIdle (5 minutes)
+//     unused, or at DELETE. A request without one is served statelessly,
+//     as the MCP revision 2026-07-28 and the Python SDK's bindings send them.
+//     A replica that served a session within a tenth of SessionIdle
+//     serves it again without asking the database, so a session deleted
+//     elsewhere may be served here for that long; the token is checked on
+//     every request all the same.
+//   - In a run, the gateway is the source of its tool events: what the
+//     gateway saw is recorded, not what an agent says it called.
+//   - A write's gate decision and acknowledgement are in the audit chain
+//     before the call answers; the entries of results and of read-class
+//     calls are written in batches off the call's path, and those still
+//     queued when the process dies are lost (the run's events and the
+//     meter have them).
+//   - The meter counts since the process started; the audit chain is the
+//     durable record.
+//   - Without a gate, write-class calls are refused.
+package toolgw

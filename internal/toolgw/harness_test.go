@@ -1,0 +1,262 @@
+package toolgw
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"novaos.dev/novaos/gate"
+	"novaos.dev/novaos/gateway"
+	"novaos.dev/novaos/identity"
+	"novaos.dev/novaos/internal/auth"
+	"novaos.dev/novaos/tools"
+)
+
+// demoProvider serves novaos.demo.* tools whose calls it counts.
+type demoProvider struct {
+	mu    sync.Mutex
+	calls map[string]int
+	// block, when set, holds demo calls until it is closed.
+	block chan struct{}
+	fail  error
+}
+
+var demoTools = []Tool{
+	{Tool: tools.Tool{Name: "novaos.demo.get_item", Description: "Read an item.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"}},"required":["id"],"additionalProperties":false}`)}},
+	{Tool: tools.Tool{Name: "novaos.demo.create_item", Description: "Create an item.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"},"amount":{"type":"number"}},"required":["name"]}`)}},
+	{Tool: tools.Tool{Name: "novaos.demo.echo", Description: "Echo, marked read-only.", Annotations: &tools.Annotations{ReadOnly: ptr(true)}}},
+	{Tool: tools.Tool{Name: "novaos.demo.scoped_lookup", Description: "Needs an extra scope."}, Scopes: []string{"demo:extra"}},
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func (p *demoProvider) Tools(context.Context, *Caller) ([]Tool, error) { return demoTools, nil }
+
+func (p *demoProvider) Find(_ context.Context, _ *Caller, name string) (*Tool, bool, error) {
+	for i := range demoTools {
+		if demoTools[i].Name == name {
+			t := demoTools[i]
+			return &t, true, nil
+		}
+	}
+	return nil, false, nil
+}
+
+func (p *demoProvider) Call(ctx context.Context, r *Request) (*mcp.CallToolResult, error) {
+	p.mu.Lock()
+	p.calls[r.Tool.Name]++
+	block, fail := p.block, p.fail
+	p.mu.Unlock()
+	if block != nil {
+		select {
+		case <-block:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if fail != nil {
+		return nil, fail
+	}
+	var args map[string]any
+	_ = json.Unmarshal(r.Arguments, &args)
+	return JSONResult(map[string]any{"tool": r.Tool.Name, "args": args, "call_id": r.CallID})
+}
+
+func (p *demoProvider) count(name string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.calls[name]
+}
+
+// scriptedGate answers every submit with its verdict and records what it
+// was asked.
+type scriptedGate struct {
+	mu       sync.Mutex
+	verdict  gate.Verdict
+	err      error
+	submits  []gate.Action
+	claims   []gate.ClaimRequest
+	acks     []gate.AckRequest
+	sessions []gate.SessionRequest
+	audit    []gate.AuditEntry
+	auditW   chan struct{}
+}
+
+func (g *scriptedGate) OpenSession(_ context.Context, _ *Caller, req gate.SessionRequest) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.sessions = append(g.sessions, req)
+	return g.err
+}
+
+func (g *scriptedGate) Submit(_ context.Context, _ *Caller, act gate.Action) (gate.Verdict, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.submits = append(g.submits, act)
+	v := g.verdict
+	v.ActionID, v.SessionID = act.ActionID, act.SessionID
+	return v, g.err
+}
+
+func (g *scriptedGate) Claim(_ context.Context, _ *Caller, req gate.ClaimRequest) (gate.Claim, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.claims = append(g.claims, req)
+	return gate.Claim{SessionID: req.SessionID, ActionID: req.ActionID, Status: gate.ClaimGranted, FencingToken: 7}, nil
+}
+
+func (g *scriptedGate) Ack(_ context.Context, _ *Caller, req gate.AckRequest) (gate.Ack, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.acks = append(g.acks, req)
+	return gate.Ack{SessionID: req.SessionID, ActionID: req.ActionID}, nil
+}
+
+func (g *scriptedGate) Action(context.Context, string, string, string) (gate.ActionRecord, error) {
+	return gate.ActionRecord{}, gate.ErrNotFound
+}
+
+func (g *scriptedGate) Audit(_ context.Context, entries ...gate.AuditEntry) error {
+	g.mu.Lock()
+	g.audit = append(g.audit, entries...)
+	w := g.auditW
+	g.mu.Unlock()
+	if w != nil {
+		select {
+		case w <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// recordingRuns keeps the events the gateway shows in runs.
+type recordingRuns struct {
+	mu     sync.Mutex
+	events map[string][]gateway.Event
+}
+
+func (r *recordingRuns) AppendEvents(_ context.Context, tenant, runID string, events ...gateway.Event) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range events {
+		e.Sequence = int64(len(r.events[tenant+"/"+runID]) + 1)
+		e.At = time.Now()
+		r.events[tenant+"/"+runID] = append(r.events[tenant+"/"+runID], e)
+	}
+	return nil
+}
+
+func (r *recordingRuns) Events(_ context.Context, tenant, runID string, after int64, limit int) ([]gateway.Event, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []gateway.Event
+	for _, e := range r.events[tenant+"/"+runID] {
+		if e.Sequence > after && len(out) < limit {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+func (r *recordingRuns) AnswerWrite(context.Context, string, string, string, bool, string) error { return nil }
+
+func (r *recordingRuns) WaitingWrites(context.Context, string, int) ([]WaitingWrite, string, error) {
+	return nil, "", nil
+}
+
+func (r *recordingRuns) types(tenant, run string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, e := range r.events[tenant+"/"+run] {
+		out = append(out, e.Type)
+	}
+	return out
+}
+
+// harness is a gateway over the demo provider, served on loopback.
+type harness struct {
+	t      *testing.T
+	svc    *Service
+	srv    *httptest.Server
+	issuer *auth.Issuer
+	demo   *demoProvider
+	gate   *scriptedGate
+	runs   *recordingRuns
+	store  *tools.MemStore
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	iss, err := auth.Open("", auth.Options{Issuer: "http://novaos.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, issuer: iss, demo: &demoProvider{calls: map[string]int{}},
+		gate: &scriptedGate{verdict: gate.Verdict{Verdict: gate.Pass}}, runs: &recordingRuns{events: map[string][]gateway.Event{}},
+		store: tools.NewMemStore()}
+	h.svc = New(Deps{Store: h.store, Tokens: iss, Providers: []Provider{h.demo}, Gate: h.gate, Runs: h.runs, BaseURL: "http://novaos.test"}, nil)
+	mux := http.NewServeMux()
+	for _, r := range h.svc.Routes() {
+		mux.Handle(r.Pattern, r.Handler)
+	}
+	h.srv = httptest.NewServer(mux)
+	t.Cleanup(h.srv.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.svc.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return h
+}
+
+// token mints a token for tenant acme's agent bot in run-1 with scopes.
+func (h *harness) token(scopes ...string) string {
+	return h.tokenFor(identity.Claims{TenantID: "acme", AgentID: "bot", UserID: "u1", RunID: "run-1", Scopes: scopes})
+}
+
+func (h *harness) tokenFor(c identity.Claims) string {
+	h.t.Helper()
+	tok, err := h.issuer.Mint(context.Background(), c, time.Hour)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return tok
+}
+
+// client connects an official MCP Go client with the token.
+func (h *harness) client(tok, path string) *mcp.ClientSession {
+	h.t.Helper()
+	hc := &http.Client{Transport: bearer{tok: tok, next: http.DefaultTransport}}
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: h.srv.URL + path, HTTPClient: hc}, nil)
+	if err != nil {
+		h.t.Fatalf("connect: %v", err)
+	}
+	h.t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+type bearer struct {
+	tok  string
+	next http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.tok)
+	return b.next.RoundTrip(r)
+}
+
+
+func identityClaims(tenant, agent string) identity.Claims {
+	return identity.Claims{TenantID: tenant, AgentID: agent, Scopes: []string{"mcp:tools:*"}}
+}

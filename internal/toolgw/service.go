@@ -1,0 +1,238 @@
+package toolgw
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/gate"
+	"novaos.dev/novaos/gateway"
+	"novaos.dev/novaos/identity"
+	"novaos.dev/novaos/internal/httpapi"
+	"novaos.dev/novaos/secret"
+	"novaos.dev/novaos/store"
+	"novaos.dev/novaos/tools"
+)
+
+// Defaults of Options.
+const (
+	// DefaultMaxBodyBytes bounds one request to the gateway.
+	DefaultMaxBodyBytes = 4 << 20
+	// DefaultMaxArgumentBytes bounds one call's arguments.
+	DefaultMaxArgumentBytes = 1 << 20
+	// DefaultMaxResultBytes bounds the result of one call the gateway
+	// passes back; a larger one is refused as the tool's failure.
+	DefaultMaxResultBytes = 8 << 20
+	// DefaultSessionIdle is how long an MCP session lives unused.
+	DefaultSessionIdle = 5 * time.Minute
+	// DefaultEvidence bounds the run's earlier tool calls sent to the gate
+	// as a write's evidence.
+	DefaultEvidence = 20
+	// DefaultMaxInflight bounds the calls in flight in this process.
+	DefaultMaxInflight = 1024
+)
+
+// Options configure the gateway; zero fields mean the defaults.
+type Options struct {
+	Logger *slog.Logger
+	Now    func() time.Time
+	// MaxBodyBytes bounds a request body (413 beyond).
+	MaxBodyBytes int64
+	// MaxArgumentBytes bounds one call's arguments (-32602 beyond).
+	MaxArgumentBytes int64
+	// MaxResultBytes bounds one call's result.
+	MaxResultBytes int64
+	// SessionIdle is how long an MCP session may go unused.
+	SessionIdle time.Duration
+	// Evidence bounds the earlier calls a write carries to the gate.
+	Evidence int
+	// MaxInflight bounds the calls in flight in this process (503
+	// beyond).
+	MaxInflight int
+	// Version is reported to MCP clients as the server's version.
+	Version string
+	// GatePage is the path of the gate's operator page, where a held
+	// call is decided (default "/ui/gate").
+	GatePage string
+	// HoldCheckEvery is how often runs waiting on held writes are
+	// checked against the gate's decisions (default 2s); a decision made
+	// in this process wakes the check at once (Service.Decided).
+	HoldCheckEvery time.Duration
+}
+
+func (o *Options) withDefaults() Options {
+	out := Options{}
+	if o != nil {
+		out = *o
+	}
+	if out.Logger == nil {
+		out.Logger = slog.New(slog.DiscardHandler)
+	}
+	if out.Now == nil {
+		out.Now = time.Now
+	}
+	if out.MaxBodyBytes <= 0 {
+		out.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if out.MaxArgumentBytes <= 0 {
+		out.MaxArgumentBytes = DefaultMaxArgumentBytes
+	}
+	if out.MaxResultBytes <= 0 {
+		out.MaxResultBytes = DefaultMaxResultBytes
+	}
+	if out.SessionIdle <= 0 {
+		out.SessionIdle = DefaultSessionIdle
+	}
+	if out.Evidence <= 0 {
+		out.Evidence = DefaultEvidence
+	}
+	if out.MaxInflight <= 0 {
+		out.MaxInflight = DefaultMaxInflight
+	}
+	if out.Version == "" {
+		out.Version = "dev"
+	}
+	if out.GatePage == "" {
+		out.GatePage = "/ui/gate"
+	}
+	if out.HoldCheckEvery <= 0 {
+		out.HoldCheckEvery = 2 * time.Second
+	}
+	return out
+}
+
+// Tokens verifies the tokens callers present: the server's token issuer.
+type Tokens interface {
+	Verify(ctx context.Context, token string) (*identity.Claims, error)
+	Authenticator() httpapi.Authenticator
+}
+
+// Gate is the governance gate write-class calls go through.
+type Gate interface {
+	// OpenSession opens the caller's session, or attaches to it when it
+	// is open already.
+	OpenSession(ctx context.Context, c *Caller, req gate.SessionRequest) error
+	// Submit judges the action and claims it when it passes.
+	Submit(ctx context.Context, c *Caller, act gate.Action) (gate.Verdict, error)
+	// Claim claims a passed or approved action.
+	Claim(ctx context.Context, c *Caller, req gate.ClaimRequest) (gate.Claim, error)
+	// Ack records that a claimed write ran.
+	Ack(ctx context.Context, c *Caller, req gate.AckRequest) (gate.Ack, error)
+	// Action returns an action's record.
+	Action(ctx context.Context, tenant, session, action string) (gate.ActionRecord, error)
+	// Audit appends entries to the gate's hash-chained audit log.
+	Audit(ctx context.Context, entries ...gate.AuditEntry) error
+}
+
+// Runs are the execution gateway's runs, which tool calls made with a
+// run's token are shown in.
+type Runs interface {
+	// AppendEvents adds events to the tenant's run without changing its
+	// state; a run that ended takes none (gateway.ErrNotFound when there
+	// is no such run).
+	AppendEvents(ctx context.Context, tenant, runID string, events ...gateway.Event) error
+	// Events returns the run's events after the sequence after.
+	Events(ctx context.Context, tenant, runID string, after int64, limit int) ([]gateway.Event, error)
+	// AnswerWrite answers the run's pause for the write callID: approved
+	// queues the run again with a token bound to callID. A run that no
+	// longer waits for that answer is left as it is (no error).
+	AnswerWrite(ctx context.Context, tenant, runID, callID string, approved bool, actor string) error
+	// WaitingWrites lists runs paused for a write confirmation, at most
+	// limit, after the cursor a previous page returned ("" first).
+	WaitingWrites(ctx context.Context, after string, limit int) (list []WaitingWrite, next string, err error)
+}
+
+// WaitingWrite is a run paused for a person's decision on a write.
+type WaitingWrite struct {
+	Tenant, RunID, CallID string
+}
+
+// Deps are what the gateway takes from the server around it.
+type Deps struct {
+	Store  tools.Store // required
+	Tokens Tokens      // required
+	// Providers offer the tools, in order: the first that finds a name
+	// serves it.
+	Providers []Provider
+	// Gate judges write-class calls; without one they are refused.
+	Gate Gate
+	// Runs shows calls in runs; without one they are not shown.
+	Runs Runs
+	// BaseURL is the server's public base URL: the resource the
+	// protected-resource metadata names and the gate page held calls
+	// link to.
+	BaseURL string
+	// AdminToken is the server's admin token (policy administration).
+	AdminToken secret.Value
+}
+
+// Service is the tool gateway.
+type Service struct {
+	o    Options
+	deps Deps
+	log  *slog.Logger
+
+	policies *policies
+	schemas  schemas
+	sessions *sessionCache
+	inflight chan struct{}
+	meter    *meter
+	audit    *auditor
+
+	decided chan struct{} // a gate decision was made in this process
+
+	openedMu sync.Mutex
+	opened   map[string]time.Time // gate sessions this process opened, by tenant/session
+}
+
+// New returns the gateway over deps.
+func New(deps Deps, o *Options) *Service {
+	opts := o.withDefaults()
+	s := &Service{o: opts, deps: deps, log: opts.Logger.With("service", "toolgw"),
+		inflight: make(chan struct{}, opts.MaxInflight), meter: newMeter(), decided: make(chan struct{}, 1), opened: map[string]time.Time{}}
+	s.policies = newPolicies(deps.Store, opts.Now)
+	s.sessions = newSessionCache(deps.Store, opts.SessionIdle, opts.Now)
+	s.audit = newAuditor(deps.Gate, s.log)
+	return s
+}
+
+// Interceptors are none: agents reach the gateway over HTTP.
+func (s *Service) Interceptors() []a2asrv.Interceptor { return nil }
+
+// Run sweeps idle sessions, writes the audit entries of read-class calls
+// and answers the runs whose held writes a person decided, until ctx
+// ends.
+func (s *Service) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { s.audit.run(ctx) })
+	wg.Go(func() { s.sweepSessions(ctx) })
+	wg.Go(func() { s.watchHolds(ctx) })
+	wg.Wait()
+}
+
+func (s *Service) sweepSessions(ctx context.Context) {
+	t := time.NewTicker(s.o.SessionIdle / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := s.deps.Store.SweepSessions(ctx, s.o.Now().Add(-s.o.SessionIdle)); err != nil && ctx.Err() == nil {
+				s.log.Warn("toolgw: sweep idle sessions", "err", err)
+			}
+		}
+	}
+}
+
+// Mount builds the gateway over st.Tools; nil when st keeps no tool
+// store.
+func Mount(st *store.Stores, deps Deps, o *Options) *Service {
+	if st.Tools == nil {
+		return nil
+	}
+	deps.Store = st.Tools
+	return New(deps, o)
+}
