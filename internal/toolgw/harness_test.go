@@ -167,7 +167,9 @@ func (r *recordingRuns) Events(_ context.Context, tenant, runID string, after in
 	return out, nil
 }
 
-func (r *recordingRuns) AnswerWrite(context.Context, string, string, string, bool, string) error { return nil }
+func (r *recordingRuns) AnswerWrite(context.Context, string, string, string, bool, string) error {
+	return nil
+}
 
 func (r *recordingRuns) WaitingWrites(context.Context, string, int) ([]WaitingWrite, string, error) {
 	return nil, "", nil
@@ -255,7 +257,6 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r.Header.Set("Authorization", "Bearer "+b.tok)
 	return b.next.RoundTrip(r)
 }
-
 
 func identityClaims(tenant, agent string) identity.Claims {
 	return identity.Claims{TenantID: tenant, AgentID: agent, Scopes: []string{"mcp:tools:*"}}
