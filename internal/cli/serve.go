@@ -67,6 +67,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	plat := platformFlags(fs)
 	gateFl := gateFlags(fs)
 	gatewayFl := gatewayFlags(fs)
+	toolsFl := toolsFlags(fs)
 	pushFl := pushFlags(fs)
 	fs.Usage = func() { groupedUsage(fs.Output(), "serve [flags]", fs, serveGroups) }
 	if code, ok := parse(fs, args); !ok {
@@ -76,6 +77,9 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		return usageError(fs, "%s", msg)
 	}
 	if msg := gatewayFl.check(); msg != "" {
+		return usageError(fs, "%s", msg)
+	}
+	if msg := toolsFl.check(); msg != "" {
 		return usageError(fs, "%s", msg)
 	}
 	if msg := gateFl.check(); msg != "" {
@@ -167,6 +171,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		},
 		Registry: regOpts,
 		Gateway:  gatewayFl.options(regOpts),
+		Tools:    toolsFl.options(),
 	})
 	if err != nil {
 		code, err := explainListen(err)

@@ -39,6 +39,8 @@ var serveGroups = []flagGroup{
 	{"Execution gateway (/api/v1/instances, /api/v1/execute, /api/v1/events, /api/v1/runs)", []string{"gateway-max-body-bytes",
 		"gateway-max-output-bytes", "gateway-token-ttl", "gateway-max-attempts", "gateway-retry-backoff", "gateway-lease",
 		"gateway-sweep-every", "gateway-keepalive", "gateway-max-streams", "gateway-max-runs", "gateway-history-turns"}},
+	{"Tool gateway (/mcp/v1, /api/v1/tools)", []string{"tools-max-body-bytes", "tools-max-argument-bytes", "tools-max-result-bytes",
+		"tools-session-idle", "tools-hold-check-every", "tools-max-inflight", "tools-evidence"}},
 }
 
 // otherFlags is the heading of the flags no group names, so that none is
