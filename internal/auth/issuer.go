@@ -172,6 +172,7 @@ type fileStamp struct {
 type Issuer struct {
 	path string
 	opts Options
+	base string // the server's base URL, when mounted
 	ver  *identity.Verifier
 
 	mu        sync.Mutex

@@ -47,6 +47,7 @@ func Mount(deps Deps, o *Options) (*Issuer, error) {
 	if err != nil {
 		return nil, err
 	}
+	i.base = deps.BaseURL
 	if deps.DataDir != "" {
 		if err := WriteRecord(deps.DataDir, i.Record()); err != nil {
 			i.opts.Logger.Warn("auth: cannot record the token issuer in the data directory; token mint will need --issuer", "err", err)
@@ -55,9 +56,16 @@ func Mount(deps Deps, o *Options) (*Issuer, error) {
 	return i, nil
 }
 
-// Routes publish the token keys at JWKSPath.
+// Routes publish the token keys at JWKSPath and, with the server's base
+// URL known (Mount), serve the OAuth authorization server MCP clients
+// find from a resource's metadata: its metadata at
+// AuthServerMetadataPath and its token endpoint at TokenPath.
 func (i *Issuer) Routes() []httpapi.Route {
-	return []httpapi.Route{{Pattern: "GET " + JWKSPath, Handler: i.JWKSHandler()}}
+	r := []httpapi.Route{{Pattern: "GET " + JWKSPath, Handler: i.JWKSHandler()}}
+	if i.base != "" {
+		r = append(r, i.oauthRoutes(i.base)...)
+	}
+	return r
 }
 
 // Interceptors are none: services verify tokens where they need them.
