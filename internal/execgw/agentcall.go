@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2aclient"
@@ -59,7 +60,8 @@ type AgentAnswer struct {
 // for the caller whose execution token is token, and waits for its
 // answer (bounded by ctx). The callee gets a token of its own, minted as
 // a run's is, for the caller's tenant, user, run and conversation with
-// the callee instance's scopes and the chain's hop count.
+// the callee instance's scopes and the chain's hop count, expiring no
+// later than the caller's.
 //
 // Errors wrap gateway.ErrUnauthorized (the token does not verify),
 // gateway.ErrInvalidRequest, gateway.ErrForbidden (the caller's own
@@ -73,6 +75,15 @@ func (s *Service) CallAgent(ctx context.Context, token secret.Value, req AgentCa
 	claims, err := s.deps.Tokens.Verify(ctx, token.Reveal())
 	if err != nil || claims.TenantID == "" {
 		return AgentAnswer{}, fmt.Errorf("%w: the caller's token does not verify as a platform token of a tenant", gateway.ErrUnauthorized)
+	}
+	// A chained token does not outlive the token it was chained from.
+	ttl := s.o.TokenTTL
+	if !claims.Expiry.IsZero() {
+		left := claims.Expiry.Sub(s.o.Now()).Truncate(time.Second)
+		if left <= 0 {
+			return AgentAnswer{}, fmt.Errorf("%w: the caller's token has expired", gateway.ErrUnauthorized)
+		}
+		ttl = min(ttl, left)
 	}
 	if req.Agent == "" || req.Message == "" {
 		return AgentAnswer{}, fmt.Errorf("%w: a call names an agent instance and a message", gateway.ErrInvalidRequest)
@@ -101,7 +112,7 @@ func (s *Service) CallAgent(ctx context.Context, token secret.Value, req AgentCa
 	if err != nil {
 		return AgentAnswer{}, fmt.Errorf("execgw: call agent %s: %w", req.Agent, err)
 	}
-	sreq, opts, err := s.agentRequest(ctx, claims, req, t, hops+1)
+	sreq, opts, err := s.agentRequest(ctx, claims, req, t, hops+1, ttl)
 	if err != nil {
 		return AgentAnswer{}, err
 	}
@@ -119,7 +130,7 @@ func (s *Service) CallAgent(ctx context.Context, token secret.Value, req AgentCa
 // agentRequest builds the request of an agent call: the message, the
 // platform context with the callee's chained token, the instance's
 // secrets sealed to the agent, and the call's headers.
-func (s *Service) agentRequest(ctx context.Context, caller *identity.Claims, req AgentCall, t *target, hops int) (*a2a.SendMessageRequest, []a2aclient.CallOption, error) {
+func (s *Service) agentRequest(ctx context.Context, caller *identity.Claims, req AgentCall, t *target, hops int, ttl time.Duration) (*a2a.SendMessageRequest, []a2aclient.CallOption, error) {
 	inst := &t.inst
 	claims := identity.Claims{
 		TenantID: caller.TenantID, UserID: caller.UserID, RunID: caller.RunID, InstanceID: inst.ID,
@@ -129,9 +140,9 @@ func (s *Service) agentRequest(ctx context.Context, caller *identity.Claims, req
 	var token string
 	var err error
 	if inst.Hosted != "" {
-		token, err = s.deps.Tokens.MintAs(ctx, identity.EdDSA, claims, s.o.TokenTTL)
+		token, err = s.deps.Tokens.MintAs(ctx, identity.EdDSA, claims, ttl)
 	} else {
-		token, err = s.deps.Tokens.Mint(ctx, claims, s.o.TokenTTL)
+		token, err = s.deps.Tokens.Mint(ctx, claims, ttl)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("execgw: mint the callee's token: %w", err)

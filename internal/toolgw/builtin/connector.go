@@ -420,8 +420,8 @@ type catalog struct {
 }
 
 type catalogConnector struct {
-	ID         string        `json:"id"`
-	Tier       string        `json:"tier"`
+	ID         string      `json:"id"`
+	Tier       string      `json:"tier"`
 	Operations []catalogOp `json:"operations"`
 }
 

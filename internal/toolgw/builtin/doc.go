@@ -1,6 +1,8 @@
-// Package builtin holds the tool servers the platform offers behind the
-// tool gateway without any upstream: notify, http, hitl, connectors and
-// agents, each a toolgw.Provider.
+// Package builtin provides the platform's own tool servers behind the tool
+// gateway.
+//
+// They are notify, http, hitl, connectors and agents, each a
+// toolgw.Provider.
 //
 // Each constructor takes an Options struct (nil means the defaults) and
 // returns a Provider the gateway mounts next to the upstream servers:

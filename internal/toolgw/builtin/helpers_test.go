@@ -141,3 +141,5 @@ func errorOf(t *testing.T, res *mcp.CallToolResult, err error, reason string, wa
 		t.Error("the error repeats the caller's token")
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
