@@ -87,9 +87,9 @@ func Notify(opts *NotifyOptions) (toolgw.Provider, error) {
 	n := &notifier{o: o, out: newOutbound(o.Policy, o.Resolver, o.TLSConfig, o.ConnectTimeout, nil)}
 	schema := fmt.Sprintf(`{"type":"object","properties":{`+
 		`"url":{"type":"string","minLength":1,"maxLength":%d,"description":"The webhook: an absolute https URL on a public host."},`+
-		`"payload":{"description":"Any JSON value, sent as the request body (at most %d bytes)."},`+
+		`"payload":{"description":"Any JSON value, sent as the request body (at most %d bytes, nested at most %d deep)."},`+
 		`"headers":%s},"required":["url","payload"],"additionalProperties":false}`,
-		maxURLBytes, o.MaxPayloadBytes, headersSchema)
+		maxURLBytes, o.MaxPayloadBytes, maxArgDepth, headersSchema)
 	t := toolgw.Tool{
 		Tool: tools.Tool{
 			Name:  NotifyWebhook,

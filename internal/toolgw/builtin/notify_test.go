@@ -120,6 +120,10 @@ func TestNotifyWebhook(t *testing.T) {
 			args: func(u string) any {
 				return map[string]any{"url": u, "payload": payload, "headers": map[string]string{"X-A": "a\r\nHost: b"}}
 			}, code: tools.ReasonInvalidArguments, want: []string{"control character"}},
+		{name: "a header given twice", opts: builtin.NotifyOptions{AllowHTTP: true, Policy: loopback},
+			args: func(u string) any {
+				return map[string]any{"url": u, "payload": payload, "headers": map[string]string{"X-A": "a", "x-a": "b"}}
+			}, code: tools.ReasonInvalidArguments, want: []string{"given twice"}},
 		{name: "header name not a token", opts: builtin.NotifyOptions{AllowHTTP: true, Policy: loopback},
 			args: func(u string) any {
 				return map[string]any{"url": u, "payload": payload, "headers": map[string]string{"X A": "a"}}

@@ -53,9 +53,11 @@ type outbound struct {
 
 func newOutbound(policy *netguard.Policy, res Resolver, tlsConf *tls.Config, connect time.Duration,
 	checkRedirect func(*http.Request, []*http.Request) error) *outbound {
-	if policy == nil {
-		policy = &netguard.Policy{}
+	var pol netguard.Policy // a copy: the options cannot change it after
+	if policy != nil {
+		pol = *policy
 	}
+	policy = &pol
 	if res == nil {
 		res = net.DefaultResolver
 	}
@@ -220,17 +222,23 @@ var forbiddenHeaders = map[string]bool{
 var forbiddenPrefixes = []string{"proxy-", "sec-", "x-forwarded-", "x-novaos-", ":"}
 
 // checkHeaders refuses headers a caller may not send: too many, a name
-// that is not an HTTP token or is forbidden, a value too long or with a
-// control character. Its messages name headers, never values.
+// that is not an HTTP token, is forbidden or is given twice in different
+// case, a value too long or with a control character. Its messages name
+// headers, never values.
 func checkHeaders(h map[string]string) *mcp.CallToolResult {
 	if len(h) > maxHeaders {
 		return invalidf("at most %d headers", maxHeaders)
 	}
+	seen := make(map[string]bool, len(h))
 	for name, v := range h {
 		if name == "" || len(name) > maxHeaderName || !isToken(name) {
 			return invalidf("header name %.64q is not an HTTP token of at most %d bytes", name, maxHeaderName)
 		}
 		lower := strings.ToLower(name)
+		if seen[lower] {
+			return invalidf("header %s is given twice", name)
+		}
+		seen[lower] = true
 		if forbiddenHeaders[lower] {
 			return invalidf("header %s is set by the platform or not allowed", name)
 		}
