@@ -21,6 +21,7 @@ import (
 	"novaos.dev/novaos/internal/memorysvc"
 	"novaos.dev/novaos/internal/registrysvc"
 	"novaos.dev/novaos/internal/toolgw"
+	"novaos.dev/novaos/internal/toolgw/builtin"
 	"novaos.dev/novaos/store"
 
 	"novaos.dev/novaos/a2a/a2asrv"
@@ -107,6 +108,17 @@ type Options struct {
 	Gateway GatewayOptions
 	// Tools configures the tool gateway at /mcp/v1.
 	Tools ToolsOptions
+	// BuiltinTools configures the platform's own tools behind it.
+	BuiltinTools BuiltinToolsOptions
+}
+
+// BuiltinToolsOptions configure the platform's own tool servers behind the
+// tool gateway (package builtin); zero fields mean their defaults.
+type BuiltinToolsOptions struct {
+	Notify     builtin.NotifyOptions    // novaos.notify.*
+	HTTP       builtin.HTTPOptions      // novaos.http.fetch: no domain is allowed by default
+	Connectors builtin.ConnectorOptions // novaos.connector.*: off without a connector host
+	Agents     builtin.AgentsOptions    // novaos.agents.call
 }
 
 // The services' options, by the names Options gives them.

@@ -126,6 +126,11 @@ func (s *Server) mount(ctx context.Context, base string, guard *httpapi.Guard) (
 	if mem != nil {
 		toolDeps.Providers = append(toolDeps.Providers, memoryTools{mem})
 	}
+	builtins, err := s.builtinTools(g)
+	if err != nil {
+		return m, err
+	}
+	toolDeps.Providers = append(toolDeps.Providers, builtins...)
 	if m.gate != nil {
 		toolDeps.Gate = toolGate{m.gate}
 	}

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"novaos.dev/novaos/internal/gatesvc"
 	"novaos.dev/novaos/internal/memorysvc"
 	"novaos.dev/novaos/internal/toolgw"
+	"novaos.dev/novaos/internal/toolgw/builtin"
 	"novaos.dev/novaos/tools"
 )
 
@@ -80,6 +82,41 @@ func (r toolRuns) WaitingWrites(ctx context.Context, after string, limit int) ([
 		out[i] = toolgw.WaitingWrite{Tenant: w.Tenant, RunID: w.RunID, CallID: w.CallID}
 	}
 	return out, next, err
+}
+
+// builtinTools are the platform's own tool servers: notify, http, hitl,
+// connectors and, with the execution gateway, agents.
+func (s *Server) builtinTools(g *execgw.Service) ([]toolgw.Provider, error) {
+	o := s.opts.BuiltinTools
+	logger := s.log.With("service", "tools")
+	o.Notify.Logger = cmp.Or(o.Notify.Logger, logger)
+	o.HTTP.Logger = cmp.Or(o.HTTP.Logger, logger)
+	o.Connectors.Logger = cmp.Or(o.Connectors.Logger, logger)
+	o.Agents.Logger = cmp.Or(o.Agents.Logger, logger)
+	notify, err := builtin.Notify(&o.Notify)
+	if err != nil {
+		return nil, fmt.Errorf("app: notify tools: %w", err)
+	}
+	web, err := builtin.HTTP(&o.HTTP)
+	if err != nil {
+		return nil, fmt.Errorf("app: http tools: %w", err)
+	}
+	conns, err := builtin.Connectors(&o.Connectors)
+	if err != nil {
+		return nil, fmt.Errorf("app: connector tools: %w", err)
+	}
+	var caller builtin.AgentCaller
+	if g != nil {
+		caller = builtin.AgentCallerFunc(func(ctx context.Context, c *toolgw.Caller, r builtin.AgentCall) (builtin.AgentAnswer, error) {
+			a, err := g.CallAgent(ctx, c.Token, execgw.AgentCall(r))
+			return builtin.AgentAnswer(a), err
+		})
+	}
+	agents, err := builtin.Agents(caller, &o.Agents)
+	if err != nil {
+		return nil, fmt.Errorf("app: agents tools: %w", err)
+	}
+	return []toolgw.Provider{notify, web, builtin.HITL(), conns, agents}, nil
 }
 
 // memoryTools serves the memory service's tools behind the tool gateway:

@@ -144,6 +144,11 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		fmt.Fprintf(e.stderr, "novaos serve: %v\n", err)
 		return exitFail
 	}
+	builtinTools, err := toolsFl.builtins()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "novaos serve: %v\n", err)
+		return exitFail
+	}
 
 	regOpts := app.RegistryOptions{Policy: &registry.Policy{AllowedHostSuffixes: allowHosts, AllowPrivate: *allowPrivate,
 		AllowLoopback: allowLoopback.set && allowLoopback.v}, LoopbackIfLocal: !allowLoopback.set}
@@ -171,7 +176,8 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		},
 		Registry: regOpts,
 		Gateway:  gatewayFl.options(regOpts),
-		Tools:    toolsFl.options(),
+		Tools:        toolsFl.options(),
+		BuiltinTools: builtinTools,
 	})
 	if err != nil {
 		code, err := explainListen(err)

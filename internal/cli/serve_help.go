@@ -40,7 +40,9 @@ var serveGroups = []flagGroup{
 		"gateway-max-output-bytes", "gateway-token-ttl", "gateway-max-attempts", "gateway-retry-backoff", "gateway-lease",
 		"gateway-sweep-every", "gateway-keepalive", "gateway-max-streams", "gateway-max-runs", "gateway-history-turns"}},
 	{"Tool gateway (/mcp/v1, /api/v1/tools)", []string{"tools-max-body-bytes", "tools-max-argument-bytes", "tools-max-result-bytes",
-		"tools-session-idle", "tools-hold-check-every", "tools-max-inflight", "tools-evidence"}},
+		"tools-session-idle", "tools-hold-check-every", "tools-max-inflight", "tools-evidence", "tools-http-allow-domain", "tools-allow-private",
+		"tools-allow-http", "tools-fetch-max-bytes", "tools-fetch-timeout", "tools-notify-max-bytes", "tools-notify-timeout",
+		"tools-agent-max-hops", "tools-agent-timeout", "tools-connector-url", "tools-connector-token-file"}},
 }
 
 // otherFlags is the heading of the flags no group names, so that none is

@@ -6,13 +6,23 @@ import (
 
 	"novaos.dev/novaos/internal/app"
 	"novaos.dev/novaos/internal/toolgw"
+	"novaos.dev/novaos/internal/toolgw/builtin"
+	"novaos.dev/novaos/netguard"
 )
 
-// toolsFlagSet holds serve's flags for the tool gateway.
+// toolsFlagSet holds serve's flags for the tool gateway and its
+// built-in tools.
 type toolsFlagSet struct {
 	maxBody, maxArgs, maxResult byteSize
 	sessionIdle, holdCheck      *time.Duration
 	maxInflight, evidence       *int
+
+	fetchDomains                              listFlag
+	allowPrivate, allowHTTP                   *bool
+	fetchMax, notifyMax                       byteSize
+	fetchTimeout, notifyTimeout, agentTimeout *time.Duration
+	agentHops                                 *int
+	connectorURL, connectorTokenFile          *string
 }
 
 func toolsFlags(fs *flag.FlagSet) *toolsFlagSet {
@@ -25,6 +35,18 @@ func toolsFlags(fs *flag.FlagSet) *toolsFlagSet {
 	t.holdCheck = fs.Duration("tools-hold-check-every", 2*time.Second, "tools: how often runs waiting on held write-class calls are checked against the gate's decisions (a decision on this replica is seen at once)")
 	t.maxInflight = fs.Int("tools-max-inflight", toolgw.DefaultMaxInflight, "tools: tool calls in flight in this process; more are refused with -31503, to retry")
 	t.evidence = fs.Int("tools-evidence", toolgw.DefaultEvidence, "tools: the run's earlier tool calls a write-class call carries to the gate as evidence")
+	t.fetchMax, t.notifyMax = byteSize{n: builtin.DefaultMaxFetchBytes}, byteSize{n: builtin.DefaultMaxPayloadBytes}
+	fs.Var(&t.fetchDomains, "tools-http-allow-domain", "tools: a `host` novaos.http.fetch may reach (repeatable; \"*.example.com\" matches the names below it); none by default, and then the tool answers SERVICE_DISABLED")
+	t.allowPrivate = fs.Bool("tools-allow-private", false, "tools: let novaos.http.fetch and novaos.notify.webhook reach private, shared and loopback addresses (metadata addresses never)")
+	t.allowHTTP = fs.Bool("tools-allow-http", false, "tools: let novaos.http.fetch and novaos.notify.webhook use plain http:// URLs")
+	fs.Var(&t.fetchMax, "tools-fetch-max-bytes", "tools: largest body novaos.http.fetch reads; the rest is cut and the answer says truncated")
+	t.fetchTimeout = fs.Duration("tools-fetch-timeout", builtin.DefaultFetchTimeout, "tools: time novaos.http.fetch waits for a page, redirects included")
+	fs.Var(&t.notifyMax, "tools-notify-max-bytes", "tools: largest payload novaos.notify.webhook sends")
+	t.notifyTimeout = fs.Duration("tools-notify-timeout", builtin.DefaultNotifyTimeout, "tools: time novaos.notify.webhook waits for the receiver's answer")
+	t.agentHops = fs.Int("tools-agent-max-hops", builtin.DefaultMaxAgentHops, "tools: agents one novaos.agents.call chain may pass through")
+	t.agentTimeout = fs.Duration("tools-agent-timeout", builtin.DefaultAgentTimeout, "tools: time novaos.agents.call waits for the called agent's answer")
+	t.connectorURL = fs.String("tools-connector-url", "", "tools: base `URL` of the connector host novaos.connector.* calls go to (POST /api/v1/connectors/{id}/{op}); empty: connectors answer SERVICE_DISABLED")
+	t.connectorTokenFile = fs.String("tools-connector-token-file", "", "tools: `file` holding the token the gateway presents to the connector host (owner-only)")
 	return t
 }
 
@@ -35,10 +57,29 @@ func (t *toolsFlagSet) check() string {
 		return "--tools-max-body-bytes, --tools-max-argument-bytes and --tools-max-result-bytes must be positive"
 	case *t.sessionIdle <= 0 || *t.holdCheck <= 0:
 		return "--tools-session-idle and --tools-hold-check-every must be positive"
-	case *t.maxInflight < 1 || *t.evidence < 1:
-		return "--tools-max-inflight and --tools-evidence must be at least 1"
+	case *t.maxInflight < 1 || *t.evidence < 1 || *t.agentHops < 1:
+		return "--tools-max-inflight, --tools-evidence and --tools-agent-max-hops must be at least 1"
+	case t.fetchMax.n <= 0 || t.notifyMax.n <= 0 || *t.fetchTimeout <= 0 || *t.notifyTimeout <= 0 || *t.agentTimeout <= 0:
+		return "--tools-fetch-max-bytes, --tools-notify-max-bytes and the --tools-*-timeout flags must be positive"
 	}
 	return ""
+}
+
+// builtins builds the built-in tools' options, reading the connector
+// host's token file.
+func (t *toolsFlagSet) builtins() (app.BuiltinToolsOptions, error) {
+	tok, err := readAPIKey(*t.connectorTokenFile, "--tools-connector-token-file")
+	if err != nil {
+		return app.BuiltinToolsOptions{}, err
+	}
+	policy := &netguard.Policy{AllowPrivate: *t.allowPrivate, AllowLoopback: *t.allowPrivate}
+	return app.BuiltinToolsOptions{
+		Notify: builtin.NotifyOptions{Policy: policy, AllowHTTP: *t.allowHTTP, Timeout: *t.notifyTimeout, MaxPayloadBytes: t.notifyMax.n},
+		HTTP: builtin.HTTPOptions{AllowedDomains: t.fetchDomains, Policy: policy, AllowHTTP: *t.allowHTTP, Timeout: *t.fetchTimeout,
+			MaxFetchBytes: t.fetchMax.n},
+		Connectors: builtin.ConnectorOptions{ConnectorHostURL: *t.connectorURL, ConnectorToken: tok},
+		Agents:     builtin.AgentsOptions{Timeout: *t.agentTimeout, MaxAgentHops: *t.agentHops},
+	}, nil
 }
 
 func (t *toolsFlagSet) options() app.ToolsOptions {
