@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"math"
 	"strings"
+
+	"novaos.dev/novaos/secret"
 )
 
 // Metadata keys the agent reads.
@@ -23,7 +25,8 @@ const (
 // lowerCamelCase spellings are accepted too. The execution token sent in
 // the same object ("execution_token") is not a field: it is read into
 // Context.Execution, as a secret.Value, so printing or logging a
-// PlatformContext can never show it.
+// PlatformContext can never show it. Nor is the tool gateway's token
+// ("mcp_gateway_token"): MCPGatewayToken reads it, as a secret.Value.
 type PlatformContext struct {
 	RunID      string `json:"run_id,omitempty"`
 	ThreadID   string `json:"thread_id,omitempty"`
@@ -46,6 +49,14 @@ type PlatformContext struct {
 	// GatewayURL is the platform's base URL, where the agent calls its
 	// services (memory, tools) with Context.Execution's token.
 	GatewayURL string `json:"gateway_url,omitempty"`
+	// MCPGatewayURL is the tool gateway's MCP endpoint, where the agent
+	// calls its tools (package tools); "" means the one under GatewayURL.
+	MCPGatewayURL string `json:"mcp_gateway_url,omitempty"`
+	// MCPWriteHITLActive says whether the run's token grants a tool the
+	// gateway holds for a person (write-class, -32042): a hint a skill
+	// may read before it calls, never a guarantee. Always false for a
+	// service account's run.
+	MCPWriteHITLActive bool `json:"mcp_write_hitl_active,omitempty"`
 	// MemoryBudget is the memory pre-fetch budget the platform attaches to
 	// the requests of an agent that declared the memory capability (the
 	// NovaOS Python SDK's memory_budget); nil when it did not.
@@ -108,23 +119,25 @@ func findPlatformContext(metadata []map[string]any) (PlatformContext, map[string
 
 func platformFromMap(m map[string]any) PlatformContext {
 	return PlatformContext{
-		RunID:          str(m, "run_id", "runId"),
-		ThreadID:       str(m, "thread_id", "threadId"),
-		SessionID:      str(m, "session_id", "sessionId"),
-		AgentID:        str(m, "agent_id", "agentId"),
-		InstanceID:     str(m, "instance_id", "instanceId"),
-		UserID:         str(m, "user_id", "userId"),
-		TenantID:       str(m, "tenant_id", "tenantId"),
-		TraceID:        str(m, "trace_id", "traceId"),
-		SpanID:         str(m, "span_id", "spanId"),
-		Traceparent:    str(m, "traceparent"),
-		IdempotencyKey: str(m, "idempotency_key", "idempotencyKey"),
-		ConversationID: str(m, "conversation_id", "conversationId"),
-		GatewayURL:     str(m, "gateway_url", "gatewayUrl"),
-		MemoryBudget:   memoryBudget(obj(m, "memory_budget", "memoryBudget")),
-		History:        turns(m["history"]),
-		Config:         obj(m, "config"),
-		OutputSchema:   obj(m, "output_schema", "outputSchema"),
+		RunID:              str(m, "run_id", "runId"),
+		ThreadID:           str(m, "thread_id", "threadId"),
+		SessionID:          str(m, "session_id", "sessionId"),
+		AgentID:            str(m, "agent_id", "agentId"),
+		InstanceID:         str(m, "instance_id", "instanceId"),
+		UserID:             str(m, "user_id", "userId"),
+		TenantID:           str(m, "tenant_id", "tenantId"),
+		TraceID:            str(m, "trace_id", "traceId"),
+		SpanID:             str(m, "span_id", "spanId"),
+		Traceparent:        str(m, "traceparent"),
+		IdempotencyKey:     str(m, "idempotency_key", "idempotencyKey"),
+		ConversationID:     str(m, "conversation_id", "conversationId"),
+		GatewayURL:         str(m, "gateway_url", "gatewayUrl"),
+		MCPGatewayURL:      str(m, "mcp_gateway_url", "mcpGatewayUrl"),
+		MCPWriteHITLActive: boolean(m, "mcp_write_hitl_active", "mcpWriteHitlActive"),
+		MemoryBudget:       memoryBudget(obj(m, "memory_budget", "memoryBudget")),
+		History:            turns(m["history"]),
+		Config:             obj(m, "config"),
+		OutputSchema:       obj(m, "output_schema", "outputSchema"),
 	}
 }
 
@@ -135,6 +148,26 @@ func str(m map[string]any, keys ...string) string {
 		}
 	}
 	return ""
+}
+
+func boolean(m map[string]any, keys ...string) bool {
+	for _, k := range keys {
+		if b, ok := m[k].(bool); ok {
+			return b
+		}
+	}
+	return false
+}
+
+// MCPGatewayToken returns the tool gateway's token ("mcp_gateway_token")
+// of the platform context in the first of the metadata maps that carries
+// one under ContextMetadataKey (pass request metadata before message
+// metadata, as for ParsePlatformContext); a zero Value when it carries
+// none. It is read as execution_token is, into a secret.Value, and is
+// no field of PlatformContext, so the context can be printed and logged.
+func MCPGatewayToken(metadata ...map[string]any) secret.Value {
+	_, raw, _ := findPlatformContext(metadata)
+	return secret.New(str(raw, "mcp_gateway_token", "mcpGatewayToken"))
 }
 
 func obj(m map[string]any, keys ...string) map[string]any {
