@@ -237,7 +237,10 @@ func TestSession(t *testing.T) {
 
 	// A server whose sessions never last: one re-initialize, then the 404.
 	forgetful := newFakeGateway(t, nil)
-	forgetful.answer = func(gwCall) reply { forgetful.expire(); return reply{status: 404, body: "gone", contentType: "text/plain"} }
+	forgetful.answer = func(gwCall) reply {
+		forgetful.expire()
+		return reply{status: 404, body: "gone", contentType: "text/plain"}
+	}
 	fc := forgetful.client(t, nil)
 	if err := fc.Initialize(t.Context()); err != nil {
 		t.Fatal(err)

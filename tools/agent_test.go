@@ -1,0 +1,240 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/a2a/a2aclient"
+	"novaos.dev/novaos/a2a/hitl"
+	"novaos.dev/novaos/agent"
+	"novaos.dev/novaos/memory"
+)
+
+// serveAgent serves an agent with one skill and returns a client of it.
+func serveAgent(t *testing.T, skill func(c *agent.Context) (agent.Result, error)) *a2aclient.Client {
+	t.Helper()
+	a := agent.New("tooler", "1.0.0", nil)
+	a.MustRegister(agent.Skill{ID: "work", Handler: skill})
+	srv := httptest.NewServer(nil)
+	t.Cleanup(srv.Close)
+	srv.Config.Handler = a.Handler(srv.URL, nil)
+	cl, err := a2aclient.NewForURL(srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+// eventsIn returns the platform events a message carries.
+func eventsIn(m *a2a.Message) []map[string]any {
+	if m == nil {
+		return nil
+	}
+	var out []map[string]any
+	for _, p := range m.Parts {
+		if p.Kind != a2a.PartData || !hitl.Tagged(p, hitl.MetadataMediaType) {
+			continue
+		}
+		var d struct {
+			Events []map[string]any `json:"events"`
+		}
+		if json.Unmarshal(p.Data, &d) == nil {
+			out = append(out, d.Events...)
+		}
+	}
+	return out
+}
+
+// summary is an event without its call id, which the test checks apart.
+func summary(ev map[string]any) string {
+	s := ev["event"].(string) + " " + ev["tool"].(string)
+	if ok, found := ev["success"]; found {
+		s += map[bool]string{true: " ok", false: " failed"}[ok.(bool)]
+	}
+	if ev["held"] == true {
+		s += " held " + ev["gateway_call_id"].(string)
+	}
+	return s
+}
+
+func request(pc map[string]any) *a2a.SendMessageRequest {
+	return &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.RoleUser, a2a.TextPart("go")),
+		Metadata: map[string]any{agent.ContextMetadataKey: pc}}
+}
+
+// A skill's bindings call the gateway the platform context names, with
+// the gateway's token, the tenant, the trace context and the caller's
+// custom headers; every call raises tool.call and tool.result, folded
+// into the final message of a non-streaming request.
+func TestFromNonStreaming(t *testing.T) {
+	g := newFakeGateway(t, result(okResult))
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	cl := serveAgent(t, func(c *agent.Context) (agent.Result, error) {
+		b, err := From(c, &FromOptions{BindingsOptions: BindingsOptions{Timeout: time.Minute}})
+		if err != nil {
+			return agent.Result{}, err
+		}
+		if _, err := b.Memory.Write(c, &memory.WriteRequest{Scope: memory.ScopeRun, Content: "note"}); err != nil {
+			return agent.Result{}, err
+		}
+		if _, err := b.Files.List(c, "reports/"); err != nil {
+			return agent.Result{}, err
+		}
+		return agent.Result{Output: "done"}, nil
+	})
+	pc := map[string]any{
+		"run_id": "run-1", "tenant_id": "acme", "idempotency_key": "idem-1", "traceparent": tp,
+		"execution_token": "exec-token-not-for-tools", "gateway_url": "http://wrong.invalid",
+		"mcp_gateway_url": g.srv.URL + Path, "mcp_gateway_token": testToken,
+	}
+	resp, err := cl.SendMessage(t.Context(), request(pc), a2aclient.WithHeader("X-Customer", "c-7"))
+	if err != nil || resp.Task == nil {
+		t.Fatalf("%+v, %v", resp, err)
+	}
+	if resp.Task.Status.State != a2a.TaskStateCompleted {
+		t.Fatalf("task %s: %s", resp.Task.Status.State, resp.Task.Status.Message.Text())
+	}
+	calls := g.toolCalls()
+	if len(calls) != 2 {
+		t.Fatalf("%d tool calls", len(calls))
+	}
+	for _, c := range calls {
+		for k, want := range map[string]string{"Authorization": "Bearer " + testToken, TenantHeader: "acme", "Traceparent": tp, "X-Customer": "c-7"} {
+			if got := c.Header.Get(k); got != want {
+				t.Errorf("%s: header %s = %q, want %q", c.tool(), k, got, want)
+			}
+		}
+	}
+	var w memory.WriteRequest
+	_ = json.Unmarshal(calls[0].args(), &w)
+	if w.IdempotencyKey != "idem-1:1" {
+		t.Errorf("the memory write's key %q, want the execution's first write key", w.IdempotencyKey)
+	}
+	events := eventsIn(resp.Task.Status.Message)
+	var got []string
+	for _, ev := range events {
+		got = append(got, summary(ev))
+	}
+	want := []string{"tool.call novaos.memory.write", "tool.result novaos.memory.write ok", "tool.call novaos.files.list", "tool.result novaos.files.list ok"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("events (-want +got):\n%s", diff)
+	}
+	if events[0]["call_id"] != events[1]["call_id"] || events[0]["call_id"] == events[2]["call_id"] || !strings.HasPrefix(events[0]["call_id"].(string), "call_") {
+		t.Errorf("call ids %v", events)
+	}
+	if args, _ := events[2]["arguments"].(map[string]any); args["prefix"] != "reports/" {
+		t.Errorf("tool.call arguments %v", events[2]["arguments"])
+	}
+}
+
+// On a streaming request the events go out as the skill runs, before it
+// returns; a call the gateway holds pauses the task for a write
+// confirmation the platform recognises.
+func TestFromStreamingAndHeld(t *testing.T) {
+	held := WriteConfirmationData{Code: ReasonHITLRequired, CallID: "gw-call-3", ToolName: ToolNotifyWebhook, ActionID: "act-3", RunID: "run-2",
+		Elicitations: []Elicitation{{Mode: "url", ElicitationID: "e1", URL: "https://platform/ui/gate/act-3", Message: "approve"}}}
+	g := newFakeGateway(t, func(c gwCall) reply {
+		if c.tool() == ToolNotifyWebhook {
+			return reply{stream: true, err: rpcErr(CodeWriteConfirmationRequired, "a person must approve this call", held)}
+		}
+		return reply{stream: true, result: okResult}
+	})
+	seen := make(chan struct{})
+	cl := serveAgent(t, func(c *agent.Context) (agent.Result, error) {
+		b, err := From(c, &FromOptions{BindingsOptions: BindingsOptions{Timeout: time.Minute}})
+		if err != nil {
+			return agent.Result{}, err
+		}
+		if _, err := b.Knowledge.Search(c, &KnowledgeSearchRequest{Query: "refund policy"}); err != nil {
+			return agent.Result{}, err
+		}
+		select { // the caller saw the events before the skill goes on
+		case <-seen:
+		case <-c.Done():
+			return agent.Result{}, c.Err()
+		}
+		_, err = b.Notify.Webhook(c, "https://hooks.example.com/x", map[string]string{"text": "refunded"})
+		var w *WriteConfirmationRequired
+		if errors.As(err, &w) {
+			return w.Result(""), nil
+		}
+		return agent.Result{Status: agent.StatusFailed, Error: "the webhook was not held: " + err.Error()}, nil
+	})
+	pc := map[string]any{"run_id": "run-2", "tenant_id": "acme", "execution_token": testToken, "gateway_url": g.srv.URL}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	var got []string
+	var final *a2a.TaskStatus
+	live := 0
+	for fr, err := range cl.SendStreamingMessage(ctx, request(pc)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		su := fr.StatusUpdate
+		if su == nil {
+			continue
+		}
+		for _, ev := range eventsIn(su.Status.Message) {
+			got = append(got, summary(ev))
+			if live++; live == 2 {
+				close(seen)
+			}
+		}
+		if su.Status.State != a2a.TaskStateWorking {
+			final = &su.Status
+		}
+	}
+	want := []string{"tool.call novaos.knowledge.search", "tool.result novaos.knowledge.search ok",
+		"tool.call novaos.notify.webhook", "tool.result novaos.notify.webhook failed held gw-call-3"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("live events (-want +got):\n%s", diff)
+	}
+	if final == nil || final.State != a2a.TaskStateAuthRequired {
+		t.Fatalf("final status %+v", final)
+	}
+	found := hitl.Extract(final.Message)
+	wc := found.WriteConfirmation
+	if wc == nil || wc.CallID != "gw-call-3" || wc.ToolName != ToolNotifyWebhook || wc.Extra["action_id"] != "act-3" ||
+		wc.Extra["approval_url"] != "https://platform/ui/gate/act-3" || wc.Extra["run_id"] != "run-2" {
+		t.Fatalf("write confirmation %+v", wc)
+	}
+	if !strings.Contains(final.Message.Text(), "waits for your approval") {
+		t.Errorf("pause text %q", final.Message.Text())
+	}
+	// The token came from the execution: the platform context named no
+	// tool gateway token, and the gateway is the one under gateway_url.
+	for _, c := range g.toolCalls() {
+		if c.Header.Get("Authorization") != "Bearer "+testToken || c.Path != CallPath {
+			t.Fatalf("call %s at %s with %q", c.tool(), c.Path, c.Header.Get("Authorization"))
+		}
+	}
+}
+
+// From needs a gateway and a token.
+func TestFromRefuses(t *testing.T) {
+	errs := make(chan error, 2)
+	cl := serveAgent(t, func(c *agent.Context) (agent.Result, error) {
+		_, err := From(c, nil)
+		errs <- err
+		return agent.Result{Output: "x"}, nil
+	})
+	for _, pc := range []map[string]any{
+		{"run_id": "r", "execution_token": testToken},
+		{"run_id": "r", "gateway_url": "http://gw.invalid"},
+	} {
+		if _, err := cl.SendMessage(t.Context(), request(pc)); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-errs; err == nil || strings.Contains(err.Error(), testToken) {
+			t.Errorf("%v: From gave %v", pc, err)
+		}
+	}
+}
