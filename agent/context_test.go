@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -22,6 +23,7 @@ func TestParsePlatformContext(t *testing.T) {
 		"run_id": "run-1", "thread_id": "th-1", "session_id": "s-1", "agent_id": "ag-1",
 		"instance_id": "in-1", "user_id": "u-1", "tenant_id": "t-1", "trace_id": "tr",
 		"span_id": "sp", "traceparent": "tp", "idempotency_key": "idem-1",
+		"mcp_gateway_url": "https://gw/mcp/v1", "mcp_write_hitl_active": true, "mcp_gateway_token": "gw-secret",
 		"history": []any{
 			map[string]any{"role": "user", "content": "hi"},
 			map[string]any{"role": "assistant", "content": "hello"},
@@ -32,10 +34,10 @@ func TestParsePlatformContext(t *testing.T) {
 	fullWant := PlatformContext{
 		RunID: "run-1", ThreadID: "th-1", SessionID: "s-1", AgentID: "ag-1", InstanceID: "in-1",
 		UserID: "u-1", TenantID: "t-1", TraceID: "tr", SpanID: "sp", Traceparent: "tp",
-		IdempotencyKey: "idem-1",
-		History:        []ConversationTurn{{"user", "hi"}, {"assistant", "hello"}},
-		Config:         map[string]any{"temperature": 0.2},
-		OutputSchema:   map[string]any{"type": "object"},
+		IdempotencyKey: "idem-1", MCPGatewayURL: "https://gw/mcp/v1", MCPWriteHITLActive: true,
+		History:      []ConversationTurn{{"user", "hi"}, {"assistant", "hello"}},
+		Config:       map[string]any{"temperature": 0.2},
+		OutputSchema: map[string]any{"type": "object"},
 	}
 	tests := []struct {
 		name   string
@@ -55,7 +57,9 @@ func TestParsePlatformContext(t *testing.T) {
 		}, PlatformContext{RunID: "from-message"}, true},
 		{"camelCase spellings", []map[string]any{{ContextMetadataKey: map[string]any{
 			"runId": "r", "tenantId": "t", "idempotencyKey": "k", "userId": "u",
-		}}}, PlatformContext{RunID: "r", TenantID: "t", IdempotencyKey: "k", UserID: "u"}, true},
+			"mcpGatewayUrl": "https://gw/mcp/v1", "mcpWriteHitlActive": true,
+		}}}, PlatformContext{RunID: "r", TenantID: "t", IdempotencyKey: "k", UserID: "u",
+			MCPGatewayURL: "https://gw/mcp/v1", MCPWriteHITLActive: true}, true},
 		{"JSON string value", []map[string]any{{ContextMetadataKey: `{"run_id":"r","history":[{"role":"user","content":"x"}]}`}},
 			PlatformContext{RunID: "r", History: []ConversationTurn{{"user", "x"}}}, true},
 		{"unreadable turns skipped", []map[string]any{{ContextMetadataKey: map[string]any{"history": []any{
@@ -63,7 +67,7 @@ func TestParsePlatformContext(t *testing.T) {
 			map[string]any{"role": "user"}, map[string]any{"role": "assistant", "content": "ok"},
 		}}}}, PlatformContext{History: []ConversationTurn{{"user", ""}, {"assistant", "ok"}}}, true},
 		{"wrong field types ignored", []map[string]any{{ContextMetadataKey: map[string]any{
-			"run_id": 12, "history": "nope", "config": []any{},
+			"run_id": 12, "history": "nope", "config": []any{}, "mcp_write_hitl_active": "yes",
 		}}}, PlatformContext{}, true},
 		{"Go value", []map[string]any{{ContextMetadataKey: PlatformContext{RunID: "go"}}}, PlatformContext{RunID: "go"}, true},
 		{"malformed value skipped", []map[string]any{{ContextMetadataKey: 42}, {ContextMetadataKey: map[string]any{"run_id": "m"}}},
@@ -82,8 +86,50 @@ func TestParsePlatformContext(t *testing.T) {
 	}
 }
 
+// The tool gateway's token is read as a secret, in the order and
+// spellings of the platform context, and never shown with it.
+func TestMCPGatewayToken(t *testing.T) {
+	tests := []struct {
+		name string
+		mds  []map[string]any
+		want string
+	}{
+		{"snake", []map[string]any{{ContextMetadataKey: map[string]any{"mcp_gateway_token": "gw-1"}}}, "gw-1"},
+		{"camel", []map[string]any{{ContextMetadataKey: map[string]any{"mcpGatewayToken": "gw-2"}}}, "gw-2"},
+		{"JSON string", []map[string]any{{ContextMetadataKey: `{"mcp_gateway_token":"gw-3"}`}}, "gw-3"},
+		{"request before message", []map[string]any{
+			{ContextMetadataKey: map[string]any{"run_id": "r"}},
+			{ContextMetadataKey: map[string]any{"mcp_gateway_token": "from-message"}},
+		}, ""},
+		{"message when request has none", []map[string]any{nil, {ContextMetadataKey: map[string]any{"mcp_gateway_token": "gw-4"}}}, "gw-4"},
+		{"not a string", []map[string]any{{ContextMetadataKey: map[string]any{"mcp_gateway_token": 7}}}, ""},
+		{"none", []map[string]any{nil}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tok := MCPGatewayToken(tt.mds...)
+			if tok.Reveal() != tt.want {
+				t.Fatalf("token %q, want %q", tok.Reveal(), tt.want)
+			}
+			pc, _ := ParsePlatformContext(tt.mds...)
+			if shown := fmt.Sprintf("%v %+v %s", tok, pc, mustJSON(t, pc)); tt.want != "" && strings.Contains(shown, tt.want) {
+				t.Fatalf("the token shows in %s", shown)
+			}
+		})
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 func TestPlatformContextRoundTrip(t *testing.T) {
-	pc := PlatformContext{RunID: "r", TenantID: "t", History: []ConversationTurn{{"user", "a"}}}
+	pc := PlatformContext{RunID: "r", TenantID: "t", History: []ConversationTurn{{"user", "a"}}, MCPGatewayURL: "https://gw/mcp/v1", MCPWriteHITLActive: true}
 	b, err := json.Marshal(map[string]any{ContextMetadataKey: pc})
 	if err != nil {
 		t.Fatal(err)
