@@ -366,6 +366,9 @@ func (a *gwGoAgent) Execute(ctx context.Context, ec *goa2asrv.ExecutorContext) i
 			if tok, ok := pc["execution_token"].(string); ok {
 				d.Token, d.Context["execution_token"] = tok, "(present)"
 			}
+			if _, ok := pc["mcp_gateway_token"].(string); ok {
+				d.Context["mcp_gateway_token"] = "(present)"
+			}
 		}
 		if ec.ServiceParams != nil {
 			if v, ok := ec.ServiceParams.Get("authorization"); ok && len(v) > 0 {

@@ -15,6 +15,7 @@ import (
 	"novaos.dev/novaos/ext/usercontext"
 	"novaos.dev/novaos/gateway"
 	"novaos.dev/novaos/identity"
+	"novaos.dev/novaos/tools"
 )
 
 // request builds the A2A request of a delivery: the message (the input,
@@ -62,6 +63,13 @@ func (s *Service) request(ctx context.Context, run gateway.Run, t *target) (*a2a
 	setIf("session_id", run.ContextID)
 	setIf("task_id", run.TaskID)
 	setIf("gateway_url", s.deps.BaseURL)
+	if s.deps.BaseURL != "" {
+		// The agent calls its tools through the tool gateway with the
+		// run's own token: the gateway checks its scopes per tool.
+		pc["mcp_gateway_url"] = strings.TrimSuffix(s.deps.BaseURL, "/") + tools.Path
+		pc["mcp_gateway_token"] = token
+	}
+	pc["mcp_write_hitl_active"] = writeHITLActive(t.inst.Scopes, run.Caller)
 	if len(t.inst.Config) > 0 {
 		pc["config"] = t.inst.Config
 	}
@@ -109,6 +117,27 @@ func (s *Service) request(ctx context.Context, run gateway.Run, t *target) (*a2a
 		opts = append(opts, a2aclient.WithExtensions(act.Extensions...))
 	}
 	return req, opts, nil
+}
+
+// writeHITLActive is the platform context's mcp_write_hitl_active: whether
+// the run's token may call a tool the tool gateway would hold for a
+// person, because the instance's scopes grant every tool (mcp:*,
+// mcp:tools:*) or a write-class one by name. It is false for a service
+// account's run, as the seed SDK's contract says. A hint for the agent;
+// the gateway decides each call itself.
+func writeHITLActive(scopes []string, caller gateway.Caller) bool {
+	if caller.Service {
+		return false
+	}
+	if identity.AnyScopeMatches(scopes, "mcp:tools:*") {
+		return true
+	}
+	for _, s := range scopes {
+		if name, ok := strings.CutPrefix(s, "mcp:tools:"); ok && tools.RequiresWriteHITL(name) {
+			return true
+		}
+	}
+	return false
 }
 
 // turnMessage is the message of the run's current turn: the answer a

@@ -21,6 +21,7 @@ import (
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/builtin"
 	"novaos.dev/novaos/internal/execgw"
+	"novaos.dev/novaos/tools"
 )
 
 func echoAgent(t *testing.T) http.Handler {
@@ -620,10 +621,13 @@ func TestPlatformContextParts(t *testing.T) {
 	done := func(_ *a2a.SendMessageRequest, w *frameWriter) {
 		w.status(a2a.TaskStateCompleted, a2a.NewMessage(a2a.RoleAgent, a2a.TextPart("ok")))
 	}
-	sc := &script{steps: []func(*a2a.SendMessageRequest, *frameWriter){done, done}}
+	sc := &script{steps: []func(*a2a.SendMessageRequest, *frameWriter){done, done, done, done, done}}
 	e := newEnv(t, hostedAgents{"a": sc}, nil)
 	plain := e.install("plain", "a", nil)
-	configured := e.install("configured", "a", map[string]any{"config": map[string]any{"model": "m"}})
+	configured := e.install("configured", "a", map[string]any{"config": map[string]any{"model": "m"},
+		"scopes": []string{"memory:read:*", "mcp:tools:novaos.memory.query"}})
+	writer := e.install("writer", "a", map[string]any{"scopes": []string{"mcp:tools:novaos.notify.webhook"}})
+	every := e.install("every", "a", map[string]any{"scopes": []string{"mcp:*"}})
 	e.waitStatus(e.execute(userTok, gateway.ExecuteRequest{InstanceID: plain, Input: "q", ThreadID: "th-1",
 		Attachments: []gateway.Attachment{
 			{URL: "https://example.com/a.pdf", Name: "a.pdf", Type: "application/pdf"},
@@ -632,8 +636,27 @@ func TestPlatformContextParts(t *testing.T) {
 	e.waitStatus(e.execute(userTok, gateway.ExecuteRequest{InstanceID: configured, Input: "q",
 		OutputSchema: map[string]any{"type": "object"}}), gateway.StatusCompleted)
 
+	e.waitStatus(e.execute(userTok, gateway.ExecuteRequest{InstanceID: writer, Input: "q"}), gateway.StatusCompleted)
+	e.waitStatus(e.execute(userTok, gateway.ExecuteRequest{InstanceID: every, Input: "q"}), gateway.StatusCompleted)
+	e.waitStatus(e.execute(serviceTok, gateway.ExecuteRequest{InstanceID: every, Input: "q"}), gateway.StatusCompleted)
+
 	pc := func(i int) map[string]any { return sc.call(i).Metadata[agent.ContextMetadataKey].(map[string]any) }
 	first, second := pc(0), pc(1)
+	// The tool gateway: its endpoint and the run's own token, and whether
+	// the token may call a tool the gateway holds for a person (never for
+	// a service account's run).
+	for i, wantHITL := range []bool{false, false, true, true, false} {
+		c := pc(i)
+		if c["mcp_gateway_url"] != "http://gateway.test"+tools.Path || c["mcp_gateway_token"] != c["execution_token"] || c["execution_token"] == "" {
+			t.Errorf("run %d: tool gateway %v with token present %v", i, c["mcp_gateway_url"], c["mcp_gateway_token"] != nil)
+		}
+		if c["mcp_write_hitl_active"] != wantHITL {
+			t.Errorf("run %d: mcp_write_hitl_active %v, want %v", i, c["mcp_write_hitl_active"], wantHITL)
+		}
+		if parsed := platform(t, sc.call(i)); parsed.MCPGatewayURL != "http://gateway.test"+tools.Path || parsed.MCPWriteHITLActive != wantHITL {
+			t.Errorf("run %d: the agent reads %q, %v", i, parsed.MCPGatewayURL, parsed.MCPWriteHITLActive)
+		}
+	}
 	for _, k := range []string{"config", "output_schema", "history"} {
 		if _, ok := first[k]; ok {
 			t.Errorf("the first run's context has %s: %v", k, first[k])
