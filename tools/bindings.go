@@ -129,7 +129,7 @@ type callConfig struct{ timeout time.Duration }
 func WithTimeout(d time.Duration) CallOption { return func(c *callConfig) { c.timeout = d } }
 
 // Bindings are the platform's tools as typed calls through one Client:
-// the seed SDK's ToolBindings. Every method returns a Response, also
+// the NovaOS Python SDK's ToolBindings. Every method returns a Response, also
 // when it fails; the error is nil when the tool ran (its own failure is
 // Response.Success false), and otherwise says why there is no answer: a
 // refused call (*Error), a call held for a person (*WriteConfirmationRequired:
@@ -404,7 +404,7 @@ var ErrHITLUnavailable = errors.New("tools: novaos.hitl.request_input is unavail
 type HITL struct{ k *core }
 
 // RequestInput fails closed without calling the gateway: there is no
-// human-input service behind the tool (as in the seed SDK). A skill asks
+// human-input service behind the tool (as in the NovaOS Python SDK). A skill asks
 // a person by pausing its task (agent.Result with StatusWaitingUser and a
 // hitl.InputRequest).
 func (h *HITL) RequestInput(ctx context.Context, prompt string, inputType hitl.InputType) (*Response, error) {

@@ -77,7 +77,7 @@ const (
 const DefaultPollInterval = 2 * time.Second
 
 // How long the Poll methods wait at most when their context sets no
-// deadline (the seed SDK's max_wait_s).
+// deadline (the NovaOS Python SDK's max_wait_s).
 const (
 	DefaultPollWait      = 300 * time.Second
 	DefaultBatchPollWait = 600 * time.Second

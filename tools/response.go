@@ -101,7 +101,7 @@ func decodeCallResult(raw json.RawMessage) (*CallResult, error) {
 	return &res, nil
 }
 
-// Response is a binding's answer, the seed SDK's ToolResponse: whether the
+// Response is a binding's answer, the NovaOS Python SDK's ToolResponse: whether the
 // call succeeded, its data and, when it failed, why.
 type Response struct {
 	Success bool `json:"success"`

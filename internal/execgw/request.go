@@ -123,7 +123,7 @@ func (s *Service) request(ctx context.Context, run gateway.Run, t *target) (*a2a
 // the run's token may call a tool the tool gateway would hold for a
 // person, because the instance's scopes grant every tool (mcp:*,
 // mcp:tools:*) or a write-class one by name. It is false for a service
-// account's run, as the seed SDK's contract says. A hint for the agent;
+// account's run, as the NovaOS Python SDK's contract says. A hint for the agent;
 // the gateway decides each call itself.
 func writeHITLActive(scopes []string, caller gateway.Caller) bool {
 	if caller.Service {
