@@ -12,7 +12,10 @@ import (
 	"novaos.dev/novaos/agent"
 )
 
-// Platform events the bindings From returns raise for every call.
+// Platform events the bindings From returns raise for every call. An
+// agent that declares the tool-call-v1 extension also reports each call
+// there, under the same call id, its result when it is as small as the
+// arguments must be.
 const (
 	// EventToolCall is raised before a call: call_id, tool and, when
 	// they are small enough, arguments (else arguments_bytes).
@@ -120,7 +123,24 @@ func eventObserver(c *agent.Context, maxArgs int) observer {
 		if err := c.PlatformEvent(EventToolCall, fields); err != nil {
 			c.Logger().WarnContext(c, "tools: tool.call event not sent", "tool", tool, "err", err)
 		}
+		// An agent that declares tool-call-v1 reports the call there too,
+		// under the same id; one that does not reports nothing.
+		_, end, err := c.BeginToolCall(id, tool, fields["arguments"])
+		if err != nil {
+			c.Logger().WarnContext(c, "tools: tool call not reported", "tool", tool, "err", err)
+		}
 		return func(resp *Response, err error) {
+			var result any
+			if resp.Success && len(resp.Data) > 0 && len(resp.Data) <= maxArgs {
+				result = resp.Data
+			}
+			failure := err
+			if failure == nil && !resp.Success {
+				failure = errors.New(resp.Error)
+			}
+			if err := end(result, failure); err != nil {
+				c.Logger().WarnContext(c, "tools: tool call end not reported", "tool", tool, "err", err)
+			}
 			fields := map[string]any{"call_id": id, "tool": tool, "success": resp.Success}
 			if !resp.Success {
 				fields["error"] = clip(resp.Error, 1000)

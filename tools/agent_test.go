@@ -15,13 +15,19 @@ import (
 	"novaos.dev/novaos/a2a/a2aclient"
 	"novaos.dev/novaos/a2a/hitl"
 	"novaos.dev/novaos/agent"
+	"novaos.dev/novaos/ext/toolcall"
 	"novaos.dev/novaos/memory"
 )
 
 // serveAgent serves an agent with one skill and returns a client of it.
 func serveAgent(t *testing.T, skill func(c *agent.Context) (agent.Result, error)) *a2aclient.Client {
 	t.Helper()
-	a := agent.New("tooler", "1.0.0", nil)
+	return serveAgentWith(t, nil, skill)
+}
+
+func serveAgentWith(t *testing.T, o *agent.Options, skill func(c *agent.Context) (agent.Result, error)) *a2aclient.Client {
+	t.Helper()
+	a := agent.New("tooler", "1.0.0", o)
 	a.MustRegister(agent.Skill{ID: "work", Handler: skill})
 	srv := httptest.NewServer(nil)
 	t.Cleanup(srv.Close)
@@ -236,5 +242,60 @@ func TestFromRefuses(t *testing.T) {
 		if err := <-errs; err == nil || strings.Contains(err.Error(), testToken) {
 			t.Errorf("%v: From gave %v", pc, err)
 		}
+	}
+}
+
+// An agent that declares tool-call-v1 reports each call there as well,
+// under the call id of its tool.call event.
+func TestFromToolCallExtension(t *testing.T) {
+	g := newFakeGateway(t, func(c gwCall) reply {
+		if c.tool() == ToolFilesRead {
+			return reply{result: map[string]any{"isError": true, "content": []any{map[string]any{"type": "text", "text": `{"error":"no such file"}`}}}}
+		}
+		return reply{result: okResult}
+	})
+	cl := serveAgentWith(t, &agent.Options{Extensions: []a2a.AgentExtension{toolcall.Declaration()}}, func(c *agent.Context) (agent.Result, error) {
+		b, err := From(c, &FromOptions{BindingsOptions: BindingsOptions{Timeout: time.Minute}})
+		if err != nil {
+			return agent.Result{}, err
+		}
+		b.Files.List(c, "")
+		b.Files.Read(c, "missing.txt")
+		return agent.Result{Output: "done"}, nil
+	})
+	pc := map[string]any{"run_id": "r", "execution_token": testToken, "gateway_url": g.srv.URL}
+	var calls []toolcall.Payload
+	var ids []any
+	for fr, err := range cl.SendStreamingMessage(t.Context(), request(pc)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fr.StatusUpdate == nil || fr.StatusUpdate.Status.Message == nil {
+			continue
+		}
+		m := fr.StatusUpdate.Status.Message
+		if p, ok, _ := toolcall.Parse(m.Metadata); ok {
+			calls = append(calls, p)
+		}
+		for _, ev := range eventsIn(m) {
+			if ev["event"] == EventToolCall {
+				ids = append(ids, ev["call_id"])
+			}
+		}
+	}
+	want := []toolcall.Payload{
+		{Name: ToolFilesList, Phase: toolcall.PhaseStarted, Args: map[string]any{}},
+		{Name: ToolFilesList, Phase: toolcall.PhaseCompleted, Result: map[string]any{"ok": true}},
+		{Name: ToolFilesRead, Phase: toolcall.PhaseStarted, Args: map[string]any{"path": "missing.txt"}},
+		{Name: ToolFilesRead, Phase: toolcall.PhaseFailed, Error: "no such file"},
+	}
+	if len(calls) != 4 || len(ids) != 2 || calls[0].ToolCallID != ids[0] || calls[1].ToolCallID != ids[0] || calls[2].ToolCallID != ids[1] {
+		t.Fatalf("tool-call-v1 %+v, tool.call ids %v", calls, ids)
+	}
+	for i := range calls {
+		calls[i].ToolCallID = ""
+	}
+	if diff := cmp.Diff(want, calls); diff != "" {
+		t.Fatalf("tool-call-v1 events (-want +got):\n%s", diff)
 	}
 }
