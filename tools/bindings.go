@@ -27,6 +27,9 @@ const (
 	ToolMemoryHint     = "novaos.memory.hint"
 	ToolMemoryAssemble = "novaos.memory.assemble"
 
+	ToolKnowledgeCreateCollection = "novaos.knowledge.create_collection"
+	ToolKnowledgeListCollections  = "novaos.knowledge.list_collections"
+	ToolKnowledgeDeleteCollection = "novaos.knowledge.delete_collection"
 	ToolKnowledgeSearch           = "novaos.knowledge.search"
 	ToolKnowledgeIngest           = "novaos.knowledge.ingest"
 	ToolKnowledgeJobStatus        = "novaos.knowledge.job_status"
@@ -210,6 +213,17 @@ func newBindings(c *Client, o *BindingsOptions, observe observer) (*Bindings, er
 		Memory: &Memory{k}, Knowledge: &Knowledge{k}, Agents: &Agents{k}, HITL: &HITL{k},
 		Files: &Files{k}, Notify: &Notify{k}, HTTP: &HTTP{k}, Connector: &Connector{k},
 	}, nil
+}
+
+// Call calls any tool by name, as the typed bindings do (the
+// bindings' timeout, and tool.call and tool.result events when bound to
+// a skill), without retries: an upstream server's tool, or a built-in
+// one with arguments the typed methods do not take.
+func (b *Bindings) Call(ctx context.Context, name string, args any, opts ...CallOption) (*Response, error) {
+	if !validToolName(name) {
+		return invalid(clip(name, 140), errors.New("not a tool name: want 1 to 128 of A-Z, a-z, 0-9, '_', '-' and '.'"))
+	}
+	return b.Memory.k.call(ctx, name, args, spec{}, opts)
 }
 
 // Client returns the client the bindings call through.
@@ -423,29 +437,55 @@ const (
 	EncodingBase64 = "base64"
 )
 
+// File areas of the files tools' Scope: the calling agent's own (the
+// default) and the tenant's shared one.
+const (
+	FileScopeAgent  = "agent"
+	FileScopeTenant = "tenant"
+)
+
 // FileWriteRequest is the arguments of novaos.files.write.
 type FileWriteRequest struct {
 	Path string `json:"path"`
 	// Content is the file: text, or base64 (standard, padded) when
 	// Encoding is EncodingBase64.
-	Content     string `json:"content"`
-	ContentType string `json:"content_type,omitempty"`
+	Content string `json:"content"`
 	// Encoding is EncodingText ("" means the same) or EncodingBase64.
-	Encoding string `json:"encoding,omitempty"`
+	Encoding    string `json:"encoding,omitempty"`
+	ContentType string `json:"content_type,omitempty"`
+	// Scope is the area ("" is FileScopeAgent).
+	Scope string `json:"scope,omitempty"`
+	// IfVersion makes the write conditional: only if the file is at
+	// that version, 0 only if it does not exist.
+	IfVersion *int64 `json:"if_version,omitempty"`
 }
 
-// FilePathRequest is the arguments of novaos.files.read and
-// novaos.files.delete.
-type FilePathRequest struct {
-	Path string `json:"path"`
+// FileReadRequest is the arguments of novaos.files.read.
+type FileReadRequest struct {
+	Path  string `json:"path"`
+	Scope string `json:"scope,omitempty"`
 }
 
 // FileListRequest is the arguments of novaos.files.list.
 type FileListRequest struct {
 	Prefix string `json:"prefix,omitempty"`
+	Scope  string `json:"scope,omitempty"`
+	// Cursor is the next_cursor of the page before.
+	Cursor string `json:"cursor,omitempty"`
+	Limit  int    `json:"limit,omitempty"`
 }
 
-// Files is the tenant-scoped file storage.
+// FileDeleteRequest is the arguments of novaos.files.delete.
+type FileDeleteRequest struct {
+	Path  string `json:"path"`
+	Scope string `json:"scope,omitempty"`
+	// IfVersion deletes only if the file is at that version.
+	IfVersion *int64 `json:"if_version,omitempty"`
+}
+
+// Files is the tenant-scoped file storage, in the agent's own area. The
+// request types (FileWriteRequest, …) reach the tenant's shared area,
+// conditional writes and listing pages through Bindings.Call.
 type Files struct{ k *core }
 
 // Write stores data at path, sent base64-encoded.
@@ -465,15 +505,16 @@ func (f *Files) WriteText(ctx context.Context, path, text, contentType string, o
 	return f.k.call(ctx, ToolFilesWrite, &FileWriteRequest{Path: path, Content: text, ContentType: contentType, Encoding: EncodingText}, spec{}, opts)
 }
 
-// Read reads the file at path.
+// Read reads the file at path: the data holds its content (text, or
+// base64 as its encoding says), content_type and version.
 func (f *Files) Read(ctx context.Context, path string, opts ...CallOption) (*Response, error) {
 	if err := checkPath(path); err != nil {
 		return invalid(ToolFilesRead, err)
 	}
-	return f.k.call(ctx, ToolFilesRead, &FilePathRequest{Path: path}, spec{}, opts)
+	return f.k.call(ctx, ToolFilesRead, &FileReadRequest{Path: path}, spec{}, opts)
 }
 
-// List lists the files under prefix ("" lists all).
+// List lists the files under prefix ("" lists all), a page at a time.
 func (f *Files) List(ctx context.Context, prefix string, opts ...CallOption) (*Response, error) {
 	return f.k.call(ctx, ToolFilesList, &FileListRequest{Prefix: prefix}, spec{}, opts)
 }
@@ -484,7 +525,7 @@ func (f *Files) Delete(ctx context.Context, path string, opts ...CallOption) (*R
 	if err := checkPath(path); err != nil {
 		return invalid(ToolFilesDelete, err)
 	}
-	return f.k.call(ctx, ToolFilesDelete, &FilePathRequest{Path: path}, spec{}, opts)
+	return f.k.call(ctx, ToolFilesDelete, &FileDeleteRequest{Path: path}, spec{}, opts)
 }
 
 func checkPath(path string) error {
@@ -538,7 +579,7 @@ func (h *HTTP) Fetch(ctx context.Context, r *FetchRequest, opts ...CallOption) (
 		return invalid(ToolHTTPFetch, fmt.Errorf("method %q: want GET or HEAD", clip(r.Method, 20)))
 	}
 	for name, v := range cp.Headers {
-		if !validHeaderName(name) || strings.ContainsAny(v, "\r\n") {
+		if !fetchHeaderName(name) || strings.ContainsAny(v, "\r\n") {
 			return invalid(ToolHTTPFetch, fmt.Errorf("header %q: not a valid header", clip(name, 60)))
 		}
 	}
@@ -553,7 +594,7 @@ func checkURL(raw string) error {
 	return nil
 }
 
-func validHeaderName(s string) bool {
+func fetchHeaderName(s string) bool {
 	if s == "" {
 		return false
 	}

@@ -19,9 +19,17 @@ type KnowledgeSearchRequest struct {
 	Query string `json:"query"`
 	// CollectionID narrows the search to one collection; "" searches
 	// every collection the caller may read.
-	CollectionID string         `json:"collection_id,omitempty"`
-	TopK         int            `json:"top_k,omitempty"`
-	Filters      map[string]any `json:"filters,omitempty"`
+	CollectionID string `json:"collection_id,omitempty"`
+	// TopK is how many hits to return (the service's default when 0).
+	TopK int `json:"top_k,omitempty"`
+}
+
+// CreateCollectionRequest is the arguments of
+// novaos.knowledge.create_collection.
+type CreateCollectionRequest struct {
+	// Name is unique within the tenant.
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
 }
 
 // IngestItem is one document to ingest, the arguments of
@@ -37,8 +45,8 @@ type JobRequest struct {
 	JobID string `json:"job_id"`
 }
 
-// CollectionRequest is the arguments of novaos.knowledge.build_graph and
-// novaos.knowledge.graph_status.
+// CollectionRequest is the arguments of novaos.knowledge.build_graph,
+// novaos.knowledge.graph_status and novaos.knowledge.delete_collection.
 type CollectionRequest struct {
 	CollectionID string `json:"collection_id"`
 }
@@ -49,28 +57,21 @@ type GraphQueryRequest struct {
 	CollectionID string `json:"collection_id"`
 }
 
-// Ingest job statuses. The first six are the service's; submit_error
-// and unknown are the client's, for a submission that failed and a
-// status it could not learn.
+// Ingest job statuses the client adds to the service's (pending,
+// running, completed, failed, dead_letter, cancelled): a submission that
+// failed, a status it could not learn, and the status the service may
+// give a duplicate upload.
 const (
-	JobPending     = "pending"
-	JobRunning     = "running"
-	JobCompleted   = "completed"
-	JobFailed      = "failed"
-	JobDeadLetter  = "dead_letter"
-	JobCancelled   = "cancelled"
-	JobDuplicate   = "duplicate"
 	JobSubmitError = "submit_error"
 	JobUnknown     = "unknown"
+	JobDuplicate   = "duplicate"
 )
 
-// Graph build statuses, the graph_status of novaos.knowledge.graph_status.
+// The service's statuses the client acts on.
 const (
-	GraphNone      = "none"
-	GraphPending   = "pending"
-	GraphRunning   = "running"
-	GraphCompleted = "completed"
-	GraphFailed    = "failed"
+	jobPending     = "pending"
+	graphCompleted = "completed"
+	graphFailed    = "failed"
 )
 
 // DefaultPollInterval is the wait between the polls of the Poll methods.
@@ -87,7 +88,10 @@ const (
 type IngestJobStatus struct {
 	Index int `json:"index"`
 	// JobID is the backend's job id, "" when the submission failed.
-	JobID  string `json:"job_id,omitempty"`
+	JobID string `json:"job_id,omitempty"`
+	// Status is the service's (pending, running, completed, failed,
+	// dead_letter, cancelled) or JobSubmitError, JobUnknown,
+	// JobDuplicate.
 	Status string `json:"status"`
 	// Error says why the job or its submission failed.
 	Error string `json:"error,omitempty"`
@@ -103,7 +107,7 @@ func (s *IngestJobStatus) IsDuplicate() bool { return s.DuplicateOf != "" || s.S
 // Terminal reports whether the job will not change any more.
 func (s *IngestJobStatus) Terminal() bool {
 	switch s.Status {
-	case JobCompleted, JobFailed, JobDeadLetter, JobCancelled, JobDuplicate, JobSubmitError, JobUnknown:
+	case "completed", "failed", "dead_letter", "cancelled", JobDuplicate, JobSubmitError, JobUnknown:
 		return true
 	}
 	return false
@@ -187,6 +191,31 @@ func jobStatusOf(resp *Response) IngestJobStatus {
 		return IngestJobStatus{Status: JobUnknown, Error: "the status answer carries no status"}
 	}
 	return IngestJobStatus{Status: d.Status, Error: d.Error, DuplicateOf: d.DuplicateOf}
+}
+
+// CreateCollection creates a named collection; the data holds its
+// collection_id. It is not retried: a retry after a lost answer would
+// find the collection made.
+func (k *Knowledge) CreateCollection(ctx context.Context, name, description string, opts ...CallOption) (*Response, error) {
+	if strings.TrimSpace(name) == "" {
+		return invalid(ToolKnowledgeCreateCollection, errors.New("name is required"))
+	}
+	return k.k.call(ctx, ToolKnowledgeCreateCollection, &CreateCollectionRequest{Name: name, Description: description}, spec{}, opts)
+}
+
+// ListCollections lists the tenant's collections with their document
+// counts and graph status.
+func (k *Knowledge) ListCollections(ctx context.Context, opts ...CallOption) (*Response, error) {
+	return k.call(ctx, ToolKnowledgeListCollections, struct{}{}, 0, opts)
+}
+
+// DeleteCollection deletes a collection and its documents; its pending
+// ingest jobs end as cancelled.
+func (k *Knowledge) DeleteCollection(ctx context.Context, collectionID string, opts ...CallOption) (*Response, error) {
+	if strings.TrimSpace(collectionID) == "" {
+		return invalid(ToolKnowledgeDeleteCollection, errors.New("collection_id is required"))
+	}
+	return k.call(ctx, ToolKnowledgeDeleteCollection, &CollectionRequest{CollectionID: collectionID}, 0, opts)
 }
 
 // BuildGraph starts (or restarts) building a collection's knowledge
@@ -283,7 +312,7 @@ func (k *Knowledge) submit(ctx context.Context, i int, content string, md map[st
 			st.Error = "the ingest answer carries no job_id"
 			break
 		}
-		st.JobID, st.Status = d.JobID, JobPending
+		st.JobID, st.Status = d.JobID, jobPending
 		if d.Status != "" {
 			st.Status = d.Status
 		}
@@ -319,7 +348,7 @@ func (k *Knowledge) PollGraphBuild(ctx context.Context, collectionID string, int
 			Status string `json:"graph_status"`
 		}
 		_ = resp.Decode(&d)
-		return resp, d.Status == GraphCompleted || d.Status == GraphFailed, nil
+		return resp, d.Status == graphCompleted || d.Status == graphFailed, nil
 	})
 }
 

@@ -74,6 +74,21 @@ func TestBindingNamesAndArguments(t *testing.T) {
 		{"knowledge ingest", func(ctx context.Context, b *Bindings) (*Response, error) {
 			return b.Knowledge.Ingest(ctx, "text", map[string]any{"collection_id": "col-1", "filename": "a.txt"})
 		}, ToolKnowledgeIngest, `{"content":"text","metadata":{"collection_id":"col-1","filename":"a.txt"}}`},
+		{"knowledge create collection", func(ctx context.Context, b *Bindings) (*Response, error) {
+			return b.Knowledge.CreateCollection(ctx, "policies", "refund rules")
+		}, ToolKnowledgeCreateCollection, `{"name":"policies","description":"refund rules"}`},
+		{"knowledge list collections", func(ctx context.Context, b *Bindings) (*Response, error) {
+			return b.Knowledge.ListCollections(ctx)
+		}, ToolKnowledgeListCollections, `{}`},
+		{"knowledge delete collection", func(ctx context.Context, b *Bindings) (*Response, error) {
+			return b.Knowledge.DeleteCollection(ctx, "col-1")
+		}, ToolKnowledgeDeleteCollection, `{"collection_id":"col-1"}`},
+		{"any tool", func(ctx context.Context, b *Bindings) (*Response, error) {
+			return b.Call(ctx, ToolFilesWrite, &FileWriteRequest{Path: "shared.txt", Content: "x", Scope: FileScopeTenant, IfVersion: ptr[int64](0)})
+		}, ToolFilesWrite, `{"path":"shared.txt","content":"x","scope":"tenant","if_version":0}`},
+		{"an upstream's tool", func(ctx context.Context, b *Bindings) (*Response, error) {
+			return b.Call(ctx, "novaos.github.create_issue", map[string]any{"title": "bug"})
+		}, "novaos.github.create_issue", `{"title":"bug"}`},
 		{"knowledge job status", func(ctx context.Context, b *Bindings) (*Response, error) {
 			return b.Knowledge.JobStatus(ctx, "job-1")
 		}, ToolKnowledgeJobStatus, `{"job_id":"job-1"}`},
@@ -170,6 +185,10 @@ func TestBindingInvalidArguments(t *testing.T) {
 		{"knowledge no collection", func(ctx context.Context, b *Bindings) (*Response, error) {
 			return b.Knowledge.QueryGraphLocal(ctx, "q", "")
 		}},
+		{"knowledge collection without a name", func(ctx context.Context, b *Bindings) (*Response, error) {
+			return b.Knowledge.CreateCollection(ctx, "", "")
+		}},
+		{"any tool, not a name", func(ctx context.Context, b *Bindings) (*Response, error) { return b.Call(ctx, "a b", nil) }},
 		{"agents no agent", func(ctx context.Context, b *Bindings) (*Response, error) { return b.Agents.Call(ctx, "", "hi", "") }},
 		{"agents no message", func(ctx context.Context, b *Bindings) (*Response, error) { return b.Agents.Call(ctx, "a", "", "") }},
 		{"files no path", func(ctx context.Context, b *Bindings) (*Response, error) { return b.Files.Read(ctx, "") }},
@@ -332,7 +351,13 @@ func TestRetries(t *testing.T) {
 			return b.Memory.Query(ctx, &memory.QueryRequest{Scope: memory.ScopeRun, Query: "q"})
 		},
 		"agents": func(ctx context.Context, b *Bindings) (*Response, error) { return b.Agents.Call(ctx, "a", "m", "") },
-		"files":  func(ctx context.Context, b *Bindings) (*Response, error) { return b.Files.List(ctx, "") },
+		"knowledge create collection": func(ctx context.Context, b *Bindings) (*Response, error) {
+			return b.Knowledge.CreateCollection(ctx, "c", "")
+		},
+		"any tool": func(ctx context.Context, b *Bindings) (*Response, error) {
+			return b.Call(ctx, ToolKnowledgeSearch, nil)
+		},
+		"files": func(ctx context.Context, b *Bindings) (*Response, error) { return b.Files.List(ctx, "") },
 		"notify": func(ctx context.Context, b *Bindings) (*Response, error) {
 			return b.Notify.Webhook(ctx, "https://x/", nil)
 		},
@@ -566,7 +591,7 @@ func TestIngestBatchAndPolls(t *testing.T) {
 			t.Errorf("item %d has index %d", i, it.Index)
 		case i == 3 && (it.Status != JobSubmitError || it.Error != "too large" || it.JobID != ""):
 			t.Errorf("item 3: %+v", it)
-		case i != 3 && (it.Status != JobPending || it.JobID != fmt.Sprint("job-", i)):
+		case i != 3 && (it.Status != "pending" || it.JobID != fmt.Sprint("job-", i)):
 			t.Errorf("item %d: %+v", i, it)
 		}
 	}
@@ -584,7 +609,7 @@ func TestIngestBatchAndPolls(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, it := range final.Items {
-		want := JobCompleted
+		want := "completed"
 		switch i {
 		case 3:
 			want = JobSubmitError
@@ -595,7 +620,7 @@ func TestIngestBatchAndPolls(t *testing.T) {
 			t.Errorf("item %d: %+v, want %s", i, it, want)
 		}
 	}
-	if batch.Items[0].Status != JobPending {
+	if batch.Items[0].Status != "pending" {
 		t.Error("PollBatch changed the batch it was given")
 	}
 
@@ -604,7 +629,7 @@ func TestIngestBatchAndPolls(t *testing.T) {
 		t.Fatalf("%+v, %v", resp, err)
 	}
 	st, err := b.Knowledge.IngestStatus(t.Context(), "job-5")
-	if err != nil || st.Status != JobCompleted || !st.IsDuplicate() || st.JobID != "job-5" {
+	if err != nil || st.Status != "completed" || !st.IsDuplicate() || st.JobID != "job-5" {
 		t.Fatalf("%+v, %v", st, err)
 	}
 	// A wait that ends first returns the context's error.
