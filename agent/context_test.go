@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -84,48 +83,6 @@ func TestParsePlatformContext(t *testing.T) {
 			}
 		})
 	}
-}
-
-// The tool gateway's token is read as a secret, in the order and
-// spellings of the platform context, and never shown with it.
-func TestMCPGatewayToken(t *testing.T) {
-	tests := []struct {
-		name string
-		mds  []map[string]any
-		want string
-	}{
-		{"snake", []map[string]any{{ContextMetadataKey: map[string]any{"mcp_gateway_token": "gw-1"}}}, "gw-1"},
-		{"camel", []map[string]any{{ContextMetadataKey: map[string]any{"mcpGatewayToken": "gw-2"}}}, "gw-2"},
-		{"JSON string", []map[string]any{{ContextMetadataKey: `{"mcp_gateway_token":"gw-3"}`}}, "gw-3"},
-		{"request before message", []map[string]any{
-			{ContextMetadataKey: map[string]any{"run_id": "r"}},
-			{ContextMetadataKey: map[string]any{"mcp_gateway_token": "from-message"}},
-		}, ""},
-		{"message when request has none", []map[string]any{nil, {ContextMetadataKey: map[string]any{"mcp_gateway_token": "gw-4"}}}, "gw-4"},
-		{"not a string", []map[string]any{{ContextMetadataKey: map[string]any{"mcp_gateway_token": 7}}}, ""},
-		{"none", []map[string]any{nil}, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tok := MCPGatewayToken(tt.mds...)
-			if tok.Reveal() != tt.want {
-				t.Fatalf("token %q, want %q", tok.Reveal(), tt.want)
-			}
-			pc, _ := ParsePlatformContext(tt.mds...)
-			if shown := fmt.Sprintf("%v %+v %s", tok, pc, mustJSON(t, pc)); tt.want != "" && strings.Contains(shown, tt.want) {
-				t.Fatalf("the token shows in %s", shown)
-			}
-		})
-	}
-}
-
-func mustJSON(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 func TestPlatformContextRoundTrip(t *testing.T) {

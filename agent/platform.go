@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"math"
 	"strings"
-
-	"novaos.dev/novaos/secret"
 )
 
 // Metadata keys the agent reads.
@@ -26,7 +24,7 @@ const (
 // the same object ("execution_token") is not a field: it is read into
 // Context.Execution, as a secret.Value, so printing or logging a
 // PlatformContext can never show it. Nor is the tool gateway's token
-// ("mcp_gateway_token"): MCPGatewayToken reads it, as a secret.Value.
+// ("mcp_gateway_token"): package tools reads it, as a secret.Value.
 type PlatformContext struct {
 	RunID      string `json:"run_id,omitempty"`
 	ThreadID   string `json:"thread_id,omitempty"`
@@ -157,17 +155,6 @@ func boolean(m map[string]any, keys ...string) bool {
 		}
 	}
 	return false
-}
-
-// MCPGatewayToken returns the tool gateway's token ("mcp_gateway_token")
-// of the platform context in the first of the metadata maps that carries
-// one under ContextMetadataKey (pass request metadata before message
-// metadata, as for ParsePlatformContext); a zero Value when it carries
-// none. It is read as execution_token is, into a secret.Value, and is
-// no field of PlatformContext, so the context can be printed and logged.
-func MCPGatewayToken(metadata ...map[string]any) secret.Value {
-	_, raw, _ := findPlatformContext(metadata)
-	return secret.New(str(raw, "mcp_gateway_token", "mcpGatewayToken"))
 }
 
 func obj(m map[string]any, keys ...string) map[string]any {

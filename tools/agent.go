@@ -2,14 +2,16 @@ package tools
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 
 	"novaos.dev/novaos/a2a"
-	"novaos.dev/novaos/a2a/hitl"
-	"novaos.dev/novaos/agent"
+	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/secret"
 )
 
 // Platform events the bindings From returns raise for every call. An
@@ -30,6 +32,44 @@ const (
 // carries.
 const DefaultMaxEventArgumentBytes = 4 << 10
 
+// contextMetadataKey is where the platform puts its execution context
+// in request (or message) metadata: agent.ContextMetadataKey.
+const contextMetadataKey = "novaos.dev/context"
+
+// Execution is what From uses of the execution a skill serves.
+// *agent.Context satisfies it; tools declares it rather than importing
+// the agent SDK, so the stores built on this package's contracts do not
+// link it.
+type Execution interface {
+	context.Context
+	// ExecutionToken returns the execution token, or an error when the
+	// execution carries none.
+	ExecutionToken() (secret.Value, error)
+	// GatewayURL is the platform's base URL, "" when unknown.
+	GatewayURL() string
+	// Request is the server's view of the call; From reads the platform
+	// context (mcp_gateway_url, mcp_gateway_token) from its metadata
+	// and its message's.
+	Request() *a2asrv.RequestContext
+	Tenant() string
+	Traceparent() string
+	// CustomHeaders are the caller's headers a skill may forward.
+	CustomHeaders() map[string]string
+	Logger() *slog.Logger
+	// PlatformEvent reports an event to the caller: live on a streaming
+	// request, folded into the final message otherwise.
+	PlatformEvent(name string, fields map[string]any) error
+	// BeginToolCall reports a tool call as started (tool-call-v1) and
+	// returns its end; an agent that does not declare the extension
+	// reports nothing and returns no error.
+	BeginToolCall(id, name string, args any) (callID string, end func(result any, err error) error, err error)
+	// WriteKey returns the idempotency key of the execution's next write.
+	WriteKey() string
+	ContextID() string
+	RunID() string
+	TraceID() string
+}
+
 // FromOptions configure From; nil or zero fields mean the defaults.
 type FromOptions struct {
 	// ClientOptions configure the client; TenantID, Traceparent and
@@ -46,8 +86,8 @@ type FromOptions struct {
 	MaxEventArgumentBytes int
 }
 
-// From returns the bindings of the execution c serves, so a skill calls
-// tools as its agent:
+// From returns the bindings of the execution c serves (a skill passes
+// its *agent.Context), so a skill calls tools as its agent:
 //   - at o's gateway URL, else the platform context's mcp_gateway_url,
 //     else its gateway_url;
 //   - with the platform context's mcp_gateway_token, else the execution
@@ -60,22 +100,26 @@ type FromOptions struct {
 // Every call raises tool.call before it and tool.result after it as
 // platform events (c.PlatformEvent): live on a streaming request,
 // folded into the final message otherwise. A call the gateway holds for
-// a person returns a *WriteConfirmationRequired, whose Result pauses the
-// task. o may be nil.
-func From(c *agent.Context, o *FromOptions) (*Bindings, error) {
+// a person returns a *WriteConfirmationRequired, whose Pause is what the
+// skill returns to pause its task. o may be nil.
+func From(c Execution, o *FromOptions) (*Bindings, error) {
 	if o == nil {
 		o = &FromOptions{}
 	}
-	pc := c.Platform()
-	url := cmp.Or(o.GatewayURL, pc.MCPGatewayURL, pc.GatewayURL)
+	var md []map[string]any
+	if r := c.Request(); r != nil {
+		md = append(md, r.Metadata)
+		if r.Message != nil {
+			md = append(md, r.Message.Metadata)
+		}
+	}
+	pc := platformContext(md)
+	url := cmp.Or(o.GatewayURL, str(pc, "mcp_gateway_url", "mcpGatewayUrl"), c.GatewayURL())
 	if url == "" {
 		return nil, errors.New("tools: no gateway URL: the platform context carries neither mcp_gateway_url nor gateway_url")
 	}
-	var msgMD map[string]any
-	if m := c.Message(); m != nil {
-		msgMD = m.Metadata
-	}
-	tok := agent.MCPGatewayToken(c.Request().Metadata, msgMD)
+	// Read into a secret at once, as the agent SDK reads execution_token.
+	tok := secret.New(str(pc, "mcp_gateway_token", "mcpGatewayToken"))
 	if tok.IsZero() {
 		var err error
 		if tok, err = c.ExecutionToken(); err != nil {
@@ -107,25 +151,67 @@ func From(c *agent.Context, o *FromOptions) (*Bindings, error) {
 	return b, nil
 }
 
-// eventObserver raises tool.call and tool.result for every call. An
-// event that cannot be sent is logged; the call goes on.
-func eventObserver(c *agent.Context, maxArgs int) observer {
+// platformContext returns the platform context object of the first
+// metadata map that carries one, as the agent SDK finds it (pass
+// request metadata first): a JSON object, its encoding as a string, or
+// any value that encodes as one (the agent SDK's PlatformContext).
+func platformContext(metadata []map[string]any) map[string]any {
+	for _, md := range metadata {
+		v, ok := md[contextMetadataKey]
+		if !ok || v == nil {
+			continue
+		}
+		var raw []byte
+		switch x := v.(type) {
+		case map[string]any:
+			return x
+		case string:
+			raw = []byte(x)
+		case json.RawMessage:
+			raw = x
+		default:
+			b, err := json.Marshal(x)
+			if err != nil {
+				continue
+			}
+			raw = b
+		}
+		var m map[string]any
+		if json.Unmarshal(raw, &m) == nil && m != nil {
+			return m
+		}
+	}
+	return nil
+}
+
+func str(m map[string]any, keys ...string) string {
+	for _, k := range keys {
+		if s, ok := m[k].(string); ok {
+			return s
+		}
+	}
+	return ""
+}
+
+// eventObserver raises tool.call and tool.result for every call, and
+// reports it as tool-call-v1 when the agent declares that. An event that
+// cannot be sent is logged; the call goes on.
+func eventObserver(c Execution, maxArgs int) observer {
 	return func(tool string, args json.RawMessage) func(*Response, error) {
 		id := "call_" + newID()
 		fields := map[string]any{"call_id": id, "tool": tool}
+		var reported any
 		switch {
 		case maxArgs < 0:
 		case len(args) <= maxArgs:
-			fields["arguments"] = args
+			fields["arguments"], reported = args, args
 		default:
 			fields["arguments_bytes"] = len(args)
 		}
 		if err := c.PlatformEvent(EventToolCall, fields); err != nil {
 			c.Logger().WarnContext(c, "tools: tool.call event not sent", "tool", tool, "err", err)
 		}
-		// An agent that declares tool-call-v1 reports the call there too,
-		// under the same id; one that does not reports nothing.
-		_, end, err := c.BeginToolCall(id, tool, fields["arguments"])
+		_, end, err := c.BeginToolCall(id, tool, reported)
 		if err != nil {
 			c.Logger().WarnContext(c, "tools: tool call not reported", "tool", tool, "err", err)
 		}
@@ -159,34 +245,48 @@ func eventObserver(c *agent.Context, maxArgs int) observer {
 	}
 }
 
-// Result returns the skill result that pauses the task until a person
-// decides on the held call: AUTH_REQUIRED (an out-of-band approval, not
-// a question), with content as its text ("" says which tool waits) and
-// a write-confirmation part (package a2a/hitl) naming the gateway's
-// call id, the tool and, as extra fields, the gate's action, the run and
-// where to decide. The platform shows it as
-// tool.write_confirmation_required, and resumes the run once the person
-// approved: the skill calls again and the call runs once.
-func (e *WriteConfirmationRequired) Result(content string) agent.Result {
+// The pause a held call asks for, in the NovaOS conventions the agent
+// SDK and the platform read (package a2a/hitl): a data part tagged with
+// the platform's control-data media type, holding the write confirmation
+// under its key. A test holds these to that package.
+const (
+	pauseStatus        = "AUTH_REQUIRED" // agent.StatusAuthRequired
+	controlMediaType   = "application/vnd.novaos.metadata+json"
+	controlMarkerKey   = "mediaType"
+	writeConfirmKey    = "write_confirmation"
+	defaultPauseFormat = "The call of %s waits for your approval."
+)
+
+// Pause returns what a skill returns to pause its task until a person
+// decides on the held call, as agent.Result's Status and Output:
+//
+//	if held, ok := errors.AsType[*tools.WriteConfirmationRequired](err); ok {
+//		status, output := held.Pause("")
+//		return agent.Result{Status: status, Output: output}, nil
+//	}
+//
+// The status is AUTH_REQUIRED (an approval out of band, not a question);
+// the output is content as text ("" says which tool waits and where to
+// decide) and the write confirmation: the gateway's call id, the tool
+// and, as extra fields, the gate's action, the run and the approval
+// page. The platform shows it as tool.write_confirmation_required and
+// resumes the run once the person approved: the skill calls again, and
+// the call runs once.
+func (e *WriteConfirmationRequired) Pause(content string) (status string, output []a2a.Part) {
 	if content == "" {
-		content = fmt.Sprintf("The call of %s waits for your approval.", cmp.Or(e.Data.ToolName, "a tool"))
+		content = fmt.Sprintf(defaultPauseFormat, cmp.Or(e.Data.ToolName, "a tool"))
 		if u := e.ApprovalURL(); u != "" {
 			content += " Decide at " + u
 		}
 	}
-	extra := map[string]any{}
-	if e.Data.ActionID != "" {
-		extra["action_id"] = e.Data.ActionID
+	wc := map[string]any{"call_id": e.Data.CallID, "tool_name": e.Data.ToolName}
+	for k, v := range map[string]string{"session_id": e.Data.SessionID, "action_id": e.Data.ActionID,
+		"run_id": e.Data.RunID, "approval_url": e.ApprovalURL()} {
+		if v != "" {
+			wc[k] = v
+		}
 	}
-	if e.Data.RunID != "" {
-		extra["run_id"] = e.Data.RunID
-	}
-	if u := e.ApprovalURL(); u != "" {
-		extra["approval_url"] = u
-	}
-	if len(extra) == 0 {
-		extra = nil
-	}
-	wc := &hitl.WriteConfirmation{CallID: e.Data.CallID, ToolName: e.Data.ToolName, SessionID: e.Data.SessionID, Extra: extra}
-	return agent.Result{Status: agent.StatusAuthRequired, Output: []a2a.Part{a2a.TextPart(content), hitl.Part(wc)}}
+	data, _ := json.Marshal(map[string]any{writeConfirmKey: wc}) // strings only: always encodes
+	part := a2a.Part{Kind: a2a.PartData, Data: data, Metadata: map[string]any{controlMarkerKey: controlMediaType}}
+	return pauseStatus, []a2a.Part{a2a.TextPart(content), part}
 }

@@ -170,7 +170,8 @@ func TestFromStreamingAndHeld(t *testing.T) {
 		_, err = b.Notify.Webhook(c, "https://hooks.example.com/x", map[string]string{"text": "refunded"})
 		var w *WriteConfirmationRequired
 		if errors.As(err, &w) {
-			return w.Result(""), nil
+			status, output := w.Pause("")
+			return agent.Result{Status: status, Output: output}, nil
 		}
 		return agent.Result{Status: agent.StatusFailed, Error: "the webhook was not held: " + err.Error()}, nil
 	})
@@ -298,4 +299,72 @@ func TestFromToolCallExtension(t *testing.T) {
 	if diff := cmp.Diff(want, calls); diff != "" {
 		t.Fatalf("tool-call-v1 events (-want +got):\n%s", diff)
 	}
+}
+
+// *agent.Context is an Execution.
+var _ Execution = (*agent.Context)(nil)
+
+// The pause and the platform context are read by the agent SDK and the
+// platform through their own packages; the names this package writes by
+// hand must stay theirs.
+func TestConventionsAgree(t *testing.T) {
+	for _, c := range []struct{ ours, theirs string }{
+		{pauseStatus, agent.StatusAuthRequired}, {controlMediaType, hitl.MetadataMediaType},
+		{controlMarkerKey, hitl.PartKey}, {writeConfirmKey, hitl.KeyWriteConfirmation},
+		{contextMetadataKey, agent.ContextMetadataKey},
+	} {
+		if c.ours != c.theirs {
+			t.Errorf("%q here, %q there", c.ours, c.theirs)
+		}
+	}
+	held := &WriteConfirmationRequired{Data: WriteConfirmationData{CallID: "c-1", ToolName: ToolFilesDelete, SessionID: "s-1",
+		Elicitations: []Elicitation{{Mode: "url", URL: "https://p/ui/gate/a"}}}}
+	status, output := held.Pause("Delete it?")
+	msg := a2a.NewMessage(a2a.RoleAgent, output...)
+	found := hitl.Extract(msg)
+	want := &hitl.WriteConfirmation{CallID: "c-1", ToolName: ToolFilesDelete, SessionID: "s-1", Extra: map[string]any{"approval_url": "https://p/ui/gate/a"}}
+	if diff := cmp.Diff(want, found.WriteConfirmation); diff != "" || status != agent.StatusAuthRequired || output[0].Text != "Delete it?" || !found.Paused() {
+		t.Fatalf("status %s, text %q, confirmation (-want +got):\n%s", status, output[0].Text, diff)
+	}
+	if err := hitl.Validate(msg); err != nil {
+		t.Fatalf("the pause is not valid NovaOS control data: %v", err)
+	}
+}
+
+// The platform context is found where and as the agent SDK finds it.
+func TestPlatformContextLookup(t *testing.T) {
+	tests := []struct {
+		name string
+		md   []map[string]any
+		want string
+	}{
+		{"map", []map[string]any{{contextMetadataKey: map[string]any{"mcp_gateway_url": "a"}}}, "a"},
+		{"JSON string", []map[string]any{{contextMetadataKey: `{"mcpGatewayUrl":"b"}`}}, "b"},
+		{"raw JSON", []map[string]any{{contextMetadataKey: json.RawMessage(`{"mcp_gateway_url":"c"}`)}}, "c"},
+		{"the agent SDK's value", []map[string]any{{contextMetadataKey: agent.PlatformContext{MCPGatewayURL: "d"}}}, "d"},
+		{"request first", []map[string]any{{contextMetadataKey: map[string]any{}}, {contextMetadataKey: map[string]any{"mcp_gateway_url": "e"}}}, ""},
+		{"message when the request has none", []map[string]any{nil, {contextMetadataKey: map[string]any{"mcp_gateway_url": "f"}}}, "f"},
+		{"malformed skipped", []map[string]any{{contextMetadataKey: "{"}, {contextMetadataKey: map[string]any{"mcp_gateway_url": "g"}}}, "g"},
+	}
+	for _, tt := range tests {
+		if got := str(platformContext(tt.md), "mcp_gateway_url", "mcpGatewayUrl"); got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// The client forwards exactly the custom headers the agent SDK does,
+// less the MCP transport's own.
+func FuzzHeaderFilter(f *testing.F) {
+	for _, n := range []string{"X-Customer", "Authorization", "Mcp-Session-Id", "Last-Event-ID", "X-NovaOS-Run", "a2a-version",
+		"Traceparent", "X-Tenant-ID", "bad name", "", "Sec-Fetch-Mode", "If-Match", "X-Forwarded-For", "TE", "Content-Type"} {
+		f.Add(n)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		ours, theirs := forwardable(name), agent.IsSafeCustomHeader(name)
+		transport := strings.HasPrefix(strings.ToLower(name), "mcp-") || strings.EqualFold(name, "last-event-id")
+		if ours != (theirs && !transport) {
+			t.Fatalf("%q: forwarded %v, the agent SDK %v", name, ours, theirs)
+		}
+	})
 }

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"novaos.dev/novaos/a2a/hitl"
 	"novaos.dev/novaos/memory"
 	"novaos.dev/novaos/resilience"
 )
@@ -421,7 +420,7 @@ type HITL struct{ k *core }
 // human-input service behind the tool (as in the NovaOS Python SDK). A skill asks
 // a person by pausing its task (agent.Result with StatusWaitingUser and a
 // hitl.InputRequest).
-func (h *HITL) RequestInput(ctx context.Context, prompt string, inputType hitl.InputType) (*Response, error) {
+func (h *HITL) RequestInput(ctx context.Context, prompt, inputType string) (*Response, error) {
 	return &Response{Error: ErrHITLUnavailable.Error()}, ErrHITLUnavailable
 }
 
@@ -579,7 +578,7 @@ func (h *HTTP) Fetch(ctx context.Context, r *FetchRequest, opts ...CallOption) (
 		return invalid(ToolHTTPFetch, fmt.Errorf("method %q: want GET or HEAD", clip(r.Method, 20)))
 	}
 	for name, v := range cp.Headers {
-		if !fetchHeaderName(name) || strings.ContainsAny(v, "\r\n") {
+		if !headerToken(name) || strings.ContainsAny(v, "\r\n") {
 			return invalid(ToolHTTPFetch, fmt.Errorf("header %q: not a valid header", clip(name, 60)))
 		}
 	}
@@ -592,20 +591,4 @@ func checkURL(raw string) error {
 		return errors.New("url: want an absolute http(s) URL")
 	}
 	return nil
-}
-
-func fetchHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }

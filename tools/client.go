@@ -12,13 +12,13 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"novaos.dev/novaos/agent"
 	"novaos.dev/novaos/secret"
 )
 
@@ -74,9 +74,10 @@ type ClientOptions struct {
 	Traceparent string
 	// Header is sent with every request: a caller's custom headers.
 	// Names the agent SDK does not forward (credentials, X-NovaOS-*,
-	// trace context, hop-by-hop; agent.IsSafeCustomHeader) and the MCP
-	// transport's own (Mcp-*, Last-Event-ID) are dropped; the client's
-	// Authorization, tenant and protocol headers always win.
+	// trace context, hop-by-hop: agent.IsSafeCustomHeader) and the MCP
+	// transport's own (Mcp-*, Last-Event-ID) are dropped, and so are
+	// values holding a line break; the client's Authorization, tenant and
+	// protocol headers always win.
 	Header http.Header
 	// Timeout bounds a call whose context has no deadline (default
 	// DefaultToolTimeout, 128 s).
@@ -178,7 +179,7 @@ func NewClient(baseURL string, token secret.Value, o *ClientOptions) (*Client, e
 	c.header = make(http.Header)
 	var dropped []string
 	for name, values := range o.Header {
-		if !forwardable(name) {
+		if !forwardable(name) || slices.ContainsFunc(values, func(v string) bool { return strings.ContainsAny(v, "\r\n") }) {
 			dropped = append(dropped, name)
 			continue
 		}
@@ -213,11 +214,63 @@ func baseOf(raw string) (string, error) {
 	return s, nil
 }
 
-// forwardable reports whether a caller's header may be sent: what the
-// agent SDK forwards, minus the MCP transport's own headers.
+// forwardable reports whether a caller's header may be sent: a valid
+// name that is none of the credential, hop-by-hop, content-negotiation,
+// trace-context, proxy, platform (X-NovaOS-*, X-Tenant-ID), A2A and MCP
+// transport headers, which are the client's own or nobody's to send. It
+// refuses at least what the agent SDK's IsSafeCustomHeader refuses (a
+// test holds the two together), so a skill's custom headers pass
+// unchanged.
 func forwardable(name string) bool {
+	if !headerToken(name) {
+		return false
+	}
 	n := strings.ToLower(name)
-	return agent.IsSafeCustomHeader(name) && !strings.HasPrefix(n, "mcp-") && n != "last-event-id"
+	if blockedHeaders[n] {
+		return false
+	}
+	for _, p := range blockedHeaderPrefixes {
+		if strings.HasPrefix(n, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// blockedHeaders are the lower-cased names forwardable refuses.
+var blockedHeaders = map[string]bool{
+	"authorization": true, "proxy-authorization": true, "cookie": true, "set-cookie": true,
+	"www-authenticate": true, "proxy-authenticate": true, "x-api-key": true,
+	"connection": true, "keep-alive": true, "proxy-connection": true, "te": true, "trailer": true,
+	"transfer-encoding": true, "upgrade": true, "host": true, "content-length": true,
+	"content-type": true, "content-encoding": true, "expect": true,
+	"accept": true, "accept-encoding": true, "accept-charset": true, "accept-language": true,
+	"user-agent": true, "origin": true, "referer": true, "cache-control": true, "pragma": true,
+	"traceparent": true, "tracestate": true, "baggage": true,
+	"forwarded": true, "via": true, "x-real-ip": true, "x-tenant-id": true, "last-event-id": true,
+}
+
+// blockedHeaderPrefixes are the lower-cased name prefixes forwardable
+// refuses.
+var blockedHeaderPrefixes = []string{
+	"x-novaos-", "a2a-", "x-a2a-", "x-forwarded-", "sec-", "if-", "access-control-", "mcp-",
+}
+
+// headerToken reports whether s is an HTTP header name (RFC 9110 token).
+func headerToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // String names the client by its endpoint; the token is never shown.

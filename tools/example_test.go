@@ -96,7 +96,8 @@ func ExampleFrom() {
 		}
 		_, err = b.Notify.Webhook(c, "https://hooks.example.com/refunds", map[string]any{"hits": hits.Data})
 		if held, ok := errors.AsType[*tools.WriteConfirmationRequired](err); ok {
-			return held.Result(""), nil // AUTH_REQUIRED until a person approves
+			status, output := held.Pause("") // AUTH_REQUIRED until a person approves
+			return agent.Result{Status: status, Output: output}, nil
 		}
 		if err != nil {
 			return agent.Result{}, err

@@ -27,8 +27,8 @@ func runTools(ctx context.Context, args []string, e *env) int {
 	return runSubcommand(ctx, "tools", toolsCommands, args, e)
 }
 
-// toolsFlags are the flags every tools subcommand has.
-type toolsFlags struct {
+// toolsCmdFlags are the flags every tools subcommand has.
+type toolsCmdFlags struct {
 	fs         *flag.FlagSet
 	server     *string
 	token      *string
@@ -38,9 +38,9 @@ type toolsFlags struct {
 	e          *env
 }
 
-func newToolsFlags(sub, synopsis string, e *env) *toolsFlags {
+func newToolsCmdFlags(sub, synopsis string, e *env) *toolsCmdFlags {
 	fs := newFlags("tools "+sub, "tools "+sub+" "+synopsis+" [--server URL] [--token T | --token-file FILE] [--tenant T]", e)
-	f := &toolsFlags{fs: fs, e: e, server: new(string)}
+	f := &toolsCmdFlags{fs: fs, e: e, server: new(string)}
 	fs.StringVar(f.server, "server", defaultServer(e), "NovaOS server `URL`, or the tool gateway's endpoint ($"+EnvServer+" sets the default)")
 	fs.StringVar(f.server, "url", defaultServer(e), "the same as --server")
 	f.token = fs.String("token", "", "execution or platform `token` with mcp:tools scopes (default $"+EnvToken+"; prefer the variable or --token-file: a flag shows in the process list)")
@@ -52,7 +52,7 @@ func newToolsFlags(sub, synopsis string, e *env) *toolsFlags {
 
 // client returns a gateway client, or the exit code of the usage or
 // configuration error it reported.
-func (f *toolsFlags) client(ctx context.Context) (*tools.Client, int, bool) {
+func (f *toolsCmdFlags) client(ctx context.Context) (*tools.Client, int, bool) {
 	e := f.e
 	u, err := neturl.Parse(*f.server)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
@@ -94,7 +94,7 @@ func (f *toolsFlags) client(ctx context.Context) (*tools.Client, int, bool) {
 
 // fail reports err as one line, with a hint for the usual causes, and
 // returns exitFail.
-func (f *toolsFlags) fail(err error) int {
+func (f *toolsCmdFlags) fail(err error) int {
 	fmt.Fprintf(f.e.stderr, "novaos %s: %s\n", f.fs.Name(), toolsError(err))
 	return exitFail
 }
@@ -125,7 +125,7 @@ func toolsError(err error) string {
 }
 
 func runToolsList(ctx context.Context, args []string, e *env) int {
-	f := newToolsFlags("list", "[--query TEXT]", e)
+	f := newToolsCmdFlags("list", "[--query TEXT]", e)
 	query := f.fs.String("query", "", "only tools whose name or description contains `text` (case-insensitive)")
 	if code, ok := parse(f.fs, args); !ok {
 		return code
@@ -146,7 +146,7 @@ func runToolsList(ctx context.Context, args []string, e *env) int {
 }
 
 func runToolsCall(ctx context.Context, args []string, e *env) int {
-	f := newToolsFlags("call", "NAME [--args JSON | key=value | key:=JSON …]", e)
+	f := newToolsCmdFlags("call", "NAME [--args JSON | key=value | key:=JSON …]", e)
 	argsJSON := f.fs.String("args", "", "the arguments as one JSON `object`")
 	f.fs.Usage = func() {
 		fmt.Fprintf(e.stderr, "Usage: novaos tools call NAME [--args JSON | key=value | key:=JSON …] [flags]\n\n")
