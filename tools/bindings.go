@@ -390,6 +390,8 @@ type AgentCallRequest struct {
 	Message string `json:"message"`
 	// SkillID names the skill to run; "" lets the agent choose.
 	SkillID string `json:"skill_id,omitempty"`
+	// Data is structured input, sent as a data part beside the text.
+	Data map[string]any `json:"data,omitempty"`
 }
 
 // Agents calls other agents through the gateway (governed,
@@ -536,8 +538,12 @@ func checkPath(path string) error {
 
 // WebhookRequest is the arguments of novaos.notify.webhook.
 type WebhookRequest struct {
-	URL     string `json:"url"`
-	Payload any    `json:"payload"`
+	URL string `json:"url"`
+	// Payload is any JSON value, sent as the request body.
+	Payload any `json:"payload"`
+	// Headers are extra request headers; the gateway refuses the ones
+	// the transport or the platform sets.
+	Headers map[string]string `json:"headers,omitempty"`
 }
 
 // Notify sends notifications. Every send is write-class: the gateway may

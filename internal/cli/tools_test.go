@@ -175,3 +175,50 @@ func TestToolsUsage(t *testing.T) {
 		})
 	}
 }
+
+// Against novaos serve's own tool gateway: a token with the tool scopes
+// lists the built-in tools and calls one in a session; the gateway's
+// refusals (a disabled tool, an unknown one, a held write) reach the
+// command's error.
+func TestToolsAgainstServe(t *testing.T) {
+	data := t.TempDir()
+	base, _, _ := serveFor(t, nil, "--data", data)
+	code, tok, errOut := runCmd(t, "token", "mint", "--data", data, "--issuer", base, "--tenant", "t1", "--agent", "a1", "--run", "run-1",
+		"--scopes", "mcp:tools:*,memory:read:*,memory:write:run")
+	if code != exitOK {
+		t.Fatalf("token mint: %d %s", code, errOut)
+	}
+	vars := map[string]string{EnvToken: strings.TrimSpace(tok)}
+	code, out, errOut := runTool(t, vars, "tools", "list", "--server", base)
+	var list []tools.Tool
+	if code != exitOK || json.Unmarshal([]byte(out), &list) != nil || len(list) == 0 {
+		t.Fatalf("list: %d %q %q", code, out, errOut)
+	}
+	names := map[string]bool{}
+	for _, tl := range list {
+		names[tl.Name] = true
+	}
+	for _, want := range []string{tools.ToolMemoryWrite, tools.ToolHITLRequest} {
+		if !names[want] {
+			t.Errorf("%s not listed: %v", want, names)
+		}
+	}
+	code, out, errOut = runTool(t, vars, "tools", "call", tools.ToolMemoryWrite, "scope=run", "content=the customer chose annual", "--session", "--server", base)
+	if code != exitOK || !strings.Contains(out, "memory_id") {
+		t.Fatalf("memory write: %d %q %q", code, out, errOut)
+	}
+	code, _, errOut = runTool(t, vars, "tools", "call", tools.ToolHITLRequest, "prompt=which plan?", "--server", base)
+	if code != exitFail || !strings.Contains(errOut, tools.ReasonServiceDisabled) {
+		t.Fatalf("hitl: %d %q", code, errOut)
+	}
+	code, _, errOut = runTool(t, vars, "tools", "call", "novaos.nowhere.nothing", "--server", base)
+	if code != exitFail || !strings.Contains(errOut, tools.ReasonToolNotFound) {
+		t.Fatalf("an unknown tool: %d %q", code, errOut)
+	}
+	// A write-class call is held for a person: nothing ran, and the
+	// command says where the person decides.
+	code, _, errOut = runTool(t, vars, "tools", "call", tools.ToolNotifyWebhook, "url=https://hooks.example.com/x", "payload:={}", "--server", base)
+	if code != exitFail || !strings.Contains(errOut, "waits for a person's approval") || !strings.Contains(errOut, base+"/ui/gate") {
+		t.Fatalf("a write-class call: %d %q", code, errOut)
+	}
+}
