@@ -131,12 +131,12 @@ type callConfig struct{ timeout time.Duration }
 func WithTimeout(d time.Duration) CallOption { return func(c *callConfig) { c.timeout = d } }
 
 // Bindings are the platform's tools as typed calls through one Client:
-// the NovaOS Python SDK's ToolBindings. Every method returns a Response, also
-// when it fails; the error is nil when the tool ran (its own failure is
-// Response.Success false), and otherwise says why there is no answer: a
-// refused call (*Error), a call held for a person (*WriteConfirmationRequired:
-// pause the task with its Result), a timeout, a bad argument
-// (ErrInvalidArgument). Only Knowledge retries.
+// the NovaOS Python SDK's ToolBindings. Every method returns a Response,
+// also when it fails; the error is nil when the tool ran (its own
+// failure is Response.Success false), and otherwise says why there is
+// no answer: a refused call (*Error), a call held for a person
+// (*WriteConfirmationRequired: pause the task with its Pause), a
+// timeout, a bad argument (ErrInvalidArgument). Only Knowledge retries.
 type Bindings struct {
 	Memory    *Memory
 	Knowledge *Knowledge

@@ -111,8 +111,7 @@ type ClientOptions struct {
 // The token is sent as a bearer token and appears in no error, log or
 // formatted value.
 type Client struct {
-	base         string // the gateway's base URL
-	endpoint     string // base + Path
+	endpoint     string // the gateway's base URL + Path
 	callEndpoint string // base + CallPath
 	token        secret.Value
 	tenant       string
@@ -153,7 +152,7 @@ func NewClient(baseURL string, token secret.Value, o *ClientOptions) (*Client, e
 		o = &ClientOptions{}
 	}
 	c := &Client{
-		base: base, endpoint: base + Path, callEndpoint: base + CallPath,
+		endpoint: base + Path, callEndpoint: base + CallPath,
 		token: token, tenant: o.TenantID, traceparent: o.Traceparent,
 		http:     o.HTTPClient,
 		timeout:  cmp.Or(o.Timeout, DefaultToolTimeout),

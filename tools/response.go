@@ -281,9 +281,9 @@ func (e *Error) HTTPStatus() int {
 func (e *Error) RetryAfter() time.Duration { return e.retryAfter }
 
 // WriteConfirmationRequired is a write-class call the gateway held for a
-// person's decision (-32042): nothing ran. The skill pauses its task with
-// Result, and the call runs once when the person approves and the run
-// resumes.
+// person's decision (-32042): nothing ran. The skill pauses its task
+// with Pause, and the call runs once when the person approves and the
+// run resumes.
 type WriteConfirmationRequired struct {
 	Message string
 	Data    WriteConfirmationData
