@@ -99,7 +99,10 @@ type FromOptions struct {
 //
 // Every call raises tool.call before it and tool.result after it as
 // platform events (c.PlatformEvent): live on a streaming request,
-// folded into the final message otherwise. A call the gateway holds for
+// folded into the final message otherwise; except in a platform run (the
+// platform context names a run and mcp_gateway_url), where the gateway
+// shows each call in the run under the id the binding sends it
+// (CallIDMetaKey), so it is not shown twice. A call the gateway holds for
 // a person returns a *WriteConfirmationRequired, whose Pause is what the
 // skill returns to pause its task. o may be nil.
 func From(c Execution, o *FromOptions) (*Bindings, error) {
@@ -143,7 +146,11 @@ func From(c Execution, o *FromOptions) (*Bindings, error) {
 		return nil, err
 	}
 	maxArgs := cmp.Or(o.MaxEventArgumentBytes, DefaultMaxEventArgumentBytes)
-	b, err := newBindings(cl, &o.BindingsOptions, eventObserver(c, maxArgs))
+	// In a platform run the gateway shows every call in the run itself,
+	// under the id the observer sends it; the agent reporting them too
+	// would show each twice.
+	inRun := str(pc, "run_id", "runId") != "" && str(pc, "mcp_gateway_url", "mcpGatewayUrl") != ""
+	b, err := newBindings(cl, &o.BindingsOptions, eventObserver(c, maxArgs, !inRun))
 	if err != nil {
 		return nil, err
 	}
@@ -196,8 +203,8 @@ func str(m map[string]any, keys ...string) string {
 // eventObserver raises tool.call and tool.result for every call, and
 // reports it as tool-call-v1 when the agent declares that. An event that
 // cannot be sent is logged; the call goes on.
-func eventObserver(c Execution, maxArgs int) observer {
-	return func(tool string, args json.RawMessage) func(*Response, error) {
+func eventObserver(c Execution, maxArgs int, events bool) observer {
+	return func(tool string, args json.RawMessage) (string, func(*Response, error)) {
 		id := "call_" + newID()
 		fields := map[string]any{"call_id": id, "tool": tool}
 		var reported any
@@ -208,14 +215,16 @@ func eventObserver(c Execution, maxArgs int) observer {
 		default:
 			fields["arguments_bytes"] = len(args)
 		}
-		if err := c.PlatformEvent(EventToolCall, fields); err != nil {
-			c.Logger().WarnContext(c, "tools: tool.call event not sent", "tool", tool, "err", err)
+		if events {
+			if err := c.PlatformEvent(EventToolCall, fields); err != nil {
+				c.Logger().WarnContext(c, "tools: tool.call event not sent", "tool", tool, "err", err)
+			}
 		}
 		_, end, err := c.BeginToolCall(id, tool, reported)
 		if err != nil {
 			c.Logger().WarnContext(c, "tools: tool call not reported", "tool", tool, "err", err)
 		}
-		return func(resp *Response, err error) {
+		return id, func(resp *Response, err error) {
 			var result any
 			if resp.Success && len(resp.Data) > 0 && len(resp.Data) <= maxArgs {
 				result = resp.Data
@@ -237,6 +246,9 @@ func eventObserver(c Execution, maxArgs int) observer {
 				if w.Data.CallID != "" {
 					fields["gateway_call_id"] = w.Data.CallID
 				}
+			}
+			if !events {
+				return
 			}
 			if err := c.PlatformEvent(EventToolResult, fields); err != nil {
 				c.Logger().WarnContext(c, "tools: tool.result event not sent", "tool", tool, "err", err)

@@ -124,6 +124,45 @@ func TestFromNonStreaming(t *testing.T) {
 	if w.IdempotencyKey != "idem-1:1" {
 		t.Errorf("the memory write's key %q, want the execution's first write key", w.IdempotencyKey)
 	}
+	// In a platform run the gateway shows the calls in the run, under the
+	// ids the bindings send it; the agent does not report them again.
+	if events := eventsIn(resp.Task.Status.Message); len(events) != 0 {
+		t.Fatalf("a run's calls reported by the agent too: %v", events)
+	}
+	var ids []string
+	for _, c := range calls {
+		var p struct {
+			Meta map[string]string `json:"_meta"`
+		}
+		_ = json.Unmarshal(c.Params, &p)
+		ids = append(ids, p.Meta[CallIDMetaKey])
+	}
+	if !strings.HasPrefix(ids[0], "call_") || !strings.HasPrefix(ids[1], "call_") || ids[0] == ids[1] {
+		t.Fatalf("call ids sent to the gateway %q", ids)
+	}
+}
+
+// Outside a platform run the agent reports its calls itself.
+func TestFromReportsCallsOutsideARun(t *testing.T) {
+	g := newFakeGateway(t, func(gwCall) reply { return reply{result: okResult} })
+	cl := serveAgent(t, func(c *agent.Context) (agent.Result, error) {
+		b, err := From(c, nil)
+		if err != nil {
+			return agent.Result{}, err
+		}
+		if _, err := b.Memory.Write(c, &memory.WriteRequest{Scope: memory.ScopeRun, Content: "note"}); err != nil {
+			return agent.Result{}, err
+		}
+		if _, err := b.Files.List(c, "reports/"); err != nil {
+			return agent.Result{}, err
+		}
+		return agent.Result{Output: "done"}, nil
+	})
+	pc := map[string]any{"tenant_id": "acme", "execution_token": testToken, "mcp_gateway_url": g.srv.URL + Path}
+	resp, err := cl.SendMessage(t.Context(), request(pc))
+	if err != nil || resp.Task == nil {
+		t.Fatalf("%+v, %v", resp, err)
+	}
 	events := eventsIn(resp.Task.Status.Message)
 	var got []string
 	for _, ev := range events {

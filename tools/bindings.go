@@ -154,8 +154,9 @@ func NewBindings(c *Client, o *BindingsOptions) (*Bindings, error) {
 }
 
 // observer is told of every call a binding makes: before it with the
-// tool and its arguments, and, through the function it returns, after.
-type observer func(tool string, args json.RawMessage) func(*Response, error)
+// tool and its arguments, naming the call's id (sent to the gateway), and,
+// through the function it returns, after.
+type observer func(tool string, args json.RawMessage) (callID string, done func(*Response, error))
 
 // execution is what the bindings take of a skill's execution (From).
 type execution interface {
@@ -263,7 +264,9 @@ func (k *core) call(ctx context.Context, tool string, args any, s spec, opts []C
 	}
 	var done func(*Response, error)
 	if k.observe != nil {
-		done = k.observe(tool, argBytes)
+		var id string
+		id, done = k.observe(tool, argBytes)
+		ctx = withCallID(ctx, id)
 	}
 	attempt := func(ctx context.Context) (*CallResult, error) {
 		actx, cancel := context.WithTimeout(ctx, cfg.timeout)

@@ -33,6 +33,26 @@ const ProtocolHeader = "MCP-Protocol-Version"
 // request's _meta, for servers that keep to the MCP schema's params.
 const QueryMetaKey = "novaos.dev/query"
 
+// CallIDMetaKey carries a call's id in its request's _meta, so the
+// gateway's record of the call (the run's tool.call and tool.result, the
+// audit) and the agent's own report of it share the id.
+const CallIDMetaKey = "novaos.dev/call_id"
+
+type callIDKey struct{}
+
+// withCallID returns ctx carrying the id CallTool sends as the call's.
+func withCallID(ctx context.Context, id string) context.Context {
+	if id == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, callIDKey{}, id)
+}
+
+func callIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(callIDKey{}).(string)
+	return id
+}
+
 // Defaults of ClientOptions.
 const (
 	// DefaultMaxResponseBytes bounds what the client reads of one answer.
@@ -423,7 +443,11 @@ func (c *Client) CallTool(ctx context.Context, name string, args any) (*CallResu
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: arguments: %v", ErrInvalidArgument, name, err)
 	}
-	raw, err := c.rpc(ctx, c.callEndpoint, "tools/call", map[string]any{"name": name, "arguments": argBytes})
+	params := map[string]any{"name": name, "arguments": argBytes}
+	if id := callIDFrom(ctx); id != "" {
+		params["_meta"] = map[string]string{CallIDMetaKey: id}
+	}
+	raw, err := c.rpc(ctx, c.callEndpoint, "tools/call", params)
 	if err != nil {
 		var e *Error
 		if errors.As(err, &e) && e.Tool == "" {

@@ -174,8 +174,8 @@ func runServe(ctx context.Context, args []string, e *env) int {
 			PushURLPolicy:       &netguard.Policy{AllowPrivate: *pushPrivate, AllowLoopback: pushLoopback.set && pushLoopback.v},
 			PushLoopbackIfLocal: !pushLoopback.set, PushKeyFile: *pushKeyFile, PushDelivery: pushFl.options(),
 		},
-		Registry: regOpts,
-		Gateway:  gatewayFl.options(regOpts),
+		Registry:     regOpts,
+		Gateway:      gatewayFl.options(regOpts),
 		Tools:        toolsFl.options(),
 		BuiltinTools: builtinTools,
 	})
