@@ -129,7 +129,10 @@ func writeContext(call *Request) gate.GenericContext {
 	} else {
 		extra["arguments_json"] = string(call.Arguments)
 	}
-	return gate.GenericContext{RecordID: call.CallID, Summary: "call " + call.Tool.Name, Extra: extra}
+	// The record is the tool: the gate's ledger then totals each tool's
+	// calls, and a resumed call, made again under another id, keeps the
+	// fingerprint of the call a person approved.
+	return gate.GenericContext{RecordID: call.Tool.Name, Summary: "call " + call.Tool.Name, Extra: extra}
 }
 
 // openGateSession opens (or attaches to) the caller's gate session, once
