@@ -261,3 +261,74 @@ func PrepareServer(s *UpstreamServer, expect int64) error {
 	}
 	return nil
 }
+
+// The admin API of upstream servers, for a tenant's admins (scope
+// ScopeAdmin, or the operator naming the tenant with TenantHeader):
+//
+//	GET    ServersPath          the tenant's servers, a ServerList
+//	PUT    ServersPath/{name}   create or replace one from a ServerRequest
+//	GET    ServersPath/{name}   one, a ServerInfo
+//	DELETE ServersPath/{name}   remove one
+//
+// A server's version is its ETag: a PUT with If-Match: "<version>"
+// replaces only that version, one with If-None-Match: * only creates,
+// either answering 412 otherwise; a PUT with neither creates or replaces
+// whatever is there. Header and environment values are write-only: no
+// answer carries them.
+const ServersPath = "/api/v1/tools/servers"
+
+// ScopeAdmin lets a token manage its tenant's upstream servers.
+const ScopeAdmin = "tools:admin"
+
+// ServerRequest is a whole registration, the body of a PUT.
+type ServerRequest struct {
+	Transport string   `json:"transport"`
+	URL       string   `json:"url,omitempty"`
+	Command   string   `json:"command,omitempty"`
+	Args      []string `json:"args,omitempty"`
+	// Headers (http) and Env (stdio) map names to values. A null value
+	// keeps the value stored under that name; a name left out is removed.
+	Headers map[string]*string `json:"headers,omitempty"`
+	Env     map[string]*string `json:"env,omitempty"`
+	// TimeoutMS bounds one call, in milliseconds (0: 30 s; at most
+	// 120,000).
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	Disabled  bool  `json:"disabled,omitempty"`
+}
+
+// ServerInfo is a registration as the admin API answers it: header and
+// environment names, never their values.
+type ServerInfo struct {
+	Name      string    `json:"name"`
+	Transport string    `json:"transport"`
+	URL       string    `json:"url,omitempty"`
+	Command   string    `json:"command,omitempty"`
+	Args      []string  `json:"args,omitempty"`
+	Headers   []string  `json:"headers,omitempty"`
+	Env       []string  `json:"env,omitempty"`
+	TimeoutMS int64     `json:"timeout_ms"`
+	Disabled  bool      `json:"disabled"`
+	Version   int64     `json:"version"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Info is s as the admin API answers it.
+func (s *UpstreamServer) Info() ServerInfo {
+	return ServerInfo{Name: s.Name, Transport: s.Transport, URL: s.URL, Command: s.Command, Args: slices.Clone(s.Args),
+		Headers: slices.Clone(s.Headers), Env: slices.Clone(s.Env), TimeoutMS: s.CallTimeout().Milliseconds(),
+		Disabled: s.Disabled, Version: s.Version, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
+}
+
+// ServerList is the answer of GET ServersPath.
+type ServerList struct {
+	Servers []ServerInfo `json:"servers"`
+}
+
+// Problem types (RFC 9457) of the admin API, beside the platform's
+// invalid-request (400), version-conflict (409) and
+// precondition-failed (412).
+const (
+	ProblemServerNotFound = "https://novaos.dev/problems/tool-server-not-found" // 404
+	ProblemServerLimit    = "https://novaos.dev/problems/tool-server-limit"     // 409, the tenant has the most servers allowed
+)
