@@ -101,10 +101,8 @@ func (u *upstream) retire() {
 	}
 }
 
-// reapIdle closes the sessions idle for the idle timeout; it reports
-// whether the upstream is left with nothing worth keeping: no session,
-// no dial under way, unused for the idle timeout, its circuit closed.
-func (u *upstream) reapIdle(now time.Time) bool {
+// reapIdle closes the sessions idle for the idle timeout.
+func (u *upstream) reapIdle(now time.Time) {
 	idle := u.p.o.IdleTimeout
 	u.mu.Lock()
 	var gone []*session
@@ -116,12 +114,11 @@ func (u *upstream) reapIdle(now time.Time) bool {
 		}
 		return false
 	})
-	empty := len(u.sessions) == 0 && u.dialing == 0 && now.Sub(u.lastUsed) >= idle && u.breaker.State() == resilience.Closed
 	u.mu.Unlock()
 	for _, s := range gone {
+		// The watcher frees a stdio slot once the process has exited.
 		go s.close()
 	}
-	return empty
 }
 
 // drop removes s from the pool; false when it was gone already. u.mu

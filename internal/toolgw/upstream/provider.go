@@ -409,6 +409,9 @@ func (p *Provider) upstream(reg *tools.UpstreamServer) *upstream {
 	p.mu.Lock()
 	u := p.ups[k]
 	if u != nil && u.version == reg.Version {
+		u.mu.Lock()
+		u.lastUsed = p.o.Now()
+		u.mu.Unlock()
 		p.mu.Unlock()
 		return u
 	}
@@ -463,7 +466,10 @@ func (p *Provider) forgetAbsent(tenant string, regs []tools.UpstreamServer) {
 }
 
 // reap closes the sessions idle for IdleTimeout, and forgets servers
-// with no session left whose state has nothing worth keeping.
+// with nothing worth keeping: no session, no dial under way, unused for
+// IdleTimeout, their circuit closed. A state is forgotten under both
+// locks, and upstream marks a state used under both, so no call goes on
+// with a state the provider no longer holds.
 func (p *Provider) reap() {
 	now := p.o.Now()
 	p.mu.Lock()
@@ -473,13 +479,17 @@ func (p *Provider) reap() {
 	}
 	p.mu.Unlock()
 	for _, u := range ups {
-		if u.reapIdle(now) {
-			p.mu.Lock()
-			if p.ups[u.key] == u {
-				delete(p.ups, u.key)
-			}
-			p.mu.Unlock()
+		u.reapIdle(now)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, u := range p.ups {
+		u.mu.Lock()
+		if len(u.sessions) == 0 && u.dialing == 0 && now.Sub(u.lastUsed) >= p.o.IdleTimeout && u.breaker.State() == resilience.Closed {
+			u.retired = true
+			delete(p.ups, k)
 		}
+		u.mu.Unlock()
 	}
 }
 
@@ -487,18 +497,19 @@ func (p *Provider) reap() {
 // used idle stdio session when every slot is taken. It fails when every
 // stdio process is busy.
 func (p *Provider) takeSlot() error {
-	select {
-	case p.slots <- struct{}{}:
-		return nil
-	default:
-	}
 	for {
+		select {
+		case p.slots <- struct{}{}:
+			return nil
+		default:
+		}
 		victim := p.idlestStdio()
 		if victim == nil {
 			return toolgw.Failf(tools.ReasonUnavailable, "all %d stdio upstream processes this server runs are busy", p.o.MaxStdioProcesses)
 		}
 		// The victim's slot passes to the caller once its process has
-		// exited, so the bound holds throughout.
+		// exited, so the bound holds throughout. A victim that holds none
+		// has exited and freed its slot already: try again.
 		if victim.takeSlot() {
 			victim.close()
 			return nil
