@@ -165,13 +165,25 @@ func TestUpstreamRefusal(t *testing.T) {
 	}
 }
 
-// A call past the registration's timeout fails with TIMEOUT, and the
-// upstream is told to stop.
+// A call past its timeout fails with TIMEOUT, and the upstream is told
+// to stop; the registration's timeout bounds the call.
 func TestTimeout(t *testing.T) {
 	e := newEnv(t, &Options{AllowPrivate: true})
 	up := newUpServer(t, false)
-	e.register("up", tools.ServerRequest{Transport: tools.TransportHTTP, URL: up.endpoint(), TimeoutMS: 200})
-	_, err := e.call("novaos.up.block", nil)
+	e.register("up", tools.ServerRequest{Transport: tools.TransportHTTP, URL: up.endpoint(), TimeoutMS: 60000})
+	ctx := context.Background()
+	block, ok, err := e.p.Find(ctx, acme, "novaos.up.block")
+	if !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if block.Timeout != time.Minute {
+		t.Errorf("the tool's timeout is %v, want the registration's minute", block.Timeout)
+	}
+	// The session is open (Find listed the tools): a short ceiling now
+	// bounds only the call, which blocks until the test releases it.
+	short := *block
+	short.Timeout = 100 * time.Millisecond
+	_, err = e.p.Call(ctx, &toolgw.Request{Caller: acme, Tool: &short})
 	if reason(err) != tools.ReasonTimeout {
 		t.Fatalf("a call past its timeout: %v; want %s", err, tools.ReasonTimeout)
 	}
@@ -181,14 +193,16 @@ func TestTimeout(t *testing.T) {
 	if got := text(t, mustCall(t, e, "novaos.up.get_status", nil)); got != "ok" {
 		t.Errorf("after a timeout get_status = %q", got)
 	}
+	if n := len(e.sessionsOf("up")); n != 1 {
+		t.Errorf("%d sessions after a timeout, want the one", n)
+	}
 
 	// A call released in time answers.
 	done := make(chan error, 1)
-	e.register("up", tools.ServerRequest{Transport: tools.TransportHTTP, URL: up.endpoint(), TimeoutMS: 120000})
 	go func() {
-		res, err := e.call("novaos.up.block", nil)
-		if err == nil && text(t, res) != "released" {
-			err = errString("block answered " + text(t, res))
+		res, err := e.p.Call(ctx, &toolgw.Request{Caller: acme, Tool: block})
+		if err == nil && (len(res.Content) == 0 || res.Content[0].(*mcp.TextContent).Text != "released") {
+			err = errString("block did not answer released")
 		}
 		done <- err
 	}()
@@ -196,6 +210,20 @@ func TestTimeout(t *testing.T) {
 	up.release <- struct{}{}
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+
+	// A caller that gives up says nothing against the upstream.
+	cctx, cancel := context.WithCancel(ctx)
+	go func() {
+		<-up.blocked
+		cancel()
+	}()
+	if _, err := e.p.Call(cctx, &toolgw.Request{Caller: acme, Tool: block}); err == nil || reason(err) != "" {
+		t.Errorf("a cancelled call: %v; want the context's error", err)
+	}
+	<-up.cancelled
+	if s := e.upstreamOf("up").breaker.State().String(); s != "closed" {
+		t.Errorf("after a timeout and a cancel the circuit is %s", s)
 	}
 }
 
