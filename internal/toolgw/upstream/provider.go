@@ -262,7 +262,7 @@ func (p *Provider) Tools(ctx context.Context, c *toolgw.Caller) ([]toolgw.Tool, 
 		mu  sync.Mutex
 		out []toolgw.Tool
 		wg  sync.WaitGroup
-		sem = make(chan struct{}, 8)
+		sem = make(chan struct{}, listConcurrency)
 	)
 	for _, reg := range regs {
 		if reg.Disabled {
@@ -291,6 +291,9 @@ func (p *Provider) Tools(ctx context.Context, c *toolgw.Caller) ([]toolgw.Tool, 
 	return out, nil
 }
 
+// listConcurrency bounds the servers one Tools call lists at once.
+const listConcurrency = 8
+
 // Find returns the tool called name of the caller's tenant.
 func (p *Provider) Find(ctx context.Context, c *toolgw.Caller, name string) (*toolgw.Tool, bool, error) {
 	if c == nil || c.Tenant == "" {
@@ -304,9 +307,10 @@ func (p *Provider) Find(ctx context.Context, c *toolgw.Caller, name string) (*to
 	if err != nil {
 		return nil, false, err
 	}
-	for i := range list {
-		if list[i].Name == name {
-			return &list[i], true, nil
+	for _, t := range list {
+		if t.Name == name {
+			// A copy: the list is the cache's, shared with other callers.
+			return &t, true, nil
 		}
 	}
 	return nil, false, nil
