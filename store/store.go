@@ -38,6 +38,9 @@ type Stores struct {
 	Gate     gate.Store
 	// Gateway keeps the execution gateway's instances, runs and events.
 	Gateway gateway.Store
+	// ToolServers keeps the upstream MCP servers tenants register with
+	// the tool gateway.
+	ToolServers tools.ServerStore
 	// Tools keeps the tool gateway's MCP sessions and tenants' policies.
 	Tools tools.Store
 

@@ -272,6 +272,7 @@ func (db *DB) Stores() *store.Stores {
 		Memory:      db.MemoryStore(),
 		Gate:        db.GateStore(),
 		Gateway:     db.GatewayStore(),
+		ToolServers: db.ToolServerStore(),
 		Tools:       db.ToolStore(),
 		Listener:    db.ListenerStatus,
 		Close:       db.Close,

@@ -288,6 +288,7 @@ func (db *DB) Stores() *store.Stores {
 		Memory:      db.MemoryStore(),
 		Gate:        db.GateStore(),
 		Gateway:     db.GatewayStore(),
+		ToolServers: db.ToolServerStore(),
 		Tools:       db.ToolStore(),
 		Close:       db.Close,
 	}
