@@ -273,6 +273,7 @@ func (db *DB) Stores() *store.Stores {
 		Gate:        db.GateStore(),
 		Gateway:     db.GatewayStore(),
 		Tools:       db.ToolStore(),
+		Files:       db.FileStore(),
 		Listener:    db.ListenerStatus,
 		Close:       db.Close,
 	}
