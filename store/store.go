@@ -43,6 +43,8 @@ type Stores struct {
 	ToolServers tools.ServerStore
 	// Tools keeps the tool gateway's MCP sessions and tenants' policies.
 	Tools tools.Store
+	// Files keeps the files of the tool gateway's novaos.files.* tools.
+	Files tools.FileStore
 
 	// Listener reports the database's notification listener: nil while it
 	// listens, else why not. Nil for a database without one.

@@ -274,6 +274,7 @@ func (db *DB) Stores() *store.Stores {
 		Gateway:     db.GatewayStore(),
 		ToolServers: db.ToolServerStore(),
 		Tools:       db.ToolStore(),
+		Files:       db.FileStore(),
 		Listener:    db.ListenerStatus,
 		Close:       db.Close,
 	}

@@ -290,6 +290,7 @@ func (db *DB) Stores() *store.Stores {
 		Gateway:     db.GatewayStore(),
 		ToolServers: db.ToolServerStore(),
 		Tools:       db.ToolStore(),
+		Files:       db.FileStore(),
 		Close:       db.Close,
 	}
 }

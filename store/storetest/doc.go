@@ -67,6 +67,17 @@
 //     text no store can keep (NUL, invalid UTF-8) is refused.
 //     TestToolReplicas checks touches and puts across handles,
 //     TestToolReopen durability.
+//   - TestFileStore: tools.FileStore, the tool gateway's files. It checks
+//     round trips (content byte for byte, digests, times to the
+//     microsecond in UTC), areas and tenants apart, versions unique in a
+//     tenant and growing past deletes, conditional puts and deletes,
+//     listings in byte order with prefixes and paging against a brute
+//     force, usage against a model over random puts and deletes, the
+//     quota (only growth refused) and every rule of a valid key; and
+//     that of concurrent puts exactly as many succeed as the quota holds
+//     and of concurrent conditional writers exactly one wins.
+//     TestFileReplicas runs those races across handles; TestFileReopen
+//     checks durability and the version counter across restarts.
 //
 // The contracts are public (a2asrv's store interfaces, registry.Store) and
 // this package imports no internal package of the module, so an outside

@@ -17,7 +17,9 @@
 // functions) with what a store assigns before it writes (PrepareInstance,
 // PrepareRunWrite, Number) and the watchers of its appends
 // (EventWatchers); the tool gateway's rows (ToolSessionCols,
-// ToolPolicyCols with their Args and Scan functions).
+// ToolPolicyCols with their Args and Scan functions); the tool files'
+// rows (FileInfoCols, ScanFileInfo, PrepareFilePut) and the key range
+// of a listing (FilePage).
 // It holds what is SQL but not one
 // dialect's, so it stays out of the public a2a/a2astore, whose encodings
 // any store may use; it is internal to store/ because no one else writes
