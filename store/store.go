@@ -40,6 +40,9 @@ type Stores struct {
 	Gateway gateway.Store
 	// Tools keeps the tool gateway's MCP sessions and tenants' policies.
 	Tools tools.Store
+	// Knowledge keeps the tool gateway's knowledge collections, ingest
+	// jobs, documents and graphs (their chunks are in Memory).
+	Knowledge tools.KnowledgeStore
 
 	// Listener reports the database's notification listener: nil while it
 	// listens, else why not. Nil for a database without one.

@@ -273,6 +273,7 @@ func (db *DB) Stores() *store.Stores {
 		Gate:        db.GateStore(),
 		Gateway:     db.GatewayStore(),
 		Tools:       db.ToolStore(),
+		Knowledge:   db.KnowledgeStore(),
 		Listener:    db.ListenerStatus,
 		Close:       db.Close,
 	}

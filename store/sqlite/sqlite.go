@@ -289,6 +289,7 @@ func (db *DB) Stores() *store.Stores {
 		Gate:        db.GateStore(),
 		Gateway:     db.GatewayStore(),
 		Tools:       db.ToolStore(),
+		Knowledge:   db.KnowledgeStore(),
 		Close:       db.Close,
 	}
 }

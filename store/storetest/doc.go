@@ -67,6 +67,18 @@
 //     text no store can keep (NUL, invalid UTF-8) is refused.
 //     TestToolReplicas checks touches and puts across handles,
 //     TestToolReopen durability.
+//   - TestKnowledgeStore: tools.KnowledgeStore, the tool gateway's
+//     knowledge collections. It checks names and the collection limit
+//     (exactly the limit wins among concurrent creators), tenant
+//     isolation, that a deletion cancels the collection's live jobs and
+//     frees its name, purges, the job queue's claims (only due jobs,
+//     oldest first, leases lapsing, attempts counted, never one job to two
+//     concurrent claimers), that a lost claim can neither extend nor
+//     finish its job, every outcome of a job, duplicates found at commit,
+//     the active-job limit, sweeps, and graph builds (claims, a request
+//     superseding a build in progress, data kept as given).
+//     TestKnowledgeReplicas checks claims across handles;
+//     TestKnowledgeReopen durability.
 //
 // The contracts are public (a2asrv's store interfaces, registry.Store) and
 // this package imports no internal package of the module, so an outside
