@@ -71,7 +71,8 @@
 //     knowledge collections. It checks names and the collection limit
 //     (exactly the limit wins among concurrent creators), tenant
 //     isolation, that a deletion cancels the collection's live jobs and
-//     frees its name, purges, the job queue's claims (only due jobs,
+//     frees its name (also racing commits and new jobs: each is committed
+//     before it or cancelled by it, and nothing deadlocks), purges, the job queue's claims (only due jobs,
 //     oldest first, leases lapsing, attempts counted, never one job to two
 //     concurrent claimers), that a lost claim can neither extend nor
 //     finish its job, every outcome of a job, duplicates found at commit,

@@ -33,6 +33,7 @@ func TestKnowledgeStore(t *testing.T, newStore func(t *testing.T) tools.Knowledg
 	t.Run("Documents", func(t *testing.T) { testKnDocuments(t, newStore(t)) })
 	t.Run("Graph", func(t *testing.T) { testKnGraph(t, newStore(t)) })
 	t.Run("GraphRequestedAgain", func(t *testing.T) { testKnGraphAgain(t, newStore(t)) })
+	t.Run("DeleteWhileWriting", func(t *testing.T) { testKnDeleteRace(t, newStore(t)) })
 	t.Run("ClaimJobsConcurrent", func(t *testing.T) {
 		s := newStore(t)
 		testKnClaimConcurrent(t, func(int) tools.KnowledgeStore { return s })
@@ -972,5 +973,72 @@ func testKnGraphClaimConcurrent(t *testing.T, store func(i int) tools.KnowledgeS
 	wg.Wait()
 	if len(seen) != colls {
 		t.Errorf("%d graphs claimed, want %d", len(seen), colls)
+	}
+}
+
+// A deletion racing commits and new jobs: each job either committed
+// before the deletion or was cancelled by it, each new job either was
+// refused or was cancelled, and no write fails otherwise (no deadlock).
+func testKnDeleteRace(t *testing.T, s tools.KnowledgeStore) {
+	ctx := ctxT(t)
+	mustCollection(t, s, "acme", knCollection("c1", "a"))
+	const n = 24
+	for i := range n {
+		mustJob(t, s, "acme", knJob("c1", fmt.Sprintf("j%02d", i), fmt.Sprint("content ", i)))
+	}
+	claimed, err := s.ClaimJobs(ctx, "w", knT0, knAt(time.Hour), n)
+	if err != nil || len(claimed) != n {
+		t.Fatalf("ClaimJobs = %d, %v", len(claimed), err)
+	}
+	finished := make([]error, n)
+	created := make([]error, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i, j := range claimed {
+		wg.Go(func() {
+			<-start
+			d := knDocument("d-"+j.ID, j.ID, j.SHA256)
+			_, finished[i] = s.FinishJob(ctx, "acme", j.ID, "w", j.Attempts, tools.JobOutcome{Status: tools.JobCompleted, Document: &d, Now: knAt(time.Second)})
+		})
+		wg.Go(func() {
+			<-start
+			created[i] = s.CreateJob(ctx, "acme", knJob("c1", fmt.Sprintf("new%02d", i), fmt.Sprint("new ", i)), 1000)
+		})
+	}
+	var cancelled int
+	var delErr error
+	wg.Go(func() {
+		<-start
+		cancelled, delErr = s.DeleteCollection(ctx, "acme", "c1", knAt(time.Second))
+	})
+	close(start)
+	wg.Wait()
+	if delErr != nil {
+		t.Fatalf("DeleteCollection: %v", delErr)
+	}
+	gotCancelled := 0
+	for i, j := range claimed {
+		got, err := s.Job(ctx, "acme", j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case finished[i] == nil && got.Status == tools.JobCompleted:
+		case errors.Is(finished[i], tools.ErrKnowledgeConflict) && got.Status == tools.JobCancelled:
+			gotCancelled++
+		default:
+			t.Errorf("job %s: FinishJob %v, now %s", j.ID, finished[i], got.Status)
+		}
+		got, err = s.Job(ctx, "acme", fmt.Sprintf("new%02d", i))
+		switch {
+		case created[i] == nil && err == nil && got.Status == tools.JobCancelled:
+			gotCancelled++
+		case errors.Is(created[i], tools.ErrKnowledgeNotFound) && errors.Is(err, tools.ErrKnowledgeNotFound):
+		default:
+			t.Errorf("new job %d: CreateJob %v, now %s (%v)", i, created[i], got.Status, err)
+		}
+	}
+	if gotCancelled != cancelled {
+		t.Errorf("DeleteCollection cancelled %d jobs, %d are cancelled", cancelled, gotCancelled)
 	}
 }
