@@ -742,3 +742,25 @@ func FuzzCall(f *testing.F) {
 		}
 	})
 }
+
+// A graph that cannot be built fails with its reason, and questions stay
+// degraded.
+func TestGraphFailed(t *testing.T) {
+	e := newEnv(t, &knowledge.Options{MaxGraphChunks: 2, Chunks: knowledge.ChunkOptions{MaxBytes: 100}})
+	coll := e.createCollection("acme", "big")
+	e.ingest("acme", coll, curie, nil)
+	e.runOnce(e.p)
+	e.call(e.p, "acme", knowledge.ToolBuildGraph, map[string]any{"collection_id": coll}).ok(t)
+	if r := e.runOnce(e.p); r.Graphs != 1 {
+		t.Fatalf("RunOnce = %+v", r)
+	}
+	st := e.call(e.p, "acme", knowledge.ToolGraphStatus, map[string]any{"collection_id": coll}).ok(t)
+	if st.str("graph_status") != "failed" || !strings.Contains(st.str("graph_error"), "at most 2") || st.data["graph_entity_count"] != float64(0) {
+		t.Fatalf("graph_status = %s", st.raw)
+	}
+	var a answerOut
+	e.call(e.p, "acme", knowledge.ToolQueryGraphGlobal, map[string]any{"question": "Who discovered radium?", "collection_id": coll}).ok(t).into(t, &a)
+	if !a.Degraded || a.Metadata.GraphStatus != "failed" || !strings.Contains(a.Message, "failed") {
+		t.Errorf("a question over a failed graph: %+v", a)
+	}
+}
