@@ -45,6 +45,9 @@ type Stores struct {
 	Tools tools.Store
 	// Files keeps the files of the tool gateway's novaos.files.* tools.
 	Files tools.FileStore
+	// Knowledge keeps the tool gateway's knowledge collections, ingest
+	// jobs, documents and graphs (their chunks are in Memory).
+	Knowledge tools.KnowledgeStore
 
 	// Listener reports the database's notification listener: nil while it
 	// listens, else why not. Nil for a database without one.

@@ -275,6 +275,7 @@ func (db *DB) Stores() *store.Stores {
 		ToolServers: db.ToolServerStore(),
 		Tools:       db.ToolStore(),
 		Files:       db.FileStore(),
+		Knowledge:   db.KnowledgeStore(),
 		Listener:    db.ListenerStatus,
 		Close:       db.Close,
 	}

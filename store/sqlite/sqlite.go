@@ -291,6 +291,7 @@ func (db *DB) Stores() *store.Stores {
 		ToolServers: db.ToolServerStore(),
 		Tools:       db.ToolStore(),
 		Files:       db.FileStore(),
+		Knowledge:   db.KnowledgeStore(),
 		Close:       db.Close,
 	}
 }

@@ -78,6 +78,19 @@
 //     and of concurrent conditional writers exactly one wins.
 //     TestFileReplicas runs those races across handles; TestFileReopen
 //     checks durability and the version counter across restarts.
+//   - TestKnowledgeStore: tools.KnowledgeStore, the tool gateway's
+//     knowledge collections. It checks names and the collection limit
+//     (exactly the limit wins among concurrent creators), tenant
+//     isolation, that a deletion cancels the collection's live jobs and
+//     frees its name (also racing commits and new jobs: each is committed
+//     before it or cancelled by it, and nothing deadlocks), purges, the job queue's claims (only due jobs,
+//     oldest first, leases lapsing, attempts counted, never one job to two
+//     concurrent claimers), that a lost claim can neither extend nor
+//     finish its job, every outcome of a job, duplicates found at commit,
+//     the active-job limit, sweeps, and graph builds (claims, a request
+//     superseding a build in progress, data kept as given).
+//     TestKnowledgeReplicas checks claims across handles;
+//     TestKnowledgeReopen durability.
 //
 // The contracts are public (a2asrv's store interfaces, registry.Store) and
 // this package imports no internal package of the module, so an outside

@@ -1,0 +1,7 @@
+package sqlite
+
+// KnClaimJobsSQL and KnClaimGraphsSQL are KnowledgeStore's claims.
+const (
+	KnClaimJobsSQL   = knClaimJobsSQL
+	KnClaimGraphsSQL = knClaimGraphsSQL
+)
