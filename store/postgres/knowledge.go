@@ -61,8 +61,8 @@ const (
 	RETURNING ` + sqlstore.CollectionCols
 )
 
-// lockTenant takes the lock on the tenant's row, creating it first.
-func lockTenant(ctx context.Context, tx pgx.Tx, tenant string) error {
+// lockKnowledgeTenant takes the lock on the tenant's row, creating it first.
+func lockKnowledgeTenant(ctx context.Context, tx pgx.Tx, tenant string) error {
 	if _, err := tx.Exec(ctx, `INSERT INTO knowledge_tenants (tenant) VALUES ($1) ON CONFLICT DO NOTHING`, tenant); err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func (k *KnowledgeStore) CreateCollection(ctx context.Context, tenant string, c 
 		return fmt.Errorf("%s: %w", what, errKnowledgeText)
 	}
 	err := pgx.BeginFunc(ctx, k.db.pool, func(tx pgx.Tx) error {
-		if err := lockTenant(ctx, tx, tenant); err != nil {
+		if err := lockKnowledgeTenant(ctx, tx, tenant); err != nil {
 			return err
 		}
 		var taken, live int
@@ -235,7 +235,7 @@ func (k *KnowledgeStore) CreateJob(ctx context.Context, tenant string, j tools.J
 			return err
 		}
 		if !j.Status.Ended() {
-			if err := lockTenant(ctx, tx, tenant); err != nil {
+			if err := lockKnowledgeTenant(ctx, tx, tenant); err != nil {
 				return err
 			}
 			var n int
