@@ -22,6 +22,9 @@ import (
 	"novaos.dev/novaos/internal/registrysvc"
 	"novaos.dev/novaos/internal/toolgw"
 	"novaos.dev/novaos/internal/toolgw/builtin"
+	"novaos.dev/novaos/internal/toolgw/files"
+	"novaos.dev/novaos/internal/toolgw/knowledge"
+	"novaos.dev/novaos/internal/toolgw/upstream"
 	"novaos.dev/novaos/store"
 
 	"novaos.dev/novaos/a2a/a2asrv"
@@ -119,6 +122,12 @@ type BuiltinToolsOptions struct {
 	HTTP       builtin.HTTPOptions      // novaos.http.fetch: no domain is allowed by default
 	Connectors builtin.ConnectorOptions // novaos.connector.*: off without a connector host
 	Agents     builtin.AgentsOptions    // novaos.agents.call
+	Files      files.Options            // novaos.files.*
+	// Knowledge configures novaos.knowledge.*; its Embedder defaults to
+	// the memory service's, so both search alike.
+	Knowledge knowledge.Options
+	// Upstream configures the tenants' own MCP servers, novaos.<server>.*.
+	Upstream upstream.Options
 }
 
 // The services' options, by the names Options gives them.

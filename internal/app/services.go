@@ -126,7 +126,7 @@ func (s *Server) mount(ctx context.Context, base string, guard *httpapi.Guard) (
 	if mem != nil {
 		toolDeps.Providers = append(toolDeps.Providers, memoryTools{mem})
 	}
-	builtins, err := s.builtinTools(g)
+	builtins, err := s.builtinTools(st, g, sealer, m.issuer.Authenticator())
 	if err != nil {
 		return m, err
 	}

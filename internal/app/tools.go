@@ -13,9 +13,15 @@ import (
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/execgw"
 	"novaos.dev/novaos/internal/gatesvc"
+	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/internal/memorysvc"
+	"novaos.dev/novaos/internal/sealkey"
 	"novaos.dev/novaos/internal/toolgw"
 	"novaos.dev/novaos/internal/toolgw/builtin"
+	"novaos.dev/novaos/internal/toolgw/files"
+	"novaos.dev/novaos/internal/toolgw/knowledge"
+	"novaos.dev/novaos/internal/toolgw/upstream"
+	"novaos.dev/novaos/store"
 	"novaos.dev/novaos/tools"
 )
 
@@ -84,15 +90,27 @@ func (r toolRuns) WaitingWrites(ctx context.Context, after string, limit int) ([
 	return out, next, err
 }
 
-// builtinTools are the platform's own tool servers: notify, http, hitl,
-// connectors and, with the execution gateway, agents.
-func (s *Server) builtinTools(g *execgw.Service) ([]toolgw.Provider, error) {
+// builtinTools are the tool servers behind the gateway besides memory:
+// notify, http, hitl, connectors, agents (with the execution gateway),
+// files and knowledge (off without their stores), and the tenants'
+// upstream servers.
+func (s *Server) builtinTools(st *store.Stores, g *execgw.Service, sealer *sealkey.Sealer, tokens httpapi.Authenticator) ([]toolgw.Provider, error) {
 	o := s.opts.BuiltinTools
 	logger := s.log.With("service", "tools")
 	o.Notify.Logger = cmp.Or(o.Notify.Logger, logger)
 	o.HTTP.Logger = cmp.Or(o.HTTP.Logger, logger)
 	o.Connectors.Logger = cmp.Or(o.Connectors.Logger, logger)
 	o.Agents.Logger = cmp.Or(o.Agents.Logger, logger)
+	o.Files.Logger = cmp.Or(o.Files.Logger, logger)
+	o.Knowledge.Logger = cmp.Or(o.Knowledge.Logger, logger)
+	o.Upstream.Logger = cmp.Or(o.Upstream.Logger, logger)
+	if o.Knowledge.Embedder == nil {
+		o.Knowledge.Embedder = s.opts.Memory.Embedder
+	}
+	if o.Files.MaxFileBytes == 0 {
+		// A larger file's base64 would not fit a call's arguments.
+		o.Files.MaxFileBytes = toolgw.DefaultFileBytes
+	}
 	notify, err := builtin.Notify(&o.Notify)
 	if err != nil {
 		return nil, fmt.Errorf("app: notify tools: %w", err)
@@ -116,7 +134,24 @@ func (s *Server) builtinTools(g *execgw.Service) ([]toolgw.Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("app: agents tools: %w", err)
 	}
-	return []toolgw.Provider{notify, web, builtin.HITL(), conns, agents}, nil
+	fileTools, err := files.New(st.Files, &o.Files)
+	if err != nil {
+		return nil, fmt.Errorf("app: files tools: %w", err)
+	}
+	list := []toolgw.Provider{notify, web, builtin.HITL(), conns, agents, fileTools,
+		knowledge.New(st.Knowledge, st.Memory, &o.Knowledge)}
+	if st.ToolServers != nil {
+		deps := upstream.Deps{Auth: httpapi.AdminOrToken(s.opts.AdminToken, tokens)}
+		if sealer != nil {
+			deps.Sealer = sealer
+		}
+		up, err := upstream.New(st.ToolServers, deps, &o.Upstream)
+		if err != nil {
+			return nil, fmt.Errorf("app: upstream tool servers: %w", err)
+		}
+		list = append(list, up)
+	}
+	return list, nil
 }
 
 // memoryTools serves the memory service's tools behind the tool gateway:

@@ -42,7 +42,10 @@ var serveGroups = []flagGroup{
 	{"Tool gateway (/mcp/v1, /api/v1/tools)", []string{"tools-max-body-bytes", "tools-max-argument-bytes", "tools-max-result-bytes",
 		"tools-session-idle", "tools-hold-check-every", "tools-max-inflight", "tools-evidence", "tools-http-allow-domain", "tools-allow-private",
 		"tools-allow-http", "tools-fetch-max-bytes", "tools-fetch-timeout", "tools-notify-max-bytes", "tools-notify-timeout",
-		"tools-agent-max-hops", "tools-agent-timeout", "tools-connector-url", "tools-connector-token-file"}},
+		"tools-agent-max-hops", "tools-agent-timeout", "tools-connector-url", "tools-connector-token-file", "tools-files-max-bytes",
+		"tools-files-quota-bytes", "tools-files-max-files", "tools-knowledge-max-document-bytes", "tools-knowledge-max-collections",
+		"tools-knowledge-workers", "tools-stdio-command", "tools-stdio-env", "tools-upstream-allow-private", "tools-upstream-idle",
+		"tools-upstream-max-stdio", "tools-upstream-max-servers"}},
 }
 
 // otherFlags is the heading of the flags no group names, so that none is

@@ -7,7 +7,11 @@ import (
 	"novaos.dev/novaos/internal/app"
 	"novaos.dev/novaos/internal/toolgw"
 	"novaos.dev/novaos/internal/toolgw/builtin"
+	"novaos.dev/novaos/internal/toolgw/files"
+	"novaos.dev/novaos/internal/toolgw/knowledge"
+	"novaos.dev/novaos/internal/toolgw/upstream"
 	"novaos.dev/novaos/netguard"
+	"novaos.dev/novaos/tools"
 )
 
 // toolsFlagSet holds serve's flags for the tool gateway and its
@@ -23,6 +27,15 @@ type toolsFlagSet struct {
 	fetchTimeout, notifyTimeout, agentTimeout *time.Duration
 	agentHops                                 *int
 	connectorURL, connectorTokenFile          *string
+
+	fileMax, fileQuota      byteSize
+	fileCount               *int64
+	docMax                  byteSize
+	collections, kWorkers   *int
+	stdioCommands, stdioEnv listFlag
+	upstreamPrivate         *bool
+	upstreamIdle            *time.Duration
+	maxStdio, maxServers    *int
 }
 
 func toolsFlags(fs *flag.FlagSet) *toolsFlagSet {
@@ -47,6 +60,19 @@ func toolsFlags(fs *flag.FlagSet) *toolsFlagSet {
 	t.agentTimeout = fs.Duration("tools-agent-timeout", builtin.DefaultAgentTimeout, "tools: time novaos.agents.call waits for the called agent's answer")
 	t.connectorURL = fs.String("tools-connector-url", "", "tools: base `URL` of the connector host novaos.connector.* calls go to (POST /api/v1/connectors/{id}/{op}); empty: connectors answer SERVICE_DISABLED")
 	t.connectorTokenFile = fs.String("tools-connector-token-file", "", "tools: `file` holding the token the gateway presents to the connector host (owner-only)")
+	t.fileMax, t.fileQuota, t.docMax = byteSize{n: toolgw.DefaultFileBytes}, byteSize{n: files.DefaultTenantQuotaBytes}, byteSize{n: knowledge.DefaultMaxDocumentBytes}
+	fs.Var(&t.fileMax, "tools-files-max-bytes", "tools: largest file novaos.files.write keeps (its base64 must fit --tools-max-argument-bytes)")
+	fs.Var(&t.fileQuota, "tools-files-quota-bytes", "tools: bytes of files one tenant keeps; a write past it is refused QUOTA_EXCEEDED")
+	t.fileCount = fs.Int64("tools-files-max-files", files.DefaultTenantMaxFiles, "tools: files one tenant keeps")
+	fs.Var(&t.docMax, "tools-knowledge-max-document-bytes", "tools: largest document novaos.knowledge.ingest takes")
+	t.collections = fs.Int("tools-knowledge-max-collections", knowledge.DefaultMaxCollections, "tools: knowledge collections one tenant keeps")
+	t.kWorkers = fs.Int("tools-knowledge-workers", knowledge.DefaultWorkers, "tools: ingest and graph jobs this process works on at once")
+	fs.Var(&t.stdioCommands, "tools-stdio-command", "tools: a `command` tenants' stdio MCP servers may run (repeatable; an absolute path, or a name looked up in PATH at start); none by default, which turns stdio servers off. Allowing an interpreter lets tenant admins run any code with it")
+	fs.Var(&t.stdioEnv, "tools-stdio-env", "tools: a `NAME=value` every stdio MCP server gets (repeatable), such as PATH; they inherit nothing else of the server's environment")
+	t.upstreamPrivate = fs.Bool("tools-upstream-allow-private", false, "tools: let tenants register MCP servers on private, shared and loopback addresses (metadata addresses never)")
+	t.upstreamIdle = fs.Duration("tools-upstream-idle", upstream.DefaultIdleTimeout, "tools: how long an unused upstream session or stdio process is kept")
+	t.maxStdio = fs.Int("tools-upstream-max-stdio", upstream.DefaultMaxStdioProcesses, "tools: stdio MCP server processes this process runs at once")
+	t.maxServers = fs.Int("tools-upstream-max-servers", upstream.DefaultMaxServersPerTenant, "tools: MCP servers one tenant registers")
 	return t
 }
 
@@ -61,6 +87,12 @@ func (t *toolsFlagSet) check() string {
 		return "--tools-max-inflight, --tools-evidence and --tools-agent-max-hops must be at least 1"
 	case t.fetchMax.n <= 0 || t.notifyMax.n <= 0 || *t.fetchTimeout <= 0 || *t.notifyTimeout <= 0 || *t.agentTimeout <= 0:
 		return "--tools-fetch-max-bytes, --tools-notify-max-bytes and the --tools-*-timeout flags must be positive"
+	case t.fileMax.n <= 0 || t.fileMax.n > tools.MaxFileSize || t.fileQuota.n <= 0 || *t.fileCount < 1:
+		return "--tools-files-max-bytes must be positive and at most 64MiB, --tools-files-quota-bytes positive, --tools-files-max-files at least 1"
+	case t.docMax.n <= 0 || *t.collections < 1 || *t.kWorkers < 1:
+		return "--tools-knowledge-max-document-bytes must be positive, --tools-knowledge-max-collections and --tools-knowledge-workers at least 1"
+	case *t.upstreamIdle <= 0 || *t.maxStdio < 1 || *t.maxServers < 1:
+		return "--tools-upstream-idle must be positive, --tools-upstream-max-stdio and --tools-upstream-max-servers at least 1"
 	}
 	return ""
 }
@@ -79,6 +111,10 @@ func (t *toolsFlagSet) builtins() (app.BuiltinToolsOptions, error) {
 			MaxFetchBytes: t.fetchMax.n},
 		Connectors: builtin.ConnectorOptions{ConnectorHostURL: *t.connectorURL, ConnectorToken: tok},
 		Agents:     builtin.AgentsOptions{Timeout: *t.agentTimeout, MaxAgentHops: *t.agentHops},
+		Files:      files.Options{MaxFileBytes: t.fileMax.n, TenantQuotaBytes: t.fileQuota.n, TenantMaxFiles: *t.fileCount},
+		Knowledge:  knowledge.Options{MaxDocumentBytes: int(t.docMax.n), MaxCollections: *t.collections, Workers: *t.kWorkers},
+		Upstream: upstream.Options{AllowedCommands: t.stdioCommands, StdioEnv: t.stdioEnv, AllowPrivate: *t.upstreamPrivate,
+			IdleTimeout: *t.upstreamIdle, MaxStdioProcesses: *t.maxStdio, MaxServersPerTenant: *t.maxServers},
 	}, nil
 }
 

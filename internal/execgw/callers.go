@@ -64,15 +64,7 @@ func (p principal) need(scope string) error {
 // callers establishes the API's callers: the admin token (or, when none
 // is configured, a tokenless peer on this machine), else a platform token.
 func (s *Service) callers() httpapi.Authenticator {
-	admin := httpapi.AdminRule{Token: s.deps.AdminToken}
-	tokens := s.deps.Tokens.Authenticator()
-	return httpapi.AuthenticatorFunc(func(r *http.Request) (*httpapi.Caller, error) {
-		tok, ok := httpapi.BearerToken(r)
-		if !ok || !s.deps.AdminToken.IsZero() && s.deps.AdminToken.Equal(tok) {
-			return admin.Authenticate(r)
-		}
-		return tokens.Authenticate(r)
-	})
+	return httpapi.AdminOrToken(s.deps.AdminToken, s.deps.Tokens.Authenticator())
 }
 
 // principalOf reads the principal of an authenticated request. The

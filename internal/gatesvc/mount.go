@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/gate"
@@ -77,15 +76,7 @@ func (s *Service) Shutdown(context.Context) error {
 // is configured, a tokenless peer on this machine), else a platform token
 // whose scopes the service checks.
 func (s *Service) callers() httpapi.Authenticator {
-	admin := httpapi.AdminRule{Token: s.deps.AdminToken}
-	tokens := s.deps.Tokens.Authenticator()
-	return httpapi.AuthenticatorFunc(func(r *http.Request) (*httpapi.Caller, error) {
-		tok, ok := httpapi.BearerToken(r)
-		if !ok || !s.deps.AdminToken.IsZero() && s.deps.AdminToken.Equal(tok) {
-			return admin.Authenticate(r)
-		}
-		return tokens.Authenticate(r)
-	})
+	return httpapi.AdminOrToken(s.deps.AdminToken, s.deps.Tokens.Authenticator())
 }
 
 // operator checks a token pasted into the triage page: the admin token

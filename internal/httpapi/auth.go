@@ -179,3 +179,18 @@ func IsLoopbackPeer(remoteAddr string) bool {
 // anything but GET, HEAD and OPTIONS, so a method a service adds later is
 // guarded too. It is the rule the Guard's Host and Origin checks use.
 func IsWrite(method string) bool { return !safeMethod(method) }
+
+// AdminOrToken establishes callers who are either the operator or a
+// platform token's bearer: a request carrying the admin token (or, when
+// none is configured, no token from this machine) is the AdminRule's
+// caller; any other bearer token is tokens' to judge.
+func AdminOrToken(admin secret.Value, tokens Authenticator) Authenticator {
+	rule := AdminRule{Token: admin}
+	return AuthenticatorFunc(func(r *http.Request) (*Caller, error) {
+		tok, ok := BearerToken(r)
+		if !ok || !admin.IsZero() && admin.Equal(tok) {
+			return rule.Authenticate(r)
+		}
+		return tokens.Authenticate(r)
+	})
+}

@@ -17,7 +17,7 @@ const (
 	UsagePath  = "/api/v1/tools/usage"
 	// ScopeAdmin lets a token manage its tenant's tool policy and read its
 	// usage.
-	ScopeAdmin = "tools:admin"
+	ScopeAdmin = tools.ScopeAdmin
 )
 
 // Routes serve the MCP endpoint (at tools.Path and every path under it,
@@ -27,14 +27,20 @@ func (s *Service) Routes() []httpapi.Route {
 	mcpHandler := s.handler()
 	meta := http.HandlerFunc(s.serveResourceMetadata)
 	api := s.api()
-	return []httpapi.Route{
+	var own []httpapi.Route
+	for _, p := range s.deps.Providers {
+		if r, ok := p.(Router); ok {
+			own = append(own, r.Routes()...)
+		}
+	}
+	return append(own, []httpapi.Route{
 		{Pattern: tools.Path, Handler: mcpHandler},
 		{Pattern: tools.Path + "/", Handler: mcpHandler},
 		{Pattern: "GET " + tools.ResourceMetadataPath, Handler: meta},
 		{Pattern: "GET /.well-known/oauth-protected-resource", Handler: meta},
 		{Pattern: PolicyPath, Handler: api.Handler(http.HandlerFunc(s.servePolicy))},
 		{Pattern: "GET " + UsagePath, Handler: api.Handler(http.HandlerFunc(s.serveUsage))},
-	}
+	}...)
 }
 
 // serveResourceMetadata answers the OAuth protected-resource metadata
@@ -56,15 +62,7 @@ func (s *Service) serveResourceMetadata(w http.ResponseWriter, r *http.Request) 
 // tokenless peer on this machine when none is configured), else a
 // platform token, which must carry tools:admin.
 func (s *Service) admins() httpapi.Authenticator {
-	admin := httpapi.AdminRule{Token: s.deps.AdminToken}
-	tokens := s.deps.Tokens.Authenticator()
-	return httpapi.AuthenticatorFunc(func(r *http.Request) (*httpapi.Caller, error) {
-		tok, ok := httpapi.BearerToken(r)
-		if !ok || !s.deps.AdminToken.IsZero() && s.deps.AdminToken.Equal(tok) {
-			return admin.Authenticate(r)
-		}
-		return tokens.Authenticate(r)
-	})
+	return httpapi.AdminOrToken(s.deps.AdminToken, s.deps.Tokens.Authenticator())
 }
 
 // adminTenant is the tenant an administration request acts on: the

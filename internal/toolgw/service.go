@@ -19,12 +19,17 @@ import (
 // Defaults of Options.
 const (
 	// DefaultMaxBodyBytes bounds one request to the gateway.
-	DefaultMaxBodyBytes = 4 << 20
-	// DefaultMaxArgumentBytes bounds one call's arguments.
-	DefaultMaxArgumentBytes = 1 << 20
+	DefaultMaxBodyBytes = 10 << 20
+	// DefaultMaxArgumentBytes bounds one call's arguments: a file of
+	// DefaultFileBytes as base64, or a document to ingest, fits.
+	DefaultMaxArgumentBytes = 8 << 20
 	// DefaultMaxResultBytes bounds the result of one call the gateway
-	// passes back; a larger one is refused as the tool's failure.
-	DefaultMaxResultBytes = 8 << 20
+	// passes back; a larger one is refused as the tool's failure. A file
+	// read answers its content twice (text and structured).
+	DefaultMaxResultBytes = 24 << 20
+	// DefaultFileBytes is the largest file novaos.files.* keeps when the
+	// server says nothing else: its base64 fits DefaultMaxArgumentBytes.
+	DefaultFileBytes = 4 << 20
 	// DefaultSessionIdle is how long an MCP session lives unused.
 	DefaultSessionIdle = 5 * time.Minute
 	// DefaultEvidence bounds the run's earlier tool calls sent to the gate
@@ -201,15 +206,47 @@ func New(deps Deps, o *Options) *Service {
 // Interceptors are none: agents reach the gateway over HTTP.
 func (s *Service) Interceptors() []a2asrv.Interceptor { return nil }
 
-// Run sweeps idle sessions, writes the audit entries of read-class calls
-// and answers the runs whose held writes a person decided, until ctx
-// ends.
+// Runner is a Provider with background work (ingest jobs, idle upstream
+// sessions): the gateway's Run runs it.
+type Runner interface {
+	Run(ctx context.Context)
+}
+
+// Router is a Provider with HTTP routes of its own (an administration
+// API): the gateway's Routes serve them.
+type Router interface {
+	Routes() []httpapi.Route
+}
+
+// Run sweeps idle sessions, writes the audit entries of read-class calls,
+// answers the runs whose held writes a person decided, and runs the
+// providers' background work, until ctx ends.
 func (s *Service) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.audit.run(ctx) })
 	wg.Go(func() { s.sweepSessions(ctx) })
 	wg.Go(func() { s.watchHolds(ctx) })
+	for _, p := range s.deps.Providers {
+		if r, ok := p.(Runner); ok {
+			wg.Go(func() { r.Run(ctx) })
+		}
+	}
 	wg.Wait()
+}
+
+// Shutdown releases what the providers hold (upstream processes and
+// sessions).
+func (s *Service) Shutdown(context.Context) error {
+	for _, p := range s.deps.Providers {
+		if c, ok := p.(interface{ Close() error }); ok {
+			if err := c.Close(); err != nil {
+				s.log.Warn("toolgw: close a provider", "err", err)
+			}
+		} else if c, ok := p.(interface{ Close() }); ok {
+			c.Close()
+		}
+	}
+	return nil
 }
 
 func (s *Service) sweepSessions(ctx context.Context) {
