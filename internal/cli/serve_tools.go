@@ -19,6 +19,7 @@ import (
 type toolsFlagSet struct {
 	maxBody, maxArgs, maxResult byteSize
 	sessionIdle, holdCheck      *time.Duration
+	gateTimeout                 *time.Duration
 	maxInflight, evidence       *int
 
 	fetchDomains                              listFlag
@@ -46,6 +47,7 @@ func toolsFlags(fs *flag.FlagSet) *toolsFlagSet {
 	fs.Var(&t.maxResult, "tools-max-result-bytes", "tools: largest result of one tool call the gateway passes back; a larger one fails the call")
 	t.sessionIdle = fs.Duration("tools-session-idle", toolgw.DefaultSessionIdle, "tools: how long an MCP session (Mcp-Session-Id) lives unused")
 	t.holdCheck = fs.Duration("tools-hold-check-every", 2*time.Second, "tools: how often runs waiting on held write-class calls are checked against the gate's decisions (a decision on this replica is seen at once)")
+	t.gateTimeout = fs.Duration("tools-gate-timeout", toolgw.DefaultGateTimeout, "tools: time each step of a write-class call at the gate may take; a slower gate fails the write closed")
 	t.maxInflight = fs.Int("tools-max-inflight", toolgw.DefaultMaxInflight, "tools: tool calls in flight in this process; more are refused with -31503, to retry")
 	t.evidence = fs.Int("tools-evidence", toolgw.DefaultEvidence, "tools: the run's earlier tool calls a write-class call carries to the gate as evidence")
 	t.fetchMax, t.notifyMax = byteSize{n: builtin.DefaultMaxFetchBytes}, byteSize{n: builtin.DefaultMaxPayloadBytes}
@@ -81,8 +83,8 @@ func (t *toolsFlagSet) check() string {
 	switch {
 	case t.maxBody.n <= 0 || t.maxArgs.n <= 0 || t.maxResult.n <= 0:
 		return "--tools-max-body-bytes, --tools-max-argument-bytes and --tools-max-result-bytes must be positive"
-	case *t.sessionIdle <= 0 || *t.holdCheck <= 0:
-		return "--tools-session-idle and --tools-hold-check-every must be positive"
+	case *t.sessionIdle <= 0 || *t.holdCheck <= 0 || *t.gateTimeout <= 0:
+		return "--tools-session-idle, --tools-hold-check-every and --tools-gate-timeout must be positive"
 	case *t.maxInflight < 1 || *t.evidence < 1 || *t.agentHops < 1:
 		return "--tools-max-inflight, --tools-evidence and --tools-agent-max-hops must be at least 1"
 	case t.fetchMax.n <= 0 || t.notifyMax.n <= 0 || *t.fetchTimeout <= 0 || *t.notifyTimeout <= 0 || *t.agentTimeout <= 0:
@@ -120,5 +122,5 @@ func (t *toolsFlagSet) builtins() (app.BuiltinToolsOptions, error) {
 
 func (t *toolsFlagSet) options() app.ToolsOptions {
 	return app.ToolsOptions{MaxBodyBytes: t.maxBody.n, MaxArgumentBytes: t.maxArgs.n, MaxResultBytes: t.maxResult.n,
-		SessionIdle: *t.sessionIdle, HoldCheckEvery: *t.holdCheck, MaxInflight: *t.maxInflight, Evidence: *t.evidence}
+		SessionIdle: *t.sessionIdle, HoldCheckEvery: *t.holdCheck, GateTimeout: *t.gateTimeout, MaxInflight: *t.maxInflight, Evidence: *t.evidence}
 }

@@ -37,6 +37,10 @@ const (
 	DefaultEvidence = 20
 	// DefaultMaxInflight bounds the calls in flight in this process.
 	DefaultMaxInflight = 1024
+	// DefaultGateTimeout bounds each step of a write-class call at the
+	// gate (open, submit, claim, acknowledge); a gate slower than that is
+	// down, and the write fails closed.
+	DefaultGateTimeout = 10 * time.Second
 )
 
 // Options configure the gateway; zero fields mean the defaults.
@@ -61,6 +65,9 @@ type Options struct {
 	// GatePage is the path of the gate's operator page, where a held
 	// call is decided (default "/ui/gate").
 	GatePage string
+	// GateTimeout bounds each step of a write at the gate (default
+	// DefaultGateTimeout).
+	GateTimeout time.Duration
 	// HoldCheckEvery is how often runs waiting on held writes are
 	// checked against the gate's decisions (default 2s); a decision made
 	// in this process wakes the check at once (Service.Decided).
@@ -101,6 +108,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if out.GatePage == "" {
 		out.GatePage = "/ui/gate"
+	}
+	if out.GateTimeout <= 0 {
+		out.GateTimeout = DefaultGateTimeout
 	}
 	if out.HoldCheckEvery <= 0 {
 		out.HoldCheckEvery = 2 * time.Second

@@ -47,7 +47,7 @@ func (s *Service) callWrite(ctx context.Context, r *request, p Provider, call *R
 		// The token is bound to an approved call: this is that call again,
 		// unless the gate finds its content changed.
 		act.ActionID, act.Resume = c.CallID, true
-		if v, err = s.deps.Gate.Submit(ctx, c, act); err != nil {
+		if v, err = s.submit(ctx, c, act); err != nil {
 			return nil, s.gateDown(name, err)
 		}
 		if v.Reason == gate.ResumeFingerprintMismatch {
@@ -58,7 +58,7 @@ func (s *Service) callWrite(ctx context.Context, r *request, p Provider, call *R
 	}
 	if act.ActionID == "" {
 		act.ActionID = call.CallID
-		if v, err = s.deps.Gate.Submit(ctx, c, act); err != nil {
+		if v, err = s.submit(ctx, c, act); err != nil {
 			return nil, s.gateDown(name, err)
 		}
 	}
@@ -68,7 +68,9 @@ func (s *Service) callWrite(ctx context.Context, r *request, p Provider, call *R
 		claim := v.Claim
 		if claim == nil {
 			// A standing pass (an approval) is claimed now.
-			got, err := s.deps.Gate.Claim(ctx, c, gate.ClaimRequest{SessionID: session, ActionID: call.CallID})
+			gctx, cancel := context.WithTimeout(ctx, s.o.GateTimeout)
+			got, err := s.deps.Gate.Claim(gctx, c, gate.ClaimRequest{SessionID: session, ActionID: call.CallID})
+			cancel()
 			if err != nil {
 				return nil, s.gateDown(name, err)
 			}
@@ -85,8 +87,11 @@ func (s *Service) callWrite(ctx context.Context, r *request, p Provider, call *R
 			// operator's call: it stays claimed, and turns unconfirmed.
 			return nil, err
 		}
-		if _, err := s.deps.Gate.Ack(context.WithoutCancel(ctx), c, gate.AckRequest{SessionID: session, ActionID: call.CallID,
-			FencingToken: claim.FencingToken, ExecutedAt: s.o.Now()}); err != nil {
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.GateTimeout)
+		_, err = s.deps.Gate.Ack(actx, c, gate.AckRequest{SessionID: session, ActionID: call.CallID,
+			FencingToken: claim.FencingToken, ExecutedAt: s.o.Now()})
+		cancel()
+		if err != nil {
 			s.log.Error("toolgw: acknowledge a write that ran; it shows unconfirmed until an operator settles it",
 				"tool", name, "call", call.CallID, "err", err)
 		}
@@ -113,6 +118,13 @@ func (s *Service) callWrite(ctx context.Context, r *request, p Provider, call *R
 		return nil, rpcError(tools.CodeForbidden, "the gate refused this call: "+clip(why),
 			&tools.ErrorData{Code: tools.ReasonGateKilled, Tool: name, Rule: v.RuleIDCited})
 	}
+}
+
+// submit submits act within the gate timeout.
+func (s *Service) submit(ctx context.Context, c *Caller, act gate.Action) (gate.Verdict, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.o.GateTimeout)
+	defer cancel()
+	return s.deps.Gate.Submit(ctx, c, act)
 }
 
 // writeContext is what the gate judges and a person approves: the tool,
@@ -145,7 +157,9 @@ func (s *Service) openGateSession(ctx context.Context, c *Caller, session string
 	if ok {
 		return nil
 	}
-	err := s.deps.Gate.OpenSession(ctx, c, gate.SessionRequest{TenantID: c.Tenant, TeamID: gateTeam, AgentID: c.Agent,
+	gctx, cancel := context.WithTimeout(ctx, s.o.GateTimeout)
+	defer cancel()
+	err := s.deps.Gate.OpenSession(gctx, c, gate.SessionRequest{TenantID: c.Tenant, TeamID: gateTeam, AgentID: c.Agent,
 		SessionID: session, Attach: true, AdoptDeploymentWindow: true})
 	if err != nil {
 		return err
