@@ -1,8 +1,11 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -10,20 +13,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"novaos.dev/novaos/agent"
 	"novaos.dev/novaos/gate"
 	"novaos.dev/novaos/gateway"
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/app"
+	"novaos.dev/novaos/internal/pgtest"
 	"novaos.dev/novaos/internal/toolgw/builtin"
+	"novaos.dev/novaos/internal/toolgw/upstream"
 	"novaos.dev/novaos/memory"
 	"novaos.dev/novaos/netguard"
 	"novaos.dev/novaos/secret"
 	"novaos.dev/novaos/tools"
 )
 
-// toolAgent calls a built-in tool and then a write-class one through the
-// tool gateway, pausing the run when the gateway holds the write.
+// toolAgent calls a built-in tool, an upstream server's tool and then a
+// write-class one through the tool gateway, pausing the run when the
+// gateway holds the write.
 func toolAgent(hook string) *agent.Agent {
 	a := agent.New("toolbot", "1.0.0", nil)
 	a.MustRegister(agent.Skill{ID: "work", Handler: func(c *agent.Context) (agent.Result, error) {
@@ -33,6 +41,10 @@ func toolAgent(hook string) *agent.Agent {
 		}
 		if _, err := b.Memory.Write(c, &memory.WriteRequest{Scope: memory.ScopeRun, Content: "refund 240 for cust-4821"}); err != nil {
 			return agent.Result{}, err
+		}
+		crm, err := b.Call(c, "novaos.crm.lookup_customer", map[string]any{"id": "cust-4821"})
+		if err != nil || !crm.Success {
+			return agent.Result{}, fmt.Errorf("upstream lookup: %v %+v", err, crm)
 		}
 		_, err = b.Notify.Webhook(c, hook, map[string]any{"text": "refunded 240"})
 		if w, ok := errors.AsType[*tools.WriteConfirmationRequired](err); ok {
@@ -68,20 +80,38 @@ func follow(t *testing.T, c *gateway.Client, runID, after string) ([]string, str
 	return types, last.ID, last
 }
 
-// A Go SDK agent run through the execution gateway calls a built-in tool
-// and a write-class one; the write is held, a person approves it at the
-// gate, the run resumes and the write runs exactly once.
+// A Go SDK agent run through the execution gateway calls a built-in tool,
+// an upstream server's tool and a write-class one; the write is held, a
+// person approves it at the gate, the run resumes and the write runs
+// exactly once. On SQLite and on PostgreSQL.
 func TestToolsThroughTheGateway(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { toolsThroughTheGateway(t, app.DatabaseOptions{}) })
+	t.Run("postgres", func(t *testing.T) { toolsThroughTheGateway(t, app.DatabaseOptions{URL: pgtest.URL(t)}) })
+}
+
+func toolsThroughTheGateway(t *testing.T, db app.DatabaseOptions) {
+	var lookups atomic.Int32
+	crm := mcp.NewServer(&mcp.Implementation{Name: "crm", Version: "1"}, nil)
+	mcp.AddTool(crm, &mcp.Tool{Name: "lookup_customer", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+			ID string `json:"id"`
+		}) (*mcp.CallToolResult, map[string]string, error) {
+			lookups.Add(1)
+			return nil, map[string]string{"id": in.ID, "tier": "gold"}, nil
+		})
+	crmSrv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return crm }, nil))
+	defer crmSrv.Close()
 	var posts atomic.Int32
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		posts.Add(1)
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer hook.Close()
-	srv := start(t, &app.Options{DataDir: t.TempDir(),
+	srv := start(t, &app.Options{DataDir: t.TempDir(), Database: db,
 		Agents: app.AgentOptions{Hosted: map[string]app.Agent{"toolbot": toolAgent(hook.URL + "/hook")}},
 		BuiltinTools: app.BuiltinToolsOptions{Notify: builtin.NotifyOptions{
-			Policy: &netguard.Policy{AllowLoopback: true}, AllowHTTP: true}}})
+			Policy: &netguard.Policy{AllowLoopback: true}, AllowHTTP: true},
+			Upstream: upstream.Options{AllowPrivate: true}}})
 	ctx := context.Background()
 	tok, err := srv.Issuer().Mint(ctx, identity.Claims{TenantID: "acme", UserID: "alice", AgentID: "console",
 		Scopes: []string{"runs:*", "instances:*"}}, time.Hour)
@@ -91,6 +121,22 @@ func TestToolsThroughTheGateway(t *testing.T) {
 	c, err := gateway.NewClient(srv.URL(), &gateway.ClientOptions{Token: secret.New(tok)})
 	if err != nil {
 		t.Fatal(err)
+	}
+	admin, err := srv.Issuer().Mint(ctx, identity.Claims{TenantID: "acme", Subject: "ops", Scopes: []string{tools.ScopeAdmin}}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(tools.ServerRequest{Transport: tools.TransportHTTP, URL: crmSrv.URL})
+	req, _ := http.NewRequest(http.MethodPut, srv.URL()+tools.ServersPath+"/crm", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+admin)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("register the upstream server: %s", resp.Status)
 	}
 	inst, err := c.Install(ctx, gateway.InstallRequest{Name: "toolbot", Hosted: "toolbot",
 		Scopes: []string{"mcp:tools:*", "memory:write:run", "memory:read:*"}})
@@ -122,6 +168,9 @@ func TestToolsThroughTheGateway(t *testing.T) {
 	}
 	if n := posts.Load(); n != 1 {
 		t.Fatalf("the approved write ran %d times, want once", n)
+	}
+	if n := lookups.Load(); n != 2 {
+		t.Fatalf("the upstream tool was called %d times, want once per turn", n)
 	}
 	all := append(first, second...)
 	call := slices.Index(all, gateway.EventToolCall)
