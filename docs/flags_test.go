@@ -141,6 +141,7 @@ var commands = [][]string{
 	{"proxy"}, {"run"},
 	{"instances", "install"}, {"instances", "list"}, {"instances", "show"}, {"instances", "update"}, {"instances", "remove"},
 	{"runs", "list"}, {"runs", "show"}, {"runs", "cancel"}, {"runs", "reply"}, {"runs", "events"},
+	{"tools", "list"}, {"tools", "call"},
 }
 
 // otherFlags are the flags the pages give to programs other than novaos:

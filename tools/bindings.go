@@ -266,7 +266,7 @@ func (k *core) call(ctx context.Context, tool string, args any, s spec, opts []C
 	if k.observe != nil {
 		var id string
 		id, done = k.observe(tool, argBytes)
-		ctx = withCallID(ctx, id)
+		ctx = WithCallID(ctx, id)
 	}
 	attempt := func(ctx context.Context) (*CallResult, error) {
 		actx, cancel := context.WithTimeout(ctx, cfg.timeout)

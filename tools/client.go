@@ -40,8 +40,13 @@ const CallIDMetaKey = "novaos.dev/call_id"
 
 type callIDKey struct{}
 
-// withCallID returns ctx carrying the id CallTool sends as the call's.
-func withCallID(ctx context.Context, id string) context.Context {
+// WithCallID returns ctx carrying the id CallTool sends as the call's
+// (1 to 64 of a-z, A-Z, 0-9, '_', '-' and '.'; the gateway makes one for
+// a call without). A call the gateway held is made again, once a person
+// approved it, under the id the hold named (WriteConfirmationData.CallID)
+// and with the same arguments: the gate answers it from its approval, and
+// it runs once. Within a platform run the run's resume token does this.
+func WithCallID(ctx context.Context, id string) context.Context {
 	if id == "" {
 		return ctx
 	}

@@ -107,7 +107,7 @@ func toolsError(err error) string {
 		if u := held.ApprovalURL(); u != "" {
 			s += "; a person decides at " + u
 		}
-		return s + ". Nothing ran; call again once it is approved"
+		return s + ". Nothing ran; once it is approved, call again with the same arguments and --call-id " + held.Data.CallID
 	}
 	s := strings.TrimPrefix(err.Error(), "tools: ")
 	var e *tools.Error
@@ -148,6 +148,7 @@ func runToolsList(ctx context.Context, args []string, e *env) int {
 func runToolsCall(ctx context.Context, args []string, e *env) int {
 	f := newToolsCmdFlags("call", "NAME [--args JSON | key=value | key:=JSON …]", e)
 	argsJSON := f.fs.String("args", "", "the arguments as one JSON `object`")
+	callID := f.fs.String("call-id", "", "the call's `id`: to make a held call again once it is approved, give the id the hold named")
 	f.fs.Usage = func() {
 		fmt.Fprintf(e.stderr, "Usage: novaos tools call NAME [--args JSON | key=value | key:=JSON …] [flags]\n\n")
 		fmt.Fprintln(e.stderr, "Calls the tool NAME through the tool gateway and prints its result as JSON (MCP's CallToolResult).")
@@ -172,6 +173,9 @@ func runToolsCall(ctx context.Context, args []string, e *env) int {
 	c, code, ok := f.client(ctx)
 	if !ok {
 		return code
+	}
+	if *callID != "" {
+		ctx = tools.WithCallID(ctx, *callID)
 	}
 	res, err := c.CallTool(ctx, name, callArgs)
 	if err != nil {

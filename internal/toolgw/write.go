@@ -3,12 +3,14 @@ package toolgw
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"novaos.dev/novaos/gate"
+	"novaos.dev/novaos/gateway"
 	"novaos.dev/novaos/tools"
 )
 
@@ -180,6 +182,9 @@ func (s *Service) evidence(ctx context.Context, c *Caller) []gate.Evidence {
 		return nil
 	}
 	events, err := s.deps.Runs.Events(ctx, c.Tenant, c.Run, 0, 1000)
+	if errors.Is(err, gateway.ErrNotFound) {
+		return nil // a token naming a run the gateway does not keep
+	}
 	if err != nil {
 		s.log.Warn("toolgw: read the run's calls for the gate", "run", c.Run, "err", err)
 		return nil
