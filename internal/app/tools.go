@@ -73,8 +73,8 @@ func (r toolRuns) AppendEvents(ctx context.Context, tenant, runID string, events
 	return r.svc.AppendEvents(ctx, tenant, runID, events...)
 }
 
-func (r toolRuns) Events(ctx context.Context, tenant, runID string, after int64, limit int) ([]gateway.Event, error) {
-	return r.svc.Events(ctx, tenant, runID, after, limit)
+func (r toolRuns) RecentEvents(ctx context.Context, tenant, runID string, limit int) ([]gateway.Event, error) {
+	return r.svc.RecentEvents(ctx, tenant, runID, limit)
 }
 
 func (r toolRuns) AnswerWrite(ctx context.Context, tenant, runID, callID string, approved bool, actor string) error {

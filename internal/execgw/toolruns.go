@@ -34,12 +34,14 @@ func (s *Service) AppendEvents(ctx context.Context, tenant, runID string, events
 	return err
 }
 
-// Events returns the tenant's run's events after the sequence after.
-func (s *Service) Events(ctx context.Context, tenant, runID string, after int64, limit int) ([]gateway.Event, error) {
-	if _, err := s.store.GetRun(ctx, tenant, runID); err != nil {
+// RecentEvents returns the tenant's run's latest events, at most limit,
+// in order.
+func (s *Service) RecentEvents(ctx context.Context, tenant, runID string, limit int) ([]gateway.Event, error) {
+	run, err := s.store.GetRun(ctx, tenant, runID)
+	if err != nil {
 		return nil, err
 	}
-	return s.store.Events(ctx, runID, after, limit)
+	return s.store.Events(ctx, runID, max(run.LastSequence-int64(limit), 0), limit)
 }
 
 // AnswerWrite answers the tenant's run's pause for the write callID, as a

@@ -339,3 +339,30 @@ func TestSessions(t *testing.T) {
 		t.Fatalf("deleted session: %d, want 404", status)
 	}
 }
+
+// A write carries the run's earlier calls to the gate as evidence, in
+// order, numbered from 1.
+func TestWriteEvidence(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	h.gate.verdict = gate.Verdict{Verdict: gate.Pass, Claim: &gate.Claim{Status: gate.ClaimGranted, FencingToken: 1}}
+	cs := h.client(h.token("mcp:tools:*"), tools.Path)
+	for _, id := range []string{"a", "b"} {
+		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "novaos.demo.get_item", Arguments: map[string]any{"id": id}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "novaos.demo.get_item", Arguments: map[string]any{"id": 7}}); err == nil {
+		t.Fatal("a call failing its schema succeeded")
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "novaos.demo.create_item", Arguments: map[string]any{"name": "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	h.gate.mu.Lock()
+	defer h.gate.mu.Unlock()
+	ev := h.gate.submits[0].Evidence
+	if len(ev) != 2 || ev[0].Tool != "novaos.demo.get_item" || ev[0].Provenance.Sequence != 1 || ev[1].Provenance.Sequence != 2 ||
+		ev[0].Provenance.CallID == "" || ev[0].Provenance.CallID == ev[1].Provenance.CallID || string(ev[0].Result) != `{"success":true}` {
+		t.Fatalf("evidence %+v", ev)
+	}
+}

@@ -2,6 +2,7 @@ package toolgw
 
 import (
 	"context"
+	"slices"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -155,16 +156,11 @@ func (r *recordingRuns) AppendEvents(_ context.Context, tenant, runID string, ev
 	return nil
 }
 
-func (r *recordingRuns) Events(_ context.Context, tenant, runID string, after int64, limit int) ([]gateway.Event, error) {
+func (r *recordingRuns) RecentEvents(_ context.Context, tenant, runID string, limit int) ([]gateway.Event, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []gateway.Event
-	for _, e := range r.events[tenant+"/"+runID] {
-		if e.Sequence > after && len(out) < limit {
-			out = append(out, e)
-		}
-	}
-	return out, nil
+	all := r.events[tenant+"/"+runID]
+	return slices.Clone(all[max(len(all)-limit, 0):]), nil
 }
 
 func (r *recordingRuns) AnswerWrite(context.Context, string, string, string, bool, string) error {

@@ -148,8 +148,9 @@ type Runs interface {
 	// state; a run that ended takes none (gateway.ErrNotFound when there
 	// is no such run).
 	AppendEvents(ctx context.Context, tenant, runID string, events ...gateway.Event) error
-	// Events returns the run's events after the sequence after.
-	Events(ctx context.Context, tenant, runID string, after int64, limit int) ([]gateway.Event, error)
+	// RecentEvents returns the run's latest events, at most limit, in
+	// order.
+	RecentEvents(ctx context.Context, tenant, runID string, limit int) ([]gateway.Event, error)
 	// AnswerWrite answers the run's pause for the write callID: approved
 	// queues the run again with a token bound to callID. A run that no
 	// longer waits for that answer is left as it is (no error).

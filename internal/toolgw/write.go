@@ -175,13 +175,17 @@ func (s *Service) openGateSession(ctx context.Context, c *Caller, session string
 	return nil
 }
 
+// recentEvents bounds the run's latest events read for a write's
+// evidence: a long run's early calls are left out.
+const recentEvents = 500
+
 // evidence is the run's earlier tool calls, as the gate reads a
 // trajectory: each result with its tool and outcome.
 func (s *Service) evidence(ctx context.Context, c *Caller) []gate.Evidence {
 	if s.deps.Runs == nil || c.Run == "" {
 		return nil
 	}
-	events, err := s.deps.Runs.Events(ctx, c.Tenant, c.Run, 0, 1000)
+	events, err := s.deps.Runs.RecentEvents(ctx, c.Tenant, c.Run, recentEvents)
 	if errors.Is(err, gateway.ErrNotFound) {
 		return nil // a token naming a run the gateway does not keep
 	}
