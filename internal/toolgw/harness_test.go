@@ -2,10 +2,10 @@ package toolgw
 
 import (
 	"context"
-	"slices"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
