@@ -284,6 +284,10 @@ type Store interface {
 	// AppendAudit appends one entry outside an action write (operator
 	// actions on sessions, rule changes, restarts).
 	AppendAudit(ctx context.Context, e AuditEntry) (AuditEntry, error)
+	// AppendAudits appends entries in order, all or none, as one write:
+	// a service auditing many events of its own (the tool gateway's
+	// calls) pays one commit for a batch.
+	AppendAudits(ctx context.Context, entries []AuditEntry) ([]AuditEntry, error)
 	// Audit returns entries with Seq > afterSeq in order, at most limit
 	// (default and maximum 1000).
 	Audit(ctx context.Context, afterSeq int64, limit int) ([]AuditEntry, error)

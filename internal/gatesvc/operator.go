@@ -261,9 +261,9 @@ func (s *Service) AppendAudit(ctx context.Context, entries ...gate.AuditEntry) e
 		if e.Kind == "" || e.TenantID == "" {
 			return fmt.Errorf("%w: an audit entry needs a kind and a tenant", ErrBadRequest)
 		}
-		if _, err := s.store.AppendAudit(ctx, e); err != nil {
-			return fmt.Errorf("gate: append audit: %w", err)
-		}
+	}
+	if _, err := s.store.AppendAudits(ctx, entries); err != nil {
+		return fmt.Errorf("gate: append audit: %w", err)
 	}
 	return nil
 }

@@ -19,9 +19,11 @@ const (
 // auditor writes calls to the gate's hash-chained audit log. A write-class
 // call's gate decision and acknowledgement are in the chain before it
 // answers; the entry of its result, and of every read-class call, is
-// queued and written in batches off the call's path, so an audited read
-// costs no store write while the caller waits. Entries still queued when
-// the process dies are lost; the run's events and the meter have them too.
+// queued and written in batches (one commit each) off the call's path, so
+// an audited read costs no store write while the caller waits. A batch
+// the gate cannot take is kept and tried again every auditRetry. Entries
+// still queued when the process dies are lost; the run's events and the
+// meter have them too.
 type auditor struct {
 	gate Gate
 	log  *slog.Logger
@@ -33,8 +35,13 @@ type auditor struct {
 }
 
 // maxAuditQueue bounds the entries waiting to be written; past it new
-// ones are counted and dropped, and the count is logged.
-const maxAuditQueue = 100_000
+// ones are counted and dropped, and the count is logged. maxAuditBatch
+// bounds one write.
+const (
+	maxAuditQueue = 100_000
+	maxAuditBatch = 500
+	auditRetry    = time.Second
+)
 
 func newAuditor(g Gate, log *slog.Logger) *auditor {
 	return &auditor{gate: g, log: log, wake: make(chan struct{}, 1)}
@@ -65,6 +72,7 @@ func (a *auditor) add(kind string, c *Caller, callID string, body map[string]any
 
 // run writes queued entries until ctx ends, then what is left.
 func (a *auditor) run(ctx context.Context) {
+	var retry <-chan time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -73,27 +81,36 @@ func (a *auditor) run(ctx context.Context) {
 			cancel()
 			return
 		case <-a.wake:
-			a.flush(ctx)
+		case <-retry:
+		}
+		retry = nil
+		if !a.flush(ctx) {
+			retry = time.After(auditRetry)
 		}
 	}
 }
 
-// flush writes what is queued, in order.
-func (a *auditor) flush(ctx context.Context) {
+// flush writes what is queued, in order, in batches; false when the gate
+// refused one, which stays queued, first.
+func (a *auditor) flush(ctx context.Context) bool {
 	for {
 		a.mu.Lock()
-		batch, dropped := a.queue, a.dropped
-		a.queue, a.dropped = nil, 0
+		n := min(len(a.queue), maxAuditBatch)
+		batch, dropped := a.queue[:n:n], a.dropped
+		a.queue, a.dropped = a.queue[n:], 0
 		a.mu.Unlock()
 		if dropped > 0 {
 			a.log.Error("toolgw: audit queue full; entries dropped", "dropped", dropped)
 		}
 		if len(batch) == 0 {
-			return
+			return true
 		}
 		if err := a.gate.Audit(ctx, batch...); err != nil {
-			a.log.Error("toolgw: write audit entries", "entries", len(batch), "err", err)
-			return
+			a.log.Error("toolgw: write audit entries; kept to try again", "entries", len(batch), "err", err)
+			a.mu.Lock()
+			a.queue = append(batch, a.queue...)
+			a.mu.Unlock()
+			return false
 		}
 	}
 }

@@ -366,3 +366,34 @@ func TestWriteEvidence(t *testing.T) {
 		t.Fatalf("evidence %+v", ev)
 	}
 }
+
+// Every call is audited in the gate's chain; a batch the gate refuses is
+// kept and written once it takes it again.
+func TestAuditKeepsRefusedBatches(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	h.gate.mu.Lock()
+	h.gate.auditErr = errors.New("audit store down")
+	h.gate.auditW = make(chan struct{}, 16)
+	h.gate.mu.Unlock()
+	cs := h.client(h.token("mcp:tools:*"), tools.Path)
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "novaos.demo.get_item", Arguments: map[string]any{"id": "1"}}); err != nil {
+		t.Fatal(err)
+	}
+	<-h.gate.auditW // refused once
+	h.gate.mu.Lock()
+	h.gate.auditErr = nil
+	h.gate.mu.Unlock()
+	for {
+		<-h.gate.auditW
+		h.gate.mu.Lock()
+		got := slices.Clone(h.gate.audit)
+		h.gate.mu.Unlock()
+		if len(got) == 1 {
+			if got[0].Kind != auditCall || got[0].TenantID != "acme" || got[0].SessionID != "tools-run-run-1" || got[0].ActionID == "" {
+				t.Fatalf("audit entry %+v", got[0])
+			}
+			return
+		}
+	}
+}

@@ -88,6 +88,7 @@ type scriptedGate struct {
 	acks     []gate.AckRequest
 	sessions []gate.SessionRequest
 	audit    []gate.AuditEntry
+	auditErr error
 	auditW   chan struct{}
 }
 
@@ -127,7 +128,10 @@ func (g *scriptedGate) Action(context.Context, string, string, string) (gate.Act
 
 func (g *scriptedGate) Audit(_ context.Context, entries ...gate.AuditEntry) error {
 	g.mu.Lock()
-	g.audit = append(g.audit, entries...)
+	err := g.auditErr
+	if err == nil {
+		g.audit = append(g.audit, entries...)
+	}
 	w := g.auditW
 	g.mu.Unlock()
 	if w != nil {
@@ -136,7 +140,7 @@ func (g *scriptedGate) Audit(_ context.Context, entries ...gate.AuditEntry) erro
 		default:
 		}
 	}
-	return nil
+	return err
 }
 
 // recordingRuns keeps the events the gateway shows in runs.

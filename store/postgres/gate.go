@@ -586,6 +586,36 @@ func (g *GateStore) AppendAudit(ctx context.Context, e gate.AuditEntry) (gate.Au
 	return e, nil
 }
 
+func (g *GateStore) AppendAudits(ctx context.Context, entries []gate.AuditEntry) ([]gate.AuditEntry, error) {
+	now := time.Now()
+	out := make([]gate.AuditEntry, len(entries))
+	for i, e := range entries {
+		if !auditText(&e) {
+			return nil, fmt.Errorf("postgres: append gate audit: %w", errGateText)
+		}
+		if e.At.IsZero() {
+			e.At = now
+		}
+		out[i] = e
+	}
+	if len(out) == 0 {
+		return out, nil
+	}
+	// One transaction holds the head row's lock for the whole batch.
+	err := pgx.BeginFunc(ctx, g.db.pool, func(tx pgx.Tx) error {
+		for i := range out {
+			if err := fileAndAppend(ctx, tx, nil, &out[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: append gate audit: %w", err)
+	}
+	return out, nil
+}
+
 func (g *GateStore) Audit(ctx context.Context, afterSeq int64, limit int) ([]gate.AuditEntry, error) {
 	rows, err := g.db.pool.Query(ctx, `SELECT `+sqlstore.AuditCols+`
 		FROM gate_audit WHERE seq > $1 ORDER BY seq LIMIT $2`, afterSeq, sqlstore.Limit(limit, sqlstore.MaxAuditPage))

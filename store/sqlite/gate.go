@@ -472,6 +472,27 @@ func (g *GateStore) AppendAudit(ctx context.Context, e gate.AuditEntry) (gate.Au
 	return out, nil
 }
 
+func (g *GateStore) AppendAudits(ctx context.Context, entries []gate.AuditEntry) ([]gate.AuditEntry, error) {
+	now := time.Now()
+	out := make([]gate.AuditEntry, len(entries))
+	err := g.db.wr.doAtomic(ctx, func(tx *sql.Tx) error {
+		for i, e := range entries {
+			if e.At.IsZero() {
+				e.At = now
+			}
+			var err error
+			if out[i], err = g.appendAudit(tx, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: append gate audit: %w", err)
+	}
+	return out, nil
+}
+
 func (g *GateStore) Audit(ctx context.Context, afterSeq int64, limit int) ([]gate.AuditEntry, error) {
 	rows, err := g.db.r.QueryContext(ctx, `SELECT `+sqlstore.AuditCols+`
 		FROM gate_audit WHERE seq > ? ORDER BY seq LIMIT ?`, afterSeq, sqlstore.Limit(limit, sqlstore.MaxAuditPage))

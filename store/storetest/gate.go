@@ -1050,6 +1050,24 @@ func testGateAuditChain(t *testing.T, s gate.Store) {
 			}
 		})
 	}
+	// A batch is appended in order, chained after what is there.
+	batch, err := s.AppendAudits(ctx, []gate.AuditEntry{
+		{Kind: "tool_call", TenantID: "acme", ActionID: "c1", At: gateAt(5 * time.Second), Body: json.RawMessage(`{"tool":"x"}`)},
+		{Kind: "tool_call", TenantID: "acme", ActionID: "c2", At: gateAt(6 * time.Second)},
+	})
+	if err != nil {
+		t.Fatalf("AppendAudits: %v", err)
+	}
+	if len(batch) != 2 || batch[0].Seq != 6 || batch[1].Seq != 7 || batch[0].PrevHash != prev || batch[1].PrevHash != batch[0].Hash ||
+		batch[1].Hash != gate.ChainHash(batch[0].Hash, batch[1]) {
+		t.Fatalf("AppendAudits = %+v", batch)
+	}
+	if got := readAudit(t, s); len(got) != 7 || got[6].ActionID != "c2" {
+		t.Fatalf("after the batch, %d entries", len(got))
+	}
+	if none, err := s.AppendAudits(ctx, nil); err != nil || len(none) != 0 {
+		t.Fatalf("an empty batch: %v, %v", none, err)
+	}
 	// An entry without a time is stamped by the store.
 	before := time.Now().Add(-time.Second)
 	e, err := s.AppendAudit(ctx, gate.AuditEntry{Kind: "stamped"})
