@@ -20,6 +20,7 @@ import (
 	"novaos.dev/novaos/gateway"
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/app"
+	"novaos.dev/novaos/internal/gatesvc/triage/triagetest"
 	"novaos.dev/novaos/internal/pgtest"
 	"novaos.dev/novaos/internal/toolgw/builtin"
 	"novaos.dev/novaos/internal/toolgw/upstream"
@@ -85,11 +86,37 @@ func follow(t *testing.T, c *gateway.Client, runID, after string) ([]string, str
 // person approves it at the gate, the run resumes and the write runs
 // exactly once. On SQLite and on PostgreSQL.
 func TestToolsThroughTheGateway(t *testing.T) {
-	t.Run("sqlite", func(t *testing.T) { toolsThroughTheGateway(t, app.DatabaseOptions{}) })
-	t.Run("postgres", func(t *testing.T) { toolsThroughTheGateway(t, app.DatabaseOptions{URL: pgtest.URL(t)}) })
+	t.Run("sqlite", func(t *testing.T) { toolsThroughTheGateway(t, app.DatabaseOptions{}, approveByService) })
+	t.Run("postgres", func(t *testing.T) { toolsThroughTheGateway(t, app.DatabaseOptions{URL: pgtest.URL(t)}, approveByService) })
 }
 
-func toolsThroughTheGateway(t *testing.T, db app.DatabaseOptions) {
+// The held call is approved by a person on the gate's operator page, in
+// headless Chromium.
+func TestToolsHeldCallApprovedOnTheGatePage(t *testing.T) {
+	toolsThroughTheGateway(t, app.DatabaseOptions{}, func(t *testing.T, srv *app.Server, session, action string) {
+		tok, err := srv.Issuer().Mint(context.Background(), identity.Claims{TenantID: "acme", Subject: "ops@example.com",
+			Scopes: []string{gate.ScopeOperate}}, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := triagetest.NewBrowser(t, srv.URL()+app.TriagePath)
+		b.Login(tok)
+		b.WaitForAction(session, action)
+		b.Open(session, action)
+		b.Decide(gate.DecisionApprove, "the customer asked for it")
+	})
+}
+
+// approveByService approves the held call as the operator page does.
+func approveByService(t *testing.T, srv *app.Server, session, action string) {
+	t.Helper()
+	if _, err := srv.Gate().Decide(context.Background(), "acme", session, action,
+		gate.OperatorDecision{Decision: gate.DecisionApprove}, "ops@example.com"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func toolsThroughTheGateway(t *testing.T, db app.DatabaseOptions, approve func(t *testing.T, srv *app.Server, session, action string)) {
 	var lookups atomic.Int32
 	crm := mcp.NewServer(&mcp.Implementation{Name: "crm", Version: "1"}, nil)
 	mcp.AddTool(crm, &mcp.Tool{Name: "lookup_customer", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
@@ -159,9 +186,7 @@ func toolsThroughTheGateway(t *testing.T, db app.DatabaseOptions) {
 		t.Fatalf("held actions %+v, %v", held, err)
 	}
 	h := held.Actions[0]
-	if _, err := srv.Gate().Decide(ctx, "acme", h.SessionID, h.ActionID, gate.OperatorDecision{Decision: gate.DecisionApprove}, "ops@example.com"); err != nil {
-		t.Fatal(err)
-	}
+	approve(t, srv, h.SessionID, h.ActionID)
 	second, _, end := follow(t, c, res.RunID, lastID)
 	if !end.IsTerminal() || end.IsFailure() {
 		t.Fatalf("the resumed run ended on %+v (%v)", end, second)
