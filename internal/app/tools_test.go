@@ -87,7 +87,9 @@ func follow(t *testing.T, c *gateway.Client, runID, after string) ([]string, str
 // exactly once. On SQLite and on PostgreSQL.
 func TestToolsThroughTheGateway(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) { toolsThroughTheGateway(t, app.DatabaseOptions{}, approveByService) })
-	t.Run("postgres", func(t *testing.T) { toolsThroughTheGateway(t, app.DatabaseOptions{URL: pgtest.URL(t)}, approveByService) })
+	t.Run("postgres", func(t *testing.T) {
+		toolsThroughTheGateway(t, app.DatabaseOptions{URL: pgtest.URL(t)}, approveByService)
+	})
 }
 
 // The held call is approved by a person on the gate's operator page, in
