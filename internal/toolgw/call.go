@@ -34,8 +34,37 @@ func (s *Service) toolMethods(next mcp.MethodHandler) mcp.MethodHandler {
 		if method == "tools/list" {
 			return s.list(ctx, r)
 		}
-		return s.call(ctx, r)
+		res, err := s.call(ctx, r)
+		if err == nil && res != nil && newProtocol(req) {
+			return completeResult{res}, nil
+		}
+		return res, err
 	}
+}
+
+// newProtocol reports whether req was made under MCP 2026-07-28 or later,
+// as the SDK tells: its _meta names the protocol version.
+func newProtocol(req mcp.Request) bool {
+	v, _ := req.GetParams().GetMeta()[mcp.MetaKeyProtocolVersion].(string)
+	return v >= "2026-07-28"
+}
+
+// completeResult is a tools/call result marked final (resultType
+// "complete"), which clients of MCP 2026-07-28 require of it. The SDK
+// marks the results of the tools registered with it only, and keeps the
+// field unexported, so the gateway, which answers tools/call itself,
+// writes the mark into the result's JSON.
+type completeResult struct{ *mcp.CallToolResult }
+
+func (r completeResult) MarshalJSON() ([]byte, error) {
+	b, err := r.CallToolResult.MarshalJSON()
+	if err != nil || len(b) < 2 || b[0] != '{' {
+		return b, err
+	}
+	if b[1] == '}' {
+		return []byte(`{"resultType":"complete"}`), nil
+	}
+	return append([]byte(`{"resultType":"complete",`), b[1:]...), nil
 }
 
 func requestOf(req mcp.Request) *request {
@@ -59,7 +88,11 @@ func (s *Service) list(ctx context.Context, r *request) (*mcp.ListToolsResult, e
 	if err != nil {
 		return nil, s.unavailable("the tenant's tool policy could not be loaded", err)
 	}
-	out := &mcp.ListToolsResult{Tools: []*mcp.Tool{}}
+	// The list depends on the caller's token and the tenant's policy, so
+	// no cache may share it between callers (MCP's cacheScope "private",
+	// which 2026-07-28 clients require to be present), and a policy may
+	// change at any time (ttlMs 0: stale at once).
+	out := &mcp.ListToolsResult{Tools: []*mcp.Tool{}, Cacheable: mcp.Cacheable{CacheScope: "private"}}
 	seen := map[string]bool{}
 	for _, p := range s.deps.Providers {
 		list, err := p.Tools(ctx, r.caller)

@@ -48,6 +48,10 @@ func TestListFollowsScopes(t *testing.T) {
 			if got := names(res.Tools); !slices.Equal(got, tc.want) {
 				t.Fatalf("listed %v, want %v", got, tc.want)
 			}
+			// A list filtered for its caller is no cache's to share.
+			if res.CacheScope != "private" || res.TTLMs != 0 {
+				t.Fatalf("cacheScope %q ttlMs %d, want private and 0", res.CacheScope, res.TTLMs)
+			}
 		})
 	}
 }
@@ -395,5 +399,34 @@ func TestAuditKeepsRefusedBatches(t *testing.T) {
 			}
 			return
 		}
+	}
+}
+
+// A tools/call result is marked final (resultType "complete") for a
+// client of MCP 2026-07-28, which requires the mark, and left as it was
+// for a client of an earlier revision.
+func TestCallResultType(t *testing.T) {
+	h := newHarness(t)
+	tok := h.token("mcp:tools:demo")
+	modern := `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	for _, tc := range []struct {
+		name, meta string
+		header     map[string]string
+		want       any
+	}{
+		{"2026-07-28", modern, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "novaos.demo.echo"}, "complete"},
+		{"2025-11-25", "", map[string]string{"MCP-Protocol-Version": "2025-11-25"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"novaos.demo.echo","arguments":{}` + tc.meta + `}}`
+			status, _, resp := h.rpc(tok, tools.Path, body, tc.header)
+			res, ok := resp["result"].(map[string]any)
+			if status != http.StatusOK || !ok {
+				t.Fatalf("call: %d %v", status, resp)
+			}
+			if res["resultType"] != tc.want || res["content"] == nil {
+				t.Fatalf("result %v: resultType %v, want %v, and the content", res, res["resultType"], tc.want)
+			}
+		})
 	}
 }
