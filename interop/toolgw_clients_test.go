@@ -272,7 +272,7 @@ type inspector struct {
 	node, script, home string
 	// catalog is mcpdo's catalog of servers (MCP_CATALOG_PATH).
 	catalog string
-	env                []string
+	env     []string
 	// secrets are scrubbed from every output shown.
 	secrets []string
 }
