@@ -354,10 +354,9 @@ func TestSeedShapedAgent(t *testing.T) {
 
 	// The run shows every call as the gateway saw it, in order: each
 	// read-class call and its result, the held write (the gateway's
-	// tool.write_confirmation_required, then the run's own when it pauses
-	// on the agent's write confirmation, read from the agent's data part),
-	// and the approved write's one successful result, under the held
-	// call's id.
+	// tool.write_confirmation_required, which the run's pause on the
+	// agent's write confirmation does not repeat), and the approved
+	// write's one successful result, under the held call's id.
 	type shown struct {
 		Type, Tool, CallID string
 		Success            bool
@@ -387,7 +386,6 @@ func TestSeedShapedAgent(t *testing.T) {
 		{gateway.EventToolCall, memorysvc.ToolWrite, false}, {gateway.EventToolResult, memorysvc.ToolWrite, false},
 		{gateway.EventToolCall, upstreamTool, false}, {gateway.EventToolResult, upstreamTool, false},
 		{gateway.EventToolCall, builtin.NotifyWebhook, true}, {gateway.EventWriteConfirmationRequired, builtin.NotifyWebhook, true},
-		{gateway.EventWriteConfirmationRequired, builtin.NotifyWebhook, true},
 		{gateway.EventToolCall, builtin.NotifyWebhook, true}, {gateway.EventToolResult, builtin.NotifyWebhook, true},
 	}
 	ok := len(got) == len(want)

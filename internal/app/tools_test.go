@@ -206,9 +206,21 @@ func toolsThroughTheGateway(t *testing.T, db app.DatabaseOptions, approve func(t
 	if call < 0 || conf < call || result < 0 {
 		t.Fatalf("events %v: want tool.call, tool.write_confirmation_required, tool.result in order", all)
 	}
-	t.Logf("run events: %v", all)
+	if n := countOf(all, gateway.EventWriteConfirmationRequired); n != 1 {
+		t.Fatalf("events %v: the pause announced %d times", all, n)
+	}
 	rec, err := srv.Gate().Get(ctx, "acme", h.SessionID, h.ActionID)
 	if err != nil || rec.State != gate.ActionExecuted {
 		t.Fatalf("the action is %s (%v), want executed", rec.State, err)
 	}
+}
+
+func countOf(list []string, v string) int {
+	n := 0
+	for _, s := range list {
+		if s == v {
+			n++
+		}
+	}
+	return n
 }

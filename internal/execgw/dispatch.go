@@ -273,8 +273,11 @@ func (dl *delivery) settle(ctx context.Context, t *turn, pending []gateway.Event
 				r.Pause = toJSON(t.end.pause)
 				r.PendingInput = nil
 				r.LeaseOwner, r.LeaseUntil = "", time.Time{}
-				return append(events, statusEvent(gateway.StatusWaitingUser, t.end.reason),
-					gateway.Event{Type: t.end.pause.Type, Payload: t.end.pause.Payload})
+				events = append(events, statusEvent(gateway.StatusWaitingUser, t.end.reason))
+				if p := t.end.pause; p.Type != gateway.EventWriteConfirmationRequired || !s.raised.take(r.ID, p.CallID) {
+					events = append(events, gateway.Event{Type: p.Type, Payload: p.Payload})
+				}
+				return events
 			}
 			return append(events, end(r, t.end.status, t.end.reason, now)...)
 		})

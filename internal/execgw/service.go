@@ -201,6 +201,7 @@ type Service struct {
 
 	closing   chan struct{}
 	closeOnce sync.Once
+	raised    raisedPauses
 	handBack  atomic.Bool // set by a Shutdown with time left
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"sync"
 	"time"
 
 	"novaos.dev/novaos/gateway"
@@ -16,7 +17,9 @@ import (
 // tenant named, as the caller's verified token named it.
 
 // AppendEvents adds events to the tenant's run; a run that ended takes
-// none.
+// none. A write confirmation raised here (the tool gateway holding a
+// call) is the run's: when the agent then pauses on the same call, the
+// pause is not announced again (raised).
 func (s *Service) AppendEvents(ctx context.Context, tenant, runID string, events ...gateway.Event) error {
 	run, err := s.store.GetRun(ctx, tenant, runID)
 	if err != nil {
@@ -31,7 +34,48 @@ func (s *Service) AppendEvents(ctx context.Context, tenant, runID string, events
 	if errors.Is(err, errStop) {
 		return nil
 	}
+	if err == nil {
+		for _, e := range events {
+			if e.Type == gateway.EventWriteConfirmationRequired {
+				var p struct {
+					CallID string `json:"call_id"`
+				}
+				if json.Unmarshal(e.Payload, &p) == nil && p.CallID != "" {
+					s.raised.add(runID, p.CallID)
+				}
+			}
+		}
+	}
 	return err
+}
+
+// raisedPauses remembers the write confirmations raised in runs by the
+// tool gateway in this process, until the run pauses on them. A pause
+// raised on another replica is announced twice; nothing else differs.
+type raisedPauses struct {
+	mu sync.Mutex
+	m  map[[2]string]time.Time
+}
+
+const maxRaisedPauses = 10_000
+
+func (r *raisedPauses) add(run, call string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil || len(r.m) >= maxRaisedPauses {
+		r.m = map[[2]string]time.Time{}
+	}
+	r.m[[2]string{run, call}] = time.Now()
+}
+
+// take reports whether the pause on call was raised in run, forgetting it.
+func (r *raisedPauses) take(run, call string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := [2]string{run, call}
+	_, ok := r.m[k]
+	delete(r.m, k)
+	return ok
 }
 
 // RecentEvents returns the tenant's run's latest events, at most limit,

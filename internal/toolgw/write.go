@@ -104,8 +104,13 @@ func (s *Service) callWrite(ctx context.Context, r *request, p Provider, call *R
 			Elicitations: []tools.Elicitation{{Mode: "url", ElicitationID: call.CallID, URL: s.deps.BaseURL + s.o.GatePage,
 				Message: "A person must approve this call of " + name + " on the gate page."}}}
 		s.runEvent(ctx, c, eventToolCall, map[string]any{"call_id": call.CallID, "tool": name, "class": tools.ClassWrite})
-		s.runEvent(ctx, c, eventWriteHeld, map[string]any{"call_id": call.CallID, "tool_name": name, "session_id": session,
-			"rule_id_cited": v.RuleIDCited, "rationale": clip(v.Rationale)})
+		// The run's pause, in the shape the execution gateway announces an
+		// agent's write confirmation in, so a run that then pauses on this
+		// call is not announced twice.
+		held := map[string]any{"call_id": call.CallID, "tool_name": name, "session_id": session, "action_id": call.CallID,
+			"rule_id_cited": v.RuleIDCited, "rationale": clip(v.Rationale)}
+		s.runEvent(ctx, c, eventWriteHeld, map[string]any{"write_confirmation": held, "call_id": call.CallID, "tool_name": name,
+			"content": "A person must approve this call of " + name + " on the gate page."})
 		s.audit.add(auditRefused, c, call.CallID, map[string]any{"tool": name, "verdict": v.Verdict, "run_id": c.Run})
 		return nil, rpcError(tools.CodeWriteConfirmationRequired, "a person must approve this call first ("+tools.ReasonHITLRequired+")", data)
 	case v.Verdict == gate.AlreadyExecuted:
