@@ -261,6 +261,9 @@ func (dl *delivery) settle(ctx context.Context, t *turn, pending []gateway.Event
 	now := s.o.Now()
 	if t != nil && t.end != nil {
 		final := t.finish()
+		// Decided once: the write below may run again on a conflict.
+		announce := t.end.pause != nil && (t.end.pause.Type != gateway.EventWriteConfirmationRequired ||
+			!s.raised.take(dl.current().ID, t.end.pause.CallID))
 		_ = dl.write(ctx, func(r *gateway.Run) []gateway.Event {
 			t.setTask(r)
 			events := append(slices.Clone(pending), final...)
@@ -274,8 +277,8 @@ func (dl *delivery) settle(ctx context.Context, t *turn, pending []gateway.Event
 				r.PendingInput = nil
 				r.LeaseOwner, r.LeaseUntil = "", time.Time{}
 				events = append(events, statusEvent(gateway.StatusWaitingUser, t.end.reason))
-				if p := t.end.pause; p.Type != gateway.EventWriteConfirmationRequired || !s.raised.take(r.ID, p.CallID) {
-					events = append(events, gateway.Event{Type: p.Type, Payload: p.Payload})
+				if announce {
+					events = append(events, gateway.Event{Type: t.end.pause.Type, Payload: t.end.pause.Payload})
 				}
 				return events
 			}
