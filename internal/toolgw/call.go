@@ -278,6 +278,15 @@ func (s *Service) callID(r *request) string {
 	return newCallID()
 }
 
+// freshCallID is the id of a call that is not the one a resume token is
+// bound to: the client's own, else a new one.
+func freshCallID(r *request) string {
+	if id := r.env.Params.Meta.CallID; validCallID(id) && id != r.caller.CallID {
+		return id
+	}
+	return newCallID()
+}
+
 // validCallID reports whether a client's call id may be used: 1 to 64 of
 // a-z, A-Z, 0-9, '_', '-' and '.'.
 func validCallID(id string) bool {
