@@ -245,3 +245,59 @@ func TestResumedRunWrites(t *testing.T) {
 		t.Fatalf("create_item ran %d times, want once (the approved call)", n)
 	}
 }
+
+// Shutdown lets calls in flight finish while its context lasts and cuts
+// them off when it ends: a write cut off answers -31503 and is not
+// acknowledged, so it waits at the gate for an operator.
+func TestShutdownCutsOffCalls(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		cut      bool
+		wantCode int64
+		acks     int
+	}{
+		{name: "the context ends: cut off", cut: true, wantCode: tools.CodeUnavailable},
+		{name: "the context lasts: the call finishes", acks: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.gate.verdict = gate.Verdict{Verdict: gate.Pass, Claim: &gate.Claim{Status: gate.ClaimGranted, FencingToken: 3}}
+			release := make(chan struct{})
+			h.demo.block, h.demo.entered = release, make(chan string, 1)
+			cs := h.client(h.token("mcp:tools:*"), tools.Path)
+			done := make(chan error, 1)
+			go func() {
+				_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "novaos.demo.create_item", Arguments: map[string]any{"name": "x"}})
+				done <- err
+			}()
+			<-h.demo.entered
+			ctx, cancel := context.WithCancel(context.Background())
+			if tc.cut {
+				cancel()
+			}
+			if err := h.svc.Shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			cancel()
+			if !tc.cut {
+				close(release)
+			}
+			err := <-done
+			if tc.wantCode == 0 {
+				if err != nil {
+					t.Fatalf("call: %v", err)
+				}
+			} else {
+				code, reason, msg := rpcCode(t, err)
+				if code != tc.wantCode || reason != tools.ReasonUnavailable {
+					t.Fatalf("error %d %s (%q), want %d %s", code, reason, msg, tc.wantCode, tools.ReasonUnavailable)
+				}
+			}
+			h.gate.mu.Lock()
+			defer h.gate.mu.Unlock()
+			if len(h.gate.acks) != tc.acks {
+				t.Fatalf("%d acknowledgements, want %d", len(h.gate.acks), tc.acks)
+			}
+		})
+	}
+}

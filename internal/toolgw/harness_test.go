@@ -27,6 +27,8 @@ type demoProvider struct {
 	// block, when set, holds demo calls until it is closed.
 	block chan struct{}
 	fail  error
+	// entered, when set, is told each call's tool as it starts.
+	entered chan string
 }
 
 var demoTools = []Tool{
@@ -55,8 +57,11 @@ func (p *demoProvider) Find(_ context.Context, _ *Caller, name string) (*Tool, b
 func (p *demoProvider) Call(ctx context.Context, r *Request) (*mcp.CallToolResult, error) {
 	p.mu.Lock()
 	p.calls[r.Tool.Name]++
-	block, fail := p.block, p.fail
+	block, fail, entered := p.block, p.fail, p.entered
 	p.mu.Unlock()
+	if entered != nil {
+		entered <- r.Tool.Name
+	}
 	if block != nil {
 		select {
 		case <-block:
