@@ -183,7 +183,7 @@ func (s *shop) waitRan(tool string) {
 // timeout passes at once, or the token issuer's, so a token expires.
 type testClock struct{ offset atomic.Int64 }
 
-func (c *testClock) Now() time.Time            { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *testClock) Now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
 func (c *testClock) advance(d time.Duration) { c.offset.Add(int64(d)) }
 
 // toolFaultOptions are o with what every fault test needs: the gate on
@@ -364,12 +364,15 @@ func writing(s gate.ActionState) func(string, gate.ActionState) bool {
 }
 
 // flakyGate is a gate store that fails or stalls on demand, as the gate's
-// database would when down or slow.
+// database would when down or slow. It wraps every method (no embedding),
+// so a method added to the contract must be given its fault here too.
 type flakyGate struct {
-	gate.Store
+	inner gate.Store
 	mu    sync.Mutex
 	fault *storeFault
 }
+
+var _ gate.Store = (*flakyGate)(nil)
 
 func (g *flakyGate) set(f *storeFault) {
 	g.mu.Lock()
@@ -401,74 +404,116 @@ func (g *flakyGate) CreateSession(ctx context.Context, s gate.SessionRecord) (ga
 	if _, err := g.enter(ctx, "CreateSession", ""); err != nil {
 		return gate.SessionRecord{}, err
 	}
-	return g.Store.CreateSession(ctx, s)
+	return g.inner.CreateSession(ctx, s)
 }
 
 func (g *flakyGate) GetSession(ctx context.Context, tenant, id string) (gate.SessionRecord, error) {
 	if _, err := g.enter(ctx, "GetSession", ""); err != nil {
 		return gate.SessionRecord{}, err
 	}
-	return g.Store.GetSession(ctx, tenant, id)
+	return g.inner.GetSession(ctx, tenant, id)
 }
 
 func (g *flakyGate) UpdateSession(ctx context.Context, s gate.SessionRecord) (gate.SessionRecord, error) {
 	if _, err := g.enter(ctx, "UpdateSession", ""); err != nil {
 		return gate.SessionRecord{}, err
 	}
-	return g.Store.UpdateSession(ctx, s)
+	return g.inner.UpdateSession(ctx, s)
 }
 
 func (g *flakyGate) WriteAction(ctx context.Context, w gate.ActionWrite) (gate.ActionRecord, error) {
 	late, err := g.enter(ctx, "WriteAction", w.Record.State)
 	if late {
-		_, _ = g.Store.WriteAction(context.WithoutCancel(ctx), w)
+		_, _ = g.inner.WriteAction(context.WithoutCancel(ctx), w)
 	}
 	if err != nil {
 		return gate.ActionRecord{}, err
 	}
-	return g.Store.WriteAction(ctx, w)
+	return g.inner.WriteAction(ctx, w)
 }
 
 func (g *flakyGate) GetAction(ctx context.Context, tenant, session, action string) (gate.ActionRecord, error) {
 	if _, err := g.enter(ctx, "GetAction", ""); err != nil {
 		return gate.ActionRecord{}, err
 	}
-	return g.Store.GetAction(ctx, tenant, session, action)
+	return g.inner.GetAction(ctx, tenant, session, action)
 }
 
 func (g *flakyGate) ListActions(ctx context.Context, f gate.ActionFilter) ([]gate.ActionRecord, error) {
 	if _, err := g.enter(ctx, "ListActions", ""); err != nil {
 		return nil, err
 	}
-	return g.Store.ListActions(ctx, f)
+	return g.inner.ListActions(ctx, f)
 }
 
 func (g *flakyGate) ExpiringHolds(ctx context.Context, before time.Time, limit int) ([]gate.ActionRecord, error) {
 	if _, err := g.enter(ctx, "ExpiringHolds", ""); err != nil {
 		return nil, err
 	}
-	return g.Store.ExpiringHolds(ctx, before, limit)
+	return g.inner.ExpiringHolds(ctx, before, limit)
 }
 
 func (g *flakyGate) Aggregate(ctx context.Context, qs []gate.LedgerQuery) ([]gate.LedgerTotal, error) {
 	if _, err := g.enter(ctx, "Aggregate", ""); err != nil {
 		return nil, err
 	}
-	return g.Store.Aggregate(ctx, qs)
+	return g.inner.Aggregate(ctx, qs)
 }
 
 func (g *flakyGate) RuleSet(ctx context.Context, tenant string, version int64) (gate.RuleSetRecord, error) {
 	if _, err := g.enter(ctx, "RuleSet", ""); err != nil {
 		return gate.RuleSetRecord{}, err
 	}
-	return g.Store.RuleSet(ctx, tenant, version)
+	return g.inner.RuleSet(ctx, tenant, version)
 }
 
 func (g *flakyGate) AppendAudit(ctx context.Context, e gate.AuditEntry) (gate.AuditEntry, error) {
 	if _, err := g.enter(ctx, "AppendAudit", ""); err != nil {
 		return gate.AuditEntry{}, err
 	}
-	return g.Store.AppendAudit(ctx, e)
+	return g.inner.AppendAudit(ctx, e)
+}
+
+func (g *flakyGate) PutRuleSet(ctx context.Context, r gate.RuleSetRecord) (gate.RuleSetRecord, error) {
+	if _, err := g.enter(ctx, "PutRuleSet", ""); err != nil {
+		return gate.RuleSetRecord{}, err
+	}
+	return g.inner.PutRuleSet(ctx, r)
+}
+
+func (g *flakyGate) RuleSetTenants(ctx context.Context) ([]string, error) {
+	if _, err := g.enter(ctx, "RuleSetTenants", ""); err != nil {
+		return nil, err
+	}
+	return g.inner.RuleSetTenants(ctx)
+}
+
+func (g *flakyGate) AppendAudits(ctx context.Context, entries []gate.AuditEntry) ([]gate.AuditEntry, error) {
+	if _, err := g.enter(ctx, "AppendAudits", ""); err != nil {
+		return nil, err
+	}
+	return g.inner.AppendAudits(ctx, entries)
+}
+
+func (g *flakyGate) Audit(ctx context.Context, afterSeq int64, limit int) ([]gate.AuditEntry, error) {
+	if _, err := g.enter(ctx, "Audit", ""); err != nil {
+		return nil, err
+	}
+	return g.inner.Audit(ctx, afterSeq, limit)
+}
+
+func (g *flakyGate) AuditHead(ctx context.Context) (int64, string, error) {
+	if _, err := g.enter(ctx, "AuditHead", ""); err != nil {
+		return 0, "", err
+	}
+	return g.inner.AuditHead(ctx)
+}
+
+func (g *flakyGate) Heartbeat(ctx context.Context, now time.Time) (time.Time, error) {
+	if _, err := g.enter(ctx, "Heartbeat", ""); err != nil {
+		return time.Time{}, err
+	}
+	return g.inner.Heartbeat(ctx, now)
 }
 
 // flakyServer starts a server on SQLite whose gate store is flaky, with
@@ -481,7 +526,7 @@ func flakyServer(t *testing.T, clk *testClock, gateTimeout time.Duration) (*app.
 	}
 	t.Cleanup(func() { db.Close() }) // after the server's shutdown
 	st := db.Stores()
-	fg := &flakyGate{Store: st.Gate}
+	fg := &flakyGate{inner: st.Gate}
 	st.Gate = fg
 	o := toolFaultOptions(clk, &app.Options{Stores: st})
 	o.Tools.GateTimeout = gateTimeout
@@ -786,8 +831,8 @@ func TestToolFaultTokenExpiredMidRun(t *testing.T) {
 	got := <-errs
 	for i, err := range got {
 		e, ok := errors.AsType[*tools.Error](err)
-		if !ok || e.Status != http.StatusUnauthorized || e.Code != tools.CodeUnauthorized {
-			t.Fatalf("call %d with the expired token: %v, want 401 (%d)", i, err, tools.CodeUnauthorized)
+		if !ok || e.Status != http.StatusUnauthorized || e.Code != tools.CodeUnauthorized || !strings.Contains(e.Message, "expired") {
+			t.Fatalf("call %d with the expired token: %v, want 401 (%d) saying it expired", i, err, tools.CodeUnauthorized)
 		}
 	}
 	wantRuns(t, sh, 0, 1)
@@ -892,4 +937,26 @@ func testReplicaKilled(t *testing.T, opts func() *app.Options) {
 	if s := state(t, b, h); s != gate.ActionExecuted {
 		t.Fatalf("the settled call is %s, want executed", s)
 	}
+}
+
+// A run resumed after its write was approved makes that write once; a
+// later write of the run, with other arguments, is held on its own under
+// a new call id, not refused as the approved call changed.
+func TestToolResumedRunWritesAgain(t *testing.T) {
+	clk := &testClock{}
+	srv := start(t, toolFaultOptions(clk, &app.Options{DataDir: t.TempDir()}))
+	sh := newShop(t)
+	registerShop(t, srv, sh, 0)
+	b := newBot(t)
+	resumed, h := b.approved(srv)
+	callOK(t, resumed, refundTool, refundArgs)
+	_, err := resumed.CallTool(context.Background(), refundTool, map[string]any{"order": "o-77", "amount": 12})
+	w, ok := errors.AsType[*tools.WriteConfirmationRequired](err)
+	if !ok || w.Data.CallID == "" || w.Data.CallID == h.CallID {
+		t.Fatalf("the resumed run's next refund: %v, want it held under a new call id", err)
+	}
+	if s := state(t, srv, tools.WriteConfirmationData{SessionID: w.Data.SessionID, ActionID: w.Data.ActionID}); s != gate.ActionHeld {
+		t.Fatalf("the next refund is %s, want held", s)
+	}
+	wantRuns(t, sh, 1, 0)
 }
