@@ -219,16 +219,22 @@ func (s *Service) run(ctx context.Context, p Provider, call *Request, class tool
 	}
 	s.runEvent(ctx, call.Caller, eventToolCall, map[string]any{"call_id": call.CallID, "tool": call.Tool.Name, "class": class})
 	cctx, cancel := context.WithTimeout(ctx, timeout)
+	unhook := context.AfterFunc(s.calls, cancel)
 	start := time.Now()
 	res, err := p.Call(cctx, call)
 	elapsed := time.Since(start)
 	timedOut := cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
+	cutOff := err != nil && !timedOut && s.calls.Err() != nil && ctx.Err() == nil
+	unhook()
 	cancel()
 	if err == nil && res == nil {
 		err = Failf(tools.ReasonUnavailable, "the tool answered nothing")
 	}
 	outcome, size := "ok", 0
 	switch {
+	case cutOff:
+		err = Failf(tools.ReasonUnavailable, "the server shut down during the call")
+		outcome = "failed"
 	case timedOut:
 		err = Failf(tools.ReasonTimeout, "no answer within %s", timeout)
 		outcome = "timeout"
@@ -273,6 +279,15 @@ func (s *Service) callID(r *request) string {
 		return r.caller.CallID
 	}
 	if id := r.env.Params.Meta.CallID; validCallID(id) {
+		return id
+	}
+	return newCallID()
+}
+
+// freshCallID is the id of a call that is not the one a resume token is
+// bound to: the client's own, else a new one.
+func freshCallID(r *request) string {
+	if id := r.env.Params.Meta.CallID; validCallID(id) && id != r.caller.CallID {
 		return id
 	}
 	return newCallID()

@@ -59,4 +59,11 @@
 //   - The meter counts since the process started; the audit chain is the
 //     durable record.
 //   - Without a gate, write-class calls are refused.
+//   - A gate that is down or slower than GateTimeout refuses the write as
+//     unavailable (-31503): nothing ran, and a retry is judged afresh. A
+//     write claimed and not acknowledged (its call failed or timed out in
+//     flight, its replica died) may have run: the same approved call is
+//     refused (ALREADY_EXECUTED) until an operator settles it at the gate.
+//   - Shutdown lets calls in flight finish while its context lasts, then
+//     cuts them off; a write cut off is left claimed, as above.
 package toolgw

@@ -165,7 +165,17 @@ func (s *Service) authenticate(w http.ResponseWriter, r *http.Request) (*Caller,
 	claims, err := s.deps.Tokens.Verify(r.Context(), tok)
 	if err != nil {
 		if errors.Is(err, identity.ErrInvalid) {
-			s.challenge(w, "invalid_token", "the token is not valid")
+			// Why, in as much as tells the caller what to do: a token that
+			// expired mid-run, or whose run ended, is refreshed or dropped,
+			// not fixed.
+			msg := "the token is not valid"
+			switch {
+			case errors.Is(err, identity.ErrExpired):
+				msg = "the token has expired"
+			case errors.Is(err, identity.ErrRevoked):
+				msg = "the token has been revoked"
+			}
+			s.challenge(w, "invalid_token", msg)
 			return nil, false
 		}
 		s.log.Error("toolgw: verify a token", "err", err)

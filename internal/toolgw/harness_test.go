@@ -1,6 +1,7 @@
 package toolgw
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -26,6 +27,8 @@ type demoProvider struct {
 	// block, when set, holds demo calls until it is closed.
 	block chan struct{}
 	fail  error
+	// entered, when set, is told each call's tool as it starts.
+	entered chan string
 }
 
 var demoTools = []Tool{
@@ -54,8 +57,11 @@ func (p *demoProvider) Find(_ context.Context, _ *Caller, name string) (*Tool, b
 func (p *demoProvider) Call(ctx context.Context, r *Request) (*mcp.CallToolResult, error) {
 	p.mu.Lock()
 	p.calls[r.Tool.Name]++
-	block, fail := p.block, p.fail
+	block, fail, entered := p.block, p.fail, p.entered
 	p.mu.Unlock()
+	if entered != nil {
+		entered <- r.Tool.Name
+	}
 	if block != nil {
 		select {
 		case <-block:
@@ -80,9 +86,17 @@ func (p *demoProvider) count(name string) int {
 // scriptedGate answers every submit with its verdict and records what it
 // was asked.
 type scriptedGate struct {
-	mu       sync.Mutex
-	verdict  gate.Verdict
-	err      error
+	mu      sync.Mutex
+	verdict gate.Verdict
+	err     error
+	// judge, when set, answers each submit in place of verdict.
+	judge func(gate.Action) gate.Verdict
+	// claim is the status Claim answers (default granted).
+	claim gate.ClaimStatus
+	// step, when set, runs first in OpenSession, Submit, Claim and Ack
+	// (named "open", "submit", "claim", "ack"), outside the lock: an
+	// error is the method's, and it may block, as a slow gate does.
+	step     func(ctx context.Context, name string) error
 	submits  []gate.Action
 	claims   []gate.ClaimRequest
 	acks     []gate.AckRequest
@@ -92,33 +106,65 @@ type scriptedGate struct {
 	auditW   chan struct{}
 }
 
-func (g *scriptedGate) OpenSession(_ context.Context, _ *Caller, req gate.SessionRequest) error {
+// enter runs the step hook of the method name.
+func (g *scriptedGate) enter(ctx context.Context, name string) error {
+	g.mu.Lock()
+	step := g.step
+	g.mu.Unlock()
+	if step == nil {
+		return nil
+	}
+	return step(ctx, name)
+}
+
+func (g *scriptedGate) OpenSession(ctx context.Context, _ *Caller, req gate.SessionRequest) error {
+	if err := g.enter(ctx, "open"); err != nil {
+		return err
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.sessions = append(g.sessions, req)
 	return g.err
 }
 
-func (g *scriptedGate) Submit(_ context.Context, _ *Caller, act gate.Action) (gate.Verdict, error) {
+func (g *scriptedGate) Submit(ctx context.Context, _ *Caller, act gate.Action) (gate.Verdict, error) {
+	if err := g.enter(ctx, "submit"); err != nil {
+		return gate.Verdict{}, err
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.submits = append(g.submits, act)
 	v := g.verdict
+	if g.judge != nil {
+		v = g.judge(act)
+	}
 	v.ActionID, v.SessionID = act.ActionID, act.SessionID
 	return v, g.err
 }
 
-func (g *scriptedGate) Claim(_ context.Context, _ *Caller, req gate.ClaimRequest) (gate.Claim, error) {
+func (g *scriptedGate) Claim(ctx context.Context, _ *Caller, req gate.ClaimRequest) (gate.Claim, error) {
+	if err := g.enter(ctx, "claim"); err != nil {
+		return gate.Claim{}, err
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.claims = append(g.claims, req)
+	status := cmp.Or(g.claim, gate.ClaimGranted)
+	if status != gate.ClaimGranted {
+		return gate.Claim{SessionID: req.SessionID, ActionID: req.ActionID, Status: status}, nil
+	}
 	return gate.Claim{SessionID: req.SessionID, ActionID: req.ActionID, Status: gate.ClaimGranted, FencingToken: 7}, nil
 }
 
-func (g *scriptedGate) Ack(_ context.Context, _ *Caller, req gate.AckRequest) (gate.Ack, error) {
+// Ack records the acknowledgement even when the step hook fails it: the
+// gateway asked.
+func (g *scriptedGate) Ack(ctx context.Context, _ *Caller, req gate.AckRequest) (gate.Ack, error) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	g.acks = append(g.acks, req)
+	g.mu.Unlock()
+	if err := g.enter(ctx, "ack"); err != nil {
+		return gate.Ack{}, err
+	}
 	return gate.Ack{SessionID: req.SessionID, ActionID: req.ActionID}, nil
 }
 
@@ -199,6 +245,13 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
+	return newHarnessWith(t, nil)
+}
+
+// newHarnessWith is newHarness with the gateway's options o, and extra
+// providers after the demo one.
+func newHarnessWith(t *testing.T, o *Options, extra ...Provider) *harness {
+	t.Helper()
 	iss, err := auth.Open("", auth.Options{Issuer: "http://novaos.test"})
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +259,7 @@ func newHarness(t *testing.T) *harness {
 	h := &harness{t: t, issuer: iss, demo: &demoProvider{calls: map[string]int{}},
 		gate: &scriptedGate{verdict: gate.Verdict{Verdict: gate.Pass}}, runs: &recordingRuns{events: map[string][]gateway.Event{}},
 		store: tools.NewMemStore()}
-	h.svc = New(Deps{Store: h.store, Tokens: iss, Providers: []Provider{h.demo}, Gate: h.gate, Runs: h.runs, BaseURL: "http://novaos.test"}, nil)
+	h.svc = New(Deps{Store: h.store, Tokens: iss, Providers: append([]Provider{h.demo}, extra...), Gate: h.gate, Runs: h.runs, BaseURL: "http://novaos.test"}, o)
 	mux := http.NewServeMux()
 	for _, r := range h.svc.Routes() {
 		mux.Handle(r.Pattern, r.Handler)

@@ -199,6 +199,11 @@ type Service struct {
 
 	decided chan struct{} // a gate decision was made in this process
 
+	// calls ends when Shutdown's context does: the calls still in flight
+	// are then cut off.
+	calls    context.Context
+	cutCalls context.CancelFunc
+
 	openedMu sync.Mutex
 	opened   map[string]time.Time // gate sessions this process opened, by tenant/session
 }
@@ -208,6 +213,7 @@ func New(deps Deps, o *Options) *Service {
 	opts := o.withDefaults()
 	s := &Service{o: opts, deps: deps, log: opts.Logger.With("service", "toolgw"),
 		inflight: make(chan struct{}, opts.MaxInflight), meter: newMeter(), decided: make(chan struct{}, 1), opened: map[string]time.Time{}}
+	s.calls, s.cutCalls = context.WithCancel(context.Background())
 	s.policies = newPolicies(deps.Store, opts.Now)
 	s.sessions = newSessionCache(deps.Store, opts.SessionIdle, opts.Now)
 	s.audit = newAuditor(deps.Gate, s.log)
@@ -246,8 +252,13 @@ func (s *Service) Run(ctx context.Context) {
 }
 
 // Shutdown releases what the providers hold (upstream processes and
-// sessions).
-func (s *Service) Shutdown(context.Context) error {
+// sessions). Calls in flight run on until ctx ends, then are cut off: a
+// provider's Close waits for its calls, which may run for minutes. A
+// write cut off stays claimed without an acknowledgement, for an
+// operator to settle at the gate.
+func (s *Service) Shutdown(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, s.cutCalls)
+	defer stop()
 	for _, p := range s.deps.Providers {
 		if c, ok := p.(interface{ Close() error }); ok {
 			if err := c.Close(); err != nil {

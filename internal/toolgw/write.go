@@ -53,7 +53,11 @@ func (s *Service) callWrite(ctx context.Context, r *request, p Provider, call *R
 			return nil, s.gateDown(name, err)
 		}
 		if v.Reason == gate.ResumeFingerprintMismatch {
+			// Another call than the approved one (a later write of the
+			// resumed run): it is judged on its own, under an id of its
+			// own, as the approved call's id names the approved content.
 			act.ActionID, act.Resume = "", false
+			call.CallID = freshCallID(r)
 		} else {
 			call.CallID = c.CallID
 		}
@@ -80,6 +84,9 @@ func (s *Service) callWrite(ctx context.Context, r *request, p Provider, call *R
 		}
 		if claim.Status != gate.ClaimGranted {
 			s.audit.add(auditRefused, c, call.CallID, map[string]any{"tool": name, "claim": claim.Status, "run_id": c.Run})
+			if claim.Status == gate.ClaimExecutionUnconfirmed {
+				return nil, unconfirmed(name, call.CallID)
+			}
 			return nil, rpcError(tools.CodeForbidden, fmt.Sprintf("the approved call %s was %s: it runs once", call.CallID, claim.Status),
 				&tools.ErrorData{Code: tools.ReasonAlreadyExecuted, Tool: name})
 		}
@@ -116,6 +123,14 @@ func (s *Service) callWrite(ctx context.Context, r *request, p Provider, call *R
 	case v.Verdict == gate.AlreadyExecuted:
 		return nil, rpcError(tools.CodeForbidden, "the approved call "+call.CallID+" has run already: it runs once",
 			&tools.ErrorData{Code: tools.ReasonAlreadyExecuted, Tool: name})
+	case v.Verdict == gate.ExecutionUnconfirmed:
+		s.audit.add(auditRefused, c, call.CallID, map[string]any{"tool": name, "verdict": v.Verdict, "run_id": c.Run})
+		return nil, unconfirmed(name, call.CallID)
+	case v.Verdict == gate.Kill && v.Reason == gate.ReasonStore:
+		// The gate could not read or record a decision: it decided
+		// nothing and keeps no record, so this is the gate down, and a
+		// retry is judged afresh.
+		return nil, s.gateDown(name, fmt.Errorf("the gate answered %s", v.Reason))
 	default:
 		why := string(v.Reason)
 		if why == "" {
@@ -226,6 +241,16 @@ func (s *Service) evidence(ctx context.Context, c *Caller) []gate.Evidence {
 		}
 	}
 	return out
+}
+
+// unconfirmed refuses an approved call whose earlier attempt claimed it
+// and never acknowledged it (its replica died, or its tool failed or
+// timed out in flight): it may have run, so it is not made again, and
+// an operator settles it at the gate.
+func unconfirmed(tool, callID string) error {
+	return rpcError(tools.CodeForbidden, "the approved call "+callID+" may have run already: an earlier attempt claimed it and never confirmed it, "+
+		"so it is not made again; an operator confirms at the gate whether it ran",
+		&tools.ErrorData{Code: tools.ReasonAlreadyExecuted, Tool: tool})
 }
 
 // gateDown refuses a write the gate could not judge: fail closed.
