@@ -204,7 +204,7 @@ func (s *Service) call(ctx context.Context, r *request) (*mcp.CallToolResult, er
 			r.gateOnly = true
 		}
 	}
-	call := &Request{Caller: c, Tool: t, Arguments: args, CallID: s.callID(r)}
+	call := &Request{Caller: c, Tool: t, Arguments: args, CallID: freshCallID(r)}
 	if class == tools.ClassWrite {
 		return s.callWrite(ctx, r, p, call)
 	}
@@ -271,21 +271,10 @@ func (s *Service) run(ctx context.Context, p Provider, call *Request, class tool
 	return res, nil
 }
 
-// callID is the id of a call: the call a resume token is bound to, else
-// the id the client gave it (so its own tool events and the run's agree),
-// else a new one.
-func (s *Service) callID(r *request) string {
-	if r.caller.CallID != "" {
-		return r.caller.CallID
-	}
-	if id := r.env.Params.Meta.CallID; validCallID(id) {
-		return id
-	}
-	return newCallID()
-}
-
-// freshCallID is the id of a call that is not the one a resume token is
-// bound to: the client's own, else a new one.
+// freshCallID is the id of a call: the one the client gave it (so its own
+// tool events and the run's agree), else a new one; never the call a
+// resume token is bound to, which only the write that call approved
+// takes (callWrite).
 func freshCallID(r *request) string {
 	if id := r.env.Params.Meta.CallID; validCallID(id) && id != r.caller.CallID {
 		return id

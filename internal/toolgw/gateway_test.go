@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"novaos.dev/novaos/gate"
+	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/tools"
 )
 
@@ -428,5 +429,24 @@ func TestCallResultType(t *testing.T) {
 				t.Fatalf("result %v: resultType %v, want %v, and the content", res, res["resultType"], tc.want)
 			}
 		})
+	}
+}
+
+// A resumed run's token is bound to its approved call; its other calls
+// keep ids of their own.
+func TestResumeTokenBindsOnlyTheApprovedCall(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	tok := h.tokenFor(identity.Claims{TenantID: "acme", AgentID: "bot", RunID: "run-1", CallID: "call_approved", Scopes: []string{"mcp:tools:*"}})
+	cs := h.client(tok, tools.Path)
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "novaos.demo.get_item", Arguments: map[string]any{"id": "1"}}); err != nil {
+		t.Fatal(err)
+	}
+	h.runs.mu.Lock()
+	defer h.runs.mu.Unlock()
+	for _, e := range h.runs.events["acme/run-1"] {
+		if strings.Contains(string(e.Payload), "call_approved") {
+			t.Fatalf("a read took the approved call's id: %s %s", e.Type, e.Payload)
+		}
 	}
 }

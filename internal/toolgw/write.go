@@ -57,7 +57,6 @@ func (s *Service) callWrite(ctx context.Context, r *request, p Provider, call *R
 			// resumed run): it is judged on its own, under an id of its
 			// own, as the approved call's id names the approved content.
 			act.ActionID, act.Resume = "", false
-			call.CallID = freshCallID(r)
 		} else {
 			call.CallID = c.CallID
 		}
