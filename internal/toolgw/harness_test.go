@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -86,9 +88,12 @@ func (p *demoProvider) count(name string) int {
 // scriptedGate answers every submit with its verdict and records what it
 // was asked.
 type scriptedGate struct {
-	mu      sync.Mutex
-	verdict gate.Verdict
-	err     error
+	mu sync.Mutex
+	// records answer Action, by tenant/session/action; actionErr fails it.
+	records   map[string]gate.ActionRecord
+	actionErr error
+	verdict   gate.Verdict
+	err       error
 	// judge, when set, answers each submit in place of verdict.
 	judge func(gate.Action) gate.Verdict
 	// claim is the status Claim answers (default granted).
@@ -168,8 +173,17 @@ func (g *scriptedGate) Ack(ctx context.Context, _ *Caller, req gate.AckRequest) 
 	return gate.Ack{SessionID: req.SessionID, ActionID: req.ActionID}, nil
 }
 
-func (g *scriptedGate) Action(context.Context, string, string, string) (gate.ActionRecord, error) {
-	return gate.ActionRecord{}, gate.ErrNotFound
+func (g *scriptedGate) Action(_ context.Context, tenant, session, action string) (gate.ActionRecord, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.actionErr != nil {
+		return gate.ActionRecord{}, g.actionErr
+	}
+	rec, ok := g.records[tenant+"/"+session+"/"+action]
+	if !ok {
+		return gate.ActionRecord{}, gate.ErrNotFound
+	}
+	return rec, nil
 }
 
 func (g *scriptedGate) Audit(_ context.Context, entries ...gate.AuditEntry) error {
@@ -193,6 +207,20 @@ func (g *scriptedGate) Audit(_ context.Context, entries ...gate.AuditEntry) erro
 type recordingRuns struct {
 	mu     sync.Mutex
 	events map[string][]gateway.Event
+	// waiting are the runs WaitingWrites lists, two to a page; answers
+	// are what AnswerWrite was told, sent on answered when it is set.
+	waiting  []WaitingWrite
+	answers  []answer
+	answered chan answer
+	// emptyPages are pages WaitingWrites answers first with no write
+	// confirmation on them (runs waiting for other answers).
+	emptyPages int
+}
+
+type answer struct {
+	WaitingWrite
+	Approved bool
+	Actor    string
 }
 
 func (r *recordingRuns) AppendEvents(_ context.Context, tenant, runID string, events ...gateway.Event) error {
@@ -213,12 +241,43 @@ func (r *recordingRuns) RecentEvents(_ context.Context, tenant, runID string, li
 	return slices.Clone(all[max(len(all)-limit, 0):]), nil
 }
 
-func (r *recordingRuns) AnswerWrite(context.Context, string, string, string, bool, string) error {
+func (r *recordingRuns) AnswerWrite(_ context.Context, tenant, runID, callID string, approved bool, actor string) error {
+	a := answer{WaitingWrite{tenant, runID, callID}, approved, actor}
+	r.mu.Lock()
+	// An answered run waits no more, as the execution gateway's.
+	r.waiting = slices.DeleteFunc(r.waiting, func(w WaitingWrite) bool { return w == a.WaitingWrite })
+	r.answers = append(r.answers, a)
+	ch := r.answered
+	r.mu.Unlock()
+	if ch != nil {
+		ch <- a
+	}
 	return nil
 }
 
-func (r *recordingRuns) WaitingWrites(context.Context, string, int) ([]WaitingWrite, string, error) {
-	return nil, "", nil
+// WaitingWrites pages by run id, as the execution gateway pages by a key,
+// so a run answered between pages moves no other.
+func (r *recordingRuns) WaitingWrites(_ context.Context, after string, _ int) ([]WaitingWrite, string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n, ok := strings.CutPrefix(after, "empty-"); ok || after == "" && r.emptyPages > 0 {
+		i, _ := strconv.Atoi(n)
+		if i < r.emptyPages {
+			return nil, "empty-" + strconv.Itoa(i+1), nil
+		}
+		after = ""
+	}
+	var page []WaitingWrite
+	for _, w := range r.waiting {
+		if w.RunID > after {
+			page = append(page, w)
+		}
+	}
+	slices.SortFunc(page, func(a, b WaitingWrite) int { return strings.Compare(a.RunID, b.RunID) })
+	if len(page) <= 2 {
+		return page, "", nil
+	}
+	return page[:2], page[1].RunID, nil
 }
 
 func (r *recordingRuns) types(tenant, run string) []string {

@@ -54,7 +54,7 @@ func (s *Service) checkHolds(ctx context.Context) error {
 				s.log.Warn("toolgw: answer a run's held write", "run", w.RunID, "call", w.CallID, "err", err)
 			}
 		}
-		if next == "" || len(list) == 0 {
+		if next == "" || next == after {
 			return nil
 		}
 		after = next
