@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,6 +28,10 @@ import (
 type benchPlatform struct {
 	direct, gateway *mcp.ClientSession
 	read, write     string // the gateway's names of the upstream's tools
+	// directURL and gatewayURL are the two MCP endpoints, token an
+	// agent's token for the gateway.
+	directURL, gatewayURL string
+	token                 secret.Value
 }
 
 // startBenchPlatform serves novaos on loopback with db as its database
@@ -73,13 +78,14 @@ func startBenchPlatform(b *testing.B, db string) *benchPlatform {
 	if err := bench.SetUpTools(ctx, hc, srv.URL(), admin, "echo", upstreamURL); err != nil {
 		b.Fatal(err)
 	}
-	p := &benchPlatform{read: "novaos.echo." + bench.ToolsEcho, write: "novaos.echo." + bench.ToolsWrite}
+	p := &benchPlatform{read: "novaos.echo." + bench.ToolsEcho, write: "novaos.echo." + bench.ToolsWrite,
+		directURL: upstreamURL, gatewayURL: srv.URL() + tools.Path}
 	if p.direct, err = bench.ConnectMCP(ctx, upstreamURL, hc, secret.Value{}); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { p.direct.Close() })
-	agent := mint(identity.Claims{TenantID: "bench", AgentID: "bench-agent", Scopes: []string{"mcp:tools:echo"}})
-	if p.gateway, err = bench.ConnectMCP(ctx, srv.URL()+tools.Path, hc, agent); err != nil {
+	p.token = mint(identity.Claims{TenantID: "bench", AgentID: "bench-agent", Scopes: []string{"mcp:tools:echo"}})
+	if p.gateway, err = bench.ConnectMCP(ctx, p.gatewayURL, hc, p.token); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { p.gateway.Close() })
@@ -130,26 +136,31 @@ func BenchmarkToolCall(b *testing.B) {
 	}
 }
 
-// BenchmarkToolCallParallel is BenchmarkToolCall's read-class sides from
-// eight clients at once, each with its own session.
+// BenchmarkToolCallParallel is BenchmarkToolCall's read-class sides on
+// SQLite from eight clients at once, each with a session of its own.
 func BenchmarkToolCallParallel(b *testing.B) {
 	p := startBenchPlatform(b, "")
-	b.Run(bench.ScenarioToolsDirect, func(b *testing.B) { parallelCalls(b, p, false) })
-	b.Run(bench.ScenarioToolsRead, func(b *testing.B) { parallelCalls(b, p, true) })
+	b.Run(bench.ScenarioToolsDirect, func(b *testing.B) { parallelCalls(b, p.directURL, secret.Value{}, bench.ToolsEcho) })
+	b.Run(bench.ScenarioToolsRead, func(b *testing.B) { parallelCalls(b, p.gatewayURL, p.token, p.read) })
 }
 
-func parallelCalls(b *testing.B, p *benchPlatform, viaGateway bool) {
+func parallelCalls(b *testing.B, endpoint string, tok secret.Value, tool string) {
+	hc := bench.NewClient(8)
+	defer hc.CloseIdleConnections()
 	b.ReportAllocs()
 	b.SetParallelism(4) // 8 clients on 2 cores
+	var id atomic.Int64
 	b.RunParallel(func(pb *testing.PB) {
-		cs, tool := p.direct, bench.ToolsEcho
-		if viaGateway {
-			cs, tool = p.gateway, p.read
+		cs, err := bench.ConnectMCP(context.Background(), endpoint, hc, tok)
+		if err != nil {
+			b.Error(err)
+			return
 		}
-		n := 0
+		defer cs.Close()
+		client, n := id.Add(1), 0
 		for pb.Next() {
 			n++
-			if err := bench.CallEcho(context.Background(), cs, tool, fmt.Sprintf("call %p %d", &n, n)); err != nil {
+			if err := bench.CallEcho(context.Background(), cs, tool, fmt.Sprintf("client %d call %d", client, n)); err != nil {
 				b.Error(err)
 				return
 			}
