@@ -706,3 +706,46 @@ func TestClose(t *testing.T) {
 		t.Errorf("Find after Close: %v", err)
 	}
 }
+
+// A session dialled by a call made inside an MCP server's handler, as
+// the gateway's calls are, initializes as the provider's client would
+// anywhere: the calling server's protocol revision is its caller's, not
+// the provider's, and a session-era upstream refuses it.
+func TestDialFromInsideAServer(t *testing.T) {
+	e := newEnv(t, &Options{AllowPrivate: true})
+	up := newUpServer(t, false)
+	e.register("up", tools.ServerRequest{Transport: tools.TransportHTTP, URL: up.endpoint()})
+	tool, ok, err := e.p.Find(context.Background(), acme, "novaos.up.echo")
+	if !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	// Find dialled a session outside any server; drop it, so that the
+	// call dials its own.
+	e.p.forget(key{"acme", "up"})
+	front := mcp.NewServer(&mcp.Implementation{Name: "front", Version: "1"}, nil)
+	mcp.AddTool(front, &mcp.Tool{Name: "relay"}, func(ctx context.Context, _ *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, any, error) {
+		res, err := e.p.Call(ctx, &toolgw.Request{Caller: acme, Tool: tool, Arguments: mustJSON(t, in)})
+		if err != nil {
+			return nil, nil, err
+		}
+		return res, nil, nil
+	})
+	srv := newTestServer(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return front },
+		&mcp.StreamableHTTPOptions{Stateless: true}))
+	c := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "relay", Arguments: map[string]string{"text": "through"}})
+	if err != nil {
+		t.Fatalf("relayed call: %v", err)
+	}
+	if res.IsError {
+		t.Fatalf("relayed call failed: %s", text(t, res))
+	}
+	if len(e.sessionsOf("up")) != 1 {
+		t.Fatalf("sessions %v, want the one the call dialled", e.sessionsOf("up"))
+	}
+}
