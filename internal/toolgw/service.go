@@ -4,7 +4,10 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/gate"
@@ -206,6 +209,15 @@ type Service struct {
 
 	openedMu sync.Mutex
 	opened   map[string]time.Time // gate sessions this process opened, by tenant/session
+
+	// impl is the MCP server's identity, which stateless-era results
+	// carry.
+	impl *mcp.Implementation
+	// sdkOnly leaves every request to the SDK's server, as if fastPath
+	// took none: the tests compare the two paths, and fastServed counts
+	// the requests the fast path answered.
+	sdkOnly    bool
+	fastServed atomic.Int64
 }
 
 // New returns the gateway over deps.
