@@ -63,6 +63,8 @@ func runBench(ctx context.Context, args []string, e *env) int {
 		return runBenchGate(ctx, args[1:], e)
 	case "runs":
 		return runBenchRuns(ctx, args[1:], e)
+	case "tools":
+		return runBenchTools(ctx, args[1:], e)
 	}
 	fmt.Fprintf(e.stderr, "novaos bench: unknown target %q\n", args[0])
 	benchUsage(e.stderr)
@@ -81,6 +83,8 @@ func benchUsage(w io.Writer) {
 	fmt.Fprintln(w, "          loopback round trip pair; --judge fake adds the judge path's overhead")
 	fmt.Fprintln(w, "  runs    execution gateway runs of echo (execute, then its event stream) against direct A2A streaming calls;")
 	fmt.Fprintln(w, "          first-event latency, resume after a cut, memory per 1,000 open event streams")
+	fmt.Fprintln(w, "  tools   tools/call of an upstream MCP server through the tool gateway against the same call made directly, and")
+	fmt.Fprintln(w, "          write-class calls the gate passes; one client, then --c")
 }
 
 // benchReport is the --json output.

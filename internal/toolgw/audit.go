@@ -21,9 +21,10 @@ const (
 // answers; the entry of its result, and of every read-class call, is
 // queued and written in batches (one commit each) off the call's path, so
 // an audited read costs no store write while the caller waits. A batch
-// the gate cannot take is kept and tried again every auditRetry. Entries
-// still queued when the process dies are lost; the run's events and the
-// meter have them too.
+// gathers for the delay after its first entry: a commit per call would
+// cost the store more than the call. A batch the gate cannot take is kept
+// and tried again every auditRetry. Entries still queued when the process
+// dies are lost; the run's events and the meter have them too.
 type auditor struct {
 	gate Gate
 	log  *slog.Logger
@@ -32,6 +33,7 @@ type auditor struct {
 	queue   []gate.AuditEntry
 	wake    chan struct{}
 	dropped int64
+	delay   time.Duration
 }
 
 // maxAuditQueue bounds the entries waiting to be written; past it new
@@ -43,8 +45,8 @@ const (
 	auditRetry    = time.Second
 )
 
-func newAuditor(g Gate, log *slog.Logger) *auditor {
-	return &auditor{gate: g, log: log, wake: make(chan struct{}, 1)}
+func newAuditor(g Gate, log *slog.Logger, delay time.Duration) *auditor {
+	return &auditor{gate: g, log: log, wake: make(chan struct{}, 1), delay: delay}
 }
 
 func (a *auditor) add(kind string, c *Caller, callID string, body map[string]any) {
@@ -81,6 +83,15 @@ func (a *auditor) run(ctx context.Context) {
 			cancel()
 			return
 		case <-a.wake:
+			if a.delay > 0 {
+				gather := time.NewTimer(a.delay)
+				select {
+				case <-gather.C:
+				case <-ctx.Done():
+					gather.Stop()
+					continue // to the final flush
+				}
+			}
 		case <-retry:
 		}
 		retry = nil

@@ -34,6 +34,14 @@ type envelope struct {
 			CallID string `json:"novaos.dev/call_id"`
 		} `json:"_meta"`
 	} `json:"params"`
+
+	// plain is set when the body holds only the members the SDK reads,
+	// spelt as it spells them (fast.go); jsonrpc, hasParams and meta are
+	// read for such a body only.
+	plain     bool
+	jsonrpc   json.RawMessage
+	hasParams bool
+	meta      json.RawMessage
 }
 
 // request is what one HTTP request hands the tool methods: the caller
@@ -55,7 +63,8 @@ const requestKey = "novaos.toolgw.request"
 
 // handler is the gateway's MCP endpoint.
 func (s *Service) handler() http.Handler {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "novaos-tools", Title: "NovaOS tool gateway", Version: s.o.Version},
+	s.impl = &mcp.Implementation{Name: "novaos-tools", Title: "NovaOS tool gateway", Version: s.o.Version}
+	srv := mcp.NewServer(s.impl,
 		&mcp.ServerOptions{
 			Instructions: "One governed door to the platform's tools and the tenant's MCP servers. Identity comes from the bearer token.",
 			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
@@ -146,6 +155,10 @@ func (s *Service) handler() http.Handler {
 					return
 				}
 			}
+		}
+		if fa, ok := s.fastPath(r, c, env); ok {
+			s.serveFast(w, r, req, fa)
+			return
 		}
 		r = r.WithContext(context.WithValue(r.Context(), requestCtxKey{}, req))
 		withRequest.ServeHTTP(w, r)
@@ -247,6 +260,15 @@ func parseEnvelope(data []byte) (env *envelope, status, code int, msg string) {
 	b := bytes.TrimLeft(data, " \t\r\n")
 	if len(b) > 0 && b[0] == '[' {
 		return nil, http.StatusBadRequest, -32600, "JSON-RPC batches are not supported: send one request per POST"
+	}
+	if strictjson.Check(data, plainShape) == nil {
+		// The one pass the common request takes; its checks include
+		// envelopeCheck's.
+		env, err := decodePlain(data)
+		if err != nil {
+			return nil, http.StatusBadRequest, -32600, "the body is not a JSON-RPC request"
+		}
+		return env, 0, 0, ""
 	}
 	if err := strictjson.Check(data, envelopeCheck); err != nil {
 		if se, ok := errors.AsType[*strictjson.Error](err); ok && se.Problem == strictjson.Duplicate {

@@ -292,7 +292,7 @@ func (r *recordingRuns) types(tenant, run string) []string {
 
 // harness is a gateway over the demo provider, served on loopback.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	svc    *Service
 	srv    *httptest.Server
 	issuer *auth.Issuer
@@ -309,7 +309,7 @@ func newHarness(t *testing.T) *harness {
 
 // newHarnessWith is newHarness with the gateway's options o, and extra
 // providers after the demo one.
-func newHarnessWith(t *testing.T, o *Options, extra ...Provider) *harness {
+func newHarnessWith(t testing.TB, o *Options, extra ...Provider) *harness {
 	t.Helper()
 	iss, err := auth.Open("", auth.Options{Issuer: "http://novaos.test"})
 	if err != nil {

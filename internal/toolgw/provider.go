@@ -52,6 +52,11 @@ type Tool struct {
 	Scopes []string
 	// Timeout is the call's ceiling; zero means the provider's default.
 	Timeout time.Duration
+	// Source is what the provider's Find read to find the tool (an
+	// upstream server's registration), handed back to its Call with the
+	// tool so that a call reads it once; the gateway neither reads nor
+	// changes it, and a provider checks what it gets back.
+	Source any
 }
 
 // Request is one call a Provider runs.

@@ -4,7 +4,10 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/gate"
@@ -37,6 +40,9 @@ const (
 	DefaultEvidence = 20
 	// DefaultMaxInflight bounds the calls in flight in this process.
 	DefaultMaxInflight = 1024
+	// DefaultAuditDelay is how long calls' audit entries gather before
+	// one commit writes them.
+	DefaultAuditDelay = 10 * time.Millisecond
 	// DefaultGateTimeout bounds each step of a write-class call at the
 	// gate (open, submit, claim, acknowledge); a gate slower than that is
 	// down, and the write fails closed.
@@ -72,6 +78,12 @@ type Options struct {
 	// checked against the gate's decisions (default 2s); a decision made
 	// in this process wakes the check at once (Service.Decided).
 	HoldCheckEvery time.Duration
+	// AuditDelay is how long the audit entries of calls (every read, and
+	// each write's result) gather after the first before they are written
+	// in one commit (default DefaultAuditDelay); negative writes each at
+	// once. Queued entries are lost with the process, so a longer delay
+	// loses more and commits less.
+	AuditDelay time.Duration
 }
 
 func (o *Options) withDefaults() Options {
@@ -114,6 +126,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if out.HoldCheckEvery <= 0 {
 		out.HoldCheckEvery = 2 * time.Second
+	}
+	if out.AuditDelay == 0 {
+		out.AuditDelay = DefaultAuditDelay
 	}
 	return out
 }
@@ -206,6 +221,15 @@ type Service struct {
 
 	openedMu sync.Mutex
 	opened   map[string]time.Time // gate sessions this process opened, by tenant/session
+
+	// impl is the MCP server's identity, which stateless-era results
+	// carry.
+	impl *mcp.Implementation
+	// sdkOnly leaves every request to the SDK's server, as if fastPath
+	// took none: the tests compare the two paths, and fastServed counts
+	// the requests the fast path answered.
+	sdkOnly    bool
+	fastServed atomic.Int64
 }
 
 // New returns the gateway over deps.
@@ -216,7 +240,7 @@ func New(deps Deps, o *Options) *Service {
 	s.calls, s.cutCalls = context.WithCancel(context.Background())
 	s.policies = newPolicies(deps.Store, opts.Now)
 	s.sessions = newSessionCache(deps.Store, opts.SessionIdle, opts.Now)
-	s.audit = newAuditor(deps.Gate, s.log)
+	s.audit = newAuditor(deps.Gate, s.log, opts.AuditDelay)
 	return s
 }
 

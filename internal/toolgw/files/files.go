@@ -145,6 +145,11 @@ func (p *Provider) Tools(ctx context.Context, c *toolgw.Caller) ([]toolgw.Tool, 
 }
 
 func (p *Provider) Find(ctx context.Context, c *toolgw.Caller, name string) (*toolgw.Tool, bool, error) {
+	// The gateway asks for every name it is sent: another server's
+	// costs no catalog.
+	if tools.Server(name) != tools.ServerFiles {
+		return nil, false, nil
+	}
 	for _, t := range catalog() {
 		if t.Name == name {
 			return &t, true, nil

@@ -43,9 +43,12 @@
 //     with tools.ReasonUnavailable, without dialling, until a probe
 //     succeeds.
 //   - A server's tool list is cached for Options.ListTTL. The
-//     registration itself is read from the store on every call, so a
-//     changed, disabled or removed registration takes effect at once (and
-//     drops the old sessions and list), on every replica.
+//     registration itself is read from the store for every call, once,
+//     when the gateway looks the tool up (Find hands it to Call as the
+//     tool's Source; a call made more than Options.LookupReuse later reads
+//     it again), so a changed, disabled or removed registration takes
+//     effect at once (and drops the old sessions and list), on every
+//     replica.
 //   - A tool whose name is not a gateway tool name once prefixed
 //     (tools.ValidName), or whose schema is too large, is left out and
 //     logged. An upstream's readOnlyHint and idempotentHint read as false

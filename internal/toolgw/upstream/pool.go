@@ -374,7 +374,7 @@ func (u *upstream) dial(ctx context.Context, reg *tools.UpstreamServer) (*sessio
 	default:
 		return nil, toolgw.Failf(tools.ReasonUnavailable, "upstream %s has no transport this server knows", reg.Name)
 	}
-	cs, err := u.client.Connect(ctx, t, nil)
+	cs, err := u.client.Connect(valueless{ctx}, t, nil)
 	if err != nil {
 		if s.takeSlot() {
 			// Connect closed what it started; the process has exited.
@@ -387,6 +387,17 @@ func (u *upstream) dial(ctx context.Context, reg *tools.UpstreamServer) (*sessio
 	go s.watch()
 	return s, nil
 }
+
+// valueless is a context's deadline and cancellation without its values,
+// for dialling. A session outlives the call that dialled it and keeps its
+// dial context's values, and a call that came through the gateway's own
+// MCP server carries that server's marks (the caller's protocol revision):
+// the SDK's client would read them as its own and initialize with the
+// caller's revision rather than the one it negotiates, which a server of
+// the session era refuses.
+type valueless struct{ context.Context }
+
+func (valueless) Value(any) any { return nil }
 
 // list returns the server's tools, from the cache while it is fresh.
 func (p *Provider) list(ctx context.Context, u *upstream, reg *tools.UpstreamServer) ([]toolgw.Tool, error) {

@@ -34,6 +34,7 @@ const (
 	DefaultMaxStdioProcesses    = 16
 	DefaultMaxSessionsPerServer = 4
 	DefaultListTTL              = 30 * time.Second
+	DefaultLookupReuse          = time.Second
 	DefaultMaxServersPerTenant  = 64
 	DefaultMaxToolsPerServer    = 512
 	DefaultMaxSchemaBytes       = 64 << 10
@@ -76,6 +77,10 @@ type Options struct {
 	MaxSessionsPerServer int
 	// ListTTL is how long a server's tool list is reused (default 30 s).
 	ListTTL time.Duration
+	// LookupReuse is how long the registration read when the gateway
+	// looked a tool up serves that call (default 1 s): the call is made
+	// without reading it again, unless the gate, say, took longer.
+	LookupReuse time.Duration
 	// BreakerThreshold consecutive failures open a server's circuit for
 	// BreakerReset (resilience's defaults: 5 and 30 s).
 	BreakerThreshold int
@@ -112,6 +117,7 @@ func (o *Options) withDefaults() Options {
 	setDef(&v.MaxStdioProcesses, DefaultMaxStdioProcesses)
 	setDef(&v.MaxSessionsPerServer, DefaultMaxSessionsPerServer)
 	setDef(&v.ListTTL, DefaultListTTL)
+	setDef(&v.LookupReuse, DefaultLookupReuse)
 	setDef(&v.BreakerThreshold, resilience.DefaultThreshold)
 	setDef(&v.BreakerReset, resilience.DefaultReset)
 	setDef(&v.MaxServersPerTenant, DefaultMaxServersPerTenant)
@@ -310,6 +316,9 @@ func (p *Provider) Find(ctx context.Context, c *toolgw.Caller, name string) (*to
 	for _, t := range list {
 		if t.Name == name {
 			// A copy: the list is the cache's, shared with other callers.
+			// Call uses the registration read here, so a call reads it
+			// once.
+			t.Source = &lookup{reg: reg, at: p.o.Now()}
 			return &t, true, nil
 		}
 	}
@@ -345,9 +354,12 @@ func (p *Provider) Call(ctx context.Context, r *toolgw.Request) (*mcp.CallToolRe
 	if r == nil || r.Caller == nil || r.Caller.Tenant == "" || r.Tool == nil {
 		return nil, errors.New("upstream: a call needs a caller with a tenant and a tool")
 	}
-	reg, ok, err := p.registration(ctx, r.Caller.Tenant, r.Tool.Name)
-	if err != nil {
-		return nil, err
+	reg, ok := p.foundUnder(r)
+	var err error
+	if !ok {
+		if reg, ok, err = p.registration(ctx, r.Caller.Tenant, r.Tool.Name); err != nil {
+			return nil, err
+		}
 	}
 	if !ok {
 		return nil, toolgw.Failf(tools.ReasonToolNotFound, "no upstream server serves %s", r.Tool.Name)
@@ -380,6 +392,27 @@ func (p *Provider) Call(ctx context.Context, r *toolgw.Request) (*mcp.CallToolRe
 		return nil, toolgw.Failf(tools.ReasonUnavailable, "upstream %s answered no result", reg.Name)
 	}
 	return res, nil
+}
+
+// lookup is what Find read to find a tool, and when.
+type lookup struct {
+	reg *tools.UpstreamServer
+	at  time.Time
+}
+
+// foundUnder returns the registration Find read for r's tool while it
+// serves the call: read within Options.LookupReuse, the caller's tenant's,
+// of the server the tool's name names, enabled.
+func (p *Provider) foundUnder(r *toolgw.Request) (*tools.UpstreamServer, bool) {
+	l, ok := r.Tool.Source.(*lookup)
+	if !ok || l == nil || l.reg == nil || p.o.Now().Sub(l.at) >= p.o.LookupReuse {
+		return nil, false
+	}
+	reg := l.reg
+	if reg.Disabled || reg.TenantID != r.Caller.Tenant || reg.Name != tools.Server(r.Tool.Name) {
+		return nil, false
+	}
+	return reg, true
 }
 
 // rpcErrorResult is an upstream's JSON-RPC error as a failed result: the

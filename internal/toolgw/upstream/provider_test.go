@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -352,6 +353,9 @@ func TestRegistrationChanges(t *testing.T) {
 	if _, ok, _ := e.p.Find(ctx, acme, "novaos.up.echo"); ok {
 		t.Error("a removed server's tool was found from the cache")
 	}
+	// A call made past LookupReuse after its lookup reads the
+	// registration again.
+	e.clock.advance(DefaultLookupReuse)
 	_, err = e.p.Call(ctx, &toolgw.Request{Caller: acme, Tool: echo, Arguments: []byte(`{"text":"x"}`)})
 	if reason(err) != tools.ReasonToolNotFound {
 		t.Errorf("calling a removed server's tool: %v; want %s", err, tools.ReasonToolNotFound)
@@ -704,5 +708,111 @@ func TestClose(t *testing.T) {
 	if _, _, err := e.p.Find(context.Background(), acme, "novaos.disk.echo"); reason(err) != tools.ReasonUnavailable ||
 		!strings.Contains(err.Error(), "shutting down") {
 		t.Errorf("Find after Close: %v", err)
+	}
+}
+
+// A session dialled by a call made inside an MCP server's handler, as
+// the gateway's calls are, initializes as the provider's client would
+// anywhere: the calling server's protocol revision is its caller's, not
+// the provider's, and a session-era upstream refuses it.
+func TestDialFromInsideAServer(t *testing.T) {
+	e := newEnv(t, &Options{AllowPrivate: true})
+	up := newUpServer(t, false)
+	e.register("up", tools.ServerRequest{Transport: tools.TransportHTTP, URL: up.endpoint()})
+	tool, ok, err := e.p.Find(context.Background(), acme, "novaos.up.echo")
+	if !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	// Find dialled a session outside any server; drop it, so that the
+	// call dials its own.
+	e.p.forget(key{"acme", "up"})
+	front := mcp.NewServer(&mcp.Implementation{Name: "front", Version: "1"}, nil)
+	mcp.AddTool(front, &mcp.Tool{Name: "relay"}, func(ctx context.Context, _ *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, any, error) {
+		res, err := e.p.Call(ctx, &toolgw.Request{Caller: acme, Tool: tool, Arguments: mustJSON(t, in)})
+		if err != nil {
+			return nil, nil, err
+		}
+		return res, nil, nil
+	})
+	srv := newTestServer(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return front },
+		&mcp.StreamableHTTPOptions{Stateless: true}))
+	c := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "relay", Arguments: map[string]string{"text": "through"}})
+	if err != nil {
+		t.Fatalf("relayed call: %v", err)
+	}
+	if res.IsError {
+		t.Fatalf("relayed call failed: %s", text(t, res))
+	}
+	if len(e.sessionsOf("up")) != 1 {
+		t.Fatalf("sessions %v, want the one the call dialled", e.sessionsOf("up"))
+	}
+}
+
+// countingStore counts the registration reads of a store.
+type countingStore struct {
+	tools.ServerStore
+	gets atomic.Int64
+}
+
+func (s *countingStore) GetServer(ctx context.Context, tenant, name string) (tools.UpstreamServer, error) {
+	s.gets.Add(1)
+	return s.ServerStore.GetServer(ctx, tenant, name)
+}
+
+// A call reads its registration once, when its tool is looked up; a
+// lookup that is not the caller's, not the tool's, or too old is read
+// again.
+func TestLookupServesItsCall(t *testing.T) {
+	e := newEnv(t, &Options{AllowPrivate: true})
+	up := newUpServer(t, true)
+	e.register("up", tools.ServerRequest{Transport: tools.TransportHTTP, URL: up.endpoint()})
+	st := &countingStore{ServerStore: e.store}
+	p, err := New(st, Deps{}, &Options{AllowPrivate: true, Now: e.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx := context.Background()
+	echo, ok, err := p.Find(ctx, acme, "novaos.up.echo")
+	if !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	args := []byte(`{"text":"x"}`)
+	for _, tc := range []struct {
+		name  string
+		c     *toolgw.Caller
+		tool  func() *toolgw.Tool
+		reads int64
+	}{
+		{"the lookup's call", acme, func() *toolgw.Tool { return echo }, 0},
+		{"another tenant's call", &toolgw.Caller{Tenant: "globex", Agent: "a"}, func() *toolgw.Tool { return echo }, 1},
+		{"another tool's name", acme, func() *toolgw.Tool {
+			other := *echo
+			other.Name = "novaos.other.echo"
+			return &other
+		}, 1},
+		{"no lookup", acme, func() *toolgw.Tool {
+			bare := *echo
+			bare.Source = nil
+			return &bare
+		}, 1},
+		{"a lookup too old", acme, func() *toolgw.Tool {
+			e.clock.advance(DefaultLookupReuse)
+			return echo
+		}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := st.gets.Load()
+			_, _ = p.Call(ctx, &toolgw.Request{Caller: tc.c, Tool: tc.tool(), Arguments: args})
+			if got := st.gets.Load() - before; got != tc.reads {
+				t.Errorf("%d registration reads, want %d", got, tc.reads)
+			}
+		})
 	}
 }

@@ -1,0 +1,439 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"novaos.dev/novaos/secret"
+	"novaos.dev/novaos/tools"
+)
+
+// Names of the tools scenarios: the upstream's read-only tool called
+// directly, the same tool through the tool gateway, and its write-class
+// twin through the gateway, with the gate passing it.
+const (
+	ScenarioToolsDirect = "direct"
+	ScenarioToolsRead   = "gateway-read"
+	ScenarioToolsWrite  = "gateway-write"
+)
+
+// The tools of [ToolsUpstream].
+const (
+	ToolsEcho  = "echo"
+	ToolsWrite = "write"
+)
+
+// ToolsPolicy is the tool policy [SetUpTools] gives the tenant: every
+// call allowed as classified, and a write-class call left to the gate's
+// rules alone (a tenant without rules passes it), not to a person.
+const ToolsPolicy = `class == "write" ? "gate" : "allow"`
+
+// Defaults of [ToolsOptions].
+const (
+	DefaultToolsConcurrency = 8
+	DefaultToolsRound       = time.Second
+)
+
+// maxToolsText bounds the text the upstream's tools take, as any real
+// server would.
+const maxToolsText = 4 << 10
+
+type toolsIn struct {
+	Text string `json:"text" jsonschema:"the text to answer back"`
+}
+
+// ToolsUpstream is the upstream MCP server the tools benchmark calls, on
+// the official Go SDK: echo, marked readOnlyHint (read-class), and write,
+// marked destructive (write-class), each answering its text back.
+func ToolsUpstream() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "bench-upstream", Version: "1"}, nil)
+	answer := func(_ context.Context, _ *mcp.CallToolRequest, in toolsIn) (*mcp.CallToolResult, any, error) {
+		if len(in.Text) > maxToolsText {
+			return nil, nil, fmt.Errorf("text over %d bytes", maxToolsText)
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+	}
+	destructive := true
+	mcp.AddTool(s, &mcp.Tool{Name: ToolsEcho, Description: "Answers the text back.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, answer)
+	mcp.AddTool(s, &mcp.Tool{Name: ToolsWrite, Description: "Answers the text back, as if it wrote it somewhere.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: &destructive}}, answer)
+	return s
+}
+
+// ToolsUpstreamHandler serves [ToolsUpstream] over Streamable HTTP with
+// the SDK's defaults, as a tenant's Go server would: sessions, and each
+// answer as an event stream.
+func ToolsUpstreamHandler() http.Handler {
+	s := ToolsUpstream()
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+}
+
+// SetUpTools prepares a tenant of the server at baseURL for the tools
+// benchmark through its APIs, with admin, a token of the tenant holding
+// tools.ScopeAdmin: it registers the MCP endpoint upstreamURL as the
+// upstream server named server, and sets [ToolsPolicy].
+func SetUpTools(ctx context.Context, hc *http.Client, baseURL string, admin secret.Value, server, upstreamURL string) error {
+	reg, _ := json.Marshal(tools.ServerRequest{Transport: tools.TransportHTTP, URL: upstreamURL})
+	if err := put(ctx, hc, baseURL+tools.ServersPath+"/"+server, admin, reg); err != nil {
+		return fmt.Errorf("bench: register the upstream server: %w", err)
+	}
+	pol, _ := json.Marshal(map[string]string{"expr": ToolsPolicy})
+	if err := put(ctx, hc, baseURL+"/api/v1/tools/policy", admin, pol); err != nil {
+		return fmt.Errorf("bench: set the tool policy: %w", err)
+	}
+	return nil
+}
+
+func put(ctx context.Context, hc *http.Client, url string, tok secret.Value, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+tok.Reveal())
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("PUT %s: %s: %s", req.URL.Path, resp.Status, bytes.TrimSpace(b))
+	}
+	return nil
+}
+
+// ToolsTarget is what [RunTools] measures: an upstream MCP server, and
+// the tool gateway it is registered behind.
+type ToolsTarget struct {
+	// Upstream is the upstream's MCP endpoint, Gateway the gateway's
+	// (http://…/mcp/v1).
+	Upstream, Gateway string
+	// Server is the name the upstream is registered under: the gateway
+	// serves its tools as novaos.<Server>.<tool>.
+	Server string
+	// Token is client i's bearer token for the gateway: a token of the
+	// tenant the upstream is registered for, naming an agent, granting
+	// mcp:tools:<Server>.
+	Token func(client int) (secret.Value, error)
+}
+
+// ToolsOptions tune [RunTools]; nil or zero fields mean the defaults.
+type ToolsOptions struct {
+	// Concurrency is the number of clients of the load phase, each with
+	// one call in flight (default 8); the latency phase has one.
+	Concurrency int
+	// Duration is the measured time of each side in each phase (default
+	// 10s), Warmup its unmeasured time first (default 1s; negative:
+	// none).
+	Duration, Warmup time.Duration
+	// Round is how long one side runs before the next takes over
+	// (default 1s): the sides take turns, A B C C B A …, so that the
+	// machine's noise and drift fall on each.
+	Round time.Duration
+	// MeasuredRound, when set, is called as each measured round of a side
+	// starts, with the phase ("latency" or "load"), the side's scenario
+	// and the round's number from 0; the function it returns is called
+	// as the round ends.
+	MeasuredRound func(phase, scenario string, n int) (end func())
+}
+
+func (o *ToolsOptions) withDefaults() ToolsOptions {
+	var v ToolsOptions
+	if o != nil {
+		v = *o
+	}
+	if v.Concurrency <= 0 {
+		v.Concurrency = DefaultToolsConcurrency
+	}
+	if v.Duration <= 0 {
+		v.Duration = 10 * time.Second
+	}
+	if v.Warmup == 0 {
+		v.Warmup = time.Second
+	}
+	v.Warmup = max(v.Warmup, 0)
+	if v.Round <= 0 {
+		v.Round = DefaultToolsRound
+	}
+	return v
+}
+
+// ToolsResult is what [RunTools] measured, and the figures the gateway's
+// goals are read from.
+type ToolsResult struct {
+	// Latency is the phase with one client, one call at a time: what a
+	// call costs without queueing. Load has Concurrency clients.
+	Latency ToolsPhase `json:"latency"`
+	Load    ToolsPhase `json:"load"`
+	// AddedP50 and AddedP99 are the latency phase's gateway-read minus
+	// direct: what the gateway adds to a read-class call.
+	AddedP50 time.Duration `json:"addedP50Ns"`
+	AddedP99 time.Duration `json:"addedP99Ns"`
+	// WriteAddedP99 is the latency phase's gateway-write p99 minus
+	// gateway-read's: what the gate adds to a write-class call it passes.
+	WriteAddedP99 time.Duration `json:"writeAddedP99Ns"`
+	// ThroughputRatio is the load phase's gateway-read calls/s over
+	// direct's, WriteThroughputRatio gateway-write's over gateway-read's.
+	ThroughputRatio      float64 `json:"throughputRatio"`
+	WriteThroughputRatio float64 `json:"writeThroughputRatio"`
+}
+
+// ToolsPhase is one phase's three sides.
+type ToolsPhase struct {
+	Clients int       `json:"clients"`
+	Direct  ToolsSide `json:"direct"`
+	Read    ToolsSide `json:"read"`
+	Write   ToolsSide `json:"write"`
+}
+
+// ToolsSide is one side of a phase.
+type ToolsSide struct {
+	Scenario string `json:"scenario"`
+	// Calls are the measured calls, successful or not.
+	Calls  uint64 `json:"calls"`
+	Errors uint64 `json:"errors"`
+	// Elapsed is the measured time of this side's rounds, and Throughput
+	// its successful calls per second of it.
+	Elapsed    time.Duration `json:"elapsedNs"`
+	Throughput float64       `json:"throughput"`
+	// Latency is a call's, from CallTool to its result.
+	Latency    Latency `json:"latency"`
+	FirstError string  `json:"firstError,omitempty"`
+}
+
+// RunTools measures t: a latency phase of one client, then a load phase
+// of o.Concurrency, each running the three sides in alternating rounds.
+// Every client holds its own session on each side, opened before the
+// phase, and sends each call distinct arguments; a call fails unless its
+// result is its own text back. A failed call counts as an error of its
+// side; RunTools itself fails only when a session cannot be opened or
+// ctx ends.
+func RunTools(ctx context.Context, t *ToolsTarget, opts *ToolsOptions) (*ToolsResult, error) {
+	o := opts.withDefaults()
+	if t == nil || t.Upstream == "" || t.Gateway == "" || !tools.ValidServerName(t.Server) || t.Token == nil {
+		return nil, errors.New("bench: tools: incomplete target")
+	}
+	res := &ToolsResult{}
+	for _, ph := range []struct {
+		name    string
+		clients int
+		out     *ToolsPhase
+	}{{"latency", 1, &res.Latency}, {"load", o.Concurrency, &res.Load}} {
+		p, err := toolsPhase(ctx, t, &o, ph.name, ph.clients)
+		if err != nil {
+			return nil, err
+		}
+		*ph.out = *p
+	}
+	res.AddedP50 = res.Latency.Read.Latency.P50 - res.Latency.Direct.Latency.P50
+	res.AddedP99 = res.Latency.Read.Latency.P99 - res.Latency.Direct.Latency.P99
+	res.WriteAddedP99 = res.Latency.Write.Latency.P99 - res.Latency.Read.Latency.P99
+	if d := res.Load.Direct.Throughput; d > 0 {
+		res.ThroughputRatio = res.Load.Read.Throughput / d
+	}
+	if r := res.Load.Read.Throughput; r > 0 {
+		res.WriteThroughputRatio = res.Load.Write.Throughput / r
+	}
+	return res, nil
+}
+
+// toolsSide accumulates one side's measured rounds.
+type toolsSide struct {
+	name     string
+	tool     string
+	sessions []*mcp.ClientSession
+	seq      []uint64 // per client, so that every call's text is new
+
+	mu      sync.Mutex
+	h       Histogram
+	calls   uint64
+	errors  uint64
+	elapsed time.Duration
+	errText string
+}
+
+func (s *toolsSide) result() ToolsSide {
+	r := ToolsSide{Scenario: s.name, Calls: s.calls, Errors: s.errors, Elapsed: s.elapsed, Latency: latencyOf(&s.h), FirstError: s.errText}
+	if s.elapsed > 0 {
+		r.Throughput = float64(s.h.Count()) / s.elapsed.Seconds()
+	}
+	return r
+}
+
+// toolsPhase opens clients' sessions on each side, runs the sides in
+// alternating rounds and closes the sessions.
+func toolsPhase(ctx context.Context, t *ToolsTarget, o *ToolsOptions, phase string, clients int) (*ToolsPhase, error) {
+	prefix := tools.Prefix + t.Server + "."
+	sides := []*toolsSide{
+		{name: ScenarioToolsDirect, tool: ToolsEcho},
+		{name: ScenarioToolsRead, tool: prefix + ToolsEcho},
+		{name: ScenarioToolsWrite, tool: prefix + ToolsWrite},
+	}
+	direct, gw := NewClient(clients), NewClient(clients)
+	defer direct.CloseIdleConnections()
+	defer gw.CloseIdleConnections()
+	defer func() {
+		for _, s := range sides {
+			for _, cs := range s.sessions {
+				if cs != nil {
+					cs.Close()
+				}
+			}
+		}
+	}()
+	for _, s := range sides {
+		s.sessions, s.seq = make([]*mcp.ClientSession, clients), make([]uint64, clients)
+		for i := range clients {
+			var err error
+			if s.name == ScenarioToolsDirect {
+				s.sessions[i], err = ConnectMCP(ctx, t.Upstream, direct, secret.Value{})
+			} else {
+				var tok secret.Value
+				if tok, err = t.Token(i); err == nil {
+					s.sessions[i], err = ConnectMCP(ctx, t.Gateway, gw, tok)
+				}
+			}
+			if err != nil {
+				return nil, fmt.Errorf("bench: tools: %s: connect: %w", s.name, err)
+			}
+		}
+	}
+	if o.Warmup > 0 {
+		for _, s := range sides {
+			if err := toolsRound(ctx, s, o.Warmup, false); err != nil {
+				return nil, err
+			}
+		}
+	}
+	rounds, per := roundPlan(o.Duration, o.Round)
+	n := len(sides)
+	for i := range n * rounds {
+		// Round r runs the sides forward when r is even, backward when it
+		// is odd, so that no side always follows the same one.
+		r, k := i/n, i%n
+		if r%2 == 1 {
+			k = n - 1 - k
+		}
+		s := sides[k]
+		end := func() {}
+		if o.MeasuredRound != nil {
+			end = o.MeasuredRound(phase, s.name, r)
+		}
+		err := toolsRound(ctx, s, per, true)
+		end()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return &ToolsPhase{Clients: clients, Direct: sides[0].result(), Read: sides[1].result(), Write: sides[2].result()}, nil
+}
+
+// toolsRound runs s from each of its clients for d; a client starts no
+// call after d, and the round lasts until the last one finished.
+func toolsRound(ctx context.Context, s *toolsSide, d time.Duration, measured bool) error {
+	start := time.Now()
+	end := start.Add(d)
+	var wg sync.WaitGroup
+	for i, cs := range s.sessions {
+		wg.Go(func() {
+			var h Histogram
+			var calls, errs uint64
+			var errText string
+			for ctx.Err() == nil && time.Now().Before(end) {
+				s.seq[i]++
+				text := "bench tools client " + strconv.Itoa(i) + " call " + strconv.FormatUint(s.seq[i], 10)
+				t0 := time.Now()
+				err := CallEcho(ctx, cs, s.tool, text)
+				took := time.Since(t0)
+				if ctx.Err() != nil {
+					break
+				}
+				calls++
+				if err != nil {
+					errs++
+					if errText == "" {
+						errText = err.Error()
+					}
+					continue
+				}
+				h.Record(took)
+			}
+			if !measured {
+				return
+			}
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.h.Merge(&h)
+			s.calls += calls
+			s.errors += errs
+			if s.errText == "" {
+				s.errText = errText
+			}
+		})
+	}
+	wg.Wait()
+	if measured {
+		s.elapsed += time.Since(start)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("bench: %s: %w", s.name, err)
+	}
+	return nil
+}
+
+// CallEcho calls tool, one of [ToolsUpstream]'s (by its own name or the
+// gateway's), with text, and fails unless the result is text back.
+func CallEcho(ctx context.Context, cs *mcp.ClientSession, tool, text string) error {
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: toolsIn{Text: text}})
+	if err != nil {
+		return err
+	}
+	if len(res.Content) != 1 {
+		return fmt.Errorf("%s answered %d content blocks, want 1", tool, len(res.Content))
+	}
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	switch {
+	case !ok:
+		return fmt.Errorf("%s answered %T, want text", tool, res.Content[0])
+	case res.IsError:
+		return fmt.Errorf("%s failed: %s", tool, clipKind(tc.Text))
+	case tc.Text != text:
+		return fmt.Errorf("%s answered %q, want its text back", tool, clipKind(tc.Text))
+	}
+	return nil
+}
+
+// ConnectMCP opens an MCP client session (official Go SDK, Streamable
+// HTTP) at endpoint over hc, sending tok as its bearer token unless it is
+// empty. It opens no stream for the server's own messages, and never
+// retries a broken one: a benchmark's failure must show.
+func ConnectMCP(ctx context.Context, endpoint string, hc *http.Client, tok secret.Value) (*mcp.ClientSession, error) {
+	if !tok.IsZero() {
+		hc = &http.Client{Transport: bearerTransport{tok: tok, next: hc.Transport}}
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "novaos-bench", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
+	return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}, nil)
+}
+
+type bearerTransport struct {
+	tok  secret.Value
+	next http.RoundTripper
+}
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.tok.Reveal())
+	return b.next.RoundTrip(r)
+}

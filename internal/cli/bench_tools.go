@@ -1,0 +1,262 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"text/tabwriter"
+	"time"
+
+	"novaos.dev/novaos/identity"
+	"novaos.dev/novaos/internal/app"
+	"novaos.dev/novaos/internal/bench"
+	"novaos.dev/novaos/secret"
+	"novaos.dev/novaos/tools"
+)
+
+// The tool gateway's performance goals, which bench tools holds its
+// figures against.
+const (
+	toolsGoalAddedP50      = time.Millisecond
+	toolsGoalAddedP99      = 3 * time.Millisecond
+	toolsGoalRatio         = 0.5
+	toolsGoalWriteAddedP99 = 10 * time.Millisecond
+)
+
+// toolsBenchTenant is the tenant prefix of bench tools; each run adds a
+// random suffix, so that runs sharing a PostgreSQL database never see one
+// another's servers or gate records.
+const toolsBenchTenant = "bench-tools-"
+
+// toolsBenchServer is the name the upstream is registered under.
+const toolsBenchServer = "echo"
+
+// toolsBenchReport is bench tools's result, and its --json output.
+type toolsBenchReport struct {
+	Target      string `json:"target"`
+	Store       string `json:"store"`
+	Concurrency int    `json:"concurrency"`
+	Duration    string `json:"duration"`
+	Warmup      string `json:"warmup"`
+	Round       string `json:"round"`
+	GoVersion   string `json:"goVersion"`
+	CPUs        int    `json:"cpus"`
+	*bench.ToolsResult
+	Goals []runsGoal `json:"goals"`
+}
+
+func runBenchTools(ctx context.Context, args []string, e *env) int {
+	fs := newFlags("bench tools", "bench tools [flags]", e)
+	c := fs.Int("c", bench.DefaultToolsConcurrency, "concurrent clients of the load phase, each with one call in flight (the latency phase has one)")
+	d := fs.Duration("d", 10*time.Second, "measured `duration` of each side in each phase: direct calls, gateway reads, gateway writes")
+	warm := fs.Duration("warmup", time.Second, "unmeasured warm-up of each side first")
+	roundLen := fs.Duration("round", bench.DefaultToolsRound, "`length` of one round: the sides take turns, A B C C B A …, so that the machine's noise falls on each")
+	db := fs.String("db", "", "PostgreSQL `URL` (postgres://…) for the server under test; default: SQLite in a temporary directory")
+	maxConns := fs.Int("db-max-conns", app.DefaultDBMaxConns, "with --db: connections in the server's pool")
+	asJSON := fs.Bool("json", false, "print results as JSON")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (server, upstream and clients) to `file`")
+	sideProfiles := fs.String("cpuprofile-sides", "", "write a CPU profile of each measured round to `dir`/<phase>-<scenario>-<round>.prof (merge a side's with go tool pprof); excludes --cpuprofile")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	switch {
+	case *c < 1 || *c > 4096 || *d <= 0 || *warm < 0 || *roundLen <= 0:
+		return usageError(fs, "--c must be from 1 to 4096, --d and --round positive, --warmup not negative")
+	case *db != "" && !isPostgresURL(*db):
+		return usageError(fs, "--db must be a postgres:// or postgresql:// URL")
+	case *maxConns < 1 || *maxConns > 1<<20:
+		return usageError(fs, "--db-max-conns: want a positive number of connections")
+	case *cpuProfile != "" && *sideProfiles != "":
+		return usageError(fs, "--cpuprofile and --cpuprofile-sides exclude each other: one CPU profile runs at a time")
+	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "novaos bench tools: %v\n", err)
+			return exitFail
+		}
+		defer stop()
+	}
+	warmup := *warm
+	if warmup == 0 {
+		warmup = -1 // bench.ToolsOptions reads 0 as its default
+	}
+	report := &toolsBenchReport{Target: "tools", Store: "sqlite", Concurrency: *c, Duration: d.String(), Warmup: warm.String(),
+		Round: min(*roundLen, *d).String(), GoVersion: runtime.Version(), CPUs: runtime.GOMAXPROCS(0)}
+	if *db != "" {
+		report.Store = "postgres"
+	}
+	opts := &bench.ToolsOptions{Concurrency: *c, Duration: *d, Warmup: warmup, Round: *roundLen}
+	var profErr error
+	if *sideProfiles != "" {
+		if err := os.MkdirAll(*sideProfiles, 0o755); err != nil {
+			fmt.Fprintf(e.stderr, "novaos bench tools: %v\n", err)
+			return exitFail
+		}
+		opts.MeasuredRound = func(phase, scenario string, n int) func() {
+			stop, err := startCPUProfile(filepath.Join(*sideProfiles, fmt.Sprintf("%s-%s-%d.prof", phase, scenario, n)))
+			if err != nil {
+				profErr = errors.Join(profErr, err)
+				return func() {}
+			}
+			return stop
+		}
+	}
+	res, err := benchTools(ctx, *db, int32(*maxConns), opts, e)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "novaos bench tools: %v\n", err)
+		return exitFail
+	}
+	if profErr != nil {
+		fmt.Fprintf(e.stderr, "novaos bench tools: %v\n", profErr)
+		return exitFail
+	}
+	report.ToolsResult = res
+	report.Goals = toolsGoals(res)
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(report); err != nil {
+			fmt.Fprintf(e.stderr, "novaos bench tools: %v\n", err)
+			return exitFail
+		}
+	} else {
+		printToolsBench(e.stdout, report)
+	}
+	failed := false
+	for _, ph := range []bench.ToolsPhase{res.Latency, res.Load} {
+		for _, s := range []bench.ToolsSide{ph.Direct, ph.Read, ph.Write} {
+			if s.Errors > 0 {
+				fmt.Fprintf(e.stderr, "novaos bench tools: %s (%d clients): %d calls failed; first: %s\n", s.Scenario, ph.Clients, s.Errors, s.FirstError)
+				failed = true
+			}
+		}
+	}
+	if failed {
+		return exitFail
+	}
+	return exitOK
+}
+
+// benchTools serves novaos on loopback (SQLite in a temporary directory,
+// or the PostgreSQL database at db) and the benchmark's upstream MCP
+// server beside it, registers the upstream for a fresh tenant through the
+// API, and measures.
+func benchTools(ctx context.Context, db string, maxConns int32, o *bench.ToolsOptions, e *env) (*bench.ToolsResult, error) {
+	log := slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: benchLogLevel}))
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("upstream: %w", err)
+	}
+	up := &http.Server{Handler: bench.ToolsUpstreamHandler(), ReadHeaderTimeout: 10 * time.Second}
+	go up.Serve(ln) // ends with Close below
+	defer up.Close()
+	upstreamURL := "http://" + ln.Addr().String() + "/mcp"
+
+	// The data directory holds the token keys even when the server's
+	// records live in PostgreSQL, so it is always a throwaway one.
+	dir, err := os.MkdirTemp("", "novaos-bench-tools-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	appOpts := &app.Options{Addr: "127.0.0.1:0", Logger: log, DataDir: dir,
+		AdminToken: secret.New(newBenchSecret()),
+		Database:   app.DatabaseOptions{URL: db, MaxConns: maxConns}}
+	// The upstream is on loopback, which a server refuses to dial by
+	// default.
+	appOpts.BuiltinTools.Upstream.AllowPrivate = true
+	srv, err := app.New(ctx, appOpts)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Shutdown(context.Background())
+	if err := srv.Start(ctx); err != nil {
+		return nil, err
+	}
+	tenant := toolsBenchTenant + newBenchSecret()[:12]
+	mint := func(c identity.Claims) (secret.Value, error) {
+		tok, err := srv.Issuer().Mint(ctx, c, 24*time.Hour)
+		if err != nil {
+			return secret.Value{}, fmt.Errorf("mint token: %w", err)
+		}
+		return secret.New(tok), nil
+	}
+	admin, err := mint(identity.Claims{TenantID: tenant, Subject: "bench-admin", Scopes: []string{tools.ScopeAdmin}})
+	if err != nil {
+		return nil, err
+	}
+	hc := bench.NewClient(1)
+	defer hc.CloseIdleConnections()
+	if err := bench.SetUpTools(ctx, hc, srv.URL(), admin, toolsBenchServer, upstreamURL); err != nil {
+		return nil, err
+	}
+	target := &bench.ToolsTarget{Upstream: upstreamURL, Gateway: srv.URL() + tools.Path, Server: toolsBenchServer,
+		// Each client is an agent of its own, with its own gate session
+		// for its writes.
+		Token: func(i int) (secret.Value, error) {
+			return mint(identity.Claims{TenantID: tenant, AgentID: fmt.Sprintf("bench-tools-%d", i),
+				Scopes: []string{"mcp:tools:" + toolsBenchServer}})
+		}}
+	fmt.Fprintf(e.stderr, "bench: tools: 1 client, then %d, each for %v warm-up + %v of each side in rounds of %v…\n",
+		o.Concurrency, max(o.Warmup, 0), o.Duration, o.Round)
+	return bench.RunTools(ctx, target, o)
+}
+
+func toolsGoals(r *bench.ToolsResult) []runsGoal {
+	d, g := r.Latency.Direct.Latency, r.Latency.Read.Latency
+	return []runsGoal{
+		{Name: "added p50", Goal: "gateway-read p50 <= direct p50 + " + ms(toolsGoalAddedP50) + " (one client)",
+			Measured: fmt.Sprintf("%s vs %s (%+.2fms)", ms(g.P50), ms(d.P50), msf(r.AddedP50)), Met: r.AddedP50 <= toolsGoalAddedP50},
+		{Name: "added p99", Goal: "gateway-read p99 <= direct p99 + " + ms(toolsGoalAddedP99) + " (one client)",
+			Measured: fmt.Sprintf("%s vs %s (%+.2fms)", ms(g.P99), ms(d.P99), msf(r.AddedP99)), Met: r.AddedP99 <= toolsGoalAddedP99},
+		{Name: "throughput", Goal: fmt.Sprintf("gateway-read calls/s >= %.1f× direct (%d clients)", toolsGoalRatio, r.Load.Clients),
+			Measured: fmt.Sprintf("%.2f× (%.0f vs %.0f)", r.ThroughputRatio, r.Load.Read.Throughput, r.Load.Direct.Throughput),
+			Met:      r.ThroughputRatio >= toolsGoalRatio},
+		{Name: "write added p99", Goal: "gateway-write p99 <= gateway-read p99 + " + ms(toolsGoalWriteAddedP99) + " (one client)",
+			Measured: fmt.Sprintf("%s vs %s (%+.2fms)", ms(r.Latency.Write.Latency.P99), ms(g.P99), msf(r.WriteAddedP99)),
+			Met:      r.WriteAddedP99 <= toolsGoalWriteAddedP99},
+	}
+}
+
+func msf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func printToolsBench(w io.Writer, r *toolsBenchReport) {
+	fmt.Fprintf(w, "novaos bench tools: 1 client, then %d; %s of each side per phase after %s warm-up, in rounds of %s, %s, %d CPUs, loopback, %s store\n\n",
+		r.Concurrency, r.Duration, r.Warmup, r.Round, r.GoVersion, r.CPUs, r.Store)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "clients\tscenario\tcalls/s\tp50\tp90\tp99\tmax\tcalls\terrors\t")
+	for _, ph := range []bench.ToolsPhase{r.Latency, r.Load} {
+		for _, s := range []bench.ToolsSide{ph.Direct, ph.Read, ph.Write} {
+			fmt.Fprintf(tw, "%d\t%s\t%.0f\t%s\t%s\t%s\t%s\t%d\t%d\t\n", ph.Clients, s.Scenario, s.Throughput,
+				ms(s.Latency.P50), ms(s.Latency.P90), ms(s.Latency.P99), ms(s.Latency.Max), s.Calls, s.Errors)
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "one client: gateway-read − direct: p50 %+.2fms, p99 %+.2fms; gateway-write − gateway-read: p99 %+.2fms\n",
+		msf(r.AddedP50), msf(r.AddedP99), msf(r.WriteAddedP99))
+	fmt.Fprintf(w, "%d clients: gateway-read %.2f× direct calls/s; gateway-write %.2f× gateway-read\n\n",
+		r.Load.Clients, r.ThroughputRatio, r.WriteThroughputRatio)
+	for _, g := range r.Goals {
+		met := "met"
+		if !g.Met {
+			met = "not met"
+		}
+		fmt.Fprintf(w, "goal %s: %s: %s (%s)\n", g.Name, g.Goal, met, g.Measured)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "direct: tools/call of the upstream's read-only echo tool, at the upstream (an official Go SDK server over Streamable")
+	fmt.Fprintln(w, "HTTP with its defaults); gateway-read: the same tool through the tool gateway (novaos.echo.echo), read-class;")
+	fmt.Fprintln(w, "gateway-write: its destructive twin (novaos.echo.write), write-class, through the governance gate, whose rules pass it")
+	fmt.Fprintln(w, "(claim, call, acknowledge). Every client holds a session of the official Go SDK client on each side and sends each")
+	fmt.Fprintln(w, "call new arguments; a call counts only when its result is its own text back. Latency is from CallTool to its result.")
+}
