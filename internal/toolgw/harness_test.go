@@ -210,14 +210,14 @@ type recordingRuns struct {
 	// waiting are the runs WaitingWrites lists, two to a page; answers
 	// are what AnswerWrite was told, sent on answered when it is set.
 	waiting  []WaitingWrite
-	answers  []answer
-	answered chan answer
+	answers  []runAnswer
+	answered chan runAnswer
 	// emptyPages are pages WaitingWrites answers first with no write
 	// confirmation on them (runs waiting for other answers).
 	emptyPages int
 }
 
-type answer struct {
+type runAnswer struct {
 	WaitingWrite
 	Approved bool
 	Actor    string
@@ -242,7 +242,7 @@ func (r *recordingRuns) RecentEvents(_ context.Context, tenant, runID string, li
 }
 
 func (r *recordingRuns) AnswerWrite(_ context.Context, tenant, runID, callID string, approved bool, actor string) error {
-	a := answer{WaitingWrite{tenant, runID, callID}, approved, actor}
+	a := runAnswer{WaitingWrite{tenant, runID, callID}, approved, actor}
 	r.mu.Lock()
 	// An answered run waits no more, as the execution gateway's.
 	r.waiting = slices.DeleteFunc(r.waiting, func(w WaitingWrite) bool { return w == a.WaitingWrite })

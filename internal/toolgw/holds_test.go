@@ -28,13 +28,13 @@ func TestHeldWritesAnswered(t *testing.T) {
 	rec("r7", "c7", gate.ActionPassed, "")
 	h.gate.mu.Unlock()
 	h.runs.mu.Lock()
-	h.runs.answered = make(chan answer, 16)
+	h.runs.answered = make(chan runAnswer, 16)
 	for _, w := range []string{"1", "2", "3", "4", "5", "6", "7"} {
 		h.runs.waiting = append(h.runs.waiting, WaitingWrite{Tenant: "acme", RunID: "r" + w, CallID: "c" + w})
 	}
 	h.runs.mu.Unlock()
 	h.svc.Decided()
-	got := map[string]answer{}
+	got := map[string]runAnswer{}
 	for len(got) < 5 {
 		a := <-h.runs.answered
 		if _, twice := got[a.RunID]; twice {
@@ -68,7 +68,7 @@ func TestHeldWritesAnswered(t *testing.T) {
 func TestDecidedWakesTheCheck(t *testing.T) {
 	h := newHarnessWith(t, &Options{HoldCheckEvery: time.Hour})
 	h.runs.mu.Lock()
-	h.runs.answered = make(chan answer, 1)
+	h.runs.answered = make(chan runAnswer, 1)
 	h.runs.waiting = []WaitingWrite{{Tenant: "acme", RunID: "r1", CallID: "c1"}}
 	h.runs.mu.Unlock()
 	h.gate.mu.Lock()
@@ -101,7 +101,7 @@ func TestHeldWritesPastAnEmptyPage(t *testing.T) {
 	h.gate.records = map[string]gate.ActionRecord{"acme/tools-run-r9/c9": {State: gate.ActionApproved}}
 	h.gate.mu.Unlock()
 	h.runs.mu.Lock()
-	h.runs.answered = make(chan answer, 1)
+	h.runs.answered = make(chan runAnswer, 1)
 	h.runs.emptyPages = 2
 	h.runs.waiting = []WaitingWrite{{Tenant: "acme", RunID: "r9", CallID: "c9"}}
 	h.runs.mu.Unlock()
