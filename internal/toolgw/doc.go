@@ -53,9 +53,15 @@
 //     gateway saw is recorded, not what an agent says it called.
 //   - A write's gate decision and acknowledgement are in the audit chain
 //     before the call answers; the entries of results and of read-class
-//     calls are written in batches off the call's path, and those still
-//     queued when the process dies are lost (the run's events and the
-//     meter have them).
+//     calls gather for AuditDelay and are written in batches off the
+//     call's path, and those still queued when the process dies are lost
+//     (the run's events and the meter have them).
+//   - tools/call and tools/list are answered by the gateway itself once it
+//     has read the envelope, as the SDK's server would answer them, for
+//     the requests the SDK would take as they are (fast.go); any other
+//     request, and every other method, goes through the SDK. The SDK's
+//     stateless server decodes a body several times and builds a session
+//     per request, which cost more than the rest of a proxied call.
 //   - The meter counts since the process started; the audit chain is the
 //     durable record.
 //   - Without a gate, write-class calls are refused.
