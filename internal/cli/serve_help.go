@@ -40,11 +40,11 @@ var serveGroups = []flagGroup{
 		"gateway-max-output-bytes", "gateway-token-ttl", "gateway-max-attempts", "gateway-retry-backoff", "gateway-lease",
 		"gateway-sweep-every", "gateway-keepalive", "gateway-max-streams", "gateway-max-runs", "gateway-history-turns"}},
 	{"Tool gateway (/mcp/v1, /api/v1/tools)", []string{"tools-max-body-bytes", "tools-max-argument-bytes", "tools-max-result-bytes",
-		"tools-session-idle", "tools-hold-check-every", "tools-gate-timeout", "tools-max-inflight", "tools-evidence", "tools-http-allow-domain", "tools-allow-private",
+		"tools-session-idle", "tools-hold-check-every", "tools-gate-timeout", "tools-audit-delay", "tools-max-inflight", "tools-evidence", "tools-http-allow-domain", "tools-allow-private",
 		"tools-allow-http", "tools-fetch-max-bytes", "tools-fetch-timeout", "tools-notify-max-bytes", "tools-notify-timeout",
 		"tools-agent-max-hops", "tools-agent-timeout", "tools-connector-url", "tools-connector-token-file", "tools-files-max-bytes",
 		"tools-files-quota-bytes", "tools-files-max-files", "tools-knowledge-max-document-bytes", "tools-knowledge-max-collections",
-		"tools-knowledge-workers", "tools-stdio-command", "tools-stdio-env", "tools-upstream-allow-private", "tools-upstream-idle",
+		"tools-knowledge-workers", "tools-stdio-command", "tools-stdio-env", "tools-upstream-allow-private", "tools-upstream-idle", "tools-upstream-lookup-reuse",
 		"tools-upstream-max-stdio", "tools-upstream-max-servers"}},
 }
 

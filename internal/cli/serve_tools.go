@@ -19,7 +19,7 @@ import (
 type toolsFlagSet struct {
 	maxBody, maxArgs, maxResult byteSize
 	sessionIdle, holdCheck      *time.Duration
-	gateTimeout                 *time.Duration
+	gateTimeout, auditDelay     *time.Duration
 	maxInflight, evidence       *int
 
 	fetchDomains                              listFlag
@@ -35,7 +35,7 @@ type toolsFlagSet struct {
 	collections, kWorkers   *int
 	stdioCommands, stdioEnv listFlag
 	upstreamPrivate         *bool
-	upstreamIdle            *time.Duration
+	upstreamIdle, reuse     *time.Duration
 	maxStdio, maxServers    *int
 }
 
@@ -48,6 +48,7 @@ func toolsFlags(fs *flag.FlagSet) *toolsFlagSet {
 	t.sessionIdle = fs.Duration("tools-session-idle", toolgw.DefaultSessionIdle, "tools: how long an MCP session (Mcp-Session-Id) lives unused")
 	t.holdCheck = fs.Duration("tools-hold-check-every", 2*time.Second, "tools: how often runs waiting on held write-class calls are checked against the gate's decisions (a decision on this replica is seen at once)")
 	t.gateTimeout = fs.Duration("tools-gate-timeout", toolgw.DefaultGateTimeout, "tools: time each step of a write-class call at the gate may take; a slower gate fails the write closed")
+	t.auditDelay = fs.Duration("tools-audit-delay", toolgw.DefaultAuditDelay, "tools: how long calls' audit entries gather before one commit writes them to the gate's chain (negative: each at once)")
 	t.maxInflight = fs.Int("tools-max-inflight", toolgw.DefaultMaxInflight, "tools: tool calls in flight in this process; more are refused with -31503, to retry")
 	t.evidence = fs.Int("tools-evidence", toolgw.DefaultEvidence, "tools: the run's earlier tool calls a write-class call carries to the gate as evidence")
 	t.fetchMax, t.notifyMax = byteSize{n: builtin.DefaultMaxFetchBytes}, byteSize{n: builtin.DefaultMaxPayloadBytes}
@@ -73,6 +74,7 @@ func toolsFlags(fs *flag.FlagSet) *toolsFlagSet {
 	fs.Var(&t.stdioEnv, "tools-stdio-env", "tools: a `NAME=value` every stdio MCP server gets (repeatable), such as PATH; they inherit nothing else of the server's environment")
 	t.upstreamPrivate = fs.Bool("tools-upstream-allow-private", false, "tools: let tenants register MCP servers on private, shared and loopback addresses (metadata addresses never)")
 	t.upstreamIdle = fs.Duration("tools-upstream-idle", upstream.DefaultIdleTimeout, "tools: how long an unused upstream session or stdio process is kept")
+	t.reuse = fs.Duration("tools-upstream-lookup-reuse", upstream.DefaultLookupReuse, "tools: how long a call may use the server registration read when its tool was looked up, instead of reading it again")
 	t.maxStdio = fs.Int("tools-upstream-max-stdio", upstream.DefaultMaxStdioProcesses, "tools: stdio MCP server processes this process runs at once")
 	t.maxServers = fs.Int("tools-upstream-max-servers", upstream.DefaultMaxServersPerTenant, "tools: MCP servers one tenant registers")
 	return t
@@ -116,11 +118,11 @@ func (t *toolsFlagSet) builtins() (app.BuiltinToolsOptions, error) {
 		Files:      files.Options{MaxFileBytes: t.fileMax.n, TenantQuotaBytes: t.fileQuota.n, TenantMaxFiles: *t.fileCount},
 		Knowledge:  knowledge.Options{MaxDocumentBytes: int(t.docMax.n), MaxCollections: *t.collections, Workers: *t.kWorkers},
 		Upstream: upstream.Options{AllowedCommands: t.stdioCommands, StdioEnv: t.stdioEnv, AllowPrivate: *t.upstreamPrivate,
-			IdleTimeout: *t.upstreamIdle, MaxStdioProcesses: *t.maxStdio, MaxServersPerTenant: *t.maxServers},
+			IdleTimeout: *t.upstreamIdle, MaxStdioProcesses: *t.maxStdio, MaxServersPerTenant: *t.maxServers, LookupReuse: *t.reuse},
 	}, nil
 }
 
 func (t *toolsFlagSet) options() app.ToolsOptions {
 	return app.ToolsOptions{MaxBodyBytes: t.maxBody.n, MaxArgumentBytes: t.maxArgs.n, MaxResultBytes: t.maxResult.n,
-		SessionIdle: *t.sessionIdle, HoldCheckEvery: *t.holdCheck, GateTimeout: *t.gateTimeout, MaxInflight: *t.maxInflight, Evidence: *t.evidence}
+		SessionIdle: *t.sessionIdle, HoldCheckEvery: *t.holdCheck, GateTimeout: *t.gateTimeout, AuditDelay: *t.auditDelay, MaxInflight: *t.maxInflight, Evidence: *t.evidence}
 }
