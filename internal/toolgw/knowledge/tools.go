@@ -305,26 +305,21 @@ func (p *Provider) listCollections(ctx context.Context, tenant string, args *arg
 }
 
 func (p *Provider) deleteCollection(ctx context.Context, tenant string, args *arguments) (any, error) {
-	var a struct {
-		CollectionID string `json:"collection_id"`
-	}
-	if err := args.decode(&a); err != nil {
-		return nil, err
-	}
-	if err := id("collection_id", a.CollectionID); err != nil {
-		return nil, err
-	}
-	n, err := p.ks.DeleteCollection(ctx, tenant, a.CollectionID, p.o.Now())
+	coll, err := collectionArg(args)
 	if err != nil {
-		return nil, storeErr(err, "no collection "+quote(a.CollectionID))
+		return nil, err
 	}
-	p.graphs.drop(tenant, a.CollectionID)
+	n, err := p.ks.DeleteCollection(ctx, tenant, coll, p.o.Now())
+	if err != nil {
+		return nil, storeErr(err, "no collection "+quote(coll))
+	}
+	p.graphs.drop(tenant, coll)
 	p.wake()
 	return struct {
 		CollectionID  string `json:"collection_id"`
 		Deleted       bool   `json:"deleted"`
 		CancelledJobs int    `json:"cancelled_jobs"`
-	}{a.CollectionID, true, n}, nil
+	}{coll, true, n}, nil
 }
 
 // jobOut is a job as job_status and ingest describe it.
@@ -501,18 +496,13 @@ func (p *Provider) jobStatus(ctx context.Context, tenant string, args *arguments
 }
 
 func (p *Provider) buildGraph(ctx context.Context, tenant string, args *arguments) (any, error) {
-	var a struct {
-		CollectionID string `json:"collection_id"`
-	}
-	if err := args.decode(&a); err != nil {
-		return nil, err
-	}
-	if err := id("collection_id", a.CollectionID); err != nil {
-		return nil, err
-	}
-	c, err := p.ks.RequestGraph(ctx, tenant, a.CollectionID, p.o.Now())
+	coll, err := collectionArg(args)
 	if err != nil {
-		return nil, storeErr(err, "no collection "+quote(a.CollectionID))
+		return nil, err
+	}
+	c, err := p.ks.RequestGraph(ctx, tenant, coll, p.o.Now())
+	if err != nil {
+		return nil, storeErr(err, "no collection "+quote(coll))
 	}
 	p.wake()
 	return struct {
@@ -525,18 +515,13 @@ func (p *Provider) buildGraph(ctx context.Context, tenant string, args *argument
 }
 
 func (p *Provider) graphStatus(ctx context.Context, tenant string, args *arguments) (any, error) {
-	var a struct {
-		CollectionID string `json:"collection_id"`
-	}
-	if err := args.decode(&a); err != nil {
-		return nil, err
-	}
-	if err := id("collection_id", a.CollectionID); err != nil {
-		return nil, err
-	}
-	c, err := p.ks.Collection(ctx, tenant, a.CollectionID)
+	coll, err := collectionArg(args)
 	if err != nil {
-		return nil, storeErr(err, "no collection "+quote(a.CollectionID))
+		return nil, err
+	}
+	c, err := p.ks.Collection(ctx, tenant, coll)
+	if err != nil {
+		return nil, storeErr(err, "no collection "+quote(coll))
 	}
 	out := struct {
 		CollectionID           string     `json:"collection_id"`
@@ -564,4 +549,16 @@ func query(field, q string) (string, error) {
 		return "", invalid("%s is empty", field)
 	}
 	return q, text(field, q, memory.MaxQueryBytes, true)
+}
+
+// collectionArg reads the collection id of a tool whose only argument it
+// is.
+func collectionArg(args *arguments) (string, error) {
+	var a struct {
+		CollectionID string `json:"collection_id"`
+	}
+	if err := args.decode(&a); err != nil {
+		return "", err
+	}
+	return a.CollectionID, id("collection_id", a.CollectionID)
 }
