@@ -33,7 +33,8 @@ func Stored(t time.Time) time.Time {
 	return time.UnixMicro(t.UnixMicro()).UTC()
 }
 
-func storedRecord(r Record) Record {
+// Stored is r with its times as a store keeps them (see Stored).
+func (r Record) Stored() Record {
 	r.NextRunAt, r.LastRunAt = Stored(r.NextRunAt), Stored(r.LastRunAt)
 	r.CreatedAt, r.UpdatedAt = Stored(r.CreatedAt), Stored(r.UpdatedAt)
 	r.Missed.From, r.Missed.To, r.Missed.DetectedAt = Stored(r.Missed.From), Stored(r.Missed.To), Stored(r.Missed.DetectedAt)
@@ -44,7 +45,7 @@ func (m *MemoryStore) Create(_ context.Context, r Record) (Record, error) {
 	if err := CheckRecord(&r); err != nil {
 		return Record{}, fmt.Errorf("heartbeat: create %s: %w", r.ID, err)
 	}
-	r = storedRecord(r)
+	r = r.Stored()
 	r.Version, r.UpdatedAt = 1, r.CreatedAt
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -300,12 +301,9 @@ func (m *MemoryStore) Reclaim(_ context.Context, tenantID, configID string, tick
 	what := fmt.Sprintf("heartbeat: reclaim %.40q at %v", configID, tick)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, err := m.get(tenantID, configID); err != nil {
-		return Fire{}, fmt.Errorf("%s: %w", what, err)
-	}
 	key := Stored(tick).UnixMicro()
 	f, ok := m.fires[configID][key]
-	if !ok || f.Outcome != OutcomeClaimed || f.LeaseUntil.After(now) {
+	if !ok || f.TenantID != tenantID || f.Outcome != OutcomeClaimed || f.LeaseUntil.After(now) {
 		return Fire{}, fmt.Errorf("%s: %w", what, ErrConflict)
 	}
 	f.Owner, f.LeaseUntil, f.Attempts, f.UpdatedAt = owner, Stored(until), f.Attempts+1, Stored(now)

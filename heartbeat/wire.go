@@ -22,10 +22,10 @@ func ConfigsPath(agentID, instanceID string) string {
 // Problem type URIs of the API (RFC 9457 "type"); clients may branch on
 // them.
 const (
-	ProblemInvalidRequest   = "https://novaos.dev/problems/invalid-request"    // 400, a field breaks a rule (errors names it)
-	ProblemConfigExists     = "https://novaos.dev/problems/heartbeat-exists"   // 409, the instance has a config already
+	ProblemInvalidRequest   = "https://novaos.dev/problems/invalid-request"     // 400, a field breaks a rule (errors names it)
+	ProblemConfigExists     = "https://novaos.dev/problems/heartbeat-exists"    // 409, the instance has a config already
 	ProblemConfigNotFound   = "https://novaos.dev/problems/heartbeat-not-found" // 404
-	ProblemInstanceNotFound = "https://novaos.dev/problems/instance-not-found" // 404, no such instance of that agent in the tenant
+	ProblemInstanceNotFound = "https://novaos.dev/problems/instance-not-found"  // 404, no such instance of that agent in the tenant
 )
 
 // Status is whether a config's schedule fires.
