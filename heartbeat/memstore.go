@@ -141,6 +141,16 @@ func (m *MemoryStore) Delete(_ context.Context, tenantID, id string) error {
 	return nil
 }
 
+func (m *MemoryStore) Count(context.Context) (map[Status]int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[Status]int64{}
+	for _, c := range m.configs {
+		out[c.Status]++
+	}
+	return out, nil
+}
+
 func (m *MemoryStore) Due(_ context.Context, now time.Time, limit int) ([]Record, error) {
 	m.mu.Lock()
 	var out []Record

@@ -179,6 +179,8 @@ type Store interface {
 	SetStatus(ctx context.Context, tenantID, id string, st Status, next, now time.Time) (r Record, changed bool, err error)
 	// Delete removes a config and its fires.
 	Delete(ctx context.Context, tenantID, id string) error
+	// Count returns how many configs of every tenant have each status.
+	Count(ctx context.Context) (map[Status]int64, error)
 
 	// Due returns up to limit active configs, of any tenant, whose
 	// NextRunAt is at or before now, earliest first.

@@ -130,6 +130,19 @@ func (s *ScheduleStore) Delete(ctx context.Context, tenantID, id string) error {
 	return nil
 }
 
+func (s *ScheduleStore) Count(ctx context.Context) (map[heartbeat.Status]int64, error) {
+	rows, err := s.db.pool.Query(ctx, `SELECT status, COUNT(*) FROM heartbeat_configs GROUP BY status`)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: count heartbeat configs: %w", err)
+	}
+	defer rows.Close()
+	out, err := sqlstore.CountByStatus(rows)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: count heartbeat configs: %w", err)
+	}
+	return out, nil
+}
+
 func (s *ScheduleStore) Due(ctx context.Context, now time.Time, limit int) ([]heartbeat.Record, error) {
 	rows, err := s.db.pool.Query(ctx, `SELECT `+sqlstore.HBConfigCols+` FROM heartbeat_configs
 		WHERE status = 'active' AND next_run_us <= $1 ORDER BY next_run_us, id LIMIT $2`,

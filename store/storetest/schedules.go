@@ -334,6 +334,17 @@ func testHBSetStatus(t *testing.T, s heartbeat.Store) {
 	if _, _, err := s.SetStatus(ctx, "acme", "nope", heartbeat.StatusPaused, time.Time{}, hbT0); !errors.Is(err, heartbeat.ErrNotFound) {
 		t.Errorf("SetStatus of an unknown config: %v, want ErrNotFound", err)
 	}
+	mustCreateHB(t, s, hbRecord("globex", "c2", "i1"))
+	p := hbRecord("acme", "c3", "i3")
+	p.Status, p.NextRunAt = heartbeat.StatusPaused, time.Time{}
+	mustCreateHB(t, s, p)
+	counts, err := s.Count(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := gocmp.Diff(map[heartbeat.Status]int64{heartbeat.StatusActive: 2, heartbeat.StatusPaused: 1}, counts); d != "" {
+		t.Errorf("Count (-want +got):\n%s", d)
+	}
 }
 
 func testHBDelete(t *testing.T, s heartbeat.Store) {

@@ -106,3 +106,19 @@ func HBMovedArgs(r *heartbeat.Record) []any {
 	return []any{Micros(r.NextRunAt), Micros(r.LastRunAt), r.Missed.Total, r.Missed.Count, Micros(r.Missed.From),
 		Micros(r.Missed.To), Micros(r.Missed.DetectedAt), r.Version, Micros(r.UpdatedAt)}
 }
+
+// CountByStatus reads rows of (status, count).
+func CountByStatus(rows Rows) (map[heartbeat.Status]int64, error) {
+	out := map[heartbeat.Status]int64{}
+	for rows.Next() {
+		var (
+			st string
+			n  int64
+		)
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, err
+		}
+		out[heartbeat.Status(st)] = n
+	}
+	return out, rows.Err()
+}
