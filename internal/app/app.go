@@ -113,6 +113,8 @@ type Options struct {
 	Tools ToolsOptions
 	// BuiltinTools configures the platform's own tools behind it.
 	BuiltinTools BuiltinToolsOptions
+	// Schedules configures the heartbeat schedules at /api/v1/agent-ops.
+	Schedules SchedulesOptions
 }
 
 // BuiltinToolsOptions configure the platform's own tool servers behind the

@@ -18,6 +18,7 @@ import (
 	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/internal/memorysvc"
 	"novaos.dev/novaos/internal/registrysvc"
+	"novaos.dev/novaos/internal/schedsvc"
 	"novaos.dev/novaos/internal/sealkey"
 	"novaos.dev/novaos/internal/toolgw"
 )
@@ -140,6 +141,7 @@ func (s *Server) mount(ctx context.Context, base string, guard *httpapi.Guard) (
 	if t := add(l, toolgw.Mount(st, toolDeps, s.opts.tools())); t != nil {
 		tg.Store(t)
 	}
+	add(l, schedsvc.Mount(st, scheduleDeps(m.issuer, s.opts.AdminToken, g, st.Gateway), s.opts.schedules()))
 	add(l, registrysvc.Mount(st, registrysvc.Deps{BaseURL: base, AdminToken: s.opts.AdminToken, Hosted: m.host.Records()}, s.opts.registry()))
 	*l = append(*l, s.own())
 	return m, nil

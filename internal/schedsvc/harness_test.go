@@ -33,57 +33,6 @@ var t0 = time.Date(2026, 7, 1, 10, 0, 30, 0, time.UTC)
 
 const adminToken = "admin-token-for-the-schedule-tests"
 
-// fakeClock is a Clock the test moves.
-type fakeClock struct {
-	mu    sync.Mutex
-	now   time.Time
-	waits map[*fakeWait]bool
-}
-
-type fakeWait struct {
-	at time.Time
-	ch chan struct{}
-}
-
-func newFakeClock(now time.Time) *fakeClock {
-	return &fakeClock{now: now, waits: map[*fakeWait]bool{}}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) At(t time.Time) (<-chan struct{}, func()) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	w := &fakeWait{at: t, ch: make(chan struct{})}
-	if !t.After(c.now) {
-		close(w.ch)
-		return w.ch, func() {}
-	}
-	c.waits[w] = true
-	return w.ch, func() {
-		c.mu.Lock()
-		delete(c.waits, w)
-		c.mu.Unlock()
-	}
-}
-
-// set moves the clock to t and wakes the waits that are due.
-func (c *fakeClock) set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-	for w := range c.waits {
-		if !w.at.After(t) {
-			close(w.ch)
-			delete(c.waits, w)
-		}
-	}
-}
-
 // fakeRuns is the execution gateway: instances to find, and the runs
 // started, each id once, as the gateway's store keeps them.
 type fakeRuns struct {
@@ -156,7 +105,7 @@ type harness struct {
 	t      testing.TB
 	svc    *Service
 	store  heartbeat.Store
-	clock  *fakeClock
+	clock  *ManualClock
 	runs   *fakeRuns
 	srv    *httptest.Server
 	issuer *auth.Issuer
@@ -172,7 +121,7 @@ type harness struct {
 
 type harnessOpts struct {
 	store   heartbeat.Store
-	clock   *fakeClock
+	clock   *ManualClock
 	runs    *fakeRuns
 	issuer  *auth.Issuer
 	spend   Spend
@@ -195,7 +144,7 @@ func newHarness(t testing.TB, ho harnessOpts) *harness {
 		ho.store = heartbeat.NewMemoryStore()
 	}
 	if ho.clock == nil {
-		ho.clock = newFakeClock(t0)
+		ho.clock = NewManualClock(t0)
 	}
 	if ho.runs == nil {
 		ho.runs = newFakeRuns()
@@ -269,7 +218,7 @@ func (h *harness) waitPass(at time.Time) {
 // advance moves the clock to at and waits for the scheduler to catch up.
 func (h *harness) advance(at time.Time) {
 	h.t.Helper()
-	h.clock.set(at)
+	h.clock.Set(at)
 	h.waitPass(at)
 }
 

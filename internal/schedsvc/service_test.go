@@ -347,7 +347,7 @@ func TestExactlyOnceAcrossReplicas(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			st := stores(t, 2)
-			clock, runs, iss := newFakeClock(t0), newFakeRuns(), newIssuer(t)
+			clock, runs, iss := NewManualClock(t0), newFakeRuns(), newIssuer(t)
 			var calls sync.Mutex
 			n := 0
 			runs.fail = func(RunStart) error {
@@ -363,7 +363,7 @@ func TestExactlyOnceAcrossReplicas(t *testing.T) {
 			const ticks = 5
 			for i := range ticks {
 				at := tick.Add(time.Duration(i) * time.Minute)
-				clock.set(at)
+				clock.Set(at)
 				a.waitPass(at)
 				b.waitPass(at)
 			}
@@ -419,7 +419,7 @@ func TestMissedTicks(t *testing.T) {
 			r := createReq()
 			r.CronExpression = tc.cron
 			id := h.create(r)
-			h.clock.set(tc.downUntil) // no server ran until now
+			h.clock.Set(tc.downUntil) // no server ran until now
 			h.start()
 			h.waitPass(tc.downUntil)
 			var got []time.Time
@@ -455,7 +455,7 @@ func TestMissedTicksBounded(t *testing.T) {
 	h := newHarness(t, harnessOpts{noStart: true, opts: &Options{MaxMissedScan: 1000}})
 	h.create(createReq())
 	back := time.Date(2028, 7, 1, 10, 0, 20, 0, time.UTC) // two years of minutes later
-	h.clock.set(back)
+	h.clock.Set(back)
 	h.start()
 	h.waitPass(back)
 	s := h.list().Schedules[0]
@@ -472,7 +472,7 @@ func TestMissedTicksBounded(t *testing.T) {
 // max_daily_runs: ticks over it are skipped with a reason until the day
 // ends in the config's time zone.
 func TestDailyRunBudget(t *testing.T) {
-	h := newHarness(t, harnessOpts{clock: newFakeClock(time.Date(2026, 7, 1, 21, 57, 30, 0, time.UTC))})
+	h := newHarness(t, harnessOpts{clock: NewManualClock(time.Date(2026, 7, 1, 21, 57, 30, 0, time.UTC))})
 	r := createReq()
 	r.Timezone = "Europe/Berlin" // midnight is 22:00 UTC
 	r.Budget = &heartbeat.Budget{MaxDailyRuns: 2}
@@ -639,7 +639,7 @@ func TestTakeOver(t *testing.T) {
 		Tick: tick, Owner: "dead", LeaseUntil: tick.Add(time.Minute), Now: tick}); err != nil {
 		t.Fatal(err)
 	}
-	h.clock.set(tick.Add(30 * time.Second))
+	h.clock.Set(tick.Add(30 * time.Second))
 	h.start()
 	h.waitPass(tick.Add(30 * time.Second))
 	if n := len(h.runs.starts()); n != 0 {
