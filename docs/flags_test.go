@@ -142,6 +142,7 @@ var commands = [][]string{
 	{"instances", "install"}, {"instances", "list"}, {"instances", "show"}, {"instances", "update"}, {"instances", "remove"},
 	{"runs", "list"}, {"runs", "show"}, {"runs", "cancel"}, {"runs", "reply"}, {"runs", "events"},
 	{"tools", "list"}, {"tools", "call"},
+	{"schedules", "create"}, {"schedules", "list"}, {"schedules", "pause"}, {"schedules", "resume"}, {"schedules", "delete"},
 }
 
 // otherFlags are the flags the pages give to programs other than novaos:

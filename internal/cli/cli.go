@@ -57,6 +57,7 @@ func commands() []command {
 		{"tools", "list and call the tools of the MCP tool gateway (tools list|call)", runTools},
 		{"gate", "operate the governance gate: list, show, approve, deny and confirm actions; rules; audit (gate <subcommand>)", runGate},
 		{"instances", "install, list, show, update and remove agent instances of a tenant (instances <subcommand>)", runInstances},
+		{"schedules", "create, list, pause, resume and delete heartbeat schedules of instances (schedules <subcommand>)", runSchedules},
 		{"run", "run an instance on a text and follow its events to the end: run INSTANCE \"text\"", runRun},
 		{"runs", "list, show, cancel, answer and follow runs (runs list|show|cancel|reply|events)", runRuns},
 		{"token", "mint, verify and rotate execution tokens (token mint|verify|rotate)", runToken},

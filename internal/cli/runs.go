@@ -92,13 +92,29 @@ func (g *gwFlags) parse(args []string, lo, hi int, what string) ([]string, int, 
 // $NOVAOS_ADMIN_TOKEN set, the platform token is sent unless --tenant
 // says the caller acts as the admin.
 func (g *gwFlags) client() (*gateway.Client, int, bool) {
-	e := g.e
-	fail := func(err error) (*gateway.Client, int, bool) {
-		fmt.Fprintf(e.stderr, "novaos %s: %v\n", g.fs.Name(), err)
+	tok, code, ok := g.credentials()
+	if !ok {
+		return nil, code, false
+	}
+	c, err := gateway.NewClient(*g.server, &gateway.ClientOptions{Token: tok, Tenant: *g.tenant})
+	if err != nil {
+		fmt.Fprintf(g.e.stderr, "novaos %s: %v\n", g.fs.Name(), err)
 		return nil, exitFail, false
 	}
-	usage := func(format string, a ...any) (*gateway.Client, int, bool) {
-		return nil, usageError(g.fs, format, a...), false
+	return c, 0, true
+}
+
+// credentials checks --server and returns the token the flags and the
+// environment choose (see client), or the exit code of the usage or
+// configuration error it reported.
+func (g *gwFlags) credentials() (secret.Value, int, bool) {
+	e := g.e
+	fail := func(err error) (secret.Value, int, bool) {
+		fmt.Fprintf(e.stderr, "novaos %s: %v\n", g.fs.Name(), err)
+		return secret.Value{}, exitFail, false
+	}
+	usage := func(format string, a ...any) (secret.Value, int, bool) {
+		return secret.Value{}, usageError(g.fs, format, a...), false
 	}
 	u, err := neturl.Parse(*g.server)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
@@ -145,11 +161,7 @@ func (g *gwFlags) client() (*gateway.Client, int, bool) {
 	if g.cred != credLoopback && u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
 		fmt.Fprintf(e.stderr, "novaos %s: warning: sending a token to %s over plain http\n", g.fs.Name(), u.Host)
 	}
-	c, err := gateway.NewClient(*g.server, &gateway.ClientOptions{Token: tok, Tenant: *g.tenant})
-	if err != nil {
-		return fail(err)
-	}
-	return c, 0, true
+	return tok, 0, true
 }
 
 // fail reports err as one line (and the fields a refusal names) and

@@ -68,6 +68,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	gateFl := gateFlags(fs)
 	gatewayFl := gatewayFlags(fs)
 	toolsFl := toolsFlags(fs)
+	schedFl := schedulesFlags(fs)
 	pushFl := pushFlags(fs)
 	fs.Usage = func() { groupedUsage(fs.Output(), "serve [flags]", fs, serveGroups) }
 	if code, ok := parse(fs, args); !ok {
@@ -80,6 +81,9 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		return usageError(fs, "%s", msg)
 	}
 	if msg := toolsFl.check(); msg != "" {
+		return usageError(fs, "%s", msg)
+	}
+	if msg := schedFl.check(); msg != "" {
 		return usageError(fs, "%s", msg)
 	}
 	if msg := gateFl.check(); msg != "" {
@@ -178,6 +182,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		Gateway:      gatewayFl.options(regOpts),
 		Tools:        toolsFl.options(),
 		BuiltinTools: builtinTools,
+		Schedules:    schedFl.options(),
 	})
 	if err != nil {
 		code, err := explainListen(err)
