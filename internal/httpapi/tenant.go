@@ -11,8 +11,8 @@ import (
 // TenantHeader names the tenant the operator acts for.
 const TenantHeader = "X-Tenant-ID"
 
-// maxTenantHeaderBytes bounds TenantHeader.
-const maxTenantHeaderBytes = 128
+// MaxTenantHeaderBytes bounds TenantHeader.
+const MaxTenantHeaderBytes = 128
 
 // problemInvalidRequest is the platform's problem type of a request that
 // breaks a rule.
@@ -51,7 +51,7 @@ func TenantCallerOf(r *http.Request, needTenant bool) (TenantCaller, error) {
 		return TenantCaller{}, fmt.Errorf("%w: no caller", ErrUnauthenticated)
 	}
 	header := r.Header.Get(TenantHeader)
-	if len(header) > maxTenantHeaderBytes {
+	if len(header) > MaxTenantHeaderBytes {
 		return TenantCaller{}, &problem.Problem{Type: problemInvalidRequest, Status: http.StatusBadRequest, Title: "Bad Request",
 			Detail: TenantHeader + " is too long"}
 	}

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/netguard"
 	"novaos.dev/novaos/problem"
@@ -22,7 +21,6 @@ const (
 	problemInvalid            = "https://novaos.dev/problems/invalid-request"
 	problemVersionConflict    = "https://novaos.dev/problems/version-conflict"
 	problemPreconditionFailed = "https://novaos.dev/problems/precondition-failed"
-	maxTenantHeaderBytes      = 128
 	maxPutTries               = 3
 )
 
@@ -47,37 +45,14 @@ type principal struct{ tenant, subject string }
 // naming the tenant with X-Tenant-ID, or a token of the tenant holding
 // tools.ScopeAdmin (an X-Tenant-ID naming another tenant is refused).
 func principalOf(r *http.Request) (principal, error) {
-	c, ok := httpapi.CallerFrom(r.Context())
-	if !ok {
-		return principal{}, fmt.Errorf("%w: no caller", httpapi.ErrUnauthenticated)
+	c, err := httpapi.TenantCallerOf(r, true)
+	if err == nil && !c.Admin {
+		err = c.Need(tools.ScopeAdmin)
 	}
-	header := r.Header.Get(tools.TenantHeader)
-	if len(header) > maxTenantHeaderBytes {
-		return principal{}, badRequest(tools.TenantHeader + " is too long")
+	if err != nil {
+		return principal{}, err
 	}
-	if c.Admin {
-		if header == "" {
-			return principal{}, badRequest("the operator names the tenant with the " + tools.TenantHeader + " header")
-		}
-		return principal{tenant: header, subject: "admin"}, nil
-	}
-	claims, ok := c.Claims.(*identity.Claims)
-	if !ok || claims == nil || claims.TenantID == "" {
-		return principal{}, fmt.Errorf("%w: the token names no tenant", httpapi.ErrForbidden)
-	}
-	if header != "" && header != claims.TenantID {
-		return principal{}, &problem.Problem{Type: problem.TypeForbidden, Status: http.StatusForbidden, Title: "Forbidden",
-			Detail: tools.TenantHeader + " does not match the token's tenant"}
-	}
-	if !claims.HasScope(tools.ScopeAdmin) {
-		return principal{}, &problem.Problem{Type: problem.TypeForbidden, Status: http.StatusForbidden, Title: "Forbidden",
-			Detail: "the token lacks the scope " + tools.ScopeAdmin}
-	}
-	subject := claims.Subject
-	if subject == "" {
-		subject = claims.AgentID
-	}
-	return principal{tenant: claims.TenantID, subject: subject}, nil
+	return principal{tenant: c.Tenant, subject: c.Subject}, nil
 }
 
 func (p *Provider) serveList(w http.ResponseWriter, r *http.Request) {
