@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -300,5 +299,3 @@ func timePtr(t time.Time) *time.Time {
 	}
 	return &t
 }
-
-func pathEscape(s string) string { return url.PathEscape(s) }

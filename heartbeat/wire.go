@@ -2,6 +2,7 @@ package heartbeat
 
 import (
 	"math"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,6 +19,8 @@ const BasePath = "/api/v1/agent-ops"
 func ConfigsPath(agentID, instanceID string) string {
 	return BasePath + "/agents/" + pathEscape(agentID) + "/instances/" + pathEscape(instanceID) + "/heartbeat-configs"
 }
+
+func pathEscape(s string) string { return url.PathEscape(s) }
 
 // Problem type URIs of the API (RFC 9457 "type"); clients may branch on
 // them.

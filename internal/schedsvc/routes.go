@@ -6,6 +6,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	// Zones are read from the binary's own copy of the IANA database, so
+	// a server on a host without one (a scratch container) knows them
+	// all, and replicas agree on them.
+	_ "time/tzdata"
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/gateway"
