@@ -40,6 +40,10 @@ const (
 	MaxPriceUSD = 1e6
 	// MaxProviderTimeout bounds a provider's own call timeout.
 	MaxProviderTimeout = time.Hour
+	// MaxAmount bounds the tokens, and the nanodollars, of one estimate
+	// or settlement (some 4.5 million dollars), so that counters add up
+	// without overflow in every store.
+	MaxAmount = 1 << 52
 )
 
 // Cost is an amount of US dollars in billionths (nanodollars). Budgets and
@@ -544,8 +548,8 @@ func CheckKeys(k Keys, estimate Amount) error {
 		return invalid("usage keys name a tenant, and an instance and a run, as valid text of at most %d bytes", MaxKeyBytes)
 	case !ValidDay(k.Day):
 		return invalid("day %.20q is not a date as DayOf writes it", k.Day)
-	case estimate.Tokens < 0 || estimate.Cost < 0:
-		return invalid("a negative estimate")
+	case estimate.Tokens < 0 || estimate.Cost < 0 || estimate.Tokens > MaxAmount || estimate.Cost > MaxAmount:
+		return invalid("an estimate outside 0 to %d", int64(MaxAmount))
 	}
 	return nil
 }
@@ -553,8 +557,8 @@ func CheckKeys(k Keys, estimate Amount) error {
 // CheckSettlement checks what Settle is given.
 func CheckSettlement(s Settlement) error {
 	switch {
-	case s.Input < 0 || s.Output < 0 || s.Cost < 0:
-		return invalid("a negative settlement")
+	case s.Input < 0 || s.Output < 0 || s.Cost < 0 || s.Input > MaxAmount || s.Output > MaxAmount || s.Cost > MaxAmount:
+		return invalid("a settlement outside 0 to %d", int64(MaxAmount))
 	case !ValidKey(s.Model) || !ValidKey(s.Provider):
 		return invalid("the model and provider are valid text of at most %d bytes", MaxKeyBytes)
 	}

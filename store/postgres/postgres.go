@@ -276,6 +276,7 @@ func (db *DB) Stores() *store.Stores {
 		Tools:       db.ToolStore(),
 		Files:       db.FileStore(),
 		Knowledge:   db.KnowledgeStore(),
+		LLM:         db.LLMStore(),
 		Listener:    db.ListenerStatus,
 		Close:       db.Close,
 	}
