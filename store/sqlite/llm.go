@@ -352,7 +352,9 @@ type rowQuerier struct {
 	db  *DB
 }
 
-func (q rowQuerier) QueryRow(query string, args ...any) *sql.Row { return q.db.queryRow(q.ctx, query, args...) }
+func (q rowQuerier) QueryRow(query string, args ...any) *sql.Row {
+	return q.db.queryRow(q.ctx, query, args...)
+}
 
 func (s *LLMStore) Usage(ctx context.Context, q llm.UsageQuery) ([]llm.UsageRow, error) {
 	limit, err := llm.CheckUsageQuery(q)
