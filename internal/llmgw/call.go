@@ -23,12 +23,12 @@ import (
 // Outcomes of a call, as metrics and run events name them.
 const (
 	outcomeOK          = "ok"
-	outcomeInvalid     = "invalid"          // refused before any provider was asked
-	outcomeBudget      = "budget_exceeded"  // a budget is spent
-	outcomeProvider    = "provider_error"   // a provider refused the request, or broke off
-	outcomeUnavailable = "unavailable"      // no provider answered
-	outcomeCanceled    = "canceled"         // the caller left, or the server stopped
-	outcomeOverloaded  = "overloaded"       // too many calls in flight
+	outcomeInvalid     = "invalid"           // refused before any provider was asked
+	outcomeBudget      = "budget_exceeded"   // a budget is spent
+	outcomeProvider    = "provider_error"    // a provider refused the request, or broke off
+	outcomeUnavailable = "unavailable"       // no provider answered
+	outcomeCanceled    = "canceled"          // the caller left, or the server stopped
+	outcomeOverloaded  = "overloaded"        // too many calls in flight
 	outcomeNotAllowed  = "model_not_allowed" // the token does not grant the model
 )
 
