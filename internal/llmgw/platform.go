@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	"novaos.dev/novaos/internal/httpapi"
 )
@@ -30,9 +31,9 @@ var errNoGateway = errors.New("llmgw: the LLM gateway is not running on this ser
 func (p *Platform) bind(s *Service) { p.svc.Store(s) }
 
 // Client returns an HTTP client whose requests the gateway serves in
-// process.
-func (p *Platform) Client() *http.Client {
-	return &http.Client{Transport: p}
+// process, each within timeout (none when zero).
+func (p *Platform) Client(timeout time.Duration) *http.Client {
+	return &http.Client{Transport: p, Timeout: timeout}
 }
 
 // RoundTrip serves req with the gateway's /v1 endpoints as the platform.
