@@ -10,7 +10,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/netguard"
 )
 
@@ -438,8 +437,21 @@ func ValidName(name string) bool {
 // '-', '_' and '.', joined by ':'; no '*'), so that llm:model:<name>
 // grants it. "gpt-4o", "llama3.1:8b" and "text-embedding-3-small" are.
 func ValidModelName(name string) bool {
-	return name != "" && len(name) <= MaxModelNameLen && !strings.Contains(name, "*") &&
-		identity.ValidScope(ModelScopePrefix+name)
+	if name == "" || len(name) > MaxModelNameLen {
+		return false
+	}
+	for seg := range strings.SplitSeq(name, ":") {
+		if seg == "" {
+			return false
+		}
+		for i := 0; i < len(seg); i++ {
+			c := seg[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // ModelScopePrefix prefixes a model's name in the scope that grants it:
