@@ -74,7 +74,7 @@ func newLLMCmd(name, synopsis, tenantHelp string, e *env) *llmCmd {
 		fs: fs, e: e,
 		server:    fs.String("server", defaultServer(e), "NovaOS server `URL` ($"+EnvServer+" sets the default)"),
 		adminFile: fs.String("admin-token-file", "", "`file` holding the server's admin token (default $"+EnvAdminToken+"); with no token at all, a server without an admin token takes a caller on its own machine as its admin"),
-		tokenFile: fs.String("token-file", "", "`file` holding a platform token with the scope "+llm.ScopeAdmin+", which acts for its own tenant (default $"+EnvToken+" when no admin token is set)"),
+		tokenFile: fs.String("token-file", "", "`file` holding a platform token with the scope "+llm.ScopeAdmin+", which acts for its own tenant ($"+EnvToken+" is not used: it is usually an agent's)"),
 		tenant:    fs.String("tenant", "", tenantHelp),
 		json:      fs.Bool("json", false, "print the server's answer as JSON"),
 	}
@@ -104,17 +104,15 @@ func (c *llmCmd) client(sendTenant bool) (*llmClient, int, bool) {
 	case *c.tokenFile != "":
 		tok, err = platformToken(*c.tokenFile)
 	default:
-		if tok, err = adminToken(*c.adminFile, c.e); err == nil && tok.IsZero() && *c.adminFile == "" {
-			tok = secret.New(bearerless(c.e.getenv(EnvToken)))
-		}
+		tok, err = adminToken(*c.adminFile, c.e)
 	}
 	if err != nil {
 		fmt.Fprintf(c.e.stderr, "novaos %s: %v\n", c.fs.Name(), err)
 		return nil, exitFail, false
 	}
 	if tok.IsZero() && !isLoopbackHost(u.Hostname()) {
-		return nil, usageError(c.fs, "no token: set $%s or --admin-token-file, or $%s or --token-file (a platform token with %s)",
-			EnvAdminToken, EnvToken, llm.ScopeAdmin), false
+		return nil, usageError(c.fs, "no token: set $%s or --admin-token-file, or --token-file (a platform token with %s)",
+			EnvAdminToken, llm.ScopeAdmin), false
 	}
 	if !tok.IsZero() && u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
 		fmt.Fprintf(c.e.stderr, "novaos %s: warning: sending a token to %s over plain http\n", c.fs.Name(), u.Host)
@@ -197,7 +195,7 @@ func (c *llmCmd) fail(err error) int {
 	msg := err.Error()
 	var le *llmError
 	if errors.As(err, &le) && le.Status == http.StatusUnauthorized {
-		msg += " (check the token: --admin-token-file, $" + EnvAdminToken + ", --token-file or $" + EnvToken + ")"
+		msg += " (check the token: --admin-token-file, $" + EnvAdminToken + " or --token-file)"
 	}
 	fmt.Fprintf(c.e.stderr, "novaos %s: %s\n", c.fs.Name(), msg)
 	return exitFail

@@ -214,7 +214,7 @@ type Service struct {
 // New returns the gateway over deps.
 func New(deps Deps, o *Options) *Service {
 	opts := o.withDefaults()
-	s := &Service{o: opts, deps: deps, log: opts.Logger.With("service", "llm"), inflight: make(chan struct{}, opts.MaxInflight)}
+	s := &Service{o: opts, deps: deps, log: opts.Logger, inflight: make(chan struct{}, opts.MaxInflight)}
 	s.guard = &netguard.Policy{AllowLoopback: opts.AllowPrivate, AllowPrivate: opts.AllowPrivate}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	// No proxy: the dial-time guard must see where a connection goes.
