@@ -2,10 +2,12 @@ package llmgw
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
 
@@ -453,4 +455,61 @@ func readEvents(t *testing.T, body string) []string {
 		}
 	}
 	return out
+}
+
+// A caller that leaves mid-stream ends the provider's stream too; the
+// call is settled at its estimate and shown as canceled. A provider that
+// goes quiet past StreamIdle ends the stream with an error event.
+func TestStreamEnds(t *testing.T) {
+	t.Run("caller leaves", func(t *testing.T) {
+		h := newHarness(t, nil, Deps{})
+		p := newFakeProvider(t)
+		hold, held := make(chan struct{}), make(chan struct{})
+		defer close(hold)
+		p.set(func(p *fakeProvider) { p.hold, p.held = hold, held })
+		h.provider("openai", p.URL(), "")
+		h.route("m", llm.Target{Provider: "openai", Model: "m"})
+		data, _ := json.Marshal(chatBody("m", "stream", true, "max_tokens", 40))
+		ctx, cancel := context.WithCancel(t.Context())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.srv.URL+ChatPath, strings.NewReader(string(data)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+h.token(claims("llm:model:m")))
+		resp, err := h.srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := newSSEReader(resp.Body, 1<<20).next(); err != nil {
+			t.Fatal(err)
+		}
+		<-held
+		cancel()
+		resp.Body.Close()
+		// Shutdown waits for the call's settlement.
+		if err := h.svc.Shutdown(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		evs := h.runs.of("acme", "run-1")
+		if len(evs) != 1 {
+			t.Fatalf("run events %+v", evs)
+		}
+		var ev llm.CallEvent
+		_ = json.Unmarshal(evs[0].Payload, &ev)
+		if ev.Outcome != outcomeCanceled || !ev.Estimated || ev.OutputTokens != 40 {
+			t.Errorf("event %+v, want canceled, at the estimate", ev)
+		}
+	})
+	t.Run("provider goes quiet", func(t *testing.T) {
+		h := newHarness(t, &Options{StreamIdle: 50 * time.Millisecond}, Deps{})
+		p := newFakeProvider(t)
+		hold := make(chan struct{})
+		defer close(hold)
+		p.set(func(p *fakeProvider) { p.hold = hold })
+		h.provider("openai", p.URL(), "")
+		h.route("m", llm.Target{Provider: "openai", Model: "m"})
+		resp, data := h.do(http.MethodPost, ChatPath, h.token(claims("llm:model:m")), chatBody("m", "stream", true))
+		evs := readEvents(t, string(data))
+		if resp.StatusCode != 200 || len(evs) != 2 || !strings.Contains(evs[1], "broke off") {
+			t.Errorf("a quiet provider's stream: %d %q", resp.StatusCode, evs)
+		}
+	})
 }
