@@ -126,8 +126,9 @@ func (s *Service) serveCall(op string) http.HandlerFunc {
 		estimate := llm.Amount{Tokens: req.input + req.output, Cost: route.route.Cost(req.input, req.output)}
 		res, err := s.deps.Store.Reserve(ctx, keys, estimate, now)
 		if err != nil {
-			s.meter.request(req.model, outcomeBudget)
-			writeError(w, s.reserveError(ctx, err))
+			e, outcome := s.reserveError(ctx, err)
+			s.meter.request(req.model, outcome)
+			writeError(w, e)
 			return
 		}
 		s.wg.Add(1)
@@ -149,15 +150,16 @@ func (s *Service) serveCall(op string) http.HandlerFunc {
 	}
 }
 
-// reserveError is the answer to a reservation that failed.
-func (s *Service) reserveError(ctx context.Context, err error) *apiError {
+// reserveError is the answer to a reservation that failed, and its
+// outcome.
+func (s *Service) reserveError(ctx context.Context, err error) (*apiError, string) {
 	var be *llm.BudgetError
 	if errors.As(err, &be) {
 		return &apiError{Status: http.StatusTooManyRequests, Type: typeQuota, Code: codeBudgetExceeded,
-			Message: capitalize(be.Error()) + "."}
+			Message: capitalize(be.Error()) + "."}, outcomeBudget
 	}
 	s.log.ErrorContext(ctx, "llmgw: reserve a call's budget", "err", err)
-	return &apiError{Status: http.StatusInternalServerError, Type: typeServer, Message: "The gateway could not check the budgets."}
+	return &apiError{Status: http.StatusInternalServerError, Type: typeServer, Message: "The gateway could not check the budgets."}, outcomeUnavailable
 }
 
 func capitalize(s string) string {
@@ -371,6 +373,9 @@ func (s *Service) relayBody(ctx context.Context, w http.ResponseWriter, k *call,
 	if u.Usage != nil {
 		k.answer.input, k.answer.output, k.answer.reported = u.Usage.PromptTokens, u.Usage.CompletionTokens, true
 	}
+	// No Content-Length and no flush: the caller sees the answer end when
+	// the handler returns, after finish settled it, so the caller's next
+	// call sees this one's spend.
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
