@@ -274,20 +274,41 @@ func (s *LLMStore) Reserve(ctx context.Context, k llm.Keys, estimate llm.Amount,
 	}
 	r := llm.Reservation{ID: llm.NewReservationID(), Keys: k, Estimate: estimate, At: sqlstore.FromMicros(sqlstore.Micros(at))}
 	var refused *llm.BudgetError
+	counters := sqlstore.LLMCounters(k)
 	err := pgx.BeginFunc(ctx, s.db.pool, func(tx pgx.Tx) error {
-		// The increments lock the counters first: a concurrent
-		// reservation waits here and then sees this one's total.
-		before, err := addCounters(ctx, tx, k, estimate, sqlstore.Micros(at))
-		if err != nil {
-			return err
+		// One round trip: the increments lock the counters first (a
+		// concurrent reservation waits there and then sees this one's
+		// total), then the budgets are read and the reservation written;
+		// a refusal rolls all of it back.
+		b := &pgx.Batch{}
+		for _, c := range counters {
+			b.Queue(addCountersSQL, c.Tenant, c.Scope, c.ID, c.Day, estimate.Tokens, int64(estimate.Cost), sqlstore.Micros(at))
 		}
-		rows, err := tx.Query(ctx, `SELECT `+sqlstore.LLMBudgetCols+` FROM llm_budgets WHERE tenant = $1 AND instance IN ('', $2)`,
-			k.TenantID, k.InstanceID)
+		b.Queue(`SELECT `+sqlstore.LLMBudgetCols+` FROM llm_budgets WHERE tenant = $1 AND instance IN ('', $2)`, k.TenantID, k.InstanceID)
+		b.Queue(`INSERT INTO llm_reservations (`+sqlstore.LLMReservationCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			sqlstore.LLMReservationArgs(&r)...)
+		br := tx.SendBatch(ctx, b)
+		defer br.Close()
+		var before llm.Spending
+		for _, c := range counters {
+			var tokens, cost int64
+			if err := br.QueryRow().Scan(&tokens, &cost); err != nil {
+				return err
+			}
+			c.Put(&before, llm.Amount{Tokens: tokens - estimate.Tokens, Cost: llm.Cost(cost) - estimate.Cost})
+		}
+		rows, err := br.Query()
 		if err != nil {
 			return err
 		}
 		list, err := sqlstore.Collect(rows, sqlstore.ScanLLMBudget)
 		if err != nil {
+			return err
+		}
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		if err := br.Close(); err != nil {
 			return err
 		}
 		var budgets [2]*llm.Budget
@@ -299,11 +320,9 @@ func (s *LLMStore) Reserve(ctx context.Context, k llm.Keys, estimate llm.Amount,
 			}
 		}
 		if refused = llm.Check(budgets, before, estimate, k.RunID != ""); refused != nil {
-			return refused // rolls the increments back
+			return refused // rolls the increments and the reservation back
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO llm_reservations (`+sqlstore.LLMReservationCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-			sqlstore.LLMReservationArgs(&r)...)
-		return err
+		return nil
 	})
 	switch {
 	case refused != nil:
