@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Object names of the OpenAI answers.
@@ -561,6 +562,9 @@ type APIError struct {
 	Type    string
 	Param   string
 	Code    string
+	// RetryAfter is the wait the server asked for (Retry-After in
+	// seconds), zero when it named none.
+	RetryAfter time.Duration
 }
 
 // Error returns "llm: <status> <code or type>: <message>".
@@ -623,7 +627,8 @@ func (e *APIError) MarshalJSON() ([]byte, error) {
 }
 
 // WriteError answers an HTTP request with e as an OpenAI error body and
-// e.Status (500 when unset).
+// e.Status (500 when unset), and e.RetryAfter, rounded up to seconds, as
+// Retry-After.
 func WriteError(w http.ResponseWriter, e *APIError) {
 	status := e.Status
 	if status < 400 || status > 599 {
@@ -633,6 +638,9 @@ func WriteError(w http.ResponseWriter, e *APIError) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(b)+1))
+	if e.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
 }
