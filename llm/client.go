@@ -244,12 +244,14 @@ func (c *Client) checkStream(resp *http.Response) error {
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return c.apiError(resp)
 	}
+	// Servers label streams loosely (openai-mock-api sends text/plain),
+	// and the OpenAI SDKs read any 2xx answer to a stream request as
+	// events; so does this client, except for one JSON value: an error,
+	// or an answer it did not ask for.
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if mt == "text/event-stream" {
+	if mt != "application/json" && !strings.HasSuffix(mt, "+json") {
 		return nil
 	}
-	// A server that answers a stream request with one JSON value: an
-	// error, or an answer this client did not ask for.
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	if e := parseErrorEvent(body); e != nil {
 		e.Status = resp.StatusCode

@@ -409,6 +409,7 @@ func TestBadAnswers(t *testing.T) {
 			{"JSON error instead of a stream", "application/json", `{"error":{"message":"nope","type":"invalid_request_error","code":"bad"}}`, 0, nil, "bad"},
 			{"JSON answer instead of a stream", "application/json", `{"id":"c","choices":[]}`, 0, llm.ErrMalformedResponse, ""},
 			{"comments, CRLF and DONE", sse, ": keep-alive\r\n\r\n" + strings.ReplaceAll(chunkEvent("a"), "\n", "\r\n") + "data: [DONE]\r\n\r\n" + chunkEvent("ignored"), 1, nil, ""},
+			{"labelled text/plain", "text/plain; charset=utf-8", chunkEvent("a") + "data: [DONE]\n\n", 1, nil, ""},
 			{"lone CR", sse, strings.ReplaceAll(chunkEvent("a")+"data: [DONE]\n\n", "\n", "\r"), 1, nil, ""},
 		}
 		for _, tt := range tests {
