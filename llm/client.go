@@ -11,13 +11,13 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/propagation"
 
 	"novaos.dev/novaos/identity"
+	"novaos.dev/novaos/resilience"
 	"novaos.dev/novaos/secret"
 )
 
@@ -75,6 +75,13 @@ type Options struct {
 	// MaxEventBytes bounds one event of a stream, and any one line of
 	// it (default DefaultMaxEventBytes).
 	MaxEventBytes int
+	// Retry says how a call that failed for a while (429 other than a
+	// spent budget, 502, 503, 504, a refused or broken connection, a
+	// timeout) is tried again; nil is resilience.DefaultPolicy(), three
+	// attempts in all, like the OpenAI SDKs' two retries, waiting at
+	// least what Retry-After asks. A stream is retried only until its
+	// answer starts. &resilience.Policy{} makes one attempt.
+	Retry *resilience.Policy
 }
 
 // Client calls an OpenAI-compatible API: the platform's LLM gateway, or
@@ -88,6 +95,7 @@ type Client struct {
 	traceparent string
 	maxResp     int64
 	maxEvent    int
+	retry       *resilience.Policy
 }
 
 var defaultHTTPClient = &http.Client{}
@@ -122,6 +130,7 @@ func New(baseURL string, token secret.Value, o *Options) (*Client, error) {
 		traceparent: o.Traceparent,
 		maxResp:     o.MaxResponseBytes,
 		maxEvent:    o.MaxEventBytes,
+		retry:       o.Retry,
 	}
 	if c.hc == nil {
 		c.hc = defaultHTTPClient
@@ -137,6 +146,9 @@ func New(baseURL string, token secret.Value, o *Options) (*Client, error) {
 	}
 	if c.headers == nil {
 		c.headers = http.Header{}
+	}
+	if c.retry == nil {
+		c.retry = resilience.DefaultPolicy()
 	}
 	c.headers.Del("Authorization")
 	c.headers.Del(identity.HeaderExecutionToken)
@@ -215,27 +227,40 @@ func (c *Client) ChatCompletionStream(ctx context.Context, req *ChatCompletionRe
 	}
 	r := *req
 	r.Stream = true
-	ctx, cancel := context.WithCancelCause(ctx)
-	// The timer bounds the wait for the answer, then each gap between
-	// events: a stream may rightly last longer than Timeout in all.
-	timer := time.AfterFunc(c.timeout, func() { cancel(ErrTimeout) })
-	resp, err := c.send(ctx, http.MethodPost, "/chat/completions", &r, "text/event-stream")
+	payload, err := json.Marshal(&r)
 	if err != nil {
-		timer.Stop()
-		cancel(nil)
-		return nil, c.callError(ctx, "chat completion stream", err)
+		return nil, fmt.Errorf("llm: chat completion stream: encode request: %w", err)
 	}
-	if err := c.checkStream(resp); err != nil {
-		timer.Stop()
-		resp.Body.Close()
-		cancel(nil)
+	var s *Stream
+	err = c.retry.Do(ctx, func(ctx context.Context) error {
+		sctx, cancel := context.WithCancelCause(ctx)
+		// The timer bounds the wait for the answer, then each gap
+		// between events: a stream may rightly last longer than Timeout
+		// in all.
+		timer := time.AfterFunc(c.timeout, func() { cancel(ErrTimeout) })
+		resp, err := c.send(sctx, http.MethodPost, "/chat/completions", payload, "text/event-stream")
+		if err == nil {
+			if err = c.checkStream(resp); err != nil {
+				resp.Body.Close()
+			}
+		}
+		if err != nil {
+			timer.Stop()
+			err = c.attemptError(sctx, err)
+			cancel(nil)
+			return err
+		}
+		timer.Reset(c.timeout)
+		s = &Stream{
+			ctx: sctx, cancel: cancel, timer: timer, timeout: c.timeout,
+			body: resp.Body, dec: newEventDecoder(resp.Body, c.maxEvent),
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, wrapOp("chat completion stream", err)
 	}
-	timer.Reset(c.timeout)
-	return &Stream{
-		ctx: ctx, cancel: cancel, timer: timer, timeout: c.timeout,
-		body: resp.Body, dec: newEventDecoder(resp.Body, c.maxEvent),
-	}, nil
+	return s, nil
 }
 
 // checkStream checks that resp is a stream, and turns a refusal into its
@@ -260,41 +285,51 @@ func (c *Client) checkStream(resp *http.Response) error {
 	return fmt.Errorf("%w: %q is not an event stream", ErrMalformedResponse, clip(mt, maxErrorField))
 }
 
-// call sends one request and decodes its JSON answer into out.
+// call sends one request, with retries, and decodes its JSON answer into
+// out.
 func (c *Client) call(ctx context.Context, op, method, path string, in, out any) error {
-	ctx, cancel := context.WithTimeoutCause(ctx, c.timeout, ErrTimeout)
-	defer cancel()
-	resp, err := c.send(ctx, method, path, in, "application/json")
+	var payload []byte
+	if in != nil {
+		var err error
+		if payload, err = json.Marshal(in); err != nil {
+			return fmt.Errorf("llm: %s: encode request: %w", op, err)
+		}
+	}
+	err := c.retry.Do(ctx, func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeoutCause(ctx, c.timeout, ErrTimeout)
+		defer cancel()
+		resp, err := c.send(ctx, method, path, payload, "application/json")
+		if err != nil {
+			return c.attemptError(ctx, err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode < 200 || resp.StatusCode > 299 {
+			return c.attemptError(ctx, c.apiError(resp))
+		}
+		body, err := io.ReadAll(io.LimitReader(resp.Body, c.maxResp+1))
+		if err != nil {
+			return c.attemptError(ctx, err)
+		}
+		if int64(len(body)) > c.maxResp {
+			return fmt.Errorf("%w (over %d bytes)", ErrResponseTooLarge, c.maxResp)
+		}
+		if err := json.Unmarshal(body, out); err != nil {
+			return fmt.Errorf("%w: %w", ErrMalformedResponse, err)
+		}
+		return nil
+	})
 	if err != nil {
-		return c.callError(ctx, op, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return wrapOp(op, c.apiError(resp))
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, c.maxResp+1))
-	if err != nil {
-		return c.callError(ctx, op, err)
-	}
-	if int64(len(body)) > c.maxResp {
-		return fmt.Errorf("llm: %s: %w (over %d bytes)", op, ErrResponseTooLarge, c.maxResp)
-	}
-	if err := json.Unmarshal(body, out); err != nil {
-		return fmt.Errorf("llm: %s: %w: %w", op, ErrMalformedResponse, err)
+		return wrapOp(op, err)
 	}
 	return nil
 }
 
 // send sends one request with the client's headers, token and trace
 // context.
-func (c *Client) send(ctx context.Context, method, path string, in any, accept string) (*http.Response, error) {
+func (c *Client) send(ctx context.Context, method, path string, payload []byte, accept string) (*http.Response, error) {
 	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return nil, fmt.Errorf("encode request: %w", err)
-		}
-		body = bytes.NewReader(b)
+	if payload != nil {
+		body = bytes.NewReader(payload)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
@@ -303,7 +338,7 @@ func (c *Client) send(ctx context.Context, method, path string, in any, accept s
 	for k, v := range c.headers {
 		req.Header[k] = slices.Clone(v)
 	}
-	if in != nil {
+	if payload != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", accept)
@@ -320,21 +355,31 @@ func (c *Client) send(ctx context.Context, method, path string, in any, accept s
 	return c.hc.Do(req)
 }
 
-// callError reports a failed exchange: the client's own timeout as
-// ErrTimeout, anything else as it came (the transport's errors name the
-// URL, never a header, so the token cannot show).
-func (c *Client) callError(ctx context.Context, op string, err error) error {
+// attemptError classifies the error of one attempt for the retry policy:
+// the client's own timeout becomes ErrTimeout, worth another attempt; a
+// refusal is worth one when it is Temporary; other errors are judged by
+// resilience.IsTransient (network failures are, a cancelled caller is
+// not). The transport's errors name the URL, never a header, so the
+// token cannot show.
+func (c *Client) attemptError(ctx context.Context, err error) error {
 	if errors.Is(context.Cause(ctx), ErrTimeout) {
-		return fmt.Errorf("llm: %s: %w (%s)", op, ErrTimeout, c.timeout)
+		return resilience.Retryable(fmt.Errorf("%w (%s)", ErrTimeout, c.timeout))
 	}
-	return fmt.Errorf("llm: %s: %w", op, err)
+	var e *APIError
+	if errors.As(err, &e) {
+		if e.Temporary() {
+			return resilience.Retryable(e)
+		}
+		return e
+	}
+	return err
 }
 
 // apiError reads a refusal.
 func (c *Client) apiError(resp *http.Response) *APIError {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	e := ParseError(resp.StatusCode, body)
-	e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"))
+	e.After = resilience.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	return e
 }
 
@@ -346,14 +391,4 @@ func wrapOp(op string, err error) error {
 		return err
 	}
 	return fmt.Errorf("llm: %s: %w", op, err)
-}
-
-// retryAfter reads a Retry-After of delay seconds; an HTTP date or
-// anything else is zero.
-func retryAfter(v string) time.Duration {
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil || n < 0 || n > 24*3600 {
-		return 0
-	}
-	return time.Duration(n) * time.Second
 }

@@ -17,10 +17,14 @@ import (
 
 	"novaos.dev/novaos/llm"
 	"novaos.dev/novaos/llm/llmtest"
+	"novaos.dev/novaos/resilience"
 	"novaos.dev/novaos/secret"
 )
 
 const token = "tok-5ecret-execution-token"
+
+// once is a client option of one attempt: the test sees each failure.
+var once = &resilience.Policy{}
 
 func newClient(t *testing.T, baseURL string, o *llm.Options) *llm.Client {
 	t.Helper()
@@ -183,7 +187,7 @@ func TestStreamBreaks(t *testing.T) {
 	t.Run("stalls", func(t *testing.T) {
 		hold := p.HoldNextStream()
 		defer hold.Release()
-		s, err := newClient(t, p.BaseURL(), &llm.Options{Timeout: 50 * time.Millisecond}).ChatCompletionStream(context.Background(), req)
+		s, err := newClient(t, p.BaseURL(), &llm.Options{Timeout: 50 * time.Millisecond, Retry: once}).ChatCompletionStream(context.Background(), req)
 		if err == nil {
 			for s.Next() {
 			}
@@ -274,8 +278,8 @@ func TestModels(t *testing.T) {
 func TestAPIErrors(t *testing.T) {
 	p := llmtest.NewServer(nil)
 	defer p.Close()
-	c := newClient(t, p.BaseURL(), nil)
-	budget := &llm.APIError{Status: 429, Type: llm.TypeInsufficientQuota, Code: llm.CodeBudgetExceeded, Message: "the run's token budget is spent", RetryAfter: 30 * time.Second}
+	c := newClient(t, p.BaseURL(), &llm.Options{Retry: once})
+	budget := &llm.APIError{Status: 429, Type: llm.TypeInsufficientQuota, Code: llm.CodeBudgetExceeded, Message: "the run's token budget is spent", After: 30 * time.Second}
 	tests := []struct {
 		name   string
 		setup  func()
@@ -285,11 +289,11 @@ func TestAPIErrors(t *testing.T) {
 		want   func(*llm.APIError) bool
 	}{
 		{"rate limited", func() { p.FailNext(1, 429) }, llmtest.ModelChat, 429, llm.CodeRateLimit, (*llm.APIError).Temporary},
-		{"server error", func() { p.FailNext(1, 500) }, llmtest.ModelChat, 500, "", (*llm.APIError).Temporary},
+		{"server error", func() { p.FailNext(1, 500) }, llmtest.ModelChat, 500, "", func(e *llm.APIError) bool { return !e.Temporary() }},
 		{"unavailable", func() { p.FailNext(1, 503) }, llmtest.ModelChat, 503, "", (*llm.APIError).Temporary},
 		{"unknown model", func() {}, "gpt-9", 404, llm.CodeModelNotFound, func(e *llm.APIError) bool { return !e.Temporary() }},
 		{"budget spent", func() { p.FailNextWith(1, budget) }, llmtest.ModelChat, 429, llm.CodeBudgetExceeded, func(e *llm.APIError) bool {
-			return e.BudgetExceeded() && !e.Temporary() && e.RetryAfter == 30*time.Second
+			return e.BudgetExceeded() && !e.Temporary() && e.After == 30*time.Second
 		}},
 	}
 	calls := []struct {
@@ -355,7 +359,7 @@ func chunkEvent(text string) string {
 
 func TestBadAnswers(t *testing.T) {
 	req := &llm.ChatCompletionRequest{Model: "m", Messages: userMessage("x")}
-	opts := &llm.Options{MaxResponseBytes: 256, MaxEventBytes: 256}
+	opts := &llm.Options{MaxResponseBytes: 256, MaxEventBytes: 256, Retry: once}
 	t.Run("chat", func(t *testing.T) {
 		tests := []struct {
 			name    string
@@ -460,7 +464,7 @@ func TestNewRefuses(t *testing.T) {
 }
 
 func TestNoTokenInOutput(t *testing.T) {
-	c := newClient(t, "http://127.0.0.1:1/v1", nil)
+	c := newClient(t, "http://127.0.0.1:1/v1", &llm.Options{Retry: once})
 	for _, s := range []string{fmt.Sprintf("%v", c), fmt.Sprintf("%+v", c), fmt.Sprintf("%#v", *c)} {
 		if strings.Contains(s, token) {
 			t.Fatal("printing a client shows the token")
@@ -472,4 +476,68 @@ func TestNoTokenInOutput(t *testing.T) {
 		t.Fatal("no error from a closed port")
 	}
 	noToken(t, err)
+}
+
+// waits is a retry policy that records its waits instead of sleeping.
+func waits() (*resilience.Policy, *[]time.Duration) {
+	var got []time.Duration
+	return &resilience.Policy{Attempts: 3, NoJitter: true, Wait: func(ctx context.Context, d time.Duration) error {
+		got = append(got, d)
+		return ctx.Err()
+	}}, &got
+}
+
+func TestRetries(t *testing.T) {
+	chat := &llm.ChatCompletionRequest{Model: llmtest.ModelChat, Messages: userMessage("again")}
+	tests := []struct {
+		name      string
+		setup     func(p *llmtest.Server)
+		stream    bool
+		calls     int
+		waits     []time.Duration
+		wantError bool
+	}{
+		{"503 twice", func(p *llmtest.Server) { p.FailNext(2, 503) }, false, 3, []time.Duration{time.Second, 2 * time.Second}, false},
+		{"Retry-After is honoured", func(p *llmtest.Server) {
+			p.FailNextWith(1, &llm.APIError{Status: 429, Type: "requests", Code: llm.CodeRateLimit, Message: "slow down", After: 7 * time.Second})
+		}, false, 2, []time.Duration{7 * time.Second}, false},
+		{"spent budget is final", func(p *llmtest.Server) {
+			p.FailNextWith(1, &llm.APIError{Status: 429, Type: llm.TypeInsufficientQuota, Code: llm.CodeBudgetExceeded, Message: "spent", After: time.Hour})
+		}, false, 1, nil, true},
+		{"500 is an answer", func(p *llmtest.Server) { p.FailNext(1, 500) }, false, 1, nil, true},
+		{"attempts run out", func(p *llmtest.Server) { p.FailNext(3, 502) }, false, 3, []time.Duration{time.Second, 2 * time.Second}, true},
+		{"stream opens on a retry", func(p *llmtest.Server) { p.FailNext(1, 429) }, true, 2, []time.Duration{time.Second}, false},
+		{"a broken stream is not retried", func(p *llmtest.Server) { p.CutNextStream() }, true, 1, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := llmtest.NewServer(nil)
+			defer p.Close()
+			policy, got := waits()
+			c := newClient(t, p.BaseURL(), &llm.Options{Retry: policy})
+			tt.setup(p)
+			var err error
+			if tt.stream {
+				var s *llm.Stream
+				if s, err = c.ChatCompletionStream(context.Background(), chat); err == nil {
+					for s.Next() {
+					}
+					err = s.Err()
+					s.Close()
+				}
+			} else {
+				_, err = c.ChatCompletion(context.Background(), chat)
+			}
+			if (err != nil) != tt.wantError {
+				t.Fatalf("err %v, want error %v", err, tt.wantError)
+			}
+			noToken(t, err)
+			if n := p.Calls(llmtest.PathChatCompletions); n != tt.calls {
+				t.Errorf("calls = %d, want %d", n, tt.calls)
+			}
+			if d := cmp.Diff(tt.waits, *got); d != "" {
+				t.Errorf("waits (-want +got):\n%s", d)
+			}
+		})
+	}
 }

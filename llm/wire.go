@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"novaos.dev/novaos/resilience"
 )
 
 // Object names of the OpenAI answers.
@@ -562,9 +564,9 @@ type APIError struct {
 	Type    string
 	Param   string
 	Code    string
-	// RetryAfter is the wait the server asked for (Retry-After in
-	// seconds), zero when it named none.
-	RetryAfter time.Duration
+	// After is the wait the server asked for (Retry-After), zero when it
+	// named none.
+	After time.Duration
 }
 
 // Error returns "llm: <status> <code or type>: <message>".
@@ -595,11 +597,16 @@ func (e *APIError) Error() string {
 func (e *APIError) BudgetExceeded() bool { return e.Code == CodeBudgetExceeded }
 
 // Temporary reports whether the same call may succeed later: a rate
-// limit or a server error.
+// limit or a service that is down for a while (resilience.RetryableStatus),
+// but not a spent budget or quota, which waiting does not refill.
 func (e *APIError) Temporary() bool {
-	return e.Status == http.StatusTooManyRequests && e.Code != CodeBudgetExceeded && e.Type != TypeInsufficientQuota ||
-		e.Status >= 500
+	return resilience.RetryableStatus(e.Status) && e.Code != CodeBudgetExceeded &&
+		e.Type != TypeInsufficientQuota && e.Code != TypeInsufficientQuota
 }
+
+// RetryAfter returns After, so a resilience.Policy waits as the server
+// asked.
+func (e *APIError) RetryAfter() time.Duration { return e.After }
 
 // errorBody is the wire form of an APIError.
 type errorBody struct {
@@ -627,7 +634,7 @@ func (e *APIError) MarshalJSON() ([]byte, error) {
 }
 
 // WriteError answers an HTTP request with e as an OpenAI error body and
-// e.Status (500 when unset), and e.RetryAfter, rounded up to seconds, as
+// e.Status (500 when unset), and e.After, rounded up to seconds, as
 // Retry-After.
 func WriteError(w http.ResponseWriter, e *APIError) {
 	status := e.Status
@@ -638,8 +645,8 @@ func WriteError(w http.ResponseWriter, e *APIError) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(b)+1))
-	if e.RetryAfter > 0 {
-		h.Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
+	if e.After > 0 {
+		h.Set("Retry-After", strconv.Itoa(int((e.After+time.Second-1)/time.Second)))
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))

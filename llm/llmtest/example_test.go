@@ -8,6 +8,7 @@ import (
 
 	"novaos.dev/novaos/llm"
 	"novaos.dev/novaos/llm/llmtest"
+	"novaos.dev/novaos/resilience"
 	"novaos.dev/novaos/secret"
 )
 
@@ -16,7 +17,9 @@ import (
 func ExampleNewServer() {
 	p := llmtest.NewServer(&llmtest.Options{APIKey: "sk-test"})
 	defer p.Close()
-	c, err := llm.New(p.BaseURL(), secret.New("sk-test"), nil)
+	// One attempt, so the example sees the failure the client would
+	// otherwise retry.
+	c, err := llm.New(p.BaseURL(), secret.New("sk-test"), &llm.Options{Retry: &resilience.Policy{}})
 	if err != nil {
 		panic(err)
 	}
