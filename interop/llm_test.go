@@ -1,7 +1,6 @@
 package interop
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -15,8 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -209,50 +206,7 @@ func startOpenAIMockAPI(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start openai-mock-api: %v", err)
-	}
-	exited := make(chan struct{})
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
-	var (
-		mu  sync.Mutex
-		log strings.Builder
-	)
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		said := false
-		for sc.Scan() {
-			mu.Lock()
-			log.WriteString(sc.Text() + "\n")
-			mu.Unlock()
-			if !said && strings.Contains(sc.Text(), "started on port "+port) {
-				said = true
-				close(ready)
-			}
-		}
-		cmd.Wait()
-		close(exited)
-	}()
-	select {
-	case <-ready:
-	case <-exited:
-		mu.Lock()
-		defer mu.Unlock()
-		t.Fatalf("openai-mock-api exited before listening; output:\n%s", log.String())
-	case <-time.After(testTimeout):
-		mu.Lock()
-		defer mu.Unlock()
-		t.Fatalf("openai-mock-api did not listen within %v; output:\n%s", testTimeout, log.String())
-	}
+	startUntilReady(t, "openai-mock-api", cmd, stdout, "started on port "+port)
 	return "http://127.0.0.1:" + port + "/v1"
 }
 
