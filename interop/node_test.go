@@ -174,16 +174,7 @@ func startNodeServer(t *testing.T, script string, args ...string) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start node %s: %v", script, err)
 	}
-	exited := make(chan struct{})
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
+	exited := stopAtCleanup(t, cmd)
 	lines := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -217,16 +208,7 @@ func startUntilReady(t *testing.T, name string, cmd *exec.Cmd, out io.Reader, re
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
-	exited := make(chan struct{})
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
+	exited := stopAtCleanup(t, cmd)
 	var (
 		mu  sync.Mutex
 		log strings.Builder
@@ -258,4 +240,21 @@ func startUntilReady(t *testing.T, name string, cmd *exec.Cmd, out io.Reader, re
 		defer mu.Unlock()
 		t.Fatalf("%s did not listen within %v; output:\n%s", name, testTimeout, log.String())
 	}
+}
+
+// stopAtCleanup stops the started cmd when the test ends: SIGTERM, then
+// SIGKILL after 5s. The caller closes the returned channel once cmd.Wait
+// has returned.
+func stopAtCleanup(t *testing.T, cmd *exec.Cmd) chan struct{} {
+	exited := make(chan struct{})
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+	})
+	return exited
 }
