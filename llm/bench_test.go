@@ -24,21 +24,21 @@ func BenchmarkStreamDecode(b *testing.B) {
 	b.SetBytes(int64(in.Len()))
 	b.ReportAllocs()
 	for b.Loop() {
-		d := newEventDecoder(bytes.NewReader(in.Bytes()), DefaultMaxEventBytes)
+		d := NewEventReader(bytes.NewReader(in.Bytes()), DefaultMaxEventBytes)
 		n := 0
 		for {
-			ev, err := d.next()
+			ev, err := d.Next()
 			if err == io.EOF {
 				break
 			}
 			if err != nil {
 				b.Fatal(err)
 			}
-			if bytes.Equal(ev.data, doneMarker) {
+			if bytes.Equal(ev.Data, doneMarker) {
 				continue
 			}
 			var c streamChunk
-			if err := json.Unmarshal(ev.data, &c); err != nil {
+			if err := json.Unmarshal(ev.Data, &c); err != nil {
 				b.Fatal(err)
 			}
 			n++

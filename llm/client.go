@@ -253,7 +253,7 @@ func (c *Client) ChatCompletionStream(ctx context.Context, req *ChatCompletionRe
 		timer.Reset(c.timeout)
 		s = &Stream{
 			ctx: sctx, cancel: cancel, timer: timer, timeout: c.timeout,
-			body: resp.Body, dec: newEventDecoder(resp.Body, c.maxEvent),
+			body: resp.Body, dec: NewEventReader(resp.Body, c.maxEvent),
 		}
 		return nil
 	})

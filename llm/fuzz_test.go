@@ -16,7 +16,7 @@ import (
 // referenceEvents is the EventSource algorithm written plainly: split
 // the whole input into lines, then read fields. It is what eventDecoder
 // must agree with, however the input is cut into reads.
-func referenceEvents(in []byte) []event {
+func referenceEvents(in []byte) []Event {
 	s := string(in)
 	var lines []string
 	for {
@@ -30,14 +30,14 @@ func referenceEvents(in []byte) []event {
 		}
 		s = s[i+1:]
 	}
-	var out []event
+	var out []Event
 	var data, name string
 	has := false
 	for _, l := range lines {
 		switch {
 		case l == "":
 			if has {
-				out = append(out, event{name: name, data: []byte(strings.TrimSuffix(data, "\n"))})
+				out = append(out, Event{Name: name, Data: []byte(strings.TrimSuffix(data, "\n"))})
 			}
 			data, name, has = "", "", false
 		case l[0] == ':':
@@ -56,20 +56,20 @@ func referenceEvents(in []byte) []event {
 	return out
 }
 
-func decodeAll(r io.Reader, max int) ([]event, error) {
-	d := newEventDecoder(r, max)
-	var out []event
+func decodeAll(r io.Reader, max int) ([]Event, error) {
+	d := NewEventReader(r, max)
+	var out []Event
 	for {
-		ev, err := d.next()
+		ev, err := d.Next()
 		if err != nil {
 			return out, err
 		}
-		ev.data = bytes.Clone(ev.data)
+		ev.Data = bytes.Clone(ev.Data)
 		out = append(out, ev)
 	}
 }
 
-func FuzzEventDecoder(f *testing.F) {
+func FuzzEventReader(f *testing.F) {
 	for _, s := range []string{
 		"data: {\"a\":1}\n\ndata: [DONE]\n\n",
 		"event: error\ndata: x\r\n\r\n",
@@ -81,7 +81,7 @@ func FuzzEventDecoder(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	const max = 512
-	eq := cmp.Comparer(func(a, b event) bool { return a.name == b.name && bytes.Equal(a.data, b.data) })
+	eq := cmp.Comparer(func(a, b Event) bool { return a.Name == b.Name && bytes.Equal(a.Data, b.Data) })
 	f.Fuzz(func(t *testing.T, in []byte) {
 		whole, err := decodeAll(bytes.NewReader(in), max)
 		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, ErrEventTooLarge) {
@@ -94,14 +94,14 @@ func FuzzEventDecoder(f *testing.F) {
 			t.Fatalf("one-byte reads differ: %q/%v vs %q/%v", whole, err, bytewise, err2)
 		}
 		for _, ev := range whole {
-			if len(ev.data) > max {
-				t.Fatalf("event of %d bytes passed the %d bound", len(ev.data), max)
+			if len(ev.Data) > max {
+				t.Fatalf("event of %d bytes passed the %d bound", len(ev.Data), max)
 			}
 		}
 		if errors.Is(err, ErrEventTooLarge) {
 			return
 		}
-		if ref := referenceEvents(in); !cmp.Equal(ref, whole, eq, cmp.AllowUnexported(event{})) && !(len(ref) == 0 && len(whole) == 0) {
+		if ref := referenceEvents(in); !cmp.Equal(ref, whole, eq) && !(len(ref) == 0 && len(whole) == 0) {
 			t.Fatalf("decoder %q, reference %q", whole, ref)
 		}
 	})

@@ -33,7 +33,7 @@ type Stream struct {
 	timer   *time.Timer
 	timeout time.Duration
 	body    io.ReadCloser
-	dec     *eventDecoder
+	dec     *EventReader
 
 	chunk *Chunk
 	usage *Usage
@@ -50,31 +50,31 @@ func (s *Stream) Next() bool {
 		return false
 	}
 	for {
-		ev, err := s.dec.next()
+		ev, err := s.dec.Next()
 		if err != nil {
 			s.fail(err)
 			return false
 		}
 		s.timer.Reset(s.timeout)
-		if bytes.Equal(ev.data, doneMarker) {
+		if bytes.Equal(ev.Data, doneMarker) {
 			s.done = true
 			s.chunk = nil
 			s.release()
 			return false
 		}
-		if ev.name == "error" {
-			s.err = errorEvent(ev.data)
+		if ev.Name == "error" {
+			s.err = errorEvent(ev.Data)
 			s.release()
 			return false
 		}
 		var c streamChunk
-		if err := json.Unmarshal(ev.data, &c); err != nil {
+		if err := json.Unmarshal(ev.Data, &c); err != nil {
 			s.err = fmt.Errorf("llm: chat completion stream: %w: %w", ErrMalformedResponse, err)
 			s.release()
 			return false
 		}
 		if len(c.Error) > 0 && firstByte(c.Error) != 'n' {
-			s.err = errorEvent(ev.data)
+			s.err = errorEvent(ev.Data)
 			s.release()
 			return false
 		}
@@ -164,20 +164,20 @@ func parseErrorEvent(data []byte) *APIError {
 	return ParseError(0, data)
 }
 
-// event is one server-sent event: its type ("" for the default,
+// Event is one server-sent event: its type ("" for the default,
 // "message") and its data lines joined by newlines.
-type event struct {
-	name string
-	data []byte
+type Event struct {
+	Name string
+	Data []byte
 }
 
-// eventDecoder reads server-sent events (the WHATWG EventSource format):
-// lines end in LF, CRLF or a lone CR; "data" lines accumulate, "event"
-// names the event, comments and other fields are skipped, and a blank
-// line dispatches an event that has data. Each byte is looked at once,
-// so the work is linear in the input; no line and no event's data may be
-// longer than max bytes.
-type eventDecoder struct {
+// EventReader reads server-sent events (the WHATWG EventSource format), as
+// OpenAI-compatible servers stream chat completions: lines end in LF, CRLF
+// or a lone CR; "data" lines accumulate, "event" names the event, comments
+// and the other fields are skipped, and a blank line dispatches an event
+// that has data. Each byte is looked at once, so the work is linear in the
+// input, and no line and no event's data may be longer than the bound.
+type EventReader struct {
 	r   io.Reader
 	buf []byte
 	pos int // buf[pos:end] is read but not yet consumed
@@ -192,24 +192,33 @@ type eventDecoder struct {
 	max     int
 }
 
-func newEventDecoder(r io.Reader, max int) *eventDecoder {
-	return &eventDecoder{r: r, buf: make([]byte, 4096), max: max}
+// NewEventReader returns a reader of the events of r whose lines and
+// events' data are at most maxEventBytes long (DefaultMaxEventBytes when
+// not positive).
+func NewEventReader(r io.Reader, maxEventBytes int) *EventReader {
+	if maxEventBytes <= 0 {
+		maxEventBytes = DefaultMaxEventBytes
+	}
+	return &EventReader{r: r, buf: make([]byte, 4096), max: maxEventBytes}
 }
 
-// next returns the next event with data, or the error that ended the
-// input (io.EOF at its end, even if an event was incomplete).
-func (d *eventDecoder) next() (event, error) {
+// Next returns the next event that has data; its Data is the caller's to
+// keep. At the end of the input it returns io.EOF (an event the input
+// ends inside is dropped, as the format says; io.ErrUnexpectedEOF when
+// it ends inside a line), and an error wrapping ErrEventTooLarge for a
+// line or event over the bound.
+func (d *EventReader) Next() (Event, error) {
 	for {
 		line, err := d.readLine()
 		if err != nil {
-			return event{}, err
+			return Event{}, err
 		}
 		if len(line) == 0 {
 			if !d.hasData {
 				d.name = d.name[:0]
 				continue
 			}
-			ev := event{name: string(d.name), data: bytes.TrimSuffix(d.data, []byte{'\n'})}
+			ev := Event{Name: string(d.name), Data: bytes.TrimSuffix(d.data, []byte{'\n'})}
 			d.data, d.name, d.hasData = nil, d.name[:0], false
 			return ev, nil
 		}
@@ -224,7 +233,7 @@ func (d *eventDecoder) next() (event, error) {
 		switch string(field) {
 		case "data":
 			if len(d.data)+len(value)+1 > d.max {
-				return event{}, fmt.Errorf("%w (over %d bytes)", ErrEventTooLarge, d.max)
+				return Event{}, fmt.Errorf("%w (over %d bytes)", ErrEventTooLarge, d.max)
 			}
 			d.data = append(d.data, value...)
 			d.data = append(d.data, '\n')
@@ -237,7 +246,7 @@ func (d *eventDecoder) next() (event, error) {
 
 // readLine returns the next line without its end. The slice is valid
 // until the next call.
-func (d *eventDecoder) readLine() ([]byte, error) {
+func (d *EventReader) readLine() ([]byte, error) {
 	d.line = d.line[:0]
 	for {
 		if d.pos == d.end {
