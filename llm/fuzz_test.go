@@ -14,7 +14,7 @@ import (
 )
 
 // referenceEvents is the EventSource algorithm written plainly: split
-// the whole input into lines, then read fields. It is what eventDecoder
+// the whole input into lines, then read fields. It is what EventReader
 // must agree with, however the input is cut into reads.
 func referenceEvents(in []byte) []Event {
 	s := string(in)
