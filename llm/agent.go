@@ -7,7 +7,6 @@ import (
 	"os"
 	"strings"
 
-	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/secret"
 )
 
@@ -17,16 +16,17 @@ const GatewayURLEnv = "LLM_GATEWAY_URL"
 
 // Execution is what From uses of the execution a skill serves.
 // *agent.Context satisfies it; llm declares it rather than importing the
-// agent SDK, so the stores built on this package's contracts do not link
-// it.
+// agent SDK or the token verifier, so the stores built on this package's
+// contracts link neither.
 type Execution interface {
 	// ExecutionToken returns the execution token, or an error when the
 	// execution carries none.
 	ExecutionToken() (secret.Value, error)
 	// GatewayURL is the platform's base URL, "" when unknown.
 	GatewayURL() string
-	// Execution returns the ids the execution acts under.
-	Execution() identity.Execution
+	// CorrelationHeaders are the X-NovaOS-* headers of the ids the
+	// execution acts under, without the token.
+	CorrelationHeaders() map[string]string
 	// Traceparent is the execution's W3C trace context, "" when none.
 	Traceparent() string
 }
@@ -76,8 +76,8 @@ func From(c Execution, o *FromOptions) (*Client, error) {
 	if opts.Headers == nil {
 		opts.Headers = http.Header{}
 	}
-	for k, v := range c.Execution().ContextHeaders() {
-		if k != identity.HeaderExecutionToken && opts.Headers.Get(k) == "" {
+	for k, v := range c.CorrelationHeaders() {
+		if opts.Headers.Get(k) == "" {
 			opts.Headers.Set(k, v)
 		}
 	}

@@ -96,8 +96,8 @@ func (e execution) ExecutionToken() (secret.Value, error) {
 	return secret.New(e.token), nil
 }
 func (e execution) GatewayURL() string { return e.gateway }
-func (e execution) Execution() identity.Execution {
-	return identity.Execution{Token: secret.New(e.token), RunID: "run-1"}
+func (e execution) CorrelationHeaders() map[string]string {
+	return map[string]string{identity.HeaderRunID: "run-1"}
 }
 func (e execution) Traceparent() string { return "" }
 

@@ -16,7 +16,6 @@ import (
 
 	"go.opentelemetry.io/otel/propagation"
 
-	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/resilience"
 	"novaos.dev/novaos/secret"
 )
@@ -30,6 +29,10 @@ const (
 	// DefaultMaxEventBytes bounds one event of a stream.
 	DefaultMaxEventBytes = 1 << 20
 )
+
+// executionTokenHeader is where the platform's auth proxy hands an agent
+// its token (identity.HeaderExecutionToken); a client never sends it.
+const executionTokenHeader = "X-NovaOS-Execution-Token"
 
 // maxErrorBody bounds the part of an error answer that is read.
 const maxErrorBody = 64 << 10
@@ -151,7 +154,7 @@ func New(baseURL string, token secret.Value, o *Options) (*Client, error) {
 		c.retry = resilience.DefaultPolicy()
 	}
 	c.headers.Del("Authorization")
-	c.headers.Del(identity.HeaderExecutionToken)
+	c.headers.Del(executionTokenHeader)
 	return c, nil
 }
 
