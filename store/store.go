@@ -5,6 +5,7 @@ import (
 	"novaos.dev/novaos/gate"
 	"novaos.dev/novaos/gateway"
 	"novaos.dev/novaos/heartbeat"
+	"novaos.dev/novaos/llm"
 	"novaos.dev/novaos/memory"
 	"novaos.dev/novaos/registry"
 	"novaos.dev/novaos/tools"
@@ -49,6 +50,9 @@ type Stores struct {
 	// Knowledge keeps the tool gateway's knowledge collections, ingest
 	// jobs, documents and graphs (their chunks are in Memory).
 	Knowledge tools.KnowledgeStore
+	// LLM keeps the LLM gateway's providers, model routes, budgets and
+	// usage ledger.
+	LLM llm.Store
 	// Schedules keeps the heartbeat schedules of instances and the ticks
 	// servers handled.
 	Schedules heartbeat.Store

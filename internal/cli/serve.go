@@ -70,6 +70,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	toolsFl := toolsFlags(fs)
 	schedFl := schedulesFlags(fs)
 	pushFl := pushFlags(fs)
+	llmFl := llmFlags(fs)
 	fs.Usage = func() { groupedUsage(fs.Output(), "serve [flags]", fs, serveGroups) }
 	if code, ok := parse(fs, args); !ok {
 		return code
@@ -90,6 +91,9 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		return usageError(fs, "%s", msg)
 	}
 	if msg := pushFl.check(); msg != "" {
+		return usageError(fs, "%s", msg)
+	}
+	if msg := llmFl.check(); msg != "" {
 		return usageError(fs, "%s", msg)
 	}
 	for _, h := range allowHosts {
@@ -138,12 +142,12 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		fmt.Fprintf(e.stderr, "novaos serve: %v\n", err)
 		return exitFail
 	}
-	memOpts, err := plat.memory()
+	memOpts, err := plat.memory(llmFl.platform)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "novaos serve: %v\n", err)
 		return exitFail
 	}
-	gateOpts, err := gateFl.options()
+	gateOpts, err := gateFl.options(llmFl.platform)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "novaos serve: %v\n", err)
 		return exitFail
@@ -182,6 +186,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		Gateway:      gatewayFl.options(regOpts),
 		Tools:        toolsFl.options(),
 		BuiltinTools: builtinTools,
+		LLM:          llmFl.options(),
 		Schedules:    schedFl.options(),
 	})
 	if err != nil {
