@@ -150,7 +150,7 @@ func (s *Server) mount(ctx context.Context, base string, guard *httpapi.Guard) (
 		llmDeps.Runs = g
 	}
 	add(l, llmgw.Mount(st, llmDeps, s.opts.llm()))
-	add(l, schedsvc.Mount(st, scheduleDeps(m.issuer, s.opts.AdminToken, g, st.Gateway), s.opts.schedules()))
+	add(l, schedsvc.Mount(st, scheduleDeps(st, m.issuer, s.opts.AdminToken, g), s.opts.schedules()))
 	add(l, registrysvc.Mount(st, registrysvc.Deps{BaseURL: base, AdminToken: s.opts.AdminToken, Hosted: m.host.Records()}, s.opts.registry()))
 	*l = append(*l, s.own())
 	return m, nil

@@ -40,11 +40,12 @@
 //     claim's own write, counting the day's claimed and fired ticks in
 //     the config's time zone; a tick over it is recorded skipped_budget
 //     with the reason. max_daily_tokens and max_daily_cost_usd (0: no cap
-//     of their own) are checked with Deps.Spend, the model meter, over
-//     the runs of the config's ticks that day; a cap that is spent, or a
-//     meter that cannot answer, skips the tick. What is left of them is
-//     passed with the run as its Limits. Without a meter those two caps
-//     go unchecked, which the log says once per config.
+//     of their own) are checked with Deps.Spend, the model meter (the LLM
+//     gateway's ledger), over the runs of the config's ticks that day; a
+//     cap that is spent, or a meter that cannot answer, skips the tick.
+//     What is left of them is passed with the run as its Limits, for a
+//     gateway that enforces a run's own limit. Without a meter those two
+//     caps go unchecked, which the log says once per config.
 //   - Pausing or resuming a config that is so already answers 200 and
 //     changes nothing; a resumed config fires from its next future tick,
 //     and the ticks of the pause are not missed ones.
