@@ -203,6 +203,8 @@ type Service struct {
 	closeOnce sync.Once
 	raised    raisedPauses
 	handBack  atomic.Bool // set by a Shutdown with time left
+	// onPark, for tests, hears of each delivery its run's debugger holds.
+	onPark func(runID string)
 }
 
 // Mount builds the gateway over st.Gateway; nil when st keeps no runs.
