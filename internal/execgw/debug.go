@@ -216,7 +216,7 @@ func (dl *delivery) writeHeld(ctx context.Context, change func(r *gateway.Run) [
 // waits to send more.
 func (dl *delivery) park(ctx context.Context) error {
 	if h := dl.s.onPark; h != nil {
-		h(dl.current().ID)
+		h(dl.current())
 	}
 	select {
 	case <-ctx.Done():
