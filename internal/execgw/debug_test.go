@@ -3,14 +3,17 @@ package execgw_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"go.opentelemetry.io/otel/trace"
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/gateway"
@@ -414,5 +417,96 @@ func TestDebugAbortPausedRun(t *testing.T) {
 	}
 	if r := e.waitStatus(run, gateway.StatusCancelled); r.Reason != "aborted by sub-alice" {
 		t.Fatalf("run %+v", r)
+	}
+}
+
+// An event recorded within a trace keeps its trace and span ids, and both
+// event routes return them; an event recorded outside one has none.
+func TestRunEventsTraceContext(t *testing.T) {
+	e, _ := newDebugEnv(t, gateway.NewMemoryStore(), hostedAgents{})
+	run, _, err := e.store.CreateRun(context.Background(), gateway.RunWrite{Now: time.Now(), Run: gateway.Run{ID: "r-1", TenantID: "acme",
+		InstanceID: "i-1", Caller: gateway.Caller{Subject: "sub-alice", UserID: "alice"}, Status: gateway.StatusWaitingUser, Turn: 1},
+		Events: []gateway.Event{{Type: gateway.EventStatus, Payload: json.RawMessage(`{"status":"QUEUED"}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The server's tracing middleware, as far as the gateway sees it: a
+	// span context in each request's context.
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{0x4b, 0xf9, 1}, SpanID: trace.SpanID{0x00, 0xf0, 2},
+		TraceFlags: trace.FlagsSampled})
+	mux := http.NewServeMux()
+	for _, r := range e.svc.Routes() {
+		mux.Handle(r.Pattern, r.Handler)
+	}
+	traced := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mux.ServeHTTP(w, r.WithContext(trace.ContextWithSpanContext(r.Context(), sc)))
+	}))
+	defer traced.Close()
+	plain := e.srv
+	e.srv = traced
+	e.mustDebug(userTok, run.ID, gateway.DebugPause, gateway.BreakpointPaused)
+	e.srv = plain
+
+	type page struct {
+		Events []struct {
+			Type    string
+			TraceID *string `json:"trace_id"`
+			SpanID  *string `json:"span_id"`
+		}
+	}
+	for _, c := range []struct{ token, path string }{
+		{serviceTok, gateway.ServiceRunsPath + run.ID + "/events"},
+		{userTok, gateway.RunsPath + "/" + run.ID + "/events"},
+	} {
+		var p page
+		if st := e.do("GET", c.path, c.token, nil, &p); st != 200 || len(p.Events) != 2 {
+			t.Fatalf("%s: %d %+v", c.path, st, p)
+		}
+		if untraced := p.Events[0]; untraced.TraceID != nil || untraced.SpanID != nil {
+			t.Errorf("%s: an event recorded outside a trace has %v %v", c.path, untraced.TraceID, untraced.SpanID)
+		}
+		if ev := p.Events[1]; ev.Type != "debug.pause" || ev.TraceID == nil || *ev.TraceID != sc.TraceID().String() ||
+			ev.SpanID == nil || *ev.SpanID != sc.SpanID().String() {
+			t.Errorf("%s: the pause's event %+v, want trace %s span %s", c.path, ev, sc.TraceID(), sc.SpanID())
+		}
+	}
+}
+
+// The Go client drives the debugger and reads the actions back from the
+// event index, a user's token falling back to the user route.
+func TestClientDebugControl(t *testing.T) {
+	e, _ := newDebugEnv(t, gateway.NewMemoryStore(), hostedAgents{})
+	ctx := context.Background()
+	run, _, err := e.store.CreateRun(ctx, gateway.RunWrite{Now: time.Now(), Run: gateway.Run{ID: "r-1", TenantID: "acme",
+		InstanceID: "i-1", Caller: gateway.Caller{Subject: "sub-alice", UserID: "alice"}, Status: gateway.StatusWaitingUser, Turn: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := gateway.NewClient(e.srv.URL, &gateway.ClientOptions{Token: secret.New(userTok)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []struct {
+		action gateway.DebugAction
+		want   gateway.BreakpointState
+	}{{gateway.DebugPause, gateway.BreakpointPaused}, {gateway.DebugStep, gateway.BreakpointStepping}, {gateway.DebugAbort, gateway.BreakpointAborted}} {
+		d, err := c.SendDebugControl(ctx, run.ID, s.action, map[string]any{"by": "test"})
+		if err != nil || d.BreakpointState != s.want || d.Action != s.action || d.RunID != run.ID || d.SessionID == "" {
+			t.Fatalf("%s: %+v, %v", s.action, d, err)
+		}
+	}
+	if _, err := c.SendDebugControl(ctx, run.ID, gateway.DebugResume, nil); !errors.Is(err, gateway.ErrConflict) {
+		t.Fatalf("a resume of the aborted run: %v, want ErrConflict", err)
+	}
+	page, err := c.RunEvents(ctx, run.ID, gateway.RunEventsOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, ev := range page.Events {
+		kinds = append(kinds, ev.Type)
+	}
+	if d := cmp.Diff([]string{"debug.pause", "debug.step", "debug.abort", "status", "error"}, kinds); d != "" || page.NextCursor != "5" {
+		t.Fatalf("events (-want +got):\n%s next cursor %q", d, page.NextCursor)
 	}
 }
