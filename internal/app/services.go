@@ -187,7 +187,8 @@ func interceptorsOf(services []service) []a2asrv.Interceptor {
 }
 
 // own is what the server itself serves: /healthz, the index at the root,
-// and the card key's key set.
+// the card key's key set, and /metrics and /debug/pprof/ unless they have
+// a listener of their own.
 func (s *Server) own() service {
 	r := routes{
 		{Pattern: "GET " + healthPath, Handler: healthCheck{stores: s.stores, kind: s.databaseKind(), log: s.log}},
@@ -196,7 +197,7 @@ func (s *Server) own() service {
 	if s.opts.Agents.CardKey != nil {
 		r = append(r, httpapi.Route{Pattern: "GET " + CardJWKSPath, Handler: auth.KeySetHandler(auth.DefaultJWKSMaxAge, s.opts.Agents.CardKey)})
 	}
-	return r
+	return append(r, s.operatorRoutes()...)
 }
 
 // routes is a service with routes and nothing else.

@@ -36,7 +36,7 @@ const DefaultSampleRatio = 1.0
 // to it.
 const TracesPath = "/v1/traces"
 
-// Options configure New; nil or the zero value exports nothing.
+// Options configure NewTracing; nil or the zero value exports nothing.
 type Options struct {
 	// OTLPEndpoint is where spans are exported over OTLP/HTTP (protobuf):
 	// a base URL (http://collector:4318), to which TracesPath is added, or
@@ -60,39 +60,31 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Telemetry is the platform's tracing and metrics setup: a tracer
-// provider (exporting over OTLP/HTTP, or carrying inbound trace contexts
-// through), the W3C propagator, and a Prometheus registry with the Go
-// runtime and process collectors. Shutdown flushes what is not yet
-// exported.
-type Telemetry struct {
-	tracing  trace.TracerProvider
+// Tracing is the platform's tracer provider: one exporting over
+// OTLP/HTTP with a batch span processor, or, without an endpoint, one
+// that records nothing and carries an inbound trace context on.
+// Shutdown flushes what is not yet exported.
+type Tracing struct {
+	provider trace.TracerProvider
 	sdk      *sdktrace.TracerProvider // nil: nothing exported
-	registry *prometheus.Registry
 }
 
-// New builds the tracer provider opts describe and a registry with the Go
-// runtime and process collectors. It does not connect: an unreachable
-// collector shows as export failures in the log.
-func New(opts *Options) (*Telemetry, error) {
+// NewTracing builds the tracer provider opts describe. It does not
+// connect: an unreachable collector shows as export failures in the log.
+func NewTracing(opts *Options) (*Tracing, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	t := &Telemetry{tracing: noop.NewTracerProvider(), registry: reg}
+	if err := CheckOptions(&o); err != nil {
+		return nil, err
+	}
+	t := &Tracing{provider: noop.NewTracerProvider()}
 	if o.OTLPEndpoint == "" {
 		return t, nil
 	}
-	endpoint, err := TracesURL(o.OTLPEndpoint)
-	if err != nil {
-		return nil, err
-	}
-	ratio, err := sampleRatio(o.SampleRatio)
-	if err != nil {
-		return nil, err
-	}
+	endpoint, _ := TracesURL(o.OTLPEndpoint)
+	ratio, _ := sampleRatio(o.SampleRatio)
 	headers := make(map[string]string, len(o.OTLPHeaders))
 	for k, v := range o.OTLPHeaders {
 		headers[k] = v.Reveal()
@@ -111,8 +103,16 @@ func New(opts *Options) (*Telemetry, error) {
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio))),
 		sdktrace.WithResource(res),
 	)
-	t.tracing = t.sdk
+	t.provider = t.sdk
 	return t, nil
+}
+
+// NewRegistry is a Prometheus registry with the Go runtime and process
+// collectors.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
 }
 
 // TracesURL is the URL spans are POSTed to for an OTLP endpoint given as
@@ -163,18 +163,15 @@ func CheckOptions(opts *Options) error {
 	return err
 }
 
-// TracerProvider is the provider every service's spans come from.
-func (t *Telemetry) TracerProvider() trace.TracerProvider { return t.tracing }
+// Provider is the provider every service's spans come from.
+func (t *Tracing) Provider() trace.TracerProvider { return t.provider }
 
 // Exporting reports whether spans are exported (an OTLP endpoint is set).
-func (t *Telemetry) Exporting() bool { return t.sdk != nil }
-
-// Registry is the registry /metrics serves.
-func (t *Telemetry) Registry() *prometheus.Registry { return t.registry }
+func (t *Tracing) Exporting() bool { return t.sdk != nil }
 
 // Shutdown exports the spans not yet exported and stops the exporter;
 // ctx bounds the wait.
-func (t *Telemetry) Shutdown(ctx context.Context) error {
+func (t *Tracing) Shutdown(ctx context.Context) error {
 	if t.sdk == nil {
 		return nil
 	}
