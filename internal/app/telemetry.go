@@ -212,15 +212,22 @@ func (s *Server) shutdownTelemetry(ctx context.Context) error {
 	return s.tel.own.Shutdown(ctx)
 }
 
-// MetricsAddr is the address of the metrics listener ("" when /metrics
-// is on the main listener, or before Start).
-func (s *Server) MetricsAddr() string {
+// Paths of the operator's endpoints: Prometheus metrics and the runtime
+// profiles.
+const (
+	MetricsPath = telemetry.MetricsPath
+	PprofPath   = telemetry.PprofPath
+)
+
+// MetricsURL is the base URL of the metrics listener ("" when /metrics is
+// on the main listener, or before Start).
+func (s *Server) MetricsURL() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.metricsLn == nil {
 		return ""
 	}
-	return s.metricsLn.Addr().String()
+	return s.scheme() + strings.TrimPrefix(httpapi.ListenURL(s.opts.MetricsAddr, s.metricsLn.Addr()), "http://")
 }
 
 // logTelemetry says where traces and metrics go.
