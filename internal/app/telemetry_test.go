@@ -180,7 +180,9 @@ func TestMetricsEndpoint(t *testing.T) {
 		body   string
 	}
 	main := func(p string) func(*app.Server) string { return func(s *app.Server) string { return s.URL() + p } }
-	own := func(p string) func(*app.Server) string { return func(s *app.Server) string { return s.MetricsURL() + p } }
+	own := func(p string) func(*app.Server) string {
+		return func(s *app.Server) string { return s.MetricsURL() + p }
+	}
 	tests := []struct {
 		name   string
 		opts   app.Options
