@@ -85,6 +85,9 @@ func (s *Server) TracerProvider() trace.TracerProvider { return s.tel.provider }
 // request metrics and the access log of every request, and measures the
 // listener's Guard. byPattern names the service of each route.
 func (s *Server) observed(h http.Handler, guard *httpapi.Guard, byPattern map[string]string) (http.Handler, error) {
+	if !requestTelemetry {
+		return h, nil
+	}
 	opts := &telemetry.HTTPOptions{Tracing: s.tel.provider, Metrics: s.tel.registry,
 		Service: func(pattern string) string { return byPattern[pattern] }}
 	if s.opts.AccessLog {
@@ -111,6 +114,10 @@ func (s *Server) observed(h http.Handler, guard *httpapi.Guard, byPattern map[st
 	}
 	return obs.Wrap(h), nil
 }
+
+// requestTelemetry is off only for the benchmark's baseline: the same
+// server without the per-request span, metrics and log.
+var requestTelemetry = true
 
 // operatorRoutes are /metrics and /debug/pprof/ on the main listener,
 // behind the admin rule; none when they have a listener of their own.

@@ -36,8 +36,9 @@ type DatabaseOptions struct {
 //
 // Counting the tasks reads the whole table, which a scrape must not wait
 // for: a scrape reports the last count and asks Run for a new one, which
-// Run makes at most every TaskStatesEvery. Only the first scrape counts
-// itself. So the counts are one scrape interval old.
+// Run makes at most every TaskStatesEvery. Run counts once as it starts;
+// a scrape before that count is made counts itself. So the counts are one
+// scrape interval old.
 type Database struct {
 	batches prometheus.Histogram
 	every   time.Duration
@@ -156,19 +157,22 @@ func (d *Database) Refresh(ctx context.Context) map[a2a.TaskState]int64 {
 	return counts
 }
 
-// Run counts the tasks when a scrape has asked, at most every
-// TaskStatesEvery, until ctx ends.
+// Run counts the tasks at once, so the first scrape finds a count, then
+// whenever a scrape has asked, at most every TaskStatesEvery, until ctx
+// ends.
 func (d *Database) Run(ctx context.Context) {
 	if d.tasks == nil {
 		return
 	}
 	t := time.NewTimer(0)
 	defer t.Stop()
-	for {
-		select {
-		case <-d.want:
-		case <-ctx.Done():
-			return
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case <-d.want:
+			case <-ctx.Done():
+				return
+			}
 		}
 		d.Refresh(ctx)
 		t.Reset(d.every)
