@@ -194,7 +194,7 @@ func fillDatabase(tb testing.TB, path string, tasks, runs int) {
 			for i := w; i < tasks; i += writers {
 				id := fmt.Sprint("task-", i)
 				task := &a2a.Task{ID: id, ContextID: fmt.Sprint("ctx-", i%100), Status: a2a.TaskStatus{State: states[i%len(states)], Timestamp: time.Now()},
-					History: []a2a.Message{{MessageID: "m-" + id, Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("a question of a few words")}}},
+					History:   []a2a.Message{{MessageID: "m-" + id, Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("a question of a few words")}}},
 					Artifacts: []a2a.Artifact{{ArtifactID: "a-" + id, Parts: []a2a.Part{a2a.TextPart("an answer of a few words more")}}}}
 				if _, err := ts.Create(ctx, a2asrv.Scope{Tenant: fmt.Sprint("t", i%10), Owner: "echo"}, task); err != nil {
 					tb.Error(err)
