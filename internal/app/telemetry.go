@@ -10,6 +10,7 @@ import (
 	"path"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
@@ -204,18 +205,19 @@ func serviceName(svc service) string {
 	return strings.TrimSuffix(pkg, "svc")
 }
 
-// shutdownTelemetry flushes the spans not yet exported; past ctx's end
-// it still waits answerGrace, so the last requests' spans are not lost
-// to a tight shutdown.
+// flushTimeout bounds the export of the last spans at Shutdown: a
+// collector that does not answer must not hold the process for the whole
+// shutdown grace, nor an expired one cut the export short at once.
+const flushTimeout = 5 * time.Second
+
+// shutdownTelemetry exports the spans not yet exported, for at most
+// flushTimeout whatever is left of ctx.
 func (s *Server) shutdownTelemetry(ctx context.Context) error {
 	if s.tel.own == nil {
 		return nil
 	}
-	if ctx.Err() != nil {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), answerGrace)
-		defer cancel()
-	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+	defer cancel()
 	return s.tel.own.Shutdown(ctx)
 }
 
