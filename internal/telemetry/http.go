@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"log/slog"
@@ -296,8 +297,9 @@ func tenantOf(c *httpapi.Caller) string {
 }
 
 // recorder is the ResponseWriter the handlers below see: it keeps the
-// status and the bytes written, and passes everything on, flushes and
-// read deadlines included (Unwrap gives http.ResponseController the rest).
+// status and the bytes written, and passes everything on, flushes, read
+// deadlines and hijacking included (Unwrap gives http.ResponseController
+// the rest).
 type recorder struct {
 	http.ResponseWriter
 	status int
@@ -343,6 +345,16 @@ func (w *recorder) SetReadDeadline(t time.Time) error {
 		return d.SetReadDeadline(t)
 	}
 	return http.NewResponseController(w.ResponseWriter).SetReadDeadline(t)
+}
+
+// Hijack hands the connection over (a WebSocket upgrade) when the writer
+// below can; the request then counts as 101 Switching Protocols.
+func (w *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err == nil && w.status == 0 {
+		w.status = http.StatusSwitchingProtocols
+	}
+	return conn, rw, err
 }
 
 // Unwrap lets http.ResponseController reach the connection.

@@ -303,3 +303,41 @@ func TestRegisterTwice(t *testing.T) {
 		t.Errorf("registering a collector of another shape under a taken name: %v", err)
 	}
 }
+
+// A handler that takes the connection over (a WebSocket upgrade) can,
+// through the recorder, and the request counts as 101.
+func TestHTTPHijack(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h, err := telemetry.NewHTTP(&telemetry.HTTPOptions{Metrics: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	wrapped := h.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, rw, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test\r\n\r\n")
+		rw.Flush()
+	}))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer close(served)
+		wrapped.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	<-served // counted before Wrap's handler returned
+	if n := sample(t, reg, "novaos_http_requests_total", map[string]string{"code": "101"}); n != 1 {
+		t.Errorf("novaos_http_requests_total{code=101} = %v, want 1", n)
+	}
+}
