@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,6 +59,40 @@ type HTTP struct {
 	requests *prometheus.CounterVec   // nil: no metrics
 	duration *prometheus.HistogramVec // nil: no metrics
 	inflight prometheus.Gauge
+	// series caches the children of requests and duration by their
+	// labels, which are bounded: a request then finds its two without
+	// hashing its labels or allocating.
+	mu     sync.RWMutex
+	series map[seriesKey]*series
+}
+
+type seriesKey struct {
+	service, route, method string
+	code                   int
+}
+
+type series struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
+}
+
+// seriesOf are the children of the request metrics for k.
+func (h *HTTP) seriesOf(k seriesKey) *series {
+	h.mu.RLock()
+	s, ok := h.series[k]
+	h.mu.RUnlock()
+	if ok {
+		return s
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s, ok := h.series[k]; ok {
+		return s
+	}
+	s = &series{requests: h.requests.WithLabelValues(k.service, k.route, k.method, codeLabel(k.code)),
+		duration: h.duration.WithLabelValues(k.service, k.route, k.method)}
+	h.series[k] = s
+	return s
 }
 
 // DurationBuckets are the request-duration histogram's buckets, in
@@ -74,7 +109,7 @@ func NewHTTP(opts *HTTPOptions) (*HTTP, error) {
 	if tp == nil {
 		tp = noop.NewTracerProvider()
 	}
-	h := &HTTP{tracer: tp.Tracer(instrumentation), service: o.Service}
+	h := &HTTP{tracer: tp.Tracer(instrumentation), service: o.Service, series: map[seriesKey]*series{}}
 	if o.AccessLog != nil {
 		h.log = slog.New(LogHandler(o.AccessLog.Handler()))
 	}
@@ -136,30 +171,30 @@ func (h *HTTP) serve(w http.ResponseWriter, r *http.Request, next http.Handler) 
 		ctx = propagator.Extract(ctx, propagation.HeaderCarrier(r.Header))
 	}
 	// Named by method only until the mux has matched a pattern.
-	ctx, span := h.tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(start))
+	ctx, span := h.tracer.Start(ctx, r.Method, serverKind)
 	rec := &recorder{ResponseWriter: w}
 	r = r.WithContext(httpapi.WithCallerSlot(ctx, &rec.caller))
 	if h.inflight != nil {
 		h.inflight.Inc()
 	}
-	returned := false
-	defer func() {
-		// Also while a panic unwinds (net/http answers it and logs it):
-		// the request counts, as a 500 unless something was sent.
-		if !returned && rec.status == 0 {
-			rec.status = http.StatusInternalServerError
-		}
-		h.finish(ctx, r, rec, span, start)
-	}()
+	// Also while a panic unwinds (net/http answers it and logs it): the
+	// request counts, as a 500 unless something was sent.
+	defer h.finish(ctx, r, rec, span, start)
 	next.ServeHTTP(rec, r)
-	returned = true
+	rec.returned = true
 }
+
+// serverKind is the option every server span starts with, made once.
+var serverKind = trace.WithSpanKind(trace.SpanKindServer)
 
 // finish ends the request's span, counts it and logs it.
 func (h *HTTP) finish(ctx context.Context, r *http.Request, rec *recorder, span trace.Span, start time.Time) {
 	end := time.Now()
 	status := rec.status
-	if status == 0 {
+	switch {
+	case status == 0 && !rec.returned:
+		status = http.StatusInternalServerError // a panic before anything was sent
+	case status == 0:
 		status = http.StatusOK // what net/http sends for a handler that wrote nothing
 	}
 	// The mux set the pattern on this request (net/http's ServeMux
@@ -204,17 +239,17 @@ func (h *HTTP) finish(ctx context.Context, r *http.Request, rec *recorder, span 
 		}
 		span.SetAttributes(attrs...)
 	}
-	span.End(trace.WithTimestamp(end))
+	span.End()
 	elapsed := end.Sub(start)
 	if h.requests != nil {
 		h.inflight.Dec()
-		h.requests.WithLabelValues(service, route, method, codeLabel(status)).Inc()
-		obs := h.duration.WithLabelValues(service, route, method)
+		m := h.seriesOf(seriesKey{service, route, method, status})
+		m.requests.Inc()
 		if sc := span.SpanContext(); sc.IsSampled() {
 			// Links a slow bucket to a trace the backend holds.
-			obs.(prometheus.ExemplarObserver).ObserveWithExemplar(elapsed.Seconds(), prometheus.Labels{"trace_id": sc.TraceID().String()})
+			m.duration.(prometheus.ExemplarObserver).ObserveWithExemplar(elapsed.Seconds(), prometheus.Labels{"trace_id": sc.TraceID().String()})
 		} else {
-			obs.Observe(elapsed.Seconds())
+			m.duration.Observe(elapsed.Seconds())
 		}
 	}
 	if h.log != nil && h.log.Enabled(ctx, slog.LevelInfo) {
@@ -302,9 +337,10 @@ func tenantOf(c *httpapi.Caller) string {
 // the rest).
 type recorder struct {
 	http.ResponseWriter
-	status int
-	bytes  int64
-	caller httpapi.CallerSlot
+	status   int
+	bytes    int64
+	returned bool // the handler returned rather than panicked
+	caller   httpapi.CallerSlot
 }
 
 func (w *recorder) WriteHeader(code int) {
