@@ -142,6 +142,10 @@ var commands = [][]string{
 	{"instances", "install"}, {"instances", "list"}, {"instances", "show"}, {"instances", "update"}, {"instances", "remove"},
 	{"runs", "list"}, {"runs", "show"}, {"runs", "cancel"}, {"runs", "reply"}, {"runs", "events"},
 	{"tools", "list"}, {"tools", "call"},
+	{"llm", "providers", "list"}, {"llm", "providers", "show"}, {"llm", "providers", "set"}, {"llm", "providers", "remove"},
+	{"llm", "models", "list"}, {"llm", "models", "show"}, {"llm", "models", "set"}, {"llm", "models", "remove"},
+	{"llm", "budgets", "list"}, {"llm", "budgets", "show"}, {"llm", "budgets", "set"}, {"llm", "budgets", "remove"},
+	{"llm", "usage"},
 }
 
 // otherFlags are the flags the pages give to programs other than novaos:

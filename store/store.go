@@ -8,6 +8,7 @@ import (
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/gate"
 	"novaos.dev/novaos/gateway"
+	"novaos.dev/novaos/llm"
 	"novaos.dev/novaos/memory"
 	"novaos.dev/novaos/registry"
 	"novaos.dev/novaos/tools"
@@ -52,6 +53,9 @@ type Stores struct {
 	// Knowledge keeps the tool gateway's knowledge collections, ingest
 	// jobs, documents and graphs (their chunks are in Memory).
 	Knowledge tools.KnowledgeStore
+	// LLM keeps the LLM gateway's providers, model routes, budgets and
+	// usage ledger.
+	LLM llm.Store
 
 	// Listener reports the database's notification listener: nil while it
 	// listens, else why not. Nil for a database without one.

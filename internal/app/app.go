@@ -33,6 +33,7 @@ import (
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/agent"
 	"novaos.dev/novaos/internal/httpapi"
+	"novaos.dev/novaos/internal/llmgw"
 	"novaos.dev/novaos/internal/telemetry"
 	"novaos.dev/novaos/internal/tlscert"
 	"novaos.dev/novaos/secret"
@@ -117,6 +118,8 @@ type Options struct {
 	Tools ToolsOptions
 	// BuiltinTools configures the platform's own tools behind it.
 	BuiltinTools BuiltinToolsOptions
+	// LLM configures the LLM gateway at /v1 and /api/v1/llm.
+	LLM LLMOptions
 
 	// TracerProvider is where the server's and the services' spans go.
 	// Nil builds one from OTLPEndpoint, OTLPHeaders and TraceSampleRatio
@@ -177,6 +180,7 @@ type (
 	RegistryOptions = registrysvc.Options
 	GatewayOptions  = execgw.Options
 	ToolsOptions    = toolgw.Options
+	LLMOptions      = llmgw.Options
 )
 
 // DatabaseOptions select and tune the database.

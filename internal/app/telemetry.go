@@ -189,6 +189,7 @@ var serviceNames = map[string]string{
 	"toolgw":      "tools",
 	"registrysvc": "registry",
 	"agenthost":   "agents",
+	"llmgw":       "llm",
 }
 
 // serviceName is svc's name in metrics and spans: that of the package

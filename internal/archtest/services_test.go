@@ -17,6 +17,7 @@ var services = []string{
 	module + "/internal/agenthost",
 	module + "/internal/execgw",
 	module + "/internal/toolgw",
+	module + "/internal/llmgw",
 }
 
 // mounters are the packages that know every service.

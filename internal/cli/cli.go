@@ -55,6 +55,7 @@ func commands() []command {
 		{"keys", "make agents' recipient keys for sealed secrets (keys generate|public)", runKeys},
 		{"memory", "write, query, update, forget, hint and assemble memories on a server (memory <subcommand>)", runMemory},
 		{"tools", "list and call the tools of the MCP tool gateway (tools list|call)", runTools},
+		{"llm", "configure the LLM gateway's providers, models and budgets, and read its usage (llm providers|models|budgets|usage)", runLLM},
 		{"gate", "operate the governance gate: list, show, approve, deny and confirm actions; rules; audit (gate <subcommand>)", runGate},
 		{"instances", "install, list, show, update and remove agent instances of a tenant (instances <subcommand>)", runInstances},
 		{"run", "run an instance on a text and follow its events to the end: run INSTANCE \"text\"", runRun},

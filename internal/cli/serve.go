@@ -71,6 +71,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	toolsFl := toolsFlags(fs)
 	pushFl := pushFlags(fs)
 	telFl := telemetryFlags(fs)
+	llmFl := llmFlags(fs)
 	fs.Usage = func() { groupedUsage(fs.Output(), "serve [flags]", fs, serveGroups) }
 	if code, ok := parse(fs, args); !ok {
 		return code
@@ -91,6 +92,9 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		return usageError(fs, "%s", msg)
 	}
 	if msg := telFl.check(e); msg != "" {
+		return usageError(fs, "%s", msg)
+	}
+	if msg := llmFl.check(); msg != "" {
 		return usageError(fs, "%s", msg)
 	}
 	for _, h := range allowHosts {
@@ -140,12 +144,12 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		fmt.Fprintf(e.stderr, "novaos serve: %v\n", err)
 		return exitFail
 	}
-	memOpts, err := plat.memory()
+	memOpts, err := plat.memory(llmFl.platform)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "novaos serve: %v\n", err)
 		return exitFail
 	}
-	gateOpts, err := gateFl.options()
+	gateOpts, err := gateFl.options(llmFl.platform)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "novaos serve: %v\n", err)
 		return exitFail
@@ -184,6 +188,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		Gateway:      gatewayFl.options(regOpts),
 		Tools:        toolsFl.options(),
 		BuiltinTools: builtinTools,
+		LLM:          llmFl.options(),
 	}
 	telFl.apply(opts)
 	srv, err := app.New(ctx, opts)

@@ -282,6 +282,7 @@ func (db *DB) Stores() *store.Stores {
 		Tools:       db.ToolStore(),
 		Files:       db.FileStore(),
 		Knowledge:   db.KnowledgeStore(),
+		LLM:         db.LLMStore(),
 		Listener:    db.ListenerStatus,
 		Pools:       db.Pools,
 		TaskStates:  db.TaskStates,

@@ -298,6 +298,7 @@ func (db *DB) Stores() *store.Stores {
 		Tools:       db.ToolStore(),
 		Files:       db.FileStore(),
 		Knowledge:   db.KnowledgeStore(),
+		LLM:         db.LLMStore(),
 		Pools:       db.Pools,
 		TaskStates:  db.TaskStates,
 		Close:       db.Close,

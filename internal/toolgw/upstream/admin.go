@@ -130,35 +130,6 @@ func (p *Provider) serveDelete(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// conditions are a PUT's preconditions.
-type conditions struct {
-	match      int64 // If-Match: the version replaced; 0 when absent
-	createOnly bool  // If-None-Match: *
-}
-
-func parseConditions(r *http.Request) (conditions, error) {
-	var c conditions
-	if v := r.Header.Get("If-Match"); v != "" {
-		n, err := strconv.ParseInt(strings.Trim(strings.TrimPrefix(strings.TrimSpace(v), "W/"), `"`), 10, 64)
-		if err != nil || n <= 0 {
-			return c, badRequest(`If-Match must name one version, as its ETag "<version>"`)
-		}
-		c.match = n
-	}
-	if v := r.Header.Get("If-None-Match"); v != "" {
-		if strings.TrimSpace(v) != "*" {
-			return c, badRequest("If-None-Match must be *: create only")
-		}
-		c.createOnly = true
-	}
-	if c.match > 0 && c.createOnly {
-		return c, badRequest("If-Match and If-None-Match exclude each other")
-	}
-	return c, nil
-}
-
-func (c conditions) any() bool { return c.match > 0 || c.createOnly }
-
 func (p *Provider) servePut(w http.ResponseWriter, r *http.Request) {
 	pr, err := principalOf(r)
 	if err != nil {
@@ -172,7 +143,7 @@ func (p *Provider) servePut(w http.ResponseWriter, r *http.Request) {
 			tools.MaxServerNameLen, strings.Join(tools.BuiltinServers, ", "))}}))
 		return
 	}
-	cond, err := parseConditions(r)
+	cond, err := httpapi.ParseConditions(r)
 	if err != nil {
 		p.api.Fail(w, r, err)
 		return
@@ -190,10 +161,10 @@ func (p *Provider) servePut(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		switch {
-		case cond.match > 0 && (!exists || cur.Version != cond.match):
-			p.api.Fail(w, r, preconditionFailed(fmt.Sprintf("the server is not at version %d", cond.match)))
+		case cond.Match > 0 && (!exists || cur.Version != cond.Match):
+			p.api.Fail(w, r, preconditionFailed(fmt.Sprintf("the server is not at version %d", cond.Match)))
 			return
-		case cond.createOnly && exists:
+		case cond.CreateOnly && exists:
 			p.api.Fail(w, r, preconditionFailed("the server exists"))
 			return
 		}
@@ -211,7 +182,7 @@ func (p *Provider) servePut(w http.ResponseWriter, r *http.Request) {
 		}
 		stored, err := p.store.PutServer(ctx, next, cur.Version)
 		if errors.Is(err, tools.ErrConflict) {
-			if cond.any() {
+			if cond.Any() {
 				p.api.Fail(w, r, preconditionFailed("the server changed meanwhile"))
 				return
 			}
