@@ -45,8 +45,8 @@ func (t *serverTelemetry) options(o *Options, log *slog.Logger) *telemetry.Optio
 		ServiceVersion: o.Version, Logger: log}
 }
 
-// setup builds the tracer provider and the registry, and registers the
-// platform's own collectors: the database's and the listener's.
+// setup builds the registry, with the database's collector, and the
+// tracer provider (Start registers the listener's collectors).
 func (t *serverTelemetry) setup(o *Options, st *store.Stores, log *slog.Logger) error {
 	t.registry = o.Metrics
 	if t.registry == nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -93,7 +94,11 @@ func NewTracing(opts *Options) (*Tracing, error) {
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: OTLP exporter: %w", err)
 	}
-	res := resource.NewWithAttributes(semconv.SchemaURL, semconv.ServiceName(ServiceName), semconv.ServiceVersion(o.ServiceVersion))
+	attrs := []attribute.KeyValue{semconv.ServiceName(ServiceName)}
+	if o.ServiceVersion != "" {
+		attrs = append(attrs, semconv.ServiceVersion(o.ServiceVersion))
+	}
+	res := resource.NewWithAttributes(semconv.SchemaURL, attrs...)
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
