@@ -1,6 +1,10 @@
 package store
 
 import (
+	"context"
+	"time"
+
+	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/gate"
 	"novaos.dev/novaos/gateway"
@@ -60,6 +64,28 @@ type Stores struct {
 	// Listener reports the database's notification listener: nil while it
 	// listens, else why not. Nil for a database without one.
 	Listener func() error
+	// Pools reports the database's connection pools, for metrics; nil for
+	// a database without any.
+	Pools func() []PoolStats
+	// TaskStates counts the tasks of Tasks by state, for metrics; nil when
+	// the database cannot.
+	TaskStates func(ctx context.Context) (map[a2a.TaskState]int64, error)
 	// Close releases the database; nil when there is nothing to release.
 	Close func() error
+}
+
+// PoolStats is a snapshot of one connection pool of a database.
+type PoolStats struct {
+	// Name tells the database's pools apart: "read" and "write" on
+	// SQLite, "main" on PostgreSQL.
+	Name string
+	// MaxConns bounds the pool (0: no bound).
+	MaxConns int
+	// InUse and Idle are the connections open, busy and idle.
+	InUse, Idle int
+	// Waits counts the times, since the database was opened, that a
+	// connection was asked for when none was free, and WaitTime is how
+	// long those asks waited in all.
+	Waits    int64
+	WaitTime time.Duration
 }

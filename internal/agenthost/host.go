@@ -329,6 +329,8 @@ func (h *Host) identify(ctx context.Context, c *a2asrv.Call) (a2asrv.Scope, erro
 		return a2asrv.Scope{}, fmt.Errorf("agenthost: %w", err)
 	}
 	c.Identity = identity.Verified{Claims: claims, Token: secret.New(tok)}
+	// For the access log and the request metrics above the agent.
+	httpapi.NoteCaller(ctx, &httpapi.Caller{Scheme: httpapi.SchemeExecutionToken, Claims: claims})
 	return a2asrv.Scope{}, nil
 }
 

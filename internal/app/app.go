@@ -14,6 +14,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+
 	"novaos.dev/novaos/internal/agenthost"
 	"novaos.dev/novaos/internal/auth"
 	"novaos.dev/novaos/internal/execgw"
@@ -31,6 +34,7 @@ import (
 	"novaos.dev/novaos/agent"
 	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/internal/llmgw"
+	"novaos.dev/novaos/internal/telemetry"
 	"novaos.dev/novaos/internal/tlscert"
 	"novaos.dev/novaos/secret"
 	"novaos.dev/novaos/store/postgres"
@@ -118,6 +122,40 @@ type Options struct {
 	LLM LLMOptions
 	// Schedules configures the heartbeat schedules at /api/v1/agent-ops.
 	Schedules SchedulesOptions
+
+	// TracerProvider is where the server's and the services' spans go.
+	// Nil builds one from OTLPEndpoint, OTLPHeaders and TraceSampleRatio
+	// (telemetry.NewTracing): exporting over OTLP/HTTP, or, without an
+	// endpoint, recording nothing but carrying an inbound traceparent on
+	// to the logs and to outbound calls.
+	TracerProvider trace.TracerProvider
+	// OTLPEndpoint is the OTLP/HTTP collector spans are exported to: a
+	// base URL (http://127.0.0.1:4318, to which /v1/traces is added) or a
+	// traces URL. Empty: none. Unused with TracerProvider.
+	OTLPEndpoint string
+	// OTLPHeaders are sent with every export (a collector's API key).
+	OTLPHeaders map[string]secret.Value
+	// TraceSampleRatio is the share of new traces recorded, from 0 to 1
+	// (zero: telemetry.DefaultSampleRatio, all; negative: none); a request
+	// whose traceparent carries its caller's decision follows it.
+	TraceSampleRatio float64
+	// Metrics is the registry the server's and the services' metrics are
+	// registered with and /metrics serves; nil is a new one with the Go
+	// runtime and process collectors.
+	Metrics *prometheus.Registry
+	// MetricsAddr, when set, serves /metrics and /debug/pprof/ on a
+	// listener of their own at this address, to whoever reaches it (bind
+	// it where only the scraper does), and not on Addr; the TLS and
+	// InsecureListen rules of Addr apply to it. Empty: they are served on
+	// Addr to the operator (the admin rule).
+	MetricsAddr string
+	// AccessLog logs a line per request at info: method, route, path,
+	// status, bytes, duration, service, remote address, the tenant of an
+	// execution token, and trace_id when the Logger's handler adds it
+	// (telemetry.LogHandler). Never a header, query or body.
+	AccessLog bool
+	// Version is the server's version, the spans' service.version.
+	Version string
 }
 
 // BuiltinToolsOptions configure the platform's own tool servers behind the
@@ -232,6 +270,10 @@ type Server struct {
 
 	// workers stop the services' background loops, in start order.
 	workers []func()
+
+	tel       serverTelemetry
+	metricsLn net.Listener // nil: /metrics on the main listener
+	metricsSv *http.Server
 }
 
 // Agent is what the server hosts at /agents/{name}: an executor and the
@@ -302,7 +344,22 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 			return nil, fmt.Errorf("app: %w", err)
 		}
 	}
+	if err := s.tel.check(&s.opts); err != nil {
+		return nil, err
+	}
+	if s.opts.HTTP.TLSCertFile == "" && !s.opts.HTTP.InsecureListen {
+		if err := plaintextAddr(s.opts.MetricsAddr); err != nil {
+			return nil, err
+		}
+	}
+	s.tel.db = telemetry.NewDatabase(&telemetry.DatabaseOptions{Logger: s.log})
 	if err := s.openStores(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.tel.setup(&s.opts, s.stores, s.log); err != nil {
+		if !s.custom && s.stores.Close != nil {
+			s.stores.Close()
+		}
 		return nil, err
 	}
 	return s, nil
@@ -324,14 +381,15 @@ func (s *Server) openStores(ctx context.Context) error {
 		}
 		path := filepath.Join(s.opts.DataDir, DatabaseFile)
 		db, err := sqlite.Open(ctx, path, &sqlite.Options{Logger: s.log, Lease: s.opts.lease(),
-			MemoryIndexBytes: s.opts.Database.MemoryIndexBytes})
+			MemoryIndexBytes: s.opts.Database.MemoryIndexBytes, ObserveBatch: s.tel.db.ObserveBatch})
 		if err != nil {
 			return fmt.Errorf("app: open sqlite %s: %w", path, err)
 		}
 		s.stores = db.Stores()
 	case scheme == "postgres" || scheme == "postgresql":
 		db, err := postgres.Open(ctx, s.opts.Database.URL, &postgres.Options{Logger: s.log, Lease: s.opts.lease(),
-			MemoryIndexBytes: s.opts.Database.MemoryIndexBytes, MaxConns: cmp.Or(s.opts.Database.MaxConns, DefaultDBMaxConns), StatementTimeout: s.opts.Database.StatementTimeout})
+			MemoryIndexBytes: s.opts.Database.MemoryIndexBytes, MaxConns: cmp.Or(s.opts.Database.MaxConns, DefaultDBMaxConns), StatementTimeout: s.opts.Database.StatementTimeout,
+			ObserveBatch: s.tel.db.ObserveBatch})
 		if err != nil {
 			// Not the URL, which may hold a password; postgres.Open's
 			// errors never repeat it either.

@@ -43,6 +43,15 @@ func (s *Server) Start(ctx context.Context) error {
 	if m != nil {
 		services = m.list
 	}
+	var handler http.Handler
+	if err == nil {
+		handler, err = s.handler(services, guard)
+	}
+	var metricsLn net.Listener
+	var metricsSv *http.Server
+	if err == nil {
+		metricsLn, metricsSv, err = s.listenMetrics(ctx)
+	}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -59,18 +68,16 @@ func (s *Server) Start(ctx context.Context) error {
 		if ln != nil {
 			ln.Close()
 		}
+		if metricsLn != nil {
+			metricsLn.Close()
+		}
 		return err
 	}
 	s.ln, s.baseURL, s.running = ln, base, services
 	s.issuer, s.gate, s.host = m.issuer, m.gate, m.host
-	mux := http.NewServeMux()
-	for _, svc := range services {
-		for _, r := range svc.Routes() {
-			mux.Handle(r.Pattern, r.Handler)
-		}
-	}
+	s.metricsLn, s.metricsSv = metricsLn, metricsSv
 	// No WriteTimeout: SSE streams stay open as long as their task runs.
-	s.http = guard.Server(mux)
+	s.http = guard.Server(handler)
 	s.http.ErrorLog = slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
 	served := guard.Listener(ln)
 	if s.tls != nil {
@@ -85,6 +92,8 @@ func (s *Server) Start(ctx context.Context) error {
 	for _, svc := range services {
 		s.startWorker(svc.Run)
 	}
+	s.startWorker(s.tel.db.Run)
+	s.serveMetrics()
 	go func() {
 		var err error
 		if s.tls != nil {
@@ -104,6 +113,7 @@ func (s *Server) Start(ctx context.Context) error {
 		close(s.done)
 	}()
 	s.log.Info("app: serving", "addr", ln.Addr().String(), "url", s.baseURL, "database", s.databaseKind(), "tls", s.tls != nil)
+	s.logTelemetry()
 	l := guard.Limits()
 	s.log.Info("app: limits", "maxConns", l.MaxConns, "connReserve", l.ConnReserve, "maxInflightBytes", l.MaxInflightBytes,
 		"maxBodyBytes", s.opts.Agents.MaxBodyBytes, "bodyTimeout", l.BodyTimeout.String(), "bodyMinRate", l.BodyMinRate,
@@ -144,6 +154,22 @@ func (s *Server) prepare(ctx context.Context) (net.Listener, *httpapi.Guard, str
 		}
 	}
 	return ln, guard, base, m, ctx.Err()
+}
+
+// handler is the main listener's handler: every service's routes on one
+// mux, behind the Guard's request rules (guard.Server adds them) and,
+// around all, the server span, metrics and access log of each request.
+func (s *Server) handler(services []service, guard *httpapi.Guard) (http.Handler, error) {
+	mux := http.NewServeMux()
+	byPattern := map[string]string{}
+	for _, svc := range services {
+		name := serviceName(svc)
+		for _, r := range svc.Routes() {
+			mux.Handle(r.Pattern, r.Handler)
+			byPattern[r.Pattern] = name
+		}
+	}
+	return s.observed(mux, guard, byPattern)
 }
 
 // guardOptions builds the Guard in front of every handler for a server
@@ -326,8 +352,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		<-s.starting
 	}
 	s.mu.Lock()
-	srv, services := s.http, s.running
+	srv, services, metricsSv := s.http, s.running, s.metricsSv
 	s.mu.Unlock()
+	if metricsSv != nil {
+		// A profile being taken is cut off: nothing waits on it.
+		metricsSv.Close()
+	}
 
 	var errs []error
 	if srv != nil {
@@ -368,6 +398,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	// After the requests they serve, before the database they write closes.
 	s.stopWorkers()
+	if err := s.shutdownTelemetry(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("app: %w", err))
+	}
 	if s.stores != nil && !s.custom && s.stores.Close != nil {
 		if err := s.stores.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("app: close database: %w", err))

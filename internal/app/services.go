@@ -142,7 +142,7 @@ func (s *Server) mount(ctx context.Context, base string, guard *httpapi.Guard) (
 	if t := add(l, toolgw.Mount(st, toolDeps, s.opts.tools())); t != nil {
 		tg.Store(t)
 	}
-	llmDeps := llmgw.Deps{Tokens: m.issuer, AdminToken: s.opts.AdminToken}
+	llmDeps := llmgw.Deps{Tokens: m.issuer, AdminToken: s.opts.AdminToken, Tracing: s.tracing(), Metrics: s.metrics()}
 	if sealer != nil {
 		llmDeps.Sealer = sealer
 	}
@@ -150,7 +150,9 @@ func (s *Server) mount(ctx context.Context, base string, guard *httpapi.Guard) (
 		llmDeps.Runs = g
 	}
 	add(l, llmgw.Mount(st, llmDeps, s.opts.llm()))
-	add(l, schedsvc.Mount(st, scheduleDeps(st, m.issuer, s.opts.AdminToken, g), s.opts.schedules()))
+	sd := scheduleDeps(st, m.issuer, s.opts.AdminToken, g)
+	sd.Tracing, sd.Metrics = s.tracing(), s.metrics()
+	add(l, schedsvc.Mount(st, sd, s.opts.schedules()))
 	add(l, registrysvc.Mount(st, registrysvc.Deps{BaseURL: base, AdminToken: s.opts.AdminToken, Hosted: m.host.Records()}, s.opts.registry()))
 	*l = append(*l, s.own())
 	return m, nil
@@ -198,7 +200,8 @@ func interceptorsOf(services []service) []a2asrv.Interceptor {
 }
 
 // own is what the server itself serves: /healthz, the index at the root,
-// and the card key's key set.
+// the card key's key set, and /metrics and /debug/pprof/ unless they have
+// a listener of their own.
 func (s *Server) own() service {
 	r := routes{
 		{Pattern: "GET " + healthPath, Handler: healthCheck{stores: s.stores, kind: s.databaseKind(), log: s.log}},
@@ -207,7 +210,7 @@ func (s *Server) own() service {
 	if s.opts.Agents.CardKey != nil {
 		r = append(r, httpapi.Route{Pattern: "GET " + CardJWKSPath, Handler: auth.KeySetHandler(auth.DefaultJWKSMaxAge, s.opts.Agents.CardKey)})
 	}
-	return r
+	return append(r, s.operatorRoutes()...)
 }
 
 // routes is a service with routes and nothing else.

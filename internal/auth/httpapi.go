@@ -13,7 +13,12 @@ import (
 
 // SchemeExecutionToken is the httpapi.Caller scheme of a request that
 // carried a valid execution token.
-const SchemeExecutionToken = "execution-token"
+const SchemeExecutionToken = httpapi.SchemeExecutionToken
+
+// tokenCaller is the caller a verified execution token makes.
+func tokenCaller(c *identity.Claims) *httpapi.Caller {
+	return &httpapi.Caller{Scheme: SchemeExecutionToken, Subject: "tenant " + c.TenantID + " agent " + c.AgentID, Claims: c}
+}
 
 // Authenticator is the issuer's verifier as an httpapi.Authenticator, for
 // a service built on httpapi.API: a valid token gives a Caller whose
@@ -25,7 +30,7 @@ func (i *Issuer) Authenticator() httpapi.Authenticator {
 		c, _, err := i.ver.VerifyRequest(r)
 		switch {
 		case err == nil:
-			return &httpapi.Caller{Scheme: SchemeExecutionToken, Subject: "tenant " + c.TenantID + " agent " + c.AgentID, Claims: c}, nil
+			return tokenCaller(c), nil
 		case errors.Is(err, identity.ErrNoCredentials):
 			return nil, fmt.Errorf("%w: no bearer token", httpapi.ErrUnauthenticated)
 		case errors.Is(err, identity.ErrInvalid):

@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"novaos.dev/novaos/identity"
+	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/internal/keyfile"
 	"novaos.dev/novaos/jwk"
 )
@@ -762,11 +763,17 @@ func (i *Issuer) VerifyRequest(r *http.Request) (*identity.Claims, error) {
 }
 
 // Middleware lets a request through to next only with a valid platform
-// token, its claims in the request context (identity.FromContext); see
+// token, its claims in the request context (identity.FromContext) and
+// its caller noted for the middleware above (httpapi.NoteCaller); see
 // identity.Middleware for the answers otherwise (401 with
 // WWW-Authenticate: Bearer error="invalid_token").
 func (i *Issuer) Middleware(next http.Handler) http.Handler {
-	return identity.Middleware(i.ver, next)
+	return identity.Middleware(i.ver, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, ok := identity.FromContext(r.Context()); ok {
+			httpapi.NoteCaller(r.Context(), tokenCaller(c))
+		}
+		next.ServeHTTP(w, r)
+	}))
 }
 
 // JWKSHandler serves the JWKS of PublicKeys, for /.well-known/jwks.json,

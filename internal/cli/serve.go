@@ -24,6 +24,7 @@ import (
 	"novaos.dev/novaos/internal/app"
 	"novaos.dev/novaos/internal/builtin"
 	"novaos.dev/novaos/internal/httpapi"
+	"novaos.dev/novaos/internal/telemetry"
 	"novaos.dev/novaos/internal/tlscert"
 	"novaos.dev/novaos/netguard"
 	"novaos.dev/novaos/registry"
@@ -70,6 +71,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	toolsFl := toolsFlags(fs)
 	schedFl := schedulesFlags(fs)
 	pushFl := pushFlags(fs)
+	telFl := telemetryFlags(fs)
 	llmFl := llmFlags(fs)
 	fs.Usage = func() { groupedUsage(fs.Output(), "serve [flags]", fs, serveGroups) }
 	if code, ok := parse(fs, args); !ok {
@@ -91,6 +93,9 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		return usageError(fs, "%s", msg)
 	}
 	if msg := pushFl.check(); msg != "" {
+		return usageError(fs, "%s", msg)
+	}
+	if msg := telFl.check(e); msg != "" {
 		return usageError(fs, "%s", msg)
 	}
 	if msg := llmFl.check(); msg != "" {
@@ -131,7 +136,8 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		return usageError(fs, "%s", msg)
 	}
 	dbMaxConns, dbTimeout := dbFl.options()
-	log := slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: lvl}))
+	// Lines logged in a request's context carry its trace id.
+	log := slog.New(telemetry.LogHandler(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: lvl})))
 	key, err := readCardKey(*cardKey)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "novaos serve: %v\n", err)
@@ -160,7 +166,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 
 	regOpts := app.RegistryOptions{Policy: &registry.Policy{AllowedHostSuffixes: allowHosts, AllowPrivate: *allowPrivate,
 		AllowLoopback: allowLoopback.set && allowLoopback.v}, LoopbackIfLocal: !allowLoopback.set}
-	srv, err := app.New(ctx, &app.Options{
+	opts := &app.Options{
 		Addr:        *addr,
 		PublicURL:   *public,
 		DataDir:     *data,
@@ -188,7 +194,9 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		BuiltinTools: builtinTools,
 		LLM:          llmFl.options(),
 		Schedules:    schedFl.options(),
-	})
+	}
+	telFl.apply(opts)
+	srv, err := app.New(ctx, opts)
 	if err != nil {
 		code, err := explainListen(err)
 		fmt.Fprintf(e.stderr, "novaos serve: %v\n", err)
@@ -275,7 +283,12 @@ func printEndpoints(e *env, srv *app.Server, token bool) {
 		fmt.Fprintf(w, "  gRPC         %s (A2A gRPC binding; an agent's name is the request's tenant)\n", addr)
 	}
 	fmt.Fprintf(w, "  keys         %s%s (token keys)\n", srv.URL(), app.JWKSPath)
-	fmt.Fprintf(w, "  health       %s/healthz\n\n", srv.URL())
+	fmt.Fprintf(w, "  health       %s/healthz\n", srv.URL())
+	if u := srv.MetricsURL(); u != "" {
+		fmt.Fprintf(w, "  metrics      %s%s (Prometheus; profiles at %s)\n\n", u, app.MetricsPath, app.PprofPath)
+	} else {
+		fmt.Fprintf(w, "  metrics      %s%s (Prometheus, the operator only; profiles at %s)\n\n", srv.URL(), app.MetricsPath, app.PprofPath)
+	}
 	fmt.Fprintln(w, "Press Ctrl-C to stop.")
 }
 

@@ -22,6 +22,7 @@ var serveGroups = []flagGroup{
 	{"Connections and limits (every service)", []string{"max-conns", "conn-reserve", "max-inflight-bytes", "max-header-bytes",
 		"header-timeout", "body-timeout", "body-min-rate", "idle-timeout", "allow-host", "cors-origin"}},
 	{"TLS", []string{"tls-cert", "tls-key", "tls-reload-interval", "insecure-listen"}},
+	{"Metrics, traces and logs (/metrics, /debug/pprof/)", []string{"metrics-addr", "otlp-endpoint", "otlp-headers", "trace-sample-ratio", "access-log"}},
 	{"Execution tokens (/.well-known/jwks.json)", []string{"token-issuer", "token-audience", "token-alg", "token-ttl", "token-max-ttl", "token-leeway",
 		"token-key-file", "token-key-lifetime"}},
 	{"Memory service (/api/v1/mcp)", []string{"memory-max-body-bytes", "memory-scratch-ttl", "memory-max-scratch-ttl",

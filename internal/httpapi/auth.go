@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 
 	"novaos.dev/novaos/problem"
 	"novaos.dev/novaos/secret"
@@ -39,10 +40,12 @@ type Caller struct {
 	Claims any
 }
 
-// Schemes of the AdminRule's callers.
+// Schemes of the AdminRule's callers, and of a platform execution
+// token's bearer (whose Claims are its *identity.Claims).
 const (
-	SchemeAdminToken = "admin-token"
-	SchemeLoopback   = "loopback"
+	SchemeAdminToken     = "admin-token"
+	SchemeLoopback       = "loopback"
+	SchemeExecutionToken = "execution-token"
 )
 
 // Authenticator establishes who made a request. It returns an error
@@ -61,10 +64,39 @@ func (f AuthenticatorFunc) Authenticate(r *http.Request) (*Caller, error) { retu
 type callerKey struct{}
 
 // WithCaller returns ctx carrying c; API.Handler puts the caller of every
-// request it authenticated in the request's context.
+// request it authenticated in the request's context. It also notes c in
+// ctx's CallerSlot (NoteCaller).
 func WithCaller(ctx context.Context, c *Caller) context.Context {
+	NoteCaller(ctx, c)
 	return context.WithValue(ctx, callerKey{}, c)
 }
+
+// A CallerSlot receives the caller that the handlers below a middleware
+// establish, for the middleware to read once they return: a context
+// carries values down a call, never back up, and the access log and the
+// request metrics are written above the handler that authenticates.
+// It is safe for concurrent use.
+type CallerSlot struct{ c atomic.Pointer[Caller] }
+
+type callerSlotKey struct{}
+
+// WithCallerSlot returns ctx with slot, which WithCaller and NoteCaller
+// under it fill in.
+func WithCallerSlot(ctx context.Context, slot *CallerSlot) context.Context {
+	return context.WithValue(ctx, callerSlotKey{}, slot)
+}
+
+// NoteCaller records c in ctx's CallerSlot, if it has one: what an
+// authentication outside API.Handler (a token middleware, an A2A call's
+// identification) calls once it knows who is calling.
+func NoteCaller(ctx context.Context, c *Caller) {
+	if s, ok := ctx.Value(callerSlotKey{}).(*CallerSlot); ok && s != nil && c != nil {
+		s.c.Store(c)
+	}
+}
+
+// Caller is the caller last noted, or nil.
+func (s *CallerSlot) Caller() *Caller { return s.c.Load() }
 
 // CallerFrom returns the caller ctx carries, if any.
 func CallerFrom(ctx context.Context) (*Caller, bool) {

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/store"
 	"novaos.dev/novaos/store/internal/memindex"
 	"novaos.dev/novaos/store/internal/sqlmigrate"
@@ -62,6 +63,10 @@ type Options struct {
 	// 310 µs a create against 380–430 with 1, BenchmarkParallelCreate).
 	// See WriteStats.
 	WriteConns int
+	// ObserveBatch, when set, is told the number of task writes of each
+	// batch that committed, for metrics. It runs on a writer goroutine
+	// between batches: it must return at once.
+	ObserveBatch func(writes int)
 }
 
 // DefaultStatementTimeout is the statement timeout when
@@ -152,6 +157,7 @@ func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 		conns = DefaultWriteConns
 	}
 	db.wr = newWriter(pool, conns, 0)
+	db.wr.observe = o.ObserveBatch
 	db.startAnalyzer()
 	return db, nil
 }
@@ -279,6 +285,36 @@ func (db *DB) Stores() *store.Stores {
 		LLM:         db.LLMStore(),
 		Schedules:   db.ScheduleStore(),
 		Listener:    db.ListenerStatus,
+		Pools:       db.Pools,
+		TaskStates:  db.TaskStates,
 		Close:       db.Close,
 	}
+}
+
+// Pools reports the connection pool.
+func (db *DB) Pools() []store.PoolStats {
+	s := db.pool.Stat()
+	return []store.PoolStats{{Name: "main", MaxConns: int(s.MaxConns()), InUse: int(s.AcquiredConns()), Idle: int(s.IdleConns()),
+		Waits: s.EmptyAcquireCount(), WaitTime: s.EmptyAcquireWaitTime()}}
+}
+
+// TaskStates counts the tasks by state: every replica's, as they share
+// the table.
+func (db *DB) TaskStates(ctx context.Context) (map[a2a.TaskState]int64, error) {
+	rows, err := db.pool.Query(ctx, `SELECT state, count(*) FROM a2a_tasks GROUP BY state`)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: count tasks: %w", err)
+	}
+	out := map[a2a.TaskState]int64{}
+	var name string
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&name, &n}, func() error {
+		st, _ := a2a.ParseTaskState(name)
+		out[st] += n
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: count tasks: %w", err)
+	}
+	return out, nil
 }

@@ -80,6 +80,9 @@ type writer struct {
 	wg      sync.WaitGroup
 
 	writes, txs, trips atomic.Int64
+	// observe is told the size of each batch that committed (nil: no
+	// one); set before the first write.
+	observe func(writes int)
 }
 
 // newWriter starts conns goroutines, each sending one batch at a time on
@@ -216,6 +219,9 @@ func (w *writer) send(ws []*write) {
 		case err == nil:
 			w.txs.Add(1)
 			w.writes.Add(int64(len(ws)))
+			if w.observe != nil {
+				w.observe(len(ws))
+			}
 			answer(ws, nil)
 			return
 		case len(ws) == 1 || !rolledBack(err):

@@ -17,6 +17,7 @@ import (
 
 	"modernc.org/sqlite" // registers the "sqlite" driver
 
+	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/store"
 	"novaos.dev/novaos/store/internal/memindex"
 	"novaos.dev/novaos/store/internal/sqlmigrate"
@@ -43,6 +44,10 @@ type Options struct {
 	// MemoryIndexBytes bounds the in-process memory search index (see
 	// MemoryStore; default DefaultMemoryIndexBytes).
 	MemoryIndexBytes int64
+	// ObserveBatch, when set, is told the number of writes of each group
+	// commit (see the writer) once it has committed, for metrics. It runs
+	// on the writer's goroutine, between commits: it must return at once.
+	ObserveBatch func(writes int)
 }
 
 // DefaultMemoryIndexBytes bounds the memory search index when
@@ -141,6 +146,7 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 		r.Close()
 		return nil, err
 	}
+	db.wr.observe = o.ObserveBatch
 	if err := db.startLease(ctx, lo); err != nil {
 		db.Close()
 		return nil, err
@@ -294,6 +300,43 @@ func (db *DB) Stores() *store.Stores {
 		Knowledge:   db.KnowledgeStore(),
 		LLM:         db.LLMStore(),
 		Schedules:   db.ScheduleStore(),
+		Pools:       db.Pools,
+		TaskStates:  db.TaskStates,
 		Close:       db.Close,
 	}
+}
+
+// Pools reports the read pool and the one write connection.
+func (db *DB) Pools() []store.PoolStats {
+	return []store.PoolStats{poolStats("read", db.r.Stats()), poolStats("write", db.w.Stats())}
+}
+
+func poolStats(name string, s sql.DBStats) store.PoolStats {
+	return store.PoolStats{Name: name, MaxConns: s.MaxOpenConnections, InUse: s.InUse, Idle: s.Idle,
+		Waits: s.WaitCount, WaitTime: s.WaitDuration}
+}
+
+// TaskStates counts the tasks by state. It reads every task row: SQLite
+// keeps no index by state, and a scan of 10,000 tasks takes a few
+// milliseconds; a caller scraping often caches it.
+func (db *DB) TaskStates(ctx context.Context) (map[a2a.TaskState]int64, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT state, COUNT(*) FROM a2a_tasks GROUP BY state`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: count tasks: %w", err)
+	}
+	defer rows.Close()
+	out := map[a2a.TaskState]int64{}
+	for rows.Next() {
+		var name string
+		var n int64
+		if err := rows.Scan(&name, &n); err != nil {
+			return nil, fmt.Errorf("sqlite: count tasks: %w", err)
+		}
+		st, _ := a2a.ParseTaskState(name)
+		out[st] += n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: count tasks: %w", err)
+	}
+	return out, nil
 }

@@ -26,6 +26,9 @@ type writer struct {
 	quit     chan struct{}
 	done     chan struct{}
 	stop     sync.Once
+	// observe is told the size of each batch that committed (nil: no
+	// one); set before the first write.
+	observe func(writes int)
 }
 
 // A writeOp is one store write. fn runs inside the batch's transaction.
@@ -177,6 +180,8 @@ func (w *writer) commit(batch []*writeOp) {
 			tx.Rollback()
 		} else if cerr := tx.Commit(); cerr != nil {
 			err = fmt.Errorf("sqlite: commit: %w", cerr)
+		} else if w.observe != nil {
+			w.observe(len(batch))
 		}
 	}
 	for i, op := range batch {

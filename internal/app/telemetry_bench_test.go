@@ -1,0 +1,198 @@
+package app_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/gateway"
+	"novaos.dev/novaos/internal/app"
+	"novaos.dev/novaos/internal/bench"
+	"novaos.dev/novaos/internal/telemetry"
+	"novaos.dev/novaos/store"
+	"novaos.dev/novaos/store/sqlite"
+)
+
+var (
+	telemetryRound = flag.Duration("telemetry-round", 3*time.Second, "BenchmarkTelemetryOverhead: how long each server is loaded per round")
+	telemetryConc  = flag.Int("telemetry-c", 16, "BenchmarkTelemetryOverhead: concurrent clients")
+)
+
+// startTB is start for a benchmark.
+func startTB(tb testing.TB, opts *app.Options) *app.Server {
+	tb.Helper()
+	opts.Addr = "127.0.0.1:0"
+	srv, err := app.New(context.Background(), opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		srv.Shutdown(context.Background())
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	})
+	return srv
+}
+
+// BenchmarkTelemetryOverhead loads the echo agent with SendMessage on two
+// servers in one process at the same time, half the clients on each: one
+// with the request telemetry and one without any. With "traces+metrics"
+// the request metrics are kept and a server span per request is sampled
+// at 10% and exported over OTLP/HTTP to a collector that drops them;
+// "+accesslog" also formats the access log line as JSON (to nowhere).
+// Both servers share the machine's CPU at every moment, so whatever else
+// runs on it weighs on both alike, and their throughputs' ratio, on/off,
+// is the ratio of what a request costs each. The task store is in
+// memory, so requests cost CPU, not disk, and the telemetry's share is as
+// large as it gets. Each -benchtime iteration is one round.
+//
+//	go test -run '^$' -bench TelemetryOverhead -benchtime 5x ./internal/app
+func BenchmarkTelemetryOverhead(b *testing.B) {
+	for _, tc := range []struct {
+		name      string
+		accessLog bool
+	}{{"traces+metrics", false}, {"traces+metrics+accesslog", true}} {
+		b.Run(tc.name, func(b *testing.B) { benchTelemetry(b, tc.accessLog) })
+	}
+}
+
+func benchTelemetry(b *testing.B, accessLog bool) {
+	mem := func() *store.Stores { return &store.Stores{Kind: "memory", Tasks: a2asrv.NewMemoryTaskStore(nil)} }
+	restore := app.SetRequestTelemetry(false)
+	off := startTB(b, &app.Options{Stores: mem()})
+	restore()
+	// A collector that reads and drops what it is sent: one that decoded
+	// and kept every span (otlptest) would weigh on the process's heap
+	// and CPU, which the server's telemetry would be charged for.
+	var exported atomic.Int64
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		exported.Add(n)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	b.Cleanup(collector.Close)
+	on := startTB(b, &app.Options{Stores: mem(), OTLPEndpoint: collector.URL, TraceSampleRatio: 0.1, AccessLog: accessLog,
+		Logger: slog.New(telemetry.LogHandler(slog.NewJSONHandler(io.Discard, nil)))})
+
+	opts := &bench.Options{Concurrency: max(*telemetryConc/2, 1), Duration: *telemetryRound, Warmup: *telemetryRound / 6}
+	run := func(srv *app.Server) *bench.Result {
+		res, err := bench.Run(context.Background(), bench.SendMessage(srv.URL()+"/agents/echo"), opts)
+		if err != nil {
+			b.Error(err)
+			return &bench.Result{}
+		}
+		if res.Errors > 0 {
+			b.Errorf("%d requests failed: %s", res.Errors, res.FirstError)
+		}
+		return res
+	}
+	var offReqs, onReqs float64
+	var offTime, onTime time.Duration
+	for b.Loop() {
+		var offRes, onRes *bench.Result
+		var wg sync.WaitGroup
+		wg.Go(func() { offRes = run(off) })
+		wg.Go(func() { onRes = run(on) })
+		wg.Wait()
+		offReqs, offTime = offReqs+float64(offRes.Requests), offTime+offRes.Elapsed
+		onReqs, onTime = onReqs+float64(onRes.Requests), onTime+onRes.Elapsed
+	}
+	offTP, onTP := offReqs/offTime.Seconds(), onReqs/onTime.Seconds()
+	b.ReportMetric(offTP, "off-req/s")
+	b.ReportMetric(onTP, "on-req/s")
+	b.ReportMetric(onTP/offTP, "on/off")
+	b.ReportMetric(float64(exported.Load())/onReqs, "exported-bytes/req")
+}
+
+// BenchmarkMetricsScrape times GET /metrics on a server whose SQLite
+// database holds 10,000 tasks and 1,000 runs, every service mounted.
+//
+//	go test -run '^$' -bench MetricsScrape ./internal/app
+func BenchmarkMetricsScrape(b *testing.B) {
+	dir := b.TempDir()
+	fillDatabase(b, filepath.Join(dir, app.DatabaseFile), 10_000, 1_000)
+	srv := startTB(b, &app.Options{DataDir: dir})
+	url := srv.URL() + app.MetricsPath
+	scrape := func() int {
+		resp, err := http.Get(url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, _ := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("GET /metrics: %d", resp.StatusCode)
+		}
+		return int(n)
+	}
+	first := time.Now()
+	size := scrape() // counts the tasks itself; later scrapes take the last count
+	firstTook := time.Since(first)
+	var h bench.Histogram
+	for b.Loop() {
+		t0 := time.Now()
+		scrape()
+		h.Record(time.Since(t0))
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(firstTook), "first-ms")
+	b.ReportMetric(ms(h.Quantile(0.5)), "p50-ms")
+	b.ReportMetric(ms(h.Quantile(0.99)), "p99-ms")
+	b.ReportMetric(ms(h.Max()), "max-ms")
+	b.ReportMetric(float64(size), "bytes")
+}
+
+// fillDatabase creates a SQLite database at path with tasks tasks and runs
+// runs, spread over states.
+func fillDatabase(tb testing.TB, path string, tasks, runs int) {
+	tb.Helper()
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, path, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer db.Close()
+	states := []a2a.TaskState{a2a.TaskStateCompleted, a2a.TaskStateCompleted, a2a.TaskStateFailed, a2a.TaskStateInputRequired, a2a.TaskStateCanceled}
+	statuses := []gateway.Status{gateway.StatusCompleted, gateway.StatusCompleted, gateway.StatusFailed, gateway.StatusWaitingUser, gateway.StatusCancelled}
+	ts, gw := db.TaskStore(), db.GatewayStore()
+	var wg sync.WaitGroup
+	const writers = 32
+	for w := range writers {
+		wg.Go(func() {
+			for i := w; i < tasks; i += writers {
+				id := fmt.Sprint("task-", i)
+				task := &a2a.Task{ID: id, ContextID: fmt.Sprint("ctx-", i%100), Status: a2a.TaskStatus{State: states[i%len(states)], Timestamp: time.Now()},
+					History:   []a2a.Message{{MessageID: "m-" + id, Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("a question of a few words")}}},
+					Artifacts: []a2a.Artifact{{ArtifactID: "a-" + id, Parts: []a2a.Part{a2a.TextPart("an answer of a few words more")}}}}
+				if _, err := ts.Create(ctx, a2asrv.Scope{Tenant: fmt.Sprint("t", i%10), Owner: "echo"}, task); err != nil {
+					tb.Error(err)
+					return
+				}
+			}
+			for i := w; i < runs; i += writers {
+				run := gateway.Run{ID: fmt.Sprint("run-", i), TenantID: fmt.Sprint("t", i%10), InstanceID: "inst-1", AgentID: "echo",
+					Status: statuses[i%len(statuses)], Reason: "done", Input: "hello", Output: "hello"}
+				if _, _, err := gw.CreateRun(ctx, gateway.RunWrite{Run: run, Now: time.Now()}); err != nil {
+					tb.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
