@@ -14,6 +14,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+
 	"novaos.dev/novaos/internal/agenthost"
 	"novaos.dev/novaos/internal/auth"
 	"novaos.dev/novaos/internal/execgw"
@@ -113,6 +116,12 @@ type Options struct {
 	Tools ToolsOptions
 	// BuiltinTools configures the platform's own tools behind it.
 	BuiltinTools BuiltinToolsOptions
+
+	// TracerProvider receives the services' spans; nil traces nothing.
+	TracerProvider trace.TracerProvider
+	// Metrics is where the services register their metrics; nil
+	// registers none.
+	Metrics *prometheus.Registry
 }
 
 // BuiltinToolsOptions configure the platform's own tool servers behind the
