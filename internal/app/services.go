@@ -110,7 +110,7 @@ func (s *Server) mount(ctx context.Context, base string, guard *httpapi.Guard) (
 	}
 	if m.host, err = agenthost.New(ctx, st, agenthost.Deps{BaseURL: base, DataDir: dataDir, Logger: s.log, Sealer: sealer,
 		Guard: guard, TLS: s.tls, CheckListener: s.checkPlaintext, Tokens: m.issuer, Interceptors: interceptorsOf(*l),
-		SweepEvery: s.opts.sweepEvery(), SweepTicker: sweepTicker}, &s.opts.Agents); err != nil {
+		SweepEvery: s.opts.sweepEvery(), SweepTicker: sweepTicker, Tracing: s.tracing(), Metrics: s.metrics()}, &s.opts.Agents); err != nil {
 		return m, fmt.Errorf("app: %w", err)
 	}
 	add(l, m.host)
