@@ -50,6 +50,11 @@ type Store interface {
 	// greater than after, in order.
 	Events(ctx context.Context, runID string, after int64, limit int) ([]Event, error)
 
+	// CountRuns returns how many runs are in each status, over every
+	// tenant; a status no run is in is absent. An operator's metrics read
+	// it at every scrape.
+	CountRuns(ctx context.Context) (map[Status]int64, error)
+
 	// ClaimRuns leases to owner, until until, up to limit runs that are
 	// QUEUED or RUNNING, whose lease lapsed (or that have none) and whose
 	// NotBefore has passed at now, oldest first; each claim increments
