@@ -114,7 +114,8 @@ func (s *Server) mount(ctx context.Context, base string, guard *httpapi.Guard) (
 		return m, fmt.Errorf("app: %w", err)
 	}
 	add(l, m.host)
-	gwDeps := execgw.Deps{AdminToken: s.opts.AdminToken, Tokens: m.issuer, Hosted: m.host, BaseURL: base}
+	gwDeps := execgw.Deps{AdminToken: s.opts.AdminToken, Tokens: m.issuer, Hosted: m.host, BaseURL: base,
+		Tracing: s.tracing(), Metrics: s.metrics()}
 	if sealer != nil {
 		gwDeps.Sealer = sealer
 	}
