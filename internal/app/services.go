@@ -123,7 +123,7 @@ func (s *Server) mount(ctx context.Context, base string, guard *httpapi.Guard) (
 	if g != nil {
 		gw.Store(g)
 	}
-	toolDeps := toolgw.Deps{Tokens: m.issuer, BaseURL: base, AdminToken: s.opts.AdminToken}
+	toolDeps := toolgw.Deps{Tokens: m.issuer, BaseURL: base, AdminToken: s.opts.AdminToken, Tracing: s.tracing(), Metrics: s.metrics()}
 	if mem != nil {
 		toolDeps.Providers = append(toolDeps.Providers, memoryTools{mem})
 	}
