@@ -94,7 +94,7 @@ func (s *Server) mount(ctx context.Context, base string, guard *httpapi.Guard) (
 		return m, fmt.Errorf("app: token keys: %w", err)
 	}
 	add(l, m.issuer)
-	mem := add(l, memorysvc.Mount(st, memorysvc.Deps{Tokens: m.issuer}, s.opts.memory()))
+	mem := add(l, memorysvc.Mount(st, memorysvc.Deps{Tokens: m.issuer, Tracing: s.tracing(), Metrics: s.metrics()}, s.opts.memory()))
 	// The tool gateway resumes runs waiting on the gate's decisions; it
 	// is built after the gate, which tells it.
 	var tg atomic.Pointer[toolgw.Service]
