@@ -103,7 +103,7 @@ func (s *Server) mount(ctx context.Context, base string, guard *httpapi.Guard) (
 			if t := tg.Load(); t != nil {
 				t.Decided()
 			}
-		}}, s.opts.gate()))
+		}, Tracing: s.tracing(), Metrics: s.metrics()}, s.opts.gate()))
 	sealer, err := s.sealer(dataDir)
 	if err != nil {
 		return m, fmt.Errorf("app: sealing key: %w", err)
