@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sync"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
 	"novaos.dev/novaos/a2a"
@@ -74,8 +73,10 @@ type Options struct {
 	KeyRing *usercontext.KeyRing
 	// TracerProvider traces every skill execution as a span, "skill
 	// <id>", the parent of the spans made under it (the tool calls of
-	// package tools); nil means otel.GetTracerProvider(), which records
-	// nothing until the program installs a provider.
+	// package tools). Nil means the provider of the span the execution
+	// arrives in (its A2A server's, when that traces: package a2aotel),
+	// else otel.GetTracerProvider(), which records nothing until the
+	// program installs a provider.
 	TracerProvider trace.TracerProvider
 }
 
@@ -88,7 +89,7 @@ type Agent struct {
 	opts          Options
 	log           *slog.Logger
 
-	tracer trace.Tracer
+	tracer trace.Tracer // Options.TracerProvider's; nil: see tracerFor
 
 	mu     sync.RWMutex
 	skills []*Skill // registration order, for the card
@@ -119,11 +120,9 @@ func New(name, version string, opts *Options) *Agent {
 		func(e a2a.AgentExtension) bool { return e.URI == usercontext.URI }) {
 		a.opts.Extensions = append(slices.Clone(a.opts.Extensions), usercontext.Declaration(false))
 	}
-	tp := a.opts.TracerProvider
-	if tp == nil {
-		tp = otel.GetTracerProvider()
+	if tp := a.opts.TracerProvider; tp != nil {
+		a.tracer = tp.Tracer(ScopeName)
 	}
-	a.tracer = tp.Tracer(ScopeName)
 	if a.opts.Logger != nil {
 		a.log = slog.New(pii.NewHandler(a.opts.Logger.Handler()))
 	} else {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -28,6 +29,18 @@ const (
 
 var internalSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
 
+// tracerFor is the tracer of an execution in ctx: Options.TracerProvider's,
+// else that of the span ctx holds (the server's), else the global one.
+func (a *Agent) tracerFor(ctx context.Context) trace.Tracer {
+	if a.tracer != nil {
+		return a.tracer
+	}
+	if span := trace.SpanFromContext(ctx); span.SpanContext().IsValid() {
+		return span.TracerProvider().Tracer(ScopeName)
+	}
+	return otel.GetTracerProvider().Tracer(ScopeName)
+}
+
 // startSkill starts the span of c's skill execution. Its parent is the
 // span in c's context (the A2A server's, package a2aotel), else the trace
 // context the request came with (Traceparent: the header, else the
@@ -35,12 +48,13 @@ var internalSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInte
 // server traces nothing itself.
 func (a *Agent) startSkill(c *Context) (context.Context, trace.Span) {
 	ctx := c.Context
+	tracer := a.tracerFor(ctx) // before a remote parent hides the server's provider
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		if tp := c.Traceparent(); tp != "" {
 			ctx = propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": tp})
 		}
 	}
-	ctx, span := a.tracer.Start(ctx, "skill "+c.skill.ID, internalSpan...)
+	ctx, span := tracer.Start(ctx, "skill "+c.skill.ID, internalSpan...)
 	if span.IsRecording() {
 		attrs := []attribute.KeyValue{AttrSkill.String(c.skill.ID), AttrAgentName.String(a.name),
 			AttrTaskID.String(c.req.TaskID), AttrContextID.String(c.req.ContextID)}

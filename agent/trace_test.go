@@ -113,3 +113,23 @@ func TestSkillSpan(t *testing.T) {
 		})
 	}
 }
+
+// Without a provider of its own, an agent traces with its server's: the
+// provider of the span the execution arrives in.
+func TestSkillSpanTakesTheServersProvider(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	a := oneSkill(func(c *Context) (Result, error) { return Result{Output: "ok"}, nil })
+	ctx, server := tp.Tracer("server").Start(context.Background(), "SendMessage")
+	if err := a.Execute(ctx, request("hi"), &fakeUpdater{}); err != nil {
+		t.Fatal(err)
+	}
+	server.End()
+	var names []string
+	for _, s := range rec.Ended() {
+		names = append(names, s.Name())
+	}
+	if len(names) != 2 || names[0] != "skill s" {
+		t.Errorf("spans %v, want the skill's under the server's", names)
+	}
+}
