@@ -54,8 +54,9 @@ func (a *Agent) startSkill(c *Context) (context.Context, trace.Span) {
 			ctx = propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": tp})
 		}
 	}
-	ctx, span := tracer.Start(ctx, "skill "+c.skill.ID, internalSpan...)
+	ctx, span := tracer.Start(ctx, "skill", internalSpan...)
 	if span.IsRecording() {
+		span.SetName("skill " + c.skill.ID) // only a recorded span builds its name
 		attrs := []attribute.KeyValue{AttrSkill.String(c.skill.ID), AttrAgentName.String(a.name),
 			AttrTaskID.String(c.req.TaskID), AttrContextID.String(c.req.ContextID)}
 		if id := c.pc.RunID; id != "" {

@@ -51,8 +51,11 @@ func tracerFor(tp trace.TracerProvider, ctx context.Context) trace.Tracer {
 
 // startCall starts the client span of a tools/call of tool.
 func startCall(tp trace.TracerProvider, ctx context.Context, tool, callID, runID string) (context.Context, trace.Span) {
-	ctx, span := tracerFor(tp, ctx).Start(ctx, "tools/call "+tool, clientSpan...)
+	// Named after the tool once it records: an unsampled call builds no
+	// name.
+	ctx, span := tracerFor(tp, ctx).Start(ctx, "tools/call", clientSpan...)
 	if span.IsRecording() {
+		span.SetName("tools/call " + tool)
 		attrs := []attribute.KeyValue{AttrMCPMethod.String("tools/call"), AttrOperation.String("execute_tool"), AttrToolName.String(tool)}
 		if callID != "" {
 			attrs = append(attrs, AttrToolCall.String(callID))

@@ -97,8 +97,11 @@ func (t *telemetry) start(ctx context.Context, r *request) (context.Context, tra
 			ctx = trace.ContextWithRemoteSpanContext(ctx, remote)
 		}
 	}
-	ctx, span := t.tracer.Start(ctx, "tools/call "+name, opts...)
+	// Named after the tool once it records: an unsampled call builds no
+	// name.
+	ctx, span := t.tracer.Start(ctx, "tools/call", opts...)
 	if span.IsRecording() {
+		span.SetName("tools/call " + name)
 		attrs := []attribute.KeyValue{attrMCPMethod.String("tools/call"), attrOperation.String("execute_tool"),
 			attrToolName.String(name), attrTenant.String(r.caller.Tenant)}
 		if r.caller.Run != "" {
