@@ -140,8 +140,13 @@ var commands = [][]string{
 	{"card", "get"}, {"card", "verify"}, {"card", "sign"}, {"card", "keygen"},
 	{"proxy"}, {"run"},
 	{"instances", "install"}, {"instances", "list"}, {"instances", "show"}, {"instances", "update"}, {"instances", "remove"},
-	{"runs", "list"}, {"runs", "show"}, {"runs", "cancel"}, {"runs", "reply"}, {"runs", "events"},
+	{"runs", "list"}, {"runs", "show"}, {"runs", "cancel"}, {"runs", "reply"}, {"runs", "events"}, {"runs", "debug"},
 	{"tools", "list"}, {"tools", "call"},
+	{"llm", "providers", "list"}, {"llm", "providers", "show"}, {"llm", "providers", "set"}, {"llm", "providers", "remove"},
+	{"llm", "models", "list"}, {"llm", "models", "show"}, {"llm", "models", "set"}, {"llm", "models", "remove"},
+	{"llm", "budgets", "list"}, {"llm", "budgets", "show"}, {"llm", "budgets", "set"}, {"llm", "budgets", "remove"},
+	{"llm", "usage"},
+	{"schedules", "create"}, {"schedules", "list"}, {"schedules", "pause"}, {"schedules", "resume"}, {"schedules", "delete"},
 }
 
 // otherFlags are the flags the pages give to programs other than novaos:

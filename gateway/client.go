@@ -178,9 +178,12 @@ type ClientOptions struct {
 	StreamIdleTimeout time.Duration
 	// Retry is the retry policy of the reads (every GET but an event
 	// stream); nil retries 429, 502, 503, 504 and connection failures
-	// DefaultAttempts times in all with jittered backoff. Writes are
-	// not retried, except when a connection could not even be opened
-	// (nothing was sent): then Retry's attempts and delays apply. Give
+	// resilience.DefaultAttempts times in all with jittered backoff,
+	// behind a circuit breaker the client's calls share
+	// (resilience.NewBreaker's defaults: open after 5 failures in a row,
+	// for 30s). Writes are not retried, except when a connection could
+	// not even be opened (nothing was sent): then Retry's attempts and
+	// delays apply; a debug action is never retried. Give
 	// &resilience.Policy{} for a single attempt.
 	Retry *resilience.Policy
 }
@@ -200,8 +203,9 @@ type Client struct {
 	timeout   time.Duration
 	idle      time.Duration
 	retry     *resilience.Policy
-	// userRoute is set once the service route of RunEvents answered 403:
-	// later "auto" calls go to the user route directly.
+	// userRoute is set once the service route of RunEvents answered 403
+	// and the user route answered: later "auto" calls go to the user
+	// route directly.
 	userRoute atomic.Bool
 }
 
@@ -246,6 +250,7 @@ func NewClient(baseURL string, o *ClientOptions) (*Client, error) {
 	}
 	if c.retry == nil {
 		c.retry = resilience.DefaultPolicy()
+		c.retry.Breaker = resilience.NewBreaker(nil)
 	}
 	return c, nil
 }
@@ -556,8 +561,8 @@ type RunEventsOptions struct {
 	Limit int
 	// Route is RouteService (a service account or the admin), RouteUser
 	// (a user's own run) or RouteAuto ("" too): the service route, and
-	// the user route when that answers 403; the client then remembers to
-	// use the user route for later RouteAuto calls.
+	// the user route when that answers 403; once the user route answered
+	// so, the client remembers to use it for later RouteAuto calls.
 	Route string
 }
 
@@ -609,9 +614,11 @@ func (c *Client) RunEvents(ctx context.Context, runID string, o RunEventsOptions
 			return c.userRunEvents(ctx, runID, o)
 		}
 		p, err := c.serviceRunEvents(ctx, runID, o)
-		if errors.Is(err, ErrForbidden) {
+		if !errors.Is(err, ErrForbidden) {
+			return p, err
+		}
+		if p, err = c.userRunEvents(ctx, runID, o); err == nil {
 			c.userRoute.Store(true)
-			return c.userRunEvents(ctx, runID, o)
 		}
 		return p, err
 	}
@@ -654,6 +661,36 @@ func (c *Client) userRunEvents(ctx context.Context, runID string, o RunEventsOpt
 		p.NextCursor = strconv.FormatInt(out.Events[n-1].Sequence, 10)
 	}
 	return p, nil
+}
+
+// SendDebugControl applies a debugger action to a run that has not ended
+// (POST /api/v1/runs/{id}/debug/{action}) and returns the run's debugger
+// as it then is: DebugPause holds the run at its next event boundary,
+// DebugStep lets one more event through a paused run, DebugResume lets
+// it go on, DebugAbort cancels it. metadata (nil for none) is kept with
+// the action's event. An ended run is ErrConflict, and so is a step of a
+// run that is not paused. The call is made once, never retried: a step
+// the gateway applied but whose answer was lost would be applied twice.
+// (An open circuit breaker still refuses it without a request.)
+func (c *Client) SendDebugControl(ctx context.Context, runID string, action DebugAction, metadata map[string]any) (*DebugSession, error) {
+	if err := validID("run_id", runID); err != nil {
+		return nil, err
+	}
+	if !action.Valid() {
+		return nil, invalid("action", "must be %q, %q, %q or %q", DebugPause, DebugResume, DebugStep, DebugAbort)
+	}
+	body := DebugRequest{Metadata: metadata}
+	if b, err := json.Marshal(body); err != nil {
+		return nil, invalid("metadata", "is not JSON: %v", err)
+	} else if len(b) > MaxDebugMetadataBytes {
+		return nil, invalid("metadata", "is larger than %d bytes as JSON", MaxDebugMetadataBytes)
+	}
+	var out DebugSession
+	path := RunsPath + "/" + url.PathEscape(runID) + "/debug/" + string(action)
+	if err := c.call(ctx, request{method: http.MethodPost, path: path, body: body, once: true}, &out); err != nil {
+		return nil, fmt.Errorf("gateway: debug %s run %s: %w", action, runID, err)
+	}
+	return &out, nil
 }
 
 // InstallRequest installs an agent as an instance: exactly one of a
@@ -914,8 +951,9 @@ type request struct {
 	query  url.Values
 	body   any
 	// idempotent calls are retried on passing failures; noRetry makes
-	// one attempt whatever the call.
-	idempotent, noRetry bool
+	// one attempt whatever the call; once makes one attempt behind the
+	// client's breaker.
+	idempotent, noRetry, once bool
 	// ok lists the statuses that are answers (nil: 200 only).
 	ok []int
 }
@@ -939,6 +977,8 @@ func (c *Client) call(ctx context.Context, r request, out any) error {
 	switch {
 	case r.noRetry:
 		err = op(ctx)
+	case r.once:
+		err = (&resilience.Policy{Breaker: c.retry.Breaker}).Do(ctx, op)
 	case r.idempotent:
 		err = c.retry.Do(ctx, op)
 	default:

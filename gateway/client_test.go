@@ -602,6 +602,15 @@ func TestRunEvents(t *testing.T) {
 			t.Errorf("requests (-want +got):\n%s", diff)
 		}
 	})
+	t.Run("auto remembers no route that did not answer", func(t *testing.T) {
+		bob := startGateway(t, f, bobToken, nil)
+		if _, err := bob.RunEvents(ctx, "r1", RunEventsOptions{}); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("another user's run: %v, want ErrNotFound", err)
+		}
+		if bob.userRoute.Load() {
+			t.Error("the user route was remembered though it did not answer")
+		}
+	})
 	t.Run("auto keeps the service route that works", func(t *testing.T) {
 		svc := startGateway(t, f, svcToken, nil)
 		for range 2 {

@@ -16,6 +16,11 @@
 // one of those shapes: branch on them, never on the event type alone, or
 // a run that fails after its agent returned looks like a success.
 //
+// A run's recorded events are also an index to page through
+// ([Client.RunEvents]), and a run can be held and let through one event
+// at a time ([Client.SendDebugControl], [DebugSession]): the run
+// observability of the NovaOS Python SDK's ObservabilityClient.
+//
 // [Store] is the contract the platform keeps instances, runs and events
 // in; store/sqlite and store/postgres implement it and store/storetest
 // checks them, and [NewMemoryStore] keeps them in process.

@@ -33,6 +33,11 @@ type Event struct {
 	Type     string          `json:"type"`
 	Payload  json.RawMessage `json:"payload"`
 	At       time.Time       `json:"-"`
+	// TraceID and SpanID are the W3C trace context the event was recorded
+	// in (32 and 16 lower-case hex digits), empty when it was recorded
+	// outside a trace.
+	TraceID string `json:"trace_id,omitempty"`
+	SpanID  string `json:"span_id,omitempty"`
 }
 
 // Frame is the JSON body of one SSE frame: the event with its time in

@@ -86,3 +86,32 @@ func ExampleParseSSE() {
 	fmt.Println(ev.Type, ev.Status, ev.IsTerminal(), ev.Content)
 	// Output: status WAITING_USER false input required
 }
+
+// Hold a run, let one event through, and let it go on. A stand-in for the
+// gateway answers each action with the run's debugger.
+func ExampleClient_SendDebugControl() {
+	state := map[gateway.DebugAction]gateway.BreakpointState{gateway.DebugPause: gateway.BreakpointPaused,
+		gateway.DebugStep: gateway.BreakpointStepping, gateway.DebugResume: gateway.BreakpointRunning}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		action := gateway.DebugAction(r.URL.Path[len(gateway.RunsPath+"/run-1/debug/"):])
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(gateway.DebugSession{SessionID: "dbg-1", RunID: "run-1", BreakpointState: state[action], Action: action})
+	}))
+	defer srv.Close()
+
+	c, err := gateway.NewClient(srv.URL, &gateway.ClientOptions{Token: secret.New("a platform token")})
+	if err != nil {
+		panic(err)
+	}
+	for _, a := range []gateway.DebugAction{gateway.DebugPause, gateway.DebugStep, gateway.DebugResume} {
+		d, err := c.SendDebugControl(context.Background(), "run-1", a, map[string]any{"note": "looking at the tool calls"})
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(d.Action, "→", d.BreakpointState)
+	}
+	// Output:
+	// pause → paused
+	// step → stepping
+	// resume → running
+}

@@ -32,7 +32,7 @@ type MemoryStore struct {
 	instances map[string]*memInstance // by id
 	names     map[[2]string]string    // tenant, name → id
 	runs      map[string]*memRun      // by id
-	claimable map[string]struct{}     // ids of QUEUED and RUNNING runs
+	claimable map[string]struct{}     // ids of QUEUED and RUNNING runs the debugger does not hold
 	events    map[string][]Event      // by run id; event i has sequence i+1
 
 	wmu      sync.Mutex
@@ -89,6 +89,8 @@ func (m *memInstance) decode() Instance {
 type memRun struct {
 	head Run // everything but what only body holds
 	body []byte
+	// held is set while the run's debugger holds it: it is not claimed.
+	held bool
 }
 
 func encodeRun(r *Run) (*memRun, error) {
@@ -106,6 +108,7 @@ func encodeRun(r *Run) (*memRun, error) {
 			StartedAt: r.StartedAt, EndedAt: r.EndedAt, Pause: cloneBytes(r.Pause), PendingInput: cloneBytes(r.PendingInput),
 			CustomHeaders: cloneBytes(r.CustomHeaders)},
 		body: body,
+		held: r.Debug.Holds(),
 	}, nil
 }
 
@@ -332,7 +335,7 @@ func (s *MemoryStore) CreateRun(_ context.Context, w RunWrite) (Run, []Event, er
 // put stores m, keeping the claimable set in step; mu is held.
 func (s *MemoryStore) put(m *memRun) {
 	s.runs[m.head.ID] = m
-	if claimable(m.head.Status) {
+	if claimable(m.head.Status) && !m.held {
 		s.claimable[m.head.ID] = struct{}{}
 	} else {
 		delete(s.claimable, m.head.ID)
@@ -492,7 +495,7 @@ func (s *MemoryStore) ClaimRuns(_ context.Context, owner string, now, until time
 	for i, m := range due {
 		// Only the lease changes: body is shared with the old record,
 		// which nothing changes.
-		c := &memRun{head: m.head, body: m.body}
+		c := &memRun{head: m.head, body: m.body, held: m.held}
 		c.head.LeaseOwner, c.head.LeaseUntil, c.head.Version, c.head.UpdatedAt = owner, until, m.head.Version+1, now
 		s.runs[m.head.ID] = c
 		out[i] = c.decode()

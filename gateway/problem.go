@@ -11,6 +11,7 @@ const (
 	ProblemInstanceExists   = "https://novaos.dev/problems/instance-exists"    // 409, the name is taken in the tenant
 	ProblemVersionConflict  = "https://novaos.dev/problems/version-conflict"   // 409, changed meanwhile
 	ProblemRunNotWaiting    = "https://novaos.dev/problems/run-not-waiting"    // 409, a reply to a run that waits for none
-	ProblemRunEnded         = "https://novaos.dev/problems/run-ended"          // 409, a cancel of an ended run
+	ProblemRunEnded         = "https://novaos.dev/problems/run-ended"          // 409, a cancel or debug action on an ended run
+	ProblemRunNotPaused     = "https://novaos.dev/problems/run-not-paused"     // 409, a debugger step on a run it does not hold
 	ProblemAgentUnreachable = "https://novaos.dev/problems/agent-unreachable"  // 502, an install whose card cannot be fetched
 )

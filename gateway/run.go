@@ -13,7 +13,7 @@ const (
 	EventsPath          = "/api/v1/events/" // + run id
 	StreamingHealthPath = "/api/v1/streaming/health"
 	ServiceRunsPath     = "/api/v1/service/runs/" // + run id [+ "/events"]
-	RunsPath            = "/api/v1/runs"          // list; + "/" + id [+ "/events" | "/cancel" | "/reply"]
+	RunsPath            = "/api/v1/runs"          // list; + "/" + id [+ "/events" | "/cancel" | "/reply" | "/debug/" + action]
 	InstancesPath       = "/api/v1/instances"     // list, install; + "/" + id
 )
 
@@ -156,6 +156,9 @@ type Run struct {
 	// PendingInput is the reply the next delivery sends (a paused run that
 	// was answered); empty otherwise.
 	PendingInput json.RawMessage `json:"pending_input,omitempty"`
+	// Debug is the run's debugger, once an action was applied to it.
+	Debug *DebugSession `json:"debug,omitempty"`
+
 	// CustomHeaders are sealed: the store keeps the bytes it is given and
 	// the gateway never shows them.
 	CustomHeaders []byte `json:"-"`

@@ -47,7 +47,8 @@ type Store interface {
 	// the last new one. It returns the run and the events as stored.
 	WriteRun(ctx context.Context, w RunWrite) (Run, []Event, error)
 	// Events returns up to limit of a run's events with a sequence
-	// greater than after, in order.
+	// greater than after, in order, each with the trace context it was
+	// appended with.
 	Events(ctx context.Context, runID string, after int64, limit int) ([]Event, error)
 
 	// CountRuns returns how many runs are in each status, over every
@@ -56,9 +57,10 @@ type Store interface {
 	CountRuns(ctx context.Context) (map[Status]int64, error)
 
 	// ClaimRuns leases to owner, until until, up to limit runs that are
-	// QUEUED or RUNNING, whose lease lapsed (or that have none) and whose
-	// NotBefore has passed at now, oldest first; each claim increments
-	// the run's version. Two owners never hold one run's lease at once.
+	// QUEUED or RUNNING, whose lease lapsed (or that have none), whose
+	// NotBefore has passed at now and that their debugger does not hold
+	// (Run.Debug.Holds), oldest first; each claim increments the run's
+	// version. Two owners never hold one run's lease at once.
 	ClaimRuns(ctx context.Context, owner string, now, until time.Time, limit int) ([]Run, error)
 
 	// WatchEvents calls fn, until ctx ends, after every commit that

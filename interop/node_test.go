@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -172,16 +174,7 @@ func startNodeServer(t *testing.T, script string, args ...string) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start node %s: %v", script, err)
 	}
-	exited := make(chan struct{})
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
+	exited := stopAtCleanup(t, cmd)
 	lines := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -204,4 +197,64 @@ func startNodeServer(t *testing.T, script string, args ...string) string {
 		t.Fatalf("%s did not start in %v; stderr:\n%s", script, testTimeout, stderr.String())
 	}
 	return ""
+}
+
+// startUntilReady starts cmd, whose output out (its stdout or stderr
+// pipe) says it listens with a line containing ready, and returns once it
+// has said so; the process is stopped when the test ends. name is for
+// failure messages, which carry the output.
+func startUntilReady(t *testing.T, name string, cmd *exec.Cmd, out io.Reader, ready string) {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	exited := stopAtCleanup(t, cmd)
+	var (
+		mu  sync.Mutex
+		log strings.Builder
+	)
+	said := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(out)
+		done := false
+		for sc.Scan() {
+			mu.Lock()
+			log.WriteString(sc.Text() + "\n")
+			mu.Unlock()
+			if !done && strings.Contains(sc.Text(), ready) {
+				done = true
+				close(said)
+			}
+		}
+		cmd.Wait()
+		close(exited)
+	}()
+	select {
+	case <-said:
+	case <-exited:
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("%s exited before listening; output:\n%s", name, log.String())
+	case <-time.After(testTimeout):
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("%s did not listen within %v; output:\n%s", name, testTimeout, log.String())
+	}
+}
+
+// stopAtCleanup stops the started cmd when the test ends: SIGTERM, then
+// SIGKILL after 5s. The caller closes the returned channel once cmd.Wait
+// has returned.
+func stopAtCleanup(t *testing.T, cmd *exec.Cmd) chan struct{} {
+	exited := make(chan struct{})
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+	})
+	return exited
 }

@@ -1,7 +1,6 @@
 package interop
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -15,10 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -207,49 +203,6 @@ func startEverything(t *testing.T, node, script string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start server-everything: %v", err)
-	}
-	exited := make(chan struct{})
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
-	var (
-		mu  sync.Mutex
-		log strings.Builder
-	)
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		said := false
-		for sc.Scan() {
-			mu.Lock()
-			log.WriteString(sc.Text() + "\n")
-			mu.Unlock()
-			if !said && strings.Contains(sc.Text(), "listening on port "+strconv.Itoa(port)) {
-				said = true
-				close(ready)
-			}
-		}
-		cmd.Wait()
-		close(exited)
-	}()
-	select {
-	case <-ready:
-	case <-exited:
-		mu.Lock()
-		defer mu.Unlock()
-		t.Fatalf("server-everything exited before listening; stderr:\n%s", log.String())
-	case <-time.After(testTimeout):
-		mu.Lock()
-		defer mu.Unlock()
-		t.Fatalf("server-everything did not listen within %v; stderr:\n%s", testTimeout, log.String())
-	}
+	startUntilReady(t, "server-everything", cmd, stderr, "listening on port "+strconv.Itoa(port))
 	return "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp"
 }

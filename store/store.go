@@ -4,6 +4,8 @@ import (
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/gate"
 	"novaos.dev/novaos/gateway"
+	"novaos.dev/novaos/heartbeat"
+	"novaos.dev/novaos/llm"
 	"novaos.dev/novaos/memory"
 	"novaos.dev/novaos/registry"
 	"novaos.dev/novaos/tools"
@@ -48,6 +50,12 @@ type Stores struct {
 	// Knowledge keeps the tool gateway's knowledge collections, ingest
 	// jobs, documents and graphs (their chunks are in Memory).
 	Knowledge tools.KnowledgeStore
+	// LLM keeps the LLM gateway's providers, model routes, budgets and
+	// usage ledger.
+	LLM llm.Store
+	// Schedules keeps the heartbeat schedules of instances and the ticks
+	// servers handled.
+	Schedules heartbeat.Store
 
 	// Listener reports the database's notification listener: nil while it
 	// listens, else why not. Nil for a database without one.

@@ -33,6 +33,7 @@ import (
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/agent"
 	"novaos.dev/novaos/internal/httpapi"
+	"novaos.dev/novaos/internal/llmgw"
 	"novaos.dev/novaos/internal/tlscert"
 	"novaos.dev/novaos/secret"
 	"novaos.dev/novaos/store/postgres"
@@ -116,6 +117,10 @@ type Options struct {
 	Tools ToolsOptions
 	// BuiltinTools configures the platform's own tools behind it.
 	BuiltinTools BuiltinToolsOptions
+	// LLM configures the LLM gateway at /v1 and /api/v1/llm.
+	LLM LLMOptions
+	// Schedules configures the heartbeat schedules at /api/v1/agent-ops.
+	Schedules SchedulesOptions
 
 	// TracerProvider receives the services' spans; nil traces nothing.
 	TracerProvider trace.TracerProvider
@@ -148,6 +153,7 @@ type (
 	RegistryOptions = registrysvc.Options
 	GatewayOptions  = execgw.Options
 	ToolsOptions    = toolgw.Options
+	LLMOptions      = llmgw.Options
 )
 
 // DatabaseOptions select and tune the database.

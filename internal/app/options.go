@@ -8,6 +8,7 @@ import (
 	"novaos.dev/novaos/internal/auth"
 	"novaos.dev/novaos/internal/execgw"
 	"novaos.dev/novaos/internal/gatesvc"
+	"novaos.dev/novaos/internal/llmgw"
 	"novaos.dev/novaos/internal/memorysvc"
 	"novaos.dev/novaos/internal/registrysvc"
 	"novaos.dev/novaos/internal/toolgw"
@@ -62,6 +63,12 @@ func (o *Options) tools() *toolgw.Options {
 		t.GatePage = TriagePath
 	}
 	return &t
+}
+
+func (o *Options) llm() *llmgw.Options {
+	m := o.LLM
+	m.Logger = cmp.Or(m.Logger, o.Logger.With("service", "llm"))
+	return &m
 }
 
 func (o *Options) registry() *registrysvc.Options {

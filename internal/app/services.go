@@ -16,8 +16,10 @@ import (
 	"novaos.dev/novaos/internal/execgw"
 	"novaos.dev/novaos/internal/gatesvc"
 	"novaos.dev/novaos/internal/httpapi"
+	"novaos.dev/novaos/internal/llmgw"
 	"novaos.dev/novaos/internal/memorysvc"
 	"novaos.dev/novaos/internal/registrysvc"
+	"novaos.dev/novaos/internal/schedsvc"
 	"novaos.dev/novaos/internal/sealkey"
 	"novaos.dev/novaos/internal/toolgw"
 )
@@ -141,6 +143,17 @@ func (s *Server) mount(ctx context.Context, base string, guard *httpapi.Guard) (
 	if t := add(l, toolgw.Mount(st, toolDeps, s.opts.tools())); t != nil {
 		tg.Store(t)
 	}
+	llmDeps := llmgw.Deps{Tokens: m.issuer, AdminToken: s.opts.AdminToken, Tracing: s.tracing(), Metrics: s.metrics()}
+	if sealer != nil {
+		llmDeps.Sealer = sealer
+	}
+	if g != nil {
+		llmDeps.Runs = g
+	}
+	add(l, llmgw.Mount(st, llmDeps, s.opts.llm()))
+	sched := scheduleDeps(st, m.issuer, s.opts.AdminToken, g)
+	sched.Tracing, sched.Metrics = s.tracing(), s.metrics()
+	add(l, schedsvc.Mount(st, sched, s.opts.schedules()))
 	add(l, registrysvc.Mount(st, registrysvc.Deps{BaseURL: base, AdminToken: s.opts.AdminToken, Hosted: m.host.Records()}, s.opts.registry()))
 	*l = append(*l, s.own())
 	return m, nil

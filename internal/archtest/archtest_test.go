@@ -260,6 +260,20 @@ var rules = []rule{
 			return isDatabaseDriver(dep) || platformInternal(dep.ImportPath) || underAny(dep.ImportPath, "store", "agent")
 		},
 	},
+	{
+		pkg: module + "/heartbeat",
+		why: "the heartbeat client is imported by applications and its store contract by the stores; it must not drag stores, database drivers or platform internals in, nor the agent SDK",
+		forbid: func(dep *pkg) bool {
+			return isDatabaseDriver(dep) || platformInternal(dep.ImportPath) || underAny(dep.ImportPath, "store", "agent")
+		},
+	},
+	{
+		pkg: module + "/heartbeat/cron",
+		why: "the cron parser sits under the heartbeat client and the stores alike; it must depend on the standard library only",
+		forbid: func(dep *pkg) bool {
+			return !dep.Standard
+		},
+	},
 
 	{
 		pkg: module + "/strictjson",

@@ -17,6 +17,8 @@ var services = []string{
 	module + "/internal/agenthost",
 	module + "/internal/execgw",
 	module + "/internal/toolgw",
+	module + "/internal/llmgw",
+	module + "/internal/schedsvc",
 }
 
 // mounters are the packages that know every service.

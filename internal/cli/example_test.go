@@ -22,8 +22,10 @@ func ExampleMain() {
 	//   keys     make agents' recipient keys for sealed secrets (keys generate|public)
 	//   memory   write, query, update, forget, hint and assemble memories on a server (memory <subcommand>)
 	//   tools    list and call the tools of the MCP tool gateway (tools list|call)
+	//   llm      configure the LLM gateway's providers, models and budgets, and read its usage (llm providers|models|budgets|usage)
 	//   gate     operate the governance gate: list, show, approve, deny and confirm actions; rules; audit (gate <subcommand>)
 	//   instances install, list, show, update and remove agent instances of a tenant (instances <subcommand>)
+	//   schedules create, list, pause, resume and delete heartbeat schedules of instances (schedules <subcommand>)
 	//   run      run an instance on a text and follow its events to the end: run INSTANCE "text"
 	//   runs     list, show, cancel, answer and follow runs (runs list|show|cancel|reply|events)
 	//   token    mint, verify and rotate execution tokens (token mint|verify|rotate)

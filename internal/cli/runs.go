@@ -37,6 +37,7 @@ var runsCommands = []command{
 	{"cancel", "cancel a run that has not ended: runs cancel RUN", runRunsCancel},
 	{"reply", "answer a paused run: runs reply RUN [--input TEXT] [--action ID] [--value V] [--call ID --approve|--reject]", runRunsReply},
 	{"events", "follow a run's events until it ends, as run does: runs events RUN [--after ID]", runRunsEvents},
+	{"debug", "pause, step, resume or abort a run: runs debug RUN pause|step|resume|abort [--metadata JSON]", runRunsDebug},
 }
 
 func runRuns(ctx context.Context, args []string, e *env) int {
@@ -92,13 +93,29 @@ func (g *gwFlags) parse(args []string, lo, hi int, what string) ([]string, int, 
 // $NOVAOS_ADMIN_TOKEN set, the platform token is sent unless --tenant
 // says the caller acts as the admin.
 func (g *gwFlags) client() (*gateway.Client, int, bool) {
-	e := g.e
-	fail := func(err error) (*gateway.Client, int, bool) {
-		fmt.Fprintf(e.stderr, "novaos %s: %v\n", g.fs.Name(), err)
+	tok, code, ok := g.credentials()
+	if !ok {
+		return nil, code, false
+	}
+	c, err := gateway.NewClient(*g.server, &gateway.ClientOptions{Token: tok, Tenant: *g.tenant})
+	if err != nil {
+		fmt.Fprintf(g.e.stderr, "novaos %s: %v\n", g.fs.Name(), err)
 		return nil, exitFail, false
 	}
-	usage := func(format string, a ...any) (*gateway.Client, int, bool) {
-		return nil, usageError(g.fs, format, a...), false
+	return c, 0, true
+}
+
+// credentials checks --server and returns the token the flags and the
+// environment choose (see client), or the exit code of the usage or
+// configuration error it reported.
+func (g *gwFlags) credentials() (secret.Value, int, bool) {
+	e := g.e
+	fail := func(err error) (secret.Value, int, bool) {
+		fmt.Fprintf(e.stderr, "novaos %s: %v\n", g.fs.Name(), err)
+		return secret.Value{}, exitFail, false
+	}
+	usage := func(format string, a ...any) (secret.Value, int, bool) {
+		return secret.Value{}, usageError(g.fs, format, a...), false
 	}
 	u, err := neturl.Parse(*g.server)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
@@ -145,11 +162,7 @@ func (g *gwFlags) client() (*gateway.Client, int, bool) {
 	if g.cred != credLoopback && u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
 		fmt.Fprintf(e.stderr, "novaos %s: warning: sending a token to %s over plain http\n", g.fs.Name(), u.Host)
 	}
-	c, err := gateway.NewClient(*g.server, &gateway.ClientOptions{Token: tok, Tenant: *g.tenant})
-	if err != nil {
-		return fail(err)
-	}
-	return c, 0, true
+	return tok, 0, true
 }
 
 // fail reports err as one line (and the fields a refusal names) and
@@ -696,6 +709,9 @@ func runRunsShow(ctx context.Context, args []string, e *env) int {
 	for _, a := range r.Artifacts {
 		fmt.Fprintf(w, "artifact  %s %s\n", a.ArtifactID, a.Name)
 	}
+	if d := r.Debug; d != nil {
+		fmt.Fprintf(w, "debugger  %s\n", debuggerLine(d))
+	}
 	if r.Status == gateway.StatusWaitingUser && len(r.Pause) > 0 {
 		var typed struct {
 			Type    string          `json:"type"`
@@ -783,6 +799,69 @@ func runRunsReply(ctx context.Context, args []string, e *env) int {
 	}
 	fmt.Fprintf(e.stdout, "replied to run %s; it goes on (%s). Follow it with: novaos runs events %s%s\n", res.RunID, res.Status, res.RunID, g.followFlags())
 	return exitOK
+}
+
+func runRunsDebug(ctx context.Context, args []string, e *env) int {
+	g := newGWFlags("runs debug", "RUN pause|step|resume|abort [--metadata JSON]", e)
+	meta := g.fs.String("metadata", "", "a JSON `object` kept with the action's event (a note, a ticket)")
+	g.fs.Usage = func() {
+		fmt.Fprintf(e.stderr, "Usage: novaos runs debug RUN pause|step|resume|abort [flags]\n\n")
+		fmt.Fprintln(e.stderr, "Drives a run's debugger. pause holds the run at its next event: the gateway records none of the agent's")
+		fmt.Fprintln(e.stderr, "further events (the agent is held back, nothing is lost) and starts no further turn. step lets one more")
+		fmt.Fprintln(e.stderr, "event through a paused run, then holds it again. resume lets it go on; abort cancels it. A pause of a")
+		fmt.Fprintln(e.stderr, "paused run changes nothing; an action on an ended run is refused.")
+		fmt.Fprintln(e.stderr, "\nFlags:")
+		g.fs.PrintDefaults()
+	}
+	pos, code, ok := g.parse(args, 2, 2, "the run id and the action: novaos runs debug RUN pause|step|resume|abort")
+	if !ok {
+		return code
+	}
+	action := gateway.DebugAction(strings.ToLower(pos[1]))
+	if !action.Valid() {
+		return usageError(g.fs, "action %s: want pause, step, resume or abort", strconv.Quote(clipLine(pos[1], 40)))
+	}
+	var metadata map[string]any
+	if *meta != "" {
+		if err := json.Unmarshal([]byte(*meta), &metadata); err != nil || metadata == nil {
+			return usageError(g.fs, "--metadata: want a JSON object")
+		}
+	}
+	c, code, ok := g.client()
+	if !ok {
+		return code
+	}
+	d, err := c.SendDebugControl(ctx, pos[0], action, metadata)
+	if err != nil {
+		if errors.Is(err, gateway.ErrConflict) {
+			fmt.Fprintf(e.stderr, "novaos runs debug: %s\n", gatewayError(err))
+			return exitFail
+		}
+		return g.fail(err)
+	}
+	if *g.json {
+		printJSON(e.stdout, d)
+		return exitOK
+	}
+	fmt.Fprintf(e.stdout, "run %s: %s\n", d.RunID, debuggerLine(d))
+	return exitOK
+}
+
+// debuggerLine says where a run's debugger holds it.
+func debuggerLine(d *gateway.DebugSession) string {
+	s := string(d.BreakpointState)
+	if d.BreakpointState == gateway.BreakpointStepping {
+		s += fmt.Sprintf(" (%d more event", d.Steps)
+		if d.Steps != 1 {
+			s += "s"
+		}
+		s += ")"
+	}
+	s += " after " + string(d.Action)
+	if d.Actor != "" {
+		s += " by " + d.Actor
+	}
+	return s + " (session " + d.SessionID + ")"
 }
 
 // resolveInstance returns the id of the instance ref names: an id, or a

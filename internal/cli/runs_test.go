@@ -501,7 +501,7 @@ func TestRunsHelp(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"runs", "-h"}, []string{"list", "show", "cancel", "reply", "events"}},
+		{[]string{"runs", "-h"}, []string{"list", "show", "cancel", "reply", "events", "debug"}},
 		{[]string{"help", "runs"}, []string{"list", "show", "cancel", "reply", "events"}},
 		{[]string{"instances", "-h"}, []string{"install", "list", "show", "update", "remove"}},
 		{[]string{"help"}, []string{"instances", "run ", "runs "}},
@@ -699,5 +699,67 @@ func TestProgressDisplay(t *testing.T) {
 	want := "· RUNNING\n· looking things up\n· tool.call {\"name\":\"search\",\"args\":{\"q\":\"x\"}}\n· artifact report\n· custom.thing {\"x\":1}\n"
 	if diff := cmp.Diff(want, log.String()); diff != "" {
 		t.Errorf("stderr (-want +got):\n%s", diff)
+	}
+}
+
+// waitPaused follows the run's events until it pauses for its user.
+func (s *gwServer) waitPaused(t *testing.T, runID string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // bounds a failure only
+	defer cancel()
+	for ev, err := range s.client(t).Events(ctx, runID, "") {
+		if err != nil {
+			t.Fatalf("following run %s: %v", runID, err)
+		}
+		if ev.WireType == gateway.EventHITL {
+			return
+		}
+	}
+	t.Fatalf("run %s ended without pausing", runID)
+}
+
+func TestRunsDebug(t *testing.T) {
+	s := newGWServer(t)
+	s.must(t, "instances", "install", "--name", "asker", "--hosted", "asker")
+	id := strings.TrimSpace(s.must(t, "run", "asker", "paint", "--detach"))
+	s.waitPaused(t, id)
+
+	line := regexp.MustCompile(`^run ` + regexp.QuoteMeta(id) + `: paused after pause by \S+ \(session [0-9a-f-]{36}\)\n$`)
+	first := s.must(t, "runs", "debug", id, "pause", "--metadata", `{"note": "look"}`)
+	if !line.MatchString(first) {
+		t.Fatalf("runs debug pause printed %q", first)
+	}
+	if again := s.must(t, "runs", "debug", id, "PAUSE"); again != first {
+		t.Errorf("a second pause printed %q, want %q", again, first)
+	}
+	// Answered, the paused run is queued again, and no dispatcher takes
+	// it until it is resumed.
+	s.must(t, "runs", "reply", id, "--input", "red")
+	if out := s.must(t, "runs", "show", id); !strings.Contains(out, "status    QUEUED\n") || !strings.Contains(out, "debugger  paused after pause") {
+		t.Fatalf("runs show of the answered paused run:\n%s", out)
+	}
+	var d gateway.DebugSession
+	if err := json.Unmarshal([]byte(s.must(t, "runs", "debug", id, "resume", "--json")), &d); err != nil ||
+		d.BreakpointState != gateway.BreakpointRunning || d.Action != gateway.DebugResume || d.RunID != id {
+		t.Fatalf("runs debug resume --json: %+v, %v", d, err)
+	}
+	if code, out, errOut := s.cmd(t, "runs", "events", id); code != exitOK || !strings.Contains(out, "got red") {
+		t.Fatalf("the resumed run: exit %d\n%s%s", code, out, errOut)
+	}
+	code, _, errOut := s.cmd(t, "runs", "debug", id, "abort")
+	if code != exitFail || !strings.Contains(errOut, "409") || !strings.Contains(errOut, "has ended") {
+		t.Errorf("an abort of the ended run: exit %d: %s", code, errOut)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"runs", "debug", id}, "want the run id and the action"},
+		{[]string{"runs", "debug", id, "halt"}, `action "halt": want pause, step, resume or abort`},
+		{[]string{"runs", "debug", id, "pause", "--metadata", "[1]"}, "--metadata: want a JSON object"},
+	} {
+		if code, _, errOut := s.cmd(t, tc.args...); code != exitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d: %s", tc.args, code, errOut)
+		}
 	}
 }

@@ -68,7 +68,9 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	gateFl := gateFlags(fs)
 	gatewayFl := gatewayFlags(fs)
 	toolsFl := toolsFlags(fs)
+	schedFl := schedulesFlags(fs)
 	pushFl := pushFlags(fs)
+	llmFl := llmFlags(fs)
 	fs.Usage = func() { groupedUsage(fs.Output(), "serve [flags]", fs, serveGroups) }
 	if code, ok := parse(fs, args); !ok {
 		return code
@@ -82,10 +84,16 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	if msg := toolsFl.check(); msg != "" {
 		return usageError(fs, "%s", msg)
 	}
+	if msg := schedFl.check(); msg != "" {
+		return usageError(fs, "%s", msg)
+	}
 	if msg := gateFl.check(); msg != "" {
 		return usageError(fs, "%s", msg)
 	}
 	if msg := pushFl.check(); msg != "" {
+		return usageError(fs, "%s", msg)
+	}
+	if msg := llmFl.check(); msg != "" {
 		return usageError(fs, "%s", msg)
 	}
 	for _, h := range allowHosts {
@@ -134,12 +142,12 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		fmt.Fprintf(e.stderr, "novaos serve: %v\n", err)
 		return exitFail
 	}
-	memOpts, err := plat.memory()
+	memOpts, err := plat.memory(llmFl.platform)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "novaos serve: %v\n", err)
 		return exitFail
 	}
-	gateOpts, err := gateFl.options()
+	gateOpts, err := gateFl.options(llmFl.platform)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "novaos serve: %v\n", err)
 		return exitFail
@@ -178,6 +186,8 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		Gateway:      gatewayFl.options(regOpts),
 		Tools:        toolsFl.options(),
 		BuiltinTools: builtinTools,
+		LLM:          llmFl.options(),
+		Schedules:    schedFl.options(),
 	})
 	if err != nil {
 		code, err := explainListen(err)

@@ -9,7 +9,7 @@ import (
 	"novaos.dev/novaos/internal/gatesvc"
 	"novaos.dev/novaos/internal/gatesvc/judge"
 	"novaos.dev/novaos/internal/gatesvc/rules"
-	"novaos.dev/novaos/internal/modelapi"
+	"novaos.dev/novaos/internal/llmgw"
 )
 
 // gateFlagSet holds serve's flags for the governance gate.
@@ -33,7 +33,7 @@ func gateFlags(fs *flag.FlagSet) *gateFlagSet {
 	fs.Var(&g.maxBody, "gate-max-body-bytes", "gate: largest request body `size` (an action with its evidence); a larger one gets 413")
 	g.commitment = fs.String("gate-commitment-version", gatesvc.DefaultCommitmentVersion, "gate: what a commitment means in this deployment; changing it voids standing approvals (resumes get [resume_commitment_version_changed])")
 	g.costLimit = fs.Uint64("gate-rule-cost-limit", rules.DefaultCostLimit, "gate: CEL cost units one rule may spend on one write; past it the rule fails closed")
-	g.judgeURL = fs.String("gate-judge-url", "", "gate: base `URL` of an OpenAI-compatible chat completions API for the LLM judge (after the rules); default: rules only")
+	g.judgeURL = fs.String("gate-judge-url", "", "gate: base `URL` of an OpenAI-compatible chat completions API for the LLM judge (after the rules), or "+gatewayURL+": the platform's LLM gateway; default: rules only")
 	g.judgeModel = fs.String("gate-judge-model", "", "gate: judge `model` name (with --gate-judge-url)")
 	g.judgeKey = fs.String("gate-judge-key-file", "", "gate: `file` holding the judge API key (owner-only)")
 	g.judgeTimeout = fs.Duration("gate-judge-timeout", judge.DefaultTimeout, "gate: time one judgement may take, retries included; past it the write fails closed [fail_closed_judge_timeout]")
@@ -53,26 +53,28 @@ func (g *gateFlagSet) check() string {
 		return "--gate-rule-cost-limit must be positive"
 	case (*g.judgeURL == "") != (*g.judgeModel == ""):
 		return "--gate-judge-url and --gate-judge-model go together"
-	case *g.judgeURL != "" && !strings.HasPrefix(*g.judgeURL, "http://") && !strings.HasPrefix(*g.judgeURL, "https://"):
-		return "--gate-judge-url must be an http:// or https:// URL"
+	case *g.judgeURL != "" && *g.judgeURL != gatewayURL && !strings.HasPrefix(*g.judgeURL, "http://") && !strings.HasPrefix(*g.judgeURL, "https://"):
+		return "--gate-judge-url must be an http:// or https:// URL, or " + gatewayURL
+	case *g.judgeURL == gatewayURL && *g.judgeKey != "":
+		return "--gate-judge-key-file is for a model API; the LLM gateway keeps its providers' keys"
 	}
 	return ""
 }
 
-// options builds the gate's options, reading the judge's API key.
-func (g *gateFlagSet) options() (app.GateOptions, error) {
+// options builds the gate's options, reading the judge's API key; a judge
+// URL of gatewayURL calls the LLM gateway through platform.
+func (g *gateFlagSet) options(platform *llmgw.Platform) (app.GateOptions, error) {
 	o := app.GateOptions{MaxBodyBytes: g.maxBody.n,
 		HoldWindow: *g.holdWindow, HoldIndefinite: *g.holdIndefinite, RestartGrace: *g.restartGrace,
 		ClaimTimeout: *g.claimTimeout, MaxWait: *g.maxWait, CommitmentVersion: *g.commitment,
 		Rules: &rules.Options{CostLimit: *g.costLimit},
 	}
 	if *g.judgeURL != "" {
-		key, err := readAPIKey(*g.judgeKey, "--gate-judge-key-file")
+		url, key, mo, err := modelClient(*g.judgeURL, *g.judgeKey, "--gate-judge-key-file", *g.judgeTimeout, platform)
 		if err != nil {
 			return o, err
 		}
-		o.Judge = judge.New(*g.judgeURL, *g.judgeModel, key, &judge.Options{Timeout: *g.judgeTimeout,
-			Model: &modelapi.Options{Timeout: *g.judgeTimeout}})
+		o.Judge = judge.New(url, *g.judgeModel, key, &judge.Options{Timeout: *g.judgeTimeout, Model: &mo})
 		o.JudgeModel = *g.judgeModel
 	}
 	return o, nil

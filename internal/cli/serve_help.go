@@ -46,6 +46,11 @@ var serveGroups = []flagGroup{
 		"tools-files-quota-bytes", "tools-files-max-files", "tools-knowledge-max-document-bytes", "tools-knowledge-max-collections",
 		"tools-knowledge-workers", "tools-stdio-command", "tools-stdio-env", "tools-upstream-allow-private", "tools-upstream-idle", "tools-upstream-lookup-reuse",
 		"tools-upstream-max-stdio", "tools-upstream-max-servers"}},
+	{"LLM gateway (/v1, /api/v1/llm)", []string{"llm-max-body-bytes", "llm-max-response-bytes", "llm-max-event-bytes", "llm-timeout",
+		"llm-stream-idle", "llm-connect-timeout", "llm-default-max-tokens", "llm-max-inflight", "llm-config-ttl", "llm-allow-private",
+		"llm-platform-tenant"}},
+	{"Heartbeat schedules (/api/v1/agent-ops)", []string{"schedules-max-body-bytes", "schedules-poll-every", "schedules-grace",
+		"schedules-lease", "schedules-max-attempts", "schedules-max-concurrent-fires"}},
 }
 
 // otherFlags is the heading of the flags no group names, so that none is

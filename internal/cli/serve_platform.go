@@ -10,6 +10,7 @@ import (
 	"novaos.dev/novaos/internal/app"
 	"novaos.dev/novaos/internal/auth"
 	"novaos.dev/novaos/internal/keyfile"
+	"novaos.dev/novaos/internal/llmgw"
 	"novaos.dev/novaos/internal/memorysvc"
 	"novaos.dev/novaos/internal/modelapi"
 	"novaos.dev/novaos/secret"
@@ -49,11 +50,11 @@ func platformFlags(fs *flag.FlagSet) *platformFlagSet {
 	p.maxScratchTTL = fs.Duration("memory-max-scratch-ttl", memorysvc.DefaultMaxScratchTTL, "longest ttl_seconds a run or task memory may ask for")
 	p.consolidateEvery = fs.Duration("memory-consolidate-every", memorysvc.DefaultConsolidateEvery, "how often the consolidation worker turns pending hints into user memories")
 	p.hintAttempts = fs.Int("memory-hint-attempts", memorysvc.DefaultHintAttempts, "failed extractions after which a hint is dead-lettered")
-	p.embedURL = fs.String("embedding-url", "", "base `URL` of an OpenAI-compatible embeddings API (https://api.openai.com/v1, http://127.0.0.1:11434/v1); default: the built-in lexical embedder, no model")
+	p.embedURL = fs.String("embedding-url", "", "base `URL` of an OpenAI-compatible embeddings API (https://api.openai.com/v1, http://127.0.0.1:11434/v1), or "+gatewayURL+": the platform's LLM gateway, as --llm-platform-tenant; default: the built-in lexical embedder, no model")
 	p.embedModel = fs.String("embedding-model", "", "embedding `model` name (with --embedding-url)")
 	p.embedKeyFile = fs.String("embedding-key-file", "", "`file` holding the embeddings API key (owner-only)")
 	p.embedDims = fs.Int("embedding-dims", 0, "ask the embedding model for vectors of this width (0: the model's own)")
-	p.extractURL = fs.String("extractor-url", "", "base `URL` of an OpenAI-compatible chat completions API that turns hints into facts; default: the built-in sentence splitter, no model")
+	p.extractURL = fs.String("extractor-url", "", "base `URL` of an OpenAI-compatible chat completions API that turns hints into facts, or "+gatewayURL+": the platform's LLM gateway; default: the built-in sentence splitter, no model")
 	p.extractModel = fs.String("extractor-model", "", "chat `model` name (with --extractor-url)")
 	p.extractKey = fs.String("extractor-key-file", "", "`file` holding the chat API key (owner-only)")
 	p.modelTimeout = fs.Duration("model-timeout", modelapi.DefaultTimeout, "time one call to an embedding or chat model may take")
@@ -83,9 +84,12 @@ func (p *platformFlagSet) check() string {
 		return "--embedding-dims must not be negative"
 	}
 	for _, u := range []string{*p.embedURL, *p.extractURL} {
-		if u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-			return "--embedding-url and --extractor-url must be http:// or https:// URLs"
+		if u != "" && u != gatewayURL && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			return "--embedding-url and --extractor-url must be http:// or https:// URLs, or " + gatewayURL
 		}
+	}
+	if *p.embedURL == gatewayURL && *p.embedKeyFile != "" || *p.extractURL == gatewayURL && *p.extractKey != "" {
+		return "--embedding-key-file and --extractor-key-file are for a model API; the LLM gateway keeps its providers' keys"
 	}
 	return ""
 }
@@ -95,27 +99,40 @@ func (p *platformFlagSet) token() app.TokenOptions {
 		Leeway: *p.tokenLeeway, KeyFile: *p.tokenKeyFile, KeyLifetime: *p.tokenKeyLifetime, Algorithm: *p.tokenAlg}
 }
 
-// memory builds the memory service's options, reading the model API keys.
-func (p *platformFlagSet) memory() (app.MemoryOptions, error) {
+// memory builds the memory service's options, reading the model API keys;
+// a model URL of gatewayURL calls the LLM gateway through platform.
+func (p *platformFlagSet) memory(platform *llmgw.Platform) (app.MemoryOptions, error) {
 	o := app.MemoryOptions{MaxBodyBytes: p.memMaxBody.n,
 		ScratchTTL: *p.scratchTTL, MaxScratchTTL: *p.maxScratchTTL, ConsolidateEvery: *p.consolidateEvery, HintAttempts: *p.hintAttempts,
 	}
-	mo := modelapi.Options{Timeout: *p.modelTimeout}
 	if *p.embedURL != "" {
-		key, err := readAPIKey(*p.embedKeyFile, "--embedding-key-file")
+		url, key, mo, err := modelClient(*p.embedURL, *p.embedKeyFile, "--embedding-key-file", *p.modelTimeout, platform)
 		if err != nil {
 			return o, err
 		}
-		o.Embedder = modelapi.NewEmbedder(*p.embedURL, *p.embedModel, key, &modelapi.EmbedderOptions{Options: mo, Dims: *p.embedDims})
+		o.Embedder = modelapi.NewEmbedder(url, *p.embedModel, key, &modelapi.EmbedderOptions{Options: mo, Dims: *p.embedDims})
 	}
 	if *p.extractURL != "" {
-		key, err := readAPIKey(*p.extractKey, "--extractor-key-file")
+		url, key, mo, err := modelClient(*p.extractURL, *p.extractKey, "--extractor-key-file", *p.modelTimeout, platform)
 		if err != nil {
 			return o, err
 		}
-		o.Extractor = memorysvc.ModelExtractor{Model: modelapi.NewExtractor(*p.extractURL, *p.extractModel, key, &mo)}
+		o.Extractor = memorysvc.ModelExtractor{Model: modelapi.NewExtractor(url, *p.extractModel, key, &mo)}
 	}
 	return o, nil
+}
+
+// modelClient is where a platform model client calls, with what key and
+// options: the model API at url with the key in keyFile, or, for
+// gatewayURL, the LLM gateway in process.
+func modelClient(url, keyFile, keyFlag string, timeout time.Duration, platform *llmgw.Platform) (string, secret.Value, modelapi.Options, error) {
+	mo := modelapi.Options{Timeout: timeout}
+	if url == gatewayURL {
+		mo.HTTPClient = platform.Client(timeout)
+		return llmgw.PlatformBaseURL, secret.Value{}, mo, nil
+	}
+	key, err := readAPIKey(keyFile, keyFlag)
+	return url, key, mo, err
 }
 
 // readAPIKey reads a model API key from an owner-only file; no file means

@@ -2,7 +2,6 @@ package execgw
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 
@@ -14,14 +13,13 @@ import (
 
 // Scopes a platform token needs for the gateway's routes.
 const (
-	ScopeExecute         = "runs:execute"    // start, answer and cancel runs
-	ScopeRead            = "runs:read"       // read runs and their events
-	ScopeService         = "runs:service"    // a service account: every run of its tenant
-	ScopeInstancesRead   = "instances:read"  // list and read instances
-	ScopeInstancesWrite  = "instances:write" // install, update and remove instances
-	HeaderTenant         = "X-Tenant-ID"
-	adminSubject         = "admin"
-	maxTenantHeaderBytes = 128
+	ScopeExecute        = "runs:execute"    // start, answer and cancel runs
+	ScopeRead           = "runs:read"       // read runs and their events
+	ScopeService        = "runs:service"    // a service account: every run of its tenant
+	ScopeInstancesRead  = "instances:read"  // list and read instances
+	ScopeInstancesWrite = "instances:write" // install, update and remove instances
+	HeaderTenant        = httpapi.TenantHeader
+	adminSubject        = "admin"
 )
 
 // principal is who calls, as the gateway sees it: the operator (every
@@ -72,33 +70,15 @@ func (s *Service) callers() httpapi.Authenticator {
 // a token's tenant is its own, and an X-Tenant-ID that disagrees is
 // refused.
 func principalOf(r *http.Request, needTenant bool) (principal, error) {
-	c, ok := httpapi.CallerFrom(r.Context())
-	if !ok {
-		return principal{}, fmt.Errorf("%w: no caller", httpapi.ErrUnauthenticated)
-	}
-	header := r.Header.Get(HeaderTenant)
-	if len(header) > maxTenantHeaderBytes {
-		return principal{}, badRequest(HeaderTenant + " is too long")
+	c, err := httpapi.TenantCallerOf(r, needTenant)
+	if err != nil {
+		return principal{}, err
 	}
 	if c.Admin {
-		if needTenant && header == "" {
-			return principal{}, badRequest("the operator names the tenant with the " + HeaderTenant + " header")
-		}
-		return principal{tenant: header, admin: true, service: true, subject: adminSubject}, nil
+		return principal{tenant: c.Tenant, admin: true, service: true, subject: adminSubject}, nil
 	}
-	claims, ok := c.Claims.(*identity.Claims)
-	if !ok || claims == nil || claims.TenantID == "" {
-		return principal{}, fmt.Errorf("%w: the token names no tenant", httpapi.ErrForbidden)
-	}
-	if header != "" && header != claims.TenantID {
-		return principal{}, &problem.Problem{Type: problem.TypeForbidden, Status: http.StatusForbidden, Title: "Forbidden",
-			Detail: HeaderTenant + " does not match the token's tenant"}
-	}
-	p := principal{tenant: claims.TenantID, userID: claims.UserID, claims: claims, subject: claims.Subject}
-	if p.subject == "" {
-		p.subject = claims.AgentID
-	}
-	p.service = claims.UserID == "" && claims.HasScope(ScopeService)
+	p := principal{tenant: c.Tenant, userID: c.Claims.UserID, claims: c.Claims, subject: c.Subject}
+	p.service = c.Claims.UserID == "" && c.Claims.HasScope(ScopeService)
 	return p, nil
 }
 

@@ -109,24 +109,34 @@ type delivery struct {
 	mu     sync.Mutex
 	run    *gateway.Run // the latest stored copy
 	cancel context.CancelCauseFunc
+	// news wakes a delivery its debugger holds (park) when follow read
+	// the run changed.
+	news chan struct{}
 }
 
 // write changes the run as change says, unless the run is no longer
 // ours to change (it ended, was answered, or another dispatcher took its
 // lease), which stops the delivery.
 func (dl *delivery) write(ctx context.Context, change func(r *gateway.Run) []gateway.Event) error {
+	return dl.try(ctx, func(r *gateway.Run) ([]gateway.Event, error) { return change(r), nil })
+}
+
+// try is write with a change that may refuse: errHeld (the debugger
+// holds the run) writes nothing and leaves the delivery going; any other
+// error stops it.
+func (dl *delivery) try(ctx context.Context, change func(r *gateway.Run) ([]gateway.Event, error)) error {
 	dl.mu.Lock()
 	defer dl.mu.Unlock()
 	run, _, err := dl.s.mutate(ctx, dl.run, dl.run.ID, func(r *gateway.Run) ([]gateway.Event, error) {
 		if r.LeaseOwner != dl.s.owner || r.Status.Terminal() || r.Status == gateway.StatusWaitingUser {
 			return nil, errStop
 		}
-		return change(r), nil
+		return change(r)
 	})
 	if run != nil {
 		dl.run = run
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, errHeld) {
 		dl.cancel(err)
 	}
 	return err
@@ -144,7 +154,7 @@ func (d *dispatcher) deliver(parent context.Context, claimed *gateway.Run) {
 	s := d.s
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
-	dl := &delivery{s: s, run: claimed, cancel: cancel}
+	dl := &delivery{s: s, run: claimed, cancel: cancel, news: make(chan struct{}, 1)}
 	log := s.log.With("run_id", claimed.ID, "tenant_id", claimed.TenantID, "instance_id", claimed.InstanceID)
 	ctx, span := s.tel.startDelivery(ctx, claimed)
 	defer func() { endDelivery(span, dl.current()) }()
@@ -215,15 +225,13 @@ func (d *dispatcher) deliver(parent context.Context, claimed *gateway.Run) {
 		if streamErr != nil || t.end != nil {
 			break
 		}
-		if len(pending) > 0 {
-			events := pending
-			pending = nil
-			if dl.write(ctx, func(r *gateway.Run) []gateway.Event {
-				t.setTask(r)
-				return events
-			}) != nil {
-				return
+		// The run's debugger may hold the events back: then the agent's
+		// stream is not read until it lets them through.
+		if len(pending) > 0 && dl.record(ctx, &pending, t.setTask) != nil {
+			if errors.Is(context.Cause(ctx), errStop) || parent.Err() != nil {
+				break // stopped while held: tell the agent, or hand the run back
 			}
+			return
 		}
 	}
 	hangUp()
@@ -261,13 +269,18 @@ func (dl *delivery) settle(ctx context.Context, t *turn, pending []gateway.Event
 	Warn(string, ...any)
 }) {
 	s := dl.s
+	// What the agent sent before the ending goes first, and the ending
+	// (as one event) only when the run's debugger lets it through.
+	if dl.record(ctx, &pending, t.setTask) != nil {
+		return
+	}
 	now := s.o.Now()
 	if t != nil && t.end != nil {
 		final := t.finish()
 		// Decided once: the write below may run again on a conflict.
 		announce := t.end.pause != nil && (t.end.pause.Type != gateway.EventWriteConfirmationRequired ||
 			!s.raised.take(dl.current().ID, t.end.pause.CallID))
-		_ = dl.write(ctx, func(r *gateway.Run) []gateway.Event {
+		_ = dl.writeHeld(ctx, func(r *gateway.Run) []gateway.Event {
 			t.setTask(r)
 			events := append(slices.Clone(pending), final...)
 			r.Artifacts = mergeArtifacts(r.Artifacts, t.artifacts)
@@ -295,7 +308,7 @@ func (dl *delivery) settle(ctx context.Context, t *turn, pending []gateway.Event
 		perm = &permanent{reason: "the agent refused the request: " + describe(err)}
 	}
 	if perm != nil || errors.As(err, &perm) {
-		_ = dl.write(ctx, func(r *gateway.Run) []gateway.Event {
+		_ = dl.writeHeld(ctx, func(r *gateway.Run) []gateway.Event {
 			t.setTask(r)
 			return append(slices.Clone(pending), end(r, gateway.StatusFailed, perm.reason, now)...)
 		})
@@ -309,7 +322,7 @@ func (dl *delivery) settle(ctx context.Context, t *turn, pending []gateway.Event
 	case err != nil:
 		why = "the agent could not be reached: " + describe(err)
 	}
-	_ = dl.write(ctx, func(r *gateway.Run) []gateway.Event {
+	_ = dl.writeHeld(ctx, func(r *gateway.Run) []gateway.Event {
 		t.setTask(r)
 		events := slices.Clone(pending)
 		if r.Attempt >= s.o.MaxAttempts {
@@ -411,6 +424,7 @@ func (dl *delivery) follow(ctx context.Context, f *follower) {
 			dl.cancel(errStop)
 			return
 		}
+		dl.learn(&r)
 	}
 }
 

@@ -39,6 +39,29 @@
 // answered with its call_id, and the resumed delivery's token is bound
 // to that call.
 //
+// An event recorded within a trace (a span in the context of the write)
+// keeps its trace and span ids; the event index returns them.
+//
+// # Debugging
+//
+// POST /api/v1/runs/{id}/debug/{pause|step|resume|abort} drives a run's
+// debugger (gateway.DebugSession, kept with the run), with the rights a
+// cancel needs. pause holds the run at its next event boundary: its
+// delivery records none of the agent's further events and stops reading
+// the agent's stream, which holds the agent back with nothing lost, and
+// a held run is not claimed, so no further turn starts. step lets one
+// more of the agent's events through a paused run (a turn's ending, its
+// artifacts, final message and status, counts as one), then holds it
+// again; resume lets it go on; abort cancels it, "aborted by" the
+// caller. A pause of a paused run, or a resume of a running one, writes
+// nothing and answers the debugger as it is; a step of a run that is
+// not paused and any action on an ended run are 409. Each action is
+// recorded as a debug.<action> event, and no agent may report an event
+// by such a name. The action reaches the replica delivering the run as
+// a cancel does: its event wakes that delivery's watch of the run (the
+// store's WatchEvents), which reads the run again; a delivery held by
+// the debugger waits on that watch, renewing its lease meanwhile.
+//
 // # Telemetry
 //
 // Each delivery is a span, "invoke_agent <instance name>" (novaos.run_id,

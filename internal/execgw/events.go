@@ -184,10 +184,13 @@ type indexEvent struct {
 	Data      json.RawMessage `json:"data"`
 	Timestamp string          `json:"timestamp"`
 	Sequence  int64           `json:"sequence"`
+	TraceID   string          `json:"trace_id,omitempty"`
+	SpanID    string          `json:"span_id,omitempty"`
 }
 
 func toIndex(e gateway.Event, withID bool) indexEvent {
-	ie := indexEvent{Type: e.Type, Data: e.Payload, Timestamp: e.At.UTC().Format(time.RFC3339Nano), Sequence: e.Sequence}
+	ie := indexEvent{Type: e.Type, Data: e.Payload, Timestamp: e.At.UTC().Format(time.RFC3339Nano), Sequence: e.Sequence,
+		TraceID: e.TraceID, SpanID: e.SpanID}
 	if withID {
 		ie.EventID = e.RunID + ":" + strconv.FormatInt(e.Sequence, 10)
 	}

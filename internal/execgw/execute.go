@@ -71,8 +71,9 @@ func (s *Service) serveExecute(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	stored, _, err := s.store.CreateRun(r.Context(), gateway.RunWrite{Run: run, Now: s.o.Now(),
-		Events: []gateway.Event{statusEvent(gateway.StatusQueued, "")}})
+	queued := []gateway.Event{statusEvent(gateway.StatusQueued, "")}
+	stampTrace(r.Context(), queued)
+	stored, _, err := s.store.CreateRun(r.Context(), gateway.RunWrite{Run: run, Now: s.o.Now(), Events: queued})
 	if err != nil {
 		s.api.Fail(w, r, err)
 		return

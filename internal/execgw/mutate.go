@@ -36,6 +36,7 @@ func (s *Service) mutate(ctx context.Context, cur *gateway.Run, id string, chang
 		if err != nil {
 			return cur, nil, err
 		}
+		stampTrace(ctx, events)
 		now := s.o.Now()
 		s.hub.writeBegins(id)
 		stored, written, err := s.store.WriteRun(ctx, gateway.RunWrite{Run: next, ExpectVersion: cur.Version, Events: events, Now: now})

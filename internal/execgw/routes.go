@@ -30,6 +30,7 @@ func (s *Service) Routes() []httpapi.Route {
 		route(runs+"/{id}/events", get(s.serveUserRunEvents)),
 		route(runs+"/{id}/cancel", post(s.serveCancel)),
 		route(runs+"/{id}/reply", post(s.serveReply)),
+		route(runs+"/{id}/debug/{action}", post(s.serveDebug)),
 		route(gateway.ServiceRunsPath+"{id}", get(s.serveServiceRun)),
 		route(gateway.ServiceRunsPath+"{id}/events", get(s.serveServiceRunEvents)),
 		route(gateway.InstancesPath, httpapi.Methods{http.MethodGet: s.serveInstances, http.MethodPost: s.serveInstall}),

@@ -214,6 +214,9 @@ type Service struct {
 	closeOnce sync.Once
 	raised    raisedPauses
 	handBack  atomic.Bool // set by a Shutdown with time left
+	// onPark, for tests, hears of each delivery its run's debugger holds,
+	// with the copy of the run the debugger held it on.
+	onPark func(run gateway.Run)
 }
 
 // Mount builds the gateway over st.Gateway; nil when st keeps no runs.

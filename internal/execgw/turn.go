@@ -228,7 +228,7 @@ func platformEvents(m *a2a.Message) []gateway.Event {
 		}
 		for _, ev := range body.Events {
 			var name string
-			if json.Unmarshal(ev["event"], &name) != nil || !validEventName(name) || reservedEvents[name] {
+			if json.Unmarshal(ev["event"], &name) != nil || !validEventName(name) || reservedEvents[name] || gateway.IsDebugEvent(name) {
 				continue
 			}
 			delete(ev, "event")

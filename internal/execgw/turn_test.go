@@ -68,6 +68,7 @@ func TestTurn(t *testing.T) {
 				map[string]any{"event": "done"},
 				map[string]any{"event": "status", "status": "COMPLETED"},
 				map[string]any{"event": "Bad Name"},
+				map[string]any{"event": "debug.resume", "breakpoint_state": "running"},
 				map[string]any{"event": "tool.result", "call_id": "c1", "ok": true})),
 			statusFrame(a2a.TaskStateCompleted, eventsMessage(map[string]any{"event": "memory.assembled", "items": 3})),
 		}, events: []string{"tool.call", "tool.result", "memory.assembled"}, status: gateway.StatusCompleted},

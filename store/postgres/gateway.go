@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -106,7 +107,7 @@ func runText(r *gateway.Run) bool {
 
 func eventsText(evs []gateway.Event) bool {
 	for _, e := range evs {
-		if !a2astore.ValidText(e.Type) {
+		if !a2astore.ValidText(e.Type, e.TraceID, e.SpanID) {
 			return false
 		}
 	}
@@ -229,13 +230,15 @@ func (g *GatewayStore) DeleteInstance(ctx context.Context, tenantID, id string) 
 }
 
 // eventArrays are a write's events as the arrays the append statements
-// unnest: types, payloads and times, in order.
-func eventArrays(evs []gateway.Event) (types []string, payloads [][]byte, ats []int64) {
-	types, payloads, ats = make([]string, len(evs)), make([][]byte, len(evs)), make([]int64, len(evs))
+// unnest, in order: types, payloads, times, trace and span ids.
+func eventArrays(evs []gateway.Event) []any {
+	types, payloads, ats := make([]string, len(evs)), make([][]byte, len(evs)), make([]int64, len(evs))
+	traces, spans := make([]string, len(evs)), make([]string, len(evs))
 	for i, e := range evs {
 		types[i], payloads[i], ats[i] = e.Type, sqlstore.Raw(e.Payload), sqlstore.Micros(e.At)
+		traces[i], spans[i] = e.TraceID, e.SpanID
 	}
-	return types, payloads, ats
+	return []any{types, payloads, ats, traces, spans}
 }
 
 // The statements of a run's creation and of a run write. Each is one
@@ -248,31 +251,33 @@ func eventArrays(evs []gateway.Event) (types []string, payloads [][]byte, ats []
 var (
 	createRunSQL = `WITH r AS (
 		INSERT INTO gateway_runs (` + sqlstore.RunCols + `)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
 		ON CONFLICT (id) DO NOTHING RETURNING id, last_seq
 	), e AS (
 		INSERT INTO gateway_run_events (` + sqlstore.EventCols + `)
-		SELECT r.id, u.ord, u.type, u.payload, u.at_us
-		FROM r, unnest($20::text[], $21::bytea[], $22::bigint[]) WITH ORDINALITY AS u(type, payload, at_us, ord)
+		SELECT r.id, u.ord, u.type, u.payload, u.at_us, u.trace_id, u.span_id
+		FROM r, unnest($21::text[], $22::bytea[], $23::bigint[], $24::text[], $25::text[])
+			WITH ORDINALITY AS u(type, payload, at_us, trace_id, span_id, ord)
 	)
 	SELECT r.id IS NOT NULL,
-		coalesce(CASE WHEN r.last_seq > 0 THEN pg_notify('` + runsChannel + `', r.last_seq || ':' || $23) IS NOT NULL END, false)
+		coalesce(CASE WHEN r.last_seq > 0 THEN pg_notify('` + runsChannel + `', r.last_seq || ':' || $26) IS NOT NULL END, false)
 	FROM (SELECT 1) AS one LEFT JOIN r ON true`
 
 	// writeRunSQL returns the run's last sequence and creation time when
 	// it was written, else the version the statement found (NULL: no such
 	// run); the subquery reads the row as it was before the statement.
 	writeRunSQL = `WITH r AS (
-		UPDATE gateway_runs SET (` + sqlstore.RunSetCols + `) = ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15),
-			last_seq = last_seq + $16
-		WHERE id = $17 AND tenant = $18 AND version = $19 RETURNING id, last_seq, created_us
+		UPDATE gateway_runs SET (` + sqlstore.RunSetCols + `) = ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16),
+			last_seq = last_seq + $17
+		WHERE id = $18 AND tenant = $19 AND version = $20 RETURNING id, last_seq, created_us
 	), e AS (
 		INSERT INTO gateway_run_events (` + sqlstore.EventCols + `)
-		SELECT r.id, r.last_seq - $16 + u.ord, u.type, u.payload, u.at_us
-		FROM r, unnest($20::text[], $21::bytea[], $22::bigint[]) WITH ORDINALITY AS u(type, payload, at_us, ord)
+		SELECT r.id, r.last_seq - $17 + u.ord, u.type, u.payload, u.at_us, u.trace_id, u.span_id
+		FROM r, unnest($21::text[], $22::bytea[], $23::bigint[], $24::text[], $25::text[])
+			WITH ORDINALITY AS u(type, payload, at_us, trace_id, span_id, ord)
 	)
-	SELECT r.last_seq, r.created_us, (SELECT version FROM gateway_runs WHERE id = $17 AND tenant = $18),
-		coalesce(CASE WHEN r.id IS NOT NULL AND $16 > 0 THEN pg_notify('` + runsChannel + `', r.last_seq || ':' || $23) IS NOT NULL END, false)
+	SELECT r.last_seq, r.created_us, (SELECT version FROM gateway_runs WHERE id = $18 AND tenant = $19),
+		coalesce(CASE WHEN r.id IS NOT NULL AND $17 > 0 THEN pg_notify('` + runsChannel + `', r.last_seq || ':' || $26) IS NOT NULL END, false)
 	FROM (SELECT 1) AS one LEFT JOIN r ON true`
 )
 
@@ -294,10 +299,9 @@ func (g *GatewayStore) CreateRun(ctx context.Context, w gateway.RunWrite) (gatew
 	if err != nil {
 		return gateway.Run{}, nil, fmt.Errorf("%s: %w", what, err)
 	}
-	types, payloads, ats := eventArrays(w.Events)
 	var created, notified bool
 	err = g.db.wr.do(ctx, newWrite(runWriteKey(w.Run.ID), createRunSQL,
-		append(args, types, payloads, ats, g.db.notifyTail(w.Run.ID)), &created, &notified))
+		slices.Concat(args, eventArrays(w.Events), []any{g.db.notifyTail(w.Run.ID)}), &created, &notified))
 	if err == nil && !created {
 		err = gateway.ErrExists
 	}
@@ -429,9 +433,8 @@ func (g *GatewayStore) WriteRun(ctx context.Context, w gateway.RunWrite) (gatewa
 	if err != nil {
 		return gateway.Run{}, nil, fmt.Errorf("%s: %w", what, err)
 	}
-	types, payloads, ats := eventArrays(w.Events)
-	args = append(sqlstore.RunSetArgs(args), int64(len(w.Events)), w.Run.ID, w.Run.TenantID, w.ExpectVersion,
-		types, payloads, ats, g.db.notifyTail(w.Run.ID))
+	args = slices.Concat(sqlstore.RunSetArgs(args), []any{int64(len(w.Events)), w.Run.ID, w.Run.TenantID, w.ExpectVersion},
+		eventArrays(w.Events), []any{g.db.notifyTail(w.Run.ID)})
 	// The row lock the update takes orders concurrent writers; one that
 	// waited checks the version again against the winner's row and
 	// writes nothing, events included.
@@ -483,7 +486,7 @@ func (g *GatewayStore) Events(ctx context.Context, runID string, after int64, li
 // MATERIALIZED keeps the choice, and its locks, to one evaluation.
 const claimRunsSQL = `WITH c AS MATERIALIZED (
 		SELECT id FROM gateway_runs
-		WHERE status IN ` + sqlstore.ClaimableStatuses + ` AND lease_until_us <= $1 AND not_before_us <= $1
+		WHERE status IN ` + sqlstore.ClaimableStatuses + ` AND lease_until_us <= $1 AND not_before_us <= $1 AND ` + sqlstore.NotHeld + `
 		ORDER BY created_us, id LIMIT $2
 		FOR UPDATE SKIP LOCKED
 	)

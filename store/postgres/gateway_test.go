@@ -158,10 +158,10 @@ func TestGatewayPlans(t *testing.T) {
 		`INSERT INTO gateway_runs (` + sqlstore.RunCols + `)
 			SELECT 'r' || i, 't' || (i % 5), 'inst', 'u' || (i % 40), CASE WHEN i % 3 = 0 THEN 'th' || (i % 300) ELSE '' END,
 				CASE WHEN i > 4900 THEN 'QUEUED' ELSE 'COMPLETED' END,
-				'', 0, 0, 20, 1, i, i, 0, 0, NULL, NULL, NULL, '{}'::bytea
+				'', 0, 0, 20, 1, i, i, 0, 0, NULL, NULL, NULL, '{}'::bytea, ''
 			FROM generate_series(1, 5000) AS i`,
 		`INSERT INTO gateway_run_events (` + sqlstore.EventCols + `)
-			SELECT 'r' || i, s, 'status', '{}'::bytea, i FROM generate_series(1, 5000) AS i, generate_series(1, 20) AS s`,
+			SELECT 'r' || i, s, 'status', '{}'::bytea, i, '', '' FROM generate_series(1, 5000) AS i, generate_series(1, 20) AS s`,
 		`VACUUM ANALYZE gateway_runs`,
 		`VACUUM ANALYZE gateway_run_events`,
 	} {

@@ -39,16 +39,16 @@ const (
 	insertInstanceSQL = `INSERT INTO gateway_instances (` + sqlstore.InstanceCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`
 	insertRunSQL = `INSERT INTO gateway_runs (` + sqlstore.RunCols + `)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
 	// updateRunSQL replaces the run if its version is still the one
 	// expected, moving its last sequence on by the events appended.
-	updateRunSQL = `UPDATE gateway_runs SET (` + sqlstore.RunSetCols + `) = (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?),
+	updateRunSQL = `UPDATE gateway_runs SET (` + sqlstore.RunSetCols + `) = (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?),
 		last_seq = last_seq + ? WHERE id = ? AND tenant = ? AND version = ? RETURNING last_seq, created_us`
 	runVersionSQL     = `SELECT version FROM gateway_runs WHERE id = ? AND tenant = ?`
-	insertRunEventSQL = `INSERT INTO gateway_run_events (` + sqlstore.EventCols + `) VALUES (?, ?, ?, ?, ?)`
+	insertRunEventSQL = `INSERT INTO gateway_run_events (` + sqlstore.EventCols + `) VALUES (?, ?, ?, ?, ?, ?, ?)`
 	claimRunsSQL      = `UPDATE gateway_runs SET lease_owner = ?, lease_until_us = ?, version = version + 1, updated_us = ?
 		WHERE id IN (SELECT id FROM gateway_runs WHERE status IN ` + sqlstore.ClaimableStatuses + `
-			AND lease_until_us <= ? AND not_before_us <= ? ORDER BY created_us, id LIMIT ?)
+			AND lease_until_us <= ? AND not_before_us <= ? AND ` + sqlstore.NotHeld + ` ORDER BY created_us, id LIMIT ?)
 		RETURNING ` + sqlstore.RunCols
 )
 
@@ -184,7 +184,8 @@ func (g *GatewayStore) DeleteInstance(ctx context.Context, tenantID, id string) 
 // appendEvents inserts evs, numbered already, in tx.
 func (g *GatewayStore) appendEvents(tx *sql.Tx, evs []gateway.Event) error {
 	for _, e := range evs {
-		if _, err := g.db.wr.exec(tx, insertRunEventSQL, e.RunID, e.Sequence, e.Type, sqlstore.Raw(e.Payload), sqlstore.Micros(e.At)); err != nil {
+		if _, err := g.db.wr.exec(tx, insertRunEventSQL, e.RunID, e.Sequence, e.Type, sqlstore.Raw(e.Payload), sqlstore.Micros(e.At),
+			e.TraceID, e.SpanID); err != nil {
 			return err
 		}
 	}

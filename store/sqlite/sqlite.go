@@ -292,6 +292,8 @@ func (db *DB) Stores() *store.Stores {
 		Tools:       db.ToolStore(),
 		Files:       db.FileStore(),
 		Knowledge:   db.KnowledgeStore(),
+		LLM:         db.LLMStore(),
+		Schedules:   db.ScheduleStore(),
 		Close:       db.Close,
 	}
 }

@@ -41,6 +41,7 @@ func TestGatewayStore(t *testing.T, newStore func(t *testing.T) gateway.Store) {
 	t.Run("ListRunsLimit", func(t *testing.T) { testGwListRunsLimit(t, newStore(t)) })
 	t.Run("CountRuns", func(t *testing.T) { testGwCountRuns(t, newStore(t)) })
 	t.Run("ClaimRuns", func(t *testing.T) { testGwClaimRuns(t, newStore(t)) })
+	t.Run("DebugHold", func(t *testing.T) { testGwDebugHold(t, newStore(t)) })
 	t.Run("ClaimRunsConcurrent", func(t *testing.T) {
 		s := newStore(t)
 		testGwClaimConcurrent(t, func(int) gateway.Store { return s })
@@ -189,6 +190,10 @@ func gwRun(tenant, id string) gateway.Run {
 			SkillMetadata: map[string]any{"skill": "summarize", "score": 0.5},
 		}},
 		TaskID: "task-1", ContextID: "ctx-1", IdempotencyKey: "idem-1", Turn: 2, Attempt: 3,
+		// Stepping: a debugger that does not hold the run, which the
+		// claim tests need claimable.
+		Debug: &gateway.DebugSession{SessionID: "dbg-1", RunID: id, BreakpointState: gateway.BreakpointStepping,
+			Action: gateway.DebugStep, Steps: 2, Actor: "sub-1", UpdatedAt: gwAt(time.Second + 123)},
 		LastSequence:  99, // the store's to set
 		PendingInput:  json.RawMessage(` {"text" : "yes"} `),
 		CustomHeaders: []byte{0xde, 0xad, 0, 0xbe, 0xef},
@@ -218,7 +223,8 @@ func withStatus(r gateway.Run, s gateway.Status) gateway.Run {
 func gwEvents(n int) []gateway.Event {
 	kinds := []gateway.Event{
 		{Type: gateway.EventStatus, Payload: json.RawMessage(`{"status":"RUNNING"}`), At: gwAt(-time.Second + 3)},
-		{Type: gateway.EventMessageDelta, Payload: json.RawMessage(`{ "content" : "<b>hi</b> & bye" }`)},
+		{Type: gateway.EventMessageDelta, Payload: json.RawMessage(`{ "content" : "<b>hi</b> & bye" }`),
+			TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", SpanID: "00f067aa0ba902b7"},
 		{Type: "custom.kind", Payload: json.RawMessage(`[1, 2.50, "x"]`)},
 		{Type: gateway.EventDone},
 	}
@@ -1163,20 +1169,26 @@ func testGwClaimRuns(t *testing.T, s gateway.Store) {
 		leaseUntil time.Time
 		notBefore  time.Time
 		claimable  bool
+		// debug is the state of the run's debugger ("": none).
+		debug gateway.BreakpointState
 	}
 	fixtures := []fixture{
-		{"queued", gateway.StatusQueued, time.Time{}, time.Time{}, true},
-		{"running-lapsed", gateway.StatusRunning, now.Add(-time.Second), time.Time{}, true},
-		{"running-lapsing-now", gateway.StatusRunning, now, time.Time{}, true},
-		{"running-leased", gateway.StatusRunning, now.Add(time.Microsecond), time.Time{}, false},
-		{"queued-leased", gateway.StatusQueued, now.Add(time.Minute), time.Time{}, false},
-		{"queued-backoff", gateway.StatusQueued, time.Time{}, now.Add(time.Hour), false},
-		{"queued-backoff-over", gateway.StatusQueued, now.Add(-time.Minute), now.Add(-time.Second), true},
-		{"queued-backoff-ends-now", gateway.StatusQueued, time.Time{}, now, true},
-		{"waiting", gateway.StatusWaitingUser, time.Time{}, time.Time{}, false},
-		{"completed", gateway.StatusCompleted, time.Time{}, time.Time{}, false},
-		{"failed", gateway.StatusFailed, now.Add(-time.Hour), time.Time{}, false},
-		{"cancelled", gateway.StatusCancelled, time.Time{}, time.Time{}, false},
+		{"queued", gateway.StatusQueued, time.Time{}, time.Time{}, true, ""},
+		{"running-lapsed", gateway.StatusRunning, now.Add(-time.Second), time.Time{}, true, ""},
+		{"running-lapsing-now", gateway.StatusRunning, now, time.Time{}, true, ""},
+		{"running-leased", gateway.StatusRunning, now.Add(time.Microsecond), time.Time{}, false, ""},
+		{"queued-leased", gateway.StatusQueued, now.Add(time.Minute), time.Time{}, false, ""},
+		{"queued-backoff", gateway.StatusQueued, time.Time{}, now.Add(time.Hour), false, ""},
+		{"queued-backoff-over", gateway.StatusQueued, now.Add(-time.Minute), now.Add(-time.Second), true, ""},
+		{"queued-backoff-ends-now", gateway.StatusQueued, time.Time{}, now, true, ""},
+		{"queued-paused", gateway.StatusQueued, time.Time{}, time.Time{}, false, gateway.BreakpointPaused},
+		{"running-lapsed-paused", gateway.StatusRunning, now.Add(-time.Second), time.Time{}, false, gateway.BreakpointPaused},
+		{"queued-stepping", gateway.StatusQueued, time.Time{}, time.Time{}, true, gateway.BreakpointStepping},
+		{"running-lapsed-resumed", gateway.StatusRunning, now.Add(-time.Second), time.Time{}, true, gateway.BreakpointRunning},
+		{"waiting", gateway.StatusWaitingUser, time.Time{}, time.Time{}, false, ""},
+		{"completed", gateway.StatusCompleted, time.Time{}, time.Time{}, false, ""},
+		{"failed", gateway.StatusFailed, now.Add(-time.Hour), time.Time{}, false, ""},
+		{"cancelled", gateway.StatusCancelled, time.Time{}, time.Time{}, false, gateway.BreakpointAborted},
 	}
 	stored := map[string]gateway.Run{}
 	var want []string
@@ -1185,6 +1197,13 @@ func testGwClaimRuns(t *testing.T, s gateway.Store) {
 	for i, f := range slices.Backward(fixtures) {
 		r := withStatus(gwRun("acme", f.id), f.status)
 		r.LeaseOwner, r.LeaseUntil, r.NotBefore = "", f.leaseUntil, f.notBefore
+		r.Debug = nil
+		if f.debug != "" {
+			r.Debug = &gateway.DebugSession{SessionID: "s-" + f.id, RunID: f.id, BreakpointState: f.debug, UpdatedAt: gwT0}
+			if f.debug == gateway.BreakpointStepping {
+				r.Debug.Steps = 1
+			}
+		}
 		if !f.leaseUntil.IsZero() {
 			r.LeaseOwner = "old-owner"
 		}
@@ -1273,13 +1292,73 @@ func testGwClaimRuns(t *testing.T, s gateway.Store) {
 	}
 	var wantFinal []string
 	for _, f := range fixtures {
-		if (f.status == gateway.StatusQueued || f.status == gateway.StatusRunning) && f.id != r.ID {
+		if (f.status == gateway.StatusQueued || f.status == gateway.StatusRunning) && f.debug != gateway.BreakpointPaused && f.id != r.ID {
 			wantFinal = append(wantFinal, f.id)
 		}
 	}
 	slices.SortFunc(wantFinal, func(a, b string) int { return stored[a].CreatedAt.Compare(stored[b].CreatedAt) })
 	if d := gocmp.Diff(wantFinal, runIDs(final)); d != "" {
 		t.Errorf("ClaimRuns after %s began waiting (-want +got):\n%s", r.ID, d)
+	}
+}
+
+// A run's debugger is kept with it, and a run it pauses is not claimed,
+// whatever its status and lease, until a step or a resume lets it go.
+func testGwDebugHold(t *testing.T, s gateway.Store) {
+	ctx := ctxT(t)
+	run, _ := mustCreateRun(t, s, gateway.RunWrite{Run: gwMinimalRun("acme", "r1"), Now: gwT0})
+	claimAt := func(at time.Time) []string {
+		t.Helper()
+		got, err := s.ClaimRuns(ctx, "owner", at, at.Add(time.Second), 0)
+		if err != nil {
+			t.Fatalf("ClaimRuns: %v", err)
+		}
+		return runIDs(got)
+	}
+	// write sets the run's debugger, lets its lease lapse at once, and
+	// checks the debugger reads back as written.
+	write := func(at time.Time, d *gateway.DebugSession, evs []gateway.Event) {
+		t.Helper()
+		cur, err := s.GetRun(ctx, "acme", "r1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur.Debug, cur.LeaseOwner, cur.LeaseUntil = d, "", time.Time{}
+		written, _, err := s.WriteRun(ctx, gateway.RunWrite{Run: cur, ExpectVersion: cur.Version, Events: evs, Now: at})
+		if err != nil {
+			t.Fatalf("WriteRun: %v", err)
+		}
+		read, err := s.GetRun(ctx, "", "r1")
+		if err != nil || !gocmp.Equal(d, read.Debug) || !gocmp.Equal(written, read) {
+			t.Errorf("the debugger read back: %v (-want +got):\n%s", err, gocmp.Diff(d, read.Debug))
+		}
+	}
+	session := func(st gateway.BreakpointState, steps int, at time.Time) *gateway.DebugSession {
+		return &gateway.DebugSession{SessionID: "dbg-1", RunID: run.ID, BreakpointState: st, Action: gateway.DebugPause,
+			Steps: steps, Actor: "alice", UpdatedAt: at}
+	}
+	pause := []gateway.Event{{Type: gateway.EventDebugPrefix + "pause", Payload: json.RawMessage(`{"breakpoint_state":"paused"}`)}}
+
+	write(gwAt(time.Second), session(gateway.BreakpointPaused, 0, gwAt(time.Second)), pause)
+	if got := claimAt(gwAt(time.Hour)); len(got) != 0 {
+		t.Errorf("a paused run was claimed: %v", got)
+	}
+	write(gwAt(2*time.Second), session(gateway.BreakpointStepping, 1, gwAt(2*time.Second)), nil)
+	if got := claimAt(gwAt(time.Hour)); !slices.Equal(got, []string{"r1"}) {
+		t.Errorf("a stepping run: claimed %v, want r1", got)
+	}
+	write(gwAt(3*time.Second), session(gateway.BreakpointPaused, 0, gwAt(3*time.Second)), pause)
+	if got := claimAt(gwAt(2 * time.Hour)); len(got) != 0 {
+		t.Errorf("a run paused again was claimed: %v", got)
+	}
+	write(gwAt(4*time.Second), session(gateway.BreakpointRunning, 0, gwAt(4*time.Second)), nil)
+	if got := claimAt(gwAt(3 * time.Hour)); !slices.Equal(got, []string{"r1"}) {
+		t.Errorf("a resumed run: claimed %v, want r1", got)
+	}
+	// The debugger's events are events like any other.
+	evs := mustEvents(t, s, "r1", 0, 0)
+	if len(evs) != 2 || evs[0].Type != "debug.pause" || evs[1].Sequence != 2 {
+		t.Errorf("events %+v, want the two pauses", evs)
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/netguard"
 	"novaos.dev/novaos/problem"
@@ -22,7 +21,6 @@ const (
 	problemInvalid            = "https://novaos.dev/problems/invalid-request"
 	problemVersionConflict    = "https://novaos.dev/problems/version-conflict"
 	problemPreconditionFailed = "https://novaos.dev/problems/precondition-failed"
-	maxTenantHeaderBytes      = 128
 	maxPutTries               = 3
 )
 
@@ -47,37 +45,14 @@ type principal struct{ tenant, subject string }
 // naming the tenant with X-Tenant-ID, or a token of the tenant holding
 // tools.ScopeAdmin (an X-Tenant-ID naming another tenant is refused).
 func principalOf(r *http.Request) (principal, error) {
-	c, ok := httpapi.CallerFrom(r.Context())
-	if !ok {
-		return principal{}, fmt.Errorf("%w: no caller", httpapi.ErrUnauthenticated)
+	c, err := httpapi.TenantCallerOf(r, true)
+	if err == nil && !c.Admin {
+		err = c.Need(tools.ScopeAdmin)
 	}
-	header := r.Header.Get(tools.TenantHeader)
-	if len(header) > maxTenantHeaderBytes {
-		return principal{}, badRequest(tools.TenantHeader + " is too long")
+	if err != nil {
+		return principal{}, err
 	}
-	if c.Admin {
-		if header == "" {
-			return principal{}, badRequest("the operator names the tenant with the " + tools.TenantHeader + " header")
-		}
-		return principal{tenant: header, subject: "admin"}, nil
-	}
-	claims, ok := c.Claims.(*identity.Claims)
-	if !ok || claims == nil || claims.TenantID == "" {
-		return principal{}, fmt.Errorf("%w: the token names no tenant", httpapi.ErrForbidden)
-	}
-	if header != "" && header != claims.TenantID {
-		return principal{}, &problem.Problem{Type: problem.TypeForbidden, Status: http.StatusForbidden, Title: "Forbidden",
-			Detail: tools.TenantHeader + " does not match the token's tenant"}
-	}
-	if !claims.HasScope(tools.ScopeAdmin) {
-		return principal{}, &problem.Problem{Type: problem.TypeForbidden, Status: http.StatusForbidden, Title: "Forbidden",
-			Detail: "the token lacks the scope " + tools.ScopeAdmin}
-	}
-	subject := claims.Subject
-	if subject == "" {
-		subject = claims.AgentID
-	}
-	return principal{tenant: claims.TenantID, subject: subject}, nil
+	return principal{tenant: c.Tenant, subject: c.Subject}, nil
 }
 
 func (p *Provider) serveList(w http.ResponseWriter, r *http.Request) {
@@ -130,35 +105,6 @@ func (p *Provider) serveDelete(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// conditions are a PUT's preconditions.
-type conditions struct {
-	match      int64 // If-Match: the version replaced; 0 when absent
-	createOnly bool  // If-None-Match: *
-}
-
-func parseConditions(r *http.Request) (conditions, error) {
-	var c conditions
-	if v := r.Header.Get("If-Match"); v != "" {
-		n, err := strconv.ParseInt(strings.Trim(strings.TrimPrefix(strings.TrimSpace(v), "W/"), `"`), 10, 64)
-		if err != nil || n <= 0 {
-			return c, badRequest(`If-Match must name one version, as its ETag "<version>"`)
-		}
-		c.match = n
-	}
-	if v := r.Header.Get("If-None-Match"); v != "" {
-		if strings.TrimSpace(v) != "*" {
-			return c, badRequest("If-None-Match must be *: create only")
-		}
-		c.createOnly = true
-	}
-	if c.match > 0 && c.createOnly {
-		return c, badRequest("If-Match and If-None-Match exclude each other")
-	}
-	return c, nil
-}
-
-func (c conditions) any() bool { return c.match > 0 || c.createOnly }
-
 func (p *Provider) servePut(w http.ResponseWriter, r *http.Request) {
 	pr, err := principalOf(r)
 	if err != nil {
@@ -172,7 +118,7 @@ func (p *Provider) servePut(w http.ResponseWriter, r *http.Request) {
 			tools.MaxServerNameLen, strings.Join(tools.BuiltinServers, ", "))}}))
 		return
 	}
-	cond, err := parseConditions(r)
+	cond, err := httpapi.ParseConditions(r)
 	if err != nil {
 		p.api.Fail(w, r, err)
 		return
@@ -190,10 +136,10 @@ func (p *Provider) servePut(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		switch {
-		case cond.match > 0 && (!exists || cur.Version != cond.match):
-			p.api.Fail(w, r, preconditionFailed(fmt.Sprintf("the server is not at version %d", cond.match)))
+		case cond.Match > 0 && (!exists || cur.Version != cond.Match):
+			p.api.Fail(w, r, preconditionFailed(fmt.Sprintf("the server is not at version %d", cond.Match)))
 			return
-		case cond.createOnly && exists:
+		case cond.CreateOnly && exists:
 			p.api.Fail(w, r, preconditionFailed("the server exists"))
 			return
 		}
@@ -211,7 +157,7 @@ func (p *Provider) servePut(w http.ResponseWriter, r *http.Request) {
 		}
 		stored, err := p.store.PutServer(ctx, next, cur.Version)
 		if errors.Is(err, tools.ErrConflict) {
-			if cond.any() {
+			if cond.Any() {
 				p.api.Fail(w, r, preconditionFailed("the server changed meanwhile"))
 				return
 			}

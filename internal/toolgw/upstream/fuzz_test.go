@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/internal/sealkey"
 	"novaos.dev/novaos/tools"
 )
@@ -35,8 +36,8 @@ func FuzzBuild(f *testing.F) {
 		r, _ := http.NewRequest(http.MethodPut, "http://x/", nil)
 		r.Header.Set("If-Match", ifMatch)
 		r.Header.Set("If-None-Match", ifNoneMatch)
-		if c, err := parseConditions(r); err == nil && c.match < 0 {
-			t.Fatalf("If-Match %q parsed to %d", ifMatch, c.match)
+		if c, err := httpapi.ParseConditions(r); err == nil && c.Match < 0 {
+			t.Fatalf("If-Match %q parsed to %d", ifMatch, c.Match)
 		}
 		var req tools.ServerRequest
 		if json.Unmarshal([]byte(body), &req) != nil || !tools.ValidServerName(name) {

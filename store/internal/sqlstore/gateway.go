@@ -76,8 +76,10 @@ func PrepareInstance(in *gateway.Instance, expect int64, now time.Time) error {
 }
 
 // RunCols are the columns of gateway_runs, in ScanRun's order.
+// debug_state (0019_run_debug) is the breakpoint state of the run's
+// debugger, which claims pass over while it is paused.
 const RunCols = `id, tenant, instance_id, user_id, thread_id, status, lease_owner, lease_until_us, not_before_us, last_seq,
-	version, created_us, updated_us, started_us, ended_us, pause, pending_input, custom_headers, body`
+	version, created_us, updated_us, started_us, ended_us, pause, pending_input, custom_headers, body, debug_state`
 
 // RunArgs are r's values in RunCols' order.
 func RunArgs(r *gateway.Run) ([]any, error) {
@@ -90,14 +92,21 @@ func RunArgs(r *gateway.Run) ([]any, error) {
 	}
 	return []any{r.ID, r.TenantID, r.InstanceID, r.Caller.UserID, r.ThreadID, string(r.Status), r.LeaseOwner, Micros(r.LeaseUntil),
 		Micros(r.NotBefore), r.LastSequence, r.Version, Micros(r.CreatedAt), Micros(r.UpdatedAt), Micros(r.StartedAt),
-		Micros(r.EndedAt), Raw(r.Pause), Raw(r.PendingInput), Raw(r.CustomHeaders), body}, nil
+		Micros(r.EndedAt), Raw(r.Pause), Raw(r.PendingInput), Raw(r.CustomHeaders), body, debugState(r)}, nil
+}
+
+func debugState(r *gateway.Run) string {
+	if r.Debug == nil {
+		return ""
+	}
+	return string(r.Debug.BreakpointState)
 }
 
 // RunSetCols are the columns a run write replaces, in RunSetArgs' order:
 // all but the key, the creation time and the last sequence, which the
 // write moves on by the events it appends.
 const RunSetCols = `instance_id, user_id, thread_id, status, lease_owner, lease_until_us, not_before_us, version,
-	updated_us, started_us, ended_us, pause, pending_input, custom_headers, body`
+	updated_us, started_us, ended_us, pause, pending_input, custom_headers, body, debug_state`
 
 // RunSetArgs are the values of RunSetCols among args, RunArgs' values.
 func RunSetArgs(args []any) []any {
@@ -113,13 +122,17 @@ func ScanRun(r Scanner) (gateway.Run, error) {
 		until, notBefore, last, version    int64
 		cus, us, started, ended            int64
 		pause, pending, headers, body      []byte
+		debug                              string
 	)
 	if err := r.Scan(&id, &tenant, &instance, &user, &thread, &status, &owner, &until, &notBefore, &last, &version,
-		&cus, &us, &started, &ended, &pause, &pending, &headers, &body); err != nil {
+		&cus, &us, &started, &ended, &pause, &pending, &headers, &body, &debug); err != nil {
 		return gateway.Run{}, err
 	}
 	if err := json.Unmarshal(body, &run); err != nil {
 		return gateway.Run{}, fmt.Errorf("decode run %s: %w", id, err)
+	}
+	if run.Debug != nil {
+		run.Debug.BreakpointState = gateway.BreakpointState(debug)
 	}
 	run.ID, run.TenantID, run.InstanceID, run.Caller.UserID, run.ThreadID = id, tenant, instance, user, thread
 	run.Status = gateway.Status(status)
@@ -145,15 +158,17 @@ func Number(events []gateway.Event, before int64) int64 {
 	return before + int64(len(events))
 }
 
-// EventCols are the columns of gateway_run_events, in ScanEvent's order.
-const EventCols = `run_id, seq, type, payload, at_us`
+// EventCols are the columns of gateway_run_events, in ScanEvent's order;
+// trace_id and span_id (0019_run_debug) are "" for an event recorded
+// outside a trace.
+const EventCols = `run_id, seq, type, payload, at_us, trace_id, span_id`
 
 // ScanEvent reads a row of EventCols.
 func ScanEvent(r Scanner) (gateway.Event, error) {
 	var e gateway.Event
 	var payload []byte
 	var at int64
-	if err := r.Scan(&e.RunID, &e.Sequence, &e.Type, &payload, &at); err != nil {
+	if err := r.Scan(&e.RunID, &e.Sequence, &e.Type, &payload, &at, &e.TraceID, &e.SpanID); err != nil {
 		return gateway.Event{}, err
 	}
 	e.Payload, e.At = Raw(payload), FromMicros(at)
@@ -163,6 +178,10 @@ func ScanEvent(r Scanner) (gateway.Event, error) {
 // ClaimableStatuses are the statuses ClaimRuns leases, as an SQL list;
 // the claim index's predicate names the same ones.
 const ClaimableStatuses = `('QUEUED', 'RUNNING')`
+
+// NotHeld is the condition of a claim on the debugger: a run it holds
+// (gateway.DebugSession.Holds) is not claimed.
+const NotHeld = `debug_state <> '` + string(gateway.BreakpointPaused) + `'`
 
 // SortClaimed puts claimed runs in ClaimRuns' order, oldest first: an
 // UPDATE … RETURNING returns its rows in no particular order.

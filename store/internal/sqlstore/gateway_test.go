@@ -61,6 +61,8 @@ func fullRun() gateway.Run {
 		OutputSchema: map[string]any{"type": "object"}, Output: "out",
 		Artifacts: []gateway.Artifact{{ArtifactID: "a", Parts: []a2a.Part{a2a.TextPart("x")}}},
 		TaskID:    "t", ContextID: "c", IdempotencyKey: "k", Turn: 2, Attempt: 3, LastSequence: 9,
+		Debug: &gateway.DebugSession{SessionID: "d", RunID: "r1", BreakpointState: gateway.BreakpointPaused, Action: gateway.DebugPause,
+			Actor: "s", UpdatedAt: t0},
 		PendingInput: json.RawMessage(` "yes" `), CustomHeaders: []byte{0xff, 0},
 		LeaseOwner: "o", LeaseUntil: t0.Add(time.Minute), NotBefore: t0.Add(time.Second), Version: 4,
 		CreatedAt: t0, UpdatedAt: t0.Add(time.Hour), StartedAt: t0.Add(2 * time.Second), EndedAt: t0.Add(3 * time.Second),
@@ -93,9 +95,10 @@ func TestRunAndInstanceColumns(t *testing.T) {
 	}
 	moved := asGwRow(args)
 	moved[byName["lease_owner"]], moved[byName["version"]], moved[byName["last_seq"]] = "other", int64(5), int64(12)
+	moved[byName["debug_state"]] = string(gateway.BreakpointRunning)
 	got, _ = ScanRun(moved)
-	if got.LeaseOwner != "other" || got.Version != 5 || got.LastSequence != 12 {
-		t.Errorf("the columns read back as lease %q, version %d, last %d", got.LeaseOwner, got.Version, got.LastSequence)
+	if got.LeaseOwner != "other" || got.Version != 5 || got.LastSequence != 12 || got.Debug.BreakpointState != gateway.BreakpointRunning {
+		t.Errorf("the columns read back as lease %q, version %d, last %d, debugger %+v", got.LeaseOwner, got.Version, got.LastSequence, got.Debug)
 	}
 
 	in := gateway.Instance{ID: "i1", TenantID: "acme", Name: "n", Hosted: "echo", Config: map[string]any{"k": "v"},
@@ -111,8 +114,8 @@ func TestRunAndInstanceColumns(t *testing.T) {
 	if d := gocmp.Diff(in, gotIn); d != "" {
 		t.Errorf("instance (-want +got):\n%s", d)
 	}
-	if _, err := ScanRun(gwRow{"x", "t", "i", "u", "QUEUED", "", int64(0), int64(0), int64(0), int64(1), int64(0), int64(0), int64(0), int64(0),
-		[]byte(nil), []byte(nil), []byte(nil), []byte("not json")}); err == nil {
+	if _, err := ScanRun(gwRow{"x", "t", "i", "u", "", "QUEUED", "", int64(0), int64(0), int64(0), int64(1), int64(0), int64(0), int64(0), int64(0),
+		[]byte(nil), []byte(nil), []byte(nil), []byte("not json"), ""}); err == nil || strings.Contains(err.Error(), "column count") {
 		t.Error("ScanRun of a body that is not JSON succeeded")
 	}
 	if _, err := RunArgs(&gateway.Run{OutputSchema: map[string]any{"bad": make(chan int)}}); err == nil {
@@ -301,12 +304,13 @@ func TestEventWatchers(t *testing.T) {
 }
 
 func TestScanEvent(t *testing.T) {
-	got, err := ScanEvent(gwRow{"r1", int64(4), "status", []byte(`{"a" : 1}`), t0.UnixMicro()})
-	want := gateway.Event{RunID: "r1", Sequence: 4, Type: "status", Payload: json.RawMessage(`{"a" : 1}`), At: t0}
+	got, err := ScanEvent(gwRow{"r1", int64(4), "status", []byte(`{"a" : 1}`), t0.UnixMicro(), "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"})
+	want := gateway.Event{RunID: "r1", Sequence: 4, Type: "status", Payload: json.RawMessage(`{"a" : 1}`), At: t0,
+		TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", SpanID: "00f067aa0ba902b7"}
 	if d := gocmp.Diff(want, got); err != nil || d != "" {
 		t.Errorf("ScanEvent = %v (-want +got):\n%s", err, d)
 	}
-	if got, err := ScanEvent(gwRow{"r1", int64(5), "done", []byte(nil), t0.UnixMicro()}); err != nil || got.Payload != nil {
+	if got, err := ScanEvent(gwRow{"r1", int64(5), "done", []byte(nil), t0.UnixMicro(), "", ""}); err != nil || got.Payload != nil {
 		t.Errorf("ScanEvent of an empty payload = %+v, %v", got, err)
 	}
 	if _, err := ScanEvent(gwRow{"r1"}); err == nil {

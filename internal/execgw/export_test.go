@@ -1,0 +1,8 @@
+package execgw
+
+import "novaos.dev/novaos/gateway"
+
+// SetParkHook has f hear of every delivery s parks because its run's
+// debugger holds it, with the delivery's copy of the run (the one the
+// debugger held it on); set it before s runs.
+func SetParkHook(s *Service, f func(run gateway.Run)) { s.onPark = f }

@@ -1,0 +1,79 @@
+package llmgw
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"novaos.dev/novaos/gateway"
+	"novaos.dev/novaos/identity"
+	"novaos.dev/novaos/internal/httpapi"
+	"novaos.dev/novaos/llm"
+)
+
+// caller is who makes a call: a verified execution token's tenant,
+// instance, run and scopes, or the platform itself.
+type caller struct {
+	tenant, instance, run string
+	scopes                []string
+	platform              bool
+}
+
+// grants reports whether the caller may use model: the token grants
+// llm:model:<model> (llm:model:* grants every model). The platform may
+// use every model.
+func (c *caller) grants(model string) bool {
+	return c.platform || identity.AnyScopeMatches(c.scopes, scopeOf(model))
+}
+
+func scopeOf(model string) string { return llm.ModelScopePrefix + model }
+
+type platformKey struct{}
+
+// authenticate establishes the caller: the platform, for a request the
+// Platform made in process, else the bearer token, which the OpenAI SDKs
+// send as their API key. The X-NovaOS-* headers the NovaOS SDKs add are
+// advisory: identity comes from the verified token only.
+func (s *Service) authenticate(r *http.Request) (*caller, *apiError) {
+	if c, ok := r.Context().Value(platformKey{}).(*caller); ok {
+		return c, nil
+	}
+	tok, ok := httpapi.BearerToken(r)
+	if !ok {
+		return nil, unauthorized("You didn't provide an API key: send the execution token as Authorization: Bearer <token>.")
+	}
+	claims, err := s.deps.Tokens.Verify(r.Context(), tok)
+	if err != nil {
+		if errors.Is(err, identity.ErrInvalid) {
+			msg := "The execution token is not valid."
+			switch {
+			case errors.Is(err, identity.ErrExpired):
+				msg = "The execution token has expired."
+			case errors.Is(err, identity.ErrRevoked):
+				msg = "The execution token has been revoked."
+			}
+			return nil, unauthorized(msg)
+		}
+		s.log.ErrorContext(r.Context(), "llmgw: verify a token", "err", err)
+		return nil, &apiError{Status: http.StatusServiceUnavailable, Type: typeServer, Message: "The token could not be checked; retry shortly."}
+	}
+	if claims.TenantID == "" || !llm.ValidKey(claims.TenantID) || !llm.ValidKey(claims.InstanceID) || !llm.ValidKey(claims.RunID) {
+		return nil, unauthorized("The execution token names no usable tenant.")
+	}
+	return &caller{tenant: claims.TenantID, instance: claims.InstanceID, run: claims.RunID, scopes: claims.Scopes}, nil
+}
+
+// runEvent shows a call made with a run's token in that run. A run that
+// ended, or a failure to write, does not fail the call: the usage ledger
+// has it.
+func (s *Service) runEvent(ctx context.Context, c *caller, ev llm.CallEvent) {
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		return
+	}
+	err = s.deps.Runs.AppendEvents(ctx, c.tenant, c.run, gateway.Event{Type: llm.EventCall, Payload: payload})
+	if err != nil && !errors.Is(err, gateway.ErrNotFound) {
+		s.log.WarnContext(ctx, "llmgw: show a call in its run", "run", c.run, "err", err)
+	}
+}

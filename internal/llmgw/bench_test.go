@@ -1,0 +1,99 @@
+package llmgw
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"novaos.dev/novaos/internal/pgtest"
+	"novaos.dev/novaos/llm"
+	"novaos.dev/novaos/store/postgres"
+	"novaos.dev/novaos/store/sqlite"
+)
+
+// BenchmarkChatCompletionStream streams a chat completion (three content
+// chunks, a usage chunk, [DONE]) from the fake provider, directly and
+// through the gateway (token check, scope, route, a reservation and its
+// settlement, the run event), and reports the time to the first event:
+// mean and 99th percentile.
+func BenchmarkChatCompletionStream(b *testing.B) {
+	p := newFakeProvider(b)
+	p.set(func(p *fakeProvider) { p.noRecord = true })
+	body, _ := json.Marshal(chatBody("gpt-4o", "stream", true, "max_tokens", 64))
+	run := func(b *testing.B, url, tok string, client *http.Client) {
+		ttft := make([]time.Duration, 0, b.N)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			if tok != "" {
+				req.Header.Set("Authorization", "Bearer "+tok)
+			}
+			start := time.Now()
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rd := newSSEReader(resp.Body, 1<<20)
+			if _, err := rd.next(); err != nil {
+				b.Fatal(err)
+			}
+			ttft = append(ttft, time.Since(start))
+			for {
+				ev, err := rd.next()
+				if err != nil {
+					b.Fatalf("the stream ended before [DONE]: %v", err)
+				}
+				if string(ev) == "[DONE]" {
+					break
+				}
+			}
+			resp.Body.Close()
+		}
+		b.StopTimer()
+		slices.Sort(ttft)
+		var sum time.Duration
+		for _, d := range ttft {
+			sum += d
+		}
+		b.ReportMetric(float64(sum.Microseconds())/float64(len(ttft)), "ttft-µs")
+		b.ReportMetric(float64(ttft[len(ttft)*99/100].Microseconds()), "ttft-p99-µs")
+	}
+	b.Run("direct", func(b *testing.B) {
+		run(b, p.URL()+"/chat/completions", "", p.srv.Client())
+	})
+	for _, backend := range []string{"memory", "sqlite", "postgres"} {
+		b.Run("gateway/"+backend, func(b *testing.B) {
+			var st llm.Store
+			switch backend {
+			case "sqlite":
+				db, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "novaos.db"), nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { db.Close() })
+				st = db.LLMStore()
+			case "postgres":
+				if os.Getenv(pgtest.EnvURL) == "" {
+					b.Skip(pgtest.EnvURL + " is not set")
+				}
+				db, err := postgres.Open(b.Context(), pgtest.URL(b), nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { db.Close() })
+				st = db.LLMStore()
+			}
+			h := newHarness(b, nil, Deps{Store: st})
+			h.provider("openai", p.URL(), "sk-upstream")
+			h.route("gpt-4o", llm.Target{Provider: "openai", Model: "gpt-4o"})
+			run(b, h.srv.URL+ChatPath, h.token(claims("llm:model:gpt-4o")), h.srv.Client())
+		})
+	}
+}

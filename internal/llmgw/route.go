@@ -1,0 +1,191 @@
+package llmgw
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"novaos.dev/novaos/llm"
+	"novaos.dev/novaos/secret"
+)
+
+// sealPurpose is what a provider's sealed key is, bound to its tenant and
+// name: a key copied to another provider fails to open.
+const sealPurpose = "novaos llm-provider-key v1"
+
+var errNoSealer = errors.New("llmgw: this server keeps no key to seal API keys with")
+
+// target is one provider a call may go to, ready to call.
+type target struct {
+	provider llm.Provider
+	key      secret.Value
+	model    string // at the provider
+}
+
+// resolved is a model's route with the targets that can be called.
+type resolved struct {
+	route   llm.Route
+	targets []target
+}
+
+// resolve finds the route of model for tenant (its own, else the
+// platform's) and its enabled providers, their keys opened.
+func (s *Service) resolve(ctx context.Context, tenant, model string) (*resolved, *apiError, error) {
+	r, err := s.route(ctx, tenant, model)
+	if errors.Is(err, llm.ErrNotFound) {
+		return nil, modelNotFound(model), nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	out := &resolved{route: r}
+	for _, t := range r.Targets {
+		p, err := s.provider(ctx, r.TenantID, t.Provider)
+		if errors.Is(err, llm.ErrNotFound) {
+			s.log.WarnContext(ctx, "llmgw: a route names a provider that does not exist", "tenant_id", r.TenantID, "model", r.Name, "provider", t.Provider)
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if p.Disabled {
+			continue
+		}
+		key, err := s.openKey(&p)
+		if err != nil {
+			s.log.ErrorContext(ctx, "llmgw: a provider's key cannot be opened", "tenant_id", p.TenantID, "provider", p.Name, "err", err)
+			continue
+		}
+		out.targets = append(out.targets, target{provider: p, key: key, model: t.Model})
+	}
+	if len(out.targets) == 0 {
+		return nil, &apiError{Status: http.StatusServiceUnavailable, Type: typeServer, Code: codeUnavailable,
+			Message: "No provider of the model " + quoteModel(model) + " is configured and enabled."}, nil
+	}
+	return out, nil, nil
+}
+
+// route reads the tenant's route of model, else the platform's.
+func (s *Service) route(ctx context.Context, tenant, model string) (llm.Route, error) {
+	v, err := s.cache.get("r\x00"+tenant+"\x00"+model, func() (any, error) {
+		r, err := s.deps.Store.GetRoute(ctx, tenant, model)
+		if errors.Is(err, llm.ErrNotFound) && tenant != "" {
+			r, err = s.deps.Store.GetRoute(ctx, "", model)
+		}
+		return r, err
+	})
+	if err != nil {
+		return llm.Route{}, err
+	}
+	return v.(llm.Route), nil
+}
+
+func (s *Service) provider(ctx context.Context, tenant, name string) (llm.Provider, error) {
+	v, err := s.cache.get("p\x00"+tenant+"\x00"+name, func() (any, error) {
+		return s.deps.Store.GetProvider(ctx, tenant, name)
+	})
+	if err != nil {
+		return llm.Provider{}, err
+	}
+	return v.(llm.Provider), nil
+}
+
+// openKey opens p's sealed key, once per version.
+func (s *Service) openKey(p *llm.Provider) (secret.Value, error) {
+	if len(p.SealedKey) == 0 {
+		return secret.Value{}, nil
+	}
+	v, err := s.cache.get("k\x00"+p.TenantID+"\x00"+p.Name+"\x00"+strconv.FormatInt(p.Version, 10), func() (any, error) {
+		if s.deps.Sealer == nil {
+			return nil, errNoSealer
+		}
+		b, err := s.deps.Sealer.Unseal(string(p.SealedKey), sealPurpose, p.TenantID, p.Name)
+		if err != nil {
+			return nil, fmt.Errorf("llmgw: open the key of provider %s: %w", p.Name, err)
+		}
+		return secret.New(string(b)), nil
+	})
+	if err != nil {
+		return secret.Value{}, err
+	}
+	return v.(secret.Value), nil
+}
+
+// sealKey seals key for p.
+func (s *Service) sealKey(p *llm.Provider, key string) error {
+	if key == "" {
+		p.SealedKey = nil
+		return nil
+	}
+	if s.deps.Sealer == nil {
+		return errNoSealer
+	}
+	sealed, err := s.deps.Sealer.Seal([]byte(key), sealPurpose, p.TenantID, p.Name)
+	if err != nil {
+		return fmt.Errorf("llmgw: seal the key of provider %s: %w", p.Name, err)
+	}
+	p.SealedKey = []byte(sealed)
+	return nil
+}
+
+// endpoint is the URL of path (such as "/chat/completions") at p.
+func endpoint(p *llm.Provider, path string) string {
+	return strings.TrimRight(p.BaseURL, "/") + path
+}
+
+// configCache keeps what the gateway read of its configuration for ttl,
+// so that a call reads the store once a second, not once per call. A
+// lookup that failed with ErrNotFound is kept too; other errors are not.
+type configCache struct {
+	ttl time.Duration
+	now func() time.Time
+
+	mu      sync.Mutex
+	entries map[string]cached
+}
+
+type cached struct {
+	v   any
+	err error
+	at  time.Time
+}
+
+// maxCached bounds the entries; past it the cache starts afresh.
+const maxCached = 8192
+
+func newConfigCache(ttl time.Duration, now func() time.Time) *configCache {
+	return &configCache{ttl: ttl, now: now, entries: map[string]cached{}}
+}
+
+func (c *configCache) get(key string, load func() (any, error)) (any, error) {
+	now := c.now()
+	c.mu.Lock()
+	e, ok := c.entries[key]
+	c.mu.Unlock()
+	if ok && now.Sub(e.at) < c.ttl && now.Sub(e.at) >= 0 {
+		return e.v, e.err
+	}
+	v, err := load()
+	if err != nil && !errors.Is(err, llm.ErrNotFound) {
+		return nil, err
+	}
+	c.mu.Lock()
+	if len(c.entries) >= maxCached {
+		c.entries = map[string]cached{}
+	}
+	c.entries[key] = cached{v: v, err: err, at: now}
+	c.mu.Unlock()
+	return v, err
+}
+
+// clear forgets everything: this process changed the configuration.
+func (c *configCache) clear() {
+	c.mu.Lock()
+	c.entries = map[string]cached{}
+	c.mu.Unlock()
+}

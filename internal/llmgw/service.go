@@ -1,0 +1,284 @@
+package llmgw
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/gateway"
+	"novaos.dev/novaos/identity"
+	"novaos.dev/novaos/internal/httpapi"
+	"novaos.dev/novaos/llm"
+	"novaos.dev/novaos/netguard"
+	"novaos.dev/novaos/secret"
+	"novaos.dev/novaos/store"
+)
+
+// Defaults of Options.
+const (
+	// DefaultMaxBodyBytes bounds a request to /v1 (images in base64
+	// make chat requests large).
+	DefaultMaxBodyBytes = 16 << 20
+	// DefaultMaxResponseBytes bounds a provider's answer that is not
+	// streamed (a batch of embeddings is large).
+	DefaultMaxResponseBytes = 64 << 20
+	// DefaultMaxEventBytes bounds one event of a provider's stream.
+	DefaultMaxEventBytes = 1 << 20
+	// DefaultTimeout bounds a call that is not streamed, and a stream's
+	// wait for its first event, as the OpenAI SDKs' own default.
+	DefaultTimeout = 10 * time.Minute
+	// DefaultStreamIdle bounds the wait for a stream's next event.
+	DefaultStreamIdle = 2 * time.Minute
+	// DefaultConnectTimeout bounds connecting to a provider.
+	DefaultConnectTimeout = 10 * time.Second
+	// DefaultMaxTokens is the answer a call that names no max_tokens is
+	// assumed to take, in its budget estimate.
+	DefaultMaxTokens = 4096
+	// DefaultPlatformTenant is the tenant the platform's own calls (the
+	// memory service's models, the gate's judge) are counted to.
+	DefaultPlatformTenant = "novaos-platform"
+	// DefaultConfigTTL is how long a route, a provider and its opened key
+	// are reused before they are read again.
+	DefaultConfigTTL = time.Second
+	// DefaultReservationTTL is how long a call's reservation is held
+	// before it is swept (its estimate stays counted).
+	DefaultReservationTTL = time.Hour
+	// DefaultCounterRetention is how long a budget counter unused is
+	// kept: a run's per-run budget restarts after it.
+	DefaultCounterRetention = 8 * 24 * time.Hour
+	// DefaultMaxInflight bounds the calls in flight in this process.
+	DefaultMaxInflight = 1024
+	// DefaultMaxAdminBodyBytes bounds an administration request.
+	DefaultMaxAdminBodyBytes = 64 << 10
+)
+
+// Options configure the gateway; nil or zero fields mean the defaults.
+type Options struct {
+	Logger *slog.Logger
+	// Now is the clock of budget days, usage and caches.
+	Now func() time.Time
+	// MaxBodyBytes bounds a request body (413 beyond).
+	MaxBodyBytes int64
+	// MaxResponseBytes bounds a provider's answer that is not streamed
+	// (a 502 beyond).
+	MaxResponseBytes int64
+	// MaxEventBytes bounds one event of a provider's stream.
+	MaxEventBytes int
+	// Timeout bounds a call that is not streamed and a stream's wait for
+	// its first event, unless the provider names its own.
+	Timeout time.Duration
+	// StreamIdle bounds the wait for each next event of a stream.
+	StreamIdle time.Duration
+	// ConnectTimeout bounds connecting to a provider.
+	ConnectTimeout time.Duration
+	// DefaultMaxTokens is the answer a chat call naming no max_tokens is
+	// assumed to take when its budget is reserved.
+	DefaultMaxTokens int64
+	// AllowPrivate lets providers be on loopback and private addresses
+	// (a local vLLM or Ollama); by default only public addresses are
+	// dialled. Metadata addresses never are.
+	AllowPrivate bool
+	// PlatformTenant is the tenant the platform's own calls are counted
+	// and budgeted to (DefaultPlatformTenant).
+	PlatformTenant string
+	// Platform, when set, is bound to the gateway, so the platform's own
+	// model clients reach it in process.
+	Platform *Platform
+	// ConfigTTL is how long a route, a provider and its opened key are
+	// reused before they are read again (default 1s): another replica's
+	// change is seen within it.
+	ConfigTTL time.Duration
+	// ReservationTTL is how long a reservation is held before the sweep
+	// drops it, its estimate counted (default 1h; at least Timeout).
+	ReservationTTL time.Duration
+	// CounterRetention is how long an unused budget counter is kept.
+	CounterRetention time.Duration
+	// SweepEvery is how often reservations and counters are swept
+	// (default 5 min).
+	SweepEvery time.Duration
+	// MaxInflight bounds the calls in flight in this process (503
+	// beyond).
+	MaxInflight int
+	// MaxAdminBodyBytes bounds an administration request body.
+	MaxAdminBodyBytes int64
+}
+
+func (o *Options) withDefaults() Options {
+	var v Options
+	if o != nil {
+		v = *o
+	}
+	if v.Logger == nil {
+		v.Logger = slog.New(slog.DiscardHandler)
+	}
+	if v.Now == nil {
+		v.Now = time.Now
+	}
+	setDef(&v.MaxBodyBytes, DefaultMaxBodyBytes)
+	setDef(&v.MaxResponseBytes, DefaultMaxResponseBytes)
+	setDef(&v.MaxEventBytes, DefaultMaxEventBytes)
+	setDef(&v.Timeout, DefaultTimeout)
+	setDef(&v.StreamIdle, DefaultStreamIdle)
+	setDef(&v.ConnectTimeout, DefaultConnectTimeout)
+	setDef(&v.DefaultMaxTokens, DefaultMaxTokens)
+	setDef(&v.ConfigTTL, DefaultConfigTTL)
+	setDef(&v.ReservationTTL, DefaultReservationTTL)
+	v.ReservationTTL = max(v.ReservationTTL, v.Timeout+time.Minute)
+	setDef(&v.CounterRetention, DefaultCounterRetention)
+	setDef(&v.SweepEvery, 5*time.Minute)
+	setDef(&v.MaxInflight, DefaultMaxInflight)
+	setDef(&v.MaxAdminBodyBytes, DefaultMaxAdminBodyBytes)
+	if v.PlatformTenant == "" {
+		v.PlatformTenant = DefaultPlatformTenant
+	}
+	return v
+}
+
+func setDef[T int | int64 | time.Duration](p *T, d T) {
+	if *p <= 0 {
+		*p = d
+	}
+}
+
+// Tokens verifies the execution tokens callers present: the server's
+// token issuer.
+type Tokens interface {
+	Verify(ctx context.Context, token string) (*identity.Claims, error)
+	Authenticator() httpapi.Authenticator
+}
+
+// Runs are the execution gateway's runs, which calls made with a run's
+// token are shown in.
+type Runs interface {
+	// AppendEvents adds events to the tenant's run; a run that ended
+	// takes none (gateway.ErrNotFound when there is no such run).
+	AppendEvents(ctx context.Context, tenant, runID string, events ...gateway.Event) error
+}
+
+// Sealer seals values at rest (internal/sealkey's Sealer): purpose names
+// what is sealed, binding where it is kept, and a value opens only for
+// both.
+type Sealer interface {
+	Seal(plain []byte, purpose string, binding ...string) (string, error)
+	Unseal(sealed string, purpose string, binding ...string) ([]byte, error)
+}
+
+// Deps are what the gateway takes from the server around it.
+type Deps struct {
+	Store  llm.Store // required
+	Tokens Tokens    // required
+	// Sealer seals providers' API keys; without one a provider with a
+	// key is refused.
+	Sealer Sealer
+	// Runs shows calls in runs; without one they are not shown.
+	Runs Runs
+	// AdminToken is the server's admin token (administration).
+	AdminToken secret.Value
+	// Tracing makes the spans of model calls; nil makes none.
+	Tracing trace.TracerProvider
+	// Metrics registers the gateway's metrics; nil registers none.
+	Metrics prometheus.Registerer
+}
+
+// Service is the LLM gateway.
+type Service struct {
+	o      Options
+	deps   Deps
+	log    *slog.Logger
+	guard  *netguard.Policy
+	client *http.Client
+	tracer trace.Tracer
+	meter  *meter
+	cache  *configCache
+
+	inflight chan struct{}
+	// calls ends when Shutdown's context does: the calls still in flight
+	// are then cut off.
+	calls    context.Context
+	cutCalls context.CancelFunc
+	wg       sync.WaitGroup
+
+	platformOnce sync.Once
+	platform     http.RoundTripper // the /v1 endpoints in process, as the platform
+}
+
+// New returns the gateway over deps.
+func New(deps Deps, o *Options) *Service {
+	opts := o.withDefaults()
+	s := &Service{o: opts, deps: deps, log: opts.Logger, inflight: make(chan struct{}, opts.MaxInflight)}
+	s.guard = &netguard.Policy{AllowLoopback: opts.AllowPrivate, AllowPrivate: opts.AllowPrivate}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	// No proxy: the dial-time guard must see where a connection goes.
+	tr.Proxy = nil
+	tr.DialContext = s.guard.Dialer(&net.Dialer{Timeout: opts.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext
+	tr.MaxIdleConnsPerHost = 64
+	tr.TLSHandshakeTimeout = opts.ConnectTimeout
+	s.client = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
+		// An API key goes to its provider's URL or nowhere.
+		return errRedirect
+	}}
+	tp := deps.Tracing
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	s.tracer = tp.Tracer("novaos.dev/novaos/internal/llmgw")
+	s.meter = newMeter(deps.Metrics, s.log)
+	s.cache = newConfigCache(opts.ConfigTTL, opts.Now)
+	s.calls, s.cutCalls = context.WithCancel(context.Background())
+	if opts.Platform != nil {
+		opts.Platform.bind(s)
+	}
+	return s
+}
+
+var errRedirect = errors.New("llmgw: the provider answered with a redirect, which the gateway does not follow")
+
+// Mount builds the gateway over st.LLM; nil when st keeps no LLM store.
+func Mount(st *store.Stores, deps Deps, o *Options) *Service {
+	if st.LLM == nil {
+		return nil
+	}
+	deps.Store = st.LLM
+	return New(deps, o)
+}
+
+// Interceptors are none: agents reach the gateway over HTTP.
+func (s *Service) Interceptors() []a2asrv.Interceptor { return nil }
+
+// Run sweeps the usage ledger's old reservations and counters until ctx
+// ends.
+func (s *Service) Run(ctx context.Context) {
+	t := time.NewTicker(s.o.SweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			now := s.o.Now()
+			if err := s.deps.Store.Sweep(ctx, now.Add(-s.o.ReservationTTL), now.Add(-s.o.CounterRetention)); err != nil && ctx.Err() == nil {
+				s.log.Warn("llmgw: sweep the usage ledger", "err", err)
+			}
+		}
+	}
+}
+
+// Shutdown lets calls in flight finish while ctx lasts, then cuts them
+// off (a stream cut off ends without its [DONE]), and waits for their
+// settlements.
+func (s *Service) Shutdown(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, s.cutCalls)
+	defer stop()
+	s.wg.Wait()
+	s.client.CloseIdleConnections()
+	return nil
+}

@@ -1,0 +1,215 @@
+package sqlstore
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"novaos.dev/novaos/llm"
+)
+
+// The LLM gateway's rows in the layout both SQL stores share (their
+// 0017_llm migrations): a provider's and a route's key, version and times
+// are columns, the rest their JSON encoding in body; budgets, counters,
+// reservations and usage are columns only.
+
+// LLMProviderCols are the columns of llm_providers, in ScanLLMProvider's
+// order.
+const LLMProviderCols = `tenant, name, version, created_us, updated_us, sealed_key, body`
+
+type providerBody struct {
+	BaseURL  string        `json:"base_url"`
+	Timeout  time.Duration `json:"timeout,omitempty"`
+	Disabled bool          `json:"disabled,omitempty"`
+}
+
+// LLMProviderArgs are p's values in LLMProviderCols' order.
+func LLMProviderArgs(p *llm.Provider) ([]any, error) {
+	body, err := json.Marshal(providerBody{BaseURL: p.BaseURL, Timeout: p.Timeout, Disabled: p.Disabled})
+	if err != nil {
+		return nil, fmt.Errorf("encode provider %s: %w", p.Name, err)
+	}
+	return []any{p.TenantID, p.Name, p.Version, Micros(p.CreatedAt), Micros(p.UpdatedAt), Raw(p.SealedKey), body}, nil
+}
+
+// ScanLLMProvider reads a row of LLMProviderCols.
+func ScanLLMProvider(r Scanner) (llm.Provider, error) {
+	var (
+		p            llm.Provider
+		b            providerBody
+		c, u         int64
+		sealed, body []byte
+	)
+	if err := r.Scan(&p.TenantID, &p.Name, &p.Version, &c, &u, &sealed, &body); err != nil {
+		return llm.Provider{}, err
+	}
+	if err := json.Unmarshal(body, &b); err != nil {
+		return llm.Provider{}, fmt.Errorf("decode provider %s: %w", p.Name, err)
+	}
+	p.BaseURL, p.Timeout, p.Disabled = b.BaseURL, b.Timeout, b.Disabled
+	p.CreatedAt, p.UpdatedAt, p.SealedKey = FromMicros(c), FromMicros(u), Raw(sealed)
+	return p, nil
+}
+
+// LLMRouteCols are the columns of llm_routes, in ScanLLMRoute's order.
+const LLMRouteCols = `tenant, name, version, created_us, updated_us, body`
+
+type routeBody struct {
+	Targets []llm.Target `json:"targets"`
+	Input   float64      `json:"input_usd_per_million,omitempty"`
+	Output  float64      `json:"output_usd_per_million,omitempty"`
+}
+
+// LLMRouteArgs are r's values in LLMRouteCols' order.
+func LLMRouteArgs(r *llm.Route) ([]any, error) {
+	body, err := json.Marshal(routeBody{Targets: r.Targets, Input: r.InputUSDPerMillion, Output: r.OutputUSDPerMillion})
+	if err != nil {
+		return nil, fmt.Errorf("encode route %s: %w", r.Name, err)
+	}
+	return []any{r.TenantID, r.Name, r.Version, Micros(r.CreatedAt), Micros(r.UpdatedAt), body}, nil
+}
+
+// ScanLLMRoute reads a row of LLMRouteCols.
+func ScanLLMRoute(s Scanner) (llm.Route, error) {
+	var (
+		r    llm.Route
+		b    routeBody
+		c, u int64
+		body []byte
+	)
+	if err := s.Scan(&r.TenantID, &r.Name, &r.Version, &c, &u, &body); err != nil {
+		return llm.Route{}, err
+	}
+	if err := json.Unmarshal(body, &b); err != nil {
+		return llm.Route{}, fmt.Errorf("decode route %s: %w", r.Name, err)
+	}
+	r.Targets, r.InputUSDPerMillion, r.OutputUSDPerMillion = b.Targets, b.Input, b.Output
+	r.CreatedAt, r.UpdatedAt = FromMicros(c), FromMicros(u)
+	return r, nil
+}
+
+// LLMBudgetCols are the columns of llm_budgets, in ScanLLMBudget's order.
+const LLMBudgetCols = `tenant, instance, version, updated_us, daily_tokens, daily_cost, run_tokens, run_cost`
+
+// LLMBudgetArgs are b's values in LLMBudgetCols' order.
+func LLMBudgetArgs(b *llm.Budget) []any {
+	return []any{b.TenantID, b.InstanceID, b.Version, Micros(b.UpdatedAt), b.DailyTokens, int64(b.DailyCost), b.RunTokens, int64(b.RunCost)}
+}
+
+// ScanLLMBudget reads a row of LLMBudgetCols.
+func ScanLLMBudget(s Scanner) (llm.Budget, error) {
+	var (
+		b                 llm.Budget
+		u, dcost, runCost int64
+	)
+	if err := s.Scan(&b.TenantID, &b.InstanceID, &b.Version, &u, &b.DailyTokens, &dcost, &b.RunTokens, &runCost); err != nil {
+		return llm.Budget{}, err
+	}
+	b.UpdatedAt, b.DailyCost, b.RunCost = FromMicros(u), llm.Cost(dcost), llm.Cost(runCost)
+	return b, nil
+}
+
+// LLMCounterRow is one budget counter's key: (tenant, scope, id, day).
+type LLMCounterRow struct{ Tenant, Scope, ID, Day string }
+
+// LLMCounters are the counters k falls under, in the order every writer
+// locks them: the tenant's day, the instance's day, the run.
+func LLMCounters(k llm.Keys) []LLMCounterRow {
+	var out []LLMCounterRow
+	for _, c := range llm.CounterKeys(k) {
+		out = append(out, LLMCounterRow{Tenant: k.TenantID, Scope: c[0], ID: c[1], Day: c[2]})
+	}
+	return out
+}
+
+// Put sets the counter of row in sp to a.
+func (row LLMCounterRow) Put(sp *llm.Spending, a llm.Amount) {
+	switch row.Scope {
+	case llm.ScopeTenant:
+		sp.TenantDay = a
+	case llm.ScopeInstance:
+		sp.InstanceDay = a
+	default:
+		sp.Run = a
+	}
+}
+
+// LLMReservationCols are the columns of llm_reservations, in
+// ScanLLMReservation's order.
+const LLMReservationCols = `id, tenant, instance, run, day, tokens, cost, at_us`
+
+// LLMReservationArgs are r's values in LLMReservationCols' order.
+func LLMReservationArgs(r *llm.Reservation) []any {
+	return []any{r.ID, r.Keys.TenantID, r.Keys.InstanceID, r.Keys.RunID, r.Keys.Day, r.Estimate.Tokens, int64(r.Estimate.Cost), Micros(r.At)}
+}
+
+// ScanLLMReservation reads a row of LLMReservationCols.
+func ScanLLMReservation(s Scanner) (llm.Reservation, error) {
+	var (
+		r        llm.Reservation
+		cost, at int64
+	)
+	if err := s.Scan(&r.ID, &r.Keys.TenantID, &r.Keys.InstanceID, &r.Keys.RunID, &r.Keys.Day, &r.Estimate.Tokens, &cost, &at); err != nil {
+		return llm.Reservation{}, err
+	}
+	r.Estimate.Cost, r.At = llm.Cost(cost), FromMicros(at)
+	return r, nil
+}
+
+// LLMUsageCols are the columns of llm_usage, in ScanLLMUsage's order.
+const LLMUsageCols = `tenant, day, instance, model, provider, calls, failed, input_tokens, output_tokens, cost`
+
+// ScanLLMUsage reads a row of LLMUsageCols.
+func ScanLLMUsage(s Scanner) (llm.UsageRow, error) {
+	var (
+		u    llm.UsageRow
+		cost int64
+	)
+	if err := s.Scan(&u.TenantID, &u.Day, &u.InstanceID, &u.Model, &u.Provider, &u.Calls, &u.Failed, &u.Input, &u.Output, &cost); err != nil {
+		return llm.UsageRow{}, err
+	}
+	u.Cost = llm.Cost(cost)
+	return u, nil
+}
+
+// LLMUsageQuery is the SELECT of q's rows, its parameters written by
+// param (the n-th, from 1: "?" or "$n"), limited to limit rows.
+func LLMUsageQuery(q llm.UsageQuery, limit int, param func(n int) string) (string, []any) {
+	var (
+		where []string
+		args  []any
+	)
+	add := func(cond string, v ...any) {
+		ps := make([]any, len(v))
+		for i, a := range v {
+			args = append(args, a)
+			ps[i] = param(len(args))
+		}
+		where = append(where, fmt.Sprintf(cond, ps...))
+	}
+	if q.TenantID != "" {
+		add("tenant = %s", q.TenantID)
+	}
+	if q.InstanceID != "" {
+		add("instance = %s", q.InstanceID)
+	}
+	if q.Model != "" {
+		add("model = %s", q.Model)
+	}
+	if q.From != "" {
+		add("day >= %s", q.From)
+	}
+	if q.To != "" {
+		add("day <= %s", q.To)
+	}
+	if a := q.After; a != nil {
+		add("(tenant, day, instance, model, provider) > (%s, %s, %s, %s, %s)", a.TenantID, a.Day, a.InstanceID, a.Model, a.Provider)
+	}
+	sql := `SELECT ` + LLMUsageCols + ` FROM llm_usage`
+	if len(where) > 0 {
+		sql += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	return sql + ` ORDER BY tenant, day, instance, model, provider LIMIT ` + strconv.Itoa(limit), args
+}
