@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/ext/usercontext"
@@ -69,6 +71,13 @@ type Options struct {
 	// Context.GetSecret uses it. When set, the card declares the extension
 	// (not required) unless Extensions already declares its URI.
 	KeyRing *usercontext.KeyRing
+	// TracerProvider traces every skill execution as a span, "skill
+	// <id>", the parent of the spans made under it (the tool calls of
+	// package tools). Nil means the provider of the span the execution
+	// arrives in (its A2A server's, when that traces: package a2aotel),
+	// else otel.GetTracerProvider(), which records nothing until the
+	// program installs a provider.
+	TracerProvider trace.TracerProvider
 }
 
 // Agent is a set of skills served over A2A. It implements a2asrv.Executor:
@@ -79,6 +88,8 @@ type Agent struct {
 	name, version string
 	opts          Options
 	log           *slog.Logger
+
+	tracer trace.Tracer // Options.TracerProvider's; nil: see tracerFor
 
 	mu     sync.RWMutex
 	skills []*Skill // registration order, for the card
@@ -108,6 +119,9 @@ func New(name, version string, opts *Options) *Agent {
 	if a.opts.KeyRing != nil && !slices.ContainsFunc(a.opts.Extensions,
 		func(e a2a.AgentExtension) bool { return e.URI == usercontext.URI }) {
 		a.opts.Extensions = append(slices.Clone(a.opts.Extensions), usercontext.Declaration(false))
+	}
+	if tp := a.opts.TracerProvider; tp != nil {
+		a.tracer = tp.Tracer(ScopeName)
 	}
 	if a.opts.Logger != nil {
 		a.log = slog.New(pii.NewHandler(a.opts.Logger.Handler()))

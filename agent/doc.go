@@ -67,6 +67,17 @@
 // any task live in the process), the task gets a fresh id instead; TaskID and
 // RunID then differ, and nothing of the other task is read or changed.
 //
+// # Tracing
+//
+// Every skill execution is a span, "skill <id>" (novaos.run_id,
+// novaos.skill, novaos.skill.status, gen_ai.agent.name, a2a.task.id,
+// a2a.context.id), made with Options.TracerProvider (default
+// otel.GetTracerProvider()). Its parent is the span in the execution's
+// context (the A2A server's, package a2a/a2aotel), else the request's
+// Traceparent, so a skill lands in its run's trace either way. The
+// handler's Context holds it: the spans of what the skill calls (package
+// tools' tool calls) are its children, and carry its trace context on.
+//
 // # Results
 //
 // A handler returns a Result. Its Status speaks the skill vocabulary, mapped

@@ -7,6 +7,8 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/secret"
@@ -67,8 +69,12 @@ func (a *Agent) Execute(ctx context.Context, req *a2asrv.RequestContext, u a2asr
 	pc, raw, _ := findPlatformContext([]map[string]any{req.Metadata, messageMetadata(req.Message)})
 	c := &Context{Context: ctx, agent: a, req: req, skill: skill, up: up, pc: pc, outModes: outModes,
 		token: secret.New(str(raw, "execution_token", "executionToken")), st: &state{}}
+	var span trace.Span
+	c.Context, span = a.startSkill(c)
+	defer span.End()
 	if !skill.MayReply {
-		if err := up.StartWork(ctx, nil); err != nil {
+		if err := up.StartWork(c.Context, nil); err != nil {
+			failSkill(span, err)
 			return err
 		}
 	}
@@ -78,6 +84,7 @@ func (a *Agent) Execute(ctx context.Context, req *a2asrv.RequestContext, u a2asr
 		}
 	}
 	res, err := a.call(c)
+	endSkill(span, res, err)
 	return a.finish(c, res, err)
 }
 

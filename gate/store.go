@@ -259,6 +259,11 @@ type Store interface {
 	WriteAction(ctx context.Context, w ActionWrite) (ActionRecord, error)
 	GetAction(ctx context.Context, tenantID, sessionID, actionID string) (ActionRecord, error)
 	ListActions(ctx context.Context, f ActionFilter) ([]ActionRecord, error)
+	// CountActions returns how many actions of every tenant are in
+	// state, and when the oldest of them was created (zero when there is
+	// none): the pending holds and how long the oldest has waited, for an
+	// operator's metrics. It reads the state's index alone.
+	CountActions(ctx context.Context, state ActionState) (n int, oldest time.Time, err error)
 	// ExpiringHolds returns held actions of every tenant whose
 	// HoldExpiresAt is set and not after before, oldest first.
 	ExpiringHolds(ctx context.Context, before time.Time, limit int) ([]ActionRecord, error)

@@ -383,6 +383,16 @@ func (s *MemoryStore) GetRun(_ context.Context, tenantID, id string) (Run, error
 	return m.decode(), nil
 }
 
+func (s *MemoryStore) CountRuns(context.Context) (map[Status]int64, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := map[Status]int64{}
+	for _, m := range s.runs {
+		out[m.head.Status]++
+	}
+	return out, nil
+}
+
 func (s *MemoryStore) ListRuns(_ context.Context, f RunFilter) ([]Run, error) {
 	paged := !f.AfterCreated.IsZero() || f.AfterID != ""
 	after := stored(f.AfterCreated)

@@ -51,6 +51,11 @@ type Store interface {
 	// appended with.
 	Events(ctx context.Context, runID string, after int64, limit int) ([]Event, error)
 
+	// CountRuns returns how many runs are in each status, over every
+	// tenant; a status no run is in is absent. An operator's metrics read
+	// it at every scrape.
+	CountRuns(ctx context.Context) (map[Status]int64, error)
+
 	// ClaimRuns leases to owner, until until, up to limit runs that are
 	// QUEUED or RUNNING, whose lease lapsed (or that have none), whose
 	// NotBefore has passed at now and that their debugger does not hold

@@ -256,6 +256,20 @@ type Swept struct {
 	Proposals    int // resolved for longer than StatusRetention, deleted
 }
 
+// IndexStats is what a store's in-process search index holds.
+type IndexStats struct {
+	Partitions int   // partitions whose index is loaded
+	Memories   int   // live memories in them
+	Bytes      int64 // the index's estimated size in memory
+}
+
+// An IndexReporter is a Store that searches over an index it keeps in
+// process (store/sqlite, store/postgres) and reports its size; the memory
+// service exports it as metrics. It answers from memory, at once.
+type IndexReporter interface {
+	IndexStats() IndexStats
+}
+
 // Store is the memory service's storage: memories with keyword and vector
 // search, proposals, the hint queue and conversation messages. Every
 // method that touches a tenant's data takes the tenant first; the service

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"novaos.dev/novaos/memory"
 	"novaos.dev/novaos/resilience"
 )
@@ -120,6 +122,11 @@ type BindingsOptions struct {
 	// MaxParamsBytes bounds a connector call's encoded params (default
 	// DefaultMaxParamsBytes, 256 KiB).
 	MaxParamsBytes int
+	// TracerProvider traces every call as a client span, "tools/call
+	// <tool>", whose trace context the call carries; nil uses the
+	// provider of the span in the call's context (a skill's), else
+	// otel.GetTracerProvider().
+	TracerProvider trace.TracerProvider
 }
 
 // CallOption adjusts one binding call.
@@ -178,6 +185,7 @@ type core struct {
 	maxParamsBytes   int
 	observe          observer
 	exec             execution
+	tracing          trace.TracerProvider // nil: see BindingsOptions.TracerProvider
 }
 
 func newBindings(c *Client, o *BindingsOptions, observe observer) (*Bindings, error) {
@@ -205,6 +213,7 @@ func newBindings(c *Client, o *BindingsOptions, observe observer) (*Bindings, er
 		maxBatchItems:    cmp.Or(o.MaxBatchItems, 1000),
 		maxParamsBytes:   cmp.Or(o.MaxParamsBytes, DefaultMaxParamsBytes),
 		observe:          observe,
+		tracing:          o.TracerProvider,
 	}
 	if k.knowledgeRetry == nil {
 		k.knowledgeRetry = &resilience.Policy{Attempts: resilience.DefaultAttempts, Breaker: resilience.NewBreaker(nil)}
@@ -263,11 +272,16 @@ func (k *core) call(ctx context.Context, tool string, args any, s spec, opts []C
 		return failed(err), err
 	}
 	var done func(*Response, error)
+	var callID string
 	if k.observe != nil {
-		var id string
-		id, done = k.observe(tool, argBytes)
-		ctx = WithCallID(ctx, id)
+		callID, done = k.observe(tool, argBytes)
+		ctx = WithCallID(ctx, callID)
 	}
+	runID := ""
+	if k.exec != nil {
+		runID = k.exec.RunID()
+	}
+	ctx, span := startCall(k.tracing, ctx, tool, callID, runID)
 	attempt := func(ctx context.Context) (*CallResult, error) {
 		actx, cancel := context.WithTimeout(ctx, cfg.timeout)
 		defer cancel()
@@ -294,6 +308,7 @@ func (k *core) call(ctx context.Context, tool string, args any, s spec, opts []C
 		resp = NewResponse(res)
 		resp.Error = k.client.scrub(resp.Error)
 	}
+	endCall(span, resp, err)
 	if done != nil {
 		done(resp, err)
 	}

@@ -19,6 +19,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"novaos.dev/novaos/secret"
 )
 
@@ -449,8 +452,12 @@ func (c *Client) CallTool(ctx context.Context, name string, args any) (*CallResu
 		return nil, fmt.Errorf("%w: %s: arguments: %v", ErrInvalidArgument, name, err)
 	}
 	params := map[string]any{"name": name, "arguments": argBytes}
+	var meta map[string]string
 	if id := callIDFrom(ctx); id != "" {
-		params["_meta"] = map[string]string{CallIDMetaKey: id}
+		meta = map[string]string{CallIDMetaKey: id}
+	}
+	if meta = traceMeta(ctx, meta); meta != nil {
+		params["_meta"] = meta
 	}
 	raw, err := c.rpc(ctx, c.callEndpoint, "tools/call", params)
 	if err != nil {
@@ -618,7 +625,10 @@ func (c *Client) post(ctx context.Context, endpoint string, body []byte) (*http.
 	if c.tenant != "" {
 		req.Header.Set(TenantHeader, c.tenant)
 	}
-	if c.traceparent != "" {
+	if trace.SpanContextFromContext(ctx).IsValid() {
+		// The call's own span (a binding's, a skill's) is the parent.
+		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
+	} else if c.traceparent != "" {
 		req.Header.Set("traceparent", c.traceparent)
 	}
 	if session != "" {

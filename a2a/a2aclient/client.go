@@ -265,15 +265,20 @@ func (c *Client) prepare(ctx context.Context, method string, params any, cfg *ca
 	for k, v := range cfg.header {
 		call.Header[k] = append(call.Header[k], v...)
 	}
-	var err error
-	for _, in := range c.opts.Interceptors {
-		if ctx, err = in.Before(ctx, call); err != nil {
-			return nil, nil, fmt.Errorf("a2aclient: %s: interceptor: %w", method, err)
+	for i, in := range c.opts.Interceptors {
+		next, err := in.Before(ctx, call)
+		if err != nil {
+			err = fmt.Errorf("a2aclient: %s: interceptor: %w", method, err)
+			c.finishFirst(ctx, call, i, err)
+			return nil, nil, err
 		}
+		ctx = next
 	}
 	if c.opts.Auth != nil {
 		if err := c.opts.Auth.Authenticate(ctx, call); err != nil {
-			return nil, nil, fmt.Errorf("a2aclient: %s: auth: %w", method, err)
+			err = fmt.Errorf("a2aclient: %s: auth: %w", method, err)
+			c.finish(ctx, call, err)
+			return nil, nil, err
 		}
 	}
 	ext := c.extHead
@@ -297,6 +302,22 @@ func (c *Client) after(ctx context.Context, call *Call, result any, err error) e
 	return err
 }
 
+// finish tells the Finishers among the interceptors that call is over,
+// in reverse order.
+func (c *Client) finish(ctx context.Context, call *Call, err error) {
+	c.finishFirst(ctx, call, len(c.opts.Interceptors), err)
+}
+
+// finishFirst is finish for the first n interceptors only: those whose
+// Before admitted the call.
+func (c *Client) finishFirst(ctx context.Context, call *Call, n int, err error) {
+	for i := n - 1; i >= 0; i-- {
+		if f, ok := c.opts.Interceptors[i].(Finisher); ok {
+			f.Finish(ctx, call, err)
+		}
+	}
+}
+
 // unary runs one request/response call.
 func (c *Client) unary(ctx context.Context, method string, params, out any, opts []CallOption) error {
 	cfg := c.config(opts, false)
@@ -316,6 +337,7 @@ func (c *Client) unary(ctx context.Context, method string, params, out any, opts
 			res = out
 		}
 		err = c.after(ctx, call, res, err)
+		c.finish(ctx, call, err)
 	}
 	return err
 }

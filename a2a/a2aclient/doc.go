@@ -39,7 +39,8 @@
 // the v1 types the Client returns; tenants are not sent. ListTasks, which
 // 0.3's JSON-RPC binding lacks, fails with a2a.ErrUnsupportedOperation
 // without a request. Interceptors see every call, on every binding, before it is
-// sent and its outcome after; an AuthProvider (Bearer, APIKey,
+// sent and its outcome after, and one that is a Finisher learns when the
+// call is over (package a2a/a2aotel's span ends there); an AuthProvider (Bearer, APIKey,
 // SessionAuth over a CredentialStore) adds credentials. Unary calls are
 // bounded by Options.Timeout, or WithTimeout for one call.
 //

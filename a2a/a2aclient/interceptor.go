@@ -44,6 +44,18 @@ type Interceptor interface {
 	After(ctx context.Context, call *Call, result any, err error) error
 }
 
+// A Finisher is an Interceptor told when a call is over, to release
+// what its Before started (a span, a timer): once per call whose Before
+// succeeded, after the call's last After. A unary call is over once it
+// answered or failed; a stream connection once it closed, whether its
+// final frame arrived, the consumer stopped reading, or it broke (each
+// resumption of a stream is a call of its own). err is what ended the
+// call, nil for a clean end; a later interceptor's refusal in Before ends
+// the call with that error before anything was sent.
+type Finisher interface {
+	Finish(ctx context.Context, call *Call, err error)
+}
+
 // InterceptorFuncs adapts two functions to an Interceptor; either may be nil.
 type InterceptorFuncs struct {
 	BeforeFunc func(ctx context.Context, call *Call) (context.Context, error)

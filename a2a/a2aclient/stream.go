@@ -174,6 +174,9 @@ func (c *Client) connect(ctx context.Context, method string, params any, cfg *ca
 	if err != nil {
 		return false, false, permanent{err}
 	}
+	if len(c.opts.Interceptors) > 0 {
+		defer func() { c.finish(ctx, call, err) }()
+	}
 	fs, err := c.tr.Stream(ctx, call, activity)
 	if err != nil {
 		return false, false, err
@@ -209,7 +212,7 @@ func (c *Client) connect(ctx context.Context, method string, params any, cfg *ca
 		if len(c.opts.Interceptors) > 0 {
 			if err := c.after(ctx, call, f, nil); err != nil {
 				yield(nil, err)
-				return progressed, true, nil
+				return progressed, true, err // stop: the stream reads no further
 			}
 		}
 		if st.taskID == "" {

@@ -20,6 +20,11 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/netguard"
@@ -112,16 +117,22 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// TracerProvider traces each attempt as a client span whose trace
+	// context the POST carries (W3C traceparent); nil means
+	// otel.GetTracerProvider().
+	TracerProvider trace.TracerProvider
 }
 
 // Deliverer sends the notifications a PushOutbox holds. Run it once per
 // process; several processes may share one outbox.
 type Deliverer struct {
-	outbox a2asrv.PushOutbox
-	opts   Options
-	client *http.Client
-	dialer *net.Dialer
-	wake   chan struct{}
+	outbox  a2asrv.PushOutbox
+	opts    Options
+	client  *http.Client
+	dialer  *net.Dialer
+	wake    chan struct{}
+	tracer  trace.Tracer
+	metrics *metrics
 }
 
 // New returns a Deliverer for outbox; opts may be nil.
@@ -173,7 +184,11 @@ func New(outbox a2asrv.PushOutbox, opts *Options) (*Deliverer, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	d := &Deliverer{outbox: outbox, opts: o, wake: make(chan struct{}, 1)}
+	tp := o.TracerProvider
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	d := &Deliverer{outbox: outbox, opts: o, wake: make(chan struct{}, 1), tracer: tp.Tracer(ScopeName), metrics: newMetrics()}
 	d.dialer = o.Policy.Dialer(&net.Dialer{Timeout: o.ConnectTimeout})
 	tr := &http.Transport{
 		// No proxy: the guard must see the address a connection reaches.
@@ -297,8 +312,28 @@ func (d *Deliverer) deliver(ctx context.Context, del *a2asrv.PushDelivery) {
 	}
 }
 
-// attempt sends del once and says what became of it.
+// attempt sends del once and says what became of it, in a span.
 func (d *Deliverer) attempt(ctx context.Context, del *a2asrv.PushDelivery) a2asrv.PushSettlement {
+	ctx, span := d.tracer.Start(ctx, spanName, trace.WithSpanKind(trace.SpanKindClient))
+	st := d.try(ctx, del)
+	if ctx.Err() == nil {
+		// An attempt cut short by shutdown is tried again at once, and
+		// counted then.
+		d.metrics.settled(st.Outcome)
+	}
+	if span.IsRecording() {
+		span.SetAttributes(attrTaskID.String(del.Config.TaskID), attrConfigID.String(del.Config.ID),
+			attrAttempt.Int(del.Attempts+1), attrOutcome.String(outcomeName(st.Outcome)))
+		if st.Outcome != a2asrv.PushDelivered {
+			span.SetStatus(codes.Error, st.Error)
+		}
+	}
+	span.End()
+	return st
+}
+
+// try sends del once and says what became of it.
+func (d *Deliverer) try(ctx context.Context, del *a2asrv.PushDelivery) a2asrv.PushSettlement {
 	start := d.opts.Now()
 	dead := func(format string, args ...any) a2asrv.PushSettlement {
 		return a2asrv.PushSettlement{Outcome: a2asrv.PushDead, At: d.opts.Now(), Error: fmt.Sprintf(format, args...)}
@@ -412,6 +447,7 @@ func (d *Deliverer) post(ctx context.Context, del *a2asrv.PushDelivery, cfg *a2a
 			req.Header.Set("Authorization", "Bearer "+jwt)
 		}
 	}
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	resp, err := d.client.Do(req)
 	if err != nil {
 		var ue *url.Error

@@ -66,6 +66,15 @@
 // bearer token, so a receiver with ordinary bearer-token middleware can
 // check it. a2aclient.PushVerifier is the receiver's check.
 //
+// # Telemetry
+//
+// Each attempt is a client span, a2a.push.deliver (a2a.task.id,
+// a2a.push.config.id, a2a.push.attempt, a2a.push.outcome), and the POST
+// carries its W3C trace context (traceparent). Deliverer.Collector exports
+// novaos_push_deliveries_total{outcome} (delivered or failed),
+// novaos_push_dead_letters_total and novaos_push_queue_depth, the last
+// read from the outbox at each scrape (a2asrv.PushQueue).
+//
 // # Limits
 //
 // A name is resolved by the Deliverer, and every address it resolves to

@@ -12,6 +12,7 @@ import (
 
 var (
 	_ PushOutbox        = memOutbox{}
+	_ PushQueue         = memOutbox{}
 	_ PushDeliveryStore = (*MemoryPushConfigStore)(nil)
 )
 
@@ -187,6 +188,20 @@ func (o memOutbox) ClaimPush(ctx context.Context, now time.Time, max int, lease 
 	}
 	slices.SortFunc(out, func(a, b *PushDelivery) int { return cmp.Or(a.Queued.Compare(b.Queued), cmp.Compare(a.Seq, b.Seq)) })
 	return out, nil
+}
+
+// PushQueued implements PushQueue.
+func (o memOutbox) PushQueued(ctx context.Context) (int64, error) {
+	s := o.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	for _, byID := range s.byTask {
+		for _, e := range byID {
+			n += int64(len(e.Value.(*memConfig).stream.notes))
+		}
+	}
+	return n, nil
 }
 
 // SettlePush implements PushOutbox.

@@ -138,6 +138,14 @@ type PushOutbox interface {
 	SettlePush(ctx context.Context, d *PushDelivery, s PushSettlement) (*PushDelivery, error)
 }
 
+// PushQueue is a PushOutbox that says how much waits in it, for an
+// operator's metrics; the outboxes of this module implement it.
+type PushQueue interface {
+	// PushQueued returns how many notifications wait to be delivered
+	// (in flight included), over every config.
+	PushQueued(ctx context.Context) (int64, error)
+}
+
 // PushDelivery is the head of one stream, leased to a deliverer.
 type PushDelivery struct {
 	Scope Scope

@@ -13,13 +13,19 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/a2a/a2aotel"
 	"novaos.dev/novaos/a2a/a2apush"
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/a2a/cardsig"
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/builtin"
 	"novaos.dev/novaos/internal/httpapi"
+	"novaos.dev/novaos/internal/instrument"
 	"novaos.dev/novaos/internal/sealkey"
 	"novaos.dev/novaos/internal/tlscert"
 	"novaos.dev/novaos/jwk"
@@ -196,6 +202,12 @@ type Deps struct {
 	// instead of a time.Ticker.
 	SweepEvery  time.Duration
 	SweepTicker func(every time.Duration) (ticks <-chan time.Time, stop func())
+	// Tracing traces every call to every agent (a server span per call,
+	// package a2aotel) and every push attempt; nil traces nothing.
+	Tracing trace.TracerProvider
+	// Metrics, when set, receives the A2A call metrics and the push
+	// delivery metrics.
+	Metrics prometheus.Registerer
 }
 
 // Host serves the hosted agents over every A2A binding: their HTTP
@@ -264,6 +276,9 @@ func (h *Host) mount() error {
 	}
 	h.grpc.handlers = map[string]*a2asrv.Handler{}
 	tasks, push := h.stores.Tasks, h.stores.PushConfigs
+	// Tracing and metrics come first, so their span and duration cover
+	// the other services' interceptors too.
+	interceptors := append([]a2asrv.Interceptor{h.a2aTelemetry()}, h.deps.Interceptors...)
 	for i := range h.agents {
 		a := &h.agents[i]
 		a.card = cardAt(a.agent.Card(), h.interfaces(a.name))
@@ -286,7 +301,7 @@ func (h *Host) mount() error {
 			MaxExtensionURIBytes:  h.opts.MaxExtensionURIBytes,
 			ArtifactFlushInterval: h.opts.ArtifactFlushInterval,
 			RefuseV03:             h.opts.RefuseV03,
-			Interceptors:          slices.Clone(h.deps.Interceptors),
+			Interceptors:          slices.Clone(interceptors),
 		}
 		if h.deps.Tokens != nil {
 			opts.Identify = h.identify
@@ -309,6 +324,24 @@ func (h *Host) mount() error {
 		h.routes = append(h.routes, httpapi.Route{Pattern: p, Handler: sub}, httpapi.Route{Pattern: p + "/", Handler: sub})
 	}
 	return nil
+}
+
+// a2aTelemetry is the interceptor that traces and counts every call to
+// every agent: one for all of them, so they count into one set of series.
+func (h *Host) a2aTelemetry() a2asrv.Interceptor {
+	o := &a2aotel.Options{TracerProvider: h.tracing()}
+	if h.deps.Metrics != nil {
+		o.Metrics = instrument.Register(h.deps.Metrics, a2aotel.NewMetrics(), h.log)
+	}
+	return a2aotel.NewServerInterceptor(o)
+}
+
+// tracing is Deps.Tracing, or the provider that records nothing.
+func (h *Host) tracing() trace.TracerProvider {
+	if h.deps.Tracing == nil {
+		return noop.NewTracerProvider()
+	}
+	return h.deps.Tracing
 }
 
 // identify verifies the execution token a call carries, once for the

@@ -7,6 +7,7 @@ import (
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2apush"
 	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/internal/instrument"
 )
 
 // Push-notification delivery: the database's outbox (filled by every task
@@ -36,10 +37,12 @@ func (h *Host) newPushDelivery(seal *pushSealer) error {
 		}
 	}
 	o.Logger = h.log.With("service", "push")
+	o.TracerProvider = h.tracing()
 	d, err := a2apush.New(outbox, &o)
 	if err != nil {
 		return fmt.Errorf("agenthost: push delivery: %w", err)
 	}
+	instrument.Register(h.deps.Metrics, d.Collector(), h.log)
 	h.pusher = d
 	return nil
 }

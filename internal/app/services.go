@@ -96,7 +96,7 @@ func (s *Server) mount(ctx context.Context, base string, guard *httpapi.Guard) (
 		return m, fmt.Errorf("app: token keys: %w", err)
 	}
 	add(l, m.issuer)
-	mem := add(l, memorysvc.Mount(st, memorysvc.Deps{Tokens: m.issuer}, s.opts.memory()))
+	mem := add(l, memorysvc.Mount(st, memorysvc.Deps{Tokens: m.issuer, Tracing: s.tracing(), Metrics: s.metrics()}, s.opts.memory()))
 	// The tool gateway resumes runs waiting on the gate's decisions; it
 	// is built after the gate, which tells it.
 	var tg atomic.Pointer[toolgw.Service]
@@ -105,18 +105,19 @@ func (s *Server) mount(ctx context.Context, base string, guard *httpapi.Guard) (
 			if t := tg.Load(); t != nil {
 				t.Decided()
 			}
-		}}, s.opts.gate()))
+		}, Tracing: s.tracing(), Metrics: s.metrics()}, s.opts.gate()))
 	sealer, err := s.sealer(dataDir)
 	if err != nil {
 		return m, fmt.Errorf("app: sealing key: %w", err)
 	}
 	if m.host, err = agenthost.New(ctx, st, agenthost.Deps{BaseURL: base, DataDir: dataDir, Logger: s.log, Sealer: sealer,
 		Guard: guard, TLS: s.tls, CheckListener: s.checkPlaintext, Tokens: m.issuer, Interceptors: interceptorsOf(*l),
-		SweepEvery: s.opts.sweepEvery(), SweepTicker: sweepTicker}, &s.opts.Agents); err != nil {
+		SweepEvery: s.opts.sweepEvery(), SweepTicker: sweepTicker, Tracing: s.tracing(), Metrics: s.metrics()}, &s.opts.Agents); err != nil {
 		return m, fmt.Errorf("app: %w", err)
 	}
 	add(l, m.host)
-	gwDeps := execgw.Deps{AdminToken: s.opts.AdminToken, Tokens: m.issuer, Hosted: m.host, BaseURL: base}
+	gwDeps := execgw.Deps{AdminToken: s.opts.AdminToken, Tokens: m.issuer, Hosted: m.host, BaseURL: base,
+		Tracing: s.tracing(), Metrics: s.metrics()}
 	if sealer != nil {
 		gwDeps.Sealer = sealer
 	}
@@ -124,7 +125,7 @@ func (s *Server) mount(ctx context.Context, base string, guard *httpapi.Guard) (
 	if g != nil {
 		gw.Store(g)
 	}
-	toolDeps := toolgw.Deps{Tokens: m.issuer, BaseURL: base, AdminToken: s.opts.AdminToken}
+	toolDeps := toolgw.Deps{Tokens: m.issuer, BaseURL: base, AdminToken: s.opts.AdminToken, Tracing: s.tracing(), Metrics: s.metrics()}
 	if mem != nil {
 		toolDeps.Providers = append(toolDeps.Providers, memoryTools{mem})
 	}

@@ -446,6 +446,13 @@ func (g *flakyGate) ListActions(ctx context.Context, f gate.ActionFilter) ([]gat
 	return g.inner.ListActions(ctx, f)
 }
 
+func (g *flakyGate) CountActions(ctx context.Context, state gate.ActionState) (int, time.Time, error) {
+	if _, err := g.enter(ctx, "CountActions", state); err != nil {
+		return 0, time.Time{}, err
+	}
+	return g.inner.CountActions(ctx, state)
+}
+
 func (g *flakyGate) ExpiringHolds(ctx context.Context, before time.Time, limit int) ([]gate.ActionRecord, error) {
 	if _, err := g.enter(ctx, "ExpiringHolds", ""); err != nil {
 		return nil, err

@@ -290,6 +290,13 @@ var rules = []rule{
 		},
 	},
 	{
+		pkg: module + "/a2a/a2aotel",
+		why: "A2A tracing and metrics hang off the public server's and client's interceptors and are usable outside the platform",
+		forbid: func(dep *pkg) bool {
+			return underAny(dep.ImportPath, "store", "internal", "agent", "registry")
+		},
+	},
+	{
 		pkg: module + "/a2a/a2apb",
 		why: "the generated gRPC messages are the wire contract only: protobuf, gRPC and the standard library",
 		forbid: func(dep *pkg) bool {
@@ -532,6 +539,8 @@ func TestRulesCatchViolations(t *testing.T) {
 		{18, pkg{ImportPath: module + "/agent"}, true},
 		{18, pkg{ImportPath: module + "/a2a"}, false},
 		{18, pkg{ImportPath: module + "/resilience"}, false},
+		{len(rules) - 6, pkg{ImportPath: module + "/a2a/a2asrv"}, false},
+		{len(rules) - 6, pkg{ImportPath: module + "/internal/instrument"}, true},
 		{len(rules) - 5, pkg{ImportPath: "google.golang.org/protobuf/proto"}, false},
 		{len(rules) - 5, pkg{ImportPath: module + "/a2a"}, true},
 		{len(rules) - 4, pkg{ImportPath: module + "/a2a/a2apb"}, false},

@@ -161,8 +161,7 @@ func (s *Service) agentRequest(ctx context.Context, caller *identity.Claims, req
 	if req.SkillID != "" {
 		msg.Metadata = map[string]any{agent.SkillIDMetadataKey: req.SkillID}
 	}
-	traceID, spanID := traceIDOf(caller.RunID), randomHex(8)
-	traceparent := "00-" + traceID + "-" + spanID + "-01"
+	traceID, spanID, traceparent := traceContext(ctx, caller.RunID)
 	pc := map[string]any{
 		"tenant_id": caller.TenantID, "instance_id": inst.ID, "agent_id": agentID(inst),
 		"execution_token": token, "trace_id": traceID, "span_id": spanID, "traceparent": traceparent,

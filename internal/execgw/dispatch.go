@@ -156,6 +156,8 @@ func (d *dispatcher) deliver(parent context.Context, claimed *gateway.Run) {
 	defer cancel(nil)
 	dl := &delivery{s: s, run: claimed, cancel: cancel, news: make(chan struct{}, 1)}
 	log := s.log.With("run_id", claimed.ID, "tenant_id", claimed.TenantID, "instance_id", claimed.InstanceID)
+	ctx, span := s.tel.startDelivery(ctx, claimed)
+	defer func() { endDelivery(span, dl.current()) }()
 
 	// Someone else ending the run (a cancel, on any replica) stops the
 	// call; so does losing the lease.
@@ -187,6 +189,7 @@ func (d *dispatcher) deliver(parent context.Context, claimed *gateway.Run) {
 		dl.settle(ctx, nil, nil, err, log)
 		return
 	}
+	named(span, target.inst.Name)
 	req, callOpts, err := s.request(ctx, dl.current(), target)
 	if err != nil {
 		dl.settle(ctx, nil, nil, err, log)

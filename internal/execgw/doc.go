@@ -62,6 +62,22 @@
 // store's WatchEvents), which reads the run again; a delivery held by
 // the debugger waits on that watch, renewing its lease meanwhile.
 //
+// # Telemetry
+//
+// Each delivery is a span, "invoke_agent <instance name>" (novaos.run_id,
+// novaos.tenant_id, novaos.instance_id, gen_ai.agent.id, the turn, the
+// attempt and the status the run was left in), a root of its own linked
+// to the request that queued the turn (execute, reply, a gate decision)
+// when this process served it: a turn may outlive that request by hours.
+// The call of the agent is its child (package a2a/a2aotel), and the
+// agent receives that trace context in its traceparent header and its
+// platform context; with nothing tracing, the platform context carries a
+// trace id made from the run id, as before. Card and key fetches carry
+// the trace context too. Metrics: novaos_runs_started_total (first
+// deliveries begun), novaos_runs_finished_total{state} (runs ended, in
+// this process) and novaos_runs{state}, read from the store at each
+// scrape (gateway.Store.CountRuns).
+//
 // # Callers
 //
 // The operator (the admin token) acts for any tenant, named by the

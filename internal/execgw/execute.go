@@ -80,6 +80,7 @@ func (s *Service) serveExecute(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.InfoContext(r.Context(), "gateway: run queued", "run_id", stored.ID, "tenant_id", stored.TenantID,
 		"instance_id", stored.InstanceID, "caller", p.subject)
+	s.tel.queued(r.Context(), stored.ID)
 	s.dispatch.kick()
 	httpapi.WriteJSON(w, r, http.StatusAccepted, gateway.ExecuteResult{RunID: stored.ID, Status: stored.Status,
 		ThreadID: stored.ThreadID, EventsURL: gateway.EventsPath + stored.ID})

@@ -96,6 +96,7 @@ type env struct {
 	srv    *httptest.Server
 	store  gateway.Store
 	tokens *fakeTokens
+	wrap   func(http.Handler) http.Handler // in front of the routes, when set
 }
 
 func newEnv(t *testing.T, agents hostedAgents, o *execgw.Options) *env {
@@ -106,7 +107,14 @@ func newEnv(t *testing.T, agents hostedAgents, o *execgw.Options) *env {
 // newEnvOn is newEnv on the store st.
 func newEnvOn(t *testing.T, st gateway.Store, agents hostedAgents, o *execgw.Options) *env {
 	t.Helper()
-	e := &env{t: t, store: st, tokens: &fakeTokens{}}
+	return newEnvWith(t, st, agents, o, nil, nil)
+}
+
+// newEnvWith is newEnvOn with deps changed by with, and the routes behind
+// wrap, when they are set.
+func newEnvWith(t *testing.T, st gateway.Store, agents hostedAgents, o *execgw.Options, with func(*execgw.Deps), wrap func(http.Handler) http.Handler) *env {
+	t.Helper()
+	e := &env{t: t, store: st, tokens: &fakeTokens{}, wrap: wrap}
 	opts := execgw.Options{}
 	if o != nil {
 		opts = *o
@@ -117,7 +125,11 @@ func newEnvOn(t *testing.T, st gateway.Store, agents hostedAgents, o *execgw.Opt
 	if opts.RetryBackoff == 0 {
 		opts.RetryBackoff = time.Millisecond
 	}
-	e.svc = execgw.New(st, execgw.Deps{AdminToken: secret.New(adminTok), Tokens: e.tokens, Hosted: agents, BaseURL: "http://gateway.test"}, &opts)
+	deps := execgw.Deps{AdminToken: secret.New(adminTok), Tokens: e.tokens, Hosted: agents, BaseURL: "http://gateway.test"}
+	if with != nil {
+		with(&deps)
+	}
+	e.svc = execgw.New(st, deps, &opts)
 	e.serve()
 	return e
 }
@@ -129,7 +141,11 @@ func (e *env) serve() {
 	for _, r := range e.svc.Routes() {
 		mux.Handle(r.Pattern, r.Handler)
 	}
-	e.srv = httptest.NewServer(mux)
+	var h http.Handler = mux
+	if e.wrap != nil {
+		h = e.wrap(mux)
+	}
+	e.srv = httptest.NewServer(h)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { e.svc.Run(ctx); close(done) }()

@@ -51,6 +51,7 @@ func (s *Service) mutate(ctx context.Context, cur *gateway.Run, id string, chang
 			return cur, nil, err
 		}
 		s.remember(&stored, now)
+		s.tel.wrote(cur, &stored)
 		s.hub.writeEnds(id, written)
 		return &stored, written, nil
 	}

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2aclient"
 	"novaos.dev/novaos/agent"
@@ -45,8 +47,7 @@ func (s *Service) request(ctx context.Context, run gateway.Run, t *target) (*a2a
 	if err != nil {
 		return nil, nil, fmt.Errorf("execgw: mint the run's token: %w", err)
 	}
-	traceID, spanID := traceIDOf(run.ID), randomHex(8)
-	traceparent := "00-" + traceID + "-" + spanID + "-01"
+	traceID, spanID, traceparent := traceContext(ctx, run.ID)
 	pc := map[string]any{
 		"run_id": run.ID, "tenant_id": run.TenantID, "instance_id": run.InstanceID, "agent_id": run.AgentID,
 		"idempotency_key": run.IdempotencyKey, "execution_token": token,
@@ -210,6 +211,24 @@ func (s *Service) sealSecrets(req *a2a.SendMessageRequest, run *gateway.Run, t *
 		return usercontext.Activation{}, permanentf("sealing the instance's secrets failed: %v", err)
 	}
 	return act, nil
+}
+
+// traceContext is the W3C trace context a call of an agent sends in its
+// platform context and its traceparent header: the span in ctx (a
+// delivery's, or the tool call's that calls an agent), else, when nothing
+// traces, one of the run's own trace id, so the agent's logs of every
+// delivery of a run share a trace id.
+func traceContext(ctx context.Context, runID string) (traceID, spanID, traceparent string) {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		flags := "00"
+		if sc.IsSampled() {
+			flags = "01"
+		}
+		traceID, spanID = sc.TraceID().String(), sc.SpanID().String()
+		return traceID, spanID, "00-" + traceID + "-" + spanID + "-" + flags
+	}
+	traceID, spanID = traceIDOf(runID), randomHex(8)
+	return traceID, spanID, "00-" + traceID + "-" + spanID + "-01"
 }
 
 // traceIDOf is the run's W3C trace id: its UUID's 32 hex digits, so

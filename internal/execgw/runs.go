@@ -304,6 +304,7 @@ func (s *Service) reply(ctx context.Context, p principal, id string, in *Reply) 
 	if err != nil {
 		return nil, err
 	}
+	s.tel.queued(ctx, run.ID)
 	s.dispatch.kick()
 	return run, nil
 }

@@ -12,6 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+
 	"novaos.dev/novaos/a2a/a2aclient"
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/gateway"
@@ -178,6 +181,12 @@ type Deps struct {
 	// BaseURL is the server's public base URL, sent to agents as the
 	// gateway they call platform services at.
 	BaseURL string
+	// Tracing traces every delivery ("invoke_agent <agent>") and every
+	// call of an agent, whose trace context the call carries; nil traces
+	// nothing.
+	Tracing trace.TracerProvider
+	// Metrics, when set, receives the runs' metrics.
+	Metrics prometheus.Registerer
 }
 
 // Service is the execution gateway. Safe for concurrent use.
@@ -198,6 +207,8 @@ type Service struct {
 	outbound *http.Client
 	resolver *a2aclient.Resolver
 	registry registry.Store
+
+	tel *telemetry
 
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -229,6 +240,7 @@ func New(s gateway.Store, deps Deps, o *Options) *Service {
 	svc.revocations = newRunStates(maxRevocationCache)
 	svc.hub = newHub(s, opts.MaxStreams, svc.log)
 	svc.hub.onEvents = svc.revocations.forget
+	svc.tel = newTelemetry(svc, deps)
 	svc.outbound = outboundClient(opts.URLPolicy.Guard().Dialer(&net.Dialer{Timeout: 10 * time.Second}))
 	svc.resolver = a2aclient.NewResolver(&a2aclient.ResolverOptions{HTTPClient: svc.outbound})
 	svc.dispatch = newDispatcher(svc)

@@ -11,6 +11,7 @@ import (
 	"novaos.dev/novaos/ext/usercontext"
 	"novaos.dev/novaos/gateway"
 	"novaos.dev/novaos/internal/httpapi"
+	"novaos.dev/novaos/internal/instrument"
 )
 
 // target is the agent a delivery calls.
@@ -39,7 +40,7 @@ func (s *Service) target(ctx context.Context, run gateway.Run) (*target, error) 
 		return nil, err
 	}
 	t := &target{inst: inst}
-	opts := &a2aclient.Options{Logger: s.log, Timeout: time.Minute}
+	opts := &a2aclient.Options{Logger: s.log, Timeout: time.Minute, Interceptors: s.tel.a2a}
 	switch {
 	case inst.Hosted != "":
 		if s.deps.Hosted == nil {
@@ -81,7 +82,8 @@ func outboundClient(dialer *net.Dialer) *http.Client {
 	tr.DialContext = dialer.DialContext
 	tr.Proxy = nil
 	tr.MaxIdleConnsPerHost = 64
-	return &http.Client{Transport: tr}
+	// Card and key fetches carry the trace context too.
+	return &http.Client{Transport: instrument.Transport(tr)}
 }
 
 func isNotFound(err error) bool { return errors.Is(err, gateway.ErrNotFound) }

@@ -124,6 +124,7 @@ func (s *Service) AnswerWrite(ctx context.Context, tenant, runID, callID string,
 	if err != nil {
 		return err
 	}
+	s.tel.queued(ctx, runID)
 	s.dispatch.kick()
 	return nil
 }

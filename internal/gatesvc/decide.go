@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"novaos.dev/novaos/gate"
 	"novaos.dev/novaos/internal/gatesvc/judge"
 	"novaos.dev/novaos/internal/gatesvc/rules"
@@ -34,11 +36,22 @@ type inflight struct{ done chan struct{} }
 
 // Submit judges an action (the raw JSON an agent sent) or answers from
 // its standing record. With claim set, a pass is claimed in the same step.
+// It is traced ("gate.decide") and its verdict counted.
 func (s *Service) Submit(ctx context.Context, c *Caller, raw []byte, claim bool) (gate.Verdict, error) {
+	ctx, span := s.tel.startDecision(ctx, c)
+	v, err := s.submit(ctx, c, raw, claim)
+	s.tel.decided(span, v, err)
+	return v, err
+}
+
+func (s *Service) submit(ctx context.Context, c *Caller, raw []byte, claim bool) (gate.Verdict, error) {
 	start := s.o.Now()
 	act, wireContext, err := gate.DecodeSubmitted(raw)
 	if err != nil {
 		return gate.Verdict{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(attrActionType.String(act.ActionType))
 	}
 	if err := c.tenantOK(act.TenantID); err != nil {
 		return gate.Verdict{}, err
@@ -121,6 +134,9 @@ func (s *Service) Submit(ctx context.Context, c *Caller, raw []byte, claim bool)
 // answerStanding answers a submit of an action that has a record: a
 // resume, or a retried submit. The content must be the commitment's.
 func (s *Service) answerStanding(ctx context.Context, c *Caller, rec gate.ActionRecord, act *gate.Action, fp string, claim bool) (gate.Verdict, error) {
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(attrStanding.Bool(true))
+	}
 	var reason gate.Reason
 	switch {
 	case rec.Fingerprint == "":
@@ -211,6 +227,9 @@ func (s *Service) judgeFresh(ctx context.Context, c *Caller, sess gate.SessionRe
 		s.log.Error("gate: rule set unavailable; refusing the write", "tenant", act.TenantID, "err", err)
 		out = outcome{verdict: gate.Kill, reason: gate.ReasonRulesUnavailable, rationale: "the tenant's rule set could not be loaded"}
 	} else {
+		if span := trace.SpanFromContext(ctx); span.IsRecording() && set != nil {
+			span.SetAttributes(attrRuleCount.Int(len(set.doc.Rules)))
+		}
 		t0 := time.Now()
 		out, err = s.applyRules(ctx, set, sess, act, ctxMap, now, &d)
 		d.RulesMicros = time.Since(t0).Microseconds()
@@ -415,7 +434,9 @@ func (s *Service) applyJudge(ctx context.Context, set *ruleSet, act *gate.Action
 	}
 	jd := &gate.JudgeDecision{Model: s.o.JudgeModel, PromptVersion: JudgePromptVersion}
 	d.Judge = jd
-	v, err := s.o.Judge.Judge(ctx, req)
+	jctx, span := s.tel.startJudge(ctx, s.o.JudgeModel)
+	defer func() { endJudge(span, jd.Verdict, gate.Reason(jd.Failure)) }()
+	v, err := s.o.Judge.Judge(jctx, req)
 	var got outcome
 	if err != nil {
 		reason := gate.ReasonJudgeError

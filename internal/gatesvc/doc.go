@@ -84,4 +84,16 @@
 // hash-chained log (gate.ChainHash) in the same transaction as the change it
 // records. `novaos gate audit verify` pages through it and detects any
 // altered, removed or reordered entry, and entries removed from the end.
+//
+// # Telemetry
+//
+// Each submit is a "gate.decide" span: the verdict, the reason, the rule
+// cited, how many rules the tenant's set holds, the action type, whether
+// a standing record answered; never the action's context or arguments. A
+// judge call is a "gate.judge" span under it (its model, its verdict or
+// why it gave none). Metrics: novaos_gate_verdicts_total{verdict},
+// novaos_gate_holds_pending and novaos_gate_oldest_hold_age_seconds (read
+// from the store's state index at each scrape, gate.Store.CountActions),
+// and novaos_gate_hold_age_seconds{decision}, the age of each hold when
+// it was approved, denied or expired.
 package gatesvc

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/gate"
 	"novaos.dev/novaos/identity"
@@ -35,6 +38,11 @@ type Deps struct {
 	// records, after it is stored (the tool gateway resumes the runs
 	// waiting on it).
 	Decided func(gate.ActionRecord)
+	// Tracing traces every decision ("gate.decide") and judge call
+	// ("gate.judge"); nil traces nothing.
+	Tracing trace.TracerProvider
+	// Metrics, when set, receives the verdicts and the holds' metrics.
+	Metrics prometheus.Registerer
 }
 
 // TriagePath is the operator triage page.
@@ -48,6 +56,7 @@ func Mount(st *store.Stores, deps Deps, o *Options) *Service {
 	}
 	s := New(st.Gate, o)
 	s.deps = deps
+	s.tel = newTelemetry(deps.Tracing, deps.Metrics, st.Gate, s.o.Now, s.log)
 	return s
 }
 

@@ -245,6 +245,12 @@ func (s *Service) Decide(ctx context.Context, tenant, sessionID, actionID string
 			return rec, err
 		}
 		s.waiters.wake(keyOf(out))
+		switch {
+		case rec.State == gate.ActionHeld && out.State == gate.ActionApproved:
+			s.tel.holdEnded(out, "approved")
+		case rec.State == gate.ActionHeld && out.State == gate.ActionDenied:
+			s.tel.holdEnded(out, "denied")
+		}
 		if s.deps.Decided != nil {
 			s.deps.Decided(out)
 		}

@@ -93,6 +93,8 @@ type Service struct {
 	closing   chan struct{} // closed by Close
 	closeOnce sync.Once
 
+	tel *telemetry
+
 	deps Deps // Mount's
 }
 
@@ -133,6 +135,7 @@ func New(store gate.Store, o *Options) *Service {
 		opts.SweepEvery = DefaultSweepEvery
 	}
 	s := &Service{store: store, o: opts, log: opts.Logger, recheck: time.Second, inflight: map[actionKey]*inflight{}, closing: make(chan struct{})}
+	s.tel = newTelemetry(nil, nil, store, opts.Now, opts.Logger) // Mount's replaces it
 	s.rules.init(store, opts.RuleRefresh, opts.Rules, opts.Now)
 	s.waiters.init()
 	return s
@@ -241,6 +244,7 @@ func (s *Service) expireHold(ctx context.Context, r gate.ActionRecord, reason ga
 	out, err := s.write(ctx, r, next, "hold_expired", "gate", map[string]any{"reason": reason})
 	if err == nil {
 		s.waiters.wake(keyOf(r))
+		s.tel.holdEnded(out, "expired")
 	}
 	return out, err
 }

@@ -75,4 +75,16 @@
 // gives it, a stable code, and the field and rule broken. Request bodies are
 // bounded (HandlerOptions.MaxBodyBytes), a repeated JSON key anywhere is
 // refused, and tool arguments must use the exact field names.
+//
+// # Telemetry
+//
+// Every operation, over MCP or in process (the tool gateway's
+// novaos.memory.*), is a span named "memory.<op>" (memory.write,
+// memory.query, …) with novaos.memory.operation, novaos.memory.outcome,
+// the tenant, the agent and the run; never content. Metrics:
+// novaos_memory_operations_total{op,outcome} (ok, or the error's code),
+// novaos_memory_operation_duration_seconds{op}, and, for a store with an
+// in-process search index (memory.IndexReporter), novaos_memory_index_size
+// {kind=partitions|memories} and novaos_memory_index_bytes, read from
+// memory at each scrape.
 package memorysvc

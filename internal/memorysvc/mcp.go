@@ -203,6 +203,7 @@ type toolSet struct {
 	fields map[string]*strictjson.Fields
 	// checks counts the tools' own passes over their arguments.
 	checks *atomic.Int64
+	tel    *telemetry
 }
 
 // mcpServer is MCPServer, with its tools' field names.
@@ -210,7 +211,7 @@ func (s *Service) mcpServer(version string) (*mcp.Server, *toolSet) {
 	if version == "" {
 		version = "dev"
 	}
-	set := &toolSet{fields: make(map[string]*strictjson.Fields), checks: &s.argChecks,
+	set := &toolSet{fields: make(map[string]*strictjson.Fields), checks: &s.argChecks, tel: s.tel,
 		calls: map[string]func(context.Context, *Caller, json.RawMessage) *mcp.CallToolResult{}}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "novaos-memory", Title: "NovaOS memory", Version: version}, &mcp.ServerOptions{
 		Instructions: "Tenant-isolated agent memory, as the NovaOS memory guide describes it. Identity comes from the bearer token; no argument names a tenant, agent or user.",
@@ -314,7 +315,8 @@ func addTool[In, Out any](srv *mcp.Server, set *toolSet, name, title, desc strin
 	set.fields[name] = fields
 	tool := &mcp.Tool{Name: name, Title: title, Description: desc, InputSchema: in, OutputSchema: out,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: readOnly}}
-	call := func(ctx context.Context, c *Caller, args json.RawMessage, checked bool) *mcp.CallToolResult {
+	op := opOf(name)
+	run := func(ctx context.Context, c *Caller, args json.RawMessage, checked bool) (*mcp.CallToolResult, *memory.Error) {
 		if len(bytes.TrimSpace(args)) == 0 || string(args) == "null" {
 			args = json.RawMessage("{}")
 		}
@@ -327,17 +329,26 @@ func addTool[In, Out any](srv *mcp.Server, set *toolSet, name, title, desc strin
 			bad = decodeWith(args, fields, &v)
 		}
 		if bad != nil {
-			return toolError(bad)
+			return toolError(bad), bad
 		}
 		res, err := fn(ctx, c, &v)
 		if err != nil {
-			return toolError(memory.ErrorFor(err))
+			e := memory.ErrorFor(err)
+			return toolError(e), e
 		}
 		b, err := json.Marshal(res)
 		if err != nil {
-			return toolError(memory.ErrorFor(err))
+			e := memory.ErrorFor(err)
+			return toolError(e), e
 		}
-		return &mcp.CallToolResult{StructuredContent: json.RawMessage(b), Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
+		return &mcp.CallToolResult{StructuredContent: json.RawMessage(b), Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
+	}
+	// Every operation, over MCP or in process, is traced and counted.
+	call := func(ctx context.Context, c *Caller, args json.RawMessage, checked bool) *mcp.CallToolResult {
+		ctx, span, start := set.tel.start(ctx, op, c)
+		res, e := run(ctx, c, args, checked)
+		set.tel.end(span, op, start, e)
+		return res
 	}
 	set.tools = append(set.tools, tool)
 	set.calls[name] = func(ctx context.Context, c *Caller, args json.RawMessage) *mcp.CallToolResult {

@@ -3,6 +3,9 @@ package memorysvc
 import (
 	"net/http"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/httpapi"
@@ -21,6 +24,12 @@ type Tokens interface {
 // Deps are what the memory service takes from the server around it.
 type Deps struct {
 	Tokens Tokens // required
+	// Tracing traces every memory operation ("memory.write", …); nil
+	// traces nothing.
+	Tracing trace.TracerProvider
+	// Metrics, when set, receives the operations' metrics and the
+	// store's index size.
+	Metrics prometheus.Registerer
 }
 
 // Mount builds the memory service over st.Memory, its callers identified
@@ -31,6 +40,7 @@ func Mount(st *store.Stores, deps Deps, o *Options) *Service {
 	}
 	s := New(st.Memory, o)
 	s.tokens = deps.Tokens
+	s.tel = newTelemetry(deps.Tracing, deps.Metrics, st.Memory, s.log)
 	if o != nil {
 		s.maxBody = o.MaxBodyBytes
 	}

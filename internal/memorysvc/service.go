@@ -85,6 +85,7 @@ type Service struct {
 
 	tokens  Tokens // Mount's
 	maxBody int64
+	tel     *telemetry
 	// argChecks counts the passes tools made over their own arguments,
 	// which Handler's check of the whole body spares them.
 	argChecks atomic.Int64
@@ -125,6 +126,7 @@ func New(store memory.Store, o *Options) *Service {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.tel = newTelemetry(nil, nil, store, s.log) // Mount's replaces it
 	return s
 }
 

@@ -141,9 +141,20 @@ func (s *Service) find(ctx context.Context, c *Caller, name string) (*Tool, Prov
 	return nil, nil, rpcError(-32602, fmt.Sprintf("unknown tool %q", name), &tools.ErrorData{Code: tools.ReasonToolNotFound, Tool: name})
 }
 
-// call answers tools/call: find, authorise, check, classify, and run the
-// call, through the gate when it is write-class.
+// call answers tools/call, traced and counted (telemetry.go).
 func (s *Service) call(ctx context.Context, r *request) (*mcp.CallToolResult, error) {
+	start := time.Now()
+	ctx, span := s.tel.start(ctx, r)
+	var st callStat
+	res, err := s.callTool(ctx, r, &st)
+	s.tel.end(span, &st, start, res, err)
+	return res, err
+}
+
+// callTool answers tools/call: find, authorise, check, classify, and run
+// the call, through the gate when it is write-class; st learns the
+// call's class and request as they are settled.
+func (s *Service) callTool(ctx context.Context, r *request, st *callStat) (*mcp.CallToolResult, error) {
 	c, name := r.caller, r.env.Params.Name
 	select {
 	case s.inflight <- struct{}{}:
@@ -158,6 +169,8 @@ func (s *Service) call(ctx context.Context, r *request) (*mcp.CallToolResult, er
 	if err != nil {
 		return nil, err
 	}
+	class := tools.ActionClass(name, t.Annotations)
+	st.class = class
 	if scope := missingScope(c, t); scope != "" {
 		return nil, rpcError(tools.CodeForbidden, "the token lacks the scope "+scope,
 			&tools.ErrorData{Code: tools.ReasonInsufficientScope, Scope: scope, Tool: name})
@@ -178,7 +191,6 @@ func (s *Service) call(ctx context.Context, r *request) (*mcp.CallToolResult, er
 		return nil, rpcError(-32602, "the arguments do not match the tool's input schema: "+err.Error(),
 			&tools.ErrorData{Code: tools.ReasonInvalidArguments, Tool: name})
 	}
-	class := tools.ActionClass(name, t.Annotations)
 	pol, err := s.policies.get(ctx, c.Tenant)
 	if err != nil {
 		return nil, s.unavailable("the tenant's tool policy could not be loaded", err)
@@ -205,6 +217,7 @@ func (s *Service) call(ctx context.Context, r *request) (*mcp.CallToolResult, er
 		}
 	}
 	call := &Request{Caller: c, Tool: t, Arguments: args, CallID: freshCallID(r)}
+	st.class, st.call = class, call
 	if class == tools.ClassWrite {
 		return s.callWrite(ctx, r, p, call)
 	}
@@ -257,6 +270,7 @@ func (s *Service) run(ctx context.Context, p Provider, call *Request, class tool
 		fields["error"] = firstText(res)
 	}
 	s.runEvent(ctx, call.Caller, eventToolResult, fields)
+	call.outcome = outcome
 	s.meter.add(call.Caller, call.Tool.Name, outcome, int64(len(call.Arguments)), int64(size), elapsed)
 	entry := map[string]any{"tool": call.Tool.Name, "class": class, "outcome": outcome, "run_id": call.Caller.Run,
 		"instance_id": call.Caller.Instance, "user_id": call.Caller.User, "duration_us": elapsed.Microseconds(),

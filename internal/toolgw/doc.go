@@ -39,6 +39,22 @@
 //     per tenant, agent, tool, run and outcome (GET UsagePath), and
 //     audited in the gate's hash chain.
 //
+// # Telemetry
+//
+// Each tools/call is a server span, "tools/call <tool>" as MCP's
+// conventions name it (mcp.method.name, gen_ai.operation.name
+// execute_tool, gen_ai.tool.name, gen_ai.tool.call.id, novaos.run_id,
+// novaos.tenant_id, novaos.tool.class, novaos.tool.outcome, and
+// error.type when it failed); never an argument or a result. Its parent
+// is the span of the HTTP request, or the trace context the call's _meta
+// carries when that is another trace. The span is in the context the
+// provider is called with: an upstream server's request carries it as
+// traceparent (and in the call's _meta), and so do notify.webhook's,
+// http.fetch's and the connectors' requests; agents.call's A2A call is
+// its child. novaos_tool_calls_total{outcome,class} counts the calls (ok,
+// error, failed, timeout, refused, held, unavailable; read, write,
+// unknown) and novaos_tool_call_duration_seconds{class} times them.
+//
 // # Choices
 //
 //   - Sessions: initialize mints an Mcp-Session-Id kept in the database,

@@ -32,6 +32,10 @@ type envelope struct {
 		Meta      struct {
 			Query  string `json:"novaos.dev/query"`
 			CallID string `json:"novaos.dev/call_id"`
+			// Traceparent and Tracestate are the caller's trace context,
+			// as MCP's conventions carry it.
+			Traceparent string `json:"traceparent"`
+			Tracestate  string `json:"tracestate"`
 		} `json:"_meta"`
 	} `json:"params"`
 

@@ -311,6 +311,13 @@ func newHarness(t *testing.T) *harness {
 // providers after the demo one.
 func newHarnessWith(t testing.TB, o *Options, extra ...Provider) *harness {
 	t.Helper()
+	return newHarnessDeps(t, o, nil, extra...)
+}
+
+// newHarnessDeps is newHarnessWith with the gateway's deps changed by
+// with, when it is set.
+func newHarnessDeps(t testing.TB, o *Options, with func(*Deps), extra ...Provider) *harness {
+	t.Helper()
 	iss, err := auth.Open("", auth.Options{Issuer: "http://novaos.test"})
 	if err != nil {
 		t.Fatal(err)
@@ -318,7 +325,11 @@ func newHarnessWith(t testing.TB, o *Options, extra ...Provider) *harness {
 	h := &harness{t: t, issuer: iss, demo: &demoProvider{calls: map[string]int{}},
 		gate: &scriptedGate{verdict: gate.Verdict{Verdict: gate.Pass}}, runs: &recordingRuns{events: map[string][]gateway.Event{}},
 		store: tools.NewMemStore()}
-	h.svc = New(Deps{Store: h.store, Tokens: iss, Providers: append([]Provider{h.demo}, extra...), Gate: h.gate, Runs: h.runs, BaseURL: "http://novaos.test"}, o)
+	deps := Deps{Store: h.store, Tokens: iss, Providers: append([]Provider{h.demo}, extra...), Gate: h.gate, Runs: h.runs, BaseURL: "http://novaos.test"}
+	if with != nil {
+		with(&deps)
+	}
+	h.svc = New(deps, o)
 	mux := http.NewServeMux()
 	for _, r := range h.svc.Routes() {
 		mux.Handle(r.Pattern, r.Handler)

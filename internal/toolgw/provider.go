@@ -68,6 +68,8 @@ type Request struct {
 	Arguments json.RawMessage
 	// CallID identifies the call in the run's events and the gate.
 	CallID string
+
+	outcome string // how the provider's call went, once made (run)
 }
 
 // Provider offers tools: the built-in servers and the upstream MCP

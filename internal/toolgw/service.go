@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/gate"
@@ -197,6 +199,12 @@ type Deps struct {
 	BaseURL string
 	// AdminToken is the server's admin token (policy administration).
 	AdminToken secret.Value
+	// Tracing traces every tools/call as a server span, "tools/call
+	// <tool>", whose context the call's provider sees (its outbound
+	// requests carry it); nil traces nothing.
+	Tracing trace.TracerProvider
+	// Metrics, when set, receives the calls' metrics.
+	Metrics prometheus.Registerer
 }
 
 // Service is the tool gateway.
@@ -211,6 +219,7 @@ type Service struct {
 	inflight chan struct{}
 	meter    *meter
 	audit    *auditor
+	tel      *telemetry
 
 	decided chan struct{} // a gate decision was made in this process
 
@@ -241,6 +250,7 @@ func New(deps Deps, o *Options) *Service {
 	s.policies = newPolicies(deps.Store, opts.Now)
 	s.sessions = newSessionCache(deps.Store, opts.SessionIdle, opts.Now)
 	s.audit = newAuditor(deps.Gate, s.log, opts.AuditDelay)
+	s.tel = newTelemetry(deps, s.log)
 	return s
 }
 

@@ -28,7 +28,10 @@ func (db *DB) MemoryStore() *MemoryStore { return &MemoryStore{db} }
 // partition's vectors in the process.
 type MemoryStore struct{ db *DB }
 
-var _ memory.Store = (*MemoryStore)(nil)
+var (
+	_ memory.Store         = (*MemoryStore)(nil)
+	_ memory.IndexReporter = (*MemoryStore)(nil)
+)
 
 // errBadText: PostgreSQL text holds neither NUL nor invalid UTF-8, so such
 // a value can name nothing stored and cannot be stored.
@@ -363,6 +366,13 @@ func (s *MemoryStore) SearchVector(ctx context.Context, tenant string, f memory.
 		return nil, fmt.Errorf("postgres: vector search: %w", err)
 	}
 	return hits, nil
+}
+
+// IndexStats implements memory.IndexReporter: what the process's memory
+// index holds, shared by every handle on this database.
+func (s *MemoryStore) IndexStats() memory.IndexStats {
+	st := s.db.index.Stats()
+	return memory.IndexStats{Partitions: st.Partitions, Memories: st.Memories, Bytes: st.Bytes}
 }
 
 func (s *MemoryStore) TermStats(ctx context.Context, tenant string, p memory.Partition, terms []string) (int, map[string]int, error) {

@@ -74,6 +74,7 @@ func (db *DB) PushOutbox() a2asrv.PushOutbox { return &pushConfigStore{db} }
 
 var (
 	_ a2asrv.PushOutbox        = (*pushConfigStore)(nil)
+	_ a2asrv.PushQueue         = (*pushConfigStore)(nil)
 	_ a2asrv.PushDeliveryStore = (*pushConfigStore)(nil)
 )
 
@@ -145,6 +146,20 @@ func (db *DB) batch(ctx context.Context, stmts ...func(b *pgx.Batch)) error {
 		st(b)
 	}
 	return db.pool.SendBatch(ctx, b).Close()
+}
+
+// pushQueuedSQL sums the pending counters of the streams that have a
+// head due: the partial index on due_ms reads those rows only, however
+// many configs are idle or dead.
+const pushQueuedSQL = `SELECT COALESCE(SUM(pending), 0) FROM a2a_push_configs WHERE due_ms IS NOT NULL`
+
+// PushQueued implements a2asrv.PushQueue.
+func (s *pushConfigStore) PushQueued(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.db.pool.QueryRow(ctx, pushQueuedSQL).Scan(&n); err != nil {
+		return 0, fmt.Errorf("postgres: push queue depth: %w", err)
+	}
+	return n, nil
 }
 
 func (s *pushConfigStore) ClaimPush(ctx context.Context, now time.Time, max int, lease time.Duration) ([]*a2asrv.PushDelivery, error) {

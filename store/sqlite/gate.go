@@ -274,6 +274,19 @@ func (g *GateStore) ListActions(ctx context.Context, f gate.ActionFilter) ([]gat
 	return out, nil
 }
 
+// CountActions implements gate.Store.
+func (g *GateStore) CountActions(ctx context.Context, state gate.ActionState) (int, time.Time, error) {
+	var n int
+	var oldest *int64
+	if err := g.db.r.QueryRowContext(ctx, `SELECT COUNT(*), MIN(created_us) FROM gate_actions WHERE state = ?`, string(state)).Scan(&n, &oldest); err != nil {
+		return 0, time.Time{}, fmt.Errorf("sqlite: count gate actions %s: %w", state, err)
+	}
+	if oldest == nil {
+		return n, time.Time{}, nil
+	}
+	return n, sqlstore.FromMicros(*oldest), nil
+}
+
 func (g *GateStore) ExpiringHolds(ctx context.Context, before time.Time, limit int) ([]gate.ActionRecord, error) {
 	rows, err := g.db.r.QueryContext(ctx, `SELECT `+sqlstore.ActionCols+` FROM gate_actions
 		WHERE state = 'held' AND hold_expires_us <> 0 AND hold_expires_us <= ?

@@ -223,6 +223,33 @@ func (g *GatewayStore) CreateRun(ctx context.Context, w gateway.RunWrite) (gatew
 	return w.Run, w.Events, nil
 }
 
+// countRunsSQL counts the runs by status, reading the whole table: fine
+// for the thousands of runs a server keeps; an index on status would make
+// it read the index alone.
+const countRunsSQL = `SELECT status, COUNT(*) FROM gateway_runs GROUP BY status`
+
+// CountRuns implements gateway.Store.
+func (g *GatewayStore) CountRuns(ctx context.Context) (map[gateway.Status]int64, error) {
+	rows, err := g.db.r.QueryContext(ctx, countRunsSQL)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: count gateway runs: %w", err)
+	}
+	defer rows.Close()
+	out := map[gateway.Status]int64{}
+	for rows.Next() {
+		var st string
+		var n int64
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, fmt.Errorf("sqlite: count gateway runs: %w", err)
+		}
+		out[gateway.Status(st)] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: count gateway runs: %w", err)
+	}
+	return out, nil
+}
+
 func (g *GatewayStore) GetRun(ctx context.Context, tenantID, id string) (gateway.Run, error) {
 	var row *sql.Row
 	if tenantID == "" {

@@ -40,7 +40,10 @@ func (db *DB) MemoryStore() *MemoryStore { return &MemoryStore{db} }
 // query's model in the database and keeps the best in process.
 type MemoryStore struct{ db *DB }
 
-var _ memory.Store = (*MemoryStore)(nil)
+var (
+	_ memory.Store         = (*MemoryStore)(nil)
+	_ memory.IndexReporter = (*MemoryStore)(nil)
+)
 
 func nullFloat(f *float64) any {
 	if f == nil {
@@ -322,6 +325,13 @@ func scanMemories(rows *sql.Rows) ([]memory.Memory, error) {
 		out = append(out, *m)
 	}
 	return out, rows.Err()
+}
+
+// IndexStats implements memory.IndexReporter: what the process's memory
+// index holds, shared by every handle on this database.
+func (s *MemoryStore) IndexStats() memory.IndexStats {
+	st := s.db.index.Stats()
+	return memory.IndexStats{Partitions: st.Partitions, Memories: st.Memories, Bytes: st.Bytes}
 }
 
 func (s *MemoryStore) TermStats(ctx context.Context, tenant string, p memory.Partition, terms []string) (int, map[string]int, error) {

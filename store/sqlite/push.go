@@ -68,6 +68,7 @@ func (db *DB) PushOutbox() a2asrv.PushOutbox { return &pushConfigStore{db} }
 
 var (
 	_ a2asrv.PushOutbox        = (*pushConfigStore)(nil)
+	_ a2asrv.PushQueue         = (*pushConfigStore)(nil)
 	_ a2asrv.PushDeliveryStore = (*pushConfigStore)(nil)
 )
 
@@ -154,6 +155,20 @@ func dropTaskPush(tx *sql.Tx, scope a2asrv.Scope, taskID string) error {
 	}
 	_, err := tx.Exec(`DELETE FROM a2a_push_configs WHERE tenant = ? AND owner = ? AND task_id = ?`, scope.Tenant, scope.Owner, taskID)
 	return err
+}
+
+// pushQueuedSQL sums the pending counters of the streams that have a
+// head due: the partial index on due_ms reads those rows only, however
+// many configs are idle or dead.
+const pushQueuedSQL = `SELECT COALESCE(SUM(pending), 0) FROM a2a_push_configs WHERE due_ms IS NOT NULL`
+
+// PushQueued implements a2asrv.PushQueue.
+func (s *pushConfigStore) PushQueued(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.db.r.QueryRowContext(ctx, pushQueuedSQL).Scan(&n); err != nil {
+		return 0, fmt.Errorf("sqlite: push queue depth: %w", err)
+	}
+	return n, nil
 }
 
 func (s *pushConfigStore) ClaimPush(ctx context.Context, now time.Time, max int, lease time.Duration) ([]*a2asrv.PushDelivery, error) {

@@ -29,6 +29,7 @@ func TestGateStore(t *testing.T, newStore func(t *testing.T) gate.Store) {
 	t.Run("ListActions", func(t *testing.T) { testGateListActions(t, newStore(t)) })
 	t.Run("ListActionsLimit", func(t *testing.T) { testGateListLimit(t, newStore(t)) })
 	t.Run("ExpiringHolds", func(t *testing.T) { testGateExpiringHolds(t, newStore(t)) })
+	t.Run("CountActions", func(t *testing.T) { testGateCountActions(t, newStore(t)) })
 	t.Run("Aggregate", func(t *testing.T) { testGateAggregate(t, newStore(t)) })
 	t.Run("LedgerRecount", func(t *testing.T) { testGateLedgerRecount(t, newStore(t)) })
 	t.Run("LedgerPrecision", func(t *testing.T) { testGateLedgerPrecision(t, newStore(t)) })
@@ -1137,4 +1138,36 @@ func testGateHeartbeat(t *testing.T, s gate.Store) {
 			t.Errorf("Heartbeat %d returned %v, want %v (UTC)", i, prev, want[i])
 		}
 	}
+}
+
+func testGateCountActions(t *testing.T, s gate.Store) {
+	ctx := ctxT(t)
+	count := func(state gate.ActionState, wantN int, wantOldest time.Time) {
+		t.Helper()
+		n, oldest, err := s.CountActions(ctx, state)
+		if err != nil {
+			t.Fatalf("CountActions(%s): %v", state, err)
+		}
+		if n != wantN || !oldest.Equal(wantOldest) {
+			t.Errorf("CountActions(%s) = %d, %v; want %d, %v", state, n, oldest, wantN, wantOldest)
+		}
+	}
+	count(gate.ActionHeld, 0, time.Time{})
+	for _, sd := range []struct {
+		tenant, action string
+		state          gate.ActionState
+		at             time.Duration
+	}{
+		{"acme", "approved", gate.ActionApproved, 0}, // older, but no longer held
+		{"globex", "h2", gate.ActionHeld, 2 * time.Minute},
+		{"acme", "h1", gate.ActionHeld, time.Minute},
+		{"acme", "h3", gate.ActionHeld, 3 * time.Minute},
+	} {
+		r := gateAction(sd.tenant, "s1", sd.action)
+		r.State = sd.state
+		mustWrite(t, s, gate.ActionWrite{Record: r, Now: gateAt(sd.at)})
+	}
+	count(gate.ActionHeld, 3, gateAt(time.Minute))
+	count(gate.ActionApproved, 1, gateT0)
+	count(gate.ActionExpired, 0, time.Time{})
 }

@@ -39,6 +39,7 @@ func TestGatewayStore(t *testing.T, newStore func(t *testing.T) gateway.Store) {
 	t.Run("Events", func(t *testing.T) { testGwEvents(t, newStore(t)) })
 	t.Run("ListRuns", func(t *testing.T) { testGwListRuns(t, newStore(t)) })
 	t.Run("ListRunsLimit", func(t *testing.T) { testGwListRunsLimit(t, newStore(t)) })
+	t.Run("CountRuns", func(t *testing.T) { testGwCountRuns(t, newStore(t)) })
 	t.Run("ClaimRuns", func(t *testing.T) { testGwClaimRuns(t, newStore(t)) })
 	t.Run("DebugHold", func(t *testing.T) { testGwDebugHold(t, newStore(t)) })
 	t.Run("ClaimRunsConcurrent", func(t *testing.T) {
@@ -1578,4 +1579,28 @@ func testGwWatchConcurrent(t *testing.T, writer, watcher gateway.Store) {
 			t.Errorf("WatchEvents reported %v", c)
 		}
 	}
+}
+
+func testGwCountRuns(t *testing.T, s gateway.Store) {
+	ctx := ctxT(t)
+	count := func(when string, want map[gateway.Status]int64) {
+		t.Helper()
+		got, err := s.CountRuns(ctx)
+		if err != nil {
+			t.Fatalf("CountRuns: %v", err)
+		}
+		if diff := gocmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: counts (-want +got):\n%s", when, diff)
+		}
+	}
+	count("empty", map[gateway.Status]int64{})
+	mustCreateRun(t, s, gateway.RunWrite{Run: withStatus(gwRun("acme", "r1"), gateway.StatusQueued), Now: gwT0})
+	mustCreateRun(t, s, gateway.RunWrite{Run: withStatus(gwRun("acme", "r2"), gateway.StatusQueued), Now: gwT0})
+	r3, _ := mustCreateRun(t, s, gateway.RunWrite{Run: withStatus(gwRun("globex", "r3"), gateway.StatusRunning), Now: gwT0})
+	count("created", map[gateway.Status]int64{gateway.StatusQueued: 2, gateway.StatusRunning: 1})
+	r3.Status, r3.EndedAt = gateway.StatusCompleted, gwAt(time.Minute)
+	if _, _, err := s.WriteRun(ctx, gateway.RunWrite{Run: r3, ExpectVersion: r3.Version, Now: gwAt(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	count("one completed", map[gateway.Status]int64{gateway.StatusQueued: 2, gateway.StatusCompleted: 1})
 }

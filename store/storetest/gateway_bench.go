@@ -61,6 +61,25 @@ func BenchmarkGatewayStore(b *testing.B, s gateway.Store) {
 			}
 		})
 	})
+	b.Run("CountRuns1k", func(b *testing.B) {
+		// What a metrics scrape reads (the runs gauge), over a thousand
+		// runs of every status.
+		statuses := []gateway.Status{gateway.StatusQueued, gateway.StatusRunning, gateway.StatusWaitingUser,
+			gateway.StatusCompleted, gateway.StatusFailed, gateway.StatusCancelled}
+		for i := range 1000 {
+			r := gwRun("bench", fmt.Sprintf("%s-count-%d", prefix, i))
+			r.Status = statuses[i%len(statuses)]
+			if _, _, err := s.CreateRun(ctx, gateway.RunWrite{Run: r, Now: time.Now()}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := s.CountRuns(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("Events100", func(b *testing.B) {
 		r := newRun(b, 100)
 		b.ReportAllocs()

@@ -16,7 +16,7 @@ import (
 
 // PushStores are a task store and the push-config store and outbox that
 // share its writes (a2asrv.PushOutbox). Configs must implement
-// a2asrv.PushDeliveryStore.
+// a2asrv.PushDeliveryStore, and Outbox a2asrv.PushQueue.
 type PushStores struct {
 	Tasks   a2asrv.TaskStore
 	Configs a2asrv.PushConfigStore
@@ -37,6 +37,7 @@ func TestPushOutbox(t *testing.T, newStores func(t *testing.T) PushStores) {
 	t.Run("DeleteDrops", func(t *testing.T) { testPushDelete(t, newStores(t)) })
 	t.Run("BadSettlement", func(t *testing.T) { testPushBadSettlement(t, newStores(t)) })
 	t.Run("Continue", func(t *testing.T) { testPushContinue(t, newStores(t)) })
+	t.Run("QueueDepth", func(t *testing.T) { testPushQueueDepth(t, newStores(t)) })
 }
 
 // Claims run at a time after every write a test made, with a lease long
@@ -465,4 +466,41 @@ func testPushContinue(t *testing.T, s PushStores) {
 	if ds := claim(t, s, later(), 10); len(ds) != 1 {
 		t.Fatalf("after the run: %d claimable", len(ds))
 	}
+}
+
+func testPushQueueDepth(t *testing.T, s PushStores) {
+	q, ok := s.Outbox.(a2asrv.PushQueue)
+	if !ok {
+		t.Fatalf("%T is not an a2asrv.PushQueue", s.Outbox)
+	}
+	depth := func(want int64, when string) {
+		t.Helper()
+		got, err := q.PushQueued(ctxT(t))
+		if err != nil {
+			t.Fatalf("PushQueued: %v", err)
+		}
+		if got != want {
+			t.Errorf("%s: %d queued, want %d", when, got, want)
+		}
+	}
+	depth(0, "empty")
+	mustCreate(t, s.Tasks, alice, task("t1", "c1", a2a.TaskStateSubmitted, 0))
+	depth(0, "a task without configs")
+	mustPut(t, s.Configs, alice, hook("t1", "h1"), hook("t1", "h2"))
+	depth(2, "two configs put (each queues the task as it stands)")
+	mustAppend(t, s.Tasks, alice, "t1", 1, nil,
+		statusEvent("t1", a2a.TaskStateWorking, time.Second, ""), chunkEvent("t1", "a1", "one", true))
+	depth(6, "two events for two configs")
+	ds := claim(t, s, later(), 10)
+	depth(6, "claimed heads are still queued")
+	for _, d := range ds {
+		if d.Config.ID == "h1" {
+			settle(t, s, d, a2asrv.PushDelivered, time.Time{}, "")
+		} else {
+			settle(t, s, d, a2asrv.PushDead, time.Time{}, "HTTP 410")
+		}
+	}
+	depth(2, "h1 delivered one, h2 dead-lettered with its three")
+	drain(t, s, 10)
+	depth(0, "drained")
 }

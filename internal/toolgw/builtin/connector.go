@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"novaos.dev/novaos/identity"
+	"novaos.dev/novaos/internal/instrument"
 	"novaos.dev/novaos/internal/toolgw"
 	"novaos.dev/novaos/netguard"
 	"novaos.dev/novaos/secret"
@@ -114,7 +115,7 @@ func (o *ConnectorOptions) withDefaults() ConnectorOptions {
 	if v.HTTPClient == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.Proxy = nil
-		v.HTTPClient = &http.Client{Transport: tr}
+		v.HTTPClient = &http.Client{Transport: instrument.Transport(tr)}
 	}
 	if v.CatalogTTL <= 0 {
 		v.CatalogTTL = DefaultCatalogTTL

@@ -44,7 +44,12 @@ func (r resolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, 
 // marshal, or a json.RawMessage).
 func call(t *testing.T, p toolgw.Provider, c *toolgw.Caller, name string, args any) (*mcp.CallToolResult, error) {
 	t.Helper()
-	ctx := context.Background()
+	return callCtx(t, context.Background(), p, c, name, args)
+}
+
+// callCtx is call in ctx.
+func callCtx(t *testing.T, ctx context.Context, p toolgw.Provider, c *toolgw.Caller, name string, args any) (*mcp.CallToolResult, error) {
+	t.Helper()
 	tool, ok, err := p.Find(ctx, c, name)
 	if err != nil || !ok {
 		t.Fatalf("Find(%s) = %v, %v", name, ok, err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"novaos.dev/novaos/internal/instrument"
 	"novaos.dev/novaos/internal/toolgw"
 	"novaos.dev/novaos/netguard"
 	"novaos.dev/novaos/tools"
@@ -76,7 +77,8 @@ func newOutbound(policy *netguard.Policy, res Resolver, tlsConf *tls.Config, con
 		// A redirect is not followed: the caller gives the final URL.
 		checkRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	}
-	o.client = &http.Client{Transport: tr, CheckRedirect: checkRedirect}
+	// The call's trace context (the gateway's span) goes with each request.
+	o.client = &http.Client{Transport: instrument.Transport(tr), CheckRedirect: checkRedirect}
 	return o
 }
 

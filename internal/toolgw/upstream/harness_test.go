@@ -130,6 +130,10 @@ func newUpServer(t *testing.T, stateless bool, extra ...string) *upServer {
 			return nil, nil, ctx.Err()
 		}
 	})
+	mcp.AddTool(s, &mcp.Tool{Name: "traceparent"}, func(_ context.Context, req *mcp.CallToolRequest, _ none) (*mcp.CallToolResult, any, error) {
+		tp, _ := req.Params.Meta["traceparent"].(string)
+		return textResult(tp), nil, nil
+	})
 	for _, name := range extra {
 		addNamed(s, name)
 	}
@@ -357,7 +361,12 @@ func names(list []toolgw.Tool) []string {
 // call finds and calls a tool of acme's.
 func (e *env) call(name string, args any) (*mcp.CallToolResult, error) {
 	e.t.Helper()
-	ctx := context.Background()
+	return e.callCtx(context.Background(), name, args)
+}
+
+// callCtx is call in ctx.
+func (e *env) callCtx(ctx context.Context, name string, args any) (*mcp.CallToolResult, error) {
+	e.t.Helper()
 	tool, ok, err := e.p.Find(ctx, acme, name)
 	if err != nil {
 		return nil, err

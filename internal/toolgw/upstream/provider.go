@@ -376,7 +376,7 @@ func (p *Provider) Call(ctx context.Context, r *toolgw.Request) (*mcp.CallToolRe
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	params := &mcp.CallToolParams{Name: upstreamName, Arguments: json.RawMessage(args)}
+	params := &mcp.CallToolParams{Name: upstreamName, Arguments: json.RawMessage(args), Meta: traceMeta(ctx)}
 	var res *mcp.CallToolResult
 	err = u.do(ctx, cctx, reg, timeout, false, func(cs *mcp.ClientSession) error {
 		var err error

@@ -41,7 +41,7 @@ func TestListAndCall(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := []string{"novaos.up.block", "novaos.up.delete_all", "novaos.up.dotted.name", "novaos.up.echo", "novaos.up.get_status"}
+			want := []string{"novaos.up.block", "novaos.up.delete_all", "novaos.up.dotted.name", "novaos.up.echo", "novaos.up.get_status", "novaos.up.traceparent"}
 			if d := cmp.Diff(want, names(list)); d != "" {
 				t.Errorf("tools (-want +got):\n%s", d)
 			}

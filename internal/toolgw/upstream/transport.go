@@ -1,12 +1,33 @@
 package upstream
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"novaos.dev/novaos/secret"
 )
+
+// traceMeta is the trace context of ctx's span as a call's _meta, as
+// MCP's conventions carry it (a stdio server sees no headers); nil when
+// ctx has none.
+func traceMeta(ctx context.Context) mcp.Meta {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return nil
+	}
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, carrier)
+	meta := make(mcp.Meta, len(carrier))
+	for k, v := range carrier {
+		meta[k] = v
+	}
+	return meta
+}
 
 // headerTransport sends an http server's requests with its registration's
 // headers, to its own host only, and bounds its answers.
@@ -30,6 +51,8 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	for name, v := range t.headers {
 		r.Header.Set(name, v.Reveal())
 	}
+	// The call's trace context (the gateway's span) goes with it.
+	propagation.TraceContext{}.Inject(r.Context(), propagation.HeaderCarrier(r.Header))
 	resp, err := t.base.RoundTrip(r)
 	if err != nil {
 		return nil, err

@@ -135,6 +135,36 @@ type entry struct {
 	used   uint64
 }
 
+// Stats is what the cache holds.
+type Stats struct {
+	Partitions int   // partitions with an entry loaded
+	Memories   int   // live memories in them
+	Bytes      int64 // the entries' estimated size
+}
+
+// Stats reports what the cache holds now. It reads every loaded entry,
+// so its cost is the number of partitions cached, not their memories.
+func (c *Cache) Stats() Stats {
+	c.mu.Lock()
+	st := Stats{Bytes: c.size}
+	entries := make([]*entry, 0, len(c.m))
+	for _, e := range c.m {
+		entries = append(entries, e)
+	}
+	c.mu.Unlock()
+	// Entries are read apart from the cache's lock, which a load takes
+	// while holding its entry's.
+	for _, e := range entries {
+		e.mu.RLock()
+		if e.loaded && e.idx != nil {
+			st.Partitions++
+			st.Memories += e.idx.live
+		}
+		e.mu.RUnlock()
+	}
+	return st
+}
+
 func (c *Cache) entry(k Key) *entry {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -837,3 +837,30 @@ func indexOf(id string) int {
 	fmt.Sscanf(id, "v%d", &i)
 	return i
 }
+
+// Stats counts the partitions loaded and their live memories.
+func TestStats(t *testing.T) {
+	src := newSource()
+	c := memindex.New(src, nil)
+	other := memindex.Key{Tenant: "acme", Scope: "agent", Owner: "b"}
+	if st := c.Stats(); st != (memindex.Stats{}) {
+		t.Fatalf("empty cache: %+v", st)
+	}
+	for i := range 3 {
+		src.put(acme, memory.Memory{ID: fmt.Sprint("a", i), Content: "otter"})
+	}
+	src.put(other, memory.Memory{ID: "b0", Content: "otter"})
+	for _, k := range []memindex.Key{acme, other} {
+		if _, err := c.Keyword(ctx, k, memory.Filter{}, []string{"otter"}, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src.remove(acme, "a0")
+	if _, err := c.Keyword(ctx, acme, memory.Filter{}, []string{"otter"}, 10); err != nil {
+		t.Fatal(err)
+	}
+	st := c.Stats()
+	if st.Partitions != 2 || st.Memories != 3 || st.Bytes != c.Size() || st.Bytes <= 0 {
+		t.Errorf("Stats = %+v, want 2 partitions of 3 live memories in %d bytes", st, c.Size())
+	}
+}

@@ -1,0 +1,14 @@
+// Package instrument is what the platform's services share to trace and measure.
+//
+// A service takes a trace.TracerProvider and a prometheus.Registerer in its
+// Deps (nil: trace nothing, register nothing) and builds its instruments
+// with these helpers:
+//
+//	tracer := instrument.Tracer(deps.Tracing, "novaos.dev/novaos/internal/execgw")
+//	calls := instrument.Register(deps.Metrics, prometheus.NewCounterVec(…), log)
+//	client := &http.Client{Transport: instrument.Transport(base)}
+//
+// Register shares a collector two services (or two instances of one)
+// register on one registry; Transport sends the W3C trace context of each
+// request's context with it.
+package instrument

@@ -1,0 +1,96 @@
+package toolgw
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"novaos.dev/novaos/gate"
+	"novaos.dev/novaos/secret"
+	"novaos.dev/novaos/tools"
+)
+
+// Every tools/call is a server span under the caller's span (whose trace
+// context its _meta carries), with the call's class and outcome, and is
+// counted by them.
+func TestCallsTracedAndCounted(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	reg := prometheus.NewRegistry()
+	h := newHarnessDeps(t, nil, func(d *Deps) { d.Tracing, d.Metrics = tp, reg })
+	client, err := tools.NewClient(h.srv.URL, secret.New(h.token("mcp:tools:*")), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name           string
+		tool           string
+		args           any
+		setup          func()
+		outcome, class string
+		failed         bool
+	}{
+		{"read", "novaos.demo.get_item", map[string]any{"id": "i1"}, nil, "ok", "read", false},
+		{"unknown tool", "novaos.demo.nothing", nil, nil, outcomeRefused, "unknown", true},
+		{"bad arguments", "novaos.demo.get_item", map[string]any{"id": 3}, nil, outcomeRefused, "read", true},
+		{"held write", "novaos.demo.create_item", map[string]any{"name": "n"}, func() {
+			h.gate.mu.Lock()
+			h.gate.verdict = gate.Verdict{Verdict: gate.Hold}
+			h.gate.mu.Unlock()
+		}, outcomeHeld, "write", false},
+		{"provider failure", "novaos.demo.echo", nil, func() {
+			h.demo.mu.Lock()
+			h.demo.fail = errors.New("down")
+			h.demo.mu.Unlock()
+		}, "failed", "read", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.setup != nil {
+				tc.setup()
+			}
+			rec.Reset()
+			ctx, caller := tp.Tracer("agent").Start(context.Background(), "skill")
+			_, _ = client.CallTool(ctx, tc.tool, tc.args)
+			caller.End()
+			var span sdktrace.ReadOnlySpan
+			for _, s := range rec.Ended() {
+				if s.SpanKind() == trace.SpanKindServer {
+					span = s
+				}
+			}
+			if span == nil || span.Name() != "tools/call "+tc.tool {
+				t.Fatalf("server span %v", span)
+			}
+			if span.Parent().SpanID() != caller.SpanContext().SpanID() {
+				t.Errorf("parent %v, want the caller's span", span.Parent())
+			}
+			attrs := map[string]string{}
+			for _, kv := range span.Attributes() {
+				attrs[string(kv.Key)] = kv.Value.Emit()
+			}
+			for k, want := range map[string]string{"gen_ai.tool.name": tc.tool, "gen_ai.operation.name": "execute_tool",
+				"novaos.run_id": "run-1", "novaos.tool.class": tc.class, "novaos.tool.outcome": tc.outcome} {
+				if attrs[k] != want {
+					t.Errorf("%s = %q, want %q", k, attrs[k], want)
+				}
+			}
+			if (span.Status().Code == codes.Error) != tc.failed {
+				t.Errorf("status %v", span.Status())
+			}
+			if got := testutil.ToFloat64(h.svc.tel.calls.WithLabelValues(tc.outcome, tc.class)); got != 1 {
+				t.Errorf("%s{%s,%s} = %v, want 1", MetricToolCalls, tc.outcome, tc.class, got)
+			}
+		})
+	}
+	if n, err := testutil.GatherAndCount(reg, MetricToolDuration); err != nil || n != len(classes) {
+		t.Errorf("%d duration series (%v), want one per class", n, err)
+	}
+}
