@@ -75,6 +75,9 @@ func newTelemetry(deps Deps, logger *slog.Logger) *telemetry {
 		Help: "Time to answer a tool call, by class.", Buckets: instrument.Buckets}, []string{"class"}), logger)
 	for _, c := range classes {
 		t.duration[c] = dur.WithLabelValues(c)
+		// Every class's count exists from the start, so a dashboard's
+		// rate reads zero rather than nothing before the first call.
+		t.calls.WithLabelValues("ok", c)
 	}
 	return t
 }
