@@ -107,9 +107,17 @@ func TestTracesAndLogsCarryTheInboundTrace(t *testing.T) {
 	tok := mint(t, srv, identity.Claims{TenantID: "acme", AgentID: "console", Subject: "ops"})
 	sendTraced(t, srv.URL()+"/agents/echo", tok, "00-"+traceID+"-"+parentID+"-01")
 
-	span := rcv.WaitSpan(t, func(s otlptest.Span) bool { return s.Kind == "SERVER" && s.TraceID == traceID })
-	if span.Name != "POST /agents/echo" || span.ParentSpanID != parentID {
-		t.Errorf("server span %q parent %s, want \"POST /agents/echo\" with parent %s", span.Name, span.ParentSpanID, parentID)
+	// The HTTP layer's span is the inbound span's child; the A2A call's
+	// own server span (SendMessage) is the HTTP span's.
+	span := rcv.WaitSpan(t, func(s otlptest.Span) bool {
+		return s.Kind == "SERVER" && s.TraceID == traceID && s.Name == "POST /agents/echo"
+	})
+	if span.ParentSpanID != parentID {
+		t.Errorf("server span %q parent %s, want %s", span.Name, span.ParentSpanID, parentID)
+	}
+	call := rcv.WaitSpan(t, func(s otlptest.Span) bool { return s.TraceID == traceID && s.Name == "SendMessage" })
+	if call.ParentSpanID != span.SpanID {
+		t.Errorf("the SendMessage span's parent is %s, want the HTTP span %s", call.ParentSpanID, span.SpanID)
 	}
 	wantAttrs := map[string]any{"http.route": "/agents/echo", "http.request.method": "POST", "http.response.status_code": int64(200),
 		"novaos.service": "agents", "novaos.tenant_id": "acme", "url.path": "/agents/echo"}
