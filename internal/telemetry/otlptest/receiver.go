@@ -43,8 +43,17 @@ type Span struct {
 	Attributes map[string]any
 	Resource   map[string]any
 	// Scope is the name of the instrumentation scope (the tracer).
-	Scope      string
+	Scope string
+	// Links are the spans this one links to (a span started apart from
+	// the request that caused it), in the span's order.
+	Links      []Link
 	Start, End time.Time
+}
+
+// Link is a span's link to another span, its ids in lower-case hex.
+type Link struct {
+	TraceID, SpanID string
+	Attributes      map[string]any
 }
 
 // Receiver collects the spans exported to it. It is safe for concurrent
@@ -100,6 +109,25 @@ func (r *Receiver) Wait(ctx context.Context, match func(Span) bool) (Span, error
 		case <-changed:
 		case <-ctx.Done():
 			return Span{}, fmt.Errorf("otlptest: no matching span among the %d received: %w", seen, ctx.Err())
+		}
+	}
+}
+
+// WaitSpans returns the spans received so far once done accepts them,
+// waiting for more until ctx ends: for a condition on several spans (a
+// whole trace) rather than on one.
+func (r *Receiver) WaitSpans(ctx context.Context, done func([]Span) bool) ([]Span, error) {
+	for {
+		r.mu.Lock()
+		spans, changed := slices.Clone(r.spans), r.changed
+		r.mu.Unlock()
+		if done(spans) {
+			return spans, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return spans, fmt.Errorf("otlptest: the %d spans received do not make the trace awaited: %w", len(spans), ctx.Err())
 		}
 	}
 }
@@ -191,6 +219,11 @@ func decode(body io.Reader, encoding string) ([]Span, error) {
 		res := attributes(rs.GetResource().GetAttributes())
 		for _, ss := range rs.GetScopeSpans() {
 			for _, s := range ss.GetSpans() {
+				var links []Link
+				for _, l := range s.GetLinks() {
+					links = append(links, Link{TraceID: hex.EncodeToString(l.GetTraceId()), SpanID: hex.EncodeToString(l.GetSpanId()),
+						Attributes: attributes(l.GetAttributes())})
+				}
 				out = append(out, Span{
 					Name:         s.GetName(),
 					TraceID:      hex.EncodeToString(s.GetTraceId()),
@@ -201,6 +234,7 @@ func decode(body io.Reader, encoding string) ([]Span, error) {
 					Attributes:   attributes(s.GetAttributes()),
 					Resource:     res,
 					Scope:        ss.GetScope().GetName(),
+					Links:        links,
 					Start:        time.Unix(0, int64(s.GetStartTimeUnixNano())),
 					End:          time.Unix(0, int64(s.GetEndTimeUnixNano())),
 				})

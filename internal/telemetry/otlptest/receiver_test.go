@@ -23,6 +23,7 @@ func exportBody(t testing.TB) []byte {
 		ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{{
 			Name: "GET /healthz", TraceId: bytes.Repeat([]byte{0xab}, 16), SpanId: bytes.Repeat([]byte{1}, 8),
 			ParentSpanId: bytes.Repeat([]byte{2}, 8), Kind: tracepb.Span_SPAN_KIND_SERVER,
+			Links: []*tracepb.Span_Link{{TraceId: bytes.Repeat([]byte{0xcd}, 16), SpanId: bytes.Repeat([]byte{3}, 8)}},
 			Attributes: []*commonpb.KeyValue{
 				{Key: "http.response.status_code", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: 200}}},
 				{Key: "ok", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{BoolValue: true}}},
@@ -85,7 +86,8 @@ func TestReceiver(t *testing.T) {
 			}
 			if s.TraceID != "abababababababababababababababab" || s.SpanID != "0101010101010101" || s.ParentSpanID != "0202020202020202" ||
 				s.Kind != "SERVER" || s.Attributes["http.response.status_code"] != int64(200) || s.Attributes["ok"] != true ||
-				s.Resource["service.name"] != "novaos" {
+				s.Resource["service.name"] != "novaos" ||
+				len(s.Links) != 1 || s.Links[0].TraceID != "cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd" || s.Links[0].SpanID != "0303030303030303" {
 				t.Errorf("span %+v", s)
 			}
 		})
@@ -117,6 +119,37 @@ func TestWaitForLaterSpan(t *testing.T) {
 	cancel()
 	if _, err := r.Wait(ctx, Named("never")); err == nil {
 		t.Error("Wait for a span never sent returned no error")
+	}
+}
+
+// WaitSpans returns once the spans received meet the condition.
+func TestWaitSpans(t *testing.T) {
+	r := Start(t)
+	two := func(spans []Span) bool { return len(spans) >= 2 }
+	got := make(chan []Span, 1)
+	go func() {
+		spans, err := r.WaitSpans(context.Background(), two)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- spans
+	}()
+	for range 2 {
+		req, _ := http.NewRequest("POST", r.URL()+TracesPath, bytes.NewReader(exportBody(t)))
+		req.Header.Set("Content-Type", "application/x-protobuf")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if spans := <-got; len(spans) != 2 {
+		t.Errorf("WaitSpans returned %d spans, want 2", len(spans))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if spans, err := r.WaitSpans(ctx, func(s []Span) bool { return len(s) > 2 }); err == nil || len(spans) != 2 {
+		t.Errorf("WaitSpans for a third span: %d spans, %v; want the 2 received and an error", len(spans), err)
 	}
 }
 
