@@ -61,6 +61,8 @@ func (s *Service) authenticate(r *http.Request) (*caller, *apiError) {
 	if claims.TenantID == "" || !llm.ValidKey(claims.TenantID) || !llm.ValidKey(claims.InstanceID) || !llm.ValidKey(claims.RunID) {
 		return nil, unauthorized("The execution token names no usable tenant.")
 	}
+	// The access log and the request's span above name the tenant.
+	httpapi.NoteCaller(r.Context(), &httpapi.Caller{Scheme: httpapi.SchemeExecutionToken, Claims: claims})
 	return &caller{tenant: claims.TenantID, instance: claims.InstanceID, run: claims.RunID, scopes: claims.Scopes}, nil
 }
 

@@ -138,10 +138,15 @@ func (s *Service) serveCall(op string) http.HandlerFunc {
 		stop := context.AfterFunc(s.calls, cancel)
 		defer stop()
 		k := &call{c: c, req: req, route: route, res: res, start: start, op: op}
-		ctx, k.span = s.tracer.Start(ctx, op+" "+req.model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
-			attribute.String("gen_ai.operation.name", op),
-			attribute.String("gen_ai.request.model", req.model),
-		))
+		// The tenant and run the call is charged to, as the tool and
+		// memory spans name them: an operator finds a run's model calls
+		// by its id.
+		attrs := []attribute.KeyValue{attribute.String("gen_ai.operation.name", op),
+			attribute.String("gen_ai.request.model", req.model), attribute.String("novaos.tenant_id", c.tenant)}
+		if c.run != "" {
+			attrs = append(attrs, attribute.String("novaos.run_id", c.run))
+		}
+		ctx, k.span = s.tracer.Start(ctx, op+" "+req.model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 		if op == opChat && req.output > 0 {
 			k.span.SetAttributes(attribute.Int64("gen_ai.request.max_tokens", req.output))
 		}

@@ -1,8 +1,11 @@
 package llmgw
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +15,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"novaos.dev/novaos/identity"
+	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/internal/modelapi"
 	"novaos.dev/novaos/llm"
 	"novaos.dev/novaos/secret"
@@ -48,7 +53,8 @@ func TestTelemetry(t *testing.T) {
 		attrs[string(a.Key)] = a.Value.Emit()
 	}
 	for k, v := range map[string]string{"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o", "gen_ai.provider.name": "openai",
-		"gen_ai.system": "openai", "gen_ai.response.model": "gpt-4o-2024-08-06", "gen_ai.usage.input_tokens": "11", "gen_ai.usage.output_tokens": "7"} {
+		"gen_ai.system": "openai", "gen_ai.response.model": "gpt-4o-2024-08-06", "gen_ai.usage.input_tokens": "11", "gen_ai.usage.output_tokens": "7",
+		"novaos.tenant_id": "acme", "novaos.run_id": "run-1"} {
 		if attrs[k] != v {
 			t.Errorf("span attribute %s = %q, want %q", k, attrs[k], v)
 		}
@@ -119,5 +125,45 @@ func TestPlatformClients(t *testing.T) {
 	var ae *modelapi.APIError
 	if err == nil || !strings.Contains(err.Error(), "budget") {
 		t.Errorf("a platform call over its budget: %v (%T)", err, ae)
+	}
+}
+
+// The gateway notes the token's caller for the layers above it: the
+// access log line and the request's server span name the tenant.
+func TestCallerNoted(t *testing.T) {
+	h := newHarness(t, nil, Deps{})
+	p := newFakeProvider(t)
+	h.provider("openai", p.URL(), "")
+	h.route("gpt-4o", llm.Target{Provider: "openai", Model: "gpt-4o"})
+	tests := []struct {
+		name   string
+		token  string
+		tenant string // "" when no caller is noted
+	}{
+		{"execution token", h.token(claims("llm:model:*")), "acme"},
+		{"no token", "", ""},
+		{"bad token", "not-a-token", ""},
+	}
+	body, _ := json.Marshal(chatBody("gpt-4o"))
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var slot httpapi.CallerSlot
+			req := httptest.NewRequestWithContext(httpapi.WithCallerSlot(t.Context(), &slot), http.MethodPost, ChatPath, bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			if tc.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tc.token)
+			}
+			rec := httptest.NewRecorder()
+			h.srv.Config.Handler.ServeHTTP(rec, req)
+			tenant := ""
+			if c := slot.Caller(); c != nil {
+				if claims, ok := c.Claims.(*identity.Claims); ok && c.Scheme == httpapi.SchemeExecutionToken {
+					tenant = claims.TenantID
+				}
+			}
+			if tenant != tc.tenant {
+				t.Errorf("noted tenant %q (answer %d), want %q", tenant, rec.Code, tc.tenant)
+			}
+		})
 	}
 }

@@ -208,6 +208,8 @@ func (s *Service) authenticate(w http.ResponseWriter, r *http.Request) (*Caller,
 			&tools.ErrorData{Code: tools.ReasonTenantMismatch})
 		return nil, false
 	}
+	// The access log and the request's span above name the tenant.
+	httpapi.NoteCaller(r.Context(), &httpapi.Caller{Scheme: httpapi.SchemeExecutionToken, Claims: claims})
 	return callerOf(claims, tok), true
 }
 

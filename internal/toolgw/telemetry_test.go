@@ -3,6 +3,9 @@ package toolgw
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,6 +16,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"novaos.dev/novaos/gate"
+	"novaos.dev/novaos/identity"
+	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/secret"
 	"novaos.dev/novaos/tools"
 )
@@ -92,5 +97,43 @@ func TestCallsTracedAndCounted(t *testing.T) {
 	}
 	if n, err := testutil.GatherAndCount(reg, MetricToolDuration); err != nil || n != len(classes) {
 		t.Errorf("%d duration series (%v), want one per class", n, err)
+	}
+}
+
+// The gateway notes the token's caller for the layers above it: the
+// access log line and the request's server span name the tenant.
+func TestCallerNoted(t *testing.T) {
+	h := newHarness(t)
+	tests := []struct {
+		name   string
+		token  string
+		tenant string // "" when no caller is noted
+	}{
+		{"execution token", h.token("mcp:tools:*"), "acme"},
+		{"no token", "", ""},
+		{"bad token", "not-a-token", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var slot httpapi.CallerSlot
+			body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"novaos.demo.echo","arguments":{}}}`
+			req := httptest.NewRequestWithContext(httpapi.WithCallerSlot(t.Context(), &slot), http.MethodPost, tools.CallPath,
+				strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			if tc.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tc.token)
+			}
+			rec := httptest.NewRecorder()
+			h.srv.Config.Handler.ServeHTTP(rec, req)
+			tenant := ""
+			if c := slot.Caller(); c != nil {
+				if claims, ok := c.Claims.(*identity.Claims); ok && c.Scheme == httpapi.SchemeExecutionToken {
+					tenant = claims.TenantID
+				}
+			}
+			if tenant != tc.tenant {
+				t.Errorf("noted tenant %q (answer %d), want %q", tenant, rec.Code, tc.tenant)
+			}
+		})
 	}
 }
