@@ -137,7 +137,8 @@ type Options struct {
 	OTLPHeaders map[string]secret.Value
 	// TraceSampleRatio is the share of new traces recorded, from 0 to 1
 	// (zero: telemetry.DefaultSampleRatio, all; negative: none); a request
-	// whose traceparent carries its caller's decision follows it.
+	// whose traceparent carries its caller's decision follows it, and a
+	// run queued by a recorded request is recorded.
 	TraceSampleRatio float64
 	// Metrics is the registry the server's and the services' metrics are
 	// registered with and /metrics serves; nil is a new one with the Go

@@ -52,7 +52,8 @@ type Options struct {
 	// SampleRatio is the share of new traces (no sampled or unsampled
 	// parent) that are recorded and exported, from 0 to 1: zero means
 	// DefaultSampleRatio, negative none. A span with a parent follows its
-	// parent's decision.
+	// parent's decision, and a new trace linked to a recorded span (a
+	// run's delivery, to the request that queued it) is recorded too.
 	SampleRatio float64
 	// ServiceVersion is the service.version of the spans' resource.
 	ServiceVersion string
@@ -105,12 +106,30 @@ func NewTracing(opts *Options) (*Tracing, error) {
 	}
 	t.sdk = sdktrace.NewTracerProvider(
 		sdktrace.WithBatcher(&loggedExporter{SpanExporter: exp, log: log, every: time.Minute}),
-		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio))),
+		sdktrace.WithSampler(sdktrace.ParentBased(linkSampled{sdktrace.TraceIDRatioBased(ratio)})),
 		sdktrace.WithResource(res),
 	)
 	t.provider = t.sdk
 	return t, nil
 }
+
+// linkSampled samples a new trace whose root links to a sampled span,
+// and leaves the others to root. A run's delivery starts a trace of its
+// own, linked to the request that queued it: a caller who sampled that
+// request finds the run it caused recorded, whatever the ratio.
+type linkSampled struct{ root sdktrace.Sampler }
+
+func (s linkSampled) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	for _, l := range p.Links {
+		if l.SpanContext.IsSampled() {
+			return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample,
+				Tracestate: trace.SpanContextFromContext(p.ParentContext).TraceState()}
+		}
+	}
+	return s.root.ShouldSample(p)
+}
+
+func (s linkSampled) Description() string { return "LinkSampled{" + s.root.Description() + "}" }
 
 // NewRegistry is a Prometheus registry with the Go runtime and process
 // collectors.

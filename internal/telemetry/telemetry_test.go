@@ -118,6 +118,41 @@ func TestTracingExports(t *testing.T) {
 	}
 }
 
+// A new trace linked to a recorded span is recorded whatever the ratio:
+// a run's delivery, linked to the sampled request that queued it.
+func TestLinkedRootFollowsTheLink(t *testing.T) {
+	tr, err := telemetry.NewTracing(&telemetry.Options{OTLPEndpoint: otlptest.Start(t).URL(), SampleRatio: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Shutdown(context.Background()) })
+	tracer := tr.Provider().Tracer("test")
+	linkTo := func(sampled bool) trace.SpanStartOption {
+		return trace.WithLinks(trace.Link{SpanContext: trace.SpanContextFromContext(remoteParent(sampled))})
+	}
+	tests := []struct {
+		name    string
+		parent  context.Context
+		opts    []trace.SpanStartOption
+		sampled bool
+	}{
+		{"root linked to a sampled span", context.Background(), []trace.SpanStartOption{linkTo(true)}, true},
+		{"new root linked to a sampled span", remoteParent(false), []trace.SpanStartOption{trace.WithNewRoot(), linkTo(true)}, true},
+		{"root linked to an unsampled span", context.Background(), []trace.SpanStartOption{linkTo(false)}, false},
+		{"root", context.Background(), nil, false},
+		{"child of an unsampled parent linked to a sampled span", remoteParent(false), []trace.SpanStartOption{linkTo(true)}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, span := tracer.Start(tc.parent, "span", tc.opts...)
+			span.End()
+			if got := span.SpanContext().IsSampled(); got != tc.sampled {
+				t.Errorf("sampled %v, want %v", got, tc.sampled)
+			}
+		})
+	}
+}
+
 func TestTracingWithoutEndpointCarriesTheInboundContext(t *testing.T) {
 	tr, err := telemetry.NewTracing(nil)
 	if err != nil {
