@@ -331,7 +331,8 @@ func TestTraceOfARun(t *testing.T) {
 			"gen_ai.tool.name": tc.tool, "novaos.run_id": runID}
 		checkAttrs(t, client, common)
 		checkAttrs(t, server, common)
-		checkAttrs(t, server, map[string]any{"novaos.tenant_id": "acme", "gen_ai.tool.call.id": client.Attributes["gen_ai.tool.call.id"]})
+		checkAttrs(t, server, map[string]any{"novaos.tenant_id": "acme", "novaos.tool.class": tc.class,
+			"gen_ai.tool.call.id": client.Attributes["gen_ai.tool.call.id"]})
 		if req, ok := byID[trace+"/"+server.ParentSpanID]; !ok || req.ParentSpanID != client.SpanID {
 			t.Errorf("the gateway's call of %s is not under the request the SDK's call made", tc.tool)
 		} else {
@@ -364,6 +365,7 @@ func TestTraceOfARun(t *testing.T) {
 	// The run's events name the span that recorded them: the execute
 	// request queued the run, the delivery ran it, the gateways recorded
 	// the calls.
+	seen := map[string]bool{}
 	for _, e := range events {
 		var data struct {
 			Status       string `json:"status"`
@@ -387,9 +389,16 @@ func TestTraceOfARun(t *testing.T) {
 		default:
 			want = delivery
 		}
+		seen[want.Name+" "+want.Kind] = true
 		if got := byID[e.TraceID+"/"+e.SpanID]; e.TraceID != want.TraceID || e.SpanID != want.SpanID {
 			t.Errorf("event %s %s names span %s/%s (%q), want %q's %s/%s", e.Type, e.Data, e.TraceID, e.SpanID, got.Name,
 				want.Name, want.TraceID, want.SpanID)
+		}
+	}
+
+	for _, want := range []otlptest.Span{execute, delivery, toolCalls[tools.ToolMemoryWrite], toolCalls[tools.ToolMemoryQuery], chat} {
+		if !seen[want.Name+" "+want.Kind] {
+			t.Errorf("no event of the run names %q", want.Name)
 		}
 	}
 
