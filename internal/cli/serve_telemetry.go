@@ -31,7 +31,7 @@ func telemetryFlags(fs *flag.FlagSet) *telemetryFlagSet {
 	t.metricsAddr = fs.String("metrics-addr", "", "`address` of a listener of their own for /metrics and /debug/pprof/, open to whoever reaches it (e.g. 127.0.0.1:9090); default: on the main listener, to the operator only (admin token, or this machine without one)")
 	t.endpoint = fs.String("otlp-endpoint", "", "OTLP/HTTP collector `URL` spans are exported to (http://127.0.0.1:4318, to which /v1/traces is added, or a full traces URL); default none: no span is exported, an inbound traceparent still reaches the logs and outbound calls")
 	fs.Var(&t.headers, "otlp-headers", "`name=value` headers sent with every span export, comma-separated (a collector's API key; never logged); default $"+EnvOTLPHeaders)
-	t.ratio = fs.Float64("trace-sample-ratio", telemetry.DefaultSampleRatio, "share of new traces recorded and exported, 0 to 1; a request whose traceparent says sampled or not is followed")
+	t.ratio = fs.Float64("trace-sample-ratio", telemetry.DefaultSampleRatio, "share of new traces recorded and exported, 0 to 1; a request whose traceparent says sampled or not is followed, and so are the runs it queues")
 	t.accessLog = fs.Bool("access-log", true, "log a line per request at info (method, route, path, status, bytes, duration, tenant, trace id; never a header, query or body)")
 	return t
 }
