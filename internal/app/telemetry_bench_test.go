@@ -3,7 +3,6 @@ package app_test
 import (
 	"context"
 	"flag"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,9 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
-	"novaos.dev/novaos/gateway"
 	"novaos.dev/novaos/internal/app"
 	"novaos.dev/novaos/internal/bench"
 	"novaos.dev/novaos/internal/telemetry"
@@ -51,10 +48,11 @@ func startTB(tb testing.TB, opts *app.Options) *app.Server {
 
 // BenchmarkTelemetryOverhead loads the echo agent with SendMessage on two
 // servers in one process at the same time, half the clients on each: one
-// with the request telemetry and one without any. With "traces+metrics"
-// the request metrics are kept and a server span per request is sampled
-// at 10% and exported over OTLP/HTTP to a collector that drops them;
-// "+accesslog" also formats the access log line as JSON (to nowhere).
+// with the server's telemetry and one with none (Options.NoTelemetry).
+// With "traces+metrics" the metrics are kept and a server span per
+// request is sampled at 10% and exported over OTLP/HTTP to a collector
+// that drops them; "+accesslog" also formats the access log line as JSON
+// (to nowhere).
 // Both servers share the machine's CPU at every moment, so whatever else
 // runs on it weighs on both alike, and their throughputs' ratio, on/off,
 // is the ratio of what a request costs each. The task store is in
@@ -73,9 +71,7 @@ func BenchmarkTelemetryOverhead(b *testing.B) {
 
 func benchTelemetry(b *testing.B, accessLog bool) {
 	mem := func() *store.Stores { return &store.Stores{Kind: "memory", Tasks: a2asrv.NewMemoryTaskStore(nil)} }
-	restore := app.SetRequestTelemetry(false)
-	off := startTB(b, &app.Options{Stores: mem()})
-	restore()
+	off := startTB(b, &app.Options{Stores: mem(), NoTelemetry: true})
 	// A collector that reads and drops what it is sent: one that decoded
 	// and kept every span (otlptest) would weigh on the process's heap
 	// and CPU, which the server's telemetry would be charged for.
@@ -125,7 +121,17 @@ func benchTelemetry(b *testing.B, accessLog bool) {
 //	go test -run '^$' -bench MetricsScrape ./internal/app
 func BenchmarkMetricsScrape(b *testing.B) {
 	dir := b.TempDir()
-	fillDatabase(b, filepath.Join(dir, app.DatabaseFile), 10_000, 1_000)
+	db, err := sqlite.Open(context.Background(), filepath.Join(dir, app.DatabaseFile), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	err = bench.FillDatabase(context.Background(), db.Stores(), 10_000, 1_000)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
 	srv := startTB(b, &app.Options{DataDir: dir})
 	url := srv.URL() + app.MetricsPath
 	scrape := func() int {
@@ -155,44 +161,4 @@ func BenchmarkMetricsScrape(b *testing.B) {
 	b.ReportMetric(ms(h.Quantile(0.99)), "p99-ms")
 	b.ReportMetric(ms(h.Max()), "max-ms")
 	b.ReportMetric(float64(size), "bytes")
-}
-
-// fillDatabase creates a SQLite database at path with tasks tasks and runs
-// runs, spread over states.
-func fillDatabase(tb testing.TB, path string, tasks, runs int) {
-	tb.Helper()
-	ctx := context.Background()
-	db, err := sqlite.Open(ctx, path, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer db.Close()
-	states := []a2a.TaskState{a2a.TaskStateCompleted, a2a.TaskStateCompleted, a2a.TaskStateFailed, a2a.TaskStateInputRequired, a2a.TaskStateCanceled}
-	statuses := []gateway.Status{gateway.StatusCompleted, gateway.StatusCompleted, gateway.StatusFailed, gateway.StatusWaitingUser, gateway.StatusCancelled}
-	ts, gw := db.TaskStore(), db.GatewayStore()
-	var wg sync.WaitGroup
-	const writers = 32
-	for w := range writers {
-		wg.Go(func() {
-			for i := w; i < tasks; i += writers {
-				id := fmt.Sprint("task-", i)
-				task := &a2a.Task{ID: id, ContextID: fmt.Sprint("ctx-", i%100), Status: a2a.TaskStatus{State: states[i%len(states)], Timestamp: time.Now()},
-					History:   []a2a.Message{{MessageID: "m-" + id, Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("a question of a few words")}}},
-					Artifacts: []a2a.Artifact{{ArtifactID: "a-" + id, Parts: []a2a.Part{a2a.TextPart("an answer of a few words more")}}}}
-				if _, err := ts.Create(ctx, a2asrv.Scope{Tenant: fmt.Sprint("t", i%10), Owner: "echo"}, task); err != nil {
-					tb.Error(err)
-					return
-				}
-			}
-			for i := w; i < runs; i += writers {
-				run := gateway.Run{ID: fmt.Sprint("run-", i), TenantID: fmt.Sprint("t", i%10), InstanceID: "inst-1", AgentID: "echo",
-					Status: statuses[i%len(statuses)], Reason: "done", Input: "hello", Output: "hello"}
-				if _, _, err := gw.CreateRun(ctx, gateway.RunWrite{Run: run, Now: time.Now()}); err != nil {
-					tb.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
 }
