@@ -75,6 +75,12 @@ type Side struct {
 	// in a turn over the first side's in the same turn (1 for the first
 	// side): the ratio of the two with the drift between turns taken out.
 	VsFirst float64 `json:"vsFirst"`
+	// CPUPerRequest is the CPU time, user and system, this whole process
+	// (servers, clients and all) used in the side's measured rounds over
+	// the requests measured; zero where the platform does not tell. It
+	// moves less than Throughput when other work on the machine takes
+	// the CPUs from the process.
+	CPUPerRequest time.Duration `json:"cpuPerRequestNs"`
 	// Latency covers the measured successful requests, as [Run]'s does.
 	Latency    Latency `json:"latency"`
 	FirstError string  `json:"firstError,omitempty"`
@@ -137,6 +143,9 @@ func RunSides(ctx context.Context, scenarios []Scenario, opts *SidesOptions) ([]
 			}
 		}
 		out[k].VsFirst = median(ratios)
+		if s.cpuOK && s.out.Requests > 0 {
+			out[k].CPUPerRequest = s.cpu / time.Duration(s.out.Requests)
+		}
 	}
 	return out, nil
 }
@@ -148,11 +157,14 @@ type sideRun struct {
 	hist   Histogram
 	out    Side
 	errAt  time.Time
+	cpu    time.Duration // used in the measured rounds
+	cpuOK  bool
 }
 
 // round runs the side's scenario from c clients for d; a client starts no
 // request after d, and the round lasts until the last one finished.
 func (s *sideRun) round(ctx context.Context, c int, d time.Duration, measured bool) error {
+	cpu0, ok0 := processCPU()
 	start := time.Now()
 	g := &generator{sc: s.sc, client: s.client, measureFrom: start, end: start.Add(d)}
 	if !measured {
@@ -166,6 +178,7 @@ func (s *sideRun) round(ctx context.Context, c int, d time.Duration, measured bo
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu1, ok1 := processCPU()
 	var ok uint64
 	for i := range stats {
 		st := &stats[i]
@@ -182,6 +195,8 @@ func (s *sideRun) round(ctx context.Context, c int, d time.Duration, measured bo
 		}
 	}
 	if measured {
+		s.cpu += cpu1 - cpu0
+		s.cpuOK = ok0 && ok1
 		s.out.Elapsed += elapsed
 		s.out.Rounds = append(s.out.Rounds, float64(ok)/elapsed.Seconds())
 	}
