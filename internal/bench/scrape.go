@@ -60,6 +60,10 @@ type ScrapeResult struct {
 	// Latency theirs, from the request to the body's last byte.
 	Scrapes int     `json:"scrapes"`
 	Latency Latency `json:"latency"`
+	// CPUPerScrape is the CPU time, user and system, this whole process
+	// (server and client) used per timed scrape; zero where the platform
+	// does not tell. Other work on the machine sways it less than Latency.
+	CPUPerScrape time.Duration `json:"cpuPerScrapeNs"`
 	// Bytes is the size of the last scrape's body.
 	Bytes int `json:"bytes"`
 }
@@ -75,12 +79,16 @@ func TimeScrapes(ctx context.Context, hc *http.Client, url string, tok secret.Va
 	}
 	res := &ScrapeResult{First: time.Since(t0), Scrapes: n}
 	var h Histogram
+	cpu0, ok0 := processCPU()
 	for range n {
 		t0 := time.Now()
 		if err := Scrape(ctx, hc, url, tok, &buf); err != nil {
 			return nil, err
 		}
 		h.Record(time.Since(t0))
+	}
+	if cpu1, ok1 := processCPU(); ok0 && ok1 && n > 0 {
+		res.CPUPerScrape = (cpu1 - cpu0) / time.Duration(n)
 	}
 	res.Latency, res.Bytes = latencyOf(&h), buf.Len()
 	for _, name := range want {

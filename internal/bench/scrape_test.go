@@ -50,6 +50,9 @@ func TestTimeScrapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, ok := processCPU(); ok && res.CPUPerScrape <= 0 {
+		t.Errorf("no CPU per scrape: %+v", res)
+	}
 	if res.Scrapes != 5 || n.Load() != 6 || res.First <= 0 || res.Latency.P50 <= 0 || res.Bytes != len(metricsPage) {
 		t.Errorf("result %+v after %d scrapes", res, n.Load())
 	}

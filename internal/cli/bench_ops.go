@@ -539,10 +539,14 @@ func printOpsBench(w io.Writer, r *opsBenchReport) {
 	if len(r.Scrape) > 0 {
 		fmt.Fprintln(w, "/metrics scrape, every service mounted, one scrape at a time:")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "store\ttasks\truns\tfill\tfirst\tscrapes\tp50\tp99\tmax\tbytes\t")
+		fmt.Fprintln(tw, "store\ttasks\truns\tfill\tfirst\tscrapes\tp50\tp99\tmax\tCPU/scrape\tbytes\t")
 		for _, s := range r.Scrape {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%.1fs\t%s\t%d\t%s\t%s\t%s\t%d\t\n", s.Store, s.Tasks, s.Runs, s.Fill.Seconds(), ms(s.First),
-				s.Scrapes, ms(s.Latency.P50), ms(s.Latency.P99), ms(s.Latency.Max), s.Bytes)
+			cpu := "n/a"
+			if s.CPUPerScrape > 0 {
+				cpu = ms(s.CPUPerScrape)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%.1fs\t%s\t%d\t%s\t%s\t%s\t%s\t%d\t\n", s.Store, s.Tasks, s.Runs, s.Fill.Seconds(), ms(s.First),
+				s.Scrapes, ms(s.Latency.P50), ms(s.Latency.P99), ms(s.Latency.Max), cpu, s.Bytes)
 		}
 		tw.Flush()
 		fmt.Fprintln(w)
@@ -564,7 +568,8 @@ func printOpsBench(w io.Writer, r *opsBenchReport) {
 	}
 	if len(r.Scrape) > 0 {
 		fmt.Fprintln(w, "scrape: GET /metrics with the admin token, first scrape apart (the task count may be its own), then one after")
-		fmt.Fprintln(w, "the other; tasks and runs are what the database held, as counted.")
+		fmt.Fprintln(w, "the other; tasks and runs are what the database held, as counted. CPU/scrape is this process's (server and")
+		fmt.Fprintln(w, "client; not PostgreSQL's).")
 	}
 }
 
