@@ -531,8 +531,8 @@ func printOpsBench(w io.Writer, r *opsBenchReport) {
 		fmt.Fprintf(w, "on/off: %.3f× req/s (median of %d turns), %.3f× by CPU per request; spans exported: %.3f per request (%d in %d exports, %.0f bytes per request)\n",
 			o.Ratio, len(o.On.Rounds), o.CostRatio, o.SpansPerRequest, o.Spans.Spans, o.Spans.Exports, o.ExportedBytesPerRequest)
 		if sc := o.Scrapes; sc.Scrapes > 0 {
-			fmt.Fprintf(w, "/metrics scraped %d times under load (every %s of the on side's time): p50 %s, max %s, %d bytes\n",
-				sc.Scrapes, o.ScrapeEvery, ms(sc.Latency.P50), ms(sc.Latency.Max), sc.Bytes)
+			fmt.Fprintf(w, "scrapes of /metrics under load (every %s of the on side's time): %d; p50 %s, max %s, %d bytes\n",
+				o.ScrapeEvery, sc.Scrapes, ms(sc.Latency.P50), ms(sc.Latency.Max), sc.Bytes)
 		}
 		fmt.Fprintln(w)
 	}

@@ -186,7 +186,7 @@ func TestBenchOpsTable(t *testing.T) {
 		t.Fatalf("exit code %d; stderr %s", code, errOut)
 	}
 	for _, want := range []string{"telemetry overhead: SendMessage to echo", opsSideOff, opsSideOn, "CPU/req", "on/off:",
-		"spans exported:", "/metrics scraped 1 times under load", "/metrics scrape, every service mounted", "sqlite",
+		"spans exported:", "scrapes of /metrics under load (every 1h0m0s of the on side's time): 1;", "/metrics scrape, every service mounted", "sqlite",
 		"goal telemetry overhead:", "goal scrape sqlite:"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
