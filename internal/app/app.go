@@ -155,6 +155,15 @@ type Options struct {
 	// execution token, and trace_id when the Logger's handler adds it
 	// (telemetry.LogHandler). Never a header, query or body.
 	AccessLog bool
+	// NoTelemetry turns the server's telemetry off: no span, metric or
+	// access log line per request, a no-op tracer provider for every
+	// service (an inbound traceparent is not even carried on), no
+	// metrics registered, and neither /metrics nor /debug/pprof/ served
+	// (Server.Metrics is nil). It is the baseline the telemetry's cost is
+	// measured against (novaos bench ops); New refuses it beside any
+	// option it would leave unused (TracerProvider, OTLPEndpoint,
+	// OTLPHeaders, TraceSampleRatio, Metrics, MetricsAddr, AccessLog).
+	NoTelemetry bool
 	// Version is the server's version, the spans' service.version.
 	Version string
 }

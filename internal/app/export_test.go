@@ -10,12 +10,3 @@ func SetSweepTicker(f func(every time.Duration) (ticks <-chan time.Time, stop fu
 	sweepTicker = f
 	return func() { sweepTicker = old }
 }
-
-// SetRequestTelemetry turns the per-request span, metrics and access log
-// on or off for the servers started afterwards; it returns a func that
-// restores the setting.
-func SetRequestTelemetry(on bool) (restore func()) {
-	old := requestTelemetry
-	requestTelemetry = on
-	return func() { requestTelemetry = old }
-}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/internal/telemetry"
@@ -31,6 +32,21 @@ type serverTelemetry struct {
 // check refuses telemetry options that cannot work, before a database is
 // opened.
 func (t *serverTelemetry) check(o *Options) error {
+	if o.NoTelemetry {
+		for _, unused := range []struct {
+			set  bool
+			name string
+		}{
+			{o.TracerProvider != nil, "TracerProvider"}, {o.OTLPEndpoint != "", "OTLPEndpoint"},
+			{len(o.OTLPHeaders) > 0, "OTLPHeaders"}, {o.TraceSampleRatio != 0, "TraceSampleRatio"},
+			{o.Metrics != nil, "Metrics"}, {o.MetricsAddr != "", "MetricsAddr"}, {o.AccessLog, "AccessLog"},
+		} {
+			if unused.set {
+				return fmt.Errorf("app: telemetry is off (NoTelemetry), yet Options set %s", unused.name)
+			}
+		}
+		return nil
+	}
 	if o.TracerProvider != nil {
 		return nil
 	}
@@ -46,8 +62,15 @@ func (t *serverTelemetry) options(o *Options, log *slog.Logger) *telemetry.Optio
 }
 
 // setup builds the registry, with the database's collector, and the
-// tracer provider (Start registers the listener's collectors).
+// tracer provider (Start registers the listener's collectors); with
+// telemetry off, only a no-op provider.
 func (t *serverTelemetry) setup(o *Options, st *store.Stores, log *slog.Logger) error {
+	if o.NoTelemetry {
+		// The database collector is never attached, so its Run returns
+		// at once and nothing counts the tasks.
+		t.provider = noop.NewTracerProvider()
+		return nil
+	}
 	t.registry = o.Metrics
 	if t.registry == nil {
 		t.registry = telemetry.NewRegistry()
@@ -72,11 +95,16 @@ func (t *serverTelemetry) setup(o *Options, st *store.Stores, log *slog.Logger) 
 func (s *Server) tracing() trace.TracerProvider { return s.tel.provider }
 
 // metrics is the registerer the services' metrics go to (their
-// Deps.Metrics).
-func (s *Server) metrics() prometheus.Registerer { return s.tel.registry }
+// Deps.Metrics): nil, so they register none, with telemetry off.
+func (s *Server) metrics() prometheus.Registerer {
+	if s.tel.registry == nil {
+		return nil // not a nil *Registry, which a service would call
+	}
+	return s.tel.registry
+}
 
 // Metrics is the registry /metrics serves: tests and the bench gather it
-// directly.
+// directly. Nil with Options.NoTelemetry.
 func (s *Server) Metrics() *prometheus.Registry { return s.tel.registry }
 
 // TracerProvider is the provider the server's spans come from.
@@ -86,7 +114,7 @@ func (s *Server) TracerProvider() trace.TracerProvider { return s.tel.provider }
 // request metrics and the access log of every request, and measures the
 // listener's Guard. byPattern names the service of each route.
 func (s *Server) observed(h http.Handler, guard *httpapi.Guard, byPattern map[string]string) (http.Handler, error) {
-	if !requestTelemetry {
+	if s.opts.NoTelemetry {
 		return h, nil
 	}
 	opts := &telemetry.HTTPOptions{Tracing: s.tel.provider, Metrics: s.tel.registry,
@@ -116,14 +144,11 @@ func (s *Server) observed(h http.Handler, guard *httpapi.Guard, byPattern map[st
 	return obs.Wrap(h), nil
 }
 
-// requestTelemetry is off only for the benchmark's baseline: the same
-// server without the per-request span, metrics and log.
-var requestTelemetry = true
-
 // operatorRoutes are /metrics and /debug/pprof/ on the main listener,
-// behind the admin rule; none when they have a listener of their own.
+// behind the admin rule; none when they have a listener of their own, or
+// with telemetry off.
 func (s *Server) operatorRoutes() []httpapi.Route {
-	if s.opts.MetricsAddr != "" {
+	if s.opts.MetricsAddr != "" || s.opts.NoTelemetry {
 		return nil
 	}
 	api := &httpapi.API{Name: "metrics", Logger: s.log, Auth: httpapi.AdminRule{Token: s.opts.AdminToken}}
@@ -242,6 +267,10 @@ func (s *Server) MetricsURL() string {
 
 // logTelemetry says where traces and metrics go.
 func (s *Server) logTelemetry() {
+	if s.opts.NoTelemetry {
+		s.log.Info("app: telemetry off: no metrics, spans or access log")
+		return
+	}
 	exporting := s.tel.own != nil && s.tel.own.Exporting()
 	where := "main listener (admin rule)"
 	if s.metricsLn != nil {

@@ -12,6 +12,10 @@
 // servers; [RunXStream] times status updates from their emission by an
 // [XStreamAgent] on one server to their receipt on a subscription on
 // another; [Commits] counts a PostgreSQL database's transactions.
+// [RunSides] loads several servers one at a time in turns, so that their
+// ratio survives a noisy machine; [SpanSink] is an OTLP collector that
+// counts and drops spans; [FillDatabase], [TimeScrapes] and [Scraper]
+// time /metrics on a database of realistic size.
 //
 //	srv := httptest.NewServer(bench.EchoHandler())
 //	defer srv.Close()

@@ -213,6 +213,7 @@ type generator struct {
 // workerStats is owned by one worker until Run's WaitGroup returns.
 type workerStats struct {
 	hist       Histogram
+	sent       uint64 // every request that finished, measured or not
 	requests   uint64
 	errors     uint64
 	firstErr   string
@@ -233,6 +234,9 @@ func (g *generator) work(ctx context.Context, url string, st *workerStats) {
 		}
 		err := g.do(ctx, url, header, reqBuf, &respBuf)
 		elapsed := time.Since(t0)
+		if ctx.Err() == nil {
+			st.sent++
+		}
 		if t0.Before(g.measureFrom) || ctx.Err() != nil {
 			continue
 		}

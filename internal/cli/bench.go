@@ -65,6 +65,8 @@ func runBench(ctx context.Context, args []string, e *env) int {
 		return runBenchRuns(ctx, args[1:], e)
 	case "tools":
 		return runBenchTools(ctx, args[1:], e)
+	case "ops":
+		return runBenchOps(ctx, args[1:], e)
 	}
 	fmt.Fprintf(e.stderr, "novaos bench: unknown target %q\n", args[0])
 	benchUsage(e.stderr)
@@ -85,6 +87,8 @@ func benchUsage(w io.Writer) {
 	fmt.Fprintln(w, "          first-event latency, resume after a cut, memory per 1,000 open event streams")
 	fmt.Fprintln(w, "  tools   tools/call of an upstream MCP server through the tool gateway against the same call made directly, and")
 	fmt.Fprintln(w, "          write-class calls the gate passes; one client, then --c")
+	fmt.Fprintln(w, "  ops     SendMessage to echo on a server with metrics, access log and sampled traces against one without any,")
+	fmt.Fprintln(w, "          in turns; then GET /metrics on a database of --tasks tasks and --runs runs, every service mounted")
 }
 
 // benchReport is the --json output.

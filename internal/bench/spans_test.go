@@ -1,0 +1,64 @@
+package bench
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+func TestSpanSink(t *testing.T) {
+	export, err := proto.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{
+		{ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{{Name: "a"}, {Name: "b"}}}, {Spans: []*tracepb.Span{{Name: "c"}}}}},
+		{ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{{Name: "d"}}}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, method, path, contentType, encoding string
+		body                                      []byte
+		status                                    int
+	}{
+		{"export", "POST", "/v1/traces", "application/x-protobuf", "", export, 200},
+		{"identity", "POST", "/v1/traces", "application/x-protobuf", "identity", export, 200},
+		{"not protobuf", "POST", "/v1/traces", "application/x-protobuf", "", []byte("\xff\xff\xff"), 400},
+		{"json", "POST", "/v1/traces", "application/json", "", []byte("{}"), 415},
+		{"gzip", "POST", "/v1/traces", "application/x-protobuf", "gzip", export, 415},
+		{"GET", "GET", "/v1/traces", "", "", nil, 405},
+		{"metrics path", "POST", "/v1/metrics", "application/x-protobuf", "", export, 404},
+		{"too large", "POST", "/v1/traces", "application/x-protobuf", "", make([]byte, maxExportBytes+1), 413},
+	}
+	sink := &SpanSink{}
+	srv := httptest.NewServer(sink)
+	defer srv.Close()
+	refused := 0
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tc.method, srv.URL+tc.path, bytes.NewReader(tc.body))
+			req.Header.Set("Content-Type", tc.contentType)
+			if tc.encoding != "" {
+				req.Header.Set("Content-Encoding", tc.encoding)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Errorf("status %d, want %d", resp.StatusCode, tc.status)
+			}
+			if tc.status != 200 {
+				refused++
+			}
+		})
+	}
+	want := SpanCounts{Exports: 2, Spans: 8, Bytes: 2 * int64(len(export)), Refused: int64(refused)}
+	if got := sink.Counts(); got != want {
+		t.Errorf("counts %+v, want %+v", got, want)
+	}
+}
