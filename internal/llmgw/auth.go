@@ -35,7 +35,7 @@ type platformKey struct{}
 // Platform made in process, else the bearer token, which the OpenAI SDKs
 // send as their API key. The X-NovaOS-* headers the NovaOS SDKs add are
 // advisory: identity comes from the verified token only.
-func (s *Service) authenticate(r *http.Request) (*caller, *apiError) {
+func (s *Service) authenticate(r *http.Request) (*caller, *llm.APIError) {
 	if c, ok := r.Context().Value(platformKey{}).(*caller); ok {
 		return c, nil
 	}
@@ -56,7 +56,7 @@ func (s *Service) authenticate(r *http.Request) (*caller, *apiError) {
 			return nil, unauthorized(msg)
 		}
 		s.log.ErrorContext(r.Context(), "llmgw: verify a token", "err", err)
-		return nil, &apiError{Status: http.StatusServiceUnavailable, Type: typeServer, Message: "The token could not be checked; retry shortly."}
+		return nil, serverError(http.StatusServiceUnavailable, "The token could not be checked; retry shortly.")
 	}
 	if claims.TenantID == "" || !llm.ValidKey(claims.TenantID) || !llm.ValidKey(claims.InstanceID) || !llm.ValidKey(claims.RunID) {
 		return nil, unauthorized("The execution token names no usable tenant.")

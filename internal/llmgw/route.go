@@ -35,7 +35,7 @@ type resolved struct {
 
 // resolve finds the route of model for tenant (its own, else the
 // platform's) and its enabled providers, their keys opened.
-func (s *Service) resolve(ctx context.Context, tenant, model string) (*resolved, *apiError, error) {
+func (s *Service) resolve(ctx context.Context, tenant, model string) (*resolved, *llm.APIError, error) {
 	r, err := s.route(ctx, tenant, model)
 	if errors.Is(err, llm.ErrNotFound) {
 		return nil, modelNotFound(model), nil
@@ -64,7 +64,7 @@ func (s *Service) resolve(ctx context.Context, tenant, model string) (*resolved,
 		out.targets = append(out.targets, target{provider: p, key: key, model: t.Model})
 	}
 	if len(out.targets) == 0 {
-		return nil, &apiError{Status: http.StatusServiceUnavailable, Type: typeServer, Code: codeUnavailable,
+		return nil, &llm.APIError{Status: http.StatusServiceUnavailable, Type: llm.TypeServer, Code: llm.CodeProviderUnavailable,
 			Message: "No provider of the model " + quoteModel(model) + " is configured and enabled."}, nil
 	}
 	return out, nil, nil

@@ -71,6 +71,9 @@ type Options struct {
 	// Created is the creation time of every answer and model (default
 	// 2024-01-01T00:00:00Z).
 	Created time.Time
+	// NoUsage leaves the usage out of chat answers, and the usage chunk
+	// out of streams that ask for it, as some local model servers do.
+	NoUsage bool
 }
 
 // Request is a request as the provider received it.
@@ -509,6 +512,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, body []byte) {
 	}
 	usage := &llm.Usage{PromptTokens: prompt, CompletionTokens: Tokens(text)}
 	usage.TotalTokens = usage.PromptTokens + usage.CompletionTokens
+	if s.o.NoUsage {
+		usage = nil
+	}
 	id := "chatcmpl-llmtest-" + strconv.Itoa(s.nextID())
 	if !req.Stream {
 		writeJSON(w, &llm.ChatCompletion{
@@ -573,7 +579,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *llm.ChatCom
 	if !chunk(&llm.Chunk{Choices: []llm.ChunkChoice{{Delta: llm.Delta{}, FinishReason: finish}}}) {
 		return
 	}
-	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
+	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage && usage != nil {
 		if !chunk(&llm.Chunk{Choices: []llm.ChunkChoice{}, Usage: usage}) {
 			return
 		}
