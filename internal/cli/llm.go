@@ -401,14 +401,14 @@ func budgetTable(w io.Writer, list ...llm.BudgetInfo) {
 		}
 		return usd(v)
 	}
-	fmt.Fprintln(w, "TENANT\tINSTANCE\tDAILY TOKENS\tDAILY COST\tRUN TOKENS\tRUN COST\tUSED TODAY")
+	fmt.Fprintln(w, "TENANT\tINSTANCE\tDAILY TOKENS\tDAILY COST\tRUN TOKENS\tRUN COST\tUSED TODAY\tHELD")
 	for _, b := range list {
 		inst := b.InstanceID
 		if inst == "" {
 			inst = "-"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d tokens, %s\n", b.TenantID, inst, limit(b.DailyTokens), cost(b.DailyCostUSD),
-			limit(b.RunTokens), cost(b.RunCostUSD), b.UsedTokens, usd(b.UsedCostUSD))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d tokens, %s\t%d tokens, %s\n", b.TenantID, inst, limit(b.DailyTokens), cost(b.DailyCostUSD),
+			limit(b.RunTokens), cost(b.RunCostUSD), b.UsedTokens, usd(b.UsedCostUSD), b.HeldTokens, usd(b.HeldCostUSD))
 	}
 }
 

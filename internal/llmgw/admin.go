@@ -392,11 +392,16 @@ func (s *Service) budgetInfo(ctx context.Context, b *llm.Budget) (llm.BudgetInfo
 	if err != nil {
 		return llm.BudgetInfo{}, err
 	}
-	used := sp.TenantDay
 	if b.InstanceID != "" {
-		used = sp.InstanceDay
+		return b.Info(day, sp.Used.InstanceDay, sp.Held.InstanceDay), nil
 	}
-	return b.Info(day, used), nil
+	return b.Info(day, sp.Used.TenantDay, sp.Held.TenantDay), nil
+}
+
+// writeUsage writes what this replica's calls used and it has not
+// written yet, so that a budget read here shows them.
+func (s *Service) writeUsage(ctx context.Context) error {
+	return s.ledger.flush(ctx, false)
 }
 
 func (s *Service) serveBudgets(w http.ResponseWriter, r *http.Request, pr principal) error {
@@ -409,6 +414,9 @@ func (s *Service) serveBudgets(w http.ResponseWriter, r *http.Request, pr princi
 	}
 	if !llm.ValidKey(tenant) {
 		return httpapi.BadQuery("tenant is not a valid tenant id")
+	}
+	if err := s.writeUsage(r.Context()); err != nil {
+		return err
 	}
 	list, err := s.deps.Store.ListBudgets(r.Context(), tenant)
 	if err != nil {
@@ -429,6 +437,9 @@ func (s *Service) serveBudgets(w http.ResponseWriter, r *http.Request, pr princi
 func (s *Service) serveBudget(w http.ResponseWriter, r *http.Request, pr principal) error {
 	tenant, instance, err := budgetKey(r, pr)
 	if err != nil {
+		return err
+	}
+	if err := s.writeUsage(r.Context()); err != nil {
 		return err
 	}
 	b, err := s.deps.Store.GetBudget(r.Context(), tenant, instance)

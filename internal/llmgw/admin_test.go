@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/llm"
@@ -128,14 +129,12 @@ func TestAdminTenants(t *testing.T) {
 func TestAdminUsagePaging(t *testing.T) {
 	h := newHarness(t, nil, Deps{})
 	ctx := t.Context()
+	var rows []llm.UsageRow
 	for _, model := range []string{"a", "b", "c", "d", "e"} {
-		res, err := h.store.Reserve(ctx, llm.Keys{TenantID: "acme", Day: "2026-12-01"}, llm.Amount{}, testNow)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := h.store.Settle(ctx, res, llm.Settlement{Model: model, Provider: "p", Input: 1}); err != nil {
-			t.Fatal(err)
-		}
+		rows = append(rows, llm.UsageRow{UsageKey: llm.UsageKey{TenantID: "acme", Day: "2026-12-01", Model: model, Provider: "p"}, Calls: 1, Input: 1})
+	}
+	if _, err := h.store.Commit(ctx, llm.Batch{Usage: rows, At: testNow, Expires: testNow.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
 	}
 	var got []string
 	path := llm.UsagePath + "?pageSize=2&from=2026-12-01&to=2026-12-01"

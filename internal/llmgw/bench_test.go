@@ -4,23 +4,19 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
-	"novaos.dev/novaos/internal/pgtest"
 	"novaos.dev/novaos/llm"
-	"novaos.dev/novaos/store/postgres"
-	"novaos.dev/novaos/store/sqlite"
 )
 
 // BenchmarkChatCompletionStream streams a chat completion (content
 // chunks, a finish chunk, a usage chunk, [DONE]) from llm/llmtest's
 // provider, directly and through the gateway (token check, scope, route,
-// budget, settlement, the run event), and reports the time to the first
-// event: mean and 99th percentile.
+// a tenant budget held from a lease, settlement, the run event; the
+// usage written in batches on memory, SQLite or PostgreSQL), and reports
+// the time to the first event: mean and 99th percentile.
 func BenchmarkChatCompletionStream(b *testing.B) {
 	p := newProvider(b)
 	body, _ := json.Marshal(chatBody("gpt-4o", "stream", true, "max_tokens", 64))
@@ -69,29 +65,13 @@ func BenchmarkChatCompletionStream(b *testing.B) {
 	})
 	for _, backend := range []string{"memory", "sqlite", "postgres"} {
 		b.Run("gateway/"+backend, func(b *testing.B) {
-			var st llm.Store
-			switch backend {
-			case "sqlite":
-				db, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "novaos.db"), nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { db.Close() })
-				st = db.LLMStore()
-			case "postgres":
-				if os.Getenv(pgtest.EnvURL) == "" {
-					b.Skip(pgtest.EnvURL + " is not set")
-				}
-				db, err := postgres.Open(b.Context(), pgtest.URL(b), nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { db.Close() })
-				st = db.LLMStore()
-			}
-			h := newHarness(b, nil, Deps{Store: st})
+			h := newHarness(b, &Options{Now: time.Now}, Deps{Store: testStore(b, backend)})
 			h.provider("openai", p.BaseURL(), "sk-upstream")
 			h.route("gpt-4o", llm.Target{Provider: "openai", Model: "gpt-4o"})
+			// A budget, so every call is held to one, and the background
+			// work that writes the usage and keeps the lease.
+			h.admin(http.MethodPut, llm.BudgetsPath+"/acme", llm.BudgetRequest{DailyTokens: 1 << 40, DailyCostUSD: 1e6}, http.StatusCreated)
+			h.run()
 			run(b, h.srv.URL+ChatPath, h.token(claims("llm:model:gpt-4o")), newClient())
 		})
 	}

@@ -49,7 +49,7 @@ type call struct {
 	c       *caller
 	req     *request
 	route   *resolved
-	res     llm.Reservation
+	ticket  *ticket
 	start   time.Time
 	span    trace.Span
 	op      string
@@ -125,7 +125,7 @@ func (s *Service) serveCall(op string) http.HandlerFunc {
 		now := s.o.Now()
 		keys := llm.Keys{TenantID: c.tenant, InstanceID: c.instance, RunID: c.run, Day: llm.DayOf(now)}
 		estimate := llm.Amount{Tokens: req.input + req.output, Cost: route.route.Cost(req.input, req.output)}
-		res, err := s.deps.Store.Reserve(ctx, keys, estimate, now)
+		t, err := s.ledger.take(ctx, keys, estimate)
 		if err != nil {
 			e, outcome := s.reserveError(ctx, err)
 			s.meter.request(req.model, outcome)
@@ -138,7 +138,7 @@ func (s *Service) serveCall(op string) http.HandlerFunc {
 		defer cancel()
 		stop := context.AfterFunc(s.calls, cancel)
 		defer stop()
-		k := &call{c: c, req: req, route: route, res: res, start: start, op: op}
+		k := &call{c: c, req: req, route: route, ticket: t, start: start, op: op}
 		ctx, k.span = s.tracer.Start(ctx, op+" "+req.model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
 			attribute.String("gen_ai.operation.name", op),
 			attribute.String("gen_ai.request.model", req.model),
@@ -151,8 +151,8 @@ func (s *Service) serveCall(op string) http.HandlerFunc {
 	}
 }
 
-// reserveError is the answer to a reservation that failed, and its
-// outcome.
+// reserveError is the answer to a call whose budgets could not hold its
+// estimate, and its outcome.
 func (s *Service) reserveError(ctx context.Context, err error) (*llm.APIError, string) {
 	var be *llm.BudgetError
 	if errors.As(err, &be) {
@@ -474,10 +474,12 @@ func (s *Service) finish(ctx context.Context, k *call) {
 		}
 	}
 	cost := k.route.route.Cost(input, output)
-	if err := s.deps.Store.Settle(ctx, k.res, llm.Settlement{Model: k.route.route.Name, Provider: a.provider, Input: input, Output: output,
-		Cost: cost, Failed: k.outcome != outcomeOK}); err != nil {
-		s.log.ErrorContext(ctx, "llmgw: settle a call", "model", k.req.model, "err", err)
+	row := llm.UsageRow{UsageKey: llm.UsageKey{TenantID: k.ticket.keys.TenantID, Day: k.ticket.keys.Day, InstanceID: k.ticket.keys.InstanceID,
+		Model: k.route.route.Name, Provider: a.provider}, Calls: 1, Input: input, Output: output, Cost: cost}
+	if k.outcome != outcomeOK {
+		row.Failed = 1
 	}
+	s.ledger.settle(k.ticket, llm.Amount{Tokens: input + output, Cost: cost}, row)
 	d := time.Since(k.start)
 	s.meter.call(k.c.tenant, k.req.model, k.outcome, input, output, cost, d, a.ttft, a.sent && k.req.stream)
 	k.span.SetAttributes(

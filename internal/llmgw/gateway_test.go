@@ -66,7 +66,7 @@ func TestChat(t *testing.T) {
 	}
 	wantCost := llm.Price(chatPrompt, 2) + llm.Price(chatCompletion, 8)
 	want := llm.Amount{Tokens: chatPrompt + chatCompletion, Cost: wantCost}
-	if sp.TenantDay != want || sp.InstanceDay != want || sp.Run != want {
+	if sp.Used != (llm.Counts{TenantDay: want, InstanceDay: want, Run: want}) {
 		t.Errorf("counters %+v, want %+v each", sp, want)
 	}
 	rows, _ := h.store.Usage(t.Context(), llm.UsageQuery{TenantID: "acme"})
@@ -159,8 +159,8 @@ func TestStreamPassesChunksAsTheyCome(t *testing.T) {
 			}
 			h.sync()
 			sp, _ := h.store.Spent(t.Context(), llm.Keys{TenantID: "acme", Day: llm.DayOf(testNow)})
-			if sp.TenantDay.Tokens != chatPrompt+chatCompletion {
-				t.Errorf("settled %d tokens, want the provider's %d", sp.TenantDay.Tokens, chatPrompt+chatCompletion)
+			if sp.Used.TenantDay.Tokens != chatPrompt+chatCompletion {
+				t.Errorf("settled %d tokens, want the provider's %d", sp.Used.TenantDay.Tokens, chatPrompt+chatCompletion)
 			}
 		})
 	}
@@ -386,8 +386,8 @@ func TestFallback(t *testing.T) {
 		}
 		h.sync()
 		sp, _ := h.store.Spent(t.Context(), llm.Keys{TenantID: "acme", Day: llm.DayOf(testNow)})
-		if sp.TenantDay.Tokens != 0 {
-			t.Errorf("a call no provider answered counts %d tokens", sp.TenantDay.Tokens)
+		if sp.Used.TenantDay.Tokens != 0 {
+			t.Errorf("a call no provider answered counts %d tokens", sp.Used.TenantDay.Tokens)
 		}
 	})
 }

@@ -132,6 +132,23 @@ func newHarness(t testing.TB, o *Options, deps Deps) *harness {
 // test reads it there.
 func (h *harness) sync() {
 	h.t.Helper()
+	if err := h.svc.ledger.flush(context.Background(), false); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// run runs the gateway's background work until the test ends.
+func (h *harness) run() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.svc.Run(ctx)
+	}()
+	h.t.Cleanup(func() {
+		cancel()
+		<-done
+	})
 }
 
 // claims are acme's agent in instance inst-1 and run run-1, with scopes.

@@ -70,6 +70,29 @@ func (s *Service) resolve(ctx context.Context, tenant, model string) (*resolved,
 	return out, nil, nil
 }
 
+// budgets reads the budgets of tenant and instance: the tenant's, and
+// the instance's when instance is not "" (nil where there is none).
+func (s *Service) budgets(ctx context.Context, tenant, instance string) ([2]*llm.Budget, error) {
+	var out [2]*llm.Budget
+	for i, inst := range []string{"", instance} {
+		if i == 1 && instance == "" {
+			break
+		}
+		v, err := s.cache.get("b\x00"+tenant+"\x00"+inst, func() (any, error) {
+			return s.deps.Store.GetBudget(ctx, tenant, inst)
+		})
+		if errors.Is(err, llm.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		b := v.(llm.Budget)
+		out[i] = &b
+	}
+	return out, nil
+}
+
 // route reads the tenant's route of model, else the platform's.
 func (s *Service) route(ctx context.Context, tenant, model string) (llm.Route, error) {
 	v, err := s.cache.get("r\x00"+tenant+"\x00"+model, func() (any, error) {
