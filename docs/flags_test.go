@@ -129,7 +129,7 @@ func rowShowsDefault(row, def string) bool {
 // against. A page that documents a new command's flags adds it here.
 var commands = [][]string{
 	{"serve"}, {"send"},
-	{"bench", "a2a"}, {"bench", "memory"}, {"bench", "gate"}, {"bench", "runs"}, {"bench", "tools"},
+	{"bench", "a2a"}, {"bench", "memory"}, {"bench", "gate"}, {"bench", "runs"}, {"bench", "tools"}, {"bench", "llm"},
 	{"agents", "list"}, {"agents", "search"}, {"agents", "find"}, {"agents", "register"}, {"agents", "update"},
 	{"keys", "generate"}, {"keys", "public"},
 	{"memory", "write"}, {"memory", "query"}, {"memory", "update"}, {"memory", "forget"}, {"memory", "hint"},

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -85,17 +84,19 @@ func ToolsUpstreamHandler() http.Handler {
 // upstream server named server, and sets [ToolsPolicy].
 func SetUpTools(ctx context.Context, hc *http.Client, baseURL string, admin secret.Value, server, upstreamURL string) error {
 	reg, _ := json.Marshal(tools.ServerRequest{Transport: tools.TransportHTTP, URL: upstreamURL})
-	if err := put(ctx, hc, baseURL+tools.ServersPath+"/"+server, admin, reg); err != nil {
+	if err := Put(ctx, hc, baseURL+tools.ServersPath+"/"+server, admin, reg); err != nil {
 		return fmt.Errorf("bench: register the upstream server: %w", err)
 	}
 	pol, _ := json.Marshal(map[string]string{"expr": ToolsPolicy})
-	if err := put(ctx, hc, baseURL+"/api/v1/tools/policy", admin, pol); err != nil {
+	if err := Put(ctx, hc, baseURL+"/api/v1/tools/policy", admin, pol); err != nil {
 		return fmt.Errorf("bench: set the tool policy: %w", err)
 	}
 	return nil
 }
 
-func put(ctx context.Context, hc *http.Client, url string, tok secret.Value, body []byte) error {
+// Put sends body, JSON, to url with tok as the bearer token, and fails
+// unless the answer is a 2xx.
+func Put(ctx context.Context, hc *http.Client, url string, tok secret.Value, body []byte) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPut, url, bytes.NewReader(body))
 	if err != nil {
 		return err
@@ -249,148 +250,66 @@ func RunTools(ctx context.Context, t *ToolsTarget, opts *ToolsOptions) (*ToolsRe
 	return res, nil
 }
 
-// toolsSide accumulates one side's measured rounds.
-type toolsSide struct {
-	name     string
-	tool     string
-	sessions []*mcp.ClientSession
-	seq      []uint64 // per client, so that every call's text is new
-
-	mu      sync.Mutex
-	h       Histogram
-	calls   uint64
-	errors  uint64
-	elapsed time.Duration
-	errText string
-}
-
-func (s *toolsSide) result() ToolsSide {
-	r := ToolsSide{Scenario: s.name, Calls: s.calls, Errors: s.errors, Elapsed: s.elapsed, Latency: latencyOf(&s.h), FirstError: s.errText}
-	if s.elapsed > 0 {
-		r.Throughput = float64(s.h.Count()) / s.elapsed.Seconds()
-	}
-	return r
+func toolsResult(s *side) ToolsSide {
+	return ToolsSide{Scenario: s.name, Calls: s.calls, Errors: s.errors, Elapsed: s.elapsed, Latency: latencyOf(&s.total),
+		FirstError: s.errText, Throughput: s.throughput()}
 }
 
 // toolsPhase opens clients' sessions on each side, runs the sides in
-// alternating rounds and closes the sessions.
+// turns and closes the sessions.
 func toolsPhase(ctx context.Context, t *ToolsTarget, o *ToolsOptions, phase string, clients int) (*ToolsPhase, error) {
 	prefix := tools.Prefix + t.Server + "."
-	sides := []*toolsSide{
-		{name: ScenarioToolsDirect, tool: ToolsEcho},
-		{name: ScenarioToolsRead, tool: prefix + ToolsEcho},
-		{name: ScenarioToolsWrite, tool: prefix + ToolsWrite},
-	}
+	names := []string{ScenarioToolsDirect, ScenarioToolsRead, ScenarioToolsWrite}
+	toolOf := []string{ToolsEcho, prefix + ToolsEcho, prefix + ToolsWrite}
 	direct, gw := NewClient(clients), NewClient(clients)
 	defer direct.CloseIdleConnections()
 	defer gw.CloseIdleConnections()
+	sessions := make([][]*mcp.ClientSession, len(names))
 	defer func() {
-		for _, s := range sides {
-			for _, cs := range s.sessions {
+		for _, ss := range sessions {
+			for _, cs := range ss {
 				if cs != nil {
 					cs.Close()
 				}
 			}
 		}
 	}()
-	for _, s := range sides {
-		s.sessions, s.seq = make([]*mcp.ClientSession, clients), make([]uint64, clients)
+	sides := make([]*side, len(names))
+	for k, name := range names {
+		sessions[k] = make([]*mcp.ClientSession, clients)
 		for i := range clients {
 			var err error
-			if s.name == ScenarioToolsDirect {
-				s.sessions[i], err = ConnectMCP(ctx, t.Upstream, direct, secret.Value{})
+			if name == ScenarioToolsDirect {
+				sessions[k][i], err = ConnectMCP(ctx, t.Upstream, direct, secret.Value{})
 			} else {
 				var tok secret.Value
 				if tok, err = t.Token(i); err == nil {
-					s.sessions[i], err = ConnectMCP(ctx, t.Gateway, gw, tok)
+					sessions[k][i], err = ConnectMCP(ctx, t.Gateway, gw, tok)
 				}
 			}
 			if err != nil {
-				return nil, fmt.Errorf("bench: tools: %s: connect: %w", s.name, err)
+				return nil, fmt.Errorf("bench: tools: %s: connect: %w", name, err)
 			}
 		}
+		// Per client, so that every call's text is new.
+		seq := make([]uint64, clients)
+		sides[k] = &side{name: name, do: func(ctx context.Context, i int) (time.Duration, time.Duration, error) {
+			seq[i]++
+			text := "bench tools client " + strconv.Itoa(i) + " call " + strconv.FormatUint(seq[i], 10)
+			t0 := time.Now()
+			err := CallEcho(ctx, sessions[k][i], toolOf[k], text)
+			took := time.Since(t0)
+			return took, took, err
+		}}
 	}
-	if o.Warmup > 0 {
-		for _, s := range sides {
-			if err := toolsRound(ctx, s, o.Warmup, false); err != nil {
-				return nil, err
-			}
-		}
+	tt := turns{clients: clients, warmup: o.Warmup, duration: o.Duration, round: o.Round}
+	if o.MeasuredRound != nil {
+		tt.measured = func(scenario string, n int) func() { return o.MeasuredRound(phase, scenario, n) }
 	}
-	rounds, per := roundPlan(o.Duration, o.Round)
-	n := len(sides)
-	for i := range n * rounds {
-		// Round r runs the sides forward when r is even, backward when it
-		// is odd, so that no side always follows the same one.
-		r, k := i/n, i%n
-		if r%2 == 1 {
-			k = n - 1 - k
-		}
-		s := sides[k]
-		end := func() {}
-		if o.MeasuredRound != nil {
-			end = o.MeasuredRound(phase, s.name, r)
-		}
-		err := toolsRound(ctx, s, per, true)
-		end()
-		if err != nil {
-			return nil, err
-		}
+	if err := tt.run(ctx, sides); err != nil {
+		return nil, err
 	}
-	return &ToolsPhase{Clients: clients, Direct: sides[0].result(), Read: sides[1].result(), Write: sides[2].result()}, nil
-}
-
-// toolsRound runs s from each of its clients for d; a client starts no
-// call after d, and the round lasts until the last one finished.
-func toolsRound(ctx context.Context, s *toolsSide, d time.Duration, measured bool) error {
-	start := time.Now()
-	end := start.Add(d)
-	var wg sync.WaitGroup
-	for i, cs := range s.sessions {
-		wg.Go(func() {
-			var h Histogram
-			var calls, errs uint64
-			var errText string
-			for ctx.Err() == nil && time.Now().Before(end) {
-				s.seq[i]++
-				text := "bench tools client " + strconv.Itoa(i) + " call " + strconv.FormatUint(s.seq[i], 10)
-				t0 := time.Now()
-				err := CallEcho(ctx, cs, s.tool, text)
-				took := time.Since(t0)
-				if ctx.Err() != nil {
-					break
-				}
-				calls++
-				if err != nil {
-					errs++
-					if errText == "" {
-						errText = err.Error()
-					}
-					continue
-				}
-				h.Record(took)
-			}
-			if !measured {
-				return
-			}
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			s.h.Merge(&h)
-			s.calls += calls
-			s.errors += errs
-			if s.errText == "" {
-				s.errText = errText
-			}
-		})
-	}
-	wg.Wait()
-	if measured {
-		s.elapsed += time.Since(start)
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("bench: %s: %w", s.name, err)
-	}
-	return nil
+	return &ToolsPhase{Clients: clients, Direct: toolsResult(sides[0]), Read: toolsResult(sides[1]), Write: toolsResult(sides[2])}, nil
 }
 
 // CallEcho calls tool, one of [ToolsUpstream]'s (by its own name or the

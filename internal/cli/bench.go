@@ -65,6 +65,8 @@ func runBench(ctx context.Context, args []string, e *env) int {
 		return runBenchRuns(ctx, args[1:], e)
 	case "tools":
 		return runBenchTools(ctx, args[1:], e)
+	case "llm":
+		return runBenchLLM(ctx, args[1:], e)
 	}
 	fmt.Fprintf(e.stderr, "novaos bench: unknown target %q\n", args[0])
 	benchUsage(e.stderr)
@@ -85,6 +87,8 @@ func benchUsage(w io.Writer) {
 	fmt.Fprintln(w, "          first-event latency, resume after a cut, memory per 1,000 open event streams")
 	fmt.Fprintln(w, "  tools   tools/call of an upstream MCP server through the tool gateway against the same call made directly, and")
 	fmt.Fprintln(w, "          write-class calls the gate passes; one client, then --c")
+	fmt.Fprintln(w, "  llm     streamed chat completions through the LLM gateway (a token, a budget) against the same stream asked of the")
+	fmt.Fprintln(w, "          provider directly; time to the first streamed token, one client, then --c")
 }
 
 // benchReport is the --json output.

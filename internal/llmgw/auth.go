@@ -1,12 +1,9 @@
 package llmgw
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 
-	"novaos.dev/novaos/gateway"
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/llm"
@@ -62,18 +59,4 @@ func (s *Service) authenticate(r *http.Request) (*caller, *llm.APIError) {
 		return nil, unauthorized("The execution token names no usable tenant.")
 	}
 	return &caller{tenant: claims.TenantID, instance: claims.InstanceID, run: claims.RunID, scopes: claims.Scopes}, nil
-}
-
-// runEvent shows a call made with a run's token in that run. A run that
-// ended, or a failure to write, does not fail the call: the usage ledger
-// has it.
-func (s *Service) runEvent(ctx context.Context, c *caller, ev llm.CallEvent) {
-	payload, err := json.Marshal(ev)
-	if err != nil {
-		return
-	}
-	err = s.deps.Runs.AppendEvents(ctx, c.tenant, c.run, gateway.Event{Type: llm.EventCall, Payload: payload})
-	if err != nil && !errors.Is(err, gateway.ErrNotFound) {
-		s.log.WarnContext(ctx, "llmgw: show a call in its run", "run", c.run, "err", err)
-	}
 }

@@ -498,10 +498,7 @@ func (s *Service) finish(ctx context.Context, k *call) {
 		k.span.SetStatus(codes.Error, k.outcome)
 	}
 	k.span.End()
-	if s.deps.Runs != nil && k.c.run != "" {
-		ev := llm.CallEvent{Operation: k.op, Model: k.req.model, Provider: a.provider, Upstream: a.upstream, Stream: k.req.stream,
-			InputTokens: input, OutputTokens: output, CostUSD: cost.USD(), Estimated: estimated, DurationMS: d.Milliseconds(),
-			Attempts: a.attempts, Outcome: k.outcome}
-		s.runEvent(ctx, k.c, ev)
-	}
+	s.events.add(k.c, llm.CallEvent{Operation: k.op, Model: k.req.model, Provider: a.provider, Upstream: a.upstream, Stream: k.req.stream,
+		InputTokens: input, OutputTokens: output, CostUSD: cost.USD(), Estimated: estimated, DurationMS: d.Milliseconds(),
+		Attempts: a.attempts, Outcome: k.outcome})
 }

@@ -73,7 +73,7 @@ func TestChat(t *testing.T) {
 	if len(rows) != 1 || rows[0].Calls != 1 || rows[0].Input != chatPrompt || rows[0].Output != chatCompletion || rows[0].Provider != "openai" {
 		t.Errorf("usage %+v", rows)
 	}
-	evs := h.runs.of("acme", "run-1")
+	evs := h.runEvents("acme", "run-1")
 	if len(evs) != 1 || evs[0].Type != llm.EventCall {
 		t.Fatalf("run events %+v, want one %s", evs, llm.EventCall)
 	}
@@ -179,7 +179,7 @@ func TestNoUsageCountsTheEstimate(t *testing.T) {
 		t.Fatalf("status %d: %s", resp.StatusCode, data)
 	}
 	var ev llm.CallEvent
-	_ = json.Unmarshal(h.runs.of("acme", "run-1")[0].Payload, &ev)
+	_ = json.Unmarshal(h.runEvents("acme", "run-1")[0].Payload, &ev)
 	raw, _ := json.Marshal(body)
 	if !ev.Estimated || ev.OutputTokens != 50 || ev.InputTokens != int64(len(raw))/4+1 {
 		t.Errorf("event %+v, want the estimate: %d in, 50 out", ev, len(raw)/4+1)
@@ -345,7 +345,7 @@ func TestFallback(t *testing.T) {
 				t.Errorf("second target called %d times, want %d", got, tc.second)
 			}
 			var ev llm.CallEvent
-			_ = json.Unmarshal(h.runs.of("acme", "run-1")[0].Payload, &ev)
+			_ = json.Unmarshal(h.runEvents("acme", "run-1")[0].Payload, &ev)
 			if ev.Attempts != tc.attempts {
 				t.Errorf("attempts %d, want %d", ev.Attempts, tc.attempts)
 			}
@@ -489,7 +489,7 @@ func TestStreamEnds(t *testing.T) {
 		if err := h.svc.Shutdown(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		evs := h.runs.of("acme", "run-1")
+		evs := h.runEvents("acme", "run-1")
 		if len(evs) != 1 {
 			t.Fatalf("run events %+v", evs)
 		}

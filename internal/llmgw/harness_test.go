@@ -60,13 +60,15 @@ func lastBody(t testing.TB, p *llmtest.Server) map[string]any {
 
 // recordingRuns keeps the events the gateway shows in runs.
 type recordingRuns struct {
-	mu     sync.Mutex
-	events map[string][]gateway.Event
+	mu      sync.Mutex
+	events  map[string][]gateway.Event
+	appends int
 }
 
 func (r *recordingRuns) AppendEvents(_ context.Context, tenant, runID string, events ...gateway.Event) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.appends++
 	r.events[tenant+"/"+runID] = append(r.events[tenant+"/"+runID], events...)
 	return nil
 }
@@ -135,6 +137,15 @@ func (h *harness) sync() {
 	if err := h.svc.ledger.flush(context.Background(), false); err != nil {
 		h.t.Fatal(err)
 	}
+	h.svc.events.flush(context.Background())
+}
+
+// runEvents are the events the gateway showed in tenant's run, once it
+// wrote what it holds.
+func (h *harness) runEvents(tenant, run string) []gateway.Event {
+	h.t.Helper()
+	h.sync()
+	return h.runs.of(tenant, run)
 }
 
 // run runs the gateway's background work until the test ends.

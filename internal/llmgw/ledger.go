@@ -333,8 +333,8 @@ func (l *ledger) settle(t *ticket, used llm.Amount, row llm.UsageRow) {
 }
 
 // run writes batches and keeps the leases every FlushEvery, and at once
-// when a lease runs low, until ctx ends.
-func (l *ledger) run(ctx context.Context) {
+// when a lease runs low, until ctx ends; also calls each tick.
+func (l *ledger) run(ctx context.Context, also func(context.Context)) {
 	t := time.NewTicker(l.o.FlushEvery)
 	defer t.Stop()
 	for {
@@ -350,6 +350,7 @@ func (l *ledger) run(ctx context.Context) {
 		if err := l.refill(ctx); err != nil && ctx.Err() == nil {
 			l.log.Warn("llmgw: grow the budget leases", "err", err)
 		}
+		also(ctx)
 	}
 }
 

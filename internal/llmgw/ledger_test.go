@@ -325,3 +325,27 @@ func testStore(t testing.TB, backend string) llm.Store {
 	}
 	return llm.NewMemoryStore()
 }
+
+// The calls of a run are shown in it a batch at a time: one append for
+// the calls since the last, none on a call's path.
+func TestRunEventsInBatches(t *testing.T) {
+	h := newHarness(t, nil, Deps{})
+	p := newProvider(t)
+	h.provider("openai", p.BaseURL(), "")
+	h.route("gpt-4o", llm.Target{Provider: "openai", Model: "gpt-4o"})
+	tok := h.token(claims("llm:model:gpt-4o"))
+	for range 3 {
+		if resp, data := h.do(http.MethodPost, ChatPath, tok, chatBody("gpt-4o")); resp.StatusCode != http.StatusOK {
+			t.Fatalf("%d %s", resp.StatusCode, data)
+		}
+	}
+	h.runs.mu.Lock()
+	before := h.runs.appends
+	h.runs.mu.Unlock()
+	if before != 0 {
+		t.Errorf("%d appends before the batch, want none", before)
+	}
+	if evs := h.runEvents("acme", "run-1"); len(evs) != 3 || h.runs.appends != 1 {
+		t.Errorf("%d events in %d appends, want 3 in 1", len(evs), h.runs.appends)
+	}
+}

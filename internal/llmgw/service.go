@@ -212,7 +212,8 @@ type Deps struct {
 	// Sealer seals providers' API keys; without one a provider with a
 	// key is refused.
 	Sealer Sealer
-	// Runs shows calls in runs; without one they are not shown.
+	// Runs shows calls in runs (in batches, with the usage); without one
+	// they are not shown.
 	Runs Runs
 	// AdminToken is the server's admin token (administration).
 	AdminToken secret.Value
@@ -233,6 +234,7 @@ type Service struct {
 	meter  *meter
 	cache  *configCache
 	ledger *ledger
+	events *runEvents
 
 	inflight chan struct{}
 	// calls ends when Shutdown's context does: the calls still in flight
@@ -268,12 +270,16 @@ func New(deps Deps, o *Options) *Service {
 	s.meter = newMeter(deps.Metrics, s.log)
 	s.cache = newConfigCache(opts.ConfigTTL, opts.Now)
 	s.ledger = newLedger(deps.Store, &s.o, s.log, s.budgets)
+	s.events = newRunEvents(deps.Runs, s.log)
 	s.calls, s.cutCalls = context.WithCancel(context.Background())
 	if opts.Platform != nil {
 		opts.Platform.bind(s)
 	}
 	return s
 }
+
+// finalWriteGrace bounds Shutdown's last write of usage and leases.
+const finalWriteGrace = 5 * time.Second
 
 var errRedirect = errors.New("llmgw: the provider answered with a redirect, which the gateway does not follow")
 
@@ -294,7 +300,7 @@ func (s *Service) Interceptors() []a2asrv.Interceptor { return nil }
 // (every SweepEvery), until ctx ends.
 func (s *Service) Run(ctx context.Context) {
 	var wg sync.WaitGroup
-	wg.Go(func() { s.ledger.run(ctx) })
+	wg.Go(func() { s.ledger.run(ctx, s.events.flush) })
 	defer wg.Wait()
 	t := time.NewTicker(s.o.SweepEvery)
 	defer t.Stop()
@@ -320,7 +326,12 @@ func (s *Service) Shutdown(ctx context.Context) error {
 	defer stop()
 	s.wg.Wait()
 	s.client.CloseIdleConnections()
-	if err := s.ledger.flush(context.WithoutCancel(ctx), true); err != nil {
+	// Written even when ctx is done, as the calls it cut off were, but not
+	// waited for past a moment.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalWriteGrace)
+	defer cancel()
+	s.events.flush(wctx)
+	if err := s.ledger.flush(wctx, true); err != nil {
 		return fmt.Errorf("llmgw: write the usage and return the leases: %w", err)
 	}
 	return nil
