@@ -55,7 +55,8 @@
 //     <model>" or "embeddings <model>" with the GenAI attributes), kept in
 //     the daily usage, and, made with a run's token, shown in the run as
 //     llm.call (model, provider, tokens, cost, duration, outcome; never a
-//     prompt).
+//     prompt). Usage and run events are written in batches every
+//     FlushEvery, not by the call.
 //
 // # Budgets
 //
