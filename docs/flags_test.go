@@ -153,6 +153,7 @@ var commands = [][]string{
 var otherFlags = map[string]bool{
 	"cacert": true, "retry": true, "retry-connrefused": true, "retry-delay": true, "max-time": true, // curl
 	"keys":     true, // examples/mailer
+	"models":   true, // examples/fakellm
 	"insecure": true, // the a2a-go CLI
 }
 

@@ -558,6 +558,9 @@ func (s *Service) serveUsage(w http.ResponseWriter, r *http.Request, pr principa
 		}
 		q.After = &after
 	}
+	if err := s.writeUsage(r.Context()); err != nil {
+		return err
+	}
 	rows, err := s.deps.Store.Usage(r.Context(), q)
 	if err != nil {
 		return err

@@ -117,6 +117,11 @@ func NewServer(o *Options) *Server {
 	return s
 }
 
+// NewHandler returns a provider that listens nowhere, for a server of
+// the caller's own (its URL fields stay empty): serve it on the address
+// a program is given, or mount it in a larger server.
+func NewHandler(o *Options) *Server { return newServer(o) }
+
 func newServer(o *Options) *Server {
 	s := &Server{calls: map[string]int{}}
 	if o != nil {
@@ -148,7 +153,8 @@ func newServer(o *Options) *Server {
 // BaseURL is the OpenAI base URL of the provider: URL + "/v1".
 func (s *Server) BaseURL() string { return s.URL + "/v1" }
 
-// Close releases every held stream and shuts the server down.
+// Close releases every held stream and shuts the server down (a
+// NewHandler's is the caller's to shut down).
 func (s *Server) Close() {
 	s.mu.Lock()
 	holds := s.holds
@@ -157,7 +163,9 @@ func (s *Server) Close() {
 	for _, h := range holds {
 		h.Release()
 	}
-	s.srv.Close()
+	if s.srv != nil {
+		s.srv.Close()
+	}
 }
 
 // Calls returns how many requests reached path (one of the Path
