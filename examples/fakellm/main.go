@@ -1,7 +1,7 @@
-// Command fakellm is a fake OpenAI-compatible model provider, for trying
-// the LLM gateway without a model: llm/llmtest on --addr. It answers a
-// chat with its last user message, word by word when streamed, counts a
-// token a word, and embeds text by a hash.
+// Command fakellm is a fake OpenAI-compatible model provider on --addr.
+// It is llm/llmtest, for trying the LLM gateway without a model: it
+// answers a chat with its last user message, word by word when streamed,
+// counts a token a word, and embeds text by a hash.
 //
 //	go run ./examples/fakellm --addr 127.0.0.1:11434 --models llama3.1:8b,nomic-embed-text
 package main
