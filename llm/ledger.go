@@ -241,15 +241,15 @@ func LimitOf(budgets [2]*Budget, c Counter) Amount {
 	return Amount{Tokens: l[0].max, Cost: Cost(l[1].max)}
 }
 
-// GrantOf decides a lease ask the way every Store does, with budgets the
-// tenant's and the ask's instance's (nil when there is none), and counted
-// what the counter has used and holds. On each metric a budget limits,
-// what is free is the limit less counted; an ask whose Need passes it is
-// refused (a counter already past its limit refuses even a Need of
-// zero), and the grant is its Need, or, when Want is more, as much of
-// Want as share of what is free allows. A metric no budget limits needs
-// no allowance: it is granted nothing.
-func GrantOf(budgets [2]*Budget, ask LeaseAsk, counted Amount, share float64) (granted, lim Amount, refused *BudgetError) {
+// grantOf decides a lease ask as every Store does (through PlanLease),
+// with budgets the tenant's and the ask's instance's (nil when there is
+// none), and counted what the counter has used and holds. On each metric
+// a budget limits, what is free is the limit less counted; an ask whose
+// Need passes it is refused (a counter already past its limit refuses
+// even a Need of zero), and the grant is its Need, or, when Want is
+// more, as much of Want as share of what is free allows. A metric no
+// budget limits needs no allowance: it is granted nothing.
+func grantOf(budgets [2]*Budget, ask LeaseAsk, counted Amount, share float64) (granted, lim Amount, refused *BudgetError) {
 	ls := limitsOf(budgets, ask.Counter)
 	used := [2]int64{counted.Tokens, int64(counted.Cost)}
 	need := [2]int64{ask.Need.Tokens, int64(ask.Need.Cost)}
@@ -397,7 +397,7 @@ func PlanLease(r LeaseRequest, counts map[Counter]Amount, held map[string]HeldLe
 			plan.Grants[i].Gone = true
 			continue
 		}
-		g, lim, refused := GrantOf(budgets(a.Counter.TenantID, a.Instance), a, counts[a.Counter].Add(granted[a.Counter]), r.Share)
+		g, lim, refused := grantOf(budgets(a.Counter.TenantID, a.Instance), a, counts[a.Counter].Add(granted[a.Counter]), r.Share)
 		if refused != nil && r.All {
 			return LeasePlan{}, refused
 		}
@@ -412,7 +412,7 @@ func PlanLease(r LeaseRequest, counts map[Counter]Amount, held map[string]HeldLe
 			delete(granted, a.Counter)
 		}
 	}
-	SortCounterChanges(plan.Counters)
+	sortCounterChanges(plan.Counters)
 	return plan, nil
 }
 
@@ -467,7 +467,7 @@ func PlanCommit(b Batch, held map[string]HeldLease) CommitPlan {
 	for _, d := range deltas {
 		plan.Counters = append(plan.Counters, *d)
 	}
-	SortCounterChanges(plan.Counters)
+	sortCounterChanges(plan.Counters)
 	return plan
 }
 
@@ -478,7 +478,7 @@ func CompareCounters(a, b Counter) int {
 		strings.Compare(a.ID, b.ID), strings.Compare(a.Day, b.Day))
 }
 
-// SortCounterChanges sorts changes by counter (CompareCounters).
-func SortCounterChanges(cs []CounterChange) {
+// sortCounterChanges sorts changes by counter (CompareCounters).
+func sortCounterChanges(cs []CounterChange) {
 	slices.SortFunc(cs, func(a, b CounterChange) int { return CompareCounters(a.Counter, b.Counter) })
 }

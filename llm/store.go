@@ -290,8 +290,9 @@ type Store interface {
 	// Lease grants allowance on budget counters (see Counter), in one
 	// atomic step across every process sharing the store, so that what a
 	// counter's leases hold and what it has used never pass a limit
-	// together. Each ask is decided by GrantOf, in order, against the
-	// budgets as they are and the counter as the asks before it left it;
+	// together. Each ask is decided as PlanLease decides it, in order,
+	// against the budgets as they are and the counter as the asks before
+	// it left it;
 	// its grant is added to its lease (a New one is created, ending at
 	// Expires) and counted on its counter as held. With All, one refusal
 	// refuses every ask: nothing changes, and the error is its

@@ -23,12 +23,6 @@ const (
 	ScenarioLLMGateway = "gateway"
 )
 
-// Defaults of [LLMOptions].
-const (
-	DefaultLLMConcurrency = 8
-	DefaultLLMRound       = time.Second
-)
-
 // LLMTarget is what [RunLLM] measures: an OpenAI-compatible provider,
 // and the gateway it is routed behind.
 type LLMTarget struct {
@@ -41,46 +35,6 @@ type LLMTarget struct {
 	// Token is client i's bearer token for the gateway, an execution
 	// token granting llm:model:<Model>.
 	Token func(client int) (secret.Value, error)
-}
-
-// LLMOptions tune [RunLLM]; nil or zero fields mean the defaults.
-type LLMOptions struct {
-	// Concurrency is the number of clients of the load phase, each with
-	// one stream in flight (default 8); the latency phase has one.
-	Concurrency int
-	// Duration is the measured time of each side in each phase (default
-	// 10s), Warmup its unmeasured time first (default 1s; negative:
-	// none).
-	Duration, Warmup time.Duration
-	// Round is how long one side runs before the other takes over
-	// (default 1s): the sides take turns, A B B A …
-	Round time.Duration
-	// MeasuredRound, when set, is called as each measured round of a side
-	// starts, with the phase ("latency" or "load"), the side's scenario
-	// and the round's number from 0; the function it returns is called
-	// as the round ends.
-	MeasuredRound func(phase, scenario string, n int) (end func())
-}
-
-func (o *LLMOptions) withDefaults() LLMOptions {
-	var v LLMOptions
-	if o != nil {
-		v = *o
-	}
-	if v.Concurrency <= 0 {
-		v.Concurrency = DefaultLLMConcurrency
-	}
-	if v.Duration <= 0 {
-		v.Duration = 10 * time.Second
-	}
-	if v.Warmup == 0 {
-		v.Warmup = time.Second
-	}
-	v.Warmup = max(v.Warmup, 0)
-	if v.Round <= 0 {
-		v.Round = DefaultLLMRound
-	}
-	return v
 }
 
 // LLMResult is what [RunLLM] measured, and the figures the gateway's
@@ -135,22 +89,19 @@ func llmResult(s *side) LLMSide {
 // word; a call fails unless the stream's text is its prompt and the
 // stream carries the usage and ends with [DONE]. A failed call counts as
 // an error of its side; RunLLM itself fails only when ctx ends.
-func RunLLM(ctx context.Context, t *LLMTarget, opts *LLMOptions) (*LLMResult, error) {
+func RunLLM(ctx context.Context, t *LLMTarget, opts *PhasesOptions) (*LLMResult, error) {
 	o := opts.withDefaults()
 	if t == nil || t.Direct == "" || t.Gateway == "" || t.Model == "" || t.Token == nil {
 		return nil, errors.New("bench: llm: incomplete target")
 	}
 	res := &LLMResult{}
-	for _, ph := range []struct {
-		name    string
-		clients int
-		out     *LLMPhase
-	}{{"latency", 1, &res.Latency}, {"load", o.Concurrency, &res.Load}} {
+	outs := [2]*LLMPhase{&res.Latency, &res.Load}
+	for i, ph := range o.phases() {
 		p, err := llmPhase(ctx, t, &o, ph.name, ph.clients)
 		if err != nil {
 			return nil, err
 		}
-		*ph.out = *p
+		*outs[i] = *p
 	}
 	res.AddedP50 = res.Latency.Gateway.FirstToken.P50 - res.Latency.Direct.FirstToken.P50
 	res.AddedP99 = res.Latency.Gateway.FirstToken.P99 - res.Latency.Direct.FirstToken.P99
@@ -160,7 +111,7 @@ func RunLLM(ctx context.Context, t *LLMTarget, opts *LLMOptions) (*LLMResult, er
 	return res, nil
 }
 
-func llmPhase(ctx context.Context, t *LLMTarget, o *LLMOptions, phase string, clients int) (*LLMPhase, error) {
+func llmPhase(ctx context.Context, t *LLMTarget, o *PhasesOptions, phase string, clients int) (*LLMPhase, error) {
 	direct, gw := NewClient(clients), NewClient(clients)
 	defer direct.CloseIdleConnections()
 	defer gw.CloseIdleConnections()
@@ -184,11 +135,7 @@ func llmPhase(ctx context.Context, t *LLMTarget, o *LLMOptions, phase string, cl
 		mk(ScenarioLLMDirect, t.Direct, direct, func(int) secret.Value { return secret.Value{} }),
 		mk(ScenarioLLMGateway, t.Gateway, gw, func(i int) secret.Value { return tokens[i] }),
 	}
-	tt := turns{clients: clients, warmup: o.Warmup, duration: o.Duration, round: o.Round}
-	if o.MeasuredRound != nil {
-		tt.measured = func(scenario string, n int) func() { return o.MeasuredRound(phase, scenario, n) }
-	}
-	if err := tt.run(ctx, sides); err != nil {
+	if err := o.turns(phase, clients).run(ctx, sides); err != nil {
 		return nil, err
 	}
 	return &LLMPhase{Clients: clients, Direct: llmResult(sides[0]), Gateway: llmResult(sides[1])}, nil

@@ -37,12 +37,6 @@ const (
 // rules alone (a tenant without rules passes it), not to a person.
 const ToolsPolicy = `class == "write" ? "gate" : "allow"`
 
-// Defaults of [ToolsOptions].
-const (
-	DefaultToolsConcurrency = 8
-	DefaultToolsRound       = time.Second
-)
-
 // maxToolsText bounds the text the upstream's tools take, as any real
 // server would.
 const maxToolsText = 4 << 10
@@ -130,47 +124,6 @@ type ToolsTarget struct {
 	Token func(client int) (secret.Value, error)
 }
 
-// ToolsOptions tune [RunTools]; nil or zero fields mean the defaults.
-type ToolsOptions struct {
-	// Concurrency is the number of clients of the load phase, each with
-	// one call in flight (default 8); the latency phase has one.
-	Concurrency int
-	// Duration is the measured time of each side in each phase (default
-	// 10s), Warmup its unmeasured time first (default 1s; negative:
-	// none).
-	Duration, Warmup time.Duration
-	// Round is how long one side runs before the next takes over
-	// (default 1s): the sides take turns, A B C C B A …, so that the
-	// machine's noise and drift fall on each.
-	Round time.Duration
-	// MeasuredRound, when set, is called as each measured round of a side
-	// starts, with the phase ("latency" or "load"), the side's scenario
-	// and the round's number from 0; the function it returns is called
-	// as the round ends.
-	MeasuredRound func(phase, scenario string, n int) (end func())
-}
-
-func (o *ToolsOptions) withDefaults() ToolsOptions {
-	var v ToolsOptions
-	if o != nil {
-		v = *o
-	}
-	if v.Concurrency <= 0 {
-		v.Concurrency = DefaultToolsConcurrency
-	}
-	if v.Duration <= 0 {
-		v.Duration = 10 * time.Second
-	}
-	if v.Warmup == 0 {
-		v.Warmup = time.Second
-	}
-	v.Warmup = max(v.Warmup, 0)
-	if v.Round <= 0 {
-		v.Round = DefaultToolsRound
-	}
-	return v
-}
-
 // ToolsResult is what [RunTools] measured, and the figures the gateway's
 // goals are read from.
 type ToolsResult struct {
@@ -221,22 +174,19 @@ type ToolsSide struct {
 // result is its own text back. A failed call counts as an error of its
 // side; RunTools itself fails only when a session cannot be opened or
 // ctx ends.
-func RunTools(ctx context.Context, t *ToolsTarget, opts *ToolsOptions) (*ToolsResult, error) {
+func RunTools(ctx context.Context, t *ToolsTarget, opts *PhasesOptions) (*ToolsResult, error) {
 	o := opts.withDefaults()
 	if t == nil || t.Upstream == "" || t.Gateway == "" || !tools.ValidServerName(t.Server) || t.Token == nil {
 		return nil, errors.New("bench: tools: incomplete target")
 	}
 	res := &ToolsResult{}
-	for _, ph := range []struct {
-		name    string
-		clients int
-		out     *ToolsPhase
-	}{{"latency", 1, &res.Latency}, {"load", o.Concurrency, &res.Load}} {
+	outs := [2]*ToolsPhase{&res.Latency, &res.Load}
+	for i, ph := range o.phases() {
 		p, err := toolsPhase(ctx, t, &o, ph.name, ph.clients)
 		if err != nil {
 			return nil, err
 		}
-		*ph.out = *p
+		*outs[i] = *p
 	}
 	res.AddedP50 = res.Latency.Read.Latency.P50 - res.Latency.Direct.Latency.P50
 	res.AddedP99 = res.Latency.Read.Latency.P99 - res.Latency.Direct.Latency.P99
@@ -257,7 +207,7 @@ func toolsResult(s *side) ToolsSide {
 
 // toolsPhase opens clients' sessions on each side, runs the sides in
 // turns and closes the sessions.
-func toolsPhase(ctx context.Context, t *ToolsTarget, o *ToolsOptions, phase string, clients int) (*ToolsPhase, error) {
+func toolsPhase(ctx context.Context, t *ToolsTarget, o *PhasesOptions, phase string, clients int) (*ToolsPhase, error) {
 	prefix := tools.Prefix + t.Server + "."
 	names := []string{ScenarioToolsDirect, ScenarioToolsRead, ScenarioToolsWrite}
 	toolOf := []string{ToolsEcho, prefix + ToolsEcho, prefix + ToolsWrite}
@@ -302,11 +252,7 @@ func toolsPhase(ctx context.Context, t *ToolsTarget, o *ToolsOptions, phase stri
 			return took, took, err
 		}}
 	}
-	tt := turns{clients: clients, warmup: o.Warmup, duration: o.Duration, round: o.Round}
-	if o.MeasuredRound != nil {
-		tt.measured = func(scenario string, n int) func() { return o.MeasuredRound(phase, scenario, n) }
-	}
-	if err := tt.run(ctx, sides); err != nil {
+	if err := o.turns(phase, clients).run(ctx, sides); err != nil {
 		return nil, err
 	}
 	return &ToolsPhase{Clients: clients, Direct: toolsResult(sides[0]), Read: toolsResult(sides[1]), Write: toolsResult(sides[2])}, nil

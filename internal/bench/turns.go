@@ -7,6 +7,76 @@ import (
 	"time"
 )
 
+// Defaults of [PhasesOptions].
+const (
+	DefaultPhasesConcurrency = 8
+	DefaultPhasesRound       = time.Second
+)
+
+// PhasesOptions tune a benchmark of two phases, each running its sides
+// in turns: a latency phase of one client, one call at a time, then a
+// load phase of Concurrency clients (bench tools's, bench llm's). Nil or
+// zero fields mean the defaults.
+type PhasesOptions struct {
+	// Concurrency is the number of clients of the load phase, each with
+	// one call in flight (default 8).
+	Concurrency int
+	// Duration is the measured time of each side in each phase (default
+	// 10s), Warmup its unmeasured time first (default 1s; negative:
+	// none).
+	Duration, Warmup time.Duration
+	// Round is how long one side runs before the next takes over
+	// (default 1s): the sides take turns, A B C C B A …, so that the
+	// machine's noise and drift fall on each.
+	Round time.Duration
+	// MeasuredRound, when set, is called as each measured round of a side
+	// starts, with the phase ("latency" or "load"), the side's scenario
+	// and the round's number from 0; the function it returns is called
+	// as the round ends.
+	MeasuredRound func(phase, scenario string, n int) (end func())
+}
+
+func (o *PhasesOptions) withDefaults() PhasesOptions {
+	var v PhasesOptions
+	if o != nil {
+		v = *o
+	}
+	if v.Concurrency <= 0 {
+		v.Concurrency = DefaultPhasesConcurrency
+	}
+	if v.Duration <= 0 {
+		v.Duration = 10 * time.Second
+	}
+	if v.Warmup == 0 {
+		v.Warmup = time.Second
+	}
+	v.Warmup = max(v.Warmup, 0)
+	if v.Round <= 0 {
+		v.Round = DefaultPhasesRound
+	}
+	return v
+}
+
+// phase names a phase and its clients.
+type phase struct {
+	name    string
+	clients int
+}
+
+// phases are the latency phase and the load phase.
+func (o *PhasesOptions) phases() [2]phase {
+	return [2]phase{{"latency", 1}, {"load", o.Concurrency}}
+}
+
+// turns is how phase, of clients, runs its sides.
+func (o *PhasesOptions) turns(phase string, clients int) turns {
+	tt := turns{clients: clients, warmup: o.Warmup, duration: o.Duration, round: o.Round}
+	if o.MeasuredRound != nil {
+		tt.measured = func(scenario string, n int) func() { return o.MeasuredRound(phase, scenario, n) }
+	}
+	return tt
+}
+
 // side is one side of a phase run in turns with the others: each of its
 // clients calls do over and over, and a measured round keeps what the
 // calls took.
@@ -123,4 +193,11 @@ func (s *side) round(ctx context.Context, clients int, d time.Duration, measured
 		return fmt.Errorf("bench: %s: %w", s.name, err)
 	}
 	return nil
+}
+
+// roundPlan splits a side's measured time d into rounds of at most
+// round each, all of the same length.
+func roundPlan(d, round time.Duration) (rounds int, per time.Duration) {
+	rounds = int((d + round - 1) / round)
+	return rounds, d / time.Duration(rounds)
 }

@@ -3,13 +3,10 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"runtime"
 	"text/tabwriter"
 	"time"
 
@@ -36,108 +33,29 @@ const llmBenchProvider = "llmtest"
 
 // llmBenchReport is bench llm's result, and its --json output.
 type llmBenchReport struct {
-	Target      string `json:"target"`
-	Store       string `json:"store"`
-	Concurrency int    `json:"concurrency"`
-	Duration    string `json:"duration"`
-	Warmup      string `json:"warmup"`
-	Round       string `json:"round"`
-	GoVersion   string `json:"goVersion"`
-	CPUs        int    `json:"cpus"`
+	benchHeader
 	*bench.LLMResult
 	Goals []runsGoal `json:"goals"`
 }
 
 func runBenchLLM(ctx context.Context, args []string, e *env) int {
-	fs := newFlags("bench llm", "bench llm [flags]", e)
-	c := fs.Int("c", bench.DefaultLLMConcurrency, "concurrent clients of the load phase, each with one stream in flight (the latency phase has one)")
-	d := fs.Duration("d", 10*time.Second, "measured `duration` of each side in each phase: direct, and through the gateway")
-	warm := fs.Duration("warmup", time.Second, "unmeasured warm-up of each side first")
-	roundLen := fs.Duration("round", bench.DefaultLLMRound, "`length` of one round: the sides take turns, A B B A …, so that the machine's noise falls on both")
-	db := fs.String("db", "", "PostgreSQL `URL` (postgres://…) for the server under test; default: SQLite in a temporary directory")
-	maxConns := fs.Int("db-max-conns", app.DefaultDBMaxConns, "with --db: connections in the server's pool")
-	asJSON := fs.Bool("json", false, "print results as JSON")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (server, provider and clients) to `file`")
-	sideProfiles := fs.String("cpuprofile-sides", "", "write a CPU profile of each measured round to `dir`/<phase>-<scenario>-<round>.prof (merge a side's with go tool pprof); excludes --cpuprofile")
-	if code, ok := parse(fs, args); !ok {
-		return code
-	}
-	switch {
-	case *c < 1 || *c > 4096 || *d <= 0 || *warm < 0 || *roundLen <= 0:
-		return usageError(fs, "--c must be from 1 to 4096, --d and --round positive, --warmup not negative")
-	case *db != "" && !isPostgresURL(*db):
-		return usageError(fs, "--db must be a postgres:// or postgresql:// URL")
-	case *maxConns < 1 || *maxConns > 1<<20:
-		return usageError(fs, "--db-max-conns: want a positive number of connections")
-	case *cpuProfile != "" && *sideProfiles != "":
-		return usageError(fs, "--cpuprofile and --cpuprofile-sides exclude each other: one CPU profile runs at a time")
-	}
-	if *cpuProfile != "" {
-		stop, err := startCPUProfile(*cpuProfile)
+	b := newPhasesBench("bench llm", "stream", "direct, and through the gateway", "provider", e)
+	return b.run(args, func(o *bench.PhasesOptions) (any, func(io.Writer), []string, error) {
+		res, err := benchLLM(ctx, *b.db, int32(*b.maxConns), o, e)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "novaos bench llm: %v\n", err)
-			return exitFail
+			return nil, nil, nil, err
 		}
-		defer stop()
-	}
-	warmup := *warm
-	if warmup == 0 {
-		warmup = -1 // bench.LLMOptions reads 0 as its default
-	}
-	report := &llmBenchReport{Target: "llm", Store: "sqlite", Concurrency: *c, Duration: d.String(), Warmup: warm.String(),
-		Round: min(*roundLen, *d).String(), GoVersion: runtime.Version(), CPUs: runtime.GOMAXPROCS(0)}
-	if *db != "" {
-		report.Store = "postgres"
-	}
-	opts := &bench.LLMOptions{Concurrency: *c, Duration: *d, Warmup: warmup, Round: *roundLen}
-	var profErr error
-	if *sideProfiles != "" {
-		if err := os.MkdirAll(*sideProfiles, 0o755); err != nil {
-			fmt.Fprintf(e.stderr, "novaos bench llm: %v\n", err)
-			return exitFail
-		}
-		opts.MeasuredRound = func(phase, scenario string, n int) func() {
-			stop, err := startCPUProfile(filepath.Join(*sideProfiles, fmt.Sprintf("%s-%s-%d.prof", phase, scenario, n)))
-			if err != nil {
-				profErr = errors.Join(profErr, err)
-				return func() {}
-			}
-			return stop
-		}
-	}
-	res, err := benchLLM(ctx, *db, int32(*maxConns), opts, e)
-	if err == nil {
-		err = profErr
-	}
-	if err != nil {
-		fmt.Fprintf(e.stderr, "novaos bench llm: %v\n", err)
-		return exitFail
-	}
-	report.LLMResult = res
-	report.Goals = llmGoals(res)
-	if *asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(report); err != nil {
-			fmt.Fprintf(e.stderr, "novaos bench llm: %v\n", err)
-			return exitFail
-		}
-	} else {
-		printLLMBench(e.stdout, report)
-	}
-	failed := false
-	for _, ph := range []bench.LLMPhase{res.Latency, res.Load} {
-		for _, s := range []bench.LLMSide{ph.Direct, ph.Gateway} {
-			if s.Errors > 0 {
-				fmt.Fprintf(e.stderr, "novaos bench llm: %s (%d clients): %d streams failed; first: %s\n", s.Scenario, ph.Clients, s.Errors, s.FirstError)
-				failed = true
+		report := &llmBenchReport{benchHeader: b.header("llm"), LLMResult: res, Goals: llmGoals(res)}
+		var failures []string
+		for _, ph := range []bench.LLMPhase{res.Latency, res.Load} {
+			for _, s := range []bench.LLMSide{ph.Direct, ph.Gateway} {
+				if s.Errors > 0 {
+					failures = append(failures, fmt.Sprintf("%s (%d clients): %d streams failed; first: %s", s.Scenario, ph.Clients, s.Errors, s.FirstError))
+				}
 			}
 		}
-	}
-	if failed {
-		return exitFail
-	}
-	return exitOK
+		return report, func(w io.Writer) { printLLMBench(w, report) }, failures, nil
+	})
 }
 
 // benchLLM serves novaos on loopback (SQLite in a temporary directory,
@@ -145,7 +63,7 @@ func runBenchLLM(ctx context.Context, args []string, e *env) int {
 // it; registers the provider and its model through the administration,
 // sets a budget for a fresh tenant, so that every call is held to one,
 // starts a run for the clients' execution tokens, and measures.
-func benchLLM(ctx context.Context, db string, maxConns int32, o *bench.LLMOptions, e *env) (*bench.LLMResult, error) {
+func benchLLM(ctx context.Context, db string, maxConns int32, o *bench.PhasesOptions, e *env) (*bench.LLMResult, error) {
 	log := slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: benchLogLevel}))
 	provider := llmtest.NewServer(nil)
 	defer provider.Close()
@@ -250,13 +168,7 @@ func printLLMBench(w io.Writer, r *llmBenchReport) {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "one client: gateway − direct, time to the first streamed token: p50 %+.2fms, p99 %+.2fms\n", msf(r.AddedP50), msf(r.AddedP99))
 	fmt.Fprintf(w, "%d clients: gateway %.2f× direct streams/s\n\n", r.Load.Clients, r.ThroughputRatio)
-	for _, g := range r.Goals {
-		met := "met"
-		if !g.Met {
-			met = "not met"
-		}
-		fmt.Fprintf(w, "goal %s: %s: %s (%s)\n", g.Name, g.Goal, met, g.Measured)
-	}
+	printGoals(w, r.Goals)
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "direct: a streamed chat completion (stream_options.include_usage) of an llm/llmtest provider in this process, over")
 	fmt.Fprintln(w, "loopback; gateway: the same through the LLM gateway of a novaos server, with an execution token of a live run")
