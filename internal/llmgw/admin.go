@@ -399,9 +399,12 @@ func (s *Service) budgetInfo(ctx context.Context, b *llm.Budget) (llm.BudgetInfo
 }
 
 // writeUsage writes what this replica's calls used and it has not
-// written yet, so that a budget read here shows them.
-func (s *Service) writeUsage(ctx context.Context) error {
-	return s.ledger.flush(ctx, false)
+// written yet, so that a budget or usage read here shows them. A failure
+// leaves them for the next batch, and the read shows what is written.
+func (s *Service) writeUsage(ctx context.Context) {
+	if err := s.ledger.flush(ctx, false); err != nil {
+		s.log.WarnContext(ctx, "llmgw: write the calls' usage", "err", err)
+	}
 }
 
 func (s *Service) serveBudgets(w http.ResponseWriter, r *http.Request, pr principal) error {
@@ -415,9 +418,7 @@ func (s *Service) serveBudgets(w http.ResponseWriter, r *http.Request, pr princi
 	if !llm.ValidKey(tenant) {
 		return httpapi.BadQuery("tenant is not a valid tenant id")
 	}
-	if err := s.writeUsage(r.Context()); err != nil {
-		return err
-	}
+	s.writeUsage(r.Context())
 	list, err := s.deps.Store.ListBudgets(r.Context(), tenant)
 	if err != nil {
 		return err
@@ -439,9 +440,7 @@ func (s *Service) serveBudget(w http.ResponseWriter, r *http.Request, pr princip
 	if err != nil {
 		return err
 	}
-	if err := s.writeUsage(r.Context()); err != nil {
-		return err
-	}
+	s.writeUsage(r.Context())
 	b, err := s.deps.Store.GetBudget(r.Context(), tenant, instance)
 	if err != nil {
 		return orNotFound(err, "no such budget: the "+scopeName(instance)+" is unlimited")
@@ -558,9 +557,7 @@ func (s *Service) serveUsage(w http.ResponseWriter, r *http.Request, pr principa
 		}
 		q.After = &after
 	}
-	if err := s.writeUsage(r.Context()); err != nil {
-		return err
-	}
+	s.writeUsage(r.Context())
 	rows, err := s.deps.Store.Usage(r.Context(), q)
 	if err != nil {
 		return err
