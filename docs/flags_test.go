@@ -129,7 +129,7 @@ func rowShowsDefault(row, def string) bool {
 // against. A page that documents a new command's flags adds it here.
 var commands = [][]string{
 	{"serve"}, {"send"},
-	{"bench", "a2a"}, {"bench", "memory"}, {"bench", "gate"}, {"bench", "runs"}, {"bench", "tools"}, {"bench", "ops"},
+	{"bench", "a2a"}, {"bench", "memory"}, {"bench", "gate"}, {"bench", "runs"}, {"bench", "tools"}, {"bench", "ops"}, {"bench", "llm"},
 	{"agents", "list"}, {"agents", "search"}, {"agents", "find"}, {"agents", "register"}, {"agents", "update"},
 	{"keys", "generate"}, {"keys", "public"},
 	{"memory", "write"}, {"memory", "query"}, {"memory", "update"}, {"memory", "forget"}, {"memory", "hint"},
@@ -154,6 +154,7 @@ var commands = [][]string{
 var otherFlags = map[string]bool{
 	"cacert": true, "retry": true, "retry-connrefused": true, "retry-delay": true, "max-time": true, // curl
 	"keys":     true, // examples/mailer
+	"models":   true, // examples/fakellm
 	"insecure": true, // the a2a-go CLI
 }
 

@@ -19,37 +19,46 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"novaos.dev/novaos/identity"
+	"novaos.dev/novaos/internal/app"
+	"novaos.dev/novaos/internal/llmgw"
 	"novaos.dev/novaos/llm"
 	"novaos.dev/novaos/llm/llmtest"
 	"novaos.dev/novaos/secret"
 )
 
 // The LLM API against real peers: the official OpenAI Node SDK as a
-// client of an OpenAI-compatible base URL (llm/llmtest now; the
-// platform's gateway in front of it takes the same suite), and our
+// client of an OpenAI-compatible base URL (llm/llmtest, and the
+// platform's gateway in front of it, which takes the same suite), and our
 // llm.Client against openai-mock-api 0.4.0, an OpenAI mock server from
 // npm (chat completions with streaming, models, API keys and
 // tiktoken-counted usage; it serves no embeddings).
 
 // openAINodeReport is what js/llm_openai_client.mjs prints.
 type openAINodeReport struct {
-	SDK   string `json:"sdk"`
-	Steps []struct {
-		Name   string          `json:"name"`
-		OK     bool            `json:"ok"`
-		Result json.RawMessage `json:"result"`
-		Error  *struct {
-			Status  *int   `json:"status"`
-			Type    string `json:"type"`
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	} `json:"steps"`
+	SDK   string           `json:"sdk"`
+	Steps []openAINodeStep `json:"steps"`
+}
+
+// openAINodeStep is one step of the report.
+type openAINodeStep struct {
+	Name   string          `json:"name"`
+	OK     bool            `json:"ok"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		// Name is the SDK's error class.
+		Name    string `json:"name"`
+		Status  *int   `json:"status"`
+		Type    string `json:"type"`
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
 }
 
 // runOpenAINode runs js/llm_openai_client.mjs against baseURL, the OpenAI
-// base URL, with token as its API key.
-func runOpenAINode(t *testing.T, baseURL string, token secret.Value) *openAINodeReport {
+// base URL, with token as its API key, and spent, when not zero, as the
+// key of a last call over its budget.
+func runOpenAINode(t *testing.T, baseURL string, token, spent secret.Value) *openAINodeReport {
 	t.Helper()
 	node, dir := jsPeer(t)
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openai")); err != nil {
@@ -61,6 +70,9 @@ func runOpenAINode(t *testing.T, baseURL string, token secret.Value) *openAINode
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "LLM_GATEWAY_URL="+baseURL, "NOVAOS_EXECUTION_TOKEN="+token.Reveal(),
 		"LLM_CHAT_MODEL="+llmtest.ModelChat, "LLM_EMBEDDING_MODEL="+llmtest.ModelEmbedding)
+	if !spent.IsZero() {
+		cmd.Env = append(cmd.Env, "LLM_SPENT_TOKEN="+spent.Reveal())
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -81,6 +93,14 @@ func checkOpenAINode(t *testing.T, rep *openAINodeReport, models []string) {
 	t.Helper()
 	results := map[string]json.RawMessage{}
 	for _, s := range rep.Steps {
+		if s.Name == "budget spent" {
+			// The SDK raises its rate-limit error, whose code says why.
+			if s.OK || s.Error == nil || s.Error.Name != "RateLimitError" || s.Error.Status == nil || *s.Error.Status != http.StatusTooManyRequests ||
+				s.Error.Code != llm.CodeBudgetExceeded || s.Error.Type != llm.TypeInsufficientQuota || !strings.Contains(s.Error.Message, "budget is spent") {
+				t.Errorf("budget spent: %+v", s.Error)
+			}
+			continue
+		}
 		if s.Name == "unknown model" {
 			if s.OK || s.Error == nil || s.Error.Status == nil || *s.Error.Status != http.StatusNotFound || s.Error.Code != llm.CodeModelNotFound {
 				t.Errorf("unknown model: %+v", s.Error)
@@ -149,9 +169,72 @@ func TestOpenAINodeClient(t *testing.T) {
 	tok := secret.New("sk-node-interop")
 	p := llmtest.NewServer(&llmtest.Options{APIKey: tok.Reveal()})
 	defer p.Close()
-	checkOpenAINode(t, runOpenAINode(t, p.BaseURL(), tok), []string{llmtest.ModelChat, llmtest.ModelChatMini, llmtest.ModelEmbedding})
+	checkOpenAINode(t, runOpenAINode(t, p.BaseURL(), tok, secret.Value{}), []string{llmtest.ModelChat, llmtest.ModelChatMini, llmtest.ModelEmbedding})
 	if got := p.Calls(llmtest.PathChatCompletions); got != 3 {
 		t.Errorf("chat calls = %d, want 3 (the SDK must not retry)", got)
+	}
+}
+
+// The same suite through the platform's gateway (a real server, llm/llmtest
+// behind it): the SDK with an execution token as its API key lists the
+// models the token's scopes grant, and gets the provider's answers, its
+// stream and its embeddings as they came; a token whose budget is spent
+// gets the SDK's RateLimitError with code budget_exceeded.
+func TestOpenAINodeClientThroughGateway(t *testing.T) {
+	p := llmtest.NewServer(nil)
+	defer p.Close()
+	srv := startApp(t, &app.Options{LLM: llmgw.Options{AllowPrivate: true}})
+	admin := func(path string, body any) {
+		t.Helper()
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := http.NewRequest(http.MethodPut, srv.URL()+path, bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		// A server without an admin token takes a caller on its own
+		// machine as its operator.
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			data, _ := io.ReadAll(resp.Body)
+			t.Fatalf("PUT %s: %d %s", path, resp.StatusCode, data)
+		}
+	}
+	admin(llm.ProvidersPath+"/llmtest", llm.ProviderRequest{BaseURL: p.BaseURL()})
+	for _, m := range []string{llmtest.ModelChat, llmtest.ModelChatMini, llmtest.ModelEmbedding} {
+		admin(llm.ModelsPath+"/"+m, llm.RouteRequest{Targets: []llm.Target{{Provider: "llmtest", Model: m}}, InputUSDPerMillion: 2.5, OutputUSDPerMillion: 10})
+	}
+	// Broke's day allows a token: its every call is over it.
+	admin(llm.BudgetsPath+"/broke", llm.BudgetRequest{DailyTokens: 1})
+	mint := func(c identity.Claims) secret.Value {
+		t.Helper()
+		tok, err := srv.Issuer().Mint(context.Background(), c, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return secret.New(tok)
+	}
+	// Granted: two served models, and one no route serves; not gpt-4o-mini.
+	tok := mint(identity.Claims{TenantID: "acme", AgentID: "node", InstanceID: "inst-1", RunID: "run-1",
+		Scopes: []string{llm.ModelScopePrefix + llmtest.ModelChat, llm.ModelScopePrefix + llmtest.ModelEmbedding, llm.ModelScopePrefix + "no-such-model"}})
+	spent := mint(identity.Claims{TenantID: "broke", AgentID: "node", Scopes: []string{"llm:model:*"}})
+	rep := runOpenAINode(t, srv.URL()+"/v1", tok, spent)
+	checkOpenAINode(t, rep, []string{llmtest.ModelChat, llmtest.ModelEmbedding})
+	if !slices.ContainsFunc(rep.Steps, func(s openAINodeStep) bool { return s.Name == "budget spent" }) {
+		t.Error("the report has no budget step")
+	}
+	if got := p.Calls(llmtest.PathChatCompletions); got != 2 {
+		t.Errorf("chat calls at the provider = %d, want the chat and the stream (the unknown model and the spent budget are the gateway's)", got)
+	}
+	if auth := p.LastRequest().Header.Get("Authorization"); strings.Contains(auth, tok.Reveal()) {
+		t.Error("the execution token reached the provider")
 	}
 }
 

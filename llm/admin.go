@@ -114,8 +114,10 @@ type BudgetRequest struct {
 	RunCostUSD   float64 `json:"run_cost_usd,omitempty"`
 }
 
-// BudgetInfo is a budget as the API shows it, with what its counters
-// hold today (UTC).
+// BudgetInfo is a budget as the API shows it, with what its day's
+// counter holds today (UTC): what calls used, and the allowance the
+// gateway's replicas hold in leases and have not spent, which the limits
+// count as used too.
 type BudgetInfo struct {
 	TenantID     string    `json:"tenant_id"`
 	InstanceID   string    `json:"instance_id,omitempty"`
@@ -127,15 +129,19 @@ type BudgetInfo struct {
 	Day          string    `json:"day,omitempty"`
 	UsedTokens   int64     `json:"used_tokens"`
 	UsedCostUSD  float64   `json:"used_cost_usd"`
+	HeldTokens   int64     `json:"held_tokens,omitempty"`
+	HeldCostUSD  float64   `json:"held_cost_usd,omitempty"`
 	Version      int64     `json:"version"`
 	UpdatedAt    time.Time `json:"updated_at"`
 }
 
-// Info is b as the API shows it, with its day's counter.
-func (b *Budget) Info(day string, used Amount) BudgetInfo {
+// Info is b as the API shows it, with its day's counter: used, and
+// held in leases.
+func (b *Budget) Info(day string, used, held Amount) BudgetInfo {
 	return BudgetInfo{TenantID: b.TenantID, InstanceID: b.InstanceID, Scope: b.Scope(), DailyTokens: b.DailyTokens,
 		DailyCostUSD: b.DailyCost.USD(), RunTokens: b.RunTokens, RunCostUSD: b.RunCost.USD(), Day: day,
-		UsedTokens: used.Tokens, UsedCostUSD: used.Cost.USD(), Version: b.Version, UpdatedAt: b.UpdatedAt}
+		UsedTokens: used.Tokens, UsedCostUSD: used.Cost.USD(), HeldTokens: held.Tokens, HeldCostUSD: held.Cost.USD(),
+		Version: b.Version, UpdatedAt: b.UpdatedAt}
 }
 
 // BudgetList is the answer of GET BudgetsPath.

@@ -4,8 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -22,57 +21,29 @@ type MemoryStore struct {
 	providers map[[2]string]Provider
 	routes    map[[2]string]Route
 	budgets   map[[2]string]Budget
-	counters  map[counterKey]*counter
-	held      map[string]Reservation
+	counters  map[Counter]*counter
+	leases    map[string]*memLease
 	usage     map[UsageKey]*UsageRow
 }
 
 var _ Store = (*MemoryStore)(nil)
 
-// counterKey names a budget counter: a tenant's day (instance and run
-// empty), an instance's day (run empty) or a run (day empty).
-type counterKey struct{ tenant, instance, run, day string }
-
+// counter is a budget counter: its count (what it has used and what
+// leases hold on it) and when it last changed.
 type counter struct {
-	Amount
-	last time.Time
+	count Amount
+	last  time.Time
+}
+
+type memLease struct {
+	HeldLease
+	expires time.Time
 }
 
 // NewMemoryStore returns an empty MemoryStore.
 func NewMemoryStore() *MemoryStore {
 	return &MemoryStore{providers: map[[2]string]Provider{}, routes: map[[2]string]Route{}, budgets: map[[2]string]Budget{},
-		counters: map[counterKey]*counter{}, held: map[string]Reservation{}, usage: map[UsageKey]*UsageRow{}}
-}
-
-// CounterKeys are the counters a call's keys fall under, as every Store
-// keys them: the tenant's day, the instance's day (when k names an
-// instance) and the run (when k names one). Each is (scope, id, day).
-func CounterKeys(k Keys) [][3]string {
-	out := [][3]string{{ScopeTenant, "", k.Day}}
-	if k.InstanceID != "" {
-		out = append(out, [3]string{ScopeInstance, k.InstanceID, k.Day})
-	}
-	if k.RunID != "" {
-		out = append(out, [3]string{"run", k.RunID, ""})
-	}
-	return out
-}
-
-// NewReservationID returns a fresh reservation id.
-func NewReservationID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-func (m *MemoryStore) counterOf(k Keys, which [3]string) counterKey {
-	switch which[0] {
-	case ScopeTenant:
-		return counterKey{tenant: k.TenantID, day: which[2]}
-	case ScopeInstance:
-		return counterKey{tenant: k.TenantID, instance: which[1], day: which[2]}
-	}
-	return counterKey{tenant: k.TenantID, run: which[1]}
+		counters: map[Counter]*counter{}, leases: map[string]*memLease{}, usage: map[UsageKey]*UsageRow{}}
 }
 
 func cloneProvider(p Provider) Provider {
@@ -240,104 +211,143 @@ func (m *MemoryStore) DeleteBudget(_ context.Context, tenantID, instanceID strin
 	return del(m, m.budgets, [2]string{tenantID, instanceID}, "budget")
 }
 
-// budgetsOf are the budgets that apply to k: the tenant's and the
+// budgetsOf are the budgets of tenant and instance: the tenant's and the
 // instance's.
-func (m *MemoryStore) budgetsOf(k Keys) [2]*Budget {
+func (m *MemoryStore) budgetsOf(tenant, instance string) [2]*Budget {
 	var out [2]*Budget
-	if b, ok := m.budgets[[2]string{k.TenantID, ""}]; ok {
+	if b, ok := m.budgets[[2]string{tenant, ""}]; ok {
 		out[0] = &b
 	}
-	if k.InstanceID != "" {
-		if b, ok := m.budgets[[2]string{k.TenantID, k.InstanceID}]; ok {
+	if instance != "" {
+		if b, ok := m.budgets[[2]string{tenant, instance}]; ok {
 			out[1] = &b
 		}
 	}
 	return out
 }
 
-func (m *MemoryStore) spent(k Keys) Spending {
-	var sp Spending
-	for _, c := range CounterKeys(k) {
-		var a Amount
-		if v := m.counters[m.counterOf(k, c)]; v != nil {
-			a = v.Amount
-		}
-		switch c[0] {
-		case ScopeTenant:
-			sp.TenantDay = a
-		case ScopeInstance:
-			sp.InstanceDay = a
-		default:
-			sp.Run = a
-		}
-	}
-	return sp
-}
-
-// add adds a (which may be negative) to k's counters, none below zero,
-// as changed at at (the reservation's time: the latest one counts).
-func (m *MemoryStore) add(k Keys, a Amount, at time.Time) {
-	for _, c := range CounterKeys(k) {
-		ck := m.counterOf(k, c)
-		v := m.counters[ck]
+// change applies changes to the counters, as made at at.
+func (m *MemoryStore) change(changes []CounterChange, at time.Time) {
+	for _, ch := range changes {
+		v := m.counters[ch.Counter]
 		if v == nil {
 			v = &counter{}
-			m.counters[ck] = v
+			m.counters[ch.Counter] = v
 		}
-		v.Tokens, v.Cost = max(v.Tokens+a.Tokens, 0), max(v.Cost+a.Cost, 0)
+		v.count = Amount{Tokens: max(v.count.Tokens+ch.Tokens, 0), Cost: max(v.count.Cost+Cost(ch.Cost), 0)}
 		if at.After(v.last) {
 			v.last = at
 		}
 	}
 }
 
-func (m *MemoryStore) Reserve(_ context.Context, k Keys, estimate Amount, at time.Time) (Reservation, error) {
-	if err := CheckKeys(k, estimate); err != nil {
-		return Reservation{}, fmt.Errorf("llm: reserve: %w", err)
+// held are the leases of ids the store holds.
+func (m *MemoryStore) held(ids []string) map[string]HeldLease {
+	out := map[string]HeldLease{}
+	for _, id := range ids {
+		if l := m.leases[id]; l != nil {
+			out[id] = l.HeldLease
+		}
 	}
-	at = time.UnixMicro(at.UnixMicro()).UTC()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if e := Check(m.budgetsOf(k), m.spent(k), estimate, k.RunID != ""); e != nil {
-		return Reservation{}, e
-	}
-	r := Reservation{ID: NewReservationID(), Keys: k, Estimate: estimate, At: at}
-	m.add(k, estimate, at)
-	m.held[r.ID] = r
-	return r, nil
+	return out
 }
 
-func (m *MemoryStore) Settle(_ context.Context, r Reservation, s Settlement) error {
-	if err := CheckSettlement(s); err != nil {
-		return fmt.Errorf("llm: settle: %w", err)
+func (m *MemoryStore) Lease(_ context.Context, r LeaseRequest) ([]Grant, error) {
+	if err := CheckLeaseRequest(r); err != nil {
+		return nil, fmt.Errorf("llm: lease: %w", err)
 	}
+	at, expires := micros(r.At), micros(r.Expires)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	held, ok := m.held[r.ID]
-	if !ok {
-		return fmt.Errorf("llm: settle: reservation %.40q: %w", r.ID, ErrNotFound)
+	counts := map[Counter]Amount{}
+	for _, a := range r.Asks {
+		if v := m.counters[a.Counter]; v != nil {
+			counts[a.Counter] = v.count
+		}
 	}
-	delete(m.held, r.ID)
-	used := s.Used()
-	m.add(held.Keys, Amount{Tokens: used.Tokens - held.Estimate.Tokens, Cost: used.Cost - held.Estimate.Cost}, held.At)
-	key := UsageKey{TenantID: held.Keys.TenantID, Day: held.Keys.Day, InstanceID: held.Keys.InstanceID, Model: s.Model, Provider: s.Provider}
-	row := m.usage[key]
-	if row == nil {
-		row = &UsageRow{UsageKey: key}
-		m.usage[key] = row
+	ids := make([]string, len(r.Asks))
+	for i, a := range r.Asks {
+		ids[i] = a.ID
 	}
-	row.Calls++
-	if s.Failed {
-		row.Failed++
+	plan, err := PlanLease(r, counts, m.held(ids), m.budgetsOf)
+	if err != nil {
+		var be *BudgetError
+		if errors.As(err, &be) {
+			return nil, be
+		}
+		return nil, fmt.Errorf("llm: lease: %w", err)
 	}
-	row.Input, row.Output, row.Cost = row.Input+s.Input, row.Output+s.Output, satAdd(row.Cost, s.Cost)
-	return nil
+	for i, a := range r.Asks {
+		g := plan.Grants[i]
+		switch {
+		case g.Gone || g.Refused != nil:
+		case a.New:
+			m.leases[a.ID] = &memLease{HeldLease: HeldLease{Counter: a.Counter, Left: g.Granted}, expires: expires}
+		default:
+			l := m.leases[a.ID]
+			l.Left = l.Left.Add(g.Granted)
+		}
+	}
+	m.change(plan.Counters, at)
+	return plan.Grants, nil
+}
+
+// micros is t as a store keeps it: to the microsecond, in UTC.
+func micros(t time.Time) time.Time { return time.UnixMicro(t.UnixMicro()).UTC() }
+
+func (m *MemoryStore) Commit(_ context.Context, b Batch) ([]LeaseResult, error) {
+	if err := CheckBatch(b); err != nil {
+		return nil, fmt.Errorf("llm: commit: %w", err)
+	}
+	at, expires := micros(b.At), micros(b.Expires)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ids := make([]string, len(b.Leases))
+	for i, u := range b.Leases {
+		ids[i] = u.ID
+	}
+	plan := PlanCommit(b, m.held(ids))
+	m.change(plan.Counters, at)
+	for _, ch := range plan.Leases {
+		if ch.End {
+			delete(m.leases, ch.ID)
+			continue
+		}
+		l := m.leases[ch.ID]
+		l.Left, l.expires = ch.Left, expires
+	}
+	for _, r := range b.Usage {
+		row := m.usage[r.UsageKey]
+		if row == nil {
+			row = &UsageRow{UsageKey: r.UsageKey}
+			m.usage[r.UsageKey] = row
+		}
+		row.Calls += r.Calls
+		row.Failed += r.Failed
+		row.Input, row.Output, row.Cost = row.Input+r.Input, row.Output+r.Output, satAdd(row.Cost, r.Cost)
+	}
+	return plan.Results, nil
 }
 
 func (m *MemoryStore) Spent(_ context.Context, k Keys) (Spending, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.spent(k), nil
+	var sp Spending
+	for _, c := range CountersOf(k) {
+		v := m.counters[c]
+		if v == nil {
+			continue
+		}
+		var held Amount
+		for _, l := range m.leases {
+			if l.Counter == c {
+				held = held.Add(l.Left)
+			}
+		}
+		sp.Used.Put(c, v.count.sub(held))
+		sp.Held.Put(c, held)
+	}
+	return sp, nil
 }
 
 func (m *MemoryStore) Usage(_ context.Context, q UsageQuery) ([]UsageRow, error) {
@@ -363,12 +373,13 @@ func (m *MemoryStore) Usage(_ context.Context, q UsageQuery) ([]UsageRow, error)
 	return out, nil
 }
 
-func (m *MemoryStore) Sweep(_ context.Context, reservedBefore, countersBefore time.Time) error {
+func (m *MemoryStore) Sweep(_ context.Context, now, countersBefore time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for id, r := range m.held {
-		if r.At.Before(reservedBefore) {
-			delete(m.held, id)
+	// An expired lease's allowance stays in its counter's count: used.
+	for id, l := range m.leases {
+		if l.expires.Before(now) {
+			delete(m.leases, id)
 		}
 	}
 	for k, c := range m.counters {

@@ -20,8 +20,8 @@ var (
 	ErrConflict = errors.New("llm: version conflict")
 	// ErrInvalid: a record, key or amount no store keeps.
 	ErrInvalid = errors.New("llm: invalid")
-	// ErrBudgetExceeded is wrapped by the *BudgetError a reservation that
-	// would overspend a budget fails with.
+	// ErrBudgetExceeded is wrapped by the *BudgetError a lease, or a call,
+	// that would overspend a budget fails with.
 	ErrBudgetExceeded = errors.New("llm: budget exceeded")
 )
 
@@ -200,35 +200,6 @@ type Amount struct {
 	Cost   Cost
 }
 
-// Reservation is an estimate held against every budget a call's keys
-// fall under, until Settle replaces it with what the call used.
-type Reservation struct {
-	ID       string
-	Keys     Keys
-	Estimate Amount
-	At       time.Time
-}
-
-// Settlement is what a call used, as its provider reported it (or its
-// estimate, when the provider reported nothing), and where it went.
-type Settlement struct {
-	Model    string // the route's name
-	Provider string // the provider that answered; "" when none did
-	Input    int64  // prompt tokens
-	Output   int64  // completion tokens
-	Cost     Cost
-	// Failed is set when the call did not end in an answer.
-	Failed bool
-}
-
-// Spending is what the budget counters of a call's keys hold: the
-// tenant's and the instance's day, and the run.
-type Spending struct {
-	TenantDay   Amount
-	InstanceDay Amount
-	Run         Amount
-}
-
 // UsageKey is the key of a usage row, in the order rows are listed.
 type UsageKey struct {
 	TenantID   string `json:"t"`
@@ -277,11 +248,12 @@ type UsageQuery struct {
 const MaxUsageRows = 1000
 
 // Store keeps the LLM gateway's providers, model routes and budgets, and
-// its usage ledger: budget counters, reservations and the daily usage of
-// settled calls. store/sqlite and store/postgres implement it;
-// store/storetest is its contract suite. Implementations are safe for
-// concurrent use, and Reserve is atomic across every process sharing the
-// store: concurrent reservations never take a counter past a limit.
+// its usage ledger: budget counters, the leases replicas hold on them,
+// and the daily usage of settled calls. store/sqlite and store/postgres
+// implement it; store/storetest is its contract suite. Implementations
+// are safe for concurrent use, and Lease is atomic across every process
+// sharing the store: concurrent leases never take a counter past a
+// limit.
 type Store interface {
 	// PutProvider stores p when the stored version is expectVersion (0:
 	// none stored), else ErrConflict; it comes back with the next version,
@@ -315,37 +287,47 @@ type Store interface {
 	// DeleteBudget removes a budget; ErrNotFound when none.
 	DeleteBudget(ctx context.Context, tenantID, instanceID string) error
 
-	// Reserve holds estimate against the counters of k: the tenant's day,
-	// the instance's day and the run. When it would take any counter past
-	// a limit of a budget that applies (the tenant's, and the instance's
-	// when k names one), nothing is held and the error is a *BudgetError
-	// for the first such limit, in the order tenant, instance; daily,
-	// per-run; tokens, cost.
-	Reserve(ctx context.Context, k Keys, estimate Amount, at time.Time) (Reservation, error)
-	// Settle replaces a reservation's estimate with what the call used,
-	// in the counters it was held in, and adds the call to the usage of
-	// its tenant, day, instance, model and provider. A reservation that is
-	// not held (settled already, or swept) is ErrNotFound, and nothing
-	// changes.
-	Settle(ctx context.Context, r Reservation, s Settlement) error
-	// Spent returns the counters of k.
+	// Lease grants allowance on budget counters (see Counter), in one
+	// atomic step across every process sharing the store, so that what a
+	// counter's leases hold and what it has used never pass a limit
+	// together. Each ask is decided as PlanLease decides it, in order,
+	// against the budgets as they are and the counter as the asks before
+	// it left it;
+	// its grant is added to its lease (a New one is created, ending at
+	// Expires) and counted on its counter as held. With All, one refusal
+	// refuses every ask: nothing changes, and the error is its
+	// *BudgetError. Without All, a refusal is that ask's Grant. An ask to
+	// grow a lease that is not held (it expired and was swept) gets
+	// nothing and says Gone.
+	Lease(ctx context.Context, r LeaseRequest) ([]Grant, error)
+	// Commit writes a holder's Batch in one step: each lease's usage is
+	// taken from its allowance, and what the allowance does not cover is
+	// counted on its counter beyond it; a released lease returns what is
+	// left of its allowance to its counter and ends, the others are
+	// renewed to b.Expires; usage on counters without a lease is counted
+	// on them; the usage rows grow by b.Usage. A lease that is not held is
+	// Gone and its usage counted whole. The results are b.Leases', in
+	// order.
+	Commit(ctx context.Context, b Batch) ([]LeaseResult, error)
+	// Spent returns what the counters of k hold.
 	Spent(ctx context.Context, k Keys) (Spending, error)
 	// Usage lists usage rows in UsageKey order.
 	Usage(ctx context.Context, q UsageQuery) ([]UsageRow, error)
-	// Sweep deletes the reservations made before reservedBefore, leaving
-	// their estimates counted (their calls may have run), and the counters
-	// last changed before countersBefore.
-	Sweep(ctx context.Context, reservedBefore, countersBefore time.Time) error
+	// Sweep ends the leases that expired before now, their allowance
+	// left counted as used (their holder may have spent it and died before
+	// it said so), and deletes the counters last changed before
+	// countersBefore.
+	Sweep(ctx context.Context, now, countersBefore time.Time) error
 }
 
-// BudgetError says which budget a reservation would overspend. Its text
-// names the budget and the amounts, never a key or token.
+// BudgetError says which budget a call would overspend. Its text names
+// the budget and the amounts, never a key or token.
 type BudgetError struct {
 	Scope  string // ScopeTenant or ScopeInstance: whose budget
 	Window string // WindowDaily or WindowRun
 	Metric string // MetricTokens or MetricCost
 	// Limit, Used and Asked are tokens, or nanodollars (a Cost) for
-	// MetricCost: the limit, what the counter held, and the estimate.
+	// MetricCost: the limit, what the counter held, and what was asked.
 	Limit, Used, Asked int64
 }
 
@@ -371,39 +353,6 @@ func (e *BudgetError) Error() string {
 // Unwrap makes errors.Is(err, ErrBudgetExceeded) hold.
 func (e *BudgetError) Unwrap() error { return ErrBudgetExceeded }
 
-// Check returns the first limit of budgets (tenant's, then instance's;
-// nil ones skipped) that adding asked to the counters in sp would pass,
-// or nil. Every Store decides with it.
-func Check(budgets [2]*Budget, sp Spending, asked Amount, run bool) *BudgetError {
-	type limit struct {
-		window, metric string
-		max, used, ask int64
-	}
-	for _, b := range budgets {
-		if b == nil {
-			continue
-		}
-		day := sp.TenantDay
-		if b.InstanceID != "" {
-			day = sp.InstanceDay
-		}
-		limits := []limit{
-			{WindowDaily, MetricTokens, b.DailyTokens, day.Tokens, asked.Tokens},
-			{WindowDaily, MetricCost, int64(b.DailyCost), int64(day.Cost), int64(asked.Cost)},
-		}
-		if run {
-			limits = append(limits, limit{WindowRun, MetricTokens, b.RunTokens, sp.Run.Tokens, asked.Tokens},
-				limit{WindowRun, MetricCost, int64(b.RunCost), int64(sp.Run.Cost), int64(asked.Cost)})
-		}
-		for _, l := range limits {
-			if l.max > 0 && satAdd(Cost(l.used), Cost(l.ask)) > Cost(l.max) {
-				return &BudgetError{Scope: b.Scope(), Window: l.window, Metric: l.metric, Limit: l.max, Used: l.used, Asked: l.ask}
-			}
-		}
-	}
-	return nil
-}
-
 // satAdd adds without wrapping past the largest Cost.
 func satAdd(a, b Cost) Cost {
 	if b > 0 && a > math.MaxInt64-b {
@@ -415,6 +364,11 @@ func satAdd(a, b Cost) Cost {
 // Add is a plus b, saturating.
 func (a Amount) Add(b Amount) Amount {
 	return Amount{Tokens: int64(satAdd(Cost(a.Tokens), Cost(b.Tokens))), Cost: satAdd(a.Cost, b.Cost)}
+}
+
+// sub is a less b, not below zero.
+func (a Amount) sub(b Amount) Amount {
+	return Amount{Tokens: max(a.Tokens-b.Tokens, 0), Cost: max(a.Cost-b.Cost, 0)}
 }
 
 // ValidName reports whether name can name a provider: 1 to MaxNameLen
@@ -551,35 +505,6 @@ func PrepareBudget(b *Budget, expect int64) error {
 		return invalid("a budget's limits are not negative")
 	}
 	return stamp(&b.Version, nil, &b.UpdatedAt, expect)
-}
-
-// CheckKeys checks what Reserve is given.
-func CheckKeys(k Keys, estimate Amount) error {
-	switch {
-	case k.TenantID == "" || !ValidKey(k.TenantID) || !ValidKey(k.InstanceID) || !ValidKey(k.RunID):
-		return invalid("usage keys name a tenant, and an instance and a run, as valid text of at most %d bytes", MaxKeyBytes)
-	case !ValidDay(k.Day):
-		return invalid("day %.20q is not a date as DayOf writes it", k.Day)
-	case estimate.Tokens < 0 || estimate.Cost < 0 || estimate.Tokens > MaxAmount || estimate.Cost > MaxAmount:
-		return invalid("an estimate outside 0 to %d", int64(MaxAmount))
-	}
-	return nil
-}
-
-// CheckSettlement checks what Settle is given.
-func CheckSettlement(s Settlement) error {
-	switch {
-	case s.Input < 0 || s.Output < 0 || s.Cost < 0 || s.Input > MaxAmount || s.Output > MaxAmount || s.Cost > MaxAmount:
-		return invalid("a settlement outside 0 to %d", int64(MaxAmount))
-	case !ValidKey(s.Model) || !ValidKey(s.Provider):
-		return invalid("the model and provider are valid text of at most %d bytes", MaxKeyBytes)
-	}
-	return nil
-}
-
-// Used is what a settlement counts against budgets.
-func (s Settlement) Used() Amount {
-	return Amount{Tokens: int64(satAdd(Cost(s.Input), Cost(s.Output))), Cost: s.Cost}
 }
 
 // CheckUsageQuery checks a usage query and returns its row limit.

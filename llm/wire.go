@@ -544,7 +544,8 @@ const (
 	TypeInsufficientQuota = "insufficient_quota"
 )
 
-// Error codes of the OpenAI error body that callers branch on.
+// Error codes of the OpenAI error body that callers branch on: OpenAI's,
+// and those the platform's gateway adds.
 const (
 	// CodeBudgetExceeded: the gateway refused the call because a budget
 	// (tokens or cost, of the tenant, the instance or the run) is spent.
@@ -552,6 +553,22 @@ const (
 	CodeModelNotFound  = "model_not_found"
 	CodeInvalidAPIKey  = "invalid_api_key"
 	CodeRateLimit      = "rate_limit_exceeded"
+	// CodeModelNotAllowed: the token's llm:model:* scopes do not grant
+	// the model.
+	CodeModelNotAllowed = "model_not_allowed"
+	// CodeProviderUnavailable: no provider of the model answered, or none
+	// is enabled.
+	CodeProviderUnavailable = "provider_unavailable"
+	// CodeOverloaded: the gateway has too many calls in flight; retry
+	// after Retry-After.
+	CodeOverloaded = "overloaded"
+	// Codes of a request the gateway could not read: Param names the
+	// member where there is one.
+	CodeInvalidJSON          = "invalid_json"
+	CodeInvalidValue         = "invalid_value"
+	CodeMissingParameter     = "missing_required_parameter"
+	CodeRequestTooLarge      = "request_too_large"
+	CodeUnsupportedMediaType = "unsupported_media_type"
 )
 
 // APIError is an error an OpenAI-compatible server answered, as the body

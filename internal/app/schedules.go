@@ -67,7 +67,7 @@ func (s scheduleSpend) Spent(ctx context.Context, tenantID string, runIDs []stri
 		if err != nil {
 			return schedsvc.Usage{}, err
 		}
-		total = total.Add(sp.Run)
+		total = total.Add(sp.Used.Run)
 	}
 	return schedsvc.Usage{Tokens: total.Tokens, CostUSD: total.Cost.USD()}, nil
 }

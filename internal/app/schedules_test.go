@@ -135,12 +135,11 @@ func TestSchedulesTokenBudget(t *testing.T) {
 	tick(first)
 	// The first run's model calls, as the LLM gateway records them.
 	run := schedsvc.RunIDFor(created.ConfigID, first)
-	r, err := st.LLM.Reserve(ctx, llm.Keys{TenantID: "acme", InstanceID: inst.ID, RunID: run, Day: llm.DayOf(first)},
-		llm.Amount{Tokens: 10}, first)
-	if err != nil {
-		t.Fatal(err)
+	var uses []llm.CounterUse
+	for _, c := range llm.CountersOf(llm.Keys{TenantID: "acme", InstanceID: inst.ID, RunID: run, Day: llm.DayOf(first)}) {
+		uses = append(uses, llm.CounterUse{Counter: c, Used: llm.Amount{Tokens: 150}})
 	}
-	if err := st.LLM.Settle(ctx, r, llm.Settlement{Model: "gpt-4o", Provider: "openai", Input: 120, Output: 30}); err != nil {
+	if _, err := st.LLM.Commit(ctx, llm.Batch{Unleased: uses, At: first, Expires: first.Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
 	tick(first.Add(time.Minute))

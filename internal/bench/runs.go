@@ -223,14 +223,22 @@ func RunRuns(ctx context.Context, t *RunsTarget, opts *RunsOptions) (*RunsResult
 		return nil, errors.New("bench: runs: incomplete target")
 	}
 	res := &RunsResult{}
-	sides := [2]*runsSide{
-		{name: ScenarioGatewayRun, do: func(ctx context.Context) (time.Duration, error) { return gatewayRun(ctx, t, o.Input) }},
-		{name: ScenarioDirect, do: func(ctx context.Context) (time.Duration, error) { return directRun(ctx, t.Direct, o.Input) }},
+	timed := func(do func(ctx context.Context) (time.Duration, error)) func(context.Context, int) (time.Duration, time.Duration, error) {
+		return func(ctx context.Context, _ int) (time.Duration, time.Duration, error) {
+			t0 := time.Now()
+			first, err := do(ctx)
+			return first, time.Since(t0), err
+		}
 	}
-	if err := alternate(ctx, sides, &o); err != nil {
+	sides := []*side{
+		{name: ScenarioGatewayRun, do: timed(func(ctx context.Context) (time.Duration, error) { return gatewayRun(ctx, t, o.Input) })},
+		{name: ScenarioDirect, do: timed(func(ctx context.Context) (time.Duration, error) { return directRun(ctx, t.Direct, o.Input) })},
+	}
+	tt := turns{clients: o.Concurrency, warmup: o.Warmup, duration: o.Duration, round: o.Round, measured: o.MeasuredRound}
+	if err := tt.run(ctx, sides); err != nil {
 		return nil, err
 	}
-	res.Gateway, res.Direct = sides[0].result(), sides[1].result()
+	res.Gateway, res.Direct = runsResult(sides[0]), runsResult(sides[1])
 	if res.Direct.Throughput > 0 {
 		res.ThroughputRatio = res.Gateway.Throughput / res.Direct.Throughput
 	}
@@ -248,117 +256,9 @@ func RunRuns(ctx context.Context, t *RunsTarget, opts *RunsOptions) (*RunsResult
 	return res, nil
 }
 
-// runsSide accumulates one side's measured rounds.
-type runsSide struct {
-	name    string
-	do      func(ctx context.Context) (first time.Duration, err error)
-	mu      sync.Mutex
-	total   Histogram
-	first   Histogram
-	runs    uint64
-	errors  uint64
-	elapsed time.Duration
-	errText string
-}
-
-func (s *runsSide) result() RunsSide {
-	r := RunsSide{Scenario: s.name, Runs: s.runs, Errors: s.errors, Elapsed: s.elapsed,
+func runsResult(s *side) RunsSide {
+	return RunsSide{Scenario: s.name, Runs: s.calls, Errors: s.errors, Elapsed: s.elapsed, Throughput: s.throughput(),
 		Latency: latencyOf(&s.total), FirstEvent: latencyOf(&s.first), FirstError: s.errText}
-	if s.elapsed > 0 {
-		r.Throughput = float64(s.total.Count()) / s.elapsed.Seconds()
-	}
-	return r
-}
-
-// alternate runs the sides in rounds, ABBA, each for o.Warmup unmeasured
-// and then o.Duration measured.
-func alternate(ctx context.Context, sides [2]*runsSide, o *RunsOptions) error {
-	if o.Warmup > 0 {
-		for _, s := range sides {
-			if err := round(ctx, s, o.Concurrency, o.Warmup, false); err != nil {
-				return err
-			}
-		}
-	}
-	rounds, per := roundPlan(o.Duration, o.Round)
-	for i := range 2 * rounds {
-		s := sides[roundSide(i)]
-		end := func() {}
-		if o.MeasuredRound != nil {
-			end = o.MeasuredRound(s.name, i/2)
-		}
-		err := round(ctx, s, o.Concurrency, per, true)
-		end()
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// roundPlan splits a side's measured time d into rounds of at most
-// round each, all of the same length.
-func roundPlan(d, round time.Duration) (rounds int, per time.Duration) {
-	rounds = int((d + round - 1) / round)
-	return rounds, d / time.Duration(rounds)
-}
-
-// roundSide is the side of round i: pair p runs A then B when p is even,
-// B then A when it is odd (A B B A A B …), so neither side always follows
-// the other.
-func roundSide(i int) int { return (i + i/2) % 2 }
-
-// round runs s from c clients for d; a client starts no operation after
-// d, and the round lasts until the last one finished.
-func round(ctx context.Context, s *runsSide, c int, d time.Duration, measured bool) error {
-	start := time.Now()
-	end := start.Add(d)
-	var wg sync.WaitGroup
-	for range c {
-		wg.Go(func() {
-			var total, first Histogram
-			var runs, errs uint64
-			var errText string
-			for ctx.Err() == nil && time.Now().Before(end) {
-				t0 := time.Now()
-				f, err := s.do(ctx)
-				took := time.Since(t0)
-				if ctx.Err() != nil {
-					break
-				}
-				runs++
-				if err != nil {
-					errs++
-					if errText == "" {
-						errText = err.Error()
-					}
-					continue
-				}
-				total.Record(took)
-				first.Record(f)
-			}
-			if !measured {
-				return
-			}
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			s.total.Merge(&total)
-			s.first.Merge(&first)
-			s.runs += runs
-			s.errors += errs
-			if s.errText == "" {
-				s.errText = errText
-			}
-		})
-	}
-	wg.Wait()
-	if measured {
-		s.elapsed += time.Since(start)
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("bench: %s: %w", s.name, err)
-	}
-	return nil
 }
 
 // gatewayRun starts a run and reads its event stream to the end; it fails

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -46,87 +45,6 @@ func TestRunsOptionsDefaults(t *testing.T) {
 	}
 }
 
-func TestRoundSideIsABBA(t *testing.T) {
-	var got []int
-	for i := range 8 {
-		got = append(got, roundSide(i))
-	}
-	if diff := cmp.Diff([]int{0, 1, 1, 0, 0, 1, 1, 0}, got); diff != "" {
-		t.Errorf("round sides (-want +got):\n%s", diff)
-	}
-}
-
-// alternate counts every measured operation of a side, failed or not,
-// and none of the warm-up's, which runs first when there is one.
-func TestAlternateCountsMeasuredOperations(t *testing.T) {
-	for _, warm := range []time.Duration{-1, 20 * time.Millisecond} {
-		t.Run(fmt.Sprint("warmup ", warm), func(t *testing.T) {
-			var calls, warmCalls [2]atomic.Uint64
-			var measuring atomic.Bool
-			mk := func(i int) *runsSide {
-				return &runsSide{name: fmt.Sprint("side", i), do: func(context.Context) (time.Duration, error) {
-					n := calls[i].Add(1)
-					if !measuring.Load() {
-						warmCalls[i].Add(1)
-					}
-					if n%2 == 0 {
-						return 0, errors.New("even call fails")
-					}
-					return time.Microsecond, nil
-				}}
-			}
-			sides := [2]*runsSide{mk(0), mk(1)}
-			rounds := 0
-			o := (&RunsOptions{Concurrency: 1, Duration: 40 * time.Millisecond, Round: 10 * time.Millisecond, Warmup: warm,
-				MeasuredRound: func(string, int) func() {
-					measuring.Store(true)
-					rounds++
-					return func() {}
-				}}).withDefaults()
-			if err := alternate(t.Context(), sides, &o); err != nil {
-				t.Fatal(err)
-			}
-			if rounds != 8 {
-				t.Errorf("%d measured rounds, want 4 per side", rounds)
-			}
-			for i, s := range sides {
-				r := s.result()
-				if r.Runs != calls[i].Load()-warmCalls[i].Load() || r.Runs == 0 {
-					t.Errorf("%s: %d runs counted, %d calls of which %d in the warm-up", r.Scenario, r.Runs, calls[i].Load(), warmCalls[i].Load())
-				}
-				if (warmCalls[i].Load() > 0) != (warm > 0) {
-					t.Errorf("%s: %d warm-up calls with a warm-up of %v", r.Scenario, warmCalls[i].Load(), warm)
-				}
-				if r.Errors == 0 || r.Errors > r.Runs || r.FirstError != "even call fails" {
-					t.Errorf("%s: %d errors of %d, first %q", r.Scenario, r.Errors, r.Runs, r.FirstError)
-				}
-				if r.Elapsed < o.Duration || r.Throughput <= 0 || r.FirstEvent.P50 != time.Microsecond {
-					t.Errorf("%s: elapsed %v, throughput %v, first event %+v", r.Scenario, r.Elapsed, r.Throughput, r.FirstEvent)
-				}
-			}
-		})
-	}
-}
-
-func TestRoundPlan(t *testing.T) {
-	tests := []struct {
-		d, round time.Duration
-		rounds   int
-		per      time.Duration
-	}{
-		{40 * time.Millisecond, 10 * time.Millisecond, 4, 10 * time.Millisecond},
-		{45 * time.Millisecond, 10 * time.Millisecond, 5, 9 * time.Millisecond},
-		{11 * time.Millisecond, 10 * time.Millisecond, 2, 5500 * time.Microsecond},
-		{5 * time.Millisecond, 10 * time.Millisecond, 1, 5 * time.Millisecond},
-	}
-	for _, tc := range tests {
-		rounds, per := roundPlan(tc.d, tc.round)
-		if rounds != tc.rounds || per != tc.per {
-			t.Errorf("roundPlan(%v, %v) = %d, %v; want %d, %v", tc.d, tc.round, rounds, per, tc.rounds, tc.per)
-		}
-	}
-}
-
 func TestMBPer1000(t *testing.T) {
 	tests := []struct {
 		before, after uint64
@@ -144,13 +62,13 @@ func TestMBPer1000(t *testing.T) {
 	}
 }
 
-func TestRunsSideResult(t *testing.T) {
-	s := &runsSide{name: "s", runs: 12, errors: 2, errText: "boom"}
+func TestRunsResult(t *testing.T) {
+	s := &side{name: "s", calls: 12, errors: 2, errText: "boom"}
 	for range 10 {
 		s.total.Record(time.Millisecond)
 		s.first.Record(time.Microsecond)
 	}
-	if r := s.result(); r.Throughput != 0 {
+	if r := runsResult(s); r.Throughput != 0 {
 		t.Errorf("throughput %v without elapsed time, want 0", r.Throughput)
 	}
 	s.elapsed = 2 * time.Second
@@ -158,7 +76,7 @@ func TestRunsSideResult(t *testing.T) {
 		Latency:    Latency{P50: time.Millisecond, P90: time.Millisecond, P99: time.Millisecond, Max: time.Millisecond, Mean: time.Millisecond},
 		FirstEvent: Latency{P50: time.Microsecond, P90: time.Microsecond, P99: time.Microsecond, Max: time.Microsecond, Mean: time.Microsecond},
 		FirstError: "boom"}
-	if diff := cmp.Diff(want, s.result()); diff != "" {
+	if diff := cmp.Diff(want, runsResult(s)); diff != "" {
 		t.Errorf("result (-want +got):\n%s", diff)
 	}
 }
@@ -177,26 +95,6 @@ func TestFrameState(t *testing.T) {
 		if got := frameState(tc.frame); got != tc.want {
 			t.Errorf("%s: frameState = %v, want %v", tc.name, got, tc.want)
 		}
-	}
-}
-
-func TestAlternateStopsWithContext(t *testing.T) {
-	for _, warm := range []time.Duration{-1, time.Hour} {
-		t.Run(fmt.Sprint("warmup ", warm), func(t *testing.T) {
-			ctx, cancel := context.WithCancel(t.Context())
-			side := &runsSide{name: "s", do: func(context.Context) (time.Duration, error) {
-				cancel()
-				return 0, nil
-			}}
-			o := (&RunsOptions{Concurrency: 2, Duration: time.Hour, Warmup: warm}).withDefaults()
-			err := alternate(ctx, [2]*runsSide{side, side}, &o)
-			if !errors.Is(err, context.Canceled) {
-				t.Fatalf("alternate = %v, want context.Canceled", err)
-			}
-			if side.runs != 0 {
-				t.Errorf("%d runs counted after the cancel", side.runs)
-			}
-		})
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -37,12 +36,6 @@ const (
 // call allowed as classified, and a write-class call left to the gate's
 // rules alone (a tenant without rules passes it), not to a person.
 const ToolsPolicy = `class == "write" ? "gate" : "allow"`
-
-// Defaults of [ToolsOptions].
-const (
-	DefaultToolsConcurrency = 8
-	DefaultToolsRound       = time.Second
-)
 
 // maxToolsText bounds the text the upstream's tools take, as any real
 // server would.
@@ -85,17 +78,19 @@ func ToolsUpstreamHandler() http.Handler {
 // upstream server named server, and sets [ToolsPolicy].
 func SetUpTools(ctx context.Context, hc *http.Client, baseURL string, admin secret.Value, server, upstreamURL string) error {
 	reg, _ := json.Marshal(tools.ServerRequest{Transport: tools.TransportHTTP, URL: upstreamURL})
-	if err := put(ctx, hc, baseURL+tools.ServersPath+"/"+server, admin, reg); err != nil {
+	if err := Put(ctx, hc, baseURL+tools.ServersPath+"/"+server, admin, reg); err != nil {
 		return fmt.Errorf("bench: register the upstream server: %w", err)
 	}
 	pol, _ := json.Marshal(map[string]string{"expr": ToolsPolicy})
-	if err := put(ctx, hc, baseURL+"/api/v1/tools/policy", admin, pol); err != nil {
+	if err := Put(ctx, hc, baseURL+"/api/v1/tools/policy", admin, pol); err != nil {
 		return fmt.Errorf("bench: set the tool policy: %w", err)
 	}
 	return nil
 }
 
-func put(ctx context.Context, hc *http.Client, url string, tok secret.Value, body []byte) error {
+// Put sends body, JSON, to url with tok as the bearer token, and fails
+// unless the answer is a 2xx.
+func Put(ctx context.Context, hc *http.Client, url string, tok secret.Value, body []byte) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPut, url, bytes.NewReader(body))
 	if err != nil {
 		return err
@@ -127,47 +122,6 @@ type ToolsTarget struct {
 	// tenant the upstream is registered for, naming an agent, granting
 	// mcp:tools:<Server>.
 	Token func(client int) (secret.Value, error)
-}
-
-// ToolsOptions tune [RunTools]; nil or zero fields mean the defaults.
-type ToolsOptions struct {
-	// Concurrency is the number of clients of the load phase, each with
-	// one call in flight (default 8); the latency phase has one.
-	Concurrency int
-	// Duration is the measured time of each side in each phase (default
-	// 10s), Warmup its unmeasured time first (default 1s; negative:
-	// none).
-	Duration, Warmup time.Duration
-	// Round is how long one side runs before the next takes over
-	// (default 1s): the sides take turns, A B C C B A …, so that the
-	// machine's noise and drift fall on each.
-	Round time.Duration
-	// MeasuredRound, when set, is called as each measured round of a side
-	// starts, with the phase ("latency" or "load"), the side's scenario
-	// and the round's number from 0; the function it returns is called
-	// as the round ends.
-	MeasuredRound func(phase, scenario string, n int) (end func())
-}
-
-func (o *ToolsOptions) withDefaults() ToolsOptions {
-	var v ToolsOptions
-	if o != nil {
-		v = *o
-	}
-	if v.Concurrency <= 0 {
-		v.Concurrency = DefaultToolsConcurrency
-	}
-	if v.Duration <= 0 {
-		v.Duration = 10 * time.Second
-	}
-	if v.Warmup == 0 {
-		v.Warmup = time.Second
-	}
-	v.Warmup = max(v.Warmup, 0)
-	if v.Round <= 0 {
-		v.Round = DefaultToolsRound
-	}
-	return v
 }
 
 // ToolsResult is what [RunTools] measured, and the figures the gateway's
@@ -220,22 +174,19 @@ type ToolsSide struct {
 // result is its own text back. A failed call counts as an error of its
 // side; RunTools itself fails only when a session cannot be opened or
 // ctx ends.
-func RunTools(ctx context.Context, t *ToolsTarget, opts *ToolsOptions) (*ToolsResult, error) {
+func RunTools(ctx context.Context, t *ToolsTarget, opts *PhasesOptions) (*ToolsResult, error) {
 	o := opts.withDefaults()
 	if t == nil || t.Upstream == "" || t.Gateway == "" || !tools.ValidServerName(t.Server) || t.Token == nil {
 		return nil, errors.New("bench: tools: incomplete target")
 	}
 	res := &ToolsResult{}
-	for _, ph := range []struct {
-		name    string
-		clients int
-		out     *ToolsPhase
-	}{{"latency", 1, &res.Latency}, {"load", o.Concurrency, &res.Load}} {
+	outs := [2]*ToolsPhase{&res.Latency, &res.Load}
+	for i, ph := range o.phases() {
 		p, err := toolsPhase(ctx, t, &o, ph.name, ph.clients)
 		if err != nil {
 			return nil, err
 		}
-		*ph.out = *p
+		*outs[i] = *p
 	}
 	res.AddedP50 = res.Latency.Read.Latency.P50 - res.Latency.Direct.Latency.P50
 	res.AddedP99 = res.Latency.Read.Latency.P99 - res.Latency.Direct.Latency.P99
@@ -249,148 +200,62 @@ func RunTools(ctx context.Context, t *ToolsTarget, opts *ToolsOptions) (*ToolsRe
 	return res, nil
 }
 
-// toolsSide accumulates one side's measured rounds.
-type toolsSide struct {
-	name     string
-	tool     string
-	sessions []*mcp.ClientSession
-	seq      []uint64 // per client, so that every call's text is new
-
-	mu      sync.Mutex
-	h       Histogram
-	calls   uint64
-	errors  uint64
-	elapsed time.Duration
-	errText string
-}
-
-func (s *toolsSide) result() ToolsSide {
-	r := ToolsSide{Scenario: s.name, Calls: s.calls, Errors: s.errors, Elapsed: s.elapsed, Latency: latencyOf(&s.h), FirstError: s.errText}
-	if s.elapsed > 0 {
-		r.Throughput = float64(s.h.Count()) / s.elapsed.Seconds()
-	}
-	return r
+func toolsResult(s *side) ToolsSide {
+	return ToolsSide{Scenario: s.name, Calls: s.calls, Errors: s.errors, Elapsed: s.elapsed, Latency: latencyOf(&s.total),
+		FirstError: s.errText, Throughput: s.throughput()}
 }
 
 // toolsPhase opens clients' sessions on each side, runs the sides in
-// alternating rounds and closes the sessions.
-func toolsPhase(ctx context.Context, t *ToolsTarget, o *ToolsOptions, phase string, clients int) (*ToolsPhase, error) {
+// turns and closes the sessions.
+func toolsPhase(ctx context.Context, t *ToolsTarget, o *PhasesOptions, phase string, clients int) (*ToolsPhase, error) {
 	prefix := tools.Prefix + t.Server + "."
-	sides := []*toolsSide{
-		{name: ScenarioToolsDirect, tool: ToolsEcho},
-		{name: ScenarioToolsRead, tool: prefix + ToolsEcho},
-		{name: ScenarioToolsWrite, tool: prefix + ToolsWrite},
-	}
+	names := []string{ScenarioToolsDirect, ScenarioToolsRead, ScenarioToolsWrite}
+	toolOf := []string{ToolsEcho, prefix + ToolsEcho, prefix + ToolsWrite}
 	direct, gw := NewClient(clients), NewClient(clients)
 	defer direct.CloseIdleConnections()
 	defer gw.CloseIdleConnections()
+	sessions := make([][]*mcp.ClientSession, len(names))
 	defer func() {
-		for _, s := range sides {
-			for _, cs := range s.sessions {
+		for _, ss := range sessions {
+			for _, cs := range ss {
 				if cs != nil {
 					cs.Close()
 				}
 			}
 		}
 	}()
-	for _, s := range sides {
-		s.sessions, s.seq = make([]*mcp.ClientSession, clients), make([]uint64, clients)
+	sides := make([]*side, len(names))
+	for k, name := range names {
+		sessions[k] = make([]*mcp.ClientSession, clients)
 		for i := range clients {
 			var err error
-			if s.name == ScenarioToolsDirect {
-				s.sessions[i], err = ConnectMCP(ctx, t.Upstream, direct, secret.Value{})
+			if name == ScenarioToolsDirect {
+				sessions[k][i], err = ConnectMCP(ctx, t.Upstream, direct, secret.Value{})
 			} else {
 				var tok secret.Value
 				if tok, err = t.Token(i); err == nil {
-					s.sessions[i], err = ConnectMCP(ctx, t.Gateway, gw, tok)
+					sessions[k][i], err = ConnectMCP(ctx, t.Gateway, gw, tok)
 				}
 			}
 			if err != nil {
-				return nil, fmt.Errorf("bench: tools: %s: connect: %w", s.name, err)
+				return nil, fmt.Errorf("bench: tools: %s: connect: %w", name, err)
 			}
 		}
+		// Per client, so that every call's text is new.
+		seq := make([]uint64, clients)
+		sides[k] = &side{name: name, do: func(ctx context.Context, i int) (time.Duration, time.Duration, error) {
+			seq[i]++
+			text := "bench tools client " + strconv.Itoa(i) + " call " + strconv.FormatUint(seq[i], 10)
+			t0 := time.Now()
+			err := CallEcho(ctx, sessions[k][i], toolOf[k], text)
+			took := time.Since(t0)
+			return took, took, err
+		}}
 	}
-	if o.Warmup > 0 {
-		for _, s := range sides {
-			if err := toolsRound(ctx, s, o.Warmup, false); err != nil {
-				return nil, err
-			}
-		}
+	if err := o.turns(phase, clients).run(ctx, sides); err != nil {
+		return nil, err
 	}
-	rounds, per := roundPlan(o.Duration, o.Round)
-	n := len(sides)
-	for i := range n * rounds {
-		// Round r runs the sides forward when r is even, backward when it
-		// is odd, so that no side always follows the same one.
-		r, k := i/n, i%n
-		if r%2 == 1 {
-			k = n - 1 - k
-		}
-		s := sides[k]
-		end := func() {}
-		if o.MeasuredRound != nil {
-			end = o.MeasuredRound(phase, s.name, r)
-		}
-		err := toolsRound(ctx, s, per, true)
-		end()
-		if err != nil {
-			return nil, err
-		}
-	}
-	return &ToolsPhase{Clients: clients, Direct: sides[0].result(), Read: sides[1].result(), Write: sides[2].result()}, nil
-}
-
-// toolsRound runs s from each of its clients for d; a client starts no
-// call after d, and the round lasts until the last one finished.
-func toolsRound(ctx context.Context, s *toolsSide, d time.Duration, measured bool) error {
-	start := time.Now()
-	end := start.Add(d)
-	var wg sync.WaitGroup
-	for i, cs := range s.sessions {
-		wg.Go(func() {
-			var h Histogram
-			var calls, errs uint64
-			var errText string
-			for ctx.Err() == nil && time.Now().Before(end) {
-				s.seq[i]++
-				text := "bench tools client " + strconv.Itoa(i) + " call " + strconv.FormatUint(s.seq[i], 10)
-				t0 := time.Now()
-				err := CallEcho(ctx, cs, s.tool, text)
-				took := time.Since(t0)
-				if ctx.Err() != nil {
-					break
-				}
-				calls++
-				if err != nil {
-					errs++
-					if errText == "" {
-						errText = err.Error()
-					}
-					continue
-				}
-				h.Record(took)
-			}
-			if !measured {
-				return
-			}
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			s.h.Merge(&h)
-			s.calls += calls
-			s.errors += errs
-			if s.errText == "" {
-				s.errText = errText
-			}
-		})
-	}
-	wg.Wait()
-	if measured {
-		s.elapsed += time.Since(start)
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("bench: %s: %w", s.name, err)
-	}
-	return nil
+	return &ToolsPhase{Clients: clients, Direct: toolsResult(sides[0]), Read: toolsResult(sides[1]), Write: toolsResult(sides[2])}, nil
 }
 
 // CallEcho calls tool, one of [ToolsUpstream]'s (by its own name or the

@@ -67,6 +67,8 @@ func runBench(ctx context.Context, args []string, e *env) int {
 		return runBenchTools(ctx, args[1:], e)
 	case "ops":
 		return runBenchOps(ctx, args[1:], e)
+	case "llm":
+		return runBenchLLM(ctx, args[1:], e)
 	}
 	fmt.Fprintf(e.stderr, "novaos bench: unknown target %q\n", args[0])
 	benchUsage(e.stderr)
@@ -89,6 +91,8 @@ func benchUsage(w io.Writer) {
 	fmt.Fprintln(w, "          write-class calls the gate passes; one client, then --c")
 	fmt.Fprintln(w, "  ops     SendMessage to echo on a server with metrics, access log and sampled traces against one without any,")
 	fmt.Fprintln(w, "          in turns; then GET /metrics on a database of --tasks tasks and --runs runs, every service mounted")
+	fmt.Fprintln(w, "  llm     streamed chat completions through the LLM gateway (a token, a budget) against the same stream asked of the")
+	fmt.Fprintln(w, "          provider directly; time to the first streamed token, one client, then --c")
 }
 
 // benchReport is the --json output.

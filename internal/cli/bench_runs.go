@@ -55,6 +55,17 @@ type runsBenchReport struct {
 	Goals []runsGoal `json:"goals"`
 }
 
+// printGoals writes one line a goal: met or not, and what was measured.
+func printGoals(w io.Writer, goals []runsGoal) {
+	for _, g := range goals {
+		met := "met"
+		if !g.Met {
+			met = "not met"
+		}
+		fmt.Fprintf(w, "goal %s: %s: %s (%s)\n", g.Name, g.Goal, met, g.Measured)
+	}
+}
+
 // runsGoal is one goal and whether the run met it.
 type runsGoal struct {
 	Name     string `json:"name"`
@@ -283,13 +294,7 @@ func printRunsBench(w io.Writer, r *runsBenchReport) {
 	s := r.Streams
 	fmt.Fprintf(w, "%d open event streams: RSS %s → %s, %.1f MB per 1,000 (Go heap %.1f MB, stacks %.1f MB per 1,000; %d goroutines more)\n\n",
 		s.Streams, mib(s.RSSBefore), mib(s.RSSAfter), s.MBPer1000, s.HeapMBPer1000, s.StackMBPer1000, s.Goroutines)
-	for _, g := range r.Goals {
-		met := "met"
-		if !g.Met {
-			met = "not met"
-		}
-		fmt.Fprintf(w, "goal %s: %s: %s (%s)\n", g.Name, g.Goal, met, g.Measured)
-	}
+	printGoals(w, r.Goals)
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "gateway-run: POST /api/v1/execute on the echo instance, then GET /api/v1/events/{runId} read to its terminal")
 	fmt.Fprintln(w, "event; direct-stream: SendStreamingMessage to /agents/echo read to its final frame. First event: from the request")

@@ -2,16 +2,12 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
-	"runtime"
 	"text/tabwriter"
 	"time"
 
@@ -41,116 +37,36 @@ const toolsBenchServer = "echo"
 
 // toolsBenchReport is bench tools's result, and its --json output.
 type toolsBenchReport struct {
-	Target      string `json:"target"`
-	Store       string `json:"store"`
-	Concurrency int    `json:"concurrency"`
-	Duration    string `json:"duration"`
-	Warmup      string `json:"warmup"`
-	Round       string `json:"round"`
-	GoVersion   string `json:"goVersion"`
-	CPUs        int    `json:"cpus"`
+	benchHeader
 	*bench.ToolsResult
 	Goals []runsGoal `json:"goals"`
 }
 
 func runBenchTools(ctx context.Context, args []string, e *env) int {
-	fs := newFlags("bench tools", "bench tools [flags]", e)
-	c := fs.Int("c", bench.DefaultToolsConcurrency, "concurrent clients of the load phase, each with one call in flight (the latency phase has one)")
-	d := fs.Duration("d", 10*time.Second, "measured `duration` of each side in each phase: direct calls, gateway reads, gateway writes")
-	warm := fs.Duration("warmup", time.Second, "unmeasured warm-up of each side first")
-	roundLen := fs.Duration("round", bench.DefaultToolsRound, "`length` of one round: the sides take turns, A B C C B A …, so that the machine's noise falls on each")
-	db := fs.String("db", "", "PostgreSQL `URL` (postgres://…) for the server under test; default: SQLite in a temporary directory")
-	maxConns := fs.Int("db-max-conns", app.DefaultDBMaxConns, "with --db: connections in the server's pool")
-	asJSON := fs.Bool("json", false, "print results as JSON")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (server, upstream and clients) to `file`")
-	sideProfiles := fs.String("cpuprofile-sides", "", "write a CPU profile of each measured round to `dir`/<phase>-<scenario>-<round>.prof (merge a side's with go tool pprof); excludes --cpuprofile")
-	if code, ok := parse(fs, args); !ok {
-		return code
-	}
-	switch {
-	case *c < 1 || *c > 4096 || *d <= 0 || *warm < 0 || *roundLen <= 0:
-		return usageError(fs, "--c must be from 1 to 4096, --d and --round positive, --warmup not negative")
-	case *db != "" && !isPostgresURL(*db):
-		return usageError(fs, "--db must be a postgres:// or postgresql:// URL")
-	case *maxConns < 1 || *maxConns > 1<<20:
-		return usageError(fs, "--db-max-conns: want a positive number of connections")
-	case *cpuProfile != "" && *sideProfiles != "":
-		return usageError(fs, "--cpuprofile and --cpuprofile-sides exclude each other: one CPU profile runs at a time")
-	}
-	if *cpuProfile != "" {
-		stop, err := startCPUProfile(*cpuProfile)
+	b := newPhasesBench("bench tools", "call", "direct calls, gateway reads, gateway writes", "upstream", e)
+	return b.run(args, func(o *bench.PhasesOptions) (any, func(io.Writer), []string, error) {
+		res, err := benchTools(ctx, *b.db, int32(*b.maxConns), o, e)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "novaos bench tools: %v\n", err)
-			return exitFail
+			return nil, nil, nil, err
 		}
-		defer stop()
-	}
-	warmup := *warm
-	if warmup == 0 {
-		warmup = -1 // bench.ToolsOptions reads 0 as its default
-	}
-	report := &toolsBenchReport{Target: "tools", Store: "sqlite", Concurrency: *c, Duration: d.String(), Warmup: warm.String(),
-		Round: min(*roundLen, *d).String(), GoVersion: runtime.Version(), CPUs: runtime.GOMAXPROCS(0)}
-	if *db != "" {
-		report.Store = "postgres"
-	}
-	opts := &bench.ToolsOptions{Concurrency: *c, Duration: *d, Warmup: warmup, Round: *roundLen}
-	var profErr error
-	if *sideProfiles != "" {
-		if err := os.MkdirAll(*sideProfiles, 0o755); err != nil {
-			fmt.Fprintf(e.stderr, "novaos bench tools: %v\n", err)
-			return exitFail
-		}
-		opts.MeasuredRound = func(phase, scenario string, n int) func() {
-			stop, err := startCPUProfile(filepath.Join(*sideProfiles, fmt.Sprintf("%s-%s-%d.prof", phase, scenario, n)))
-			if err != nil {
-				profErr = errors.Join(profErr, err)
-				return func() {}
-			}
-			return stop
-		}
-	}
-	res, err := benchTools(ctx, *db, int32(*maxConns), opts, e)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "novaos bench tools: %v\n", err)
-		return exitFail
-	}
-	if profErr != nil {
-		fmt.Fprintf(e.stderr, "novaos bench tools: %v\n", profErr)
-		return exitFail
-	}
-	report.ToolsResult = res
-	report.Goals = toolsGoals(res)
-	if *asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(report); err != nil {
-			fmt.Fprintf(e.stderr, "novaos bench tools: %v\n", err)
-			return exitFail
-		}
-	} else {
-		printToolsBench(e.stdout, report)
-	}
-	failed := false
-	for _, ph := range []bench.ToolsPhase{res.Latency, res.Load} {
-		for _, s := range []bench.ToolsSide{ph.Direct, ph.Read, ph.Write} {
-			if s.Errors > 0 {
-				fmt.Fprintf(e.stderr, "novaos bench tools: %s (%d clients): %d calls failed; first: %s\n", s.Scenario, ph.Clients, s.Errors, s.FirstError)
-				failed = true
+		report := &toolsBenchReport{benchHeader: b.header("tools"), ToolsResult: res, Goals: toolsGoals(res)}
+		var failures []string
+		for _, ph := range []bench.ToolsPhase{res.Latency, res.Load} {
+			for _, s := range []bench.ToolsSide{ph.Direct, ph.Read, ph.Write} {
+				if s.Errors > 0 {
+					failures = append(failures, fmt.Sprintf("%s (%d clients): %d calls failed; first: %s", s.Scenario, ph.Clients, s.Errors, s.FirstError))
+				}
 			}
 		}
-	}
-	if failed {
-		return exitFail
-	}
-	return exitOK
+		return report, func(w io.Writer) { printToolsBench(w, report) }, failures, nil
+	})
 }
 
 // benchTools serves novaos on loopback (SQLite in a temporary directory,
 // or the PostgreSQL database at db) and the benchmark's upstream MCP
 // server beside it, registers the upstream for a fresh tenant through the
 // API, and measures.
-func benchTools(ctx context.Context, db string, maxConns int32, o *bench.ToolsOptions, e *env) (*bench.ToolsResult, error) {
+func benchTools(ctx context.Context, db string, maxConns int32, o *bench.PhasesOptions, e *env) (*bench.ToolsResult, error) {
 	log := slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: benchLogLevel}))
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
@@ -246,13 +162,7 @@ func printToolsBench(w io.Writer, r *toolsBenchReport) {
 		msf(r.AddedP50), msf(r.AddedP99), msf(r.WriteAddedP99))
 	fmt.Fprintf(w, "%d clients: gateway-read %.2f× direct calls/s; gateway-write %.2f× gateway-read\n\n",
 		r.Load.Clients, r.ThroughputRatio, r.WriteThroughputRatio)
-	for _, g := range r.Goals {
-		met := "met"
-		if !g.Met {
-			met = "not met"
-		}
-		fmt.Fprintf(w, "goal %s: %s: %s (%s)\n", g.Name, g.Goal, met, g.Measured)
-	}
+	printGoals(w, r.Goals)
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "direct: tools/call of the upstream's read-only echo tool, at the upstream (an official Go SDK server over Streamable")
 	fmt.Fprintln(w, "HTTP with its defaults); gateway-read: the same tool through the tool gateway (novaos.echo.echo), read-class;")

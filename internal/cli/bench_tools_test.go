@@ -10,34 +10,6 @@ import (
 	"novaos.dev/novaos/internal/bench"
 )
 
-func TestBenchToolsUsageErrors(t *testing.T) {
-	tests := []struct {
-		name string
-		args []string
-		want string
-	}{
-		{"no clients", []string{"--c", "0"}, "--c must be from 1 to 4096"},
-		{"too many clients", []string{"--c", "4097"}, "--c must be from 1 to 4096"},
-		{"zero duration", []string{"--d", "0s"}, "--d and --round positive"},
-		{"zero round", []string{"--round", "0s"}, "--d and --round positive"},
-		{"negative warm-up", []string{"--warmup", "-1s"}, "--warmup not negative"},
-		{"not postgres", []string{"--db", "mysql://x"}, "postgres:// or postgresql://"},
-		{"no pool", []string{"--db-max-conns", "0"}, "--db-max-conns"},
-		{"two CPU profiles", []string{"--cpuprofile", "a", "--cpuprofile-sides", "b"}, "exclude each other"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			e, _, errOut := testEnv(nil)
-			if code := run(t.Context(), append([]string{"bench", "tools"}, tc.args...), e); code != exitUsage {
-				t.Errorf("exit code %d, want %d", code, exitUsage)
-			}
-			if !strings.Contains(errOut.String(), tc.want) {
-				t.Errorf("stderr %q, want %q", errOut, tc.want)
-			}
-		})
-	}
-}
-
 // TestBenchToolsShort runs the target end to end on SQLite with small
 // numbers and checks the report's shape and that every call of every
 // side completed; never how fast.

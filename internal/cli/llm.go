@@ -191,6 +191,32 @@ func (c *llmClient) do(ctx context.Context, method, path string, in, out any) er
 	return nil
 }
 
+// call sends the command's request and prints its answer, which out
+// holds then, with table, or as JSON with --json.
+func (c *llmCmd) call(ctx context.Context, sendTenant bool, method, path string, in, out any, table func(io.Writer)) int {
+	cl, code, ok := c.client(sendTenant)
+	if !ok {
+		return code
+	}
+	if err := cl.do(ctx, method, path, in, out); err != nil {
+		return c.fail(err)
+	}
+	return c.print(out, table)
+}
+
+// remove deletes the record at path and says done.
+func (c *llmCmd) remove(ctx context.Context, sendTenant bool, path, done string) int {
+	cl, code, ok := c.client(sendTenant)
+	if !ok {
+		return code
+	}
+	if err := cl.do(ctx, http.MethodDelete, path, nil, nil); err != nil {
+		return c.fail(err)
+	}
+	fmt.Fprintln(c.e.stdout, done)
+	return exitOK
+}
+
 func (c *llmCmd) fail(err error) int {
 	msg := err.Error()
 	var le *llmError
@@ -221,19 +247,17 @@ func pathName(name string) string { return "/" + neturl.PathEscape(name) }
 
 func usd(v float64) string { return "$" + strconv.FormatFloat(v, 'f', -1, 64) }
 
-func providerTable(list []llm.ProviderInfo) func(io.Writer) {
-	return func(w io.Writer) {
-		fmt.Fprintln(w, "NAME\tBASE URL\tKEY\tTIMEOUT\tDISABLED\tVERSION")
-		for _, p := range list {
-			key, timeout := "none", "default"
-			if p.HasKey {
-				key = "sealed"
-			}
-			if p.TimeoutMS > 0 {
-				timeout = (time.Duration(p.TimeoutMS) * time.Millisecond).String()
-			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%t\t%d\n", p.Name, p.BaseURL, key, timeout, p.Disabled, p.Version)
+func providerTable(w io.Writer, list ...llm.ProviderInfo) {
+	fmt.Fprintln(w, "NAME\tBASE URL\tKEY\tTIMEOUT\tDISABLED\tVERSION")
+	for _, p := range list {
+		key, timeout := "none", "default"
+		if p.HasKey {
+			key = "sealed"
 		}
+		if p.TimeoutMS > 0 {
+			timeout = (time.Duration(p.TimeoutMS) * time.Millisecond).String()
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%t\t%d\n", p.Name, p.BaseURL, key, timeout, p.Disabled, p.Version)
 	}
 }
 
@@ -242,15 +266,8 @@ func runLLMProvidersList(ctx context.Context, args []string, e *env) int {
 	if _, code, ok := parseArgsN(c.fs, args, 0, 0, ""); !ok {
 		return code
 	}
-	cl, code, ok := c.client(true)
-	if !ok {
-		return code
-	}
 	var out llm.ProviderList
-	if err := cl.do(ctx, http.MethodGet, llm.ProvidersPath, nil, &out); err != nil {
-		return c.fail(err)
-	}
-	return c.print(out, providerTable(out.Providers))
+	return c.call(ctx, true, http.MethodGet, llm.ProvidersPath, nil, &out, func(w io.Writer) { providerTable(w, out.Providers...) })
 }
 
 func runLLMProvidersShow(ctx context.Context, args []string, e *env) int {
@@ -259,15 +276,8 @@ func runLLMProvidersShow(ctx context.Context, args []string, e *env) int {
 	if !ok {
 		return code
 	}
-	cl, code, ok := c.client(true)
-	if !ok {
-		return code
-	}
 	var out llm.ProviderInfo
-	if err := cl.do(ctx, http.MethodGet, llm.ProvidersPath+pathName(pos[0]), nil, &out); err != nil {
-		return c.fail(err)
-	}
-	return c.print(out, providerTable([]llm.ProviderInfo{out}))
+	return c.call(ctx, true, http.MethodGet, llm.ProvidersPath+pathName(pos[0]), nil, &out, func(w io.Writer) { providerTable(w, out) })
 }
 
 func runLLMProvidersSet(ctx context.Context, args []string, e *env) int {
@@ -301,15 +311,8 @@ func runLLMProvidersSet(ctx context.Context, args []string, e *env) int {
 		k := key.Reveal()
 		req.APIKey = &k
 	}
-	cl, code, ok := c.client(true)
-	if !ok {
-		return code
-	}
 	var out llm.ProviderInfo
-	if err := cl.do(ctx, http.MethodPut, llm.ProvidersPath+pathName(pos[0]), req, &out); err != nil {
-		return c.fail(err)
-	}
-	return c.print(out, providerTable([]llm.ProviderInfo{out}))
+	return c.call(ctx, true, http.MethodPut, llm.ProvidersPath+pathName(pos[0]), req, &out, func(w io.Writer) { providerTable(w, out) })
 }
 
 func runLLMProvidersRemove(ctx context.Context, args []string, e *env) int {
@@ -318,27 +321,17 @@ func runLLMProvidersRemove(ctx context.Context, args []string, e *env) int {
 	if !ok {
 		return code
 	}
-	cl, code, ok := c.client(true)
-	if !ok {
-		return code
-	}
-	if err := cl.do(ctx, http.MethodDelete, llm.ProvidersPath+pathName(pos[0]), nil, nil); err != nil {
-		return c.fail(err)
-	}
-	fmt.Fprintf(e.stdout, "provider %s removed\n", pos[0])
-	return exitOK
+	return c.remove(ctx, true, llm.ProvidersPath+pathName(pos[0]), "provider "+pos[0]+" removed")
 }
 
-func routeTable(list []llm.RouteInfo) func(io.Writer) {
-	return func(w io.Writer) {
-		fmt.Fprintln(w, "MODEL\tTARGETS\tINPUT $/1M\tOUTPUT $/1M\tVERSION")
-		for _, r := range list {
-			var ts []string
-			for _, t := range r.Targets {
-				ts = append(ts, t.Provider+"="+t.Model)
-			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\n", r.Name, strings.Join(ts, ","), usd(r.InputUSDPerMillion), usd(r.OutputUSDPerMillion), r.Version)
+func routeTable(w io.Writer, list ...llm.RouteInfo) {
+	fmt.Fprintln(w, "MODEL\tTARGETS\tINPUT $/1M\tOUTPUT $/1M\tVERSION")
+	for _, r := range list {
+		var ts []string
+		for _, t := range r.Targets {
+			ts = append(ts, t.Provider+"="+t.Model)
 		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\n", r.Name, strings.Join(ts, ","), usd(r.InputUSDPerMillion), usd(r.OutputUSDPerMillion), r.Version)
 	}
 }
 
@@ -347,15 +340,8 @@ func runLLMModelsList(ctx context.Context, args []string, e *env) int {
 	if _, code, ok := parseArgsN(c.fs, args, 0, 0, ""); !ok {
 		return code
 	}
-	cl, code, ok := c.client(true)
-	if !ok {
-		return code
-	}
 	var out llm.RouteList
-	if err := cl.do(ctx, http.MethodGet, llm.ModelsPath, nil, &out); err != nil {
-		return c.fail(err)
-	}
-	return c.print(out, routeTable(out.Models))
+	return c.call(ctx, true, http.MethodGet, llm.ModelsPath, nil, &out, func(w io.Writer) { routeTable(w, out.Models...) })
 }
 
 func runLLMModelsShow(ctx context.Context, args []string, e *env) int {
@@ -364,15 +350,8 @@ func runLLMModelsShow(ctx context.Context, args []string, e *env) int {
 	if !ok {
 		return code
 	}
-	cl, code, ok := c.client(true)
-	if !ok {
-		return code
-	}
 	var out llm.RouteInfo
-	if err := cl.do(ctx, http.MethodGet, llm.ModelsPath+pathName(pos[0]), nil, &out); err != nil {
-		return c.fail(err)
-	}
-	return c.print(out, routeTable([]llm.RouteInfo{out}))
+	return c.call(ctx, true, http.MethodGet, llm.ModelsPath+pathName(pos[0]), nil, &out, func(w io.Writer) { routeTable(w, out) })
 }
 
 func runLLMModelsSet(ctx context.Context, args []string, e *env) int {
@@ -396,15 +375,8 @@ func runLLMModelsSet(ctx context.Context, args []string, e *env) int {
 	if len(req.Targets) == 0 {
 		return usageError(c.fs, "give at least one --target PROVIDER=MODEL")
 	}
-	cl, code, ok := c.client(true)
-	if !ok {
-		return code
-	}
 	var info llm.RouteInfo
-	if err := cl.do(ctx, http.MethodPut, llm.ModelsPath+pathName(pos[0]), req, &info); err != nil {
-		return c.fail(err)
-	}
-	return c.print(info, routeTable([]llm.RouteInfo{info}))
+	return c.call(ctx, true, http.MethodPut, llm.ModelsPath+pathName(pos[0]), req, &info, func(w io.Writer) { routeTable(w, info) })
 }
 
 func runLLMModelsRemove(ctx context.Context, args []string, e *env) int {
@@ -413,18 +385,10 @@ func runLLMModelsRemove(ctx context.Context, args []string, e *env) int {
 	if !ok {
 		return code
 	}
-	cl, code, ok := c.client(true)
-	if !ok {
-		return code
-	}
-	if err := cl.do(ctx, http.MethodDelete, llm.ModelsPath+pathName(pos[0]), nil, nil); err != nil {
-		return c.fail(err)
-	}
-	fmt.Fprintf(e.stdout, "model %s removed\n", pos[0])
-	return exitOK
+	return c.remove(ctx, true, llm.ModelsPath+pathName(pos[0]), "model "+pos[0]+" removed")
 }
 
-func budgetTable(list []llm.BudgetInfo) func(io.Writer) {
+func budgetTable(w io.Writer, list ...llm.BudgetInfo) {
 	limit := func(n int64) string {
 		if n == 0 {
 			return "-"
@@ -437,16 +401,14 @@ func budgetTable(list []llm.BudgetInfo) func(io.Writer) {
 		}
 		return usd(v)
 	}
-	return func(w io.Writer) {
-		fmt.Fprintln(w, "TENANT\tINSTANCE\tDAILY TOKENS\tDAILY COST\tRUN TOKENS\tRUN COST\tUSED TODAY")
-		for _, b := range list {
-			inst := b.InstanceID
-			if inst == "" {
-				inst = "-"
-			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d tokens, %s\n", b.TenantID, inst, limit(b.DailyTokens), cost(b.DailyCostUSD),
-				limit(b.RunTokens), cost(b.RunCostUSD), b.UsedTokens, usd(b.UsedCostUSD))
+	fmt.Fprintln(w, "TENANT\tINSTANCE\tDAILY TOKENS\tDAILY COST\tRUN TOKENS\tRUN COST\tUSED TODAY\tHELD")
+	for _, b := range list {
+		inst := b.InstanceID
+		if inst == "" {
+			inst = "-"
 		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d tokens, %s\t%d tokens, %s\n", b.TenantID, inst, limit(b.DailyTokens), cost(b.DailyCostUSD),
+			limit(b.RunTokens), cost(b.RunCostUSD), b.UsedTokens, usd(b.UsedCostUSD), b.HeldTokens, usd(b.HeldCostUSD))
 	}
 }
 
@@ -469,19 +431,12 @@ func runLLMBudgetsList(ctx context.Context, args []string, e *env) int {
 	if _, code, ok := parseArgsN(c.fs, args, 0, 0, ""); !ok {
 		return code
 	}
-	cl, code, ok := c.client(false)
-	if !ok {
-		return code
-	}
 	path := llm.BudgetsPath
 	if *c.tenant != "" {
 		path += "?tenant=" + neturl.QueryEscape(*c.tenant)
 	}
 	var out llm.BudgetList
-	if err := cl.do(ctx, http.MethodGet, path, nil, &out); err != nil {
-		return c.fail(err)
-	}
-	return c.print(out, budgetTable(out.Budgets))
+	return c.call(ctx, false, http.MethodGet, path, nil, &out, func(w io.Writer) { budgetTable(w, out.Budgets...) })
 }
 
 func runLLMBudgetsShow(ctx context.Context, args []string, e *env) int {
@@ -494,15 +449,8 @@ func runLLMBudgetsShow(ctx context.Context, args []string, e *env) int {
 	if !ok {
 		return code
 	}
-	cl, code, ok := c.client(false)
-	if !ok {
-		return code
-	}
 	var out llm.BudgetInfo
-	if err := cl.do(ctx, http.MethodGet, path, nil, &out); err != nil {
-		return c.fail(err)
-	}
-	return c.print(out, budgetTable([]llm.BudgetInfo{out}))
+	return c.call(ctx, false, http.MethodGet, path, nil, &out, func(w io.Writer) { budgetTable(w, out) })
 }
 
 func runLLMBudgetsSet(ctx context.Context, args []string, e *env) int {
@@ -523,15 +471,8 @@ func runLLMBudgetsSet(ctx context.Context, args []string, e *env) int {
 	if !ok {
 		return code
 	}
-	cl, code, ok := c.client(false)
-	if !ok {
-		return code
-	}
 	var out llm.BudgetInfo
-	if err := cl.do(ctx, http.MethodPut, path, req, &out); err != nil {
-		return c.fail(err)
-	}
-	return c.print(out, budgetTable([]llm.BudgetInfo{out}))
+	return c.call(ctx, false, http.MethodPut, path, req, &out, func(w io.Writer) { budgetTable(w, out) })
 }
 
 func runLLMBudgetsRemove(ctx context.Context, args []string, e *env) int {
@@ -544,15 +485,7 @@ func runLLMBudgetsRemove(ctx context.Context, args []string, e *env) int {
 	if !ok {
 		return code
 	}
-	cl, code, ok := c.client(false)
-	if !ok {
-		return code
-	}
-	if err := cl.do(ctx, http.MethodDelete, path, nil, nil); err != nil {
-		return c.fail(err)
-	}
-	fmt.Fprintln(e.stdout, "budget removed")
-	return exitOK
+	return c.remove(ctx, false, path, "budget removed")
 }
 
 // maxUsagePages bounds the pages llm usage reads.

@@ -36,25 +36,64 @@ func (s *Service) api() *httpapi.API {
 // adminRoutes serve the administration (see package llm).
 func (s *Service) adminRoutes() []httpapi.Route {
 	api := s.api()
-	route := func(pattern string, m httpapi.Methods) httpapi.Route {
+	route := func(pattern string, m map[string]adminHandler) httpapi.Route {
+		methods := httpapi.Methods{}
+		for method, h := range m {
+			methods[method] = s.admin(h)
+		}
 		return httpapi.Route{Pattern: pattern, Handler: api.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			api.Route(w, r, m)
+			api.Route(w, r, methods)
 		}))}
 	}
+	budget := map[string]adminHandler{http.MethodGet: s.serveBudget, http.MethodPut: s.putBudget, http.MethodDelete: s.deleteBudget}
 	return []httpapi.Route{
-		route(llm.ProvidersPath, httpapi.Methods{http.MethodGet: s.serveProviders}),
-		route(llm.ProvidersPath+"/{name}", httpapi.Methods{http.MethodGet: s.serveProvider, http.MethodPut: s.putProvider,
+		route(llm.ProvidersPath, map[string]adminHandler{http.MethodGet: s.serveProviders}),
+		route(llm.ProvidersPath+"/{name}", map[string]adminHandler{http.MethodGet: s.serveProvider, http.MethodPut: s.putProvider,
 			http.MethodDelete: s.deleteProvider}),
-		route(llm.ModelsPath, httpapi.Methods{http.MethodGet: s.serveRoutes}),
-		route(llm.ModelsPath+"/{name}", httpapi.Methods{http.MethodGet: s.serveRoute, http.MethodPut: s.putRoute,
+		route(llm.ModelsPath, map[string]adminHandler{http.MethodGet: s.serveRoutes}),
+		route(llm.ModelsPath+"/{name}", map[string]adminHandler{http.MethodGet: s.serveRoute, http.MethodPut: s.putRoute,
 			http.MethodDelete: s.deleteRoute}),
-		route(llm.BudgetsPath, httpapi.Methods{http.MethodGet: s.serveBudgets}),
-		route(llm.BudgetsPath+"/{tenant}", httpapi.Methods{http.MethodGet: s.serveBudget, http.MethodPut: s.putBudget,
-			http.MethodDelete: s.deleteBudget}),
-		route(llm.BudgetsPath+"/{tenant}/instances/{instance}", httpapi.Methods{http.MethodGet: s.serveBudget,
-			http.MethodPut: s.putBudget, http.MethodDelete: s.deleteBudget}),
-		route(llm.UsagePath, httpapi.Methods{http.MethodGet: s.serveUsage}),
+		route(llm.BudgetsPath, map[string]adminHandler{http.MethodGet: s.serveBudgets}),
+		route(llm.BudgetsPath+"/{tenant}", budget),
+		route(llm.BudgetsPath+"/{tenant}/instances/{instance}", budget),
+		route(llm.UsagePath, map[string]adminHandler{http.MethodGet: s.serveUsage}),
 	}
+}
+
+// adminHandler serves an administration request of pr; an error it
+// returns is the answer (a problem, or a store error problemFor maps).
+type adminHandler func(w http.ResponseWriter, r *http.Request, pr principal) error
+
+func (s *Service) admin(h adminHandler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		pr, err := principalOf(r)
+		if err == nil {
+			err = h(w, r, pr)
+		}
+		if err != nil {
+			s.api().Fail(w, r, err)
+		}
+	}
+}
+
+// writeRecord answers with a versioned record's view and its ETag:
+// 201 for a PUT that created it, else 200.
+func writeRecord(w http.ResponseWriter, r *http.Request, version int64, v any) {
+	w.Header().Set("ETag", httpapi.ETag(version))
+	status := http.StatusOK
+	if r.Method == http.MethodPut && version == 1 {
+		status = http.StatusCreated
+	}
+	httpapi.WriteJSON(w, r, status, v)
+}
+
+// orNotFound is err, or the 404 naming what is missing when the store
+// found nothing.
+func orNotFound(err error, detail string) error {
+	if errors.Is(err, llm.ErrNotFound) {
+		return notFound(detail)
+	}
+	return err
 }
 
 // principal is who calls the administration: the operator, or a token's
@@ -168,75 +207,51 @@ func putLoop(ctx context.Context, r *http.Request, what string, read func() (int
 	return fmt.Errorf("the %s keeps changing: %w", what, llm.ErrConflict)
 }
 
-func (s *Service) serveProviders(w http.ResponseWriter, r *http.Request) {
-	pr, err := principalOf(r)
-	if err != nil {
-		s.api().Fail(w, r, err)
-		return
-	}
+func (s *Service) serveProviders(w http.ResponseWriter, r *http.Request, pr principal) error {
 	list, err := s.deps.Store.ListProviders(r.Context(), pr.tenant)
 	if err != nil {
-		s.api().Fail(w, r, err)
-		return
+		return err
 	}
 	out := llm.ProviderList{Providers: make([]llm.ProviderInfo, 0, len(list))}
 	for i := range list {
 		out.Providers = append(out.Providers, list[i].Info())
 	}
 	httpapi.WriteJSON(w, r, http.StatusOK, out)
+	return nil
 }
 
-func (s *Service) serveProvider(w http.ResponseWriter, r *http.Request) {
-	pr, err := principalOf(r)
-	if err != nil {
-		s.api().Fail(w, r, err)
-		return
-	}
+func (s *Service) serveProvider(w http.ResponseWriter, r *http.Request, pr principal) error {
 	name := r.PathValue("name")
 	p, err := s.deps.Store.GetProvider(r.Context(), pr.tenant, name)
-	if errors.Is(err, llm.ErrNotFound) {
-		err = notFound("no provider " + strconv.Quote(cut(name)))
-	}
 	if err != nil {
-		s.api().Fail(w, r, err)
-		return
+		return orNotFound(err, "no provider "+strconv.Quote(cut(name)))
 	}
-	w.Header().Set("ETag", httpapi.ETag(p.Version))
-	httpapi.WriteJSON(w, r, http.StatusOK, p.Info())
+	writeRecord(w, r, p.Version, p.Info())
+	return nil
 }
 
-func (s *Service) putProvider(w http.ResponseWriter, r *http.Request) {
-	pr, err := principalOf(r)
-	if err != nil {
-		s.api().Fail(w, r, err)
-		return
-	}
+func (s *Service) putProvider(w http.ResponseWriter, r *http.Request, pr principal) error {
 	name := r.PathValue("name")
 	if !llm.ValidName(name) {
-		s.api().Fail(w, r, unprocessable(fmt.Sprintf("a provider's name is 1 to %d of a-z, 0-9, '_' and '-', starting with a letter", llm.MaxNameLen)))
-		return
+		return unprocessable(fmt.Sprintf("a provider's name is 1 to %d of a-z, 0-9, '_' and '-', starting with a letter", llm.MaxNameLen))
 	}
 	var in llm.ProviderRequest
 	if !s.api().Decode(w, r, &in, httpapi.Body{What: "the provider"}) {
-		return
+		return nil
 	}
 	if err := s.guard.CheckURL(in.BaseURL); err != nil {
-		s.api().Fail(w, r, unprocessable("base_url: "+strings.TrimPrefix(err.Error(), "netguard: ")+
-			" (loopback and private providers need the server's --llm-allow-private)"))
-		return
+		return unprocessable("base_url: " + strings.TrimPrefix(err.Error(), "netguard: ") +
+			" (loopback and private providers need the server's --llm-allow-private)")
 	}
 	switch {
 	case in.TimeoutMS < 0 || time.Duration(in.TimeoutMS)*time.Millisecond > llm.MaxProviderTimeout:
-		s.api().Fail(w, r, unprocessable("timeout_ms is from 0 to "+strconv.FormatInt(llm.MaxProviderTimeout.Milliseconds(), 10)))
-		return
+		return unprocessable("timeout_ms is from 0 to " + strconv.FormatInt(llm.MaxProviderTimeout.Milliseconds(), 10))
 	case in.APIKey != nil && len(*in.APIKey) > maxAPIKeyBytes:
-		s.api().Fail(w, r, unprocessable("api_key is longer than "+strconv.Itoa(maxAPIKeyBytes)+" bytes"))
-		return
+		return unprocessable("api_key is longer than " + strconv.Itoa(maxAPIKeyBytes) + " bytes")
 	}
 	ctx := r.Context()
-	var stored llm.Provider
-	var cur llm.Provider
-	err = putLoop(ctx, r, "provider", func() (int64, bool, error) {
+	var stored, cur llm.Provider
+	err := putLoop(ctx, r, "provider", func() (int64, bool, error) {
 		var err error
 		cur, err = s.deps.Store.GetProvider(ctx, pr.tenant, name)
 		if errors.Is(err, llm.ErrNotFound) {
@@ -259,90 +274,57 @@ func (s *Service) putProvider(w http.ResponseWriter, r *http.Request) {
 		return err
 	})
 	if err != nil {
-		s.api().Fail(w, r, err)
-		return
+		return err
 	}
 	s.cache.clear()
 	s.log.InfoContext(ctx, "llmgw: provider stored", "tenant_id", pr.tenant, "provider", name, "version", stored.Version, "caller", pr.subject)
-	w.Header().Set("ETag", httpapi.ETag(stored.Version))
-	status := http.StatusOK
-	if stored.Version == 1 {
-		status = http.StatusCreated
-	}
-	httpapi.WriteJSON(w, r, status, stored.Info())
+	writeRecord(w, r, stored.Version, stored.Info())
+	return nil
 }
 
-func (s *Service) deleteProvider(w http.ResponseWriter, r *http.Request) {
-	pr, err := principalOf(r)
-	if err != nil {
-		s.api().Fail(w, r, err)
-		return
-	}
+func (s *Service) deleteProvider(w http.ResponseWriter, r *http.Request, pr principal) error {
 	name := r.PathValue("name")
 	if err := s.deps.Store.DeleteProvider(r.Context(), pr.tenant, name); err != nil {
-		if errors.Is(err, llm.ErrNotFound) {
-			err = notFound("no provider " + strconv.Quote(cut(name)))
-		}
-		s.api().Fail(w, r, err)
-		return
+		return orNotFound(err, "no provider "+strconv.Quote(cut(name)))
 	}
 	s.cache.clear()
 	s.log.InfoContext(r.Context(), "llmgw: provider removed", "tenant_id", pr.tenant, "provider", name, "caller", pr.subject)
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
-func (s *Service) serveRoutes(w http.ResponseWriter, r *http.Request) {
-	pr, err := principalOf(r)
-	if err != nil {
-		s.api().Fail(w, r, err)
-		return
-	}
+func (s *Service) serveRoutes(w http.ResponseWriter, r *http.Request, pr principal) error {
 	list, err := s.deps.Store.ListRoutes(r.Context(), pr.tenant)
 	if err != nil {
-		s.api().Fail(w, r, err)
-		return
+		return err
 	}
 	out := llm.RouteList{Models: make([]llm.RouteInfo, 0, len(list))}
 	for i := range list {
 		out.Models = append(out.Models, list[i].Info())
 	}
 	httpapi.WriteJSON(w, r, http.StatusOK, out)
+	return nil
 }
 
-func (s *Service) serveRoute(w http.ResponseWriter, r *http.Request) {
-	pr, err := principalOf(r)
-	if err != nil {
-		s.api().Fail(w, r, err)
-		return
-	}
+func (s *Service) serveRoute(w http.ResponseWriter, r *http.Request, pr principal) error {
 	name := r.PathValue("name")
 	rt, err := s.deps.Store.GetRoute(r.Context(), pr.tenant, name)
-	if errors.Is(err, llm.ErrNotFound) {
-		err = notFound("no model " + strconv.Quote(cut(name)))
-	}
 	if err != nil {
-		s.api().Fail(w, r, err)
-		return
+		return orNotFound(err, "no model "+strconv.Quote(cut(name)))
 	}
-	w.Header().Set("ETag", httpapi.ETag(rt.Version))
-	httpapi.WriteJSON(w, r, http.StatusOK, rt.Info())
+	writeRecord(w, r, rt.Version, rt.Info())
+	return nil
 }
 
-func (s *Service) putRoute(w http.ResponseWriter, r *http.Request) {
-	pr, err := principalOf(r)
-	if err != nil {
-		s.api().Fail(w, r, err)
-		return
-	}
+func (s *Service) putRoute(w http.ResponseWriter, r *http.Request, pr principal) error {
 	name := r.PathValue("name")
 	if !llm.ValidModelName(name) {
-		s.api().Fail(w, r, unprocessable(fmt.Sprintf("a model's name is at most %d letters, digits, '-', '_' and '.', in segments joined by ':'",
-			llm.MaxModelNameLen)))
-		return
+		return unprocessable(fmt.Sprintf("a model's name is at most %d letters, digits, '-', '_' and '.', in segments joined by ':'",
+			llm.MaxModelNameLen))
 	}
 	var in llm.RouteRequest
 	if !s.api().Decode(w, r, &in, httpapi.Body{What: "the model"}) {
-		return
+		return nil
 	}
 	ctx := r.Context()
 	// A route names its own tenant's providers: a tenant's calls are
@@ -352,15 +334,13 @@ func (s *Service) putRoute(w http.ResponseWriter, r *http.Request) {
 			continue // the store names the rule
 		}
 		if _, err := s.deps.Store.GetProvider(ctx, pr.tenant, t.Provider); errors.Is(err, llm.ErrNotFound) {
-			s.api().Fail(w, r, unprocessable(fmt.Sprintf("targets[%d]: no provider %q (register it first)", i, t.Provider)))
-			return
+			return unprocessable(fmt.Sprintf("targets[%d]: no provider %q (register it first)", i, t.Provider))
 		} else if err != nil {
-			s.api().Fail(w, r, err)
-			return
+			return err
 		}
 	}
 	var stored llm.Route
-	err = putLoop(ctx, r, "model", func() (int64, bool, error) {
+	err := putLoop(ctx, r, "model", func() (int64, bool, error) {
 		cur, err := s.deps.Store.GetRoute(ctx, pr.tenant, name)
 		if errors.Is(err, llm.ErrNotFound) {
 			return 0, false, nil
@@ -373,36 +353,23 @@ func (s *Service) putRoute(w http.ResponseWriter, r *http.Request) {
 		return err
 	})
 	if err != nil {
-		s.api().Fail(w, r, err)
-		return
+		return err
 	}
 	s.cache.clear()
 	s.log.InfoContext(ctx, "llmgw: model stored", "tenant_id", pr.tenant, "model", name, "version", stored.Version, "caller", pr.subject)
-	w.Header().Set("ETag", httpapi.ETag(stored.Version))
-	status := http.StatusOK
-	if stored.Version == 1 {
-		status = http.StatusCreated
-	}
-	httpapi.WriteJSON(w, r, status, stored.Info())
+	writeRecord(w, r, stored.Version, stored.Info())
+	return nil
 }
 
-func (s *Service) deleteRoute(w http.ResponseWriter, r *http.Request) {
-	pr, err := principalOf(r)
-	if err != nil {
-		s.api().Fail(w, r, err)
-		return
-	}
+func (s *Service) deleteRoute(w http.ResponseWriter, r *http.Request, pr principal) error {
 	name := r.PathValue("name")
 	if err := s.deps.Store.DeleteRoute(r.Context(), pr.tenant, name); err != nil {
-		if errors.Is(err, llm.ErrNotFound) {
-			err = notFound("no model " + strconv.Quote(cut(name)))
-		}
-		s.api().Fail(w, r, err)
-		return
+		return orNotFound(err, "no model "+strconv.Quote(cut(name)))
 	}
 	s.cache.clear()
 	s.log.InfoContext(r.Context(), "llmgw: model removed", "tenant_id", pr.tenant, "model", name, "caller", pr.subject)
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // budgetKey is the budget a request's path names, which pr may read:
@@ -425,74 +392,65 @@ func (s *Service) budgetInfo(ctx context.Context, b *llm.Budget) (llm.BudgetInfo
 	if err != nil {
 		return llm.BudgetInfo{}, err
 	}
-	used := sp.TenantDay
 	if b.InstanceID != "" {
-		used = sp.InstanceDay
+		return b.Info(day, sp.Used.InstanceDay, sp.Held.InstanceDay), nil
 	}
-	return b.Info(day, used), nil
+	return b.Info(day, sp.Used.TenantDay, sp.Held.TenantDay), nil
 }
 
-func (s *Service) serveBudgets(w http.ResponseWriter, r *http.Request) {
-	pr, err := principalOf(r)
-	if err != nil {
-		s.api().Fail(w, r, err)
-		return
+// writeUsage writes what this replica's calls used and it has not
+// written yet, so that a budget or usage read here shows them. A failure
+// leaves them for the next batch, and the read shows what is written.
+func (s *Service) writeUsage(ctx context.Context) {
+	if err := s.ledger.flush(ctx, false); err != nil {
+		s.log.WarnContext(ctx, "llmgw: write the calls' usage", "err", err)
 	}
+}
+
+func (s *Service) serveBudgets(w http.ResponseWriter, r *http.Request, pr principal) error {
 	tenant := r.URL.Query().Get("tenant")
 	if !pr.operator {
 		if tenant != "" && tenant != pr.tenant {
-			s.api().Fail(w, r, forbidden("a token reads its own tenant's budgets"))
-			return
+			return forbidden("a token reads its own tenant's budgets")
 		}
 		tenant = pr.tenant
 	}
 	if !llm.ValidKey(tenant) {
-		s.api().Fail(w, r, httpapi.BadQuery("tenant is not a valid tenant id"))
-		return
+		return httpapi.BadQuery("tenant is not a valid tenant id")
 	}
+	s.writeUsage(r.Context())
 	list, err := s.deps.Store.ListBudgets(r.Context(), tenant)
 	if err != nil {
-		s.api().Fail(w, r, err)
-		return
+		return err
 	}
 	out := llm.BudgetList{Budgets: make([]llm.BudgetInfo, 0, len(list))}
 	for i := range list {
 		info, err := s.budgetInfo(r.Context(), &list[i])
 		if err != nil {
-			s.api().Fail(w, r, err)
-			return
+			return err
 		}
 		out.Budgets = append(out.Budgets, info)
 	}
 	httpapi.WriteJSON(w, r, http.StatusOK, out)
+	return nil
 }
 
-func (s *Service) serveBudget(w http.ResponseWriter, r *http.Request) {
-	pr, err := principalOf(r)
-	if err != nil {
-		s.api().Fail(w, r, err)
-		return
-	}
+func (s *Service) serveBudget(w http.ResponseWriter, r *http.Request, pr principal) error {
 	tenant, instance, err := budgetKey(r, pr)
 	if err != nil {
-		s.api().Fail(w, r, err)
-		return
+		return err
 	}
+	s.writeUsage(r.Context())
 	b, err := s.deps.Store.GetBudget(r.Context(), tenant, instance)
-	if errors.Is(err, llm.ErrNotFound) {
-		err = notFound("no such budget: the " + scopeName(instance) + " is unlimited")
-	}
 	if err != nil {
-		s.api().Fail(w, r, err)
-		return
+		return orNotFound(err, "no such budget: the "+scopeName(instance)+" is unlimited")
 	}
 	info, err := s.budgetInfo(r.Context(), &b)
 	if err != nil {
-		s.api().Fail(w, r, err)
-		return
+		return err
 	}
-	w.Header().Set("ETag", httpapi.ETag(b.Version))
-	httpapi.WriteJSON(w, r, http.StatusOK, info)
+	writeRecord(w, r, b.Version, info)
+	return nil
 }
 
 func scopeName(instance string) string {
@@ -502,30 +460,28 @@ func scopeName(instance string) string {
 	return "instance"
 }
 
-func (s *Service) putBudget(w http.ResponseWriter, r *http.Request) {
-	pr, err := principalOf(r)
-	if err != nil {
-		s.api().Fail(w, r, err)
-		return
-	}
+// operatorBudgetKey is the budget a request's path names, which only the
+// operator sets.
+func operatorBudgetKey(r *http.Request, pr principal) (tenant, instance string, err error) {
 	if !pr.operator {
-		s.api().Fail(w, r, forbidden("budgets are set by the operator"))
-		return
+		return "", "", forbidden("budgets are set by the operator")
 	}
-	tenant, instance, err := budgetKey(r, pr)
+	return budgetKey(r, pr)
+}
+
+func (s *Service) putBudget(w http.ResponseWriter, r *http.Request, pr principal) error {
+	tenant, instance, err := operatorBudgetKey(r, pr)
 	if err != nil {
-		s.api().Fail(w, r, err)
-		return
+		return err
 	}
 	var in llm.BudgetRequest
 	if !s.api().Decode(w, r, &in, httpapi.Body{What: "the budget"}) {
-		return
+		return nil
 	}
 	dailyCost, ok1 := llm.CostUSD(in.DailyCostUSD)
 	runCost, ok2 := llm.CostUSD(in.RunCostUSD)
 	if !ok1 || !ok2 || in.DailyTokens < 0 || in.RunTokens < 0 {
-		s.api().Fail(w, r, unprocessable("a budget's limits are not negative (0 is unlimited)"))
-		return
+		return unprocessable("a budget's limits are not negative (0 is unlimited)")
 	}
 	ctx := r.Context()
 	var stored llm.Budget
@@ -542,96 +498,69 @@ func (s *Service) putBudget(w http.ResponseWriter, r *http.Request) {
 		return err
 	})
 	if err != nil {
-		s.api().Fail(w, r, err)
-		return
+		return err
 	}
+	s.cache.clear()
 	s.log.InfoContext(ctx, "llmgw: budget set", "tenant_id", tenant, "instance_id", instance, "version", stored.Version)
 	info, err := s.budgetInfo(ctx, &stored)
 	if err != nil {
-		s.api().Fail(w, r, err)
-		return
+		return err
 	}
-	w.Header().Set("ETag", httpapi.ETag(stored.Version))
-	status := http.StatusOK
-	if stored.Version == 1 {
-		status = http.StatusCreated
-	}
-	httpapi.WriteJSON(w, r, status, info)
+	writeRecord(w, r, stored.Version, info)
+	return nil
 }
 
-func (s *Service) deleteBudget(w http.ResponseWriter, r *http.Request) {
-	pr, err := principalOf(r)
+func (s *Service) deleteBudget(w http.ResponseWriter, r *http.Request, pr principal) error {
+	tenant, instance, err := operatorBudgetKey(r, pr)
 	if err != nil {
-		s.api().Fail(w, r, err)
-		return
-	}
-	if !pr.operator {
-		s.api().Fail(w, r, forbidden("budgets are set by the operator"))
-		return
-	}
-	tenant, instance, err := budgetKey(r, pr)
-	if err != nil {
-		s.api().Fail(w, r, err)
-		return
+		return err
 	}
 	if err := s.deps.Store.DeleteBudget(r.Context(), tenant, instance); err != nil {
-		if errors.Is(err, llm.ErrNotFound) {
-			err = notFound("no such budget")
-		}
-		s.api().Fail(w, r, err)
-		return
+		return orNotFound(err, "no such budget")
 	}
+	s.cache.clear()
 	s.log.InfoContext(r.Context(), "llmgw: budget removed", "tenant_id", tenant, "instance_id", instance)
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // serveUsage answers GET UsagePath: ?tenant, instance, model, from and
 // to (days) filter, pageSize and pageToken page. A token reads its own
 // tenant's.
-func (s *Service) serveUsage(w http.ResponseWriter, r *http.Request) {
-	pr, err := principalOf(r)
-	if err != nil {
-		s.api().Fail(w, r, err)
-		return
-	}
+func (s *Service) serveUsage(w http.ResponseWriter, r *http.Request, pr principal) error {
 	v := r.URL.Query()
 	q := llm.UsageQuery{TenantID: v.Get("tenant"), InstanceID: v.Get("instance"), Model: v.Get("model"), From: v.Get("from"), To: v.Get("to")}
 	if !pr.operator {
 		if q.TenantID != "" && q.TenantID != pr.tenant {
-			s.api().Fail(w, r, forbidden("a token reads its own tenant's usage"))
-			return
+			return forbidden("a token reads its own tenant's usage")
 		}
 		q.TenantID = pr.tenant
 	}
 	for name, d := range map[string]string{"from": q.From, "to": q.To} {
 		if d != "" && !llm.ValidDay(d) {
-			s.api().Fail(w, r, httpapi.BadQuery(name+" is a day such as 2026-12-31"))
-			return
+			return httpapi.BadQuery(name + " is a day such as 2026-12-31")
 		}
 	}
 	if !llm.ValidKey(q.TenantID) || !llm.ValidKey(q.InstanceID) || !llm.ValidKey(q.Model) {
-		s.api().Fail(w, r, httpapi.BadQuery("tenant, instance and model are text of at most "+strconv.Itoa(llm.MaxKeyBytes)+" bytes"))
-		return
+		return httpapi.BadQuery("tenant, instance and model are text of at most " + strconv.Itoa(llm.MaxKeyBytes) + " bytes")
 	}
 	n, err := httpapi.PageSize(v)
 	if err != nil {
-		s.api().Fail(w, r, err)
-		return
+		return err
 	}
 	q.Limit = usagePaging.Clamp(n)
 	if tok := v.Get("pageToken"); tok != "" {
 		var after llm.UsageKey
 		if _, err := httpapi.ParsePageToken(tok, func(key string) bool { return json.Unmarshal([]byte(key), &after) == nil }); err != nil {
-			s.api().Fail(w, r, &problem.Problem{Type: problem.TypeInvalidPageToken, Status: http.StatusBadRequest, Title: "Invalid Page Token",
-				Detail: "pageToken is not one this listing gave"})
-			return
+			return &problem.Problem{Type: problem.TypeInvalidPageToken, Status: http.StatusBadRequest, Title: "Invalid Page Token",
+				Detail: "pageToken is not one this listing gave"}
 		}
 		q.After = &after
 	}
+	s.writeUsage(r.Context())
 	rows, err := s.deps.Store.Usage(r.Context(), q)
 	if err != nil {
-		s.api().Fail(w, r, err)
-		return
+		return err
 	}
 	out := llm.UsageList{Usage: make([]llm.UsageInfo, 0, len(rows))}
 	for i := range rows {
@@ -642,6 +571,7 @@ func (s *Service) serveUsage(w http.ResponseWriter, r *http.Request) {
 		out.NextPageToken = httpapi.PageToken(string(key))
 	}
 	httpapi.WriteJSON(w, r, http.StatusOK, out)
+	return nil
 }
 
 // cut bounds a name a caller sent, for a message.

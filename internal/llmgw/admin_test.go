@@ -5,9 +5,11 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/llm"
+	"novaos.dev/novaos/llm/llmtest"
 	"novaos.dev/novaos/secret"
 )
 
@@ -15,9 +17,9 @@ import (
 // without api_key keeps it; conditions and SSRF rules hold.
 func TestAdminProviders(t *testing.T) {
 	h := newHarness(t, nil, Deps{})
-	p := newFakeProvider(t)
+	p := newProvider(t)
 	const key = "sk-very-secret-provider-key"
-	h.provider("openai", p.URL(), key)
+	h.provider("openai", p.BaseURL(), key)
 	raw, err := h.store.GetProvider(t.Context(), "", "openai")
 	if err != nil || strings.Contains(string(raw.SealedKey), key) || len(raw.SealedKey) == 0 {
 		t.Fatalf("the stored key is not sealed: %v", err)
@@ -30,25 +32,25 @@ func TestAdminProviders(t *testing.T) {
 		}
 	}
 	// Replaced without api_key: the key stays, and calls still send it.
-	h.admin(http.MethodPut, llm.ProvidersPath+"/openai", llm.ProviderRequest{BaseURL: p.URL(), TimeoutMS: 5000}, http.StatusOK,
+	h.admin(http.MethodPut, llm.ProvidersPath+"/openai", llm.ProviderRequest{BaseURL: p.BaseURL(), TimeoutMS: 5000}, http.StatusOK,
 		"If-Match", `"1"`)
-	h.route("m", llm.Target{Provider: "openai", Model: "m"})
+	h.route("m", llm.Target{Provider: "openai", Model: llmtest.ModelChat})
 	if resp, d := h.do(http.MethodPost, ChatPath, h.token(claims("llm:model:m")), chatBody("m")); resp.StatusCode != 200 {
 		t.Fatalf("%d %s", resp.StatusCode, d)
 	}
-	if got := p.recorded()[0].Header.Get("Authorization"); got != "Bearer "+key {
+	if got := p.LastRequest().Header.Get("Authorization"); got != "Bearer "+key {
 		t.Errorf("after a replace without api_key the provider got %q", got)
 	}
-	h.admin(http.MethodPut, llm.ProvidersPath+"/openai", llm.ProviderRequest{BaseURL: p.URL()}, http.StatusPreconditionFailed,
+	h.admin(http.MethodPut, llm.ProvidersPath+"/openai", llm.ProviderRequest{BaseURL: p.BaseURL()}, http.StatusPreconditionFailed,
 		"If-Match", `"1"`)
-	h.admin(http.MethodPut, llm.ProvidersPath+"/openai", llm.ProviderRequest{BaseURL: p.URL()}, http.StatusPreconditionFailed,
+	h.admin(http.MethodPut, llm.ProvidersPath+"/openai", llm.ProviderRequest{BaseURL: p.BaseURL()}, http.StatusPreconditionFailed,
 		"If-None-Match", "*")
 	for name, req := range map[string]llm.ProviderRequest{
-		"bad name!": {BaseURL: p.URL()},
+		"bad name!": {BaseURL: p.BaseURL()},
 		"metadata":  {BaseURL: "http://169.254.169.254/v1"},
 		"ftp":       {BaseURL: "ftp://example.com"},
 		"userinfo":  {BaseURL: "https://u:p@example.com/v1"},
-		"timeout":   {BaseURL: p.URL(), TimeoutMS: -1},
+		"timeout":   {BaseURL: p.BaseURL(), TimeoutMS: -1},
 	} {
 		resp, d := h.do(http.MethodPut, llm.ProvidersPath+"/"+strings.ReplaceAll(name, " ", "%20"), "", req)
 		if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(resp.Header.Get("Content-Type"), "problem+json") {
@@ -57,14 +59,14 @@ func TestAdminProviders(t *testing.T) {
 	}
 	// Without --llm-allow-private, loopback providers are refused.
 	strict := New(Deps{Store: llm.NewMemoryStore(), Tokens: h.issuer}, nil)
-	if err := strict.guard.CheckURL(p.URL()); err == nil {
+	if err := strict.guard.CheckURL(p.BaseURL()); err == nil {
 		t.Error("a loopback provider passes the default guard")
 	}
 	h.admin(http.MethodDelete, llm.ProvidersPath+"/openai", nil, http.StatusNoContent)
 	h.admin(http.MethodDelete, llm.ProvidersPath+"/openai", nil, http.StatusNotFound)
 	// The route now names no provider: its calls fail clearly.
 	resp, d := h.do(http.MethodPost, ChatPath, h.token(claims("llm:model:m")), chatBody("m"))
-	if resp.StatusCode != http.StatusServiceUnavailable || str(apiErr(t, d).Code) != codeUnavailable {
+	if resp.StatusCode != http.StatusServiceUnavailable || apiErr(t, resp.StatusCode, d).Code != llm.CodeProviderUnavailable {
 		t.Errorf("a route without providers: %d %s", resp.StatusCode, d)
 	}
 }
@@ -73,7 +75,7 @@ func TestAdminProviders(t *testing.T) {
 // read their budgets and usage, and set no budget.
 func TestAdminTenants(t *testing.T) {
 	h := newHarness(t, nil, Deps{})
-	p := newFakeProvider(t)
+	p := newProvider(t)
 	adminTok := h.token(identity.Claims{TenantID: "acme", Subject: "ops", Scopes: []string{llm.ScopeAdmin}})
 	plain := h.token(claims("llm:model:*"))
 	put := func(tok, path string, body any, want int, header ...string) []byte {
@@ -84,13 +86,13 @@ func TestAdminTenants(t *testing.T) {
 		}
 		return d
 	}
-	put(adminTok, llm.ProvidersPath+"/own", llm.ProviderRequest{BaseURL: p.URL()}, http.StatusCreated)
-	put(plain, llm.ProvidersPath+"/own", llm.ProviderRequest{BaseURL: p.URL()}, http.StatusForbidden)
-	put(adminTok, llm.ProvidersPath+"/x", llm.ProviderRequest{BaseURL: p.URL()}, http.StatusForbidden, llm.TenantHeader, "globex")
+	put(adminTok, llm.ProvidersPath+"/own", llm.ProviderRequest{BaseURL: p.BaseURL()}, http.StatusCreated)
+	put(plain, llm.ProvidersPath+"/own", llm.ProviderRequest{BaseURL: p.BaseURL()}, http.StatusForbidden)
+	put(adminTok, llm.ProvidersPath+"/x", llm.ProviderRequest{BaseURL: p.BaseURL()}, http.StatusForbidden, llm.TenantHeader, "globex")
 	// A route names its own tenant's providers only.
-	h.provider("platform", p.URL(), "")
-	put(adminTok, llm.ModelsPath+"/cheap", llm.RouteRequest{Targets: []llm.Target{{Provider: "platform", Model: "m"}}}, http.StatusUnprocessableEntity)
-	put(adminTok, llm.ModelsPath+"/cheap", llm.RouteRequest{Targets: []llm.Target{{Provider: "own", Model: "m"}}}, http.StatusCreated)
+	h.provider("platform", p.BaseURL(), "")
+	put(adminTok, llm.ModelsPath+"/cheap", llm.RouteRequest{Targets: []llm.Target{{Provider: "platform", Model: llmtest.ModelChat}}}, http.StatusUnprocessableEntity)
+	put(adminTok, llm.ModelsPath+"/cheap", llm.RouteRequest{Targets: []llm.Target{{Provider: "own", Model: llmtest.ModelChat}}}, http.StatusCreated)
 	if _, err := h.store.GetRoute(t.Context(), "acme", "cheap"); err != nil {
 		t.Errorf("the tenant's route is not the tenant's: %v", err)
 	}
@@ -112,7 +114,7 @@ func TestAdminTenants(t *testing.T) {
 		t.Fatalf("%d %s", resp.StatusCode, d)
 	}
 	_, d = h.do(http.MethodGet, llm.BudgetsPath+"/acme", adminTok, nil)
-	if json.Unmarshal(d, &b) != nil || b.UsedTokens != fakePrompt+fakeCompletion || b.Day != llm.DayOf(testNow) {
+	if json.Unmarshal(d, &b) != nil || b.UsedTokens != chatPrompt+chatCompletion || b.Day != llm.DayOf(testNow) {
 		t.Errorf("budget after a call: %s", d)
 	}
 	_, d = h.do(http.MethodGet, llm.UsagePath, adminTok, nil)
@@ -127,14 +129,12 @@ func TestAdminTenants(t *testing.T) {
 func TestAdminUsagePaging(t *testing.T) {
 	h := newHarness(t, nil, Deps{})
 	ctx := t.Context()
+	var rows []llm.UsageRow
 	for _, model := range []string{"a", "b", "c", "d", "e"} {
-		res, err := h.store.Reserve(ctx, llm.Keys{TenantID: "acme", Day: "2026-12-01"}, llm.Amount{}, testNow)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := h.store.Settle(ctx, res, llm.Settlement{Model: model, Provider: "p", Input: 1}); err != nil {
-			t.Fatal(err)
-		}
+		rows = append(rows, llm.UsageRow{UsageKey: llm.UsageKey{TenantID: "acme", Day: "2026-12-01", Model: model, Provider: "p"}, Calls: 1, Input: 1})
+	}
+	if _, err := h.store.Commit(ctx, llm.Batch{Usage: rows, At: testNow, Expires: testNow.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
 	}
 	var got []string
 	path := llm.UsagePath + "?pageSize=2&from=2026-12-01&to=2026-12-01"
@@ -165,8 +165,8 @@ func TestAdminUsagePaging(t *testing.T) {
 // callers are refused.
 func TestAdminToken(t *testing.T) {
 	h := newHarness(t, nil, Deps{AdminToken: secret.New("admin-secret")})
-	p := newFakeProvider(t)
-	body := llm.ProviderRequest{BaseURL: p.URL()}
+	p := newProvider(t)
+	body := llm.ProviderRequest{BaseURL: p.BaseURL()}
 	if resp, _ := h.do(http.MethodPut, llm.ProvidersPath+"/x", "", body); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("no token: %d, want 401", resp.StatusCode)
 	}

@@ -1,12 +1,9 @@
 package llmgw
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 
-	"novaos.dev/novaos/gateway"
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/llm"
@@ -35,7 +32,7 @@ type platformKey struct{}
 // Platform made in process, else the bearer token, which the OpenAI SDKs
 // send as their API key. The X-NovaOS-* headers the NovaOS SDKs add are
 // advisory: identity comes from the verified token only.
-func (s *Service) authenticate(r *http.Request) (*caller, *apiError) {
+func (s *Service) authenticate(r *http.Request) (*caller, *llm.APIError) {
 	if c, ok := r.Context().Value(platformKey{}).(*caller); ok {
 		return c, nil
 	}
@@ -56,7 +53,7 @@ func (s *Service) authenticate(r *http.Request) (*caller, *apiError) {
 			return nil, unauthorized(msg)
 		}
 		s.log.ErrorContext(r.Context(), "llmgw: verify a token", "err", err)
-		return nil, &apiError{Status: http.StatusServiceUnavailable, Type: typeServer, Message: "The token could not be checked; retry shortly."}
+		return nil, serverError(http.StatusServiceUnavailable, "The token could not be checked; retry shortly.")
 	}
 	if claims.TenantID == "" || !llm.ValidKey(claims.TenantID) || !llm.ValidKey(claims.InstanceID) || !llm.ValidKey(claims.RunID) {
 		return nil, unauthorized("The execution token names no usable tenant.")
@@ -64,18 +61,4 @@ func (s *Service) authenticate(r *http.Request) (*caller, *apiError) {
 	// The access log and the request's span above name the tenant.
 	httpapi.NoteCaller(r.Context(), &httpapi.Caller{Scheme: httpapi.SchemeExecutionToken, Claims: claims})
 	return &caller{tenant: claims.TenantID, instance: claims.InstanceID, run: claims.RunID, scopes: claims.Scopes}, nil
-}
-
-// runEvent shows a call made with a run's token in that run. A run that
-// ended, or a failure to write, does not fail the call: the usage ledger
-// has it.
-func (s *Service) runEvent(ctx context.Context, c *caller, ev llm.CallEvent) {
-	payload, err := json.Marshal(ev)
-	if err != nil {
-		return
-	}
-	err = s.deps.Runs.AppendEvents(ctx, c.tenant, c.run, gateway.Event{Type: llm.EventCall, Payload: payload})
-	if err != nil && !errors.Is(err, gateway.ErrNotFound) {
-		s.log.WarnContext(ctx, "llmgw: show a call in its run", "run", c.run, "err", err)
-	}
 }

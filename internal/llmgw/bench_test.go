@@ -4,26 +4,21 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
-	"novaos.dev/novaos/internal/pgtest"
 	"novaos.dev/novaos/llm"
-	"novaos.dev/novaos/store/postgres"
-	"novaos.dev/novaos/store/sqlite"
 )
 
-// BenchmarkChatCompletionStream streams a chat completion (three content
-// chunks, a usage chunk, [DONE]) from the fake provider, directly and
-// through the gateway (token check, scope, route, a reservation and its
-// settlement, the run event), and reports the time to the first event:
-// mean and 99th percentile.
+// BenchmarkChatCompletionStream streams a chat completion (content
+// chunks, a finish chunk, a usage chunk, [DONE]) from llm/llmtest's
+// provider, directly and through the gateway (token check, scope, route,
+// a tenant budget held from a lease, settlement, the run event; the
+// usage written in batches on memory, SQLite or PostgreSQL), and reports
+// the time to the first event: mean and 99th percentile.
 func BenchmarkChatCompletionStream(b *testing.B) {
-	p := newFakeProvider(b)
-	p.set(func(p *fakeProvider) { p.noRecord = true })
+	p := newProvider(b)
 	body, _ := json.Marshal(chatBody("gpt-4o", "stream", true, "max_tokens", 64))
 	run := func(b *testing.B, url, tok string, client *http.Client) {
 		ttft := make([]time.Duration, 0, b.N)
@@ -40,17 +35,17 @@ func BenchmarkChatCompletionStream(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			rd := newSSEReader(resp.Body, 1<<20)
-			if _, err := rd.next(); err != nil {
+			rd := llm.NewEventReader(resp.Body, 1<<20)
+			if _, err := rd.Next(); err != nil {
 				b.Fatal(err)
 			}
 			ttft = append(ttft, time.Since(start))
 			for {
-				ev, err := rd.next()
+				ev, err := rd.Next()
 				if err != nil {
 					b.Fatalf("the stream ended before [DONE]: %v", err)
 				}
-				if string(ev) == "[DONE]" {
+				if string(ev.Data) == "[DONE]" {
 					break
 				}
 			}
@@ -66,34 +61,23 @@ func BenchmarkChatCompletionStream(b *testing.B) {
 		b.ReportMetric(float64(ttft[len(ttft)*99/100].Microseconds()), "ttft-p99-µs")
 	}
 	b.Run("direct", func(b *testing.B) {
-		run(b, p.URL()+"/chat/completions", "", p.srv.Client())
+		run(b, p.BaseURL()+"/chat/completions", "", newClient())
 	})
 	for _, backend := range []string{"memory", "sqlite", "postgres"} {
 		b.Run("gateway/"+backend, func(b *testing.B) {
-			var st llm.Store
-			switch backend {
-			case "sqlite":
-				db, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "novaos.db"), nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { db.Close() })
-				st = db.LLMStore()
-			case "postgres":
-				if os.Getenv(pgtest.EnvURL) == "" {
-					b.Skip(pgtest.EnvURL + " is not set")
-				}
-				db, err := postgres.Open(b.Context(), pgtest.URL(b), nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { db.Close() })
-				st = db.LLMStore()
-			}
-			h := newHarness(b, nil, Deps{Store: st})
-			h.provider("openai", p.URL(), "sk-upstream")
+			h := newHarness(b, &Options{Now: time.Now}, Deps{Store: testStore(b, backend)})
+			h.provider("openai", p.BaseURL(), "sk-upstream")
 			h.route("gpt-4o", llm.Target{Provider: "openai", Model: "gpt-4o"})
-			run(b, h.srv.URL+ChatPath, h.token(claims("llm:model:gpt-4o")), h.srv.Client())
+			// A budget, so every call is held to one, and the background
+			// work that writes the usage and keeps the lease.
+			h.admin(http.MethodPut, llm.BudgetsPath+"/acme", llm.BudgetRequest{DailyTokens: 1 << 40, DailyCostUSD: 1e6}, http.StatusCreated)
+			h.run()
+			run(b, h.srv.URL+ChatPath, h.token(claims("llm:model:gpt-4o")), newClient())
 		})
 	}
+}
+
+// newClient is an HTTP client with connections of its own.
+func newClient() *http.Client {
+	return &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 }

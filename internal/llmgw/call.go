@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"novaos.dev/novaos/llm"
+	"novaos.dev/novaos/resilience"
 )
 
 // Outcomes of a call, as metrics and run events name them.
@@ -48,7 +49,7 @@ type call struct {
 	c       *caller
 	req     *request
 	route   *resolved
-	res     llm.Reservation
+	ticket  *ticket
 	start   time.Time
 	span    trace.Span
 	op      string
@@ -77,7 +78,7 @@ func (s *Service) serveCall(op string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
-			writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Type: typeInvalidRequest, Message: "Use POST."})
+			writeError(w, &llm.APIError{Status: http.StatusMethodNotAllowed, Type: llm.TypeInvalidRequest, Message: "Use POST."})
 			return
 		}
 		start := time.Now()
@@ -92,7 +93,7 @@ func (s *Service) serveCall(op string) http.HandlerFunc {
 			defer func() { <-s.inflight }()
 		default:
 			s.meter.request("", outcomeOverloaded)
-			writeError(w, &apiError{Status: http.StatusServiceUnavailable, Type: typeServer, Code: codeOverloaded, RetryAfter: 1,
+			writeError(w, &llm.APIError{Status: http.StatusServiceUnavailable, Type: llm.TypeServer, Code: llm.CodeOverloaded, After: time.Second,
 				Message: "The gateway has too many calls in flight; retry shortly."})
 			return
 		}
@@ -114,7 +115,7 @@ func (s *Service) serveCall(op string) http.HandlerFunc {
 		route, e, err := s.resolve(ctx, c.tenant, req.model)
 		if err != nil {
 			s.log.ErrorContext(ctx, "llmgw: read the model's route", "model", req.model, "err", err)
-			e = &apiError{Status: http.StatusInternalServerError, Type: typeServer, Message: "The gateway could not read its configuration."}
+			e = serverError(http.StatusInternalServerError, "The gateway could not read its configuration.")
 		}
 		if e != nil {
 			s.meter.request("", outcomeInvalid)
@@ -124,7 +125,7 @@ func (s *Service) serveCall(op string) http.HandlerFunc {
 		now := s.o.Now()
 		keys := llm.Keys{TenantID: c.tenant, InstanceID: c.instance, RunID: c.run, Day: llm.DayOf(now)}
 		estimate := llm.Amount{Tokens: req.input + req.output, Cost: route.route.Cost(req.input, req.output)}
-		res, err := s.deps.Store.Reserve(ctx, keys, estimate, now)
+		t, err := s.ledger.take(ctx, keys, estimate)
 		if err != nil {
 			e, outcome := s.reserveError(ctx, err)
 			s.meter.request(req.model, outcome)
@@ -137,7 +138,7 @@ func (s *Service) serveCall(op string) http.HandlerFunc {
 		defer cancel()
 		stop := context.AfterFunc(s.calls, cancel)
 		defer stop()
-		k := &call{c: c, req: req, route: route, res: res, start: start, op: op}
+		k := &call{c: c, req: req, route: route, ticket: t, start: start, op: op}
 		// The tenant and run the call is charged to, as the tool and
 		// memory spans name them: an operator finds a run's model calls
 		// by its id.
@@ -155,16 +156,16 @@ func (s *Service) serveCall(op string) http.HandlerFunc {
 	}
 }
 
-// reserveError is the answer to a reservation that failed, and its
-// outcome.
-func (s *Service) reserveError(ctx context.Context, err error) (*apiError, string) {
+// reserveError is the answer to a call whose budgets could not hold its
+// estimate, and its outcome.
+func (s *Service) reserveError(ctx context.Context, err error) (*llm.APIError, string) {
 	var be *llm.BudgetError
 	if errors.As(err, &be) {
-		return &apiError{Status: http.StatusTooManyRequests, Type: typeQuota, Code: codeBudgetExceeded,
+		return &llm.APIError{Status: http.StatusTooManyRequests, Type: llm.TypeInsufficientQuota, Code: llm.CodeBudgetExceeded,
 			Message: capitalize(be.Error()) + "."}, outcomeBudget
 	}
 	s.log.ErrorContext(ctx, "llmgw: reserve a call's budget", "err", err)
-	return &apiError{Status: http.StatusInternalServerError, Type: typeServer, Message: "The gateway could not check the budgets."}, outcomeUnavailable
+	return serverError(http.StatusInternalServerError, "The gateway could not check the budgets."), outcomeUnavailable
 }
 
 func capitalize(s string) string {
@@ -175,18 +176,18 @@ func capitalize(s string) string {
 }
 
 // readRequest reads and parses the body, bounded.
-func (s *Service) readRequest(w http.ResponseWriter, r *http.Request, op string) (*request, *apiError) {
+func (s *Service) readRequest(w http.ResponseWriter, r *http.Request, op string) (*request, *llm.APIError) {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return nil, &apiError{Status: http.StatusUnsupportedMediaType, Type: typeInvalidRequest, Code: codeUnsupportedType,
+		return nil, &llm.APIError{Status: http.StatusUnsupportedMediaType, Type: llm.TypeInvalidRequest, Code: llm.CodeUnsupportedMediaType,
 			Message: "Send the request as application/json."}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes))
 	if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
-		return nil, &apiError{Status: http.StatusRequestEntityTooLarge, Type: typeInvalidRequest, Code: codeTooLarge,
+		return nil, &llm.APIError{Status: http.StatusRequestEntityTooLarge, Type: llm.TypeInvalidRequest, Code: llm.CodeRequestTooLarge,
 			Message: fmt.Sprintf("The request is larger than %d bytes.", s.o.MaxBodyBytes)}
 	}
 	if err != nil {
-		return nil, badRequest("", codeInvalidJSON, "The request body could not be read.")
+		return nil, badRequest("", llm.CodeInvalidJSON, "The request body could not be read.")
 	}
 	return parseRequest(op, body, s.o.DefaultMaxTokens)
 }
@@ -197,13 +198,13 @@ func (s *Service) readRequest(w http.ResponseWriter, r *http.Request, op string)
 // the next, as long as nothing was sent to the caller; once a byte was,
 // the call ends with that target.
 func (s *Service) relay(ctx context.Context, w http.ResponseWriter, k *call, path string) string {
-	var last *apiError
+	var last *llm.APIError
 	for _, t := range k.route.targets {
 		k.answer.provider, k.answer.upstream = t.provider.Name, t.model
 		k.answer.attempts++
 		body, err := k.req.upstreamBody(t.model)
 		if err != nil {
-			writeError(w, badRequest("", codeInvalidJSON, "The request could not be passed on."))
+			writeError(w, badRequest("", llm.CodeInvalidJSON, "The request could not be passed on."))
 			return outcomeInvalid
 		}
 		outcome, fail := s.attempt(ctx, w, k, t, path, body)
@@ -219,10 +220,10 @@ func (s *Service) relay(ctx context.Context, w http.ResponseWriter, k *call, pat
 			"reason", fail.Message)
 		last = fail
 	}
-	e := &apiError{Status: http.StatusBadGateway, Type: typeServer, Code: codeUnavailable,
+	e := &llm.APIError{Status: http.StatusBadGateway, Type: llm.TypeServer, Code: llm.CodeProviderUnavailable,
 		Message: "No provider of the model " + quoteModel(k.req.model) + " answered."}
 	if last != nil && last.Status == http.StatusTooManyRequests {
-		e = &apiError{Status: http.StatusTooManyRequests, Type: typeRateLimit, Code: codeRateLimited, RetryAfter: last.RetryAfter,
+		e = &llm.APIError{Status: http.StatusTooManyRequests, Type: llm.TypeRateLimit, Code: llm.CodeRateLimit, After: last.After,
 			Message: "Every provider of the model " + quoteModel(k.req.model) + " is rate-limited; retry later."}
 	}
 	writeError(w, e)
@@ -232,9 +233,9 @@ func (s *Service) relay(ctx context.Context, w http.ResponseWriter, k *call, pat
 // attempt calls one target. A non-nil failure means nothing was sent to
 // the caller and the next target may be tried; its message says why,
 // for logs and spans.
-func (s *Service) attempt(ctx context.Context, w http.ResponseWriter, k *call, t target, path string, body []byte) (string, *apiError) {
+func (s *Service) attempt(ctx context.Context, w http.ResponseWriter, k *call, t target, path string, body []byte) (string, *llm.APIError) {
 	if err := s.guard.CheckURL(t.provider.BaseURL); err != nil {
-		return "", &apiError{Message: "the provider's URL is refused: " + err.Error()}
+		return "", &llm.APIError{Message: "the provider's URL is refused: " + err.Error()}
 	}
 	timeout := s.o.Timeout
 	if t.provider.Timeout > 0 {
@@ -246,7 +247,7 @@ func (s *Service) attempt(ctx context.Context, w http.ResponseWriter, k *call, t
 	defer timer.Stop()
 	req, err := http.NewRequestWithContext(actx, http.MethodPost, endpoint(&t.provider, path), bytes.NewReader(body))
 	if err != nil {
-		return "", &apiError{Message: "the provider's URL is not usable"}
+		return "", &llm.APIError{Message: "the provider's URL is not usable"}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "novaos-llm-gateway")
@@ -261,17 +262,17 @@ func (s *Service) attempt(ctx context.Context, w http.ResponseWriter, k *call, t
 	propagation.TraceContext{}.Inject(actx, propagation.HeaderCarrier(req.Header))
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return "", &apiError{Message: "unreachable: " + reason(actx, err)}
+		return "", &llm.APIError{Message: "unreachable: " + reason(actx, err)}
 	}
 	defer resp.Body.Close()
 	switch st := resp.StatusCode; {
 	case st == http.StatusTooManyRequests:
-		return "", &apiError{Status: st, Message: "rate-limited (429)", RetryAfter: retryAfter(resp)}
+		return "", &llm.APIError{Status: st, Message: "rate-limited (429)", After: retryAfter(resp)}
 	case st >= 500:
-		return "", &apiError{Status: st, Message: fmt.Sprintf("failed (%d)", st)}
+		return "", &llm.APIError{Status: st, Message: fmt.Sprintf("failed (%d)", st)}
 	case st == http.StatusUnauthorized || st == http.StatusForbidden:
 		s.log.ErrorContext(ctx, "llmgw: a provider refused the gateway's key", "provider", t.provider.Name, "tenant_id", t.provider.TenantID, "status", st)
-		return "", &apiError{Status: st, Message: fmt.Sprintf("refused the gateway's key (%d)", st)}
+		return "", &llm.APIError{Status: st, Message: fmt.Sprintf("refused the gateway's key (%d)", st)}
 	case st < 200 || st > 299:
 		s.passError(w, resp)
 		return outcomeProvider, nil
@@ -298,10 +299,11 @@ func reason(ctx context.Context, err error) string {
 	return msg
 }
 
-func retryAfter(resp *http.Response) int {
-	var n int
-	if _, err := fmt.Sscanf(resp.Header.Get("Retry-After"), "%d", &n); err == nil && n > 0 && n < 3600 {
-		return n
+// retryAfter is the wait a provider asked for, passed on to the caller
+// up to an hour.
+func retryAfter(resp *http.Response) time.Duration {
+	if d := resilience.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); d <= time.Hour {
+		return d
 	}
 	return 0
 }
@@ -315,36 +317,15 @@ func isEventStream(h http.Header) bool {
 const maxErrorBytes = 64 << 10
 
 // passError answers with a provider's refusal (a 4xx other than 429, 401
-// and 403): its status, and its message in OpenAI's shape.
+// and 403): its status, and its error as the provider gave it.
 func (s *Service) passError(w http.ResponseWriter, resp *http.Response) {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes))
-	var b struct {
-		Error struct {
-			Message string          `json:"message"`
-			Type    string          `json:"type"`
-			Param   json.RawMessage `json:"param"`
-			Code    json.RawMessage `json:"code"`
-		} `json:"error"`
-	}
-	e := &apiError{Status: resp.StatusCode, Type: typeInvalidRequest, Message: "The provider refused the request."}
-	if json.Unmarshal(data, &b) == nil && b.Error.Message != "" {
-		e.Message = b.Error.Message
-		if len(e.Message) > 1000 {
-			e.Message = strings.ToValidUTF8(e.Message[:1000], "")
-		}
-		if b.Error.Type != "" {
-			e.Type = b.Error.Type
-		}
-		var p, c string
-		if json.Unmarshal(b.Error.Param, &p) == nil {
-			e.Param = p
-		}
-		if json.Unmarshal(b.Error.Code, &c) == nil {
-			e.Code = c
-		}
+	e := llm.ParseError(resp.StatusCode, data)
+	if e.Type == "" {
+		e.Type = llm.TypeInvalidRequest
 	}
 	if resp.StatusCode == http.StatusNotFound && e.Code == "" {
-		e.Code = codeModelNotFound
+		e.Code = llm.CodeModelNotFound
 	}
 	writeError(w, e)
 }
@@ -360,19 +341,19 @@ type usageOf struct {
 }
 
 // relayBody passes on an answer that is not streamed, whole.
-func (s *Service) relayBody(ctx context.Context, w http.ResponseWriter, k *call, resp *http.Response) (string, *apiError) {
+func (s *Service) relayBody(ctx context.Context, w http.ResponseWriter, k *call, resp *http.Response) (string, *llm.APIError) {
 	data, err := io.ReadAll(io.LimitReader(resp.Body, s.o.MaxResponseBytes+1))
 	if err != nil {
-		return "", &apiError{Message: "broke off: " + reason(ctx, err)}
+		return "", &llm.APIError{Message: "broke off: " + reason(ctx, err)}
 	}
 	if int64(len(data)) > s.o.MaxResponseBytes {
-		writeError(w, &apiError{Status: http.StatusBadGateway, Type: typeServer, Code: codeUnavailable,
+		writeError(w, &llm.APIError{Status: http.StatusBadGateway, Type: llm.TypeServer, Code: llm.CodeProviderUnavailable,
 			Message: fmt.Sprintf("The provider's answer is larger than %d bytes.", s.o.MaxResponseBytes)})
 		return outcomeProvider, nil
 	}
 	var u usageOf
 	if json.Unmarshal(data, &u) != nil {
-		return "", &apiError{Message: "answered something that is not JSON"}
+		return "", &llm.APIError{Message: "answered something that is not JSON"}
 	}
 	k.answer.model = u.Model
 	if u.Usage != nil {
@@ -393,47 +374,46 @@ func (s *Service) relayBody(ctx context.Context, w http.ResponseWriter, k *call,
 }
 
 var (
-	dataPrefix = []byte("data: ")
-	eventEnd   = []byte("\n\n")
-	doneData   = []byte("[DONE]")
-	usageKey   = []byte(`"usage"`)
+	doneData = []byte("[DONE]")
+	usageKey = []byte(`"usage"`)
 )
 
 // relayStream passes a provider's stream on event by event, each flushed
 // as it arrives. It reads the usage chunk the gateway asked for, and
 // drops it when the caller did not ask for it. A stream that fails
 // before its first event is sent may go to the next target.
-func (s *Service) relayStream(ctx, actx context.Context, w http.ResponseWriter, k *call, resp *http.Response, timer *time.Timer) (string, *apiError) {
+func (s *Service) relayStream(ctx, actx context.Context, w http.ResponseWriter, k *call, resp *http.Response, timer *time.Timer) (string, *llm.APIError) {
 	rc := http.NewResponseController(w)
-	rd := newSSEReader(resp.Body, s.o.MaxEventBytes)
+	rd := llm.NewEventReader(resp.Body, s.o.MaxEventBytes)
 	first := true
 	for {
-		data, err := rd.next()
+		ev, err := rd.Next()
 		if err != nil {
 			if !k.answer.sent {
-				return "", &apiError{Message: "the stream broke off: " + reason(actx, err)}
+				return "", &llm.APIError{Message: "the stream broke off: " + reason(actx, err)}
 			}
 			if ctx.Err() != nil {
 				return outcomeCanceled, nil
 			}
 			// The caller has part of the answer: say the rest is lost.
 			s.log.WarnContext(ctx, "llmgw: a provider's stream broke off", "model", k.req.model, "provider", k.answer.provider, "reason", reason(actx, err))
-			_ = s.writeEvent(w, rc, (&apiError{Type: typeServer, Code: codeUnavailable, Message: "The provider's stream broke off."}).body())
+			b, _ := (&llm.APIError{Type: llm.TypeServer, Code: llm.CodeProviderUnavailable, Message: "The provider's stream broke off."}).MarshalJSON()
+			_ = writeEvent(w, rc, llm.Event{Data: b})
 			return outcomeProvider, nil
 		}
 		timer.Reset(s.o.StreamIdle)
-		if bytes.Equal(data, doneData) {
+		if bytes.Equal(ev.Data, doneData) {
 			if !k.answer.sent {
 				s.startStream(w, k)
 			}
-			if s.writeEvent(w, rc, data) != nil {
+			if writeEvent(w, rc, ev) != nil {
 				return outcomeCanceled, nil
 			}
 			return outcomeOK, nil
 		}
-		if first || bytes.Contains(data, usageKey) {
+		if first || bytes.Contains(ev.Data, usageKey) {
 			var u usageOf
-			if json.Unmarshal(data, &u) == nil {
+			if json.Unmarshal(ev.Data, &u) == nil {
 				if first && u.Model != "" {
 					k.answer.model = u.Model
 				}
@@ -449,7 +429,7 @@ func (s *Service) relayStream(ctx, actx context.Context, w http.ResponseWriter, 
 		if !k.answer.sent {
 			s.startStream(w, k)
 		}
-		if s.writeEvent(w, rc, data) != nil {
+		if writeEvent(w, rc, ev) != nil {
 			return outcomeCanceled, nil
 		}
 	}
@@ -465,15 +445,21 @@ func (s *Service) startStream(w http.ResponseWriter, k *call) {
 	k.answer.sent, k.answer.ttft = true, time.Since(k.start)
 }
 
-// writeEvent sends one event's data and flushes it.
-func (s *Service) writeEvent(w http.ResponseWriter, rc *http.ResponseController, data []byte) error {
-	if _, err := w.Write(dataPrefix); err != nil {
-		return err
+// writeEvent sends one event as the provider named it, each line of its
+// data a data line, and flushes it.
+func writeEvent(w http.ResponseWriter, rc *http.ResponseController, ev llm.Event) error {
+	n := len(ev.Data) + 8
+	if ev.Name != "" {
+		n += len(ev.Name) + 8
 	}
-	if _, err := w.Write(data); err != nil {
-		return err
+	b := make([]byte, 0, n)
+	if ev.Name != "" {
+		b = append(append(append(b, "event: "...), ev.Name...), '\n')
 	}
-	if _, err := w.Write(eventEnd); err != nil {
+	for line := range bytes.SplitSeq(ev.Data, []byte{'\n'}) {
+		b = append(append(append(b, "data: "...), line...), '\n')
+	}
+	if _, err := w.Write(append(b, '\n')); err != nil {
 		return err
 	}
 	return rc.Flush()
@@ -493,10 +479,12 @@ func (s *Service) finish(ctx context.Context, k *call) {
 		}
 	}
 	cost := k.route.route.Cost(input, output)
-	if err := s.deps.Store.Settle(ctx, k.res, llm.Settlement{Model: k.route.route.Name, Provider: a.provider, Input: input, Output: output,
-		Cost: cost, Failed: k.outcome != outcomeOK}); err != nil {
-		s.log.ErrorContext(ctx, "llmgw: settle a call", "model", k.req.model, "err", err)
+	row := llm.UsageRow{UsageKey: llm.UsageKey{TenantID: k.ticket.keys.TenantID, Day: k.ticket.keys.Day, InstanceID: k.ticket.keys.InstanceID,
+		Model: k.route.route.Name, Provider: a.provider}, Calls: 1, Input: input, Output: output, Cost: cost}
+	if k.outcome != outcomeOK {
+		row.Failed = 1
 	}
+	s.ledger.settle(k.ticket, llm.Amount{Tokens: input + output, Cost: cost}, row)
 	d := time.Since(k.start)
 	s.meter.call(k.c.tenant, k.req.model, k.outcome, input, output, cost, d, a.ttft, a.sent && k.req.stream)
 	k.span.SetAttributes(
@@ -515,10 +503,7 @@ func (s *Service) finish(ctx context.Context, k *call) {
 		k.span.SetStatus(codes.Error, k.outcome)
 	}
 	k.span.End()
-	if s.deps.Runs != nil && k.c.run != "" {
-		ev := llm.CallEvent{Operation: k.op, Model: k.req.model, Provider: a.provider, Upstream: a.upstream, Stream: k.req.stream,
-			InputTokens: input, OutputTokens: output, CostUSD: cost.USD(), Estimated: estimated, DurationMS: d.Milliseconds(),
-			Attempts: a.attempts, Outcome: k.outcome}
-		s.runEvent(ctx, k.c, ev)
-	}
+	s.events.add(k.c, llm.CallEvent{Operation: k.op, Model: k.req.model, Provider: a.provider, Upstream: a.upstream, Stream: k.req.stream,
+		InputTokens: input, OutputTokens: output, CostUSD: cost.USD(), Estimated: estimated, DurationMS: d.Milliseconds(),
+		Attempts: a.attempts, Outcome: k.outcome})
 }

@@ -28,11 +28,12 @@
 //     tenant's route of that name, else the platform's, is the call's (404
 //     model_not_found).
 //  4. An estimate (a token per four bytes of the body, plus max_tokens, or
-//     DefaultMaxTokens, for each of n answers) is reserved against the
-//     tenant's and the instance's budgets, daily and per run, tokens and
-//     cost, in one atomic step of the store on every replica. A budget it
-//     would pass refuses the call: 429, type insufficient_quota, code
-//     budget_exceeded, its message naming the budget.
+//     DefaultMaxTokens, for each of n answers) is held against the budgets
+//     that apply (the tenant's and the instance's; daily and per run;
+//     tokens and cost), from this replica's budget leases, in memory (see
+//     Budgets). A budget it would pass refuses the call: 429, type
+//     insufficient_quota, code budget_exceeded, its message naming the
+//     budget.
 //  5. The route's targets are called in order. One that answers 429 or
 //     5xx, refuses the gateway's key (401, 403) or cannot be reached in
 //     time is left for the next, as long as nothing was sent to the
@@ -45,16 +46,64 @@
 //     never gathered. The gateway asks the provider for the stream's usage
 //     (stream_options.include_usage) and drops that chunk again when the
 //     caller did not ask for it.
-//  7. The reservation is settled with the provider's usage (the answer's
-//     usage, the stream's last chunk), priced by the route; a provider
-//     that reports none is counted at the estimate. Every call is metered
+//  7. The call is settled with the provider's usage (the answer's usage,
+//     the stream's last chunk), priced by the route; a provider that
+//     reports none is counted at the estimate. Every call is metered
 //     (novaos_llm_requests_total, novaos_llm_tokens_total,
 //     novaos_llm_cost_usd_total, novaos_llm_request_duration_seconds,
 //     novaos_llm_time_to_first_token_seconds), traced (a span "chat
 //     <model>" or "embeddings <model>" with the GenAI attributes), kept in
 //     the daily usage, and, made with a run's token, shown in the run as
 //     llm.call (model, provider, tokens, cost, duration, outcome; never a
-//     prompt).
+//     prompt). Usage and run events are written in batches every
+//     FlushEvery, not by the call.
+//
+// # Budgets
+//
+// A budget counter (a tenant's UTC day, an instance's, a run) that a
+// budget limits is spent through leases. A replica leases a slice of the
+// counter's free allowance in one atomic write of the store
+// (llm.Store.Lease: the store checks the limit against what the
+// counter's calls used and all the replicas' leases hold, together),
+// sized for LeaseAhead of the counter's recent spending and at least four
+// calls, and at most LeaseShare of what is free beyond a call's need.
+// Calls take their estimates from it in memory: no write, no wait, on
+// their path. The background loop grows a lease before it runs short,
+// writes what calls used every FlushEvery in one batch (llm.Store.Commit),
+// renews leases, and returns the allowance of those unused for LeaseIdle,
+// and of all at Shutdown. A counter no budget limits needs no lease: its
+// usage is written in the batches too.
+//
+// What that guarantees:
+//
+//   - The replicas never overspend a budget together. A call is let
+//     through only when its estimate fits in allowance the store granted
+//     this replica, and the store grants no more than is free. As with a
+//     single process, a budget is passed only by what calls use beyond
+//     their estimates (a provider's answer longer than max_tokens allows,
+//     a prompt of more tokens than a token per four bytes).
+//   - A replica that dies does not free what it may have spent: its leases
+//     expire after LeaseTTL and the sweep leaves their allowance counted as
+//     used, so the others never give it out twice. The cost is that, until
+//     the counter's window ends, up to one lease slice per counter the dead
+//     replica was spending is withheld. Its calls of the last FlushEvery
+//     are missing from the usage report; their use beyond their estimates,
+//     if any, is missing from the counters.
+//   - A budget changed on any replica applies on every replica within
+//     ConfigTTL, the cache of budgets: a lease taken under the old limit
+//     is then retired (its rest returned) and the next is decided by the
+//     new one. Until then a replica may spend what its lease holds.
+//   - Near a limit, a call may be refused while another replica's lease
+//     still holds allowance it has not spent (under five estimates per
+//     replica and counter); it comes back when that lease is next used
+//     up, returned after LeaseIdle, or at that replica's shutdown.
+//   - A replica that cannot write to the store serves calls from its
+//     leases until they run short or expire (LeaseTTL), and then refuses
+//     them (500) rather than spend unchecked.
+//   - The first call of a counter on a replica (a tenant's day, an
+//     instance's day, a run, when a budget limits it) waits for the lease
+//     write, as does a call that finds its lease short: a write the
+//     background growth mostly spares them.
 //
 // # Choices
 //
@@ -62,13 +111,11 @@
 //     "code"}}, so OpenAI clients raise their own error types; the
 //     administration answers RFC 9457 problems like the platform's other
 //     APIs.
-//   - Budgets count UTC days. A reservation outlives its call only when
-//     the process dies mid-call; the sweep drops it after ReservationTTL,
-//     its estimate counted.
+//   - Budgets count UTC days.
 //   - The platform's own model calls (the memory service's embedder and
 //     extractor, the gate's judge) may go through the gateway in process
 //     (Platform), as the tenant Options.PlatformTenant with every model
 //     granted, so they are routed, metered and budgeted too.
-//   - Routes, providers and opened keys are cached for ConfigTTL (1s);
-//     the administration of this process clears the cache at once.
+//   - Routes, providers, budgets and opened keys are cached for ConfigTTL
+//     (1s); the administration of this process clears the cache at once.
 package llmgw

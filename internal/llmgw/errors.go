@@ -1,105 +1,48 @@
 package llmgw
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
+
+	"novaos.dev/novaos/llm"
 )
 
-// OpenAI's error types and the codes the gateway answers with.
-const (
-	typeInvalidRequest = "invalid_request_error"
-	typePermission     = "permission_error"
-	typeNotFound       = "not_found_error"
-	typeQuota          = "insufficient_quota"
-	typeRateLimit      = "rate_limit_error"
-	typeServer         = "server_error"
+// Errors on /v1 are *llm.APIError, in OpenAI's shape
+// ({"error":{"message","type","param","code"}}) with the llm package's
+// types and codes. A message never holds a token, a key or a prompt.
 
-	codeInvalidAPIKey   = "invalid_api_key"
-	codeModelNotAllowed = "model_not_allowed"
-	codeModelNotFound   = "model_not_found"
-	codeBudgetExceeded  = "budget_exceeded"
-	codeTooLarge        = "request_too_large"
-	codeUnsupportedType = "unsupported_media_type"
-	codeInvalidJSON     = "invalid_json"
-	codeInvalidValue    = "invalid_value"
-	codeMissing         = "missing_required_parameter"
-	codeRateLimited     = "rate_limit_exceeded"
-	codeUnavailable     = "provider_unavailable"
-	codeOverloaded      = "overloaded"
-)
-
-// apiError is an answer in OpenAI's error shape:
-// {"error":{"message","type","param","code"}}. Its message never holds a
-// token, a key or a prompt.
-type apiError struct {
-	Status  int
-	Message string
-	Type    string
-	Param   string // "" is null
-	Code    string // "" is null
-	// RetryAfter, when set, is sent as the Retry-After header (seconds).
-	RetryAfter int
-}
-
-func (e *apiError) Error() string { return e.Message }
-
-// errorBody is the JSON of an apiError.
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    *string `json:"code"`
-}
-
-func optional(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-func (e *apiError) body() []byte {
-	b, _ := json.Marshal(errorBody{Error: errorDetail{Message: e.Message, Type: e.Type, Param: optional(e.Param), Code: optional(e.Code)}})
-	return b
-}
-
-// writeError answers with e.
-func writeError(w http.ResponseWriter, e *apiError) {
+// writeError answers with e: llm.WriteError, never cached, and a 401
+// names the bearer realm.
+func writeError(w http.ResponseWriter, e *llm.APIError) {
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	if e.Status == http.StatusUnauthorized {
 		h.Set("WWW-Authenticate", `Bearer realm="novaos-llm"`)
 	}
-	if e.RetryAfter > 0 {
-		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
-	}
-	b := e.body()
-	h.Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(e.Status)
-	_, _ = w.Write(b)
+	llm.WriteError(w, e)
 }
 
-func badRequest(param, code, msg string) *apiError {
-	return &apiError{Status: http.StatusBadRequest, Message: msg, Type: typeInvalidRequest, Param: param, Code: code}
+func badRequest(param, code, msg string) *llm.APIError {
+	return &llm.APIError{Status: http.StatusBadRequest, Message: msg, Type: llm.TypeInvalidRequest, Param: param, Code: code}
 }
 
-func unauthorized(msg string) *apiError {
-	return &apiError{Status: http.StatusUnauthorized, Message: msg, Type: typeInvalidRequest, Code: codeInvalidAPIKey}
+func unauthorized(msg string) *llm.APIError {
+	return &llm.APIError{Status: http.StatusUnauthorized, Message: msg, Type: llm.TypeInvalidRequest, Code: llm.CodeInvalidAPIKey}
 }
 
-func modelNotFound(model string) *apiError {
-	return &apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Param: "model", Code: codeModelNotFound,
+// serverError is a failure of the gateway itself; its message says what
+// could not be done, the log says why.
+func serverError(status int, msg string) *llm.APIError {
+	return &llm.APIError{Status: status, Type: llm.TypeServer, Message: msg}
+}
+
+func modelNotFound(model string) *llm.APIError {
+	return &llm.APIError{Status: http.StatusNotFound, Type: llm.TypeInvalidRequest, Param: "model", Code: llm.CodeModelNotFound,
 		Message: "The model " + quoteModel(model) + " does not exist or is not served here."}
 }
 
-func modelNotAllowed(model string) *apiError {
-	return &apiError{Status: http.StatusForbidden, Type: typePermission, Param: "model", Code: codeModelNotAllowed,
+func modelNotAllowed(model string) *llm.APIError {
+	return &llm.APIError{Status: http.StatusForbidden, Type: llm.TypePermission, Param: "model", Code: llm.CodeModelNotAllowed,
 		Message: "The token does not grant the model " + quoteModel(model) + " (scope " + scopeOf(model) + ")."}
 }
 

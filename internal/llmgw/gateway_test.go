@@ -13,6 +13,7 @@ import (
 
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/llm"
+	"novaos.dev/novaos/llm/llmtest"
 )
 
 // A chat answer passes through; the provider is asked for its model with
@@ -20,8 +21,8 @@ import (
 // the provider's usage and shown in its run.
 func TestChat(t *testing.T) {
 	h := newHarness(t, nil, Deps{})
-	p := newFakeProvider(t)
-	h.provider("openai", p.URL(), "sk-provider-key")
+	p := newProvider(t, "gpt-4o-2024-08-06")
+	h.provider("openai", p.BaseURL(), "sk-provider-key")
 	h.route("gpt-4o", llm.Target{Provider: "openai", Model: "gpt-4o-2024-08-06"})
 	tok := h.token(claims("llm:model:gpt-4o"))
 	resp, data := h.do(http.MethodPost, ChatPath, tok, chatBody("gpt-4o", "max_tokens", 100),
@@ -38,40 +39,41 @@ func TestChat(t *testing.T) {
 			PromptTokens int `json:"prompt_tokens"`
 		} `json:"usage"`
 	}
-	if err := json.Unmarshal(data, &got); err != nil || len(got.Choices) != 1 || got.Choices[0].Message.Content != "Hello!" ||
-		got.Usage.PromptTokens != fakePrompt {
+	if err := json.Unmarshal(data, &got); err != nil || len(got.Choices) != 1 || got.Choices[0].Message.Content != chatAnswer ||
+		got.Usage.PromptTokens != chatPrompt {
 		t.Fatalf("answer %s (%v)", data, err)
 	}
-	calls := p.recorded()
-	if len(calls) != 1 {
-		t.Fatalf("provider calls %d, want 1", len(calls))
+	if n := providerCalls(p); n != 1 {
+		t.Fatalf("provider calls %d, want 1", n)
 	}
-	c := calls[0]
-	if c.Body["model"] != "gpt-4o-2024-08-06" || c.Header.Get("Authorization") != "Bearer sk-provider-key" {
-		t.Errorf("provider got model %v, Authorization %q", c.Body["model"], c.Header.Get("Authorization"))
+	c := p.LastRequest()
+	body := lastBody(t, p)
+	if body["model"] != "gpt-4o-2024-08-06" || c.Header.Get("Authorization") != "Bearer sk-provider-key" {
+		t.Errorf("provider got model %v, Authorization %q", body["model"], c.Header.Get("Authorization"))
 	}
 	if c.Header.Get("X-Novaos-Tenant-Id") != "" || strings.Contains(c.Header.Get("Authorization"), tok) {
 		t.Error("the caller's headers or token reached the provider")
 	}
-	if c.Body["max_tokens"] != float64(100) {
-		t.Errorf("the caller's fields were not passed on: %v", c.Body)
+	if body["max_tokens"] != float64(100) {
+		t.Errorf("the caller's fields were not passed on: %v", body)
 	}
-	// Settled from the provider's numbers: 11 in at $2/M, 7 out at $8/M.
+	// Settled from the provider's numbers: 2 in at $2/M, 2 out at $8/M.
+	h.sync()
 	k := llm.Keys{TenantID: "acme", InstanceID: "inst-1", RunID: "run-1", Day: llm.DayOf(testNow)}
 	sp, err := h.store.Spent(t.Context(), k)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantCost := llm.Price(fakePrompt, 2) + llm.Price(fakeCompletion, 8)
-	want := llm.Amount{Tokens: fakePrompt + fakeCompletion, Cost: wantCost}
-	if sp.TenantDay != want || sp.InstanceDay != want || sp.Run != want {
+	wantCost := llm.Price(chatPrompt, 2) + llm.Price(chatCompletion, 8)
+	want := llm.Amount{Tokens: chatPrompt + chatCompletion, Cost: wantCost}
+	if sp.Used != (llm.Counts{TenantDay: want, InstanceDay: want, Run: want}) {
 		t.Errorf("counters %+v, want %+v each", sp, want)
 	}
 	rows, _ := h.store.Usage(t.Context(), llm.UsageQuery{TenantID: "acme"})
-	if len(rows) != 1 || rows[0].Calls != 1 || rows[0].Input != fakePrompt || rows[0].Output != fakeCompletion || rows[0].Provider != "openai" {
+	if len(rows) != 1 || rows[0].Calls != 1 || rows[0].Input != chatPrompt || rows[0].Output != chatCompletion || rows[0].Provider != "openai" {
 		t.Errorf("usage %+v", rows)
 	}
-	evs := h.runs.of("acme", "run-1")
+	evs := h.runEvents("acme", "run-1")
 	if len(evs) != 1 || evs[0].Type != llm.EventCall {
 		t.Fatalf("run events %+v, want one %s", evs, llm.EventCall)
 	}
@@ -81,11 +83,11 @@ func TestChat(t *testing.T) {
 	}
 	ev.DurationMS = 0
 	wantEv := llm.CallEvent{Operation: "chat", Model: "gpt-4o", Provider: "openai", Upstream: "gpt-4o-2024-08-06",
-		InputTokens: fakePrompt, OutputTokens: fakeCompletion, CostUSD: wantCost.USD(), Attempts: 1, Outcome: "ok"}
+		InputTokens: chatPrompt, OutputTokens: chatCompletion, CostUSD: wantCost.USD(), Attempts: 1, Outcome: "ok"}
 	if d := gocmp.Diff(wantEv, ev); d != "" {
 		t.Errorf("llm.call event (-want +got):\n%s", d)
 	}
-	if strings.Contains(string(evs[0].Payload), "Say hello") || strings.Contains(string(evs[0].Payload), "Hello!") {
+	if strings.Contains(string(evs[0].Payload), "hello") {
 		t.Error("the run event holds the prompt or the answer")
 	}
 }
@@ -97,10 +99,9 @@ func TestStreamPassesChunksAsTheyCome(t *testing.T) {
 	for _, asked := range []bool{false, true} {
 		t.Run(map[bool]string{false: "usage not asked", true: "usage asked"}[asked], func(t *testing.T) {
 			h := newHarness(t, nil, Deps{})
-			p := newFakeProvider(t)
-			hold, held := make(chan struct{}), make(chan struct{})
-			p.set(func(p *fakeProvider) { p.hold, p.held = hold, held })
-			h.provider("openai", p.URL(), "")
+			p := newProvider(t)
+			hold := p.HoldNextStream()
+			h.provider("openai", p.BaseURL(), "")
 			h.route("gpt-4o", llm.Target{Provider: "openai", Model: "gpt-4o"})
 			body := chatBody("gpt-4o", "stream", true)
 			if asked {
@@ -118,26 +119,25 @@ func TestStreamPassesChunksAsTheyCome(t *testing.T) {
 			if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
 				t.Fatalf("status %d, type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 			}
-			rd := newSSEReader(resp.Body, 1<<20)
-			first, err := rd.next()
+			rd := llm.NewEventReader(resp.Body, 1<<20)
+			first, err := rd.Next()
 			if err != nil {
 				t.Fatal(err)
 			}
-			// The first chunk reached the caller while the provider holds
-			// the rest: hold is closed only below, so the gateway passed the
-			// chunk on without waiting for the answer's end.
-			<-held
-			if !strings.Contains(string(first), `"Hel"`) {
-				t.Fatalf("first event %s", first)
+			// The provider holds the rest until released: the chunk came
+			// through alone.
+			<-hold.Held()
+			if !strings.Contains(string(first.Data), `"Say "`) {
+				t.Fatalf("first event %s", first.Data)
 			}
-			close(hold)
+			hold.Release()
 			var events []string
 			for {
-				ev, err := rd.next()
+				ev, err := rd.Next()
 				if err != nil {
 					break
 				}
-				events = append(events, string(ev))
+				events = append(events, string(ev.Data))
 			}
 			if len(events) == 0 || events[len(events)-1] != "[DONE]" {
 				t.Fatalf("events %q, want them to end in [DONE]", events)
@@ -151,12 +151,13 @@ func TestStreamPassesChunksAsTheyCome(t *testing.T) {
 			if want := map[bool]int{false: 0, true: 1}[asked]; usageChunks != want {
 				t.Errorf("%d usage chunks reached the caller, want %d: %q", usageChunks, want, events)
 			}
-			if p.recorded()[0].Body["stream_options"].(map[string]any)["include_usage"] != true {
+			if lastBody(t, p)["stream_options"].(map[string]any)["include_usage"] != true {
 				t.Error("the gateway did not ask the provider for the stream's usage")
 			}
+			h.sync()
 			sp, _ := h.store.Spent(t.Context(), llm.Keys{TenantID: "acme", Day: llm.DayOf(testNow)})
-			if sp.TenantDay.Tokens != fakePrompt+fakeCompletion {
-				t.Errorf("settled %d tokens, want the provider's %d", sp.TenantDay.Tokens, fakePrompt+fakeCompletion)
+			if sp.Used.TenantDay.Tokens != chatPrompt+chatCompletion {
+				t.Errorf("settled %d tokens, want the provider's %d", sp.Used.TenantDay.Tokens, chatPrompt+chatCompletion)
 			}
 		})
 	}
@@ -166,9 +167,8 @@ func TestStreamPassesChunksAsTheyCome(t *testing.T) {
 // and the run event says so.
 func TestNoUsageCountsTheEstimate(t *testing.T) {
 	h := newHarness(t, &Options{DefaultMaxTokens: 50}, Deps{})
-	p := newFakeProvider(t)
-	p.set(func(p *fakeProvider) { p.noUsage = true })
-	h.provider("local", p.URL(), "")
+	p := newProviderWith(t, &llmtest.Options{Models: []string{"llama3.1:8b"}, NoUsage: true})
+	h.provider("local", p.BaseURL(), "")
 	h.route("llama3.1:8b", llm.Target{Provider: "local", Model: "llama3.1:8b"})
 	body := chatBody("llama3.1:8b")
 	resp, data := h.do(http.MethodPost, ChatPath, h.token(claims("llm:model:llama3.1:8b")), body)
@@ -176,7 +176,7 @@ func TestNoUsageCountsTheEstimate(t *testing.T) {
 		t.Fatalf("status %d: %s", resp.StatusCode, data)
 	}
 	var ev llm.CallEvent
-	_ = json.Unmarshal(h.runs.of("acme", "run-1")[0].Payload, &ev)
+	_ = json.Unmarshal(h.runEvents("acme", "run-1")[0].Payload, &ev)
 	raw, _ := json.Marshal(body)
 	if !ev.Estimated || ev.OutputTokens != 50 || ev.InputTokens != int64(len(raw))/4+1 {
 		t.Errorf("event %+v, want the estimate: %d in, 50 out", ev, len(raw)/4+1)
@@ -187,8 +187,8 @@ func TestNoUsageCountsTheEstimate(t *testing.T) {
 // no provider.
 func TestBadRequests(t *testing.T) {
 	h := newHarness(t, &Options{MaxBodyBytes: 4096}, Deps{})
-	p := newFakeProvider(t)
-	h.provider("openai", p.URL(), "")
+	p := newProvider(t)
+	h.provider("openai", p.BaseURL(), "")
 	h.route("gpt-4o", llm.Target{Provider: "openai", Model: "gpt-4o"})
 	good := h.token(claims("llm:model:gpt-4o"))
 	expired := h.token(identity.Claims{TenantID: "acme", Scopes: []string{"llm:model:*"}})
@@ -199,30 +199,30 @@ func TestBadRequests(t *testing.T) {
 		status            int
 		typ, code, param  string
 	}{
-		{"no token", "POST", "", chatBody("gpt-4o"), nil, 401, typeInvalidRequest, codeInvalidAPIKey, ""},
-		{"bad token", "POST", "sk-not-a-token", chatBody("gpt-4o"), nil, 401, typeInvalidRequest, codeInvalidAPIKey, ""},
-		{"tampered token", "POST", expired[:len(expired)-4] + "AAAA", chatBody("gpt-4o"), nil, 401, typeInvalidRequest, codeInvalidAPIKey, ""},
-		{"not json type", "POST", good, "x", []string{"Content-Type", "text/plain"}, 415, typeInvalidRequest, codeUnsupportedType, ""},
-		{"too large", "POST", good, chatBody("gpt-4o", "pad", strings.Repeat("x", 5000)), nil, 413, typeInvalidRequest, codeTooLarge, ""},
-		{"malformed", "POST", good, `{"model":`, nil, 400, typeInvalidRequest, codeInvalidJSON, ""},
-		{"array body", "POST", good, `[1]`, nil, 400, typeInvalidRequest, codeInvalidJSON, ""},
-		{"duplicate key", "POST", good, `{"model":"gpt-4o","model":"x","messages":[{}]}`, nil, 400, typeInvalidRequest, codeInvalidJSON, ""},
-		{"no model", "POST", good, `{"messages":[{"role":"user","content":"x"}]}`, nil, 400, typeInvalidRequest, codeMissing, "model"},
-		{"model not string", "POST", good, `{"model":4,"messages":[{}]}`, nil, 400, typeInvalidRequest, codeInvalidValue, "model"},
-		{"no messages", "POST", good, `{"model":"gpt-4o"}`, nil, 400, typeInvalidRequest, codeMissing, "messages"},
-		{"empty messages", "POST", good, `{"model":"gpt-4o","messages":[ ]}`, nil, 400, typeInvalidRequest, codeInvalidValue, "messages"},
-		{"messages object", "POST", good, `{"model":"gpt-4o","messages":{}}`, nil, 400, typeInvalidRequest, codeInvalidValue, "messages"},
-		{"max_tokens zero", "POST", good, chatBody("gpt-4o", "max_tokens", 0), nil, 400, typeInvalidRequest, codeInvalidValue, "max_tokens"},
-		{"max_tokens fraction", "POST", good, chatBody("gpt-4o", "max_completion_tokens", 1.5), nil, 400, typeInvalidRequest, codeInvalidValue, "max_completion_tokens"},
-		{"n too many", "POST", good, chatBody("gpt-4o", "n", 1000), nil, 400, typeInvalidRequest, codeInvalidValue, "n"},
-		{"stream not bool", "POST", good, chatBody("gpt-4o", "stream", "yes"), nil, 400, typeInvalidRequest, codeInvalidValue, "stream"},
-		{"stream_options alone", "POST", good, chatBody("gpt-4o", "stream_options", map[string]any{"include_usage": true}), nil, 400, typeInvalidRequest, codeInvalidValue, "stream_options"},
-		{"unknown model", "POST", h.token(claims("llm:model:*")), chatBody("gpt-5"), nil, 404, typeInvalidRequest, codeModelNotFound, "model"},
-		{"invalid model name", "POST", good, chatBody("meta/llama"), nil, 404, typeInvalidRequest, codeModelNotFound, "model"},
-		{"model outside scopes", "POST", h.token(claims("llm:model:gpt-4o-mini")), chatBody("gpt-4o"), nil, 403, typePermission, codeModelNotAllowed, "model"},
-		{"no llm scope", "POST", h.token(claims("mcp:tools:*")), chatBody("gpt-4o"), nil, 403, typePermission, codeModelNotAllowed, "model"},
-		{"embeddings without input", "POST", good, `{"model":"gpt-4o"}`, nil, 400, typeInvalidRequest, codeMissing, "input"},
-		{"GET on chat", "GET", good, nil, nil, 405, typeInvalidRequest, "", ""},
+		{"no token", "POST", "", chatBody("gpt-4o"), nil, 401, llm.TypeInvalidRequest, llm.CodeInvalidAPIKey, ""},
+		{"bad token", "POST", "sk-not-a-token", chatBody("gpt-4o"), nil, 401, llm.TypeInvalidRequest, llm.CodeInvalidAPIKey, ""},
+		{"tampered token", "POST", expired[:len(expired)-4] + "AAAA", chatBody("gpt-4o"), nil, 401, llm.TypeInvalidRequest, llm.CodeInvalidAPIKey, ""},
+		{"not json type", "POST", good, "x", []string{"Content-Type", "text/plain"}, 415, llm.TypeInvalidRequest, llm.CodeUnsupportedMediaType, ""},
+		{"too large", "POST", good, chatBody("gpt-4o", "pad", strings.Repeat("x", 5000)), nil, 413, llm.TypeInvalidRequest, llm.CodeRequestTooLarge, ""},
+		{"malformed", "POST", good, `{"model":`, nil, 400, llm.TypeInvalidRequest, llm.CodeInvalidJSON, ""},
+		{"array body", "POST", good, `[1]`, nil, 400, llm.TypeInvalidRequest, llm.CodeInvalidJSON, ""},
+		{"duplicate key", "POST", good, `{"model":"gpt-4o","model":"x","messages":[{}]}`, nil, 400, llm.TypeInvalidRequest, llm.CodeInvalidJSON, ""},
+		{"no model", "POST", good, `{"messages":[{"role":"user","content":"x"}]}`, nil, 400, llm.TypeInvalidRequest, llm.CodeMissingParameter, "model"},
+		{"model not string", "POST", good, `{"model":4,"messages":[{}]}`, nil, 400, llm.TypeInvalidRequest, llm.CodeInvalidValue, "model"},
+		{"no messages", "POST", good, `{"model":"gpt-4o"}`, nil, 400, llm.TypeInvalidRequest, llm.CodeMissingParameter, "messages"},
+		{"empty messages", "POST", good, `{"model":"gpt-4o","messages":[ ]}`, nil, 400, llm.TypeInvalidRequest, llm.CodeInvalidValue, "messages"},
+		{"messages object", "POST", good, `{"model":"gpt-4o","messages":{}}`, nil, 400, llm.TypeInvalidRequest, llm.CodeInvalidValue, "messages"},
+		{"max_tokens zero", "POST", good, chatBody("gpt-4o", "max_tokens", 0), nil, 400, llm.TypeInvalidRequest, llm.CodeInvalidValue, "max_tokens"},
+		{"max_tokens fraction", "POST", good, chatBody("gpt-4o", "max_completion_tokens", 1.5), nil, 400, llm.TypeInvalidRequest, llm.CodeInvalidValue, "max_completion_tokens"},
+		{"n too many", "POST", good, chatBody("gpt-4o", "n", 1000), nil, 400, llm.TypeInvalidRequest, llm.CodeInvalidValue, "n"},
+		{"stream not bool", "POST", good, chatBody("gpt-4o", "stream", "yes"), nil, 400, llm.TypeInvalidRequest, llm.CodeInvalidValue, "stream"},
+		{"stream_options alone", "POST", good, chatBody("gpt-4o", "stream_options", map[string]any{"include_usage": true}), nil, 400, llm.TypeInvalidRequest, llm.CodeInvalidValue, "stream_options"},
+		{"unknown model", "POST", h.token(claims("llm:model:*")), chatBody("gpt-5"), nil, 404, llm.TypeInvalidRequest, llm.CodeModelNotFound, "model"},
+		{"invalid model name", "POST", good, chatBody("meta/llama"), nil, 404, llm.TypeInvalidRequest, llm.CodeModelNotFound, "model"},
+		{"model outside scopes", "POST", h.token(claims("llm:model:gpt-4o-mini")), chatBody("gpt-4o"), nil, 403, llm.TypePermission, llm.CodeModelNotAllowed, "model"},
+		{"no llm scope", "POST", h.token(claims("mcp:tools:*")), chatBody("gpt-4o"), nil, 403, llm.TypePermission, llm.CodeModelNotAllowed, "model"},
+		{"embeddings without input", "POST", good, `{"model":"gpt-4o"}`, nil, 400, llm.TypeInvalidRequest, llm.CodeMissingParameter, "input"},
+		{"GET on chat", "GET", good, nil, nil, 405, llm.TypeInvalidRequest, "", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -234,16 +234,16 @@ func TestBadRequests(t *testing.T) {
 			if resp.StatusCode != tc.status {
 				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.status, data)
 			}
-			e := apiErr(t, data)
-			if e.Type != tc.typ || str(e.Code) != tc.code || str(e.Param) != tc.param || e.Message == "" {
-				t.Errorf("error %+v (code %q, param %q), want type %q code %q param %q", e, str(e.Code), str(e.Param), tc.typ, tc.code, tc.param)
+			e := apiErr(t, resp.StatusCode, data)
+			if e.Type != tc.typ || e.Code != tc.code || e.Param != tc.param {
+				t.Errorf("error %+v, want type %q code %q param %q", e, tc.typ, tc.code, tc.param)
 			}
 			if tc.tok != "" && strings.Contains(string(data), tc.tok) {
 				t.Error("the answer repeats the token")
 			}
 		})
 	}
-	if n := len(p.recorded()); n != 0 {
+	if n := providerCalls(p); n != 0 {
 		t.Errorf("the provider was called %d times", n)
 	}
 }
@@ -266,13 +266,13 @@ func TestBudgets(t *testing.T) {
 		{"tenant daily cost", []budget{{"acme", llm.BudgetRequest{DailyCostUSD: 0.0005}}}, 0, "the tenant's daily cost budget"},
 		{"instance daily tokens", []budget{{"acme/instances/inst-1", llm.BudgetRequest{DailyTokens: 100}}}, 0, "the agent instance's daily token budget"},
 		{"instance per-run cost", []budget{{"acme/instances/inst-1", llm.BudgetRequest{RunCostUSD: 0.000001}}}, 0, "the agent instance's per-run cost budget"},
-		{"tenant per-run tokens after a call", []budget{{"acme", llm.BudgetRequest{RunTokens: 130}}}, 1, "the tenant's per-run token budget"},
+		{"tenant per-run tokens after a call", []budget{{"acme", llm.BudgetRequest{RunTokens: 125}}}, 1, "the tenant's per-run token budget"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, nil, Deps{})
-			p := newFakeProvider(t)
-			h.provider("openai", p.URL(), "")
+			p := newProvider(t)
+			h.provider("openai", p.BaseURL(), "")
 			h.route("gpt-4o", llm.Target{Provider: "openai", Model: "gpt-4o"})
 			for _, b := range tc.budgets {
 				h.admin(http.MethodPut, llm.BudgetsPath+"/"+b.path, b.req, http.StatusCreated)
@@ -286,19 +286,19 @@ func TestBudgets(t *testing.T) {
 					t.Fatalf("a call within the budget: %d %s", resp.StatusCode, data)
 				}
 			}
-			calls := len(p.recorded())
+			calls := providerCalls(p)
 			resp, data := h.do(http.MethodPost, ChatPath, tok, body)
 			if resp.StatusCode != http.StatusTooManyRequests {
 				t.Fatalf("status %d, want 429: %s", resp.StatusCode, data)
 			}
-			e := apiErr(t, data)
-			if e.Type != typeQuota || str(e.Code) != codeBudgetExceeded || !strings.Contains(strings.ToLower(e.Message), tc.want) {
+			e := apiErr(t, resp.StatusCode, data)
+			if e.Type != llm.TypeInsufficientQuota || !e.BudgetExceeded() || !strings.Contains(strings.ToLower(e.Message), tc.want) {
 				t.Errorf("error %+v, want insufficient_quota/budget_exceeded naming %q", e, tc.want)
 			}
 			if strings.Contains(string(data), tok) {
 				t.Error("the refusal repeats the token")
 			}
-			if len(p.recorded()) != calls {
+			if providerCalls(p) != calls {
 				t.Error("a refused call reached the provider")
 			}
 		})
@@ -309,45 +309,45 @@ func TestBudgets(t *testing.T) {
 // cannot be reached before anything was sent; once the stream began, it
 // ends with the target that began it.
 func TestFallback(t *testing.T) {
-	down := newFakeProvider(t)
-	down.srv.Close() // connection refused
+	down := newProvider(t)
+	down.Close() // connection refused
 	tests := []struct {
 		name     string
-		first    func(p *fakeProvider)
+		first    func(p *llmtest.Server)
 		stream   bool
 		status   int
 		second   int // calls the second target gets
 		attempts int
 	}{
-		{"429", func(p *fakeProvider) { p.status = 429 }, false, 200, 1, 2},
-		{"503", func(p *fakeProvider) { p.status = 503 }, true, 200, 1, 2},
-		{"500 streamed", func(p *fakeProvider) { p.status = 500 }, true, 200, 1, 2},
-		{"401 from the provider", func(p *fakeProvider) { p.status = 401 }, false, 200, 1, 2},
-		{"400 is the caller's", func(p *fakeProvider) { p.status = 400 }, false, 400, 0, 1},
-		{"broken after the first chunk", func(p *fakeProvider) { p.breakAfterFirst = true }, true, 200, 0, 1},
+		{"429", func(p *llmtest.Server) { p.FailNext(1, 429) }, false, 200, 1, 2},
+		{"503", func(p *llmtest.Server) { p.FailNext(1, 503) }, true, 200, 1, 2},
+		{"500 streamed", func(p *llmtest.Server) { p.FailNext(1, 500) }, true, 200, 1, 2},
+		{"401 from the provider", func(p *llmtest.Server) { p.FailNext(1, 401) }, false, 200, 1, 2},
+		{"400 is the caller's", func(p *llmtest.Server) { p.FailNext(1, 400) }, false, 400, 0, 1},
+		{"broken after the first chunk", func(p *llmtest.Server) { p.CutNextStream() }, true, 200, 0, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, nil, Deps{})
-			a, b := newFakeProvider(t), newFakeProvider(t)
-			a.set(tc.first)
-			h.provider("a", a.URL(), "")
-			h.provider("b", b.URL(), "")
+			a, b := newProvider(t, "m-a"), newProvider(t, "m-b")
+			tc.first(a)
+			h.provider("a", a.BaseURL(), "")
+			h.provider("b", b.BaseURL(), "")
 			h.route("m", llm.Target{Provider: "a", Model: "m-a"}, llm.Target{Provider: "b", Model: "m-b"})
 			resp, data := h.do(http.MethodPost, ChatPath, h.token(claims("llm:model:m")), chatBody("m", "stream", tc.stream))
 			if resp.StatusCode != tc.status {
 				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.status, data)
 			}
-			if got := len(b.recorded()); got != tc.second {
+			if got := providerCalls(b); got != tc.second {
 				t.Errorf("second target called %d times, want %d", got, tc.second)
 			}
 			var ev llm.CallEvent
-			_ = json.Unmarshal(h.runs.of("acme", "run-1")[0].Payload, &ev)
+			_ = json.Unmarshal(h.runEvents("acme", "run-1")[0].Payload, &ev)
 			if ev.Attempts != tc.attempts {
 				t.Errorf("attempts %d, want %d", ev.Attempts, tc.attempts)
 			}
 			if tc.name == "broken after the first chunk" {
-				if !strings.Contains(string(data), `"Hel"`) || !strings.Contains(string(data), "broke off") || strings.Contains(string(data), "[DONE]") {
+				if !strings.Contains(string(data), `"Say "`) || !strings.Contains(string(data), "broke off") || strings.Contains(string(data), "[DONE]") {
 					t.Errorf("a broken stream reads %s", data)
 				}
 				if ev.Outcome != outcomeProvider || !ev.Estimated {
@@ -358,32 +358,33 @@ func TestFallback(t *testing.T) {
 	}
 	t.Run("connection refused", func(t *testing.T) {
 		h := newHarness(t, nil, Deps{})
-		b := newFakeProvider(t)
-		h.provider("a", down.URL(), "")
-		h.provider("b", b.URL(), "")
+		b := newProvider(t, "m")
+		h.provider("a", down.BaseURL(), "")
+		h.provider("b", b.BaseURL(), "")
 		h.route("m", llm.Target{Provider: "a", Model: "m"}, llm.Target{Provider: "b", Model: "m"})
 		if resp, data := h.do(http.MethodPost, EmbeddingsPath, h.token(claims("llm:model:m")), map[string]any{"model": "m", "input": "hi"}); resp.StatusCode != 200 {
 			t.Fatalf("status %d: %s", resp.StatusCode, data)
 		}
-		if len(b.recorded()) != 1 {
+		if providerCalls(b) != 1 {
 			t.Error("the second target was not called")
 		}
 	})
 	t.Run("all fail", func(t *testing.T) {
 		h := newHarness(t, nil, Deps{})
-		a, b := newFakeProvider(t), newFakeProvider(t)
-		a.set(func(p *fakeProvider) { p.status = 503 })
-		b.set(func(p *fakeProvider) { p.status = 429 })
-		h.provider("a", a.URL(), "")
-		h.provider("b", b.URL(), "")
+		a, b := newProvider(t, "m"), newProvider(t, "m")
+		a.FailNext(1, 503)
+		b.FailNextWith(1, &llm.APIError{Status: 429, Type: "requests", Code: llm.CodeRateLimit, Message: "Slow down.", After: 7 * time.Second})
+		h.provider("a", a.BaseURL(), "")
+		h.provider("b", b.BaseURL(), "")
 		h.route("m", llm.Target{Provider: "a", Model: "m"}, llm.Target{Provider: "b", Model: "m"})
 		resp, data := h.do(http.MethodPost, ChatPath, h.token(claims("llm:model:m")), chatBody("m"))
-		if e := apiErr(t, data); resp.StatusCode != 429 || str(e.Code) != codeRateLimited {
-			t.Errorf("status %d %+v, want 429 rate_limit_exceeded", resp.StatusCode, e)
+		if e := apiErr(t, resp.StatusCode, data); resp.StatusCode != 429 || e.Code != llm.CodeRateLimit || resp.Header.Get("Retry-After") != "7" {
+			t.Errorf("status %d %+v, Retry-After %q; want 429 rate_limit_exceeded after 7s", resp.StatusCode, e, resp.Header.Get("Retry-After"))
 		}
+		h.sync()
 		sp, _ := h.store.Spent(t.Context(), llm.Keys{TenantID: "acme", Day: llm.DayOf(testNow)})
-		if sp.TenantDay.Tokens != 0 {
-			t.Errorf("a call no provider answered counts %d tokens", sp.TenantDay.Tokens)
+		if sp.Used.TenantDay.Tokens != 0 {
+			t.Errorf("a call no provider answered counts %d tokens", sp.Used.TenantDay.Tokens)
 		}
 	})
 }
@@ -391,13 +392,13 @@ func TestFallback(t *testing.T) {
 // /v1/models lists the models the token's scopes grant.
 func TestModelsScopes(t *testing.T) {
 	h := newHarness(t, nil, Deps{})
-	p := newFakeProvider(t)
-	h.provider("openai", p.URL(), "")
+	p := newProvider(t)
+	h.provider("openai", p.BaseURL(), "")
 	for _, m := range []string{"gpt-4o", "gpt-4o-mini", "text-embedding-3-small"} {
 		h.route(m, llm.Target{Provider: "openai", Model: m})
 	}
 	// acme's own route hides nothing of the platform's but adds one.
-	h.admin(http.MethodPut, llm.ProvidersPath+"/own", llm.ProviderRequest{BaseURL: p.URL()}, http.StatusCreated, llm.TenantHeader, "acme")
+	h.admin(http.MethodPut, llm.ProvidersPath+"/own", llm.ProviderRequest{BaseURL: p.BaseURL()}, http.StatusCreated, llm.TenantHeader, "acme")
 	h.admin(http.MethodPut, llm.ModelsPath+"/acme-tuned", llm.RouteRequest{Targets: []llm.Target{{Provider: "own", Model: "ft:1"}}},
 		http.StatusCreated, llm.TenantHeader, "acme")
 	tests := []struct {
@@ -411,7 +412,7 @@ func TestModelsScopes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		resp, data := h.do(http.MethodGet, ModelsPath, h.token(claims(tc.scopes...)), nil)
-		var list modelList
+		var list llm.ModelList
 		if err := json.Unmarshal(data, &list); err != nil || resp.StatusCode != 200 || list.Object != "list" {
 			t.Fatalf("%v: %d %s", tc.scopes, resp.StatusCode, data)
 		}
@@ -461,11 +462,10 @@ func readEvents(t *testing.T, body string) []string {
 func TestStreamEnds(t *testing.T) {
 	t.Run("caller leaves", func(t *testing.T) {
 		h := newHarness(t, nil, Deps{})
-		p := newFakeProvider(t)
-		hold, held := make(chan struct{}), make(chan struct{})
-		defer close(hold)
-		p.set(func(p *fakeProvider) { p.hold, p.held = hold, held })
-		h.provider("openai", p.URL(), "")
+		p := newProvider(t, "m")
+		hold := p.HoldNextStream()
+		defer hold.Release()
+		h.provider("openai", p.BaseURL(), "")
 		h.route("m", llm.Target{Provider: "openai", Model: "m"})
 		data, _ := json.Marshal(chatBody("m", "stream", true, "max_tokens", 40))
 		ctx, cancel := context.WithCancel(t.Context())
@@ -476,17 +476,17 @@ func TestStreamEnds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := newSSEReader(resp.Body, 1<<20).next(); err != nil {
+		if _, err := llm.NewEventReader(resp.Body, 1<<20).Next(); err != nil {
 			t.Fatal(err)
 		}
-		<-held
+		<-hold.Held()
 		cancel()
 		resp.Body.Close()
 		// Shutdown waits for the call's settlement.
 		if err := h.svc.Shutdown(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		evs := h.runs.of("acme", "run-1")
+		evs := h.runEvents("acme", "run-1")
 		if len(evs) != 1 {
 			t.Fatalf("run events %+v", evs)
 		}
@@ -498,11 +498,9 @@ func TestStreamEnds(t *testing.T) {
 	})
 	t.Run("provider goes quiet", func(t *testing.T) {
 		h := newHarness(t, &Options{StreamIdle: 50 * time.Millisecond}, Deps{})
-		p := newFakeProvider(t)
-		hold := make(chan struct{})
-		defer close(hold)
-		p.set(func(p *fakeProvider) { p.hold = hold })
-		h.provider("openai", p.URL(), "")
+		p := newProvider(t, "m")
+		defer p.HoldNextStream().Release()
+		h.provider("openai", p.BaseURL(), "")
 		h.route("m", llm.Target{Provider: "openai", Model: "m"})
 		resp, data := h.do(http.MethodPost, ChatPath, h.token(claims("llm:model:m")), chatBody("m", "stream", true))
 		evs := readEvents(t, string(data))

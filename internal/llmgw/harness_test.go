@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -19,147 +18,57 @@ import (
 	"novaos.dev/novaos/internal/auth"
 	"novaos.dev/novaos/internal/sealkey"
 	"novaos.dev/novaos/llm"
+	"novaos.dev/novaos/llm/llmtest"
 )
 
-// fakeProvider is an OpenAI-compatible provider in the test: chat
-// completions (answered, or streamed piece by piece with a usage chunk
-// when asked), embeddings, and answers it can be told to fail with.
-type fakeProvider struct {
-	t   testing.TB
-	srv *httptest.Server
-
-	mu     sync.Mutex
-	status int // answer every call with this status instead (0: answer)
-	// hold, when set, holds a stream after its first chunk until closed;
-	// held is told when it is.
-	hold, held chan struct{}
-	// breakAfterFirst cuts the connection after a stream's first chunk.
-	breakAfterFirst bool
-	noUsage         bool
-	pieces          []string
-	calls           []fakeCall
-	noRecord        bool // keep no calls (a benchmark's)
-}
-
-// fakeCall is a request the provider received.
-type fakeCall struct {
-	Path   string
-	Header http.Header
-	Body   map[string]any
-}
-
+// The usage llmtest reports for a chatBody call (a token a word; the
+// answer echoes the prompt, "Say hello.") and for one embedded word.
 const (
-	fakePrompt, fakeCompletion = 11, 7
-	fakeEmbedTokens            = 5
+	chatPrompt, chatCompletion = 2, 2
+	chatAnswer                 = "Say hello."
+	embedTokens                = 1
 )
 
-func newFakeProvider(t testing.TB) *fakeProvider {
-	p := &fakeProvider{t: t, pieces: []string{"Hel", "lo", "!"}}
-	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
-	t.Cleanup(p.srv.Close)
+// newProvider starts an llmtest provider serving models (llmtest's own
+// when none are named).
+func newProvider(t testing.TB, models ...string) *llmtest.Server {
+	t.Helper()
+	return newProviderWith(t, &llmtest.Options{Models: models})
+}
+
+func newProviderWith(t testing.TB, o *llmtest.Options) *llmtest.Server {
+	t.Helper()
+	p := llmtest.NewServer(o)
+	t.Cleanup(p.Close)
 	return p
 }
 
-func (p *fakeProvider) URL() string { return p.srv.URL + "/v1" }
-
-func (p *fakeProvider) set(f func(p *fakeProvider)) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	f(p)
+// providerCalls counts the calls that reached p.
+func providerCalls(p *llmtest.Server) int {
+	return p.Calls(llmtest.PathChatCompletions) + p.Calls(llmtest.PathEmbeddings) + p.Calls(llmtest.PathModels)
 }
 
-func (p *fakeProvider) recorded() []fakeCall {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]fakeCall(nil), p.calls...)
-}
-
-func (p *fakeProvider) serve(w http.ResponseWriter, r *http.Request) {
-	var body map[string]any
-	data, _ := io.ReadAll(r.Body)
-	_ = json.Unmarshal(data, &body)
-	p.mu.Lock()
-	if !p.noRecord {
-		p.calls = append(p.calls, fakeCall{Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
+// lastBody decodes the body of the last request p received.
+func lastBody(t testing.TB, p *llmtest.Server) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(p.LastRequest().Body, &m); err != nil {
+		t.Fatalf("the provider's last request: %v", err)
 	}
-	status, hold, held, breakOff, noUsage, pieces := p.status, p.hold, p.held, p.breakAfterFirst, p.noUsage, p.pieces
-	p.mu.Unlock()
-	if status != 0 {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		fmt.Fprintf(w, `{"error":{"message":"fake provider says %d","type":"fake","param":null,"code":"fake_%d"}}`, status, status)
-		return
-	}
-	model, _ := body["model"].(string)
-	usage := map[string]any{"prompt_tokens": fakePrompt, "completion_tokens": fakeCompletion, "total_tokens": fakePrompt + fakeCompletion}
-	switch r.URL.Path {
-	case "/v1/embeddings":
-		out := map[string]any{"object": "list", "model": model,
-			"data":  []any{map[string]any{"object": "embedding", "index": 0, "embedding": []float64{0.25, -0.5, 1}}},
-			"usage": map[string]any{"prompt_tokens": fakeEmbedTokens, "total_tokens": fakeEmbedTokens}}
-		writeJSON(w, http.StatusOK, out)
-	case "/v1/chat/completions":
-		if stream, _ := body["stream"].(bool); !stream {
-			out := map[string]any{"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": model,
-				"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-					"message": map[string]any{"role": "assistant", "content": strings.Join(pieces, "")}}}}
-			if !noUsage {
-				out["usage"] = usage
-			}
-			writeJSON(w, http.StatusOK, out)
-			return
-		}
-		so, _ := body["stream_options"].(map[string]any)
-		withUsage, _ := so["include_usage"].(bool)
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
-		send := func(v any) {
-			b, _ := json.Marshal(v)
-			fmt.Fprintf(w, "data: %s\n\n", b)
-			w.(http.Flusher).Flush()
-		}
-		for i, piece := range pieces {
-			chunk := map[string]any{"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": model,
-				"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"content": piece}, "finish_reason": nil}}}
-			if withUsage {
-				chunk["usage"] = nil
-			}
-			send(chunk)
-			if i == 0 && breakOff {
-				panic(http.ErrAbortHandler)
-			}
-			if i == 0 && hold != nil {
-				if held != nil {
-					close(held)
-				}
-				select {
-				case <-hold:
-				case <-r.Context().Done():
-					return
-				}
-			}
-		}
-		send(map[string]any{"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": model,
-			"choices": []any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": "stop"}}})
-		if withUsage && !noUsage {
-			send(map[string]any{"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": model,
-				"choices": []any{}, "usage": usage})
-		}
-		fmt.Fprint(w, "data: [DONE]\n\n")
-	default:
-		http.NotFound(w, r)
-	}
+	return m
 }
 
 // recordingRuns keeps the events the gateway shows in runs.
 type recordingRuns struct {
-	mu     sync.Mutex
-	events map[string][]gateway.Event
+	mu      sync.Mutex
+	events  map[string][]gateway.Event
+	appends int
 }
 
 func (r *recordingRuns) AppendEvents(_ context.Context, tenant, runID string, events ...gateway.Event) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.appends++
 	r.events[tenant+"/"+runID] = append(r.events[tenant+"/"+runID], events...)
 	return nil
 }
@@ -219,6 +128,38 @@ func newHarness(t testing.TB, o *Options, deps Deps) *harness {
 	t.Cleanup(h.srv.Close)
 	t.Cleanup(func() { _ = h.svc.Shutdown(context.Background()) })
 	return h
+}
+
+// sync writes what the gateway holds in memory to the store, so that a
+// test reads it there.
+func (h *harness) sync() {
+	h.t.Helper()
+	if err := h.svc.ledger.flush(context.Background(), false); err != nil {
+		h.t.Fatal(err)
+	}
+	h.svc.events.flush(context.Background())
+}
+
+// runEvents are the events the gateway showed in tenant's run, once it
+// wrote what it holds.
+func (h *harness) runEvents(tenant, run string) []gateway.Event {
+	h.t.Helper()
+	h.sync()
+	return h.runs.of(tenant, run)
+}
+
+// run runs the gateway's background work until the test ends.
+func (h *harness) run() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.svc.Run(ctx)
+	}()
+	h.t.Cleanup(func() {
+		cancel()
+		<-done
+	})
 }
 
 // claims are acme's agent in instance inst-1 and run run-1, with scopes.
@@ -317,20 +258,18 @@ func chatBody(model string, extra ...any) map[string]any {
 }
 
 // apiErr decodes an OpenAI-shaped error answer.
-func apiErr(t testing.TB, data []byte) errorDetail {
+func apiErr(t testing.TB, status int, data []byte) *llm.APIError {
 	t.Helper()
 	var b struct {
-		Error *errorDetail `json:"error"`
+		Error *struct {
+			Message string  `json:"message"`
+			Type    string  `json:"type"`
+			Param   *string `json:"param"`
+			Code    *string `json:"code"`
+		} `json:"error"`
 	}
-	if err := json.Unmarshal(data, &b); err != nil || b.Error == nil {
+	if err := json.Unmarshal(data, &b); err != nil || b.Error == nil || b.Error.Message == "" {
 		t.Fatalf("not an OpenAI-shaped error: %s", data)
 	}
-	return *b.Error
-}
-
-func str(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
+	return llm.ParseError(status, data)
 }

@@ -11,19 +11,6 @@ import (
 	"novaos.dev/novaos/llm"
 )
 
-// modelObject is a model as OpenAI's /v1/models lists it.
-type modelObject struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"`
-	Created int64  `json:"created"`
-	OwnedBy string `json:"owned_by"`
-}
-
-type modelList struct {
-	Object string        `json:"object"`
-	Data   []modelObject `json:"data"`
-}
-
 // visibleRoutes are the routes the caller's tenant sees (its own, and
 // the platform's it does not hide), by name, that the caller may use.
 func (s *Service) visibleRoutes(ctx context.Context, c *caller) ([]llm.Route, error) {
@@ -53,12 +40,12 @@ func (s *Service) visibleRoutes(ctx context.Context, c *caller) ([]llm.Route, er
 	return out, nil
 }
 
-func objectOf(r *llm.Route) modelObject {
+func objectOf(r *llm.Route) llm.Model {
 	owner := "novaos"
 	if r.TenantID != "" {
 		owner = r.TenantID
 	}
-	return modelObject{ID: r.Name, Object: "model", Created: r.CreatedAt.Unix(), OwnedBy: owner}
+	return llm.Model{ID: r.Name, Object: llm.ObjectModel, Created: r.CreatedAt.Unix(), OwnedBy: owner}
 }
 
 // serveModels answers GET /v1/models: the models the token's scopes
@@ -72,10 +59,10 @@ func (s *Service) serveModels(w http.ResponseWriter, r *http.Request) {
 	routes, err := s.visibleRoutes(r.Context(), c)
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "llmgw: list models", "err", err)
-		writeError(w, &apiError{Status: http.StatusInternalServerError, Type: typeServer, Message: "The models could not be listed."})
+		writeError(w, serverError(http.StatusInternalServerError, "The models could not be listed."))
 		return
 	}
-	out := modelList{Object: "list", Data: make([]modelObject, 0, len(routes))}
+	out := llm.ModelList{Object: llm.ObjectList, Data: make([]llm.Model, 0, len(routes))}
 	for i := range routes {
 		out.Data = append(out.Data, objectOf(&routes[i]))
 	}
@@ -105,7 +92,7 @@ func (s *Service) serveModel(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.log.ErrorContext(r.Context(), "llmgw: read a model", "err", err)
-		writeError(w, &apiError{Status: http.StatusInternalServerError, Type: typeServer, Message: "The model could not be read."})
+		writeError(w, serverError(http.StatusInternalServerError, "The model could not be read."))
 		return
 	}
 	writeJSON(w, http.StatusOK, objectOf(&route))
@@ -114,7 +101,7 @@ func (s *Service) serveModel(w http.ResponseWriter, r *http.Request) {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		writeError(w, &apiError{Status: http.StatusInternalServerError, Type: typeServer, Message: "The answer could not be encoded."})
+		writeError(w, serverError(http.StatusInternalServerError, "The answer could not be encoded."))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
+	"io"
+	"slices"
 
+	"novaos.dev/novaos/llm"
 	"novaos.dev/novaos/strictjson"
 )
 
@@ -23,8 +25,12 @@ const (
 	maxDepth            = 128
 )
 
-// request is what the gateway reads of a chat completions or embeddings
-// request; the rest of the body goes to the provider as it came.
+// request is a chat completions or embeddings request: read with the
+// llm package's types, and kept as the caller's bytes, which go to the
+// provider with only the model (and, for a stream, the usage asked for)
+// changed in place. Re-encoding the decoded request would lose what its
+// types do not name below the top level (a tool's or an image part's
+// own members) and rewrite numbers, nulls and order.
 type request struct {
 	op     string
 	model  string
@@ -34,121 +40,167 @@ type request struct {
 	usageAsked bool
 	// input and output are the estimate of the call's tokens.
 	input, output int64
-	// fields are the body's members, by name, for the upstream body.
-	fields map[string]json.RawMessage
+	body          []byte
+	members       []member
+}
+
+// member is a top-level member of the body: its name, and where its
+// value is in the body.
+type member struct {
+	name       string
+	start, end int
 }
 
 // parseRequest reads a request body of op. Its estimate counts a token
 // for every four bytes of the body and, for a chat, the answer's
 // max_completion_tokens (or max_tokens, or defaultMax) for each of n
 // choices. Its cost is linear in len(body).
-func parseRequest(op string, body []byte, defaultMax int64) (*request, *apiError) {
+func parseRequest(op string, body []byte, defaultMax int64) (*request, *llm.APIError) {
 	if err := strictjson.Check(body, &strictjson.Options{Object: true, MaxDepth: maxDepth}); err != nil {
 		var se *strictjson.Error
 		msg := "The body is not one JSON object."
 		if errors.As(err, &se) {
 			msg = "The body is not valid: " + se.Error() + "."
 		}
-		return nil, badRequest("", codeInvalidJSON, msg)
+		return nil, badRequest("", llm.CodeInvalidJSON, msg)
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil {
-		return nil, badRequest("", codeInvalidJSON, "The body is not one JSON object.")
+	members, err := scanMembers(body)
+	if err != nil {
+		return nil, badRequest("", llm.CodeInvalidJSON, "The body is not one JSON object.")
 	}
-	req := &request{op: op, fields: fields, input: int64(len(body))/4 + 1}
-	if e := stringField(fields, "model", &req.model); e != nil {
-		return nil, e
-	}
-	if req.model == "" {
-		return nil, badRequest("model", codeMissing, "You must provide a model parameter.")
-	}
+	req := &request{op: op, body: body, members: members, input: int64(len(body))/4 + 1}
 	switch op {
 	case opChat:
-		if e := req.parseChat(defaultMax); e != nil {
+		var c llm.ChatCompletionRequest
+		if e := decodeRequest(body, &c); e != nil {
+			return nil, e
+		}
+		req.model = c.Model
+		if e := req.checkChat(&c, defaultMax); e != nil {
 			return nil, e
 		}
 	case opEmbeddings:
-		raw, ok := fields["input"]
-		if !ok || isNull(raw) {
-			return nil, badRequest("input", codeMissing, "You must provide an input parameter.")
+		if !req.hasValue("input") {
+			return nil, badRequest("input", llm.CodeMissingParameter, "You must provide an input parameter.")
 		}
-		if c := raw[0]; c != '"' && c != '[' {
-			return nil, badRequest("input", codeInvalidValue, "input is a string or an array of strings or of token arrays.")
+		var em llm.EmbeddingRequest
+		if e := decodeRequest(body, &em); e != nil {
+			return nil, e
 		}
-		if bytes.Equal(raw, []byte(`""`)) || bytes.Equal(raw, []byte(`[]`)) {
-			return nil, badRequest("input", codeInvalidValue, "input must not be empty.")
+		req.model = em.Model
+		if e := req.checkModel(); e != nil {
+			return nil, e
+		}
+		if em.Input.Len() == 0 || len(em.Input.Texts) == 1 && em.Input.Texts[0] == "" {
+			return nil, badRequest("input", llm.CodeInvalidValue, "input must not be empty.")
 		}
 	}
 	return req, nil
 }
 
-func (req *request) parseChat(defaultMax int64) *apiError {
-	msgs, ok := req.fields["messages"]
-	if !ok || isNull(msgs) {
-		return badRequest("messages", codeMissing, "You must provide a messages parameter.")
+// fieldTypes say what a member of a request is, for the refusal of one
+// of another type.
+var fieldTypes = map[string]string{
+	"model":                        "a string",
+	"messages":                     "an array of messages",
+	"stream":                       "true or false",
+	"stream_options":               "an object",
+	"stream_options.include_usage": "true or false",
+	"max_tokens":                   fmt.Sprintf("an integer from 1 to %d", maxCompletionTokens),
+	"max_completion_tokens":        fmt.Sprintf("an integer from 1 to %d", maxCompletionTokens),
+	"n":                            fmt.Sprintf("an integer from 1 to %d", maxChoices),
+	"input":                        "a string or an array of strings or of token arrays",
+}
+
+// decodeRequest reads body into v, one of the llm package's request
+// types; a member of the wrong type is refused naming it.
+func decodeRequest(body []byte, v any) *llm.APIError {
+	err := json.Unmarshal(body, v)
+	if err == nil {
+		return nil
 	}
-	if msgs[0] != '[' {
-		return badRequest("messages", codeInvalidValue, "messages is an array of messages.")
-	}
-	if len(bytes.TrimSpace(msgs[1:len(msgs)-1])) == 0 {
-		return badRequest("messages", codeInvalidValue, "messages must hold at least one message.")
-	}
-	if raw, ok := req.fields["stream"]; ok && !isNull(raw) {
-		if err := json.Unmarshal(raw, &req.stream); err != nil {
-			return badRequest("stream", codeInvalidValue, "stream is true or false.")
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		if what, ok := fieldTypes[te.Field]; ok {
+			return badRequest(te.Field, llm.CodeInvalidValue, te.Field+" is "+what+".")
 		}
+		return badRequest(te.Field, llm.CodeInvalidValue, te.Field+" has the wrong type.")
 	}
-	if raw, ok := req.fields["stream_options"]; ok && !isNull(raw) {
-		if !req.stream {
-			return badRequest("stream_options", codeInvalidValue, "stream_options are only allowed when stream is true.")
-		}
-		var so map[string]json.RawMessage
-		if raw[0] != '{' || json.Unmarshal(raw, &so) != nil {
-			return badRequest("stream_options", codeInvalidValue, "stream_options is an object.")
-		}
-		if v, ok := so["include_usage"]; ok && !isNull(v) {
-			if err := json.Unmarshal(v, &req.usageAsked); err != nil {
-				return badRequest("stream_options.include_usage", codeInvalidValue, "stream_options.include_usage is true or false.")
-			}
-		}
+	// A type's own UnmarshalJSON refused a value: a message's content, or
+	// an embedding's input, the only members that read themselves.
+	param := "messages"
+	if _, ok := v.(*llm.EmbeddingRequest); ok {
+		param = "input"
 	}
-	out := defaultMax
-	for _, name := range []string{"max_tokens", "max_completion_tokens"} {
-		var n int64
-		found, e := intField(req.fields, name, 1, maxCompletionTokens, &n)
-		if e != nil {
-			return e
-		}
-		if found {
-			out = n // max_completion_tokens, read last, wins
-		}
+	msg := err.Error()
+	if len(msg) > 200 {
+		msg = msg[:200]
 	}
-	n := int64(1)
-	if _, e := intField(req.fields, "n", 1, maxChoices, &n); e != nil {
-		return e
+	return badRequest(param, llm.CodeInvalidValue, "The request is not valid: "+msg+".")
+}
+
+func (req *request) checkModel() *llm.APIError {
+	if req.model == "" {
+		return badRequest("model", llm.CodeMissingParameter, "You must provide a model parameter.")
 	}
-	req.output = out * n
 	return nil
 }
 
-// upstreamBody is the body sent to a provider for model: the caller's,
-// with the provider's model name, and with the stream's usage asked for
-// when the caller did not ask.
-func (req *request) upstreamBody(model string) ([]byte, error) {
-	f := make(map[string]json.RawMessage, len(req.fields)+1)
-	for k, v := range req.fields {
-		f[k] = v
+func (req *request) checkChat(c *llm.ChatCompletionRequest, defaultMax int64) *llm.APIError {
+	if e := req.checkModel(); e != nil {
+		return e
 	}
+	switch {
+	case c.Messages == nil:
+		return badRequest("messages", llm.CodeMissingParameter, "You must provide a messages parameter.")
+	case len(c.Messages) == 0:
+		return badRequest("messages", llm.CodeInvalidValue, "messages must hold at least one message.")
+	case c.StreamOptions != nil && !c.Stream:
+		return badRequest("stream_options", llm.CodeInvalidValue, "stream_options are only allowed when stream is true.")
+	}
+	// Zero is what an absent member reads as; one the caller sent is
+	// refused as the API refuses it.
+	for _, f := range []struct {
+		name string
+		v    int
+		max  int
+	}{{"max_tokens", c.MaxTokens, maxCompletionTokens}, {"max_completion_tokens", c.MaxCompletionTokens, maxCompletionTokens}, {"n", c.N, maxChoices}} {
+		if (f.v < 1 || f.v > f.max) && req.hasValue(f.name) {
+			return badRequest(f.name, llm.CodeInvalidValue, f.name+" is "+fieldTypes[f.name]+".")
+		}
+	}
+	req.stream = c.Stream
+	req.usageAsked = c.StreamOptions != nil && c.StreamOptions.IncludeUsage
+	out := defaultMax
+	if limit := c.CompletionLimit(); limit > 0 {
+		out = int64(limit)
+	}
+	req.output = out * int64(max(c.N, 1))
+	return nil
+}
+
+// hasValue reports whether the body has the member name, not null.
+func (req *request) hasValue(name string) bool {
+	i := slices.IndexFunc(req.members, func(m member) bool { return m.name == name })
+	return i >= 0 && !isNull(req.body[req.members[i].start:req.members[i].end])
+}
+
+// upstreamBody is the body sent to a provider for model: the caller's
+// bytes, with the provider's model name in place of the caller's, and,
+// for a stream whose caller did not ask for its usage, with it asked for.
+func (req *request) upstreamBody(model string) ([]byte, error) {
 	m, err := json.Marshal(model)
 	if err != nil {
 		return nil, err
 	}
-	f["model"] = m
+	edits := map[string][]byte{"model": m}
 	if req.stream && !req.usageAsked {
 		so := map[string]json.RawMessage{}
-		if raw, ok := req.fields["stream_options"]; ok && !isNull(raw) {
-			if err := json.Unmarshal(raw, &so); err != nil {
-				return nil, err
+		if i := slices.IndexFunc(req.members, func(m member) bool { return m.name == "stream_options" }); i >= 0 {
+			if raw := req.body[req.members[i].start:req.members[i].end]; !isNull(raw) {
+				if err := json.Unmarshal(raw, &so); err != nil {
+					return nil, err
+				}
 			}
 		}
 		so["include_usage"] = json.RawMessage("true")
@@ -156,35 +208,83 @@ func (req *request) upstreamBody(model string) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		f["stream_options"] = b
+		edits["stream_options"] = b
 	}
-	return json.Marshal(f)
+	return patchMembers(req.body, req.members, edits), nil
 }
 
-func isNull(raw json.RawMessage) bool { return bytes.Equal(raw, []byte("null")) }
+// patchMembers returns body with the values of the top-level members
+// edits names replaced, and those it does not have added at its end, in
+// name order. Every other byte is the caller's.
+func patchMembers(body []byte, members []member, edits map[string][]byte) []byte {
+	out := make([]byte, 0, len(body)+64)
+	done := map[string]bool{}
+	pos := 0
+	for _, m := range members {
+		v, ok := edits[m.name]
+		if !ok {
+			continue
+		}
+		out = append(append(out, body[pos:m.start]...), v...)
+		pos, done[m.name] = m.end, true
+	}
+	end := bytes.LastIndexByte(body, '}')
+	out = append(out, body[pos:end]...)
+	names := make([]string, 0, len(edits))
+	for name := range edits {
+		if !done[name] {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	comma := len(members) > 0
+	for _, name := range names {
+		if comma {
+			out = append(out, ',')
+		}
+		comma = true
+		k, _ := json.Marshal(name)
+		out = append(append(append(out, k...), ':'), edits[name]...)
+	}
+	return append(out, body[end:]...)
+}
 
-// stringField reads the string member name into dst, if present.
-func stringField(fields map[string]json.RawMessage, name string, dst *string) *apiError {
-	raw, ok := fields[name]
-	if !ok || isNull(raw) {
-		return nil
+// scanMembers finds the top-level members of body, one JSON object, and
+// where each value starts and ends.
+func scanMembers(body []byte) ([]member, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, errors.New("llmgw: not an object")
 	}
-	if raw[0] != '"' || json.Unmarshal(raw, dst) != nil {
-		return badRequest(name, codeInvalidValue, name+" is a string.")
+	var out []member
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		name, ok := t.(string)
+		if !ok {
+			return nil, errors.New("llmgw: a member name is not a string")
+		}
+		var n valueLen
+		if err := dec.Decode(&n); err != nil {
+			return nil, err
+		}
+		end := int(dec.InputOffset())
+		out = append(out, member{name: name, start: end - int(n), end: end})
 	}
+	if _, err := dec.Token(); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return out, nil
+}
+
+// valueLen takes a JSON value's length, not its bytes.
+type valueLen int
+
+func (n *valueLen) UnmarshalJSON(b []byte) error {
+	*n = valueLen(len(b))
 	return nil
 }
 
-// intField reads the integer member name, from lo to hi, into dst.
-func intField(fields map[string]json.RawMessage, name string, lo, hi int64, dst *int64) (bool, *apiError) {
-	raw, ok := fields[name]
-	if !ok || isNull(raw) {
-		return false, nil
-	}
-	var f float64
-	if err := json.Unmarshal(raw, &f); err != nil || f != math.Trunc(f) || f < float64(lo) || f > float64(hi) {
-		return false, badRequest(name, codeInvalidValue, fmt.Sprintf("%s is an integer from %d to %d.", name, lo, hi))
-	}
-	*dst = int64(f)
-	return true, nil
-}
+func isNull(raw []byte) bool { return bytes.Equal(raw, []byte("null")) }

@@ -35,7 +35,7 @@ type resolved struct {
 
 // resolve finds the route of model for tenant (its own, else the
 // platform's) and its enabled providers, their keys opened.
-func (s *Service) resolve(ctx context.Context, tenant, model string) (*resolved, *apiError, error) {
+func (s *Service) resolve(ctx context.Context, tenant, model string) (*resolved, *llm.APIError, error) {
 	r, err := s.route(ctx, tenant, model)
 	if errors.Is(err, llm.ErrNotFound) {
 		return nil, modelNotFound(model), nil
@@ -64,10 +64,33 @@ func (s *Service) resolve(ctx context.Context, tenant, model string) (*resolved,
 		out.targets = append(out.targets, target{provider: p, key: key, model: t.Model})
 	}
 	if len(out.targets) == 0 {
-		return nil, &apiError{Status: http.StatusServiceUnavailable, Type: typeServer, Code: codeUnavailable,
+		return nil, &llm.APIError{Status: http.StatusServiceUnavailable, Type: llm.TypeServer, Code: llm.CodeProviderUnavailable,
 			Message: "No provider of the model " + quoteModel(model) + " is configured and enabled."}, nil
 	}
 	return out, nil, nil
+}
+
+// budgets reads the budgets of tenant and instance: the tenant's, and
+// the instance's when instance is not "" (nil where there is none).
+func (s *Service) budgets(ctx context.Context, tenant, instance string) ([2]*llm.Budget, error) {
+	var out [2]*llm.Budget
+	for i, inst := range []string{"", instance} {
+		if i == 1 && instance == "" {
+			break
+		}
+		v, err := s.cache.get("b\x00"+tenant+"\x00"+inst, func() (any, error) {
+			return s.deps.Store.GetBudget(ctx, tenant, inst)
+		})
+		if errors.Is(err, llm.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		b := v.(llm.Budget)
+		out[i] = &b
+	}
+	return out, nil
 }
 
 // route reads the tenant's route of model, else the platform's.

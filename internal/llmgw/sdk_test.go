@@ -9,6 +9,7 @@ import (
 	"github.com/openai/openai-go/option"
 
 	"novaos.dev/novaos/llm"
+	"novaos.dev/novaos/llm/llmtest"
 )
 
 // The official OpenAI Go SDK is a client of the gateway as of OpenAI:
@@ -16,8 +17,8 @@ import (
 // with the execution token as its API key.
 func TestOpenAISDK(t *testing.T) {
 	h := newHarness(t, nil, Deps{})
-	p := newFakeProvider(t)
-	h.provider("openai", p.URL(), "sk-upstream")
+	p := newProvider(t)
+	h.provider("openai", p.BaseURL(), "sk-upstream")
 	h.route("gpt-4o", llm.Target{Provider: "openai", Model: "gpt-4o"})
 	h.route("text-embedding-3-small", llm.Target{Provider: "openai", Model: "text-embedding-3-small"})
 	h.route("gpt-4o-mini", llm.Target{Provider: "openai", Model: "gpt-4o-mini"})
@@ -31,7 +32,7 @@ func TestOpenAISDK(t *testing.T) {
 	if err != nil {
 		t.Fatalf("chat: %v", err)
 	}
-	if len(chat.Choices) != 1 || chat.Choices[0].Message.Content != "Hello!" || chat.Usage.TotalTokens != fakePrompt+fakeCompletion {
+	if len(chat.Choices) != 1 || chat.Choices[0].Message.Content != chatAnswer || chat.Usage.TotalTokens != chatPrompt+chatCompletion {
 		t.Errorf("chat answer %+v", chat)
 	}
 
@@ -50,16 +51,16 @@ func TestOpenAISDK(t *testing.T) {
 	if err := stream.Err(); err != nil {
 		t.Fatalf("stream: %v", err)
 	}
-	if text.String() != "Hello!" || acc.Usage.PromptTokens != fakePrompt {
+	if text.String() != chatAnswer || acc.Usage.PromptTokens != chatPrompt {
 		t.Errorf("stream text %q, usage %+v", text.String(), acc.Usage)
 	}
 
 	emb, err := client.Embeddings.New(ctx, openai.EmbeddingNewParams{Model: "text-embedding-3-small",
-		Input: openai.EmbeddingNewParamsInputUnion{OfString: openai.String("some text")}})
+		Input: openai.EmbeddingNewParamsInputUnion{OfString: openai.String("word")}})
 	if err != nil {
 		t.Fatalf("embeddings: %v", err)
 	}
-	if len(emb.Data) != 1 || len(emb.Data[0].Embedding) != 3 || emb.Usage.PromptTokens != fakeEmbedTokens {
+	if len(emb.Data) != 1 || len(emb.Data[0].Embedding) != llmtest.DefaultDimensions || emb.Usage.PromptTokens != embedTokens {
 		t.Errorf("embeddings %+v", emb)
 	}
 
@@ -78,12 +79,12 @@ func TestOpenAISDK(t *testing.T) {
 	_, err = client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "gpt-4o-mini",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("x")}})
 	var apiErr *openai.Error
-	if !errors.As(err, &apiErr) || apiErr.StatusCode != 403 || apiErr.Code != codeModelNotAllowed {
-		t.Errorf("a model outside the scopes: %v, want a 403 *openai.Error with code %s", err, codeModelNotAllowed)
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 403 || apiErr.Code != llm.CodeModelNotAllowed {
+		t.Errorf("a model outside the scopes: %v, want a 403 *openai.Error with code %s", err, llm.CodeModelNotAllowed)
 	}
 	bad := openai.NewClient(option.WithBaseURL(h.srv.URL+"/v1/"), option.WithAPIKey("sk-wrong"), option.WithMaxRetries(0))
 	_, err = bad.Models.List(ctx)
-	if !errors.As(err, &apiErr) || apiErr.StatusCode != 401 || apiErr.Code != codeInvalidAPIKey {
-		t.Errorf("a wrong key: %v, want a 401 *openai.Error with code %s", err, codeInvalidAPIKey)
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 401 || apiErr.Code != llm.CodeInvalidAPIKey {
+		t.Errorf("a wrong key: %v, want a 401 *openai.Error with code %s", err, llm.CodeInvalidAPIKey)
 	}
 }

@@ -3,6 +3,7 @@ package llmgw
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -49,9 +50,21 @@ const (
 	// DefaultConfigTTL is how long a route, a provider and its opened key
 	// are reused before they are read again.
 	DefaultConfigTTL = time.Second
-	// DefaultReservationTTL is how long a call's reservation is held
-	// before it is swept (its estimate stays counted).
-	DefaultReservationTTL = time.Hour
+	// DefaultLeaseTTL is how long a budget lease lasts unless its holder
+	// renews it: a crashed replica's leases end after it.
+	DefaultLeaseTTL = time.Minute
+	// DefaultLeaseShare is the most of what is free on a counter one
+	// lease takes beyond what a call needs.
+	DefaultLeaseShare = 0.25
+	// DefaultLeaseAhead is how long of a counter's recent spending a
+	// lease is sized for.
+	DefaultLeaseAhead = 10 * time.Second
+	// DefaultLeaseIdle is how long a lease no call used is kept before it
+	// is returned.
+	DefaultLeaseIdle = 10 * time.Second
+	// DefaultFlushEvery is how often the usage of settled calls is
+	// written, in one batch.
+	DefaultFlushEvery = 100 * time.Millisecond
 	// DefaultCounterRetention is how long a budget counter unused is
 	// kept: a run's per-run budget restarts after it.
 	DefaultCounterRetention = 8 * 24 * time.Hour
@@ -97,12 +110,27 @@ type Options struct {
 	// reused before they are read again (default 1s): another replica's
 	// change is seen within it.
 	ConfigTTL time.Duration
-	// ReservationTTL is how long a reservation is held before the sweep
-	// drops it, its estimate counted (default 1h; at least Timeout).
-	ReservationTTL time.Duration
+	// LeaseTTL is how long a budget lease lasts unless renewed (default
+	// 1 min): the leases of a replica that died end after it, their
+	// allowance counted as used.
+	LeaseTTL time.Duration
+	// LeaseShare is the most of what is free on a budget counter that one
+	// lease takes beyond a call's need (default 0.25, at most 1).
+	LeaseShare float64
+	// LeaseAhead is how long of a counter's recent spending a lease is
+	// sized for (at least four calls), and grown in the background when
+	// less than half of that is left (default 10s).
+	LeaseAhead time.Duration
+	// LeaseIdle is how long a lease no call used is kept before its
+	// allowance is returned (default 10s).
+	LeaseIdle time.Duration
+	// FlushEvery is how often the usage of settled calls is written, in
+	// one batch, and leases renewed (default 100ms): a crash loses at
+	// most that long of usage from the usage report.
+	FlushEvery time.Duration
 	// CounterRetention is how long an unused budget counter is kept.
 	CounterRetention time.Duration
-	// SweepEvery is how often reservations and counters are swept
+	// SweepEvery is how often expired leases and old counters are swept
 	// (default 5 min).
 	SweepEvery time.Duration
 	// MaxInflight bounds the calls in flight in this process (503
@@ -131,8 +159,13 @@ func (o *Options) withDefaults() Options {
 	setDef(&v.ConnectTimeout, DefaultConnectTimeout)
 	setDef(&v.DefaultMaxTokens, DefaultMaxTokens)
 	setDef(&v.ConfigTTL, DefaultConfigTTL)
-	setDef(&v.ReservationTTL, DefaultReservationTTL)
-	v.ReservationTTL = max(v.ReservationTTL, v.Timeout+time.Minute)
+	setDef(&v.LeaseTTL, DefaultLeaseTTL)
+	setDef(&v.LeaseAhead, DefaultLeaseAhead)
+	setDef(&v.LeaseIdle, DefaultLeaseIdle)
+	setDef(&v.FlushEvery, DefaultFlushEvery)
+	if !(v.LeaseShare > 0 && v.LeaseShare <= 1) {
+		v.LeaseShare = DefaultLeaseShare
+	}
 	setDef(&v.CounterRetention, DefaultCounterRetention)
 	setDef(&v.SweepEvery, 5*time.Minute)
 	setDef(&v.MaxInflight, DefaultMaxInflight)
@@ -179,7 +212,8 @@ type Deps struct {
 	// Sealer seals providers' API keys; without one a provider with a
 	// key is refused.
 	Sealer Sealer
-	// Runs shows calls in runs; without one they are not shown.
+	// Runs shows calls in runs (in batches, with the usage); without one
+	// they are not shown.
 	Runs Runs
 	// AdminToken is the server's admin token (administration).
 	AdminToken secret.Value
@@ -199,6 +233,8 @@ type Service struct {
 	tracer trace.Tracer
 	meter  *meter
 	cache  *configCache
+	ledger *ledger
+	events *runEvents
 
 	inflight chan struct{}
 	// calls ends when Shutdown's context does: the calls still in flight
@@ -233,12 +269,17 @@ func New(deps Deps, o *Options) *Service {
 	s.tracer = tp.Tracer("novaos.dev/novaos/internal/llmgw")
 	s.meter = newMeter(deps.Metrics, s.log)
 	s.cache = newConfigCache(opts.ConfigTTL, opts.Now)
+	s.ledger = newLedger(deps.Store, &s.o, s.log, s.budgets)
+	s.events = newRunEvents(deps.Runs, s.log)
 	s.calls, s.cutCalls = context.WithCancel(context.Background())
 	if opts.Platform != nil {
 		opts.Platform.bind(s)
 	}
 	return s
 }
+
+// finalWriteGrace bounds Shutdown's last write of usage and leases.
+const finalWriteGrace = 5 * time.Second
 
 var errRedirect = errors.New("llmgw: the provider answered with a redirect, which the gateway does not follow")
 
@@ -254,9 +295,13 @@ func Mount(st *store.Stores, deps Deps, o *Options) *Service {
 // Interceptors are none: agents reach the gateway over HTTP.
 func (s *Service) Interceptors() []a2asrv.Interceptor { return nil }
 
-// Run sweeps the usage ledger's old reservations and counters until ctx
-// ends.
+// Run writes the usage of settled calls and keeps this replica's budget
+// leases (every FlushEvery), and sweeps expired leases and old counters
+// (every SweepEvery), until ctx ends.
 func (s *Service) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { s.ledger.run(ctx, s.events.flush) })
+	defer wg.Wait()
 	t := time.NewTicker(s.o.SweepEvery)
 	defer t.Stop()
 	for {
@@ -265,7 +310,7 @@ func (s *Service) Run(ctx context.Context) {
 			return
 		case <-t.C:
 			now := s.o.Now()
-			if err := s.deps.Store.Sweep(ctx, now.Add(-s.o.ReservationTTL), now.Add(-s.o.CounterRetention)); err != nil && ctx.Err() == nil {
+			if err := s.deps.Store.Sweep(ctx, now, now.Add(-s.o.CounterRetention)); err != nil && ctx.Err() == nil {
 				s.log.Warn("llmgw: sweep the usage ledger", "err", err)
 			}
 		}
@@ -273,12 +318,21 @@ func (s *Service) Run(ctx context.Context) {
 }
 
 // Shutdown lets calls in flight finish while ctx lasts, then cuts them
-// off (a stream cut off ends without its [DONE]), and waits for their
-// settlements.
+// off (a stream cut off ends without its [DONE]); it waits for their
+// settlements, writes them, and returns what this replica's leases have
+// left.
 func (s *Service) Shutdown(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, s.cutCalls)
 	defer stop()
 	s.wg.Wait()
 	s.client.CloseIdleConnections()
+	// Written even when ctx is done, as the calls it cut off were, but not
+	// waited for past a moment.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalWriteGrace)
+	defer cancel()
+	s.events.flush(wctx)
+	if err := s.ledger.flush(wctx, true); err != nil {
+		return fmt.Errorf("llmgw: write the usage and return the leases: %w", err)
+	}
 	return nil
 }

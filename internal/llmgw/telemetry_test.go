@@ -19,6 +19,7 @@ import (
 	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/internal/modelapi"
 	"novaos.dev/novaos/llm"
+	"novaos.dev/novaos/llm/llmtest"
 	"novaos.dev/novaos/secret"
 )
 
@@ -29,8 +30,8 @@ func TestTelemetry(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	reg := prometheus.NewRegistry()
 	h := newHarness(t, nil, Deps{Tracing: tp, Metrics: reg})
-	p := newFakeProvider(t)
-	h.provider("openai", p.URL(), "")
+	p := newProvider(t, "gpt-4o-2024-08-06")
+	h.provider("openai", p.BaseURL(), "")
 	h.route("gpt-4o", llm.Target{Provider: "openai", Model: "gpt-4o-2024-08-06"})
 	tok := h.token(claims("llm:model:gpt-4o"))
 	if resp, data := h.do(http.MethodPost, ChatPath, tok, chatBody("gpt-4o", "stream", true)); resp.StatusCode != 200 {
@@ -53,13 +54,13 @@ func TestTelemetry(t *testing.T) {
 		attrs[string(a.Key)] = a.Value.Emit()
 	}
 	for k, v := range map[string]string{"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o", "gen_ai.provider.name": "openai",
-		"gen_ai.system": "openai", "gen_ai.response.model": "gpt-4o-2024-08-06", "gen_ai.usage.input_tokens": "11", "gen_ai.usage.output_tokens": "7",
+		"gen_ai.system": "openai", "gen_ai.response.model": "gpt-4o-2024-08-06", "gen_ai.usage.input_tokens": "2", "gen_ai.usage.output_tokens": "2",
 		"novaos.tenant_id": "acme", "novaos.run_id": "run-1"} {
 		if attrs[k] != v {
 			t.Errorf("span attribute %s = %q, want %q", k, attrs[k], v)
 		}
 	}
-	tp0 := p.recorded()[0].Header.Get("Traceparent")
+	tp0 := p.LastRequest().Header.Get("Traceparent")
 	if !strings.Contains(tp0, s.SpanContext().TraceID().String()) || !strings.Contains(tp0, s.SpanContext().SpanID().String()) {
 		t.Errorf("the provider got traceparent %q, not the span's %s", tp0, s.SpanContext().TraceID())
 	}
@@ -67,7 +68,7 @@ func TestTelemetry(t *testing.T) {
 	if got := testutil.ToFloat64(h.svc.meter.requests.WithLabelValues("gpt-4o", "ok")); got != 1 {
 		t.Errorf("requests{gpt-4o,ok} = %v", got)
 	}
-	if got := testutil.ToFloat64(h.svc.meter.tokens.WithLabelValues("acme", "output")); got != fakeCompletion {
+	if got := testutil.ToFloat64(h.svc.meter.tokens.WithLabelValues("acme", "output")); got != chatCompletion {
 		t.Errorf("tokens{acme,output} = %v", got)
 	}
 	if got := testutil.ToFloat64(h.svc.meter.cost.WithLabelValues("acme")); got <= 0 {
@@ -99,24 +100,25 @@ func TestPlatformClients(t *testing.T) {
 		t.Fatal("a platform call before the gateway was built succeeded")
 	}
 	h := newHarness(t, &Options{Platform: platform, PlatformTenant: "ops"}, Deps{})
-	p := newFakeProvider(t)
-	h.provider("openai", p.URL(), "sk-upstream")
+	p := newProvider(t)
+	h.provider("openai", p.BaseURL(), "sk-upstream")
 	h.route("text-embedding-3-small", llm.Target{Provider: "openai", Model: "text-embedding-3-small"})
 	h.route("judge", llm.Target{Provider: "openai", Model: "gpt-4o"})
 	vecs, err := emb.Embed(t.Context(), []string{"hello"})
-	if err != nil || len(vecs) != 1 || len(vecs[0]) != 3 {
+	if err != nil || len(vecs) != 1 || len(vecs[0]) != llmtest.DefaultDimensions {
 		t.Fatalf("Embed: %v, %v", vecs, err)
 	}
 	chat := modelapi.NewChat(PlatformBaseURL, "judge", secret.Value{}, &modelapi.Options{HTTPClient: platform.Client(time.Minute)})
 	c, err := chat.Complete(t.Context(), modelapi.ChatRequest{Messages: []modelapi.ChatMessage{{Role: "user", Content: "judge this"}}})
-	if err != nil || c.Content != "Hello!" {
+	if err != nil || c.Content != "judge this" {
 		t.Fatalf("Complete: %+v, %v", c, err)
 	}
+	h.sync()
 	rows, err := h.store.Usage(t.Context(), llm.UsageQuery{TenantID: "ops"})
 	if err != nil || len(rows) != 2 {
 		t.Fatalf("the platform tenant's usage: %+v, %v", rows, err)
 	}
-	if got := p.recorded()[0].Header.Get("Authorization"); got != "Bearer sk-upstream" {
+	if got := p.LastRequest().Header.Get("Authorization"); got != "Bearer sk-upstream" {
 		t.Errorf("the provider got Authorization %q", got)
 	}
 	// The platform tenant's budget holds its calls too.
@@ -132,8 +134,8 @@ func TestPlatformClients(t *testing.T) {
 // access log line and the request's server span name the tenant.
 func TestCallerNoted(t *testing.T) {
 	h := newHarness(t, nil, Deps{})
-	p := newFakeProvider(t)
-	h.provider("openai", p.URL(), "")
+	p := newProvider(t, "gpt-4o")
+	h.provider("openai", p.BaseURL(), "")
 	h.route("gpt-4o", llm.Target{Provider: "openai", Model: "gpt-4o"})
 	tests := []struct {
 		name   string

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"novaos.dev/novaos/llm"
 	"novaos.dev/novaos/resilience"
 	"novaos.dev/novaos/secret"
 	"novaos.dev/novaos/strictjson"
@@ -66,6 +67,10 @@ func newClient(baseURL, endpoint string, key secret.Value, o *Options) *client {
 
 // APIError is a non-success answer of the model API. Its text holds the
 // status and the API's own error message, cut short; never the request.
+// It is not llm.APIError, whose retries llm.Client decides itself: this
+// one carries its status (resilience.StatusCoder), and resilience's
+// policy retries it by status alone, as the memory service and the judge
+// have always been retried.
 type APIError struct {
 	Status  int
 	Message string
@@ -126,16 +131,11 @@ func (c *client) post(ctx context.Context, body any, out any) error {
 	})
 }
 
+// apiError reads a refusal with the llm package's reader of OpenAI error
+// bodies, keeping its message only.
 func apiError(resp *http.Response, data []byte) error {
-	e := &APIError{Status: resp.StatusCode, After: resilience.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())}
-	var body struct {
-		Error struct {
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(data, &body) == nil {
-		e.Message = body.Error.Message
-	}
+	e := &APIError{Status: resp.StatusCode, After: resilience.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()),
+		Message: llm.ParseError(resp.StatusCode, data).Message}
 	if e.Message == "" {
 		e.Message = http.StatusText(resp.StatusCode)
 	}

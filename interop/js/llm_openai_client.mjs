@@ -7,7 +7,10 @@
 //
 //   LLM_GATEWAY_URL=http://127.0.0.1:8080/v1 NOVAOS_EXECUTION_TOKEN=… \
 //   [LLM_CHAT_MODEL=gpt-4o] [LLM_EMBEDDING_MODEL=text-embedding-3-small] \
-//   node llm_openai_client.mjs
+//   [LLM_SPENT_TOKEN=…] node llm_openai_client.mjs
+//
+// With LLM_SPENT_TOKEN, a token whose budget is spent, a last step makes
+// a chat call with it, which the gateway refuses.
 //
 // It prints a JSON report on stdout, one entry per step with its result
 // or the error the SDK raised (status, type, code, message; never a
@@ -100,5 +103,14 @@ await step('unknown model', async () => {
   await client.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: 'x' }] });
   return {};
 });
+
+const spentKey = process.env.LLM_SPENT_TOKEN;
+if (spentKey) {
+  const spent = new OpenAI({ baseURL, apiKey: spentKey, maxRetries: 0, timeout: 60_000 });
+  await step('budget spent', async () => {
+    await spent.chat.completions.create({ model: chatModel, messages: [{ role: 'user', content: 'over the budget' }] });
+    return {};
+  });
+}
 
 process.stdout.write(JSON.stringify(report) + '\n');

@@ -71,6 +71,9 @@ type Options struct {
 	// Created is the creation time of every answer and model (default
 	// 2024-01-01T00:00:00Z).
 	Created time.Time
+	// NoUsage leaves the usage out of chat answers, and the usage chunk
+	// out of streams that ask for it, as some local model servers do.
+	NoUsage bool
 }
 
 // Request is a request as the provider received it.
@@ -114,6 +117,11 @@ func NewServer(o *Options) *Server {
 	return s
 }
 
+// NewHandler returns a provider that listens nowhere, for a server of
+// the caller's own (its URL fields stay empty): serve it on the address
+// a program is given, or mount it in a larger server.
+func NewHandler(o *Options) *Server { return newServer(o) }
+
 func newServer(o *Options) *Server {
 	s := &Server{calls: map[string]int{}}
 	if o != nil {
@@ -145,7 +153,8 @@ func newServer(o *Options) *Server {
 // BaseURL is the OpenAI base URL of the provider: URL + "/v1".
 func (s *Server) BaseURL() string { return s.URL + "/v1" }
 
-// Close releases every held stream and shuts the server down.
+// Close releases every held stream and shuts the server down (a
+// NewHandler's is the caller's to shut down).
 func (s *Server) Close() {
 	s.mu.Lock()
 	holds := s.holds
@@ -154,7 +163,9 @@ func (s *Server) Close() {
 	for _, h := range holds {
 		h.Release()
 	}
-	s.srv.Close()
+	if s.srv != nil {
+		s.srv.Close()
+	}
 }
 
 // Calls returns how many requests reached path (one of the Path
@@ -509,6 +520,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, body []byte) {
 	}
 	usage := &llm.Usage{PromptTokens: prompt, CompletionTokens: Tokens(text)}
 	usage.TotalTokens = usage.PromptTokens + usage.CompletionTokens
+	if s.o.NoUsage {
+		usage = nil
+	}
 	id := "chatcmpl-llmtest-" + strconv.Itoa(s.nextID())
 	if !req.Stream {
 		writeJSON(w, &llm.ChatCompletion{
@@ -573,7 +587,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *llm.ChatCom
 	if !chunk(&llm.Chunk{Choices: []llm.ChunkChoice{{Delta: llm.Delta{}, FinishReason: finish}}}) {
 		return
 	}
-	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
+	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage && usage != nil {
 		if !chunk(&llm.Chunk{Choices: []llm.ChunkChoice{}, Usage: usage}) {
 			return
 		}

@@ -290,3 +290,21 @@ func TestModels(t *testing.T) {
 		t.Errorf("calls = %d, want 3", n)
 	}
 }
+
+// With NoUsage, neither an answer nor a stream that asks for it carries
+// the usage.
+func TestNoUsage(t *testing.T) {
+	p := llmtest.NewServer(&llmtest.Options{NoUsage: true})
+	defer p.Close()
+	const msgs = `"messages":[{"role":"user","content":"hi there"}]`
+	resp, body := post(t, p.BaseURL()+"/chat/completions", `{"model":"gpt-4o",`+msgs+`}`)
+	var got llm.ChatCompletion
+	if err := json.Unmarshal(body, &got); err != nil || resp.StatusCode != http.StatusOK || got.Usage != nil || got.Text() != "hi there" {
+		t.Errorf("answer %d %s (%v), want one without usage", resp.StatusCode, body, err)
+	}
+	_, body = post(t, p.BaseURL()+"/chat/completions", `{"model":"gpt-4o","stream":true,"stream_options":{"include_usage":true},`+msgs+`}`)
+	evs := events(t, strings.NewReader(string(body)))
+	if len(evs) == 0 || evs[len(evs)-1] != "[DONE]" || strings.Contains(string(body), `"usage":{`) {
+		t.Errorf("stream %q, want one without a usage chunk", evs)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,10 +15,10 @@ import (
 
 // LLMStore returns the database's store of the LLM gateway (an
 // llm.Store). Any number of replicas may share it: a put is one
-// conditional statement, and a reservation increments its counters
-// first, holding their row locks (taken in one order by every writer)
-// while it checks the budgets, so concurrent reservations on any replica
-// queue on the same rows and none passes a limit.
+// conditional statement, and a lease locks its counters' rows (in one
+// order, taken by every writer) before it reads them and the budgets, so
+// concurrent leases on any replica queue on the same rows and none passes
+// a limit.
 func (db *DB) LLMStore() *LLMStore { return &LLMStore{db} }
 
 // LLMStore keeps the LLM gateway's providers, routes, budgets and usage
@@ -245,124 +246,172 @@ func (s *LLMStore) DeleteBudget(ctx context.Context, tenantID, instanceID string
 	return nil
 }
 
-// addCountersSQL adds $5 tokens and $6 nanodollars (either may be
-// negative) to a counter, none below zero, as changed at $7, and returns
-// what it holds then.
-const addCountersSQL = `INSERT INTO llm_counters (tenant, scope, id, day, tokens, cost, last_us)
+// changeCounterSQL adds $5 tokens and $6 nanodollars (either may be
+// negative) to a counter's count, none below zero, as changed at $7.
+const changeCounterSQL = `INSERT INTO llm_counters (tenant, scope, id, day, tokens, cost, last_us)
 	VALUES ($1, $2, $3, $4, GREATEST($5::bigint, 0), GREATEST($6::bigint, 0), $7)
 	ON CONFLICT (tenant, scope, id, day) DO UPDATE SET tokens = GREATEST(llm_counters.tokens + $5::bigint, 0),
-	cost = GREATEST(llm_counters.cost + $6::bigint, 0), last_us = GREATEST(llm_counters.last_us, EXCLUDED.last_us)
+	cost = GREATEST(llm_counters.cost + $6::bigint, 0), last_us = GREATEST(llm_counters.last_us, EXCLUDED.last_us)`
+
+// lockCounterSQL makes a counter if there is none, locks its row, and
+// returns its count.
+const lockCounterSQL = `INSERT INTO llm_counters (tenant, scope, id, day, tokens, cost, last_us) VALUES ($1, $2, $3, $4, 0, 0, $5)
+	ON CONFLICT (tenant, scope, id, day) DO UPDATE SET last_us = GREATEST(llm_counters.last_us, EXCLUDED.last_us)
 	RETURNING tokens, cost`
 
-// addCounters adds a to k's counters, locking their rows in the order
-// every writer locks them, and returns what they held before.
-func addCounters(ctx context.Context, tx pgx.Tx, k llm.Keys, a llm.Amount, atUS int64) (llm.Spending, error) {
-	var before llm.Spending
-	for _, c := range sqlstore.LLMCounters(k) {
+// lockLeasesSQL locks the leases of ids ($1) and reads them.
+const lockLeasesSQL = `SELECT ` + sqlstore.LLMLeaseCols + ` FROM llm_reservations WHERE id = ANY($1) ORDER BY id FOR UPDATE`
+
+// lockLedger runs, in one round trip of tx, what a lease and a commit
+// begin with: it locks counters (sorted: every writer locks them in
+// that order, then the leases, so that none waits for another in a
+// circle, and a holder's lease and commit of one lease never both read
+// it before either writes it), reads their counts, and locks and reads
+// the leases of ids; then reads the budgets of pairs.
+func lockLedger(ctx context.Context, tx pgx.Tx, counters []llm.Counter, ids []string, pairs [][2]string, atUS int64) (
+	map[llm.Counter]llm.Amount, map[string]llm.HeldLease, map[[2]string]llm.Budget, error) {
+	b := &pgx.Batch{}
+	for _, c := range counters {
+		b.Queue(lockCounterSQL, c.TenantID, c.Scope, c.ID, c.Day, atUS)
+	}
+	b.Queue(lockLeasesSQL, ids)
+	for _, p := range pairs {
+		b.Queue(`SELECT `+sqlstore.LLMBudgetCols+` FROM llm_budgets WHERE tenant = $1 AND instance = $2`, p[0], p[1])
+	}
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	counts := map[llm.Counter]llm.Amount{}
+	for _, c := range counters {
 		var tokens, cost int64
-		if err := tx.QueryRow(ctx, addCountersSQL, c.Tenant, c.Scope, c.ID, c.Day, a.Tokens, int64(a.Cost), atUS).Scan(&tokens, &cost); err != nil {
-			return before, err
+		if err := br.QueryRow().Scan(&tokens, &cost); err != nil {
+			return nil, nil, nil, err
 		}
-		c.Put(&before, llm.Amount{Tokens: tokens - a.Tokens, Cost: llm.Cost(cost) - a.Cost})
+		counts[c] = llm.Amount{Tokens: tokens, Cost: llm.Cost(cost)}
 	}
-	return before, nil
+	rows, err := br.Query()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	held := map[string]llm.HeldLease{}
+	for rows.Next() {
+		id, l, err := sqlstore.ScanLLMLease(rows)
+		if err != nil {
+			rows.Close()
+			return nil, nil, nil, err
+		}
+		held[id] = l
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, nil, err
+	}
+	budgets := map[[2]string]llm.Budget{}
+	for _, p := range pairs {
+		bud, err := sqlstore.ScanLLMBudget(br.QueryRow())
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		budgets[p] = bud
+	}
+	return counts, held, budgets, br.Close()
 }
 
-func (s *LLMStore) Reserve(ctx context.Context, k llm.Keys, estimate llm.Amount, at time.Time) (llm.Reservation, error) {
-	if err := llm.CheckKeys(k, estimate); err != nil {
-		return llm.Reservation{}, fmt.Errorf("postgres: reserve: %w", err)
+// queueChanges queues changes to the counters, as made at atUS.
+func queueChanges(b *pgx.Batch, changes []llm.CounterChange, atUS int64) {
+	for _, c := range changes {
+		b.Queue(changeCounterSQL, c.Counter.TenantID, c.Counter.Scope, c.Counter.ID, c.Counter.Day, c.Tokens, c.Cost, atUS)
 	}
-	r := llm.Reservation{ID: llm.NewReservationID(), Keys: k, Estimate: estimate, At: sqlstore.FromMicros(sqlstore.Micros(at))}
-	var refused *llm.BudgetError
-	counters := sqlstore.LLMCounters(k)
+}
+
+func (s *LLMStore) Lease(ctx context.Context, r llm.LeaseRequest) ([]llm.Grant, error) {
+	if err := llm.CheckLeaseRequest(r); err != nil {
+		return nil, fmt.Errorf("postgres: lease: %w", err)
+	}
+	at := sqlstore.Micros(r.At)
+	var plan llm.LeasePlan
 	err := pgx.BeginFunc(ctx, s.db.pool, func(tx pgx.Tx) error {
-		// One round trip: the increments lock the counters first (a
-		// concurrent reservation waits there and then sees this one's
-		// total), then the budgets are read and the reservation written;
-		// a refusal rolls all of it back.
+		counts, held, budgets, err := lockLedger(ctx, tx, sqlstore.LLMAskCounters(r), sqlstore.LLMLeaseIDs(r), sqlstore.LLMBudgetPairs(r), at)
+		if err != nil {
+			return err
+		}
+		if plan, err = llm.PlanLease(r, counts, held, sqlstore.LLMBudgetsOf(budgets)); err != nil {
+			return err // a refusal rolls the locking back
+		}
 		b := &pgx.Batch{}
-		for _, c := range counters {
-			b.Queue(addCountersSQL, c.Tenant, c.Scope, c.ID, c.Day, estimate.Tokens, int64(estimate.Cost), sqlstore.Micros(at))
-		}
-		b.Queue(`SELECT `+sqlstore.LLMBudgetCols+` FROM llm_budgets WHERE tenant = $1 AND instance IN ('', $2)`, k.TenantID, k.InstanceID)
-		b.Queue(`INSERT INTO llm_reservations (`+sqlstore.LLMReservationCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-			sqlstore.LLMReservationArgs(&r)...)
-		br := tx.SendBatch(ctx, b)
-		defer br.Close()
-		var before llm.Spending
-		for _, c := range counters {
-			var tokens, cost int64
-			if err := br.QueryRow().Scan(&tokens, &cost); err != nil {
-				return err
-			}
-			c.Put(&before, llm.Amount{Tokens: tokens - estimate.Tokens, Cost: llm.Cost(cost) - estimate.Cost})
-		}
-		rows, err := br.Query()
-		if err != nil {
-			return err
-		}
-		list, err := sqlstore.Collect(rows, sqlstore.ScanLLMBudget)
-		if err != nil {
-			return err
-		}
-		if _, err := br.Exec(); err != nil {
-			return err
-		}
-		if err := br.Close(); err != nil {
-			return err
-		}
-		var budgets [2]*llm.Budget
-		for i := range list {
-			if list[i].InstanceID == "" {
-				budgets[0] = &list[i]
-			} else if k.InstanceID != "" {
-				budgets[1] = &list[i]
+		for i, a := range r.Asks {
+			g := plan.Grants[i]
+			switch {
+			case g.Gone || g.Refused != nil:
+			case a.New:
+				b.Queue(`INSERT INTO llm_reservations (`+sqlstore.LLMLeaseCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+					sqlstore.LLMLeaseArgs(a.ID, a.Counter, g.Granted, r.Expires)...)
+			default:
+				b.Queue(`UPDATE llm_reservations SET tokens = tokens + $2, cost = cost + $3 WHERE id = $1`, a.ID, g.Granted.Tokens, int64(g.Granted.Cost))
 			}
 		}
-		if refused = llm.Check(budgets, before, estimate, k.RunID != ""); refused != nil {
-			return refused // rolls the increments and the reservation back
-		}
-		return nil
+		queueChanges(b, plan.Counters, at)
+		return tx.SendBatch(ctx, b).Close()
 	})
+	var be *llm.BudgetError
 	switch {
-	case refused != nil:
-		return llm.Reservation{}, refused
+	case errors.As(err, &be):
+		return nil, be
 	case err != nil:
-		return llm.Reservation{}, fmt.Errorf("postgres: reserve: %w", err)
+		return nil, fmt.Errorf("postgres: lease: %w", err)
 	}
-	return r, nil
+	return plan.Grants, nil
 }
 
-func (s *LLMStore) Settle(ctx context.Context, r llm.Reservation, st llm.Settlement) error {
-	if err := llm.CheckSettlement(st); err != nil {
-		return fmt.Errorf("postgres: settle: %w", err)
+func (s *LLMStore) Commit(ctx context.Context, b llm.Batch) ([]llm.LeaseResult, error) {
+	if err := llm.CheckBatch(b); err != nil {
+		return nil, fmt.Errorf("postgres: commit: %w", err)
 	}
+	at := sqlstore.Micros(b.At)
+	var counters []llm.Counter
+	for _, u := range b.Leases {
+		counters = append(counters, u.Counter)
+	}
+	for _, u := range b.Unleased {
+		counters = append(counters, u.Counter)
+	}
+	slices.SortFunc(counters, llm.CompareCounters)
+	counters = slices.Compact(counters)
+	usage := slices.Clone(b.Usage)
+	// Usage rows are locked in key order too.
+	slices.SortFunc(usage, func(x, y llm.UsageRow) int { return x.Compare(y.UsageKey) })
+	var plan llm.CommitPlan
 	err := pgx.BeginFunc(ctx, s.db.pool, func(tx pgx.Tx) error {
-		held, err := sqlstore.ScanLLMReservation(tx.QueryRow(ctx, `DELETE FROM llm_reservations WHERE id = $1 RETURNING `+
-			sqlstore.LLMReservationCols, r.ID))
+		_, held, _, err := lockLedger(ctx, tx, counters, sqlstore.LLMBatchIDs(b), nil, at)
 		if err != nil {
-			return notFound(err)
-		}
-		used := st.Used()
-		delta := llm.Amount{Tokens: used.Tokens - held.Estimate.Tokens, Cost: used.Cost - held.Estimate.Cost}
-		if _, err := addCounters(ctx, tx, held.Keys, delta, sqlstore.Micros(held.At)); err != nil {
 			return err
 		}
-		failed := 0
-		if st.Failed {
-			failed = 1
+		plan = llm.PlanCommit(b, held)
+		batch := &pgx.Batch{}
+		queueChanges(batch, plan.Counters, at)
+		for _, l := range plan.Leases {
+			if l.End {
+				batch.Queue(`DELETE FROM llm_reservations WHERE id = $1`, l.ID)
+			} else {
+				batch.Queue(`UPDATE llm_reservations SET tokens = $2, cost = $3, at_us = $4 WHERE id = $1`,
+					l.ID, l.Left.Tokens, int64(l.Left.Cost), sqlstore.Micros(b.Expires))
+			}
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO llm_usage (`+sqlstore.LLMUsageCols+`) VALUES ($1, $2, $3, $4, $5, 1, $6, $7, $8, $9)
-			ON CONFLICT (tenant, day, instance, model, provider) DO UPDATE SET calls = llm_usage.calls + 1,
-			failed = llm_usage.failed + EXCLUDED.failed, input_tokens = llm_usage.input_tokens + EXCLUDED.input_tokens,
-			output_tokens = llm_usage.output_tokens + EXCLUDED.output_tokens, cost = llm_usage.cost + EXCLUDED.cost`,
-			held.Keys.TenantID, held.Keys.Day, held.Keys.InstanceID, st.Model, st.Provider, failed, st.Input, st.Output, int64(st.Cost))
-		return err
+		for _, u := range usage {
+			batch.Queue(`INSERT INTO llm_usage (`+sqlstore.LLMUsageCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+				ON CONFLICT (tenant, day, instance, model, provider) DO UPDATE SET calls = llm_usage.calls + EXCLUDED.calls,
+				failed = llm_usage.failed + EXCLUDED.failed, input_tokens = llm_usage.input_tokens + EXCLUDED.input_tokens,
+				output_tokens = llm_usage.output_tokens + EXCLUDED.output_tokens, cost = llm_usage.cost + EXCLUDED.cost`,
+				u.TenantID, u.Day, u.InstanceID, u.Model, u.Provider, u.Calls, u.Failed, u.Input, u.Output, int64(u.Cost))
+		}
+		return tx.SendBatch(ctx, batch).Close()
 	})
 	if err != nil {
-		return fmt.Errorf("postgres: settle reservation %.40q: %w", r.ID, err)
+		return nil, fmt.Errorf("postgres: commit: %w", err)
 	}
-	return nil
+	return plan.Results, nil
 }
 
 func (s *LLMStore) Spent(ctx context.Context, k llm.Keys) (llm.Spending, error) {
@@ -370,14 +419,20 @@ func (s *LLMStore) Spent(ctx context.Context, k llm.Keys) (llm.Spending, error) 
 	if !llm.ValidKey(k.TenantID) || !llm.ValidKey(k.InstanceID) || !llm.ValidKey(k.RunID) || !llm.ValidKey(k.Day) {
 		return sp, nil
 	}
-	for _, c := range sqlstore.LLMCounters(k) {
-		var tokens, cost int64
-		err := s.db.pool.QueryRow(ctx, `SELECT tokens, cost FROM llm_counters WHERE tenant = $1 AND scope = $2 AND id = $3 AND day = $4`,
-			c.Tenant, c.Scope, c.ID, c.Day).Scan(&tokens, &cost)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+	for _, c := range llm.CountersOf(k) {
+		inst, run := sqlstore.LLMLeaseKey(c)
+		var count, held [2]int64
+		err := s.db.pool.QueryRow(ctx, `SELECT
+			coalesce((SELECT tokens FROM llm_counters WHERE tenant = $1 AND scope = $2 AND id = $3 AND day = $4), 0),
+			coalesce((SELECT cost FROM llm_counters WHERE tenant = $1 AND scope = $2 AND id = $3 AND day = $4), 0),
+			coalesce((SELECT sum(tokens) FROM llm_reservations WHERE tenant = $1 AND instance = $5 AND run = $6 AND day = $4), 0)::bigint,
+			coalesce((SELECT sum(cost) FROM llm_reservations WHERE tenant = $1 AND instance = $5 AND run = $6 AND day = $4), 0)::bigint`,
+			c.TenantID, c.Scope, c.ID, c.Day, inst, run).Scan(&count[0], &count[1], &held[0], &held[1])
+		if err != nil {
 			return sp, fmt.Errorf("postgres: spent: %w", err)
 		}
-		c.Put(&sp, llm.Amount{Tokens: tokens, Cost: llm.Cost(cost)})
+		sp.Held.Put(c, llm.Amount{Tokens: held[0], Cost: llm.Cost(held[1])})
+		sp.Used.Put(c, llm.Amount{Tokens: max(count[0]-held[0], 0), Cost: llm.Cost(max(count[1]-held[1], 0))})
 	}
 	return sp, nil
 }
@@ -404,8 +459,9 @@ func (s *LLMStore) Usage(ctx context.Context, q llm.UsageQuery) ([]llm.UsageRow,
 	return out, nil
 }
 
-func (s *LLMStore) Sweep(ctx context.Context, reservedBefore, countersBefore time.Time) error {
-	if _, err := s.db.pool.Exec(ctx, `DELETE FROM llm_reservations WHERE at_us < $1`, sqlstore.Micros(reservedBefore)); err != nil {
+func (s *LLMStore) Sweep(ctx context.Context, now, countersBefore time.Time) error {
+	// An expired lease's allowance stays in its counter's count: used.
+	if _, err := s.db.pool.Exec(ctx, `DELETE FROM llm_reservations WHERE at_us < $1`, sqlstore.Micros(now)); err != nil {
 		return fmt.Errorf("postgres: sweep the LLM ledger: %w", err)
 	}
 	if _, err := s.db.pool.Exec(ctx, `DELETE FROM llm_counters WHERE last_us < $1`, sqlstore.Micros(countersBefore)); err != nil {

@@ -28,8 +28,8 @@ func TestLLMStoreReopen(t *testing.T) {
 }
 
 // Two handles on one database are two replicas: the suite's calls
-// alternate between them, and reservations through both never pass a
-// limit together.
+// alternate between them, and leases through both never pass a limit
+// together.
 func TestLLMStoreReplicas(t *testing.T) {
 	storetest.TestLLMStore(t, func(t *testing.T) llm.Store {
 		url := pgtest.URL(t)
@@ -81,11 +81,11 @@ func (r *replicas) ListBudgets(ctx context.Context, t string) ([]llm.Budget, err
 func (r *replicas) DeleteBudget(ctx context.Context, t, i string) error {
 	return r.next().DeleteBudget(ctx, t, i)
 }
-func (r *replicas) Reserve(ctx context.Context, k llm.Keys, a llm.Amount, at time.Time) (llm.Reservation, error) {
-	return r.next().Reserve(ctx, k, a, at)
+func (r *replicas) Lease(ctx context.Context, x llm.LeaseRequest) ([]llm.Grant, error) {
+	return r.next().Lease(ctx, x)
 }
-func (r *replicas) Settle(ctx context.Context, x llm.Reservation, st llm.Settlement) error {
-	return r.next().Settle(ctx, x, st)
+func (r *replicas) Commit(ctx context.Context, b llm.Batch) ([]llm.LeaseResult, error) {
+	return r.next().Commit(ctx, b)
 }
 func (r *replicas) Spent(ctx context.Context, k llm.Keys) (llm.Spending, error) {
 	return r.next().Spent(ctx, k)

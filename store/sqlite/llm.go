@@ -13,8 +13,8 @@ import (
 
 // LLMStore returns the database's store of the LLM gateway (an
 // llm.Store). Its writes go through the database's single writer, so a
-// reservation's check of the budgets and its increment of the counters
-// are one step, in this process or another using the file.
+// lease's check of the budgets and its increment of the counters are one
+// step, in this process or another using the file.
 func (db *DB) LLMStore() *LLMStore { return &LLMStore{db} }
 
 // LLMStore keeps the LLM gateway's providers, routes, budgets and usage
@@ -215,55 +215,62 @@ func (s *LLMStore) DeleteBudget(ctx context.Context, tenantID, instanceID string
 	return nil
 }
 
-// budgets reads the budgets that apply to k.
-func budgetsIn(q interface {
+type querier interface {
 	Query(string, ...any) (*sql.Rows, error)
-}, k llm.Keys) ([2]*llm.Budget, error) {
-	var out [2]*llm.Budget
-	rows, err := q.Query(`SELECT `+sqlstore.LLMBudgetCols+` FROM llm_budgets WHERE tenant = ? AND instance IN ('', ?)`, k.TenantID, k.InstanceID)
-	if err != nil {
-		return out, err
-	}
-	defer rows.Close()
-	list, err := sqlstore.Collect(rows, sqlstore.ScanLLMBudget)
-	if err != nil {
-		return out, err
-	}
-	for i := range list {
-		if list[i].InstanceID == "" {
-			out[0] = &list[i]
-		} else if k.InstanceID != "" {
-			out[1] = &list[i]
+	QueryRow(string, ...any) *sql.Row
+}
+
+// budgetsIn reads the budgets of the (tenant, instance) pairs.
+func budgetsIn(q querier, pairs [][2]string) (map[[2]string]llm.Budget, error) {
+	out := map[[2]string]llm.Budget{}
+	for _, p := range pairs {
+		b, err := sqlstore.ScanLLMBudget(q.QueryRow(`SELECT `+sqlstore.LLMBudgetCols+` FROM llm_budgets WHERE tenant = ? AND instance = ?`, p[0], p[1]))
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
 		}
+		if err != nil {
+			return nil, err
+		}
+		out[p] = b
 	}
 	return out, nil
 }
 
-// spentIn reads k's counters.
-func spentIn(q interface {
-	QueryRow(string, ...any) *sql.Row
-}, k llm.Keys) (llm.Spending, error) {
-	var sp llm.Spending
-	for _, c := range sqlstore.LLMCounters(k) {
-		var tokens, cost int64
-		err := q.QueryRow(`SELECT tokens, cost FROM llm_counters WHERE tenant = ? AND scope = ? AND id = ? AND day = ?`,
-			c.Tenant, c.Scope, c.ID, c.Day).Scan(&tokens, &cost)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return sp, err
-		}
-		c.Put(&sp, llm.Amount{Tokens: tokens, Cost: llm.Cost(cost)})
+// countOf reads counter c's count.
+func countOf(q querier, c llm.Counter) (llm.Amount, error) {
+	var tokens, cost int64
+	err := q.QueryRow(`SELECT tokens, cost FROM llm_counters WHERE tenant = ? AND scope = ? AND id = ? AND day = ?`,
+		c.TenantID, c.Scope, c.ID, c.Day).Scan(&tokens, &cost)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return llm.Amount{}, err
 	}
-	return sp, nil
+	return llm.Amount{Tokens: tokens, Cost: llm.Cost(cost)}, nil
 }
 
-// addCounters adds a (which may be negative) to k's counters, none
-// below zero, as changed at atUS.
-func addCounters(tx *sql.Tx, k llm.Keys, a llm.Amount, atUS int64) error {
-	for _, c := range sqlstore.LLMCounters(k) {
+// leasesIn reads the leases of ids that are held.
+func leasesIn(q querier, ids []string) (map[string]llm.HeldLease, error) {
+	out := map[string]llm.HeldLease{}
+	for _, id := range ids {
+		got, l, err := sqlstore.ScanLLMLease(q.QueryRow(`SELECT `+sqlstore.LLMLeaseCols+` FROM llm_reservations WHERE id = ?`, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[got] = l
+	}
+	return out, nil
+}
+
+// changeCounters applies changes to the counters, none below zero, as
+// made at atUS.
+func changeCounters(tx *sql.Tx, changes []llm.CounterChange, atUS int64) error {
+	for _, c := range changes {
 		_, err := tx.Exec(`INSERT INTO llm_counters (tenant, scope, id, day, tokens, cost, last_us) VALUES (?, ?, ?, ?, max(?, 0), max(?, 0), ?)
 			ON CONFLICT (tenant, scope, id, day) DO UPDATE SET tokens = max(tokens + ?, 0),
 			cost = max(cost + ?, 0), last_us = max(last_us, excluded.last_us)`,
-			c.Tenant, c.Scope, c.ID, c.Day, a.Tokens, int64(a.Cost), atUS, a.Tokens, int64(a.Cost))
+			c.Counter.TenantID, c.Counter.Scope, c.Counter.ID, c.Counter.Day, c.Tokens, c.Cost, atUS, c.Tokens, c.Cost)
 		if err != nil {
 			return err
 		}
@@ -271,82 +278,126 @@ func addCounters(tx *sql.Tx, k llm.Keys, a llm.Amount, atUS int64) error {
 	return nil
 }
 
-func (s *LLMStore) Reserve(ctx context.Context, k llm.Keys, estimate llm.Amount, at time.Time) (llm.Reservation, error) {
-	if err := llm.CheckKeys(k, estimate); err != nil {
-		return llm.Reservation{}, fmt.Errorf("sqlite: reserve: %w", err)
+func (s *LLMStore) Lease(ctx context.Context, r llm.LeaseRequest) ([]llm.Grant, error) {
+	if err := llm.CheckLeaseRequest(r); err != nil {
+		return nil, fmt.Errorf("sqlite: lease: %w", err)
 	}
-	r := llm.Reservation{ID: llm.NewReservationID(), Keys: k, Estimate: estimate, At: sqlstore.FromMicros(sqlstore.Micros(at))}
-	var refused *llm.BudgetError
+	var plan llm.LeasePlan
 	err := s.db.wr.doAtomic(ctx, func(tx *sql.Tx) error {
-		// The single writer runs the check and the increments with no
-		// other write in between.
-		budgets, err := budgetsIn(tx, k)
+		// The single writer reads, decides and writes with no other write
+		// in between.
+		counts := map[llm.Counter]llm.Amount{}
+		for _, c := range sqlstore.LLMAskCounters(r) {
+			n, err := countOf(tx, c)
+			if err != nil {
+				return err
+			}
+			counts[c] = n
+		}
+		held, err := leasesIn(tx, sqlstore.LLMLeaseIDs(r))
 		if err != nil {
 			return err
 		}
-		sp, err := spentIn(tx, k)
+		budgets, err := budgetsIn(tx, sqlstore.LLMBudgetPairs(r))
 		if err != nil {
 			return err
 		}
-		if refused = llm.Check(budgets, sp, estimate, k.RunID != ""); refused != nil {
-			return nil
-		}
-		if err := addCounters(tx, k, estimate, sqlstore.Micros(at)); err != nil {
+		if plan, err = llm.PlanLease(r, counts, held, sqlstore.LLMBudgetsOf(budgets)); err != nil {
 			return err
 		}
-		_, err = tx.Exec(`INSERT INTO llm_reservations (`+sqlstore.LLMReservationCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			sqlstore.LLMReservationArgs(&r)...)
-		return err
+		for i, a := range r.Asks {
+			g := plan.Grants[i]
+			switch {
+			case g.Gone || g.Refused != nil:
+				continue
+			case a.New:
+				_, err = tx.Exec(`INSERT INTO llm_reservations (`+sqlstore.LLMLeaseCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+					sqlstore.LLMLeaseArgs(a.ID, a.Counter, g.Granted, r.Expires)...)
+			default:
+				_, err = tx.Exec(`UPDATE llm_reservations SET tokens = tokens + ?, cost = cost + ? WHERE id = ?`,
+					g.Granted.Tokens, int64(g.Granted.Cost), a.ID)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return changeCounters(tx, plan.Counters, sqlstore.Micros(r.At))
 	})
+	var be *llm.BudgetError
 	switch {
+	case errors.As(err, &be):
+		return nil, be
 	case err != nil:
-		return llm.Reservation{}, fmt.Errorf("sqlite: reserve: %w", err)
-	case refused != nil:
-		return llm.Reservation{}, refused
+		return nil, fmt.Errorf("sqlite: lease: %w", err)
 	}
-	return r, nil
+	return plan.Grants, nil
 }
 
-func (s *LLMStore) Settle(ctx context.Context, r llm.Reservation, st llm.Settlement) error {
-	if err := llm.CheckSettlement(st); err != nil {
-		return fmt.Errorf("sqlite: settle: %w", err)
+func (s *LLMStore) Commit(ctx context.Context, b llm.Batch) ([]llm.LeaseResult, error) {
+	if err := llm.CheckBatch(b); err != nil {
+		return nil, fmt.Errorf("sqlite: commit: %w", err)
 	}
+	var plan llm.CommitPlan
 	err := s.db.wr.doAtomic(ctx, func(tx *sql.Tx) error {
-		held, err := sqlstore.ScanLLMReservation(tx.QueryRow(`DELETE FROM llm_reservations WHERE id = ? RETURNING `+sqlstore.LLMReservationCols, r.ID))
+		held, err := leasesIn(tx, sqlstore.LLMBatchIDs(b))
 		if err != nil {
-			return notFound(err)
-		}
-		used := st.Used()
-		delta := llm.Amount{Tokens: used.Tokens - held.Estimate.Tokens, Cost: used.Cost - held.Estimate.Cost}
-		if err := addCounters(tx, held.Keys, delta, sqlstore.Micros(held.At)); err != nil {
 			return err
 		}
-		failed := 0
-		if st.Failed {
-			failed = 1
+		plan = llm.PlanCommit(b, held)
+		if err := changeCounters(tx, plan.Counters, sqlstore.Micros(b.At)); err != nil {
+			return err
 		}
-		_, err = tx.Exec(`INSERT INTO llm_usage (`+sqlstore.LLMUsageCols+`) VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?)
-			ON CONFLICT (tenant, day, instance, model, provider) DO UPDATE SET calls = calls + 1, failed = failed + excluded.failed,
-			input_tokens = input_tokens + excluded.input_tokens, output_tokens = output_tokens + excluded.output_tokens,
-			cost = cost + excluded.cost`,
-			held.Keys.TenantID, held.Keys.Day, held.Keys.InstanceID, st.Model, st.Provider, failed, st.Input, st.Output, int64(st.Cost))
-		return err
+		for _, l := range plan.Leases {
+			if l.End {
+				_, err = tx.Exec(`DELETE FROM llm_reservations WHERE id = ?`, l.ID)
+			} else {
+				_, err = tx.Exec(`UPDATE llm_reservations SET tokens = ?, cost = ?, at_us = ? WHERE id = ?`,
+					l.Left.Tokens, int64(l.Left.Cost), sqlstore.Micros(b.Expires), l.ID)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		for _, u := range b.Usage {
+			_, err := tx.Exec(`INSERT INTO llm_usage (`+sqlstore.LLMUsageCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+				ON CONFLICT (tenant, day, instance, model, provider) DO UPDATE SET calls = calls + excluded.calls,
+				failed = failed + excluded.failed, input_tokens = input_tokens + excluded.input_tokens,
+				output_tokens = output_tokens + excluded.output_tokens, cost = cost + excluded.cost`,
+				u.TenantID, u.Day, u.InstanceID, u.Model, u.Provider, u.Calls, u.Failed, u.Input, u.Output, int64(u.Cost))
+			if err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("sqlite: settle reservation %.40q: %w", r.ID, err)
+		return nil, fmt.Errorf("sqlite: commit: %w", err)
 	}
-	return nil
+	return plan.Results, nil
 }
 
 func (s *LLMStore) Spent(ctx context.Context, k llm.Keys) (llm.Spending, error) {
-	sp, err := spentIn(rowQuerier{ctx, s.db}, k)
-	if err != nil {
-		return sp, fmt.Errorf("sqlite: spent: %w", err)
+	var sp llm.Spending
+	q := rowQuerier{ctx, s.db}
+	for _, c := range llm.CountersOf(k) {
+		count, err := countOf(q, c)
+		if err != nil {
+			return llm.Spending{}, fmt.Errorf("sqlite: spent: %w", err)
+		}
+		inst, run := sqlstore.LLMLeaseKey(c)
+		var tokens, cost int64
+		if err := q.QueryRow(`SELECT coalesce(sum(tokens), 0), coalesce(sum(cost), 0) FROM llm_reservations
+			WHERE tenant = ? AND instance = ? AND run = ? AND day = ?`, c.TenantID, inst, run, c.Day).Scan(&tokens, &cost); err != nil {
+			return llm.Spending{}, fmt.Errorf("sqlite: spent: %w", err)
+		}
+		held := llm.Amount{Tokens: tokens, Cost: llm.Cost(cost)}
+		sp.Held.Put(c, held)
+		sp.Used.Put(c, llm.Amount{Tokens: max(count.Tokens-held.Tokens, 0), Cost: max(count.Cost-held.Cost, 0)})
 	}
 	return sp, nil
 }
 
-// rowQuerier reads one row outside the writer.
+// rowQuerier reads outside the writer.
 type rowQuerier struct {
 	ctx context.Context
 	db  *DB
@@ -354,6 +405,10 @@ type rowQuerier struct {
 
 func (q rowQuerier) QueryRow(query string, args ...any) *sql.Row {
 	return q.db.queryRow(q.ctx, query, args...)
+}
+
+func (q rowQuerier) Query(query string, args ...any) (*sql.Rows, error) {
+	return q.db.query(q.ctx, query, args...)
 }
 
 func (s *LLMStore) Usage(ctx context.Context, q llm.UsageQuery) ([]llm.UsageRow, error) {
@@ -374,9 +429,10 @@ func (s *LLMStore) Usage(ctx context.Context, q llm.UsageQuery) ([]llm.UsageRow,
 	return out, nil
 }
 
-func (s *LLMStore) Sweep(ctx context.Context, reservedBefore, countersBefore time.Time) error {
+func (s *LLMStore) Sweep(ctx context.Context, now, countersBefore time.Time) error {
 	err := s.db.wr.do(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.Exec(`DELETE FROM llm_reservations WHERE at_us < ?`, sqlstore.Micros(reservedBefore)); err != nil {
+		// An expired lease's allowance stays in its counter's count: used.
+		if _, err := tx.Exec(`DELETE FROM llm_reservations WHERE at_us < ?`, sqlstore.Micros(now)); err != nil {
 			return err
 		}
 		_, err := tx.Exec(`DELETE FROM llm_counters WHERE last_us < ?`, sqlstore.Micros(countersBefore))

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,7 +14,7 @@ import (
 // The LLM gateway's rows in the layout both SQL stores share (their
 // 0017_llm migrations): a provider's and a route's key, version and times
 // are columns, the rest their JSON encoding in body; budgets, counters,
-// reservations and usage are columns only.
+// leases and usage are columns only.
 
 // LLMProviderCols are the columns of llm_providers, in ScanLLMProvider's
 // order.
@@ -111,51 +112,129 @@ func ScanLLMBudget(s Scanner) (llm.Budget, error) {
 	return b, nil
 }
 
-// LLMCounterRow is one budget counter's key: (tenant, scope, id, day).
-type LLMCounterRow struct{ Tenant, Scope, ID, Day string }
+// Counters are rows of llm_counters keyed (tenant, scope, id, day) as
+// llm.Counter is; tokens and cost are the counter's count (what it has
+// used and what leases hold on it), last_us its last change.
+//
+// Leases are rows of llm_reservations, the allowance one holder reserved
+// on one counter: tenant, instance, run and day name the counter as
+// llm.Keys would (a tenant's day: instance and run ''; an instance's day:
+// instance; a run: run, day ''); tokens and cost are the allowance left;
+// at_us is when the lease expires. What a counter's leases hold is the
+// sum of their rows, which are few: a lease lives while its holder uses
+// it.
 
-// LLMCounters are the counters k falls under, in the order every writer
-// locks them: the tenant's day, the instance's day, the run.
-func LLMCounters(k llm.Keys) []LLMCounterRow {
-	var out []LLMCounterRow
-	for _, c := range llm.CounterKeys(k) {
-		out = append(out, LLMCounterRow{Tenant: k.TenantID, Scope: c[0], ID: c[1], Day: c[2]})
+// LLMLeaseCols are the columns of llm_reservations, in ScanLLMLease's
+// order.
+const LLMLeaseCols = `id, tenant, instance, run, day, tokens, cost, at_us`
+
+// LLMLeaseKey are the instance and run columns of a lease on c.
+func LLMLeaseKey(c llm.Counter) (instance, run string) {
+	switch c.Scope {
+	case llm.ScopeInstance:
+		return c.ID, ""
+	case llm.ScopeRun:
+		return "", c.ID
+	}
+	return "", ""
+}
+
+// LLMLeaseArgs are a lease's values in LLMLeaseCols' order.
+func LLMLeaseArgs(id string, c llm.Counter, left llm.Amount, expires time.Time) []any {
+	inst, run := LLMLeaseKey(c)
+	return []any{id, c.TenantID, inst, run, c.Day, left.Tokens, int64(left.Cost), Micros(expires)}
+}
+
+// ScanLLMLease reads a row of LLMLeaseCols: its id and lease.
+func ScanLLMLease(s Scanner) (string, llm.HeldLease, error) {
+	var (
+		id, inst, run string
+		l             llm.HeldLease
+		cost, at      int64
+	)
+	if err := s.Scan(&id, &l.Counter.TenantID, &inst, &run, &l.Counter.Day, &l.Left.Tokens, &cost, &at); err != nil {
+		return "", llm.HeldLease{}, err
+	}
+	l.Left.Cost = llm.Cost(cost)
+	switch {
+	case run != "":
+		l.Counter.Scope, l.Counter.ID = llm.ScopeRun, run
+	case inst != "":
+		l.Counter.Scope, l.Counter.ID = llm.ScopeInstance, inst
+	default:
+		l.Counter.Scope = llm.ScopeTenant
+	}
+	if inst != "" && run != "" {
+		// A call's reservation from before leases: no lease's counter.
+		l.Counter.Scope = "reservation"
+	}
+	return id, l, nil
+}
+
+// LLMLeaseIDs are the ids of r's asks.
+func LLMLeaseIDs(r llm.LeaseRequest) []string {
+	out := make([]string, len(r.Asks))
+	for i, a := range r.Asks {
+		out[i] = a.ID
 	}
 	return out
 }
 
-// Put sets the counter of row in sp to a.
-func (row LLMCounterRow) Put(sp *llm.Spending, a llm.Amount) {
-	switch row.Scope {
-	case llm.ScopeTenant:
-		sp.TenantDay = a
-	case llm.ScopeInstance:
-		sp.InstanceDay = a
-	default:
-		sp.Run = a
+// LLMBatchIDs are the ids of b's leases.
+func LLMBatchIDs(b llm.Batch) []string {
+	out := make([]string, len(b.Leases))
+	for i, u := range b.Leases {
+		out[i] = u.ID
 	}
+	return out
 }
 
-// LLMReservationCols are the columns of llm_reservations, in
-// ScanLLMReservation's order.
-const LLMReservationCols = `id, tenant, instance, run, day, tokens, cost, at_us`
-
-// LLMReservationArgs are r's values in LLMReservationCols' order.
-func LLMReservationArgs(r *llm.Reservation) []any {
-	return []any{r.ID, r.Keys.TenantID, r.Keys.InstanceID, r.Keys.RunID, r.Keys.Day, r.Estimate.Tokens, int64(r.Estimate.Cost), Micros(r.At)}
+// LLMAskCounters are the counters of r's asks, each once, in the order
+// every writer locks them.
+func LLMAskCounters(r llm.LeaseRequest) []llm.Counter {
+	var out []llm.Counter
+	for _, a := range r.Asks {
+		if !slices.Contains(out, a.Counter) {
+			out = append(out, a.Counter)
+		}
+	}
+	slices.SortFunc(out, llm.CompareCounters)
+	return out
 }
 
-// ScanLLMReservation reads a row of LLMReservationCols.
-func ScanLLMReservation(s Scanner) (llm.Reservation, error) {
-	var (
-		r        llm.Reservation
-		cost, at int64
-	)
-	if err := s.Scan(&r.ID, &r.Keys.TenantID, &r.Keys.InstanceID, &r.Keys.RunID, &r.Keys.Day, &r.Estimate.Tokens, &cost, &at); err != nil {
-		return llm.Reservation{}, err
+// LLMBudgetPairs are the (tenant, instance) pairs whose budgets r's asks
+// are decided by, each once.
+func LLMBudgetPairs(r llm.LeaseRequest) [][2]string {
+	var out [][2]string
+	for _, a := range r.Asks {
+		pairs := [][2]string{{a.Counter.TenantID, ""}}
+		if a.Instance != "" {
+			pairs = append(pairs, [2]string{a.Counter.TenantID, a.Instance})
+		}
+		for _, p := range pairs {
+			if !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
 	}
-	r.Estimate.Cost, r.At = llm.Cost(cost), FromMicros(at)
-	return r, nil
+	return out
+}
+
+// LLMBudgetsOf answers PlanLease's budgets from budgets read by
+// (tenant, instance).
+func LLMBudgetsOf(read map[[2]string]llm.Budget) func(tenant, instance string) [2]*llm.Budget {
+	return func(tenant, instance string) [2]*llm.Budget {
+		var out [2]*llm.Budget
+		if b, ok := read[[2]string{tenant, ""}]; ok {
+			out[0] = &b
+		}
+		if instance != "" {
+			if b, ok := read[[2]string{tenant, instance}]; ok {
+				out[1] = &b
+			}
+		}
+		return out
+	}
 }
 
 // LLMUsageCols are the columns of llm_usage, in ScanLLMUsage's order.
