@@ -170,3 +170,22 @@ func readRequest(r *http.Request) (*a2a.Request, *a2a.Error) {
 	}
 	return a2a.DecodeRequest(b)
 }
+
+// A subscription that opens after its task ended is refused with the
+// protocol's terminal-task error: late, with nothing expected, not a
+// failure.
+func TestReadUpdatesAfterTheEnd(t *testing.T) {
+	body := "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32004,\"message\":\"task t-1 is in terminal state TASK_STATE_COMPLETED\"}}\n\n"
+	var p xstreamTally
+	if err := readUpdates(t.Context(), strings.NewReader(body), 6, time.Second, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.late != 1 || p.expected != 0 || p.seen != 0 {
+		t.Errorf("tally %+v, want one late subscription expecting nothing", p)
+	}
+	// Any other error in its place is a failure.
+	body = strings.Replace(body, "-32004", "-32603", 1)
+	if err := readUpdates(t.Context(), strings.NewReader(body), 6, time.Second, &xstreamTally{}); err == nil {
+		t.Error("an internal error on subscribing was taken for a late subscription")
+	}
+}

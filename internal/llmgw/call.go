@@ -55,6 +55,8 @@ type call struct {
 	op      string
 	answer  answer
 	outcome string
+	// done is the stream's end, held back until the call is settled.
+	done llm.Event
 }
 
 // answer is what the providers answered.
@@ -153,6 +155,9 @@ func (s *Service) serveCall(op string) http.HandlerFunc {
 		}
 		k.outcome = s.relay(ctx, w, k, path)
 		s.finish(ctx, k)
+		if k.done.Data != nil {
+			_ = writeEvent(w, http.NewResponseController(w), k.done)
+		}
 	}
 }
 
@@ -406,9 +411,10 @@ func (s *Service) relayStream(ctx, actx context.Context, w http.ResponseWriter, 
 			if !k.answer.sent {
 				s.startStream(w, k)
 			}
-			if writeEvent(w, rc, ev) != nil {
-				return outcomeCanceled, nil
-			}
+			// The end is passed on once the call is settled and shown in
+			// its run (serveCall): a caller that ends its run on it finds
+			// the call there.
+			k.done = ev
 			return outcomeOK, nil
 		}
 		if first || bytes.Contains(ev.Data, usageKey) {
@@ -503,7 +509,7 @@ func (s *Service) finish(ctx context.Context, k *call) {
 		k.span.SetStatus(codes.Error, k.outcome)
 	}
 	k.span.End()
-	s.events.add(k.c, llm.CallEvent{Operation: k.op, Model: k.req.model, Provider: a.provider, Upstream: a.upstream, Stream: k.req.stream,
+	s.events.commit(ctx, k.c, llm.CallEvent{Operation: k.op, Model: k.req.model, Provider: a.provider, Upstream: a.upstream, Stream: k.req.stream,
 		InputTokens: input, OutputTokens: output, CostUSD: cost.USD(), Estimated: estimated, DurationMS: d.Milliseconds(),
 		Attempts: a.attempts, Outcome: k.outcome})
 }

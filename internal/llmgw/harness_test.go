@@ -63,9 +63,20 @@ type recordingRuns struct {
 	mu      sync.Mutex
 	events  map[string][]gateway.Event
 	appends int
+	// hold, when set, is received from before an append is recorded;
+	// holding says one waits there.
+	hold, holding chan struct{}
 }
 
 func (r *recordingRuns) AppendEvents(_ context.Context, tenant, runID string, events ...gateway.Event) error {
+	r.mu.Lock()
+	hold, holding := r.hold, r.holding
+	r.hold = nil
+	r.mu.Unlock()
+	if hold != nil {
+		close(holding)
+		<-hold
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.appends++

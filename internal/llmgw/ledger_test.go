@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -326,26 +327,60 @@ func testStore(t testing.TB, backend string) llm.Store {
 	return llm.NewMemoryStore()
 }
 
-// The calls of a run are shown in it a batch at a time: one append for
-// the calls since the last, none on a call's path.
-func TestRunEventsInBatches(t *testing.T) {
+// A call's answer ends once the call is in its run, so an agent that ends
+// its run on the answer finds the call there; calls ending while an
+// append is under way are written together in the next one.
+func TestRunEventsCommitted(t *testing.T) {
 	h := newHarness(t, nil, Deps{})
 	p := newProvider(t)
 	h.provider("openai", p.BaseURL(), "")
 	h.route("gpt-4o", llm.Target{Provider: "openai", Model: "gpt-4o"})
 	tok := h.token(claims("llm:model:gpt-4o"))
-	for range 3 {
-		if resp, data := h.do(http.MethodPost, ChatPath, tok, chatBody("gpt-4o")); resp.StatusCode != http.StatusOK {
-			t.Fatalf("%d %s", resp.StatusCode, data)
+	call := func(stream bool) {
+		body := chatBody("gpt-4o")
+		if stream {
+			body["stream"] = true
+		}
+		if resp, data := h.do(http.MethodPost, ChatPath, tok, body); resp.StatusCode != http.StatusOK {
+			t.Errorf("%d %s", resp.StatusCode, data)
 		}
 	}
+	for i, stream := range []bool{false, true} {
+		call(stream)
+		if evs := h.runs.of("acme", "run-1"); len(evs) != i+1 {
+			t.Fatalf("after call %d (stream %v) its run holds %d events", i+1, stream, len(evs))
+		}
+	}
+	// Hold the next append: the calls ending meanwhile wait for it, then
+	// share one.
+	hold, holding := make(chan struct{}), make(chan struct{})
 	h.runs.mu.Lock()
+	h.runs.hold, h.runs.holding = hold, holding
 	before := h.runs.appends
 	h.runs.mu.Unlock()
-	if before != 0 {
-		t.Errorf("%d appends before the batch, want none", before)
+	var wg sync.WaitGroup
+	wg.Go(func() { call(false) })
+	<-holding
+	for range 3 {
+		wg.Go(func() { call(false) })
 	}
-	if evs := h.runEvents("acme", "run-1"); len(evs) != 3 || h.runs.appends != 1 {
-		t.Errorf("%d events in %d appends, want 3 in 1", len(evs), h.runs.appends)
+	// The three are queued once they are counted by the ledger: wait for
+	// their events to be queued.
+	for {
+		h.svc.events.mu.Lock()
+		n := h.svc.events.n
+		h.svc.events.mu.Unlock()
+		if n == 3 {
+			break
+		}
+		runtime.Gosched()
+	}
+	close(hold)
+	wg.Wait()
+	h.runs.mu.Lock()
+	appends := h.runs.appends - before
+	h.runs.mu.Unlock()
+	if evs := h.runs.of("acme", "run-1"); len(evs) != 6 || appends != 2 {
+		t.Errorf("%d events in %d appends, want 6 in 2", len(evs), appends)
 	}
 }
