@@ -37,7 +37,7 @@ func llmFlags(fs *flag.FlagSet) *llmFlagSet {
 	l.connect = fs.Duration("llm-connect-timeout", llmgw.DefaultConnectTimeout, "llm: time connecting to a provider may take (then its route's next provider is tried)")
 	l.maxTokens = fs.Int64("llm-default-max-tokens", llmgw.DefaultMaxTokens, "llm: answer `tokens` a chat call that names no max_tokens is assumed to take when its budget is reserved")
 	l.maxInflight = fs.Int("llm-max-inflight", llmgw.DefaultMaxInflight, "llm: model calls in flight in this process; more get 503, to retry")
-	l.cfgTTL = fs.Duration("llm-config-ttl", llmgw.DefaultConfigTTL, "llm: how long a model route, a provider and its key are reused before they are read again (another replica's change shows within it)")
+	l.cfgTTL = fs.Duration("llm-config-ttl", llmgw.DefaultConfigTTL, "llm: how long a model route, a provider, its key and a budget are reused before they are read again, in the background (another replica's change shows within twice it)")
 	l.allowPrivate = fs.Bool("llm-allow-private", false, "llm: let providers be on loopback and private addresses (a local vLLM or Ollama); metadata addresses never")
 	l.platformTenant = fs.String("llm-platform-tenant", llmgw.DefaultPlatformTenant, "llm: `tenant` the platform's own model calls (--embedding-url, --extractor-url or --gate-judge-url "+gatewayURL+") are counted and budgeted to")
 	return l

@@ -90,9 +90,10 @@
 //     are missing from the usage report; their use beyond their estimates,
 //     if any, is missing from the counters.
 //   - A budget changed on any replica applies on every replica within
-//     ConfigTTL, the cache of budgets: a lease taken under the old limit
-//     is then retired (its rest returned) and the next is decided by the
-//     new one. Until then a replica may spend what its lease holds.
+//     twice ConfigTTL, the cache of budgets: a lease taken under the old
+//     limit is then retired (its rest returned) and the next is decided
+//     by the new one. Until then a replica may spend what its lease
+//     holds.
 //   - Near a limit, a call may be refused while another replica's lease
 //     still holds allowance it has not spent (under five estimates per
 //     replica and counter); it comes back when that lease is next used
@@ -116,6 +117,8 @@
 //     extractor, the gate's judge) may go through the gateway in process
 //     (Platform), as the tenant Options.PlatformTenant with every model
 //     granted, so they are routed, metered and budgeted too.
-//   - Routes, providers, budgets and opened keys are cached for ConfigTTL
-//     (1s); the administration of this process clears the cache at once.
+//   - Routes, providers, budgets and opened keys are cached: fresh for
+//     ConfigTTL (1s), then answered while one read of them runs in the
+//     background for ConfigTTL more, so that a call does not wait for the
+//     store; the administration of this process clears the cache at once.
 package llmgw

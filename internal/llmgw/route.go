@@ -78,7 +78,7 @@ func (s *Service) budgets(ctx context.Context, tenant, instance string) ([2]*llm
 		if i == 1 && instance == "" {
 			break
 		}
-		v, err := s.cache.get("b\x00"+tenant+"\x00"+inst, func() (any, error) {
+		v, err := s.cache.get(ctx, "b\x00"+tenant+"\x00"+inst, func(ctx context.Context) (any, error) {
 			return s.deps.Store.GetBudget(ctx, tenant, inst)
 		})
 		if errors.Is(err, llm.ErrNotFound) {
@@ -95,7 +95,7 @@ func (s *Service) budgets(ctx context.Context, tenant, instance string) ([2]*llm
 
 // route reads the tenant's route of model, else the platform's.
 func (s *Service) route(ctx context.Context, tenant, model string) (llm.Route, error) {
-	v, err := s.cache.get("r\x00"+tenant+"\x00"+model, func() (any, error) {
+	v, err := s.cache.get(ctx, "r\x00"+tenant+"\x00"+model, func(ctx context.Context) (any, error) {
 		r, err := s.deps.Store.GetRoute(ctx, tenant, model)
 		if errors.Is(err, llm.ErrNotFound) && tenant != "" {
 			r, err = s.deps.Store.GetRoute(ctx, "", model)
@@ -109,7 +109,7 @@ func (s *Service) route(ctx context.Context, tenant, model string) (llm.Route, e
 }
 
 func (s *Service) provider(ctx context.Context, tenant, name string) (llm.Provider, error) {
-	v, err := s.cache.get("p\x00"+tenant+"\x00"+name, func() (any, error) {
+	v, err := s.cache.get(ctx, "p\x00"+tenant+"\x00"+name, func(ctx context.Context) (any, error) {
 		return s.deps.Store.GetProvider(ctx, tenant, name)
 	})
 	if err != nil {
@@ -123,7 +123,7 @@ func (s *Service) openKey(p *llm.Provider) (secret.Value, error) {
 	if len(p.SealedKey) == 0 {
 		return secret.Value{}, nil
 	}
-	v, err := s.cache.get("k\x00"+p.TenantID+"\x00"+p.Name+"\x00"+strconv.FormatInt(p.Version, 10), func() (any, error) {
+	v, err := s.cache.get(context.Background(), "k\x00"+p.TenantID+"\x00"+p.Name+"\x00"+strconv.FormatInt(p.Version, 10), func(context.Context) (any, error) {
 		if s.deps.Sealer == nil {
 			return nil, errNoSealer
 		}
@@ -161,54 +161,113 @@ func endpoint(p *llm.Provider, path string) string {
 	return strings.TrimRight(p.BaseURL, "/") + path
 }
 
-// configCache keeps what the gateway read of its configuration for ttl,
-// so that a call reads the store once a second, not once per call. A
-// lookup that failed with ErrNotFound is kept too; other errors are not.
+// configCache keeps what the gateway read of its configuration, so that
+// calls do not read the store: an entry is fresh for ttl; one older is
+// still answered, for up to ttl more, while one reload of it runs in the
+// background, so that a call waits for the store only for an entry it
+// has never read or not read for twice ttl. A lookup that failed with
+// ErrNotFound is kept too; other errors are not.
 type configCache struct {
 	ttl time.Duration
 	now func() time.Time
+	// base bounds the background reloads: they end with it.
+	base context.Context
 
 	mu      sync.Mutex
-	entries map[string]cached
+	entries map[string]*cached
+	gen     uint64 // clear's count: a reload begun before one is dropped
+
+	// reloaded, when set, is called as a background reload ends.
+	reloaded func()
 }
 
 type cached struct {
-	v   any
-	err error
-	at  time.Time
+	v         any
+	err       error
+	at        time.Time
+	reloading bool
 }
 
 // maxCached bounds the entries; past it the cache starts afresh.
 const maxCached = 8192
 
-func newConfigCache(ttl time.Duration, now func() time.Time) *configCache {
-	return &configCache{ttl: ttl, now: now, entries: map[string]cached{}}
+// reloadTimeout bounds a background reload.
+const reloadTimeout = 10 * time.Second
+
+func newConfigCache(base context.Context, ttl time.Duration, now func() time.Time) *configCache {
+	return &configCache{ttl: ttl, now: now, base: base, entries: map[string]*cached{}}
 }
 
-func (c *configCache) get(key string, load func() (any, error)) (any, error) {
+func (c *configCache) get(ctx context.Context, key string, load func(context.Context) (any, error)) (any, error) {
 	now := c.now()
 	c.mu.Lock()
+	gen := c.gen
 	e, ok := c.entries[key]
-	c.mu.Unlock()
-	if ok && now.Sub(e.at) < c.ttl && now.Sub(e.at) >= 0 {
-		return e.v, e.err
+	if ok {
+		age := now.Sub(e.at)
+		switch {
+		case age >= 0 && age < c.ttl:
+			c.mu.Unlock()
+			return e.v, e.err
+		case age >= 0 && age < 2*c.ttl:
+			if !e.reloading {
+				e.reloading = true
+				go c.reload(key, c.gen, load)
+			}
+			c.mu.Unlock()
+			return e.v, e.err
+		}
 	}
-	v, err := load()
+	c.mu.Unlock()
+	v, err := load(ctx)
 	if err != nil && !errors.Is(err, llm.ErrNotFound) {
 		return nil, err
 	}
-	c.mu.Lock()
-	if len(c.entries) >= maxCached {
-		c.entries = map[string]cached{}
-	}
-	c.entries[key] = cached{v: v, err: err, at: now}
-	c.mu.Unlock()
+	c.put(key, gen, &cached{v: v, err: err, at: now})
 	return v, err
+}
+
+// reload reads key again for the entry that went stale in generation
+// gen.
+func (c *configCache) reload(key string, gen uint64, load func(context.Context) (any, error)) {
+	ctx, cancel := context.WithTimeout(c.base, reloadTimeout)
+	defer cancel()
+	if c.reloaded != nil {
+		defer c.reloaded()
+	}
+	at := c.now()
+	v, err := load(ctx)
+	if err != nil && !errors.Is(err, llm.ErrNotFound) {
+		// Kept stale until it is too old, then read on a call's path,
+		// where the error is the call's.
+		c.mu.Lock()
+		if e := c.entries[key]; e != nil && c.gen == gen {
+			e.reloading = false
+		}
+		c.mu.Unlock()
+		return
+	}
+	c.put(key, gen, &cached{v: v, err: err, at: at})
+}
+
+// put keeps e for key unless the cache was cleared since generation
+// gen.
+func (c *configCache) put(key string, gen uint64, e *cached) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen {
+		return
+	}
+	if len(c.entries) >= maxCached {
+		c.entries = map[string]*cached{}
+	}
+	c.entries[key] = e
 }
 
 // clear forgets everything: this process changed the configuration.
 func (c *configCache) clear() {
 	c.mu.Lock()
-	c.entries = map[string]cached{}
+	c.entries = map[string]*cached{}
+	c.gen++
 	c.mu.Unlock()
 }

@@ -47,8 +47,8 @@ const (
 	// DefaultPlatformTenant is the tenant the platform's own calls (the
 	// memory service's models, the gate's judge) are counted to.
 	DefaultPlatformTenant = "novaos-platform"
-	// DefaultConfigTTL is how long a route, a provider and its opened key
-	// are reused before they are read again.
+	// DefaultConfigTTL is how long a route, a provider, a budget and an
+	// opened key are reused before they are read again.
 	DefaultConfigTTL = time.Second
 	// DefaultLeaseTTL is how long a budget lease lasts unless its holder
 	// renews it: a crashed replica's leases end after it.
@@ -106,9 +106,9 @@ type Options struct {
 	// Platform, when set, is bound to the gateway, so the platform's own
 	// model clients reach it in process.
 	Platform *Platform
-	// ConfigTTL is how long a route, a provider and its opened key are
-	// reused before they are read again (default 1s): another replica's
-	// change is seen within it.
+	// ConfigTTL is how long a route, a provider, a budget and an opened
+	// key are reused before they are read again, in the background
+	// (default 1s): another replica's change is seen within twice it.
 	ConfigTTL time.Duration
 	// LeaseTTL is how long a budget lease lasts unless renewed (default
 	// 1 min): the leases of a replica that died end after it, their
@@ -268,10 +268,11 @@ func New(deps Deps, o *Options) *Service {
 	}
 	s.tracer = tp.Tracer("novaos.dev/novaos/internal/llmgw")
 	s.meter = newMeter(deps.Metrics, s.log)
-	s.cache = newConfigCache(opts.ConfigTTL, opts.Now)
+
 	s.ledger = newLedger(deps.Store, &s.o, s.log, s.budgets)
 	s.events = newRunEvents(deps.Runs, s.log)
 	s.calls, s.cutCalls = context.WithCancel(context.Background())
+	s.cache = newConfigCache(s.calls, opts.ConfigTTL, opts.Now)
 	if opts.Platform != nil {
 		opts.Platform.bind(s)
 	}
