@@ -93,6 +93,9 @@ func TestLoadZone(t *testing.T) {
 	for _, name := range []string{
 		"", "Local", "/etc/localtime", "../UTC", "Europe/../UTC", `Europe\Berlin`, "Europe/Berlin:", "Europe/Berlin ",
 		"Europe/Berlin\x00", "Europe.Berlin", strings.Repeat("A", heartbeat.MaxTimezoneLen+1),
+		// Names a host's zone directory may answer that are not zones of
+		// the database, or name one another way.
+		"localtime", "./UTC", "Europe/./Berlin",
 	} {
 		if loc, err := loadZone(name); err == nil || !strings.HasPrefix(err.Error(), "unknown time zone") {
 			t.Errorf("loadZone(%q) = %v, %v; want an unknown time zone", name, loc, err)

@@ -55,6 +55,8 @@ func TestCreate(t *testing.T) {
 			400, heartbeat.ProblemInvalidRequest, []string{"timezone"}},
 		{"the server's local zone", configsPath, alice, with(func(r *heartbeat.CreateRequest) { r.Timezone = "Local" }),
 			400, heartbeat.ProblemInvalidRequest, []string{"timezone"}},
+		{"the host's link to its local zone", configsPath, alice, with(func(r *heartbeat.CreateRequest) { r.Timezone = "localtime" }),
+			400, heartbeat.ProblemInvalidRequest, []string{"timezone"}},
 		{"a path for a zone", configsPath, alice, with(func(r *heartbeat.CreateRequest) { r.Timezone = "../../etc/passwd" }),
 			400, heartbeat.ProblemInvalidRequest, []string{"timezone"}},
 		{"no budget", configsPath, alice, with(func(r *heartbeat.CreateRequest) { r.Budget = nil }),
