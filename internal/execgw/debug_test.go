@@ -29,10 +29,17 @@ import (
 // its run.
 func newDebugEnv(t *testing.T, st gateway.Store, agents hostedAgents) (*env, <-chan gateway.Run) {
 	t.Helper()
+	return newDebugEnvEvery(t, st, agents, 20*time.Millisecond)
+}
+
+// newDebugEnvEvery is newDebugEnv with the dispatcher's sweep every
+// sweep: a long one leaves a held run to whatever kicks the dispatcher.
+func newDebugEnvEvery(t *testing.T, st gateway.Store, agents hostedAgents, sweep time.Duration) (*env, <-chan gateway.Run) {
+	t.Helper()
 	e := &env{t: t, store: st, tokens: &fakeTokens{}}
 	parked := make(chan gateway.Run, 4096)
 	e.svc = execgw.New(st, execgw.Deps{AdminToken: secret.New(adminTok), Tokens: e.tokens, Hosted: agents, BaseURL: "http://gateway.test"},
-		&execgw.Options{SweepEvery: 20 * time.Millisecond, RetryBackoff: time.Millisecond})
+		&execgw.Options{SweepEvery: sweep, RetryBackoff: time.Millisecond})
 	execgw.SetParkHook(e.svc, func(r gateway.Run) {
 		select {
 		case parked <- r:
@@ -152,6 +159,9 @@ func TestDebugActions(t *testing.T) {
 		{"another tenant's run", otherTok, "pause", "", 404, gateway.ProblemRunNotFound, "", 0, 0},
 		{"another user's run", bobTok, "pause", "", 404, gateway.ProblemRunNotFound, "", 0, 0},
 		{"a token without runs:execute", "t|acme|alice|runs:read", "pause", "", 403, problem.TypeForbidden, "", 0, 0},
+		// The scope is checked before the request is: such a token learns
+		// nothing of what the route takes.
+		{"an unknown action by a token without runs:execute", "t|acme|alice|runs:read", "stop", "", 403, problem.TypeForbidden, "", 0, 0},
 		{"metadata that is not an object", userTok, "pause", `{"metadata": [1]}`, 400, problem.TypeMalformedJSON, "", 0, 0},
 		{"metadata over the limit", userTok, "pause", big, 400, gateway.ProblemInvalidRequest, "", 0, 0},
 		{"pause", userTok, "pause", `{"metadata": {"note": "look here"}}`, 200, "", gateway.BreakpointPaused, 0, 1},
@@ -508,5 +518,75 @@ func TestClientDebugControl(t *testing.T) {
 	}
 	if d := cmp.Diff([]string{"debug.pause", "debug.step", "debug.abort", "status", "error"}, kinds); d != "" || page.NextCursor != "5" {
 		t.Fatalf("events (-want +got):\n%s next cursor %q", d, page.NextCursor)
+	}
+}
+
+// Metadata of exactly the limit as JSON is taken, a byte more refused.
+func TestDebugMetadataLimit(t *testing.T) {
+	e, _ := newDebugEnv(t, gateway.NewMemoryStore(), hostedAgents{})
+	run, _, err := e.store.CreateRun(context.Background(), gateway.RunWrite{Now: time.Now(), Run: gateway.Run{ID: "r-1", TenantID: "acme",
+		InstanceID: "i-1", Caller: gateway.Caller{Subject: "sub-alice", UserID: "alice"}, Status: gateway.StatusWaitingUser, Turn: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	note := func(jsonBytes int) string { // metadata {"note":"x…"} of jsonBytes as JSON
+		return `{"metadata": {"note": "` + strings.Repeat("x", jsonBytes-len(`{"note":""}`)) + `"}}`
+	}
+	for _, tc := range []struct {
+		name   string
+		body   string
+		status int
+	}{
+		{"at the limit", note(gateway.MaxDebugMetadataBytes), http.StatusOK},
+		{"a byte over", note(gateway.MaxDebugMetadataBytes + 1), http.StatusBadRequest},
+	} {
+		if st, got := e.debugRun(userTok, run.ID, "pause", tc.body); st != tc.status {
+			t.Errorf("%s: %d %+v, want %d", tc.name, st, got, tc.status)
+		}
+	}
+}
+
+// A step or a resume of a queued run its debugger holds has the
+// dispatcher claim it at once, not at its next sweep.
+func TestDebugReleaseKicksDispatcher(t *testing.T) {
+	tests := []struct {
+		action gateway.DebugAction
+		state  gateway.BreakpointState
+	}{
+		{gateway.DebugResume, gateway.BreakpointRunning},
+		{gateway.DebugStep, gateway.BreakpointStepping},
+	}
+	for _, tc := range tests {
+		t.Run(string(tc.action), func(t *testing.T) {
+			done := &script{steps: []func(*a2a.SendMessageRequest, *frameWriter){
+				func(_ *a2a.SendMessageRequest, w *frameWriter) {
+					w.text("a", "hello", false)
+					w.status(a2a.TaskStateCompleted, nil)
+				},
+			}}
+			// No sweep within the test: only a kick has the run claimed.
+			e, parked := newDebugEnvEvery(t, gateway.NewMemoryStore(), hostedAgents{"done": done}, time.Hour)
+			inst := e.install("done", "done", nil)
+			// Queued with its debugger paused, as a run paused before
+			// any dispatcher took it is; written to the store, so nothing
+			// kicks the dispatcher but the action.
+			run, _, err := e.store.CreateRun(context.Background(), gateway.RunWrite{Now: time.Now(), Run: gateway.Run{ID: "r-1",
+				TenantID: "acme", InstanceID: inst, Caller: gateway.Caller{Subject: "sub-alice", UserID: "alice"},
+				Status: gateway.StatusQueued, Input: "q", Turn: 1,
+				Debug: &gateway.DebugSession{SessionID: "s-1", RunID: "r-1", BreakpointState: gateway.BreakpointPaused}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.mustDebug(userTok, run.ID, tc.action, tc.state)
+			if tc.action == gateway.DebugStep {
+				// Its one step taken, the delivery is held again.
+				waitParked(t, parked, "after the step", func(r gateway.Run) bool { return r.Debug.Holds() })
+				return
+			}
+			evs := e.events(userTok, run.ID, "", nil)
+			if len(evs) == 0 || evs[len(evs)-1].Frame.Type != gateway.EventDone {
+				t.Fatalf("the resumed run's events: %s", types(evs))
+			}
+		})
 	}
 }

@@ -166,9 +166,11 @@ func planCreate(in *heartbeat.CreateRequest, p *configPath, now time.Time) (plan
 }
 
 // loadZone reads an IANA zone name. "Local" is refused: it would mean
-// whatever zone the server happens to run in.
+// whatever zone the server happens to run in; so would "localtime",
+// which the host's zone directory (read before the binary's own copy)
+// often links to it.
 func loadZone(name string) (*time.Location, error) {
-	if name == "Local" || !zoneName(name) {
+	if name == "Local" || name == "localtime" || !zoneName(name) {
 		return nil, errors.New("unknown time zone " + quote(name) + ": give an IANA name such as Europe/Berlin or UTC")
 	}
 	loc, err := time.LoadLocation(name)

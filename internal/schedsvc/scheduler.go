@@ -126,11 +126,18 @@ type ticks struct {
 	next        time.Time // the first tick after now; zero when none within cron.MaxYears
 }
 
+// nexter is the one question the tick walks ask of a schedule. It is an
+// interface so a test can count the questions: the walks' bounded cost
+// shows in nothing else.
+type nexter interface {
+	Next(after time.Time, loc *time.Location) (time.Time, bool)
+}
+
 // dueTicks walks the ticks from first (due) to now. It counts at most
 // scan one by one; past that the count is extrapolated from the rate of
 // those it walked, so a schedule left for years costs no more than scan
 // steps.
-func dueTicks(sched *cron.Schedule, loc *time.Location, first, now time.Time, scan int) ticks {
+func dueTicks(sched nexter, loc *time.Location, first, now time.Time, scan int) ticks {
 	tk := ticks{first: first, last: first, count: 1}
 	for range scan {
 		n, ok := sched.Next(tk.last, loc)
@@ -169,7 +176,7 @@ func dueTicks(sched *cron.Schedule, loc *time.Location, first, now time.Time, sc
 // doubling windows, so it walks only the ticks of the first window that
 // holds any, which are at most those of the twice as long quiet time
 // before hi.
-func latestIn(sched *cron.Schedule, loc *time.Location, lo, hi time.Time) (time.Time, bool) {
+func latestIn(sched nexter, loc *time.Location, lo, hi time.Time) (time.Time, bool) {
 	for w := time.Minute; ; w *= 2 {
 		from := hi.Add(-w)
 		if !from.After(lo) {

@@ -55,6 +55,8 @@ func TestCreate(t *testing.T) {
 			400, heartbeat.ProblemInvalidRequest, []string{"timezone"}},
 		{"the server's local zone", configsPath, alice, with(func(r *heartbeat.CreateRequest) { r.Timezone = "Local" }),
 			400, heartbeat.ProblemInvalidRequest, []string{"timezone"}},
+		{"the host's link to its local zone", configsPath, alice, with(func(r *heartbeat.CreateRequest) { r.Timezone = "localtime" }),
+			400, heartbeat.ProblemInvalidRequest, []string{"timezone"}},
 		{"a path for a zone", configsPath, alice, with(func(r *heartbeat.CreateRequest) { r.Timezone = "../../etc/passwd" }),
 			400, heartbeat.ProblemInvalidRequest, []string{"timezone"}},
 		{"no budget", configsPath, alice, with(func(r *heartbeat.CreateRequest) { r.Budget = nil }),
@@ -408,6 +410,11 @@ func TestMissedTicks(t *testing.T) {
 			[]time.Time{time.Date(2026, 7, 1, 11, 5, 0, 0, time.UTC)},
 			heartbeat.Missed{Total: 64, Count: 64, From: time.Date(2026, 7, 1, 10, 1, 0, 0, time.UTC), To: time.Date(2026, 7, 1, 11, 4, 0, 0, time.UTC)},
 			time.Date(2026, 7, 1, 11, 6, 0, 0, time.UTC)},
+		{"hourly, back just within the grace", "0 * * * *", time.Date(2026, 7, 1, 11, 1, 0, 0, time.UTC),
+			[]time.Time{time.Date(2026, 7, 1, 11, 0, 0, 0, time.UTC)}, heartbeat.Missed{}, time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)},
+		{"hourly, back a second past the grace", "0 * * * *", time.Date(2026, 7, 1, 11, 1, 1, 0, time.UTC), nil,
+			heartbeat.Missed{Total: 1, Count: 1, From: time.Date(2026, 7, 1, 11, 0, 0, 0, time.UTC), To: time.Date(2026, 7, 1, 11, 0, 0, 0, time.UTC)},
+			time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)},
 		{"every minute, back 30 s after a tick", "* * * * *", time.Date(2026, 7, 1, 10, 3, 30, 0, time.UTC),
 			[]time.Time{time.Date(2026, 7, 1, 10, 3, 0, 0, time.UTC)},
 			heartbeat.Missed{Total: 2, Count: 2, From: time.Date(2026, 7, 1, 10, 1, 0, 0, time.UTC), To: time.Date(2026, 7, 1, 10, 2, 0, 0, time.UTC)},
@@ -434,9 +441,12 @@ func TestMissedTicks(t *testing.T) {
 				t.Errorf("runs %v, want %v", h.runs.starts(), tc.runs)
 			}
 			s := h.list().Schedules[0]
-			want := tc.missed
-			want.DetectedAt = tc.downUntil
-			if s.Missed == nil || !cmp.Equal(want, *s.Missed) {
+			var want *heartbeat.Missed
+			if tc.missed.Count > 0 {
+				want = &tc.missed
+				want.DetectedAt = tc.downUntil
+			}
+			if !cmp.Equal(want, s.Missed) {
 				t.Errorf("missed = %+v, want %+v", s.Missed, want)
 			}
 			if !s.NextRunAt.Equal(tc.next) {
@@ -579,22 +589,29 @@ func TestStartFailures(t *testing.T) {
 		outcome heartbeat.Outcome
 		reason  string
 		runs    int
+		tries   int // the starts asked of the gateway
 	}{
 		{"the instance is gone", func(int) error { return fmt.Errorf("start: %w", gateway.ErrNotFound) },
-			[]time.Time{tick}, heartbeat.OutcomeFailed, "refused", 0},
+			[]time.Time{tick}, heartbeat.OutcomeFailed, "refused", 0, 1},
 		{"a bad request", func(int) error {
 			return &problem.Problem{Status: 400, Title: "Bad Request", Detail: "input too long"}
-		}, []time.Time{tick}, heartbeat.OutcomeFailed, "input too long", 0},
+		}, []time.Time{tick}, heartbeat.OutcomeFailed, "input too long", 0, 1},
 		{"a passing failure, then success", func(n int) error {
 			if n == 1 {
 				return errors.New("database is locked")
 			}
 			return nil
-		}, []time.Time{tick, tick.Add(lease)}, heartbeat.OutcomeFired, "", 1},
+		}, []time.Time{tick, tick.Add(lease)}, heartbeat.OutcomeFired, "", 1, 2},
 		{"an earlier try started it", func(int) error { return gateway.ErrExists },
-			[]time.Time{tick}, heartbeat.OutcomeFired, "", 0},
+			[]time.Time{tick}, heartbeat.OutcomeFired, "", 0, 1},
+		{"a server error is passing", func(n int) error {
+			if n == 1 {
+				return &problem.Problem{Status: 500, Title: "Internal Server Error"}
+			}
+			return nil
+		}, []time.Time{tick, tick.Add(lease)}, heartbeat.OutcomeFired, "", 1, 2},
 		{"passing failures to the end", func(int) error { return errors.New("database is locked") },
-			[]time.Time{tick, tick.Add(lease), tick.Add(2 * lease)}, heartbeat.OutcomeFailed, "3 attempts", 0},
+			[]time.Time{tick, tick.Add(lease), tick.Add(2 * lease)}, heartbeat.OutcomeFailed, "3 attempts: database is locked", 0, 3},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -614,8 +631,9 @@ func TestStartFailures(t *testing.T) {
 				t.Fatalf("fires = %+v, %v", fires, err)
 			}
 			f := fires[0]
-			if f.Outcome != tc.outcome || !strings.Contains(f.Reason, tc.reason) || len(runs.starts()) != tc.runs {
-				t.Errorf("fire %+v with %d runs; want %s (%q) with %d", f, len(runs.starts()), tc.outcome, tc.reason, tc.runs)
+			if f.Outcome != tc.outcome || !strings.Contains(f.Reason, tc.reason) || len(runs.starts()) != tc.runs || n != tc.tries {
+				t.Errorf("fire %+v with %d runs in %d tries; want %s (%q) with %d in %d", f, len(runs.starts()), n,
+					tc.outcome, tc.reason, tc.runs, tc.tries)
 			}
 			if f.Outcome == heartbeat.OutcomeFired && f.RunID != RunIDFor(id, tick) {
 				t.Errorf("run id %q", f.RunID)
@@ -625,33 +643,63 @@ func TestStartFailures(t *testing.T) {
 }
 
 // A tick claimed by a server that died is taken over once its lease
-// lapses, and its run started once.
+// lapses and its run started once, with what is left of the day's
+// budget; the tick fails when the dead server made the last try.
 func TestTakeOver(t *testing.T) {
-	h := newHarness(t, harnessOpts{noStart: true})
-	id := h.create(createReq())
-	rec, err := h.store.Get(t.Context(), "acme", id)
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name      string
+		deadTries int
+		outcome   heartbeat.Outcome
+		reason    string
+		started   bool
+	}{
+		{"after a first try", 1, heartbeat.OutcomeFired, "", true},
+		{"after the last try", DefaultMaxAttempts, heartbeat.OutcomeFailed, "could not be started in 3 attempts", false},
 	}
-	tick := rec.NextRunAt
-	// The dead server's claim.
-	if _, err := h.store.Claim(t.Context(), heartbeat.Claim{TenantID: "acme", ConfigID: id, Expect: tick, Next: tick.Add(time.Hour),
-		Tick: tick, Owner: "dead", LeaseUntil: tick.Add(time.Minute), Now: tick}); err != nil {
-		t.Fatal(err)
-	}
-	h.clock.Set(tick.Add(30 * time.Second))
-	h.start()
-	h.waitPass(tick.Add(30 * time.Second))
-	if n := len(h.runs.starts()); n != 0 {
-		t.Fatalf("%d runs while the claim was live", n)
-	}
-	h.advance(tick.Add(time.Minute))
-	starts := h.runs.starts()
-	if len(starts) != 1 || starts[0].RunID != RunIDFor(id, tick) {
-		t.Fatalf("runs after the lease lapsed: %+v", starts)
-	}
-	fires, _ := h.store.Fires(t.Context(), "acme", id, heartbeat.FireFilter{})
-	if len(fires) != 1 || fires[0].Outcome != heartbeat.OutcomeFired || fires[0].Attempts != 2 {
-		t.Errorf("the fire: %+v", fires)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, harnessOpts{noStart: true, spend: &fakeSpend{perRun: Usage{Tokens: 100}}})
+			r := createReq()
+			r.Budget = &heartbeat.Budget{MaxDailyRuns: 10, MaxDailyTokens: 1000}
+			id := h.create(r)
+			rec, err := h.store.Get(t.Context(), "acme", id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tick := rec.NextRunAt
+			// The dead server's claim and tries, each a minute's lease.
+			if _, err := h.store.Claim(t.Context(), heartbeat.Claim{TenantID: "acme", ConfigID: id, Expect: tick, Next: tick.Add(time.Hour),
+				Tick: tick, Owner: "dead", LeaseUntil: tick.Add(time.Minute), Now: tick}); err != nil {
+				t.Fatal(err)
+			}
+			for i := 1; i < tc.deadTries; i++ {
+				at := tick.Add(time.Duration(i) * time.Minute)
+				if _, err := h.store.Reclaim(t.Context(), "acme", id, tick, "dead", at, at.Add(time.Minute)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			lapse := tick.Add(time.Duration(tc.deadTries) * time.Minute)
+			h.clock.Set(lapse.Add(-30 * time.Second))
+			h.start()
+			h.waitPass(lapse.Add(-30 * time.Second))
+			if n := len(h.runs.starts()); n != 0 {
+				t.Fatalf("%d runs while the claim was live", n)
+			}
+			h.advance(lapse)
+			var want []RunStart
+			if tc.started {
+				// The meter counts the tick's own run, which the dead
+				// server may have started.
+				want = []RunStart{{TenantID: "acme", InstanceID: "inst-1", RunID: RunIDFor(id, tick), IdempotencyKey: IdempotencyKeyFor(id, tick),
+					Input: r.TaskContent, Caller: gateway.Caller{Subject: "schedule:" + id, UserID: "alice"}, Limits: Limits{MaxTokens: 900}}}
+			}
+			if d := cmp.Diff(want, h.runs.starts()); d != "" {
+				t.Errorf("runs after the lease lapsed (-want +got):\n%s", d)
+			}
+			fires, _ := h.store.Fires(t.Context(), "acme", id, heartbeat.FireFilter{})
+			if len(fires) != 1 || fires[0].Outcome != tc.outcome || fires[0].Attempts != tc.deadTries+1 || !strings.Contains(fires[0].Reason, tc.reason) {
+				t.Errorf("the fire: %+v", fires)
+			}
+		})
 	}
 }
