@@ -192,6 +192,12 @@ func TestBadRequests(t *testing.T) {
 	h.route("gpt-4o", llm.Target{Provider: "openai", Model: "gpt-4o"})
 	good := h.token(claims("llm:model:gpt-4o"))
 	expired := h.token(identity.Claims{TenantID: "acme", Scopes: []string{"llm:model:*"}})
+	long := strings.Repeat("k", llm.MaxKeyBytes+1)
+	unkeyed := func(change func(c *identity.Claims)) identity.Claims {
+		c := claims("llm:model:*")
+		change(&c)
+		return c
+	}
 	tests := []struct {
 		name, method, tok string
 		body              any
@@ -202,6 +208,13 @@ func TestBadRequests(t *testing.T) {
 		{"no token", "POST", "", chatBody("gpt-4o"), nil, 401, llm.TypeInvalidRequest, llm.CodeInvalidAPIKey, ""},
 		{"bad token", "POST", "sk-not-a-token", chatBody("gpt-4o"), nil, 401, llm.TypeInvalidRequest, llm.CodeInvalidAPIKey, ""},
 		{"tampered token", "POST", expired[:len(expired)-4] + "AAAA", chatBody("gpt-4o"), nil, 401, llm.TypeInvalidRequest, llm.CodeInvalidAPIKey, ""},
+		// A verified token whose ids no budget counter can be kept under.
+		{"a token's tenant past the key limit", "POST", h.token(unkeyed(func(c *identity.Claims) { c.TenantID = long })), chatBody("gpt-4o"), nil,
+			401, llm.TypeInvalidRequest, llm.CodeInvalidAPIKey, ""},
+		{"a token's instance past the key limit", "POST", h.token(unkeyed(func(c *identity.Claims) { c.InstanceID = long })), chatBody("gpt-4o"), nil,
+			401, llm.TypeInvalidRequest, llm.CodeInvalidAPIKey, ""},
+		{"a token's run past the key limit", "POST", h.token(unkeyed(func(c *identity.Claims) { c.RunID = long })), chatBody("gpt-4o"), nil,
+			401, llm.TypeInvalidRequest, llm.CodeInvalidAPIKey, ""},
 		{"not json type", "POST", good, "x", []string{"Content-Type", "text/plain"}, 415, llm.TypeInvalidRequest, llm.CodeUnsupportedMediaType, ""},
 		{"too large", "POST", good, chatBody("gpt-4o", "pad", strings.Repeat("x", 5000)), nil, 413, llm.TypeInvalidRequest, llm.CodeRequestTooLarge, ""},
 		{"malformed", "POST", good, `{"model":`, nil, 400, llm.TypeInvalidRequest, llm.CodeInvalidJSON, ""},

@@ -72,6 +72,13 @@ func (f *faultyStore) Claim(ctx context.Context, c heartbeat.Claim) (heartbeat.F
 	return f.Store.Claim(ctx, c)
 }
 
+func (f *faultyStore) Reclaim(ctx context.Context, tenantID, configID string, tick time.Time, owner string, now, until time.Time) (heartbeat.Fire, error) {
+	if err := f.err("Reclaim"); err != nil {
+		return heartbeat.Fire{}, err
+	}
+	return f.Store.Reclaim(ctx, tenantID, configID, tick, owner, now, until)
+}
+
 func (f *faultyStore) Settle(ctx context.Context, s heartbeat.Settlement) error {
 	if err := f.err("Settle"); err != nil {
 		return err
@@ -424,6 +431,7 @@ func TestPassWarnings(t *testing.T) {
 		fail   []string // the store methods that fail
 		at     time.Time
 		cancel bool
+		stale  bool     // a dead server's claim of the tick lapsed
 		want   []string // the warnings, in part
 	}{
 		{name: "a tick on time", at: tick},
@@ -432,6 +440,8 @@ func TestPassWarnings(t *testing.T) {
 		{name: "the due configs cannot be read", fail: []string{"Due"}, at: tick, want: []string{"read the due configs"}},
 		{name: "a tick cannot be claimed", fail: []string{"Claim"}, at: tick, want: []string{"claim a tick"}},
 		{name: "an outcome cannot be recorded", fail: []string{"Settle"}, at: tick, want: []string{"record a tick's outcome"}},
+		{name: "a tick left claimed cannot be taken over", fail: []string{"Reclaim"}, stale: true, at: tick.Add(time.Minute),
+			want: []string{"take over a tick"}},
 		{name: "the store fails as the server stops", fail: []string{"Stale", "Due"}, at: tick, cancel: true},
 	}
 	for _, tc := range tests {
@@ -439,7 +449,16 @@ func TestPassWarnings(t *testing.T) {
 			w := &warnings{}
 			st := newFaultyStore(heartbeat.NewMemoryStore())
 			h := newHarness(t, harnessOpts{store: st, noStart: true, opts: &Options{Logger: slog.New(w)}})
-			h.put(storedConfig("inst-a", nil))
+			rec := storedConfig("inst-a", nil)
+			h.put(rec)
+			if tc.stale {
+				// Claimed by a server that died; the config moves on to
+				// ticks this pass does not reach.
+				if _, err := st.Claim(t.Context(), heartbeat.Claim{TenantID: "acme", ConfigID: rec.ID, Expect: tick, Next: tick.Add(time.Hour),
+					Tick: tick, Owner: "dead", LeaseUntil: tick.Add(time.Minute), Now: tick}); err != nil {
+					t.Fatal(err)
+				}
+			}
 			for _, m := range tc.fail {
 				st.fail(m, broke)
 			}
