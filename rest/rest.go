@@ -149,7 +149,10 @@ func (c *Client) Do(ctx context.Context, call Call, out any) error {
 	default:
 		err = c.Retry.Do(ctx, func(ctx context.Context) error {
 			err := op(ctx)
-			if err != nil && !notSent(err) {
+			// Only a passing failure needs hiding: a refusal the policy
+			// would not retry anyway stays itself, so that the breaker
+			// sees a caller's mistake (a 4xx) as the service's answer.
+			if err != nil && !notSent(err) && resilience.IsTransient(err) {
 				return final{err}
 			}
 			return err
@@ -171,8 +174,9 @@ func (c *Client) Do(ctx context.Context, call Call, out any) error {
 	return nil
 }
 
-// final carries an error a Policy must not retry: it hides the error's
-// kind from resilience.IsTransient, and Do unwraps it again.
+// final carries a passing failure a Policy must not retry: it hides the
+// error's kind from resilience.IsTransient (and so counts against the
+// breaker, as the failure would), and Do unwraps it again.
 type final struct{ err error }
 
 func (f final) Error() string { return f.err.Error() }

@@ -115,6 +115,33 @@ func TestDoBreaker(t *testing.T) {
 	}
 }
 
+// A write the service refused is its answer, not its failure: it does
+// not count against the breaker; a write that failed after it was sent
+// does.
+func TestDoUnsentBreaker(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fn   func(*http.Request) (*http.Response, error)
+		open bool
+	}{
+		{"409", answer(409, "", ""), false},
+		{"400", answer(400, "", ""), false},
+		{"503", answer(503, "", ""), true},
+		{"a failure after sending", fail(errRead), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			br := resilience.NewBreaker(&resilience.BreakerOptions{Threshold: 1})
+			c := &rest.Client{HTTP: &http.Client{Transport: &roundTripper{fn: tc.fn}}, Retry: &resilience.Policy{Attempts: 3, Wait: noWait, Breaker: br}}
+			if err := c.Do(t.Context(), rest.Call{Method: http.MethodPost}, nil); err == nil {
+				t.Fatal("Do succeeded")
+			}
+			if open := br.State() == resilience.Open; open != tc.open {
+				t.Errorf("breaker open %v, want %v", open, tc.open)
+			}
+		})
+	}
+}
+
 var errOurs = errors.New("ours: malformed answer")
 
 // Do decodes an answer of a status the call named, and wraps Malformed
