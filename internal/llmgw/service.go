@@ -12,12 +12,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/gateway"
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/httpapi"
+	"novaos.dev/novaos/internal/instrument"
 	"novaos.dev/novaos/llm"
 	"novaos.dev/novaos/netguard"
 	"novaos.dev/novaos/secret"
@@ -262,11 +262,7 @@ func New(deps Deps, o *Options) *Service {
 		// An API key goes to its provider's URL or nowhere.
 		return errRedirect
 	}}
-	tp := deps.Tracing
-	if tp == nil {
-		tp = noop.NewTracerProvider()
-	}
-	s.tracer = tp.Tracer("novaos.dev/novaos/internal/llmgw")
+	s.tracer = instrument.Tracer(deps.Tracing, "novaos.dev/novaos/internal/llmgw")
 	s.meter = newMeter(deps.Metrics, s.log)
 
 	s.ledger = newLedger(deps.Store, &s.o, s.log, s.budgets)
