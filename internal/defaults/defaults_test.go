@@ -1,12 +1,55 @@
 package defaults_test
 
 import (
+	"bytes"
 	"fmt"
+	"log/slog"
 	"testing"
 	"time"
 
 	"novaos.dev/novaos/internal/defaults"
 )
+
+type options struct {
+	Logger       *slog.Logger
+	Now          func() time.Time
+	MaxBodyBytes int64
+	Lease        time.Duration
+}
+
+func (o *options) withDefaults() options {
+	v := defaults.Copy(o)
+	defaults.Logger(&v.Logger)
+	defaults.Clock(&v.Now)
+	defaults.Positive(&v.MaxBodyBytes, 1<<20)
+	defaults.Positive(&v.Lease, time.Minute)
+	return v
+}
+
+func TestWithDefaults(t *testing.T) {
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	fixed := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	set := &options{Logger: logger, Now: func() time.Time { return fixed }, MaxBodyBytes: 10, Lease: time.Second}
+
+	// Nil is every default.
+	v := (*options)(nil).withDefaults()
+	if v.Logger == nil || v.Now == nil || v.MaxBodyBytes != 1<<20 || v.Lease != time.Minute {
+		t.Fatalf("defaults of nil: %+v", v)
+	}
+	v.Logger.Info("dropped") // a discarding logger, not a nil one
+
+	// What the caller set is kept; the caller's value is not changed.
+	v = set.withDefaults()
+	if v.Logger != logger || !v.Now().Equal(fixed) || v.MaxBodyBytes != 10 || v.Lease != time.Second {
+		t.Errorf("set options changed: %+v", v)
+	}
+	partial := &options{}
+	_ = partial.withDefaults()
+	if partial.Logger != nil || partial.MaxBodyBytes != 0 {
+		t.Errorf("withDefaults changed the caller's options: %+v", partial)
+	}
+}
 
 func TestPositive(t *testing.T) {
 	tests := []struct {
@@ -36,11 +79,7 @@ func TestPositive(t *testing.T) {
 }
 
 func ExamplePositive() {
-	type Options struct {
-		MaxBodyBytes int64
-		Lease        time.Duration
-	}
-	v := Options{Lease: 10 * time.Second}
+	v := defaults.Copy(&options{Lease: 10 * time.Second})
 	defaults.Positive(&v.MaxBodyBytes, 1<<20)
 	defaults.Positive(&v.Lease, time.Minute)
 	fmt.Println(v.MaxBodyBytes, v.Lease)

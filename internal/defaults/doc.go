@@ -1,8 +1,14 @@
-// Package defaults fills the unset limits of a service's Options with defaults.
+// Package defaults fills the unset fields of a service's Options with defaults.
 //
-// A service's withDefaults copies the caller's Options and gives each
-// limit left at zero (or set below it) its default:
+// A service's withDefaults copies the caller's Options (nil: all
+// defaults) and gives each field left unset its default:
 //
-//	defaults.Positive(&v.MaxBodyBytes, DefaultMaxBodyBytes)
-//	defaults.Positive(&v.Lease, DefaultLease)
+//	func (o *Options) withDefaults() Options {
+//		v := defaults.Copy(o)
+//		defaults.Logger(&v.Logger)
+//		defaults.Clock(&v.Now)
+//		defaults.Positive(&v.MaxBodyBytes, DefaultMaxBodyBytes)
+//		defaults.Positive(&v.Lease, DefaultLease)
+//		return v
+//	}
 package defaults

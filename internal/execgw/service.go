@@ -97,16 +97,9 @@ type Options struct {
 }
 
 func (o *Options) withDefaults() Options {
-	var v Options
-	if o != nil {
-		v = *o
-	}
-	if v.Logger == nil {
-		v.Logger = slog.New(slog.DiscardHandler)
-	}
-	if v.Now == nil {
-		v.Now = time.Now
-	}
+	v := defaults.Copy(o)
+	defaults.Logger(&v.Logger)
+	defaults.Clock(&v.Now)
 	defaults.Positive(&v.MaxBodyBytes, DefaultMaxBodyBytes)
 	defaults.Positive(&v.TokenTTL, DefaultTokenTTL)
 	defaults.Positive(&v.RetryBackoff, DefaultRetryBackoff)

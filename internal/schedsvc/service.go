@@ -75,13 +75,8 @@ type Options struct {
 }
 
 func (o *Options) withDefaults() Options {
-	var v Options
-	if o != nil {
-		v = *o
-	}
-	if v.Logger == nil {
-		v.Logger = slog.New(slog.DiscardHandler)
-	}
+	v := defaults.Copy(o)
+	defaults.Logger(&v.Logger)
 	if v.Clock == nil {
 		v.Clock = systemClock{}
 	}

@@ -103,16 +103,9 @@ type Options struct {
 }
 
 func (o *Options) withDefaults() Options {
-	var v Options
-	if o != nil {
-		v = *o
-	}
-	if v.Logger == nil {
-		v.Logger = slog.New(slog.DiscardHandler)
-	}
-	if v.Now == nil {
-		v.Now = time.Now
-	}
+	v := defaults.Copy(o)
+	defaults.Logger(&v.Logger)
+	defaults.Clock(&v.Now)
 	defaults.Positive(&v.StdioTerminate, DefaultStdioTerminate)
 	defaults.Positive(&v.IdleTimeout, DefaultIdleTimeout)
 	defaults.Positive(&v.MaxStdioProcesses, DefaultMaxStdioProcesses)
