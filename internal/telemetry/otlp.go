@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -20,14 +19,15 @@ import (
 	"golang.org/x/net/http/httpguts"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"novaos.dev/novaos/resilience"
 	"novaos.dev/novaos/secret"
 )
 
 // Defaults of ExporterOptions.
 const (
 	DefaultExportTimeout      = 10 * time.Second
-	DefaultExportRetryTime    = time.Minute
-	DefaultExportMinBackoff   = time.Second
+	DefaultExportAttempts     = 8
+	DefaultExportBackoff      = time.Second
 	DefaultExportMaxBackoff   = 30 * time.Second
 	DefaultExportResponseSize = 64 << 10
 	DefaultExportUserAgent    = "novaos-otlp"
@@ -45,8 +45,8 @@ var ErrExporterShutdown = errors.New("telemetry: OTLP exporter is shut down")
 // the defaults.
 type ExporterOptions struct {
 	// Headers are sent with every export (a collector's API key). Their
-	// values never appear in errors, and are taken out of any text of
-	// the collector's an error quotes.
+	// values never appear in errors: they are taken out of the
+	// collector's text an error quotes.
 	Headers map[string]secret.Value
 	// UserAgent names the exporter to the collector; empty means
 	// DefaultExportUserAgent.
@@ -54,16 +54,15 @@ type ExporterOptions struct {
 	// Timeout bounds one attempt, from the request to its response's
 	// end; zero means DefaultExportTimeout.
 	Timeout time.Duration
-	// MaxRetryTime bounds the retries of one export, from its first
-	// attempt; zero means DefaultExportRetryTime. The context ExportSpans
-	// is given bounds them too: the batch span processor's export
-	// timeout (30s unless configured).
-	MaxRetryTime time.Duration
-	// MinBackoff is the wait before the first retry, doubling up to
-	// MaxBackoff with jitter; zero means DefaultExportMinBackoff and
-	// DefaultExportMaxBackoff. A collector's Retry-After is honoured when
-	// longer.
-	MinBackoff, MaxBackoff time.Duration
+	// Retry is the retry policy of an export; nil retries 429, 502, 503,
+	// 504 and failed connections DefaultExportAttempts times in all,
+	// waiting DefaultExportBackoff doubling up to DefaultExportMaxBackoff
+	// with jitter, or the collector's Retry-After when longer (up to the
+	// policy's Max). The context ExportSpans is given bounds the retries
+	// too: the batch span processor's export timeout (30s unless
+	// configured) usually ends them first. Give &resilience.Policy{} for
+	// a single attempt.
+	Retry *resilience.Policy
 	// MaxResponseBytes bounds the collector's response read; zero means
 	// DefaultExportResponseSize.
 	MaxResponseBytes int64
@@ -85,13 +84,10 @@ type Exporter struct {
 	secrets []string // header values, taken out of the collector's text
 	client  *http.Client
 
-	timeout, retryTime, minBackoff, maxBackoff time.Duration
-	maxResponse                                int64
-
-	// sleep waits d or until ctx ends; now is the clock Retry-After dates
-	// and the retry budget are read with. Tests replace both.
-	sleep func(ctx context.Context, d time.Duration) error
-	now   func() time.Time
+	timeout     time.Duration
+	maxResponse int64
+	retry       *resilience.Policy
+	now         func() time.Time // reads Retry-After dates; tests replace it
 
 	turn     chan struct{} // held by the export using enc and resp
 	enc      spanEncoder
@@ -120,16 +116,16 @@ func NewExporter(endpoint string, opts *ExporterOptions) (*Exporter, error) {
 		host:        u.Host,
 		header:      http.Header{"Content-Type": {"application/x-protobuf"}, "User-Agent": {cmp.Or(o.UserAgent, DefaultExportUserAgent)}},
 		timeout:     cmp.Or(o.Timeout, DefaultExportTimeout),
-		retryTime:   cmp.Or(o.MaxRetryTime, DefaultExportRetryTime),
-		minBackoff:  cmp.Or(o.MinBackoff, DefaultExportMinBackoff),
-		maxBackoff:  cmp.Or(o.MaxBackoff, DefaultExportMaxBackoff),
 		maxResponse: cmp.Or(o.MaxResponseBytes, DefaultExportResponseSize),
-		sleep:       sleep,
+		retry:       o.Retry,
 		now:         time.Now,
 		turn:        make(chan struct{}, 1),
 	}
-	if e.timeout < 0 || e.retryTime < 0 || e.minBackoff < 0 || e.maxBackoff < e.minBackoff || e.maxResponse < 0 {
-		return nil, errors.New("telemetry: OTLP exporter: want positive durations and sizes, and MaxBackoff at least MinBackoff")
+	if e.retry == nil {
+		e.retry = &resilience.Policy{Attempts: DefaultExportAttempts, Base: DefaultExportBackoff, Max: DefaultExportMaxBackoff}
+	}
+	if e.timeout < 0 || e.maxResponse < 0 {
+		return nil, errors.New("telemetry: OTLP exporter: want a positive timeout and response size")
 	}
 	for k, v := range o.Headers {
 		if !httpguts.ValidHeaderFieldName(k) || !httpguts.ValidHeaderFieldValue(v.Reveal()) {
@@ -153,7 +149,7 @@ func NewExporter(endpoint string, opts *ExporterOptions) (*Exporter, error) {
 }
 
 // ExportSpans sends spans, retrying until the collector takes them, ctx
-// ends or the retry time is spent. A collector that takes only some of
+// ends or the attempts are spent. A collector that takes only some of
 // them answers with a *PartialSuccessError; one that refuses them with
 // a *StatusError.
 func (e *Exporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
@@ -187,60 +183,26 @@ func (e *Exporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpa
 	if len(body) == 0 {
 		return nil // nil spans only
 	}
-	if err := e.send(ctx, body); err != nil {
-		return fmt.Errorf("telemetry: export %d spans to %s: %w", len(spans), e.host, err)
+	err := e.retry.Do(ctx, func(ctx context.Context) error { return e.attempt(ctx, body) })
+	if err == nil {
+		return nil
 	}
-	return nil
+	if cause := context.Cause(ctx); errors.Is(cause, ErrExporterShutdown) {
+		err = errors.Join(err, cause)
+	}
+	return fmt.Errorf("telemetry: export %d spans to %s: %w", len(spans), e.host, err)
 }
 
-// send posts body until an attempt succeeds or fails for good.
-func (e *Exporter) send(ctx context.Context, body []byte) error {
-	deadline := e.now().Add(e.retryTime)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	for attempt := 0; ; attempt++ {
-		retry, after, err := e.attempt(ctx, body)
-		if err == nil || !retry {
-			return err
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("%w (last attempt: %w)", context.Cause(ctx), err)
-		}
-		wait := max(after, e.backoff(attempt))
-		if e.now().Add(wait).After(deadline) {
-			return fmt.Errorf("giving up after %d attempts, the next would pass the export's deadline: %w", attempt+1, err)
-		}
-		if serr := e.sleep(ctx, wait); serr != nil {
-			return fmt.Errorf("%w (last attempt: %w)", serr, err)
-		}
-	}
-}
-
-// backoff is the wait before retry attempt+1: MinBackoff doubled each
-// attempt up to MaxBackoff, less a random part of up to half so that
-// exporters failed together do not retry together.
-func (e *Exporter) backoff(attempt int) time.Duration {
-	d := e.minBackoff
-	for range attempt {
-		if d > e.maxBackoff/2 {
-			d = e.maxBackoff
-			break
-		}
-		d *= 2
-	}
-	d = min(d, e.maxBackoff)
-	return d - rand.N(d/2+1)
-}
-
-// attempt posts body once, saying whether a failure is worth retrying
-// and after how long at least the collector asked to be retried.
-func (e *Exporter) attempt(ctx context.Context, body []byte) (retry bool, after time.Duration, err error) {
+// attempt posts body once. Its errors say whether another attempt is
+// worth it as resilience.IsTransient reads them: a failed connection or
+// a *StatusError with a status worth retrying is; a failure after the
+// collector took the spans never is.
+func (e *Exporter) attempt(ctx context.Context, body []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url, bytes.NewReader(body))
 	if err != nil {
-		return false, 0, err
+		return err
 	}
 	req.Header = e.header // only read, by one request at a time
 	resp, err := e.client.Do(req)
@@ -249,40 +211,41 @@ func (e *Exporter) attempt(ctx context.Context, body []byte) (retry bool, after 
 		if ue := (*url.Error)(nil); errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return true, 0, err
+		return err
 	}
 	defer resp.Body.Close()
 	e.resp.Reset()
 	_, rerr := e.resp.ReadFrom(io.LimitReader(resp.Body, e.maxResponse+1))
 	long := int64(e.resp.Len()) > e.maxResponse
 	if resp.StatusCode/100 == 2 {
+		// The spans are taken: the errors below (%v, not %w) must not
+		// look worth sending them again.
 		switch {
 		case rerr != nil:
-			return false, 0, fmt.Errorf("spans taken, but reading the response: %w", rerr)
+			return fmt.Errorf("spans taken, but reading the response: %v", rerr)
 		case long:
-			return false, 0, fmt.Errorf("spans taken, but the response is over %d bytes", e.maxResponse)
+			return fmt.Errorf("spans taken, but the response is over %d bytes", e.maxResponse)
 		case e.resp.Len() == 0 || !isProtobuf(resp.Header):
-			return false, 0, nil
+			return nil
 		}
 		ps, err := parsePartialSuccess(e.resp.Bytes())
 		if err != nil {
-			return false, 0, fmt.Errorf("spans taken, but the response: %w", err)
+			return fmt.Errorf("spans taken, but the response: %v", err)
 		}
 		if ps.Rejected != 0 || ps.Message != "" {
 			ps.Message = e.quote(ps.Message)
-			return false, 0, &ps
+			return &ps
 		}
-		return false, 0, nil
+		return nil
 	}
 	serr := &StatusError{Code: resp.StatusCode}
 	if rerr == nil && !long {
 		serr.Message = e.quote(collectorMessage(resp.Header, e.resp.Bytes()))
 	}
-	switch resp.StatusCode {
-	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return true, retryAfter(resp.Header.Get("Retry-After"), e.now()), serr
+	if resilience.RetryableStatus(resp.StatusCode) {
+		serr.after = resilience.ParseRetryAfter(resp.Header.Get("Retry-After"), e.now())
 	}
-	return false, 0, serr
+	return serr
 }
 
 // quote makes text the collector wrote fit for an error: the headers'
@@ -311,11 +274,21 @@ func (e *Exporter) Shutdown(ctx context.Context) error {
 }
 
 // StatusError is a collector's refusal of an export: the HTTP status
-// and what the collector said of it.
+// and what the collector said of it. Its status says whether the export
+// is retried (resilience.RetryableStatus).
 type StatusError struct {
 	Code    int
 	Message string // the collector's, possibly empty
+
+	after time.Duration // the collector's Retry-After
 }
+
+// HTTPStatus is Code, for resilience.IsTransient.
+func (e *StatusError) HTTPStatus() int { return e.Code }
+
+// RetryAfter is how long the collector asked to be left alone, zero if
+// it did not say.
+func (e *StatusError) RetryAfter() time.Duration { return e.after }
 
 func (e *StatusError) Error() string {
 	s := "collector answered " + strconv.Itoa(e.Code) + " " + http.StatusText(e.Code)
@@ -439,29 +412,4 @@ func tidy(s string) string {
 func isProtobuf(h http.Header) bool {
 	mt, _, _ := strings.Cut(h.Get("Content-Type"), ";")
 	return strings.EqualFold(strings.TrimSpace(mt), "application/x-protobuf")
-}
-
-// retryAfter reads a Retry-After header: seconds, or an HTTP date.
-func retryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseUint(v, 10, 32); err == nil {
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0)
-	}
-	return 0
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
 }

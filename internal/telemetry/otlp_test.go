@@ -32,6 +32,7 @@ import (
 
 	gocmp "github.com/google/go-cmp/cmp"
 
+	"novaos.dev/novaos/resilience"
 	"novaos.dev/novaos/secret"
 )
 
@@ -354,6 +355,7 @@ type reply struct {
 	header map[string]string
 	body   []byte
 	drop   bool // close the connection instead of answering
+	hang   bool // answer nothing until the client gives up
 }
 
 // scripted is a collector answering each request with the next of its
@@ -376,6 +378,10 @@ func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rp := s.replies[i]
+	if rp.hang {
+		<-r.Context().Done()
+		return
+	}
 	if rp.drop {
 		conn, _, err := w.(http.Hijacker).Hijack()
 		if err == nil {
@@ -460,6 +466,8 @@ func TestExporterRetries(t *testing.T) {
 		name     string
 		replies  []reply
 		cancel   bool // the export's context ends during its first wait
+		attempts int  // of the retry policy; 0: DefaultExportAttempts
+		timeout  time.Duration
 		requests int
 		waits    func([]time.Duration) bool
 		check    func(t *testing.T, err error)
@@ -484,6 +492,12 @@ func TestExporterRetries(t *testing.T) {
 			name:     "502, 504, 503 back off doubling, then 200",
 			replies:  []reply{{status: 502}, {status: 504}, {status: 503}, {status: 200}},
 			requests: 4, waits: within(time.Second, 2*time.Second, 4*time.Second),
+		},
+		{
+			name:     "an attempt that times out is retried",
+			timeout:  10 * time.Millisecond, // the collector hangs: ends whatever the machine's speed
+			replies:  []reply{{hang: true}, {status: 200}},
+			requests: 2, waits: within(time.Second),
 		},
 		{
 			name:     "a dropped connection is retried",
@@ -545,13 +559,19 @@ func TestExporterRetries(t *testing.T) {
 			},
 		},
 		{
-			name:     "a Retry-After past the retry time gives up at once",
-			replies:  []reply{{status: 503, header: map[string]string{"Retry-After": "3600"}}},
-			requests: 1, waits: exactly(),
+			name:     "a Retry-After past the longest backoff waits that",
+			replies:  []reply{{status: 503, header: map[string]string{"Retry-After": "3600"}}, {status: 200}},
+			requests: 2, waits: exactly(DefaultExportMaxBackoff),
+		},
+		{
+			name:     "the attempts are spent",
+			attempts: 3,
+			replies:  []reply{{status: 503}, {status: 502}, {status: 429}, {status: 200}},
+			requests: 3, waits: within(time.Second, 2*time.Second),
 			check: func(t *testing.T, err error) {
 				var se *StatusError
-				if !errors.As(err, &se) || se.Code != 503 || !strings.Contains(err.Error(), "giving up after 1 attempts") {
-					t.Errorf("error %v, want giving up on the 503", err)
+				if !errors.As(err, &se) || se.Code != 429 {
+					t.Errorf("error %v, want the last attempt's 429", err)
 				}
 			},
 		},
@@ -573,10 +593,6 @@ func TestExporterRetries(t *testing.T) {
 			col := &scripted{replies: tc.replies}
 			srv := httptest.NewServer(col)
 			t.Cleanup(srv.Close)
-			exp, err := NewExporter(srv.URL, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			clock := &fakeClock{now: epoch}
@@ -584,10 +600,15 @@ func TestExporterRetries(t *testing.T) {
 				clock.onSleep = func(ctx context.Context) error {
 					cancel()
 					<-ctx.Done()
-					return context.Cause(ctx)
+					return ctx.Err()
 				}
 			}
-			exp.now, exp.sleep = clock.Now, clock.Sleep
+			exp, err := NewExporter(srv.URL, &ExporterOptions{Timeout: tc.timeout, Retry: &resilience.Policy{Attempts: cmp.Or(tc.attempts, DefaultExportAttempts),
+				Base: DefaultExportBackoff, Max: DefaultExportMaxBackoff, Wait: clock.Sleep}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			exp.now = clock.Now
 			err = exp.ExportSpans(ctx, spans)
 			if tc.check == nil && err != nil {
 				t.Errorf("ExportSpans: %v", err)
@@ -605,28 +626,6 @@ func TestExporterRetries(t *testing.T) {
 				t.Errorf("waits %v", clock.waits)
 			}
 		})
-	}
-}
-
-func TestRetryAfter(t *testing.T) {
-	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	tests := []struct {
-		in   string
-		want time.Duration
-	}{
-		{"", 0},
-		{"0", 0},
-		{"120", 2 * time.Minute},
-		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second},
-		{now.Add(-time.Hour).Format(http.TimeFormat), 0},
-		{"-5", 0},
-		{"soon", 0},
-		{"99999999999", 0},
-	}
-	for _, tc := range tests {
-		if got := retryAfter(tc.in, now); got != tc.want {
-			t.Errorf("retryAfter(%q) = %v, want %v", tc.in, got, tc.want)
-		}
 	}
 }
 
@@ -708,7 +707,7 @@ func TestNewExporterRefuses(t *testing.T) {
 		{"credentials in the URL", "http://user:" + key + "@collector:4318", nil},
 		{"header name", "http://collector:4318", &ExporterOptions{Headers: map[string]secret.Value{"X Key": secret.New(key)}}},
 		{"header value", "http://collector:4318", &ExporterOptions{Headers: map[string]secret.Value{"X-Key": secret.New(key + "\r\nX-Evil: 1")}}},
-		{"backoffs", "http://collector:4318", &ExporterOptions{MinBackoff: time.Minute, MaxBackoff: time.Second}},
+		{"negative response size", "http://collector:4318", &ExporterOptions{MaxResponseBytes: -1}},
 		{"negative timeout", "http://collector:4318", &ExporterOptions{Timeout: -time.Second}},
 	}
 	for _, tc := range tests {
@@ -730,17 +729,16 @@ func TestExporterShutdown(t *testing.T) {
 	col := &scripted{replies: []reply{{status: 503}}}
 	srv := httptest.NewServer(col)
 	t.Cleanup(srv.Close)
-	exp, err := NewExporter(srv.URL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	waiting := make(chan struct{})
 	clock := &fakeClock{now: time.Now(), onSleep: func(ctx context.Context) error {
 		close(waiting)
 		<-ctx.Done()
-		return context.Cause(ctx)
+		return ctx.Err()
 	}}
-	exp.now, exp.sleep = clock.Now, clock.Sleep
+	exp, err := NewExporter(srv.URL, &ExporterOptions{Retry: &resilience.Policy{Attempts: 3, Wait: clock.Sleep}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	spans := fixtureSpans(t)[1:2]
 	done := make(chan error, 1)
 	go func() { done <- exp.ExportSpans(context.Background(), spans) }()
