@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -87,13 +86,13 @@ func NewTracing(opts *Options) (*Tracing, error) {
 	}
 	endpoint, _ := TracesURL(o.OTLPEndpoint)
 	ratio, _ := sampleRatio(o.SampleRatio)
-	headers := make(map[string]string, len(o.OTLPHeaders))
-	for k, v := range o.OTLPHeaders {
-		headers[k] = v.Reveal()
+	ua := DefaultExportUserAgent
+	if o.ServiceVersion != "" {
+		ua += "/" + o.ServiceVersion
 	}
-	exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(endpoint), otlptracehttp.WithHeaders(headers))
+	exp, err := NewExporter(endpoint, &ExporterOptions{Headers: o.OTLPHeaders, UserAgent: ua})
 	if err != nil {
-		return nil, fmt.Errorf("telemetry: OTLP exporter: %w", err)
+		return nil, err
 	}
 	attrs := []attribute.KeyValue{semconv.ServiceName(ServiceName)}
 	if o.ServiceVersion != "" {
