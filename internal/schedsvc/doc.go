@@ -43,9 +43,12 @@
 //     of their own) are checked with Deps.Spend, the model meter (the LLM
 //     gateway's ledger), over the runs of the config's ticks that day; a
 //     cap that is spent, or a meter that cannot answer, skips the tick.
-//     What is left of them is passed with the run as its Limits, for a
-//     gateway that enforces a run's own limit. Without a meter those two
-//     caps go unchecked, which the log says once per config.
+//     What is left of them is passed with the run as its Limits, which
+//     the platform makes the run's own LLM limit: the LLM gateway refuses
+//     the run's model calls past it (429 budget_exceeded, naming the
+//     schedule's limit), so a run stops at the day's cap, not after it.
+//     Without a meter those two caps go unchecked, which the log says
+//     once per config.
 //   - Pausing or resuming a config that is so already answers 200 and
 //     changes nothing; a resumed config fires from its next future tick,
 //     and the ticks of the pause are not missed ones.
