@@ -1,14 +1,10 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"mime"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -20,6 +16,7 @@ import (
 
 	"novaos.dev/novaos/problem"
 	"novaos.dev/novaos/resilience"
+	"novaos.dev/novaos/rest"
 	"novaos.dev/novaos/secret"
 )
 
@@ -33,14 +30,11 @@ const DefaultTimeout = 30 * time.Second
 const DefaultStreamIdleTimeout = 2 * time.Minute
 
 // TenantHeader names the tenant an admin-token call acts for.
-const TenantHeader = "X-Tenant-ID"
+const TenantHeader = rest.TenantHeader
 
 // maxAnswerBytes bounds what the client reads of one answer that is not an
-// event stream; maxProblemBytes of an error answer.
-const (
-	maxAnswerBytes  = 16 << 20
-	maxProblemBytes = 64 << 10
-)
+// event stream.
+const maxAnswerBytes = 16 << 20
 
 // Errors a call's error matches (errors.Is), besides ErrNotFound and
 // ErrConflict, which an *Error with status 404 or 409 matches too.
@@ -194,15 +188,10 @@ type ClientOptions struct {
 // are sent, so one the gateway would refuse for its form fails without a
 // round trip.
 type Client struct {
-	base      string
-	http      *http.Client
-	token     secret.Value
-	tokenFunc func(ctx context.Context) (secret.Value, error)
-	tenant    string
-	header    http.Header
-	timeout   time.Duration
-	idle      time.Duration
-	retry     *resilience.Policy
+	api   *rest.Client
+	base  string
+	idle  time.Duration
+	retry *resilience.Policy
 	// userRoute is set once the service route of RunEvents answered 403
 	// and the user route answered: later "auto" calls go to the user
 	// route directly.
@@ -212,12 +201,9 @@ type Client struct {
 // NewClient returns a client of the gateway at baseURL, the server's base
 // URL (such as "http://127.0.0.1:8080"); the API's paths are under it.
 func NewClient(baseURL string, o *ClientOptions) (*Client, error) {
-	u, err := url.Parse(baseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("gateway: base URL must be an absolute http(s) URL")
-	}
-	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("gateway: base URL must have no user info, query or fragment")
+	base, err := rest.BaseURL(baseURL)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	if o == nil {
 		o = &ClientOptions{}
@@ -225,32 +211,27 @@ func NewClient(baseURL string, o *ClientOptions) (*Client, error) {
 	if strings.ContainsAny(o.Tenant, "\r\n") {
 		return nil, fmt.Errorf("gateway: tenant must be one line")
 	}
-	c := &Client{
-		base:      strings.TrimSuffix(u.String(), "/"),
-		http:      o.HTTPClient,
-		token:     o.Token,
-		tokenFunc: o.TokenFunc,
-		tenant:    o.Tenant,
-		header:    o.Headers.Clone(),
-		timeout:   o.Timeout,
-		idle:      o.StreamIdleTimeout,
-		retry:     o.Retry,
-	}
+	c := &Client{base: base, idle: o.StreamIdleTimeout, retry: o.Retry}
 	switch {
 	case c.idle == 0:
 		c.idle = DefaultStreamIdleTimeout
 	case c.idle < 0:
 		c.idle = 0
 	}
-	if c.http == nil {
-		c.http = &http.Client{}
-	}
-	if c.timeout <= 0 {
-		c.timeout = DefaultTimeout
-	}
 	if c.retry == nil {
 		c.retry = resilience.DefaultPolicy()
 		c.retry.Breaker = resilience.NewBreaker(nil)
+	}
+	c.api = &rest.Client{
+		Base: base, HTTP: o.HTTPClient, Timeout: o.Timeout, Retry: c.retry,
+		MaxAnswer: maxAnswerBytes, Header: o.Headers.Clone(), Tenant: o.Tenant, Token: o.Token, TokenFunc: o.TokenFunc,
+		Malformed: ErrProtocol, Refused: refused,
+	}
+	if c.api.HTTP == nil {
+		c.api.HTTP = &http.Client{}
+	}
+	if c.api.Timeout <= 0 {
+		c.api.Timeout = DefaultTimeout
 	}
 	return c, nil
 }
@@ -402,7 +383,7 @@ func (c *Client) Execute(ctx context.Context, r ExecuteRequest) (*ExecuteResult,
 		return nil, err
 	}
 	var out ExecuteResult
-	if err := c.call(ctx, request{method: http.MethodPost, path: ExecutePath, body: r, ok: []int{http.StatusAccepted, http.StatusOK, http.StatusCreated}}, &out); err != nil {
+	if err := c.api.Do(ctx, rest.Call{Method: http.MethodPost, Path: ExecutePath, Body: r, OK: []int{http.StatusAccepted, http.StatusOK, http.StatusCreated}}, &out); err != nil {
 		return nil, fmt.Errorf("gateway: execute: %w", err)
 	}
 	if out.RunID == "" {
@@ -420,7 +401,7 @@ func (c *Client) StreamingHealth(ctx context.Context) (bool, error) {
 		Healthy *bool  `json:"healthy"`
 		Status  string `json:"status"`
 	}
-	err := c.call(ctx, request{method: http.MethodGet, path: StreamingHealthPath, idempotent: true, noRetry: true}, &out)
+	err := c.api.Do(ctx, rest.Call{Method: http.MethodGet, Path: StreamingHealthPath, Retry: rest.RetryProbe}, &out)
 	var ge *Error
 	if errors.As(err, &ge) && ge.Status == http.StatusServiceUnavailable {
 		return false, nil
@@ -440,7 +421,7 @@ func (c *Client) GetRun(ctx context.Context, runID string) (*Run, error) {
 		return nil, err
 	}
 	var out Run
-	if err := c.call(ctx, request{method: http.MethodGet, path: RunsPath + "/" + url.PathEscape(runID), idempotent: true}, &out); err != nil {
+	if err := c.api.Do(ctx, rest.Call{Method: http.MethodGet, Path: RunsPath + "/" + url.PathEscape(runID), Retry: rest.RetryTransient}, &out); err != nil {
 		return nil, fmt.Errorf("gateway: get run %s: %w", runID, err)
 	}
 	return &out, nil
@@ -454,7 +435,7 @@ func (c *Client) GetServiceRun(ctx context.Context, runID string) (*Run, error) 
 		return nil, err
 	}
 	var out Run
-	if err := c.call(ctx, request{method: http.MethodGet, path: ServiceRunsPath + url.PathEscape(runID), idempotent: true}, &out); err != nil {
+	if err := c.api.Do(ctx, rest.Call{Method: http.MethodGet, Path: ServiceRunsPath + url.PathEscape(runID), Retry: rest.RetryTransient}, &out); err != nil {
 		return nil, fmt.Errorf("gateway: get service run %s: %w", runID, err)
 	}
 	return &out, nil
@@ -491,7 +472,7 @@ func (c *Client) ListRuns(ctx context.Context, o RunListOptions) (*RunPage, erro
 		q.Set("limit", strconv.Itoa(o.Limit))
 	}
 	var out RunPage
-	if err := c.call(ctx, request{method: http.MethodGet, path: RunsPath, query: q, idempotent: true}, &out); err != nil {
+	if err := c.api.Do(ctx, rest.Call{Method: http.MethodGet, Path: RunsPath, Query: q, Retry: rest.RetryTransient}, &out); err != nil {
 		return nil, fmt.Errorf("gateway: list runs: %w", err)
 	}
 	return &out, nil
@@ -504,7 +485,7 @@ func (c *Client) CancelRun(ctx context.Context, runID string) (*Run, error) {
 		return nil, err
 	}
 	var out Run
-	if err := c.call(ctx, request{method: http.MethodPost, path: RunsPath + "/" + url.PathEscape(runID) + "/cancel"}, &out); err != nil {
+	if err := c.api.Do(ctx, rest.Call{Method: http.MethodPost, Path: RunsPath + "/" + url.PathEscape(runID) + "/cancel"}, &out); err != nil {
 		return nil, fmt.Errorf("gateway: cancel run %s: %w", runID, err)
 	}
 	return &out, nil
@@ -539,7 +520,7 @@ func (c *Client) Reply(ctx context.Context, runID string, r Reply) (*ExecuteResu
 		return nil, invalid("input_value", "is longer than %d bytes", 4*MaxInputChars)
 	}
 	var out ExecuteResult
-	if err := c.call(ctx, request{method: http.MethodPost, path: RunsPath + "/" + url.PathEscape(runID) + "/reply", body: r, ok: []int{http.StatusAccepted, http.StatusOK}}, &out); err != nil {
+	if err := c.api.Do(ctx, rest.Call{Method: http.MethodPost, Path: RunsPath + "/" + url.PathEscape(runID) + "/reply", Body: r, OK: []int{http.StatusAccepted, http.StatusOK}}, &out); err != nil {
 		return nil, fmt.Errorf("gateway: reply to run %s: %w", runID, err)
 	}
 	return &out, nil
@@ -636,7 +617,7 @@ func (c *Client) serviceRunEvents(ctx context.Context, runID string, o RunEvents
 		NextCursor *string    `json:"next_cursor"`
 		RequestID  string     `json:"request_id"`
 	}
-	if err := c.call(ctx, request{method: http.MethodGet, path: ServiceRunsPath + url.PathEscape(runID) + "/events", query: q, idempotent: true}, &out); err != nil {
+	if err := c.api.Do(ctx, rest.Call{Method: http.MethodGet, Path: ServiceRunsPath + url.PathEscape(runID) + "/events", Query: q, Retry: rest.RetryTransient}, &out); err != nil {
 		return nil, fmt.Errorf("gateway: run events %s: %w", runID, err)
 	}
 	p := &RunEventsPage{Events: out.Events, RequestID: out.RequestID}
@@ -653,7 +634,7 @@ func (c *Client) userRunEvents(ctx context.Context, runID string, o RunEventsOpt
 		Events    []RunEvent `json:"events"`
 		RequestID string     `json:"request_id"`
 	}
-	if err := c.call(ctx, request{method: http.MethodGet, path: RunsPath + "/" + url.PathEscape(runID) + "/events", query: q, idempotent: true}, &out); err != nil {
+	if err := c.api.Do(ctx, rest.Call{Method: http.MethodGet, Path: RunsPath + "/" + url.PathEscape(runID) + "/events", Query: q, Retry: rest.RetryTransient}, &out); err != nil {
 		return nil, fmt.Errorf("gateway: run events %s: %w", runID, err)
 	}
 	p := &RunEventsPage{Events: out.Events, RequestID: out.RequestID}
@@ -687,7 +668,7 @@ func (c *Client) SendDebugControl(ctx context.Context, runID string, action Debu
 	}
 	var out DebugSession
 	path := RunsPath + "/" + url.PathEscape(runID) + "/debug/" + string(action)
-	if err := c.call(ctx, request{method: http.MethodPost, path: path, body: body, once: true}, &out); err != nil {
+	if err := c.api.Do(ctx, rest.Call{Method: http.MethodPost, Path: path, Body: body, Retry: rest.RetryOnce}, &out); err != nil {
 		return nil, fmt.Errorf("gateway: debug %s run %s: %w", action, runID, err)
 	}
 	return &out, nil
@@ -760,7 +741,7 @@ func (c *Client) Install(ctx context.Context, r InstallRequest) (*Instance, erro
 		return nil, fmt.Errorf("gateway: install %s: %w", r.Name, err)
 	}
 	var out Instance
-	if err := c.call(ctx, request{method: http.MethodPost, path: InstancesPath, body: json.RawMessage(body), ok: []int{http.StatusCreated, http.StatusOK}}, &out); err != nil {
+	if err := c.api.Do(ctx, rest.Call{Method: http.MethodPost, Path: InstancesPath, Body: json.RawMessage(body), OK: []int{http.StatusCreated, http.StatusOK}}, &out); err != nil {
 		return nil, fmt.Errorf("gateway: install %s: %w", r.Name, err)
 	}
 	return &out, nil
@@ -817,7 +798,7 @@ func (c *Client) ListInstances(ctx context.Context, o InstanceListOptions) (*Ins
 		q.Set("limit", strconv.Itoa(o.Limit))
 	}
 	var out InstancePage
-	if err := c.call(ctx, request{method: http.MethodGet, path: InstancesPath, query: q, idempotent: true}, &out); err != nil {
+	if err := c.api.Do(ctx, rest.Call{Method: http.MethodGet, Path: InstancesPath, Query: q, Retry: rest.RetryTransient}, &out); err != nil {
 		return nil, fmt.Errorf("gateway: list instances: %w", err)
 	}
 	return &out, nil
@@ -829,7 +810,7 @@ func (c *Client) GetInstance(ctx context.Context, id string) (*Instance, error) 
 		return nil, err
 	}
 	var out Instance
-	if err := c.call(ctx, request{method: http.MethodGet, path: InstancesPath + "/" + url.PathEscape(id), idempotent: true}, &out); err != nil {
+	if err := c.api.Do(ctx, rest.Call{Method: http.MethodGet, Path: InstancesPath + "/" + url.PathEscape(id), Retry: rest.RetryTransient}, &out); err != nil {
 		return nil, fmt.Errorf("gateway: get instance %s: %w", id, err)
 	}
 	return &out, nil
@@ -911,7 +892,7 @@ func (c *Client) UpdateInstance(ctx context.Context, id string, u InstanceUpdate
 		return nil, fmt.Errorf("gateway: update instance %s: %w", id, err)
 	}
 	var out Instance
-	if err := c.call(ctx, request{method: http.MethodPatch, path: InstancesPath + "/" + url.PathEscape(id), body: json.RawMessage(body)}, &out); err != nil {
+	if err := c.api.Do(ctx, rest.Call{Method: http.MethodPatch, Path: InstancesPath + "/" + url.PathEscape(id), Body: json.RawMessage(body)}, &out); err != nil {
 		return nil, fmt.Errorf("gateway: update instance %s: %w", id, err)
 	}
 	return &out, nil
@@ -922,7 +903,7 @@ func (c *Client) RemoveInstance(ctx context.Context, id string) error {
 	if err := validID("instance_id", id); err != nil {
 		return err
 	}
-	if err := c.call(ctx, request{method: http.MethodDelete, path: InstancesPath + "/" + url.PathEscape(id), ok: []int{http.StatusNoContent, http.StatusOK}}, nil); err != nil {
+	if err := c.api.Do(ctx, rest.Call{Method: http.MethodDelete, Path: InstancesPath + "/" + url.PathEscape(id), OK: []int{http.StatusNoContent, http.StatusOK}}, nil); err != nil {
 		return fmt.Errorf("gateway: remove instance %s: %w", id, err)
 	}
 	return nil
@@ -944,200 +925,7 @@ func setQuery(q url.Values, k, v string) {
 	}
 }
 
-// request is one call of the API.
-type request struct {
-	method string
-	path   string // already escaped
-	query  url.Values
-	body   any
-	// idempotent calls are retried on passing failures; noRetry makes
-	// one attempt whatever the call; once makes one attempt behind the
-	// client's breaker.
-	idempotent, noRetry, once bool
-	// ok lists the statuses that are answers (nil: 200 only).
-	ok []int
-}
-
-// call sends r and decodes the answer into out (unless out is nil).
-func (c *Client) call(ctx context.Context, r request, out any) error {
-	var body []byte
-	if r.body != nil {
-		var err error
-		if body, err = json.Marshal(r.body); err != nil {
-			return fmt.Errorf("encode request: %w", err)
-		}
-	}
-	var data []byte
-	op := func(ctx context.Context) error {
-		var err error
-		data, err = c.attempt(ctx, r, body)
-		return err
-	}
-	var err error
-	switch {
-	case r.noRetry:
-		err = op(ctx)
-	case r.once:
-		err = (&resilience.Policy{Breaker: c.retry.Breaker}).Do(ctx, op)
-	case r.idempotent:
-		err = c.retry.Do(ctx, op)
-	default:
-		err = c.retry.Do(ctx, func(ctx context.Context) error {
-			err := op(ctx)
-			if err != nil && !notSent(err) {
-				return final{err}
-			}
-			return err
-		})
-		var f final
-		if errors.As(err, &f) {
-			err = f.err
-		}
-	}
-	if err != nil {
-		return err
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("%w: %s", ErrProtocol, jsonProblem(err))
-	}
-	return nil
-}
-
-// final carries an error a Policy must not retry: it hides the error's
-// kind from resilience.IsTransient, and call unwraps it again.
-type final struct{ err error }
-
-func (f final) Error() string { return f.err.Error() }
-
-// notSent reports whether err says no byte of the request left: the
-// connection could not be opened. Only then is a write tried again.
-func notSent(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
-}
-
-func (c *Client) bearer(ctx context.Context) (secret.Value, error) {
-	if c.tokenFunc != nil {
-		v, err := c.tokenFunc(ctx)
-		if err != nil {
-			return secret.Value{}, fmt.Errorf("token: %w", err)
-		}
-		return v, nil
-	}
-	return c.token, nil
-}
-
-// newRequest builds a request with the client's headers and token.
-func (c *Client) newRequest(ctx context.Context, method, u string, body []byte) (*http.Request, secret.Value, error) {
-	tok, err := c.bearer(ctx)
-	if err != nil {
-		return nil, secret.Value{}, err
-	}
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
-	if err != nil {
-		return nil, secret.Value{}, err
-	}
-	for k, v := range c.header {
-		req.Header[k] = v
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.tenant != "" {
-		req.Header.Set(TenantHeader, c.tenant)
-	}
-	if !tok.IsZero() {
-		if strings.ContainsAny(tok.Reveal(), "\r\n") {
-			return nil, secret.Value{}, errors.New("token: must be one line")
-		}
-		req.Header.Set("Authorization", "Bearer "+tok.Reveal())
-	}
-	return req, tok, nil
-}
-
-func (c *Client) attempt(ctx context.Context, r request, body []byte) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	u := c.base + r.path
-	if len(r.query) > 0 {
-		u += "?" + r.query.Encode()
-	}
-	req, tok, err := c.newRequest(ctx, r.method, u, body)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Accept", "application/json, "+problem.ContentType)
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	ok := r.ok
-	if ok == nil {
-		ok = []int{http.StatusOK}
-	}
-	for _, s := range ok {
-		if resp.StatusCode != s {
-			continue
-		}
-		data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
-		if err != nil {
-			return nil, err
-		}
-		if len(data) > maxAnswerBytes {
-			return nil, fmt.Errorf("%w: answer over %d bytes", ErrProtocol, maxAnswerBytes)
-		}
-		return data, nil
-	}
-	return nil, errorOf(resp, tok)
-}
-
-// errorOf reads an answer that is not the one asked for: an *Error for a
-// 4xx or 5xx (a body that is not a problem still gives the status), an
-// ErrProtocol for anything else.
-func errorOf(resp *http.Response, tok secret.Value) error {
-	if resp.StatusCode < 400 {
-		return fmt.Errorf("%w: unexpected status %d", ErrProtocol, resp.StatusCode)
-	}
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxProblemBytes))
-	e := &Error{}
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if mt == problem.ContentType || mt == "application/json" {
-		var p problem.Problem
-		if json.Unmarshal(data, &p) == nil {
-			e.Type, e.Title, e.Detail, e.Errors = p.Type, p.Title, p.Detail, p.Errors
-		}
-	}
-	e.Status = resp.StatusCode
-	if e.Type == "" {
-		e.Type = "about:blank"
-	}
-	if e.Title == "" {
-		e.Title = http.StatusText(resp.StatusCode)
-	}
-	e.Title = redact(clip(e.Title, 200), tok)
-	e.Detail = redact(clip(e.Detail, 1000), tok)
-	for i := range e.Errors {
-		e.Errors[i].Message = redact(clip(e.Errors[i].Message, 200), tok)
-	}
-	if resilience.RetryableStatus(resp.StatusCode) {
-		e.retryAfter = resilience.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
-	}
-	return e
-}
-
-// redact replaces the token in s: a server that echoes a request's
-// Authorization must not put it into an error.
-func redact(s string, tok secret.Value) string {
-	if t := tok.Reveal(); len(t) >= 4 && strings.Contains(s, t) {
-		s = strings.ReplaceAll(s, t, secret.Redacted)
-	}
-	return s
+// refused is the *Error of a refusal.
+func refused(r *rest.Refusal) error {
+	return &Error{Status: r.Status, Type: r.Type, Title: r.Title, Detail: r.Detail, Errors: r.Errors, retryAfter: r.After}
 }

@@ -18,6 +18,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/resilience"
+	"novaos.dev/novaos/rest"
 )
 
 // EventChunk is the Type a [StreamEvent] has for a "message.delta" event:
@@ -170,7 +171,7 @@ func parseSSE(eventType string, data []byte) (StreamEvent, error) {
 func parseFrame(data []byte) (StreamEvent, error) {
 	var f frameBody
 	if err := json.Unmarshal(data, &f); err != nil {
-		return StreamEvent{}, fmt.Errorf("%w: %s", ErrMalformedEvent, jsonProblem(err))
+		return StreamEvent{}, fmt.Errorf("%w: %s", ErrMalformedEvent, rest.DescribeJSONError(err))
 	}
 	if f.Type == "" {
 		return StreamEvent{}, fmt.Errorf("%w: no type", ErrMalformedEvent)
@@ -299,7 +300,7 @@ func timestampText(raw json.RawMessage) (string, error) {
 	if raw[0] == '"' {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", fmt.Errorf("%w: timestamp: %s", ErrMalformedEvent, jsonProblem(err))
+			return "", fmt.Errorf("%w: timestamp: %s", ErrMalformedEvent, rest.DescribeJSONError(err))
 		}
 		return s, nil
 	}
@@ -311,20 +312,6 @@ func timestampText(raw json.RawMessage) (string, error) {
 		return "", fmt.Errorf("%w: timestamp %s is not whole milliseconds", ErrMalformedEvent, clip(n.String(), 32))
 	}
 	return n.String(), nil
-}
-
-// jsonProblem names what is wrong with a frame without quoting it: a
-// frame's data may carry what an agent was given, secrets included.
-func jsonProblem(err error) string {
-	var te *json.UnmarshalTypeError
-	var se *json.SyntaxError
-	switch {
-	case errors.As(err, &te):
-		return fmt.Sprintf("member %q has the wrong JSON type (%s)", clip(te.Field, 64), te.Value)
-	case errors.As(err, &se):
-		return fmt.Sprintf("not JSON (offset %d)", se.Offset)
-	}
-	return "not a JSON object"
 }
 
 // clip shortens s to at most n bytes on a rune boundary.
@@ -432,7 +419,7 @@ func (c *Client) streamOnce(ctx context.Context, runID, lastEventID string, yiel
 		}
 		return err
 	}
-	req, tok, err := c.newRequest(ctx, http.MethodGet, c.base+EventsPath+url.PathEscape(runID), nil)
+	req, tok, err := c.api.NewRequest(ctx, http.MethodGet, c.base+EventsPath+url.PathEscape(runID), nil)
 	if err != nil {
 		return false, err
 	}
@@ -441,7 +428,7 @@ func (c *Client) streamOnce(ctx context.Context, runID, lastEventID string, yiel
 	if lastEventID != "" {
 		req.Header.Set("Last-Event-ID", lastEventID)
 	}
-	resp, err := c.http.Do(req)
+	resp, err := c.api.HTTP.Do(req)
 	if err != nil {
 		return false, wasIdle(err)
 	}
@@ -452,7 +439,7 @@ func (c *Client) streamOnce(ctx context.Context, runID, lastEventID string, yiel
 		return false, nil
 	}
 	if resp.StatusCode != http.StatusOK {
-		return false, errorOf(resp, tok)
+		return false, c.api.ErrorOf(resp, tok)
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
 		return false, fmt.Errorf("%w: event stream answered with content type %q", ErrProtocol, clip(mt, 64))

@@ -6,19 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"mime"
 	"net/http"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
-	"go.opentelemetry.io/otel/propagation"
-
 	"novaos.dev/novaos/problem"
 	"novaos.dev/novaos/resilience"
+	"novaos.dev/novaos/rest"
 	"novaos.dev/novaos/secret"
 )
 
@@ -30,13 +26,10 @@ const URLEnv = "NOVAOS_AGENT_OPS_URL"
 const DefaultTimeout = 30 * time.Second
 
 // TenantHeader names the tenant an admin-token call acts for.
-const TenantHeader = "X-Tenant-ID"
+const TenantHeader = rest.TenantHeader
 
-// What the client reads of an answer at most.
-const (
-	maxAnswerBytes  = 8 << 20
-	maxProblemBytes = 64 << 10
-)
+// maxAnswerBytes bounds what the client reads of an answer.
+const maxAnswerBytes = 8 << 20
 
 // Errors a call's error matches (errors.Is), besides ErrNotFound (404),
 // ErrConflict (409) and ErrExists (409 for an instance that has a config
@@ -140,13 +133,7 @@ type Options struct {
 // the first one's config (ErrExists), and pausing or resuming a config
 // that is so already changes nothing. It is safe for concurrent use.
 type Client struct {
-	base    string
-	token   secret.Value
-	http    *http.Client
-	timeout time.Duration
-	retry   *resilience.Policy
-	tenant  string
-	header  http.Header
+	api *rest.Client
 }
 
 // New returns a client of the server at baseURL (its base URL, such as
@@ -162,12 +149,9 @@ func New(baseURL string, token secret.Value, o *Options) (*Client, error) {
 	if baseURL == "" {
 		return nil, fmt.Errorf("heartbeat: no base URL: pass one or set %s", URLEnv)
 	}
-	u, err := url.Parse(baseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, errors.New("heartbeat: the base URL must be an absolute http(s) URL")
-	}
-	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return nil, errors.New("heartbeat: the base URL must have no user info, query or fragment")
+	base, err := rest.BaseURL(baseURL)
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat: %w", err)
 	}
 	if strings.ContainsAny(token.Reveal(), "\r\n") {
 		return nil, errors.New("heartbeat: the token must be one line")
@@ -178,21 +162,22 @@ func New(baseURL string, token secret.Value, o *Options) (*Client, error) {
 	if strings.ContainsAny(o.Tenant, "\r\n") {
 		return nil, errors.New("heartbeat: the tenant must be one line")
 	}
-	base := strings.TrimSuffix(u.String(), "/")
-	base = strings.TrimSuffix(base, BasePath)
-	c := &Client{base: base, token: token, http: o.HTTPClient, timeout: o.Timeout, retry: o.Retry,
-		tenant: o.Tenant, header: o.Header.Clone()}
-	if c.http == nil {
-		c.http = &http.Client{}
+	api := &rest.Client{
+		Base: strings.TrimSuffix(base, BasePath), HTTP: o.HTTPClient, Timeout: o.Timeout, Retry: o.Retry,
+		MaxAnswer: maxAnswerBytes, Header: o.Header.Clone(), Tenant: o.Tenant, Token: token,
+		Malformed: ErrProtocol, Refused: refused,
 	}
-	if c.timeout <= 0 {
-		c.timeout = DefaultTimeout
+	if api.HTTP == nil {
+		api.HTTP = &http.Client{}
 	}
-	if c.retry == nil {
-		c.retry = resilience.DefaultPolicy()
-		c.retry.Breaker = resilience.NewBreaker(nil)
+	if api.Timeout <= 0 {
+		api.Timeout = DefaultTimeout
 	}
-	return c, nil
+	if api.Retry == nil {
+		api.Retry = resilience.DefaultPolicy()
+		api.Retry.Breaker = resilience.NewBreaker(nil)
+	}
+	return &Client{api: api}, nil
 }
 
 // CreateConfig schedules heartbeat runs of an instance: one config per
@@ -280,119 +265,14 @@ func checkIDs(ids ...string) error {
 	return nil
 }
 
-// call sends one request, retrying per the policy, and decodes a want
-// answer into out (unless out is nil).
+// call sends one request, retrying per the policy (every call of the API
+// may be repeated), and decodes a want answer into out (unless out is
+// nil).
 func (c *Client) call(ctx context.Context, method, path string, in any, want int, out any) error {
-	var body []byte
-	if in != nil {
-		var err error
-		if body, err = json.Marshal(in); err != nil {
-			return fmt.Errorf("heartbeat: encode the request: %w", err)
-		}
-	}
-	var data []byte
-	err := c.retry.Do(ctx, func(ctx context.Context) error {
-		var err error
-		data, err = c.attempt(ctx, method, path, body, want)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("%w: %v", ErrProtocol, err)
-	}
-	return nil
+	return c.api.Do(ctx, rest.Call{Method: method, Path: path, Body: in, OK: []int{want}, Retry: rest.RetryTransient}, out)
 }
 
-func (c *Client) attempt(ctx context.Context, method, path string, body []byte, want int) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return nil, err
-	}
-	for k, v := range c.header {
-		req.Header[k] = v
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Accept", "application/json, "+problem.ContentType)
-	if c.tenant != "" {
-		req.Header.Set(TenantHeader, c.tenant)
-	}
-	if !c.token.IsZero() {
-		req.Header.Set("Authorization", "Bearer "+c.token.Reveal())
-	}
-	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != want {
-		return nil, c.errorOf(resp)
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxAnswerBytes {
-		return nil, fmt.Errorf("%w: an answer over %d bytes", ErrProtocol, maxAnswerBytes)
-	}
-	return data, nil
-}
-
-// errorOf reads an answer that is not the one asked for: an *Error for a
-// 4xx or 5xx, ErrProtocol for anything else.
-func (c *Client) errorOf(resp *http.Response) error {
-	if resp.StatusCode < 400 {
-		return fmt.Errorf("%w: unexpected status %d", ErrProtocol, resp.StatusCode)
-	}
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxProblemBytes))
-	e := &Error{Status: resp.StatusCode}
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == problem.ContentType || mt == "application/json" {
-		var p problem.Problem
-		if json.Unmarshal(data, &p) == nil {
-			e.Type, e.Title, e.Detail, e.Errors = p.Type, p.Title, p.Detail, p.Errors
-		}
-	}
-	if e.Type == "" {
-		e.Type = "about:blank"
-	}
-	if e.Title == "" {
-		e.Title = http.StatusText(resp.StatusCode)
-	}
-	e.Title, e.Detail = c.redact(clip(e.Title, 200)), c.redact(clip(e.Detail, 1000))
-	for i := range e.Errors {
-		e.Errors[i].Message = c.redact(clip(e.Errors[i].Message, 200))
-	}
-	if resilience.RetryableStatus(resp.StatusCode) {
-		e.retryAfter = resilience.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
-	}
-	return e
-}
-
-// redact replaces the token in s: a server that echoes a request's
-// Authorization must not put it into an error.
-func (c *Client) redact(s string) string {
-	if t := c.token.Reveal(); len(t) >= 4 && strings.Contains(s, t) {
-		s = strings.ReplaceAll(s, t, secret.Redacted)
-	}
-	return s
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
+// refused is the *Error of a refusal.
+func refused(r *rest.Refusal) error {
+	return &Error{Status: r.Status, Type: r.Type, Title: r.Title, Detail: r.Detail, Errors: r.Errors, retryAfter: r.After}
 }

@@ -1,9 +1,11 @@
 package heartbeat
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -91,22 +93,9 @@ func (m *MemoryStore) List(_ context.Context, tenantID, instanceID string) ([]Re
 	}
 	m.mu.Unlock()
 	slices.SortFunc(out, func(a, b Record) int {
-		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-			return c
-		}
-		return compareStrings(a.ID, b.ID)
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
 	})
 	return out, nil
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func (m *MemoryStore) SetStatus(_ context.Context, tenantID, id string, st Status, next, now time.Time) (Record, bool, error) {
@@ -161,10 +150,7 @@ func (m *MemoryStore) Due(_ context.Context, now time.Time, limit int) ([]Record
 	}
 	m.mu.Unlock()
 	slices.SortFunc(out, func(a, b Record) int {
-		if c := a.NextRunAt.Compare(b.NextRunAt); c != 0 {
-			return c
-		}
-		return compareStrings(a.ID, b.ID)
+		return cmp.Or(a.NextRunAt.Compare(b.NextRunAt), strings.Compare(a.ID, b.ID))
 	})
 	if limit > 0 && len(out) > limit {
 		out = out[:limit]
@@ -296,10 +282,7 @@ func (m *MemoryStore) Stale(_ context.Context, now time.Time, limit int) ([]Fire
 	}
 	m.mu.Unlock()
 	slices.SortFunc(out, func(a, b Fire) int {
-		if c := a.Tick.Compare(b.Tick); c != 0 {
-			return c
-		}
-		return compareStrings(a.ConfigID, b.ConfigID)
+		return cmp.Or(a.Tick.Compare(b.Tick), strings.Compare(a.ConfigID, b.ConfigID))
 	})
 	if limit > 0 && len(out) > limit {
 		out = out[:limit]

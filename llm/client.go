@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,9 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"go.opentelemetry.io/otel/propagation"
-
 	"novaos.dev/novaos/resilience"
+	"novaos.dev/novaos/rest"
 	"novaos.dev/novaos/secret"
 )
 
@@ -90,15 +88,13 @@ type Options struct {
 // Client calls an OpenAI-compatible API: the platform's LLM gateway, or
 // any provider. It is safe for concurrent use.
 type Client struct {
-	base        string
-	token       secret.Value
-	hc          *http.Client
-	timeout     time.Duration
-	headers     http.Header
-	traceparent string
-	maxResp     int64
-	maxEvent    int
-	retry       *resilience.Policy
+	base     string
+	api      *rest.Client // builds the requests: headers, token, trace context
+	hc       *http.Client
+	timeout  time.Duration
+	maxResp  int64
+	maxEvent int
+	retry    *resilience.Policy
 }
 
 var defaultHTTPClient = &http.Client{}
@@ -125,15 +121,12 @@ func New(baseURL string, token secret.Value, o *Options) (*Client, error) {
 		o = &Options{}
 	}
 	c := &Client{
-		base:        strings.TrimRight(u.String(), "/"),
-		token:       token,
-		hc:          o.HTTPClient,
-		timeout:     o.Timeout,
-		headers:     o.Headers.Clone(),
-		traceparent: o.Traceparent,
-		maxResp:     o.MaxResponseBytes,
-		maxEvent:    o.MaxEventBytes,
-		retry:       o.Retry,
+		base:     strings.TrimRight(u.String(), "/"),
+		hc:       o.HTTPClient,
+		timeout:  o.Timeout,
+		maxResp:  o.MaxResponseBytes,
+		maxEvent: o.MaxEventBytes,
+		retry:    o.Retry,
 	}
 	if c.hc == nil {
 		c.hc = defaultHTTPClient
@@ -147,14 +140,13 @@ func New(baseURL string, token secret.Value, o *Options) (*Client, error) {
 	if c.maxEvent <= 0 {
 		c.maxEvent = DefaultMaxEventBytes
 	}
-	if c.headers == nil {
-		c.headers = http.Header{}
-	}
 	if c.retry == nil {
 		c.retry = resilience.DefaultPolicy()
 	}
-	c.headers.Del("Authorization")
-	c.headers.Del(executionTokenHeader)
+	headers := o.Headers.Clone()
+	headers.Del("Authorization")
+	headers.Del(executionTokenHeader)
+	c.api = &rest.Client{Header: headers, Token: token, Traceparent: o.Traceparent, UserAgent: "novaos-llm-go"}
 	return c, nil
 }
 
@@ -330,31 +322,11 @@ func (c *Client) call(ctx context.Context, op, method, path string, in, out any)
 // send sends one request with the client's headers, token and trace
 // context.
 func (c *Client) send(ctx context.Context, method, path string, payload []byte, accept string) (*http.Response, error) {
-	var body io.Reader
-	if payload != nil {
-		body = bytes.NewReader(payload)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	req, _, err := c.api.NewRequest(ctx, method, c.base+path, payload)
 	if err != nil {
 		return nil, err
 	}
-	for k, v := range c.headers {
-		req.Header[k] = slices.Clone(v)
-	}
-	if payload != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
 	req.Header.Set("Accept", accept)
-	if req.Header.Get("User-Agent") == "" {
-		req.Header.Set("User-Agent", "novaos-llm-go")
-	}
-	if !c.token.IsZero() {
-		req.Header.Set("Authorization", "Bearer "+c.token.Reveal())
-	}
-	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
-	if req.Header.Get("traceparent") == "" && c.traceparent != "" {
-		req.Header.Set("traceparent", c.traceparent)
-	}
 	return c.hc.Do(req)
 }
 

@@ -19,9 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/trace"
-
+	"novaos.dev/novaos/rest"
 	"novaos.dev/novaos/secret"
 )
 
@@ -142,9 +140,7 @@ type Client struct {
 	endpoint     string // the gateway's base URL + Path
 	callEndpoint string // base + CallPath
 	token        secret.Value
-	tenant       string
-	traceparent  string
-	header       http.Header
+	api          *rest.Client // builds the requests: headers, token, tenant, trace context
 	http         *http.Client
 	timeout      time.Duration
 	maxResp      int64
@@ -181,7 +177,7 @@ func NewClient(baseURL string, token secret.Value, o *ClientOptions) (*Client, e
 	}
 	c := &Client{
 		endpoint: base + Path, callEndpoint: base + CallPath,
-		token: token, tenant: o.TenantID, traceparent: o.Traceparent,
+		token:    token,
 		http:     o.HTTPClient,
 		timeout:  cmp.Or(o.Timeout, DefaultToolTimeout),
 		maxResp:  cmp.Or(o.MaxResponseBytes, DefaultMaxResponseBytes),
@@ -200,22 +196,23 @@ func NewClient(baseURL string, token secret.Value, o *ClientOptions) (*Client, e
 	if c.http == nil {
 		c.http = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
-	if strings.ContainsAny(c.tenant, "\r\n") || strings.ContainsAny(c.traceparent, "\r\n") {
+	if strings.ContainsAny(o.TenantID, "\r\n") || strings.ContainsAny(o.Traceparent, "\r\n") {
 		return nil, errors.New("tools: the tenant and traceparent must be one line")
 	}
-	c.header = make(http.Header)
+	header := make(http.Header)
 	var dropped []string
 	for name, values := range o.Header {
 		if !forwardable(name) || slices.ContainsFunc(values, func(v string) bool { return strings.ContainsAny(v, "\r\n") }) {
 			dropped = append(dropped, name)
 			continue
 		}
-		c.header[http.CanonicalHeaderKey(name)] = append([]string(nil), values...)
+		header[http.CanonicalHeaderKey(name)] = append([]string(nil), values...)
 	}
 	if len(dropped) > 0 {
 		// Names only: values may be credentials.
 		c.log.Debug("tools: headers not forwarded", "names", dropped)
 	}
+	c.api = &rest.Client{Header: header, Tenant: o.TenantID, Token: token, Traceparent: o.Traceparent}
 	return c, nil
 }
 
@@ -608,29 +605,15 @@ func (c *Client) exchange(ctx context.Context, endpoint, method string, body []b
 // post sends body with the client's headers and keeps a session id the
 // answer carries.
 func (c *Client) post(ctx context.Context, endpoint string, body []byte) (*http.Response, string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
+	req, _, err := c.api.NewRequest(ctx, http.MethodPost, endpoint, body)
 	if err != nil {
 		return nil, "", err
-	}
-	for k, v := range c.header {
-		req.Header[k] = v
 	}
 	c.mu.Lock()
 	session, protocol := c.session, cmp.Or(c.protocol, ProtocolVersion)
 	c.mu.Unlock()
-	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set(ProtocolHeader, protocol)
-	req.Header.Set("Authorization", "Bearer "+c.token.Reveal())
-	if c.tenant != "" {
-		req.Header.Set(TenantHeader, c.tenant)
-	}
-	if trace.SpanContextFromContext(ctx).IsValid() {
-		// The call's own span (a binding's, a skill's) is the parent.
-		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
-	} else if c.traceparent != "" {
-		req.Header.Set("traceparent", c.traceparent)
-	}
 	if session != "" {
 		req.Header.Set(SessionHeader, session)
 	}

@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -15,27 +14,9 @@ import (
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2apush"
 	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/internal/instrument/instrumenttest"
 	"novaos.dev/novaos/netguard"
 )
-
-// spanSink hands every ended span to the test.
-type spanSink struct{ ended chan sdktrace.ReadOnlySpan }
-
-func (s *spanSink) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
-func (s *spanSink) OnEnd(sp sdktrace.ReadOnlySpan)                  { s.ended <- sp }
-func (s *spanSink) Shutdown(context.Context) error                  { return nil }
-func (s *spanSink) ForceFlush(context.Context) error                { return nil }
-
-func (s *spanSink) next(t *testing.T) sdktrace.ReadOnlySpan {
-	t.Helper()
-	select {
-	case sp := <-s.ended:
-		return sp
-	case <-time.After(10 * time.Second): // a guard against a hang, not a wait
-		t.Fatal("no attempt ended")
-		return nil
-	}
-}
 
 // TestAttemptsTracedAndCounted: every attempt is a client span whose
 // trace context the POST carries, and is counted by outcome; a given-up
@@ -48,28 +29,25 @@ func TestAttemptsTracedAndCounted(t *testing.T) {
 		w.WriteHeader(status[r.URL.Path])
 	}))
 	defer srv.Close()
-	sink := &spanSink{ended: make(chan sdktrace.ReadOnlySpan, 16)}
+	sink := instrumenttest.NewSpanSink()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sink))
 	e := newEnv(t, a2apush.Options{TracerProvider: tp})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(e.d.Collector())
 
 	e.start("t-ok", srv.URL+"/ok", nil)
-	sp := sink.next(t)
+	sp := sink.Next(t)
 	tp1 := <-seen
 	if want := "00-" + sp.SpanContext().TraceID().String() + "-" + sp.SpanContext().SpanID().String() + "-01"; tp1 != want {
 		t.Errorf("the POST's traceparent %q, want the attempt's %q", tp1, want)
 	}
-	attrs := map[string]string{}
-	for _, kv := range sp.Attributes() {
-		attrs[string(kv.Key)] = kv.Value.Emit()
-	}
+	attrs := instrumenttest.Attrs(sp)
 	if sp.Name() != "a2a.push.deliver" || attrs["a2a.task.id"] != "t-ok" || attrs["a2a.push.outcome"] != "delivered" || attrs["a2a.push.attempt"] != "1" {
 		t.Errorf("span %q with %v", sp.Name(), attrs)
 	}
 
 	e.start("t-gone", srv.URL+"/gone", nil)
-	if sp := sink.next(t); sp.Status().Description != "HTTP 410 (not retried)" {
+	if sp := sink.Next(t); sp.Status().Description != "HTTP 410 (not retried)" {
 		t.Errorf("a refused attempt's status: %v", sp.Status())
 	}
 	<-seen

@@ -15,7 +15,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2aotel"
@@ -337,12 +336,7 @@ func (h *Host) a2aTelemetry() a2asrv.Interceptor {
 }
 
 // tracing is Deps.Tracing, or the provider that records nothing.
-func (h *Host) tracing() trace.TracerProvider {
-	if h.deps.Tracing == nil {
-		return noop.NewTracerProvider()
-	}
-	return h.deps.Tracing
-}
+func (h *Host) tracing() trace.TracerProvider { return instrument.Provider(h.deps.Tracing) }
 
 // identify verifies the execution token a call carries, once for the
 // agent and every interceptor: a verified token's claims become the

@@ -276,6 +276,14 @@ var rules = []rule{
 	},
 
 	{
+		pkg: module + "/rest",
+		why: "the REST plumbing sits under the public SDK clients (gateway, heartbeat, llm, tools), so of this module it knows only the problem, retry and secret leaves, and no database driver",
+		forbid: func(dep *pkg) bool {
+			return isDatabaseDriver(dep) || strings.HasPrefix(dep.ImportPath, module+"/") &&
+				!underAny(dep.ImportPath, "problem", "resilience", "secret")
+		},
+	},
+	{
 		pkg: module + "/strictjson",
 		why: "the strict JSON check sits under the public gate SDK and every service's decoders; it must depend on the standard library only",
 		forbid: func(dep *pkg) bool {
@@ -539,6 +547,10 @@ func TestRulesCatchViolations(t *testing.T) {
 		{18, pkg{ImportPath: module + "/agent"}, true},
 		{18, pkg{ImportPath: module + "/a2a"}, false},
 		{18, pkg{ImportPath: module + "/resilience"}, false},
+		{21, pkg{ImportPath: module + "/secret"}, false},
+		{21, pkg{ImportPath: "go.opentelemetry.io/otel/propagation"}, false},
+		{21, pkg{ImportPath: module + "/gateway"}, true},
+		{21, pkg{ImportPath: module + "/internal/httpapi"}, true},
 		{len(rules) - 6, pkg{ImportPath: module + "/a2a/a2asrv"}, false},
 		{len(rules) - 6, pkg{ImportPath: module + "/internal/instrument"}, true},
 		{len(rules) - 5, pkg{ImportPath: "google.golang.org/protobuf/proto"}, false},

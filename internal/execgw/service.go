@@ -19,6 +19,7 @@ import (
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/gateway"
 	"novaos.dev/novaos/identity"
+	"novaos.dev/novaos/internal/defaults"
 	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/registry"
 	"novaos.dev/novaos/secret"
@@ -96,42 +97,20 @@ type Options struct {
 }
 
 func (o *Options) withDefaults() Options {
-	var v Options
-	if o != nil {
-		v = *o
-	}
-	if v.Logger == nil {
-		v.Logger = slog.New(slog.DiscardHandler)
-	}
-	if v.Now == nil {
-		v.Now = time.Now
-	}
-	def := func(p *int64, d int64) {
-		if *p <= 0 {
-			*p = d
-		}
-	}
-	def(&v.MaxBodyBytes, DefaultMaxBodyBytes)
-	defd := func(p *time.Duration, d time.Duration) {
-		if *p <= 0 {
-			*p = d
-		}
-	}
-	defd(&v.TokenTTL, DefaultTokenTTL)
-	defd(&v.RetryBackoff, DefaultRetryBackoff)
-	defd(&v.Lease, DefaultLease)
-	defd(&v.SweepEvery, DefaultSweepEvery)
-	defd(&v.KeepAlive, DefaultKeepAlive)
-	defi := func(p *int, d int) {
-		if *p <= 0 {
-			*p = d
-		}
-	}
-	defi(&v.MaxAttempts, DefaultMaxAttempts)
-	defi(&v.MaxStreams, DefaultMaxStreams)
-	defi(&v.MaxConcurrentRuns, DefaultMaxConcurrentRuns)
-	defi(&v.HistoryTurns, DefaultHistoryTurns)
-	defi(&v.MaxOutputBytes, DefaultMaxOutputBytes)
+	v := defaults.Copy(o)
+	defaults.Logger(&v.Logger)
+	defaults.Clock(&v.Now)
+	defaults.Positive(&v.MaxBodyBytes, DefaultMaxBodyBytes)
+	defaults.Positive(&v.TokenTTL, DefaultTokenTTL)
+	defaults.Positive(&v.RetryBackoff, DefaultRetryBackoff)
+	defaults.Positive(&v.Lease, DefaultLease)
+	defaults.Positive(&v.SweepEvery, DefaultSweepEvery)
+	defaults.Positive(&v.KeepAlive, DefaultKeepAlive)
+	defaults.Positive(&v.MaxAttempts, DefaultMaxAttempts)
+	defaults.Positive(&v.MaxStreams, DefaultMaxStreams)
+	defaults.Positive(&v.MaxConcurrentRuns, DefaultMaxConcurrentRuns)
+	defaults.Positive(&v.HistoryTurns, DefaultHistoryTurns)
+	defaults.Positive(&v.MaxOutputBytes, DefaultMaxOutputBytes)
 	return v
 }
 

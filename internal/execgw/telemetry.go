@@ -2,14 +2,14 @@ package execgw
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 
 	"novaos.dev/novaos/a2a/a2aclient"
 	"novaos.dev/novaos/a2a/a2aotel"
@@ -26,12 +26,7 @@ const (
 
 // Span attributes of a delivery.
 const (
-	attrOperation = attribute.Key("gen_ai.operation.name")
-	attrAgentID   = attribute.Key("gen_ai.agent.id")
 	attrAgentName = attribute.Key("gen_ai.agent.name")
-	attrRunID     = attribute.Key("novaos.run_id")
-	attrTenant    = attribute.Key("novaos.tenant_id")
-	attrInstance  = attribute.Key("novaos.instance_id")
 	attrAttempt   = attribute.Key("novaos.run.attempt")
 	attrTurn      = attribute.Key("novaos.run.turn")
 	attrStatus    = attribute.Key("novaos.run.status")
@@ -41,8 +36,8 @@ const (
 var statuses = []gateway.Status{gateway.StatusQueued, gateway.StatusRunning, gateway.StatusWaitingUser,
 	gateway.StatusCompleted, gateway.StatusFailed, gateway.StatusCancelled}
 
-// countTimeout bounds the count a scrape makes.
-const countTimeout = 2 * time.Second
+// terminal are the statuses a run ends in: the finished counter's states.
+var terminal = slices.DeleteFunc(slices.Clone(statuses), func(st gateway.Status) bool { return !st.Terminal() })
 
 // maxLinks bounds the requests remembered for the deliveries they queued.
 const maxLinks = 4096
@@ -61,7 +56,7 @@ type telemetry struct {
 func newTelemetry(s *Service, deps Deps) *telemetry {
 	t := &telemetry{
 		tracer: instrument.Tracer(deps.Tracing, "novaos.dev/novaos/internal/execgw"),
-		a2a:    []a2aclient.Interceptor{a2aotel.NewClientInterceptor(&a2aotel.Options{TracerProvider: orNoop(deps.Tracing)})},
+		a2a:    []a2aclient.Interceptor{a2aotel.NewClientInterceptor(&a2aotel.Options{TracerProvider: instrument.Provider(deps.Tracing)})},
 		links:  links{m: map[string]link{}},
 	}
 	reg, log := deps.Metrics, s.log
@@ -69,23 +64,9 @@ func newTelemetry(s *Service, deps Deps) *telemetry {
 		Help: "Runs whose first delivery began, in this process."}), log)
 	finished := instrument.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricRunsFinished,
 		Help: "Runs that ended, by their terminal state, as this process recorded it."}, []string{"state"}), log)
-	t.finished = map[gateway.Status]prometheus.Counter{}
-	for _, st := range statuses {
-		if st.Terminal() {
-			t.finished[st] = finished.WithLabelValues(string(st))
-		}
-	}
-	instrument.Register[prometheus.Collector](reg, runCounts{store: s.store, log: log}, log)
+	t.finished = instrument.Series(finished, terminal...)
+	instrument.Register(reg, instrument.Scraped(log, runCounts{s.store}.collect, runsDesc), log)
 	return t
-}
-
-// orNoop is tp, or the no-op provider for nil: a2aotel reads nil as the
-// global provider, which the platform does not use.
-func orNoop(tp trace.TracerProvider) trace.TracerProvider {
-	if tp == nil {
-		return noop.NewTracerProvider()
-	}
-	return tp
 }
 
 // wrote counts what a write did to a run: its first delivery beginning,
@@ -119,8 +100,9 @@ func (t *telemetry) startDelivery(ctx context.Context, run *gateway.Run) (contex
 	}
 	ctx, span := t.tracer.Start(ctx, "invoke_agent", opts...)
 	if span.IsRecording() {
-		span.SetAttributes(attrOperation.String("invoke_agent"), attrRunID.String(run.ID), attrTenant.String(run.TenantID),
-			attrInstance.String(run.InstanceID), attrAgentID.String(run.AgentID), attrTurn.Int(run.Turn))
+		span.SetAttributes(instrument.AttrOperation.String("invoke_agent"), instrument.AttrRun.String(run.ID),
+			instrument.AttrTenant.String(run.TenantID), instrument.AttrInstance.String(run.InstanceID),
+			instrument.AttrAgent.String(run.AgentID), attrTurn.Int(run.Turn))
 	}
 	return ctx, span
 }
@@ -188,25 +170,17 @@ func (l *links) take(id string) (trace.SpanContext, bool) {
 
 // runCounts reports how many runs are in each status, read from the store
 // at each scrape (every replica reports the shared database's counts).
-type runCounts struct {
-	store gateway.Store
-	log   interface{ Warn(string, ...any) }
-}
+type runCounts struct{ store gateway.Store }
 
 var runsDesc = prometheus.NewDesc(MetricRuns, "Runs in each state, over every tenant.", []string{"state"}, nil)
 
-func (r runCounts) Describe(ch chan<- *prometheus.Desc) { ch <- runsDesc }
-
-func (r runCounts) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), countTimeout)
-	defer cancel()
+func (r runCounts) collect(ctx context.Context, ch chan<- prometheus.Metric) error {
 	counts, err := r.store.CountRuns(ctx)
 	if err != nil {
-		// A false zero would read as runs that finished.
-		r.log.Warn("gateway: count runs for metrics", "err", err)
-		return
+		return fmt.Errorf("gateway: count runs: %w", err)
 	}
 	for _, st := range statuses {
 		ch <- prometheus.MustNewConstMetric(runsDesc, prometheus.GaugeValue, float64(counts[st]), string(st))
 	}
+	return nil
 }

@@ -1,11 +1,9 @@
 package execgw_test
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -17,49 +15,15 @@ import (
 	"novaos.dev/novaos/agent"
 	"novaos.dev/novaos/gateway"
 	"novaos.dev/novaos/internal/execgw"
+	"novaos.dev/novaos/internal/instrument/instrumenttest"
 )
-
-// spanSink hands every ended span to the test, which waits for the spans
-// it expects rather than polling.
-type spanSink struct{ ended chan sdktrace.ReadOnlySpan }
-
-func (s *spanSink) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
-func (s *spanSink) OnEnd(sp sdktrace.ReadOnlySpan)                  { s.ended <- sp }
-func (s *spanSink) Shutdown(context.Context) error                  { return nil }
-func (s *spanSink) ForceFlush(context.Context) error                { return nil }
-
-// await collects ended spans until every name of names has ended, and
-// returns them by name.
-func (s *spanSink) await(t *testing.T, names ...string) map[string]sdktrace.ReadOnlySpan {
-	t.Helper()
-	got := map[string]sdktrace.ReadOnlySpan{}
-	guard := time.NewTimer(30 * time.Second) // against a hang, not a wait
-	defer guard.Stop()
-	for {
-		missing := ""
-		for _, n := range names {
-			if got[n] == nil {
-				missing = n
-			}
-		}
-		if missing == "" {
-			return got
-		}
-		select {
-		case sp := <-s.ended:
-			got[sp.SpanKind().String()+" "+sp.Name()] = sp
-		case <-guard.C:
-			t.Fatalf("span %q never ended; ended: %v", missing, got)
-		}
-	}
-}
 
 // A run is one trace: its delivery's span, linked to the execute request,
 // over the agent call's client span, the agent's server span and its
 // skill's span; the run is counted as started and finished, and in the
 // gauge of runs by state.
 func TestRunTracedAndCounted(t *testing.T) {
-	sink := &spanSink{ended: make(chan sdktrace.ReadOnlySpan, 64)}
+	sink := instrumenttest.NewSpanSink()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sink))
 	reg := prometheus.NewRegistry()
 
@@ -87,7 +51,7 @@ func TestRunTracedAndCounted(t *testing.T) {
 	run := e.execute(userTok, gateway.ExecuteRequest{InstanceID: inst, Input: "hello"})
 	e.events(userTok, run, "", nil)
 
-	spans := sink.await(t, "internal invoke_agent my-echo", "client SendStreamingMessage", "server SendStreamingMessage", "internal skill echo")
+	spans := sink.Await(t, "internal invoke_agent my-echo", "client SendStreamingMessage", "server SendStreamingMessage", "internal skill echo")
 	delivery := spans["internal invoke_agent my-echo"]
 	if delivery.Parent().IsValid() {
 		t.Errorf("the delivery's span has parent %v: a turn outlives the request that queued it", delivery.Parent())
@@ -95,16 +59,8 @@ func TestRunTracedAndCounted(t *testing.T) {
 	if l := delivery.Links(); len(l) != 1 || l[0].SpanContext.SpanID() != execute.SpanID() {
 		t.Errorf("the delivery's links %v, want the execute request's span %v", l, execute)
 	}
-	attrs := map[string]string{}
-	for _, kv := range delivery.Attributes() {
-		attrs[string(kv.Key)] = kv.Value.Emit()
-	}
-	for k, want := range map[string]string{"novaos.run_id": run, "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "my-echo",
-		"novaos.run.status": "COMPLETED", "novaos.run.attempt": "1", "novaos.tenant_id": "acme"} {
-		if attrs[k] != want {
-			t.Errorf("delivery span: %s = %q, want %q", k, attrs[k], want)
-		}
-	}
+	instrumenttest.WantAttrs(t, delivery, map[string]string{"novaos.run_id": run, "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "my-echo",
+		"novaos.run.status": "COMPLETED", "novaos.run.attempt": "1", "novaos.tenant_id": "acme"})
 	for child, parent := range map[string]string{
 		"client SendStreamingMessage": "internal invoke_agent my-echo",
 		"server SendStreamingMessage": "client SendStreamingMessage",

@@ -2,12 +2,12 @@ package gatesvc
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"novaos.dev/novaos/gate"
@@ -32,10 +32,7 @@ const (
 	attrActionType = attribute.Key("gate.action_type")
 	attrStanding   = attribute.Key("gate.standing")
 	attrShadow     = attribute.Key("gate.shadow")
-	attrTenant     = attribute.Key("novaos.tenant_id")
-	attrAgentID    = attribute.Key("gen_ai.agent.id")
 	attrJudgeModel = attribute.Key("gen_ai.request.model")
-	attrErrorType  = attribute.Key("error.type")
 )
 
 // verdicts are the verdict label's values.
@@ -44,9 +41,6 @@ var verdicts = []gate.Outcome{gate.Pass, gate.Hold, gate.Kill, gate.ExecutionUnc
 // holdDecisions are the ways a hold ends, the hold age histogram's
 // decision label.
 var holdDecisions = []string{"approved", "denied", "expired"}
-
-// scrapeTimeout bounds the count a scrape makes.
-const scrapeTimeout = 2 * time.Second
 
 var internalSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
 
@@ -61,28 +55,21 @@ type telemetry struct {
 var holdAgeBuckets = prometheus.ExponentialBuckets(1, 3, 11)
 
 func newTelemetry(tp trace.TracerProvider, reg prometheus.Registerer, store gate.Store, now func() time.Time, log *slog.Logger) *telemetry {
-	t := &telemetry{tracer: instrument.Tracer(tp, "novaos.dev/novaos/internal/gatesvc"),
-		verdicts: map[gate.Outcome]prometheus.Counter{}, holdAge: map[string]prometheus.Observer{}}
 	vs := instrument.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricVerdicts,
 		Help: "Verdicts the gate answered submitted actions with."}, []string{"verdict"}), log)
-	for _, v := range verdicts {
-		t.verdicts[v] = vs.WithLabelValues(string(v))
-	}
 	ages := instrument.Register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricHoldAge,
 		Help:    "How long holds waited, from the action's judgement to its decision, by decision (approved, denied, expired).",
 		Buckets: holdAgeBuckets}, []string{"decision"}), log)
-	for _, d := range holdDecisions {
-		t.holdAge[d] = ages.WithLabelValues(d)
-	}
-	instrument.Register[prometheus.Collector](reg, pendingHolds{store: store, now: now, log: log}, log)
-	return t
+	instrument.Register(reg, instrument.Scraped(log, pendingHolds{store: store, now: now}.collect, pendingDesc, oldestDesc), log)
+	return &telemetry{tracer: instrument.Tracer(tp, "novaos.dev/novaos/internal/gatesvc"),
+		verdicts: instrument.Series(vs, verdicts...), holdAge: instrument.Series(ages, holdDecisions...)}
 }
 
 // startDecision starts the span of a submit.
 func (t *telemetry) startDecision(ctx context.Context, c *Caller) (context.Context, trace.Span) {
 	ctx, span := t.tracer.Start(ctx, "gate.decide", internalSpan...)
 	if span.IsRecording() && c != nil {
-		span.SetAttributes(attrTenant.String(c.Tenant), attrAgentID.String(c.Agent))
+		span.SetAttributes(instrument.AttrTenant.String(c.Tenant), instrument.AttrAgent.String(c.Agent))
 	}
 	return ctx, span
 }
@@ -96,8 +83,7 @@ func (t *telemetry) decided(span trace.Span, v gate.Verdict, err error) {
 	}
 	if span.IsRecording() {
 		if err != nil {
-			span.SetAttributes(attrErrorType.String("refused"))
-			span.SetStatus(codes.Error, "the submit was refused")
+			instrument.Failed(span, "refused", "the submit was refused")
 		} else {
 			attrs := []attribute.KeyValue{attrVerdict.String(string(v.Verdict)), attrShadow.Bool(v.Shadow)}
 			if v.Reason != "" {
@@ -133,8 +119,7 @@ func (t *telemetry) startJudge(ctx context.Context, model string) (context.Conte
 func endJudge(span trace.Span, verdict gate.Outcome, failure gate.Reason) {
 	if span.IsRecording() {
 		if failure != "" {
-			span.SetAttributes(attrErrorType.String(string(failure)))
-			span.SetStatus(codes.Error, string(failure))
+			instrument.Failed(span, string(failure), string(failure))
 		} else {
 			span.SetAttributes(attrVerdict.String(string(verdict)))
 		}
@@ -148,7 +133,6 @@ func endJudge(span trace.Span, verdict gate.Outcome, failure gate.Reason) {
 type pendingHolds struct {
 	store gate.Store
 	now   func() time.Time
-	log   *slog.Logger
 }
 
 var (
@@ -156,18 +140,10 @@ var (
 	oldestDesc  = prometheus.NewDesc(MetricOldestHoldAge, "How long the oldest pending hold has waited (0 without one).", nil, nil)
 )
 
-func (p pendingHolds) Describe(ch chan<- *prometheus.Desc) {
-	ch <- pendingDesc
-	ch <- oldestDesc
-}
-
-func (p pendingHolds) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
-	defer cancel()
+func (p pendingHolds) collect(ctx context.Context, ch chan<- prometheus.Metric) error {
 	n, oldest, err := p.store.CountActions(ctx, gate.ActionHeld)
 	if err != nil {
-		p.log.Warn("gate: count pending holds for metrics", "err", err)
-		return
+		return fmt.Errorf("gate: count pending holds: %w", err)
 	}
 	age := 0.0
 	if !oldest.IsZero() {
@@ -175,4 +151,5 @@ func (p pendingHolds) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(n))
 	ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, age)
+	return nil
 }

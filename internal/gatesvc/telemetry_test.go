@@ -15,6 +15,7 @@ import (
 
 	"novaos.dev/novaos/gate"
 	"novaos.dev/novaos/internal/gatesvc/judge"
+	"novaos.dev/novaos/internal/instrument/instrumenttest"
 )
 
 // Every submit is a "gate.decide" span with its verdict, reason, rule and
@@ -44,19 +45,13 @@ func TestDecisionsTracedAndCounted(t *testing.T) {
 	if len(decide) != 2 {
 		t.Fatalf("%d gate.decide spans, want 2", len(decide))
 	}
-	attrs := map[string]string{}
-	for _, kv := range decide[1].Attributes() {
-		attrs[string(kv.Key)] = kv.Value.Emit()
-		if strings.Contains(kv.Value.Emit(), "customer-secret-77") || strings.Contains(kv.Value.Emit(), "900") {
-			t.Errorf("attribute %s carries the action's arguments: %s", kv.Key, kv.Value.Emit())
+	for k, v := range instrumenttest.Attrs(decide[1]) {
+		if strings.Contains(v, "customer-secret-77") || strings.Contains(v, "900") {
+			t.Errorf("attribute %s carries the action's arguments: %s", k, v)
 		}
 	}
-	for k, want := range map[string]string{"gate.verdict": "hold", "gate.rule_id": "big-refund", "gate.rule_count": "3",
-		"gate.action_type": "refund", "novaos.tenant_id": "acme", "gen_ai.agent.id": "refund-bot"} {
-		if attrs[k] != want {
-			t.Errorf("%s = %q, want %q", k, attrs[k], want)
-		}
-	}
+	instrumenttest.WantAttrs(t, decide[1], map[string]string{"gate.verdict": "hold", "gate.rule_id": "big-refund", "gate.rule_count": "3",
+		"gate.action_type": "refund", "novaos.tenant_id": "acme", "gen_ai.agent.id": "refund-bot"})
 
 	f.clk.add(90 * time.Second)
 	want := `
@@ -140,10 +135,7 @@ func TestJudgeTraced(t *testing.T) {
 			if j == nil || d == nil || j.Parent().SpanID() != d.SpanContext().SpanID() {
 				t.Fatalf("spans %v", spans)
 			}
-			attrs := map[string]string{}
-			for _, kv := range j.Attributes() {
-				attrs[string(kv.Key)] = kv.Value.Emit()
-			}
+			attrs := instrumenttest.Attrs(j)
 			got := attrs["gate.verdict"]
 			if tc.wantError {
 				got = attrs["error.type"]

@@ -6,9 +6,14 @@
 //
 //	tracer := instrument.Tracer(deps.Tracing, "novaos.dev/novaos/internal/execgw")
 //	calls := instrument.Register(deps.Metrics, prometheus.NewCounterVec(…), log)
+//	byState := instrument.Series(calls, states...)
+//	instrument.Register(deps.Metrics, instrument.Scraped(log, readCounts, desc), log)
 //	client := &http.Client{Transport: instrument.Transport(base)}
 //
 // Register shares a collector two services (or two instances of one)
-// register on one registry; Transport sends the W3C trace context of each
-// request's context with it.
+// register on one registry; Series makes a vector's series up front, so
+// they are exported at zero; Scraped reads gauges from a store at each
+// scrape; Transport sends the W3C trace context of each request's context
+// with it. Spans name tenants, runs and agents with the shared Attr keys
+// and mark failures with Failed.
 package instrument

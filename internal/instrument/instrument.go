@@ -15,10 +15,17 @@ import (
 // Tracer returns the tracer of the instrumentation scope name (the
 // package's import path) from tp; a nil tp traces nothing.
 func Tracer(tp trace.TracerProvider, name string) trace.Tracer {
+	return Provider(tp).Tracer(name)
+}
+
+// Provider is tp, or for nil the provider that records nothing: what to
+// hand a library (a2aotel, say) that would read nil as otel's global
+// provider, which the platform does not set.
+func Provider(tp trace.TracerProvider) trace.TracerProvider {
 	if tp == nil {
-		tp = noop.NewTracerProvider()
+		return noop.NewTracerProvider()
 	}
-	return tp.Tracer(name)
+	return tp
 }
 
 // Register registers c with reg and returns the collector to use: c, or

@@ -81,3 +81,17 @@ func TestTransportPropagates(t *testing.T) {
 		t.Error("wrapping twice made a second layer")
 	}
 }
+
+func TestProvider(t *testing.T) {
+	if sc := Tracer(nil, "t"); sc == nil {
+		t.Fatal("no tracer for a nil provider")
+	}
+	_, span := Provider(nil).Tracer("t").Start(context.Background(), "x")
+	if span.IsRecording() {
+		t.Error("the provider for nil records")
+	}
+	tp := sdktrace.NewTracerProvider()
+	if Provider(tp) != tp {
+		t.Error("a provider was not passed through")
+	}
+}

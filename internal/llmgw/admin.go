@@ -96,6 +96,28 @@ func orNotFound(err error, detail string) error {
 	return err
 }
 
+// removed answers a DELETE whose store call returned err: 404 with
+// missing when there was nothing to remove; else 204, the configuration
+// read again from now on and the removal logged (msg, args).
+func (s *Service) removed(w http.ResponseWriter, r *http.Request, err error, missing, msg string, args ...any) error {
+	if err != nil {
+		return orNotFound(err, missing)
+	}
+	s.cache.clear()
+	s.log.InfoContext(r.Context(), msg, args...)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// infos are the wire views of a listing's records.
+func infos[T, I any](list []T, info func(*T) I) []I {
+	out := make([]I, 0, len(list))
+	for i := range list {
+		out = append(out, info(&list[i]))
+	}
+	return out
+}
+
 // principal is who calls the administration: the operator, or a token's
 // bearer acting on its tenant.
 type principal struct {
@@ -178,15 +200,20 @@ func problemFor(err error) *problem.Problem {
 }
 
 // putLoop runs a PUT of a versioned record under its conditions: read
-// the stored version, check the conditions, write with that version,
-// and try again when another write came between (without conditions).
-func putLoop(ctx context.Context, r *http.Request, what string, read func() (int64, bool, error), write func(expect int64, exists bool) error) error {
+// the stored version (llm.ErrNotFound when there is no record), check the
+// conditions, write with that version, and try again when another write
+// came between (without conditions).
+func putLoop(ctx context.Context, r *http.Request, what string, read func() (int64, error), write func(expect int64, exists bool) error) error {
 	cond, err := httpapi.ParseConditions(r)
 	if err != nil {
 		return err
 	}
 	for range maxPutTries {
-		version, exists, err := read()
+		version, err := read()
+		exists := err == nil
+		if errors.Is(err, llm.ErrNotFound) {
+			version, err = 0, nil
+		}
 		if err != nil {
 			return err
 		}
@@ -212,11 +239,7 @@ func (s *Service) serveProviders(w http.ResponseWriter, r *http.Request, pr prin
 	if err != nil {
 		return err
 	}
-	out := llm.ProviderList{Providers: make([]llm.ProviderInfo, 0, len(list))}
-	for i := range list {
-		out.Providers = append(out.Providers, list[i].Info())
-	}
-	httpapi.WriteJSON(w, r, http.StatusOK, out)
+	httpapi.WriteJSON(w, r, http.StatusOK, llm.ProviderList{Providers: infos(list, (*llm.Provider).Info)})
 	return nil
 }
 
@@ -251,13 +274,10 @@ func (s *Service) putProvider(w http.ResponseWriter, r *http.Request, pr princip
 	}
 	ctx := r.Context()
 	var stored, cur llm.Provider
-	err := putLoop(ctx, r, "provider", func() (int64, bool, error) {
+	err := putLoop(ctx, r, "provider", func() (int64, error) {
 		var err error
 		cur, err = s.deps.Store.GetProvider(ctx, pr.tenant, name)
-		if errors.Is(err, llm.ErrNotFound) {
-			return 0, false, nil
-		}
-		return cur.Version, err == nil, err
+		return cur.Version, err
 	}, func(expect int64, exists bool) error {
 		p := llm.Provider{TenantID: pr.tenant, Name: name, BaseURL: in.BaseURL, Timeout: time.Duration(in.TimeoutMS) * time.Millisecond,
 			Disabled: in.Disabled, UpdatedAt: s.o.Now()}
@@ -284,13 +304,9 @@ func (s *Service) putProvider(w http.ResponseWriter, r *http.Request, pr princip
 
 func (s *Service) deleteProvider(w http.ResponseWriter, r *http.Request, pr principal) error {
 	name := r.PathValue("name")
-	if err := s.deps.Store.DeleteProvider(r.Context(), pr.tenant, name); err != nil {
-		return orNotFound(err, "no provider "+strconv.Quote(cut(name)))
-	}
-	s.cache.clear()
-	s.log.InfoContext(r.Context(), "llmgw: provider removed", "tenant_id", pr.tenant, "provider", name, "caller", pr.subject)
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	err := s.deps.Store.DeleteProvider(r.Context(), pr.tenant, name)
+	return s.removed(w, r, err, "no provider "+strconv.Quote(cut(name)),
+		"llmgw: provider removed", "tenant_id", pr.tenant, "provider", name, "caller", pr.subject)
 }
 
 func (s *Service) serveRoutes(w http.ResponseWriter, r *http.Request, pr principal) error {
@@ -298,11 +314,7 @@ func (s *Service) serveRoutes(w http.ResponseWriter, r *http.Request, pr princip
 	if err != nil {
 		return err
 	}
-	out := llm.RouteList{Models: make([]llm.RouteInfo, 0, len(list))}
-	for i := range list {
-		out.Models = append(out.Models, list[i].Info())
-	}
-	httpapi.WriteJSON(w, r, http.StatusOK, out)
+	httpapi.WriteJSON(w, r, http.StatusOK, llm.RouteList{Models: infos(list, (*llm.Route).Info)})
 	return nil
 }
 
@@ -340,12 +352,9 @@ func (s *Service) putRoute(w http.ResponseWriter, r *http.Request, pr principal)
 		}
 	}
 	var stored llm.Route
-	err := putLoop(ctx, r, "model", func() (int64, bool, error) {
+	err := putLoop(ctx, r, "model", func() (int64, error) {
 		cur, err := s.deps.Store.GetRoute(ctx, pr.tenant, name)
-		if errors.Is(err, llm.ErrNotFound) {
-			return 0, false, nil
-		}
-		return cur.Version, err == nil, err
+		return cur.Version, err
 	}, func(expect int64, _ bool) error {
 		var err error
 		stored, err = s.deps.Store.PutRoute(ctx, llm.Route{TenantID: pr.tenant, Name: name, Targets: in.Targets,
@@ -363,13 +372,9 @@ func (s *Service) putRoute(w http.ResponseWriter, r *http.Request, pr principal)
 
 func (s *Service) deleteRoute(w http.ResponseWriter, r *http.Request, pr principal) error {
 	name := r.PathValue("name")
-	if err := s.deps.Store.DeleteRoute(r.Context(), pr.tenant, name); err != nil {
-		return orNotFound(err, "no model "+strconv.Quote(cut(name)))
-	}
-	s.cache.clear()
-	s.log.InfoContext(r.Context(), "llmgw: model removed", "tenant_id", pr.tenant, "model", name, "caller", pr.subject)
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	err := s.deps.Store.DeleteRoute(r.Context(), pr.tenant, name)
+	return s.removed(w, r, err, "no model "+strconv.Quote(cut(name)),
+		"llmgw: model removed", "tenant_id", pr.tenant, "model", name, "caller", pr.subject)
 }
 
 // budgetKey is the budget a request's path names, which pr may read:
@@ -485,12 +490,9 @@ func (s *Service) putBudget(w http.ResponseWriter, r *http.Request, pr principal
 	}
 	ctx := r.Context()
 	var stored llm.Budget
-	err = putLoop(ctx, r, "budget", func() (int64, bool, error) {
+	err = putLoop(ctx, r, "budget", func() (int64, error) {
 		cur, err := s.deps.Store.GetBudget(ctx, tenant, instance)
-		if errors.Is(err, llm.ErrNotFound) {
-			return 0, false, nil
-		}
-		return cur.Version, err == nil, err
+		return cur.Version, err
 	}, func(expect int64, _ bool) error {
 		var err error
 		stored, err = s.deps.Store.PutBudget(ctx, llm.Budget{TenantID: tenant, InstanceID: instance, DailyTokens: in.DailyTokens,
@@ -515,13 +517,8 @@ func (s *Service) deleteBudget(w http.ResponseWriter, r *http.Request, pr princi
 	if err != nil {
 		return err
 	}
-	if err := s.deps.Store.DeleteBudget(r.Context(), tenant, instance); err != nil {
-		return orNotFound(err, "no such budget")
-	}
-	s.cache.clear()
-	s.log.InfoContext(r.Context(), "llmgw: budget removed", "tenant_id", tenant, "instance_id", instance)
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	err = s.deps.Store.DeleteBudget(r.Context(), tenant, instance)
+	return s.removed(w, r, err, "no such budget", "llmgw: budget removed", "tenant_id", tenant, "instance_id", instance)
 }
 
 // serveUsage answers GET UsagePath: ?tenant, instance, model, from and
@@ -562,10 +559,7 @@ func (s *Service) serveUsage(w http.ResponseWriter, r *http.Request, pr principa
 	if err != nil {
 		return err
 	}
-	out := llm.UsageList{Usage: make([]llm.UsageInfo, 0, len(rows))}
-	for i := range rows {
-		out.Usage = append(out.Usage, rows[i].Info())
-	}
+	out := llm.UsageList{Usage: infos(rows, (*llm.UsageRow).Info)}
 	if len(rows) == q.Limit {
 		key, _ := json.Marshal(rows[len(rows)-1].UsageKey)
 		out.NextPageToken = httpapi.PageToken(string(key))

@@ -1,12 +1,12 @@
 package llmgw
 
 import (
-	"errors"
 	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"novaos.dev/novaos/internal/instrument"
 	"novaos.dev/novaos/llm"
 )
 
@@ -25,43 +25,18 @@ type meter struct {
 var latencyBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
 
 func newMeter(reg prometheus.Registerer, log *slog.Logger) *meter {
-	m := &meter{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "novaos_llm_requests_total",
-			Help: "Calls to the LLM gateway, by model and outcome."}, []string{"model", "outcome"}),
-		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "novaos_llm_tokens_total",
-			Help: "Tokens the LLM gateway's calls used, by tenant and direction (input or output)."}, []string{"tenant", "direction"}),
-		cost: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "novaos_llm_cost_usd_total",
-			Help: "What the LLM gateway's calls cost, in US dollars, by tenant."}, []string{"tenant"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "novaos_llm_request_duration_seconds",
-			Help: "Time an LLM gateway call took, to its last byte, by model.", Buckets: latencyBuckets}, []string{"model"}),
-		ttft: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "novaos_llm_time_to_first_token_seconds",
-			Help: "Time to the first event of a streamed LLM gateway call, by model.", Buckets: latencyBuckets}, []string{"model"}),
+	return &meter{
+		requests: instrument.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: "novaos_llm_requests_total",
+			Help: "Calls to the LLM gateway, by model and outcome."}, []string{"model", "outcome"}), log),
+		tokens: instrument.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: "novaos_llm_tokens_total",
+			Help: "Tokens the LLM gateway's calls used, by tenant and direction (input or output)."}, []string{"tenant", "direction"}), log),
+		cost: instrument.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: "novaos_llm_cost_usd_total",
+			Help: "What the LLM gateway's calls cost, in US dollars, by tenant."}, []string{"tenant"}), log),
+		duration: instrument.Register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "novaos_llm_request_duration_seconds",
+			Help: "Time an LLM gateway call took, to its last byte, by model.", Buckets: latencyBuckets}, []string{"model"}), log),
+		ttft: instrument.Register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "novaos_llm_time_to_first_token_seconds",
+			Help: "Time to the first event of a streamed LLM gateway call, by model.", Buckets: latencyBuckets}, []string{"model"}), log),
 	}
-	if reg != nil {
-		m.requests = register(reg, m.requests, log)
-		m.tokens = register(reg, m.tokens, log)
-		m.cost = register(reg, m.cost, log)
-		m.duration = register(reg, m.duration, log)
-		m.ttft = register(reg, m.ttft, log)
-	}
-	return m
-}
-
-// register registers c, or takes the collector registered already under
-// its name (a second gateway in one process).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C, log *slog.Logger) C {
-	err := reg.Register(c)
-	var are prometheus.AlreadyRegisteredError
-	switch {
-	case err == nil:
-	case errors.As(err, &are):
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing
-		}
-	default:
-		log.Warn("llmgw: register a metric", "err", err)
-	}
-	return c
 }
 
 // request counts a call refused before a provider was asked.

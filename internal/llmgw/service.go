@@ -12,12 +12,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/gateway"
 	"novaos.dev/novaos/identity"
+	"novaos.dev/novaos/internal/defaults"
 	"novaos.dev/novaos/internal/httpapi"
+	"novaos.dev/novaos/internal/instrument"
 	"novaos.dev/novaos/llm"
 	"novaos.dev/novaos/netguard"
 	"novaos.dev/novaos/secret"
@@ -141,45 +142,32 @@ type Options struct {
 }
 
 func (o *Options) withDefaults() Options {
-	var v Options
-	if o != nil {
-		v = *o
-	}
-	if v.Logger == nil {
-		v.Logger = slog.New(slog.DiscardHandler)
-	}
-	if v.Now == nil {
-		v.Now = time.Now
-	}
-	setDef(&v.MaxBodyBytes, DefaultMaxBodyBytes)
-	setDef(&v.MaxResponseBytes, DefaultMaxResponseBytes)
-	setDef(&v.MaxEventBytes, DefaultMaxEventBytes)
-	setDef(&v.Timeout, DefaultTimeout)
-	setDef(&v.StreamIdle, DefaultStreamIdle)
-	setDef(&v.ConnectTimeout, DefaultConnectTimeout)
-	setDef(&v.DefaultMaxTokens, DefaultMaxTokens)
-	setDef(&v.ConfigTTL, DefaultConfigTTL)
-	setDef(&v.LeaseTTL, DefaultLeaseTTL)
-	setDef(&v.LeaseAhead, DefaultLeaseAhead)
-	setDef(&v.LeaseIdle, DefaultLeaseIdle)
-	setDef(&v.FlushEvery, DefaultFlushEvery)
+	v := defaults.Copy(o)
+	defaults.Logger(&v.Logger)
+	defaults.Clock(&v.Now)
+	defaults.Positive(&v.MaxBodyBytes, DefaultMaxBodyBytes)
+	defaults.Positive(&v.MaxResponseBytes, DefaultMaxResponseBytes)
+	defaults.Positive(&v.MaxEventBytes, DefaultMaxEventBytes)
+	defaults.Positive(&v.Timeout, DefaultTimeout)
+	defaults.Positive(&v.StreamIdle, DefaultStreamIdle)
+	defaults.Positive(&v.ConnectTimeout, DefaultConnectTimeout)
+	defaults.Positive(&v.DefaultMaxTokens, DefaultMaxTokens)
+	defaults.Positive(&v.ConfigTTL, DefaultConfigTTL)
+	defaults.Positive(&v.LeaseTTL, DefaultLeaseTTL)
+	defaults.Positive(&v.LeaseAhead, DefaultLeaseAhead)
+	defaults.Positive(&v.LeaseIdle, DefaultLeaseIdle)
+	defaults.Positive(&v.FlushEvery, DefaultFlushEvery)
 	if !(v.LeaseShare > 0 && v.LeaseShare <= 1) {
 		v.LeaseShare = DefaultLeaseShare
 	}
-	setDef(&v.CounterRetention, DefaultCounterRetention)
-	setDef(&v.SweepEvery, 5*time.Minute)
-	setDef(&v.MaxInflight, DefaultMaxInflight)
-	setDef(&v.MaxAdminBodyBytes, DefaultMaxAdminBodyBytes)
+	defaults.Positive(&v.CounterRetention, DefaultCounterRetention)
+	defaults.Positive(&v.SweepEvery, 5*time.Minute)
+	defaults.Positive(&v.MaxInflight, DefaultMaxInflight)
+	defaults.Positive(&v.MaxAdminBodyBytes, DefaultMaxAdminBodyBytes)
 	if v.PlatformTenant == "" {
 		v.PlatformTenant = DefaultPlatformTenant
 	}
 	return v
-}
-
-func setDef[T int | int64 | time.Duration](p *T, d T) {
-	if *p <= 0 {
-		*p = d
-	}
 }
 
 // Tokens verifies the execution tokens callers present: the server's
@@ -262,11 +250,7 @@ func New(deps Deps, o *Options) *Service {
 		// An API key goes to its provider's URL or nowhere.
 		return errRedirect
 	}}
-	tp := deps.Tracing
-	if tp == nil {
-		tp = noop.NewTracerProvider()
-	}
-	s.tracer = tp.Tracer("novaos.dev/novaos/internal/llmgw")
+	s.tracer = instrument.Tracer(deps.Tracing, "novaos.dev/novaos/internal/llmgw")
 	s.meter = newMeter(deps.Metrics, s.log)
 
 	s.ledger = newLedger(deps.Store, &s.o, s.log, s.budgets)

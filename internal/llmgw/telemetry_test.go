@@ -15,8 +15,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"novaos.dev/novaos/identity"
-	"novaos.dev/novaos/internal/httpapi"
+	"novaos.dev/novaos/internal/instrument/instrumenttest"
 	"novaos.dev/novaos/internal/modelapi"
 	"novaos.dev/novaos/llm"
 	"novaos.dev/novaos/llm/llmtest"
@@ -49,17 +48,9 @@ func TestTelemetry(t *testing.T) {
 	if s.Name() != "chat gpt-4o" {
 		t.Errorf("span name %q", s.Name())
 	}
-	attrs := map[string]string{}
-	for _, a := range s.Attributes() {
-		attrs[string(a.Key)] = a.Value.Emit()
-	}
-	for k, v := range map[string]string{"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o", "gen_ai.provider.name": "openai",
+	instrumenttest.WantAttrs(t, s, map[string]string{"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o", "gen_ai.provider.name": "openai",
 		"gen_ai.system": "openai", "gen_ai.response.model": "gpt-4o-2024-08-06", "gen_ai.usage.input_tokens": "2", "gen_ai.usage.output_tokens": "2",
-		"novaos.tenant_id": "acme", "novaos.run_id": "run-1"} {
-		if attrs[k] != v {
-			t.Errorf("span attribute %s = %q, want %q", k, attrs[k], v)
-		}
-	}
+		"novaos.tenant_id": "acme", "novaos.run_id": "run-1"})
 	tp0 := p.LastRequest().Header.Get("Traceparent")
 	if !strings.Contains(tp0, s.SpanContext().TraceID().String()) || !strings.Contains(tp0, s.SpanContext().SpanID().String()) {
 		t.Errorf("the provider got traceparent %q, not the span's %s", tp0, s.SpanContext().TraceID())
@@ -149,22 +140,13 @@ func TestCallerNoted(t *testing.T) {
 	body, _ := json.Marshal(chatBody("gpt-4o"))
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var slot httpapi.CallerSlot
-			req := httptest.NewRequestWithContext(httpapi.WithCallerSlot(t.Context(), &slot), http.MethodPost, ChatPath, bytes.NewReader(body))
+			req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, ChatPath, bytes.NewReader(body))
 			req.Header.Set("Content-Type", "application/json")
 			if tc.token != "" {
 				req.Header.Set("Authorization", "Bearer "+tc.token)
 			}
-			rec := httptest.NewRecorder()
-			h.srv.Config.Handler.ServeHTTP(rec, req)
-			tenant := ""
-			if c := slot.Caller(); c != nil {
-				if claims, ok := c.Claims.(*identity.Claims); ok && c.Scheme == httpapi.SchemeExecutionToken {
-					tenant = claims.TenantID
-				}
-			}
-			if tenant != tc.tenant {
-				t.Errorf("noted tenant %q (answer %d), want %q", tenant, rec.Code, tc.tenant)
+			if tenant, code := instrumenttest.NotedTenant(h.srv.Config.Handler, req); tenant != tc.tenant {
+				t.Errorf("noted tenant %q (answer %d), want %q", tenant, code, tc.tenant)
 			}
 		})
 	}

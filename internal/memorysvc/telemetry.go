@@ -8,7 +8,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"novaos.dev/novaos/internal/instrument"
@@ -25,12 +24,8 @@ const (
 
 // Span attributes of an operation.
 const (
-	attrOp        = attribute.Key("novaos.memory.operation")
-	attrOutcome   = attribute.Key("novaos.memory.outcome")
-	attrTenant    = attribute.Key("novaos.tenant_id")
-	attrRunID     = attribute.Key("novaos.run_id")
-	attrAgentID   = attribute.Key("gen_ai.agent.id")
-	attrErrorType = attribute.Key("error.type")
+	attrOp      = attribute.Key("novaos.memory.operation")
+	attrOutcome = attribute.Key("novaos.memory.outcome")
 )
 
 // ops are the operations, one per tool.
@@ -57,19 +52,18 @@ type telemetry struct {
 }
 
 func newTelemetry(tp trace.TracerProvider, reg prometheus.Registerer, store memory.Store, log *slog.Logger) *telemetry {
-	t := &telemetry{tracer: instrument.Tracer(tp, "novaos.dev/novaos/internal/memorysvc"),
-		ok: map[string]prometheus.Counter{}, took: map[string]prometheus.Observer{}, names: map[string]string{}}
+	t := &telemetry{tracer: instrument.Tracer(tp, "novaos.dev/novaos/internal/memorysvc"), names: map[string]string{}}
 	t.ops = instrument.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricOperations,
 		Help: "Memory operations, by operation and outcome (ok, or the error's code)."}, []string{"op", "outcome"}), log)
 	dur := instrument.Register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricDuration,
 		Help: "Time a memory operation took, by operation.", Buckets: instrument.Buckets}, []string{"op"}), log)
+	t.ok = instrument.Series(t.ops.MustCurryWith(prometheus.Labels{"outcome": "ok"}), ops...)
+	t.took = instrument.Series(dur, ops...)
 	for _, op := range ops {
-		t.ok[op] = t.ops.WithLabelValues(op, "ok")
-		t.took[op] = dur.WithLabelValues(op)
 		t.names[op] = "memory." + op
 	}
 	if r, ok := store.(memory.IndexReporter); ok {
-		instrument.Register[prometheus.Collector](reg, indexSize{r}, log)
+		instrument.Register(reg, instrument.Scraped(log, indexSize{r}.collect, indexSizeDesc, indexBytesDesc), log)
 	}
 	return t
 }
@@ -80,9 +74,9 @@ func (t *telemetry) start(ctx context.Context, op string, c *Caller) (context.Co
 	if span.IsRecording() {
 		attrs := []attribute.KeyValue{attrOp.String(op)}
 		if c != nil {
-			attrs = append(attrs, attrTenant.String(c.Tenant), attrAgentID.String(c.Agent))
+			attrs = append(attrs, instrument.AttrTenant.String(c.Tenant), instrument.AttrAgent.String(c.Agent))
 			if c.Run != "" {
-				attrs = append(attrs, attrRunID.String(c.Run))
+				attrs = append(attrs, instrument.AttrRun.String(c.Run))
 			}
 		}
 		span.SetAttributes(attrs...)
@@ -110,8 +104,7 @@ func (t *telemetry) end(span trace.Span, op string, start time.Time, e *memory.E
 	if span.IsRecording() {
 		span.SetAttributes(attrOutcome.String(outcome))
 		if e != nil {
-			span.SetAttributes(attrErrorType.String(outcome))
-			span.SetStatus(codes.Error, outcome)
+			instrument.Failed(span, outcome, outcome)
 		}
 	}
 	span.End()
@@ -126,14 +119,10 @@ var (
 	indexBytesDesc = prometheus.NewDesc(MetricIndexBytes, "The memory search index's estimated size in this process.", nil, nil)
 )
 
-func (x indexSize) Describe(ch chan<- *prometheus.Desc) {
-	ch <- indexSizeDesc
-	ch <- indexBytesDesc
-}
-
-func (x indexSize) Collect(ch chan<- prometheus.Metric) {
+func (x indexSize) collect(_ context.Context, ch chan<- prometheus.Metric) error {
 	st := x.r.IndexStats()
 	ch <- prometheus.MustNewConstMetric(indexSizeDesc, prometheus.GaugeValue, float64(st.Partitions), "partitions")
 	ch <- prometheus.MustNewConstMetric(indexSizeDesc, prometheus.GaugeValue, float64(st.Memories), "memories")
 	ch <- prometheus.MustNewConstMetric(indexBytesDesc, prometheus.GaugeValue, float64(st.Bytes))
+	return nil
 }

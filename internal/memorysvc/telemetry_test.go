@@ -11,6 +11,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"novaos.dev/novaos/internal/instrument/instrumenttest"
 	"novaos.dev/novaos/memory"
 )
 
@@ -44,10 +45,7 @@ func TestOperationsTracedAndCounted(t *testing.T) {
 		if len(spans) != 1 || spans[0].Name() != "memory."+opOf(tc.tool) {
 			t.Fatalf("spans %v", spans)
 		}
-		attrs := map[string]string{}
-		for _, kv := range spans[0].Attributes() {
-			attrs[string(kv.Key)] = kv.Value.Emit()
-		}
+		attrs := instrumenttest.Attrs(spans[0])
 		if attrs["novaos.memory.outcome"] != tc.outcome || attrs["novaos.run_id"] != "run-1" || attrs["novaos.tenant_id"] != "acme" {
 			t.Errorf("%s: attributes %v", tc.tool, attrs)
 		}

@@ -15,6 +15,7 @@ import (
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/gateway"
 	"novaos.dev/novaos/heartbeat"
+	"novaos.dev/novaos/internal/defaults"
 	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/secret"
 	"novaos.dev/novaos/store"
@@ -74,40 +75,19 @@ type Options struct {
 }
 
 func (o *Options) withDefaults() Options {
-	var v Options
-	if o != nil {
-		v = *o
-	}
-	if v.Logger == nil {
-		v.Logger = slog.New(slog.DiscardHandler)
-	}
+	v := defaults.Copy(o)
+	defaults.Logger(&v.Logger)
 	if v.Clock == nil {
 		v.Clock = systemClock{}
 	}
-	if v.MaxBodyBytes <= 0 {
-		v.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if v.PollEvery <= 0 {
-		v.PollEvery = DefaultPollEvery
-	}
-	if v.Grace <= 0 {
-		v.Grace = DefaultGrace
-	}
-	if v.Lease <= 0 {
-		v.Lease = DefaultLease
-	}
-	if v.MaxAttempts <= 0 {
-		v.MaxAttempts = DefaultMaxAttempts
-	}
-	if v.MaxConcurrentFires <= 0 {
-		v.MaxConcurrentFires = DefaultMaxConcurrentFires
-	}
-	if v.Batch <= 0 {
-		v.Batch = DefaultBatch
-	}
-	if v.MaxMissedScan <= 0 {
-		v.MaxMissedScan = DefaultMaxMissedScan
-	}
+	defaults.Positive(&v.MaxBodyBytes, DefaultMaxBodyBytes)
+	defaults.Positive(&v.PollEvery, DefaultPollEvery)
+	defaults.Positive(&v.Grace, DefaultGrace)
+	defaults.Positive(&v.Lease, DefaultLease)
+	defaults.Positive(&v.MaxAttempts, DefaultMaxAttempts)
+	defaults.Positive(&v.MaxConcurrentFires, DefaultMaxConcurrentFires)
+	defaults.Positive(&v.Batch, DefaultBatch)
+	defaults.Positive(&v.MaxMissedScan, DefaultMaxMissedScan)
 	return v
 }
 

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -74,6 +75,28 @@ type seriesKey struct {
 type series struct {
 	requests prometheus.Counter
 	duration prometheus.Observer
+	// exemplarAt is when (unix nanoseconds) duration last took an
+	// exemplar: an exemplar costs a handful of allocations, and a
+	// scrape shows only a bucket's latest, so a busy series takes one
+	// every exemplarEvery at most.
+	exemplarAt atomic.Int64
+}
+
+// exemplarEvery is how often a series' latency takes an exemplar at
+// most.
+const exemplarEvery = 100 * time.Millisecond
+
+// observe records a request's latency, with the trace id of a sampled
+// one as the exemplar when the series has not had one for a while.
+func (s *series) observe(elapsed time.Duration, sc trace.SpanContext, now time.Time) {
+	if sc.IsSampled() {
+		last := s.exemplarAt.Load()
+		if n := now.UnixNano(); n-last >= int64(exemplarEvery) && s.exemplarAt.CompareAndSwap(last, n) {
+			s.duration.(prometheus.ExemplarObserver).ObserveWithExemplar(elapsed.Seconds(), prometheus.Labels{"trace_id": sc.TraceID().String()})
+			return
+		}
+	}
+	s.duration.Observe(elapsed.Seconds())
 }
 
 // seriesOf are the children of the request metrics for k.
@@ -245,12 +268,8 @@ func (h *HTTP) finish(ctx context.Context, r *http.Request, rec *recorder, span 
 		h.inflight.Dec()
 		m := h.seriesOf(seriesKey{service, route, method, status})
 		m.requests.Inc()
-		if sc := span.SpanContext(); sc.IsSampled() {
-			// Links a slow bucket to a trace the backend holds.
-			m.duration.(prometheus.ExemplarObserver).ObserveWithExemplar(elapsed.Seconds(), prometheus.Labels{"trace_id": sc.TraceID().String()})
-		} else {
-			m.duration.Observe(elapsed.Seconds())
-		}
+		// An exemplar links a bucket to a trace the backend holds.
+		m.observe(elapsed, span.SpanContext(), end)
 	}
 	if h.log != nil && h.log.Enabled(ctx, slog.LevelInfo) {
 		attrs := make([]slog.Attr, 0, 10)

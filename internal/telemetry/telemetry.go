@@ -104,12 +104,11 @@ func NewTracing(opts *Options) (*Tracing, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	t.sdk = sdktrace.NewTracerProvider(
+	p := newSampledProvider([]sdktrace.TracerProviderOption{
 		sdktrace.WithBatcher(&loggedExporter{SpanExporter: exp, log: log, every: time.Minute}),
-		sdktrace.WithSampler(sdktrace.ParentBased(linkSampled{sdktrace.TraceIDRatioBased(ratio)})),
 		sdktrace.WithResource(res),
-	)
-	t.provider = t.sdk
+	}, ratio)
+	t.sdk, t.provider = p.sdk, p
 	return t, nil
 }
 

@@ -10,7 +10,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
@@ -28,14 +27,10 @@ const (
 // conventions, and the gateway's own.
 const (
 	attrMCPMethod = attribute.Key("mcp.method.name")
-	attrOperation = attribute.Key("gen_ai.operation.name")
 	attrToolName  = attribute.Key("gen_ai.tool.name")
 	attrToolCall  = attribute.Key("gen_ai.tool.call.id")
-	attrRunID     = attribute.Key("novaos.run_id")
-	attrTenant    = attribute.Key("novaos.tenant_id")
 	attrClass     = attribute.Key("novaos.tool.class")
 	attrOutcome   = attribute.Key("novaos.tool.outcome")
-	attrErrorType = attribute.Key("error.type")
 )
 
 // Outcomes of a call: the provider's (ok, error for a tool that ran and
@@ -67,18 +62,15 @@ type telemetry struct {
 }
 
 func newTelemetry(deps Deps, logger *slog.Logger) *telemetry {
-	t := &telemetry{tracer: instrument.Tracer(deps.Tracing, "novaos.dev/novaos/internal/toolgw"), duration: map[string]prometheus.Observer{}}
+	t := &telemetry{tracer: instrument.Tracer(deps.Tracing, "novaos.dev/novaos/internal/toolgw")}
 	t.calls = instrument.Register(deps.Metrics, prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricToolCalls,
 		Help: "Tool calls, by outcome (ok, error, failed, timeout, refused, held, unavailable) and class (read, write, unknown)."},
 		[]string{"outcome", "class"}), logger)
 	dur := instrument.Register(deps.Metrics, prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricToolDuration,
 		Help: "Time to answer a tool call, by class.", Buckets: instrument.Buckets}, []string{"class"}), logger)
-	for _, c := range classes {
-		t.duration[c] = dur.WithLabelValues(c)
-		// Every class's count exists from the start, so a dashboard's
-		// rate reads zero rather than nothing before the first call.
-		t.calls.WithLabelValues("ok", c)
-	}
+	t.duration = instrument.Series(dur, classes...)
+	// Each class's count of ok calls exists from the start, at zero.
+	instrument.Series(t.calls.MustCurryWith(prometheus.Labels{"outcome": "ok"}), classes...)
 	return t
 }
 
@@ -105,10 +97,10 @@ func (t *telemetry) start(ctx context.Context, r *request) (context.Context, tra
 	ctx, span := t.tracer.Start(ctx, "tools/call", opts...)
 	if span.IsRecording() {
 		span.SetName("tools/call " + name)
-		attrs := []attribute.KeyValue{attrMCPMethod.String("tools/call"), attrOperation.String("execute_tool"),
-			attrToolName.String(name), attrTenant.String(r.caller.Tenant)}
+		attrs := []attribute.KeyValue{attrMCPMethod.String("tools/call"), instrument.AttrOperation.String("execute_tool"),
+			attrToolName.String(name), instrument.AttrTenant.String(r.caller.Tenant)}
 		if r.caller.Run != "" {
-			attrs = append(attrs, attrRunID.String(r.caller.Run))
+			attrs = append(attrs, instrument.AttrRun.String(r.caller.Run))
 		}
 		span.SetAttributes(attrs...)
 	}
@@ -129,16 +121,14 @@ func (t *telemetry) end(span trace.Span, st *callStat, start time.Time, res *mcp
 		if st.call != nil {
 			attrs = append(attrs, attrToolCall.String(st.call.CallID))
 		}
+		span.SetAttributes(attrs...)
 		switch outcome {
 		case "ok", outcomeHeld:
 		case "error":
-			attrs = append(attrs, attrErrorType.String("tool_error"))
-			span.SetStatus(codes.Error, "the tool failed")
+			instrument.Failed(span, "tool_error", "the tool failed")
 		default:
-			attrs = append(attrs, attrErrorType.String(outcome))
-			span.SetStatus(codes.Error, "the call was "+outcome)
+			instrument.Failed(span, outcome, "the call was "+outcome)
 		}
-		span.SetAttributes(attrs...)
 	}
 	span.End()
 }

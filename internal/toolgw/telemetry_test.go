@@ -16,8 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"novaos.dev/novaos/gate"
-	"novaos.dev/novaos/identity"
-	"novaos.dev/novaos/internal/httpapi"
+	"novaos.dev/novaos/internal/instrument/instrumenttest"
 	"novaos.dev/novaos/secret"
 	"novaos.dev/novaos/tools"
 )
@@ -77,16 +76,8 @@ func TestCallsTracedAndCounted(t *testing.T) {
 			if span.Parent().SpanID() != caller.SpanContext().SpanID() {
 				t.Errorf("parent %v, want the caller's span", span.Parent())
 			}
-			attrs := map[string]string{}
-			for _, kv := range span.Attributes() {
-				attrs[string(kv.Key)] = kv.Value.Emit()
-			}
-			for k, want := range map[string]string{"gen_ai.tool.name": tc.tool, "gen_ai.operation.name": "execute_tool",
-				"novaos.run_id": "run-1", "novaos.tool.class": tc.class, "novaos.tool.outcome": tc.outcome} {
-				if attrs[k] != want {
-					t.Errorf("%s = %q, want %q", k, attrs[k], want)
-				}
-			}
+			instrumenttest.WantAttrs(t, span, map[string]string{"gen_ai.tool.name": tc.tool, "gen_ai.operation.name": "execute_tool",
+				"novaos.run_id": "run-1", "novaos.tool.class": tc.class, "novaos.tool.outcome": tc.outcome})
 			if (span.Status().Code == codes.Error) != tc.failed {
 				t.Errorf("status %v", span.Status())
 			}
@@ -115,24 +106,14 @@ func TestCallerNoted(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var slot httpapi.CallerSlot
 			body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"novaos.demo.echo","arguments":{}}}`
-			req := httptest.NewRequestWithContext(httpapi.WithCallerSlot(t.Context(), &slot), http.MethodPost, tools.CallPath,
-				strings.NewReader(body))
+			req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, tools.CallPath, strings.NewReader(body))
 			req.Header.Set("Content-Type", "application/json")
 			if tc.token != "" {
 				req.Header.Set("Authorization", "Bearer "+tc.token)
 			}
-			rec := httptest.NewRecorder()
-			h.srv.Config.Handler.ServeHTTP(rec, req)
-			tenant := ""
-			if c := slot.Caller(); c != nil {
-				if claims, ok := c.Claims.(*identity.Claims); ok && c.Scheme == httpapi.SchemeExecutionToken {
-					tenant = claims.TenantID
-				}
-			}
-			if tenant != tc.tenant {
-				t.Errorf("noted tenant %q (answer %d), want %q", tenant, rec.Code, tc.tenant)
+			if tenant, code := instrumenttest.NotedTenant(h.srv.Config.Handler, req); tenant != tc.tenant {
+				t.Errorf("noted tenant %q (answer %d), want %q", tenant, code, tc.tenant)
 			}
 		})
 	}

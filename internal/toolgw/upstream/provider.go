@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"novaos.dev/novaos/internal/defaults"
 	"novaos.dev/novaos/internal/httpapi"
 	"novaos.dev/novaos/internal/toolgw"
 	"novaos.dev/novaos/netguard"
@@ -102,37 +103,24 @@ type Options struct {
 }
 
 func (o *Options) withDefaults() Options {
-	var v Options
-	if o != nil {
-		v = *o
-	}
-	if v.Logger == nil {
-		v.Logger = slog.New(slog.DiscardHandler)
-	}
-	if v.Now == nil {
-		v.Now = time.Now
-	}
-	setDef(&v.StdioTerminate, DefaultStdioTerminate)
-	setDef(&v.IdleTimeout, DefaultIdleTimeout)
-	setDef(&v.MaxStdioProcesses, DefaultMaxStdioProcesses)
-	setDef(&v.MaxSessionsPerServer, DefaultMaxSessionsPerServer)
-	setDef(&v.ListTTL, DefaultListTTL)
-	setDef(&v.LookupReuse, DefaultLookupReuse)
-	setDef(&v.BreakerThreshold, resilience.DefaultThreshold)
-	setDef(&v.BreakerReset, resilience.DefaultReset)
-	setDef(&v.MaxServersPerTenant, DefaultMaxServersPerTenant)
-	setDef(&v.MaxToolsPerServer, DefaultMaxToolsPerServer)
-	setDef(&v.MaxSchemaBytes, DefaultMaxSchemaBytes)
-	setDef(&v.MaxResponseBytes, DefaultMaxResponseBytes)
-	setDef(&v.MaxCredentialBytes, DefaultMaxCredentialBytes)
-	setDef(&v.MaxBodyBytes, DefaultMaxBodyBytes)
+	v := defaults.Copy(o)
+	defaults.Logger(&v.Logger)
+	defaults.Clock(&v.Now)
+	defaults.Positive(&v.StdioTerminate, DefaultStdioTerminate)
+	defaults.Positive(&v.IdleTimeout, DefaultIdleTimeout)
+	defaults.Positive(&v.MaxStdioProcesses, DefaultMaxStdioProcesses)
+	defaults.Positive(&v.MaxSessionsPerServer, DefaultMaxSessionsPerServer)
+	defaults.Positive(&v.ListTTL, DefaultListTTL)
+	defaults.Positive(&v.LookupReuse, DefaultLookupReuse)
+	defaults.Positive(&v.BreakerThreshold, resilience.DefaultThreshold)
+	defaults.Positive(&v.BreakerReset, resilience.DefaultReset)
+	defaults.Positive(&v.MaxServersPerTenant, DefaultMaxServersPerTenant)
+	defaults.Positive(&v.MaxToolsPerServer, DefaultMaxToolsPerServer)
+	defaults.Positive(&v.MaxSchemaBytes, DefaultMaxSchemaBytes)
+	defaults.Positive(&v.MaxResponseBytes, DefaultMaxResponseBytes)
+	defaults.Positive(&v.MaxCredentialBytes, DefaultMaxCredentialBytes)
+	defaults.Positive(&v.MaxBodyBytes, DefaultMaxBodyBytes)
 	return v
-}
-
-func setDef[T int | int64 | time.Duration](p *T, d T) {
-	if *p <= 0 {
-		*p = d
-	}
 }
 
 // Sealer seals values at rest (internal/sealkey's Sealer): purpose names
