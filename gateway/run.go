@@ -158,6 +158,11 @@ type Run struct {
 	PendingInput json.RawMessage `json:"pending_input,omitempty"`
 	// Debug is the run's debugger, once an action was applied to it.
 	Debug *DebugSession `json:"debug,omitempty"`
+	// LLMLimit is the run's own limit on its model use through the LLM
+	// gateway, besides the gateway's budgets: the platform sets it on a
+	// run a schedule starts (what the schedule's daily budget had left).
+	// Its execution tokens carry it.
+	LLMLimit LLMLimit `json:"llm_limit,omitzero"`
 
 	// CustomHeaders are sealed: the store keeps the bytes it is given and
 	// the gateway never shows them.
@@ -176,6 +181,13 @@ type Run struct {
 	UpdatedAt time.Time `json:"updated_at"`
 	StartedAt time.Time `json:"started_at,omitzero"`
 	EndedAt   time.Time `json:"ended_at,omitzero"`
+}
+
+// LLMLimit caps a run's model use in all of its calls: tokens, and cost
+// in US dollars. Zero caps nothing.
+type LLMLimit struct {
+	MaxTokens  int64   `json:"max_tokens,omitempty"`
+	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
 }
 
 // Artifact is an output of a run: the agent's A2A artifact, with the

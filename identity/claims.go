@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,6 +28,11 @@ const (
 	// ClaimCallID binds a token to one tool call: the token that resumes
 	// a run after a person confirmed a write is good for that write only.
 	ClaimCallID = "call_id"
+	// ClaimLLMMaxTokens and ClaimLLMMaxCostUSD are the run's own limit
+	// on its model use through the LLM gateway (a whole number of tokens,
+	// a number of US dollars).
+	ClaimLLMMaxTokens  = "llm_max_tokens"
+	ClaimLLMMaxCostUSD = "llm_max_cost_usd"
 )
 
 // Claims are the verified contents of an execution token: who acts (the
@@ -52,6 +58,15 @@ type Claims struct {
 	// in a token that is not bound to one.
 	CallID string
 	Scopes []string
+	// LLMMaxTokens and LLMMaxCostUSD cap the model tokens and the cost
+	// the token's run may spend through the LLM gateway, in all of its
+	// calls, besides the budgets the gateway is configured with (the
+	// tighter applies); zero caps nothing. The platform sets them on a run
+	// a schedule starts: what the schedule's daily budget has left. They
+	// ride in the token so that the gateway, which verifies it on every
+	// call anyway, knows them without reading the run.
+	LLMMaxTokens  int64
+	LLMMaxCostUSD float64
 }
 
 // HasScope reports whether any scope of the token grants required (see
@@ -81,13 +96,15 @@ func (c Claims) MarshalJSON() ([]byte, error) {
 		ConversationID string   `json:"conversation_id,omitempty"`
 		CallID         string   `json:"call_id,omitempty"`
 		Scopes         []string `json:"scopes,omitempty"`
+		LLMMaxTokens   int64    `json:"llm_max_tokens,omitempty"`
+		LLMMaxCostUSD  float64  `json:"llm_max_cost_usd,omitempty"`
 	}
 	w := wire{
 		Iss: c.Issuer, Sub: c.Subject, Jti: c.ID,
 		Exp: unix(c.Expiry), Nbf: unix(c.NotBefore), Iat: unix(c.IssuedAt),
 		TenantID: c.TenantID, UserID: c.UserID, RunID: c.RunID, InstanceID: c.InstanceID,
 		AgentID: c.AgentID, AgentName: c.AgentName, ConversationID: c.ConversationID,
-		CallID: c.CallID, Scopes: c.Scopes,
+		CallID: c.CallID, Scopes: c.Scopes, LLMMaxTokens: c.LLMMaxTokens, LLMMaxCostUSD: c.LLMMaxCostUSD,
 	}
 	switch len(c.Audience) {
 	case 0:
@@ -111,7 +128,8 @@ func unix(t time.Time) *int64 {
 // each present at most once, registered and platform claims of the right
 // JSON type (aud a string or an array of strings; dates numbers of
 // seconds; scopes an array of strings or one space-separated string, each
-// a valid scope). Claims it does not know are ignored.
+// a valid scope; llm_max_tokens a whole number and llm_max_cost_usd a
+// number, neither negative). Claims it does not know are ignored.
 func (c *Claims) UnmarshalJSON(data []byte) error {
 	parsed, err := parseClaims(data)
 	if err != nil {
@@ -158,6 +176,20 @@ func parseClaims(data []byte) (*Claims, error) {
 			return decodeDate(raw, name, &c.IssuedAt)
 		case "aud":
 			return decodeStrings(raw, name, &c.Audience, false)
+		case ClaimLLMMaxTokens:
+			n, err := strconv.ParseInt(string(raw), 10, 64)
+			if err != nil || n < 0 {
+				return fmt.Errorf("claim %q is not a whole number of at least 0", name)
+			}
+			c.LLMMaxTokens = n
+			return nil
+		case ClaimLLMMaxCostUSD:
+			var f float64
+			if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) || json.Unmarshal(raw, &f) != nil || f < 0 {
+				return fmt.Errorf("claim %q is not a number of at least 0", name)
+			}
+			c.LLMMaxCostUSD = f
+			return nil
 		case ClaimScopes:
 			if err := decodeStrings(raw, name, &c.Scopes, true); err != nil {
 				return err

@@ -8,8 +8,9 @@
 // EdDSA; ES256 tokens of another issuer verify too) naming who acts and
 // for whom: tenant_id, agent_id, agent_name, instance_id, user_id,
 // run_id, conversation_id, call_id (a resume token bound to one tool
-// call) and scopes, with iss, aud (default "acp-agent"), exp, nbf and
-// iat. A Verifier checks one strictly: the allow-listed algorithm
+// call), scopes, and llm_max_tokens and llm_max_cost_usd (a run's own
+// limit on its model use), with iss, aud (default "acp-agent"), exp, nbf
+// and iat. A Verifier checks one strictly: the allow-listed algorithm
 // ("none", HS256 and everything else refused), the key its kid names in a
 // KeySource (StaticKeys in-process, or JWKS fetched from a URL with a
 // cache and a throttled refresh), the signature, the issuer (required,

@@ -94,6 +94,18 @@ func TestClaimsEdges(t *testing.T) {
 		{name: "call_id twice", payload: withMembers(t, `"call_id":"call-6"`), want: identity.ErrMalformed, detail: "twice"},
 		{name: "call_id", payload: claim("call_id", "call-6"), check: func(c *identity.Claims) bool { return c.CallID == "call-6" }},
 		{name: "nbf with an exponent", payload: raw("nbf", "1.5e9"), check: func(c *identity.Claims) bool { return c.NotBefore.Unix() == 1.5e9 }},
+		{name: "llm_max_tokens", payload: raw("llm_max_tokens", "1200"), check: func(c *identity.Claims) bool { return c.LLMMaxTokens == 1200 }},
+		{name: "llm_max_tokens zero", payload: raw("llm_max_tokens", "0"), check: func(c *identity.Claims) bool { return c.LLMMaxTokens == 0 }},
+		{name: "llm_max_tokens negative", payload: raw("llm_max_tokens", "-1"), want: identity.ErrMalformed, detail: `claim "llm_max_tokens" is not a whole number`},
+		{name: "llm_max_tokens a fraction", payload: raw("llm_max_tokens", "1.5"), want: identity.ErrMalformed, detail: `claim "llm_max_tokens" is not a whole number`},
+		{name: "llm_max_tokens past int64", payload: raw("llm_max_tokens", "9223372036854775808"), want: identity.ErrMalformed, detail: `claim "llm_max_tokens"`},
+		{name: "llm_max_tokens a string", payload: raw("llm_max_tokens", `"5"`), want: identity.ErrMalformed, detail: `claim "llm_max_tokens"`},
+		{name: "llm_max_tokens null", payload: raw("llm_max_tokens", "null"), want: identity.ErrMalformed, detail: `claim "llm_max_tokens"`},
+		{name: "llm_max_cost_usd", payload: raw("llm_max_cost_usd", "0.25"), check: func(c *identity.Claims) bool { return c.LLMMaxCostUSD == 0.25 }},
+		{name: "llm_max_cost_usd with an exponent", payload: raw("llm_max_cost_usd", "2.5e-3"), check: func(c *identity.Claims) bool { return c.LLMMaxCostUSD == 0.0025 }},
+		{name: "llm_max_cost_usd negative", payload: raw("llm_max_cost_usd", "-0.01"), want: identity.ErrMalformed, detail: `claim "llm_max_cost_usd" is not a number`},
+		{name: "llm_max_cost_usd null", payload: raw("llm_max_cost_usd", "null"), want: identity.ErrMalformed, detail: `claim "llm_max_cost_usd" is not a number`},
+		{name: "llm_max_cost_usd past float64", payload: raw("llm_max_cost_usd", "1e400"), want: identity.ErrMalformed, detail: `claim "llm_max_cost_usd" is not a number`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

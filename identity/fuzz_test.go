@@ -58,6 +58,8 @@ func FuzzClaims(f *testing.F) {
 	f.Add([]byte(`{"exp":-1}`))
 	f.Add([]byte(`{"tenant_id":"t","call_id":"call-5","run_id":"r"}`))
 	f.Add([]byte(`{"tenant_id":"t","call_id":5}`))
+	f.Add([]byte(`{"tenant_id":"t","run_id":"r","llm_max_tokens":900,"llm_max_cost_usd":1.5e-3}`))
+	f.Add([]byte(`{"tenant_id":"t","llm_max_tokens":-0,"llm_max_cost_usd":-0}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var c identity.Claims
 		if c.UnmarshalJSON(data) != nil {

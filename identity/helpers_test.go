@@ -94,21 +94,23 @@ func hs256(header, payload, secret []byte) string {
 // claims returns a valid claims object for now.
 func validClaims(now time.Time) map[string]any {
 	return map[string]any{
-		"iss":             testIssuer,
-		"aud":             identity.DefaultAudience,
-		"sub":             "agent-1",
-		"exp":             now.Add(10 * time.Minute).Unix(),
-		"iat":             now.Unix(),
-		"nbf":             now.Unix(),
-		"tenant_id":       "acme",
-		"user_id":         "user-7",
-		"run_id":          "run-42",
-		"instance_id":     "inst-3",
-		"agent_id":        "agent-1",
-		"agent_name":      "mailer",
-		"conversation_id": "conv-9",
-		"call_id":         "call-5",
-		"scopes":          []string{"memory:read:*", "memory:write:agent"},
+		"iss":              testIssuer,
+		"aud":              identity.DefaultAudience,
+		"sub":              "agent-1",
+		"exp":              now.Add(10 * time.Minute).Unix(),
+		"iat":              now.Unix(),
+		"nbf":              now.Unix(),
+		"tenant_id":        "acme",
+		"user_id":          "user-7",
+		"run_id":           "run-42",
+		"instance_id":      "inst-3",
+		"agent_id":         "agent-1",
+		"agent_name":       "mailer",
+		"conversation_id":  "conv-9",
+		"call_id":          "call-5",
+		"scopes":           []string{"memory:read:*", "memory:write:agent"},
+		"llm_max_tokens":   5000,
+		"llm_max_cost_usd": 0.75,
 	}
 }
 

@@ -175,7 +175,8 @@ func TestVerifyClaims(t *testing.T) {
 		Expiry: now.Add(10 * time.Minute), NotBefore: now, IssuedAt: now,
 		TenantID: "acme", UserID: "user-7", RunID: "run-42", InstanceID: "inst-3",
 		AgentID: "agent-1", AgentName: "mailer", ConversationID: "conv-9", CallID: "call-5",
-		Scopes: []string{"memory:read:*", "memory:write:agent"},
+		Scopes:       []string{"memory:read:*", "memory:write:agent"},
+		LLMMaxTokens: 5000, LLMMaxCostUSD: 0.75,
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Fatalf("claims (-want +got):\n%s", d)

@@ -109,6 +109,12 @@ type LeaseAsk struct {
 	// day.
 	Counter  Counter
 	Instance string
+	// RunLimit is the run's own limit, on a run's counter: what the
+	// platform allowed the run when it started it (a schedule's run, what
+	// the schedule's day had left), as its execution token carries it. It
+	// bounds the counter besides the budgets, where it is tighter; zero
+	// on a metric it does not limit, and on every other counter.
+	RunLimit Amount
 	// Need is the least the grant may be on each metric a budget limits,
 	// Want the most it is asked to be.
 	Need, Want Amount
@@ -199,19 +205,21 @@ type limit struct {
 	exists                bool
 }
 
-// limitsOf are budgets' limits on c: tokens, then cost. A tenant's day
-// has the tenant's daily limits, an instance's day the instance's, a run
-// the tighter of the tenant's and the instance's per-run limits (the
-// tenant's when they are equal).
-func limitsOf(budgets [2]*Budget, c Counter) [2]limit {
+// limitsOf are the limits on c: tokens, then cost. A tenant's day has
+// the tenant's daily limits, an instance's day the instance's, a run the
+// tightest of the tenant's and the instance's per-run limits and its own
+// limit own (the tenant's when they are equal, a budget's over the
+// run's own).
+func limitsOf(budgets [2]*Budget, c Counter, own Amount) [2]limit {
 	var out [2]limit
-	pick := func(i int, metric string, window string, values [2]int64) {
+	pick := func(i int, metric string, window string, values [3]int64) {
 		for j, v := range values {
 			if v > 0 && (!out[i].exists || v < out[i].max) {
-				out[i] = limit{max: v, scope: []string{ScopeTenant, ScopeInstance}[j], window: window, metric: metric, exists: true}
+				out[i] = limit{max: v, scope: []string{ScopeTenant, ScopeInstance, ScopeRun}[j], window: window, metric: metric, exists: true}
 			}
 		}
 	}
+	owns := [2]int64{own.Tokens, int64(own.Cost)}
 	var days, runs [2][2]int64 // [metric][budget]
 	for j, b := range budgets {
 		if b == nil {
@@ -223,34 +231,39 @@ func limitsOf(budgets [2]*Budget, c Counter) [2]limit {
 	for i, metric := range []string{MetricTokens, MetricCost} {
 		switch c.Scope {
 		case ScopeTenant:
-			pick(i, metric, WindowDaily, [2]int64{days[i][0], 0})
+			pick(i, metric, WindowDaily, [3]int64{days[i][0], 0, 0})
 		case ScopeInstance:
-			pick(i, metric, WindowDaily, [2]int64{0, days[i][1]})
+			pick(i, metric, WindowDaily, [3]int64{0, days[i][1], 0})
 		case ScopeRun:
-			pick(i, metric, WindowRun, runs[i])
+			pick(i, metric, WindowRun, [3]int64{runs[i][0], runs[i][1], owns[i]})
 		}
 	}
 	return out
 }
 
 // LimitOf is what budgets (the tenant's, and the instance's that applies
-// to c, nil when there is none) allow counter c: zero on a metric none
-// limits.
-func LimitOf(budgets [2]*Budget, c Counter) Amount {
-	l := limitsOf(budgets, c)
+// to c, nil when there is none) and, when c is a run's, the run's own
+// limit own (see LeaseAsk.RunLimit) allow counter c: zero on a metric
+// none limits.
+func LimitOf(budgets [2]*Budget, c Counter, own Amount) Amount {
+	if c.Scope != ScopeRun {
+		own = Amount{}
+	}
+	l := limitsOf(budgets, c, own)
 	return Amount{Tokens: l[0].max, Cost: Cost(l[1].max)}
 }
 
 // grantOf decides a lease ask as every Store does (through PlanLease),
 // with budgets the tenant's and the ask's instance's (nil when there is
-// none), and counted what the counter has used and holds. On each metric
-// a budget limits, what is free is the limit less counted; an ask whose
-// Need passes it is refused (a counter already past its limit refuses
-// even a Need of zero), and the grant is its Need, or, when Want is
-// more, as much of Want as share of what is free allows. A metric no
-// budget limits needs no allowance: it is granted nothing.
+// none), besides the ask's RunLimit, and counted what the counter has
+// used and holds. On each metric a limit bounds, what is free is the
+// limit less counted; an ask whose Need passes it is refused (a counter
+// already past its limit refuses even a Need of zero), and the grant is
+// its Need, or, when Want is more, as much of Want as share of what is
+// free allows. A metric no limit bounds needs no allowance: it is
+// granted nothing.
 func grantOf(budgets [2]*Budget, ask LeaseAsk, counted Amount, share float64) (granted, lim Amount, refused *BudgetError) {
-	ls := limitsOf(budgets, ask.Counter)
+	ls := limitsOf(budgets, ask.Counter, ask.RunLimit)
 	used := [2]int64{counted.Tokens, int64(counted.Cost)}
 	need := [2]int64{ask.Need.Tokens, int64(ask.Need.Cost)}
 	want := [2]int64{ask.Want.Tokens, int64(ask.Want.Cost)}
@@ -261,14 +274,14 @@ func grantOf(budgets [2]*Budget, ask LeaseAsk, counted Amount, share float64) (g
 		}
 		free := l.max - used[i]
 		if need[i] > free {
-			return Amount{}, LimitOf(budgets, ask.Counter), &BudgetError{Scope: l.scope, Window: l.window, Metric: l.metric,
+			return Amount{}, LimitOf(budgets, ask.Counter, ask.RunLimit), &BudgetError{Scope: l.scope, Window: l.window, Metric: l.metric,
 				Limit: l.max, Used: used[i], Asked: need[i]}
 		}
 		part := int64(float64(free) * share)
 		part = min(max(part, 0), free)
 		g[i] = max(need[i], min(want[i], part))
 	}
-	return Amount{Tokens: g[0], Cost: Cost(g[1])}, LimitOf(budgets, ask.Counter), nil
+	return Amount{Tokens: g[0], Cost: Cost(g[1])}, LimitOf(budgets, ask.Counter, ask.RunLimit), nil
 }
 
 func checkAmount(a Amount) bool {
@@ -303,8 +316,10 @@ func CheckLeaseRequest(r LeaseRequest) error {
 		case !ValidKey(a.Instance) || a.Counter.Scope == ScopeTenant && a.Instance != "" ||
 			a.Counter.Scope == ScopeInstance && a.Instance != a.Counter.ID:
 			return invalid("an ask's instance is its counter's")
-		case !checkAmount(a.Need) || !checkAmount(a.Want):
+		case !checkAmount(a.Need) || !checkAmount(a.Want) || !checkAmount(a.RunLimit):
 			return invalid("an ask's amounts are from 0 to %d", int64(MaxAmount))
+		case a.RunLimit != (Amount{}) && a.Counter.Scope != ScopeRun:
+			return invalid("only a run's counter has a limit of its own")
 		}
 	}
 	return nil

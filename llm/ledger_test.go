@@ -61,34 +61,63 @@ func TestPlanCommitCost(t *testing.T) {
 	}
 }
 
-// A run's limit is the tighter of the tenant's and the instance's per-run
-// limits, the tenant's when they are equal, and a refusal names it.
+// A run's limit is the tightest of the tenant's and the instance's
+// per-run limits and the run's own, the tenant's when they are equal, a
+// budget's over the run's own, and a refusal names it.
 func TestPlanLeaseRunLimitScope(t *testing.T) {
 	tests := []struct {
-		name             string
-		tenant, instance int64 // run token limits
-		scope            string
-		limit            int64
+		name                  string
+		tenant, instance, own int64 // run token limits
+		scope                 string
+		limit                 int64
 	}{
-		{"the tenant's tighter", 100, 200, llm.ScopeTenant, 100},
-		{"the instance's tighter", 200, 100, llm.ScopeInstance, 100},
-		{"equal", 100, 100, llm.ScopeTenant, 100},
-		{"the instance's alone", 0, 100, llm.ScopeInstance, 100},
+		{"the tenant's tighter", 100, 200, 0, llm.ScopeTenant, 100},
+		{"the instance's tighter", 200, 100, 0, llm.ScopeInstance, 100},
+		{"equal", 100, 100, 0, llm.ScopeTenant, 100},
+		{"the instance's alone", 0, 100, 0, llm.ScopeInstance, 100},
+		{"the run's own tighter", 100, 200, 60, llm.ScopeRun, 60},
+		{"the run's own looser", 100, 200, 150, llm.ScopeTenant, 100},
+		{"the run's own equal to a budget", 0, 100, 100, llm.ScopeInstance, 100},
+		{"the run's own alone", 0, 0, 40, llm.ScopeRun, 40},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			budgets := func(tenant, instance string) [2]*llm.Budget {
 				return [2]*llm.Budget{{TenantID: tenant, RunTokens: tc.tenant}, {TenantID: tenant, InstanceID: instance, RunTokens: tc.instance}}
 			}
-			r := llm.LeaseRequest{Share: 1, All: true, At: ledgerT0, Expires: ledgerT0.Add(time.Hour), Asks: []llm.LeaseAsk{{
-				ID: "l", New: true, Counter: runCtr, Instance: "inst", Need: llm.Amount{Tokens: tc.limit + 1}}}}
-			_, err := llm.PlanLease(r, map[llm.Counter]llm.Amount{}, map[string]llm.HeldLease{}, budgets)
+			ask := llm.LeaseAsk{ID: "l", New: true, Counter: runCtr, Instance: "inst", RunLimit: llm.Amount{Tokens: tc.own}}
+			ask.Need = llm.Amount{Tokens: tc.limit}
+			r := llm.LeaseRequest{Share: 1, All: true, At: ledgerT0, Expires: ledgerT0.Add(time.Hour), Asks: []llm.LeaseAsk{ask}}
+			grants, err := llm.PlanLease(r, map[llm.Counter]llm.Amount{}, map[string]llm.HeldLease{}, budgets)
+			if err != nil || grants.Grants[0].Granted.Tokens != tc.limit || grants.Grants[0].Limit.Tokens != tc.limit {
+				t.Errorf("PlanLease of the whole limit: %+v, %v, want %d granted", grants, err, tc.limit)
+			}
+			r.Asks[0].Need.Tokens = tc.limit + 1
+			_, err = llm.PlanLease(r, map[llm.Counter]llm.Amount{}, map[string]llm.HeldLease{}, budgets)
 			want := &llm.BudgetError{Scope: tc.scope, Window: llm.WindowRun, Metric: llm.MetricTokens, Limit: tc.limit, Asked: tc.limit + 1}
 			var be *llm.BudgetError
 			if !errors.As(err, &be) || !cmp.Equal(want, be) {
 				t.Errorf("PlanLease: %#v, want %#v", err, want)
 			}
 		})
+	}
+	// The run's own cost limit bounds cost alike, and LimitOf applies a
+	// run's own limit to its counter only.
+	own := llm.Amount{Tokens: 50, Cost: 700}
+	bs := [2]*llm.Budget{{TenantID: "acme", RunCost: 900, DailyTokens: 1000}}
+	if got := llm.LimitOf(bs, runCtr, own); got != own {
+		t.Errorf("LimitOf the run = %+v, want its own %+v", got, own)
+	}
+	if got := llm.LimitOf(bs, tenantDay, own); got != (llm.Amount{Tokens: 1000}) {
+		t.Errorf("LimitOf the tenant's day = %+v, want the budget's alone", got)
+	}
+	r := llm.LeaseRequest{Share: 1, All: true, At: ledgerT0, Expires: ledgerT0.Add(time.Hour), Asks: []llm.LeaseAsk{{
+		ID: "l", New: true, Counter: runCtr, Instance: "inst", RunLimit: own, Need: llm.Amount{Cost: 701}}}}
+	_, err := llm.PlanLease(r, map[llm.Counter]llm.Amount{runCtr: {Cost: 100}}, map[string]llm.HeldLease{},
+		func(string, string) [2]*llm.Budget { return bs })
+	want := &llm.BudgetError{Scope: llm.ScopeRun, Window: llm.WindowRun, Metric: llm.MetricCost, Limit: 700, Used: 100, Asked: 701}
+	if be := (*llm.BudgetError)(nil); !errors.As(err, &be) || !cmp.Equal(want, be) {
+		t.Errorf("PlanLease past the run's own cost: %#v, want %#v", err, want)
 	}
 }
 
@@ -136,6 +165,23 @@ func TestCheckLeaseRequest(t *testing.T) {
 		{"a tenant's day under an instance", func(r *llm.LeaseRequest) { r.Asks[0].Instance = "inst" }, false},
 		{"an instance's day under another", func(r *llm.LeaseRequest) { r.Asks[0] = ask(instDay, "other") }, false},
 		{"an instance of no text", func(r *llm.LeaseRequest) { r.Asks[0] = ask(runCtr, "in\x00st") }, false},
+		{"a run's own limit", func(r *llm.LeaseRequest) {
+			r.Asks[0] = ask(runCtr, "inst")
+			r.Asks[0].RunLimit = llm.Amount{Tokens: llm.MaxAmount, Cost: llm.MaxAmount}
+		}, true},
+		{"a run's own limit past the most", func(r *llm.LeaseRequest) {
+			r.Asks[0] = ask(runCtr, "inst")
+			r.Asks[0].RunLimit = llm.Amount{Tokens: llm.MaxAmount + 1}
+		}, false},
+		{"a run's own negative limit", func(r *llm.LeaseRequest) {
+			r.Asks[0] = ask(runCtr, "inst")
+			r.Asks[0].RunLimit = llm.Amount{Cost: -1}
+		}, false},
+		{"a run's own limit on a tenant's day", func(r *llm.LeaseRequest) { r.Asks[0].RunLimit = llm.Amount{Tokens: 5} }, false},
+		{"a run's own limit on an instance's day", func(r *llm.LeaseRequest) {
+			r.Asks[0] = ask(instDay, "inst")
+			r.Asks[0].RunLimit = llm.Amount{Cost: 5}
+		}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -323,7 +323,10 @@ type Store interface {
 // BudgetError says which budget a call would overspend. Its text names
 // the budget and the amounts, never a key or token.
 type BudgetError struct {
-	Scope  string // ScopeTenant or ScopeInstance: whose budget
+	// Scope is whose budget: ScopeTenant, ScopeInstance, or ScopeRun for
+	// the run's own limit (LeaseAsk.RunLimit), which the platform gives a
+	// run a schedule starts.
+	Scope  string
 	Window string // WindowDaily or WindowRun
 	Metric string // MetricTokens or MetricCost
 	// Limit, Used and Asked are tokens, or nanodollars (a Cost) for
@@ -332,22 +335,28 @@ type BudgetError struct {
 }
 
 func (e *BudgetError) Error() string {
-	whose := "the tenant's"
-	if e.Scope == ScopeInstance {
-		whose = "the agent instance's"
-	}
 	what := "token"
 	amount := func(v int64) string { return strconv.FormatInt(v, 10) + " tokens" }
 	if e.Metric == MetricCost {
 		what = "cost"
 		amount = func(v int64) string { return Cost(v).String() }
 	}
+	var budget string
+	switch e.Scope {
+	case ScopeInstance:
+		budget = fmt.Sprintf("the agent instance's %s %s budget", e.Window, what)
+	case ScopeRun:
+		// Only a schedule gives a run a limit of its own.
+		budget = fmt.Sprintf("the run's schedule limit (what the schedule's daily %s budget had left when the run started)", what)
+	default:
+		budget = fmt.Sprintf("the tenant's %s %s budget", e.Window, what)
+	}
 	where := "today"
 	if e.Window == WindowRun {
 		where = "in this run"
 	}
-	return fmt.Sprintf("%s %s %s budget is spent: %s of %s used %s, and this call may need %s",
-		whose, e.Window, what, amount(e.Used), amount(e.Limit), where, amount(e.Asked))
+	return fmt.Sprintf("%s is spent: %s of %s used %s, and this call may need %s",
+		budget, amount(e.Used), amount(e.Limit), where, amount(e.Asked))
 }
 
 // Unwrap makes errors.Is(err, ErrBudgetExceeded) hold.

@@ -65,6 +65,9 @@ func TestBudgetErrorText(t *testing.T) {
 			"the tenant's daily token budget is spent: 990 tokens of 1000 tokens used today, and this call may need 20 tokens"},
 		{llm.BudgetError{Scope: "instance", Window: "per-run", Metric: "cost", Limit: 500_000_000, Used: 499_000_000, Asked: 2_000_000},
 			"the agent instance's per-run cost budget is spent: $0.499 of $0.5 used in this run, and this call may need $0.002"},
+		{llm.BudgetError{Scope: "run", Window: "per-run", Metric: "tokens", Limit: 300, Used: 280, Asked: 40},
+			"the run's schedule limit (what the schedule's daily token budget had left when the run started) is spent: " +
+				"280 tokens of 300 tokens used in this run, and this call may need 40 tokens"},
 	}
 	for _, tc := range tests {
 		if got := tc.e.Error(); got != tc.want {

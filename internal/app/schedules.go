@@ -37,10 +37,11 @@ func scheduleDeps(st *store.Stores, tokens schedsvc.Tokens, admin secret.Value, 
 }
 
 // scheduleRuns is the execution gateway as the schedule service starts
-// runs through it. A run's Limits are not passed on: the LLM gateway's
-// budgets are a tenant's and an instance's, with no limit of one run's
-// own, so what is left of a schedule's day is checked before each tick
-// instead.
+// runs through it. A run's Limits (what the schedule's day has left of
+// its token and cost caps) become the run's own LLM limit: its execution
+// tokens carry it, and the LLM gateway holds each of the run's model
+// calls to it: a run stops at what the day had left when it started.
+// (Runs of one schedule that overlap are each given that rest.)
 type scheduleRuns struct {
 	g  *execgw.Service
 	st gateway.Store
@@ -52,7 +53,8 @@ func (r scheduleRuns) Instance(ctx context.Context, tenantID, instanceID string)
 
 func (r scheduleRuns) Start(ctx context.Context, s schedsvc.RunStart) (string, error) {
 	run, err := r.g.StartRun(ctx, execgw.StartRequest{TenantID: s.TenantID, InstanceID: s.InstanceID, RunID: s.RunID,
-		IdempotencyKey: s.IdempotencyKey, Input: s.Input, Caller: s.Caller})
+		IdempotencyKey: s.IdempotencyKey, Input: s.Input, Caller: s.Caller,
+		LLMLimit: gateway.LLMLimit{MaxTokens: s.Limits.MaxTokens, MaxCostUSD: s.Limits.MaxCostUSD}})
 	return run.ID, err
 }
 

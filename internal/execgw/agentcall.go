@@ -136,6 +136,9 @@ func (s *Service) agentRequest(ctx context.Context, caller *identity.Claims, req
 		TenantID: caller.TenantID, UserID: caller.UserID, RunID: caller.RunID, InstanceID: inst.ID,
 		AgentID: agentID(inst), AgentName: inst.Name, ConversationID: caller.ConversationID,
 		Scopes: chainScopes(inst.Scopes, hops),
+		// The callee works in the caller's run: its model calls count
+		// against the run's own limit too.
+		LLMMaxTokens: caller.LLMMaxTokens, LLMMaxCostUSD: caller.LLMMaxCostUSD,
 	}
 	var token string
 	var err error

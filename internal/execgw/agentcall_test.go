@@ -148,7 +148,7 @@ func TestCallAgent(t *testing.T) {
 
 	t.Run("the callee's token and context", func(t *testing.T) {
 		callerTok := tokens.mint(t, identity.Claims{TenantID: "acme", UserID: "alice", RunID: "run-77", ConversationID: "conv-1",
-			InstanceID: caller, AgentID: "echo", Scopes: []string{"mcp:tools:*"}})
+			InstanceID: caller, AgentID: "echo", Scopes: []string{"mcp:tools:*"}, LLMMaxTokens: 900, LLMMaxCostUSD: 0.5})
 		ans, err := e.svc.CallAgent(ctx, callerTok, execgw.AgentCall{Agent: recInst, Message: "shout this", SkillID: "upper",
 			Data: json.RawMessage(`{"k":1}`), CallID: "call-42", MaxHops: 4})
 		if err != nil {
@@ -172,7 +172,9 @@ func TestCallAgent(t *testing.T) {
 		want := identity.Claims{TenantID: "acme", UserID: "alice", RunID: "run-77", ConversationID: "conv-1",
 			InstanceID: recInst, AgentID: "recorder", AgentName: "recorder-1",
 			// The instance's scopes, its own hop scope replaced by the chain's.
-			Scopes: []string{"memory:read:agent", "agents:hops:1"}}
+			Scopes: []string{"memory:read:agent", "agents:hops:1"},
+			// The run's own model limit: the callee works in the run.
+			LLMMaxTokens: 900, LLMMaxCostUSD: 0.5}
 		if !equalClaims(got, want) {
 			t.Errorf("callee's claims %+v, want %+v", got, want)
 		}
@@ -343,5 +345,5 @@ func TestAgentsToolThroughTheGateway(t *testing.T) {
 func equalClaims(a, b identity.Claims) bool {
 	return a.TenantID == b.TenantID && a.UserID == b.UserID && a.RunID == b.RunID && a.ConversationID == b.ConversationID &&
 		a.InstanceID == b.InstanceID && a.AgentID == b.AgentID && a.AgentName == b.AgentName && a.CallID == b.CallID &&
-		slices.Equal(a.Scopes, b.Scopes)
+		slices.Equal(a.Scopes, b.Scopes) && a.LLMMaxTokens == b.LLMMaxTokens && a.LLMMaxCostUSD == b.LLMMaxCostUSD
 }

@@ -32,7 +32,8 @@ func (s *Service) request(ctx context.Context, run gateway.Run, t *target) (*a2a
 	claims := identity.Claims{
 		TenantID: run.TenantID, UserID: run.Caller.UserID, RunID: run.ID, InstanceID: run.InstanceID,
 		AgentID: run.AgentID, AgentName: t.inst.Name, ConversationID: run.ConversationID, Scopes: t.inst.Scopes,
-		CallID: callID, // a resume token is good for the approved write only
+		CallID:       callID, // a resume token is good for the approved write only
+		LLMMaxTokens: run.LLMLimit.MaxTokens, LLMMaxCostUSD: run.LLMLimit.MaxCostUSD,
 	}
 	var token string
 	if t.inst.Hosted != "" {

@@ -2,6 +2,7 @@ package execgw
 
 import (
 	"context"
+	"math"
 	"net/http"
 
 	"novaos.dev/novaos/gateway"
@@ -22,6 +23,11 @@ type StartRequest struct {
 	IdempotencyKey string
 	Input          string
 	Caller         gateway.Caller
+	// LLMLimit is the run's own limit on its model use (zero: none),
+	// kept in the run and carried by each of its execution tokens, so
+	// that the LLM gateway holds every call of the run to it: a refusal
+	// names it as the run's schedule limit.
+	LLMLimit gateway.LLMLimit
 }
 
 // StartRun queues a run as POST /api/v1/execute does, for a caller the
@@ -36,6 +42,10 @@ func (s *Service) StartRun(ctx context.Context, r StartRequest) (gateway.Run, er
 		return gateway.Run{}, &problem.Problem{Type: gateway.ProblemInvalidRequest, Status: http.StatusBadRequest, Title: "Bad Request",
 			Detail: "a run id and an idempotency key are at most 128 printable characters"}
 	}
+	if l := r.LLMLimit; l.MaxTokens < 0 || !(l.MaxCostUSD >= 0) || math.IsInf(l.MaxCostUSD, 1) {
+		return gateway.Run{}, &problem.Problem{Type: gateway.ProblemInvalidRequest, Status: http.StatusBadRequest, Title: "Bad Request",
+			Detail: "a run's model limit is a number of tokens and of US dollars, neither negative"}
+	}
 	inst, err := s.store.GetInstance(ctx, r.TenantID, r.InstanceID)
 	if err != nil {
 		if isNotFound(err) {
@@ -48,7 +58,7 @@ func (s *Service) StartRun(ctx context.Context, r StartRequest) (gateway.Run, er
 		key = newIdempotencyKey()
 	}
 	run := gateway.Run{ID: r.RunID, TenantID: r.TenantID, InstanceID: inst.ID, AgentID: agentID(&inst), Caller: r.Caller,
-		Status: gateway.StatusQueued, Input: r.Input, IdempotencyKey: key, Turn: 1}
+		Status: gateway.StatusQueued, Input: r.Input, IdempotencyKey: key, Turn: 1, LLMLimit: r.LLMLimit}
 	stored, _, err := s.store.CreateRun(ctx, gateway.RunWrite{Run: run, Now: s.o.Now(),
 		Events: []gateway.Event{statusEvent(gateway.StatusQueued, "")}})
 	if err != nil {

@@ -2,6 +2,7 @@ package llmgw
 
 import (
 	"errors"
+	"math"
 	"net/http"
 
 	"novaos.dev/novaos/identity"
@@ -10,11 +11,13 @@ import (
 )
 
 // caller is who makes a call: a verified execution token's tenant,
-// instance, run and scopes, or the platform itself.
+// instance, run, scopes and the run's own limit, or the platform itself.
 type caller struct {
 	tenant, instance, run string
 	scopes                []string
-	platform              bool
+	// limit is the run's own limit on its model use (zero: none).
+	limit    llm.Amount
+	platform bool
 }
 
 // grants reports whether the caller may use model: the token grants
@@ -60,5 +63,21 @@ func (s *Service) authenticate(r *http.Request) (*caller, *llm.APIError) {
 	}
 	// The access log and the request's span above name the tenant.
 	httpapi.NoteCaller(r.Context(), &httpapi.Caller{Scheme: httpapi.SchemeExecutionToken, Claims: claims})
-	return &caller{tenant: claims.TenantID, instance: claims.InstanceID, run: claims.RunID, scopes: claims.Scopes}, nil
+	c := &caller{tenant: claims.TenantID, instance: claims.InstanceID, run: claims.RunID, scopes: claims.Scopes}
+	if c.run != "" {
+		c.limit = ownLimit(claims.LLMMaxTokens, claims.LLMMaxCostUSD)
+	}
+	return c, nil
+}
+
+// ownLimit is a run's own limit as its token states it, as the ledger
+// counts: cost in nanodollars, rounded down (a run gets no more than it
+// was given) but never to zero, which would mean no limit; both at most
+// llm.MaxAmount, past which nothing is counted anyway.
+func ownLimit(tokens int64, costUSD float64) llm.Amount {
+	a := llm.Amount{Tokens: min(max(tokens, 0), llm.MaxAmount)}
+	if costUSD > 0 {
+		a.Cost = llm.Cost(min(max(math.Floor(costUSD*1e9), 1), llm.MaxAmount))
+	}
+	return a
 }

@@ -127,7 +127,7 @@ func (s *Service) serveCall(op string) http.HandlerFunc {
 		now := s.o.Now()
 		keys := llm.Keys{TenantID: c.tenant, InstanceID: c.instance, RunID: c.run, Day: llm.DayOf(now)}
 		estimate := llm.Amount{Tokens: req.input + req.output, Cost: route.route.Cost(req.input, req.output)}
-		t, err := s.ledger.take(ctx, keys, estimate)
+		t, err := s.ledger.take(ctx, keys, c.limit, estimate)
 		if err != nil {
 			e, outcome := s.reserveError(ctx, err)
 			s.meter.request(req.model, outcome)

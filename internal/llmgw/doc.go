@@ -18,8 +18,9 @@
 //
 // # A call's path
 //
-//  1. The bearer token is verified; identity (tenant, instance, run) comes
-//     from it alone. The X-NovaOS-* headers the SDKs add are advisory.
+//  1. The bearer token is verified; identity (tenant, instance, run) and
+//     the run's own limit, if it has one, come from it alone. The
+//     X-NovaOS-* headers the SDKs add are advisory.
 //  2. The body is bounded (MaxBodyBytes, 413) and read strictly: one JSON
 //     object, no repeated key; model, messages, stream, stream_options,
 //     max_tokens, max_completion_tokens and n (or input) are checked, and
@@ -30,10 +31,10 @@
 //  4. An estimate (a token per four bytes of the body, plus max_tokens, or
 //     DefaultMaxTokens, for each of n answers) is held against the budgets
 //     that apply (the tenant's and the instance's; daily and per run;
-//     tokens and cost), from this replica's budget leases, in memory (see
-//     Budgets). A budget it would pass refuses the call: 429, type
-//     insufficient_quota, code budget_exceeded, its message naming the
-//     budget.
+//     tokens and cost; and the run's own limit), from this replica's
+//     budget leases, in memory (see Budgets). A budget it would pass
+//     refuses the call: 429, type insufficient_quota, code
+//     budget_exceeded, its message naming the budget.
 //  5. The route's targets are called in order. One that answers 429 or
 //     5xx, refuses the gateway's key (401, 403) or cannot be reached in
 //     time is left for the next, as long as nothing was sent to the
@@ -113,6 +114,18 @@
 //     administration answers RFC 9457 problems like the platform's other
 //     APIs.
 //   - Budgets count UTC days.
+//   - A run may have a limit of its own (tokens, cost): the platform gives
+//     one to a run a schedule starts, what the schedule's daily budget has
+//     left. It bounds the run's counter with the per-run budgets, the
+//     tightest applying, through the same leases (the store decides each
+//     lease with it, llm.LeaseAsk.RunLimit), so it holds across replicas
+//     as exactly as they do; a refusal names it as the run's schedule
+//     limit. The limit rides in the run's execution token
+//     (identity.Claims.LLMMaxTokens, LLMMaxCostUSD), which the execution
+//     gateway mints from the run record for each turn and for each agent
+//     the run calls: the gateway verifies that token on every call anyway,
+//     so it learns the limit with no read of the run, and the agent cannot
+//     change it without breaking the signature.
 //   - The platform's own model calls (the memory service's embedder and
 //     extractor, the gate's judge) may go through the gateway in process
 //     (Platform), as the tenant Options.PlatformTenant with every model

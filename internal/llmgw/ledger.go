@@ -39,7 +39,8 @@ type lease struct {
 	id       string
 	c        llm.Counter
 	instance string     // whose budget applies to c besides the tenant's
-	limit    llm.Amount // what the budgets allowed c when it was taken
+	own      llm.Amount // the run's own limit, on a run's counter
+	limit    llm.Amount // what the budgets (and own) allowed c when it was taken
 	fresh    bool       // not in the store yet
 
 	// held is the allowance the store holds for the lease, as far as this
@@ -95,6 +96,14 @@ func (l *lease) short(est llm.Amount) llm.Amount {
 	return s
 }
 
+// runLimit is own on a run's counter, zero on another.
+func runLimit(c llm.Counter, own llm.Amount) llm.Amount {
+	if c.Scope != llm.ScopeRun {
+		return llm.Amount{}
+	}
+	return own
+}
+
 func minus(a, b llm.Amount) llm.Amount {
 	return llm.Amount{Tokens: a.Tokens - b.Tokens, Cost: a.Cost - b.Cost}
 }
@@ -124,8 +133,10 @@ var errLeaseContention = errors.New("llmgw: the budget leases ran short on every
 
 // take holds est against the counters of k: from this replica's leases
 // in memory when they have it, else after growing them in the store,
-// which refuses (a *llm.BudgetError) when a budget cannot have it.
-func (l *ledger) take(ctx context.Context, k llm.Keys, est llm.Amount) (*ticket, error) {
+// which refuses (a *llm.BudgetError) when a budget cannot have it. own
+// is the run's own limit (zero: none), which bounds k's run counter
+// besides the budgets.
+func (l *ledger) take(ctx context.Context, k llm.Keys, own, est llm.Amount) (*ticket, error) {
 	bs, err := l.budgets(ctx, k.TenantID, k.InstanceID)
 	if err != nil {
 		return nil, fmt.Errorf("llmgw: read the budgets: %w", err)
@@ -141,11 +152,12 @@ func (l *ledger) take(ctx context.Context, k llm.Keys, est llm.Amount) (*ticket,
 			wait  chan struct{}
 		)
 		for _, c := range counters {
-			lim := llm.LimitOf(bs, c)
+			lim := llm.LimitOf(bs, c, own)
 			e := l.leases[c]
 			if e != nil && e.growing == nil && (e.limit != lim || !now.Before(e.expires)) {
 				// Its budget changed, or it expired unrenewed: a new lease
-				// is decided by the budget as it is.
+				// is decided by the budget as it is. (A run's own limit is
+				// the same in each of its tokens.)
 				l.retire(e)
 				e = nil
 			}
@@ -157,7 +169,7 @@ func (l *ledger) take(ctx context.Context, k llm.Keys, est llm.Amount) (*ticket,
 				if c.Scope == llm.ScopeTenant {
 					inst = ""
 				}
-				e = &lease{id: llm.NewLeaseID(), c: c, instance: inst, limit: lim, fresh: true}
+				e = &lease{id: llm.NewLeaseID(), c: c, instance: inst, own: runLimit(c, own), limit: lim, fresh: true}
 				l.leases[c] = e
 			}
 			short := e.short(est)
@@ -168,12 +180,12 @@ func (l *ledger) take(ctx context.Context, k llm.Keys, est llm.Amount) (*ticket,
 				wait = e.growing
 				break
 			}
-			asks = append(asks, llm.LeaseAsk{ID: e.id, New: e.fresh, Counter: c, Instance: e.instance, Need: short,
+			asks = append(asks, llm.LeaseAsk{ID: e.id, New: e.fresh, Counter: c, Instance: e.instance, RunLimit: e.own, Need: short,
 				Want: capAmount(minus(e.want(est, l.o.LeaseAhead), e.left()))})
 			grown = append(grown, e)
 		}
 		if wait == nil && len(asks) == 0 {
-			t := l.admit(k, est, bs, now)
+			t := l.admit(k, own, est, bs, now)
 			l.mu.Unlock()
 			return t, nil
 		}
@@ -216,8 +228,8 @@ func (l *ledger) take(ctx context.Context, k llm.Keys, est llm.Amount) (*ticket,
 		}
 		// The call that grew the leases takes from them first.
 		var t *ticket
-		if err == nil && l.ready(counters, bs, est) {
-			t = l.admit(k, est, bs, now)
+		if err == nil && l.ready(counters, bs, own, est) {
+			t = l.admit(k, own, est, bs, now)
 		}
 		l.mu.Unlock()
 		close(done)
@@ -230,9 +242,9 @@ func (l *ledger) take(ctx context.Context, k llm.Keys, est llm.Amount) (*ticket,
 
 // ready reports whether the leases of counters hold est on every limited
 // metric; l.mu is held.
-func (l *ledger) ready(counters []llm.Counter, bs [2]*llm.Budget, est llm.Amount) bool {
+func (l *ledger) ready(counters []llm.Counter, bs [2]*llm.Budget, own, est llm.Amount) bool {
 	for _, c := range counters {
-		if llm.LimitOf(bs, c) == (llm.Amount{}) {
+		if llm.LimitOf(bs, c, own) == (llm.Amount{}) {
 			continue
 		}
 		e := l.leases[c]
@@ -245,11 +257,11 @@ func (l *ledger) ready(counters []llm.Counter, bs [2]*llm.Budget, est llm.Amount
 
 // admit takes est from the leases of k's limited counters (which have
 // it), for a call; l.mu is held.
-func (l *ledger) admit(k llm.Keys, est llm.Amount, bs [2]*llm.Budget, now time.Time) *ticket {
+func (l *ledger) admit(k llm.Keys, own, est llm.Amount, bs [2]*llm.Budget, now time.Time) *ticket {
 	t := &ticket{keys: k, est: est}
 	low := false
 	for _, c := range llm.CountersOf(k) {
-		if llm.LimitOf(bs, c) == (llm.Amount{}) {
+		if llm.LimitOf(bs, c, own) == (llm.Amount{}) {
 			t.unleased = append(t.unleased, c)
 			continue
 		}
@@ -478,7 +490,7 @@ func (l *ledger) refill(ctx context.Context) error {
 			continue
 		}
 		e.growing = done
-		asks = append(asks, llm.LeaseAsk{ID: e.id, Counter: e.c, Instance: e.instance, Want: capAmount(minus(w, left))})
+		asks = append(asks, llm.LeaseAsk{ID: e.id, Counter: e.c, Instance: e.instance, RunLimit: e.own, Want: capAmount(minus(w, left))})
 		grown = append(grown, e)
 	}
 	l.mu.Unlock()

@@ -43,9 +43,22 @@
 //     of their own) are checked with Deps.Spend, the model meter (the LLM
 //     gateway's ledger), over the runs of the config's ticks that day; a
 //     cap that is spent, or a meter that cannot answer, skips the tick.
-//     What is left of them is passed with the run as its Limits, for a
-//     gateway that enforces a run's own limit. Without a meter those two
-//     caps go unchecked, which the log says once per config.
+//     What is left of them is passed with the run as its Limits, which
+//     the platform makes the run's own LLM limit: the LLM gateway refuses
+//     the run's model calls past it (429 budget_exceeded, naming the
+//     schedule's limit), so a run stops at the day's cap, not after it.
+//     Without a meter those two caps go unchecked, which the log says
+//     once per config.
+//   - Time zones: a config takes a name of the IANA database the binary
+//     embeds (time/tzdata; the names are in zones_table.go, written by go
+//     generate from the Go toolchain's copy), byte for byte, and no other,
+//     so that every replica takes the same names whatever its host holds.
+//     time.LoadLocation alone would also take the host's posix/ and right/
+//     copies (right/ zones count leap seconds), names of an older or newer
+//     database, Local and localtime, and, on a case-insensitive file
+//     system, any spelling. A name refused is a 400 naming the timezone
+//     field and what to give instead. A zone's rules still come from the
+//     host's database when it has the name, else the binary's.
 //   - Pausing or resuming a config that is so already answers 200 and
 //     changes nothing; a resumed config fires from its next future tick,
 //     and the ticks of the pause are not missed ones.

@@ -18,6 +18,8 @@ func FuzzPlanCreate(f *testing.F) {
 		`{"cron_expression":"@reboot","timezone":"Local","budget":null}`,
 		`{"cron_expression":"0 0 31 2 *","timezone":"../etc/passwd","agent_image":" ","agent_image_tag":"-x","task_content":"","budget":{"max_daily_runs":-1}}`,
 		`{"cron_expression":"*/0 * * * *","timezone":"Europe/Berlin","budget":{"max_daily_cost_usd":1e308}}`,
+		`{"cron_expression":"0 9 * * *","timezone":"posix/Europe/Berlin","agent_image":"i","agent_image_tag":"t","task_content":"x","budget":{"max_daily_runs":1}}`,
+		`{"cron_expression":"0 9 * * *","timezone":"europe/BERLIN","agent_image":"i","agent_image_tag":"t","task_content":"x","budget":{"max_daily_runs":1}}`,
 	} {
 		f.Add([]byte(s))
 	}

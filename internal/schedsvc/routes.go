@@ -6,10 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	// Zones are read from the binary's own copy of the IANA database, so
-	// a server on a host without one (a scratch container) knows them
-	// all, and replicas agree on them.
-	_ "time/tzdata"
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/gateway"
@@ -163,35 +159,6 @@ func planCreate(in *heartbeat.CreateRequest, p *configPath, now time.Time) (plan
 		pl.next = next
 	}
 	return pl, errs
-}
-
-// loadZone reads an IANA zone name. "Local" is refused: it would mean
-// whatever zone the server happens to run in; so would "localtime",
-// which the host's zone directory (read before the binary's own copy)
-// often links to it.
-func loadZone(name string) (*time.Location, error) {
-	if name == "Local" || name == "localtime" || !zoneName(name) {
-		return nil, errors.New("unknown time zone " + quote(name) + ": give an IANA name such as Europe/Berlin or UTC")
-	}
-	loc, err := time.LoadLocation(name)
-	if err != nil {
-		return nil, errors.New("unknown time zone " + quote(name) + ": give an IANA name such as Europe/Berlin or UTC")
-	}
-	return loc, nil
-}
-
-// zoneName reports whether name has the form of an IANA zone name.
-func zoneName(name string) bool {
-	if name == "" || len(name) > heartbeat.MaxTimezoneLen || strings.Contains(name, "..") || strings.HasPrefix(name, "/") {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("/_+-", c) >= 0) {
-			return false
-		}
-	}
-	return true
 }
 
 func (s *Service) serveList(w http.ResponseWriter, r *http.Request) {

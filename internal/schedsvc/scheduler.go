@@ -206,8 +206,9 @@ func (s *Service) claim(ctx context.Context, rec *heartbeat.Record, now time.Tim
 	log := s.log.With("tenant_id", rec.TenantID, "config_id", rec.ID, "instance_id", rec.InstanceID)
 	sched, loc, err := parseRecord(rec)
 	if err != nil {
-		// Only a zone database that lost the config's zone gets here;
-		// pausing stops the config from being due at every pass.
+		// Only a zone the binary no longer takes gets here (a newer
+		// database dropped it, or an older release took it from the
+		// host); pausing stops the config from being due at every pass.
 		log.Error("schedules: a stored schedule no longer parses; the config is paused", "err", err)
 		_, _, err := s.store.SetStatus(ctx, rec.TenantID, rec.ID, heartbeat.StatusPaused, time.Time{}, now)
 		return nil, err == nil

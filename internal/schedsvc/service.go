@@ -124,8 +124,9 @@ type RunStart struct {
 	Caller gateway.Caller
 	// Limits are what is left of the config's daily token and cost
 	// budget when a meter reports the day's use (Deps.Spend) and the
-	// budget caps them; zero fields set no limit. The gateway passes them
-	// on to whatever enforces a run's budget.
+	// budget caps them; zero fields set no limit. The gateway keeps them
+	// as the run's own LLM limit, which the LLM gateway holds the run's
+	// model calls to.
 	Limits Limits
 }
 

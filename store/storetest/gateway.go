@@ -197,6 +197,7 @@ func gwRun(tenant, id string) gateway.Run {
 		LastSequence:  99, // the store's to set
 		PendingInput:  json.RawMessage(` {"text" : "yes"} `),
 		CustomHeaders: []byte{0xde, 0xad, 0, 0xbe, 0xef},
+		LLMLimit:      gateway.LLMLimit{MaxTokens: 12_000, MaxCostUSD: 0.125},
 		LeaseOwner:    "dispatcher-1", LeaseUntil: gwAt(time.Minute + 7), NotBefore: gwAt(30*time.Second + 9),
 		Version: 42, CreatedAt: gwAt(-time.Hour), UpdatedAt: gwAt(-time.Hour), // the store's to set
 		StartedAt: gwAt(time.Second + 1), EndedAt: gwAt(2*time.Second + 999),

@@ -48,6 +48,12 @@ func commit(t *testing.T, s llm.Store, b llm.Batch) []llm.LeaseResult {
 
 func tokens(n int64) llm.Amount { return llm.Amount{Tokens: n} }
 
+// ownAsk is a with the run's own limit own.
+func ownAsk(a llm.LeaseAsk, own llm.Amount) llm.LeaseAsk {
+	a.RunLimit = own
+	return a
+}
+
 func testLLMLeaseLimits(t *testing.T, newStore func(t *testing.T) llm.Store) {
 	acme := llmKeys("acme", "inst-1", "run-1")
 	other := llmKeys("acme", "inst-2", "run-2")
@@ -99,6 +105,17 @@ func testLLMLeaseLimits(t *testing.T, newStore func(t *testing.T) llm.Store) {
 			{ask(run, acme, tokens(1), tokens(1)), 1, llm.Amount{}, &llm.BudgetError{Scope: "instance", Window: "per-run", Metric: "tokens", Limit: 50, Used: 50, Asked: 1}},
 			{ask(otherRun, other, tokens(500), tokens(500)), 1, tokens(500), nil}, // inst-2: the tenant's limit
 			{ask(otherRun, other, tokens(501), tokens(501)), 1, llm.Amount{}, &llm.BudgetError{Scope: "tenant", Window: "per-run", Metric: "tokens", Limit: 1000, Used: 500, Asked: 501}},
+		}},
+		// A run's own limit (a schedule's run) bounds its counter where it
+		// is tighter than the budgets, or where there is none; a grant
+		// beyond the need stops at it too.
+		{"per-run, the run's own", []llm.Budget{{TenantID: "acme", RunTokens: 1000}}, []step{
+			{ownAsk(ask(run, acme, tokens(100), tokens(1000)), llm.Amount{Tokens: 300, Cost: 40}), 1, tokens(300), nil},
+			{ownAsk(ask(run, acme, tokens(1), tokens(1)), llm.Amount{Tokens: 300, Cost: 40}), 1, llm.Amount{},
+				&llm.BudgetError{Scope: "run", Window: "per-run", Metric: "tokens", Limit: 300, Used: 300, Asked: 1}},
+			{ownAsk(ask(otherRun, other, llm.Amount{Cost: 41}, llm.Amount{Cost: 41}), llm.Amount{Cost: 40}), 1, llm.Amount{},
+				&llm.BudgetError{Scope: "run", Window: "per-run", Metric: "cost", Limit: 40, Asked: 41}},
+			{ownAsk(ask(otherRun, other, tokens(900), tokens(900)), llm.Amount{Tokens: 5000}), 1, tokens(900), nil}, // the tenant's is tighter
 		}},
 	}
 	for _, tc := range tests {
@@ -236,6 +253,10 @@ func testLLMLeaseInvalid(t *testing.T, s llm.Store) {
 		{"instance of another", func(r *llm.LeaseRequest) { r.Asks[0].Counter, r.Asks[0].Instance = cs[1], "other" }},
 		{"negative need", func(r *llm.LeaseRequest) { r.Asks[0].Need = tokens(-1) }},
 		{"want too large", func(r *llm.LeaseRequest) { r.Asks[0].Want = tokens(llm.MaxAmount + 1) }},
+		{"own limit on a day", func(r *llm.LeaseRequest) { r.Asks[0].RunLimit = tokens(5) }},
+		{"negative own limit", func(r *llm.LeaseRequest) {
+			r.Asks[0].Counter, r.Asks[0].Instance, r.Asks[0].RunLimit = cs[2], "inst", tokens(-5)
+		}},
 	}
 	for _, tc := range bad {
 		req := llmLeaseRequest(1, good)
