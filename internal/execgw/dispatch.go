@@ -201,7 +201,7 @@ func (d *dispatcher) deliver(parent context.Context, claimed *gateway.Run) {
 	// a turn's last ones in the write of its ending, so a run costs about
 	// as many writes as the agent makes pauses, not one a frame.
 	callCtx, stopCall := context.WithCancel(ctx)
-	frames := pumpFrames(callCtx, target.client.SendStreamingMessage(callCtx, req, callOpts...))
+	frames := pumpFrames(callCtx, target.client.SendStreamingMessage(callCtx, req, callOpts...), s.onQueued)
 	hangUp := func() { // idempotent
 		stopCall()
 		for f := range frames {
@@ -347,7 +347,8 @@ const framesAhead = 64
 
 // pumpFrames reads stream into a channel, closed when the stream ends or
 // ctx does: the reader takes what has arrived without waiting for more.
-func pumpFrames(ctx context.Context, stream iter.Seq2[*a2a.StreamResponse, error]) <-chan streamFrame {
+// queued, when set, hears of each item put in the channel.
+func pumpFrames(ctx context.Context, stream iter.Seq2[*a2a.StreamResponse, error], queued func()) <-chan streamFrame {
 	out := make(chan streamFrame, framesAhead)
 	go func() {
 		defer close(out)
@@ -356,6 +357,9 @@ func pumpFrames(ctx context.Context, stream iter.Seq2[*a2a.StreamResponse, error
 			case out <- streamFrame{f, err}:
 			case <-ctx.Done():
 				return
+			}
+			if queued != nil {
+				queued()
 			}
 			if err != nil {
 				return

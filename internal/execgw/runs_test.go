@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"sync"
 	"testing"
 	"time"
@@ -590,8 +591,20 @@ func TestFramesRecordedTogether(t *testing.T) {
 	}}}
 	st := &holdingStore{Store: gateway.NewMemoryStore(), release: make(chan struct{})}
 	e := newEnvOn(t, st, hostedAgents{"a": sc}, nil)
+	// The held write is let go once every frame has been read ahead
+	// (the working status, the chunks, the ending, and the stream's
+	// end), so that what the test counts is the recording, not how soon
+	// the frames were read.
+	var queued atomic.Int32
+	allRead := make(chan struct{})
+	execgw.SetQueueHook(e.svc, func() {
+		if queued.Add(1) == chunks+2 {
+			close(allRead)
+		}
+	})
 	run := e.execute(userTok, gateway.ExecuteRequest{InstanceID: e.install("a", "a", nil), Input: "q"})
 	<-sent
+	<-allRead
 	close(st.release)
 	r := e.waitStatus(run, gateway.StatusCompleted)
 	st.mu.Lock()

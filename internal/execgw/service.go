@@ -196,6 +196,9 @@ type Service struct {
 	// onPark, for tests, hears of each delivery its run's debugger holds,
 	// with the copy of the run the debugger held it on.
 	onPark func(run gateway.Run)
+	// onQueued, for tests, hears of each item of an agent's stream read
+	// ahead of its recording.
+	onQueued func()
 }
 
 // Mount builds the gateway over st.Gateway; nil when st keeps no runs.
