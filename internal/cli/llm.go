@@ -417,6 +417,15 @@ func budgetTable(w io.Writer, list ...llm.BudgetInfo) {
 
 const llmTenantBudget = "tenant `id` of the budget"
 
+// parseBudget parses c's flags from args, which name no record, and
+// returns the path of the budget --tenant and instance name.
+func parseBudget(c *llmCmd, args []string, instance *string) (string, int, bool) {
+	if _, code, ok := parseArgsN(c.fs, args, 0, 0, ""); !ok {
+		return "", code, false
+	}
+	return budgetPath(c, *instance)
+}
+
 // budgetPath is the path of the budget --tenant and --instance name.
 func budgetPath(c *llmCmd, instance string) (string, int, bool) {
 	if *c.tenant == "" {
@@ -445,10 +454,7 @@ func runLLMBudgetsList(ctx context.Context, args []string, e *env) int {
 func runLLMBudgetsShow(ctx context.Context, args []string, e *env) int {
 	c := newLLMCmd("llm budgets show", "--tenant T [--instance I]", llmTenantBudget, e)
 	inst := c.fs.String("instance", "", "the instance `id` whose budget to show (none: the tenant's)")
-	if _, code, ok := parseArgsN(c.fs, args, 0, 0, ""); !ok {
-		return code
-	}
-	path, code, ok := budgetPath(c, *inst)
+	path, code, ok := parseBudget(c, args, inst)
 	if !ok {
 		return code
 	}
@@ -481,10 +487,7 @@ func runLLMBudgetsSet(ctx context.Context, args []string, e *env) int {
 func runLLMBudgetsRemove(ctx context.Context, args []string, e *env) int {
 	c := newLLMCmd("llm budgets remove", "--tenant T [--instance I]", llmTenantBudget, e)
 	inst := c.fs.String("instance", "", "the instance `id` whose budget to remove (none: the tenant's)")
-	if _, code, ok := parseArgsN(c.fs, args, 0, 0, ""); !ok {
-		return code
-	}
-	path, code, ok := budgetPath(c, *inst)
+	path, code, ok := parseBudget(c, args, inst)
 	if !ok {
 		return code
 	}

@@ -25,6 +25,8 @@ func TestLLMRecordCommands(t *testing.T) {
 			body = llm.ProviderList{Providers: []llm.ProviderInfo{{Name: "p1", BaseURL: "http://p1/v1"}}}
 		case strings.HasPrefix(r.URL.Path, llm.ProvidersPath+"/"):
 			body = llm.ProviderInfo{Name: "p1", BaseURL: "http://p1/v1"}
+		case strings.HasPrefix(r.URL.Path, llm.BudgetsPath+"/"):
+			body = llm.BudgetInfo{TenantID: "t1", InstanceID: "i1", DailyTokens: 1000}
 		case r.URL.Path == llm.ModelsPath:
 			body = llm.RouteList{Models: []llm.RouteInfo{{Name: "m1", Targets: []llm.Target{{Provider: "p1", Model: "gpt"}}}}}
 		default:
@@ -48,6 +50,10 @@ func TestLLMRecordCommands(t *testing.T) {
 		{[]string{"models", "show", "m1"}, "GET " + llm.ModelsPath + "/m1 t1", "", "p1=gpt"},
 		{[]string{"models", "set", "m1", "--target", "p1=gpt"}, "PUT " + llm.ModelsPath + "/m1 t1", "", "p1=gpt"},
 		{[]string{"models", "remove", "m1"}, "DELETE " + llm.ModelsPath + "/m1 t1", "model m1 removed\n", ""},
+		// A budget's tenant is in its path, not a header.
+		{[]string{"budgets", "show", "--instance", "i1"}, "GET " + llm.BudgetsPath + "/t1/instances/i1 ", "", "1000"},
+		{[]string{"budgets", "set", "--daily-tokens", "1000"}, "PUT " + llm.BudgetsPath + "/t1 ", "", "1000"},
+		{[]string{"budgets", "remove"}, "DELETE " + llm.BudgetsPath + "/t1 ", "budget removed\n", ""},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args[:2], " "), func(t *testing.T) {
@@ -68,8 +74,10 @@ func TestLLMRecordCommands(t *testing.T) {
 			}
 		})
 	}
-	// A record is named, alone.
-	for _, args := range [][]string{{"providers", "show"}, {"models", "remove", "a", "b"}} {
+	// A record is named, alone; a budget by its tenant, with limits that
+	// are not negative.
+	for _, args := range [][]string{{"providers", "show"}, {"models", "remove", "a", "b"}, {"budgets", "show"},
+		{"budgets", "remove", "x", "--tenant", "t1"}, {"budgets", "set", "--tenant", "t1", "--run-tokens", "-1"}} {
 		e, _, errOut := testEnv(nil)
 		if code := run(t.Context(), append(append([]string{"llm"}, args...), "--server", srv.URL), e); code != exitUsage {
 			t.Errorf("llm %s: exit code %d, want %d; stderr %s", strings.Join(args, " "), code, exitUsage, errOut)
