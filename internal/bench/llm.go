@@ -90,18 +90,14 @@ func llmResult(s *side) LLMSide {
 // stream carries the usage and ends with [DONE]. A failed call counts as
 // an error of its side; RunLLM itself fails only when ctx ends.
 func RunLLM(ctx context.Context, t *LLMTarget, opts *PhasesOptions) (*LLMResult, error) {
-	o := opts.withDefaults()
 	if t == nil || t.Direct == "" || t.Gateway == "" || t.Model == "" || t.Token == nil {
 		return nil, errors.New("bench: llm: incomplete target")
 	}
 	res := &LLMResult{}
-	outs := [2]*LLMPhase{&res.Latency, &res.Load}
-	for i, ph := range o.phases() {
-		p, err := llmPhase(ctx, t, &o, ph.name, ph.clients)
-		if err != nil {
-			return nil, err
-		}
-		*outs[i] = *p
+	var err error
+	res.Latency, res.Load, err = runPhases(ctx, opts, func(ctx context.Context, tt turns) (LLMPhase, error) { return llmPhase(ctx, t, tt) })
+	if err != nil {
+		return nil, err
 	}
 	res.AddedP50 = res.Latency.Gateway.FirstToken.P50 - res.Latency.Direct.FirstToken.P50
 	res.AddedP99 = res.Latency.Gateway.FirstToken.P99 - res.Latency.Direct.FirstToken.P99
@@ -111,7 +107,9 @@ func RunLLM(ctx context.Context, t *LLMTarget, opts *PhasesOptions) (*LLMResult,
 	return res, nil
 }
 
-func llmPhase(ctx context.Context, t *LLMTarget, o *PhasesOptions, phase string, clients int) (*LLMPhase, error) {
+// llmPhase runs the direct and the gateway side in turns as tt says.
+func llmPhase(ctx context.Context, t *LLMTarget, tt turns) (LLMPhase, error) {
+	clients := tt.clients
 	direct, gw := NewClient(clients), NewClient(clients)
 	defer direct.CloseIdleConnections()
 	defer gw.CloseIdleConnections()
@@ -119,7 +117,7 @@ func llmPhase(ctx context.Context, t *LLMTarget, o *PhasesOptions, phase string,
 	for i := range clients {
 		tok, err := t.Token(i)
 		if err != nil {
-			return nil, fmt.Errorf("bench: llm: token: %w", err)
+			return LLMPhase{}, fmt.Errorf("bench: llm: token: %w", err)
 		}
 		tokens[i] = tok
 	}
@@ -135,10 +133,10 @@ func llmPhase(ctx context.Context, t *LLMTarget, o *PhasesOptions, phase string,
 		mk(ScenarioLLMDirect, t.Direct, direct, func(int) secret.Value { return secret.Value{} }),
 		mk(ScenarioLLMGateway, t.Gateway, gw, func(i int) secret.Value { return tokens[i] }),
 	}
-	if err := o.turns(phase, clients).run(ctx, sides); err != nil {
-		return nil, err
+	if err := tt.run(ctx, sides); err != nil {
+		return LLMPhase{}, err
 	}
-	return &LLMPhase{Clients: clients, Direct: llmResult(sides[0]), Gateway: llmResult(sides[1])}, nil
+	return LLMPhase{Clients: clients, Direct: llmResult(sides[0]), Gateway: llmResult(sides[1])}, nil
 }
 
 // StreamChat asks base (an OpenAI base URL) with tok (none when zero) for

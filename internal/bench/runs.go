@@ -116,24 +116,23 @@ type RunsOptions struct {
 	MeasuredRound func(scenario string, n int) (end func())
 }
 
+// runsDefaults are the turns of [RunsOptions] left zero.
+var runsDefaults = turns{clients: 32, warmup: 2 * time.Second, duration: 20 * time.Second, round: DefaultRunsRound}
+
+// turns is how o's sides take turns.
+func (o *RunsOptions) turns() turns {
+	tt := turnsOf(o.Concurrency, o.Warmup, o.Duration, o.Round, runsDefaults)
+	tt.measured = o.MeasuredRound
+	return tt
+}
+
 func (o *RunsOptions) withDefaults() RunsOptions {
 	var v RunsOptions
 	if o != nil {
 		v = *o
 	}
-	if v.Concurrency <= 0 {
-		v.Concurrency = 32
-	}
-	if v.Duration <= 0 {
-		v.Duration = 20 * time.Second
-	}
-	if v.Warmup == 0 {
-		v.Warmup = 2 * time.Second
-	}
-	v.Warmup = max(v.Warmup, 0)
-	if v.Round <= 0 {
-		v.Round = DefaultRunsRound
-	}
+	tt := v.turns()
+	v.Concurrency, v.Warmup, v.Duration, v.Round = tt.clients, tt.warmup, tt.duration, tt.round
 	if v.Streams <= 0 {
 		v.Streams = DefaultRunsStreams
 	}
@@ -234,8 +233,7 @@ func RunRuns(ctx context.Context, t *RunsTarget, opts *RunsOptions) (*RunsResult
 		{name: ScenarioGatewayRun, do: timed(func(ctx context.Context) (time.Duration, error) { return gatewayRun(ctx, t, o.Input) })},
 		{name: ScenarioDirect, do: timed(func(ctx context.Context) (time.Duration, error) { return directRun(ctx, t.Direct, o.Input) })},
 	}
-	tt := turns{clients: o.Concurrency, warmup: o.Warmup, duration: o.Duration, round: o.Round, measured: o.MeasuredRound}
-	if err := tt.run(ctx, sides); err != nil {
+	if err := o.turns().run(ctx, sides); err != nil {
 		return nil, err
 	}
 	res.Gateway, res.Direct = runsResult(sides[0]), runsResult(sides[1])

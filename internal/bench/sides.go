@@ -34,26 +34,8 @@ type SidesOptions struct {
 	MeasuredRound func(side, n int) (end func())
 }
 
-func (o *SidesOptions) withDefaults() SidesOptions {
-	var v SidesOptions
-	if o != nil {
-		v = *o
-	}
-	if v.Concurrency <= 0 {
-		v.Concurrency = 32
-	}
-	if v.Duration <= 0 {
-		v.Duration = 10 * time.Second
-	}
-	if v.Warmup == 0 {
-		v.Warmup = time.Second
-	}
-	v.Warmup = max(v.Warmup, 0)
-	if v.Round <= 0 {
-		v.Round = DefaultSidesRound
-	}
-	return v
-}
+// sidesDefaults are the turns of [SidesOptions] left zero.
+var sidesDefaults = turns{clients: 32, warmup: time.Second, duration: 10 * time.Second, round: DefaultSidesRound}
 
 // Side is what [RunSides] measured of one scenario.
 type Side struct {
@@ -93,7 +75,11 @@ type Side struct {
 // request counts as an error of its side; RunSides itself fails only
 // when ctx ends.
 func RunSides(ctx context.Context, scenarios []Scenario, opts *SidesOptions) ([]Side, error) {
-	o := opts.withDefaults()
+	var o SidesOptions
+	if opts != nil {
+		o = *opts
+	}
+	tt := turnsOf(o.Concurrency, o.Warmup, o.Duration, o.Round, sidesDefaults)
 	if len(scenarios) == 0 {
 		return nil, errors.New("bench: sides: no scenario")
 	}
@@ -102,41 +88,18 @@ func RunSides(ctx context.Context, scenarios []Scenario, opts *SidesOptions) ([]
 		if sc.URL == "" {
 			return nil, fmt.Errorf("bench: sides: scenario %q has no URL", sc.Name)
 		}
-		sides[i] = &sideRun{sc: sc, client: NewClient(o.Concurrency), out: Side{Scenario: sc.Name}}
+		sides[i] = &sideRun{sc: sc, client: NewClient(tt.clients), out: Side{Scenario: sc.Name}}
 		defer sides[i].client.CloseIdleConnections()
 	}
-	if o.Warmup > 0 {
-		for _, s := range sides {
-			if err := s.round(ctx, o.Concurrency, o.Warmup, false); err != nil {
-				return nil, err
-			}
-		}
+	if err := takeTurns(ctx, tt, sides, o.MeasuredRound); err != nil {
+		return nil, err
 	}
-	rounds, per := roundPlan(o.Duration, o.Round)
-	n := len(sides)
-	for i := range n * rounds {
-		// Turn r runs the sides forward when r is even, backward when it
-		// is odd, so that no side always follows the same one.
-		r, k := i/n, i%n
-		if r%2 == 1 {
-			k = n - 1 - k
-		}
-		end := func() {}
-		if o.MeasuredRound != nil {
-			end = o.MeasuredRound(k, r)
-		}
-		err := sides[k].round(ctx, o.Concurrency, per, true)
-		end()
-		if err != nil {
-			return nil, err
-		}
-	}
-	out := make([]Side, n)
+	out := make([]Side, len(sides))
 	for k, s := range sides {
 		out[k] = s.out
 		out[k].Latency = latencyOf(&s.hist)
 		out[k].Throughput = median(s.out.Rounds)
-		ratios := make([]float64, 0, rounds)
+		ratios := make([]float64, 0, len(s.out.Rounds))
 		for r, tp := range s.out.Rounds {
 			if first := sides[0].out.Rounds[r]; first > 0 {
 				ratios = append(ratios, tp/first)

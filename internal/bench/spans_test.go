@@ -1,14 +1,14 @@
 package bench
 
 import (
-	"bytes"
-	"net/http"
 	"net/http/httptest"
 	"testing"
 
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
+
+	"novaos.dev/novaos/internal/telemetry/otlptest"
 )
 
 func TestSpanSink(t *testing.T) {
@@ -39,18 +39,8 @@ func TestSpanSink(t *testing.T) {
 	refused := 0
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			req, _ := http.NewRequest(tc.method, srv.URL+tc.path, bytes.NewReader(tc.body))
-			req.Header.Set("Content-Type", tc.contentType)
-			if tc.encoding != "" {
-				req.Header.Set("Content-Encoding", tc.encoding)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != tc.status {
-				t.Errorf("status %d, want %d", resp.StatusCode, tc.status)
+			if status := otlptest.Send(t, tc.method, srv.URL+tc.path, tc.contentType, tc.encoding, tc.body); status != tc.status {
+				t.Errorf("status %d, want %d", status, tc.status)
 			}
 			if tc.status != 200 {
 				refused++

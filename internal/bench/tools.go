@@ -175,18 +175,14 @@ type ToolsSide struct {
 // side; RunTools itself fails only when a session cannot be opened or
 // ctx ends.
 func RunTools(ctx context.Context, t *ToolsTarget, opts *PhasesOptions) (*ToolsResult, error) {
-	o := opts.withDefaults()
 	if t == nil || t.Upstream == "" || t.Gateway == "" || !tools.ValidServerName(t.Server) || t.Token == nil {
 		return nil, errors.New("bench: tools: incomplete target")
 	}
 	res := &ToolsResult{}
-	outs := [2]*ToolsPhase{&res.Latency, &res.Load}
-	for i, ph := range o.phases() {
-		p, err := toolsPhase(ctx, t, &o, ph.name, ph.clients)
-		if err != nil {
-			return nil, err
-		}
-		*outs[i] = *p
+	var err error
+	res.Latency, res.Load, err = runPhases(ctx, opts, func(ctx context.Context, tt turns) (ToolsPhase, error) { return toolsPhase(ctx, t, tt) })
+	if err != nil {
+		return nil, err
 	}
 	res.AddedP50 = res.Latency.Read.Latency.P50 - res.Latency.Direct.Latency.P50
 	res.AddedP99 = res.Latency.Read.Latency.P99 - res.Latency.Direct.Latency.P99
@@ -205,9 +201,10 @@ func toolsResult(s *side) ToolsSide {
 		FirstError: s.errText, Throughput: s.throughput()}
 }
 
-// toolsPhase opens clients' sessions on each side, runs the sides in
-// turns and closes the sessions.
-func toolsPhase(ctx context.Context, t *ToolsTarget, o *PhasesOptions, phase string, clients int) (*ToolsPhase, error) {
+// toolsPhase opens tt.clients' sessions on each side, runs the sides in
+// turns as tt says and closes the sessions.
+func toolsPhase(ctx context.Context, t *ToolsTarget, tt turns) (ToolsPhase, error) {
+	clients := tt.clients
 	prefix := tools.Prefix + t.Server + "."
 	names := []string{ScenarioToolsDirect, ScenarioToolsRead, ScenarioToolsWrite}
 	toolOf := []string{ToolsEcho, prefix + ToolsEcho, prefix + ToolsWrite}
@@ -238,7 +235,7 @@ func toolsPhase(ctx context.Context, t *ToolsTarget, o *PhasesOptions, phase str
 				}
 			}
 			if err != nil {
-				return nil, fmt.Errorf("bench: tools: %s: connect: %w", name, err)
+				return ToolsPhase{}, fmt.Errorf("bench: tools: %s: connect: %w", name, err)
 			}
 		}
 		// Per client, so that every call's text is new.
@@ -252,10 +249,10 @@ func toolsPhase(ctx context.Context, t *ToolsTarget, o *PhasesOptions, phase str
 			return took, took, err
 		}}
 	}
-	if err := o.turns(phase, clients).run(ctx, sides); err != nil {
-		return nil, err
+	if err := tt.run(ctx, sides); err != nil {
+		return ToolsPhase{}, err
 	}
-	return &ToolsPhase{Clients: clients, Direct: toolsResult(sides[0]), Read: toolsResult(sides[1]), Write: toolsResult(sides[2])}, nil
+	return ToolsPhase{Clients: clients, Direct: toolsResult(sides[0]), Read: toolsResult(sides[1]), Write: toolsResult(sides[2])}, nil
 }
 
 // CallEcho calls tool, one of [ToolsUpstream]'s (by its own name or the

@@ -36,45 +36,32 @@ type PhasesOptions struct {
 	MeasuredRound func(phase, scenario string, n int) (end func())
 }
 
-func (o *PhasesOptions) withDefaults() PhasesOptions {
+// phasesDefaults are the turns of [PhasesOptions] left zero.
+var phasesDefaults = turns{clients: DefaultPhasesConcurrency, warmup: time.Second, duration: 10 * time.Second, round: DefaultPhasesRound}
+
+// runPhases runs the latency phase, of one client, then the load phase,
+// of o.Concurrency clients: phase sets up a phase's sides, has them take
+// turns as tt says, and reads its figures.
+func runPhases[P any](ctx context.Context, o *PhasesOptions, phase func(ctx context.Context, tt turns) (P, error)) (latency, load P, err error) {
 	var v PhasesOptions
 	if o != nil {
 		v = *o
 	}
-	if v.Concurrency <= 0 {
-		v.Concurrency = DefaultPhasesConcurrency
+	tt := turnsOf(v.Concurrency, v.Warmup, v.Duration, v.Round, phasesDefaults)
+	out := [2]*P{&latency, &load}
+	for i, name := range [2]string{"latency", "load"} {
+		pt := tt
+		if i == 0 {
+			pt.clients = 1
+		}
+		if v.MeasuredRound != nil {
+			pt.measured = func(scenario string, n int) func() { return v.MeasuredRound(name, scenario, n) }
+		}
+		if *out[i], err = phase(ctx, pt); err != nil {
+			return latency, load, err
+		}
 	}
-	if v.Duration <= 0 {
-		v.Duration = 10 * time.Second
-	}
-	if v.Warmup == 0 {
-		v.Warmup = time.Second
-	}
-	v.Warmup = max(v.Warmup, 0)
-	if v.Round <= 0 {
-		v.Round = DefaultPhasesRound
-	}
-	return v
-}
-
-// phase names a phase and its clients.
-type phase struct {
-	name    string
-	clients int
-}
-
-// phases are the latency phase and the load phase.
-func (o *PhasesOptions) phases() [2]phase {
-	return [2]phase{{"latency", 1}, {"load", o.Concurrency}}
-}
-
-// turns is how phase, of clients, runs its sides.
-func (o *PhasesOptions) turns(phase string, clients int) turns {
-	tt := turns{clients: clients, warmup: o.Warmup, duration: o.Duration, round: o.Round}
-	if o.MeasuredRound != nil {
-		tt.measured = func(scenario string, n int) func() { return o.MeasuredRound(phase, scenario, n) }
-	}
-	return tt
+	return latency, load, nil
 }
 
 // side is one side of a phase run in turns with the others: each of its
@@ -102,18 +89,61 @@ func (s *side) throughput() float64 {
 	return float64(s.total.Count()) / s.elapsed.Seconds()
 }
 
-// turns is how a phase runs its sides: each for warmup unmeasured, then
-// each for duration in rounds of at most round, taking turns A B C C B A
-// …, so that the machine's noise and drift fall on each; measured, when
-// set, is called as each measured round starts with the side's name and
-// the round's number, and the function it returns as the round ends.
+// turns is how sides take turns: each for warmup unmeasured, then each
+// for duration in rounds of at most round, taking turns A B C C B A …, so
+// that the machine's noise and drift fall on each; measured, when set, is
+// called as each measured round of a [side] starts with the side's name
+// and the round's number, and the function it returns as the round ends.
 type turns struct {
 	clients                 int
 	warmup, duration, round time.Duration
 	measured                func(scenario string, n int) (end func())
 }
 
+// turnsOf is the turns of clients, warmup, duration and round, the four
+// options of every runner of sides in turns, each zero one at def's (a
+// negative warm-up: none).
+func turnsOf(clients int, warmup, duration, round time.Duration, def turns) turns {
+	tt := turns{clients: clients, warmup: warmup, duration: duration, round: round}
+	if tt.clients <= 0 {
+		tt.clients = def.clients
+	}
+	if tt.duration <= 0 {
+		tt.duration = def.duration
+	}
+	if tt.warmup == 0 {
+		tt.warmup = def.warmup
+	}
+	tt.warmup = max(tt.warmup, 0)
+	if tt.round <= 0 {
+		tt.round = def.round
+	}
+	return tt
+}
+
+// run has sides take turns, telling tt.measured each measured round's
+// side by its name.
 func (tt turns) run(ctx context.Context, sides []*side) error {
+	var measured func(k, n int) func()
+	if tt.measured != nil {
+		measured = func(k, n int) func() { return tt.measured(sides[k].name, n) }
+	}
+	return takeTurns(ctx, tt, sides, measured)
+}
+
+// A turnTaker is a side that takes turns: round runs it from clients for
+// d, a client starting no call after d, and keeps what it measured when
+// measured is set.
+type turnTaker interface {
+	round(ctx context.Context, clients int, d time.Duration, measured bool) error
+}
+
+// takeTurns has sides take turns as tt says (but for tt.measured):
+// measured, when set, is called as each measured round starts with the
+// side's index and the round's number from 0, and the function it
+// returns as the round ends. It fails when a round does, which a round
+// does only when ctx ends.
+func takeTurns[S turnTaker](ctx context.Context, tt turns, sides []S, measured func(side, n int) (end func())) error {
 	if tt.warmup > 0 {
 		for _, s := range sides {
 			if err := s.round(ctx, tt.clients, tt.warmup, false); err != nil {
@@ -130,12 +160,11 @@ func (tt turns) run(ctx context.Context, sides []*side) error {
 		if r%2 == 1 {
 			k = n - 1 - k
 		}
-		s := sides[k]
 		end := func() {}
-		if tt.measured != nil {
-			end = tt.measured(s.name, r)
+		if measured != nil {
+			end = measured(k, r)
 		}
-		err := s.round(ctx, tt.clients, per, true)
+		err := sides[k].round(ctx, tt.clients, per, true)
 		end()
 		if err != nil {
 			return err

@@ -123,3 +123,63 @@ func TestRoundPlan(t *testing.T) {
 		}
 	}
 }
+
+// Each option a runner leaves zero takes the runner's default, a negative
+// warm-up is none, and a set one stands.
+func TestTurnsOf(t *testing.T) {
+	def := turns{clients: 32, warmup: time.Second, duration: 10 * time.Second, round: time.Second}
+	tests := []struct {
+		name                    string
+		clients                 int
+		warmup, duration, round time.Duration
+		want                    turns
+	}{
+		{"zero", 0, 0, 0, 0, def},
+		{"negative", -1, -1, -1, -1, turns{clients: 32, warmup: 0, duration: 10 * time.Second, round: time.Second}},
+		{"set", 3, 5 * time.Millisecond, 40 * time.Millisecond, 10 * time.Millisecond,
+			turns{clients: 3, warmup: 5 * time.Millisecond, duration: 40 * time.Millisecond, round: 10 * time.Millisecond}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := turnsOf(tc.clients, tc.warmup, tc.duration, tc.round, def)
+			if got.clients != tc.want.clients || got.warmup != tc.want.warmup || got.duration != tc.want.duration || got.round != tc.want.round || got.measured != nil {
+				t.Errorf("turnsOf = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// The latency phase has one client, the load phase Concurrency; each
+// measured round is told its phase, and a phase's failure ends the run.
+func TestRunPhases(t *testing.T) {
+	var rounds []string
+	o := &PhasesOptions{Concurrency: 3, Duration: 2 * time.Millisecond, Warmup: -1, Round: time.Millisecond,
+		MeasuredRound: func(phase, scenario string, n int) func() {
+			rounds = append(rounds, fmt.Sprint(phase, " ", scenario, n))
+			return func() {}
+		}}
+	phase := func(ctx context.Context, tt turns) (int, error) {
+		s := &side{name: "s", do: func(context.Context, int) (time.Duration, time.Duration, error) {
+			return time.Microsecond, time.Microsecond, nil
+		}}
+		return tt.clients, tt.run(ctx, []*side{s})
+	}
+	latency, load, err := runPhases(t.Context(), o, phase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if latency != 1 || load != 3 {
+		t.Errorf("clients %d, then %d; want 1, then 3", latency, load)
+	}
+	if diff := cmp.Diff([]string{"latency s0", "latency s1", "load s0", "load s1"}, rounds); diff != "" {
+		t.Errorf("measured rounds (-want +got):\n%s", diff)
+	}
+	calls := 0
+	_, _, err = runPhases(t.Context(), o, func(context.Context, turns) (int, error) {
+		calls++
+		return 0, errors.New("no session")
+	})
+	if err == nil || calls != 1 {
+		t.Errorf("a failed latency phase: %v after %d phases, want its error after 1", err, calls)
+	}
+}

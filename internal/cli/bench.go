@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -258,23 +257,14 @@ func parseReplicas(s string) ([]int, error) {
 // reportBench prints a bench's report, as JSON or with table, and fails
 // when any request of results failed.
 func reportBench(e *env, target string, asJSON bool, report any, results []benchResult, table func(io.Writer)) int {
-	if asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(report); err != nil {
-			fmt.Fprintf(e.stderr, "novaos bench %s: %v\n", target, err)
-			return exitFail
-		}
-	} else {
-		table(e.stdout)
-	}
+	var failures []string
 	for _, r := range results {
 		if r.Errors > 0 {
-			fmt.Fprintf(e.stderr, "novaos bench %s: %s: %d requests failed; first: %s\n", target, r.Scenario, r.Errors, r.FirstError)
-			return exitFail
+			failures = failure(failures, r.Scenario, r.Errors, "requests", r.FirstError)
+			break
 		}
 	}
-	return exitOK
+	return printBenchReport(e, "bench "+target, asJSON, report, table, failures)
 }
 
 // benchA2A starts, for each target in turn, its servers under test in

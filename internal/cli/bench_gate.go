@@ -194,7 +194,7 @@ func refundDone(_ context.Context, r refund) (string, error) {
 // the ungated call, the bare HTTP pair, the gated write and, with the
 // fake judge, the gated write through the judge.
 func benchGate(ctx context.Context, cfg gateBenchConfig, report *gateBenchReport, e *env) error {
-	log := slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: benchLogLevel}))
+	log := benchLogger(e)
 	plain, err := startGateTarget(ctx, cfg, "bench", nil, log)
 	if err != nil {
 		return err

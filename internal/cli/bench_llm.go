@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
-	"os"
 	"text/tabwriter"
 	"time"
 
@@ -40,8 +38,11 @@ type llmBenchReport struct {
 
 func runBenchLLM(ctx context.Context, args []string, e *env) int {
 	b := newPhasesBench("bench llm", "stream", "direct, and through the gateway", "provider", e)
-	return b.run(args, func(o *bench.PhasesOptions) (any, func(io.Writer), []string, error) {
-		res, err := benchLLM(ctx, *b.db, int32(*b.maxConns), o, e)
+	if code, ok := b.parse(args); !ok {
+		return code
+	}
+	return b.run(func() (any, func(io.Writer), []string, error) {
+		res, err := benchLLM(ctx, *b.db, int32(*b.maxConns), b.phasesOptions(), e)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -49,9 +50,7 @@ func runBenchLLM(ctx context.Context, args []string, e *env) int {
 		var failures []string
 		for _, ph := range []bench.LLMPhase{res.Latency, res.Load} {
 			for _, s := range []bench.LLMSide{ph.Direct, ph.Gateway} {
-				if s.Errors > 0 {
-					failures = append(failures, fmt.Sprintf("%s (%d clients): %d streams failed; first: %s", s.Scenario, ph.Clients, s.Errors, s.FirstError))
-				}
+				failures = failure(failures, fmt.Sprintf("%s (%d clients)", s.Scenario, ph.Clients), s.Errors, "streams", s.FirstError)
 			}
 		}
 		return report, func(w io.Writer) { printLLMBench(w, report) }, failures, nil
@@ -64,35 +63,23 @@ func runBenchLLM(ctx context.Context, args []string, e *env) int {
 // sets a budget for a fresh tenant, so that every call is held to one,
 // starts a run for the clients' execution tokens, and measures.
 func benchLLM(ctx context.Context, db string, maxConns int32, o *bench.PhasesOptions, e *env) (*bench.LLMResult, error) {
-	log := slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: benchLogLevel}))
 	provider := llmtest.NewServer(nil)
 	defer provider.Close()
 
-	// The data directory holds the token keys even when the server's
-	// records live in PostgreSQL, so it is always a throwaway one.
-	dir, err := os.MkdirTemp("", "novaos-bench-llm-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
 	admin := secret.New(newBenchSecret())
-	appOpts := &app.Options{Addr: "127.0.0.1:0", Logger: log, DataDir: dir, AdminToken: admin,
-		Database: app.DatabaseOptions{URL: db, MaxConns: maxConns},
+	appOpts := &app.Options{AdminToken: admin, Database: app.DatabaseOptions{URL: db, MaxConns: maxConns},
 		// The clients' run is the pause agent's, which waits for its user:
 		// live, so its tokens are good.
 		Agents: app.AgentOptions{Hosted: map[string]app.Agent{bench.PauseAgentName: bench.PauseAgent()}}}
 	// The provider is on loopback, which the gateway refuses to dial by
 	// default.
 	appOpts.LLM.AllowPrivate = true
-	srv, err := app.New(ctx, appOpts)
+	srv, stop, err := startBenchServer(ctx, "llm", appOpts, e)
 	if err != nil {
 		return nil, err
 	}
-	defer srv.Shutdown(context.Background())
-	if err := srv.Start(ctx); err != nil {
-		return nil, err
-	}
-	tenant := llmBenchTenant + newBenchSecret()[:12]
+	defer stop()
+	tenant := benchTenant(llmBenchTenant)
 	hc := bench.NewClient(1)
 	defer hc.CloseIdleConnections()
 	for _, p := range []struct {
@@ -110,14 +97,7 @@ func benchLLM(ctx context.Context, db string, maxConns int32, o *bench.PhasesOpt
 			return nil, err
 		}
 	}
-	mint := func(c identity.Claims) (secret.Value, error) {
-		tok, err := srv.Issuer().Mint(ctx, c, 24*time.Hour)
-		if err != nil {
-			return secret.Value{}, fmt.Errorf("mint token: %w", err)
-		}
-		return secret.New(tok), nil
-	}
-	user, err := mint(identity.Claims{TenantID: tenant, UserID: "bench", AgentID: "bench-llm", Scopes: []string{"runs:*", "instances:*"}})
+	user, err := mintBenchToken(ctx, srv, identity.Claims{TenantID: tenant, UserID: "bench", AgentID: "bench-llm", Scopes: []string{"runs:*", "instances:*"}})
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +116,7 @@ func benchLLM(ctx context.Context, db string, maxConns int32, o *bench.PhasesOpt
 	target := &bench.LLMTarget{Direct: provider.BaseURL(), Gateway: srv.URL() + "/v1", Model: llmtest.ModelChat,
 		// Each client is a call of the run's agent, with the run's token.
 		Token: func(int) (secret.Value, error) {
-			return mint(identity.Claims{TenantID: tenant, AgentID: bench.PauseAgentName, InstanceID: inst.ID, RunID: run.RunID,
+			return mintBenchToken(ctx, srv, identity.Claims{TenantID: tenant, AgentID: bench.PauseAgentName, InstanceID: inst.ID, RunID: run.RunID,
 				Scopes: []string{llm.ModelScopePrefix + llmtest.ModelChat}})
 		}}
 	fmt.Fprintf(e.stderr, "bench: llm: 1 client, then %d, each for %v warm-up + %v of each side in rounds of %v…\n",

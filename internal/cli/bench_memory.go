@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -106,9 +105,6 @@ func benchCaller() *memorysvc.Caller {
 		Grants: func(scope string) bool { return strings.HasPrefix(scope, "memory:") }}
 }
 
-// benchLogLevel is the level of the bench servers' logs on stderr.
-var benchLogLevel = slog.LevelWarn
-
 // benchMemoryLoad serves the memory service on loopback over a SQLite file
 // in a temporary directory and runs the scenarios against it and against
 // the bare echo baseline.
@@ -118,7 +114,7 @@ func benchMemoryLoad(ctx context.Context, report *memoryBenchReport, opts *bench
 		return err
 	}
 	defer os.RemoveAll(dir)
-	log := slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: benchLogLevel}))
+	log := benchLogger(e)
 	db, err := sqlite.Open(ctx, filepath.Join(dir, "novaos.db"), &sqlite.Options{Logger: log})
 	if err != nil {
 		return err

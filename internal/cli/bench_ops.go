@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"text/tabwriter"
 	"time"
 
@@ -46,13 +44,7 @@ const (
 
 // opsBenchReport is bench ops's result, and its --json output.
 type opsBenchReport struct {
-	Target      string `json:"target"`
-	Concurrency int    `json:"concurrency"`
-	Duration    string `json:"duration"`
-	Warmup      string `json:"warmup"`
-	Round       string `json:"round"`
-	GoVersion   string `json:"goVersion"`
-	CPUs        int    `json:"cpus"`
+	benchHeader
 	// Overhead is absent when --part scrape left it out, Scrape empty
 	// when --part overhead did.
 	Overhead *opsOverhead `json:"overhead,omitempty"`
@@ -114,11 +106,16 @@ type opsConfig struct {
 }
 
 func runBenchOps(ctx context.Context, args []string, e *env) int {
-	fs := newFlags("bench ops", "bench ops [flags]", e)
-	c := fs.Int("c", 32, "concurrent clients of the overhead part, each with one SendMessage in flight")
-	d := fs.Duration("d", 10*time.Second, "measured `duration` of each side of the overhead part: telemetry off, and on")
-	warm := fs.Duration("warmup", time.Second, "unmeasured warm-up of each side first")
-	roundLen := fs.Duration("round", bench.DefaultSidesRound, "`length` of one round: the sides take turns, A B B A …, so that the machine's noise falls on both")
+	b := newTurnsBench("bench ops", turnsFlags{
+		clients: 32, maxClients: maxBenchClients,
+		clientsHelp: "concurrent clients of the overhead part, each with one SendMessage in flight",
+		sides:       " of the overhead part: telemetry off, and on",
+		warmup:      time.Second, round: bench.DefaultSidesRound, order: "A B B A …, so that the machine's noise falls on both",
+		dbHelp:       "PostgreSQL `URL` (postgres://…): the overhead servers store their tasks there, and the scrape part fills it after SQLite; default: SQLite in temporary directories",
+		maxConnsHelp: "with --db: connections in each server's pool",
+		profiled:     "servers, collector and clients", rounds: " of the overhead part", roundFile: "<side>",
+	}, e)
+	fs := b.fs
 	traceRatio := fs.Float64("trace-ratio", 0.1, "share of requests the telemetry-on server traces and exports, from 0 (exclusive) to 1")
 	accessLog := fs.Bool("access-log", true, "the telemetry-on server formats an access log line per request (as JSON, to nowhere)")
 	scrapeEvery := fs.Duration("scrape-every", 15*time.Second, "scrape the telemetry-on server's /metrics every `interval` of its measured time, as Prometheus would (0: never)")
@@ -127,17 +124,10 @@ func runBenchOps(ctx context.Context, args []string, e *env) int {
 	runs := fs.Int("runs", 1_000, "runs the scrape part fills each database with")
 	scrapes := fs.Int("scrapes", 200, "scrapes of /metrics timed one after the other, after the first")
 	part := fs.String("part", "", "run only this `part`: overhead or scrape")
-	db := fs.String("db", "", "PostgreSQL `URL` (postgres://…): the overhead servers store their tasks there, and the scrape part fills it after SQLite; default: SQLite in temporary directories")
-	maxConns := fs.Int("db-max-conns", app.DefaultDBMaxConns, "with --db: connections in each server's pool")
-	asJSON := fs.Bool("json", false, "print results as JSON")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (servers, collector and clients) to `file`")
-	sideProfiles := fs.String("cpuprofile-sides", "", "write a CPU profile of each measured round of the overhead part to `dir`/<side>-<round>.prof (merge a side's with go tool pprof); excludes --cpuprofile")
-	if code, ok := parse(fs, args); !ok {
+	if code, ok := b.parse(args); !ok {
 		return code
 	}
 	switch {
-	case *c < 1 || *c > 4096 || *d <= 0 || *warm < 0 || *roundLen <= 0:
-		return usageError(fs, "--c must be from 1 to 4096, --d and --round positive, --warmup not negative")
 	case !(*traceRatio > 0 && *traceRatio <= 1):
 		return usageError(fs, "--trace-ratio must be above 0 and at most 1")
 	case *scrapeEvery < 0:
@@ -146,28 +136,19 @@ func runBenchOps(ctx context.Context, args []string, e *env) int {
 		return usageError(fs, "--tasks and --runs must be from 0 to 10000000")
 	case *scrapes < 1 || *scrapes > 100_000:
 		return usageError(fs, "--scrapes must be from 1 to 100000")
-	case *db != "" && !isPostgresURL(*db):
-		return usageError(fs, "--db must be a postgres:// or postgresql:// URL")
-	case *maxConns < 1 || *maxConns > 1<<20:
-		return usageError(fs, "--db-max-conns: want a positive number of connections")
-	case *cpuProfile != "" && *sideProfiles != "":
-		return usageError(fs, "--cpuprofile and --cpuprofile-sides exclude each other: one CPU profile runs at a time")
 	}
-	cfg := opsConfig{store: *store, db: *db, maxConns: int32(*maxConns), traceRatio: *traceRatio, accessLog: *accessLog,
+	cfg := opsConfig{store: *store, db: *b.db, maxConns: int32(*b.maxConns), traceRatio: *traceRatio, accessLog: *accessLog,
 		scrapeEvery: *scrapeEvery, tasks: *tasks, runs: *runs, scrapes: *scrapes,
-		sides: bench.SidesOptions{Concurrency: *c, Duration: *d, Warmup: *warm, Round: *roundLen}}
-	if cfg.sides.Warmup == 0 {
-		cfg.sides.Warmup = -1 // bench.SidesOptions reads 0 as its default
-	}
+		sides: bench.SidesOptions{Concurrency: *b.c, Duration: *b.d, Warmup: b.warmup(), Round: *b.round}}
 	switch cfg.store {
 	case "":
 		cfg.store = opsStoreSQLite
-		if *db != "" {
+		if cfg.db != "" {
 			cfg.store = opsStorePostgres
 		}
 	case opsStoreSQLite, opsStoreMemory:
 	case opsStorePostgres:
-		if *db == "" {
+		if cfg.db == "" {
 			return usageError(fs, "--store postgres needs --db")
 		}
 	default:
@@ -181,82 +162,38 @@ func runBenchOps(ctx context.Context, args []string, e *env) int {
 	default:
 		return usageError(fs, "unknown --part %q (want overhead or scrape)", *part)
 	}
-	if *cpuProfile != "" {
-		stop, err := startCPUProfile(*cpuProfile)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "novaos bench ops: %v\n", err)
-			return exitFail
-		}
-		defer stop()
+	if b.profilesRounds() {
+		cfg.profileRound = func(side string, n int) func() { return b.profileRound(n, side) }
 	}
-	var profErr error
-	if *sideProfiles != "" {
-		if err := os.MkdirAll(*sideProfiles, 0o755); err != nil {
-			fmt.Fprintf(e.stderr, "novaos bench ops: %v\n", err)
-			return exitFail
-		}
-		cfg.profileRound = func(side string, n int) func() {
-			stop, err := startCPUProfile(filepath.Join(*sideProfiles, fmt.Sprintf("%s-%d.prof", side, n)))
+	return b.run(func() (any, func(io.Writer), []string, error) {
+		report := &opsBenchReport{benchHeader: b.header("ops"), Scrape: []opsScrape{}}
+		report.Store = "" // each part says its servers'
+		// The scrape part goes first: the overhead part's tasks would
+		// otherwise be counted with the ones it fills a PostgreSQL
+		// database with.
+		for _, p := range cfg.parts {
+			var err error
+			if p == opsPartScrape {
+				report.Scrape, err = benchScrapes(ctx, &cfg, e)
+			} else {
+				report.Overhead, err = benchOverhead(ctx, &cfg, e)
+			}
 			if err != nil {
-				profErr = errors.Join(profErr, err)
-				return func() {}
-			}
-			return stop
-		}
-	}
-	report := &opsBenchReport{Target: "ops", Concurrency: *c, Duration: d.String(), Warmup: warm.String(),
-		Round: min(*roundLen, *d).String(), GoVersion: runtime.Version(), CPUs: runtime.GOMAXPROCS(0), Scrape: []opsScrape{}}
-	// The scrape part goes first: the overhead part's tasks would
-	// otherwise be counted with the ones it fills a PostgreSQL database
-	// with.
-	for _, p := range cfg.parts {
-		var err error
-		if p == opsPartScrape {
-			report.Scrape, err = benchScrapes(ctx, &cfg, e)
-		} else {
-			report.Overhead, err = benchOverhead(ctx, &cfg, e)
-		}
-		if err = errors.Join(err, profErr); err != nil {
-			fmt.Fprintf(e.stderr, "novaos bench ops: %v\n", err)
-			return exitFail
-		}
-	}
-	report.Goals = opsGoals(report)
-	if *asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(report); err != nil {
-			fmt.Fprintf(e.stderr, "novaos bench ops: %v\n", err)
-			return exitFail
-		}
-	} else {
-		printOpsBench(e.stdout, report)
-	}
-	if o := report.Overhead; o != nil {
-		failed := false
-		for _, f := range []struct {
-			name   string
-			errors uint64
-			first  string
-		}{
-			{o.Off.Scenario, o.Off.Errors, o.Off.FirstError},
-			{o.On.Scenario, o.On.Errors, o.On.FirstError},
-			{"scrapes", o.Scrapes.Errors, o.Scrapes.FirstError},
-		} {
-			if f.errors > 0 {
-				fmt.Fprintf(e.stderr, "novaos bench ops: %s: %d failed; first: %s\n", f.name, f.errors, f.first)
-				failed = true
+				return nil, nil, nil, err
 			}
 		}
-		if o.Spans.Refused > 0 {
-			fmt.Fprintf(e.stderr, "novaos bench ops: the collector refused %d exports\n", o.Spans.Refused)
-			failed = true
+		report.Goals = opsGoals(report)
+		var failures []string
+		if o := report.Overhead; o != nil {
+			failures = failure(failures, o.Off.Scenario, o.Off.Errors, "", o.Off.FirstError)
+			failures = failure(failures, o.On.Scenario, o.On.Errors, "", o.On.FirstError)
+			failures = failure(failures, "scrapes", o.Scrapes.Errors, "", o.Scrapes.FirstError)
+			if o.Spans.Refused > 0 {
+				failures = append(failures, fmt.Sprintf("the collector refused %d exports", o.Spans.Refused))
+			}
 		}
-		if failed {
-			return exitFail
-		}
-	}
-	return exitOK
+		return report, func(w io.Writer) { printOpsBench(w, report) }, failures, nil
+	})
 }
 
 // opsLogger is what bench ops's servers log to: every record, access log
@@ -307,48 +244,28 @@ func benchOverhead(ctx context.Context, cfg *opsConfig, e *env) (*opsOverhead, e
 	go collector.Serve(ln) // ends with Close below
 	defer collector.Close()
 
-	// The data directories hold the token keys even when the tasks live
-	// elsewhere, so they are always throwaway ones.
-	dir, err := os.MkdirTemp("", "novaos-bench-ops-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
 	tok := secret.New(newBenchSecret())
 	log := opsLogger(e)
-	server := func(name string, o app.Options) (*app.Server, error) {
-		o.Addr, o.Logger, o.AdminToken, o.DataDir = "127.0.0.1:0", log, tok, filepath.Join(dir, name)
+	server := func(o app.Options) (*app.Server, func(), error) {
+		o.Logger, o.AdminToken = log, tok
 		switch cfg.store {
 		case opsStoreMemory:
 			o.Stores = &store.Stores{Kind: opsStoreMemory, Tasks: a2asrv.NewMemoryTaskStore(nil)}
 		case opsStorePostgres:
 			o.Database = app.DatabaseOptions{URL: cfg.db, MaxConns: cfg.maxConns}
 		}
-		srv, err := app.New(ctx, &o)
-		if err != nil {
-			return nil, err
-		}
-		if err := srv.Start(ctx); err != nil {
-			srv.Shutdown(context.Background())
-			return nil, err
-		}
-		return srv, nil
+		return startBenchServer(ctx, "ops", &o, e)
 	}
-	off, err := server("off", app.Options{NoTelemetry: true})
+	off, stopOff, err := server(app.Options{NoTelemetry: true})
 	if err != nil {
 		return nil, err
 	}
-	defer off.Shutdown(context.Background())
-	on, err := server("on", app.Options{OTLPEndpoint: "http://" + ln.Addr().String(), TraceSampleRatio: cfg.traceRatio, AccessLog: cfg.accessLog})
+	defer stopOff()
+	on, stopOn, err := server(app.Options{OTLPEndpoint: "http://" + ln.Addr().String(), TraceSampleRatio: cfg.traceRatio, AccessLog: cfg.accessLog})
 	if err != nil {
 		return nil, err
 	}
-	onDown := false
-	defer func() {
-		if !onDown {
-			on.Shutdown(context.Background())
-		}
-	}()
+	defer stopOn()
 
 	hc := bench.NewClient(1)
 	defer hc.CloseIdleConnections()
@@ -379,7 +296,6 @@ func benchOverhead(ctx context.Context, cfg *opsConfig, e *env) (*opsOverhead, e
 	}
 	// Shutdown exports the spans still queued, so the collector has them
 	// all.
-	onDown = true
 	if err := on.Shutdown(context.Background()); err != nil {
 		return nil, err
 	}
@@ -450,19 +366,15 @@ func benchScrape(ctx context.Context, cfg *opsConfig, kind string, e *env) (*ops
 	}
 
 	tok := secret.New(newBenchSecret())
-	log := slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: benchLogLevel}))
-	o := &app.Options{Addr: "127.0.0.1:0", Logger: log, DataDir: dir, AdminToken: tok}
+	o := &app.Options{DataDir: dir, AdminToken: tok}
 	if kind == opsStorePostgres {
 		o.Database = app.DatabaseOptions{URL: cfg.db, MaxConns: cfg.maxConns}
 	}
-	srv, err := app.New(ctx, o)
+	srv, stop, err := startBenchServer(ctx, "ops", o, e)
 	if err != nil {
 		return nil, err
 	}
-	defer srv.Shutdown(context.Background())
-	if err := srv.Start(ctx); err != nil {
-		return nil, err
-	}
+	defer stop()
 	hc := bench.NewClient(1)
 	defer hc.CloseIdleConnections()
 	fmt.Fprintf(e.stderr, "bench: ops: /metrics on %s: %d scrapes…\n", kind, cfg.scrapes)

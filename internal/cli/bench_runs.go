@@ -2,14 +2,10 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
-	"path/filepath"
-	"runtime"
 	"runtime/pprof"
 	"text/tabwriter"
 	"time"
@@ -21,7 +17,6 @@ import (
 	"novaos.dev/novaos/internal/auth"
 	"novaos.dev/novaos/internal/bench"
 	"novaos.dev/novaos/internal/httpapi"
-	"novaos.dev/novaos/secret"
 )
 
 // The execution gateway's performance goals, which bench runs holds its
@@ -40,17 +35,7 @@ const runsBenchTenant = "bench-runs-"
 
 // runsBenchReport is bench runs's result, and its --json output.
 type runsBenchReport struct {
-	Target      string `json:"target"`
-	Store       string `json:"store"`
-	Concurrency int    `json:"concurrency"`
-	Duration    string `json:"duration"`
-	Warmup      string `json:"warmup"`
-	Round       string `json:"round"`
-	// TokenAlgorithm is what the server signed the runs' execution
-	// tokens with.
-	TokenAlgorithm string `json:"tokenAlgorithm"`
-	GoVersion      string `json:"goVersion"`
-	CPUs           int    `json:"cpus"`
+	benchHeader
 	*bench.RunsResult
 	Goals []runsGoal `json:"goals"`
 }
@@ -75,124 +60,53 @@ type runsGoal struct {
 }
 
 func runBenchRuns(ctx context.Context, args []string, e *env) int {
-	fs := newFlags("bench runs", "bench runs [flags]", e)
-	c := fs.Int("c", 32, "concurrent clients, each with one run (or direct call) in flight")
-	d := fs.Duration("d", 10*time.Second, "measured `duration` of each side: gateway runs, and direct calls")
-	warm := fs.Duration("warmup", 2*time.Second, "unmeasured warm-up of each side first")
-	roundLen := fs.Duration("round", bench.DefaultRunsRound, "`length` of one round: the sides take turns, A B B A …, so that the machine's noise falls on both")
-	streams := fs.Int("streams", bench.DefaultRunsStreams, "paused runs whose streams are cut and resumed, then held open at once for the memory reading")
-	db := fs.String("db", "", "PostgreSQL `URL` (postgres://…) for the server under test; default: SQLite in a temporary directory")
-	maxConns := fs.Int("db-max-conns", app.DefaultDBMaxConns, "with --db: connections in the server's pool")
-	tokenAlg := fs.String("token-alg", auth.RS256, "`algorithm` the server signs execution tokens with: RS256 (its default) or EdDSA")
-	asJSON := fs.Bool("json", false, "print results as JSON")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (server and load generator) to `file`")
-	memProfile := fs.String("memprofile", "", "write a heap profile to `file` while the event streams are held open")
-	sideProfiles := fs.String("cpuprofile-sides", "", "write a CPU profile of each measured round to `dir`/<scenario>-<round>.prof (merge a side's with go tool pprof); excludes --cpuprofile")
-	if code, ok := parse(fs, args); !ok {
+	b := newTurnsBench("bench runs", turnsFlags{
+		clients: 32, clientsHelp: "concurrent clients, each with one run (or direct call) in flight",
+		sides:  ": gateway runs, and direct calls",
+		warmup: 2 * time.Second, round: bench.DefaultRunsRound, order: "A B B A …, so that the machine's noise falls on both",
+		profiled: "server and load generator", roundFile: "<scenario>",
+	}, e)
+	streams := b.fs.Int("streams", bench.DefaultRunsStreams, "paused runs whose streams are cut and resumed, then held open at once for the memory reading")
+	tokenAlg := b.fs.String("token-alg", auth.RS256, "`algorithm` the server signs execution tokens with: RS256 (its default) or EdDSA")
+	memProfile := b.fs.String("memprofile", "", "write a heap profile to `file` while the event streams are held open")
+	if code, ok := b.parse(args); !ok {
 		return code
 	}
 	switch {
-	case *c < 1 || *d <= 0 || *warm < 0 || *roundLen <= 0:
-		return usageError(fs, "--c must be at least 1, --d and --round positive, --warmup not negative")
 	case *streams < 1 || *streams > 100_000:
-		return usageError(fs, "--streams must be from 1 to 100000")
-	case *db != "" && !isPostgresURL(*db):
-		return usageError(fs, "--db must be a postgres:// or postgresql:// URL")
-	case *maxConns < 1 || *maxConns > 1<<20:
-		return usageError(fs, "--db-max-conns: want a positive number of connections")
+		return usageError(b.fs, "--streams must be from 1 to 100000")
 	case *tokenAlg != auth.RS256 && *tokenAlg != auth.EdDSA:
-		return usageError(fs, "unknown --token-alg %q (want %s or %s)", *tokenAlg, auth.RS256, auth.EdDSA)
+		return usageError(b.fs, "unknown --token-alg %q (want %s or %s)", *tokenAlg, auth.RS256, auth.EdDSA)
 	}
 	// Each held stream takes two descriptors of this process, its client
 	// end and the server's: warn before the dials fail with EMFILE.
 	// DefaultMaxConns is three quarters of the open-file limit, capped.
-	if need, limit := 2**streams+8**c+256, httpapi.DefaultMaxConns()/3*4; need > limit {
+	if need, limit := 2**streams+8**b.c+256, httpapi.DefaultMaxConns()/3*4; need > limit {
 		fmt.Fprintf(e.stderr, "novaos bench runs: warning: %d streams need about %d open files, and the limit may be %d (ulimit -n)\n", *streams, need, limit)
 	}
-	if *cpuProfile != "" && *sideProfiles != "" {
-		return usageError(fs, "--cpuprofile and --cpuprofile-sides exclude each other: one CPU profile runs at a time")
-	}
-	if *cpuProfile != "" {
-		stop, err := startCPUProfile(*cpuProfile)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "novaos bench runs: %v\n", err)
-			return exitFail
-		}
-		defer stop()
-	}
-	warmup := *warm
-	if warmup == 0 {
-		warmup = -1 // bench.RunsOptions reads 0 as its default
-	}
-	report := &runsBenchReport{Target: "runs", Store: "sqlite", Concurrency: *c, Duration: d.String(), Warmup: warm.String(),
-		Round: min(*roundLen, *d).String(), TokenAlgorithm: *tokenAlg, GoVersion: runtime.Version(), CPUs: runtime.GOMAXPROCS(0)}
-	if *db != "" {
-		report.Store = "postgres"
-	}
-	opts := &bench.RunsOptions{Concurrency: *c, Duration: *d, Warmup: warmup, Round: *roundLen, Streams: *streams}
-	var profErr error
+	opts := &bench.RunsOptions{Concurrency: *b.c, Duration: *b.d, Warmup: b.warmup(), Round: *b.round, Streams: *streams}
+	var heapErr error
 	if *memProfile != "" {
-		opts.StreamsHeld = func() { profErr = errors.Join(profErr, writeHeapProfile(*memProfile)) }
+		opts.StreamsHeld = func() { heapErr = writeHeapProfile(*memProfile) }
 	}
-	if *sideProfiles != "" {
-		if err := os.MkdirAll(*sideProfiles, 0o755); err != nil {
-			fmt.Fprintf(e.stderr, "novaos bench runs: %v\n", err)
-			return exitFail
+	if b.profilesRounds() {
+		opts.MeasuredRound = func(scenario string, n int) func() { return b.profileRound(n, scenario) }
+	}
+	return b.run(func() (any, func(io.Writer), []string, error) {
+		res, err := benchRuns(ctx, runsServer{db: *b.db, maxConns: int32(*b.maxConns), tokenAlg: *tokenAlg}, opts, e)
+		if err = errors.Join(err, heapErr); err != nil {
+			return nil, nil, nil, err
 		}
-		opts.MeasuredRound = func(scenario string, n int) func() {
-			stop, err := startCPUProfile(filepath.Join(*sideProfiles, fmt.Sprintf("%s-%d.prof", scenario, n)))
-			if err != nil {
-				profErr = errors.Join(profErr, err)
-				return func() {}
-			}
-			return stop
-		}
-	}
-	res, err := benchRuns(ctx, runsServer{db: *db, maxConns: int32(*maxConns), tokenAlg: *tokenAlg}, opts, e)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "novaos bench runs: %v\n", err)
-		return exitFail
-	}
-	if profErr != nil {
-		fmt.Fprintf(e.stderr, "novaos bench runs: %v\n", profErr)
-		return exitFail
-	}
-	report.RunsResult = res
-	report.Goals = runsGoals(res)
-	if *asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(report); err != nil {
-			fmt.Fprintf(e.stderr, "novaos bench runs: %v\n", err)
-			return exitFail
-		}
-	} else {
-		printRunsBench(e.stdout, report)
-	}
-	failed := false
-	for _, f := range []struct {
-		name   string
-		errors uint64
-		first  string
-	}{
-		{res.Gateway.Scenario, res.Gateway.Errors, res.Gateway.FirstError},
-		{res.Direct.Scenario, res.Direct.Errors, res.Direct.FirstError},
-		{"resume", res.Resume.Errors, res.Resume.FirstError},
-	} {
-		if f.errors > 0 {
-			fmt.Fprintf(e.stderr, "novaos bench runs: %s: %d failed; first: %s\n", f.name, f.errors, f.first)
-			failed = true
-		}
-	}
-	if failed {
-		return exitFail
-	}
-	return exitOK
+		report := &runsBenchReport{benchHeader: b.header("runs"), RunsResult: res, Goals: runsGoals(res)}
+		report.TokenAlgorithm = *tokenAlg
+		var failures []string
+		failures = failure(failures, res.Gateway.Scenario, res.Gateway.Errors, "", res.Gateway.FirstError)
+		failures = failure(failures, res.Direct.Scenario, res.Direct.Errors, "", res.Direct.FirstError)
+		failures = failure(failures, "resume", res.Resume.Errors, "", res.Resume.FirstError)
+		return report, func(w io.Writer) { printRunsBench(w, report) }, failures, nil
+	})
 }
 
-// benchRuns serves novaos on loopback with the pause agent hosted beside
-// echo, installs both as instances of a fresh tenant through the API, and
-// measures.
 // runsServer is what bench runs's server under test is given.
 type runsServer struct {
 	db       string // PostgreSQL URL; "" for SQLite
@@ -200,41 +114,30 @@ type runsServer struct {
 	tokenAlg string
 }
 
+// benchRuns serves novaos on loopback with the pause agent hosted beside
+// echo, installs both as instances of a fresh tenant through the API, and
+// measures.
 func benchRuns(ctx context.Context, so runsServer, o *bench.RunsOptions, e *env) (*bench.RunsResult, error) {
-	log := slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: benchLogLevel}))
-	// The data directory holds the token keys even when the runs live in
-	// PostgreSQL, so it is always a throwaway one.
-	dir, err := os.MkdirTemp("", "novaos-bench-runs-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
 	// Every held stream is two connections of this process, the client's
 	// and the server's; the clients' own connections come on top.
 	conns := o.Streams + 8*o.Concurrency + 256
-	appOpts := &app.Options{Addr: "127.0.0.1:0", Logger: log, DataDir: dir,
-		AdminToken: secret.New(newBenchSecret()),
-		Database:   app.DatabaseOptions{URL: so.db, MaxConns: so.maxConns},
-		Token:      app.TokenOptions{Algorithm: so.tokenAlg},
-		Gateway:    app.GatewayOptions{MaxStreams: conns},
-		Agents:     app.AgentOptions{Hosted: map[string]app.Agent{bench.PauseAgentName: bench.PauseAgent()}},
+	appOpts := &app.Options{
+		Database: app.DatabaseOptions{URL: so.db, MaxConns: so.maxConns},
+		Token:    app.TokenOptions{Algorithm: so.tokenAlg},
+		Gateway:  app.GatewayOptions{MaxStreams: conns},
+		Agents:   app.AgentOptions{Hosted: map[string]app.Agent{bench.PauseAgentName: bench.PauseAgent()}},
 	}
 	appOpts.HTTP.Limits.MaxConns = conns
-	srv, err := app.New(ctx, appOpts)
+	srv, stop, err := startBenchServer(ctx, "runs", appOpts, e)
 	if err != nil {
 		return nil, err
 	}
-	defer srv.Shutdown(context.Background())
-	if err := srv.Start(ctx); err != nil {
+	defer stop()
+	token, err := mintBenchToken(ctx, srv, identity.Claims{TenantID: benchTenant(runsBenchTenant), UserID: "bench", AgentID: "bench-runs",
+		Scopes: []string{"runs:*", "instances:*"}})
+	if err != nil {
 		return nil, err
 	}
-	tenant := runsBenchTenant + newBenchSecret()[:12]
-	tok, err := srv.Issuer().Mint(ctx, identity.Claims{TenantID: tenant, UserID: "bench", AgentID: "bench-runs",
-		Scopes: []string{"runs:*", "instances:*"}}, 24*time.Hour)
-	if err != nil {
-		return nil, fmt.Errorf("mint token: %w", err)
-	}
-	token := secret.New(tok)
 	hc := bench.NewClient(2 * o.Concurrency)
 	defer hc.CloseIdleConnections()
 	gw, err := gateway.NewClient(srv.URL(), &gateway.ClientOptions{HTTPClient: hc, Token: token})

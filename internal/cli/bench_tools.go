@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"text/tabwriter"
 	"time"
 
@@ -44,8 +42,11 @@ type toolsBenchReport struct {
 
 func runBenchTools(ctx context.Context, args []string, e *env) int {
 	b := newPhasesBench("bench tools", "call", "direct calls, gateway reads, gateway writes", "upstream", e)
-	return b.run(args, func(o *bench.PhasesOptions) (any, func(io.Writer), []string, error) {
-		res, err := benchTools(ctx, *b.db, int32(*b.maxConns), o, e)
+	if code, ok := b.parse(args); !ok {
+		return code
+	}
+	return b.run(func() (any, func(io.Writer), []string, error) {
+		res, err := benchTools(ctx, *b.db, int32(*b.maxConns), b.phasesOptions(), e)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -53,9 +54,7 @@ func runBenchTools(ctx context.Context, args []string, e *env) int {
 		var failures []string
 		for _, ph := range []bench.ToolsPhase{res.Latency, res.Load} {
 			for _, s := range []bench.ToolsSide{ph.Direct, ph.Read, ph.Write} {
-				if s.Errors > 0 {
-					failures = append(failures, fmt.Sprintf("%s (%d clients): %d calls failed; first: %s", s.Scenario, ph.Clients, s.Errors, s.FirstError))
-				}
+				failures = failure(failures, fmt.Sprintf("%s (%d clients)", s.Scenario, ph.Clients), s.Errors, "calls", s.FirstError)
 			}
 		}
 		return report, func(w io.Writer) { printToolsBench(w, report) }, failures, nil
@@ -67,7 +66,6 @@ func runBenchTools(ctx context.Context, args []string, e *env) int {
 // server beside it, registers the upstream for a fresh tenant through the
 // API, and measures.
 func benchTools(ctx context.Context, db string, maxConns int32, o *bench.PhasesOptions, e *env) (*bench.ToolsResult, error) {
-	log := slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: benchLogLevel}))
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("upstream: %w", err)
@@ -77,36 +75,17 @@ func benchTools(ctx context.Context, db string, maxConns int32, o *bench.PhasesO
 	defer up.Close()
 	upstreamURL := "http://" + ln.Addr().String() + "/mcp"
 
-	// The data directory holds the token keys even when the server's
-	// records live in PostgreSQL, so it is always a throwaway one.
-	dir, err := os.MkdirTemp("", "novaos-bench-tools-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	appOpts := &app.Options{Addr: "127.0.0.1:0", Logger: log, DataDir: dir,
-		AdminToken: secret.New(newBenchSecret()),
-		Database:   app.DatabaseOptions{URL: db, MaxConns: maxConns}}
+	appOpts := &app.Options{Database: app.DatabaseOptions{URL: db, MaxConns: maxConns}}
 	// The upstream is on loopback, which a server refuses to dial by
 	// default.
 	appOpts.BuiltinTools.Upstream.AllowPrivate = true
-	srv, err := app.New(ctx, appOpts)
+	srv, stop, err := startBenchServer(ctx, "tools", appOpts, e)
 	if err != nil {
 		return nil, err
 	}
-	defer srv.Shutdown(context.Background())
-	if err := srv.Start(ctx); err != nil {
-		return nil, err
-	}
-	tenant := toolsBenchTenant + newBenchSecret()[:12]
-	mint := func(c identity.Claims) (secret.Value, error) {
-		tok, err := srv.Issuer().Mint(ctx, c, 24*time.Hour)
-		if err != nil {
-			return secret.Value{}, fmt.Errorf("mint token: %w", err)
-		}
-		return secret.New(tok), nil
-	}
-	admin, err := mint(identity.Claims{TenantID: tenant, Subject: "bench-admin", Scopes: []string{tools.ScopeAdmin}})
+	defer stop()
+	tenant := benchTenant(toolsBenchTenant)
+	admin, err := mintBenchToken(ctx, srv, identity.Claims{TenantID: tenant, Subject: "bench-admin", Scopes: []string{tools.ScopeAdmin}})
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +98,7 @@ func benchTools(ctx context.Context, db string, maxConns int32, o *bench.PhasesO
 		// Each client is an agent of its own, with its own gate session
 		// for its writes.
 		Token: func(i int) (secret.Value, error) {
-			return mint(identity.Claims{TenantID: tenant, AgentID: fmt.Sprintf("bench-tools-%d", i),
+			return mintBenchToken(ctx, srv, identity.Claims{TenantID: tenant, AgentID: fmt.Sprintf("bench-tools-%d", i),
 				Scopes: []string{"mcp:tools:" + toolsBenchServer}})
 		}}
 	fmt.Fprintf(e.stderr, "bench: tools: 1 client, then %d, each for %v warm-up + %v of each side in rounds of %v…\n",

@@ -32,19 +32,19 @@ func runLLM(ctx context.Context, args []string, e *env) int {
 
 func runLLMProviders(ctx context.Context, args []string, e *env) int {
 	return runSubcommand(ctx, "llm providers", []command{
-		{"list", "the tenant's providers (the platform's without --tenant)", runLLMProvidersList},
-		{"show", "one provider, without its key: llm providers show NAME", runLLMProvidersShow},
+		{"list", "the tenant's providers (the platform's without --tenant)", llmProviders.list},
+		{"show", "one provider, without its key: llm providers show NAME", llmProviders.show},
 		{"set", "create or replace a provider: llm providers set NAME --base-url URL [--api-key-file FILE]", runLLMProvidersSet},
-		{"remove", "remove a provider: llm providers remove NAME", runLLMProvidersRemove},
+		{"remove", "remove a provider: llm providers remove NAME", llmProviders.remove},
 	}, args, e)
 }
 
 func runLLMModels(ctx context.Context, args []string, e *env) int {
 	return runSubcommand(ctx, "llm models", []command{
-		{"list", "the tenant's model routes (the platform's without --tenant)", runLLMModelsList},
-		{"show", "one model route: llm models show NAME", runLLMModelsShow},
+		{"list", "the tenant's model routes (the platform's without --tenant)", llmModels.list},
+		{"show", "one model route: llm models show NAME", llmModels.show},
 		{"set", "create or replace a model route: llm models set NAME --target PROVIDER=MODEL … [--input-usd-per-million X]", runLLMModelsSet},
-		{"remove", "remove a model route: llm models remove NAME", runLLMModelsRemove},
+		{"remove", "remove a model route: llm models remove NAME", llmModels.remove},
 	}, args, e)
 }
 
@@ -247,6 +247,67 @@ func pathName(name string) string { return "/" + neturl.PathEscape(name) }
 
 func usd(v float64) string { return "$" + strconv.FormatFloat(v, 'f', -1, 64) }
 
+// llmRecords are a kind of the gateway's records, of a tenant or of the
+// platform, that the llm commands list, show, set and remove by name:
+// providers, and model routes.
+type llmRecords[Info, List any] struct {
+	group string // "llm providers"
+	noun  string // "provider"
+	path  string
+	items func(*List) []Info
+	table func(io.Writer, ...Info)
+}
+
+var (
+	llmProviders = llmRecords[llm.ProviderInfo, llm.ProviderList]{group: "llm providers", noun: "provider", path: llm.ProvidersPath,
+		items: func(l *llm.ProviderList) []llm.ProviderInfo { return l.Providers }, table: providerTable}
+	llmModels = llmRecords[llm.RouteInfo, llm.RouteList]{group: "llm models", noun: "model", path: llm.ModelsPath,
+		items: func(l *llm.RouteList) []llm.RouteInfo { return l.Models }, table: routeTable}
+)
+
+func (r llmRecords[Info, List]) list(ctx context.Context, args []string, e *env) int {
+	c := newLLMCmd(r.group+" list", "[--tenant T]", llmTenantRecords, e)
+	if _, code, ok := parseArgsN(c.fs, args, 0, 0, ""); !ok {
+		return code
+	}
+	var out List
+	return c.call(ctx, true, http.MethodGet, r.path, nil, &out, func(w io.Writer) { r.table(w, r.items(&out)...) })
+}
+
+func (r llmRecords[Info, List]) show(ctx context.Context, args []string, e *env) int {
+	c := newLLMCmd(r.group+" show", "NAME [--tenant T]", llmTenantRecords, e)
+	name, code, ok := r.name(c, args)
+	if !ok {
+		return code
+	}
+	var out Info
+	return c.call(ctx, true, http.MethodGet, r.path+pathName(name), nil, &out, func(w io.Writer) { r.table(w, out) })
+}
+
+// set puts req as the record name and prints the record answered.
+func (r llmRecords[Info, List]) set(ctx context.Context, c *llmCmd, name string, req any) int {
+	var out Info
+	return c.call(ctx, true, http.MethodPut, r.path+pathName(name), req, &out, func(w io.Writer) { r.table(w, out) })
+}
+
+func (r llmRecords[Info, List]) remove(ctx context.Context, args []string, e *env) int {
+	c := newLLMCmd(r.group+" remove", "NAME [--tenant T]", llmTenantRecords, e)
+	name, code, ok := r.name(c, args)
+	if !ok {
+		return code
+	}
+	return c.remove(ctx, true, r.path+pathName(name), r.noun+" "+name+" removed")
+}
+
+// name parses c's flags from args and wants the record's name, alone.
+func (r llmRecords[Info, List]) name(c *llmCmd, args []string) (string, int, bool) {
+	pos, code, ok := parseArgsN(c.fs, args, 1, 1, "the "+r.noun+"'s NAME")
+	if !ok {
+		return "", code, false
+	}
+	return pos[0], 0, true
+}
+
 func providerTable(w io.Writer, list ...llm.ProviderInfo) {
 	fmt.Fprintln(w, "NAME\tBASE URL\tKEY\tTIMEOUT\tDISABLED\tVERSION")
 	for _, p := range list {
@@ -261,25 +322,6 @@ func providerTable(w io.Writer, list ...llm.ProviderInfo) {
 	}
 }
 
-func runLLMProvidersList(ctx context.Context, args []string, e *env) int {
-	c := newLLMCmd("llm providers list", "[--tenant T]", llmTenantRecords, e)
-	if _, code, ok := parseArgsN(c.fs, args, 0, 0, ""); !ok {
-		return code
-	}
-	var out llm.ProviderList
-	return c.call(ctx, true, http.MethodGet, llm.ProvidersPath, nil, &out, func(w io.Writer) { providerTable(w, out.Providers...) })
-}
-
-func runLLMProvidersShow(ctx context.Context, args []string, e *env) int {
-	c := newLLMCmd("llm providers show", "NAME [--tenant T]", llmTenantRecords, e)
-	pos, code, ok := parseArgsN(c.fs, args, 1, 1, "the provider's NAME")
-	if !ok {
-		return code
-	}
-	var out llm.ProviderInfo
-	return c.call(ctx, true, http.MethodGet, llm.ProvidersPath+pathName(pos[0]), nil, &out, func(w io.Writer) { providerTable(w, out) })
-}
-
 func runLLMProvidersSet(ctx context.Context, args []string, e *env) int {
 	c := newLLMCmd("llm providers set", "NAME --base-url URL [--api-key-file FILE | --no-api-key] [--timeout D] [--disabled] [--tenant T]", llmTenantRecords, e)
 	base := c.fs.String("base-url", "", "the provider's OpenAI-compatible base `URL`, ending before /chat/completions (https://api.openai.com/v1, http://127.0.0.1:11434/v1)")
@@ -287,7 +329,7 @@ func runLLMProvidersSet(ctx context.Context, args []string, e *env) int {
 	noKey := c.fs.Bool("no-api-key", false, "remove the provider's API key (a local model server)")
 	timeout := c.fs.Duration("timeout", 0, "time one call to the provider may take (0: the server's --llm-timeout)")
 	disabled := c.fs.Bool("disabled", false, "keep the provider but route no call to it")
-	pos, code, ok := parseArgsN(c.fs, args, 1, 1, "the provider's NAME")
+	name, code, ok := llmProviders.name(c, args)
 	if !ok {
 		return code
 	}
@@ -311,17 +353,7 @@ func runLLMProvidersSet(ctx context.Context, args []string, e *env) int {
 		k := key.Reveal()
 		req.APIKey = &k
 	}
-	var out llm.ProviderInfo
-	return c.call(ctx, true, http.MethodPut, llm.ProvidersPath+pathName(pos[0]), req, &out, func(w io.Writer) { providerTable(w, out) })
-}
-
-func runLLMProvidersRemove(ctx context.Context, args []string, e *env) int {
-	c := newLLMCmd("llm providers remove", "NAME [--tenant T]", llmTenantRecords, e)
-	pos, code, ok := parseArgsN(c.fs, args, 1, 1, "the provider's NAME")
-	if !ok {
-		return code
-	}
-	return c.remove(ctx, true, llm.ProvidersPath+pathName(pos[0]), "provider "+pos[0]+" removed")
+	return llmProviders.set(ctx, c, name, req)
 }
 
 func routeTable(w io.Writer, list ...llm.RouteInfo) {
@@ -335,32 +367,13 @@ func routeTable(w io.Writer, list ...llm.RouteInfo) {
 	}
 }
 
-func runLLMModelsList(ctx context.Context, args []string, e *env) int {
-	c := newLLMCmd("llm models list", "[--tenant T]", llmTenantRecords, e)
-	if _, code, ok := parseArgsN(c.fs, args, 0, 0, ""); !ok {
-		return code
-	}
-	var out llm.RouteList
-	return c.call(ctx, true, http.MethodGet, llm.ModelsPath, nil, &out, func(w io.Writer) { routeTable(w, out.Models...) })
-}
-
-func runLLMModelsShow(ctx context.Context, args []string, e *env) int {
-	c := newLLMCmd("llm models show", "NAME [--tenant T]", llmTenantRecords, e)
-	pos, code, ok := parseArgsN(c.fs, args, 1, 1, "the model's NAME")
-	if !ok {
-		return code
-	}
-	var out llm.RouteInfo
-	return c.call(ctx, true, http.MethodGet, llm.ModelsPath+pathName(pos[0]), nil, &out, func(w io.Writer) { routeTable(w, out) })
-}
-
 func runLLMModelsSet(ctx context.Context, args []string, e *env) int {
 	c := newLLMCmd("llm models set", "NAME --target PROVIDER=MODEL … [--input-usd-per-million X] [--output-usd-per-million Y] [--tenant T]", llmTenantRecords, e)
 	var targets listFlag
 	c.fs.Var(&targets, "target", "a `PROVIDER=MODEL` the model's calls go to, in order: the next is tried when one is rate-limited or down (repeatable)")
 	in := c.fs.Float64("input-usd-per-million", 0, "price of a million input tokens in US `dollars`, for budgets and usage")
 	out := c.fs.Float64("output-usd-per-million", 0, "price of a million output tokens in US `dollars`")
-	pos, code, ok := parseArgsN(c.fs, args, 1, 1, "the model's NAME")
+	name, code, ok := llmModels.name(c, args)
 	if !ok {
 		return code
 	}
@@ -375,17 +388,7 @@ func runLLMModelsSet(ctx context.Context, args []string, e *env) int {
 	if len(req.Targets) == 0 {
 		return usageError(c.fs, "give at least one --target PROVIDER=MODEL")
 	}
-	var info llm.RouteInfo
-	return c.call(ctx, true, http.MethodPut, llm.ModelsPath+pathName(pos[0]), req, &info, func(w io.Writer) { routeTable(w, info) })
-}
-
-func runLLMModelsRemove(ctx context.Context, args []string, e *env) int {
-	c := newLLMCmd("llm models remove", "NAME [--tenant T]", llmTenantRecords, e)
-	pos, code, ok := parseArgsN(c.fs, args, 1, 1, "the model's NAME")
-	if !ok {
-		return code
-	}
-	return c.remove(ctx, true, llm.ModelsPath+pathName(pos[0]), "model "+pos[0]+" removed")
+	return llmModels.set(ctx, c, name, req)
 }
 
 func budgetTable(w io.Writer, list ...llm.BudgetInfo) {
@@ -413,6 +416,15 @@ func budgetTable(w io.Writer, list ...llm.BudgetInfo) {
 }
 
 const llmTenantBudget = "tenant `id` of the budget"
+
+// parseBudget parses c's flags from args, which name no record, and
+// returns the path of the budget --tenant and instance name.
+func parseBudget(c *llmCmd, args []string, instance *string) (string, int, bool) {
+	if _, code, ok := parseArgsN(c.fs, args, 0, 0, ""); !ok {
+		return "", code, false
+	}
+	return budgetPath(c, *instance)
+}
 
 // budgetPath is the path of the budget --tenant and --instance name.
 func budgetPath(c *llmCmd, instance string) (string, int, bool) {
@@ -442,10 +454,7 @@ func runLLMBudgetsList(ctx context.Context, args []string, e *env) int {
 func runLLMBudgetsShow(ctx context.Context, args []string, e *env) int {
 	c := newLLMCmd("llm budgets show", "--tenant T [--instance I]", llmTenantBudget, e)
 	inst := c.fs.String("instance", "", "the instance `id` whose budget to show (none: the tenant's)")
-	if _, code, ok := parseArgsN(c.fs, args, 0, 0, ""); !ok {
-		return code
-	}
-	path, code, ok := budgetPath(c, *inst)
+	path, code, ok := parseBudget(c, args, inst)
 	if !ok {
 		return code
 	}
@@ -478,10 +487,7 @@ func runLLMBudgetsSet(ctx context.Context, args []string, e *env) int {
 func runLLMBudgetsRemove(ctx context.Context, args []string, e *env) int {
 	c := newLLMCmd("llm budgets remove", "--tenant T [--instance I]", llmTenantBudget, e)
 	inst := c.fs.String("instance", "", "the instance `id` whose budget to remove (none: the tenant's)")
-	if _, code, ok := parseArgsN(c.fs, args, 0, 0, ""); !ok {
-		return code
-	}
-	path, code, ok := budgetPath(c, *inst)
+	path, code, ok := parseBudget(c, args, inst)
 	if !ok {
 		return code
 	}

@@ -57,6 +57,19 @@ type gwFlags struct {
 	cred credential
 }
 
+// describeFlags has fs's usage say what the command does: its synopsis, the
+// lines of about, then the flags.
+func describeFlags(fs *flag.FlagSet, e *env, synopsis string, about ...string) {
+	fs.Usage = func() {
+		fmt.Fprintf(e.stderr, "Usage: novaos %s\n\n", synopsis)
+		for _, line := range about {
+			fmt.Fprintln(e.stderr, line)
+		}
+		fmt.Fprintln(e.stderr, "\nFlags:")
+		fs.PrintDefaults()
+	}
+}
+
 func newGWFlags(name, synopsis string, e *env) *gwFlags {
 	fs := newFlags(name, name+" "+synopsis+" [--server URL] [--token-file FILE | --admin-token-file FILE --tenant T] [--json]", e)
 	return &gwFlags{
@@ -237,15 +250,11 @@ func runRun(ctx context.Context, args []string, e *env) int {
 	var attach listFlag
 	g.fs.Var(&attach, "attach", "attach this `file` (sent as data; repeatable, at most 16)")
 	detach := g.fs.Bool("detach", false, "print the run id and return without following the run")
-	g.fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "Usage: novaos run INSTANCE \"text\" [flags]\n\n")
-		fmt.Fprintln(e.stderr, "Starts a run of the instance (its name or id) and follows its events: the answer on stdout as it")
-		fmt.Fprintln(e.stderr, "arrives, status, progress, tool calls and pauses on stderr. A pause shows the question and the")
-		fmt.Fprintln(e.stderr, "novaos runs reply command that answers it; the run goes on after a reply from anywhere. Exit 0")
-		fmt.Fprintln(e.stderr, "when the run completes, 1 when it fails or is cancelled. Ctrl-C stops following; the run goes on.")
-		fmt.Fprintln(e.stderr, "\nFlags:")
-		g.fs.PrintDefaults()
-	}
+	describeFlags(g.fs, e, "run INSTANCE \"text\" [flags]",
+		"Starts a run of the instance (its name or id) and follows its events: the answer on stdout as it",
+		"arrives, status, progress, tool calls and pauses on stderr. A pause shows the question and the",
+		"novaos runs reply command that answers it; the run goes on after a reply from anywhere. Exit 0",
+		"when the run completes, 1 when it fails or is cancelled. Ctrl-C stops following; the run goes on.")
 	pos, code, ok := g.parse(args, 2, 2, `the instance and the text: novaos run INSTANCE "text"`)
 	if !ok {
 		return code
@@ -804,15 +813,11 @@ func runRunsReply(ctx context.Context, args []string, e *env) int {
 func runRunsDebug(ctx context.Context, args []string, e *env) int {
 	g := newGWFlags("runs debug", "RUN pause|step|resume|abort [--metadata JSON]", e)
 	meta := g.fs.String("metadata", "", "a JSON `object` kept with the action's event (a note, a ticket)")
-	g.fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "Usage: novaos runs debug RUN pause|step|resume|abort [flags]\n\n")
-		fmt.Fprintln(e.stderr, "Drives a run's debugger. pause holds the run at its next event: the gateway records none of the agent's")
-		fmt.Fprintln(e.stderr, "further events (the agent is held back, nothing is lost) and starts no further turn. step lets one more")
-		fmt.Fprintln(e.stderr, "event through a paused run, then holds it again. resume lets it go on; abort cancels it. A pause of a")
-		fmt.Fprintln(e.stderr, "paused run changes nothing; an action on an ended run is refused.")
-		fmt.Fprintln(e.stderr, "\nFlags:")
-		g.fs.PrintDefaults()
-	}
+	describeFlags(g.fs, e, "runs debug RUN pause|step|resume|abort [flags]",
+		"Drives a run's debugger. pause holds the run at its next event: the gateway records none of the agent's",
+		"further events (the agent is held back, nothing is lost) and starts no further turn. step lets one more",
+		"event through a paused run, then holds it again. resume lets it go on; abort cancels it. A pause of a",
+		"paused run changes nothing; an action on an ended run is refused.")
 	pos, code, ok := g.parse(args, 2, 2, "the run id and the action: novaos runs debug RUN pause|step|resume|abort")
 	if !ok {
 		return code

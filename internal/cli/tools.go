@@ -149,15 +149,11 @@ func runToolsCall(ctx context.Context, args []string, e *env) int {
 	f := newToolsCmdFlags("call", "NAME [--args JSON | key=value | key:=JSON …]", e)
 	argsJSON := f.fs.String("args", "", "the arguments as one JSON `object`")
 	callID := f.fs.String("call-id", "", "the call's `id`: to make a held call again once it is approved, give the id the hold named")
-	f.fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "Usage: novaos tools call NAME [--args JSON | key=value | key:=JSON …] [flags]\n\n")
-		fmt.Fprintln(e.stderr, "Calls the tool NAME through the tool gateway and prints its result as JSON (MCP's CallToolResult).")
-		fmt.Fprintln(e.stderr, "Arguments are one JSON object (--args), or key=value pairs (a string value) and key:=JSON pairs")
-		fmt.Fprintln(e.stderr, "(a JSON value: numbers, booleans, objects). Exit 0 when the tool succeeded; 1 when it failed (the")
-		fmt.Fprintln(e.stderr, "result is printed), the gateway refused the call, or held it for a person's approval.")
-		fmt.Fprintln(e.stderr, "\nFlags:")
-		f.fs.PrintDefaults()
-	}
+	describeFlags(f.fs, e, "tools call NAME [--args JSON | key=value | key:=JSON …] [flags]",
+		"Calls the tool NAME through the tool gateway and prints its result as JSON (MCP's CallToolResult).",
+		"Arguments are one JSON object (--args), or key=value pairs (a string value) and key:=JSON pairs",
+		"(a JSON value: numbers, booleans, objects). Exit 0 when the tool succeeded; 1 when it failed (the",
+		"result is printed), the gateway refused the call, or held it for a person's approval.")
 	pos, code, ok := parseArgs(f.fs, args)
 	if !ok {
 		return code

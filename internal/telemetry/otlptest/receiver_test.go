@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"net/http"
 	"net/http/httptest"
 	"testing"
 
@@ -61,18 +60,8 @@ func TestReceiver(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := Start(t)
-			req, _ := http.NewRequest(tc.method, r.URL()+tc.path, bytes.NewReader(tc.body))
-			req.Header.Set("Content-Type", tc.contentType)
-			if tc.encoding != "" {
-				req.Header.Set("Content-Encoding", tc.encoding)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != tc.status {
-				t.Fatalf("status %d, want %d", resp.StatusCode, tc.status)
+			if status := Send(t, tc.method, r.URL()+tc.path, tc.contentType, tc.encoding, tc.body); status != tc.status {
+				t.Fatalf("status %d, want %d", status, tc.status)
 			}
 			if tc.status != 200 {
 				if n := len(r.Spans()); n != 0 {
@@ -105,13 +94,7 @@ func TestWaitForLaterSpan(t *testing.T) {
 		}
 		got <- s
 	}()
-	req, _ := http.NewRequest("POST", r.URL()+TracesPath, bytes.NewReader(exportBody(t)))
-	req.Header.Set("Content-Type", "application/x-protobuf")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	Send(t, "POST", r.URL()+TracesPath, "application/x-protobuf", "", exportBody(t))
 	if s := <-got; s.Name != "GET /healthz" {
 		t.Errorf("got %+v", s)
 	}
@@ -135,13 +118,7 @@ func TestWaitSpans(t *testing.T) {
 		got <- spans
 	}()
 	for range 2 {
-		req, _ := http.NewRequest("POST", r.URL()+TracesPath, bytes.NewReader(exportBody(t)))
-		req.Header.Set("Content-Type", "application/x-protobuf")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
+		Send(t, "POST", r.URL()+TracesPath, "application/x-protobuf", "", exportBody(t))
 	}
 	if spans := <-got; len(spans) != 2 {
 		t.Errorf("WaitSpans returned %d spans, want 2", len(spans))
