@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"novaos.dev/novaos/internal/instrument"
 	"novaos.dev/novaos/llm"
 	"novaos.dev/novaos/resilience"
 )
@@ -145,9 +147,9 @@ func (s *Service) serveCall(op string) http.HandlerFunc {
 		// memory spans name them: an operator finds a run's model calls
 		// by its id.
 		attrs := []attribute.KeyValue{attribute.String("gen_ai.operation.name", op),
-			attribute.String("gen_ai.request.model", req.model), attribute.String("novaos.tenant_id", c.tenant)}
+			attribute.String("gen_ai.request.model", req.model), instrument.AttrTenant.String(c.tenant)}
 		if c.run != "" {
-			attrs = append(attrs, attribute.String("novaos.run_id", c.run))
+			attrs = append(attrs, instrument.AttrRun.String(c.run))
 		}
 		ctx, k.span = s.tracer.Start(ctx, op+" "+req.model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 		if op == opChat && req.output > 0 {
@@ -220,7 +222,7 @@ func (s *Service) relay(ctx context.Context, w http.ResponseWriter, k *call, pat
 			return outcomeCanceled
 		}
 		k.span.AddEvent("gen_ai.provider.failed", trace.WithAttributes(
-			attribute.String("gen_ai.provider.name", t.provider.Name), attribute.String("error.type", fail.Message)))
+			attribute.String("gen_ai.provider.name", t.provider.Name), instrument.AttrErrorType.String(failType(fail)), attribute.String("exception.message", fail.Message)))
 		s.log.WarnContext(ctx, "llmgw: a provider failed; trying the next", "model", k.req.model, "provider", t.provider.Name,
 			"reason", fail.Message)
 		last = fail
@@ -238,6 +240,15 @@ func (s *Service) relay(ctx context.Context, w http.ResponseWriter, k *call, pat
 // attempt calls one target. A non-nil failure means nothing was sent to
 // the caller and the next target may be tried; its message says why,
 // for logs and spans.
+// failType is a provider failure's error.type: its HTTP status, or
+// "_OTHER" for one that never answered.
+func failType(fail *llm.APIError) string {
+	if fail.Status > 0 {
+		return strconv.Itoa(fail.Status)
+	}
+	return "_OTHER"
+}
+
 func (s *Service) attempt(ctx context.Context, w http.ResponseWriter, k *call, t target, path string, body []byte) (string, *llm.APIError) {
 	if err := s.guard.CheckURL(t.provider.BaseURL); err != nil {
 		return "", &llm.APIError{Message: "the provider's URL is refused: " + err.Error()}
@@ -505,7 +516,7 @@ func (s *Service) finish(ctx context.Context, k *call) {
 		k.span.SetAttributes(attribute.String("gen_ai.response.model", a.model))
 	}
 	if k.outcome != outcomeOK {
-		k.span.SetAttributes(attribute.String("error.type", k.outcome))
+		k.span.SetAttributes(instrument.AttrErrorType.String(k.outcome))
 		k.span.SetStatus(codes.Error, k.outcome)
 	}
 	k.span.End()

@@ -4,12 +4,16 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/llm"
@@ -370,7 +374,8 @@ func TestFallback(t *testing.T) {
 		})
 	}
 	t.Run("connection refused", func(t *testing.T) {
-		h := newHarness(t, nil, Deps{})
+		rec := tracetest.NewSpanRecorder()
+		h := newHarness(t, nil, Deps{Tracing: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))})
 		b := newProvider(t, "m")
 		h.provider("a", down.BaseURL(), "")
 		h.provider("b", b.BaseURL(), "")
@@ -381,9 +386,16 @@ func TestFallback(t *testing.T) {
 		if providerCalls(b) != 1 {
 			t.Error("the second target was not called")
 		}
+		// The span tells which provider failed and how, as a bounded
+		// class: no status came back.
+		want := map[string]string{"gen_ai.provider.name": "a", "error.type": "_OTHER"}
+		if got := failedProviders(rec); len(got) != 1 || !maps.Equal(got[0], want) {
+			t.Errorf("provider failures in the span %v, want %v", got, want)
+		}
 	})
 	t.Run("all fail", func(t *testing.T) {
-		h := newHarness(t, nil, Deps{})
+		rec := tracetest.NewSpanRecorder()
+		h := newHarness(t, nil, Deps{Tracing: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))})
 		a, b := newProvider(t, "m"), newProvider(t, "m")
 		a.FailNext(1, 503)
 		b.FailNextWith(1, &llm.APIError{Status: 429, Type: "requests", Code: llm.CodeRateLimit, Message: "Slow down.", After: 7 * time.Second})
@@ -391,6 +403,10 @@ func TestFallback(t *testing.T) {
 		h.provider("b", b.BaseURL(), "")
 		h.route("m", llm.Target{Provider: "a", Model: "m"}, llm.Target{Provider: "b", Model: "m"})
 		resp, data := h.do(http.MethodPost, ChatPath, h.token(claims("llm:model:m")), chatBody("m"))
+		if got, want := failedProviders(rec), []map[string]string{{"gen_ai.provider.name": "a", "error.type": "503"},
+			{"gen_ai.provider.name": "b", "error.type": "429"}}; !slices.EqualFunc(got, want, maps.Equal) {
+			t.Errorf("provider failures in the span %v, want %v", got, want)
+		}
 		if e := apiErr(t, resp.StatusCode, data); resp.StatusCode != 429 || e.Code != llm.CodeRateLimit || resp.Header.Get("Retry-After") != "7" {
 			t.Errorf("status %d %+v, Retry-After %q; want 429 rate_limit_exceeded after 7s", resp.StatusCode, e, resp.Header.Get("Retry-After"))
 		}
@@ -521,4 +537,25 @@ func TestStreamEnds(t *testing.T) {
 			t.Errorf("a quiet provider's stream: %d %q", resp.StatusCode, evs)
 		}
 	})
+}
+
+// failedProviders are the provider and error.type of each
+// gen_ai.provider.failed event of the spans rec holds.
+func failedProviders(rec *tracetest.SpanRecorder) []map[string]string {
+	var out []map[string]string
+	for _, s := range rec.Ended() {
+		for _, ev := range s.Events() {
+			if ev.Name != "gen_ai.provider.failed" {
+				continue
+			}
+			m := map[string]string{}
+			for _, a := range ev.Attributes {
+				if k := string(a.Key); k == "gen_ai.provider.name" || k == "error.type" {
+					m[k] = a.Value.Emit()
+				}
+			}
+			out = append(out, m)
+		}
+	}
+	return out
 }

@@ -18,6 +18,7 @@ import (
 	"novaos.dev/novaos/gateway"
 	"novaos.dev/novaos/heartbeat"
 	"novaos.dev/novaos/heartbeat/cron"
+	"novaos.dev/novaos/internal/instrument"
 	"novaos.dev/novaos/resilience"
 )
 
@@ -258,9 +259,9 @@ func (s *Service) claim(ctx context.Context, rec *heartbeat.Record, now time.Tim
 		return nil, true
 	}
 	sctx, span := s.tel.tracer.Start(ctx, spanFire, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
-		attribute.String("novaos.tenant_id", rec.TenantID),
+		instrument.AttrTenant.String(rec.TenantID),
 		attribute.String("novaos.heartbeat.config_id", rec.ID),
-		attribute.String("novaos.instance_id", rec.InstanceID),
+		instrument.AttrInstance.String(rec.InstanceID),
 		attribute.String("novaos.heartbeat.tick", fire.Tick.Format(time.RFC3339)),
 		attribute.Int("novaos.heartbeat.attempt", fire.Attempts),
 	))
@@ -288,9 +289,9 @@ func (s *Service) takeOver(ctx context.Context, f *heartbeat.Fire, now time.Time
 		return nil // deleted meanwhile, its fires with it
 	}
 	sctx, span := s.tel.tracer.Start(ctx, spanFire, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
-		attribute.String("novaos.tenant_id", rec.TenantID),
+		instrument.AttrTenant.String(rec.TenantID),
 		attribute.String("novaos.heartbeat.config_id", rec.ID),
-		attribute.String("novaos.instance_id", rec.InstanceID),
+		instrument.AttrInstance.String(rec.InstanceID),
 		attribute.String("novaos.heartbeat.tick", fire.Tick.Format(time.RFC3339)),
 		attribute.Int("novaos.heartbeat.attempt", fire.Attempts),
 	))
@@ -348,7 +349,7 @@ func (s *Service) settle(p *pending, outcome heartbeat.Outcome, runID, reason st
 	}
 	p.span.SetAttributes(attribute.String("novaos.heartbeat.outcome", string(outcome)))
 	if outcome == heartbeat.OutcomeFired {
-		p.span.SetAttributes(attribute.String("novaos.run_id", runID))
+		p.span.SetAttributes(instrument.AttrRun.String(runID))
 		log.Info("schedules: a tick started its run", "run_id", runID)
 		s.tel.fired(outcomeFired, 1)
 		return
