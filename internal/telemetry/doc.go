@@ -2,8 +2,11 @@
 //
 // NewTracing builds the tracer provider (OTLP/HTTP export with a ratio
 // sampler, or, without an endpoint, one that only carries an inbound
-// traceparent on); NewRegistry the Prometheus registry with the Go runtime
-// and process collectors. HTTP wraps a listener's handler in a server span,
+// traceparent on). Its spans cost in proportion to what is sampled: a
+// span the sampler would drop is not made (a child of an unsampled span is
+// that span), and the Exporter encodes a batch straight into protobuf
+// without building a message per span. NewRegistry is the Prometheus
+// registry with the Go runtime and process collectors. HTTP wraps a listener's handler in a server span,
 // the request metrics and the access log of each request; Routes serve
 // /metrics and /debug/pprof/; Database collects the database's pools,
 // writer batches and tasks by state; LogHandler stamps log lines with the
