@@ -20,6 +20,12 @@
 // ToolPolicyCols with their Args and Scan functions); the tool files'
 // rows (FileInfoCols, ScanFileInfo, PrepareFilePut) and the key range
 // of a listing (FilePage).
+//
+// Where the two stores differ only in their statements, the store itself
+// is here: ScheduleStore is the heartbeat.Store both build, its checks,
+// its steps between statements and its errors, over the statements each
+// runs in its own dialect (a ScheduleSQL) and what it tells of its
+// database (a Dialect).
 // It holds what is SQL but not one
 // dialect's, so it stays out of the public a2a/a2astore, whose encodings
 // any store may use; it is internal to store/ because no one else writes

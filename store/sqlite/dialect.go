@@ -1,0 +1,24 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+
+	"novaos.dev/novaos/store/internal/sqlstore"
+)
+
+// dialect is what the stores sqlstore builds (ScheduleStore, GatewayStore,
+// LLMStore) need to know of SQLite.
+var dialect = sqlstore.Dialect{Name: "sqlite", NoRows: sql.ErrNoRows}
+
+// queryAll runs query with run (DB.query for a prepared read) and reads
+// every row with scan.
+func queryAll[T any](ctx context.Context, run func(context.Context, string, ...any) (*sql.Rows, error),
+	scan func(sqlstore.Scanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := run(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	return sqlstore.Collect(rows, scan)
+}
