@@ -21,9 +21,9 @@ func (db *DB) ScheduleStore() *ScheduleStore {
 
 // ScheduleStore keeps heartbeat configs and their fires in the database
 // (see heartbeat.Store).
-type ScheduleStore struct{ *schedules }
+type ScheduleStore struct{ *scheduleStore }
 
-type schedules = sqlstore.ScheduleStore
+type scheduleStore = sqlstore.ScheduleStore
 
 var _ heartbeat.Store = (*ScheduleStore)(nil)
 

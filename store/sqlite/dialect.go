@@ -22,3 +22,13 @@ func queryAll[T any](ctx context.Context, run func(context.Context, string, ...a
 	defer rows.Close()
 	return sqlstore.Collect(rows, scan)
 }
+
+// affected reports whether a statement's result, res, changed one row;
+// err is the statement's.
+func affected(res sql.Result, err error) (bool, error) {
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}

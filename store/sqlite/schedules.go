@@ -19,9 +19,9 @@ func (db *DB) ScheduleStore() *ScheduleStore {
 
 // ScheduleStore keeps heartbeat configs and their fires in the database
 // (see heartbeat.Store).
-type ScheduleStore struct{ *schedules }
+type ScheduleStore struct{ *scheduleStore }
 
-type schedules = sqlstore.ScheduleStore
+type scheduleStore = sqlstore.ScheduleStore
 
 var _ heartbeat.Store = (*ScheduleStore)(nil)
 
@@ -33,15 +33,6 @@ const (
 	dueHBSQL  = `SELECT ` + sqlstore.HBConfigCols + ` FROM heartbeat_configs WHERE status = 'active' AND next_run_us <= ? ORDER BY next_run_us, id LIMIT ?`
 	nextHBSQL = `SELECT MIN(next_run_us) FROM heartbeat_configs WHERE status = 'active'`
 )
-
-// affected is whether res changed one row.
-func affected(res sql.Result, err error) (bool, error) {
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
-	return n == 1, err
-}
 
 func (s scheduleSQL) InsertConfig(ctx context.Context, args []any) (bool, error) {
 	var inserted bool
