@@ -27,3 +27,10 @@ func queryAll[T any](ctx context.Context, q querier, scan func(sqlstore.Scanner)
 	defer rows.Close()
 	return sqlstore.Collect(rows, scan)
 }
+
+// changeOne runs one write statement and reports whether it changed one
+// row.
+func (db *DB) changeOne(ctx context.Context, query string, args ...any) (bool, error) {
+	tag, err := db.pool.Exec(ctx, query, args...)
+	return tag.RowsAffected() == 1, err
+}

@@ -101,9 +101,8 @@ func (f *feed) dispatchRuns(payload string) {
 
 func (g gatewaySQL) InsertInstance(ctx context.Context, args []any) (bool, error) {
 	// Without a target, ON CONFLICT covers the id and the name alike.
-	tag, err := g.db.pool.Exec(ctx, `INSERT INTO gateway_instances (`+sqlstore.InstanceCols+`)
+	return g.db.changeOne(ctx, `INSERT INTO gateway_instances (`+sqlstore.InstanceCols+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`, args...)
-	return tag.RowsAffected() == 1, err
 }
 
 func (g gatewaySQL) Instance(ctx context.Context, tenantID, id string) (gateway.Instance, error) {
@@ -141,8 +140,7 @@ func (g gatewaySQL) UpdateInstance(ctx context.Context, in *gateway.Instance, ar
 }
 
 func (g gatewaySQL) DeleteInstance(ctx context.Context, tenantID, id string) (bool, error) {
-	tag, err := g.db.pool.Exec(ctx, `DELETE FROM gateway_instances WHERE id = $1 AND tenant = $2`, id, tenantID)
-	return tag.RowsAffected() == 1, err
+	return g.db.changeOne(ctx, `DELETE FROM gateway_instances WHERE id = $1 AND tenant = $2`, id, tenantID)
 }
 
 // eventArrays are a write's events as the arrays the append statements

@@ -42,11 +42,6 @@ func (s llmSQL) putRecord(ctx context.Context, q string, args []any) (int64, err
 	return created, err
 }
 
-func (s llmSQL) deleteRecord(ctx context.Context, query string, args ...any) (bool, error) {
-	tag, err := s.db.pool.Exec(ctx, query, args...)
-	return tag.RowsAffected() == 1, err
-}
-
 func (s llmSQL) PutProvider(ctx context.Context, args []any, expect int64) (int64, error) {
 	if expect == 0 {
 		return s.putRecord(ctx, `INSERT INTO llm_providers (`+sqlstore.LLMProviderCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -69,7 +64,7 @@ func (s llmSQL) Providers(ctx context.Context, tenantID string) ([]llm.Provider,
 }
 
 func (s llmSQL) DeleteProvider(ctx context.Context, tenantID, name string) (bool, error) {
-	return s.deleteRecord(ctx, `DELETE FROM llm_providers WHERE tenant = $1 AND name = $2`, tenantID, name)
+	return s.db.changeOne(ctx, `DELETE FROM llm_providers WHERE tenant = $1 AND name = $2`, tenantID, name)
 }
 
 func (s llmSQL) PutRoute(ctx context.Context, args []any, expect int64) (int64, error) {
@@ -93,7 +88,7 @@ func (s llmSQL) Routes(ctx context.Context, tenantID string) ([]llm.Route, error
 }
 
 func (s llmSQL) DeleteRoute(ctx context.Context, tenantID, name string) (bool, error) {
-	return s.deleteRecord(ctx, `DELETE FROM llm_routes WHERE tenant = $1 AND name = $2`, tenantID, name)
+	return s.db.changeOne(ctx, `DELETE FROM llm_routes WHERE tenant = $1 AND name = $2`, tenantID, name)
 }
 
 func (s llmSQL) PutBudget(ctx context.Context, args []any, expect int64) error {
@@ -122,7 +117,7 @@ func (s llmSQL) Budgets(ctx context.Context, tenantID string) ([]llm.Budget, err
 }
 
 func (s llmSQL) DeleteBudget(ctx context.Context, tenantID, instanceID string) (bool, error) {
-	return s.deleteRecord(ctx, `DELETE FROM llm_budgets WHERE tenant = $1 AND instance = $2`, tenantID, instanceID)
+	return s.db.changeOne(ctx, `DELETE FROM llm_budgets WHERE tenant = $1 AND instance = $2`, tenantID, instanceID)
 }
 
 // changeCounterSQL adds $5 tokens and $6 nanodollars (either may be

@@ -34,9 +34,8 @@ const getHBSQL = `SELECT ` + sqlstore.HBConfigCols + ` FROM heartbeat_configs WH
 
 func (s scheduleSQL) InsertConfig(ctx context.Context, args []any) (bool, error) {
 	// Without a target, ON CONFLICT covers the id and the instance alike.
-	tag, err := s.db.pool.Exec(ctx, `INSERT INTO heartbeat_configs (`+sqlstore.HBConfigCols+`)
+	return s.db.changeOne(ctx, `INSERT INTO heartbeat_configs (`+sqlstore.HBConfigCols+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) ON CONFLICT DO NOTHING`, args...)
-	return tag.RowsAffected() == 1, err
 }
 
 func (s scheduleSQL) Config(ctx context.Context, tenantID, id string) (heartbeat.Record, error) {
@@ -66,8 +65,7 @@ func (s scheduleSQL) SetStatus(ctx context.Context, tenantID, id string, st hear
 }
 
 func (s scheduleSQL) DeleteConfig(ctx context.Context, tenantID, id string) (bool, error) {
-	tag, err := s.db.pool.Exec(ctx, `DELETE FROM heartbeat_configs WHERE id = $1 AND tenant = $2`, id, tenantID)
-	return tag.RowsAffected() == 1, err
+	return s.db.changeOne(ctx, `DELETE FROM heartbeat_configs WHERE id = $1 AND tenant = $2`, id, tenantID)
 }
 
 func (s scheduleSQL) CountConfigs(ctx context.Context) (map[heartbeat.Status]int64, error) {

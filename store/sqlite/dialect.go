@@ -32,3 +32,14 @@ func affected(res sql.Result, err error) (bool, error) {
 	n, err := res.RowsAffected()
 	return n == 1, err
 }
+
+// changeOne runs one write statement through the writer (prepared when
+// Open prepared it) and reports whether it changed one row.
+func (db *DB) changeOne(ctx context.Context, query string, args ...any) (bool, error) {
+	var changed bool
+	err := db.wr.do(ctx, func(tx *sql.Tx) (err error) {
+		changed, err = affected(db.wr.exec(tx, query, args...))
+		return err
+	})
+	return changed, err
+}

@@ -69,12 +69,7 @@ const (
 )
 
 func (g gatewaySQL) InsertInstance(ctx context.Context, args []any) (bool, error) {
-	var inserted bool
-	err := g.db.wr.do(ctx, func(tx *sql.Tx) (err error) {
-		inserted, err = affected(g.db.wr.exec(tx, insertInstanceSQL, args...))
-		return err
-	})
-	return inserted, err
+	return g.db.changeOne(ctx, insertInstanceSQL, args...)
 }
 
 func (g gatewaySQL) Instance(ctx context.Context, tenantID, id string) (gateway.Instance, error) {
@@ -117,12 +112,7 @@ func (g gatewaySQL) UpdateInstance(ctx context.Context, in *gateway.Instance, ar
 }
 
 func (g gatewaySQL) DeleteInstance(ctx context.Context, tenantID, id string) (bool, error) {
-	var deleted bool
-	err := g.db.wr.do(ctx, func(tx *sql.Tx) (err error) {
-		deleted, err = affected(tx.Exec(`DELETE FROM gateway_instances WHERE id = ? AND tenant = ?`, id, tenantID))
-		return err
-	})
-	return deleted, err
+	return g.db.changeOne(ctx, `DELETE FROM gateway_instances WHERE id = ? AND tenant = ?`, id, tenantID)
 }
 
 // appendEvents inserts evs, numbered already, in tx.

@@ -61,15 +61,6 @@ func (s llmSQL) put(ctx context.Context, table, keyCols, insert string, args []a
 	return createdUS, err
 }
 
-func (s llmSQL) delete(ctx context.Context, query string, args ...any) (bool, error) {
-	var deleted bool
-	err := s.db.wr.do(ctx, func(tx *sql.Tx) (err error) {
-		deleted, err = affected(tx.Exec(query, args...))
-		return err
-	})
-	return deleted, err
-}
-
 func (s llmSQL) PutProvider(ctx context.Context, args []any, expect int64) (int64, error) {
 	return s.put(ctx, "llm_providers", "tenant = ? AND name = ?",
 		`INSERT OR REPLACE INTO llm_providers (`+sqlstore.LLMProviderCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`, args, expect, true)
@@ -85,7 +76,7 @@ func (s llmSQL) Providers(ctx context.Context, tenantID string) ([]llm.Provider,
 }
 
 func (s llmSQL) DeleteProvider(ctx context.Context, tenantID, name string) (bool, error) {
-	return s.delete(ctx, `DELETE FROM llm_providers WHERE tenant = ? AND name = ?`, tenantID, name)
+	return s.db.changeOne(ctx, `DELETE FROM llm_providers WHERE tenant = ? AND name = ?`, tenantID, name)
 }
 
 func (s llmSQL) PutRoute(ctx context.Context, args []any, expect int64) (int64, error) {
@@ -103,7 +94,7 @@ func (s llmSQL) Routes(ctx context.Context, tenantID string) ([]llm.Route, error
 }
 
 func (s llmSQL) DeleteRoute(ctx context.Context, tenantID, name string) (bool, error) {
-	return s.delete(ctx, `DELETE FROM llm_routes WHERE tenant = ? AND name = ?`, tenantID, name)
+	return s.db.changeOne(ctx, `DELETE FROM llm_routes WHERE tenant = ? AND name = ?`, tenantID, name)
 }
 
 func (s llmSQL) PutBudget(ctx context.Context, args []any, expect int64) error {
@@ -125,7 +116,7 @@ func (s llmSQL) Budgets(ctx context.Context, tenantID string) ([]llm.Budget, err
 }
 
 func (s llmSQL) DeleteBudget(ctx context.Context, tenantID, instanceID string) (bool, error) {
-	return s.delete(ctx, `DELETE FROM llm_budgets WHERE tenant = ? AND instance = ?`, tenantID, instanceID)
+	return s.db.changeOne(ctx, `DELETE FROM llm_budgets WHERE tenant = ? AND instance = ?`, tenantID, instanceID)
 }
 
 // rowReader is a transaction, or reads outside the writer (rowQuerier).

@@ -35,15 +35,9 @@ const (
 )
 
 func (s scheduleSQL) InsertConfig(ctx context.Context, args []any) (bool, error) {
-	var inserted bool
-	err := s.db.wr.do(ctx, func(tx *sql.Tx) (err error) {
-		// Without a target, ON CONFLICT covers the id and the instance
-		// alike.
-		inserted, err = affected(tx.Exec(`INSERT INTO heartbeat_configs (`+sqlstore.HBConfigCols+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, args...))
-		return err
-	})
-	return inserted, err
+	// Without a target, ON CONFLICT covers the id and the instance alike.
+	return s.db.changeOne(ctx, `INSERT INTO heartbeat_configs (`+sqlstore.HBConfigCols+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, args...)
 }
 
 func (s scheduleSQL) Config(ctx context.Context, tenantID, id string) (heartbeat.Record, error) {
@@ -73,12 +67,7 @@ func (s scheduleSQL) SetStatus(ctx context.Context, tenantID, id string, st hear
 }
 
 func (s scheduleSQL) DeleteConfig(ctx context.Context, tenantID, id string) (bool, error) {
-	var deleted bool
-	err := s.db.wr.do(ctx, func(tx *sql.Tx) (err error) {
-		deleted, err = affected(tx.Exec(`DELETE FROM heartbeat_configs WHERE id = ? AND tenant = ?`, id, tenantID))
-		return err
-	})
-	return deleted, err
+	return s.db.changeOne(ctx, `DELETE FROM heartbeat_configs WHERE id = ? AND tenant = ?`, id, tenantID)
 }
 
 func (s scheduleSQL) CountConfigs(ctx context.Context) (map[heartbeat.Status]int64, error) {
