@@ -41,11 +41,12 @@ func (db *DB) GatewayStore() *GatewayStore {
 // gateway.Store).
 type GatewayStore struct{ *gatewayStore }
 
+// gatewayStore is the store both SQL databases share, over gatewaySQL.
 type gatewayStore = sqlstore.GatewayStore
 
 var _ gateway.Store = (*GatewayStore)(nil)
 
-// gatewaySQL is the store's statements.
+// gatewaySQL is the store's statements in this database's dialect.
 type gatewaySQL struct{ db *DB }
 
 // runsChannel is the channel run-event appends are announced on.

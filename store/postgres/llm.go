@@ -23,11 +23,12 @@ func (db *DB) LLMStore() *LLMStore { return &LLMStore{sqlstore.NewLLMStore(diale
 // ledger in the database (see llm.Store).
 type LLMStore struct{ *llmStore }
 
+// llmStore is the store both SQL databases share, over llmSQL.
 type llmStore = sqlstore.LLMStore
 
 var _ llm.Store = (*LLMStore)(nil)
 
-// llmSQL is the store's statements.
+// llmSQL is the store's statements in this database's dialect.
 type llmSQL struct{ db *DB }
 
 // putRecord runs a conditional write: an insert (expect 0) doing nothing

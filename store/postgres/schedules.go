@@ -23,11 +23,12 @@ func (db *DB) ScheduleStore() *ScheduleStore {
 // (see heartbeat.Store).
 type ScheduleStore struct{ *scheduleStore }
 
+// scheduleStore is the store both SQL databases share, over scheduleSQL.
 type scheduleStore = sqlstore.ScheduleStore
 
 var _ heartbeat.Store = (*ScheduleStore)(nil)
 
-// scheduleSQL is the store's statements.
+// scheduleSQL is the store's statements in this database's dialect.
 type scheduleSQL struct{ db *DB }
 
 const getHBSQL = `SELECT ` + sqlstore.HBConfigCols + ` FROM heartbeat_configs WHERE id = $1 AND tenant = $2`

@@ -31,11 +31,12 @@ func (db *DB) GatewayStore() *GatewayStore {
 // gateway.Store).
 type GatewayStore struct{ *gatewayStore }
 
+// gatewayStore is the store both SQL databases share, over gatewaySQL.
 type gatewayStore = sqlstore.GatewayStore
 
 var _ gateway.Store = (*GatewayStore)(nil)
 
-// gatewaySQL is the store's statements.
+// gatewaySQL is the store's statements in this database's dialect.
 type gatewaySQL struct{ db *DB }
 
 // The statements of the gateway's writes, prepared once on the write
