@@ -100,8 +100,9 @@ func (m *MemoryStore) List(_ context.Context, tenantID, instanceID string) ([]Re
 
 func (m *MemoryStore) SetStatus(_ context.Context, tenantID, id string, st Status, next, now time.Time) (Record, bool, error) {
 	what := fmt.Sprintf("heartbeat: set status of %.40q", id)
-	if !st.Valid() || (st == StatusActive && next.IsZero()) {
-		return Record{}, false, fmt.Errorf("%s: %w: status %q with next run %v", what, ErrInvalid, st, next)
+	next, err := CheckStatus(st, next)
+	if err != nil {
+		return Record{}, false, fmt.Errorf("%s: %w", what, err)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -111,9 +112,6 @@ func (m *MemoryStore) SetStatus(_ context.Context, tenantID, id string, st Statu
 	}
 	if c.Status == st {
 		return *c, false, nil
-	}
-	if st == StatusPaused {
-		next = time.Time{}
 	}
 	c.Status, c.NextRunAt, c.UpdatedAt, c.Version = st, Stored(next), Stored(now), c.Version+1
 	return *c, true, nil
@@ -181,8 +179,8 @@ func (m *MemoryStore) Claim(_ context.Context, cl Claim) (Fire, error) {
 	if err != nil {
 		return Fire{}, fmt.Errorf("%s: %w", what, err)
 	}
-	if c.Status != StatusActive || !c.NextRunAt.Equal(Stored(cl.Expect)) {
-		return Fire{}, fmt.Errorf("%s: %w: the config is %s at %v", what, ErrConflict, c.Status, c.NextRunAt)
+	if err := CheckClaim(c, &cl); err != nil {
+		return Fire{}, fmt.Errorf("%s: %w", what, err)
 	}
 	tick := Stored(cl.Tick)
 	fires := m.fires[c.ID]
@@ -246,10 +244,7 @@ func ApplyClaim(r *Record, cl *Claim, f *Fire) {
 
 func (m *MemoryStore) Settle(_ context.Context, s Settlement) error {
 	what := fmt.Sprintf("heartbeat: settle %.40q at %v", s.ConfigID, s.Tick)
-	if s.Outcome != OutcomeFired && s.Outcome != OutcomeFailed {
-		return fmt.Errorf("%s: %w: outcome %q", what, ErrInvalid, s.Outcome)
-	}
-	if err := CheckReason(s.Reason); err != nil {
+	if err := CheckSettlement(&s); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	m.mu.Lock()

@@ -248,6 +248,38 @@ func CheckReason(reason string) error {
 	return nil
 }
 
+// CheckStatus refuses a change to status st with next run next that no
+// store makes, and returns the next run the config keeps: none when st
+// is paused.
+func CheckStatus(st Status, next time.Time) (time.Time, error) {
+	if !st.Valid() || (st == StatusActive && next.IsZero()) {
+		return time.Time{}, fmt.Errorf("%w: status %q with next run %v", ErrInvalid, st, next)
+	}
+	if st == StatusPaused {
+		return time.Time{}, nil
+	}
+	return next, nil
+}
+
+// CheckSettlement refuses a settlement no store keeps: its outcome is
+// neither fired nor failed, or its reason is not one CheckReason passes.
+func CheckSettlement(s *Settlement) error {
+	if s.Outcome != OutcomeFired && s.Outcome != OutcomeFailed {
+		return fmt.Errorf("%w: outcome %q", ErrInvalid, s.Outcome)
+	}
+	return CheckReason(s.Reason)
+}
+
+// CheckClaim refuses, with ErrConflict, a claim on r that r has moved
+// past: r is no longer active, or no longer due at cl.Expect. A store
+// calls it on the config as it holds it, in the step that moves it on.
+func CheckClaim(r *Record, cl *Claim) error {
+	if r.Status != StatusActive || !r.NextRunAt.Equal(Stored(cl.Expect)) {
+		return fmt.Errorf("%w: the config is %s at %v", ErrConflict, r.Status, r.NextRunAt)
+	}
+	return nil
+}
+
 // ClipReason shortens a reason to what a store keeps, on a character
 // boundary.
 func ClipReason(reason string) string {

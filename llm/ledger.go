@@ -431,6 +431,24 @@ func PlanLease(r LeaseRequest, counts map[Counter]Amount, held map[string]HeldLe
 	return plan, nil
 }
 
+// BudgetsIn answers PlanLease's budgets from budgets keyed by tenant and
+// instance, a tenant's own under instance "": the tenant's budget, then,
+// when instance is not "", the instance's.
+func BudgetsIn(budgets map[[2]string]Budget) func(tenant, instance string) [2]*Budget {
+	return func(tenant, instance string) [2]*Budget {
+		var out [2]*Budget
+		if b, ok := budgets[[2]string{tenant, ""}]; ok {
+			out[0] = &b
+		}
+		if instance != "" {
+			if b, ok := budgets[[2]string{tenant, instance}]; ok {
+				out[1] = &b
+			}
+		}
+		return out
+	}
+}
+
 // CommitPlan is how a Store carries out a Batch: the Results to answer,
 // the changes of the counters' counts and of the leases held.
 type CommitPlan struct {

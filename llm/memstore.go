@@ -211,21 +211,6 @@ func (m *MemoryStore) DeleteBudget(_ context.Context, tenantID, instanceID strin
 	return del(m, m.budgets, [2]string{tenantID, instanceID}, "budget")
 }
 
-// budgetsOf are the budgets of tenant and instance: the tenant's and the
-// instance's.
-func (m *MemoryStore) budgetsOf(tenant, instance string) [2]*Budget {
-	var out [2]*Budget
-	if b, ok := m.budgets[[2]string{tenant, ""}]; ok {
-		out[0] = &b
-	}
-	if instance != "" {
-		if b, ok := m.budgets[[2]string{tenant, instance}]; ok {
-			out[1] = &b
-		}
-	}
-	return out
-}
-
 // change applies changes to the counters, as made at at.
 func (m *MemoryStore) change(changes []CounterChange, at time.Time) {
 	for _, ch := range changes {
@@ -269,7 +254,7 @@ func (m *MemoryStore) Lease(_ context.Context, r LeaseRequest) ([]Grant, error) 
 	for i, a := range r.Asks {
 		ids[i] = a.ID
 	}
-	plan, err := PlanLease(r, counts, m.held(ids), m.budgetsOf)
+	plan, err := PlanLease(r, counts, m.held(ids), BudgetsIn(m.budgets))
 	if err != nil {
 		var be *BudgetError
 		if errors.As(err, &be) {

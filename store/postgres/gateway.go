@@ -7,11 +7,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"novaos.dev/novaos/a2a/a2astore"
 	"novaos.dev/novaos/gateway"
 	"novaos.dev/novaos/store/internal/sqlstore"
 )
@@ -35,18 +33,21 @@ import (
 // their watchers; a write that appended none, or failed, is not reported.
 // When the listening connection comes back after it broke, every watcher
 // is called with ("", 0).
-func (db *DB) GatewayStore() *GatewayStore { return &GatewayStore{db} }
+func (db *DB) GatewayStore() *GatewayStore {
+	return &GatewayStore{sqlstore.NewGatewayStore(dialect, gatewaySQL{db}, &db.feed.runs)}
+}
 
 // GatewayStore keeps the execution gateway's records in the database (see
 // gateway.Store).
-type GatewayStore struct{ db *DB }
+type GatewayStore struct{ *gatewayStore }
+
+// gatewayStore is the store both SQL databases share, over gatewaySQL.
+type gatewayStore = sqlstore.GatewayStore
 
 var _ gateway.Store = (*GatewayStore)(nil)
 
-// errGatewayText: PostgreSQL text holds neither NUL nor invalid UTF-8, so
-// a record with such text in a column cannot be stored, and a key with it
-// names nothing.
-var errGatewayText = errors.New("text with NUL or invalid UTF-8")
+// gatewaySQL is the store's statements in this database's dialect.
+type gatewaySQL struct{ db *DB }
 
 // runsChannel is the channel run-event appends are announced on.
 const runsChannel = "novaos_runs"
@@ -99,134 +100,48 @@ func (f *feed) dispatchRuns(payload string) {
 	}
 }
 
-func instanceText(in *gateway.Instance) bool { return a2astore.ValidText(in.ID, in.TenantID, in.Name) }
-
-func runText(r *gateway.Run) bool {
-	return a2astore.ValidText(r.ID, r.TenantID, r.InstanceID, r.Caller.UserID, r.ThreadID, r.LeaseOwner)
-}
-
-func eventsText(evs []gateway.Event) bool {
-	for _, e := range evs {
-		if !a2astore.ValidText(e.Type, e.TraceID, e.SpanID) {
-			return false
-		}
-	}
-	return true
-}
-
-func (g *GatewayStore) CreateInstance(ctx context.Context, in gateway.Instance, now time.Time) (gateway.Instance, error) {
-	what := "postgres: create gateway instance " + in.ID
-	if err := sqlstore.PrepareInstance(&in, 0, now); err != nil {
-		return gateway.Instance{}, fmt.Errorf("%s: %w", what, err)
-	}
-	if !instanceText(&in) {
-		return gateway.Instance{}, fmt.Errorf("%s: %w", what, errGatewayText)
-	}
-	args, err := sqlstore.InstanceArgs(&in)
-	if err != nil {
-		return gateway.Instance{}, fmt.Errorf("%s: %w", what, err)
-	}
+func (g gatewaySQL) InsertInstance(ctx context.Context, args []any) (bool, error) {
 	// Without a target, ON CONFLICT covers the id and the name alike.
-	tag, err := g.db.pool.Exec(ctx, `INSERT INTO gateway_instances (`+sqlstore.InstanceCols+`)
+	return g.db.changeOne(ctx, `INSERT INTO gateway_instances (`+sqlstore.InstanceCols+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`, args...)
-	if err != nil {
-		return gateway.Instance{}, fmt.Errorf("%s: %w", what, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return gateway.Instance{}, fmt.Errorf("%s: %w", what, gateway.ErrExists)
-	}
-	return in, nil
 }
 
-func (g *GatewayStore) GetInstance(ctx context.Context, tenantID, id string) (gateway.Instance, error) {
-	what := "postgres: get gateway instance " + id
-	if !a2astore.ValidText(tenantID, id) {
-		return gateway.Instance{}, fmt.Errorf("%s: %w", what, gateway.ErrNotFound)
-	}
-	in, err := sqlstore.ScanInstance(g.db.pool.QueryRow(ctx, `SELECT `+sqlstore.InstanceCols+` FROM gateway_instances
+func (g gatewaySQL) Instance(ctx context.Context, tenantID, id string) (gateway.Instance, error) {
+	return sqlstore.ScanInstance(g.db.pool.QueryRow(ctx, `SELECT `+sqlstore.InstanceCols+` FROM gateway_instances
 		WHERE id = $1 AND tenant = $2`, id, tenantID))
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = gateway.ErrNotFound
-	}
-	if err != nil {
-		return gateway.Instance{}, fmt.Errorf("%s: %w", what, err)
-	}
-	return in, nil
 }
 
-func (g *GatewayStore) ListInstances(ctx context.Context, f gateway.InstanceFilter) ([]gateway.Instance, error) {
-	if !a2astore.ValidText(f.TenantID, f.AfterName) {
-		return []gateway.Instance{}, nil
-	}
-	rows, err := g.db.pool.Query(ctx, `SELECT `+sqlstore.InstanceCols+` FROM gateway_instances
-		WHERE tenant = $1 AND name > $2 ORDER BY name LIMIT $3`, f.TenantID, f.AfterName, sqlstore.Limit(f.Limit, gateway.MaxPage))
-	if err != nil {
-		return nil, fmt.Errorf("postgres: list gateway instances: %w", err)
-	}
-	defer rows.Close()
-	out, err := sqlstore.Collect(rows, sqlstore.ScanInstance)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: list gateway instances: %w", err)
-	}
-	return out, nil
+func (g gatewaySQL) Instances(ctx context.Context, tenantID, afterName string, limit int) ([]gateway.Instance, error) {
+	return queryAll(ctx, g.db.pool, sqlstore.ScanInstance, `SELECT `+sqlstore.InstanceCols+` FROM gateway_instances
+		WHERE tenant = $1 AND name > $2 ORDER BY name LIMIT $3`, tenantID, afterName, limit)
 }
 
-func (g *GatewayStore) UpdateInstance(ctx context.Context, in gateway.Instance, expectVersion int64, now time.Time) (gateway.Instance, error) {
-	what := "postgres: update gateway instance " + in.ID
-	if expectVersion <= 0 {
-		return gateway.Instance{}, fmt.Errorf("%s: an update needs the version it replaces, not %d", what, expectVersion)
-	}
-	if err := sqlstore.PrepareInstance(&in, expectVersion, now); err != nil {
-		return gateway.Instance{}, fmt.Errorf("%s: %w", what, err)
-	}
-	if !instanceText(&in) {
-		return gateway.Instance{}, fmt.Errorf("%s: %w", what, errGatewayText)
-	}
-	args, err := sqlstore.InstanceArgs(&in)
-	if err != nil {
-		return gateway.Instance{}, fmt.Errorf("%s: %w", what, err)
-	}
+func (g gatewaySQL) UpdateInstance(ctx context.Context, in *gateway.Instance, args []any, expect int64) (int64, error) {
 	// args are in InstanceCols' order: id, tenant, name, version,
 	// created_us, updated_us, sealed_secrets, body. The row lock taken
 	// here orders concurrent updates; one that waited checks the version
 	// again against the winner's row and updates nothing.
 	var created int64
-	err = g.db.pool.QueryRow(ctx, `UPDATE gateway_instances SET name = $3, version = $4, updated_us = $5, sealed_secrets = $6,
+	err := g.db.pool.QueryRow(ctx, `UPDATE gateway_instances SET name = $3, version = $4, updated_us = $5, sealed_secrets = $6,
 		body = $7 WHERE id = $1 AND tenant = $2 AND version = $8 RETURNING created_us`,
-		args[0], args[1], args[2], args[3], args[5], args[6], args[7], expectVersion).Scan(&created)
+		args[0], args[1], args[2], args[3], args[5], args[6], args[7], expect).Scan(&created)
 	switch {
 	case err == nil:
-		in.CreatedAt = sqlstore.FromMicros(created)
-		return in, nil
+		return created, nil
 	case isUniqueViolation(err):
-		return gateway.Instance{}, fmt.Errorf("%s: name %q: %w", what, in.Name, gateway.ErrExists)
+		return 0, gateway.ErrExists
 	case !errors.Is(err, pgx.ErrNoRows):
-		return gateway.Instance{}, fmt.Errorf("%s: %w", what, err)
+		return 0, err
 	}
 	var v int64
-	err = g.db.pool.QueryRow(ctx, `SELECT version FROM gateway_instances WHERE id = $1 AND tenant = $2`, in.ID, in.TenantID).Scan(&v)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		err = gateway.ErrNotFound
-	case err == nil:
-		err = fmt.Errorf("version %d is not the current %d: %w", expectVersion, v, gateway.ErrConflict)
+	if err := g.db.pool.QueryRow(ctx, `SELECT version FROM gateway_instances WHERE id = $1 AND tenant = $2`, in.ID, in.TenantID).Scan(&v); err != nil {
+		return 0, err
 	}
-	return gateway.Instance{}, fmt.Errorf("%s: %w", what, err)
+	return 0, sqlstore.VersionConflict(expect, v)
 }
 
-func (g *GatewayStore) DeleteInstance(ctx context.Context, tenantID, id string) error {
-	what := "postgres: delete gateway instance " + id
-	if !a2astore.ValidText(tenantID, id) {
-		return fmt.Errorf("%s: %w", what, gateway.ErrNotFound)
-	}
-	tag, err := g.db.pool.Exec(ctx, `DELETE FROM gateway_instances WHERE id = $1 AND tenant = $2`, id, tenantID)
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("%s: %w", what, gateway.ErrNotFound)
-	}
-	return nil
+func (g gatewaySQL) DeleteInstance(ctx context.Context, tenantID, id string) (bool, error) {
+	return g.db.changeOne(ctx, `DELETE FROM gateway_instances WHERE id = $1 AND tenant = $2`, id, tenantID)
 }
 
 // eventArrays are a write's events as the arrays the append statements
@@ -286,32 +201,11 @@ var (
 // apart from the tasks the writer also writes.
 func runWriteKey(id string) string { return "gateway-run\x00" + id }
 
-func (g *GatewayStore) CreateRun(ctx context.Context, w gateway.RunWrite) (gateway.Run, []gateway.Event, error) {
-	what := "postgres: create gateway run " + w.Run.ID
-	if err := sqlstore.PrepareRunWrite(&w, true); err != nil {
-		return gateway.Run{}, nil, fmt.Errorf("%s: %w", what, err)
-	}
-	if !runText(&w.Run) || !eventsText(w.Events) {
-		return gateway.Run{}, nil, fmt.Errorf("%s: %w", what, errGatewayText)
-	}
-	w.Run.LastSequence = sqlstore.Number(w.Events, 0)
-	args, err := sqlstore.RunArgs(&w.Run)
-	if err != nil {
-		return gateway.Run{}, nil, fmt.Errorf("%s: %w", what, err)
-	}
+func (g gatewaySQL) CreateRun(ctx context.Context, w *gateway.RunWrite, args []any) (bool, error) {
 	var created, notified bool
-	err = g.db.wr.do(ctx, newWrite(runWriteKey(w.Run.ID), createRunSQL,
+	err := g.db.wr.do(ctx, newWrite(runWriteKey(w.Run.ID), createRunSQL,
 		slices.Concat(args, eventArrays(w.Events), []any{g.db.notifyTail(w.Run.ID)}), &created, &notified))
-	if err == nil && !created {
-		err = gateway.ErrExists
-	}
-	if err != nil {
-		return gateway.Run{}, nil, fmt.Errorf("%s: %w", what, err)
-	}
-	if len(w.Events) > 0 {
-		g.db.feed.runs.Announce(w.Run.ID, w.Run.LastSequence)
-	}
-	return w.Run, w.Events, nil
+	return created, err
 }
 
 // countRunsSQL counts the runs by status, reading the whole table: fine
@@ -319,59 +213,24 @@ func (g *GatewayStore) CreateRun(ctx context.Context, w gateway.RunWrite) (gatew
 // it read the index alone.
 const countRunsSQL = `SELECT status, COUNT(*) FROM gateway_runs GROUP BY status`
 
-// CountRuns implements gateway.Store.
-func (g *GatewayStore) CountRuns(ctx context.Context) (map[gateway.Status]int64, error) {
+func (g gatewaySQL) CountRuns(ctx context.Context) (map[gateway.Status]int64, error) {
 	rows, err := g.db.pool.Query(ctx, countRunsSQL)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: count gateway runs: %w", err)
+		return nil, err
 	}
 	defer rows.Close()
-	out := map[gateway.Status]int64{}
-	for rows.Next() {
-		var st string
-		var n int64
-		if err := rows.Scan(&st, &n); err != nil {
-			return nil, fmt.Errorf("postgres: count gateway runs: %w", err)
-		}
-		out[gateway.Status(st)] = n
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: count gateway runs: %w", err)
-	}
-	return out, nil
+	return sqlstore.CountBy[gateway.Status](rows)
 }
 
-func (g *GatewayStore) GetRun(ctx context.Context, tenantID, id string) (gateway.Run, error) {
-	what := "postgres: get gateway run " + id
-	if !a2astore.ValidText(tenantID, id) {
-		return gateway.Run{}, fmt.Errorf("%s: %w", what, gateway.ErrNotFound)
-	}
-	var row pgx.Row
+func (g gatewaySQL) Run(ctx context.Context, tenantID, id string) (gateway.Run, error) {
 	if tenantID == "" {
-		row = g.db.pool.QueryRow(ctx, `SELECT `+sqlstore.RunCols+` FROM gateway_runs WHERE id = $1`, id)
-	} else {
-		row = g.db.pool.QueryRow(ctx, `SELECT `+sqlstore.RunCols+` FROM gateway_runs WHERE id = $1 AND tenant = $2`, id, tenantID)
+		return sqlstore.ScanRun(g.db.pool.QueryRow(ctx, `SELECT `+sqlstore.RunCols+` FROM gateway_runs WHERE id = $1`, id))
 	}
-	r, err := sqlstore.ScanRun(row)
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = gateway.ErrNotFound
-	}
-	if err != nil {
-		return gateway.Run{}, fmt.Errorf("%s: %w", what, err)
-	}
-	return r, nil
+	return sqlstore.ScanRun(g.db.pool.QueryRow(ctx, `SELECT `+sqlstore.RunCols+` FROM gateway_runs WHERE id = $1 AND tenant = $2`, id, tenantID))
 }
 
-// listRunsSQL is ListRuns' statement and arguments for f; ok is false
-// when f names text PostgreSQL cannot hold, which no run has.
-func listRunsSQL(f gateway.RunFilter) (q string, args []any, ok bool) {
-	statuses := make([]string, len(f.Statuses))
-	for i, s := range f.Statuses {
-		statuses[i] = string(s)
-	}
-	if !a2astore.ValidText(f.TenantID, f.UserID, f.InstanceID, f.ThreadID, f.AfterID) || !a2astore.ValidText(statuses...) {
-		return "", nil, false
-	}
+// listRunsSQL is ListRuns' statement and arguments for f.
+func listRunsSQL(f gateway.RunFilter) (q string, args []any) {
 	var where []string
 	arg := func(v any) string {
 		args = append(args, v)
@@ -391,7 +250,11 @@ func listRunsSQL(f gateway.RunFilter) (q string, args []any, ok bool) {
 		// of a thread, serve a generic plan too.
 		where = append(where, `thread_id = `+arg(f.ThreadID)+` AND thread_id <> ''`)
 	}
-	if len(statuses) > 0 {
+	if len(f.Statuses) > 0 {
+		statuses := make([]string, len(f.Statuses))
+		for i, s := range f.Statuses {
+			statuses[i] = string(s)
+		}
 		where = append(where, `status = ANY(`+arg(statuses)+`)`)
 	}
 	if !f.AfterCreated.IsZero() || f.AfterID != "" {
@@ -401,40 +264,16 @@ func listRunsSQL(f gateway.RunFilter) (q string, args []any, ok bool) {
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, ` AND `)
 	}
-	return q + ` ORDER BY created_us DESC, id DESC LIMIT ` + arg(sqlstore.Limit(f.Limit, gateway.MaxPage)), args, true
+	return q + ` ORDER BY created_us DESC, id DESC LIMIT ` + arg(sqlstore.Limit(f.Limit, gateway.MaxPage)), args
 }
 
-func (g *GatewayStore) ListRuns(ctx context.Context, f gateway.RunFilter) ([]gateway.Run, error) {
-	q, args, ok := listRunsSQL(f)
-	if !ok {
-		return []gateway.Run{}, nil
-	}
-	rows, err := g.db.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: list gateway runs: %w", err)
-	}
-	defer rows.Close()
-	out, err := sqlstore.Collect(rows, sqlstore.ScanRun)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: list gateway runs: %w", err)
-	}
-	return out, nil
+func (g gatewaySQL) Runs(ctx context.Context, f gateway.RunFilter) ([]gateway.Run, error) {
+	q, args := listRunsSQL(f)
+	return queryAll(ctx, g.db.pool, sqlstore.ScanRun, q, args...)
 }
 
-func (g *GatewayStore) WriteRun(ctx context.Context, w gateway.RunWrite) (gateway.Run, []gateway.Event, error) {
-	what := "postgres: write gateway run " + w.Run.ID
-	if err := sqlstore.PrepareRunWrite(&w, false); err != nil {
-		return gateway.Run{}, nil, fmt.Errorf("%s: %w", what, err)
-	}
-	if !runText(&w.Run) || !eventsText(w.Events) {
-		return gateway.Run{}, nil, fmt.Errorf("%s: %w", what, errGatewayText)
-	}
-	args, err := sqlstore.RunArgs(&w.Run)
-	if err != nil {
-		return gateway.Run{}, nil, fmt.Errorf("%s: %w", what, err)
-	}
-	args = slices.Concat(sqlstore.RunSetArgs(args), []any{int64(len(w.Events)), w.Run.ID, w.Run.TenantID, w.ExpectVersion},
-		eventArrays(w.Events), []any{g.db.notifyTail(w.Run.ID)})
+func (g gatewaySQL) WriteRun(ctx context.Context, w *gateway.RunWrite, args []any) (int64, int64, error) {
+	args = slices.Concat(args, eventArrays(w.Events), []any{g.db.notifyTail(w.Run.ID)})
 	// The row lock the update takes orders concurrent writers; one that
 	// waited checks the version again against the winner's row and
 	// writes nothing, events included.
@@ -442,41 +281,23 @@ func (g *GatewayStore) WriteRun(ctx context.Context, w gateway.RunWrite) (gatewa
 		last, created, found *int64
 		notified             bool
 	)
-	err = g.db.wr.do(ctx, newWrite(runWriteKey(w.Run.ID), writeRunSQL, args, &last, &created, &found, &notified))
+	if err := g.db.wr.do(ctx, newWrite(runWriteKey(w.Run.ID), writeRunSQL, args, &last, &created, &found, &notified)); err != nil {
+		return 0, 0, err
+	}
 	switch {
-	case err != nil:
 	case last != nil && created != nil:
 	case found == nil:
-		err = gateway.ErrNotFound
+		return 0, 0, pgx.ErrNoRows
 	default:
-		err = fmt.Errorf("version %d is not the current %d: %w", w.ExpectVersion, *found, gateway.ErrConflict)
-	}
-	if err != nil {
-		return gateway.Run{}, nil, fmt.Errorf("%s: %w", what, err)
+		return 0, 0, sqlstore.VersionConflict(w.ExpectVersion, *found)
 	}
 	sqlstore.Number(w.Events, *last-int64(len(w.Events)))
-	w.Run.LastSequence, w.Run.CreatedAt = *last, sqlstore.FromMicros(*created)
-	if len(w.Events) > 0 {
-		g.db.feed.runs.Announce(w.Run.ID, *last)
-	}
-	return w.Run, w.Events, nil
+	return *last, *created, nil
 }
 
-func (g *GatewayStore) Events(ctx context.Context, runID string, after int64, limit int) ([]gateway.Event, error) {
-	if !a2astore.ValidText(runID) {
-		return []gateway.Event{}, nil
-	}
-	rows, err := g.db.pool.Query(ctx, `SELECT `+sqlstore.EventCols+` FROM gateway_run_events
-		WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, runID, after, sqlstore.Limit(limit, gateway.MaxPage))
-	if err != nil {
-		return nil, fmt.Errorf("postgres: gateway run %s events: %w", runID, err)
-	}
-	defer rows.Close()
-	out, err := sqlstore.Collect(rows, sqlstore.ScanEvent)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: gateway run %s events: %w", runID, err)
-	}
-	return out, nil
+func (g gatewaySQL) Events(ctx context.Context, runID string, after int64, limit int) ([]gateway.Event, error) {
+	return queryAll(ctx, g.db.pool, sqlstore.ScanEvent, `SELECT `+sqlstore.EventCols+` FROM gateway_run_events
+		WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, runID, after, limit)
 }
 
 // claimRunsSQL leases the oldest due runs that no concurrent claim has
@@ -494,26 +315,6 @@ const claimRunsSQL = `WITH c AS MATERIALIZED (
 	WHERE id IN (SELECT id FROM c)
 	RETURNING ` + sqlstore.RunCols
 
-func (g *GatewayStore) ClaimRuns(ctx context.Context, owner string, now, until time.Time, limit int) ([]gateway.Run, error) {
-	if owner == "" || !a2astore.ValidText(owner) {
-		return nil, errors.New("postgres: claim gateway runs: the owner is empty or not valid text")
-	}
-	rows, err := g.db.pool.Query(ctx, claimRunsSQL, sqlstore.Micros(now), sqlstore.Limit(limit, gateway.MaxPage), owner, sqlstore.Micros(until))
-	if err != nil {
-		return nil, fmt.Errorf("postgres: claim gateway runs: %w", err)
-	}
-	defer rows.Close()
-	out, err := sqlstore.Collect(rows, sqlstore.ScanRun)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: claim gateway runs: %w", err)
-	}
-	sqlstore.SortClaimed(out)
-	return out, nil
-}
-
-func (g *GatewayStore) WatchEvents(ctx context.Context, fn func(runID string, last int64)) error {
-	if err := g.db.feed.runs.Watch(ctx, fn); err != nil {
-		return fmt.Errorf("postgres: watch gateway events: %w", err)
-	}
-	return nil
+func (g gatewaySQL) ClaimRuns(ctx context.Context, owner string, nowUS, untilUS int64, limit int) ([]gateway.Run, error) {
+	return queryAll(ctx, g.db.pool, sqlstore.ScanRun, claimRunsSQL, nowUS, limit, owner, untilUS)
 }

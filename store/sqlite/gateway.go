@@ -4,9 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"strings"
-	"time"
 
 	"novaos.dev/novaos/gateway"
 	"novaos.dev/novaos/store/internal/sqlstore"
@@ -25,13 +23,21 @@ import (
 // that appended none or failed. Concurrent writes to one run may be
 // reported out of order; last is how far the run's events reached at
 // least.
-func (db *DB) GatewayStore() *GatewayStore { return &GatewayStore{db} }
+func (db *DB) GatewayStore() *GatewayStore {
+	return &GatewayStore{sqlstore.NewGatewayStore(dialect, gatewaySQL{db}, &db.gatewayWatchers)}
+}
 
 // GatewayStore keeps the execution gateway's records in the database (see
 // gateway.Store).
-type GatewayStore struct{ db *DB }
+type GatewayStore struct{ *gatewayStore }
+
+// gatewayStore is the store both SQL databases share, over gatewaySQL.
+type gatewayStore = sqlstore.GatewayStore
 
 var _ gateway.Store = (*GatewayStore)(nil)
+
+// gatewaySQL is the store's statements in this database's dialect.
+type gatewaySQL struct{ db *DB }
 
 // The statements of the gateway's writes, prepared once on the write
 // connection (writer.exec, writer.queryRow).
@@ -63,88 +69,36 @@ const (
 	getInstanceSQL  = `SELECT ` + sqlstore.InstanceCols + ` FROM gateway_instances WHERE id = ? AND tenant = ?`
 )
 
-func (g *GatewayStore) CreateInstance(ctx context.Context, in gateway.Instance, now time.Time) (gateway.Instance, error) {
-	what := "sqlite: create gateway instance " + in.ID
-	if err := sqlstore.PrepareInstance(&in, 0, now); err != nil {
-		return gateway.Instance{}, fmt.Errorf("%s: %w", what, err)
-	}
-	args, err := sqlstore.InstanceArgs(&in)
-	if err != nil {
-		return gateway.Instance{}, fmt.Errorf("%s: %w", what, err)
-	}
-	err = g.db.wr.do(ctx, func(tx *sql.Tx) error {
-		res, err := g.db.wr.exec(tx, insertInstanceSQL, args...)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 1 {
-			return err
-		}
-		// The id, or the name in the tenant, is taken.
-		return gateway.ErrExists
-	})
-	if err != nil {
-		return gateway.Instance{}, fmt.Errorf("%s: %w", what, err)
-	}
-	return in, nil
+func (g gatewaySQL) InsertInstance(ctx context.Context, args []any) (bool, error) {
+	return g.db.changeOne(ctx, insertInstanceSQL, args...)
 }
 
-func (g *GatewayStore) GetInstance(ctx context.Context, tenantID, id string) (gateway.Instance, error) {
-	in, err := sqlstore.ScanInstance(g.db.queryRow(ctx, getInstanceSQL, id, tenantID))
-	if errors.Is(err, sql.ErrNoRows) {
-		err = gateway.ErrNotFound
-	}
-	if err != nil {
-		return gateway.Instance{}, fmt.Errorf("sqlite: get gateway instance %s: %w", id, err)
-	}
-	return in, nil
+func (g gatewaySQL) Instance(ctx context.Context, tenantID, id string) (gateway.Instance, error) {
+	return sqlstore.ScanInstance(g.db.queryRow(ctx, getInstanceSQL, id, tenantID))
 }
 
-func (g *GatewayStore) ListInstances(ctx context.Context, f gateway.InstanceFilter) ([]gateway.Instance, error) {
-	rows, err := g.db.query(ctx, `SELECT `+sqlstore.InstanceCols+` FROM gateway_instances
-		WHERE tenant = ? AND name > ? ORDER BY name LIMIT ?`, f.TenantID, f.AfterName, sqlstore.Limit(f.Limit, gateway.MaxPage))
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: list gateway instances: %w", err)
-	}
-	defer rows.Close()
-	out, err := sqlstore.Collect(rows, sqlstore.ScanInstance)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: list gateway instances: %w", err)
-	}
-	return out, nil
+func (g gatewaySQL) Instances(ctx context.Context, tenantID, afterName string, limit int) ([]gateway.Instance, error) {
+	return queryAll(ctx, g.db.query, sqlstore.ScanInstance, `SELECT `+sqlstore.InstanceCols+` FROM gateway_instances
+		WHERE tenant = ? AND name > ? ORDER BY name LIMIT ?`, tenantID, afterName, limit)
 }
 
-func (g *GatewayStore) UpdateInstance(ctx context.Context, in gateway.Instance, expectVersion int64, now time.Time) (gateway.Instance, error) {
-	what := "sqlite: update gateway instance " + in.ID
-	if expectVersion <= 0 {
-		return gateway.Instance{}, fmt.Errorf("%s: an update needs the version it replaces, not %d", what, expectVersion)
-	}
-	if err := sqlstore.PrepareInstance(&in, expectVersion, now); err != nil {
-		return gateway.Instance{}, fmt.Errorf("%s: %w", what, err)
-	}
-	args, err := sqlstore.InstanceArgs(&in)
-	if err != nil {
-		return gateway.Instance{}, fmt.Errorf("%s: %w", what, err)
-	}
+func (g gatewaySQL) UpdateInstance(ctx context.Context, in *gateway.Instance, args []any, expect int64) (int64, error) {
 	var created int64
-	err = g.db.wr.do(ctx, func(tx *sql.Tx) error {
+	err := g.db.wr.do(ctx, func(tx *sql.Tx) error {
 		// The single writer runs these reads and the update with no other
 		// write in between: the compare and the set are one step.
 		var v int64
-		err := tx.QueryRow(`SELECT version, created_us FROM gateway_instances WHERE id = ? AND tenant = ?`, in.ID, in.TenantID).
-			Scan(&v, &created)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return gateway.ErrNotFound
-		case err != nil:
+		if err := tx.QueryRow(`SELECT version, created_us FROM gateway_instances WHERE id = ? AND tenant = ?`, in.ID, in.TenantID).
+			Scan(&v, &created); err != nil {
 			return err
-		case v != expectVersion:
-			return fmt.Errorf("version %d is not the current %d: %w", expectVersion, v, gateway.ErrConflict)
+		}
+		if v != expect {
+			return sqlstore.VersionConflict(expect, v)
 		}
 		var other string
-		err = tx.QueryRow(`SELECT id FROM gateway_instances WHERE tenant = ? AND name = ? AND id <> ?`, in.TenantID, in.Name, in.ID).Scan(&other)
+		err := tx.QueryRow(`SELECT id FROM gateway_instances WHERE tenant = ? AND name = ? AND id <> ?`, in.TenantID, in.Name, in.ID).Scan(&other)
 		if err == nil {
-			return fmt.Errorf("name %q: %w", in.Name, gateway.ErrExists)
+			return gateway.ErrExists
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -155,34 +109,15 @@ func (g *GatewayStore) UpdateInstance(ctx context.Context, in gateway.Instance, 
 			WHERE id = ?`, args[2], args[3], args[5], args[6], args[7], in.ID)
 		return err
 	})
-	if err != nil {
-		return gateway.Instance{}, fmt.Errorf("%s: %w", what, err)
-	}
-	in.CreatedAt = sqlstore.FromMicros(created)
-	return in, nil
+	return created, err
 }
 
-func (g *GatewayStore) DeleteInstance(ctx context.Context, tenantID, id string) error {
-	err := g.db.wr.do(ctx, func(tx *sql.Tx) error {
-		res, err := tx.Exec(`DELETE FROM gateway_instances WHERE id = ? AND tenant = ?`, id, tenantID)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return gateway.ErrNotFound
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("sqlite: delete gateway instance %s: %w", id, err)
-	}
-	return nil
+func (g gatewaySQL) DeleteInstance(ctx context.Context, tenantID, id string) (bool, error) {
+	return g.db.changeOne(ctx, `DELETE FROM gateway_instances WHERE id = ? AND tenant = ?`, id, tenantID)
 }
 
 // appendEvents inserts evs, numbered already, in tx.
-func (g *GatewayStore) appendEvents(tx *sql.Tx, evs []gateway.Event) error {
+func (g gatewaySQL) appendEvents(tx *sql.Tx, evs []gateway.Event) error {
 	for _, e := range evs {
 		if _, err := g.db.wr.exec(tx, insertRunEventSQL, e.RunID, e.Sequence, e.Type, sqlstore.Raw(e.Payload), sqlstore.Micros(e.At),
 			e.TraceID, e.SpanID); err != nil {
@@ -192,35 +127,16 @@ func (g *GatewayStore) appendEvents(tx *sql.Tx, evs []gateway.Event) error {
 	return nil
 }
 
-func (g *GatewayStore) CreateRun(ctx context.Context, w gateway.RunWrite) (gateway.Run, []gateway.Event, error) {
-	what := "sqlite: create gateway run " + w.Run.ID
-	if err := sqlstore.PrepareRunWrite(&w, true); err != nil {
-		return gateway.Run{}, nil, fmt.Errorf("%s: %w", what, err)
-	}
-	w.Run.LastSequence = sqlstore.Number(w.Events, 0)
-	args, err := sqlstore.RunArgs(&w.Run)
-	if err != nil {
-		return gateway.Run{}, nil, fmt.Errorf("%s: %w", what, err)
-	}
-	err = g.db.wr.doAtomic(ctx, func(tx *sql.Tx) error {
-		res, err := g.db.wr.exec(tx, insertRunSQL, args...)
-		if err != nil {
+func (g gatewaySQL) CreateRun(ctx context.Context, w *gateway.RunWrite, args []any) (bool, error) {
+	var created bool
+	err := g.db.wr.doAtomic(ctx, func(tx *sql.Tx) (err error) {
+		created, err = affected(g.db.wr.exec(tx, insertRunSQL, args...))
+		if err != nil || !created {
 			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return gateway.ErrExists
 		}
 		return g.appendEvents(tx, w.Events)
 	})
-	if err != nil {
-		return gateway.Run{}, nil, fmt.Errorf("%s: %w", what, err)
-	}
-	if len(w.Events) > 0 {
-		g.db.gatewayWatchers.Announce(w.Run.ID, w.Run.LastSequence)
-	}
-	return w.Run, w.Events, nil
+	return created, err
 }
 
 // countRunsSQL counts the runs by status, reading the whole table: fine
@@ -228,43 +144,20 @@ func (g *GatewayStore) CreateRun(ctx context.Context, w gateway.RunWrite) (gatew
 // it read the index alone.
 const countRunsSQL = `SELECT status, COUNT(*) FROM gateway_runs GROUP BY status`
 
-// CountRuns implements gateway.Store.
-func (g *GatewayStore) CountRuns(ctx context.Context) (map[gateway.Status]int64, error) {
+func (g gatewaySQL) CountRuns(ctx context.Context) (map[gateway.Status]int64, error) {
 	rows, err := g.db.r.QueryContext(ctx, countRunsSQL)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: count gateway runs: %w", err)
+		return nil, err
 	}
 	defer rows.Close()
-	out := map[gateway.Status]int64{}
-	for rows.Next() {
-		var st string
-		var n int64
-		if err := rows.Scan(&st, &n); err != nil {
-			return nil, fmt.Errorf("sqlite: count gateway runs: %w", err)
-		}
-		out[gateway.Status(st)] = n
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: count gateway runs: %w", err)
-	}
-	return out, nil
+	return sqlstore.CountBy[gateway.Status](rows)
 }
 
-func (g *GatewayStore) GetRun(ctx context.Context, tenantID, id string) (gateway.Run, error) {
-	var row *sql.Row
+func (g gatewaySQL) Run(ctx context.Context, tenantID, id string) (gateway.Run, error) {
 	if tenantID == "" {
-		row = g.db.queryRow(ctx, getRunSQL, id)
-	} else {
-		row = g.db.queryRow(ctx, getTenantRunSQL, id, tenantID)
+		return sqlstore.ScanRun(g.db.queryRow(ctx, getRunSQL, id))
 	}
-	r, err := sqlstore.ScanRun(row)
-	if errors.Is(err, sql.ErrNoRows) {
-		err = gateway.ErrNotFound
-	}
-	if err != nil {
-		return gateway.Run{}, fmt.Errorf("sqlite: get gateway run %s: %w", id, err)
-	}
-	return r, nil
+	return sqlstore.ScanRun(g.db.queryRow(ctx, getTenantRunSQL, id, tenantID))
 }
 
 // listRunsSQL is ListRuns' statement and arguments for f.
@@ -301,42 +194,21 @@ func listRunsSQL(f gateway.RunFilter) (string, []any) {
 	return q + ` ORDER BY created_us DESC, id DESC LIMIT ?`, append(args, sqlstore.Limit(f.Limit, gateway.MaxPage))
 }
 
-func (g *GatewayStore) ListRuns(ctx context.Context, f gateway.RunFilter) ([]gateway.Run, error) {
+func (g gatewaySQL) Runs(ctx context.Context, f gateway.RunFilter) ([]gateway.Run, error) {
 	q, args := listRunsSQL(f)
-	rows, err := g.db.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: list gateway runs: %w", err)
-	}
-	defer rows.Close()
-	out, err := sqlstore.Collect(rows, sqlstore.ScanRun)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: list gateway runs: %w", err)
-	}
-	return out, nil
+	return queryAll(ctx, g.db.r.QueryContext, sqlstore.ScanRun, q, args...)
 }
 
-func (g *GatewayStore) WriteRun(ctx context.Context, w gateway.RunWrite) (gateway.Run, []gateway.Event, error) {
-	what := "sqlite: write gateway run " + w.Run.ID
-	if err := sqlstore.PrepareRunWrite(&w, false); err != nil {
-		return gateway.Run{}, nil, fmt.Errorf("%s: %w", what, err)
-	}
-	args, err := sqlstore.RunArgs(&w.Run)
-	if err != nil {
-		return gateway.Run{}, nil, fmt.Errorf("%s: %w", what, err)
-	}
-	args = append(sqlstore.RunSetArgs(args), len(w.Events), w.Run.ID, w.Run.TenantID, w.ExpectVersion)
+func (g gatewaySQL) WriteRun(ctx context.Context, w *gateway.RunWrite, args []any) (int64, int64, error) {
 	var last, created int64
-	err = g.db.wr.doAtomic(ctx, func(tx *sql.Tx) error {
+	err := g.db.wr.doAtomic(ctx, func(tx *sql.Tx) error {
 		err := g.db.wr.queryRow(tx, updateRunSQL, args...).Scan(&last, &created)
 		if errors.Is(err, sql.ErrNoRows) {
 			var v int64
-			switch err := g.db.wr.queryRow(tx, runVersionSQL, w.Run.ID, w.Run.TenantID).Scan(&v); {
-			case errors.Is(err, sql.ErrNoRows):
-				return gateway.ErrNotFound
-			case err != nil:
+			if err := g.db.wr.queryRow(tx, runVersionSQL, w.Run.ID, w.Run.TenantID).Scan(&v); err != nil {
 				return err
 			}
-			return fmt.Errorf("version %d is not the current %d: %w", w.ExpectVersion, v, gateway.ErrConflict)
+			return sqlstore.VersionConflict(w.ExpectVersion, v)
 		}
 		if err != nil {
 			return err
@@ -344,40 +216,20 @@ func (g *GatewayStore) WriteRun(ctx context.Context, w gateway.RunWrite) (gatewa
 		sqlstore.Number(w.Events, last-int64(len(w.Events)))
 		return g.appendEvents(tx, w.Events)
 	})
-	if err != nil {
-		return gateway.Run{}, nil, fmt.Errorf("%s: %w", what, err)
-	}
-	w.Run.LastSequence, w.Run.CreatedAt = last, sqlstore.FromMicros(created)
-	if len(w.Events) > 0 {
-		g.db.gatewayWatchers.Announce(w.Run.ID, last)
-	}
-	return w.Run, w.Events, nil
+	return last, created, err
 }
 
-func (g *GatewayStore) Events(ctx context.Context, runID string, after int64, limit int) ([]gateway.Event, error) {
-	rows, err := g.db.query(ctx, eventsSQL, runID, after, sqlstore.Limit(limit, gateway.MaxPage))
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: gateway run %s events: %w", runID, err)
-	}
-	defer rows.Close()
-	out, err := sqlstore.Collect(rows, sqlstore.ScanEvent)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: gateway run %s events: %w", runID, err)
-	}
-	return out, nil
+func (g gatewaySQL) Events(ctx context.Context, runID string, after int64, limit int) ([]gateway.Event, error) {
+	return queryAll(ctx, g.db.query, sqlstore.ScanEvent, eventsSQL, runID, after, limit)
 }
 
-func (g *GatewayStore) ClaimRuns(ctx context.Context, owner string, now, until time.Time, limit int) ([]gateway.Run, error) {
-	if owner == "" {
-		return nil, errors.New("sqlite: claim gateway runs: no owner")
-	}
+func (g gatewaySQL) ClaimRuns(ctx context.Context, owner string, nowUS, untilUS int64, limit int) ([]gateway.Run, error) {
 	var out []gateway.Run
 	err := g.db.wr.do(ctx, func(tx *sql.Tx) error {
 		// The single writer makes the choice and the lease one step: no
 		// other claim runs in between, in this process or in another,
 		// whose write transaction waits for the file's lock.
-		rows, err := g.db.wr.query(tx, claimRunsSQL, owner, sqlstore.Micros(until), sqlstore.Micros(now),
-			sqlstore.Micros(now), sqlstore.Micros(now), sqlstore.Limit(limit, gateway.MaxPage))
+		rows, err := g.db.wr.query(tx, claimRunsSQL, owner, untilUS, nowUS, nowUS, nowUS, limit)
 		if err != nil {
 			return err
 		}
@@ -385,16 +237,5 @@ func (g *GatewayStore) ClaimRuns(ctx context.Context, owner string, now, until t
 		out, err = sqlstore.Collect(rows, sqlstore.ScanRun)
 		return err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: claim gateway runs: %w", err)
-	}
-	sqlstore.SortClaimed(out)
-	return out, nil
-}
-
-func (g *GatewayStore) WatchEvents(ctx context.Context, fn func(runID string, last int64)) error {
-	if err := g.db.gatewayWatchers.Watch(ctx, fn); err != nil {
-		return fmt.Errorf("sqlite: watch gateway events: %w", err)
-	}
-	return nil
+	return out, err
 }

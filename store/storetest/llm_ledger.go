@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -663,6 +664,27 @@ func testLLMUsage(t *testing.T, s llm.Store) {
 	}
 	if _, err := s.Usage(ctx, llm.UsageQuery{From: "yesterday"}); !errors.Is(err, llm.ErrInvalid) {
 		t.Errorf("a bad day: %v, want ErrInvalid", err)
+	}
+
+	// Keys as long as a store keeps page on like any others; a key some
+	// store cannot hold names nothing.
+	long := strings.Repeat("t", llm.MaxKeyBytes)
+	var lb llm.Batch
+	for _, inst := range []string{strings.Repeat("a", llm.MaxKeyBytes), strings.Repeat("b", llm.MaxKeyBytes)} {
+		key := llm.UsageKey{TenantID: long, Day: day2, InstanceID: inst, Model: "gpt-4o", Provider: "p"}
+		lb.Usage = append(lb.Usage, llm.UsageRow{UsageKey: key, Calls: 1, Input: 1, Output: 2, Cost: 3})
+	}
+	commit(t, s, lb)
+	first := lb.Usage[0].UsageKey
+	rows, err = s.Usage(ctx, llm.UsageQuery{TenantID: long, After: &first})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStored(t, "usage after a long key", []llm.UsageKey{lb.Usage[1].UsageKey}, keysOf(rows))
+	for _, q := range []llm.UsageQuery{{TenantID: "acme\x00"}, {Model: "\xff"}} {
+		if rows, err := s.Usage(ctx, q); err != nil || len(rows) != 0 {
+			t.Errorf("usage of %+v: %d rows, %v; want none", q, len(rows), err)
+		}
 	}
 }
 

@@ -186,29 +186,10 @@ func testHBCreateTaken(t *testing.T, s heartbeat.Store) {
 // one wins; the rest get ErrExists.
 func testHBCreateConcurrent(t *testing.T, store func(i int) heartbeat.Store) {
 	ctx := ctxT(t)
-	const n = 12
-	var wins atomic.Int32
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for i := range n {
-		wg.Go(func() {
-			_, err := store(i).Create(ctx, hbRecord("acme", fmt.Sprintf("c%d", i), "i1"))
-			switch {
-			case err == nil:
-				wins.Add(1)
-			case !errors.Is(err, heartbeat.ErrExists):
-				errs <- err
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Errorf("a losing Create: %v, want ErrExists", err)
-	}
-	if w := wins.Load(); w != 1 {
-		t.Errorf("%d creates won, want 1", w)
-	}
+	oneWins(t, "Create", 12, heartbeat.ErrExists, func(i int) error {
+		_, err := store(i).Create(ctx, hbRecord("acme", fmt.Sprintf("c%d", i), "i1"))
+		return err
+	})
 	list, err := store(0).List(ctx, "acme", "i1")
 	if err != nil || len(list) != 1 {
 		t.Errorf("List = %d configs, %v; want 1", len(list), err)
@@ -560,29 +541,10 @@ func testHBClaimMissed(t *testing.T, s heartbeat.Store) {
 func testHBClaimConcurrent(t *testing.T, store func(i int) heartbeat.Store) {
 	ctx := ctxT(t)
 	r := mustCreateHB(t, store(0), hbRecord("acme", "c1", "i1"))
-	const n = 12
-	var wins atomic.Int32
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for i := range n {
-		wg.Go(func() {
-			_, err := store(i).Claim(ctx, hbClaim(&r, hbT0, fmt.Sprintf("owner-%d", i)))
-			switch {
-			case err == nil:
-				wins.Add(1)
-			case !errors.Is(err, heartbeat.ErrConflict):
-				errs <- err
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Errorf("a losing Claim: %v, want ErrConflict", err)
-	}
-	if w := wins.Load(); w != 1 {
-		t.Errorf("%d claims won, want 1", w)
-	}
+	oneWins(t, "Claim", 12, heartbeat.ErrConflict, func(i int) error {
+		_, err := store(i).Claim(ctx, hbClaim(&r, hbT0, fmt.Sprintf("owner-%d", i)))
+		return err
+	})
 	fires, err := store(1).Fires(ctx, "acme", "c1", heartbeat.FireFilter{})
 	if err != nil || len(fires) != 1 {
 		t.Errorf("Fires = %d, %v; want 1", len(fires), err)
@@ -678,21 +640,37 @@ func testHBReclaimConcurrent(t *testing.T, store func(i int) heartbeat.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 12
+	oneWins(t, "Reclaim", 12, heartbeat.ErrConflict, func(i int) error {
+		_, err := store(i).Reclaim(ctx, "acme", "c1", f.Tick, fmt.Sprintf("o%d", i), hbAt(time.Hour), hbAt(2*time.Hour))
+		return err
+	})
+}
+
+// oneWins runs try(i) for every i below n at once, and checks that
+// exactly one succeeds and every other fails with an error matching
+// lose.
+func oneWins(t *testing.T, what string, n int, lose error, try func(i int) error) {
+	t.Helper()
 	var wins atomic.Int32
 	var wg sync.WaitGroup
+	errs := make(chan error, n)
 	for i := range n {
 		wg.Go(func() {
-			if _, err := store(i).Reclaim(ctx, "acme", "c1", f.Tick, fmt.Sprintf("o%d", i), hbAt(time.Hour), hbAt(2*time.Hour)); err == nil {
+			switch err := try(i); {
+			case err == nil:
 				wins.Add(1)
-			} else if !errors.Is(err, heartbeat.ErrConflict) {
-				t.Errorf("a losing Reclaim: %v", err)
+			case !errors.Is(err, lose):
+				errs <- err
 			}
 		})
 	}
 	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("a losing %s: %v, want %v", what, err, lose)
+	}
 	if w := wins.Load(); w != 1 {
-		t.Errorf("%d reclaims won, want 1", w)
+		t.Errorf("%d of %d calls of %s won, want 1", w, n, what)
 	}
 }
 

@@ -260,3 +260,278 @@ func (ws *EventWatchers) Len() int {
 	}
 	return 0
 }
+
+// GatewaySQL runs the statements of a GatewayStore in one database's
+// dialect. A read of one row returns the dialect's NoRows when there is
+// none; times are in microseconds (Micros) and limits are bounded
+// already.
+type GatewaySQL interface {
+	// InsertInstance inserts a row of InstanceArgs' values, and reports
+	// false when its id, or its name in the tenant, is taken.
+	InsertInstance(ctx context.Context, args []any) (bool, error)
+	// Instance reads the tenant's instance id.
+	Instance(ctx context.Context, tenantID, id string) (gateway.Instance, error)
+	// Instances lists up to limit of the tenant's instances named after
+	// afterName, by name.
+	Instances(ctx context.Context, tenantID, afterName string, limit int) ([]gateway.Instance, error)
+	// UpdateInstance replaces the row of in, whose values args are
+	// (InstanceArgs'), if its version is expect, and returns its creation
+	// time. It fails with gateway.ErrExists when another of the tenant's
+	// instances has in's name, with NoRows when in has no row, and with
+	// VersionConflict's error when its row is at another version.
+	UpdateInstance(ctx context.Context, in *gateway.Instance, args []any, expect int64) (int64, error)
+	// DeleteInstance deletes the tenant's instance id, and reports false
+	// when there is none.
+	DeleteInstance(ctx context.Context, tenantID, id string) (bool, error)
+	// CreateRun inserts w's run, whose values args are (RunArgs'), with
+	// w's events, numbered already, and reports false when its id is
+	// taken.
+	CreateRun(ctx context.Context, w *gateway.RunWrite, args []any) (bool, error)
+	// CountRuns counts the runs by status.
+	CountRuns(ctx context.Context) (map[gateway.Status]int64, error)
+	// Run reads run id, the tenant's unless tenantID is "".
+	Run(ctx context.Context, tenantID, id string) (gateway.Run, error)
+	// Runs lists the runs f selects, newest first.
+	Runs(ctx context.Context, f gateway.RunFilter) ([]gateway.Run, error)
+	// WriteRun replaces w's run if its version is w.ExpectVersion and
+	// appends w's events after its last sequence, numbering them; it
+	// returns the run's last sequence and creation time after the write.
+	// args are RunSetArgs' values, the number of events, the run's id,
+	// its tenant and the version expected. It fails with NoRows when the
+	// run has no row, and with VersionConflict's error when its row is at
+	// another version.
+	WriteRun(ctx context.Context, w *gateway.RunWrite, args []any) (last, created int64, err error)
+	// Events lists up to limit of the run's events after sequence after.
+	Events(ctx context.Context, runID string, after int64, limit int) ([]gateway.Event, error)
+	// ClaimRuns leases up to limit runs ClaimRuns may lease at nowUS to
+	// owner until untilUS, and returns them.
+	ClaimRuns(ctx context.Context, owner string, nowUS, untilUS int64, limit int) ([]gateway.Run, error)
+}
+
+// VersionConflict is a gateway write's error when it expected version
+// expect of a row at version stored.
+func VersionConflict(expect, stored int64) error {
+	return fmt.Errorf("version %d is not the current %d: %w", expect, stored, gateway.ErrConflict)
+}
+
+// errGatewayText: a database whose text holds neither NUL nor invalid
+// UTF-8 cannot keep a record with such text in a column.
+var errGatewayText = errors.New("text with NUL or invalid UTF-8")
+
+// GatewayStore is a gateway.Store on an SQL database: the checks, the
+// steps between statements and the errors both SQL stores share, over
+// the statements a GatewaySQL runs. It announces its appends to
+// watchers, which may hear of other writers' too.
+type GatewayStore struct {
+	d        Dialect
+	db       GatewaySQL
+	watchers *EventWatchers
+}
+
+// NewGatewayStore returns the GatewayStore of db, whose dialect is d,
+// announcing appends to watchers.
+func NewGatewayStore(d Dialect, db GatewaySQL, watchers *EventWatchers) *GatewayStore {
+	return &GatewayStore{d: d, db: db, watchers: watchers}
+}
+
+var _ gateway.Store = (*GatewayStore)(nil)
+
+func (g *GatewayStore) instanceHeld(in *gateway.Instance) bool {
+	return g.d.Holds(in.ID, in.TenantID, in.Name)
+}
+
+func (g *GatewayStore) writeHeld(w *gateway.RunWrite) bool {
+	r := &w.Run
+	if !g.d.Holds(r.ID, r.TenantID, r.InstanceID, r.Caller.UserID, r.ThreadID, r.LeaseOwner) {
+		return false
+	}
+	for _, e := range w.Events {
+		if !g.d.Holds(e.Type, e.TraceID, e.SpanID) {
+			return false
+		}
+	}
+	return true
+}
+
+func (g *GatewayStore) CreateInstance(ctx context.Context, in gateway.Instance, now time.Time) (_ gateway.Instance, err error) {
+	defer g.d.wrap(&err, "create gateway instance %s", in.ID)
+	if err := PrepareInstance(&in, 0, now); err != nil {
+		return gateway.Instance{}, err
+	}
+	if !g.instanceHeld(&in) {
+		return gateway.Instance{}, errGatewayText
+	}
+	args, err := InstanceArgs(&in)
+	if err != nil {
+		return gateway.Instance{}, err
+	}
+	switch created, err := g.db.InsertInstance(ctx, args); {
+	case err != nil:
+		return gateway.Instance{}, err
+	case !created:
+		return gateway.Instance{}, gateway.ErrExists
+	}
+	return in, nil
+}
+
+func (g *GatewayStore) GetInstance(ctx context.Context, tenantID, id string) (_ gateway.Instance, err error) {
+	defer g.d.wrap(&err, "get gateway instance %s", id)
+	if !g.d.Holds(tenantID, id) {
+		return gateway.Instance{}, gateway.ErrNotFound
+	}
+	in, err := g.db.Instance(ctx, tenantID, id)
+	return in, g.d.Missing(err, gateway.ErrNotFound)
+}
+
+func (g *GatewayStore) ListInstances(ctx context.Context, f gateway.InstanceFilter) (_ []gateway.Instance, err error) {
+	defer g.d.wrap(&err, "list gateway instances")
+	if !g.d.Holds(f.TenantID, f.AfterName) {
+		return []gateway.Instance{}, nil
+	}
+	return g.db.Instances(ctx, f.TenantID, f.AfterName, Limit(f.Limit, gateway.MaxPage))
+}
+
+func (g *GatewayStore) UpdateInstance(ctx context.Context, in gateway.Instance, expectVersion int64, now time.Time) (_ gateway.Instance, err error) {
+	defer g.d.wrap(&err, "update gateway instance %s", in.ID)
+	if expectVersion <= 0 {
+		return gateway.Instance{}, fmt.Errorf("an update needs the version it replaces, not %d", expectVersion)
+	}
+	if err := PrepareInstance(&in, expectVersion, now); err != nil {
+		return gateway.Instance{}, err
+	}
+	if !g.instanceHeld(&in) {
+		return gateway.Instance{}, errGatewayText
+	}
+	args, err := InstanceArgs(&in)
+	if err != nil {
+		return gateway.Instance{}, err
+	}
+	created, err := g.db.UpdateInstance(ctx, &in, args, expectVersion)
+	switch {
+	case errors.Is(err, gateway.ErrExists):
+		return gateway.Instance{}, fmt.Errorf("name %q: %w", in.Name, err)
+	case err != nil:
+		return gateway.Instance{}, g.d.Missing(err, gateway.ErrNotFound)
+	}
+	in.CreatedAt = FromMicros(created)
+	return in, nil
+}
+
+func (g *GatewayStore) DeleteInstance(ctx context.Context, tenantID, id string) (err error) {
+	defer g.d.wrap(&err, "delete gateway instance %s", id)
+	if !g.d.Holds(tenantID, id) {
+		return gateway.ErrNotFound
+	}
+	switch deleted, err := g.db.DeleteInstance(ctx, tenantID, id); {
+	case err != nil:
+		return err
+	case !deleted:
+		return gateway.ErrNotFound
+	}
+	return nil
+}
+
+func (g *GatewayStore) CreateRun(ctx context.Context, w gateway.RunWrite) (_ gateway.Run, _ []gateway.Event, err error) {
+	defer g.d.wrap(&err, "create gateway run %s", w.Run.ID)
+	if err := PrepareRunWrite(&w, true); err != nil {
+		return gateway.Run{}, nil, err
+	}
+	if !g.writeHeld(&w) {
+		return gateway.Run{}, nil, errGatewayText
+	}
+	w.Run.LastSequence = Number(w.Events, 0)
+	args, err := RunArgs(&w.Run)
+	if err != nil {
+		return gateway.Run{}, nil, err
+	}
+	switch created, err := g.db.CreateRun(ctx, &w, args); {
+	case err != nil:
+		return gateway.Run{}, nil, err
+	case !created:
+		return gateway.Run{}, nil, gateway.ErrExists
+	}
+	if len(w.Events) > 0 {
+		g.watchers.Announce(w.Run.ID, w.Run.LastSequence)
+	}
+	return w.Run, w.Events, nil
+}
+
+func (g *GatewayStore) CountRuns(ctx context.Context) (_ map[gateway.Status]int64, err error) {
+	defer g.d.wrap(&err, "count gateway runs")
+	return g.db.CountRuns(ctx)
+}
+
+func (g *GatewayStore) GetRun(ctx context.Context, tenantID, id string) (_ gateway.Run, err error) {
+	defer g.d.wrap(&err, "get gateway run %s", id)
+	if !g.d.Holds(tenantID, id) {
+		return gateway.Run{}, gateway.ErrNotFound
+	}
+	r, err := g.db.Run(ctx, tenantID, id)
+	return r, g.d.Missing(err, gateway.ErrNotFound)
+}
+
+func (g *GatewayStore) ListRuns(ctx context.Context, f gateway.RunFilter) (_ []gateway.Run, err error) {
+	defer g.d.wrap(&err, "list gateway runs")
+	if !g.d.Holds(f.TenantID, f.UserID, f.InstanceID, f.ThreadID, f.AfterID) {
+		return []gateway.Run{}, nil
+	}
+	for _, s := range f.Statuses {
+		if !g.d.Holds(string(s)) {
+			return []gateway.Run{}, nil
+		}
+	}
+	return g.db.Runs(ctx, f)
+}
+
+func (g *GatewayStore) WriteRun(ctx context.Context, w gateway.RunWrite) (_ gateway.Run, _ []gateway.Event, err error) {
+	defer g.d.wrap(&err, "write gateway run %s", w.Run.ID)
+	if err := PrepareRunWrite(&w, false); err != nil {
+		return gateway.Run{}, nil, err
+	}
+	if !g.writeHeld(&w) {
+		return gateway.Run{}, nil, errGatewayText
+	}
+	args, err := RunArgs(&w.Run)
+	if err != nil {
+		return gateway.Run{}, nil, err
+	}
+	args = append(RunSetArgs(args), int64(len(w.Events)), w.Run.ID, w.Run.TenantID, w.ExpectVersion)
+	last, created, err := g.db.WriteRun(ctx, &w, args)
+	if err != nil {
+		return gateway.Run{}, nil, g.d.Missing(err, gateway.ErrNotFound)
+	}
+	w.Run.LastSequence, w.Run.CreatedAt = last, FromMicros(created)
+	if len(w.Events) > 0 {
+		g.watchers.Announce(w.Run.ID, last)
+	}
+	return w.Run, w.Events, nil
+}
+
+func (g *GatewayStore) Events(ctx context.Context, runID string, after int64, limit int) (_ []gateway.Event, err error) {
+	defer g.d.wrap(&err, "gateway run %s events", runID)
+	if !g.d.Holds(runID) {
+		return []gateway.Event{}, nil
+	}
+	return g.db.Events(ctx, runID, after, Limit(limit, gateway.MaxPage))
+}
+
+func (g *GatewayStore) ClaimRuns(ctx context.Context, owner string, now, until time.Time, limit int) (_ []gateway.Run, err error) {
+	defer g.d.wrap(&err, "claim gateway runs")
+	switch {
+	case owner == "":
+		return nil, errors.New("no owner")
+	case !g.d.Holds(owner):
+		return nil, fmt.Errorf("owner: %w", errGatewayText)
+	}
+	out, err := g.db.ClaimRuns(ctx, owner, Micros(now), Micros(until), Limit(limit, gateway.MaxPage))
+	if err != nil {
+		return nil, err
+	}
+	SortClaimed(out)
+	return out, nil
+}
+
+func (g *GatewayStore) WatchEvents(ctx context.Context, fn func(runID string, last int64)) (err error) {
+	defer g.d.wrap(&err, "watch gateway events")
+	return g.watchers.Watch(ctx, fn)
+}
