@@ -52,3 +52,35 @@ func TestSpanSink(t *testing.T) {
 		t.Errorf("counts %+v, want %+v", got, want)
 	}
 }
+
+// The sink counts the spans of whatever export the official message
+// types decode, as they do.
+func FuzzCountSpans(f *testing.F) {
+	for _, req := range []*coltracepb.ExportTraceServiceRequest{
+		{},
+		{ResourceSpans: []*tracepb.ResourceSpans{{SchemaUrl: "s", ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{{Name: "a", Attributes: nil}}}}}}},
+		{ResourceSpans: []*tracepb.ResourceSpans{{ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{{Name: "a"}, {Name: "b"}}}, {}}}, {}}},
+	} {
+		b, err := proto.Marshal(req)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var req coltracepb.ExportTraceServiceRequest
+		if proto.Unmarshal(b, &req) != nil {
+			countSpans(b) // must not panic
+			return
+		}
+		var want int64
+		for _, rs := range req.GetResourceSpans() {
+			for _, ss := range rs.GetScopeSpans() {
+				want += int64(len(ss.GetSpans()))
+			}
+		}
+		if got, err := countSpans(b); err != nil || got != want {
+			t.Fatalf("countSpans = %d, %v; the decoded export holds %d", got, err, want)
+		}
+	})
+}

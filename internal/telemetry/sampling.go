@@ -58,20 +58,19 @@ func newSampledProvider(opts []sdktrace.TracerProviderOption, ratio float64) *sa
 type tracerKey struct{ name, version, schema string }
 
 func (p *sampledProvider) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
-	c := trace.NewTracerConfig(opts...)
-	k := tracerKey{name, c.InstrumentationVersion(), c.SchemaURL()}
-	attrs := c.InstrumentationAttributes()
-	if attrs.Len() == 0 {
-		if t, ok := p.tracers.Load(k); ok {
+	if len(opts) == 0 { // the usual call, looked up without building a config
+		if t, ok := p.tracers.Load(tracerKey{name: name}); ok {
 			return t.(*sampledTracer)
 		}
 	}
+	c := trace.NewTracerConfig(opts...)
+	attrs := c.InstrumentationAttributes()
 	t := &sampledTracer{p: p, sdk: p.sdk.Tracer(name, opts...)}
-	if attrs.Len() == 0 {
-		t2, _ := p.tracers.LoadOrStore(k, t)
-		return t2.(*sampledTracer)
+	if attrs.Len() > 0 {
+		return t // a scope with attributes is not cached
 	}
-	return t
+	t2, _ := p.tracers.LoadOrStore(tracerKey{name, c.InstrumentationVersion(), c.SchemaURL()}, t)
+	return t2.(*sampledTracer)
 }
 
 type sampledTracer struct {

@@ -186,3 +186,20 @@ func BenchmarkUnsampledSpans(b *testing.B) {
 		})
 	}
 }
+
+// A tracer is made once per scope.
+func TestSampledProviderTracers(t *testing.T) {
+	p, _ := newTestProvider(t, 1)
+	if p.Tracer("a") != p.Tracer("a") {
+		t.Error("two tracers for one name")
+	}
+	if p.Tracer("a") == p.Tracer("b") || p.Tracer("a") == p.Tracer("a", trace.WithInstrumentationVersion("1")) {
+		t.Error("one tracer for two scopes")
+	}
+	if v := p.Tracer("a", trace.WithInstrumentationVersion("1")); v != p.Tracer("a", trace.WithInstrumentationVersion("1")) {
+		t.Error("two tracers for one versioned scope")
+	}
+	if n := testing.AllocsPerRun(100, func() { p.Tracer("a") }); n != 0 {
+		t.Errorf("a known tracer costs %v allocations", n)
+	}
+}
