@@ -16,7 +16,7 @@ import (
 // batches of 512 spans are far below it.
 const maxExportBytes = 16 << 20
 
-// SpanSink is an OTLP/HTTP trace collector that decodes each export,
+// SpanSink is an OTLP/HTTP trace collector that walks each export,
 // counts its spans and drops them: a benchmark's servers export to it as
 // to a real collector, without the process keeping what they send. It
 // takes POST /v1/traces in protobuf, uncompressed, as the platform's

@@ -474,7 +474,7 @@ func printOpsBench(w io.Writer, r *opsBenchReport) {
 	if r.Overhead != nil {
 		fmt.Fprintln(w, "telemetry-off: a server with Options.NoTelemetry (no request span, metrics or access log, a no-op tracer, no")
 		fmt.Fprintln(w, "/metrics); telemetry-on: the same with every metric, the access log (JSON, discarded) and a span per request")
-		fmt.Fprintln(w, "sampled at --trace-ratio, exported over OTLP/HTTP to a collector in this process that decodes and drops them.")
+		fmt.Fprintln(w, "sampled at --trace-ratio, exported over OTLP/HTTP to a collector in this process that counts and drops them.")
 		fmt.Fprintln(w, "One server is loaded at a time, A B B A …; req/s is the median of a side's rounds, on/off the median of the")
 		fmt.Fprintln(w, "ratios within a turn. CPU/req is the whole process's CPU time (servers, clients, collector) per request.")
 	}
