@@ -384,3 +384,48 @@ func TestRunEventsCommitted(t *testing.T) {
 		t.Errorf("%d events in %d appends, want 6 in 2", len(evs), appends)
 	}
 }
+
+// A lease asks for four calls' worth, or what its counter spends in the
+// time ahead, whichever is more; and it lacks only what a limited metric
+// cannot cover.
+func TestLeaseSizing(t *testing.T) {
+	est := llm.Amount{Tokens: 100, Cost: 10}
+	tests := []struct {
+		name  string
+		rate  [2]float64 // tokens and cost a second
+		ahead time.Duration
+		want  llm.Amount
+	}{
+		{"idle", [2]float64{0, 0}, time.Second, llm.Amount{Tokens: 400, Cost: 40}},
+		{"slow", [2]float64{100, 10}, 2 * time.Second, llm.Amount{Tokens: 400, Cost: 40}},
+		{"busy", [2]float64{1000, 30}, 2 * time.Second, llm.Amount{Tokens: 2000, Cost: 60}},
+		{"busy tokens only", [2]float64{500, 5}, 3 * time.Second, llm.Amount{Tokens: 1500, Cost: 40}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l := &lease{rate: tc.rate}
+			if got := l.want(est, tc.ahead); got != tc.want {
+				t.Errorf("want(%+v, %v) = %+v; want %+v", est, tc.ahead, got, tc.want)
+			}
+		})
+	}
+	shorts := []struct {
+		name  string
+		limit llm.Amount
+		held  llm.Amount
+		want  llm.Amount
+	}{
+		{"both limited, both short", llm.Amount{Tokens: 1000, Cost: 1000}, llm.Amount{Tokens: 30, Cost: 4}, llm.Amount{Tokens: 70, Cost: 6}},
+		{"tokens unlimited", llm.Amount{Cost: 1000}, llm.Amount{Tokens: 30, Cost: 4}, llm.Amount{Cost: 6}},
+		{"cost unlimited", llm.Amount{Tokens: 1000}, llm.Amount{Tokens: 30, Cost: 4}, llm.Amount{Tokens: 70}},
+		{"enough", llm.Amount{Tokens: 1000, Cost: 1000}, llm.Amount{Tokens: 100, Cost: 10}, llm.Amount{}},
+	}
+	for _, tc := range shorts {
+		t.Run("short/"+tc.name, func(t *testing.T) {
+			l := &lease{limit: tc.limit, held: tc.held}
+			if got := l.short(est); got != tc.want {
+				t.Errorf("short(%+v) = %+v; want %+v", est, got, tc.want)
+			}
+		})
+	}
+}
