@@ -148,24 +148,27 @@ func (h *hub) unfollow(f *follower) {
 
 // notify wakes the followers of run, or every follower for run "" (last
 // -1): the store's news of events committed, here or elsewhere. News of
-// a run this process is writing waits for the write to end.
+// a run this process is writing waits for the write to end, onEvents's
+// too: the news is most often of that very write, which the writer has
+// told onEvents's listener of by then.
 func (h *hub) notify(run string, last int64) {
-	if h.onEvents != nil {
-		h.onEvents(run, last)
-	}
 	h.mu.Lock()
-	defer h.mu.Unlock()
+	if w := h.writing[run]; run != "" && w != nil {
+		w.last = max(w.last, last)
+		h.mu.Unlock()
+		return
+	}
 	if run == "" {
 		for _, set := range h.runs {
 			wakeAll(set, -1, nil)
 		}
-		return
+	} else {
+		wakeAll(h.runs[run], last, nil)
 	}
-	if w := h.writing[run]; w != nil {
-		w.last = max(w.last, last)
-		return
+	h.mu.Unlock()
+	if h.onEvents != nil {
+		h.onEvents(run, last)
 	}
-	wakeAll(h.runs[run], last, nil)
 }
 
 // writeBegins says this process starts writing run; writeEnds must
@@ -186,12 +189,12 @@ func (h *hub) writeBegins(run string) {
 // their tails, and with the news of the store that waited for it.
 func (h *hub) writeEnds(run string, events []gateway.Event) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	var last int64
+	var last, news int64
 	if w := h.writing[run]; w != nil {
 		last = w.last
 		if w.n--; w.n == 0 {
 			delete(h.writing, run)
+			news = w.last // told once, when the last write ends
 		}
 	}
 	if n := len(events); n > 0 {
@@ -199,6 +202,10 @@ func (h *hub) writeEnds(run string, events []gateway.Event) {
 	}
 	if last > 0 {
 		wakeAll(h.runs[run], last, events)
+	}
+	h.mu.Unlock()
+	if news > 0 && h.onEvents != nil {
+		h.onEvents(run, news)
 	}
 }
 

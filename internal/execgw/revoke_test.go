@@ -3,6 +3,7 @@ package execgw_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,4 +75,49 @@ func TestRevokedBoundedStaleness(t *testing.T) {
 	if err := svc.Revoked(ctx, c); err == nil || errors.Is(err, gateway.ErrNotFound) {
 		t.Fatalf("a second later: %v", err)
 	}
+}
+
+// Events another service appends to a live run (a model call's) keep
+// the run's answer remembered: the store's news of that write is the
+// write's own, so the next token of the run is checked without a read.
+func TestRevokedRemembersAppends(t *testing.T) {
+	// The run waits for its user: no replica holds it.
+	sc := &script{steps: []func(*a2a.SendMessageRequest, *frameWriter){
+		func(_ *a2a.SendMessageRequest, w *frameWriter) {
+			w.status(a2a.TaskStateInputRequired, a2a.NewMessage(a2a.RoleAgent, a2a.TextPart("which one?")))
+		},
+	}}
+	st := &runReads{Store: gateway.NewMemoryStore()}
+	now := time.Now()
+	e := newEnvOn(t, st, hostedAgents{"a": sc}, &execgw.Options{Now: func() time.Time { return now }})
+	run := e.execute(userTok, gateway.ExecuteRequest{InstanceID: e.install("a", "a", nil), Input: "q"})
+	e.waitStatus(run, gateway.StatusWaitingUser)
+	ctx := context.Background()
+	claims := &identity.Claims{TenantID: "acme", RunID: run}
+	if err := e.svc.Revoked(ctx, claims); err != nil {
+		t.Fatalf("a live run's token: %v", err)
+	}
+	for i := range 3 {
+		if err := e.svc.AppendEvents(ctx, "acme", run, gateway.Event{Type: "llm.call", Payload: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+		before := st.n.Load()
+		if err := e.svc.Revoked(ctx, claims); err != nil {
+			t.Fatalf("after append %d: %v", i, err)
+		}
+		if n := st.n.Load() - before; n != 0 {
+			t.Fatalf("after append %d the token's check read the run %d times", i, n)
+		}
+	}
+}
+
+// runReads counts GetRun calls.
+type runReads struct {
+	gateway.Store
+	n atomic.Int64
+}
+
+func (r *runReads) GetRun(ctx context.Context, tenant, id string) (gateway.Run, error) {
+	r.n.Add(1)
+	return r.Store.GetRun(ctx, tenant, id)
 }
