@@ -56,8 +56,10 @@
 //     <model>" or "embeddings <model>" with the GenAI attributes), kept in
 //     the daily usage, and, made with a run's token, shown in the run as
 //     llm.call (model, provider, tokens, cost, duration, outcome; never a
-//     prompt). Usage and run events are written in batches every
-//     FlushEvery, not by the call.
+//     prompt). Usage is written in batches every FlushEvery, not by the
+//     call; a run event is written before the call's answer ends (a
+//     stream's [DONE] waits for it), one write for the calls ending
+//     together, since a run that has ended takes no more events.
 //
 // # Budgets
 //
