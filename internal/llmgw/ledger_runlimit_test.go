@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -115,28 +114,9 @@ func TestReplicasShareARunLimit(t *testing.T) {
 			hs[0].admin(http.MethodPut, llm.BudgetsPath+"/acme", llm.BudgetRequest{RunTokens: 10 * limit}, http.StatusCreated)
 			c := claims("llm:model:gpt-4o")
 			c.LLMMaxTokens = limit
-			var ok, refused atomic.Int64
-			var wg sync.WaitGroup
-			for i := range replicas * workers {
-				h := hs[i%replicas]
-				tok := h.token(c)
-				wg.Go(func() {
-					for range calls {
-						resp, data := h.do(http.MethodPost, ChatPath, tok, chatBody("gpt-4o", "max_tokens", 20))
-						switch resp.StatusCode {
-						case http.StatusOK:
-							ok.Add(1)
-						case http.StatusTooManyRequests:
-							refused.Add(1)
-						default:
-							t.Errorf("%d %s", resp.StatusCode, data)
-						}
-					}
-				})
-			}
-			wg.Wait()
-			if ok.Load()*used > limit || refused.Load() == 0 {
-				t.Errorf("%d calls of %d tokens went through a run limit of %d; %d refused", ok.Load(), used, limit, refused.Load())
+			ok, refused := spend(t, hs, workers, calls, func(h *harness) string { return h.token(c) })
+			if ok*used > limit || refused == 0 {
+				t.Errorf("%d calls of %d tokens went through a run limit of %d; %d refused", ok, used, limit, refused)
 			}
 			// As a server stops: the background work, then the calls.
 			stop()
@@ -150,7 +130,7 @@ func TestReplicasShareARunLimit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := ok.Load() * used; sp.Used.Run.Tokens != want || sp.Held.Run != (llm.Amount{}) {
+			if want := ok * used; sp.Used.Run.Tokens != want || sp.Held.Run != (llm.Amount{}) {
 				t.Errorf("after the replicas stopped: %+v, want %d used and nothing held", sp, want)
 			}
 		})

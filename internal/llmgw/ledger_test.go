@@ -216,33 +216,14 @@ func TestReplicasShareABudget(t *testing.T) {
 			hs[0].provider("openai", p.BaseURL(), "")
 			hs[0].route("gpt-4o", llm.Target{Provider: "openai", Model: "gpt-4o"})
 			hs[0].admin(http.MethodPut, llm.BudgetsPath+"/acme", llm.BudgetRequest{DailyTokens: limit}, http.StatusCreated)
-			var ok, refused atomic.Int64
-			var wg sync.WaitGroup
-			for i := range replicas * workers {
-				h := hs[i%replicas]
-				tok := h.token(claims("llm:model:gpt-4o"))
-				wg.Go(func() {
-					for range calls {
-						resp, data := h.do(http.MethodPost, ChatPath, tok, chatBody("gpt-4o", "max_tokens", 20))
-						switch resp.StatusCode {
-						case http.StatusOK:
-							ok.Add(1)
-						case http.StatusTooManyRequests:
-							refused.Add(1)
-						default:
-							t.Errorf("%d %s", resp.StatusCode, data)
-						}
-					}
-				})
-			}
-			wg.Wait()
+			ok, refused := spend(t, hs, workers, calls, func(h *harness) string { return h.token(claims("llm:model:gpt-4o")) })
 			// No more than the budget was used; calls were refused only when
 			// less was left than a call's estimate and what the replicas'
 			// leases held unspent (under five estimates each).
-			if ok.Load()*used > limit || refused.Load() == 0 {
-				t.Errorf("%d calls of %d tokens went through a budget of %d; %d refused", ok.Load(), used, limit, refused.Load())
+			if ok*used > limit || refused == 0 {
+				t.Errorf("%d calls of %d tokens went through a budget of %d; %d refused", ok, used, limit, refused)
 			}
-			if free := limit - ok.Load()*used; free > int64(replicas*5+1)*est {
+			if free := limit - ok*used; free > int64(replicas*5+1)*est {
 				t.Errorf("%d tokens of the budget were left while calls were refused", free)
 			}
 			for _, h := range hs {
@@ -254,7 +235,7 @@ func TestReplicasShareABudget(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := ok.Load() * used; sp.Used.TenantDay.Tokens != want || sp.Held.TenantDay != (llm.Amount{}) {
+			if want := ok * used; sp.Used.TenantDay.Tokens != want || sp.Held.TenantDay != (llm.Amount{}) {
 				t.Errorf("after the replicas stopped: %+v, want %d used and nothing held", sp, want)
 			}
 		})
@@ -428,4 +409,32 @@ func TestLeaseSizing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// spend has workers clients per replica in hs each make calls chat
+// completions with the token tok gives for its replica, and counts the
+// answers: 200 as ok, 429 as refused, anything else a test error.
+func spend(t *testing.T, hs []*harness, workers, calls int, tok func(h *harness) string) (ok, refused int64) {
+	t.Helper()
+	var okN, refusedN atomic.Int64
+	var wg sync.WaitGroup
+	for i := range len(hs) * workers {
+		h := hs[i%len(hs)]
+		tk := tok(h)
+		wg.Go(func() {
+			for range calls {
+				resp, data := h.do(http.MethodPost, ChatPath, tk, chatBody("gpt-4o", "max_tokens", 20))
+				switch resp.StatusCode {
+				case http.StatusOK:
+					okN.Add(1)
+				case http.StatusTooManyRequests:
+					refusedN.Add(1)
+				default:
+					t.Errorf("%d %s", resp.StatusCode, data)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return okN.Load(), refusedN.Load()
 }
