@@ -22,7 +22,6 @@ import (
 	"novaos.dev/novaos/internal/schedsvc"
 	"novaos.dev/novaos/llm"
 	"novaos.dev/novaos/llm/llmtest"
-	"novaos.dev/novaos/secret"
 	"novaos.dev/novaos/store/sqlite"
 )
 
@@ -33,23 +32,8 @@ func TestSchedulesEndToEnd(t *testing.T) {
 	clock := schedsvc.NewManualClock(time.Date(2026, 7, 1, 10, 0, 30, 0, time.UTC))
 	srv := start(t, &app.Options{DataDir: t.TempDir(), Schedules: app.SchedulesOptions{Clock: clock}})
 	ctx := context.Background()
-	tok, err := srv.Issuer().Mint(ctx, identity.Claims{TenantID: "acme", UserID: "alice", AgentID: "console",
-		Scopes: []string{"runs:*", "instances:*", "schedules:*"}}, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw, err := gateway.NewClient(srv.URL(), &gateway.ClientOptions{Token: secret.New(tok)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst, err := gw.Install(ctx, gateway.InstallRequest{Name: "echo", Hosted: "echo"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hb, err := heartbeat.New(srv.URL(), secret.New(tok), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	gw, hb, inst := scheduleClients(t, srv, []string{"runs:*", "instances:*", "schedules:*"},
+		gateway.InstallRequest{Name: "echo", Hosted: "echo"})
 	created, err := hb.CreateConfig(ctx, "echo", inst.ID, heartbeat.CreateRequest{CronExpression: "*/5 * * * *",
 		AgentImage: "registry.example.com/agents/echo", AgentImageTag: "1.0.0", TaskContent: "heartbeat check",
 		Budget: &heartbeat.Budget{MaxDailyRuns: 10}})
@@ -61,12 +45,7 @@ func TestSchedulesEndToEnd(t *testing.T) {
 		t.Errorf("a second config for the instance: %v", err)
 	}
 	tick := time.Date(2026, 7, 1, 10, 5, 0, 0, time.UTC)
-	clock.Set(tick)
-	select {
-	case <-clock.Asleep():
-	case <-time.After(time.Minute): // a failure bound
-		t.Fatal("the scheduler did not handle the tick within a minute")
-	}
+	awaitTick(t, clock, tick)
 	runID := schedsvc.RunIDFor(created.ConfigID, tick)
 	var last gateway.StreamEvent
 	for ev, err := range gw.EventsWithReconnect(ctx, runID, nil) {
@@ -107,40 +86,15 @@ func TestSchedulesTokenBudget(t *testing.T) {
 	clock := schedsvc.NewManualClock(time.Date(2026, 7, 1, 10, 0, 30, 0, time.UTC))
 	srv := start(t, &app.Options{Stores: st, Schedules: app.SchedulesOptions{Clock: clock}})
 	ctx := t.Context()
-	tok, err := srv.Issuer().Mint(ctx, identity.Claims{TenantID: "acme", UserID: "alice", AgentID: "console",
-		Scopes: []string{"instances:*", "schedules:*"}}, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw, err := gateway.NewClient(srv.URL(), &gateway.ClientOptions{Token: secret.New(tok)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst, err := gw.Install(ctx, gateway.InstallRequest{Name: "echo", Hosted: "echo"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hb, err := heartbeat.New(srv.URL(), secret.New(tok), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, hb, inst := scheduleClients(t, srv, []string{"instances:*", "schedules:*"}, gateway.InstallRequest{Name: "echo", Hosted: "echo"})
 	created, err := hb.CreateConfig(ctx, "echo", inst.ID, heartbeat.CreateRequest{CronExpression: "* * * * *",
 		AgentImage: "registry.example.com/agents/echo", AgentImageTag: "1.0.0", TaskContent: "heartbeat check",
 		Budget: &heartbeat.Budget{MaxDailyRuns: 100, MaxDailyTokens: 100}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tick := func(at time.Time) {
-		t.Helper()
-		clock.Set(at)
-		select {
-		case <-clock.Asleep():
-		case <-time.After(time.Minute): // a failure bound
-			t.Fatal("the scheduler did not handle the tick within a minute")
-		}
-	}
 	first := time.Date(2026, 7, 1, 10, 1, 0, 0, time.UTC)
-	tick(first)
+	awaitTick(t, clock, first)
 	// The first run's model calls, as the LLM gateway records them.
 	run := schedsvc.RunIDFor(created.ConfigID, first)
 	var uses []llm.CounterUse
@@ -150,7 +104,7 @@ func TestSchedulesTokenBudget(t *testing.T) {
 	if _, err := st.LLM.Commit(ctx, llm.Batch{Unleased: uses, At: first, Expires: first.Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
-	tick(first.Add(time.Minute))
+	awaitTick(t, clock, first.Add(time.Minute))
 	list, err := hb.ListConfigs(ctx, "echo", inst.ID)
 	if err != nil || len(list) != 1 {
 		t.Fatalf("ListConfigs = %+v, %v", list, err)
@@ -282,20 +236,8 @@ func TestSchedulesRunStopsAtTheDaysTokens(t *testing.T) {
 			t.Fatalf("PUT %s: %s", path, resp.Status)
 		}
 	}
-	user := mint(t, srv, identity.Claims{TenantID: "acme", UserID: "alice", AgentID: "console",
-		Scopes: []string{"runs:*", "instances:*", "schedules:*"}})
-	gw, err := gateway.NewClient(srv.URL(), &gateway.ClientOptions{Token: user})
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst, err := gw.Install(ctx, gateway.InstallRequest{Name: "spender", Hosted: "spender", Scopes: []string{"llm:model:*"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hb, err := heartbeat.New(srv.URL(), user, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	gw, hb, inst := scheduleClients(t, srv, []string{"runs:*", "instances:*", "schedules:*"},
+		gateway.InstallRequest{Name: "spender", Hosted: "spender", Scopes: []string{"llm:model:*"}})
 	// The day's cap leaves 200 tokens after the first run's three calls.
 	const dayCap = 3*perCall + 200
 	created, err := hb.CreateConfig(ctx, "spender", inst.ID, heartbeat.CreateRequest{CronExpression: "* * * * *",
@@ -307,12 +249,7 @@ func TestSchedulesRunStopsAtTheDaysTokens(t *testing.T) {
 	// fire moves the clock to a tick and follows its run to its end.
 	fire := func(at time.Time) *gateway.Run {
 		t.Helper()
-		clock.Set(at)
-		select {
-		case <-clock.Asleep():
-		case <-time.After(time.Minute): // a failure bound
-			t.Fatal("the scheduler did not handle the tick within a minute")
-		}
+		awaitTick(t, clock, at)
 		id := schedsvc.RunIDFor(created.ConfigID, at)
 		for _, err := range gw.EventsWithReconnect(ctx, id, nil) {
 			if err != nil {
@@ -351,5 +288,37 @@ func TestSchedulesRunStopsAtTheDaysTokens(t *testing.T) {
 	}
 	if n := provider.Calls(llmtest.PathChatCompletions); n != 3+calls {
 		t.Errorf("the provider answered %d calls, want %d", n, 3+calls)
+	}
+}
+
+// scheduleClients are alice's gateway and heartbeat clients on srv, with
+// the token's scopes, and the instance install made with them.
+func scheduleClients(t *testing.T, srv *app.Server, scopes []string, install gateway.InstallRequest) (*gateway.Client, *heartbeat.Client, *gateway.Instance) {
+	t.Helper()
+	tok := mint(t, srv, identity.Claims{TenantID: "acme", UserID: "alice", AgentID: "console", Scopes: scopes})
+	gw, err := gateway.NewClient(srv.URL(), &gateway.ClientOptions{Token: tok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := gw.Install(t.Context(), install)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb, err := heartbeat.New(srv.URL(), tok, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gw, hb, inst
+}
+
+// awaitTick moves clock to at and waits for the scheduler to have handled
+// the tick.
+func awaitTick(t *testing.T, clock *schedsvc.ManualClock, at time.Time) {
+	t.Helper()
+	clock.Set(at)
+	select {
+	case <-clock.Asleep():
+	case <-time.After(time.Minute): // a failure bound
+		t.Fatal("the scheduler did not handle the tick within a minute")
 	}
 }
