@@ -106,7 +106,12 @@ type StoredEvent struct {
 	DedupeKey    string          `json:"dedupe_key,omitempty"`
 	Payload      json.RawMessage `json:"payload"`
 	TraceContext *TraceContext   `json:"trace_context,omitempty"`
-	CreatedAt    time.Time       `json:"created_at"`
+	// Grant is what every token delivered with the event says besides
+	// its times and id (iss, aud, sub, run, thread, trigger, billing,
+	// tool class, permission version), fixed when the event is stored;
+	// nil for an event that carries no token.
+	Grant     *Claims   `json:"grant,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // Consumer is a named cursor of an agent's stream. AckedSeq is
