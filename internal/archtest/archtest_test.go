@@ -284,6 +284,20 @@ var rules = []rule{
 		},
 	},
 	{
+		pkg: module + "/dpop",
+		why: "DPoP proofs are made by the adapter SDK and checked by the platform, so the package knows only the standard library and the strict JSON check",
+		forbid: func(dep *pkg) bool {
+			return !dep.Standard && dep.ImportPath != module+"/strictjson"
+		},
+	},
+	{
+		pkg: module + "/delivery",
+		why: "the pull-delivery wire contract is shared by the adapter SDK, the platform and the stores; it must not drag stores, database drivers, platform internals or other SDKs in",
+		forbid: func(dep *pkg) bool {
+			return isDatabaseDriver(dep) || platformInternal(dep.ImportPath) || underAny(dep.ImportPath, "store", "agent", "gateway", "adapter")
+		},
+	},
+	{
 		pkg: module + "/strictjson",
 		why: "the strict JSON check sits under the public gate SDK and every service's decoders; it must depend on the standard library only",
 		forbid: func(dep *pkg) bool {
