@@ -16,6 +16,18 @@ type Instance struct {
 	URL     string `json:"url,omitempty"`
 	AgentID string `json:"agent_id,omitempty"`
 
+	// Delivery is how the instance's runs reach its agent: DeliveryPush
+	// (the platform calls it: Hosted, or URL) or DeliveryPull (the agent
+	// connects out and pulls its invocations, as package delivery says;
+	// it then has neither Hosted nor URL, and its id is the agent id
+	// its tokens name).
+	Delivery string `json:"delivery,omitempty"`
+	// BillingMode and ToolClass are what a pull instance's invocation
+	// tokens grant (package delivery's values; platform and chat when
+	// empty).
+	BillingMode string `json:"billing_mode,omitempty"`
+	ToolClass   string `json:"tool_class,omitempty"`
+
 	// Config reaches every run in the platform context.
 	Config map[string]any `json:"config,omitempty"`
 	// SecretNames are the names of the instance's secrets; the values are
@@ -39,6 +51,15 @@ type Instance struct {
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
+
+// How an instance's runs are delivered.
+const (
+	DeliveryPush = "push"
+	DeliveryPull = "pull"
+)
+
+// Pulls reports whether the instance's agent pulls its runs.
+func (in Instance) Pulls() bool { return in.Delivery == DeliveryPull }
 
 // MemoryBudget bounds the memory pre-fetch of a run.
 type MemoryBudget struct {

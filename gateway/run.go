@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/delivery"
 )
 
 // Paths of the gateway's REST API.
@@ -164,6 +165,9 @@ type Run struct {
 	// Its execution tokens carry it.
 	LLMLimit LLMLimit `json:"llm_limit,omitzero"`
 
+	// Pull is set on a run of a pull instance: how its agent works it.
+	Pull *PullState `json:"pull,omitempty"`
+
 	// CustomHeaders are sealed: the store keeps the bytes it is given and
 	// the gateway never shows them.
 	CustomHeaders []byte `json:"-"`
@@ -181,6 +185,15 @@ type Run struct {
 	UpdatedAt time.Time `json:"updated_at"`
 	StartedAt time.Time `json:"started_at,omitzero"`
 	EndedAt   time.Time `json:"ended_at,omitzero"`
+}
+
+// PullState is a pulled run's side of delivery: the turn whose event
+// was stored for the agent, how often the agent started the run (never
+// more than once), and the progress it reports.
+type PullState struct {
+	OfferedTurn int               `json:"offered_turn"`
+	Starts      int               `json:"starts"`
+	Progress    delivery.Progress `json:"progress,omitzero"`
 }
 
 // LLMLimit caps a run's model use in all of its calls: tokens, and cost
