@@ -334,17 +334,39 @@ func TestVerifierObjectAllowListAndGrant(t *testing.T) {
 		{name: "wrong message", want: func(w *Expectation) { w.MessageID = "msg-9" }, verdict: VerdictInvalid},
 		{name: "no run expected", want: func(w *Expectation) { w.RunID = "" }, claims: func(c map[string]any) { delete(c, "run_id") }, verdict: VerdictInvalid},
 		{name: "a second triggering object", claims: func(c map[string]any) { c["interaction_id"] = "int-1" }, verdict: VerdictInvalid},
-		{name: "trigger kind differs", claims: func(c map[string]any) { c["trigger_kind"] = "interaction"; c["interaction_id"] = "msg-1"; delete(c, "message_id") }, verdict: VerdictInvalid},
+		{name: "trigger kind differs", claims: func(c map[string]any) {
+			c["trigger_kind"] = "interaction"
+			c["interaction_id"] = "msg-1"
+			delete(c, "message_id")
+		}, verdict: VerdictInvalid},
 		{name: "trigger kind unknown", want: func(w *Expectation) { w.TriggerKind = "webhook" }, verdict: VerdictInvalid},
-		{name: "interaction trigger", claims: func(c map[string]any) { c["trigger_kind"] = "interaction"; c["interaction_id"] = "int-1"; delete(c, "message_id") },
-			want: func(w *Expectation) { w.TriggerKind, w.MessageID, w.InteractionID = delivery.TriggerInteraction, "", "int-1" }, verdict: VerdictValid},
-		{name: "command trigger without payload counterpart", claims: func(c map[string]any) { c["trigger_kind"] = "command"; c["command_id"] = "cmd-1"; delete(c, "message_id") },
+		{name: "interaction trigger", claims: func(c map[string]any) {
+			c["trigger_kind"] = "interaction"
+			c["interaction_id"] = "int-1"
+			delete(c, "message_id")
+		},
+			want: func(w *Expectation) {
+				w.TriggerKind, w.MessageID, w.InteractionID = delivery.TriggerInteraction, "", "int-1"
+			}, verdict: VerdictValid},
+		{name: "command trigger without payload counterpart", claims: func(c map[string]any) {
+			c["trigger_kind"] = "command"
+			c["command_id"] = "cmd-1"
+			delete(c, "message_id")
+		},
 			want: func(w *Expectation) { w.TriggerKind, w.MessageID = delivery.TriggerCommand, "" }, verdict: VerdictInvalid},
-		{name: "command trigger with payload counterpart", claims: func(c map[string]any) { c["trigger_kind"] = "command"; c["command_id"] = "cmd-1"; delete(c, "message_id") },
+		{name: "command trigger with payload counterpart", claims: func(c map[string]any) {
+			c["trigger_kind"] = "command"
+			c["command_id"] = "cmd-1"
+			delete(c, "message_id")
+		},
 			want: func(w *Expectation) { w.TriggerKind, w.MessageID, w.CommandID = delivery.TriggerCommand, "", "cmd-1" }, verdict: VerdictValid},
 		{name: "followup", claims: func(c map[string]any) { delete(c, "trigger_kind"); c["message_id"] = "msg-2" }, want: followup, verdict: VerdictValid},
 		{name: "followup with the invocation's message", claims: func(c map[string]any) { delete(c, "trigger_kind") }, want: followup, verdict: VerdictInvalid},
-		{name: "interaction.created", claims: func(c map[string]any) { delete(c, "trigger_kind"); delete(c, "message_id"); c["interaction_id"] = "int-7" },
+		{name: "interaction.created", claims: func(c map[string]any) {
+			delete(c, "trigger_kind")
+			delete(c, "message_id")
+			c["interaction_id"] = "int-7"
+		},
 			want: func(w *Expectation) {
 				w.EventType, w.TriggerKind, w.MessageID, w.InteractionID = delivery.EventInteractionCreated, "", "", "int-7"
 			}, verdict: VerdictValid},
