@@ -139,6 +139,13 @@ type InboxAccept struct {
 	CloseReason string
 }
 
+// LogValue logs the delivery's event and run; a delivery.Event inside a
+// struct would otherwise be logged as JSON, token and all.
+func (a InboxAccept) LogValue() slog.Value {
+	return slog.GroupValue(slog.Any("event", a.Event), slog.String("run_id", a.RunID),
+		slog.String("jti", a.Token.JTI), slog.String("state", string(a.State)))
+}
+
 // InboxOutcome says what Accept did with one delivery.
 type InboxOutcome string
 
@@ -159,6 +166,11 @@ const (
 type InboxResult struct {
 	Outcome InboxOutcome
 	Entry   InboxEntry
+}
+
+// LogValue logs the outcome and the entry.
+func (r InboxResult) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("outcome", string(r.Outcome)), slog.Any("entry", r.Entry))
 }
 
 // InboxStore is the adapter's durable inbox of events and the invocation
