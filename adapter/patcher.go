@@ -382,7 +382,7 @@ func (p *Patcher) sendLocked(ctx context.Context, ops []delivery.PatchOp) error 
 			p.mu.Unlock()
 			return nil
 		case errors.Is(err, ErrBaseVersionConflict) && round < attempts:
-			if cur, ok := CurrentRun(err); ok {
+			if cur, ok := patchCurrentRun(err); ok {
 				p.mu.Lock()
 				p.version = cur.Version
 				p.mu.Unlock()
@@ -432,4 +432,14 @@ func (p *Patcher) loop(ctx context.Context) {
 			p.wake()
 		}
 	}
+}
+
+// patchCurrentRun is the run a base_version_conflict carried, from the
+// client's problem or a gateway's error frame.
+func patchCurrentRun(err error) (delivery.Run, bool) {
+	var c interface{ CurrentRun() (delivery.Run, bool) }
+	if errors.As(err, &c) {
+		return c.CurrentRun()
+	}
+	return delivery.Run{}, false
 }
