@@ -238,9 +238,10 @@ type InboxOptions struct {
 	// MaxEnvelopeBytes bounds one stored envelope (default 1 MiB, the
 	// longest gateway frame by default).
 	MaxEnvelopeBytes int
-	// MaxBatch bounds the deliveries one group commit takes (SQLite;
-	// default 1024): a flood of callers still sees commits at a steady
-	// pace. A single Accept larger than it is committed whole, alone.
+	// MaxBatch bounds a group commit (SQLite; default 1024): once it
+	// holds this many deliveries it takes no more calls, so that a flood
+	// of callers still sees commits at a steady pace. One Accept is never
+	// split: a larger one is committed whole.
 	MaxBatch int
 	// Sealer, when set, seals every stored token (SQLite). A file whose
 	// tokens are sealed opens only with the same key.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -597,4 +598,49 @@ func TestInboxNeverShowsToken(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An adapter stores each delivery before it acknowledges it, and starts
+// the run from the stored entry with its newest token.
+func ExampleOpenSQLiteInbox() {
+	dir, err := os.MkdirTemp("", "adapter-state")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	in, err := adapter.OpenSQLiteInbox(filepath.Join(dir, "inbox.sqlite3"), nil)
+	if err != nil {
+		panic(err)
+	}
+	defer in.Close()
+	ctx := context.Background()
+
+	first := delivery.Event{ID: "ev-1", Seq: 7, Type: delivery.EventInvocation,
+		Payload: json.RawMessage(`{"run_id":"run-1"}`), InvocationToken: "token-1"}
+	again := first
+	again.InvocationToken, again.Redelivered = "token-2", true
+	res, err := in.Accept(ctx, []adapter.InboxAccept{
+		{Event: first, RunID: "run-1", Token: adapter.InboxToken{JTI: "jti-1", IssuedAt: time.Unix(100, 0)}},
+		{Event: again, RunID: "run-1", Token: adapter.InboxToken{JTI: "jti-2", IssuedAt: time.Unix(160, 0)}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res[0].Outcome, res[1].Outcome)
+	// Both are durable now: acknowledge seq 7, then start the run.
+
+	e, err := in.Get(ctx, "ev-1")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(e.State, e.Deliveries, e.Token.JTI, e.Token.Value)
+	if err := in.SetState(ctx, "ev-1", adapter.InboxAccepted, adapter.InboxStarted, ""); err != nil {
+		panic(err)
+	}
+	err = in.SetState(ctx, "ev-1", adapter.InboxAccepted, adapter.InboxStarted, "")
+	fmt.Println(errors.Is(err, adapter.ErrInboxStateConflict))
+	// Output:
+	// new token_replaced
+	// accepted 2 jti-2 [REDACTED]
+	// true
 }
