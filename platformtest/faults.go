@@ -1,0 +1,173 @@
+package platformtest
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"novaos.dev/novaos/delivery"
+)
+
+// Fault is a way a platform call goes wrong, injected with
+// FakeServer.Inject.
+type Fault struct {
+	kind  faultKind
+	delay time.Duration
+}
+
+type faultKind int
+
+const (
+	faultStoredThen502 faultKind = iota + 1
+	faultStoredLate
+	faultRateLimited
+	faultDisconnect
+)
+
+// StoredThen502 serves the request (it is stored) and then answers 502,
+// as a proxy whose upstream answered too late: the client must try again
+// without the platform storing it twice.
+func StoredThen502() Fault { return Fault{kind: faultStoredThen502} }
+
+// StoredLate holds the request for delay, in real time, and then serves
+// it: a client that gave up and tried again meets its own first try
+// still being answered.
+func StoredLate(delay time.Duration) Fault { return Fault{kind: faultStoredLate, delay: delay} }
+
+// RateLimited answers 429 rate_limited with Retry-After (whole seconds,
+// at least 1) and serves nothing.
+func RateLimited(retryAfter time.Duration) Fault {
+	return Fault{kind: faultRateLimited, delay: retryAfter}
+}
+
+// Disconnect drops the connection without an answer and serves nothing.
+func Disconnect() Fault { return Fault{kind: faultDisconnect} }
+
+func (f Fault) String() string {
+	switch f.kind {
+	case faultStoredThen502:
+		return "stored_then_502"
+	case faultStoredLate:
+		return "stored_late(" + f.delay.String() + ")"
+	case faultRateLimited:
+		return "rate_limited(" + f.delay.String() + ")"
+	case faultDisconnect:
+		return "disconnect"
+	}
+	return "no fault"
+}
+
+// faults holds the faults injected per target (an operation id, such as
+// "startRun"), each for a number of requests.
+type faults struct {
+	mu      sync.Mutex
+	pending map[string][]Fault
+	fired   map[string]int
+}
+
+func (fs *faults) inject(target string, f Fault, times int) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.pending == nil {
+		fs.pending, fs.fired = map[string][]Fault{}, map[string]int{}
+	}
+	for range times {
+		fs.pending[target] = append(fs.pending[target], f)
+	}
+}
+
+// take returns the next fault for target, if one is pending.
+func (fs *faults) take(target string) (Fault, bool) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	q := fs.pending[target]
+	if len(q) == 0 {
+		return Fault{}, false
+	}
+	fs.pending[target] = q[1:]
+	fs.fired[target]++
+	return q[0], true
+}
+
+// firedCount is how many faults fired for target.
+func (fs *faults) firedCount(target string) int {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.fired[target]
+}
+
+// operationOf names the operation a request is for, from delivery.Routes.
+func operationOf(r *http.Request) string {
+	for _, rt := range delivery.Routes {
+		if rt.Method == r.Method && matchTemplate(rt.Template, r.URL.Path) {
+			return rt.OperationID
+		}
+	}
+	return ""
+}
+
+func matchTemplate(tmpl, path string) bool {
+	ts, ps := strings.Split(tmpl, "/"), strings.Split(path, "/")
+	if len(ts) != len(ps) {
+		return false
+	}
+	for i, t := range ts {
+		if strings.HasPrefix(t, "{") {
+			if ps[i] == "" {
+				return false
+			}
+			continue
+		}
+		if t != ps[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// wrap puts the injected faults in front of next.
+func (fs *faults) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f, ok := fs.take(operationOf(r))
+		if !ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		switch f.kind {
+		case faultStoredThen502:
+			rec := httptest.NewRecorder()
+			next.ServeHTTP(rec, r)
+			writeProblem(w, http.StatusBadGateway, delivery.Problem{Title: "Bad Gateway", Status: http.StatusBadGateway,
+				Code: delivery.CodeUnavailable, Detail: "injected: stored, then 502"})
+		case faultStoredLate:
+			// The try is served to its end even when its client gave up:
+			// what it stores, it stores late.
+			time.Sleep(f.delay)
+			next.ServeHTTP(w, r.WithContext(context.WithoutCancel(r.Context())))
+		case faultRateLimited:
+			secs := max(int((f.delay+time.Second-1)/time.Second), 1)
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+			writeProblem(w, http.StatusTooManyRequests, delivery.Problem{Title: "Too Many Requests", Status: http.StatusTooManyRequests,
+				Code: delivery.CodeRateLimited, RetryAfter: secs, Detail: "injected"})
+		case faultDisconnect:
+			if hj, ok := w.(http.Hijacker); ok {
+				if conn, _, err := hj.Hijack(); err == nil {
+					_ = conn.Close()
+					return
+				}
+			}
+			panic(http.ErrAbortHandler)
+		}
+	})
+}
+
+func writeProblem(w http.ResponseWriter, status int, p delivery.Problem) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(p)
+}
