@@ -7,12 +7,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/propagation"
 
 	"novaos.dev/novaos/strictjson"
 )
@@ -71,8 +72,8 @@ type JWKSCache struct {
 var _ KeySource = (*JWKSCache)(nil)
 
 // NewJWKSCache returns a cache of the key set at jwksURL, an absolute
-// https URL (http only to a loopback host, so that keys never travel in
-// clear text off the machine). Nothing is fetched before the first Key.
+// https URL (http only to 127.0.0.1, ::1 or localhost, so that keys
+// never travel in clear text off the machine). Nothing is fetched before the first Key.
 func NewJWKSCache(jwksURL string, opts *JWKSOptions) (*JWKSCache, error) {
 	u, err := url.Parse(jwksURL)
 	if err != nil {
@@ -113,13 +114,14 @@ func NewJWKSCache(jwksURL string, opts *JWKSOptions) (*JWKSCache, error) {
 	return c, nil
 }
 
-// jwksLoopback reports whether host is this machine by name or address.
+// jwksLoopback reports whether host is one of the loopback hosts clear
+// text is allowed to: 127.0.0.1, ::1 and localhost.
 func jwksLoopback(host string) bool {
-	if host == "localhost" {
+	switch strings.ToLower(host) {
+	case "127.0.0.1", "::1", "localhost":
 		return true
 	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return false
 }
 
 // Key returns the key with key id kid, fetching the set when it has none
@@ -175,6 +177,7 @@ func (c *JWKSCache) fetch(ctx context.Context) error {
 		return fmt.Errorf("adapter: fetch JWKS: %w", err)
 	}
 	req.Header.Set("Accept", "application/jwk-set+json, application/json")
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	resp, err := c.client.Do(req)
 	if err != nil {
 		return fmt.Errorf("adapter: fetch JWKS: %w", err)

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // jwksServer serves a key set and counts its fetches.
@@ -281,6 +283,7 @@ func TestNewJWKSCacheURL(t *testing.T) {
 		"http://127.0.0.1:8080/api/v1/delivery/jwks":      true,
 		"http://[::1]:8080/jwks":                          true,
 		"http://localhost/jwks":                           true,
+		"http://127.0.0.2/jwks":                           false,
 		"http://novaos.example.com/jwks":                  false,
 		"/api/v1/delivery/jwks":                           false,
 		"ftp://novaos.example.com/jwks":                   false,
@@ -291,4 +294,47 @@ func TestNewJWKSCacheURL(t *testing.T) {
 			t.Errorf("%s: err %v, want ok %v", u, err, ok)
 		}
 	}
+}
+
+func TestJWKSFetchCarriesTraceContext(t *testing.T) {
+	var got string
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Get("Traceparent")
+		_, _ = w.Write([]byte(jwksSet(t, map[string]ed25519.PublicKey{verifyKid: verifyPub})))
+	}))
+	defer hs.Close()
+	cache, err := NewJWKSCache(hs.URL, &JWKSOptions{Client: hs.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, SpanID: trace.SpanID{1, 2, 3, 4, 5, 6, 7, 8},
+		TraceFlags: trace.FlagsSampled,
+	})
+	if _, err := cache.Key(trace.ContextWithSpanContext(context.Background(), sc), verifyKid); err != nil {
+		t.Fatal(err)
+	}
+	if want := "00-0102030405060708090a0b0c0d0e0f10-0102030405060708-01"; got != want {
+		t.Errorf("traceparent %q, want %q", got, want)
+	}
+}
+
+// FuzzJWKSParse: no key set panics the parser, and every key it keeps is
+// a 32-byte Ed25519 key under a non-empty key id.
+func FuzzJWKSParse(f *testing.F) {
+	f.Add(jwksSet(f, map[string]ed25519.PublicKey{verifyKid: verifyPub}))
+	f.Add(`{"keys":[{"kty":"OKP","crv":"Ed25519","x":"` + verifyB64Enc(verifyPub) + `","kid":"a","alg":"EdDSA","use":"sig"},{"kty":"RSA","n":"AQAB","e":"AQAB","kid":"r"}]}`)
+	f.Add(`{"keys":[{"kty":"OKP","crv":"Ed25519","x":"` + verifyB64Enc(verifyPub) + `","kid":"a"},{"kty":"OKP","crv":"Ed25519","x":"` + verifyB64Enc(verifyPub) + `","kid":"a"}]}`)
+	f.Add(`{"keys":[null,1,"x",[],{}]}`)
+	f.Fuzz(func(t *testing.T, data string) {
+		keys, err := jwksParse([]byte(data))
+		if err != nil {
+			return
+		}
+		for kid, k := range keys {
+			if kid == "" || len(k) != ed25519.PublicKeySize {
+				t.Fatalf("kept key %q of %d bytes", kid, len(k))
+			}
+		}
+	})
 }
