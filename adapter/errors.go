@@ -41,9 +41,9 @@ var (
 	// run_inactive: a run-scoped request after the run ended.
 	ErrRunInactive = errors.New("adapter: run inactive")
 
-	ErrBadRequest      = errors.New("adapter: bad request")      // 400
-	ErrUnauthenticated = errors.New("adapter: unauthenticated")  // 401
-	ErrForbidden       = errors.New("adapter: forbidden")        // 403
+	ErrBadRequest      = errors.New("adapter: bad request")     // 400
+	ErrUnauthenticated = errors.New("adapter: unauthenticated") // 401
+	ErrForbidden       = errors.New("adapter: forbidden")       // 403
 	// ErrNotFound (404) means not there or not visible to the caller:
 	// the platform answers alike for both, so it never proves that the
 	// thing is missing.
