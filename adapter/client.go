@@ -476,7 +476,8 @@ func (c *Client) noAnswer(ctx context.Context, k *clientCall, err error) error {
 const clientAccept = "application/json, " + problem.ContentType
 
 // newRequest builds one attempt's request, with a fresh proof, and
-// returns the tokens it carries (to be cut out of a refusal).
+// returns the tokens and the proof it carries (to be cut out of a
+// refusal).
 func (c *Client) newRequest(ctx context.Context, k *clientCall) (*http.Request, []string, error) {
 	u := c.base + k.path
 	var body io.Reader
@@ -516,6 +517,7 @@ func (c *Client) newRequest(ctx context.Context, k *clientCall) (*http.Request, 
 			}
 			h.Set("Authorization", "DPoP "+tok)
 			h.Set(dpop.Header, proof)
+			secrets = append(secrets, proof)
 		} else {
 			h.Set("Authorization", "Bearer "+tok)
 		}

@@ -112,6 +112,9 @@ func (s *PollingSource) String() string {
 	return "adapter.PollingSource{agent=" + s.agentID + " consumer=" + s.consumer + "}"
 }
 
+// GoString is String.
+func (s *PollingSource) GoString() string { return s.String() }
+
 // Receive polls until a page holds events.
 func (s *PollingSource) Receive(ctx context.Context) ([]delivery.Event, error) {
 	ctx, cancel := context.WithCancel(ctx)
