@@ -578,7 +578,10 @@ func TestClientTypedMethodsCoverEveryRoute(t *testing.T) {
 		func() error { _, err := c.PollEvents(ctx, "a1", "alpha", 0, 0); return err },
 		func() error { return c.AckEvents(ctx, "a1", "alpha", 3) },
 		func() error { _, err := c.ConsumerState(ctx, "a1", "alpha"); return err },
-		func() error { _, err := c.SendHeartbeat(ctx, "a1", delivery.Heartbeat{Status: delivery.HeartbeatOK}); return err },
+		func() error {
+			_, err := c.SendHeartbeat(ctx, "a1", delivery.Heartbeat{Status: delivery.HeartbeatOK})
+			return err
+		},
 		func() error { _, err := c.Triggerers(ctx, "a1"); return err },
 		func() error { _, err := c.CreateToken(ctx, "a1", delivery.TokenCreate{DPoPJKT: "jkt"}); return err },
 		func() error { _, err := c.GetRun(ctx, "r1"); return err },
@@ -588,7 +591,10 @@ func TestClientTypedMethodsCoverEveryRoute(t *testing.T) {
 		func() error { _, err := c.ResumeRun(ctx, "r1", delivery.RunResume{}); return err },
 		func() error { _, err := c.RenewInvocationToken(ctx, "r1"); return err },
 		func() error { _, err := c.AwaitRunInput(ctx, "r1", delivery.RunAwaitInput{}); return err },
-		func() error { _, err := c.FinishRun(ctx, "r1", delivery.RunFinish{State: delivery.RunCompleted}); return err },
+		func() error {
+			_, err := c.FinishRun(ctx, "r1", delivery.RunFinish{State: delivery.RunCompleted})
+			return err
+		},
 		func() error { _, err := c.CreateMessage(ctx, delivery.MessageCreate{ThreadID: "t1"}); return err },
 	}
 	for i, call := range calls {

@@ -47,7 +47,10 @@ func clientAnswer(w http.ResponseWriter, st clientStep) {
 func TestClientRetryPolicy(t *testing.T) {
 	type call func(ctx context.Context, c *Client) error
 	getRun := func(ctx context.Context, c *Client) error { _, err := c.GetRun(ctx, "r1"); return err }
-	startRun := func(ctx context.Context, c *Client) error { _, err := c.StartRun(ctx, "r1", delivery.RunStart{}); return err }
+	startRun := func(ctx context.Context, c *Client) error {
+		_, err := c.StartRun(ctx, "r1", delivery.RunStart{})
+		return err
+	}
 	s500 := clientStep{status: 500, code: delivery.CodeInternal}
 	cases := []struct {
 		name      string
@@ -321,7 +324,9 @@ func TestClientRouteOf(t *testing.T) {
 }
 
 func TestClientIsTransient(t *testing.T) {
-	pe := func(status int, code string) error { return &ProblemError{Status: status, Problem: delivery.Problem{Code: code}} }
+	pe := func(status int, code string) error {
+		return &ProblemError{Status: status, Problem: delivery.Problem{Code: code}}
+	}
 	cases := []struct {
 		err  error
 		want bool
