@@ -129,6 +129,10 @@ func TestClientProblemErrorText(t *testing.T) {
 	if e.Error() != want {
 		t.Fatalf("Error() = %q, want %q", e.Error(), want)
 	}
+	partial := clientReadProblem("finishRun", 409, http.Header{}, []byte(`{"code":"already_started","errors":"not a list"}`), time.Now())
+	if !errors.Is(partial, ErrAlreadyStarted) {
+		t.Fatalf("a member of an unexpected type lost the code: %+v", partial.Problem)
+	}
 	bare := clientReadProblem("getRun", 502, http.Header{}, []byte("<html>bad gateway</html>"), time.Now())
 	if bare.Error() != "adapter: getRun: 502 Bad Gateway" || bare.Problem.Title != "Bad Gateway" || bare.Problem.Status != 502 {
 		t.Fatalf("a body that is no problem: %q %+v", bare.Error(), bare.Problem)
