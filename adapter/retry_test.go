@@ -260,13 +260,16 @@ func TestClientAttemptTimeout(t *testing.T) {
 		clientWriteJSON(w, delivery.Run{ID: "r1"})
 	})
 	s := DefaultSettings()
-	s.HTTPTimeout = 100 * time.Millisecond
+	// Short enough for the hanging attempt to end soon, with attempts to
+	// spare should a busy machine let a later one run out of time too.
+	s.HTTPTimeout = 250 * time.Millisecond
+	s.RetryMaxAttempts = 10
 	c := newClientForTest(t, srv.URL, clientBearer(), &ClientOptions{Clock: newClientTestClock(false), Settings: &s})
 	if _, err := c.GetRun(context.Background(), "r1"); err != nil {
 		t.Fatalf("GetRun after a timed-out attempt: %v", err)
 	}
-	if got := len(srv.Seen()); got != 2 {
-		t.Fatalf("%d attempts, want 2", got)
+	if got := len(srv.Seen()); got < 2 {
+		t.Fatalf("%d attempts, want the hanging one and another", got)
 	}
 }
 
