@@ -664,18 +664,22 @@ func (c *Client) JWKSURL(d delivery.Discovery) (string, error) {
 	return abs.String(), nil
 }
 
+// clientMaxPollWait bounds the long-poll wait PollEvents asks for,
+// whatever the settings say; the platform cuts it further to its own.
+const clientMaxPollWait = 5 * time.Minute
+
 // PollEvents reads a page of a consumer's events (pollAgentEvents): up
-// to limit (0: the platform's default; at most delivery.MaxPollLimit),
-// the platform holding an empty page open for up to wait for one to
-// arrive (0: answer at once). wait is cut to delivery.MaxPollWait and to
-// half of Settings.HTTPTimeout, so that the attempt outlives it.
+// to limit (0: the platform's default; at most delivery.MaxPage), the
+// platform holding an empty page open for up to wait for one to arrive
+// (0: answer at once). wait is sent in whole seconds, cut to half of
+// Settings.HTTPTimeout so that the attempt outlives it.
 func (c *Client) PollEvents(ctx context.Context, agentID, consumer string, limit int, wait time.Duration) (delivery.EventPage, error) {
 	q := url.Values{}
 	if limit > 0 {
-		q.Set(delivery.PollLimitParam, strconv.Itoa(min(limit, delivery.MaxPollLimit)))
+		q.Set(delivery.PollLimitParam, strconv.Itoa(min(limit, delivery.MaxPage)))
 	}
-	if wait = min(wait, delivery.MaxPollWait, c.settings.HTTPTimeout/2); wait > 0 {
-		q.Set(delivery.PollWaitParam, strconv.FormatInt(wait.Milliseconds(), 10))
+	if secs := int64(min(wait, clientMaxPollWait, c.settings.HTTPTimeout/2) / time.Second); secs > 0 {
+		q.Set(delivery.PollWaitParam, strconv.FormatInt(secs, 10))
 	}
 	path := delivery.ConsumerEventsPath(agentID, consumer)
 	if len(q) > 0 {
@@ -685,9 +689,9 @@ func (c *Client) PollEvents(ctx context.Context, agentID, consumer string, limit
 }
 
 // AckEvents acknowledges every event of a consumer up to and including
-// seq (ackAgentEvents).
-func (c *Client) AckEvents(ctx context.Context, agentID, consumer string, seq int64) error {
-	return c.Do(ctx, http.MethodPost, delivery.ConsumerAckPath(agentID, consumer), delivery.ConsumerAck{Seq: seq}, nil)
+// seq (ackAgentEvents), and answers the consumer's state after it.
+func (c *Client) AckEvents(ctx context.Context, agentID, consumer string, seq int64) (delivery.ConsumerState, error) {
+	return clientDo[delivery.ConsumerState](ctx, c, http.MethodPost, delivery.ConsumerAckPath(agentID, consumer), delivery.ConsumerAck{Seq: seq})
 }
 
 // ConsumerState reads a consumer's cursor (getConsumerState).

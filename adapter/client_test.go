@@ -490,7 +490,7 @@ func TestClientProofURLAndClaims(t *testing.T) {
 	if len(claims.JTI) != 36 || claims.JTI[14] != '7' {
 		t.Fatalf("jti %q is not a UUIDv7", claims.JTI)
 	}
-	if s.Query != "limit=10&wait_ms=1000" {
+	if s.Query != "limit=10&wait=1" {
 		t.Fatalf("query = %q", s.Query)
 	}
 }
@@ -535,7 +535,7 @@ func TestClientRunBinding(t *testing.T) {
 	}
 	child, cancel := context.WithTimeout(bound, time.Minute)
 	defer cancel()
-	if err := c.AckEvents(child, "agent-1", "alpha", 4); err != nil { // 4: a derived context stays bound
+	if _, err := c.AckEvents(child, "agent-1", "alpha", 4); err != nil { // 4: a derived context stays bound
 		t.Fatal(err)
 	}
 	if _, err := c.Triggerers(ctx, "agent-1"); err != nil { // 5: unbound again
@@ -576,7 +576,7 @@ func TestClientTypedMethodsCoverEveryRoute(t *testing.T) {
 	calls := []func() error{
 		func() error { _, err := c.Discover(ctx); return err },
 		func() error { _, err := c.PollEvents(ctx, "a1", "alpha", 0, 0); return err },
-		func() error { return c.AckEvents(ctx, "a1", "alpha", 3) },
+		func() error { _, err := c.AckEvents(ctx, "a1", "alpha", 3); return err },
 		func() error { _, err := c.ConsumerState(ctx, "a1", "alpha"); return err },
 		func() error {
 			_, err := c.SendHeartbeat(ctx, "a1", delivery.Heartbeat{Status: delivery.HeartbeatOK})
@@ -881,6 +881,35 @@ func TestClientNoSecretInOutput(t *testing.T) {
 	for _, want := range []string{"retrying a call", "deprecates an operation", "polling failed"} {
 		if !strings.Contains(text, want) {
 			t.Fatalf("the logs miss %q: the test did not reach what it checks", want)
+		}
+	}
+}
+
+func TestClientPollEventsParameters(t *testing.T) {
+	srv := newClientTestServer(t, nil, nil, func(w http.ResponseWriter, r *http.Request, n int, seen clientSeen) {
+		clientWriteJSON(w, delivery.EventPage{})
+	})
+	c := newClientForTest(t, srv.URL, clientBearer(), nil) // HTTPTimeout 30s
+	cases := []struct {
+		limit int
+		wait  time.Duration
+		query string
+	}{
+		{0, 0, ""},
+		{10, 0, "limit=10"},
+		{10_000, 0, "limit=500"},
+		{0, 500 * time.Millisecond, ""},
+		{0, 1500 * time.Millisecond, "wait=1"},
+		{0, 10 * time.Second, "wait=10"},
+		{0, time.Hour, "wait=15"},
+		{-1, -time.Second, ""},
+	}
+	for i, tc := range cases {
+		if _, err := c.PollEvents(context.Background(), "a1", "alpha", tc.limit, tc.wait); err != nil {
+			t.Fatal(err)
+		}
+		if got := srv.Seen()[i].Query; got != tc.query {
+			t.Errorf("PollEvents(limit %d, wait %v) sent %q, want %q", tc.limit, tc.wait, got, tc.query)
 		}
 	}
 }

@@ -187,7 +187,7 @@ func (s *PollingSource) Ack(ctx context.Context, seq int64) error {
 	if done {
 		return nil
 	}
-	if err := s.c.AckEvents(ctx, s.agentID, s.consumer, seq); err != nil {
+	if _, err := s.c.AckEvents(ctx, s.agentID, s.consumer, seq); err != nil {
 		return err
 	}
 	s.mu.Lock()

@@ -82,7 +82,7 @@ func TestPollCadence(t *testing.T) {
 		t.Fatalf("waits %v, want [%v %v %v <=%v]", sleeps, s.PollInterval, s.PollInterval, s.PollInterval, s.ReconnectBackoffBase)
 	}
 	for i, r := range srv.Seen() {
-		if r.Method != "GET" || r.Path != delivery.ConsumerEventsPath("agent-1", "alpha") || r.Query != "limit=50&wait_ms=5000" {
+		if r.Method != "GET" || r.Path != delivery.ConsumerEventsPath("agent-1", "alpha") || r.Query != "limit=50&wait=5" {
 			t.Fatalf("poll %d: %s %s?%s", i, r.Method, r.Path, r.Query)
 		}
 	}

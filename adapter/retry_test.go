@@ -82,7 +82,8 @@ func TestClientRetryPolicy(t *testing.T) {
 		{"POST startRun 403 is final", startRun, []clientStep{{status: 403, code: delivery.CodeInvocationTokenInvalid}}, 1, ErrInvocationTokenInvalid, true, 0},
 		{"POST startRun 409 already_started is final", startRun, []clientStep{{status: 409, code: delivery.CodeAlreadyStarted}}, 1, ErrAlreadyStarted, true, 0},
 		{"POST ack (exempt) 502 then ok, no key", func(ctx context.Context, c *Client) error {
-			return c.AckEvents(ctx, "a1", "alpha", 9)
+			_, err := c.AckEvents(ctx, "a1", "alpha", 9)
+			return err
 		}, []clientStep{{status: 502}}, 2, nil, false, 0},
 		{"POST heartbeat (exempt) 504 then ok, no key", func(ctx context.Context, c *Client) error {
 			_, err := c.SendHeartbeat(ctx, "a1", delivery.Heartbeat{Status: delivery.HeartbeatOK})
