@@ -330,10 +330,11 @@ type clientCall struct {
 
 // Do sends one call of the API: method, path (escaped, starting with
 // "/", with a query if any) under the base URL, in as its JSON body (nil
-// for none; a json.RawMessage is sent as it is), and decodes a 2xx answer into out (nil to ignore it). Its
-// error is a *ProblemError for a refusal, wraps ErrMalformedResponse for
-// an answer that does not decode, and otherwise the transport's or
-// ctx's error. The typed methods are Do with their route.
+// for none; a json.RawMessage is sent as it is), and decodes a 2xx
+// answer into out (nil to ignore it). Its error is a *ProblemError for a
+// refusal, wraps ErrMalformedResponse for an answer that does not
+// decode, and otherwise the transport's or ctx's error. The typed
+// methods are Do with their route.
 func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
 	k, err := c.newCall(ctx, method, path, in, out)
 	if err != nil {
