@@ -198,7 +198,7 @@ func clientCheckBaseURL(raw string) (string, error) {
 	switch strings.ToLower(u.Scheme) {
 	case "https":
 	case "http":
-		if !clientLoopback(u.Hostname()) {
+		if !IsLoopbackHost(u.Hostname()) {
 			return "", errors.New("adapter: clear-text http is allowed for a loopback host only (127.0.0.1, ::1, localhost); use https")
 		}
 	default:
@@ -206,14 +206,6 @@ func clientCheckBaseURL(raw string) (string, error) {
 	}
 	u.Scheme = strings.ToLower(u.Scheme)
 	return strings.TrimSuffix(u.String(), "/"), nil
-}
-
-func clientLoopback(host string) bool {
-	switch strings.ToLower(host) {
-	case "127.0.0.1", "::1", "localhost":
-		return true
-	}
-	return false
 }
 
 func clientCheckSettings(s Settings) error {
@@ -659,7 +651,7 @@ func (c *Client) JWKSURL(d delivery.Discovery) (string, error) {
 		return "", errors.New("adapter: the discovery's jwks_uri is not a URL")
 	}
 	abs := base.ResolveReference(r)
-	if abs.Scheme != "https" && !(abs.Scheme == "http" && clientLoopback(abs.Hostname())) {
+	if abs.Scheme != "https" && !(abs.Scheme == "http" && IsLoopbackHost(abs.Hostname())) {
 		return "", errors.New("adapter: the discovery's jwks_uri must be https (or http of a loopback host)")
 	}
 	return abs.String(), nil
