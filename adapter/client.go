@@ -198,7 +198,7 @@ func clientCheckBaseURL(raw string) (string, error) {
 	switch strings.ToLower(u.Scheme) {
 	case "https":
 	case "http":
-		if !clientLoopback(u.Hostname()) {
+		if !IsLoopbackHost(u.Hostname()) {
 			return "", errors.New("adapter: clear-text http is allowed for a loopback host only (127.0.0.1, ::1, localhost); use https")
 		}
 	default:
@@ -206,14 +206,6 @@ func clientCheckBaseURL(raw string) (string, error) {
 	}
 	u.Scheme = strings.ToLower(u.Scheme)
 	return strings.TrimSuffix(u.String(), "/"), nil
-}
-
-func clientLoopback(host string) bool {
-	switch strings.ToLower(host) {
-	case "127.0.0.1", "::1", "localhost":
-		return true
-	}
-	return false
 }
 
 func clientCheckSettings(s Settings) error {
@@ -330,10 +322,11 @@ type clientCall struct {
 
 // Do sends one call of the API: method, path (escaped, starting with
 // "/", with a query if any) under the base URL, in as its JSON body (nil
-// for none), and decodes a 2xx answer into out (nil to ignore it). Its
-// error is a *ProblemError for a refusal, wraps ErrMalformedResponse for
-// an answer that does not decode, and otherwise the transport's or
-// ctx's error. The typed methods are Do with their route.
+// for none; a json.RawMessage is sent as it is), and decodes a 2xx
+// answer into out (nil to ignore it). Its error is a *ProblemError for a
+// refusal, wraps ErrMalformedResponse for an answer that does not
+// decode, and otherwise the transport's or ctx's error. The typed
+// methods are Do with their route.
 func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
 	k, err := c.newCall(ctx, method, path, in, out)
 	if err != nil {
@@ -476,7 +469,8 @@ func (c *Client) noAnswer(ctx context.Context, k *clientCall, err error) error {
 const clientAccept = "application/json, " + problem.ContentType
 
 // newRequest builds one attempt's request, with a fresh proof, and
-// returns the tokens it carries (to be cut out of a refusal).
+// returns the tokens and the proof it carries (to be cut out of a
+// refusal).
 func (c *Client) newRequest(ctx context.Context, k *clientCall) (*http.Request, []string, error) {
 	u := c.base + k.path
 	var body io.Reader
@@ -516,6 +510,7 @@ func (c *Client) newRequest(ctx context.Context, k *clientCall) (*http.Request, 
 			}
 			h.Set("Authorization", "DPoP "+tok)
 			h.Set(dpop.Header, proof)
+			secrets = append(secrets, proof)
 		} else {
 			h.Set("Authorization", "Bearer "+tok)
 		}
@@ -656,24 +651,28 @@ func (c *Client) JWKSURL(d delivery.Discovery) (string, error) {
 		return "", errors.New("adapter: the discovery's jwks_uri is not a URL")
 	}
 	abs := base.ResolveReference(r)
-	if abs.Scheme != "https" && !(abs.Scheme == "http" && clientLoopback(abs.Hostname())) {
+	if abs.Scheme != "https" && !(abs.Scheme == "http" && IsLoopbackHost(abs.Hostname())) {
 		return "", errors.New("adapter: the discovery's jwks_uri must be https (or http of a loopback host)")
 	}
 	return abs.String(), nil
 }
 
+// clientMaxPollWait bounds the long-poll wait PollEvents asks for,
+// whatever the settings say; the platform cuts it further to its own.
+const clientMaxPollWait = 5 * time.Minute
+
 // PollEvents reads a page of a consumer's events (pollAgentEvents): up
-// to limit (0: the platform's default; at most delivery.MaxPollLimit),
-// the platform holding an empty page open for up to wait for one to
-// arrive (0: answer at once). wait is cut to delivery.MaxPollWait and to
-// half of Settings.HTTPTimeout, so that the attempt outlives it.
+// to limit (0: the platform's default; at most delivery.MaxPage), the
+// platform holding an empty page open for up to wait for one to arrive
+// (0: answer at once). wait is sent in whole seconds, cut to half of
+// Settings.HTTPTimeout so that the attempt outlives it.
 func (c *Client) PollEvents(ctx context.Context, agentID, consumer string, limit int, wait time.Duration) (delivery.EventPage, error) {
 	q := url.Values{}
 	if limit > 0 {
-		q.Set(delivery.PollLimitParam, strconv.Itoa(min(limit, delivery.MaxPollLimit)))
+		q.Set(delivery.PollLimitParam, strconv.Itoa(min(limit, delivery.MaxPage)))
 	}
-	if wait = min(wait, delivery.MaxPollWait, c.settings.HTTPTimeout/2); wait > 0 {
-		q.Set(delivery.PollWaitParam, strconv.FormatInt(wait.Milliseconds(), 10))
+	if secs := int64(min(wait, clientMaxPollWait, c.settings.HTTPTimeout/2) / time.Second); secs > 0 {
+		q.Set(delivery.PollWaitParam, strconv.FormatInt(secs, 10))
 	}
 	path := delivery.ConsumerEventsPath(agentID, consumer)
 	if len(q) > 0 {
@@ -683,9 +682,9 @@ func (c *Client) PollEvents(ctx context.Context, agentID, consumer string, limit
 }
 
 // AckEvents acknowledges every event of a consumer up to and including
-// seq (ackAgentEvents).
-func (c *Client) AckEvents(ctx context.Context, agentID, consumer string, seq int64) error {
-	return c.Do(ctx, http.MethodPost, delivery.ConsumerAckPath(agentID, consumer), delivery.ConsumerAck{Seq: seq}, nil)
+// seq (ackAgentEvents), and answers the consumer's state after it.
+func (c *Client) AckEvents(ctx context.Context, agentID, consumer string, seq int64) (delivery.ConsumerState, error) {
+	return clientDo[delivery.ConsumerState](ctx, c, http.MethodPost, delivery.ConsumerAckPath(agentID, consumer), delivery.ConsumerAck{Seq: seq})
 }
 
 // ConsumerState reads a consumer's cursor (getConsumerState).

@@ -123,7 +123,7 @@ func clientReadPrivateFile(path string) ([]byte, error) {
 	}
 	// Windows has no POSIX modes to check; its ACLs are the owner's business.
 	if runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("%s may be read by its group or others (mode %04o); make it 0600", path, st.Mode().Perm())
+		return nil, fmt.Errorf("%s is open to its group or others (mode %04o); make it 0600", path, st.Mode().Perm())
 	}
 	data, err := io.ReadAll(io.LimitReader(f, clientMaxSecretFileBytes+1))
 	if err != nil {

@@ -41,9 +41,9 @@ var (
 	// run_inactive: a run-scoped request after the run ended.
 	ErrRunInactive = errors.New("adapter: run inactive")
 
-	ErrBadRequest      = errors.New("adapter: bad request")      // 400
-	ErrUnauthenticated = errors.New("adapter: unauthenticated")  // 401
-	ErrForbidden       = errors.New("adapter: forbidden")        // 403
+	ErrBadRequest      = errors.New("adapter: bad request")     // 400
+	ErrUnauthenticated = errors.New("adapter: unauthenticated") // 401
+	ErrForbidden       = errors.New("adapter: forbidden")       // 403
 	// ErrNotFound (404) means not there or not visible to the caller:
 	// the platform answers alike for both, so it never proves that the
 	// thing is missing.
@@ -201,11 +201,13 @@ const (
 // string kept.
 func clientReadProblem(op string, status int, h http.Header, body []byte, now time.Time, secrets ...string) *ProblemError {
 	e := &ProblemError{Operation: op, Status: status}
+	// A member of an unexpected type (a newer platform's) costs only
+	// that member: json.Unmarshal fills the others and says so.
 	var p delivery.Problem
-	if json.Unmarshal(body, &p) == nil {
-		e.Problem = p
+	var typeErr *json.UnmarshalTypeError
+	if err := json.Unmarshal(body, &p); err != nil && !errors.As(err, &typeErr) {
+		p = delivery.Problem{}
 	}
-	p = e.Problem
 	clean := func(s string, n int) string { return clientClip(clientRedact(s, secrets), n) }
 	p.Type = clean(p.Type, clientMaxProblemWord)
 	p.Title = clean(p.Title, clientMaxProblemText)

@@ -79,7 +79,7 @@ func NewJWKSCache(jwksURL string, opts *JWKSOptions) (*JWKSCache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("adapter: JWKS URL: %w", err)
 	}
-	if u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && jwksLoopback(u.Hostname()))) {
+	if u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && IsLoopbackHost(u.Hostname()))) {
 		return nil, fmt.Errorf("adapter: JWKS URL %s: need an absolute https URL, or http to a loopback host", u.Redacted())
 	}
 	var o JWKSOptions
@@ -112,16 +112,6 @@ func NewJWKSCache(jwksURL string, opts *JWKSOptions) (*JWKSCache, error) {
 		c.maxAge = DefaultJWKSMaxAge
 	}
 	return c, nil
-}
-
-// jwksLoopback reports whether host is one of the loopback hosts clear
-// text is allowed to: 127.0.0.1, ::1 and localhost.
-func jwksLoopback(host string) bool {
-	switch strings.ToLower(host) {
-	case "127.0.0.1", "::1", "localhost":
-		return true
-	}
-	return false
 }
 
 // Key returns the key with key id kid, fetching the set when it has none

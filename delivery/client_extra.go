@@ -1,23 +1,15 @@
 package delivery
 
-import "time"
-
 // Query parameters of pollAgentEvents (ConsumerEventsPath).
 const (
-	// PollLimitParam bounds the events of one page: 1 to MaxPollLimit,
-	// the platform's own default when absent.
+	// PollLimitParam bounds the events of one page: 1 to MaxPage, the
+	// platform's own default when absent.
 	PollLimitParam = "limit"
-	// PollWaitParam is how long, in whole milliseconds, the platform may
-	// hold a page that would be empty open for an event to arrive (long
-	// polling), at most MaxPollWait; absent or 0 answers at once.
-	PollWaitParam = "wait_ms"
-)
-
-// Bounds of pollAgentEvents' parameters: the platform clamps larger
-// values to them.
-const (
-	MaxPollLimit = 1000
-	MaxPollWait  = 30 * time.Second
+	// PollWaitParam is how long, in whole seconds, the platform may hold
+	// a page that would be empty open for an event to arrive (long
+	// polling); the platform cuts it to its own bound. Absent or 0
+	// answers at once.
+	PollWaitParam = "wait"
 )
 
 // Headers of the API besides InvocationTokenHeader.
