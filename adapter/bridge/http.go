@@ -39,7 +39,7 @@ func NewHTTP(target string, opts *HTTPOptions) (*HTTP, error) {
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, errors.New("bridge: the agent's URL is an absolute http or https URL")
 	}
-	if u.Scheme == "http" && !loopback(u.Hostname()) {
+	if u.Scheme == "http" && !adapter.IsLoopbackHost(u.Hostname()) {
 		return nil, errors.New("bridge: clear-text http is for an agent on this machine (127.0.0.1, ::1, localhost) only")
 	}
 	h := &HTTP{url: target, client: &http.Client{}, timeout: time.Hour}
@@ -52,10 +52,6 @@ func NewHTTP(target string, opts *HTTPOptions) (*HTTP, error) {
 		}
 	}
 	return h, nil
-}
-
-func loopback(host string) bool {
-	return host == "localhost" || host == "127.0.0.1" || host == "::1"
 }
 
 // Prepare does nothing: the agent gets the run when it starts.
