@@ -1195,6 +1195,9 @@ func (g *Gateway) gwHeartbeats(ctx context.Context, c *gwConn) {
 			hb.Agent = &a
 		}
 		c.hbSent.Add(1)
+		// An interval the answer to this heartbeat names applies from
+		// the next one on.
+		d = time.Duration(c.interval.Load())
 		// A write to a peer that stopped reading blocks; the next tick
 		// must still find the missing answer.
 		sends.Go(func() {
@@ -1202,6 +1205,5 @@ func (g *Gateway) gwHeartbeats(ctx context.Context, c *gwConn) {
 				g.log.Debug("gateway heartbeat not sent", "err", err)
 			}
 		})
-		d = time.Duration(c.interval.Load())
 	}
 }

@@ -29,7 +29,9 @@ func NewGatewaySource(baseURL string, info delivery.GatewayInfo, opts *GatewayOp
 // Receive blocks until at least one event arrived, or ctx ends; events
 // arrive across reconnects. After a stop it returns an error wrapping
 // ErrGatewayStopped, from which errors.As takes the CloseReason.
-func (s *GatewaySource) Receive(ctx context.Context) ([]delivery.Event, error) { return s.g.Receive(ctx) }
+func (s *GatewaySource) Receive(ctx context.Context) ([]delivery.Event, error) {
+	return s.g.Receive(ctx)
+}
 
 // Ack acknowledges every event up to and including seq (cumulative);
 // the next session resumes from it.
