@@ -347,7 +347,8 @@ func (g *Gateway) start() {
 // waiting replaces it, with its fresher token). Events arrive across
 // reconnects. An ephemeral event (delivery.Ephemeral) may have seq 0;
 // every other has a seq. When the gateway stopped, Receive returns an
-// error wrapping ErrGatewayStopped.
+// error wrapping ErrGatewayStopped, and events not yet received are
+// dropped: unacknowledged, the platform delivers them again.
 func (g *Gateway) Receive(ctx context.Context) ([]delivery.Event, error) {
 	for {
 		g.mu.Lock()

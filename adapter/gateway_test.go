@@ -713,6 +713,14 @@ func TestGatewayBackoffGrows(t *testing.T) {
 		sc := h.reconnect(wait)
 		_ = sc.ws.Close(delivery.CloseUnknownError, "unknown_error") // fails before hello
 	}
+	// The server_restart close starts over: a random part of the base.
+	sc = h.reconnect(time.Duration(0.999 * float64(8*gwTestBackoff)))
+	_ = sc.ws.Close(delivery.CloseServerRestart, "server_restart")
+	sc = h.reconnect(time.Duration(0.999 * float64(gwTestBackoff)))
+	sc.hello(gwTestHBms, 60_000)
+	if op, _, _ := sc.handshake(""); op != delivery.OpResume {
+		t.Fatalf("after server_restart: %s", op)
+	}
 }
 
 func TestGatewayTakeoverStops(t *testing.T) {
