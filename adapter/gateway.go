@@ -442,9 +442,12 @@ func (g *Gateway) SendRunUpdate(ctx context.Context, runID string, token secret.
 	if ops == nil {
 		ops = []delivery.PatchOp{}
 	}
-	err := c.send(delivery.OpRunUpdate, delivery.GatewayRunUpdate{Ref: ref, RunID: runID,
+	frame, err := gwEncode(delivery.OpRunUpdate, delivery.GatewayRunUpdate{Ref: ref, RunID: runID,
 		InvocationToken: token.Reveal(), BaseVersion: baseVersion, Ops: ops})
 	if err != nil {
+		return err
+	}
+	if err := c.write(frame); err != nil {
 		return fmt.Errorf("%w: %w", ErrGatewayNotConnected, err)
 	}
 
@@ -680,18 +683,26 @@ type gwConn struct {
 // websocket, an ended context closes the connection. A write to a peer
 // that stopped reading blocks until the heartbeat check closes it.
 func (c *gwConn) send(op string, d any) error {
+	frame, err := gwEncode(op, d)
+	if err != nil {
+		return err
+	}
+	return c.write(frame)
+}
+
+func (c *gwConn) write(frame []byte) error {
 	if c == nil || c.ws == nil {
 		return ErrGatewayNotConnected
 	}
+	return c.ws.Write(context.Background(), websocket.MessageText, frame)
+}
+
+func gwEncode(op string, d any) ([]byte, error) {
 	data, err := json.Marshal(d)
 	if err != nil {
-		return fmt.Errorf("adapter: gateway: encode %s: %w", op, err)
+		return nil, fmt.Errorf("adapter: gateway: encode %s: %w", op, err)
 	}
-	frame, err := json.Marshal(delivery.Frame{Op: op, D: data})
-	if err != nil {
-		return fmt.Errorf("adapter: gateway: encode %s: %w", op, err)
-	}
-	return c.ws.Write(context.Background(), websocket.MessageText, frame)
+	return json.Marshal(delivery.Frame{Op: op, D: data})
 }
 
 // closeWith closes the connection with a close frame, once, recording

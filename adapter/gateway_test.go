@@ -863,6 +863,12 @@ func TestGatewayRunUpdate(t *testing.T) {
 			t.Fatalf("SendRunUpdate: %v", err)
 		}
 	}
+	{ // a value JSON cannot carry is refused before anything is sent
+		bad := []delivery.PatchOp{{Op: "replace", Path: "/status_line", Value: make(chan int)}}
+		if err := g.SendRunUpdate(t.Context(), "run-1", runToken, 5, bad); err == nil || errors.Is(err, ErrGatewayNotConnected) {
+			t.Fatalf("SendRunUpdate with an unencodable value: %v", err)
+		}
+	}
 	{ // the connection ends within the window
 		ch := send()
 		sc.expect(delivery.OpRunUpdate, nil)
