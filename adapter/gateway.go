@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -77,19 +76,18 @@ func (e *GatewayOpError) Error() string {
 	return s
 }
 
-// GatewayOptions configure a Gateway. AgentID, Consumer and APIToken are
-// required; everything else has a default.
+// GatewayOptions configure a Gateway. AgentID, Consumer and
+// Credentials.APIToken are required; everything else has a default.
 type GatewayOptions struct {
 	// AgentID is the agent the API token belongs to; a session whose
 	// ready names another principal is closed and the gateway stops.
 	AgentID string
 	// Consumer is the named cursor the session reads (see delivery).
 	Consumer string
-	// APIToken is the agent's API token, sent in identify and resume.
-	APIToken secret.Value
-	// DPoP proves possession of the key a DPoP-bound token is bound to.
-	// Nil: the token is a bearer token and no proof is sent.
-	DPoP *dpop.Key
+	// Credentials are the agent's API token, sent in identify and
+	// resume, and the key a DPoP-bound token is bound to (nil: a bearer
+	// token, and no proof is sent).
+	Credentials Credentials
 
 	// Settings: nil means DefaultSettings. The gateway reads
 	// ReconnectBackoffBase, ReconnectBackoffCap, WSMaxFrameBytes,
@@ -227,8 +225,8 @@ func newGateway(baseURL string, info delivery.GatewayInfo, opts *GatewayOptions)
 		return nil, errors.New("adapter: gateway: AgentID is required")
 	case opts.Consumer == "":
 		return nil, errors.New("adapter: gateway: Consumer is required")
-	case opts.APIToken.IsZero():
-		return nil, errors.New("adapter: gateway: APIToken is required")
+	case opts.Credentials.APIToken.IsZero():
+		return nil, errors.New("adapter: gateway: Credentials.APIToken is required")
 	}
 	if len(info.ProtocolVersions) > 0 && !slices.Contains(info.ProtocolVersions, delivery.ProtocolVersion) {
 		return nil, fmt.Errorf("adapter: gateway: the platform speaks protocol versions %q, not %q",
@@ -239,7 +237,7 @@ func newGateway(baseURL string, info delivery.GatewayInfo, opts *GatewayOptions)
 		return nil, err
 	}
 	g := &Gateway{
-		url: u, agentID: opts.AgentID, consumer: opts.Consumer, token: opts.APIToken, key: opts.DPoP,
+		url: u, agentID: opts.AgentID, consumer: opts.Consumer, token: opts.Credentials.APIToken, key: opts.Credentials.DPoP,
 		settings: DefaultSettings(), clock: opts.Clock, rand: opts.Rand, heartbeat: opts.Heartbeat,
 		log: opts.Logger, http: opts.HTTPClient, userAgent: opts.UserAgent,
 		errWait: opts.RunUpdateErrorWait, maxQueue: opts.MaxBufferedEvents,
@@ -313,19 +311,11 @@ func gwURL(baseURL, gatewayURL string) (string, error) {
 	if u.User != nil {
 		return "", errors.New("adapter: gateway: the gateway URL may not carry user information")
 	}
-	if u.Scheme == "ws" && !gwLoopback(u.Hostname()) {
+	if u.Scheme == "ws" && !IsLoopbackHost(u.Hostname()) {
 		return "", fmt.Errorf("adapter: gateway: clear text to %s: only a loopback host may be reached without TLS", u.Hostname())
 	}
 	u.Fragment = ""
 	return u.String(), nil
-}
-
-func gwLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // String names the gateway; it never shows the token.

@@ -18,7 +18,7 @@ func ExampleNewGatewaySource() {
 	key, _ := dpop.GenerateKey() // in practice loaded: its thumbprint is bound to the token
 	src, err := adapter.NewGatewaySource("https://platform.example.com",
 		delivery.GatewayInfo{URL: delivery.GatewayPath}, // from the platform's discovery document
-		&adapter.GatewayOptions{AgentID: "agent-1", Consumer: "main", APIToken: secret.New("the-api-token"), DPoP: key})
+		&adapter.GatewayOptions{AgentID: "agent-1", Consumer: "main", Credentials: adapter.Credentials{APIToken: secret.New("the-api-token"), DPoP: key}})
 	if err != nil {
 		log.Fatal(err)
 	}

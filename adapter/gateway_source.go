@@ -49,3 +49,5 @@ func (s *GatewaySource) String() string { return "GatewaySource{" + s.g.String()
 
 // GoString is String.
 func (s *GatewaySource) GoString() string { return s.String() }
+
+var _ Source = (*GatewaySource)(nil)

@@ -347,8 +347,7 @@ func newGwHarness(t *testing.T) *gwHarness {
 	settings.ReconnectBackoffBase = gwTestBackoff
 	settings.ReconnectBackoffCap = 8 * gwTestBackoff
 	settings.WSMaxFrameBytes = 4096
-	h.opts = &GatewayOptions{AgentID: gwTestAgent, Consumer: gwTestConsumer, APIToken: secret.New(gwTestToken),
-		DPoP: key, Settings: &settings, Clock: h.clock, Rand: func() float64 { return gwTestRand },
+	h.opts = &GatewayOptions{AgentID: gwTestAgent, Consumer: gwTestConsumer, Credentials: Credentials{APIToken: secret.New(gwTestToken), DPoP: key}, Settings: &settings, Clock: h.clock, Rand: func() float64 { return gwTestRand },
 		Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Heartbeat: func() delivery.Heartbeat {
 			return delivery.Heartbeat{Status: delivery.HeartbeatOK, Details: delivery.HeartbeatDetails{ActiveRuns: []string{"run-1"}}}
@@ -946,11 +945,11 @@ func TestGatewayURL(t *testing.T) {
 }
 
 func TestGatewayOptionsRequired(t *testing.T) {
-	good := GatewayOptions{AgentID: "a", Consumer: "c", APIToken: secret.New("t")}
+	good := GatewayOptions{AgentID: "a", Consumer: "c", Credentials: Credentials{APIToken: secret.New("t")}}
 	tests := map[string]func(*GatewayOptions){
 		"agent":    func(o *GatewayOptions) { o.AgentID = "" },
 		"consumer": func(o *GatewayOptions) { o.Consumer = "" },
-		"token":    func(o *GatewayOptions) { o.APIToken = secret.Value{} },
+		"token":    func(o *GatewayOptions) { o.Credentials.APIToken = secret.Value{} },
 	}
 	for name, mutate := range tests {
 		o := good
@@ -999,7 +998,7 @@ func TestGatewayPrintsNoSecrets(t *testing.T) {
 	sc.expect(delivery.OpRunUpdate, &u)
 	sc.send(delivery.OpError, delivery.GatewayError{Op: delivery.OpRunUpdate, Ref: u.Ref, Code: "validation_failed", Status: 400})
 	opErr := <-ch
-	opts := GatewayOptions{AgentID: gwTestAgent, Consumer: gwTestConsumer, APIToken: secret.New(gwTestToken), DPoP: h.key}
+	opts := GatewayOptions{AgentID: gwTestAgent, Consumer: gwTestConsumer, Credentials: Credentials{APIToken: secret.New(gwTestToken), DPoP: h.key}}
 	for _, v := range []any{g, src, &opts, opts, opErr, CloseReason{Code: 4004, Reason: "authentication_failed"}} {
 		s := fmt.Sprintf("%v %+v %#v %s", v, v, v, v)
 		if strings.Contains(s, gwTestToken) || strings.Contains(s, "invocation-token-x") {
@@ -1029,7 +1028,7 @@ func FuzzGatewayFrame(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g, err := newGateway("http://127.0.0.1:1", delivery.GatewayInfo{URL: "/g"},
-			&GatewayOptions{AgentID: "a", Consumer: "c", APIToken: secret.New("t"), Clock: newGwFakeClock()})
+			&GatewayOptions{AgentID: "a", Consumer: "c", Credentials: Credentials{APIToken: secret.New("t")}, Clock: newGwFakeClock()})
 		if err != nil {
 			t.Fatal(err)
 		}
