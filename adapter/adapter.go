@@ -124,16 +124,6 @@ type RuntimeFailure struct{ Err error }
 func (e *RuntimeFailure) Error() string { return "runtime failure: " + e.Err.Error() }
 func (e *RuntimeFailure) Unwrap() error { return e.Err }
 
-// CloseReason is why the gateway closed for good.
-type CloseReason struct {
-	Code   int
-	Reason string
-}
-
-func (c CloseReason) String() string { return fmt.Sprintf("%d %s", c.Code, c.Reason) }
-
-func (c *CloseReason) Error() string { return "adapter: gateway closed: " + c.String() }
-
 var consumerName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 
 // New makes an adapter. It opens the stores in Config.StateDir (unless
@@ -173,7 +163,7 @@ func New(cfg Config, h Handler, opts *Options) (*Adapter, error) {
 	a.api = o.Client
 	if a.api == nil {
 		c, err := NewClient(cfg.BaseURL, cfg.Credentials, &ClientOptions{Settings: &a.set, Clock: a.clock,
-			HTTPClient: o.HTTPClient, Logger: o.Logger, UserAgent: cfg.Adapter, Rand: o.Rand})
+			HTTPClient: o.HTTPClient, Logger: o.Logger, UserAgent: cfg.Adapter, Rand: child(o.Rand)})
 		if err != nil {
 			return nil, err
 		}
@@ -208,9 +198,23 @@ func New(cfg Config, h Handler, opts *Options) (*Adapter, error) {
 		store = out
 		closers = append(closers, out.Close)
 	}
-	a.outbox = newOutbox(store, a.api, a.clock, a.set, a.log, a.rnd, a.tokenOf)
+	a.outbox = newOutbox(store, a.api, a.clock, a.set, a.log, a.tokenOf)
 	a.closers = closers
 	return a, nil
+}
+
+// child is a source of its own drawn from r: a *rand.Rand is not safe
+// for concurrent use, and each part that draws jitter draws from its own.
+func child(r *rand.Rand) *rand.Rand { return rand.New(rand.NewPCG(r.Uint64(), r.Uint64())) }
+
+// lockedFloat is r.Float64 behind a lock.
+func lockedFloat(r *rand.Rand) func() float64 {
+	var mu sync.Mutex
+	return func() float64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return r.Float64()
+	}
 }
 
 // Adapter runs one agent's pulled runs. Safe for concurrent use.

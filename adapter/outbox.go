@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"sync"
 
@@ -32,14 +31,13 @@ type Outbox struct {
 
 	mu       sync.Mutex
 	onFailed func(OutboxEntry)
-	rnd      *rand.Rand
 	// busy holds the threads being sent now: a thread is sent by one
 	// flush at a time, so its order holds.
 	busy map[string]bool
 }
 
-func newOutbox(store OutboxStore, api *Client, clock Clock, set Settings, log *slog.Logger, rnd *rand.Rand, tokenOf func(string) string) *Outbox {
-	return &Outbox{store: store, api: api, clock: clock, set: set, log: log, rnd: rnd, tokenOf: tokenOf,
+func newOutbox(store OutboxStore, api *Client, clock Clock, set Settings, log *slog.Logger, tokenOf func(string) string) *Outbox {
+	return &Outbox{store: store, api: api, clock: clock, set: set, log: log, tokenOf: tokenOf,
 		kick: make(chan struct{}, 1), busy: map[string]bool{}}
 }
 

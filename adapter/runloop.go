@@ -95,8 +95,9 @@ func (a *Adapter) newSource(disc delivery.Discovery) (Source, error) {
 	if a.cfg.Polling {
 		return NewPollingSource(a.api, a.cfg.AgentID, a.cfg.Consumer, &PollingOptions{Heartbeat: a.heartbeat})
 	}
-	return NewGatewaySource(a.api, disc, a.cfg.AgentID, a.cfg.Consumer, &GatewayOptions{Heartbeat: a.heartbeat,
-		Clock: a.clock, Settings: &a.set, Logger: a.log, Rand: a.rnd})
+	return NewGatewaySource(a.cfg.BaseURL, disc.Gateway, &GatewayOptions{AgentID: a.cfg.AgentID, Consumer: a.cfg.Consumer,
+		Credentials: a.cfg.Credentials, Heartbeat: a.heartbeat, Clock: a.clock, Settings: &a.set, Logger: a.log,
+		Rand: lockedFloat(child(a.rnd)), HTTPClient: a.httpClient, UserAgent: a.cfg.Adapter.Name})
 }
 
 // heartbeat is the agent's state for the platform: its active runs are
