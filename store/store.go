@@ -6,6 +6,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/delivery"
 	"novaos.dev/novaos/gate"
 	"novaos.dev/novaos/gateway"
 	"novaos.dev/novaos/heartbeat"
@@ -44,6 +45,9 @@ type Stores struct {
 	Gate     gate.Store
 	// Gateway keeps the execution gateway's instances, runs and events.
 	Gateway gateway.Store
+	// Delivery keeps pull delivery's agent event streams, consumers,
+	// invocation tokens, agent API tokens and messages.
+	Delivery delivery.Store
 	// ToolServers keeps the upstream MCP servers tenants register with
 	// the tool gateway.
 	ToolServers tools.ServerStore
