@@ -45,9 +45,6 @@ type Stores struct {
 	Gate     gate.Store
 	// Gateway keeps the execution gateway's instances, runs and events.
 	Gateway gateway.Store
-	// Delivery keeps pull delivery's agent event streams, consumers,
-	// invocation tokens, agent API tokens and messages.
-	Delivery delivery.Store
 	// ToolServers keeps the upstream MCP servers tenants register with
 	// the tool gateway.
 	ToolServers tools.ServerStore
@@ -64,6 +61,9 @@ type Stores struct {
 	// Schedules keeps the heartbeat schedules of instances and the ticks
 	// servers handled.
 	Schedules heartbeat.Store
+	// Delivery keeps pull delivery's event streams, consumers, tokens,
+	// Idempotency-Keys and messages.
+	Delivery delivery.Store
 
 	// Listener reports the database's notification listener: nil while it
 	// listens, else why not. Nil for a database without one.

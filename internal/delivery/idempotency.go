@@ -62,10 +62,7 @@ func (s *Service) idempotent(w http.ResponseWriter, r *http.Request, a Agent, se
 		s.fail(w, r, err)
 		return
 	}
-	h := sha256.New()
-	fmt.Fprintf(h, "%s %s\n%d\n", r.Method, r.URL.Path, len(body))
-	h.Write(body)
-	hash := h.Sum(nil)
+	hash := requestHash(r.Method, r.URL.Path, body)
 	ctx := r.Context()
 	req := delivery.IdempotentRequest{Scope: a.ID, Key: key, RequestHash: hash, CreatedAt: s.o.Now()}
 	stored, fresh, err := s.store.BeginRequest(ctx, req)
@@ -103,6 +100,15 @@ func (s *Service) idempotent(w http.ResponseWriter, r *http.Request, a Agent, se
 	if err := s.store.FinishRequest(ctx, req); err != nil {
 		s.log.WarnContext(ctx, "delivery: an idempotent answer could not be kept", "agent_id", a.ID, "err", err)
 	}
+}
+
+// requestHash tells a repeat of a request from another request under
+// the same key: its method, path and body.
+func requestHash(method, path string, body []byte) []byte {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s %s\n%d\n", method, path, len(body))
+	h.Write(body)
+	return h.Sum(nil)
 }
 
 // replay writes a kept answer again.
