@@ -151,16 +151,13 @@ func jsonPointer(path string) string {
 			b.WriteString("/" + escapePointer(path[:end]))
 			path = path[end:]
 		case strings.HasPrefix(path, `["`):
-			end := strings.Index(path, `"]`)
-			if end < 0 {
+			quoted, err := strconv.QuotedPrefix(path[1:])
+			if err != nil || !strings.HasPrefix(path[1+len(quoted):], "]") {
 				return b.String()
 			}
-			name, err := strconv.Unquote(path[1 : end+1])
-			if err != nil {
-				name = path[2:end]
-			}
+			name, _ := strconv.Unquote(quoted)
 			b.WriteString("/" + escapePointer(name))
-			path = path[end+2:]
+			path = path[1+len(quoted)+1:]
 		case strings.HasPrefix(path, "["):
 			end := strings.IndexByte(path, ']')
 			if end < 0 {

@@ -59,6 +59,7 @@ type harness struct {
 	clock *fakeClock
 	inst  gateway.Instance
 	other gateway.Instance
+	mux   *http.ServeMux
 }
 
 func newHarness(t testing.TB, o *Options) *harness {
@@ -86,6 +87,7 @@ func newHarness(t testing.TB, o *Options) *harness {
 		mux.Handle(rt.Pattern, rt.Handler)
 	}
 	handler.Store(mux)
+	h.mux = mux
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); h.svc.Run(ctx) }()
