@@ -13,6 +13,7 @@ import (
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/agenthost"
 	"novaos.dev/novaos/internal/auth"
+	deliverysvc "novaos.dev/novaos/internal/delivery"
 	"novaos.dev/novaos/internal/execgw"
 	"novaos.dev/novaos/internal/gatesvc"
 	"novaos.dev/novaos/internal/httpapi"
@@ -61,6 +62,8 @@ type mounted struct {
 	issuer *auth.Issuer
 	gate   *gatesvc.Service // nil without a gate store
 	host   *agenthost.Host
+	// delivery serves pull instances' agents; nil without its store.
+	delivery *deliverysvc.Service
 }
 
 // mount builds the server's services, in the order they depend on each
@@ -155,6 +158,10 @@ func (s *Server) mount(ctx context.Context, base string, guard *httpapi.Guard) (
 	sd.Tracing, sd.Metrics = s.tracing(), s.metrics()
 	add(l, schedsvc.Mount(st, sd, s.opts.schedules()))
 	add(l, registrysvc.Mount(st, registrysvc.Deps{BaseURL: base, AdminToken: s.opts.AdminToken, Hosted: m.host.Records()}, s.opts.registry()))
+	if m.delivery, err = s.mountDelivery(base, dataDir, m.issuer); err != nil {
+		return m, err
+	}
+	add(l, m.delivery)
 	*l = append(*l, s.own())
 	return m, nil
 }
