@@ -176,6 +176,13 @@ func (s *Service) deliver(ctx context.Context, consumer string, stored []deliver
 			return nil, fmt.Errorf("delivery: record the delivered tokens: %w", err)
 		}
 	}
+	for _, e := range out {
+		kind := sentFirst
+		if e.Redelivered {
+			kind = sentAgain
+		}
+		s.tel.sent.WithLabelValues(kind).Inc()
+	}
 	return out, nil
 }
 

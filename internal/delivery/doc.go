@@ -40,8 +40,9 @@
 // 401 use_dpop_nonce) and a proof id never seen before. Proof ids are
 // remembered in this process's memory, at most Options.MaxProofIDs, the
 // oldest forgotten first: a proof replayed to another replica within its
-// window is not caught there. An unbound token comes as Bearer. A token
-// of one agent finds no other agent's resources (404).
+// window is not caught there. An unbound token comes as Bearer (or as
+// DPoP with a proof, which is then checked the same way). A token of
+// one agent finds no other agent's resources (404).
 //
 // # Consumers
 //
@@ -74,12 +75,20 @@
 //
 // # Idempotency
 //
-// Every POST and PATCH its route does not exempt honours
+// Every agent's POST and PATCH its route does not exempt honours
 // Idempotency-Key, per agent: a repeat gets the first answer (a start
 // whose answer was lost is answered 200 again, not already_started), the
 // same key while the first is answered 409 request_in_progress, with
 // another body 422 idempotency_key_reused. Without a key a write is
 // served as it is; the adapter SDK always sends one.
+//
+// # Telemetry
+//
+// Each agent request is a span, "delivery <operationId>" (novaos.agent_id);
+// a 500's correlation_id is its trace id. Metrics:
+// novaos_delivery_events_sent_total{kind} (first, redelivery),
+// novaos_delivery_run_starts_total{outcome} and
+// novaos_delivery_requests_refused_total{code}.
 //
 // # For the gateway
 //

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/delivery"
 	"novaos.dev/novaos/dpop"
@@ -60,11 +62,12 @@ type harness struct {
 	inst  gateway.Instance
 	other gateway.Instance
 	mux   *http.ServeMux
+	reg   *prometheus.Registry
 }
 
 func newHarness(t testing.TB, o *Options) *harness {
 	t.Helper()
-	h := &harness{t: t, st: newFakeStore(), runs: gateway.NewMemoryStore(),
+	h := &harness{t: t, st: newFakeStore(), runs: gateway.NewMemoryStore(), reg: prometheus.NewRegistry(),
 		clock: &fakeClock{t: h0()}}
 	var handler atomic.Pointer[http.ServeMux]
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.Load().ServeHTTP(w, r) }))
@@ -78,7 +81,7 @@ func newHarness(t testing.TB, o *Options) *harness {
 		opts = *o
 	}
 	opts.Now = h.clock.Now
-	h.svc, err = New(Deps{Store: h.st, Runs: h.runs, Keys: ring, AdminToken: secret.New(testAdmin), BaseURL: h.srv.URL}, &opts)
+	h.svc, err = New(Deps{Store: h.st, Runs: h.runs, Keys: ring, AdminToken: secret.New(testAdmin), BaseURL: h.srv.URL, Metrics: h.reg}, &opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,3 +116,7 @@ func traceContext(ctx context.Context) *delivery.TraceContext {
 	}
 	return &delivery.TraceContext{Traceparent: carrier["traceparent"], Tracestate: carrier["tracestate"]}
 }
+
+// errRunMovedOn: a change found the run no longer in a state it applies
+// to, and writes nothing.
+var errRunMovedOn = errors.New("delivery: the run moved on")

@@ -112,7 +112,9 @@ func correlationID(ctx context.Context) string {
 
 // fail answers r with the problem err stands for.
 func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error) {
-	writeProblem(w, s.problemOf(r.Context(), err))
+	p := s.problemOf(r.Context(), err)
+	s.tel.refused.WithLabelValues(p.Code).Inc()
+	writeProblem(w, p)
 }
 
 // writeProblem answers with p as application/problem+json. A 401 says

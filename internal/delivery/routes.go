@@ -84,11 +84,15 @@ func (s *Service) Routes() []httpapi.Route {
 func (s *Service) agentRoute(rt delivery.Route, h agentHandler) http.HandlerFunc {
 	keyed := (rt.Method == http.MethodPost || rt.Method == http.MethodPatch) && rt.ExemptReason == ""
 	return func(w http.ResponseWriter, r *http.Request) {
+		ctx, span := s.tel.span(r.Context(), rt.OperationID, "")
+		defer span.End()
+		r = r.WithContext(ctx)
 		a, err := s.authAgent(r)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
+		span.SetAttributes(attrAgent.String(a.ID))
 		if keyed {
 			s.idempotent(w, r, a, func(w http.ResponseWriter, r *http.Request) { h(w, r, a) })
 			return

@@ -190,7 +190,8 @@ func checkUse(mode delivery.BillingMode, class delivery.ToolClass) error {
 // mismatch fails a run whose agent would use another billing mode or a
 // higher tool class than its token grants, and answers 409 with the
 // mismatch's code. A run that moved on meanwhile is left as it is.
-func (s *Service) mismatch(ctx context.Context, run gateway.Run, c delivery.Claims, mode delivery.BillingMode, class delivery.ToolClass) error {
+func (s *Service) mismatch(ctx context.Context, run gateway.Run, c delivery.Claims, mode delivery.BillingMode, class delivery.ToolClass,
+	still func(r *gateway.Run) error) error {
 	code, reason, detail := "", "", ""
 	switch {
 	case mode != c.BillingMode:
@@ -203,20 +204,19 @@ func (s *Service) mismatch(ctx context.Context, run gateway.Run, c delivery.Clai
 		return nil
 	}
 	failed, err := s.writeRun(ctx, run, func(r *gateway.Run, now time.Time) ([]gateway.Event, error) {
-		if r.Status.Terminal() {
-			return nil, errRunMovedOn
+		// A run that moved on meanwhile (another start won) is not failed:
+		// the caller hears what it moved to.
+		if err := still(r); err != nil {
+			return nil, err
 		}
 		return end(r, gateway.StatusFailed, reason, now), nil
 	})
-	if err != nil && !errors.Is(err, errRunMovedOn) {
+	if err != nil {
 		return err
 	}
 	return withCurrent(conflict(code, "", detail+"; the run failed"), View(failed))
 }
 
-// errRunMovedOn: a change found the run no longer in a state it applies
-// to, and writes nothing.
-var errRunMovedOn = errors.New("delivery: the run moved on")
 
 // StartRun starts a queued run once: with the run's newest token (an
 // older one is superseded), not expired, while no start was accepted
@@ -224,7 +224,8 @@ var errRunMovedOn = errors.New("delivery: the run moved on")
 // token grants (else the run fails, 409 with the mismatch). The run
 // moves QUEUED to RUNNING with one start in one compare-and-set write,
 // so of concurrent starts exactly one succeeds.
-func (s *Service) StartRun(ctx context.Context, a Agent, runID, tok string, in delivery.RunStart) (delivery.Run, error) {
+func (s *Service) StartRun(ctx context.Context, a Agent, runID, tok string, in delivery.RunStart) (_ delivery.Run, err error) {
+	defer func() { s.tel.started(err) }()
 	run, c, err := s.runFor(ctx, a, runID, tok)
 	if err != nil {
 		return delivery.Run{}, err
@@ -241,25 +242,23 @@ func (s *Service) StartRun(ctx context.Context, a Agent, runID, tok string, in d
 	if err := checkUse(in.BillingModeUsed, in.ToolClassUsed); err != nil {
 		return delivery.Run{}, err
 	}
-	if utf8.RuneCountInString(in.Model) > delivery.MaxModelChars || utf8.RuneCountInString(in.ExternalSessionRef) > maxReasonChars {
-		return delivery.Run{}, validationFailed("model and external_session_ref are too long",
-			delivery.FieldError{Code: delivery.CodeInvalidValue, Pointer: "/model"})
+	if utf8.RuneCountInString(in.Model) > delivery.MaxModelChars {
+		return delivery.Run{}, validationFailed("the model's name is too long",
+			delivery.FieldError{Code: delivery.CodeInvalidValue, Pointer: "/model", Detail: "at most " + strconv.Itoa(delivery.MaxModelChars) + " characters"})
 	}
-	alreadyStarted := func(r gateway.Run) error {
-		return withCurrent(conflict(delivery.CodeAlreadyStarted, "", "the run was started already"), View(r))
+	if utf8.RuneCountInString(in.ExternalSessionRef) > maxReasonChars {
+		return delivery.Run{}, validationFailed("the external session reference is too long",
+			delivery.FieldError{Code: delivery.CodeInvalidValue, Pointer: "/external_session_ref", Detail: "at most " + strconv.Itoa(maxReasonChars) + " characters"})
 	}
-	if run.Status != gateway.StatusQueued || starts(&run) > 0 {
-		return delivery.Run{}, alreadyStarted(run)
+	if err := startable(&run); err != nil {
+		return delivery.Run{}, err
 	}
-	if err := s.mismatch(ctx, run, c, in.BillingModeUsed, in.ToolClassUsed); err != nil {
+	if err := s.mismatch(ctx, run, c, in.BillingModeUsed, in.ToolClassUsed, startable); err != nil {
 		return delivery.Run{}, err
 	}
 	stored, err := s.writeRun(ctx, run, func(r *gateway.Run, now time.Time) ([]gateway.Event, error) {
-		if err := active(*r); err != nil {
+		if err := startable(r); err != nil {
 			return nil, err
-		}
-		if r.Status != gateway.StatusQueued || r.Pull.Starts > 0 {
-			return nil, alreadyStarted(*r)
 		}
 		r.Status, r.Reason = gateway.StatusRunning, "started by its agent"
 		if r.StartedAt.IsZero() {
@@ -278,10 +277,29 @@ func (s *Service) StartRun(ctx context.Context, a Agent, runID, tok string, in d
 	return View(stored), nil
 }
 
-// resumable reports whether a started run waits for its agent to take a
-// person's follow-up: WAITING_USER, or queued again by a reply.
-func resumable(r *gateway.Run) bool {
-	return r.Status == gateway.StatusWaitingUser || r.Status == gateway.StatusQueued && starts(r) > 0
+// startable refuses a run that may not start: ended (run_inactive), or
+// started already.
+func startable(r *gateway.Run) error {
+	if err := active(*r); err != nil {
+		return err
+	}
+	if r.Status != gateway.StatusQueued || starts(r) > 0 {
+		return withCurrent(conflict(delivery.CodeAlreadyStarted, "", "the run was started already"), View(*r))
+	}
+	return nil
+}
+
+// waiting refuses a run that does not wait for its agent to take a
+// person's follow-up: one that ended (run_inactive), or one neither
+// WAITING_USER nor queued again by a reply after it started.
+func waiting(r *gateway.Run) error {
+	if err := active(*r); err != nil {
+		return err
+	}
+	if r.Status == gateway.StatusWaitingUser || r.Status == gateway.StatusQueued && starts(r) > 0 {
+		return nil
+	}
+	return withCurrent(conflict(delivery.CodeConflict, "run_not_waiting", "the run waits for no input"), View(*r))
 }
 
 // ResumeRun takes a waiting run up again with the token of the event
@@ -305,28 +323,29 @@ func (s *Service) ResumeRun(ctx context.Context, a Agent, runID, tok string, in 
 	if err := checkUse(in.BillingModeUsed, in.ToolClassUsed); err != nil {
 		return delivery.Run{}, err
 	}
-	if !resumable(&run) {
-		return delivery.Run{}, withCurrent(conflict(delivery.CodeConflict, "run_not_waiting", "the run waits for no input"), View(run))
+	if err := waiting(&run); err != nil {
+		return delivery.Run{}, err
 	}
 	if c.MessageID != messageID(run.ID, run.Turn) || run.Turn < 2 {
 		return delivery.Run{}, tokenInvalid(delivery.TokenInvalid, "the token is not the one of the run's follow-up")
 	}
-	if err := s.mismatch(ctx, run, c, in.BillingModeUsed, in.ToolClassUsed); err != nil {
+	if err := s.mismatch(ctx, run, c, in.BillingModeUsed, in.ToolClassUsed, waiting); err != nil {
 		return delivery.Run{}, err
 	}
-	err = s.store.ConsumeToken(ctx, c.ID, time.Unix(c.ExpiresAt, 0).Add(s.o.ClockLeeway))
+	// A follow-up resumes its run once, whichever of its tokens (the
+	// delivered ones, renewed ones) comes: the key is the follow-up's,
+	// kept as long as a token of it can be renewed and used.
+	until := time.Unix(c.IssuedAt, 0).Add(s.o.MaxRenewAge + s.o.TokenTTL + s.o.ClockLeeway)
+	err = s.store.ConsumeToken(ctx, "resume:"+c.MessageID, until)
 	if errors.Is(err, delivery.ErrExists) {
-		return delivery.Run{}, tokenInvalid(delivery.TokenConsumed, "the token resumed the run already")
+		return delivery.Run{}, tokenInvalid(delivery.TokenConsumed, "the follow-up resumed the run already")
 	}
 	if err != nil {
 		return delivery.Run{}, err
 	}
 	stored, err := s.writeRun(ctx, run, func(r *gateway.Run, now time.Time) ([]gateway.Event, error) {
-		if err := active(*r); err != nil {
+		if err := waiting(r); err != nil {
 			return nil, err
-		}
-		if !resumable(r) {
-			return nil, withCurrent(conflict(delivery.CodeConflict, "run_not_waiting", "the run waits for no input"), View(*r))
 		}
 		r.Status, r.Reason, r.Pause, r.PendingInput = gateway.StatusRunning, "resumed by its agent", nil, nil
 		return []gateway.Event{gateway.StatusEvent(gateway.StatusRunning, r.Reason)}, nil

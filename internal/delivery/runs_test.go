@@ -7,11 +7,14 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"novaos.dev/novaos/delivery"
 	"novaos.dev/novaos/gateway"
@@ -274,6 +277,40 @@ func TestExactlyOneStart(t *testing.T) {
 	after := h.run(run.ID)
 	if ok != 1 || starts(&after) != 1 || after.Status != gateway.StatusRunning {
 		t.Fatalf("%d starts accepted, run %s with %d starts", ok, after.Status, starts(&after))
+	}
+	if n := testutil.ToFloat64(h.svc.tel.starts.WithLabelValues(outcomeOK)); n != 1 {
+		t.Errorf("novaos_delivery_run_starts_total{outcome=started} = %v", n)
+	}
+	refused := testutil.ToFloat64(h.svc.tel.starts.WithLabelValues(delivery.CodeAlreadyStarted)) +
+		testutil.ToFloat64(h.svc.tel.starts.WithLabelValues(delivery.TokenSuperseded))
+	if refused != 19 {
+		t.Errorf("%v refused starts counted, want 19", refused)
+	}
+}
+
+// TestMismatchLeavesAStartedRun: a start refused for its billing mode
+// while another start won does not fail the run the winner started.
+func TestMismatchLeavesAStartedRun(t *testing.T) {
+	h := newHarness(t, nil)
+	a := h.agent(h.inst, false)
+	a.open("alpha")
+	run := h.trigger(h.inst, "hello")
+	tok, _ := a.tokenFor("alpha", run.ID)
+	stale := h.run(run.ID)
+	if ans := a.call("POST", delivery.StartRunPath(run.ID), startBody(), tok, ""); ans.status != http.StatusOK {
+		t.Fatal(ans.status)
+	}
+	c, err := h.svc.verifyToken(t.Context(), tok, h.inst.ID, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = h.svc.mismatch(t.Context(), stale, c, delivery.BillingAgent, delivery.ToolChat, startable)
+	var p *delivery.Problem
+	if !errors.As(err, &p) || p.Code != delivery.CodeAlreadyStarted {
+		t.Fatalf("err = %v", err)
+	}
+	if r := h.run(run.ID); r.Status != gateway.StatusRunning {
+		t.Fatalf("the started run is %s", r.Status)
 	}
 }
 

@@ -211,6 +211,7 @@ type Service struct {
 	issuer string
 	base   string
 
+	tel     *telemetry
 	nonces  *dpop.Nonces
 	proofs  *proofIDs
 	watch   *watchers
@@ -248,7 +249,7 @@ func New(deps Deps, o *Options) (*Service, error) {
 	opts := o.withDefaults()
 	base := strings.TrimRight(deps.BaseURL, "/")
 	s := &Service{o: opts, deps: deps, log: opts.Logger, store: deps.Store, runs: deps.Runs, keys: deps.Keys,
-		issuer: base, base: base,
+		issuer: base, base: base, tel: newTelemetry(deps.Tracing, deps.Metrics, opts.Logger),
 		nonces: dpop.NewNonces(opts.NonceKey, opts.NonceWindow),
 		proofs: newProofIDs(opts.MaxProofIDs), watch: newWatchers(), beats: map[string]LastHeartbeat{}}
 	return s, nil
