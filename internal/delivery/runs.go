@@ -217,7 +217,6 @@ func (s *Service) mismatch(ctx context.Context, run gateway.Run, c delivery.Clai
 	return withCurrent(conflict(code, "", detail+"; the run failed"), View(failed))
 }
 
-
 // StartRun starts a queued run once: with the run's newest token (an
 // older one is superseded), not expired, while no start was accepted
 // (else already_started), with the billing mode and a tool class the
