@@ -224,6 +224,8 @@ func (s *Service) Poll(ctx context.Context, a Agent, name string, b Batch, wait 
 		select {
 		case <-ctx.Done():
 			return page, nil
+		case <-s.closing:
+			return page, nil
 		case <-woken:
 		case <-timer.C:
 		}

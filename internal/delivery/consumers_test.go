@@ -318,3 +318,31 @@ func TestHeartbeat(t *testing.T) {
 		t.Errorf("last heartbeat %+v", last)
 	}
 }
+
+func TestShutdownEndsLongPolls(t *testing.T) {
+	h := newHarness(t, nil)
+	a := h.agent(h.inst, false)
+	a.open("alpha")
+	done := make(chan answer, 1)
+	go func() { done <- a.call("GET", delivery.ConsumerEventsPath(h.inst.ID, "alpha")+"?wait=25", nil, "", "") }()
+	if err := h.svc.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if ans := <-done; ans.status != http.StatusOK || len(decodeAs[delivery.EventPage](t, ans).Events) != 0 {
+		t.Fatalf("poll: %d %s", ans.status, ans.body)
+	}
+}
+
+func TestOfferOfAnEndedRun(t *testing.T) {
+	h := newHarness(t, nil)
+	run := h.trigger(h.inst, "x")
+	cancelRun(h, run.ID)
+	ended := h.run(run.ID)
+	ended.Turn = 2
+	if err := h.svc.Offer(t.Context(), ended, h.inst); err != nil {
+		t.Fatal(err)
+	}
+	if head, _ := h.st.HeadSeq(t.Context(), h.inst.ID); head != 1 {
+		t.Fatalf("head %d: an ended run was offered", head)
+	}
+}

@@ -27,6 +27,9 @@ func (s *Service) Offer(ctx context.Context, run gateway.Run, inst gateway.Insta
 	if !inst.Pulls() || inst.ID != run.InstanceID || inst.TenantID != run.TenantID {
 		return fmt.Errorf("delivery: offer run %s: instance %s is not the run's pull instance", run.ID, inst.ID)
 	}
+	if run.Status.Terminal() {
+		return nil // nothing to do for its agent
+	}
 	turn := max(run.Turn, 1)
 	thread := threadOf(&run)
 	msg := messageID(run.ID, turn)

@@ -217,6 +217,10 @@ type Service struct {
 	watch   *watchers
 	beatsMu sync.Mutex
 	beats   map[string]LastHeartbeat
+
+	// closing ends the long polls when the server shuts down.
+	closing   chan struct{}
+	closeOnce sync.Once
 }
 
 // Errors of New.
@@ -251,7 +255,8 @@ func New(deps Deps, o *Options) (*Service, error) {
 	s := &Service{o: opts, deps: deps, log: opts.Logger, store: deps.Store, runs: deps.Runs, keys: deps.Keys,
 		issuer: base, base: base, tel: newTelemetry(deps.Tracing, deps.Metrics, opts.Logger),
 		nonces: dpop.NewNonces(opts.NonceKey, opts.NonceWindow),
-		proofs: newProofIDs(opts.MaxProofIDs), watch: newWatchers(), beats: map[string]LastHeartbeat{}}
+		proofs: newProofIDs(opts.MaxProofIDs), watch: newWatchers(), beats: map[string]LastHeartbeat{},
+		closing: make(chan struct{})}
 	return s, nil
 }
 
@@ -282,6 +287,13 @@ func (s *Service) Run(ctx context.Context) {
 	})
 	wg.Go(func() { s.prune(ctx) })
 	wg.Wait()
+}
+
+// Shutdown answers the long polls in flight at once (with what they
+// have: nothing), so that they do not hold up the server's shutdown.
+func (s *Service) Shutdown(context.Context) error {
+	s.closeOnce.Do(func() { close(s.closing) })
+	return nil
 }
 
 // prune drops idempotency records older than Options.IdempotencyTTL
