@@ -693,6 +693,12 @@ type InstallRequest struct {
 	Scopes        []string
 	CustomHeaders []string
 	Published     bool
+	// Delivery is DeliveryPull for an agent that connects out and pulls
+	// its runs (then none of Hosted, URL and AgentID); BillingMode and
+	// ToolClass are what its invocation tokens grant.
+	Delivery    string
+	BillingMode string
+	ToolClass   string
 }
 
 // wire returns the request body, with the secrets' values: the only place
@@ -711,10 +717,14 @@ func (r InstallRequest) wire() ([]byte, error) {
 		Scopes        []string          `json:"scopes,omitempty"`
 		CustomHeaders []string          `json:"custom_headers,omitempty"`
 		Published     bool              `json:"published,omitempty"`
+		Delivery      string            `json:"delivery,omitempty"`
+		BillingMode   string            `json:"billing_mode,omitempty"`
+		ToolClass     string            `json:"tool_class,omitempty"`
 	}
 	b := body{
 		Name: r.Name, Hosted: r.Hosted, URL: r.URL, AgentID: r.AgentID, Config: r.Config, Memory: r.Memory,
 		MemoryBudget: r.MemoryBudget, Scopes: r.Scopes, CustomHeaders: r.CustomHeaders, Published: r.Published,
+		Delivery: r.Delivery, BillingMode: r.BillingMode, ToolClass: r.ToolClass,
 	}
 	if len(r.Secrets) > 0 {
 		b.Secrets = make(map[string]string, len(r.Secrets))
@@ -835,6 +845,9 @@ type InstanceUpdate struct {
 	Scopes        []string
 	CustomHeaders []string
 	Published     *bool
+	Delivery      *string
+	BillingMode   *string
+	ToolClass     *string
 }
 
 // wire returns the PATCH body: the fields set, and "secrets" with a value
@@ -857,6 +870,9 @@ func (u InstanceUpdate) wire() ([]byte, error) {
 	setPtr("scopes", u.Scopes, u.Scopes == nil)
 	setPtr("custom_headers", u.CustomHeaders, u.CustomHeaders == nil)
 	setPtr("published", u.Published, u.Published == nil)
+	setPtr("delivery", u.Delivery, u.Delivery == nil)
+	setPtr("billing_mode", u.BillingMode, u.BillingMode == nil)
+	setPtr("tool_class", u.ToolClass, u.ToolClass == nil)
 	if len(u.SetSecrets) > 0 || len(u.RemoveSecrets) > 0 {
 		s := make(map[string]*string, len(u.SetSecrets)+len(u.RemoveSecrets))
 		for _, k := range u.RemoveSecrets {

@@ -22,7 +22,7 @@ const (
 )
 
 var instancesCommands = []command{
-	{"install", "install an agent for the tenant: instances install --name N (--hosted A | --url U | --agent ID) [flags]", runInstancesInstall},
+	{"install", "install an agent for the tenant: instances install --name N (--hosted A | --url U | --agent ID | --pull) [flags]", runInstancesInstall},
 	{"list", "the tenant's instances, by name", runInstancesList},
 	{"show", "one instance, without its secrets' values: instances show ID|NAME", runInstancesShow},
 	{"update", "change an instance: instances update ID|NAME [install's flags] [--remove-secret NAME]…", runInstancesUpdate},
@@ -36,6 +36,8 @@ func runInstances(ctx context.Context, args []string, e *env) int {
 // instanceFlags are the flags install and update share.
 type instanceFlags struct {
 	name, hosted, url, agent, config *string
+	pull                             optBool
+	billing, toolClass               *string
 	secretFiles, scopes, headers     listFlag
 	secretGiven                      flagGiven
 	memory, publish                  optBool
@@ -57,6 +59,9 @@ func addInstanceFlags(g *gwFlags) *instanceFlags {
 	f.hosted = fs.String("hosted", "", "run the agent the platform hosts under this `name` (such as echo)")
 	f.url = fs.String("url", "", "run the A2A agent at this `URL` (registered, its card fetched and, when signed, verified)")
 	f.agent = fs.String("agent", "", "run the agent of the registry with this `id`")
+	fs.Var(&f.pull, "pull", "the agent connects out and pulls its runs (novaos adapter run); no --hosted, --url or --agent (--pull=false: the platform calls it)")
+	f.billing = fs.String("billing-mode", "", "what a pull agent's tokens grant for model calls: `platform` or agent")
+	f.toolClass = fs.String("tool-class", "", "the most a pull agent's tools may reach: `chat`, scoped or host")
 	f.config = fs.String("config", "", "the configuration every run gets: a JSON object, or @`file` holding one")
 	fs.Var(&f.secretFiles, "secret-file", "a secret as `NAME=PATH`: its value is the file's content (repeatable); values never show in output")
 	fs.Var(&f.secretGiven, "secret", "refused: a secret's value is never a flag (the process list shows flags); use --secret-file NAME=PATH")
@@ -163,7 +168,7 @@ func readLimited(file string, limit int64) ([]byte, error) {
 }
 
 func runInstancesInstall(ctx context.Context, args []string, e *env) int {
-	g := newGWFlags("instances install", "--name N (--hosted A | --url U | --agent ID) [--config JSON|@FILE] [--secret-file NAME=PATH]… [--scope S]… [--memory [--memory-tokens N --memory-latency-ms N]] [--custom-header H]… [--publish]", e)
+	g := newGWFlags("instances install", "--name N (--hosted A | --url U | --agent ID | --pull [--billing-mode M] [--tool-class C]) [--config JSON|@FILE] [--secret-file NAME=PATH]… [--scope S]… [--memory [--memory-tokens N --memory-latency-ms N]] [--custom-header H]… [--publish]", e)
 	f := addInstanceFlags(g)
 	if _, code, ok := g.parse(args, 0, 0, ""); !ok {
 		return code
@@ -174,11 +179,18 @@ func runInstancesInstall(ctx context.Context, args []string, e *env) int {
 	if *f.name == "" {
 		return usageError(g.fs, "--name is required")
 	}
-	if f.targetCount() != 1 {
-		return usageError(g.fs, "give exactly one of --hosted, --url and --agent: what the instance runs")
+	switch {
+	case f.pull.v && f.targetCount() != 0:
+		return usageError(g.fs, "a --pull agent connects out: give none of --hosted, --url and --agent")
+	case !f.pull.v && f.targetCount() != 1:
+		return usageError(g.fs, "give exactly one of --hosted, --url and --agent (what the instance runs), or --pull")
 	}
 	req := gateway.InstallRequest{Name: *f.name, Hosted: *f.hosted, URL: *f.url, AgentID: *f.agent,
-		Memory: f.memory.v, MemoryBudget: f.budget(), Scopes: f.scopes, CustomHeaders: f.headers, Published: f.publish.v}
+		Memory: f.memory.v, MemoryBudget: f.budget(), Scopes: f.scopes, CustomHeaders: f.headers, Published: f.publish.v,
+		BillingMode: *f.billing, ToolClass: *f.toolClass}
+	if f.pull.v {
+		req.Delivery = gateway.DeliveryPull
+	}
 	var err error
 	if *f.config != "" {
 		if req.Config, err = f.readConfig(); err != nil {
@@ -254,8 +266,17 @@ func runInstancesUpdate(ctx context.Context, args []string, e *env) int {
 	if f.publish.set {
 		u.Published = &f.publish.v
 	}
+	if f.pull.set {
+		d := gateway.DeliveryPush
+		if f.pull.v {
+			d = gateway.DeliveryPull
+		}
+		u.Delivery = &d
+	}
+	u.BillingMode, u.ToolClass = set(f.billing), set(f.toolClass)
 	if u.Name == nil && u.Hosted == nil && u.URL == nil && u.AgentID == nil && u.Config == nil && u.SetSecrets == nil &&
-		u.RemoveSecrets == nil && u.Memory == nil && u.MemoryBudget == nil && u.Scopes == nil && u.CustomHeaders == nil && u.Published == nil {
+		u.RemoveSecrets == nil && u.Memory == nil && u.MemoryBudget == nil && u.Scopes == nil && u.CustomHeaders == nil && u.Published == nil &&
+		u.Delivery == nil && u.BillingMode == nil && u.ToolClass == nil {
 		return usageError(g.fs, "nothing to change: give a flag of install's, or --remove-secret")
 	}
 	c, code, ok := g.client()
@@ -319,6 +340,8 @@ func runInstancesList(ctx context.Context, args []string, e *env) int {
 // instanceTarget says what an instance runs.
 func instanceTarget(in *gateway.Instance) string {
 	switch {
+	case in.Pulls():
+		return "a pull agent (it connects out)"
 	case in.Hosted != "":
 		return "hosted " + in.Hosted
 	case in.URL != "":

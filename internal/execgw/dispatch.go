@@ -151,6 +151,10 @@ func (dl *delivery) current() gateway.Run {
 // deliver runs one turn of a claimed run: it calls the agent, records its
 // stream, and settles the run as the stream ended.
 func (d *dispatcher) deliver(parent context.Context, claimed *gateway.Run) {
+	if claimed.Pull != nil {
+		d.offer(parent, claimed)
+		return
+	}
 	s := d.s
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)

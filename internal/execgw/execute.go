@@ -60,10 +60,13 @@ func (s *Service) serveExecute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	run := gateway.Run{
-		ID: newRunID(), TenantID: p.tenant, InstanceID: inst.ID, AgentID: agentID(&inst),
+		ID: newRunID(), TenantID: p.tenant, InstanceID: inst.ID, AgentID: agentID(&inst), Pull: pullState(&inst),
 		ThreadID: in.ThreadID, ConversationID: in.ConversationID, Caller: p.caller(),
 		Status: gateway.StatusQueued, Input: in.Input, Attachments: in.Attachments, OutputSchema: in.OutputSchema,
 		IdempotencyKey: newIdempotencyKey(), Turn: 1,
+	}
+	if run.Pull != nil && run.ThreadID == "" {
+		run.ThreadID = run.ID // a pulled run's agent always works in a thread
 	}
 	if headers := allowedHeaders(in.CustomHeaders, inst.CustomHeaders); len(headers) > 0 {
 		if run.CustomHeaders, err = s.sealHeaders(run.TenantID, run.ID, headers); err != nil {

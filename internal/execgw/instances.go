@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"novaos.dev/novaos/a2a"
+	pull "novaos.dev/novaos/delivery"
 	"novaos.dev/novaos/gateway"
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/httpapi"
@@ -53,6 +54,14 @@ type InstanceRequest struct {
 	Scopes        *[]string             `json:"scopes,omitempty"`
 	CustomHeaders *[]string             `json:"custom_headers,omitempty"`
 	Published     *bool                 `json:"published,omitempty"`
+	// Delivery is "push" (the default: the platform calls the agent) or
+	// "pull" (the agent connects out and pulls its runs; then none of
+	// hosted, url and agent_id). BillingMode ("platform" or "agent") and
+	// ToolClass ("chat", "scoped" or "host") are what a pull agent's
+	// invocation tokens grant.
+	Delivery    *string `json:"delivery,omitempty"`
+	BillingMode *string `json:"billing_mode,omitempty"`
+	ToolClass   *string `json:"tool_class,omitempty"`
 }
 
 // instancesPrincipal authenticates a caller of the instances API with
@@ -223,10 +232,34 @@ func (s *Service) apply(ctx context.Context, inst *gateway.Instance, in *Instanc
 			targets++
 		}
 	}
+	if in.Delivery != nil {
+		switch *in.Delivery {
+		case gateway.DeliveryPush, gateway.DeliveryPull:
+			inst.Delivery = *in.Delivery
+		default:
+			bad("delivery", `"push" or "pull"`)
+		}
+	}
+	if in.BillingMode != nil {
+		switch pull.BillingMode(*in.BillingMode) {
+		case pull.BillingPlatform, pull.BillingAgent:
+			inst.BillingMode = *in.BillingMode
+		default:
+			bad("billing_mode", `"platform" or "agent"`)
+		}
+	}
+	if in.ToolClass != nil {
+		if pull.ToolClass(*in.ToolClass).Rank() == 0 {
+			bad("tool_class", `"chat", "scoped" or "host"`)
+		}
+		inst.ToolClass = *in.ToolClass
+	}
 	switch {
 	case targets > 1:
 		bad("hosted", "hosted, url and agent_id exclude each other")
-	case targets == 0 && install:
+	case inst.Pulls() && targets > 0:
+		bad("delivery", "a pull instance's agent connects out: it has no hosted, url or agent_id")
+	case !inst.Pulls() && targets == 0 && (install || inst.Hosted == "" && inst.URL == ""):
 		bad("hosted", "one of hosted, url and agent_id is required")
 	}
 	if in.Config != nil {
@@ -278,6 +311,8 @@ func (s *Service) apply(ctx context.Context, inst *gateway.Instance, in *Instanc
 		return invalid("the instance", errs)
 	}
 	switch {
+	case inst.Pulls():
+		inst.Hosted, inst.URL, inst.AgentID = "", "", ""
 	case in.Hosted != nil:
 		if s.deps.Hosted == nil {
 			return invalid("the instance", []problem.FieldError{{Field: "hosted", Message: "this server hosts no agents"}})

@@ -203,6 +203,9 @@ func (s *Service) cancel(ctx context.Context, p principal, id string) (*gateway.
 		}
 		return end(x, gateway.StatusCancelled, "cancelled by "+p.subject, s.o.Now()), nil
 	})
+	if err == nil {
+		s.cancelled(ctx, run)
+	}
 	return run, err
 }
 

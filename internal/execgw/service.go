@@ -154,6 +154,8 @@ type Deps struct {
 	AdminToken secret.Value
 	Tokens     Tokens // required
 	Hosted     Hosted
+	// Pull delivers the runs of pull instances; without it they fail.
+	Pull Puller
 	// Sealer seals secrets and custom headers at rest; without one the
 	// gateway refuses to take them.
 	Sealer Sealer

@@ -57,8 +57,11 @@ func (s *Service) StartRun(ctx context.Context, r StartRequest) (gateway.Run, er
 	if key == "" {
 		key = newIdempotencyKey()
 	}
-	run := gateway.Run{ID: r.RunID, TenantID: r.TenantID, InstanceID: inst.ID, AgentID: agentID(&inst), Caller: r.Caller,
+	run := gateway.Run{ID: r.RunID, TenantID: r.TenantID, InstanceID: inst.ID, AgentID: agentID(&inst), Pull: pullState(&inst), Caller: r.Caller,
 		Status: gateway.StatusQueued, Input: r.Input, IdempotencyKey: key, Turn: 1, LLMLimit: r.LLMLimit}
+	if run.Pull != nil {
+		run.ThreadID = run.ID // a pulled run's agent always works in a thread
+	}
 	stored, _, err := s.store.CreateRun(ctx, gateway.RunWrite{Run: run, Now: s.o.Now(),
 		Events: []gateway.Event{statusEvent(gateway.StatusQueued, "")}})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/delivery"
 	"novaos.dev/novaos/gateway"
 )
 
@@ -160,7 +161,8 @@ func gwInstance(tenant, id, name string) gateway.Instance {
 		Scopes:        []string{"memory:read", "gate:write"},
 		CustomHeaders: []string{"X-Customer", "*"},
 		Published:     true,
-		Version:       77, CreatedAt: gwAt(-time.Hour), UpdatedAt: gwAt(-time.Minute), // the store's to set
+		Delivery:      gateway.DeliveryPull, BillingMode: "agent", ToolClass: "scoped",
+		Version: 77, CreatedAt: gwAt(-time.Hour), UpdatedAt: gwAt(-time.Minute), // the store's to set
 	}
 }
 
@@ -198,7 +200,9 @@ func gwRun(tenant, id string) gateway.Run {
 		PendingInput:  json.RawMessage(` {"text" : "yes"} `),
 		CustomHeaders: []byte{0xde, 0xad, 0, 0xbe, 0xef},
 		LLMLimit:      gateway.LLMLimit{MaxTokens: 12_000, MaxCostUSD: 0.125},
-		LeaseOwner:    "dispatcher-1", LeaseUntil: gwAt(time.Minute + 7), NotBefore: gwAt(30*time.Second + 9),
+		Pull: &gateway.PullState{OfferedTurn: 2, Starts: 1, Progress: delivery.Progress{StatusLine: "reading", Model: "m-1",
+			Metrics: map[string]float64{"tokens": 12}, Steps: []delivery.Step{{ID: "s1", Ordinal: 1, Kind: "tool", Status: delivery.StepRunning}}}},
+		LeaseOwner: "dispatcher-1", LeaseUntil: gwAt(time.Minute + 7), NotBefore: gwAt(30*time.Second + 9),
 		Version: 42, CreatedAt: gwAt(-time.Hour), UpdatedAt: gwAt(-time.Hour), // the store's to set
 		StartedAt: gwAt(time.Second + 1), EndedAt: gwAt(2*time.Second + 999),
 	}
