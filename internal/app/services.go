@@ -13,7 +13,6 @@ import (
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/agenthost"
 	"novaos.dev/novaos/internal/auth"
-	deliverysvc "novaos.dev/novaos/internal/delivery"
 	"novaos.dev/novaos/internal/execgw"
 	"novaos.dev/novaos/internal/gatesvc"
 	"novaos.dev/novaos/internal/httpapi"
@@ -62,8 +61,6 @@ type mounted struct {
 	issuer *auth.Issuer
 	gate   *gatesvc.Service // nil without a gate store
 	host   *agenthost.Host
-	// delivery serves pull instances' agents; nil without its store.
-	delivery *deliverysvc.Service
 }
 
 // mount builds the server's services, in the order they depend on each
@@ -119,10 +116,19 @@ func (s *Server) mount(ctx context.Context, base string, guard *httpapi.Guard) (
 		return m, fmt.Errorf("app: %w", err)
 	}
 	add(l, m.host)
+	// Pull delivery takes the gateway's runs of pull instances.
+	pull, err := s.mountDelivery(base, dataDir, m.issuer)
+	if err != nil {
+		return m, err
+	}
+	add(l, pull)
 	gwDeps := execgw.Deps{AdminToken: s.opts.AdminToken, Tokens: m.issuer, Hosted: m.host, BaseURL: base,
 		Tracing: s.tracing(), Metrics: s.metrics()}
 	if sealer != nil {
 		gwDeps.Sealer = sealer
+	}
+	if pull != nil {
+		gwDeps.Pull = pull
 	}
 	g := add(l, execgw.Mount(st, gwDeps, s.opts.gateway()))
 	if g != nil {
@@ -158,10 +164,6 @@ func (s *Server) mount(ctx context.Context, base string, guard *httpapi.Guard) (
 	sd.Tracing, sd.Metrics = s.tracing(), s.metrics()
 	add(l, schedsvc.Mount(st, sd, s.opts.schedules()))
 	add(l, registrysvc.Mount(st, registrysvc.Deps{BaseURL: base, AdminToken: s.opts.AdminToken, Hosted: m.host.Records()}, s.opts.registry()))
-	if m.delivery, err = s.mountDelivery(base, dataDir, m.issuer); err != nil {
-		return m, err
-	}
-	add(l, m.delivery)
 	*l = append(*l, s.own())
 	return m, nil
 }

@@ -18,11 +18,11 @@ import (
 const maxConsumerTries = 16
 
 // consumerName is the form of a consumer's name.
-var consumerName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$`)
+var consumerName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 
 func checkConsumer(name string) error {
 	if !consumerName.MatchString(name) {
-		return validationFailed("a consumer name is 1 to 64 of A-Z a-z 0-9 . _ : -, starting with a letter or digit",
+		return validationFailed("a consumer name is 1 to 64 of a-z 0-9 . _ -, starting with a letter or digit",
 			delivery.FieldError{Code: delivery.CodeInvalidValue, Pointer: "/consumer"})
 	}
 	return nil
@@ -280,7 +280,7 @@ func (s *Service) Ack(ctx context.Context, a Agent, name string, seq int64) (del
 func (s *Service) pollParams(r *http.Request) (int, time.Duration, error) {
 	q := r.URL.Query()
 	limit := 0
-	if v := q.Get("limit"); v != "" {
+	if v := q.Get(delivery.PollLimitParam); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > delivery.MaxPage {
 			return 0, 0, validationFailed("limit is 1 to "+strconv.Itoa(delivery.MaxPage), delivery.FieldError{Code: delivery.CodeInvalidValue, Pointer: "/limit"})
@@ -288,7 +288,7 @@ func (s *Service) pollParams(r *http.Request) (int, time.Duration, error) {
 		limit = n
 	}
 	var wait time.Duration
-	if v := q.Get("wait"); v != "" {
+	if v := q.Get(delivery.PollWaitParam); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > 3600 {
 			return 0, 0, validationFailed("wait is whole seconds, 0 to "+strconv.Itoa(int(s.o.MaxPollWait/time.Second))+" (more is cut to that)",

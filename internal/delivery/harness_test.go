@@ -110,12 +110,14 @@ func (h *harness) install(name, billing, class string) gateway.Instance {
 	return inst
 }
 
-// trigger creates a queued run of inst and offers it.
+// trigger creates a queued run of inst and offers it, as the execution
+// gateway does a pull instance's.
 func (h *harness) trigger(inst gateway.Instance, input string) gateway.Run {
 	h.t.Helper()
 	ctx := context.Background()
 	run, _, err := h.runs.CreateRun(ctx, gateway.RunWrite{Run: gateway.Run{ID: a2a.NewID(), TenantID: testTenant, InstanceID: inst.ID,
-		ThreadID: "thread-1", Caller: gateway.Caller{Subject: "alex", UserID: "alex"}, Status: gateway.StatusQueued, Input: input, Turn: 1},
+		ThreadID: "thread-1", Caller: gateway.Caller{Subject: "alex", UserID: "alex"}, Status: gateway.StatusQueued, Input: input, Turn: 1,
+		Pull: &gateway.PullState{}},
 		Events: []gateway.Event{gateway.StatusEvent(gateway.StatusQueued, "queued")}, Now: h.clock.Now()})
 	if err != nil {
 		h.t.Fatal(err)
@@ -245,7 +247,7 @@ func (a *agent) call(method, path string, body any, runToken, key string) answer
 			headers[delivery.InvocationTokenHeader] = runToken
 		}
 		if key != "" {
-			headers[IdempotencyKeyHeader] = key
+			headers[delivery.IdempotencyKeyHeader] = key
 		}
 		if a.key == nil {
 			headers["Authorization"] = "Bearer " + a.token

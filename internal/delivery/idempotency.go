@@ -14,10 +14,6 @@ import (
 	"novaos.dev/novaos/problem"
 )
 
-// IdempotencyKeyHeader names a write once, so that its repeats are
-// answered with its first answer.
-const IdempotencyKeyHeader = "Idempotency-Key"
-
 // maxIdempotencyKey bounds an Idempotency-Key (a UUIDv7 is 36).
 const maxIdempotencyKey = 255
 
@@ -47,7 +43,7 @@ func (s *Service) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 // of 500 or more is not kept, so that a retry runs again. A write
 // without a key is served as it is (the adapter SDK always sends one).
 func (s *Service) idempotent(w http.ResponseWriter, r *http.Request, a Agent, serve func(w http.ResponseWriter, r *http.Request)) {
-	key := r.Header.Get(IdempotencyKeyHeader)
+	key := r.Header.Get(delivery.IdempotencyKeyHeader)
 	if key == "" {
 		serve(w, r)
 		return

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"go.opentelemetry.io/otel/propagation"
 
@@ -19,10 +18,10 @@ import (
 // agent.invocation, a later one (a person's reply) as agent.followup,
 // with the grant every token delivered with it carries (the instance's
 // billing mode and tool class, platform and chat by default, its
-// version as the permission version) and the run's Pull.OfferedTurn set.
-// It is idempotent: an offer of a turn stored already stores nothing
-// more. The execution gateway calls it when it dispatches a run of a
-// pull instance.
+// version as the permission version). It is idempotent: an offer of a
+// turn stored already stores nothing more. The execution gateway calls
+// it when it dispatches a run of a pull instance (and records the
+// offered turn on the run itself); an ended run is not offered.
 func (s *Service) Offer(ctx context.Context, run gateway.Run, inst gateway.Instance) error {
 	if !inst.Pulls() || inst.ID != run.InstanceID || inst.TenantID != run.TenantID {
 		return fmt.Errorf("delivery: offer run %s: instance %s is not the run's pull instance", run.ID, inst.ID)
@@ -57,17 +56,7 @@ func (s *Service) Offer(ctx context.Context, run gateway.Run, inst gateway.Insta
 	if err := s.append(ctx, ev); err != nil {
 		return fmt.Errorf("delivery: offer run %s: %w", run.ID, err)
 	}
-	_, err = s.writeRun(ctx, run, func(r *gateway.Run, _ time.Time) ([]gateway.Event, error) {
-		if r.Status.Terminal() || r.Pull.OfferedTurn >= turn {
-			return nil, errRunMovedOn
-		}
-		r.Pull.OfferedTurn = turn
-		return nil, nil
-	})
-	if errors.Is(err, errRunMovedOn) {
-		err = nil
-	}
-	return err
+	return nil
 }
 
 // Cancelled tells a cancelled run's agent to stop (run.cancel_requested,
