@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"regexp"
@@ -61,7 +62,9 @@ const ScopeTokens = "instances:write"
 // serveCreateToken answers createToken: a tenant admin (the operator
 // naming the tenant, or a platform token with ScopeTokens) issues an API
 // token for a pull instance of the tenant, shown once; the platform
-// keeps its hash.
+// keeps its hash. It honours Idempotency-Key (per tenant) without
+// keeping the token: a repeat revokes the token of the first answer and
+// answers a new one, so that a retried request leaves one token.
 func (s *Service) serveCreateToken(w http.ResponseWriter, r *http.Request) {
 	tok, err := s.createToken(w, r)
 	if err != nil {
@@ -71,7 +74,7 @@ func (s *Service) serveCreateToken(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, tok)
 }
 
-func (s *Service) createToken(w http.ResponseWriter, r *http.Request) (delivery.TokenGrant, error) {
+func (s *Service) createToken(w http.ResponseWriter, r *http.Request) (_ delivery.TokenGrant, err error) {
 	auth := httpapi.AdminOrToken(s.deps.AdminToken, s.deps.Tokens)
 	if s.deps.Tokens == nil {
 		auth = httpapi.AdminRule{Token: s.deps.AdminToken}
@@ -88,6 +91,18 @@ func (s *Service) createToken(w http.ResponseWriter, r *http.Request) (delivery.
 	if err != nil {
 		return delivery.TokenGrant{}, err
 	}
+	ctx := r.Context()
+	claim, first, fresh, err := s.claimKey(w, r, "tokens:"+tc.Tenant)
+	if err != nil {
+		return delivery.TokenGrant{}, err
+	}
+	if claim != nil {
+		defer func() {
+			if err != nil { // nothing was issued: a retry runs again
+				_ = s.store.ForgetRequest(context.WithoutCancel(ctx), claim.Scope, claim.Key)
+			}
+		}()
+	}
 	var in delivery.TokenCreate
 	if err := s.decode(w, r, &in, true); err != nil {
 		return delivery.TokenGrant{}, err
@@ -103,22 +118,44 @@ func (s *Service) createToken(w http.ResponseWriter, r *http.Request) (delivery.
 		return delivery.TokenGrant{}, validationFailed("the token request breaks its rules", errs...)
 	}
 	agentID := r.PathValue("agent")
-	inst, err := s.runs.GetInstance(r.Context(), tc.Tenant, agentID)
+	inst, err := s.runs.GetInstance(ctx, tc.Tenant, agentID)
 	if errors.Is(err, gateway.ErrNotFound) || err == nil && !inst.Pulls() {
 		return delivery.TokenGrant{}, notFound("no pull instance " + bounded(agentID) + " in the tenant")
 	}
 	if err != nil {
 		return delivery.TokenGrant{}, err
 	}
+	now := s.o.Now()
+	if claim != nil && !fresh {
+		// A repeat of the key: the token of the first answer was shown once
+		// and is not kept, so it is revoked and a new one issued in its
+		// place — the key stands for one working token.
+		var prev delivery.TokenGrant
+		if json.Unmarshal(first.Body, &prev) == nil && prev.ID != "" {
+			if err := s.store.RevokeAPIToken(ctx, prev.AgentID, prev.ID, now); err != nil && !errors.Is(err, delivery.ErrNotFound) {
+				return delivery.TokenGrant{}, err
+			}
+		}
+	}
 	value := newAPIToken()
 	rec := delivery.APIToken{ID: a2a.NewID(), TenantID: inst.TenantID, AgentID: inst.ID, Hash: tokenHash(value.Reveal()),
-		DPoPJKT: in.DPoPJKT, Name: in.Name, CreatedAt: s.o.Now()}
-	if err := s.store.CreateAPIToken(r.Context(), rec); err != nil {
+		DPoPJKT: in.DPoPJKT, Name: in.Name, CreatedAt: now}
+	if err := s.store.CreateAPIToken(ctx, rec); err != nil {
 		return delivery.TokenGrant{}, err
 	}
-	s.log.InfoContext(r.Context(), "delivery: agent API token created", "tenant_id", inst.TenantID, "agent_id", inst.ID,
-		"token_id", rec.ID, "bound", in.DPoPJKT != "", "caller", tc.Subject)
-	return delivery.TokenGrant{ID: rec.ID, AgentID: inst.ID, Token: value.Reveal(), DPoPJKT: in.DPoPJKT}, nil
+	grant := delivery.TokenGrant{ID: rec.ID, AgentID: inst.ID, Token: value.Reveal(), DPoPJKT: in.DPoPJKT}
+	if claim != nil {
+		kept := grant
+		kept.Token = "" // never kept
+		claim.Done, claim.Status = true, http.StatusCreated
+		claim.Body, _ = json.Marshal(kept)
+		if err := s.store.FinishRequest(context.WithoutCancel(ctx), *claim); err != nil {
+			s.log.WarnContext(ctx, "delivery: an idempotent answer could not be kept", "tenant_id", inst.TenantID, "err", err)
+		}
+	}
+	s.log.InfoContext(ctx, "delivery: agent API token created", "tenant_id", inst.TenantID, "agent_id", inst.ID,
+		"token_id", rec.ID, "bound", in.DPoPJKT != "", "replaces", claim != nil && !fresh, "caller", tc.Subject)
+	return grant, nil
 }
 
 // jktForm is an RFC 7638 SHA-256 thumbprint in base64url.

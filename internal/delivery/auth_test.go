@@ -209,3 +209,39 @@ func TestProofIDsAreBounded(t *testing.T) {
 		t.Error("d refused after it was forgotten")
 	}
 }
+
+// TestCreateTokenRepeated: a repeated Idempotency-Key leaves one working
+// token, and the answer kept for it holds none.
+func TestCreateTokenRepeated(t *testing.T) {
+	h := newHarness(t, nil)
+	key := newKey()
+	headers := map[string]string{"Authorization": "Bearer " + testAdmin, "X-Tenant-ID": testTenant, delivery.IdempotencyKeyHeader: key}
+	create := func(body any) answer { return h.do("POST", delivery.TokensPath(h.inst.ID), body, headers) }
+	first := decodeAs[delivery.TokenGrant](t, create(delivery.TokenCreate{Name: "laptop"}))
+	again := decodeAs[delivery.TokenGrant](t, create(delivery.TokenCreate{Name: "laptop"}))
+	if first.Token == "" || again.Token == "" || first.Token == again.Token || first.ID == again.ID {
+		t.Fatalf("first %v, again %v", first, again)
+	}
+	path := delivery.TriggerersPath(h.inst.ID)
+	if a := h.do("GET", path, nil, map[string]string{"Authorization": "Bearer " + first.Token}); a.status != http.StatusUnauthorized {
+		t.Errorf("the first token still works: %d", a.status)
+	}
+	if a := h.do("GET", path, nil, map[string]string{"Authorization": "Bearer " + again.Token}); a.status != http.StatusOK {
+		t.Errorf("the second token: %d", a.status)
+	}
+	for _, r := range h.st.requests {
+		if strings.Contains(string(r.Body), APITokenPrefix) {
+			t.Error("a token is kept in an idempotency record")
+		}
+	}
+	if a := create(delivery.TokenCreate{Name: "other"}); a.status != http.StatusUnprocessableEntity {
+		t.Errorf("the key with another body: %d", a.status)
+	}
+	bad := map[string]string{"Authorization": "Bearer " + testAdmin, "X-Tenant-ID": testTenant, delivery.IdempotencyKeyHeader: newKey()}
+	if a := h.do("POST", delivery.TokensPath("nope"), delivery.TokenCreate{}, bad); a.status != http.StatusNotFound {
+		t.Fatalf("unknown agent: %d", a.status)
+	}
+	if len(h.st.requests) != 1 {
+		t.Errorf("%d keys kept; a refused request keeps none", len(h.st.requests))
+	}
+}

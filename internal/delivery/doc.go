@@ -80,7 +80,9 @@
 // whose answer was lost is answered 200 again, not already_started), the
 // same key while the first is answered 409 request_in_progress, with
 // another body 422 idempotency_key_reused. Without a key a write is
-// served as it is; the adapter SDK always sends one.
+// served as it is; the adapter SDK always sends one. createToken honours
+// a key per tenant but never keeps the token it answered: a repeat
+// revokes that token and answers a new one.
 //
 // # Telemetry
 //

@@ -43,45 +43,20 @@ func (s *Service) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 // of 500 or more is not kept, so that a retry runs again. A write
 // without a key is served as it is (the adapter SDK always sends one).
 func (s *Service) idempotent(w http.ResponseWriter, r *http.Request, a Agent, serve func(w http.ResponseWriter, r *http.Request)) {
-	key := r.Header.Get(delivery.IdempotencyKeyHeader)
-	if key == "" {
-		serve(w, r)
-		return
-	}
-	if len(key) > maxIdempotencyKey || !printable(key) {
-		s.fail(w, r, validationFailed("the Idempotency-Key is 1 to 255 printable ASCII characters",
-			delivery.FieldError{Code: delivery.CodeInvalidValue, Pointer: "/headers/Idempotency-Key"}))
-		return
-	}
-	body, err := s.readBody(w, r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	hash := requestHash(r.Method, r.URL.Path, body)
-	ctx := r.Context()
-	req := delivery.IdempotentRequest{Scope: a.ID, Key: key, RequestHash: hash, CreatedAt: s.o.Now()}
-	stored, fresh, err := s.store.BeginRequest(ctx, req)
-	if err == nil && !fresh && !stored.Done && s.o.Now().Sub(stored.CreatedAt) > s.o.IdempotencyStale {
-		if err = s.store.ForgetRequest(ctx, a.ID, key); err == nil {
-			stored, fresh, err = s.store.BeginRequest(ctx, req)
-		}
-	}
+	req, stored, fresh, err := s.claimKey(w, r, a.ID)
 	switch {
 	case err != nil:
 		s.fail(w, r, err)
 		return
-	case !fresh && !bytes.Equal(stored.RequestHash, hash):
-		s.fail(w, r, newProblem(http.StatusUnprocessableEntity, delivery.CodeIdempotencyKeyReused, "",
-			"the Idempotency-Key came with another request: use a new key for a new request"))
-		return
-	case !fresh && !stored.Done:
-		s.fail(w, r, conflict(delivery.CodeRequestInProgress, "", "a request with this Idempotency-Key is being answered: retry later"))
+	case req == nil:
+		serve(w, r)
 		return
 	case !fresh:
 		replay(w, stored)
 		return
 	}
+	ctx := r.Context()
+	key := req.Key
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 	serve(rec, r)
 	// The answer is kept even when the client went: its retry gets it.
@@ -93,9 +68,51 @@ func (s *Service) idempotent(w http.ResponseWriter, r *http.Request, a Agent, se
 		return
 	}
 	req.Done, req.Status, req.Body = true, rec.status, rec.body.Bytes()
-	if err := s.store.FinishRequest(ctx, req); err != nil {
+	if err := s.store.FinishRequest(ctx, *req); err != nil {
 		s.log.WarnContext(ctx, "delivery: an idempotent answer could not be kept", "agent_id", a.ID, "err", err)
 	}
+}
+
+// claimKey claims r's Idempotency-Key in scope: nil and no error when r
+// has none; else the claim, and, when the key was claimed before
+// (fresh false), its stored answer. Its problems: a key that is not
+// printable ASCII (400), one that came with another request (422
+// idempotency_key_reused), one whose first request is still being
+// answered (409 request_in_progress). A key left in progress longer than
+// Options.IdempotencyStale (its process died) is taken over.
+func (s *Service) claimKey(w http.ResponseWriter, r *http.Request, scope string) (*delivery.IdempotentRequest, delivery.IdempotentRequest, bool, error) {
+	var none delivery.IdempotentRequest
+	key := r.Header.Get(delivery.IdempotencyKeyHeader)
+	if key == "" {
+		return nil, none, false, nil
+	}
+	if len(key) > maxIdempotencyKey || !printable(key) {
+		return nil, none, false, validationFailed("the Idempotency-Key is 1 to 255 printable ASCII characters",
+			delivery.FieldError{Code: delivery.CodeInvalidValue, Pointer: "/headers/Idempotency-Key"})
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return nil, none, false, err
+	}
+	hash := requestHash(r.Method, r.URL.Path, body)
+	ctx := r.Context()
+	req := delivery.IdempotentRequest{Scope: scope, Key: key, RequestHash: hash, CreatedAt: s.o.Now()}
+	stored, fresh, err := s.store.BeginRequest(ctx, req)
+	if err == nil && !fresh && !stored.Done && s.o.Now().Sub(stored.CreatedAt) > s.o.IdempotencyStale {
+		if err = s.store.ForgetRequest(ctx, scope, key); err == nil {
+			stored, fresh, err = s.store.BeginRequest(ctx, req)
+		}
+	}
+	switch {
+	case err != nil:
+		return nil, none, false, err
+	case !fresh && !bytes.Equal(stored.RequestHash, hash):
+		return nil, none, false, newProblem(http.StatusUnprocessableEntity, delivery.CodeIdempotencyKeyReused, "",
+			"the Idempotency-Key came with another request: use a new key for a new request")
+	case !fresh && !stored.Done:
+		return nil, none, false, conflict(delivery.CodeRequestInProgress, "", "a request with this Idempotency-Key is being answered: retry later")
+	}
+	return &req, stored, fresh, nil
 }
 
 // requestHash tells a repeat of a request from another request under
