@@ -2,12 +2,14 @@ package delivery
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
 
 	"novaos.dev/novaos/delivery"
 	"novaos.dev/novaos/dpop"
+	"novaos.dev/novaos/gateway"
 	"novaos.dev/novaos/jwk"
 )
 
@@ -243,5 +245,35 @@ func TestCreateTokenRepeated(t *testing.T) {
 	}
 	if len(h.st.requests) != 1 {
 		t.Errorf("%d keys kept; a refused request keeps none", len(h.st.requests))
+	}
+}
+
+func TestAgentNoLongerPulls(t *testing.T) {
+	h := newHarness(t, nil)
+	a := h.agent(h.inst, false)
+	inst := h.inst
+	inst.Delivery = gateway.DeliveryPush
+	if _, err := h.runs.UpdateInstance(t.Context(), inst, inst.Version, h.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	ans := a.call("GET", delivery.TriggerersPath(h.inst.ID), nil, "", "")
+	if ans.status != http.StatusForbidden || ans.problem(t).Code != delivery.CodeForbidden {
+		t.Fatalf("status %d %s", ans.status, ans.body)
+	}
+}
+
+// TestStoreFailure: a store's failure is a 500 that names a correlation
+// id and nothing of the failure.
+func TestStoreFailure(t *testing.T) {
+	h := newHarness(t, nil)
+	a := h.agent(h.inst, false)
+	h.st.mu.Lock()
+	h.st.failHead = errors.New("disk on fire at /var/lib/novaos")
+	h.st.mu.Unlock()
+	ans := a.call("GET", delivery.ConsumerEventsPath(h.inst.ID, "alpha"), nil, "", "")
+	p := ans.problem(t)
+	if ans.status != http.StatusInternalServerError || p.Code != delivery.CodeInternal || p.CorrelationID == "" ||
+		strings.Contains(string(ans.body), "fire") {
+		t.Fatalf("status %d %s", ans.status, ans.body)
 	}
 }

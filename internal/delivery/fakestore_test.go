@@ -31,6 +31,8 @@ type fakeStore struct {
 	// recordCalls counts RecordTokens calls, for the one-write-per-page
 	// rule.
 	recordCalls int
+	// failHead, when set, is HeadSeq's error.
+	failHead error
 }
 
 var _ delivery.Store = (*fakeStore)(nil)
@@ -85,6 +87,9 @@ func (f *fakeStore) ReadEvents(_ context.Context, agentID string, after int64, l
 func (f *fakeStore) HeadSeq(_ context.Context, agentID string) (int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.failHead != nil {
+		return 0, f.failHead
+	}
 	return int64(len(f.events[agentID])), nil
 }
 
