@@ -56,3 +56,7 @@ func TestMemStoreString(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkMemStore(b *testing.B) {
+	storetest.BenchmarkDeliveryStore(b, delivery.NewMemStore())
+}
