@@ -25,14 +25,16 @@ const DeliveryEventCols = `agent_id, seq, tenant, id, type, run_id, dedupe_key, 
 
 // DeliveryEventArgs are e's values in DeliveryEventCols' order.
 func DeliveryEventArgs(e *delivery.StoredEvent) ([]any, error) {
-	body, err := deliveryEventBody(e)
+	body, err := DeliveryEventBody(e)
 	if err != nil {
 		return nil, err
 	}
 	return []any{e.AgentID, e.Seq, e.TenantID, e.ID, e.Type, e.RunID, e.DedupeKey, Micros(e.CreatedAt), Raw(e.Payload), body}, nil
 }
 
-func deliveryEventBody(e *delivery.StoredEvent) ([]byte, error) {
+// DeliveryEventBody is the body of e: its JSON encoding but for what the
+// other columns hold.
+func DeliveryEventBody(e *delivery.StoredEvent) ([]byte, error) {
 	b := *e
 	b.AgentID, b.Seq, b.TenantID, b.ID, b.Type, b.RunID, b.DedupeKey, b.CreatedAt, b.Payload = "", 0, "", "", "", "", "", time.Time{}, nil
 	body, err := json.Marshal(&b)
