@@ -6,6 +6,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/delivery"
 	"novaos.dev/novaos/gate"
 	"novaos.dev/novaos/gateway"
 	"novaos.dev/novaos/heartbeat"
@@ -60,6 +61,9 @@ type Stores struct {
 	// Schedules keeps the heartbeat schedules of instances and the ticks
 	// servers handled.
 	Schedules heartbeat.Store
+	// Delivery keeps pull delivery's event streams, consumers, tokens,
+	// Idempotency-Keys and messages.
+	Delivery delivery.Store
 
 	// Listener reports the database's notification listener: nil while it
 	// listens, else why not. Nil for a database without one.

@@ -122,6 +122,8 @@ type Options struct {
 	LLM LLMOptions
 	// Schedules configures the heartbeat schedules at /api/v1/agent-ops.
 	Schedules SchedulesOptions
+	// Delivery configures pull delivery at /api/v1/delivery.
+	Delivery DeliveryOptions
 
 	// TracerProvider is where the server's and the services' spans go.
 	// Nil builds one from OTLPEndpoint, OTLPHeaders and TraceSampleRatio

@@ -116,10 +116,19 @@ func (s *Server) mount(ctx context.Context, base string, guard *httpapi.Guard) (
 		return m, fmt.Errorf("app: %w", err)
 	}
 	add(l, m.host)
+	// Pull delivery takes the gateway's runs of pull instances.
+	pull, err := s.mountDelivery(base, dataDir, m.issuer)
+	if err != nil {
+		return m, err
+	}
+	add(l, pull)
 	gwDeps := execgw.Deps{AdminToken: s.opts.AdminToken, Tokens: m.issuer, Hosted: m.host, BaseURL: base,
 		Tracing: s.tracing(), Metrics: s.metrics()}
 	if sealer != nil {
 		gwDeps.Sealer = sealer
+	}
+	if pull != nil {
+		gwDeps.Pull = pull
 	}
 	g := add(l, execgw.Mount(st, gwDeps, s.opts.gateway()))
 	if g != nil {

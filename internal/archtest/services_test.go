@@ -19,6 +19,7 @@ var services = []string{
 	module + "/internal/toolgw",
 	module + "/internal/llmgw",
 	module + "/internal/schedsvc",
+	module + "/internal/delivery",
 }
 
 // mounters are the packages that know every service.

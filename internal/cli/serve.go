@@ -70,6 +70,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	gatewayFl := gatewayFlags(fs)
 	toolsFl := toolsFlags(fs)
 	schedFl := schedulesFlags(fs)
+	deliveryFl := deliveryFlags(fs)
 	pushFl := pushFlags(fs)
 	telFl := telemetryFlags(fs)
 	llmFl := llmFlags(fs)
@@ -87,6 +88,9 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		return usageError(fs, "%s", msg)
 	}
 	if msg := schedFl.check(); msg != "" {
+		return usageError(fs, "%s", msg)
+	}
+	if msg := deliveryFl.check(); msg != "" {
 		return usageError(fs, "%s", msg)
 	}
 	if msg := gateFl.check(); msg != "" {
@@ -194,6 +198,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		BuiltinTools: builtinTools,
 		LLM:          llmFl.options(),
 		Schedules:    schedFl.options(),
+		Delivery:     deliveryFl.options(),
 	}
 	telFl.apply(opts)
 	srv, err := app.New(ctx, opts)

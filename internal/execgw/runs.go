@@ -22,17 +22,13 @@ func newEvent(typ string, v any) gateway.Event {
 
 // statusEvent records a lifecycle change.
 func statusEvent(st gateway.Status, reason string) gateway.Event {
-	return newEvent(gateway.EventStatus, gateway.StatusPayload{Status: st, Reason: reason})
+	return gateway.StatusEvent(st, reason)
 }
 
 // endEvents are the events that record a run's ending: the terminal
 // status, then the end of a live stream (done or error).
 func endEvents(st gateway.Status, reason string) []gateway.Event {
-	end := gateway.EventDone
-	if st.Failure() {
-		end = gateway.EventError
-	}
-	return []gateway.Event{statusEvent(st, reason), newEvent(end, gateway.EndPayload{Status: st, Reason: reason, Content: reason})}
+	return gateway.EndEvents(st, reason)
 }
 
 // end moves r to the terminal status st with reason, returning the events

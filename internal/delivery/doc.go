@@ -1,0 +1,101 @@
+// Package delivery serves pull delivery: agents that connect out take their runs here.
+//
+// A pull instance (gateway.Instance with Delivery "pull") is an agent
+// that cannot be called by URL; its id is the agent's id, the audience
+// of its invocation tokens and the {agent} of its paths, and its tenant
+// is the agent's. The execution gateway dispatches a run of such an
+// instance by calling Offer, which stores the run's turn in the agent's
+// event stream (delivery.Store); Cancelled tells the agent a run was
+// cancelled. The agent pulls its stream over REST (pollAgentEvents, a
+// long poll woken by the store's news) or over the WebSocket gateway,
+// acknowledges it per named consumer, and works the run with the run
+// endpoints, which read and write the execution gateway's run
+// (gateway.Store, compare-and-set on its Version) and append the status
+// events its event stream and the runs page show.
+//
+//	svc, err := delivery.Mount(stores, delivery.Deps{Keys: ring, Tokens: issuer.Authenticator(), BaseURL: base}, nil)
+//	for _, rt := range svc.Routes() { mux.Handle(rt.Pattern, rt.Handler) }
+//	go svc.Run(ctx)
+//	err = svc.Offer(ctx, run, inst) // when a pull instance's run is dispatched
+//
+// # Invocation tokens
+//
+// Every delivery of a token-bearing event carries a fresh token: a
+// compact JWS (alg EdDSA, typ agent-invocation+jwt, the kid of a key of
+// Deps.Keys, an Ed25519 ring of its own, KeyFile in the data directory)
+// of the event's grant (delivery.Claims: iss the base URL, aud the
+// agent, sub the run's caller, a new jti, Options.TokenTTL), recorded as
+// its run's newest before the delivery is handed out. The keys are
+// published at delivery.JWKSPath with Cache-Control max-age
+// Options.JWKSMaxAge.
+//
+// # Agents
+//
+// A tenant admin (the operator naming the tenant, or a platform token
+// with instances:write) issues an agent's API token (createToken); the
+// platform keeps its SHA-256. A token bound to a key (dpop_jkt) is
+// accepted only as "Authorization: DPoP" with a proof (package dpop) of
+// the request, checked against the server's public URL and path, with a
+// current nonce (every answer carries DPoP-Nonce; a proof without one is
+// 401 use_dpop_nonce) and a proof id never seen before. Proof ids are
+// remembered in this process's memory, at most Options.MaxProofIDs, the
+// oldest forgotten first: a proof replayed to another replica within its
+// window is not caught there. An unbound token comes as Bearer (or as
+// DPoP with a proof, which is then checked the same way). A token of
+// one agent finds no other agent's resources (404).
+//
+// # Consumers
+//
+// A consumer is a named cursor of the agent's stream. A new one starts
+// at the head. A poll takes the events after those sent; events sent
+// but not acknowledged within Options.AckTimeout are sent again, marked
+// redelivered, each with a fresh token (which supersedes the one sent
+// before). Acknowledgements are cumulative; one beyond the head is 400.
+//
+// # Runs
+//
+// Every run-scoped operation carries the run's token in
+// Invocation-Token: one this service signed for the agent and the run
+// (its age is checked only where it matters: start, resume, renew);
+// missing or forged is 403 invocation_token_invalid reason invalid, and
+// after the run ended every one but getRun is 403 reason run_inactive.
+// startRun needs the run's newest token (else superseded), unexpired
+// (else expired), a queued run never started (else 409
+// already_started), and the billing mode and a tool class the token
+// grants (else 409 billing_mode_mismatch or tool_class_mismatch, and the
+// run fails); the run then moves QUEUED to RUNNING with one start, in
+// one compare-and-set write. resumeRun takes a waiting run up again with
+// the token of its follow-up, once (then consumed); renewInvocationToken
+// renews the newest token, expired or not; patchRun applies
+// delivery.PatchPaths operations at a base version (409
+// base_version_conflict with the current run otherwise) to a started
+// run that has not ended (else 409 conflict run_not_active). An agent
+// may fail a run it never started, refusing it (invalid_invocation_token
+// and the mismatches), with whatever token it was given.
+//
+// # Idempotency
+//
+// Every agent's POST and PATCH its route does not exempt honours
+// Idempotency-Key, per agent: a repeat gets the first answer (a start
+// whose answer was lost is answered 200 again, not already_started), the
+// same key while the first is answered 409 request_in_progress, with
+// another body 422 idempotency_key_reused. Without a key a write is
+// served as it is; the adapter SDK always sends one. createToken honours
+// a key per tenant but never keeps the token it answered: a repeat
+// revokes that token and answers a new one.
+//
+// # Telemetry
+//
+// Each agent request is a span, "delivery <operationId>" (novaos.agent_id);
+// a 500's correlation_id is its trace id. Metrics:
+// novaos_delivery_events_sent_total{kind} (first, redelivery),
+// novaos_delivery_run_starts_total{outcome} and
+// novaos_delivery_requests_refused_total{code}.
+//
+// # For the gateway
+//
+// The WebSocket gateway binds the same core: AuthenticateAgent (with
+// Nonce for its hello), OpenConsumer, NextEvents (Batch.Resend for a new
+// session), Poll, Ack, Heartbeat and UpdateRun; their errors are
+// *delivery.Problem values, ready for error frames.
+package delivery

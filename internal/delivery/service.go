@@ -1,0 +1,318 @@
+package delivery
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+
+	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/delivery"
+	"novaos.dev/novaos/dpop"
+	"novaos.dev/novaos/gateway"
+	"novaos.dev/novaos/internal/defaults"
+	"novaos.dev/novaos/internal/httpapi"
+	"novaos.dev/novaos/jwk"
+	"novaos.dev/novaos/secret"
+	"novaos.dev/novaos/store"
+)
+
+// KeyFile is the invocation-token key ring's name in the data directory:
+// a ring of its own, apart from the execution tokens'.
+const KeyFile = "delivery.key"
+
+// Defaults of Options.
+const (
+	// DefaultTokenTTL is how long an invocation token lives; an agent
+	// that starts later renews it.
+	DefaultTokenTTL = 5 * time.Minute
+	// DefaultJWKSMaxAge is the key set's Cache-Control max-age.
+	DefaultJWKSMaxAge = 5 * time.Minute
+	// DefaultClockLeeway is the clock skew allowed on the times of
+	// invocation tokens.
+	DefaultClockLeeway = time.Minute
+	// DefaultAckTimeout is how long an event sent to a consumer may go
+	// unacknowledged before it is sent again.
+	DefaultAckTimeout = 30 * time.Second
+	// DefaultHeartbeatInterval is the interval agents are told to send
+	// heartbeats at.
+	DefaultHeartbeatInterval = 30 * time.Second
+	// DefaultMaxPollWait bounds a long poll's wait.
+	DefaultMaxPollWait = 25 * time.Second
+	// DefaultMaxBodyBytes bounds a request body: a patch of a hundred
+	// operations of long texts, or a message with its components.
+	DefaultMaxBodyBytes = 1 << 20
+	// DefaultPollLimit is a poll's page without a limit.
+	DefaultPollLimit = 100
+	// DefaultMaxRenewAge is how old an invocation token may be and still
+	// be renewed.
+	DefaultMaxRenewAge = 24 * time.Hour
+	// DefaultProofWindow is how far a DPoP proof's iat may be from now.
+	DefaultProofWindow = time.Minute
+	// DefaultNonceWindow is how long a DPoP nonce stays current (it is
+	// accepted in its window and the next).
+	DefaultNonceWindow = 5 * time.Minute
+	// DefaultMaxProofIDs bounds the proof ids remembered against replay.
+	DefaultMaxProofIDs = 100_000
+	// DefaultIdempotencyTTL is how long an answer is kept for a repeat of
+	// its Idempotency-Key.
+	DefaultIdempotencyTTL = 24 * time.Hour
+	// DefaultIdempotencyStale is how long a key may stay in progress
+	// before it is taken for abandoned (its process died) and run again.
+	DefaultIdempotencyStale = 2 * time.Minute
+	// DefaultPruneEvery is how often old idempotency records are dropped.
+	DefaultPruneEvery = time.Hour
+	// DefaultContextMessages bounds the thread messages of a run context.
+	DefaultContextMessages = 50
+	// DefaultAttachmentText bounds the text of one attachment in a run
+	// context.
+	DefaultAttachmentText = 64 << 10
+	// DefaultMaxMessageChars bounds a message's content.
+	DefaultMaxMessageChars = 40_000
+	// DefaultMaxComponents bounds a message's components.
+	DefaultMaxComponents = 25
+)
+
+// Options configure the service; zero fields mean the defaults.
+type Options struct {
+	Logger *slog.Logger
+	// Now is the clock of every decision (token times, ack timeouts,
+	// proof windows); nil means time.Now.
+	Now func() time.Time
+	// TokenTTL is the lifetime of an invocation token.
+	TokenTTL time.Duration
+	// JWKSMaxAge is the key set's Cache-Control max-age.
+	JWKSMaxAge time.Duration
+	// ClockLeeway is the skew allowed on token times: a token is expired
+	// at its exp plus this.
+	ClockLeeway time.Duration
+	// AckTimeout is how long a sent event may go unacknowledged before
+	// it is sent again, with a fresh token.
+	AckTimeout time.Duration
+	// HeartbeatInterval is what agents are told to send heartbeats at.
+	HeartbeatInterval time.Duration
+	// MaxPollWait bounds a long poll's wait.
+	MaxPollWait time.Duration
+	// MaxBodyBytes bounds a request body (413 beyond).
+	MaxBodyBytes int64
+	// PollLimit is a poll's page without a limit (at most
+	// delivery.MaxPage).
+	PollLimit int
+	// MaxRenewAge is how old a token may be and still be renewed.
+	MaxRenewAge time.Duration
+	// ProofWindow is how far a DPoP proof's iat may be from now; a proof
+	// id is refused a second time within twice it.
+	ProofWindow time.Duration
+	// NonceWindow is how long a DPoP nonce stays current; NonceKey signs
+	// nonces (nil: a random key, and nonces hold in this process only —
+	// replicas behind one URL need one key).
+	NonceWindow time.Duration
+	NonceKey    []byte
+	// MaxProofIDs bounds the proof ids remembered against replay; the
+	// oldest are forgotten first beyond it.
+	MaxProofIDs int
+	// IdempotencyTTL is how long an answer is kept for a repeat of its
+	// key; IdempotencyStale how long a key may stay in progress before
+	// it is taken for abandoned; PruneEvery how often old ones go.
+	IdempotencyTTL   time.Duration
+	IdempotencyStale time.Duration
+	PruneEvery       time.Duration
+	// ContextMessages bounds the earlier messages of a run context;
+	// AttachmentText the text of one attachment in it.
+	ContextMessages int
+	AttachmentText  int
+	// MaxMessageChars and MaxComponents bound a message.
+	MaxMessageChars int
+	MaxComponents   int
+}
+
+func (o *Options) withDefaults() Options {
+	v := defaults.Copy(o)
+	defaults.Logger(&v.Logger)
+	defaults.Clock(&v.Now)
+	defaults.Positive(&v.TokenTTL, DefaultTokenTTL)
+	defaults.Positive(&v.JWKSMaxAge, DefaultJWKSMaxAge)
+	defaults.Positive(&v.ClockLeeway, DefaultClockLeeway)
+	defaults.Positive(&v.AckTimeout, DefaultAckTimeout)
+	defaults.Positive(&v.HeartbeatInterval, DefaultHeartbeatInterval)
+	defaults.Positive(&v.MaxPollWait, DefaultMaxPollWait)
+	defaults.Positive(&v.MaxBodyBytes, DefaultMaxBodyBytes)
+	defaults.Positive(&v.PollLimit, DefaultPollLimit)
+	v.PollLimit = min(v.PollLimit, delivery.MaxPage)
+	defaults.Positive(&v.MaxRenewAge, DefaultMaxRenewAge)
+	defaults.Positive(&v.ProofWindow, DefaultProofWindow)
+	defaults.Positive(&v.NonceWindow, DefaultNonceWindow)
+	defaults.Positive(&v.MaxProofIDs, DefaultMaxProofIDs)
+	defaults.Positive(&v.IdempotencyTTL, DefaultIdempotencyTTL)
+	defaults.Positive(&v.IdempotencyStale, DefaultIdempotencyStale)
+	defaults.Positive(&v.PruneEvery, DefaultPruneEvery)
+	defaults.Positive(&v.ContextMessages, DefaultContextMessages)
+	defaults.Positive(&v.AttachmentText, DefaultAttachmentText)
+	defaults.Positive(&v.MaxMessageChars, DefaultMaxMessageChars)
+	defaults.Positive(&v.MaxComponents, DefaultMaxComponents)
+	return v
+}
+
+// Keys sign invocation tokens and publish their keys: an Ed25519 key
+// ring (internal/auth's Issuer opened on KeyFile with EdDSA).
+type Keys interface {
+	// SignJWT signs claims as a compact JWS whose header carries typ and
+	// the signing key's kid.
+	SignJWT(ctx context.Context, typ string, claims []byte) (string, error)
+	// Key is the published key with id kid, or an error.
+	Key(ctx context.Context, kid string) (*jwk.Key, error)
+	// PublicKeys are the keys a verifier needs.
+	PublicKeys() []*jwk.Key
+	// Algorithm is what SignJWT signs with: it must be EdDSA.
+	Algorithm() string
+}
+
+// Deps are what the service takes from the server around it.
+type Deps struct {
+	// Store keeps the agents' streams, consumers, tokens, idempotent
+	// answers and messages (required).
+	Store delivery.Store
+	// Runs keeps the instances and runs of the execution gateway, whose
+	// pull runs this service delivers (required).
+	Runs gateway.Store
+	// Keys sign invocation tokens (required).
+	Keys Keys
+	// Tokens authenticates a tenant admin's platform token (createToken);
+	// AdminToken is the operator's.
+	Tokens     httpapi.Authenticator
+	AdminToken secret.Value
+	// BaseURL is the server's public base URL: the issuer of invocation
+	// tokens and the origin DPoP proofs name.
+	BaseURL string
+	// InstanceID names this platform installation in the discovery
+	// document; empty derives one from BaseURL.
+	InstanceID string
+	// Tracing and Metrics follow the server's telemetry convention;
+	// nil traces and measures nothing.
+	Tracing trace.TracerProvider
+	Metrics prometheus.Registerer
+}
+
+// Service is the platform side of pull delivery. Safe for concurrent use.
+type Service struct {
+	o      Options
+	deps   Deps
+	log    *slog.Logger
+	store  delivery.Store
+	runs   gateway.Store
+	keys   Keys
+	issuer string
+	base   string
+
+	tel     *telemetry
+	nonces  *dpop.Nonces
+	proofs  *proofIDs
+	watch   *watchers
+	beatsMu sync.Mutex
+	beats   map[string]LastHeartbeat
+
+	// closing ends the long polls when the server shuts down.
+	closing   chan struct{}
+	closeOnce sync.Once
+}
+
+// Errors of New.
+var (
+	errNoStore = errors.New("delivery: Deps.Store and Deps.Runs are required")
+	errNoKeys  = errors.New("delivery: Deps.Keys is required")
+)
+
+// Mount builds the service over st.Delivery and st.Gateway; nil when st
+// keeps either not.
+func Mount(st *store.Stores, deps Deps, o *Options) (*Service, error) {
+	if st.Delivery == nil || st.Gateway == nil {
+		return nil, nil
+	}
+	deps.Store, deps.Runs = st.Delivery, st.Gateway
+	return New(deps, o)
+}
+
+// New returns the service over deps.
+func New(deps Deps, o *Options) (*Service, error) {
+	if deps.Store == nil || deps.Runs == nil {
+		return nil, errNoStore
+	}
+	if deps.Keys == nil {
+		return nil, errNoKeys
+	}
+	if alg := deps.Keys.Algorithm(); alg != delivery.TokenAlgorithm {
+		return nil, errors.New("delivery: the invocation-token keys sign " + alg + "; they must sign " + delivery.TokenAlgorithm)
+	}
+	opts := o.withDefaults()
+	base := strings.TrimRight(deps.BaseURL, "/")
+	s := &Service{o: opts, deps: deps, log: opts.Logger, store: deps.Store, runs: deps.Runs, keys: deps.Keys,
+		issuer: base, base: base, tel: newTelemetry(deps.Tracing, deps.Metrics, opts.Logger),
+		nonces: dpop.NewNonces(opts.NonceKey, opts.NonceWindow),
+		proofs: newProofIDs(opts.MaxProofIDs), watch: newWatchers(), beats: map[string]LastHeartbeat{},
+		closing: make(chan struct{})}
+	return s, nil
+}
+
+// InstanceID is the id the discovery document names this installation
+// by: Deps.InstanceID, else one derived from the base URL, the same on
+// every replica and restart.
+func (s *Service) InstanceID() string {
+	if s.deps.InstanceID != "" {
+		return s.deps.InstanceID
+	}
+	sum := sha256.Sum256([]byte(s.base))
+	return "novaos-" + hex.EncodeToString(sum[:8])
+}
+
+// Interceptors are none: agents reach the service over HTTP.
+func (s *Service) Interceptors() []a2asrv.Interceptor { return nil }
+
+// Run wakes long polls on the store's news of appended events (also
+// another process's), and drops old idempotency records, until ctx
+// ends.
+func (s *Service) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		err := s.store.WatchEvents(ctx, func(agentID string, _ int64) { s.watch.notify(agentID) })
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("delivery: the store's event notifications stopped; long polls wake on this process's events and their timeouts only", "err", err)
+		}
+	})
+	wg.Go(func() { s.prune(ctx) })
+	wg.Wait()
+}
+
+// Shutdown answers the long polls in flight at once (with what they
+// have: nothing), so that they do not hold up the server's shutdown.
+func (s *Service) Shutdown(context.Context) error {
+	s.closeOnce.Do(func() { close(s.closing) })
+	return nil
+}
+
+// prune drops idempotency records older than Options.IdempotencyTTL
+// every Options.PruneEvery.
+func (s *Service) prune(ctx context.Context) {
+	t := time.NewTicker(s.o.PruneEvery)
+	defer t.Stop()
+	for {
+		n, err := s.store.PruneRequests(ctx, s.o.Now().Add(-s.o.IdempotencyTTL))
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.log.Warn("delivery: pruning idempotency records failed", "err", err)
+		case n > 0:
+			s.log.Debug("delivery: pruned idempotency records", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
