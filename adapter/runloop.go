@@ -56,6 +56,8 @@ func (a *Adapter) Run(ctx context.Context) (CloseReason, error) {
 		if a.src, err = a.newSource(disc); err != nil {
 			return CloseReason{}, err
 		}
+	} else if hs, ok := a.src.(HeartbeatSource); ok {
+		hs.SetHeartbeat(a.heartbeat)
 	}
 	defer a.src.Close()
 	a.tasks.Go(func() { a.outbox.run(ctx) })

@@ -201,6 +201,23 @@ func (f *FakeServer) Inject(target string, fault Fault, times int) {
 	f.faults.inject(target, fault, times)
 }
 
+// Requests lists the requests the platform received, in order.
+func (f *FakeServer) Requests() []Request { return f.faults.requests() }
+
+// Calls counts the requests of an operation.
+func (f *FakeServer) Calls(op string) int {
+	n := 0
+	for _, r := range f.faults.requests() {
+		if r.Operation == op {
+			n++
+		}
+	}
+	return n
+}
+
+// AdapterClock is the clock an adapter under test runs on.
+func (f *FakeServer) AdapterClock() adapter.Clock { return f.clock }
+
 // Fired is how many injected faults of target went off.
 func (f *FakeServer) Fired(target string) int { return f.faults.firedCount(target) }
 

@@ -68,6 +68,27 @@ type faults struct {
 	mu      sync.Mutex
 	pending map[string][]Fault
 	fired   map[string]int
+	seen    []Request
+}
+
+// Request is a request the platform received: its operation, path, and
+// the fingerprint of the Invocation-Token it carried ("none" without).
+type Request struct {
+	Operation string
+	Path      string
+	Token     string
+}
+
+func (fs *faults) record(r *http.Request, op string) {
+	fs.mu.Lock()
+	fs.seen = append(fs.seen, Request{Operation: op, Path: r.URL.Path, Token: Fingerprint(r.Header.Get(delivery.InvocationTokenHeader))})
+	fs.mu.Unlock()
+}
+
+func (fs *faults) requests() []Request {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return append([]Request(nil), fs.seen...)
 }
 
 func (fs *faults) inject(target string, f Fault, times int) {
@@ -133,7 +154,9 @@ func matchTemplate(tmpl, path string) bool {
 // wrap puts the injected faults in front of next.
 func (fs *faults) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f, ok := fs.take(operationOf(r))
+		op := operationOf(r)
+		fs.record(r, op)
+		f, ok := fs.take(op)
 		if !ok {
 			next.ServeHTTP(w, r)
 			return
