@@ -12,7 +12,7 @@ import (
 )
 
 // Pull delivery's records in the column layout both SQL stores share
-// (their 0021_delivery migrations). What a store looks up, orders or
+// (their 0020_delivery migrations). What a store looks up, orders or
 // updates by is a column; the rest of an event or a message is its JSON
 // encoding in body, so that a field the wire model gains is kept without
 // a migration. Payloads and components, which must read back byte for
