@@ -138,6 +138,7 @@ func (s *PollingSource) Receive(ctx context.Context) ([]delivery.Event, error) {
 			}
 			s.pause = 0
 		}
+		asked := time.Now()
 		page, err := s.c.PollEvents(ctx, s.agentID, s.consumer, s.limit, max(s.wait, 0))
 		if err != nil {
 			if ctx.Err() != nil {
@@ -158,9 +159,21 @@ func (s *PollingSource) Receive(ctx context.Context) ([]delivery.Event, error) {
 		}
 		s.failures = 0
 		if len(page.Events) == 0 {
-			s.pause = s.c.settings.PollInterval
+			// A platform that held the poll open has waited already; one
+			// that answered at once is asked again after PollInterval.
+			// Real time, not the clock: it measures the platform.
+			if s.wait <= 0 || time.Since(asked) < s.wait/2 {
+				s.pause = s.c.settings.PollInterval
+			}
 			continue
 		}
+		s.mu.Lock()
+		if s.ackedValid && page.Events[0].Seq <= s.ackedSeq {
+			// The platform lost an acknowledgement (a restore, a rewind):
+			// the next one is sent even if it is not higher.
+			s.ackedValid = false
+		}
+		s.mu.Unlock()
 		return page.Events, nil
 	}
 }

@@ -178,13 +178,21 @@ func (t *runTask) work(ctx context.Context) {
 			}
 			renewed = true
 			if err := t.renew(ctx, entry, inv); err != nil {
-				if t.refused(ctx, entry, err, log) {
+				switch {
+				case refusedFor(err, delivery.TokenSuperseded):
+					// A newer token is on its way: wait for it.
+					renewed = false
+					if !t.awaitNewer(ctx, entry, log) {
+						return
+					}
+				case t.refused(ctx, entry, err, log):
 					return
+				default:
+					if err := a.sleep(ctx, a.set.RetryBackoffCap); err != nil {
+						return
+					}
+					renewed = false
 				}
-				if err := a.sleep(ctx, a.set.RetryBackoffCap); err != nil {
-					return
-				}
-				renewed = false
 			}
 			continue
 		}
@@ -198,12 +206,12 @@ func (t *runTask) work(ctx context.Context) {
 			return
 		}
 		switch {
-		case errors.Is(err, ErrInvocationTokenInvalid) && problemReason(err) == delivery.TokenExpired && !renewed:
+		case refusedFor(err, delivery.TokenExpired) && !renewed:
 			renewed = true
-			if rerr := t.renew(ctx, entry, inv); rerr != nil && t.refused(ctx, entry, rerr, log) {
+			if rerr := t.renew(ctx, entry, inv); rerr != nil && !refusedFor(rerr, delivery.TokenSuperseded) && t.refused(ctx, entry, rerr, log) {
 				return
 			}
-		case errors.Is(err, ErrInvocationTokenInvalid) && problemReason(err) == delivery.TokenSuperseded:
+		case refusedFor(err, delivery.TokenSuperseded):
 			if !t.awaitNewer(ctx, entry, log) {
 				return
 			}
@@ -225,7 +233,7 @@ func (t *runTask) work(ctx context.Context) {
 // task is done with it.
 func (t *runTask) refused(ctx context.Context, entry InboxEntry, err error, log interface{ Warn(string, ...any) }) bool {
 	switch {
-	case errors.Is(err, ErrInvocationTokenInvalid) && problemReason(err) == delivery.TokenInvalid:
+	case refusedFor(err, delivery.TokenInvalid):
 		log.Warn("adapter: the platform refused the run's token; the run is refused")
 		t.refuseAndClose(ctx, entry, delivery.ReasonInvalidToken)
 	case errors.Is(err, ErrAlreadyStarted), errors.Is(err, ErrBillingModeMismatch), errors.Is(err, ErrToolClassMismatch),
@@ -460,6 +468,11 @@ func safeCall(f func() error) (err error) {
 		}
 	}()
 	return f()
+}
+
+// refusedFor reports whether err is invocation_token_invalid for reason.
+func refusedFor(err error, reason string) bool {
+	return errors.Is(err, ErrInvocationTokenInvalid) && problemReason(err) == reason
 }
 
 func problemReason(err error) string {

@@ -162,6 +162,11 @@ func (t *ackTracker) deliver(seq int64) {
 	if seq > t.delivered {
 		t.delivered = seq
 	}
+	if seq <= t.last {
+		// The platform sends again what was acknowledged: it lost the
+		// acknowledgement (a restore, a rewind). Acknowledge it again.
+		t.last = seq - 1
+	}
 }
 
 func (t *ackTracker) hold(seq int64, eventID string) {

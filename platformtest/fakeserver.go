@@ -188,7 +188,10 @@ func (f *FakeServer) Clock() *FakeClock { return f.clock }
 func (f *FakeServer) Timing() Timing { return f.timing }
 
 // PassTime moves the platform's clock on.
-func (f *FakeServer) PassTime(_ context.Context, d time.Duration) { f.clock.Advance(d) }
+func (f *FakeServer) PassTime(_ context.Context, d time.Duration) {
+	f.clock.Advance(d)
+	f.dl.WakeAll()
+}
 
 // Config is an adapter configuration for the agent with consumer name.
 func (f *FakeServer) Config(consumer string) adapter.Config {
@@ -204,11 +207,12 @@ func (f *FakeServer) Inject(target string, fault Fault, times int) {
 // Requests lists the requests the platform received, in order.
 func (f *FakeServer) Requests() []Request { return f.faults.requests() }
 
-// Calls counts the requests of an operation.
+// Calls counts the requests of an operation, but those answered 401
+// (a DPoP nonce that went stale, repeated at once with the new one).
 func (f *FakeServer) Calls(op string) int {
 	n := 0
 	for _, r := range f.faults.requests() {
-		if r.Operation == op {
+		if r.Operation == op && r.Status != http.StatusUnauthorized {
 			n++
 		}
 	}
@@ -327,7 +331,7 @@ func (f *FakeServer) ConsumerState(ctx context.Context, consumer string) (delive
 // Restart sets a consumer's cursor back to ackedSeq, as a platform
 // restored from a backup would: the events after it come again.
 func (f *FakeServer) Restart(ctx context.Context, consumer string, ackedSeq int64) error {
-	_, err := f.store.RewindConsumer(ctx, f.agentID, consumer, ackedSeq, f.clock.Now())
+	_, err := f.dl.Rewind(ctx, f.agentID, consumer, ackedSeq)
 	return err
 }
 

@@ -77,13 +77,45 @@ type Request struct {
 	Operation string
 	Path      string
 	Token     string
+	// Status is the answer's status; 0 while it is being answered, or
+	// when a fault dropped the connection.
+	Status int
 }
 
-func (fs *faults) record(r *http.Request, op string) {
+// record logs a request; the function it returns logs its answer.
+func (fs *faults) record(r *http.Request, op string) func(status int) {
 	fs.mu.Lock()
+	i := len(fs.seen)
 	fs.seen = append(fs.seen, Request{Operation: op, Path: r.URL.Path, Token: Fingerprint(r.Header.Get(delivery.InvocationTokenHeader))})
 	fs.mu.Unlock()
+	return func(status int) {
+		fs.mu.Lock()
+		fs.seen[i].Status = status
+		fs.mu.Unlock()
+	}
 }
+
+// statusWriter notes the status a handler answers with.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (fs *faults) requests() []Request {
 	fs.mu.Lock()
@@ -155,12 +187,15 @@ func matchTemplate(tmpl, path string) bool {
 func (fs *faults) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		op := operationOf(r)
-		fs.record(r, op)
+		answered := fs.record(r, op)
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() { answered(sw.status) }()
 		f, ok := fs.take(op)
 		if !ok {
-			next.ServeHTTP(w, r)
+			next.ServeHTTP(sw, r)
 			return
 		}
+		w = sw
 		switch f.kind {
 		case faultStoredThen502:
 			rec := httptest.NewRecorder()

@@ -197,24 +197,25 @@ func (s *Service) Poll(ctx context.Context, a Agent, name string, b Batch, wait 
 			timer.Stop()
 		}
 	}()
-	end := s.o.Now().Add(wait)
+	// How long a request is held is real time; when outstanding events
+	// fall due is the service's clock.
+	deadline := time.Now().Add(wait)
 	for {
 		woken := s.watch.wait(a.ID)
 		page, due, err := s.next(ctx, a, name, b)
 		if err != nil || len(page.Events) > 0 || wait <= 0 {
 			return page, err
 		}
-		now := s.o.Now()
-		until := end
-		if !due.IsZero() && due.Before(until) {
-			until = due
-		}
-		left := until.Sub(now)
+		left := time.Until(deadline)
 		if left <= 0 {
-			if until.Equal(end) {
-				return page, nil
+			return page, nil
+		}
+		if !due.IsZero() {
+			d := due.Sub(s.o.Now())
+			if d <= 0 {
+				continue // the outstanding events fell due: take them
 			}
-			continue // the outstanding events fell due: take them
+			left = min(left, d)
 		}
 		if timer == nil {
 			timer = time.NewTimer(left)
