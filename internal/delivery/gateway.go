@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,8 +75,9 @@ type gwHub struct {
 	closing  bool
 	handlers sync.WaitGroup
 
-	// ended, when set (by tests), hears of every connection's end.
-	ended func(c *gwConn, end gwEnd)
+	// observe, when set (by tests), hears how each connection ends: when
+	// its end is decided, and again (final) when it is gone.
+	observe func(c *gwConn, end gwEnd, final bool)
 }
 
 type gwConsumerKey struct{ agent, consumer string }
@@ -234,19 +236,18 @@ func (h *gwHub) forgetLocked(id string) {
 
 // hold registers a new session of c on a consumer the store now says it
 // holds, and returns the connections of the sessions it took the
-// consumer from in this process: prev (the store's holder before) and
-// the one remembered for the consumer, to be closed 4015.
+// consumer from in this process, prev (the store's holder before) and
+// the one remembered for the consumer, to be closed 4015. A dropped
+// one stays remembered until its window passes, so that its resume is
+// answered 4015 too.
 func (h *gwHub) hold(c *gwConn, sess *gwSession, prev string) []*gwConn {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var victims []*gwConn
 	k := gwConsumerKey{sess.agentID, sess.consumer}
 	for _, id := range []string{prev, h.held[k]} {
-		if old, ok := h.sessions[id]; ok && id != sess.id {
-			if old.conn != nil {
-				victims = append(victims, old.conn)
-			}
-			h.forgetLocked(id)
+		if old, ok := h.sessions[id]; ok && id != sess.id && old.conn != nil && !slices.Contains(victims, old.conn) {
+			victims = append(victims, old.conn)
 		}
 	}
 	sess.conn = c
@@ -324,7 +325,6 @@ func (h *gwHub) remove(c *gwConn, end gwEnd) {
 			}
 		}
 	}
-	ended := h.ended
 	h.mu.Unlock()
 	h.closes.WithLabelValues(gwCodeLabel(end.code)).Inc()
 	attrs := []any{"code", end.code, "reason", end.reason, "by", end.by()}
@@ -332,8 +332,15 @@ func (h *gwHub) remove(c *gwConn, end gwEnd) {
 		attrs = append(attrs, "agent_id", sess.agentID, "consumer", sess.consumer, "session", sess.id)
 	}
 	h.log.Info("delivery: gateway connection ended", attrs...)
-	if ended != nil {
-		ended(c, end)
+	h.note(c, end, true)
+}
+
+func (h *gwHub) note(c *gwConn, end gwEnd, final bool) {
+	h.mu.Lock()
+	observe := h.observe
+	h.mu.Unlock()
+	if observe != nil {
+		observe(c, end, final)
 	}
 }
 

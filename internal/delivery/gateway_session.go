@@ -194,6 +194,7 @@ func (c *gwConn) finish(e gwEnd) {
 	case c.wake <- struct{}{}:
 	default:
 	}
+	c.hub.note(c, e, false)
 }
 
 func (c *gwConn) kickPump() {
