@@ -69,9 +69,11 @@ type gwHub struct {
 	mu       sync.Mutex
 	conns    map[*gwConn]struct{}
 	sessions map[string]*gwSession
-	// held is the session remembered for each consumer, so that a
-	// consumer keeps at most one.
-	held     map[gwConsumerKey]string
+	// held are the sessions remembered for each consumer: the one that
+	// holds it, and the dropped one that lost it last (remembered so that
+	// its resume is answered 4015), so that a consumer keeps at most two
+	// however often it is taken over.
+	held     map[gwConsumerKey]*gwHeld
 	closing  bool
 	handlers sync.WaitGroup
 
@@ -81,6 +83,8 @@ type gwHub struct {
 }
 
 type gwConsumerKey struct{ agent, consumer string }
+
+type gwHeld struct{ holder, lost string }
 
 // gwSession is a gateway session: an agent's hold on one consumer. conn
 // is nil while it waits, dropped, to be resumed.
@@ -96,7 +100,7 @@ type gwSession struct {
 
 func newGWHub(s *Service) *gwHub {
 	h := &gwHub{s: s, log: s.log, conns: map[*gwConn]struct{}{}, sessions: map[string]*gwSession{},
-		held: map[gwConsumerKey]string{}}
+		held: map[gwConsumerKey]*gwHeld{}}
 	h.live = instrument.Register(s.deps.Metrics, prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "novaos_delivery_gateway_sessions",
 		Help: "Gateway connections of this process with a session (identified or resumed).",
@@ -229,30 +233,60 @@ func (h *gwHub) forgetLocked(id string) {
 	}
 	delete(h.sessions, id)
 	k := gwConsumerKey{sess.agentID, sess.consumer}
-	if h.held[k] == id {
-		delete(h.held, k)
+	if held := h.held[k]; held != nil {
+		if held.holder == id {
+			held.holder = ""
+		}
+		if held.lost == id {
+			held.lost = ""
+		}
+		if *held == (gwHeld{}) {
+			delete(h.held, k)
+		}
 	}
 }
 
 // hold registers a new session of c on a consumer the store now says it
 // holds, and returns the connections of the sessions it took the
 // consumer from in this process, prev (the store's holder before) and
-// the one remembered for the consumer, to be closed 4015. A dropped
-// one stays remembered until its window passes, so that its resume is
-// answered 4015 too.
+// the one remembered as holder, to be closed 4015. A dropped one is
+// remembered as the consumer's lost session until its window passes or
+// the next takeover, so that its resume is answered 4015 too.
 func (h *gwHub) hold(c *gwConn, sess *gwSession, prev string) []*gwConn {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var victims []*gwConn
 	k := gwConsumerKey{sess.agentID, sess.consumer}
-	for _, id := range []string{prev, h.held[k]} {
-		if old, ok := h.sessions[id]; ok && id != sess.id && old.conn != nil && !slices.Contains(victims, old.conn) {
-			victims = append(victims, old.conn)
+	held := h.held[k]
+	if held == nil {
+		held = &gwHeld{}
+		h.held[k] = held
+	}
+	if held.lost != "" {
+		h.forgetLocked(held.lost)
+	}
+	var victims []*gwConn
+	lost := ""
+	for _, id := range []string{prev, held.holder} {
+		old, ok := h.sessions[id]
+		switch {
+		case !ok || id == sess.id:
+		case old.conn != nil:
+			if !slices.Contains(victims, old.conn) {
+				victims = append(victims, old.conn)
+			}
+		case lost == "" || lost == id:
+			lost = id
+		default:
+			h.forgetLocked(id)
 		}
 	}
 	sess.conn = c
 	h.sessions[sess.id] = sess
-	h.held[k] = sess.id
+	if held = h.held[k]; held == nil { // forgetLocked dropped an emptied entry
+		held = &gwHeld{}
+		h.held[k] = held
+	}
+	held.holder, held.lost = sess.id, lost
 	h.attachLocked(c, sess)
 	return victims
 }

@@ -92,12 +92,17 @@ func gwDecode(d json.RawMessage, v any) error {
 	return json.Unmarshal(d, v)
 }
 
+// gwEncode writes a frame as delivery.Frame marshals it, without a
+// second pass over d (an event's payload and token are most of a frame).
 func gwEncode(op string, d any) ([]byte, error) {
 	raw, err := json.Marshal(d)
 	if err != nil {
 		return nil, fmt.Errorf("delivery: encode %s: %w", op, err)
 	}
-	return json.Marshal(delivery.Frame{Op: op, D: raw})
+	name, _ := json.Marshal(op) // a string always marshals
+	b := make([]byte, 0, len(raw)+len(name)+len(`{"op":,"d":}`))
+	b = append(append(append(b, `{"op":`...), name...), `,"d":`...)
+	return append(append(b, raw...), '}'), nil
 }
 
 // serve runs a connection until it ends: hello, then the agent's frames.

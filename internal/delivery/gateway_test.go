@@ -1068,3 +1068,38 @@ func TestGatewayUpgrade(t *testing.T) {
 		t.Errorf("a POST: %d %s", ans.status, ans.body)
 	}
 }
+
+// TestGatewayRemembersFewSessions: however often a consumer is taken
+// over, this process remembers two of its sessions: the holder, and the
+// one that lost it last (its resume is 4015); an older one is gone (4006).
+func TestGatewayRemembersFewSessions(t *testing.T) {
+	h := newGWHarness(t, nil)
+	ends := watchGateway(h)
+	a := h.agent(h.inst, false)
+	var ids []string
+	for range 5 {
+		r := h.dialRaw(t)
+		ids = append(ids, r.identify(a, "alpha").GatewaySessionID)
+		_ = r.ws.CloseNow()
+		ends.next(t, ends.ended)
+	}
+	h.svc.gw.mu.Lock()
+	n := len(h.svc.gw.sessions)
+	h.svc.gw.mu.Unlock()
+	if n != 2 {
+		t.Fatalf("%d sessions remembered", n)
+	}
+	for _, tt := range []struct {
+		session string
+		want    int
+	}{{ids[2], delivery.CloseInvalidSession}, {ids[3], delivery.CloseTakenOver}} {
+		r := h.dialRaw(t)
+		r.sendResume(a, tt.session, 0)
+		if code, _ := r.closed(); code != tt.want {
+			t.Errorf("resume of %s: %d, want %d", tt.session, code, tt.want)
+		}
+	}
+	r := h.dialRaw(t)
+	r.sendResume(a, ids[4], 0)
+	r.expect(delivery.OpResumed, nil)
+}
