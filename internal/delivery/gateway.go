@@ -189,15 +189,17 @@ func (h *gwHub) run(ctx context.Context) {
 // sweep closes the connections that did not identify in time (4003) and
 // the sessions whose agent went silent for two heartbeat intervals
 // (4009), forgets the dropped sessions past the resume window, and
-// wakes every session to look at its redeliveries: the deadlines are
-// Now's, which tests move by hand.
+// wakes the sessions whose sent events fell due: every deadline is
+// Now's, which need not be the timers' clock (tests move it by hand).
 func (h *gwHub) sweep() {
 	now := h.s.o.Now()
 	silent := 2 * h.s.o.HeartbeatInterval
-	var late, quiet, all []*gwConn
+	var late, quiet, due []*gwConn
 	h.mu.Lock()
 	for c := range h.conns {
-		all = append(all, c)
+		if d := c.due.Load(); d != 0 && now.UnixNano() >= d {
+			due = append(due, c)
+		}
 		c.mu.Lock()
 		identified := c.sess != nil
 		c.mu.Unlock()
@@ -220,7 +222,7 @@ func (h *gwHub) sweep() {
 	for _, c := range quiet {
 		c.close(delivery.CloseSessionTimeout)
 	}
-	for _, c := range all {
+	for _, c := range due {
 		c.kickPump()
 	}
 }

@@ -55,6 +55,7 @@ type gwConn struct {
 	cancel context.CancelFunc
 	wake   chan struct{} // wakes the writer
 	kick   chan struct{} // wakes the pump
+	due    atomic.Int64  // when the pump's sent events fall due (Unix ns on Now's clock), 0 for none
 
 	// The reader's own; set before the pump starts, which reads them.
 	started, up bool
@@ -763,7 +764,13 @@ func (c *gwConn) pump(sess *gwSession) {
 			}
 		}
 		var fire <-chan time.Time
+		c.due.Store(0)
 		if !due.IsZero() {
+			// A sweep that looked before the store would miss it: the
+			// time it saw is looked at here.
+			if c.due.Store(due.UnixNano()); !s.o.Now().Before(due) {
+				continue
+			}
 			if timer == nil {
 				timer = time.NewTimer(due.Sub(now))
 			} else {
