@@ -16,7 +16,7 @@ func Example() {
 	base := "https://platform.example.com"
 	ring, _ := auth.Open("", auth.Options{Issuer: base, Algorithm: auth.EdDSA}) // KeyFile in the data directory in a server
 	runs := gateway.NewMemoryStore()
-	svc, err := New(Deps{Store: newFakeStore(), Runs: runs, Keys: ring, BaseURL: base}, nil)
+	svc, err := New(Deps{Store: delivery.NewMemStore(), Runs: runs, Keys: ring, BaseURL: base}, nil)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -101,6 +101,17 @@
 // connection TaskFeed keeps, and is told ("", 0) when it comes back after
 // it broke.
 //
+// DeliveryStore keeps pull delivery's records (delivery.Store): agents'
+// event streams, consumers, invocation and API tokens, Idempotency-Keys
+// and messages. An append is one statement, committed group-wise through
+// the same writer: an upsert of each agent's head row, whose lock orders
+// the agent's appends on every replica, the events numbered after the
+// head it returns, and a notification on the channel novaos_delivery
+// ("<head>:<origin>:<agent id>"). Its dedupe keys are looked up before
+// it, and a key another append stored in between makes the unique index
+// refuse it whole, and the append looks up again. Consumers are written
+// by compare-and-set on their version.
+//
 // ToolStore keeps the tool gateway's records (tools.Store): MCP sessions
 // and tenants' policies. A session's creation, touch and deletion are one
 // statement each, committed group-wise through the same writer; a touch

@@ -33,7 +33,8 @@ import (
 // that notifications may have been lost, and catches up from the store.
 // ListenerStatus says whether it is listening now. The same connection
 // listens for the gateway's run-event appends (GatewayStore, on
-// runsChannel), whose watchers are told the same way after a
+// runsChannel) and delivery's event appends (DeliveryStore, on
+// deliveryChannel), whose watchers are told the same way after a
 // reconnection.
 
 // feedChannel is the channel task writes are announced on.
@@ -172,6 +173,7 @@ type feed struct {
 	db       *DB
 	watchers a2asrv.Watchers
 	runs     sqlstore.EventWatchers // GatewayStore.WatchEvents' (gateway.go)
+	agents   sqlstore.EventWatchers // DeliveryStore.WatchEvents' (delivery.go)
 	ping     time.Duration          // feedPing when the DB opened
 	pings    atomic.Int64           // quiet spells checked with a ping, for tests
 
@@ -261,7 +263,7 @@ func (f *feed) listen(ctx context.Context) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := conn.Exec(ctx, `LISTEN `+feedChannel+`; LISTEN `+runsChannel); err != nil {
+	if _, err := conn.Exec(ctx, `LISTEN `+feedChannel+`; LISTEN `+runsChannel+`; LISTEN `+deliveryChannel); err != nil {
 		conn.Close(context.Background())
 		return nil, err
 	}
@@ -302,6 +304,7 @@ func (f *feed) run(ctx context.Context, conn *pgx.Conn) {
 		// is read from the store.
 		f.watchers.AnnounceLost()
 		f.runs.Lost()
+		f.agents.Lost()
 	}
 }
 
@@ -329,11 +332,14 @@ func (f *feed) receive(ctx context.Context, conn *pgx.Conn) error {
 		if err != nil {
 			return err
 		}
-		if n.Channel == runsChannel {
-			f.dispatchRuns(n.Payload)
-			continue
+		switch n.Channel {
+		case runsChannel:
+			f.dispatchAppends(&f.runs, n.Payload)
+		case deliveryChannel:
+			f.dispatchAppends(&f.agents, n.Payload)
+		default:
+			f.dispatch(n.Payload)
 		}
-		f.dispatch(n.Payload)
 	}
 }
 

@@ -66,37 +66,37 @@ func (db *DB) notifyTail(runID string) string {
 	return db.instance + ":" + runID
 }
 
-// decodeRunNotification reads the payload of a run append's notification,
-// "<last>:<origin>:<run id>". An empty run id says the id did not fit.
-func decodeRunNotification(payload string) (last int64, origin, runID string, err error) {
+// decodeAppendNotification reads the payload of an append's
+// notification, "<last>:<origin>:<id>", where id is a run's (runsChannel)
+// or an agent's (deliveryChannel). An empty id says it did not fit.
+func decodeAppendNotification(payload string) (last int64, origin, id string, err error) {
 	lastText, rest, ok := strings.Cut(payload, ":")
 	if !ok {
-		return 0, "", "", errors.New("postgres: run notification: no origin")
+		return 0, "", "", errors.New("postgres: append notification: no origin")
 	}
-	origin, runID, ok = strings.Cut(rest, ":")
+	origin, id, ok = strings.Cut(rest, ":")
 	if !ok {
-		return 0, "", "", errors.New("postgres: run notification: no run id")
+		return 0, "", "", errors.New("postgres: append notification: no id")
 	}
 	last, err = strconv.ParseInt(lastText, 10, 64)
 	if err != nil || last < 1 {
-		return 0, "", "", fmt.Errorf("postgres: run notification: bad sequence %q", lastText)
+		return 0, "", "", fmt.Errorf("postgres: append notification: bad sequence %q", lastText)
 	}
-	return last, origin, runID, nil
+	return last, origin, id, nil
 }
 
-// dispatchRuns hands a run append's notification to the watchers, unless
-// this replica made the write: its watchers heard of it when it
-// committed.
-func (f *feed) dispatchRuns(payload string) {
-	last, origin, runID, err := decodeRunNotification(payload)
+// dispatchAppends hands an append's notification to ws, unless this
+// replica made the write: its watchers heard of it when it committed.
+func (f *feed) dispatchAppends(ws *sqlstore.EventWatchers, payload string) {
+	last, origin, id, err := decodeAppendNotification(payload)
 	switch {
 	case err != nil:
-		f.db.log.Warn("postgres: an unreadable run notification was skipped", "err", err)
+		f.db.log.Warn("postgres: an unreadable append notification was skipped", "err", err)
 	case origin == f.db.instance:
-	case runID == "":
-		f.runs.Lost()
+	case id == "":
+		ws.Lost()
 	default:
-		f.runs.Announce(runID, last)
+		ws.Announce(id, last)
 	}
 }
 

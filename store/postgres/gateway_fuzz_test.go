@@ -14,7 +14,7 @@ func FuzzDecodeRunNotification(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, payload string) {
-		last, origin, runID, err := decodeRunNotification(payload)
+		last, origin, runID, err := decodeAppendNotification(payload)
 		if err != nil {
 			return
 		}
@@ -47,9 +47,9 @@ func TestDecodeRunNotification(t *testing.T) {
 		{"5", 0, "", "", true},
 		{"", 0, "", "", true},
 	} {
-		last, origin, run, err := decodeRunNotification(c.payload)
+		last, origin, run, err := decodeAppendNotification(c.payload)
 		if (err != nil) != c.wantErr || last != c.last || origin != c.origin || run != c.run {
-			t.Errorf("decodeRunNotification(%q) = %d, %q, %q, %v", c.payload, last, origin, run, err)
+			t.Errorf("decodeAppendNotification(%q) = %d, %q, %q, %v", c.payload, last, origin, run, err)
 		}
 	}
 }

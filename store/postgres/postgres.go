@@ -284,6 +284,7 @@ func (db *DB) Stores() *store.Stores {
 		Knowledge:   db.KnowledgeStore(),
 		LLM:         db.LLMStore(),
 		Schedules:   db.ScheduleStore(),
+		Delivery:    db.DeliveryStore(),
 		Listener:    db.ListenerStatus,
 		Pools:       db.Pools,
 		TaskStates:  db.TaskStates,

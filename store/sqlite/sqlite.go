@@ -69,7 +69,8 @@ type DB struct {
 	index *memindex.Cache // memory search structures by partition (memory_index.go)
 	reads readStmts       // prepared hot reads (stmts.go)
 
-	gatewayWatchers sqlstore.EventWatchers // the gateway store's WatchEvents (gateway.go)
+	gatewayWatchers  sqlstore.EventWatchers // the gateway store's WatchEvents (gateway.go)
+	deliveryWatchers sqlstore.EventWatchers // the delivery store's WatchEvents (delivery.go)
 }
 
 // Open opens or creates the database file at path (its directory must
@@ -140,7 +141,7 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 	}
 	db.r = r
 	if db.wr, err = startWriter(ctx, w, slices.Concat(preparedWrites, memoryWrites, gateWrites, gatewayWrites,
-		toolWrites,
+		toolWrites, deliveryWrites,
 	)); err != nil {
 		w.Close()
 		r.Close()
@@ -300,6 +301,7 @@ func (db *DB) Stores() *store.Stores {
 		Knowledge:   db.KnowledgeStore(),
 		LLM:         db.LLMStore(),
 		Schedules:   db.ScheduleStore(),
+		Delivery:    db.DeliveryStore(),
 		Pools:       db.Pools,
 		TaskStates:  db.TaskStates,
 		Close:       db.Close,

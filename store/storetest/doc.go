@@ -91,6 +91,26 @@
 //     superseding a build in progress, data kept as given).
 //     TestKnowledgeReplicas checks claims across handles;
 //     TestKnowledgeReopen durability.
+//   - TestDeliveryStore: delivery.Store, pull delivery's records. It
+//     checks that every field of an event survives a round trip (the
+//     payload byte for byte, times to the microsecond in UTC), that each
+//     agent's sequence runs from 1 without gap or duplicate under
+//     concurrent appenders, that a dedupe key names one event (across
+//     appends, within one, and among racing appenders, each answered with
+//     the stored event), refused appends storing nothing, paging of
+//     events and the page bound, WatchEvents (every append with new
+//     events reported, nothing after the context ends), consumers opened
+//     at the head once (also by racing openers), updates by
+//     compare-and-set with exactly one of racing updaters winning, an
+//     acknowledgement that never moves back or past the head, rewinds,
+//     each run's newest token, tokens used once, API tokens by hash with
+//     revocation, Idempotency-Keys (exactly one of racing claims fresh,
+//     answers, forgetting, pruning by age) and messages stored once per
+//     client message id and read by thread, newest last.
+//     TestDeliveryReplicas runs the races across handles and, for a
+//     shared database, WatchEvents; TestDeliveryReopen checks durability;
+//     BenchmarkDeliveryStore measures appends with their acknowledgement
+//     (events/s).
 //
 // The contracts are public (a2asrv's store interfaces, registry.Store) and
 // this package imports no internal package of the module, so an outside

@@ -23,10 +23,13 @@
 //
 // Where the two stores differ only in their statements, the store itself
 // is here: ScheduleStore (a heartbeat.Store), GatewayStore (a
-// gateway.Store) and LLMStore (an llm.Store) hold the checks, the steps
-// between statements and the errors both build, over the statements each
-// runs in its own dialect (a ScheduleSQL, a GatewaySQL, an LLMSQL) and
-// what it tells of its database (a Dialect).
+// gateway.Store), LLMStore (an llm.Store) and DeliveryStore (a
+// delivery.Store) hold the checks, the steps between statements and the
+// errors both build, over the statements each runs in its own dialect (a
+// ScheduleSQL, a GatewaySQL, an LLMSQL, a DeliverySQL) and what it tells
+// of its database (a Dialect). An append of delivery events is planned
+// here too (PlanAppend: which events repeat a dedupe key, and their
+// numbering after each agent's head).
 // It holds what is SQL but not one
 // dialect's, so it stays out of the public a2a/a2astore, whose encodings
 // any store may use; it is internal to store/ because no one else writes
