@@ -12,6 +12,7 @@ import (
 type deliveryFlagSet struct {
 	maxBody                                         byteSize
 	tokenTTL, ackTimeout, heartbeatEvery, maxPollWt *time.Duration
+	resumeWindow                                    *time.Duration
 }
 
 func deliveryFlags(fs *flag.FlagSet) *deliveryFlagSet {
@@ -21,17 +22,18 @@ func deliveryFlags(fs *flag.FlagSet) *deliveryFlagSet {
 	d.ackTimeout = fs.Duration("delivery-ack-timeout", deliverysvc.DefaultAckTimeout, "delivery: how long an event sent to an agent's consumer may go unacknowledged before it is sent again, with a fresh token")
 	d.heartbeatEvery = fs.Duration("delivery-heartbeat-interval", deliverysvc.DefaultHeartbeatInterval, "delivery: interval agents are told to send heartbeats at")
 	d.maxPollWt = fs.Duration("delivery-max-poll-wait", deliverysvc.DefaultMaxPollWait, "delivery: longest wait of an agent's long poll for its next event")
+	d.resumeWindow = fs.Duration("delivery-resume-window", deliverysvc.DefaultResumeWindow, "delivery: how long a dropped gateway session may be resumed on this replica; later the agent identifies again")
 	return d
 }
 
 func (d *deliveryFlagSet) check() string {
-	if d.maxBody.n <= 0 || *d.tokenTTL <= 0 || *d.ackTimeout <= 0 || *d.heartbeatEvery <= 0 || *d.maxPollWt <= 0 {
-		return "--delivery-max-body-bytes, --delivery-token-ttl, --delivery-ack-timeout, --delivery-heartbeat-interval and --delivery-max-poll-wait must be positive"
+	if d.maxBody.n <= 0 || *d.tokenTTL <= 0 || *d.ackTimeout <= 0 || *d.heartbeatEvery <= 0 || *d.maxPollWt <= 0 || *d.resumeWindow <= 0 {
+		return "--delivery-max-body-bytes, --delivery-token-ttl, --delivery-ack-timeout, --delivery-heartbeat-interval, --delivery-max-poll-wait and --delivery-resume-window must be positive"
 	}
 	return ""
 }
 
 func (d *deliveryFlagSet) options() app.DeliveryOptions {
 	return app.DeliveryOptions{MaxBodyBytes: d.maxBody.n, TokenTTL: *d.tokenTTL, AckTimeout: *d.ackTimeout,
-		HeartbeatInterval: *d.heartbeatEvery, MaxPollWait: *d.maxPollWt}
+		HeartbeatInterval: *d.heartbeatEvery, MaxPollWait: *d.maxPollWt, ResumeWindow: *d.resumeWindow}
 }

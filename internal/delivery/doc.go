@@ -84,18 +84,44 @@
 // a key per tenant but never keeps the token it answered: a repeat
 // revokes that token and answers a new one.
 //
+// # The gateway
+//
+// delivery.GatewayPath upgrades an agent's connection to a WebSocket (an
+// Origin other than the server's own, a page of another site, is
+// refused with 403). hello carries the heartbeat interval, the resume
+// window (Options.ResumeWindow) and a DPoP nonce; identify is checked
+// like a request (AuthenticateAgent, the proof naming GET and the
+// gateway's URL), opens the consumer and takes it over: its SessionID in
+// the store becomes the new session's, and the session that held it is
+// closed 4015 (at once in this process, at its next read of the
+// consumer on another replica). ready is followed by every event after
+// the consumer's acknowledged sequence (those sent before sent again),
+// catchup_complete, and new events as the store tells of them; at most
+// Options.GatewayMaxInFlight are out beyond the acknowledged sequence,
+// and NextEvents' ack timeout sends the rest again. A dropped session
+// is remembered in this process for the resume window (two per
+// consumer at most: its holder, and the last one that lost it, whose
+// resume is 4015); resume acknowledges its cursor and sends the events
+// after it. run.update is UpdateRun, answered only when refused (an
+// error frame with the problem's code, status and detail, and the run
+// with base_version_conflict). Heartbeats check that the API token is
+// not revoked (4017), the instance still pulls (4016, also checked at
+// the store's news) and the session still holds its consumer; two
+// silent intervals close it 4009, no identify within
+// Options.GatewayIdentifyTimeout 4003. Frames wait to be written in a
+// buffer of Options.GatewayMaxBufferedBytes (events take half of it); an
+// answer that finds it full is an agent that does not read (4014), and
+// a write past Options.GatewayWriteTimeout cuts the connection. Shutdown
+// closes every connection 4013.
+//
 // # Telemetry
 //
-// Each agent request is a span, "delivery <operationId>" (novaos.agent_id);
-// a 500's correlation_id is its trace id. Metrics:
+// Each agent request is a span, "delivery <operationId>" (novaos.agent_id),
+// and so are the gateway's identify, resume and run.update; a 500's
+// correlation_id is its trace id. Metrics:
 // novaos_delivery_events_sent_total{kind} (first, redelivery),
-// novaos_delivery_run_starts_total{outcome} and
-// novaos_delivery_requests_refused_total{code}.
-//
-// # For the gateway
-//
-// The WebSocket gateway binds the same core: AuthenticateAgent (with
-// Nonce for its hello), OpenConsumer, NextEvents (Batch.Resend for a new
-// session), Poll, Ack, Heartbeat and UpdateRun; their errors are
-// *delivery.Problem values, ready for error frames.
+// novaos_delivery_run_starts_total{outcome},
+// novaos_delivery_requests_refused_total{code} (gateway operations
+// too), novaos_delivery_gateway_sessions and
+// novaos_delivery_gateway_closes_total{code}.
 package delivery

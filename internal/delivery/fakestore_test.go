@@ -52,8 +52,11 @@ func (f *fakeStore) HeadSeq(ctx context.Context, agentID string) (int64, error) 
 }
 
 func (f *fakeStore) WatchEvents(ctx context.Context, fn func(string, int64)) error {
+	err := f.MemStore.WatchEvents(ctx, fn)
+	// Closed once the watcher is registered, not before: a test waiting
+	// on it may append at once.
 	f.watchedOnce.Do(func() { close(f.watched) })
-	return f.MemStore.WatchEvents(ctx, fn)
+	return err
 }
 
 func (f *fakeStore) BeginRequest(ctx context.Context, r delivery.IdempotentRequest) (delivery.IdempotentRequest, bool, error) {

@@ -15,7 +15,8 @@ type agentHandler func(w http.ResponseWriter, r *http.Request, a Agent)
 
 // Routes serve delivery.Routes: discovery and the key set to anyone, the
 // token issue to a tenant admin, every other operation to the agent its
-// API token names. Every answer carries a fresh DPoP-Nonce.
+// API token names; every answer carries a fresh DPoP-Nonce. The last
+// route is the WebSocket gateway (delivery.GatewayPath).
 func (s *Service) Routes() []httpapi.Route {
 	public := map[string]http.HandlerFunc{
 		"getDiscovery": func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, s.Discovery()) },
@@ -54,7 +55,7 @@ func (s *Service) Routes() []httpapi.Route {
 		}
 		paths[rt.Template][rt.Method] = h
 	}
-	out := make([]httpapi.Route, 0, len(order))
+	out := make([]httpapi.Route, 0, len(order)+1)
 	for _, tmpl := range order {
 		m := paths[tmpl]
 		out = append(out, httpapi.Route{Pattern: tmpl, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -76,7 +77,7 @@ func (s *Service) Routes() []httpapi.Route {
 			writeProblem(w, newProblem(http.StatusMethodNotAllowed, "method_not_allowed", "", "use "+strings.Join(allow, " or ")))
 		})})
 	}
-	return out
+	return append(out, httpapi.Route{Pattern: delivery.GatewayPath, Handler: http.HandlerFunc(s.serveGateway)})
 }
 
 // agentRoute authenticates the agent and, for a write its route does

@@ -131,6 +131,31 @@ type Options struct {
 	// MaxMessageChars and MaxComponents bound a message.
 	MaxMessageChars int
 	MaxComponents   int
+
+	// ResumeWindow is how long a dropped gateway session may be resumed
+	// (remembered in this process only: elsewhere, or later, the agent
+	// identifies again).
+	ResumeWindow time.Duration
+	// GatewayMaxFrameBytes bounds a frame the gateway reads (the
+	// connection is closed 1009 beyond).
+	GatewayMaxFrameBytes int64
+	// GatewayIdentifyTimeout is how long a new connection has to identify
+	// or resume after hello (else 4003).
+	GatewayIdentifyTimeout time.Duration
+	// GatewayMaxInFlight bounds the events sent to a gateway consumer
+	// beyond its acknowledged sequence; more wait for its acks.
+	GatewayMaxInFlight int
+	// GatewayMaxBufferedBytes bounds the frames waiting to be written to
+	// one connection: events wait while half of it is taken, and an
+	// answer that finds it full closes the connection 4014 (the agent
+	// does not read).
+	GatewayMaxBufferedBytes int64
+	// GatewayWriteTimeout bounds the write of one frame; a peer that
+	// takes longer loses its connection.
+	GatewayWriteTimeout time.Duration
+	// GatewaySweepEvery is how often the gateway checks its connections'
+	// deadlines (identify, heartbeats, redelivery) against Now.
+	GatewaySweepEvery time.Duration
 }
 
 func (o *Options) withDefaults() Options {
@@ -157,6 +182,7 @@ func (o *Options) withDefaults() Options {
 	defaults.Positive(&v.AttachmentText, DefaultAttachmentText)
 	defaults.Positive(&v.MaxMessageChars, DefaultMaxMessageChars)
 	defaults.Positive(&v.MaxComponents, DefaultMaxComponents)
+	v.gatewayDefaults()
 	return v
 }
 
@@ -218,6 +244,9 @@ type Service struct {
 	beatsMu sync.Mutex
 	beats   map[string]LastHeartbeat
 
+	// gw serves the WebSocket gateway's connections.
+	gw *gwHub
+
 	// closing ends the long polls when the server shuts down.
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -257,6 +286,7 @@ func New(deps Deps, o *Options) (*Service, error) {
 		nonces: dpop.NewNonces(opts.NonceKey, opts.NonceWindow),
 		proofs: newProofIDs(opts.MaxProofIDs), watch: newWatchers(), beats: map[string]LastHeartbeat{},
 		closing: make(chan struct{})}
+	s.gw = newGWHub(s)
 	return s, nil
 }
 
@@ -274,9 +304,9 @@ func (s *Service) InstanceID() string {
 // Interceptors are none: agents reach the service over HTTP.
 func (s *Service) Interceptors() []a2asrv.Interceptor { return nil }
 
-// Run wakes long polls on the store's news of appended events (also
-// another process's), and drops old idempotency records, until ctx
-// ends.
+// Run wakes long polls and gateway sessions on the store's news of
+// appended events (also another process's), checks the gateway's
+// deadlines, and drops old idempotency records, until ctx ends.
 func (s *Service) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -286,13 +316,17 @@ func (s *Service) Run(ctx context.Context) {
 		}
 	})
 	wg.Go(func() { s.prune(ctx) })
+	wg.Go(func() { s.gw.run(ctx) })
 	wg.Wait()
 }
 
 // Shutdown answers the long polls in flight at once (with what they
-// have: nothing), so that they do not hold up the server's shutdown.
-func (s *Service) Shutdown(context.Context) error {
+// have: nothing), so that they do not hold up the server's shutdown,
+// and closes every gateway connection with 4013 server_restart, waiting
+// until ctx ends for their close handshakes.
+func (s *Service) Shutdown(ctx context.Context) error {
 	s.closeOnce.Do(func() { close(s.closing) })
+	s.gw.shutdown(ctx)
 	return nil
 }
 
