@@ -376,7 +376,7 @@ func (c *Client) newCall(ctx context.Context, method, path string, in, out any) 
 // send makes the attempts of one call.
 func (c *Client) send(ctx context.Context, k *clientCall) error {
 	retries := clientMethodRetries(k.method, k.key != "", k.exempt)
-	nonceRetried := false
+	nonceRetried, proofRetried := false, false
 	for attempt := 1; ; {
 		status, data, err := c.attempt(ctx, k)
 		if err == nil {
@@ -389,6 +389,13 @@ func (c *Client) send(ctx context.Context, k *clientCall) error {
 		if isProblem && pe.Status == http.StatusUnauthorized && pe.Problem.Code == delivery.CodeUseDPoPNonce &&
 			c.creds.DPoP != nil && !nonceRetried {
 			nonceRetried = true
+			continue
+		}
+		// A proof refused with a good token was stale by the time it
+		// arrived (a slow link, a clock step): one fresh proof is tried.
+		if isProblem && pe.Status == http.StatusUnauthorized && pe.Problem.Reason == delivery.InvalidDPoPProof &&
+			c.creds.DPoP != nil && !proofRetried {
+			proofRetried = true
 			continue
 		}
 		if ctx.Err() != nil || !retries || !IsTransient(err) || attempt >= c.settings.RetryMaxAttempts {

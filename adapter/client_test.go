@@ -364,6 +364,62 @@ func TestClientBearerAndUserAgent(t *testing.T) {
 	}
 }
 
+// TestClientFreshProofOnce checks a proof refused with a good token
+// (stale on arrival) is repeated once with a new proof, and that a second
+// refusal, or a refused token, is the caller's error.
+func TestClientFreshProofOnce(t *testing.T) {
+	key, err := dpop.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := newClientTestClock(false)
+	var mu sync.Mutex
+	refusals, reason := 0, delivery.InvalidDPoPProof
+	srv := newClientTestServer(t, key, clock, func(w http.ResponseWriter, r *http.Request, n int, seen clientSeen) {
+		mu.Lock()
+		defer mu.Unlock()
+		if refusals > 0 {
+			refusals--
+			clientWriteProblem(w, 401, delivery.CodeUnauthenticated, reason)
+			return
+		}
+		clientWriteJSON(w, delivery.Run{ID: "run-1"})
+	})
+	settings := DefaultSettings()
+	settings.RetryMaxAttempts = 1 // the fresh proof is not a retry
+	c := newClientForTest(t, srv.URL, Credentials{APIToken: secret.New(clientTestToken), DPoP: key},
+		&ClientOptions{Clock: clock, Settings: &settings})
+	for _, tc := range []struct {
+		name     string
+		refusals int
+		reason   string
+		requests int
+		ok       bool
+	}{
+		{"one stale proof", 1, delivery.InvalidDPoPProof, 2, true},
+		{"two stale proofs", 2, delivery.InvalidDPoPProof, 2, false},
+		{"a refused token", 1, "", 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			refusals, reason = tc.refusals, tc.reason
+			mu.Unlock()
+			before := len(srv.Seen())
+			_, err := c.GetRun(context.Background(), "run-1")
+			if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrUnauthenticated)) {
+				t.Fatalf("error = %v, want ok = %v", err, tc.ok)
+			}
+			seen := srv.Seen()[before:]
+			if len(seen) != tc.requests {
+				t.Fatalf("%d requests, want %d", len(seen), tc.requests)
+			}
+			if len(seen) == 2 && seen[0].ProofJTI == seen[1].ProofJTI {
+				t.Fatal("the repeat carried the refused proof")
+			}
+		})
+	}
+}
+
 func TestClientDPoPProofsAndNonce(t *testing.T) {
 	key, err := dpop.GenerateKey()
 	if err != nil {

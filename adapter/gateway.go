@@ -1097,6 +1097,15 @@ func (g *Gateway) gwEnqueue(ctx context.Context, ev delivery.Event) bool {
 	if ev.Seq > 0 {
 		g.lastSeq = max(g.lastSeq, ev.Seq)
 		g.known = max(g.known, ev.Seq)
+		if !delivery.Ephemeral(ev.Type) && ev.Seq <= max(g.adapterAck, g.cursor) {
+			// The platform sends again what was settled: it lost the
+			// acknowledgement (a restore, a rewind). The event is
+			// acknowledged again once the adapter has it.
+			g.adapterAck, g.cursor = min(g.adapterAck, ev.Seq-1), min(g.cursor, ev.Seq-1)
+			if g.conn != nil {
+				g.conn.sentAck = min(g.conn.sentAck, ev.Seq-1)
+			}
+		}
 		if !delivery.Ephemeral(ev.Type) && ev.Seq > g.adapterAck {
 			if i, found := slices.BinarySearch(g.pending, ev.Seq); !found {
 				g.pending = slices.Insert(g.pending, i, ev.Seq)

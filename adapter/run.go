@@ -84,6 +84,10 @@ func (t *runTask) isStopped() bool {
 
 var errRunCancelled = errors.New("adapter: the platform cancelled the run")
 
+// errCheckUnavailable marks a token that could not be checked for now
+// (the key set could not be fetched): the check is tried again.
+var errCheckUnavailable = errors.New("adapter: the token cannot be checked now")
+
 // schedule makes sure a task works the entry's run: a new one, or the
 // one already there (woken; a follow-up for a running run goes to the
 // handler).
@@ -146,6 +150,16 @@ func (t *runTask) work(ctx context.Context) {
 		log := a.log.With("run_id", t.runID, "event_id", entry.EventID)
 		inv, check, err := a.reread(ctx, entry)
 		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if errors.Is(err, errCheckUnavailable) {
+				log.Warn("adapter: the run's token cannot be checked now; trying again", "err", err)
+				if a.sleep(ctx, a.set.RetryBackoffCap) != nil {
+					return
+				}
+				continue
+			}
 			log.Warn("adapter: a stored event cannot be read again; it is closed", "err", err)
 			_ = a.inbox.SetState(ctx, entry.EventID, InboxAccepted, InboxClosed, "unreadable")
 			continue
@@ -352,7 +366,7 @@ func (a *Adapter) reread(ctx context.Context, e InboxEntry) (*Invocation, TokenC
 	inv := invocationOf(ev, want)
 	check, err := a.recheck.Check(ctx, e.Token.Value.Reveal(), want, Actual{BillingMode: delivery.BillingUnknown})
 	if err != nil {
-		return nil, TokenCheck{}, err
+		return nil, TokenCheck{}, fmt.Errorf("%w: %w", errCheckUnavailable, err)
 	}
 	if check.Claims == nil {
 		return nil, TokenCheck{}, fmt.Errorf("the stored token is %s", check.Verdict)

@@ -23,9 +23,13 @@ var ErrStopped = errors.New("adapter: the platform closed the connection for goo
 // the platform closes the gateway for good. It first closes the runs a
 // previous process left started (the platform ends them as
 // interrupted; a started run is never retried) and starts again the
-// ones it had accepted. It returns after every run task it began ended.
+// ones it had accepted. It returns after every run task it began ended;
+// a platform's close for good winds the tasks down as a cancelled ctx
+// does.
 func (a *Adapter) Run(ctx context.Context) (CloseReason, error) {
 	defer a.tasks.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	disc, err := a.api.Discover(ctx)
 	if err != nil {
 		return CloseReason{}, fmt.Errorf("adapter: discovery: %w", err)
@@ -67,9 +71,9 @@ func (a *Adapter) Run(ctx context.Context) (CloseReason, error) {
 			if ctx.Err() != nil {
 				return CloseReason{}, nil
 			}
-			var cr *CloseReason
+			var cr CloseReason
 			if errors.As(err, &cr) {
-				return *cr, fmt.Errorf("%w: %v", ErrStopped, err)
+				return cr, fmt.Errorf("%w: %w", ErrStopped, err)
 			}
 			return CloseReason{}, err
 		}

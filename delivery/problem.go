@@ -45,7 +45,7 @@ func (p *Problem) Error() string {
 // Problem codes, each with the status it comes with.
 const (
 	CodeValidationFailed       = "validation_failed"        // 400; Errors names the fields
-	CodeUnauthenticated        = "unauthenticated"          // 401
+	CodeUnauthenticated        = "unauthenticated"          // 401; Reason invalid_dpop_proof when only the proof failed
 	CodeUseDPoPNonce           = "use_dpop_nonce"           // 401; repeat with the DPoP-Nonce answered
 	CodeForbidden              = "forbidden"                // 403
 	CodeInvocationTokenInvalid = "invocation_token_invalid" // 403; Reason: expired, superseded, invalid, run_inactive
@@ -77,3 +77,8 @@ const (
 	RunInactive     = "run_inactive" // the run has ended
 	RunNotActive    = "run_not_active"
 )
+
+// InvalidDPoPProof is the Reason of an unauthenticated answer whose token
+// is good but whose DPoP proof is not (stale, for another request, or
+// used before): a new proof may pass.
+const InvalidDPoPProof = "invalid_dpop_proof"

@@ -42,9 +42,6 @@ func TestARunEndToEnd(t *testing.T) {
 			name = "polling"
 		}
 		t.Run(name, func(t *testing.T) {
-			if !polling {
-				t.Skip("the gateway's server side is not merged yet")
-			}
 			f := platformtest.NewFakeServer(t, nil)
 			h := &platformtest.RecordingHandler{Work: func(ctx context.Context, run *adapter.Run) error {
 				_ = run.Patch().SetStatusLine("writing")

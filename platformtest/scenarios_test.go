@@ -6,7 +6,8 @@ import (
 	"novaos.dev/novaos/platformtest"
 )
 
-// The scenarios against the fake platform, over polling.
+// The scenarios against the fake platform, over polling and over the
+// gateway.
 func TestScenariosOnTheFakeServer(t *testing.T) {
 	for name, run := range map[string]func(*testing.T, platformtest.ScenarioServer, *platformtest.ScenarioOptions){
 		"AG08": platformtest.AG08InvalidTokens,
@@ -15,9 +16,15 @@ func TestScenariosOnTheFakeServer(t *testing.T) {
 		"AG12": platformtest.AG12PatchRules,
 		"AG28": platformtest.AG28SlowStartAndRestart,
 	} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			run(t, platformtest.NewFakeServer(t, nil), nil)
-		})
+		for _, gateway := range []bool{false, true} {
+			sub := name + "/polling"
+			if gateway {
+				sub = name + "/gateway"
+			}
+			t.Run(sub, func(t *testing.T) {
+				t.Parallel()
+				run(t, platformtest.NewFakeServer(t, nil), &platformtest.ScenarioOptions{Gateway: gateway})
+			})
+		}
 	}
 }

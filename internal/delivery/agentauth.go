@@ -94,10 +94,10 @@ func (s *Service) AuthenticateAgent(ctx context.Context, c Credentials) (Agent, 
 			return Agent{}, newProblem(http.StatusUnauthorized, delivery.CodeUseDPoPNonce, "", "repeat the request with a proof carrying the nonce in DPoP-Nonce")
 		}
 		if err != nil {
-			return Agent{}, unauthenticated("the DPoP proof is missing or does not fit the request and the token")
+			return Agent{}, badProof("the DPoP proof is missing or does not fit the request and the token")
 		}
 		if !s.proofs.first(checked.JTI, now, 2*s.o.ProofWindow) {
-			return Agent{}, unauthenticated("the DPoP proof was used before: make a new one for each request")
+			return Agent{}, badProof("the DPoP proof was used before: make a new one for each request")
 		}
 	}
 	inst, err := s.runs.GetInstance(ctx, rec.TenantID, rec.AgentID)

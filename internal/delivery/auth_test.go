@@ -127,21 +127,22 @@ func TestAgentAuthentication(t *testing.T) {
 		headers map[string]string
 		status  int
 		code    string
+		reason  string // of a refused proof with a good token
 	}{
-		{"no credentials", nil, http.StatusUnauthorized, delivery.CodeUnauthenticated},
-		{"unknown token", map[string]string{"Authorization": "Bearer nvat_unknown"}, http.StatusUnauthorized, delivery.CodeUnauthenticated},
-		{"unbound as bearer", map[string]string{"Authorization": "Bearer " + unbound.token}, http.StatusOK, ""},
-		{"bound as bearer", map[string]string{"Authorization": "Bearer " + bound.token}, http.StatusUnauthorized, delivery.CodeUnauthenticated},
-		{"bound without proof", map[string]string{"Authorization": "DPoP " + bound.token}, http.StatusUnauthorized, delivery.CodeUnauthenticated},
-		{"proof without nonce", map[string]string{"Authorization": "DPoP " + bound.token, dpop.Header: proof(bound.key, dpop.Claims{})}, http.StatusUnauthorized, delivery.CodeUseDPoPNonce},
-		{"proof with a forged nonce", map[string]string{"Authorization": "DPoP " + bound.token, dpop.Header: proof(bound.key, dpop.Claims{Nonce: "AAAA"})}, http.StatusUnauthorized, delivery.CodeUseDPoPNonce},
-		{"good proof", map[string]string{"Authorization": "DPoP " + bound.token, dpop.Header: proof(bound.key, dpop.Claims{Nonce: nonce})}, http.StatusOK, ""},
-		{"replayed proof", map[string]string{"Authorization": "DPoP " + bound.token, dpop.Header: replayed}, http.StatusUnauthorized, delivery.CodeUnauthenticated},
-		{"proof of another key", map[string]string{"Authorization": "DPoP " + bound.token, dpop.Header: proof(otherKey, dpop.Claims{Nonce: nonce})}, http.StatusUnauthorized, delivery.CodeUnauthenticated},
-		{"proof of another method", map[string]string{"Authorization": "DPoP " + bound.token, dpop.Header: proof(bound.key, dpop.Claims{Method: "POST", Nonce: nonce})}, http.StatusUnauthorized, delivery.CodeUnauthenticated},
-		{"proof of another URL", map[string]string{"Authorization": "DPoP " + bound.token, dpop.Header: proof(bound.key, dpop.Claims{URL: h.srv.URL + "/elsewhere", Nonce: nonce})}, http.StatusUnauthorized, delivery.CodeUnauthenticated},
-		{"proof of another token", map[string]string{"Authorization": "DPoP " + bound.token, dpop.Header: proof(bound.key, dpop.Claims{AccessToken: "other", Nonce: nonce})}, http.StatusUnauthorized, delivery.CodeUnauthenticated},
-		{"stale proof", map[string]string{"Authorization": "DPoP " + bound.token, dpop.Header: proof(bound.key, dpop.Claims{Nonce: nonce, IssuedAt: h.clock.Now().Add(-10 * DefaultProofWindow)})}, http.StatusUnauthorized, delivery.CodeUnauthenticated},
+		{"no credentials", nil, http.StatusUnauthorized, delivery.CodeUnauthenticated, ""},
+		{"unknown token", map[string]string{"Authorization": "Bearer nvat_unknown"}, http.StatusUnauthorized, delivery.CodeUnauthenticated, ""},
+		{"unbound as bearer", map[string]string{"Authorization": "Bearer " + unbound.token}, http.StatusOK, "", ""},
+		{"bound as bearer", map[string]string{"Authorization": "Bearer " + bound.token}, http.StatusUnauthorized, delivery.CodeUnauthenticated, ""},
+		{"bound without proof", map[string]string{"Authorization": "DPoP " + bound.token}, http.StatusUnauthorized, delivery.CodeUnauthenticated, delivery.InvalidDPoPProof},
+		{"proof without nonce", map[string]string{"Authorization": "DPoP " + bound.token, dpop.Header: proof(bound.key, dpop.Claims{})}, http.StatusUnauthorized, delivery.CodeUseDPoPNonce, ""},
+		{"proof with a forged nonce", map[string]string{"Authorization": "DPoP " + bound.token, dpop.Header: proof(bound.key, dpop.Claims{Nonce: "AAAA"})}, http.StatusUnauthorized, delivery.CodeUseDPoPNonce, ""},
+		{"good proof", map[string]string{"Authorization": "DPoP " + bound.token, dpop.Header: proof(bound.key, dpop.Claims{Nonce: nonce})}, http.StatusOK, "", ""},
+		{"replayed proof", map[string]string{"Authorization": "DPoP " + bound.token, dpop.Header: replayed}, http.StatusUnauthorized, delivery.CodeUnauthenticated, delivery.InvalidDPoPProof},
+		{"proof of another key", map[string]string{"Authorization": "DPoP " + bound.token, dpop.Header: proof(otherKey, dpop.Claims{Nonce: nonce})}, http.StatusUnauthorized, delivery.CodeUnauthenticated, delivery.InvalidDPoPProof},
+		{"proof of another method", map[string]string{"Authorization": "DPoP " + bound.token, dpop.Header: proof(bound.key, dpop.Claims{Method: "POST", Nonce: nonce})}, http.StatusUnauthorized, delivery.CodeUnauthenticated, delivery.InvalidDPoPProof},
+		{"proof of another URL", map[string]string{"Authorization": "DPoP " + bound.token, dpop.Header: proof(bound.key, dpop.Claims{URL: h.srv.URL + "/elsewhere", Nonce: nonce})}, http.StatusUnauthorized, delivery.CodeUnauthenticated, delivery.InvalidDPoPProof},
+		{"proof of another token", map[string]string{"Authorization": "DPoP " + bound.token, dpop.Header: proof(bound.key, dpop.Claims{AccessToken: "other", Nonce: nonce})}, http.StatusUnauthorized, delivery.CodeUnauthenticated, delivery.InvalidDPoPProof},
+		{"stale proof", map[string]string{"Authorization": "DPoP " + bound.token, dpop.Header: proof(bound.key, dpop.Claims{Nonce: nonce, IssuedAt: h.clock.Now().Add(-10 * DefaultProofWindow)})}, http.StatusUnauthorized, delivery.CodeUnauthenticated, delivery.InvalidDPoPProof},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -158,8 +159,11 @@ func TestAgentAuthentication(t *testing.T) {
 				}
 				return
 			}
-			if p := a.problem(t); p.Code != tc.code {
-				t.Errorf("code %q, want %q (%s)", p.Code, tc.code, p.Detail)
+			if p := a.problem(t); p.Code != tc.code || p.Reason != tc.reason {
+				t.Errorf("code %q (%q), want %q (%q) (%s)", p.Code, p.Reason, tc.code, tc.reason, p.Detail)
+			}
+			if proofErr := strings.Contains(a.header.Get("WWW-Authenticate"), `error="invalid_dpop_proof"`); proofErr != (tc.reason != "") {
+				t.Errorf("WWW-Authenticate = %q", a.header.Get("WWW-Authenticate"))
 			}
 			if !strings.HasPrefix(a.header.Get("WWW-Authenticate"), "DPoP") {
 				t.Errorf("WWW-Authenticate = %q", a.header.Get("WWW-Authenticate"))

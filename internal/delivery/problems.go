@@ -31,6 +31,13 @@ func unauthenticated(detail string) *delivery.Problem {
 	return newProblem(http.StatusUnauthorized, delivery.CodeUnauthenticated, "", detail)
 }
 
+// badProof is unauthenticated for a good token with a proof that is not.
+func badProof(detail string) *delivery.Problem {
+	p := unauthenticated(detail)
+	p.Reason = delivery.InvalidDPoPProof
+	return p
+}
+
 func notFound(detail string) *delivery.Problem {
 	return newProblem(http.StatusNotFound, delivery.CodeNotFound, "", detail)
 }
@@ -124,8 +131,11 @@ func writeProblem(w http.ResponseWriter, p *delivery.Problem) {
 	h := w.Header()
 	if p.Status == http.StatusUnauthorized {
 		challenge := `DPoP algs="` + dpop.Algorithm + `"`
-		if p.Code == delivery.CodeUseDPoPNonce {
+		switch {
+		case p.Code == delivery.CodeUseDPoPNonce:
 			challenge += `, error="use_dpop_nonce"`
+		case p.Reason == delivery.InvalidDPoPProof:
+			challenge += `, error="invalid_dpop_proof"`
 		}
 		h.Set("WWW-Authenticate", challenge)
 		h.Add("WWW-Authenticate", `Bearer realm="novaos-delivery"`)
