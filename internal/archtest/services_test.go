@@ -22,8 +22,10 @@ var services = []string{
 	module + "/internal/delivery",
 }
 
-// mounters are the packages that know every service.
-var mounters = []string{module + "/internal/app", module + "/internal/cli", module + "/cmd/novaos"}
+// mounters are the packages that know every service; platformtest
+// mounts the delivery service on the execution gateway in memory, as the
+// fake platform users test their adapters against.
+var mounters = []string{module + "/internal/app", module + "/internal/cli", module + "/cmd/novaos", module + "/platformtest"}
 
 // serviceOf is the service path belongs to (a service or one of its
 // subpackages), or "".
