@@ -487,4 +487,6 @@ var Scenarios = []Scenario{
 	{"AG09", AG09DoubleDelivery},
 	{"AG12", AG12PatchRules},
 	{"AG28", AG28SlowStartAndRestart},
+	{"SR9", SR9TokenBinding},
+	{"AG20", AG20ContextTrust},
 }
