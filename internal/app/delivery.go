@@ -21,16 +21,16 @@ func (o *Options) delivery() *deliverysvc.Options {
 
 // mountDelivery builds pull delivery over the stores, when they keep
 // its records and the execution gateway's runs: its invocation tokens
-// are signed with an Ed25519 ring of their own (deliverysvc.KeyFile in
-// the data directory; in memory without one), and tenant admins issue
+// are signed with an Ed25519 ring of their own (Options.DeliveryKeyFile,
+// else deliverysvc.KeyFile in the data directory; in memory without one), and tenant admins issue
 // agents' API tokens with the platform's own tokens.
 func (s *Server) mountDelivery(base, dataDir string, issuer *auth.Issuer) (*deliverysvc.Service, error) {
 	st := s.stores
 	if st.Delivery == nil || st.Gateway == nil {
 		return nil, nil
 	}
-	path := ""
-	if dataDir != "" {
+	path := s.opts.DeliveryKeyFile
+	if path == "" && dataDir != "" {
 		path = filepath.Join(dataDir, deliverysvc.KeyFile)
 	}
 	opts := s.opts.delivery()

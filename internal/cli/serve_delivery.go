@@ -13,11 +13,13 @@ type deliveryFlagSet struct {
 	maxBody                                         byteSize
 	tokenTTL, ackTimeout, heartbeatEvery, maxPollWt *time.Duration
 	resumeWindow, clockLeeway                       *time.Duration
+	keyFile                                         *string
 }
 
 func deliveryFlags(fs *flag.FlagSet) *deliveryFlagSet {
 	d := &deliveryFlagSet{maxBody: byteSize{n: deliverysvc.DefaultMaxBodyBytes}}
 	fs.Var(&d.maxBody, "delivery-max-body-bytes", "delivery: largest request body `size` of an agent (a run patch, a message); 413 beyond")
+	d.keyFile = fs.String("delivery-key-file", "", "delivery: `file` of the invocation-token key ring (Ed25519, owner-only, created when missing; default <--data>/"+deliverysvc.KeyFile+"); replicas on one database share one")
 	d.tokenTTL = fs.Duration("delivery-token-ttl", deliverysvc.DefaultTokenTTL, "delivery: lifetime of an invocation token; an agent that starts a run later renews it")
 	d.clockLeeway = fs.Duration("delivery-clock-leeway", deliverysvc.DefaultClockLeeway, "delivery: clock skew allowed on invocation token times: a token is expired at its exp plus this")
 	d.ackTimeout = fs.Duration("delivery-ack-timeout", deliverysvc.DefaultAckTimeout, "delivery: how long an event sent to an agent's consumer may go unacknowledged before it is sent again, with a fresh token")
