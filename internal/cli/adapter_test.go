@@ -365,7 +365,9 @@ func TestAdapterRunUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	badKey := writeFile(t, dir, "bad.key", "-----BEGIN PRIVATE KEY-----\nnope\n-----END PRIVATE KEY-----\n")
-	with := func(args ...string) []string { return slices.Concat([]string{"--state-dir", dir, "--token-file", tok}, args) }
+	with := func(args ...string) []string {
+		return slices.Concat([]string{"--state-dir", dir, "--token-file", tok}, args)
+	}
 	tests := []struct {
 		name string
 		args []string
