@@ -26,7 +26,7 @@ import (
 // and the tests otherwise.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == agentProgramArg {
-		os.Exit(agentProgram())
+		os.Exit(agentProgram(len(os.Args) > 2 && os.Args[2] == "hold"))
 	}
 	os.Exit(m.Run())
 }
@@ -35,8 +35,9 @@ const agentProgramArg = "adapter-test-agent"
 
 // agentProgram is an agent in the bridge's stdio protocol: each run is
 // answered with a status line, a message and a finish, all saying
-// "echo: " and the triggering text. It exits when its input ends.
-func agentProgram() int {
+// "echo: " and the triggering text; with hold, only with the status
+// line, so that the run stays running. It exits when its input ends.
+func agentProgram(hold bool) int {
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 64<<10), bridge.MaxLineBytes)
 	out := json.NewEncoder(os.Stdout)
@@ -49,7 +50,11 @@ func agentProgram() int {
 		if req.Type != "run" {
 			continue // a cancel: the run is answered already
 		}
-		for _, r := range echoReplies(req) {
+		replies := echoReplies(req)
+		if hold {
+			replies = replies[:1]
+		}
+		for _, r := range replies {
 			if err := out.Encode(r); err != nil {
 				return 1
 			}
@@ -283,6 +288,42 @@ func TestAdapterRunProcess(t *testing.T) {
 			}
 			checkEcho(t, s, execute(t, s, a, "and again"), "and again")
 		})
+	}
+}
+
+// A run the adapter had started when it stopped is not started again by
+// the next adapter on the same state: its agent never sees it twice.
+func TestAdapterRunRestartStartsNoRunTwice(t *testing.T) {
+	s := newGWServer(t)
+	a := newPullAgent(t, s, "laptop")
+	args := []string{"--agent", a.id, "--token-file", a.tokenFile, "--dpop-key", a.keyFile, "--state-dir", t.TempDir(), "--"}
+	p := startAdapter(t, s, slices.Concat(args, agentProgramArgv(t), []string{"hold"})...)
+	waitConnected(t, s, a, p, "default")
+	c := s.client(t)
+	held, err := c.Execute(t.Context(), gateway.ExecuteRequest{InstanceID: a.id, Input: "hold this"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.waitStatus(t, held.RunID, gateway.StatusRunning)
+	p.stop()
+	if code := p.wait(t); code != exitOK {
+		t.Fatalf("adapter run exit %d after its cancel:\n%s", code, p.stderr)
+	}
+
+	// The next adapter answers every run it gets; the held run is not
+	// among them. A later run is delivered after it, so once that one
+	// completed, the held one would have come before.
+	p2 := startAdapter(t, s, slices.Concat(args, agentProgramArgv(t))...)
+	if !waitLog(p2, "it is not retried") {
+		t.Errorf("the restarted adapter did not say it closed the interrupted run:\n%s", p2.stderr)
+	}
+	checkEcho(t, s, execute(t, s, a, "next"), "next")
+	r, err := c.GetRun(t.Context(), held.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != gateway.StatusRunning || r.Output != "" {
+		t.Errorf("the held run is %s with output %q: it was started again", r.Status, r.Output)
 	}
 }
 
