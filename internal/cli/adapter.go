@@ -25,9 +25,9 @@ import (
 const EnvAgentToken = "NOVAOS_AGENT_TOKEN"
 
 var adapterCommands = []command{
-	{"run", "connect an agent program (stdio JSON lines) or a local HTTP agent to the platform: adapter run --agent ID --token-file F --dpop-key K (--http URL | -- PROGRAM ARGS…)", runAdapterRun},
-	{"token", "create an agent's API token bound to its proof key (a tenant admin): adapter token --agent ID|NAME (--dpop-key K | --dpop-jkt T) [--out FILE]", runAdapterToken},
-	{"key", "make (or read) an agent's DPoP proof key and print its thumbprint: adapter key --dpop-key K", runAdapterKey},
+	{"run", "work a pull agent's runs with a program over stdio JSON lines or a local HTTP agent: adapter run --agent ID … (--http URL | -- PROGRAM)", runAdapterRun},
+	{"token", "create an agent's API token bound to its DPoP key, as a tenant admin: adapter token --agent ID|NAME --dpop-key K [--out FILE]", runAdapterToken},
+	{"key", "make or read an agent's DPoP key and print its thumbprint: adapter key --dpop-key K", runAdapterKey},
 }
 
 func runAdapter(ctx context.Context, args []string, e *env) int {

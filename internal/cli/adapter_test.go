@@ -522,6 +522,12 @@ func TestAdapterToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.must(t, "instances", "install", "--name", "pushed", "--hosted", "echo")
+	// Without --json, installing a pull agent says how to connect it.
+	code, stdout, stderr := s.cmd(t, "instances", "install", "--name", "plain", "--pull")
+	if code != exitOK || !strings.HasSuffix(stdout, "running a pull agent (it connects out)\n") ||
+		!strings.Contains(stderr, "novaos adapter token --agent ") || !strings.Contains(stderr, "novaos adapter run --agent ") {
+		t.Errorf("install --pull: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
 	dir := t.TempDir()
 	key := filepath.Join(dir, "agent.key")
 	e, out, _ := testEnv(nil)
@@ -559,7 +565,7 @@ func TestAdapterToken(t *testing.T) {
 
 	// As alice (a platform token with instances:*), by thumbprint, to
 	// stdout: the token only, which the agent's key makes work.
-	code, stdout, stderr := s.cmd(t, "adapter", "token", "--agent", "laptop", "--dpop-jkt", jkt, "--name", "laptop adapter")
+	code, stdout, stderr = s.cmd(t, "adapter", "token", "--agent", "laptop", "--dpop-jkt", jkt, "--name", "laptop adapter")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
