@@ -743,10 +743,9 @@ func (c *Client) Install(ctx context.Context, r InstallRequest) (*Instance, erro
 	if !validInstanceName(r.Name) {
 		return nil, invalid("name", "must be 1 to 64 of a-z 0-9 . _ -, starting with a letter or digit")
 	}
-	n := targets(r.Hosted != "", r.URL != "", r.AgentID != "")
-	switch {
+	switch n := targets(r.Hosted != "", r.URL != "", r.AgentID != ""); {
 	case r.Delivery == DeliveryPull && n != 0:
-		return nil, invalid("delivery", "a pull agent connects out: none of hosted, url and agent_id")
+		return nil, invalid("delivery", "a pull instance has none of hosted, url and agent_id: its agent connects out")
 	case r.Delivery != DeliveryPull && n != 1:
 		return nil, invalid("hosted", "exactly one of hosted, url and agent_id is required")
 	}
