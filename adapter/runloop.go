@@ -64,6 +64,7 @@ func (a *Adapter) Run(ctx context.Context) (CloseReason, error) {
 		hs.SetHeartbeat(a.heartbeat)
 	}
 	defer a.src.Close()
+	a.startAcks(ctx)
 	a.tasks.Go(func() { a.outbox.run(ctx) })
 	for {
 		events, err := a.src.Receive(ctx)
@@ -152,17 +153,60 @@ func (a *Adapter) recover(ctx context.Context) error {
 	return nil
 }
 
+// startAcks learns where the consumer is acknowledged before any event
+// comes, so that the first events delivered are checked for a gap too:
+// events sent to a previous process (or in a first page whose answer
+// was lost) and not acknowledged must not be acknowledged by a later
+// one before they came (a poll takes the events after those sent; they
+// come again after the ack timeout). It acknowledges nothing (seq 0):
+// that opens a new consumer at the head and answers where it stands.
+func (a *Adapter) startAcks(ctx context.Context) {
+	cs, err := a.api.AckEvents(ctx, a.cfg.AgentID, a.cfg.Consumer, 0)
+	if err != nil {
+		if ctx.Err() == nil {
+			a.log.Warn("adapter: the consumer's state could not be read; the first events are taken as they come", "err", err)
+		}
+		return
+	}
+	a.mu.Lock()
+	a.acks.start(cs.AckedSeq)
+	a.mu.Unlock()
+}
+
 // ackTracker says how far the agent's events are settled: an event is
 // settled once it is stored, refused with its run ended, a duplicate,
 // handled, or skipped. The acknowledgement is cumulative, so it stops
-// before the first delivered event that is not settled.
+// before the first delivered event that is not settled, and before the
+// first one that was not delivered: events are numbered without gaps,
+// and one skipped was sent in an answer that was lost (it comes again
+// after the ack timeout).
 type ackTracker struct {
 	last      int64            // acknowledged
 	delivered int64            // the highest seq delivered
-	unsettled map[int64]string // seq -> event id
+	known     bool             // delivered is where the consumer stood: a gap after it counts
+	unsettled map[int64]string // seq -> event id; "" for one not delivered yet
+}
+
+// start sets the consumer's acknowledged seq before any delivery.
+func (t *ackTracker) start(acked int64) {
+	if !t.known && t.delivered == 0 {
+		t.last, t.delivered, t.known = acked, acked, true
+	}
 }
 
 func (t *ackTracker) deliver(seq int64) {
+	if seq <= 0 {
+		return
+	}
+	if id, ok := t.unsettled[seq]; ok && id == "" {
+		delete(t.unsettled, seq) // a missing one came
+	}
+	if t.known || t.delivered > 0 {
+		for missing := t.delivered + 1; missing < seq; missing++ {
+			t.hold(missing, "")
+		}
+	}
+	t.known = true
 	if seq > t.delivered {
 		t.delivered = seq
 	}
