@@ -422,6 +422,13 @@ func (t *runTask) execute(ctx context.Context, run delivery.Run, inv *Invocation
 		done: execCtx.Done()}
 	h.patcher = newPatcher(WithRun(ctx, t.runID, t.currentToken), t.runID, run.Version, a.api, a.clock, a.set, a.log)
 	t.mu.Lock()
+	if t.stopped {
+		// Cancelled after the start and before this: the platform ended
+		// the run when it was cancelled, and nothing of it is done.
+		t.mu.Unlock()
+		_ = a.inbox.SetState(ctx, entry.EventID, InboxStarted, InboxClosed, "cancelled before its execution")
+		return
+	}
 	t.started, t.cancel, t.handle = true, cancel, h
 	t.mu.Unlock()
 	go h.patcher.loop(execCtx)

@@ -3,6 +3,7 @@ package platformtest_test
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -120,5 +121,76 @@ func TestLostPollPageIsNotAcknowledged(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal("the consumer did not reach the head")
+	}
+}
+
+// holdingInbox holds the move of a run's entry to started until it is
+// released, and tells of every move.
+type holdingInbox struct {
+	adapter.InboxStore
+	starting chan struct{} // closed when the move to started waits
+	release  chan struct{}
+	once     sync.Once
+	moves    chan string // reasons of moves to closed
+}
+
+func (in *holdingInbox) SetState(ctx context.Context, eventID string, from, to adapter.InboxState, reason string) error {
+	if to == adapter.InboxStarted {
+		in.once.Do(func() { close(in.starting) })
+		<-in.release
+	}
+	err := in.InboxStore.SetState(ctx, eventID, from, to, reason)
+	if to == adapter.InboxClosed {
+		in.moves <- reason
+	}
+	return err
+}
+
+// A cancel that comes after the platform started the run and before
+// the adapter executes it stops the execution from happening: the run
+// is cancelled on the platform already.
+func TestCancelBetweenStartAndExecute(t *testing.T) {
+	f := platformtest.NewFakeServer(t, nil)
+	in := &holdingInbox{InboxStore: adapter.NewMemoryInbox(nil), starting: make(chan struct{}), release: make(chan struct{}),
+		moves: make(chan string, 16)}
+	h := &platformtest.RecordingHandler{Work: func(ctx context.Context, run *adapter.Run) error {
+		<-run.Done()
+		return nil
+	}}
+	cfg := f.Config("alpha")
+	stop := runWith(t, f, cfg, h, adapter.Options{Inbox: in, Outbox: adapter.NewMemoryOutbox(nil)})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := f.WaitConsumer(ctx, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := f.Trigger(ctx, "cancel me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-in.starting:
+	case <-ctx.Done():
+		t.Fatal("the run was not started")
+	}
+	if run, err := f.RunState(ctx, tr.RunID); err != nil || run.State != delivery.RunRunning {
+		t.Fatalf("the run is %s (%v); want running", run.State, err)
+	}
+	if err := f.Cancel(ctx, tr.RunID); err != nil {
+		t.Fatal(err)
+	}
+	// The adapter heard of the cancel: it closed the run's entry.
+	select {
+	case reason := <-in.moves:
+		if !strings.HasPrefix(reason, "cancelled") {
+			t.Fatalf("the entry was closed as %q", reason)
+		}
+	case <-ctx.Done():
+		t.Fatal("the adapter did not take the cancel")
+	}
+	close(in.release)
+	stop()
+	if n := len(h.Executes()); n != 0 {
+		t.Fatalf("a run cancelled before its execution was executed %d times", n)
 	}
 }
