@@ -136,12 +136,18 @@ func (t *runTask) next(ctx context.Context) (InboxEntry, bool) {
 	return InboxEntry{}, false
 }
 
+// maxRenewals bounds the renewals of one start: a renewed token may
+// expire again before it is used (the clock jumped, the start waited),
+// and is renewed again; a platform whose renewed tokens are expired when
+// they come (its clock far from the adapter's) is not asked forever.
+const maxRenewals = 3
+
 // work starts or resumes the run from its latest accepted entry, and
 // executes it once the platform said yes. Nothing is retried after a
 // start: a run that fails stays failed.
 func (t *runTask) work(ctx context.Context) {
 	a := t.a
-	prepared, renewed := false, false
+	prepared, renewals := false, 0
 	for ctx.Err() == nil && !t.isStopped() {
 		entry, ok := t.next(ctx)
 		if !ok {
@@ -186,16 +192,16 @@ func (t *runTask) work(ctx context.Context) {
 			return
 		}
 		if a.expired(entry.Token) {
-			if renewed {
+			if renewals >= maxRenewals {
 				log.Warn("adapter: the renewed token is expired too; the run is left to the platform")
 				return
 			}
-			renewed = true
+			renewals++
 			if err := t.renew(ctx, entry, inv); err != nil {
 				switch {
 				case refusedFor(err, delivery.TokenSuperseded):
 					// A newer token is on its way: wait for it.
-					renewed = false
+					renewals--
 					if !t.awaitNewer(ctx, entry, log) {
 						return
 					}
@@ -205,7 +211,7 @@ func (t *runTask) work(ctx context.Context) {
 					if err := a.sleep(ctx, a.set.RetryBackoffCap); err != nil {
 						return
 					}
-					renewed = false
+					renewals--
 				}
 			}
 			continue
@@ -220,8 +226,8 @@ func (t *runTask) work(ctx context.Context) {
 			return
 		}
 		switch {
-		case refusedFor(err, delivery.TokenExpired) && !renewed:
-			renewed = true
+		case refusedFor(err, delivery.TokenExpired) && renewals < maxRenewals:
+			renewals++
 			if rerr := t.renew(ctx, entry, inv); rerr != nil && !refusedFor(rerr, delivery.TokenSuperseded) && t.refused(ctx, entry, rerr, log) {
 				return
 			}

@@ -3,8 +3,10 @@ package platformtest_test
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -192,5 +194,61 @@ func TestCancelBetweenStartAndExecute(t *testing.T) {
 	stop()
 	if n := len(h.Executes()); n != 0 {
 		t.Fatalf("a run cancelled before its execution was executed %d times", n)
+	}
+}
+
+// startHook passes time on the platform before the first start that
+// follows a renewal, as a clock that jumped between the two would.
+type startHook struct {
+	f       *platformtest.FakeServer
+	renewed atomic.Bool
+	jumps   atomic.Int32
+}
+
+func (s *startHook) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(r.URL.Path, "/start") && s.renewed.Load() && s.jumps.Add(1) == 1 {
+		tm := s.f.Timing()
+		s.f.PassTime(r.Context(), tm.TokenTTL+tm.ClockLeeway+time.Second)
+	}
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err == nil && strings.HasSuffix(r.URL.Path, "/token") && resp.StatusCode == http.StatusOK {
+		s.renewed.Store(true)
+	}
+	return resp, err
+}
+
+// A token renewed because it expired may expire again before the start
+// (the clock jumped): the start refused as expired renews once more and
+// starts, rather than leaving the run queued for good.
+func TestTokenExpiresAgainAfterRenewal(t *testing.T) {
+	f := platformtest.NewFakeServer(t, nil)
+	hook := &startHook{f: f}
+	h := &platformtest.RecordingHandler{HoldPrepare: make(chan struct{})}
+	runWith(t, f, f.Config("alpha"), h, adapter.Options{HTTPClient: &http.Client{Transport: hook}})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := f.WaitConsumer(ctx, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := f.Trigger(ctx, "slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Wait(ctx, func(h *platformtest.RecordingHandler) bool { return len(h.Prepares()) == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	err = waitCond(ctx, func() bool {
+		cs, err := f.ConsumerState(ctx, "alpha")
+		return err == nil && cs.AckedSeq == cs.HeadSeq
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := f.Timing()
+	f.PassTime(ctx, tm.TokenTTL+tm.ClockLeeway+time.Second)
+	close(h.HoldPrepare)
+	run, err := f.WaitRun(ctx, tr.RunID, ended)
+	if err != nil || run.State != delivery.RunCompleted || len(h.Executes()) != 1 || hook.jumps.Load() < 1 {
+		t.Fatalf("the run is %s after %d executions and %d jumps (%v)", run.State, len(h.Executes()), hook.jumps.Load(), err)
 	}
 }
