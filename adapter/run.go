@@ -56,11 +56,14 @@ func (t *runTask) stateChanged(s delivery.RunState) {
 }
 
 // cancelIfStarted cancels the execution of a started run, reporting
-// whether there was one.
+// whether there was one. Without one, the task is stopped at once, under
+// the lock execute starts an execution under: an execution about to
+// begin does not.
 func (t *runTask) cancelIfStarted(reason string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.started || t.cancel == nil {
+		t.stopped = true
 		return false
 	}
 	t.reason = reason

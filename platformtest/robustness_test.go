@@ -126,74 +126,114 @@ func TestLostPollPageIsNotAcknowledged(t *testing.T) {
 	}
 }
 
-// holdingInbox holds the move of a run's entry to started until it is
-// released, and tells of every move.
+// holdingInbox holds the move of a run's entry to started until release,
+// and, when closing is set, the entry's close by a cancel until
+// closeRelease; it tells of every close.
 type holdingInbox struct {
 	adapter.InboxStore
-	starting chan struct{} // closed when the move to started waits
-	release  chan struct{}
-	once     sync.Once
-	moves    chan string // reasons of moves to closed
+	starting     chan struct{} // closed when the move to started waits
+	release      chan struct{}
+	closing      chan struct{} // closed when the close by a cancel waits; nil: not held
+	closeRelease chan struct{}
+	once, once2  sync.Once
+	closes       chan string // reasons of moves to closed
 }
 
 func (in *holdingInbox) SetState(ctx context.Context, eventID string, from, to adapter.InboxState, reason string) error {
-	if to == adapter.InboxStarted {
+	switch {
+	case to == adapter.InboxStarted:
 		in.once.Do(func() { close(in.starting) })
 		<-in.release
+	case to == adapter.InboxClosed && in.closing != nil && strings.HasPrefix(reason, "cancelled:"):
+		in.once2.Do(func() { close(in.closing) })
+		<-in.closeRelease
 	}
 	err := in.InboxStore.SetState(ctx, eventID, from, to, reason)
 	if to == adapter.InboxClosed {
-		in.moves <- reason
+		in.closes <- reason
 	}
 	return err
 }
 
 // A cancel that comes after the platform started the run and before
-// the adapter executes it stops the execution from happening: the run
-// is cancelled on the platform already.
+// the adapter executes it keeps the execution from happening (the run
+// is cancelled on the platform already): a cancel done before the
+// execution would begin, and one still under way when it would.
 func TestCancelBetweenStartAndExecute(t *testing.T) {
-	f := platformtest.NewFakeServer(t, nil)
-	in := &holdingInbox{InboxStore: adapter.NewMemoryInbox(nil), starting: make(chan struct{}), release: make(chan struct{}),
-		moves: make(chan string, 16)}
-	h := &platformtest.RecordingHandler{Work: func(ctx context.Context, run *adapter.Run) error {
-		<-run.Done()
-		return nil
-	}}
-	cfg := f.Config("alpha")
-	stop := runWith(t, f, cfg, h, adapter.Options{Inbox: in, Outbox: adapter.NewMemoryOutbox(nil)})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := f.WaitConsumer(ctx, "alpha"); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := f.Trigger(ctx, "cancel me")
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-in.starting:
-	case <-ctx.Done():
-		t.Fatal("the run was not started")
-	}
-	if run, err := f.RunState(ctx, tr.RunID); err != nil || run.State != delivery.RunRunning {
-		t.Fatalf("the run is %s (%v); want running", run.State, err)
-	}
-	if err := f.Cancel(ctx, tr.RunID); err != nil {
-		t.Fatal(err)
-	}
-	// The adapter heard of the cancel: it closed the run's entry.
-	select {
-	case reason := <-in.moves:
-		if !strings.HasPrefix(reason, "cancelled") {
-			t.Fatalf("the entry was closed as %q", reason)
+	for _, underway := range []bool{false, true} {
+		name := "done"
+		if underway {
+			name = "under way"
 		}
-	case <-ctx.Done():
-		t.Fatal("the adapter did not take the cancel")
-	}
-	close(in.release)
-	stop()
-	if n := len(h.Executes()); n != 0 {
-		t.Fatalf("a run cancelled before its execution was executed %d times", n)
+		t.Run(name, func(t *testing.T) {
+			f := platformtest.NewFakeServer(t, nil)
+			in := &holdingInbox{InboxStore: adapter.NewMemoryInbox(nil), starting: make(chan struct{}), release: make(chan struct{}),
+				closes: make(chan string, 16)}
+			if underway {
+				in.closing, in.closeRelease = make(chan struct{}), make(chan struct{})
+			}
+			executed := make(chan struct{}, 1)
+			h := &platformtest.RecordingHandler{Work: func(ctx context.Context, run *adapter.Run) error {
+				executed <- struct{}{}
+				<-run.Done()
+				return nil
+			}}
+			stop := runWith(t, f, f.Config("alpha"), h, adapter.Options{Inbox: in, Outbox: adapter.NewMemoryOutbox(nil)})
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			if err := f.WaitConsumer(ctx, "alpha"); err != nil {
+				t.Fatal(err)
+			}
+			tr, err := f.Trigger(ctx, "cancel me")
+			if err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-in.starting:
+			case <-ctx.Done():
+				t.Fatal("the run was not started")
+			}
+			if run, err := f.RunState(ctx, tr.RunID); err != nil || run.State != delivery.RunRunning {
+				t.Fatalf("the run is %s (%v); want running", run.State, err)
+			}
+			if err := f.Cancel(ctx, tr.RunID); err != nil {
+				t.Fatal(err)
+			}
+			if underway {
+				// The adapter took the cancel and is closing the run's entry
+				// while the start goes on.
+				select {
+				case <-in.closing:
+				case <-ctx.Done():
+					t.Fatal("the adapter did not take the cancel")
+				}
+				close(in.release)
+				select {
+				case <-executed:
+				case reason := <-in.closes:
+					if reason != "cancelled before its execution" {
+						t.Fatalf("the entry was closed as %q", reason)
+					}
+				case <-ctx.Done():
+					t.Fatal("the run was neither executed nor closed")
+				}
+				close(in.closeRelease)
+			} else {
+				select {
+				case reason := <-in.closes:
+					if !strings.HasPrefix(reason, "cancelled") {
+						t.Fatalf("the entry was closed as %q", reason)
+					}
+				case <-ctx.Done():
+					t.Fatal("the adapter did not take the cancel")
+				}
+				close(in.release)
+			}
+			stop()
+			if n := len(h.Executes()); n != 0 {
+				t.Fatalf("a run cancelled before its execution was executed %d times", n)
+			}
+		})
 	}
 }
 
