@@ -261,7 +261,10 @@ func (t *runTask) refused(ctx context.Context, entry InboxEntry, err error, log 
 		t.refuseAndClose(ctx, entry, delivery.ReasonInvalidToken)
 	case errors.Is(err, ErrAlreadyStarted), errors.Is(err, ErrBillingModeMismatch), errors.Is(err, ErrToolClassMismatch),
 		errors.Is(err, ErrAgentInvocationDenied), errors.Is(err, ErrRunInactive), errors.Is(err, ErrRunNotActive),
-		errors.Is(err, ErrInvocationTokenInvalid), errors.Is(err, ErrNotFound), errors.Is(err, ErrBadRequest):
+		errors.Is(err, ErrInvocationTokenInvalid), errors.Is(err, ErrNotFound), errors.Is(err, ErrBadRequest),
+		// A resume of a run that waits no more (resumed by another
+		// adapter of the agent): 409 conflict, reason run_not_waiting.
+		problemCode(err) == delivery.CodeConflict:
 		log.Warn("adapter: the platform will not start the run here; its entry is closed", "err", err)
 		_ = t.a.inbox.SetState(ctx, entry.EventID, InboxAccepted, InboxClosed, "not started: "+problemCode(err))
 	default:

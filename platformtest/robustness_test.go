@@ -292,3 +292,109 @@ func TestTokenExpiresAgainAfterRenewal(t *testing.T) {
 		t.Fatalf("the run is %s after %d executions and %d jumps (%v)", run.State, len(h.Executes()), hook.jumps.Load(), err)
 	}
 }
+
+// closingInbox tells of every close of an entry.
+type closingInbox struct {
+	adapter.InboxStore
+	closes chan string
+}
+
+func (in *closingInbox) SetState(ctx context.Context, eventID string, from, to adapter.InboxState, reason string) error {
+	err := in.InboxStore.SetState(ctx, eventID, from, to, reason)
+	if to == adapter.InboxClosed && err == nil {
+		select {
+		case in.closes <- reason:
+		default:
+		}
+	}
+	return err
+}
+
+// Two adapters of one agent both receive a follow-up; the one whose
+// delivery came after the other resumed the run is answered 409
+// conflict (run_not_waiting): it closes its entry rather than trying
+// again for as long as the run runs.
+func TestResumedElsewhereClosesTheEntry(t *testing.T) {
+	f := platformtest.NewFakeServer(t, nil)
+	hold := make(chan struct{})
+	turn2 := make(chan struct{}, 1)
+	work := func(ctx context.Context, run *adapter.Run) error {
+		if run.Invocation.Type == delivery.EventInvocation {
+			return run.AwaitInput(ctx, "which one?")
+		}
+		turn2 <- struct{}{}
+		select {
+		case <-hold:
+		case <-run.Done():
+		}
+		return nil
+	}
+	gw := &platformtest.RecordingHandler{Work: work}
+	runWith(t, f, f.Config("first"), gw, adapter.Options{})
+	polled := &platformtest.RecordingHandler{Work: work}
+	pollIn := &closingInbox{InboxStore: adapter.NewMemoryInbox(nil), closes: make(chan string, 64)}
+	cfg := f.Config("second")
+	cfg.Polling = true
+	set := adapter.DefaultSettings()
+	set.HTTPTimeout = time.Second // polls answered at once, no long poll
+	cfg.Settings = &set
+	runWith(t, f, cfg, polled, adapter.Options{Inbox: pollIn, Outbox: adapter.NewMemoryOutbox(nil)})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, c := range []string{"first", "second"} {
+		if err := f.WaitConsumer(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr, err := f.Trigger(ctx, "ask me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WaitRun(ctx, tr.RunID, func(r delivery.Run) bool { return r.State == delivery.RunWaiting }); err != nil {
+		t.Fatal(err)
+	}
+	// The polling adapter hears nothing until the gateway's resumed: once
+	// a poll met the faults, none is under way without them.
+	f.Inject("pollAgentEvents", platformtest.Disconnect(), 1_000_000)
+	if err := waitCond(ctx, func() bool { return f.Fired("pollAgentEvents") > 0 }); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Reply(ctx, tr.RunID, "the second"); err != nil {
+		t.Fatal(err)
+	}
+	resumes := func() (n int) {
+		for _, r := range f.Requests() {
+			if r.Operation == "resumeRun" && r.Status == http.StatusConflict {
+				n++
+			}
+		}
+		return n
+	}
+	select {
+	case <-turn2:
+	case <-ctx.Done():
+		t.Fatal("the run was not resumed")
+	}
+	if len(polled.Executes()) > 1 {
+		t.Fatal("the polling adapter resumed the run")
+	}
+	for len(pollIn.closes) > 0 {
+		<-pollIn.closes // its first turn's entry
+	}
+	f.ClearFaults()
+	closed := false
+	err = waitCond(ctx, func() bool {
+		for len(pollIn.closes) > 0 {
+			closed = closed || strings.HasPrefix(<-pollIn.closes, "not started")
+		}
+		return closed || resumes() > 1
+	})
+	if !closed {
+		t.Fatalf("the polling adapter's entry stayed open after %d resumes answered 409 (%v)", resumes(), err)
+	}
+	close(hold)
+	run, err := f.WaitRun(ctx, tr.RunID, ended)
+	if err != nil || run.State != delivery.RunCompleted || resumes() != 1 {
+		t.Fatalf("the run is %s (%v) after %d resumes answered 409", run.State, err, resumes())
+	}
+}
