@@ -460,9 +460,9 @@ func (t *runTask) execute(ctx context.Context, run delivery.Run, inv *Invocation
 	case finished || waiting:
 		return
 	case reason != "":
-		_ = h.finish(ctx, delivery.RunFinish{State: delivery.RunCancelled, Reason: reason})
+		t.finish(ctx, h, delivery.RunFinish{State: delivery.RunCancelled, Reason: reason})
 	case err == nil:
-		_ = h.finish(ctx, delivery.RunFinish{State: delivery.RunCompleted})
+		t.finish(ctx, h, delivery.RunFinish{State: delivery.RunCompleted})
 	default:
 		why := delivery.ReasonAdapterError
 		var rf *RuntimeFailure
@@ -470,7 +470,29 @@ func (t *runTask) execute(ctx context.Context, run delivery.Run, inv *Invocation
 			why = delivery.ReasonRuntimeError
 		}
 		a.log.Warn("adapter: a run failed", "run_id", t.runID, "reason", why, "err", err)
-		_ = h.finish(ctx, delivery.RunFinish{State: delivery.RunFailed, Reason: why})
+		t.finish(ctx, h, delivery.RunFinish{State: delivery.RunFailed, Reason: why})
+	}
+}
+
+// finish ends the run as its execution left it, trying again for as
+// long as the platform cannot take it (the client's own tries may run
+// out): a run whose end is never reported stays running for good. A
+// repeat of a finish the platform took is answered run_inactive, which
+// Run.finish takes as done.
+func (t *runTask) finish(ctx context.Context, h *Run, f delivery.RunFinish) {
+	for {
+		err := h.finish(ctx, f)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		if !IsTransient(err) {
+			t.a.log.Warn("adapter: the platform refused the run's end", "run_id", t.runID, "state", f.State, "err", err)
+			return
+		}
+		t.a.log.Warn("adapter: ending a run failed for now; trying again", "run_id", t.runID, "err", err)
+		if t.a.sleep(ctx, t.a.set.RetryBackoffCap) != nil {
+			return
+		}
 	}
 }
 

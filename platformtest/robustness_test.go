@@ -398,3 +398,27 @@ func TestResumedElsewhereClosesTheEntry(t *testing.T) {
 		t.Fatalf("the run is %s (%v) after %d resumes answered 409", run.State, err, resumes())
 	}
 }
+
+// A finish the platform refuses for now through every try of the client
+// is tried again later: a run whose end is not reported would stay
+// running for good.
+func TestFinishOutlastsRetries(t *testing.T) {
+	f := platformtest.NewFakeServer(t, nil)
+	h := &platformtest.RecordingHandler{}
+	runWith(t, f, f.Config("alpha"), h, adapter.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := f.WaitConsumer(ctx, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	tries := adapter.DefaultSettings().RetryMaxAttempts
+	f.Inject("finishRun", platformtest.RateLimited(time.Second), tries)
+	tr, err := f.Trigger(ctx, "hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := f.WaitRun(ctx, tr.RunID, ended)
+	if err != nil || run.State != delivery.RunCompleted || f.Fired("finishRun") != tries {
+		t.Fatalf("the run is %s (%v) after %d refused finishes", run.State, err, f.Fired("finishRun"))
+	}
+}
