@@ -56,11 +56,14 @@ func (t *runTask) stateChanged(s delivery.RunState) {
 }
 
 // cancelIfStarted cancels the execution of a started run, reporting
-// whether there was one.
+// whether there was one. Without one, the task is stopped at once, under
+// the lock execute starts an execution under: an execution about to
+// begin does not.
 func (t *runTask) cancelIfStarted(reason string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.started || t.cancel == nil {
+		t.stopped = true
 		return false
 	}
 	t.reason = reason
@@ -136,12 +139,18 @@ func (t *runTask) next(ctx context.Context) (InboxEntry, bool) {
 	return InboxEntry{}, false
 }
 
+// maxRenewals bounds the renewals of one start: a renewed token may
+// expire again before it is used (the clock jumped, the start waited),
+// and is renewed again; a platform whose renewed tokens are expired when
+// they come (its clock far from the adapter's) is not asked forever.
+const maxRenewals = 3
+
 // work starts or resumes the run from its latest accepted entry, and
 // executes it once the platform said yes. Nothing is retried after a
 // start: a run that fails stays failed.
 func (t *runTask) work(ctx context.Context) {
 	a := t.a
-	prepared, renewed := false, false
+	prepared, renewals := false, 0
 	for ctx.Err() == nil && !t.isStopped() {
 		entry, ok := t.next(ctx)
 		if !ok {
@@ -186,16 +195,16 @@ func (t *runTask) work(ctx context.Context) {
 			return
 		}
 		if a.expired(entry.Token) {
-			if renewed {
+			if renewals >= maxRenewals {
 				log.Warn("adapter: the renewed token is expired too; the run is left to the platform")
 				return
 			}
-			renewed = true
+			renewals++
 			if err := t.renew(ctx, entry, inv); err != nil {
 				switch {
 				case refusedFor(err, delivery.TokenSuperseded):
 					// A newer token is on its way: wait for it.
-					renewed = false
+					renewals--
 					if !t.awaitNewer(ctx, entry, log) {
 						return
 					}
@@ -205,7 +214,7 @@ func (t *runTask) work(ctx context.Context) {
 					if err := a.sleep(ctx, a.set.RetryBackoffCap); err != nil {
 						return
 					}
-					renewed = false
+					renewals--
 				}
 			}
 			continue
@@ -220,8 +229,8 @@ func (t *runTask) work(ctx context.Context) {
 			return
 		}
 		switch {
-		case refusedFor(err, delivery.TokenExpired) && !renewed:
-			renewed = true
+		case refusedFor(err, delivery.TokenExpired) && renewals < maxRenewals:
+			renewals++
 			if rerr := t.renew(ctx, entry, inv); rerr != nil && !refusedFor(rerr, delivery.TokenSuperseded) && t.refused(ctx, entry, rerr, log) {
 				return
 			}
@@ -252,7 +261,10 @@ func (t *runTask) refused(ctx context.Context, entry InboxEntry, err error, log 
 		t.refuseAndClose(ctx, entry, delivery.ReasonInvalidToken)
 	case errors.Is(err, ErrAlreadyStarted), errors.Is(err, ErrBillingModeMismatch), errors.Is(err, ErrToolClassMismatch),
 		errors.Is(err, ErrAgentInvocationDenied), errors.Is(err, ErrRunInactive), errors.Is(err, ErrRunNotActive),
-		errors.Is(err, ErrInvocationTokenInvalid), errors.Is(err, ErrNotFound), errors.Is(err, ErrBadRequest):
+		errors.Is(err, ErrInvocationTokenInvalid), errors.Is(err, ErrNotFound), errors.Is(err, ErrBadRequest),
+		// A resume of a run that waits no more (resumed by another
+		// adapter of the agent): 409 conflict, reason run_not_waiting.
+		problemCode(err) == delivery.CodeConflict:
 		log.Warn("adapter: the platform will not start the run here; its entry is closed", "err", err)
 		_ = t.a.inbox.SetState(ctx, entry.EventID, InboxAccepted, InboxClosed, "not started: "+problemCode(err))
 	default:
@@ -422,6 +434,13 @@ func (t *runTask) execute(ctx context.Context, run delivery.Run, inv *Invocation
 		done: execCtx.Done()}
 	h.patcher = newPatcher(WithRun(ctx, t.runID, t.currentToken), t.runID, run.Version, a.api, a.clock, a.set, a.log)
 	t.mu.Lock()
+	if t.stopped {
+		// Cancelled after the start and before this: the platform ended
+		// the run when it was cancelled, and nothing of it is done.
+		t.mu.Unlock()
+		_ = a.inbox.SetState(ctx, entry.EventID, InboxStarted, InboxClosed, "cancelled before its execution")
+		return
+	}
 	t.started, t.cancel, t.handle = true, cancel, h
 	t.mu.Unlock()
 	go h.patcher.loop(execCtx)
@@ -441,9 +460,9 @@ func (t *runTask) execute(ctx context.Context, run delivery.Run, inv *Invocation
 	case finished || waiting:
 		return
 	case reason != "":
-		_ = h.finish(ctx, delivery.RunFinish{State: delivery.RunCancelled, Reason: reason})
+		t.finish(ctx, h, delivery.RunFinish{State: delivery.RunCancelled, Reason: reason})
 	case err == nil:
-		_ = h.finish(ctx, delivery.RunFinish{State: delivery.RunCompleted})
+		t.finish(ctx, h, delivery.RunFinish{State: delivery.RunCompleted})
 	default:
 		why := delivery.ReasonAdapterError
 		var rf *RuntimeFailure
@@ -451,7 +470,29 @@ func (t *runTask) execute(ctx context.Context, run delivery.Run, inv *Invocation
 			why = delivery.ReasonRuntimeError
 		}
 		a.log.Warn("adapter: a run failed", "run_id", t.runID, "reason", why, "err", err)
-		_ = h.finish(ctx, delivery.RunFinish{State: delivery.RunFailed, Reason: why})
+		t.finish(ctx, h, delivery.RunFinish{State: delivery.RunFailed, Reason: why})
+	}
+}
+
+// finish ends the run as its execution left it, trying again for as
+// long as the platform cannot take it (the client's own tries may run
+// out): a run whose end is never reported stays running for good. A
+// repeat of a finish the platform took is answered run_inactive, which
+// Run.finish takes as done.
+func (t *runTask) finish(ctx context.Context, h *Run, f delivery.RunFinish) {
+	for {
+		err := h.finish(ctx, f)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		if !IsTransient(err) {
+			t.a.log.Warn("adapter: the platform refused the run's end", "run_id", t.runID, "state", f.State, "err", err)
+			return
+		}
+		t.a.log.Warn("adapter: ending a run failed for now; trying again", "run_id", t.runID, "err", err)
+		if t.a.sleep(ctx, t.a.set.RetryBackoffCap) != nil {
+			return
+		}
 	}
 }
 

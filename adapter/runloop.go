@@ -64,6 +64,7 @@ func (a *Adapter) Run(ctx context.Context) (CloseReason, error) {
 		hs.SetHeartbeat(a.heartbeat)
 	}
 	defer a.src.Close()
+	a.startAcks(ctx)
 	a.tasks.Go(func() { a.outbox.run(ctx) })
 	for {
 		events, err := a.src.Receive(ctx)
@@ -152,17 +153,65 @@ func (a *Adapter) recover(ctx context.Context) error {
 	return nil
 }
 
+// startAcks prepares the acknowledgements of a polling source, whose
+// pages skip the events of a page whose answer was lost (a poll takes
+// the events after those sent; they come again after the ack timeout):
+// a gap in the sequence stops the acknowledgement, and where the
+// consumer is acknowledged is learned before any event comes, so that
+// the events a previous process was sent and did not acknowledge are a
+// gap too. The gateway sends again what is not acknowledged on every
+// connection, and settles with cursor frames sequences it sends no event
+// for. startAcks acknowledges nothing (seq 0): that opens a new consumer
+// at the head and answers where it stands.
+func (a *Adapter) startAcks(ctx context.Context) {
+	if _, ok := a.src.(*PollingSource); !ok {
+		return
+	}
+	cs, err := a.api.AckEvents(ctx, a.cfg.AgentID, a.cfg.Consumer, 0)
+	if err != nil {
+		if ctx.Err() == nil {
+			a.log.Warn("adapter: the consumer's state could not be read; the first events are taken as they come", "err", err)
+		}
+		return
+	}
+	a.mu.Lock()
+	a.acks.start(cs.AckedSeq)
+	a.mu.Unlock()
+}
+
 // ackTracker says how far the agent's events are settled: an event is
 // settled once it is stored, refused with its run ended, a duplicate,
 // handled, or skipped. The acknowledgement is cumulative, so it stops
-// before the first delivered event that is not settled.
+// before the first delivered event that is not settled, and, once
+// started (startAcks), before the first one that was not delivered:
+// events are numbered without gaps.
 type ackTracker struct {
 	last      int64            // acknowledged
 	delivered int64            // the highest seq delivered
-	unsettled map[int64]string // seq -> event id
+	gapless   bool             // a gap after delivered is an event that did not come
+	unsettled map[int64]string // seq -> event id; "" for one not delivered yet
+}
+
+// start sets the consumer's acknowledged seq before any delivery and
+// holds the acknowledgement before each gap from then on.
+func (t *ackTracker) start(acked int64) {
+	if !t.gapless && t.delivered == 0 {
+		t.last, t.delivered, t.gapless = acked, acked, true
+	}
 }
 
 func (t *ackTracker) deliver(seq int64) {
+	if seq <= 0 {
+		return
+	}
+	if id, ok := t.unsettled[seq]; ok && id == "" {
+		delete(t.unsettled, seq) // a missing one came
+	}
+	if t.gapless {
+		for missing := t.delivered + 1; missing < seq; missing++ {
+			t.hold(missing, "")
+		}
+	}
 	if seq > t.delivered {
 		t.delivered = seq
 	}

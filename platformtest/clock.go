@@ -114,3 +114,40 @@ func (c *FakeClock) WaitForSleepers(ctx context.Context, n int) error {
 		}
 	}
 }
+
+// SpedUpClock is an adapter's Clock for long tests against a platform
+// on a FakeClock: it tells Base's time, which moves only when the test
+// moves it, and sleeps each wait Factor times faster in real time. The
+// adapter's retries, backoffs, heartbeats and throttles go on as they
+// would, only sooner, while tokens age and acknowledgements fall due
+// only when the test lets time pass. A test's outcome must not depend
+// on how long those sleeps take: they pace the adapter, they are not
+// what the test waits on.
+type SpedUpClock struct {
+	// Base tells the time: the platform's FakeClock, or any clock that
+	// is the platform's.
+	Base interface{ Now() time.Time }
+	// Factor divides every wait (1 or less: waits are real).
+	Factor int
+}
+
+// Now is Base's time.
+func (c SpedUpClock) Now() time.Time { return c.Base.Now() }
+
+// Sleep waits d divided by Factor in real time, or until ctx ends.
+func (c SpedUpClock) Sleep(ctx context.Context, d time.Duration) error {
+	if c.Factor > 1 {
+		d /= time.Duration(c.Factor)
+	}
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -98,6 +98,7 @@ func NewFakeServer(t testing.TB, opts *Options) *FakeServer {
 	}
 	f := &FakeServer{t: t, clock: o.Clock, runs: gateway.NewMemoryStore(), store: delivery.NewMemStore()}
 	f.srv = httptest.NewUnstartedServer(nil)
+	f.srv.Listener = &faultListener{Listener: f.srv.Listener, fs: &f.faults}
 	f.base = "http://" + f.srv.Listener.Addr().String()
 
 	platformTokens, err := auth.Open("", auth.Options{Issuer: f.base})
@@ -199,10 +200,20 @@ func (f *FakeServer) Config(consumer string) adapter.Config {
 }
 
 // Inject makes the next times requests of target (an operation id such
-// as "startRun") go wrong as fault says.
+// as "startRun", GatewayUpgrade, or a GatewayFrame of either side) go
+// wrong as fault says.
 func (f *FakeServer) Inject(target string, fault Fault, times int) {
 	f.faults.inject(target, fault, times)
 }
+
+// Pending is how many injected faults of target wait for a request.
+func (f *FakeServer) Pending(target string) int { return f.faults.pendingCount(target) }
+
+// ClearFaults drops the injected faults that did not go off yet.
+func (f *FakeServer) ClearFaults() { f.faults.clear() }
+
+// FiredByKind is how many injected faults went off, by Fault.Kind.
+func (f *FakeServer) FiredByKind() map[string]int { return f.faults.firedKinds() }
 
 // Requests lists the requests the platform received, in order.
 func (f *FakeServer) Requests() []Request { return f.faults.requests() }
@@ -318,6 +329,13 @@ func (f *FakeServer) RunState(ctx context.Context, runID string) (delivery.Run, 
 // WaitRun waits until cond holds of the run, or ctx ends.
 func (f *FakeServer) WaitRun(ctx context.Context, runID string, cond func(delivery.Run) bool) (delivery.Run, error) {
 	return waitRun(ctx, f.runs, func(ctx context.Context) (delivery.Run, error) { return f.RunState(ctx, runID) }, runID, cond)
+}
+
+// Messages are the messages agents sent to a thread (createMessage), in
+// the order they were stored: one per client_msg_id however often it
+// was sent.
+func (f *FakeServer) Messages(ctx context.Context, threadID string) ([]delivery.StoredMessage, error) {
+	return f.store.ThreadMessages(ctx, Tenant, threadID, 1000)
 }
 
 // ConsumerState is a consumer of the agent as the platform keeps it.

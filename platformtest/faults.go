@@ -48,6 +48,22 @@ func RateLimited(retryAfter time.Duration) Fault {
 // Disconnect drops the connection without an answer and serves nothing.
 func Disconnect() Fault { return Fault{kind: faultDisconnect} }
 
+// Kind names the fault without its delay: stored_then_502, stored_late,
+// rate_limited or disconnect.
+func (f Fault) Kind() string {
+	switch f.kind {
+	case faultStoredThen502:
+		return "stored_then_502"
+	case faultStoredLate:
+		return "stored_late"
+	case faultRateLimited:
+		return "rate_limited"
+	case faultDisconnect:
+		return "disconnect"
+	}
+	return "none"
+}
+
 func (f Fault) String() string {
 	switch f.kind {
 	case faultStoredThen502:
@@ -62,12 +78,28 @@ func (f Fault) String() string {
 	return "no fault"
 }
 
+// The targets of the gateway's faults, besides the operation ids of the
+// REST API: the WebSocket upgrade request, and each frame of an op.
+const GatewayUpgrade = "gateway"
+
+// GatewayFrame is the target of the gateway frames of op (a
+// delivery.Op* value, sent by either side). A frame's fault acts on its
+// connection: Disconnect drops the connection instead of passing the
+// frame on; StoredThen502 passes the frame on and then drops the
+// connection (what was said arrived, the connection broke after);
+// StoredLate holds the frame for the delay; RateLimited closes the
+// connection with 4008 rate_limited and the retry-after in its reason,
+// in place of the frame.
+func GatewayFrame(op string) string { return "gateway." + op }
+
 // faults holds the faults injected per target (an operation id, such as
-// "startRun"), each for a number of requests.
+// "startRun", or a gateway target), each for a number of requests or
+// frames.
 type faults struct {
 	mu      sync.Mutex
 	pending map[string][]Fault
 	fired   map[string]int
+	kinds   map[string]int // fired, by Fault.Kind
 	seen    []Request
 }
 
@@ -126,11 +158,16 @@ func (fs *faults) requests() []Request {
 func (fs *faults) inject(target string, f Fault, times int) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	if fs.pending == nil {
-		fs.pending, fs.fired = map[string][]Fault{}, map[string]int{}
-	}
+	fs.init()
 	for range times {
 		fs.pending[target] = append(fs.pending[target], f)
+	}
+}
+
+// init makes the maps; fs.mu is held.
+func (fs *faults) init() {
+	if fs.pending == nil {
+		fs.pending, fs.fired, fs.kinds = map[string][]Fault{}, map[string]int{}, map[string]int{}
 	}
 }
 
@@ -144,6 +181,7 @@ func (fs *faults) take(target string) (Fault, bool) {
 	}
 	fs.pending[target] = q[1:]
 	fs.fired[target]++
+	fs.kinds[q[0].Kind()]++
 	return q[0], true
 }
 
@@ -154,8 +192,37 @@ func (fs *faults) firedCount(target string) int {
 	return fs.fired[target]
 }
 
-// operationOf names the operation a request is for, from delivery.Routes.
+// pendingCount is how many faults wait for target.
+func (fs *faults) pendingCount(target string) int {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return len(fs.pending[target])
+}
+
+// firedKinds is how many faults fired, by kind.
+func (fs *faults) firedKinds() map[string]int {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	out := make(map[string]int, len(fs.kinds))
+	for k, n := range fs.kinds {
+		out[k] = n
+	}
+	return out
+}
+
+// clear drops the faults still pending.
+func (fs *faults) clear() {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	clear(fs.pending)
+}
+
+// operationOf names the operation a request is for, from delivery.Routes,
+// or GatewayUpgrade.
 func operationOf(r *http.Request) string {
+	if r.Method == http.MethodGet && r.URL.Path == delivery.GatewayPath {
+		return GatewayUpgrade
+	}
 	for _, rt := range delivery.Routes {
 		if rt.Method == r.Method && matchTemplate(rt.Template, r.URL.Path) {
 			return rt.OperationID

@@ -91,7 +91,9 @@
 // refused with 403). hello carries the heartbeat interval, the resume
 // window (Options.ResumeWindow) and a DPoP nonce; identify is checked
 // like a request (AuthenticateAgent, the proof naming GET and the
-// gateway's URL), opens the consumer and takes it over: its SessionID in
+// gateway's URL; a refused one closes 4004, a proof without a current
+// nonce 4003, so that the agent connects again for a new hello's), opens
+// the consumer and takes it over: its SessionID in
 // the store becomes the new session's, and the session that held it is
 // closed 4015 (at once in this process, at its next read of the
 // consumer on another replica). ready is followed by every event after

@@ -378,9 +378,15 @@ func (c *gwConn) authenticate(ctx context.Context, token, proof string) (Agent, 
 		return Agent{}, false
 	}
 	c.s.tel.refused.WithLabelValues(p.Code).Inc()
-	if p.Status == http.StatusForbidden {
+	switch {
+	case p.Status == http.StatusForbidden:
 		c.close(delivery.CloseAgentDisabled)
-	} else {
+	case p.Code == delivery.CodeUseDPoPNonce:
+		// The proof's nonce is not current (hello's went stale while it
+		// came, or none was sent): the agent connects again, and the new
+		// hello's is. 4004 would stop it for good.
+		c.close(delivery.CloseNotAuthenticated)
+	default:
 		c.close(delivery.CloseAuthFailed)
 	}
 	return Agent{}, false

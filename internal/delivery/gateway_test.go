@@ -732,10 +732,18 @@ func TestGatewayCloseCodes(t *testing.T) {
 		{"a bound token without a proof", true, nil, func(t *testing.T, h *harness, a *agent, r *gwRaw) {
 			r.send(delivery.OpIdentify, delivery.GatewayIdentify{APIToken: a.token, Consumer: "alpha", ProtocolVersion: "1"})
 		}, delivery.CloseAuthFailed},
+		// A proof without a current nonce is use_dpop_nonce: the agent
+		// connects again, and the new hello's nonce is current.
 		{"a proof without hello's nonce", true, nil, func(t *testing.T, h *harness, a *agent, r *gwRaw) {
 			r.send(delivery.OpIdentify, delivery.GatewayIdentify{APIToken: a.token, DPoP: r.proof(a, h.gwURL(), ""),
 				Consumer: "alpha", ProtocolVersion: "1"})
-		}, delivery.CloseAuthFailed},
+		}, delivery.CloseNotAuthenticated},
+		{"hello's nonce gone stale", true, nil, func(t *testing.T, h *harness, a *agent, r *gwRaw) {
+			nonce := r.hello.DPoPNonce
+			h.clock.Advance(2 * DefaultNonceWindow)
+			r.send(delivery.OpIdentify, delivery.GatewayIdentify{APIToken: a.token, DPoP: r.proof(a, h.gwURL(), nonce),
+				Consumer: "alpha", ProtocolVersion: "1"})
+		}, delivery.CloseNotAuthenticated},
 		{"a proof of another URL", true, nil, func(t *testing.T, h *harness, a *agent, r *gwRaw) {
 			r.send(delivery.OpIdentify, delivery.GatewayIdentify{APIToken: a.token, DPoP: r.proof(a, h.srv.URL+delivery.DiscoveryPath, r.hello.DPoPNonce),
 				Consumer: "alpha", ProtocolVersion: "1"})

@@ -22,10 +22,10 @@ const EventAgentMessage = "agent.message"
 var (
 	clientMsgID = regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z._:-]{0,127}$`)
 	plainID     = clientMsgID
-	// messageRef is a message id the platform gave: a triggering
-	// message's id is its run's id and turn ("<run>/<turn>"), so it has
-	// a slash that a plain id has not.
-	messageRef = regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z._:/-]{0,255}$`)
+	// messageRef is a message an agent's message answers: a stored
+	// message's id, or the id of the message that triggered a run's turn
+	// (run id "/" turn, as tokens and events name it).
+	messageRef = regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z._:-]{0,127}(/[0-9]{1,9})?$`)
 )
 
 // checkMessage refuses a message whose fields break their rules.

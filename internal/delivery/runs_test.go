@@ -819,6 +819,11 @@ func TestCreateMessage(t *testing.T) {
 			ReplyToMessageID: messageID(run.ID, 1)}, tok, 201},
 		{"reply to no message id", delivery.MessageCreate{ThreadID: "thread-1", ContentMD: "x", ClientMsgID: newKey(),
 			ReplyToMessageID: "a message"}, "", 400},
+		// The message that triggered the run's turn, as its token names it.
+		{"a reply to the trigger", delivery.MessageCreate{ThreadID: "thread-1", RunID: run.ID, ContentMD: "x", ClientMsgID: newKey(),
+			ReplyToMessageID: run.ID + "/1"}, tok, 201},
+		{"a reply to no message", delivery.MessageCreate{ThreadID: "thread-1", ContentMD: "x", ClientMsgID: newKey(),
+			ReplyToMessageID: "a/b"}, "", 400},
 		{"card", delivery.MessageCreate{ThreadID: "thread-1", Kind: "card", ClientMsgID: newKey(),
 			Components: []delivery.Component{{Type: "button", CustomID: "approval.once", Label: "Once"}}}, "", 201},
 	}

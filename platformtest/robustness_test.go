@@ -1,0 +1,424 @@
+package platformtest_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"novaos.dev/novaos/adapter"
+	"novaos.dev/novaos/delivery"
+	"novaos.dev/novaos/platformtest"
+)
+
+// runWith runs an adapter of consumer with h, its options' clock sped
+// up on the platform's, until the test ends. It returns a function that
+// stops it and waits for Run to return.
+func runWith(t *testing.T, f *platformtest.FakeServer, cfg adapter.Config, h adapter.Handler, opts adapter.Options) (stop func()) {
+	t.Helper()
+	if cfg.StateDir == "" && (opts.Inbox == nil || opts.Outbox == nil) {
+		cfg.StateDir = t.TempDir()
+	}
+	opts.Clock = platformtest.SpedUpClock{Base: f.Clock(), Factor: 100}
+	opts.Logger = slog.New(slog.DiscardHandler)
+	a, err := adapter.New(cfg, h, &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = a.Run(ctx)
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			_ = a.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func ended(r delivery.Run) bool { return r.State.Ended() }
+
+// A page of events whose answer is lost (served, then 502) was sent:
+// the platform sends it again only after the ack timeout. A later page
+// must not acknowledge it meanwhile (acknowledgements are cumulative):
+// the events of the lost page are waited for, and their run completes.
+func TestLostPollPageIsNotAcknowledged(t *testing.T) {
+	f := platformtest.NewFakeServer(t, nil)
+	cfg := f.Config("alpha")
+	cfg.Polling = true
+	set := adapter.DefaultSettings()
+	set.HTTPTimeout = time.Second // polls answered at once, no long poll
+	cfg.Settings = &set
+	runWith(t, f, cfg, &platformtest.RecordingHandler{}, adapter.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := f.WaitConsumer(ctx, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	polled := func(after int) (n int) {
+		for _, r := range f.Requests()[after:] {
+			if r.Operation == "pollAgentEvents" && r.Status != 0 {
+				n++
+			}
+		}
+		return n
+	}
+
+	// Every poll's answer is lost while the run's event is delivered.
+	f.Inject("pollAgentEvents", platformtest.StoredThen502(), 1_000_000)
+	two, err := f.Trigger(ctx, "lost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lostSeq int64
+	if err := waitCond(ctx, func() bool {
+		cs, err := f.ConsumerState(ctx, "alpha")
+		lostSeq = cs.HeadSeq
+		return err == nil && lostSeq > 0
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// A poll that came after the event was stored took it, or one before.
+	lost := len(f.Requests())
+	if err := waitCond(ctx, func() bool { return polled(lost) > 0 }); err != nil {
+		t.Fatal(err)
+	}
+	f.ClearFaults()
+
+	three, err := f.Trigger(ctx, "after")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WaitRun(ctx, three.RunID, ended); err != nil {
+		t.Fatal(err)
+	}
+	// Two polls after it: the first one's page was acknowledged, as far
+	// as the adapter acknowledges, before the second was sent.
+	after := len(f.Requests())
+	if err := waitCond(ctx, func() bool { return polled(after) >= 2 }); err != nil {
+		t.Fatal(err)
+	}
+	if cs, err := f.ConsumerState(ctx, "alpha"); err != nil || cs.AckedSeq >= lostSeq {
+		t.Fatalf("the consumer is acknowledged to %d (%v); the lost event %d never arrived", cs.AckedSeq, err, lostSeq)
+	}
+	f.PassTime(ctx, f.Timing().AckTimeout+time.Second)
+	run, err := f.WaitRun(ctx, two.RunID, ended)
+	if err != nil || run.State != delivery.RunCompleted {
+		t.Fatalf("the run of the lost page is %s (%v)", run.State, err)
+	}
+	err = waitCond(ctx, func() bool {
+		cs, err := f.ConsumerState(ctx, "alpha")
+		return err == nil && cs.AckedSeq == cs.HeadSeq
+	})
+	if err != nil {
+		t.Fatal("the consumer did not reach the head")
+	}
+}
+
+// holdingInbox holds the move of a run's entry to started until release,
+// and, when closing is set, the entry's close by a cancel until
+// closeRelease; it tells of every close.
+type holdingInbox struct {
+	adapter.InboxStore
+	starting     chan struct{} // closed when the move to started waits
+	release      chan struct{}
+	closing      chan struct{} // closed when the close by a cancel waits; nil: not held
+	closeRelease chan struct{}
+	once, once2  sync.Once
+	closes       chan string // reasons of moves to closed
+}
+
+func (in *holdingInbox) SetState(ctx context.Context, eventID string, from, to adapter.InboxState, reason string) error {
+	switch {
+	case to == adapter.InboxStarted:
+		in.once.Do(func() { close(in.starting) })
+		<-in.release
+	case to == adapter.InboxClosed && in.closing != nil && strings.HasPrefix(reason, "cancelled:"):
+		in.once2.Do(func() { close(in.closing) })
+		<-in.closeRelease
+	}
+	err := in.InboxStore.SetState(ctx, eventID, from, to, reason)
+	if to == adapter.InboxClosed {
+		in.closes <- reason
+	}
+	return err
+}
+
+// A cancel that comes after the platform started the run and before
+// the adapter executes it keeps the execution from happening (the run
+// is cancelled on the platform already): a cancel done before the
+// execution would begin, and one still under way when it would.
+func TestCancelBetweenStartAndExecute(t *testing.T) {
+	for _, underway := range []bool{false, true} {
+		name := "done"
+		if underway {
+			name = "under way"
+		}
+		t.Run(name, func(t *testing.T) {
+			f := platformtest.NewFakeServer(t, nil)
+			in := &holdingInbox{InboxStore: adapter.NewMemoryInbox(nil), starting: make(chan struct{}), release: make(chan struct{}),
+				closes: make(chan string, 16)}
+			if underway {
+				in.closing, in.closeRelease = make(chan struct{}), make(chan struct{})
+			}
+			executed := make(chan struct{}, 1)
+			h := &platformtest.RecordingHandler{Work: func(ctx context.Context, run *adapter.Run) error {
+				executed <- struct{}{}
+				<-run.Done()
+				return nil
+			}}
+			stop := runWith(t, f, f.Config("alpha"), h, adapter.Options{Inbox: in, Outbox: adapter.NewMemoryOutbox(nil)})
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			if err := f.WaitConsumer(ctx, "alpha"); err != nil {
+				t.Fatal(err)
+			}
+			tr, err := f.Trigger(ctx, "cancel me")
+			if err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-in.starting:
+			case <-ctx.Done():
+				t.Fatal("the run was not started")
+			}
+			if run, err := f.RunState(ctx, tr.RunID); err != nil || run.State != delivery.RunRunning {
+				t.Fatalf("the run is %s (%v); want running", run.State, err)
+			}
+			if err := f.Cancel(ctx, tr.RunID); err != nil {
+				t.Fatal(err)
+			}
+			if underway {
+				// The adapter took the cancel and is closing the run's entry
+				// while the start goes on.
+				select {
+				case <-in.closing:
+				case <-ctx.Done():
+					t.Fatal("the adapter did not take the cancel")
+				}
+				close(in.release)
+				select {
+				case <-executed:
+				case reason := <-in.closes:
+					if reason != "cancelled before its execution" {
+						t.Fatalf("the entry was closed as %q", reason)
+					}
+				case <-ctx.Done():
+					t.Fatal("the run was neither executed nor closed")
+				}
+				close(in.closeRelease)
+			} else {
+				select {
+				case reason := <-in.closes:
+					if !strings.HasPrefix(reason, "cancelled") {
+						t.Fatalf("the entry was closed as %q", reason)
+					}
+				case <-ctx.Done():
+					t.Fatal("the adapter did not take the cancel")
+				}
+				close(in.release)
+			}
+			stop()
+			if n := len(h.Executes()); n != 0 {
+				t.Fatalf("a run cancelled before its execution was executed %d times", n)
+			}
+		})
+	}
+}
+
+// startHook passes time on the platform before the first start that
+// follows a renewal, as a clock that jumped between the two would.
+type startHook struct {
+	f       *platformtest.FakeServer
+	renewed atomic.Bool
+	jumps   atomic.Int32
+}
+
+func (s *startHook) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(r.URL.Path, "/start") && s.renewed.Load() && s.jumps.Add(1) == 1 {
+		tm := s.f.Timing()
+		s.f.PassTime(r.Context(), tm.TokenTTL+tm.ClockLeeway+time.Second)
+	}
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err == nil && strings.HasSuffix(r.URL.Path, "/token") && resp.StatusCode == http.StatusOK {
+		s.renewed.Store(true)
+	}
+	return resp, err
+}
+
+// A token renewed because it expired may expire again before the start
+// (the clock jumped): the start refused as expired renews once more and
+// starts, rather than leaving the run queued for good.
+func TestTokenExpiresAgainAfterRenewal(t *testing.T) {
+	f := platformtest.NewFakeServer(t, nil)
+	hook := &startHook{f: f}
+	h := &platformtest.RecordingHandler{HoldPrepare: make(chan struct{})}
+	runWith(t, f, f.Config("alpha"), h, adapter.Options{HTTPClient: &http.Client{Transport: hook}})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := f.WaitConsumer(ctx, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := f.Trigger(ctx, "slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Wait(ctx, func(h *platformtest.RecordingHandler) bool { return len(h.Prepares()) == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	err = waitCond(ctx, func() bool {
+		cs, err := f.ConsumerState(ctx, "alpha")
+		return err == nil && cs.AckedSeq == cs.HeadSeq
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := f.Timing()
+	f.PassTime(ctx, tm.TokenTTL+tm.ClockLeeway+time.Second)
+	close(h.HoldPrepare)
+	run, err := f.WaitRun(ctx, tr.RunID, ended)
+	if err != nil || run.State != delivery.RunCompleted || len(h.Executes()) != 1 || hook.jumps.Load() < 1 {
+		t.Fatalf("the run is %s after %d executions and %d jumps (%v)", run.State, len(h.Executes()), hook.jumps.Load(), err)
+	}
+}
+
+// closingInbox tells of every close of an entry.
+type closingInbox struct {
+	adapter.InboxStore
+	closes chan string
+}
+
+func (in *closingInbox) SetState(ctx context.Context, eventID string, from, to adapter.InboxState, reason string) error {
+	err := in.InboxStore.SetState(ctx, eventID, from, to, reason)
+	if to == adapter.InboxClosed && err == nil {
+		select {
+		case in.closes <- reason:
+		default:
+		}
+	}
+	return err
+}
+
+// Two adapters of one agent both receive a follow-up; the one whose
+// delivery came after the other resumed the run is answered 409
+// conflict (run_not_waiting): it closes its entry rather than trying
+// again for as long as the run runs.
+func TestResumedElsewhereClosesTheEntry(t *testing.T) {
+	f := platformtest.NewFakeServer(t, nil)
+	hold := make(chan struct{})
+	turn2 := make(chan struct{}, 1)
+	work := func(ctx context.Context, run *adapter.Run) error {
+		if run.Invocation.Type == delivery.EventInvocation {
+			return run.AwaitInput(ctx, "which one?")
+		}
+		turn2 <- struct{}{}
+		select {
+		case <-hold:
+		case <-run.Done():
+		}
+		return nil
+	}
+	gw := &platformtest.RecordingHandler{Work: work}
+	runWith(t, f, f.Config("first"), gw, adapter.Options{})
+	polled := &platformtest.RecordingHandler{Work: work}
+	pollIn := &closingInbox{InboxStore: adapter.NewMemoryInbox(nil), closes: make(chan string, 64)}
+	cfg := f.Config("second")
+	cfg.Polling = true
+	set := adapter.DefaultSettings()
+	set.HTTPTimeout = time.Second // polls answered at once, no long poll
+	cfg.Settings = &set
+	runWith(t, f, cfg, polled, adapter.Options{Inbox: pollIn, Outbox: adapter.NewMemoryOutbox(nil)})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, c := range []string{"first", "second"} {
+		if err := f.WaitConsumer(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr, err := f.Trigger(ctx, "ask me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WaitRun(ctx, tr.RunID, func(r delivery.Run) bool { return r.State == delivery.RunWaiting }); err != nil {
+		t.Fatal(err)
+	}
+	// The polling adapter hears nothing until the gateway's resumed: once
+	// a poll met the faults, none is under way without them.
+	f.Inject("pollAgentEvents", platformtest.Disconnect(), 1_000_000)
+	if err := waitCond(ctx, func() bool { return f.Fired("pollAgentEvents") > 0 }); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Reply(ctx, tr.RunID, "the second"); err != nil {
+		t.Fatal(err)
+	}
+	resumes := func() (n int) {
+		for _, r := range f.Requests() {
+			if r.Operation == "resumeRun" && r.Status == http.StatusConflict {
+				n++
+			}
+		}
+		return n
+	}
+	select {
+	case <-turn2:
+	case <-ctx.Done():
+		t.Fatal("the run was not resumed")
+	}
+	if len(polled.Executes()) > 1 {
+		t.Fatal("the polling adapter resumed the run")
+	}
+	for len(pollIn.closes) > 0 {
+		<-pollIn.closes // its first turn's entry
+	}
+	f.ClearFaults()
+	closed := false
+	err = waitCond(ctx, func() bool {
+		for len(pollIn.closes) > 0 {
+			closed = closed || strings.HasPrefix(<-pollIn.closes, "not started")
+		}
+		return closed || resumes() > 1
+	})
+	if !closed {
+		t.Fatalf("the polling adapter's entry stayed open after %d resumes answered 409 (%v)", resumes(), err)
+	}
+	close(hold)
+	run, err := f.WaitRun(ctx, tr.RunID, ended)
+	if err != nil || run.State != delivery.RunCompleted || resumes() != 1 {
+		t.Fatalf("the run is %s (%v) after %d resumes answered 409", run.State, err, resumes())
+	}
+}
+
+// A finish the platform refuses for now through every try of the client
+// is tried again later: a run whose end is not reported would stay
+// running for good.
+func TestFinishOutlastsRetries(t *testing.T) {
+	f := platformtest.NewFakeServer(t, nil)
+	h := &platformtest.RecordingHandler{}
+	runWith(t, f, f.Config("alpha"), h, adapter.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := f.WaitConsumer(ctx, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	tries := adapter.DefaultSettings().RetryMaxAttempts
+	f.Inject("finishRun", platformtest.RateLimited(time.Second), tries)
+	tr, err := f.Trigger(ctx, "hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := f.WaitRun(ctx, tr.RunID, ended)
+	if err != nil || run.State != delivery.RunCompleted || f.Fired("finishRun") != tries {
+		t.Fatalf("the run is %s (%v) after %d refused finishes", run.State, err, f.Fired("finishRun"))
+	}
+}
