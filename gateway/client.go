@@ -743,7 +743,10 @@ func (c *Client) Install(ctx context.Context, r InstallRequest) (*Instance, erro
 	if !validInstanceName(r.Name) {
 		return nil, invalid("name", "must be 1 to 64 of a-z 0-9 . _ -, starting with a letter or digit")
 	}
-	if n := targets(r.Hosted != "", r.URL != "", r.AgentID != ""); n != 1 {
+	switch n := targets(r.Hosted != "", r.URL != "", r.AgentID != ""); {
+	case r.Delivery == DeliveryPull && n != 0:
+		return nil, invalid("delivery", "a pull instance's agent connects out: it has no hosted, url or agent_id")
+	case r.Delivery != DeliveryPull && n != 1:
 		return nil, invalid("hosted", "exactly one of hosted, url and agent_id is required")
 	}
 	body, err := r.wire()

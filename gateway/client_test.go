@@ -676,6 +676,7 @@ func TestInstances(t *testing.T) {
 	for _, bad := range []InstallRequest{
 		{Hosted: "echo"}, {Name: "x"}, {Name: "x", Hosted: "echo", URL: "https://a.example"}, {Name: "x", URL: "https://a.example", AgentID: "a"},
 		{Name: "Upper", Hosted: "echo"}, {Name: "-dash", Hosted: "echo"}, {Name: "sp ace", Hosted: "echo"}, {Name: strings.Repeat("n", 65), Hosted: "echo"},
+		{Name: "x", Delivery: DeliveryPull, Hosted: "echo"}, {Name: "x", Delivery: DeliveryPull, URL: "https://a.example"},
 	} {
 		if _, err := c.Install(ctx, bad); !errors.Is(err, ErrInvalidRequest) {
 			t.Errorf("Install(%+v) = %v, want ErrInvalidRequest", bad, err)
