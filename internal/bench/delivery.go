@@ -92,6 +92,11 @@ type DeliveryLoad struct {
 	// PerCommit is the invocations the adapter stored per inbox commit:
 	// what its group commit gathered.
 	PerCommit float64 `json:"perCommit"`
+	// CPUPerEvent is the CPU time this whole process (platform, adapter
+	// and producers) used in the window over Acked; zero where the
+	// platform does not tell. Other work on the machine moves it less
+	// than Throughput.
+	CPUPerEvent time.Duration `json:"cpuPerEventNs"`
 	// Unstamped counts acknowledgements seen before their append (not
 	// timed); Errors failed offers.
 	Unstamped  uint64 `json:"unstamped,omitempty"`
@@ -241,11 +246,13 @@ func (d *DeliveryBench) Load(ctx context.Context, name string, rate float64) (De
 	acked0, _ := d.t.Stamps.Acked()
 	offered0, commits0, stored0 := d.issued.Load(), d.ad.commits.Load(), d.ad.stored.Load()
 	p.measure(true)
+	cpu0, cpuOK0 := processCPU()
 	start := time.Now()
 	sleepErr := sleepCtx(ctx, d.o.Duration)
 	hist, unstamped := d.t.Stamps.Take()
 	acked1, _ := d.t.Stamps.Acked()
 	res.Elapsed = time.Since(start)
+	cpu1, cpuOK1 := processCPU()
 	offered1, commits1, stored1 := d.issued.Load(), d.ad.commits.Load(), d.ad.stored.Load()
 	p.measure(false)
 	p.stop()
@@ -263,6 +270,9 @@ func (d *DeliveryBench) Load(ctx context.Context, name string, rate float64) (De
 	if c := commits1 - commits0; c > 0 {
 		res.PerCommit = float64(stored1-stored0) / float64(c)
 	}
+	if cpuOK0 && cpuOK1 && res.Acked > 0 {
+		res.CPUPerEvent = (cpu1 - cpu0) / time.Duration(res.Acked)
+	}
 	res.Errors, res.FirstError = p.errors, p.firstErr
 	return res, d.drain(ctx)
 }
@@ -276,6 +286,7 @@ func (d *DeliveryBench) Events(ctx context.Context, n int) (DeliveryLoad, error)
 	d.t.Stamps.Take()
 	acked0, _ := d.t.Stamps.Acked()
 	offered0, commits0, stored0 := d.issued.Load(), d.ad.commits.Load(), d.ad.stored.Load()
+	cpu0, cpuOK0 := processCPU()
 	start := time.Now()
 	p := d.produce(ctx, 0, n, true)
 	p.wait()
@@ -286,6 +297,9 @@ func (d *DeliveryBench) Events(ctx context.Context, n int) (DeliveryLoad, error)
 		return res, err
 	}
 	res.Elapsed = time.Since(start)
+	if cpu1, cpuOK1 := processCPU(); cpuOK0 && cpuOK1 && n > 0 {
+		res.CPUPerEvent = (cpu1 - cpu0) / time.Duration(n)
+	}
 	hist, unstamped := d.t.Stamps.Take()
 	acked1, _ := d.t.Stamps.Acked()
 	res.Offered, res.Acked, res.Unstamped = d.issued.Load()-offered0, acked1-acked0, unstamped
@@ -709,7 +723,7 @@ func (ad *deliveryAdapter) loop(ctx context.Context, agentID, issuer string, ver
 				return fmt.Errorf("bench: delivery: event %d: token %s", ev.Seq, chk.Verdict)
 			}
 			accepts = append(accepts, adapter.InboxAccept{Event: ev, RunID: want.RunID,
-				Token: adapter.InboxToken{Value: secret.New(ev.InvocationToken), JTI: chk.JTI, IssuedAt: chk.IssuedAt, ExpiresAt: chk.ExpiresAt},
+				Token:         adapter.InboxToken{Value: secret.New(ev.InvocationToken), JTI: chk.JTI, IssuedAt: chk.IssuedAt, ExpiresAt: chk.ExpiresAt},
 				RememberUntil: chk.ExpiresAt.Add(leeway)})
 		}
 		if len(accepts) > 0 {

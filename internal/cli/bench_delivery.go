@@ -56,7 +56,7 @@ type deliveryBenchReport struct {
 	// platform's SendMessage to echo in the same run.
 	Max   bench.DeliveryLoad  `json:"max"`
 	Paced *bench.DeliveryLoad `json:"paced,omitempty"`
-	Send  *bench.Result       `json:"send"`
+	Send  *bench.Side         `json:"send"`
 	// VsSend is Max's throughput over Send's.
 	VsSend float64 `json:"vsSendMessage"`
 	// Totals count the invocations of the loads and the resumes, read
@@ -175,9 +175,13 @@ func benchDelivery(ctx context.Context, cfg *deliveryConfig, e *env) (*deliveryB
 	fmt.Fprintf(e.stderr, "bench: delivery: %s: %d clients, %v warm-up + %v…\n", deliveryScenarioSend, cfg.clients, max(o.Warmup, 0), o.Duration)
 	sc := bench.SendMessage(srv.URL() + "/agents/echo")
 	sc.Name = deliveryScenarioSend
-	if report.Send, err = bench.Run(ctx, sc, &bench.Options{Concurrency: cfg.clients, Duration: o.Duration, Warmup: o.Warmup}); err != nil {
+	// One side, in rounds: its throughput is their median, and its CPU
+	// per request is read as bench ops reads it.
+	sides, err := bench.RunSides(ctx, []bench.Scenario{sc}, &bench.SidesOptions{Concurrency: cfg.clients, Duration: o.Duration, Warmup: o.Warmup})
+	if err != nil {
 		return nil, err
 	}
+	report.Send = &sides[0]
 	if report.Send.Throughput > 0 {
 		report.VsSend = report.Max.Throughput / report.Send.Throughput
 	}
@@ -266,7 +270,7 @@ func printDeliveryBench(w io.Writer, r *deliveryBenchReport) {
 	fmt.Fprintf(w, "novaos bench delivery: %d producers, SendMessage from %d clients, %s each after %s warm-up, %s, %d CPUs, loopback, %s store\n\n",
 		r.Producers, r.Concurrency, r.Duration, r.Warmup, r.GoVersion, r.CPUs, r.Store)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tper second\tp50\tp99\tmax\tper commit\terrors\tvs send\t")
+	fmt.Fprintln(tw, "scenario\tper second\tp50\tp99\tmax\tCPU/op\tper commit\terrors\tvs send\t")
 	loads := []bench.DeliveryLoad{r.Max}
 	if r.Paced != nil {
 		loads = append(loads, *r.Paced)
@@ -276,11 +280,12 @@ func printDeliveryBench(w io.Writer, r *deliveryBenchReport) {
 		if l.Rate == 0 && r.Send != nil && r.Send.Throughput > 0 {
 			ratio = fmt.Sprintf("%.2f", r.VsSend)
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t%.0f\t%d\t%s\t\n", l.Scenario, l.Throughput, ms(l.Latency.P50), ms(l.Latency.P99),
-			ms(l.Latency.Max), l.PerCommit, l.Errors, ratio)
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t%s\t%.0f\t%d\t%s\t\n", l.Scenario, l.Throughput, ms(l.Latency.P50), ms(l.Latency.P99),
+			ms(l.Latency.Max), cpuUS(l.CPUPerEvent), l.PerCommit, l.Errors, ratio)
 	}
 	if s := r.Send; s != nil {
-		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t-\t%d\t1.00\t\n", s.Scenario, s.Throughput, ms(s.Latency.P50), ms(s.Latency.P99), ms(s.Latency.Max), s.Errors)
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t%s\t-\t%d\t1.00\t\n", s.Scenario, s.Throughput, ms(s.Latency.P50), ms(s.Latency.P99),
+			ms(s.Latency.Max), cpuUS(s.CPUPerRequest), s.Errors)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -310,8 +315,17 @@ func printDeliveryBench(w io.Writer, r *deliveryBenchReport) {
 	fmt.Fprintln(w, "(synchronous=FULL, one commit per batch received: per commit) and acknowledged. Per second: acknowledgements the")
 	fmt.Fprintln(w, "platform stored; p50/p99/max: from an invocation's append commit to the commit of its acknowledgement, both at the")
 	fmt.Fprintln(w, "platform's store (in the closed loop mostly the wait behind the backlog). send: SendMessage to /agents/echo on the same")
-	fmt.Fprintln(w, "server (its request latency). Resume: the adapter's socket closed under it, to its session resumed after its")
+	fmt.Fprintln(w, "server (its request latency; per second the median of 1-second rounds). CPU/op: the CPU time of this whole process")
+	fmt.Fprintln(w, "(platform, adapter, load) per invocation acknowledged or per request. Resume: the adapter's socket closed under it, to its session resumed after its")
 	fmt.Fprintln(w, "reconnect backoff (a random part of 500 ms).")
+}
+
+// cpuUS is a CPU time per operation in microseconds, "-" when unknown.
+func cpuUS(d time.Duration) string {
+	if d <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond))
 }
 
 func mb(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/1e6) }

@@ -139,6 +139,7 @@ func BenchmarkGatewaySQLiteStoreAck(b *testing.B) {
 	b.ReportMetric(ms(res.Latency.P50), "p50-ack-ms")
 	b.ReportMetric(ms(res.Latency.P99), "p99-ack-ms")
 	b.ReportMetric(res.PerCommit, "events/commit")
+	b.ReportMetric(float64(res.CPUPerEvent.Microseconds()), "cpu-µs/event")
 }
 
 // BenchmarkGatewaySQLiteResume measures the adapter's resume after a
