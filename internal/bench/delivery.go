@@ -86,6 +86,10 @@ type DeliveryLoad struct {
 	// commit to the commit of the acknowledgement covering it, both at
 	// the platform's store.
 	Latency Latency `json:"latency"`
+	// InAdapter is the adapter's part of Latency: from the receipt of
+	// an invocation's batch to its acknowledgement sent (the tokens
+	// checked, the inbox committed), per invocation.
+	InAdapter Latency `json:"inAdapter"`
 	// Lag is how late scheduled offers began (with a Rate only): a p99
 	// far above zero means the producers could not keep the rate.
 	Lag *Latency `json:"lag,omitempty"`
@@ -243,6 +247,7 @@ func (d *DeliveryBench) Load(ctx context.Context, name string, rate float64) (De
 		return res, err
 	}
 	d.t.Stamps.Take()
+	d.ad.take()
 	acked0, _ := d.t.Stamps.Acked()
 	offered0, commits0, stored0 := d.issued.Load(), d.ad.commits.Load(), d.ad.stored.Load()
 	p.measure(true)
@@ -250,6 +255,7 @@ func (d *DeliveryBench) Load(ctx context.Context, name string, rate float64) (De
 	start := time.Now()
 	sleepErr := sleepCtx(ctx, d.o.Duration)
 	hist, unstamped := d.t.Stamps.Take()
+	inAdapter := d.ad.take()
 	acked1, _ := d.t.Stamps.Acked()
 	res.Elapsed = time.Since(start)
 	cpu1, cpuOK1 := processCPU()
@@ -262,7 +268,7 @@ func (d *DeliveryBench) Load(ctx context.Context, name string, rate float64) (De
 	res.Offered, res.Acked, res.Unstamped = offered1-offered0, acked1-acked0, unstamped
 	res.Throughput = float64(res.Acked) / res.Elapsed.Seconds()
 	res.OfferedRate = float64(res.Offered) / res.Elapsed.Seconds()
-	res.Latency = latencyOf(&hist)
+	res.Latency, res.InAdapter = latencyOf(&hist), latencyOf(&inAdapter)
 	if rate > 0 {
 		lag := latencyOf(&p.lag)
 		res.Lag = &lag
@@ -284,6 +290,7 @@ func (d *DeliveryBench) Load(ctx context.Context, name string, rate float64) (De
 func (d *DeliveryBench) Events(ctx context.Context, n int) (DeliveryLoad, error) {
 	res := DeliveryLoad{Scenario: "events", Backlog: d.o.Backlog}
 	d.t.Stamps.Take()
+	d.ad.take()
 	acked0, _ := d.t.Stamps.Acked()
 	offered0, commits0, stored0 := d.issued.Load(), d.ad.commits.Load(), d.ad.stored.Load()
 	cpu0, cpuOK0 := processCPU()
@@ -301,11 +308,12 @@ func (d *DeliveryBench) Events(ctx context.Context, n int) (DeliveryLoad, error)
 		res.CPUPerEvent = (cpu1 - cpu0) / time.Duration(n)
 	}
 	hist, unstamped := d.t.Stamps.Take()
+	inAdapter := d.ad.take()
 	acked1, _ := d.t.Stamps.Acked()
 	res.Offered, res.Acked, res.Unstamped = d.issued.Load()-offered0, acked1-acked0, unstamped
 	res.Throughput = float64(res.Acked) / res.Elapsed.Seconds()
 	res.OfferedRate = float64(res.Offered) / res.Elapsed.Seconds()
-	res.Latency = latencyOf(&hist)
+	res.Latency, res.InAdapter = latencyOf(&hist), latencyOf(&inAdapter)
 	if c := d.ad.commits.Load() - commits0; c > 0 {
 		res.PerCommit = float64(d.ad.stored.Load()-stored0) / float64(c)
 	}
@@ -618,8 +626,20 @@ type deliveryAdapter struct {
 
 	stored  atomic.Int64 // distinct invocations stored
 	commits atomic.Int64 // inbox commits
-	changed chan struct{}
+
 	mu      sync.Mutex
+	changed chan struct{} // closed and replaced when stored moves
+	held    Histogram     // receipt to acknowledgement, per invocation
+}
+
+// take returns the adapter's receipt-to-acknowledgement times since the
+// last take.
+func (ad *deliveryAdapter) take() Histogram {
+	ad.mu.Lock()
+	defer ad.mu.Unlock()
+	h := ad.held
+	ad.held = Histogram{}
+	return h
 }
 
 // startDeliveryAdapter opens an inbox in dir, connects a gateway
@@ -693,6 +713,7 @@ func (ad *deliveryAdapter) loop(ctx context.Context, agentID, issuer string, ver
 			}
 			return fmt.Errorf("bench: delivery: receive: %w", err)
 		}
+		received := time.Now()
 		var last int64
 		accepts := make([]adapter.InboxAccept, 0, len(evs))
 		for _, ev := range evs {
@@ -741,16 +762,20 @@ func (ad *deliveryAdapter) loop(ctx context.Context, agentID, issuer string, ver
 				}
 			}
 			ad.stored.Add(int64(n))
-			ad.mu.Lock()
-			close(ad.changed)
-			ad.changed = make(chan struct{})
-			ad.mu.Unlock()
 		}
 		if last > 0 {
 			if err := ad.gw.Ack(ctx, last); err != nil && ctx.Err() == nil {
 				return fmt.Errorf("bench: delivery: ack: %w", err)
 			}
 		}
+		held := time.Since(received)
+		ad.mu.Lock()
+		for range accepts {
+			ad.held.Record(held)
+		}
+		close(ad.changed)
+		ad.changed = make(chan struct{})
+		ad.mu.Unlock()
 	}
 }
 

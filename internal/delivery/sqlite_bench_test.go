@@ -138,6 +138,7 @@ func BenchmarkGatewaySQLiteStoreAck(b *testing.B) {
 	b.ReportMetric(res.Throughput, "events/s")
 	b.ReportMetric(ms(res.Latency.P50), "p50-ack-ms")
 	b.ReportMetric(ms(res.Latency.P99), "p99-ack-ms")
+	b.ReportMetric(ms(res.InAdapter.P99), "p99-adapter-ms")
 	b.ReportMetric(res.PerCommit, "events/commit")
 	b.ReportMetric(float64(res.CPUPerEvent.Microseconds()), "cpu-µs/event")
 }
