@@ -119,10 +119,14 @@ type DeliveryResume struct {
 	// Latency is from the cut to the adapter's session resumed (its
 	// resumed frame read); Acked from the cut to the platform storing
 	// the acknowledgement of an invocation offered right after the cut.
-	Latency    Latency `json:"latency"`
-	Acked      Latency `json:"acked"`
-	Errors     int     `json:"errors"`
-	FirstError string  `json:"firstError,omitempty"`
+	Latency Latency `json:"latency"`
+	Acked   Latency `json:"acked"`
+	// BeyondBackoff is Latency less the backoff the adapter chose to
+	// wait before it reconnected: noticing the cut, dialling, and the
+	// handshake up to resumed.
+	BeyondBackoff Latency `json:"beyondBackoff"`
+	Errors        int     `json:"errors"`
+	FirstError    string  `json:"firstError,omitempty"`
 }
 
 // DeliveryMemory is what an adapter's inbox of Entries entries takes.
@@ -473,10 +477,10 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // to the session resumed and to the invocation's acknowledgement stored.
 func (d *DeliveryBench) Resume(ctx context.Context, drops int) (DeliveryResume, error) {
 	res := DeliveryResume{Drops: drops}
-	var resumed, acked Histogram
+	var resumed, acked, beyond Histogram
 	d.ad.sessions.drain()
 	for range drops {
-		ok, err := d.resumeOnce(ctx, &res, &resumed, &acked)
+		ok, err := d.resumeOnce(ctx, &res, &resumed, &acked, &beyond)
 		if err != nil {
 			return res, err
 		}
@@ -488,13 +492,13 @@ func (d *DeliveryBench) Resume(ctx context.Context, drops int) (DeliveryResume, 
 			}
 		}
 	}
-	res.Latency, res.Acked = latencyOf(&resumed), latencyOf(&acked)
+	res.Latency, res.Acked, res.BeyondBackoff = latencyOf(&resumed), latencyOf(&acked), latencyOf(&beyond)
 	return res, nil
 }
 
 // resumeOnce cuts the connection once and times the resume; false
 // counts a failed one in res.
-func (d *DeliveryBench) resumeOnce(ctx context.Context, res *DeliveryResume, resumed, acked *Histogram) (bool, error) {
+func (d *DeliveryBench) resumeOnce(ctx context.Context, res *DeliveryResume, resumed, acked, beyond *Histogram) (bool, error) {
 	fail := func(err error) (bool, error) {
 		res.Errors++
 		if res.FirstError == "" {
@@ -507,6 +511,7 @@ func (d *DeliveryBench) resumeOnce(ctx context.Context, res *DeliveryResume, res
 	if err := d.drain(wctx); err != nil {
 		return false, err
 	}
+	d.ad.sessions.waited() // forget the waits of earlier sessions
 	cut := time.Now()
 	if !d.ad.conns.cut() {
 		return fail(errors.New("no connection to cut"))
@@ -524,6 +529,11 @@ func (d *DeliveryBench) resumeOnce(ctx context.Context, res *DeliveryResume, res
 		}
 		res.Resumed++
 		resumed.Record(s.at.Sub(cut))
+		// Every wait of this cut was logged before the wait began, so
+		// before the session came up; more than one when a dial failed.
+		if waited, n := d.ad.sessions.waited(); n > 0 {
+			beyond.Record(s.at.Sub(cut) - waited)
+		}
 	case <-wctx.Done():
 		return false, fmt.Errorf("bench: delivery: no session %v after a cut: %w", deliveryWait, errors.Join(d.ad.failed(), ctx.Err()))
 	}
@@ -854,11 +864,13 @@ func (c *connCutter) cut() bool {
 }
 
 // sessionLog hears the gateway's sessions come up from its log: the
-// Gateway tells of a session ready (identified) or resumed there and
-// nowhere else. Every other record goes to next.
+// Gateway tells of a session ready (identified) or resumed, and of the
+// backoff it waits before it reconnects, there and nowhere else. Every
+// record also goes to next.
 type sessionLog struct {
-	next slog.Handler
-	up   chan session
+	next  slog.Handler
+	up    chan session
+	waits chan time.Duration
 }
 
 // session is a gateway session that came up, and when.
@@ -867,14 +879,16 @@ type session struct {
 	resumed bool
 }
 
-// The messages adapter.Gateway logs as a session comes up.
+// The messages adapter.Gateway logs as a session comes up, and as it
+// waits to reconnect (its "wait" attribute).
 const (
-	gwLogReady   = "gateway session ready"
-	gwLogResumed = "gateway session resumed"
+	gwLogReady     = "gateway session ready"
+	gwLogResumed   = "gateway session resumed"
+	gwLogReconnect = "gateway connection ended; reconnecting"
 )
 
 func newSessionLog(next slog.Handler) *sessionLog {
-	return &sessionLog{next: next, up: make(chan session, 64)}
+	return &sessionLog{next: next, up: make(chan session, 64), waits: make(chan time.Duration, 64)}
 }
 
 func (h *sessionLog) Enabled(ctx context.Context, l slog.Level) bool {
@@ -882,11 +896,23 @@ func (h *sessionLog) Enabled(ctx context.Context, l slog.Level) bool {
 }
 
 func (h *sessionLog) Handle(ctx context.Context, r slog.Record) error {
-	if r.Message == gwLogReady || r.Message == gwLogResumed {
+	switch r.Message {
+	case gwLogReady, gwLogResumed:
 		select {
 		case h.up <- session{at: time.Now(), resumed: r.Message == gwLogResumed}:
 		default:
 		}
+	case gwLogReconnect:
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key != "wait" || a.Value.Kind() != slog.KindDuration {
+				return true
+			}
+			select {
+			case h.waits <- a.Value.Duration():
+			default:
+			}
+			return false
+		})
 	}
 	if h.next.Enabled(ctx, r.Level) {
 		return h.next.Handle(ctx, r)
@@ -895,18 +921,32 @@ func (h *sessionLog) Handle(ctx context.Context, r slog.Record) error {
 }
 
 func (h *sessionLog) WithAttrs(as []slog.Attr) slog.Handler {
-	return &sessionLog{next: h.next.WithAttrs(as), up: h.up}
+	return &sessionLog{next: h.next.WithAttrs(as), up: h.up, waits: h.waits}
 }
 
 func (h *sessionLog) WithGroup(name string) slog.Handler {
-	return &sessionLog{next: h.next.WithGroup(name), up: h.up}
+	return &sessionLog{next: h.next.WithGroup(name), up: h.up, waits: h.waits}
 }
 
-// drain forgets the sessions heard of so far.
+// waited sums the waits heard of since the last call.
+func (h *sessionLog) waited() (sum time.Duration, n int) {
+	for {
+		select {
+		case w := <-h.waits:
+			sum += w
+			n++
+		default:
+			return sum, n
+		}
+	}
+}
+
+// drain forgets the sessions and waits heard of so far.
 func (h *sessionLog) drain() {
 	for {
 		select {
 		case <-h.up:
+		case <-h.waits:
 		default:
 			return
 		}

@@ -302,10 +302,10 @@ func printDeliveryBench(w io.Writer, r *deliveryBenchReport) {
 	t := r.Totals
 	fmt.Fprintf(w, "all invocations: %d offered, %d acknowledged, %d stored in the inbox\n", t.Offered, t.Acked, t.Stored)
 	res := r.Resume
-	fmt.Fprintf(w, "resume after a disconnect: %d drops, %d resumed, %d identified anew, %d errors; p50 %s, p99 %s, max %s; "+
-		"an invocation offered at the cut acknowledged: p50 %s, p99 %s\n",
+	fmt.Fprintf(w, "resume after a disconnect: %d drops, %d resumed, %d identified anew, %d errors; p50 %s, p99 %s, max %s (beyond the "+
+		"backoff: p50 %s, p99 %s); an invocation offered at the cut acknowledged: p50 %s, p99 %s\n",
 		res.Drops, res.Resumed, res.Identified, res.Errors, ms(res.Latency.P50), ms(res.Latency.P99), ms(res.Latency.Max),
-		ms(res.Acked.P50), ms(res.Acked.P99))
+		ms(res.BeyondBackoff.P50), ms(res.BeyondBackoff.P99), ms(res.Acked.P50), ms(res.Acked.P99))
 	m := r.Memory
 	fmt.Fprintf(w, "inbox of %d entries: disk %s (%s once closed), Go heap %+.2f MB, RSS %+.1f MB; per 10,000 entries: disk %.1f MB, Go heap %+.2f MB, RSS %+.1f MB (a connected adapter: Go heap %+.2f MB)\n\n",
 		m.Entries, mb(m.Disk), mb(m.DiskClosed), float64(m.Heap)/1e6, float64(m.RSS)/1e6,

@@ -66,7 +66,8 @@ func TestBenchDeliveryShort(t *testing.T) {
 	if tt := rep.Totals; tt.Offered == 0 || tt.Acked != tt.Offered || tt.Stored != tt.Offered {
 		t.Errorf("totals %+v: every invocation offered must be acknowledged and stored once", tt)
 	}
-	if r := rep.Resume; r.Drops != 3 || r.Resumed != 3 || r.Identified != 0 || r.Errors != 0 || r.Latency.P50 <= 0 || r.Acked.P50 < r.Latency.P50 {
+	if r := rep.Resume; r.Drops != 3 || r.Resumed != 3 || r.Identified != 0 || r.Errors != 0 || r.Latency.P50 <= 0 || r.Acked.P50 < r.Latency.P50 ||
+		r.BeyondBackoff.P50 <= 0 || r.BeyondBackoff.Max > r.Latency.Max {
 		t.Errorf("resume %+v, want 3 resumed", r)
 	}
 	if m := rep.Memory; m.Entries != 120 || m.Disk <= 0 || m.DiskClosed <= 0 {

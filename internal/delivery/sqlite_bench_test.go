@@ -169,6 +169,7 @@ func BenchmarkGatewaySQLiteResume(b *testing.B) {
 	b.ReportMetric(ms(res.Latency.P50), "p50-resume-ms")
 	b.ReportMetric(ms(res.Latency.P99), "p99-resume-ms")
 	b.ReportMetric(ms(res.Acked.P99), "p99-acked-ms")
+	b.ReportMetric(ms(res.BeyondBackoff.P99), "p99-beyond-backoff-ms")
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
