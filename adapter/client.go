@@ -765,6 +765,13 @@ func (c *Client) CreateMessage(ctx context.Context, m delivery.MessageCreate) (d
 	return clientDo[delivery.Message](ctx, c, http.MethodPost, delivery.MessagesPath, m)
 }
 
+// RewindConsumer sets an agent's consumer back to ackedSeq
+// (rewindConsumer), with the client's credentials (a tenant admin's):
+// the events after it are delivered again.
+func (c *Client) RewindConsumer(ctx context.Context, agentID, consumer string, ackedSeq int64) (delivery.ConsumerState, error) {
+	return clientDo[delivery.ConsumerState](ctx, c, http.MethodPost, delivery.ConsumerRewindPath(agentID, consumer), delivery.ConsumerRewind{AckedSeq: ackedSeq})
+}
+
 // CreateToken issues an API token for an agent (createToken), with the
 // client's credentials (a tenant admin's). The grant's token is shown
 // this once: keep it with SecretFromFile's care.

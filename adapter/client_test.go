@@ -640,6 +640,7 @@ func TestClientTypedMethodsCoverEveryRoute(t *testing.T) {
 		},
 		func() error { _, err := c.Triggerers(ctx, "a1"); return err },
 		func() error { _, err := c.CreateToken(ctx, "a1", delivery.TokenCreate{DPoPJKT: "jkt"}); return err },
+		func() error { _, err := c.RewindConsumer(ctx, "a1", "main", 3); return err },
 		func() error { _, err := c.GetRun(ctx, "r1"); return err },
 		func() error { _, err := c.PatchRun(ctx, "r1", delivery.RunPatch{BaseVersion: 1}); return err },
 		func() error { _, err := c.GetRunContext(ctx, "r1"); return err },

@@ -31,14 +31,22 @@ type Outbox struct {
 
 	mu       sync.Mutex
 	onFailed func(OutboxEntry)
-	// busy holds the threads being sent now: a thread is sent by one
-	// flush at a time, so its order holds.
-	busy map[string]bool
+	// sending holds a lock per thread being sent: a thread is sent by
+	// one flush at a time, so its order holds, and a second flush of it
+	// waits for the first and then sends what is left.
+	sending map[string]*threadLock
+}
+
+// threadLock is one thread's lock, counted so the map keeps only the
+// threads being sent or waited for.
+type threadLock struct {
+	mu    sync.Mutex
+	users int
 }
 
 func newOutbox(store OutboxStore, api *Client, clock Clock, set Settings, log *slog.Logger, tokenOf func(string) string) *Outbox {
 	return &Outbox{store: store, api: api, clock: clock, set: set, log: log, tokenOf: tokenOf,
-		kick: make(chan struct{}, 1), busy: map[string]bool{}}
+		kick: make(chan struct{}, 1), sending: map[string]*threadLock{}}
 }
 
 // OnFailed sets the function told of each entry the platform refused.
@@ -128,18 +136,23 @@ func (o *Outbox) Flush(ctx context.Context) error {
 }
 
 // flushThread sends a thread's pending entries in order, stopping at one
-// that stays pending.
+// that stays pending; it waits for a flush of the thread under way.
 func (o *Outbox) flushThread(ctx context.Context, thread string) error {
 	o.mu.Lock()
-	if o.busy[thread] {
-		o.mu.Unlock()
-		return nil
+	l := o.sending[thread]
+	if l == nil {
+		l = &threadLock{}
+		o.sending[thread] = l
 	}
-	o.busy[thread] = true
+	l.users++
 	o.mu.Unlock()
+	l.mu.Lock()
 	defer func() {
+		l.mu.Unlock()
 		o.mu.Lock()
-		delete(o.busy, thread)
+		if l.users--; l.users == 0 {
+			delete(o.sending, thread)
+		}
 		o.mu.Unlock()
 	}()
 	pending, err := o.store.Pending(ctx, thread)
@@ -196,7 +209,8 @@ func permanent(err error) bool {
 	case 400, 404, 409, 410, 413, 422:
 		return !errors.Is(err, ErrRequestInProgress)
 	}
-	return false
+	// A run that ended takes nothing more: trying again would not help.
+	return errors.Is(err, ErrRunInactive)
 }
 
 // run sends what is put, and tries what is pending again every

@@ -568,9 +568,7 @@ func (r *Run) Reply(ctx context.Context, contentMD string) (string, error) {
 // handler then returns, and the answer resumes the run with a new
 // Execute.
 func (r *Run) AwaitInput(ctx context.Context, statusLine string) error {
-	if err := r.patcher.Flush(ctx); err != nil && !errors.Is(err, ErrPatcherStopped) {
-		r.a.log.Warn("adapter: sending a run's progress failed", "run_id", r.ID, "err", err)
-	}
+	r.sendPending(ctx)
 	if _, err := r.a.api.AwaitRunInput(r.bind(ctx), r.ID, delivery.RunAwaitInput{StatusLine: statusLine}); err != nil {
 		return err
 	}
@@ -580,7 +578,20 @@ func (r *Run) AwaitInput(ctx context.Context, statusLine string) error {
 	return r.a.inbox.SetState(ctx, r.entry, InboxStarted, InboxWaiting, "")
 }
 
-// Finish ends the run as f says. What the patcher holds is sent first.
+// sendPending sends what the run's patcher holds and the replies the
+// outbox holds for its thread, so that they reach the run before it
+// waits or ends; what stays pending goes later, in order.
+func (r *Run) sendPending(ctx context.Context) {
+	if err := r.patcher.Flush(ctx); err != nil && !errors.Is(err, ErrPatcherStopped) {
+		r.a.log.Warn("adapter: sending a run's progress failed", "run_id", r.ID, "err", err)
+	}
+	if err := r.a.outbox.flushThread(ctx, r.ThreadID); err != nil {
+		r.a.log.Warn("adapter: sending a run's replies failed; they go later", "run_id", r.ID, "err", err)
+	}
+}
+
+// Finish ends the run as f says. What the patcher and the outbox hold
+// for it is sent first.
 // A run the platform ended already is not an error.
 func (r *Run) Finish(ctx context.Context, f delivery.RunFinish) error { return r.finish(ctx, f) }
 
@@ -591,9 +602,7 @@ func (r *Run) finish(ctx context.Context, f delivery.RunFinish) error {
 		return nil
 	}
 	r.mu.Unlock()
-	if err := r.patcher.Flush(ctx); err != nil && !errors.Is(err, ErrPatcherStopped) {
-		r.a.log.Warn("adapter: sending a run's progress failed", "run_id", r.ID, "err", err)
-	}
+	r.sendPending(ctx)
 	_, err := r.a.api.FinishRun(r.bind(ctx), r.ID, f)
 	if errors.Is(err, ErrRunInactive) || errors.Is(err, ErrRunNotActive) {
 		r.a.log.Info("adapter: the run had ended already", "run_id", r.ID)

@@ -167,6 +167,14 @@ type ConsumerAck struct {
 	Seq int64 `json:"seq"`
 }
 
+// ConsumerRewind sets a consumer's cursor back, as an operator replaying
+// an agent's events: those after AckedSeq are delivered again, each with
+// a fresh token (the adapter's inbox keeps a stored event from running
+// twice).
+type ConsumerRewind struct {
+	AckedSeq int64 `json:"acked_seq"`
+}
+
 // ConsumerState is a consumer's cursor: AckedSeq is the highest
 // acknowledged sequence; HeadSeq the agent's newest event.
 type ConsumerState struct {

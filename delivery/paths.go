@@ -35,6 +35,12 @@ func ConsumerEventsPath(agentID, consumer string) string {
 	return ConsumerPath(agentID, consumer) + "/events"
 }
 
+// ConsumerRewindPath takes a ConsumerRewind from an operator
+// (rewindConsumer) and answers the ConsumerState.
+func ConsumerRewindPath(agentID, consumer string) string {
+	return ConsumerPath(agentID, consumer) + "/rewind"
+}
+
 // ConsumerAckPath takes a ConsumerAck (ackAgentEvents).
 func ConsumerAckPath(agentID, consumer string) string {
 	return ConsumerPath(agentID, consumer) + "/ack"
@@ -76,11 +82,13 @@ type Route struct {
 
 // Idempotency exemptions: a write that may be repeated without a key,
 // because a field of its body already names it once (ExemptClientID),
-// or because the agent runtime's own state makes a repeat harmless
-// (ExemptAgentRuntime).
+// because the agent runtime's own state makes a repeat harmless
+// (ExemptAgentRuntime), or because its body states the outcome, not a
+// change (ExemptStatesOutcome: a repeat sets the same again).
 const (
-	ExemptClientID     = "client_id"
-	ExemptAgentRuntime = "agent_runtime"
+	ExemptClientID      = "client_id"
+	ExemptAgentRuntime  = "agent_runtime"
+	ExemptStatesOutcome = "states_outcome"
 )
 
 // Routes lists every operation of the API. Clients retry a POST or PATCH
@@ -97,6 +105,7 @@ var Routes = []Route{
 	{"POST", BasePath + "/agents/{agent}/heartbeat", "sendHeartbeat", "agent.heartbeat", false, ExemptAgentRuntime},
 	{"GET", BasePath + "/agents/{agent}/triggerers", "getAgentTriggerers", "agent.triggerers.read", false, ""},
 	{"POST", BasePath + "/agents/{agent}/tokens", "createToken", "agent.tokens.create", false, ""},
+	{"POST", BasePath + "/agents/{agent}/consumers/{consumer}/rewind", "rewindConsumer", "agent.consumers.rewind", false, ExemptStatesOutcome},
 	{"GET", BasePath + "/runs/{run}", "getRun", "run.context.read", true, ""},
 	{"PATCH", BasePath + "/runs/{run}", "patchRun", "run.update", true, ""},
 	{"GET", BasePath + "/runs/{run}/context", "getRunContext", "run.context.read", true, ""},

@@ -21,19 +21,20 @@ var (
 	codeSpanRE    = regexp.MustCompile("`([^`]+)`")
 )
 
-// serveFlags runs novaos serve -h and returns each flag with the default
-// it prints ("" when it prints none).
-func serveFlags(t *testing.T) map[string]string {
+// helpFlags runs novaos args -h and returns each flag with the default
+// it prints ("" when it prints none); fewer than min flags fails the
+// test, as a parser that missed them.
+func helpFlags(t *testing.T, min int, args ...string) map[string]string {
 	t.Helper()
 	tl, err := buildTools()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(tl.gopath, "bin", "novaos"), "serve", "-h")
+	cmd := exec.Command(filepath.Join(tl.gopath, "bin", "novaos"), append(args, "-h")...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("novaos serve -h: %v\n%s", err, out)
+		t.Fatalf("novaos %s -h: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	flags := map[string]string{}
 	var last string
@@ -47,17 +48,18 @@ func serveFlags(t *testing.T) map[string]string {
 			flags[last] = m[1]
 		}
 	}
-	if len(flags) < 50 {
-		t.Fatalf("found %d flags in novaos serve -h; the parser missed them:\n%s", len(flags), out)
+	if len(flags) < min {
+		t.Fatalf("found %d flags in novaos %s -h; the parser missed them:\n%s", len(flags), strings.Join(args, " "), out)
 	}
 	return flags
 }
 
-// flagRows returns, for each flag that leads a table row of flags.md's
-// serve section, the text of that row.
-func flagRows(t *testing.T) map[string]string {
+// flagRows returns, for each flag that leads a table row of page's
+// section whose heading names command (such as "`novaos serve`"), the
+// text of that row.
+func flagRows(t *testing.T, page, command string) map[string]string {
 	t.Helper()
-	src, err := os.ReadFile("flags.md")
+	src, err := os.ReadFile(page)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +67,7 @@ func flagRows(t *testing.T) map[string]string {
 	in := false
 	for _, line := range strings.Split(string(src), "\n") {
 		if strings.HasPrefix(line, "## ") {
-			in = strings.Contains(line, "`novaos serve`")
+			in = strings.Contains(line, command)
 			continue
 		}
 		if !in || !strings.HasPrefix(line, "| `--") {
@@ -74,7 +76,7 @@ func flagRows(t *testing.T) map[string]string {
 		first, _, _ := strings.Cut(strings.TrimPrefix(line, "|"), "|")
 		for _, m := range rowFlagRE.FindAllStringSubmatch(first, -1) {
 			if _, dup := rows[m[1]]; dup {
-				t.Errorf("flags.md: --%s has two rows", m[1])
+				t.Errorf("%s: --%s has two rows", page, m[1])
 			}
 			rows[m[1]] = line
 		}
@@ -82,29 +84,56 @@ func flagRows(t *testing.T) map[string]string {
 	return rows
 }
 
-// TestServeFlagsDocumented keeps flags.md and novaos serve -h in step:
-// every flag has a row, every row a flag, and each row shows the default
-// -h prints.
-func TestServeFlagsDocumented(t *testing.T) {
-	flags := serveFlags(t)
-	rows := flagRows(t)
+// checkFlagsDocumented keeps a page's section of a command in step with
+// its -h: every flag has a row, every row a flag, and each row shows the
+// default -h prints.
+func checkFlagsDocumented(t *testing.T, flags, rows map[string]string, page, command string) {
+	t.Helper()
 	for name, def := range flags {
 		row, ok := rows[name]
 		if !ok {
-			t.Errorf("flags.md has no row for --%s (novaos serve -h lists it)", name)
+			t.Errorf("%s has no row for --%s (%s -h lists it)", page, name, command)
 			continue
 		}
 		if def == "" || strings.Contains(def, " ") {
 			continue // no default, or one the usage explains in words
 		}
-		if !rowShowsDefault(row, def) {
-			t.Errorf("flags.md: the row of --%s does not show its default %q", name, def)
+		// A default named as $VARIABLE is the row's Environment column.
+		if !rowShowsDefault(row, strings.TrimPrefix(def, "$")) {
+			t.Errorf("%s: the row of --%s does not show its default %q", page, name, def)
 		}
 	}
 	for name := range rows {
 		if _, ok := flags[name]; !ok {
-			t.Errorf("flags.md documents --%s, which novaos serve -h does not list", name)
+			t.Errorf("%s documents --%s, which %s -h does not list", page, name, command)
 		}
+	}
+}
+
+// TestServeFlagsDocumented keeps flags.md and novaos serve -h in step.
+func TestServeFlagsDocumented(t *testing.T) {
+	checkFlagsDocumented(t, helpFlags(t, 50, "serve"), flagRows(t, "flags.md", "`novaos serve`"), "flags.md", "novaos serve")
+}
+
+// TestAdapterFlagsDocumented keeps the adapter commands' sections of
+// flags.md, and adapter.md's table of adapter run, in step with their -h.
+func TestAdapterFlagsDocumented(t *testing.T) {
+	for _, c := range []struct {
+		page string
+		args []string
+	}{
+		{"flags.md", []string{"adapter", "run"}},
+		{"adapter.md", []string{"adapter", "run"}},
+		{"flags.md", []string{"adapter", "token"}},
+		{"flags.md", []string{"adapter", "key"}},
+	} {
+		command := "novaos " + strings.Join(c.args, " ")
+		rows := flagRows(t, c.page, "`"+command+"`")
+		if len(rows) == 0 {
+			t.Errorf("%s has no section of flags of `%s`", c.page, command)
+			continue
+		}
+		checkFlagsDocumented(t, helpFlags(t, 1, c.args...), rows, c.page, command)
 	}
 }
 
@@ -147,6 +176,7 @@ var commands = [][]string{
 	{"llm", "budgets", "list"}, {"llm", "budgets", "show"}, {"llm", "budgets", "set"}, {"llm", "budgets", "remove"},
 	{"llm", "usage"},
 	{"schedules", "create"}, {"schedules", "list"}, {"schedules", "pause"}, {"schedules", "resume"}, {"schedules", "delete"},
+	{"adapter", "run"}, {"adapter", "token"}, {"adapter", "key"},
 }
 
 // otherFlags are the flags the pages give to programs other than novaos:

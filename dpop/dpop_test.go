@@ -97,6 +97,10 @@ func TestVerify(t *testing.T) {
 		{"other token", sign(good, k), func(e *Expect) { e.AccessToken = "another" }, ErrInvalidProof},
 		{"too old", sign(good, k), func(e *Expect) { e.Now = now.Add(61 * time.Second); e.Nonce = nil }, ErrInvalidProof},
 		{"from the future", sign(good, k), func(e *Expect) { e.Now = now.Add(-61 * time.Second); e.Nonce = nil }, ErrInvalidProof},
+		{"as old as the window", sign(good, k), func(e *Expect) { e.Now = now.Add(60 * time.Second); e.Nonce = nil }, nil},
+		{"as early as the window", sign(good, k), func(e *Expect) { e.Now = now.Add(-60 * time.Second); e.Nonce = nil }, nil},
+		{"jti of 256 bytes", forge(t, k, header, claims(map[string]any{"jti": strings.Repeat("j", 256)})), nil, nil},
+		{"jti of 257 bytes", forge(t, k, header, claims(map[string]any{"jti": strings.Repeat("j", 257)})), nil, ErrInvalidProof},
 		{"no nonce", sign(Claims{Method: "POST", URL: testURL, AccessToken: testToken, IssuedAt: now}, k), nil, ErrUseNonce},
 		{"stale nonce", sign(Claims{Method: "POST", URL: testURL, AccessToken: testToken, IssuedAt: now,
 			Nonce: nonces.Issue(now.Add(-3 * time.Minute))}, k), nil, ErrUseNonce},
@@ -215,6 +219,10 @@ func TestNonces(t *testing.T) {
 	}
 	if NewNonces([]byte("other"), time.Minute).Valid(v, now) || n.Valid("", now) || n.Valid(v+"x", now) {
 		t.Fatal("a foreign or altered nonce is valid")
+	}
+	a, b := NewNonces(nil, time.Minute), NewNonces(nil, time.Minute)
+	if na := a.Issue(now); !a.Valid(na, now) || b.Valid(na, now) {
+		t.Fatal("sources without a key share one: their nonces must hold only where they were issued")
 	}
 }
 

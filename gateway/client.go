@@ -745,7 +745,7 @@ func (c *Client) Install(ctx context.Context, r InstallRequest) (*Instance, erro
 	}
 	switch n := targets(r.Hosted != "", r.URL != "", r.AgentID != ""); {
 	case r.Delivery == DeliveryPull && n != 0:
-		return nil, invalid("delivery", "a pull instance's agent connects out: it has no hosted, url or agent_id")
+		return nil, invalid("delivery", "a pull instance has none of hosted, url and agent_id: its agent connects out")
 	case r.Delivery != DeliveryPull && n != 1:
 		return nil, invalid("hosted", "exactly one of hosted, url and agent_id is required")
 	}

@@ -673,10 +673,18 @@ func TestInstances(t *testing.T) {
 	if reg, err := c.Install(ctx, InstallRequest{Name: "from-registry", AgentID: "weather"}); err != nil || reg.AgentID != "weather" {
 		t.Fatalf("Install by agent id = %+v, %v", reg, err)
 	}
+	// A pull agent names no target; its grants go as they are.
+	pull, err := c.Install(ctx, InstallRequest{Name: "laptop", Delivery: DeliveryPull, BillingMode: "agent", ToolClass: "scoped"})
+	if err != nil || !pull.Pulls() || pull.BillingMode != "agent" || pull.ToolClass != "scoped" {
+		t.Fatalf("Install of a pull agent = %+v, %v", pull, err)
+	}
+	if err := c.RemoveInstance(ctx, pull.ID); err != nil {
+		t.Fatal(err)
+	}
 	for _, bad := range []InstallRequest{
+		{Name: "x", Delivery: DeliveryPull, Hosted: "echo"},
 		{Hosted: "echo"}, {Name: "x"}, {Name: "x", Hosted: "echo", URL: "https://a.example"}, {Name: "x", URL: "https://a.example", AgentID: "a"},
-		{Name: "Upper", Hosted: "echo"}, {Name: "-dash", Hosted: "echo"}, {Name: "sp ace", Hosted: "echo"}, {Name: strings.Repeat("n", 65), Hosted: "echo"},
-		{Name: "x", Delivery: DeliveryPull, Hosted: "echo"}, {Name: "x", Delivery: DeliveryPull, URL: "https://a.example"},
+		{Name: "x", Delivery: DeliveryPull, URL: "https://a.example"}, {Name: "Upper", Hosted: "echo"}, {Name: "-dash", Hosted: "echo"}, {Name: "sp ace", Hosted: "echo"}, {Name: strings.Repeat("n", 65), Hosted: "echo"},
 	} {
 		if _, err := c.Install(ctx, bad); !errors.Is(err, ErrInvalidRequest) {
 			t.Errorf("Install(%+v) = %v, want ErrInvalidRequest", bad, err)

@@ -297,6 +297,9 @@ type installBody struct {
 	Scopes        []string          `json:"scopes"`
 	CustomHeaders []string          `json:"custom_headers"`
 	Published     bool              `json:"published"`
+	Delivery      string            `json:"delivery"`
+	BillingMode   string            `json:"billing_mode"`
+	ToolClass     string            `json:"tool_class"`
 }
 
 func (f *fakeGateway) install(w http.ResponseWriter, r *http.Request, c fakeCaller) {
@@ -304,7 +307,11 @@ func (f *fakeGateway) install(w http.ResponseWriter, r *http.Request, c fakeCall
 	if !decodeBody(w, r, &b) {
 		return
 	}
-	if b.Name == "" || targets(b.Hosted != "", b.URL != "", b.AgentID != "") != 1 {
+	want := 1
+	if b.Delivery == DeliveryPull {
+		want = 0
+	}
+	if b.Name == "" || targets(b.Hosted != "", b.URL != "", b.AgentID != "") != want {
 		writeProblem(w, http.StatusBadRequest, problemInvalidRequest, "Bad Request", "name and exactly one of hosted, url and agent_id")
 		return
 	}
@@ -319,7 +326,8 @@ func (f *fakeGateway) install(w http.ResponseWriter, r *http.Request, c fakeCall
 	in := &fakeInstance{Instance: Instance{
 		ID: f.id("inst"), TenantID: c.tenant, Name: b.Name, Hosted: b.Hosted, URL: b.URL, AgentID: b.AgentID, Config: b.Config,
 		Memory: b.Memory, MemoryBudget: b.MemoryBudget, Scopes: b.Scopes, CustomHeaders: b.CustomHeaders,
-		Published: b.Published, Version: 1, CreatedAt: f.now(), UpdatedAt: f.now(),
+		Published: b.Published, Delivery: b.Delivery, BillingMode: b.BillingMode, ToolClass: b.ToolClass,
+		Version: 1, CreatedAt: f.now(), UpdatedAt: f.now(),
 	}, secrets: b.Secrets}
 	in.SecretNames = secretNames(in.secrets)
 	f.instances[in.ID] = in

@@ -237,6 +237,11 @@ func (f *FakeServer) CreateToken(agentID, jkt string) string {
 
 // admin calls the platform as its operator.
 func (f *FakeServer) admin(method, path string, in, out any) error {
+	return operatorCall(context.Background(), f.base, secret.New(fakeAdmin), Tenant, method, path, in, out)
+}
+
+// operatorCall calls the platform at base with an admin token for tenant.
+func operatorCall(ctx context.Context, base string, token secret.Value, tenant, method, path string, in, out any) error {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -245,12 +250,12 @@ func (f *FakeServer) admin(method, path string, in, out any) error {
 		}
 		body = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, f.base+path, body)
+	req, err := http.NewRequestWithContext(ctx, method, base+path, body)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+fakeAdmin)
-	req.Header.Set("X-Tenant-ID", Tenant)
+	req.Header.Set("Authorization", "Bearer "+token.Reveal())
+	req.Header.Set("X-Tenant-ID", tenant)
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -3,6 +3,7 @@ package platformtest_test
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"os"
 	"testing"
 	"time"
@@ -64,6 +65,19 @@ func TestARunEndToEnd(t *testing.T) {
 			}
 			if run.State != delivery.RunCompleted || run.Starts != 1 || len(h.Executes()) != 1 || len(h.Prepares()) != 1 {
 				t.Fatalf("run %+v, prepares %v, executes %v", run, h.Prepares(), h.Executes())
+			}
+			// The reply reached the run before it ended.
+			replied, finished := -1, -1
+			for i, r := range f.Requests() {
+				switch {
+				case r.Operation == "createMessage" && r.Status == http.StatusCreated && replied < 0:
+					replied = i
+				case r.Operation == "finishRun" && finished < 0:
+					finished = i
+				}
+			}
+			if replied < 0 || finished < 0 || replied > finished {
+				t.Fatalf("the reply is request %d, the finish %d: the reply must come first", replied, finished)
 			}
 		})
 	}

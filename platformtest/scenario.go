@@ -43,6 +43,10 @@ type ScenarioOptions struct {
 	Timeout time.Duration
 	// Logger receives the adapters' logs (nil: discarded).
 	Logger *slog.Logger
+	// Settings are the adapters' (nil: adapter.DefaultSettings); against
+	// a platform with short token times, give an InvocationTokenLeeway
+	// that fits them.
+	Settings *adapter.Settings
 }
 
 func (o *ScenarioOptions) orDefault() ScenarioOptions {
@@ -76,7 +80,8 @@ func newScenario(t testing.TB, s ScenarioServer, opts *ScenarioOptions) (*scenar
 // client is a client of the agent's API, as an adapter would make it.
 func (sc *scenario) client() *adapter.Client {
 	sc.t.Helper()
-	c, err := adapter.NewClient(sc.s.URL(), sc.s.Credentials(), &adapter.ClientOptions{Clock: sc.s.AdapterClock(), Logger: sc.o.Logger})
+	c, err := adapter.NewClient(sc.s.URL(), sc.s.Credentials(), &adapter.ClientOptions{Clock: sc.s.AdapterClock(), Logger: sc.o.Logger,
+		Settings: sc.o.Settings})
 	if err != nil {
 		sc.t.Fatal(err)
 	}
@@ -109,7 +114,7 @@ func (sc *scenario) start(consumer string, h adapter.Handler, wrap func(adapter.
 	}
 	rec := &RecordingSource{Source: src}
 	cfg := adapter.Config{BaseURL: sc.s.URL(), AgentID: sc.s.AgentID(), Consumer: consumer,
-		Credentials: sc.s.Credentials(), StateDir: sc.t.TempDir()}
+		Credentials: sc.s.Credentials(), StateDir: sc.t.TempDir(), Settings: sc.o.Settings}
 	a, err := adapter.New(cfg, h, &adapter.Options{Clock: sc.s.AdapterClock(), Logger: sc.o.Logger, Source: rec, Client: c})
 	if err != nil {
 		sc.t.Fatal(err)
@@ -147,7 +152,7 @@ func (sc *scenario) source(c *adapter.Client, consumer string) (adapter.Source, 
 		return nil, err
 	}
 	return adapter.NewGatewaySource(sc.s.URL(), disc.Gateway, &adapter.GatewayOptions{AgentID: sc.s.AgentID(),
-		Consumer: consumer, Credentials: sc.s.Credentials(), Clock: sc.s.AdapterClock(), Logger: sc.o.Logger})
+		Consumer: consumer, Credentials: sc.s.Credentials(), Clock: sc.s.AdapterClock(), Logger: sc.o.Logger, Settings: sc.o.Settings})
 }
 
 // runOf is the run an event is about, when it names one.

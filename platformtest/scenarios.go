@@ -472,3 +472,21 @@ func errorf(format string, args ...any) error {
 type scenarioError struct{ msg string }
 
 func (e *scenarioError) Error() string { return "platformtest: " + e.msg }
+
+// Scenario is one of the scenarios every platform and adapter must pass.
+type Scenario struct {
+	Name string
+	Run  func(*testing.T, ScenarioServer, *ScenarioOptions)
+}
+
+// Scenarios lists them, to run against a platform over polling and
+// over the gateway.
+var Scenarios = []Scenario{
+	{"AG08", AG08InvalidTokens},
+	{"AZP6", AZP6AdapterNeverStarts},
+	{"AG09", AG09DoubleDelivery},
+	{"AG12", AG12PatchRules},
+	{"AG28", AG28SlowStartAndRestart},
+	{"SR9", SR9TokenBinding},
+	{"AG20", AG20ContextTrust},
+}

@@ -28,6 +28,9 @@ type ProcessOptions struct {
 	// RestartBackoff is the first wait before starting the program again
 	// after it exited (default 1s, doubling to a minute).
 	RestartBackoff time.Duration
+	// StopGrace is how long Close waits for the program to exit after its
+	// standard input closed, before it kills it (default 5s).
+	StopGrace time.Duration
 }
 
 // Process is a Handler that talks to one long-running agent program over
@@ -38,9 +41,11 @@ type Process struct {
 
 	mu      sync.Mutex
 	stdin   io.WriteCloser
+	cmd     *exec.Cmd
 	runs    map[string]chan Reply // the runs in flight, by id
 	exited  chan struct{}         // closed when the current program exits
 	started bool
+	closed  bool // Close was called: the program is not started again
 	backoff time.Duration
 	wmu     sync.Mutex // one line at a time
 }
@@ -64,6 +69,9 @@ func NewProcess(argv []string, opts *ProcessOptions) (*Process, error) {
 	if p.o.RestartBackoff <= 0 {
 		p.o.RestartBackoff = time.Second
 	}
+	if p.o.StopGrace <= 0 {
+		p.o.StopGrace = 5 * time.Second
+	}
 	return p, nil
 }
 
@@ -72,6 +80,9 @@ func (p *Process) Prepare(context.Context, *adapter.Invocation) error { return n
 
 // ensure starts the program when it is not running; p.mu is held.
 func (p *Process) ensure() error {
+	if p.closed {
+		return errors.New("bridge: the process bridge is closed")
+	}
 	if p.started {
 		return nil
 	}
@@ -94,7 +105,7 @@ func (p *Process) ensure() error {
 		p.backoff = min(max(p.backoff*2, p.o.RestartBackoff), time.Minute)
 		return fmt.Errorf("bridge: starting the agent program: %w", err)
 	}
-	p.stdin, p.started = in, true
+	p.stdin, p.cmd, p.started = in, cmd, true
 	exited := make(chan struct{})
 	p.exited = exited
 	go p.read(out, exited)
@@ -103,10 +114,45 @@ func (p *Process) ensure() error {
 		p.mu.Lock()
 		p.started = false
 		p.backoff = min(max(p.backoff*2, p.o.RestartBackoff), time.Minute)
+		closed := p.closed
 		p.mu.Unlock()
-		p.o.Logger.Warn("bridge: the agent program exited; its runs fail", "err", err)
+		if closed {
+			p.o.Logger.Info("bridge: the agent program stopped", "err", err)
+		} else {
+			p.o.Logger.Warn("bridge: the agent program exited; its runs fail", "err", err)
+		}
 		close(exited)
 	}()
+	return nil
+}
+
+// Close stops the agent program, when it runs: its standard input is
+// closed, which tells it to exit, and a program still running after
+// StopGrace is killed. Close returns once it exited; the program is not
+// started again. Call it after the adapter's Run returned.
+func (p *Process) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	running, in, cmd, exited := p.started, p.stdin, p.cmd, p.exited
+	p.mu.Unlock()
+	if !running {
+		return nil
+	}
+	// Not under wmu: a write blocked on a program that stopped reading
+	// must not keep it from being stopped.
+	_ = in.Close()
+	t := time.NewTimer(p.o.StopGrace)
+	defer t.Stop()
+	select {
+	case <-exited:
+		return nil
+	case <-t.C:
+	}
+	p.o.Logger.Warn("bridge: the agent program did not exit when its input closed; it is killed", "grace", p.o.StopGrace)
+	if err := cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("bridge: stopping the agent program: %w", err)
+	}
+	<-exited
 	return nil
 }
 

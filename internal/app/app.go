@@ -125,6 +125,11 @@ type Options struct {
 	Schedules SchedulesOptions
 	// Delivery configures pull delivery at /api/v1/delivery.
 	Delivery DeliveryOptions
+	// DeliveryKeyFile is the invocation-token key ring (default
+	// <DataDir>/delivery.key): replicas on one database share one, so
+	// that each verifies the tokens the others signed and publishes
+	// their keys.
+	DeliveryKeyFile string
 
 	// TracerProvider is where the server's and the services' spans go.
 	// Nil builds one from OTLPEndpoint, OTLPHeaders and TraceSampleRatio

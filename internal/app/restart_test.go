@@ -17,6 +17,7 @@ import (
 	"novaos.dev/novaos/internal/agenthost"
 	"novaos.dev/novaos/internal/app"
 	"novaos.dev/novaos/internal/auth"
+	deliverysvc "novaos.dev/novaos/internal/delivery"
 	"novaos.dev/novaos/internal/pgtest"
 )
 
@@ -37,7 +38,8 @@ func TestRestartPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		if e.Name() != app.TokenKeyFile && e.Name() != app.SealKeyFile && e.Name() != agenthost.PushKeyFile && e.Name() != auth.RecordFile {
+		if e.Name() != app.TokenKeyFile && e.Name() != app.SealKeyFile && e.Name() != agenthost.PushKeyFile && e.Name() != auth.RecordFile &&
+			e.Name() != deliverysvc.KeyFile {
 			t.Errorf("data directory holds %s with PostgreSQL; want key files and the issuer record only", e.Name())
 		}
 	}

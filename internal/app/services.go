@@ -119,7 +119,7 @@ func (s *Server) mount(ctx context.Context, base string, guard *httpapi.Guard) (
 	}
 	add(l, m.host)
 	// Pull delivery takes the gateway's runs of pull instances.
-	pull, err := s.mountDelivery(base, dataDir, m.issuer)
+	pull, err := s.mountDelivery(base, dataDir, m.issuer, sealer)
 	if err != nil {
 		return m, err
 	}

@@ -62,6 +62,7 @@ func commands() []command {
 		{"run", "run an instance on a text and follow its events to the end: run INSTANCE \"text\"", runRun},
 		{"runs", "list, show, cancel, answer and follow runs (runs list|show|cancel|reply|events)", runRuns},
 		{"token", "mint, verify and rotate execution tokens (token mint|verify|rotate)", runToken},
+		{"adapter", "connect an agent behind NAT to the platform: it pulls its runs (adapter run|token|key)", runAdapter},
 		{"proxy", "verify execution tokens and inject X-NovaOS-* headers in front of an agent in any language", runProxy},
 		{"version", "print the version", runVersion},
 		{"help", "show this help", runHelp},

@@ -8,6 +8,7 @@
 //	novaos instances install --name N --hosted echo
 //	novaos run N "text" [--json] [--detach]
 //	novaos runs list|show|cancel|reply|events
+//	novaos adapter run --agent ID --token-file F --dpop-key K -- PROGRAM ARGS…
 //	novaos version
 //	novaos help
 //

@@ -29,6 +29,7 @@ func ExampleMain() {
 	//   run      run an instance on a text and follow its events to the end: run INSTANCE "text"
 	//   runs     list, show, cancel, answer and follow runs (runs list|show|cancel|reply|events)
 	//   token    mint, verify and rotate execution tokens (token mint|verify|rotate)
+	//   adapter  connect an agent behind NAT to the platform: it pulls its runs (adapter run|token|key)
 	//   proxy    verify execution tokens and inject X-NovaOS-* headers in front of an agent in any language
 	//   version  print the version
 	//   help     show this help

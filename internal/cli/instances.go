@@ -213,6 +213,11 @@ func runInstancesInstall(ctx context.Context, args []string, e *env) int {
 		return exitOK
 	}
 	fmt.Fprintf(e.stdout, "installed %s (id %s) running %s\n", inst.Name, inst.ID, instanceTarget(inst))
+	if inst.Pulls() {
+		fmt.Fprintf(e.stderr, "Connect its agent: novaos adapter token --agent %s --dpop-key agent.key --out agent.token%s,\n"+
+			"then, where the agent runs: novaos adapter run --agent %s --token-file agent.token --dpop-key agent.key -- PROGRAM\n",
+			inst.ID, g.followFlags(), inst.ID)
+	}
 	return exitOK
 }
 

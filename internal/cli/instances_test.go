@@ -133,23 +133,6 @@ func TestInstancesAsAdmin(t *testing.T) {
 	}
 }
 
-// TestInstancesInstallPull installs a pull instance: its agent connects
-// out, so it names no target.
-func TestInstancesInstallPull(t *testing.T) {
-	s := newGWServer(t)
-	out := s.must(t, "instances", "install", "--name", "puller", "--pull", "--billing-mode", "agent", "--tool-class", "scoped")
-	if !strings.HasPrefix(out, "installed puller (id ") || !strings.HasSuffix(out, ") running a pull agent (it connects out)\n") {
-		t.Errorf("install printed %q", out)
-	}
-	var got gateway.Instance
-	if err := json.Unmarshal([]byte(s.must(t, "instances", "show", "puller", "--json")), &got); err != nil {
-		t.Fatal(err)
-	}
-	if !got.Pulls() || got.Hosted != "" || got.URL != "" || got.AgentID != "" || got.BillingMode != "agent" || got.ToolClass != "scoped" {
-		t.Errorf("the installed instance %+v, want a pull instance billed to its agent, scoped", got)
-	}
-}
-
 func TestInstancesBadInput(t *testing.T) {
 	s := newGWServer(t)
 	dir := t.TempDir()

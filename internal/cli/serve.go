@@ -192,13 +192,14 @@ func runServe(ctx context.Context, args []string, e *env) int {
 			PushURLPolicy:       &netguard.Policy{AllowPrivate: *pushPrivate, AllowLoopback: pushLoopback.set && pushLoopback.v},
 			PushLoopbackIfLocal: !pushLoopback.set, PushKeyFile: *pushKeyFile, PushDelivery: pushFl.options(),
 		},
-		Registry:     regOpts,
-		Gateway:      gatewayFl.options(regOpts),
-		Tools:        toolsFl.options(),
-		BuiltinTools: builtinTools,
-		LLM:          llmFl.options(),
-		Schedules:    schedFl.options(),
-		Delivery:     deliveryFl.options(),
+		Registry:        regOpts,
+		Gateway:         gatewayFl.options(regOpts),
+		Tools:           toolsFl.options(),
+		BuiltinTools:    builtinTools,
+		LLM:             llmFl.options(),
+		Schedules:       schedFl.options(),
+		Delivery:        deliveryFl.options(),
+		DeliveryKeyFile: *deliveryFl.keyFile,
 	}
 	telFl.apply(opts)
 	srv, err := app.New(ctx, opts)

@@ -74,20 +74,26 @@ func (s *Service) serveCreateToken(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, tok)
 }
 
-func (s *Service) createToken(w http.ResponseWriter, r *http.Request) (_ delivery.TokenGrant, err error) {
+// tenantAdmin authenticates an operator of the request's tenant: the
+// admin token naming it, or a platform token with ScopeTokens.
+func (s *Service) tenantAdmin(r *http.Request) (httpapi.TenantCaller, error) {
 	auth := httpapi.AdminOrToken(s.deps.AdminToken, s.deps.Tokens)
 	if s.deps.Tokens == nil {
 		auth = httpapi.AdminRule{Token: s.deps.AdminToken}
 	}
 	caller, err := auth.Authenticate(r)
 	if err != nil {
-		return delivery.TokenGrant{}, err
+		return httpapi.TenantCaller{}, err
 	}
-	r = r.WithContext(httpapi.WithCaller(r.Context(), caller))
-	tc, err := httpapi.TenantCallerOf(r, true)
+	tc, err := httpapi.TenantCallerOf(r.WithContext(httpapi.WithCaller(r.Context(), caller)), true)
 	if err == nil {
 		err = tc.Need(ScopeTokens)
 	}
+	return tc, err
+}
+
+func (s *Service) createToken(w http.ResponseWriter, r *http.Request) (_ delivery.TokenGrant, err error) {
+	tc, err := s.tenantAdmin(r)
 	if err != nil {
 		return delivery.TokenGrant{}, err
 	}

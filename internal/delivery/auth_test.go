@@ -281,3 +281,56 @@ func TestStoreFailure(t *testing.T) {
 		t.Fatalf("status %d %s", ans.status, ans.body)
 	}
 }
+
+// TestRewindConsumer: an operator sets a consumer back and its events
+// come again; an agent, another tenant, an unknown consumer or a seq
+// beyond the stream are refused.
+func TestRewindConsumer(t *testing.T) {
+	h := newHarness(t, nil)
+	a := h.agent(h.inst, false)
+	a.poll("main") // opens the consumer
+	for range 3 {
+		h.trigger(h.inst, "hello")
+	}
+	page := a.poll("main")
+	if len(page.Events) != 3 {
+		t.Fatalf("%d events", len(page.Events))
+	}
+	if ans := a.ack("main", page.Events[2].Seq); ans.status != http.StatusOK {
+		t.Fatalf("ack: %d", ans.status)
+	}
+	admin := map[string]string{"Authorization": "Bearer " + testAdmin, "X-Tenant-ID": testTenant}
+	rewind := func(agentID, consumer string, seq int64, headers map[string]string) answer {
+		return h.do("POST", delivery.ConsumerRewindPath(agentID, consumer), delivery.ConsumerRewind{AckedSeq: seq}, headers)
+	}
+	for _, tc := range []struct {
+		name     string
+		agent    string
+		consumer string
+		seq      int64
+		headers  map[string]string
+		status   int
+	}{
+		{"an agent's own token", h.inst.ID, "main", 0, map[string]string{"Authorization": "Bearer " + a.token}, http.StatusUnauthorized},
+		{"another tenant", h.inst.ID, "main", 0, map[string]string{"Authorization": "Bearer " + testAdmin, "X-Tenant-ID": "other"}, http.StatusNotFound},
+		{"an unknown consumer", h.inst.ID, "nobody", 0, admin, http.StatusNotFound},
+		{"an unknown agent", "nope", "main", 0, admin, http.StatusNotFound},
+		{"beyond the stream", h.inst.ID, "main", page.Events[2].Seq + 1, admin, http.StatusBadRequest},
+		{"negative", h.inst.ID, "main", -1, admin, http.StatusBadRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if ans := rewind(tc.agent, tc.consumer, tc.seq, tc.headers); ans.status != tc.status {
+				t.Fatalf("status %d, want %d: %s", ans.status, tc.status, ans.body)
+			}
+		})
+	}
+	ans := rewind(h.inst.ID, "main", page.Events[0].Seq, admin)
+	st := decodeAs[delivery.ConsumerState](t, ans)
+	if st.AckedSeq != page.Events[0].Seq || st.HeadSeq != page.Events[2].Seq {
+		t.Fatalf("state after the rewind %+v", st)
+	}
+	again := a.poll("main")
+	if len(again.Events) != 2 || again.Events[0].ID != page.Events[1].ID || again.Events[0].InvocationToken == page.Events[1].InvocationToken {
+		t.Fatalf("after the rewind %d events; want the last two again, with fresh tokens", len(again.Events))
+	}
+}

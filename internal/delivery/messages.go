@@ -22,6 +22,10 @@ const EventAgentMessage = "agent.message"
 var (
 	clientMsgID = regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z._:-]{0,127}$`)
 	plainID     = clientMsgID
+	// messageRef is a message id the platform gave: a triggering
+	// message's id is its run's id and turn ("<run>/<turn>"), so it has
+	// a slash that a plain id has not.
+	messageRef = regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z._:/-]{0,255}$`)
 )
 
 // checkMessage refuses a message whose fields break their rules.
@@ -39,7 +43,7 @@ func (s *Service) checkMessage(m delivery.MessageCreate) error {
 	if m.RunID != "" && !plainID.MatchString(m.RunID) {
 		bad("/run_id", "a run id")
 	}
-	if m.ReplyToMessageID != "" && !plainID.MatchString(m.ReplyToMessageID) {
+	if m.ReplyToMessageID != "" && !messageRef.MatchString(m.ReplyToMessageID) {
 		bad("/reply_to_message_id", "a message id")
 	}
 	if !utf8.ValidString(m.ContentMD) || utf8.RuneCountInString(m.ContentMD) > s.o.MaxMessageChars {

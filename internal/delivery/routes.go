@@ -14,14 +14,15 @@ import (
 type agentHandler func(w http.ResponseWriter, r *http.Request, a Agent)
 
 // Routes serve delivery.Routes: discovery and the key set to anyone, the
-// token issue to a tenant admin, every other operation to the agent its
+// token issue and the consumer rewind to a tenant admin, every other operation to the agent its
 // API token names; every answer carries a fresh DPoP-Nonce. The last
 // route is the WebSocket gateway (delivery.GatewayPath).
 func (s *Service) Routes() []httpapi.Route {
 	public := map[string]http.HandlerFunc{
-		"getDiscovery": func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, s.Discovery()) },
-		"getJwks":      s.serveJWKS,
-		"createToken":  s.serveCreateToken,
+		"getDiscovery":   func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, s.Discovery()) },
+		"getJwks":        s.serveJWKS,
+		"createToken":    s.serveCreateToken,
+		"rewindConsumer": s.serveRewind,
 	}
 	agents := map[string]agentHandler{
 		"pollAgentEvents":      s.servePoll,

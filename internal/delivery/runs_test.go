@@ -813,6 +813,12 @@ func TestCreateMessage(t *testing.T) {
 		{"another run's token", delivery.MessageCreate{ThreadID: "thread-1", RunID: run.ID, ContentMD: "x", ClientMsgID: newKey()}, h.forge(tok, "other_run"), 403},
 		{"unknown run", delivery.MessageCreate{ThreadID: "thread-1", RunID: "nope", ContentMD: "x", ClientMsgID: newKey()}, "", 404},
 		{"bad kind", delivery.MessageCreate{ThreadID: "thread-1", Kind: "html", ContentMD: "x", ClientMsgID: newKey()}, "", 400},
+		// A reply to the run's triggering message names the id its
+		// invocation carried, which holds a slash.
+		{"reply to the trigger", delivery.MessageCreate{ThreadID: "thread-1", RunID: run.ID, ContentMD: "x", ClientMsgID: newKey(),
+			ReplyToMessageID: messageID(run.ID, 1)}, tok, 201},
+		{"reply to no message id", delivery.MessageCreate{ThreadID: "thread-1", ContentMD: "x", ClientMsgID: newKey(),
+			ReplyToMessageID: "a message"}, "", 400},
 		{"card", delivery.MessageCreate{ThreadID: "thread-1", Kind: "card", ClientMsgID: newKey(),
 			Components: []delivery.Component{{Type: "button", CustomID: "approval.once", Label: "Once"}}}, "", 201},
 	}

@@ -3,6 +3,7 @@ package sealkey
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -126,8 +127,9 @@ type Sealer struct {
 
 // key is a loaded key: the AEAD and the id sealed values carry.
 type key struct {
-	aead cipher.AEAD
-	id   string
+	aead   cipher.AEAD
+	id     string
+	derive []byte // the root of DeriveKey's keys, never the sealing key itself
 }
 
 // Open returns a Sealer for the key file at path. An existing file is
@@ -297,5 +299,26 @@ func newKey(raw []byte) (*key, error) {
 		return nil, err
 	}
 	sum := sha256.Sum256(raw)
-	return &key{aead: aead, id: hex.EncodeToString(sum[:kidLen/2])}, nil
+	m := hmac.New(sha256.New, raw)
+	m.Write([]byte("novaos sealkey derive v1"))
+	return &key{aead: aead, id: hex.EncodeToString(sum[:kidLen/2]), derive: m.Sum(nil)}, nil
+}
+
+// DeriveKey returns a 32-byte key for purpose, derived from the sealing
+// key (creating the key file, owner only, if there is none): every
+// process with the same key file derives the same key, and no purpose's
+// key tells anything of another's or of the sealing key. Replicas use it
+// for what they must agree on without sealing, such as the key their
+// DPoP nonces are signed with.
+func (s *Sealer) DeriveKey(purpose string) ([]byte, error) {
+	if purpose == "" {
+		return nil, errors.New("sealkey: derive: a purpose is required")
+	}
+	k, err := s.load(true)
+	if err != nil {
+		return nil, err
+	}
+	m := hmac.New(sha256.New, k.derive)
+	m.Write([]byte(purpose))
+	return m.Sum(nil), nil
 }

@@ -514,3 +514,29 @@ func TestAdopt(t *testing.T) {
 		}
 	})
 }
+
+func TestDeriveKey(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "seal.key")
+	a := mustOpen(t, path)
+	ka, err := a.DeriveKey("nonces v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("deriving did not create the key file: %v", err)
+	}
+	kb, err := mustOpen(t, path).DeriveKey("nonces v1")
+	if err != nil || !bytes.Equal(ka, kb) || len(ka) != 32 {
+		t.Fatal("two sealers of one key file derive different keys")
+	}
+	if other, _ := a.DeriveKey("nonces v2"); bytes.Equal(other, ka) {
+		t.Fatal("two purposes derive one key")
+	}
+	if kc, _ := mustOpen(t, filepath.Join(dir, "other.key")).DeriveKey("nonces v1"); bytes.Equal(kc, ka) {
+		t.Fatal("two key files derive one key")
+	}
+	if _, err := a.DeriveKey(""); err == nil {
+		t.Fatal("a key without a purpose")
+	}
+}
