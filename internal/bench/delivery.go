@@ -161,13 +161,12 @@ func Per10k(bytes int64, entries int) float64 {
 // token, store the batch in one inbox commit, acknowledge), without
 // starting runs. Close it when done.
 type DeliveryBench struct {
-	t       *DeliveryTarget
-	o       DeliveryOptions
-	dir     string
-	ownDir  bool
-	ad      *deliveryAdapter
-	issued  atomic.Uint64 // invocations offered since Track
-	cleanup []func()
+	t      *DeliveryTarget
+	o      DeliveryOptions
+	dir    string
+	ownDir bool
+	ad     *deliveryAdapter
+	issued atomic.Uint64 // invocations offered since Track
 }
 
 // NewDeliveryBench connects an adapter (consumer "bench") to t and
@@ -220,7 +219,8 @@ func cmpOr(v, def int) int {
 	return def
 }
 
-// Close disconnects the adapter and removes what it stored.
+// Close disconnects the adapter and removes what it stored (unless
+// DeliveryOptions.Dir named where).
 func (d *DeliveryBench) Close() error {
 	var err error
 	if d.ad != nil {
@@ -357,7 +357,6 @@ func (d *DeliveryBench) Totals() DeliveryTotals {
 // producers offer invocations until stopped or, with a count, until
 // they offered it.
 type producers struct {
-	d        *DeliveryBench
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	measured atomic.Bool
@@ -374,7 +373,7 @@ type producers struct {
 // midway (ctx does): every offer either counts or failed.
 func (d *DeliveryBench) produce(ctx context.Context, rate float64, count int, measured bool) *producers {
 	stopCtx, cancel := context.WithCancel(ctx)
-	p := &producers{d: d, cancel: cancel}
+	p := &producers{cancel: cancel}
 	p.measured.Store(measured)
 	var left atomic.Int64
 	left.Store(int64(count))
