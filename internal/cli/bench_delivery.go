@@ -83,7 +83,7 @@ func runBenchDelivery(ctx context.Context, args []string, e *env) int {
 	warm := fs.Duration("warmup", 2*time.Second, "unmeasured warm-up before each load")
 	producers := fs.Int("producers", bench.DefaultDeliveryProducers, "goroutines offering invocations to the pull agent")
 	backlog := fs.Int("backlog", bench.DefaultDeliveryBacklog, "invocations offered and not yet acknowledged at most in the closed loop")
-	rate := fs.Float64("rate", deliveryGoalRate, "invocations per second `offered` on a schedule in the paced load; 0 leaves it out")
+	rate := fs.Float64("rate", deliveryGoalRate, "`n` invocations a second offered on a schedule in the paced load; 0 leaves it out")
 	drops := fs.Int("drops", 100, "disconnects timed, one after the other")
 	entries := fs.Int("entries", bench.DefaultDeliveryEntries, "inbox entries the memory reading stores")
 	asJSON := fs.Bool("json", false, "print results as JSON")
