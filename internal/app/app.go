@@ -19,6 +19,7 @@ import (
 
 	"novaos.dev/novaos/internal/agenthost"
 	"novaos.dev/novaos/internal/auth"
+	deliverysvc "novaos.dev/novaos/internal/delivery"
 	"novaos.dev/novaos/internal/execgw"
 	"novaos.dev/novaos/internal/gatesvc"
 	"novaos.dev/novaos/internal/memorysvc"
@@ -283,7 +284,8 @@ type Server struct {
 
 	issuer *auth.Issuer
 	host   *agenthost.Host
-	gate   *gatesvc.Service // nil when no gate store
+	gate   *gatesvc.Service     // nil when no gate store
+	pull   *deliverysvc.Service // nil without delivery stores
 
 	// workers stop the services' background loops, in start order.
 	workers []func()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"novaos.dev/novaos/internal/auth"
+	deliverysvc "novaos.dev/novaos/internal/delivery"
 	"novaos.dev/novaos/internal/execgw"
 	"novaos.dev/novaos/internal/gatesvc"
 	"novaos.dev/novaos/internal/llmgw"
@@ -106,6 +107,14 @@ func (s *Server) Gate() *gatesvc.Service {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.gate
+}
+
+// Delivery is the server's pull-delivery service (nil before Start or
+// without delivery stores): the bench offers runs to pull agents with it.
+func (s *Server) Delivery() *deliverysvc.Service {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pull
 }
 
 // startWorker runs a service's background loop until Shutdown.

@@ -74,7 +74,7 @@ func (s *Server) Start(ctx context.Context) error {
 		return err
 	}
 	s.ln, s.baseURL, s.running = ln, base, services
-	s.issuer, s.gate, s.host = m.issuer, m.gate, m.host
+	s.issuer, s.gate, s.host, s.pull = m.issuer, m.gate, m.host, m.pull
 	s.metricsLn, s.metricsSv = metricsLn, metricsSv
 	// No WriteTimeout: SSE streams stay open as long as their task runs.
 	s.http = guard.Server(handler)

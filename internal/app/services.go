@@ -13,6 +13,7 @@ import (
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/agenthost"
 	"novaos.dev/novaos/internal/auth"
+	deliverysvc "novaos.dev/novaos/internal/delivery"
 	"novaos.dev/novaos/internal/execgw"
 	"novaos.dev/novaos/internal/gatesvc"
 	"novaos.dev/novaos/internal/httpapi"
@@ -61,6 +62,7 @@ type mounted struct {
 	issuer *auth.Issuer
 	gate   *gatesvc.Service // nil without a gate store
 	host   *agenthost.Host
+	pull   *deliverysvc.Service // nil without delivery stores
 }
 
 // mount builds the server's services, in the order they depend on each
@@ -121,7 +123,7 @@ func (s *Server) mount(ctx context.Context, base string, guard *httpapi.Guard) (
 	if err != nil {
 		return m, err
 	}
-	add(l, pull)
+	m.pull = add(l, pull)
 	gwDeps := execgw.Deps{AdminToken: s.opts.AdminToken, Tokens: m.issuer, Hosted: m.host, BaseURL: base,
 		Tracing: s.tracing(), Metrics: s.metrics()}
 	if sealer != nil {

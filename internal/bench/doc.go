@@ -15,7 +15,10 @@
 // [RunSides] loads several servers one at a time in turns, so that their
 // ratio survives a noisy machine; [SpanSink] is an OTLP collector that
 // counts and drops spans; [FillDatabase], [TimeScrapes] and [Scraper]
-// time /metrics on a database of realistic size.
+// time /metrics on a database of realistic size. [DeliveryBench] runs an
+// adapter of the SDK (gateway session, verifier, SQLite inbox) against a
+// pull agent's stream, timed at the platform's store by
+// [DeliveryStamps]: loads, resumes after a cut, and an inbox's memory.
 //
 //	srv := httptest.NewServer(bench.EchoHandler())
 //	defer srv.Close()

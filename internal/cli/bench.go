@@ -68,6 +68,8 @@ func runBench(ctx context.Context, args []string, e *env) int {
 		return runBenchOps(ctx, args[1:], e)
 	case "llm":
 		return runBenchLLM(ctx, args[1:], e)
+	case "delivery":
+		return runBenchDelivery(ctx, args[1:], e)
 	}
 	fmt.Fprintf(e.stderr, "novaos bench: unknown target %q\n", args[0])
 	benchUsage(e.stderr)
@@ -92,6 +94,8 @@ func benchUsage(w io.Writer) {
 	fmt.Fprintln(w, "          in turns; then GET /metrics on a database of --tasks tasks and --runs runs, every service mounted")
 	fmt.Fprintln(w, "  llm     streamed chat completions through the LLM gateway (a token, a budget) against the same stream asked of the")
 	fmt.Fprintln(w, "          provider directly; time to the first streamed token, one client, then --c")
+	fmt.Fprintln(w, "  delivery invocations stored by an adapter (SDK gateway session, verifier, SQLite inbox) and acknowledged through the")
+	fmt.Fprintln(w, "          WebSocket gateway on SQLite, against SendMessage to echo; resume after a disconnect, memory per inbox entry")
 }
 
 // benchReport is the --json output.
