@@ -158,7 +158,7 @@ func rowShowsDefault(row, def string) bool {
 // against. A page that documents a new command's flags adds it here.
 var commands = [][]string{
 	{"serve"}, {"send"},
-	{"bench", "a2a"}, {"bench", "memory"}, {"bench", "gate"}, {"bench", "runs"}, {"bench", "tools"}, {"bench", "ops"}, {"bench", "llm"},
+	{"bench", "a2a"}, {"bench", "memory"}, {"bench", "gate"}, {"bench", "runs"}, {"bench", "tools"}, {"bench", "ops"}, {"bench", "llm"}, {"bench", "delivery"},
 	{"agents", "list"}, {"agents", "search"}, {"agents", "find"}, {"agents", "register"}, {"agents", "update"},
 	{"keys", "generate"}, {"keys", "public"},
 	{"memory", "write"}, {"memory", "query"}, {"memory", "update"}, {"memory", "forget"}, {"memory", "hint"},
