@@ -85,6 +85,9 @@ func (a *Agent) Execute(ctx context.Context, req *a2asrv.RequestContext, u a2asr
 	}
 	res, err := a.call(c)
 	endSkill(span, res, err)
+	// Ended before the final status goes out, so a caller holding the
+	// answer finds the span exported (or at least handed to its processor).
+	span.End()
 	return a.finish(c, res, err)
 }
 
