@@ -485,7 +485,9 @@ func (t *runTask) finish(ctx context.Context, h *Run, f delivery.RunFinish) {
 		if err == nil || ctx.Err() != nil {
 			return
 		}
-		if !IsTransient(err) {
+		// A proof refused twice (a nonce gone stale again while the
+		// first repeat went) is for now too.
+		if !IsTransient(err) && !errors.Is(err, ErrUnauthenticated) {
 			t.a.log.Warn("adapter: the platform refused the run's end", "run_id", t.runID, "state", f.State, "err", err)
 			return
 		}
