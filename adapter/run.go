@@ -27,6 +27,7 @@ type runTask struct {
 	stopped bool
 	started bool
 	handle  *Run
+	last    string // the event of the entry worked last
 }
 
 func (t *runTask) poke() {
@@ -98,7 +99,7 @@ func (a *Adapter) schedule(ctx context.Context, e InboxEntry) {
 	a.mu.Lock()
 	if t, ok := a.runs[e.RunID]; ok {
 		t.mu.Lock()
-		running := t.started && t.handle != nil
+		running := t.started && t.handle != nil && !t.handle.awaitingInput()
 		t.mu.Unlock()
 		a.mu.Unlock()
 		if running && e.Type != delivery.EventInvocation {
@@ -118,9 +119,23 @@ func (a *Adapter) schedule(ctx context.Context, e InboxEntry) {
 				delete(a.runs, t.runID)
 			}
 			a.mu.Unlock()
+			// An entry accepted while the task was ending found it still
+			// here and only poked it (the answer to a run that just began
+			// to wait): a new task works it.
+			if ctx.Err() == nil {
+				if e, ok := t.next(ctx); ok && e.EventID != t.lastEntry() {
+					a.schedule(ctx, e)
+				}
+			}
 		}()
 		t.work(ctx)
 	})
+}
+
+func (t *runTask) lastEntry() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.last
 }
 
 // next is the run's entry to work from: the latest accepted one.
@@ -156,6 +171,9 @@ func (t *runTask) work(ctx context.Context) {
 		if !ok {
 			return
 		}
+		t.mu.Lock()
+		t.last = entry.EventID
+		t.mu.Unlock()
 		log := a.log.With("run_id", t.runID, "event_id", entry.EventID)
 		inv, check, err := a.reread(ctx, entry)
 		if err != nil {
@@ -564,6 +582,15 @@ type Run struct {
 	mu       sync.Mutex
 	finished bool
 	waiting  bool
+	// awaiting is set from the start of AwaitInput on (until it fails):
+	// an answer that comes while it is under way resumes the run.
+	awaiting bool
+}
+
+func (r *Run) awaitingInput() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.awaiting
 }
 
 // Version is the run's version as the adapter last saw it.
@@ -614,7 +641,16 @@ func (r *Run) AwaitInput(ctx context.Context, statusLine string) error {
 	if err := r.patcher.Flush(ctx); err != nil && !errors.Is(err, ErrPatcherStopped) {
 		r.a.log.Warn("adapter: sending a run's progress failed", "run_id", r.ID, "err", err)
 	}
+	// The platform may wait, and the person answer, before this call
+	// returns: the answer is a resume from now on, never a follow-up of
+	// the running execution.
+	r.mu.Lock()
+	r.awaiting = true
+	r.mu.Unlock()
 	if _, err := r.a.api.AwaitRunInput(r.bind(ctx), r.ID, delivery.RunAwaitInput{StatusLine: statusLine}); err != nil {
+		r.mu.Lock()
+		r.awaiting = false
+		r.mu.Unlock()
 		return err
 	}
 	r.mu.Lock()

@@ -422,3 +422,66 @@ func TestFinishOutlastsRetries(t *testing.T) {
 		t.Fatalf("the run is %s (%v) after %d refused finishes", run.State, err, f.Fired("finishRun"))
 	}
 }
+
+// waitingInbox holds the move of an entry to waiting (the adapter's own
+// note that the run waits, after the platform was told) until release.
+type waitingInbox struct {
+	adapter.InboxStore
+	waiting chan struct{} // closed when the move waits
+	release chan struct{}
+	once    sync.Once
+}
+
+func (in *waitingInbox) SetState(ctx context.Context, eventID string, from, to adapter.InboxState, reason string) error {
+	if to == adapter.InboxWaiting {
+		in.once.Do(func() { close(in.waiting) })
+		<-in.release
+	}
+	return in.InboxStore.SetState(ctx, eventID, from, to, reason)
+}
+
+// The person answers a run that waits for input before the adapter is
+// done noting that it waits: the answer resumes the run (it is not a
+// follow-up of the execution that asked).
+func TestAnswerWhileAwaitInputEnds(t *testing.T) {
+	f := platformtest.NewFakeServer(t, nil)
+	in := &waitingInbox{InboxStore: adapter.NewMemoryInbox(nil), waiting: make(chan struct{}), release: make(chan struct{})}
+	h := &platformtest.RecordingHandler{Work: func(ctx context.Context, run *adapter.Run) error {
+		if run.Invocation.Type == delivery.EventInvocation {
+			return run.AwaitInput(ctx, "which one?")
+		}
+		return nil
+	}}
+	runWith(t, f, f.Config("alpha"), h, adapter.Options{Inbox: in, Outbox: adapter.NewMemoryOutbox(nil)})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := f.WaitConsumer(ctx, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := f.Trigger(ctx, "ask me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-in.waiting:
+	case <-ctx.Done():
+		t.Fatal("the run did not wait")
+	}
+	if err := f.Reply(ctx, tr.RunID, "the second"); err != nil {
+		t.Fatal(err)
+	}
+	// The answer is stored (and acknowledged) while the execution that
+	// asked is still ending.
+	err = waitCond(ctx, func() bool {
+		cs, err := f.ConsumerState(ctx, "alpha")
+		return err == nil && cs.HeadSeq >= 2 && cs.AckedSeq == cs.HeadSeq
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(in.release)
+	run, err := f.WaitRun(ctx, tr.RunID, ended)
+	if err != nil || run.State != delivery.RunCompleted || len(h.Executes()) != 2 {
+		t.Fatalf("the run is %s (%v) after %d executions; want completed after two", run.State, err, len(h.Executes()))
+	}
+}
