@@ -166,6 +166,13 @@ const maxRenewals = 3
 func (t *runTask) work(ctx context.Context) {
 	a := t.a
 	prepared, renewals := false, 0
+	// unsure is the key (the id of the token it is made of) of a start
+	// of the entry unsureOf whose answer did not come: the platform may
+	// have taken it. It is sent again with that key before anything
+	// else, and the platform answers a repeated key with its first
+	// answer, whatever token comes with it now; a start with a new key
+	// would find the run started, by this adapter, never executed.
+	unsure, unsureOf := "", ""
 	for ctx.Err() == nil && !t.isStopped() {
 		entry, ok := t.next(ctx)
 		if !ok {
@@ -174,6 +181,9 @@ func (t *runTask) work(ctx context.Context) {
 		t.mu.Lock()
 		t.last = entry.EventID
 		t.mu.Unlock()
+		if unsureOf != entry.EventID {
+			unsure = ""
+		}
 		log := a.log.With("run_id", t.runID, "event_id", entry.EventID)
 		inv, check, err := a.reread(ctx, entry)
 		if err != nil {
@@ -212,7 +222,7 @@ func (t *runTask) work(ctx context.Context) {
 			t.refuseAndClose(ctx, entry, v)
 			return
 		}
-		if a.expired(entry.Token) {
+		if a.expired(entry.Token) && unsure == "" {
 			if renewals >= maxRenewals {
 				log.Warn("adapter: the renewed token is expired too; the run is left to the platform")
 				return
@@ -237,7 +247,12 @@ func (t *runTask) work(ctx context.Context) {
 			}
 			continue
 		}
-		run, err := t.start(ctx, entry, act, resume)
+		key := entry.Token.JTI
+		if unsure != "" {
+			key = unsure
+		}
+		run, err := t.start(ctx, entry, act, resume, key)
+		unsure = ""
 		if err == nil {
 			_ = a.inbox.SetState(ctx, entry.EventID, InboxAccepted, InboxStarted, "")
 			if resume {
@@ -262,7 +277,8 @@ func (t *runTask) work(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			log.Warn("adapter: starting a run failed for now; trying again with the same token", "err", err)
+			log.Warn("adapter: starting a run failed for now; trying again with the same key", "err", err)
+			unsure, unsureOf = key, entry.EventID
 			if a.sleep(ctx, a.set.RetryBackoffCap) != nil {
 				return
 			}
@@ -327,11 +343,13 @@ func (t *runTask) awaitNewer(ctx context.Context, entry InboxEntry, log interfac
 }
 
 // start sends startRun (or resumeRun) with the entry's token, keyed by
-// it, so a start whose answer was lost is answered again, not refused.
-func (t *runTask) start(ctx context.Context, entry InboxEntry, act Actual, resume bool) (delivery.Run, error) {
+// the id of a token (the entry's, or the one of a start whose answer
+// was lost), so a start whose answer was lost is answered again, not
+// refused.
+func (t *runTask) start(ctx context.Context, entry InboxEntry, act Actual, resume bool, keyJTI string) (delivery.Run, error) {
 	bound := WithRun(ctx, t.runID, t.currentToken)
 	if resume {
-		return t.a.api.ResumeRun(WithIdempotencyKey(bound, startKey("resume", entry.Token.JTI)), t.runID,
+		return t.a.api.ResumeRun(WithIdempotencyKey(bound, startKey("resume", keyJTI)), t.runID,
 			delivery.RunResume{BillingModeUsed: act.BillingMode, ToolClassUsed: act.ToolClass})
 	}
 	body := delivery.RunStart{BillingModeUsed: act.BillingMode, ToolClassUsed: act.ToolClass}
@@ -339,7 +357,7 @@ func (t *runTask) start(ctx context.Context, entry InboxEntry, act Actual, resum
 		o := so.StartOptions(ctx, t.runID)
 		body.Model, body.ExternalSessionRef, body.BillingEvidence = o.Model, o.ExternalSessionRef, o.BillingEvidence
 	}
-	return t.a.api.StartRun(WithIdempotencyKey(bound, startKey("start", entry.Token.JTI)), t.runID, body)
+	return t.a.api.StartRun(WithIdempotencyKey(bound, startKey("start", keyJTI)), t.runID, body)
 }
 
 // StartOptions are what an agent tells the platform when a run starts.
@@ -356,10 +374,13 @@ type StartOptioner interface {
 }
 
 // renew asks for a fresh token for the run and stores it as the entry's
-// newest.
+// newest. The request is keyed by the renewed token's id: a renewal whose
+// answer was lost is answered again with the token it made (which
+// superseded the renewed one), not refused as superseded.
 func (t *runTask) renew(ctx context.Context, entry InboxEntry, inv *Invocation) error {
 	a := t.a
-	grant, err := a.api.RenewInvocationToken(WithRun(ctx, t.runID, t.currentToken), t.runID)
+	grant, err := a.api.RenewInvocationToken(WithIdempotencyKey(WithRun(ctx, t.runID, t.currentToken),
+		startKey("renew", entry.Token.JTI)), t.runID)
 	if err != nil {
 		return err
 	}
@@ -372,7 +393,7 @@ func (t *runTask) renew(ctx context.Context, entry InboxEntry, inv *Invocation) 
 	if err != nil {
 		return err
 	}
-	if check.Verdict != VerdictValid {
+	if check.Verdict != VerdictValid && check.Verdict != VerdictExpired {
 		return fmt.Errorf("adapter: the renewed token is %s", check.Verdict)
 	}
 	tok := InboxToken{Value: secret.New(grant.InvocationToken), JTI: check.JTI, IssuedAt: check.IssuedAt, ExpiresAt: check.ExpiresAt}
@@ -380,8 +401,17 @@ func (t *runTask) renew(ctx context.Context, entry InboxEntry, inv *Invocation) 
 		return err
 	}
 	t.setToken(tok)
+	if check.Verdict == VerdictExpired {
+		// The answer of an earlier renewal, come again: it is the run's
+		// newest token, and is renewed in turn.
+		return errRenewedExpired
+	}
 	return nil
 }
+
+// errRenewedExpired: a renewal answered an expired token (the first
+// answer of a renewal asked again long after).
+var errRenewedExpired = errors.New("adapter: the renewed token is expired")
 
 // reread decodes a stored entry and reads its token's claims again.
 func (a *Adapter) reread(ctx context.Context, e InboxEntry) (*Invocation, TokenCheck, error) {

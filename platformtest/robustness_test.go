@@ -485,3 +485,91 @@ func TestAnswerWhileAwaitInputEnds(t *testing.T) {
 		t.Fatalf("the run is %s (%v) after %d executions; want completed after two", run.State, err, len(h.Executes()))
 	}
 }
+
+// jumpAt passes the platform's time on before the nth request of an
+// operation, as a clock step while the adapter retries would.
+type jumpAt struct {
+	f  *platformtest.FakeServer
+	op string // a path suffix
+	n  int32
+	d  time.Duration
+
+	seen atomic.Int32
+}
+
+func (j *jumpAt) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(r.URL.Path, j.op) && j.seen.Add(1) == j.n {
+		j.f.PassTime(r.Context(), j.d)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// A start or renewal the platform took, whose answer was lost through
+// every try of the client, and then the token expired: the adapter asks
+// again with the same Idempotency-Key and learns the first answer. A new
+// key would find the run started (by itself, never executed) or the
+// token superseded (by its own renewal, never received).
+func TestAnswerLostThenTokenExpires(t *testing.T) {
+	for _, op := range []string{"startRun", "renewInvocationToken"} {
+		t.Run(op, func(t *testing.T) {
+			f := platformtest.NewFakeServer(t, nil)
+			tm := f.Timing()
+			ttl := tm.TokenTTL + tm.ClockLeeway + time.Second
+			tries := int32(adapter.DefaultSettings().RetryMaxAttempts)
+			suffix := map[string]string{"startRun": "/start", "renewInvocationToken": "/token"}[op]
+			hook := &jumpAt{f: f, op: suffix, n: tries, d: ttl}
+			h := &platformtest.RecordingHandler{HoldPrepare: make(chan struct{})}
+			cfg := f.Config("alpha")
+			cfg.Polling = true
+			set := adapter.DefaultSettings()
+			set.HTTPTimeout = time.Second // polls answered at once, no long poll
+			cfg.Settings = &set
+			runWith(t, f, cfg, h, adapter.Options{HTTPClient: &http.Client{Transport: hook}})
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			if err := f.WaitConsumer(ctx, "alpha"); err != nil {
+				t.Fatal(err)
+			}
+			tr, err := f.Trigger(ctx, "hello")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := h.Wait(ctx, func(h *platformtest.RecordingHandler) bool { return len(h.Prepares()) == 1 }); err != nil {
+				t.Fatal(err)
+			}
+			err = waitCond(ctx, func() bool {
+				cs, err := f.ConsumerState(ctx, "alpha")
+				return err == nil && cs.AckedSeq == cs.HeadSeq
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if op == "renewInvocationToken" {
+				f.PassTime(ctx, ttl) // the start renews first
+				// A poll after the step brings the adapter a current DPoP
+				// nonce: the first renewal is served.
+				after := len(f.Requests())
+				err := waitCond(ctx, func() bool {
+					for _, r := range f.Requests()[after:] {
+						if r.Operation == "pollAgentEvents" && r.Status == http.StatusOK {
+							return true
+						}
+					}
+					return false
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The first try is taken and answered 502; the others are
+			// refused for now, and the last comes after a clock step.
+			f.Inject(op, platformtest.StoredThen502(), 1)
+			f.Inject(op, platformtest.RateLimited(time.Second), int(tries)-1)
+			close(h.HoldPrepare)
+			run, err := f.WaitRun(ctx, tr.RunID, ended)
+			if err != nil || run.State != delivery.RunCompleted || len(h.Executes()) != 1 || f.Fired(op) != int(tries) {
+				t.Fatalf("the run is %s (%v) after %d executions; %d faults fired", run.State, err, len(h.Executes()), f.Fired(op))
+			}
+		})
+	}
+}
