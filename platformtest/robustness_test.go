@@ -385,7 +385,8 @@ func TestResumedElsewhereClosesTheEntry(t *testing.T) {
 	closed := false
 	err = waitCond(ctx, func() bool {
 		for len(pollIn.closes) > 0 {
-			closed = closed || strings.HasPrefix(<-pollIn.closes, "not started")
+			reason := <-pollIn.closes
+			closed = closed || strings.HasPrefix(reason, "not started")
 		}
 		return closed || resumes() > 1
 	})
