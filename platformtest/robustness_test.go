@@ -574,3 +574,43 @@ func TestAnswerLostThenTokenExpires(t *testing.T) {
 		})
 	}
 }
+
+// A run the adapter was executing when it stopped (killed, or stopped
+// for good) is ended by the next adapter on the same state as
+// interrupted: never executed again, and never left running.
+func TestInterruptedRunEndsAtRestart(t *testing.T) {
+	f := platformtest.NewFakeServer(t, nil)
+	cfg := f.Config("alpha")
+	cfg.StateDir = t.TempDir()
+	executing := make(chan struct{}, 1)
+	first := &platformtest.RecordingHandler{Work: func(ctx context.Context, run *adapter.Run) error {
+		executing <- struct{}{}
+		<-run.Done()
+		return ctx.Err()
+	}}
+	stop := runWith(t, f, cfg, first, adapter.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := f.WaitConsumer(ctx, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := f.Trigger(ctx, "long")
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-executing:
+	case <-ctx.Done():
+		t.Fatal("the run was not executed")
+	}
+	stop()
+	if run, err := f.RunState(ctx, tr.RunID); err != nil || run.State != delivery.RunRunning {
+		t.Fatalf("the stopped adapter's run is %s (%v)", run.State, err)
+	}
+	second := &platformtest.RecordingHandler{}
+	runWith(t, f, cfg, second, adapter.Options{})
+	run, err := f.WaitRun(ctx, tr.RunID, ended)
+	if err != nil || run.State != delivery.RunFailed || run.StateReason != delivery.ReasonInterrupted || len(second.Executes()) != 0 {
+		t.Fatalf("the run is %s (%q, %v) after %d executions by the next adapter", run.State, run.StateReason, err, len(second.Executes()))
+	}
+}
