@@ -28,6 +28,9 @@ type runTask struct {
 	started bool
 	handle  *Run
 	last    string // the event of the entry worked last
+	// recovered: the task takes up an entry a previous process
+	// accepted, which may have sent a start whose answer it never saw.
+	recovered bool
 }
 
 func (t *runTask) poke() {
@@ -95,7 +98,11 @@ var errCheckUnavailable = errors.New("adapter: the token cannot be checked now")
 // schedule makes sure a task works the entry's run: a new one, or the
 // one already there (woken; a follow-up for a running run goes to the
 // handler).
-func (a *Adapter) schedule(ctx context.Context, e InboxEntry) {
+func (a *Adapter) schedule(ctx context.Context, e InboxEntry) { a.scheduleTask(ctx, e, false) }
+
+// scheduleTask is schedule; recovered marks an entry a previous process
+// left accepted.
+func (a *Adapter) scheduleTask(ctx context.Context, e InboxEntry, recovered bool) {
 	a.mu.Lock()
 	if t, ok := a.runs[e.RunID]; ok {
 		t.mu.Lock()
@@ -109,7 +116,7 @@ func (a *Adapter) schedule(ctx context.Context, e InboxEntry) {
 		t.poke()
 		return
 	}
-	t := &runTask{a: a, runID: e.RunID, pokec: make(chan struct{}, 1)}
+	t := &runTask{a: a, runID: e.RunID, pokec: make(chan struct{}, 1), recovered: recovered}
 	a.runs[e.RunID] = t
 	a.mu.Unlock()
 	a.tasks.Go(func() {
@@ -173,6 +180,9 @@ func (t *runTask) work(ctx context.Context) {
 	// answer, whatever token comes with it now; a start with a new key
 	// would find the run started, by this adapter, never executed.
 	unsure, unsureOf := "", ""
+	// A previous process may have sent the start of what it left
+	// accepted, with the stored token, and stopped before the answer.
+	recovering := t.recovered
 	for ctx.Err() == nil && !t.isStopped() {
 		entry, ok := t.next(ctx)
 		if !ok {
@@ -181,6 +191,10 @@ func (t *runTask) work(ctx context.Context) {
 		t.mu.Lock()
 		t.last = entry.EventID
 		t.mu.Unlock()
+		if recovering {
+			recovering = false
+			unsure, unsureOf = entry.Token.JTI, entry.EventID
+		}
 		if unsureOf != entry.EventID {
 			unsure = ""
 		}

@@ -147,7 +147,7 @@ func (a *Adapter) recover(ctx context.Context) error {
 		return fmt.Errorf("adapter: reading the inbox: %w", err)
 	}
 	for _, e := range accepted {
-		a.schedule(ctx, e)
+		a.scheduleTask(ctx, e, true)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -612,5 +613,73 @@ func TestInterruptedRunEndsAtRestart(t *testing.T) {
 	run, err := f.WaitRun(ctx, tr.RunID, ended)
 	if err != nil || run.State != delivery.RunFailed || run.StateReason != delivery.ReasonInterrupted || len(second.Executes()) != 0 {
 		t.Fatalf("the run is %s (%q, %v) after %d executions by the next adapter", run.State, run.StateReason, err, len(second.Executes()))
+	}
+}
+
+// stallingInbox holds the move of a run's entry to started until its
+// context ends, and then does not make it: the process died between the
+// start's answer and its note of it.
+type stallingInbox struct {
+	adapter.InboxStore
+	starting chan struct{}
+	once     sync.Once
+}
+
+func (in *stallingInbox) SetState(ctx context.Context, eventID string, from, to adapter.InboxState, reason string) error {
+	if to == adapter.InboxStarted {
+		in.once.Do(func() { close(in.starting) })
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return in.InboxStore.SetState(ctx, eventID, from, to, reason)
+}
+
+// The adapter stopped after the platform started a run and before it
+// noted the start; its token expired before the next adapter came. The
+// next one asks with the start's key first and learns the start was
+// made: it executes the run once (a renewal first would key a new
+// start, be refused already_started, and leave the run running).
+func TestRestartAfterAnAnsweredStart(t *testing.T) {
+	f := platformtest.NewFakeServer(t, nil)
+	cfg := f.Config("alpha")
+	cfg.StateDir = t.TempDir()
+	clock := platformtest.SpedUpClock{Base: f.Clock(), Factor: 100}
+	db, err := adapter.OpenSQLiteInbox(filepath.Join(cfg.StateDir, "inbox.sqlite3"), &adapter.InboxOptions{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &stallingInbox{InboxStore: db, starting: make(chan struct{})}
+	var executed atomic.Int32
+	h := &platformtest.RecordingHandler{Work: func(ctx context.Context, run *adapter.Run) error {
+		if ctx.Err() == nil { // the stopped process never executes
+			executed.Add(1)
+		}
+		return nil
+	}}
+	stop := runWith(t, f, cfg, h, adapter.Options{Inbox: in})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := f.WaitConsumer(ctx, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := f.Trigger(ctx, "hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-in.starting:
+	case <-ctx.Done():
+		t.Fatal("the run was not started")
+	}
+	tm := f.Timing()
+	f.PassTime(ctx, tm.TokenTTL+tm.ClockLeeway+time.Second)
+	stop()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	runWith(t, f, cfg, h, adapter.Options{})
+	run, err := f.WaitRun(ctx, tr.RunID, ended)
+	if err != nil || run.State != delivery.RunCompleted || executed.Load() != 1 {
+		t.Fatalf("the run is %s (%q, %v) after %d executions", run.State, run.StateReason, err, executed.Load())
 	}
 }
