@@ -522,7 +522,7 @@ func (t *runTask) execute(ctx context.Context, run delivery.Run, inv *Invocation
 	case finished || waiting:
 		return
 	case reason != "":
-		t.finish(ctx, h, delivery.RunFinish{State: delivery.RunCancelled, Reason: reason})
+		t.finish(ctx, h, delivery.RunFinish{State: delivery.RunCancelled, Reason: delivery.ReasonCancelled})
 	case err == nil:
 		t.finish(ctx, h, delivery.RunFinish{State: delivery.RunCompleted})
 	default:

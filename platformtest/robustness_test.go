@@ -683,3 +683,43 @@ func TestRestartAfterAnAnsweredStart(t *testing.T) {
 		t.Fatalf("the run is %s (%q, %v) after %d executions", run.State, run.StateReason, err, executed.Load())
 	}
 }
+
+// A run the platform cancelled while it executed is finished cancelled
+// with the reason code, not with the platform's words (which no reason
+// code may hold): the finish is never refused as malformed.
+func TestCancelledRunIsFinishedWithTheReasonCode(t *testing.T) {
+	f := platformtest.NewFakeServer(t, nil)
+	h := &platformtest.RecordingHandler{Work: func(ctx context.Context, run *adapter.Run) error {
+		<-run.Done()
+		return nil
+	}}
+	runWith(t, f, f.Config("alpha"), h, adapter.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := f.WaitConsumer(ctx, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := f.Trigger(ctx, "cancel me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Wait(ctx, func(h *platformtest.RecordingHandler) bool { return len(h.Executes()) == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Cancel(ctx, tr.RunID); err != nil {
+		t.Fatal(err)
+	}
+	var finish platformtest.Request
+	err = waitCond(ctx, func() bool {
+		for _, r := range f.Requests() {
+			if r.Operation == "finishRun" && r.Status != 0 {
+				finish = r
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil || finish.Status == http.StatusBadRequest {
+		t.Fatalf("the cancelled run's finish was answered %d (%v)", finish.Status, err)
+	}
+}
