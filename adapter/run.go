@@ -513,7 +513,7 @@ func (t *runTask) execute(ctx context.Context, run delivery.Run, inv *Invocation
 	t.mu.Unlock()
 	cancel(nil)
 	if ctx.Err() != nil && reason == "" {
-		return // the adapter stops: the next one closes the run's entry
+		return // the adapter stops: the next one ends the run as interrupted
 	}
 	h.mu.Lock()
 	finished, waiting := h.finished, h.waiting
