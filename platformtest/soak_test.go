@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -356,6 +358,12 @@ func TestSoakFaults(t *testing.T) {
 		}
 		t.Logf("soak: warnings of the polling adapter:\n%s", pollWarns)
 		t.Logf("soak: warnings of the gateway adapter:\n%s", gwWarns)
+		buf := make([]byte, 64<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		path := filepath.Join(os.TempDir(), fmt.Sprintf("soak-stacks-%d.txt", os.Getpid()))
+		if os.WriteFile(path, buf, 0o600) == nil {
+			t.Logf("soak: the goroutines are in %s", path)
+		}
 	}
 	// await waits until cond holds, letting platform time pass whenever
 	// nothing moved for soakQuiet.
