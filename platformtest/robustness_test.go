@@ -96,6 +96,20 @@ func TestLostPollPageIsNotAcknowledged(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.ClearFaults()
+	// Once a poll without a fault was answered, none with one is under
+	// way (the source polls one at a time).
+	cleared := len(f.Requests())
+	err = waitCond(ctx, func() bool {
+		for _, r := range f.Requests()[cleared:] {
+			if r.Operation == "pollAgentEvents" && r.Status == http.StatusOK {
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	three, err := f.Trigger(ctx, "after")
 	if err != nil {
