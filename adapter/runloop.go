@@ -284,6 +284,12 @@ func (a *Adapter) process(ctx context.Context, events []delivery.Event) {
 		default:
 			acc, ok := a.check(ctx, ev)
 			if !ok {
+				if _, err := a.inbox.Get(ctx, ev.ID); err == nil {
+					// Stored, and settled, at an earlier delivery: the
+					// platform may have its acknowledgement already and
+					// send it no more. Its new token is dropped.
+					continue
+				}
 				a.hold(ev)
 				continue
 			}

@@ -2,6 +2,8 @@ package platformtest_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"path/filepath"
@@ -736,4 +738,134 @@ func TestCancelledRunIsFinishedWithTheReasonCode(t *testing.T) {
 	if err != nil || finish.Status == http.StatusBadRequest {
 		t.Fatalf("the cancelled run's finish was answered %d (%v)", finish.Status, err)
 	}
+}
+
+// unknownKid gives a token a key id no key set has: its check is
+// UnknownKey, and its event stays unsettled until it comes again.
+func unknownKid(tok string) string {
+	head, rest, ok := strings.Cut(tok, ".")
+	if !ok {
+		return tok
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(head)
+	if err != nil {
+		return tok
+	}
+	var h map[string]any
+	if json.Unmarshal(raw, &h) != nil {
+		return tok
+	}
+	h["kid"] = "no-such-key"
+	raw, _ = json.Marshal(h)
+	return base64.RawURLEncoding.EncodeToString(raw) + "." + rest
+}
+
+// An event stored and acknowledged before comes again (the platform had
+// not yet taken the acknowledgement when it sent it again) with a token
+// that cannot be checked now; meanwhile the platform takes the first
+// acknowledgement and sends the event no more. The event was settled
+// when it was stored: it must not hold the acknowledgements of every
+// later event for good.
+func TestStoredEventAgainWithAnUncheckableToken(t *testing.T) {
+	f := platformtest.NewFakeServer(t, nil)
+	cfg := f.Config("alpha")
+	cfg.Polling = true
+	set := adapter.DefaultSettings()
+	set.HTTPTimeout = time.Second // polls answered at once, no long poll
+	cfg.Settings = &set
+	c, err := adapter.NewClient(cfg.BaseURL, cfg.Credentials, &adapter.ClientOptions{Settings: &set,
+		Clock: platformtest.SpedUpClock{Base: f.Clock(), Factor: 100}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := adapter.NewPollingSource(c, f.AgentID(), "alpha", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu       sync.Mutex
+		first    string
+		tampered bool
+		after    int // Receives since the tampered batch
+	)
+	tamper := &platformtest.TamperingSource{Source: src, Tamper: func(ev *delivery.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case first == "" && ev.Type == delivery.EventInvocation:
+			first = ev.ID
+		case ev.ID == first && !tampered:
+			tampered = true
+			ev.InvocationToken = unknownKid(ev.InvocationToken)
+		}
+	}}
+	counting := &countingSource{Source: tamper, receiving: func() {
+		mu.Lock()
+		if tampered {
+			after++
+		}
+		mu.Unlock()
+	}}
+	runWith(t, f, cfg, &platformtest.RecordingHandler{}, adapter.Options{Source: counting, Client: c})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := f.WaitConsumer(ctx, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	acked := func(seq int64) error {
+		return waitCond(ctx, func() bool {
+			cs, err := f.ConsumerState(ctx, "alpha")
+			return err == nil && cs.AckedSeq >= seq && cs.HeadSeq >= seq
+		})
+	}
+	one, err := f.Trigger(ctx, "one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WaitRun(ctx, one.RunID, ended); err != nil {
+		t.Fatal(err)
+	}
+	if err := acked(1); err != nil {
+		t.Fatal(err)
+	}
+	// It comes again, and the adapter is done with that batch: it asks
+	// for the next.
+	if err := f.Restart(ctx, "alpha", 0); err != nil {
+		t.Fatal(err)
+	}
+	err = waitCond(ctx, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return after > 0
+	})
+	if err != nil {
+		t.Fatal("the event did not come again")
+	}
+	// The first acknowledgement lands.
+	if err := f.Restart(ctx, "alpha", 1); err != nil {
+		t.Fatal(err)
+	}
+	two, err := f.Trigger(ctx, "two")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WaitRun(ctx, two.RunID, ended); err != nil {
+		t.Fatal(err)
+	}
+	if err := acked(2); err != nil {
+		cs, _ := f.ConsumerState(ctx, "alpha")
+		t.Fatalf("the consumer stays at %d of %d", cs.AckedSeq, cs.HeadSeq)
+	}
+}
+
+// countingSource tells of every Receive before it receives: the
+// adapter is done with the batch before.
+type countingSource struct {
+	adapter.Source
+	receiving func()
+}
+
+func (s *countingSource) Receive(ctx context.Context) ([]delivery.Event, error) {
+	s.receiving()
+	return s.Source.Receive(ctx)
 }
