@@ -25,7 +25,9 @@
 // Deps.Keys, an Ed25519 ring of its own, KeyFile in the data directory)
 // of the event's grant (delivery.Claims: iss the base URL, aud the
 // agent, sub the run's caller, a new jti, Options.TokenTTL), recorded as
-// its run's newest before the delivery is handed out. The keys are
+// its run's newest before the delivery is handed out (but one of a turn
+// the run has moved past, which would supersede the current turn's
+// token). The keys are
 // published at delivery.JWKSPath with Cache-Control max-age
 // Options.JWKSMaxAge.
 //
