@@ -106,7 +106,10 @@
 // is remembered in this process for the resume window (two per
 // consumer at most: its holder, and the last one that lost it, whose
 // resume is 4015); resume acknowledges its cursor and sends the events
-// after it. run.update is UpdateRun, answered only when refused (an
+// after it, and before them once more those at or before the cursor that
+// the session had sent again (an agent that settled one from its first
+// delivery may never have read the later, whose token superseded the
+// one it holds). run.update is UpdateRun, answered only when refused (an
 // error frame with the problem's code, status and detail, and the run
 // with base_version_conflict). Heartbeats check that the API token is
 // not revoked (4017), the instance still pulls (4016, also checked at
