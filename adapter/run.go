@@ -27,6 +27,10 @@ type runTask struct {
 	stopped bool
 	started bool
 	handle  *Run
+	last    string // the event of the entry worked last
+	// recovered: the task takes up an entry a previous process
+	// accepted, which may have sent a start whose answer it never saw.
+	recovered bool
 }
 
 func (t *runTask) poke() {
@@ -94,11 +98,15 @@ var errCheckUnavailable = errors.New("adapter: the token cannot be checked now")
 // schedule makes sure a task works the entry's run: a new one, or the
 // one already there (woken; a follow-up for a running run goes to the
 // handler).
-func (a *Adapter) schedule(ctx context.Context, e InboxEntry) {
+func (a *Adapter) schedule(ctx context.Context, e InboxEntry) { a.scheduleTask(ctx, e, false) }
+
+// scheduleTask is schedule; recovered marks an entry a previous process
+// left accepted.
+func (a *Adapter) scheduleTask(ctx context.Context, e InboxEntry, recovered bool) {
 	a.mu.Lock()
 	if t, ok := a.runs[e.RunID]; ok {
 		t.mu.Lock()
-		running := t.started && t.handle != nil
+		running := t.started && t.handle != nil && !t.handle.awaitingInput()
 		t.mu.Unlock()
 		a.mu.Unlock()
 		if running && e.Type != delivery.EventInvocation {
@@ -108,7 +116,7 @@ func (a *Adapter) schedule(ctx context.Context, e InboxEntry) {
 		t.poke()
 		return
 	}
-	t := &runTask{a: a, runID: e.RunID, pokec: make(chan struct{}, 1)}
+	t := &runTask{a: a, runID: e.RunID, pokec: make(chan struct{}, 1), recovered: recovered}
 	a.runs[e.RunID] = t
 	a.mu.Unlock()
 	a.tasks.Go(func() {
@@ -118,9 +126,23 @@ func (a *Adapter) schedule(ctx context.Context, e InboxEntry) {
 				delete(a.runs, t.runID)
 			}
 			a.mu.Unlock()
+			// An entry accepted while the task was ending found it still
+			// here and only poked it (the answer to a run that just began
+			// to wait): a new task works it.
+			if ctx.Err() == nil {
+				if e, ok := t.next(ctx); ok && e.EventID != t.lastEntry() {
+					a.schedule(ctx, e)
+				}
+			}
 		}()
 		t.work(ctx)
 	})
+}
+
+func (t *runTask) lastEntry() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.last
 }
 
 // next is the run's entry to work from: the latest accepted one.
@@ -151,10 +173,30 @@ const maxRenewals = 3
 func (t *runTask) work(ctx context.Context) {
 	a := t.a
 	prepared, renewals := false, 0
+	// unsure is the key (the id of the token it is made of) of a start
+	// of the entry unsureOf whose answer did not come: the platform may
+	// have taken it. It is sent again with that key before anything
+	// else, and the platform answers a repeated key with its first
+	// answer, whatever token comes with it now; a start with a new key
+	// would find the run started, by this adapter, never executed.
+	unsure, unsureOf := "", ""
+	// A previous process may have sent the start of what it left
+	// accepted, with the stored token, and stopped before the answer.
+	recovering := t.recovered
 	for ctx.Err() == nil && !t.isStopped() {
 		entry, ok := t.next(ctx)
 		if !ok {
 			return
+		}
+		t.mu.Lock()
+		t.last = entry.EventID
+		t.mu.Unlock()
+		if recovering {
+			recovering = false
+			unsure, unsureOf = entry.Token.JTI, entry.EventID
+		}
+		if unsureOf != entry.EventID {
+			unsure = ""
 		}
 		log := a.log.With("run_id", t.runID, "event_id", entry.EventID)
 		inv, check, err := a.reread(ctx, entry)
@@ -194,7 +236,7 @@ func (t *runTask) work(ctx context.Context) {
 			t.refuseAndClose(ctx, entry, v)
 			return
 		}
-		if a.expired(entry.Token) {
+		if a.expired(entry.Token) && unsure == "" {
 			if renewals >= maxRenewals {
 				log.Warn("adapter: the renewed token is expired too; the run is left to the platform")
 				return
@@ -219,7 +261,12 @@ func (t *runTask) work(ctx context.Context) {
 			}
 			continue
 		}
-		run, err := t.start(ctx, entry, act, resume)
+		key := entry.Token.JTI
+		if unsure != "" {
+			key = unsure
+		}
+		run, err := t.start(ctx, entry, act, resume, key)
+		unsure = ""
 		if err == nil {
 			_ = a.inbox.SetState(ctx, entry.EventID, InboxAccepted, InboxStarted, "")
 			if resume {
@@ -244,7 +291,8 @@ func (t *runTask) work(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			log.Warn("adapter: starting a run failed for now; trying again with the same token", "err", err)
+			log.Warn("adapter: starting a run failed for now; trying again with the same key", "err", err)
+			unsure, unsureOf = key, entry.EventID
 			if a.sleep(ctx, a.set.RetryBackoffCap) != nil {
 				return
 			}
@@ -309,11 +357,13 @@ func (t *runTask) awaitNewer(ctx context.Context, entry InboxEntry, log interfac
 }
 
 // start sends startRun (or resumeRun) with the entry's token, keyed by
-// it, so a start whose answer was lost is answered again, not refused.
-func (t *runTask) start(ctx context.Context, entry InboxEntry, act Actual, resume bool) (delivery.Run, error) {
+// the id of a token (the entry's, or the one of a start whose answer
+// was lost), so a start whose answer was lost is answered again, not
+// refused.
+func (t *runTask) start(ctx context.Context, entry InboxEntry, act Actual, resume bool, keyJTI string) (delivery.Run, error) {
 	bound := WithRun(ctx, t.runID, t.currentToken)
 	if resume {
-		return t.a.api.ResumeRun(WithIdempotencyKey(bound, startKey("resume", entry.Token.JTI)), t.runID,
+		return t.a.api.ResumeRun(WithIdempotencyKey(bound, startKey("resume", keyJTI)), t.runID,
 			delivery.RunResume{BillingModeUsed: act.BillingMode, ToolClassUsed: act.ToolClass})
 	}
 	body := delivery.RunStart{BillingModeUsed: act.BillingMode, ToolClassUsed: act.ToolClass}
@@ -321,7 +371,7 @@ func (t *runTask) start(ctx context.Context, entry InboxEntry, act Actual, resum
 		o := so.StartOptions(ctx, t.runID)
 		body.Model, body.ExternalSessionRef, body.BillingEvidence = o.Model, o.ExternalSessionRef, o.BillingEvidence
 	}
-	return t.a.api.StartRun(WithIdempotencyKey(bound, startKey("start", entry.Token.JTI)), t.runID, body)
+	return t.a.api.StartRun(WithIdempotencyKey(bound, startKey("start", keyJTI)), t.runID, body)
 }
 
 // StartOptions are what an agent tells the platform when a run starts.
@@ -338,10 +388,13 @@ type StartOptioner interface {
 }
 
 // renew asks for a fresh token for the run and stores it as the entry's
-// newest.
+// newest. The request is keyed by the renewed token's id: a renewal whose
+// answer was lost is answered again with the token it made (which
+// superseded the renewed one), not refused as superseded.
 func (t *runTask) renew(ctx context.Context, entry InboxEntry, inv *Invocation) error {
 	a := t.a
-	grant, err := a.api.RenewInvocationToken(WithRun(ctx, t.runID, t.currentToken), t.runID)
+	grant, err := a.api.RenewInvocationToken(WithIdempotencyKey(WithRun(ctx, t.runID, t.currentToken),
+		startKey("renew", entry.Token.JTI)), t.runID)
 	if err != nil {
 		return err
 	}
@@ -354,7 +407,7 @@ func (t *runTask) renew(ctx context.Context, entry InboxEntry, inv *Invocation) 
 	if err != nil {
 		return err
 	}
-	if check.Verdict != VerdictValid {
+	if check.Verdict != VerdictValid && check.Verdict != VerdictExpired {
 		return fmt.Errorf("adapter: the renewed token is %s", check.Verdict)
 	}
 	tok := InboxToken{Value: secret.New(grant.InvocationToken), JTI: check.JTI, IssuedAt: check.IssuedAt, ExpiresAt: check.ExpiresAt}
@@ -362,8 +415,17 @@ func (t *runTask) renew(ctx context.Context, entry InboxEntry, inv *Invocation) 
 		return err
 	}
 	t.setToken(tok)
+	if check.Verdict == VerdictExpired {
+		// The answer of an earlier renewal, come again: it is the run's
+		// newest token, and is renewed in turn.
+		return errRenewedExpired
+	}
 	return nil
 }
+
+// errRenewedExpired: a renewal answered an expired token (the first
+// answer of a renewal asked again long after).
+var errRenewedExpired = errors.New("adapter: the renewed token is expired")
 
 // reread decodes a stored entry and reads its token's claims again.
 func (a *Adapter) reread(ctx context.Context, e InboxEntry) (*Invocation, TokenCheck, error) {
@@ -451,7 +513,7 @@ func (t *runTask) execute(ctx context.Context, run delivery.Run, inv *Invocation
 	t.mu.Unlock()
 	cancel(nil)
 	if ctx.Err() != nil && reason == "" {
-		return // the adapter stops: the next one closes the run's entry
+		return // the adapter stops: the next one ends the run as interrupted
 	}
 	h.mu.Lock()
 	finished, waiting := h.finished, h.waiting
@@ -460,7 +522,7 @@ func (t *runTask) execute(ctx context.Context, run delivery.Run, inv *Invocation
 	case finished || waiting:
 		return
 	case reason != "":
-		t.finish(ctx, h, delivery.RunFinish{State: delivery.RunCancelled, Reason: reason})
+		t.finish(ctx, h, delivery.RunFinish{State: delivery.RunCancelled, Reason: delivery.ReasonCancelled})
 	case err == nil:
 		t.finish(ctx, h, delivery.RunFinish{State: delivery.RunCompleted})
 	default:
@@ -485,7 +547,9 @@ func (t *runTask) finish(ctx context.Context, h *Run, f delivery.RunFinish) {
 		if err == nil || ctx.Err() != nil {
 			return
 		}
-		if !IsTransient(err) {
+		// A proof refused twice (a nonce gone stale again while the
+		// first repeat went) is for now too.
+		if !IsTransient(err) && !errors.Is(err, ErrUnauthenticated) {
 			t.a.log.Warn("adapter: the platform refused the run's end", "run_id", t.runID, "state", f.State, "err", err)
 			return
 		}
@@ -562,6 +626,15 @@ type Run struct {
 	mu       sync.Mutex
 	finished bool
 	waiting  bool
+	// awaiting is set from the start of AwaitInput on (until it fails):
+	// an answer that comes while it is under way resumes the run.
+	awaiting bool
+}
+
+func (r *Run) awaitingInput() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.awaiting
 }
 
 // Version is the run's version as the adapter last saw it.
@@ -610,7 +683,16 @@ func (r *Run) Reply(ctx context.Context, contentMD string) (string, error) {
 // Execute.
 func (r *Run) AwaitInput(ctx context.Context, statusLine string) error {
 	r.sendPending(ctx)
+	// The platform may wait, and the person answer, before this call
+	// returns: the answer is a resume from now on, never a follow-up of
+	// the running execution.
+	r.mu.Lock()
+	r.awaiting = true
+	r.mu.Unlock()
 	if _, err := r.a.api.AwaitRunInput(r.bind(ctx), r.ID, delivery.RunAwaitInput{StatusLine: statusLine}); err != nil {
+		r.mu.Lock()
+		r.awaiting = false
+		r.mu.Unlock()
 		return err
 	}
 	r.mu.Lock()

@@ -20,9 +20,9 @@ import (
 var ErrStopped = errors.New("adapter: the platform closed the connection for good")
 
 // Run receives the agent's events and works its runs until ctx ends or
-// the platform closes the gateway for good. It first closes the runs a
-// previous process left started (the platform ends them as
-// interrupted; a started run is never retried) and starts again the
+// the platform closes the gateway for good. It first ends the runs a
+// previous process left started or waiting (failed, reason
+// interrupted: a started run is never retried) and starts again the
 // ones it had accepted. It returns after every run task it began ended;
 // a platform's close for good winds the tasks down as a cancelled ctx
 // does.
@@ -129,26 +129,25 @@ func (a *Adapter) heartbeat() delivery.Heartbeat {
 	return hb
 }
 
-// recover takes up what a previous process left: started and waiting
-// entries are closed without a call (their runs were interrupted and
-// are never retried), accepted ones are started again.
+// recover takes up what a previous process left: the runs of started
+// and waiting entries were interrupted and are never retried (each is
+// ended as failed, reason interrupted, and its entry closed), accepted
+// ones are started again.
 func (a *Adapter) recover(ctx context.Context) error {
 	left, err := a.inbox.List(ctx, InboxStarted, InboxWaiting)
 	if err != nil {
 		return fmt.Errorf("adapter: reading the inbox: %w", err)
 	}
 	for _, e := range left {
-		if err := a.inbox.SetState(ctx, e.EventID, e.State, InboxClosed, "interrupted by a restart"); err != nil && !errors.Is(err, ErrInboxStateConflict) {
-			return err
-		}
 		a.log.Info("adapter: a run the previous process started was interrupted; it is not retried", "run_id", e.RunID)
+		a.tasks.Go(func() { a.interrupted(ctx, e) })
 	}
 	accepted, err := a.inbox.List(ctx, InboxAccepted)
 	if err != nil {
 		return fmt.Errorf("adapter: reading the inbox: %w", err)
 	}
 	for _, e := range accepted {
-		a.schedule(ctx, e)
+		a.scheduleTask(ctx, e, true)
 	}
 	return nil
 }
@@ -177,6 +176,30 @@ func (a *Adapter) startAcks(ctx context.Context) {
 	a.mu.Lock()
 	a.acks.start(cs.AckedSeq)
 	a.mu.Unlock()
+}
+
+// interrupted ends the run of an entry a previous process started and
+// left: the platform would keep it running for good. It tries for as
+// long as the platform cannot take it, then closes the entry (a process
+// stopped before that ends the run in turn). A run that ended already
+// is answered run_inactive.
+func (a *Adapter) interrupted(ctx context.Context, e InboxEntry) {
+	bound := WithRun(ctx, e.RunID, e.Token.Value.Reveal)
+	for {
+		_, err := a.api.FinishRun(bound, e.RunID, delivery.RunFinish{State: delivery.RunFailed, Reason: delivery.ReasonInterrupted})
+		if err == nil || !IsTransient(err) && !errors.Is(err, ErrUnauthenticated) {
+			if err != nil && !errors.Is(err, ErrRunInactive) && !errors.Is(err, ErrRunNotActive) && ctx.Err() == nil {
+				a.log.Warn("adapter: the platform refused to end an interrupted run", "run_id", e.RunID, "err", err)
+			}
+			break
+		}
+		if a.sleep(ctx, a.set.RetryBackoffCap) != nil {
+			return
+		}
+	}
+	if err := a.inbox.SetState(ctx, e.EventID, e.State, InboxClosed, "interrupted by a restart"); err != nil && !errors.Is(err, ErrInboxStateConflict) {
+		a.log.Warn("adapter: closing an interrupted run's entry failed", "run_id", e.RunID, "err", err)
+	}
 }
 
 // ackTracker says how far the agent's events are settled: an event is
@@ -261,6 +284,12 @@ func (a *Adapter) process(ctx context.Context, events []delivery.Event) {
 		default:
 			acc, ok := a.check(ctx, ev)
 			if !ok {
+				if _, err := a.inbox.Get(ctx, ev.ID); err == nil {
+					// Stored, and settled, at an earlier delivery: the
+					// platform may have its acknowledgement already and
+					// send it no more. Its new token is dropped.
+					continue
+				}
 				a.hold(ev)
 				continue
 			}

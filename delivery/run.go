@@ -33,6 +33,10 @@ const (
 	ReasonRuntimeError        = "runtime_error"
 	ReasonAdapterError        = "adapter_error"
 	ReasonCancelled           = "cancelled"
+	// ReasonInterrupted fails a run its adapter started and did not end
+	// before it stopped (a crash, a kill): the next one ends it, never
+	// retries it.
+	ReasonInterrupted = "interrupted"
 )
 
 // Run is a pulled run as the agent sees it: its state, its version

@@ -338,6 +338,12 @@ func (f *FakeServer) Messages(ctx context.Context, threadID string) ([]delivery.
 	return f.store.ThreadMessages(ctx, Tenant, threadID, 1000)
 }
 
+// NewestToken is the record of a run's newest invocation token (its id,
+// event and consumer, never the token): the one a start must carry.
+func (f *FakeServer) NewestToken(ctx context.Context, runID string) (delivery.TokenRecord, error) {
+	return f.store.NewestToken(ctx, runID)
+}
+
 // ConsumerState is a consumer of the agent as the platform keeps it.
 func (f *FakeServer) ConsumerState(ctx context.Context, consumer string) (delivery.ConsumerState, error) {
 	c, err := f.store.GetConsumer(ctx, f.agentID, consumer)

@@ -2,8 +2,11 @@ package platformtest_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -95,6 +98,20 @@ func TestLostPollPageIsNotAcknowledged(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.ClearFaults()
+	// Once a poll without a fault was answered, none with one is under
+	// way (the source polls one at a time).
+	cleared := len(f.Requests())
+	err = waitCond(ctx, func() bool {
+		for _, r := range f.Requests()[cleared:] {
+			if r.Operation == "pollAgentEvents" && r.Status == http.StatusOK {
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	three, err := f.Trigger(ctx, "after")
 	if err != nil {
@@ -385,7 +402,8 @@ func TestResumedElsewhereClosesTheEntry(t *testing.T) {
 	closed := false
 	err = waitCond(ctx, func() bool {
 		for len(pollIn.closes) > 0 {
-			closed = closed || strings.HasPrefix(<-pollIn.closes, "not started")
+			reason := <-pollIn.closes
+			closed = closed || strings.HasPrefix(reason, "not started")
 		}
 		return closed || resumes() > 1
 	})
@@ -421,4 +439,433 @@ func TestFinishOutlastsRetries(t *testing.T) {
 	if err != nil || run.State != delivery.RunCompleted || f.Fired("finishRun") != tries {
 		t.Fatalf("the run is %s (%v) after %d refused finishes", run.State, err, f.Fired("finishRun"))
 	}
+}
+
+// waitingInbox holds the move of an entry to waiting (the adapter's own
+// note that the run waits, after the platform was told) until release.
+type waitingInbox struct {
+	adapter.InboxStore
+	waiting chan struct{} // closed when the move waits
+	release chan struct{}
+	once    sync.Once
+}
+
+func (in *waitingInbox) SetState(ctx context.Context, eventID string, from, to adapter.InboxState, reason string) error {
+	if to == adapter.InboxWaiting {
+		in.once.Do(func() { close(in.waiting) })
+		<-in.release
+	}
+	return in.InboxStore.SetState(ctx, eventID, from, to, reason)
+}
+
+// The person answers a run that waits for input before the adapter is
+// done noting that it waits: the answer resumes the run (it is not a
+// follow-up of the execution that asked).
+func TestAnswerWhileAwaitInputEnds(t *testing.T) {
+	f := platformtest.NewFakeServer(t, nil)
+	in := &waitingInbox{InboxStore: adapter.NewMemoryInbox(nil), waiting: make(chan struct{}), release: make(chan struct{})}
+	h := &platformtest.RecordingHandler{Work: func(ctx context.Context, run *adapter.Run) error {
+		if run.Invocation.Type == delivery.EventInvocation {
+			return run.AwaitInput(ctx, "which one?")
+		}
+		return nil
+	}}
+	runWith(t, f, f.Config("alpha"), h, adapter.Options{Inbox: in, Outbox: adapter.NewMemoryOutbox(nil)})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := f.WaitConsumer(ctx, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := f.Trigger(ctx, "ask me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-in.waiting:
+	case <-ctx.Done():
+		t.Fatal("the run did not wait")
+	}
+	if err := f.Reply(ctx, tr.RunID, "the second"); err != nil {
+		t.Fatal(err)
+	}
+	// The answer is stored (and acknowledged) while the execution that
+	// asked is still ending.
+	err = waitCond(ctx, func() bool {
+		cs, err := f.ConsumerState(ctx, "alpha")
+		return err == nil && cs.HeadSeq >= 2 && cs.AckedSeq == cs.HeadSeq
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(in.release)
+	run, err := f.WaitRun(ctx, tr.RunID, ended)
+	if err != nil || run.State != delivery.RunCompleted || len(h.Executes()) != 2 {
+		t.Fatalf("the run is %s (%v) after %d executions; want completed after two", run.State, err, len(h.Executes()))
+	}
+}
+
+// jumpAt passes the platform's time on before the nth request of an
+// operation, as a clock step while the adapter retries would.
+type jumpAt struct {
+	f  *platformtest.FakeServer
+	op string // a path suffix
+	n  int32
+	d  time.Duration
+
+	seen atomic.Int32
+}
+
+func (j *jumpAt) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(r.URL.Path, j.op) && j.seen.Add(1) == j.n {
+		j.f.PassTime(r.Context(), j.d)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// A start or renewal the platform took, whose answer was lost through
+// every try of the client, and then the token expired: the adapter asks
+// again with the same Idempotency-Key and learns the first answer. A new
+// key would find the run started (by itself, never executed) or the
+// token superseded (by its own renewal, never received).
+func TestAnswerLostThenTokenExpires(t *testing.T) {
+	for _, op := range []string{"startRun", "renewInvocationToken"} {
+		t.Run(op, func(t *testing.T) {
+			f := platformtest.NewFakeServer(t, nil)
+			tm := f.Timing()
+			ttl := tm.TokenTTL + tm.ClockLeeway + time.Second
+			tries := int32(adapter.DefaultSettings().RetryMaxAttempts)
+			suffix := map[string]string{"startRun": "/start", "renewInvocationToken": "/token"}[op]
+			hook := &jumpAt{f: f, op: suffix, n: tries, d: ttl}
+			h := &platformtest.RecordingHandler{HoldPrepare: make(chan struct{})}
+			cfg := f.Config("alpha")
+			cfg.Polling = true
+			set := adapter.DefaultSettings()
+			set.HTTPTimeout = time.Second // polls answered at once, no long poll
+			cfg.Settings = &set
+			runWith(t, f, cfg, h, adapter.Options{HTTPClient: &http.Client{Transport: hook}})
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			if err := f.WaitConsumer(ctx, "alpha"); err != nil {
+				t.Fatal(err)
+			}
+			tr, err := f.Trigger(ctx, "hello")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := h.Wait(ctx, func(h *platformtest.RecordingHandler) bool { return len(h.Prepares()) == 1 }); err != nil {
+				t.Fatal(err)
+			}
+			err = waitCond(ctx, func() bool {
+				cs, err := f.ConsumerState(ctx, "alpha")
+				return err == nil && cs.AckedSeq == cs.HeadSeq
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if op == "renewInvocationToken" {
+				f.PassTime(ctx, ttl) // the start renews first
+				// A poll after the step brings the adapter a current DPoP
+				// nonce: the first renewal is served.
+				after := len(f.Requests())
+				err := waitCond(ctx, func() bool {
+					for _, r := range f.Requests()[after:] {
+						if r.Operation == "pollAgentEvents" && r.Status == http.StatusOK {
+							return true
+						}
+					}
+					return false
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The first try is taken and answered 502; the others are
+			// refused for now, and the last comes after a clock step.
+			f.Inject(op, platformtest.StoredThen502(), 1)
+			f.Inject(op, platformtest.RateLimited(time.Second), int(tries)-1)
+			close(h.HoldPrepare)
+			run, err := f.WaitRun(ctx, tr.RunID, ended)
+			if err != nil || run.State != delivery.RunCompleted || len(h.Executes()) != 1 || f.Fired(op) != int(tries) {
+				t.Fatalf("the run is %s (%v) after %d executions; %d faults fired", run.State, err, len(h.Executes()), f.Fired(op))
+			}
+		})
+	}
+}
+
+// A run the adapter was executing when it stopped (killed, or stopped
+// for good) is ended by the next adapter on the same state as
+// interrupted: never executed again, and never left running.
+func TestInterruptedRunEndsAtRestart(t *testing.T) {
+	f := platformtest.NewFakeServer(t, nil)
+	cfg := f.Config("alpha")
+	cfg.StateDir = t.TempDir()
+	executing := make(chan struct{}, 1)
+	first := &platformtest.RecordingHandler{Work: func(ctx context.Context, run *adapter.Run) error {
+		executing <- struct{}{}
+		<-run.Done()
+		return ctx.Err()
+	}}
+	stop := runWith(t, f, cfg, first, adapter.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := f.WaitConsumer(ctx, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := f.Trigger(ctx, "long")
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-executing:
+	case <-ctx.Done():
+		t.Fatal("the run was not executed")
+	}
+	stop()
+	if run, err := f.RunState(ctx, tr.RunID); err != nil || run.State != delivery.RunRunning {
+		t.Fatalf("the stopped adapter's run is %s (%v)", run.State, err)
+	}
+	second := &platformtest.RecordingHandler{}
+	runWith(t, f, cfg, second, adapter.Options{})
+	run, err := f.WaitRun(ctx, tr.RunID, ended)
+	if err != nil || run.State != delivery.RunFailed || run.StateReason != delivery.ReasonInterrupted || len(second.Executes()) != 0 {
+		t.Fatalf("the run is %s (%q, %v) after %d executions by the next adapter", run.State, run.StateReason, err, len(second.Executes()))
+	}
+}
+
+// stallingInbox holds the move of a run's entry to started until its
+// context ends, and then does not make it: the process died between the
+// start's answer and its note of it.
+type stallingInbox struct {
+	adapter.InboxStore
+	starting chan struct{}
+	once     sync.Once
+}
+
+func (in *stallingInbox) SetState(ctx context.Context, eventID string, from, to adapter.InboxState, reason string) error {
+	if to == adapter.InboxStarted {
+		in.once.Do(func() { close(in.starting) })
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return in.InboxStore.SetState(ctx, eventID, from, to, reason)
+}
+
+// The adapter stopped after the platform started a run and before it
+// noted the start; its token expired before the next adapter came. The
+// next one asks with the start's key first and learns the start was
+// made: it executes the run once (a renewal first would key a new
+// start, be refused already_started, and leave the run running).
+func TestRestartAfterAnAnsweredStart(t *testing.T) {
+	f := platformtest.NewFakeServer(t, nil)
+	cfg := f.Config("alpha")
+	cfg.StateDir = t.TempDir()
+	clock := platformtest.SpedUpClock{Base: f.Clock(), Factor: 100}
+	db, err := adapter.OpenSQLiteInbox(filepath.Join(cfg.StateDir, "inbox.sqlite3"), &adapter.InboxOptions{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &stallingInbox{InboxStore: db, starting: make(chan struct{})}
+	var executed atomic.Int32
+	h := &platformtest.RecordingHandler{Work: func(ctx context.Context, run *adapter.Run) error {
+		if ctx.Err() == nil { // the stopped process never executes
+			executed.Add(1)
+		}
+		return nil
+	}}
+	stop := runWith(t, f, cfg, h, adapter.Options{Inbox: in})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := f.WaitConsumer(ctx, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := f.Trigger(ctx, "hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-in.starting:
+	case <-ctx.Done():
+		t.Fatal("the run was not started")
+	}
+	tm := f.Timing()
+	f.PassTime(ctx, tm.TokenTTL+tm.ClockLeeway+time.Second)
+	stop()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	runWith(t, f, cfg, h, adapter.Options{})
+	run, err := f.WaitRun(ctx, tr.RunID, ended)
+	if err != nil || run.State != delivery.RunCompleted || executed.Load() != 1 {
+		t.Fatalf("the run is %s (%q, %v) after %d executions", run.State, run.StateReason, err, executed.Load())
+	}
+}
+
+// A run the platform cancelled while it executed is finished cancelled
+// with the reason code, not with the platform's words (which no reason
+// code may hold): the finish is never refused as malformed.
+func TestCancelledRunIsFinishedWithTheReasonCode(t *testing.T) {
+	f := platformtest.NewFakeServer(t, nil)
+	h := &platformtest.RecordingHandler{Work: func(ctx context.Context, run *adapter.Run) error {
+		<-run.Done()
+		return nil
+	}}
+	runWith(t, f, f.Config("alpha"), h, adapter.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := f.WaitConsumer(ctx, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := f.Trigger(ctx, "cancel me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Wait(ctx, func(h *platformtest.RecordingHandler) bool { return len(h.Executes()) == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Cancel(ctx, tr.RunID); err != nil {
+		t.Fatal(err)
+	}
+	var finish platformtest.Request
+	err = waitCond(ctx, func() bool {
+		for _, r := range f.Requests() {
+			if r.Operation == "finishRun" && r.Status != 0 {
+				finish = r
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil || finish.Status == http.StatusBadRequest {
+		t.Fatalf("the cancelled run's finish was answered %d (%v)", finish.Status, err)
+	}
+}
+
+// unknownKid gives a token a key id no key set has: its check is
+// UnknownKey, and its event stays unsettled until it comes again.
+func unknownKid(tok string) string {
+	head, rest, ok := strings.Cut(tok, ".")
+	if !ok {
+		return tok
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(head)
+	if err != nil {
+		return tok
+	}
+	var h map[string]any
+	if json.Unmarshal(raw, &h) != nil {
+		return tok
+	}
+	h["kid"] = "no-such-key"
+	raw, _ = json.Marshal(h)
+	return base64.RawURLEncoding.EncodeToString(raw) + "." + rest
+}
+
+// An event stored and acknowledged before comes again (the platform had
+// not yet taken the acknowledgement when it sent it again) with a token
+// that cannot be checked now; meanwhile the platform takes the first
+// acknowledgement and sends the event no more. The event was settled
+// when it was stored: it must not hold the acknowledgements of every
+// later event for good.
+func TestStoredEventAgainWithAnUncheckableToken(t *testing.T) {
+	f := platformtest.NewFakeServer(t, nil)
+	cfg := f.Config("alpha")
+	cfg.Polling = true
+	set := adapter.DefaultSettings()
+	set.HTTPTimeout = time.Second // polls answered at once, no long poll
+	cfg.Settings = &set
+	c, err := adapter.NewClient(cfg.BaseURL, cfg.Credentials, &adapter.ClientOptions{Settings: &set,
+		Clock: platformtest.SpedUpClock{Base: f.Clock(), Factor: 100}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := adapter.NewPollingSource(c, f.AgentID(), "alpha", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu       sync.Mutex
+		first    string
+		tampered bool
+		after    int // Receives since the tampered batch
+	)
+	tamper := &platformtest.TamperingSource{Source: src, Tamper: func(ev *delivery.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case first == "" && ev.Type == delivery.EventInvocation:
+			first = ev.ID
+		case ev.ID == first && !tampered:
+			tampered = true
+			ev.InvocationToken = unknownKid(ev.InvocationToken)
+		}
+	}}
+	counting := &countingSource{Source: tamper, receiving: func() {
+		mu.Lock()
+		if tampered {
+			after++
+		}
+		mu.Unlock()
+	}}
+	runWith(t, f, cfg, &platformtest.RecordingHandler{}, adapter.Options{Source: counting, Client: c})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := f.WaitConsumer(ctx, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	acked := func(seq int64) error {
+		return waitCond(ctx, func() bool {
+			cs, err := f.ConsumerState(ctx, "alpha")
+			return err == nil && cs.AckedSeq >= seq && cs.HeadSeq >= seq
+		})
+	}
+	one, err := f.Trigger(ctx, "one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WaitRun(ctx, one.RunID, ended); err != nil {
+		t.Fatal(err)
+	}
+	if err := acked(1); err != nil {
+		t.Fatal(err)
+	}
+	// It comes again, and the adapter is done with that batch: it asks
+	// for the next.
+	if err := f.Restart(ctx, "alpha", 0); err != nil {
+		t.Fatal(err)
+	}
+	err = waitCond(ctx, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return after > 0
+	})
+	if err != nil {
+		t.Fatal("the event did not come again")
+	}
+	// The first acknowledgement lands.
+	if err := f.Restart(ctx, "alpha", 1); err != nil {
+		t.Fatal(err)
+	}
+	two, err := f.Trigger(ctx, "two")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WaitRun(ctx, two.RunID, ended); err != nil {
+		t.Fatal(err)
+	}
+	if err := acked(2); err != nil {
+		cs, _ := f.ConsumerState(ctx, "alpha")
+		t.Fatalf("the consumer stays at %d of %d", cs.AckedSeq, cs.HeadSeq)
+	}
+}
+
+// countingSource tells of every Receive before it receives: the
+// adapter is done with the batch before.
+type countingSource struct {
+	adapter.Source
+	receiving func()
+}
+
+func (s *countingSource) Receive(ctx context.Context) ([]delivery.Event, error) {
+	s.receiving()
+	return s.Source.Receive(ctx)
 }

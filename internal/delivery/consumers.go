@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"novaos.dev/novaos/delivery"
+	"novaos.dev/novaos/gateway"
 )
 
 // maxConsumerTries bounds the compare-and-set retries of one consumer
@@ -82,7 +84,8 @@ func stateOf(c delivery.Consumer, head int64) delivery.ConsumerState {
 // NextEvents takes the consumer's next events: those sent but not
 // acknowledged within Options.AckTimeout again (redelivered), then new
 // ones, up to the batch's limit, each token-bearing one with a fresh
-// invocation token that becomes its run's newest. Claiming the events
+// invocation token that becomes its run's newest (unless its run moved
+// past it: see deliver). Claiming the events
 // (the consumer's SentSeq) is one compare-and-set, so two readers of one
 // consumer never take the same new events.
 func (s *Service) NextEvents(ctx context.Context, a Agent, name string, b Batch) (delivery.EventPage, error) {
@@ -149,11 +152,15 @@ func (s *Service) next(ctx context.Context, a Agent, name string, b Batch) (deli
 
 // deliver turns stored events into deliveries to consumer: each
 // token-bearing one with a fresh token, recorded (in one write) as its
-// run's newest before any is handed out; redelivered marks those sent to
-// the consumer before (up to sentSeq).
+// run's newest before any is handed out, but the token of a message its
+// run has moved past (the invocation of a run on a later turn, sent
+// again or late to another consumer): that one starts nothing, and as
+// the newest it would supersede the token of the run's current turn.
+// Redelivered marks those sent to the consumer before (up to sentSeq).
 func (s *Service) deliver(ctx context.Context, consumer string, stored []delivery.StoredEvent, sentSeq int64, now time.Time) ([]delivery.Event, error) {
 	out := make([]delivery.Event, 0, len(stored))
 	var records []delivery.TokenRecord
+	turns := map[string]int{} // run id -> its turn, read once per batch
 	for _, e := range stored {
 		if delivery.Ephemeral(e.Type) {
 			continue
@@ -166,8 +173,14 @@ func (s *Service) deliver(ctx context.Context, consumer string, stored []deliver
 				return nil, err
 			}
 			ev.InvocationToken = tok
-			records = append(records, delivery.TokenRecord{RunID: c.RunID, JTI: c.ID, EventID: e.ID, Consumer: consumer,
-				IssuedAt: time.Unix(c.IssuedAt, 0), ExpiresAt: time.Unix(c.ExpiresAt, 0)})
+			stale, err := s.stale(ctx, e, turns)
+			if err != nil {
+				return nil, err
+			}
+			if !stale {
+				records = append(records, delivery.TokenRecord{RunID: c.RunID, JTI: c.ID, EventID: e.ID, Consumer: consumer,
+					IssuedAt: time.Unix(c.IssuedAt, 0), ExpiresAt: time.Unix(c.ExpiresAt, 0)})
+			}
 		}
 		out = append(out, ev)
 	}
@@ -184,6 +197,33 @@ func (s *Service) deliver(ctx context.Context, consumer string, stored []deliver
 		s.tel.sent.WithLabelValues(kind).Inc()
 	}
 	return out, nil
+}
+
+// stale reports whether e's grant names a message of an earlier turn
+// than its run's (turns caches the runs' turns).
+func (s *Service) stale(ctx context.Context, e delivery.StoredEvent, turns map[string]int) (bool, error) {
+	g := e.Grant
+	prefix := g.RunID + "/"
+	if g.MessageID == "" || !strings.HasPrefix(g.MessageID, prefix) {
+		return false, nil
+	}
+	turn, err := strconv.Atoi(g.MessageID[len(prefix):])
+	if err != nil {
+		return false, nil
+	}
+	cur, ok := turns[g.RunID]
+	if !ok {
+		run, err := s.runs.GetRun(ctx, e.TenantID, g.RunID)
+		if errors.Is(err, gateway.ErrNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		cur = max(run.Turn, 1)
+		turns[g.RunID] = cur
+	}
+	return turn < cur, nil
 }
 
 // Poll is NextEvents that, finding nothing, waits up to wait (at most

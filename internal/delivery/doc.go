@@ -25,7 +25,9 @@
 // Deps.Keys, an Ed25519 ring of its own, KeyFile in the data directory)
 // of the event's grant (delivery.Claims: iss the base URL, aud the
 // agent, sub the run's caller, a new jti, Options.TokenTTL), recorded as
-// its run's newest before the delivery is handed out. The keys are
+// its run's newest before the delivery is handed out (but one of a turn
+// the run has moved past, which would supersede the current turn's
+// token). The keys are
 // published at delivery.JWKSPath with Cache-Control max-age
 // Options.JWKSMaxAge.
 //
@@ -104,7 +106,10 @@
 // is remembered in this process for the resume window (two per
 // consumer at most: its holder, and the last one that lost it, whose
 // resume is 4015); resume acknowledges its cursor and sends the events
-// after it. run.update is UpdateRun, answered only when refused (an
+// after it, and before them once more those at or before the cursor that
+// the session had sent again (an agent that settled one from its first
+// delivery may never have read the later, whose token superseded the
+// one it holds). run.update is UpdateRun, answered only when refused (an
 // error frame with the problem's code, status and detail, and the run
 // with base_version_conflict). Heartbeats check that the API token is
 // not revoked (4017), the instance still pulls (4016, also checked at

@@ -96,6 +96,42 @@ type gwSession struct {
 	// Guarded by gwHub.mu.
 	conn      *gwConn
 	droppedAt time.Time
+	// resent holds the events the session sent again (redelivered, each
+	// with a fresh token that became its run's newest) since it last
+	// resumed: the agent may have settled one from its earlier delivery
+	// and never read the later, which its cursor would then acknowledge.
+	resent map[int64]struct{}
+}
+
+// maxResent bounds the events a session remembers having sent again.
+const maxResent = 4096
+
+// noteResent remembers that sess sent the event seq again.
+func (h *gwHub) noteResent(sess *gwSession, seq int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if sess.resent == nil {
+		sess.resent = map[int64]struct{}{}
+	}
+	if len(sess.resent) < maxResent {
+		sess.resent[seq] = struct{}{}
+	}
+}
+
+// takeResent returns, in order, the events sess sent again up to cursor,
+// and forgets them all (those after it are sent again anyway).
+func (h *gwHub) takeResent(sess *gwSession, cursor int64) []int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []int64
+	for seq := range sess.resent {
+		if seq <= cursor {
+			out = append(out, seq)
+		}
+	}
+	sess.resent = nil
+	slices.Sort(out)
+	return out
 }
 
 func newGWHub(s *Service) *gwHub {

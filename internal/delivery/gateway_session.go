@@ -62,6 +62,9 @@ type gwConn struct {
 	agent       Agent
 	tokenHash   []byte
 	pumped      chan struct{} // closed when the pump ended; nil without one
+	// lost are the events a resume's cursor acknowledged that the session
+	// had sent again before: the pump sends them once more first.
+	lost []int64
 
 	mu      sync.Mutex
 	queue   [][]byte
@@ -524,6 +527,7 @@ func (c *gwConn) resume(d json.RawMessage) {
 		}
 		cons.AckedSeq = st.AckedSeq
 	}
+	c.lost = c.hub.takeResent(sess, in.Cursor)
 	old, ok := c.hub.resume(c, sess)
 	if !ok {
 		c.close(delivery.CloseInvalidSession)
@@ -701,6 +705,35 @@ func (c *gwConn) opError(ctx context.Context, op, ref string, err error) bool {
 		Current: p.Current})
 }
 
+// sendLost sends the events of c.lost once more, each with a fresh
+// token: the run's newest is then one the agent reads (unless this
+// connection breaks too, and the next resume sends them again).
+func (c *gwConn) sendLost(sess *gwSession) bool {
+	s, ctx := c.s, c.ctx
+	for _, seq := range c.lost {
+		stored, err := s.store.ReadEvents(ctx, c.agent.ID, seq-1, 1)
+		if err != nil {
+			c.fail(ctx, err)
+			return false
+		}
+		if len(stored) == 0 || stored[0].Seq != seq {
+			continue
+		}
+		events, err := s.deliver(ctx, sess.consumer, stored, seq, s.o.Now())
+		if err != nil {
+			c.fail(ctx, err)
+			return false
+		}
+		for _, e := range events {
+			if !c.sendOp(delivery.OpEvent, e) {
+				return false
+			}
+			c.hub.noteResent(sess, e.Seq)
+		}
+	}
+	return true
+}
+
 func (c *gwConn) startPump(sess *gwSession) {
 	c.pumped = make(chan struct{})
 	go func() {
@@ -727,6 +760,9 @@ func (c *gwConn) pump(sess *gwSession) {
 			timer.Stop()
 		}
 	}()
+	if !c.sendLost(sess) {
+		return
+	}
 	for {
 		news := s.watch.wait(c.agent.ID)
 		if woken && !c.pulls(ctx) {
@@ -756,6 +792,9 @@ func (c *gwConn) pump(sess *gwSession) {
 			for _, e := range page.Events {
 				if !c.sendOp(delivery.OpEvent, e) {
 					return
+				}
+				if e.Redelivered {
+					c.hub.noteResent(sess, e.Seq)
 				}
 			}
 			n := len(page.Events)

@@ -1111,3 +1111,56 @@ func TestGatewayRemembersFewSessions(t *testing.T) {
 	r.sendResume(a, ids[4], 0)
 	r.expect(delivery.OpResumed, nil)
 }
+
+// TestGatewayResumeResendsLostRedeliveries: an event the agent settled
+// from its first delivery is sent again on a connection that breaks
+// before the agent reads it, with a fresh token that becomes the run's
+// newest; the agent resumes with a cursor past the event. The resumed
+// session sends that event once more, with a newer token still, so that
+// the agent holds its run's newest token: otherwise every start it
+// makes is superseded, and no delivery is left to bring a newer one.
+func TestGatewayResumeResendsLostRedeliveries(t *testing.T) {
+	h := newGWHarness(t, nil)
+	ends := watchGateway(h)
+	a := h.agent(h.inst, true)
+	r := h.dialRaw(t)
+	ready := r.identify(a, "alpha")
+	r.expect(delivery.OpCatchupComplete, nil)
+	h.appendEvents(t, 1, delivery.EventInvocation, 0)
+	first, _ := r.events(1)
+	_ = r.ws.CloseNow() // settled by the agent, not acknowledged
+	ends.next(t, ends.ended)
+
+	r = h.dialRaw(t)
+	r.sendResume(a, ready.GatewaySessionID, 0)
+	r.expect(delivery.OpResumed, nil)
+	again, _ := r.events(1) // sent again: the agent never reads it
+	if !again[0].Redelivered || again[0].InvocationToken == first[0].InvocationToken {
+		t.Fatalf("sent again %v", again[0])
+	}
+	_ = r.ws.CloseNow()
+	ends.next(t, ends.ended)
+
+	r = h.dialRaw(t)
+	r.sendResume(a, ready.GatewaySessionID, 1)
+	r.expect(delivery.OpResumed, nil)
+	evs, catchup := r.events(1)
+	if catchup == -1 {
+		r.expect(delivery.OpCatchupComplete, nil)
+	}
+	e := evs[0]
+	if e.Seq != 1 || !e.Redelivered || e.InvocationToken == first[0].InvocationToken || e.InvocationToken == again[0].InvocationToken {
+		t.Fatalf("after the resume %v", e)
+	}
+	rec, err := h.st.NewestToken(t.Context(), "run-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := h.svc.verifyToken(t.Context(), e.InvocationToken, h.inst.ID, "run-0")
+	if err != nil || rec.JTI != c.ID {
+		t.Fatalf("the newest token is not the one sent last (%v)", err)
+	}
+	if extra := r.sync(); len(extra) != 0 {
+		t.Fatalf("frames %v", extra)
+	}
+}

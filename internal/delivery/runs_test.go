@@ -862,3 +862,43 @@ func TestMethodNotAllowed(t *testing.T) {
 		t.Fatalf("status %d, Allow %q", ans.status, ans.header.Get("Allow"))
 	}
 }
+
+// The invocation of a run that went on to its second turn, delivered
+// late to another consumer, does not supersede the follow-up's token:
+// it is no trigger of the run any more, and the run is resumed with the
+// follow-up's.
+func TestStaleDeliveryDoesNotSupersede(t *testing.T) {
+	h := newHarness(t, nil)
+	a := h.agent(h.inst, false)
+	a.open("alpha")
+	a.open("beta")
+	run := h.trigger(h.inst, "hello")
+	tok, _ := a.tokenFor("alpha", run.ID)
+	if ans := a.call("POST", delivery.StartRunPath(run.ID), startBody(), tok, ""); ans.status != http.StatusOK {
+		t.Fatal(ans.status)
+	}
+	if ans := a.call("POST", delivery.AwaitInputPath(run.ID), delivery.RunAwaitInput{StatusLine: "Which file?"}, tok, newKey()); ans.status != http.StatusOK {
+		t.Fatal(ans.status)
+	}
+	waiting := h.run(run.ID)
+	waiting.Status, waiting.Turn = gateway.StatusQueued, 2
+	waiting.PendingInput = json.RawMessage(`{"message":{"messageId":"m2","role":"user","parts":[{"kind":"text","text":"main.go"}]}}`)
+	replied, _, err := h.runs.WriteRun(t.Context(), gateway.RunWrite{Run: waiting, ExpectVersion: waiting.Version, Now: h.clock.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.svc.Offer(t.Context(), replied, h.inst); err != nil {
+		t.Fatal(err)
+	}
+	followTok, _ := a.tokenFor("alpha", run.ID)
+	// beta takes only the first event: the run's first turn.
+	page := decodeAs[delivery.EventPage](t, a.call("GET", delivery.ConsumerEventsPath(a.id, "beta")+"?limit=1", nil, "", ""))
+	if len(page.Events) != 1 || page.Events[0].Type != delivery.EventInvocation {
+		t.Fatalf("beta took %+v", page.Events)
+	}
+	resume := delivery.RunResume{BillingModeUsed: delivery.BillingPlatform, ToolClassUsed: delivery.ToolChat}
+	ans := a.call("POST", delivery.ResumeRunPath(run.ID), resume, followTok, newKey())
+	if ans.status != http.StatusOK {
+		t.Fatalf("resume with the follow-up's token after a late delivery of the invocation: %d %s", ans.status, ans.body)
+	}
+}
