@@ -467,10 +467,14 @@ func publicKeyBytes(keys signer, kid any) ([]byte, error) {
 }
 
 // waitRun reads a run again after every change of its events until cond
-// holds of it.
+// holds of it. The watch starts in the background, so a change between
+// the first read and the watch's start would go unnoticed: a slow tick
+// reads the run again regardless.
 func waitRun(ctx context.Context, runs gateway.Store, read func(context.Context) (delivery.Run, error), runID string, cond func(delivery.Run) bool) (delivery.Run, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
 	news := make(chan struct{}, 1)
 	go func() {
 		_ = runs.WatchEvents(ctx, func(id string, _ int64) {
@@ -489,6 +493,7 @@ func waitRun(ctx context.Context, runs gateway.Store, read func(context.Context)
 		}
 		select {
 		case <-news:
+		case <-tick.C:
 		case <-ctx.Done():
 			return r, fmt.Errorf("platformtest: run %s is %s (%s): %w", runID, r.State, r.StateReason, ctx.Err())
 		}
