@@ -323,7 +323,11 @@ func (t *runTask) refused(ctx context.Context, entry InboxEntry, err error, log 
 
 // awaitNewer waits, after a start refused as superseded, for the run's
 // newer token (a redelivery) or for news that the run moved on; it
-// reports whether to try again.
+// reports whether to try again. It tries again after
+// Settings.RetryBackoffCap regardless: the newer delivery may never come
+// (lost on its way after this adapter acknowledged the event, which the
+// platform then takes the older token for), and another adapter's start
+// is not always told.
 func (t *runTask) awaitNewer(ctx context.Context, entry InboxEntry, log interface{ Warn(string, ...any) }) bool {
 	a := t.a
 	run, err := a.api.GetRun(WithRun(ctx, t.runID, t.currentToken), t.runID)
@@ -331,10 +335,20 @@ func (t *runTask) awaitNewer(ctx context.Context, entry InboxEntry, log interfac
 		_ = a.inbox.SetState(ctx, entry.EventID, InboxAccepted, InboxClosed, "superseded: the run is "+string(run.State))
 		return false
 	}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	again := make(chan struct{})
+	go func() {
+		if a.sleep(wctx, a.set.RetryBackoffCap) == nil {
+			close(again)
+		}
+	}()
 	for {
 		select {
 		case <-ctx.Done():
 			return false
+		case <-again:
+			return true
 		case <-t.pokec:
 		}
 		if t.isStopped() {

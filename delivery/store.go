@@ -134,10 +134,13 @@ type Consumer struct {
 // TokenRecord is an invocation token as its run's newest: its id and
 // times, never the token.
 type TokenRecord struct {
-	RunID     string    `json:"run_id"`
-	JTI       string    `json:"jti"`
-	EventID   string    `json:"event_id"`
-	Consumer  string    `json:"consumer"`
+	RunID    string `json:"run_id"`
+	JTI      string `json:"jti"`
+	EventID  string `json:"event_id"`
+	Consumer string `json:"consumer"`
+	// Seq is the sequence number of the event the token was delivered
+	// with; 0 for a renewal's token.
+	Seq       int64     `json:"seq,omitempty"`
 	IssuedAt  time.Time `json:"issued_at"`
 	ExpiresAt time.Time `json:"expires_at"`
 }

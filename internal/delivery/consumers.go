@@ -179,7 +179,7 @@ func (s *Service) deliver(ctx context.Context, consumer string, stored []deliver
 			}
 			if !stale {
 				records = append(records, delivery.TokenRecord{RunID: c.RunID, JTI: c.ID, EventID: e.ID, Consumer: consumer,
-					IssuedAt: time.Unix(c.IssuedAt, 0), ExpiresAt: time.Unix(c.ExpiresAt, 0)})
+					Seq: e.Seq, IssuedAt: time.Unix(c.IssuedAt, 0), ExpiresAt: time.Unix(c.ExpiresAt, 0)})
 			}
 		}
 		out = append(out, ev)

@@ -110,19 +110,32 @@ func active(run gateway.Run) error {
 	return nil
 }
 
-// newest refuses a token that is not the run's newest (superseded).
-func (s *Service) newest(ctx context.Context, c delivery.Claims) error {
+// newest refuses a token that is not the run's newest (superseded), and
+// returns the newest's record. A token delivered with the same event as
+// a newest that was delivered too (not renewed) counts as the newest
+// once the consumer the newest went to has acknowledged past that event:
+// the newest was then lost on its way or not taken (its adapter had the
+// event stored already), and no delivery will bring it again, so
+// refusing the older token would leave the run queued for good. A start
+// stays at most once either way.
+func (s *Service) newest(ctx context.Context, a Agent, c delivery.Claims, refusal string) (delivery.TokenRecord, error) {
 	rec, err := s.store.NewestToken(ctx, c.RunID)
 	if errors.Is(err, delivery.ErrNotFound) {
-		return tokenInvalid(delivery.TokenInvalid, "no token was delivered for this run")
+		return rec, tokenInvalid(delivery.TokenInvalid, "no token was delivered for this run")
 	}
-	if err != nil {
-		return err
+	if err != nil || rec.JTI == c.ID {
+		return rec, err
 	}
-	if rec.JTI != c.ID {
-		return tokenInvalid(delivery.TokenSuperseded, "a newer token was delivered for this run: start nothing with this one")
+	if rec.EventID == c.EventID && rec.Seq > 0 {
+		cons, err := s.store.GetConsumer(ctx, a.ID, rec.Consumer)
+		switch {
+		case err == nil && cons.AckedSeq >= rec.Seq:
+			return rec, nil
+		case err != nil && !errors.Is(err, delivery.ErrNotFound):
+			return rec, err
+		}
 	}
-	return nil
+	return rec, tokenInvalid(delivery.TokenSuperseded, refusal)
 }
 
 // writeRun applies change to a copy of cur and writes it with the events
@@ -232,7 +245,7 @@ func (s *Service) StartRun(ctx context.Context, a Agent, runID, tok string, in d
 	if err := active(run); err != nil {
 		return delivery.Run{}, err
 	}
-	if err := s.newest(ctx, c); err != nil {
+	if _, err := s.newest(ctx, a, c, "a newer token was delivered for this run: start nothing with this one"); err != nil {
 		return delivery.Run{}, err
 	}
 	if s.expired(c, s.o.Now()) {
@@ -312,7 +325,7 @@ func (s *Service) ResumeRun(ctx context.Context, a Agent, runID, tok string, in 
 	if err := active(run); err != nil {
 		return delivery.Run{}, err
 	}
-	if err := s.newest(ctx, c); err != nil {
+	if _, err := s.newest(ctx, a, c, "a newer token was delivered for this run: resume nothing with this one"); err != nil {
 		return delivery.Run{}, err
 	}
 	now := s.o.Now()
@@ -365,15 +378,9 @@ func (s *Service) RenewToken(ctx context.Context, a Agent, runID, tok string) (d
 	if err := active(run); err != nil {
 		return delivery.InvocationTokenGrant{}, err
 	}
-	rec, err := s.store.NewestToken(ctx, runID)
-	if errors.Is(err, delivery.ErrNotFound) {
-		return delivery.InvocationTokenGrant{}, tokenInvalid(delivery.TokenInvalid, "no token was delivered for this run")
-	}
+	rec, err := s.newest(ctx, a, c, "a newer token was delivered for this run: renew that one")
 	if err != nil {
 		return delivery.InvocationTokenGrant{}, err
-	}
-	if rec.JTI != c.ID {
-		return delivery.InvocationTokenGrant{}, tokenInvalid(delivery.TokenSuperseded, "a newer token was delivered for this run: renew that one")
 	}
 	now := s.o.Now()
 	if now.Sub(time.Unix(c.IssuedAt, 0)) > s.o.MaxRenewAge {

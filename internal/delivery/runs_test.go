@@ -640,8 +640,12 @@ func TestAwaitAndResume(t *testing.T) {
 	if ev.Type != delivery.EventFollowup {
 		t.Fatalf("event %s", ev.Type)
 	}
-	// The start token is not the follow-up's.
-	if ans := a.call("POST", delivery.ResumeRunPath(run.ID), resume, tok, ""); ans.status != http.StatusForbidden {
+	// The start token is not the follow-up's, even once the follow-up is
+	// acknowledged.
+	if ans := a.ack("alpha", ev.Seq); ans.status != http.StatusOK {
+		t.Fatal(ans.status)
+	}
+	if ans := a.call("POST", delivery.ResumeRunPath(run.ID), resume, tok, ""); ans.status != http.StatusForbidden || ans.problem(t).Reason != delivery.TokenSuperseded {
 		t.Fatalf("resume with the start token: %d %s", ans.status, ans.body)
 	}
 	rc := decodeAs[delivery.RunContext](t, a.call("GET", delivery.RunContextPath(run.ID), nil, followTok, ""))

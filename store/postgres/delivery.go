@@ -243,17 +243,17 @@ func (d deliverySQL) PutConsumer(ctx context.Context, c *delivery.Consumer, expe
 func (d deliverySQL) PutTokens(ctx context.Context, tokens []delivery.TokenRecord) error {
 	n := len(tokens)
 	runs, jtis, events, consumers := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	issued, expires := make([]int64, n), make([]int64, n)
+	issued, expires, seqs := make([]int64, n), make([]int64, n), make([]int64, n)
 	for i, r := range tokens {
 		runs[i], jtis[i], events[i], consumers[i] = r.RunID, r.JTI, r.EventID, r.Consumer
-		issued[i], expires[i] = sqlstore.Micros(r.IssuedAt), sqlstore.Micros(r.ExpiresAt)
+		issued[i], expires[i], seqs[i] = sqlstore.Micros(r.IssuedAt), sqlstore.Micros(r.ExpiresAt), r.Seq
 	}
 	// tokens holds one record per run (delivery.PrepareTokens): one
 	// statement may not upsert a row twice.
 	_, err := d.db.pool.Exec(ctx, `INSERT INTO delivery_run_tokens (`+sqlstore.RunTokenCols+`)
-		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[])
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[])
 		ON CONFLICT (run_id) DO UPDATE SET jti = EXCLUDED.jti, event_id = EXCLUDED.event_id, consumer = EXCLUDED.consumer,
-			issued_us = EXCLUDED.issued_us, expires_us = EXCLUDED.expires_us`, runs, jtis, events, consumers, issued, expires)
+			issued_us = EXCLUDED.issued_us, expires_us = EXCLUDED.expires_us, seq = EXCLUDED.seq`, runs, jtis, events, consumers, issued, expires, seqs)
 	return err
 }
 

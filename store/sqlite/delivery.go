@@ -52,9 +52,9 @@ const (
 		ON CONFLICT DO NOTHING`
 	putConsumerSQL = `UPDATE delivery_consumers SET acked_seq = ?, sent_seq = ?, sent_us = ?, session_id = ?, version = ?, updated_us = ?
 		WHERE agent_id = ? AND name = ? AND version = ?`
-	putTokenSQL = `INSERT INTO delivery_run_tokens (` + sqlstore.RunTokenCols + `) VALUES (?, ?, ?, ?, ?, ?)
+	putTokenSQL = `INSERT INTO delivery_run_tokens (` + sqlstore.RunTokenCols + `) VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (run_id) DO UPDATE SET jti = excluded.jti, event_id = excluded.event_id, consumer = excluded.consumer,
-			issued_us = excluded.issued_us, expires_us = excluded.expires_us`
+			issued_us = excluded.issued_us, expires_us = excluded.expires_us, seq = excluded.seq`
 	useTokenSQL     = `INSERT INTO delivery_used_tokens (jti, until_us) VALUES (?, ?) ON CONFLICT DO NOTHING`
 	claimRequestSQL = `INSERT INTO delivery_requests (` + sqlstore.RequestCols + `) VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`

@@ -975,7 +975,7 @@ func testDlRewind(t *testing.T, s delivery.Store) {
 }
 
 func dlToken(run, jti string) delivery.TokenRecord {
-	return delivery.TokenRecord{RunID: run, JTI: jti, EventID: "event-" + jti, Consumer: "main",
+	return delivery.TokenRecord{RunID: run, JTI: jti, EventID: "event-" + jti, Consumer: "main", Seq: 17,
 		IssuedAt: dlAt(time.Second + 5), ExpiresAt: dlAt(5*time.Minute + 9)}
 }
 

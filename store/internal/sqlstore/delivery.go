@@ -203,11 +203,11 @@ func ScanConsumer(r Scanner, more ...any) (delivery.Consumer, error) {
 
 // RunTokenCols are the columns of delivery_run_tokens, in ScanRunToken's
 // order.
-const RunTokenCols = `run_id, jti, event_id, consumer, issued_us, expires_us`
+const RunTokenCols = `run_id, jti, event_id, consumer, issued_us, expires_us, seq`
 
 // RunTokenArgs are r's values in RunTokenCols' order.
 func RunTokenArgs(r *delivery.TokenRecord) []any {
-	return []any{r.RunID, r.JTI, r.EventID, r.Consumer, Micros(r.IssuedAt), Micros(r.ExpiresAt)}
+	return []any{r.RunID, r.JTI, r.EventID, r.Consumer, Micros(r.IssuedAt), Micros(r.ExpiresAt), r.Seq}
 }
 
 // ScanRunToken reads a row of RunTokenCols.
@@ -216,7 +216,7 @@ func ScanRunToken(s Scanner) (delivery.TokenRecord, error) {
 		r               delivery.TokenRecord
 		issued, expires int64
 	)
-	if err := s.Scan(&r.RunID, &r.JTI, &r.EventID, &r.Consumer, &issued, &expires); err != nil {
+	if err := s.Scan(&r.RunID, &r.JTI, &r.EventID, &r.Consumer, &issued, &expires, &r.Seq); err != nil {
 		return delivery.TokenRecord{}, err
 	}
 	r.IssuedAt, r.ExpiresAt = FromMicros(issued), FromMicros(expires)
