@@ -50,8 +50,8 @@ type Process struct {
 	mu      sync.Mutex
 	stdin   io.WriteCloser
 	cmd     *exec.Cmd
-	runs    map[string]chan Reply // the runs in flight, by id
-	exited  chan struct{}         // closed when the current program exits
+	runs    map[string]*sink // the runs in flight, by id
+	exited  chan struct{}    // closed when the current program exits
 	started bool
 	closed  bool          // Close was called: the program is not started again
 	closing chan struct{} // closed by Close: ends the backoff waits
@@ -76,7 +76,7 @@ func NewProcess(argv []string, opts *ProcessOptions) (*Process, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("bridge: name the agent program to run")
 	}
-	p := &Process{argv: argv, runs: map[string]chan Reply{}, closing: make(chan struct{})}
+	p := &Process{argv: argv, runs: map[string]*sink{}, closing: make(chan struct{})}
 	if opts != nil {
 		p.o = *opts
 	}
@@ -107,7 +107,7 @@ func (p *Process) Prepare(context.Context, *adapter.Invocation) error { return n
 // started again only after its backoff, waited for without the lock, so
 // that Close and the replies of other runs go on meanwhile; Close or
 // the end of ctx ends the wait at once.
-func (p *Process) attach(ctx context.Context, runID string, ch chan Reply) (<-chan struct{}, error) {
+func (p *Process) attach(ctx context.Context, runID string, s *sink) (<-chan struct{}, error) {
 	for {
 		p.mu.Lock()
 		if p.closed {
@@ -115,7 +115,7 @@ func (p *Process) attach(ctx context.Context, runID string, ch chan Reply) (<-ch
 			return nil, errClosed
 		}
 		if p.started {
-			p.runs[runID] = ch
+			p.runs[runID] = s
 			exited := p.exited
 			p.mu.Unlock()
 			return exited, nil
@@ -137,11 +137,21 @@ func (p *Process) attach(ctx context.Context, runID string, ch chan Reply) (<-ch
 	}
 }
 
+// sink is where the replies of a run in flight go; gone is closed when
+// its Execute no longer reads them.
+type sink struct {
+	ch   chan Reply
+	gone chan struct{}
+}
+
 // detach forgets a run.
-func (p *Process) detach(runID string) {
+func (p *Process) detach(runID string, s *sink) {
 	p.mu.Lock()
-	delete(p.runs, runID)
+	if p.runs[runID] == s {
+		delete(p.runs, runID)
+	}
 	p.mu.Unlock()
+	close(s.gone)
 }
 
 // sleep waits d on the clock, or until ctx ends or Close is called.
@@ -202,8 +212,12 @@ func (p *Process) start() error {
 	p.stdin, p.cmd, p.started = in, cmd, true
 	exited := make(chan struct{})
 	p.exited = exited
-	go p.read(out, exited)
+	read := make(chan struct{})
+	go p.read(out, read)
 	go func() {
+		// Wait closes the pipe: the lines the program wrote before it
+		// exited are read first.
+		<-read
 		err := cmd.Wait()
 		p.mu.Lock()
 		p.started = false
@@ -268,7 +282,8 @@ func cleanEnv(env []string) []string {
 }
 
 // read dispatches the program's reply lines to their runs.
-func (p *Process) read(out io.Reader, exited chan struct{}) {
+func (p *Process) read(out io.Reader, done chan struct{}) {
+	defer close(done)
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 64<<10), MaxLineBytes)
 	for sc.Scan() {
@@ -278,16 +293,15 @@ func (p *Process) read(out io.Reader, exited chan struct{}) {
 			continue
 		}
 		p.mu.Lock()
-		ch := p.runs[r.RunID]
+		s := p.runs[r.RunID]
 		p.mu.Unlock()
-		if ch == nil {
+		if s == nil {
 			p.o.Logger.Warn("bridge: a reply for a run that is not in flight is skipped", "run_id", r.RunID)
 			continue
 		}
 		select {
-		case ch <- r:
-		case <-exited:
-			return
+		case s.ch <- r:
+		case <-s.gone:
 		}
 	}
 }
@@ -316,22 +330,22 @@ func (p *Process) Execute(ctx context.Context, run *adapter.Run) error {
 	if err != nil {
 		return fmt.Errorf("bridge: loading the run's context: %w", err)
 	}
-	ch := make(chan Reply, 16)
-	exited, err := p.attach(ctx, run.ID, ch)
+	s := &sink{ch: make(chan Reply, 16), gone: make(chan struct{})}
+	exited, err := p.attach(ctx, run.ID, s)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		return &adapter.RuntimeFailure{Err: err}
 	}
-	defer p.detach(run.ID)
+	defer p.detach(run.ID, s)
 	if err := p.write(request(run, rc)); err != nil {
 		return &adapter.RuntimeFailure{Err: fmt.Errorf("writing to the agent program: %w", err)}
 	}
 	t := &turn{run: run}
 	for {
 		select {
-		case r := <-ch:
+		case r := <-s.ch:
 			done, err := t.apply(ctx, r)
 			if err != nil || done {
 				return err
@@ -340,7 +354,19 @@ func (p *Process) Execute(ctx context.Context, run *adapter.Run) error {
 			_ = p.write(Request{Type: "cancel", RunID: run.ID, Reason: run.CancelReason()})
 			return ctx.Err()
 		case <-exited:
-			return &adapter.RuntimeFailure{Err: errors.New("the agent program exited")}
+			// Every line the program wrote is read by now: the replies
+			// still buffered come first, and may end the turn.
+			for {
+				select {
+				case r := <-s.ch:
+					done, err := t.apply(ctx, r)
+					if err != nil || done {
+						return err
+					}
+				default:
+					return &adapter.RuntimeFailure{Err: errors.New("the agent program exited")}
+				}
+			}
 		}
 	}
 }

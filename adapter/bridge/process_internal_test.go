@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -27,9 +28,20 @@ func TestMain(m *testing.M) {
 
 const helperArg = "bridge-helper-program"
 
+// burstReplies is how many lines the "burst" program writes: no more
+// than a run's reply buffer holds, so none waits for a reader.
+const burstReplies = 16
+
 // helperProgram is an agent program that reads its input to the end and
-// then exits ("eof"), or never exits on its own ("stubborn").
+// then exits ("eof"), or never exits on its own ("stubborn"), or writes
+// replies for run "run" and exits at once, its input unread ("burst").
 func helperProgram(mode string) {
+	if mode == "burst" {
+		for i := range burstReplies {
+			fmt.Printf(`{"run_id":"run","type":"status","text":"step %d"}`+"\n", i)
+		}
+		os.Exit(0)
+	}
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	if mode == "stubborn" {
 		// Blocked, not sleeping as a wait: select{} alone would end the
@@ -84,10 +96,11 @@ func TestProcessClose(t *testing.T) {
 			}
 			var exited <-chan struct{}
 			if tc.mode != "" {
-				if exited, err = p.attach(context.Background(), "run", nil); err != nil {
+				s := newSink()
+				if exited, err = p.attach(context.Background(), "run", s); err != nil {
 					t.Fatal(err)
 				}
-				p.detach("run")
+				p.detach("run", s)
 			}
 			if err := p.Close(); err != nil {
 				t.Fatalf("Close: %v", err)
@@ -103,7 +116,7 @@ func TestProcessClose(t *testing.T) {
 				t.Errorf("killed = %v, want %v; logs:\n%s", got, tc.killed, logs.String())
 			}
 			// A closed bridge starts no program again.
-			if _, err := p.attach(context.Background(), "run", nil); err == nil {
+			if _, err := p.attach(context.Background(), "run", newSink()); err == nil {
 				t.Error("a closed bridge started its program again")
 			}
 			if err := p.Close(); err != nil {
@@ -173,8 +186,9 @@ func newTestProcess(t *testing.T, mode string, c *stepClock) *Process {
 func startProgram(ctx context.Context, t *testing.T, p *Process, c *stepClock) []time.Duration {
 	t.Helper()
 	done := make(chan error, 1)
+	sk := newSink()
 	go func() {
-		_, err := p.attach(ctx, "run", nil)
+		_, err := p.attach(ctx, "run", sk)
 		done <- err
 	}()
 	var waits []time.Duration
@@ -191,7 +205,7 @@ func startProgram(ctx context.Context, t *testing.T, p *Process, c *stepClock) [
 			if err != nil {
 				t.Fatalf("attach: %v", err)
 			}
-			p.detach("run")
+			p.detach("run", sk)
 			return waits
 		case <-ctx.Done():
 			t.Fatal("the program was not started")
@@ -303,7 +317,7 @@ func TestProcessBackoffEnds(t *testing.T) {
 			defer endRun()
 			attached := make(chan error, 1)
 			go func() {
-				_, err := p.attach(runCtx, "run", nil)
+				_, err := p.attach(runCtx, "run", newSink())
 				attached <- err
 			}()
 			select {
@@ -346,5 +360,35 @@ func TestProcessBackoffEnds(t *testing.T) {
 			}
 			noProcessGoroutines(ctx, t)
 		})
+	}
+}
+
+func newSink() *sink { return &sink{ch: make(chan Reply, 16), gone: make(chan struct{})} }
+
+// The lines a program wrote before it exited all reach the run: the
+// program's exit closes nothing before they are read.
+func TestProcessRepliesBeforeExit(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		p, err := NewProcess([]string{exe, helperArg, "burst"}, &ProcessOptions{Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sk := newSink()
+		exited, err := p.attach(t.Context(), "run", sk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-exited
+		if n := len(sk.ch); n != burstReplies {
+			t.Fatalf("%d of the %d replies the program wrote before it exited were read", n, burstReplies)
+		}
+		p.detach("run", sk)
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
