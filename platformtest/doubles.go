@@ -47,6 +47,8 @@ type RecordingSource struct {
 	mu     sync.Mutex
 	events []Received
 	acks   []int64
+	calls  int // Receive calls begun
+	done   int // and returned
 }
 
 // Received is one delivered event as a RecordingSource saw it.
@@ -58,8 +60,12 @@ type Received struct {
 
 // Receive implements adapter.Source.
 func (s *RecordingSource) Receive(ctx context.Context) ([]delivery.Event, error) {
+	s.mu.Lock()
+	s.calls++
+	s.mu.Unlock()
 	evs, err := s.Source.Receive(ctx)
 	s.mu.Lock()
+	s.done++
 	for _, ev := range evs {
 		s.events = append(s.events, Received{Event: ev, Token: Fingerprint(ev.InvocationToken)})
 	}
@@ -83,6 +89,15 @@ func (s *RecordingSource) Events() []Received {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Received(nil), s.events...)
+}
+
+// Idle reports whether the adapter waits in Receive for its next
+// events: it handled every event it received before, and acknowledged
+// them as far as it does.
+func (s *RecordingSource) Idle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls > s.done
 }
 
 // Acks returns the acknowledged sequences so far.

@@ -9,8 +9,9 @@
 //   - Process: the agent is a long-running program; requests go to its
 //     standard input, one line each, and its answers come from its
 //     standard output, each naming its run. A run the platform cancels
-//     is told with a cancel line. The program is started again, after a
-//     backoff, when it exits; the runs it held fail. Close stops it (its
+//     is told with a cancel line. A program that exits is started again
+//     for the next run, after a backoff that grows while it keeps exiting
+//     soon after its start; the runs it held fail. Close stops it (its
 //     standard input closes: the program's sign to exit).
 //   - HTTP: each request is POSTed to a local URL; the answer is the
 //     reply lines (application/x-ndjson, or a JSON array of them). A
