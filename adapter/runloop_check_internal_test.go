@@ -42,6 +42,8 @@ func TestAdapterCheckVerdicts(t *testing.T) {
 		payload string // default: the invocation of run-1 the token names
 		at      time.Duration
 		stored  *InboxAccept // an entry stored before, of run-1
+		moves   []InboxState // the stored entry's states after accepted
+		evType  string       // default agent.invocation
 		seen    bool         // the token's id is remembered
 		finish  outboxAnswer // the platform's answer to finishRun
 		// want
@@ -72,6 +74,15 @@ func TestAdapterCheckVerdicts(t *testing.T) {
 		{name: "invalid for a run already stored leaves the run alone", token: mint(nil, verifyKid, verifyOther),
 			stored:  &InboxAccept{Event: delivery.Event{ID: "evt-0", Seq: 1, Type: delivery.EventInvocation}, RunID: "run-1"},
 			settled: true},
+		{name: "invalid answer to a run waiting for it refuses the run", token: mint(nil, verifyKid, verifyOther),
+			evType: delivery.EventFollowup, payload: `{"run_id":"run-1","thread_id":"thr-1","message_id":"msg-2"}`,
+			stored: &InboxAccept{Event: delivery.Event{ID: "evt-0", Seq: 1, Type: delivery.EventInvocation}, RunID: "run-1"},
+			moves:  []InboxState{InboxStarted, InboxWaiting},
+			accept: InboxClosed, reason: delivery.ReasonInvalidToken, settled: true, finishes: 1},
+		{name: "invalid follow-up of a running run leaves it alone", token: mint(nil, verifyKid, verifyOther),
+			evType: delivery.EventFollowup, payload: `{"run_id":"run-1","thread_id":"thr-1","message_id":"msg-2"}`,
+			stored: &InboxAccept{Event: delivery.Event{ID: "evt-0", Seq: 1, Type: delivery.EventInvocation}, RunID: "run-1"},
+			moves:  []InboxState{InboxStarted}, settled: true},
 		{name: "malformed payload: no run to refuse", token: valid, payload: `{"run_id":1}`, settled: true},
 		{name: "replay of a new event is held", token: valid, seen: true, settled: false},
 	}
@@ -102,6 +113,13 @@ func TestAdapterCheckVerdicts(t *testing.T) {
 				if _, err := inbox.Accept(ctx, []InboxAccept{*tc.stored}); err != nil {
 					t.Fatal(err)
 				}
+				from := InboxAccepted
+				for _, to := range tc.moves {
+					if err := inbox.SetState(ctx, tc.stored.Event.ID, from, to, ""); err != nil {
+						t.Fatal(err)
+					}
+					from = to
+				}
 			}
 			if tc.seen {
 				if err := inbox.RememberJTI(ctx, "jti-0001", exp.Add(leeway)); err != nil {
@@ -117,7 +135,11 @@ func TestAdapterCheckVerdicts(t *testing.T) {
 			if payload == "" {
 				payload = `{"trigger_kind":"message","run_id":"run-1","thread_id":"thr-1","message_id":"msg-1"}`
 			}
-			ev := delivery.Event{ID: "evt-1", Seq: 2, Type: delivery.EventInvocation, Payload: json.RawMessage(payload), InvocationToken: tc.token}
+			evType := tc.evType
+			if evType == "" {
+				evType = delivery.EventInvocation
+			}
+			ev := delivery.Event{ID: "evt-1", Seq: 2, Type: evType, Payload: json.RawMessage(payload), InvocationToken: tc.token}
 
 			acc, settled := a.check(ctx, ev)
 			if settled != tc.settled {
