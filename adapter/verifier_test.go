@@ -322,6 +322,9 @@ func TestVerifierKeyAndSignature(t *testing.T) {
 		{name: "claims not an object", rawClm: `"x"`, verdict: VerdictInvalid},
 		{name: "jti missing", claims: func(c map[string]any) { delete(c, "jti") }, verdict: VerdictInvalid},
 		{name: "exp missing", claims: func(c map[string]any) { delete(c, "exp") }, verdict: VerdictInvalid},
+		{name: "exp at iat", claims: func(c map[string]any) { c["exp"] = verifyT0.Unix() }, verdict: VerdictInvalid},
+		{name: "iat zero", claims: func(c map[string]any) { c["iat"] = 0 }, verdict: VerdictInvalid},
+		{name: "iat missing", claims: func(c map[string]any) { delete(c, "iat") }, verdict: VerdictInvalid},
 		{name: "exp before iat", claims: func(c map[string]any) { c["exp"] = verifyT0.Add(-time.Second).Unix() }, verdict: VerdictInvalid},
 		{name: "exp not whole seconds", claims: func(c map[string]any) { c["exp"] = float64(verifyT0.Unix()) + 300.5 }, verdict: VerdictInvalid},
 		{name: "exp a string", claims: func(c map[string]any) { c["exp"] = "1796558700" }, verdict: VerdictInvalid},
@@ -643,6 +646,33 @@ func TestMemoryJTIStorePrunes(t *testing.T) {
 	s.Record("new-99", verifyT0) // an earlier time does not shorten it
 	if seen, _ := s.Seen(context.Background(), "new-99"); !seen {
 		t.Error("recording an earlier time shortened an id's life")
+	}
+}
+
+// The store prunes when it reaches its threshold, not one record later,
+// and then waits until it holds twice what stayed.
+func TestMemoryJTIStorePruneThreshold(t *testing.T) {
+	clock := &verifyClock{now: verifyT0}
+	s := NewMemoryJTIStore(clock)
+	for i := range 63 {
+		s.Record(fmt.Sprint("old-", i), verifyT0.Add(time.Minute))
+	}
+	clock.Advance(time.Minute) // every old id's time is up
+	s.Record("live-0", verifyT0.Add(time.Hour))
+	s.mu.Lock()
+	n, next := len(s.until), s.pruneAt
+	s.mu.Unlock()
+	if n != 1 || next != 64 {
+		t.Fatalf("at the threshold: %d ids held, next prune at %d; want 1 and 64", n, next)
+	}
+	for i := 1; i < 64; i++ {
+		s.Record(fmt.Sprint("live-", i), verifyT0.Add(time.Hour))
+	}
+	s.mu.Lock()
+	n, next = len(s.until), s.pruneAt
+	s.mu.Unlock()
+	if n != 64 || next != 128 {
+		t.Fatalf("64 live ids: %d held, next prune at %d; want 64 and 128", n, next)
 	}
 }
 
