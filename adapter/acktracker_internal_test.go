@@ -98,3 +98,7 @@ func TestAckTrackerSteps(t *testing.T) {
 		})
 	}
 }
+
+// Mutants left (scripts/mutate ./adapter runloop.go), equivalent: in
+// deliver, seq > t.delivered as >= assigns the value delivered holds
+// already; in ackable, seq-1 < to as <= assigns the value to holds.

@@ -449,3 +449,7 @@ func TestOutboxPermanent(t *testing.T) {
 		}
 	}
 }
+
+// Mutants left (scripts/mutate ./adapter outbox.go), equivalent: the two
+// conditions of run's warning (err != nil, ctx.Err() == nil) decide only
+// whether a failed flush is logged.
