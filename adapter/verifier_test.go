@@ -649,29 +649,33 @@ func TestMemoryJTIStorePrunes(t *testing.T) {
 	}
 }
 
-// The store prunes when it reaches its threshold, not one record later,
-// and then waits until it holds twice what stayed.
+// The store prunes when it reaches its threshold, not one record later
+// nor before (the cost of pruning is spread over the records), and then
+// waits until it holds twice what stayed.
 func TestMemoryJTIStorePruneThreshold(t *testing.T) {
 	clock := &verifyClock{now: verifyT0}
 	s := NewMemoryJTIStore(clock)
-	for i := range 63 {
+	held := func() (int, int) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.until), s.pruneAt
+	}
+	for i := range 62 {
 		s.Record(fmt.Sprint("old-", i), verifyT0.Add(time.Minute))
 	}
 	clock.Advance(time.Minute) // every old id's time is up
-	s.Record("live-0", verifyT0.Add(time.Hour))
-	s.mu.Lock()
-	n, next := len(s.until), s.pruneAt
-	s.mu.Unlock()
-	if n != 1 || next != 64 {
-		t.Fatalf("at the threshold: %d ids held, next prune at %d; want 1 and 64", n, next)
+	s.Record("late", verifyT0.Add(time.Hour))
+	if n, next := held(); n != 63 || next != 64 {
+		t.Fatalf("below the threshold: %d ids held, next prune at %d; want 63 and 64", n, next)
 	}
-	for i := 1; i < 64; i++ {
+	s.Record("live-0", verifyT0.Add(time.Hour))
+	if n, next := held(); n != 2 || next != 64 {
+		t.Fatalf("at the threshold: %d ids held, next prune at %d; want 2 and 64", n, next)
+	}
+	for i := 1; i < 63; i++ {
 		s.Record(fmt.Sprint("live-", i), verifyT0.Add(time.Hour))
 	}
-	s.mu.Lock()
-	n, next = len(s.until), s.pruneAt
-	s.mu.Unlock()
-	if n != 64 || next != 128 {
+	if n, next := held(); n != 64 || next != 128 {
 		t.Fatalf("64 live ids: %d held, next prune at %d; want 64 and 128", n, next)
 	}
 }
