@@ -150,19 +150,22 @@ var verifyActual = Actual{BillingMode: delivery.BillingPlatform, ToolClass: deli
 // claims after header and claims changed them (or a literal token), the
 // expectation and actual use after their changes, the time of the check.
 type verifyCase struct {
-	name    string
-	header  func(map[string]any)
-	claims  func(map[string]any)
-	rawHdr  string // replaces the header JSON
-	rawClm  string // replaces the claims JSON
-	sign    func([]byte) []byte
-	token   func(valid string) string
-	want    func(*Expectation)
-	actual  func(*Actual)
-	at      time.Duration // after T0
-	allow   *verifyAllow
-	seen    bool // the token's jti is recorded
-	verdict Verdict
+	name   string
+	header func(map[string]any)
+	claims func(map[string]any)
+	rawHdr string // replaces the header JSON
+	rawClm string // replaces the claims JSON
+	sign   func([]byte) []byte
+	token  func(valid string) string
+	want   func(*Expectation)
+	actual func(*Actual)
+	at     time.Duration // after T0
+	allow  *verifyAllow
+	seen   bool // the token's jti is recorded
+	// maxBytes, when set, gives VerifierOptions.MaxTokenBytes from the
+	// token's length.
+	maxBytes func(n int) int
+	verdict  Verdict
 }
 
 func (c verifyCase) run(t *testing.T) (TokenCheck, string, *verifyKeys) {
@@ -203,6 +206,9 @@ func (c verifyCase) run(t *testing.T) (TokenCheck, string, *verifyKeys) {
 		jtis.Record("jti-0001", verifyT0.Add(time.Hour))
 	}
 	opts := &VerifierOptions{Clock: clock, JTIs: jtis}
+	if c.maxBytes != nil {
+		opts.MaxTokenBytes = c.maxBytes(len(tok))
+	}
 	if c.allow != nil {
 		opts.AllowList = c.allow
 	}
@@ -245,6 +251,9 @@ func TestVerifierHeader(t *testing.T) {
 		{name: "header not JSON", rawHdr: `{alg:EdDSA}`, verdict: VerdictInvalid},
 		{name: "unknown header member tolerated", header: func(h map[string]any) { h["x-note"] = 1 }, verdict: VerdictValid},
 		{name: "too long", claims: func(c map[string]any) { c["pad"] = strings.Repeat("x", 9000) }, verdict: VerdictInvalid},
+		{name: "exactly the longest read", maxBytes: func(n int) int { return n }, verdict: VerdictValid},
+		{name: "one byte over the longest read", maxBytes: func(n int) int { return n - 1 }, verdict: VerdictInvalid},
+		{name: "the default longest read", claims: func(c map[string]any) { c["pad"] = strings.Repeat("x", 5000) }, verdict: VerdictValid},
 		{name: "two parts", token: func(s string) string { return s[:strings.LastIndexByte(s, '.')] }, verdict: VerdictInvalid},
 		{name: "four parts", token: func(s string) string { return s + ".e30" }, verdict: VerdictInvalid},
 		{name: "padded base64", token: func(s string) string {
@@ -305,9 +314,17 @@ func TestVerifierKeyAndSignature(t *testing.T) {
 		{name: "raw claims as signed", rawClm: fmt.Sprintf(`{"iss":%q,"aud":%q,"sub":"usr-alex","iat":%d,"exp":%d,"jti":"jti-0001","run_id":"run-1","thread_id":"thr-1","trigger_kind":"message","message_id":"msg-1","billing_mode":"platform","tool_class":"scoped"}`,
 			verifyIssuer, verifyAgent, verifyT0.Unix(), verifyT0.Unix()+300), verdict: VerdictValid},
 		{name: "aud in another case", claims: func(c map[string]any) { delete(c, "aud"); c["AUD"] = verifyAgent }, verdict: VerdictInvalid},
+		// encoding/json would read these for the claim; refused, whatever
+		// the claim (not only the ones that must be present).
+		{name: "run_id in another case", claims: func(c map[string]any) { delete(c, "run_id"); c["Run_ID"] = "run-1" }, verdict: VerdictInvalid},
+		{name: "message_id in another case", claims: func(c map[string]any) { delete(c, "message_id"); c["MESSAGE_ID"] = "msg-1" }, verdict: VerdictInvalid},
+		{name: "billing_mode in another case", claims: func(c map[string]any) { delete(c, "billing_mode"); c["Billing_Mode"] = "platform" }, verdict: VerdictInvalid},
 		{name: "claims not an object", rawClm: `"x"`, verdict: VerdictInvalid},
 		{name: "jti missing", claims: func(c map[string]any) { delete(c, "jti") }, verdict: VerdictInvalid},
 		{name: "exp missing", claims: func(c map[string]any) { delete(c, "exp") }, verdict: VerdictInvalid},
+		{name: "exp at iat", claims: func(c map[string]any) { c["exp"] = verifyT0.Unix() }, verdict: VerdictInvalid},
+		{name: "iat zero", claims: func(c map[string]any) { c["iat"] = 0 }, verdict: VerdictInvalid},
+		{name: "iat missing", claims: func(c map[string]any) { delete(c, "iat") }, verdict: VerdictInvalid},
 		{name: "exp before iat", claims: func(c map[string]any) { c["exp"] = verifyT0.Add(-time.Second).Unix() }, verdict: VerdictInvalid},
 		{name: "exp not whole seconds", claims: func(c map[string]any) { c["exp"] = float64(verifyT0.Unix()) + 300.5 }, verdict: VerdictInvalid},
 		{name: "exp a string", claims: func(c map[string]any) { c["exp"] = "1796558700" }, verdict: VerdictInvalid},
@@ -529,14 +546,16 @@ func (f verifyFailingJTIs) Seen(context.Context, string) (bool, error) { return 
 
 func TestVerdictNames(t *testing.T) {
 	want := map[Verdict][2]string{
-		VerdictValid:               {"valid", ""},
-		VerdictExpired:             {"expired", ""},
-		VerdictInvalid:             {"invalid", delivery.ReasonInvalidToken},
-		VerdictUnknownKey:          {"unknown_key", ""},
-		VerdictBillingModeMismatch: {"billing_mode_mismatch", delivery.ReasonBillingModeMismatch},
-		VerdictToolClassMismatch:   {"tool_class_mismatch", delivery.ReasonToolClassMismatch},
-		VerdictReplay:              {"replay", ""},
-		Verdict(42):                {"verdict(42)", ""},
+		VerdictValid:                     {"valid", ""},
+		VerdictExpired:                   {"expired", ""},
+		VerdictInvalid:                   {"invalid", delivery.ReasonInvalidToken},
+		VerdictUnknownKey:                {"unknown_key", ""},
+		VerdictBillingModeMismatch:       {"billing_mode_mismatch", delivery.ReasonBillingModeMismatch},
+		VerdictToolClassMismatch:         {"tool_class_mismatch", delivery.ReasonToolClassMismatch},
+		VerdictReplay:                    {"replay", ""},
+		Verdict(42):                      {"verdict(42)", ""},
+		Verdict(len(verifyVerdictNames)): {fmt.Sprintf("verdict(%d)", len(verifyVerdictNames)), ""},
+		Verdict(-1):                      {"verdict(-1)", ""},
 	}
 	for v, w := range want {
 		if v.String() != w[0] || v.FinishReason() != w[1] {
@@ -627,6 +646,37 @@ func TestMemoryJTIStorePrunes(t *testing.T) {
 	s.Record("new-99", verifyT0) // an earlier time does not shorten it
 	if seen, _ := s.Seen(context.Background(), "new-99"); !seen {
 		t.Error("recording an earlier time shortened an id's life")
+	}
+}
+
+// The store prunes when it reaches its threshold, not one record later
+// nor before (the cost of pruning is spread over the records), and then
+// waits until it holds twice what stayed.
+func TestMemoryJTIStorePruneThreshold(t *testing.T) {
+	clock := &verifyClock{now: verifyT0}
+	s := NewMemoryJTIStore(clock)
+	held := func() (int, int) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.until), s.pruneAt
+	}
+	for i := range 62 {
+		s.Record(fmt.Sprint("old-", i), verifyT0.Add(time.Minute))
+	}
+	clock.Advance(time.Minute) // every old id's time is up
+	s.Record("late", verifyT0.Add(time.Hour))
+	if n, next := held(); n != 63 || next != 64 {
+		t.Fatalf("below the threshold: %d ids held, next prune at %d; want 63 and 64", n, next)
+	}
+	s.Record("live-0", verifyT0.Add(time.Hour))
+	if n, next := held(); n != 2 || next != 64 {
+		t.Fatalf("at the threshold: %d ids held, next prune at %d; want 2 and 64", n, next)
+	}
+	for i := 1; i < 63; i++ {
+		s.Record(fmt.Sprint("live-", i), verifyT0.Add(time.Hour))
+	}
+	if n, next := held(); n != 64 || next != 128 {
+		t.Fatalf("64 live ids: %d held, next prune at %d; want 64 and 128", n, next)
 	}
 }
 
