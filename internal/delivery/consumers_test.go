@@ -136,24 +136,34 @@ func TestRedeliveryAfterAckTimeout(t *testing.T) {
 		t.Fatal("acknowledged events were sent again")
 	}
 	// The consumer acknowledged the redelivered events: no delivery will
-	// bring their tokens again (they may have been lost on the way), so
-	// the first delivery's token of the same event starts the run.
-	if ans := a.call("POST", delivery.StartRunPath(runs[2].ID), startBody(), first.Events[2].InvocationToken, ""); ans.status != http.StatusOK {
-		t.Fatalf("start with the first token after the ack: %d %s", ans.status, ans.body)
+	// bring their tokens again (they may have been lost on the way). While
+	// the newest token can be used, the first stays superseded; once it
+	// expired, the first of the same event counts: it renews, and the
+	// renewal starts the run.
+	start := func(run gateway.Run, tok string) answer {
+		return a.call("POST", delivery.StartRunPath(run.ID), startBody(), tok, "")
 	}
-	if ans := a.call("POST", delivery.StartRunPath(runs[2].ID), startBody(), again.Events[1].InvocationToken, ""); ans.status != http.StatusConflict {
-		t.Fatalf("a second start with the newest token: %d %s", ans.status, ans.body)
+	if ans := start(runs[2], first.Events[2].InvocationToken); ans.problem(t).Reason != delivery.TokenSuperseded {
+		t.Fatalf("start with the first token while the newest is valid: %d %s", ans.status, ans.body)
+	}
+	h.clock.Advance(DefaultTokenTTL + DefaultClockLeeway)
+	if ans := start(runs[2], first.Events[2].InvocationToken); ans.problem(t).Reason != delivery.TokenExpired {
+		t.Fatalf("start with the first token after the newest expired: %d %s", ans.status, ans.body)
+	}
+	ans = a.call("POST", delivery.RenewTokenPath(runs[2].ID), nil, first.Events[2].InvocationToken, newKey())
+	g := decodeAs[delivery.InvocationTokenGrant](t, ans)
+	if ans.status != http.StatusOK || g.InvocationToken == "" {
+		t.Fatalf("renew with the first token after the newest expired: %d %s", ans.status, ans.body)
 	}
 	// A renewal's token is never lost that way (a lost answer is answered
 	// again): the tokens before it stay superseded.
-	ans = a.call("POST", delivery.RenewTokenPath(runs[1].ID), nil, first.Events[1].InvocationToken, newKey())
-	if g := decodeAs[delivery.InvocationTokenGrant](t, ans); ans.status != http.StatusOK || g.InvocationToken == "" {
-		t.Fatalf("renew with the first token after the ack: %d %s", ans.status, ans.body)
-	}
-	for _, tok := range []string{first.Events[1].InvocationToken, again.Events[0].InvocationToken} {
-		if ans := a.call("POST", delivery.StartRunPath(runs[1].ID), startBody(), tok, ""); ans.problem(t).Reason != delivery.TokenSuperseded {
+	for _, tok := range []string{first.Events[2].InvocationToken, again.Events[1].InvocationToken} {
+		if ans := start(runs[2], tok); ans.problem(t).Reason != delivery.TokenSuperseded {
 			t.Fatalf("start with a token older than the renewal: %d %s", ans.status, ans.body)
 		}
+	}
+	if ans := start(runs[2], g.InvocationToken); ans.status != http.StatusOK {
+		t.Fatalf("start with the renewal: %d %s", ans.status, ans.body)
 	}
 }
 

@@ -62,9 +62,9 @@
 // missing or forged is 403 invocation_token_invalid reason invalid, and
 // after the run ended every one but getRun is 403 reason run_inactive.
 // startRun needs the run's newest token (else superseded; an earlier
-// token of the same event counts once the consumer the newest was
-// delivered to acknowledged past it, for nothing will bring it again),
-// unexpired
+// token of the same event counts once the newest expired and the
+// consumer it was delivered to acknowledged past it, for nothing will
+// bring it again), unexpired
 // (else expired), a queued run never started (else 409
 // already_started), and the billing mode and a tool class the token
 // grants (else 409 billing_mode_mismatch or tool_class_mismatch, and the

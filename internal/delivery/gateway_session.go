@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -206,6 +207,19 @@ func (c *gwConn) finish(e gwEnd) {
 	c.hub.note(c, e, false)
 }
 
+// awaitEnd waits until the connection's end is known.
+func (c *gwConn) awaitEnd() {
+	for {
+		c.mu.Lock()
+		ended := c.end != nil
+		c.mu.Unlock()
+		if ended {
+			return
+		}
+		<-c.wake
+	}
+}
+
 func (c *gwConn) kickPump() {
 	select {
 	case c.kick <- struct{}{}:
@@ -248,6 +262,13 @@ func (c *gwConn) writeLoop() {
 		err := c.ws.Write(ctx, websocket.MessageText, f)
 		timedOut := ctx.Err() != nil
 		cancel()
+		if err != nil && !timedOut && errors.Is(err, net.ErrClosed) {
+			// The connection is closed: by the library, most likely,
+			// after the agent's close frame, which the read loop is
+			// about to report as the end.
+			c.awaitEnd()
+			continue
+		}
 		if err != nil {
 			// The library cut the connection (a write past its deadline:
 			// the agent does not read), or it broke: no close frame

@@ -113,11 +113,12 @@ func active(run gateway.Run) error {
 // newest refuses a token that is not the run's newest (superseded), and
 // returns the newest's record. A token delivered with the same event as
 // a newest that was delivered too (not renewed) counts as the newest
-// once the consumer the newest went to has acknowledged past that event:
-// the newest was then lost on its way or not taken (its adapter had the
-// event stored already), and no delivery will bring it again, so
-// refusing the older token would leave the run queued for good. A start
-// stays at most once either way.
+// once the newest has expired and the consumer it went to has
+// acknowledged past its event: the newest may have been lost on its way
+// or not taken (its adapter had the event stored already), no delivery
+// will bring it again, and refusing the older token for good would
+// leave the run queued for good. While the newest can still be used, it
+// alone can; and a start stays at most once either way.
 func (s *Service) newest(ctx context.Context, a Agent, c delivery.Claims, refusal string) (delivery.TokenRecord, error) {
 	rec, err := s.store.NewestToken(ctx, c.RunID)
 	if errors.Is(err, delivery.ErrNotFound) {
@@ -126,7 +127,7 @@ func (s *Service) newest(ctx context.Context, a Agent, c delivery.Claims, refusa
 	if err != nil || rec.JTI == c.ID {
 		return rec, err
 	}
-	if rec.EventID == c.EventID && rec.Seq > 0 {
+	if rec.EventID == c.EventID && rec.Seq > 0 && !s.o.Now().Before(rec.ExpiresAt.Add(s.o.ClockLeeway)) {
 		cons, err := s.store.GetConsumer(ctx, a.ID, rec.Consumer)
 		switch {
 		case err == nil && cons.AckedSeq >= rec.Seq:

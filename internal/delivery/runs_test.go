@@ -906,3 +906,48 @@ func TestStaleDeliveryDoesNotSupersede(t *testing.T) {
 		t.Fatalf("resume with the follow-up's token after a late delivery of the invocation: %d %s", ans.status, ans.body)
 	}
 }
+
+// The exception for a lost redelivery holds for tokens of the newest's
+// own event only: a run's start token never resumes it, even once the
+// follow-up's token expired and was acknowledged.
+func TestSupersededAcrossTurns(t *testing.T) {
+	h := newHarness(t, nil)
+	a := h.agent(h.inst, false)
+	a.open("alpha")
+	run := h.trigger(h.inst, "hello")
+	tok, _ := a.tokenFor("alpha", run.ID)
+	if ans := a.call("POST", delivery.StartRunPath(run.ID), startBody(), tok, ""); ans.status != http.StatusOK {
+		t.Fatal(ans.status)
+	}
+	if ans := a.call("POST", delivery.AwaitInputPath(run.ID), delivery.RunAwaitInput{StatusLine: "Which file?"}, tok, newKey()); ans.status != http.StatusOK {
+		t.Fatal(ans.status)
+	}
+	waiting := h.run(run.ID)
+	waiting.Status, waiting.Turn = gateway.StatusQueued, 2
+	waiting.PendingInput = json.RawMessage(`{"message":{"messageId":"m2","role":"user","parts":[{"kind":"text","text":"main.go"}]}}`)
+	replied, _, err := h.runs.WriteRun(t.Context(), gateway.RunWrite{Run: waiting, ExpectVersion: waiting.Version, Now: h.clock.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.svc.Offer(t.Context(), replied, h.inst); err != nil {
+		t.Fatal(err)
+	}
+	followTok, ev := a.tokenFor("alpha", run.ID)
+	if ans := a.ack("alpha", ev.Seq); ans.status != http.StatusOK {
+		t.Fatal(ans.status)
+	}
+	h.clock.Advance(DefaultTokenTTL + DefaultClockLeeway)
+	resume := delivery.RunResume{BillingModeUsed: delivery.BillingPlatform, ToolClassUsed: delivery.ToolChat}
+	for name, call := range map[string]func() answer{
+		"resume": func() answer { return a.call("POST", delivery.ResumeRunPath(run.ID), resume, tok, newKey()) },
+		"renew":  func() answer { return a.call("POST", delivery.RenewTokenPath(run.ID), nil, tok, newKey()) },
+	} {
+		if ans := call(); ans.status != http.StatusForbidden || ans.problem(t).Reason != delivery.TokenSuperseded {
+			t.Errorf("%s with the start token: %d %s", name, ans.status, ans.body)
+		}
+	}
+	ans := a.call("POST", delivery.RenewTokenPath(run.ID), nil, followTok, newKey())
+	if g := decodeAs[delivery.InvocationTokenGrant](t, ans); ans.status != http.StatusOK || g.InvocationToken == "" {
+		t.Fatalf("renew of the follow-up's token: %d %s", ans.status, ans.body)
+	}
+}
