@@ -265,6 +265,21 @@ func (d deliverySQL) UseToken(ctx context.Context, jti string, untilUS int64) (b
 	return d.db.changeOne(ctx, `INSERT INTO delivery_used_tokens (jti, until_us) VALUES ($1, $2) ON CONFLICT DO NOTHING`, jti, untilUS)
 }
 
+func (d deliverySQL) UseProof(ctx context.Context, id []byte, nowUS, untilUS int64) (bool, error) {
+	// Of inserts racing with one id, the later ones wait for the first to
+	// commit and then find its row kept: exactly one changes a row.
+	return d.db.changeOne(ctx, `INSERT INTO delivery_proofs AS p (id, until_us) VALUES ($1, $2)
+		ON CONFLICT (id) DO UPDATE SET until_us = EXCLUDED.until_us WHERE p.until_us <= $3`, id, untilUS, nowUS)
+}
+
+func (d deliverySQL) PruneProofs(ctx context.Context, nowUS int64, limit int) (int64, error) {
+	// Replicas prune side by side: each passes over the rows another is
+	// deleting.
+	tag, err := d.db.pool.Exec(ctx, `DELETE FROM delivery_proofs WHERE id IN
+		(SELECT id FROM delivery_proofs WHERE until_us <= $1 ORDER BY until_us LIMIT $2 FOR UPDATE SKIP LOCKED)`, nowUS, limit)
+	return tag.RowsAffected(), err
+}
+
 func (d deliverySQL) InsertAPIToken(ctx context.Context, t *delivery.APIToken) (bool, error) {
 	// Without a target, ON CONFLICT covers the id and the hash alike.
 	return d.db.changeOne(ctx, `INSERT INTO delivery_api_tokens (`+sqlstore.APITokenCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
