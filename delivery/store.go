@@ -18,7 +18,8 @@ var (
 
 // Store keeps the platform's side of pull delivery: each agent's event
 // stream, its consumers' cursors, the newest invocation token of each
-// run, agents' API tokens, idempotent answers and messages. Every method
+// run, agents' API tokens, the DPoP proofs accepted, idempotent answers
+// and messages. Every method
 // is safe for concurrent use, by several processes where the database is
 // shared, and every write is durable when it returns.
 type Store interface {

@@ -15,14 +15,14 @@ import (
 
 // DeliveryStore returns the database's store of pull delivery (a
 // delivery.Store): agents' event streams, consumers, invocation and API
-// tokens, Idempotency-Keys and messages. Any number of replicas may share
-// it. An append is one statement that moves each agent's head on by its
-// new events with an upsert, whose row lock orders the agent's appends on
-// every replica until they commit, stores the events numbered after the
-// head it returns, and sends the notification of the append: all
-// committed together or not at all. Appends and consumer updates commit
-// group-wise through the database's writer, with the task and gateway
-// stores' writes.
+// tokens, DPoP proofs, Idempotency-Keys and messages. Any number of
+// replicas may share it. An append is one statement that moves each
+// agent's head on by its new events with an upsert, whose row lock
+// orders the agent's appends on every replica until they commit, stores
+// the events numbered after the head it returns, and sends the
+// notification of the append: all committed together or not at all.
+// Appends and consumer updates commit group-wise through the database's
+// writer, with the task and gateway stores' writes.
 //
 // An append looks its dedupe keys up before it writes. When another
 // append stored one of them in between, the unique index on the agent's
@@ -36,6 +36,11 @@ import (
 // the other replicas' listeners (the connection TaskFeed listens on)
 // hand to their watchers. When the listening connection comes back after
 // it broke, every watcher is called with ("", 0).
+//
+// RecordProof is one upsert: of replicas racing with one proof id, the
+// first inserts it and the others wait for its commit and find it kept.
+// PruneProofs passes over the rows another replica is pruning (SKIP
+// LOCKED).
 func (db *DB) DeliveryStore() *DeliveryStore {
 	return &DeliveryStore{sqlstore.NewDeliveryStore(dialect, deliverySQL{db}, &db.feed.agents)}
 }

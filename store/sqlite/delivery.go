@@ -11,7 +11,7 @@ import (
 
 // DeliveryStore returns the database's store of pull delivery (a
 // delivery.Store): agents' event streams, consumers, invocation and API
-// tokens, Idempotency-Keys and messages. Its writes go through the
+// tokens, DPoP proofs, Idempotency-Keys and messages. Its writes go through the
 // database's single writer, whose transactions take the file's write lock
 // first: an append reads the agent's head, looks its dedupe keys up,
 // stores its events and moves the head on in one step, so sequences have
