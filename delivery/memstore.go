@@ -26,6 +26,7 @@ type MemStore struct {
 	consumers map[[2]string]Consumer          // by agent, name
 	tokens    map[string]TokenRecord          // by run id
 	used      map[string]time.Time            // consumed token ids, until when
+	proofs    map[string]time.Time            // proof ids, until when
 	apiTokens map[string]APIToken             // by id
 	hashes    map[string]string               // API token hash → id
 	requests  map[[2]string]IdempotentRequest // by scope, key
@@ -57,6 +58,7 @@ func NewMemStore() *MemStore {
 		consumers: map[[2]string]Consumer{},
 		tokens:    map[string]TokenRecord{},
 		used:      map[string]time.Time{},
+		proofs:    map[string]time.Time{},
 		apiTokens: map[string]APIToken{},
 		hashes:    map[string]string{},
 		requests:  map[[2]string]IdempotentRequest{},
@@ -266,6 +268,39 @@ func (s *MemStore) ConsumeToken(_ context.Context, jti string, until time.Time) 
 	}
 	s.used[jti] = storeTime(until)
 	return nil
+}
+
+func (s *MemStore) RecordProof(_ context.Context, id []byte, now, until time.Time) (bool, error) {
+	if err := CheckProofID(id); err != nil {
+		return false, fmt.Errorf("delivery: record proof: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if kept, ok := s.proofs[string(id)]; ok && kept.After(storeTime(now)) {
+		return false, nil
+	}
+	s.proofs[string(id)] = storeTime(until)
+	return true, nil
+}
+
+func (s *MemStore) PruneProofs(_ context.Context, now time.Time, limit int) (int64, error) {
+	now = storeTime(now)
+	if limit <= 0 || limit > MaxProofPrune {
+		limit = MaxProofPrune
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	for id, kept := range s.proofs {
+		if n == int64(limit) {
+			break
+		}
+		if !kept.After(now) {
+			delete(s.proofs, id)
+			n++
+		}
+	}
+	return n, nil
 }
 
 func (s *MemStore) CreateAPIToken(_ context.Context, t APIToken) error {

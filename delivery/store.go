@@ -18,7 +18,8 @@ var (
 
 // Store keeps the platform's side of pull delivery: each agent's event
 // stream, its consumers' cursors, the newest invocation token of each
-// run, agents' API tokens, idempotent answers and messages. Every method
+// run, agents' API tokens, the DPoP proofs accepted, idempotent answers
+// and messages. Every method
 // is safe for concurrent use, by several processes where the database is
 // shared, and every write is durable when it returns.
 type Store interface {
@@ -61,6 +62,18 @@ type Store interface {
 	// ConsumeToken marks a token used once (a resume); ErrExists when it
 	// was used already.
 	ConsumeToken(ctx context.Context, jti string, until time.Time) error
+
+	// RecordProof records a DPoP proof's id (a hash naming the proof and
+	// its key, of 1 to MaxProofIDBytes bytes; never the proof), kept
+	// until until, and reports whether it was fresh: not recorded, or
+	// recorded until no later than now, when it is recorded again. Of
+	// callers racing with one id, in this process or in another sharing
+	// the database, exactly one finds it fresh.
+	RecordProof(ctx context.Context, id []byte, now, until time.Time) (fresh bool, err error)
+	// PruneProofs drops up to limit proof ids kept until no later than
+	// now (MaxProofPrune when limit is not in (0, MaxProofPrune]), and
+	// counts them: a caller drops many in bounded steps.
+	PruneProofs(ctx context.Context, now time.Time, limit int) (int64, error)
 
 	// CreateAPIToken stores an agent's API token by its hash.
 	CreateAPIToken(ctx context.Context, t APIToken) error
@@ -187,3 +200,10 @@ type StoredMessage struct {
 
 // MaxPage is the longest page of events a Store returns.
 const MaxPage = 500
+
+// MaxProofIDBytes bounds a proof id a Store records (RecordProof): a
+// SHA-256 hash takes 32.
+const MaxProofIDBytes = 64
+
+// MaxProofPrune bounds the proof ids one PruneProofs drops.
+const MaxProofPrune = 10_000

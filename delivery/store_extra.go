@@ -223,3 +223,12 @@ func storePageLimit(limit int) int {
 	}
 	return limit
 }
+
+// CheckProofID checks a proof id RecordProof is about to record: 1 to
+// MaxProofIDBytes bytes.
+func CheckProofID(id []byte) error {
+	if len(id) == 0 || len(id) > MaxProofIDBytes {
+		return fmt.Errorf("a proof id takes 1 to %d bytes, not %d", MaxProofIDBytes, len(id))
+	}
+	return nil
+}

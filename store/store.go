@@ -62,7 +62,7 @@ type Stores struct {
 	// servers handled.
 	Schedules heartbeat.Store
 	// Delivery keeps pull delivery's event streams, consumers, tokens,
-	// Idempotency-Keys and messages.
+	// DPoP proofs, Idempotency-Keys and messages.
 	Delivery delivery.Store
 
 	// Listener reports the database's notification listener: nil while it

@@ -1,7 +1,6 @@
 package delivery
 
 import (
-	"container/list"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -9,8 +8,6 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"sync"
-	"time"
 
 	"novaos.dev/novaos/delivery"
 	"novaos.dev/novaos/dpop"
@@ -96,8 +93,8 @@ func (s *Service) AuthenticateAgent(ctx context.Context, c Credentials) (Agent, 
 		if err != nil {
 			return Agent{}, badProof("the DPoP proof is missing or does not fit the request and the token")
 		}
-		if !s.proofs.first(checked.JTI, now, 2*s.o.ProofWindow) {
-			return Agent{}, badProof("the DPoP proof was used before: make a new one for each request")
+		if err := s.firstUse(ctx, checked, now); err != nil {
+			return Agent{}, err
 		}
 	}
 	inst, err := s.runs.GetInstance(ctx, rec.TenantID, rec.AgentID)
@@ -137,45 +134,4 @@ func (s *Service) authAgent(r *http.Request) (Agent, error) {
 		return Agent{}, notFound("no such agent for this token")
 	}
 	return a, nil
-}
-
-// proofIDs remembers DPoP proof ids until they are too old to be
-// accepted again, so that a proof is used once. It is this process's
-// memory: behind a load balancer a proof replayed to another replica
-// within the window is not caught (the nonce and the window bound it),
-// and beyond max ids the oldest are forgotten first.
-type proofIDs struct {
-	mu    sync.Mutex
-	max   int
-	byID  map[string]*list.Element
-	order *list.List // of proofID, oldest first
-}
-
-type proofID struct {
-	id    string
-	until time.Time
-}
-
-func newProofIDs(max int) *proofIDs {
-	return &proofIDs{max: max, byID: map[string]*list.Element{}, order: list.New()}
-}
-
-// first records id, kept for keep, and reports whether it was not
-// recorded (and still kept) already.
-func (p *proofIDs) first(id string, now time.Time, keep time.Duration) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for e := p.order.Front(); e != nil; e = p.order.Front() {
-		pi := e.Value.(proofID)
-		if pi.until.After(now) && p.order.Len() < p.max {
-			break
-		}
-		p.order.Remove(e)
-		delete(p.byID, pi.id)
-	}
-	if e, ok := p.byID[id]; ok && e.Value.(proofID).until.After(now) {
-		return false
-	}
-	p.byID[id] = p.order.PushBack(proofID{id: id, until: now.Add(keep)})
-	return true
 }

@@ -197,25 +197,6 @@ func TestAgentAuthentication(t *testing.T) {
 	})
 }
 
-func TestProofIDsAreBounded(t *testing.T) {
-	p := newProofIDs(3)
-	now := h0()
-	for _, id := range []string{"a", "b", "c", "d"} {
-		if !p.first(id, now, DefaultProofWindow) {
-			t.Fatalf("%s refused", id)
-		}
-	}
-	if p.order.Len() != 3 {
-		t.Errorf("%d ids kept, want 3", p.order.Len())
-	}
-	if p.first("d", now, DefaultProofWindow) {
-		t.Error("d accepted twice")
-	}
-	if !p.first("d", now.Add(2*DefaultProofWindow), DefaultProofWindow) {
-		t.Error("d refused after it was forgotten")
-	}
-}
-
 // TestCreateTokenRepeated: a repeated Idempotency-Key leaves one working
 // token, and the answer kept for it holds none.
 func TestCreateTokenRepeated(t *testing.T) {

@@ -39,12 +39,27 @@
 // accepted only as "Authorization: DPoP" with a proof (package dpop) of
 // the request, checked against the server's public URL and path, with a
 // current nonce (every answer carries DPoP-Nonce; a proof without one is
-// 401 use_dpop_nonce) and a proof id never seen before. Proof ids are
-// remembered in this process's memory, at most Options.MaxProofIDs, the
-// oldest forgotten first: a proof replayed to another replica within its
-// window is not caught there. An unbound token comes as Bearer (or as
-// DPoP with a proof, which is then checked the same way). A token of
-// one agent finds no other agent's resources (404).
+// 401 use_dpop_nonce) and never accepted before (else 401
+// unauthenticated, reason invalid_dpop_proof). A proof is remembered by
+// the SHA-256 of its key's thumbprint and its jti (never the proof)
+// until it is too old to be accepted anywhere: its iat, plus
+// Options.ProofWindow and a second, whatever the clocks of the replicas.
+// This process remembers proofs in its memory, at most
+// Options.MaxProofIDs, the oldest forgotten first, which refuses a
+// replay to the same process without a write. Replicas sharing the
+// sealing key take each other's nonces, so where other processes serve
+// from the store (Deps.SharedStore, which Mount takes from
+// store.Stores.Shared: replicas on one PostgreSQL database) a proof
+// this process has not seen is also recorded in the store, with one
+// insert-if-absent that exactly one replica wins (delivery.Store's
+// RecordProof), and Run drops the ones past their time every
+// ProofWindow in batches of a thousand. A store no other process serves
+// from (SQLite, the default: one server on its file) keeps no proofs:
+// there the memory refuses every replay, and the write a request would
+// cost slows sequential polling measurably (docs/benchmarks.md). An
+// unbound token comes as Bearer (or as DPoP with a proof, which is then
+// checked the same way). A token of one agent finds no other agent's
+// resources (404).
 //
 // # Consumers
 //

@@ -3,6 +3,7 @@ package delivery
 import (
 	"context"
 	"sync"
+	"time"
 
 	"novaos.dev/novaos/delivery"
 )
@@ -18,8 +19,13 @@ type fakeStore struct {
 	// requests mirrors the idempotency records the store keeps.
 	requests map[[2]string]delivery.IdempotentRequest
 	// recordCalls counts RecordTokens calls, for the one-write-per-page
-	// rule.
+	// rule; proofCalls RecordProof calls.
 	recordCalls int
+	proofCalls  int
+	// proofsPruned counts the proof ids PruneProofs dropped; prunedProofs
+	// is signalled after each call.
+	proofsPruned int64
+	prunedProofs chan struct{}
 	// failHead, when set, is HeadSeq's error.
 	failHead error
 	// watched is closed when the first watcher is registered.
@@ -31,7 +37,7 @@ var _ delivery.Store = (*fakeStore)(nil)
 
 func newFakeStore() *fakeStore {
 	return &fakeStore{MemStore: delivery.NewMemStore(), requests: map[[2]string]delivery.IdempotentRequest{},
-		watched: make(chan struct{})}
+		watched: make(chan struct{}), prunedProofs: make(chan struct{}, 1)}
 }
 
 func (f *fakeStore) RecordTokens(ctx context.Context, tokens []delivery.TokenRecord) error {
@@ -39,6 +45,37 @@ func (f *fakeStore) RecordTokens(ctx context.Context, tokens []delivery.TokenRec
 	f.recordCalls++
 	f.mu.Unlock()
 	return f.MemStore.RecordTokens(ctx, tokens)
+}
+
+func (f *fakeStore) RecordProof(ctx context.Context, id []byte, now, until time.Time) (bool, error) {
+	f.mu.Lock()
+	f.proofCalls++
+	f.mu.Unlock()
+	return f.MemStore.RecordProof(ctx, id, now, until)
+}
+
+func (f *fakeStore) PruneProofs(ctx context.Context, now time.Time, limit int) (int64, error) {
+	n, err := f.MemStore.PruneProofs(ctx, now, limit)
+	f.mu.Lock()
+	f.proofsPruned += n
+	f.mu.Unlock()
+	select {
+	case f.prunedProofs <- struct{}{}:
+	default:
+	}
+	return n, err
+}
+
+func (f *fakeStore) pruned() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.proofsPruned
+}
+
+func (f *fakeStore) proofWrites() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.proofCalls
 }
 
 func (f *fakeStore) HeadSeq(ctx context.Context, agentID string) (int64, error) {

@@ -65,7 +65,11 @@ type harness struct {
 	reg   *prometheus.Registry
 }
 
-func newHarness(t testing.TB, o *Options) *harness {
+func newHarness(t testing.TB, o *Options) *harness { return newHarnessWith(t, o, nil) }
+
+// newHarnessWith is newHarness with edit's changes to the service's
+// Deps.
+func newHarnessWith(t testing.TB, o *Options, edit func(*Deps)) *harness {
 	t.Helper()
 	h := &harness{t: t, st: newFakeStore(), runs: gateway.NewMemoryStore(), reg: prometheus.NewRegistry(),
 		clock: &fakeClock{t: h0()}}
@@ -81,7 +85,11 @@ func newHarness(t testing.TB, o *Options) *harness {
 		opts = *o
 	}
 	opts.Now = h.clock.Now
-	h.svc, err = New(Deps{Store: h.st, Runs: h.runs, Keys: ring, AdminToken: secret.New(testAdmin), BaseURL: h.srv.URL, Metrics: h.reg}, &opts)
+	deps := Deps{Store: h.st, Runs: h.runs, Keys: ring, AdminToken: secret.New(testAdmin), BaseURL: h.srv.URL, Metrics: h.reg}
+	if edit != nil {
+		edit(&deps)
+	}
+	h.svc, err = New(deps, &opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,6 +173,13 @@ func decodeAs[T any](t testing.TB, a answer) T {
 // do sends a request with headers, body as JSON (a []byte as it is).
 func (h *harness) do(method, path string, body any, headers map[string]string) answer {
 	h.t.Helper()
+	return h.doAt(h.srv.URL, method, path, body, headers)
+}
+
+// doAt sends a request to the server at base, as do does to the
+// harness's.
+func (h *harness) doAt(base, method, path string, body any, headers map[string]string) answer {
+	h.t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -177,7 +192,7 @@ func (h *harness) do(method, path string, body any, headers map[string]string) a
 		}
 		rd = bytes.NewReader(raw)
 	}
-	req, err := http.NewRequest(method, h.srv.URL+path, rd)
+	req, err := http.NewRequest(method, base+path, rd)
 	if err != nil {
 		h.t.Fatal(err)
 	}

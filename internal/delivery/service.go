@@ -108,15 +108,18 @@ type Options struct {
 	// MaxRenewAge is how old a token may be and still be renewed.
 	MaxRenewAge time.Duration
 	// ProofWindow is how far a DPoP proof's iat may be from now; a proof
-	// id is refused a second time within twice it.
+	// is refused a second time until it is too old to be accepted (its
+	// iat, this and a second). A shared store's proofs past that are
+	// pruned every ProofWindow.
 	ProofWindow time.Duration
 	// NonceWindow is how long a DPoP nonce stays current; NonceKey signs
 	// nonces (nil: a random key, and nonces hold in this process only —
 	// replicas behind one URL need one key).
 	NonceWindow time.Duration
 	NonceKey    []byte
-	// MaxProofIDs bounds the proof ids remembered against replay; the
-	// oldest are forgotten first beyond it.
+	// MaxProofIDs bounds the proof ids this process remembers against
+	// replay; the oldest are forgotten first beyond it (a shared store
+	// keeps them all, see Deps.SharedStore).
 	MaxProofIDs int
 	// IdempotencyTTL is how long an answer is kept for a repeat of its
 	// key; IdempotencyStale how long a key may stay in progress before
@@ -214,6 +217,12 @@ type Deps struct {
 	// AdminToken is the operator's.
 	Tokens     httpapi.Authenticator
 	AdminToken secret.Value
+	// SharedStore says that other processes serve from Store too
+	// (replicas on one database: store.Stores.Shared, which Mount takes).
+	// A DPoP proof is then recorded in Store, besides this process's
+	// memory, so that it is accepted once by all of them; Run prunes the
+	// ones past their time.
+	SharedStore bool
 	// BaseURL is the server's public base URL: the issuer of invocation
 	// tokens and the origin DPoP proofs name.
 	BaseURL string
@@ -264,7 +273,7 @@ func Mount(st *store.Stores, deps Deps, o *Options) (*Service, error) {
 	if st.Delivery == nil || st.Gateway == nil {
 		return nil, nil
 	}
-	deps.Store, deps.Runs = st.Delivery, st.Gateway
+	deps.Store, deps.Runs, deps.SharedStore = st.Delivery, st.Gateway, st.Shared
 	return New(deps, o)
 }
 
@@ -306,7 +315,8 @@ func (s *Service) Interceptors() []a2asrv.Interceptor { return nil }
 
 // Run wakes long polls and gateway sessions on the store's news of
 // appended events (also another process's), checks the gateway's
-// deadlines, and drops old idempotency records, until ctx ends.
+// deadlines, and drops old idempotency records and, from a shared
+// store, DPoP proof ids past their time, until ctx ends.
 func (s *Service) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -316,6 +326,9 @@ func (s *Service) Run(ctx context.Context) {
 		}
 	})
 	wg.Go(func() { s.prune(ctx) })
+	if s.deps.SharedStore {
+		wg.Go(func() { s.pruneProofs(ctx) })
+	}
 	wg.Go(func() { s.gw.run(ctx) })
 	wg.Wait()
 }

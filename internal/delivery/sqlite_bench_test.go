@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -29,7 +30,11 @@ const benchAdmin = "bench-admin-token"
 // DPoP-bound API token for it: the target of bench's delivery
 // benchmarks. Invocations are offered as the execution gateway
 // dispatches a pull instance's run (Service.Offer).
-func sqlitePlatform(tb testing.TB) *bench.DeliveryTarget {
+func sqlitePlatform(tb testing.TB) *bench.DeliveryTarget { return sqlitePlatformOf(tb, false) }
+
+// sqlitePlatformOf is sqlitePlatform, recording DPoP proofs in the
+// store when shared, as when other processes served from it.
+func sqlitePlatformOf(tb testing.TB, shared bool) *bench.DeliveryTarget {
 	tb.Helper()
 	ctx := context.Background()
 	db, err := sqlite.Open(ctx, filepath.Join(tb.TempDir(), "novaos.db"), nil)
@@ -38,6 +43,7 @@ func sqlitePlatform(tb testing.TB) *bench.DeliveryTarget {
 	}
 	tb.Cleanup(func() { db.Close() })
 	st := db.Stores()
+	st.Shared = shared
 	stamps := bench.NewDeliveryStamps(st.Delivery)
 	st.Delivery = stamps
 
@@ -173,3 +179,116 @@ func BenchmarkGatewaySQLiteResume(b *testing.B) {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// BenchmarkSQLiteDPoPRequests measures agent requests over REST with a
+// DPoP proof each, on SQLite, with the proofs remembered in the
+// process's memory (proofs=memory, the single-process default) and also
+// recorded in the store (proofs=store, as replicas sharing a database
+// do): triggerers, a read that writes nothing else, from 8 agents'
+// clients per core at once (requests/s); poll-ack, one client taking
+// b.N invocations, each delivered with a fresh token, by polls of page
+// events and acknowledging each page (events/s).
+func BenchmarkSQLiteDPoPRequests(b *testing.B) {
+	for _, proofs := range []string{"memory", "store"} {
+		shared := proofs == "store"
+		b.Run("op=triggerers/proofs="+proofs, func(b *testing.B) {
+			t := sqlitePlatformOf(b, shared)
+			c := benchClient(b, t)
+			warmUp(b, c, t)
+			b.SetParallelism(8)
+			b.ResetTimer()
+			start, cpu := time.Now(), cpuMeter()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := c.Triggerers(b.Context(), t.AgentID); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "requests/s")
+			cpu(b, b.N, "cpu-µs/request")
+		})
+		for _, page := range []int{1, 100} {
+			b.Run("op=poll-ack/page="+strconv.Itoa(page)+"/proofs="+proofs, func(b *testing.B) {
+				t := sqlitePlatformOf(b, shared)
+				c := benchClient(b, t)
+				warmUp(b, c, t)
+				ctx := b.Context()
+				if _, err := c.PollEvents(ctx, t.AgentID, "bench", 1, 0); err != nil { // opens the consumer at the head
+					b.Fatal(err)
+				}
+				appendInvocations(b, t, b.N)
+				b.ResetTimer()
+				start, cpu := time.Now(), cpuMeter()
+				for got := 0; got < b.N; {
+					p, err := c.PollEvents(ctx, t.AgentID, "bench", page, 0)
+					if err != nil || len(p.Events) == 0 {
+						b.Fatalf("poll: %d events, %v", len(p.Events), err)
+					}
+					got += len(p.Events)
+					if _, err := c.AckEvents(ctx, t.AgentID, "bench", p.Events[len(p.Events)-1].Seq); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "events/s")
+				cpu(b, b.N, "cpu-µs/event")
+			})
+		}
+	}
+}
+
+// cpuMeter starts measuring the process's CPU time; the function it
+// returns reports it per op of n, where it can be read.
+func cpuMeter() func(b *testing.B, n int, unit string) {
+	cpu0, ok0 := bench.ProcessCPU()
+	return func(b *testing.B, n int, unit string) {
+		if cpu1, ok1 := bench.ProcessCPU(); ok0 && ok1 && n > 0 {
+			b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(n), unit)
+		}
+	}
+}
+
+// benchClient is the adapter SDK's client of t's agent.
+func benchClient(tb testing.TB, t *bench.DeliveryTarget) *adapter.Client {
+	tb.Helper()
+	c, err := adapter.NewClient(t.BaseURL, t.Credentials, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// warmUp sends requests before the timer starts, so that whichever
+// case runs first does not pay for the process's start (connections,
+// the heap's growth).
+func warmUp(tb testing.TB, c *adapter.Client, t *bench.DeliveryTarget) {
+	tb.Helper()
+	for range 200 {
+		if _, err := c.Triggerers(context.Background(), t.AgentID); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// appendInvocations stores n invocations with grants in t's agent's
+// stream, in batches.
+func appendInvocations(tb testing.TB, t *bench.DeliveryTarget, n int) {
+	tb.Helper()
+	for done := 0; done < n; {
+		batch := make([]delivery.StoredEvent, 0, min(n-done, delivery.MaxPage))
+		for range cap(batch) {
+			run, id := a2a.NewID(), a2a.NewID()
+			payload, _ := json.Marshal(delivery.InvocationPayload{TriggerKind: delivery.TriggerMessage, RunID: run, ThreadID: run,
+				MessageID: run + "/1"})
+			batch = append(batch, delivery.StoredEvent{AgentID: t.AgentID, TenantID: "bench", ID: id, Type: delivery.EventInvocation,
+				RunID: run, Payload: payload, Grant: &delivery.Claims{Issuer: t.BaseURL, Audience: t.AgentID, Subject: "bench",
+					RunID: run, ThreadID: run, EventID: id, MessageID: run + "/1", BillingMode: delivery.BillingPlatform,
+					ToolClass: delivery.ToolChat}})
+		}
+		if _, err := t.Stamps.AppendEvents(context.Background(), batch); err != nil {
+			tb.Fatal(err)
+		}
+		done += len(batch)
+	}
+}

@@ -15,14 +15,14 @@ import (
 
 // DeliveryStore returns the database's store of pull delivery (a
 // delivery.Store): agents' event streams, consumers, invocation and API
-// tokens, Idempotency-Keys and messages. Any number of replicas may share
-// it. An append is one statement that moves each agent's head on by its
-// new events with an upsert, whose row lock orders the agent's appends on
-// every replica until they commit, stores the events numbered after the
-// head it returns, and sends the notification of the append: all
-// committed together or not at all. Appends and consumer updates commit
-// group-wise through the database's writer, with the task and gateway
-// stores' writes.
+// tokens, DPoP proofs, Idempotency-Keys and messages. Any number of
+// replicas may share it. An append is one statement that moves each
+// agent's head on by its new events with an upsert, whose row lock
+// orders the agent's appends on every replica until they commit, stores
+// the events numbered after the head it returns, and sends the
+// notification of the append: all committed together or not at all.
+// Appends and consumer updates commit group-wise through the database's
+// writer, with the task and gateway stores' writes.
 //
 // An append looks its dedupe keys up before it writes. When another
 // append stored one of them in between, the unique index on the agent's
@@ -36,6 +36,11 @@ import (
 // the other replicas' listeners (the connection TaskFeed listens on)
 // hand to their watchers. When the listening connection comes back after
 // it broke, every watcher is called with ("", 0).
+//
+// RecordProof is one upsert: of replicas racing with one proof id, the
+// first inserts it and the others wait for its commit and find it kept.
+// PruneProofs passes over the rows another replica is pruning (SKIP
+// LOCKED).
 func (db *DB) DeliveryStore() *DeliveryStore {
 	return &DeliveryStore{sqlstore.NewDeliveryStore(dialect, deliverySQL{db}, &db.feed.agents)}
 }
@@ -263,6 +268,21 @@ func (d deliverySQL) NewestToken(ctx context.Context, runID string) (delivery.To
 
 func (d deliverySQL) UseToken(ctx context.Context, jti string, untilUS int64) (bool, error) {
 	return d.db.changeOne(ctx, `INSERT INTO delivery_used_tokens (jti, until_us) VALUES ($1, $2) ON CONFLICT DO NOTHING`, jti, untilUS)
+}
+
+func (d deliverySQL) UseProof(ctx context.Context, id []byte, nowUS, untilUS int64) (bool, error) {
+	// Of inserts racing with one id, the later ones wait for the first to
+	// commit and then find its row kept: exactly one changes a row.
+	return d.db.changeOne(ctx, `INSERT INTO delivery_proofs AS p (id, until_us) VALUES ($1, $2)
+		ON CONFLICT (id) DO UPDATE SET until_us = EXCLUDED.until_us WHERE p.until_us <= $3`, id, untilUS, nowUS)
+}
+
+func (d deliverySQL) PruneProofs(ctx context.Context, nowUS int64, limit int) (int64, error) {
+	// Replicas prune side by side: each passes over the rows another is
+	// deleting.
+	tag, err := d.db.pool.Exec(ctx, `DELETE FROM delivery_proofs WHERE id IN
+		(SELECT id FROM delivery_proofs WHERE until_us <= $1 ORDER BY until_us LIMIT $2 FOR UPDATE SKIP LOCKED)`, nowUS, limit)
+	return tag.RowsAffected(), err
 }
 
 func (d deliverySQL) InsertAPIToken(ctx context.Context, t *delivery.APIToken) (bool, error) {

@@ -102,15 +102,17 @@
 // it broke.
 //
 // DeliveryStore keeps pull delivery's records (delivery.Store): agents'
-// event streams, consumers, invocation and API tokens, Idempotency-Keys
-// and messages. An append is one statement, committed group-wise through
+// event streams, consumers, invocation and API tokens, DPoP proofs,
+// Idempotency-Keys and messages. An append is one statement, committed group-wise through
 // the same writer: an upsert of each agent's head row, whose lock orders
 // the agent's appends on every replica, the events numbered after the
 // head it returns, and a notification on the channel novaos_delivery
 // ("<head>:<origin>:<agent id>"). Its dedupe keys are looked up before
 // it, and a key another append stored in between makes the unique index
 // refuse it whole, and the append looks up again. Consumers are written
-// by compare-and-set on their version.
+// by compare-and-set on their version. A DPoP proof is recorded once
+// across replicas with one upsert, which waits for a racing one's
+// commit.
 //
 // ToolStore keeps the tool gateway's records (tools.Store): MCP sessions
 // and tenants' policies. A session's creation, touch and deletion are one

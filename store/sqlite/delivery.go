@@ -11,7 +11,7 @@ import (
 
 // DeliveryStore returns the database's store of pull delivery (a
 // delivery.Store): agents' event streams, consumers, invocation and API
-// tokens, Idempotency-Keys and messages. Its writes go through the
+// tokens, DPoP proofs, Idempotency-Keys and messages. Its writes go through the
 // database's single writer, whose transactions take the file's write lock
 // first: an append reads the agent's head, looks its dedupe keys up,
 // stores its events and moves the head on in one step, so sequences have
@@ -55,7 +55,9 @@ const (
 	putTokenSQL = `INSERT INTO delivery_run_tokens (` + sqlstore.RunTokenCols + `) VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (run_id) DO UPDATE SET jti = excluded.jti, event_id = excluded.event_id, consumer = excluded.consumer,
 			issued_us = excluded.issued_us, expires_us = excluded.expires_us, seq = excluded.seq`
-	useTokenSQL     = `INSERT INTO delivery_used_tokens (jti, until_us) VALUES (?, ?) ON CONFLICT DO NOTHING`
+	useTokenSQL = `INSERT INTO delivery_used_tokens (jti, until_us) VALUES (?, ?) ON CONFLICT DO NOTHING`
+	useProofSQL = `INSERT INTO delivery_proofs (id, until_us) VALUES (?, ?)
+		ON CONFLICT (id) DO UPDATE SET until_us = excluded.until_us WHERE delivery_proofs.until_us <= ?`
 	claimRequestSQL = `INSERT INTO delivery_requests (` + sqlstore.RequestCols + `) VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`
 	getRequestSQL = `SELECT ` + sqlstore.RequestCols + ` FROM delivery_requests WHERE scope = ? AND idem_key = ?`
@@ -63,7 +65,7 @@ const (
 
 // deliveryWrites are the statements Open prepares for the delivery store.
 var deliveryWrites = []string{dedupedEventSQL, deliveryHeadSQL, insertDeliveryEventSQL, putDeliveryHeadSQL, insertConsumerSQL, putConsumerSQL,
-	putTokenSQL, useTokenSQL, claimRequestSQL, getRequestSQL}
+	putTokenSQL, useTokenSQL, useProofSQL, claimRequestSQL, getRequestSQL}
 
 // The delivery store's hot reads, prepared once per handle (DB.stmt).
 const (
@@ -174,6 +176,24 @@ func (d deliverySQL) NewestToken(ctx context.Context, runID string) (delivery.To
 
 func (d deliverySQL) UseToken(ctx context.Context, jti string, untilUS int64) (bool, error) {
 	return d.db.changeOne(ctx, useTokenSQL, jti, untilUS)
+}
+
+func (d deliverySQL) UseProof(ctx context.Context, id []byte, nowUS, untilUS int64) (bool, error) {
+	return d.db.changeOne(ctx, useProofSQL, id, untilUS, nowUS)
+}
+
+func (d deliverySQL) PruneProofs(ctx context.Context, nowUS int64, limit int) (int64, error) {
+	var n int64
+	err := d.db.wr.do(ctx, func(tx *sql.Tx) error {
+		res, err := tx.Exec(`DELETE FROM delivery_proofs WHERE id IN
+			(SELECT id FROM delivery_proofs WHERE until_us <= ? ORDER BY until_us LIMIT ?)`, nowUS, limit)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n, err
 }
 
 func (d deliverySQL) InsertAPIToken(ctx context.Context, t *delivery.APIToken) (bool, error) {

@@ -46,12 +46,12 @@
 // handle: a process sharing the file is not watched.
 //
 // DeliveryStore keeps pull delivery's records (delivery.Store): agents'
-// event streams, consumers, invocation and API tokens, Idempotency-Keys
-// and messages. An append's lookup of its dedupe keys, the numbering of
-// its events after each agent's head and the move of the head run on the
-// single writer in one step, so sequences have no gap and a key names one
-// event; concurrent appends share a commit. Its WatchEvents, as the
-// gateway's, reports the appends of this handle.
+// event streams, consumers, invocation and API tokens, DPoP proofs,
+// Idempotency-Keys and messages. An append's lookup of its dedupe keys,
+// the numbering of its events after each agent's head and the move of
+// the head run on the single writer in one step, so sequences have no
+// gap and a key names one event; concurrent appends share a commit. Its
+// WatchEvents, as the gateway's, reports the appends of this handle.
 //
 // ToolStore keeps the tool gateway's records (tools.Store): MCP sessions
 // and tenants' policies. A touch's check of the idle timeout and its

@@ -49,6 +49,12 @@ func TestDeliveryStore(t *testing.T, newStore func(t *testing.T) delivery.Store)
 		s := newStore(t)
 		testDlConsumeConcurrent(t, func(int) delivery.Store { return s })
 	})
+	t.Run("RecordProof", func(t *testing.T) { testDlRecordProof(t, newStore(t)) })
+	t.Run("RecordProofConcurrent", func(t *testing.T) {
+		s := newStore(t)
+		testDlProofConcurrent(t, func(int) delivery.Store { return s })
+	})
+	t.Run("PruneProofs", func(t *testing.T) { testDlPruneProofs(t, newStore(t)) })
 	t.Run("APITokens", func(t *testing.T) { testDlAPITokens(t, newStore(t)) })
 	t.Run("Requests", func(t *testing.T) { testDlRequests(t, newStore(t)) })
 	t.Run("PruneRequests", func(t *testing.T) { testDlPrune(t, newStore(t)) })
@@ -80,6 +86,7 @@ func TestDeliveryReplicas(t *testing.T, newDatabase func(t *testing.T) (newRepli
 	t.Run("OpenConsumerConcurrent", func(t *testing.T) { testDlOpenConcurrent(t, pick(t)) })
 	t.Run("UpdateConsumerConcurrent", func(t *testing.T) { testDlUpdateConcurrent(t, pick(t)) })
 	t.Run("ConsumeTokenConcurrent", func(t *testing.T) { testDlConsumeConcurrent(t, pick(t)) })
+	t.Run("RecordProofConcurrent", func(t *testing.T) { testDlProofConcurrent(t, pick(t)) })
 	t.Run("BeginRequestConcurrent", func(t *testing.T) { testDlBeginConcurrent(t, pick(t)) })
 	t.Run("CreateMessageConcurrent", func(t *testing.T) { testDlMessageConcurrent(t, pick(t)) })
 	if !watch {
@@ -1044,6 +1051,111 @@ func testDlConsumeToken(t *testing.T, s delivery.Store) {
 	}
 	if err := s.ConsumeToken(ctx, "", dlAt(time.Hour)); err == nil {
 		t.Error("ConsumeToken without an id succeeded")
+	}
+}
+
+func testDlRecordProof(t *testing.T, s delivery.Store) {
+	ctx := ctxT(t)
+	long := make([]byte, delivery.MaxProofIDBytes)
+	for i := range long {
+		long[i] = byte(i)
+	}
+	for _, c := range []struct {
+		name  string
+		id    []byte
+		now   time.Duration
+		until time.Duration
+		fresh bool
+	}{
+		{"first", []byte("proof-1"), 0, time.Minute, true},
+		{"again", []byte("proof-1"), time.Second, time.Hour, false},
+		{"another", []byte("proof-2"), time.Second, time.Minute, true},
+		{"bytes, not text", []byte("PROOF-1"), time.Second, time.Minute, true},
+		{"binary", []byte{0, 0xff, 0, 0xfe}, time.Second, time.Minute, true},
+		{"binary again", []byte{0, 0xff, 0, 0xfe}, time.Second, time.Minute, false},
+		{"longest", long, time.Second, time.Minute, true},
+		// A kept id is refused until its time, not at it: then it is
+		// recorded again, with the new time.
+		{"just before its time", []byte("proof-1"), time.Minute - time.Microsecond, 2 * time.Minute, false},
+		{"at its time", []byte("proof-1"), time.Minute, 2 * time.Minute, true},
+		{"kept again", []byte("proof-1"), time.Minute + time.Second, 3 * time.Minute, false},
+		{"kept to the new time", []byte("proof-1"), 2*time.Minute - time.Microsecond, 3 * time.Minute, false},
+		{"after it", []byte("proof-2"), time.Hour, 2 * time.Hour, true},
+	} {
+		fresh, err := s.RecordProof(ctx, c.id, dlAt(c.now), dlAt(c.until))
+		if err != nil || fresh != c.fresh {
+			t.Errorf("%s: RecordProof = %v, %v; want %v", c.name, fresh, err, c.fresh)
+		}
+	}
+	for _, bad := range [][]byte{nil, {}, append(long, 0)} {
+		if _, err := s.RecordProof(ctx, bad, dlT0, dlAt(time.Minute)); err == nil {
+			t.Errorf("RecordProof of a %d-byte id succeeded", len(bad))
+		}
+	}
+}
+
+// Of recorders racing with one proof id exactly one finds it fresh.
+func testDlProofConcurrent(t *testing.T, store func(i int) delivery.Store) {
+	const workers = 16
+	ctx := ctxT(t)
+	for round, now := range []time.Duration{0, time.Minute} {
+		// The second round races over an id kept until its now.
+		fresh := make([]bool, workers)
+		errs := make([]error, workers)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for w := range workers {
+			wg.Go(func() {
+				<-start
+				fresh[w], errs[w] = store(w).RecordProof(ctx, []byte("proof-1"), dlAt(now), dlAt(now+time.Minute))
+			})
+		}
+		close(start)
+		wg.Wait()
+		won := 0
+		for w := range workers {
+			if errs[w] != nil {
+				t.Errorf("round %d, worker %d: %v", round, w, errs[w])
+			}
+			if fresh[w] {
+				won++
+			}
+		}
+		if won != 1 {
+			t.Errorf("round %d: %d of %d concurrent recorders of one proof id found it fresh, want 1", round, won, workers)
+		}
+	}
+}
+
+func testDlPruneProofs(t *testing.T, s delivery.Store) {
+	ctx := ctxT(t)
+	kept := map[string]time.Duration{"p1": time.Minute, "p2": time.Minute, "p3": 2 * time.Minute, "p4": time.Hour}
+	for id, until := range kept {
+		if fresh, err := s.RecordProof(ctx, []byte(id), dlT0, dlAt(until)); err != nil || !fresh {
+			t.Fatalf("RecordProof(%s) = %v, %v", id, fresh, err)
+		}
+	}
+	for _, c := range []struct {
+		now   time.Duration
+		limit int
+		n     int64
+	}{
+		{time.Minute - time.Microsecond, 10, 0},
+		{2 * time.Minute, 2, 2}, // bounded: three are due
+		{2 * time.Minute, 2, 1},
+		{2 * time.Minute, 2, 0},
+	} {
+		n, err := s.PruneProofs(ctx, dlAt(c.now), c.limit)
+		if err != nil || n != c.n {
+			t.Errorf("PruneProofs(%v, %d) = %d, %v; want %d", c.now, c.limit, n, err, c.n)
+		}
+	}
+	// The pruned ones are gone (fresh at a time before they were due:
+	// only a missing row is), and the one not due is kept.
+	for id, fresh := range map[string]bool{"p1": true, "p2": true, "p3": true, "p4": false} {
+		if got, err := s.RecordProof(ctx, []byte(id), dlAt(time.Second), dlAt(time.Hour)); err != nil || got != fresh {
+			t.Errorf("%s after pruning: fresh %v, %v; want %v", id, got, err, fresh)
+		}
 	}
 }
 

@@ -103,7 +103,9 @@
 //     at the head once (also by racing openers), updates by
 //     compare-and-set with exactly one of racing updaters winning, an
 //     acknowledgement that never moves back or past the head, rewinds,
-//     each run's newest token, tokens used once, API tokens by hash with
+//     each run's newest token, tokens used once, DPoP proof ids recorded
+//     once until their time (exactly one of racing recorders fresh) and
+//     pruned in bounded steps, API tokens by hash with
 //     revocation, Idempotency-Keys (exactly one of racing claims fresh,
 //     answers, forgetting, pruning by age) and messages stored once per
 //     client message id and read by thread, newest last.

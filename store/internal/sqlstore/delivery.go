@@ -333,6 +333,13 @@ type DeliverySQL interface {
 	// UseToken records the token id used, and reports false when it was
 	// already.
 	UseToken(ctx context.Context, jti string, untilUS int64) (bool, error)
+	// UseProof inserts the proof id kept until untilUS, or sets a row
+	// of it kept until no later than nowUS to untilUS, in one statement,
+	// and reports whether it did either.
+	UseProof(ctx context.Context, id []byte, nowUS, untilUS int64) (bool, error)
+	// PruneProofs deletes up to limit proof ids kept until no later than
+	// nowUS, in one statement, and counts them.
+	PruneProofs(ctx context.Context, nowUS int64, limit int) (int64, error)
 	// InsertAPIToken inserts t, and reports false when its id or its hash
 	// is taken.
 	InsertAPIToken(ctx context.Context, t *delivery.APIToken) (bool, error)
@@ -566,6 +573,19 @@ func (s *DeliveryStore) ConsumeToken(ctx context.Context, jti string, until time
 		return delivery.ErrExists
 	}
 	return nil
+}
+
+func (s *DeliveryStore) RecordProof(ctx context.Context, id []byte, now, until time.Time) (_ bool, err error) {
+	defer s.d.wrap(&err, "record proof")
+	if err := delivery.CheckProofID(id); err != nil {
+		return false, err
+	}
+	return s.db.UseProof(ctx, id, Micros(now), Micros(until))
+}
+
+func (s *DeliveryStore) PruneProofs(ctx context.Context, now time.Time, limit int) (_ int64, err error) {
+	defer s.d.wrap(&err, "prune proofs")
+	return s.db.PruneProofs(ctx, Micros(now), Limit(limit, delivery.MaxProofPrune))
 }
 
 func (s *DeliveryStore) CreateAPIToken(ctx context.Context, t delivery.APIToken) (err error) {
