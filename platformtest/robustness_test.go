@@ -52,6 +52,27 @@ func runWith(t *testing.T, f *platformtest.FakeServer, cfg adapter.Config, h ada
 
 func ended(r delivery.Run) bool { return r.State.Ended() }
 
+// triggerPrepared triggers a run and waits until h prepared it (the
+// first run h prepares) and consumer alpha acknowledged it.
+func triggerPrepared(ctx context.Context, t *testing.T, f *platformtest.FakeServer, h *platformtest.RecordingHandler, text string) platformtest.Triggered {
+	t.Helper()
+	tr, err := f.Trigger(ctx, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Wait(ctx, func(h *platformtest.RecordingHandler) bool { return len(h.Prepares()) == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	err = waitCond(ctx, func() bool {
+		cs, err := f.ConsumerState(ctx, "alpha")
+		return err == nil && cs.AckedSeq == cs.HeadSeq
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
 // A page of events whose answer is lost (served, then 502) was sent:
 // the platform sends it again only after the ack timeout. A later page
 // must not acknowledge it meanwhile (acknowledgements are cumulative):
@@ -287,20 +308,7 @@ func TestTokenExpiresAgainAfterRenewal(t *testing.T) {
 	if err := f.WaitConsumer(ctx, "alpha"); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := f.Trigger(ctx, "slow")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Wait(ctx, func(h *platformtest.RecordingHandler) bool { return len(h.Prepares()) == 1 }); err != nil {
-		t.Fatal(err)
-	}
-	err = waitCond(ctx, func() bool {
-		cs, err := f.ConsumerState(ctx, "alpha")
-		return err == nil && cs.AckedSeq == cs.HeadSeq
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := triggerPrepared(ctx, t, f, h, "slow")
 	tm := f.Timing()
 	f.PassTime(ctx, tm.TokenTTL+tm.ClockLeeway+time.Second)
 	close(h.HoldPrepare)
@@ -548,20 +556,7 @@ func TestAnswerLostThenTokenExpires(t *testing.T) {
 			if err := f.WaitConsumer(ctx, "alpha"); err != nil {
 				t.Fatal(err)
 			}
-			tr, err := f.Trigger(ctx, "hello")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := h.Wait(ctx, func(h *platformtest.RecordingHandler) bool { return len(h.Prepares()) == 1 }); err != nil {
-				t.Fatal(err)
-			}
-			err = waitCond(ctx, func() bool {
-				cs, err := f.ConsumerState(ctx, "alpha")
-				return err == nil && cs.AckedSeq == cs.HeadSeq
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			tr := triggerPrepared(ctx, t, f, h, "hello")
 			if op == "renewInvocationToken" {
 				f.PassTime(ctx, ttl) // the start renews first
 				// A poll after the step brings the adapter a current DPoP

@@ -876,24 +876,7 @@ func TestStaleDeliveryDoesNotSupersede(t *testing.T) {
 	a := h.agent(h.inst, false)
 	a.open("alpha")
 	a.open("beta")
-	run := h.trigger(h.inst, "hello")
-	tok, _ := a.tokenFor("alpha", run.ID)
-	if ans := a.call("POST", delivery.StartRunPath(run.ID), startBody(), tok, ""); ans.status != http.StatusOK {
-		t.Fatal(ans.status)
-	}
-	if ans := a.call("POST", delivery.AwaitInputPath(run.ID), delivery.RunAwaitInput{StatusLine: "Which file?"}, tok, newKey()); ans.status != http.StatusOK {
-		t.Fatal(ans.status)
-	}
-	waiting := h.run(run.ID)
-	waiting.Status, waiting.Turn = gateway.StatusQueued, 2
-	waiting.PendingInput = json.RawMessage(`{"message":{"messageId":"m2","role":"user","parts":[{"kind":"text","text":"main.go"}]}}`)
-	replied, _, err := h.runs.WriteRun(t.Context(), gateway.RunWrite{Run: waiting, ExpectVersion: waiting.Version, Now: h.clock.Now()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.svc.Offer(t.Context(), replied, h.inst); err != nil {
-		t.Fatal(err)
-	}
+	run, _ := secondTurn(t, h, a)
 	followTok, _ := a.tokenFor("alpha", run.ID)
 	// beta takes only the first event: the run's first turn.
 	page := decodeAs[delivery.EventPage](t, a.call("GET", delivery.ConsumerEventsPath(a.id, "beta")+"?limit=1", nil, "", ""))
@@ -914,24 +897,7 @@ func TestSupersededAcrossTurns(t *testing.T) {
 	h := newHarness(t, nil)
 	a := h.agent(h.inst, false)
 	a.open("alpha")
-	run := h.trigger(h.inst, "hello")
-	tok, _ := a.tokenFor("alpha", run.ID)
-	if ans := a.call("POST", delivery.StartRunPath(run.ID), startBody(), tok, ""); ans.status != http.StatusOK {
-		t.Fatal(ans.status)
-	}
-	if ans := a.call("POST", delivery.AwaitInputPath(run.ID), delivery.RunAwaitInput{StatusLine: "Which file?"}, tok, newKey()); ans.status != http.StatusOK {
-		t.Fatal(ans.status)
-	}
-	waiting := h.run(run.ID)
-	waiting.Status, waiting.Turn = gateway.StatusQueued, 2
-	waiting.PendingInput = json.RawMessage(`{"message":{"messageId":"m2","role":"user","parts":[{"kind":"text","text":"main.go"}]}}`)
-	replied, _, err := h.runs.WriteRun(t.Context(), gateway.RunWrite{Run: waiting, ExpectVersion: waiting.Version, Now: h.clock.Now()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.svc.Offer(t.Context(), replied, h.inst); err != nil {
-		t.Fatal(err)
-	}
+	run, tok := secondTurn(t, h, a)
 	followTok, ev := a.tokenFor("alpha", run.ID)
 	if ans := a.ack("alpha", ev.Seq); ans.status != http.StatusOK {
 		t.Fatal(ans.status)
@@ -950,4 +916,30 @@ func TestSupersededAcrossTurns(t *testing.T) {
 	if g := decodeAs[delivery.InvocationTokenGrant](t, ans); ans.status != http.StatusOK || g.InvocationToken == "" {
 		t.Fatalf("renew of the follow-up's token: %d %s", ans.status, ans.body)
 	}
+}
+
+// secondTurn triggers a run that consumer alpha of a starts and that
+// waits for input; the person's answer is then offered as the run's
+// second turn. It returns the run and its start token.
+func secondTurn(t *testing.T, h *harness, a *agent) (gateway.Run, string) {
+	t.Helper()
+	run := h.trigger(h.inst, "hello")
+	tok, _ := a.tokenFor("alpha", run.ID)
+	if ans := a.call("POST", delivery.StartRunPath(run.ID), startBody(), tok, ""); ans.status != http.StatusOK {
+		t.Fatal(ans.status)
+	}
+	if ans := a.call("POST", delivery.AwaitInputPath(run.ID), delivery.RunAwaitInput{StatusLine: "Which file?"}, tok, newKey()); ans.status != http.StatusOK {
+		t.Fatal(ans.status)
+	}
+	waiting := h.run(run.ID)
+	waiting.Status, waiting.Turn = gateway.StatusQueued, 2
+	waiting.PendingInput = json.RawMessage(`{"message":{"messageId":"m2","role":"user","parts":[{"kind":"text","text":"main.go"}]}}`)
+	replied, _, err := h.runs.WriteRun(t.Context(), gateway.RunWrite{Run: waiting, ExpectVersion: waiting.Version, Now: h.clock.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.svc.Offer(t.Context(), replied, h.inst); err != nil {
+		t.Fatal(err)
+	}
+	return run, tok
 }
