@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -69,20 +68,7 @@ func (k *keysOutage) start(h adapter.Handler) (stop func()) {
 	if err != nil {
 		k.t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, _ = a.Run(ctx)
-	}()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			<-done
-		})
-	}
-	k.t.Cleanup(stop)
+	stop = runAdapter(k.t, a, nil)
 	if err := k.f.WaitConsumer(k.ctx, k.cfg.Consumer); err != nil {
 		k.t.Fatal(err)
 	}

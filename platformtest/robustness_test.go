@@ -32,6 +32,12 @@ func runWith(t *testing.T, f *platformtest.FakeServer, cfg adapter.Config, h ada
 	if err != nil {
 		t.Fatal(err)
 	}
+	return runAdapter(t, a, a.Close)
+}
+
+// runAdapter runs a until the test ends or stop is called; stop returns
+// once Run returned, after calling then when it is not nil.
+func runAdapter(t *testing.T, a *adapter.Adapter, then func() error) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -43,7 +49,9 @@ func runWith(t *testing.T, f *platformtest.FakeServer, cfg adapter.Config, h ada
 		once.Do(func() {
 			cancel()
 			<-done
-			_ = a.Close()
+			if then != nil {
+				_ = then()
+			}
 		})
 	}
 	t.Cleanup(stop)
