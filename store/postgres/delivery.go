@@ -36,6 +36,9 @@ import (
 // the other replicas' listeners (the connection TaskFeed listens on)
 // hand to their watchers. When the listening connection comes back after
 // it broke, every watcher is called with ("", 0).
+//
+// PruneUsedTokens passes over the rows another replica is pruning (SKIP
+// LOCKED): replicas pruning at once do not wait for each other.
 func (db *DB) DeliveryStore() *DeliveryStore {
 	return &DeliveryStore{sqlstore.NewDeliveryStore(dialect, deliverySQL{db}, &db.feed.agents)}
 }
@@ -263,6 +266,14 @@ func (d deliverySQL) NewestToken(ctx context.Context, runID string) (delivery.To
 
 func (d deliverySQL) UseToken(ctx context.Context, jti string, untilUS int64) (bool, error) {
 	return d.db.changeOne(ctx, `INSERT INTO delivery_used_tokens (jti, until_us) VALUES ($1, $2) ON CONFLICT DO NOTHING`, jti, untilUS)
+}
+
+func (d deliverySQL) PruneUsedTokens(ctx context.Context, nowUS int64, limit int) (int64, error) {
+	// Replicas prune side by side: each passes over the rows another is
+	// deleting.
+	tag, err := d.db.pool.Exec(ctx, `DELETE FROM delivery_used_tokens WHERE jti IN
+		(SELECT jti FROM delivery_used_tokens WHERE until_us <= $1 ORDER BY until_us LIMIT $2 FOR UPDATE SKIP LOCKED)`, nowUS, limit)
+	return tag.RowsAffected(), err
 }
 
 func (d deliverySQL) InsertAPIToken(ctx context.Context, t *delivery.APIToken) (bool, error) {

@@ -110,7 +110,9 @@
 // ("<head>:<origin>:<agent id>"). Its dedupe keys are looked up before
 // it, and a key another append stored in between makes the unique index
 // refuse it whole, and the append looks up again. Consumers are written
-// by compare-and-set on their version.
+// by compare-and-set on their version. Used tokens past their time are
+// pruned in bounded batches that pass over the rows another replica is
+// pruning (SKIP LOCKED).
 //
 // ToolStore keeps the tool gateway's records (tools.Store): MCP sessions
 // and tenants' policies. A session's creation, touch and deletion are one

@@ -333,6 +333,9 @@ type DeliverySQL interface {
 	// UseToken records the token id used, and reports false when it was
 	// already.
 	UseToken(ctx context.Context, jti string, untilUS int64) (bool, error)
+	// PruneUsedTokens deletes up to limit used token ids kept until no
+	// later than nowUS, in one statement, and counts them.
+	PruneUsedTokens(ctx context.Context, nowUS int64, limit int) (int64, error)
 	// InsertAPIToken inserts t, and reports false when its id or its hash
 	// is taken.
 	InsertAPIToken(ctx context.Context, t *delivery.APIToken) (bool, error)
@@ -566,6 +569,11 @@ func (s *DeliveryStore) ConsumeToken(ctx context.Context, jti string, until time
 		return delivery.ErrExists
 	}
 	return nil
+}
+
+func (s *DeliveryStore) PruneUsedTokens(ctx context.Context, now time.Time, limit int) (_ int64, err error) {
+	defer s.d.wrap(&err, "prune used invocation tokens")
+	return s.db.PruneUsedTokens(ctx, Micros(now), Limit(limit, delivery.MaxUsedTokenPrune))
 }
 
 func (s *DeliveryStore) CreateAPIToken(ctx context.Context, t delivery.APIToken) (err error) {
