@@ -270,9 +270,11 @@ func (d deliverySQL) UseToken(ctx context.Context, jti string, untilUS int64) (b
 
 func (d deliverySQL) PruneUsedTokens(ctx context.Context, nowUS int64, limit int) (int64, error) {
 	// Replicas prune side by side: each passes over the rows another is
-	// deleting.
-	tag, err := d.db.pool.Exec(ctx, `DELETE FROM delivery_used_tokens WHERE jti IN
-		(SELECT jti FROM delivery_used_tokens WHERE until_us <= $1 ORDER BY until_us LIMIT $2 FOR UPDATE SKIP LOCKED)`, nowUS, limit)
+	// deleting. The ids are an array, not an IN subquery, so that the
+	// delete looks each up by its key: a join may scan the whole table
+	// for one batch.
+	tag, err := d.db.pool.Exec(ctx, `DELETE FROM delivery_used_tokens WHERE jti = ANY(ARRAY(
+		SELECT jti FROM delivery_used_tokens WHERE until_us <= $1 ORDER BY until_us LIMIT $2 FOR UPDATE SKIP LOCKED))`, nowUS, limit)
 	return tag.RowsAffected(), err
 }
 
