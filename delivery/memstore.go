@@ -270,6 +270,26 @@ func (s *MemStore) ConsumeToken(_ context.Context, jti string, until time.Time) 
 	return nil
 }
 
+func (s *MemStore) PruneUsedTokens(_ context.Context, now time.Time, limit int) (int64, error) {
+	now = storeTime(now)
+	if limit <= 0 || limit > MaxUsedTokenPrune {
+		limit = MaxUsedTokenPrune
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	for jti, until := range s.used {
+		if n == int64(limit) {
+			break
+		}
+		if !until.After(now) {
+			delete(s.used, jti)
+			n++
+		}
+	}
+	return n, nil
+}
+
 func (s *MemStore) RecordProof(_ context.Context, id []byte, now, until time.Time) (bool, error) {
 	if err := CheckProofID(id); err != nil {
 		return false, fmt.Errorf("delivery: record proof: %w", err)

@@ -59,9 +59,15 @@ type Store interface {
 	// NewestToken returns the newest token recorded for a run, or
 	// ErrNotFound.
 	NewestToken(ctx context.Context, runID string) (TokenRecord, error)
-	// ConsumeToken marks a token used once (a resume); ErrExists when it
+	// ConsumeToken marks a token used once (a resume), kept until until
+	// (when the token can no longer be used anyway); ErrExists when it
 	// was used already.
 	ConsumeToken(ctx context.Context, jti string, until time.Time) error
+	// PruneUsedTokens drops up to limit used tokens kept until no later
+	// than now (MaxUsedTokenPrune when limit is not in (0,
+	// MaxUsedTokenPrune]), and counts them: a caller drops many in
+	// bounded steps.
+	PruneUsedTokens(ctx context.Context, now time.Time, limit int) (int64, error)
 
 	// RecordProof records a DPoP proof's id (a hash naming the proof and
 	// its key, of 1 to MaxProofIDBytes bytes; never the proof), kept
@@ -207,3 +213,6 @@ const MaxProofIDBytes = 64
 
 // MaxProofPrune bounds the proof ids one PruneProofs drops.
 const MaxProofPrune = 10_000
+
+// MaxUsedTokenPrune bounds the used tokens one PruneUsedTokens drops.
+const MaxUsedTokenPrune = 10_000

@@ -189,10 +189,12 @@ type Run struct {
 
 // PullState is a pulled run's side of delivery: the turn whose event
 // was stored for the agent, how often the agent started the run (never
-// more than once), and the progress it reports.
+// more than once), the turn it last resumed the run at (each follow-up
+// resumes it once), and the progress it reports.
 type PullState struct {
 	OfferedTurn int               `json:"offered_turn"`
 	Starts      int               `json:"starts"`
+	ResumedTurn int               `json:"resumed_turn,omitempty"`
 	Progress    delivery.Progress `json:"progress,omitzero"`
 }
 

@@ -85,7 +85,9 @@
 // grants (else 409 billing_mode_mismatch or tool_class_mismatch, and the
 // run fails); the run then moves QUEUED to RUNNING with one start, in
 // one compare-and-set write. resumeRun takes a waiting run up again with
-// the token of its follow-up, once (then consumed); renewInvocationToken
+// the token of its follow-up, once (then consumed: the run records the
+// turn it was resumed at, and the store the follow-up's key until the
+// token expires, which Run prunes after); renewInvocationToken
 // renews the newest token, expired or not; patchRun applies
 // delivery.PatchPaths operations at a base version (409
 // base_version_conflict with the current run otherwise) to a started
@@ -100,7 +102,8 @@
 // whose answer was lost is answered 200 again, not already_started), the
 // same key while the first is answered 409 request_in_progress, with
 // another body 422 idempotency_key_reused. Without a key a write is
-// served as it is; the adapter SDK always sends one. createToken honours
+// served as it is; the adapter SDK always sends one; Run drops the keys
+// older than Options.IdempotencyTTL. createToken honours
 // a key per tenant but never keeps the token it answered: a repeat
 // revokes that token and answers a new one.
 //

@@ -10,10 +10,6 @@ import (
 	"novaos.dev/novaos/dpop"
 )
 
-// proofPruneBatch bounds the proof ids one statement of pruneProofs
-// drops, so that no delete holds the shared table long.
-const proofPruneBatch = 1000
-
 // firstUse refuses a DPoP proof accepted before: one this process
 // remembers, or, when the store is shared (Deps.SharedStore), one any
 // process sharing it recorded. The proof is kept until it is too old
@@ -48,29 +44,13 @@ func proofID(c dpop.Checked) []byte {
 }
 
 // pruneProofs drops the proof ids past their time from the shared store
-// every ProofWindow, in statements of at most proofPruneBatch, until
-// ctx ends.
+// every ProofWindow, in bounded statements (pruneBatches), until ctx
+// ends.
 func (s *Service) pruneProofs(ctx context.Context) {
 	t := time.NewTicker(s.o.ProofWindow)
 	defer t.Stop()
 	for {
-		var total int64
-		for ctx.Err() == nil {
-			n, err := s.store.PruneProofs(ctx, s.o.Now(), proofPruneBatch)
-			if err != nil {
-				if ctx.Err() == nil {
-					s.log.Warn("delivery: pruning DPoP proof ids failed", "err", err)
-				}
-				break
-			}
-			total += n
-			if n < proofPruneBatch {
-				break
-			}
-		}
-		if total > 0 {
-			s.log.Debug("delivery: pruned DPoP proof ids", "count", total)
-		}
+		s.pruneBatches(ctx, "DPoP proof ids", s.store.PruneProofs)
 		select {
 		case <-ctx.Done():
 			return

@@ -175,7 +175,7 @@ func TestSharedProofsPruned(t *testing.T) {
 	}
 	// More than a batch of others, past their time too.
 	ctx := context.Background()
-	for i := range proofPruneBatch + 5 {
+	for i := range pruneBatch + 5 {
 		if _, err := h.st.RecordProof(ctx, []byte("other-"+strconv.Itoa(i)), h.clock.Now(), h.clock.Now().Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
@@ -183,7 +183,7 @@ func TestSharedProofsPruned(t *testing.T) {
 	h.clock.Advance(window + time.Second)
 	deadline, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	want := int64(proofPruneBatch + 5 + requests)
+	want := int64(pruneBatch + 5 + requests)
 	for h.st.pruned() < want {
 		select {
 		case <-h.st.prunedProofs:

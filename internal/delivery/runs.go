@@ -315,6 +315,19 @@ func waiting(r *gateway.Run) error {
 	return withCurrent(conflict(delivery.CodeConflict, "run_not_waiting", "the run waits for no input"), View(*r))
 }
 
+// resumable refuses a resume of the run's turn when the turn was
+// resumed already: its follow-up is used once, whichever of its tokens
+// comes, for as long as the run waits in that turn. The run itself
+// records it, not only the used tokens' table: a follow-up's tokens are
+// delivered again and renewed for as long as the run lasts, past any
+// time that table keeps a record until.
+func resumable(r *gateway.Run) error {
+	if r.Pull != nil && r.Pull.ResumedTurn == r.Turn {
+		return tokenInvalid(delivery.TokenConsumed, "the follow-up resumed the run already")
+	}
+	return nil
+}
+
 // ResumeRun takes a waiting run up again with the token of the event
 // that answered it (its follow-up): the run's newest, unexpired, used
 // once (consumed), with a billing mode and tool class the token grants.
@@ -342,13 +355,19 @@ func (s *Service) ResumeRun(ctx context.Context, a Agent, runID, tok string, in 
 	if c.MessageID != messageID(run.ID, run.Turn) || run.Turn < 2 {
 		return delivery.Run{}, tokenInvalid(delivery.TokenInvalid, "the token is not the one of the run's follow-up")
 	}
+	if err := resumable(&run); err != nil {
+		return delivery.Run{}, err
+	}
 	if err := s.mismatch(ctx, run, c, in.BillingModeUsed, in.ToolClassUsed, waiting); err != nil {
 		return delivery.Run{}, err
 	}
-	// A follow-up resumes its run once, whichever of its tokens (the
-	// delivered ones, renewed ones) comes: the key is the follow-up's,
-	// kept as long as a token of it can be renewed and used.
-	until := time.Unix(c.IssuedAt, 0).Add(s.o.MaxRenewAge + s.o.TokenTTL + s.o.ClockLeeway)
+	// Of resumes racing with tokens of one follow-up, one passes: the key
+	// is the follow-up's. The run records the resume for good (resumable);
+	// the key is kept while this token can be used (its expiry and the
+	// leeway), and a token of the follow-up that comes later finds the
+	// run's record. A resume that consumed the key and failed to write
+	// the run leaves the follow-up usable again after that.
+	until := time.Unix(c.ExpiresAt, 0).Add(s.o.ClockLeeway)
 	err = s.store.ConsumeToken(ctx, "resume:"+c.MessageID, until)
 	if errors.Is(err, delivery.ErrExists) {
 		return delivery.Run{}, tokenInvalid(delivery.TokenConsumed, "the follow-up resumed the run already")
@@ -360,6 +379,10 @@ func (s *Service) ResumeRun(ctx context.Context, a Agent, runID, tok string, in 
 		if err := waiting(r); err != nil {
 			return nil, err
 		}
+		if err := resumable(r); err != nil {
+			return nil, err
+		}
+		r.Pull.ResumedTurn = r.Turn
 		r.Status, r.Reason, r.Pause, r.PendingInput = gateway.StatusRunning, "resumed by its agent", nil, nil
 		return []gateway.Event{gateway.StatusEvent(gateway.StatusRunning, r.Reason)}, nil
 	})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/delivery"
 	"novaos.dev/novaos/gateway"
 )
@@ -625,17 +626,7 @@ func TestAwaitAndResume(t *testing.T) {
 	if waiting.Status != gateway.StatusWaitingUser || waiting.Reason != "Which file?" || !bytes.Contains(waiting.Pause, []byte(`"type":"hitl"`)) {
 		t.Fatalf("run %s %q %s", waiting.Status, waiting.Reason, waiting.Pause)
 	}
-	// The person replies (as the execution gateway records it) and the
-	// reply is offered as the run's second turn.
-	waiting.Status, waiting.Turn = gateway.StatusQueued, 2
-	waiting.PendingInput = json.RawMessage(`{"message":{"messageId":"m2","role":"user","parts":[{"kind":"text","text":"main.go"}]}}`)
-	replied, _, err := h.runs.WriteRun(t.Context(), gateway.RunWrite{Run: waiting, ExpectVersion: waiting.Version, Now: h.clock.Now()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.svc.Offer(t.Context(), replied, h.inst); err != nil {
-		t.Fatal(err)
-	}
+	h.reply(waiting, "main.go")
 	followTok, ev := a.tokenFor("alpha", run.ID)
 	if ev.Type != delivery.EventFollowup {
 		t.Fatalf("event %s", ev.Type)
@@ -666,6 +657,125 @@ func TestAwaitAndResume(t *testing.T) {
 	ans = a.call("POST", delivery.ResumeRunPath(run.ID), resume, followTok, newKey())
 	if ans.status != http.StatusForbidden || ans.problem(t).Reason != delivery.TokenConsumed {
 		t.Fatalf("a second resume: %d %s", ans.status, ans.body)
+	}
+}
+
+// reply answers the waiting run with text as a person would (as the
+// execution gateway records it: queued again, at its next turn) and
+// offers the reply to the run's agent.
+func (h *harness) reply(waiting gateway.Run, text string) {
+	h.t.Helper()
+	ctx := context.Background()
+	input, err := json.Marshal(map[string]any{"message": a2a.NewMessage(a2a.RoleUser, a2a.TextPart(text))})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	waiting.Status, waiting.Turn, waiting.PendingInput = gateway.StatusQueued, waiting.Turn+1, input
+	replied, _, err := h.runs.WriteRun(ctx, gateway.RunWrite{Run: waiting, ExpectVersion: waiting.Version, Now: h.clock.Now()})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := h.svc.Offer(ctx, replied, h.inst); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// A follow-up resumes its run once, also after the used token it left
+// was pruned: its token is expired by then, and a renewed one finds the
+// resume the run recorded.
+func TestResumeOnceAfterPrune(t *testing.T) {
+	h := newHarness(t, nil)
+	a := h.agent(h.inst, false)
+	a.open("alpha")
+	run := h.trigger(h.inst, "hello")
+	tok, _ := a.tokenFor("alpha", run.ID)
+	if ans := a.call("POST", delivery.StartRunPath(run.ID), startBody(), tok, ""); ans.status != http.StatusOK {
+		t.Fatalf("start: %d %s", ans.status, ans.body)
+	}
+	if ans := a.call("POST", delivery.AwaitInputPath(run.ID), nil, tok, ""); ans.status != http.StatusOK {
+		t.Fatalf("await: %d %s", ans.status, ans.body)
+	}
+	h.reply(h.run(run.ID), "main.go")
+	followTok, _ := a.tokenFor("alpha", run.ID)
+	resume := delivery.RunResume{BillingModeUsed: delivery.BillingPlatform, ToolClassUsed: delivery.ToolChat}
+	if ans := a.call("POST", delivery.ResumeRunPath(run.ID), resume, followTok, newKey()); ans.status != http.StatusOK {
+		t.Fatalf("resume: %d %s", ans.status, ans.body)
+	}
+	if ans := a.call("POST", delivery.AwaitInputPath(run.ID), nil, followTok, ""); ans.status != http.StatusOK {
+		t.Fatalf("await again: %d %s", ans.status, ans.body)
+	}
+	// Until the token expires, its use is kept; at its expiry (the
+	// leeway included) it goes.
+	h.clock.Advance(DefaultTokenTTL + DefaultClockLeeway - time.Second)
+	if n := h.svc.pruneBatches(t.Context(), "used tokens", h.st.PruneUsedTokens); n != 0 {
+		t.Fatalf("pruned %d used tokens before the token expired", n)
+	}
+	h.clock.Advance(time.Second)
+	if n := h.svc.pruneBatches(t.Context(), "used tokens", h.st.PruneUsedTokens); n != 1 {
+		t.Fatalf("pruned %d used tokens at the token's expiry, want 1", n)
+	}
+	// The token that resumed the run is expired now.
+	ans := a.call("POST", delivery.ResumeRunPath(run.ID), resume, followTok, newKey())
+	if ans.status != http.StatusForbidden || ans.problem(t).Reason != delivery.TokenExpired {
+		t.Fatalf("a resume with the pruned token: %d %s", ans.status, ans.body)
+	}
+	// A renewed token of the follow-up is not, and carries its message:
+	// the run's record of the resume refuses it.
+	ans = a.call("POST", delivery.RenewTokenPath(run.ID), nil, followTok, newKey())
+	g := decodeAs[delivery.InvocationTokenGrant](t, ans)
+	if ans.status != http.StatusOK {
+		t.Fatalf("renew: %d %s", ans.status, ans.body)
+	}
+	ans = a.call("POST", delivery.ResumeRunPath(run.ID), resume, g.InvocationToken, newKey())
+	if ans.status != http.StatusForbidden || ans.problem(t).Reason != delivery.TokenConsumed {
+		t.Fatalf("a resume with a renewed token of the follow-up: %d %s", ans.status, ans.body)
+	}
+	if r := h.run(run.ID); r.Status != gateway.StatusWaitingUser {
+		t.Fatalf("run %s, want it waiting still", r.Status)
+	}
+	// The next reply is resumed with its own token (the newest event's:
+	// the follow-up before it is sent again too, unacknowledged).
+	h.reply(h.run(run.ID), "go.mod")
+	var nextTok string
+	for _, e := range a.poll("alpha").Events {
+		if e.Type == delivery.EventFollowup && e.InvocationToken != "" {
+			nextTok = e.InvocationToken
+		}
+	}
+	if ans := a.call("POST", delivery.ResumeRunPath(run.ID), resume, nextTok, newKey()); ans.status != http.StatusOK {
+		t.Fatalf("resume of the next reply: %d %s", ans.status, ans.body)
+	}
+}
+
+// Run prunes the used tokens past their time every PruneEvery.
+func TestRunPrunesUsedTokens(t *testing.T) {
+	h := newHarness(t, &Options{PruneEvery: time.Millisecond})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := h.st.ConsumeToken(ctx, "resume:old", h.clock.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.st.ConsumeToken(ctx, "resume:live", h.clock.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(time.Minute)
+	for {
+		// A consumed record that is gone can be consumed again.
+		err := h.st.ConsumeToken(ctx, "resume:old", h.clock.Now().Add(time.Minute))
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, delivery.ErrExists) {
+			t.Fatal(err)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the used token past its time was never pruned")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if err := h.st.ConsumeToken(ctx, "resume:live", h.clock.Now()); !errors.Is(err, delivery.ErrExists) {
+		t.Errorf("the live used token: %v, want it kept", err)
 	}
 }
 

@@ -67,7 +67,8 @@ const (
 	// DefaultIdempotencyStale is how long a key may stay in progress
 	// before it is taken for abandoned (its process died) and run again.
 	DefaultIdempotencyStale = 2 * time.Minute
-	// DefaultPruneEvery is how often old idempotency records are dropped.
+	// DefaultPruneEvery is how often old idempotency records, and used
+	// tokens past their time, are dropped.
 	DefaultPruneEvery = time.Hour
 	// DefaultContextMessages bounds the thread messages of a run context.
 	DefaultContextMessages = 50
@@ -123,7 +124,11 @@ type Options struct {
 	MaxProofIDs int
 	// IdempotencyTTL is how long an answer is kept for a repeat of its
 	// key; IdempotencyStale how long a key may stay in progress before
-	// it is taken for abandoned; PruneEvery how often old ones go.
+	// it is taken for abandoned; PruneEvery how often old ones go, and
+	// with them the used tokens past their time (a resume's is kept
+	// until its token expires, TokenTTL and ClockLeeway after it was
+	// issued: the store keeps those of the last PruneEvery, TokenTTL and
+	// ClockLeeway at most).
 	IdempotencyTTL   time.Duration
 	IdempotencyStale time.Duration
 	PruneEvery       time.Duration
@@ -315,8 +320,9 @@ func (s *Service) Interceptors() []a2asrv.Interceptor { return nil }
 
 // Run wakes long polls and gateway sessions on the store's news of
 // appended events (also another process's), checks the gateway's
-// deadlines, and drops old idempotency records and, from a shared
-// store, DPoP proof ids past their time, until ctx ends.
+// deadlines, and drops old idempotency records, used tokens past their
+// time and, from a shared store, DPoP proof ids past their time, until
+// ctx ends.
 func (s *Service) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -343,23 +349,59 @@ func (s *Service) Shutdown(ctx context.Context) error {
 	return nil
 }
 
-// prune drops idempotency records older than Options.IdempotencyTTL
-// every Options.PruneEvery.
+// pruneBatch bounds the records one statement of pruneBatches drops,
+// so that no delete holds a table, or SQLite's writer, long.
+const pruneBatch = 1000
+
+// prune drops idempotency records older than Options.IdempotencyTTL,
+// and the used tokens past their time, every Options.PruneEvery.
 func (s *Service) prune(ctx context.Context) {
 	t := time.NewTicker(s.o.PruneEvery)
 	defer t.Stop()
 	for {
-		n, err := s.store.PruneRequests(ctx, s.o.Now().Add(-s.o.IdempotencyTTL))
-		switch {
-		case err != nil && ctx.Err() == nil:
-			s.log.Warn("delivery: pruning idempotency records failed", "err", err)
-		case n > 0:
-			s.log.Debug("delivery: pruned idempotency records", "count", n)
-		}
+		s.pruneOnce(ctx)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
 	}
+}
+
+// pruneOnce is one round of prune.
+func (s *Service) pruneOnce(ctx context.Context) {
+	n, err := s.store.PruneRequests(ctx, s.o.Now().Add(-s.o.IdempotencyTTL))
+	switch {
+	case err != nil && ctx.Err() == nil:
+		s.log.Warn("delivery: pruning idempotency records failed", "err", err)
+	case n > 0:
+		s.log.Debug("delivery: pruned idempotency records", "count", n)
+	}
+	s.pruneBatches(ctx, "used tokens", s.store.PruneUsedTokens)
+}
+
+// pruneBatches drops the records prune says are past their time at
+// now, in statements of at most pruneBatch, until one drops fewer (the
+// rest are done, or another replica is dropping them) or ctx ends, and
+// counts them; what names them in the log.
+func (s *Service) pruneBatches(ctx context.Context, what string, prune func(ctx context.Context, now time.Time, limit int) (int64, error)) int64 {
+	now := s.o.Now()
+	var total int64
+	for ctx.Err() == nil {
+		n, err := prune(ctx, now, pruneBatch)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("delivery: pruning "+what+" failed", "err", err)
+			}
+			break
+		}
+		total += n
+		if n < pruneBatch {
+			break
+		}
+	}
+	if total > 0 {
+		s.log.Debug("delivery: pruned "+what, "count", total)
+	}
+	return total
 }

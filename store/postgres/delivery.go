@@ -39,8 +39,9 @@ import (
 //
 // RecordProof is one upsert: of replicas racing with one proof id, the
 // first inserts it and the others wait for its commit and find it kept.
-// PruneProofs passes over the rows another replica is pruning (SKIP
-// LOCKED).
+// PruneProofs and PruneUsedTokens pass over the rows another replica is
+// pruning (SKIP LOCKED): replicas pruning at once do not wait for each
+// other.
 func (db *DB) DeliveryStore() *DeliveryStore {
 	return &DeliveryStore{sqlstore.NewDeliveryStore(dialect, deliverySQL{db}, &db.feed.agents)}
 }
@@ -278,10 +279,19 @@ func (d deliverySQL) UseProof(ctx context.Context, id []byte, nowUS, untilUS int
 }
 
 func (d deliverySQL) PruneProofs(ctx context.Context, nowUS int64, limit int) (int64, error) {
+	// As PruneUsedTokens: an array of keys, not an IN subquery.
+	tag, err := d.db.pool.Exec(ctx, `DELETE FROM delivery_proofs WHERE id = ANY(ARRAY(
+		SELECT id FROM delivery_proofs WHERE until_us <= $1 ORDER BY until_us LIMIT $2 FOR UPDATE SKIP LOCKED))`, nowUS, limit)
+	return tag.RowsAffected(), err
+}
+
+func (d deliverySQL) PruneUsedTokens(ctx context.Context, nowUS int64, limit int) (int64, error) {
 	// Replicas prune side by side: each passes over the rows another is
-	// deleting.
-	tag, err := d.db.pool.Exec(ctx, `DELETE FROM delivery_proofs WHERE id IN
-		(SELECT id FROM delivery_proofs WHERE until_us <= $1 ORDER BY until_us LIMIT $2 FOR UPDATE SKIP LOCKED)`, nowUS, limit)
+	// deleting. The ids are an array, not an IN subquery, so that the
+	// delete looks each up by its key: a join may scan the whole table
+	// for one batch.
+	tag, err := d.db.pool.Exec(ctx, `DELETE FROM delivery_used_tokens WHERE jti = ANY(ARRAY(
+		SELECT jti FROM delivery_used_tokens WHERE until_us <= $1 ORDER BY until_us LIMIT $2 FOR UPDATE SKIP LOCKED))`, nowUS, limit)
 	return tag.RowsAffected(), err
 }
 

@@ -112,7 +112,9 @@
 // refuse it whole, and the append looks up again. Consumers are written
 // by compare-and-set on their version. A DPoP proof is recorded once
 // across replicas with one upsert, which waits for a racing one's
-// commit.
+// commit. Used tokens and proofs past their time are pruned in bounded
+// batches that pass over the rows another replica is pruning (SKIP
+// LOCKED).
 //
 // ToolStore keeps the tool gateway's records (tools.Store): MCP sessions
 // and tenants' policies. A session's creation, touch and deletion are one

@@ -196,6 +196,20 @@ func (d deliverySQL) PruneProofs(ctx context.Context, nowUS int64, limit int) (i
 	return n, err
 }
 
+func (d deliverySQL) PruneUsedTokens(ctx context.Context, nowUS int64, limit int) (int64, error) {
+	var n int64
+	err := d.db.wr.do(ctx, func(tx *sql.Tx) error {
+		res, err := tx.Exec(`DELETE FROM delivery_used_tokens WHERE jti IN
+			(SELECT jti FROM delivery_used_tokens WHERE until_us <= ? ORDER BY until_us LIMIT ?)`, nowUS, limit)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n, err
+}
+
 func (d deliverySQL) InsertAPIToken(ctx context.Context, t *delivery.APIToken) (bool, error) {
 	// Without a target, ON CONFLICT covers the id and the hash alike.
 	return d.db.changeOne(ctx, `INSERT INTO delivery_api_tokens (`+sqlstore.APITokenCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)

@@ -55,6 +55,11 @@ func TestDeliveryStore(t *testing.T, newStore func(t *testing.T) delivery.Store)
 		testDlProofConcurrent(t, func(int) delivery.Store { return s })
 	})
 	t.Run("PruneProofs", func(t *testing.T) { testDlPruneProofs(t, newStore(t)) })
+	t.Run("PruneUsedTokens", func(t *testing.T) { testDlPruneUsed(t, newStore(t)) })
+	t.Run("PruneUsedTokensConcurrent", func(t *testing.T) {
+		s := newStore(t)
+		testDlPruneUsedConcurrent(t, func(int) delivery.Store { return s })
+	})
 	t.Run("APITokens", func(t *testing.T) { testDlAPITokens(t, newStore(t)) })
 	t.Run("Requests", func(t *testing.T) { testDlRequests(t, newStore(t)) })
 	t.Run("PruneRequests", func(t *testing.T) { testDlPrune(t, newStore(t)) })
@@ -87,6 +92,7 @@ func TestDeliveryReplicas(t *testing.T, newDatabase func(t *testing.T) (newRepli
 	t.Run("UpdateConsumerConcurrent", func(t *testing.T) { testDlUpdateConcurrent(t, pick(t)) })
 	t.Run("ConsumeTokenConcurrent", func(t *testing.T) { testDlConsumeConcurrent(t, pick(t)) })
 	t.Run("RecordProofConcurrent", func(t *testing.T) { testDlProofConcurrent(t, pick(t)) })
+	t.Run("PruneUsedTokensConcurrent", func(t *testing.T) { testDlPruneUsedConcurrent(t, pick(t)) })
 	t.Run("BeginRequestConcurrent", func(t *testing.T) { testDlBeginConcurrent(t, pick(t)) })
 	t.Run("CreateMessageConcurrent", func(t *testing.T) { testDlMessageConcurrent(t, pick(t)) })
 	if !watch {
@@ -1184,6 +1190,95 @@ func testDlConsumeConcurrent(t *testing.T, store func(i int) delivery.Store) {
 	}
 	if won != 1 {
 		t.Errorf("%d of %d concurrent consumptions of one token succeeded, want 1", won, workers)
+	}
+}
+
+func testDlPruneUsed(t *testing.T, s delivery.Store) {
+	ctx := ctxT(t)
+	kept := map[string]time.Duration{"jti-1": time.Minute, "jti-2": time.Minute, "jti-3": 2 * time.Minute, "jti-4": time.Hour}
+	for jti, until := range kept {
+		if err := s.ConsumeToken(ctx, jti, dlAt(until)); err != nil {
+			t.Fatalf("ConsumeToken(%s) = %v", jti, err)
+		}
+	}
+	for _, c := range []struct {
+		now   time.Duration
+		limit int
+		n     int64
+	}{
+		{time.Minute - time.Microsecond, 10, 0}, // kept until their time, dropped at it
+		{2 * time.Minute, 2, 2},                 // bounded: three are due
+		{2 * time.Minute, 2, 1},
+		{2 * time.Minute, 2, 0},
+		{time.Hour - time.Microsecond, 0, 0}, // no limit: the most
+	} {
+		n, err := s.PruneUsedTokens(ctx, dlAt(c.now), c.limit)
+		if err != nil || n != c.n {
+			t.Errorf("PruneUsedTokens(%v, %d) = %d, %v; want %d", c.now, c.limit, n, err, c.n)
+		}
+	}
+	// The pruned ones are gone (only a missing row can be consumed
+	// again), and the one not due is kept.
+	for jti, gone := range map[string]bool{"jti-1": true, "jti-2": true, "jti-3": true, "jti-4": false} {
+		err := s.ConsumeToken(ctx, jti, dlAt(time.Hour))
+		if gone && err != nil || !gone && !errors.Is(err, delivery.ErrExists) {
+			t.Errorf("ConsumeToken(%s) after pruning = %v; pruned %v", jti, err, gone)
+		}
+	}
+}
+
+// Prunes racing over one set of due tokens drop each once, and keep the
+// tokens not due.
+func testDlPruneUsedConcurrent(t *testing.T, store func(i int) delivery.Store) {
+	const (
+		workers = 4
+		due     = 60
+		live    = 10
+	)
+	ctx := ctxT(t)
+	for i := range due + live {
+		until := dlAt(time.Minute)
+		if i >= due {
+			until = dlAt(time.Hour)
+		}
+		if err := store(i).ConsumeToken(ctx, fmt.Sprintf("jti-%d", i), until); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pruned := make([]int64, workers)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for w := range workers {
+		wg.Go(func() {
+			<-start
+			for {
+				n, err := store(w).PruneUsedTokens(ctx, dlAt(time.Minute), 7)
+				pruned[w] += n
+				if err != nil || n == 0 {
+					errs[w] = err
+					return
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	var total int64
+	for w := range workers {
+		if errs[w] != nil {
+			t.Errorf("worker %d: %v", w, errs[w])
+		}
+		total += pruned[w]
+	}
+	if total != due {
+		t.Errorf("concurrent prunes dropped %d used tokens, want %d", total, due)
+	}
+	for i := range due + live {
+		err := store(0).ConsumeToken(ctx, fmt.Sprintf("jti-%d", i), dlAt(time.Hour))
+		if i < due && err != nil || i >= due && !errors.Is(err, delivery.ErrExists) {
+			t.Errorf("jti-%d after pruning: %v", i, err)
+		}
 	}
 }
 

@@ -333,6 +333,9 @@ type DeliverySQL interface {
 	// UseToken records the token id used, and reports false when it was
 	// already.
 	UseToken(ctx context.Context, jti string, untilUS int64) (bool, error)
+	// PruneUsedTokens deletes up to limit used token ids kept until no
+	// later than nowUS, in one statement, and counts them.
+	PruneUsedTokens(ctx context.Context, nowUS int64, limit int) (int64, error)
 	// UseProof inserts the proof id kept until untilUS, or sets a row
 	// of it kept until no later than nowUS to untilUS, in one statement,
 	// and reports whether it did either.
@@ -586,6 +589,11 @@ func (s *DeliveryStore) RecordProof(ctx context.Context, id []byte, now, until t
 func (s *DeliveryStore) PruneProofs(ctx context.Context, now time.Time, limit int) (_ int64, err error) {
 	defer s.d.wrap(&err, "prune proofs")
 	return s.db.PruneProofs(ctx, Micros(now), Limit(limit, delivery.MaxProofPrune))
+}
+
+func (s *DeliveryStore) PruneUsedTokens(ctx context.Context, now time.Time, limit int) (_ int64, err error) {
+	defer s.d.wrap(&err, "prune used invocation tokens")
+	return s.db.PruneUsedTokens(ctx, Micros(now), Limit(limit, delivery.MaxUsedTokenPrune))
 }
 
 func (s *DeliveryStore) CreateAPIToken(ctx context.Context, t delivery.APIToken) (err error) {
