@@ -268,9 +268,19 @@ func (t *runTask) work(ctx context.Context) {
 		run, err := t.start(ctx, entry, act, resume, key)
 		unsure = ""
 		if err == nil {
-			_ = a.inbox.SetState(ctx, entry.EventID, InboxAccepted, InboxStarted, "")
+			// The platform started the run: that is recorded even when the
+			// adapter is stopping, or the next process would start it
+			// again (answered from the start's key) and execute it twice.
+			kept := context.WithoutCancel(ctx)
+			if err := a.inbox.SetState(kept, entry.EventID, InboxAccepted, InboxStarted, ""); err != nil {
+				log.Warn("adapter: a started run could not be recorded; it is not executed here", "err", err)
+				return
+			}
 			if resume {
-				t.closeWaiting(ctx, entry)
+				t.closeWaiting(kept, entry)
+			}
+			if ctx.Err() != nil {
+				return // stopping: the next process ends the run as interrupted
 			}
 			t.execute(ctx, run, inv, entry)
 			return

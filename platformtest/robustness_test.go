@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"path/filepath"
@@ -635,20 +636,20 @@ func TestInterruptedRunEndsAtRestart(t *testing.T) {
 	}
 }
 
-// stallingInbox holds the move of a run's entry to started until its
-// context ends, and then does not make it: the process died between the
+// stallingInbox holds the move of a run's entry to started until die is
+// closed, and then does not make it: the process died between the
 // start's answer and its note of it.
 type stallingInbox struct {
 	adapter.InboxStore
-	starting chan struct{}
-	once     sync.Once
+	starting, die chan struct{}
+	once          sync.Once
 }
 
 func (in *stallingInbox) SetState(ctx context.Context, eventID string, from, to adapter.InboxState, reason string) error {
 	if to == adapter.InboxStarted {
 		in.once.Do(func() { close(in.starting) })
-		<-ctx.Done()
-		return ctx.Err()
+		<-in.die
+		return errors.New("platformtest: the process died")
 	}
 	return in.InboxStore.SetState(ctx, eventID, from, to, reason)
 }
@@ -667,12 +668,10 @@ func TestRestartAfterAnAnsweredStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := &stallingInbox{InboxStore: db, starting: make(chan struct{})}
+	in := &stallingInbox{InboxStore: db, starting: make(chan struct{}), die: make(chan struct{})}
 	var executed atomic.Int32
 	h := &platformtest.RecordingHandler{Work: func(ctx context.Context, run *adapter.Run) error {
-		if ctx.Err() == nil { // the stopped process never executes
-			executed.Add(1)
-		}
+		executed.Add(1)
 		return nil
 	}}
 	stop := runWith(t, f, cfg, h, adapter.Options{Inbox: in})
@@ -692,6 +691,7 @@ func TestRestartAfterAnAnsweredStart(t *testing.T) {
 	}
 	tm := f.Timing()
 	f.PassTime(ctx, tm.TokenTTL+tm.ClockLeeway+time.Second)
+	close(in.die)
 	stop()
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
@@ -871,4 +871,72 @@ type countingSource struct {
 func (s *countingSource) Receive(ctx context.Context) ([]delivery.Event, error) {
 	s.receiving()
 	return s.Source.Receive(ctx)
+}
+
+// stopAtStart stops the adapter as it notes its first started run.
+type stopAtStart struct {
+	adapter.InboxStore
+	stop context.CancelFunc
+}
+
+func (in *stopAtStart) SetState(ctx context.Context, eventID string, from, to adapter.InboxState, reason string) error {
+	if to == adapter.InboxStarted {
+		in.stop()
+	}
+	return in.InboxStore.SetState(ctx, eventID, from, to, reason)
+}
+
+// An adapter stopped as the platform's answer to its start came notes
+// the start all the same and executes nothing: the next adapter ends
+// the run as interrupted. (Without the note, the stopping adapter
+// executed it on its way out, and the next started it again from the
+// start's key and executed it once more.)
+func TestStopWhileStarting(t *testing.T) {
+	f := platformtest.NewFakeServer(t, nil)
+	cfg := f.Config("alpha")
+	cfg.StateDir = t.TempDir()
+	db, err := adapter.OpenSQLiteInbox(filepath.Join(cfg.StateDir, "inbox.sqlite3"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	defer stop()
+	first := &platformtest.RecordingHandler{}
+	a, err := adapter.New(cfg, first, &adapter.Options{Inbox: &stopAtStart{InboxStore: db, stop: stop},
+		Clock: platformtest.SpedUpClock{Base: f.Clock(), Factor: 100}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = a.Run(runCtx)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := f.WaitConsumer(ctx, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := f.Trigger(ctx, "hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatal("the adapter did not stop")
+	}
+	_ = a.Close()
+	if n := len(first.Executes()); n != 0 {
+		t.Fatalf("the stopping adapter executed the run %d times", n)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	second := &platformtest.RecordingHandler{}
+	runWith(t, f, cfg, second, adapter.Options{})
+	run, err := f.WaitRun(ctx, tr.RunID, ended)
+	if err != nil || run.State != delivery.RunFailed || run.StateReason != delivery.ReasonInterrupted || len(second.Executes()) != 0 {
+		t.Fatalf("the run is %s (%q, %v) after %d executions by the next adapter", run.State, run.StateReason, err, len(second.Executes()))
+	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"novaos.dev/novaos/adapter"
 	"novaos.dev/novaos/adapter/bridge"
+	"novaos.dev/novaos/delivery"
 	"novaos.dev/novaos/dpop"
 	"novaos.dev/novaos/gateway"
 )
@@ -311,19 +312,21 @@ func TestAdapterRunRestartStartsNoRunTwice(t *testing.T) {
 	}
 
 	// The next adapter answers every run it gets; the held run is not
-	// among them. A later run is delivered after it, so once that one
-	// completed, the held one would have come before.
+	// among them: it ends it as interrupted. A later run is delivered
+	// after it, so once that one completed, the held one would have come
+	// before.
 	p2 := startAdapter(t, s, slices.Concat(args, agentProgramArgv(t))...)
 	if !waitLog(p2, "it is not retried") {
 		t.Errorf("the restarted adapter did not say it closed the interrupted run:\n%s", p2.stderr)
 	}
 	checkEcho(t, s, execute(t, s, a, "next"), "next")
+	s.waitStatus(t, held.RunID, gateway.StatusFailed)
 	r, err := c.GetRun(t.Context(), held.RunID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Status != gateway.StatusRunning || r.Output != "" {
-		t.Errorf("the held run is %s with output %q: it was started again", r.Status, r.Output)
+	if r.Reason != delivery.ReasonInterrupted || r.Output != "" {
+		t.Errorf("the held run is %s (%q) with output %q: it was started again", r.Status, r.Reason, r.Output)
 	}
 }
 
