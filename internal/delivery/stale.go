@@ -3,6 +3,7 @@ package delivery
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -52,6 +53,12 @@ func (s *Service) noted(r gateway.Run) {
 // extended it meanwhile).
 var errLeaseFresh = errors.New("delivery: the run's lease is fresh")
 
+// keepAliveWorkers bounds the runs one heartbeat writes at once: the
+// writes of a heartbeat that finds many runs due share the store's
+// commits (SQLite's group commit, PostgreSQL's pipelining of the pool)
+// instead of waiting on one another.
+const keepAliveWorkers = 8
+
 // keepAlive extends the leases of the runs a heartbeat of agent a lists
 // as active: only its own runs (of its tenant, of its instance), only
 // started ones that run, and only those whose lease has less than
@@ -65,50 +72,74 @@ func (s *Service) keepAlive(ctx context.Context, a Agent, ids []string) {
 		return
 	}
 	below := s.refreshBelow()
-	now := s.o.Now()
-	seen := make(map[string]struct{}, len(ids))
-	for _, id := range ids {
-		if _, dup := seen[id]; dup {
-			continue
-		}
-		seen[id] = struct{}{}
-		if !s.leases.due(id, now, below) {
-			continue
-		}
-		run, err := s.runs.GetRun(ctx, a.TenantID, id)
-		if errors.Is(err, gateway.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			s.log.WarnContext(ctx, "delivery: a heartbeat's runs could not be kept alive", "agent_id", a.ID, "err", err)
-			return
-		}
-		if run.InstanceID != a.ID || run.Status != gateway.StatusRunning || starts(&run) == 0 {
-			continue // another agent's, or not running: nothing to keep
-		}
-		if run.LeaseOwner == gateway.PullLeaseOwner && run.LeaseUntil.Sub(now) >= below {
-			s.noted(run)
-			continue
-		}
-		stored, err := s.writeRun(ctx, run, func(r *gateway.Run, now time.Time) ([]gateway.Event, error) {
-			if r.Status != gateway.StatusRunning || starts(r) == 0 {
-				return nil, errRunMovedOn
-			}
-			if r.LeaseOwner == gateway.PullLeaseOwner && r.LeaseUntil.Sub(now) >= below {
-				return nil, errLeaseFresh
-			}
-			s.alive(r, now)
-			return nil, nil
-		})
-		switch {
-		case errors.Is(err, errRunMovedOn) || errors.Is(err, errLeaseFresh):
-		case err != nil:
-			s.log.WarnContext(ctx, "delivery: a heartbeat's runs could not be kept alive", "agent_id", a.ID, "run_id", id, "err", err)
-			return
-		default:
-			s.noted(stored)
-		}
+	if due := s.leases.due(ids, s.o.Now(), below); len(due) > 0 {
+		s.keepDueAlive(ctx, a, due, below)
 	}
+}
+
+// keepDueAlive is keepAlive of the runs due, keepAliveWorkers at once.
+func (s *Service) keepDueAlive(ctx context.Context, a Agent, due []string, below time.Duration) {
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range min(keepAliveWorkers, len(due)) {
+		wg.Go(func() {
+			for id := range work {
+				if err := s.keepRunAlive(ctx, a, id, below); err != nil {
+					stop(err)
+				}
+			}
+		})
+	}
+	for _, id := range due {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- id
+	}
+	close(work)
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		s.log.WarnContext(ctx, "delivery: a heartbeat's runs could not be kept alive", "agent_id", a.ID, "err", err)
+	}
+}
+
+// keepRunAlive extends the lease of agent a's run id when it is a
+// started run that runs and its lease has less than below left.
+func (s *Service) keepRunAlive(ctx context.Context, a Agent, id string, below time.Duration) error {
+	run, err := s.runs.GetRun(ctx, a.TenantID, id)
+	if errors.Is(err, gateway.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if run.InstanceID != a.ID || run.Status != gateway.StatusRunning || starts(&run) == 0 {
+		return nil // another agent's, or not running: nothing to keep
+	}
+	if run.LeaseOwner == gateway.PullLeaseOwner && run.LeaseUntil.Sub(s.o.Now()) >= below {
+		s.noted(run)
+		return nil
+	}
+	stored, err := s.writeRun(ctx, run, func(r *gateway.Run, now time.Time) ([]gateway.Event, error) {
+		if r.Status != gateway.StatusRunning || starts(r) == 0 {
+			return nil, errRunMovedOn
+		}
+		if r.LeaseOwner == gateway.PullLeaseOwner && r.LeaseUntil.Sub(now) >= below {
+			return nil, errLeaseFresh
+		}
+		s.alive(r, now)
+		return nil, nil
+	})
+	switch {
+	case errors.Is(err, errRunMovedOn) || errors.Is(err, errLeaseFresh):
+		return nil
+	case err != nil:
+		return fmt.Errorf("run %s: %w", id, err)
+	}
+	s.noted(stored)
+	return nil
 }
 
 // maxLeaseNotes bounds the runs whose leases a process remembers.
@@ -128,13 +159,24 @@ type leaseNotes struct {
 
 func newLeaseNotes(max int) *leaseNotes { return &leaseNotes{m: map[string]time.Time{}, max: max} }
 
-// due reports whether the run's lease may have less than below left at
-// now: it is not noted, or its note says so.
-func (n *leaseNotes) due(id string, now time.Time, below time.Duration) bool {
+// due returns the runs of ids, each once, whose lease may have less
+// than below left at now: those not noted, or whose note says so.
+func (n *leaseNotes) due(ids []string, now time.Time, below time.Duration) []string {
+	var out []string
+	var seen map[string]bool
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	until, ok := n.m[id]
-	return !ok || until.Sub(now) < below
+	for _, id := range ids {
+		if until, ok := n.m[id]; ok && until.Sub(now) >= below || seen[id] {
+			continue
+		}
+		if seen == nil {
+			seen = make(map[string]bool, len(ids))
+		}
+		seen[id] = true
+		out = append(out, id)
+	}
+	return out
 }
 
 // note remembers the run's lease (the later of two). Full, it forgets

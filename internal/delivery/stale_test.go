@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -425,5 +426,28 @@ func TestRunStaleAfterBounds(t *testing.T) {
 				t.Errorf("StaleAfter %s, want %s", svc.StaleAfter(), tt.want)
 			}
 		})
+	}
+}
+
+// TestLeaseNotes: a note says a run's lease is fresh until less than
+// the refresh margin is left; the notes stay within their bound, the
+// lapsed ones forgotten first; a heartbeat's ids are due once each.
+func TestLeaseNotes(t *testing.T) {
+	now := h0()
+	n := newLeaseNotes(3)
+	n.note("a", now.Add(time.Minute), now)
+	n.note("a", now.Add(time.Second), now) // an older lease is not taken
+	n.note("b", now.Add(-time.Second), now)
+	n.note("c", now.Add(2*time.Minute), now)
+	if got := n.due([]string{"a", "b", "c", "d", "d", "b"}, now, 90*time.Second); !slices.Equal(got, []string{"a", "b", "d"}) {
+		t.Errorf("due %v; want a (a minute left), b (lapsed), d (unknown), once each", got)
+	}
+	n.note("d", now.Add(2*time.Minute), now) // full: b, lapsed, goes
+	if _, ok := n.m["b"]; ok || len(n.m) != 3 {
+		t.Errorf("notes %v; want b forgotten", n.m)
+	}
+	n.note("e", now.Add(2*time.Minute), now) // full, none lapsed: all go
+	if len(n.m) != 1 || n.m["e"].IsZero() {
+		t.Errorf("notes %v; want only e", n.m)
 	}
 }
