@@ -61,7 +61,7 @@ func (d *dispatcher) offer(ctx context.Context, claimed *gateway.Run) {
 		err = s.deps.Pull.Offer(ctx, *claimed, inst)
 	}
 	_, _, werr := s.mutate(ctx, claimed, claimed.ID, func(r *gateway.Run) ([]gateway.Event, error) {
-		if err == nil && r.LeaseOwner == pullOwner && r.Status == gateway.StatusRunning && r.Pull != nil && !r.Status.Terminal() {
+		if err == nil && r.LeaseOwner == pullOwner && r.Status == gateway.StatusRunning && r.Pull != nil {
 			// The agent pulled the turn and took the run up before this
 			// write: the lease is its own now.
 			r.Pull.OfferedTurn, r.Attempt = r.Turn, 0

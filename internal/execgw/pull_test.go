@@ -23,6 +23,9 @@ type fakePuller struct {
 	failures  int
 	offers    chan gateway.Run
 	cancelled chan gateway.Run
+	// offered, when set, runs in each offer after it is stored: an
+	// agent quick to take the run up.
+	offered func(run gateway.Run) error
 }
 
 func newFakePuller(failures int) *fakePuller {
@@ -38,6 +41,11 @@ func (f *fakePuller) Offer(_ context.Context, run gateway.Run, inst gateway.Inst
 	if f.failures > 0 {
 		f.failures--
 		return errors.New("store unavailable")
+	}
+	if f.offered != nil {
+		if err := f.offered(run); err != nil {
+			return err
+		}
 	}
 	f.offers <- run
 	return nil
@@ -244,5 +252,40 @@ func TestPullRunLeaseLapsed(t *testing.T) {
 	case c := <-p.cancelled:
 		t.Errorf("the agent was told of run %s %s too", c.ID, c.Status)
 	default:
+	}
+}
+
+// An agent that takes a run up before its offer is written keeps the
+// lease its start set: the offer records the turn and parks nothing.
+func TestPullRunStartedBeforeItsOfferIsWritten(t *testing.T) {
+	p := newFakePuller(0)
+	e := pullEnv(t, p)
+	until := time.Now().Add(time.Hour).Truncate(time.Microsecond)
+	p.offered = func(run gateway.Run) error { // the agent's start, as internal/delivery writes it
+		r := run
+		r.Status, r.Reason = gateway.StatusRunning, "started by its agent"
+		r.Pull = &gateway.PullState{Starts: 1}
+		r.LeaseOwner, r.LeaseUntil = gateway.PullLeaseOwner, until
+		_, _, err := e.store.WriteRun(context.Background(), gateway.RunWrite{Run: r, ExpectVersion: run.Version, Now: time.Now()})
+		return err
+	}
+	var inst gateway.Instance
+	if st := e.do("POST", gateway.InstancesPath, userTok, map[string]any{"name": "laptop", "delivery": "pull"}, &inst); st != http.StatusCreated {
+		t.Fatal(st)
+	}
+	id := e.execute(userTok, gateway.ExecuteRequest{InstanceID: inst.ID, Input: "hello"})
+	<-p.offers
+	r := e.waitParked(id, 1)
+	if r.Status != gateway.StatusRunning || !r.LeaseUntil.Equal(until) {
+		t.Fatalf("the run is %s, leased until %s; want running, until %s", r.Status, r.LeaseUntil, until)
+	}
+	events, err := e.store.Events(context.Background(), id, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range events {
+		if strings.Contains(string(ev.Payload), "waiting for its agent") {
+			t.Errorf("a started run was said to wait for its agent: %s", ev.Payload)
+		}
 	}
 }
