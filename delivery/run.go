@@ -37,6 +37,12 @@ const (
 	// before it stopped (a crash, a kill): the next one ends it, never
 	// retries it.
 	ReasonInterrupted = "interrupted"
+	// ReasonStale is the platform's reason for a run it failed because
+	// its agent stopped reporting it: started, and then for the
+	// platform's stale window neither listed in a heartbeat's
+	// active_runs nor written by a call of it (its adapter died and did
+	// not come back). Like an interrupted run, it is never retried.
+	ReasonStale = "stale"
 )
 
 // Run is a pulled run as the agent sees it: its state, its version

@@ -174,7 +174,8 @@ type Run struct {
 
 	// Lease: the dispatcher (Owner, a process id) that delivers the run,
 	// until LeaseUntil. A QUEUED or RUNNING run whose lease lapsed is
-	// claimed by another dispatcher.
+	// claimed by another dispatcher. A pulled run is leased to its agent
+	// (PullLeaseOwner) instead, once offered.
 	LeaseOwner string    `json:"-"`
 	LeaseUntil time.Time `json:"-"`
 	// NotBefore delays the next claim (a retry's backoff).
@@ -186,6 +187,13 @@ type Run struct {
 	StartedAt time.Time `json:"started_at,omitzero"`
 	EndedAt   time.Time `json:"ended_at,omitzero"`
 }
+
+// PullLeaseOwner holds the lease of a pulled run while its agent has
+// it: until far ahead while the run waits to be pulled, and, once the
+// agent started it, until its last sign of life plus the platform's
+// stale window, so that a run whose agent went away is claimed again
+// (and ended stale) when that lapses.
+const PullLeaseOwner = "pull"
 
 // PullState is a pulled run's side of delivery: the turn whose event
 // was stored for the agent, how often the agent started the run (never

@@ -32,11 +32,14 @@ import (
 )
 
 // Timing is what a platform's times are: how long a token lives, the
-// skew it allows, and when an unacknowledged event comes again.
+// skew it allows, when an unacknowledged event comes again, and how
+// long a started run may go without a sign of life of it (a heartbeat
+// listing it, a patch) before it ends stale.
 type Timing struct {
-	TokenTTL    time.Duration
-	ClockLeeway time.Duration
-	AckTimeout  time.Duration
+	TokenTTL      time.Duration
+	ClockLeeway   time.Duration
+	AckTimeout    time.Duration
+	RunStaleAfter time.Duration
 }
 
 // Options configure a FakeServer; nil means the defaults.
@@ -62,8 +65,8 @@ const (
 
 // FakeServer is the platform's pull delivery in process, on 127.0.0.1 at
 // a free port: the real delivery service and execution gateway on
-// in-memory stores, with a FakeClock for the delivery service's time and
-// injectable faults in front. It is closed at the end of the test.
+// in-memory stores, with a FakeClock for their time and injectable
+// faults in front. It is closed at the end of the test.
 type FakeServer struct {
 	t      testing.TB
 	clock  *FakeClock
@@ -109,7 +112,7 @@ func NewFakeServer(t testing.TB, opts *Options) *FakeServer {
 		t.Fatal(err)
 	}
 	dopts := &deliverysvc.Options{Logger: o.Logger, Now: f.clock.Now, TokenTTL: o.Timing.TokenTTL,
-		ClockLeeway: o.Timing.ClockLeeway, AckTimeout: o.Timing.AckTimeout}
+		ClockLeeway: o.Timing.ClockLeeway, AckTimeout: o.Timing.AckTimeout, RunStaleAfter: o.Timing.RunStaleAfter}
 	f.dl, err = deliverysvc.New(deliverysvc.Deps{Store: f.store, Runs: f.runs, Keys: f.keys,
 		Tokens: platformTokens.Authenticator(), AdminToken: secret.New(fakeAdmin), BaseURL: f.base}, dopts)
 	if err != nil {
@@ -117,9 +120,11 @@ func NewFakeServer(t testing.TB, opts *Options) *FakeServer {
 	}
 	f.timing = Timing{TokenTTL: orDefault(o.Timing.TokenTTL, deliverysvc.DefaultTokenTTL),
 		ClockLeeway: orDefault(o.Timing.ClockLeeway, deliverysvc.DefaultClockLeeway),
-		AckTimeout:  orDefault(o.Timing.AckTimeout, deliverysvc.DefaultAckTimeout)}
+		AckTimeout:  orDefault(o.Timing.AckTimeout, deliverysvc.DefaultAckTimeout), RunStaleAfter: f.dl.StaleAfter()}
+	// The gateway claims runs whose lease lapsed by the same clock that
+	// leased them.
 	f.gw = execgw.New(f.runs, execgw.Deps{AdminToken: secret.New(fakeAdmin), Tokens: platformTokens, BaseURL: f.base, Pull: f.dl},
-		&execgw.Options{Logger: o.Logger})
+		&execgw.Options{Logger: o.Logger, Now: f.clock.Now})
 
 	mux := http.NewServeMux()
 	for _, r := range f.dl.Routes() {

@@ -36,7 +36,8 @@ type RemoteOptions struct {
 	KeyFile string
 	// Timing is what the platform was started with
 	// (--delivery-token-ttl, --delivery-clock-leeway,
-	// --delivery-ack-timeout); its zero fields are the defaults.
+	// --delivery-ack-timeout, --delivery-run-stale-after); its zero
+	// fields are the defaults.
 	Timing Timing
 }
 
@@ -62,8 +63,9 @@ type RemoteServer struct {
 func NewRemoteServer(t testing.TB, o RemoteOptions) *RemoteServer {
 	t.Helper()
 	o.Timing = Timing{TokenTTL: orDefault(o.Timing.TokenTTL, deliverysvc.DefaultTokenTTL),
-		ClockLeeway: orDefault(o.Timing.ClockLeeway, deliverysvc.DefaultClockLeeway),
-		AckTimeout:  orDefault(o.Timing.AckTimeout, deliverysvc.DefaultAckTimeout)}
+		ClockLeeway:   orDefault(o.Timing.ClockLeeway, deliverysvc.DefaultClockLeeway),
+		AckTimeout:    orDefault(o.Timing.AckTimeout, deliverysvc.DefaultAckTimeout),
+		RunStaleAfter: orDefault(o.Timing.RunStaleAfter, deliverysvc.DefaultRunStaleAfter)}
 	r := &RemoteServer{t: t, o: o}
 	var err error
 	if r.admin, err = gateway.NewClient(o.URL, &gateway.ClientOptions{Token: o.AdminToken, Tenant: o.Tenant}); err != nil {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -539,6 +540,12 @@ func (j *jumpAt) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
+// pastTheJump is the timing of tests whose platform clock jumps past
+// the token lifetime while a run is started and no heartbeat lists it:
+// a stale window longer than the jump keeps the run from ending stale,
+// which is not what they test (TestStaleRun does).
+var pastTheJump = platformtest.Timing{RunStaleAfter: time.Hour}
+
 // A start or renewal the platform took, whose answer was lost through
 // every try of the client, and then the token expired: the adapter asks
 // again with the same Idempotency-Key and learns the first answer. A new
@@ -547,7 +554,7 @@ func (j *jumpAt) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestAnswerLostThenTokenExpires(t *testing.T) {
 	for _, op := range []string{"startRun", "renewInvocationToken"} {
 		t.Run(op, func(t *testing.T) {
-			f := platformtest.NewFakeServer(t, nil)
+			f := platformtest.NewFakeServer(t, &platformtest.Options{Timing: pastTheJump})
 			tm := f.Timing()
 			ttl := tm.TokenTTL + tm.ClockLeeway + time.Second
 			tries := int32(adapter.DefaultSettings().RetryMaxAttempts)
@@ -660,7 +667,7 @@ func (in *stallingInbox) SetState(ctx context.Context, eventID string, from, to 
 // made: it executes the run once (a renewal first would key a new
 // start, be refused already_started, and leave the run running).
 func TestRestartAfterAnAnsweredStart(t *testing.T) {
-	f := platformtest.NewFakeServer(t, nil)
+	f := platformtest.NewFakeServer(t, &platformtest.Options{Timing: pastTheJump})
 	cfg := f.Config("alpha")
 	cfg.StateDir = t.TempDir()
 	clock := platformtest.SpedUpClock{Base: f.Clock(), Factor: 100}
@@ -938,5 +945,86 @@ func TestStopWhileStarting(t *testing.T) {
 	run, err := f.WaitRun(ctx, tr.RunID, ended)
 	if err != nil || run.State != delivery.RunFailed || run.StateReason != delivery.ReasonInterrupted || len(second.Executes()) != 0 {
 		t.Fatalf("the run is %s (%q, %v) after %d executions by the next adapter", run.State, run.StateReason, err, len(second.Executes()))
+	}
+}
+
+// silentInbox hides the started and waiting entries from the
+// heartbeat's listing: the adapter's heartbeats list no active run, as
+// when they are lost on the way.
+type silentInbox struct {
+	adapter.InboxStore
+}
+
+func (in silentInbox) List(ctx context.Context, states ...adapter.InboxState) ([]adapter.InboxEntry, error) {
+	entries, err := in.InboxStore.List(ctx, states...)
+	return slices.DeleteFunc(entries, func(e adapter.InboxEntry) bool {
+		return e.State == adapter.InboxStarted || e.State == adapter.InboxWaiting
+	}), err
+}
+
+// A run whose agent gave no sign of life of it for the stale window
+// ends failed, reason stale; an adapter that is still there hears of it
+// as of a cancel, stops the run's work, is answered run_inactive once
+// when it ends the run, and goes on with the next run.
+func TestStaleRun(t *testing.T) {
+	f := platformtest.NewFakeServer(t, nil)
+	in := silentInbox{adapter.NewMemoryInbox(&adapter.InboxOptions{Clock: f.Clock()})}
+	executing := make(chan string, 2)
+	var works atomic.Int32
+	h := &platformtest.RecordingHandler{Work: func(ctx context.Context, run *adapter.Run) error {
+		executing <- run.ID
+		if works.Add(1) > 1 {
+			return nil // the next run completes at once
+		}
+		<-run.Done()
+		return ctx.Err()
+	}}
+	runWith(t, f, f.Config("alpha"), h, adapter.Options{Inbox: in})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := f.WaitConsumer(ctx, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := f.Trigger(ctx, "long")
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-executing:
+	case <-ctx.Done():
+		t.Fatal("the run was not executed")
+	}
+	f.PassTime(ctx, f.Timing().RunStaleAfter+time.Second)
+	run, err := f.WaitRun(ctx, tr.RunID, ended)
+	if err != nil || run.State != delivery.RunFailed || run.StateReason != delivery.ReasonStale {
+		t.Fatalf("the run is %s (%q, %v); want failed, %s", run.State, run.StateReason, err, delivery.ReasonStale)
+	}
+	// The adapter ends its work and the run once, refused as ended.
+	finished := func() (n, inactive int) {
+		for _, r := range f.Requests() {
+			if r.Operation == "finishRun" && strings.Contains(r.Path, tr.RunID) && r.Status != 0 && r.Status != http.StatusUnauthorized {
+				n++
+				if r.Status == http.StatusForbidden {
+					inactive++
+				}
+			}
+		}
+		return n, inactive
+	}
+	if err := waitCond(ctx, func() bool {
+		entries, err := in.ByRun(ctx, tr.RunID)
+		return err == nil && len(entries) > 0 && entries[0].State == adapter.InboxClosed
+	}); err != nil {
+		t.Fatal("the adapter did not close the stale run's entry")
+	}
+	next, err := f.Trigger(ctx, "short")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run, err := f.WaitRun(ctx, next.RunID, ended); err != nil || run.State != delivery.RunCompleted {
+		t.Fatalf("the next run is %s (%v)", run.State, err)
+	}
+	if n, inactive := finished(); n != 1 || inactive != 1 {
+		t.Errorf("the adapter ended the stale run %d times, %d refused as inactive; want once, refused", n, inactive)
 	}
 }

@@ -53,7 +53,7 @@ var serveGroups = []flagGroup{
 	{"Heartbeat schedules (/api/v1/agent-ops)", []string{"schedules-max-body-bytes", "schedules-poll-every", "schedules-grace",
 		"schedules-lease", "schedules-max-attempts", "schedules-max-concurrent-fires"}},
 	{"Pull delivery (/api/v1/delivery)", []string{"delivery-max-body-bytes", "delivery-key-file", "delivery-token-ttl", "delivery-clock-leeway", "delivery-ack-timeout",
-		"delivery-heartbeat-interval", "delivery-max-poll-wait", "delivery-resume-window"}},
+		"delivery-heartbeat-interval", "delivery-run-stale-after", "delivery-max-poll-wait", "delivery-resume-window"}},
 }
 
 // otherFlags is the heading of the flags no group names, so that none is

@@ -21,14 +21,16 @@ type LastHeartbeat struct {
 }
 
 // Heartbeat remembers the agent's state (in this process's memory: the
-// latest of each agent) and answers the interval of the next.
-func (s *Service) Heartbeat(_ context.Context, a Agent, h delivery.Heartbeat) (delivery.HeartbeatAck, error) {
+// latest of each agent), keeps the runs it lists as active from ending
+// stale (keepAlive), and answers the interval of the next.
+func (s *Service) Heartbeat(ctx context.Context, a Agent, h delivery.Heartbeat) (delivery.HeartbeatAck, error) {
 	if errs := delivery.CheckHeartbeat(h); errs != nil {
 		return delivery.HeartbeatAck{}, validationFailed("the heartbeat breaks its rules", errs...)
 	}
 	s.beatsMu.Lock()
 	s.beats[a.ID] = LastHeartbeat{Heartbeat: h, At: s.o.Now()}
 	s.beatsMu.Unlock()
+	s.keepAlive(ctx, a, h.Details.ActiveRuns)
 	return delivery.HeartbeatAck{IntervalMS: s.o.HeartbeatInterval.Milliseconds()}, nil
 }
 

@@ -95,6 +95,18 @@
 // may fail a run it never started, refusing it (invalid_invocation_token
 // and the mismatches), with whatever token it was given.
 //
+// A run its agent started is leased to the agent (gateway.PullLeaseOwner)
+// until its last sign of life plus Options.RunStaleAfter: the writes its
+// agent makes of it (start, resume, patch, run.update, a message in it)
+// set the lease in the same write, and a heartbeat listing it in
+// active_runs extends it when less than three quarters of the window
+// is left (only the heartbeat's agent's own running runs; a lease this
+// process saw fresh is not read again). The execution gateway claims a
+// RUNNING run whose lease lapsed; for a started pull run it ends it
+// FAILED with reason delivery.ReasonStale, tells the agent with
+// run.cancel_requested (Cancelled) and never offers it again. A waiting
+// run is claimed by no one; its resume starts a new window.
+//
 // # Idempotency
 //
 // Every agent's POST and PATCH its route does not exempt honours

@@ -57,7 +57,7 @@ type harness struct {
 	svc   *Service
 	srv   *httptest.Server
 	st    *fakeStore
-	runs  *gateway.MemoryStore
+	runs  gateway.Store
 	clock *fakeClock
 	inst  gateway.Instance
 	other gateway.Instance
@@ -71,7 +71,13 @@ func newHarness(t testing.TB, o *Options) *harness { return newHarnessWith(t, o,
 // Deps.
 func newHarnessWith(t testing.TB, o *Options, edit func(*Deps)) *harness {
 	t.Helper()
-	h := &harness{t: t, st: newFakeStore(), runs: gateway.NewMemoryStore(), reg: prometheus.NewRegistry(),
+	return newHarnessOver(t, o, gateway.NewMemoryStore())
+}
+
+// newHarnessOver is newHarness over runs: the execution gateway's store.
+func newHarnessOver(t testing.TB, o *Options, runs gateway.Store) *harness {
+	t.Helper()
+	h := &harness{t: t, st: newFakeStore(), runs: runs, reg: prometheus.NewRegistry(),
 		clock: &fakeClock{t: h0()}}
 	var handler atomic.Pointer[http.ServeMux]
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.Load().ServeHTTP(w, r) }))

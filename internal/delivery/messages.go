@@ -114,12 +114,16 @@ func (s *Service) CreateMessage(ctx context.Context, a Agent, tok string, m deli
 	}
 	if created && m.RunID != "" && !run.Status.Terminal() {
 		payload, _ := json.Marshal(map[string]string{"message_id": stored.ID, "thread_id": stored.ThreadID, "kind": kind, "content": stored.ContentMD})
-		_, err := s.writeRun(ctx, run, func(r *gateway.Run, _ time.Time) ([]gateway.Event, error) {
+		written, err := s.writeRun(ctx, run, func(r *gateway.Run, now time.Time) ([]gateway.Event, error) {
 			if r.Status.Terminal() {
 				return nil, errRunMovedOn
 			}
+			s.alive(r, now) // a message in the run is a sign of life of it
 			return []gateway.Event{{Type: EventAgentMessage, Payload: payload}}, nil
 		})
+		if err == nil {
+			s.noted(written)
+		}
 		if err != nil && !errors.Is(err, errRunMovedOn) {
 			// The message is stored; its showing on the run is not worth
 			// failing (and a repeat would not show it either).

@@ -281,11 +281,13 @@ func (s *Service) StartRun(ctx context.Context, a Agent, runID, tok string, in d
 		if in.Model != "" {
 			r.Pull.Progress.Model = in.Model
 		}
+		s.alive(r, now)
 		return []gateway.Event{gateway.StatusEvent(gateway.StatusRunning, r.Reason)}, nil
 	})
 	if err != nil {
 		return delivery.Run{}, err
 	}
+	s.noted(stored)
 	s.log.InfoContext(ctx, "delivery: run started", "run_id", stored.ID, "agent_id", a.ID, "jti", c.ID)
 	return View(stored), nil
 }
@@ -384,11 +386,13 @@ func (s *Service) ResumeRun(ctx context.Context, a Agent, runID, tok string, in 
 		}
 		r.Pull.ResumedTurn = r.Turn
 		r.Status, r.Reason, r.Pause, r.PendingInput = gateway.StatusRunning, "resumed by its agent", nil, nil
+		s.alive(r, now)
 		return []gateway.Event{gateway.StatusEvent(gateway.StatusRunning, r.Reason)}, nil
 	})
 	if err != nil {
 		return delivery.Run{}, err
 	}
+	s.noted(stored)
 	return View(stored), nil
 }
 
@@ -611,7 +615,7 @@ func (s *Service) UpdateRun(ctx context.Context, a Agent, runID, tok string, p d
 	if err != nil {
 		return delivery.RunPatchResult{}, err
 	}
-	stored, err := s.writeRun(ctx, run, func(r *gateway.Run, _ time.Time) ([]gateway.Event, error) {
+	stored, err := s.writeRun(ctx, run, func(r *gateway.Run, now time.Time) ([]gateway.Event, error) {
 		if r.Status.Terminal() || r.Pull.Starts == 0 {
 			return nil, withCurrent(conflict(delivery.CodeConflict, delivery.RunNotActive, "the run is not active: patch a started run that has not ended"), View(*r))
 		}
@@ -623,6 +627,7 @@ func (s *Service) UpdateRun(ctx context.Context, a Agent, runID, tok string, p d
 		if errs := delivery.ApplyPatch(&r.Pull.Progress, p.Ops); errs != nil {
 			return nil, validationFailed("the patch's values break its paths' rules", errs...)
 		}
+		s.alive(r, now)
 		if line := r.Pull.Progress.StatusLine; line != before && line != "" {
 			payload, _ := json.Marshal(map[string]string{"message": line})
 			return []gateway.Event{{Type: gateway.EventStatus, Payload: payload}}, nil
@@ -632,6 +637,7 @@ func (s *Service) UpdateRun(ctx context.Context, a Agent, runID, tok string, p d
 	if err != nil {
 		return delivery.RunPatchResult{}, err
 	}
+	s.noted(stored)
 	return delivery.RunPatchResult{Version: stored.Version}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -44,6 +45,11 @@ const (
 	// DefaultHeartbeatInterval is the interval agents are told to send
 	// heartbeats at.
 	DefaultHeartbeatInterval = 30 * time.Second
+	// DefaultRunStaleAfter is how long a started run's agent may go
+	// without a sign of life of it before the run ends stale: four
+	// default heartbeat intervals, so that one or two lost heartbeats
+	// end nothing.
+	DefaultRunStaleAfter = 2 * time.Minute
 	// DefaultMaxPollWait bounds a long poll's wait.
 	DefaultMaxPollWait = 25 * time.Second
 	// DefaultMaxBodyBytes bounds a request body: a patch of a hundred
@@ -99,6 +105,13 @@ type Options struct {
 	AckTimeout time.Duration
 	// HeartbeatInterval is what agents are told to send heartbeats at.
 	HeartbeatInterval time.Duration
+	// RunStaleAfter is how long a run its agent started may go without a
+	// sign of life of it — a heartbeat listing it in active_runs, a call
+	// that writes it (patch, run.update, a message in it) — before the
+	// execution gateway ends it failed, reason stale (default
+	// DefaultRunStaleAfter, or four heartbeat intervals when that is
+	// longer). It must be more than two heartbeat intervals.
+	RunStaleAfter time.Duration
 	// MaxPollWait bounds a long poll's wait.
 	MaxPollWait time.Duration
 	// MaxBodyBytes bounds a request body (413 beyond).
@@ -175,6 +188,7 @@ func (o *Options) withDefaults() Options {
 	defaults.Positive(&v.ClockLeeway, DefaultClockLeeway)
 	defaults.Positive(&v.AckTimeout, DefaultAckTimeout)
 	defaults.Positive(&v.HeartbeatInterval, DefaultHeartbeatInterval)
+	defaults.Positive(&v.RunStaleAfter, max(DefaultRunStaleAfter, 4*v.HeartbeatInterval))
 	defaults.Positive(&v.MaxPollWait, DefaultMaxPollWait)
 	defaults.Positive(&v.MaxBodyBytes, DefaultMaxBodyBytes)
 	defaults.Positive(&v.PollLimit, DefaultPollLimit)
@@ -257,6 +271,9 @@ type Service struct {
 	watch   *watchers
 	beatsMu sync.Mutex
 	beats   map[string]LastHeartbeat
+	// leases remembers the leases of started runs this process saw, so
+	// that a heartbeat reads only the runs whose lease is due.
+	leases *leaseNotes
 
 	// gw serves the WebSocket gateway's connections.
 	gw *gwHub
@@ -294,12 +311,16 @@ func New(deps Deps, o *Options) (*Service, error) {
 		return nil, errors.New("delivery: the invocation-token keys sign " + alg + "; they must sign " + delivery.TokenAlgorithm)
 	}
 	opts := o.withDefaults()
+	if opts.RunStaleAfter <= 2*opts.HeartbeatInterval {
+		// One lost heartbeat must not end a run.
+		return nil, fmt.Errorf("delivery: RunStaleAfter %s must be more than two heartbeat intervals (%s)", opts.RunStaleAfter, 2*opts.HeartbeatInterval)
+	}
 	base := strings.TrimRight(deps.BaseURL, "/")
 	s := &Service{o: opts, deps: deps, log: opts.Logger, store: deps.Store, runs: deps.Runs, keys: deps.Keys,
 		issuer: base, base: base, tel: newTelemetry(deps.Tracing, deps.Metrics, opts.Logger),
 		nonces: dpop.NewNonces(opts.NonceKey, opts.NonceWindow),
 		proofs: newProofIDs(opts.MaxProofIDs), watch: newWatchers(), beats: map[string]LastHeartbeat{},
-		closing: make(chan struct{})}
+		leases: newLeaseNotes(maxLeaseNotes), closing: make(chan struct{})}
 	s.gw = newGWHub(s)
 	return s, nil
 }

@@ -152,6 +152,10 @@ func (dl *delivery) current() gateway.Run {
 // stream, and settles the run as the stream ended.
 func (d *dispatcher) deliver(parent context.Context, claimed *gateway.Run) {
 	if claimed.Pull != nil {
+		if lapsed(claimed) && d.s.deps.Pull != nil {
+			d.stale(parent, claimed)
+			return
+		}
 		d.offer(parent, claimed)
 		return
 	}

@@ -24,6 +24,14 @@
 // backoff, and the run then fails saying so. An agent's refusal (an A2A
 // error) fails the run at once.
 //
+// A run of a pull instance is handed to Deps.Pull instead (Puller.Offer
+// stores its turn for its agent to pull) and parked, leased to
+// gateway.PullLeaseOwner; once its agent started it, the agent's signs
+// of life keep that lease Puller.StaleAfter ahead. A dispatcher that
+// claims a started pull run whose lease lapsed ends it FAILED with
+// reason stale (delivery.ReasonStale) and tells its agent as of a
+// cancel: it is never offered again.
+//
 // # Events
 //
 // Every event is stored before it is streamed, numbered per run from 1;

@@ -2,8 +2,10 @@ package execgw
 
 import (
 	"context"
+	"errors"
 	"time"
 
+	pull "novaos.dev/novaos/delivery"
 	"novaos.dev/novaos/gateway"
 )
 
@@ -14,14 +16,24 @@ type Puller interface {
 	// invocation of a new run, the follow-up of an answered one. Offering
 	// one turn again stores nothing new.
 	Offer(ctx context.Context, run gateway.Run, inst gateway.Instance) error
-	// Cancelled tells the run's agent that the run was cancelled.
+	// Cancelled tells the run's agent that the run was cancelled (or
+	// ended for it: Run.Reason says why).
 	Cancelled(ctx context.Context, run gateway.Run) error
+	// StaleAfter is how long a started run's agent may go without a sign
+	// of life of it (a heartbeat listing it, a call that writes it)
+	// before the run is taken for abandoned. The Puller keeps the lease
+	// of such a run (gateway.PullLeaseOwner) that far ahead of the last
+	// sign; the dispatcher that claims it once it lapsed ends it.
+	StaleAfter() time.Duration
 }
 
 // A run offered to its agent is leased to pullOwner until parkedUntil:
-// no dispatcher claims it again. The agent moves it on; an answer to it
-// queues it afresh (its lease cleared), and the next turn is offered.
-const pullOwner = "pull"
+// no dispatcher claims it again. The agent moves it on: a start or a
+// resume leases it to pullOwner until its last sign of life plus
+// Puller.StaleAfter (then a lapse is an agent gone, see stale); an
+// answer to it queues it afresh (its lease cleared), and the next turn
+// is offered.
+const pullOwner = gateway.PullLeaseOwner
 
 var parkedUntil = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -49,6 +61,12 @@ func (d *dispatcher) offer(ctx context.Context, claimed *gateway.Run) {
 		err = s.deps.Pull.Offer(ctx, *claimed, inst)
 	}
 	_, _, werr := s.mutate(ctx, claimed, claimed.ID, func(r *gateway.Run) ([]gateway.Event, error) {
+		if err == nil && r.LeaseOwner == pullOwner && r.Status == gateway.StatusRunning && r.Pull != nil {
+			// The agent pulled the turn and took the run up before this
+			// write: the lease is its own now.
+			r.Pull.OfferedTurn, r.Attempt = r.Turn, 0
+			return nil, nil
+		}
 		if r.LeaseOwner != s.owner || r.Status.Terminal() {
 			return nil, errStop
 		}
@@ -72,9 +90,43 @@ func (d *dispatcher) offer(ctx context.Context, claimed *gateway.Run) {
 		r.LeaseOwner, r.LeaseUntil, r.NotBefore = pullOwner, parkedUntil, time.Time{}
 		return []gateway.Event{statusEvent(r.Status, "waiting for its agent to pull it")}, nil
 	})
-	if err != nil || werr != nil {
+	if err != nil || werr != nil && !errors.Is(werr, errStop) {
 		log.Warn("gateway: offering a pull run failed", "err", err, "write_err", werr)
 	}
+}
+
+// lapsed reports whether a claimed pull run was started by its agent,
+// for the turn it is on, and its lease lapsed: its agent gave no sign
+// of life of it for Puller.StaleAfter.
+func lapsed(claimed *gateway.Run) bool {
+	return claimed.Pull != nil && claimed.Pull.Starts > 0 && claimed.Status == gateway.StatusRunning
+}
+
+// stale ends a claimed pull run whose agent stopped reporting it: FAILED
+// with reason delivery.ReasonStale, never offered again (the agent may
+// have done part of the work; only a person retries it). The agent is
+// told as of a cancel, in case it is alive and only its reports were
+// lost. A sign of life that came after the claim took the lease back
+// (gateway.PullLeaseOwner): then the run is left to its agent.
+func (d *dispatcher) stale(ctx context.Context, claimed *gateway.Run) {
+	s := d.s
+	window := s.deps.Pull.StaleAfter()
+	why := "its agent stopped reporting the run: no heartbeat listed it and no call of it came for " + window.String()
+	run, _, err := s.mutate(ctx, claimed, claimed.ID, func(r *gateway.Run) ([]gateway.Event, error) {
+		if r.LeaseOwner != s.owner || r.Status != gateway.StatusRunning {
+			return nil, errStop
+		}
+		return append([]gateway.Event{statusEvent(gateway.StatusRunning, why)}, end(r, gateway.StatusFailed, pull.ReasonStale, s.o.Now())...), nil
+	})
+	log := s.log.With("run_id", claimed.ID, "tenant_id", claimed.TenantID, "instance_id", claimed.InstanceID)
+	if err != nil {
+		if !errors.Is(err, errStop) {
+			log.Warn("gateway: ending a stale pull run failed", "err", err)
+		}
+		return
+	}
+	log.Warn("gateway: pull run ended stale", "reason", pull.ReasonStale, "stale_after", window.String())
+	s.cancelled(ctx, run)
 }
 
 // cancelled tells a pulled run's agent that the run was cancelled, best
