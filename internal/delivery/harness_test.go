@@ -71,11 +71,12 @@ func newHarness(t testing.TB, o *Options) *harness { return newHarnessWith(t, o,
 // Deps.
 func newHarnessWith(t testing.TB, o *Options, edit func(*Deps)) *harness {
 	t.Helper()
-	return newHarnessOver(t, o, gateway.NewMemoryStore())
+	return newHarnessOver(t, o, gateway.NewMemoryStore(), edit)
 }
 
-// newHarnessOver is newHarness over runs: the execution gateway's store.
-func newHarnessOver(t testing.TB, o *Options, runs gateway.Store) *harness {
+// newHarnessOver is newHarnessWith over runs: the execution gateway's
+// store.
+func newHarnessOver(t testing.TB, o *Options, runs gateway.Store, edit func(*Deps)) *harness {
 	t.Helper()
 	h := &harness{t: t, st: newFakeStore(), runs: runs, reg: prometheus.NewRegistry(),
 		clock: &fakeClock{t: h0()}}

@@ -46,7 +46,7 @@ func BenchmarkHeartbeat(b *testing.B) {
 	for _, st := range stores {
 		for _, c := range cases {
 			b.Run(st.name+"/"+c.name, func(b *testing.B) {
-				h := newHarnessOver(b, &Options{RunStaleAfter: staleWindow, HeartbeatInterval: staleBeat}, st.open(b))
+				h := newHarnessOver(b, &Options{RunStaleAfter: staleWindow, HeartbeatInterval: staleBeat}, st.open(b), nil)
 				ctx := context.Background()
 				ids := make([]string, c.runs)
 				for i := range ids {

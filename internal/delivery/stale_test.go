@@ -76,7 +76,7 @@ type staleEnv struct {
 func newStaleEnv(t *testing.T, open func(t *testing.T) (gateway.Store, func() gateway.Store), replicas int) *staleEnv {
 	t.Helper()
 	first, another := open(t)
-	h := newHarnessOver(t, &Options{RunStaleAfter: staleWindow, HeartbeatInterval: staleBeat}, first)
+	h := newHarnessOver(t, &Options{RunStaleAfter: staleWindow, HeartbeatInterval: staleBeat}, first, nil)
 	issuer, err := auth.Open("", auth.Options{Issuer: h.srv.URL})
 	if err != nil {
 		t.Fatal(err)
