@@ -219,11 +219,16 @@ func TestSchedulesRunStopsAtTheDaysTokens(t *testing.T) {
 		Agents: app.AgentOptions{Hosted: map[string]app.Agent{"spender": spender(3)}}})
 	ctx := t.Context()
 	admin := mint(t, srv, identity.Claims{TenantID: "acme", Subject: "ops", Scopes: []string{llm.ScopeAdmin}})
-	for path, body := range map[string]any{
-		llm.ProvidersPath + "/fake":              llm.ProviderRequest{BaseURL: provider.BaseURL()},
-		llm.ModelsPath + "/" + llmtest.ModelChat: llm.RouteRequest{Targets: []llm.Target{{Provider: "fake", Model: llmtest.ModelChat}}},
+	// The provider first: a route naming a provider not there is refused.
+	for _, put := range []struct {
+		path string
+		body any
+	}{
+		{llm.ProvidersPath + "/fake", llm.ProviderRequest{BaseURL: provider.BaseURL()}},
+		{llm.ModelsPath + "/" + llmtest.ModelChat, llm.RouteRequest{Targets: []llm.Target{{Provider: "fake", Model: llmtest.ModelChat}}}},
 	} {
-		data, _ := json.Marshal(body)
+		path := put.path
+		data, _ := json.Marshal(put.body)
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPut, srv.URL()+path, bytes.NewReader(data))
 		req.Header.Set("Authorization", "Bearer "+admin.Reveal())
 		req.Header.Set("Content-Type", "application/json")
