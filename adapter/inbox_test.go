@@ -122,6 +122,7 @@ func TestInboxContract(t *testing.T) {
 		{"jti expiry", inboxTestJTI},
 		{"list, by run and prune", inboxTestListPrune},
 		{"bad batches store nothing", inboxTestBadBatch},
+		{"envelope limit", inboxTestEnvelopeLimit},
 	}
 	for _, b := range inboxBackends {
 		t.Run(b.name, func(t *testing.T) {
@@ -569,6 +570,42 @@ func inboxTestBadBatch(t *testing.T, in adapter.InboxStore, _ *inboxClock) {
 	}
 	if res, err := in.Accept(context.Background(), nil); err != nil || len(res) != 0 {
 		t.Errorf("empty batch: %v, %v", res, err)
+	}
+}
+
+// inboxTestEnvelopeLimit: an envelope of exactly the limit (4096 bytes,
+// the token left out) is stored; one byte more is refused.
+func inboxTestEnvelopeLimit(t *testing.T, in adapter.InboxStore, _ *inboxClock) {
+	sized := func(id string, n int) adapter.InboxAccept {
+		t.Helper()
+		a := inboxDelivery(id, 1, "run", "tok-not-counted", 1)
+		a.Event.Payload = json.RawMessage(`""`)
+		ev := a.Event
+		ev.InvocationToken = ""
+		b, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Event.Payload = json.RawMessage(`"` + strings.Repeat("x", n-len(b)) + `"`)
+		return a
+	}
+	cases := []struct {
+		name  string
+		size  int
+		store bool
+	}{
+		{"one under", 4095, true},
+		{"at the limit", 4096, true},
+		{"one over", 4097, false},
+	}
+	for _, c := range cases {
+		_, err := in.Accept(context.Background(), []adapter.InboxAccept{sized(c.name, c.size)})
+		if (err == nil) != c.store {
+			t.Errorf("%s: envelope of %d bytes: err %v, want stored %v", c.name, c.size, err, c.store)
+		}
+		if _, err := in.Get(context.Background(), c.name); (err == nil) != c.store {
+			t.Errorf("%s: get: %v, want stored %v", c.name, err, c.store)
+		}
 	}
 }
 
