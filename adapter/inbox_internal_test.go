@@ -1,6 +1,11 @@
 package adapter
 
 import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
@@ -48,3 +53,140 @@ func TestInboxOptionsResolve(t *testing.T) {
 }
 
 // Mutants left (scripts/mutate ./adapter inbox.go): none.
+
+// TestSQLiteStoreCloseHalfOpened: Close lets go of a store whose read
+// statements were not all prepared (what the open does when one fails)
+// without touching the missing ones.
+func TestSQLiteStoreCloseHalfOpened(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name string
+		open func() (stmts []**sql.Stmt, close func() error)
+	}{
+		{"inbox", func() ([]**sql.Stmt, func() error) {
+			in, err := OpenSQLiteInbox(filepath.Join(dir, "inbox.sqlite3"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return []**sql.Stmt{&in.get, &in.byRun, &in.seen}, in.Close
+		}},
+		{"outbox", func() ([]**sql.Stmt, func() error) {
+			o, err := OpenSQLiteOutbox(filepath.Join(dir, "outbox.sqlite3"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return []**sql.Stmt{&o.get, &o.pending, &o.failed, &o.threads}, o.Close
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			stmts, closeStore := tc.open()
+			last := stmts[len(stmts)-1]
+			(*last).Close()
+			*last = nil
+			if err := closeStore(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestInboxWriterBatches: the writer takes every write that waits, up to
+// maxBatch deliveries (a larger write whole), commits them together and
+// answers each: a write whose context ended before its turn is skipped
+// with its error, a failing one is undone alone. The writes are queued
+// before the writer starts, so the batches are known.
+func TestInboxWriterBatches(t *testing.T) {
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	errWrite := errors.New("write failed")
+	type write struct {
+		size int
+		ctx  context.Context // nil: Background
+		fail bool
+	}
+	tests := []struct {
+		name     string
+		maxBatch int
+		writes   []write
+		commits  []int // the writes of each commit, as ObserveCommit is told
+	}{
+		{"ones", 3, []write{{size: 1}, {size: 1}, {size: 1}, {size: 1}, {size: 1}, {size: 1}, {size: 1}}, []int{3, 3, 1}},
+		{"larger ones", 3, []write{{size: 2}, {size: 2}, {size: 1}, {size: 1}, {size: 5}, {size: 1}}, []int{2, 3, 1}},
+		{"one at a time", 1, []write{{size: 1}, {size: 1}, {size: 1}}, []int{1, 1, 1}},
+		{"a canceled and a failing write", 8, []write{{size: 1}, {size: 1, ctx: canceled}, {size: 1, fail: true}, {size: 1}}, []int{4}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "w.sqlite3"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			conn.SetMaxOpenConns(1)
+			if _, err := conn.Exec(`CREATE TABLE t (i INTEGER)`); err != nil {
+				t.Fatal(err)
+			}
+			var commits []int
+			w := &inboxWriter{conn: conn, prepared: map[string]*sql.Stmt{}, ops: make(chan *inboxWrite, len(tc.writes)),
+				maxBatch: tc.maxBatch, observe: func(n int) { commits = append(commits, n) },
+				quit: make(chan struct{}), done: make(chan struct{})}
+			ops := make([]*inboxWrite, len(tc.writes))
+			for i, wr := range tc.writes {
+				ctx := wr.ctx
+				if ctx == nil {
+					ctx = context.Background()
+				}
+				ops[i] = &inboxWrite{ctx: ctx, size: wr.size, err: make(chan error, 1), fn: func(tx *sql.Tx) error {
+					if _, err := tx.Exec(`INSERT INTO t VALUES (?)`, i); err != nil {
+						return err
+					}
+					if wr.fail {
+						return errWrite
+					}
+					return nil
+				}}
+				w.ops <- ops[i]
+			}
+			go w.run()
+			var stored []int
+			for i, wr := range tc.writes {
+				err := <-ops[i].err
+				switch {
+				case wr.ctx != nil:
+					if !errors.Is(err, context.Canceled) {
+						t.Errorf("write %d: %v, want context.Canceled", i, err)
+					}
+				case wr.fail:
+					if !errors.Is(err, errWrite) {
+						t.Errorf("write %d: %v, want its own error", i, err)
+					}
+				case err != nil:
+					t.Errorf("write %d: %v", i, err)
+				default:
+					stored = append(stored, i)
+				}
+			}
+			w.close() // every write answered: the writer waits on quit alone
+			if !slices.Equal(commits, tc.commits) {
+				t.Errorf("commits of %v writes, want %v", commits, tc.commits)
+			}
+			rows, err := conn.Query(`SELECT i FROM t ORDER BY i`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			var got []int
+			for rows.Next() {
+				var i int
+				if err := rows.Scan(&i); err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, i)
+			}
+			if !slices.Equal(got, stored) {
+				t.Errorf("rows of writes %v, want those answered without error, %v", got, stored)
+			}
+		})
+	}
+}

@@ -16,11 +16,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	_ "modernc.org/sqlite"
 
 	"novaos.dev/novaos/adapter"
 	"novaos.dev/novaos/internal/sealkey"
+	"novaos.dev/novaos/secret"
 )
 
 // inboxOpeners open each SQLite store at a path, so that the file rules
@@ -340,23 +342,39 @@ func TestSQLiteInboxSealed(t *testing.T) {
 		}
 	}
 
+	// Without the Sealer no call that reads the entry gets past it.
 	in, err = adapter.OpenSQLiteInbox(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = in.Get(context.Background(), "ev")
-	in.Close()
-	if err == nil {
-		t.Error("a sealed token opened without the Sealer")
+	ctx := context.Background()
+	for name, call := range map[string]func() error{
+		"get":  func() error { _, err := in.Get(ctx, "ev"); return err },
+		"list": func() error { _, err := in.List(ctx); return err },
+		"redelivery": func() error {
+			_, err := in.Accept(ctx, []adapter.InboxAccept{inboxDelivery("ev", 1, "run", "newer", 5)})
+			return err
+		},
+		"set state": func() error { return in.SetState(ctx, "ev", adapter.InboxAccepted, adapter.InboxStarted, "") },
+		"replace token": func() error {
+			_, err := in.ReplaceToken(ctx, "ev", adapter.InboxToken{Value: secret.New("renewed"), JTI: "jti-2", IssuedAt: time.Unix(9, 0)})
+			return err
+		},
+	} {
+		if err := call(); err == nil || !strings.Contains(err.Error(), "without a Sealer") {
+			t.Errorf("%s without the Sealer: %v, want the token refused", name, err)
+		}
 	}
+	in.Close()
 
 	in, err = adapter.OpenSQLiteInbox(path, &adapter.InboxOptions{Sealer: sealer})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer in.Close()
-	if got := inboxGet(t, in, "ev"); got.Token.Value.Reveal() != tok {
-		t.Error("after reopen the sealed token did not open")
+	if got := inboxGet(t, in, "ev"); got.Token.Value.Reveal() != tok || got.Token.JTI != "jti-1" ||
+		got.State != adapter.InboxAccepted || got.Deliveries != 2 {
+		t.Errorf("after reopen: %v with token %s; want the sealed token opened, accepted after 2 deliveries with jti-1", got, got.Token.JTI)
 	}
 }
 
