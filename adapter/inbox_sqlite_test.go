@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -56,6 +57,11 @@ func TestSQLiteStoreFileModes(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, errInboxAny},
+		{"a missing directory is not made", func(t *testing.T, p string) {
+			if err := os.Remove(filepath.Dir(p)); err != nil {
+				t.Fatal(err)
+			}
+		}, fs.ErrNotExist},
 	}
 	for _, o := range inboxOpeners {
 		for _, c := range cases {
