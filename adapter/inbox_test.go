@@ -122,6 +122,8 @@ func TestInboxContract(t *testing.T) {
 		{"jti expiry", inboxTestJTI},
 		{"list, by run and prune", inboxTestListPrune},
 		{"bad batches store nothing", inboxTestBadBatch},
+		{"envelope limit", inboxTestEnvelopeLimit},
+		{"canceled context", inboxTestCanceled},
 	}
 	for _, b := range inboxBackends {
 		t.Run(b.name, func(t *testing.T) {
@@ -569,6 +571,92 @@ func inboxTestBadBatch(t *testing.T, in adapter.InboxStore, _ *inboxClock) {
 	}
 	if res, err := in.Accept(context.Background(), nil); err != nil || len(res) != 0 {
 		t.Errorf("empty batch: %v, %v", res, err)
+	}
+}
+
+// inboxTestEnvelopeLimit: an envelope of exactly the limit (4096 bytes,
+// the token left out) is stored; one byte more is refused.
+func inboxTestEnvelopeLimit(t *testing.T, in adapter.InboxStore, _ *inboxClock) {
+	sized := func(id string, n int) adapter.InboxAccept {
+		t.Helper()
+		a := inboxDelivery(id, 1, "run", "tok-not-counted", 1)
+		a.Event.Payload = json.RawMessage(`""`)
+		ev := a.Event
+		ev.InvocationToken = ""
+		b, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Event.Payload = json.RawMessage(`"` + strings.Repeat("x", n-len(b)) + `"`)
+		return a
+	}
+	cases := []struct {
+		name  string
+		size  int
+		store bool
+	}{
+		{"one under", 4095, true},
+		{"at the limit", 4096, true},
+		{"one over", 4097, false},
+	}
+	for _, c := range cases {
+		_, err := in.Accept(context.Background(), []adapter.InboxAccept{sized(c.name, c.size)})
+		if (err == nil) != c.store {
+			t.Errorf("%s: envelope of %d bytes: err %v, want stored %v", c.name, c.size, err, c.store)
+		}
+		if _, err := in.Get(context.Background(), c.name); (err == nil) != c.store {
+			t.Errorf("%s: get: %v, want stored %v", c.name, err, c.store)
+		}
+	}
+}
+
+// inboxTestCanceled: every call with an ended context fails with its
+// error and changes nothing.
+func inboxTestCanceled(t *testing.T, in adapter.InboxStore, clock *inboxClock) {
+	inboxAcceptOne(t, in, inboxDelivery("ev", 1, "run", "tok-a", 100))
+	if err := in.RememberJTI(context.Background(), "j", clock.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	calls := []struct {
+		name string
+		call func() error
+	}{
+		{"accept", func() error {
+			_, err := in.Accept(ctx, []adapter.InboxAccept{inboxDelivery("ev", 1, "run", "tok-b", 200), inboxDelivery("new", 2, "run", "t", 1)})
+			return err
+		}},
+		{"get", func() error { _, err := in.Get(ctx, "ev"); return err }},
+		{"by run", func() error { _, err := in.ByRun(ctx, "run"); return err }},
+		{"list", func() error { _, err := in.List(ctx); return err }},
+		{"list accepted", func() error { _, err := in.List(ctx, adapter.InboxAccepted); return err }},
+		{"set state", func() error { return in.SetState(ctx, "ev", adapter.InboxAccepted, adapter.InboxStarted, "") }},
+		{"replace token", func() error {
+			_, err := in.ReplaceToken(ctx, "ev", adapter.InboxToken{Value: secret.New("tok-c"), JTI: "jti-tok-c", IssuedAt: time.Unix(300, 0)})
+			return err
+		}},
+		{"remember", func() error { return in.RememberJTI(ctx, "j2", clock.Now().Add(time.Hour)) }},
+		{"seen jti", func() error { _, err := in.SeenJTI(ctx, "j"); return err }},
+		{"seen", func() error { _, err := in.Seen(ctx, "j"); return err }},
+		{"prune", func() error { _, err := in.Prune(ctx, clock.Now().Add(time.Hour)); return err }},
+	}
+	for _, c := range calls {
+		if err := c.call(); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: %v, want context.Canceled", c.name, err)
+		}
+	}
+	got := inboxGet(t, in, "ev")
+	if got.State != adapter.InboxAccepted || got.Deliveries != 1 || got.Token.JTI != "jti-tok-a" {
+		t.Errorf("after the canceled calls: %s with %d deliveries and token %s; want accepted, 1, jti-tok-a", got.State, got.Deliveries, got.Token.JTI)
+	}
+	if _, err := in.Get(context.Background(), "new"); !errors.Is(err, adapter.ErrInboxNotFound) {
+		t.Errorf("a canceled accept stored an event (%v)", err)
+	}
+	for jti, want := range map[string]bool{"j": true, "j2": false} {
+		if seen, err := in.SeenJTI(context.Background(), jti); err != nil || seen != want {
+			t.Errorf("after the canceled calls: seen(%s) %v, %v; want %v", jti, seen, err, want)
+		}
 	}
 }
 

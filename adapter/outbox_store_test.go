@@ -92,6 +92,7 @@ func TestOutboxContract(t *testing.T) {
 		{"fifo per thread", outboxTestFIFO},
 		{"state changes", outboxTestStates},
 		{"prune", outboxTestPrune},
+		{"body limit", outboxTestBodyLimit},
 	}
 	for _, b := range outboxBackends {
 		t.Run(b.name, func(t *testing.T) {
@@ -155,6 +156,11 @@ func outboxTestBad(t *testing.T, s adapter.OutboxStore, _ func() adapter.OutboxS
 		{"body too long", with(func(e *adapter.OutboxEntry) {
 			e.Request.Body = json.RawMessage(`"` + strings.Repeat("x", 5000) + `"`)
 		})},
+		{"call body not JSON", func() adapter.OutboxEntry {
+			e := outboxCall("id-1", "calls")
+			e.Request.Body = json.RawMessage(`{"secret content`)
+			return e
+		}()},
 		{"message body not a message", with(func(e *adapter.OutboxEntry) { e.Request.Body = json.RawMessage(`{"thread_id":5}`) })},
 		{"client_msg_id is another id", with(func(e *adapter.OutboxEntry) { e.ID = "id-2" })},
 		{"message's thread is another", with(func(e *adapter.OutboxEntry) { e.Thread = "th-other" })},
@@ -320,5 +326,37 @@ func outboxTestPrune(t *testing.T, s adapter.OutboxStore, _ func() adapter.Outbo
 	}
 	if got := outboxIDs(t)(s.Pending(ctx, "th")); !slices.Equal(got, []string{"pending", "later"}) {
 		t.Errorf("pending after prune: %v", got)
+	}
+}
+
+// outboxTestBodyLimit: a body of exactly the limit (4096 bytes) is
+// stored, one byte more is refused, and a call may have no body.
+func outboxTestBodyLimit(t *testing.T, s adapter.OutboxStore, _ func() adapter.OutboxStore, _ *inboxClock) {
+	ctx := context.Background()
+	cases := []struct {
+		name  string
+		size  int // -1: no body
+		store bool
+	}{
+		{"no body", -1, true},
+		{"one under", 4095, true},
+		{"at the limit", 4096, true},
+		{"one over", 4097, false},
+	}
+	for _, c := range cases {
+		e := outboxCall(c.name, "calls")
+		e.Request.Body = nil
+		if c.size >= 0 {
+			e.Request.Body = json.RawMessage(`"` + strings.Repeat("x", c.size-2) + `"`)
+		}
+		if err := s.Put(ctx, e); (err == nil) != c.store {
+			t.Errorf("%s: put: %v, want stored %v", c.name, err, c.store)
+		}
+		got, err := s.Get(ctx, c.name)
+		if (err == nil) != c.store {
+			t.Errorf("%s: get: %v, want stored %v", c.name, err, c.store)
+		} else if err == nil && string(got.Request.Body) != string(e.Request.Body) {
+			t.Errorf("%s: stored a body of %d bytes, want %d", c.name, len(got.Request.Body), len(e.Request.Body))
+		}
 	}
 }
