@@ -331,28 +331,14 @@ func TestOutboxConcurrentFlushSendsOnce(t *testing.T) {
 	// for the thread once it counts as the thread's second user.
 	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	for len(p.requests()) == 0 {
-		if waitCtx.Err() != nil {
-			t.Fatal("the first flush sent nothing")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitUntil(t, waitCtx, "the first flush to send", func() bool { return len(p.requests()) > 0 })
 	go func() { errs <- o.Flush(ctx) }()
-	for {
+	waitUntil(t, waitCtx, "the second flush to wait for the thread", func() bool {
 		o.mu.Lock()
-		users := 0
-		if l := o.sending["th"]; l != nil {
-			users = l.users
-		}
-		o.mu.Unlock()
-		if users == 2 {
-			break
-		}
-		if waitCtx.Err() != nil {
-			t.Fatal("the second flush never waited for the thread")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer o.mu.Unlock()
+		l := o.sending["th"]
+		return l != nil && l.users == 2
+	})
 	close(p.hold)
 	for range 2 {
 		if err := <-errs; err != nil {
@@ -394,15 +380,10 @@ func TestOutboxRunSendsWhatIsPut(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for {
-			if e, err := store.Get(ctx, id); err == nil && e.State == OutboxSent {
-				break
-			}
-			if deadline.Err() != nil {
-				t.Fatalf("put %d was not sent", i)
-			}
-			time.Sleep(time.Millisecond)
-		}
+		waitUntil(t, deadline, fmt.Sprintf("put %d to be sent", i), func() bool {
+			e, err := store.Get(ctx, id)
+			return err == nil && e.State == OutboxSent
+		})
 		if n := p.sends(id); n != 1 {
 			t.Errorf("put %d sent %d times, want 1", i, n)
 		}
@@ -453,3 +434,18 @@ func TestOutboxPermanent(t *testing.T) {
 // Mutants left (scripts/mutate ./adapter outbox.go), equivalent: the two
 // conditions of run's warning (err != nil, ctx.Err() == nil) decide only
 // whether a failed flush is logged.
+
+// waitUntil checks cond until it holds, failing the test when ctx ends
+// first: what the tests wait for has no notification of its own.
+func waitUntil(t *testing.T, ctx context.Context, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			t.Fatalf("waited in vain for %s", what)
+		}
+	}
+}

@@ -271,23 +271,29 @@ func (s *MemStore) ConsumeToken(_ context.Context, jti string, until time.Time) 
 }
 
 func (s *MemStore) PruneUsedTokens(_ context.Context, now time.Time, limit int) (int64, error) {
+	return s.pruneKept(s.used, now, limit, MaxUsedTokenPrune), nil
+}
+
+// pruneKept drops up to limit (most when limit is not in (0, most]) ids
+// of kept whose time is no later than now, and counts them.
+func (s *MemStore) pruneKept(kept map[string]time.Time, now time.Time, limit, most int) int64 {
 	now = storeTime(now)
-	if limit <= 0 || limit > MaxUsedTokenPrune {
-		limit = MaxUsedTokenPrune
+	if limit <= 0 || limit > most {
+		limit = most
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var n int64
-	for jti, until := range s.used {
+	for id, until := range kept {
 		if n == int64(limit) {
 			break
 		}
 		if !until.After(now) {
-			delete(s.used, jti)
+			delete(kept, id)
 			n++
 		}
 	}
-	return n, nil
+	return n
 }
 
 func (s *MemStore) RecordProof(_ context.Context, id []byte, now, until time.Time) (bool, error) {
@@ -304,23 +310,7 @@ func (s *MemStore) RecordProof(_ context.Context, id []byte, now, until time.Tim
 }
 
 func (s *MemStore) PruneProofs(_ context.Context, now time.Time, limit int) (int64, error) {
-	now = storeTime(now)
-	if limit <= 0 || limit > MaxProofPrune {
-		limit = MaxProofPrune
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var n int64
-	for id, kept := range s.proofs {
-		if n == int64(limit) {
-			break
-		}
-		if !kept.After(now) {
-			delete(s.proofs, id)
-			n++
-		}
-	}
-	return n, nil
+	return s.pruneKept(s.proofs, now, limit, MaxProofPrune), nil
 }
 
 func (s *MemStore) CreateAPIToken(_ context.Context, t APIToken) error {

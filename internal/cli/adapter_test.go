@@ -215,20 +215,7 @@ func execute(t *testing.T, s *gwServer, a pullAgent, input string) *gateway.Run 
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		r, err := c.GetRun(t.Context(), res.RunID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.Status.Terminal() {
-			return r
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s is %s", res.RunID, r.Status)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return s.waitRun(t, res.RunID, "an end", func(r *gateway.Run) bool { return r.Status.Terminal() })
 }
 
 // checkEcho checks that run completed with the echo agent's answer: its

@@ -143,6 +143,13 @@ func (s *gwServer) client(t *testing.T) *gateway.Client {
 // bounds a failure).
 func (s *gwServer) waitStatus(t *testing.T, runID string, want gateway.Status) {
 	t.Helper()
+	s.waitRun(t, runID, "status "+string(want), func(r *gateway.Run) bool { return r.Status == want })
+}
+
+// waitRun waits until cond holds of the run (the deadline only bounds a
+// failure) and returns it.
+func (s *gwServer) waitRun(t *testing.T, runID, what string, cond func(*gateway.Run) bool) *gateway.Run {
+	t.Helper()
 	c := s.client(t)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -150,11 +157,11 @@ func (s *gwServer) waitStatus(t *testing.T, runID string, want gateway.Status) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Status == want {
-			return
+		if cond(r) {
+			return r
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("run %s is %s, want %s", runID, r.Status, want)
+			t.Fatalf("run %s is %s, want %s", runID, r.Status, what)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
