@@ -4,19 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"iter"
 	"mime"
-	"net"
 	"net/http"
 	"net/url"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 	"weak"
 
 	"novaos.dev/novaos/netguard"
@@ -444,66 +441,7 @@ func (c *Client) dropGuarded(key weak.Pointer[http.Transport]) {
 }
 
 func guardedTransport(t *http.Transport, g *netguard.Policy) *http.Transport {
-	t = t.Clone()
-	var proxies sync.Map // "host:port" of every proxy the transport has chosen
-	if proxy := t.Proxy; proxy != nil {
-		t.Proxy = func(r *http.Request) (*url.URL, error) {
-			u, err := proxy(r)
-			if u != nil {
-				proxies.Store(proxyAddr(u), true)
-			}
-			return u, err
-		}
-	}
-	isProxy := func(addr string) bool { _, ok := proxies.Load(addr); return ok }
-	type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
-	checked := func(dial dialFunc) dialFunc {
-		return func(ctx context.Context, network, addr string) (net.Conn, error) {
-			conn, err := dial(ctx, network, addr)
-			if err != nil || isProxy(addr) {
-				return conn, err
-			}
-			if err := g.CheckConn(conn); err != nil {
-				conn.Close()
-				return nil, fmt.Errorf("registry: %w: %w", ErrURLNotAllowed, err)
-			}
-			return conn, nil
-		}
-	}
-	if t.DialContext != nil {
-		t.DialContext = checked(t.DialContext)
-	} else {
-		// The dialer http.DefaultTransport uses.
-		plain := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-		guarded := g.Dialer(plain)
-		t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if isProxy(addr) {
-				return plain.DialContext(ctx, network, addr)
-			}
-			conn, err := guarded.DialContext(ctx, network, addr)
-			if errors.Is(err, netguard.ErrRefused) {
-				err = fmt.Errorf("registry: %w: %w", ErrURLNotAllowed, err)
-			}
-			return conn, err
-		}
-	}
-	if t.DialTLSContext != nil {
-		t.DialTLSContext = checked(t.DialTLSContext)
-	}
-	return t
-}
-
-// proxyAddr is the address a transport dials for proxy u.
-func proxyAddr(u *url.URL) string {
-	if u.Port() != "" {
-		return u.Host
-	}
-	port := "80"
-	switch u.Scheme {
-	case "https":
-		port = "443"
-	case "socks5", "socks5h":
-		port = "1080"
-	}
-	return net.JoinHostPort(u.Hostname(), port)
+	return g.GuardTransport(t, &netguard.TransportOptions{WrapRefusal: func(err error) error {
+		return fmt.Errorf("registry: %w: %w", ErrURLNotAllowed, err)
+	}})
 }

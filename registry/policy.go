@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/url"
 	"slices"
-	"strings"
 
 	"novaos.dev/novaos/netguard"
 )
@@ -77,22 +76,7 @@ func (p *Policy) Check(raw string) error {
 }
 
 func hostAllowed(host string, suffixes []string) bool {
-	for _, s := range suffixes {
-		s = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(s)), ".")
-		if s == "" || s == "." {
-			continue
-		}
-		if strings.HasPrefix(s, ".") {
-			if strings.HasSuffix(host, s) {
-				return true
-			}
-			continue
-		}
-		if host == s || strings.HasSuffix(host, "."+s) {
-			return true
-		}
-	}
-	return false
+	return netguard.HostAllowed(host, suffixes)
 }
 
 // guardError restates a netguard error with the registry's sentinels, so
