@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/netguard"
 )
 
 // Defaults of Options.
@@ -74,9 +75,29 @@ type Options struct {
 	// interfaces New may select (TransportConfig.Interface.ProtocolVersion
 	// 0.3.x).
 	TransportFactories map[string]TransportFactory
-	// Resolver fetches the card for NewFromURL (default: a new Resolver).
+	// Resolver fetches the card for NewFromURL (default: a new Resolver,
+	// with this ConnectGuard).
 	Resolver *Resolver
-	Logger   *slog.Logger
+	// ConnectGuard, when set, checks where every connection of the client
+	// goes: the interface URL when the client is built (a refused host
+	// fails New), each redirect, and the address each connection is
+	// dialled at, after the name was resolved, so a public name that
+	// resolves to 127.0.0.1 or a cloud metadata address (DNS rebinding)
+	// is refused before anything is sent (netguard.Policy.GuardClient).
+	// Nil (the default) checks nothing, so a local agent on localhost
+	// works; &netguard.Policy{} allows public addresses only, and its
+	// AllowLoopback and AllowPrivate widen that. Metadata and reserved
+	// addresses are refused whatever it says. It covers the HTTP
+	// bindings (JSON-RPC, HTTP+JSON) and is handed to other transports
+	// in TransportConfig.ConnectGuard. An HTTPClient whose Transport is
+	// not an *http.Transport dials its own way: then only the URL and
+	// redirect checks apply.
+	ConnectGuard *netguard.Policy
+	// DisableStreaming makes SendStreamingMessage call SendMessage and
+	// yield its answer as the one frame, as it does when the card says
+	// capabilities.streaming is false.
+	DisableStreaming bool
+	Logger           *slog.Logger
 }
 
 func (o *Options) withDefaults() Options {
@@ -107,6 +128,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if v.Logger == nil {
 		v.Logger = slog.New(slog.DiscardHandler)
+	}
+	if v.ConnectGuard != nil {
+		v.HTTPClient = v.ConnectGuard.GuardClient(v.HTTPClient, nil)
 	}
 	return v
 }
@@ -159,11 +183,11 @@ func NewFromURL(ctx context.Context, baseURL string, opts *Options) (*Client, er
 		r = opts.Resolver
 	}
 	if r == nil {
-		var hc *http.Client
+		var ro ResolverOptions
 		if opts != nil {
-			hc = opts.HTTPClient
+			ro.HTTPClient, ro.ConnectGuard = opts.HTTPClient, opts.ConnectGuard
 		}
-		r = NewResolver(&ResolverOptions{HTTPClient: hc})
+		r = NewResolver(&ro)
 	}
 	card, err := r.Resolve(ctx, baseURL)
 	if err != nil {
@@ -177,11 +201,16 @@ func newClient(card *a2a.AgentCard, iface a2a.AgentInterface, opts *Options) (*C
 	if iface.URL == "" {
 		return nil, errors.New("a2aclient: empty agent URL")
 	}
+	if opts.ConnectGuard != nil {
+		if err := opts.ConnectGuard.CheckURL(iface.URL); err != nil {
+			return nil, fmt.Errorf("a2aclient: agent URL: %w", err)
+		}
+	}
 	f := opts.transportFor(iface.ProtocolBinding)
 	if f == nil {
 		return nil, fmt.Errorf("a2aclient: no transport for the %s binding (add one in Options.TransportFactories)", iface.ProtocolBinding)
 	}
-	tr, err := f(&TransportConfig{Interface: iface, HTTPClient: opts.HTTPClient, MaxResponseBytes: opts.MaxResponseBytes, MaxEventBytes: opts.MaxEventBytes, Logger: opts.Logger})
+	tr, err := f(&TransportConfig{Interface: iface, HTTPClient: opts.HTTPClient, MaxResponseBytes: opts.MaxResponseBytes, MaxEventBytes: opts.MaxEventBytes, Logger: opts.Logger, ConnectGuard: opts.ConnectGuard})
 	if err != nil {
 		return nil, err
 	}
@@ -217,6 +246,40 @@ type callConfig struct {
 	session    string
 	header     http.Header
 	extensions []string
+	skill      string
+}
+
+// SkillIDMetadataKey is the message metadata key WithSkill sets: A2A has
+// no field that names a skill, and NovaOS agents (package agent) read the
+// skill to run from it.
+const SkillIDMetadataKey = "skillId"
+
+// WithSkill names the agent's skill to run, for SendMessage and
+// SendStreamingMessage (other calls ignore it): the message is sent with
+// metadata SkillIDMetadataKey set to id, on a copy, so the caller's
+// request is left as it was. A multi-skill NovaOS agent refuses a message
+// that names no skill; a single-skill one needs none.
+func WithSkill(id string) CallOption { return func(c *callConfig) { c.skill = id } }
+
+// withSkill returns req, or a copy whose message carries the skill that
+// opts name (the last WithSkill wins).
+func withSkill(req *a2a.SendMessageRequest, opts []CallOption) *a2a.SendMessageRequest {
+	var cfg callConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.skill == "" || req.Message == nil {
+		return req
+	}
+	r := *req
+	m := *req.Message
+	m.Metadata = make(map[string]any, len(req.Message.Metadata)+1)
+	for k, v := range req.Message.Metadata {
+		m.Metadata[k] = v
+	}
+	m.Metadata[SkillIDMetadataKey] = cfg.skill
+	r.Message = &m
+	return &r
 }
 
 // WithTimeout bounds this call (a unary call, or a stream as a whole);
@@ -345,7 +408,7 @@ func (c *Client) unary(ctx context.Context, method string, params, out any, opts
 // SendMessage sends a message and returns the task or message the agent
 // answers with (A2A SendMessage).
 func (c *Client) SendMessage(ctx context.Context, req *a2a.SendMessageRequest, opts ...CallOption) (*a2a.SendMessageResponse, error) {
-	r := *req
+	r := *withSkill(req, opts)
 	if r.Tenant == "" {
 		r.Tenant = c.tenant
 	}

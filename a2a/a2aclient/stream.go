@@ -30,12 +30,41 @@ import (
 //
 // A JSON-RPC error, before the stream (plain JSON or one SSE error event)
 // or inside it, is yielded as a *CallError and ends the iteration.
+//
+// No stream is opened when the card says capabilities.streaming is false,
+// or Options.DisableStreaming is set: the message goes by SendMessage and
+// its answer (the task, or a message) is yielded as the one frame, or its
+// error as the one error, so the caller's loop is the same either way;
+// like a stream, that call is bounded by ctx and WithTimeout only. A
+// card that does not state the capability, and a client without a card,
+// stream.
 func (c *Client) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageRequest, opts ...CallOption) iter.Seq2[*a2a.StreamResponse, error] {
-	r := *req
+	if !c.streams() {
+		return func(yield func(*a2a.StreamResponse, error) bool) {
+			// As a stream is, the call is bounded by its context (or
+			// the caller's WithTimeout) only, not by Options.Timeout.
+			res, err := c.SendMessage(ctx, req, append([]CallOption{WithTimeout(-1)}, opts...)...)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			yield(&a2a.StreamResponse{Task: res.Task, Message: res.Message}, nil)
+		}
+	}
+	r := *withSkill(req, opts)
 	if r.Tenant == "" {
 		r.Tenant = c.tenant
 	}
 	return c.stream(ctx, a2a.MethodSendStreamingMessage, &r, "", r.Tenant, opts)
+}
+
+// streams reports whether SendStreamingMessage opens a stream: unless
+// the caller turned streaming off or the card says the agent has none.
+func (c *Client) streams() bool {
+	if c.opts.DisableStreaming {
+		return false
+	}
+	return c.card == nil || c.card.Capabilities.Streaming == nil || *c.card.Capabilities.Streaming
 }
 
 // SubscribeToTask follows a task's updates (A2A SubscribeToTask), starting

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"novaos.dev/novaos/a2a"
+	"novaos.dev/novaos/netguard"
 )
 
 // Transport carries a Client's calls over one protocol binding. By the time
@@ -75,6 +76,10 @@ type TransportConfig struct {
 	MaxResponseBytes int64
 	MaxEventBytes    int
 	Logger           *slog.Logger
+	// ConnectGuard is Options.ConnectGuard: nil, or the policy a
+	// transport that dials its own connections (not through HTTPClient,
+	// which is guarded already) should apply to them.
+	ConnectGuard *netguard.Policy
 }
 
 // TransportFactory builds the Transport for one interface.
