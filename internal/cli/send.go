@@ -25,6 +25,7 @@ func runSend(ctx context.Context, args []string, e *env) int {
 	stream := fs.Bool("stream", false, "stream the agent's updates (SendStreamingMessage) and print each frame as it arrives")
 	taskID := fs.String("task", "", "continue the task with this `id` (e.g. one waiting in INPUT_REQUIRED)")
 	contextID := fs.String("context", "", "send within this context `id`")
+	skill := fs.String("skill", "", "run the agent's skill with this `id` (sent as message metadata \"skillId\"; an agent with several skills needs one)")
 	server := serverFlag(fs, e)
 	asJSON := fs.Bool("json", false, "print each frame (or the result) as one line of raw JSON")
 	timeout := fs.Duration("timeout", a2aclient.DefaultTimeout, "bound a non-streaming call (streams run until the task stops or Ctrl-C)")
@@ -77,6 +78,9 @@ func runSend(ctx context.Context, args []string, e *env) int {
 	}
 	req := a2aclient.TextRequest(pos[1], *taskID, *contextID)
 	var opts []a2aclient.CallOption
+	if *skill != "" {
+		opts = append(opts, a2aclient.WithSkill(*skill))
+	}
 	if sealing != nil {
 		opt, err := sealing.into(req, c, e)
 		if err != nil {

@@ -533,3 +533,42 @@ func TestServerFromEnvironment(t *testing.T) {
 		})
 	}
 }
+
+// seed 000, novaos_client_sdk.client.Client.send_message: "skill_id — Which
+// of the agent's skills should run … it travels as
+// message.metadata["skillId"] … a multi-skill agent rejects a request that
+// names no skill rather than guessing." novaos send --skill sets it.
+func TestSendSkill(t *testing.T) {
+	ag := agent.New("cases", "1.0.0", nil)
+	for _, id := range []string{"upper", "lower"} {
+		ag.MustRegister(agent.Skill{ID: id, Description: "Changes case.", Handler: func(c *agent.Context) (agent.Result, error) {
+			if id == "upper" {
+				return agent.Result{Output: strings.ToUpper(c.Input())}, nil
+			}
+			return agent.Result{Output: strings.ToLower(c.Input())}, nil
+		}})
+	}
+	var h http.Handler
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
+	t.Cleanup(srv.Close)
+	h = ag.Handler(srv.URL, nil)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string // regexp of stdout
+	}{
+		{"upper", []string{srv.URL, "Mixed", "--skill", "upper"}, `completed .*artifact .*: MIXED`},
+		{"lower, streamed", []string{srv.URL, "Mixed", "--stream", "--skill", "lower"}, `(?s)artifact .*: mixed\n.*completed: mixed\n$`},
+		{"none: the agent refuses", []string{srv.URL, "Mixed"}, `rejected .*name one in message metadata "skillId"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, out, errOut := testEnv(nil)
+			if code := run(t.Context(), append([]string{"send"}, tc.args...), e); code != exitOK {
+				t.Fatalf("exit %d; stderr: %s", code, errOut)
+			}
+			if !regexp.MustCompile(tc.want).MatchString(out.String()) {
+				t.Errorf("stdout:\n%s\nwant match of %s", out, tc.want)
+			}
+		})
+	}
+}
