@@ -2,7 +2,8 @@
 // gave it.
 //
 // It is the one SSRF guard shared by every outbound URL NovaOS stores or
-// dials (agent URLs in the registry, push-notification webhooks).
+// dials (agent URLs in the registry, push-notification webhooks, the A2A
+// client's connect guard).
 //
 // It classifies a destination as Public, Loopback, Private, Metadata or
 // Reserved, and a Policy says which classes are allowed: Public always,
@@ -25,6 +26,11 @@
 // resolve to 127.0.0.1 today or after the URL was stored (DNS rebinding),
 // and only the resolved address says where a connection really goes.
 // Names are never resolved by CheckURL.
+//
+// For an HTTP client, GuardTransport, GuardRoundTripper and GuardClient
+// put the dial-time check (and, for GuardClient, a URL check of every
+// redirect) on a transport; HostAllowed matches a host against an
+// allow-list of suffixes.
 //
 // # What is looked through
 //

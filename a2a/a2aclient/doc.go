@@ -41,8 +41,24 @@
 // without a request. Interceptors see every call, on every binding, before it is
 // sent and its outcome after, and one that is a Finisher learns when the
 // call is over (package a2a/a2aotel's span ends there); an AuthProvider (Bearer, APIKey,
-// SessionAuth over a CredentialStore) adds credentials. Unary calls are
+// RequireAPIKey, SessionAuth over a CredentialStore, SchemeAuth over a
+// CredentialService) adds credentials. SchemeAuth picks the credential by
+// the card's security schemes: the schemes its securityRequirements name,
+// in order, each sent in the shape the scheme declares, and the fallback
+// provider when the service has none. Unary calls are
 // bounded by Options.Timeout, or WithTimeout for one call.
+//
+// Skills: WithSkill sends the skill to run as message metadata
+// SkillIDMetadataKey ("skillId"), which NovaOS agents (package agent) read.
+//
+// Trust: Options.ConnectGuard and ResolverOptions.ConnectGuard (a
+// netguard.Policy, off by default so localhost works) check every
+// connection's resolved address at dial time, redirects and the URL, to
+// refuse DNS rebinding to loopback, private and metadata addresses.
+// ResolverOptions.Verify verifies each fetched card's signatures (package
+// a2a/cardsig) against keys the caller names. Resolver.Connect builds a
+// client from a card that may come from a third party: it requires a host
+// allow-list the card's interface URL must match, and turns the guard on.
 //
 // Errors: an error answered by the agent (a JSON-RPC error, or an
 // HTTP+JSON google.rpc.Status body, read by its ErrorInfo reason, else by
@@ -56,6 +72,10 @@
 // problem+json body said. SendMessageSafe returns a Result instead of an
 // error.
 //
+// SendStreamingMessage opens no stream when the card says
+// capabilities.streaming is false or Options.DisableStreaming is set: it
+// calls SendMessage and yields the answer as its one frame.
+//
 // Streams are iter.Seq2 iterators with two guarantees the reference SDKs
 // lack. A stream that closes before a terminal or interrupted state (or a
 // message) is never a success: it is resumed with SubscribeToTask (capped
@@ -66,4 +86,34 @@
 // seen are skipped, and the opening snapshot is yielded only when newer.
 // With a server that does not number frames, the snapshot is always
 // yielded and may repeat what an earlier frame said.
+//
+// # Where this package differs from the NovaOS Python SDK
+//
+//   - A card that does not state capabilities.streaming streams; that SDK
+//     reads a missing statement as false. The A2A field is optional, and
+//     a card without it has not said the agent cannot stream (a client
+//     with no card streams in both).
+//   - Streaming off makes the SendMessage call unbounded by
+//     Options.Timeout, as a stream is; ctx and WithTimeout bound it.
+//   - The connect guard is a netguard.Policy, not two booleans: the
+//     Python allow_private_ips skips the range check altogether, while
+//     AllowLoopback and AllowPrivate never admit cloud metadata or
+//     reserved addresses. The guard checks the very address each
+//     connection is made to, after resolution, so there is no second
+//     lookup to pin; it covers the HTTP bindings and is handed to other
+//     transports in TransportConfig.ConnectGuard (the gRPC transport does
+//     not apply it yet).
+//   - Resolver.Connect's allow-list applies to the card's interface URL;
+//     the card URL itself is the caller's. The guard it turns on is the
+//     zero Policy (public addresses only) unless the caller gives one.
+//   - Signatures are verified on the card as read into a2a.AgentCard,
+//     which is what package a2a/cardsig canonicalizes (see there).
+//   - SchemeAuth is an AuthProvider, not an interceptor: here every
+//     AuthProvider already runs on every call. It tries each scheme the
+//     card names until the service has a credential, where that SDK asks
+//     for one scheme; its service returns a bare value formatted by the
+//     scheme (a provider of one's own sets any header). An API key in the
+//     query is refused, as a call has no URL to add it to.
+//   - The API key is passed in: the package never reads the environment
+//     (APIKeyEnv names the variable a program reads).
 package a2aclient
