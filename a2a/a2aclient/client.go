@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -89,7 +90,8 @@ type Options struct {
 	// AllowLoopback and AllowPrivate widen that. Metadata and reserved
 	// addresses are refused whatever it says. It covers the HTTP
 	// bindings (JSON-RPC, HTTP+JSON) and is handed to other transports
-	// in TransportConfig.ConnectGuard. An HTTPClient whose Transport is
+	// in TransportConfig.ConnectGuard (the gRPC transport of package
+	// a2a/a2agrpc/grpcclient applies it). An HTTPClient whose Transport is
 	// not an *http.Transport dials its own way: then only the URL and
 	// redirect checks apply.
 	ConnectGuard *netguard.Policy
@@ -202,7 +204,7 @@ func newClient(card *a2a.AgentCard, iface a2a.AgentInterface, opts *Options) (*C
 		return nil, errors.New("a2aclient: empty agent URL")
 	}
 	if opts.ConnectGuard != nil {
-		if err := opts.ConnectGuard.CheckURL(iface.URL); err != nil {
+		if err := checkInterfaceURL(opts.ConnectGuard, iface.URL); err != nil {
 			return nil, fmt.Errorf("a2aclient: agent URL: %w", err)
 		}
 	}
@@ -223,6 +225,23 @@ func newClient(card *a2a.AgentCard, iface a2a.AgentInterface, opts *Options) (*C
 		c.extHead = strings.Join(a2a.ParseExtensions(c.opts.Extensions), ", ")
 	}
 	return c, nil
+}
+
+// checkInterfaceURL applies the connect guard to an interface URL: an
+// http(s) URL as netguard.Policy.CheckURL does, a bare host:port target
+// (as gRPC interfaces may be written) by its host. Other forms are the
+// transport's to read; its dialer is guarded all the same.
+func checkInterfaceURL(p *netguard.Policy, raw string) error {
+	if scheme, _, ok := strings.Cut(raw, "://"); ok {
+		if strings.EqualFold(scheme, "http") || strings.EqualFold(scheme, "https") {
+			return p.CheckURL(raw)
+		}
+		return nil
+	}
+	if host, _, err := net.SplitHostPort(raw); err == nil {
+		return p.CheckHost(host)
+	}
+	return nil
 }
 
 // Card returns the agent card the client was built with (nil for NewForURL).

@@ -101,8 +101,8 @@
 //     reserved addresses. The guard checks the very address each
 //     connection is made to, after resolution, so there is no second
 //     lookup to pin; it covers the HTTP bindings and is handed to other
-//     transports in TransportConfig.ConnectGuard (the gRPC transport does
-//     not apply it yet).
+//     transports in TransportConfig.ConnectGuard (package
+//     a2a/a2agrpc/grpcclient's dialer applies it).
 //   - Resolver.Connect's allow-list applies to the card's interface URL;
 //     the card URL itself is the caller's. The guard it turns on is the
 //     zero Policy (public addresses only) unless the caller gives one.

@@ -34,6 +34,8 @@ type Options struct {
 	// trusted. Nil means the system's roots.
 	TLSConfig *tls.Config
 	// DialOptions are added to the connection's (interceptors, keep-alive).
+	// A context dialer among them replaces the one that applies
+	// a2aclient's Options.ConnectGuard.
 	DialOptions []grpc.DialOption
 }
 
@@ -59,7 +61,16 @@ func Factory(opts *Options) a2aclient.TransportFactory {
 				creds = insecure.NewCredentials()
 			}
 		}
-		dial := append([]grpc.DialOption{grpc.WithTransportCredentials(creds)}, o.DialOptions...)
+		dial := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
+		if g := cfg.ConnectGuard; g != nil {
+			// The dialer sees the resolved address: a name that resolves
+			// to a refused address is refused before connecting.
+			d := g.Dialer(nil)
+			dial = append(dial, grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+				return d.DialContext(ctx, "tcp", addr)
+			}))
+		}
+		dial = append(dial, o.DialOptions...)
 		if cfg.MaxResponseBytes > 0 {
 			dial = append(dial, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(int(min(cfg.MaxResponseBytes, int64(^uint32(0)>>1))))))
 		}

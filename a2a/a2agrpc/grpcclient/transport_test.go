@@ -3,8 +3,12 @@ package grpcclient_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
+	"net/http"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +19,7 @@ import (
 	"novaos.dev/novaos/a2a/a2agrpc/grpcclient"
 	"novaos.dev/novaos/a2a/a2agrpc/grpcsrv"
 	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/netguard"
 )
 
 // agent completes with an echo, asks on "ask" and works until cancelled
@@ -226,5 +231,85 @@ func TestUnreachable(t *testing.T) {
 	defer cancel()
 	if _, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: "x"}); !errors.Is(err, a2aclient.ErrUnreachable) {
 		t.Fatalf("GetTask on a closed port: %v", err)
+	}
+}
+
+// countingListener counts the connections it accepted.
+type countingListener struct {
+	net.Listener
+	n atomic.Int32
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.n.Add(1)
+	}
+	return c, err
+}
+
+// The connect guard of a2aclient reaches the gRPC transport: its dialer
+// refuses an address the policy does not allow before connecting, and a
+// bare host:port interface is checked by its host when the client is
+// built. (seed 000, novaos_client_sdk.client.Client(guard_connect_ips):
+// "Resolve the host again at connect time, refuse a private/loopback/
+// link-local/reserved address … For gRPC it pins the channel to the
+// checked address".)
+func TestConnectGuardOverGRPC(t *testing.T) {
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis := &countingListener{Listener: raw}
+	g := grpc.NewServer()
+	go g.Serve(lis)
+	t.Cleanup(g.Stop)
+	addr := lis.Addr().String()
+	iface := a2a.AgentInterface{URL: addr, ProtocolBinding: a2a.BindingGRPC, ProtocolVersion: a2a.ProtocolVersion}
+
+	tests := []struct {
+		name  string
+		guard *netguard.Policy
+	}{
+		{name: "refused at dial", guard: &netguard.Policy{}},
+		{name: "private allowed is not loopback", guard: &netguard.Policy{AllowPrivate: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// The factory itself, so that only the dialer stands between
+			// the call and the listener.
+			tr, err := grpcclient.Factory(nil)(&a2aclient.TransportConfig{Interface: iface, ConnectGuard: tt.guard})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cl, ok := tr.(io.Closer); ok {
+				defer cl.Close()
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			call := &a2aclient.Call{Method: a2a.MethodGetTask, Params: &a2a.GetTaskRequest{ID: "x"}, Header: http.Header{}}
+			if err := tr.Unary(ctx, call, &a2a.Task{}); err == nil || !strings.Contains(err.Error(), "loopback") {
+				t.Fatalf("call = %v, want a refusal naming the loopback class", err)
+			}
+			if n := lis.n.Load(); n != 0 {
+				t.Errorf("the server accepted %d connections", n)
+			}
+		})
+	}
+
+	card := &a2a.AgentCard{Name: "g", SupportedInterfaces: []a2a.AgentInterface{iface}}
+	_, err = a2aclient.New(card, &a2aclient.Options{ConnectGuard: &netguard.Policy{}, TransportFactories: map[string]a2aclient.TransportFactory{a2a.BindingGRPC: grpcclient.Factory(nil)}})
+	if !errors.Is(err, netguard.ErrRefused) {
+		t.Errorf("New with a loopback host:port = %v, want netguard.ErrRefused", err)
+	}
+	c, err := a2aclient.New(card, &a2aclient.Options{ConnectGuard: &netguard.Policy{AllowLoopback: true}, TransportFactories: map[string]a2aclient.TransportFactory{a2a.BindingGRPC: grpcclient.Factory(nil)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	// Allowed: the call reaches the server (which serves no A2A service).
+	if _, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: "x"}); errors.Is(err, a2aclient.ErrUnreachable) {
+		t.Errorf("GetTask with loopback allowed: %v", err)
 	}
 }
