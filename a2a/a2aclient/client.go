@@ -232,16 +232,29 @@ func newClient(card *a2a.AgentCard, iface a2a.AgentInterface, opts *Options) (*C
 // (as gRPC interfaces may be written) by its host. Other forms are the
 // transport's to read; its dialer is guarded all the same.
 func checkInterfaceURL(p *netguard.Policy, raw string) error {
+	host, err := interfaceHost(raw)
+	if err != nil || host == "" {
+		return err
+	}
+	return p.CheckHost(host)
+}
+
+// interfaceHost is the host of an interface URL, canonical as
+// netguard.ParseURL returns it: of an http(s) URL, or of a bare host:port
+// target; "" for other forms.
+func interfaceHost(raw string) (string, error) {
 	if scheme, _, ok := strings.Cut(raw, "://"); ok {
-		if strings.EqualFold(scheme, "http") || strings.EqualFold(scheme, "https") {
-			return p.CheckURL(raw)
+		if !strings.EqualFold(scheme, "http") && !strings.EqualFold(scheme, "https") {
+			return "", nil
 		}
-		return nil
+		_, host, err := netguard.ParseURL(raw)
+		return host, err
 	}
-	if host, _, err := net.SplitHostPort(raw); err == nil {
-		return p.CheckHost(host)
+	host, _, err := net.SplitHostPort(raw)
+	if err != nil {
+		return "", nil
 	}
-	return nil
+	return netguard.CanonicalHost(host)
 }
 
 // Card returns the agent card the client was built with (nil for NewForURL).

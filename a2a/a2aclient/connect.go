@@ -53,11 +53,11 @@ func (r *Resolver) Connect(ctx context.Context, baseURL string, allowedHosts []s
 	if err != nil {
 		return nil, err
 	}
-	_, host, err := netguard.ParseURL(iface.URL)
+	host, err := interfaceHost(iface.URL)
 	if err != nil {
 		return nil, fmt.Errorf("a2aclient: connect: the card's interface URL: %w", err)
 	}
-	if !netguard.HostAllowed(host, allowedHosts) {
+	if host == "" || !netguard.HostAllowed(host, allowedHosts) {
 		return nil, fmt.Errorf("a2aclient: connect: the card's interface host %s: %w", host, ErrHostNotAllowed)
 	}
 	return New(card, &o)

@@ -35,7 +35,8 @@ import (
 // or Options.DisableStreaming is set: the message goes by SendMessage and
 // its answer (the task, or a message) is yielded as the one frame, or its
 // error as the one error, so the caller's loop is the same either way;
-// like a stream, that call is bounded by ctx and WithTimeout only. A
+// like a stream, that call is bounded by ctx and WithTimeout only, and
+// interceptors see it as the SendMessage call it is. A
 // card that does not state the capability, and a client without a card,
 // stream.
 func (c *Client) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageRequest, opts ...CallOption) iter.Seq2[*a2a.StreamResponse, error] {
