@@ -13,8 +13,6 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2av03"
-	"novaos.dev/novaos/a2a/cardsig"
-	"novaos.dev/novaos/jwk"
 	"novaos.dev/novaos/netguard"
 )
 
@@ -37,52 +35,18 @@ type ResolverOptions struct {
 	// card URL, each redirect and the address dialled. Nil (the
 	// default) checks nothing, so a card on localhost can be read.
 	ConnectGuard *netguard.Policy
-	// Verify, when set, verifies the signatures of every card fetched
-	// (not of one served from the cache or revalidated with a 304, which
-	// was verified when fetched) before it is cached or returned: an
-	// unsigned card fails with an error matching cardsig.ErrUnsigned, one
-	// whose signatures all fail with cardsig.ErrInvalidSignature. Nil
-	// (the default) verifies nothing.
-	Verify *CardVerification
+	// Verify, when set, checks every card fetched (not one served from
+	// the cache or revalidated with a 304, which was checked when
+	// fetched) before it is cached or returned; its error fails Resolve.
+	// cardsig.Verifier verifies the card's signatures against keys the
+	// caller names. Nil (the default) checks nothing.
+	Verify CardVerifier
 }
 
-// CardVerification says which keys a card must be signed with. Set
-// JWKSURL or Keys.
-type CardVerification struct {
-	// JWKSURL is the JWK Set to verify against, fetched (through the
-	// Resolver's HTTP client and ConnectGuard) with every card fetched.
-	// It is the caller's configuration, never a URL taken from the card
-	// being verified: a card cannot vouch for itself.
-	JWKSURL string
-	// Keys is a key set in hand, used when JWKSURL is empty.
-	Keys *jwk.KeySet
-	// Algorithms allowed (default: every algorithm package jwk supports:
-	// EdDSA, ES256, RS256).
-	Algorithms []string
-}
-
-// ErrNoVerificationKeys is returned by Resolve when
-// ResolverOptions.Verify names neither a JWKS URL nor a key set.
-var ErrNoVerificationKeys = errors.New("a2aclient: card verification needs a JWKS URL or a key set")
-
-// verify checks card's signatures as v says.
-func (r *Resolver) verify(ctx context.Context, url string, card *a2a.AgentCard) error {
-	v := r.opts.Verify
-	keys := v.Keys
-	if v.JWKSURL != "" {
-		var err error
-		keys, err = jwk.FetchKeySet(ctx, v.JWKSURL, &jwk.FetchOptions{Client: r.opts.HTTPClient})
-		if err != nil {
-			return fmt.Errorf("a2aclient: card %s: verification keys: %w", url, err)
-		}
-	}
-	if keys == nil {
-		return ErrNoVerificationKeys
-	}
-	if _, err := cardsig.Verify(card, keys, &cardsig.VerifyOptions{Algorithms: v.Algorithms}); err != nil {
-		return fmt.Errorf("a2aclient: card %s: %w", url, err)
-	}
-	return nil
+// CardVerifier checks a card the Resolver fetched. hc is the Resolver's
+// HTTP client (with its ConnectGuard), for fetching keys.
+type CardVerifier interface {
+	VerifyCard(ctx context.Context, card *a2a.AgentCard, hc *http.Client) error
 }
 
 // Resolver fetches agent cards from `<base>/.well-known/agent-card.json`
@@ -140,9 +104,6 @@ func CardURL(baseURL string) string {
 // is fresh.
 func (r *Resolver) Resolve(ctx context.Context, baseURL string) (*a2a.AgentCard, error) {
 	url := CardURL(baseURL)
-	if r.opts.Verify != nil && r.opts.Verify.JWKSURL == "" && r.opts.Verify.Keys == nil {
-		return nil, ErrNoVerificationKeys
-	}
 	if r.opts.ConnectGuard != nil {
 		if err := r.opts.ConnectGuard.CheckURL(url); err != nil {
 			return nil, fmt.Errorf("a2aclient: card: %w", err)
@@ -205,8 +166,8 @@ func (r *Resolver) Resolve(ctx context.Context, baseURL string) (*a2a.AgentCard,
 		return nil, fmt.Errorf("a2aclient: card %s: %w", url, err)
 	}
 	if r.opts.Verify != nil {
-		if err := r.verify(ctx, url, card); err != nil {
-			return nil, err
+		if err := r.opts.Verify.VerifyCard(ctx, card, r.opts.HTTPClient); err != nil {
+			return nil, fmt.Errorf("a2aclient: card %s: %w", url, err)
 		}
 	}
 	r.remember(url, card, "", resp.Header, now, maxAge, store)

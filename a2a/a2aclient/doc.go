@@ -55,8 +55,8 @@
 // netguard.Policy, off by default so localhost works) check every
 // connection's resolved address at dial time, redirects and the URL, to
 // refuse DNS rebinding to loopback, private and metadata addresses.
-// ResolverOptions.Verify verifies each fetched card's signatures (package
-// a2a/cardsig) against keys the caller names. Resolver.Connect builds a
+// ResolverOptions.Verify checks each fetched card before it is cached;
+// cardsig.Verifier verifies its signatures against keys the caller names. Resolver.Connect builds a
 // client from a card that may come from a third party: it requires a host
 // allow-list the card's interface URL must match, and turns the guard on.
 //

@@ -377,20 +377,24 @@ func TestCardVerification(t *testing.T) {
 	tests := []struct {
 		name    string
 		url     string
-		verify  *a2aclient.CardVerification
+		verify  *cardsig.Verifier
 		wantErr error
 	}{
 		{name: "off: unsigned card accepted", url: unsignedURL},
-		{name: "signed, key set in hand", url: signedURL, verify: &a2aclient.CardVerification{Keys: trusted}},
-		{name: "signed, JWKS URL", url: signedURL, verify: &a2aclient.CardVerification{JWKSURL: signedURL + "/jwks.json"}},
-		{name: "unsigned", url: unsignedURL, verify: &a2aclient.CardVerification{Keys: trusted}, wantErr: cardsig.ErrUnsigned},
-		{name: "signed by a key outside the set", url: wrongURL, verify: &a2aclient.CardVerification{JWKSURL: wrongURL + "/jwks.json"}, wantErr: cardsig.ErrInvalidSignature},
-		{name: "algorithm not allowed", url: signedURL, verify: &a2aclient.CardVerification{Keys: trusted, Algorithms: []string{jwk.ES256}}, wantErr: cardsig.ErrInvalidSignature},
-		{name: "no keys named", url: signedURL, verify: &a2aclient.CardVerification{}, wantErr: a2aclient.ErrNoVerificationKeys},
+		{name: "signed, key set in hand", url: signedURL, verify: &cardsig.Verifier{Keys: trusted}},
+		{name: "signed, JWKS URL", url: signedURL, verify: &cardsig.Verifier{JWKSURL: signedURL + "/jwks.json"}},
+		{name: "unsigned", url: unsignedURL, verify: &cardsig.Verifier{Keys: trusted}, wantErr: cardsig.ErrUnsigned},
+		{name: "signed by a key outside the set", url: wrongURL, verify: &cardsig.Verifier{JWKSURL: wrongURL + "/jwks.json"}, wantErr: cardsig.ErrInvalidSignature},
+		{name: "algorithm not allowed", url: signedURL, verify: &cardsig.Verifier{Keys: trusted, Algorithms: []string{jwk.ES256}}, wantErr: cardsig.ErrInvalidSignature},
+		{name: "no keys named", url: signedURL, verify: &cardsig.Verifier{}, wantErr: cardsig.ErrNoKeys},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := a2aclient.NewResolver(&a2aclient.ResolverOptions{Verify: tt.verify})
+			opts := &a2aclient.ResolverOptions{}
+			if tt.verify != nil {
+				opts.Verify = tt.verify
+			}
+			r := a2aclient.NewResolver(opts)
 			got, err := r.Resolve(t.Context(), tt.url)
 			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)

@@ -20,6 +20,10 @@
 //	keys, _ := jwk.FetchKeySet(ctx, "https://agents.example.com/.well-known/jwks.json", nil)
 //	if _, err := cardsig.Verify(signed, keys, nil); errors.Is(err, cardsig.ErrUnsigned) { ... }
 //
+// A Verifier (a JWKS URL or a key set, and the algorithms) plugs into an
+// agent card resolver: a2aclient.ResolverOptions.Verify verifies each card
+// it fetches before caching it.
+//
 // What is covered: canonicalization reads the card through the A2A v1.0
 // model ([a2a.AgentCard]), as the reference SDKs read it through their
 // protobuf types, so fields outside the schema are not covered by a
