@@ -42,9 +42,10 @@
 //   - An allowed-hosts entry matches a host equal to it or a subdomain of
 //     it ("example.com" allows "api.example.com", not "badexample.com");
 //     a bare string suffix would let any name that merely ends in the
-//     entry's letters through. Names compare case-insensitively, a
-//     leading dot on an entry and a trailing dot on a host are ignored,
-//     and an IP address matches only itself.
+//     entry's letters through. An entry with a leading dot
+//     (".example.com") covers the subdomains only, as registry.Policy's
+//     host suffixes do. Names compare case-insensitively, a trailing dot
+//     is ignored, and an IP address matches only itself.
 //   - An ENVIRONMENT or ENV value other than dev, staging or prod is an
 //     error (ErrInvalid) rather than a guess: a deployment that says
 //     "production" must not be configured as dev.

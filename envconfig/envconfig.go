@@ -144,8 +144,8 @@ func First(lookup func(string) (string, bool), names ...string) (name, value str
 }
 
 // AllowedHosts reads NOVAOS_ALLOWED_HOSTS through lookup (nil:
-// os.LookupEnv): its comma-separated entries, blanks trimmed, lower-cased,
-// empty ones dropped. Nil, when it is unset or holds no entry, means no
+// os.LookupEnv): its comma-separated entries, blanks and a trailing dot
+// trimmed, lower-cased, empty ones dropped. Nil, when it is unset or holds no entry, means no
 // restriction.
 func AllowedHosts(lookup func(string) (string, bool)) []string {
 	return ParseHosts(reader(lookup).get(AllowedHostsEnv))
@@ -162,17 +162,19 @@ func ParseHosts(s string) []string {
 	return out
 }
 
-// normHost lower-cases a host name and drops blanks and a leading or
-// trailing dot: ".example.com." and "example.com" are one entry.
+// normHost lower-cases a host name and drops blanks and a trailing dot
+// ("example.com." is "example.com"); a leading dot stays, as it means
+// "below this name only".
 func normHost(h string) string {
-	return strings.Trim(strings.ToLower(strings.TrimSpace(h)), ".")
+	return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), ".")
 }
 
 // HostAllowed reports whether rawURL's host is covered by hosts: always
 // when hosts is empty (the list is opt-in), else when the host equals an
-// entry or is a subdomain of one. An IP address, as host or entry,
-// matches only itself; a URL without a host never matches a non-empty
-// list.
+// entry or is a subdomain of one; an entry with a leading dot
+// (".example.com") covers its subdomains only, as registry.Policy's host
+// suffixes do. An IP address, as host or entry, matches only itself; a
+// URL without a host never matches a non-empty list.
 func HostAllowed(rawURL string, hosts []string) bool {
 	if len(hosts) == 0 {
 		return true
@@ -187,11 +189,17 @@ func HostAllowed(rawURL string, hosts []string) bool {
 	}
 	ip := net.ParseIP(host) != nil
 	for _, h := range hosts {
-		h = normHost(h)
-		if h == "" {
-			continue
-		}
-		if host == h || !ip && net.ParseIP(h) == nil && strings.HasSuffix(host, "."+h) {
+		switch h = normHost(h); {
+		case h == "" || h == ".":
+		case host == h:
+			return true
+		case ip || net.ParseIP(h) != nil:
+			// An address is not a name: no subdomains.
+		case strings.HasPrefix(h, "."):
+			if strings.HasSuffix(host, h) {
+				return true
+			}
+		case strings.HasSuffix(host, "."+h):
 			return true
 		}
 	}

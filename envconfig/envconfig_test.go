@@ -29,7 +29,7 @@ func TestAllowedHosts(t *testing.T) {
 		{"empty", map[string]string{AllowedHostsEnv: ""}, nil},
 		{"only separators", map[string]string{AllowedHostsEnv: " , ,"}, nil},
 		{"the documented example", map[string]string{AllowedHostsEnv: "novaos.example.com,localhost"}, []string{"novaos.example.com", "localhost"}},
-		{"blanks, case and dots", map[string]string{AllowedHostsEnv: " NovaOS.Example.com. , .internal ,"}, []string{"novaos.example.com", "internal"}},
+		{"blanks, case and dots", map[string]string{AllowedHostsEnv: " NovaOS.Example.com. , .internal ,"}, []string{"novaos.example.com", ".internal"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if diff := cmp.Diff(tt.want, AllowedHosts(env(tt.vars))); diff != "" {
@@ -67,6 +67,9 @@ func TestHostAllowed(t *testing.T) {
 		{"not a url", hosts, false},
 		{"/relative/path", hosts, false},
 		{"https://gw.internal/", []string{".internal"}, true},
+		{"https://internal/", []string{".internal"}, false}, // a leading dot: below the name only
+		{"https://evilinternal/", []string{".internal"}, false},
+		{"https://x.example/", []string{"", "."}, false},
 	} {
 		t.Run(tt.url, func(t *testing.T) {
 			if got := HostAllowed(tt.url, tt.hosts); got != tt.want {
