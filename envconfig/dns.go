@@ -38,7 +38,7 @@ func DNSURL(lookup func(string) (string, bool), o *DNSOptions) (string, error) {
 		o = &DNSOptions{}
 	}
 	if u := strings.TrimSpace(o.URL); u != "" {
-		return checkDNSURL(u, "the explicit DNS URL")
+		return checkDNSURL(u, "DNSOptions.URL")
 	}
 	names := []string{AgentDNSURLEnv, ACPDNSURLEnv}
 	if o.Env != "" {
