@@ -14,6 +14,7 @@ import (
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/ext/usercontext"
 	"novaos.dev/novaos/pii"
+	"novaos.dev/novaos/secret"
 )
 
 // Default media types, used when neither a skill nor Options name any.
@@ -78,6 +79,13 @@ type Options struct {
 	// else otel.GetTracerProvider(), which records nothing until the
 	// program installs a provider.
 	TracerProvider trace.TracerProvider
+	// ExecutionToken is the token Context.Execution gives a request that
+	// carries none (no verified token, platform context or auth-proxy
+	// header): an agent run outside the platform, in development or a
+	// test harness. The program reads it once at startup
+	// (envconfig.ExecutionToken reads NOVAOS_EXECUTION_TOKEN); the agent
+	// never reads the environment.
+	ExecutionToken secret.Value
 }
 
 // Agent is a set of skills served over A2A. It implements a2asrv.Executor:

@@ -195,8 +195,9 @@ func (c *Context) History() []ConversationTurn { return slices.Clone(c.pc.Histor
 //  3. the platform auth proxy's headers (X-NovaOS-Execution-Token,
 //     X-NovaOS-Tenant-Id, …), for each field the platform context left
 //     empty.
+//  4. for the token alone, when none came: Options.ExecutionToken.
 //
-// In cases 2 and 3 the ids are what the request said (Verified false);
+// In cases 2 to 4 the ids are what the request said (Verified false);
 // the service the token is sent to verifies it. The token is a
 // secret.Value; the maps AuthHeaders and ContextHeaders return hold it in
 // the clear and must not be logged. A service client reaches a skill as
@@ -211,6 +212,9 @@ func (c *Context) Execution() identity.Execution {
 	e := identity.ExecutionFromHeaders(c.req.Header)
 	if !c.token.IsZero() {
 		e.Token = c.token
+	}
+	if c.agent != nil {
+		e = e.WithFallbackToken(c.agent.opts.ExecutionToken)
 	}
 	for _, f := range []struct {
 		dst *string

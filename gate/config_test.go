@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"novaos.dev/novaos/envconfig"
 )
 
 func TestConfigFromEnv(t *testing.T) {
@@ -25,6 +27,13 @@ func TestConfigFromEnv(t *testing.T) {
 		{"relative url", map[string]string{URLEnv: "gate.example", TokenEnv: key}, "", "", "absolute http(s) URL"},
 		{"ftp url", map[string]string{URLEnv: "ftp://gate.example", TokenEnv: key}, "", "", "absolute http(s) URL"},
 		{"credentials in url", map[string]string{URLEnv: "https://user:" + key + "@gate.example", TokenEnv: key}, "", "", "must not carry credentials"},
+		// seed 000, novaos_client_sdk.config.validate_host_allowed: "No-ops
+		// when no allowlist is configured … Raises ValueError if an
+		// allowlist is configured and url's hostname doesn't end with any
+		// entry in it" (on a label boundary here: see package envconfig).
+		{"allowed host", map[string]string{URLEnv: "https://gate.novaos.example", TokenEnv: key, envconfig.AllowedHostsEnv: "novaos.example,localhost"}, "https://gate.novaos.example", key, ""},
+		{"host not allowed", map[string]string{URLEnv: "https://gate.elsewhere.example", TokenEnv: key, envconfig.AllowedHostsEnv: "novaos.example"}, "", "", `host not in the allowed hosts: "gate.elsewhere.example"`},
+		{"empty list: no restriction", map[string]string{URLEnv: "https://gate.elsewhere.example", TokenEnv: key, envconfig.AllowedHostsEnv: ""}, "https://gate.elsewhere.example", key, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -32,7 +41,8 @@ func TestConfigFromEnv(t *testing.T) {
 			c, err := ConfigFromEnv(lookup)
 			if tt.wantErr != "" {
 				var k *KillError
-				if !errors.As(err, &k) || k.Reason != ReasonConfig || !strings.Contains(err.Error(), tt.wantErr) {
+				if !errors.As(err, &k) || k.Reason != ReasonConfig || !strings.Contains(err.Error(), tt.wantErr) ||
+					strings.Contains(tt.wantErr, "allowed hosts") != errors.Is(err, envconfig.ErrHostNotAllowed) {
 					t.Fatalf("err = %v, want fail_closed_config containing %q", err, tt.wantErr)
 				}
 				if strings.Contains(err.Error(), key) {

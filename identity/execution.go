@@ -26,7 +26,7 @@ const (
 
 // ErrNoToken is RequireToken's error: the execution carries no token, so
 // a call to a platform service would be refused.
-var ErrNoToken = errors.New("identity: no execution token (the request carried none: run under the platform, or give the agent a token)")
+var ErrNoToken = errors.New("identity: no execution token (the request carried none: run under the platform, or set NOVAOS_EXECUTION_TOKEN for the program to give the agent)")
 
 // Execution is the Python SDK's ExecutionContext: the execution token an agent
 // calls platform services with, and the ids it acts under. Token is a
@@ -71,6 +71,18 @@ func ExecutionFromHeaders(h http.Header) Execution {
 		InstanceID:     h.Get(HeaderInstanceID),
 		ConversationID: h.Get(HeaderConversationID),
 	}
+}
+
+// WithFallbackToken returns e with token as its Token when e carries
+// none: the token of an agent outside the platform's auth proxy (local
+// development, a test harness), which its program reads once at startup
+// (NOVAOS_EXECUTION_TOKEN, envconfig.ExecutionToken). A token the request
+// carried always wins; the ids stay as they were.
+func (e Execution) WithFallbackToken(token secret.Value) Execution {
+	if e.Token.IsZero() {
+		e.Token = token
+	}
+	return e
 }
 
 // RequireToken returns the token, or ErrNoToken: call it before an

@@ -47,6 +47,47 @@ func TestExecutionHeaders(t *testing.T) {
 	}
 }
 
+// seed 000, novaos_client_sdk.execution_context.ExecutionContext.from_headers:
+// "If X-NovaOS-Execution-Token is absent from the headers (e.g. the agent
+// is running outside the auth-proxy sidecar), the method falls back to
+// the NOVAOS_EXECUTION_TOKEN environment variable before returning None."
+// The variable is read once by the program (envconfig.ExecutionToken) and
+// given here.
+func TestExecutionFallbackToken(t *testing.T) {
+	fallback := secret.New("from-env")
+	for _, tt := range []struct {
+		name     string
+		header   string
+		fallback secret.Value
+		want     string
+		ok       bool
+	}{
+		{"header wins", "from-header", fallback, "from-header", true},
+		{"no header: the fallback", "", fallback, "from-env", true},
+		{"neither", "", secret.Value{}, "", false},
+		{"header, no fallback", "from-header", secret.Value{}, "from-header", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := http.Header{}
+			if tt.header != "" {
+				h.Set(identity.HeaderExecutionToken, tt.header)
+			}
+			h.Set(identity.HeaderRunID, "run-1")
+			e := identity.ExecutionFromHeaders(h).WithFallbackToken(tt.fallback)
+			tok, err := e.RequireToken()
+			if (err == nil) != tt.ok || tok.Reveal() != tt.want || e.RunID != "run-1" {
+				t.Fatalf("token set %v, err %v, run %q (want token ok %v)", !tok.IsZero(), err, e.RunID, tt.ok)
+			}
+			if !tt.ok && !errors.Is(err, identity.ErrNoToken) {
+				t.Fatalf("error %v, want ErrNoToken", err)
+			}
+		})
+	}
+	if !strings.Contains(identity.ErrNoToken.Error(), "NOVAOS_EXECUTION_TOKEN") {
+		t.Error("ErrNoToken does not say how to give a token outside the platform")
+	}
+}
+
 func TestExecutionWithoutToken(t *testing.T) {
 	var e identity.Execution
 	if len(e.AuthHeaders()) != 0 {

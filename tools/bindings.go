@@ -8,13 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
+	"novaos.dev/novaos/envconfig"
 	"novaos.dev/novaos/memory"
 	"novaos.dev/novaos/resilience"
 )
@@ -49,34 +48,16 @@ const (
 	ToolHTTPFetch     = "novaos.http.fetch"
 )
 
-// TimeoutEnv names the variable DefaultTimeout reads: a call's timeout in
-// whole seconds.
-const TimeoutEnv = "NOVAOS_TOOL_TIMEOUT_S"
-
 // DefaultToolTimeout is a tool call's timeout when nothing sets one:
 // above the gateway's own ceilings (120 s for a built-in tool, 30 s by
 // default for an upstream's), so a caller sees the gateway's timeout
-// error rather than its own.
-const DefaultToolTimeout = 128 * time.Second
+// error rather than its own. A program that honours NOVAOS_TOOL_TIMEOUT_S
+// reads it with envconfig.ToolTimeout and passes it as
+// BindingsOptions.Timeout.
+const DefaultToolTimeout = envconfig.DefaultToolTimeout
 
 // DefaultIngestTimeout is the timeout of a knowledge ingest submission.
 const DefaultIngestTimeout = 120 * time.Second
-
-// DefaultTimeout returns the timeout of a tool call: $NOVAOS_TOOL_TIMEOUT_S
-// seconds when it is set, else DefaultToolTimeout. A value that is not a
-// positive whole number is an error, not a silent default.
-func DefaultTimeout() (time.Duration, error) { return parseTimeout(os.Getenv(TimeoutEnv)) }
-
-func parseTimeout(v string) (time.Duration, error) {
-	if v == "" {
-		return DefaultToolTimeout, nil
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-	if err != nil || n <= 0 || n > int64(365*24*time.Hour/time.Second) {
-		return 0, fmt.Errorf("tools: %s=%q: want a positive whole number of seconds", TimeoutEnv, clip(v, 40))
-	}
-	return time.Duration(n) * time.Second, nil
-}
 
 // ValidateTimeout refuses a call timeout shorter than the gateway's
 // ceiling for the tools called: the SDK should wait at least as long as
@@ -97,8 +78,9 @@ func ValidateTimeout(timeout, gateway time.Duration) error {
 // defaults.
 type BindingsOptions struct {
 	// Timeout is each call's timeout unless the call gives its own
-	// (WithTimeout); 0 reads DefaultTimeout ($NOVAOS_TOOL_TIMEOUT_S, else
-	// 128 s).
+	// (WithTimeout); 0 means DefaultToolTimeout (128 s). The bindings
+	// never read the environment: envconfig.ToolTimeout reads
+	// NOVAOS_TOOL_TIMEOUT_S for the program to pass here.
 	Timeout time.Duration
 	// GatewayTimeout, when set, is the floor every call's timeout is
 	// checked against (ValidateTimeout); a shorter one fails the call
@@ -195,13 +177,7 @@ func newBindings(c *Client, o *BindingsOptions, observe observer) (*Bindings, er
 	if o == nil {
 		o = &BindingsOptions{}
 	}
-	timeout := o.Timeout
-	if timeout == 0 {
-		var err error
-		if timeout, err = DefaultTimeout(); err != nil {
-			return nil, err
-		}
-	}
+	timeout := cmp.Or(o.Timeout, DefaultToolTimeout)
 	if timeout < 0 || o.GatewayTimeout < 0 || o.IngestTimeout < 0 || o.BatchConcurrency < 0 || o.MaxBatchItems < 0 || o.MaxParamsBytes < 0 {
 		return nil, errors.New("tools: binding limits must not be negative")
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"novaos.dev/novaos/envconfig"
 	"novaos.dev/novaos/memory"
 	"novaos.dev/novaos/resilience"
 )
@@ -397,35 +398,31 @@ func TestRetries(t *testing.T) {
 	}
 }
 
-// The timeout comes from NOVAOS_TOOL_TIMEOUT_S, a positive whole number
-// of seconds, and a call may set its own; the gateway's ceiling is a
-// floor when given.
+// The timeout comes from the options (a program reads
+// NOVAOS_TOOL_TIMEOUT_S with envconfig.ToolTimeout and passes it), 128 s
+// when none is given, never from the environment; a call may set its
+// own; the gateway's ceiling is a floor when given.
 func TestTimeouts(t *testing.T) {
+	// Set, the variable must not reach the bindings: only a program's
+	// options do.
+	t.Setenv(envconfig.ToolTimeoutEnv, "soon")
+	g := newFakeGateway(t, result(okResult))
 	for _, tt := range []struct {
-		env  string
+		name string
+		o    *BindingsOptions
 		want time.Duration
-		ok   bool
 	}{
-		{"", DefaultToolTimeout, true}, {"180", 180 * time.Second, true}, {" 30 ", 30 * time.Second, true},
-		{"0", 0, false}, {"-5", 0, false}, {"1.5", 0, false}, {"ten", 0, false}, {"99999999999999999999", 0, false},
+		{"nil options", nil, DefaultToolTimeout},
+		{"zero", &BindingsOptions{}, 128 * time.Second},
+		{"given", &BindingsOptions{Timeout: 45 * time.Second}, 45 * time.Second},
 	} {
-		got, err := parseTimeout(tt.env)
-		if (err == nil) != tt.ok || got != tt.want {
-			t.Errorf("%q: %v, %v", tt.env, got, err)
+		b, err := NewBindings(g.client(t, nil), tt.o)
+		if err != nil || b.Memory.k.timeout != tt.want {
+			t.Errorf("%s: %v: timeout %v, want %v", tt.name, err, b.Memory.k.timeout, tt.want)
 		}
 	}
-	t.Setenv(TimeoutEnv, "45")
-	if d, err := DefaultTimeout(); err != nil || d != 45*time.Second {
-		t.Fatalf("%v, %v", d, err)
-	}
-	g := newFakeGateway(t, result(okResult))
-	b, err := NewBindings(g.client(t, nil), nil)
-	if err != nil || b.Memory.k.timeout != 45*time.Second {
-		t.Fatalf("%v: timeout %v", err, b.Memory.k.timeout)
-	}
-	t.Setenv(TimeoutEnv, "soon")
-	if _, err := NewBindings(g.client(t, nil), nil); err == nil || !strings.Contains(err.Error(), TimeoutEnv) {
-		t.Fatalf("a malformed %s: %v", TimeoutEnv, err)
+	if _, err := NewBindings(g.client(t, nil), &BindingsOptions{Timeout: -time.Second}); err == nil {
+		t.Error("a negative timeout passed")
 	}
 	if err := ValidateTimeout(30*time.Second, 30*time.Second); err != nil {
 		t.Error(err)

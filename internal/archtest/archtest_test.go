@@ -312,6 +312,13 @@ var rules = []rule{
 		},
 	},
 	{
+		pkg: module + "/envconfig",
+		why: "configuration from the environment is read by programs and handed down to every SDK, so it sits on the first floor: the standard library and the secret leaf only",
+		forbid: func(dep *pkg) bool {
+			return !dep.Standard && dep.ImportPath != module+"/secret"
+		},
+	},
+	{
 		pkg: module + "/a2a/a2aotel",
 		why: "A2A tracing and metrics hang off the public server's and client's interceptors and are usable outside the platform",
 		forbid: func(dep *pkg) bool {
@@ -565,6 +572,11 @@ func TestRulesCatchViolations(t *testing.T) {
 		{21, pkg{ImportPath: "go.opentelemetry.io/otel/propagation"}, false},
 		{21, pkg{ImportPath: module + "/gateway"}, true},
 		{21, pkg{ImportPath: module + "/internal/httpapi"}, true},
+		{ruleIndex(t, "envconfig"), pkg{ImportPath: "net/url", Standard: true}, false},
+		{ruleIndex(t, "envconfig"), pkg{ImportPath: module + "/secret"}, false},
+		{ruleIndex(t, "envconfig"), pkg{ImportPath: module + "/tools"}, true},
+		{ruleIndex(t, "envconfig"), pkg{ImportPath: module + "/internal/cli"}, true},
+		{ruleIndex(t, "envconfig"), pkg{ImportPath: "github.com/google/uuid"}, true},
 		{len(rules) - 6, pkg{ImportPath: module + "/a2a/a2asrv"}, false},
 		{len(rules) - 6, pkg{ImportPath: module + "/internal/instrument"}, true},
 		{len(rules) - 5, pkg{ImportPath: "google.golang.org/protobuf/proto"}, false},
@@ -583,4 +595,16 @@ func TestRulesCatchViolations(t *testing.T) {
 			t.Errorf("rule %s forbids %s = %v, want %v", rules[tc.rule].pkg, tc.dep.ImportPath, got, tc.want)
 		}
 	}
+}
+
+// ruleIndex returns the index of the rule for the package under module.
+func ruleIndex(t *testing.T, path string) int {
+	t.Helper()
+	for i, r := range rules {
+		if r.pkg == module+"/"+path {
+			return i
+		}
+	}
+	t.Fatalf("no rule for %s", path)
+	return -1
 }

@@ -39,6 +39,14 @@ type env struct {
 	getenv         func(string) string
 }
 
+// lookup reads a variable as package envconfig's functions take it (a
+// variable set to "" is unset there too), so the CLI reads the SDK's
+// settings through that one package.
+func (e *env) lookup(name string) (string, bool) {
+	v := e.getenv(name)
+	return v, v != ""
+}
+
 type command struct {
 	name    string
 	summary string

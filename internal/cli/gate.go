@@ -17,6 +17,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"novaos.dev/novaos/envconfig"
 	"novaos.dev/novaos/gate"
 	"novaos.dev/novaos/identity"
 	"novaos.dev/novaos/internal/gatesvc"
@@ -171,7 +172,7 @@ func (g *gateCmdFlags) client(need gateNeed) (*gate.Client, credential, int, boo
 		fmt.Fprintf(e.stderr, "novaos %s: warning: sending a token to %s over plain http\n", g.fs.Name(), u.Host)
 	}
 	opts := &gate.ClientOptions{Tenant: *g.tenant, NoToken: cred == credLoopback}
-	c, err := gate.NewClient(gate.Config{URL: base, Token: tok}, opts)
+	c, err := gate.NewClient(gate.Config{URL: base, Token: tok, AllowedHosts: envconfig.AllowedHosts(e.lookup)}, opts)
 	if err != nil {
 		return fail(err)
 	}

@@ -500,6 +500,9 @@ func TestGateUsageErrors(t *testing.T) {
 		{"audit with a platform token", map[string]string{EnvToken: "eyJ.e30.c2ln"}, []string{"gate", "audit", "verify", "--url", url}, exitUsage, "needs the server's admin token"},
 		{"no token for a remote server", nil, []string{"gate", "list", "--url", "https://gate.example.com"}, exitUsage, "no token: set $NOVAOS_TOKEN"},
 		{"a URL with credentials", nil, []string{"gate", "list", "--url", "https://u:pw@gate.example.com"}, exitUsage, "--url: want an absolute http(s) URL without user information"},
+		// seed 000, novaos_client_sdk.config.validate_host_allowed: a
+		// configured allow-list refuses a host it does not cover.
+		{"a host NOVAOS_ALLOWED_HOSTS does not cover", map[string]string{"NOVAOS_ALLOWED_HOSTS": "gate.example.com"}, []string{"gate", "list", "--token-file", tokenFile, "--url", url}, exitFail, `host not in the allowed hosts: "127.0.0.1"`},
 		{"an empty token file", nil, []string{"gate", "list", "--token-file", emptyFile, "--url", url}, exitFail, "is empty"},
 		{"rules put without a file", nil, []string{"gate", "rules", "put", "--url", url}, exitUsage, "want the rule set file"},
 		{"rules with no subcommand", nil, []string{"gate", "rules"}, exitUsage, "Usage: novaos gate rules <subcommand>"},

@@ -10,6 +10,7 @@ import (
 	neturl "net/url"
 	"strings"
 
+	"novaos.dev/novaos/envconfig"
 	"novaos.dev/novaos/secret"
 	"novaos.dev/novaos/tools"
 )
@@ -58,6 +59,10 @@ func (f *toolsCmdFlags) client(ctx context.Context) (*tools.Client, int, bool) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 		// Not the URL itself: it may carry credentials.
 		return nil, usageError(f.fs, "--server: want an absolute http(s) URL without user information"), false
+	}
+	if err := envconfig.CheckHost(*f.server, envconfig.AllowedHosts(e.lookup)); err != nil {
+		fmt.Fprintf(e.stderr, "novaos %s: --server: %v\n", f.fs.Name(), err)
+		return nil, exitFail, false
 	}
 	var tok secret.Value
 	switch {
@@ -110,6 +115,9 @@ func toolsError(err error) string {
 		return s + ". Nothing ran; once it is approved, call again with the same arguments and --call-id " + held.Data.CallID
 	}
 	s := strings.TrimPrefix(err.Error(), "tools: ")
+	if errors.Is(err, context.DeadlineExceeded) {
+		return s + " (the call's timeout is $" + envconfig.ToolTimeoutEnv + " seconds, default 128)"
+	}
 	var e *tools.Error
 	if errors.As(err, &e) {
 		switch {
@@ -153,7 +161,9 @@ func runToolsCall(ctx context.Context, args []string, e *env) int {
 		"Calls the tool NAME through the tool gateway and prints its result as JSON (MCP's CallToolResult).",
 		"Arguments are one JSON object (--args), or key=value pairs (a string value) and key:=JSON pairs",
 		"(a JSON value: numbers, booleans, objects). Exit 0 when the tool succeeded; 1 when it failed (the",
-		"result is printed), the gateway refused the call, or held it for a person's approval.")
+		"result is printed), the gateway refused the call, or held it for a person's approval.",
+		"The call times out after $"+envconfig.ToolTimeoutEnv+" seconds (default 128); with $"+envconfig.AllowedHostsEnv+" set,",
+		"--server must name one of its hosts or a subdomain of one.")
 	pos, code, ok := parseArgs(f.fs, args)
 	if !ok {
 		return code
@@ -166,10 +176,17 @@ func runToolsCall(ctx context.Context, args []string, e *env) int {
 	if err != nil {
 		return usageError(f.fs, "%v", err)
 	}
+	timeout, err := envconfig.ToolTimeout(e.lookup)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "novaos tools call: %v\n", err)
+		return exitFail
+	}
 	c, code, ok := f.client(ctx)
 	if !ok {
 		return code
 	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	if *callID != "" {
 		ctx = tools.WithCallID(ctx, *callID)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"novaos.dev/novaos/envconfig"
 	"novaos.dev/novaos/tools"
 )
 
@@ -59,6 +60,9 @@ func fakeToolGateway(t *testing.T) (string, func() []toolsRequest) {
 			}}
 		default:
 			switch req.Params["name"] {
+			case "novaos.demo.slow":
+				<-r.Context().Done() // answers only when the caller gives up
+				return
 			case "novaos.demo.echo":
 				answer["result"] = map[string]any{"content": []any{map[string]any{"type": "text", "text": "ok"}}, "structuredContent": req.Params["arguments"]}
 			case "novaos.demo.broken":
@@ -146,6 +150,42 @@ func TestToolsCommands(t *testing.T) {
 	code, _, errOut = runTool(t, vars, "tools", "call", "novaos.demo.secret", "--server", base)
 	if code != exitFail || !strings.Contains(errOut, "lacks the scope mcp:tools:novaos.demo.secret") {
 		t.Fatalf("a refused call: %d %q", code, errOut)
+	}
+}
+
+// The CLI reads NOVAOS_TOOL_TIMEOUT_S and NOVAOS_ALLOWED_HOSTS through
+// package envconfig. seed 000, novaos_client_sdk.config.get_default_tool_timeout_s:
+// "Raises ValueError if NOVAOS_TOOL_TIMEOUT_S is set but not a positive
+// integer"; validate_host_allowed: "Raises ValueError if an allowlist is
+// configured and url's hostname doesn't end with any entry in it".
+func TestToolsEnvironment(t *testing.T) {
+	base, _ := fakeToolGateway(t) // http://127.0.0.1:PORT
+	for _, tt := range []struct {
+		name    string
+		vars    map[string]string
+		tool    string
+		code    int
+		wantErr string
+	}{
+		{"allowed host", map[string]string{envconfig.AllowedHostsEnv: "localhost,127.0.0.1"}, "novaos.demo.echo", exitOK, ""},
+		{"no list", map[string]string{envconfig.AllowedHostsEnv: ""}, "novaos.demo.echo", exitOK, ""},
+		{"host not allowed", map[string]string{envconfig.AllowedHostsEnv: "novaos.example.com"}, "novaos.demo.echo", exitFail, `host not in the allowed hosts: "127.0.0.1"`},
+		{"malformed timeout", map[string]string{envconfig.ToolTimeoutEnv: "soon"}, "novaos.demo.echo", exitFail, envconfig.ToolTimeoutEnv + ": invalid value"},
+		// The gateway never answers: the call ends at the variable's
+		// deadline, not the 128 s default.
+		{"timeout", map[string]string{envconfig.ToolTimeoutEnv: "1"}, "novaos.demo.slow", exitFail, "the call's timeout is $" + envconfig.ToolTimeoutEnv},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.vars[EnvToken] = toolsToken
+			code, _, errOut := runTool(t, tt.vars, "tools", "call", tt.tool, "--server", base)
+			if code != tt.code || !strings.Contains(errOut, tt.wantErr) {
+				t.Fatalf("%d %q, want %d saying %q", code, errOut, tt.code, tt.wantErr)
+			}
+		})
+	}
+	code, _, errOut := runTool(t, map[string]string{EnvToken: toolsToken, envconfig.AllowedHostsEnv: "novaos.example.com"}, "tools", "list", "--server", base)
+	if code != exitFail || !strings.Contains(errOut, "host not in the allowed hosts") {
+		t.Fatalf("tools list past the allowed hosts: %d %q", code, errOut)
 	}
 }
 
