@@ -292,7 +292,14 @@ func TestAdapterRunRestartStartsNoRunTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.waitStatus(t, held.RunID, gateway.StatusRunning)
+	// The platform shows the run RUNNING once the adapter started it,
+	// which comes before the adapter records the start and hands the run
+	// to its program: a stop in between leaves a run the next adapter
+	// rightly executes (once). The program's status line on the run is
+	// what says the program has it.
+	s.waitRun(t, held.RunID, "worked by the program", func(r *gateway.Run) bool {
+		return r.Status == gateway.StatusRunning && r.Pull != nil && r.Pull.Progress.StatusLine == "thinking"
+	})
 	p.stop()
 	if code := p.wait(t); code != exitOK {
 		t.Fatalf("adapter run exit %d after its cancel:\n%s", code, p.stderr)
