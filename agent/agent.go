@@ -63,6 +63,15 @@ type Options struct {
 	// results, messages, artifacts and metadata. Off by default because an
 	// agent whose job is to confirm caller data would have it redacted.
 	MaskOutputPII bool
+	// TypedFailures describes a skill that returned an error as
+	// "<type>: <message>" (just "<type>" when the message is empty), the
+	// NovaOS Python SDK's wording, instead of by the error's text alone.
+	// The type is the first in the error's chain that is not a
+	// fmt.Errorf wrapper, as %T names it ("*fs.PathError"). Off by
+	// default: a Go error's text already says what failed, and most
+	// errors are *errors.errorString or a wrapper, whose names tell the
+	// caller nothing.
+	TypedFailures bool
 	// Logger receives the agent's logs, always through a PII-masking
 	// handler; nil discards them.
 	Logger *slog.Logger

@@ -146,6 +146,10 @@
 //   - A failed skill is described by its error's text (its type when the
 //     text is empty) rather than "<type>: <message>": Go errors carry their
 //     own context, and type names such as *errors.errorString say nothing.
+//     Options.TypedFailures gives the "<type>: <message>" wording of the
+//     NovaOS Python SDK, for callers that parse it; the type is the first
+//     in the error's chain that is not a fmt.Errorf wrapper
+//     ("*fs.PathError: load config: open …").
 //   - Status spellings are matched exactly ("completed" is not COMPLETED),
 //     as the vocabulary table lists them; use the Status constants.
 //   - A skill whose last direct write was a pause and which returns an empty
