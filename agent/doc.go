@@ -155,6 +155,20 @@
 //   - A skill whose last direct write was a pause and which returns an empty
 //     Result keeps the pause, so RequiresInput needs no matching Result.
 //
+// # Logging
+//
+// Options.Logger receives the agent's logs; nil discards them (a library
+// writes nowhere unasked, where the NovaOS Python SDK always writes to
+// stdout). c.Logger() is that logger bound to the execution's run_id,
+// agent_id, tenant_id, task_id and skill (an empty id is left out).
+// NewLogHandler writes the NDJSON lines the platform's log pipeline and
+// its Agent Log Panel read, with the field names the Python SDK uses:
+//
+//	a := agent.New("greeter", "1.0.0", &agent.Options{Logger: slog.New(agent.NewLogHandler(os.Stdout, nil))})
+//	// c.Logger().Info("Tool call completed", "tool", "search") writes
+//	// {"timestamp":"2026-07-25T14:00:00.123456Z","level":"info","message":"Tool call completed",
+//	//  "run_id":"run-abc","agent_id":"agent-xyz","tenant_id":"t-1","task_id":"…","skill":"…","tool":"search"}
+//
 // # PII
 //
 // Every log record the agent writes goes through pii.Handler. With
