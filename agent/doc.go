@@ -67,6 +67,30 @@
 // any task live in the process), the task gets a fresh id instead; TaskID and
 // RunID then differ, and nothing of the other task is read or changed.
 //
+// # Memory
+//
+// When a request's platform context carries a memory budget (the
+// platform sends one for an instance that declares memory), the agent
+// pre-fetches before the skill runs: one memory assemble (package memory,
+// memory.Prefetch) with the turn's input as the query, under the budget.
+// The skill reads the result with memory.Prefetched(c); it is nil when
+// the request had no budget or the pre-fetch failed, which is logged and
+// never fails the skill. Options.MemoryPrefetch configures the client;
+// Options.NoMemoryPrefetch turns it off.
+//
+// # Structured output
+//
+// A caller may ask for output matching a JSON Schema (the platform
+// context's output_schema; c.OutputSchema()). A skill that extracts
+// structured data checks its result with c.ValidateOutput (or
+// ValidateAgainstSchema for any schema) and gets one message per
+// violation, "at /age: minimum: got -1, want 0"; none means valid. The
+// agent does not check results itself: whether a mismatch fails the task,
+// triggers a retry of the extraction or is returned as is is the skill's
+// decision. The schema is the caller's input: a malformed one gives a
+// message rather than an error, and a $ref out of it (a URL, a file) is
+// refused, never fetched.
+//
 // # Tracing
 //
 // Every skill execution is a span, "skill <id>" (novaos.run_id,

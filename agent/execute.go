@@ -11,6 +11,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/memory"
 	"novaos.dev/novaos/secret"
 )
 
@@ -80,6 +81,11 @@ func (a *Agent) Execute(ctx context.Context, req *a2asrv.RequestContext, u a2asr
 	}
 	for _, hook := range a.opts.BeforeSkill {
 		if hctx := hook(c.view()); hctx != nil {
+			c.Context = hctx
+		}
+	}
+	if a.prefetch != nil && memory.Prefetched(c) == nil {
+		if hctx := a.prefetch(c.view()); hctx != nil {
 			c.Context = hctx
 		}
 	}
