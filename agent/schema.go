@@ -1,26 +1,10 @@
 package agent
 
-import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"strings"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
-)
+import "novaos.dev/novaos/schemacheck"
 
 // MaxOutputSchemaBytes bounds the encoded output schema
 // ValidateAgainstSchema compiles: the schema is the caller's input.
-const MaxOutputSchemaBytes = 256 << 10
-
-// maxSchemaMessages bounds the messages one validation returns, so a huge
-// result against a strict schema cannot flood a task's error text.
-const maxSchemaMessages = 50
-
-var schemaPrinter = message.NewPrinter(language.English)
+const MaxOutputSchemaBytes = schemacheck.DefaultMaxSchemaBytes
 
 // ValidateAgainstSchema checks data (any value encoding/json encodes, or a
 // json.RawMessage) against a JSON Schema (a map[string]any as
@@ -32,34 +16,9 @@ var schemaPrinter = message.NewPrinter(language.English)
 // that does not compile (an invalid pattern, a malformed document, one over
 // MaxOutputSchemaBytes) gives a message, not an error or a panic. A $ref
 // outside the schema itself (a URL, a file) is never fetched: it fails
-// validation with a message saying so, which stops a caller from turning
-// validation into a request to an internal address. "$schema" names the
-// JSON Schema drafts the validator knows (draft-04 to 2020-12, the
-// default) without a fetch.
+// validation with a message saying so (package schemacheck).
 func ValidateAgainstSchema(data, schema any) []string {
-	sch, err := compileSchema(schema)
-	if err != nil {
-		return []string{"invalid schema: " + err.Error()}
-	}
-	inst, err := jsonValue(data)
-	if err != nil {
-		return []string{"the value does not encode as JSON: " + err.Error()}
-	}
-	err = sch.Validate(inst)
-	if err == nil {
-		return nil
-	}
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return []string{err.Error()}
-	}
-	var out []string
-	leafMessages(ve, &out)
-	if len(out) > maxSchemaMessages {
-		n := len(out) - maxSchemaMessages
-		out = append(out[:maxSchemaMessages], fmt.Sprintf("… and %d more", n))
-	}
-	return out
+	return schemacheck.Validate(data, schema)
 }
 
 // OutputSchema returns the JSON Schema the caller asked the skill's
@@ -80,78 +39,4 @@ func (c *Context) ValidateOutput(v any) []string {
 		return nil
 	}
 	return ValidateAgainstSchema(v, c.pc.OutputSchema)
-}
-
-// compileSchema compiles schema with every reference out of it refused.
-func compileSchema(schema any) (*jsonschema.Schema, error) {
-	raw, ok := schema.(json.RawMessage)
-	if !ok {
-		var err error
-		if raw, err = json.Marshal(schema); err != nil {
-			return nil, err
-		}
-	}
-	if len(raw) > MaxOutputSchemaBytes {
-		return nil, fmt.Errorf("%d bytes, over the %d-byte limit", len(raw), MaxOutputSchemaBytes)
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return nil, err
-	}
-	if _, ok := doc.(map[string]any); !ok {
-		if _, isBool := doc.(bool); !isBool {
-			return nil, errors.New("a schema is a JSON object or a boolean")
-		}
-	}
-	comp := jsonschema.NewCompiler()
-	// The default loader reads file: URLs; this one reads nothing.
-	comp.UseLoader(refusingLoader{})
-	const loc = "urn:novaos:output-schema"
-	if err := comp.AddResource(loc, doc); err != nil {
-		return nil, err
-	}
-	return comp.Compile(loc)
-}
-
-// jsonValue is v as the validator reads JSON: decoded with UseNumber, so
-// large integers keep their precision.
-func jsonValue(v any) (any, error) {
-	raw, ok := v.(json.RawMessage)
-	if !ok {
-		var err error
-		if raw, err = json.Marshal(v); err != nil {
-			return nil, err
-		}
-	}
-	return jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-}
-
-// leafMessages appends the innermost causes of ve: the rules the value
-// broke, not the subschemas that contain them.
-func leafMessages(ve *jsonschema.ValidationError, out *[]string) {
-	if len(ve.Causes) > 0 {
-		for _, c := range ve.Causes {
-			leafMessages(c, out)
-		}
-		return
-	}
-	loc := "/" + strings.Join(escapePointer(ve.InstanceLocation), "/")
-	*out = append(*out, fmt.Sprintf("at %s: %s", loc, ve.ErrorKind.LocalizedString(schemaPrinter)))
-}
-
-// escapePointer escapes JSON pointer tokens (RFC 6901).
-func escapePointer(toks []string) []string {
-	out := make([]string, len(toks))
-	for i, t := range toks {
-		out[i] = strings.NewReplacer("~", "~0", "/", "~1").Replace(t)
-	}
-	return out
-}
-
-// refusingLoader refuses every reference out of a schema: a URL or file a
-// caller's schema names is never read.
-type refusingLoader struct{}
-
-func (refusingLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("the schema refers to %q outside itself; external references are not fetched", truncate(url, 200))
 }
