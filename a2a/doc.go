@@ -17,6 +17,18 @@
 // is refused with a [*DuplicateKeyError] ([DecodeRequest] answers -32600
 // for the envelope, [DecodeParams] -32602 for params, both naming the key).
 //
+// An artifact is versioned without a field of its own, because A2A's
+// Artifact has a closed set of fields: [Artifact.Revision] reads the
+// counter from its metadata ([ArtifactRevisionKey], written only once it
+// is past [DefaultArtifactRevision]), [Artifact.Revised] makes the next
+// revision with the same id, name and description (parts replaced, or
+// appended as a streamed chunk is), and [TaskArtifactUpdateEvent.ApplyTo]
+// folds a stream's artifact updates into the list a caller keeps. The
+// counter stays in metadata rather than being lifted into a field when
+// read, so every binding (JSON, gRPC, v0.3) carries it with no codec of
+// its own; a value that is not a whole number at least the default (a
+// boolean among them) reads as the default.
+//
 // The package depends on the standard library only, so agents, clients and
 // servers can share it without pulling in a transport.
 //

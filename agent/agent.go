@@ -13,6 +13,7 @@ import (
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
 	"novaos.dev/novaos/ext/usercontext"
+	"novaos.dev/novaos/memory"
 	"novaos.dev/novaos/pii"
 	"novaos.dev/novaos/secret"
 )
@@ -54,16 +55,36 @@ type Options struct {
 	SecurityRequirements []a2a.SecurityRequirement
 	// BeforeSkill runs, in order, before every skill handler, outside it:
 	// a retried or resumed turn runs them again, a skill never runs them
-	// twice. A hook prepares what the skill will read (memory's pre-fetch
-	// is one: memory.Prefetch) and returns the context the handler gets
-	// (derive it from c with context.WithValue), or nil to leave it. A
-	// hook that fails logs and returns nil: the skill runs regardless.
+	// twice. A hook prepares what the skill will read and returns the
+	// context the handler gets (derive it from c with context.WithValue),
+	// or nil to leave it. A hook that fails logs and returns nil: the
+	// skill runs regardless.
 	BeforeSkill []func(c *Context) context.Context
+	// MemoryPrefetch configures the memory pre-fetch the agent runs after
+	// the BeforeSkill hooks, before a skill whose request carries a memory
+	// budget (PlatformContext.MemoryBudget): memory.Prefetch, one
+	// assemble with the turn's input as the query; the skill reads the
+	// result with memory.Prefetched(c). A failure is logged, never
+	// returned: the skill runs with memory.Prefetched(c) nil. It is
+	// skipped when a BeforeSkill hook already pre-fetched. Nil uses the
+	// execution's token and memory's default service URL.
+	MemoryPrefetch *memory.FromOptions
+	// NoMemoryPrefetch turns the automatic memory pre-fetch off.
+	NoMemoryPrefetch bool
 	// MaskOutputPII masks emails, phone numbers, SSNs, card numbers and IP
 	// addresses (package pii) in everything the agent writes to a task:
 	// results, messages, artifacts and metadata. Off by default because an
 	// agent whose job is to confirm caller data would have it redacted.
 	MaskOutputPII bool
+	// TypedFailures describes a skill that returned an error as
+	// "<type>: <message>" (just "<type>" when the message is empty), the
+	// NovaOS Python SDK's wording, instead of by the error's text alone.
+	// The type is the first in the error's chain that is not a
+	// fmt.Errorf wrapper, as %T names it ("*fs.PathError"). Off by
+	// default: a Go error's text already says what failed, and most
+	// errors are *errors.errorString or a wrapper, whose names tell the
+	// caller nothing.
+	TypedFailures bool
 	// Logger receives the agent's logs, always through a PII-masking
 	// handler; nil discards them.
 	Logger *slog.Logger
@@ -98,6 +119,8 @@ type Agent struct {
 	log           *slog.Logger
 
 	tracer trace.Tracer // Options.TracerProvider's; nil: see tracerFor
+	// prefetch is the memory pre-fetch hook; nil when turned off.
+	prefetch func(*Context) context.Context
 
 	mu     sync.RWMutex
 	skills []*Skill // registration order, for the card
@@ -105,6 +128,10 @@ type Agent struct {
 }
 
 var _ a2asrv.Executor = (*Agent)(nil)
+
+// A skill's Context is a memory.Turn: memory.From(c) and the pre-fetch
+// take it.
+var _ memory.Turn = (*Context)(nil)
 
 // Errors returned by Register.
 var (
@@ -127,6 +154,9 @@ func New(name, version string, opts *Options) *Agent {
 	if a.opts.KeyRing != nil && !slices.ContainsFunc(a.opts.Extensions,
 		func(e a2a.AgentExtension) bool { return e.URI == usercontext.URI }) {
 		a.opts.Extensions = append(slices.Clone(a.opts.Extensions), usercontext.Declaration(false))
+	}
+	if !a.opts.NoMemoryPrefetch {
+		a.prefetch = memory.Prefetch[*Context](a.opts.MemoryPrefetch)
 	}
 	if tp := a.opts.TracerProvider; tp != nil {
 		a.tracer = tp.Tracer(ScopeName)

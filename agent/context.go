@@ -321,20 +321,26 @@ func (c *Context) IsCancelled() bool {
 }
 
 // Logger returns the agent's logger bound to this execution's run_id,
-// agent, tenant_id, task_id and skill. It masks PII like every agent log.
+// agent_id (the platform's, else the agent's name), tenant_id, task_id
+// and skill; an empty id is left out. It masks PII like every agent log.
+// With NewLogHandler each record is one NDJSON line the platform's log
+// pipeline reads.
 func (c *Context) Logger() *slog.Logger {
 	c.st.logOnce.Do(func() {
 		agentID := c.pc.AgentID
 		if agentID == "" {
 			agentID = c.agent.name
 		}
-		c.st.log = c.agent.log.With(
-			slog.String("run_id", c.pc.RunID),
-			slog.String("agent_id", agentID),
-			slog.String("tenant_id", c.Tenant()),
-			slog.String("task_id", c.req.TaskID),
-			slog.String("skill", c.skill.ID),
-		)
+		var attrs []any
+		for _, kv := range [...][2]string{
+			{"run_id", c.pc.RunID}, {"agent_id", agentID}, {"tenant_id", c.Tenant()},
+			{"task_id", c.req.TaskID}, {"skill", c.skill.ID},
+		} {
+			if kv[1] != "" {
+				attrs = append(attrs, slog.String(kv[0], kv[1]))
+			}
+		}
+		c.st.log = c.agent.log.With(attrs...)
 	})
 	return c.st.log
 }

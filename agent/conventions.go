@@ -226,7 +226,7 @@ func (tc *ToolCall) Complete(result any) error {
 func (tc *ToolCall) Fail(err error) error {
 	msg := "the tool failed without saying why"
 	if err != nil {
-		msg = describe(err)
+		msg = describe(err, false)
 	}
 	return tc.end(toolcall.Payload{Phase: toolcall.PhaseFailed, Error: msg})
 }

@@ -67,6 +67,30 @@
 // any task live in the process), the task gets a fresh id instead; TaskID and
 // RunID then differ, and nothing of the other task is read or changed.
 //
+// # Memory
+//
+// When a request's platform context carries a memory budget (the
+// platform sends one for an instance that declares memory), the agent
+// pre-fetches before the skill runs: one memory assemble (package memory,
+// memory.Prefetch) with the turn's input as the query, under the budget.
+// The skill reads the result with memory.Prefetched(c); it is nil when
+// the request had no budget or the pre-fetch failed, which is logged and
+// never fails the skill. Options.MemoryPrefetch configures the client;
+// Options.NoMemoryPrefetch turns it off.
+//
+// # Structured output
+//
+// A caller may ask for output matching a JSON Schema (the platform
+// context's output_schema; c.OutputSchema()). A skill that extracts
+// structured data checks its result with c.ValidateOutput (or
+// ValidateAgainstSchema for any schema) and gets one message per
+// violation, "at /age: minimum: got -1, want 0"; none means valid. The
+// agent does not check results itself: whether a mismatch fails the task,
+// triggers a retry of the extraction or is returned as is is the skill's
+// decision. The schema is the caller's input: a malformed one gives a
+// message rather than an error, and a $ref out of it (a URL, a file) is
+// refused, never fetched.
+//
 // # Tracing
 //
 // Every skill execution is a span, "skill <id>" (novaos.run_id,
@@ -146,10 +170,28 @@
 //   - A failed skill is described by its error's text (its type when the
 //     text is empty) rather than "<type>: <message>": Go errors carry their
 //     own context, and type names such as *errors.errorString say nothing.
+//     Options.TypedFailures gives the "<type>: <message>" wording of the
+//     NovaOS Python SDK, for callers that parse it; the type is the first
+//     in the error's chain that is not a fmt.Errorf wrapper
+//     ("*fs.PathError: load config: open …").
 //   - Status spellings are matched exactly ("completed" is not COMPLETED),
 //     as the vocabulary table lists them; use the Status constants.
 //   - A skill whose last direct write was a pause and which returns an empty
 //     Result keeps the pause, so RequiresInput needs no matching Result.
+//
+// # Logging
+//
+// Options.Logger receives the agent's logs; nil discards them (a library
+// writes nowhere unasked, where the NovaOS Python SDK always writes to
+// stdout). c.Logger() is that logger bound to the execution's run_id,
+// agent_id, tenant_id, task_id and skill (an empty id is left out).
+// NewLogHandler writes the NDJSON lines the platform's log pipeline and
+// its Agent Log Panel read, with the field names the Python SDK uses:
+//
+//	a := agent.New("greeter", "1.0.0", &agent.Options{Logger: slog.New(agent.NewLogHandler(os.Stdout, nil))})
+//	// c.Logger().Info("Tool call completed", "tool", "search") writes
+//	// {"timestamp":"2026-07-25T14:00:00.123456Z","level":"info","message":"Tool call completed",
+//	//  "run_id":"run-abc","agent_id":"agent-xyz","tenant_id":"t-1","task_id":"…","skill":"…","tool":"search"}
 //
 // # PII
 //

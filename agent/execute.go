@@ -11,6 +11,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/memory"
 	"novaos.dev/novaos/secret"
 )
 
@@ -80,6 +81,11 @@ func (a *Agent) Execute(ctx context.Context, req *a2asrv.RequestContext, u a2asr
 	}
 	for _, hook := range a.opts.BeforeSkill {
 		if hctx := hook(c.view()); hctx != nil {
+			c.Context = hctx
+		}
+	}
+	if a.prefetch != nil && memory.Prefetched(c) == nil {
+		if hctx := a.prefetch(c.view()); hctx != nil {
 			c.Context = hctx
 		}
 	}
@@ -187,7 +193,7 @@ func (a *Agent) finish(c *Context, res Result, herr error) error {
 		} else {
 			c.Logger().ErrorContext(ctx, "agent: skill failed", "err", herr)
 		}
-		res = Result{Status: StatusFailed, Error: describe(herr)}
+		res = Result{Status: StatusFailed, Error: describe(herr, c.agent.opts.TypedFailures)}
 	}
 	up := c.up
 	if up.Closed() {
@@ -275,10 +281,45 @@ func resultContent(res Result, state a2a.TaskState) (*a2a.Message, *a2a.Artifact
 }
 
 // describe words a skill failure for the caller: the error's text, or its
-// type when the text is empty.
-func describe(err error) string {
-	if s := err.Error(); s != "" {
+// type when the text is empty; typed, "<type>: <text>". A panic is
+// "panic: <value>" either way: "panic" is its kind.
+func describe(err error, typed bool) string {
+	s := err.Error()
+	if typed {
+		if _, ok := errors.AsType[*PanicError](err); ok {
+			return s
+		}
+		if s == "" {
+			return errorType(err)
+		}
+		return errorType(err) + ": " + s
+	}
+	if s != "" {
 		return s
 	}
 	return fmt.Sprintf("%T", err)
+}
+
+// errorType names err's type: the first error in its chain that is not
+// a fmt.Errorf wrapper, which only adds text.
+func errorType(err error) string {
+	for {
+		name := fmt.Sprintf("%T", err)
+		if name != "*fmt.wrapError" && name != "*fmt.wrapErrors" {
+			return name
+		}
+		var next error
+		switch w := err.(type) {
+		case interface{ Unwrap() error }:
+			next = w.Unwrap()
+		case interface{ Unwrap() []error }:
+			if errs := w.Unwrap(); len(errs) > 0 {
+				next = errs[0]
+			}
+		}
+		if next == nil {
+			return name
+		}
+		err = next
+	}
 }

@@ -1,14 +1,13 @@
 package tools
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"novaos.dev/novaos/schemacheck"
 )
 
 // DefaultMaxParamsBytes bounds a connector call's encoded params: the
@@ -113,25 +112,15 @@ func toolNotFound(err error) bool {
 		e.Code == -32602 && strings.Contains(strings.ToLower(e.Message), "unknown tool")
 }
 
-// checkSchema validates params against schema.
+// checkSchema validates params against schema. The schema may refer to
+// nothing outside itself (package schemacheck): a $ref to a URL or a file
+// is refused, never read.
 func checkSchema(schema, params json.RawMessage, limit int) error {
-	if len(schema) > limit {
-		return fmt.Errorf("params schema of %d bytes, over the %d-byte limit", len(schema), limit)
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+	sch, err := schemacheck.Compile(schema, limit)
 	if err != nil {
 		return fmt.Errorf("params schema: %w", err)
 	}
-	c := jsonschema.NewCompiler()
-	const loc = "mem://params.schema.json"
-	if err := c.AddResource(loc, doc); err != nil {
-		return fmt.Errorf("params schema: %w", err)
-	}
-	sch, err := c.Compile(loc)
-	if err != nil {
-		return fmt.Errorf("params schema: %w", err)
-	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(params))
+	inst, err := schemacheck.Value(params)
 	if err != nil {
 		return fmt.Errorf("params: %w", err)
 	}

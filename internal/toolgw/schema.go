@@ -3,16 +3,15 @@ package toolgw
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
-)
 
-var printer = message.NewPrinter(language.English)
+	"novaos.dev/novaos/schemacheck"
+)
 
 // maxSchemaBytes bounds a tool's input schema the gateway compiles.
 const maxSchemaBytes = 256 << 10
@@ -66,52 +65,16 @@ func (sc *schemas) validate(t *Tool, args map[string]any) error {
 		obj[k] = v
 	}
 	if err := c.s.Validate(obj); err != nil {
-		if ve, ok := errors.AsType[*jsonschema.ValidationError](err); ok {
-			return errors.New(leafError(ve))
-		}
-		return err
+		// The first rule broken is enough for the caller to fix its call.
+		return errors.New(clip(schemacheck.Messages(err)[0]))
 	}
 	return nil
-}
-
-// leafError is the first innermost cause of a validation error: where
-// the arguments broke which rule.
-func leafError(ve *jsonschema.ValidationError) string {
-	for len(ve.Causes) > 0 {
-		ve = ve.Causes[0]
-	}
-	loc := "/"
-	if len(ve.InstanceLocation) > 0 {
-		loc = ""
-		for _, p := range ve.InstanceLocation {
-			loc += "/" + p
-		}
-	}
-	return clip(fmt.Sprintf("at %s: %s", loc, ve.ErrorKind.LocalizedString(printer)))
 }
 
 func compileSchema(raw []byte) *compiledSchema {
 	if len(raw) > maxSchemaBytes {
 		return &compiledSchema{err: fmt.Errorf("over %d bytes", maxSchemaBytes)}
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return &compiledSchema{err: err}
-	}
-	comp := jsonschema.NewCompiler()
-	comp.UseLoader(noLoader{})
-	const loc = "urn:novaos:tool-input"
-	if err := comp.AddResource(loc, doc); err != nil {
-		return &compiledSchema{err: err}
-	}
-	s, err := comp.Compile(loc)
+	s, err := schemacheck.Compile(json.RawMessage(raw), maxSchemaBytes)
 	return &compiledSchema{s: s, err: err}
-}
-
-// noLoader refuses every reference out of a schema: a file or URL named
-// by an upstream's schema is never read.
-type noLoader struct{}
-
-func (noLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("the schema refers to %q; schemas may not refer outside themselves", clip(url))
 }
