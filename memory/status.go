@@ -10,6 +10,7 @@ import (
 const (
 	CodeInvalid      = "invalid_request"        // 422: a field breaks a rule (Field, Rule)
 	CodeScope        = "insufficient_scope"     // 403: the token lacks the memory:… scope
+	CodeNotOwner     = "not_owner"              // 403: an update of another agent's memory
 	CodePolicy       = "policy_denied"          // 422: the service's own policy refuses (e.g. an agent writing user scope)
 	CodeScreened     = "content_screened"       // 422: personal data or a credential in the content (Rule names the kind)
 	CodeNotFound     = "not_found"              // 404

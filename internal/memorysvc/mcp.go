@@ -118,10 +118,19 @@ func (s *Service) Handler(caller func(*http.Request) (*Caller, bool), o *Handler
 		data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 		if err != nil {
 			if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+				if doorShaped(data) {
+					writeDoorError(w, r, &memory.Error{Status: http.StatusRequestEntityTooLarge, Code: memory.CodeInvalid,
+						Message: fmt.Sprintf("request body over %d bytes", limit)})
+					return
+				}
 				writeRPCError(w, http.StatusRequestEntityTooLarge, -32600, fmt.Sprintf("request body over %d bytes", limit))
 				return
 			}
 			writeRPCError(w, http.StatusBadRequest, -32700, "request body could not be read")
+			return
+		}
+		if isDoor(data) {
+			serveDoor(w, r, data, caller, t)
 			return
 		}
 		err = strictjson.Check(data, body)
@@ -199,6 +208,9 @@ type toolSet struct {
 	// process (Tools, CallTool).
 	tools []*mcp.Tool
 	calls map[string]func(context.Context, *Caller, json.RawMessage) *mcp.CallToolResult
+	// ops are the same operations by their direct-door names
+	// (memory.write, …), answering a result or an Error.
+	ops map[string]func(context.Context, *Caller, json.RawMessage) (json.RawMessage, *memory.Error)
 	// fields are the member names each tool's arguments may have.
 	fields map[string]*strictjson.Fields
 	// checks counts the tools' own passes over their arguments.
@@ -212,7 +224,8 @@ func (s *Service) mcpServer(version string) (*mcp.Server, *toolSet) {
 		version = "dev"
 	}
 	set := &toolSet{fields: make(map[string]*strictjson.Fields), checks: &s.argChecks, tel: s.tel,
-		calls: map[string]func(context.Context, *Caller, json.RawMessage) *mcp.CallToolResult{}}
+		calls: map[string]func(context.Context, *Caller, json.RawMessage) *mcp.CallToolResult{},
+		ops:   map[string]func(context.Context, *Caller, json.RawMessage) (json.RawMessage, *memory.Error){}}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "novaos-memory", Title: "NovaOS memory", Version: version}, &mcp.ServerOptions{
 		Instructions: "Tenant-isolated agent memory, as the NovaOS memory guide describes it. Identity comes from the bearer token; no argument names a tenant, agent or user.",
 	})
@@ -316,7 +329,7 @@ func addTool[In, Out any](srv *mcp.Server, set *toolSet, name, title, desc strin
 	tool := &mcp.Tool{Name: name, Title: title, Description: desc, InputSchema: in, OutputSchema: out,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: readOnly}}
 	op := opOf(name)
-	run := func(ctx context.Context, c *Caller, args json.RawMessage, checked bool) (*mcp.CallToolResult, *memory.Error) {
+	run := func(ctx context.Context, c *Caller, args json.RawMessage, checked bool) (json.RawMessage, *memory.Error) {
 		if len(bytes.TrimSpace(args)) == 0 || string(args) == "null" {
 			args = json.RawMessage("{}")
 		}
@@ -329,26 +342,35 @@ func addTool[In, Out any](srv *mcp.Server, set *toolSet, name, title, desc strin
 			bad = decodeWith(args, fields, &v)
 		}
 		if bad != nil {
-			return toolError(bad), bad
+			return nil, bad
 		}
 		res, err := fn(ctx, c, &v)
 		if err != nil {
-			e := memory.ErrorFor(err)
-			return toolError(e), e
+			return nil, memory.ErrorFor(err)
 		}
 		b, err := json.Marshal(res)
 		if err != nil {
-			e := memory.ErrorFor(err)
-			return toolError(e), e
+			return nil, memory.ErrorFor(err)
 		}
-		return &mcp.CallToolResult{StructuredContent: json.RawMessage(b), Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
+		return b, nil
 	}
-	// Every operation, over MCP or in process, is traced and counted.
-	call := func(ctx context.Context, c *Caller, args json.RawMessage, checked bool) *mcp.CallToolResult {
+	// Every operation, over MCP, the direct door or in process, is traced
+	// and counted.
+	do := func(ctx context.Context, c *Caller, args json.RawMessage, checked bool) (json.RawMessage, *memory.Error) {
 		ctx, span, start := set.tel.start(ctx, op, c)
 		res, e := run(ctx, c, args, checked)
 		set.tel.end(span, op, start, e)
-		return res
+		return res, e
+	}
+	call := func(ctx context.Context, c *Caller, args json.RawMessage, checked bool) *mcp.CallToolResult {
+		res, e := do(ctx, c, args, checked)
+		if e != nil {
+			return toolError(e)
+		}
+		return &mcp.CallToolResult{StructuredContent: res, Content: []mcp.Content{&mcp.TextContent{Text: string(res)}}}
+	}
+	set.ops[doorPrefix+op] = func(ctx context.Context, c *Caller, args json.RawMessage) (json.RawMessage, *memory.Error) {
+		return do(ctx, c, args, false)
 	}
 	set.tools = append(set.tools, tool)
 	set.calls[name] = func(ctx context.Context, c *Caller, args json.RawMessage) *mcp.CallToolResult {
