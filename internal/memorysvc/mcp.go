@@ -77,6 +77,10 @@ type HandlerOptions struct {
 // tool decodes them without reading them again; every tool error is an
 // isError result whose text is {"error": memory.Error}: the memory guide's
 // HTTP status, a stable code and the field and rule broken.
+//
+// A body that is a JSON object without a top-level "jsonrpc" member is the
+// direct door's request instead (see the package doc), answered by the
+// same operations with HTTP statuses and problem+json.
 func (s *Service) Handler(caller func(*http.Request) (*Caller, bool), o *HandlerOptions) http.Handler {
 	if o == nil {
 		o = &HandlerOptions{}
