@@ -1,5 +1,5 @@
-// Package memorysvc is the platform's memory service, served to agents over
-// MCP and over the memory guide's direct door.
+// Package memorysvc is the platform's memory service, served over MCP and a
+// direct door.
 //
 // It keeps agents' durable, tenant-isolated memory, as the NovaOS agent
 // memory guide describes it, served as an MCP server at POST /api/v1/mcp
