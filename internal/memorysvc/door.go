@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -52,31 +51,75 @@ var doorFields = &strictjson.Fields{Names: map[string]*strictjson.Fields{"tool":
 
 // scanTop reads the top level of body: rpc when an object member named
 // "jsonrpc" comes before the body ends or breaks, object when the whole
-// body is one well-formed JSON object. It reads no further than the
-// jsonrpc member, which MCP clients send first or nearly so.
+// body is one well-formed JSON object. It stops at the jsonrpc member,
+// which MCP clients send first or nearly so, and otherwise makes one pass
+// over the bytes (strings skipped, nesting counted) and one json.Valid.
 func scanTop(body []byte) (rpc, object bool) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+	i := skipSpace(body, 0)
+	if i == len(body) || body[i] != '{' {
 		return false, false
 	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return false, false
-		}
-		if key, _ := tok.(string); key == "jsonrpc" {
-			return true, false
-		}
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return false, false
+	depth, key := 0, true // key: the next string at depth 1 is a member name
+	for ; i < len(body); i++ {
+		switch c := body[i]; c {
+		case '"':
+			end := stringEnd(body, i)
+			if end < 0 {
+				return false, false
+			}
+			if depth == 1 && key {
+				if isJSONRPC(body[i : end+1]) {
+					return true, false
+				}
+				key = false
+			}
+			i = end
+		case '{', '[':
+			depth++
+			key = c == '{' && depth == 1
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return false, skipSpace(body, i+1) == len(body) && json.Valid(body)
+			}
+		case ',':
+			key = depth == 1
 		}
 	}
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
-		return false, false
+	return false, false
+}
+
+// skipSpace returns the index of the first byte at or after i that is not
+// JSON whitespace.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
 	}
-	_, err := dec.Token()
-	return false, err == io.EOF
+	return i
+}
+
+// stringEnd returns the index of the quote closing the string that opens
+// at b[start], or -1 when b ends first.
+func stringEnd(b []byte, start int) int {
+	for i := start + 1; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i
+		}
+	}
+	return -1
+}
+
+// isJSONRPC reports whether the quoted JSON string q is "jsonrpc", escapes
+// resolved.
+func isJSONRPC(q []byte) bool {
+	if bytes.IndexByte(q, '\\') < 0 {
+		return string(q) == `"jsonrpc"`
+	}
+	var name string
+	return json.Unmarshal(q, &name) == nil && name == "jsonrpc"
 }
 
 // isDoor reports whether body is a direct-door request.

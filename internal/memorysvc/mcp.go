@@ -240,10 +240,10 @@ func (s *Service) mcpServer(version string) (*mcp.Server, *toolSet) {
 		"Search one scope. agent, user and tenant memories are ranked by keyword and vector retrieval with a 0..1 score; run and task memories are returned newest first with a null score. partial is true only when a store failed.",
 		true, s.Query)
 	addTool(srv, set, ToolUpdate, "Update a memory",
-		"Change an agent-scope memory in place, if version is still its version (409 otherwise). New content is screened like a write (422 on a hit). tags, confidence and custom replace the stored values.",
+		"Change an agent-scope memory in place, if version is still its version (409 otherwise). Another agent's memory is 403, no such memory 404, another scope 422. New content is screened like a write (422 on a hit). tags, confidence and custom replace the stored values.",
 		false, s.Update)
 	addTool(srv, set, ToolForget, "Forget a memory",
-		"Delete one memory by id, with a reason of 1 to 500 characters kept in the audit trail. A prop_ id is refused.",
+		"Delete one memory by id, with a reason of 1 to 500 characters kept in the audit trail; no such memory is 404. A prop_ id is refused.",
 		false, s.Forget)
 	addTool(srv, set, ToolHint, "Submit a consolidation hint",
 		"Enqueue an observation about the user for consolidation into user memory. accepted means durably enqueued, not that a fact will result.",

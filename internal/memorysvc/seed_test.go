@@ -279,3 +279,23 @@ func postAs(t *testing.T, url, token, body string) answer {
 	}
 	return answer{resp.StatusCode, resp.Header.Get("Content-Type"), b.Bytes()}
 }
+
+// BenchmarkDoorShape measures what telling the doors apart adds to a
+// request: an MCP body stops at its jsonrpc member; a door body of a
+// 32 KiB memory is read through once.
+func BenchmarkDoorShape(b *testing.B) {
+	content := strings.Repeat("x", 32<<10)
+	for _, bm := range []struct{ name, body string }{
+		{"mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"novaos.memory.write","arguments":{"scope":"run","content":"` + content + `"}}}`},
+		{"mcp-id-first", `{"id":1,"jsonrpc":"2.0","method":"tools/call","params":{"name":"novaos.memory.write","arguments":{"scope":"run","content":"` + content + `"}}}`},
+		{"door", `{"tool":"memory.write","payload":{"scope":"run","content":"` + content + `"}}`},
+	} {
+		b.Run(bm.name, func(b *testing.B) {
+			data := []byte(bm.body)
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				isDoor(data)
+			}
+		})
+	}
+}
