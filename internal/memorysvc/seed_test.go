@@ -115,6 +115,7 @@ func TestSeedUpdateAndForgetStatuses(t *testing.T) {
 		{"no such memory", owner, memory.UpdateRequest{Scope: memory.ScopeAgent, MemoryID: missing, Version: 1, Content: ptr("x")}, http.StatusNotFound, memory.CodeNotFound},
 		{"a run memory named as agent", owner, memory.UpdateRequest{Scope: memory.ScopeAgent, MemoryID: run.MemoryID, Version: 1, Content: ptr("x")}, http.StatusNotFound, memory.CodeNotFound},
 		{"user scope", owner, memory.UpdateRequest{Scope: memory.ScopeUser, MemoryID: id, Version: 1, Content: ptr("x")}, http.StatusUnprocessableEntity, memory.CodePolicy},
+		{"tenant scope", owner, memory.UpdateRequest{Scope: memory.ScopeTenant, MemoryID: id, Version: 1, Content: ptr("x")}, http.StatusUnprocessableEntity, memory.CodePolicy},
 		{"run scope", owner, memory.UpdateRequest{Scope: memory.ScopeRun, MemoryID: run.MemoryID, Version: 1, Content: ptr("x")}, http.StatusUnprocessableEntity, memory.CodePolicy},
 		{"screened content", owner, memory.UpdateRequest{Scope: memory.ScopeAgent, MemoryID: id, Version: 1, Content: ptr("mail jane.doe@example.com")}, http.StatusUnprocessableEntity, memory.CodeScreened},
 		{"own memory", owner, memory.UpdateRequest{Scope: memory.ScopeAgent, MemoryID: id, Version: 1, Content: ptr("Deploy on Wednesdays.")}, http.StatusOK, ""},
