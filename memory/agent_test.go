@@ -61,7 +61,7 @@ func TestFromAndPrefetch(t *testing.T) {
 	url, issuer := platform(t)
 	ctx := context.Background()
 	token, err := issuer.Mint(ctx, identity.Claims{TenantID: "acme", AgentID: "support", UserID: "u1", RunID: "run-9",
-		ConversationID: "conv-1", Scopes: []string{"memory:read:*", "memory:write:run", "memory:write:agent", "memory:write:hint"}}, time.Minute)
+		ConversationID: "conv-1", Scopes: []string{"memory:read:*", "memory:write:run", "memory:write:agent"}}, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

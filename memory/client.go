@@ -122,11 +122,16 @@ func (c *Client) Update(ctx context.Context, r *UpdateRequest) (*UpdateResult, e
 	return call[UpdateResult](ctx, c, "novaos.memory.update", r, r.Validate)
 }
 
-// Forget deletes one memory.
+// Forget deletes one memory; a request without a reason is sent with
+// DefaultForgetReason. No such memory is an *Error that matches
+// ErrNotFound.
 func (c *Client) Forget(ctx context.Context, r *ForgetRequest) (*ForgetResult, error) {
-	if c.exec != nil && r.IdempotencyKey == "" {
+	if r.Reason == "" || c.exec != nil && r.IdempotencyKey == "" {
 		cp := *r
-		cp.IdempotencyKey = c.exec.WriteKey()
+		cp.Reason = cmp.Or(cp.Reason, DefaultForgetReason)
+		if c.exec != nil && cp.IdempotencyKey == "" {
+			cp.IdempotencyKey = c.exec.WriteKey()
+		}
 		r = &cp
 	}
 	return call[ForgetResult](ctx, c, "novaos.memory.forget", r, r.Validate)

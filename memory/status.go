@@ -10,6 +10,7 @@ import (
 const (
 	CodeInvalid      = "invalid_request"        // 422: a field breaks a rule (Field, Rule)
 	CodeScope        = "insufficient_scope"     // 403: the token lacks the memory:… scope
+	CodeNotOwner     = "not_owner"              // 403: an update of another agent's memory
 	CodePolicy       = "policy_denied"          // 422: the service's own policy refuses (e.g. an agent writing user scope)
 	CodeScreened     = "content_screened"       // 422: personal data or a credential in the content (Rule names the kind)
 	CodeNotFound     = "not_found"              // 404
@@ -22,10 +23,11 @@ const (
 
 // Error is a failed memory call as the service reports it and the client
 // returns it: an HTTP status with the meaning the NovaOS memory guide gives
-// it (403 missing scope, 404, 409 stale version, 422 refused by validation or
-// policy, 429 and 503 worth a retry), a stable Code, and for a request that
-// breaks a rule the Field and the Rule. It never carries the request's
-// content, so it is safe to log.
+// it (403 a missing scope or an update of another agent's memory, 404, 409
+// a stale version, 422 refused by validation or policy, 429 and 503 worth
+// a retry), a stable Code, and for a request that breaks a rule the Field
+// and the Rule. It never carries the request's content, so it is safe to
+// log.
 type Error struct {
 	Status  int    `json:"status"`
 	Code    string `json:"code"`

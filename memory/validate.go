@@ -13,20 +13,22 @@ import (
 // client. Sizes are in bytes of UTF-8; reason lengths in characters, as
 // that client counts them.
 const (
-	MaxContentBytes    = 32 << 10
-	MaxHintBytes       = 8 << 10
-	MaxContextBytes    = 8 << 10
-	MaxReasonChars     = 500
-	MaxTags            = 20
-	MaxTagChars        = 64
-	MaxTopK            = 100
-	DefaultTopK        = 10
-	MaxLiveMessages    = 100
-	DefaultLiveLimit   = 20
-	MaxIDBytes         = 256
-	MaxQueryBytes      = 32 << 10
-	MaxCustomKeys      = 64
-	DefaultForgetNotes = "agent-requested"
+	MaxContentBytes  = 32 << 10
+	MaxHintBytes     = 8 << 10
+	MaxContextBytes  = 8 << 10
+	MaxReasonChars   = 500
+	MaxTags          = 20
+	MaxTagChars      = 64
+	MaxTopK          = 100
+	DefaultTopK      = 10
+	MaxLiveMessages  = 100
+	DefaultLiveLimit = 20
+	MaxIDBytes       = 256
+	MaxQueryBytes    = 32 << 10
+	MaxCustomKeys    = 64
+	// DefaultForgetReason is the reason Client.Forget sends when the
+	// request gives none.
+	DefaultForgetReason = "agent-requested"
 )
 
 // ErrInvalid is what every *ValidationError is (errors.Is).

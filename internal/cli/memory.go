@@ -147,7 +147,7 @@ func runMemoryForget(ctx context.Context, args []string, e *env) int {
 	m := newMemoryFlags("forget", "--scope S --id ID --reason TEXT", e)
 	scope := m.fs.String("scope", "", "the memory's `scope`")
 	id := m.fs.String("id", "", "the memory's `id`")
-	reason := m.fs.String("reason", memory.DefaultForgetNotes, "why, 1 to 500 characters, kept in the audit trail")
+	reason := m.fs.String("reason", memory.DefaultForgetReason, "why, 1 to 500 characters, kept in the audit trail")
 	return m.run(ctx, args, e, func(c *memory.Client) (any, error) {
 		return c.Forget(ctx, &memory.ForgetRequest{Scope: memory.Scope(*scope), MemoryID: *id, Reason: *reason})
 	})

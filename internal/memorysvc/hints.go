@@ -81,8 +81,8 @@ func (s *Service) Hint(ctx context.Context, c *Caller, r *memory.HintRequest) (m
 	if err := r.Validate(); err != nil {
 		return memory.HintResult{}, memory.ErrorFor(err)
 	}
-	if !c.grants(ScopeHint) {
-		return memory.HintResult{}, forbidden(ScopeHint)
+	if !c.writesMemory() {
+		return memory.HintResult{}, forbidden(hintScopes)
 	}
 	if c.User == "" {
 		return memory.HintResult{}, policy("hint", "the token names no user whose memory the hint is for")
@@ -104,8 +104,8 @@ func (s *Service) HintStatus(ctx context.Context, c *Caller, id string) (memory.
 	if id == "" || len(id) > memory.MaxIDBytes {
 		return memory.HintStatus{}, refuse(http.StatusUnprocessableEntity, memory.CodeInvalid, "hint_id", "must be a hint id returned by hint")
 	}
-	if !c.grants(ScopeHint) {
-		return memory.HintStatus{}, forbidden(ScopeHint)
+	if !c.writesMemory() {
+		return memory.HintStatus{}, forbidden(hintScopes)
 	}
 	h, err := s.store.Hint(ctx, c.Tenant, id)
 	if err != nil {

@@ -77,6 +77,10 @@ type HandlerOptions struct {
 // tool decodes them without reading them again; every tool error is an
 // isError result whose text is {"error": memory.Error}: the memory guide's
 // HTTP status, a stable code and the field and rule broken.
+//
+// A body that is a JSON object without a top-level "jsonrpc" member is the
+// direct door's request instead (see the package doc), answered by the
+// same operations with HTTP statuses and problem+json.
 func (s *Service) Handler(caller func(*http.Request) (*Caller, bool), o *HandlerOptions) http.Handler {
 	if o == nil {
 		o = &HandlerOptions{}
@@ -118,10 +122,19 @@ func (s *Service) Handler(caller func(*http.Request) (*Caller, bool), o *Handler
 		data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 		if err != nil {
 			if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+				if doorShaped(data) {
+					writeDoorError(w, r, &memory.Error{Status: http.StatusRequestEntityTooLarge, Code: memory.CodeInvalid,
+						Message: fmt.Sprintf("request body over %d bytes", limit)})
+					return
+				}
 				writeRPCError(w, http.StatusRequestEntityTooLarge, -32600, fmt.Sprintf("request body over %d bytes", limit))
 				return
 			}
 			writeRPCError(w, http.StatusBadRequest, -32700, "request body could not be read")
+			return
+		}
+		if isDoor(data) {
+			serveDoor(w, r, data, caller, t)
 			return
 		}
 		err = strictjson.Check(data, body)
@@ -199,6 +212,9 @@ type toolSet struct {
 	// process (Tools, CallTool).
 	tools []*mcp.Tool
 	calls map[string]func(context.Context, *Caller, json.RawMessage) *mcp.CallToolResult
+	// ops are the same operations by their direct-door names
+	// (memory.write, …), answering a result or an Error.
+	ops map[string]func(context.Context, *Caller, json.RawMessage) (json.RawMessage, *memory.Error)
 	// fields are the member names each tool's arguments may have.
 	fields map[string]*strictjson.Fields
 	// checks counts the tools' own passes over their arguments.
@@ -212,7 +228,8 @@ func (s *Service) mcpServer(version string) (*mcp.Server, *toolSet) {
 		version = "dev"
 	}
 	set := &toolSet{fields: make(map[string]*strictjson.Fields), checks: &s.argChecks, tel: s.tel,
-		calls: map[string]func(context.Context, *Caller, json.RawMessage) *mcp.CallToolResult{}}
+		calls: map[string]func(context.Context, *Caller, json.RawMessage) *mcp.CallToolResult{},
+		ops:   map[string]func(context.Context, *Caller, json.RawMessage) (json.RawMessage, *memory.Error){}}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "novaos-memory", Title: "NovaOS memory", Version: version}, &mcp.ServerOptions{
 		Instructions: "Tenant-isolated agent memory, as the NovaOS memory guide describes it. Identity comes from the bearer token; no argument names a tenant, agent or user.",
 	})
@@ -223,10 +240,10 @@ func (s *Service) mcpServer(version string) (*mcp.Server, *toolSet) {
 		"Search one scope. agent, user and tenant memories are ranked by keyword and vector retrieval with a 0..1 score; run and task memories are returned newest first with a null score. partial is true only when a store failed.",
 		true, s.Query)
 	addTool(srv, set, ToolUpdate, "Update a memory",
-		"Change an agent-scope memory in place, if version is still its version (409 otherwise). New content is screened like a write (422 on a hit). tags, confidence and custom replace the stored values.",
+		"Change an agent-scope memory in place, if version is still its version (409 otherwise). Another agent's memory is 403, no such memory 404, another scope 422. New content is screened like a write (422 on a hit). tags, confidence and custom replace the stored values.",
 		false, s.Update)
 	addTool(srv, set, ToolForget, "Forget a memory",
-		"Delete one memory by id, with a reason of 1 to 500 characters kept in the audit trail. A prop_ id is refused.",
+		"Delete one memory by id, with a reason of 1 to 500 characters kept in the audit trail; no such memory is 404. A prop_ id is refused.",
 		false, s.Forget)
 	addTool(srv, set, ToolHint, "Submit a consolidation hint",
 		"Enqueue an observation about the user for consolidation into user memory. accepted means durably enqueued, not that a fact will result.",
@@ -316,7 +333,7 @@ func addTool[In, Out any](srv *mcp.Server, set *toolSet, name, title, desc strin
 	tool := &mcp.Tool{Name: name, Title: title, Description: desc, InputSchema: in, OutputSchema: out,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: readOnly}}
 	op := opOf(name)
-	run := func(ctx context.Context, c *Caller, args json.RawMessage, checked bool) (*mcp.CallToolResult, *memory.Error) {
+	run := func(ctx context.Context, c *Caller, args json.RawMessage, checked bool) (json.RawMessage, *memory.Error) {
 		if len(bytes.TrimSpace(args)) == 0 || string(args) == "null" {
 			args = json.RawMessage("{}")
 		}
@@ -329,26 +346,35 @@ func addTool[In, Out any](srv *mcp.Server, set *toolSet, name, title, desc strin
 			bad = decodeWith(args, fields, &v)
 		}
 		if bad != nil {
-			return toolError(bad), bad
+			return nil, bad
 		}
 		res, err := fn(ctx, c, &v)
 		if err != nil {
-			e := memory.ErrorFor(err)
-			return toolError(e), e
+			return nil, memory.ErrorFor(err)
 		}
 		b, err := json.Marshal(res)
 		if err != nil {
-			e := memory.ErrorFor(err)
-			return toolError(e), e
+			return nil, memory.ErrorFor(err)
 		}
-		return &mcp.CallToolResult{StructuredContent: json.RawMessage(b), Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
+		return b, nil
 	}
-	// Every operation, over MCP or in process, is traced and counted.
-	call := func(ctx context.Context, c *Caller, args json.RawMessage, checked bool) *mcp.CallToolResult {
+	// Every operation, over MCP, the direct door or in process, is traced
+	// and counted.
+	do := func(ctx context.Context, c *Caller, args json.RawMessage, checked bool) (json.RawMessage, *memory.Error) {
 		ctx, span, start := set.tel.start(ctx, op, c)
 		res, e := run(ctx, c, args, checked)
 		set.tel.end(span, op, start, e)
-		return res
+		return res, e
+	}
+	call := func(ctx context.Context, c *Caller, args json.RawMessage, checked bool) *mcp.CallToolResult {
+		res, e := do(ctx, c, args, checked)
+		if e != nil {
+			return toolError(e)
+		}
+		return &mcp.CallToolResult{StructuredContent: res, Content: []mcp.Content{&mcp.TextContent{Text: string(res)}}}
+	}
+	set.ops[doorPrefix+op] = func(ctx context.Context, c *Caller, args json.RawMessage) (json.RawMessage, *memory.Error) {
+		return do(ctx, c, args, false)
 	}
 	set.tools = append(set.tools, tool)
 	set.calls[name] = func(ctx context.Context, c *Caller, args json.RawMessage) *mcp.CallToolResult {

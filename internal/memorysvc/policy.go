@@ -15,8 +15,10 @@ import (
 //	                             and memory:admin
 //
 // A missing token scope is 403; the service's own refusal, even with the
-// scope, is 422. Update is for agent scope only; forget for run, task and
-// agent (and tenant for an administrator).
+// scope, is 422. Update is for agent scope only (and tenant for an
+// administrator): any other scope, and tenant for anyone else, is 422
+// before the token's scopes are looked at. Forget is for run, task and agent (and tenant for an
+// administrator).
 
 // partition is the part of scope c owns.
 func (c *Caller) partition(scope memory.Scope) (memory.Partition, error) {
@@ -66,6 +68,13 @@ const (
 
 // writable is the partition of scope c may change with o.
 func (c *Caller) writable(scope memory.Scope, o op) (memory.Partition, error) {
+	if o == opUpdate && scope != memory.ScopeAgent && (scope != memory.ScopeTenant || !c.grants(ScopeAdmin)) {
+		// A scope the caller may never update is the service's refusal
+		// (422) whatever the token grants, as the memory guide's update
+		// says: "422 for a scope that cannot be updated"; user and tenant
+		// "are refused (422) for agent principals".
+		return memory.Partition{}, policy("scope", "only agent memory is updated in place (tenant memory by administrators); forget a scratch memory and write a new one")
+	}
 	if need := ScopeWritePrefix + string(scope); !c.grants(need) {
 		return memory.Partition{}, forbidden(need)
 	}
@@ -74,8 +83,6 @@ func (c *Caller) writable(scope memory.Scope, o op) (memory.Partition, error) {
 		return memory.Partition{}, policy("scope", "user memory is written by consolidation only: submit a hint")
 	case scope == memory.ScopeTenant && !c.grants(ScopeAdmin):
 		return memory.Partition{}, policy("scope", "tenant memory is changed by administrators only")
-	case o == opUpdate && scope != memory.ScopeAgent && scope != memory.ScopeTenant:
-		return memory.Partition{}, policy("scope", "only agent memory is updated in place; forget a scratch memory and write a new one")
 	}
 	return c.partition(scope)
 }

@@ -194,12 +194,30 @@ type Caller struct {
 
 func (c *Caller) grants(scope string) bool { return c.Grants != nil && c.Grants(scope) }
 
+// writesMemory reports whether c may write some memory scope: what a hint
+// and its status poll need.
+func (c *Caller) writesMemory() bool { return c.Grants != nil && grantsMemoryWrite(c.Grants) }
+
+// grantsMemoryWrite reports whether grants includes a memory write scope
+// (memory:write:run, task, agent, user or tenant, or a wildcard covering
+// one).
+func grantsMemoryWrite(grants func(scope string) bool) bool {
+	for _, s := range memory.Scopes {
+		if grants(ScopeWritePrefix + string(s)) {
+			return true
+		}
+	}
+	return false
+}
+
+// hintScopes is what a token lacking every memory write scope is told a
+// hint needs.
+const hintScopes = "a memory write scope (memory:write:run, task, agent, user or tenant)"
+
 // Scope names the token scopes memory calls need.
 const (
 	ScopeReadPrefix  = "memory:read:"
 	ScopeWritePrefix = "memory:write:"
-	// ScopeHint lets a token submit hints.
-	ScopeHint = "memory:write:hint"
 	// ScopeAdmin marks an administrator's token: the only kind that may
 	// write or forget tenant-scope memories.
 	ScopeAdmin = "memory:admin"
@@ -224,6 +242,9 @@ func policy(field, rule string) *memory.Error {
 // storeErr reports a store failure: sentinels become their statuses, the
 // rest 503 (a store may be down for a moment) with the cause logged only.
 func (s *Service) storeErr(op string, err error) error {
+	if _, ok := errors.AsType[*memory.Error](err); ok {
+		return err // decided by the service already
+	}
 	if errors.Is(err, memory.ErrNotFound) || errors.Is(err, memory.ErrConflict) || errors.Is(err, memory.ErrKeyReused) {
 		return memory.ErrorFor(err)
 	}

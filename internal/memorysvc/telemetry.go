@@ -33,7 +33,7 @@ var ops = []string{opOf(ToolWrite), opOf(ToolQuery), opOf(ToolUpdate), opOf(Tool
 	opOf(ToolAssemble), opOf(ToolHintStatus), opOf(ToolProposalStatus)}
 
 // outcomes are the outcome label's values: ok, or the error's code.
-var outcomes = map[string]bool{memory.CodeInvalid: true, memory.CodeScope: true, memory.CodePolicy: true,
+var outcomes = map[string]bool{memory.CodeInvalid: true, memory.CodeScope: true, memory.CodeNotOwner: true, memory.CodePolicy: true,
 	memory.CodeScreened: true, memory.CodeNotFound: true, memory.CodeConflict: true, memory.CodeKeyReused: true,
 	memory.CodeUnauthorized: true, memory.CodeUnavailable: true, memory.CodeInternal: true}
 

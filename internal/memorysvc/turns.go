@@ -82,14 +82,7 @@ func (t *turnRecorder) Before(ctx context.Context, call *a2asrv.Call, req any) (
 }
 
 // mayRecord reports whether c grants a memory write scope.
-func mayRecord(c *identity.Claims) bool {
-	for _, s := range memory.Scopes {
-		if c.HasScope(ScopeWritePrefix + string(s)) {
-			return true
-		}
-	}
-	return false
-}
+func mayRecord(c *identity.Claims) bool { return grantsMemoryWrite(c.HasScope) }
 
 // After records the turn Before noted if the agent accepted the call.
 func (t *turnRecorder) After(ctx context.Context, call *a2asrv.Call, resp any, err error) {

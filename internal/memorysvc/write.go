@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"net/http"
 	"slices"
@@ -301,14 +302,35 @@ func (s *Service) Update(ctx context.Context, c *Caller, r *memory.UpdateRequest
 		ch.Embedding = tmp.Embedding
 	}
 	m, err := s.store.Update(ctx, c.Tenant, p, r.MemoryID, r.Version, ch)
+	if errors.Is(err, memory.ErrNotFound) && r.Scope == memory.ScopeAgent {
+		err = s.notOwned(ctx, c, r.MemoryID, err)
+	}
 	if err != nil {
 		return memory.UpdateResult{}, s.storeErr("update", err)
 	}
 	return memory.UpdateResult{MemoryID: m.ID, Scope: r.Scope, Version: m.Version, UpdateEventID: ch.EventID, UpdatedAt: m.UpdatedAt}, nil
 }
 
-// Forget deletes one memory and records why in the audit trail.
-// deleted_count is 0 when there was no such memory. Idempotency keys are
+// notOwned is the error of an update that found no memory id among c's
+// agent memories (notFound): 403 when id is an agent memory of another
+// agent of c's tenant, as the memory guide's update says, and notFound
+// otherwise. Nothing of another tenant is ever looked at.
+func (s *Service) notOwned(ctx context.Context, c *Caller, id string, notFound error) error {
+	m, err := s.store.Get(ctx, c.Tenant, id, s.now())
+	switch {
+	case errors.Is(err, memory.ErrNotFound):
+		return notFound
+	case err != nil:
+		return err
+	case m.Partition.Scope == memory.ScopeAgent && m.Partition.Owner != c.Agent:
+		return refuse(http.StatusForbidden, memory.CodeNotOwner, "memory_id",
+			"belongs to another agent: an agent updates its own memories only")
+	}
+	return notFound
+}
+
+// Forget deletes one memory and records why in the audit trail; no such
+// memory in the caller's part of the scope is 404. Idempotency keys are
 // as for Write, apart from its keys: a forget under a key the caller sent
 // with another forget is refused, so a forget is never answered with
 // another memory's deletion.
@@ -332,6 +354,9 @@ func (s *Service) Forget(ctx context.Context, c *Caller, r *memory.ForgetRequest
 	})
 	if err != nil {
 		return memory.ForgetResult{}, s.storeErr("forget", err)
+	}
+	if res.DeletedCount == 0 {
+		return memory.ForgetResult{}, memory.ErrorFor(memory.ErrNotFound)
 	}
 	return res, nil
 }
