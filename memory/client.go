@@ -126,15 +126,25 @@ func (c *Client) Update(ctx context.Context, r *UpdateRequest) (*UpdateResult, e
 // DefaultForgetReason. No such memory is an *Error that matches
 // ErrNotFound.
 func (c *Client) Forget(ctx context.Context, r *ForgetRequest) (*ForgetResult, error) {
-	if r.Reason == "" || c.exec != nil && r.IdempotencyKey == "" {
-		cp := *r
-		cp.Reason = cmp.Or(cp.Reason, DefaultForgetReason)
-		if c.exec != nil && cp.IdempotencyKey == "" {
-			cp.IdempotencyKey = c.exec.WriteKey()
-		}
-		r = &cp
-	}
+	r = r.WithDefaults(c.exec)
 	return call[ForgetResult](ctx, c, "novaos.memory.forget", r, r.Validate)
+}
+
+// WithDefaults is r as a client sends it: with DefaultForgetReason when
+// it gives no reason, and, when keys is not nil, its next write key when
+// it gives no idempotency key. It returns r itself when nothing is
+// missing, and a copy otherwise, so the caller's request is left as it
+// was.
+func (r *ForgetRequest) WithDefaults(keys interface{ WriteKey() string }) *ForgetRequest {
+	if r.Reason != "" && (keys == nil || r.IdempotencyKey != "") {
+		return r
+	}
+	cp := *r
+	cp.Reason = cmp.Or(cp.Reason, DefaultForgetReason)
+	if keys != nil && cp.IdempotencyKey == "" {
+		cp.IdempotencyKey = keys.WriteKey()
+	}
+	return &cp
 }
 
 // Hint submits an observation for consolidation into user memory; a hint

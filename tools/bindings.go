@@ -328,16 +328,17 @@ func (m *Memory) Update(ctx context.Context, r *memory.UpdateRequest, opts ...Ca
 	return m.send(ctx, ToolMemoryUpdate, r, r.Validate, opts)
 }
 
-// Forget deletes one memory.
+// Forget deletes one memory; a request without a reason is sent with
+// memory.DefaultForgetReason.
 func (m *Memory) Forget(ctx context.Context, r *memory.ForgetRequest, opts ...CallOption) (*Response, error) {
 	if r == nil {
 		return invalid(ToolMemoryForget, errors.New("no request"))
 	}
-	if m.k.exec != nil && r.IdempotencyKey == "" {
-		cp := *r
-		cp.IdempotencyKey = m.k.exec.WriteKey()
-		r = &cp
+	var keys interface{ WriteKey() string }
+	if m.k.exec != nil {
+		keys = m.k.exec
 	}
+	r = r.WithDefaults(keys)
 	return m.send(ctx, ToolMemoryForget, r, r.Validate, opts)
 }
 

@@ -62,6 +62,10 @@ func TestBindingNamesAndArguments(t *testing.T) {
 		{"memory forget", func(ctx context.Context, b *Bindings) (*Response, error) {
 			return b.Memory.Forget(ctx, &memory.ForgetRequest{Scope: memory.ScopeRun, MemoryID: "m1", Reason: "asked", IdempotencyKey: "k2"})
 		}, ToolMemoryForget, `{"scope":"run","memory_id":"m1","reason":"asked","idempotency_key":"k2"}`},
+		// seed 002, the memory bindings: forget(scope, memory_id, reason="agent-requested").
+		{"memory forget without a reason", func(ctx context.Context, b *Bindings) (*Response, error) {
+			return b.Memory.Forget(ctx, &memory.ForgetRequest{Scope: memory.ScopeRun, MemoryID: "m1", IdempotencyKey: "k2"})
+		}, ToolMemoryForget, `{"scope":"run","memory_id":"m1","reason":"agent-requested","idempotency_key":"k2"}`},
 		{"memory hint", func(ctx context.Context, b *Bindings) (*Response, error) {
 			return b.Memory.Hint(ctx, &memory.HintRequest{Hint: "prefers mornings", ConversationID: "conv-1"})
 		}, ToolMemoryHint, `{"hint":"prefers mornings","conversation_id":"conv-1"}`},
