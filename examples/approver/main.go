@@ -1,6 +1,6 @@
-// Command approver is the person in a held write, as a program: it waits
-// for the gated action named on its command line to be held, shows what an
-// operator decides on, and approves it through the gate's operator API
+// Command approver approves a held gated write, as an operator would.
+// It waits for the action named on its command line to be held, shows what
+// an operator decides on, and approves it through the gate's operator API
 // (the same calls as the operator page and novaos gate approve). The agent
 // that submitted the write, blocked in gate.Write until now, then runs it.
 //

@@ -1,6 +1,6 @@
-// Command caller calls an A2A agent over every binding its card offers:
-// JSON-RPC, HTTP+JSON and gRPC. It fetches the card once, then makes one
-// client per interface and sends the same text through each.
+// Command caller calls an A2A agent over every binding its card offers.
+// The bindings are JSON-RPC, HTTP+JSON and gRPC: it fetches the card once,
+// then makes one client per interface and sends the same text through each.
 //
 //	go run ./examples/caller http://127.0.0.1:9000 Ada
 package main
