@@ -33,7 +33,7 @@ func TestMCPTypeScriptClient(t *testing.T) {
 	ctx := context.Background()
 	srv := startApp(t, &app.Options{})
 	tok, err := srv.Issuer().Mint(ctx, identity.Claims{TenantID: "acme", AgentID: "support-bot", UserID: "user-1", RunID: "run-1",
-		ConversationID: "conv-1", Scopes: []string{"memory:read:*", "memory:write:run", "memory:write:agent", "memory:write:hint"}}, time.Hour)
+		ConversationID: "conv-1", Scopes: []string{"memory:read:*", "memory:write:run", "memory:write:agent"}}, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,7 +100,7 @@ func TestAcknowledgedMemoryWritesSurviveKill(t *testing.T) {
 func memoryClient(t *testing.T, bin, data, base string) *memory.Client {
 	t.Helper()
 	out, err := exec.Command(bin, "token", "mint", "--data", data, "--issuer", base, "--tenant", "acme", "--agent", "support",
-		"--user", "user-1", "--run", "run-1", "--scopes", "memory:read:*,memory:write:run,memory:write:agent,memory:write:hint").Output()
+		"--user", "user-1", "--run", "run-1", "--scopes", "memory:read:*,memory:write:run,memory:write:agent").Output()
 	if err != nil {
 		t.Fatalf("token mint: %v", err)
 	}
