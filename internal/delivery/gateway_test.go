@@ -907,14 +907,20 @@ func TestGatewayRunUpdate(t *testing.T) {
 	run := h.trigger(h.inst, "hello")
 	r := h.dialRaw(t)
 	r.identify(a, "alpha")
-	evs, _ := r.events(1)
+	evs, caughtUp := r.events(1)
+	if caughtUp < 0 {
+		// The catch-up's end is sent by the event pump, a heartbeat's
+		// answer by the reader: read it now, or it may come after the
+		// sync's answer.
+		r.expect(delivery.OpCatchupComplete, nil)
+	}
 	tok := evs[0].InvocationToken
 	started := decodeAs[delivery.Run](t, a.call("POST", delivery.StartRunPath(run.ID), startBody(), tok, newKey()))
 	v := started.Version
 
 	status := []delivery.PatchOp{{Op: "replace", Path: "/status_line", Value: json.RawMessage(`"Reading the files"`)}}
 	r.send(delivery.OpRunUpdate, delivery.GatewayRunUpdate{Ref: "u1", RunID: run.ID, InvocationToken: tok, BaseVersion: v, Ops: status})
-	if extra := r.sync(); len(extra) != 1 || extra[0].Op != delivery.OpCatchupComplete {
+	if extra := r.sync(); len(extra) != 0 {
 		t.Fatalf("frames after a good update: %v", extra)
 	}
 	if got := h.run(run.ID); got.Version != v+1 || got.Pull.Progress.StatusLine != "Reading the files" {
