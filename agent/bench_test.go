@@ -6,10 +6,10 @@ import (
 	"io"
 	"log/slog"
 	"testing"
-	"time"
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/internal/benchpair"
 )
 
 // nopUpdater accepts every write, so the benchmarks measure the agent alone.
@@ -61,35 +61,6 @@ func BenchmarkExecuteMaskedResult(b *testing.B) {
 	})
 }
 
-// interleave runs a and base once each per iteration, in alternating
-// order so that the machine's load falls on both alike, and reports each
-// one's ns/call and a÷base under the given names (1 means a costs what
-// base does).
-func interleave(b *testing.B, aName string, a func(), bName string, base func()) {
-	b.Helper()
-	var aT, bT time.Duration
-	timed := func(f func(), into *time.Duration) {
-		t0 := time.Now()
-		f()
-		*into += time.Since(t0)
-	}
-	i := 0
-	for b.Loop() {
-		if i%2 == 0 {
-			timed(a, &aT)
-			timed(base, &bT)
-		} else {
-			timed(base, &bT)
-			timed(a, &aT)
-		}
-		i++
-	}
-	n := float64(b.N)
-	b.ReportMetric(float64(aT.Nanoseconds())/n, aName+"-ns/call")
-	b.ReportMetric(float64(bT.Nanoseconds())/n, bName+"-ns/call")
-	b.ReportMetric(float64(aT)/float64(bT), aName+"÷"+bName)
-}
-
 // BenchmarkLogHandler compares a record through NewLogHandler with the
 // same record through slog.NewJSONHandler, both with the attributes
 // Context.Logger adds (run_id, agent_id, tenant_id, task_id, skill) and
@@ -102,7 +73,7 @@ func BenchmarkLogHandler(b *testing.B) {
 	plain := slog.New(slog.NewJSONHandler(io.Discard, nil)).With(run...)
 	ctx := context.Background()
 	b.ReportAllocs()
-	interleave(b, "ndjson", func() {
+	benchpair.Run(b, "ndjson", func() {
 		ndjson.InfoContext(ctx, "skill finished", "status", "completed", "ms", 12)
 	}, "json", func() {
 		plain.InfoContext(ctx, "skill finished", "status", "completed", "ms", 12)
@@ -130,7 +101,7 @@ func BenchmarkValidateAgainstSchema(b *testing.B) {
 		b.Fatal(errs)
 	}
 	b.ReportAllocs()
-	interleave(b, "validate", func() {
+	benchpair.Run(b, "validate", func() {
 		if errs := ValidateAgainstSchema(value, schema); len(errs) > 0 {
 			b.Fatal(errs)
 		}
@@ -165,5 +136,5 @@ func BenchmarkMemoryPrefetchOff(b *testing.B) {
 		}
 	}
 	b.ReportAllocs()
-	interleave(b, "prefetch", exec(on), "off", exec(off))
+	benchpair.Run(b, "prefetch", exec(on), "off", exec(off))
 }

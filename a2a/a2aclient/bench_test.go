@@ -11,6 +11,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2aclient"
+	"novaos.dev/novaos/internal/benchpair"
 	"novaos.dev/novaos/netguard"
 )
 
@@ -257,34 +258,6 @@ func BenchmarkBindings(b *testing.B) {
 	b.ReportMetric(float64(sides[1].client)/float64(sides[0].client), "rest÷jsonrpc")
 }
 
-// interleave runs a and b once each per iteration, in alternating order
-// (work a server does after answering lands on whichever call comes
-// next), and reports each one's ns/call and a÷b under the given names.
-func interleave(b *testing.B, aName string, a func(), bName string, base func()) {
-	b.Helper()
-	var aT, bT time.Duration
-	timed := func(f func(), into *time.Duration) {
-		t0 := time.Now()
-		f()
-		*into += time.Since(t0)
-	}
-	i := 0
-	for b.Loop() {
-		if i%2 == 0 {
-			timed(a, &aT)
-			timed(base, &bT)
-		} else {
-			timed(base, &bT)
-			timed(a, &aT)
-		}
-		i++
-	}
-	n := float64(b.N)
-	b.ReportMetric(float64(aT.Nanoseconds())/n, aName+"-ns/call")
-	b.ReportMetric(float64(bT.Nanoseconds())/n, bName+"-ns/call")
-	b.ReportMetric(float64(aT)/float64(bT), aName+"÷"+bName)
-}
-
 // BenchmarkConnectGuard compares SendMessage from a client with
 // Options.ConnectGuard (loopback allowed, as for a local agent) with the
 // same call from a client without one, against the same in-process agent,
@@ -317,7 +290,7 @@ func BenchmarkConnectGuard(b *testing.B) {
 					}
 				}
 			}
-			interleave(b, "guarded", send(guarded), "plain", send(plain))
+			benchpair.Run(b, "guarded", send(guarded), "plain", send(plain))
 		})
 	}
 }
@@ -337,7 +310,7 @@ func BenchmarkStreamingFallback(b *testing.B) {
 		b.Fatal(err)
 	}
 	req := msgReq("m-1", "hello")
-	interleave(b, "fallback", func() {
+	benchpair.Run(b, "fallback", func() {
 		frames := 0
 		for f, err := range c.SendStreamingMessage(b.Context(), req) {
 			if err != nil {

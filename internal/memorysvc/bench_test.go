@@ -6,19 +6,20 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
-	"time"
 
+	"novaos.dev/novaos/internal/benchpair"
 	"novaos.dev/novaos/memory"
 )
 
 // BenchmarkDoorVsMCP compares the direct door with MCP tools/call for the
 // same operation on the same endpoint: one service on SQLite, its HTTP
 // handler called in process (no socket), "Bearer good" the agent caller.
-// Each iteration makes one call of each, in alternating order, so the
-// machine's load and the store's background work fall on both alike. It
-// reports each side's ns/call and door÷mcp (1 means the door costs what
-// MCP does; below 1, less).
+// benchpair.Run makes one call of each per iteration, in alternating
+// order, so the machine's load and the store's background work fall on
+// both alike, and reports door÷mcp (1 means the door costs what MCP does;
+// below 1, less).
 //
 //   - write: a new run memory per call, answered after its commit;
 //   - query: a run-scope query of three words over 200 run memories.
@@ -51,39 +52,26 @@ func BenchmarkDoorVsMCP(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			var doorT, mcpT time.Duration
-			call := func(body string, into *time.Duration) {
-				t0 := time.Now()
-				r := httptest.NewRequestWithContext(ctx, http.MethodPost, Path, bytes.NewReader([]byte(body)))
+			call := func(body string) {
+				r := httptest.NewRequestWithContext(ctx, http.MethodPost, Path, strings.NewReader(body))
 				r.Header.Set("Content-Type", "application/json")
 				r.Header.Set("Accept", "application/json, text/event-stream")
 				r.Header.Set("Authorization", "Bearer good")
 				w := httptest.NewRecorder()
 				h.ServeHTTP(w, r)
-				*into += time.Since(t0)
 				if w.Code != http.StatusOK || bytes.Contains(w.Body.Bytes(), []byte(`"isError":true`)) {
 					b.Fatalf("%d %s", w.Code, w.Body.Bytes())
 				}
 			}
+			// Distinct writes: no two calls write the same content.
 			i := 0
-			for b.Loop() {
-				// Distinct writes: the two sides never write the same
-				// content.
-				door := `{"tool":"memory.` + op.tool + `","payload":` + op.args(2*i) + `}`
-				rpc := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"novaos.memory.` + op.tool + `","arguments":` + op.args(2*i+1) + `}}`
-				if i%2 == 0 {
-					call(door, &doorT)
-					call(rpc, &mcpT)
-				} else {
-					call(rpc, &mcpT)
-					call(door, &doorT)
-				}
+			benchpair.Run(b, "door", func() {
 				i++
-			}
-			n := float64(b.N)
-			b.ReportMetric(float64(doorT.Nanoseconds())/n, "door-ns/call")
-			b.ReportMetric(float64(mcpT.Nanoseconds())/n, "mcp-ns/call")
-			b.ReportMetric(float64(doorT)/float64(mcpT), "door÷mcp")
+				call(`{"tool":"memory.` + op.tool + `","payload":` + op.args(i) + `}`)
+			}, "mcp", func() {
+				i++
+				call(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"novaos.memory.` + op.tool + `","arguments":` + op.args(i) + `}}`)
+			})
 		})
 	}
 }
