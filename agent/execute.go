@@ -84,7 +84,9 @@ func (a *Agent) Execute(ctx context.Context, req *a2asrv.RequestContext, u a2asr
 			c.Context = hctx
 		}
 	}
-	if a.prefetch != nil && memory.Prefetched(c) == nil {
+	// The budget is checked here as well as in the hook so that a request
+	// without one (most) does not pay for the hook's view of c.
+	if a.prefetch != nil && c.pc.MemoryBudget != nil && memory.Prefetched(c) == nil {
 		if hctx := a.prefetch(c.view()); hctx != nil {
 			c.Context = hctx
 		}

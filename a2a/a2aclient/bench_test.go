@@ -11,6 +11,8 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2aclient"
+	"novaos.dev/novaos/internal/benchpair"
+	"novaos.dev/novaos/netguard"
 )
 
 // BenchmarkSendMessage compares a client SendMessage with a raw net/http
@@ -254,4 +256,77 @@ func BenchmarkBindings(b *testing.B) {
 		b.ReportMetric(float64(s.raw)/float64(s.client), s.name+"-ratio")
 	}
 	b.ReportMetric(float64(sides[1].client)/float64(sides[0].client), "rest÷jsonrpc")
+}
+
+// BenchmarkConnectGuard compares SendMessage from a client with
+// Options.ConnectGuard (loopback allowed, as for a local agent) with the
+// same call from a client without one, against the same in-process agent,
+// interleaved; it reports guarded÷plain (1 means the guard costs
+// nothing). The guard checks where a connection goes when it is dialled,
+// so "keepalive" (connections reused, the usual case) shows what it costs
+// a call and "dial" (a new connection per call) what it costs a dial.
+func BenchmarkConnectGuard(b *testing.B) {
+	a := newAgent(b, nil)
+	req := msgReq("m-1", "reply hi")
+	for _, tt := range []struct {
+		name      string
+		keepAlive bool
+	}{{"keepalive", true}, {"dial", false}} {
+		b.Run(tt.name, func(b *testing.B) {
+			client := func(guard *netguard.Policy) *a2aclient.Client {
+				tr := &http.Transport{MaxIdleConnsPerHost: 16, DisableKeepAlives: !tt.keepAlive}
+				b.Cleanup(tr.CloseIdleConnections)
+				c, err := a2aclient.New(a.card, &a2aclient.Options{HTTPClient: &http.Client{Transport: tr}, ConnectGuard: guard})
+				if err != nil {
+					b.Fatal(err)
+				}
+				return c
+			}
+			guarded, plain := client(&netguard.Policy{AllowLoopback: true}), client(nil)
+			send := func(c *a2aclient.Client) func() {
+				return func() {
+					if _, err := c.SendMessage(b.Context(), req); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			benchpair.Run(b, "guarded", send(guarded), "plain", send(plain))
+		})
+	}
+}
+
+// BenchmarkStreamingFallback compares SendStreamingMessage to an agent
+// whose card says capabilities.streaming is false (the client calls
+// SendMessage and yields its answer as the one frame) with SendMessage
+// of the same request on the same client, interleaved; it reports
+// fallback÷send (1 means the fallback costs nothing over the call it
+// makes).
+func BenchmarkStreamingFallback(b *testing.B) {
+	a := newAgent(b, nil)
+	card := *a.card
+	card.Capabilities.Streaming = a2a.Bool(false)
+	c, err := a2aclient.New(&card, &a2aclient.Options{HTTPClient: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := msgReq("m-1", "hello")
+	benchpair.Run(b, "fallback", func() {
+		frames := 0
+		for f, err := range c.SendStreamingMessage(b.Context(), req) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			if !f.Final() {
+				b.Fatal("the fallback's one frame is not final")
+			}
+			frames++
+		}
+		if frames != 1 {
+			b.Fatalf("%d frames, want the fallback's one", frames)
+		}
+	}, "send", func() {
+		if _, err := c.SendMessage(b.Context(), req); err != nil {
+			b.Fatal(err)
+		}
+	})
 }
