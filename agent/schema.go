@@ -9,8 +9,8 @@ const MaxOutputSchemaBytes = schemacheck.DefaultMaxSchemaBytes
 // ValidateAgainstSchema checks data (any value encoding/json encodes, or a
 // json.RawMessage) against a JSON Schema (a map[string]any as
 // PlatformContext.OutputSchema holds it, or a json.RawMessage) and returns
-// one human-readable message per violation, "at <JSON pointer>: <rule>", in
-// the order the validator finds them; none means data is valid.
+// one human-readable message per violation, "at <JSON pointer>: <rule>",
+// sorted (so by location); none means data is valid.
 //
 // The schema is untrusted input, so it never fails any other way: a schema
 // that does not compile (an invalid pattern, a malformed document, one over

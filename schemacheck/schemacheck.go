@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -84,7 +85,7 @@ func Validate(data, schema any) []string {
 
 // Messages turns a validation error into Validate's messages: the
 // innermost causes (the rules the value broke, not the subschemas that
-// hold them), each with its location. nil gives none.
+// hold them), each with its location, sorted. nil gives none.
 func Messages(err error) []string {
 	if err == nil {
 		return nil
@@ -95,6 +96,9 @@ func Messages(err error) []string {
 	}
 	var out []string
 	leaves(ve, &out)
+	// The validator visits an object's properties in map order: sorted,
+	// the same value gets the same messages every time.
+	slices.Sort(out)
 	if len(out) > maxMessages {
 		n := len(out) - maxMessages
 		out = append(out[:maxMessages], fmt.Sprintf("… and %d more", n))
