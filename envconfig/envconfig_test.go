@@ -109,7 +109,8 @@ func TestToolTimeout(t *testing.T) {
 		{ptr("ten"), 0, false},
 		{ptr("30s"), 0, false},
 		{ptr("99999999999999999999"), 0, false},
-		{ptr("31536001"), 0, false}, // over a year: the seconds would near a Duration's range
+		{ptr("31536000"), 365 * 24 * time.Hour, true}, // a year, the most
+		{ptr("31536001"), 0, false},                   // over a year: the seconds would near a Duration's range
 	} {
 		name := "unset"
 		vars := map[string]string{}
