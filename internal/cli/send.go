@@ -16,6 +16,7 @@ import (
 	"novaos.dev/novaos/a2a/a2aclient"
 	"novaos.dev/novaos/a2a/a2agrpc/grpcclient"
 	"novaos.dev/novaos/a2a/hitl"
+	"novaos.dev/novaos/envconfig"
 	"novaos.dev/novaos/ext/usercontext"
 	"novaos.dev/novaos/registry"
 )
@@ -30,6 +31,7 @@ func runSend(ctx context.Context, args []string, e *env) int {
 	asJSON := fs.Bool("json", false, "print each frame (or the result) as one line of raw JSON")
 	timeout := fs.Duration("timeout", a2aclient.DefaultTimeout, "bound a non-streaming call (streams run until the task stops or Ctrl-C)")
 	transport := fs.String("transport", "", "call the agent's interface of this `binding`: jsonrpc, rest (HTTP+JSON) or grpc (default: the first interface of its card that novaos speaks)")
+	apiKeyEnv := fs.String("api-key-env", "", "send the API key in this environment `variable` (the Python SDK's is ACP_API_KEY) as X-API-Key on every call")
 	sf := secretFlags(fs)
 	ca := caFlag(fs)
 	// Flags may follow the arguments: novaos send echo "hi" --stream.
@@ -71,7 +73,13 @@ func runSend(ctx context.Context, args []string, e *env) int {
 		fmt.Fprintf(e.stderr, "novaos send: %v\n", err)
 		return exitFail
 	}
-	c, err := a2aclient.NewFromURL(ctx, target, &a2aclient.Options{HTTPClient: hc, Timeout: *timeout, Transports: bindings, TransportFactories: transportsWith(tlsCfg)})
+	auth, err := sendAuth(target, *apiKeyEnv, e)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "novaos send: %v\n", err)
+		return exitFail
+	}
+	c, err := a2aclient.NewFromURL(ctx, target, &a2aclient.Options{HTTPClient: hc, Timeout: *timeout, Transports: bindings,
+		TransportFactories: transportsWith(tlsCfg), Auth: auth})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "novaos send: %v\n", err)
 		return exitFail
@@ -434,4 +442,24 @@ func (s *sealing) into(req *a2a.SendMessageRequest, c *a2aclient.Client, e *env)
 	fmt.Fprintf(e.stderr, "novaos send: sealed %s to kid %s for tenant %s, instance %s, run %s\n",
 		strings.Join(slices.Sorted(maps.Keys(s.values)), ", "), s.to.KID, run.TenantID, run.InstanceID, run.RunID)
 	return a2aclient.WithExtensions(act.Extensions...), nil
+}
+
+// sendAuth applies the SDK's environment to a call of target: with
+// $NOVAOS_ALLOWED_HOSTS set, a target it does not cover is refused before
+// any request; with keyEnv named, the API key it holds is sent as
+// X-API-Key on every call (a variable unset or empty is an error: the
+// caller asked for a key). The key is sent only when asked for, so that
+// it never goes to an agent by accident.
+func sendAuth(target, keyEnv string, e *env) (a2aclient.AuthProvider, error) {
+	if err := envconfig.CheckHost(target, envconfig.AllowedHosts(e.lookup)); err != nil {
+		return nil, err
+	}
+	if keyEnv == "" {
+		return nil, nil
+	}
+	key, err := envconfig.APIKey(e.lookup, keyEnv)
+	if err != nil {
+		return nil, fmt.Errorf("--api-key-env: %w", err)
+	}
+	return a2aclient.RequireAPIKey("", key)
 }

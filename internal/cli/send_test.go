@@ -572,3 +572,71 @@ func TestSendSkill(t *testing.T) {
 		})
 	}
 }
+
+// seed 000, novaos_client_sdk.auth.get_api_key_from_env: "env_var — Name
+// of the environment variable containing the API key (default:
+// "ACP_API_KEY") … header_name (default: "X-API-Key") … Raises ValueError
+// if the environment variable is not set or is empty"; and
+// novaos_client_sdk.config.validate_host_allowed: "Reject url if its
+// hostname isn't covered by an outbound-host allowlist … No-ops when no
+// allowlist is configured". novaos send reads both through envconfig.
+func TestSendAPIKeyAndAllowedHosts(t *testing.T) {
+	const key = "api-key-value-never-shown"
+	ag := agent.New("keyed", "1.0.0", nil)
+	ag.MustRegister(agent.Skill{ID: "echo", Description: "Echoes.", Handler: func(c *agent.Context) (agent.Result, error) {
+		return agent.Result{Output: c.Input()}, nil
+	}})
+	var calls, keyed atomic.Int32
+	var h http.Handler
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			calls.Add(1)
+			if r.Header.Get("X-API-Key") == key {
+				keyed.Add(1)
+			}
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	h = ag.Handler(srv.URL, nil)
+	for _, tc := range []struct {
+		name      string
+		vars      map[string]string
+		args      []string
+		wantCode  int
+		wantCalls int32
+		wantKeyed int32
+		wantErr   string
+	}{
+		{name: "no key asked for: none sent", args: nil, wantCode: exitOK, wantCalls: 1},
+		{name: "the key the variable holds", vars: map[string]string{"ACP_API_KEY": key},
+			args: []string{"--api-key-env", "ACP_API_KEY"}, wantCode: exitOK, wantCalls: 1, wantKeyed: 1},
+		{name: "a variable of the caller's naming", vars: map[string]string{"MY_KEY": key},
+			args: []string{"--api-key-env", "MY_KEY"}, wantCode: exitOK, wantCalls: 1, wantKeyed: 1},
+		{name: "set but not asked for: not sent", vars: map[string]string{"ACP_API_KEY": key}, wantCode: exitOK, wantCalls: 1},
+		{name: "asked for, unset", args: []string{"--api-key-env", "ACP_API_KEY"}, wantCode: exitFail,
+			wantErr: "--api-key-env: envconfig: ACP_API_KEY: not set"},
+		{name: "allowed host", vars: map[string]string{"NOVAOS_ALLOWED_HOSTS": "127.0.0.1"}, wantCode: exitOK, wantCalls: 1},
+		{name: "host not allowed: nothing sent", vars: map[string]string{"NOVAOS_ALLOWED_HOSTS": "partner.example", "ACP_API_KEY": key},
+			args: []string{"--api-key-env", "ACP_API_KEY"}, wantCode: exitFail, wantErr: "is not covered by NOVAOS_ALLOWED_HOSTS"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls.Store(0)
+			keyed.Store(0)
+			e, _, errOut := testEnv(tc.vars)
+			code := run(t.Context(), append([]string{"send", srv.URL, "hi"}, tc.args...), e)
+			if code != tc.wantCode {
+				t.Fatalf("exit %d, want %d; stderr: %s", code, tc.wantCode, errOut)
+			}
+			if !strings.Contains(errOut.String(), tc.wantErr) {
+				t.Errorf("stderr %q lacks %q", errOut, tc.wantErr)
+			}
+			if strings.Contains(errOut.String(), key) {
+				t.Error("stderr shows the API key")
+			}
+			if calls.Load() != tc.wantCalls || keyed.Load() != tc.wantKeyed {
+				t.Errorf("the agent saw %d calls, %d with the key; want %d, %d", calls.Load(), keyed.Load(), tc.wantCalls, tc.wantKeyed)
+			}
+		})
+	}
+}
