@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -444,6 +445,11 @@ func TestResolverConnect(t *testing.T) {
 	}
 }
 
+// Mutation testing (scripts/mutate ./a2a/a2aclient auth.go connect.go):
+// no mutant lives. gremlins reports presentCredential's case conditions
+// (auth.go:277, 291) as not covered, since a case expression lies outside
+// Go's coverage blocks; made by hand, each of the two fails TestSchemeAuth.
+
 // seed 000, novaos_client_sdk.auth_interceptor.AuthInterceptor: "If a
 // CredentialService was configured, pick the scheme to ask it for by
 // matching the call's AgentCard securitySchemes against its
@@ -465,6 +471,9 @@ func TestSchemeAuth(t *testing.T) {
 		"cookie": {APIKey: &a2a.APIKeySecurityScheme{Location: "cookie", Name: "sid"}},
 		"query":  {APIKey: &a2a.APIKeySecurityScheme{Location: "query", Name: "k"}},
 		"mtls":   {MTLS: &a2a.MutualTLSSecurityScheme{}},
+		"basic":  {HTTPAuth: &a2a.HTTPAuthSecurityScheme{Scheme: "Basic"}},
+		"http":   {HTTPAuth: &a2a.HTTPAuthSecurityScheme{}},
+		"header": {APIKey: &a2a.APIKeySecurityScheme{Location: "Header"}},
 	}
 	req := func(names ...string) a2a.SecurityRequirement {
 		r := a2a.SecurityRequirement{Schemes: map[string]a2a.StringList{}}
@@ -487,6 +496,11 @@ func TestSchemeAuth(t *testing.T) {
 	store.Set("", "cookie", secret.New("c-default"))
 	store.Set("", "query", secret.New("q-default"))
 	store.Set("", "", secret.New("no-card"))
+	// Session s2's schemes sort before "bearer", so the default session
+	// has nothing for them.
+	store.Set("s2", "basic", secret.New("ba-s2"))
+	store.Set("s2", "http", secret.New("h-s2"))
+	store.Set("s2", "header", secret.New("k-s2"))
 	failing := a2aclient.CredentialServiceFunc(func(context.Context, string, *a2aclient.Call) (a2aclient.Secret, error) {
 		return a2aclient.Secret{}, errors.New("vault sealed")
 	})
@@ -503,6 +517,9 @@ func TestSchemeAuth(t *testing.T) {
 		{name: "api key in its declared header", card: cardWith(req("key")), svc: store, wantHeader: "X-Agent-Key: k-default"},
 		{name: "keyed by session", card: cardWith(req("key")), svc: store, session: "s1", wantHeader: "X-Agent-Key: k-s1"},
 		{name: "http bearer", card: cardWith(req("bearer")), svc: store, wantHeader: "Authorization: Bearer b-default"},
+		{name: "http keeps its declared scheme", card: cardWith(req("basic")), svc: store, session: "s2", wantHeader: "Authorization: Basic ba-s2"},
+		{name: "http with no scheme named is bearer", card: cardWith(req("http")), svc: store, session: "s2", wantHeader: "Authorization: Bearer h-s2"},
+		{name: "api key with no header named", card: cardWith(req("header")), svc: store, session: "s2", wantHeader: "X-API-Key: k-s2"},
 		{name: "oauth2 is a bearer token", card: cardWith(req("oauth")), svc: store, wantHeader: "Authorization: Bearer o-default"},
 		{name: "api key as a cookie", card: cardWith(req("cookie")), svc: store, wantHeader: "Cookie: sid=c-default"},
 		{name: "first requirement the service answers", card: cardWith(req("undeclared"), req("mtls"), req("bearer"), req("key")), svc: store, wantHeader: "Authorization: Bearer b-default"},
@@ -546,6 +563,69 @@ func TestSchemeAuth(t *testing.T) {
 			for _, other := range []string{"Authorization", "X-Agent-Key", "X-Api-Key", "Cookie"} {
 				if other != http.CanonicalHeaderKey(name) && h.Get(other) != "" {
 					t.Errorf("also sent %s", other)
+				}
+			}
+		})
+	}
+}
+
+// TestSchemeAuthOrder: the schemes SchemeAuth asks the credential service
+// for, in order, each once: the requirements' declared schemes (sorted
+// within a requirement), or every declared scheme without requirements,
+// never mTLS; scheme "" for a card that declares none. With nothing for
+// any and no fallback, the call goes without credentials.
+//
+// seed 000, novaos_client_sdk.auth_interceptor.AuthInterceptor: "pick the
+// scheme to ask it for by matching the call's AgentCard securitySchemes
+// against its securityRequirements"; CredentialService.get_credentials:
+// scheme_name is "empty string if the call has no AgentCard to read a
+// scheme from at all".
+func TestSchemeAuthOrder(t *testing.T) {
+	a := newAgent(t, nil)
+	schemes := map[string]a2a.SecurityScheme{
+		"a": {HTTPAuth: &a2a.HTTPAuthSecurityScheme{Scheme: "bearer"}},
+		"b": {APIKey: &a2a.APIKeySecurityScheme{Name: "X-B"}},
+		"m": {MTLS: &a2a.MutualTLSSecurityScheme{}},
+	}
+	req := func(names ...string) a2a.SecurityRequirement {
+		r := a2a.SecurityRequirement{Schemes: map[string]a2a.StringList{}}
+		for _, n := range names {
+			r.Schemes[n] = a2a.StringList{}
+		}
+		return r
+	}
+	tests := []struct {
+		name    string
+		schemes map[string]a2a.SecurityScheme
+		reqs    []a2a.SecurityRequirement
+		asked   []string
+	}{
+		{name: "requirements in order, each scheme once", schemes: schemes, reqs: []a2a.SecurityRequirement{req("b", "a"), req("a"), req("undeclared"), req("m")}, asked: []string{"a", "b"}},
+		{name: "no requirements: every declared scheme by name", schemes: schemes, asked: []string{"a", "b"}},
+		{name: "no scheme declared", asked: []string{""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			card := *a.card
+			card.SecuritySchemes, card.SecurityRequirements = tt.schemes, tt.reqs
+			var asked []string
+			svc := a2aclient.CredentialServiceFunc(func(_ context.Context, scheme string, _ *a2aclient.Call) (a2aclient.Secret, error) {
+				asked = append(asked, scheme)
+				return a2aclient.Secret{}, a2aclient.ErrNoCredential
+			})
+			c, err := a2aclient.New(&card, &a2aclient.Options{Auth: a2aclient.SchemeAuth(svc, nil)})
+			must(t, err)
+			drain(a.headers)
+			if _, err := c.GetTask(t.Context(), &a2a.GetTaskRequest{ID: "none"}); !errors.Is(err, a2a.ErrTaskNotFound) {
+				t.Fatalf("err = %v, want the agent's TaskNotFound", err)
+			}
+			if !slices.Equal(asked, tt.asked) {
+				t.Errorf("asked for %q, want %q", asked, tt.asked)
+			}
+			h := <-a.headers
+			for _, name := range []string{"Authorization", "X-B", "Cookie"} {
+				if h.Get(name) != "" {
+					t.Errorf("sent %s without a credential", name)
 				}
 			}
 		})

@@ -175,6 +175,17 @@ func TestDoorShape(t *testing.T) {
 		{`null`, false},
 		{`"tool"`, false},
 		{``, false},
+		// JSON whitespace of each kind, around and inside the object
+		{"\t\r\n {\"tool\":\"memory.query\"}\n\t\r ", true},
+		{"{\n\t\"jsonrpc\"\r: \"2.0\"}", false},
+		// escapes: a quote inside a string does not end it, an escaped
+		// member name is still jsonrpc
+		{`{"tool":"say \"jsonrpc\"","payload":{"q":"\\"}}`, true},
+		{`{"id":1,"json\u0072pc":"2.0"}`, false},
+		// a string or object the body ends inside
+		{`{"tool":"memory.query`, false},
+		{`{"tool":"a\`, false},
+		{`{"tool":"memory.query","payload":{`, false},
 	} {
 		if got := isDoor([]byte(tt.body)); got != tt.door {
 			t.Errorf("isDoor(%s) = %v, want %v", tt.body, got, tt.door)
