@@ -3,13 +3,13 @@ package envconfig
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"novaos.dev/novaos/netguard"
 	"novaos.dev/novaos/secret"
 )
 
@@ -170,11 +170,12 @@ func normHost(h string) string {
 }
 
 // HostAllowed reports whether rawURL's host is covered by hosts: always
-// when hosts is empty (the list is opt-in), else when the host equals an
-// entry or is a subdomain of one; an entry with a leading dot
-// (".example.com") covers its subdomains only, as registry.Policy's host
-// suffixes do. An IP address, as host or entry, matches only itself; a
-// URL without a host never matches a non-empty list.
+// when hosts is empty (the list is opt-in), else as netguard.HostAllowed
+// matches it: the host equals an entry or is a subdomain of one; an entry
+// with a leading dot (".example.com") covers its subdomains only, as
+// registry.Policy's host suffixes do; an IP address, as host or entry,
+// matches only itself. A URL without a host never matches a non-empty
+// list.
 func HostAllowed(rawURL string, hosts []string) bool {
 	if len(hosts) == 0 {
 		return true
@@ -183,27 +184,8 @@ func HostAllowed(rawURL string, hosts []string) bool {
 	if err != nil {
 		return false
 	}
-	host := normHost(u.Hostname())
-	if host == "" {
-		return false
-	}
-	ip := net.ParseIP(host) != nil
-	for _, h := range hosts {
-		switch h = normHost(h); {
-		case h == "" || h == ".":
-		case host == h:
-			return true
-		case ip || net.ParseIP(h) != nil:
-			// An address is not a name: no subdomains.
-		case strings.HasPrefix(h, "."):
-			if strings.HasSuffix(host, h) {
-				return true
-			}
-		case strings.HasSuffix(host, "."+h):
-			return true
-		}
-	}
-	return false
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	return host != "" && netguard.HostAllowed(host, hosts)
 }
 
 // CheckHost is HostAllowed as an error: nil when rawURL may be called,

@@ -153,21 +153,23 @@ func proxyAddr(u *url.URL) string {
 // HostAllowed reports whether host (as ParseURL returns it: lower-case,
 // no trailing dot) matches one of suffixes: a suffix with a leading dot
 // (".example.com") matches hosts below it; one without ("example.com")
-// matches that host and hosts below it. Suffixes are compared without case
-// or a trailing dot; empty ones match nothing.
+// matches that host and hosts below it, on a label boundary (not
+// "badexample.com"). An IP address, as host or suffix, matches only
+// itself: an address is not a name and has no subdomains. Suffixes are
+// compared without case or a trailing dot; empty ones match nothing.
 func HostAllowed(host string, suffixes []string) bool {
+	ip := net.ParseIP(host) != nil
 	for _, s := range suffixes {
-		s = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(s)), ".")
-		if s == "" || s == "." {
-			continue
-		}
-		if strings.HasPrefix(s, ".") {
+		switch s = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(s)), "."); {
+		case s == "" || s == ".":
+		case host == s:
+			return true
+		case ip || net.ParseIP(s) != nil:
+		case strings.HasPrefix(s, "."):
 			if strings.HasSuffix(host, s) {
 				return true
 			}
-			continue
-		}
-		if host == s || strings.HasSuffix(host, "."+s) {
+		case strings.HasSuffix(host, "."+s):
 			return true
 		}
 	}

@@ -29,6 +29,10 @@ func TestHostAllowed(t *testing.T) {
 		{"partner.example", []string{"", " ", "."}, false},
 		{"partner.example", nil, false},
 		{"127.0.0.1", []string{"127.0.0.1"}, true},
+		{"10.0.0.5", []string{"0.0.5"}, false},           // an address has no subdomains
+		{"10.0.0.5", []string{".0.0.5"}, false},          // not even below a dotted entry
+		{"agents.10.0.0.5", []string{"10.0.0.5"}, false}, // nor is a name below an address
+		{"::1", []string{"::1"}, true},
 	}
 	for _, tt := range tests {
 		if got := HostAllowed(tt.host, tt.suffixes); got != tt.want {

@@ -25,7 +25,8 @@ import (
 type Policy struct {
 	// AllowedHostSuffixes, when non-empty, restricts hosts: a suffix with
 	// a leading dot (".example.com") matches hosts below it; one without
-	// ("example.com") matches that host and hosts below it. It always
+	// ("example.com") matches that host and hosts below it; an IP
+	// address matches only itself (netguard.HostAllowed). It always
 	// applies, also to loopback hosts AllowLoopback lets through.
 	AllowedHostSuffixes []string
 	// AllowLoopback accepts localhost, *.localhost, 127.0.0.0/8, ::1 and

@@ -313,9 +313,9 @@ var rules = []rule{
 	},
 	{
 		pkg: module + "/envconfig",
-		why: "configuration from the environment is read by programs and handed down to every SDK, so it sits on the first floor: the standard library and the secret leaf only",
+		why: "configuration from the environment is read by programs and handed down to every SDK, so it sits on the first floor: the standard library, the secret leaf and netguard's host matching only",
 		forbid: func(dep *pkg) bool {
-			return !dep.Standard && dep.ImportPath != module+"/secret"
+			return !dep.Standard && dep.ImportPath != module+"/secret" && dep.ImportPath != module+"/netguard"
 		},
 	},
 	{
@@ -574,6 +574,7 @@ func TestRulesCatchViolations(t *testing.T) {
 		{21, pkg{ImportPath: module + "/internal/httpapi"}, true},
 		{ruleIndex(t, "envconfig"), pkg{ImportPath: "net/url", Standard: true}, false},
 		{ruleIndex(t, "envconfig"), pkg{ImportPath: module + "/secret"}, false},
+		{ruleIndex(t, "envconfig"), pkg{ImportPath: module + "/netguard"}, false},
 		{ruleIndex(t, "envconfig"), pkg{ImportPath: module + "/tools"}, true},
 		{ruleIndex(t, "envconfig"), pkg{ImportPath: module + "/internal/cli"}, true},
 		{ruleIndex(t, "envconfig"), pkg{ImportPath: "github.com/google/uuid"}, true},
