@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 
 	"novaos.dev/novaos/a2a"
 	"novaos.dev/novaos/a2a/a2asrv"
+	"novaos.dev/novaos/internal/httpgolden"
 	"novaos.dev/novaos/internal/schematest"
 )
 
@@ -113,38 +113,12 @@ func goldenOptions(comment []byte) map[string]string {
 
 func doRequest(t *testing.T, srv *httptest.Server, raw []byte) []byte {
 	t.Helper()
-	head, body, _ := bytes.Cut(raw, []byte("\n\n"))
-	lines := strings.Split(string(head), "\n")
-	method, path, _ := strings.Cut(lines[0], " ")
-	req, err := http.NewRequest(method, srv.URL+path, bytes.NewReader(bytes.TrimSuffix(body, []byte("\n"))))
-	if err != nil {
-		t.Fatal(err)
+	head, body := httpgolden.Do(t, srv, raw, responseHeaders)
+	out := append(head, body...)
+	if !bytes.HasSuffix(out, []byte("\n")) {
+		out = append(out, '\n')
 	}
-	for _, l := range lines[1:] {
-		if k, v, ok := strings.Cut(l, ":"); ok {
-			req.Header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
-		}
-	}
-	resp, err := srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "%d\n", resp.StatusCode)
-	for _, k := range responseHeaders {
-		if v := resp.Header.Values(k); len(v) > 0 {
-			fmt.Fprintf(&buf, "%s: %s\n", k, strings.Join(v, ", "))
-		}
-	}
-	buf.WriteByte('\n')
-	if _, err := buf.ReadFrom(resp.Body); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.HasSuffix(buf.Bytes(), []byte("\n")) {
-		buf.WriteByte('\n')
-	}
-	return buf.Bytes()
+	return out
 }
 
 // resultDefinitions maps a method to the schema definition of its result.

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/tools/txtar"
 
 	"novaos.dev/novaos/identity"
+	"novaos.dev/novaos/internal/httpgolden"
 	"novaos.dev/novaos/internal/pgtest"
 	"novaos.dev/novaos/memory"
 	"novaos.dev/novaos/store/postgres"
@@ -151,37 +152,10 @@ func runDoorGolden(t *testing.T, st memory.Store, file string, rewrite bool) {
 
 func doGoldenRequest(t *testing.T, srv *httptest.Server, raw []byte) []byte {
 	t.Helper()
-	head, body, _ := bytes.Cut(raw, []byte("\n\n"))
-	lines := strings.Split(string(head), "\n")
-	method, path, _ := strings.Cut(lines[0], " ")
-	req, err := http.NewRequest(method, srv.URL+path, bytes.NewReader(bytes.TrimSuffix(body, []byte("\n"))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range lines[1:] {
-		if k, v, ok := strings.Cut(l, ":"); ok {
-			req.Header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
-		}
-	}
-	resp, err := srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "%d\n", resp.StatusCode)
-	for _, k := range goldenHeaders {
-		if v := resp.Header.Values(k); len(v) > 0 {
-			fmt.Fprintf(&buf, "%s: %s\n", k, strings.Join(v, ", "))
-		}
-	}
-	buf.WriteByte('\n')
-	var got bytes.Buffer
-	if _, err := got.ReadFrom(resp.Body); err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Indent(&buf, bytes.TrimSpace(got.Bytes()), "", "  "); err != nil {
-		buf.Write(got.Bytes()) // not JSON: as it came
+	head, body := httpgolden.Do(t, srv, raw, goldenHeaders)
+	buf := bytes.NewBuffer(head)
+	if err := json.Indent(buf, bytes.TrimSpace(body), "", "  "); err != nil {
+		buf.Write(body) // not JSON: as it came
 	}
 	if !bytes.HasSuffix(buf.Bytes(), []byte("\n")) {
 		buf.WriteByte('\n')
